@@ -1,0 +1,1 @@
+//! The bounded safety profile for configuration schemas.
