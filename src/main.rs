@@ -1,1 +1,7 @@
-fn main(){}
+//! The `checkfu-wire` command line.
+
+mod cli;
+
+fn main() {
+    std::process::exit(cli::run());
+}

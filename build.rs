@@ -1,0 +1,39 @@
+//! Regenerates the runtime's tables from the catalog and schemas on every input change.
+//!
+//! It runs the same pipeline as `checkfu-wire generate`, writes only into `OUT_DIR`, and
+//! fails the build with the generator's diagnostics when the catalog is not realizable.
+//! The checked-in copies under `generated/` and `docs/` are never touched here: only
+//! `checkfu-wire generate` writes them and `checkfu-wire check` verifies them, so a build
+//! cannot hide drift.
+
+use std::path::{Path, PathBuf};
+
+fn main() {
+    let root = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    for input in checkfu_wire_codegen::inputs(&root) {
+        println!("cargo:rerun-if-changed={}", input.display());
+    }
+    let outputs = match checkfu_wire_codegen::generate(&root) {
+        Ok(outputs) => outputs,
+        Err(diagnostics) => {
+            eprintln!("{diagnostics}");
+            std::process::exit(1);
+        }
+    };
+    for output in outputs {
+        // Mirror the checked-in layout under OUT_DIR: OUT_DIR/generated/…, OUT_DIR/docs/….
+        let target = out_dir.join(&output.path);
+        write_if_changed(&target, output.contents.as_bytes());
+    }
+}
+
+fn write_if_changed(target: &Path, bytes: &[u8]) {
+    if std::fs::read(target).is_ok_and(|old| old == bytes) {
+        return;
+    }
+    if let Some(dir) = target.parent() {
+        std::fs::create_dir_all(dir).expect("create a directory under OUT_DIR");
+    }
+    std::fs::write(target, bytes).expect("write under OUT_DIR");
+}

@@ -1,0 +1,308 @@
+//! The catalog model: the typed shape of `catalog/catalog.toml`.
+//!
+//! One model serves three purposes: it is what the TOML deserializes into (with spans, so
+//! diagnostics can point into the file), what `schemars` derives the editor schema from,
+//! and what the canonical JSON form (and so the catalog's sha256) is computed over.
+//! Names are plain strings here; `validate` resolves them and reports unknown ones.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::spanned::Spanned;
+
+/// A name or value as written in the catalog, with its location.
+pub type Name = Spanned<String>;
+
+/// Axis name → value, as written in an envelope or a ceiling. Rendering order comes from
+/// the axis list, not from this map.
+pub type AxisValues = BTreeMap<Name, Name>;
+
+/// The whole catalog file.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Catalog {
+    /// Revision identities: compatibility literals, bumped on any change of meaning.
+    pub revisions: Revisions,
+    /// Capability axes, each with a vocabulary ordered weakest to strongest.
+    pub axes: Vec<Axis>,
+    /// Runner drivers and their server-owned envelopes per retention mode.
+    pub drivers: Vec<Driver>,
+    /// Lanes that own their envelope without a Runner driver (the connected runtime).
+    #[serde(default)]
+    pub lanes: Vec<Lane>,
+    /// The `checkfu.capabilities` declaration slot: admitted upgrades and mechanism members.
+    pub declaration: Declaration,
+    /// Harness entries, in the order the tables show them.
+    pub harnesses: Vec<Harness>,
+    /// The extension slots: `_meta` keys and extension methods.
+    pub slots: Vec<Slot>,
+    /// The RunnerObservation vocabulary.
+    pub observations: Observations,
+    /// Observation members only a declared axis may emit.
+    #[serde(default)]
+    pub gated_emissions: Vec<GatedEmission>,
+    /// The conformance grammar's checks.
+    pub conformance: Vec<ConformanceCheck>,
+    /// Model wire dialects with their gateway request paths.
+    pub dialects: Vec<Dialect>,
+    /// Reviewed model providers.
+    pub providers: Vec<Provider>,
+    /// What a provider without a reviewed entry accepts.
+    pub unlisted_provider: UnlistedProvider,
+}
+
+/// The compatibility identities the catalog and its projections carry.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Revisions {
+    pub protocol: Name,
+    pub wire_protocol_version: Spanned<u32>,
+    pub driver: Name,
+    pub extension_vectors: Name,
+    pub support: Name,
+    pub experience: Name,
+    pub conformance: Name,
+    pub conformance_case_set: Name,
+    pub evidence_identity: Name,
+    pub evidence_manifest: Name,
+    pub readiness: Name,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Axis {
+    pub name: Name,
+    /// Ordered weakest → strongest.
+    pub values: Vec<Name>,
+    /// The value that means "undeclared": an entry may omit the axis, tables print `—`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub absent: Option<Name>,
+    /// False for an axis only declaration admission can raise; envelopes never carry it.
+    #[serde(default = "yes")]
+    pub in_envelope: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Driver {
+    pub name: Name,
+    pub protocol: Name,
+    pub envelopes: Vec<Envelope>,
+}
+
+/// One server envelope row: a driver's ceiling under one retention mode.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Envelope {
+    pub retention: Name,
+    pub axes: AxisValues,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Lane {
+    /// Shown as the entry's execution lane.
+    pub name: Name,
+    /// The entry mode this lane serves.
+    pub mode: Spanned<Mode>,
+    pub envelope: AxisValues,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Declaration {
+    /// The slot that carries the declaration.
+    pub slot: Name,
+    pub upgrades: Vec<Upgrade>,
+    pub mechanisms: Vec<Mechanism>,
+}
+
+/// A declaration member that lifts one axis exactly one step above the envelope.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Upgrade {
+    pub member: Name,
+    pub value: Name,
+    pub axis: Name,
+    pub from: Name,
+    pub to: Name,
+    /// The conformance case whose signed pass a catalog ceiling needs to show the upgrade.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<Name>,
+}
+
+/// A declaration member that is recorded but promotes nothing.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Mechanism {
+    pub member: Name,
+    pub values: Vec<Name>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Run by a Runner driver from an image.
+    Packaged,
+    /// Runs in a connected runtime lane with its own envelope.
+    Connected,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Packaged => "packaged",
+            Mode::Connected => "connected",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Harness {
+    pub name: Name,
+    pub mode: Spanned<Mode>,
+    /// Whether Checkfu can adopt an artifact today (shown as Supply and Availability).
+    pub supply: Name,
+    pub adoption: Name,
+    /// Absent for entries that are not released over a protocol (shown `—`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release_protocol: Option<Name>,
+    /// The Runner driver of a packaged entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver: Option<Name>,
+    /// The lane of a connected entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lane: Option<Name>,
+    pub model_lane: Name,
+    pub mcp_delivery: Name,
+    /// Conformance cases with exact-adapter signed evidence for the default artifact.
+    #[serde(default)]
+    pub evidence: Vec<Name>,
+    pub tuple_support: Name,
+    /// What the harness declares in `checkfu.capabilities`: member → value.
+    #[serde(default)]
+    pub declares: BTreeMap<Name, Name>,
+    /// Model wire dialects the harness binary speaks; empty means undeclared.
+    #[serde(default)]
+    pub dialects: Vec<Name>,
+    pub ceiling: AxisValues,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    HarnessToClient,
+    ClientToHarness,
+}
+
+impl Direction {
+    /// The arrow form the docs tables use.
+    pub fn arrow(self) -> &'static str {
+        match self {
+            Direction::HarnessToClient => "harness → client",
+            Direction::ClientToHarness => "client → harness",
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::HarnessToClient => "harness_to_client",
+            Direction::ClientToHarness => "client_to_harness",
+        }
+    }
+}
+
+/// How a consumer treats a slot's payload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SlotClass {
+    /// Closed, decoded strictly; a bad declaration rejects the handshake.
+    Declaration,
+    /// Optional harness → client data: fail-open.
+    Fidelity,
+    /// Requested client → harness authority: fail-closed.
+    Authority,
+    /// An extension request with a typed acknowledgement.
+    Method,
+}
+
+impl SlotClass {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SlotClass::Declaration => "declaration",
+            SlotClass::Fidelity => "fidelity",
+            SlotClass::Authority => "authority",
+            SlotClass::Method => "method",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Slot {
+    pub key: Name,
+    pub carrier: Name,
+    pub direction: Spanned<Direction>,
+    pub class: Spanned<SlotClass>,
+    pub payload: String,
+    pub status: Name,
+    /// The payload schema: `file#/json/pointer`, the file relative to `schemas/`.
+    pub schema: Name,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Observations {
+    /// Observation kinds; members are named `observation.<kind>`.
+    pub kinds: Vec<Name>,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GatedEmission {
+    pub axis: Name,
+    pub value: Name,
+    /// `observation.<kind>` members.
+    pub members: Vec<Name>,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConformanceCheck {
+    pub name: Name,
+    pub requirement: String,
+    /// May report `skip`.
+    #[serde(default)]
+    pub tristate: bool,
+    /// Reports `skip` unless the trace opts in.
+    #[serde(default)]
+    pub opt_in: bool,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Dialect {
+    pub name: Name,
+    pub gateway_path: Name,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Provider {
+    pub name: Name,
+    pub accepts: Vec<Name>,
+    /// A priced provider can serve production traffic; a declared dialect needs one.
+    pub priced: bool,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UnlistedProvider {
+    pub accepts: Vec<Name>,
+}

@@ -1,0 +1,125 @@
+//! The docs stage: the page `docs/harness-wire-extensions.md`, rendered with minijinja from
+//! the templates under `templates/`. Prose lives in the templates; every table comes from
+//! `tables`, so no fact is typed twice.
+
+pub mod tables;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use minijinja::{context, Environment, UndefinedBehavior};
+use serde::Serialize;
+
+use crate::catalog::{Compiled, Index};
+use crate::diagnostic::{Class, Diagnostic, Diagnostics};
+
+/// The page's template, relative to `templates/`.
+pub const PAGE_TEMPLATE: &str = "harness-wire-extensions.md.j2";
+
+/// Template sources by name, read from `templates/`.
+pub struct Templates {
+    sources: BTreeMap<String, String>,
+}
+
+impl Templates {
+    pub fn load(dir: &Path, diagnostics: &mut Diagnostics) -> Templates {
+        let mut sources = BTreeMap::new();
+        match std::fs::read_dir(dir) {
+            Ok(entries) => {
+                for path in entries.filter_map(|e| e.ok().map(|e| e.path())) {
+                    if path.extension().is_none_or(|x| x != "j2") {
+                        continue;
+                    }
+                    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                    match std::fs::read_to_string(&path) {
+                        Ok(text) => {
+                            sources.insert(name, text);
+                        }
+                        Err(e) => diagnostics
+                            .push(Diagnostic::new(Class::Input, format!("cannot read {}: {e}", path.display()))),
+                    }
+                }
+            }
+            Err(e) => diagnostics.push(Diagnostic::new(Class::Input, format!("cannot read {}: {e}", dir.display()))),
+        }
+        Templates { sources }
+    }
+}
+
+#[derive(Serialize)]
+struct Upgrade<'a> {
+    member: &'a str,
+    value: &'a str,
+    axis: &'a str,
+    from: &'a str,
+    to: &'a str,
+}
+
+#[derive(Serialize)]
+struct Mechanism<'a> {
+    member: &'a str,
+    values: Vec<&'a str>,
+}
+
+/// Escapes a table cell for GitHub-flavoured Markdown: a `|` would end the cell.
+fn cell(value: String) -> String {
+    value.replace('|', "\\|")
+}
+
+pub fn render(compiled: &Compiled, templates: &Templates) -> Result<String, Diagnostic> {
+    let c = &compiled.catalog;
+    let index = Index::new(c);
+    let mut env = Environment::new();
+    env.set_undefined_behavior(UndefinedBehavior::Strict);
+    env.set_keep_trailing_newline(true);
+    env.add_filter("cell", cell);
+    for (name, source) in &templates.sources {
+        env.add_template(name, source).map_err(template_error)?;
+    }
+    let upgrades: Vec<_> = c
+        .declaration
+        .upgrades
+        .iter()
+        .map(|u| Upgrade {
+            member: u.member.as_str(),
+            value: u.value.as_str(),
+            axis: u.axis.as_str(),
+            from: u.from.as_str(),
+            to: u.to.as_str(),
+        })
+        .collect();
+    let mechanisms: Vec<_> = c
+        .declaration
+        .mechanisms
+        .iter()
+        .map(|m| Mechanism { member: m.member.as_str(), values: m.values.iter().map(|v| v.as_str()).collect() })
+        .collect();
+    let unlisted: Vec<&str> = c.unlisted_provider.accepts.iter().map(|d| d.as_str()).collect();
+    let ctx = context! {
+        revisions => &c.revisions,
+        catalog_sha256 => &compiled.sha256,
+        declaration_slot => c.declaration.slot.as_str(),
+        upgrades => upgrades,
+        mechanisms => mechanisms,
+        unlisted_accepts => unlisted.join(", "),
+        slots => tables::slots(c),
+        handshake => tables::handshake(c),
+        conformance => tables::conformance(c),
+        support => tables::support(c),
+        ceilings => tables::ceilings(&index, compiled),
+        envelopes => tables::envelopes(c),
+        gated => tables::gated(c),
+        dialects => tables::dialects(c),
+        reachability => tables::reachability(&index, c),
+    };
+    let template = env.get_template(PAGE_TEMPLATE).map_err(template_error)?;
+    template.render(ctx).map_err(template_error)
+}
+
+fn template_error(e: minijinja::Error) -> Diagnostic {
+    let mut message = format!("template error: {e}");
+    if let (Some(name), Some(line)) = (e.name(), e.line()) {
+        message = format!("templates/{name}:{line}: {message}");
+    }
+    Diagnostic::new(Class::Generation, message)
+}

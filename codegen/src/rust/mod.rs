@@ -1,0 +1,9 @@
+//! The Rust stage: source files the runtime crate includes from `OUT_DIR`.
+
+pub mod tables;
+
+/// Formats a token stream as a source file under the do-not-edit banner.
+pub fn format_file(banner: &str, tokens: proc_macro2::TokenStream) -> Result<String, String> {
+    let file = syn::parse2::<syn::File>(tokens).map_err(|e| format!("generated Rust does not parse: {e}"))?;
+    Ok(format!("{banner}\n\n{}", prettyplease::unparse(&file)))
+}

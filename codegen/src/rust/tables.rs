@@ -1,0 +1,180 @@
+//! `catalog_tables.rs`: the catalog as `const` tables for the runtime consumers
+//! (declaration admission, the conformance checker, the decode policy), so no axis, value,
+//! slot or gated member is ever typed by hand in runtime code.
+//!
+//! The types these constants use are defined in the runtime crate (`src/catalog.rs`); the
+//! generated file is included into that module.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+
+use crate::catalog::model::{AxisValues, Direction, Mode, SlotClass};
+use crate::catalog::Compiled;
+
+fn pairs(values: &AxisValues, order: &[&str]) -> TokenStream {
+    // Axis order, not map order: the admitted set must serialize in the envelope's order.
+    let items = order.iter().filter_map(|axis| {
+        let (k, v) = values.iter().find(|(k, _)| k.as_str() == *axis)?;
+        let (k, v) = (k.as_str(), v.as_str());
+        Some(quote! { (#k, #v) })
+    });
+    quote! { &[#(#items),*] }
+}
+
+fn opt(value: Option<&str>) -> TokenStream {
+    match value {
+        Some(v) => quote! { Some(#v) },
+        None => quote! { None },
+    }
+}
+
+fn strs<'a>(items: impl Iterator<Item = &'a str>) -> TokenStream {
+    let items: Vec<_> = items.collect();
+    quote! { &[#(#items),*] }
+}
+
+pub fn generate(compiled: &Compiled) -> TokenStream {
+    let c = &compiled.catalog;
+    let order: Vec<&str> = c.axes.iter().map(|a| a.name.as_str()).collect();
+
+    let axes = c.axes.iter().map(|a| {
+        let name = a.name.as_str();
+        let values = strs(a.values.iter().map(|v| v.as_str()));
+        let absent = opt(a.absent.as_ref().map(|v| v.as_str()));
+        let in_envelope = a.in_envelope;
+        quote! { Axis { name: #name, values: #values, absent: #absent, in_envelope: #in_envelope } }
+    });
+    let envelopes = c.drivers.iter().flat_map(|d| {
+        let order = &order;
+        d.envelopes.iter().map(move |e| {
+            let driver = d.name.as_str();
+            let retention = e.retention.as_str();
+            let values = pairs(&e.axes, order);
+            quote! { Envelope { owner: #driver, retention: Some(#retention), values: #values } }
+        })
+    });
+    let lanes = c.lanes.iter().map(|l| {
+        let name = l.name.as_str();
+        let values = pairs(&l.envelope, &order);
+        quote! { Envelope { owner: #name, retention: None, values: #values } }
+    });
+    let upgrades = c.declaration.upgrades.iter().map(|u| {
+        let (member, value, axis) = (u.member.as_str(), u.value.as_str(), u.axis.as_str());
+        let (from, to) = (u.from.as_str(), u.to.as_str());
+        let evidence = opt(u.evidence.as_ref().map(|e| e.as_str()));
+        quote! { Upgrade { member: #member, value: #value, axis: #axis, from: #from, to: #to, evidence: #evidence } }
+    });
+    let mechanisms = c.declaration.mechanisms.iter().map(|m| {
+        let member = m.member.as_str();
+        let values = strs(m.values.iter().map(|v| v.as_str()));
+        quote! { Mechanism { member: #member, values: #values } }
+    });
+    let slots = c.slots.iter().map(|s| {
+        let (key, carrier, schema) = (s.key.as_str(), s.carrier.as_str(), s.schema.as_str());
+        let direction = match s.direction.value {
+            Direction::HarnessToClient => quote! { Direction::HarnessToClient },
+            Direction::ClientToHarness => quote! { Direction::ClientToHarness },
+        };
+        let class = match s.class.value {
+            SlotClass::Declaration => quote! { SlotClass::Declaration },
+            SlotClass::Fidelity => quote! { SlotClass::Fidelity },
+            SlotClass::Authority => quote! { SlotClass::Authority },
+            SlotClass::Method => quote! { SlotClass::Method },
+        };
+        quote! { Slot { key: #key, carrier: #carrier, direction: #direction, class: #class, schema: #schema } }
+    });
+    let gated = c.gated_emissions.iter().map(|g| {
+        let (axis, value) = (g.axis.as_str(), g.value.as_str());
+        let members = strs(g.members.iter().map(|m| m.as_str()));
+        quote! { GatedEmission { axis: #axis, value: #value, members: #members } }
+    });
+    let checks = c.conformance.iter().map(|k| {
+        let (name, tristate, opt_in) = (k.name.as_str(), k.tristate, k.opt_in);
+        quote! { ConformanceCheck { name: #name, tristate: #tristate, opt_in: #opt_in } }
+    });
+    let harnesses = c.harnesses.iter().map(|h| {
+        let name = h.name.as_str();
+        let mode = match h.mode.value {
+            Mode::Packaged => quote! { Mode::Packaged },
+            Mode::Connected => quote! { Mode::Connected },
+        };
+        let driver = opt(h.driver.as_ref().map(|d| d.as_str()));
+        let lane = opt(h.lane.as_ref().map(|l| l.as_str()));
+        let declares = h.declares.iter().map(|(m, v)| {
+            let (m, v) = (m.as_str(), v.as_str());
+            quote! { (#m, #v) }
+        });
+        let ceiling = pairs(&h.ceiling, &order);
+        let dialects = strs(h.dialects.iter().map(|d| d.as_str()));
+        let evidence = strs(h.evidence.iter().map(|e| e.as_str()));
+        quote! {
+            Harness {
+                name: #name, mode: #mode, driver: #driver, lane: #lane,
+                declares: &[#(#declares),*], ceiling: #ceiling, dialects: #dialects, evidence: #evidence,
+            }
+        }
+    });
+    let dialects = c.dialects.iter().map(|d| {
+        let (name, path) = (d.name.as_str(), d.gateway_path.as_str());
+        quote! { Dialect { name: #name, gateway_path: #path } }
+    });
+    let providers = c.providers.iter().map(|p| {
+        let name = p.name.as_str();
+        let accepts = strs(p.accepts.iter().map(|d| d.as_str()));
+        let priced = p.priced;
+        quote! { Provider { name: #name, accepts: #accepts, priced: #priced } }
+    });
+    let unlisted = strs(c.unlisted_provider.accepts.iter().map(|d| d.as_str()));
+    let observations = strs(c.observations.kinds.iter().map(|o| o.as_str()));
+    let r = &c.revisions;
+    let revisions = [
+        ("protocol", r.protocol.as_str()),
+        ("driver", r.driver.as_str()),
+        ("extension_vectors", r.extension_vectors.as_str()),
+        ("support", r.support.as_str()),
+        ("experience", r.experience.as_str()),
+        ("conformance", r.conformance.as_str()),
+        ("conformance_case_set", r.conformance_case_set.as_str()),
+        ("evidence_identity", r.evidence_identity.as_str()),
+        ("evidence_manifest", r.evidence_manifest.as_str()),
+        ("readiness", r.readiness.as_str()),
+    ];
+    let revisions = revisions.iter().map(|(k, v)| quote! { (#k, #v) });
+    let wire_version = r.wire_protocol_version.value;
+    let sha = compiled.sha256.as_str();
+
+    quote! {
+        /// Hex sha256 of the catalog's canonical form.
+        pub const CATALOG_SHA256: &str = #sha;
+        /// ACP wire protocol version the driver speaks.
+        pub const WIRE_PROTOCOL_VERSION: u32 = #wire_version;
+        /// Revision identities: name → literal.
+        pub const REVISIONS: &[(&str, &str)] = &[#(#revisions),*];
+        /// Capability axes, vocabularies weakest → strongest.
+        pub const AXES: &[Axis] = &[#(#axes),*];
+        /// Server-owned envelopes per driver and retention mode.
+        pub const ENVELOPES: &[Envelope] = &[#(#envelopes),*];
+        /// Envelopes owned by a lane rather than a driver.
+        pub const LANE_ENVELOPES: &[Envelope] = &[#(#lanes),*];
+        /// The declaration upgrades admission may apply.
+        pub const UPGRADES: &[Upgrade] = &[#(#upgrades),*];
+        /// Declaration members that are recorded and promote nothing.
+        pub const MECHANISMS: &[Mechanism] = &[#(#mechanisms),*];
+        /// The extension slots and their decode policy class.
+        pub const SLOTS: &[Slot] = &[#(#slots),*];
+        /// The RunnerObservation vocabulary.
+        pub const OBSERVATIONS: &[&str] = #observations;
+        /// Observation members only a declared axis may emit.
+        pub const GATED_EMISSIONS: &[GatedEmission] = &[#(#gated),*];
+        /// The conformance grammar's checks.
+        pub const CONFORMANCE_CHECKS: &[ConformanceCheck] = &[#(#checks),*];
+        /// Harness entries.
+        pub const HARNESSES: &[Harness] = &[#(#harnesses),*];
+        /// Model wire dialects and gateway paths.
+        pub const DIALECTS: &[Dialect] = &[#(#dialects),*];
+        /// Reviewed providers.
+        pub const PROVIDERS: &[Provider] = &[#(#providers),*];
+        /// What an unlisted provider accepts.
+        pub const UNLISTED_PROVIDER_ACCEPTS: &[&str] = #unlisted;
+    }
+}

@@ -1,0 +1,69 @@
+//! The input JSON Schemas under `schemas/`: loading them, and resolving the
+//! `file#/json/pointer` references the catalog uses to name slot payloads.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::diagnostic::{Class, Diagnostic, Diagnostics};
+
+/// Every schema file, by file name.
+#[derive(Clone, Debug, Default)]
+pub struct SchemaSet {
+    pub files: BTreeMap<String, Value>,
+}
+
+impl SchemaSet {
+    /// Reads every `*.json` in `dir`, reporting each unreadable or ill-formed file.
+    pub fn load(dir: &Path, diagnostics: &mut Diagnostics) -> SchemaSet {
+        let mut set = SchemaSet::default();
+        let entries = match std::fs::read_dir(dir) {
+            Ok(entries) => entries,
+            Err(e) => {
+                diagnostics.push(Diagnostic::new(Class::Input, format!("cannot read {}: {e}", dir.display())));
+                return set;
+            }
+        };
+        let mut paths: Vec<_> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        paths.retain(|p| p.extension().is_some_and(|x| x == "json"));
+        paths.sort();
+        for path in paths {
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let display = Path::new("schemas").join(&name);
+            let text = match std::fs::read_to_string(&path) {
+                Ok(text) => text,
+                Err(e) => {
+                    diagnostics.push(Diagnostic::new(Class::Input, format!("cannot read {}: {e}", display.display())));
+                    continue;
+                }
+            };
+            match serde_json::from_str::<Value>(&text) {
+                Ok(value) => {
+                    set.files.insert(name, value);
+                }
+                Err(e) => {
+                    let offset = line_column_offset(&text, e.line(), e.column());
+                    let file = diagnostics.sources.add(display, text);
+                    diagnostics.push(
+                        Diagnostic::new(Class::Input, format!("invalid JSON: {e}")).at(file, offset..offset, "here"),
+                    );
+                }
+            }
+        }
+        set
+    }
+
+    /// Resolves `file#/pointer` to the schema node it names.
+    pub fn resolve(&self, reference: &str) -> Result<&Value, String> {
+        let (file, pointer) = reference.split_once('#').unwrap_or((reference, ""));
+        let document = self.files.get(file).ok_or_else(|| format!("no schema file `{file}`"))?;
+        document.pointer(pointer).ok_or_else(|| format!("`{file}` has nothing at `{pointer}`"))
+    }
+}
+
+/// Byte offset of serde_json's one-based line and column.
+fn line_column_offset(text: &str, line: usize, column: usize) -> usize {
+    let start: usize = text.split_inclusive('\n').take(line.saturating_sub(1)).map(str::len).sum();
+    (start + column.saturating_sub(1)).min(text.len())
+}
