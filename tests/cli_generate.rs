@@ -1,0 +1,118 @@
+//! End-to-end runs of `checkfu-wire generate` and `check` on scratch copies of the project.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn project_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).expect("mkdir");
+    for entry in fs::read_dir(from).expect("read_dir").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            copy_dir(&path, &to.join(entry.file_name()));
+        } else {
+            fs::copy(&path, to.join(entry.file_name())).expect("copy");
+        }
+    }
+}
+
+fn scratch() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for sub in ["catalog", "schemas", "templates", "generated", "docs"] {
+        copy_dir(&project_root().join(sub), &dir.path().join(sub));
+    }
+    dir
+}
+
+fn run(root: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_checkfu-wire"))
+        .args(args)
+        .arg("--root")
+        .arg(root)
+        .output()
+        .expect("run checkfu-wire")
+}
+
+/// Every file under generated/ and docs/, with its bytes.
+fn outputs(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files = Vec::new();
+    for sub in ["generated", "docs"] {
+        for entry in fs::read_dir(root.join(sub)).expect("read_dir").flatten() {
+            files.push((entry.path(), fs::read(entry.path()).expect("read")));
+        }
+    }
+    files.sort();
+    files
+}
+
+#[test]
+fn check_passes_on_the_checked_in_outputs() {
+    let out = run(&project_root(), &["check"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn generate_is_a_no_op_when_nothing_changed() {
+    let dir = scratch();
+    let before = outputs(dir.path());
+    let out = run(dir.path(), &["generate"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("up to date"));
+    assert_eq!(before, outputs(dir.path()));
+}
+
+#[test]
+fn failing_generation_leaves_every_output_byte_identical() {
+    let dir = scratch();
+    // Change a fact that alters outputs *and* break the catalog: nothing may be written.
+    let catalog = dir.path().join("catalog/catalog.toml");
+    let text = fs::read_to_string(&catalog).expect("read");
+    let text = text.replacen("gateway_path = \"/v1/messages\"", "gateway_path = \"/v2/messages\"", 1);
+    let text = text.replacen("checkpoint = \"none\"", "checkpoint = \"snapshot\"", 1);
+    fs::write(&catalog, text).expect("write");
+    let before = outputs(dir.path());
+    let out = run(dir.path(), &["generate"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("error[E0001]") && stderr.contains("nothing was written"), "{stderr}");
+    assert_eq!(before, outputs(dir.path()));
+    let leftovers: Vec<_> = fs::read_dir(dir.path().join("generated")).expect("read_dir").flatten().collect();
+    assert!(leftovers.iter().all(|e| !e.file_name().to_string_lossy().contains(".tmp-")));
+}
+
+#[test]
+fn check_fails_after_a_one_byte_edit_of_any_generated_file() {
+    let dir = scratch();
+    for (path, bytes) in outputs(dir.path()) {
+        let mut edited = bytes.clone();
+        let at = edited.len() / 2;
+        edited[at] = if edited[at] == b'x' { b'y' } else { b'x' };
+        fs::write(&path, &edited).expect("write");
+        let out = run(dir.path(), &["check"]);
+        let name = path.file_name().expect("name").to_string_lossy().into_owned();
+        assert_eq!(out.status.code(), Some(1), "check passed after editing {name}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stdout.contains("@@") && stdout.contains(&name), "no diff for {name}: {stdout}");
+        assert!(stderr.contains("run `cargo run -- generate`"), "{stderr}");
+        fs::write(&path, &bytes).expect("restore");
+    }
+    assert!(run(dir.path(), &["check"]).status.success());
+}
+
+#[test]
+fn generate_repairs_drift_and_only_touches_changed_files() {
+    let dir = scratch();
+    let page = dir.path().join("docs/harness-wire-extensions.md");
+    let original = fs::read(&page).expect("read");
+    fs::write(&page, b"hand edited\n").expect("write");
+    let out = run(dir.path(), &["generate"]);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.matches("wrote").count(), 1, "{stderr}");
+    assert_eq!(fs::read(&page).expect("read"), original);
+}
