@@ -4,3 +4,4 @@
 //! generator itself is the `checkfu-wire-codegen` crate, driven by the `checkfu-wire` CLI.
 
 pub mod catalog;
+pub mod admission;
