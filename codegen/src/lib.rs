@@ -28,6 +28,7 @@ pub const TEMPLATES_DIR: &str = "templates";
 pub const CATALOG_SCHEMA_OUT: &str = "generated/catalog.schema.json";
 pub const SUPPORT_SNAPSHOT_OUT: &str = "generated/support-harnesses.json";
 pub const CATALOG_TABLES_OUT: &str = "generated/catalog_tables.rs";
+pub const SCHEMA_TYPES_OUT: &str = "generated/schema_types.rs";
 pub const DOCS_PAGE_OUT: &str = "docs/harness-wire-extensions.md";
 
 /// The command that rewrites every checked-in output.
@@ -87,10 +88,18 @@ pub fn generate(root: &Path) -> Result<Vec<Output>, Diagnostics> {
             return Err(diagnostics);
         }
     };
+    let schema_types = match schema_types(&schemas) {
+        Ok(output) => output,
+        Err(items) => {
+            diagnostics.items.extend(items);
+            return Err(diagnostics);
+        }
+    };
     match render(&compiled) {
         Ok(mut outputs) => match docs::render(&compiled, &templates) {
             Ok(page) => {
                 outputs.push(Output { path: DOCS_PAGE_OUT.into(), contents: page });
+                outputs.push(schema_types);
                 Ok(outputs)
             }
             Err(d) => {
@@ -103,6 +112,24 @@ pub fn generate(root: &Path) -> Result<Vec<Output>, Diagnostics> {
             Err(diagnostics)
         }
     }
+}
+
+/// Types, checks and decoders for every input schema, in one file.
+fn schema_types(schemas: &schema::SchemaSet) -> Result<Output, Vec<Diagnostic>> {
+    let mut modules = Vec::new();
+    let mut errors = Vec::new();
+    for (file, raw) in &schemas.files {
+        match rust::schemas::generate(file, raw) {
+            Ok(tokens) => modules.push(tokens),
+            Err(items) => errors.extend(items),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let contents = rust::format_file(&format!("// {}", banner()), quote::quote! { #(#modules)* })
+        .map_err(|e| vec![Diagnostic::new(Class::Generation, e)])?;
+    Ok(Output { path: SCHEMA_TYPES_OUT.into(), contents })
 }
 
 fn json_file(value: &serde_json::Value) -> String {

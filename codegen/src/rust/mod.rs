@@ -1,6 +1,9 @@
 //! The Rust stage: source files the runtime crate includes from `OUT_DIR`.
 
+pub mod checks;
+pub mod schemas;
 pub mod tables;
+pub mod types;
 
 /// Formats a token stream as a source file under the do-not-edit banner.
 pub fn format_file(banner: &str, tokens: proc_macro2::TokenStream) -> Result<String, String> {

@@ -6,6 +6,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
+pub mod normalize;
+
 use crate::diagnostic::{Class, Diagnostic, Diagnostics};
 
 /// Every schema file, by file name.

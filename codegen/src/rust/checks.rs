@@ -1,0 +1,312 @@
+//! Generated checks: Rust functions that accept exactly what a normalized schema accepts.
+//!
+//! typify drops numeric bounds, `const`, boolean enums, some `maxLength`s, `null` versus
+//! absent, and is lax on unions; rather than patch its types, every definition gets a
+//! check function compiled from the schema itself, and the generated decoder runs the
+//! check before deserializing into the typify type. The supported keywords are listed in
+//! `SUPPORTED`; any other assertion keyword fails generation with its JSON Pointer, so the
+//! generator never silently accepts more than the schema does.
+
+use proc_macro2::{Ident, TokenStream};
+use quote::{format_ident, quote};
+use serde_json::{Map, Value};
+
+use crate::schema::normalize::{escape_pointer, ANNOTATIONS};
+
+/// Assertion and applicator keywords the checks implement.
+pub const SUPPORTED: &[&str] = &[
+    "type", "enum", "const", "properties", "required", "additionalProperties", "items",
+    "minItems", "maxItems", "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum",
+    "exclusiveMaximum", "minProperties", "maxProperties", "anyOf", "oneOf", "allOf", "not", "$ref",
+];
+
+struct Emitter {
+    functions: Vec<TokenStream>,
+    counter: usize,
+}
+
+/// The check function name of a definition.
+pub fn def_fn(name: &str) -> Ident {
+    format_ident!("check_{}", name)
+}
+
+/// The decode function name of a definition.
+pub fn decode_fn(name: &str) -> Ident {
+    format_ident!("decode_{}", name)
+}
+
+/// Checks and decoders for every definition; `Err` is ` #pointer: message`.
+pub fn generate(defs: &Map<String, Value>) -> Result<TokenStream, String> {
+    let mut e = Emitter { functions: Vec::new(), counter: 0 };
+    let mut decoders = Vec::new();
+    for (name, schema) in defs {
+        let pointer = format!("/$defs/{}", escape_pointer(name));
+        let body = e.body(schema, &pointer)?;
+        let check = def_fn(name);
+        let decode = decode_fn(name);
+        let ty = format_ident!("{}", name);
+        let doc = format!(" Checks a value against `#/$defs/{name}`.");
+        e.functions.push(quote! {
+            #[doc = #doc]
+            pub fn #check(v: &Value) -> Result<(), Invalid> { #body }
+        });
+        let doc = format!(" Decodes `{name}` exactly: the generated check, then the typify type.");
+        decoders.push(quote! {
+            #[doc = #doc]
+            pub fn #decode(v: &Value) -> Result<super::types::#ty, Invalid> {
+                #check(v)?;
+                crate::exact::deserialize(v)
+            }
+        });
+    }
+    let functions = e.functions;
+    Ok(quote! {
+        use serde_json::Value;
+        use crate::exact::Invalid;
+        #(#functions)*
+        #(#decoders)*
+    })
+}
+
+fn string_list(values: &[&str]) -> TokenStream {
+    quote! { &[#(#values),*] }
+}
+
+impl Emitter {
+    /// A function checking `schema`, for use as a child check.
+    fn child(&mut self, schema: &Value, pointer: &str) -> Result<Ident, String> {
+        if let Some(Value::String(r)) = schema.get("$ref") {
+            if schema.as_object().is_some_and(|o| o.keys().all(|k| k == "$ref" || ANNOTATIONS.contains(&k.as_str()))) {
+                return reference(r, pointer);
+            }
+        }
+        let body = self.body(schema, pointer)?;
+        self.counter += 1;
+        let name = format_ident!("node_{}", self.counter);
+        let doc = format!(" Checks `{pointer}`.");
+        self.functions.push(quote! {
+            #[doc = #doc]
+            fn #name(v: &Value) -> Result<(), Invalid> { #body }
+        });
+        Ok(name)
+    }
+
+    fn body(&mut self, schema: &Value, pointer: &str) -> Result<TokenStream, String> {
+        let object = match schema {
+            Value::Bool(true) => return Ok(quote! { Ok(()) }),
+            Value::Bool(false) => return Ok(quote! { Err(Invalid::new("no value is allowed here")) }),
+            Value::Object(object) => object,
+            _ => return Err(format!("#{pointer}: a schema must be an object or a boolean")),
+        };
+        for key in object.keys() {
+            let known = SUPPORTED.contains(&key.as_str()) || ANNOTATIONS.contains(&key.as_str());
+            if !known && !key.starts_with("x-") && key != "$defs" {
+                return Err(format!("#{pointer}: unsupported keyword `{key}`"));
+            }
+        }
+        let mut checks = Vec::new();
+        if let Some(ty) = object.get("type") {
+            checks.push(type_check(ty, pointer)?);
+        }
+        if let Some(values) = object.get("enum") {
+            let values = values.as_array().ok_or(format!("#{pointer}/enum: not an array"))?;
+            let tests = values.iter().map(equals);
+            checks.push(quote! {
+                if !(false #(|| #tests)*) { return Err(Invalid::new("not one of the allowed values")); }
+            });
+        }
+        if let Some(value) = object.get("const") {
+            let test = equals(value);
+            checks.push(quote! { if !(#test) { return Err(Invalid::new("not the constant value")); } });
+        }
+        checks.extend(self.object_checks(object, pointer)?);
+        checks.extend(self.array_checks(object, pointer)?);
+        checks.extend(scalar_checks(object, pointer)?);
+        checks.extend(self.combinators(object, pointer)?);
+        if let Some(Value::String(r)) = object.get("$ref") {
+            let f = reference(r, pointer)?;
+            checks.push(quote! { #f(v)?; });
+        }
+        Ok(quote! { #(#checks)* Ok(()) })
+    }
+
+    fn object_checks(&mut self, object: &Map<String, Value>, pointer: &str) -> Result<Vec<TokenStream>, String> {
+        let mut checks = Vec::new();
+        let empty = Map::new();
+        let properties = match object.get("properties") {
+            Some(Value::Object(p)) => p,
+            Some(_) => return Err(format!("#{pointer}/properties: not an object")),
+            None => &empty,
+        };
+        if let Some(required) = object.get("required") {
+            let names: Vec<&str> = required.as_array().map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+            for name in names {
+                let message = format!("missing required property `{name}`");
+                checks.push(quote! { if !o.contains_key(#name) { return Err(Invalid::new(#message)); } });
+            }
+        }
+        for (name, schema) in properties {
+            let f = self.child(schema, &format!("{pointer}/properties/{}", escape_pointer(name)))?;
+            checks.push(quote! { if let Some(p) = o.get(#name) { #f(p).map_err(|e| e.at(#name))?; } });
+        }
+        match object.get("additionalProperties") {
+            None | Some(Value::Bool(true)) => {}
+            Some(Value::Bool(false)) => {
+                let known = string_list(&properties.keys().map(String::as_str).collect::<Vec<_>>());
+                checks.push(quote! {
+                    for k in o.keys() {
+                        if !#known.contains(&k.as_str()) {
+                            return Err(Invalid::new("property not allowed here").at(k.as_str()));
+                        }
+                    }
+                });
+            }
+            Some(schema) => {
+                let f = self.child(schema, &format!("{pointer}/additionalProperties"))?;
+                let known = string_list(&properties.keys().map(String::as_str).collect::<Vec<_>>());
+                checks.push(quote! {
+                    for (k, p) in o {
+                        if !#known.contains(&k.as_str()) { #f(p).map_err(|e| e.at(k.as_str()))?; }
+                    }
+                });
+            }
+        }
+        for (key, cmp, message) in [("minProperties", quote! { < }, "too few properties"), ("maxProperties", quote! { > }, "too many properties")] {
+            if let Some(n) = object.get(key) {
+                let n = n.as_u64().ok_or(format!("#{pointer}/{key}: not a count"))? as usize;
+                checks.push(quote! { if o.len() #cmp #n { return Err(Invalid::new(#message)); } });
+            }
+        }
+        if checks.is_empty() {
+            return Ok(checks);
+        }
+        Ok(vec![quote! { if let Some(o) = v.as_object() { #(#checks)* } }])
+    }
+
+    fn array_checks(&mut self, object: &Map<String, Value>, pointer: &str) -> Result<Vec<TokenStream>, String> {
+        let mut checks = Vec::new();
+        if let Some(items) = object.get("items") {
+            let f = self.child(items, &format!("{pointer}/items"))?;
+            checks.push(quote! {
+                for (i, item) in a.iter().enumerate() { #f(item).map_err(|e| e.at(i.to_string()))?; }
+            });
+        }
+        for (key, cmp, message) in [("minItems", quote! { < }, "too few items"), ("maxItems", quote! { > }, "too many items")] {
+            if let Some(n) = object.get(key) {
+                let n = n.as_u64().ok_or(format!("#{pointer}/{key}: not a count"))? as usize;
+                checks.push(quote! { if a.len() #cmp #n { return Err(Invalid::new(#message)); } });
+            }
+        }
+        if checks.is_empty() {
+            return Ok(checks);
+        }
+        Ok(vec![quote! { if let Some(a) = v.as_array() { #(#checks)* } }])
+    }
+
+    fn combinators(&mut self, object: &Map<String, Value>, pointer: &str) -> Result<Vec<TokenStream>, String> {
+        let mut checks = Vec::new();
+        for key in ["anyOf", "oneOf", "allOf"] {
+            let Some(members) = object.get(key) else { continue };
+            let members = members.as_array().ok_or(format!("#{pointer}/{key}: not an array"))?;
+            let mut fns = Vec::new();
+            for (i, member) in members.iter().enumerate() {
+                fns.push(self.child(member, &format!("{pointer}/{key}/{i}"))?);
+            }
+            checks.push(match key {
+                "anyOf" => quote! {
+                    if !(false #(|| #fns(v).is_ok())*) { return Err(Invalid::new("matches none of the allowed shapes")); }
+                },
+                "oneOf" => quote! {
+                    if [#(#fns(v).is_ok()),*].iter().filter(|ok| **ok).count() != 1 {
+                        return Err(Invalid::new("does not match exactly one of the allowed shapes"));
+                    }
+                },
+                _ => quote! { #(#fns(v)?;)* },
+            });
+        }
+        if let Some(not) = object.get("not") {
+            let f = self.child(not, &format!("{pointer}/not"))?;
+            checks.push(quote! { if #f(v).is_ok() { return Err(Invalid::new("matches a shape that is not allowed")); } });
+        }
+        Ok(checks)
+    }
+}
+
+fn reference(r: &str, pointer: &str) -> Result<Ident, String> {
+    let name = r.strip_prefix("#/$defs/").ok_or(format!("#{pointer}/$ref: only local `#/$defs/` references are supported"))?;
+    if name.contains('/') || name.is_empty() {
+        return Err(format!("#{pointer}/$ref: only references to whole definitions are supported"));
+    }
+    Ok(def_fn(name))
+}
+
+fn type_check(ty: &Value, pointer: &str) -> Result<TokenStream, String> {
+    let names: Vec<&str> = match ty {
+        Value::String(s) => vec![s.as_str()],
+        Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
+        _ => return Err(format!("#{pointer}/type: not a type name")),
+    };
+    let mut tests = Vec::new();
+    for name in &names {
+        tests.push(match *name {
+            "null" => quote! { v.is_null() },
+            "boolean" => quote! { v.is_boolean() },
+            "object" => quote! { v.is_object() },
+            "array" => quote! { v.is_array() },
+            "number" => quote! { v.is_number() },
+            "integer" => quote! { crate::exact::is_integer(v) },
+            "string" => quote! { v.is_string() },
+            other => return Err(format!("#{pointer}/type: unknown type `{other}`")),
+        });
+    }
+    let message = format!("expected {}", names.join(" or "));
+    Ok(quote! { if !(#(#tests)||*) { return Err(Invalid::new(#message)); } })
+}
+
+/// A test that `v` equals `value`, numbers compared by value.
+fn equals(value: &Value) -> TokenStream {
+    match value {
+        Value::Null => quote! { v.is_null() },
+        Value::Bool(b) => quote! { v.as_bool() == Some(#b) },
+        Value::String(s) => quote! { v.as_str() == Some(#s) },
+        Value::Number(n) => {
+            let f = n.as_f64().unwrap_or(f64::NAN);
+            quote! { crate::exact::number_equals(v, #f) }
+        }
+        other => {
+            let text = other.to_string();
+            quote! { crate::exact::json_equals(v, #text) }
+        }
+    }
+}
+
+fn scalar_checks(object: &Map<String, Value>, pointer: &str) -> Result<Vec<TokenStream>, String> {
+    let mut string = Vec::new();
+    for (key, cmp, message) in [("minLength", quote! { < }, "too short"), ("maxLength", quote! { > }, "too long")] {
+        if let Some(n) = object.get(key) {
+            let n = n.as_u64().ok_or(format!("#{pointer}/{key}: not a length"))? as usize;
+            string.push(quote! { if s.chars().count() #cmp #n { return Err(Invalid::new(#message)); } });
+        }
+    }
+    let mut number = Vec::new();
+    let bounds = [
+        ("minimum", quote! { < }, "below the minimum"),
+        ("maximum", quote! { > }, "above the maximum"),
+        ("exclusiveMinimum", quote! { <= }, "not above the exclusive minimum"),
+        ("exclusiveMaximum", quote! { >= }, "not below the exclusive maximum"),
+    ];
+    for (key, cmp, message) in bounds {
+        if let Some(n) = object.get(key) {
+            let n = n.as_f64().ok_or(format!("#{pointer}/{key}: not a number"))?;
+            number.push(quote! { if n #cmp #n { return Err(Invalid::new(#message)); } });
+        }
+    }
+    let mut checks = Vec::new();
+    if !string.is_empty() {
+        checks.push(quote! { if let Some(s) = v.as_str() { #(#string)* } });
+    }
+    if !number.is_empty() {
+        checks.push(quote! { if let Some(n) = v.as_f64() { #(#number)* } });
+    }
+    Ok(checks)
+}

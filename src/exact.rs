@@ -1,0 +1,97 @@
+//! Runtime support for the generated schema checks and decoders (`schemas`).
+//!
+//! A generated decoder first runs the check compiled from the schema, then deserializes
+//! into the typify type; [`Invalid`] says where and why a value was rejected.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+/// A value the schema rejects: a JSON Pointer into the value and a reason.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Invalid {
+    /// Pointer segments, innermost first (errors are built from the inside out).
+    segments: Vec<String>,
+    pub message: Cow<'static, str>,
+}
+
+impl Invalid {
+    pub fn new(message: impl Into<Cow<'static, str>>) -> Self {
+        Invalid { segments: Vec::new(), message: message.into() }
+    }
+
+    /// The same error one level further out, under `segment`.
+    pub fn at(mut self, segment: impl Into<String>) -> Self {
+        self.segments.push(segment.into());
+        self
+    }
+
+    /// RFC 6901 pointer to the offending value.
+    pub fn pointer(&self) -> String {
+        self.segments.iter().rev().map(|s| format!("/{}", s.replace('~', "~0").replace('/', "~1"))).collect()
+    }
+}
+
+impl fmt::Display for Invalid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let pointer = self.pointer();
+        let at = if pointer.is_empty() { "the value" } else { pointer.as_str() };
+        write!(f, "{at}: {}", self.message)
+    }
+}
+
+impl std::error::Error for Invalid {}
+
+/// JSON Schema's integer: any number with no fractional part (so `1.0` is one).
+pub fn is_integer(v: &Value) -> bool {
+    match v {
+        Value::Number(n) => n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0),
+        _ => false,
+    }
+}
+
+/// Numbers compare by value, as JSON Schema's `enum` and `const` do.
+pub fn number_equals(v: &Value, expected: f64) -> bool {
+    v.as_f64() == Some(expected)
+}
+
+/// Equality of a value with a JSON literal, numbers by value.
+pub fn json_equals(v: &Value, literal: &str) -> bool {
+    serde_json::from_str::<Value>(literal).is_ok_and(|expected| same(v, &expected))
+}
+
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same(a, b)),
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, a)| y.get(k).is_some_and(|b| same(a, b)))
+        }
+        _ => a == b,
+    }
+}
+
+/// Deserializes a checked value into its generated type. Integers written with a fraction
+/// (`1.0`) are valid JSON Schema integers but not valid Rust integers, so on failure the
+/// value is retried with integral floats rewritten as integers.
+pub fn deserialize<T: DeserializeOwned>(v: &Value) -> Result<T, Invalid> {
+    match T::deserialize(v) {
+        Ok(t) => Ok(t),
+        Err(first) => T::deserialize(&integral(v.clone()))
+            .map_err(|_| Invalid::new(format!("does not fit the generated type: {first}"))),
+    }
+}
+
+fn integral(v: Value) -> Value {
+    match v {
+        Value::Number(n) if !n.is_i64() && !n.is_u64() => match n.as_f64() {
+            Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Value::from(f as i64),
+            _ => Value::Number(n),
+        },
+        Value::Array(items) => Value::Array(items.into_iter().map(integral).collect()),
+        Value::Object(map) => Value::Object(map.into_iter().map(|(k, v)| (k, integral(v))).collect()),
+        other => other,
+    }
+}
