@@ -1,0 +1,220 @@
+//! RFC 6901 JSON Pointers: rendering the location of a violation, and decoding
+//! and resolving the pointer carried in a `$ref` fragment.
+//!
+//! A `$ref` carries its pointer in URI-fragment form, so it is percent-decoded
+//! first (RFC 6901 §6) and then split into reference tokens, where `~1` stands
+//! for `/` and `~0` for `~`. Resolution follows the same rules as
+//! `serde_json::Value::pointer` but is written out so that a malformed pointer
+//! is told apart from a missing target.
+
+use serde_json::Value;
+
+/// One step from a JSON value to one of its children.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Token<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+/// Renders a path as an RFC 6901 pointer, escaping `~` and `/` in keys.
+pub(crate) fn render(path: &[Token<'_>]) -> String {
+    let mut out = String::new();
+    for token in path {
+        out.push('/');
+        match token {
+            Token::Key(key) => push_escaped(&mut out, key),
+            Token::Index(index) => out.push_str(&index.to_string()),
+        }
+    }
+    out
+}
+
+/// Renders `path` followed by one more key, without copying the path.
+pub(crate) fn render_with(path: &[Token<'_>], last: &str) -> String {
+    let mut out = render(path);
+    out.push('/');
+    push_escaped(&mut out, last);
+    out
+}
+
+fn push_escaped(out: &mut String, key: &str) {
+    for c in key.chars() {
+        match c {
+            '~' => out.push_str("~0"),
+            '/' => out.push_str("~1"),
+            other => out.push(other),
+        }
+    }
+}
+
+/// Why a `$ref` fragment is not a usable JSON Pointer.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum PointerError {
+    /// A `%` not followed by two hex digits.
+    BadPercentEncoding,
+    /// The percent-decoded bytes are not UTF-8.
+    NotUtf8,
+    /// A `~` not followed by `0` or `1`.
+    BadEscape,
+}
+
+impl std::fmt::Display for PointerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            PointerError::BadPercentEncoding => "a '%' is not followed by two hex digits",
+            PointerError::NotUtf8 => "the percent-decoded pointer is not UTF-8",
+            PointerError::BadEscape => "a '~' is not followed by '0' or '1'",
+        })
+    }
+}
+
+/// Decodes a URI fragment that starts with `/` (or is empty) into reference
+/// tokens.
+pub(crate) fn decode_fragment(fragment: &str) -> Result<Vec<String>, PointerError> {
+    let decoded = percent_decode(fragment)?;
+    if decoded.is_empty() {
+        return Ok(Vec::new());
+    }
+    // The caller only hands over fragments that start with '/'; the first
+    // split element is the empty string before it.
+    decoded
+        .split('/')
+        .skip(1)
+        .map(unescape_token)
+        .collect::<Result<Vec<_>, _>>()
+}
+
+fn percent_decode(text: &str) -> Result<String, PointerError> {
+    if !text.contains('%') {
+        return Ok(text.to_owned());
+    }
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hi = bytes.get(i + 1).and_then(|b| hex_value(*b));
+            let lo = bytes.get(i + 2).and_then(|b| hex_value(*b));
+            match (hi, lo) {
+                (Some(hi), Some(lo)) => out.push(hi * 16 + lo),
+                _ => return Err(PointerError::BadPercentEncoding),
+            }
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| PointerError::NotUtf8)
+}
+
+fn hex_value(byte: u8) -> Option<u8> {
+    match byte {
+        b'0'..=b'9' => Some(byte - b'0'),
+        b'a'..=b'f' => Some(byte - b'a' + 10),
+        b'A'..=b'F' => Some(byte - b'A' + 10),
+        _ => None,
+    }
+}
+
+fn unescape_token(token: &str) -> Result<String, PointerError> {
+    if !token.contains('~') {
+        return Ok(token.to_owned());
+    }
+    let mut out = String::with_capacity(token.len());
+    let mut chars = token.chars();
+    while let Some(c) = chars.next() {
+        if c == '~' {
+            match chars.next() {
+                Some('0') => out.push('~'),
+                Some('1') => out.push('/'),
+                _ => return Err(PointerError::BadEscape),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Ok(out)
+}
+
+/// Follows decoded tokens from `doc`. Array indices must be written in
+/// canonical decimal (no sign, no leading zero), as RFC 6901 requires.
+pub(crate) fn resolve<'a>(doc: &'a Value, tokens: &[String]) -> Option<&'a Value> {
+    let mut here = doc;
+    for token in tokens {
+        here = match here {
+            Value::Object(map) => map.get(token.as_str())?,
+            Value::Array(items) => items.get(parse_index(token)?)?,
+            _ => return None,
+        };
+    }
+    Some(here)
+}
+
+fn parse_index(token: &str) -> Option<usize> {
+    let canonical = token == "0"
+        || (!token.is_empty()
+            && !token.starts_with('0')
+            && token.bytes().all(|b| b.is_ascii_digit()));
+    if canonical {
+        token.parse().ok()
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn render_escapes_tilde_and_slash() {
+        let path = [Token::Key("a/b"), Token::Index(3), Token::Key("m~n")];
+        assert_eq!(render(&path), "/a~1b/3/m~0n");
+        assert_eq!(render(&[]), "");
+        assert_eq!(render_with(&path[..1], "~/"), "/a~1b/~0~1");
+    }
+
+    #[test]
+    fn decode_handles_escapes_and_percent() {
+        assert_eq!(decode_fragment("").unwrap(), Vec::<String>::new());
+        assert_eq!(decode_fragment("/").unwrap(), vec![String::new()]);
+        assert_eq!(
+            decode_fragment("/$defs/a~1b/c~0d").unwrap(),
+            vec!["$defs", "a/b", "c~d"]
+        );
+        assert_eq!(decode_fragment("/a%25b%22").unwrap(), vec!["a%b\""]);
+        // "~01" is "~1" literally, not "/": unescaping is one pass.
+        assert_eq!(decode_fragment("/~01").unwrap(), vec!["~1"]);
+    }
+
+    #[test]
+    fn decode_rejects_malformed() {
+        assert_eq!(decode_fragment("/a~2"), Err(PointerError::BadEscape));
+        assert_eq!(decode_fragment("/a~"), Err(PointerError::BadEscape));
+        assert_eq!(
+            decode_fragment("/a%2"),
+            Err(PointerError::BadPercentEncoding)
+        );
+        assert_eq!(
+            decode_fragment("/a%zz"),
+            Err(PointerError::BadPercentEncoding)
+        );
+        assert_eq!(decode_fragment("/%ff"), Err(PointerError::NotUtf8));
+    }
+
+    #[test]
+    fn resolve_follows_objects_and_canonical_indices() {
+        let doc = json!({"a": [{"b": 1}, 2], "": {"x": true}});
+        let t = |s: &str| decode_fragment(s).unwrap();
+        assert_eq!(resolve(&doc, &t("/a/0/b")), Some(&json!(1)));
+        assert_eq!(resolve(&doc, &t("//x")), Some(&json!(true)));
+        assert_eq!(resolve(&doc, &t("/a/01")), None);
+        assert_eq!(resolve(&doc, &t("/a/-")), None);
+        assert_eq!(resolve(&doc, &t("/a/+1")), None);
+        assert_eq!(resolve(&doc, &t("/a/2")), None);
+        assert_eq!(resolve(&doc, &t("/a/0/b/c")), None);
+        assert_eq!(resolve(&doc, &t("")), Some(&doc));
+    }
+}
