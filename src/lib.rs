@@ -5,3 +5,4 @@
 
 pub mod catalog;
 pub mod admission;
+pub mod conformance;

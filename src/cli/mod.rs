@@ -1,5 +1,6 @@
 //! Subcommands of `checkfu-wire`. Each returns the process exit status.
 
+mod conform;
 mod generate;
 
 use std::path::PathBuf;
@@ -22,6 +23,14 @@ enum Command {
     Generate,
     /// Regenerate in memory and fail with a diff when a checked-in output drifted.
     Check,
+    /// Run the conformance grammar over a JSON Lines trace (exit 0 pass, 1 a check failed, 2 invalid trace).
+    Conform {
+        /// The trace: a header line, then one observation per line.
+        trace: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "text")]
+        format: conform::Format,
+    },
 }
 
 pub fn run() -> i32 {
@@ -29,5 +38,6 @@ pub fn run() -> i32 {
     match cli.command {
         Command::Generate => generate::generate(&cli.root),
         Command::Check => generate::check(&cli.root),
+        Command::Conform { trace, format } => conform::conform(&trace, format),
     }
 }

@@ -1,0 +1,176 @@
+//! The conformance grammar checker: the page's seven checks over one turn's normalized
+//! observations.
+//!
+//! A trace is JSON Lines (CONTRACT.md section 5): a [`header::Header`] line with the admitted
+//! axes and the opted-in cases, then one [`observation::Observation`] per line. The checker
+//! reads it in one pass, feeding every observation to every check, each of which keeps only
+//! the state its requirement needs (ids seen, events pending): time is linear in the trace
+//! and memory in its distinct ids. A trace that cannot be read (bad JSON, unknown kind or
+//! field, unknown declared axis or value, missing header) is a [`TraceError`] naming the
+//! line, not a verdict.
+//!
+//! Every check, axis, value and gate comes from the generated tables: the report lists
+//! exactly [`catalog::CONFORMANCE_CHECKS`] in catalog order; gating is
+//! [`catalog::GATED_EMISSIONS`]; the axis a tri-state control check exercises is the
+//! [`catalog::UPGRADES`] row whose evidence is that check. Each check's reading of its
+//! requirement is documented in its module:
+//!
+//! | check | module | requirement, as read |
+//! |---|---|---|
+//! | ready_handshake | [`ready`] | one `ready`; no harness observation before it |
+//! | terminal_observation | [`terminal`] | one `terminal`, outcome `success`, last harness observation; `interrupted` only after an accepted drain |
+//! | tool_correlation | [`tools`] | unique tool-use ids; each result follows a use of its id |
+//! | steering_correlation | [`steering`] | acknowledgements only with the gate open; one per steered event, after it |
+//! | steering_delivered | [`steering`] | declared: each live steer accepted (`delivered`/`queued`) before the terminal, else skip when none sent; undeclared: no steering members |
+//! | cooperative_interrupt_drained | [`interrupt`] | opt-in, declared: the drain accepted (`draining`), then a terminal; refusal fails |
+//! | subagent_correlation | [`subagents`] | gated lifecycle; start once before references; settle once before the terminal; results keep their use's attribution |
+//!
+//! A fail names the zero-based index of the observation at fault; when a check has several
+//! faults, the one at the lowest index is reported (see [`report::Faults`]).
+
+pub mod header;
+mod interrupt;
+pub mod observation;
+mod ready;
+pub mod report;
+mod steering;
+mod subagents;
+mod terminal;
+mod tools;
+
+use std::fmt;
+use std::io::BufRead;
+
+use crate::catalog::{self, ConformanceCheck};
+use header::Header;
+use observation::Observation;
+pub use report::{Outcome, Report};
+
+/// One check's streaming evaluation.
+trait Check {
+    /// Sees observation `at` (zero-based, header excluded).
+    fn observe(&mut self, at: usize, observation: &Observation);
+    /// The verdict once the trace is exhausted, given how many observations it held.
+    fn finish(self: Box<Self>, observations: usize) -> Outcome;
+}
+
+/// The evaluator of a catalog check, by name. `None` for a check the catalog lists and this
+/// build does not implement; a unit test keeps that set empty.
+fn evaluator(check: &ConformanceCheck, header: &Header) -> Option<Box<dyn Check>> {
+    Some(match check.name {
+        "ready_handshake" => Box::<ready::ReadyHandshake>::default(),
+        "terminal_observation" => Box::<terminal::TerminalObservation>::default(),
+        "tool_correlation" => Box::<tools::ToolCorrelation>::default(),
+        "steering_correlation" => Box::new(steering::SteeringCorrelation::new(header)),
+        steering::STEERING_DELIVERED => Box::new(steering::SteeringDelivered::new(header)),
+        interrupt::COOPERATIVE_INTERRUPT_DRAINED => {
+            Box::new(interrupt::CooperativeInterruptDrained::new(header))
+        }
+        "subagent_correlation" => Box::new(subagents::SubagentCorrelation::new(header)),
+        _ => return None,
+    })
+}
+
+/// Why a trace could not be checked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TraceError {
+    /// One-based line number.
+    pub line: usize,
+    pub message: String,
+}
+
+impl fmt::Display for TraceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}: {}", self.line, self.message)
+    }
+}
+
+impl std::error::Error for TraceError {}
+
+/// Checks a trace held in memory.
+pub fn check_str(trace: &str) -> Result<Report, TraceError> {
+    check_reader(trace.as_bytes())
+}
+
+/// Checks a trace read line by line; memory does not grow with the number of observations.
+pub fn check_reader<R: BufRead>(mut reader: R) -> Result<Report, TraceError> {
+    let mut line = String::new();
+    let mut number = 0usize;
+    let mut next_line = |line: &mut String, number: &mut usize| -> Result<bool, TraceError> {
+        line.clear();
+        *number += 1;
+        match reader.read_line(line) {
+            Ok(0) => Ok(false),
+            Ok(_) => {
+                let trimmed = line.trim_end_matches(['\n', '\r']).len();
+                line.truncate(trimmed);
+                Ok(true)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => Err(TraceError {
+                line: *number,
+                message: String::from("the line is not UTF-8"),
+            }),
+            Err(e) => Err(TraceError {
+                line: *number,
+                message: format!("cannot read the trace: {e}"),
+            }),
+        }
+    };
+
+    if !next_line(&mut line, &mut number)? {
+        return Err(TraceError {
+            line: 1,
+            message: String::from("missing header: the trace is empty"),
+        });
+    }
+    let header = Header::parse(&line).map_err(|message| TraceError {
+        line: number,
+        message,
+    })?;
+
+    let mut checks: Vec<(&'static str, Option<Box<dyn Check>>)> = catalog::CONFORMANCE_CHECKS
+        .iter()
+        .map(|c| (c.name, evaluator(c, &header)))
+        .collect();
+    let mut observations = 0usize;
+    while next_line(&mut line, &mut number)? {
+        if line.trim().is_empty() {
+            return Err(TraceError {
+                line: number,
+                message: String::from("blank line; every line is one observation"),
+            });
+        }
+        let observation = Observation::parse(&line).map_err(|message| TraceError {
+            line: number,
+            message,
+        })?;
+        for (_, check) in checks.iter_mut() {
+            if let Some(check) = check {
+                check.observe(observations, &observation);
+            }
+        }
+        observations += 1;
+    }
+
+    let checks = checks
+        .into_iter()
+        .map(|(name, check)| {
+            let outcome = match check {
+                Some(check) => check.finish(observations),
+                // Fail closed: a catalog check this build cannot evaluate is not a pass.
+                None => Outcome::Fail {
+                    reason: String::from("this build has no evaluator for the check"),
+                    at: None,
+                },
+            };
+            (name, outcome)
+        })
+        .collect();
+    Ok(Report {
+        checks,
+        observations,
+    })
+}
+
+#[cfg(test)]
+mod tests;
