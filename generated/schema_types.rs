@@ -2813,9 +2813,15 @@ pub mod acp_v1_extension_vectors {
             pub mcp_calls: i64,
             pub model_calls: i64,
             #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-            pub model_overflow_recoveries: ::std::option::Option<i64>,
+            #[serde(default, with = "crate::exact::double_option")]
+            pub model_overflow_recoveries: ::std::option::Option<
+                ::std::option::Option<i64>,
+            >,
             #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-            pub model_transient_retries: ::std::option::Option<i64>,
+            #[serde(default, with = "crate::exact::double_option")]
+            pub model_transient_retries: ::std::option::Option<
+                ::std::option::Option<i64>,
+            >,
             pub shell_commands: i64,
             pub wall_time_ms: i64,
         }
@@ -7476,20 +7482,32 @@ pub mod acp_v1_extension_vectors {
             check_Union(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_Union(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_Union(v)?)
+        }
         /// Decodes `Objects` exactly: the generated check, then the typify type.
         pub fn decode_Objects(v: &Value) -> Result<super::types::Objects, Invalid> {
             check_Objects(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_Objects(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_Objects(v)?)
         }
         /// Decodes `JsonValue` exactly: the generated check, then the typify type.
         pub fn decode_JsonValue(v: &Value) -> Result<super::types::JsonValue, Invalid> {
             check_JsonValue(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_JsonValue(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_JsonValue(v)?)
+        }
         /// Decodes `Objects1` exactly: the generated check, then the typify type.
         pub fn decode_Objects1(v: &Value) -> Result<super::types::Objects1, Invalid> {
             check_Objects1(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_Objects1(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_Objects1(v)?)
         }
         /// Decodes `ObjectsResultAgentCapabilitiesMcpCapabilities` exactly: the generated check, then the typify type.
         pub fn decode_ObjectsResultAgentCapabilitiesMcpCapabilities(
@@ -7501,12 +7519,24 @@ pub mod acp_v1_extension_vectors {
             check_ObjectsResultAgentCapabilitiesMcpCapabilities(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_ObjectsResultAgentCapabilitiesMcpCapabilities(
+            v: &Value,
+        ) -> Result<Value, Invalid> {
+            crate::exact::encode(
+                &decode_ObjectsResultAgentCapabilitiesMcpCapabilities(v)?,
+            )
+        }
         /// Decodes `ObjectsResultAgentCapabilities` exactly: the generated check, then the typify type.
         pub fn decode_ObjectsResultAgentCapabilities(
             v: &Value,
         ) -> Result<super::types::ObjectsResultAgentCapabilities, Invalid> {
             check_ObjectsResultAgentCapabilities(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_ObjectsResultAgentCapabilities(
+            v: &Value,
+        ) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_ObjectsResultAgentCapabilities(v)?)
         }
         /// Decodes `ObjectsResultAgentInfo` exactly: the generated check, then the typify type.
         pub fn decode_ObjectsResultAgentInfo(
@@ -7515,12 +7545,20 @@ pub mod acp_v1_extension_vectors {
             check_ObjectsResultAgentInfo(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_ObjectsResultAgentInfo(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_ObjectsResultAgentInfo(v)?)
+        }
         /// Decodes `ObjectsResultMetaCheckfuCapabilities` exactly: the generated check, then the typify type.
         pub fn decode_ObjectsResultMetaCheckfuCapabilities(
             v: &Value,
         ) -> Result<super::types::ObjectsResultMetaCheckfuCapabilities, Invalid> {
             check_ObjectsResultMetaCheckfuCapabilities(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_ObjectsResultMetaCheckfuCapabilities(
+            v: &Value,
+        ) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_ObjectsResultMetaCheckfuCapabilities(v)?)
         }
         /// Decodes `ObjectsResultMeta` exactly: the generated check, then the typify type.
         pub fn decode_ObjectsResultMeta(
@@ -7529,12 +7567,18 @@ pub mod acp_v1_extension_vectors {
             check_ObjectsResultMeta(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_ObjectsResultMeta(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_ObjectsResultMeta(v)?)
+        }
         /// Decodes `ObjectsResult` exactly: the generated check, then the typify type.
         pub fn decode_ObjectsResult(
             v: &Value,
         ) -> Result<super::types::ObjectsResult, Invalid> {
             check_ObjectsResult(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_ObjectsResult(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_ObjectsResult(v)?)
         }
         /// Decodes `Objects1ParamsUpdateMetaCheckfuSubagentStarted` exactly: the generated check, then the typify type.
         pub fn decode_Objects1ParamsUpdateMetaCheckfuSubagentStarted(
@@ -7546,6 +7590,13 @@ pub mod acp_v1_extension_vectors {
             check_Objects1ParamsUpdateMetaCheckfuSubagentStarted(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_Objects1ParamsUpdateMetaCheckfuSubagentStarted(
+            v: &Value,
+        ) -> Result<Value, Invalid> {
+            crate::exact::encode(
+                &decode_Objects1ParamsUpdateMetaCheckfuSubagentStarted(v)?,
+            )
+        }
         /// Decodes `Objects1ParamsUpdateMetaCheckfuSubagentActivity` exactly: the generated check, then the typify type.
         pub fn decode_Objects1ParamsUpdateMetaCheckfuSubagentActivity(
             v: &Value,
@@ -7555,6 +7606,13 @@ pub mod acp_v1_extension_vectors {
         > {
             check_Objects1ParamsUpdateMetaCheckfuSubagentActivity(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_Objects1ParamsUpdateMetaCheckfuSubagentActivity(
+            v: &Value,
+        ) -> Result<Value, Invalid> {
+            crate::exact::encode(
+                &decode_Objects1ParamsUpdateMetaCheckfuSubagentActivity(v)?,
+            )
         }
         /// Decodes `Objects1ParamsUpdateMetaCheckfuSubagentCompleted` exactly: the generated check, then the typify type.
         pub fn decode_Objects1ParamsUpdateMetaCheckfuSubagentCompleted(
@@ -7566,12 +7624,22 @@ pub mod acp_v1_extension_vectors {
             check_Objects1ParamsUpdateMetaCheckfuSubagentCompleted(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_Objects1ParamsUpdateMetaCheckfuSubagentCompleted(
+            v: &Value,
+        ) -> Result<Value, Invalid> {
+            crate::exact::encode(
+                &decode_Objects1ParamsUpdateMetaCheckfuSubagentCompleted(v)?,
+            )
+        }
         /// Decodes `Objects1ParamsUpdateMeta` exactly: the generated check, then the typify type.
         pub fn decode_Objects1ParamsUpdateMeta(
             v: &Value,
         ) -> Result<super::types::Objects1ParamsUpdateMeta, Invalid> {
             check_Objects1ParamsUpdateMeta(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_Objects1ParamsUpdateMeta(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_Objects1ParamsUpdateMeta(v)?)
         }
         /// Decodes `Objects1ParamsUpdate` exactly: the generated check, then the typify type.
         pub fn decode_Objects1ParamsUpdate(
@@ -7580,12 +7648,18 @@ pub mod acp_v1_extension_vectors {
             check_Objects1ParamsUpdate(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_Objects1ParamsUpdate(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_Objects1ParamsUpdate(v)?)
+        }
         /// Decodes `Objects1Params` exactly: the generated check, then the typify type.
         pub fn decode_Objects1Params(
             v: &Value,
         ) -> Result<super::types::Objects1Params, Invalid> {
             check_Objects1Params(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_Objects1Params(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_Objects1Params(v)?)
         }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemInitializeFullDeclaration` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemInitializeFullDeclaration(
@@ -7597,6 +7671,13 @@ pub mod acp_v1_extension_vectors {
             check_AcpV1ExtensionVectorsVectorsItemInitializeFullDeclaration(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_AcpV1ExtensionVectorsVectorsItemInitializeFullDeclaration(
+            v: &Value,
+        ) -> Result<Value, Invalid> {
+            crate::exact::encode(
+                &decode_AcpV1ExtensionVectorsVectorsItemInitializeFullDeclaration(v)?,
+            )
+        }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemInitializeSubagentsDeclaration` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemInitializeSubagentsDeclaration(
             v: &Value,
@@ -7607,6 +7688,15 @@ pub mod acp_v1_extension_vectors {
             check_AcpV1ExtensionVectorsVectorsItemInitializeSubagentsDeclaration(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_AcpV1ExtensionVectorsVectorsItemInitializeSubagentsDeclaration(
+            v: &Value,
+        ) -> Result<Value, Invalid> {
+            crate::exact::encode(
+                &decode_AcpV1ExtensionVectorsVectorsItemInitializeSubagentsDeclaration(
+                    v,
+                )?,
+            )
+        }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemInitializeControlsDeclaration` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemInitializeControlsDeclaration(
             v: &Value,
@@ -7616,6 +7706,13 @@ pub mod acp_v1_extension_vectors {
         > {
             check_AcpV1ExtensionVectorsVectorsItemInitializeControlsDeclaration(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_AcpV1ExtensionVectorsVectorsItemInitializeControlsDeclaration(
+            v: &Value,
+        ) -> Result<Value, Invalid> {
+            crate::exact::encode(
+                &decode_AcpV1ExtensionVectorsVectorsItemInitializeControlsDeclaration(v)?,
+            )
         }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParamsMeta` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParamsMeta(
@@ -7629,6 +7726,15 @@ pub mod acp_v1_extension_vectors {
             )?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParamsMeta(
+            v: &Value,
+        ) -> Result<Value, Invalid> {
+            crate::exact::encode(
+                &decode_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParamsMeta(
+                    v,
+                )?,
+            )
+        }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParams` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParams(
             v: &Value,
@@ -7638,6 +7744,15 @@ pub mod acp_v1_extension_vectors {
         > {
             check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParams(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParams(
+            v: &Value,
+        ) -> Result<Value, Invalid> {
+            crate::exact::encode(
+                &decode_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParams(
+                    v,
+                )?,
+            )
         }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWire` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWire(
@@ -7649,6 +7764,13 @@ pub mod acp_v1_extension_vectors {
             check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWire(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWire(
+            v: &Value,
+        ) -> Result<Value, Invalid> {
+            crate::exact::encode(
+                &decode_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWire(v)?,
+            )
+        }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinTools` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinTools(
             v: &Value,
@@ -7658,6 +7780,13 @@ pub mod acp_v1_extension_vectors {
         > {
             check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinTools(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinTools(
+            v: &Value,
+        ) -> Result<Value, Invalid> {
+            crate::exact::encode(
+                &decode_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinTools(v)?,
+            )
         }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMetaCheckfuOutputSchemaVariant1` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMetaCheckfuOutputSchemaVariant1(
@@ -7671,6 +7800,15 @@ pub mod acp_v1_extension_vectors {
             )?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMetaCheckfuOutputSchemaVariant1(
+            v: &Value,
+        ) -> Result<Value, Invalid> {
+            crate::exact::encode(
+                &decode_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMetaCheckfuOutputSchemaVariant1(
+                    v,
+                )?,
+            )
+        }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMeta` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMeta(
             v: &Value,
@@ -7683,6 +7821,15 @@ pub mod acp_v1_extension_vectors {
             )?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMeta(
+            v: &Value,
+        ) -> Result<Value, Invalid> {
+            crate::exact::encode(
+                &decode_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMeta(
+                    v,
+                )?,
+            )
+        }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParams` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParams(
             v: &Value,
@@ -7692,6 +7839,15 @@ pub mod acp_v1_extension_vectors {
         > {
             check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParams(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParams(
+            v: &Value,
+        ) -> Result<Value, Invalid> {
+            crate::exact::encode(
+                &decode_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParams(
+                    v,
+                )?,
+            )
         }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWire` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWire(
@@ -7703,6 +7859,13 @@ pub mod acp_v1_extension_vectors {
             check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWire(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWire(
+            v: &Value,
+        ) -> Result<Value, Invalid> {
+            crate::exact::encode(
+                &decode_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWire(v)?,
+            )
+        }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchema` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchema(
             v: &Value,
@@ -7712,6 +7875,13 @@ pub mod acp_v1_extension_vectors {
         > {
             check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchema(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchema(
+            v: &Value,
+        ) -> Result<Value, Invalid> {
+            crate::exact::encode(
+                &decode_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchema(v)?,
+            )
         }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentStarted` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentStarted(
@@ -7723,6 +7893,13 @@ pub mod acp_v1_extension_vectors {
             check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentStarted(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentStarted(
+            v: &Value,
+        ) -> Result<Value, Invalid> {
+            crate::exact::encode(
+                &decode_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentStarted(v)?,
+            )
+        }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentActivity` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentActivity(
             v: &Value,
@@ -7733,6 +7910,13 @@ pub mod acp_v1_extension_vectors {
             check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentActivity(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentActivity(
+            v: &Value,
+        ) -> Result<Value, Invalid> {
+            crate::exact::encode(
+                &decode_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentActivity(v)?,
+            )
+        }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentCompleted` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentCompleted(
             v: &Value,
@@ -7742,6 +7926,15 @@ pub mod acp_v1_extension_vectors {
         > {
             check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentCompleted(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentCompleted(
+            v: &Value,
+        ) -> Result<Value, Invalid> {
+            crate::exact::encode(
+                &decode_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentCompleted(
+                    v,
+                )?,
+            )
         }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurn` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurn(
@@ -7755,6 +7948,15 @@ pub mod acp_v1_extension_vectors {
             )?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurn(
+            v: &Value,
+        ) -> Result<Value, Invalid> {
+            crate::exact::encode(
+                &decode_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurn(
+                    v,
+                )?,
+            )
+        }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMeta` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMeta(
             v: &Value,
@@ -7766,6 +7968,15 @@ pub mod acp_v1_extension_vectors {
                 v,
             )?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMeta(
+            v: &Value,
+        ) -> Result<Value, Invalid> {
+            crate::exact::encode(
+                &decode_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMeta(
+                    v,
+                )?,
+            )
         }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResult` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResult(
@@ -7779,6 +7990,15 @@ pub mod acp_v1_extension_vectors {
             )?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResult(
+            v: &Value,
+        ) -> Result<Value, Invalid> {
+            crate::exact::encode(
+                &decode_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResult(
+                    v,
+                )?,
+            )
+        }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWire` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWire(
             v: &Value,
@@ -7788,6 +8008,15 @@ pub mod acp_v1_extension_vectors {
         > {
             check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWire(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWire(
+            v: &Value,
+        ) -> Result<Value, Invalid> {
+            crate::exact::encode(
+                &decode_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWire(
+                    v,
+                )?,
+            )
         }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetry` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetry(
@@ -7799,6 +8028,13 @@ pub mod acp_v1_extension_vectors {
             check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetry(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetry(
+            v: &Value,
+        ) -> Result<Value, Invalid> {
+            crate::exact::encode(
+                &decode_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetry(v)?,
+            )
+        }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParams` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParams(
             v: &Value,
@@ -7808,6 +8044,15 @@ pub mod acp_v1_extension_vectors {
         > {
             check_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParams(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParams(
+            v: &Value,
+        ) -> Result<Value, Invalid> {
+            crate::exact::encode(
+                &decode_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParams(
+                    v,
+                )?,
+            )
         }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWire` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWire(
@@ -7819,6 +8064,13 @@ pub mod acp_v1_extension_vectors {
             check_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWire(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWire(
+            v: &Value,
+        ) -> Result<Value, Invalid> {
+            crate::exact::encode(
+                &decode_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWire(v)?,
+            )
+        }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest(
             v: &Value,
@@ -7828,6 +8080,13 @@ pub mod acp_v1_extension_vectors {
         > {
             check_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest(
+            v: &Value,
+        ) -> Result<Value, Invalid> {
+            crate::exact::encode(
+                &decode_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest(v)?,
+            )
         }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWireResult` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWireResult(
@@ -7839,6 +8098,15 @@ pub mod acp_v1_extension_vectors {
             check_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWireResult(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWireResult(
+            v: &Value,
+        ) -> Result<Value, Invalid> {
+            crate::exact::encode(
+                &decode_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWireResult(
+                    v,
+                )?,
+            )
+        }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWire` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWire(
             v: &Value,
@@ -7849,6 +8117,13 @@ pub mod acp_v1_extension_vectors {
             check_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWire(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWire(
+            v: &Value,
+        ) -> Result<Value, Invalid> {
+            crate::exact::encode(
+                &decode_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWire(v)?,
+            )
+        }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse(
             v: &Value,
@@ -7858,6 +8133,13 @@ pub mod acp_v1_extension_vectors {
         > {
             check_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse(
+            v: &Value,
+        ) -> Result<Value, Invalid> {
+            crate::exact::encode(
+                &decode_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse(v)?,
+            )
         }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireParams` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireParams(
@@ -7871,6 +8153,15 @@ pub mod acp_v1_extension_vectors {
             )?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireParams(
+            v: &Value,
+        ) -> Result<Value, Invalid> {
+            crate::exact::encode(
+                &decode_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireParams(
+                    v,
+                )?,
+            )
+        }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWire` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWire(
             v: &Value,
@@ -7881,6 +8172,13 @@ pub mod acp_v1_extension_vectors {
             check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWire(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWire(
+            v: &Value,
+        ) -> Result<Value, Invalid> {
+            crate::exact::encode(
+                &decode_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWire(v)?,
+            )
+        }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequest` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequest(
             v: &Value,
@@ -7890,6 +8188,13 @@ pub mod acp_v1_extension_vectors {
         > {
             check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequest(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequest(
+            v: &Value,
+        ) -> Result<Value, Invalid> {
+            crate::exact::encode(
+                &decode_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequest(v)?,
+            )
         }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWireResult` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWireResult(
@@ -7903,6 +8208,15 @@ pub mod acp_v1_extension_vectors {
             )?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWireResult(
+            v: &Value,
+        ) -> Result<Value, Invalid> {
+            crate::exact::encode(
+                &decode_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWireResult(
+                    v,
+                )?,
+            )
+        }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWire` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWire(
             v: &Value,
@@ -7912,6 +8226,15 @@ pub mod acp_v1_extension_vectors {
         > {
             check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWire(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWire(
+            v: &Value,
+        ) -> Result<Value, Invalid> {
+            crate::exact::encode(
+                &decode_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWire(
+                    v,
+                )?,
+            )
         }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponse` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponse(
@@ -7923,6 +8246,13 @@ pub mod acp_v1_extension_vectors {
             check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponse(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponse(
+            v: &Value,
+        ) -> Result<Value, Invalid> {
+            crate::exact::encode(
+                &decode_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponse(v)?,
+            )
+        }
         /// Decodes `AcpV1ExtensionVectors` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectors(
             v: &Value,
@@ -7930,6 +8260,307 @@ pub mod acp_v1_extension_vectors {
             check_AcpV1ExtensionVectors(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_AcpV1ExtensionVectors(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_AcpV1ExtensionVectors(v)?)
+        }
+        /// Every definition: its name, where it came from in the input schema, its check,
+        /// and a decode-then-encode round trip through its generated type.
+        pub const DEFINITIONS: &[crate::exact::Definition] = &[
+            crate::exact::Definition {
+                name: "Union",
+                origin: "/$defs/Union_",
+                check: check_Union,
+                roundtrip: roundtrip_Union,
+            },
+            crate::exact::Definition {
+                name: "Objects",
+                origin: "/$defs/Objects_",
+                check: check_Objects,
+                roundtrip: roundtrip_Objects,
+            },
+            crate::exact::Definition {
+                name: "JsonValue",
+                origin: "/$defs/JsonValue",
+                check: check_JsonValue,
+                roundtrip: roundtrip_JsonValue,
+            },
+            crate::exact::Definition {
+                name: "Objects1",
+                origin: "/$defs/Objects_1",
+                check: check_Objects1,
+                roundtrip: roundtrip_Objects1,
+            },
+            crate::exact::Definition {
+                name: "ObjectsResultAgentCapabilitiesMcpCapabilities",
+                origin: "/$defs/Objects_/properties/result/properties/agentCapabilities/properties/mcpCapabilities",
+                check: check_ObjectsResultAgentCapabilitiesMcpCapabilities,
+                roundtrip: roundtrip_ObjectsResultAgentCapabilitiesMcpCapabilities,
+            },
+            crate::exact::Definition {
+                name: "ObjectsResultAgentCapabilities",
+                origin: "/$defs/Objects_/properties/result/properties/agentCapabilities",
+                check: check_ObjectsResultAgentCapabilities,
+                roundtrip: roundtrip_ObjectsResultAgentCapabilities,
+            },
+            crate::exact::Definition {
+                name: "ObjectsResultAgentInfo",
+                origin: "/$defs/Objects_/properties/result/properties/agentInfo",
+                check: check_ObjectsResultAgentInfo,
+                roundtrip: roundtrip_ObjectsResultAgentInfo,
+            },
+            crate::exact::Definition {
+                name: "ObjectsResultMetaCheckfuCapabilities",
+                origin: "/$defs/Objects_/properties/result/properties/_meta/properties/checkfu.capabilities",
+                check: check_ObjectsResultMetaCheckfuCapabilities,
+                roundtrip: roundtrip_ObjectsResultMetaCheckfuCapabilities,
+            },
+            crate::exact::Definition {
+                name: "ObjectsResultMeta",
+                origin: "/$defs/Objects_/properties/result/properties/_meta",
+                check: check_ObjectsResultMeta,
+                roundtrip: roundtrip_ObjectsResultMeta,
+            },
+            crate::exact::Definition {
+                name: "ObjectsResult",
+                origin: "/$defs/Objects_/properties/result",
+                check: check_ObjectsResult,
+                roundtrip: roundtrip_ObjectsResult,
+            },
+            crate::exact::Definition {
+                name: "Objects1ParamsUpdateMetaCheckfuSubagentStarted",
+                origin: "/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/0",
+                check: check_Objects1ParamsUpdateMetaCheckfuSubagentStarted,
+                roundtrip: roundtrip_Objects1ParamsUpdateMetaCheckfuSubagentStarted,
+            },
+            crate::exact::Definition {
+                name: "Objects1ParamsUpdateMetaCheckfuSubagentActivity",
+                origin: "/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/1",
+                check: check_Objects1ParamsUpdateMetaCheckfuSubagentActivity,
+                roundtrip: roundtrip_Objects1ParamsUpdateMetaCheckfuSubagentActivity,
+            },
+            crate::exact::Definition {
+                name: "Objects1ParamsUpdateMetaCheckfuSubagentCompleted",
+                origin: "/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/2",
+                check: check_Objects1ParamsUpdateMetaCheckfuSubagentCompleted,
+                roundtrip: roundtrip_Objects1ParamsUpdateMetaCheckfuSubagentCompleted,
+            },
+            crate::exact::Definition {
+                name: "Objects1ParamsUpdateMeta",
+                origin: "/$defs/Objects_1/properties/params/properties/update/properties/_meta",
+                check: check_Objects1ParamsUpdateMeta,
+                roundtrip: roundtrip_Objects1ParamsUpdateMeta,
+            },
+            crate::exact::Definition {
+                name: "Objects1ParamsUpdate",
+                origin: "/$defs/Objects_1/properties/params/properties/update",
+                check: check_Objects1ParamsUpdate,
+                roundtrip: roundtrip_Objects1ParamsUpdate,
+            },
+            crate::exact::Definition {
+                name: "Objects1Params",
+                origin: "/$defs/Objects_1/properties/params",
+                check: check_Objects1Params,
+                roundtrip: roundtrip_Objects1Params,
+            },
+            crate::exact::Definition {
+                name: "AcpV1ExtensionVectorsVectorsItemInitializeFullDeclaration",
+                origin: "/properties/vectors/items/anyOf/0",
+                check: check_AcpV1ExtensionVectorsVectorsItemInitializeFullDeclaration,
+                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemInitializeFullDeclaration,
+            },
+            crate::exact::Definition {
+                name: "AcpV1ExtensionVectorsVectorsItemInitializeSubagentsDeclaration",
+                origin: "/properties/vectors/items/anyOf/1",
+                check: check_AcpV1ExtensionVectorsVectorsItemInitializeSubagentsDeclaration,
+                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemInitializeSubagentsDeclaration,
+            },
+            crate::exact::Definition {
+                name: "AcpV1ExtensionVectorsVectorsItemInitializeControlsDeclaration",
+                origin: "/properties/vectors/items/anyOf/2",
+                check: check_AcpV1ExtensionVectorsVectorsItemInitializeControlsDeclaration,
+                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemInitializeControlsDeclaration,
+            },
+            crate::exact::Definition {
+                name: "AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParamsMeta",
+                origin: "/properties/vectors/items/anyOf/3/properties/wire/properties/params/properties/_meta",
+                check: check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParamsMeta,
+                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParamsMeta,
+            },
+            crate::exact::Definition {
+                name: "AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParams",
+                origin: "/properties/vectors/items/anyOf/3/properties/wire/properties/params",
+                check: check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParams,
+                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParams,
+            },
+            crate::exact::Definition {
+                name: "AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWire",
+                origin: "/properties/vectors/items/anyOf/3/properties/wire",
+                check: check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWire,
+                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWire,
+            },
+            crate::exact::Definition {
+                name: "AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinTools",
+                origin: "/properties/vectors/items/anyOf/3",
+                check: check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinTools,
+                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinTools,
+            },
+            crate::exact::Definition {
+                name: "AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMetaCheckfuOutputSchemaVariant1",
+                origin: "/properties/vectors/items/anyOf/4/properties/wire/properties/params/properties/_meta/properties/checkfu.output_schema/anyOf/1",
+                check: check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMetaCheckfuOutputSchemaVariant1,
+                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMetaCheckfuOutputSchemaVariant1,
+            },
+            crate::exact::Definition {
+                name: "AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMeta",
+                origin: "/properties/vectors/items/anyOf/4/properties/wire/properties/params/properties/_meta",
+                check: check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMeta,
+                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMeta,
+            },
+            crate::exact::Definition {
+                name: "AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParams",
+                origin: "/properties/vectors/items/anyOf/4/properties/wire/properties/params",
+                check: check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParams,
+                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParams,
+            },
+            crate::exact::Definition {
+                name: "AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWire",
+                origin: "/properties/vectors/items/anyOf/4/properties/wire",
+                check: check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWire,
+                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWire,
+            },
+            crate::exact::Definition {
+                name: "AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchema",
+                origin: "/properties/vectors/items/anyOf/4",
+                check: check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchema,
+                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchema,
+            },
+            crate::exact::Definition {
+                name: "AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentStarted",
+                origin: "/properties/vectors/items/anyOf/5",
+                check: check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentStarted,
+                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentStarted,
+            },
+            crate::exact::Definition {
+                name: "AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentActivity",
+                origin: "/properties/vectors/items/anyOf/6",
+                check: check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentActivity,
+                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentActivity,
+            },
+            crate::exact::Definition {
+                name: "AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentCompleted",
+                origin: "/properties/vectors/items/anyOf/7",
+                check: check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentCompleted,
+                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentCompleted,
+            },
+            crate::exact::Definition {
+                name: "AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurn",
+                origin: "/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn",
+                check: check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurn,
+                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurn,
+            },
+            crate::exact::Definition {
+                name: "AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMeta",
+                origin: "/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta",
+                check: check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMeta,
+                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMeta,
+            },
+            crate::exact::Definition {
+                name: "AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResult",
+                origin: "/properties/vectors/items/anyOf/8/properties/wire/properties/result",
+                check: check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResult,
+                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResult,
+            },
+            crate::exact::Definition {
+                name: "AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWire",
+                origin: "/properties/vectors/items/anyOf/8/properties/wire",
+                check: check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWire,
+                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWire,
+            },
+            crate::exact::Definition {
+                name: "AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetry",
+                origin: "/properties/vectors/items/anyOf/8",
+                check: check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetry,
+                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetry,
+            },
+            crate::exact::Definition {
+                name: "AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParams",
+                origin: "/properties/vectors/items/anyOf/9/properties/wire/properties/params",
+                check: check_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParams,
+                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParams,
+            },
+            crate::exact::Definition {
+                name: "AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWire",
+                origin: "/properties/vectors/items/anyOf/9/properties/wire",
+                check: check_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWire,
+                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWire,
+            },
+            crate::exact::Definition {
+                name: "AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest",
+                origin: "/properties/vectors/items/anyOf/9",
+                check: check_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest,
+                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest,
+            },
+            crate::exact::Definition {
+                name: "AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWireResult",
+                origin: "/properties/vectors/items/anyOf/10/properties/wire/properties/result",
+                check: check_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWireResult,
+                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWireResult,
+            },
+            crate::exact::Definition {
+                name: "AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWire",
+                origin: "/properties/vectors/items/anyOf/10/properties/wire",
+                check: check_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWire,
+                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWire,
+            },
+            crate::exact::Definition {
+                name: "AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse",
+                origin: "/properties/vectors/items/anyOf/10",
+                check: check_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse,
+                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse,
+            },
+            crate::exact::Definition {
+                name: "AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireParams",
+                origin: "/properties/vectors/items/anyOf/11/properties/wire/properties/params",
+                check: check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireParams,
+                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireParams,
+            },
+            crate::exact::Definition {
+                name: "AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWire",
+                origin: "/properties/vectors/items/anyOf/11/properties/wire",
+                check: check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWire,
+                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWire,
+            },
+            crate::exact::Definition {
+                name: "AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequest",
+                origin: "/properties/vectors/items/anyOf/11",
+                check: check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequest,
+                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequest,
+            },
+            crate::exact::Definition {
+                name: "AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWireResult",
+                origin: "/properties/vectors/items/anyOf/12/properties/wire/properties/result",
+                check: check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWireResult,
+                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWireResult,
+            },
+            crate::exact::Definition {
+                name: "AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWire",
+                origin: "/properties/vectors/items/anyOf/12/properties/wire",
+                check: check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWire,
+                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWire,
+            },
+            crate::exact::Definition {
+                name: "AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponse",
+                origin: "/properties/vectors/items/anyOf/12",
+                check: check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponse,
+                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponse,
+            },
+            crate::exact::Definition {
+                name: "AcpV1ExtensionVectors",
+                origin: "",
+                check: check_AcpV1ExtensionVectors,
+                roundtrip: roundtrip_AcpV1ExtensionVectors,
+            },
+        ];
     }
 }
 /// Types and checks generated from `schemas/checkfu-slots.schema.json`.
@@ -8795,12 +9426,18 @@ pub mod checkfu_slots {
             check_Continuity(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_Continuity(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_Continuity(v)?)
+        }
         /// Decodes `CompactionStrategy` exactly: the generated check, then the typify type.
         pub fn decode_CompactionStrategy(
             v: &Value,
         ) -> Result<super::types::CompactionStrategy, Invalid> {
             check_CompactionStrategy(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_CompactionStrategy(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_CompactionStrategy(v)?)
         }
         /// Decodes `RuntimeConfig` exactly: the generated check, then the typify type.
         pub fn decode_RuntimeConfig(
@@ -8809,10 +9446,16 @@ pub mod checkfu_slots {
             check_RuntimeConfig(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_RuntimeConfig(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_RuntimeConfig(v)?)
+        }
         /// Decodes `Resume` exactly: the generated check, then the typify type.
         pub fn decode_Resume(v: &Value) -> Result<super::types::Resume, Invalid> {
             check_Resume(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_Resume(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_Resume(v)?)
         }
         /// Decodes `JournalCheckpoint` exactly: the generated check, then the typify type.
         pub fn decode_JournalCheckpoint(
@@ -8821,12 +9464,18 @@ pub mod checkfu_slots {
             check_JournalCheckpoint(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_JournalCheckpoint(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_JournalCheckpoint(v)?)
+        }
         /// Decodes `Compaction` exactly: the generated check, then the typify type.
         pub fn decode_Compaction(
             v: &Value,
         ) -> Result<super::types::Compaction, Invalid> {
             check_Compaction(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_Compaction(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_Compaction(v)?)
         }
         /// Decodes `JournalCheckpointCheckpoint` exactly: the generated check, then the typify type.
         pub fn decode_JournalCheckpointCheckpoint(
@@ -8835,12 +9484,18 @@ pub mod checkfu_slots {
             check_JournalCheckpointCheckpoint(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_JournalCheckpointCheckpoint(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_JournalCheckpointCheckpoint(v)?)
+        }
         /// Decodes `JournalCheckpointTooLarge` exactly: the generated check, then the typify type.
         pub fn decode_JournalCheckpointTooLarge(
             v: &Value,
         ) -> Result<super::types::JournalCheckpointTooLarge, Invalid> {
             check_JournalCheckpointTooLarge(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_JournalCheckpointTooLarge(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_JournalCheckpointTooLarge(v)?)
         }
         /// Decodes `RuntimeConfigCompaction` exactly: the generated check, then the typify type.
         pub fn decode_RuntimeConfigCompaction(
@@ -8849,6 +9504,67 @@ pub mod checkfu_slots {
             check_RuntimeConfigCompaction(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_RuntimeConfigCompaction(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_RuntimeConfigCompaction(v)?)
+        }
+        /// Every definition: its name, where it came from in the input schema, its check,
+        /// and a decode-then-encode round trip through its generated type.
+        pub const DEFINITIONS: &[crate::exact::Definition] = &[
+            crate::exact::Definition {
+                name: "Continuity",
+                origin: "/$defs/Continuity",
+                check: check_Continuity,
+                roundtrip: roundtrip_Continuity,
+            },
+            crate::exact::Definition {
+                name: "CompactionStrategy",
+                origin: "/$defs/CompactionStrategy",
+                check: check_CompactionStrategy,
+                roundtrip: roundtrip_CompactionStrategy,
+            },
+            crate::exact::Definition {
+                name: "RuntimeConfig",
+                origin: "/$defs/RuntimeConfig",
+                check: check_RuntimeConfig,
+                roundtrip: roundtrip_RuntimeConfig,
+            },
+            crate::exact::Definition {
+                name: "Resume",
+                origin: "/$defs/Resume",
+                check: check_Resume,
+                roundtrip: roundtrip_Resume,
+            },
+            crate::exact::Definition {
+                name: "JournalCheckpoint",
+                origin: "/$defs/JournalCheckpoint",
+                check: check_JournalCheckpoint,
+                roundtrip: roundtrip_JournalCheckpoint,
+            },
+            crate::exact::Definition {
+                name: "Compaction",
+                origin: "/$defs/Compaction",
+                check: check_Compaction,
+                roundtrip: roundtrip_Compaction,
+            },
+            crate::exact::Definition {
+                name: "JournalCheckpointCheckpoint",
+                origin: "/$defs/JournalCheckpoint/anyOf/0",
+                check: check_JournalCheckpointCheckpoint,
+                roundtrip: roundtrip_JournalCheckpointCheckpoint,
+            },
+            crate::exact::Definition {
+                name: "JournalCheckpointTooLarge",
+                origin: "/$defs/JournalCheckpoint/anyOf/1",
+                check: check_JournalCheckpointTooLarge,
+                roundtrip: roundtrip_JournalCheckpointTooLarge,
+            },
+            crate::exact::Definition {
+                name: "RuntimeConfigCompaction",
+                origin: "/$defs/RuntimeConfig/properties/compaction",
+                check: check_RuntimeConfigCompaction,
+                roundtrip: roundtrip_RuntimeConfigCompaction,
+            },
+        ];
     }
 }
 /// Types and checks generated from `schemas/goose-acp-extensions.schema.json`.
@@ -8870,12 +9586,16 @@ Method: `_agent/extensions/add`*/
             ///Extension configuration (see ExtensionConfig variants: Stdio, StreamableHttp, Builtin, Platform).
             pub config: ::serde_json::Value,
             pub session_id: ::std::string::String,
+            #[serde(flatten)]
+            pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         }
         /**Delete a session.
 Method: `_session/delete`*/
         #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
         pub struct DeleteSessionRequest {
             pub session_id: ::std::string::String,
+            #[serde(flatten)]
+            pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         }
         ///Empty success response for operations that return no data.
         #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -8911,11 +9631,15 @@ Method: `_session/export`*/
         #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
         pub struct ExportSessionRequest {
             pub session_id: ::std::string::String,
+            #[serde(flatten)]
+            pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         }
         ///`ExportSessionResponse`
         #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
         pub struct ExportSessionResponse {
             pub data: ::std::string::String,
+            #[serde(flatten)]
+            pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         }
         ///`ExtRequest`
         #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -8923,7 +9647,10 @@ Method: `_session/export`*/
             pub id: ::std::string::String,
             pub method: ::std::string::String,
             #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-            pub params: ::std::option::Option<ExtRequestParams>,
+            #[serde(default, with = "crate::exact::double_option")]
+            pub params: ::std::option::Option<::std::option::Option<ExtRequestParams>>,
+            #[serde(flatten)]
+            pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         }
         ///`ExtRequestParams`
         #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
@@ -8979,7 +9706,12 @@ Method: `_session/export`*/
         pub struct ExtResponseVariant0 {
             pub id: ::std::string::String,
             #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-            pub result: ::std::option::Option<ExtResponseVariant0Result>,
+            #[serde(default, with = "crate::exact::double_option")]
+            pub result: ::std::option::Option<
+                ::std::option::Option<ExtResponseVariant0Result>,
+            >,
+            #[serde(flatten)]
+            pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         }
         ///`ExtResponseVariant0Result`
         #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
@@ -9014,14 +9746,19 @@ Method: `_session/export`*/
         pub struct ExtResponseVariant1 {
             pub error: ExtResponseVariant1Error,
             pub id: ::std::string::String,
+            #[serde(flatten)]
+            pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         }
         ///`ExtResponseVariant1Error`
         #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
         pub struct ExtResponseVariant1Error {
             pub code: i64,
             #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-            pub data: ::std::option::Option<::serde_json::Value>,
+            #[serde(default, with = "crate::exact::double_option")]
+            pub data: ::std::option::Option<::std::option::Option<::serde_json::Value>>,
             pub message: ::std::string::String,
+            #[serde(flatten)]
+            pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         }
         /**List configured extensions and any warnings.
 Method: `_config/extensions`*/
@@ -9030,32 +9767,42 @@ Method: `_config/extensions`*/
             ///Array of ExtensionEntry objects with `enabled` flag and config details.
             pub extensions: ::std::vec::Vec<::serde_json::Value>,
             pub warnings: ::std::vec::Vec<::std::string::String>,
+            #[serde(flatten)]
+            pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         }
         /**Get a session by ID.
 Method: `_session/get`*/
         #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
         pub struct GetSessionRequest {
-            #[serde(default)]
-            pub include_messages: bool,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            pub include_messages: ::std::option::Option<bool>,
             pub session_id: ::std::string::String,
+            #[serde(flatten)]
+            pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         }
         ///Get a session response.
         #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
         pub struct GetSessionResponse {
             ///The session object with id, name, working_dir, timestamps, tokens, etc.
             pub session: ::serde_json::Value,
+            #[serde(flatten)]
+            pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         }
         /**List all tools available in a session.
 Method: `_agent/tools`*/
         #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
         pub struct GetToolsRequest {
             pub session_id: ::std::string::String,
+            #[serde(flatten)]
+            pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         }
         ///`GetToolsResponse`
         #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
         pub struct GetToolsResponse {
             ///Array of tool info objects with `name`, `description`, `parameters`, and optional `permission`.
             pub tools: ::std::vec::Vec<::serde_json::Value>,
+            #[serde(flatten)]
+            pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         }
         ///`GooseAcpExtensions`
         #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
@@ -9070,18 +9817,24 @@ Method: `_session/import`*/
         #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
         pub struct ImportSessionRequest {
             pub data: ::std::string::String,
+            #[serde(flatten)]
+            pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         }
         ///`ImportSessionResponse`
         #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
         pub struct ImportSessionResponse {
             ///The imported session object.
             pub session: ::serde_json::Value,
+            #[serde(flatten)]
+            pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         }
         /**List all sessions.
 Method: `_session/list`*/
         #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
         pub struct ListSessionsResponse {
             pub sessions: ::std::vec::Vec<::serde_json::Value>,
+            #[serde(flatten)]
+            pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         }
         /**Read a resource from an extension.
 Method: `_agent/resource/read`*/
@@ -9090,12 +9843,16 @@ Method: `_agent/resource/read`*/
             pub extension_name: ::std::string::String,
             pub session_id: ::std::string::String,
             pub uri: ::std::string::String,
+            #[serde(flatten)]
+            pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         }
         ///`ReadResourceResponse`
         #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
         pub struct ReadResourceResponse {
             ///The resource result from the extension (MCP ReadResourceResult).
             pub result: ::serde_json::Value,
+            #[serde(flatten)]
+            pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         }
         /**Remove an extension from an active session.
 Method: `_agent/extensions/remove`*/
@@ -9103,6 +9860,8 @@ Method: `_agent/extensions/remove`*/
         pub struct RemoveExtensionRequest {
             pub name: ::std::string::String,
             pub session_id: ::std::string::String,
+            #[serde(flatten)]
+            pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         }
         /**Update the working directory for a session.
 Method: `_agent/working_dir/update`*/
@@ -9110,6 +9869,8 @@ Method: `_agent/working_dir/update`*/
         pub struct UpdateWorkingDirRequest {
             pub session_id: ::std::string::String,
             pub working_dir: ::std::string::String,
+            #[serde(flatten)]
+            pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         }
         /// Error types.
         pub mod error {
@@ -9158,6 +9919,10 @@ Method: `_agent/working_dir/update`*/
         fn node_2(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
+        /// Checks `/$defs/AddExtensionRequest/additionalProperties`.
+        fn node_3(v: &Value) -> Result<(), Invalid> {
+            Ok(())
+        }
         /// Checks a value against `#/$defs/AddExtensionRequest`.
         pub fn check_AddExtensionRequest(v: &Value) -> Result<(), Invalid> {
             if !(v.is_object()) {
@@ -9176,7 +9941,16 @@ Method: `_agent/working_dir/update`*/
                 if let Some(p) = o.get("config") {
                     node_2(p).map_err(|e| e.at("config"))?;
                 }
+                for (k, p) in o {
+                    if !&["session_id", "config"].contains(&k.as_str()) {
+                        node_3(p).map_err(|e| e.at(k.as_str()))?;
+                    }
+                }
             }
+            Ok(())
+        }
+        /// Checks `/$defs/EmptyResponse/additionalProperties`.
+        fn node_4(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/EmptyResponse`.
@@ -9184,20 +9958,31 @@ Method: `_agent/working_dir/update`*/
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
+            if let Some(o) = v.as_object() {
+                for (k, p) in o {
+                    if !&[].contains(&k.as_str()) {
+                        node_4(p).map_err(|e| e.at(k.as_str()))?;
+                    }
+                }
+            }
             Ok(())
         }
         /// Checks `/$defs/RemoveExtensionRequest/properties/session_id`.
-        fn node_3(v: &Value) -> Result<(), Invalid> {
+        fn node_5(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/RemoveExtensionRequest/properties/name`.
-        fn node_4(v: &Value) -> Result<(), Invalid> {
+        fn node_6(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
+            Ok(())
+        }
+        /// Checks `/$defs/RemoveExtensionRequest/additionalProperties`.
+        fn node_7(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/RemoveExtensionRequest`.
@@ -9213,19 +9998,28 @@ Method: `_agent/working_dir/update`*/
                     return Err(Invalid::new("missing required property `name`"));
                 }
                 if let Some(p) = o.get("session_id") {
-                    node_3(p).map_err(|e| e.at("session_id"))?;
+                    node_5(p).map_err(|e| e.at("session_id"))?;
                 }
                 if let Some(p) = o.get("name") {
-                    node_4(p).map_err(|e| e.at("name"))?;
+                    node_6(p).map_err(|e| e.at("name"))?;
+                }
+                for (k, p) in o {
+                    if !&["session_id", "name"].contains(&k.as_str()) {
+                        node_7(p).map_err(|e| e.at(k.as_str()))?;
+                    }
                 }
             }
             Ok(())
         }
         /// Checks `/$defs/GetToolsRequest/properties/session_id`.
-        fn node_5(v: &Value) -> Result<(), Invalid> {
+        fn node_8(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
+            Ok(())
+        }
+        /// Checks `/$defs/GetToolsRequest/additionalProperties`.
+        fn node_9(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/GetToolsRequest`.
@@ -9238,25 +10032,34 @@ Method: `_agent/working_dir/update`*/
                     return Err(Invalid::new("missing required property `session_id`"));
                 }
                 if let Some(p) = o.get("session_id") {
-                    node_5(p).map_err(|e| e.at("session_id"))?;
+                    node_8(p).map_err(|e| e.at("session_id"))?;
+                }
+                for (k, p) in o {
+                    if !&["session_id"].contains(&k.as_str()) {
+                        node_9(p).map_err(|e| e.at(k.as_str()))?;
+                    }
                 }
             }
             Ok(())
         }
         /// Checks `/$defs/GetToolsResponse/properties/tools/items`.
-        fn node_6(v: &Value) -> Result<(), Invalid> {
+        fn node_10(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks `/$defs/GetToolsResponse/properties/tools`.
-        fn node_7(v: &Value) -> Result<(), Invalid> {
+        fn node_11(v: &Value) -> Result<(), Invalid> {
             if !(v.is_array()) {
                 return Err(Invalid::new("expected array"));
             }
             if let Some(a) = v.as_array() {
                 for (i, item) in a.iter().enumerate() {
-                    node_6(item).map_err(|e| e.at(i.to_string()))?;
+                    node_10(item).map_err(|e| e.at(i.to_string()))?;
                 }
             }
+            Ok(())
+        }
+        /// Checks `/$defs/GetToolsResponse/additionalProperties`.
+        fn node_12(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/GetToolsResponse`.
@@ -9269,30 +10072,39 @@ Method: `_agent/working_dir/update`*/
                     return Err(Invalid::new("missing required property `tools`"));
                 }
                 if let Some(p) = o.get("tools") {
-                    node_7(p).map_err(|e| e.at("tools"))?;
+                    node_11(p).map_err(|e| e.at("tools"))?;
+                }
+                for (k, p) in o {
+                    if !&["tools"].contains(&k.as_str()) {
+                        node_12(p).map_err(|e| e.at(k.as_str()))?;
+                    }
                 }
             }
             Ok(())
         }
         /// Checks `/$defs/ReadResourceRequest/properties/session_id`.
-        fn node_8(v: &Value) -> Result<(), Invalid> {
+        fn node_13(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/ReadResourceRequest/properties/uri`.
-        fn node_9(v: &Value) -> Result<(), Invalid> {
+        fn node_14(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/ReadResourceRequest/properties/extension_name`.
-        fn node_10(v: &Value) -> Result<(), Invalid> {
+        fn node_15(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
+            Ok(())
+        }
+        /// Checks `/$defs/ReadResourceRequest/additionalProperties`.
+        fn node_16(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/ReadResourceRequest`.
@@ -9313,19 +10125,28 @@ Method: `_agent/working_dir/update`*/
                     );
                 }
                 if let Some(p) = o.get("session_id") {
-                    node_8(p).map_err(|e| e.at("session_id"))?;
+                    node_13(p).map_err(|e| e.at("session_id"))?;
                 }
                 if let Some(p) = o.get("uri") {
-                    node_9(p).map_err(|e| e.at("uri"))?;
+                    node_14(p).map_err(|e| e.at("uri"))?;
                 }
                 if let Some(p) = o.get("extension_name") {
-                    node_10(p).map_err(|e| e.at("extension_name"))?;
+                    node_15(p).map_err(|e| e.at("extension_name"))?;
+                }
+                for (k, p) in o {
+                    if !&["session_id", "uri", "extension_name"].contains(&k.as_str()) {
+                        node_16(p).map_err(|e| e.at(k.as_str()))?;
+                    }
                 }
             }
             Ok(())
         }
         /// Checks `/$defs/ReadResourceResponse/properties/result`.
-        fn node_11(v: &Value) -> Result<(), Invalid> {
+        fn node_17(v: &Value) -> Result<(), Invalid> {
+            Ok(())
+        }
+        /// Checks `/$defs/ReadResourceResponse/additionalProperties`.
+        fn node_18(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/ReadResourceResponse`.
@@ -9338,23 +10159,32 @@ Method: `_agent/working_dir/update`*/
                     return Err(Invalid::new("missing required property `result`"));
                 }
                 if let Some(p) = o.get("result") {
-                    node_11(p).map_err(|e| e.at("result"))?;
+                    node_17(p).map_err(|e| e.at("result"))?;
+                }
+                for (k, p) in o {
+                    if !&["result"].contains(&k.as_str()) {
+                        node_18(p).map_err(|e| e.at(k.as_str()))?;
+                    }
                 }
             }
             Ok(())
         }
         /// Checks `/$defs/UpdateWorkingDirRequest/properties/session_id`.
-        fn node_12(v: &Value) -> Result<(), Invalid> {
+        fn node_19(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/UpdateWorkingDirRequest/properties/working_dir`.
-        fn node_13(v: &Value) -> Result<(), Invalid> {
+        fn node_20(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
+            Ok(())
+        }
+        /// Checks `/$defs/UpdateWorkingDirRequest/additionalProperties`.
+        fn node_21(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/UpdateWorkingDirRequest`.
@@ -9370,28 +10200,37 @@ Method: `_agent/working_dir/update`*/
                     return Err(Invalid::new("missing required property `working_dir`"));
                 }
                 if let Some(p) = o.get("session_id") {
-                    node_12(p).map_err(|e| e.at("session_id"))?;
+                    node_19(p).map_err(|e| e.at("session_id"))?;
                 }
                 if let Some(p) = o.get("working_dir") {
-                    node_13(p).map_err(|e| e.at("working_dir"))?;
+                    node_20(p).map_err(|e| e.at("working_dir"))?;
+                }
+                for (k, p) in o {
+                    if !&["session_id", "working_dir"].contains(&k.as_str()) {
+                        node_21(p).map_err(|e| e.at(k.as_str()))?;
+                    }
                 }
             }
             Ok(())
         }
         /// Checks `/$defs/ListSessionsResponse/properties/sessions/items`.
-        fn node_14(v: &Value) -> Result<(), Invalid> {
+        fn node_22(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks `/$defs/ListSessionsResponse/properties/sessions`.
-        fn node_15(v: &Value) -> Result<(), Invalid> {
+        fn node_23(v: &Value) -> Result<(), Invalid> {
             if !(v.is_array()) {
                 return Err(Invalid::new("expected array"));
             }
             if let Some(a) = v.as_array() {
                 for (i, item) in a.iter().enumerate() {
-                    node_14(item).map_err(|e| e.at(i.to_string()))?;
+                    node_22(item).map_err(|e| e.at(i.to_string()))?;
                 }
             }
+            Ok(())
+        }
+        /// Checks `/$defs/ListSessionsResponse/additionalProperties`.
+        fn node_24(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/ListSessionsResponse`.
@@ -9404,23 +10243,32 @@ Method: `_agent/working_dir/update`*/
                     return Err(Invalid::new("missing required property `sessions`"));
                 }
                 if let Some(p) = o.get("sessions") {
-                    node_15(p).map_err(|e| e.at("sessions"))?;
+                    node_23(p).map_err(|e| e.at("sessions"))?;
+                }
+                for (k, p) in o {
+                    if !&["sessions"].contains(&k.as_str()) {
+                        node_24(p).map_err(|e| e.at(k.as_str()))?;
+                    }
                 }
             }
             Ok(())
         }
         /// Checks `/$defs/GetSessionRequest/properties/session_id`.
-        fn node_16(v: &Value) -> Result<(), Invalid> {
+        fn node_25(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/GetSessionRequest/properties/include_messages`.
-        fn node_17(v: &Value) -> Result<(), Invalid> {
+        fn node_26(v: &Value) -> Result<(), Invalid> {
             if !(v.is_boolean()) {
                 return Err(Invalid::new("expected boolean"));
             }
+            Ok(())
+        }
+        /// Checks `/$defs/GetSessionRequest/additionalProperties`.
+        fn node_27(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/GetSessionRequest`.
@@ -9433,16 +10281,25 @@ Method: `_agent/working_dir/update`*/
                     return Err(Invalid::new("missing required property `session_id`"));
                 }
                 if let Some(p) = o.get("session_id") {
-                    node_16(p).map_err(|e| e.at("session_id"))?;
+                    node_25(p).map_err(|e| e.at("session_id"))?;
                 }
                 if let Some(p) = o.get("include_messages") {
-                    node_17(p).map_err(|e| e.at("include_messages"))?;
+                    node_26(p).map_err(|e| e.at("include_messages"))?;
+                }
+                for (k, p) in o {
+                    if !&["session_id", "include_messages"].contains(&k.as_str()) {
+                        node_27(p).map_err(|e| e.at(k.as_str()))?;
+                    }
                 }
             }
             Ok(())
         }
         /// Checks `/$defs/GetSessionResponse/properties/session`.
-        fn node_18(v: &Value) -> Result<(), Invalid> {
+        fn node_28(v: &Value) -> Result<(), Invalid> {
+            Ok(())
+        }
+        /// Checks `/$defs/GetSessionResponse/additionalProperties`.
+        fn node_29(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/GetSessionResponse`.
@@ -9455,16 +10312,25 @@ Method: `_agent/working_dir/update`*/
                     return Err(Invalid::new("missing required property `session`"));
                 }
                 if let Some(p) = o.get("session") {
-                    node_18(p).map_err(|e| e.at("session"))?;
+                    node_28(p).map_err(|e| e.at("session"))?;
+                }
+                for (k, p) in o {
+                    if !&["session"].contains(&k.as_str()) {
+                        node_29(p).map_err(|e| e.at(k.as_str()))?;
+                    }
                 }
             }
             Ok(())
         }
         /// Checks `/$defs/DeleteSessionRequest/properties/session_id`.
-        fn node_19(v: &Value) -> Result<(), Invalid> {
+        fn node_30(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
+            Ok(())
+        }
+        /// Checks `/$defs/DeleteSessionRequest/additionalProperties`.
+        fn node_31(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/DeleteSessionRequest`.
@@ -9477,16 +10343,25 @@ Method: `_agent/working_dir/update`*/
                     return Err(Invalid::new("missing required property `session_id`"));
                 }
                 if let Some(p) = o.get("session_id") {
-                    node_19(p).map_err(|e| e.at("session_id"))?;
+                    node_30(p).map_err(|e| e.at("session_id"))?;
+                }
+                for (k, p) in o {
+                    if !&["session_id"].contains(&k.as_str()) {
+                        node_31(p).map_err(|e| e.at(k.as_str()))?;
+                    }
                 }
             }
             Ok(())
         }
         /// Checks `/$defs/ExportSessionRequest/properties/session_id`.
-        fn node_20(v: &Value) -> Result<(), Invalid> {
+        fn node_32(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
+            Ok(())
+        }
+        /// Checks `/$defs/ExportSessionRequest/additionalProperties`.
+        fn node_33(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/ExportSessionRequest`.
@@ -9499,16 +10374,25 @@ Method: `_agent/working_dir/update`*/
                     return Err(Invalid::new("missing required property `session_id`"));
                 }
                 if let Some(p) = o.get("session_id") {
-                    node_20(p).map_err(|e| e.at("session_id"))?;
+                    node_32(p).map_err(|e| e.at("session_id"))?;
+                }
+                for (k, p) in o {
+                    if !&["session_id"].contains(&k.as_str()) {
+                        node_33(p).map_err(|e| e.at(k.as_str()))?;
+                    }
                 }
             }
             Ok(())
         }
         /// Checks `/$defs/ExportSessionResponse/properties/data`.
-        fn node_21(v: &Value) -> Result<(), Invalid> {
+        fn node_34(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
+            Ok(())
+        }
+        /// Checks `/$defs/ExportSessionResponse/additionalProperties`.
+        fn node_35(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/ExportSessionResponse`.
@@ -9521,16 +10405,25 @@ Method: `_agent/working_dir/update`*/
                     return Err(Invalid::new("missing required property `data`"));
                 }
                 if let Some(p) = o.get("data") {
-                    node_21(p).map_err(|e| e.at("data"))?;
+                    node_34(p).map_err(|e| e.at("data"))?;
+                }
+                for (k, p) in o {
+                    if !&["data"].contains(&k.as_str()) {
+                        node_35(p).map_err(|e| e.at(k.as_str()))?;
+                    }
                 }
             }
             Ok(())
         }
         /// Checks `/$defs/ImportSessionRequest/properties/data`.
-        fn node_22(v: &Value) -> Result<(), Invalid> {
+        fn node_36(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
+            Ok(())
+        }
+        /// Checks `/$defs/ImportSessionRequest/additionalProperties`.
+        fn node_37(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/ImportSessionRequest`.
@@ -9543,13 +10436,22 @@ Method: `_agent/working_dir/update`*/
                     return Err(Invalid::new("missing required property `data`"));
                 }
                 if let Some(p) = o.get("data") {
-                    node_22(p).map_err(|e| e.at("data"))?;
+                    node_36(p).map_err(|e| e.at("data"))?;
+                }
+                for (k, p) in o {
+                    if !&["data"].contains(&k.as_str()) {
+                        node_37(p).map_err(|e| e.at(k.as_str()))?;
+                    }
                 }
             }
             Ok(())
         }
         /// Checks `/$defs/ImportSessionResponse/properties/session`.
-        fn node_23(v: &Value) -> Result<(), Invalid> {
+        fn node_38(v: &Value) -> Result<(), Invalid> {
+            Ok(())
+        }
+        /// Checks `/$defs/ImportSessionResponse/additionalProperties`.
+        fn node_39(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/ImportSessionResponse`.
@@ -9562,44 +10464,53 @@ Method: `_agent/working_dir/update`*/
                     return Err(Invalid::new("missing required property `session`"));
                 }
                 if let Some(p) = o.get("session") {
-                    node_23(p).map_err(|e| e.at("session"))?;
+                    node_38(p).map_err(|e| e.at("session"))?;
+                }
+                for (k, p) in o {
+                    if !&["session"].contains(&k.as_str()) {
+                        node_39(p).map_err(|e| e.at(k.as_str()))?;
+                    }
                 }
             }
             Ok(())
         }
         /// Checks `/$defs/GetExtensionsResponse/properties/extensions/items`.
-        fn node_24(v: &Value) -> Result<(), Invalid> {
+        fn node_40(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks `/$defs/GetExtensionsResponse/properties/extensions`.
-        fn node_25(v: &Value) -> Result<(), Invalid> {
+        fn node_41(v: &Value) -> Result<(), Invalid> {
             if !(v.is_array()) {
                 return Err(Invalid::new("expected array"));
             }
             if let Some(a) = v.as_array() {
                 for (i, item) in a.iter().enumerate() {
-                    node_24(item).map_err(|e| e.at(i.to_string()))?;
+                    node_40(item).map_err(|e| e.at(i.to_string()))?;
                 }
             }
             Ok(())
         }
         /// Checks `/$defs/GetExtensionsResponse/properties/warnings/items`.
-        fn node_26(v: &Value) -> Result<(), Invalid> {
+        fn node_42(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/GetExtensionsResponse/properties/warnings`.
-        fn node_27(v: &Value) -> Result<(), Invalid> {
+        fn node_43(v: &Value) -> Result<(), Invalid> {
             if !(v.is_array()) {
                 return Err(Invalid::new("expected array"));
             }
             if let Some(a) = v.as_array() {
                 for (i, item) in a.iter().enumerate() {
-                    node_26(item).map_err(|e| e.at(i.to_string()))?;
+                    node_42(item).map_err(|e| e.at(i.to_string()))?;
                 }
             }
+            Ok(())
+        }
+        /// Checks `/$defs/GetExtensionsResponse/additionalProperties`.
+        fn node_44(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/GetExtensionsResponse`.
@@ -9615,30 +10526,35 @@ Method: `_agent/working_dir/update`*/
                     return Err(Invalid::new("missing required property `warnings`"));
                 }
                 if let Some(p) = o.get("extensions") {
-                    node_25(p).map_err(|e| e.at("extensions"))?;
+                    node_41(p).map_err(|e| e.at("extensions"))?;
                 }
                 if let Some(p) = o.get("warnings") {
-                    node_27(p).map_err(|e| e.at("warnings"))?;
+                    node_43(p).map_err(|e| e.at("warnings"))?;
+                }
+                for (k, p) in o {
+                    if !&["extensions", "warnings"].contains(&k.as_str()) {
+                        node_44(p).map_err(|e| e.at(k.as_str()))?;
+                    }
                 }
             }
             Ok(())
         }
         /// Checks `/$defs/ExtRequest/properties/id`.
-        fn node_28(v: &Value) -> Result<(), Invalid> {
+        fn node_45(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/ExtRequest/properties/method`.
-        fn node_29(v: &Value) -> Result<(), Invalid> {
+        fn node_46(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/ExtRequest/properties/params/anyOf/0`.
-        fn node_30(v: &Value) -> Result<(), Invalid> {
+        fn node_47(v: &Value) -> Result<(), Invalid> {
             if !(false || check_AddExtensionRequest(v).is_ok()
                 || check_RemoveExtensionRequest(v).is_ok()
                 || check_GetToolsRequest(v).is_ok()
@@ -9654,17 +10570,21 @@ Method: `_agent/working_dir/update`*/
             Ok(())
         }
         /// Checks `/$defs/ExtRequest/properties/params/anyOf/1`.
-        fn node_31(v: &Value) -> Result<(), Invalid> {
+        fn node_48(v: &Value) -> Result<(), Invalid> {
             if !(v.is_object() || v.is_null()) {
                 return Err(Invalid::new("expected object or null"));
             }
             Ok(())
         }
         /// Checks `/$defs/ExtRequest/properties/params`.
-        fn node_32(v: &Value) -> Result<(), Invalid> {
-            if !(false || node_30(v).is_ok() || node_31(v).is_ok()) {
+        fn node_49(v: &Value) -> Result<(), Invalid> {
+            if !(false || node_47(v).is_ok() || node_48(v).is_ok()) {
                 return Err(Invalid::new("matches none of the allowed shapes"));
             }
+            Ok(())
+        }
+        /// Checks `/$defs/ExtRequest/additionalProperties`.
+        fn node_50(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/ExtRequest`.
@@ -9680,13 +10600,18 @@ Method: `_agent/working_dir/update`*/
                     return Err(Invalid::new("missing required property `method`"));
                 }
                 if let Some(p) = o.get("id") {
-                    node_28(p).map_err(|e| e.at("id"))?;
+                    node_45(p).map_err(|e| e.at("id"))?;
                 }
                 if let Some(p) = o.get("method") {
-                    node_29(p).map_err(|e| e.at("method"))?;
+                    node_46(p).map_err(|e| e.at("method"))?;
                 }
                 if let Some(p) = o.get("params") {
-                    node_32(p).map_err(|e| e.at("params"))?;
+                    node_49(p).map_err(|e| e.at("params"))?;
+                }
+                for (k, p) in o {
+                    if !&["id", "method", "params"].contains(&k.as_str()) {
+                        node_50(p).map_err(|e| e.at(k.as_str()))?;
+                    }
                 }
             }
             Ok(())
@@ -9701,14 +10626,14 @@ Method: `_agent/working_dir/update`*/
             Ok(())
         }
         /// Checks `/$defs/ExtResponseVariant0/properties/id`.
-        fn node_33(v: &Value) -> Result<(), Invalid> {
+        fn node_51(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/ExtResponseVariant0/properties/result/anyOf/0`.
-        fn node_34(v: &Value) -> Result<(), Invalid> {
+        fn node_52(v: &Value) -> Result<(), Invalid> {
             if !(false || check_EmptyResponse(v).is_ok()
                 || check_GetToolsResponse(v).is_ok()
                 || check_ReadResourceResponse(v).is_ok()
@@ -9723,14 +10648,18 @@ Method: `_agent/working_dir/update`*/
             Ok(())
         }
         /// Checks `/$defs/ExtResponseVariant0/properties/result/anyOf/1`.
-        fn node_35(v: &Value) -> Result<(), Invalid> {
+        fn node_53(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks `/$defs/ExtResponseVariant0/properties/result`.
-        fn node_36(v: &Value) -> Result<(), Invalid> {
-            if !(false || node_34(v).is_ok() || node_35(v).is_ok()) {
+        fn node_54(v: &Value) -> Result<(), Invalid> {
+            if !(false || node_52(v).is_ok() || node_53(v).is_ok()) {
                 return Err(Invalid::new("matches none of the allowed shapes"));
             }
+            Ok(())
+        }
+        /// Checks `/$defs/ExtResponseVariant0/additionalProperties`.
+        fn node_55(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/ExtResponseVariant0`.
@@ -9743,30 +10672,39 @@ Method: `_agent/working_dir/update`*/
                     return Err(Invalid::new("missing required property `id`"));
                 }
                 if let Some(p) = o.get("id") {
-                    node_33(p).map_err(|e| e.at("id"))?;
+                    node_51(p).map_err(|e| e.at("id"))?;
                 }
                 if let Some(p) = o.get("result") {
-                    node_36(p).map_err(|e| e.at("result"))?;
+                    node_54(p).map_err(|e| e.at("result"))?;
+                }
+                for (k, p) in o {
+                    if !&["id", "result"].contains(&k.as_str()) {
+                        node_55(p).map_err(|e| e.at(k.as_str()))?;
+                    }
                 }
             }
             Ok(())
         }
         /// Checks `/$defs/ExtResponseVariant1Error/properties/code`.
-        fn node_37(v: &Value) -> Result<(), Invalid> {
+        fn node_56(v: &Value) -> Result<(), Invalid> {
             if !(crate::exact::is_integer(v)) {
                 return Err(Invalid::new("expected integer"));
             }
             Ok(())
         }
         /// Checks `/$defs/ExtResponseVariant1Error/properties/message`.
-        fn node_38(v: &Value) -> Result<(), Invalid> {
+        fn node_57(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/ExtResponseVariant1Error/properties/data`.
-        fn node_39(v: &Value) -> Result<(), Invalid> {
+        fn node_58(v: &Value) -> Result<(), Invalid> {
+            Ok(())
+        }
+        /// Checks `/$defs/ExtResponseVariant1Error/additionalProperties`.
+        fn node_59(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/ExtResponseVariant1Error`.
@@ -9782,22 +10720,31 @@ Method: `_agent/working_dir/update`*/
                     return Err(Invalid::new("missing required property `message`"));
                 }
                 if let Some(p) = o.get("code") {
-                    node_37(p).map_err(|e| e.at("code"))?;
+                    node_56(p).map_err(|e| e.at("code"))?;
                 }
                 if let Some(p) = o.get("message") {
-                    node_38(p).map_err(|e| e.at("message"))?;
+                    node_57(p).map_err(|e| e.at("message"))?;
                 }
                 if let Some(p) = o.get("data") {
-                    node_39(p).map_err(|e| e.at("data"))?;
+                    node_58(p).map_err(|e| e.at("data"))?;
+                }
+                for (k, p) in o {
+                    if !&["code", "message", "data"].contains(&k.as_str()) {
+                        node_59(p).map_err(|e| e.at(k.as_str()))?;
+                    }
                 }
             }
             Ok(())
         }
         /// Checks `/$defs/ExtResponseVariant1/properties/id`.
-        fn node_40(v: &Value) -> Result<(), Invalid> {
+        fn node_60(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
+            Ok(())
+        }
+        /// Checks `/$defs/ExtResponseVariant1/additionalProperties`.
+        fn node_61(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/ExtResponseVariant1`.
@@ -9816,7 +10763,12 @@ Method: `_agent/working_dir/update`*/
                     check_ExtResponseVariant1Error(p).map_err(|e| e.at("error"))?;
                 }
                 if let Some(p) = o.get("id") {
-                    node_40(p).map_err(|e| e.at("id"))?;
+                    node_60(p).map_err(|e| e.at("id"))?;
+                }
+                for (k, p) in o {
+                    if !&["error", "id"].contains(&k.as_str()) {
+                        node_61(p).map_err(|e| e.at(k.as_str()))?;
+                    }
                 }
             }
             Ok(())
@@ -9835,12 +10787,18 @@ Method: `_agent/working_dir/update`*/
             check_AddExtensionRequest(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_AddExtensionRequest(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_AddExtensionRequest(v)?)
+        }
         /// Decodes `EmptyResponse` exactly: the generated check, then the typify type.
         pub fn decode_EmptyResponse(
             v: &Value,
         ) -> Result<super::types::EmptyResponse, Invalid> {
             check_EmptyResponse(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_EmptyResponse(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_EmptyResponse(v)?)
         }
         /// Decodes `RemoveExtensionRequest` exactly: the generated check, then the typify type.
         pub fn decode_RemoveExtensionRequest(
@@ -9849,12 +10807,18 @@ Method: `_agent/working_dir/update`*/
             check_RemoveExtensionRequest(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_RemoveExtensionRequest(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_RemoveExtensionRequest(v)?)
+        }
         /// Decodes `GetToolsRequest` exactly: the generated check, then the typify type.
         pub fn decode_GetToolsRequest(
             v: &Value,
         ) -> Result<super::types::GetToolsRequest, Invalid> {
             check_GetToolsRequest(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_GetToolsRequest(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_GetToolsRequest(v)?)
         }
         /// Decodes `GetToolsResponse` exactly: the generated check, then the typify type.
         pub fn decode_GetToolsResponse(
@@ -9863,12 +10827,18 @@ Method: `_agent/working_dir/update`*/
             check_GetToolsResponse(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_GetToolsResponse(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_GetToolsResponse(v)?)
+        }
         /// Decodes `ReadResourceRequest` exactly: the generated check, then the typify type.
         pub fn decode_ReadResourceRequest(
             v: &Value,
         ) -> Result<super::types::ReadResourceRequest, Invalid> {
             check_ReadResourceRequest(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_ReadResourceRequest(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_ReadResourceRequest(v)?)
         }
         /// Decodes `ReadResourceResponse` exactly: the generated check, then the typify type.
         pub fn decode_ReadResourceResponse(
@@ -9877,12 +10847,18 @@ Method: `_agent/working_dir/update`*/
             check_ReadResourceResponse(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_ReadResourceResponse(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_ReadResourceResponse(v)?)
+        }
         /// Decodes `UpdateWorkingDirRequest` exactly: the generated check, then the typify type.
         pub fn decode_UpdateWorkingDirRequest(
             v: &Value,
         ) -> Result<super::types::UpdateWorkingDirRequest, Invalid> {
             check_UpdateWorkingDirRequest(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_UpdateWorkingDirRequest(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_UpdateWorkingDirRequest(v)?)
         }
         /// Decodes `ListSessionsResponse` exactly: the generated check, then the typify type.
         pub fn decode_ListSessionsResponse(
@@ -9891,12 +10867,18 @@ Method: `_agent/working_dir/update`*/
             check_ListSessionsResponse(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_ListSessionsResponse(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_ListSessionsResponse(v)?)
+        }
         /// Decodes `GetSessionRequest` exactly: the generated check, then the typify type.
         pub fn decode_GetSessionRequest(
             v: &Value,
         ) -> Result<super::types::GetSessionRequest, Invalid> {
             check_GetSessionRequest(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_GetSessionRequest(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_GetSessionRequest(v)?)
         }
         /// Decodes `GetSessionResponse` exactly: the generated check, then the typify type.
         pub fn decode_GetSessionResponse(
@@ -9905,12 +10887,18 @@ Method: `_agent/working_dir/update`*/
             check_GetSessionResponse(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_GetSessionResponse(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_GetSessionResponse(v)?)
+        }
         /// Decodes `DeleteSessionRequest` exactly: the generated check, then the typify type.
         pub fn decode_DeleteSessionRequest(
             v: &Value,
         ) -> Result<super::types::DeleteSessionRequest, Invalid> {
             check_DeleteSessionRequest(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_DeleteSessionRequest(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_DeleteSessionRequest(v)?)
         }
         /// Decodes `ExportSessionRequest` exactly: the generated check, then the typify type.
         pub fn decode_ExportSessionRequest(
@@ -9919,12 +10907,18 @@ Method: `_agent/working_dir/update`*/
             check_ExportSessionRequest(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_ExportSessionRequest(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_ExportSessionRequest(v)?)
+        }
         /// Decodes `ExportSessionResponse` exactly: the generated check, then the typify type.
         pub fn decode_ExportSessionResponse(
             v: &Value,
         ) -> Result<super::types::ExportSessionResponse, Invalid> {
             check_ExportSessionResponse(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_ExportSessionResponse(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_ExportSessionResponse(v)?)
         }
         /// Decodes `ImportSessionRequest` exactly: the generated check, then the typify type.
         pub fn decode_ImportSessionRequest(
@@ -9933,12 +10927,18 @@ Method: `_agent/working_dir/update`*/
             check_ImportSessionRequest(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_ImportSessionRequest(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_ImportSessionRequest(v)?)
+        }
         /// Decodes `ImportSessionResponse` exactly: the generated check, then the typify type.
         pub fn decode_ImportSessionResponse(
             v: &Value,
         ) -> Result<super::types::ImportSessionResponse, Invalid> {
             check_ImportSessionResponse(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_ImportSessionResponse(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_ImportSessionResponse(v)?)
         }
         /// Decodes `GetExtensionsResponse` exactly: the generated check, then the typify type.
         pub fn decode_GetExtensionsResponse(
@@ -9947,12 +10947,18 @@ Method: `_agent/working_dir/update`*/
             check_GetExtensionsResponse(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_GetExtensionsResponse(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_GetExtensionsResponse(v)?)
+        }
         /// Decodes `ExtRequest` exactly: the generated check, then the typify type.
         pub fn decode_ExtRequest(
             v: &Value,
         ) -> Result<super::types::ExtRequest, Invalid> {
             check_ExtRequest(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_ExtRequest(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_ExtRequest(v)?)
         }
         /// Decodes `ExtResponse` exactly: the generated check, then the typify type.
         pub fn decode_ExtResponse(
@@ -9961,12 +10967,18 @@ Method: `_agent/working_dir/update`*/
             check_ExtResponse(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_ExtResponse(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_ExtResponse(v)?)
+        }
         /// Decodes `ExtResponseVariant0` exactly: the generated check, then the typify type.
         pub fn decode_ExtResponseVariant0(
             v: &Value,
         ) -> Result<super::types::ExtResponseVariant0, Invalid> {
             check_ExtResponseVariant0(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_ExtResponseVariant0(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_ExtResponseVariant0(v)?)
         }
         /// Decodes `ExtResponseVariant1Error` exactly: the generated check, then the typify type.
         pub fn decode_ExtResponseVariant1Error(
@@ -9975,12 +10987,18 @@ Method: `_agent/working_dir/update`*/
             check_ExtResponseVariant1Error(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_ExtResponseVariant1Error(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_ExtResponseVariant1Error(v)?)
+        }
         /// Decodes `ExtResponseVariant1` exactly: the generated check, then the typify type.
         pub fn decode_ExtResponseVariant1(
             v: &Value,
         ) -> Result<super::types::ExtResponseVariant1, Invalid> {
             check_ExtResponseVariant1(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_ExtResponseVariant1(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_ExtResponseVariant1(v)?)
         }
         /// Decodes `GooseAcpExtensions` exactly: the generated check, then the typify type.
         pub fn decode_GooseAcpExtensions(
@@ -9989,6 +11007,151 @@ Method: `_agent/working_dir/update`*/
             check_GooseAcpExtensions(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_GooseAcpExtensions(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_GooseAcpExtensions(v)?)
+        }
+        /// Every definition: its name, where it came from in the input schema, its check,
+        /// and a decode-then-encode round trip through its generated type.
+        pub const DEFINITIONS: &[crate::exact::Definition] = &[
+            crate::exact::Definition {
+                name: "AddExtensionRequest",
+                origin: "/$defs/AddExtensionRequest",
+                check: check_AddExtensionRequest,
+                roundtrip: roundtrip_AddExtensionRequest,
+            },
+            crate::exact::Definition {
+                name: "EmptyResponse",
+                origin: "/$defs/EmptyResponse",
+                check: check_EmptyResponse,
+                roundtrip: roundtrip_EmptyResponse,
+            },
+            crate::exact::Definition {
+                name: "RemoveExtensionRequest",
+                origin: "/$defs/RemoveExtensionRequest",
+                check: check_RemoveExtensionRequest,
+                roundtrip: roundtrip_RemoveExtensionRequest,
+            },
+            crate::exact::Definition {
+                name: "GetToolsRequest",
+                origin: "/$defs/GetToolsRequest",
+                check: check_GetToolsRequest,
+                roundtrip: roundtrip_GetToolsRequest,
+            },
+            crate::exact::Definition {
+                name: "GetToolsResponse",
+                origin: "/$defs/GetToolsResponse",
+                check: check_GetToolsResponse,
+                roundtrip: roundtrip_GetToolsResponse,
+            },
+            crate::exact::Definition {
+                name: "ReadResourceRequest",
+                origin: "/$defs/ReadResourceRequest",
+                check: check_ReadResourceRequest,
+                roundtrip: roundtrip_ReadResourceRequest,
+            },
+            crate::exact::Definition {
+                name: "ReadResourceResponse",
+                origin: "/$defs/ReadResourceResponse",
+                check: check_ReadResourceResponse,
+                roundtrip: roundtrip_ReadResourceResponse,
+            },
+            crate::exact::Definition {
+                name: "UpdateWorkingDirRequest",
+                origin: "/$defs/UpdateWorkingDirRequest",
+                check: check_UpdateWorkingDirRequest,
+                roundtrip: roundtrip_UpdateWorkingDirRequest,
+            },
+            crate::exact::Definition {
+                name: "ListSessionsResponse",
+                origin: "/$defs/ListSessionsResponse",
+                check: check_ListSessionsResponse,
+                roundtrip: roundtrip_ListSessionsResponse,
+            },
+            crate::exact::Definition {
+                name: "GetSessionRequest",
+                origin: "/$defs/GetSessionRequest",
+                check: check_GetSessionRequest,
+                roundtrip: roundtrip_GetSessionRequest,
+            },
+            crate::exact::Definition {
+                name: "GetSessionResponse",
+                origin: "/$defs/GetSessionResponse",
+                check: check_GetSessionResponse,
+                roundtrip: roundtrip_GetSessionResponse,
+            },
+            crate::exact::Definition {
+                name: "DeleteSessionRequest",
+                origin: "/$defs/DeleteSessionRequest",
+                check: check_DeleteSessionRequest,
+                roundtrip: roundtrip_DeleteSessionRequest,
+            },
+            crate::exact::Definition {
+                name: "ExportSessionRequest",
+                origin: "/$defs/ExportSessionRequest",
+                check: check_ExportSessionRequest,
+                roundtrip: roundtrip_ExportSessionRequest,
+            },
+            crate::exact::Definition {
+                name: "ExportSessionResponse",
+                origin: "/$defs/ExportSessionResponse",
+                check: check_ExportSessionResponse,
+                roundtrip: roundtrip_ExportSessionResponse,
+            },
+            crate::exact::Definition {
+                name: "ImportSessionRequest",
+                origin: "/$defs/ImportSessionRequest",
+                check: check_ImportSessionRequest,
+                roundtrip: roundtrip_ImportSessionRequest,
+            },
+            crate::exact::Definition {
+                name: "ImportSessionResponse",
+                origin: "/$defs/ImportSessionResponse",
+                check: check_ImportSessionResponse,
+                roundtrip: roundtrip_ImportSessionResponse,
+            },
+            crate::exact::Definition {
+                name: "GetExtensionsResponse",
+                origin: "/$defs/GetExtensionsResponse",
+                check: check_GetExtensionsResponse,
+                roundtrip: roundtrip_GetExtensionsResponse,
+            },
+            crate::exact::Definition {
+                name: "ExtRequest",
+                origin: "/$defs/ExtRequest",
+                check: check_ExtRequest,
+                roundtrip: roundtrip_ExtRequest,
+            },
+            crate::exact::Definition {
+                name: "ExtResponse",
+                origin: "/$defs/ExtResponse",
+                check: check_ExtResponse,
+                roundtrip: roundtrip_ExtResponse,
+            },
+            crate::exact::Definition {
+                name: "ExtResponseVariant0",
+                origin: "/$defs/ExtResponse/anyOf/0",
+                check: check_ExtResponseVariant0,
+                roundtrip: roundtrip_ExtResponseVariant0,
+            },
+            crate::exact::Definition {
+                name: "ExtResponseVariant1Error",
+                origin: "/$defs/ExtResponse/anyOf/1/properties/error",
+                check: check_ExtResponseVariant1Error,
+                roundtrip: roundtrip_ExtResponseVariant1Error,
+            },
+            crate::exact::Definition {
+                name: "ExtResponseVariant1",
+                origin: "/$defs/ExtResponse/anyOf/1",
+                check: check_ExtResponseVariant1,
+                roundtrip: roundtrip_ExtResponseVariant1,
+            },
+            crate::exact::Definition {
+                name: "GooseAcpExtensions",
+                origin: "",
+                check: check_GooseAcpExtensions,
+                roundtrip: roundtrip_GooseAcpExtensions,
+            },
+        ];
     }
 }
 /// Types and checks generated from `schemas/khy-os-acp-message.schema.json`.
@@ -10010,6 +11173,8 @@ pub mod khy_os_acp_message {
             pub agent_id: ::std::string::String,
             #[serde(skip_serializing_if = "::std::option::Option::is_none")]
             pub reason: ::std::option::Option<::std::string::String>,
+            #[serde(flatten)]
+            pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         }
         ///`AgentSpawnParams`
         #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -10021,9 +11186,14 @@ pub mod khy_os_acp_message {
                 skip_serializing_if = "::std::option::Option::is_none"
             )]
             pub parent_id: ::std::option::Option<::std::string::String>,
-            #[serde(rename = "processMode", default)]
-            pub process_mode: bool,
+            #[serde(
+                rename = "processMode",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            pub process_mode: ::std::option::Option<bool>,
             pub role: ::std::string::String,
+            #[serde(flatten)]
+            pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         }
         ///`AgentSpawnParamsConfig`
         #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -10055,13 +11225,15 @@ pub mod khy_os_acp_message {
             }
         }
         ///`AgentStatusParams`
-        #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
+        #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
         pub struct AgentStatusParams {
             #[serde(
                 rename = "agentId",
                 skip_serializing_if = "::std::option::Option::is_none"
             )]
             pub agent_id: ::std::option::Option<::std::string::String>,
+            #[serde(flatten)]
+            pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         }
         ///`ContextShareParams`
         #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -10069,9 +11241,11 @@ pub mod khy_os_acp_message {
             #[serde(rename = "fromAgent")]
             pub from_agent: ::std::string::String,
             pub key: ::std::string::String,
-            #[serde(default = "defaults::context_share_params_scope")]
-            pub scope: ContextShareParamsScope,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            pub scope: ::std::option::Option<ContextShareParamsScope>,
             pub value: ::serde_json::Value,
+            #[serde(flatten)]
+            pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         }
         ///`ContextShareParamsScope`
         #[derive(
@@ -10128,18 +11302,16 @@ pub mod khy_os_acp_message {
                 value.parse()
             }
         }
-        impl ::std::default::Default for ContextShareParamsScope {
-            fn default() -> Self {
-                ContextShareParamsScope::Session
-            }
-        }
         ///`Error`
         #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
         pub struct Error {
             pub code: i64,
             #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-            pub data: ::std::option::Option<::serde_json::Value>,
+            #[serde(default, with = "crate::exact::double_option")]
+            pub data: ::std::option::Option<::std::option::Option<::serde_json::Value>>,
             pub message: ::std::string::String,
+            #[serde(flatten)]
+            pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         }
         ///Agent Communication Protocol message envelope — JSON-RPC 2.0 compatible
         #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -10157,7 +11329,10 @@ pub mod khy_os_acp_message {
             pub params: ::std::option::Option<KhyOsAcpMessageParams>,
             ///Success result (response only)
             #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-            pub result: ::std::option::Option<::serde_json::Value>,
+            #[serde(default, with = "crate::exact::double_option")]
+            pub result: ::std::option::Option<
+                ::std::option::Option<::serde_json::Value>,
+            >,
         }
         ///Request ID for request/response correlation. Absent for notifications.
         #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -10361,6 +11536,8 @@ pub mod khy_os_acp_message {
             pub payload: MessageBroadcastParamsPayload,
             #[serde(rename = "type")]
             pub type_: ::std::string::String,
+            #[serde(flatten)]
+            pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         }
         ///`MessageBroadcastParamsPayload`
         #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -10404,6 +11581,8 @@ pub mod khy_os_acp_message {
             pub to: ::std::string::String,
             #[serde(rename = "type")]
             pub type_: MessageSendParamsType,
+            #[serde(flatten)]
+            pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         }
         ///`MessageSendParamsPayload`
         #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -10512,6 +11691,8 @@ pub mod khy_os_acp_message {
             pub correlation_id: ::std::string::String,
             #[serde(skip_serializing_if = "::std::option::Option::is_none")]
             pub progress: ::std::option::Option<f64>,
+            #[serde(flatten)]
+            pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         }
         ///`TaskResultParams`
         #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -10523,7 +11704,12 @@ pub mod khy_os_acp_message {
             #[serde(skip_serializing_if = "::std::option::Option::is_none")]
             pub metrics: ::std::option::Option<TaskResultParamsMetrics>,
             #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-            pub output: ::std::option::Option<::serde_json::Value>,
+            #[serde(default, with = "crate::exact::double_option")]
+            pub output: ::std::option::Option<
+                ::std::option::Option<::serde_json::Value>,
+            >,
+            #[serde(flatten)]
+            pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         }
         ///`TaskResultParamsMetrics`
         #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -10567,6 +11753,8 @@ pub mod khy_os_acp_message {
             )]
             pub correlation_id: ::std::option::Option<::std::string::String>,
             pub prompt: ::std::string::String,
+            #[serde(flatten)]
+            pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         }
         ///`TaskSubmitParamsContext`
         #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -10604,6 +11792,8 @@ pub mod khy_os_acp_message {
             pub agent_id: ::std::string::String,
             pub input: ToolInvokeParamsInput,
             pub tool: ::std::string::String,
+            #[serde(flatten)]
+            pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         }
         ///`ToolInvokeParamsInput`
         #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -10642,14 +11832,13 @@ pub mod khy_os_acp_message {
             #[serde(skip_serializing_if = "::std::option::Option::is_none")]
             pub error: ::std::option::Option<::std::string::String>,
             #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-            pub output: ::std::option::Option<::serde_json::Value>,
+            #[serde(default, with = "crate::exact::double_option")]
+            pub output: ::std::option::Option<
+                ::std::option::Option<::serde_json::Value>,
+            >,
             pub tool: ::std::string::String,
-        }
-        /// Generation of default values for serde.
-        pub mod defaults {
-            pub(super) fn context_share_params_scope() -> super::ContextShareParamsScope {
-                super::ContextShareParamsScope::Session
-            }
+            #[serde(flatten)]
+            pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         }
         /// Error types.
         pub mod error {
@@ -10705,6 +11894,10 @@ pub mod khy_os_acp_message {
         fn node_3(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
+        /// Checks `/$defs/Error/additionalProperties`.
+        fn node_4(v: &Value) -> Result<(), Invalid> {
+            Ok(())
+        }
         /// Checks a value against `#/$defs/Error`.
         pub fn check_Error(v: &Value) -> Result<(), Invalid> {
             if !(v.is_object()) {
@@ -10726,28 +11919,37 @@ pub mod khy_os_acp_message {
                 if let Some(p) = o.get("data") {
                     node_3(p).map_err(|e| e.at("data"))?;
                 }
+                for (k, p) in o {
+                    if !&["code", "message", "data"].contains(&k.as_str()) {
+                        node_4(p).map_err(|e| e.at(k.as_str()))?;
+                    }
+                }
             }
             Ok(())
         }
         /// Checks `/$defs/AgentSpawnParams/properties/role`.
-        fn node_4(v: &Value) -> Result<(), Invalid> {
-            if !(v.is_string()) {
-                return Err(Invalid::new("expected string"));
-            }
-            Ok(())
-        }
-        /// Checks `/$defs/AgentSpawnParams/properties/parentId`.
         fn node_5(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
-        /// Checks `/$defs/AgentSpawnParams/properties/processMode`.
+        /// Checks `/$defs/AgentSpawnParams/properties/parentId`.
         fn node_6(v: &Value) -> Result<(), Invalid> {
+            if !(v.is_string()) {
+                return Err(Invalid::new("expected string"));
+            }
+            Ok(())
+        }
+        /// Checks `/$defs/AgentSpawnParams/properties/processMode`.
+        fn node_7(v: &Value) -> Result<(), Invalid> {
             if !(v.is_boolean()) {
                 return Err(Invalid::new("expected boolean"));
             }
+            Ok(())
+        }
+        /// Checks `/$defs/AgentSpawnParams/additionalProperties`.
+        fn node_8(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/AgentSpawnParams`.
@@ -10760,32 +11962,43 @@ pub mod khy_os_acp_message {
                     return Err(Invalid::new("missing required property `role`"));
                 }
                 if let Some(p) = o.get("role") {
-                    node_4(p).map_err(|e| e.at("role"))?;
+                    node_5(p).map_err(|e| e.at("role"))?;
                 }
                 if let Some(p) = o.get("parentId") {
-                    node_5(p).map_err(|e| e.at("parentId"))?;
+                    node_6(p).map_err(|e| e.at("parentId"))?;
                 }
                 if let Some(p) = o.get("config") {
                     check_AgentSpawnParamsConfig(p).map_err(|e| e.at("config"))?;
                 }
                 if let Some(p) = o.get("processMode") {
-                    node_6(p).map_err(|e| e.at("processMode"))?;
+                    node_7(p).map_err(|e| e.at("processMode"))?;
+                }
+                for (k, p) in o {
+                    if !&["role", "parentId", "config", "processMode"]
+                        .contains(&k.as_str())
+                    {
+                        node_8(p).map_err(|e| e.at(k.as_str()))?;
+                    }
                 }
             }
             Ok(())
         }
         /// Checks `/$defs/AgentKillParams/properties/agentId`.
-        fn node_7(v: &Value) -> Result<(), Invalid> {
+        fn node_9(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/AgentKillParams/properties/reason`.
-        fn node_8(v: &Value) -> Result<(), Invalid> {
+        fn node_10(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
+            Ok(())
+        }
+        /// Checks `/$defs/AgentKillParams/additionalProperties`.
+        fn node_11(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/AgentKillParams`.
@@ -10798,19 +12011,28 @@ pub mod khy_os_acp_message {
                     return Err(Invalid::new("missing required property `agentId`"));
                 }
                 if let Some(p) = o.get("agentId") {
-                    node_7(p).map_err(|e| e.at("agentId"))?;
+                    node_9(p).map_err(|e| e.at("agentId"))?;
                 }
                 if let Some(p) = o.get("reason") {
-                    node_8(p).map_err(|e| e.at("reason"))?;
+                    node_10(p).map_err(|e| e.at("reason"))?;
+                }
+                for (k, p) in o {
+                    if !&["agentId", "reason"].contains(&k.as_str()) {
+                        node_11(p).map_err(|e| e.at(k.as_str()))?;
+                    }
                 }
             }
             Ok(())
         }
         /// Checks `/$defs/AgentStatusParams/properties/agentId`.
-        fn node_9(v: &Value) -> Result<(), Invalid> {
+        fn node_12(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
+            Ok(())
+        }
+        /// Checks `/$defs/AgentStatusParams/additionalProperties`.
+        fn node_13(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/AgentStatusParams`.
@@ -10820,30 +12042,39 @@ pub mod khy_os_acp_message {
             }
             if let Some(o) = v.as_object() {
                 if let Some(p) = o.get("agentId") {
-                    node_9(p).map_err(|e| e.at("agentId"))?;
+                    node_12(p).map_err(|e| e.at("agentId"))?;
+                }
+                for (k, p) in o {
+                    if !&["agentId"].contains(&k.as_str()) {
+                        node_13(p).map_err(|e| e.at(k.as_str()))?;
+                    }
                 }
             }
             Ok(())
         }
         /// Checks `/$defs/TaskSubmitParams/properties/agentId`.
-        fn node_10(v: &Value) -> Result<(), Invalid> {
+        fn node_14(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/TaskSubmitParams/properties/prompt`.
-        fn node_11(v: &Value) -> Result<(), Invalid> {
+        fn node_15(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/TaskSubmitParams/properties/correlationId`.
-        fn node_12(v: &Value) -> Result<(), Invalid> {
+        fn node_16(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
+            Ok(())
+        }
+        /// Checks `/$defs/TaskSubmitParams/additionalProperties`.
+        fn node_17(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/TaskSubmitParams`.
@@ -10859,36 +12090,47 @@ pub mod khy_os_acp_message {
                     return Err(Invalid::new("missing required property `prompt`"));
                 }
                 if let Some(p) = o.get("agentId") {
-                    node_10(p).map_err(|e| e.at("agentId"))?;
+                    node_14(p).map_err(|e| e.at("agentId"))?;
                 }
                 if let Some(p) = o.get("prompt") {
-                    node_11(p).map_err(|e| e.at("prompt"))?;
+                    node_15(p).map_err(|e| e.at("prompt"))?;
                 }
                 if let Some(p) = o.get("context") {
                     check_TaskSubmitParamsContext(p).map_err(|e| e.at("context"))?;
                 }
                 if let Some(p) = o.get("correlationId") {
-                    node_12(p).map_err(|e| e.at("correlationId"))?;
+                    node_16(p).map_err(|e| e.at("correlationId"))?;
+                }
+                for (k, p) in o {
+                    if !&["agentId", "prompt", "context", "correlationId"]
+                        .contains(&k.as_str())
+                    {
+                        node_17(p).map_err(|e| e.at(k.as_str()))?;
+                    }
                 }
             }
             Ok(())
         }
         /// Checks `/$defs/TaskResultParams/properties/agentId`.
-        fn node_13(v: &Value) -> Result<(), Invalid> {
+        fn node_18(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/TaskResultParams/properties/correlationId`.
-        fn node_14(v: &Value) -> Result<(), Invalid> {
+        fn node_19(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/TaskResultParams/properties/output`.
-        fn node_15(v: &Value) -> Result<(), Invalid> {
+        fn node_20(v: &Value) -> Result<(), Invalid> {
+            Ok(())
+        }
+        /// Checks `/$defs/TaskResultParams/additionalProperties`.
+        fn node_21(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/TaskResultParams`.
@@ -10906,43 +12148,50 @@ pub mod khy_os_acp_message {
                     );
                 }
                 if let Some(p) = o.get("agentId") {
-                    node_13(p).map_err(|e| e.at("agentId"))?;
+                    node_18(p).map_err(|e| e.at("agentId"))?;
                 }
                 if let Some(p) = o.get("correlationId") {
-                    node_14(p).map_err(|e| e.at("correlationId"))?;
+                    node_19(p).map_err(|e| e.at("correlationId"))?;
                 }
                 if let Some(p) = o.get("output") {
-                    node_15(p).map_err(|e| e.at("output"))?;
+                    node_20(p).map_err(|e| e.at("output"))?;
                 }
                 if let Some(p) = o.get("metrics") {
                     check_TaskResultParamsMetrics(p).map_err(|e| e.at("metrics"))?;
+                }
+                for (k, p) in o {
+                    if !&["agentId", "correlationId", "output", "metrics"]
+                        .contains(&k.as_str())
+                    {
+                        node_21(p).map_err(|e| e.at(k.as_str()))?;
+                    }
                 }
             }
             Ok(())
         }
         /// Checks `/$defs/TaskProgressParams/properties/agentId`.
-        fn node_16(v: &Value) -> Result<(), Invalid> {
+        fn node_22(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/TaskProgressParams/properties/correlationId`.
-        fn node_17(v: &Value) -> Result<(), Invalid> {
+        fn node_23(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/TaskProgressParams/properties/chunk`.
-        fn node_18(v: &Value) -> Result<(), Invalid> {
+        fn node_24(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/TaskProgressParams/properties/progress`.
-        fn node_19(v: &Value) -> Result<(), Invalid> {
+        fn node_25(v: &Value) -> Result<(), Invalid> {
             if !(v.is_number()) {
                 return Err(Invalid::new("expected number"));
             }
@@ -10954,6 +12203,10 @@ pub mod khy_os_acp_message {
                     return Err(Invalid::new("above the maximum"));
                 }
             }
+            Ok(())
+        }
+        /// Checks `/$defs/TaskProgressParams/additionalProperties`.
+        fn node_26(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/TaskProgressParams`.
@@ -10971,40 +12224,47 @@ pub mod khy_os_acp_message {
                     );
                 }
                 if let Some(p) = o.get("agentId") {
-                    node_16(p).map_err(|e| e.at("agentId"))?;
+                    node_22(p).map_err(|e| e.at("agentId"))?;
                 }
                 if let Some(p) = o.get("correlationId") {
-                    node_17(p).map_err(|e| e.at("correlationId"))?;
+                    node_23(p).map_err(|e| e.at("correlationId"))?;
                 }
                 if let Some(p) = o.get("chunk") {
-                    node_18(p).map_err(|e| e.at("chunk"))?;
+                    node_24(p).map_err(|e| e.at("chunk"))?;
                 }
                 if let Some(p) = o.get("progress") {
-                    node_19(p).map_err(|e| e.at("progress"))?;
+                    node_25(p).map_err(|e| e.at("progress"))?;
+                }
+                for (k, p) in o {
+                    if !&["agentId", "correlationId", "chunk", "progress"]
+                        .contains(&k.as_str())
+                    {
+                        node_26(p).map_err(|e| e.at(k.as_str()))?;
+                    }
                 }
             }
             Ok(())
         }
         /// Checks `/$defs/ContextShareParams/properties/fromAgent`.
-        fn node_20(v: &Value) -> Result<(), Invalid> {
+        fn node_27(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/ContextShareParams/properties/key`.
-        fn node_21(v: &Value) -> Result<(), Invalid> {
+        fn node_28(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/ContextShareParams/properties/value`.
-        fn node_22(v: &Value) -> Result<(), Invalid> {
+        fn node_29(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks `/$defs/ContextShareParams/properties/scope`.
-        fn node_23(v: &Value) -> Result<(), Invalid> {
+        fn node_30(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -11013,6 +12273,10 @@ pub mod khy_os_acp_message {
             {
                 return Err(Invalid::new("not one of the allowed values"));
             }
+            Ok(())
+        }
+        /// Checks `/$defs/ContextShareParams/additionalProperties`.
+        fn node_31(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/ContextShareParams`.
@@ -11031,32 +12295,41 @@ pub mod khy_os_acp_message {
                     return Err(Invalid::new("missing required property `value`"));
                 }
                 if let Some(p) = o.get("fromAgent") {
-                    node_20(p).map_err(|e| e.at("fromAgent"))?;
+                    node_27(p).map_err(|e| e.at("fromAgent"))?;
                 }
                 if let Some(p) = o.get("key") {
-                    node_21(p).map_err(|e| e.at("key"))?;
+                    node_28(p).map_err(|e| e.at("key"))?;
                 }
                 if let Some(p) = o.get("value") {
-                    node_22(p).map_err(|e| e.at("value"))?;
+                    node_29(p).map_err(|e| e.at("value"))?;
                 }
                 if let Some(p) = o.get("scope") {
-                    node_23(p).map_err(|e| e.at("scope"))?;
+                    node_30(p).map_err(|e| e.at("scope"))?;
+                }
+                for (k, p) in o {
+                    if !&["fromAgent", "key", "value", "scope"].contains(&k.as_str()) {
+                        node_31(p).map_err(|e| e.at(k.as_str()))?;
+                    }
                 }
             }
             Ok(())
         }
         /// Checks `/$defs/ToolInvokeParams/properties/agentId`.
-        fn node_24(v: &Value) -> Result<(), Invalid> {
+        fn node_32(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/ToolInvokeParams/properties/tool`.
-        fn node_25(v: &Value) -> Result<(), Invalid> {
+        fn node_33(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
+            Ok(())
+        }
+        /// Checks `/$defs/ToolInvokeParams/additionalProperties`.
+        fn node_34(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/ToolInvokeParams`.
@@ -11075,40 +12348,49 @@ pub mod khy_os_acp_message {
                     return Err(Invalid::new("missing required property `input`"));
                 }
                 if let Some(p) = o.get("agentId") {
-                    node_24(p).map_err(|e| e.at("agentId"))?;
+                    node_32(p).map_err(|e| e.at("agentId"))?;
                 }
                 if let Some(p) = o.get("tool") {
-                    node_25(p).map_err(|e| e.at("tool"))?;
+                    node_33(p).map_err(|e| e.at("tool"))?;
                 }
                 if let Some(p) = o.get("input") {
                     check_ToolInvokeParamsInput(p).map_err(|e| e.at("input"))?;
+                }
+                for (k, p) in o {
+                    if !&["agentId", "tool", "input"].contains(&k.as_str()) {
+                        node_34(p).map_err(|e| e.at(k.as_str()))?;
+                    }
                 }
             }
             Ok(())
         }
         /// Checks `/$defs/ToolResultParams/properties/agentId`.
-        fn node_26(v: &Value) -> Result<(), Invalid> {
+        fn node_35(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/ToolResultParams/properties/tool`.
-        fn node_27(v: &Value) -> Result<(), Invalid> {
+        fn node_36(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/ToolResultParams/properties/output`.
-        fn node_28(v: &Value) -> Result<(), Invalid> {
+        fn node_37(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks `/$defs/ToolResultParams/properties/error`.
-        fn node_29(v: &Value) -> Result<(), Invalid> {
+        fn node_38(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
+            Ok(())
+        }
+        /// Checks `/$defs/ToolResultParams/additionalProperties`.
+        fn node_39(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/ToolResultParams`.
@@ -11124,36 +12406,41 @@ pub mod khy_os_acp_message {
                     return Err(Invalid::new("missing required property `tool`"));
                 }
                 if let Some(p) = o.get("agentId") {
-                    node_26(p).map_err(|e| e.at("agentId"))?;
+                    node_35(p).map_err(|e| e.at("agentId"))?;
                 }
                 if let Some(p) = o.get("tool") {
-                    node_27(p).map_err(|e| e.at("tool"))?;
+                    node_36(p).map_err(|e| e.at("tool"))?;
                 }
                 if let Some(p) = o.get("output") {
-                    node_28(p).map_err(|e| e.at("output"))?;
+                    node_37(p).map_err(|e| e.at("output"))?;
                 }
                 if let Some(p) = o.get("error") {
-                    node_29(p).map_err(|e| e.at("error"))?;
+                    node_38(p).map_err(|e| e.at("error"))?;
+                }
+                for (k, p) in o {
+                    if !&["agentId", "tool", "output", "error"].contains(&k.as_str()) {
+                        node_39(p).map_err(|e| e.at(k.as_str()))?;
+                    }
                 }
             }
             Ok(())
         }
         /// Checks `/$defs/MessageSendParams/properties/from`.
-        fn node_30(v: &Value) -> Result<(), Invalid> {
+        fn node_40(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/MessageSendParams/properties/to`.
-        fn node_31(v: &Value) -> Result<(), Invalid> {
+        fn node_41(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/MessageSendParams/properties/type`.
-        fn node_32(v: &Value) -> Result<(), Invalid> {
+        fn node_42(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -11166,10 +12453,14 @@ pub mod khy_os_acp_message {
             Ok(())
         }
         /// Checks `/$defs/MessageSendParams/properties/correlationId`.
-        fn node_33(v: &Value) -> Result<(), Invalid> {
+        fn node_43(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
+            Ok(())
+        }
+        /// Checks `/$defs/MessageSendParams/additionalProperties`.
+        fn node_44(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/MessageSendParams`.
@@ -11191,35 +12482,46 @@ pub mod khy_os_acp_message {
                     return Err(Invalid::new("missing required property `payload`"));
                 }
                 if let Some(p) = o.get("from") {
-                    node_30(p).map_err(|e| e.at("from"))?;
+                    node_40(p).map_err(|e| e.at("from"))?;
                 }
                 if let Some(p) = o.get("to") {
-                    node_31(p).map_err(|e| e.at("to"))?;
+                    node_41(p).map_err(|e| e.at("to"))?;
                 }
                 if let Some(p) = o.get("type") {
-                    node_32(p).map_err(|e| e.at("type"))?;
+                    node_42(p).map_err(|e| e.at("type"))?;
                 }
                 if let Some(p) = o.get("payload") {
                     check_MessageSendParamsPayload(p).map_err(|e| e.at("payload"))?;
                 }
                 if let Some(p) = o.get("correlationId") {
-                    node_33(p).map_err(|e| e.at("correlationId"))?;
+                    node_43(p).map_err(|e| e.at("correlationId"))?;
+                }
+                for (k, p) in o {
+                    if !&["from", "to", "type", "payload", "correlationId"]
+                        .contains(&k.as_str())
+                    {
+                        node_44(p).map_err(|e| e.at(k.as_str()))?;
+                    }
                 }
             }
             Ok(())
         }
         /// Checks `/$defs/MessageBroadcastParams/properties/from`.
-        fn node_34(v: &Value) -> Result<(), Invalid> {
+        fn node_45(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/MessageBroadcastParams/properties/type`.
-        fn node_35(v: &Value) -> Result<(), Invalid> {
+        fn node_46(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
+            Ok(())
+        }
+        /// Checks `/$defs/MessageBroadcastParams/additionalProperties`.
+        fn node_47(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/MessageBroadcastParams`.
@@ -11238,15 +12540,24 @@ pub mod khy_os_acp_message {
                     return Err(Invalid::new("missing required property `payload`"));
                 }
                 if let Some(p) = o.get("from") {
-                    node_34(p).map_err(|e| e.at("from"))?;
+                    node_45(p).map_err(|e| e.at("from"))?;
                 }
                 if let Some(p) = o.get("type") {
-                    node_35(p).map_err(|e| e.at("type"))?;
+                    node_46(p).map_err(|e| e.at("type"))?;
                 }
                 if let Some(p) = o.get("payload") {
                     check_MessageBroadcastParamsPayload(p).map_err(|e| e.at("payload"))?;
                 }
+                for (k, p) in o {
+                    if !&["from", "type", "payload"].contains(&k.as_str()) {
+                        node_47(p).map_err(|e| e.at(k.as_str()))?;
+                    }
+                }
             }
+            Ok(())
+        }
+        /// Checks `/$defs/AgentSpawnParamsConfig/additionalProperties`.
+        fn node_48(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/AgentSpawnParamsConfig`.
@@ -11254,6 +12565,17 @@ pub mod khy_os_acp_message {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
+            if let Some(o) = v.as_object() {
+                for (k, p) in o {
+                    if !&[].contains(&k.as_str()) {
+                        node_48(p).map_err(|e| e.at(k.as_str()))?;
+                    }
+                }
+            }
+            Ok(())
+        }
+        /// Checks `/$defs/MessageBroadcastParamsPayload/additionalProperties`.
+        fn node_49(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/MessageBroadcastParamsPayload`.
@@ -11261,6 +12583,17 @@ pub mod khy_os_acp_message {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
+            if let Some(o) = v.as_object() {
+                for (k, p) in o {
+                    if !&[].contains(&k.as_str()) {
+                        node_49(p).map_err(|e| e.at(k.as_str()))?;
+                    }
+                }
+            }
+            Ok(())
+        }
+        /// Checks `/$defs/MessageSendParamsPayload/additionalProperties`.
+        fn node_50(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/MessageSendParamsPayload`.
@@ -11268,6 +12601,17 @@ pub mod khy_os_acp_message {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
+            if let Some(o) = v.as_object() {
+                for (k, p) in o {
+                    if !&[].contains(&k.as_str()) {
+                        node_50(p).map_err(|e| e.at(k.as_str()))?;
+                    }
+                }
+            }
+            Ok(())
+        }
+        /// Checks `/$defs/TaskResultParamsMetrics/additionalProperties`.
+        fn node_51(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/TaskResultParamsMetrics`.
@@ -11275,6 +12619,17 @@ pub mod khy_os_acp_message {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
+            if let Some(o) = v.as_object() {
+                for (k, p) in o {
+                    if !&[].contains(&k.as_str()) {
+                        node_51(p).map_err(|e| e.at(k.as_str()))?;
+                    }
+                }
+            }
+            Ok(())
+        }
+        /// Checks `/$defs/TaskSubmitParamsContext/additionalProperties`.
+        fn node_52(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/TaskSubmitParamsContext`.
@@ -11282,6 +12637,17 @@ pub mod khy_os_acp_message {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
+            if let Some(o) = v.as_object() {
+                for (k, p) in o {
+                    if !&[].contains(&k.as_str()) {
+                        node_52(p).map_err(|e| e.at(k.as_str()))?;
+                    }
+                }
+            }
+            Ok(())
+        }
+        /// Checks `/$defs/ToolInvokeParamsInput/additionalProperties`.
+        fn node_53(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/ToolInvokeParamsInput`.
@@ -11289,6 +12655,17 @@ pub mod khy_os_acp_message {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
+            if let Some(o) = v.as_object() {
+                for (k, p) in o {
+                    if !&[].contains(&k.as_str()) {
+                        node_53(p).map_err(|e| e.at(k.as_str()))?;
+                    }
+                }
+            }
+            Ok(())
+        }
+        /// Checks `/$defs/KhyOsAcpMessageParams/additionalProperties`.
+        fn node_54(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/KhyOsAcpMessageParams`.
@@ -11296,10 +12673,17 @@ pub mod khy_os_acp_message {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
+            if let Some(o) = v.as_object() {
+                for (k, p) in o {
+                    if !&[].contains(&k.as_str()) {
+                        node_54(p).map_err(|e| e.at(k.as_str()))?;
+                    }
+                }
+            }
             Ok(())
         }
         /// Checks `/$defs/KhyOsAcpMessage/properties/jsonrpc`.
-        fn node_36(v: &Value) -> Result<(), Invalid> {
+        fn node_55(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -11309,14 +12693,14 @@ pub mod khy_os_acp_message {
             Ok(())
         }
         /// Checks `/$defs/KhyOsAcpMessage/properties/id`.
-        fn node_37(v: &Value) -> Result<(), Invalid> {
+        fn node_56(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string() || v.is_number()) {
                 return Err(Invalid::new("expected string or number"));
             }
             Ok(())
         }
         /// Checks `/$defs/KhyOsAcpMessage/properties/method`.
-        fn node_38(v: &Value) -> Result<(), Invalid> {
+        fn node_57(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -11335,7 +12719,7 @@ pub mod khy_os_acp_message {
             Ok(())
         }
         /// Checks `/$defs/KhyOsAcpMessage/properties/result`.
-        fn node_39(v: &Value) -> Result<(), Invalid> {
+        fn node_58(v: &Value) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/KhyOsAcpMessage`.
@@ -11351,19 +12735,19 @@ pub mod khy_os_acp_message {
                     return Err(Invalid::new("missing required property `method`"));
                 }
                 if let Some(p) = o.get("jsonrpc") {
-                    node_36(p).map_err(|e| e.at("jsonrpc"))?;
+                    node_55(p).map_err(|e| e.at("jsonrpc"))?;
                 }
                 if let Some(p) = o.get("id") {
-                    node_37(p).map_err(|e| e.at("id"))?;
+                    node_56(p).map_err(|e| e.at("id"))?;
                 }
                 if let Some(p) = o.get("method") {
-                    node_38(p).map_err(|e| e.at("method"))?;
+                    node_57(p).map_err(|e| e.at("method"))?;
                 }
                 if let Some(p) = o.get("params") {
                     check_KhyOsAcpMessageParams(p).map_err(|e| e.at("params"))?;
                 }
                 if let Some(p) = o.get("result") {
-                    node_39(p).map_err(|e| e.at("result"))?;
+                    node_58(p).map_err(|e| e.at("result"))?;
                 }
                 if let Some(p) = o.get("error") {
                     check_Error(p).map_err(|e| e.at("error"))?;
@@ -11385,12 +12769,18 @@ pub mod khy_os_acp_message {
             check_Error(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_Error(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_Error(v)?)
+        }
         /// Decodes `AgentSpawnParams` exactly: the generated check, then the typify type.
         pub fn decode_AgentSpawnParams(
             v: &Value,
         ) -> Result<super::types::AgentSpawnParams, Invalid> {
             check_AgentSpawnParams(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_AgentSpawnParams(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_AgentSpawnParams(v)?)
         }
         /// Decodes `AgentKillParams` exactly: the generated check, then the typify type.
         pub fn decode_AgentKillParams(
@@ -11399,12 +12789,18 @@ pub mod khy_os_acp_message {
             check_AgentKillParams(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_AgentKillParams(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_AgentKillParams(v)?)
+        }
         /// Decodes `AgentStatusParams` exactly: the generated check, then the typify type.
         pub fn decode_AgentStatusParams(
             v: &Value,
         ) -> Result<super::types::AgentStatusParams, Invalid> {
             check_AgentStatusParams(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_AgentStatusParams(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_AgentStatusParams(v)?)
         }
         /// Decodes `TaskSubmitParams` exactly: the generated check, then the typify type.
         pub fn decode_TaskSubmitParams(
@@ -11413,12 +12809,18 @@ pub mod khy_os_acp_message {
             check_TaskSubmitParams(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_TaskSubmitParams(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_TaskSubmitParams(v)?)
+        }
         /// Decodes `TaskResultParams` exactly: the generated check, then the typify type.
         pub fn decode_TaskResultParams(
             v: &Value,
         ) -> Result<super::types::TaskResultParams, Invalid> {
             check_TaskResultParams(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_TaskResultParams(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_TaskResultParams(v)?)
         }
         /// Decodes `TaskProgressParams` exactly: the generated check, then the typify type.
         pub fn decode_TaskProgressParams(
@@ -11427,12 +12829,18 @@ pub mod khy_os_acp_message {
             check_TaskProgressParams(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_TaskProgressParams(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_TaskProgressParams(v)?)
+        }
         /// Decodes `ContextShareParams` exactly: the generated check, then the typify type.
         pub fn decode_ContextShareParams(
             v: &Value,
         ) -> Result<super::types::ContextShareParams, Invalid> {
             check_ContextShareParams(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_ContextShareParams(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_ContextShareParams(v)?)
         }
         /// Decodes `ToolInvokeParams` exactly: the generated check, then the typify type.
         pub fn decode_ToolInvokeParams(
@@ -11441,12 +12849,18 @@ pub mod khy_os_acp_message {
             check_ToolInvokeParams(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_ToolInvokeParams(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_ToolInvokeParams(v)?)
+        }
         /// Decodes `ToolResultParams` exactly: the generated check, then the typify type.
         pub fn decode_ToolResultParams(
             v: &Value,
         ) -> Result<super::types::ToolResultParams, Invalid> {
             check_ToolResultParams(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_ToolResultParams(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_ToolResultParams(v)?)
         }
         /// Decodes `MessageSendParams` exactly: the generated check, then the typify type.
         pub fn decode_MessageSendParams(
@@ -11455,12 +12869,18 @@ pub mod khy_os_acp_message {
             check_MessageSendParams(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_MessageSendParams(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_MessageSendParams(v)?)
+        }
         /// Decodes `MessageBroadcastParams` exactly: the generated check, then the typify type.
         pub fn decode_MessageBroadcastParams(
             v: &Value,
         ) -> Result<super::types::MessageBroadcastParams, Invalid> {
             check_MessageBroadcastParams(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_MessageBroadcastParams(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_MessageBroadcastParams(v)?)
         }
         /// Decodes `AgentSpawnParamsConfig` exactly: the generated check, then the typify type.
         pub fn decode_AgentSpawnParamsConfig(
@@ -11469,12 +12889,18 @@ pub mod khy_os_acp_message {
             check_AgentSpawnParamsConfig(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_AgentSpawnParamsConfig(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_AgentSpawnParamsConfig(v)?)
+        }
         /// Decodes `MessageBroadcastParamsPayload` exactly: the generated check, then the typify type.
         pub fn decode_MessageBroadcastParamsPayload(
             v: &Value,
         ) -> Result<super::types::MessageBroadcastParamsPayload, Invalid> {
             check_MessageBroadcastParamsPayload(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_MessageBroadcastParamsPayload(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_MessageBroadcastParamsPayload(v)?)
         }
         /// Decodes `MessageSendParamsPayload` exactly: the generated check, then the typify type.
         pub fn decode_MessageSendParamsPayload(
@@ -11483,12 +12909,18 @@ pub mod khy_os_acp_message {
             check_MessageSendParamsPayload(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_MessageSendParamsPayload(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_MessageSendParamsPayload(v)?)
+        }
         /// Decodes `TaskResultParamsMetrics` exactly: the generated check, then the typify type.
         pub fn decode_TaskResultParamsMetrics(
             v: &Value,
         ) -> Result<super::types::TaskResultParamsMetrics, Invalid> {
             check_TaskResultParamsMetrics(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_TaskResultParamsMetrics(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_TaskResultParamsMetrics(v)?)
         }
         /// Decodes `TaskSubmitParamsContext` exactly: the generated check, then the typify type.
         pub fn decode_TaskSubmitParamsContext(
@@ -11497,12 +12929,18 @@ pub mod khy_os_acp_message {
             check_TaskSubmitParamsContext(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_TaskSubmitParamsContext(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_TaskSubmitParamsContext(v)?)
+        }
         /// Decodes `ToolInvokeParamsInput` exactly: the generated check, then the typify type.
         pub fn decode_ToolInvokeParamsInput(
             v: &Value,
         ) -> Result<super::types::ToolInvokeParamsInput, Invalid> {
             check_ToolInvokeParamsInput(v)?;
             crate::exact::deserialize(v)
+        }
+        fn roundtrip_ToolInvokeParamsInput(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_ToolInvokeParamsInput(v)?)
         }
         /// Decodes `KhyOsAcpMessageParams` exactly: the generated check, then the typify type.
         pub fn decode_KhyOsAcpMessageParams(
@@ -11511,6 +12949,9 @@ pub mod khy_os_acp_message {
             check_KhyOsAcpMessageParams(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_KhyOsAcpMessageParams(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_KhyOsAcpMessageParams(v)?)
+        }
         /// Decodes `KhyOsAcpMessage` exactly: the generated check, then the typify type.
         pub fn decode_KhyOsAcpMessage(
             v: &Value,
@@ -11518,5 +12959,132 @@ pub mod khy_os_acp_message {
             check_KhyOsAcpMessage(v)?;
             crate::exact::deserialize(v)
         }
+        fn roundtrip_KhyOsAcpMessage(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_KhyOsAcpMessage(v)?)
+        }
+        /// Every definition: its name, where it came from in the input schema, its check,
+        /// and a decode-then-encode round trip through its generated type.
+        pub const DEFINITIONS: &[crate::exact::Definition] = &[
+            crate::exact::Definition {
+                name: "Error",
+                origin: "/$defs/Error",
+                check: check_Error,
+                roundtrip: roundtrip_Error,
+            },
+            crate::exact::Definition {
+                name: "AgentSpawnParams",
+                origin: "/$defs/AgentSpawnParams",
+                check: check_AgentSpawnParams,
+                roundtrip: roundtrip_AgentSpawnParams,
+            },
+            crate::exact::Definition {
+                name: "AgentKillParams",
+                origin: "/$defs/AgentKillParams",
+                check: check_AgentKillParams,
+                roundtrip: roundtrip_AgentKillParams,
+            },
+            crate::exact::Definition {
+                name: "AgentStatusParams",
+                origin: "/$defs/AgentStatusParams",
+                check: check_AgentStatusParams,
+                roundtrip: roundtrip_AgentStatusParams,
+            },
+            crate::exact::Definition {
+                name: "TaskSubmitParams",
+                origin: "/$defs/TaskSubmitParams",
+                check: check_TaskSubmitParams,
+                roundtrip: roundtrip_TaskSubmitParams,
+            },
+            crate::exact::Definition {
+                name: "TaskResultParams",
+                origin: "/$defs/TaskResultParams",
+                check: check_TaskResultParams,
+                roundtrip: roundtrip_TaskResultParams,
+            },
+            crate::exact::Definition {
+                name: "TaskProgressParams",
+                origin: "/$defs/TaskProgressParams",
+                check: check_TaskProgressParams,
+                roundtrip: roundtrip_TaskProgressParams,
+            },
+            crate::exact::Definition {
+                name: "ContextShareParams",
+                origin: "/$defs/ContextShareParams",
+                check: check_ContextShareParams,
+                roundtrip: roundtrip_ContextShareParams,
+            },
+            crate::exact::Definition {
+                name: "ToolInvokeParams",
+                origin: "/$defs/ToolInvokeParams",
+                check: check_ToolInvokeParams,
+                roundtrip: roundtrip_ToolInvokeParams,
+            },
+            crate::exact::Definition {
+                name: "ToolResultParams",
+                origin: "/$defs/ToolResultParams",
+                check: check_ToolResultParams,
+                roundtrip: roundtrip_ToolResultParams,
+            },
+            crate::exact::Definition {
+                name: "MessageSendParams",
+                origin: "/$defs/MessageSendParams",
+                check: check_MessageSendParams,
+                roundtrip: roundtrip_MessageSendParams,
+            },
+            crate::exact::Definition {
+                name: "MessageBroadcastParams",
+                origin: "/$defs/MessageBroadcastParams",
+                check: check_MessageBroadcastParams,
+                roundtrip: roundtrip_MessageBroadcastParams,
+            },
+            crate::exact::Definition {
+                name: "AgentSpawnParamsConfig",
+                origin: "/$defs/AgentSpawnParams/properties/config",
+                check: check_AgentSpawnParamsConfig,
+                roundtrip: roundtrip_AgentSpawnParamsConfig,
+            },
+            crate::exact::Definition {
+                name: "MessageBroadcastParamsPayload",
+                origin: "/$defs/MessageBroadcastParams/properties/payload",
+                check: check_MessageBroadcastParamsPayload,
+                roundtrip: roundtrip_MessageBroadcastParamsPayload,
+            },
+            crate::exact::Definition {
+                name: "MessageSendParamsPayload",
+                origin: "/$defs/MessageSendParams/properties/payload",
+                check: check_MessageSendParamsPayload,
+                roundtrip: roundtrip_MessageSendParamsPayload,
+            },
+            crate::exact::Definition {
+                name: "TaskResultParamsMetrics",
+                origin: "/$defs/TaskResultParams/properties/metrics",
+                check: check_TaskResultParamsMetrics,
+                roundtrip: roundtrip_TaskResultParamsMetrics,
+            },
+            crate::exact::Definition {
+                name: "TaskSubmitParamsContext",
+                origin: "/$defs/TaskSubmitParams/properties/context",
+                check: check_TaskSubmitParamsContext,
+                roundtrip: roundtrip_TaskSubmitParamsContext,
+            },
+            crate::exact::Definition {
+                name: "ToolInvokeParamsInput",
+                origin: "/$defs/ToolInvokeParams/properties/input",
+                check: check_ToolInvokeParamsInput,
+                roundtrip: roundtrip_ToolInvokeParamsInput,
+            },
+            crate::exact::Definition {
+                name: "KhyOsAcpMessageParams",
+                origin: "/properties/params",
+                check: check_KhyOsAcpMessageParams,
+                roundtrip: roundtrip_KhyOsAcpMessageParams,
+            },
+            crate::exact::Definition {
+                name: "KhyOsAcpMessage",
+                origin: "",
+                check: check_KhyOsAcpMessage,
+                roundtrip: roundtrip_KhyOsAcpMessage,
+            },
+        ];
     }
 }

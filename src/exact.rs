@@ -95,3 +95,40 @@ fn integral(v: Value) -> Value {
         other => other,
     }
 }
+
+/// Encodes a decoded value back to JSON.
+pub fn encode<T: serde::Serialize>(value: &T) -> Result<Value, Invalid> {
+    serde_json::to_value(value).map_err(|e| Invalid::new(format!("cannot re-encode: {e}")))
+}
+
+/// One generated definition of an input schema.
+#[derive(Clone, Copy)]
+pub struct Definition {
+    /// Its Rust type name.
+    pub name: &'static str,
+    /// JSON Pointer, in the input schema, of the schema it was generated from (empty for the
+    /// root; hoisted inline schemas point where they were inlined).
+    pub origin: &'static str,
+    /// The generated check.
+    pub check: fn(&Value) -> Result<(), Invalid>,
+    /// Decode into the generated type, then encode again.
+    pub roundtrip: fn(&Value) -> Result<Value, Invalid>,
+}
+
+/// `serde(with)` helpers for `Option<Option<T>>` fields: absent is `None`, `null` is
+/// `Some(None)`. Used by generated types for optional properties that admit `null`.
+pub mod double_option {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer, T: Serialize>(value: &Option<Option<T>>, serializer: S) -> Result<S::Ok, S::Error> {
+        match value {
+            Some(inner) => inner.serialize(serializer),
+            // Only reached if a caller drops `skip_serializing_if`; absent has no encoding.
+            None => serializer.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>, T: Deserialize<'de>>(deserializer: D) -> Result<Option<Option<T>>, D::Error> {
+        Option::<T>::deserialize(deserializer).map(Some)
+    }
+}

@@ -7,6 +7,8 @@
 //! `SUPPORTED`; any other assertion keyword fails generation with its JSON Pointer, so the
 //! generator never silently accepts more than the schema does.
 
+use std::collections::BTreeMap;
+
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 use serde_json::{Map, Value};
@@ -36,9 +38,10 @@ pub fn decode_fn(name: &str) -> Ident {
 }
 
 /// Checks and decoders for every definition; `Err` is ` #pointer: message`.
-pub fn generate(defs: &Map<String, Value>) -> Result<TokenStream, String> {
+pub fn generate(defs: &Map<String, Value>, origins: &BTreeMap<String, String>) -> Result<TokenStream, String> {
     let mut e = Emitter { functions: Vec::new(), counter: 0 };
     let mut decoders = Vec::new();
+    let mut table = Vec::new();
     for (name, schema) in defs {
         let pointer = format!("/$defs/{}", escape_pointer(name));
         let body = e.body(schema, &pointer)?;
@@ -51,12 +54,20 @@ pub fn generate(defs: &Map<String, Value>) -> Result<TokenStream, String> {
             pub fn #check(v: &Value) -> Result<(), Invalid> { #body }
         });
         let doc = format!(" Decodes `{name}` exactly: the generated check, then the typify type.");
+        let roundtrip = format_ident!("roundtrip_{}", name);
+        let origin = origins.get(name).map_or(pointer.as_str(), String::as_str);
         decoders.push(quote! {
             #[doc = #doc]
             pub fn #decode(v: &Value) -> Result<super::types::#ty, Invalid> {
                 #check(v)?;
                 crate::exact::deserialize(v)
             }
+            fn #roundtrip(v: &Value) -> Result<Value, Invalid> {
+                crate::exact::encode(&#decode(v)?)
+            }
+        });
+        table.push(quote! {
+            crate::exact::Definition { name: #name, origin: #origin, check: #check, roundtrip: #roundtrip }
         });
     }
     let functions = e.functions;
@@ -65,6 +76,9 @@ pub fn generate(defs: &Map<String, Value>) -> Result<TokenStream, String> {
         use crate::exact::Invalid;
         #(#functions)*
         #(#decoders)*
+        /// Every definition: its name, where it came from in the input schema, its check,
+        /// and a decode-then-encode round trip through its generated type.
+        pub const DEFINITIONS: &[crate::exact::Definition] = &[#(#table),*];
     })
 }
 

@@ -26,10 +26,14 @@ pub fn generate(file: &str, raw: &Value) -> Result<TokenStream, Vec<Diagnostic>>
             .collect::<Vec<_>>()
     })?;
     let defs = super::types::definitions(&root_name, &normalized.root);
+    let mut origins = normalized.origins.clone();
+    origins.insert(root_name.clone(), String::new());
+    let checks = super::checks::generate(&defs, &origins)
+        .map_err(|e| vec![Diagnostic::new(Class::Generation, format!("schemas/{file}{e}"))])?;
+    // typify runs after the checks: a construct outside the supported subset gets the
+    // checks' precise diagnostic rather than typify's panic.
     let types = super::types::generate(&defs)
         .map_err(|e| vec![Diagnostic::new(Class::Generation, format!("schemas/{file}: {e}"))])?;
-    let checks = super::checks::generate(&defs)
-        .map_err(|e| vec![Diagnostic::new(Class::Generation, format!("schemas/{file}{e}"))])?;
     let module = format_ident!("{}", module);
     let doc = format!(" Types and checks generated from `schemas/{file}`.");
     Ok(quote! {

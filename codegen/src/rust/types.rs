@@ -57,7 +57,11 @@ pub fn generate(defs: &Map<String, Value>) -> Result<TokenStream, String> {
         space.add_ref_types(typed.into_iter()).map(|()| space.to_stream())
     }));
     match outcome {
-        Ok(Ok(tokens)) => Ok(tokens),
+        Ok(Ok(tokens)) => {
+            let mut file = syn::parse2::<syn::File>(tokens).map_err(|e| format!("typify output does not parse: {e}"))?;
+            super::null_absent::patch(&mut file, defs);
+            Ok(quote::quote! { #file })
+        }
         Ok(Err(e)) => Err(format!("typify rejected the schema: {e}")),
         Err(panic) => {
             let message = panic

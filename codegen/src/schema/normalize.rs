@@ -10,6 +10,9 @@
 //! - rewrites a scalar `const` as a one-value `enum` (with its `type`);
 //! - types a `number` enum whose values are all integers as `integer`;
 //! - renames legacy `definitions` to `$defs`;
+//! - drops `default` (an annotation typify would otherwise fill in, breaking round trips)
+//!   and spells an open object's `additionalProperties` as `{}` so typify keeps unknown
+//!   members instead of silently dropping them;
 //! - hoists every inline object schema into `$defs` under a name derived from its path and
 //!   its discriminating single-value `enum`, so typify never invents a name.
 //!
@@ -169,8 +172,11 @@ fn is_object_schema(object: &Map<String, Value>) -> bool {
 fn discriminator(object: &Map<String, Value>) -> Option<String> {
     let properties = object.get("properties")?.as_object()?;
     let single = |name: &str| -> Option<String> {
-        let values = properties.get(name)?.get("enum")?.as_array()?;
-        match values.as_slice() {
+        let property = properties.get(name)?;
+        if let Some(Value::String(s)) = property.get("const") {
+            return Some(s.clone());
+        }
+        match property.get("enum")?.as_array()?.as_slice() {
             [Value::String(s)] => Some(s.clone()),
             _ => None,
         }
@@ -183,6 +189,14 @@ impl Normalizer {
     /// would get; `top` is true for a definition's own root (never hoisted again).
     fn node(&mut self, value: Value, pointer: &str, name: &str, top: bool) -> Value {
         let Value::Object(mut object) = value else { return value };
+        // `default` is an annotation; typify would fill it in on decode and emit it on
+        // encode, so a value without the key would not round-trip.
+        object.remove("default");
+        // An open object keeps its unknown members: typify flattens them into a map only
+        // when `additionalProperties` is a schema, and `{}` accepts exactly what absence does.
+        if is_object_schema(&object) && matches!(object.get("additionalProperties"), None | Some(Value::Bool(true))) {
+            object.insert("additionalProperties".into(), Value::Object(Map::new()));
+        }
         self.const_to_enum(&mut object);
         self.flatten_all_of(&mut object, pointer);
         integer_enum(&mut object);
@@ -334,7 +348,7 @@ mod tests {
 
     #[test]
     fn flattens_keyword_only_all_of() {
-        let out = norm(json!({"type": "integer", "allOf": [{"minimum": 0}, {"maximum": 9}]}));
+        let out = norm(json!({"type": "integer", "allOf": [{"minimum": 0}, {"maximum": 9}], "default": 3}));
         assert_eq!(out, json!({"type": "integer", "minimum": 0, "maximum": 9}));
     }
 
@@ -403,6 +417,14 @@ mod tests {
         });
         let errors = normalize("Root", &input).expect_err("collides");
         assert!(errors[0].message.contains("`/$defs/RootX`") && errors[0].message.contains("`/properties/x`"));
+    }
+
+    #[test]
+    fn open_objects_keep_unknown_members() {
+        let out = norm(json!({"type": "object", "properties": {"a": {"type": "string"}}}));
+        assert_eq!(out["additionalProperties"], json!({}));
+        let closed = norm(json!({"type": "object", "additionalProperties": false}));
+        assert_eq!(closed["additionalProperties"], json!(false));
     }
 
     #[test]
