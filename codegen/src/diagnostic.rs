@@ -37,6 +37,8 @@ pub enum Class {
     DeadVocabulary,
     /// Generated outputs could not be produced (template or schema compilation failure).
     Generation,
+    /// The content behind a revision literal changed while the literal stayed the same.
+    Reinterpretation,
 }
 
 impl Class {
@@ -52,6 +54,7 @@ impl Class {
             Class::UnservedDialect => "E0007",
             Class::DeadVocabulary => "E0008",
             Class::Generation => "E0009",
+            Class::Reinterpretation => "E0010",
         }
     }
 }

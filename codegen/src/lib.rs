@@ -10,6 +10,7 @@ pub mod catalog;
 pub mod diagnostic;
 pub mod docs;
 pub mod projection;
+pub mod revisions;
 pub mod rust;
 pub mod schema;
 pub mod write;
@@ -27,6 +28,7 @@ pub const TEMPLATES_DIR: &str = "templates";
 /// The outputs, relative to the project root.
 pub const CATALOG_SCHEMA_OUT: &str = "generated/catalog.schema.json";
 pub const SUPPORT_SNAPSHOT_OUT: &str = "generated/support-harnesses.json";
+pub const SUPPORT_SCHEMA_OUT: &str = "generated/support-harnesses.schema.json";
 pub const CATALOG_TABLES_OUT: &str = "generated/catalog_tables.rs";
 pub const SCHEMA_TYPES_OUT: &str = "generated/schema_types.rs";
 pub const DOCS_PAGE_OUT: &str = "docs/harness-wire-extensions.md";
@@ -42,7 +44,9 @@ pub fn banner() -> String {
 /// Every input file the pipeline reads (for `cargo:rerun-if-changed`), plus the input
 /// directories themselves so that adding a file is noticed too.
 pub fn inputs(root: &Path) -> Vec<PathBuf> {
-    let mut inputs = vec![root.join(CATALOG_FILE)];
+    // The lock is read back to refuse in-place reinterpretation; the golden vectors are
+    // content behind a revision literal.
+    let mut inputs = vec![root.join(CATALOG_FILE), root.join(revisions::LOCK_FILE), root.join(revisions::GOLDEN_VECTORS)];
     for dir in [SCHEMAS_DIR, TEMPLATES_DIR] {
         let dir = root.join(dir);
         if let Ok(entries) = std::fs::read_dir(&dir) {
@@ -61,55 +65,58 @@ pub fn generate(root: &Path) -> Result<Vec<Output>, Diagnostics> {
     let mut diagnostics = Diagnostics::default();
     let schemas = schema::SchemaSet::load(&root.join(SCHEMAS_DIR), &mut diagnostics);
     let templates = docs::Templates::load(&root.join(TEMPLATES_DIR), &mut diagnostics);
-    let catalog_path = root.join(CATALOG_FILE);
-    let text = match std::fs::read_to_string(&catalog_path) {
+    let mut outputs = Vec::new();
+    // Schema types do not depend on the catalog: their errors are reported alongside the
+    // catalog's, not after them.
+    collect(&mut diagnostics, &mut outputs, schema_types(&schemas).map(|o| vec![o]));
+    let Some((compiled, file)) = load_catalog(root, &schemas, &mut diagnostics) else {
+        return Err(diagnostics);
+    };
+    let banner = banner();
+    let snapshot = projection::support_snapshot(&compiled, &banner);
+    collect(&mut diagnostics, &mut outputs, render(&compiled, &snapshot).map_err(|d| vec![d]));
+    let page = docs::render(&compiled, &templates).map(|page| vec![Output { path: DOCS_PAGE_OUT.into(), contents: page }]);
+    collect(&mut diagnostics, &mut outputs, page.map_err(|d| vec![d]));
+    let lock = revisions::lock(root, &compiled, file, &schemas, &banner).map(|o| vec![o]);
+    collect(&mut diagnostics, &mut outputs, lock);
+    if diagnostics.is_empty() {
+        outputs.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(outputs)
+    } else {
+        Err(diagnostics)
+    }
+}
+
+fn collect(diagnostics: &mut Diagnostics, outputs: &mut Vec<Output>, stage: Result<Vec<Output>, Vec<Diagnostic>>) {
+    match stage {
+        Ok(produced) => outputs.extend(produced),
+        Err(items) => diagnostics.items.extend(items),
+    }
+}
+
+/// Reads, parses and checks the catalog; `None` when it has errors (already recorded).
+fn load_catalog(root: &Path, schemas: &schema::SchemaSet, diagnostics: &mut Diagnostics) -> Option<(catalog::Compiled, diagnostic::FileId)> {
+    let text = match std::fs::read_to_string(root.join(CATALOG_FILE)) {
         Ok(text) => text,
         Err(e) => {
             diagnostics.push(Diagnostic::new(Class::Input, format!("cannot read {CATALOG_FILE}: {e}")));
-            return Err(diagnostics);
+            return None;
         }
     };
     let file = diagnostics.sources.add(PathBuf::from(CATALOG_FILE), text);
-    let parsed = catalog::parse(diagnostics.sources.text(file), file);
-    let catalog = match parsed {
+    let catalog = match catalog::parse(diagnostics.sources.text(file), file) {
         Ok(catalog) => catalog,
         Err(d) => {
             diagnostics.push(d);
-            return Err(diagnostics);
+            return None;
         }
     };
-    if !diagnostics.is_empty() {
-        return Err(diagnostics);
-    }
-    let compiled = match catalog::compile(catalog, file, &schemas) {
-        Ok(compiled) => compiled,
+    match catalog::compile(catalog, file, schemas) {
+        Ok(compiled) if diagnostics.is_empty() => Some((compiled, file)),
+        Ok(_) => None,
         Err(items) => {
             diagnostics.items.extend(items);
-            return Err(diagnostics);
-        }
-    };
-    let schema_types = match schema_types(&schemas) {
-        Ok(output) => output,
-        Err(items) => {
-            diagnostics.items.extend(items);
-            return Err(diagnostics);
-        }
-    };
-    match render(&compiled) {
-        Ok(mut outputs) => match docs::render(&compiled, &templates) {
-            Ok(page) => {
-                outputs.push(Output { path: DOCS_PAGE_OUT.into(), contents: page });
-                outputs.push(schema_types);
-                Ok(outputs)
-            }
-            Err(d) => {
-                diagnostics.push(d);
-                Err(diagnostics)
-            }
-        },
-        Err(d) => {
-            diagnostics.push(d);
-            Err(diagnostics)
+            None
         }
     }
 }
@@ -139,18 +146,22 @@ fn json_file(value: &serde_json::Value) -> String {
 }
 
 /// The Rust and JSON outputs of a compiled catalog.
-fn render(compiled: &catalog::Compiled) -> Result<Vec<Output>, Diagnostic> {
+fn render(compiled: &catalog::Compiled, snapshot: &projection::SupportSnapshot) -> Result<Vec<Output>, Diagnostic> {
     let banner = banner();
     let mut schema = serde_json::to_value(schemars::schema_for!(catalog::Catalog)).unwrap_or_default();
     if let Some(object) = schema.as_object_mut() {
         object.insert("$comment".into(), banner.clone().into());
     }
-    let snapshot = projection::support_snapshot(compiled, &banner);
+    let mut support_schema = projection::support_schema();
+    if let Some(object) = support_schema.as_object_mut() {
+        object.insert("$comment".into(), banner.clone().into());
+    }
     let tables = rust::format_file(&format!("// {banner}"), rust::tables::generate(compiled))
         .map_err(|e| Diagnostic::new(Class::Generation, e))?;
     Ok(vec![
         Output { path: CATALOG_SCHEMA_OUT.into(), contents: json_file(&schema) },
-        Output { path: SUPPORT_SNAPSHOT_OUT.into(), contents: json_file(&snapshot) },
+        Output { path: SUPPORT_SNAPSHOT_OUT.into(), contents: json_file(&serde_json::to_value(snapshot).unwrap_or_default()) },
+        Output { path: SUPPORT_SCHEMA_OUT.into(), contents: json_file(&support_schema) },
         Output { path: CATALOG_TABLES_OUT.into(), contents: tables },
     ])
 }

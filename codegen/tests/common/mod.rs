@@ -17,7 +17,7 @@ impl Scratch {
     /// Copies catalog/, schemas/, templates/ (and generated/, docs/ when asked).
     pub fn new() -> Scratch {
         let dir = tempfile::tempdir().expect("tempdir");
-        for sub in ["catalog", "schemas", "templates", "generated", "docs"] {
+        for sub in ["catalog", "schemas", "templates", "generated", "docs", "golden"] {
             copy_dir(&project_root().join(sub), &dir.path().join(sub));
         }
         Scratch { dir }
