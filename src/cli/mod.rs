@@ -31,6 +31,16 @@ enum Command {
         #[arg(long, value_enum, default_value = "text")]
         format: conform::Format,
     },
+    /// Check author-supplied JSON Schemas against the bounded safety profile (exit 0 all pass,
+    /// 1 any fails, 2 usage error or unreadable file).
+    LintSchema {
+        /// Schema files to check.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "text")]
+        format: conform::Format,
+    },
 }
 
 pub fn run() -> i32 {
@@ -39,5 +49,9 @@ pub fn run() -> i32 {
         Command::Generate => generate::generate(&cli.root),
         Command::Check => generate::check(&cli.root),
         Command::Conform { trace, format } => conform::conform(&trace, format),
+        Command::LintSchema { files, format } => {
+            let json = matches!(format, conform::Format::Json);
+            checkfu_wire_safety::run_cli(&files, json, &mut std::io::stdout().lock())
+        }
     }
 }
