@@ -677,3 +677,56 @@ fn catalog_declarations_of_packaged_entries_are_admissible() {
         }
     }
 }
+
+/// The generated schema check of the declaration slot (compiled from the seed vectors schema)
+/// and admission (driven by the catalog tables) must agree on which single-member
+/// declarations are acceptable, against an envelope at every upgrade's base. A disagreement
+/// means the catalog and the schema describe different declarations.
+#[test]
+fn admission_agrees_with_the_generated_schema_check() {
+    use crate::schemas::acp_v1_extension_vectors::checks::check_ObjectsResultMetaCheckfuCapabilities as schema_check;
+    let (envelope, _) = rows()[0];
+    let mut names: Vec<&str> = vec!["steering", "", "Steer"];
+    names.extend(catalog::UPGRADES.iter().map(|u| u.member));
+    names.extend(catalog::MECHANISMS.iter().map(|m| m.member));
+    names.extend(catalog::AXES.iter().map(|a| a.name));
+    // `subagents` and `interrupt` are both members and axes.
+    names.sort_unstable();
+    names.dedup();
+    let mut values: Vec<Value> = vec![
+        json!(null),
+        json!(true),
+        json!(1),
+        json!([]),
+        json!({}),
+        json!(""),
+        json!("Observed"),
+    ];
+    for axis in catalog::AXES {
+        values.extend(axis.values.iter().map(|v| json!(v)));
+    }
+    for mechanism in catalog::MECHANISMS {
+        values.extend(mechanism.values.iter().map(|v| json!(v)));
+    }
+    let mut accepted = 0;
+    for name in &names {
+        for value in &values {
+            let declaration = json!({ *name: value.clone() });
+            let admitted = admit(envelope, &declaring(declaration.clone())).is_ok();
+            assert_eq!(
+                admitted,
+                schema_check(&declaration).is_ok(),
+                "{declaration}"
+            );
+            accepted += usize::from(admitted);
+        }
+    }
+    assert_eq!(
+        accepted,
+        catalog::UPGRADES.len()
+            + catalog::MECHANISMS
+                .iter()
+                .map(|m| m.values.len())
+                .sum::<usize>()
+    );
+}
