@@ -15,7 +15,12 @@ fn main() {
         println!("cargo:rerun-if-changed={}", input.display());
     }
     let outputs = match checkfu_wire_codegen::generate(&root) {
-        Ok(outputs) => outputs,
+        Ok(generation) => {
+            for warning in &generation.warnings {
+                println!("cargo:warning={warning}");
+            }
+            generation.outputs
+        }
         Err(diagnostics) => {
             eprintln!("{diagnostics}");
             std::process::exit(1);

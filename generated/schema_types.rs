@@ -404,7 +404,7 @@ pub mod acp_v1_extension_vectors {
         pub struct AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequest {
             pub direction: AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestDirection,
             pub name: AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestName,
-            pub wire: AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWire,
+            pub wire: WireExtensionInterruptRequest,
         }
         ///`AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestDirection`
         #[derive(
@@ -518,206 +518,13 @@ pub mod acp_v1_extension_vectors {
                 value.parse()
             }
         }
-        ///`AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWire`
-        #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-        #[serde(deny_unknown_fields)]
-        pub struct AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWire {
-            pub id: Union,
-            pub jsonrpc: AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireJsonrpc,
-            pub method: AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireMethod,
-            pub params: AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireParams,
-        }
-        ///`AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireJsonrpc`
-        #[derive(
-            ::serde::Deserialize,
-            ::serde::Serialize,
-            Clone,
-            Copy,
-            Debug,
-            Eq,
-            Hash,
-            Ord,
-            PartialEq,
-            PartialOrd
-        )]
-        pub enum AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireJsonrpc {
-            #[serde(rename = "2.0")]
-            X20,
-        }
-        impl ::std::fmt::Display
-        for AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireJsonrpc {
-            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                match *self {
-                    Self::X20 => f.write_str("2.0"),
-                }
-            }
-        }
-        impl ::std::str::FromStr
-        for AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireJsonrpc {
-            type Err = self::error::ConversionError;
-            fn from_str(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                match value {
-                    "2.0" => Ok(Self::X20),
-                    _ => Err("invalid value".into()),
-                }
-            }
-        }
-        impl ::std::convert::TryFrom<&str>
-        for AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireJsonrpc {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        impl ::std::convert::TryFrom<::std::string::String>
-        for AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireJsonrpc {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: ::std::string::String,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        ///`AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireMethod`
-        #[derive(
-            ::serde::Deserialize,
-            ::serde::Serialize,
-            Clone,
-            Copy,
-            Debug,
-            Eq,
-            Hash,
-            Ord,
-            PartialEq,
-            PartialOrd
-        )]
-        pub enum AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireMethod {
-            #[serde(rename = "_checkfu/session/interrupt")]
-            CheckfuSessionInterrupt,
-        }
-        impl ::std::fmt::Display
-        for AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireMethod {
-            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                match *self {
-                    Self::CheckfuSessionInterrupt => {
-                        f.write_str("_checkfu/session/interrupt")
-                    }
-                }
-            }
-        }
-        impl ::std::str::FromStr
-        for AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireMethod {
-            type Err = self::error::ConversionError;
-            fn from_str(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                match value {
-                    "_checkfu/session/interrupt" => Ok(Self::CheckfuSessionInterrupt),
-                    _ => Err("invalid value".into()),
-                }
-            }
-        }
-        impl ::std::convert::TryFrom<&str>
-        for AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireMethod {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        impl ::std::convert::TryFrom<::std::string::String>
-        for AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireMethod {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: ::std::string::String,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        ///`AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireParams`
-        #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-        #[serde(deny_unknown_fields)]
-        pub struct AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireParams {
-            #[serde(rename = "sessionId")]
-            pub session_id: AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireParamsSessionId,
-        }
-        ///`AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireParamsSessionId`
-        #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
-        #[serde(transparent)]
-        pub struct AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireParamsSessionId(
-            ::std::string::String,
-        );
-        impl ::std::ops::Deref
-        for AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireParamsSessionId {
-            type Target = ::std::string::String;
-            fn deref(&self) -> &::std::string::String {
-                &self.0
-            }
-        }
-        impl ::std::convert::From<
-            AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireParamsSessionId,
-        > for ::std::string::String {
-            fn from(
-                value: AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireParamsSessionId,
-            ) -> Self {
-                value.0
-            }
-        }
-        impl ::std::str::FromStr
-        for AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireParamsSessionId {
-            type Err = self::error::ConversionError;
-            fn from_str(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                if value.chars().count() < 1usize {
-                    return Err("shorter than 1 characters".into());
-                }
-                Ok(Self(value.to_string()))
-            }
-        }
-        impl ::std::convert::TryFrom<&str>
-        for AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireParamsSessionId {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        impl ::std::convert::TryFrom<::std::string::String>
-        for AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireParamsSessionId {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: ::std::string::String,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        impl<'de> ::serde::Deserialize<'de>
-        for AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireParamsSessionId {
-            fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
-            where
-                D: ::serde::Deserializer<'de>,
-            {
-                ::std::string::String::deserialize(deserializer)?
-                    .parse()
-                    .map_err(|e: self::error::ConversionError| {
-                        <D::Error as ::serde::de::Error>::custom(e.to_string())
-                    })
-            }
-        }
         ///`AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponse`
         #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
         #[serde(deny_unknown_fields)]
         pub struct AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponse {
             pub direction: AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseDirection,
             pub name: AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseName,
-            pub wire: AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWire,
+            pub wire: WireExtensionInterruptResponse,
         }
         ///`AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseDirection`
         #[derive(
@@ -833,141 +640,13 @@ pub mod acp_v1_extension_vectors {
                 value.parse()
             }
         }
-        ///`AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWire`
-        #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-        #[serde(deny_unknown_fields)]
-        pub struct AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWire {
-            pub id: Union,
-            pub jsonrpc: AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWireJsonrpc,
-            pub result: AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWireResult,
-        }
-        ///`AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWireJsonrpc`
-        #[derive(
-            ::serde::Deserialize,
-            ::serde::Serialize,
-            Clone,
-            Copy,
-            Debug,
-            Eq,
-            Hash,
-            Ord,
-            PartialEq,
-            PartialOrd
-        )]
-        pub enum AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWireJsonrpc {
-            #[serde(rename = "2.0")]
-            X20,
-        }
-        impl ::std::fmt::Display
-        for AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWireJsonrpc {
-            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                match *self {
-                    Self::X20 => f.write_str("2.0"),
-                }
-            }
-        }
-        impl ::std::str::FromStr
-        for AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWireJsonrpc {
-            type Err = self::error::ConversionError;
-            fn from_str(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                match value {
-                    "2.0" => Ok(Self::X20),
-                    _ => Err("invalid value".into()),
-                }
-            }
-        }
-        impl ::std::convert::TryFrom<&str>
-        for AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWireJsonrpc {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        impl ::std::convert::TryFrom<::std::string::String>
-        for AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWireJsonrpc {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: ::std::string::String,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        ///`AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWireResult`
-        #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-        #[serde(deny_unknown_fields)]
-        pub struct AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWireResult {
-            pub disposition: AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWireResultDisposition,
-        }
-        ///`AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWireResultDisposition`
-        #[derive(
-            ::serde::Deserialize,
-            ::serde::Serialize,
-            Clone,
-            Copy,
-            Debug,
-            Eq,
-            Hash,
-            Ord,
-            PartialEq,
-            PartialOrd
-        )]
-        pub enum AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWireResultDisposition {
-            #[serde(rename = "draining")]
-            Draining,
-            #[serde(rename = "refused")]
-            Refused,
-        }
-        impl ::std::fmt::Display
-        for AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWireResultDisposition {
-            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                match *self {
-                    Self::Draining => f.write_str("draining"),
-                    Self::Refused => f.write_str("refused"),
-                }
-            }
-        }
-        impl ::std::str::FromStr
-        for AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWireResultDisposition {
-            type Err = self::error::ConversionError;
-            fn from_str(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                match value {
-                    "draining" => Ok(Self::Draining),
-                    "refused" => Ok(Self::Refused),
-                    _ => Err("invalid value".into()),
-                }
-            }
-        }
-        impl ::std::convert::TryFrom<&str>
-        for AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWireResultDisposition {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        impl ::std::convert::TryFrom<::std::string::String>
-        for AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWireResultDisposition {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: ::std::string::String,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
         ///`AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest`
         #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
         #[serde(deny_unknown_fields)]
         pub struct AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest {
             pub direction: AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestDirection,
             pub name: AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestName,
-            pub wire: AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWire,
+            pub wire: WireExtensionSteerRequest,
         }
         ///`AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestDirection`
         #[derive(
@@ -1079,271 +758,13 @@ pub mod acp_v1_extension_vectors {
                 value.parse()
             }
         }
-        ///`AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWire`
-        #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-        #[serde(deny_unknown_fields)]
-        pub struct AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWire {
-            pub id: Union,
-            pub jsonrpc: AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireJsonrpc,
-            pub method: AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireMethod,
-            pub params: AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParams,
-        }
-        ///`AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireJsonrpc`
-        #[derive(
-            ::serde::Deserialize,
-            ::serde::Serialize,
-            Clone,
-            Copy,
-            Debug,
-            Eq,
-            Hash,
-            Ord,
-            PartialEq,
-            PartialOrd
-        )]
-        pub enum AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireJsonrpc {
-            #[serde(rename = "2.0")]
-            X20,
-        }
-        impl ::std::fmt::Display
-        for AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireJsonrpc {
-            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                match *self {
-                    Self::X20 => f.write_str("2.0"),
-                }
-            }
-        }
-        impl ::std::str::FromStr
-        for AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireJsonrpc {
-            type Err = self::error::ConversionError;
-            fn from_str(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                match value {
-                    "2.0" => Ok(Self::X20),
-                    _ => Err("invalid value".into()),
-                }
-            }
-        }
-        impl ::std::convert::TryFrom<&str>
-        for AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireJsonrpc {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        impl ::std::convert::TryFrom<::std::string::String>
-        for AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireJsonrpc {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: ::std::string::String,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        ///`AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireMethod`
-        #[derive(
-            ::serde::Deserialize,
-            ::serde::Serialize,
-            Clone,
-            Copy,
-            Debug,
-            Eq,
-            Hash,
-            Ord,
-            PartialEq,
-            PartialOrd
-        )]
-        pub enum AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireMethod {
-            #[serde(rename = "_checkfu/session/steer")]
-            CheckfuSessionSteer,
-        }
-        impl ::std::fmt::Display
-        for AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireMethod {
-            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                match *self {
-                    Self::CheckfuSessionSteer => f.write_str("_checkfu/session/steer"),
-                }
-            }
-        }
-        impl ::std::str::FromStr
-        for AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireMethod {
-            type Err = self::error::ConversionError;
-            fn from_str(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                match value {
-                    "_checkfu/session/steer" => Ok(Self::CheckfuSessionSteer),
-                    _ => Err("invalid value".into()),
-                }
-            }
-        }
-        impl ::std::convert::TryFrom<&str>
-        for AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireMethod {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        impl ::std::convert::TryFrom<::std::string::String>
-        for AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireMethod {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: ::std::string::String,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        ///`AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParams`
-        #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-        #[serde(deny_unknown_fields)]
-        pub struct AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParams {
-            pub content: ::std::string::String,
-            pub id: AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParamsId,
-            #[serde(rename = "sessionId")]
-            pub session_id: AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParamsSessionId,
-        }
-        ///`AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParamsId`
-        #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
-        #[serde(transparent)]
-        pub struct AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParamsId(
-            ::std::string::String,
-        );
-        impl ::std::ops::Deref
-        for AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParamsId {
-            type Target = ::std::string::String;
-            fn deref(&self) -> &::std::string::String {
-                &self.0
-            }
-        }
-        impl ::std::convert::From<
-            AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParamsId,
-        > for ::std::string::String {
-            fn from(
-                value: AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParamsId,
-            ) -> Self {
-                value.0
-            }
-        }
-        impl ::std::str::FromStr
-        for AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParamsId {
-            type Err = self::error::ConversionError;
-            fn from_str(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                if value.chars().count() < 1usize {
-                    return Err("shorter than 1 characters".into());
-                }
-                Ok(Self(value.to_string()))
-            }
-        }
-        impl ::std::convert::TryFrom<&str>
-        for AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParamsId {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        impl ::std::convert::TryFrom<::std::string::String>
-        for AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParamsId {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: ::std::string::String,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        impl<'de> ::serde::Deserialize<'de>
-        for AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParamsId {
-            fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
-            where
-                D: ::serde::Deserializer<'de>,
-            {
-                ::std::string::String::deserialize(deserializer)?
-                    .parse()
-                    .map_err(|e: self::error::ConversionError| {
-                        <D::Error as ::serde::de::Error>::custom(e.to_string())
-                    })
-            }
-        }
-        ///`AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParamsSessionId`
-        #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
-        #[serde(transparent)]
-        pub struct AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParamsSessionId(
-            ::std::string::String,
-        );
-        impl ::std::ops::Deref
-        for AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParamsSessionId {
-            type Target = ::std::string::String;
-            fn deref(&self) -> &::std::string::String {
-                &self.0
-            }
-        }
-        impl ::std::convert::From<
-            AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParamsSessionId,
-        > for ::std::string::String {
-            fn from(
-                value: AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParamsSessionId,
-            ) -> Self {
-                value.0
-            }
-        }
-        impl ::std::str::FromStr
-        for AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParamsSessionId {
-            type Err = self::error::ConversionError;
-            fn from_str(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                if value.chars().count() < 1usize {
-                    return Err("shorter than 1 characters".into());
-                }
-                Ok(Self(value.to_string()))
-            }
-        }
-        impl ::std::convert::TryFrom<&str>
-        for AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParamsSessionId {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        impl ::std::convert::TryFrom<::std::string::String>
-        for AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParamsSessionId {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: ::std::string::String,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        impl<'de> ::serde::Deserialize<'de>
-        for AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParamsSessionId {
-            fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
-            where
-                D: ::serde::Deserializer<'de>,
-            {
-                ::std::string::String::deserialize(deserializer)?
-                    .parse()
-                    .map_err(|e: self::error::ConversionError| {
-                        <D::Error as ::serde::de::Error>::custom(e.to_string())
-                    })
-            }
-        }
         ///`AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse`
         #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
         #[serde(deny_unknown_fields)]
         pub struct AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse {
             pub direction: AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseDirection,
             pub name: AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseName,
-            pub wire: AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWire,
+            pub wire: WireExtensionSteerResponse,
         }
         ///`AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseDirection`
         #[derive(
@@ -1450,138 +871,6 @@ pub mod acp_v1_extension_vectors {
         }
         impl ::std::convert::TryFrom<::std::string::String>
         for AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseName {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: ::std::string::String,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        ///`AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWire`
-        #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-        #[serde(deny_unknown_fields)]
-        pub struct AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWire {
-            pub id: Union,
-            pub jsonrpc: AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWireJsonrpc,
-            pub result: AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWireResult,
-        }
-        ///`AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWireJsonrpc`
-        #[derive(
-            ::serde::Deserialize,
-            ::serde::Serialize,
-            Clone,
-            Copy,
-            Debug,
-            Eq,
-            Hash,
-            Ord,
-            PartialEq,
-            PartialOrd
-        )]
-        pub enum AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWireJsonrpc {
-            #[serde(rename = "2.0")]
-            X20,
-        }
-        impl ::std::fmt::Display
-        for AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWireJsonrpc {
-            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                match *self {
-                    Self::X20 => f.write_str("2.0"),
-                }
-            }
-        }
-        impl ::std::str::FromStr
-        for AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWireJsonrpc {
-            type Err = self::error::ConversionError;
-            fn from_str(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                match value {
-                    "2.0" => Ok(Self::X20),
-                    _ => Err("invalid value".into()),
-                }
-            }
-        }
-        impl ::std::convert::TryFrom<&str>
-        for AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWireJsonrpc {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        impl ::std::convert::TryFrom<::std::string::String>
-        for AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWireJsonrpc {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: ::std::string::String,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        ///`AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWireResult`
-        #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-        #[serde(deny_unknown_fields)]
-        pub struct AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWireResult {
-            pub disposition: AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWireResultDisposition,
-        }
-        ///`AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWireResultDisposition`
-        #[derive(
-            ::serde::Deserialize,
-            ::serde::Serialize,
-            Clone,
-            Copy,
-            Debug,
-            Eq,
-            Hash,
-            Ord,
-            PartialEq,
-            PartialOrd
-        )]
-        pub enum AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWireResultDisposition {
-            #[serde(rename = "delivered")]
-            Delivered,
-            #[serde(rename = "queued")]
-            Queued,
-            #[serde(rename = "refused")]
-            Refused,
-        }
-        impl ::std::fmt::Display
-        for AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWireResultDisposition {
-            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                match *self {
-                    Self::Delivered => f.write_str("delivered"),
-                    Self::Queued => f.write_str("queued"),
-                    Self::Refused => f.write_str("refused"),
-                }
-            }
-        }
-        impl ::std::str::FromStr
-        for AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWireResultDisposition {
-            type Err = self::error::ConversionError;
-            fn from_str(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                match value {
-                    "delivered" => Ok(Self::Delivered),
-                    "queued" => Ok(Self::Queued),
-                    "refused" => Ok(Self::Refused),
-                    _ => Err("invalid value".into()),
-                }
-            }
-        }
-        impl ::std::convert::TryFrom<&str>
-        for AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWireResultDisposition {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        impl ::std::convert::TryFrom<::std::string::String>
-        for AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWireResultDisposition {
             type Error = self::error::ConversionError;
             fn try_from(
                 value: ::std::string::String,
@@ -1959,7 +1248,7 @@ pub mod acp_v1_extension_vectors {
         pub struct AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinTools {
             pub direction: AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsDirection,
             pub name: AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsName,
-            pub wire: AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWire,
+            pub wire: WireSessionNewBuiltinTools,
         }
         ///`AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsDirection`
         #[derive(
@@ -2073,125 +1362,6 @@ pub mod acp_v1_extension_vectors {
                 value.parse()
             }
         }
-        ///`AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWire`
-        #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-        #[serde(deny_unknown_fields)]
-        pub struct AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWire {
-            pub id: Union,
-            pub jsonrpc: AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireJsonrpc,
-            pub method: AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireMethod,
-            pub params: AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParams,
-        }
-        ///`AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireJsonrpc`
-        #[derive(
-            ::serde::Deserialize,
-            ::serde::Serialize,
-            Clone,
-            Copy,
-            Debug,
-            Eq,
-            Hash,
-            Ord,
-            PartialEq,
-            PartialOrd
-        )]
-        pub enum AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireJsonrpc {
-            #[serde(rename = "2.0")]
-            X20,
-        }
-        impl ::std::fmt::Display
-        for AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireJsonrpc {
-            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                match *self {
-                    Self::X20 => f.write_str("2.0"),
-                }
-            }
-        }
-        impl ::std::str::FromStr
-        for AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireJsonrpc {
-            type Err = self::error::ConversionError;
-            fn from_str(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                match value {
-                    "2.0" => Ok(Self::X20),
-                    _ => Err("invalid value".into()),
-                }
-            }
-        }
-        impl ::std::convert::TryFrom<&str>
-        for AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireJsonrpc {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        impl ::std::convert::TryFrom<::std::string::String>
-        for AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireJsonrpc {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: ::std::string::String,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        ///`AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireMethod`
-        #[derive(
-            ::serde::Deserialize,
-            ::serde::Serialize,
-            Clone,
-            Copy,
-            Debug,
-            Eq,
-            Hash,
-            Ord,
-            PartialEq,
-            PartialOrd
-        )]
-        pub enum AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireMethod {
-            #[serde(rename = "session/new")]
-            SessionNew,
-        }
-        impl ::std::fmt::Display
-        for AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireMethod {
-            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                match *self {
-                    Self::SessionNew => f.write_str("session/new"),
-                }
-            }
-        }
-        impl ::std::str::FromStr
-        for AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireMethod {
-            type Err = self::error::ConversionError;
-            fn from_str(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                match value {
-                    "session/new" => Ok(Self::SessionNew),
-                    _ => Err("invalid value".into()),
-                }
-            }
-        }
-        impl ::std::convert::TryFrom<&str>
-        for AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireMethod {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        impl ::std::convert::TryFrom<::std::string::String>
-        for AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireMethod {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: ::std::string::String,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
         ///`AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParams`
         #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
         #[serde(deny_unknown_fields)]
@@ -2207,84 +1377,7 @@ pub mod acp_v1_extension_vectors {
         #[serde(deny_unknown_fields)]
         pub struct AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParamsMeta {
             #[serde(rename = "checkfu.builtin_tools")]
-            pub checkfu_builtin_tools: ::std::vec::Vec<
-                AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParamsMetaCheckfuBuiltinToolsItem,
-            >,
-        }
-        ///`AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParamsMetaCheckfuBuiltinToolsItem`
-        #[derive(
-            ::serde::Deserialize,
-            ::serde::Serialize,
-            Clone,
-            Copy,
-            Debug,
-            Eq,
-            Hash,
-            Ord,
-            PartialEq,
-            PartialOrd
-        )]
-        pub enum AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParamsMetaCheckfuBuiltinToolsItem {
-            #[serde(rename = "bash")]
-            Bash,
-            #[serde(rename = "read")]
-            Read,
-            #[serde(rename = "write")]
-            Write,
-            #[serde(rename = "edit")]
-            Edit,
-            #[serde(rename = "web_search")]
-            WebSearch,
-            #[serde(rename = "web_fetch")]
-            WebFetch,
-        }
-        impl ::std::fmt::Display
-        for AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParamsMetaCheckfuBuiltinToolsItem {
-            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                match *self {
-                    Self::Bash => f.write_str("bash"),
-                    Self::Read => f.write_str("read"),
-                    Self::Write => f.write_str("write"),
-                    Self::Edit => f.write_str("edit"),
-                    Self::WebSearch => f.write_str("web_search"),
-                    Self::WebFetch => f.write_str("web_fetch"),
-                }
-            }
-        }
-        impl ::std::str::FromStr
-        for AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParamsMetaCheckfuBuiltinToolsItem {
-            type Err = self::error::ConversionError;
-            fn from_str(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                match value {
-                    "bash" => Ok(Self::Bash),
-                    "read" => Ok(Self::Read),
-                    "write" => Ok(Self::Write),
-                    "edit" => Ok(Self::Edit),
-                    "web_search" => Ok(Self::WebSearch),
-                    "web_fetch" => Ok(Self::WebFetch),
-                    _ => Err("invalid value".into()),
-                }
-            }
-        }
-        impl ::std::convert::TryFrom<&str>
-        for AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParamsMetaCheckfuBuiltinToolsItem {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        impl ::std::convert::TryFrom<::std::string::String>
-        for AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParamsMetaCheckfuBuiltinToolsItem {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: ::std::string::String,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
+            pub checkfu_builtin_tools: CheckfuBuiltinTools,
         }
         ///`AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchema`
         #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -2292,7 +1385,7 @@ pub mod acp_v1_extension_vectors {
         pub struct AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchema {
             pub direction: AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaDirection,
             pub name: AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaName,
-            pub wire: AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWire,
+            pub wire: WireSessionNewOutputSchema,
         }
         ///`AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaDirection`
         #[derive(
@@ -2406,125 +1499,6 @@ pub mod acp_v1_extension_vectors {
                 value.parse()
             }
         }
-        ///`AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWire`
-        #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-        #[serde(deny_unknown_fields)]
-        pub struct AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWire {
-            pub id: Union,
-            pub jsonrpc: AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireJsonrpc,
-            pub method: AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireMethod,
-            pub params: AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParams,
-        }
-        ///`AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireJsonrpc`
-        #[derive(
-            ::serde::Deserialize,
-            ::serde::Serialize,
-            Clone,
-            Copy,
-            Debug,
-            Eq,
-            Hash,
-            Ord,
-            PartialEq,
-            PartialOrd
-        )]
-        pub enum AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireJsonrpc {
-            #[serde(rename = "2.0")]
-            X20,
-        }
-        impl ::std::fmt::Display
-        for AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireJsonrpc {
-            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                match *self {
-                    Self::X20 => f.write_str("2.0"),
-                }
-            }
-        }
-        impl ::std::str::FromStr
-        for AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireJsonrpc {
-            type Err = self::error::ConversionError;
-            fn from_str(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                match value {
-                    "2.0" => Ok(Self::X20),
-                    _ => Err("invalid value".into()),
-                }
-            }
-        }
-        impl ::std::convert::TryFrom<&str>
-        for AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireJsonrpc {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        impl ::std::convert::TryFrom<::std::string::String>
-        for AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireJsonrpc {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: ::std::string::String,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        ///`AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireMethod`
-        #[derive(
-            ::serde::Deserialize,
-            ::serde::Serialize,
-            Clone,
-            Copy,
-            Debug,
-            Eq,
-            Hash,
-            Ord,
-            PartialEq,
-            PartialOrd
-        )]
-        pub enum AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireMethod {
-            #[serde(rename = "session/new")]
-            SessionNew,
-        }
-        impl ::std::fmt::Display
-        for AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireMethod {
-            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                match *self {
-                    Self::SessionNew => f.write_str("session/new"),
-                }
-            }
-        }
-        impl ::std::str::FromStr
-        for AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireMethod {
-            type Err = self::error::ConversionError;
-            fn from_str(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                match value {
-                    "session/new" => Ok(Self::SessionNew),
-                    _ => Err("invalid value".into()),
-                }
-            }
-        }
-        impl ::std::convert::TryFrom<&str>
-        for AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireMethod {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        impl ::std::convert::TryFrom<::std::string::String>
-        for AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireMethod {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: ::std::string::String,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
         ///`AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParams`
         #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
         #[serde(deny_unknown_fields)]
@@ -2540,34 +1514,7 @@ pub mod acp_v1_extension_vectors {
         #[serde(deny_unknown_fields)]
         pub struct AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMeta {
             #[serde(rename = "checkfu.output_schema")]
-            pub checkfu_output_schema: AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMetaCheckfuOutputSchema,
-        }
-        ///`AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMetaCheckfuOutputSchema`
-        #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-        #[serde(untagged)]
-        pub enum AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMetaCheckfuOutputSchema {
-            Boolean(bool),
-            AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMetaCheckfuOutputSchemaVariant1(
-                AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMetaCheckfuOutputSchemaVariant1,
-            ),
-        }
-        impl ::std::convert::From<bool>
-        for AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMetaCheckfuOutputSchema {
-            fn from(value: bool) -> Self {
-                Self::Boolean(value)
-            }
-        }
-        impl ::std::convert::From<
-            AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMetaCheckfuOutputSchemaVariant1,
-        >
-        for AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMetaCheckfuOutputSchema {
-            fn from(
-                value: AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMetaCheckfuOutputSchemaVariant1,
-            ) -> Self {
-                Self::AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMetaCheckfuOutputSchemaVariant1(
-                    value,
-                )
-            }
+            pub checkfu_output_schema: CheckfuOutputSchema,
         }
         ///`AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMetaCheckfuOutputSchemaVariant1`
         #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -2609,7 +1556,7 @@ pub mod acp_v1_extension_vectors {
         pub struct AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetry {
             pub direction: AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryDirection,
             pub name: AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryName,
-            pub wire: AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWire,
+            pub wire: WireSessionPromptTurnTelemetry,
         }
         ///`AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryDirection`
         #[derive(
@@ -2725,69 +1672,6 @@ pub mod acp_v1_extension_vectors {
                 value.parse()
             }
         }
-        ///`AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWire`
-        #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-        #[serde(deny_unknown_fields)]
-        pub struct AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWire {
-            pub id: Union,
-            pub jsonrpc: AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireJsonrpc,
-            pub result: AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResult,
-        }
-        ///`AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireJsonrpc`
-        #[derive(
-            ::serde::Deserialize,
-            ::serde::Serialize,
-            Clone,
-            Copy,
-            Debug,
-            Eq,
-            Hash,
-            Ord,
-            PartialEq,
-            PartialOrd
-        )]
-        pub enum AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireJsonrpc {
-            #[serde(rename = "2.0")]
-            X20,
-        }
-        impl ::std::fmt::Display
-        for AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireJsonrpc {
-            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                match *self {
-                    Self::X20 => f.write_str("2.0"),
-                }
-            }
-        }
-        impl ::std::str::FromStr
-        for AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireJsonrpc {
-            type Err = self::error::ConversionError;
-            fn from_str(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                match value {
-                    "2.0" => Ok(Self::X20),
-                    _ => Err("invalid value".into()),
-                }
-            }
-        }
-        impl ::std::convert::TryFrom<&str>
-        for AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireJsonrpc {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        impl ::std::convert::TryFrom<::std::string::String>
-        for AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireJsonrpc {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: ::std::string::String,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
         ///`AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResult`
         #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
         #[serde(deny_unknown_fields)]
@@ -2802,87 +1686,7 @@ pub mod acp_v1_extension_vectors {
         #[serde(deny_unknown_fields)]
         pub struct AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMeta {
             #[serde(rename = "checkfu.turn")]
-            pub checkfu_turn: AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurn,
-        }
-        ///`AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurn`
-        #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-        #[serde(deny_unknown_fields)]
-        pub struct AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurn {
-            pub execution: AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurnExecution,
-            pub filesystem_commands: i64,
-            pub mcp_calls: i64,
-            pub model_calls: i64,
-            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-            #[serde(default, with = "crate::exact::double_option")]
-            pub model_overflow_recoveries: ::std::option::Option<
-                ::std::option::Option<i64>,
-            >,
-            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-            #[serde(default, with = "crate::exact::double_option")]
-            pub model_transient_retries: ::std::option::Option<
-                ::std::option::Option<i64>,
-            >,
-            pub shell_commands: i64,
-            pub wall_time_ms: i64,
-        }
-        ///`AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurnExecution`
-        #[derive(
-            ::serde::Deserialize,
-            ::serde::Serialize,
-            Clone,
-            Copy,
-            Debug,
-            Eq,
-            Hash,
-            Ord,
-            PartialEq,
-            PartialOrd
-        )]
-        pub enum AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurnExecution {
-            #[serde(rename = "shell")]
-            Shell,
-            #[serde(rename = "model_only")]
-            ModelOnly,
-        }
-        impl ::std::fmt::Display
-        for AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurnExecution {
-            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                match *self {
-                    Self::Shell => f.write_str("shell"),
-                    Self::ModelOnly => f.write_str("model_only"),
-                }
-            }
-        }
-        impl ::std::str::FromStr
-        for AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurnExecution {
-            type Err = self::error::ConversionError;
-            fn from_str(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                match value {
-                    "shell" => Ok(Self::Shell),
-                    "model_only" => Ok(Self::ModelOnly),
-                    _ => Err("invalid value".into()),
-                }
-            }
-        }
-        impl ::std::convert::TryFrom<&str>
-        for AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurnExecution {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        impl ::std::convert::TryFrom<::std::string::String>
-        for AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurnExecution {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: ::std::string::String,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
+            pub checkfu_turn: CheckfuTurn,
         }
         ///`AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultStopReason`
         #[derive(
@@ -3344,6 +2148,931 @@ pub mod acp_v1_extension_vectors {
                     })
             }
         }
+        ///`CheckfuBuiltinTools`
+        #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+        #[serde(transparent)]
+        pub struct CheckfuBuiltinTools(pub ::std::vec::Vec<CheckfuBuiltinToolsItem>);
+        impl ::std::ops::Deref for CheckfuBuiltinTools {
+            type Target = ::std::vec::Vec<CheckfuBuiltinToolsItem>;
+            fn deref(&self) -> &::std::vec::Vec<CheckfuBuiltinToolsItem> {
+                &self.0
+            }
+        }
+        impl ::std::convert::From<CheckfuBuiltinTools>
+        for ::std::vec::Vec<CheckfuBuiltinToolsItem> {
+            fn from(value: CheckfuBuiltinTools) -> Self {
+                value.0
+            }
+        }
+        impl ::std::convert::From<::std::vec::Vec<CheckfuBuiltinToolsItem>>
+        for CheckfuBuiltinTools {
+            fn from(value: ::std::vec::Vec<CheckfuBuiltinToolsItem>) -> Self {
+                Self(value)
+            }
+        }
+        ///`CheckfuBuiltinToolsItem`
+        #[derive(
+            ::serde::Deserialize,
+            ::serde::Serialize,
+            Clone,
+            Copy,
+            Debug,
+            Eq,
+            Hash,
+            Ord,
+            PartialEq,
+            PartialOrd
+        )]
+        pub enum CheckfuBuiltinToolsItem {
+            #[serde(rename = "bash")]
+            Bash,
+            #[serde(rename = "read")]
+            Read,
+            #[serde(rename = "write")]
+            Write,
+            #[serde(rename = "edit")]
+            Edit,
+            #[serde(rename = "web_search")]
+            WebSearch,
+            #[serde(rename = "web_fetch")]
+            WebFetch,
+        }
+        impl ::std::fmt::Display for CheckfuBuiltinToolsItem {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                match *self {
+                    Self::Bash => f.write_str("bash"),
+                    Self::Read => f.write_str("read"),
+                    Self::Write => f.write_str("write"),
+                    Self::Edit => f.write_str("edit"),
+                    Self::WebSearch => f.write_str("web_search"),
+                    Self::WebFetch => f.write_str("web_fetch"),
+                }
+            }
+        }
+        impl ::std::str::FromStr for CheckfuBuiltinToolsItem {
+            type Err = self::error::ConversionError;
+            fn from_str(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                match value {
+                    "bash" => Ok(Self::Bash),
+                    "read" => Ok(Self::Read),
+                    "write" => Ok(Self::Write),
+                    "edit" => Ok(Self::Edit),
+                    "web_search" => Ok(Self::WebSearch),
+                    "web_fetch" => Ok(Self::WebFetch),
+                    _ => Err("invalid value".into()),
+                }
+            }
+        }
+        impl ::std::convert::TryFrom<&str> for CheckfuBuiltinToolsItem {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        impl ::std::convert::TryFrom<::std::string::String> for CheckfuBuiltinToolsItem {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: ::std::string::String,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        ///`CheckfuCapabilities`
+        #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
+        #[serde(deny_unknown_fields)]
+        pub struct CheckfuCapabilities {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            pub builtin_tool_scoping: ::std::option::Option<
+                CheckfuCapabilitiesBuiltinToolScoping,
+            >,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            pub interrupt: ::std::option::Option<CheckfuCapabilitiesInterrupt>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            pub native_checkpoint: ::std::option::Option<
+                CheckfuCapabilitiesNativeCheckpoint,
+            >,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            pub staged_files: ::std::option::Option<CheckfuCapabilitiesStagedFiles>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            pub steer: ::std::option::Option<CheckfuCapabilitiesSteer>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            pub structured_output: ::std::option::Option<
+                CheckfuCapabilitiesStructuredOutput,
+            >,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            pub subagents: ::std::option::Option<CheckfuCapabilitiesSubagents>,
+        }
+        ///`CheckfuCapabilitiesBuiltinToolScoping`
+        #[derive(
+            ::serde::Deserialize,
+            ::serde::Serialize,
+            Clone,
+            Copy,
+            Debug,
+            Eq,
+            Hash,
+            Ord,
+            PartialEq,
+            PartialOrd
+        )]
+        pub enum CheckfuCapabilitiesBuiltinToolScoping {
+            #[serde(rename = "enforced")]
+            Enforced,
+        }
+        impl ::std::fmt::Display for CheckfuCapabilitiesBuiltinToolScoping {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                match *self {
+                    Self::Enforced => f.write_str("enforced"),
+                }
+            }
+        }
+        impl ::std::str::FromStr for CheckfuCapabilitiesBuiltinToolScoping {
+            type Err = self::error::ConversionError;
+            fn from_str(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                match value {
+                    "enforced" => Ok(Self::Enforced),
+                    _ => Err("invalid value".into()),
+                }
+            }
+        }
+        impl ::std::convert::TryFrom<&str> for CheckfuCapabilitiesBuiltinToolScoping {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        impl ::std::convert::TryFrom<::std::string::String>
+        for CheckfuCapabilitiesBuiltinToolScoping {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: ::std::string::String,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        ///`CheckfuCapabilitiesInterrupt`
+        #[derive(
+            ::serde::Deserialize,
+            ::serde::Serialize,
+            Clone,
+            Copy,
+            Debug,
+            Eq,
+            Hash,
+            Ord,
+            PartialEq,
+            PartialOrd
+        )]
+        pub enum CheckfuCapabilitiesInterrupt {
+            #[serde(rename = "cooperative")]
+            Cooperative,
+        }
+        impl ::std::fmt::Display for CheckfuCapabilitiesInterrupt {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                match *self {
+                    Self::Cooperative => f.write_str("cooperative"),
+                }
+            }
+        }
+        impl ::std::str::FromStr for CheckfuCapabilitiesInterrupt {
+            type Err = self::error::ConversionError;
+            fn from_str(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                match value {
+                    "cooperative" => Ok(Self::Cooperative),
+                    _ => Err("invalid value".into()),
+                }
+            }
+        }
+        impl ::std::convert::TryFrom<&str> for CheckfuCapabilitiesInterrupt {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        impl ::std::convert::TryFrom<::std::string::String>
+        for CheckfuCapabilitiesInterrupt {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: ::std::string::String,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        ///`CheckfuCapabilitiesNativeCheckpoint`
+        #[derive(
+            ::serde::Deserialize,
+            ::serde::Serialize,
+            Clone,
+            Copy,
+            Debug,
+            Eq,
+            Hash,
+            Ord,
+            PartialEq,
+            PartialOrd
+        )]
+        pub enum CheckfuCapabilitiesNativeCheckpoint {
+            #[serde(rename = "external_custody")]
+            ExternalCustody,
+        }
+        impl ::std::fmt::Display for CheckfuCapabilitiesNativeCheckpoint {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                match *self {
+                    Self::ExternalCustody => f.write_str("external_custody"),
+                }
+            }
+        }
+        impl ::std::str::FromStr for CheckfuCapabilitiesNativeCheckpoint {
+            type Err = self::error::ConversionError;
+            fn from_str(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                match value {
+                    "external_custody" => Ok(Self::ExternalCustody),
+                    _ => Err("invalid value".into()),
+                }
+            }
+        }
+        impl ::std::convert::TryFrom<&str> for CheckfuCapabilitiesNativeCheckpoint {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        impl ::std::convert::TryFrom<::std::string::String>
+        for CheckfuCapabilitiesNativeCheckpoint {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: ::std::string::String,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        ///`CheckfuCapabilitiesStagedFiles`
+        #[derive(
+            ::serde::Deserialize,
+            ::serde::Serialize,
+            Clone,
+            Copy,
+            Debug,
+            Eq,
+            Hash,
+            Ord,
+            PartialEq,
+            PartialOrd
+        )]
+        pub enum CheckfuCapabilitiesStagedFiles {
+            #[serde(rename = "resource_links")]
+            ResourceLinks,
+        }
+        impl ::std::fmt::Display for CheckfuCapabilitiesStagedFiles {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                match *self {
+                    Self::ResourceLinks => f.write_str("resource_links"),
+                }
+            }
+        }
+        impl ::std::str::FromStr for CheckfuCapabilitiesStagedFiles {
+            type Err = self::error::ConversionError;
+            fn from_str(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                match value {
+                    "resource_links" => Ok(Self::ResourceLinks),
+                    _ => Err("invalid value".into()),
+                }
+            }
+        }
+        impl ::std::convert::TryFrom<&str> for CheckfuCapabilitiesStagedFiles {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        impl ::std::convert::TryFrom<::std::string::String>
+        for CheckfuCapabilitiesStagedFiles {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: ::std::string::String,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        ///`CheckfuCapabilitiesSteer`
+        #[derive(
+            ::serde::Deserialize,
+            ::serde::Serialize,
+            Clone,
+            Copy,
+            Debug,
+            Eq,
+            Hash,
+            Ord,
+            PartialEq,
+            PartialOrd
+        )]
+        pub enum CheckfuCapabilitiesSteer {
+            #[serde(rename = "native")]
+            Native,
+        }
+        impl ::std::fmt::Display for CheckfuCapabilitiesSteer {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                match *self {
+                    Self::Native => f.write_str("native"),
+                }
+            }
+        }
+        impl ::std::str::FromStr for CheckfuCapabilitiesSteer {
+            type Err = self::error::ConversionError;
+            fn from_str(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                match value {
+                    "native" => Ok(Self::Native),
+                    _ => Err("invalid value".into()),
+                }
+            }
+        }
+        impl ::std::convert::TryFrom<&str> for CheckfuCapabilitiesSteer {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        impl ::std::convert::TryFrom<::std::string::String>
+        for CheckfuCapabilitiesSteer {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: ::std::string::String,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        ///`CheckfuCapabilitiesStructuredOutput`
+        #[derive(
+            ::serde::Deserialize,
+            ::serde::Serialize,
+            Clone,
+            Copy,
+            Debug,
+            Eq,
+            Hash,
+            Ord,
+            PartialEq,
+            PartialOrd
+        )]
+        pub enum CheckfuCapabilitiesStructuredOutput {
+            #[serde(rename = "response_format")]
+            ResponseFormat,
+            #[serde(rename = "submit_tool")]
+            SubmitTool,
+        }
+        impl ::std::fmt::Display for CheckfuCapabilitiesStructuredOutput {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                match *self {
+                    Self::ResponseFormat => f.write_str("response_format"),
+                    Self::SubmitTool => f.write_str("submit_tool"),
+                }
+            }
+        }
+        impl ::std::str::FromStr for CheckfuCapabilitiesStructuredOutput {
+            type Err = self::error::ConversionError;
+            fn from_str(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                match value {
+                    "response_format" => Ok(Self::ResponseFormat),
+                    "submit_tool" => Ok(Self::SubmitTool),
+                    _ => Err("invalid value".into()),
+                }
+            }
+        }
+        impl ::std::convert::TryFrom<&str> for CheckfuCapabilitiesStructuredOutput {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        impl ::std::convert::TryFrom<::std::string::String>
+        for CheckfuCapabilitiesStructuredOutput {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: ::std::string::String,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        ///`CheckfuCapabilitiesSubagents`
+        #[derive(
+            ::serde::Deserialize,
+            ::serde::Serialize,
+            Clone,
+            Copy,
+            Debug,
+            Eq,
+            Hash,
+            Ord,
+            PartialEq,
+            PartialOrd
+        )]
+        pub enum CheckfuCapabilitiesSubagents {
+            #[serde(rename = "observed")]
+            Observed,
+        }
+        impl ::std::fmt::Display for CheckfuCapabilitiesSubagents {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                match *self {
+                    Self::Observed => f.write_str("observed"),
+                }
+            }
+        }
+        impl ::std::str::FromStr for CheckfuCapabilitiesSubagents {
+            type Err = self::error::ConversionError;
+            fn from_str(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                match value {
+                    "observed" => Ok(Self::Observed),
+                    _ => Err("invalid value".into()),
+                }
+            }
+        }
+        impl ::std::convert::TryFrom<&str> for CheckfuCapabilitiesSubagents {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        impl ::std::convert::TryFrom<::std::string::String>
+        for CheckfuCapabilitiesSubagents {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: ::std::string::String,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        ///`CheckfuOutputSchema`
+        #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+        #[serde(untagged)]
+        pub enum CheckfuOutputSchema {
+            Boolean(bool),
+            AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMetaCheckfuOutputSchemaVariant1(
+                AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMetaCheckfuOutputSchemaVariant1,
+            ),
+        }
+        impl ::std::convert::From<bool> for CheckfuOutputSchema {
+            fn from(value: bool) -> Self {
+                Self::Boolean(value)
+            }
+        }
+        impl ::std::convert::From<
+            AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMetaCheckfuOutputSchemaVariant1,
+        > for CheckfuOutputSchema {
+            fn from(
+                value: AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMetaCheckfuOutputSchemaVariant1,
+            ) -> Self {
+                Self::AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMetaCheckfuOutputSchemaVariant1(
+                    value,
+                )
+            }
+        }
+        ///`CheckfuSessionInterruptParams`
+        #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+        #[serde(deny_unknown_fields)]
+        pub struct CheckfuSessionInterruptParams {
+            #[serde(rename = "sessionId")]
+            pub session_id: CheckfuSessionInterruptParamsSessionId,
+        }
+        ///`CheckfuSessionInterruptParamsSessionId`
+        #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+        #[serde(transparent)]
+        pub struct CheckfuSessionInterruptParamsSessionId(::std::string::String);
+        impl ::std::ops::Deref for CheckfuSessionInterruptParamsSessionId {
+            type Target = ::std::string::String;
+            fn deref(&self) -> &::std::string::String {
+                &self.0
+            }
+        }
+        impl ::std::convert::From<CheckfuSessionInterruptParamsSessionId>
+        for ::std::string::String {
+            fn from(value: CheckfuSessionInterruptParamsSessionId) -> Self {
+                value.0
+            }
+        }
+        impl ::std::str::FromStr for CheckfuSessionInterruptParamsSessionId {
+            type Err = self::error::ConversionError;
+            fn from_str(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                if value.chars().count() < 1usize {
+                    return Err("shorter than 1 characters".into());
+                }
+                Ok(Self(value.to_string()))
+            }
+        }
+        impl ::std::convert::TryFrom<&str> for CheckfuSessionInterruptParamsSessionId {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        impl ::std::convert::TryFrom<::std::string::String>
+        for CheckfuSessionInterruptParamsSessionId {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: ::std::string::String,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        impl<'de> ::serde::Deserialize<'de> for CheckfuSessionInterruptParamsSessionId {
+            fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+            where
+                D: ::serde::Deserializer<'de>,
+            {
+                ::std::string::String::deserialize(deserializer)?
+                    .parse()
+                    .map_err(|e: self::error::ConversionError| {
+                        <D::Error as ::serde::de::Error>::custom(e.to_string())
+                    })
+            }
+        }
+        ///`CheckfuSessionInterruptResult`
+        #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+        #[serde(deny_unknown_fields)]
+        pub struct CheckfuSessionInterruptResult {
+            pub disposition: CheckfuSessionInterruptResultDisposition,
+        }
+        ///`CheckfuSessionInterruptResultDisposition`
+        #[derive(
+            ::serde::Deserialize,
+            ::serde::Serialize,
+            Clone,
+            Copy,
+            Debug,
+            Eq,
+            Hash,
+            Ord,
+            PartialEq,
+            PartialOrd
+        )]
+        pub enum CheckfuSessionInterruptResultDisposition {
+            #[serde(rename = "draining")]
+            Draining,
+            #[serde(rename = "refused")]
+            Refused,
+        }
+        impl ::std::fmt::Display for CheckfuSessionInterruptResultDisposition {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                match *self {
+                    Self::Draining => f.write_str("draining"),
+                    Self::Refused => f.write_str("refused"),
+                }
+            }
+        }
+        impl ::std::str::FromStr for CheckfuSessionInterruptResultDisposition {
+            type Err = self::error::ConversionError;
+            fn from_str(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                match value {
+                    "draining" => Ok(Self::Draining),
+                    "refused" => Ok(Self::Refused),
+                    _ => Err("invalid value".into()),
+                }
+            }
+        }
+        impl ::std::convert::TryFrom<&str> for CheckfuSessionInterruptResultDisposition {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        impl ::std::convert::TryFrom<::std::string::String>
+        for CheckfuSessionInterruptResultDisposition {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: ::std::string::String,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        ///`CheckfuSessionSteerParams`
+        #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+        #[serde(deny_unknown_fields)]
+        pub struct CheckfuSessionSteerParams {
+            pub content: ::std::string::String,
+            pub id: CheckfuSessionSteerParamsId,
+            #[serde(rename = "sessionId")]
+            pub session_id: CheckfuSessionSteerParamsSessionId,
+        }
+        ///`CheckfuSessionSteerParamsId`
+        #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+        #[serde(transparent)]
+        pub struct CheckfuSessionSteerParamsId(::std::string::String);
+        impl ::std::ops::Deref for CheckfuSessionSteerParamsId {
+            type Target = ::std::string::String;
+            fn deref(&self) -> &::std::string::String {
+                &self.0
+            }
+        }
+        impl ::std::convert::From<CheckfuSessionSteerParamsId>
+        for ::std::string::String {
+            fn from(value: CheckfuSessionSteerParamsId) -> Self {
+                value.0
+            }
+        }
+        impl ::std::str::FromStr for CheckfuSessionSteerParamsId {
+            type Err = self::error::ConversionError;
+            fn from_str(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                if value.chars().count() < 1usize {
+                    return Err("shorter than 1 characters".into());
+                }
+                Ok(Self(value.to_string()))
+            }
+        }
+        impl ::std::convert::TryFrom<&str> for CheckfuSessionSteerParamsId {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        impl ::std::convert::TryFrom<::std::string::String>
+        for CheckfuSessionSteerParamsId {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: ::std::string::String,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        impl<'de> ::serde::Deserialize<'de> for CheckfuSessionSteerParamsId {
+            fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+            where
+                D: ::serde::Deserializer<'de>,
+            {
+                ::std::string::String::deserialize(deserializer)?
+                    .parse()
+                    .map_err(|e: self::error::ConversionError| {
+                        <D::Error as ::serde::de::Error>::custom(e.to_string())
+                    })
+            }
+        }
+        ///`CheckfuSessionSteerParamsSessionId`
+        #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+        #[serde(transparent)]
+        pub struct CheckfuSessionSteerParamsSessionId(::std::string::String);
+        impl ::std::ops::Deref for CheckfuSessionSteerParamsSessionId {
+            type Target = ::std::string::String;
+            fn deref(&self) -> &::std::string::String {
+                &self.0
+            }
+        }
+        impl ::std::convert::From<CheckfuSessionSteerParamsSessionId>
+        for ::std::string::String {
+            fn from(value: CheckfuSessionSteerParamsSessionId) -> Self {
+                value.0
+            }
+        }
+        impl ::std::str::FromStr for CheckfuSessionSteerParamsSessionId {
+            type Err = self::error::ConversionError;
+            fn from_str(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                if value.chars().count() < 1usize {
+                    return Err("shorter than 1 characters".into());
+                }
+                Ok(Self(value.to_string()))
+            }
+        }
+        impl ::std::convert::TryFrom<&str> for CheckfuSessionSteerParamsSessionId {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        impl ::std::convert::TryFrom<::std::string::String>
+        for CheckfuSessionSteerParamsSessionId {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: ::std::string::String,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        impl<'de> ::serde::Deserialize<'de> for CheckfuSessionSteerParamsSessionId {
+            fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+            where
+                D: ::serde::Deserializer<'de>,
+            {
+                ::std::string::String::deserialize(deserializer)?
+                    .parse()
+                    .map_err(|e: self::error::ConversionError| {
+                        <D::Error as ::serde::de::Error>::custom(e.to_string())
+                    })
+            }
+        }
+        ///`CheckfuSessionSteerResult`
+        #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+        #[serde(deny_unknown_fields)]
+        pub struct CheckfuSessionSteerResult {
+            pub disposition: CheckfuSessionSteerResultDisposition,
+        }
+        ///`CheckfuSessionSteerResultDisposition`
+        #[derive(
+            ::serde::Deserialize,
+            ::serde::Serialize,
+            Clone,
+            Copy,
+            Debug,
+            Eq,
+            Hash,
+            Ord,
+            PartialEq,
+            PartialOrd
+        )]
+        pub enum CheckfuSessionSteerResultDisposition {
+            #[serde(rename = "delivered")]
+            Delivered,
+            #[serde(rename = "queued")]
+            Queued,
+            #[serde(rename = "refused")]
+            Refused,
+        }
+        impl ::std::fmt::Display for CheckfuSessionSteerResultDisposition {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                match *self {
+                    Self::Delivered => f.write_str("delivered"),
+                    Self::Queued => f.write_str("queued"),
+                    Self::Refused => f.write_str("refused"),
+                }
+            }
+        }
+        impl ::std::str::FromStr for CheckfuSessionSteerResultDisposition {
+            type Err = self::error::ConversionError;
+            fn from_str(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                match value {
+                    "delivered" => Ok(Self::Delivered),
+                    "queued" => Ok(Self::Queued),
+                    "refused" => Ok(Self::Refused),
+                    _ => Err("invalid value".into()),
+                }
+            }
+        }
+        impl ::std::convert::TryFrom<&str> for CheckfuSessionSteerResultDisposition {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        impl ::std::convert::TryFrom<::std::string::String>
+        for CheckfuSessionSteerResultDisposition {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: ::std::string::String,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        ///`CheckfuSubagent`
+        #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+        #[serde(untagged)]
+        pub enum CheckfuSubagent {
+            Started(Objects1ParamsUpdateMetaCheckfuSubagentStarted),
+            Activity(Objects1ParamsUpdateMetaCheckfuSubagentActivity),
+            Completed(Objects1ParamsUpdateMetaCheckfuSubagentCompleted),
+        }
+        impl ::std::convert::From<Objects1ParamsUpdateMetaCheckfuSubagentStarted>
+        for CheckfuSubagent {
+            fn from(value: Objects1ParamsUpdateMetaCheckfuSubagentStarted) -> Self {
+                Self::Started(value)
+            }
+        }
+        impl ::std::convert::From<Objects1ParamsUpdateMetaCheckfuSubagentActivity>
+        for CheckfuSubagent {
+            fn from(value: Objects1ParamsUpdateMetaCheckfuSubagentActivity) -> Self {
+                Self::Activity(value)
+            }
+        }
+        impl ::std::convert::From<Objects1ParamsUpdateMetaCheckfuSubagentCompleted>
+        for CheckfuSubagent {
+            fn from(value: Objects1ParamsUpdateMetaCheckfuSubagentCompleted) -> Self {
+                Self::Completed(value)
+            }
+        }
+        ///`CheckfuTurn`
+        #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+        #[serde(deny_unknown_fields)]
+        pub struct CheckfuTurn {
+            pub execution: CheckfuTurnExecution,
+            pub filesystem_commands: i64,
+            pub mcp_calls: i64,
+            pub model_calls: i64,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            #[serde(default, with = "crate::exact::double_option")]
+            pub model_overflow_recoveries: ::std::option::Option<
+                ::std::option::Option<i64>,
+            >,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            #[serde(default, with = "crate::exact::double_option")]
+            pub model_transient_retries: ::std::option::Option<
+                ::std::option::Option<i64>,
+            >,
+            pub shell_commands: i64,
+            pub wall_time_ms: i64,
+        }
+        ///`CheckfuTurnExecution`
+        #[derive(
+            ::serde::Deserialize,
+            ::serde::Serialize,
+            Clone,
+            Copy,
+            Debug,
+            Eq,
+            Hash,
+            Ord,
+            PartialEq,
+            PartialOrd
+        )]
+        pub enum CheckfuTurnExecution {
+            #[serde(rename = "shell")]
+            Shell,
+            #[serde(rename = "model_only")]
+            ModelOnly,
+        }
+        impl ::std::fmt::Display for CheckfuTurnExecution {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                match *self {
+                    Self::Shell => f.write_str("shell"),
+                    Self::ModelOnly => f.write_str("model_only"),
+                }
+            }
+        }
+        impl ::std::str::FromStr for CheckfuTurnExecution {
+            type Err = self::error::ConversionError;
+            fn from_str(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                match value {
+                    "shell" => Ok(Self::Shell),
+                    "model_only" => Ok(Self::ModelOnly),
+                    _ => Err("invalid value".into()),
+                }
+            }
+        }
+        impl ::std::convert::TryFrom<&str> for CheckfuTurnExecution {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        impl ::std::convert::TryFrom<::std::string::String> for CheckfuTurnExecution {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: ::std::string::String,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
         ///A value in the JSON data model: null, boolean, finite number, string, array, or object.
         #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
         #[serde(transparent)]
@@ -3506,33 +3235,7 @@ pub mod acp_v1_extension_vectors {
         #[serde(deny_unknown_fields)]
         pub struct Objects1ParamsUpdateMeta {
             #[serde(rename = "checkfu.subagent")]
-            pub checkfu_subagent: Objects1ParamsUpdateMetaCheckfuSubagent,
-        }
-        ///`Objects1ParamsUpdateMetaCheckfuSubagent`
-        #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-        #[serde(untagged)]
-        pub enum Objects1ParamsUpdateMetaCheckfuSubagent {
-            Started(Objects1ParamsUpdateMetaCheckfuSubagentStarted),
-            Activity(Objects1ParamsUpdateMetaCheckfuSubagentActivity),
-            Completed(Objects1ParamsUpdateMetaCheckfuSubagentCompleted),
-        }
-        impl ::std::convert::From<Objects1ParamsUpdateMetaCheckfuSubagentStarted>
-        for Objects1ParamsUpdateMetaCheckfuSubagent {
-            fn from(value: Objects1ParamsUpdateMetaCheckfuSubagentStarted) -> Self {
-                Self::Started(value)
-            }
-        }
-        impl ::std::convert::From<Objects1ParamsUpdateMetaCheckfuSubagentActivity>
-        for Objects1ParamsUpdateMetaCheckfuSubagent {
-            fn from(value: Objects1ParamsUpdateMetaCheckfuSubagentActivity) -> Self {
-                Self::Activity(value)
-            }
-        }
-        impl ::std::convert::From<Objects1ParamsUpdateMetaCheckfuSubagentCompleted>
-        for Objects1ParamsUpdateMetaCheckfuSubagent {
-            fn from(value: Objects1ParamsUpdateMetaCheckfuSubagentCompleted) -> Self {
-                Self::Completed(value)
-            }
+            pub checkfu_subagent: CheckfuSubagent,
         }
         ///`Objects1ParamsUpdateMetaCheckfuSubagentActivity`
         #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -4194,419 +3897,7 @@ pub mod acp_v1_extension_vectors {
         #[serde(deny_unknown_fields)]
         pub struct ObjectsResultMeta {
             #[serde(rename = "checkfu.capabilities")]
-            pub checkfu_capabilities: ObjectsResultMetaCheckfuCapabilities,
-        }
-        ///`ObjectsResultMetaCheckfuCapabilities`
-        #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-        #[serde(deny_unknown_fields)]
-        pub struct ObjectsResultMetaCheckfuCapabilities {
-            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-            pub builtin_tool_scoping: ::std::option::Option<
-                ObjectsResultMetaCheckfuCapabilitiesBuiltinToolScoping,
-            >,
-            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-            pub interrupt: ::std::option::Option<
-                ObjectsResultMetaCheckfuCapabilitiesInterrupt,
-            >,
-            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-            pub native_checkpoint: ::std::option::Option<
-                ObjectsResultMetaCheckfuCapabilitiesNativeCheckpoint,
-            >,
-            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-            pub staged_files: ::std::option::Option<
-                ObjectsResultMetaCheckfuCapabilitiesStagedFiles,
-            >,
-            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-            pub steer: ::std::option::Option<ObjectsResultMetaCheckfuCapabilitiesSteer>,
-            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-            pub structured_output: ::std::option::Option<
-                ObjectsResultMetaCheckfuCapabilitiesStructuredOutput,
-            >,
-            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-            pub subagents: ::std::option::Option<
-                ObjectsResultMetaCheckfuCapabilitiesSubagents,
-            >,
-        }
-        ///`ObjectsResultMetaCheckfuCapabilitiesBuiltinToolScoping`
-        #[derive(
-            ::serde::Deserialize,
-            ::serde::Serialize,
-            Clone,
-            Copy,
-            Debug,
-            Eq,
-            Hash,
-            Ord,
-            PartialEq,
-            PartialOrd
-        )]
-        pub enum ObjectsResultMetaCheckfuCapabilitiesBuiltinToolScoping {
-            #[serde(rename = "enforced")]
-            Enforced,
-        }
-        impl ::std::fmt::Display
-        for ObjectsResultMetaCheckfuCapabilitiesBuiltinToolScoping {
-            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                match *self {
-                    Self::Enforced => f.write_str("enforced"),
-                }
-            }
-        }
-        impl ::std::str::FromStr
-        for ObjectsResultMetaCheckfuCapabilitiesBuiltinToolScoping {
-            type Err = self::error::ConversionError;
-            fn from_str(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                match value {
-                    "enforced" => Ok(Self::Enforced),
-                    _ => Err("invalid value".into()),
-                }
-            }
-        }
-        impl ::std::convert::TryFrom<&str>
-        for ObjectsResultMetaCheckfuCapabilitiesBuiltinToolScoping {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        impl ::std::convert::TryFrom<::std::string::String>
-        for ObjectsResultMetaCheckfuCapabilitiesBuiltinToolScoping {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: ::std::string::String,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        ///`ObjectsResultMetaCheckfuCapabilitiesInterrupt`
-        #[derive(
-            ::serde::Deserialize,
-            ::serde::Serialize,
-            Clone,
-            Copy,
-            Debug,
-            Eq,
-            Hash,
-            Ord,
-            PartialEq,
-            PartialOrd
-        )]
-        pub enum ObjectsResultMetaCheckfuCapabilitiesInterrupt {
-            #[serde(rename = "cooperative")]
-            Cooperative,
-        }
-        impl ::std::fmt::Display for ObjectsResultMetaCheckfuCapabilitiesInterrupt {
-            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                match *self {
-                    Self::Cooperative => f.write_str("cooperative"),
-                }
-            }
-        }
-        impl ::std::str::FromStr for ObjectsResultMetaCheckfuCapabilitiesInterrupt {
-            type Err = self::error::ConversionError;
-            fn from_str(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                match value {
-                    "cooperative" => Ok(Self::Cooperative),
-                    _ => Err("invalid value".into()),
-                }
-            }
-        }
-        impl ::std::convert::TryFrom<&str>
-        for ObjectsResultMetaCheckfuCapabilitiesInterrupt {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        impl ::std::convert::TryFrom<::std::string::String>
-        for ObjectsResultMetaCheckfuCapabilitiesInterrupt {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: ::std::string::String,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        ///`ObjectsResultMetaCheckfuCapabilitiesNativeCheckpoint`
-        #[derive(
-            ::serde::Deserialize,
-            ::serde::Serialize,
-            Clone,
-            Copy,
-            Debug,
-            Eq,
-            Hash,
-            Ord,
-            PartialEq,
-            PartialOrd
-        )]
-        pub enum ObjectsResultMetaCheckfuCapabilitiesNativeCheckpoint {
-            #[serde(rename = "external_custody")]
-            ExternalCustody,
-        }
-        impl ::std::fmt::Display
-        for ObjectsResultMetaCheckfuCapabilitiesNativeCheckpoint {
-            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                match *self {
-                    Self::ExternalCustody => f.write_str("external_custody"),
-                }
-            }
-        }
-        impl ::std::str::FromStr
-        for ObjectsResultMetaCheckfuCapabilitiesNativeCheckpoint {
-            type Err = self::error::ConversionError;
-            fn from_str(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                match value {
-                    "external_custody" => Ok(Self::ExternalCustody),
-                    _ => Err("invalid value".into()),
-                }
-            }
-        }
-        impl ::std::convert::TryFrom<&str>
-        for ObjectsResultMetaCheckfuCapabilitiesNativeCheckpoint {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        impl ::std::convert::TryFrom<::std::string::String>
-        for ObjectsResultMetaCheckfuCapabilitiesNativeCheckpoint {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: ::std::string::String,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        ///`ObjectsResultMetaCheckfuCapabilitiesStagedFiles`
-        #[derive(
-            ::serde::Deserialize,
-            ::serde::Serialize,
-            Clone,
-            Copy,
-            Debug,
-            Eq,
-            Hash,
-            Ord,
-            PartialEq,
-            PartialOrd
-        )]
-        pub enum ObjectsResultMetaCheckfuCapabilitiesStagedFiles {
-            #[serde(rename = "resource_links")]
-            ResourceLinks,
-        }
-        impl ::std::fmt::Display for ObjectsResultMetaCheckfuCapabilitiesStagedFiles {
-            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                match *self {
-                    Self::ResourceLinks => f.write_str("resource_links"),
-                }
-            }
-        }
-        impl ::std::str::FromStr for ObjectsResultMetaCheckfuCapabilitiesStagedFiles {
-            type Err = self::error::ConversionError;
-            fn from_str(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                match value {
-                    "resource_links" => Ok(Self::ResourceLinks),
-                    _ => Err("invalid value".into()),
-                }
-            }
-        }
-        impl ::std::convert::TryFrom<&str>
-        for ObjectsResultMetaCheckfuCapabilitiesStagedFiles {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        impl ::std::convert::TryFrom<::std::string::String>
-        for ObjectsResultMetaCheckfuCapabilitiesStagedFiles {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: ::std::string::String,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        ///`ObjectsResultMetaCheckfuCapabilitiesSteer`
-        #[derive(
-            ::serde::Deserialize,
-            ::serde::Serialize,
-            Clone,
-            Copy,
-            Debug,
-            Eq,
-            Hash,
-            Ord,
-            PartialEq,
-            PartialOrd
-        )]
-        pub enum ObjectsResultMetaCheckfuCapabilitiesSteer {
-            #[serde(rename = "native")]
-            Native,
-        }
-        impl ::std::fmt::Display for ObjectsResultMetaCheckfuCapabilitiesSteer {
-            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                match *self {
-                    Self::Native => f.write_str("native"),
-                }
-            }
-        }
-        impl ::std::str::FromStr for ObjectsResultMetaCheckfuCapabilitiesSteer {
-            type Err = self::error::ConversionError;
-            fn from_str(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                match value {
-                    "native" => Ok(Self::Native),
-                    _ => Err("invalid value".into()),
-                }
-            }
-        }
-        impl ::std::convert::TryFrom<&str>
-        for ObjectsResultMetaCheckfuCapabilitiesSteer {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        impl ::std::convert::TryFrom<::std::string::String>
-        for ObjectsResultMetaCheckfuCapabilitiesSteer {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: ::std::string::String,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        ///`ObjectsResultMetaCheckfuCapabilitiesStructuredOutput`
-        #[derive(
-            ::serde::Deserialize,
-            ::serde::Serialize,
-            Clone,
-            Copy,
-            Debug,
-            Eq,
-            Hash,
-            Ord,
-            PartialEq,
-            PartialOrd
-        )]
-        pub enum ObjectsResultMetaCheckfuCapabilitiesStructuredOutput {
-            #[serde(rename = "response_format")]
-            ResponseFormat,
-            #[serde(rename = "submit_tool")]
-            SubmitTool,
-        }
-        impl ::std::fmt::Display
-        for ObjectsResultMetaCheckfuCapabilitiesStructuredOutput {
-            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                match *self {
-                    Self::ResponseFormat => f.write_str("response_format"),
-                    Self::SubmitTool => f.write_str("submit_tool"),
-                }
-            }
-        }
-        impl ::std::str::FromStr
-        for ObjectsResultMetaCheckfuCapabilitiesStructuredOutput {
-            type Err = self::error::ConversionError;
-            fn from_str(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                match value {
-                    "response_format" => Ok(Self::ResponseFormat),
-                    "submit_tool" => Ok(Self::SubmitTool),
-                    _ => Err("invalid value".into()),
-                }
-            }
-        }
-        impl ::std::convert::TryFrom<&str>
-        for ObjectsResultMetaCheckfuCapabilitiesStructuredOutput {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        impl ::std::convert::TryFrom<::std::string::String>
-        for ObjectsResultMetaCheckfuCapabilitiesStructuredOutput {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: ::std::string::String,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        ///`ObjectsResultMetaCheckfuCapabilitiesSubagents`
-        #[derive(
-            ::serde::Deserialize,
-            ::serde::Serialize,
-            Clone,
-            Copy,
-            Debug,
-            Eq,
-            Hash,
-            Ord,
-            PartialEq,
-            PartialOrd
-        )]
-        pub enum ObjectsResultMetaCheckfuCapabilitiesSubagents {
-            #[serde(rename = "observed")]
-            Observed,
-        }
-        impl ::std::fmt::Display for ObjectsResultMetaCheckfuCapabilitiesSubagents {
-            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                match *self {
-                    Self::Observed => f.write_str("observed"),
-                }
-            }
-        }
-        impl ::std::str::FromStr for ObjectsResultMetaCheckfuCapabilitiesSubagents {
-            type Err = self::error::ConversionError;
-            fn from_str(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                match value {
-                    "observed" => Ok(Self::Observed),
-                    _ => Err("invalid value".into()),
-                }
-            }
-        }
-        impl ::std::convert::TryFrom<&str>
-        for ObjectsResultMetaCheckfuCapabilitiesSubagents {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: &str,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
-        }
-        impl ::std::convert::TryFrom<::std::string::String>
-        for ObjectsResultMetaCheckfuCapabilitiesSubagents {
-            type Error = self::error::ConversionError;
-            fn try_from(
-                value: ::std::string::String,
-            ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                value.parse()
-            }
+            pub checkfu_capabilities: CheckfuCapabilities,
         }
         ///`ObjectsResultProtocolVersion`
         #[derive(::serde::Serialize, Clone, Debug)]
@@ -4664,6 +3955,640 @@ pub mod acp_v1_extension_vectors {
         impl ::std::convert::From<i64> for Union {
             fn from(value: i64) -> Self {
                 Self::Integer(value)
+            }
+        }
+        ///`WireExtensionInterruptRequest`
+        #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+        #[serde(deny_unknown_fields)]
+        pub struct WireExtensionInterruptRequest {
+            pub id: Union,
+            pub jsonrpc: WireExtensionInterruptRequestJsonrpc,
+            pub method: WireExtensionInterruptRequestMethod,
+            pub params: CheckfuSessionInterruptParams,
+        }
+        ///`WireExtensionInterruptRequestJsonrpc`
+        #[derive(
+            ::serde::Deserialize,
+            ::serde::Serialize,
+            Clone,
+            Copy,
+            Debug,
+            Eq,
+            Hash,
+            Ord,
+            PartialEq,
+            PartialOrd
+        )]
+        pub enum WireExtensionInterruptRequestJsonrpc {
+            #[serde(rename = "2.0")]
+            X20,
+        }
+        impl ::std::fmt::Display for WireExtensionInterruptRequestJsonrpc {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                match *self {
+                    Self::X20 => f.write_str("2.0"),
+                }
+            }
+        }
+        impl ::std::str::FromStr for WireExtensionInterruptRequestJsonrpc {
+            type Err = self::error::ConversionError;
+            fn from_str(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                match value {
+                    "2.0" => Ok(Self::X20),
+                    _ => Err("invalid value".into()),
+                }
+            }
+        }
+        impl ::std::convert::TryFrom<&str> for WireExtensionInterruptRequestJsonrpc {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        impl ::std::convert::TryFrom<::std::string::String>
+        for WireExtensionInterruptRequestJsonrpc {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: ::std::string::String,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        ///`WireExtensionInterruptRequestMethod`
+        #[derive(
+            ::serde::Deserialize,
+            ::serde::Serialize,
+            Clone,
+            Copy,
+            Debug,
+            Eq,
+            Hash,
+            Ord,
+            PartialEq,
+            PartialOrd
+        )]
+        pub enum WireExtensionInterruptRequestMethod {
+            #[serde(rename = "_checkfu/session/interrupt")]
+            CheckfuSessionInterrupt,
+        }
+        impl ::std::fmt::Display for WireExtensionInterruptRequestMethod {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                match *self {
+                    Self::CheckfuSessionInterrupt => {
+                        f.write_str("_checkfu/session/interrupt")
+                    }
+                }
+            }
+        }
+        impl ::std::str::FromStr for WireExtensionInterruptRequestMethod {
+            type Err = self::error::ConversionError;
+            fn from_str(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                match value {
+                    "_checkfu/session/interrupt" => Ok(Self::CheckfuSessionInterrupt),
+                    _ => Err("invalid value".into()),
+                }
+            }
+        }
+        impl ::std::convert::TryFrom<&str> for WireExtensionInterruptRequestMethod {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        impl ::std::convert::TryFrom<::std::string::String>
+        for WireExtensionInterruptRequestMethod {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: ::std::string::String,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        ///`WireExtensionInterruptResponse`
+        #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+        #[serde(deny_unknown_fields)]
+        pub struct WireExtensionInterruptResponse {
+            pub id: Union,
+            pub jsonrpc: WireExtensionInterruptResponseJsonrpc,
+            pub result: CheckfuSessionInterruptResult,
+        }
+        ///`WireExtensionInterruptResponseJsonrpc`
+        #[derive(
+            ::serde::Deserialize,
+            ::serde::Serialize,
+            Clone,
+            Copy,
+            Debug,
+            Eq,
+            Hash,
+            Ord,
+            PartialEq,
+            PartialOrd
+        )]
+        pub enum WireExtensionInterruptResponseJsonrpc {
+            #[serde(rename = "2.0")]
+            X20,
+        }
+        impl ::std::fmt::Display for WireExtensionInterruptResponseJsonrpc {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                match *self {
+                    Self::X20 => f.write_str("2.0"),
+                }
+            }
+        }
+        impl ::std::str::FromStr for WireExtensionInterruptResponseJsonrpc {
+            type Err = self::error::ConversionError;
+            fn from_str(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                match value {
+                    "2.0" => Ok(Self::X20),
+                    _ => Err("invalid value".into()),
+                }
+            }
+        }
+        impl ::std::convert::TryFrom<&str> for WireExtensionInterruptResponseJsonrpc {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        impl ::std::convert::TryFrom<::std::string::String>
+        for WireExtensionInterruptResponseJsonrpc {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: ::std::string::String,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        ///`WireExtensionSteerRequest`
+        #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+        #[serde(deny_unknown_fields)]
+        pub struct WireExtensionSteerRequest {
+            pub id: Union,
+            pub jsonrpc: WireExtensionSteerRequestJsonrpc,
+            pub method: WireExtensionSteerRequestMethod,
+            pub params: CheckfuSessionSteerParams,
+        }
+        ///`WireExtensionSteerRequestJsonrpc`
+        #[derive(
+            ::serde::Deserialize,
+            ::serde::Serialize,
+            Clone,
+            Copy,
+            Debug,
+            Eq,
+            Hash,
+            Ord,
+            PartialEq,
+            PartialOrd
+        )]
+        pub enum WireExtensionSteerRequestJsonrpc {
+            #[serde(rename = "2.0")]
+            X20,
+        }
+        impl ::std::fmt::Display for WireExtensionSteerRequestJsonrpc {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                match *self {
+                    Self::X20 => f.write_str("2.0"),
+                }
+            }
+        }
+        impl ::std::str::FromStr for WireExtensionSteerRequestJsonrpc {
+            type Err = self::error::ConversionError;
+            fn from_str(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                match value {
+                    "2.0" => Ok(Self::X20),
+                    _ => Err("invalid value".into()),
+                }
+            }
+        }
+        impl ::std::convert::TryFrom<&str> for WireExtensionSteerRequestJsonrpc {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        impl ::std::convert::TryFrom<::std::string::String>
+        for WireExtensionSteerRequestJsonrpc {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: ::std::string::String,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        ///`WireExtensionSteerRequestMethod`
+        #[derive(
+            ::serde::Deserialize,
+            ::serde::Serialize,
+            Clone,
+            Copy,
+            Debug,
+            Eq,
+            Hash,
+            Ord,
+            PartialEq,
+            PartialOrd
+        )]
+        pub enum WireExtensionSteerRequestMethod {
+            #[serde(rename = "_checkfu/session/steer")]
+            CheckfuSessionSteer,
+        }
+        impl ::std::fmt::Display for WireExtensionSteerRequestMethod {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                match *self {
+                    Self::CheckfuSessionSteer => f.write_str("_checkfu/session/steer"),
+                }
+            }
+        }
+        impl ::std::str::FromStr for WireExtensionSteerRequestMethod {
+            type Err = self::error::ConversionError;
+            fn from_str(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                match value {
+                    "_checkfu/session/steer" => Ok(Self::CheckfuSessionSteer),
+                    _ => Err("invalid value".into()),
+                }
+            }
+        }
+        impl ::std::convert::TryFrom<&str> for WireExtensionSteerRequestMethod {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        impl ::std::convert::TryFrom<::std::string::String>
+        for WireExtensionSteerRequestMethod {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: ::std::string::String,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        ///`WireExtensionSteerResponse`
+        #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+        #[serde(deny_unknown_fields)]
+        pub struct WireExtensionSteerResponse {
+            pub id: Union,
+            pub jsonrpc: WireExtensionSteerResponseJsonrpc,
+            pub result: CheckfuSessionSteerResult,
+        }
+        ///`WireExtensionSteerResponseJsonrpc`
+        #[derive(
+            ::serde::Deserialize,
+            ::serde::Serialize,
+            Clone,
+            Copy,
+            Debug,
+            Eq,
+            Hash,
+            Ord,
+            PartialEq,
+            PartialOrd
+        )]
+        pub enum WireExtensionSteerResponseJsonrpc {
+            #[serde(rename = "2.0")]
+            X20,
+        }
+        impl ::std::fmt::Display for WireExtensionSteerResponseJsonrpc {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                match *self {
+                    Self::X20 => f.write_str("2.0"),
+                }
+            }
+        }
+        impl ::std::str::FromStr for WireExtensionSteerResponseJsonrpc {
+            type Err = self::error::ConversionError;
+            fn from_str(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                match value {
+                    "2.0" => Ok(Self::X20),
+                    _ => Err("invalid value".into()),
+                }
+            }
+        }
+        impl ::std::convert::TryFrom<&str> for WireExtensionSteerResponseJsonrpc {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        impl ::std::convert::TryFrom<::std::string::String>
+        for WireExtensionSteerResponseJsonrpc {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: ::std::string::String,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        ///`WireSessionNewBuiltinTools`
+        #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+        #[serde(deny_unknown_fields)]
+        pub struct WireSessionNewBuiltinTools {
+            pub id: Union,
+            pub jsonrpc: WireSessionNewBuiltinToolsJsonrpc,
+            pub method: WireSessionNewBuiltinToolsMethod,
+            pub params: AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParams,
+        }
+        ///`WireSessionNewBuiltinToolsJsonrpc`
+        #[derive(
+            ::serde::Deserialize,
+            ::serde::Serialize,
+            Clone,
+            Copy,
+            Debug,
+            Eq,
+            Hash,
+            Ord,
+            PartialEq,
+            PartialOrd
+        )]
+        pub enum WireSessionNewBuiltinToolsJsonrpc {
+            #[serde(rename = "2.0")]
+            X20,
+        }
+        impl ::std::fmt::Display for WireSessionNewBuiltinToolsJsonrpc {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                match *self {
+                    Self::X20 => f.write_str("2.0"),
+                }
+            }
+        }
+        impl ::std::str::FromStr for WireSessionNewBuiltinToolsJsonrpc {
+            type Err = self::error::ConversionError;
+            fn from_str(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                match value {
+                    "2.0" => Ok(Self::X20),
+                    _ => Err("invalid value".into()),
+                }
+            }
+        }
+        impl ::std::convert::TryFrom<&str> for WireSessionNewBuiltinToolsJsonrpc {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        impl ::std::convert::TryFrom<::std::string::String>
+        for WireSessionNewBuiltinToolsJsonrpc {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: ::std::string::String,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        ///`WireSessionNewBuiltinToolsMethod`
+        #[derive(
+            ::serde::Deserialize,
+            ::serde::Serialize,
+            Clone,
+            Copy,
+            Debug,
+            Eq,
+            Hash,
+            Ord,
+            PartialEq,
+            PartialOrd
+        )]
+        pub enum WireSessionNewBuiltinToolsMethod {
+            #[serde(rename = "session/new")]
+            SessionNew,
+        }
+        impl ::std::fmt::Display for WireSessionNewBuiltinToolsMethod {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                match *self {
+                    Self::SessionNew => f.write_str("session/new"),
+                }
+            }
+        }
+        impl ::std::str::FromStr for WireSessionNewBuiltinToolsMethod {
+            type Err = self::error::ConversionError;
+            fn from_str(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                match value {
+                    "session/new" => Ok(Self::SessionNew),
+                    _ => Err("invalid value".into()),
+                }
+            }
+        }
+        impl ::std::convert::TryFrom<&str> for WireSessionNewBuiltinToolsMethod {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        impl ::std::convert::TryFrom<::std::string::String>
+        for WireSessionNewBuiltinToolsMethod {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: ::std::string::String,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        ///`WireSessionNewOutputSchema`
+        #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+        #[serde(deny_unknown_fields)]
+        pub struct WireSessionNewOutputSchema {
+            pub id: Union,
+            pub jsonrpc: WireSessionNewOutputSchemaJsonrpc,
+            pub method: WireSessionNewOutputSchemaMethod,
+            pub params: AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParams,
+        }
+        ///`WireSessionNewOutputSchemaJsonrpc`
+        #[derive(
+            ::serde::Deserialize,
+            ::serde::Serialize,
+            Clone,
+            Copy,
+            Debug,
+            Eq,
+            Hash,
+            Ord,
+            PartialEq,
+            PartialOrd
+        )]
+        pub enum WireSessionNewOutputSchemaJsonrpc {
+            #[serde(rename = "2.0")]
+            X20,
+        }
+        impl ::std::fmt::Display for WireSessionNewOutputSchemaJsonrpc {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                match *self {
+                    Self::X20 => f.write_str("2.0"),
+                }
+            }
+        }
+        impl ::std::str::FromStr for WireSessionNewOutputSchemaJsonrpc {
+            type Err = self::error::ConversionError;
+            fn from_str(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                match value {
+                    "2.0" => Ok(Self::X20),
+                    _ => Err("invalid value".into()),
+                }
+            }
+        }
+        impl ::std::convert::TryFrom<&str> for WireSessionNewOutputSchemaJsonrpc {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        impl ::std::convert::TryFrom<::std::string::String>
+        for WireSessionNewOutputSchemaJsonrpc {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: ::std::string::String,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        ///`WireSessionNewOutputSchemaMethod`
+        #[derive(
+            ::serde::Deserialize,
+            ::serde::Serialize,
+            Clone,
+            Copy,
+            Debug,
+            Eq,
+            Hash,
+            Ord,
+            PartialEq,
+            PartialOrd
+        )]
+        pub enum WireSessionNewOutputSchemaMethod {
+            #[serde(rename = "session/new")]
+            SessionNew,
+        }
+        impl ::std::fmt::Display for WireSessionNewOutputSchemaMethod {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                match *self {
+                    Self::SessionNew => f.write_str("session/new"),
+                }
+            }
+        }
+        impl ::std::str::FromStr for WireSessionNewOutputSchemaMethod {
+            type Err = self::error::ConversionError;
+            fn from_str(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                match value {
+                    "session/new" => Ok(Self::SessionNew),
+                    _ => Err("invalid value".into()),
+                }
+            }
+        }
+        impl ::std::convert::TryFrom<&str> for WireSessionNewOutputSchemaMethod {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        impl ::std::convert::TryFrom<::std::string::String>
+        for WireSessionNewOutputSchemaMethod {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: ::std::string::String,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        ///`WireSessionPromptTurnTelemetry`
+        #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+        #[serde(deny_unknown_fields)]
+        pub struct WireSessionPromptTurnTelemetry {
+            pub id: Union,
+            pub jsonrpc: WireSessionPromptTurnTelemetryJsonrpc,
+            pub result: AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResult,
+        }
+        ///`WireSessionPromptTurnTelemetryJsonrpc`
+        #[derive(
+            ::serde::Deserialize,
+            ::serde::Serialize,
+            Clone,
+            Copy,
+            Debug,
+            Eq,
+            Hash,
+            Ord,
+            PartialEq,
+            PartialOrd
+        )]
+        pub enum WireSessionPromptTurnTelemetryJsonrpc {
+            #[serde(rename = "2.0")]
+            X20,
+        }
+        impl ::std::fmt::Display for WireSessionPromptTurnTelemetryJsonrpc {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                match *self {
+                    Self::X20 => f.write_str("2.0"),
+                }
+            }
+        }
+        impl ::std::str::FromStr for WireSessionPromptTurnTelemetryJsonrpc {
+            type Err = self::error::ConversionError;
+            fn from_str(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                match value {
+                    "2.0" => Ok(Self::X20),
+                    _ => Err("invalid value".into()),
+                }
+            }
+        }
+        impl ::std::convert::TryFrom<&str> for WireSessionPromptTurnTelemetryJsonrpc {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: &str,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        impl ::std::convert::TryFrom<::std::string::String>
+        for WireSessionPromptTurnTelemetryJsonrpc {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: ::std::string::String,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
             }
         }
         /// Error types.
@@ -4926,7 +4851,7 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks `/$defs/ObjectsResultMetaCheckfuCapabilities/properties/subagents`.
+        /// Checks `/$defs/CheckfuCapabilities/properties/subagents`.
         fn node_9(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
@@ -4936,7 +4861,7 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks `/$defs/ObjectsResultMetaCheckfuCapabilities/properties/steer`.
+        /// Checks `/$defs/CheckfuCapabilities/properties/steer`.
         fn node_10(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
@@ -4946,7 +4871,7 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks `/$defs/ObjectsResultMetaCheckfuCapabilities/properties/interrupt`.
+        /// Checks `/$defs/CheckfuCapabilities/properties/interrupt`.
         fn node_11(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
@@ -4956,7 +4881,7 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks `/$defs/ObjectsResultMetaCheckfuCapabilities/properties/builtin_tool_scoping`.
+        /// Checks `/$defs/CheckfuCapabilities/properties/builtin_tool_scoping`.
         fn node_12(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
@@ -4966,7 +4891,7 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks `/$defs/ObjectsResultMetaCheckfuCapabilities/properties/structured_output`.
+        /// Checks `/$defs/CheckfuCapabilities/properties/structured_output`.
         fn node_13(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
@@ -4978,7 +4903,7 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks `/$defs/ObjectsResultMetaCheckfuCapabilities/properties/staged_files`.
+        /// Checks `/$defs/CheckfuCapabilities/properties/staged_files`.
         fn node_14(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
@@ -4988,7 +4913,7 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks `/$defs/ObjectsResultMetaCheckfuCapabilities/properties/native_checkpoint`.
+        /// Checks `/$defs/CheckfuCapabilities/properties/native_checkpoint`.
         fn node_15(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
@@ -4998,10 +4923,8 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks a value against `#/$defs/ObjectsResultMetaCheckfuCapabilities`.
-        pub fn check_ObjectsResultMetaCheckfuCapabilities(
-            v: &Value,
-        ) -> Result<(), Invalid> {
+        /// Checks a value against `#/$defs/CheckfuCapabilities`.
+        pub fn check_CheckfuCapabilities(v: &Value) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
@@ -5059,7 +4982,7 @@ pub mod acp_v1_extension_vectors {
                     );
                 }
                 if let Some(p) = o.get("checkfu.capabilities") {
-                    check_ObjectsResultMetaCheckfuCapabilities(p)
+                    check_CheckfuCapabilities(p)
                         .map_err(|e| e.at("checkfu.capabilities"))?;
                 }
                 for k in o.keys() {
@@ -5345,8 +5268,8 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks `/$defs/Objects1ParamsUpdateMeta/properties/checkfu.subagent`.
-        fn node_26(v: &Value) -> Result<(), Invalid> {
+        /// Checks a value against `#/$defs/CheckfuSubagent`.
+        pub fn check_CheckfuSubagent(v: &Value) -> Result<(), Invalid> {
             if !(false || check_Objects1ParamsUpdateMetaCheckfuSubagentStarted(v).is_ok()
                 || check_Objects1ParamsUpdateMetaCheckfuSubagentActivity(v).is_ok()
                 || check_Objects1ParamsUpdateMetaCheckfuSubagentCompleted(v).is_ok())
@@ -5367,7 +5290,7 @@ pub mod acp_v1_extension_vectors {
                     );
                 }
                 if let Some(p) = o.get("checkfu.subagent") {
-                    node_26(p).map_err(|e| e.at("checkfu.subagent"))?;
+                    check_CheckfuSubagent(p).map_err(|e| e.at("checkfu.subagent"))?;
                 }
                 for k in o.keys() {
                     if !&["checkfu.subagent"].contains(&k.as_str()) {
@@ -5380,7 +5303,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/Objects1ParamsUpdate/properties/sessionUpdate`.
-        fn node_27(v: &Value) -> Result<(), Invalid> {
+        fn node_26(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -5390,7 +5313,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/Objects1ParamsUpdate/properties/updatedAt`.
-        fn node_28(v: &Value) -> Result<(), Invalid> {
+        fn node_27(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -5414,10 +5337,10 @@ pub mod acp_v1_extension_vectors {
                     return Err(Invalid::new("missing required property `_meta`"));
                 }
                 if let Some(p) = o.get("sessionUpdate") {
-                    node_27(p).map_err(|e| e.at("sessionUpdate"))?;
+                    node_26(p).map_err(|e| e.at("sessionUpdate"))?;
                 }
                 if let Some(p) = o.get("updatedAt") {
-                    node_28(p).map_err(|e| e.at("updatedAt"))?;
+                    node_27(p).map_err(|e| e.at("updatedAt"))?;
                 }
                 if let Some(p) = o.get("_meta") {
                     check_Objects1ParamsUpdateMeta(p).map_err(|e| e.at("_meta"))?;
@@ -5433,7 +5356,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/Objects1Params/properties/sessionId`.
-        fn node_29(v: &Value) -> Result<(), Invalid> {
+        fn node_28(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -5452,7 +5375,7 @@ pub mod acp_v1_extension_vectors {
                     return Err(Invalid::new("missing required property `update`"));
                 }
                 if let Some(p) = o.get("sessionId") {
-                    node_29(p).map_err(|e| e.at("sessionId"))?;
+                    node_28(p).map_err(|e| e.at("sessionId"))?;
                 }
                 if let Some(p) = o.get("update") {
                     check_Objects1ParamsUpdate(p).map_err(|e| e.at("update"))?;
@@ -5468,7 +5391,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemInitializeFullDeclaration/properties/name`.
-        fn node_30(v: &Value) -> Result<(), Invalid> {
+        fn node_29(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -5478,7 +5401,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemInitializeFullDeclaration/properties/direction`.
-        fn node_31(v: &Value) -> Result<(), Invalid> {
+        fn node_30(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -5505,10 +5428,10 @@ pub mod acp_v1_extension_vectors {
                     return Err(Invalid::new("missing required property `wire`"));
                 }
                 if let Some(p) = o.get("name") {
-                    node_30(p).map_err(|e| e.at("name"))?;
+                    node_29(p).map_err(|e| e.at("name"))?;
                 }
                 if let Some(p) = o.get("direction") {
-                    node_31(p).map_err(|e| e.at("direction"))?;
+                    node_30(p).map_err(|e| e.at("direction"))?;
                 }
                 if let Some(p) = o.get("wire") {
                     check_Objects(p).map_err(|e| e.at("wire"))?;
@@ -5524,7 +5447,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemInitializeSubagentsDeclaration/properties/name`.
-        fn node_32(v: &Value) -> Result<(), Invalid> {
+        fn node_31(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -5534,7 +5457,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemInitializeSubagentsDeclaration/properties/direction`.
-        fn node_33(v: &Value) -> Result<(), Invalid> {
+        fn node_32(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -5561,10 +5484,10 @@ pub mod acp_v1_extension_vectors {
                     return Err(Invalid::new("missing required property `wire`"));
                 }
                 if let Some(p) = o.get("name") {
-                    node_32(p).map_err(|e| e.at("name"))?;
+                    node_31(p).map_err(|e| e.at("name"))?;
                 }
                 if let Some(p) = o.get("direction") {
-                    node_33(p).map_err(|e| e.at("direction"))?;
+                    node_32(p).map_err(|e| e.at("direction"))?;
                 }
                 if let Some(p) = o.get("wire") {
                     check_Objects(p).map_err(|e| e.at("wire"))?;
@@ -5580,7 +5503,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemInitializeControlsDeclaration/properties/name`.
-        fn node_34(v: &Value) -> Result<(), Invalid> {
+        fn node_33(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -5590,7 +5513,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemInitializeControlsDeclaration/properties/direction`.
-        fn node_35(v: &Value) -> Result<(), Invalid> {
+        fn node_34(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -5617,10 +5540,10 @@ pub mod acp_v1_extension_vectors {
                     return Err(Invalid::new("missing required property `wire`"));
                 }
                 if let Some(p) = o.get("name") {
-                    node_34(p).map_err(|e| e.at("name"))?;
+                    node_33(p).map_err(|e| e.at("name"))?;
                 }
                 if let Some(p) = o.get("direction") {
-                    node_35(p).map_err(|e| e.at("direction"))?;
+                    node_34(p).map_err(|e| e.at("direction"))?;
                 }
                 if let Some(p) = o.get("wire") {
                     check_Objects(p).map_err(|e| e.at("wire"))?;
@@ -5635,8 +5558,8 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParamsMeta/properties/checkfu.builtin_tools/items`.
-        fn node_36(v: &Value) -> Result<(), Invalid> {
+        /// Checks `/$defs/CheckfuBuiltinTools/items`.
+        fn node_35(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -5648,14 +5571,14 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParamsMeta/properties/checkfu.builtin_tools`.
-        fn node_37(v: &Value) -> Result<(), Invalid> {
+        /// Checks a value against `#/$defs/CheckfuBuiltinTools`.
+        pub fn check_CheckfuBuiltinTools(v: &Value) -> Result<(), Invalid> {
             if !(v.is_array()) {
                 return Err(Invalid::new("expected array"));
             }
             if let Some(a) = v.as_array() {
                 for (i, item) in a.iter().enumerate() {
-                    node_36(item).map_err(|e| e.at(i.to_string()))?;
+                    node_35(item).map_err(|e| e.at(i.to_string()))?;
                 }
             }
             Ok(())
@@ -5674,7 +5597,8 @@ pub mod acp_v1_extension_vectors {
                     );
                 }
                 if let Some(p) = o.get("checkfu.builtin_tools") {
-                    node_37(p).map_err(|e| e.at("checkfu.builtin_tools"))?;
+                    check_CheckfuBuiltinTools(p)
+                        .map_err(|e| e.at("checkfu.builtin_tools"))?;
                 }
                 for k in o.keys() {
                     if !&["checkfu.builtin_tools"].contains(&k.as_str()) {
@@ -5687,14 +5611,14 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParams/properties/cwd`.
-        fn node_38(v: &Value) -> Result<(), Invalid> {
+        fn node_36(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParams/properties/mcpServers`.
-        fn node_39(v: &Value) -> Result<(), Invalid> {
+        fn node_37(v: &Value) -> Result<(), Invalid> {
             if !(v.is_array()) {
                 return Err(Invalid::new("expected array"));
             }
@@ -5723,10 +5647,10 @@ pub mod acp_v1_extension_vectors {
                     return Err(Invalid::new("missing required property `_meta`"));
                 }
                 if let Some(p) = o.get("cwd") {
-                    node_38(p).map_err(|e| e.at("cwd"))?;
+                    node_36(p).map_err(|e| e.at("cwd"))?;
                 }
                 if let Some(p) = o.get("mcpServers") {
-                    node_39(p).map_err(|e| e.at("mcpServers"))?;
+                    node_37(p).map_err(|e| e.at("mcpServers"))?;
                 }
                 if let Some(p) = o.get("_meta") {
                     check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParamsMeta(
@@ -5744,8 +5668,8 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWire/properties/jsonrpc`.
-        fn node_40(v: &Value) -> Result<(), Invalid> {
+        /// Checks `/$defs/WireSessionNewBuiltinTools/properties/jsonrpc`.
+        fn node_38(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -5754,8 +5678,8 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWire/properties/method`.
-        fn node_41(v: &Value) -> Result<(), Invalid> {
+        /// Checks `/$defs/WireSessionNewBuiltinTools/properties/method`.
+        fn node_39(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -5764,10 +5688,8 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks a value against `#/$defs/AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWire`.
-        pub fn check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWire(
-            v: &Value,
-        ) -> Result<(), Invalid> {
+        /// Checks a value against `#/$defs/WireSessionNewBuiltinTools`.
+        pub fn check_WireSessionNewBuiltinTools(v: &Value) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
@@ -5785,13 +5707,13 @@ pub mod acp_v1_extension_vectors {
                     return Err(Invalid::new("missing required property `params`"));
                 }
                 if let Some(p) = o.get("jsonrpc") {
-                    node_40(p).map_err(|e| e.at("jsonrpc"))?;
+                    node_38(p).map_err(|e| e.at("jsonrpc"))?;
                 }
                 if let Some(p) = o.get("id") {
                     check_Union(p).map_err(|e| e.at("id"))?;
                 }
                 if let Some(p) = o.get("method") {
-                    node_41(p).map_err(|e| e.at("method"))?;
+                    node_39(p).map_err(|e| e.at("method"))?;
                 }
                 if let Some(p) = o.get("params") {
                     check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParams(
@@ -5810,7 +5732,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinTools/properties/name`.
-        fn node_42(v: &Value) -> Result<(), Invalid> {
+        fn node_40(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -5820,7 +5742,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinTools/properties/direction`.
-        fn node_43(v: &Value) -> Result<(), Invalid> {
+        fn node_41(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -5847,14 +5769,13 @@ pub mod acp_v1_extension_vectors {
                     return Err(Invalid::new("missing required property `wire`"));
                 }
                 if let Some(p) = o.get("name") {
-                    node_42(p).map_err(|e| e.at("name"))?;
+                    node_40(p).map_err(|e| e.at("name"))?;
                 }
                 if let Some(p) = o.get("direction") {
-                    node_43(p).map_err(|e| e.at("direction"))?;
+                    node_41(p).map_err(|e| e.at("direction"))?;
                 }
                 if let Some(p) = o.get("wire") {
-                    check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWire(p)
-                        .map_err(|e| e.at("wire"))?;
+                    check_WireSessionNewBuiltinTools(p).map_err(|e| e.at("wire"))?;
                 }
                 for k in o.keys() {
                     if !&["name", "direction", "wire"].contains(&k.as_str()) {
@@ -5882,16 +5803,16 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMeta/properties/checkfu.output_schema/anyOf/0`.
-        fn node_44(v: &Value) -> Result<(), Invalid> {
+        /// Checks `/$defs/CheckfuOutputSchema/anyOf/0`.
+        fn node_42(v: &Value) -> Result<(), Invalid> {
             if !(v.is_boolean()) {
                 return Err(Invalid::new("expected boolean"));
             }
             Ok(())
         }
-        /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMeta/properties/checkfu.output_schema`.
-        fn node_45(v: &Value) -> Result<(), Invalid> {
-            if !(false || node_44(v).is_ok()
+        /// Checks a value against `#/$defs/CheckfuOutputSchema`.
+        pub fn check_CheckfuOutputSchema(v: &Value) -> Result<(), Invalid> {
+            if !(false || node_42(v).is_ok()
                 || check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMetaCheckfuOutputSchemaVariant1(
                         v,
                     )
@@ -5915,7 +5836,8 @@ pub mod acp_v1_extension_vectors {
                     );
                 }
                 if let Some(p) = o.get("checkfu.output_schema") {
-                    node_45(p).map_err(|e| e.at("checkfu.output_schema"))?;
+                    check_CheckfuOutputSchema(p)
+                        .map_err(|e| e.at("checkfu.output_schema"))?;
                 }
                 for k in o.keys() {
                     if !&["checkfu.output_schema"].contains(&k.as_str()) {
@@ -5928,14 +5850,14 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParams/properties/cwd`.
-        fn node_46(v: &Value) -> Result<(), Invalid> {
+        fn node_43(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParams/properties/mcpServers`.
-        fn node_47(v: &Value) -> Result<(), Invalid> {
+        fn node_44(v: &Value) -> Result<(), Invalid> {
             if !(v.is_array()) {
                 return Err(Invalid::new("expected array"));
             }
@@ -5964,10 +5886,10 @@ pub mod acp_v1_extension_vectors {
                     return Err(Invalid::new("missing required property `_meta`"));
                 }
                 if let Some(p) = o.get("cwd") {
-                    node_46(p).map_err(|e| e.at("cwd"))?;
+                    node_43(p).map_err(|e| e.at("cwd"))?;
                 }
                 if let Some(p) = o.get("mcpServers") {
-                    node_47(p).map_err(|e| e.at("mcpServers"))?;
+                    node_44(p).map_err(|e| e.at("mcpServers"))?;
                 }
                 if let Some(p) = o.get("_meta") {
                     check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMeta(
@@ -5985,8 +5907,8 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWire/properties/jsonrpc`.
-        fn node_48(v: &Value) -> Result<(), Invalid> {
+        /// Checks `/$defs/WireSessionNewOutputSchema/properties/jsonrpc`.
+        fn node_45(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -5995,8 +5917,8 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWire/properties/method`.
-        fn node_49(v: &Value) -> Result<(), Invalid> {
+        /// Checks `/$defs/WireSessionNewOutputSchema/properties/method`.
+        fn node_46(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6005,10 +5927,8 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks a value against `#/$defs/AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWire`.
-        pub fn check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWire(
-            v: &Value,
-        ) -> Result<(), Invalid> {
+        /// Checks a value against `#/$defs/WireSessionNewOutputSchema`.
+        pub fn check_WireSessionNewOutputSchema(v: &Value) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
@@ -6026,13 +5946,13 @@ pub mod acp_v1_extension_vectors {
                     return Err(Invalid::new("missing required property `params`"));
                 }
                 if let Some(p) = o.get("jsonrpc") {
-                    node_48(p).map_err(|e| e.at("jsonrpc"))?;
+                    node_45(p).map_err(|e| e.at("jsonrpc"))?;
                 }
                 if let Some(p) = o.get("id") {
                     check_Union(p).map_err(|e| e.at("id"))?;
                 }
                 if let Some(p) = o.get("method") {
-                    node_49(p).map_err(|e| e.at("method"))?;
+                    node_46(p).map_err(|e| e.at("method"))?;
                 }
                 if let Some(p) = o.get("params") {
                     check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParams(
@@ -6051,7 +5971,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchema/properties/name`.
-        fn node_50(v: &Value) -> Result<(), Invalid> {
+        fn node_47(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6061,7 +5981,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchema/properties/direction`.
-        fn node_51(v: &Value) -> Result<(), Invalid> {
+        fn node_48(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6088,14 +6008,13 @@ pub mod acp_v1_extension_vectors {
                     return Err(Invalid::new("missing required property `wire`"));
                 }
                 if let Some(p) = o.get("name") {
-                    node_50(p).map_err(|e| e.at("name"))?;
+                    node_47(p).map_err(|e| e.at("name"))?;
                 }
                 if let Some(p) = o.get("direction") {
-                    node_51(p).map_err(|e| e.at("direction"))?;
+                    node_48(p).map_err(|e| e.at("direction"))?;
                 }
                 if let Some(p) = o.get("wire") {
-                    check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWire(p)
-                        .map_err(|e| e.at("wire"))?;
+                    check_WireSessionNewOutputSchema(p).map_err(|e| e.at("wire"))?;
                 }
                 for k in o.keys() {
                     if !&["name", "direction", "wire"].contains(&k.as_str()) {
@@ -6108,7 +6027,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentStarted/properties/name`.
-        fn node_52(v: &Value) -> Result<(), Invalid> {
+        fn node_49(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6118,7 +6037,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentStarted/properties/direction`.
-        fn node_53(v: &Value) -> Result<(), Invalid> {
+        fn node_50(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6145,10 +6064,10 @@ pub mod acp_v1_extension_vectors {
                     return Err(Invalid::new("missing required property `wire`"));
                 }
                 if let Some(p) = o.get("name") {
-                    node_52(p).map_err(|e| e.at("name"))?;
+                    node_49(p).map_err(|e| e.at("name"))?;
                 }
                 if let Some(p) = o.get("direction") {
-                    node_53(p).map_err(|e| e.at("direction"))?;
+                    node_50(p).map_err(|e| e.at("direction"))?;
                 }
                 if let Some(p) = o.get("wire") {
                     check_Objects1(p).map_err(|e| e.at("wire"))?;
@@ -6164,7 +6083,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentActivity/properties/name`.
-        fn node_54(v: &Value) -> Result<(), Invalid> {
+        fn node_51(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6174,7 +6093,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentActivity/properties/direction`.
-        fn node_55(v: &Value) -> Result<(), Invalid> {
+        fn node_52(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6201,10 +6120,10 @@ pub mod acp_v1_extension_vectors {
                     return Err(Invalid::new("missing required property `wire`"));
                 }
                 if let Some(p) = o.get("name") {
-                    node_54(p).map_err(|e| e.at("name"))?;
+                    node_51(p).map_err(|e| e.at("name"))?;
                 }
                 if let Some(p) = o.get("direction") {
-                    node_55(p).map_err(|e| e.at("direction"))?;
+                    node_52(p).map_err(|e| e.at("direction"))?;
                 }
                 if let Some(p) = o.get("wire") {
                     check_Objects1(p).map_err(|e| e.at("wire"))?;
@@ -6220,7 +6139,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentCompleted/properties/name`.
-        fn node_56(v: &Value) -> Result<(), Invalid> {
+        fn node_53(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6230,7 +6149,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentCompleted/properties/direction`.
-        fn node_57(v: &Value) -> Result<(), Invalid> {
+        fn node_54(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6257,10 +6176,10 @@ pub mod acp_v1_extension_vectors {
                     return Err(Invalid::new("missing required property `wire`"));
                 }
                 if let Some(p) = o.get("name") {
-                    node_56(p).map_err(|e| e.at("name"))?;
+                    node_53(p).map_err(|e| e.at("name"))?;
                 }
                 if let Some(p) = o.get("direction") {
-                    node_57(p).map_err(|e| e.at("direction"))?;
+                    node_54(p).map_err(|e| e.at("direction"))?;
                 }
                 if let Some(p) = o.get("wire") {
                     check_Objects1(p).map_err(|e| e.at("wire"))?;
@@ -6275,8 +6194,8 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurn/properties/execution`.
-        fn node_58(v: &Value) -> Result<(), Invalid> {
+        /// Checks `/$defs/CheckfuTurn/properties/execution`.
+        fn node_55(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6287,7 +6206,52 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurn/properties/shell_commands`.
+        /// Checks `/$defs/CheckfuTurn/properties/shell_commands`.
+        fn node_56(v: &Value) -> Result<(), Invalid> {
+            if !(crate::exact::is_integer(v)) {
+                return Err(Invalid::new("expected integer"));
+            }
+            if let Some(n) = v.as_f64() {
+                if n < 0f64 {
+                    return Err(Invalid::new("below the minimum"));
+                }
+                if n > 1000000f64 {
+                    return Err(Invalid::new("above the maximum"));
+                }
+            }
+            Ok(())
+        }
+        /// Checks `/$defs/CheckfuTurn/properties/filesystem_commands`.
+        fn node_57(v: &Value) -> Result<(), Invalid> {
+            if !(crate::exact::is_integer(v)) {
+                return Err(Invalid::new("expected integer"));
+            }
+            if let Some(n) = v.as_f64() {
+                if n < 0f64 {
+                    return Err(Invalid::new("below the minimum"));
+                }
+                if n > 1000000f64 {
+                    return Err(Invalid::new("above the maximum"));
+                }
+            }
+            Ok(())
+        }
+        /// Checks `/$defs/CheckfuTurn/properties/mcp_calls`.
+        fn node_58(v: &Value) -> Result<(), Invalid> {
+            if !(crate::exact::is_integer(v)) {
+                return Err(Invalid::new("expected integer"));
+            }
+            if let Some(n) = v.as_f64() {
+                if n < 0f64 {
+                    return Err(Invalid::new("below the minimum"));
+                }
+                if n > 1000000f64 {
+                    return Err(Invalid::new("above the maximum"));
+                }
+            }
+            Ok(())
+        }
+        /// Checks `/$defs/CheckfuTurn/properties/model_calls`.
         fn node_59(v: &Value) -> Result<(), Invalid> {
             if !(crate::exact::is_integer(v)) {
                 return Err(Invalid::new("expected integer"));
@@ -6302,7 +6266,7 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurn/properties/filesystem_commands`.
+        /// Checks `/$defs/CheckfuTurn/properties/wall_time_ms`.
         fn node_60(v: &Value) -> Result<(), Invalid> {
             if !(crate::exact::is_integer(v)) {
                 return Err(Invalid::new("expected integer"));
@@ -6311,13 +6275,13 @@ pub mod acp_v1_extension_vectors {
                 if n < 0f64 {
                     return Err(Invalid::new("below the minimum"));
                 }
-                if n > 1000000f64 {
+                if n > 604800000f64 {
                     return Err(Invalid::new("above the maximum"));
                 }
             }
             Ok(())
         }
-        /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurn/properties/mcp_calls`.
+        /// Checks `/$defs/CheckfuTurn/properties/model_transient_retries/anyOf/0`.
         fn node_61(v: &Value) -> Result<(), Invalid> {
             if !(crate::exact::is_integer(v)) {
                 return Err(Invalid::new("expected integer"));
@@ -6332,37 +6296,21 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurn/properties/model_calls`.
+        /// Checks `/$defs/CheckfuTurn/properties/model_transient_retries/anyOf/1`.
         fn node_62(v: &Value) -> Result<(), Invalid> {
-            if !(crate::exact::is_integer(v)) {
-                return Err(Invalid::new("expected integer"));
-            }
-            if let Some(n) = v.as_f64() {
-                if n < 0f64 {
-                    return Err(Invalid::new("below the minimum"));
-                }
-                if n > 1000000f64 {
-                    return Err(Invalid::new("above the maximum"));
-                }
+            if !(v.is_null()) {
+                return Err(Invalid::new("expected null"));
             }
             Ok(())
         }
-        /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurn/properties/wall_time_ms`.
+        /// Checks `/$defs/CheckfuTurn/properties/model_transient_retries`.
         fn node_63(v: &Value) -> Result<(), Invalid> {
-            if !(crate::exact::is_integer(v)) {
-                return Err(Invalid::new("expected integer"));
-            }
-            if let Some(n) = v.as_f64() {
-                if n < 0f64 {
-                    return Err(Invalid::new("below the minimum"));
-                }
-                if n > 604800000f64 {
-                    return Err(Invalid::new("above the maximum"));
-                }
+            if !(false || node_61(v).is_ok() || node_62(v).is_ok()) {
+                return Err(Invalid::new("matches none of the allowed shapes"));
             }
             Ok(())
         }
-        /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurn/properties/model_transient_retries/anyOf/0`.
+        /// Checks `/$defs/CheckfuTurn/properties/model_overflow_recoveries/anyOf/0`.
         fn node_64(v: &Value) -> Result<(), Invalid> {
             if !(crate::exact::is_integer(v)) {
                 return Err(Invalid::new("expected integer"));
@@ -6377,53 +6325,22 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurn/properties/model_transient_retries/anyOf/1`.
+        /// Checks `/$defs/CheckfuTurn/properties/model_overflow_recoveries/anyOf/1`.
         fn node_65(v: &Value) -> Result<(), Invalid> {
             if !(v.is_null()) {
                 return Err(Invalid::new("expected null"));
             }
             Ok(())
         }
-        /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurn/properties/model_transient_retries`.
+        /// Checks `/$defs/CheckfuTurn/properties/model_overflow_recoveries`.
         fn node_66(v: &Value) -> Result<(), Invalid> {
             if !(false || node_64(v).is_ok() || node_65(v).is_ok()) {
                 return Err(Invalid::new("matches none of the allowed shapes"));
             }
             Ok(())
         }
-        /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurn/properties/model_overflow_recoveries/anyOf/0`.
-        fn node_67(v: &Value) -> Result<(), Invalid> {
-            if !(crate::exact::is_integer(v)) {
-                return Err(Invalid::new("expected integer"));
-            }
-            if let Some(n) = v.as_f64() {
-                if n < 0f64 {
-                    return Err(Invalid::new("below the minimum"));
-                }
-                if n > 1000000f64 {
-                    return Err(Invalid::new("above the maximum"));
-                }
-            }
-            Ok(())
-        }
-        /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurn/properties/model_overflow_recoveries/anyOf/1`.
-        fn node_68(v: &Value) -> Result<(), Invalid> {
-            if !(v.is_null()) {
-                return Err(Invalid::new("expected null"));
-            }
-            Ok(())
-        }
-        /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurn/properties/model_overflow_recoveries`.
-        fn node_69(v: &Value) -> Result<(), Invalid> {
-            if !(false || node_67(v).is_ok() || node_68(v).is_ok()) {
-                return Err(Invalid::new("matches none of the allowed shapes"));
-            }
-            Ok(())
-        }
-        /// Checks a value against `#/$defs/AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurn`.
-        pub fn check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurn(
-            v: &Value,
-        ) -> Result<(), Invalid> {
+        /// Checks a value against `#/$defs/CheckfuTurn`.
+        pub fn check_CheckfuTurn(v: &Value) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
@@ -6451,28 +6368,28 @@ pub mod acp_v1_extension_vectors {
                     return Err(Invalid::new("missing required property `wall_time_ms`"));
                 }
                 if let Some(p) = o.get("execution") {
-                    node_58(p).map_err(|e| e.at("execution"))?;
+                    node_55(p).map_err(|e| e.at("execution"))?;
                 }
                 if let Some(p) = o.get("shell_commands") {
-                    node_59(p).map_err(|e| e.at("shell_commands"))?;
+                    node_56(p).map_err(|e| e.at("shell_commands"))?;
                 }
                 if let Some(p) = o.get("filesystem_commands") {
-                    node_60(p).map_err(|e| e.at("filesystem_commands"))?;
+                    node_57(p).map_err(|e| e.at("filesystem_commands"))?;
                 }
                 if let Some(p) = o.get("mcp_calls") {
-                    node_61(p).map_err(|e| e.at("mcp_calls"))?;
+                    node_58(p).map_err(|e| e.at("mcp_calls"))?;
                 }
                 if let Some(p) = o.get("model_calls") {
-                    node_62(p).map_err(|e| e.at("model_calls"))?;
+                    node_59(p).map_err(|e| e.at("model_calls"))?;
                 }
                 if let Some(p) = o.get("wall_time_ms") {
-                    node_63(p).map_err(|e| e.at("wall_time_ms"))?;
+                    node_60(p).map_err(|e| e.at("wall_time_ms"))?;
                 }
                 if let Some(p) = o.get("model_transient_retries") {
-                    node_66(p).map_err(|e| e.at("model_transient_retries"))?;
+                    node_63(p).map_err(|e| e.at("model_transient_retries"))?;
                 }
                 if let Some(p) = o.get("model_overflow_recoveries") {
-                    node_69(p).map_err(|e| e.at("model_overflow_recoveries"))?;
+                    node_66(p).map_err(|e| e.at("model_overflow_recoveries"))?;
                 }
                 for k in o.keys() {
                     if !&[
@@ -6507,10 +6424,7 @@ pub mod acp_v1_extension_vectors {
                     return Err(Invalid::new("missing required property `checkfu.turn`"));
                 }
                 if let Some(p) = o.get("checkfu.turn") {
-                    check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurn(
-                            p,
-                        )
-                        .map_err(|e| e.at("checkfu.turn"))?;
+                    check_CheckfuTurn(p).map_err(|e| e.at("checkfu.turn"))?;
                 }
                 for k in o.keys() {
                     if !&["checkfu.turn"].contains(&k.as_str()) {
@@ -6523,7 +6437,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResult/properties/stopReason`.
-        fn node_70(v: &Value) -> Result<(), Invalid> {
+        fn node_67(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6547,7 +6461,7 @@ pub mod acp_v1_extension_vectors {
                     return Err(Invalid::new("missing required property `_meta`"));
                 }
                 if let Some(p) = o.get("stopReason") {
-                    node_70(p).map_err(|e| e.at("stopReason"))?;
+                    node_67(p).map_err(|e| e.at("stopReason"))?;
                 }
                 if let Some(p) = o.get("_meta") {
                     check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMeta(
@@ -6565,8 +6479,8 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWire/properties/jsonrpc`.
-        fn node_71(v: &Value) -> Result<(), Invalid> {
+        /// Checks `/$defs/WireSessionPromptTurnTelemetry/properties/jsonrpc`.
+        fn node_68(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6575,10 +6489,8 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks a value against `#/$defs/AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWire`.
-        pub fn check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWire(
-            v: &Value,
-        ) -> Result<(), Invalid> {
+        /// Checks a value against `#/$defs/WireSessionPromptTurnTelemetry`.
+        pub fn check_WireSessionPromptTurnTelemetry(v: &Value) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
@@ -6593,7 +6505,7 @@ pub mod acp_v1_extension_vectors {
                     return Err(Invalid::new("missing required property `result`"));
                 }
                 if let Some(p) = o.get("jsonrpc") {
-                    node_71(p).map_err(|e| e.at("jsonrpc"))?;
+                    node_68(p).map_err(|e| e.at("jsonrpc"))?;
                 }
                 if let Some(p) = o.get("id") {
                     check_Union(p).map_err(|e| e.at("id"))?;
@@ -6615,7 +6527,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetry/properties/name`.
-        fn node_72(v: &Value) -> Result<(), Invalid> {
+        fn node_69(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6625,7 +6537,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetry/properties/direction`.
-        fn node_73(v: &Value) -> Result<(), Invalid> {
+        fn node_70(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6652,16 +6564,13 @@ pub mod acp_v1_extension_vectors {
                     return Err(Invalid::new("missing required property `wire`"));
                 }
                 if let Some(p) = o.get("name") {
-                    node_72(p).map_err(|e| e.at("name"))?;
+                    node_69(p).map_err(|e| e.at("name"))?;
                 }
                 if let Some(p) = o.get("direction") {
-                    node_73(p).map_err(|e| e.at("direction"))?;
+                    node_70(p).map_err(|e| e.at("direction"))?;
                 }
                 if let Some(p) = o.get("wire") {
-                    check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWire(
-                            p,
-                        )
-                        .map_err(|e| e.at("wire"))?;
+                    check_WireSessionPromptTurnTelemetry(p).map_err(|e| e.at("wire"))?;
                 }
                 for k in o.keys() {
                     if !&["name", "direction", "wire"].contains(&k.as_str()) {
@@ -6673,8 +6582,8 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParams/properties/sessionId`.
-        fn node_74(v: &Value) -> Result<(), Invalid> {
+        /// Checks `/$defs/CheckfuSessionSteerParams/properties/sessionId`.
+        fn node_71(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6685,8 +6594,8 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParams/properties/id`.
-        fn node_75(v: &Value) -> Result<(), Invalid> {
+        /// Checks `/$defs/CheckfuSessionSteerParams/properties/id`.
+        fn node_72(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6697,17 +6606,15 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParams/properties/content`.
-        fn node_76(v: &Value) -> Result<(), Invalid> {
+        /// Checks `/$defs/CheckfuSessionSteerParams/properties/content`.
+        fn node_73(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
-        /// Checks a value against `#/$defs/AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParams`.
-        pub fn check_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParams(
-            v: &Value,
-        ) -> Result<(), Invalid> {
+        /// Checks a value against `#/$defs/CheckfuSessionSteerParams`.
+        pub fn check_CheckfuSessionSteerParams(v: &Value) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
@@ -6722,13 +6629,13 @@ pub mod acp_v1_extension_vectors {
                     return Err(Invalid::new("missing required property `content`"));
                 }
                 if let Some(p) = o.get("sessionId") {
-                    node_74(p).map_err(|e| e.at("sessionId"))?;
+                    node_71(p).map_err(|e| e.at("sessionId"))?;
                 }
                 if let Some(p) = o.get("id") {
-                    node_75(p).map_err(|e| e.at("id"))?;
+                    node_72(p).map_err(|e| e.at("id"))?;
                 }
                 if let Some(p) = o.get("content") {
-                    node_76(p).map_err(|e| e.at("content"))?;
+                    node_73(p).map_err(|e| e.at("content"))?;
                 }
                 for k in o.keys() {
                     if !&["sessionId", "id", "content"].contains(&k.as_str()) {
@@ -6740,8 +6647,8 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWire/properties/jsonrpc`.
-        fn node_77(v: &Value) -> Result<(), Invalid> {
+        /// Checks `/$defs/WireExtensionSteerRequest/properties/jsonrpc`.
+        fn node_74(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6750,8 +6657,8 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWire/properties/method`.
-        fn node_78(v: &Value) -> Result<(), Invalid> {
+        /// Checks `/$defs/WireExtensionSteerRequest/properties/method`.
+        fn node_75(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6760,10 +6667,8 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks a value against `#/$defs/AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWire`.
-        pub fn check_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWire(
-            v: &Value,
-        ) -> Result<(), Invalid> {
+        /// Checks a value against `#/$defs/WireExtensionSteerRequest`.
+        pub fn check_WireExtensionSteerRequest(v: &Value) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
@@ -6781,19 +6686,16 @@ pub mod acp_v1_extension_vectors {
                     return Err(Invalid::new("missing required property `params`"));
                 }
                 if let Some(p) = o.get("jsonrpc") {
-                    node_77(p).map_err(|e| e.at("jsonrpc"))?;
+                    node_74(p).map_err(|e| e.at("jsonrpc"))?;
                 }
                 if let Some(p) = o.get("id") {
                     check_Union(p).map_err(|e| e.at("id"))?;
                 }
                 if let Some(p) = o.get("method") {
-                    node_78(p).map_err(|e| e.at("method"))?;
+                    node_75(p).map_err(|e| e.at("method"))?;
                 }
                 if let Some(p) = o.get("params") {
-                    check_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParams(
-                            p,
-                        )
-                        .map_err(|e| e.at("params"))?;
+                    check_CheckfuSessionSteerParams(p).map_err(|e| e.at("params"))?;
                 }
                 for k in o.keys() {
                     if !&["jsonrpc", "id", "method", "params"].contains(&k.as_str()) {
@@ -6806,7 +6708,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest/properties/name`.
-        fn node_79(v: &Value) -> Result<(), Invalid> {
+        fn node_76(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6816,7 +6718,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest/properties/direction`.
-        fn node_80(v: &Value) -> Result<(), Invalid> {
+        fn node_77(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6843,14 +6745,13 @@ pub mod acp_v1_extension_vectors {
                     return Err(Invalid::new("missing required property `wire`"));
                 }
                 if let Some(p) = o.get("name") {
-                    node_79(p).map_err(|e| e.at("name"))?;
+                    node_76(p).map_err(|e| e.at("name"))?;
                 }
                 if let Some(p) = o.get("direction") {
-                    node_80(p).map_err(|e| e.at("direction"))?;
+                    node_77(p).map_err(|e| e.at("direction"))?;
                 }
                 if let Some(p) = o.get("wire") {
-                    check_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWire(p)
-                        .map_err(|e| e.at("wire"))?;
+                    check_WireExtensionSteerRequest(p).map_err(|e| e.at("wire"))?;
                 }
                 for k in o.keys() {
                     if !&["name", "direction", "wire"].contains(&k.as_str()) {
@@ -6862,8 +6763,8 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWireResult/properties/disposition`.
-        fn node_81(v: &Value) -> Result<(), Invalid> {
+        /// Checks `/$defs/CheckfuSessionSteerResult/properties/disposition`.
+        fn node_78(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6874,10 +6775,8 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks a value against `#/$defs/AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWireResult`.
-        pub fn check_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWireResult(
-            v: &Value,
-        ) -> Result<(), Invalid> {
+        /// Checks a value against `#/$defs/CheckfuSessionSteerResult`.
+        pub fn check_CheckfuSessionSteerResult(v: &Value) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
@@ -6886,7 +6785,7 @@ pub mod acp_v1_extension_vectors {
                     return Err(Invalid::new("missing required property `disposition`"));
                 }
                 if let Some(p) = o.get("disposition") {
-                    node_81(p).map_err(|e| e.at("disposition"))?;
+                    node_78(p).map_err(|e| e.at("disposition"))?;
                 }
                 for k in o.keys() {
                     if !&["disposition"].contains(&k.as_str()) {
@@ -6898,8 +6797,8 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWire/properties/jsonrpc`.
-        fn node_82(v: &Value) -> Result<(), Invalid> {
+        /// Checks `/$defs/WireExtensionSteerResponse/properties/jsonrpc`.
+        fn node_79(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6908,10 +6807,8 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks a value against `#/$defs/AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWire`.
-        pub fn check_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWire(
-            v: &Value,
-        ) -> Result<(), Invalid> {
+        /// Checks a value against `#/$defs/WireExtensionSteerResponse`.
+        pub fn check_WireExtensionSteerResponse(v: &Value) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
@@ -6926,16 +6823,13 @@ pub mod acp_v1_extension_vectors {
                     return Err(Invalid::new("missing required property `result`"));
                 }
                 if let Some(p) = o.get("jsonrpc") {
-                    node_82(p).map_err(|e| e.at("jsonrpc"))?;
+                    node_79(p).map_err(|e| e.at("jsonrpc"))?;
                 }
                 if let Some(p) = o.get("id") {
                     check_Union(p).map_err(|e| e.at("id"))?;
                 }
                 if let Some(p) = o.get("result") {
-                    check_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWireResult(
-                            p,
-                        )
-                        .map_err(|e| e.at("result"))?;
+                    check_CheckfuSessionSteerResult(p).map_err(|e| e.at("result"))?;
                 }
                 for k in o.keys() {
                     if !&["jsonrpc", "id", "result"].contains(&k.as_str()) {
@@ -6948,7 +6842,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse/properties/name`.
-        fn node_83(v: &Value) -> Result<(), Invalid> {
+        fn node_80(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6958,7 +6852,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse/properties/direction`.
-        fn node_84(v: &Value) -> Result<(), Invalid> {
+        fn node_81(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6985,14 +6879,13 @@ pub mod acp_v1_extension_vectors {
                     return Err(Invalid::new("missing required property `wire`"));
                 }
                 if let Some(p) = o.get("name") {
-                    node_83(p).map_err(|e| e.at("name"))?;
+                    node_80(p).map_err(|e| e.at("name"))?;
                 }
                 if let Some(p) = o.get("direction") {
-                    node_84(p).map_err(|e| e.at("direction"))?;
+                    node_81(p).map_err(|e| e.at("direction"))?;
                 }
                 if let Some(p) = o.get("wire") {
-                    check_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWire(p)
-                        .map_err(|e| e.at("wire"))?;
+                    check_WireExtensionSteerResponse(p).map_err(|e| e.at("wire"))?;
                 }
                 for k in o.keys() {
                     if !&["name", "direction", "wire"].contains(&k.as_str()) {
@@ -7004,8 +6897,8 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireParams/properties/sessionId`.
-        fn node_85(v: &Value) -> Result<(), Invalid> {
+        /// Checks `/$defs/CheckfuSessionInterruptParams/properties/sessionId`.
+        fn node_82(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -7016,10 +6909,8 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks a value against `#/$defs/AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireParams`.
-        pub fn check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireParams(
-            v: &Value,
-        ) -> Result<(), Invalid> {
+        /// Checks a value against `#/$defs/CheckfuSessionInterruptParams`.
+        pub fn check_CheckfuSessionInterruptParams(v: &Value) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
@@ -7028,7 +6919,7 @@ pub mod acp_v1_extension_vectors {
                     return Err(Invalid::new("missing required property `sessionId`"));
                 }
                 if let Some(p) = o.get("sessionId") {
-                    node_85(p).map_err(|e| e.at("sessionId"))?;
+                    node_82(p).map_err(|e| e.at("sessionId"))?;
                 }
                 for k in o.keys() {
                     if !&["sessionId"].contains(&k.as_str()) {
@@ -7040,8 +6931,8 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWire/properties/jsonrpc`.
-        fn node_86(v: &Value) -> Result<(), Invalid> {
+        /// Checks `/$defs/WireExtensionInterruptRequest/properties/jsonrpc`.
+        fn node_83(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -7050,8 +6941,8 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWire/properties/method`.
-        fn node_87(v: &Value) -> Result<(), Invalid> {
+        /// Checks `/$defs/WireExtensionInterruptRequest/properties/method`.
+        fn node_84(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -7060,10 +6951,8 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks a value against `#/$defs/AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWire`.
-        pub fn check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWire(
-            v: &Value,
-        ) -> Result<(), Invalid> {
+        /// Checks a value against `#/$defs/WireExtensionInterruptRequest`.
+        pub fn check_WireExtensionInterruptRequest(v: &Value) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
@@ -7081,19 +6970,16 @@ pub mod acp_v1_extension_vectors {
                     return Err(Invalid::new("missing required property `params`"));
                 }
                 if let Some(p) = o.get("jsonrpc") {
-                    node_86(p).map_err(|e| e.at("jsonrpc"))?;
+                    node_83(p).map_err(|e| e.at("jsonrpc"))?;
                 }
                 if let Some(p) = o.get("id") {
                     check_Union(p).map_err(|e| e.at("id"))?;
                 }
                 if let Some(p) = o.get("method") {
-                    node_87(p).map_err(|e| e.at("method"))?;
+                    node_84(p).map_err(|e| e.at("method"))?;
                 }
                 if let Some(p) = o.get("params") {
-                    check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireParams(
-                            p,
-                        )
-                        .map_err(|e| e.at("params"))?;
+                    check_CheckfuSessionInterruptParams(p).map_err(|e| e.at("params"))?;
                 }
                 for k in o.keys() {
                     if !&["jsonrpc", "id", "method", "params"].contains(&k.as_str()) {
@@ -7106,7 +6992,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequest/properties/name`.
-        fn node_88(v: &Value) -> Result<(), Invalid> {
+        fn node_85(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -7116,7 +7002,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequest/properties/direction`.
-        fn node_89(v: &Value) -> Result<(), Invalid> {
+        fn node_86(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -7143,16 +7029,13 @@ pub mod acp_v1_extension_vectors {
                     return Err(Invalid::new("missing required property `wire`"));
                 }
                 if let Some(p) = o.get("name") {
-                    node_88(p).map_err(|e| e.at("name"))?;
+                    node_85(p).map_err(|e| e.at("name"))?;
                 }
                 if let Some(p) = o.get("direction") {
-                    node_89(p).map_err(|e| e.at("direction"))?;
+                    node_86(p).map_err(|e| e.at("direction"))?;
                 }
                 if let Some(p) = o.get("wire") {
-                    check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWire(
-                            p,
-                        )
-                        .map_err(|e| e.at("wire"))?;
+                    check_WireExtensionInterruptRequest(p).map_err(|e| e.at("wire"))?;
                 }
                 for k in o.keys() {
                     if !&["name", "direction", "wire"].contains(&k.as_str()) {
@@ -7164,8 +7047,8 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWireResult/properties/disposition`.
-        fn node_90(v: &Value) -> Result<(), Invalid> {
+        /// Checks `/$defs/CheckfuSessionInterruptResult/properties/disposition`.
+        fn node_87(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -7176,10 +7059,8 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks a value against `#/$defs/AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWireResult`.
-        pub fn check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWireResult(
-            v: &Value,
-        ) -> Result<(), Invalid> {
+        /// Checks a value against `#/$defs/CheckfuSessionInterruptResult`.
+        pub fn check_CheckfuSessionInterruptResult(v: &Value) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
@@ -7188,7 +7069,7 @@ pub mod acp_v1_extension_vectors {
                     return Err(Invalid::new("missing required property `disposition`"));
                 }
                 if let Some(p) = o.get("disposition") {
-                    node_90(p).map_err(|e| e.at("disposition"))?;
+                    node_87(p).map_err(|e| e.at("disposition"))?;
                 }
                 for k in o.keys() {
                     if !&["disposition"].contains(&k.as_str()) {
@@ -7200,8 +7081,8 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWire/properties/jsonrpc`.
-        fn node_91(v: &Value) -> Result<(), Invalid> {
+        /// Checks `/$defs/WireExtensionInterruptResponse/properties/jsonrpc`.
+        fn node_88(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -7210,10 +7091,8 @@ pub mod acp_v1_extension_vectors {
             }
             Ok(())
         }
-        /// Checks a value against `#/$defs/AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWire`.
-        pub fn check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWire(
-            v: &Value,
-        ) -> Result<(), Invalid> {
+        /// Checks a value against `#/$defs/WireExtensionInterruptResponse`.
+        pub fn check_WireExtensionInterruptResponse(v: &Value) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
@@ -7228,16 +7107,13 @@ pub mod acp_v1_extension_vectors {
                     return Err(Invalid::new("missing required property `result`"));
                 }
                 if let Some(p) = o.get("jsonrpc") {
-                    node_91(p).map_err(|e| e.at("jsonrpc"))?;
+                    node_88(p).map_err(|e| e.at("jsonrpc"))?;
                 }
                 if let Some(p) = o.get("id") {
                     check_Union(p).map_err(|e| e.at("id"))?;
                 }
                 if let Some(p) = o.get("result") {
-                    check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWireResult(
-                            p,
-                        )
-                        .map_err(|e| e.at("result"))?;
+                    check_CheckfuSessionInterruptResult(p).map_err(|e| e.at("result"))?;
                 }
                 for k in o.keys() {
                     if !&["jsonrpc", "id", "result"].contains(&k.as_str()) {
@@ -7250,7 +7126,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponse/properties/name`.
-        fn node_92(v: &Value) -> Result<(), Invalid> {
+        fn node_89(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -7260,7 +7136,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponse/properties/direction`.
-        fn node_93(v: &Value) -> Result<(), Invalid> {
+        fn node_90(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -7287,16 +7163,13 @@ pub mod acp_v1_extension_vectors {
                     return Err(Invalid::new("missing required property `wire`"));
                 }
                 if let Some(p) = o.get("name") {
-                    node_92(p).map_err(|e| e.at("name"))?;
+                    node_89(p).map_err(|e| e.at("name"))?;
                 }
                 if let Some(p) = o.get("direction") {
-                    node_93(p).map_err(|e| e.at("direction"))?;
+                    node_90(p).map_err(|e| e.at("direction"))?;
                 }
                 if let Some(p) = o.get("wire") {
-                    check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWire(
-                            p,
-                        )
-                        .map_err(|e| e.at("wire"))?;
+                    check_WireExtensionInterruptResponse(p).map_err(|e| e.at("wire"))?;
                 }
                 for k in o.keys() {
                     if !&["name", "direction", "wire"].contains(&k.as_str()) {
@@ -7309,7 +7182,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectors/properties/schema_id`.
-        fn node_94(v: &Value) -> Result<(), Invalid> {
+        fn node_91(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -7324,7 +7197,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectors/properties/revision`.
-        fn node_95(v: &Value) -> Result<(), Invalid> {
+        fn node_92(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -7334,7 +7207,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectors/properties/protocol`.
-        fn node_96(v: &Value) -> Result<(), Invalid> {
+        fn node_93(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -7344,7 +7217,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectors/properties/wire_protocol_version`.
-        fn node_97(v: &Value) -> Result<(), Invalid> {
+        fn node_94(v: &Value) -> Result<(), Invalid> {
             if !(crate::exact::is_integer(v)) {
                 return Err(Invalid::new("expected integer"));
             }
@@ -7354,7 +7227,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectors/properties/driver_version`.
-        fn node_98(v: &Value) -> Result<(), Invalid> {
+        fn node_95(v: &Value) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -7364,7 +7237,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectors/properties/vectors/items`.
-        fn node_99(v: &Value) -> Result<(), Invalid> {
+        fn node_96(v: &Value) -> Result<(), Invalid> {
             if !(false
                 || check_AcpV1ExtensionVectorsVectorsItemInitializeFullDeclaration(v)
                     .is_ok()
@@ -7401,13 +7274,13 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectors/properties/vectors`.
-        fn node_100(v: &Value) -> Result<(), Invalid> {
+        fn node_97(v: &Value) -> Result<(), Invalid> {
             if !(v.is_array()) {
                 return Err(Invalid::new("expected array"));
             }
             if let Some(a) = v.as_array() {
                 for (i, item) in a.iter().enumerate() {
-                    node_99(item).map_err(|e| e.at(i.to_string()))?;
+                    node_96(item).map_err(|e| e.at(i.to_string()))?;
                 }
             }
             Ok(())
@@ -7441,22 +7314,22 @@ pub mod acp_v1_extension_vectors {
                     return Err(Invalid::new("missing required property `vectors`"));
                 }
                 if let Some(p) = o.get("schema_id") {
-                    node_94(p).map_err(|e| e.at("schema_id"))?;
+                    node_91(p).map_err(|e| e.at("schema_id"))?;
                 }
                 if let Some(p) = o.get("revision") {
-                    node_95(p).map_err(|e| e.at("revision"))?;
+                    node_92(p).map_err(|e| e.at("revision"))?;
                 }
                 if let Some(p) = o.get("protocol") {
-                    node_96(p).map_err(|e| e.at("protocol"))?;
+                    node_93(p).map_err(|e| e.at("protocol"))?;
                 }
                 if let Some(p) = o.get("wire_protocol_version") {
-                    node_97(p).map_err(|e| e.at("wire_protocol_version"))?;
+                    node_94(p).map_err(|e| e.at("wire_protocol_version"))?;
                 }
                 if let Some(p) = o.get("driver_version") {
-                    node_98(p).map_err(|e| e.at("driver_version"))?;
+                    node_95(p).map_err(|e| e.at("driver_version"))?;
                 }
                 if let Some(p) = o.get("vectors") {
-                    node_100(p).map_err(|e| e.at("vectors"))?;
+                    node_97(p).map_err(|e| e.at("vectors"))?;
                 }
                 for k in o.keys() {
                     if !&[
@@ -7548,17 +7421,15 @@ pub mod acp_v1_extension_vectors {
         fn roundtrip_ObjectsResultAgentInfo(v: &Value) -> Result<Value, Invalid> {
             crate::exact::encode(&decode_ObjectsResultAgentInfo(v)?)
         }
-        /// Decodes `ObjectsResultMetaCheckfuCapabilities` exactly: the generated check, then the typify type.
-        pub fn decode_ObjectsResultMetaCheckfuCapabilities(
+        /// Decodes `CheckfuCapabilities` exactly: the generated check, then the typify type.
+        pub fn decode_CheckfuCapabilities(
             v: &Value,
-        ) -> Result<super::types::ObjectsResultMetaCheckfuCapabilities, Invalid> {
-            check_ObjectsResultMetaCheckfuCapabilities(v)?;
+        ) -> Result<super::types::CheckfuCapabilities, Invalid> {
+            check_CheckfuCapabilities(v)?;
             crate::exact::deserialize(v)
         }
-        fn roundtrip_ObjectsResultMetaCheckfuCapabilities(
-            v: &Value,
-        ) -> Result<Value, Invalid> {
-            crate::exact::encode(&decode_ObjectsResultMetaCheckfuCapabilities(v)?)
+        fn roundtrip_CheckfuCapabilities(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_CheckfuCapabilities(v)?)
         }
         /// Decodes `ObjectsResultMeta` exactly: the generated check, then the typify type.
         pub fn decode_ObjectsResultMeta(
@@ -7630,6 +7501,16 @@ pub mod acp_v1_extension_vectors {
             crate::exact::encode(
                 &decode_Objects1ParamsUpdateMetaCheckfuSubagentCompleted(v)?,
             )
+        }
+        /// Decodes `CheckfuSubagent` exactly: the generated check, then the typify type.
+        pub fn decode_CheckfuSubagent(
+            v: &Value,
+        ) -> Result<super::types::CheckfuSubagent, Invalid> {
+            check_CheckfuSubagent(v)?;
+            crate::exact::deserialize(v)
+        }
+        fn roundtrip_CheckfuSubagent(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_CheckfuSubagent(v)?)
         }
         /// Decodes `Objects1ParamsUpdateMeta` exactly: the generated check, then the typify type.
         pub fn decode_Objects1ParamsUpdateMeta(
@@ -7714,6 +7595,16 @@ pub mod acp_v1_extension_vectors {
                 &decode_AcpV1ExtensionVectorsVectorsItemInitializeControlsDeclaration(v)?,
             )
         }
+        /// Decodes `CheckfuBuiltinTools` exactly: the generated check, then the typify type.
+        pub fn decode_CheckfuBuiltinTools(
+            v: &Value,
+        ) -> Result<super::types::CheckfuBuiltinTools, Invalid> {
+            check_CheckfuBuiltinTools(v)?;
+            crate::exact::deserialize(v)
+        }
+        fn roundtrip_CheckfuBuiltinTools(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_CheckfuBuiltinTools(v)?)
+        }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParamsMeta` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParamsMeta(
             v: &Value,
@@ -7754,22 +7645,15 @@ pub mod acp_v1_extension_vectors {
                 )?,
             )
         }
-        /// Decodes `AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWire` exactly: the generated check, then the typify type.
-        pub fn decode_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWire(
+        /// Decodes `WireSessionNewBuiltinTools` exactly: the generated check, then the typify type.
+        pub fn decode_WireSessionNewBuiltinTools(
             v: &Value,
-        ) -> Result<
-            super::types::AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWire,
-            Invalid,
-        > {
-            check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWire(v)?;
+        ) -> Result<super::types::WireSessionNewBuiltinTools, Invalid> {
+            check_WireSessionNewBuiltinTools(v)?;
             crate::exact::deserialize(v)
         }
-        fn roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWire(
-            v: &Value,
-        ) -> Result<Value, Invalid> {
-            crate::exact::encode(
-                &decode_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWire(v)?,
-            )
+        fn roundtrip_WireSessionNewBuiltinTools(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_WireSessionNewBuiltinTools(v)?)
         }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinTools` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinTools(
@@ -7808,6 +7692,16 @@ pub mod acp_v1_extension_vectors {
                     v,
                 )?,
             )
+        }
+        /// Decodes `CheckfuOutputSchema` exactly: the generated check, then the typify type.
+        pub fn decode_CheckfuOutputSchema(
+            v: &Value,
+        ) -> Result<super::types::CheckfuOutputSchema, Invalid> {
+            check_CheckfuOutputSchema(v)?;
+            crate::exact::deserialize(v)
+        }
+        fn roundtrip_CheckfuOutputSchema(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_CheckfuOutputSchema(v)?)
         }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMeta` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMeta(
@@ -7849,22 +7743,15 @@ pub mod acp_v1_extension_vectors {
                 )?,
             )
         }
-        /// Decodes `AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWire` exactly: the generated check, then the typify type.
-        pub fn decode_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWire(
+        /// Decodes `WireSessionNewOutputSchema` exactly: the generated check, then the typify type.
+        pub fn decode_WireSessionNewOutputSchema(
             v: &Value,
-        ) -> Result<
-            super::types::AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWire,
-            Invalid,
-        > {
-            check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWire(v)?;
+        ) -> Result<super::types::WireSessionNewOutputSchema, Invalid> {
+            check_WireSessionNewOutputSchema(v)?;
             crate::exact::deserialize(v)
         }
-        fn roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWire(
-            v: &Value,
-        ) -> Result<Value, Invalid> {
-            crate::exact::encode(
-                &decode_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWire(v)?,
-            )
+        fn roundtrip_WireSessionNewOutputSchema(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_WireSessionNewOutputSchema(v)?)
         }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchema` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchema(
@@ -7936,26 +7823,15 @@ pub mod acp_v1_extension_vectors {
                 )?,
             )
         }
-        /// Decodes `AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurn` exactly: the generated check, then the typify type.
-        pub fn decode_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurn(
+        /// Decodes `CheckfuTurn` exactly: the generated check, then the typify type.
+        pub fn decode_CheckfuTurn(
             v: &Value,
-        ) -> Result<
-            super::types::AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurn,
-            Invalid,
-        > {
-            check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurn(
-                v,
-            )?;
+        ) -> Result<super::types::CheckfuTurn, Invalid> {
+            check_CheckfuTurn(v)?;
             crate::exact::deserialize(v)
         }
-        fn roundtrip_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurn(
-            v: &Value,
-        ) -> Result<Value, Invalid> {
-            crate::exact::encode(
-                &decode_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurn(
-                    v,
-                )?,
-            )
+        fn roundtrip_CheckfuTurn(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_CheckfuTurn(v)?)
         }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMeta` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMeta(
@@ -7999,24 +7875,17 @@ pub mod acp_v1_extension_vectors {
                 )?,
             )
         }
-        /// Decodes `AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWire` exactly: the generated check, then the typify type.
-        pub fn decode_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWire(
+        /// Decodes `WireSessionPromptTurnTelemetry` exactly: the generated check, then the typify type.
+        pub fn decode_WireSessionPromptTurnTelemetry(
             v: &Value,
-        ) -> Result<
-            super::types::AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWire,
-            Invalid,
-        > {
-            check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWire(v)?;
+        ) -> Result<super::types::WireSessionPromptTurnTelemetry, Invalid> {
+            check_WireSessionPromptTurnTelemetry(v)?;
             crate::exact::deserialize(v)
         }
-        fn roundtrip_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWire(
+        fn roundtrip_WireSessionPromptTurnTelemetry(
             v: &Value,
         ) -> Result<Value, Invalid> {
-            crate::exact::encode(
-                &decode_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWire(
-                    v,
-                )?,
-            )
+            crate::exact::encode(&decode_WireSessionPromptTurnTelemetry(v)?)
         }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetry` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetry(
@@ -8035,41 +7904,25 @@ pub mod acp_v1_extension_vectors {
                 &decode_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetry(v)?,
             )
         }
-        /// Decodes `AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParams` exactly: the generated check, then the typify type.
-        pub fn decode_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParams(
+        /// Decodes `CheckfuSessionSteerParams` exactly: the generated check, then the typify type.
+        pub fn decode_CheckfuSessionSteerParams(
             v: &Value,
-        ) -> Result<
-            super::types::AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParams,
-            Invalid,
-        > {
-            check_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParams(v)?;
+        ) -> Result<super::types::CheckfuSessionSteerParams, Invalid> {
+            check_CheckfuSessionSteerParams(v)?;
             crate::exact::deserialize(v)
         }
-        fn roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParams(
-            v: &Value,
-        ) -> Result<Value, Invalid> {
-            crate::exact::encode(
-                &decode_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParams(
-                    v,
-                )?,
-            )
+        fn roundtrip_CheckfuSessionSteerParams(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_CheckfuSessionSteerParams(v)?)
         }
-        /// Decodes `AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWire` exactly: the generated check, then the typify type.
-        pub fn decode_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWire(
+        /// Decodes `WireExtensionSteerRequest` exactly: the generated check, then the typify type.
+        pub fn decode_WireExtensionSteerRequest(
             v: &Value,
-        ) -> Result<
-            super::types::AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWire,
-            Invalid,
-        > {
-            check_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWire(v)?;
+        ) -> Result<super::types::WireExtensionSteerRequest, Invalid> {
+            check_WireExtensionSteerRequest(v)?;
             crate::exact::deserialize(v)
         }
-        fn roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWire(
-            v: &Value,
-        ) -> Result<Value, Invalid> {
-            crate::exact::encode(
-                &decode_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWire(v)?,
-            )
+        fn roundtrip_WireExtensionSteerRequest(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_WireExtensionSteerRequest(v)?)
         }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest(
@@ -8088,41 +7941,25 @@ pub mod acp_v1_extension_vectors {
                 &decode_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest(v)?,
             )
         }
-        /// Decodes `AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWireResult` exactly: the generated check, then the typify type.
-        pub fn decode_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWireResult(
+        /// Decodes `CheckfuSessionSteerResult` exactly: the generated check, then the typify type.
+        pub fn decode_CheckfuSessionSteerResult(
             v: &Value,
-        ) -> Result<
-            super::types::AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWireResult,
-            Invalid,
-        > {
-            check_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWireResult(v)?;
+        ) -> Result<super::types::CheckfuSessionSteerResult, Invalid> {
+            check_CheckfuSessionSteerResult(v)?;
             crate::exact::deserialize(v)
         }
-        fn roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWireResult(
-            v: &Value,
-        ) -> Result<Value, Invalid> {
-            crate::exact::encode(
-                &decode_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWireResult(
-                    v,
-                )?,
-            )
+        fn roundtrip_CheckfuSessionSteerResult(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_CheckfuSessionSteerResult(v)?)
         }
-        /// Decodes `AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWire` exactly: the generated check, then the typify type.
-        pub fn decode_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWire(
+        /// Decodes `WireExtensionSteerResponse` exactly: the generated check, then the typify type.
+        pub fn decode_WireExtensionSteerResponse(
             v: &Value,
-        ) -> Result<
-            super::types::AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWire,
-            Invalid,
-        > {
-            check_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWire(v)?;
+        ) -> Result<super::types::WireExtensionSteerResponse, Invalid> {
+            check_WireExtensionSteerResponse(v)?;
             crate::exact::deserialize(v)
         }
-        fn roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWire(
-            v: &Value,
-        ) -> Result<Value, Invalid> {
-            crate::exact::encode(
-                &decode_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWire(v)?,
-            )
+        fn roundtrip_WireExtensionSteerResponse(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_WireExtensionSteerResponse(v)?)
         }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse(
@@ -8141,43 +7978,25 @@ pub mod acp_v1_extension_vectors {
                 &decode_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse(v)?,
             )
         }
-        /// Decodes `AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireParams` exactly: the generated check, then the typify type.
-        pub fn decode_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireParams(
+        /// Decodes `CheckfuSessionInterruptParams` exactly: the generated check, then the typify type.
+        pub fn decode_CheckfuSessionInterruptParams(
             v: &Value,
-        ) -> Result<
-            super::types::AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireParams,
-            Invalid,
-        > {
-            check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireParams(
-                v,
-            )?;
+        ) -> Result<super::types::CheckfuSessionInterruptParams, Invalid> {
+            check_CheckfuSessionInterruptParams(v)?;
             crate::exact::deserialize(v)
         }
-        fn roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireParams(
-            v: &Value,
-        ) -> Result<Value, Invalid> {
-            crate::exact::encode(
-                &decode_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireParams(
-                    v,
-                )?,
-            )
+        fn roundtrip_CheckfuSessionInterruptParams(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_CheckfuSessionInterruptParams(v)?)
         }
-        /// Decodes `AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWire` exactly: the generated check, then the typify type.
-        pub fn decode_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWire(
+        /// Decodes `WireExtensionInterruptRequest` exactly: the generated check, then the typify type.
+        pub fn decode_WireExtensionInterruptRequest(
             v: &Value,
-        ) -> Result<
-            super::types::AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWire,
-            Invalid,
-        > {
-            check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWire(v)?;
+        ) -> Result<super::types::WireExtensionInterruptRequest, Invalid> {
+            check_WireExtensionInterruptRequest(v)?;
             crate::exact::deserialize(v)
         }
-        fn roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWire(
-            v: &Value,
-        ) -> Result<Value, Invalid> {
-            crate::exact::encode(
-                &decode_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWire(v)?,
-            )
+        fn roundtrip_WireExtensionInterruptRequest(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_WireExtensionInterruptRequest(v)?)
         }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequest` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequest(
@@ -8196,45 +8015,27 @@ pub mod acp_v1_extension_vectors {
                 &decode_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequest(v)?,
             )
         }
-        /// Decodes `AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWireResult` exactly: the generated check, then the typify type.
-        pub fn decode_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWireResult(
+        /// Decodes `CheckfuSessionInterruptResult` exactly: the generated check, then the typify type.
+        pub fn decode_CheckfuSessionInterruptResult(
             v: &Value,
-        ) -> Result<
-            super::types::AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWireResult,
-            Invalid,
-        > {
-            check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWireResult(
-                v,
-            )?;
+        ) -> Result<super::types::CheckfuSessionInterruptResult, Invalid> {
+            check_CheckfuSessionInterruptResult(v)?;
             crate::exact::deserialize(v)
         }
-        fn roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWireResult(
-            v: &Value,
-        ) -> Result<Value, Invalid> {
-            crate::exact::encode(
-                &decode_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWireResult(
-                    v,
-                )?,
-            )
+        fn roundtrip_CheckfuSessionInterruptResult(v: &Value) -> Result<Value, Invalid> {
+            crate::exact::encode(&decode_CheckfuSessionInterruptResult(v)?)
         }
-        /// Decodes `AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWire` exactly: the generated check, then the typify type.
-        pub fn decode_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWire(
+        /// Decodes `WireExtensionInterruptResponse` exactly: the generated check, then the typify type.
+        pub fn decode_WireExtensionInterruptResponse(
             v: &Value,
-        ) -> Result<
-            super::types::AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWire,
-            Invalid,
-        > {
-            check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWire(v)?;
+        ) -> Result<super::types::WireExtensionInterruptResponse, Invalid> {
+            check_WireExtensionInterruptResponse(v)?;
             crate::exact::deserialize(v)
         }
-        fn roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWire(
+        fn roundtrip_WireExtensionInterruptResponse(
             v: &Value,
         ) -> Result<Value, Invalid> {
-            crate::exact::encode(
-                &decode_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWire(
-                    v,
-                )?,
-            )
+            crate::exact::encode(&decode_WireExtensionInterruptResponse(v)?)
         }
         /// Decodes `AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponse` exactly: the generated check, then the typify type.
         pub fn decode_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponse(
@@ -8309,10 +8110,10 @@ pub mod acp_v1_extension_vectors {
                 roundtrip: roundtrip_ObjectsResultAgentInfo,
             },
             crate::exact::Definition {
-                name: "ObjectsResultMetaCheckfuCapabilities",
+                name: "CheckfuCapabilities",
                 origin: "/$defs/Objects_/properties/result/properties/_meta/properties/checkfu.capabilities",
-                check: check_ObjectsResultMetaCheckfuCapabilities,
-                roundtrip: roundtrip_ObjectsResultMetaCheckfuCapabilities,
+                check: check_CheckfuCapabilities,
+                roundtrip: roundtrip_CheckfuCapabilities,
             },
             crate::exact::Definition {
                 name: "ObjectsResultMeta",
@@ -8343,6 +8144,12 @@ pub mod acp_v1_extension_vectors {
                 origin: "/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/2",
                 check: check_Objects1ParamsUpdateMetaCheckfuSubagentCompleted,
                 roundtrip: roundtrip_Objects1ParamsUpdateMetaCheckfuSubagentCompleted,
+            },
+            crate::exact::Definition {
+                name: "CheckfuSubagent",
+                origin: "/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent",
+                check: check_CheckfuSubagent,
+                roundtrip: roundtrip_CheckfuSubagent,
             },
             crate::exact::Definition {
                 name: "Objects1ParamsUpdateMeta",
@@ -8381,6 +8188,12 @@ pub mod acp_v1_extension_vectors {
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemInitializeControlsDeclaration,
             },
             crate::exact::Definition {
+                name: "CheckfuBuiltinTools",
+                origin: "/properties/vectors/items/anyOf/3/properties/wire/properties/params/properties/_meta/properties/checkfu.builtin_tools",
+                check: check_CheckfuBuiltinTools,
+                roundtrip: roundtrip_CheckfuBuiltinTools,
+            },
+            crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParamsMeta",
                 origin: "/properties/vectors/items/anyOf/3/properties/wire/properties/params/properties/_meta",
                 check: check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParamsMeta,
@@ -8393,10 +8206,10 @@ pub mod acp_v1_extension_vectors {
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParams,
             },
             crate::exact::Definition {
-                name: "AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWire",
+                name: "WireSessionNewBuiltinTools",
                 origin: "/properties/vectors/items/anyOf/3/properties/wire",
-                check: check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWire,
-                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWire,
+                check: check_WireSessionNewBuiltinTools,
+                roundtrip: roundtrip_WireSessionNewBuiltinTools,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinTools",
@@ -8411,6 +8224,12 @@ pub mod acp_v1_extension_vectors {
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMetaCheckfuOutputSchemaVariant1,
             },
             crate::exact::Definition {
+                name: "CheckfuOutputSchema",
+                origin: "/properties/vectors/items/anyOf/4/properties/wire/properties/params/properties/_meta/properties/checkfu.output_schema",
+                check: check_CheckfuOutputSchema,
+                roundtrip: roundtrip_CheckfuOutputSchema,
+            },
+            crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMeta",
                 origin: "/properties/vectors/items/anyOf/4/properties/wire/properties/params/properties/_meta",
                 check: check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMeta,
@@ -8423,10 +8242,10 @@ pub mod acp_v1_extension_vectors {
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParams,
             },
             crate::exact::Definition {
-                name: "AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWire",
+                name: "WireSessionNewOutputSchema",
                 origin: "/properties/vectors/items/anyOf/4/properties/wire",
-                check: check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWire,
-                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWire,
+                check: check_WireSessionNewOutputSchema,
+                roundtrip: roundtrip_WireSessionNewOutputSchema,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchema",
@@ -8453,10 +8272,10 @@ pub mod acp_v1_extension_vectors {
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentCompleted,
             },
             crate::exact::Definition {
-                name: "AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurn",
+                name: "CheckfuTurn",
                 origin: "/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn",
-                check: check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurn,
-                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMetaCheckfuTurn,
+                check: check_CheckfuTurn,
+                roundtrip: roundtrip_CheckfuTurn,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMeta",
@@ -8471,10 +8290,10 @@ pub mod acp_v1_extension_vectors {
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResult,
             },
             crate::exact::Definition {
-                name: "AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWire",
+                name: "WireSessionPromptTurnTelemetry",
                 origin: "/properties/vectors/items/anyOf/8/properties/wire",
-                check: check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWire,
-                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWire,
+                check: check_WireSessionPromptTurnTelemetry,
+                roundtrip: roundtrip_WireSessionPromptTurnTelemetry,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetry",
@@ -8483,16 +8302,16 @@ pub mod acp_v1_extension_vectors {
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetry,
             },
             crate::exact::Definition {
-                name: "AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParams",
+                name: "CheckfuSessionSteerParams",
                 origin: "/properties/vectors/items/anyOf/9/properties/wire/properties/params",
-                check: check_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParams,
-                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWireParams,
+                check: check_CheckfuSessionSteerParams,
+                roundtrip: roundtrip_CheckfuSessionSteerParams,
             },
             crate::exact::Definition {
-                name: "AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWire",
+                name: "WireExtensionSteerRequest",
                 origin: "/properties/vectors/items/anyOf/9/properties/wire",
-                check: check_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWire,
-                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequestWire,
+                check: check_WireExtensionSteerRequest,
+                roundtrip: roundtrip_WireExtensionSteerRequest,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest",
@@ -8501,16 +8320,16 @@ pub mod acp_v1_extension_vectors {
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest,
             },
             crate::exact::Definition {
-                name: "AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWireResult",
+                name: "CheckfuSessionSteerResult",
                 origin: "/properties/vectors/items/anyOf/10/properties/wire/properties/result",
-                check: check_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWireResult,
-                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWireResult,
+                check: check_CheckfuSessionSteerResult,
+                roundtrip: roundtrip_CheckfuSessionSteerResult,
             },
             crate::exact::Definition {
-                name: "AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWire",
+                name: "WireExtensionSteerResponse",
                 origin: "/properties/vectors/items/anyOf/10/properties/wire",
-                check: check_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWire,
-                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponseWire,
+                check: check_WireExtensionSteerResponse,
+                roundtrip: roundtrip_WireExtensionSteerResponse,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse",
@@ -8519,16 +8338,16 @@ pub mod acp_v1_extension_vectors {
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse,
             },
             crate::exact::Definition {
-                name: "AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireParams",
+                name: "CheckfuSessionInterruptParams",
                 origin: "/properties/vectors/items/anyOf/11/properties/wire/properties/params",
-                check: check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireParams,
-                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWireParams,
+                check: check_CheckfuSessionInterruptParams,
+                roundtrip: roundtrip_CheckfuSessionInterruptParams,
             },
             crate::exact::Definition {
-                name: "AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWire",
+                name: "WireExtensionInterruptRequest",
                 origin: "/properties/vectors/items/anyOf/11/properties/wire",
-                check: check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWire,
-                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequestWire,
+                check: check_WireExtensionInterruptRequest,
+                roundtrip: roundtrip_WireExtensionInterruptRequest,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequest",
@@ -8537,16 +8356,16 @@ pub mod acp_v1_extension_vectors {
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequest,
             },
             crate::exact::Definition {
-                name: "AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWireResult",
+                name: "CheckfuSessionInterruptResult",
                 origin: "/properties/vectors/items/anyOf/12/properties/wire/properties/result",
-                check: check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWireResult,
-                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWireResult,
+                check: check_CheckfuSessionInterruptResult,
+                roundtrip: roundtrip_CheckfuSessionInterruptResult,
             },
             crate::exact::Definition {
-                name: "AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWire",
+                name: "WireExtensionInterruptResponse",
                 origin: "/properties/vectors/items/anyOf/12/properties/wire",
-                check: check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWire,
-                roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponseWire,
+                check: check_WireExtensionInterruptResponse,
+                roundtrip: roundtrip_WireExtensionInterruptResponse,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponse",

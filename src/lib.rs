@@ -4,6 +4,7 @@
 //! generator itself is the `checkfu-wire-codegen` crate, driven by the `checkfu-wire` CLI.
 
 pub mod catalog;
+pub mod decode;
 pub mod exact;
 pub mod schemas;
 pub mod admission;

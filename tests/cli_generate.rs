@@ -37,14 +37,14 @@ fn run(root: &Path, args: &[&str]) -> Output {
         .expect("run checkfu-wire")
 }
 
-/// Every file under generated/ and docs/, with its bytes.
+/// Every generated output (as the generator lists them), with its bytes in `root`.
 fn outputs(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut files = Vec::new();
-    for sub in ["generated", "docs"] {
-        for entry in fs::read_dir(root.join(sub)).expect("read_dir").flatten() {
-            files.push((entry.path(), fs::read(entry.path()).expect("read")));
-        }
-    }
+    let generation = checkfu_wire_codegen::generate(&project_root()).unwrap_or_else(|d| panic!("{d}"));
+    let mut files: Vec<_> = generation
+        .outputs
+        .iter()
+        .map(|o| (root.join(&o.path), fs::read(root.join(&o.path)).expect("read output")))
+        .collect();
     files.sort();
     files
 }

@@ -31,6 +31,7 @@ pub const SUPPORT_SNAPSHOT_OUT: &str = "generated/support-harnesses.json";
 pub const SUPPORT_SCHEMA_OUT: &str = "generated/support-harnesses.schema.json";
 pub const CATALOG_TABLES_OUT: &str = "generated/catalog_tables.rs";
 pub const SCHEMA_TYPES_OUT: &str = "generated/schema_types.rs";
+pub const DECODER_TABLES_OUT: &str = "generated/decoder_tables.rs";
 pub const DOCS_PAGE_OUT: &str = "docs/harness-wire-extensions.md";
 
 /// The command that rewrites every checked-in output.
@@ -60,19 +61,46 @@ pub fn inputs(root: &Path) -> Vec<PathBuf> {
     inputs
 }
 
+/// What a successful generation produced.
+#[derive(Debug)]
+pub struct Generation {
+    pub outputs: Vec<Output>,
+    /// Problems worth a look that do not stop generation (printed by the CLI, and as
+    /// `cargo:warning` by the build script).
+    pub warnings: Vec<String>,
+}
+
 /// Runs the whole pipeline in memory.
-pub fn generate(root: &Path) -> Result<Vec<Output>, Diagnostics> {
+pub fn generate(root: &Path) -> Result<Generation, Diagnostics> {
     let mut diagnostics = Diagnostics::default();
     let schemas = schema::SchemaSet::load(&root.join(SCHEMAS_DIR), &mut diagnostics);
     let templates = docs::Templates::load(&root.join(TEMPLATES_DIR), &mut diagnostics);
     let mut outputs = Vec::new();
-    // Schema types do not depend on the catalog: their errors are reported alongside the
-    // catalog's, not after them.
-    collect(&mut diagnostics, &mut outputs, schema_types(&schemas).map(|o| vec![o]));
-    let Some((compiled, file)) = load_catalog(root, &schemas, &mut diagnostics) else {
+    let mut warnings = Vec::new();
+    let loaded = load_catalog(root, &schemas, &mut diagnostics);
+    let plan = match &loaded {
+        Some((compiled, file)) => match rust::decoder::plan(&compiled.catalog, &schemas, *file) {
+            Ok(plan) => Some(plan),
+            Err(items) => {
+                diagnostics.items.extend(items);
+                None
+            }
+        },
+        None => None,
+    };
+    // Schema types do not depend on a valid catalog: their errors are reported alongside
+    // the catalog's, not after them.
+    let pins = plan.as_ref().map(|p| p.pins.clone()).unwrap_or_default();
+    collect(&mut diagnostics, &mut outputs, schema_types(&schemas, &pins).map(|o| vec![o]));
+    let (Some((compiled, file)), Some(plan)) = (loaded, plan) else {
         return Err(diagnostics);
     };
+    warnings.extend(plan.warnings.iter().cloned());
     let banner = banner();
+    let tables = rust::format_file(&format!("// {banner}"), rust::decoder::generate(&plan, &compiled.catalog))
+        .map(|contents| vec![Output { path: DECODER_TABLES_OUT.into(), contents }])
+        .map_err(|e| vec![Diagnostic::new(Class::Generation, e)]);
+    collect(&mut diagnostics, &mut outputs, tables);
     let snapshot = projection::support_snapshot(&compiled, &banner);
     collect(&mut diagnostics, &mut outputs, render(&compiled, &snapshot).map_err(|d| vec![d]));
     let page = docs::render(&compiled, &templates).map(|page| vec![Output { path: DOCS_PAGE_OUT.into(), contents: page }]);
@@ -81,7 +109,7 @@ pub fn generate(root: &Path) -> Result<Vec<Output>, Diagnostics> {
     collect(&mut diagnostics, &mut outputs, lock);
     if diagnostics.is_empty() {
         outputs.sort_by(|a, b| a.path.cmp(&b.path));
-        Ok(outputs)
+        Ok(Generation { outputs, warnings })
     } else {
         Err(diagnostics)
     }
@@ -122,11 +150,12 @@ fn load_catalog(root: &Path, schemas: &schema::SchemaSet, diagnostics: &mut Diag
 }
 
 /// Types, checks and decoders for every input schema, in one file.
-fn schema_types(schemas: &schema::SchemaSet) -> Result<Output, Vec<Diagnostic>> {
+fn schema_types(schemas: &schema::SchemaSet, pins: &rust::decoder::Pins) -> Result<Output, Vec<Diagnostic>> {
     let mut modules = Vec::new();
     let mut errors = Vec::new();
     for (file, raw) in &schemas.files {
-        match rust::schemas::generate(file, raw) {
+        let none = Default::default();
+        match rust::schemas::generate_pinned(file, raw, pins.get(file).unwrap_or(&none)) {
             Ok(tokens) => modules.push(tokens),
             Err(items) => errors.extend(items),
         }

@@ -6,8 +6,8 @@
 //! What each literal covers:
 //! - `extension_vectors`: the vectors schema and the golden vectors;
 //! - `driver`: the driver's envelopes, the declaration slot, the slots and gated emissions;
-//! - `protocol` (with `wire_protocol_version`): the slots' carriers and directions, the
-//!   wire surface the protocol literal names;
+//! - `protocol` (with `wire_protocol_version`): the ACP base grammar, the extension
+//!   method families, and the slots' carriers and directions: the wire surface it names;
 //! - `support`: the JSON Schema of the support snapshot (its shape, not its data);
 //! - `conformance`: the checks with their requirements, the observation vocabulary and
 //!   the gating; `conformance_case_set`: the check names and which are opt-in.
@@ -46,7 +46,11 @@ fn identities<'c>(compiled: &'c Compiled, schemas: &SchemaSet, golden: &Value) -
             &r.driver,
             json!({"drivers": c.drivers, "declaration": c.declaration, "slots": c.slots, "gated": c.gated_emissions}),
         ),
-        ("protocol", &r.protocol, json!({"wire_protocol_version": r.wire_protocol_version, "slots": slots_surface})),
+        (
+            "protocol",
+            &r.protocol,
+            json!({"wire_protocol_version": r.wire_protocol_version, "acp": c.acp, "method_sources": c.method_sources, "slots": slots_surface}),
+        ),
         ("support", &r.support, crate::projection::support_schema()),
         (
             "conformance",

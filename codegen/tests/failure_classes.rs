@@ -22,8 +22,8 @@ fn position(d: &Diagnostics, item: &Diagnostic) -> String {
 #[test]
 fn the_checked_in_catalog_generates() {
     let scratch = Scratch::new();
-    let outputs = checkfu_wire_codegen::generate(scratch.root()).unwrap_or_else(|d| panic!("{}", d.render()));
-    assert_eq!(outputs.len(), 7);
+    let outputs = checkfu_wire_codegen::generate(scratch.root()).unwrap_or_else(|d| panic!("{}", d.render())).outputs;
+    assert_eq!(outputs.len(), 8);
 }
 
 #[test]
@@ -118,7 +118,7 @@ fn class4_evidence_admits_the_promotion_and_stars_it() {
     let anchor = "name = \"checkfu\"\nmode";
     s.edit_after(anchor, "mid_run_input = \"unsupported\"", "mid_run_input = \"native\"");
     s.edit_after(anchor, "evidence = []", "evidence = [\"steering_delivered\"]");
-    let outputs = checkfu_wire_codegen::generate(s.root()).unwrap_or_else(|d| panic!("{}", d.render()));
+    let outputs = checkfu_wire_codegen::generate(s.root()).unwrap_or_else(|d| panic!("{}", d.render())).outputs;
     let page = &outputs.iter().find(|o| o.path.ends_with("harness-wire-extensions.md")).expect("page").contents;
     let row = page.lines().find(|l| l.starts_with("| checkfu | packaged")).expect("checkfu ceiling row");
     assert!(row.contains("| native* |"), "{row}");

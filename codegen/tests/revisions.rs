@@ -31,7 +31,7 @@ fn bumping_the_literal_records_the_new_content() {
     let s = Scratch::new();
     edit_schema(&s, "\"maxLength\": 256", "\"maxLength\": 512");
     s.edit_nth("extension_vectors = \"checkfu:acp-v1-extension-vectors@3\"", "extension_vectors = \"checkfu:acp-v1-extension-vectors@4\"", 0);
-    let outputs = checkfu_wire_codegen::generate(s.root()).unwrap_or_else(|d| panic!("{}", d.render()));
+    let outputs = checkfu_wire_codegen::generate(s.root()).unwrap_or_else(|d| panic!("{}", d.render())).outputs;
     let lock = outputs.iter().find(|o| o.path.ends_with("revisions.lock.json")).expect("lock");
     assert!(lock.contents.contains("checkfu:acp-v1-extension-vectors@4"));
 }

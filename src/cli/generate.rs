@@ -6,7 +6,12 @@ use checkfu_wire_codegen::{drift, generate as run_pipeline, write_changed, GENER
 
 pub fn generate(root: &Path) -> i32 {
     let outputs = match run_pipeline(root) {
-        Ok(outputs) => outputs,
+        Ok(generation) => {
+            for warning in &generation.warnings {
+                eprintln!("warning: {warning}");
+            }
+            generation.outputs
+        }
         Err(diagnostics) => {
             eprintln!("{diagnostics}");
             return 1;
@@ -32,7 +37,12 @@ pub fn generate(root: &Path) -> i32 {
 
 pub fn check(root: &Path) -> i32 {
     let outputs = match run_pipeline(root) {
-        Ok(outputs) => outputs,
+        Ok(generation) => {
+            for warning in &generation.warnings {
+                eprintln!("warning: {warning}");
+            }
+            generation.outputs
+        }
         Err(diagnostics) => {
             eprintln!("{diagnostics}");
             return 1;

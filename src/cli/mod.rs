@@ -1,6 +1,7 @@
 //! Subcommands of `checkfu-wire`. Each returns the process exit status.
 
 mod conform;
+mod decode;
 mod generate;
 
 use std::path::PathBuf;
@@ -31,6 +32,15 @@ enum Command {
         #[arg(long, value_enum, default_value = "text")]
         format: conform::Format,
     },
+    /// Read JSON Lines of wire messages (FILE, or stdin) and print how the platform reads each
+    /// (exit 0 all accepted, 1 any rejected, 2 unreadable input).
+    Decode {
+        /// A file of JSON Lines; stdin when absent.
+        file: Option<PathBuf>,
+        /// The direction of every message, when the messages alone do not tell.
+        #[arg(long, value_enum)]
+        direction: Option<checkfu_wire::decode::WireDirection>,
+    },
     /// Check author-supplied JSON Schemas against the bounded safety profile (exit 0 all pass,
     /// 1 any fails, 2 usage error or unreadable file).
     LintSchema {
@@ -49,6 +59,7 @@ pub fn run() -> i32 {
         Command::Generate => generate::generate(&cli.root),
         Command::Check => generate::check(&cli.root),
         Command::Conform { trace, format } => conform::conform(&trace, format),
+        Command::Decode { file, direction } => decode::decode(file, direction),
         Command::LintSchema { files, format } => {
             let json = matches!(format, conform::Format::Json);
             checkfu_wire_safety::run_cli(&files, json, &mut std::io::stdout().lock())

@@ -45,6 +45,11 @@ pub struct Catalog {
     pub gated_emissions: Vec<GatedEmission>,
     /// The conformance grammar's checks.
     pub conformance: Vec<ConformanceCheck>,
+    /// The ACP v1 base grammar the decoder keeps closed.
+    pub acp: Acp,
+    /// Extension method families read from input schemas.
+    #[serde(default)]
+    pub method_sources: Vec<MethodSource>,
     /// Model wire dialects with their gateway request paths.
     pub dialects: Vec<Dialect>,
     /// Reviewed model providers.
@@ -252,8 +257,85 @@ pub struct Slot {
     pub class: Spanned<SlotClass>,
     pub payload: String,
     pub status: Name,
-    /// The payload schema: `file#/json/pointer`, the file relative to `schemas/`.
+    /// The payload schema: `file#/json/pointer`, the file relative to `schemas/`. For an
+    /// extension method, the schema of its params.
     pub schema: Name,
+    /// For an extension method, the schema of its result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_schema: Option<Name>,
+    /// The payload is an author-supplied JSON Schema that must also pass the safety profile.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub safety_profile: bool,
+    /// Another slot whose value this one requires in the same message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requires: Option<SlotRequirement>,
+}
+
+/// A cross-field rule: the slot is legal only when `slot` carries `value`.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SlotRequirement {
+    pub slot: Name,
+    pub value: Name,
+}
+
+/// The ACP base grammar: methods per side, `sessionUpdate` kinds, stop reasons, version.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Acp {
+    pub protocol_version: Spanned<u32>,
+    pub session_update_kinds: Vec<Name>,
+    pub stop_reasons: Vec<Name>,
+    /// The method whose response carries `protocolVersion`.
+    pub version_method: Name,
+    /// The notification whose `params.update` is a session update member.
+    pub update_method: Name,
+    /// The method whose response carries `stopReason`.
+    pub prompt_method: Name,
+    pub methods: Vec<AcpMethod>,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AcpMethod {
+    pub name: Name,
+    /// Who handles the method.
+    pub side: Spanned<Side>,
+    /// A notification carries no `id` and gets no response.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub notification: bool,
+}
+
+/// Who handles a method: the agent (requests flow client → agent), the client (agent →
+/// client), or the JSON-RPC protocol layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Side {
+    Agent,
+    Client,
+    Protocol,
+}
+
+/// A family of extension methods described by an input schema.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MethodSource {
+    pub name: Name,
+    /// The schema file under `schemas/`.
+    pub schema: Name,
+    pub style: Spanned<SourceStyle>,
+    /// Prepended to `x-method` annotations to form the wire name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<Name>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceStyle {
+    /// Definitions annotated with `x-method` and `x-side`.
+    Annotations,
+    /// A root `method` enum with one `<Method>Params` definition per method.
+    MethodEnum,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]

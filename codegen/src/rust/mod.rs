@@ -1,6 +1,7 @@
 //! The Rust stage: source files the runtime crate includes from `OUT_DIR`.
 
 pub mod checks;
+pub mod decoder;
 pub mod null_absent;
 pub mod schemas;
 pub mod tables;

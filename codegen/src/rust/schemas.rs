@@ -18,8 +18,17 @@ pub fn names(file: &str) -> (String, String) {
 
 /// Generates the module for one schema file.
 pub fn generate(file: &str, raw: &Value) -> Result<TokenStream, Vec<Diagnostic>> {
+    generate_pinned(file, raw, &std::collections::BTreeMap::new())
+}
+
+/// Generates the module for one schema file, with extra named entry points.
+pub fn generate_pinned(
+    file: &str,
+    raw: &Value,
+    pins: &std::collections::BTreeMap<String, String>,
+) -> Result<TokenStream, Vec<Diagnostic>> {
     let (module, root_name) = names(file);
-    let normalized = normalize::normalize(&root_name, raw).map_err(|errors| {
+    let normalized = normalize::normalize_pinned(&root_name, raw, pins).map_err(|errors| {
         errors
             .into_iter()
             .map(|e| Diagnostic::new(Class::Generation, format!("schemas/{file}#{}: {}", e.pointer, e.message)))

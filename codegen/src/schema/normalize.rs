@@ -74,7 +74,10 @@ pub fn pascal(s: &str) -> String {
     out
 }
 
-struct Normalizer {
+struct Normalizer<'p> {
+    /// Raw pointer → name: nodes the decoder tables need as named definitions.
+    pins: &'p BTreeMap<String, String>,
+    pinned: Vec<String>,
     defs: Map<String, Value>,
     origins: BTreeMap<String, String>,
     errors: Vec<NormalizeError>,
@@ -82,9 +85,15 @@ struct Normalizer {
 
 /// Normalizes `raw`; `root_name` names the root type when it is an object.
 pub fn normalize(root_name: &str, raw: &Value) -> Result<Normalized, Vec<NormalizeError>> {
+    normalize_pinned(root_name, raw, &BTreeMap::new())
+}
+
+/// Normalizes `raw`, hoisting each node of `pins` (raw JSON Pointer → name) under its name
+/// whatever its type, so that it gets a generated type and decoder of its own.
+pub fn normalize_pinned(root_name: &str, raw: &Value, pins: &BTreeMap<String, String>) -> Result<Normalized, Vec<NormalizeError>> {
     let mut raw = raw.clone();
     rename_definitions(&mut raw);
-    let mut n = Normalizer { defs: Map::new(), origins: BTreeMap::new(), errors: Vec::new() };
+    let mut n = Normalizer { pins, pinned: Vec::new(), defs: Map::new(), origins: BTreeMap::new(), errors: Vec::new() };
     let input_defs = raw.as_object_mut().and_then(|o| o.remove("$defs"));
     // Existing definitions keep their names; they are claimed first so hoisted names that
     // clash with them are caught.
@@ -120,6 +129,14 @@ pub fn normalize(root_name: &str, raw: &Value) -> Result<Normalized, Vec<Normali
         n.defs.insert(name, schema);
     }
     let mut root = n.node(raw, "", &pascal(root_name), true);
+    for (pointer, name) in pins {
+        if !n.pinned.contains(pointer) {
+            n.errors.push(NormalizeError {
+                pointer: pointer.clone(),
+                message: format!("entry point `{name}` at `{pointer}` is not a schema node the normalized schema keeps"),
+            });
+        }
+    }
     if !n.errors.is_empty() {
         return Err(n.errors);
     }
@@ -184,7 +201,7 @@ fn discriminator(object: &Map<String, Value>) -> Option<String> {
     DISCRIMINATORS.iter().find_map(|d| single(d)).or_else(|| properties.keys().find_map(|k| single(k)))
 }
 
-impl Normalizer {
+impl Normalizer<'_> {
     /// Rewrites one schema node and its children; `name` is the name a hoisted object here
     /// would get; `top` is true for a definition's own root (never hoisted again).
     fn node(&mut self, value: Value, pointer: &str, name: &str, top: bool) -> Value {
@@ -228,6 +245,13 @@ impl Normalizer {
                     rewritten.push(self.node(variant, &at, &variant_name, false));
                 }
                 object.insert(key.into(), Value::Array(rewritten));
+            }
+        }
+        if !top {
+            if let Some(pinned) = self.pins.get(pointer) {
+                self.pinned.push(pointer.to_string());
+                let pinned = pinned.clone();
+                return self.hoist(&pinned, Value::Object(object), pointer);
             }
         }
         if !top && is_object_schema(&object) {
@@ -440,6 +464,18 @@ mod tests {
         let twins = json!({"$defs": {"Union_": {"type": "string"}, "Union": {"type": "number"}}});
         let errors = normalize("Root", &twins).expect_err("collides");
         assert!(errors[0].message.contains("`/$defs/Union`") && errors[0].message.contains("`/$defs/Union_`"), "{errors:?}");
+    }
+
+    #[test]
+    fn pinned_nodes_are_hoisted_under_their_name_and_missing_pins_are_reported() {
+        let input = json!({"type": "object", "properties": {"tools": {"type": "array", "items": {"type": "string"}}}});
+        let pins = BTreeMap::from([("/properties/tools".to_string(), "Tools".to_string())]);
+        let out = normalize_pinned("Root", &input, &pins).expect("normalizes").root;
+        assert_eq!(out["properties"]["tools"], json!({"$ref": "#/$defs/Tools"}));
+        assert_eq!(out["$defs"]["Tools"]["type"], json!("array"));
+        let missing = BTreeMap::from([("/properties/nope".to_string(), "Nope".to_string())]);
+        let errors = normalize_pinned("Root", &input, &missing).expect_err("unreachable pin");
+        assert!(errors[0].message.contains("entry point `Nope`"));
     }
 
     #[test]

@@ -1,0 +1,465 @@
+//! Decoder tables: where the runtime decoder looks up what a message means.
+//!
+//! - the slot table: `_meta` key → carrier → direction → class → typed payload decoder;
+//! - the method table: JSON-RPC method → side, notification or request, typed params and
+//!   result decoders, for the ACP base grammar, the Checkfu extension methods, and the
+//!   method families the catalog reads from schemas (Goose's `x-method` annotations,
+//!   khy-os's method enum);
+//! - the golden-vector table: vector name → direction → decoder of its wire message.
+//!
+//! Planning runs before the schema types are generated: it decides which schema nodes
+//! need a named definition (an entry point) so that every decoder is a generated type.
+
+use std::collections::BTreeMap;
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+use serde_json::Value;
+
+use crate::catalog::model::{Catalog, Direction, Side, SlotClass, SourceStyle};
+use crate::diagnostic::{Class, Diagnostic};
+use crate::schema::normalize::{escape_pointer, pascal, ANNOTATIONS};
+use crate::schema::SchemaSet;
+
+/// Schema file → raw JSON Pointer → the definition name to hoist that node under.
+pub type Pins = BTreeMap<String, BTreeMap<String, String>>;
+
+/// A generated definition: the module of its schema file and its type name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Def {
+    pub module: String,
+    pub name: String,
+}
+
+/// Where a slot rides: the ACP method and which part of the message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    Request,
+    Response,
+    /// A `session/update` member (`params.update._meta`).
+    Member,
+    /// The slot is itself an extension method.
+    Method,
+}
+
+pub struct SlotPlan {
+    pub key: String,
+    pub method: Option<String>,
+    pub part: Part,
+    pub direction: Direction,
+    pub class: SlotClass,
+    pub payload: Def,
+    pub result: Option<Def>,
+    pub safety_profile: bool,
+    pub requires: Option<(String, String)>,
+}
+
+pub struct MethodPlan {
+    pub name: String,
+    pub source: String,
+    pub side: Side,
+    pub notification: bool,
+    pub params: Option<Def>,
+    pub result: Option<Def>,
+    /// For families whose root schema is the whole message.
+    pub envelope: Option<Def>,
+}
+
+pub struct VectorPlan {
+    pub name: String,
+    pub direction: String,
+    pub wire: Def,
+}
+
+#[derive(Default)]
+pub struct Plan {
+    pub pins: Pins,
+    pub slots: Vec<SlotPlan>,
+    pub methods: Vec<MethodPlan>,
+    pub vectors: Vec<VectorPlan>,
+    pub warnings: Vec<String>,
+}
+
+/// The vectors schema whose golden-vector table is generated.
+const VECTORS_SCHEMA: &str = "acp-v1-extension-vectors.schema.json";
+
+impl Plan {
+    /// The definition for `file#pointer`: an existing definition when the node is one or
+    /// refers to one, else a pinned hoist under `wanted`.
+    fn entry(&mut self, schemas: &SchemaSet, reference: &str, wanted: &str) -> Result<Def, String> {
+        let (file, pointer) = reference.split_once('#').unwrap_or((reference, ""));
+        let document = schemas.files.get(file).ok_or_else(|| format!("no schema file `{file}`"))?;
+        let node = document.pointer(pointer).ok_or_else(|| format!("`{file}` has nothing at `{pointer}`"))?;
+        let (module, root) = super::schemas::names(file);
+        let name = if pointer.is_empty() {
+            root
+        } else if let Some(def) = pointer.strip_prefix("/$defs/").filter(|d| !d.contains('/')) {
+            pascal(&unescape(def))
+        } else if let Some(def) = referenced_def(node) {
+            pascal(&def)
+        } else {
+            self.pins.entry(file.to_string()).or_default().insert(pointer.to_string(), wanted.to_string());
+            wanted.to_string()
+        };
+        Ok(Def { module, name })
+    }
+}
+
+fn unescape(segment: &str) -> String {
+    segment.replace("~1", "/").replace("~0", "~")
+}
+
+/// `X` when the node is `{"$ref": "#/$defs/X"}` or `{"allOf": [{"$ref": …}]}` plus
+/// annotations.
+fn referenced_def(node: &Value) -> Option<String> {
+    let object = node.as_object()?;
+    let asserts = |k: &String| !ANNOTATIONS.contains(&k.as_str());
+    let reference = match object.keys().filter(|k| asserts(k)).collect::<Vec<_>>().as_slice() {
+        [k] if *k == "$ref" => object.get("$ref")?.as_str()?.to_string(),
+        [k] if *k == "allOf" => match object.get("allOf")?.as_array()?.as_slice() {
+            [only] if only.as_object()?.len() == 1 => only.get("$ref")?.as_str()?.to_string(),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let name = reference.strip_prefix("#/$defs/").or_else(|| reference.strip_prefix("#/definitions/"))?;
+    (!name.contains('/')).then(|| unescape(name))
+}
+
+/// Parses a carrier as the docs write it: `initialize response _meta`, `session/new
+/// request _meta`, `session/update member _meta`, `ACP extension request`.
+fn carrier(text: &str) -> Option<(Option<String>, Part)> {
+    if text == "ACP extension request" {
+        return Some((None, Part::Method));
+    }
+    let rest = text.strip_suffix(" _meta")?;
+    let (method, part) = rest.rsplit_once(' ')?;
+    let part = match part {
+        "request" => Part::Request,
+        "response" => Part::Response,
+        "member" => Part::Member,
+        _ => return None,
+    };
+    Some((Some(method.to_string()), part))
+}
+
+/// Plans every decoder table from the catalog and the schemas.
+pub fn plan(catalog: &Catalog, schemas: &SchemaSet, file: crate::diagnostic::FileId) -> Result<Plan, Vec<Diagnostic>> {
+    let mut plan = Plan::default();
+    let mut errors = Vec::new();
+    let acp_methods: Vec<&str> = catalog.acp.methods.iter().map(|m| m.name.as_str()).collect();
+    for m in &catalog.acp.methods {
+        plan.methods.push(MethodPlan {
+            name: m.name.value.clone(),
+            source: "acp".into(),
+            side: m.side.value,
+            notification: m.notification,
+            params: None,
+            result: None,
+            envelope: None,
+        });
+    }
+    for slot in &catalog.slots {
+        let key = slot.key.as_str();
+        let at = |message: String| Diagnostic::new(Class::DeadVocabulary, message).at(file, slot.key.span.clone(), "this slot").entry(key);
+        let Some((method, part)) = carrier(slot.carrier.as_str()) else {
+            errors.push(at(format!("slot `{key}` has a carrier no decoder reads: `{}`", slot.carrier.as_str())));
+            continue;
+        };
+        if let Some(m) = &method {
+            if !acp_methods.contains(&m.as_str()) {
+                errors.push(at(format!("slot `{key}` rides `{m}`, which is not an ACP method of the catalog")));
+                continue;
+            }
+        }
+        let is_method = part == Part::Method;
+        let wanted = if is_method { format!("{}Params", pascal(key)) } else { pascal(key) };
+        let payload = match plan.entry(schemas, slot.schema.as_str(), &wanted) {
+            Ok(def) => def,
+            Err(why) => {
+                errors.push(at(format!("slot `{key}`: {why}")));
+                continue;
+            }
+        };
+        let result = match &slot.result_schema {
+            Some(r) => match plan.entry(schemas, r.as_str(), &format!("{}Result", pascal(key))) {
+                Ok(def) => Some(def),
+                Err(why) => {
+                    errors.push(at(format!("slot `{key}` result: {why}")));
+                    continue;
+                }
+            },
+            None if is_method => {
+                errors.push(at(format!("extension method `{key}` has no `result_schema`")));
+                continue;
+            }
+            None => None,
+        };
+        if let Some(req) = &slot.requires {
+            if !catalog.slots.iter().any(|s| s.key == req.slot) {
+                errors.push(at(format!("slot `{key}` requires unknown slot `{}`", req.slot.as_str())));
+            }
+        }
+        if is_method {
+            let side = match slot.direction.value {
+                Direction::ClientToHarness => Side::Agent,
+                Direction::HarnessToClient => Side::Client,
+            };
+            plan.methods.push(MethodPlan {
+                name: key.to_string(),
+                source: "checkfu".into(),
+                side,
+                notification: false,
+                params: Some(payload.clone()),
+                result: result.clone(),
+                envelope: None,
+            });
+        }
+        plan.slots.push(SlotPlan {
+            key: key.to_string(),
+            method,
+            part,
+            direction: slot.direction.value,
+            class: slot.class.value,
+            payload,
+            result,
+            safety_profile: slot.safety_profile,
+            requires: slot.requires.as_ref().map(|r| (r.slot.value.clone(), r.value.value.clone())),
+        });
+    }
+    for source in &catalog.method_sources {
+        if let Err(e) = method_source(&mut plan, catalog, schemas, source) {
+            errors.push(Diagnostic::new(Class::DeadVocabulary, e).at(file, source.name.span.clone(), "this method source"));
+        }
+    }
+    if let Err(e) = vectors(&mut plan, schemas) {
+        errors.push(Diagnostic::new(Class::DeadVocabulary, e));
+    }
+    let mut seen = BTreeMap::new();
+    for m in &plan.methods {
+        if let Some(first) = seen.insert(m.name.clone(), m.source.clone()) {
+            errors.push(Diagnostic::new(
+                Class::UnknownOrDuplicate,
+                format!("method `{}` is defined by both `{first}` and `{}`", m.name, m.source),
+            ));
+        }
+    }
+    if errors.is_empty() {
+        Ok(plan)
+    } else {
+        Err(errors)
+    }
+}
+
+fn method_source(plan: &mut Plan, catalog: &Catalog, schemas: &SchemaSet, source: &crate::catalog::model::MethodSource) -> Result<(), String> {
+    let _ = catalog;
+    let file = source.schema.as_str();
+    let document = schemas.files.get(file).ok_or_else(|| format!("method source `{}`: no schema file `{file}`", source.name.as_str()))?;
+    let defs = document.get("$defs").and_then(Value::as_object).cloned().unwrap_or_default();
+    let name = source.name.value.clone();
+    match source.style.value {
+        SourceStyle::Annotations => {
+            let prefix = source.prefix.as_ref().map_or("", |p| p.as_str());
+            let mut methods: BTreeMap<String, MethodPlan> = BTreeMap::new();
+            for (def, schema) in &defs {
+                let Some(annotation) = schema.get("x-method").and_then(Value::as_str) else { continue };
+                let side = match schema.get("x-side").and_then(Value::as_str) {
+                    Some("agent") => Side::Agent,
+                    Some("client") => Side::Client,
+                    other => return Err(format!("`{file}#/$defs/{def}`: unknown x-side {other:?}")),
+                };
+                let wire = format!("{prefix}{annotation}");
+                if let Some(named) = described_method(schema) {
+                    if named != wire {
+                        plan.warnings.push(format!(
+                            "schemas/{file}#/$defs/{}: the description names method `{named}`, but `x-method` makes it `{wire}`; the decoder uses `{wire}`",
+                            escape_pointer(def)
+                        ));
+                    }
+                }
+                let entry = methods.entry(wire.clone()).or_insert_with(|| MethodPlan {
+                    name: wire.clone(),
+                    source: name.clone(),
+                    side,
+                    notification: false,
+                    params: None,
+                    result: None,
+                    envelope: None,
+                });
+                let target = plan.entry(schemas, &format!("{file}#/$defs/{}", escape_pointer(def)), def)?;
+                if def.ends_with("Response") {
+                    entry.result = Some(target);
+                } else {
+                    entry.params = Some(target);
+                }
+            }
+            plan.methods.extend(methods.into_values());
+        }
+        SourceStyle::MethodEnum => {
+            let envelope = plan.entry(schemas, &format!("{file}#"), "")?;
+            let methods = document
+                .pointer("/properties/method/enum")
+                .and_then(Value::as_array)
+                .ok_or_else(|| format!("`{file}` has no `/properties/method/enum`"))?;
+            for method in methods.iter().filter_map(Value::as_str) {
+                let def = format!("{}Params", pascal(method));
+                let params = if defs.contains_key(&def) {
+                    Some(plan.entry(schemas, &format!("{file}#/$defs/{def}"), &def)?)
+                } else {
+                    // The envelope still checks the message; its params stay untyped.
+                    plan.warnings.push(format!(
+                        "schemas/{file}: method `{method}` has no `{def}` definition; its params are checked only by the envelope"
+                    ));
+                    None
+                };
+                plan.methods.push(MethodPlan {
+                    name: method.to_string(),
+                    source: name.clone(),
+                    side: Side::Agent,
+                    notification: false,
+                    params,
+                    result: None,
+                    envelope: Some(envelope.clone()),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The method a definition's description names (`Method: `_agent/tools``), if any.
+fn described_method(schema: &Value) -> Option<String> {
+    let description = schema.get("description")?.as_str()?;
+    let after = description.split("Method: `").nth(1)?;
+    Some(after.split('`').next()?.to_string())
+}
+
+fn vectors(plan: &mut Plan, schemas: &SchemaSet) -> Result<(), String> {
+    let Some(document) = schemas.files.get(VECTORS_SCHEMA) else { return Ok(()) };
+    let variants = document
+        .pointer("/properties/vectors/items/anyOf")
+        .and_then(Value::as_array)
+        .ok_or_else(|| format!("`{VECTORS_SCHEMA}` has no `/properties/vectors/items/anyOf`"))?;
+    for (i, variant) in variants.iter().enumerate() {
+        let single = |p: &str| variant.pointer(p).and_then(Value::as_array).and_then(|a| a.first()).and_then(Value::as_str).map(str::to_string);
+        let (Some(name), Some(direction)) = (single("/properties/name/enum"), single("/properties/direction/enum")) else {
+            return Err(format!("`{VECTORS_SCHEMA}`: vector variant {i} has no single name and direction"));
+        };
+        let pointer = format!("{VECTORS_SCHEMA}#/properties/vectors/items/anyOf/{i}/properties/wire");
+        let wire = plan.entry(schemas, &pointer, &format!("Wire{}", pascal(&name)))?;
+        plan.vectors.push(VectorPlan { name, direction, wire });
+    }
+    Ok(())
+}
+
+fn decoder(def: &Def) -> TokenStream {
+    let module = format_ident!("{}", def.module);
+    let decode = format_ident!("decode_{}", def.name);
+    quote! { |v: &Value| crate::schemas::#module::checks::#decode(v).map(drop) }
+}
+
+fn opt_decoder(def: &Option<Def>) -> TokenStream {
+    match def {
+        Some(def) => {
+            let d = decoder(def);
+            quote! { Some(#d) }
+        }
+        None => quote! { None },
+    }
+}
+
+/// The generated tables, included by `src/decode/tables.rs`.
+pub fn generate(plan: &Plan, catalog: &Catalog) -> TokenStream {
+    let slots = plan.slots.iter().map(|s| {
+        let key = &s.key;
+        let method = match &s.method {
+            Some(m) => quote! { Some(#m) },
+            None => quote! { None },
+        };
+        let part = match s.part {
+            Part::Request => quote! { Part::Request },
+            Part::Response => quote! { Part::Response },
+            Part::Member => quote! { Part::Member },
+            Part::Method => quote! { Part::Method },
+        };
+        let direction = match s.direction {
+            Direction::HarnessToClient => quote! { Direction::HarnessToClient },
+            Direction::ClientToHarness => quote! { Direction::ClientToHarness },
+        };
+        let class = match s.class {
+            SlotClass::Declaration => quote! { SlotClass::Declaration },
+            SlotClass::Fidelity => quote! { SlotClass::Fidelity },
+            SlotClass::Authority => quote! { SlotClass::Authority },
+            SlotClass::Method => quote! { SlotClass::Method },
+        };
+        let decode = decoder(&s.payload);
+        let result = opt_decoder(&s.result);
+        let safety = s.safety_profile;
+        let requires = match &s.requires {
+            Some((slot, value)) => quote! { Some((#slot, #value)) },
+            None => quote! { None },
+        };
+        quote! {
+            SlotDecoder { key: #key, method: #method, part: #part, direction: #direction, class: #class,
+                decode: #decode, result: #result, safety_profile: #safety, requires: #requires }
+        }
+    });
+    let methods: Vec<TokenStream> = plan
+        .methods
+        .iter()
+        .map(|m| {
+            let (name, source, notification) = (&m.name, &m.source, m.notification);
+            let side = match m.side {
+                Side::Agent => quote! { Side::Agent },
+                Side::Client => quote! { Side::Client },
+                Side::Protocol => quote! { Side::Protocol },
+            };
+            let (params, result, envelope) = (opt_decoder(&m.params), opt_decoder(&m.result), opt_decoder(&m.envelope));
+            quote! {
+                MethodDecoder { name: #name, source: #source, side: #side, notification: #notification,
+                    params: #params, result: #result, envelope: #envelope }
+            }
+        })
+        .collect();
+    let arms = plan.methods.iter().enumerate().map(|(i, m)| {
+        let name = &m.name;
+        quote! { #name => Some(&METHODS[#i]), }
+    });
+    let vectors = plan.vectors.iter().map(|v| {
+        let (name, direction) = (&v.name, &v.direction);
+        let decode = decoder(&v.wire);
+        quote! { VectorDecoder { name: #name, direction: #direction, decode: #decode } }
+    });
+    let kinds: Vec<&str> = catalog.acp.session_update_kinds.iter().map(|k| k.as_str()).collect();
+    let stops: Vec<&str> = catalog.acp.stop_reasons.iter().map(|k| k.as_str()).collect();
+    let version = catalog.acp.protocol_version.value;
+    let (version_method, update_method, prompt_method) =
+        (catalog.acp.version_method.as_str(), catalog.acp.update_method.as_str(), catalog.acp.prompt_method.as_str());
+    quote! {
+        /// The method whose response carries `protocolVersion`.
+        pub const VERSION_METHOD: &str = #version_method;
+        /// The notification whose `params.update` is a session update member.
+        pub const UPDATE_METHOD: &str = #update_method;
+        /// The method whose response carries `stopReason`.
+        pub const PROMPT_METHOD: &str = #prompt_method;
+        /// ACP protocol version the decoder accepts in `initialize`.
+        pub const PROTOCOL_VERSION: u64 = #version as u64;
+        /// `sessionUpdate` kinds of ACP v1.
+        pub const SESSION_UPDATE_KINDS: &[&str] = &[#(#kinds),*];
+        /// Stop reasons of ACP v1.
+        pub const STOP_REASONS: &[&str] = &[#(#stops),*];
+        /// Every `checkfu.*` slot and extension method, with its decode policy.
+        pub const SLOTS: &[SlotDecoder] = &[#(#slots),*];
+        /// Every method the decoder knows, with its typed decoders.
+        pub const METHODS: &[MethodDecoder] = &[#(#methods),*];
+        /// The method of that wire name.
+        pub fn method(name: &str) -> Option<&'static MethodDecoder> {
+            match name {
+                #(#arms)*
+                _ => None,
+            }
+        }
+        /// Golden-vector kinds: name → direction → decoder of the wire message.
+        pub const VECTORS: &[VectorDecoder] = &[#(#vectors),*];
+    }
+}

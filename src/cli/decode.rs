@@ -1,0 +1,68 @@
+//! `decode [FILE]`: reads JSON Lines of wire messages and prints how the platform reads
+//! each one, as one JSON object per line. Exit 0 when every line was accepted, 1 otherwise,
+//! 2 when the input cannot be read.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::path::PathBuf;
+
+use checkfu_wire::decode::{Decoder, WireDirection};
+use serde_json::json;
+
+pub fn decode(file: Option<PathBuf>, direction: Option<WireDirection>) -> i32 {
+    let input: Box<dyn Read> = match &file {
+        Some(path) => match File::open(path) {
+            Ok(f) => Box::new(f),
+            Err(e) => {
+                eprintln!("error: cannot read {}: {e}", path.display());
+                return 2;
+            }
+        },
+        None => Box::new(io::stdin().lock()),
+    };
+    let mut reader = BufReader::new(input);
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    let mut decoder = Decoder::new();
+    let mut line = Vec::new();
+    let (mut number, mut rejected) = (0usize, 0usize);
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) => {
+                eprintln!("error: reading input: {e}");
+                return 2;
+            }
+        }
+        number += 1;
+        let bytes = line.strip_suffix(b"\n").unwrap_or(&line);
+        let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let report = decoder.decode(bytes, direction);
+        if !report.accepted {
+            rejected += 1;
+        }
+        let mut value = serde_json::Map::new();
+        value.insert("line".into(), json!(number));
+        match serde_json::to_value(&report) {
+            Ok(serde_json::Value::Object(fields)) => value.extend(fields),
+            _ => {
+                value.insert("accepted".into(), json!(report.accepted));
+            }
+        }
+        let value = serde_json::Value::Object(value);
+        if writeln!(out, "{value}").is_err() {
+            return 2;
+        }
+    }
+    if rejected > 0 {
+        eprintln!("decode: {rejected} of the messages were rejected");
+        1
+    } else {
+        0
+    }
+}

@@ -1,0 +1,286 @@
+//! The runtime wire decoder: reads a raw JSON-RPC message, dispatches it through the
+//! generated tables and applies the contract's governance rules.
+//!
+//! The ACP grammar is closed (unknown methods, `sessionUpdate` kinds and stop reasons are
+//! rejected, requests need an `id`, notifications take none); extension methods decode
+//! their params and results through generated types; `_meta` members follow their slot's
+//! class (see `meta`). A `Decoder` remembers the requests it has seen so that a response
+//! is read as the answer to its request; without one, the shape of an `initialize` or
+//! `session/prompt` result identifies it. Untrusted input never panics: every failure is a
+//! typed `DecodeError` in the report.
+
+mod envelope;
+mod meta;
+pub mod report;
+pub mod tables;
+
+use std::collections::HashMap;
+
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+pub use report::{DecodeError, Kind, Report, SlotReport, SlotStatus, WireDirection};
+use tables::{MethodDecoder, Part, Side};
+
+/// Requests remembered for their responses; beyond this a hostile stream of unanswered
+/// requests would only grow memory, so older ones are forgotten.
+pub const MAX_PENDING: usize = 65_536;
+
+/// A stateful decoder for one stream of messages.
+#[derive(Default)]
+pub struct Decoder {
+    pending: HashMap<String, (&'static MethodDecoder, WireDirection)>,
+}
+
+fn expected_direction(side: Side) -> Option<WireDirection> {
+    match side {
+        Side::Agent => Some(WireDirection::RunnerToAgent),
+        Side::Client => Some(WireDirection::AgentToRunner),
+        Side::Protocol => None,
+    }
+}
+
+fn parse_value(raw: &RawValue) -> Result<Value, DecodeError> {
+    serde_json::from_str(raw.get()).map_err(|e| DecodeError::InvalidJson { message: e.to_string() })
+}
+
+fn parse_meta(raw: &RawValue) -> Result<Option<Map<String, Value>>, DecodeError> {
+    match serde_json::from_str::<Value>(raw.get()) {
+        Ok(Value::Object(map)) => Ok(Some(map)),
+        Ok(Value::Null) => Ok(None),
+        Ok(_) => Err(DecodeError::BadEnvelope { message: "`_meta` must be an object".into() }),
+        Err(e) => Err(DecodeError::InvalidJson { message: e.to_string() }),
+    }
+}
+
+fn part(raw: &RawValue) -> Result<envelope::Part<'_>, DecodeError> {
+    if !raw.get().starts_with('{') {
+        return Ok(envelope::Part { meta: None, update: None, session_update: None, stop_reason: None, protocol_version: None });
+    }
+    serde_json::from_str(raw.get()).map_err(|e| DecodeError::InvalidJson { message: e.to_string() })
+}
+
+fn apply_meta(raw: Option<&RawValue>, method: &str, at: Part, report: &mut Report) -> Result<(), DecodeError> {
+    match raw.map(parse_meta).transpose()?.flatten() {
+        Some(map) => meta::apply(&map, method, at, report),
+        None => Ok(()),
+    }
+}
+
+impl Decoder {
+    pub fn new() -> Self {
+        Decoder::default()
+    }
+
+    /// Decodes one message. `hint` is the direction when the caller knows it.
+    pub fn decode(&mut self, bytes: &[u8], hint: Option<WireDirection>) -> Report {
+        let mut report = Report { direction: hint, ..Report::default() };
+        match self.run(bytes, hint, &mut report) {
+            Ok(()) => report.accepted = true,
+            Err(e) => report.reject(e),
+        }
+        report
+    }
+
+    fn run(&mut self, bytes: &[u8], hint: Option<WireDirection>, report: &mut Report) -> Result<(), DecodeError> {
+        let text = std::str::from_utf8(bytes).map_err(|e| DecodeError::InvalidUtf8 { at: e.valid_up_to() })?;
+        if envelope::depth_exceeds(bytes, envelope::MAX_DEPTH) {
+            return Err(DecodeError::TooDeep { limit: envelope::MAX_DEPTH });
+        }
+        if !text.trim_start().starts_with('{') {
+            return Err(match serde_json::from_str::<serde::de::IgnoredAny>(text) {
+                Ok(_) => DecodeError::NotAnObject,
+                Err(e) => DecodeError::InvalidJson { message: e.to_string() },
+            });
+        }
+        let env: envelope::Envelope =
+            serde_json::from_str(text).map_err(|e| DecodeError::InvalidJson { message: e.to_string() })?;
+        if let Some(name) = env.method.as_deref() {
+            let method = tables::method(name).ok_or_else(|| DecodeError::UnknownMethod { method: name.to_string() })?;
+            report.method = Some(method.name);
+            report.source = Some(method.source);
+            if let Some(whole) = method.envelope {
+                return self.family_message(text, &env, method, whole, report);
+            }
+            check_jsonrpc(env.jsonrpc)?;
+            if env.result.is_some() || env.error.is_some() {
+                return Err(DecodeError::BadEnvelope { message: "a request carries no `result` or `error`".into() });
+            }
+            return self.request(&env, method, hint, report);
+        }
+        check_jsonrpc(env.jsonrpc)?;
+        self.response(&env, hint, report)
+    }
+
+    /// A message of a family whose schema describes the whole message (khy-os).
+    fn family_message(
+        &mut self,
+        text: &str,
+        env: &envelope::Envelope,
+        method: &'static MethodDecoder,
+        whole: tables::Decode,
+        report: &mut Report,
+    ) -> Result<(), DecodeError> {
+        let value: Value = serde_json::from_str(text).map_err(|e| DecodeError::InvalidJson { message: e.to_string() })?;
+        let invalid = |e: crate::exact::Invalid| DecodeError::InvalidParams {
+            method: method.name.to_string(),
+            pointer: e.pointer(),
+            message: e.message.to_string(),
+        };
+        whole(&value).map_err(invalid)?;
+        if let (Some(decode), Some(params)) = (method.params, value.get("params")) {
+            decode(params).map_err(|e| invalid(e.at("params")))?;
+        }
+        report.kind = Some(match (env.result.is_some() || env.error.is_some(), env.id.is_some()) {
+            (true, _) if env.error.is_some() => Kind::ErrorResponse,
+            (true, _) => Kind::Response,
+            (false, true) => Kind::Request,
+            (false, false) => Kind::Notification,
+        });
+        Ok(())
+    }
+
+    fn request(
+        &mut self,
+        env: &envelope::Envelope,
+        method: &'static MethodDecoder,
+        hint: Option<WireDirection>,
+        report: &mut Report,
+    ) -> Result<(), DecodeError> {
+        let name = method.name;
+        match (method.notification, env.id.is_some()) {
+            (true, true) => return Err(DecodeError::UnexpectedId { method: name.into() }),
+            (false, false) => return Err(DecodeError::MissingId { method: name.into() }),
+            (true, false) => report.kind = Some(Kind::Notification),
+            (false, true) => report.kind = Some(Kind::Request),
+        }
+        let direction = expected_direction(method.side);
+        if let (Some(expected), Some(stated)) = (direction, hint) {
+            if expected != stated {
+                return Err(DecodeError::WrongDirection { method: name.into(), direction: stated });
+            }
+        }
+        report.direction = direction.or(hint);
+        if let Some(decode) = method.params {
+            let params = env.params.map(parse_value).transpose()?.unwrap_or(Value::Null);
+            decode(&params).map_err(|e| DecodeError::InvalidParams {
+                method: name.into(),
+                pointer: e.pointer(),
+                message: e.message.to_string(),
+            })?;
+        }
+        if let Some(raw) = env.params {
+            let params = part(raw)?;
+            apply_meta(params.meta, name, Part::Request, report)?;
+            if name == tables::UPDATE_METHOD {
+                let update = params.update.ok_or_else(|| DecodeError::BadEnvelope {
+                    message: format!("`{name}` needs `params.update`"),
+                })?;
+                let member = part(update)?;
+                let kind = member.session_update.as_deref().unwrap_or_default();
+                if !tables::SESSION_UPDATE_KINDS.contains(&kind) {
+                    return Err(DecodeError::UnknownUpdateKind { kind: kind.to_string() });
+                }
+                apply_meta(member.meta, name, Part::Member, report)?;
+            }
+        } else if name == tables::UPDATE_METHOD {
+            return Err(DecodeError::BadEnvelope { message: format!("`{name}` needs `params.update`") });
+        }
+        if let (Some(id), false) = (env.id, method.notification) {
+            if self.pending.len() >= MAX_PENDING {
+                self.pending.clear();
+                report.diagnostics.push(format!("more than {MAX_PENDING} unanswered requests; older ones forgotten"));
+            }
+            let direction = report.direction.unwrap_or(WireDirection::RunnerToAgent);
+            self.pending.insert(id.get().to_string(), (method, direction));
+        }
+        Ok(())
+    }
+
+    fn response(&mut self, env: &envelope::Envelope, hint: Option<WireDirection>, report: &mut Report) -> Result<(), DecodeError> {
+        let id = env.id.ok_or_else(|| DecodeError::BadEnvelope {
+            message: "a message with no `method` is a response and needs an `id`".into(),
+        })?;
+        let (result, error) = match (env.result, env.error) {
+            (Some(_), Some(_)) => {
+                return Err(DecodeError::BadEnvelope { message: "a response carries `result` or `error`, not both".into() })
+            }
+            (None, None) => {
+                return Err(DecodeError::BadEnvelope {
+                    message: "a message needs `method` (request) or `result`/`error` (response)".into(),
+                })
+            }
+            other => other,
+        };
+        let answered = self.pending.remove(id.get());
+        if let Some((_, asked)) = answered {
+            let direction = asked.reverse();
+            if hint.is_some_and(|h| h != direction) {
+                let method = answered.map_or("", |(m, _)| m.name);
+                return Err(DecodeError::WrongDirection { method: method.into(), direction: hint.unwrap_or(direction) });
+            }
+            report.direction = Some(direction);
+        }
+        if let Some(raw) = error {
+            let object = serde_json::from_str::<envelope::ErrorObject>(raw.get()).map_err(|e| DecodeError::BadEnvelope {
+                message: format!("`error` must have an integer `code` and a string `message`: {e}"),
+            })?;
+            report.diagnostics.push(format!("error response {}: {}", object.code, object.message));
+            report.kind = Some(Kind::ErrorResponse);
+            report.method = answered.map(|(m, _)| m.name);
+            return Ok(());
+        }
+        report.kind = Some(Kind::Response);
+        let raw = result.ok_or_else(|| DecodeError::BadEnvelope { message: "missing `result`".into() })?;
+        let body = part(raw)?;
+        // Without the request, the closed fields of the two results that have them say
+        // what was answered.
+        let method = answered.map(|(m, _)| m).or_else(|| {
+            if body.protocol_version.is_some() {
+                tables::method(tables::VERSION_METHOD)
+            } else if body.stop_reason.is_some() {
+                tables::method(tables::PROMPT_METHOD)
+            } else {
+                None
+            }
+        });
+        let Some(method) = method else {
+            report.diagnostics.push("response to a request this stream did not show; read as untyped".into());
+            return apply_meta(body.meta, "", Part::Response, report);
+        };
+        report.method = Some(method.name);
+        report.source = Some(method.source);
+        if report.direction.is_none() {
+            report.direction = expected_direction(method.side).map(WireDirection::reverse).or(hint);
+        }
+        if let Some(decode) = method.result {
+            decode(&parse_value(raw)?).map_err(|e| DecodeError::InvalidResult {
+                method: method.name.into(),
+                pointer: e.pointer(),
+                message: e.message.to_string(),
+            })?;
+        }
+        if method.name == tables::VERSION_METHOD {
+            let found = body.protocol_version.map_or("(missing)", RawValue::get);
+            if found.parse::<u64>().ok() != Some(tables::PROTOCOL_VERSION) {
+                return Err(DecodeError::ProtocolVersion { found: found.to_string() });
+            }
+        }
+        if method.name == tables::PROMPT_METHOD {
+            let reason = body.stop_reason.as_deref().unwrap_or("(missing)");
+            if !tables::STOP_REASONS.contains(&reason) {
+                return Err(DecodeError::UnknownStopReason { reason: reason.to_string() });
+            }
+        }
+        apply_meta(body.meta, method.name, Part::Response, report)
+    }
+}
+
+fn check_jsonrpc(raw: Option<&RawValue>) -> Result<(), DecodeError> {
+    let ok = raw.is_some_and(|r| r.get() == "\"2.0\"" || serde_json::from_str::<String>(r.get()).is_ok_and(|s| s == "2.0"));
+    if ok {
+        Ok(())
+    } else {
+        Err(DecodeError::BadJsonrpc)
+    }
+}

@@ -1,0 +1,162 @@
+//! What the decoder says about one message: accepted or the typed error that rejected it,
+//! what it was read as, the slots found and the diagnostics of fail-open members.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use super::tables::SlotClass;
+
+/// Which way a message travels between a harness (agent) and the platform's runner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+#[value(rename_all = "snake_case")]
+pub enum WireDirection {
+    AgentToRunner,
+    RunnerToAgent,
+}
+
+impl WireDirection {
+    pub fn reverse(self) -> Self {
+        match self {
+            WireDirection::AgentToRunner => WireDirection::RunnerToAgent,
+            WireDirection::RunnerToAgent => WireDirection::AgentToRunner,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    Request,
+    Notification,
+    Response,
+    ErrorResponse,
+}
+
+/// What became of one `checkfu.*` member.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SlotStatus {
+    /// Decoded by its typed decoder.
+    Decoded,
+    /// A fidelity member that did not decode: dropped, the run goes on.
+    Dropped,
+    /// Unknown key, or a known key outside its carrier: ignored.
+    Ignored,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SlotReport {
+    pub key: String,
+    /// `None` for keys the catalog does not know.
+    pub class: Option<SlotClass>,
+    pub status: SlotStatus,
+}
+
+/// Why a message was rejected.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "code", rename_all = "snake_case")]
+pub enum DecodeError {
+    /// The bytes are not UTF-8.
+    InvalidUtf8 { at: usize },
+    /// Nested deeper than the decoder allows.
+    TooDeep { limit: usize },
+    /// Not a JSON value, or not a JSON-RPC envelope (unknown member, wrong member type).
+    InvalidJson { message: String },
+    /// The message is not an object.
+    NotAnObject,
+    /// `jsonrpc` is missing or not `"2.0"`.
+    BadJsonrpc,
+    /// The envelope's members do not form a request, notification or response.
+    BadEnvelope { message: String },
+    /// A method the ACP grammar and the extension tables do not know.
+    UnknownMethod { method: String },
+    /// A request method sent without an `id`.
+    MissingId { method: String },
+    /// A notification sent with an `id`.
+    UnexpectedId { method: String },
+    /// The method does not flow in the stated direction.
+    WrongDirection { method: String, direction: WireDirection },
+    /// Typed params of an extension method did not decode.
+    InvalidParams { method: String, pointer: String, message: String },
+    /// Typed result of an extension method did not decode.
+    InvalidResult { method: String, pointer: String, message: String },
+    /// A `sessionUpdate` kind outside the ACP grammar.
+    UnknownUpdateKind { kind: String },
+    /// A stop reason outside the ACP grammar.
+    UnknownStopReason { reason: String },
+    /// `initialize` with another protocol version.
+    ProtocolVersion { found: String },
+    /// A malformed `checkfu.capabilities` declaration: the handshake is rejected.
+    InvalidDeclaration { slot: String, pointer: String, message: String },
+    /// A malformed or unsupported authority member: rejected before model work.
+    AuthorityRejected { slot: String, pointer: String, message: String },
+    /// A slot used without the slot value it requires.
+    MissingRequirement { slot: String, requires: String, value: String },
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use DecodeError::*;
+        match self {
+            InvalidUtf8 { at } => write!(f, "invalid UTF-8 at byte {at}"),
+            TooDeep { limit } => write!(f, "nested deeper than {limit} levels"),
+            InvalidJson { message } => write!(f, "not a JSON-RPC message: {message}"),
+            NotAnObject => write!(f, "a JSON-RPC message is an object"),
+            BadJsonrpc => write!(f, "`jsonrpc` must be \"2.0\""),
+            BadEnvelope { message } => write!(f, "{message}"),
+            UnknownMethod { method } => write!(f, "unknown method `{method}`"),
+            MissingId { method } => write!(f, "`{method}` is a request and needs an `id`"),
+            UnexpectedId { method } => write!(f, "`{method}` is a notification and takes no `id`"),
+            WrongDirection { method, direction } => write!(f, "`{method}` does not flow {direction:?}"),
+            InvalidParams { method, pointer, message } => write!(f, "params of `{method}` at `{pointer}`: {message}"),
+            InvalidResult { method, pointer, message } => write!(f, "result of `{method}` at `{pointer}`: {message}"),
+            UnknownUpdateKind { kind } => write!(f, "unknown sessionUpdate kind `{kind}`"),
+            UnknownStopReason { reason } => write!(f, "unknown stop reason `{reason}`"),
+            ProtocolVersion { found } => write!(f, "unsupported protocol version {found}"),
+            InvalidDeclaration { slot, pointer, message } => {
+                write!(f, "declaration `{slot}` rejected at `{pointer}`: {message}")
+            }
+            AuthorityRejected { slot, pointer, message } => {
+                write!(f, "authority member `{slot}` rejected at `{pointer}`: {message}")
+            }
+            MissingRequirement { slot, requires, value } => {
+                write!(f, "`{slot}` is legal only with `{requires}` = \"{value}\"")
+            }
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// The decoder's verdict on one message.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Report {
+    pub accepted: bool,
+    pub kind: Option<Kind>,
+    /// The method, or for a response the method of the request it answers (when known).
+    pub method: Option<&'static str>,
+    /// Which table the method came from: `acp`, `checkfu`, `goose`, `khy-os`.
+    pub source: Option<&'static str>,
+    pub direction: Option<WireDirection>,
+    pub slots: Vec<SlotReport>,
+    pub diagnostics: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ReportedError>,
+}
+
+/// An error as the report prints it: the typed error plus its sentence.
+#[derive(Clone, Debug, Serialize)]
+pub struct ReportedError {
+    #[serde(flatten)]
+    pub error: DecodeError,
+    pub message: String,
+}
+
+impl Report {
+    pub fn reject(&mut self, error: DecodeError) {
+        self.accepted = false;
+        self.error = Some(ReportedError { message: error.to_string(), error });
+    }
+}

@@ -1,0 +1,75 @@
+//! The decoder tables generated from the catalog and the schemas (checked-in copy:
+//! `generated/decoder_tables.rs`): slots, methods and golden vectors, each row with its
+//! typed decoders.
+
+use serde_json::Value;
+
+pub use crate::catalog::{Direction, SlotClass};
+use crate::exact::Invalid;
+
+/// A typed decoder: the generated check, then the generated type.
+pub type Decode = fn(&Value) -> Result<(), Invalid>;
+
+/// Which part of a message carries a slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    /// The request's `params._meta`.
+    Request,
+    /// The response's `result._meta`.
+    Response,
+    /// A `session/update` member: `params.update._meta`.
+    Member,
+    /// The slot is an extension method itself.
+    Method,
+}
+
+/// Who handles a method.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// The agent (harness): requests flow runner → agent.
+    Agent,
+    /// The client (runner): requests flow agent → runner.
+    Client,
+    /// The JSON-RPC protocol layer, either way.
+    Protocol,
+}
+
+#[derive(Clone, Copy)]
+pub struct SlotDecoder {
+    pub key: &'static str,
+    /// The ACP method whose message carries the slot (`None` for extension methods).
+    pub method: Option<&'static str>,
+    pub part: Part,
+    pub direction: Direction,
+    pub class: SlotClass,
+    /// Decodes the payload (for an extension method, its params).
+    pub decode: Decode,
+    /// For an extension method, decodes its result.
+    pub result: Option<Decode>,
+    /// The payload must also pass the bounded safety profile.
+    pub safety_profile: bool,
+    /// (slot, value) this slot requires in the same message.
+    pub requires: Option<(&'static str, &'static str)>,
+}
+
+#[derive(Clone, Copy)]
+pub struct MethodDecoder {
+    pub name: &'static str,
+    /// `acp`, `checkfu`, or the method source of the catalog.
+    pub source: &'static str,
+    pub side: Side,
+    pub notification: bool,
+    pub params: Option<Decode>,
+    pub result: Option<Decode>,
+    /// For a family whose schema describes the whole message.
+    pub envelope: Option<Decode>,
+}
+
+#[derive(Clone, Copy)]
+pub struct VectorDecoder {
+    pub name: &'static str,
+    pub direction: &'static str,
+    pub decode: Decode,
+}
+
+include!(concat!(env!("OUT_DIR"), "/generated/decoder_tables.rs"));
