@@ -93,8 +93,12 @@ impl Decoder {
                 Err(e) => DecodeError::InvalidJson { message: e.to_string() },
             });
         }
-        let env: envelope::Envelope =
-            serde_json::from_str(text).map_err(|e| DecodeError::InvalidJson { message: e.to_string() })?;
+        // Syntax errors are not JSON; a data error is JSON of the wrong envelope shape (an
+        // unknown member, a member of the wrong type, a duplicate).
+        let env: envelope::Envelope = serde_json::from_str(text).map_err(|e| match e.classify() {
+            serde_json::error::Category::Data => DecodeError::BadEnvelope { message: e.to_string() },
+            _ => DecodeError::InvalidJson { message: e.to_string() },
+        })?;
         if let Some(name) = env.method.as_deref() {
             let method = tables::method(name).ok_or_else(|| DecodeError::UnknownMethod { method: name.to_string() })?;
             report.method = Some(method.name);

@@ -1,0 +1,248 @@
+//! Every branch of the decode policy: slots by class, unknown keys, the cross-field rule,
+//! the closed ACP grammar, and JSON-RPC envelope errors.
+
+use checkfu_wire::decode::{Decoder, Kind, Report, SlotStatus, WireDirection};
+use serde_json::{json, Value};
+
+fn decode(message: &Value) -> Report {
+    Decoder::new().decode(message.to_string().as_bytes(), None)
+}
+
+fn error_code(report: &Report) -> String {
+    let error = report.error.as_ref().expect("rejected");
+    serde_json::to_value(&error.error).expect("serializes")["code"].as_str().unwrap_or_default().to_string()
+}
+
+fn slot_status(report: &Report, key: &str) -> SlotStatus {
+    report.slots.iter().find(|s| s.key == key).unwrap_or_else(|| panic!("no slot {key} in {report:?}")).status
+}
+
+fn session_new(meta: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/w", "mcpServers": [], "_meta": meta}})
+}
+
+fn update(meta: Value) -> Value {
+    json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}, "_meta": meta}}})
+}
+
+fn prompt_response(meta: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": 9, "result": {"stopReason": "end_turn", "_meta": meta}})
+}
+
+fn initialize_response(meta: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1, "agentCapabilities": {}, "_meta": meta}})
+}
+
+fn turn() -> Value {
+    json!({"execution": "shell", "shell_commands": 1, "filesystem_commands": 2, "mcp_calls": 0, "model_calls": 3, "wall_time_ms": 1200})
+}
+
+// ---- a valid member of each slot ---------------------------------------------------------
+
+#[test]
+fn valid_member_of_every_slot_is_decoded() {
+    let cases = [
+        ("checkfu.capabilities", initialize_response(json!({"checkfu.capabilities": {"subagents": "observed"}}))),
+        ("checkfu.subagent", update(json!({"checkfu.subagent": {"phase": "activity", "subagent": "t1"}}))),
+        ("checkfu.turn", prompt_response(json!({"checkfu.turn": turn()}))),
+        ("checkfu.builtin_tools", session_new(json!({"checkfu.builtin_tools": ["bash", "read"]}))),
+        ("checkfu.continuity", session_new(json!({"checkfu.continuity": "fresh"}))),
+        ("checkfu.runtime_config", session_new(json!({"checkfu.runtime_config": {"context_window": 200000}}))),
+        ("checkfu.output_schema", session_new(json!({"checkfu.output_schema": {"type": "object"}}))),
+        (
+            "checkfu.resume",
+            session_new(json!({"checkfu.continuity": "same_run_resume", "checkfu.resume": {"version": 1, "state": "b64"}})),
+        ),
+        (
+            "checkfu.journal_checkpoint",
+            update(json!({"checkfu.journal_checkpoint": {"status": "too_large", "version": 1, "size_bytes": 99999999}})),
+        ),
+        (
+            "checkfu.compaction",
+            update(json!({"checkfu.compaction": {"strategy": "summarize", "tokens_before": 180000, "tokens_after": 40000, "compacted_messages": 61}})),
+        ),
+    ];
+    for (key, message) in cases {
+        let report = decode(&message);
+        assert!(report.accepted, "{key}: {report:?}");
+        assert_eq!(slot_status(&report, key), SlotStatus::Decoded, "{key}");
+    }
+    let steer = json!({"jsonrpc": "2.0", "id": 3, "method": "_checkfu/session/steer", "params": {"sessionId": "s", "id": "e1", "content": "stop"}});
+    let interrupt = json!({"jsonrpc": "2.0", "id": 4, "method": "_checkfu/session/interrupt", "params": {"sessionId": "s"}});
+    for message in [steer, interrupt] {
+        let report = decode(&message);
+        assert!(report.accepted, "{report:?}");
+        assert_eq!(report.source, Some("checkfu"));
+        assert_eq!(report.direction, Some(WireDirection::RunnerToAgent));
+    }
+}
+
+// ---- fail-open ---------------------------------------------------------------------------
+
+#[test]
+fn unknown_checkfu_key_is_ignored_with_a_diagnostic() {
+    let report = decode(&update(json!({"checkfu.telepathy": {"x": 1}, "vendor.thing": 3})));
+    assert!(report.accepted);
+    assert_eq!(slot_status(&report, "checkfu.telepathy"), SlotStatus::Ignored);
+    assert!(report.diagnostics.iter().any(|d| d.contains("checkfu.telepathy")));
+    assert!(!report.slots.iter().any(|s| s.key == "vendor.thing"), "other namespaces are not ours to judge");
+}
+
+#[test]
+fn malformed_fidelity_member_is_dropped_with_a_diagnostic() {
+    let report = decode(&update(json!({"checkfu.subagent": {"phase": "started", "subagent": ""}})));
+    assert!(report.accepted, "{report:?}");
+    assert_eq!(slot_status(&report, "checkfu.subagent"), SlotStatus::Dropped);
+    assert!(report.diagnostics.iter().any(|d| d.contains("checkfu.subagent") && d.contains("dropped")));
+    let report = decode(&prompt_response(json!({"checkfu.turn": {"execution": "shell", "wall_time_ms": -1}})));
+    assert!(report.accepted);
+    assert_eq!(slot_status(&report, "checkfu.turn"), SlotStatus::Dropped);
+}
+
+#[test]
+fn a_known_key_outside_its_carrier_is_ignored() {
+    let report = decode(&session_new(json!({"checkfu.turn": turn()})));
+    assert!(report.accepted);
+    assert_eq!(slot_status(&report, "checkfu.turn"), SlotStatus::Ignored);
+}
+
+// ---- fail-closed -------------------------------------------------------------------------
+
+#[test]
+fn malformed_authority_member_rejects_session_new() {
+    for meta in [
+        json!({"checkfu.builtin_tools": ["bash", "rm_rf"]}),
+        json!({"checkfu.continuity": "yesterday"}),
+        json!({"checkfu.runtime_config": {"context_window": 0}}),
+        json!({"checkfu.runtime_config": {"context_window": 1000, "surprise": true}}),
+        json!({"checkfu.output_schema": null}),
+    ] {
+        let report = decode(&session_new(meta.clone()));
+        assert!(!report.accepted, "{meta}");
+        assert_eq!(error_code(&report), "authority_rejected", "{meta}");
+    }
+}
+
+#[test]
+fn an_output_schema_outside_the_safety_profile_is_rejected() {
+    let schema = json!({"type": "object", "properties": {"tags": {"type": "array", "uniqueItems": true}}});
+    let report = decode(&session_new(json!({"checkfu.output_schema": schema})));
+    assert_eq!(error_code(&report), "authority_rejected");
+    assert!(report.error.as_ref().expect("error").message.contains("unique-items"), "{report:?}");
+}
+
+#[test]
+fn malformed_declaration_rejects_the_handshake() {
+    let report = decode(&initialize_response(json!({"checkfu.capabilities": {"subagents": "maybe"}})));
+    assert_eq!(error_code(&report), "invalid_declaration");
+    let report = decode(&initialize_response(json!({"checkfu.capabilities": {"mid_run_input": "native"}})));
+    assert_eq!(error_code(&report), "invalid_declaration");
+}
+
+#[test]
+fn resume_needs_same_run_resume_continuity() {
+    let resume = json!({"version": 1, "state": "b64"});
+    let report = decode(&session_new(json!({"checkfu.resume": resume.clone()})));
+    assert_eq!(error_code(&report), "missing_requirement");
+    let report = decode(&session_new(json!({"checkfu.resume": resume.clone(), "checkfu.continuity": "fresh"})));
+    assert_eq!(error_code(&report), "missing_requirement");
+    let report = decode(&session_new(json!({"checkfu.resume": resume, "checkfu.continuity": "same_run_resume"})));
+    assert!(report.accepted);
+}
+
+#[test]
+fn malformed_extension_params_and_results_are_rejected() {
+    let steer = json!({"jsonrpc": "2.0", "id": 3, "method": "_checkfu/session/steer", "params": {"sessionId": "s", "id": "", "content": "x"}});
+    assert_eq!(error_code(&decode(&steer)), "invalid_params");
+    let mut decoder = Decoder::new();
+    let request = json!({"jsonrpc": "2.0", "id": 3, "method": "_checkfu/session/steer", "params": {"sessionId": "s", "id": "e1", "content": "x"}});
+    assert!(decoder.decode(request.to_string().as_bytes(), None).accepted);
+    let ack = json!({"jsonrpc": "2.0", "id": 3, "result": {"disposition": "maybe"}});
+    let report = decoder.decode(ack.to_string().as_bytes(), None);
+    assert_eq!(error_code(&report), "invalid_result");
+    assert_eq!(report.method, Some("_checkfu/session/steer"));
+}
+
+// ---- the closed ACP grammar ----------------------------------------------------------------
+
+#[test]
+fn unknown_method_update_kind_and_stop_reason_are_rejected() {
+    let report = decode(&json!({"jsonrpc": "2.0", "id": 1, "method": "session/teleport", "params": {}}));
+    assert_eq!(error_code(&report), "unknown_method");
+    let report = decode(&json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": {"sessionUpdate": "mind_reading"}}}));
+    assert_eq!(error_code(&report), "unknown_update_kind");
+    let report = decode(&json!({"jsonrpc": "2.0", "id": 9, "result": {"stopReason": "bored"}}));
+    assert_eq!(error_code(&report), "unknown_stop_reason");
+    let report = decode(&json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 2, "agentCapabilities": {}}}));
+    assert_eq!(error_code(&report), "protocol_version");
+}
+
+#[test]
+fn responses_are_read_as_answers_to_their_requests() {
+    let mut decoder = Decoder::new();
+    let prompt = json!({"jsonrpc": "2.0", "id": "p1", "method": "session/prompt", "params": {"sessionId": "s", "prompt": []}});
+    assert!(decoder.decode(prompt.to_string().as_bytes(), None).accepted);
+    let answer = json!({"jsonrpc": "2.0", "id": "p1", "result": {"stopReason": "cancelled"}});
+    let report = decoder.decode(answer.to_string().as_bytes(), None);
+    assert!(report.accepted);
+    assert_eq!((report.method, report.kind, report.direction), (Some("session/prompt"), Some(Kind::Response), Some(WireDirection::AgentToRunner)));
+    let stray = json!({"jsonrpc": "2.0", "id": 77, "result": {}});
+    let report = decoder.decode(stray.to_string().as_bytes(), None);
+    assert!(report.accepted);
+    assert_eq!(report.method, None);
+    let error = json!({"jsonrpc": "2.0", "id": 5, "error": {"code": -32601, "message": "Method not found"}});
+    assert_eq!(decoder.decode(error.to_string().as_bytes(), None).kind, Some(Kind::ErrorResponse));
+}
+
+#[test]
+fn goose_and_khy_os_methods_dispatch_through_their_tables() {
+    let goose = json!({"jsonrpc": "2.0", "id": "g1", "method": "_goose/tools", "params": {"session_id": "s"}});
+    let report = decode(&goose);
+    assert!(report.accepted, "{report:?}");
+    assert_eq!(report.source, Some("goose"));
+    let bad = json!({"jsonrpc": "2.0", "id": "g1", "method": "_goose/tools", "params": {"session": "s"}});
+    assert_eq!(error_code(&decode(&bad)), "invalid_params");
+    let khy = json!({"jsonrpc": "2.0", "id": 1, "method": "agent.spawn", "params": {"role": "researcher"}});
+    let report = decode(&khy);
+    assert!(report.accepted, "{report:?}");
+    assert_eq!(report.source, Some("khy-os"));
+    let khy_bad = json!({"jsonrpc": "2.0", "id": 1, "method": "agent.spawn", "params": {"name": "x"}});
+    assert_eq!(error_code(&decode(&khy_bad)), "invalid_params");
+}
+
+#[test]
+fn direction_conflicts_are_rejected() {
+    let request = json!({"jsonrpc": "2.0", "id": 1, "method": "fs/read_text_file", "params": {"sessionId": "s", "path": "/a"}});
+    let report = Decoder::new().decode(request.to_string().as_bytes(), Some(WireDirection::RunnerToAgent));
+    assert_eq!(error_code(&report), "wrong_direction");
+    let report = Decoder::new().decode(request.to_string().as_bytes(), Some(WireDirection::AgentToRunner));
+    assert!(report.accepted);
+}
+
+// ---- JSON-RPC envelope errors ------------------------------------------------------------
+
+#[test]
+fn envelope_errors_are_typed() {
+    let cases: Vec<(Vec<u8>, &str)> = vec![
+        (br#"{"jsonrpc": "1.0", "id": 1, "method": "initialize", "params": {}}"#.to_vec(), "bad_jsonrpc"),
+        (br#"{"id": 1, "method": "initialize", "params": {}}"#.to_vec(), "bad_jsonrpc"),
+        (br#"{"jsonrpc": "2.0", "method": "session/prompt", "params": {}}"#.to_vec(), "missing_id"),
+        (br#"{"jsonrpc": "2.0", "id": 2, "method": "session/cancel", "params": {}}"#.to_vec(), "unexpected_id"),
+        (br#"{"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {}, "extra": 1}"#.to_vec(), "bad_envelope"),
+        (br#"{"jsonrpc": "2.0", "id": 2, "id": 3, "method": "session/prompt", "params": {}}"#.to_vec(), "bad_envelope"),
+        (br#"{"jsonrpc": "2.0", "id": 2, "result": {}, "error": {"code": 1, "message": "x"}}"#.to_vec(), "bad_envelope"),
+        (br#"{"jsonrpc": "2.0", "id": 2, "error": {"code": "x"}}"#.to_vec(), "bad_envelope"),
+        (br#"{"jsonrpc": "2.0"}"#.to_vec(), "bad_envelope"),
+        (br#"[1, 2]"#.to_vec(), "not_an_object"),
+        (br#"{"jsonrpc": "2.0", "id": 1, "method": "initialize""#.to_vec(), "invalid_json"),
+        (b"not json at all".to_vec(), "invalid_json"),
+        (vec![b'{', b'"', 0xff, 0xfe, b'"', b':', b'1', b'}'], "invalid_utf8"),
+        (format!("{}1{}", "[".repeat(100_000), "]".repeat(100_000)).into_bytes(), "too_deep"),
+        (format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session/new\",\"params\":{}{}}}", "{\"a\":".repeat(200), "}".repeat(200)).into_bytes(), "too_deep"),
+    ];
+    for (bytes, code) in cases {
+        let report = Decoder::new().decode(&bytes, None);
+        assert!(!report.accepted, "{}", String::from_utf8_lossy(&bytes[..bytes.len().min(80)]));
+        assert_eq!(error_code(&report), code, "{}", String::from_utf8_lossy(&bytes[..bytes.len().min(80)]));
+    }
+}
