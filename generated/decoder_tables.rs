@@ -38,6 +38,7 @@ pub const SLOTS: &[SlotDecoder] = &[
         part: Part::Response,
         direction: Direction::HarnessToClient,
         class: SlotClass::Declaration,
+        check: crate::schemas::acp_v1_extension_vectors::checks::check_CheckfuCapabilities,
         decode: |v: &Value| {
             crate::schemas::acp_v1_extension_vectors::checks::decode_CheckfuCapabilities(
                     v,
@@ -54,6 +55,7 @@ pub const SLOTS: &[SlotDecoder] = &[
         part: Part::Member,
         direction: Direction::HarnessToClient,
         class: SlotClass::Fidelity,
+        check: crate::schemas::acp_v1_extension_vectors::checks::check_CheckfuSubagent,
         decode: |v: &Value| {
             crate::schemas::acp_v1_extension_vectors::checks::decode_CheckfuSubagent(v)
                 .map(drop)
@@ -68,6 +70,7 @@ pub const SLOTS: &[SlotDecoder] = &[
         part: Part::Response,
         direction: Direction::HarnessToClient,
         class: SlotClass::Fidelity,
+        check: crate::schemas::acp_v1_extension_vectors::checks::check_CheckfuTurn,
         decode: |v: &Value| {
             crate::schemas::acp_v1_extension_vectors::checks::decode_CheckfuTurn(v)
                 .map(drop)
@@ -82,6 +85,7 @@ pub const SLOTS: &[SlotDecoder] = &[
         part: Part::Method,
         direction: Direction::ClientToHarness,
         class: SlotClass::Method,
+        check: crate::schemas::acp_v1_extension_vectors::checks::check_CheckfuSessionSteerParams,
         decode: |v: &Value| {
             crate::schemas::acp_v1_extension_vectors::checks::decode_CheckfuSessionSteerParams(
                     v,
@@ -103,6 +107,7 @@ pub const SLOTS: &[SlotDecoder] = &[
         part: Part::Method,
         direction: Direction::ClientToHarness,
         class: SlotClass::Method,
+        check: crate::schemas::acp_v1_extension_vectors::checks::check_CheckfuSessionInterruptParams,
         decode: |v: &Value| {
             crate::schemas::acp_v1_extension_vectors::checks::decode_CheckfuSessionInterruptParams(
                     v,
@@ -124,6 +129,7 @@ pub const SLOTS: &[SlotDecoder] = &[
         part: Part::Request,
         direction: Direction::ClientToHarness,
         class: SlotClass::Authority,
+        check: crate::schemas::acp_v1_extension_vectors::checks::check_CheckfuBuiltinTools,
         decode: |v: &Value| {
             crate::schemas::acp_v1_extension_vectors::checks::decode_CheckfuBuiltinTools(
                     v,
@@ -140,6 +146,7 @@ pub const SLOTS: &[SlotDecoder] = &[
         part: Part::Request,
         direction: Direction::ClientToHarness,
         class: SlotClass::Authority,
+        check: crate::schemas::checkfu_slots::checks::check_Continuity,
         decode: |v: &Value| {
             crate::schemas::checkfu_slots::checks::decode_Continuity(v).map(drop)
         },
@@ -153,6 +160,7 @@ pub const SLOTS: &[SlotDecoder] = &[
         part: Part::Request,
         direction: Direction::ClientToHarness,
         class: SlotClass::Authority,
+        check: crate::schemas::checkfu_slots::checks::check_RuntimeConfig,
         decode: |v: &Value| {
             crate::schemas::checkfu_slots::checks::decode_RuntimeConfig(v).map(drop)
         },
@@ -166,6 +174,7 @@ pub const SLOTS: &[SlotDecoder] = &[
         part: Part::Request,
         direction: Direction::ClientToHarness,
         class: SlotClass::Authority,
+        check: crate::schemas::acp_v1_extension_vectors::checks::check_CheckfuOutputSchema,
         decode: |v: &Value| {
             crate::schemas::acp_v1_extension_vectors::checks::decode_CheckfuOutputSchema(
                     v,
@@ -182,6 +191,7 @@ pub const SLOTS: &[SlotDecoder] = &[
         part: Part::Request,
         direction: Direction::ClientToHarness,
         class: SlotClass::Authority,
+        check: crate::schemas::checkfu_slots::checks::check_Resume,
         decode: |v: &Value| {
             crate::schemas::checkfu_slots::checks::decode_Resume(v).map(drop)
         },
@@ -195,6 +205,7 @@ pub const SLOTS: &[SlotDecoder] = &[
         part: Part::Member,
         direction: Direction::HarnessToClient,
         class: SlotClass::Fidelity,
+        check: crate::schemas::checkfu_slots::checks::check_JournalCheckpoint,
         decode: |v: &Value| {
             crate::schemas::checkfu_slots::checks::decode_JournalCheckpoint(v).map(drop)
         },
@@ -208,6 +219,7 @@ pub const SLOTS: &[SlotDecoder] = &[
         part: Part::Member,
         direction: Direction::HarnessToClient,
         class: SlotClass::Fidelity,
+        check: crate::schemas::checkfu_slots::checks::check_Compaction,
         decode: |v: &Value| {
             crate::schemas::checkfu_slots::checks::decode_Compaction(v).map(drop)
         },

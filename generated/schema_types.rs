@@ -4664,30 +4664,36 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("jsonrpc") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "jsonrpc" => {
+                            seen |= 1u128;
+                            node_3(p).map_err(|e| e.at("jsonrpc"))?;
+                        }
+                        "id" => {
+                            seen |= 2u128;
+                            check_Union(p).map_err(|e| e.at("id"))?;
+                        }
+                        "result" => {
+                            seen |= 4u128;
+                            check_ObjectsResult(p).map_err(|e| e.at("result"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `jsonrpc`"));
                 }
-                if !o.contains_key("id") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `id`"));
                 }
-                if !o.contains_key("result") {
+                if seen & 4u128 == 0 {
                     return Err(Invalid::new("missing required property `result`"));
-                }
-                if let Some(p) = o.get("jsonrpc") {
-                    node_3(p).map_err(|e| e.at("jsonrpc"))?;
-                }
-                if let Some(p) = o.get("id") {
-                    check_Union(p).map_err(|e| e.at("id"))?;
-                }
-                if let Some(p) = o.get("result") {
-                    check_ObjectsResult(p).map_err(|e| e.at("result"))?;
-                }
-                for k in o.keys() {
-                    if !&["jsonrpc", "id", "result"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -4722,30 +4728,36 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("jsonrpc") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "jsonrpc" => {
+                            seen |= 1u128;
+                            node_4(p).map_err(|e| e.at("jsonrpc"))?;
+                        }
+                        "method" => {
+                            seen |= 2u128;
+                            node_5(p).map_err(|e| e.at("method"))?;
+                        }
+                        "params" => {
+                            seen |= 4u128;
+                            check_Objects1Params(p).map_err(|e| e.at("params"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `jsonrpc`"));
                 }
-                if !o.contains_key("method") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `method`"));
                 }
-                if !o.contains_key("params") {
+                if seen & 4u128 == 0 {
                     return Err(Invalid::new("missing required property `params`"));
-                }
-                if let Some(p) = o.get("jsonrpc") {
-                    node_4(p).map_err(|e| e.at("jsonrpc"))?;
-                }
-                if let Some(p) = o.get("method") {
-                    node_5(p).map_err(|e| e.at("method"))?;
-                }
-                if let Some(p) = o.get("params") {
-                    check_Objects1Params(p).map_err(|e| e.at("params"))?;
-                }
-                for k in o.keys() {
-                    if !&["jsonrpc", "method", "params"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -4768,18 +4780,22 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("http") {
-                    return Err(Invalid::new("missing required property `http`"));
-                }
-                if let Some(p) = o.get("http") {
-                    node_6(p).map_err(|e| e.at("http"))?;
-                }
-                for k in o.keys() {
-                    if !&["http"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "http" => {
+                            seen |= 1u128;
+                            node_6(p).map_err(|e| e.at("http"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
                     }
+                }
+                if seen & 1u128 == 0 {
+                    return Err(Invalid::new("missing required property `http`"));
                 }
             }
             Ok(())
@@ -4790,21 +4806,25 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("mcpCapabilities") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "mcpCapabilities" => {
+                            seen |= 1u128;
+                            check_ObjectsResultAgentCapabilitiesMcpCapabilities(p)
+                                .map_err(|e| e.at("mcpCapabilities"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(
                         Invalid::new("missing required property `mcpCapabilities`"),
                     );
-                }
-                if let Some(p) = o.get("mcpCapabilities") {
-                    check_ObjectsResultAgentCapabilitiesMcpCapabilities(p)
-                        .map_err(|e| e.at("mcpCapabilities"))?;
-                }
-                for k in o.keys() {
-                    if !&["mcpCapabilities"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -4829,24 +4849,29 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("name") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "name" => {
+                            seen |= 1u128;
+                            node_7(p).map_err(|e| e.at("name"))?;
+                        }
+                        "version" => {
+                            seen |= 2u128;
+                            node_8(p).map_err(|e| e.at("version"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `name`"));
                 }
-                if !o.contains_key("version") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `version`"));
-                }
-                if let Some(p) = o.get("name") {
-                    node_7(p).map_err(|e| e.at("name"))?;
-                }
-                if let Some(p) = o.get("version") {
-                    node_8(p).map_err(|e| e.at("version"))?;
-                }
-                for k in o.keys() {
-                    if !&["name", "version"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -4929,42 +4954,34 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if let Some(p) = o.get("subagents") {
-                    node_9(p).map_err(|e| e.at("subagents"))?;
-                }
-                if let Some(p) = o.get("steer") {
-                    node_10(p).map_err(|e| e.at("steer"))?;
-                }
-                if let Some(p) = o.get("interrupt") {
-                    node_11(p).map_err(|e| e.at("interrupt"))?;
-                }
-                if let Some(p) = o.get("builtin_tool_scoping") {
-                    node_12(p).map_err(|e| e.at("builtin_tool_scoping"))?;
-                }
-                if let Some(p) = o.get("structured_output") {
-                    node_13(p).map_err(|e| e.at("structured_output"))?;
-                }
-                if let Some(p) = o.get("staged_files") {
-                    node_14(p).map_err(|e| e.at("staged_files"))?;
-                }
-                if let Some(p) = o.get("native_checkpoint") {
-                    node_15(p).map_err(|e| e.at("native_checkpoint"))?;
-                }
-                for k in o.keys() {
-                    if !&[
-                        "subagents",
-                        "steer",
-                        "interrupt",
-                        "builtin_tool_scoping",
-                        "structured_output",
-                        "staged_files",
-                        "native_checkpoint",
-                    ]
-                        .contains(&k.as_str())
-                    {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
+                for (k, p) in o {
+                    match k.as_str() {
+                        "subagents" => {
+                            node_9(p).map_err(|e| e.at("subagents"))?;
+                        }
+                        "steer" => {
+                            node_10(p).map_err(|e| e.at("steer"))?;
+                        }
+                        "interrupt" => {
+                            node_11(p).map_err(|e| e.at("interrupt"))?;
+                        }
+                        "builtin_tool_scoping" => {
+                            node_12(p).map_err(|e| e.at("builtin_tool_scoping"))?;
+                        }
+                        "structured_output" => {
+                            node_13(p).map_err(|e| e.at("structured_output"))?;
+                        }
+                        "staged_files" => {
+                            node_14(p).map_err(|e| e.at("staged_files"))?;
+                        }
+                        "native_checkpoint" => {
+                            node_15(p).map_err(|e| e.at("native_checkpoint"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
                     }
                 }
             }
@@ -4976,21 +4993,25 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("checkfu.capabilities") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "checkfu.capabilities" => {
+                            seen |= 1u128;
+                            check_CheckfuCapabilities(p)
+                                .map_err(|e| e.at("checkfu.capabilities"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(
                         Invalid::new("missing required property `checkfu.capabilities`"),
                     );
-                }
-                if let Some(p) = o.get("checkfu.capabilities") {
-                    check_CheckfuCapabilities(p)
-                        .map_err(|e| e.at("checkfu.capabilities"))?;
-                }
-                for k in o.keys() {
-                    if !&["checkfu.capabilities"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -5011,43 +5032,49 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("protocolVersion") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "protocolVersion" => {
+                            seen |= 1u128;
+                            node_16(p).map_err(|e| e.at("protocolVersion"))?;
+                        }
+                        "agentCapabilities" => {
+                            seen |= 2u128;
+                            check_ObjectsResultAgentCapabilities(p)
+                                .map_err(|e| e.at("agentCapabilities"))?;
+                        }
+                        "agentInfo" => {
+                            seen |= 4u128;
+                            check_ObjectsResultAgentInfo(p)
+                                .map_err(|e| e.at("agentInfo"))?;
+                        }
+                        "_meta" => {
+                            seen |= 8u128;
+                            check_ObjectsResultMeta(p).map_err(|e| e.at("_meta"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(
                         Invalid::new("missing required property `protocolVersion`"),
                     );
                 }
-                if !o.contains_key("agentCapabilities") {
+                if seen & 2u128 == 0 {
                     return Err(
                         Invalid::new("missing required property `agentCapabilities`"),
                     );
                 }
-                if !o.contains_key("agentInfo") {
+                if seen & 4u128 == 0 {
                     return Err(Invalid::new("missing required property `agentInfo`"));
                 }
-                if !o.contains_key("_meta") {
+                if seen & 8u128 == 0 {
                     return Err(Invalid::new("missing required property `_meta`"));
-                }
-                if let Some(p) = o.get("protocolVersion") {
-                    node_16(p).map_err(|e| e.at("protocolVersion"))?;
-                }
-                if let Some(p) = o.get("agentCapabilities") {
-                    check_ObjectsResultAgentCapabilities(p)
-                        .map_err(|e| e.at("agentCapabilities"))?;
-                }
-                if let Some(p) = o.get("agentInfo") {
-                    check_ObjectsResultAgentInfo(p).map_err(|e| e.at("agentInfo"))?;
-                }
-                if let Some(p) = o.get("_meta") {
-                    check_ObjectsResultMeta(p).map_err(|e| e.at("_meta"))?;
-                }
-                for k in o.keys() {
-                    if !&["protocolVersion", "agentCapabilities", "agentInfo", "_meta"]
-                        .contains(&k.as_str())
-                    {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -5107,35 +5134,39 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("phase") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "phase" => {
+                            seen |= 1u128;
+                            node_17(p).map_err(|e| e.at("phase"))?;
+                        }
+                        "subagent" => {
+                            seen |= 2u128;
+                            node_18(p).map_err(|e| e.at("subagent"))?;
+                        }
+                        "name" => {
+                            seen |= 4u128;
+                            node_19(p).map_err(|e| e.at("name"))?;
+                        }
+                        "description" => {
+                            node_20(p).map_err(|e| e.at("description"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `phase`"));
                 }
-                if !o.contains_key("subagent") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `subagent`"));
                 }
-                if !o.contains_key("name") {
+                if seen & 4u128 == 0 {
                     return Err(Invalid::new("missing required property `name`"));
-                }
-                if let Some(p) = o.get("phase") {
-                    node_17(p).map_err(|e| e.at("phase"))?;
-                }
-                if let Some(p) = o.get("subagent") {
-                    node_18(p).map_err(|e| e.at("subagent"))?;
-                }
-                if let Some(p) = o.get("name") {
-                    node_19(p).map_err(|e| e.at("name"))?;
-                }
-                if let Some(p) = o.get("description") {
-                    node_20(p).map_err(|e| e.at("description"))?;
-                }
-                for k in o.keys() {
-                    if !&["phase", "subagent", "name", "description"]
-                        .contains(&k.as_str())
-                    {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -5173,24 +5204,29 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("phase") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "phase" => {
+                            seen |= 1u128;
+                            node_21(p).map_err(|e| e.at("phase"))?;
+                        }
+                        "subagent" => {
+                            seen |= 2u128;
+                            node_22(p).map_err(|e| e.at("subagent"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `phase`"));
                 }
-                if !o.contains_key("subagent") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `subagent`"));
-                }
-                if let Some(p) = o.get("phase") {
-                    node_21(p).map_err(|e| e.at("phase"))?;
-                }
-                if let Some(p) = o.get("subagent") {
-                    node_22(p).map_err(|e| e.at("subagent"))?;
-                }
-                for k in o.keys() {
-                    if !&["phase", "subagent"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -5240,30 +5276,36 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("phase") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "phase" => {
+                            seen |= 1u128;
+                            node_23(p).map_err(|e| e.at("phase"))?;
+                        }
+                        "subagent" => {
+                            seen |= 2u128;
+                            node_24(p).map_err(|e| e.at("subagent"))?;
+                        }
+                        "disposition" => {
+                            seen |= 4u128;
+                            node_25(p).map_err(|e| e.at("disposition"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `phase`"));
                 }
-                if !o.contains_key("subagent") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `subagent`"));
                 }
-                if !o.contains_key("disposition") {
+                if seen & 4u128 == 0 {
                     return Err(Invalid::new("missing required property `disposition`"));
-                }
-                if let Some(p) = o.get("phase") {
-                    node_23(p).map_err(|e| e.at("phase"))?;
-                }
-                if let Some(p) = o.get("subagent") {
-                    node_24(p).map_err(|e| e.at("subagent"))?;
-                }
-                if let Some(p) = o.get("disposition") {
-                    node_25(p).map_err(|e| e.at("disposition"))?;
-                }
-                for k in o.keys() {
-                    if !&["phase", "subagent", "disposition"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -5284,20 +5326,25 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("checkfu.subagent") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "checkfu.subagent" => {
+                            seen |= 1u128;
+                            check_CheckfuSubagent(p)
+                                .map_err(|e| e.at("checkfu.subagent"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(
                         Invalid::new("missing required property `checkfu.subagent`"),
                     );
-                }
-                if let Some(p) = o.get("checkfu.subagent") {
-                    check_CheckfuSubagent(p).map_err(|e| e.at("checkfu.subagent"))?;
-                }
-                for k in o.keys() {
-                    if !&["checkfu.subagent"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -5325,32 +5372,39 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("sessionUpdate") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "sessionUpdate" => {
+                            seen |= 1u128;
+                            node_26(p).map_err(|e| e.at("sessionUpdate"))?;
+                        }
+                        "updatedAt" => {
+                            seen |= 2u128;
+                            node_27(p).map_err(|e| e.at("updatedAt"))?;
+                        }
+                        "_meta" => {
+                            seen |= 4u128;
+                            check_Objects1ParamsUpdateMeta(p)
+                                .map_err(|e| e.at("_meta"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(
                         Invalid::new("missing required property `sessionUpdate`"),
                     );
                 }
-                if !o.contains_key("updatedAt") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `updatedAt`"));
                 }
-                if !o.contains_key("_meta") {
+                if seen & 4u128 == 0 {
                     return Err(Invalid::new("missing required property `_meta`"));
-                }
-                if let Some(p) = o.get("sessionUpdate") {
-                    node_26(p).map_err(|e| e.at("sessionUpdate"))?;
-                }
-                if let Some(p) = o.get("updatedAt") {
-                    node_27(p).map_err(|e| e.at("updatedAt"))?;
-                }
-                if let Some(p) = o.get("_meta") {
-                    check_Objects1ParamsUpdateMeta(p).map_err(|e| e.at("_meta"))?;
-                }
-                for k in o.keys() {
-                    if !&["sessionUpdate", "updatedAt", "_meta"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -5368,24 +5422,29 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("sessionId") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "sessionId" => {
+                            seen |= 1u128;
+                            node_28(p).map_err(|e| e.at("sessionId"))?;
+                        }
+                        "update" => {
+                            seen |= 2u128;
+                            check_Objects1ParamsUpdate(p).map_err(|e| e.at("update"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `sessionId`"));
                 }
-                if !o.contains_key("update") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `update`"));
-                }
-                if let Some(p) = o.get("sessionId") {
-                    node_28(p).map_err(|e| e.at("sessionId"))?;
-                }
-                if let Some(p) = o.get("update") {
-                    check_Objects1ParamsUpdate(p).map_err(|e| e.at("update"))?;
-                }
-                for k in o.keys() {
-                    if !&["sessionId", "update"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -5418,30 +5477,36 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("name") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "name" => {
+                            seen |= 1u128;
+                            node_29(p).map_err(|e| e.at("name"))?;
+                        }
+                        "direction" => {
+                            seen |= 2u128;
+                            node_30(p).map_err(|e| e.at("direction"))?;
+                        }
+                        "wire" => {
+                            seen |= 4u128;
+                            check_Objects(p).map_err(|e| e.at("wire"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `name`"));
                 }
-                if !o.contains_key("direction") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `direction`"));
                 }
-                if !o.contains_key("wire") {
+                if seen & 4u128 == 0 {
                     return Err(Invalid::new("missing required property `wire`"));
-                }
-                if let Some(p) = o.get("name") {
-                    node_29(p).map_err(|e| e.at("name"))?;
-                }
-                if let Some(p) = o.get("direction") {
-                    node_30(p).map_err(|e| e.at("direction"))?;
-                }
-                if let Some(p) = o.get("wire") {
-                    check_Objects(p).map_err(|e| e.at("wire"))?;
-                }
-                for k in o.keys() {
-                    if !&["name", "direction", "wire"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -5474,30 +5539,36 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("name") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "name" => {
+                            seen |= 1u128;
+                            node_31(p).map_err(|e| e.at("name"))?;
+                        }
+                        "direction" => {
+                            seen |= 2u128;
+                            node_32(p).map_err(|e| e.at("direction"))?;
+                        }
+                        "wire" => {
+                            seen |= 4u128;
+                            check_Objects(p).map_err(|e| e.at("wire"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `name`"));
                 }
-                if !o.contains_key("direction") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `direction`"));
                 }
-                if !o.contains_key("wire") {
+                if seen & 4u128 == 0 {
                     return Err(Invalid::new("missing required property `wire`"));
-                }
-                if let Some(p) = o.get("name") {
-                    node_31(p).map_err(|e| e.at("name"))?;
-                }
-                if let Some(p) = o.get("direction") {
-                    node_32(p).map_err(|e| e.at("direction"))?;
-                }
-                if let Some(p) = o.get("wire") {
-                    check_Objects(p).map_err(|e| e.at("wire"))?;
-                }
-                for k in o.keys() {
-                    if !&["name", "direction", "wire"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -5530,30 +5601,36 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("name") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "name" => {
+                            seen |= 1u128;
+                            node_33(p).map_err(|e| e.at("name"))?;
+                        }
+                        "direction" => {
+                            seen |= 2u128;
+                            node_34(p).map_err(|e| e.at("direction"))?;
+                        }
+                        "wire" => {
+                            seen |= 4u128;
+                            check_Objects(p).map_err(|e| e.at("wire"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `name`"));
                 }
-                if !o.contains_key("direction") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `direction`"));
                 }
-                if !o.contains_key("wire") {
+                if seen & 4u128 == 0 {
                     return Err(Invalid::new("missing required property `wire`"));
-                }
-                if let Some(p) = o.get("name") {
-                    node_33(p).map_err(|e| e.at("name"))?;
-                }
-                if let Some(p) = o.get("direction") {
-                    node_34(p).map_err(|e| e.at("direction"))?;
-                }
-                if let Some(p) = o.get("wire") {
-                    check_Objects(p).map_err(|e| e.at("wire"))?;
-                }
-                for k in o.keys() {
-                    if !&["name", "direction", "wire"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -5591,21 +5668,25 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("checkfu.builtin_tools") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "checkfu.builtin_tools" => {
+                            seen |= 1u128;
+                            check_CheckfuBuiltinTools(p)
+                                .map_err(|e| e.at("checkfu.builtin_tools"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(
                         Invalid::new("missing required property `checkfu.builtin_tools`"),
                     );
-                }
-                if let Some(p) = o.get("checkfu.builtin_tools") {
-                    check_CheckfuBuiltinTools(p)
-                        .map_err(|e| e.at("checkfu.builtin_tools"))?;
-                }
-                for k in o.keys() {
-                    if !&["checkfu.builtin_tools"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -5637,33 +5718,39 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("cwd") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "cwd" => {
+                            seen |= 1u128;
+                            node_36(p).map_err(|e| e.at("cwd"))?;
+                        }
+                        "mcpServers" => {
+                            seen |= 2u128;
+                            node_37(p).map_err(|e| e.at("mcpServers"))?;
+                        }
+                        "_meta" => {
+                            seen |= 4u128;
+                            check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParamsMeta(
+                                    p,
+                                )
+                                .map_err(|e| e.at("_meta"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `cwd`"));
                 }
-                if !o.contains_key("mcpServers") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `mcpServers`"));
                 }
-                if !o.contains_key("_meta") {
+                if seen & 4u128 == 0 {
                     return Err(Invalid::new("missing required property `_meta`"));
-                }
-                if let Some(p) = o.get("cwd") {
-                    node_36(p).map_err(|e| e.at("cwd"))?;
-                }
-                if let Some(p) = o.get("mcpServers") {
-                    node_37(p).map_err(|e| e.at("mcpServers"))?;
-                }
-                if let Some(p) = o.get("_meta") {
-                    check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParamsMeta(
-                            p,
-                        )
-                        .map_err(|e| e.at("_meta"))?;
-                }
-                for k in o.keys() {
-                    if !&["cwd", "mcpServers", "_meta"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -5694,39 +5781,46 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("jsonrpc") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "jsonrpc" => {
+                            seen |= 1u128;
+                            node_38(p).map_err(|e| e.at("jsonrpc"))?;
+                        }
+                        "id" => {
+                            seen |= 2u128;
+                            check_Union(p).map_err(|e| e.at("id"))?;
+                        }
+                        "method" => {
+                            seen |= 4u128;
+                            node_39(p).map_err(|e| e.at("method"))?;
+                        }
+                        "params" => {
+                            seen |= 8u128;
+                            check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParams(
+                                    p,
+                                )
+                                .map_err(|e| e.at("params"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `jsonrpc`"));
                 }
-                if !o.contains_key("id") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `id`"));
                 }
-                if !o.contains_key("method") {
+                if seen & 4u128 == 0 {
                     return Err(Invalid::new("missing required property `method`"));
                 }
-                if !o.contains_key("params") {
+                if seen & 8u128 == 0 {
                     return Err(Invalid::new("missing required property `params`"));
-                }
-                if let Some(p) = o.get("jsonrpc") {
-                    node_38(p).map_err(|e| e.at("jsonrpc"))?;
-                }
-                if let Some(p) = o.get("id") {
-                    check_Union(p).map_err(|e| e.at("id"))?;
-                }
-                if let Some(p) = o.get("method") {
-                    node_39(p).map_err(|e| e.at("method"))?;
-                }
-                if let Some(p) = o.get("params") {
-                    check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParams(
-                            p,
-                        )
-                        .map_err(|e| e.at("params"))?;
-                }
-                for k in o.keys() {
-                    if !&["jsonrpc", "id", "method", "params"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -5759,30 +5853,37 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("name") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "name" => {
+                            seen |= 1u128;
+                            node_40(p).map_err(|e| e.at("name"))?;
+                        }
+                        "direction" => {
+                            seen |= 2u128;
+                            node_41(p).map_err(|e| e.at("direction"))?;
+                        }
+                        "wire" => {
+                            seen |= 4u128;
+                            check_WireSessionNewBuiltinTools(p)
+                                .map_err(|e| e.at("wire"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `name`"));
                 }
-                if !o.contains_key("direction") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `direction`"));
                 }
-                if !o.contains_key("wire") {
+                if seen & 4u128 == 0 {
                     return Err(Invalid::new("missing required property `wire`"));
-                }
-                if let Some(p) = o.get("name") {
-                    node_40(p).map_err(|e| e.at("name"))?;
-                }
-                if let Some(p) = o.get("direction") {
-                    node_41(p).map_err(|e| e.at("direction"))?;
-                }
-                if let Some(p) = o.get("wire") {
-                    check_WireSessionNewBuiltinTools(p).map_err(|e| e.at("wire"))?;
-                }
-                for k in o.keys() {
-                    if !&["name", "direction", "wire"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -5796,9 +5897,7 @@ pub mod acp_v1_extension_vectors {
             }
             if let Some(o) = v.as_object() {
                 for (k, p) in o {
-                    if !&[].contains(&k.as_str()) {
-                        check_JsonValue(p).map_err(|e| e.at(k.as_str()))?;
-                    }
+                    check_JsonValue(p).map_err(|e| e.at(k.as_str()))?;
                 }
             }
             Ok(())
@@ -5830,21 +5929,25 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("checkfu.output_schema") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "checkfu.output_schema" => {
+                            seen |= 1u128;
+                            check_CheckfuOutputSchema(p)
+                                .map_err(|e| e.at("checkfu.output_schema"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(
                         Invalid::new("missing required property `checkfu.output_schema`"),
                     );
-                }
-                if let Some(p) = o.get("checkfu.output_schema") {
-                    check_CheckfuOutputSchema(p)
-                        .map_err(|e| e.at("checkfu.output_schema"))?;
-                }
-                for k in o.keys() {
-                    if !&["checkfu.output_schema"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -5876,33 +5979,39 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("cwd") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "cwd" => {
+                            seen |= 1u128;
+                            node_43(p).map_err(|e| e.at("cwd"))?;
+                        }
+                        "mcpServers" => {
+                            seen |= 2u128;
+                            node_44(p).map_err(|e| e.at("mcpServers"))?;
+                        }
+                        "_meta" => {
+                            seen |= 4u128;
+                            check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMeta(
+                                    p,
+                                )
+                                .map_err(|e| e.at("_meta"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `cwd`"));
                 }
-                if !o.contains_key("mcpServers") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `mcpServers`"));
                 }
-                if !o.contains_key("_meta") {
+                if seen & 4u128 == 0 {
                     return Err(Invalid::new("missing required property `_meta`"));
-                }
-                if let Some(p) = o.get("cwd") {
-                    node_43(p).map_err(|e| e.at("cwd"))?;
-                }
-                if let Some(p) = o.get("mcpServers") {
-                    node_44(p).map_err(|e| e.at("mcpServers"))?;
-                }
-                if let Some(p) = o.get("_meta") {
-                    check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMeta(
-                            p,
-                        )
-                        .map_err(|e| e.at("_meta"))?;
-                }
-                for k in o.keys() {
-                    if !&["cwd", "mcpServers", "_meta"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -5933,39 +6042,46 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("jsonrpc") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "jsonrpc" => {
+                            seen |= 1u128;
+                            node_45(p).map_err(|e| e.at("jsonrpc"))?;
+                        }
+                        "id" => {
+                            seen |= 2u128;
+                            check_Union(p).map_err(|e| e.at("id"))?;
+                        }
+                        "method" => {
+                            seen |= 4u128;
+                            node_46(p).map_err(|e| e.at("method"))?;
+                        }
+                        "params" => {
+                            seen |= 8u128;
+                            check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParams(
+                                    p,
+                                )
+                                .map_err(|e| e.at("params"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `jsonrpc`"));
                 }
-                if !o.contains_key("id") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `id`"));
                 }
-                if !o.contains_key("method") {
+                if seen & 4u128 == 0 {
                     return Err(Invalid::new("missing required property `method`"));
                 }
-                if !o.contains_key("params") {
+                if seen & 8u128 == 0 {
                     return Err(Invalid::new("missing required property `params`"));
-                }
-                if let Some(p) = o.get("jsonrpc") {
-                    node_45(p).map_err(|e| e.at("jsonrpc"))?;
-                }
-                if let Some(p) = o.get("id") {
-                    check_Union(p).map_err(|e| e.at("id"))?;
-                }
-                if let Some(p) = o.get("method") {
-                    node_46(p).map_err(|e| e.at("method"))?;
-                }
-                if let Some(p) = o.get("params") {
-                    check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParams(
-                            p,
-                        )
-                        .map_err(|e| e.at("params"))?;
-                }
-                for k in o.keys() {
-                    if !&["jsonrpc", "id", "method", "params"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -5998,30 +6114,37 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("name") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "name" => {
+                            seen |= 1u128;
+                            node_47(p).map_err(|e| e.at("name"))?;
+                        }
+                        "direction" => {
+                            seen |= 2u128;
+                            node_48(p).map_err(|e| e.at("direction"))?;
+                        }
+                        "wire" => {
+                            seen |= 4u128;
+                            check_WireSessionNewOutputSchema(p)
+                                .map_err(|e| e.at("wire"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `name`"));
                 }
-                if !o.contains_key("direction") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `direction`"));
                 }
-                if !o.contains_key("wire") {
+                if seen & 4u128 == 0 {
                     return Err(Invalid::new("missing required property `wire`"));
-                }
-                if let Some(p) = o.get("name") {
-                    node_47(p).map_err(|e| e.at("name"))?;
-                }
-                if let Some(p) = o.get("direction") {
-                    node_48(p).map_err(|e| e.at("direction"))?;
-                }
-                if let Some(p) = o.get("wire") {
-                    check_WireSessionNewOutputSchema(p).map_err(|e| e.at("wire"))?;
-                }
-                for k in o.keys() {
-                    if !&["name", "direction", "wire"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -6054,30 +6177,36 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("name") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "name" => {
+                            seen |= 1u128;
+                            node_49(p).map_err(|e| e.at("name"))?;
+                        }
+                        "direction" => {
+                            seen |= 2u128;
+                            node_50(p).map_err(|e| e.at("direction"))?;
+                        }
+                        "wire" => {
+                            seen |= 4u128;
+                            check_Objects1(p).map_err(|e| e.at("wire"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `name`"));
                 }
-                if !o.contains_key("direction") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `direction`"));
                 }
-                if !o.contains_key("wire") {
+                if seen & 4u128 == 0 {
                     return Err(Invalid::new("missing required property `wire`"));
-                }
-                if let Some(p) = o.get("name") {
-                    node_49(p).map_err(|e| e.at("name"))?;
-                }
-                if let Some(p) = o.get("direction") {
-                    node_50(p).map_err(|e| e.at("direction"))?;
-                }
-                if let Some(p) = o.get("wire") {
-                    check_Objects1(p).map_err(|e| e.at("wire"))?;
-                }
-                for k in o.keys() {
-                    if !&["name", "direction", "wire"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -6110,30 +6239,36 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("name") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "name" => {
+                            seen |= 1u128;
+                            node_51(p).map_err(|e| e.at("name"))?;
+                        }
+                        "direction" => {
+                            seen |= 2u128;
+                            node_52(p).map_err(|e| e.at("direction"))?;
+                        }
+                        "wire" => {
+                            seen |= 4u128;
+                            check_Objects1(p).map_err(|e| e.at("wire"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `name`"));
                 }
-                if !o.contains_key("direction") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `direction`"));
                 }
-                if !o.contains_key("wire") {
+                if seen & 4u128 == 0 {
                     return Err(Invalid::new("missing required property `wire`"));
-                }
-                if let Some(p) = o.get("name") {
-                    node_51(p).map_err(|e| e.at("name"))?;
-                }
-                if let Some(p) = o.get("direction") {
-                    node_52(p).map_err(|e| e.at("direction"))?;
-                }
-                if let Some(p) = o.get("wire") {
-                    check_Objects1(p).map_err(|e| e.at("wire"))?;
-                }
-                for k in o.keys() {
-                    if !&["name", "direction", "wire"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -6166,30 +6301,36 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("name") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "name" => {
+                            seen |= 1u128;
+                            node_53(p).map_err(|e| e.at("name"))?;
+                        }
+                        "direction" => {
+                            seen |= 2u128;
+                            node_54(p).map_err(|e| e.at("direction"))?;
+                        }
+                        "wire" => {
+                            seen |= 4u128;
+                            check_Objects1(p).map_err(|e| e.at("wire"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `name`"));
                 }
-                if !o.contains_key("direction") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `direction`"));
                 }
-                if !o.contains_key("wire") {
+                if seen & 4u128 == 0 {
                     return Err(Invalid::new("missing required property `wire`"));
-                }
-                if let Some(p) = o.get("name") {
-                    node_53(p).map_err(|e| e.at("name"))?;
-                }
-                if let Some(p) = o.get("direction") {
-                    node_54(p).map_err(|e| e.at("direction"))?;
-                }
-                if let Some(p) = o.get("wire") {
-                    check_Objects1(p).map_err(|e| e.at("wire"))?;
-                }
-                for k in o.keys() {
-                    if !&["name", "direction", "wire"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -6345,69 +6486,67 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("execution") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "execution" => {
+                            seen |= 1u128;
+                            node_55(p).map_err(|e| e.at("execution"))?;
+                        }
+                        "shell_commands" => {
+                            seen |= 2u128;
+                            node_56(p).map_err(|e| e.at("shell_commands"))?;
+                        }
+                        "filesystem_commands" => {
+                            seen |= 4u128;
+                            node_57(p).map_err(|e| e.at("filesystem_commands"))?;
+                        }
+                        "mcp_calls" => {
+                            seen |= 8u128;
+                            node_58(p).map_err(|e| e.at("mcp_calls"))?;
+                        }
+                        "model_calls" => {
+                            seen |= 16u128;
+                            node_59(p).map_err(|e| e.at("model_calls"))?;
+                        }
+                        "wall_time_ms" => {
+                            seen |= 32u128;
+                            node_60(p).map_err(|e| e.at("wall_time_ms"))?;
+                        }
+                        "model_transient_retries" => {
+                            node_63(p).map_err(|e| e.at("model_transient_retries"))?;
+                        }
+                        "model_overflow_recoveries" => {
+                            node_66(p).map_err(|e| e.at("model_overflow_recoveries"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `execution`"));
                 }
-                if !o.contains_key("shell_commands") {
+                if seen & 2u128 == 0 {
                     return Err(
                         Invalid::new("missing required property `shell_commands`"),
                     );
                 }
-                if !o.contains_key("filesystem_commands") {
+                if seen & 4u128 == 0 {
                     return Err(
                         Invalid::new("missing required property `filesystem_commands`"),
                     );
                 }
-                if !o.contains_key("mcp_calls") {
+                if seen & 8u128 == 0 {
                     return Err(Invalid::new("missing required property `mcp_calls`"));
                 }
-                if !o.contains_key("model_calls") {
+                if seen & 16u128 == 0 {
                     return Err(Invalid::new("missing required property `model_calls`"));
                 }
-                if !o.contains_key("wall_time_ms") {
+                if seen & 32u128 == 0 {
                     return Err(Invalid::new("missing required property `wall_time_ms`"));
-                }
-                if let Some(p) = o.get("execution") {
-                    node_55(p).map_err(|e| e.at("execution"))?;
-                }
-                if let Some(p) = o.get("shell_commands") {
-                    node_56(p).map_err(|e| e.at("shell_commands"))?;
-                }
-                if let Some(p) = o.get("filesystem_commands") {
-                    node_57(p).map_err(|e| e.at("filesystem_commands"))?;
-                }
-                if let Some(p) = o.get("mcp_calls") {
-                    node_58(p).map_err(|e| e.at("mcp_calls"))?;
-                }
-                if let Some(p) = o.get("model_calls") {
-                    node_59(p).map_err(|e| e.at("model_calls"))?;
-                }
-                if let Some(p) = o.get("wall_time_ms") {
-                    node_60(p).map_err(|e| e.at("wall_time_ms"))?;
-                }
-                if let Some(p) = o.get("model_transient_retries") {
-                    node_63(p).map_err(|e| e.at("model_transient_retries"))?;
-                }
-                if let Some(p) = o.get("model_overflow_recoveries") {
-                    node_66(p).map_err(|e| e.at("model_overflow_recoveries"))?;
-                }
-                for k in o.keys() {
-                    if !&[
-                        "execution",
-                        "shell_commands",
-                        "filesystem_commands",
-                        "mcp_calls",
-                        "model_calls",
-                        "wall_time_ms",
-                        "model_transient_retries",
-                        "model_overflow_recoveries",
-                    ]
-                        .contains(&k.as_str())
-                    {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -6420,18 +6559,22 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("checkfu.turn") {
-                    return Err(Invalid::new("missing required property `checkfu.turn`"));
-                }
-                if let Some(p) = o.get("checkfu.turn") {
-                    check_CheckfuTurn(p).map_err(|e| e.at("checkfu.turn"))?;
-                }
-                for k in o.keys() {
-                    if !&["checkfu.turn"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "checkfu.turn" => {
+                            seen |= 1u128;
+                            check_CheckfuTurn(p).map_err(|e| e.at("checkfu.turn"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
                     }
+                }
+                if seen & 1u128 == 0 {
+                    return Err(Invalid::new("missing required property `checkfu.turn`"));
                 }
             }
             Ok(())
@@ -6454,27 +6597,32 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("stopReason") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "stopReason" => {
+                            seen |= 1u128;
+                            node_67(p).map_err(|e| e.at("stopReason"))?;
+                        }
+                        "_meta" => {
+                            seen |= 2u128;
+                            check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMeta(
+                                    p,
+                                )
+                                .map_err(|e| e.at("_meta"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `stopReason`"));
                 }
-                if !o.contains_key("_meta") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `_meta`"));
-                }
-                if let Some(p) = o.get("stopReason") {
-                    node_67(p).map_err(|e| e.at("stopReason"))?;
-                }
-                if let Some(p) = o.get("_meta") {
-                    check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMeta(
-                            p,
-                        )
-                        .map_err(|e| e.at("_meta"))?;
-                }
-                for k in o.keys() {
-                    if !&["stopReason", "_meta"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -6495,33 +6643,39 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("jsonrpc") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "jsonrpc" => {
+                            seen |= 1u128;
+                            node_68(p).map_err(|e| e.at("jsonrpc"))?;
+                        }
+                        "id" => {
+                            seen |= 2u128;
+                            check_Union(p).map_err(|e| e.at("id"))?;
+                        }
+                        "result" => {
+                            seen |= 4u128;
+                            check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResult(
+                                    p,
+                                )
+                                .map_err(|e| e.at("result"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `jsonrpc`"));
                 }
-                if !o.contains_key("id") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `id`"));
                 }
-                if !o.contains_key("result") {
+                if seen & 4u128 == 0 {
                     return Err(Invalid::new("missing required property `result`"));
-                }
-                if let Some(p) = o.get("jsonrpc") {
-                    node_68(p).map_err(|e| e.at("jsonrpc"))?;
-                }
-                if let Some(p) = o.get("id") {
-                    check_Union(p).map_err(|e| e.at("id"))?;
-                }
-                if let Some(p) = o.get("result") {
-                    check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResult(
-                            p,
-                        )
-                        .map_err(|e| e.at("result"))?;
-                }
-                for k in o.keys() {
-                    if !&["jsonrpc", "id", "result"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -6554,30 +6708,37 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("name") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "name" => {
+                            seen |= 1u128;
+                            node_69(p).map_err(|e| e.at("name"))?;
+                        }
+                        "direction" => {
+                            seen |= 2u128;
+                            node_70(p).map_err(|e| e.at("direction"))?;
+                        }
+                        "wire" => {
+                            seen |= 4u128;
+                            check_WireSessionPromptTurnTelemetry(p)
+                                .map_err(|e| e.at("wire"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `name`"));
                 }
-                if !o.contains_key("direction") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `direction`"));
                 }
-                if !o.contains_key("wire") {
+                if seen & 4u128 == 0 {
                     return Err(Invalid::new("missing required property `wire`"));
-                }
-                if let Some(p) = o.get("name") {
-                    node_69(p).map_err(|e| e.at("name"))?;
-                }
-                if let Some(p) = o.get("direction") {
-                    node_70(p).map_err(|e| e.at("direction"))?;
-                }
-                if let Some(p) = o.get("wire") {
-                    check_WireSessionPromptTurnTelemetry(p).map_err(|e| e.at("wire"))?;
-                }
-                for k in o.keys() {
-                    if !&["name", "direction", "wire"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -6619,30 +6780,36 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("sessionId") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "sessionId" => {
+                            seen |= 1u128;
+                            node_71(p).map_err(|e| e.at("sessionId"))?;
+                        }
+                        "id" => {
+                            seen |= 2u128;
+                            node_72(p).map_err(|e| e.at("id"))?;
+                        }
+                        "content" => {
+                            seen |= 4u128;
+                            node_73(p).map_err(|e| e.at("content"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `sessionId`"));
                 }
-                if !o.contains_key("id") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `id`"));
                 }
-                if !o.contains_key("content") {
+                if seen & 4u128 == 0 {
                     return Err(Invalid::new("missing required property `content`"));
-                }
-                if let Some(p) = o.get("sessionId") {
-                    node_71(p).map_err(|e| e.at("sessionId"))?;
-                }
-                if let Some(p) = o.get("id") {
-                    node_72(p).map_err(|e| e.at("id"))?;
-                }
-                if let Some(p) = o.get("content") {
-                    node_73(p).map_err(|e| e.at("content"))?;
-                }
-                for k in o.keys() {
-                    if !&["sessionId", "id", "content"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -6673,36 +6840,44 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("jsonrpc") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "jsonrpc" => {
+                            seen |= 1u128;
+                            node_74(p).map_err(|e| e.at("jsonrpc"))?;
+                        }
+                        "id" => {
+                            seen |= 2u128;
+                            check_Union(p).map_err(|e| e.at("id"))?;
+                        }
+                        "method" => {
+                            seen |= 4u128;
+                            node_75(p).map_err(|e| e.at("method"))?;
+                        }
+                        "params" => {
+                            seen |= 8u128;
+                            check_CheckfuSessionSteerParams(p)
+                                .map_err(|e| e.at("params"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `jsonrpc`"));
                 }
-                if !o.contains_key("id") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `id`"));
                 }
-                if !o.contains_key("method") {
+                if seen & 4u128 == 0 {
                     return Err(Invalid::new("missing required property `method`"));
                 }
-                if !o.contains_key("params") {
+                if seen & 8u128 == 0 {
                     return Err(Invalid::new("missing required property `params`"));
-                }
-                if let Some(p) = o.get("jsonrpc") {
-                    node_74(p).map_err(|e| e.at("jsonrpc"))?;
-                }
-                if let Some(p) = o.get("id") {
-                    check_Union(p).map_err(|e| e.at("id"))?;
-                }
-                if let Some(p) = o.get("method") {
-                    node_75(p).map_err(|e| e.at("method"))?;
-                }
-                if let Some(p) = o.get("params") {
-                    check_CheckfuSessionSteerParams(p).map_err(|e| e.at("params"))?;
-                }
-                for k in o.keys() {
-                    if !&["jsonrpc", "id", "method", "params"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -6735,30 +6910,37 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("name") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "name" => {
+                            seen |= 1u128;
+                            node_76(p).map_err(|e| e.at("name"))?;
+                        }
+                        "direction" => {
+                            seen |= 2u128;
+                            node_77(p).map_err(|e| e.at("direction"))?;
+                        }
+                        "wire" => {
+                            seen |= 4u128;
+                            check_WireExtensionSteerRequest(p)
+                                .map_err(|e| e.at("wire"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `name`"));
                 }
-                if !o.contains_key("direction") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `direction`"));
                 }
-                if !o.contains_key("wire") {
+                if seen & 4u128 == 0 {
                     return Err(Invalid::new("missing required property `wire`"));
-                }
-                if let Some(p) = o.get("name") {
-                    node_76(p).map_err(|e| e.at("name"))?;
-                }
-                if let Some(p) = o.get("direction") {
-                    node_77(p).map_err(|e| e.at("direction"))?;
-                }
-                if let Some(p) = o.get("wire") {
-                    check_WireExtensionSteerRequest(p).map_err(|e| e.at("wire"))?;
-                }
-                for k in o.keys() {
-                    if !&["name", "direction", "wire"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -6781,18 +6963,22 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("disposition") {
-                    return Err(Invalid::new("missing required property `disposition`"));
-                }
-                if let Some(p) = o.get("disposition") {
-                    node_78(p).map_err(|e| e.at("disposition"))?;
-                }
-                for k in o.keys() {
-                    if !&["disposition"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "disposition" => {
+                            seen |= 1u128;
+                            node_78(p).map_err(|e| e.at("disposition"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
                     }
+                }
+                if seen & 1u128 == 0 {
+                    return Err(Invalid::new("missing required property `disposition`"));
                 }
             }
             Ok(())
@@ -6813,30 +6999,37 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("jsonrpc") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "jsonrpc" => {
+                            seen |= 1u128;
+                            node_79(p).map_err(|e| e.at("jsonrpc"))?;
+                        }
+                        "id" => {
+                            seen |= 2u128;
+                            check_Union(p).map_err(|e| e.at("id"))?;
+                        }
+                        "result" => {
+                            seen |= 4u128;
+                            check_CheckfuSessionSteerResult(p)
+                                .map_err(|e| e.at("result"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `jsonrpc`"));
                 }
-                if !o.contains_key("id") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `id`"));
                 }
-                if !o.contains_key("result") {
+                if seen & 4u128 == 0 {
                     return Err(Invalid::new("missing required property `result`"));
-                }
-                if let Some(p) = o.get("jsonrpc") {
-                    node_79(p).map_err(|e| e.at("jsonrpc"))?;
-                }
-                if let Some(p) = o.get("id") {
-                    check_Union(p).map_err(|e| e.at("id"))?;
-                }
-                if let Some(p) = o.get("result") {
-                    check_CheckfuSessionSteerResult(p).map_err(|e| e.at("result"))?;
-                }
-                for k in o.keys() {
-                    if !&["jsonrpc", "id", "result"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -6869,30 +7062,37 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("name") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "name" => {
+                            seen |= 1u128;
+                            node_80(p).map_err(|e| e.at("name"))?;
+                        }
+                        "direction" => {
+                            seen |= 2u128;
+                            node_81(p).map_err(|e| e.at("direction"))?;
+                        }
+                        "wire" => {
+                            seen |= 4u128;
+                            check_WireExtensionSteerResponse(p)
+                                .map_err(|e| e.at("wire"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `name`"));
                 }
-                if !o.contains_key("direction") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `direction`"));
                 }
-                if !o.contains_key("wire") {
+                if seen & 4u128 == 0 {
                     return Err(Invalid::new("missing required property `wire`"));
-                }
-                if let Some(p) = o.get("name") {
-                    node_80(p).map_err(|e| e.at("name"))?;
-                }
-                if let Some(p) = o.get("direction") {
-                    node_81(p).map_err(|e| e.at("direction"))?;
-                }
-                if let Some(p) = o.get("wire") {
-                    check_WireExtensionSteerResponse(p).map_err(|e| e.at("wire"))?;
-                }
-                for k in o.keys() {
-                    if !&["name", "direction", "wire"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -6915,18 +7115,22 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("sessionId") {
-                    return Err(Invalid::new("missing required property `sessionId`"));
-                }
-                if let Some(p) = o.get("sessionId") {
-                    node_82(p).map_err(|e| e.at("sessionId"))?;
-                }
-                for k in o.keys() {
-                    if !&["sessionId"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "sessionId" => {
+                            seen |= 1u128;
+                            node_82(p).map_err(|e| e.at("sessionId"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
                     }
+                }
+                if seen & 1u128 == 0 {
+                    return Err(Invalid::new("missing required property `sessionId`"));
                 }
             }
             Ok(())
@@ -6957,36 +7161,44 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("jsonrpc") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "jsonrpc" => {
+                            seen |= 1u128;
+                            node_83(p).map_err(|e| e.at("jsonrpc"))?;
+                        }
+                        "id" => {
+                            seen |= 2u128;
+                            check_Union(p).map_err(|e| e.at("id"))?;
+                        }
+                        "method" => {
+                            seen |= 4u128;
+                            node_84(p).map_err(|e| e.at("method"))?;
+                        }
+                        "params" => {
+                            seen |= 8u128;
+                            check_CheckfuSessionInterruptParams(p)
+                                .map_err(|e| e.at("params"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `jsonrpc`"));
                 }
-                if !o.contains_key("id") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `id`"));
                 }
-                if !o.contains_key("method") {
+                if seen & 4u128 == 0 {
                     return Err(Invalid::new("missing required property `method`"));
                 }
-                if !o.contains_key("params") {
+                if seen & 8u128 == 0 {
                     return Err(Invalid::new("missing required property `params`"));
-                }
-                if let Some(p) = o.get("jsonrpc") {
-                    node_83(p).map_err(|e| e.at("jsonrpc"))?;
-                }
-                if let Some(p) = o.get("id") {
-                    check_Union(p).map_err(|e| e.at("id"))?;
-                }
-                if let Some(p) = o.get("method") {
-                    node_84(p).map_err(|e| e.at("method"))?;
-                }
-                if let Some(p) = o.get("params") {
-                    check_CheckfuSessionInterruptParams(p).map_err(|e| e.at("params"))?;
-                }
-                for k in o.keys() {
-                    if !&["jsonrpc", "id", "method", "params"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -7019,30 +7231,37 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("name") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "name" => {
+                            seen |= 1u128;
+                            node_85(p).map_err(|e| e.at("name"))?;
+                        }
+                        "direction" => {
+                            seen |= 2u128;
+                            node_86(p).map_err(|e| e.at("direction"))?;
+                        }
+                        "wire" => {
+                            seen |= 4u128;
+                            check_WireExtensionInterruptRequest(p)
+                                .map_err(|e| e.at("wire"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `name`"));
                 }
-                if !o.contains_key("direction") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `direction`"));
                 }
-                if !o.contains_key("wire") {
+                if seen & 4u128 == 0 {
                     return Err(Invalid::new("missing required property `wire`"));
-                }
-                if let Some(p) = o.get("name") {
-                    node_85(p).map_err(|e| e.at("name"))?;
-                }
-                if let Some(p) = o.get("direction") {
-                    node_86(p).map_err(|e| e.at("direction"))?;
-                }
-                if let Some(p) = o.get("wire") {
-                    check_WireExtensionInterruptRequest(p).map_err(|e| e.at("wire"))?;
-                }
-                for k in o.keys() {
-                    if !&["name", "direction", "wire"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -7065,18 +7284,22 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("disposition") {
-                    return Err(Invalid::new("missing required property `disposition`"));
-                }
-                if let Some(p) = o.get("disposition") {
-                    node_87(p).map_err(|e| e.at("disposition"))?;
-                }
-                for k in o.keys() {
-                    if !&["disposition"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "disposition" => {
+                            seen |= 1u128;
+                            node_87(p).map_err(|e| e.at("disposition"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
                     }
+                }
+                if seen & 1u128 == 0 {
+                    return Err(Invalid::new("missing required property `disposition`"));
                 }
             }
             Ok(())
@@ -7097,30 +7320,37 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("jsonrpc") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "jsonrpc" => {
+                            seen |= 1u128;
+                            node_88(p).map_err(|e| e.at("jsonrpc"))?;
+                        }
+                        "id" => {
+                            seen |= 2u128;
+                            check_Union(p).map_err(|e| e.at("id"))?;
+                        }
+                        "result" => {
+                            seen |= 4u128;
+                            check_CheckfuSessionInterruptResult(p)
+                                .map_err(|e| e.at("result"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `jsonrpc`"));
                 }
-                if !o.contains_key("id") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `id`"));
                 }
-                if !o.contains_key("result") {
+                if seen & 4u128 == 0 {
                     return Err(Invalid::new("missing required property `result`"));
-                }
-                if let Some(p) = o.get("jsonrpc") {
-                    node_88(p).map_err(|e| e.at("jsonrpc"))?;
-                }
-                if let Some(p) = o.get("id") {
-                    check_Union(p).map_err(|e| e.at("id"))?;
-                }
-                if let Some(p) = o.get("result") {
-                    check_CheckfuSessionInterruptResult(p).map_err(|e| e.at("result"))?;
-                }
-                for k in o.keys() {
-                    if !&["jsonrpc", "id", "result"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -7153,30 +7383,37 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("name") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "name" => {
+                            seen |= 1u128;
+                            node_89(p).map_err(|e| e.at("name"))?;
+                        }
+                        "direction" => {
+                            seen |= 2u128;
+                            node_90(p).map_err(|e| e.at("direction"))?;
+                        }
+                        "wire" => {
+                            seen |= 4u128;
+                            check_WireExtensionInterruptResponse(p)
+                                .map_err(|e| e.at("wire"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `name`"));
                 }
-                if !o.contains_key("direction") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `direction`"));
                 }
-                if !o.contains_key("wire") {
+                if seen & 4u128 == 0 {
                     return Err(Invalid::new("missing required property `wire`"));
-                }
-                if let Some(p) = o.get("name") {
-                    node_89(p).map_err(|e| e.at("name"))?;
-                }
-                if let Some(p) = o.get("direction") {
-                    node_90(p).map_err(|e| e.at("direction"))?;
-                }
-                if let Some(p) = o.get("wire") {
-                    check_WireExtensionInterruptResponse(p).map_err(|e| e.at("wire"))?;
-                }
-                for k in o.keys() {
-                    if !&["name", "direction", "wire"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -7291,61 +7528,61 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("schema_id") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "schema_id" => {
+                            seen |= 1u128;
+                            node_91(p).map_err(|e| e.at("schema_id"))?;
+                        }
+                        "revision" => {
+                            seen |= 2u128;
+                            node_92(p).map_err(|e| e.at("revision"))?;
+                        }
+                        "protocol" => {
+                            seen |= 4u128;
+                            node_93(p).map_err(|e| e.at("protocol"))?;
+                        }
+                        "wire_protocol_version" => {
+                            seen |= 8u128;
+                            node_94(p).map_err(|e| e.at("wire_protocol_version"))?;
+                        }
+                        "driver_version" => {
+                            seen |= 16u128;
+                            node_95(p).map_err(|e| e.at("driver_version"))?;
+                        }
+                        "vectors" => {
+                            seen |= 32u128;
+                            node_97(p).map_err(|e| e.at("vectors"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `schema_id`"));
                 }
-                if !o.contains_key("revision") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `revision`"));
                 }
-                if !o.contains_key("protocol") {
+                if seen & 4u128 == 0 {
                     return Err(Invalid::new("missing required property `protocol`"));
                 }
-                if !o.contains_key("wire_protocol_version") {
+                if seen & 8u128 == 0 {
                     return Err(
                         Invalid::new("missing required property `wire_protocol_version`"),
                     );
                 }
-                if !o.contains_key("driver_version") {
+                if seen & 16u128 == 0 {
                     return Err(
                         Invalid::new("missing required property `driver_version`"),
                     );
                 }
-                if !o.contains_key("vectors") {
+                if seen & 32u128 == 0 {
                     return Err(Invalid::new("missing required property `vectors`"));
-                }
-                if let Some(p) = o.get("schema_id") {
-                    node_91(p).map_err(|e| e.at("schema_id"))?;
-                }
-                if let Some(p) = o.get("revision") {
-                    node_92(p).map_err(|e| e.at("revision"))?;
-                }
-                if let Some(p) = o.get("protocol") {
-                    node_93(p).map_err(|e| e.at("protocol"))?;
-                }
-                if let Some(p) = o.get("wire_protocol_version") {
-                    node_94(p).map_err(|e| e.at("wire_protocol_version"))?;
-                }
-                if let Some(p) = o.get("driver_version") {
-                    node_95(p).map_err(|e| e.at("driver_version"))?;
-                }
-                if let Some(p) = o.get("vectors") {
-                    node_97(p).map_err(|e| e.at("vectors"))?;
-                }
-                for k in o.keys() {
-                    if !&[
-                        "schema_id",
-                        "revision",
-                        "protocol",
-                        "wire_protocol_version",
-                        "driver_version",
-                        "vectors",
-                    ]
-                        .contains(&k.as_str())
-                    {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -8870,23 +9107,28 @@ pub mod checkfu_slots {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("context_window") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "context_window" => {
+                            seen |= 1u128;
+                            node_1(p).map_err(|e| e.at("context_window"))?;
+                        }
+                        "compaction" => {
+                            check_RuntimeConfigCompaction(p)
+                                .map_err(|e| e.at("compaction"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(
                         Invalid::new("missing required property `context_window`"),
                     );
-                }
-                if let Some(p) = o.get("context_window") {
-                    node_1(p).map_err(|e| e.at("context_window"))?;
-                }
-                if let Some(p) = o.get("compaction") {
-                    check_RuntimeConfigCompaction(p).map_err(|e| e.at("compaction"))?;
-                }
-                for k in o.keys() {
-                    if !&["context_window", "compaction"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -8924,24 +9166,29 @@ pub mod checkfu_slots {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("version") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "version" => {
+                            seen |= 1u128;
+                            node_2(p).map_err(|e| e.at("version"))?;
+                        }
+                        "state" => {
+                            seen |= 2u128;
+                            node_3(p).map_err(|e| e.at("state"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `version`"));
                 }
-                if !o.contains_key("state") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `state`"));
-                }
-                if let Some(p) = o.get("version") {
-                    node_2(p).map_err(|e| e.at("version"))?;
-                }
-                if let Some(p) = o.get("state") {
-                    node_3(p).map_err(|e| e.at("state"))?;
-                }
-                for k in o.keys() {
-                    if !&["version", "state"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -9006,47 +9253,47 @@ pub mod checkfu_slots {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("strategy") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "strategy" => {
+                            seen |= 1u128;
+                            check_CompactionStrategy(p).map_err(|e| e.at("strategy"))?;
+                        }
+                        "tokens_before" => {
+                            seen |= 2u128;
+                            node_4(p).map_err(|e| e.at("tokens_before"))?;
+                        }
+                        "tokens_after" => {
+                            seen |= 4u128;
+                            node_5(p).map_err(|e| e.at("tokens_after"))?;
+                        }
+                        "compacted_messages" => {
+                            seen |= 8u128;
+                            node_6(p).map_err(|e| e.at("compacted_messages"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `strategy`"));
                 }
-                if !o.contains_key("tokens_before") {
+                if seen & 2u128 == 0 {
                     return Err(
                         Invalid::new("missing required property `tokens_before`"),
                     );
                 }
-                if !o.contains_key("tokens_after") {
+                if seen & 4u128 == 0 {
                     return Err(Invalid::new("missing required property `tokens_after`"));
                 }
-                if !o.contains_key("compacted_messages") {
+                if seen & 8u128 == 0 {
                     return Err(
                         Invalid::new("missing required property `compacted_messages`"),
                     );
-                }
-                if let Some(p) = o.get("strategy") {
-                    check_CompactionStrategy(p).map_err(|e| e.at("strategy"))?;
-                }
-                if let Some(p) = o.get("tokens_before") {
-                    node_4(p).map_err(|e| e.at("tokens_before"))?;
-                }
-                if let Some(p) = o.get("tokens_after") {
-                    node_5(p).map_err(|e| e.at("tokens_after"))?;
-                }
-                if let Some(p) = o.get("compacted_messages") {
-                    node_6(p).map_err(|e| e.at("compacted_messages"))?;
-                }
-                for k in o.keys() {
-                    if !&[
-                        "strategy",
-                        "tokens_before",
-                        "tokens_after",
-                        "compacted_messages",
-                    ]
-                        .contains(&k.as_str())
-                    {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -9094,30 +9341,36 @@ pub mod checkfu_slots {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("status") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "status" => {
+                            seen |= 1u128;
+                            node_7(p).map_err(|e| e.at("status"))?;
+                        }
+                        "version" => {
+                            seen |= 2u128;
+                            node_8(p).map_err(|e| e.at("version"))?;
+                        }
+                        "state" => {
+                            seen |= 4u128;
+                            node_9(p).map_err(|e| e.at("state"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `status`"));
                 }
-                if !o.contains_key("version") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `version`"));
                 }
-                if !o.contains_key("state") {
+                if seen & 4u128 == 0 {
                     return Err(Invalid::new("missing required property `state`"));
-                }
-                if let Some(p) = o.get("status") {
-                    node_7(p).map_err(|e| e.at("status"))?;
-                }
-                if let Some(p) = o.get("version") {
-                    node_8(p).map_err(|e| e.at("version"))?;
-                }
-                if let Some(p) = o.get("state") {
-                    node_9(p).map_err(|e| e.at("state"))?;
-                }
-                for k in o.keys() {
-                    if !&["status", "version", "state"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -9165,30 +9418,36 @@ pub mod checkfu_slots {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("status") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "status" => {
+                            seen |= 1u128;
+                            node_10(p).map_err(|e| e.at("status"))?;
+                        }
+                        "version" => {
+                            seen |= 2u128;
+                            node_11(p).map_err(|e| e.at("version"))?;
+                        }
+                        "size_bytes" => {
+                            seen |= 4u128;
+                            node_12(p).map_err(|e| e.at("size_bytes"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `status`"));
                 }
-                if !o.contains_key("version") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `version`"));
                 }
-                if !o.contains_key("size_bytes") {
+                if seen & 4u128 == 0 {
                     return Err(Invalid::new("missing required property `size_bytes`"));
-                }
-                if let Some(p) = o.get("status") {
-                    node_10(p).map_err(|e| e.at("status"))?;
-                }
-                if let Some(p) = o.get("version") {
-                    node_11(p).map_err(|e| e.at("version"))?;
-                }
-                if let Some(p) = o.get("size_bytes") {
-                    node_12(p).map_err(|e| e.at("size_bytes"))?;
-                }
-                for k in o.keys() {
-                    if !&["status", "version", "size_bytes"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -9214,26 +9473,31 @@ pub mod checkfu_slots {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("strategy") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "strategy" => {
+                            seen |= 1u128;
+                            check_CompactionStrategy(p).map_err(|e| e.at("strategy"))?;
+                        }
+                        "trigger_tokens" => {
+                            seen |= 2u128;
+                            node_13(p).map_err(|e| e.at("trigger_tokens"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `strategy`"));
                 }
-                if !o.contains_key("trigger_tokens") {
+                if seen & 2u128 == 0 {
                     return Err(
                         Invalid::new("missing required property `trigger_tokens`"),
                     );
-                }
-                if let Some(p) = o.get("strategy") {
-                    check_CompactionStrategy(p).map_err(|e| e.at("strategy"))?;
-                }
-                if let Some(p) = o.get("trigger_tokens") {
-                    node_13(p).map_err(|e| e.at("trigger_tokens"))?;
-                }
-                for k in o.keys() {
-                    if !&["strategy", "trigger_tokens"].contains(&k.as_str()) {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())
@@ -9748,22 +10012,27 @@ Method: `_agent/working_dir/update`*/
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("session_id") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "session_id" => {
+                            seen |= 1u128;
+                            node_1(p).map_err(|e| e.at("session_id"))?;
+                        }
+                        "config" => {
+                            seen |= 2u128;
+                            node_2(p).map_err(|e| e.at("config"))?;
+                        }
+                        _ => {
+                            node_3(p).map_err(|e| e.at(k.as_str()))?;
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `session_id`"));
                 }
-                if !o.contains_key("config") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `config`"));
-                }
-                if let Some(p) = o.get("session_id") {
-                    node_1(p).map_err(|e| e.at("session_id"))?;
-                }
-                if let Some(p) = o.get("config") {
-                    node_2(p).map_err(|e| e.at("config"))?;
-                }
-                for (k, p) in o {
-                    if !&["session_id", "config"].contains(&k.as_str()) {
-                        node_3(p).map_err(|e| e.at(k.as_str()))?;
-                    }
                 }
             }
             Ok(())
@@ -9779,9 +10048,7 @@ Method: `_agent/working_dir/update`*/
             }
             if let Some(o) = v.as_object() {
                 for (k, p) in o {
-                    if !&[].contains(&k.as_str()) {
-                        node_4(p).map_err(|e| e.at(k.as_str()))?;
-                    }
+                    node_4(p).map_err(|e| e.at(k.as_str()))?;
                 }
             }
             Ok(())
@@ -9810,22 +10077,27 @@ Method: `_agent/working_dir/update`*/
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("session_id") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "session_id" => {
+                            seen |= 1u128;
+                            node_5(p).map_err(|e| e.at("session_id"))?;
+                        }
+                        "name" => {
+                            seen |= 2u128;
+                            node_6(p).map_err(|e| e.at("name"))?;
+                        }
+                        _ => {
+                            node_7(p).map_err(|e| e.at(k.as_str()))?;
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `session_id`"));
                 }
-                if !o.contains_key("name") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `name`"));
-                }
-                if let Some(p) = o.get("session_id") {
-                    node_5(p).map_err(|e| e.at("session_id"))?;
-                }
-                if let Some(p) = o.get("name") {
-                    node_6(p).map_err(|e| e.at("name"))?;
-                }
-                for (k, p) in o {
-                    if !&["session_id", "name"].contains(&k.as_str()) {
-                        node_7(p).map_err(|e| e.at(k.as_str()))?;
-                    }
                 }
             }
             Ok(())
@@ -9847,16 +10119,20 @@ Method: `_agent/working_dir/update`*/
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("session_id") {
-                    return Err(Invalid::new("missing required property `session_id`"));
-                }
-                if let Some(p) = o.get("session_id") {
-                    node_8(p).map_err(|e| e.at("session_id"))?;
-                }
+                let mut seen: u128 = 0;
                 for (k, p) in o {
-                    if !&["session_id"].contains(&k.as_str()) {
-                        node_9(p).map_err(|e| e.at(k.as_str()))?;
+                    match k.as_str() {
+                        "session_id" => {
+                            seen |= 1u128;
+                            node_8(p).map_err(|e| e.at("session_id"))?;
+                        }
+                        _ => {
+                            node_9(p).map_err(|e| e.at(k.as_str()))?;
+                        }
                     }
+                }
+                if seen & 1u128 == 0 {
+                    return Err(Invalid::new("missing required property `session_id`"));
                 }
             }
             Ok(())
@@ -9887,16 +10163,20 @@ Method: `_agent/working_dir/update`*/
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("tools") {
-                    return Err(Invalid::new("missing required property `tools`"));
-                }
-                if let Some(p) = o.get("tools") {
-                    node_11(p).map_err(|e| e.at("tools"))?;
-                }
+                let mut seen: u128 = 0;
                 for (k, p) in o {
-                    if !&["tools"].contains(&k.as_str()) {
-                        node_12(p).map_err(|e| e.at(k.as_str()))?;
+                    match k.as_str() {
+                        "tools" => {
+                            seen |= 1u128;
+                            node_11(p).map_err(|e| e.at("tools"))?;
+                        }
+                        _ => {
+                            node_12(p).map_err(|e| e.at(k.as_str()))?;
+                        }
                     }
+                }
+                if seen & 1u128 == 0 {
+                    return Err(Invalid::new("missing required property `tools`"));
                 }
             }
             Ok(())
@@ -9932,30 +10212,36 @@ Method: `_agent/working_dir/update`*/
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("session_id") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "session_id" => {
+                            seen |= 1u128;
+                            node_13(p).map_err(|e| e.at("session_id"))?;
+                        }
+                        "uri" => {
+                            seen |= 2u128;
+                            node_14(p).map_err(|e| e.at("uri"))?;
+                        }
+                        "extension_name" => {
+                            seen |= 4u128;
+                            node_15(p).map_err(|e| e.at("extension_name"))?;
+                        }
+                        _ => {
+                            node_16(p).map_err(|e| e.at(k.as_str()))?;
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `session_id`"));
                 }
-                if !o.contains_key("uri") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `uri`"));
                 }
-                if !o.contains_key("extension_name") {
+                if seen & 4u128 == 0 {
                     return Err(
                         Invalid::new("missing required property `extension_name`"),
                     );
-                }
-                if let Some(p) = o.get("session_id") {
-                    node_13(p).map_err(|e| e.at("session_id"))?;
-                }
-                if let Some(p) = o.get("uri") {
-                    node_14(p).map_err(|e| e.at("uri"))?;
-                }
-                if let Some(p) = o.get("extension_name") {
-                    node_15(p).map_err(|e| e.at("extension_name"))?;
-                }
-                for (k, p) in o {
-                    if !&["session_id", "uri", "extension_name"].contains(&k.as_str()) {
-                        node_16(p).map_err(|e| e.at(k.as_str()))?;
-                    }
                 }
             }
             Ok(())
@@ -9974,16 +10260,20 @@ Method: `_agent/working_dir/update`*/
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("result") {
-                    return Err(Invalid::new("missing required property `result`"));
-                }
-                if let Some(p) = o.get("result") {
-                    node_17(p).map_err(|e| e.at("result"))?;
-                }
+                let mut seen: u128 = 0;
                 for (k, p) in o {
-                    if !&["result"].contains(&k.as_str()) {
-                        node_18(p).map_err(|e| e.at(k.as_str()))?;
+                    match k.as_str() {
+                        "result" => {
+                            seen |= 1u128;
+                            node_17(p).map_err(|e| e.at("result"))?;
+                        }
+                        _ => {
+                            node_18(p).map_err(|e| e.at(k.as_str()))?;
+                        }
                     }
+                }
+                if seen & 1u128 == 0 {
+                    return Err(Invalid::new("missing required property `result`"));
                 }
             }
             Ok(())
@@ -10012,22 +10302,27 @@ Method: `_agent/working_dir/update`*/
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("session_id") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "session_id" => {
+                            seen |= 1u128;
+                            node_19(p).map_err(|e| e.at("session_id"))?;
+                        }
+                        "working_dir" => {
+                            seen |= 2u128;
+                            node_20(p).map_err(|e| e.at("working_dir"))?;
+                        }
+                        _ => {
+                            node_21(p).map_err(|e| e.at(k.as_str()))?;
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `session_id`"));
                 }
-                if !o.contains_key("working_dir") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `working_dir`"));
-                }
-                if let Some(p) = o.get("session_id") {
-                    node_19(p).map_err(|e| e.at("session_id"))?;
-                }
-                if let Some(p) = o.get("working_dir") {
-                    node_20(p).map_err(|e| e.at("working_dir"))?;
-                }
-                for (k, p) in o {
-                    if !&["session_id", "working_dir"].contains(&k.as_str()) {
-                        node_21(p).map_err(|e| e.at(k.as_str()))?;
-                    }
                 }
             }
             Ok(())
@@ -10058,16 +10353,20 @@ Method: `_agent/working_dir/update`*/
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("sessions") {
-                    return Err(Invalid::new("missing required property `sessions`"));
-                }
-                if let Some(p) = o.get("sessions") {
-                    node_23(p).map_err(|e| e.at("sessions"))?;
-                }
+                let mut seen: u128 = 0;
                 for (k, p) in o {
-                    if !&["sessions"].contains(&k.as_str()) {
-                        node_24(p).map_err(|e| e.at(k.as_str()))?;
+                    match k.as_str() {
+                        "sessions" => {
+                            seen |= 1u128;
+                            node_23(p).map_err(|e| e.at("sessions"))?;
+                        }
+                        _ => {
+                            node_24(p).map_err(|e| e.at(k.as_str()))?;
+                        }
                     }
+                }
+                if seen & 1u128 == 0 {
+                    return Err(Invalid::new("missing required property `sessions`"));
                 }
             }
             Ok(())
@@ -10096,19 +10395,23 @@ Method: `_agent/working_dir/update`*/
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("session_id") {
-                    return Err(Invalid::new("missing required property `session_id`"));
-                }
-                if let Some(p) = o.get("session_id") {
-                    node_25(p).map_err(|e| e.at("session_id"))?;
-                }
-                if let Some(p) = o.get("include_messages") {
-                    node_26(p).map_err(|e| e.at("include_messages"))?;
-                }
+                let mut seen: u128 = 0;
                 for (k, p) in o {
-                    if !&["session_id", "include_messages"].contains(&k.as_str()) {
-                        node_27(p).map_err(|e| e.at(k.as_str()))?;
+                    match k.as_str() {
+                        "session_id" => {
+                            seen |= 1u128;
+                            node_25(p).map_err(|e| e.at("session_id"))?;
+                        }
+                        "include_messages" => {
+                            node_26(p).map_err(|e| e.at("include_messages"))?;
+                        }
+                        _ => {
+                            node_27(p).map_err(|e| e.at(k.as_str()))?;
+                        }
                     }
+                }
+                if seen & 1u128 == 0 {
+                    return Err(Invalid::new("missing required property `session_id`"));
                 }
             }
             Ok(())
@@ -10127,16 +10430,20 @@ Method: `_agent/working_dir/update`*/
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("session") {
-                    return Err(Invalid::new("missing required property `session`"));
-                }
-                if let Some(p) = o.get("session") {
-                    node_28(p).map_err(|e| e.at("session"))?;
-                }
+                let mut seen: u128 = 0;
                 for (k, p) in o {
-                    if !&["session"].contains(&k.as_str()) {
-                        node_29(p).map_err(|e| e.at(k.as_str()))?;
+                    match k.as_str() {
+                        "session" => {
+                            seen |= 1u128;
+                            node_28(p).map_err(|e| e.at("session"))?;
+                        }
+                        _ => {
+                            node_29(p).map_err(|e| e.at(k.as_str()))?;
+                        }
                     }
+                }
+                if seen & 1u128 == 0 {
+                    return Err(Invalid::new("missing required property `session`"));
                 }
             }
             Ok(())
@@ -10158,16 +10465,20 @@ Method: `_agent/working_dir/update`*/
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("session_id") {
-                    return Err(Invalid::new("missing required property `session_id`"));
-                }
-                if let Some(p) = o.get("session_id") {
-                    node_30(p).map_err(|e| e.at("session_id"))?;
-                }
+                let mut seen: u128 = 0;
                 for (k, p) in o {
-                    if !&["session_id"].contains(&k.as_str()) {
-                        node_31(p).map_err(|e| e.at(k.as_str()))?;
+                    match k.as_str() {
+                        "session_id" => {
+                            seen |= 1u128;
+                            node_30(p).map_err(|e| e.at("session_id"))?;
+                        }
+                        _ => {
+                            node_31(p).map_err(|e| e.at(k.as_str()))?;
+                        }
                     }
+                }
+                if seen & 1u128 == 0 {
+                    return Err(Invalid::new("missing required property `session_id`"));
                 }
             }
             Ok(())
@@ -10189,16 +10500,20 @@ Method: `_agent/working_dir/update`*/
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("session_id") {
-                    return Err(Invalid::new("missing required property `session_id`"));
-                }
-                if let Some(p) = o.get("session_id") {
-                    node_32(p).map_err(|e| e.at("session_id"))?;
-                }
+                let mut seen: u128 = 0;
                 for (k, p) in o {
-                    if !&["session_id"].contains(&k.as_str()) {
-                        node_33(p).map_err(|e| e.at(k.as_str()))?;
+                    match k.as_str() {
+                        "session_id" => {
+                            seen |= 1u128;
+                            node_32(p).map_err(|e| e.at("session_id"))?;
+                        }
+                        _ => {
+                            node_33(p).map_err(|e| e.at(k.as_str()))?;
+                        }
                     }
+                }
+                if seen & 1u128 == 0 {
+                    return Err(Invalid::new("missing required property `session_id`"));
                 }
             }
             Ok(())
@@ -10220,16 +10535,20 @@ Method: `_agent/working_dir/update`*/
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("data") {
-                    return Err(Invalid::new("missing required property `data`"));
-                }
-                if let Some(p) = o.get("data") {
-                    node_34(p).map_err(|e| e.at("data"))?;
-                }
+                let mut seen: u128 = 0;
                 for (k, p) in o {
-                    if !&["data"].contains(&k.as_str()) {
-                        node_35(p).map_err(|e| e.at(k.as_str()))?;
+                    match k.as_str() {
+                        "data" => {
+                            seen |= 1u128;
+                            node_34(p).map_err(|e| e.at("data"))?;
+                        }
+                        _ => {
+                            node_35(p).map_err(|e| e.at(k.as_str()))?;
+                        }
                     }
+                }
+                if seen & 1u128 == 0 {
+                    return Err(Invalid::new("missing required property `data`"));
                 }
             }
             Ok(())
@@ -10251,16 +10570,20 @@ Method: `_agent/working_dir/update`*/
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("data") {
-                    return Err(Invalid::new("missing required property `data`"));
-                }
-                if let Some(p) = o.get("data") {
-                    node_36(p).map_err(|e| e.at("data"))?;
-                }
+                let mut seen: u128 = 0;
                 for (k, p) in o {
-                    if !&["data"].contains(&k.as_str()) {
-                        node_37(p).map_err(|e| e.at(k.as_str()))?;
+                    match k.as_str() {
+                        "data" => {
+                            seen |= 1u128;
+                            node_36(p).map_err(|e| e.at("data"))?;
+                        }
+                        _ => {
+                            node_37(p).map_err(|e| e.at(k.as_str()))?;
+                        }
                     }
+                }
+                if seen & 1u128 == 0 {
+                    return Err(Invalid::new("missing required property `data`"));
                 }
             }
             Ok(())
@@ -10279,16 +10602,20 @@ Method: `_agent/working_dir/update`*/
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("session") {
-                    return Err(Invalid::new("missing required property `session`"));
-                }
-                if let Some(p) = o.get("session") {
-                    node_38(p).map_err(|e| e.at("session"))?;
-                }
+                let mut seen: u128 = 0;
                 for (k, p) in o {
-                    if !&["session"].contains(&k.as_str()) {
-                        node_39(p).map_err(|e| e.at(k.as_str()))?;
+                    match k.as_str() {
+                        "session" => {
+                            seen |= 1u128;
+                            node_38(p).map_err(|e| e.at("session"))?;
+                        }
+                        _ => {
+                            node_39(p).map_err(|e| e.at(k.as_str()))?;
+                        }
                     }
+                }
+                if seen & 1u128 == 0 {
+                    return Err(Invalid::new("missing required property `session`"));
                 }
             }
             Ok(())
@@ -10338,22 +10665,27 @@ Method: `_agent/working_dir/update`*/
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("extensions") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "extensions" => {
+                            seen |= 1u128;
+                            node_41(p).map_err(|e| e.at("extensions"))?;
+                        }
+                        "warnings" => {
+                            seen |= 2u128;
+                            node_43(p).map_err(|e| e.at("warnings"))?;
+                        }
+                        _ => {
+                            node_44(p).map_err(|e| e.at(k.as_str()))?;
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `extensions`"));
                 }
-                if !o.contains_key("warnings") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `warnings`"));
-                }
-                if let Some(p) = o.get("extensions") {
-                    node_41(p).map_err(|e| e.at("extensions"))?;
-                }
-                if let Some(p) = o.get("warnings") {
-                    node_43(p).map_err(|e| e.at("warnings"))?;
-                }
-                for (k, p) in o {
-                    if !&["extensions", "warnings"].contains(&k.as_str()) {
-                        node_44(p).map_err(|e| e.at(k.as_str()))?;
-                    }
                 }
             }
             Ok(())
@@ -10412,25 +10744,30 @@ Method: `_agent/working_dir/update`*/
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("id") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "id" => {
+                            seen |= 1u128;
+                            node_45(p).map_err(|e| e.at("id"))?;
+                        }
+                        "method" => {
+                            seen |= 2u128;
+                            node_46(p).map_err(|e| e.at("method"))?;
+                        }
+                        "params" => {
+                            node_49(p).map_err(|e| e.at("params"))?;
+                        }
+                        _ => {
+                            node_50(p).map_err(|e| e.at(k.as_str()))?;
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `id`"));
                 }
-                if !o.contains_key("method") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `method`"));
-                }
-                if let Some(p) = o.get("id") {
-                    node_45(p).map_err(|e| e.at("id"))?;
-                }
-                if let Some(p) = o.get("method") {
-                    node_46(p).map_err(|e| e.at("method"))?;
-                }
-                if let Some(p) = o.get("params") {
-                    node_49(p).map_err(|e| e.at("params"))?;
-                }
-                for (k, p) in o {
-                    if !&["id", "method", "params"].contains(&k.as_str()) {
-                        node_50(p).map_err(|e| e.at(k.as_str()))?;
-                    }
                 }
             }
             Ok(())
@@ -10487,19 +10824,23 @@ Method: `_agent/working_dir/update`*/
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("id") {
-                    return Err(Invalid::new("missing required property `id`"));
-                }
-                if let Some(p) = o.get("id") {
-                    node_51(p).map_err(|e| e.at("id"))?;
-                }
-                if let Some(p) = o.get("result") {
-                    node_54(p).map_err(|e| e.at("result"))?;
-                }
+                let mut seen: u128 = 0;
                 for (k, p) in o {
-                    if !&["id", "result"].contains(&k.as_str()) {
-                        node_55(p).map_err(|e| e.at(k.as_str()))?;
+                    match k.as_str() {
+                        "id" => {
+                            seen |= 1u128;
+                            node_51(p).map_err(|e| e.at("id"))?;
+                        }
+                        "result" => {
+                            node_54(p).map_err(|e| e.at("result"))?;
+                        }
+                        _ => {
+                            node_55(p).map_err(|e| e.at(k.as_str()))?;
+                        }
                     }
+                }
+                if seen & 1u128 == 0 {
+                    return Err(Invalid::new("missing required property `id`"));
                 }
             }
             Ok(())
@@ -10532,25 +10873,30 @@ Method: `_agent/working_dir/update`*/
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("code") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "code" => {
+                            seen |= 1u128;
+                            node_56(p).map_err(|e| e.at("code"))?;
+                        }
+                        "message" => {
+                            seen |= 2u128;
+                            node_57(p).map_err(|e| e.at("message"))?;
+                        }
+                        "data" => {
+                            node_58(p).map_err(|e| e.at("data"))?;
+                        }
+                        _ => {
+                            node_59(p).map_err(|e| e.at(k.as_str()))?;
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `code`"));
                 }
-                if !o.contains_key("message") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `message`"));
-                }
-                if let Some(p) = o.get("code") {
-                    node_56(p).map_err(|e| e.at("code"))?;
-                }
-                if let Some(p) = o.get("message") {
-                    node_57(p).map_err(|e| e.at("message"))?;
-                }
-                if let Some(p) = o.get("data") {
-                    node_58(p).map_err(|e| e.at("data"))?;
-                }
-                for (k, p) in o {
-                    if !&["code", "message", "data"].contains(&k.as_str()) {
-                        node_59(p).map_err(|e| e.at(k.as_str()))?;
-                    }
                 }
             }
             Ok(())
@@ -10572,22 +10918,28 @@ Method: `_agent/working_dir/update`*/
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("id") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "error" => {
+                            seen |= 1u128;
+                            check_ExtResponseVariant1Error(p)
+                                .map_err(|e| e.at("error"))?;
+                        }
+                        "id" => {
+                            seen |= 2u128;
+                            node_60(p).map_err(|e| e.at("id"))?;
+                        }
+                        _ => {
+                            node_61(p).map_err(|e| e.at(k.as_str()))?;
+                        }
+                    }
+                }
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `id`"));
                 }
-                if !o.contains_key("error") {
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `error`"));
-                }
-                if let Some(p) = o.get("error") {
-                    check_ExtResponseVariant1Error(p).map_err(|e| e.at("error"))?;
-                }
-                if let Some(p) = o.get("id") {
-                    node_60(p).map_err(|e| e.at("id"))?;
-                }
-                for (k, p) in o {
-                    if !&["error", "id"].contains(&k.as_str()) {
-                        node_61(p).map_err(|e| e.at(k.as_str()))?;
-                    }
                 }
             }
             Ok(())
@@ -11723,25 +12075,30 @@ pub mod khy_os_acp_message {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("code") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "code" => {
+                            seen |= 1u128;
+                            node_1(p).map_err(|e| e.at("code"))?;
+                        }
+                        "message" => {
+                            seen |= 2u128;
+                            node_2(p).map_err(|e| e.at("message"))?;
+                        }
+                        "data" => {
+                            node_3(p).map_err(|e| e.at("data"))?;
+                        }
+                        _ => {
+                            node_4(p).map_err(|e| e.at(k.as_str()))?;
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `code`"));
                 }
-                if !o.contains_key("message") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `message`"));
-                }
-                if let Some(p) = o.get("code") {
-                    node_1(p).map_err(|e| e.at("code"))?;
-                }
-                if let Some(p) = o.get("message") {
-                    node_2(p).map_err(|e| e.at("message"))?;
-                }
-                if let Some(p) = o.get("data") {
-                    node_3(p).map_err(|e| e.at("data"))?;
-                }
-                for (k, p) in o {
-                    if !&["code", "message", "data"].contains(&k.as_str()) {
-                        node_4(p).map_err(|e| e.at(k.as_str()))?;
-                    }
                 }
             }
             Ok(())
@@ -11777,27 +12134,29 @@ pub mod khy_os_acp_message {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("role") {
-                    return Err(Invalid::new("missing required property `role`"));
-                }
-                if let Some(p) = o.get("role") {
-                    node_5(p).map_err(|e| e.at("role"))?;
-                }
-                if let Some(p) = o.get("parentId") {
-                    node_6(p).map_err(|e| e.at("parentId"))?;
-                }
-                if let Some(p) = o.get("config") {
-                    check_AgentSpawnParamsConfig(p).map_err(|e| e.at("config"))?;
-                }
-                if let Some(p) = o.get("processMode") {
-                    node_7(p).map_err(|e| e.at("processMode"))?;
-                }
+                let mut seen: u128 = 0;
                 for (k, p) in o {
-                    if !&["role", "parentId", "config", "processMode"]
-                        .contains(&k.as_str())
-                    {
-                        node_8(p).map_err(|e| e.at(k.as_str()))?;
+                    match k.as_str() {
+                        "role" => {
+                            seen |= 1u128;
+                            node_5(p).map_err(|e| e.at("role"))?;
+                        }
+                        "parentId" => {
+                            node_6(p).map_err(|e| e.at("parentId"))?;
+                        }
+                        "config" => {
+                            check_AgentSpawnParamsConfig(p).map_err(|e| e.at("config"))?;
+                        }
+                        "processMode" => {
+                            node_7(p).map_err(|e| e.at("processMode"))?;
+                        }
+                        _ => {
+                            node_8(p).map_err(|e| e.at(k.as_str()))?;
+                        }
                     }
+                }
+                if seen & 1u128 == 0 {
+                    return Err(Invalid::new("missing required property `role`"));
                 }
             }
             Ok(())
@@ -11826,19 +12185,23 @@ pub mod khy_os_acp_message {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("agentId") {
-                    return Err(Invalid::new("missing required property `agentId`"));
-                }
-                if let Some(p) = o.get("agentId") {
-                    node_9(p).map_err(|e| e.at("agentId"))?;
-                }
-                if let Some(p) = o.get("reason") {
-                    node_10(p).map_err(|e| e.at("reason"))?;
-                }
+                let mut seen: u128 = 0;
                 for (k, p) in o {
-                    if !&["agentId", "reason"].contains(&k.as_str()) {
-                        node_11(p).map_err(|e| e.at(k.as_str()))?;
+                    match k.as_str() {
+                        "agentId" => {
+                            seen |= 1u128;
+                            node_9(p).map_err(|e| e.at("agentId"))?;
+                        }
+                        "reason" => {
+                            node_10(p).map_err(|e| e.at("reason"))?;
+                        }
+                        _ => {
+                            node_11(p).map_err(|e| e.at(k.as_str()))?;
+                        }
                     }
+                }
+                if seen & 1u128 == 0 {
+                    return Err(Invalid::new("missing required property `agentId`"));
                 }
             }
             Ok(())
@@ -11860,12 +12223,14 @@ pub mod khy_os_acp_message {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if let Some(p) = o.get("agentId") {
-                    node_12(p).map_err(|e| e.at("agentId"))?;
-                }
                 for (k, p) in o {
-                    if !&["agentId"].contains(&k.as_str()) {
-                        node_13(p).map_err(|e| e.at(k.as_str()))?;
+                    match k.as_str() {
+                        "agentId" => {
+                            node_12(p).map_err(|e| e.at("agentId"))?;
+                        }
+                        _ => {
+                            node_13(p).map_err(|e| e.at(k.as_str()))?;
+                        }
                     }
                 }
             }
@@ -11902,30 +12267,34 @@ pub mod khy_os_acp_message {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("agentId") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "agentId" => {
+                            seen |= 1u128;
+                            node_14(p).map_err(|e| e.at("agentId"))?;
+                        }
+                        "prompt" => {
+                            seen |= 2u128;
+                            node_15(p).map_err(|e| e.at("prompt"))?;
+                        }
+                        "context" => {
+                            check_TaskSubmitParamsContext(p)
+                                .map_err(|e| e.at("context"))?;
+                        }
+                        "correlationId" => {
+                            node_16(p).map_err(|e| e.at("correlationId"))?;
+                        }
+                        _ => {
+                            node_17(p).map_err(|e| e.at(k.as_str()))?;
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `agentId`"));
                 }
-                if !o.contains_key("prompt") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `prompt`"));
-                }
-                if let Some(p) = o.get("agentId") {
-                    node_14(p).map_err(|e| e.at("agentId"))?;
-                }
-                if let Some(p) = o.get("prompt") {
-                    node_15(p).map_err(|e| e.at("prompt"))?;
-                }
-                if let Some(p) = o.get("context") {
-                    check_TaskSubmitParamsContext(p).map_err(|e| e.at("context"))?;
-                }
-                if let Some(p) = o.get("correlationId") {
-                    node_16(p).map_err(|e| e.at("correlationId"))?;
-                }
-                for (k, p) in o {
-                    if !&["agentId", "prompt", "context", "correlationId"]
-                        .contains(&k.as_str())
-                    {
-                        node_17(p).map_err(|e| e.at(k.as_str()))?;
-                    }
                 }
             }
             Ok(())
@@ -11958,32 +12327,36 @@ pub mod khy_os_acp_message {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("agentId") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "agentId" => {
+                            seen |= 1u128;
+                            node_18(p).map_err(|e| e.at("agentId"))?;
+                        }
+                        "correlationId" => {
+                            seen |= 2u128;
+                            node_19(p).map_err(|e| e.at("correlationId"))?;
+                        }
+                        "output" => {
+                            node_20(p).map_err(|e| e.at("output"))?;
+                        }
+                        "metrics" => {
+                            check_TaskResultParamsMetrics(p)
+                                .map_err(|e| e.at("metrics"))?;
+                        }
+                        _ => {
+                            node_21(p).map_err(|e| e.at(k.as_str()))?;
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `agentId`"));
                 }
-                if !o.contains_key("correlationId") {
+                if seen & 2u128 == 0 {
                     return Err(
                         Invalid::new("missing required property `correlationId`"),
                     );
-                }
-                if let Some(p) = o.get("agentId") {
-                    node_18(p).map_err(|e| e.at("agentId"))?;
-                }
-                if let Some(p) = o.get("correlationId") {
-                    node_19(p).map_err(|e| e.at("correlationId"))?;
-                }
-                if let Some(p) = o.get("output") {
-                    node_20(p).map_err(|e| e.at("output"))?;
-                }
-                if let Some(p) = o.get("metrics") {
-                    check_TaskResultParamsMetrics(p).map_err(|e| e.at("metrics"))?;
-                }
-                for (k, p) in o {
-                    if !&["agentId", "correlationId", "output", "metrics"]
-                        .contains(&k.as_str())
-                    {
-                        node_21(p).map_err(|e| e.at(k.as_str()))?;
-                    }
                 }
             }
             Ok(())
@@ -12034,32 +12407,35 @@ pub mod khy_os_acp_message {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("agentId") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "agentId" => {
+                            seen |= 1u128;
+                            node_22(p).map_err(|e| e.at("agentId"))?;
+                        }
+                        "correlationId" => {
+                            seen |= 2u128;
+                            node_23(p).map_err(|e| e.at("correlationId"))?;
+                        }
+                        "chunk" => {
+                            node_24(p).map_err(|e| e.at("chunk"))?;
+                        }
+                        "progress" => {
+                            node_25(p).map_err(|e| e.at("progress"))?;
+                        }
+                        _ => {
+                            node_26(p).map_err(|e| e.at(k.as_str()))?;
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `agentId`"));
                 }
-                if !o.contains_key("correlationId") {
+                if seen & 2u128 == 0 {
                     return Err(
                         Invalid::new("missing required property `correlationId`"),
                     );
-                }
-                if let Some(p) = o.get("agentId") {
-                    node_22(p).map_err(|e| e.at("agentId"))?;
-                }
-                if let Some(p) = o.get("correlationId") {
-                    node_23(p).map_err(|e| e.at("correlationId"))?;
-                }
-                if let Some(p) = o.get("chunk") {
-                    node_24(p).map_err(|e| e.at("chunk"))?;
-                }
-                if let Some(p) = o.get("progress") {
-                    node_25(p).map_err(|e| e.at("progress"))?;
-                }
-                for (k, p) in o {
-                    if !&["agentId", "correlationId", "chunk", "progress"]
-                        .contains(&k.as_str())
-                    {
-                        node_26(p).map_err(|e| e.at(k.as_str()))?;
-                    }
                 }
             }
             Ok(())
@@ -12104,31 +12480,37 @@ pub mod khy_os_acp_message {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("fromAgent") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "fromAgent" => {
+                            seen |= 1u128;
+                            node_27(p).map_err(|e| e.at("fromAgent"))?;
+                        }
+                        "key" => {
+                            seen |= 2u128;
+                            node_28(p).map_err(|e| e.at("key"))?;
+                        }
+                        "value" => {
+                            seen |= 4u128;
+                            node_29(p).map_err(|e| e.at("value"))?;
+                        }
+                        "scope" => {
+                            node_30(p).map_err(|e| e.at("scope"))?;
+                        }
+                        _ => {
+                            node_31(p).map_err(|e| e.at(k.as_str()))?;
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `fromAgent`"));
                 }
-                if !o.contains_key("key") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `key`"));
                 }
-                if !o.contains_key("value") {
+                if seen & 4u128 == 0 {
                     return Err(Invalid::new("missing required property `value`"));
-                }
-                if let Some(p) = o.get("fromAgent") {
-                    node_27(p).map_err(|e| e.at("fromAgent"))?;
-                }
-                if let Some(p) = o.get("key") {
-                    node_28(p).map_err(|e| e.at("key"))?;
-                }
-                if let Some(p) = o.get("value") {
-                    node_29(p).map_err(|e| e.at("value"))?;
-                }
-                if let Some(p) = o.get("scope") {
-                    node_30(p).map_err(|e| e.at("scope"))?;
-                }
-                for (k, p) in o {
-                    if !&["fromAgent", "key", "value", "scope"].contains(&k.as_str()) {
-                        node_31(p).map_err(|e| e.at(k.as_str()))?;
-                    }
                 }
             }
             Ok(())
@@ -12157,28 +12539,34 @@ pub mod khy_os_acp_message {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("agentId") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "agentId" => {
+                            seen |= 1u128;
+                            node_32(p).map_err(|e| e.at("agentId"))?;
+                        }
+                        "tool" => {
+                            seen |= 2u128;
+                            node_33(p).map_err(|e| e.at("tool"))?;
+                        }
+                        "input" => {
+                            seen |= 4u128;
+                            check_ToolInvokeParamsInput(p).map_err(|e| e.at("input"))?;
+                        }
+                        _ => {
+                            node_34(p).map_err(|e| e.at(k.as_str()))?;
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `agentId`"));
                 }
-                if !o.contains_key("tool") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `tool`"));
                 }
-                if !o.contains_key("input") {
+                if seen & 4u128 == 0 {
                     return Err(Invalid::new("missing required property `input`"));
-                }
-                if let Some(p) = o.get("agentId") {
-                    node_32(p).map_err(|e| e.at("agentId"))?;
-                }
-                if let Some(p) = o.get("tool") {
-                    node_33(p).map_err(|e| e.at("tool"))?;
-                }
-                if let Some(p) = o.get("input") {
-                    check_ToolInvokeParamsInput(p).map_err(|e| e.at("input"))?;
-                }
-                for (k, p) in o {
-                    if !&["agentId", "tool", "input"].contains(&k.as_str()) {
-                        node_34(p).map_err(|e| e.at(k.as_str()))?;
-                    }
                 }
             }
             Ok(())
@@ -12218,28 +12606,33 @@ pub mod khy_os_acp_message {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("agentId") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "agentId" => {
+                            seen |= 1u128;
+                            node_35(p).map_err(|e| e.at("agentId"))?;
+                        }
+                        "tool" => {
+                            seen |= 2u128;
+                            node_36(p).map_err(|e| e.at("tool"))?;
+                        }
+                        "output" => {
+                            node_37(p).map_err(|e| e.at("output"))?;
+                        }
+                        "error" => {
+                            node_38(p).map_err(|e| e.at("error"))?;
+                        }
+                        _ => {
+                            node_39(p).map_err(|e| e.at(k.as_str()))?;
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `agentId`"));
                 }
-                if !o.contains_key("tool") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `tool`"));
-                }
-                if let Some(p) = o.get("agentId") {
-                    node_35(p).map_err(|e| e.at("agentId"))?;
-                }
-                if let Some(p) = o.get("tool") {
-                    node_36(p).map_err(|e| e.at("tool"))?;
-                }
-                if let Some(p) = o.get("output") {
-                    node_37(p).map_err(|e| e.at("output"))?;
-                }
-                if let Some(p) = o.get("error") {
-                    node_38(p).map_err(|e| e.at("error"))?;
-                }
-                for (k, p) in o {
-                    if !&["agentId", "tool", "output", "error"].contains(&k.as_str()) {
-                        node_39(p).map_err(|e| e.at(k.as_str()))?;
-                    }
                 }
             }
             Ok(())
@@ -12288,39 +12681,45 @@ pub mod khy_os_acp_message {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("from") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "from" => {
+                            seen |= 1u128;
+                            node_40(p).map_err(|e| e.at("from"))?;
+                        }
+                        "to" => {
+                            seen |= 2u128;
+                            node_41(p).map_err(|e| e.at("to"))?;
+                        }
+                        "type" => {
+                            seen |= 4u128;
+                            node_42(p).map_err(|e| e.at("type"))?;
+                        }
+                        "payload" => {
+                            seen |= 8u128;
+                            check_MessageSendParamsPayload(p)
+                                .map_err(|e| e.at("payload"))?;
+                        }
+                        "correlationId" => {
+                            node_43(p).map_err(|e| e.at("correlationId"))?;
+                        }
+                        _ => {
+                            node_44(p).map_err(|e| e.at(k.as_str()))?;
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `from`"));
                 }
-                if !o.contains_key("to") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `to`"));
                 }
-                if !o.contains_key("type") {
+                if seen & 4u128 == 0 {
                     return Err(Invalid::new("missing required property `type`"));
                 }
-                if !o.contains_key("payload") {
+                if seen & 8u128 == 0 {
                     return Err(Invalid::new("missing required property `payload`"));
-                }
-                if let Some(p) = o.get("from") {
-                    node_40(p).map_err(|e| e.at("from"))?;
-                }
-                if let Some(p) = o.get("to") {
-                    node_41(p).map_err(|e| e.at("to"))?;
-                }
-                if let Some(p) = o.get("type") {
-                    node_42(p).map_err(|e| e.at("type"))?;
-                }
-                if let Some(p) = o.get("payload") {
-                    check_MessageSendParamsPayload(p).map_err(|e| e.at("payload"))?;
-                }
-                if let Some(p) = o.get("correlationId") {
-                    node_43(p).map_err(|e| e.at("correlationId"))?;
-                }
-                for (k, p) in o {
-                    if !&["from", "to", "type", "payload", "correlationId"]
-                        .contains(&k.as_str())
-                    {
-                        node_44(p).map_err(|e| e.at(k.as_str()))?;
-                    }
                 }
             }
             Ok(())
@@ -12349,28 +12748,35 @@ pub mod khy_os_acp_message {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("from") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "from" => {
+                            seen |= 1u128;
+                            node_45(p).map_err(|e| e.at("from"))?;
+                        }
+                        "type" => {
+                            seen |= 2u128;
+                            node_46(p).map_err(|e| e.at("type"))?;
+                        }
+                        "payload" => {
+                            seen |= 4u128;
+                            check_MessageBroadcastParamsPayload(p)
+                                .map_err(|e| e.at("payload"))?;
+                        }
+                        _ => {
+                            node_47(p).map_err(|e| e.at(k.as_str()))?;
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `from`"));
                 }
-                if !o.contains_key("type") {
+                if seen & 2u128 == 0 {
                     return Err(Invalid::new("missing required property `type`"));
                 }
-                if !o.contains_key("payload") {
+                if seen & 4u128 == 0 {
                     return Err(Invalid::new("missing required property `payload`"));
-                }
-                if let Some(p) = o.get("from") {
-                    node_45(p).map_err(|e| e.at("from"))?;
-                }
-                if let Some(p) = o.get("type") {
-                    node_46(p).map_err(|e| e.at("type"))?;
-                }
-                if let Some(p) = o.get("payload") {
-                    check_MessageBroadcastParamsPayload(p).map_err(|e| e.at("payload"))?;
-                }
-                for (k, p) in o {
-                    if !&["from", "type", "payload"].contains(&k.as_str()) {
-                        node_47(p).map_err(|e| e.at(k.as_str()))?;
-                    }
                 }
             }
             Ok(())
@@ -12386,9 +12792,7 @@ pub mod khy_os_acp_message {
             }
             if let Some(o) = v.as_object() {
                 for (k, p) in o {
-                    if !&[].contains(&k.as_str()) {
-                        node_48(p).map_err(|e| e.at(k.as_str()))?;
-                    }
+                    node_48(p).map_err(|e| e.at(k.as_str()))?;
                 }
             }
             Ok(())
@@ -12404,9 +12808,7 @@ pub mod khy_os_acp_message {
             }
             if let Some(o) = v.as_object() {
                 for (k, p) in o {
-                    if !&[].contains(&k.as_str()) {
-                        node_49(p).map_err(|e| e.at(k.as_str()))?;
-                    }
+                    node_49(p).map_err(|e| e.at(k.as_str()))?;
                 }
             }
             Ok(())
@@ -12422,9 +12824,7 @@ pub mod khy_os_acp_message {
             }
             if let Some(o) = v.as_object() {
                 for (k, p) in o {
-                    if !&[].contains(&k.as_str()) {
-                        node_50(p).map_err(|e| e.at(k.as_str()))?;
-                    }
+                    node_50(p).map_err(|e| e.at(k.as_str()))?;
                 }
             }
             Ok(())
@@ -12440,9 +12840,7 @@ pub mod khy_os_acp_message {
             }
             if let Some(o) = v.as_object() {
                 for (k, p) in o {
-                    if !&[].contains(&k.as_str()) {
-                        node_51(p).map_err(|e| e.at(k.as_str()))?;
-                    }
+                    node_51(p).map_err(|e| e.at(k.as_str()))?;
                 }
             }
             Ok(())
@@ -12458,9 +12856,7 @@ pub mod khy_os_acp_message {
             }
             if let Some(o) = v.as_object() {
                 for (k, p) in o {
-                    if !&[].contains(&k.as_str()) {
-                        node_52(p).map_err(|e| e.at(k.as_str()))?;
-                    }
+                    node_52(p).map_err(|e| e.at(k.as_str()))?;
                 }
             }
             Ok(())
@@ -12476,9 +12872,7 @@ pub mod khy_os_acp_message {
             }
             if let Some(o) = v.as_object() {
                 for (k, p) in o {
-                    if !&[].contains(&k.as_str()) {
-                        node_53(p).map_err(|e| e.at(k.as_str()))?;
-                    }
+                    node_53(p).map_err(|e| e.at(k.as_str()))?;
                 }
             }
             Ok(())
@@ -12494,9 +12888,7 @@ pub mod khy_os_acp_message {
             }
             if let Some(o) = v.as_object() {
                 for (k, p) in o {
-                    if !&[].contains(&k.as_str()) {
-                        node_54(p).map_err(|e| e.at(k.as_str()))?;
-                    }
+                    node_54(p).map_err(|e| e.at(k.as_str()))?;
                 }
             }
             Ok(())
@@ -12547,38 +12939,41 @@ pub mod khy_os_acp_message {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
-                if !o.contains_key("jsonrpc") {
+                let mut seen: u128 = 0;
+                for (k, p) in o {
+                    match k.as_str() {
+                        "jsonrpc" => {
+                            seen |= 1u128;
+                            node_55(p).map_err(|e| e.at("jsonrpc"))?;
+                        }
+                        "id" => {
+                            node_56(p).map_err(|e| e.at("id"))?;
+                        }
+                        "method" => {
+                            seen |= 4u128;
+                            node_57(p).map_err(|e| e.at("method"))?;
+                        }
+                        "params" => {
+                            check_KhyOsAcpMessageParams(p).map_err(|e| e.at("params"))?;
+                        }
+                        "result" => {
+                            node_58(p).map_err(|e| e.at("result"))?;
+                        }
+                        "error" => {
+                            check_Error(p).map_err(|e| e.at("error"))?;
+                        }
+                        _ => {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.as_str()),
+                            );
+                        }
+                    }
+                }
+                if seen & 1u128 == 0 {
                     return Err(Invalid::new("missing required property `jsonrpc`"));
                 }
-                if !o.contains_key("method") {
+                if seen & 4u128 == 0 {
                     return Err(Invalid::new("missing required property `method`"));
-                }
-                if let Some(p) = o.get("jsonrpc") {
-                    node_55(p).map_err(|e| e.at("jsonrpc"))?;
-                }
-                if let Some(p) = o.get("id") {
-                    node_56(p).map_err(|e| e.at("id"))?;
-                }
-                if let Some(p) = o.get("method") {
-                    node_57(p).map_err(|e| e.at("method"))?;
-                }
-                if let Some(p) = o.get("params") {
-                    check_KhyOsAcpMessageParams(p).map_err(|e| e.at("params"))?;
-                }
-                if let Some(p) = o.get("result") {
-                    node_58(p).map_err(|e| e.at("result"))?;
-                }
-                if let Some(p) = o.get("error") {
-                    check_Error(p).map_err(|e| e.at("error"))?;
-                }
-                for k in o.keys() {
-                    if !&["jsonrpc", "id", "method", "params", "result", "error"]
-                        .contains(&k.as_str())
-                    {
-                        return Err(
-                            Invalid::new("property not allowed here").at(k.as_str()),
-                        );
-                    }
                 }
             }
             Ok(())

@@ -1,20 +1,76 @@
-//! The JSON-RPC envelope, read without building a tree: members borrow the input, `params`,
-//! `result` and `error` stay raw until the policy needs them, and everything a table does
-//! not ask for is skipped. This is what keeps the decoder near the cost of parsing.
+//! The JSON-RPC envelope, read in one pass without building a tree: names borrow the
+//! input, `_meta` objects stay raw until the policy needs them, and every member no table
+//! asks about is skipped. Only the small messages of extension methods with typed params
+//! or results are parsed again, into a `Value` for their generated decoders. This is what
+//! keeps the decoder near the cost of parsing.
 
 use std::borrow::Cow;
+use std::fmt;
 
-use serde::{Deserialize, Deserializer};
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
 use serde_json::value::RawValue;
 
-/// Maximum nesting of arrays and objects in one message. ACP messages nest a handful of
-/// levels; a hostile line must not cost stack.
-pub const MAX_DEPTH: usize = 64;
+/// Maximum nesting of arrays and objects in one message: serde_json's recursion limit,
+/// which every recursive parse here runs under (members are skipped by `Skip`, which
+/// recurses through the parser rather than around it, so the limit holds for them too).
+/// ACP messages nest a handful of levels; a hostile line must not cost stack.
+pub const MAX_DEPTH: usize = 128;
+
+/// Skips any JSON value through the parser's recursive path, so that serde_json's
+/// recursion limit rejects hostile nesting even in members nobody reads. (serde's
+/// `IgnoredAny` takes serde_json's iterative fast path, which has no limit.)
+pub struct Skip;
+
+impl<'de> Deserialize<'de> for Skip {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(SkipVisitor)
+    }
+}
+
+struct SkipVisitor;
+
+impl<'de> Visitor<'de> for SkipVisitor {
+    type Value = Skip;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Skip, A::Error> {
+        while map.next_entry::<IgnoredAny, Skip>()?.is_some() {}
+        Ok(Skip)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Skip, A::Error> {
+        while seq.next_element::<Skip>()?.is_some() {}
+        Ok(Skip)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_unit<E>(self) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+}
 
 /// A present member, `null` included (serde's `Option` would turn `null` into absent,
 /// and `"result": null` is a valid JSON-RPC result).
 pub fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
     <&RawValue>::deserialize(d).map(Some)
+}
+
+fn present_body<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Body<'de>>, D::Error> {
+    Body::deserialize(d).map(Some)
 }
 
 /// The members JSON-RPC 2.0 allows; anything else is an envelope error.
@@ -27,27 +83,174 @@ pub struct Envelope<'a> {
     pub id: Option<&'a RawValue>,
     #[serde(default, borrow)]
     pub method: Option<Cow<'a, str>>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    pub params: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    pub result: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present_body")]
+    pub params: Option<Body<'a>>,
+    #[serde(default, borrow, deserialize_with = "present_body")]
+    pub result: Option<Body<'a>>,
     #[serde(default, borrow, deserialize_with = "present")]
     pub error: Option<&'a RawValue>,
 }
 
-/// The `_meta` of a message part, and for `session/update` its member.
-#[derive(Deserialize)]
-pub struct Part<'a> {
-    #[serde(default, borrow, rename = "_meta", deserialize_with = "present")]
+/// The parts of `params`, `result` or a session update member the policy reads. Any JSON
+/// value is accepted: a non-object simply has none of these parts.
+#[derive(Default)]
+pub struct Body<'a> {
     pub meta: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    pub update: Option<&'a RawValue>,
-    #[serde(default, borrow, rename = "sessionUpdate")]
+    pub update: Option<Member<'a>>,
     pub session_update: Option<Cow<'a, str>>,
-    #[serde(default, borrow, rename = "stopReason")]
     pub stop_reason: Option<Cow<'a, str>>,
-    #[serde(default, borrow, rename = "protocolVersion", deserialize_with = "present")]
     pub protocol_version: Option<&'a RawValue>,
+}
+
+impl<'de> Deserialize<'de> for Body<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(BodyVisitor)
+    }
+}
+
+struct BodyVisitor;
+
+fn once<T, E: de::Error>(slot: &mut Option<T>, value: T, name: &'static str) -> Result<(), E> {
+    if slot.is_some() {
+        return Err(E::duplicate_field(name));
+    }
+    *slot = Some(value);
+    Ok(())
+}
+
+impl<'de> Visitor<'de> for BodyVisitor {
+    type Value = Body<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Body<'de>, A::Error> {
+        let mut body = Body::default();
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            match key.as_ref() {
+                "_meta" => once(&mut body.meta, map.next_value()?, "_meta")?,
+                "update" => once(&mut body.update, map.next_value()?, "update")?,
+                "sessionUpdate" => once(&mut body.session_update, map.next_value()?, "sessionUpdate")?,
+                "stopReason" => once(&mut body.stop_reason, map.next_value()?, "stopReason")?,
+                "protocolVersion" => once(&mut body.protocol_version, map.next_value()?, "protocolVersion")?,
+                _ => {
+                    map.next_value::<Skip>()?;
+                }
+            }
+        }
+        Ok(body)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Body<'de>, A::Error> {
+        while seq.next_element::<Skip>()?.is_some() {}
+        Ok(Body::default())
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Body<'de>, E> {
+        Ok(Body::default())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Body<'de>, E> {
+        Ok(Body::default())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Body<'de>, E> {
+        Ok(Body::default())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Body<'de>, E> {
+        Ok(Body::default())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Body<'de>, E> {
+        Ok(Body::default())
+    }
+    fn visit_unit<E>(self) -> Result<Body<'de>, E> {
+        Ok(Body::default())
+    }
+}
+
+/// A session update member: its kind and its `_meta`, nothing else read.
+#[derive(Default)]
+pub struct Member<'a> {
+    pub is_object: bool,
+    pub meta: Option<&'a RawValue>,
+    pub session_update: Option<Cow<'a, str>>,
+}
+
+impl<'de> Deserialize<'de> for Member<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MemberVisitor;
+        impl<'de> Visitor<'de> for MemberVisitor {
+            type Value = Member<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a session update member")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Member<'de>, A::Error> {
+                let mut member = Member { is_object: true, ..Member::default() };
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    match key.as_ref() {
+                        "_meta" => once(&mut member.meta, map.next_value()?, "_meta")?,
+                        "sessionUpdate" => once(&mut member.session_update, map.next_value()?, "sessionUpdate")?,
+                        _ => {
+                            map.next_value::<Skip>()?;
+                        }
+                    }
+                }
+                Ok(member)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Member<'de>, A::Error> {
+                while seq.next_element::<Skip>()?.is_some() {}
+                Ok(Member::default())
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Member<'de>, E> {
+                Ok(Member::default())
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Member<'de>, E> {
+                Ok(Member::default())
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Member<'de>, E> {
+                Ok(Member::default())
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Member<'de>, E> {
+                Ok(Member::default())
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Member<'de>, E> {
+                Ok(Member::default())
+            }
+            fn visit_unit<E>(self) -> Result<Member<'de>, E> {
+                Ok(Member::default())
+            }
+        }
+        deserializer.deserialize_any(MemberVisitor)
+    }
+}
+
+/// The members of a `_meta` object, values still raw.
+pub struct Meta<'a>(pub Vec<(Cow<'a, str>, &'a RawValue)>);
+
+impl<'de> Deserialize<'de> for Meta<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MetaVisitor;
+        impl<'de> Visitor<'de> for MetaVisitor {
+            type Value = Meta<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a `_meta` object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Meta<'de>, A::Error> {
+                let mut members: Vec<(Cow<'de, str>, &'de RawValue)> = Vec::new();
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    let value = map.next_value()?;
+                    if members.iter().any(|(k, _)| *k == key) {
+                        return Err(de::Error::custom(format!("duplicate `_meta` member `{key}`")));
+                    }
+                    members.push((key, value));
+                }
+                Ok(Meta(members))
+            }
+            fn visit_unit<E>(self) -> Result<Meta<'de>, E> {
+                Ok(Meta(Vec::new()))
+            }
+        }
+        deserializer.deserialize_any(MetaVisitor)
+    }
 }
 
 /// The JSON-RPC error object.
@@ -58,54 +261,27 @@ pub struct ErrorObject<'a> {
     pub message: Cow<'a, str>,
 }
 
-/// Deepest nesting of arrays and objects, scanning bytes (strings skipped), stopping as
-/// soon as `limit` is passed.
-pub fn depth_exceeds(bytes: &[u8], limit: usize) -> bool {
-    let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    for &b in bytes {
-        if in_string {
-            if escaped {
-                escaped = false;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' {
-                in_string = false;
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'[' | b'{' => {
-                depth += 1;
-                if depth > limit {
-                    return true;
-                }
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    false
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn depth_scan_skips_strings() {
-        assert!(!depth_exceeds(br#"{"a": "[[[[[[[[[["}"#, 2));
-        assert!(depth_exceeds(b"[[[1]]]", 2));
-        assert!(!depth_exceeds(b"[[1],[2]]", 2));
-        assert!(!depth_exceeds(br#"["\"[[[["]"#, 1));
+    fn null_results_stay_present_and_bodies_read_their_parts() {
+        let e: Envelope = serde_json::from_str(r#"{"jsonrpc":"2.0","id":1,"result":null}"#).expect("parses");
+        assert!(e.result.as_ref().is_some_and(|b| b.meta.is_none()));
+        assert!(e.error.is_none());
+        let e: Envelope = serde_json::from_str(
+            r#"{"jsonrpc":"2.0","method":"m","params":{"x":[1,{"y":2}],"update":{"sessionUpdate":"plan","_meta":{"k":1}}}}"#,
+        )
+        .expect("parses");
+        let update = e.params.and_then(|p| p.update).expect("update");
+        assert_eq!(update.session_update.as_deref(), Some("plan"));
+        assert_eq!(update.meta.map(RawValue::get), Some(r#"{"k":1}"#));
     }
 
     #[test]
-    fn null_members_stay_present() {
-        let e: Envelope = serde_json::from_str(r#"{"jsonrpc":"2.0","id":1,"result":null}"#).expect("parses");
-        assert_eq!(e.result.map(RawValue::get), Some("null"));
-        assert!(e.error.is_none());
+    fn duplicate_parts_are_errors() {
+        assert!(serde_json::from_str::<Body>(r#"{"_meta":{},"_meta":{}}"#).is_err());
+        assert!(serde_json::from_str::<Meta>(r#"{"a":1,"a":2}"#).is_err());
     }
 }

@@ -8,8 +8,9 @@
 //! - an unknown `checkfu.*` key, or a known key outside its carrier, is ignored with a
 //!   diagnostic; keys of other namespaces are not ours to judge.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
+use super::envelope::Meta;
 use super::report::{DecodeError, Report, SlotReport, SlotStatus};
 use super::tables::{Part, SlotClass, SlotDecoder, SLOTS};
 
@@ -19,16 +20,17 @@ fn slot(key: &str) -> Option<&'static SlotDecoder> {
     SLOTS.iter().find(|s| s.key == key)
 }
 
-/// Applies the policy to the `_meta` object of `method`'s `part`; `Err` rejects the
+/// Applies the policy to the `_meta` members of `method`'s `part`; `Err` rejects the
 /// message.
-pub fn apply(meta: &Map<String, Value>, method: &str, part: Part, report: &mut Report) -> Result<(), DecodeError> {
-    for (key, value) in meta {
+pub fn apply(meta: &Meta, method: &str, part: Part, report: &mut Report) -> Result<(), DecodeError> {
+    let mut decoded: Vec<(&'static str, Value)> = Vec::new();
+    for (key, raw) in &meta.0 {
         if !key.starts_with(NAMESPACE) {
             continue;
         }
         let Some(slot) = slot(key) else {
             report.diagnostics.push(format!("unknown extension key `{key}` ignored"));
-            report.slots.push(SlotReport { key: key.clone(), class: None, status: SlotStatus::Ignored });
+            report.slots.push(SlotReport { key: key.to_string().into(), class: None, status: SlotStatus::Ignored });
             continue;
         };
         if slot.method != Some(method) || slot.part != part {
@@ -36,12 +38,19 @@ pub fn apply(meta: &Map<String, Value>, method: &str, part: Part, report: &mut R
                 "`{key}` is not carried by this message ({method} {}); ignored",
                 part_name(part)
             ));
-            report.slots.push(SlotReport { key: key.clone(), class: Some(slot.class), status: SlotStatus::Ignored });
+            report.slots.push(SlotReport { key: slot.key.into(), class: Some(slot.class), status: SlotStatus::Ignored });
             continue;
         }
-        let outcome = (slot.decode)(value).map_err(|e| (e.pointer(), e.message.to_string())).and_then(|()| {
+        let value: Value = serde_json::from_str(raw.get()).map_err(|e| {
+            if e.to_string().starts_with("recursion limit exceeded") {
+                DecodeError::TooDeep { limit: super::envelope::MAX_DEPTH }
+            } else {
+                DecodeError::InvalidJson { message: e.to_string() }
+            }
+        })?;
+        let outcome = (slot.check)(&value).map_err(|e| (e.pointer(), e.message.to_string())).and_then(|()| {
             if slot.safety_profile {
-                profile(value)
+                profile(&value)
             } else {
                 Ok(())
             }
@@ -53,18 +62,23 @@ pub fn apply(meta: &Map<String, Value>, method: &str, part: Part, report: &mut R
                 SlotStatus::Dropped
             }
             (Err((pointer, message)), SlotClass::Declaration) => {
-                return Err(DecodeError::InvalidDeclaration { slot: key.clone(), pointer, message });
+                return Err(DecodeError::InvalidDeclaration { slot: key.to_string(), pointer, message });
             }
             (Err((pointer, message)), SlotClass::Authority | SlotClass::Method) => {
-                return Err(DecodeError::AuthorityRejected { slot: key.clone(), pointer, message });
+                return Err(DecodeError::AuthorityRejected { slot: key.to_string(), pointer, message });
             }
         };
-        report.slots.push(SlotReport { key: key.clone(), class: Some(slot.class), status });
+        if status == SlotStatus::Decoded {
+            decoded.push((slot.key, value));
+        }
+        report.slots.push(SlotReport { key: slot.key.into(), class: Some(slot.class), status });
     }
     // Cross-field rules, once every member is known.
     for slot in SLOTS.iter().filter(|s| s.method == Some(method) && s.part == part) {
         let Some((requires, value)) = slot.requires else { continue };
-        if meta.contains_key(slot.key) && meta.get(requires).and_then(Value::as_str) != Some(value) {
+        let present = decoded.iter().any(|(k, _)| *k == slot.key);
+        let satisfied = decoded.iter().any(|(k, v)| *k == requires && v.as_str() == Some(value));
+        if present && !satisfied {
             return Err(DecodeError::MissingRequirement {
                 slot: slot.key.to_string(),
                 requires: requires.to_string(),

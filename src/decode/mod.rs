@@ -17,7 +17,7 @@ pub mod tables;
 use std::collections::HashMap;
 
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 pub use report::{DecodeError, Kind, Report, SlotReport, SlotStatus, WireDirection};
 use tables::{MethodDecoder, Part, Side};
@@ -40,31 +40,18 @@ fn expected_direction(side: Side) -> Option<WireDirection> {
     }
 }
 
-fn parse_value(raw: &RawValue) -> Result<Value, DecodeError> {
-    serde_json::from_str(raw.get()).map_err(|e| DecodeError::InvalidJson { message: e.to_string() })
-}
-
-fn parse_meta(raw: &RawValue) -> Result<Option<Map<String, Value>>, DecodeError> {
-    match serde_json::from_str::<Value>(raw.get()) {
-        Ok(Value::Object(map)) => Ok(Some(map)),
-        Ok(Value::Null) => Ok(None),
-        Ok(_) => Err(DecodeError::BadEnvelope { message: "`_meta` must be an object".into() }),
-        Err(e) => Err(DecodeError::InvalidJson { message: e.to_string() }),
-    }
-}
-
-fn part(raw: &RawValue) -> Result<envelope::Part<'_>, DecodeError> {
-    if !raw.get().starts_with('{') {
-        return Ok(envelope::Part { meta: None, update: None, session_update: None, stop_reason: None, protocol_version: None });
-    }
-    serde_json::from_str(raw.get()).map_err(|e| DecodeError::InvalidJson { message: e.to_string() })
+/// `member` of the whole message as a `Value`, for the generated decoders of extension
+/// methods (small messages, parsed a second time only when a table asks for it).
+fn member_value(text: &str, member: &str) -> Result<Value, DecodeError> {
+    let mut value: Value = serde_json::from_str(text).map_err(json_error)?;
+    Ok(value.get_mut(member).map(Value::take).unwrap_or(Value::Null))
 }
 
 fn apply_meta(raw: Option<&RawValue>, method: &str, at: Part, report: &mut Report) -> Result<(), DecodeError> {
-    match raw.map(parse_meta).transpose()?.flatten() {
-        Some(map) => meta::apply(&map, method, at, report),
-        None => Ok(()),
-    }
+    let Some(raw) = raw else { return Ok(()) };
+    let members: envelope::Meta = serde_json::from_str(raw.get())
+        .map_err(|e| DecodeError::BadEnvelope { message: format!("`_meta` must be an object: {e}") })?;
+    meta::apply(&members, method, at, report)
 }
 
 impl Decoder {
@@ -84,21 +71,15 @@ impl Decoder {
 
     fn run(&mut self, bytes: &[u8], hint: Option<WireDirection>, report: &mut Report) -> Result<(), DecodeError> {
         let text = std::str::from_utf8(bytes).map_err(|e| DecodeError::InvalidUtf8 { at: e.valid_up_to() })?;
-        if envelope::depth_exceeds(bytes, envelope::MAX_DEPTH) {
-            return Err(DecodeError::TooDeep { limit: envelope::MAX_DEPTH });
-        }
         if !text.trim_start().starts_with('{') {
-            return Err(match serde_json::from_str::<serde::de::IgnoredAny>(text) {
+            return Err(match serde_json::from_str::<envelope::Skip>(text) {
                 Ok(_) => DecodeError::NotAnObject,
-                Err(e) => DecodeError::InvalidJson { message: e.to_string() },
+                Err(e) => json_error(e),
             });
         }
         // Syntax errors are not JSON; a data error is JSON of the wrong envelope shape (an
         // unknown member, a member of the wrong type, a duplicate).
-        let env: envelope::Envelope = serde_json::from_str(text).map_err(|e| match e.classify() {
-            serde_json::error::Category::Data => DecodeError::BadEnvelope { message: e.to_string() },
-            _ => DecodeError::InvalidJson { message: e.to_string() },
-        })?;
+        let env: envelope::Envelope = serde_json::from_str(text).map_err(json_error)?;
         if let Some(name) = env.method.as_deref() {
             let method = tables::method(name).ok_or_else(|| DecodeError::UnknownMethod { method: name.to_string() })?;
             report.method = Some(method.name);
@@ -110,10 +91,10 @@ impl Decoder {
             if env.result.is_some() || env.error.is_some() {
                 return Err(DecodeError::BadEnvelope { message: "a request carries no `result` or `error`".into() });
             }
-            return self.request(&env, method, hint, report);
+            return self.request(text, &env, method, hint, report);
         }
         check_jsonrpc(env.jsonrpc)?;
-        self.response(&env, hint, report)
+        self.response(text, &env, hint, report)
     }
 
     /// A message of a family whose schema describes the whole message (khy-os).
@@ -125,7 +106,7 @@ impl Decoder {
         whole: tables::Decode,
         report: &mut Report,
     ) -> Result<(), DecodeError> {
-        let value: Value = serde_json::from_str(text).map_err(|e| DecodeError::InvalidJson { message: e.to_string() })?;
+        let value: Value = serde_json::from_str(text).map_err(json_error)?;
         let invalid = |e: crate::exact::Invalid| DecodeError::InvalidParams {
             method: method.name.to_string(),
             pointer: e.pointer(),
@@ -146,6 +127,7 @@ impl Decoder {
 
     fn request(
         &mut self,
+        text: &str,
         env: &envelope::Envelope,
         method: &'static MethodDecoder,
         hint: Option<WireDirection>,
@@ -166,29 +148,23 @@ impl Decoder {
         }
         report.direction = direction.or(hint);
         if let Some(decode) = method.params {
-            let params = env.params.map(parse_value).transpose()?.unwrap_or(Value::Null);
-            decode(&params).map_err(|e| DecodeError::InvalidParams {
+            decode(&member_value(text, "params")?).map_err(|e| DecodeError::InvalidParams {
                 method: name.into(),
                 pointer: e.pointer(),
                 message: e.message.to_string(),
             })?;
         }
-        if let Some(raw) = env.params {
-            let params = part(raw)?;
-            apply_meta(params.meta, name, Part::Request, report)?;
-            if name == tables::UPDATE_METHOD {
-                let update = params.update.ok_or_else(|| DecodeError::BadEnvelope {
-                    message: format!("`{name}` needs `params.update`"),
-                })?;
-                let member = part(update)?;
-                let kind = member.session_update.as_deref().unwrap_or_default();
-                if !tables::SESSION_UPDATE_KINDS.contains(&kind) {
-                    return Err(DecodeError::UnknownUpdateKind { kind: kind.to_string() });
-                }
-                apply_meta(member.meta, name, Part::Member, report)?;
+        let params = env.params.as_ref();
+        apply_meta(params.and_then(|p| p.meta), name, Part::Request, report)?;
+        if name == tables::UPDATE_METHOD {
+            let member = params.and_then(|p| p.update.as_ref()).filter(|u| u.is_object).ok_or_else(|| {
+                DecodeError::BadEnvelope { message: format!("`{name}` needs an object `params.update`") }
+            })?;
+            let kind = member.session_update.as_deref().unwrap_or_default();
+            if !tables::SESSION_UPDATE_KINDS.contains(&kind) {
+                return Err(DecodeError::UnknownUpdateKind { kind: kind.to_string() });
             }
-        } else if name == tables::UPDATE_METHOD {
-            return Err(DecodeError::BadEnvelope { message: format!("`{name}` needs `params.update`") });
+            apply_meta(member.meta, name, Part::Member, report)?;
         }
         if let (Some(id), false) = (env.id, method.notification) {
             if self.pending.len() >= MAX_PENDING {
@@ -201,11 +177,17 @@ impl Decoder {
         Ok(())
     }
 
-    fn response(&mut self, env: &envelope::Envelope, hint: Option<WireDirection>, report: &mut Report) -> Result<(), DecodeError> {
+    fn response(
+        &mut self,
+        text: &str,
+        env: &envelope::Envelope,
+        hint: Option<WireDirection>,
+        report: &mut Report,
+    ) -> Result<(), DecodeError> {
         let id = env.id.ok_or_else(|| DecodeError::BadEnvelope {
             message: "a message with no `method` is a response and needs an `id`".into(),
         })?;
-        let (result, error) = match (env.result, env.error) {
+        let (result, error) = match (&env.result, env.error) {
             (Some(_), Some(_)) => {
                 return Err(DecodeError::BadEnvelope { message: "a response carries `result` or `error`, not both".into() })
             }
@@ -214,14 +196,13 @@ impl Decoder {
                     message: "a message needs `method` (request) or `result`/`error` (response)".into(),
                 })
             }
-            other => other,
+            (result, error) => (result.as_ref(), error),
         };
         let answered = self.pending.remove(id.get());
-        if let Some((_, asked)) = answered {
+        if let Some((method, asked)) = answered {
             let direction = asked.reverse();
-            if hint.is_some_and(|h| h != direction) {
-                let method = answered.map_or("", |(m, _)| m.name);
-                return Err(DecodeError::WrongDirection { method: method.into(), direction: hint.unwrap_or(direction) });
+            if let Some(stated) = hint.filter(|h| *h != direction) {
+                return Err(DecodeError::WrongDirection { method: method.name.into(), direction: stated });
             }
             report.direction = Some(direction);
         }
@@ -235,8 +216,7 @@ impl Decoder {
             return Ok(());
         }
         report.kind = Some(Kind::Response);
-        let raw = result.ok_or_else(|| DecodeError::BadEnvelope { message: "missing `result`".into() })?;
-        let body = part(raw)?;
+        let body = result.ok_or_else(|| DecodeError::BadEnvelope { message: "missing `result`".into() })?;
         // Without the request, the closed fields of the two results that have them say
         // what was answered.
         let method = answered.map(|(m, _)| m).or_else(|| {
@@ -258,7 +238,7 @@ impl Decoder {
             report.direction = expected_direction(method.side).map(WireDirection::reverse).or(hint);
         }
         if let Some(decode) = method.result {
-            decode(&parse_value(raw)?).map_err(|e| DecodeError::InvalidResult {
+            decode(&member_value(text, "result")?).map_err(|e| DecodeError::InvalidResult {
                 method: method.name.into(),
                 pointer: e.pointer(),
                 message: e.message.to_string(),
@@ -277,6 +257,19 @@ impl Decoder {
             }
         }
         apply_meta(body.meta, method.name, Part::Response, report)
+    }
+}
+
+/// Maps a parse error: too deep, not JSON (syntax), or JSON of the wrong envelope shape
+/// (an unknown member, a member of the wrong type, a duplicate).
+fn json_error(e: serde_json::Error) -> DecodeError {
+    let message = e.to_string();
+    if message.starts_with("recursion limit exceeded") {
+        return DecodeError::TooDeep { limit: envelope::MAX_DEPTH };
+    }
+    match e.classify() {
+        serde_json::error::Category::Data => DecodeError::BadEnvelope { message },
+        _ => DecodeError::InvalidJson { message },
     }
 }
 

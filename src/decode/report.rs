@@ -48,7 +48,7 @@ pub enum SlotStatus {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct SlotReport {
-    pub key: String,
+    pub key: std::borrow::Cow<'static, str>,
     /// `None` for keys the catalog does not know.
     pub class: Option<SlotClass>,
     pub status: SlotStatus,

@@ -42,7 +42,10 @@ pub struct SlotDecoder {
     pub part: Part,
     pub direction: Direction,
     pub class: SlotClass,
-    /// Decodes the payload (for an extension method, its params).
+    /// The payload's generated check: exactly the schema's accept/reject decision, without
+    /// building the typed value (what the hot path needs).
+    pub check: Decode,
+    /// Decodes the payload into its generated type (for an extension method, its params).
     pub decode: Decode,
     /// For an extension method, decodes its result.
     pub result: Option<Decode>,

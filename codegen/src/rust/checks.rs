@@ -82,10 +82,6 @@ pub fn generate(defs: &Map<String, Value>, origins: &BTreeMap<String, String>) -
     })
 }
 
-fn string_list(values: &[&str]) -> TokenStream {
-    quote! { &[#(#values),*] }
-}
-
 impl Emitter {
     /// A function checking `schema`, for use as a child check.
     fn child(&mut self, schema: &Value, pointer: &str) -> Result<Ident, String> {
@@ -144,46 +140,69 @@ impl Emitter {
         Ok(quote! { #(#checks)* Ok(()) })
     }
 
+    /// Object keywords in one pass over the members: each member is matched by name (no
+    /// hashing), checked against its property schema or `additionalProperties`, and
+    /// required members are tracked in a bit set.
     fn object_checks(&mut self, object: &Map<String, Value>, pointer: &str) -> Result<Vec<TokenStream>, String> {
-        let mut checks = Vec::new();
         let empty = Map::new();
         let properties = match object.get("properties") {
             Some(Value::Object(p)) => p,
             Some(_) => return Err(format!("#{pointer}/properties: not an object")),
             None => &empty,
         };
-        if let Some(required) = object.get("required") {
-            let names: Vec<&str> = required.as_array().map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
-            for name in names {
-                let message = format!("missing required property `{name}`");
-                checks.push(quote! { if !o.contains_key(#name) { return Err(Invalid::new(#message)); } });
+        let required: Vec<&str> =
+            object.get("required").and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+        // Every name the match needs: the properties, then required names without a schema.
+        let mut names: Vec<&str> = properties.keys().map(String::as_str).collect();
+        for name in &required {
+            if !names.contains(name) {
+                names.push(name);
             }
         }
-        for (name, schema) in properties {
-            let f = self.child(schema, &format!("{pointer}/properties/{}", escape_pointer(name)))?;
-            checks.push(quote! { if let Some(p) = o.get(#name) { #f(p).map_err(|e| e.at(#name))?; } });
+        if names.len() > 128 {
+            return Err(format!("#{pointer}: more than 128 named properties are not supported"));
         }
-        match object.get("additionalProperties") {
-            None | Some(Value::Bool(true)) => {}
-            Some(Value::Bool(false)) => {
-                let known = string_list(&properties.keys().map(String::as_str).collect::<Vec<_>>());
-                checks.push(quote! {
-                    for k in o.keys() {
-                        if !#known.contains(&k.as_str()) {
-                            return Err(Invalid::new("property not allowed here").at(k.as_str()));
-                        }
-                    }
-                });
-            }
+        let mut arms = Vec::new();
+        for (i, name) in names.iter().enumerate() {
+            let bit = 1u128 << i;
+            let check = match properties.get(*name) {
+                Some(schema) => {
+                    let f = self.child(schema, &format!("{pointer}/properties/{}", escape_pointer(name)))?;
+                    quote! { #f(p).map_err(|e| e.at(#name))?; }
+                }
+                None => quote! {},
+            };
+            let mark = if required.contains(name) { quote! { seen |= #bit; } } else { quote! {} };
+            arms.push(quote! { #name => { #mark #check } });
+        }
+        let other = match object.get("additionalProperties") {
+            None | Some(Value::Bool(true)) => quote! {},
+            Some(Value::Bool(false)) => quote! { return Err(Invalid::new("property not allowed here").at(k.as_str())); },
             Some(schema) => {
                 let f = self.child(schema, &format!("{pointer}/additionalProperties"))?;
-                let known = string_list(&properties.keys().map(String::as_str).collect::<Vec<_>>());
-                checks.push(quote! {
-                    for (k, p) in o {
-                        if !#known.contains(&k.as_str()) { #f(p).map_err(|e| e.at(k.as_str()))?; }
-                    }
-                });
+                quote! { #f(p).map_err(|e| e.at(k.as_str()))?; }
             }
+        };
+        let mut checks = Vec::new();
+        if !arms.is_empty() {
+            let seen = if required.is_empty() { quote! {} } else { quote! { let mut seen: u128 = 0; } };
+            checks.push(quote! {
+                #seen
+                for (k, p) in o {
+                    match k.as_str() {
+                        #(#arms)*
+                        _ => { #other }
+                    }
+                }
+            });
+        } else if !other.is_empty() {
+            checks.push(quote! { for (k, p) in o { #other } });
+        }
+        for name in &required {
+            let i = names.iter().position(|n| n == name).unwrap_or(0);
+            let bit = 1u128 << i;
+            let message = format!("missing required property `{name}`");
+            checks.push(quote! { if seen & #bit == 0 { return Err(Invalid::new(#message)); } });
         }
         for (key, cmp, message) in [("minProperties", quote! { < }, "too few properties"), ("maxProperties", quote! { > }, "too many properties")] {
             if let Some(n) = object.get(key) {

@@ -358,6 +358,12 @@ fn decoder(def: &Def) -> TokenStream {
     quote! { |v: &Value| crate::schemas::#module::checks::#decode(v).map(drop) }
 }
 
+fn checker(def: &Def) -> TokenStream {
+    let module = format_ident!("{}", def.module);
+    let check = format_ident!("check_{}", def.name);
+    quote! { crate::schemas::#module::checks::#check }
+}
+
 fn opt_decoder(def: &Option<Def>) -> TokenStream {
     match def {
         Some(def) => {
@@ -393,6 +399,7 @@ pub fn generate(plan: &Plan, catalog: &Catalog) -> TokenStream {
             SlotClass::Method => quote! { SlotClass::Method },
         };
         let decode = decoder(&s.payload);
+        let check = checker(&s.payload);
         let result = opt_decoder(&s.result);
         let safety = s.safety_profile;
         let requires = match &s.requires {
@@ -401,7 +408,7 @@ pub fn generate(plan: &Plan, catalog: &Catalog) -> TokenStream {
         };
         quote! {
             SlotDecoder { key: #key, method: #method, part: #part, direction: #direction, class: #class,
-                decode: #decode, result: #result, safety_profile: #safety, requires: #requires }
+                check: #check, decode: #decode, result: #result, safety_profile: #safety, requires: #requires }
         }
     });
     let methods: Vec<TokenStream> = plan
