@@ -38,3 +38,11 @@ fn full_pipeline() -> usize {
     let outputs = checkfu_wire_codegen::generate(Path::new(&root())).expect("generates").outputs;
     outputs.iter().map(|o| o.contents.len()).sum()
 }
+
+/// The schema compiler alone, per input schema: normalize, generate checks, run typify.
+#[divan::bench(args = ["acp-v1-extension-vectors.schema.json", "checkfu-slots.schema.json", "goose-acp-extensions.schema.json", "khy-os-acp-message.schema.json"])]
+fn schema_compiler(bencher: divan::Bencher, file: &str) {
+    let raw: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(root().join("schemas").join(file)).expect("schema")).expect("json");
+    bencher.bench(|| checkfu_wire_codegen::rust::schemas::generate(file, &raw).map(|t| t.to_string().len()).unwrap_or(0));
+}

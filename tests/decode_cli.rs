@@ -1,0 +1,47 @@
+//! `checkfu-wire decode` on a recorded harness exchange, from a file and from stdin.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+fn reports(stdout: &[u8]) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(stdout).lines().map(|l| serde_json::from_str(l).expect("one JSON object per line")).collect()
+}
+
+#[test]
+fn a_recorded_exchange_is_read_line_by_line() {
+    let out = Command::new(env!("CARGO_BIN_EXE_checkfu-wire"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["decode", "tests/data/exchange.jsonl"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1), "two lines are rejected");
+    let lines = reports(&out.stdout);
+    assert_eq!(lines.len(), 14);
+    let rejected: Vec<(u64, &str)> = lines
+        .iter()
+        .filter(|l| l["accepted"] == false)
+        .map(|l| (l["line"].as_u64().unwrap_or(0), l["error"]["code"].as_str().unwrap_or("")))
+        .collect();
+    assert_eq!(rejected, vec![(13, "missing_requirement"), (14, "unknown_update_kind")]);
+    assert_eq!(lines[8]["method"], "_checkfu/session/steer");
+    assert_eq!(lines[8]["kind"], "response");
+    assert_eq!(lines[9]["slots"][0]["status"], "dropped");
+    assert_eq!(lines[6]["slots"][1]["status"], "ignored");
+}
+
+#[test]
+fn stdin_and_an_all_accepted_stream_exit_zero() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_checkfu-wire"))
+        .args(["decode", "--direction", "agent_to_runner"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let line = br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[]}}}"#;
+    child.stdin.take().expect("stdin").write_all(&[line.as_slice(), b"\n\n", line.as_slice(), b"\n"].concat()).expect("write");
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(0));
+    let lines = reports(&out.stdout);
+    assert_eq!(lines.len(), 2, "blank lines are skipped");
+    assert_eq!(lines[1]["line"], 3);
+}
