@@ -126,3 +126,28 @@ fn khy_os_golden_messages() {
 fn goose_golden_messages() {
     messages("goose", "goose-acp-extensions.schema.json", schemas::goose_acp_extensions::checks::DEFINITIONS);
 }
+
+/// The generated golden-vector table: every vector's wire decodes through the decoder its
+/// name selects, flows the direction the table says, and the runtime decoder accepts it.
+#[test]
+fn golden_vector_table_dispatches_every_vector() {
+    use checkfu_wire::decode::{tables::VECTORS, Decoder, WireDirection};
+    let golden = load(&root().join("golden/acp-v1-extension-vectors.json"));
+    let vectors = golden["vectors"].as_array().expect("vectors");
+    assert_eq!(VECTORS.len(), vectors.len());
+    for vector in vectors {
+        let name = vector["name"].as_str().expect("name");
+        let entry = VECTORS.iter().find(|v| v.name == name).unwrap_or_else(|| panic!("no table row for {name}"));
+        assert_eq!(vector["direction"], entry.direction, "{name}");
+        (entry.decode)(&vector["wire"]).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let mut broken = vector["wire"].clone();
+        broken["smuggled"] = json!(1);
+        assert!((entry.decode)(&broken).is_err(), "{name} accepted an extra member");
+        let direction = match entry.direction {
+            "agent_to_runner" => WireDirection::AgentToRunner,
+            _ => WireDirection::RunnerToAgent,
+        };
+        let report = Decoder::new().decode(vector["wire"].to_string().as_bytes(), Some(direction));
+        assert!(report.accepted, "{name}: {report:?}");
+    }
+}

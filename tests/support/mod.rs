@@ -1,1 +1,4 @@
+//! Shared by several test binaries; each uses only part of it.
+#![allow(dead_code)]
+
 pub mod instances;
