@@ -161,7 +161,7 @@ impl<'c> Validator<'c> {
 
     fn envelope(&mut self, values: &AxisValues, owner: &str, at: &Name) {
         self.axis_values(values, owner);
-        for (axis_name, _) in values {
+        for axis_name in values.keys() {
             if self.index.axis(axis_name.as_str()).is_some_and(|a| !a.in_envelope) {
                 let d = self.error(
                     Class::EnvelopeCarriesDeclaredAxis,

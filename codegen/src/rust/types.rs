@@ -54,7 +54,7 @@ pub fn generate(defs: &Map<String, Value>) -> Result<TokenStream, String> {
         let mut settings = TypeSpaceSettings::default();
         settings.with_struct_builder(false);
         let mut space = TypeSpace::new(&settings);
-        space.add_ref_types(typed.into_iter()).map(|()| space.to_stream())
+        space.add_ref_types(typed).map(|()| space.to_stream())
     }));
     match outcome {
         Ok(Ok(tokens)) => {

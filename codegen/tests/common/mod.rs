@@ -1,4 +1,5 @@
 //! A scratch copy of the project's inputs, edited one way per test.
+#![allow(dead_code)]
 
 use std::fs;
 use std::path::{Path, PathBuf};
