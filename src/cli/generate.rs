@@ -2,21 +2,26 @@
 
 use std::path::Path;
 
-use checkfu_wire_codegen::{drift, generate as run_pipeline, write_changed, GENERATE_COMMAND};
+use checkfu_wire_codegen::{drift, generate as run_pipeline, write_changed, Output, GENERATE_COMMAND};
 
-pub fn generate(root: &Path) -> i32 {
-    let outputs = match run_pipeline(root) {
+/// Runs the pipeline in memory, printing its warnings, or its diagnostics on failure.
+fn outputs(root: &Path) -> Option<Vec<Output>> {
+    match run_pipeline(root) {
         Ok(generation) => {
             for warning in &generation.warnings {
                 eprintln!("warning: {warning}");
             }
-            generation.outputs
+            Some(generation.outputs)
         }
         Err(diagnostics) => {
             eprintln!("{diagnostics}");
-            return 1;
+            None
         }
-    };
+    }
+}
+
+pub fn generate(root: &Path) -> i32 {
+    let Some(outputs) = outputs(root) else { return 1 };
     match write_changed(root, &outputs) {
         Ok(written) if written.is_empty() => {
             eprintln!("checkfu-wire: {} outputs up to date", outputs.len());
@@ -36,18 +41,7 @@ pub fn generate(root: &Path) -> i32 {
 }
 
 pub fn check(root: &Path) -> i32 {
-    let outputs = match run_pipeline(root) {
-        Ok(generation) => {
-            for warning in &generation.warnings {
-                eprintln!("warning: {warning}");
-            }
-            generation.outputs
-        }
-        Err(diagnostics) => {
-            eprintln!("{diagnostics}");
-            return 1;
-        }
-    };
+    let Some(outputs) = outputs(root) else { return 1 };
     let drifted = drift(root, &outputs);
     if drifted.is_empty() {
         eprintln!("checkfu-wire: {} outputs match the catalog", outputs.len());
