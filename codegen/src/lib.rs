@@ -33,6 +33,7 @@ pub const TEMPLATES_DIR: &str = "templates";
 pub const CATALOG_SCHEMA_OUT: &str = "generated/catalog.schema.json";
 pub const SUPPORT_SNAPSHOT_OUT: &str = "generated/support-harnesses.json";
 pub const SUPPORT_SCHEMA_OUT: &str = "generated/support-harnesses.schema.json";
+pub const GATEWAY_ALLOW_LIST_OUT: &str = "generated/gateway-allow-list.json";
 pub const CATALOG_TABLES_OUT: &str = "generated/catalog_tables.rs";
 pub const SCHEMA_TYPES_OUT: &str = "generated/schema_types.rs";
 pub const DECODER_TABLES_OUT: &str = "generated/decoder_tables.rs";
@@ -195,6 +196,10 @@ fn render(compiled: &catalog::Compiled, snapshot: &projection::SupportSnapshot) 
         Output { path: CATALOG_SCHEMA_OUT.into(), contents: json_file(&schema) },
         Output { path: SUPPORT_SNAPSHOT_OUT.into(), contents: json_file(&serde_json::to_value(snapshot).unwrap_or_default()) },
         Output { path: SUPPORT_SCHEMA_OUT.into(), contents: json_file(&support_schema) },
+        Output {
+            path: GATEWAY_ALLOW_LIST_OUT.into(),
+            contents: json_file(&serde_json::to_value(projection::gateway_allow_list(compiled, &banner)).unwrap_or_default()),
+        },
         Output { path: CATALOG_TABLES_OUT.into(), contents: tables },
     ])
 }

@@ -115,3 +115,29 @@ pub fn support_snapshot(compiled: &Compiled, banner: &str) -> SupportSnapshot {
 pub fn support_schema() -> serde_json::Value {
     serde_json::to_value(schemars::schema_for!(SupportSnapshot)).unwrap_or_default()
 }
+
+/// The platform model gateway's per-provider request-path allow-list, derived from the
+/// same dialect and provider tables as the reachability matrix, so that a path the gateway
+/// forwards and a dialect the platform reasons about cannot disagree.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct GatewayAllowList {
+    #[serde(rename = "$comment")]
+    pub comment: String,
+    /// Reviewed provider → the request paths of the dialects it accepts.
+    pub providers: BTreeMap<String, Vec<String>>,
+    /// The paths of a provider without a reviewed entry.
+    pub unlisted_provider: Vec<String>,
+}
+
+pub fn gateway_allow_list(compiled: &Compiled, banner: &str) -> GatewayAllowList {
+    let c = &compiled.catalog;
+    let paths = |accepts: &[crate::catalog::model::Name]| -> Vec<String> {
+        // Dialect table order, so the list reads the way the docs table does.
+        c.dialects.iter().filter(|d| accepts.contains(&d.name)).map(|d| d.gateway_path.value.clone()).collect()
+    };
+    GatewayAllowList {
+        comment: banner.to_string(),
+        providers: c.providers.iter().map(|p| (p.name.value.clone(), paths(&p.accepts))).collect(),
+        unlisted_provider: paths(&c.unlisted_provider.accepts),
+    }
+}

@@ -23,7 +23,7 @@ fn position(d: &Diagnostics, item: &Diagnostic) -> String {
 fn the_checked_in_catalog_generates() {
     let scratch = Scratch::new();
     let outputs = checkfu_wire_codegen::generate(scratch.root()).unwrap_or_else(|d| panic!("{}", d.render())).outputs;
-    assert_eq!(outputs.len(), 8);
+    assert_eq!(outputs.len(), 9);
 }
 
 #[test]
