@@ -4626,30 +4626,30 @@ pub mod acp_v1_extension_vectors {
     }
     pub mod checks {
         use serde_json::Value;
-        use crate::exact::Invalid;
+        use crate::exact::{Invalid, Json};
         /// Checks `/$defs/Union/anyOf/0`.
-        fn node_1(v: &Value) -> Result<(), Invalid> {
+        fn node_1(v: &Json<'_>) -> Result<(), Invalid> {
             if !(crate::exact::is_integer(v)) {
                 return Err(Invalid::new("expected integer"));
             }
             Ok(())
         }
         /// Checks `/$defs/Union/anyOf/1`.
-        fn node_2(v: &Value) -> Result<(), Invalid> {
+        fn node_2(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks a value against `#/$defs/Union`.
-        pub fn check_Union(v: &Value) -> Result<(), Invalid> {
+        pub fn check_Union(v: &Json<'_>) -> Result<(), Invalid> {
             if !(false || node_1(v).is_ok() || node_2(v).is_ok()) {
                 return Err(Invalid::new("matches none of the allowed shapes"));
             }
             Ok(())
         }
         /// Checks `/$defs/Objects/properties/jsonrpc`.
-        fn node_3(v: &Value) -> Result<(), Invalid> {
+        fn node_3(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -4659,14 +4659,14 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks a value against `#/$defs/Objects`.
-        pub fn check_Objects(v: &Value) -> Result<(), Invalid> {
+        pub fn check_Objects(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "jsonrpc" => {
                             seen |= 1u128;
                             node_3(p).map_err(|e| e.at("jsonrpc"))?;
@@ -4681,7 +4681,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -4699,11 +4699,11 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks a value against `#/$defs/JsonValue`.
-        pub fn check_JsonValue(v: &Value) -> Result<(), Invalid> {
+        pub fn check_JsonValue(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks `/$defs/Objects1/properties/jsonrpc`.
-        fn node_4(v: &Value) -> Result<(), Invalid> {
+        fn node_4(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -4713,7 +4713,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/Objects1/properties/method`.
-        fn node_5(v: &Value) -> Result<(), Invalid> {
+        fn node_5(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -4723,14 +4723,14 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks a value against `#/$defs/Objects1`.
-        pub fn check_Objects1(v: &Value) -> Result<(), Invalid> {
+        pub fn check_Objects1(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "jsonrpc" => {
                             seen |= 1u128;
                             node_4(p).map_err(|e| e.at("jsonrpc"))?;
@@ -4745,7 +4745,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -4763,7 +4763,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/ObjectsResultAgentCapabilitiesMcpCapabilities/properties/http`.
-        fn node_6(v: &Value) -> Result<(), Invalid> {
+        fn node_6(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_boolean()) {
                 return Err(Invalid::new("expected boolean"));
             }
@@ -4774,7 +4774,7 @@ pub mod acp_v1_extension_vectors {
         }
         /// Checks a value against `#/$defs/ObjectsResultAgentCapabilitiesMcpCapabilities`.
         pub fn check_ObjectsResultAgentCapabilitiesMcpCapabilities(
-            v: &Value,
+            v: &Json<'_>,
         ) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
@@ -4782,14 +4782,14 @@ pub mod acp_v1_extension_vectors {
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "http" => {
                             seen |= 1u128;
                             node_6(p).map_err(|e| e.at("http"))?;
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -4801,14 +4801,16 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks a value against `#/$defs/ObjectsResultAgentCapabilities`.
-        pub fn check_ObjectsResultAgentCapabilities(v: &Value) -> Result<(), Invalid> {
+        pub fn check_ObjectsResultAgentCapabilities(
+            v: &Json<'_>,
+        ) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "mcpCapabilities" => {
                             seen |= 1u128;
                             check_ObjectsResultAgentCapabilitiesMcpCapabilities(p)
@@ -4816,7 +4818,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -4830,28 +4832,28 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/ObjectsResultAgentInfo/properties/name`.
-        fn node_7(v: &Value) -> Result<(), Invalid> {
+        fn node_7(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/ObjectsResultAgentInfo/properties/version`.
-        fn node_8(v: &Value) -> Result<(), Invalid> {
+        fn node_8(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks a value against `#/$defs/ObjectsResultAgentInfo`.
-        pub fn check_ObjectsResultAgentInfo(v: &Value) -> Result<(), Invalid> {
+        pub fn check_ObjectsResultAgentInfo(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "name" => {
                             seen |= 1u128;
                             node_7(p).map_err(|e| e.at("name"))?;
@@ -4862,7 +4864,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -4877,7 +4879,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/CheckfuCapabilities/properties/subagents`.
-        fn node_9(v: &Value) -> Result<(), Invalid> {
+        fn node_9(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -4887,7 +4889,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/CheckfuCapabilities/properties/steer`.
-        fn node_10(v: &Value) -> Result<(), Invalid> {
+        fn node_10(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -4897,7 +4899,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/CheckfuCapabilities/properties/interrupt`.
-        fn node_11(v: &Value) -> Result<(), Invalid> {
+        fn node_11(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -4907,7 +4909,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/CheckfuCapabilities/properties/builtin_tool_scoping`.
-        fn node_12(v: &Value) -> Result<(), Invalid> {
+        fn node_12(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -4917,7 +4919,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/CheckfuCapabilities/properties/structured_output`.
-        fn node_13(v: &Value) -> Result<(), Invalid> {
+        fn node_13(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -4929,7 +4931,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/CheckfuCapabilities/properties/staged_files`.
-        fn node_14(v: &Value) -> Result<(), Invalid> {
+        fn node_14(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -4939,7 +4941,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/CheckfuCapabilities/properties/native_checkpoint`.
-        fn node_15(v: &Value) -> Result<(), Invalid> {
+        fn node_15(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -4949,13 +4951,13 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks a value against `#/$defs/CheckfuCapabilities`.
-        pub fn check_CheckfuCapabilities(v: &Value) -> Result<(), Invalid> {
+        pub fn check_CheckfuCapabilities(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "subagents" => {
                             node_9(p).map_err(|e| e.at("subagents"))?;
                         }
@@ -4979,7 +4981,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -4988,14 +4990,14 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks a value against `#/$defs/ObjectsResultMeta`.
-        pub fn check_ObjectsResultMeta(v: &Value) -> Result<(), Invalid> {
+        pub fn check_ObjectsResultMeta(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "checkfu.capabilities" => {
                             seen |= 1u128;
                             check_CheckfuCapabilities(p)
@@ -5003,7 +5005,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -5017,7 +5019,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/ObjectsResult/properties/protocolVersion`.
-        fn node_16(v: &Value) -> Result<(), Invalid> {
+        fn node_16(v: &Json<'_>) -> Result<(), Invalid> {
             if !(crate::exact::is_integer(v)) {
                 return Err(Invalid::new("expected integer"));
             }
@@ -5027,14 +5029,14 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks a value against `#/$defs/ObjectsResult`.
-        pub fn check_ObjectsResult(v: &Value) -> Result<(), Invalid> {
+        pub fn check_ObjectsResult(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "protocolVersion" => {
                             seen |= 1u128;
                             node_16(p).map_err(|e| e.at("protocolVersion"))?;
@@ -5055,7 +5057,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -5080,7 +5082,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/Objects1ParamsUpdateMetaCheckfuSubagentStarted/properties/phase`.
-        fn node_17(v: &Value) -> Result<(), Invalid> {
+        fn node_17(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -5090,7 +5092,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/Objects1ParamsUpdateMetaCheckfuSubagentStarted/properties/subagent`.
-        fn node_18(v: &Value) -> Result<(), Invalid> {
+        fn node_18(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -5105,7 +5107,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/Objects1ParamsUpdateMetaCheckfuSubagentStarted/properties/name`.
-        fn node_19(v: &Value) -> Result<(), Invalid> {
+        fn node_19(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -5120,7 +5122,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/Objects1ParamsUpdateMetaCheckfuSubagentStarted/properties/description`.
-        fn node_20(v: &Value) -> Result<(), Invalid> {
+        fn node_20(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -5128,7 +5130,7 @@ pub mod acp_v1_extension_vectors {
         }
         /// Checks a value against `#/$defs/Objects1ParamsUpdateMetaCheckfuSubagentStarted`.
         pub fn check_Objects1ParamsUpdateMetaCheckfuSubagentStarted(
-            v: &Value,
+            v: &Json<'_>,
         ) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
@@ -5136,7 +5138,7 @@ pub mod acp_v1_extension_vectors {
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "phase" => {
                             seen |= 1u128;
                             node_17(p).map_err(|e| e.at("phase"))?;
@@ -5154,7 +5156,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -5172,7 +5174,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/Objects1ParamsUpdateMetaCheckfuSubagentActivity/properties/phase`.
-        fn node_21(v: &Value) -> Result<(), Invalid> {
+        fn node_21(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -5182,7 +5184,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/Objects1ParamsUpdateMetaCheckfuSubagentActivity/properties/subagent`.
-        fn node_22(v: &Value) -> Result<(), Invalid> {
+        fn node_22(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -5198,7 +5200,7 @@ pub mod acp_v1_extension_vectors {
         }
         /// Checks a value against `#/$defs/Objects1ParamsUpdateMetaCheckfuSubagentActivity`.
         pub fn check_Objects1ParamsUpdateMetaCheckfuSubagentActivity(
-            v: &Value,
+            v: &Json<'_>,
         ) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
@@ -5206,7 +5208,7 @@ pub mod acp_v1_extension_vectors {
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "phase" => {
                             seen |= 1u128;
                             node_21(p).map_err(|e| e.at("phase"))?;
@@ -5217,7 +5219,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -5232,7 +5234,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/Objects1ParamsUpdateMetaCheckfuSubagentCompleted/properties/phase`.
-        fn node_23(v: &Value) -> Result<(), Invalid> {
+        fn node_23(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -5242,7 +5244,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/Objects1ParamsUpdateMetaCheckfuSubagentCompleted/properties/subagent`.
-        fn node_24(v: &Value) -> Result<(), Invalid> {
+        fn node_24(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -5257,7 +5259,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/Objects1ParamsUpdateMetaCheckfuSubagentCompleted/properties/disposition`.
-        fn node_25(v: &Value) -> Result<(), Invalid> {
+        fn node_25(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -5270,7 +5272,7 @@ pub mod acp_v1_extension_vectors {
         }
         /// Checks a value against `#/$defs/Objects1ParamsUpdateMetaCheckfuSubagentCompleted`.
         pub fn check_Objects1ParamsUpdateMetaCheckfuSubagentCompleted(
-            v: &Value,
+            v: &Json<'_>,
         ) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
@@ -5278,7 +5280,7 @@ pub mod acp_v1_extension_vectors {
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "phase" => {
                             seen |= 1u128;
                             node_23(p).map_err(|e| e.at("phase"))?;
@@ -5293,7 +5295,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -5311,7 +5313,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks a value against `#/$defs/CheckfuSubagent`.
-        pub fn check_CheckfuSubagent(v: &Value) -> Result<(), Invalid> {
+        pub fn check_CheckfuSubagent(v: &Json<'_>) -> Result<(), Invalid> {
             if !(false || check_Objects1ParamsUpdateMetaCheckfuSubagentStarted(v).is_ok()
                 || check_Objects1ParamsUpdateMetaCheckfuSubagentActivity(v).is_ok()
                 || check_Objects1ParamsUpdateMetaCheckfuSubagentCompleted(v).is_ok())
@@ -5321,14 +5323,14 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks a value against `#/$defs/Objects1ParamsUpdateMeta`.
-        pub fn check_Objects1ParamsUpdateMeta(v: &Value) -> Result<(), Invalid> {
+        pub fn check_Objects1ParamsUpdateMeta(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "checkfu.subagent" => {
                             seen |= 1u128;
                             check_CheckfuSubagent(p)
@@ -5336,7 +5338,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -5350,7 +5352,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/Objects1ParamsUpdate/properties/sessionUpdate`.
-        fn node_26(v: &Value) -> Result<(), Invalid> {
+        fn node_26(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -5360,21 +5362,21 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/Objects1ParamsUpdate/properties/updatedAt`.
-        fn node_27(v: &Value) -> Result<(), Invalid> {
+        fn node_27(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks a value against `#/$defs/Objects1ParamsUpdate`.
-        pub fn check_Objects1ParamsUpdate(v: &Value) -> Result<(), Invalid> {
+        pub fn check_Objects1ParamsUpdate(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "sessionUpdate" => {
                             seen |= 1u128;
                             node_26(p).map_err(|e| e.at("sessionUpdate"))?;
@@ -5390,7 +5392,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -5410,21 +5412,21 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/Objects1Params/properties/sessionId`.
-        fn node_28(v: &Value) -> Result<(), Invalid> {
+        fn node_28(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks a value against `#/$defs/Objects1Params`.
-        pub fn check_Objects1Params(v: &Value) -> Result<(), Invalid> {
+        pub fn check_Objects1Params(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "sessionId" => {
                             seen |= 1u128;
                             node_28(p).map_err(|e| e.at("sessionId"))?;
@@ -5435,7 +5437,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -5450,7 +5452,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemInitializeFullDeclaration/properties/name`.
-        fn node_29(v: &Value) -> Result<(), Invalid> {
+        fn node_29(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -5460,7 +5462,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemInitializeFullDeclaration/properties/direction`.
-        fn node_30(v: &Value) -> Result<(), Invalid> {
+        fn node_30(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -5471,7 +5473,7 @@ pub mod acp_v1_extension_vectors {
         }
         /// Checks a value against `#/$defs/AcpV1ExtensionVectorsVectorsItemInitializeFullDeclaration`.
         pub fn check_AcpV1ExtensionVectorsVectorsItemInitializeFullDeclaration(
-            v: &Value,
+            v: &Json<'_>,
         ) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
@@ -5479,7 +5481,7 @@ pub mod acp_v1_extension_vectors {
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "name" => {
                             seen |= 1u128;
                             node_29(p).map_err(|e| e.at("name"))?;
@@ -5494,7 +5496,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -5512,7 +5514,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemInitializeSubagentsDeclaration/properties/name`.
-        fn node_31(v: &Value) -> Result<(), Invalid> {
+        fn node_31(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -5522,7 +5524,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemInitializeSubagentsDeclaration/properties/direction`.
-        fn node_32(v: &Value) -> Result<(), Invalid> {
+        fn node_32(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -5533,7 +5535,7 @@ pub mod acp_v1_extension_vectors {
         }
         /// Checks a value against `#/$defs/AcpV1ExtensionVectorsVectorsItemInitializeSubagentsDeclaration`.
         pub fn check_AcpV1ExtensionVectorsVectorsItemInitializeSubagentsDeclaration(
-            v: &Value,
+            v: &Json<'_>,
         ) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
@@ -5541,7 +5543,7 @@ pub mod acp_v1_extension_vectors {
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "name" => {
                             seen |= 1u128;
                             node_31(p).map_err(|e| e.at("name"))?;
@@ -5556,7 +5558,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -5574,7 +5576,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemInitializeControlsDeclaration/properties/name`.
-        fn node_33(v: &Value) -> Result<(), Invalid> {
+        fn node_33(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -5584,7 +5586,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemInitializeControlsDeclaration/properties/direction`.
-        fn node_34(v: &Value) -> Result<(), Invalid> {
+        fn node_34(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -5595,7 +5597,7 @@ pub mod acp_v1_extension_vectors {
         }
         /// Checks a value against `#/$defs/AcpV1ExtensionVectorsVectorsItemInitializeControlsDeclaration`.
         pub fn check_AcpV1ExtensionVectorsVectorsItemInitializeControlsDeclaration(
-            v: &Value,
+            v: &Json<'_>,
         ) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
@@ -5603,7 +5605,7 @@ pub mod acp_v1_extension_vectors {
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "name" => {
                             seen |= 1u128;
                             node_33(p).map_err(|e| e.at("name"))?;
@@ -5618,7 +5620,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -5636,7 +5638,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/CheckfuBuiltinTools/items`.
-        fn node_35(v: &Value) -> Result<(), Invalid> {
+        fn node_35(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -5649,7 +5651,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks a value against `#/$defs/CheckfuBuiltinTools`.
-        pub fn check_CheckfuBuiltinTools(v: &Value) -> Result<(), Invalid> {
+        pub fn check_CheckfuBuiltinTools(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_array()) {
                 return Err(Invalid::new("expected array"));
             }
@@ -5662,7 +5664,7 @@ pub mod acp_v1_extension_vectors {
         }
         /// Checks a value against `#/$defs/AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParamsMeta`.
         pub fn check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParamsMeta(
-            v: &Value,
+            v: &Json<'_>,
         ) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
@@ -5670,7 +5672,7 @@ pub mod acp_v1_extension_vectors {
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "checkfu.builtin_tools" => {
                             seen |= 1u128;
                             check_CheckfuBuiltinTools(p)
@@ -5678,7 +5680,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -5692,14 +5694,14 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParams/properties/cwd`.
-        fn node_36(v: &Value) -> Result<(), Invalid> {
+        fn node_36(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParams/properties/mcpServers`.
-        fn node_37(v: &Value) -> Result<(), Invalid> {
+        fn node_37(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_array()) {
                 return Err(Invalid::new("expected array"));
             }
@@ -5712,7 +5714,7 @@ pub mod acp_v1_extension_vectors {
         }
         /// Checks a value against `#/$defs/AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParams`.
         pub fn check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParams(
-            v: &Value,
+            v: &Json<'_>,
         ) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
@@ -5720,7 +5722,7 @@ pub mod acp_v1_extension_vectors {
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "cwd" => {
                             seen |= 1u128;
                             node_36(p).map_err(|e| e.at("cwd"))?;
@@ -5738,7 +5740,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -5756,7 +5758,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/WireSessionNewBuiltinTools/properties/jsonrpc`.
-        fn node_38(v: &Value) -> Result<(), Invalid> {
+        fn node_38(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -5766,7 +5768,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/WireSessionNewBuiltinTools/properties/method`.
-        fn node_39(v: &Value) -> Result<(), Invalid> {
+        fn node_39(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -5776,14 +5778,14 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks a value against `#/$defs/WireSessionNewBuiltinTools`.
-        pub fn check_WireSessionNewBuiltinTools(v: &Value) -> Result<(), Invalid> {
+        pub fn check_WireSessionNewBuiltinTools(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "jsonrpc" => {
                             seen |= 1u128;
                             node_38(p).map_err(|e| e.at("jsonrpc"))?;
@@ -5805,7 +5807,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -5826,7 +5828,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinTools/properties/name`.
-        fn node_40(v: &Value) -> Result<(), Invalid> {
+        fn node_40(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -5836,7 +5838,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinTools/properties/direction`.
-        fn node_41(v: &Value) -> Result<(), Invalid> {
+        fn node_41(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -5847,7 +5849,7 @@ pub mod acp_v1_extension_vectors {
         }
         /// Checks a value against `#/$defs/AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinTools`.
         pub fn check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinTools(
-            v: &Value,
+            v: &Json<'_>,
         ) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
@@ -5855,7 +5857,7 @@ pub mod acp_v1_extension_vectors {
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "name" => {
                             seen |= 1u128;
                             node_40(p).map_err(|e| e.at("name"))?;
@@ -5871,7 +5873,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -5890,27 +5892,27 @@ pub mod acp_v1_extension_vectors {
         }
         /// Checks a value against `#/$defs/AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMetaCheckfuOutputSchemaVariant1`.
         pub fn check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMetaCheckfuOutputSchemaVariant1(
-            v: &Value,
+            v: &Json<'_>,
         ) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 for (k, p) in o {
-                    check_JsonValue(p).map_err(|e| e.at(k.as_str()))?;
+                    check_JsonValue(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
             Ok(())
         }
         /// Checks `/$defs/CheckfuOutputSchema/anyOf/0`.
-        fn node_42(v: &Value) -> Result<(), Invalid> {
+        fn node_42(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_boolean()) {
                 return Err(Invalid::new("expected boolean"));
             }
             Ok(())
         }
         /// Checks a value against `#/$defs/CheckfuOutputSchema`.
-        pub fn check_CheckfuOutputSchema(v: &Value) -> Result<(), Invalid> {
+        pub fn check_CheckfuOutputSchema(v: &Json<'_>) -> Result<(), Invalid> {
             if !(false || node_42(v).is_ok()
                 || check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMetaCheckfuOutputSchemaVariant1(
                         v,
@@ -5923,7 +5925,7 @@ pub mod acp_v1_extension_vectors {
         }
         /// Checks a value against `#/$defs/AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMeta`.
         pub fn check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMeta(
-            v: &Value,
+            v: &Json<'_>,
         ) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
@@ -5931,7 +5933,7 @@ pub mod acp_v1_extension_vectors {
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "checkfu.output_schema" => {
                             seen |= 1u128;
                             check_CheckfuOutputSchema(p)
@@ -5939,7 +5941,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -5953,14 +5955,14 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParams/properties/cwd`.
-        fn node_43(v: &Value) -> Result<(), Invalid> {
+        fn node_43(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParams/properties/mcpServers`.
-        fn node_44(v: &Value) -> Result<(), Invalid> {
+        fn node_44(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_array()) {
                 return Err(Invalid::new("expected array"));
             }
@@ -5973,7 +5975,7 @@ pub mod acp_v1_extension_vectors {
         }
         /// Checks a value against `#/$defs/AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParams`.
         pub fn check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParams(
-            v: &Value,
+            v: &Json<'_>,
         ) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
@@ -5981,7 +5983,7 @@ pub mod acp_v1_extension_vectors {
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "cwd" => {
                             seen |= 1u128;
                             node_43(p).map_err(|e| e.at("cwd"))?;
@@ -5999,7 +6001,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -6017,7 +6019,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/WireSessionNewOutputSchema/properties/jsonrpc`.
-        fn node_45(v: &Value) -> Result<(), Invalid> {
+        fn node_45(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6027,7 +6029,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/WireSessionNewOutputSchema/properties/method`.
-        fn node_46(v: &Value) -> Result<(), Invalid> {
+        fn node_46(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6037,14 +6039,14 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks a value against `#/$defs/WireSessionNewOutputSchema`.
-        pub fn check_WireSessionNewOutputSchema(v: &Value) -> Result<(), Invalid> {
+        pub fn check_WireSessionNewOutputSchema(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "jsonrpc" => {
                             seen |= 1u128;
                             node_45(p).map_err(|e| e.at("jsonrpc"))?;
@@ -6066,7 +6068,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -6087,7 +6089,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchema/properties/name`.
-        fn node_47(v: &Value) -> Result<(), Invalid> {
+        fn node_47(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6097,7 +6099,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchema/properties/direction`.
-        fn node_48(v: &Value) -> Result<(), Invalid> {
+        fn node_48(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6108,7 +6110,7 @@ pub mod acp_v1_extension_vectors {
         }
         /// Checks a value against `#/$defs/AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchema`.
         pub fn check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchema(
-            v: &Value,
+            v: &Json<'_>,
         ) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
@@ -6116,7 +6118,7 @@ pub mod acp_v1_extension_vectors {
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "name" => {
                             seen |= 1u128;
                             node_47(p).map_err(|e| e.at("name"))?;
@@ -6132,7 +6134,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -6150,7 +6152,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentStarted/properties/name`.
-        fn node_49(v: &Value) -> Result<(), Invalid> {
+        fn node_49(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6160,7 +6162,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentStarted/properties/direction`.
-        fn node_50(v: &Value) -> Result<(), Invalid> {
+        fn node_50(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6171,7 +6173,7 @@ pub mod acp_v1_extension_vectors {
         }
         /// Checks a value against `#/$defs/AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentStarted`.
         pub fn check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentStarted(
-            v: &Value,
+            v: &Json<'_>,
         ) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
@@ -6179,7 +6181,7 @@ pub mod acp_v1_extension_vectors {
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "name" => {
                             seen |= 1u128;
                             node_49(p).map_err(|e| e.at("name"))?;
@@ -6194,7 +6196,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -6212,7 +6214,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentActivity/properties/name`.
-        fn node_51(v: &Value) -> Result<(), Invalid> {
+        fn node_51(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6222,7 +6224,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentActivity/properties/direction`.
-        fn node_52(v: &Value) -> Result<(), Invalid> {
+        fn node_52(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6233,7 +6235,7 @@ pub mod acp_v1_extension_vectors {
         }
         /// Checks a value against `#/$defs/AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentActivity`.
         pub fn check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentActivity(
-            v: &Value,
+            v: &Json<'_>,
         ) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
@@ -6241,7 +6243,7 @@ pub mod acp_v1_extension_vectors {
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "name" => {
                             seen |= 1u128;
                             node_51(p).map_err(|e| e.at("name"))?;
@@ -6256,7 +6258,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -6274,7 +6276,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentCompleted/properties/name`.
-        fn node_53(v: &Value) -> Result<(), Invalid> {
+        fn node_53(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6284,7 +6286,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentCompleted/properties/direction`.
-        fn node_54(v: &Value) -> Result<(), Invalid> {
+        fn node_54(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6295,7 +6297,7 @@ pub mod acp_v1_extension_vectors {
         }
         /// Checks a value against `#/$defs/AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentCompleted`.
         pub fn check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentCompleted(
-            v: &Value,
+            v: &Json<'_>,
         ) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
@@ -6303,7 +6305,7 @@ pub mod acp_v1_extension_vectors {
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "name" => {
                             seen |= 1u128;
                             node_53(p).map_err(|e| e.at("name"))?;
@@ -6318,7 +6320,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -6336,7 +6338,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/CheckfuTurn/properties/execution`.
-        fn node_55(v: &Value) -> Result<(), Invalid> {
+        fn node_55(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6348,7 +6350,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/CheckfuTurn/properties/shell_commands`.
-        fn node_56(v: &Value) -> Result<(), Invalid> {
+        fn node_56(v: &Json<'_>) -> Result<(), Invalid> {
             if !(crate::exact::is_integer(v)) {
                 return Err(Invalid::new("expected integer"));
             }
@@ -6363,7 +6365,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/CheckfuTurn/properties/filesystem_commands`.
-        fn node_57(v: &Value) -> Result<(), Invalid> {
+        fn node_57(v: &Json<'_>) -> Result<(), Invalid> {
             if !(crate::exact::is_integer(v)) {
                 return Err(Invalid::new("expected integer"));
             }
@@ -6378,7 +6380,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/CheckfuTurn/properties/mcp_calls`.
-        fn node_58(v: &Value) -> Result<(), Invalid> {
+        fn node_58(v: &Json<'_>) -> Result<(), Invalid> {
             if !(crate::exact::is_integer(v)) {
                 return Err(Invalid::new("expected integer"));
             }
@@ -6393,7 +6395,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/CheckfuTurn/properties/model_calls`.
-        fn node_59(v: &Value) -> Result<(), Invalid> {
+        fn node_59(v: &Json<'_>) -> Result<(), Invalid> {
             if !(crate::exact::is_integer(v)) {
                 return Err(Invalid::new("expected integer"));
             }
@@ -6408,7 +6410,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/CheckfuTurn/properties/wall_time_ms`.
-        fn node_60(v: &Value) -> Result<(), Invalid> {
+        fn node_60(v: &Json<'_>) -> Result<(), Invalid> {
             if !(crate::exact::is_integer(v)) {
                 return Err(Invalid::new("expected integer"));
             }
@@ -6423,7 +6425,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/CheckfuTurn/properties/model_transient_retries/anyOf/0`.
-        fn node_61(v: &Value) -> Result<(), Invalid> {
+        fn node_61(v: &Json<'_>) -> Result<(), Invalid> {
             if !(crate::exact::is_integer(v)) {
                 return Err(Invalid::new("expected integer"));
             }
@@ -6438,21 +6440,21 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/CheckfuTurn/properties/model_transient_retries/anyOf/1`.
-        fn node_62(v: &Value) -> Result<(), Invalid> {
+        fn node_62(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_null()) {
                 return Err(Invalid::new("expected null"));
             }
             Ok(())
         }
         /// Checks `/$defs/CheckfuTurn/properties/model_transient_retries`.
-        fn node_63(v: &Value) -> Result<(), Invalid> {
+        fn node_63(v: &Json<'_>) -> Result<(), Invalid> {
             if !(false || node_61(v).is_ok() || node_62(v).is_ok()) {
                 return Err(Invalid::new("matches none of the allowed shapes"));
             }
             Ok(())
         }
         /// Checks `/$defs/CheckfuTurn/properties/model_overflow_recoveries/anyOf/0`.
-        fn node_64(v: &Value) -> Result<(), Invalid> {
+        fn node_64(v: &Json<'_>) -> Result<(), Invalid> {
             if !(crate::exact::is_integer(v)) {
                 return Err(Invalid::new("expected integer"));
             }
@@ -6467,28 +6469,28 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/CheckfuTurn/properties/model_overflow_recoveries/anyOf/1`.
-        fn node_65(v: &Value) -> Result<(), Invalid> {
+        fn node_65(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_null()) {
                 return Err(Invalid::new("expected null"));
             }
             Ok(())
         }
         /// Checks `/$defs/CheckfuTurn/properties/model_overflow_recoveries`.
-        fn node_66(v: &Value) -> Result<(), Invalid> {
+        fn node_66(v: &Json<'_>) -> Result<(), Invalid> {
             if !(false || node_64(v).is_ok() || node_65(v).is_ok()) {
                 return Err(Invalid::new("matches none of the allowed shapes"));
             }
             Ok(())
         }
         /// Checks a value against `#/$defs/CheckfuTurn`.
-        pub fn check_CheckfuTurn(v: &Value) -> Result<(), Invalid> {
+        pub fn check_CheckfuTurn(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "execution" => {
                             seen |= 1u128;
                             node_55(p).map_err(|e| e.at("execution"))?;
@@ -6521,7 +6523,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -6553,7 +6555,7 @@ pub mod acp_v1_extension_vectors {
         }
         /// Checks a value against `#/$defs/AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMeta`.
         pub fn check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMeta(
-            v: &Value,
+            v: &Json<'_>,
         ) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
@@ -6561,14 +6563,14 @@ pub mod acp_v1_extension_vectors {
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "checkfu.turn" => {
                             seen |= 1u128;
                             check_CheckfuTurn(p).map_err(|e| e.at("checkfu.turn"))?;
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -6580,7 +6582,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResult/properties/stopReason`.
-        fn node_67(v: &Value) -> Result<(), Invalid> {
+        fn node_67(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6591,7 +6593,7 @@ pub mod acp_v1_extension_vectors {
         }
         /// Checks a value against `#/$defs/AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResult`.
         pub fn check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResult(
-            v: &Value,
+            v: &Json<'_>,
         ) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
@@ -6599,7 +6601,7 @@ pub mod acp_v1_extension_vectors {
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "stopReason" => {
                             seen |= 1u128;
                             node_67(p).map_err(|e| e.at("stopReason"))?;
@@ -6613,7 +6615,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -6628,7 +6630,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/WireSessionPromptTurnTelemetry/properties/jsonrpc`.
-        fn node_68(v: &Value) -> Result<(), Invalid> {
+        fn node_68(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6638,14 +6640,16 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks a value against `#/$defs/WireSessionPromptTurnTelemetry`.
-        pub fn check_WireSessionPromptTurnTelemetry(v: &Value) -> Result<(), Invalid> {
+        pub fn check_WireSessionPromptTurnTelemetry(
+            v: &Json<'_>,
+        ) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "jsonrpc" => {
                             seen |= 1u128;
                             node_68(p).map_err(|e| e.at("jsonrpc"))?;
@@ -6663,7 +6667,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -6681,7 +6685,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetry/properties/name`.
-        fn node_69(v: &Value) -> Result<(), Invalid> {
+        fn node_69(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6691,7 +6695,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetry/properties/direction`.
-        fn node_70(v: &Value) -> Result<(), Invalid> {
+        fn node_70(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6702,7 +6706,7 @@ pub mod acp_v1_extension_vectors {
         }
         /// Checks a value against `#/$defs/AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetry`.
         pub fn check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetry(
-            v: &Value,
+            v: &Json<'_>,
         ) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
@@ -6710,7 +6714,7 @@ pub mod acp_v1_extension_vectors {
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "name" => {
                             seen |= 1u128;
                             node_69(p).map_err(|e| e.at("name"))?;
@@ -6726,7 +6730,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -6744,7 +6748,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/CheckfuSessionSteerParams/properties/sessionId`.
-        fn node_71(v: &Value) -> Result<(), Invalid> {
+        fn node_71(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6756,7 +6760,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/CheckfuSessionSteerParams/properties/id`.
-        fn node_72(v: &Value) -> Result<(), Invalid> {
+        fn node_72(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6768,21 +6772,21 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/CheckfuSessionSteerParams/properties/content`.
-        fn node_73(v: &Value) -> Result<(), Invalid> {
+        fn node_73(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks a value against `#/$defs/CheckfuSessionSteerParams`.
-        pub fn check_CheckfuSessionSteerParams(v: &Value) -> Result<(), Invalid> {
+        pub fn check_CheckfuSessionSteerParams(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "sessionId" => {
                             seen |= 1u128;
                             node_71(p).map_err(|e| e.at("sessionId"))?;
@@ -6797,7 +6801,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -6815,7 +6819,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/WireExtensionSteerRequest/properties/jsonrpc`.
-        fn node_74(v: &Value) -> Result<(), Invalid> {
+        fn node_74(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6825,7 +6829,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/WireExtensionSteerRequest/properties/method`.
-        fn node_75(v: &Value) -> Result<(), Invalid> {
+        fn node_75(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6835,14 +6839,14 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks a value against `#/$defs/WireExtensionSteerRequest`.
-        pub fn check_WireExtensionSteerRequest(v: &Value) -> Result<(), Invalid> {
+        pub fn check_WireExtensionSteerRequest(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "jsonrpc" => {
                             seen |= 1u128;
                             node_74(p).map_err(|e| e.at("jsonrpc"))?;
@@ -6862,7 +6866,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -6883,7 +6887,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest/properties/name`.
-        fn node_76(v: &Value) -> Result<(), Invalid> {
+        fn node_76(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6893,7 +6897,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest/properties/direction`.
-        fn node_77(v: &Value) -> Result<(), Invalid> {
+        fn node_77(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6904,7 +6908,7 @@ pub mod acp_v1_extension_vectors {
         }
         /// Checks a value against `#/$defs/AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest`.
         pub fn check_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest(
-            v: &Value,
+            v: &Json<'_>,
         ) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
@@ -6912,7 +6916,7 @@ pub mod acp_v1_extension_vectors {
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "name" => {
                             seen |= 1u128;
                             node_76(p).map_err(|e| e.at("name"))?;
@@ -6928,7 +6932,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -6946,7 +6950,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/CheckfuSessionSteerResult/properties/disposition`.
-        fn node_78(v: &Value) -> Result<(), Invalid> {
+        fn node_78(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6958,21 +6962,21 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks a value against `#/$defs/CheckfuSessionSteerResult`.
-        pub fn check_CheckfuSessionSteerResult(v: &Value) -> Result<(), Invalid> {
+        pub fn check_CheckfuSessionSteerResult(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "disposition" => {
                             seen |= 1u128;
                             node_78(p).map_err(|e| e.at("disposition"))?;
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -6984,7 +6988,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/WireExtensionSteerResponse/properties/jsonrpc`.
-        fn node_79(v: &Value) -> Result<(), Invalid> {
+        fn node_79(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -6994,14 +6998,14 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks a value against `#/$defs/WireExtensionSteerResponse`.
-        pub fn check_WireExtensionSteerResponse(v: &Value) -> Result<(), Invalid> {
+        pub fn check_WireExtensionSteerResponse(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "jsonrpc" => {
                             seen |= 1u128;
                             node_79(p).map_err(|e| e.at("jsonrpc"))?;
@@ -7017,7 +7021,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -7035,7 +7039,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse/properties/name`.
-        fn node_80(v: &Value) -> Result<(), Invalid> {
+        fn node_80(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -7045,7 +7049,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse/properties/direction`.
-        fn node_81(v: &Value) -> Result<(), Invalid> {
+        fn node_81(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -7056,7 +7060,7 @@ pub mod acp_v1_extension_vectors {
         }
         /// Checks a value against `#/$defs/AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse`.
         pub fn check_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse(
-            v: &Value,
+            v: &Json<'_>,
         ) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
@@ -7064,7 +7068,7 @@ pub mod acp_v1_extension_vectors {
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "name" => {
                             seen |= 1u128;
                             node_80(p).map_err(|e| e.at("name"))?;
@@ -7080,7 +7084,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -7098,7 +7102,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/CheckfuSessionInterruptParams/properties/sessionId`.
-        fn node_82(v: &Value) -> Result<(), Invalid> {
+        fn node_82(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -7110,21 +7114,21 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks a value against `#/$defs/CheckfuSessionInterruptParams`.
-        pub fn check_CheckfuSessionInterruptParams(v: &Value) -> Result<(), Invalid> {
+        pub fn check_CheckfuSessionInterruptParams(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "sessionId" => {
                             seen |= 1u128;
                             node_82(p).map_err(|e| e.at("sessionId"))?;
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -7136,7 +7140,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/WireExtensionInterruptRequest/properties/jsonrpc`.
-        fn node_83(v: &Value) -> Result<(), Invalid> {
+        fn node_83(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -7146,7 +7150,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/WireExtensionInterruptRequest/properties/method`.
-        fn node_84(v: &Value) -> Result<(), Invalid> {
+        fn node_84(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -7156,14 +7160,14 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks a value against `#/$defs/WireExtensionInterruptRequest`.
-        pub fn check_WireExtensionInterruptRequest(v: &Value) -> Result<(), Invalid> {
+        pub fn check_WireExtensionInterruptRequest(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "jsonrpc" => {
                             seen |= 1u128;
                             node_83(p).map_err(|e| e.at("jsonrpc"))?;
@@ -7183,7 +7187,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -7204,7 +7208,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequest/properties/name`.
-        fn node_85(v: &Value) -> Result<(), Invalid> {
+        fn node_85(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -7214,7 +7218,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequest/properties/direction`.
-        fn node_86(v: &Value) -> Result<(), Invalid> {
+        fn node_86(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -7225,7 +7229,7 @@ pub mod acp_v1_extension_vectors {
         }
         /// Checks a value against `#/$defs/AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequest`.
         pub fn check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequest(
-            v: &Value,
+            v: &Json<'_>,
         ) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
@@ -7233,7 +7237,7 @@ pub mod acp_v1_extension_vectors {
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "name" => {
                             seen |= 1u128;
                             node_85(p).map_err(|e| e.at("name"))?;
@@ -7249,7 +7253,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -7267,7 +7271,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/CheckfuSessionInterruptResult/properties/disposition`.
-        fn node_87(v: &Value) -> Result<(), Invalid> {
+        fn node_87(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -7279,21 +7283,21 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks a value against `#/$defs/CheckfuSessionInterruptResult`.
-        pub fn check_CheckfuSessionInterruptResult(v: &Value) -> Result<(), Invalid> {
+        pub fn check_CheckfuSessionInterruptResult(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "disposition" => {
                             seen |= 1u128;
                             node_87(p).map_err(|e| e.at("disposition"))?;
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -7305,7 +7309,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/WireExtensionInterruptResponse/properties/jsonrpc`.
-        fn node_88(v: &Value) -> Result<(), Invalid> {
+        fn node_88(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -7315,14 +7319,16 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks a value against `#/$defs/WireExtensionInterruptResponse`.
-        pub fn check_WireExtensionInterruptResponse(v: &Value) -> Result<(), Invalid> {
+        pub fn check_WireExtensionInterruptResponse(
+            v: &Json<'_>,
+        ) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "jsonrpc" => {
                             seen |= 1u128;
                             node_88(p).map_err(|e| e.at("jsonrpc"))?;
@@ -7338,7 +7344,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -7356,7 +7362,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponse/properties/name`.
-        fn node_89(v: &Value) -> Result<(), Invalid> {
+        fn node_89(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -7366,7 +7372,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponse/properties/direction`.
-        fn node_90(v: &Value) -> Result<(), Invalid> {
+        fn node_90(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -7377,7 +7383,7 @@ pub mod acp_v1_extension_vectors {
         }
         /// Checks a value against `#/$defs/AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponse`.
         pub fn check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponse(
-            v: &Value,
+            v: &Json<'_>,
         ) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
@@ -7385,7 +7391,7 @@ pub mod acp_v1_extension_vectors {
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "name" => {
                             seen |= 1u128;
                             node_89(p).map_err(|e| e.at("name"))?;
@@ -7401,7 +7407,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -7419,7 +7425,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectors/properties/schema_id`.
-        fn node_91(v: &Value) -> Result<(), Invalid> {
+        fn node_91(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -7434,7 +7440,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectors/properties/revision`.
-        fn node_92(v: &Value) -> Result<(), Invalid> {
+        fn node_92(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -7444,7 +7450,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectors/properties/protocol`.
-        fn node_93(v: &Value) -> Result<(), Invalid> {
+        fn node_93(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -7454,7 +7460,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectors/properties/wire_protocol_version`.
-        fn node_94(v: &Value) -> Result<(), Invalid> {
+        fn node_94(v: &Json<'_>) -> Result<(), Invalid> {
             if !(crate::exact::is_integer(v)) {
                 return Err(Invalid::new("expected integer"));
             }
@@ -7464,7 +7470,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectors/properties/driver_version`.
-        fn node_95(v: &Value) -> Result<(), Invalid> {
+        fn node_95(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -7474,7 +7480,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectors/properties/vectors/items`.
-        fn node_96(v: &Value) -> Result<(), Invalid> {
+        fn node_96(v: &Json<'_>) -> Result<(), Invalid> {
             if !(false
                 || check_AcpV1ExtensionVectorsVectorsItemInitializeFullDeclaration(v)
                     .is_ok()
@@ -7511,7 +7517,7 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks `/$defs/AcpV1ExtensionVectors/properties/vectors`.
-        fn node_97(v: &Value) -> Result<(), Invalid> {
+        fn node_97(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_array()) {
                 return Err(Invalid::new("expected array"));
             }
@@ -7523,14 +7529,14 @@ pub mod acp_v1_extension_vectors {
             Ok(())
         }
         /// Checks a value against `#/$defs/AcpV1ExtensionVectors`.
-        pub fn check_AcpV1ExtensionVectors(v: &Value) -> Result<(), Invalid> {
+        pub fn check_AcpV1ExtensionVectors(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "schema_id" => {
                             seen |= 1u128;
                             node_91(p).map_err(|e| e.at("schema_id"))?;
@@ -7557,7 +7563,7 @@ pub mod acp_v1_extension_vectors {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -7589,7 +7595,7 @@ pub mod acp_v1_extension_vectors {
         }
         /// Decodes `Union` exactly: the generated check, then the typify type.
         pub fn decode_Union(v: &Value) -> Result<super::types::Union, Invalid> {
-            check_Union(v)?;
+            check_Union(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_Union(v: &Value) -> Result<Value, Invalid> {
@@ -7597,7 +7603,7 @@ pub mod acp_v1_extension_vectors {
         }
         /// Decodes `Objects` exactly: the generated check, then the typify type.
         pub fn decode_Objects(v: &Value) -> Result<super::types::Objects, Invalid> {
-            check_Objects(v)?;
+            check_Objects(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_Objects(v: &Value) -> Result<Value, Invalid> {
@@ -7605,7 +7611,7 @@ pub mod acp_v1_extension_vectors {
         }
         /// Decodes `JsonValue` exactly: the generated check, then the typify type.
         pub fn decode_JsonValue(v: &Value) -> Result<super::types::JsonValue, Invalid> {
-            check_JsonValue(v)?;
+            check_JsonValue(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_JsonValue(v: &Value) -> Result<Value, Invalid> {
@@ -7613,7 +7619,7 @@ pub mod acp_v1_extension_vectors {
         }
         /// Decodes `Objects1` exactly: the generated check, then the typify type.
         pub fn decode_Objects1(v: &Value) -> Result<super::types::Objects1, Invalid> {
-            check_Objects1(v)?;
+            check_Objects1(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_Objects1(v: &Value) -> Result<Value, Invalid> {
@@ -7626,7 +7632,7 @@ pub mod acp_v1_extension_vectors {
             super::types::ObjectsResultAgentCapabilitiesMcpCapabilities,
             Invalid,
         > {
-            check_ObjectsResultAgentCapabilitiesMcpCapabilities(v)?;
+            check_ObjectsResultAgentCapabilitiesMcpCapabilities(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ObjectsResultAgentCapabilitiesMcpCapabilities(
@@ -7640,7 +7646,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_ObjectsResultAgentCapabilities(
             v: &Value,
         ) -> Result<super::types::ObjectsResultAgentCapabilities, Invalid> {
-            check_ObjectsResultAgentCapabilities(v)?;
+            check_ObjectsResultAgentCapabilities(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ObjectsResultAgentCapabilities(
@@ -7652,7 +7658,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_ObjectsResultAgentInfo(
             v: &Value,
         ) -> Result<super::types::ObjectsResultAgentInfo, Invalid> {
-            check_ObjectsResultAgentInfo(v)?;
+            check_ObjectsResultAgentInfo(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ObjectsResultAgentInfo(v: &Value) -> Result<Value, Invalid> {
@@ -7662,7 +7668,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_CheckfuCapabilities(
             v: &Value,
         ) -> Result<super::types::CheckfuCapabilities, Invalid> {
-            check_CheckfuCapabilities(v)?;
+            check_CheckfuCapabilities(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_CheckfuCapabilities(v: &Value) -> Result<Value, Invalid> {
@@ -7672,7 +7678,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_ObjectsResultMeta(
             v: &Value,
         ) -> Result<super::types::ObjectsResultMeta, Invalid> {
-            check_ObjectsResultMeta(v)?;
+            check_ObjectsResultMeta(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ObjectsResultMeta(v: &Value) -> Result<Value, Invalid> {
@@ -7682,7 +7688,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_ObjectsResult(
             v: &Value,
         ) -> Result<super::types::ObjectsResult, Invalid> {
-            check_ObjectsResult(v)?;
+            check_ObjectsResult(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ObjectsResult(v: &Value) -> Result<Value, Invalid> {
@@ -7695,7 +7701,7 @@ pub mod acp_v1_extension_vectors {
             super::types::Objects1ParamsUpdateMetaCheckfuSubagentStarted,
             Invalid,
         > {
-            check_Objects1ParamsUpdateMetaCheckfuSubagentStarted(v)?;
+            check_Objects1ParamsUpdateMetaCheckfuSubagentStarted(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_Objects1ParamsUpdateMetaCheckfuSubagentStarted(
@@ -7712,7 +7718,7 @@ pub mod acp_v1_extension_vectors {
             super::types::Objects1ParamsUpdateMetaCheckfuSubagentActivity,
             Invalid,
         > {
-            check_Objects1ParamsUpdateMetaCheckfuSubagentActivity(v)?;
+            check_Objects1ParamsUpdateMetaCheckfuSubagentActivity(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_Objects1ParamsUpdateMetaCheckfuSubagentActivity(
@@ -7729,7 +7735,7 @@ pub mod acp_v1_extension_vectors {
             super::types::Objects1ParamsUpdateMetaCheckfuSubagentCompleted,
             Invalid,
         > {
-            check_Objects1ParamsUpdateMetaCheckfuSubagentCompleted(v)?;
+            check_Objects1ParamsUpdateMetaCheckfuSubagentCompleted(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_Objects1ParamsUpdateMetaCheckfuSubagentCompleted(
@@ -7743,7 +7749,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_CheckfuSubagent(
             v: &Value,
         ) -> Result<super::types::CheckfuSubagent, Invalid> {
-            check_CheckfuSubagent(v)?;
+            check_CheckfuSubagent(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_CheckfuSubagent(v: &Value) -> Result<Value, Invalid> {
@@ -7753,7 +7759,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_Objects1ParamsUpdateMeta(
             v: &Value,
         ) -> Result<super::types::Objects1ParamsUpdateMeta, Invalid> {
-            check_Objects1ParamsUpdateMeta(v)?;
+            check_Objects1ParamsUpdateMeta(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_Objects1ParamsUpdateMeta(v: &Value) -> Result<Value, Invalid> {
@@ -7763,7 +7769,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_Objects1ParamsUpdate(
             v: &Value,
         ) -> Result<super::types::Objects1ParamsUpdate, Invalid> {
-            check_Objects1ParamsUpdate(v)?;
+            check_Objects1ParamsUpdate(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_Objects1ParamsUpdate(v: &Value) -> Result<Value, Invalid> {
@@ -7773,7 +7779,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_Objects1Params(
             v: &Value,
         ) -> Result<super::types::Objects1Params, Invalid> {
-            check_Objects1Params(v)?;
+            check_Objects1Params(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_Objects1Params(v: &Value) -> Result<Value, Invalid> {
@@ -7786,7 +7792,9 @@ pub mod acp_v1_extension_vectors {
             super::types::AcpV1ExtensionVectorsVectorsItemInitializeFullDeclaration,
             Invalid,
         > {
-            check_AcpV1ExtensionVectorsVectorsItemInitializeFullDeclaration(v)?;
+            check_AcpV1ExtensionVectorsVectorsItemInitializeFullDeclaration(
+                &Json::from(v),
+            )?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_AcpV1ExtensionVectorsVectorsItemInitializeFullDeclaration(
@@ -7803,7 +7811,9 @@ pub mod acp_v1_extension_vectors {
             super::types::AcpV1ExtensionVectorsVectorsItemInitializeSubagentsDeclaration,
             Invalid,
         > {
-            check_AcpV1ExtensionVectorsVectorsItemInitializeSubagentsDeclaration(v)?;
+            check_AcpV1ExtensionVectorsVectorsItemInitializeSubagentsDeclaration(
+                &Json::from(v),
+            )?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_AcpV1ExtensionVectorsVectorsItemInitializeSubagentsDeclaration(
@@ -7822,7 +7832,9 @@ pub mod acp_v1_extension_vectors {
             super::types::AcpV1ExtensionVectorsVectorsItemInitializeControlsDeclaration,
             Invalid,
         > {
-            check_AcpV1ExtensionVectorsVectorsItemInitializeControlsDeclaration(v)?;
+            check_AcpV1ExtensionVectorsVectorsItemInitializeControlsDeclaration(
+                &Json::from(v),
+            )?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_AcpV1ExtensionVectorsVectorsItemInitializeControlsDeclaration(
@@ -7836,7 +7848,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_CheckfuBuiltinTools(
             v: &Value,
         ) -> Result<super::types::CheckfuBuiltinTools, Invalid> {
-            check_CheckfuBuiltinTools(v)?;
+            check_CheckfuBuiltinTools(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_CheckfuBuiltinTools(v: &Value) -> Result<Value, Invalid> {
@@ -7850,7 +7862,7 @@ pub mod acp_v1_extension_vectors {
             Invalid,
         > {
             check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParamsMeta(
-                v,
+                &Json::from(v),
             )?;
             crate::exact::deserialize(v)
         }
@@ -7870,7 +7882,9 @@ pub mod acp_v1_extension_vectors {
             super::types::AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParams,
             Invalid,
         > {
-            check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParams(v)?;
+            check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParams(
+                &Json::from(v),
+            )?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParams(
@@ -7886,7 +7900,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_WireSessionNewBuiltinTools(
             v: &Value,
         ) -> Result<super::types::WireSessionNewBuiltinTools, Invalid> {
-            check_WireSessionNewBuiltinTools(v)?;
+            check_WireSessionNewBuiltinTools(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_WireSessionNewBuiltinTools(v: &Value) -> Result<Value, Invalid> {
@@ -7899,7 +7913,9 @@ pub mod acp_v1_extension_vectors {
             super::types::AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinTools,
             Invalid,
         > {
-            check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinTools(v)?;
+            check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinTools(
+                &Json::from(v),
+            )?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinTools(
@@ -7917,7 +7933,7 @@ pub mod acp_v1_extension_vectors {
             Invalid,
         > {
             check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMetaCheckfuOutputSchemaVariant1(
-                v,
+                &Json::from(v),
             )?;
             crate::exact::deserialize(v)
         }
@@ -7934,7 +7950,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_CheckfuOutputSchema(
             v: &Value,
         ) -> Result<super::types::CheckfuOutputSchema, Invalid> {
-            check_CheckfuOutputSchema(v)?;
+            check_CheckfuOutputSchema(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_CheckfuOutputSchema(v: &Value) -> Result<Value, Invalid> {
@@ -7948,7 +7964,7 @@ pub mod acp_v1_extension_vectors {
             Invalid,
         > {
             check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMeta(
-                v,
+                &Json::from(v),
             )?;
             crate::exact::deserialize(v)
         }
@@ -7968,7 +7984,9 @@ pub mod acp_v1_extension_vectors {
             super::types::AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParams,
             Invalid,
         > {
-            check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParams(v)?;
+            check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParams(
+                &Json::from(v),
+            )?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParams(
@@ -7984,7 +8002,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_WireSessionNewOutputSchema(
             v: &Value,
         ) -> Result<super::types::WireSessionNewOutputSchema, Invalid> {
-            check_WireSessionNewOutputSchema(v)?;
+            check_WireSessionNewOutputSchema(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_WireSessionNewOutputSchema(v: &Value) -> Result<Value, Invalid> {
@@ -7997,7 +8015,9 @@ pub mod acp_v1_extension_vectors {
             super::types::AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchema,
             Invalid,
         > {
-            check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchema(v)?;
+            check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchema(
+                &Json::from(v),
+            )?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchema(
@@ -8014,7 +8034,9 @@ pub mod acp_v1_extension_vectors {
             super::types::AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentStarted,
             Invalid,
         > {
-            check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentStarted(v)?;
+            check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentStarted(
+                &Json::from(v),
+            )?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentStarted(
@@ -8031,7 +8053,9 @@ pub mod acp_v1_extension_vectors {
             super::types::AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentActivity,
             Invalid,
         > {
-            check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentActivity(v)?;
+            check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentActivity(
+                &Json::from(v),
+            )?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentActivity(
@@ -8048,7 +8072,9 @@ pub mod acp_v1_extension_vectors {
             super::types::AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentCompleted,
             Invalid,
         > {
-            check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentCompleted(v)?;
+            check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentCompleted(
+                &Json::from(v),
+            )?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentCompleted(
@@ -8064,7 +8090,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_CheckfuTurn(
             v: &Value,
         ) -> Result<super::types::CheckfuTurn, Invalid> {
-            check_CheckfuTurn(v)?;
+            check_CheckfuTurn(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_CheckfuTurn(v: &Value) -> Result<Value, Invalid> {
@@ -8078,7 +8104,7 @@ pub mod acp_v1_extension_vectors {
             Invalid,
         > {
             check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMeta(
-                v,
+                &Json::from(v),
             )?;
             crate::exact::deserialize(v)
         }
@@ -8099,7 +8125,7 @@ pub mod acp_v1_extension_vectors {
             Invalid,
         > {
             check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResult(
-                v,
+                &Json::from(v),
             )?;
             crate::exact::deserialize(v)
         }
@@ -8116,7 +8142,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_WireSessionPromptTurnTelemetry(
             v: &Value,
         ) -> Result<super::types::WireSessionPromptTurnTelemetry, Invalid> {
-            check_WireSessionPromptTurnTelemetry(v)?;
+            check_WireSessionPromptTurnTelemetry(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_WireSessionPromptTurnTelemetry(
@@ -8131,7 +8157,9 @@ pub mod acp_v1_extension_vectors {
             super::types::AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetry,
             Invalid,
         > {
-            check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetry(v)?;
+            check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetry(
+                &Json::from(v),
+            )?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetry(
@@ -8145,7 +8173,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_CheckfuSessionSteerParams(
             v: &Value,
         ) -> Result<super::types::CheckfuSessionSteerParams, Invalid> {
-            check_CheckfuSessionSteerParams(v)?;
+            check_CheckfuSessionSteerParams(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_CheckfuSessionSteerParams(v: &Value) -> Result<Value, Invalid> {
@@ -8155,7 +8183,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_WireExtensionSteerRequest(
             v: &Value,
         ) -> Result<super::types::WireExtensionSteerRequest, Invalid> {
-            check_WireExtensionSteerRequest(v)?;
+            check_WireExtensionSteerRequest(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_WireExtensionSteerRequest(v: &Value) -> Result<Value, Invalid> {
@@ -8168,7 +8196,7 @@ pub mod acp_v1_extension_vectors {
             super::types::AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest,
             Invalid,
         > {
-            check_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest(v)?;
+            check_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest(
@@ -8182,7 +8210,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_CheckfuSessionSteerResult(
             v: &Value,
         ) -> Result<super::types::CheckfuSessionSteerResult, Invalid> {
-            check_CheckfuSessionSteerResult(v)?;
+            check_CheckfuSessionSteerResult(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_CheckfuSessionSteerResult(v: &Value) -> Result<Value, Invalid> {
@@ -8192,7 +8220,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_WireExtensionSteerResponse(
             v: &Value,
         ) -> Result<super::types::WireExtensionSteerResponse, Invalid> {
-            check_WireExtensionSteerResponse(v)?;
+            check_WireExtensionSteerResponse(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_WireExtensionSteerResponse(v: &Value) -> Result<Value, Invalid> {
@@ -8205,7 +8233,9 @@ pub mod acp_v1_extension_vectors {
             super::types::AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse,
             Invalid,
         > {
-            check_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse(v)?;
+            check_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse(
+                &Json::from(v),
+            )?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse(
@@ -8219,7 +8249,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_CheckfuSessionInterruptParams(
             v: &Value,
         ) -> Result<super::types::CheckfuSessionInterruptParams, Invalid> {
-            check_CheckfuSessionInterruptParams(v)?;
+            check_CheckfuSessionInterruptParams(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_CheckfuSessionInterruptParams(v: &Value) -> Result<Value, Invalid> {
@@ -8229,7 +8259,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_WireExtensionInterruptRequest(
             v: &Value,
         ) -> Result<super::types::WireExtensionInterruptRequest, Invalid> {
-            check_WireExtensionInterruptRequest(v)?;
+            check_WireExtensionInterruptRequest(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_WireExtensionInterruptRequest(v: &Value) -> Result<Value, Invalid> {
@@ -8242,7 +8272,9 @@ pub mod acp_v1_extension_vectors {
             super::types::AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequest,
             Invalid,
         > {
-            check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequest(v)?;
+            check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequest(
+                &Json::from(v),
+            )?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequest(
@@ -8256,7 +8288,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_CheckfuSessionInterruptResult(
             v: &Value,
         ) -> Result<super::types::CheckfuSessionInterruptResult, Invalid> {
-            check_CheckfuSessionInterruptResult(v)?;
+            check_CheckfuSessionInterruptResult(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_CheckfuSessionInterruptResult(v: &Value) -> Result<Value, Invalid> {
@@ -8266,7 +8298,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_WireExtensionInterruptResponse(
             v: &Value,
         ) -> Result<super::types::WireExtensionInterruptResponse, Invalid> {
-            check_WireExtensionInterruptResponse(v)?;
+            check_WireExtensionInterruptResponse(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_WireExtensionInterruptResponse(
@@ -8281,7 +8313,9 @@ pub mod acp_v1_extension_vectors {
             super::types::AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponse,
             Invalid,
         > {
-            check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponse(v)?;
+            check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponse(
+                &Json::from(v),
+            )?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponse(
@@ -8295,7 +8329,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_AcpV1ExtensionVectors(
             v: &Value,
         ) -> Result<super::types::AcpV1ExtensionVectors, Invalid> {
-            check_AcpV1ExtensionVectors(v)?;
+            check_AcpV1ExtensionVectors(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_AcpV1ExtensionVectors(v: &Value) -> Result<Value, Invalid> {
@@ -8307,313 +8341,361 @@ pub mod acp_v1_extension_vectors {
             crate::exact::Definition {
                 name: "Union",
                 origin: "/$defs/Union_",
-                check: check_Union,
+                check: |v: &Value| check_Union(&Json::from(v)),
                 roundtrip: roundtrip_Union,
             },
             crate::exact::Definition {
                 name: "Objects",
                 origin: "/$defs/Objects_",
-                check: check_Objects,
+                check: |v: &Value| check_Objects(&Json::from(v)),
                 roundtrip: roundtrip_Objects,
             },
             crate::exact::Definition {
                 name: "JsonValue",
                 origin: "/$defs/JsonValue",
-                check: check_JsonValue,
+                check: |v: &Value| check_JsonValue(&Json::from(v)),
                 roundtrip: roundtrip_JsonValue,
             },
             crate::exact::Definition {
                 name: "Objects1",
                 origin: "/$defs/Objects_1",
-                check: check_Objects1,
+                check: |v: &Value| check_Objects1(&Json::from(v)),
                 roundtrip: roundtrip_Objects1,
             },
             crate::exact::Definition {
                 name: "ObjectsResultAgentCapabilitiesMcpCapabilities",
                 origin: "/$defs/Objects_/properties/result/properties/agentCapabilities/properties/mcpCapabilities",
-                check: check_ObjectsResultAgentCapabilitiesMcpCapabilities,
+                check: |v: &Value| check_ObjectsResultAgentCapabilitiesMcpCapabilities(
+                    &Json::from(v),
+                ),
                 roundtrip: roundtrip_ObjectsResultAgentCapabilitiesMcpCapabilities,
             },
             crate::exact::Definition {
                 name: "ObjectsResultAgentCapabilities",
                 origin: "/$defs/Objects_/properties/result/properties/agentCapabilities",
-                check: check_ObjectsResultAgentCapabilities,
+                check: |v: &Value| check_ObjectsResultAgentCapabilities(&Json::from(v)),
                 roundtrip: roundtrip_ObjectsResultAgentCapabilities,
             },
             crate::exact::Definition {
                 name: "ObjectsResultAgentInfo",
                 origin: "/$defs/Objects_/properties/result/properties/agentInfo",
-                check: check_ObjectsResultAgentInfo,
+                check: |v: &Value| check_ObjectsResultAgentInfo(&Json::from(v)),
                 roundtrip: roundtrip_ObjectsResultAgentInfo,
             },
             crate::exact::Definition {
                 name: "CheckfuCapabilities",
                 origin: "/$defs/Objects_/properties/result/properties/_meta/properties/checkfu.capabilities",
-                check: check_CheckfuCapabilities,
+                check: |v: &Value| check_CheckfuCapabilities(&Json::from(v)),
                 roundtrip: roundtrip_CheckfuCapabilities,
             },
             crate::exact::Definition {
                 name: "ObjectsResultMeta",
                 origin: "/$defs/Objects_/properties/result/properties/_meta",
-                check: check_ObjectsResultMeta,
+                check: |v: &Value| check_ObjectsResultMeta(&Json::from(v)),
                 roundtrip: roundtrip_ObjectsResultMeta,
             },
             crate::exact::Definition {
                 name: "ObjectsResult",
                 origin: "/$defs/Objects_/properties/result",
-                check: check_ObjectsResult,
+                check: |v: &Value| check_ObjectsResult(&Json::from(v)),
                 roundtrip: roundtrip_ObjectsResult,
             },
             crate::exact::Definition {
                 name: "Objects1ParamsUpdateMetaCheckfuSubagentStarted",
                 origin: "/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/0",
-                check: check_Objects1ParamsUpdateMetaCheckfuSubagentStarted,
+                check: |v: &Value| check_Objects1ParamsUpdateMetaCheckfuSubagentStarted(
+                    &Json::from(v),
+                ),
                 roundtrip: roundtrip_Objects1ParamsUpdateMetaCheckfuSubagentStarted,
             },
             crate::exact::Definition {
                 name: "Objects1ParamsUpdateMetaCheckfuSubagentActivity",
                 origin: "/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/1",
-                check: check_Objects1ParamsUpdateMetaCheckfuSubagentActivity,
+                check: |v: &Value| check_Objects1ParamsUpdateMetaCheckfuSubagentActivity(
+                    &Json::from(v),
+                ),
                 roundtrip: roundtrip_Objects1ParamsUpdateMetaCheckfuSubagentActivity,
             },
             crate::exact::Definition {
                 name: "Objects1ParamsUpdateMetaCheckfuSubagentCompleted",
                 origin: "/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/2",
-                check: check_Objects1ParamsUpdateMetaCheckfuSubagentCompleted,
+                check: |v: &Value| check_Objects1ParamsUpdateMetaCheckfuSubagentCompleted(
+                    &Json::from(v),
+                ),
                 roundtrip: roundtrip_Objects1ParamsUpdateMetaCheckfuSubagentCompleted,
             },
             crate::exact::Definition {
                 name: "CheckfuSubagent",
                 origin: "/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent",
-                check: check_CheckfuSubagent,
+                check: |v: &Value| check_CheckfuSubagent(&Json::from(v)),
                 roundtrip: roundtrip_CheckfuSubagent,
             },
             crate::exact::Definition {
                 name: "Objects1ParamsUpdateMeta",
                 origin: "/$defs/Objects_1/properties/params/properties/update/properties/_meta",
-                check: check_Objects1ParamsUpdateMeta,
+                check: |v: &Value| check_Objects1ParamsUpdateMeta(&Json::from(v)),
                 roundtrip: roundtrip_Objects1ParamsUpdateMeta,
             },
             crate::exact::Definition {
                 name: "Objects1ParamsUpdate",
                 origin: "/$defs/Objects_1/properties/params/properties/update",
-                check: check_Objects1ParamsUpdate,
+                check: |v: &Value| check_Objects1ParamsUpdate(&Json::from(v)),
                 roundtrip: roundtrip_Objects1ParamsUpdate,
             },
             crate::exact::Definition {
                 name: "Objects1Params",
                 origin: "/$defs/Objects_1/properties/params",
-                check: check_Objects1Params,
+                check: |v: &Value| check_Objects1Params(&Json::from(v)),
                 roundtrip: roundtrip_Objects1Params,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemInitializeFullDeclaration",
                 origin: "/properties/vectors/items/anyOf/0",
-                check: check_AcpV1ExtensionVectorsVectorsItemInitializeFullDeclaration,
+                check: |v: &Value| check_AcpV1ExtensionVectorsVectorsItemInitializeFullDeclaration(
+                    &Json::from(v),
+                ),
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemInitializeFullDeclaration,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemInitializeSubagentsDeclaration",
                 origin: "/properties/vectors/items/anyOf/1",
-                check: check_AcpV1ExtensionVectorsVectorsItemInitializeSubagentsDeclaration,
+                check: |v: &Value| check_AcpV1ExtensionVectorsVectorsItemInitializeSubagentsDeclaration(
+                    &Json::from(v),
+                ),
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemInitializeSubagentsDeclaration,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemInitializeControlsDeclaration",
                 origin: "/properties/vectors/items/anyOf/2",
-                check: check_AcpV1ExtensionVectorsVectorsItemInitializeControlsDeclaration,
+                check: |v: &Value| check_AcpV1ExtensionVectorsVectorsItemInitializeControlsDeclaration(
+                    &Json::from(v),
+                ),
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemInitializeControlsDeclaration,
             },
             crate::exact::Definition {
                 name: "CheckfuBuiltinTools",
                 origin: "/properties/vectors/items/anyOf/3/properties/wire/properties/params/properties/_meta/properties/checkfu.builtin_tools",
-                check: check_CheckfuBuiltinTools,
+                check: |v: &Value| check_CheckfuBuiltinTools(&Json::from(v)),
                 roundtrip: roundtrip_CheckfuBuiltinTools,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParamsMeta",
                 origin: "/properties/vectors/items/anyOf/3/properties/wire/properties/params/properties/_meta",
-                check: check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParamsMeta,
+                check: |v: &Value| check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParamsMeta(
+                    &Json::from(v),
+                ),
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParamsMeta,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParams",
                 origin: "/properties/vectors/items/anyOf/3/properties/wire/properties/params",
-                check: check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParams,
+                check: |v: &Value| check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParams(
+                    &Json::from(v),
+                ),
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParams,
             },
             crate::exact::Definition {
                 name: "WireSessionNewBuiltinTools",
                 origin: "/properties/vectors/items/anyOf/3/properties/wire",
-                check: check_WireSessionNewBuiltinTools,
+                check: |v: &Value| check_WireSessionNewBuiltinTools(&Json::from(v)),
                 roundtrip: roundtrip_WireSessionNewBuiltinTools,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinTools",
                 origin: "/properties/vectors/items/anyOf/3",
-                check: check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinTools,
+                check: |v: &Value| check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinTools(
+                    &Json::from(v),
+                ),
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinTools,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMetaCheckfuOutputSchemaVariant1",
                 origin: "/properties/vectors/items/anyOf/4/properties/wire/properties/params/properties/_meta/properties/checkfu.output_schema/anyOf/1",
-                check: check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMetaCheckfuOutputSchemaVariant1,
+                check: |v: &Value| check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMetaCheckfuOutputSchemaVariant1(
+                    &Json::from(v),
+                ),
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMetaCheckfuOutputSchemaVariant1,
             },
             crate::exact::Definition {
                 name: "CheckfuOutputSchema",
                 origin: "/properties/vectors/items/anyOf/4/properties/wire/properties/params/properties/_meta/properties/checkfu.output_schema",
-                check: check_CheckfuOutputSchema,
+                check: |v: &Value| check_CheckfuOutputSchema(&Json::from(v)),
                 roundtrip: roundtrip_CheckfuOutputSchema,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMeta",
                 origin: "/properties/vectors/items/anyOf/4/properties/wire/properties/params/properties/_meta",
-                check: check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMeta,
+                check: |v: &Value| check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMeta(
+                    &Json::from(v),
+                ),
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMeta,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParams",
                 origin: "/properties/vectors/items/anyOf/4/properties/wire/properties/params",
-                check: check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParams,
+                check: |v: &Value| check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParams(
+                    &Json::from(v),
+                ),
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParams,
             },
             crate::exact::Definition {
                 name: "WireSessionNewOutputSchema",
                 origin: "/properties/vectors/items/anyOf/4/properties/wire",
-                check: check_WireSessionNewOutputSchema,
+                check: |v: &Value| check_WireSessionNewOutputSchema(&Json::from(v)),
                 roundtrip: roundtrip_WireSessionNewOutputSchema,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchema",
                 origin: "/properties/vectors/items/anyOf/4",
-                check: check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchema,
+                check: |v: &Value| check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchema(
+                    &Json::from(v),
+                ),
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchema,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentStarted",
                 origin: "/properties/vectors/items/anyOf/5",
-                check: check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentStarted,
+                check: |v: &Value| check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentStarted(
+                    &Json::from(v),
+                ),
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentStarted,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentActivity",
                 origin: "/properties/vectors/items/anyOf/6",
-                check: check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentActivity,
+                check: |v: &Value| check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentActivity(
+                    &Json::from(v),
+                ),
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentActivity,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentCompleted",
                 origin: "/properties/vectors/items/anyOf/7",
-                check: check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentCompleted,
+                check: |v: &Value| check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentCompleted(
+                    &Json::from(v),
+                ),
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentCompleted,
             },
             crate::exact::Definition {
                 name: "CheckfuTurn",
                 origin: "/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn",
-                check: check_CheckfuTurn,
+                check: |v: &Value| check_CheckfuTurn(&Json::from(v)),
                 roundtrip: roundtrip_CheckfuTurn,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMeta",
                 origin: "/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta",
-                check: check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMeta,
+                check: |v: &Value| check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMeta(
+                    &Json::from(v),
+                ),
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMeta,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResult",
                 origin: "/properties/vectors/items/anyOf/8/properties/wire/properties/result",
-                check: check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResult,
+                check: |v: &Value| check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResult(
+                    &Json::from(v),
+                ),
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResult,
             },
             crate::exact::Definition {
                 name: "WireSessionPromptTurnTelemetry",
                 origin: "/properties/vectors/items/anyOf/8/properties/wire",
-                check: check_WireSessionPromptTurnTelemetry,
+                check: |v: &Value| check_WireSessionPromptTurnTelemetry(&Json::from(v)),
                 roundtrip: roundtrip_WireSessionPromptTurnTelemetry,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetry",
                 origin: "/properties/vectors/items/anyOf/8",
-                check: check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetry,
+                check: |v: &Value| check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetry(
+                    &Json::from(v),
+                ),
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetry,
             },
             crate::exact::Definition {
                 name: "CheckfuSessionSteerParams",
                 origin: "/properties/vectors/items/anyOf/9/properties/wire/properties/params",
-                check: check_CheckfuSessionSteerParams,
+                check: |v: &Value| check_CheckfuSessionSteerParams(&Json::from(v)),
                 roundtrip: roundtrip_CheckfuSessionSteerParams,
             },
             crate::exact::Definition {
                 name: "WireExtensionSteerRequest",
                 origin: "/properties/vectors/items/anyOf/9/properties/wire",
-                check: check_WireExtensionSteerRequest,
+                check: |v: &Value| check_WireExtensionSteerRequest(&Json::from(v)),
                 roundtrip: roundtrip_WireExtensionSteerRequest,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest",
                 origin: "/properties/vectors/items/anyOf/9",
-                check: check_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest,
+                check: |v: &Value| check_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest(
+                    &Json::from(v),
+                ),
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest,
             },
             crate::exact::Definition {
                 name: "CheckfuSessionSteerResult",
                 origin: "/properties/vectors/items/anyOf/10/properties/wire/properties/result",
-                check: check_CheckfuSessionSteerResult,
+                check: |v: &Value| check_CheckfuSessionSteerResult(&Json::from(v)),
                 roundtrip: roundtrip_CheckfuSessionSteerResult,
             },
             crate::exact::Definition {
                 name: "WireExtensionSteerResponse",
                 origin: "/properties/vectors/items/anyOf/10/properties/wire",
-                check: check_WireExtensionSteerResponse,
+                check: |v: &Value| check_WireExtensionSteerResponse(&Json::from(v)),
                 roundtrip: roundtrip_WireExtensionSteerResponse,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse",
                 origin: "/properties/vectors/items/anyOf/10",
-                check: check_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse,
+                check: |v: &Value| check_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse(
+                    &Json::from(v),
+                ),
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse,
             },
             crate::exact::Definition {
                 name: "CheckfuSessionInterruptParams",
                 origin: "/properties/vectors/items/anyOf/11/properties/wire/properties/params",
-                check: check_CheckfuSessionInterruptParams,
+                check: |v: &Value| check_CheckfuSessionInterruptParams(&Json::from(v)),
                 roundtrip: roundtrip_CheckfuSessionInterruptParams,
             },
             crate::exact::Definition {
                 name: "WireExtensionInterruptRequest",
                 origin: "/properties/vectors/items/anyOf/11/properties/wire",
-                check: check_WireExtensionInterruptRequest,
+                check: |v: &Value| check_WireExtensionInterruptRequest(&Json::from(v)),
                 roundtrip: roundtrip_WireExtensionInterruptRequest,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequest",
                 origin: "/properties/vectors/items/anyOf/11",
-                check: check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequest,
+                check: |v: &Value| check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequest(
+                    &Json::from(v),
+                ),
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequest,
             },
             crate::exact::Definition {
                 name: "CheckfuSessionInterruptResult",
                 origin: "/properties/vectors/items/anyOf/12/properties/wire/properties/result",
-                check: check_CheckfuSessionInterruptResult,
+                check: |v: &Value| check_CheckfuSessionInterruptResult(&Json::from(v)),
                 roundtrip: roundtrip_CheckfuSessionInterruptResult,
             },
             crate::exact::Definition {
                 name: "WireExtensionInterruptResponse",
                 origin: "/properties/vectors/items/anyOf/12/properties/wire",
-                check: check_WireExtensionInterruptResponse,
+                check: |v: &Value| check_WireExtensionInterruptResponse(&Json::from(v)),
                 roundtrip: roundtrip_WireExtensionInterruptResponse,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponse",
                 origin: "/properties/vectors/items/anyOf/12",
-                check: check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponse,
+                check: |v: &Value| check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponse(
+                    &Json::from(v),
+                ),
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponse,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectors",
                 origin: "",
-                check: check_AcpV1ExtensionVectors,
+                check: |v: &Value| check_AcpV1ExtensionVectors(&Json::from(v)),
                 roundtrip: roundtrip_AcpV1ExtensionVectors,
             },
         ];
@@ -9060,9 +9142,9 @@ pub mod checkfu_slots {
     }
     pub mod checks {
         use serde_json::Value;
-        use crate::exact::Invalid;
+        use crate::exact::{Invalid, Json};
         /// Checks a value against `#/$defs/Continuity`.
-        pub fn check_Continuity(v: &Value) -> Result<(), Invalid> {
+        pub fn check_Continuity(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -9075,7 +9157,7 @@ pub mod checkfu_slots {
             Ok(())
         }
         /// Checks a value against `#/$defs/CompactionStrategy`.
-        pub fn check_CompactionStrategy(v: &Value) -> Result<(), Invalid> {
+        pub fn check_CompactionStrategy(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -9087,7 +9169,7 @@ pub mod checkfu_slots {
             Ok(())
         }
         /// Checks `/$defs/RuntimeConfig/properties/context_window`.
-        fn node_1(v: &Value) -> Result<(), Invalid> {
+        fn node_1(v: &Json<'_>) -> Result<(), Invalid> {
             if !(crate::exact::is_integer(v)) {
                 return Err(Invalid::new("expected integer"));
             }
@@ -9102,14 +9184,14 @@ pub mod checkfu_slots {
             Ok(())
         }
         /// Checks a value against `#/$defs/RuntimeConfig`.
-        pub fn check_RuntimeConfig(v: &Value) -> Result<(), Invalid> {
+        pub fn check_RuntimeConfig(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "context_window" => {
                             seen |= 1u128;
                             node_1(p).map_err(|e| e.at("context_window"))?;
@@ -9120,7 +9202,7 @@ pub mod checkfu_slots {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -9134,7 +9216,7 @@ pub mod checkfu_slots {
             Ok(())
         }
         /// Checks `/$defs/Resume/properties/version`.
-        fn node_2(v: &Value) -> Result<(), Invalid> {
+        fn node_2(v: &Json<'_>) -> Result<(), Invalid> {
             if !(crate::exact::is_integer(v)) {
                 return Err(Invalid::new("expected integer"));
             }
@@ -9149,7 +9231,7 @@ pub mod checkfu_slots {
             Ok(())
         }
         /// Checks `/$defs/Resume/properties/state`.
-        fn node_3(v: &Value) -> Result<(), Invalid> {
+        fn node_3(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -9161,14 +9243,14 @@ pub mod checkfu_slots {
             Ok(())
         }
         /// Checks a value against `#/$defs/Resume`.
-        pub fn check_Resume(v: &Value) -> Result<(), Invalid> {
+        pub fn check_Resume(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "version" => {
                             seen |= 1u128;
                             node_2(p).map_err(|e| e.at("version"))?;
@@ -9179,7 +9261,7 @@ pub mod checkfu_slots {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -9194,7 +9276,7 @@ pub mod checkfu_slots {
             Ok(())
         }
         /// Checks a value against `#/$defs/JournalCheckpoint`.
-        pub fn check_JournalCheckpoint(v: &Value) -> Result<(), Invalid> {
+        pub fn check_JournalCheckpoint(v: &Json<'_>) -> Result<(), Invalid> {
             if !(false || check_JournalCheckpointCheckpoint(v).is_ok()
                 || check_JournalCheckpointTooLarge(v).is_ok())
             {
@@ -9203,7 +9285,7 @@ pub mod checkfu_slots {
             Ok(())
         }
         /// Checks `/$defs/Compaction/properties/tokens_before`.
-        fn node_4(v: &Value) -> Result<(), Invalid> {
+        fn node_4(v: &Json<'_>) -> Result<(), Invalid> {
             if !(crate::exact::is_integer(v)) {
                 return Err(Invalid::new("expected integer"));
             }
@@ -9218,7 +9300,7 @@ pub mod checkfu_slots {
             Ok(())
         }
         /// Checks `/$defs/Compaction/properties/tokens_after`.
-        fn node_5(v: &Value) -> Result<(), Invalid> {
+        fn node_5(v: &Json<'_>) -> Result<(), Invalid> {
             if !(crate::exact::is_integer(v)) {
                 return Err(Invalid::new("expected integer"));
             }
@@ -9233,7 +9315,7 @@ pub mod checkfu_slots {
             Ok(())
         }
         /// Checks `/$defs/Compaction/properties/compacted_messages`.
-        fn node_6(v: &Value) -> Result<(), Invalid> {
+        fn node_6(v: &Json<'_>) -> Result<(), Invalid> {
             if !(crate::exact::is_integer(v)) {
                 return Err(Invalid::new("expected integer"));
             }
@@ -9248,14 +9330,14 @@ pub mod checkfu_slots {
             Ok(())
         }
         /// Checks a value against `#/$defs/Compaction`.
-        pub fn check_Compaction(v: &Value) -> Result<(), Invalid> {
+        pub fn check_Compaction(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "strategy" => {
                             seen |= 1u128;
                             check_CompactionStrategy(p).map_err(|e| e.at("strategy"))?;
@@ -9274,7 +9356,7 @@ pub mod checkfu_slots {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -9299,7 +9381,7 @@ pub mod checkfu_slots {
             Ok(())
         }
         /// Checks `/$defs/JournalCheckpointCheckpoint/properties/status`.
-        fn node_7(v: &Value) -> Result<(), Invalid> {
+        fn node_7(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -9309,7 +9391,7 @@ pub mod checkfu_slots {
             Ok(())
         }
         /// Checks `/$defs/JournalCheckpointCheckpoint/properties/version`.
-        fn node_8(v: &Value) -> Result<(), Invalid> {
+        fn node_8(v: &Json<'_>) -> Result<(), Invalid> {
             if !(crate::exact::is_integer(v)) {
                 return Err(Invalid::new("expected integer"));
             }
@@ -9324,7 +9406,7 @@ pub mod checkfu_slots {
             Ok(())
         }
         /// Checks `/$defs/JournalCheckpointCheckpoint/properties/state`.
-        fn node_9(v: &Value) -> Result<(), Invalid> {
+        fn node_9(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -9336,14 +9418,14 @@ pub mod checkfu_slots {
             Ok(())
         }
         /// Checks a value against `#/$defs/JournalCheckpointCheckpoint`.
-        pub fn check_JournalCheckpointCheckpoint(v: &Value) -> Result<(), Invalid> {
+        pub fn check_JournalCheckpointCheckpoint(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "status" => {
                             seen |= 1u128;
                             node_7(p).map_err(|e| e.at("status"))?;
@@ -9358,7 +9440,7 @@ pub mod checkfu_slots {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -9376,7 +9458,7 @@ pub mod checkfu_slots {
             Ok(())
         }
         /// Checks `/$defs/JournalCheckpointTooLarge/properties/status`.
-        fn node_10(v: &Value) -> Result<(), Invalid> {
+        fn node_10(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -9386,7 +9468,7 @@ pub mod checkfu_slots {
             Ok(())
         }
         /// Checks `/$defs/JournalCheckpointTooLarge/properties/version`.
-        fn node_11(v: &Value) -> Result<(), Invalid> {
+        fn node_11(v: &Json<'_>) -> Result<(), Invalid> {
             if !(crate::exact::is_integer(v)) {
                 return Err(Invalid::new("expected integer"));
             }
@@ -9401,7 +9483,7 @@ pub mod checkfu_slots {
             Ok(())
         }
         /// Checks `/$defs/JournalCheckpointTooLarge/properties/size_bytes`.
-        fn node_12(v: &Value) -> Result<(), Invalid> {
+        fn node_12(v: &Json<'_>) -> Result<(), Invalid> {
             if !(crate::exact::is_integer(v)) {
                 return Err(Invalid::new("expected integer"));
             }
@@ -9413,14 +9495,14 @@ pub mod checkfu_slots {
             Ok(())
         }
         /// Checks a value against `#/$defs/JournalCheckpointTooLarge`.
-        pub fn check_JournalCheckpointTooLarge(v: &Value) -> Result<(), Invalid> {
+        pub fn check_JournalCheckpointTooLarge(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "status" => {
                             seen |= 1u128;
                             node_10(p).map_err(|e| e.at("status"))?;
@@ -9435,7 +9517,7 @@ pub mod checkfu_slots {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -9453,7 +9535,7 @@ pub mod checkfu_slots {
             Ok(())
         }
         /// Checks `/$defs/RuntimeConfigCompaction/properties/trigger_tokens`.
-        fn node_13(v: &Value) -> Result<(), Invalid> {
+        fn node_13(v: &Json<'_>) -> Result<(), Invalid> {
             if !(crate::exact::is_integer(v)) {
                 return Err(Invalid::new("expected integer"));
             }
@@ -9468,14 +9550,14 @@ pub mod checkfu_slots {
             Ok(())
         }
         /// Checks a value against `#/$defs/RuntimeConfigCompaction`.
-        pub fn check_RuntimeConfigCompaction(v: &Value) -> Result<(), Invalid> {
+        pub fn check_RuntimeConfigCompaction(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "strategy" => {
                             seen |= 1u128;
                             check_CompactionStrategy(p).map_err(|e| e.at("strategy"))?;
@@ -9486,7 +9568,7 @@ pub mod checkfu_slots {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -9506,7 +9588,7 @@ pub mod checkfu_slots {
         pub fn decode_Continuity(
             v: &Value,
         ) -> Result<super::types::Continuity, Invalid> {
-            check_Continuity(v)?;
+            check_Continuity(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_Continuity(v: &Value) -> Result<Value, Invalid> {
@@ -9516,7 +9598,7 @@ pub mod checkfu_slots {
         pub fn decode_CompactionStrategy(
             v: &Value,
         ) -> Result<super::types::CompactionStrategy, Invalid> {
-            check_CompactionStrategy(v)?;
+            check_CompactionStrategy(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_CompactionStrategy(v: &Value) -> Result<Value, Invalid> {
@@ -9526,7 +9608,7 @@ pub mod checkfu_slots {
         pub fn decode_RuntimeConfig(
             v: &Value,
         ) -> Result<super::types::RuntimeConfig, Invalid> {
-            check_RuntimeConfig(v)?;
+            check_RuntimeConfig(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_RuntimeConfig(v: &Value) -> Result<Value, Invalid> {
@@ -9534,7 +9616,7 @@ pub mod checkfu_slots {
         }
         /// Decodes `Resume` exactly: the generated check, then the typify type.
         pub fn decode_Resume(v: &Value) -> Result<super::types::Resume, Invalid> {
-            check_Resume(v)?;
+            check_Resume(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_Resume(v: &Value) -> Result<Value, Invalid> {
@@ -9544,7 +9626,7 @@ pub mod checkfu_slots {
         pub fn decode_JournalCheckpoint(
             v: &Value,
         ) -> Result<super::types::JournalCheckpoint, Invalid> {
-            check_JournalCheckpoint(v)?;
+            check_JournalCheckpoint(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_JournalCheckpoint(v: &Value) -> Result<Value, Invalid> {
@@ -9554,7 +9636,7 @@ pub mod checkfu_slots {
         pub fn decode_Compaction(
             v: &Value,
         ) -> Result<super::types::Compaction, Invalid> {
-            check_Compaction(v)?;
+            check_Compaction(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_Compaction(v: &Value) -> Result<Value, Invalid> {
@@ -9564,7 +9646,7 @@ pub mod checkfu_slots {
         pub fn decode_JournalCheckpointCheckpoint(
             v: &Value,
         ) -> Result<super::types::JournalCheckpointCheckpoint, Invalid> {
-            check_JournalCheckpointCheckpoint(v)?;
+            check_JournalCheckpointCheckpoint(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_JournalCheckpointCheckpoint(v: &Value) -> Result<Value, Invalid> {
@@ -9574,7 +9656,7 @@ pub mod checkfu_slots {
         pub fn decode_JournalCheckpointTooLarge(
             v: &Value,
         ) -> Result<super::types::JournalCheckpointTooLarge, Invalid> {
-            check_JournalCheckpointTooLarge(v)?;
+            check_JournalCheckpointTooLarge(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_JournalCheckpointTooLarge(v: &Value) -> Result<Value, Invalid> {
@@ -9584,7 +9666,7 @@ pub mod checkfu_slots {
         pub fn decode_RuntimeConfigCompaction(
             v: &Value,
         ) -> Result<super::types::RuntimeConfigCompaction, Invalid> {
-            check_RuntimeConfigCompaction(v)?;
+            check_RuntimeConfigCompaction(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_RuntimeConfigCompaction(v: &Value) -> Result<Value, Invalid> {
@@ -9596,55 +9678,55 @@ pub mod checkfu_slots {
             crate::exact::Definition {
                 name: "Continuity",
                 origin: "/$defs/Continuity",
-                check: check_Continuity,
+                check: |v: &Value| check_Continuity(&Json::from(v)),
                 roundtrip: roundtrip_Continuity,
             },
             crate::exact::Definition {
                 name: "CompactionStrategy",
                 origin: "/$defs/CompactionStrategy",
-                check: check_CompactionStrategy,
+                check: |v: &Value| check_CompactionStrategy(&Json::from(v)),
                 roundtrip: roundtrip_CompactionStrategy,
             },
             crate::exact::Definition {
                 name: "RuntimeConfig",
                 origin: "/$defs/RuntimeConfig",
-                check: check_RuntimeConfig,
+                check: |v: &Value| check_RuntimeConfig(&Json::from(v)),
                 roundtrip: roundtrip_RuntimeConfig,
             },
             crate::exact::Definition {
                 name: "Resume",
                 origin: "/$defs/Resume",
-                check: check_Resume,
+                check: |v: &Value| check_Resume(&Json::from(v)),
                 roundtrip: roundtrip_Resume,
             },
             crate::exact::Definition {
                 name: "JournalCheckpoint",
                 origin: "/$defs/JournalCheckpoint",
-                check: check_JournalCheckpoint,
+                check: |v: &Value| check_JournalCheckpoint(&Json::from(v)),
                 roundtrip: roundtrip_JournalCheckpoint,
             },
             crate::exact::Definition {
                 name: "Compaction",
                 origin: "/$defs/Compaction",
-                check: check_Compaction,
+                check: |v: &Value| check_Compaction(&Json::from(v)),
                 roundtrip: roundtrip_Compaction,
             },
             crate::exact::Definition {
                 name: "JournalCheckpointCheckpoint",
                 origin: "/$defs/JournalCheckpoint/anyOf/0",
-                check: check_JournalCheckpointCheckpoint,
+                check: |v: &Value| check_JournalCheckpointCheckpoint(&Json::from(v)),
                 roundtrip: roundtrip_JournalCheckpointCheckpoint,
             },
             crate::exact::Definition {
                 name: "JournalCheckpointTooLarge",
                 origin: "/$defs/JournalCheckpoint/anyOf/1",
-                check: check_JournalCheckpointTooLarge,
+                check: |v: &Value| check_JournalCheckpointTooLarge(&Json::from(v)),
                 roundtrip: roundtrip_JournalCheckpointTooLarge,
             },
             crate::exact::Definition {
                 name: "RuntimeConfigCompaction",
                 origin: "/$defs/RuntimeConfig/properties/compaction",
-                check: check_RuntimeConfigCompaction,
+                check: |v: &Value| check_RuntimeConfigCompaction(&Json::from(v)),
                 roundtrip: roundtrip_RuntimeConfigCompaction,
             },
         ];
@@ -9990,31 +10072,31 @@ Method: `_agent/working_dir/update`*/
     }
     pub mod checks {
         use serde_json::Value;
-        use crate::exact::Invalid;
+        use crate::exact::{Invalid, Json};
         /// Checks `/$defs/AddExtensionRequest/properties/session_id`.
-        fn node_1(v: &Value) -> Result<(), Invalid> {
+        fn node_1(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/AddExtensionRequest/properties/config`.
-        fn node_2(v: &Value) -> Result<(), Invalid> {
+        fn node_2(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks `/$defs/AddExtensionRequest/additionalProperties`.
-        fn node_3(v: &Value) -> Result<(), Invalid> {
+        fn node_3(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/AddExtensionRequest`.
-        pub fn check_AddExtensionRequest(v: &Value) -> Result<(), Invalid> {
+        pub fn check_AddExtensionRequest(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "session_id" => {
                             seen |= 1u128;
                             node_1(p).map_err(|e| e.at("session_id"))?;
@@ -10024,7 +10106,7 @@ Method: `_agent/working_dir/update`*/
                             node_2(p).map_err(|e| e.at("config"))?;
                         }
                         _ => {
-                            node_3(p).map_err(|e| e.at(k.as_str()))?;
+                            node_3(p).map_err(|e| e.at(k.to_string()))?;
                         }
                     }
                 }
@@ -10038,48 +10120,48 @@ Method: `_agent/working_dir/update`*/
             Ok(())
         }
         /// Checks `/$defs/EmptyResponse/additionalProperties`.
-        fn node_4(v: &Value) -> Result<(), Invalid> {
+        fn node_4(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/EmptyResponse`.
-        pub fn check_EmptyResponse(v: &Value) -> Result<(), Invalid> {
+        pub fn check_EmptyResponse(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 for (k, p) in o {
-                    node_4(p).map_err(|e| e.at(k.as_str()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
             Ok(())
         }
         /// Checks `/$defs/RemoveExtensionRequest/properties/session_id`.
-        fn node_5(v: &Value) -> Result<(), Invalid> {
+        fn node_5(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/RemoveExtensionRequest/properties/name`.
-        fn node_6(v: &Value) -> Result<(), Invalid> {
+        fn node_6(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/RemoveExtensionRequest/additionalProperties`.
-        fn node_7(v: &Value) -> Result<(), Invalid> {
+        fn node_7(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/RemoveExtensionRequest`.
-        pub fn check_RemoveExtensionRequest(v: &Value) -> Result<(), Invalid> {
+        pub fn check_RemoveExtensionRequest(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "session_id" => {
                             seen |= 1u128;
                             node_5(p).map_err(|e| e.at("session_id"))?;
@@ -10089,7 +10171,7 @@ Method: `_agent/working_dir/update`*/
                             node_6(p).map_err(|e| e.at("name"))?;
                         }
                         _ => {
-                            node_7(p).map_err(|e| e.at(k.as_str()))?;
+                            node_7(p).map_err(|e| e.at(k.to_string()))?;
                         }
                     }
                 }
@@ -10103,31 +10185,31 @@ Method: `_agent/working_dir/update`*/
             Ok(())
         }
         /// Checks `/$defs/GetToolsRequest/properties/session_id`.
-        fn node_8(v: &Value) -> Result<(), Invalid> {
+        fn node_8(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/GetToolsRequest/additionalProperties`.
-        fn node_9(v: &Value) -> Result<(), Invalid> {
+        fn node_9(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/GetToolsRequest`.
-        pub fn check_GetToolsRequest(v: &Value) -> Result<(), Invalid> {
+        pub fn check_GetToolsRequest(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "session_id" => {
                             seen |= 1u128;
                             node_8(p).map_err(|e| e.at("session_id"))?;
                         }
                         _ => {
-                            node_9(p).map_err(|e| e.at(k.as_str()))?;
+                            node_9(p).map_err(|e| e.at(k.to_string()))?;
                         }
                     }
                 }
@@ -10138,11 +10220,11 @@ Method: `_agent/working_dir/update`*/
             Ok(())
         }
         /// Checks `/$defs/GetToolsResponse/properties/tools/items`.
-        fn node_10(v: &Value) -> Result<(), Invalid> {
+        fn node_10(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks `/$defs/GetToolsResponse/properties/tools`.
-        fn node_11(v: &Value) -> Result<(), Invalid> {
+        fn node_11(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_array()) {
                 return Err(Invalid::new("expected array"));
             }
@@ -10154,24 +10236,24 @@ Method: `_agent/working_dir/update`*/
             Ok(())
         }
         /// Checks `/$defs/GetToolsResponse/additionalProperties`.
-        fn node_12(v: &Value) -> Result<(), Invalid> {
+        fn node_12(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/GetToolsResponse`.
-        pub fn check_GetToolsResponse(v: &Value) -> Result<(), Invalid> {
+        pub fn check_GetToolsResponse(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "tools" => {
                             seen |= 1u128;
                             node_11(p).map_err(|e| e.at("tools"))?;
                         }
                         _ => {
-                            node_12(p).map_err(|e| e.at(k.as_str()))?;
+                            node_12(p).map_err(|e| e.at(k.to_string()))?;
                         }
                     }
                 }
@@ -10182,39 +10264,39 @@ Method: `_agent/working_dir/update`*/
             Ok(())
         }
         /// Checks `/$defs/ReadResourceRequest/properties/session_id`.
-        fn node_13(v: &Value) -> Result<(), Invalid> {
+        fn node_13(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/ReadResourceRequest/properties/uri`.
-        fn node_14(v: &Value) -> Result<(), Invalid> {
+        fn node_14(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/ReadResourceRequest/properties/extension_name`.
-        fn node_15(v: &Value) -> Result<(), Invalid> {
+        fn node_15(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/ReadResourceRequest/additionalProperties`.
-        fn node_16(v: &Value) -> Result<(), Invalid> {
+        fn node_16(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/ReadResourceRequest`.
-        pub fn check_ReadResourceRequest(v: &Value) -> Result<(), Invalid> {
+        pub fn check_ReadResourceRequest(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "session_id" => {
                             seen |= 1u128;
                             node_13(p).map_err(|e| e.at("session_id"))?;
@@ -10228,7 +10310,7 @@ Method: `_agent/working_dir/update`*/
                             node_15(p).map_err(|e| e.at("extension_name"))?;
                         }
                         _ => {
-                            node_16(p).map_err(|e| e.at(k.as_str()))?;
+                            node_16(p).map_err(|e| e.at(k.to_string()))?;
                         }
                     }
                 }
@@ -10247,28 +10329,28 @@ Method: `_agent/working_dir/update`*/
             Ok(())
         }
         /// Checks `/$defs/ReadResourceResponse/properties/result`.
-        fn node_17(v: &Value) -> Result<(), Invalid> {
+        fn node_17(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks `/$defs/ReadResourceResponse/additionalProperties`.
-        fn node_18(v: &Value) -> Result<(), Invalid> {
+        fn node_18(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/ReadResourceResponse`.
-        pub fn check_ReadResourceResponse(v: &Value) -> Result<(), Invalid> {
+        pub fn check_ReadResourceResponse(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "result" => {
                             seen |= 1u128;
                             node_17(p).map_err(|e| e.at("result"))?;
                         }
                         _ => {
-                            node_18(p).map_err(|e| e.at(k.as_str()))?;
+                            node_18(p).map_err(|e| e.at(k.to_string()))?;
                         }
                     }
                 }
@@ -10279,32 +10361,32 @@ Method: `_agent/working_dir/update`*/
             Ok(())
         }
         /// Checks `/$defs/UpdateWorkingDirRequest/properties/session_id`.
-        fn node_19(v: &Value) -> Result<(), Invalid> {
+        fn node_19(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/UpdateWorkingDirRequest/properties/working_dir`.
-        fn node_20(v: &Value) -> Result<(), Invalid> {
+        fn node_20(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/UpdateWorkingDirRequest/additionalProperties`.
-        fn node_21(v: &Value) -> Result<(), Invalid> {
+        fn node_21(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/UpdateWorkingDirRequest`.
-        pub fn check_UpdateWorkingDirRequest(v: &Value) -> Result<(), Invalid> {
+        pub fn check_UpdateWorkingDirRequest(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "session_id" => {
                             seen |= 1u128;
                             node_19(p).map_err(|e| e.at("session_id"))?;
@@ -10314,7 +10396,7 @@ Method: `_agent/working_dir/update`*/
                             node_20(p).map_err(|e| e.at("working_dir"))?;
                         }
                         _ => {
-                            node_21(p).map_err(|e| e.at(k.as_str()))?;
+                            node_21(p).map_err(|e| e.at(k.to_string()))?;
                         }
                     }
                 }
@@ -10328,11 +10410,11 @@ Method: `_agent/working_dir/update`*/
             Ok(())
         }
         /// Checks `/$defs/ListSessionsResponse/properties/sessions/items`.
-        fn node_22(v: &Value) -> Result<(), Invalid> {
+        fn node_22(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks `/$defs/ListSessionsResponse/properties/sessions`.
-        fn node_23(v: &Value) -> Result<(), Invalid> {
+        fn node_23(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_array()) {
                 return Err(Invalid::new("expected array"));
             }
@@ -10344,24 +10426,24 @@ Method: `_agent/working_dir/update`*/
             Ok(())
         }
         /// Checks `/$defs/ListSessionsResponse/additionalProperties`.
-        fn node_24(v: &Value) -> Result<(), Invalid> {
+        fn node_24(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/ListSessionsResponse`.
-        pub fn check_ListSessionsResponse(v: &Value) -> Result<(), Invalid> {
+        pub fn check_ListSessionsResponse(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "sessions" => {
                             seen |= 1u128;
                             node_23(p).map_err(|e| e.at("sessions"))?;
                         }
                         _ => {
-                            node_24(p).map_err(|e| e.at(k.as_str()))?;
+                            node_24(p).map_err(|e| e.at(k.to_string()))?;
                         }
                     }
                 }
@@ -10372,32 +10454,32 @@ Method: `_agent/working_dir/update`*/
             Ok(())
         }
         /// Checks `/$defs/GetSessionRequest/properties/session_id`.
-        fn node_25(v: &Value) -> Result<(), Invalid> {
+        fn node_25(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/GetSessionRequest/properties/include_messages`.
-        fn node_26(v: &Value) -> Result<(), Invalid> {
+        fn node_26(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_boolean()) {
                 return Err(Invalid::new("expected boolean"));
             }
             Ok(())
         }
         /// Checks `/$defs/GetSessionRequest/additionalProperties`.
-        fn node_27(v: &Value) -> Result<(), Invalid> {
+        fn node_27(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/GetSessionRequest`.
-        pub fn check_GetSessionRequest(v: &Value) -> Result<(), Invalid> {
+        pub fn check_GetSessionRequest(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "session_id" => {
                             seen |= 1u128;
                             node_25(p).map_err(|e| e.at("session_id"))?;
@@ -10406,7 +10488,7 @@ Method: `_agent/working_dir/update`*/
                             node_26(p).map_err(|e| e.at("include_messages"))?;
                         }
                         _ => {
-                            node_27(p).map_err(|e| e.at(k.as_str()))?;
+                            node_27(p).map_err(|e| e.at(k.to_string()))?;
                         }
                     }
                 }
@@ -10417,28 +10499,28 @@ Method: `_agent/working_dir/update`*/
             Ok(())
         }
         /// Checks `/$defs/GetSessionResponse/properties/session`.
-        fn node_28(v: &Value) -> Result<(), Invalid> {
+        fn node_28(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks `/$defs/GetSessionResponse/additionalProperties`.
-        fn node_29(v: &Value) -> Result<(), Invalid> {
+        fn node_29(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/GetSessionResponse`.
-        pub fn check_GetSessionResponse(v: &Value) -> Result<(), Invalid> {
+        pub fn check_GetSessionResponse(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "session" => {
                             seen |= 1u128;
                             node_28(p).map_err(|e| e.at("session"))?;
                         }
                         _ => {
-                            node_29(p).map_err(|e| e.at(k.as_str()))?;
+                            node_29(p).map_err(|e| e.at(k.to_string()))?;
                         }
                     }
                 }
@@ -10449,31 +10531,31 @@ Method: `_agent/working_dir/update`*/
             Ok(())
         }
         /// Checks `/$defs/DeleteSessionRequest/properties/session_id`.
-        fn node_30(v: &Value) -> Result<(), Invalid> {
+        fn node_30(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/DeleteSessionRequest/additionalProperties`.
-        fn node_31(v: &Value) -> Result<(), Invalid> {
+        fn node_31(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/DeleteSessionRequest`.
-        pub fn check_DeleteSessionRequest(v: &Value) -> Result<(), Invalid> {
+        pub fn check_DeleteSessionRequest(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "session_id" => {
                             seen |= 1u128;
                             node_30(p).map_err(|e| e.at("session_id"))?;
                         }
                         _ => {
-                            node_31(p).map_err(|e| e.at(k.as_str()))?;
+                            node_31(p).map_err(|e| e.at(k.to_string()))?;
                         }
                     }
                 }
@@ -10484,31 +10566,31 @@ Method: `_agent/working_dir/update`*/
             Ok(())
         }
         /// Checks `/$defs/ExportSessionRequest/properties/session_id`.
-        fn node_32(v: &Value) -> Result<(), Invalid> {
+        fn node_32(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/ExportSessionRequest/additionalProperties`.
-        fn node_33(v: &Value) -> Result<(), Invalid> {
+        fn node_33(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/ExportSessionRequest`.
-        pub fn check_ExportSessionRequest(v: &Value) -> Result<(), Invalid> {
+        pub fn check_ExportSessionRequest(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "session_id" => {
                             seen |= 1u128;
                             node_32(p).map_err(|e| e.at("session_id"))?;
                         }
                         _ => {
-                            node_33(p).map_err(|e| e.at(k.as_str()))?;
+                            node_33(p).map_err(|e| e.at(k.to_string()))?;
                         }
                     }
                 }
@@ -10519,31 +10601,31 @@ Method: `_agent/working_dir/update`*/
             Ok(())
         }
         /// Checks `/$defs/ExportSessionResponse/properties/data`.
-        fn node_34(v: &Value) -> Result<(), Invalid> {
+        fn node_34(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/ExportSessionResponse/additionalProperties`.
-        fn node_35(v: &Value) -> Result<(), Invalid> {
+        fn node_35(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/ExportSessionResponse`.
-        pub fn check_ExportSessionResponse(v: &Value) -> Result<(), Invalid> {
+        pub fn check_ExportSessionResponse(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "data" => {
                             seen |= 1u128;
                             node_34(p).map_err(|e| e.at("data"))?;
                         }
                         _ => {
-                            node_35(p).map_err(|e| e.at(k.as_str()))?;
+                            node_35(p).map_err(|e| e.at(k.to_string()))?;
                         }
                     }
                 }
@@ -10554,31 +10636,31 @@ Method: `_agent/working_dir/update`*/
             Ok(())
         }
         /// Checks `/$defs/ImportSessionRequest/properties/data`.
-        fn node_36(v: &Value) -> Result<(), Invalid> {
+        fn node_36(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/ImportSessionRequest/additionalProperties`.
-        fn node_37(v: &Value) -> Result<(), Invalid> {
+        fn node_37(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/ImportSessionRequest`.
-        pub fn check_ImportSessionRequest(v: &Value) -> Result<(), Invalid> {
+        pub fn check_ImportSessionRequest(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "data" => {
                             seen |= 1u128;
                             node_36(p).map_err(|e| e.at("data"))?;
                         }
                         _ => {
-                            node_37(p).map_err(|e| e.at(k.as_str()))?;
+                            node_37(p).map_err(|e| e.at(k.to_string()))?;
                         }
                     }
                 }
@@ -10589,28 +10671,28 @@ Method: `_agent/working_dir/update`*/
             Ok(())
         }
         /// Checks `/$defs/ImportSessionResponse/properties/session`.
-        fn node_38(v: &Value) -> Result<(), Invalid> {
+        fn node_38(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks `/$defs/ImportSessionResponse/additionalProperties`.
-        fn node_39(v: &Value) -> Result<(), Invalid> {
+        fn node_39(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/ImportSessionResponse`.
-        pub fn check_ImportSessionResponse(v: &Value) -> Result<(), Invalid> {
+        pub fn check_ImportSessionResponse(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "session" => {
                             seen |= 1u128;
                             node_38(p).map_err(|e| e.at("session"))?;
                         }
                         _ => {
-                            node_39(p).map_err(|e| e.at(k.as_str()))?;
+                            node_39(p).map_err(|e| e.at(k.to_string()))?;
                         }
                     }
                 }
@@ -10621,11 +10703,11 @@ Method: `_agent/working_dir/update`*/
             Ok(())
         }
         /// Checks `/$defs/GetExtensionsResponse/properties/extensions/items`.
-        fn node_40(v: &Value) -> Result<(), Invalid> {
+        fn node_40(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks `/$defs/GetExtensionsResponse/properties/extensions`.
-        fn node_41(v: &Value) -> Result<(), Invalid> {
+        fn node_41(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_array()) {
                 return Err(Invalid::new("expected array"));
             }
@@ -10637,14 +10719,14 @@ Method: `_agent/working_dir/update`*/
             Ok(())
         }
         /// Checks `/$defs/GetExtensionsResponse/properties/warnings/items`.
-        fn node_42(v: &Value) -> Result<(), Invalid> {
+        fn node_42(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/GetExtensionsResponse/properties/warnings`.
-        fn node_43(v: &Value) -> Result<(), Invalid> {
+        fn node_43(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_array()) {
                 return Err(Invalid::new("expected array"));
             }
@@ -10656,18 +10738,18 @@ Method: `_agent/working_dir/update`*/
             Ok(())
         }
         /// Checks `/$defs/GetExtensionsResponse/additionalProperties`.
-        fn node_44(v: &Value) -> Result<(), Invalid> {
+        fn node_44(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/GetExtensionsResponse`.
-        pub fn check_GetExtensionsResponse(v: &Value) -> Result<(), Invalid> {
+        pub fn check_GetExtensionsResponse(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "extensions" => {
                             seen |= 1u128;
                             node_41(p).map_err(|e| e.at("extensions"))?;
@@ -10677,7 +10759,7 @@ Method: `_agent/working_dir/update`*/
                             node_43(p).map_err(|e| e.at("warnings"))?;
                         }
                         _ => {
-                            node_44(p).map_err(|e| e.at(k.as_str()))?;
+                            node_44(p).map_err(|e| e.at(k.to_string()))?;
                         }
                     }
                 }
@@ -10691,21 +10773,21 @@ Method: `_agent/working_dir/update`*/
             Ok(())
         }
         /// Checks `/$defs/ExtRequest/properties/id`.
-        fn node_45(v: &Value) -> Result<(), Invalid> {
+        fn node_45(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/ExtRequest/properties/method`.
-        fn node_46(v: &Value) -> Result<(), Invalid> {
+        fn node_46(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/ExtRequest/properties/params/anyOf/0`.
-        fn node_47(v: &Value) -> Result<(), Invalid> {
+        fn node_47(v: &Json<'_>) -> Result<(), Invalid> {
             if !(false || check_AddExtensionRequest(v).is_ok()
                 || check_RemoveExtensionRequest(v).is_ok()
                 || check_GetToolsRequest(v).is_ok()
@@ -10721,32 +10803,32 @@ Method: `_agent/working_dir/update`*/
             Ok(())
         }
         /// Checks `/$defs/ExtRequest/properties/params/anyOf/1`.
-        fn node_48(v: &Value) -> Result<(), Invalid> {
+        fn node_48(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object() || v.is_null()) {
                 return Err(Invalid::new("expected object or null"));
             }
             Ok(())
         }
         /// Checks `/$defs/ExtRequest/properties/params`.
-        fn node_49(v: &Value) -> Result<(), Invalid> {
+        fn node_49(v: &Json<'_>) -> Result<(), Invalid> {
             if !(false || node_47(v).is_ok() || node_48(v).is_ok()) {
                 return Err(Invalid::new("matches none of the allowed shapes"));
             }
             Ok(())
         }
         /// Checks `/$defs/ExtRequest/additionalProperties`.
-        fn node_50(v: &Value) -> Result<(), Invalid> {
+        fn node_50(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/ExtRequest`.
-        pub fn check_ExtRequest(v: &Value) -> Result<(), Invalid> {
+        pub fn check_ExtRequest(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "id" => {
                             seen |= 1u128;
                             node_45(p).map_err(|e| e.at("id"))?;
@@ -10759,7 +10841,7 @@ Method: `_agent/working_dir/update`*/
                             node_49(p).map_err(|e| e.at("params"))?;
                         }
                         _ => {
-                            node_50(p).map_err(|e| e.at(k.as_str()))?;
+                            node_50(p).map_err(|e| e.at(k.to_string()))?;
                         }
                     }
                 }
@@ -10773,7 +10855,7 @@ Method: `_agent/working_dir/update`*/
             Ok(())
         }
         /// Checks a value against `#/$defs/ExtResponse`.
-        pub fn check_ExtResponse(v: &Value) -> Result<(), Invalid> {
+        pub fn check_ExtResponse(v: &Json<'_>) -> Result<(), Invalid> {
             if !(false || check_ExtResponseVariant0(v).is_ok()
                 || check_ExtResponseVariant1(v).is_ok())
             {
@@ -10782,14 +10864,14 @@ Method: `_agent/working_dir/update`*/
             Ok(())
         }
         /// Checks `/$defs/ExtResponseVariant0/properties/id`.
-        fn node_51(v: &Value) -> Result<(), Invalid> {
+        fn node_51(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/ExtResponseVariant0/properties/result/anyOf/0`.
-        fn node_52(v: &Value) -> Result<(), Invalid> {
+        fn node_52(v: &Json<'_>) -> Result<(), Invalid> {
             if !(false || check_EmptyResponse(v).is_ok()
                 || check_GetToolsResponse(v).is_ok()
                 || check_ReadResourceResponse(v).is_ok()
@@ -10804,29 +10886,29 @@ Method: `_agent/working_dir/update`*/
             Ok(())
         }
         /// Checks `/$defs/ExtResponseVariant0/properties/result/anyOf/1`.
-        fn node_53(v: &Value) -> Result<(), Invalid> {
+        fn node_53(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks `/$defs/ExtResponseVariant0/properties/result`.
-        fn node_54(v: &Value) -> Result<(), Invalid> {
+        fn node_54(v: &Json<'_>) -> Result<(), Invalid> {
             if !(false || node_52(v).is_ok() || node_53(v).is_ok()) {
                 return Err(Invalid::new("matches none of the allowed shapes"));
             }
             Ok(())
         }
         /// Checks `/$defs/ExtResponseVariant0/additionalProperties`.
-        fn node_55(v: &Value) -> Result<(), Invalid> {
+        fn node_55(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/ExtResponseVariant0`.
-        pub fn check_ExtResponseVariant0(v: &Value) -> Result<(), Invalid> {
+        pub fn check_ExtResponseVariant0(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "id" => {
                             seen |= 1u128;
                             node_51(p).map_err(|e| e.at("id"))?;
@@ -10835,7 +10917,7 @@ Method: `_agent/working_dir/update`*/
                             node_54(p).map_err(|e| e.at("result"))?;
                         }
                         _ => {
-                            node_55(p).map_err(|e| e.at(k.as_str()))?;
+                            node_55(p).map_err(|e| e.at(k.to_string()))?;
                         }
                     }
                 }
@@ -10846,36 +10928,36 @@ Method: `_agent/working_dir/update`*/
             Ok(())
         }
         /// Checks `/$defs/ExtResponseVariant1Error/properties/code`.
-        fn node_56(v: &Value) -> Result<(), Invalid> {
+        fn node_56(v: &Json<'_>) -> Result<(), Invalid> {
             if !(crate::exact::is_integer(v)) {
                 return Err(Invalid::new("expected integer"));
             }
             Ok(())
         }
         /// Checks `/$defs/ExtResponseVariant1Error/properties/message`.
-        fn node_57(v: &Value) -> Result<(), Invalid> {
+        fn node_57(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/ExtResponseVariant1Error/properties/data`.
-        fn node_58(v: &Value) -> Result<(), Invalid> {
+        fn node_58(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks `/$defs/ExtResponseVariant1Error/additionalProperties`.
-        fn node_59(v: &Value) -> Result<(), Invalid> {
+        fn node_59(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/ExtResponseVariant1Error`.
-        pub fn check_ExtResponseVariant1Error(v: &Value) -> Result<(), Invalid> {
+        pub fn check_ExtResponseVariant1Error(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "code" => {
                             seen |= 1u128;
                             node_56(p).map_err(|e| e.at("code"))?;
@@ -10888,7 +10970,7 @@ Method: `_agent/working_dir/update`*/
                             node_58(p).map_err(|e| e.at("data"))?;
                         }
                         _ => {
-                            node_59(p).map_err(|e| e.at(k.as_str()))?;
+                            node_59(p).map_err(|e| e.at(k.to_string()))?;
                         }
                     }
                 }
@@ -10902,25 +10984,25 @@ Method: `_agent/working_dir/update`*/
             Ok(())
         }
         /// Checks `/$defs/ExtResponseVariant1/properties/id`.
-        fn node_60(v: &Value) -> Result<(), Invalid> {
+        fn node_60(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/ExtResponseVariant1/additionalProperties`.
-        fn node_61(v: &Value) -> Result<(), Invalid> {
+        fn node_61(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/ExtResponseVariant1`.
-        pub fn check_ExtResponseVariant1(v: &Value) -> Result<(), Invalid> {
+        pub fn check_ExtResponseVariant1(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "error" => {
                             seen |= 1u128;
                             check_ExtResponseVariant1Error(p)
@@ -10931,7 +11013,7 @@ Method: `_agent/working_dir/update`*/
                             node_60(p).map_err(|e| e.at("id"))?;
                         }
                         _ => {
-                            node_61(p).map_err(|e| e.at(k.as_str()))?;
+                            node_61(p).map_err(|e| e.at(k.to_string()))?;
                         }
                     }
                 }
@@ -10945,7 +11027,7 @@ Method: `_agent/working_dir/update`*/
             Ok(())
         }
         /// Checks a value against `#/$defs/GooseAcpExtensions`.
-        pub fn check_GooseAcpExtensions(v: &Value) -> Result<(), Invalid> {
+        pub fn check_GooseAcpExtensions(v: &Json<'_>) -> Result<(), Invalid> {
             if !(false || check_ExtRequest(v).is_ok() || check_ExtResponse(v).is_ok()) {
                 return Err(Invalid::new("matches none of the allowed shapes"));
             }
@@ -10955,7 +11037,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_AddExtensionRequest(
             v: &Value,
         ) -> Result<super::types::AddExtensionRequest, Invalid> {
-            check_AddExtensionRequest(v)?;
+            check_AddExtensionRequest(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_AddExtensionRequest(v: &Value) -> Result<Value, Invalid> {
@@ -10965,7 +11047,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_EmptyResponse(
             v: &Value,
         ) -> Result<super::types::EmptyResponse, Invalid> {
-            check_EmptyResponse(v)?;
+            check_EmptyResponse(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_EmptyResponse(v: &Value) -> Result<Value, Invalid> {
@@ -10975,7 +11057,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_RemoveExtensionRequest(
             v: &Value,
         ) -> Result<super::types::RemoveExtensionRequest, Invalid> {
-            check_RemoveExtensionRequest(v)?;
+            check_RemoveExtensionRequest(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_RemoveExtensionRequest(v: &Value) -> Result<Value, Invalid> {
@@ -10985,7 +11067,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_GetToolsRequest(
             v: &Value,
         ) -> Result<super::types::GetToolsRequest, Invalid> {
-            check_GetToolsRequest(v)?;
+            check_GetToolsRequest(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_GetToolsRequest(v: &Value) -> Result<Value, Invalid> {
@@ -10995,7 +11077,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_GetToolsResponse(
             v: &Value,
         ) -> Result<super::types::GetToolsResponse, Invalid> {
-            check_GetToolsResponse(v)?;
+            check_GetToolsResponse(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_GetToolsResponse(v: &Value) -> Result<Value, Invalid> {
@@ -11005,7 +11087,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_ReadResourceRequest(
             v: &Value,
         ) -> Result<super::types::ReadResourceRequest, Invalid> {
-            check_ReadResourceRequest(v)?;
+            check_ReadResourceRequest(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ReadResourceRequest(v: &Value) -> Result<Value, Invalid> {
@@ -11015,7 +11097,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_ReadResourceResponse(
             v: &Value,
         ) -> Result<super::types::ReadResourceResponse, Invalid> {
-            check_ReadResourceResponse(v)?;
+            check_ReadResourceResponse(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ReadResourceResponse(v: &Value) -> Result<Value, Invalid> {
@@ -11025,7 +11107,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_UpdateWorkingDirRequest(
             v: &Value,
         ) -> Result<super::types::UpdateWorkingDirRequest, Invalid> {
-            check_UpdateWorkingDirRequest(v)?;
+            check_UpdateWorkingDirRequest(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_UpdateWorkingDirRequest(v: &Value) -> Result<Value, Invalid> {
@@ -11035,7 +11117,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_ListSessionsResponse(
             v: &Value,
         ) -> Result<super::types::ListSessionsResponse, Invalid> {
-            check_ListSessionsResponse(v)?;
+            check_ListSessionsResponse(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ListSessionsResponse(v: &Value) -> Result<Value, Invalid> {
@@ -11045,7 +11127,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_GetSessionRequest(
             v: &Value,
         ) -> Result<super::types::GetSessionRequest, Invalid> {
-            check_GetSessionRequest(v)?;
+            check_GetSessionRequest(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_GetSessionRequest(v: &Value) -> Result<Value, Invalid> {
@@ -11055,7 +11137,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_GetSessionResponse(
             v: &Value,
         ) -> Result<super::types::GetSessionResponse, Invalid> {
-            check_GetSessionResponse(v)?;
+            check_GetSessionResponse(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_GetSessionResponse(v: &Value) -> Result<Value, Invalid> {
@@ -11065,7 +11147,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_DeleteSessionRequest(
             v: &Value,
         ) -> Result<super::types::DeleteSessionRequest, Invalid> {
-            check_DeleteSessionRequest(v)?;
+            check_DeleteSessionRequest(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_DeleteSessionRequest(v: &Value) -> Result<Value, Invalid> {
@@ -11075,7 +11157,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_ExportSessionRequest(
             v: &Value,
         ) -> Result<super::types::ExportSessionRequest, Invalid> {
-            check_ExportSessionRequest(v)?;
+            check_ExportSessionRequest(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ExportSessionRequest(v: &Value) -> Result<Value, Invalid> {
@@ -11085,7 +11167,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_ExportSessionResponse(
             v: &Value,
         ) -> Result<super::types::ExportSessionResponse, Invalid> {
-            check_ExportSessionResponse(v)?;
+            check_ExportSessionResponse(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ExportSessionResponse(v: &Value) -> Result<Value, Invalid> {
@@ -11095,7 +11177,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_ImportSessionRequest(
             v: &Value,
         ) -> Result<super::types::ImportSessionRequest, Invalid> {
-            check_ImportSessionRequest(v)?;
+            check_ImportSessionRequest(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ImportSessionRequest(v: &Value) -> Result<Value, Invalid> {
@@ -11105,7 +11187,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_ImportSessionResponse(
             v: &Value,
         ) -> Result<super::types::ImportSessionResponse, Invalid> {
-            check_ImportSessionResponse(v)?;
+            check_ImportSessionResponse(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ImportSessionResponse(v: &Value) -> Result<Value, Invalid> {
@@ -11115,7 +11197,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_GetExtensionsResponse(
             v: &Value,
         ) -> Result<super::types::GetExtensionsResponse, Invalid> {
-            check_GetExtensionsResponse(v)?;
+            check_GetExtensionsResponse(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_GetExtensionsResponse(v: &Value) -> Result<Value, Invalid> {
@@ -11125,7 +11207,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_ExtRequest(
             v: &Value,
         ) -> Result<super::types::ExtRequest, Invalid> {
-            check_ExtRequest(v)?;
+            check_ExtRequest(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ExtRequest(v: &Value) -> Result<Value, Invalid> {
@@ -11135,7 +11217,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_ExtResponse(
             v: &Value,
         ) -> Result<super::types::ExtResponse, Invalid> {
-            check_ExtResponse(v)?;
+            check_ExtResponse(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ExtResponse(v: &Value) -> Result<Value, Invalid> {
@@ -11145,7 +11227,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_ExtResponseVariant0(
             v: &Value,
         ) -> Result<super::types::ExtResponseVariant0, Invalid> {
-            check_ExtResponseVariant0(v)?;
+            check_ExtResponseVariant0(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ExtResponseVariant0(v: &Value) -> Result<Value, Invalid> {
@@ -11155,7 +11237,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_ExtResponseVariant1Error(
             v: &Value,
         ) -> Result<super::types::ExtResponseVariant1Error, Invalid> {
-            check_ExtResponseVariant1Error(v)?;
+            check_ExtResponseVariant1Error(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ExtResponseVariant1Error(v: &Value) -> Result<Value, Invalid> {
@@ -11165,7 +11247,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_ExtResponseVariant1(
             v: &Value,
         ) -> Result<super::types::ExtResponseVariant1, Invalid> {
-            check_ExtResponseVariant1(v)?;
+            check_ExtResponseVariant1(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ExtResponseVariant1(v: &Value) -> Result<Value, Invalid> {
@@ -11175,7 +11257,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_GooseAcpExtensions(
             v: &Value,
         ) -> Result<super::types::GooseAcpExtensions, Invalid> {
-            check_GooseAcpExtensions(v)?;
+            check_GooseAcpExtensions(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_GooseAcpExtensions(v: &Value) -> Result<Value, Invalid> {
@@ -11187,139 +11269,139 @@ Method: `_agent/working_dir/update`*/
             crate::exact::Definition {
                 name: "AddExtensionRequest",
                 origin: "/$defs/AddExtensionRequest",
-                check: check_AddExtensionRequest,
+                check: |v: &Value| check_AddExtensionRequest(&Json::from(v)),
                 roundtrip: roundtrip_AddExtensionRequest,
             },
             crate::exact::Definition {
                 name: "EmptyResponse",
                 origin: "/$defs/EmptyResponse",
-                check: check_EmptyResponse,
+                check: |v: &Value| check_EmptyResponse(&Json::from(v)),
                 roundtrip: roundtrip_EmptyResponse,
             },
             crate::exact::Definition {
                 name: "RemoveExtensionRequest",
                 origin: "/$defs/RemoveExtensionRequest",
-                check: check_RemoveExtensionRequest,
+                check: |v: &Value| check_RemoveExtensionRequest(&Json::from(v)),
                 roundtrip: roundtrip_RemoveExtensionRequest,
             },
             crate::exact::Definition {
                 name: "GetToolsRequest",
                 origin: "/$defs/GetToolsRequest",
-                check: check_GetToolsRequest,
+                check: |v: &Value| check_GetToolsRequest(&Json::from(v)),
                 roundtrip: roundtrip_GetToolsRequest,
             },
             crate::exact::Definition {
                 name: "GetToolsResponse",
                 origin: "/$defs/GetToolsResponse",
-                check: check_GetToolsResponse,
+                check: |v: &Value| check_GetToolsResponse(&Json::from(v)),
                 roundtrip: roundtrip_GetToolsResponse,
             },
             crate::exact::Definition {
                 name: "ReadResourceRequest",
                 origin: "/$defs/ReadResourceRequest",
-                check: check_ReadResourceRequest,
+                check: |v: &Value| check_ReadResourceRequest(&Json::from(v)),
                 roundtrip: roundtrip_ReadResourceRequest,
             },
             crate::exact::Definition {
                 name: "ReadResourceResponse",
                 origin: "/$defs/ReadResourceResponse",
-                check: check_ReadResourceResponse,
+                check: |v: &Value| check_ReadResourceResponse(&Json::from(v)),
                 roundtrip: roundtrip_ReadResourceResponse,
             },
             crate::exact::Definition {
                 name: "UpdateWorkingDirRequest",
                 origin: "/$defs/UpdateWorkingDirRequest",
-                check: check_UpdateWorkingDirRequest,
+                check: |v: &Value| check_UpdateWorkingDirRequest(&Json::from(v)),
                 roundtrip: roundtrip_UpdateWorkingDirRequest,
             },
             crate::exact::Definition {
                 name: "ListSessionsResponse",
                 origin: "/$defs/ListSessionsResponse",
-                check: check_ListSessionsResponse,
+                check: |v: &Value| check_ListSessionsResponse(&Json::from(v)),
                 roundtrip: roundtrip_ListSessionsResponse,
             },
             crate::exact::Definition {
                 name: "GetSessionRequest",
                 origin: "/$defs/GetSessionRequest",
-                check: check_GetSessionRequest,
+                check: |v: &Value| check_GetSessionRequest(&Json::from(v)),
                 roundtrip: roundtrip_GetSessionRequest,
             },
             crate::exact::Definition {
                 name: "GetSessionResponse",
                 origin: "/$defs/GetSessionResponse",
-                check: check_GetSessionResponse,
+                check: |v: &Value| check_GetSessionResponse(&Json::from(v)),
                 roundtrip: roundtrip_GetSessionResponse,
             },
             crate::exact::Definition {
                 name: "DeleteSessionRequest",
                 origin: "/$defs/DeleteSessionRequest",
-                check: check_DeleteSessionRequest,
+                check: |v: &Value| check_DeleteSessionRequest(&Json::from(v)),
                 roundtrip: roundtrip_DeleteSessionRequest,
             },
             crate::exact::Definition {
                 name: "ExportSessionRequest",
                 origin: "/$defs/ExportSessionRequest",
-                check: check_ExportSessionRequest,
+                check: |v: &Value| check_ExportSessionRequest(&Json::from(v)),
                 roundtrip: roundtrip_ExportSessionRequest,
             },
             crate::exact::Definition {
                 name: "ExportSessionResponse",
                 origin: "/$defs/ExportSessionResponse",
-                check: check_ExportSessionResponse,
+                check: |v: &Value| check_ExportSessionResponse(&Json::from(v)),
                 roundtrip: roundtrip_ExportSessionResponse,
             },
             crate::exact::Definition {
                 name: "ImportSessionRequest",
                 origin: "/$defs/ImportSessionRequest",
-                check: check_ImportSessionRequest,
+                check: |v: &Value| check_ImportSessionRequest(&Json::from(v)),
                 roundtrip: roundtrip_ImportSessionRequest,
             },
             crate::exact::Definition {
                 name: "ImportSessionResponse",
                 origin: "/$defs/ImportSessionResponse",
-                check: check_ImportSessionResponse,
+                check: |v: &Value| check_ImportSessionResponse(&Json::from(v)),
                 roundtrip: roundtrip_ImportSessionResponse,
             },
             crate::exact::Definition {
                 name: "GetExtensionsResponse",
                 origin: "/$defs/GetExtensionsResponse",
-                check: check_GetExtensionsResponse,
+                check: |v: &Value| check_GetExtensionsResponse(&Json::from(v)),
                 roundtrip: roundtrip_GetExtensionsResponse,
             },
             crate::exact::Definition {
                 name: "ExtRequest",
                 origin: "/$defs/ExtRequest",
-                check: check_ExtRequest,
+                check: |v: &Value| check_ExtRequest(&Json::from(v)),
                 roundtrip: roundtrip_ExtRequest,
             },
             crate::exact::Definition {
                 name: "ExtResponse",
                 origin: "/$defs/ExtResponse",
-                check: check_ExtResponse,
+                check: |v: &Value| check_ExtResponse(&Json::from(v)),
                 roundtrip: roundtrip_ExtResponse,
             },
             crate::exact::Definition {
                 name: "ExtResponseVariant0",
                 origin: "/$defs/ExtResponse/anyOf/0",
-                check: check_ExtResponseVariant0,
+                check: |v: &Value| check_ExtResponseVariant0(&Json::from(v)),
                 roundtrip: roundtrip_ExtResponseVariant0,
             },
             crate::exact::Definition {
                 name: "ExtResponseVariant1Error",
                 origin: "/$defs/ExtResponse/anyOf/1/properties/error",
-                check: check_ExtResponseVariant1Error,
+                check: |v: &Value| check_ExtResponseVariant1Error(&Json::from(v)),
                 roundtrip: roundtrip_ExtResponseVariant1Error,
             },
             crate::exact::Definition {
                 name: "ExtResponseVariant1",
                 origin: "/$defs/ExtResponse/anyOf/1",
-                check: check_ExtResponseVariant1,
+                check: |v: &Value| check_ExtResponseVariant1(&Json::from(v)),
                 roundtrip: roundtrip_ExtResponseVariant1,
             },
             crate::exact::Definition {
                 name: "GooseAcpExtensions",
                 origin: "",
-                check: check_GooseAcpExtensions,
+                check: |v: &Value| check_GooseAcpExtensions(&Json::from(v)),
                 roundtrip: roundtrip_GooseAcpExtensions,
             },
         ];
@@ -12046,38 +12128,38 @@ pub mod khy_os_acp_message {
     }
     pub mod checks {
         use serde_json::Value;
-        use crate::exact::Invalid;
+        use crate::exact::{Invalid, Json};
         /// Checks `/$defs/Error/properties/code`.
-        fn node_1(v: &Value) -> Result<(), Invalid> {
+        fn node_1(v: &Json<'_>) -> Result<(), Invalid> {
             if !(crate::exact::is_integer(v)) {
                 return Err(Invalid::new("expected integer"));
             }
             Ok(())
         }
         /// Checks `/$defs/Error/properties/message`.
-        fn node_2(v: &Value) -> Result<(), Invalid> {
+        fn node_2(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/Error/properties/data`.
-        fn node_3(v: &Value) -> Result<(), Invalid> {
+        fn node_3(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks `/$defs/Error/additionalProperties`.
-        fn node_4(v: &Value) -> Result<(), Invalid> {
+        fn node_4(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/Error`.
-        pub fn check_Error(v: &Value) -> Result<(), Invalid> {
+        pub fn check_Error(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "code" => {
                             seen |= 1u128;
                             node_1(p).map_err(|e| e.at("code"))?;
@@ -12090,7 +12172,7 @@ pub mod khy_os_acp_message {
                             node_3(p).map_err(|e| e.at("data"))?;
                         }
                         _ => {
-                            node_4(p).map_err(|e| e.at(k.as_str()))?;
+                            node_4(p).map_err(|e| e.at(k.to_string()))?;
                         }
                     }
                 }
@@ -12104,39 +12186,39 @@ pub mod khy_os_acp_message {
             Ok(())
         }
         /// Checks `/$defs/AgentSpawnParams/properties/role`.
-        fn node_5(v: &Value) -> Result<(), Invalid> {
+        fn node_5(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/AgentSpawnParams/properties/parentId`.
-        fn node_6(v: &Value) -> Result<(), Invalid> {
+        fn node_6(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/AgentSpawnParams/properties/processMode`.
-        fn node_7(v: &Value) -> Result<(), Invalid> {
+        fn node_7(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_boolean()) {
                 return Err(Invalid::new("expected boolean"));
             }
             Ok(())
         }
         /// Checks `/$defs/AgentSpawnParams/additionalProperties`.
-        fn node_8(v: &Value) -> Result<(), Invalid> {
+        fn node_8(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/AgentSpawnParams`.
-        pub fn check_AgentSpawnParams(v: &Value) -> Result<(), Invalid> {
+        pub fn check_AgentSpawnParams(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "role" => {
                             seen |= 1u128;
                             node_5(p).map_err(|e| e.at("role"))?;
@@ -12151,7 +12233,7 @@ pub mod khy_os_acp_message {
                             node_7(p).map_err(|e| e.at("processMode"))?;
                         }
                         _ => {
-                            node_8(p).map_err(|e| e.at(k.as_str()))?;
+                            node_8(p).map_err(|e| e.at(k.to_string()))?;
                         }
                     }
                 }
@@ -12162,32 +12244,32 @@ pub mod khy_os_acp_message {
             Ok(())
         }
         /// Checks `/$defs/AgentKillParams/properties/agentId`.
-        fn node_9(v: &Value) -> Result<(), Invalid> {
+        fn node_9(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/AgentKillParams/properties/reason`.
-        fn node_10(v: &Value) -> Result<(), Invalid> {
+        fn node_10(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/AgentKillParams/additionalProperties`.
-        fn node_11(v: &Value) -> Result<(), Invalid> {
+        fn node_11(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/AgentKillParams`.
-        pub fn check_AgentKillParams(v: &Value) -> Result<(), Invalid> {
+        pub fn check_AgentKillParams(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "agentId" => {
                             seen |= 1u128;
                             node_9(p).map_err(|e| e.at("agentId"))?;
@@ -12196,7 +12278,7 @@ pub mod khy_os_acp_message {
                             node_10(p).map_err(|e| e.at("reason"))?;
                         }
                         _ => {
-                            node_11(p).map_err(|e| e.at(k.as_str()))?;
+                            node_11(p).map_err(|e| e.at(k.to_string()))?;
                         }
                     }
                 }
@@ -12207,29 +12289,29 @@ pub mod khy_os_acp_message {
             Ok(())
         }
         /// Checks `/$defs/AgentStatusParams/properties/agentId`.
-        fn node_12(v: &Value) -> Result<(), Invalid> {
+        fn node_12(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/AgentStatusParams/additionalProperties`.
-        fn node_13(v: &Value) -> Result<(), Invalid> {
+        fn node_13(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/AgentStatusParams`.
-        pub fn check_AgentStatusParams(v: &Value) -> Result<(), Invalid> {
+        pub fn check_AgentStatusParams(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "agentId" => {
                             node_12(p).map_err(|e| e.at("agentId"))?;
                         }
                         _ => {
-                            node_13(p).map_err(|e| e.at(k.as_str()))?;
+                            node_13(p).map_err(|e| e.at(k.to_string()))?;
                         }
                     }
                 }
@@ -12237,39 +12319,39 @@ pub mod khy_os_acp_message {
             Ok(())
         }
         /// Checks `/$defs/TaskSubmitParams/properties/agentId`.
-        fn node_14(v: &Value) -> Result<(), Invalid> {
+        fn node_14(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/TaskSubmitParams/properties/prompt`.
-        fn node_15(v: &Value) -> Result<(), Invalid> {
+        fn node_15(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/TaskSubmitParams/properties/correlationId`.
-        fn node_16(v: &Value) -> Result<(), Invalid> {
+        fn node_16(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/TaskSubmitParams/additionalProperties`.
-        fn node_17(v: &Value) -> Result<(), Invalid> {
+        fn node_17(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/TaskSubmitParams`.
-        pub fn check_TaskSubmitParams(v: &Value) -> Result<(), Invalid> {
+        pub fn check_TaskSubmitParams(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "agentId" => {
                             seen |= 1u128;
                             node_14(p).map_err(|e| e.at("agentId"))?;
@@ -12286,7 +12368,7 @@ pub mod khy_os_acp_message {
                             node_16(p).map_err(|e| e.at("correlationId"))?;
                         }
                         _ => {
-                            node_17(p).map_err(|e| e.at(k.as_str()))?;
+                            node_17(p).map_err(|e| e.at(k.to_string()))?;
                         }
                     }
                 }
@@ -12300,36 +12382,36 @@ pub mod khy_os_acp_message {
             Ok(())
         }
         /// Checks `/$defs/TaskResultParams/properties/agentId`.
-        fn node_18(v: &Value) -> Result<(), Invalid> {
+        fn node_18(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/TaskResultParams/properties/correlationId`.
-        fn node_19(v: &Value) -> Result<(), Invalid> {
+        fn node_19(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/TaskResultParams/properties/output`.
-        fn node_20(v: &Value) -> Result<(), Invalid> {
+        fn node_20(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks `/$defs/TaskResultParams/additionalProperties`.
-        fn node_21(v: &Value) -> Result<(), Invalid> {
+        fn node_21(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/TaskResultParams`.
-        pub fn check_TaskResultParams(v: &Value) -> Result<(), Invalid> {
+        pub fn check_TaskResultParams(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "agentId" => {
                             seen |= 1u128;
                             node_18(p).map_err(|e| e.at("agentId"))?;
@@ -12346,7 +12428,7 @@ pub mod khy_os_acp_message {
                                 .map_err(|e| e.at("metrics"))?;
                         }
                         _ => {
-                            node_21(p).map_err(|e| e.at(k.as_str()))?;
+                            node_21(p).map_err(|e| e.at(k.to_string()))?;
                         }
                     }
                 }
@@ -12362,28 +12444,28 @@ pub mod khy_os_acp_message {
             Ok(())
         }
         /// Checks `/$defs/TaskProgressParams/properties/agentId`.
-        fn node_22(v: &Value) -> Result<(), Invalid> {
+        fn node_22(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/TaskProgressParams/properties/correlationId`.
-        fn node_23(v: &Value) -> Result<(), Invalid> {
+        fn node_23(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/TaskProgressParams/properties/chunk`.
-        fn node_24(v: &Value) -> Result<(), Invalid> {
+        fn node_24(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/TaskProgressParams/properties/progress`.
-        fn node_25(v: &Value) -> Result<(), Invalid> {
+        fn node_25(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_number()) {
                 return Err(Invalid::new("expected number"));
             }
@@ -12398,18 +12480,18 @@ pub mod khy_os_acp_message {
             Ok(())
         }
         /// Checks `/$defs/TaskProgressParams/additionalProperties`.
-        fn node_26(v: &Value) -> Result<(), Invalid> {
+        fn node_26(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/TaskProgressParams`.
-        pub fn check_TaskProgressParams(v: &Value) -> Result<(), Invalid> {
+        pub fn check_TaskProgressParams(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "agentId" => {
                             seen |= 1u128;
                             node_22(p).map_err(|e| e.at("agentId"))?;
@@ -12425,7 +12507,7 @@ pub mod khy_os_acp_message {
                             node_25(p).map_err(|e| e.at("progress"))?;
                         }
                         _ => {
-                            node_26(p).map_err(|e| e.at(k.as_str()))?;
+                            node_26(p).map_err(|e| e.at(k.to_string()))?;
                         }
                     }
                 }
@@ -12441,25 +12523,25 @@ pub mod khy_os_acp_message {
             Ok(())
         }
         /// Checks `/$defs/ContextShareParams/properties/fromAgent`.
-        fn node_27(v: &Value) -> Result<(), Invalid> {
+        fn node_27(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/ContextShareParams/properties/key`.
-        fn node_28(v: &Value) -> Result<(), Invalid> {
+        fn node_28(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/ContextShareParams/properties/value`.
-        fn node_29(v: &Value) -> Result<(), Invalid> {
+        fn node_29(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks `/$defs/ContextShareParams/properties/scope`.
-        fn node_30(v: &Value) -> Result<(), Invalid> {
+        fn node_30(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -12471,18 +12553,18 @@ pub mod khy_os_acp_message {
             Ok(())
         }
         /// Checks `/$defs/ContextShareParams/additionalProperties`.
-        fn node_31(v: &Value) -> Result<(), Invalid> {
+        fn node_31(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/ContextShareParams`.
-        pub fn check_ContextShareParams(v: &Value) -> Result<(), Invalid> {
+        pub fn check_ContextShareParams(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "fromAgent" => {
                             seen |= 1u128;
                             node_27(p).map_err(|e| e.at("fromAgent"))?;
@@ -12499,7 +12581,7 @@ pub mod khy_os_acp_message {
                             node_30(p).map_err(|e| e.at("scope"))?;
                         }
                         _ => {
-                            node_31(p).map_err(|e| e.at(k.as_str()))?;
+                            node_31(p).map_err(|e| e.at(k.to_string()))?;
                         }
                     }
                 }
@@ -12516,32 +12598,32 @@ pub mod khy_os_acp_message {
             Ok(())
         }
         /// Checks `/$defs/ToolInvokeParams/properties/agentId`.
-        fn node_32(v: &Value) -> Result<(), Invalid> {
+        fn node_32(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/ToolInvokeParams/properties/tool`.
-        fn node_33(v: &Value) -> Result<(), Invalid> {
+        fn node_33(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/ToolInvokeParams/additionalProperties`.
-        fn node_34(v: &Value) -> Result<(), Invalid> {
+        fn node_34(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/ToolInvokeParams`.
-        pub fn check_ToolInvokeParams(v: &Value) -> Result<(), Invalid> {
+        pub fn check_ToolInvokeParams(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "agentId" => {
                             seen |= 1u128;
                             node_32(p).map_err(|e| e.at("agentId"))?;
@@ -12555,7 +12637,7 @@ pub mod khy_os_acp_message {
                             check_ToolInvokeParamsInput(p).map_err(|e| e.at("input"))?;
                         }
                         _ => {
-                            node_34(p).map_err(|e| e.at(k.as_str()))?;
+                            node_34(p).map_err(|e| e.at(k.to_string()))?;
                         }
                     }
                 }
@@ -12572,43 +12654,43 @@ pub mod khy_os_acp_message {
             Ok(())
         }
         /// Checks `/$defs/ToolResultParams/properties/agentId`.
-        fn node_35(v: &Value) -> Result<(), Invalid> {
+        fn node_35(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/ToolResultParams/properties/tool`.
-        fn node_36(v: &Value) -> Result<(), Invalid> {
+        fn node_36(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/ToolResultParams/properties/output`.
-        fn node_37(v: &Value) -> Result<(), Invalid> {
+        fn node_37(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks `/$defs/ToolResultParams/properties/error`.
-        fn node_38(v: &Value) -> Result<(), Invalid> {
+        fn node_38(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/ToolResultParams/additionalProperties`.
-        fn node_39(v: &Value) -> Result<(), Invalid> {
+        fn node_39(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/ToolResultParams`.
-        pub fn check_ToolResultParams(v: &Value) -> Result<(), Invalid> {
+        pub fn check_ToolResultParams(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "agentId" => {
                             seen |= 1u128;
                             node_35(p).map_err(|e| e.at("agentId"))?;
@@ -12624,7 +12706,7 @@ pub mod khy_os_acp_message {
                             node_38(p).map_err(|e| e.at("error"))?;
                         }
                         _ => {
-                            node_39(p).map_err(|e| e.at(k.as_str()))?;
+                            node_39(p).map_err(|e| e.at(k.to_string()))?;
                         }
                     }
                 }
@@ -12638,21 +12720,21 @@ pub mod khy_os_acp_message {
             Ok(())
         }
         /// Checks `/$defs/MessageSendParams/properties/from`.
-        fn node_40(v: &Value) -> Result<(), Invalid> {
+        fn node_40(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/MessageSendParams/properties/to`.
-        fn node_41(v: &Value) -> Result<(), Invalid> {
+        fn node_41(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/MessageSendParams/properties/type`.
-        fn node_42(v: &Value) -> Result<(), Invalid> {
+        fn node_42(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -12665,25 +12747,25 @@ pub mod khy_os_acp_message {
             Ok(())
         }
         /// Checks `/$defs/MessageSendParams/properties/correlationId`.
-        fn node_43(v: &Value) -> Result<(), Invalid> {
+        fn node_43(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/MessageSendParams/additionalProperties`.
-        fn node_44(v: &Value) -> Result<(), Invalid> {
+        fn node_44(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/MessageSendParams`.
-        pub fn check_MessageSendParams(v: &Value) -> Result<(), Invalid> {
+        pub fn check_MessageSendParams(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "from" => {
                             seen |= 1u128;
                             node_40(p).map_err(|e| e.at("from"))?;
@@ -12705,7 +12787,7 @@ pub mod khy_os_acp_message {
                             node_43(p).map_err(|e| e.at("correlationId"))?;
                         }
                         _ => {
-                            node_44(p).map_err(|e| e.at(k.as_str()))?;
+                            node_44(p).map_err(|e| e.at(k.to_string()))?;
                         }
                     }
                 }
@@ -12725,32 +12807,32 @@ pub mod khy_os_acp_message {
             Ok(())
         }
         /// Checks `/$defs/MessageBroadcastParams/properties/from`.
-        fn node_45(v: &Value) -> Result<(), Invalid> {
+        fn node_45(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/MessageBroadcastParams/properties/type`.
-        fn node_46(v: &Value) -> Result<(), Invalid> {
+        fn node_46(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
             Ok(())
         }
         /// Checks `/$defs/MessageBroadcastParams/additionalProperties`.
-        fn node_47(v: &Value) -> Result<(), Invalid> {
+        fn node_47(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/MessageBroadcastParams`.
-        pub fn check_MessageBroadcastParams(v: &Value) -> Result<(), Invalid> {
+        pub fn check_MessageBroadcastParams(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "from" => {
                             seen |= 1u128;
                             node_45(p).map_err(|e| e.at("from"))?;
@@ -12765,7 +12847,7 @@ pub mod khy_os_acp_message {
                                 .map_err(|e| e.at("payload"))?;
                         }
                         _ => {
-                            node_47(p).map_err(|e| e.at(k.as_str()))?;
+                            node_47(p).map_err(|e| e.at(k.to_string()))?;
                         }
                     }
                 }
@@ -12782,119 +12864,119 @@ pub mod khy_os_acp_message {
             Ok(())
         }
         /// Checks `/$defs/AgentSpawnParamsConfig/additionalProperties`.
-        fn node_48(v: &Value) -> Result<(), Invalid> {
+        fn node_48(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/AgentSpawnParamsConfig`.
-        pub fn check_AgentSpawnParamsConfig(v: &Value) -> Result<(), Invalid> {
+        pub fn check_AgentSpawnParamsConfig(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 for (k, p) in o {
-                    node_48(p).map_err(|e| e.at(k.as_str()))?;
+                    node_48(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
             Ok(())
         }
         /// Checks `/$defs/MessageBroadcastParamsPayload/additionalProperties`.
-        fn node_49(v: &Value) -> Result<(), Invalid> {
+        fn node_49(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/MessageBroadcastParamsPayload`.
-        pub fn check_MessageBroadcastParamsPayload(v: &Value) -> Result<(), Invalid> {
+        pub fn check_MessageBroadcastParamsPayload(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 for (k, p) in o {
-                    node_49(p).map_err(|e| e.at(k.as_str()))?;
+                    node_49(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
             Ok(())
         }
         /// Checks `/$defs/MessageSendParamsPayload/additionalProperties`.
-        fn node_50(v: &Value) -> Result<(), Invalid> {
+        fn node_50(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/MessageSendParamsPayload`.
-        pub fn check_MessageSendParamsPayload(v: &Value) -> Result<(), Invalid> {
+        pub fn check_MessageSendParamsPayload(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 for (k, p) in o {
-                    node_50(p).map_err(|e| e.at(k.as_str()))?;
+                    node_50(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
             Ok(())
         }
         /// Checks `/$defs/TaskResultParamsMetrics/additionalProperties`.
-        fn node_51(v: &Value) -> Result<(), Invalid> {
+        fn node_51(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/TaskResultParamsMetrics`.
-        pub fn check_TaskResultParamsMetrics(v: &Value) -> Result<(), Invalid> {
+        pub fn check_TaskResultParamsMetrics(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 for (k, p) in o {
-                    node_51(p).map_err(|e| e.at(k.as_str()))?;
+                    node_51(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
             Ok(())
         }
         /// Checks `/$defs/TaskSubmitParamsContext/additionalProperties`.
-        fn node_52(v: &Value) -> Result<(), Invalid> {
+        fn node_52(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/TaskSubmitParamsContext`.
-        pub fn check_TaskSubmitParamsContext(v: &Value) -> Result<(), Invalid> {
+        pub fn check_TaskSubmitParamsContext(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 for (k, p) in o {
-                    node_52(p).map_err(|e| e.at(k.as_str()))?;
+                    node_52(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
             Ok(())
         }
         /// Checks `/$defs/ToolInvokeParamsInput/additionalProperties`.
-        fn node_53(v: &Value) -> Result<(), Invalid> {
+        fn node_53(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/ToolInvokeParamsInput`.
-        pub fn check_ToolInvokeParamsInput(v: &Value) -> Result<(), Invalid> {
+        pub fn check_ToolInvokeParamsInput(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 for (k, p) in o {
-                    node_53(p).map_err(|e| e.at(k.as_str()))?;
+                    node_53(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
             Ok(())
         }
         /// Checks `/$defs/KhyOsAcpMessageParams/additionalProperties`.
-        fn node_54(v: &Value) -> Result<(), Invalid> {
+        fn node_54(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/KhyOsAcpMessageParams`.
-        pub fn check_KhyOsAcpMessageParams(v: &Value) -> Result<(), Invalid> {
+        pub fn check_KhyOsAcpMessageParams(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 for (k, p) in o {
-                    node_54(p).map_err(|e| e.at(k.as_str()))?;
+                    node_54(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
             Ok(())
         }
         /// Checks `/$defs/KhyOsAcpMessage/properties/jsonrpc`.
-        fn node_55(v: &Value) -> Result<(), Invalid> {
+        fn node_55(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -12904,14 +12986,14 @@ pub mod khy_os_acp_message {
             Ok(())
         }
         /// Checks `/$defs/KhyOsAcpMessage/properties/id`.
-        fn node_56(v: &Value) -> Result<(), Invalid> {
+        fn node_56(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string() || v.is_number()) {
                 return Err(Invalid::new("expected string or number"));
             }
             Ok(())
         }
         /// Checks `/$defs/KhyOsAcpMessage/properties/method`.
-        fn node_57(v: &Value) -> Result<(), Invalid> {
+        fn node_57(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_string()) {
                 return Err(Invalid::new("expected string"));
             }
@@ -12930,18 +13012,18 @@ pub mod khy_os_acp_message {
             Ok(())
         }
         /// Checks `/$defs/KhyOsAcpMessage/properties/result`.
-        fn node_58(v: &Value) -> Result<(), Invalid> {
+        fn node_58(v: &Json<'_>) -> Result<(), Invalid> {
             Ok(())
         }
         /// Checks a value against `#/$defs/KhyOsAcpMessage`.
-        pub fn check_KhyOsAcpMessage(v: &Value) -> Result<(), Invalid> {
+        pub fn check_KhyOsAcpMessage(v: &Json<'_>) -> Result<(), Invalid> {
             if !(v.is_object()) {
                 return Err(Invalid::new("expected object"));
             }
             if let Some(o) = v.as_object() {
                 let mut seen: u128 = 0;
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         "jsonrpc" => {
                             seen |= 1u128;
                             node_55(p).map_err(|e| e.at("jsonrpc"))?;
@@ -12964,7 +13046,7 @@ pub mod khy_os_acp_message {
                         }
                         _ => {
                             return Err(
-                                Invalid::new("property not allowed here").at(k.as_str()),
+                                Invalid::new("property not allowed here").at(k.to_string()),
                             );
                         }
                     }
@@ -12980,7 +13062,7 @@ pub mod khy_os_acp_message {
         }
         /// Decodes `Error` exactly: the generated check, then the typify type.
         pub fn decode_Error(v: &Value) -> Result<super::types::Error, Invalid> {
-            check_Error(v)?;
+            check_Error(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_Error(v: &Value) -> Result<Value, Invalid> {
@@ -12990,7 +13072,7 @@ pub mod khy_os_acp_message {
         pub fn decode_AgentSpawnParams(
             v: &Value,
         ) -> Result<super::types::AgentSpawnParams, Invalid> {
-            check_AgentSpawnParams(v)?;
+            check_AgentSpawnParams(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_AgentSpawnParams(v: &Value) -> Result<Value, Invalid> {
@@ -13000,7 +13082,7 @@ pub mod khy_os_acp_message {
         pub fn decode_AgentKillParams(
             v: &Value,
         ) -> Result<super::types::AgentKillParams, Invalid> {
-            check_AgentKillParams(v)?;
+            check_AgentKillParams(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_AgentKillParams(v: &Value) -> Result<Value, Invalid> {
@@ -13010,7 +13092,7 @@ pub mod khy_os_acp_message {
         pub fn decode_AgentStatusParams(
             v: &Value,
         ) -> Result<super::types::AgentStatusParams, Invalid> {
-            check_AgentStatusParams(v)?;
+            check_AgentStatusParams(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_AgentStatusParams(v: &Value) -> Result<Value, Invalid> {
@@ -13020,7 +13102,7 @@ pub mod khy_os_acp_message {
         pub fn decode_TaskSubmitParams(
             v: &Value,
         ) -> Result<super::types::TaskSubmitParams, Invalid> {
-            check_TaskSubmitParams(v)?;
+            check_TaskSubmitParams(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_TaskSubmitParams(v: &Value) -> Result<Value, Invalid> {
@@ -13030,7 +13112,7 @@ pub mod khy_os_acp_message {
         pub fn decode_TaskResultParams(
             v: &Value,
         ) -> Result<super::types::TaskResultParams, Invalid> {
-            check_TaskResultParams(v)?;
+            check_TaskResultParams(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_TaskResultParams(v: &Value) -> Result<Value, Invalid> {
@@ -13040,7 +13122,7 @@ pub mod khy_os_acp_message {
         pub fn decode_TaskProgressParams(
             v: &Value,
         ) -> Result<super::types::TaskProgressParams, Invalid> {
-            check_TaskProgressParams(v)?;
+            check_TaskProgressParams(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_TaskProgressParams(v: &Value) -> Result<Value, Invalid> {
@@ -13050,7 +13132,7 @@ pub mod khy_os_acp_message {
         pub fn decode_ContextShareParams(
             v: &Value,
         ) -> Result<super::types::ContextShareParams, Invalid> {
-            check_ContextShareParams(v)?;
+            check_ContextShareParams(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ContextShareParams(v: &Value) -> Result<Value, Invalid> {
@@ -13060,7 +13142,7 @@ pub mod khy_os_acp_message {
         pub fn decode_ToolInvokeParams(
             v: &Value,
         ) -> Result<super::types::ToolInvokeParams, Invalid> {
-            check_ToolInvokeParams(v)?;
+            check_ToolInvokeParams(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ToolInvokeParams(v: &Value) -> Result<Value, Invalid> {
@@ -13070,7 +13152,7 @@ pub mod khy_os_acp_message {
         pub fn decode_ToolResultParams(
             v: &Value,
         ) -> Result<super::types::ToolResultParams, Invalid> {
-            check_ToolResultParams(v)?;
+            check_ToolResultParams(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ToolResultParams(v: &Value) -> Result<Value, Invalid> {
@@ -13080,7 +13162,7 @@ pub mod khy_os_acp_message {
         pub fn decode_MessageSendParams(
             v: &Value,
         ) -> Result<super::types::MessageSendParams, Invalid> {
-            check_MessageSendParams(v)?;
+            check_MessageSendParams(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_MessageSendParams(v: &Value) -> Result<Value, Invalid> {
@@ -13090,7 +13172,7 @@ pub mod khy_os_acp_message {
         pub fn decode_MessageBroadcastParams(
             v: &Value,
         ) -> Result<super::types::MessageBroadcastParams, Invalid> {
-            check_MessageBroadcastParams(v)?;
+            check_MessageBroadcastParams(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_MessageBroadcastParams(v: &Value) -> Result<Value, Invalid> {
@@ -13100,7 +13182,7 @@ pub mod khy_os_acp_message {
         pub fn decode_AgentSpawnParamsConfig(
             v: &Value,
         ) -> Result<super::types::AgentSpawnParamsConfig, Invalid> {
-            check_AgentSpawnParamsConfig(v)?;
+            check_AgentSpawnParamsConfig(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_AgentSpawnParamsConfig(v: &Value) -> Result<Value, Invalid> {
@@ -13110,7 +13192,7 @@ pub mod khy_os_acp_message {
         pub fn decode_MessageBroadcastParamsPayload(
             v: &Value,
         ) -> Result<super::types::MessageBroadcastParamsPayload, Invalid> {
-            check_MessageBroadcastParamsPayload(v)?;
+            check_MessageBroadcastParamsPayload(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_MessageBroadcastParamsPayload(v: &Value) -> Result<Value, Invalid> {
@@ -13120,7 +13202,7 @@ pub mod khy_os_acp_message {
         pub fn decode_MessageSendParamsPayload(
             v: &Value,
         ) -> Result<super::types::MessageSendParamsPayload, Invalid> {
-            check_MessageSendParamsPayload(v)?;
+            check_MessageSendParamsPayload(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_MessageSendParamsPayload(v: &Value) -> Result<Value, Invalid> {
@@ -13130,7 +13212,7 @@ pub mod khy_os_acp_message {
         pub fn decode_TaskResultParamsMetrics(
             v: &Value,
         ) -> Result<super::types::TaskResultParamsMetrics, Invalid> {
-            check_TaskResultParamsMetrics(v)?;
+            check_TaskResultParamsMetrics(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_TaskResultParamsMetrics(v: &Value) -> Result<Value, Invalid> {
@@ -13140,7 +13222,7 @@ pub mod khy_os_acp_message {
         pub fn decode_TaskSubmitParamsContext(
             v: &Value,
         ) -> Result<super::types::TaskSubmitParamsContext, Invalid> {
-            check_TaskSubmitParamsContext(v)?;
+            check_TaskSubmitParamsContext(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_TaskSubmitParamsContext(v: &Value) -> Result<Value, Invalid> {
@@ -13150,7 +13232,7 @@ pub mod khy_os_acp_message {
         pub fn decode_ToolInvokeParamsInput(
             v: &Value,
         ) -> Result<super::types::ToolInvokeParamsInput, Invalid> {
-            check_ToolInvokeParamsInput(v)?;
+            check_ToolInvokeParamsInput(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ToolInvokeParamsInput(v: &Value) -> Result<Value, Invalid> {
@@ -13160,7 +13242,7 @@ pub mod khy_os_acp_message {
         pub fn decode_KhyOsAcpMessageParams(
             v: &Value,
         ) -> Result<super::types::KhyOsAcpMessageParams, Invalid> {
-            check_KhyOsAcpMessageParams(v)?;
+            check_KhyOsAcpMessageParams(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_KhyOsAcpMessageParams(v: &Value) -> Result<Value, Invalid> {
@@ -13170,7 +13252,7 @@ pub mod khy_os_acp_message {
         pub fn decode_KhyOsAcpMessage(
             v: &Value,
         ) -> Result<super::types::KhyOsAcpMessage, Invalid> {
-            check_KhyOsAcpMessage(v)?;
+            check_KhyOsAcpMessage(&Json::from(v))?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_KhyOsAcpMessage(v: &Value) -> Result<Value, Invalid> {
@@ -13182,121 +13264,121 @@ pub mod khy_os_acp_message {
             crate::exact::Definition {
                 name: "Error",
                 origin: "/$defs/Error",
-                check: check_Error,
+                check: |v: &Value| check_Error(&Json::from(v)),
                 roundtrip: roundtrip_Error,
             },
             crate::exact::Definition {
                 name: "AgentSpawnParams",
                 origin: "/$defs/AgentSpawnParams",
-                check: check_AgentSpawnParams,
+                check: |v: &Value| check_AgentSpawnParams(&Json::from(v)),
                 roundtrip: roundtrip_AgentSpawnParams,
             },
             crate::exact::Definition {
                 name: "AgentKillParams",
                 origin: "/$defs/AgentKillParams",
-                check: check_AgentKillParams,
+                check: |v: &Value| check_AgentKillParams(&Json::from(v)),
                 roundtrip: roundtrip_AgentKillParams,
             },
             crate::exact::Definition {
                 name: "AgentStatusParams",
                 origin: "/$defs/AgentStatusParams",
-                check: check_AgentStatusParams,
+                check: |v: &Value| check_AgentStatusParams(&Json::from(v)),
                 roundtrip: roundtrip_AgentStatusParams,
             },
             crate::exact::Definition {
                 name: "TaskSubmitParams",
                 origin: "/$defs/TaskSubmitParams",
-                check: check_TaskSubmitParams,
+                check: |v: &Value| check_TaskSubmitParams(&Json::from(v)),
                 roundtrip: roundtrip_TaskSubmitParams,
             },
             crate::exact::Definition {
                 name: "TaskResultParams",
                 origin: "/$defs/TaskResultParams",
-                check: check_TaskResultParams,
+                check: |v: &Value| check_TaskResultParams(&Json::from(v)),
                 roundtrip: roundtrip_TaskResultParams,
             },
             crate::exact::Definition {
                 name: "TaskProgressParams",
                 origin: "/$defs/TaskProgressParams",
-                check: check_TaskProgressParams,
+                check: |v: &Value| check_TaskProgressParams(&Json::from(v)),
                 roundtrip: roundtrip_TaskProgressParams,
             },
             crate::exact::Definition {
                 name: "ContextShareParams",
                 origin: "/$defs/ContextShareParams",
-                check: check_ContextShareParams,
+                check: |v: &Value| check_ContextShareParams(&Json::from(v)),
                 roundtrip: roundtrip_ContextShareParams,
             },
             crate::exact::Definition {
                 name: "ToolInvokeParams",
                 origin: "/$defs/ToolInvokeParams",
-                check: check_ToolInvokeParams,
+                check: |v: &Value| check_ToolInvokeParams(&Json::from(v)),
                 roundtrip: roundtrip_ToolInvokeParams,
             },
             crate::exact::Definition {
                 name: "ToolResultParams",
                 origin: "/$defs/ToolResultParams",
-                check: check_ToolResultParams,
+                check: |v: &Value| check_ToolResultParams(&Json::from(v)),
                 roundtrip: roundtrip_ToolResultParams,
             },
             crate::exact::Definition {
                 name: "MessageSendParams",
                 origin: "/$defs/MessageSendParams",
-                check: check_MessageSendParams,
+                check: |v: &Value| check_MessageSendParams(&Json::from(v)),
                 roundtrip: roundtrip_MessageSendParams,
             },
             crate::exact::Definition {
                 name: "MessageBroadcastParams",
                 origin: "/$defs/MessageBroadcastParams",
-                check: check_MessageBroadcastParams,
+                check: |v: &Value| check_MessageBroadcastParams(&Json::from(v)),
                 roundtrip: roundtrip_MessageBroadcastParams,
             },
             crate::exact::Definition {
                 name: "AgentSpawnParamsConfig",
                 origin: "/$defs/AgentSpawnParams/properties/config",
-                check: check_AgentSpawnParamsConfig,
+                check: |v: &Value| check_AgentSpawnParamsConfig(&Json::from(v)),
                 roundtrip: roundtrip_AgentSpawnParamsConfig,
             },
             crate::exact::Definition {
                 name: "MessageBroadcastParamsPayload",
                 origin: "/$defs/MessageBroadcastParams/properties/payload",
-                check: check_MessageBroadcastParamsPayload,
+                check: |v: &Value| check_MessageBroadcastParamsPayload(&Json::from(v)),
                 roundtrip: roundtrip_MessageBroadcastParamsPayload,
             },
             crate::exact::Definition {
                 name: "MessageSendParamsPayload",
                 origin: "/$defs/MessageSendParams/properties/payload",
-                check: check_MessageSendParamsPayload,
+                check: |v: &Value| check_MessageSendParamsPayload(&Json::from(v)),
                 roundtrip: roundtrip_MessageSendParamsPayload,
             },
             crate::exact::Definition {
                 name: "TaskResultParamsMetrics",
                 origin: "/$defs/TaskResultParams/properties/metrics",
-                check: check_TaskResultParamsMetrics,
+                check: |v: &Value| check_TaskResultParamsMetrics(&Json::from(v)),
                 roundtrip: roundtrip_TaskResultParamsMetrics,
             },
             crate::exact::Definition {
                 name: "TaskSubmitParamsContext",
                 origin: "/$defs/TaskSubmitParams/properties/context",
-                check: check_TaskSubmitParamsContext,
+                check: |v: &Value| check_TaskSubmitParamsContext(&Json::from(v)),
                 roundtrip: roundtrip_TaskSubmitParamsContext,
             },
             crate::exact::Definition {
                 name: "ToolInvokeParamsInput",
                 origin: "/$defs/ToolInvokeParams/properties/input",
-                check: check_ToolInvokeParamsInput,
+                check: |v: &Value| check_ToolInvokeParamsInput(&Json::from(v)),
                 roundtrip: roundtrip_ToolInvokeParamsInput,
             },
             crate::exact::Definition {
                 name: "KhyOsAcpMessageParams",
                 origin: "/properties/params",
-                check: check_KhyOsAcpMessageParams,
+                check: |v: &Value| check_KhyOsAcpMessageParams(&Json::from(v)),
                 roundtrip: roundtrip_KhyOsAcpMessageParams,
             },
             crate::exact::Definition {
                 name: "KhyOsAcpMessage",
                 origin: "",
-                check: check_KhyOsAcpMessage,
+                check: |v: &Value| check_KhyOsAcpMessage(&Json::from(v)),
                 roundtrip: roundtrip_KhyOsAcpMessage,
             },
         ];

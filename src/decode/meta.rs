@@ -13,22 +13,26 @@ use serde_json::Value;
 use super::envelope::Meta;
 use super::report::{DecodeError, Report, SlotReport, SlotStatus};
 use super::tables::{Part, SlotClass, SlotDecoder, SLOTS};
+use crate::exact::Json;
 
 const NAMESPACE: &str = "checkfu.";
 
-fn slot(key: &str) -> Option<&'static SlotDecoder> {
-    SLOTS.iter().find(|s| s.key == key)
+/// The slot of `key` and its index in `SLOTS`.
+fn slot(key: &str) -> Option<(usize, &'static SlotDecoder)> {
+    SLOTS.iter().enumerate().find(|(_, s)| s.key == key)
 }
 
 /// Applies the policy to the `_meta` members of `method`'s `part`; `Err` rejects the
 /// message.
 pub fn apply(meta: &Meta, method: &str, part: Part, report: &mut Report) -> Result<(), DecodeError> {
-    let mut decoded: Vec<(&'static str, Value)> = Vec::new();
+    // Decoded members by slot index: `Meta` rejects a repeated key, so a slot has at most
+    // one, and the common message pays for no allocation here.
+    let mut decoded: [Option<Json>; SLOTS.len()] = [const { None }; SLOTS.len()];
     for (key, raw) in &meta.0 {
         if !key.starts_with(NAMESPACE) {
             continue;
         }
-        let Some(slot) = slot(key) else {
+        let Some((index, slot)) = slot(key) else {
             report.diagnostics.push(format!("unknown extension key `{key}` ignored"));
             report.slots.push(SlotReport { key: key.to_string().into(), class: None, status: SlotStatus::Ignored });
             continue;
@@ -41,20 +45,16 @@ pub fn apply(meta: &Meta, method: &str, part: Part, report: &mut Report) -> Resu
             report.slots.push(SlotReport { key: slot.key.into(), class: Some(slot.class), status: SlotStatus::Ignored });
             continue;
         }
-        let value: Value = serde_json::from_str(raw.get()).map_err(|e| {
-            if e.to_string().starts_with("recursion limit exceeded") {
-                DecodeError::TooDeep { limit: super::envelope::MAX_DEPTH }
-            } else {
-                DecodeError::InvalidJson { message: e.to_string() }
-            }
-        })?;
-        let outcome = (slot.check)(&value).map_err(|e| (e.pointer(), e.message.to_string())).and_then(|()| {
-            if slot.safety_profile {
-                profile(&value)
-            } else {
-                Ok(())
-            }
-        });
+        // The check reads a borrowed tree: building a `Value` (hashed maps, owned strings)
+        // cost more than the check itself.
+        let value: Json = serde_json::from_str(raw.get()).map_err(member_error)?;
+        let outcome = match (slot.check)(&value) {
+            Err(e) => Err((e.pointer(), e.message.to_string())),
+            // The safety profile reads a `Value`; it guards only the few schema-carrying
+            // slots, so they parse their (already well-formed) member a second time.
+            Ok(()) if slot.safety_profile => profile(&serde_json::from_str(raw.get()).map_err(member_error)?),
+            Ok(()) => Ok(()),
+        };
         let status = match (outcome, slot.class) {
             (Ok(()), _) => SlotStatus::Decoded,
             (Err((pointer, message)), SlotClass::Fidelity) => {
@@ -68,25 +68,34 @@ pub fn apply(meta: &Meta, method: &str, part: Part, report: &mut Report) -> Resu
                 return Err(DecodeError::AuthorityRejected { slot: key.to_string(), pointer, message });
             }
         };
-        if status == SlotStatus::Decoded {
-            decoded.push((slot.key, value));
+        if let (SlotStatus::Decoded, Some(entry)) = (status, decoded.get_mut(index)) {
+            *entry = Some(value);
         }
         report.slots.push(SlotReport { key: slot.key.into(), class: Some(slot.class), status });
     }
     // Cross-field rules, once every member is known.
-    for slot in SLOTS.iter().filter(|s| s.method == Some(method) && s.part == part) {
-        let Some((requires, value)) = slot.requires else { continue };
-        let present = decoded.iter().any(|(k, _)| *k == slot.key);
-        let satisfied = decoded.iter().any(|(k, v)| *k == requires && v.as_str() == Some(value));
+    let member = |key: &str| slot(key).and_then(|(i, _)| decoded.get(i)).and_then(Option::as_ref);
+    for rule in SLOTS.iter().filter(|s| s.method == Some(method) && s.part == part) {
+        let Some((requires, value)) = rule.requires else { continue };
+        let present = member(rule.key).is_some();
+        let satisfied = member(requires).and_then(Json::as_str) == Some(value);
         if present && !satisfied {
             return Err(DecodeError::MissingRequirement {
-                slot: slot.key.to_string(),
+                slot: rule.key.to_string(),
                 requires: requires.to_string(),
                 value: value.to_string(),
             });
         }
     }
     Ok(())
+}
+
+fn member_error(e: serde_json::Error) -> DecodeError {
+    if e.to_string().starts_with("recursion limit exceeded") {
+        DecodeError::TooDeep { limit: super::envelope::MAX_DEPTH }
+    } else {
+        DecodeError::InvalidJson { message: e.to_string() }
+    }
 }
 
 /// The bounded safety profile, for author-supplied schemas.

@@ -5,10 +5,13 @@
 use serde_json::Value;
 
 pub use crate::catalog::{Direction, SlotClass};
-use crate::exact::Invalid;
+use crate::exact::{Invalid, Json};
 
 /// A typed decoder: the generated check, then the generated type.
 pub type Decode = fn(&Value) -> Result<(), Invalid>;
+
+/// A generated check alone, on the borrowed tree the policy parses `_meta` members into.
+pub type Check = fn(&Json<'_>) -> Result<(), Invalid>;
 
 /// Which part of a message carries a slot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,7 +47,7 @@ pub struct SlotDecoder {
     pub class: SlotClass,
     /// The payload's generated check: exactly the schema's accept/reject decision, without
     /// building the typed value (what the hot path needs).
-    pub check: Decode,
+    pub check: Check,
     /// Decodes the payload into its generated type (for an extension method, its params).
     pub decode: Decode,
     /// For an extension method, decodes its result.

@@ -6,6 +6,11 @@
 //! check before deserializing into the typify type. The supported keywords are listed in
 //! `SUPPORTED`; any other assertion keyword fails generation with its JSON Pointer, so the
 //! generator never silently accepts more than the schema does.
+//!
+//! Checks read `crate::exact::Json`, a borrowed tree with objects as member lists, so the
+//! runtime decoder can check a `_meta` member parsed straight from the wire without
+//! building a `serde_json::Value`; `decode_*` and the `DEFINITIONS` table take a `Value`
+//! and check a view of it.
 
 use std::collections::BTreeMap;
 
@@ -51,7 +56,7 @@ pub fn generate(defs: &Map<String, Value>, origins: &BTreeMap<String, String>) -
         let doc = format!(" Checks a value against `#/$defs/{name}`.");
         e.functions.push(quote! {
             #[doc = #doc]
-            pub fn #check(v: &Value) -> Result<(), Invalid> { #body }
+            pub fn #check(v: &Json<'_>) -> Result<(), Invalid> { #body }
         });
         let doc = format!(" Decodes `{name}` exactly: the generated check, then the typify type.");
         let roundtrip = format_ident!("roundtrip_{}", name);
@@ -59,7 +64,7 @@ pub fn generate(defs: &Map<String, Value>, origins: &BTreeMap<String, String>) -
         decoders.push(quote! {
             #[doc = #doc]
             pub fn #decode(v: &Value) -> Result<super::types::#ty, Invalid> {
-                #check(v)?;
+                #check(&Json::from(v))?;
                 crate::exact::deserialize(v)
             }
             fn #roundtrip(v: &Value) -> Result<Value, Invalid> {
@@ -67,13 +72,13 @@ pub fn generate(defs: &Map<String, Value>, origins: &BTreeMap<String, String>) -
             }
         });
         table.push(quote! {
-            crate::exact::Definition { name: #name, origin: #origin, check: #check, roundtrip: #roundtrip }
+            crate::exact::Definition { name: #name, origin: #origin, check: |v: &Value| #check(&Json::from(v)), roundtrip: #roundtrip }
         });
     }
     let functions = e.functions;
     Ok(quote! {
         use serde_json::Value;
-        use crate::exact::Invalid;
+        use crate::exact::{Invalid, Json};
         #(#functions)*
         #(#decoders)*
         /// Every definition: its name, where it came from in the input schema, its check,
@@ -96,7 +101,7 @@ impl Emitter {
         let doc = format!(" Checks `{pointer}`.");
         self.functions.push(quote! {
             #[doc = #doc]
-            fn #name(v: &Value) -> Result<(), Invalid> { #body }
+            fn #name(v: &Json<'_>) -> Result<(), Invalid> { #body }
         });
         Ok(name)
     }
@@ -177,10 +182,10 @@ impl Emitter {
         }
         let other = match object.get("additionalProperties") {
             None | Some(Value::Bool(true)) => quote! {},
-            Some(Value::Bool(false)) => quote! { return Err(Invalid::new("property not allowed here").at(k.as_str())); },
+            Some(Value::Bool(false)) => quote! { return Err(Invalid::new("property not allowed here").at(k.to_string())); },
             Some(schema) => {
                 let f = self.child(schema, &format!("{pointer}/additionalProperties"))?;
-                quote! { #f(p).map_err(|e| e.at(k.as_str()))?; }
+                quote! { #f(p).map_err(|e| e.at(k.to_string()))?; }
             }
         };
         let mut checks = Vec::new();
@@ -189,7 +194,7 @@ impl Emitter {
             checks.push(quote! {
                 #seen
                 for (k, p) in o {
-                    match k.as_str() {
+                    match &**k {
                         #(#arms)*
                         _ => { #other }
                     }
