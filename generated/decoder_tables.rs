@@ -238,6 +238,9 @@ pub const METHODS: &[MethodDecoder] = &[
         params: None,
         result: None,
         envelope: None,
+        params_check: None,
+        result_check: None,
+        envelope_check: None,
     },
     MethodDecoder {
         name: "authenticate",
@@ -247,6 +250,9 @@ pub const METHODS: &[MethodDecoder] = &[
         params: None,
         result: None,
         envelope: None,
+        params_check: None,
+        result_check: None,
+        envelope_check: None,
     },
     MethodDecoder {
         name: "logout",
@@ -256,6 +262,9 @@ pub const METHODS: &[MethodDecoder] = &[
         params: None,
         result: None,
         envelope: None,
+        params_check: None,
+        result_check: None,
+        envelope_check: None,
     },
     MethodDecoder {
         name: "session/new",
@@ -265,6 +274,9 @@ pub const METHODS: &[MethodDecoder] = &[
         params: None,
         result: None,
         envelope: None,
+        params_check: None,
+        result_check: None,
+        envelope_check: None,
     },
     MethodDecoder {
         name: "session/load",
@@ -274,6 +286,9 @@ pub const METHODS: &[MethodDecoder] = &[
         params: None,
         result: None,
         envelope: None,
+        params_check: None,
+        result_check: None,
+        envelope_check: None,
     },
     MethodDecoder {
         name: "session/list",
@@ -283,6 +298,9 @@ pub const METHODS: &[MethodDecoder] = &[
         params: None,
         result: None,
         envelope: None,
+        params_check: None,
+        result_check: None,
+        envelope_check: None,
     },
     MethodDecoder {
         name: "session/delete",
@@ -292,6 +310,9 @@ pub const METHODS: &[MethodDecoder] = &[
         params: None,
         result: None,
         envelope: None,
+        params_check: None,
+        result_check: None,
+        envelope_check: None,
     },
     MethodDecoder {
         name: "session/resume",
@@ -301,6 +322,9 @@ pub const METHODS: &[MethodDecoder] = &[
         params: None,
         result: None,
         envelope: None,
+        params_check: None,
+        result_check: None,
+        envelope_check: None,
     },
     MethodDecoder {
         name: "session/close",
@@ -310,6 +334,9 @@ pub const METHODS: &[MethodDecoder] = &[
         params: None,
         result: None,
         envelope: None,
+        params_check: None,
+        result_check: None,
+        envelope_check: None,
     },
     MethodDecoder {
         name: "session/set_mode",
@@ -319,6 +346,9 @@ pub const METHODS: &[MethodDecoder] = &[
         params: None,
         result: None,
         envelope: None,
+        params_check: None,
+        result_check: None,
+        envelope_check: None,
     },
     MethodDecoder {
         name: "session/set_config_option",
@@ -328,6 +358,9 @@ pub const METHODS: &[MethodDecoder] = &[
         params: None,
         result: None,
         envelope: None,
+        params_check: None,
+        result_check: None,
+        envelope_check: None,
     },
     MethodDecoder {
         name: "session/prompt",
@@ -337,6 +370,9 @@ pub const METHODS: &[MethodDecoder] = &[
         params: None,
         result: None,
         envelope: None,
+        params_check: None,
+        result_check: None,
+        envelope_check: None,
     },
     MethodDecoder {
         name: "session/cancel",
@@ -346,6 +382,9 @@ pub const METHODS: &[MethodDecoder] = &[
         params: None,
         result: None,
         envelope: None,
+        params_check: None,
+        result_check: None,
+        envelope_check: None,
     },
     MethodDecoder {
         name: "session/request_permission",
@@ -355,6 +394,9 @@ pub const METHODS: &[MethodDecoder] = &[
         params: None,
         result: None,
         envelope: None,
+        params_check: None,
+        result_check: None,
+        envelope_check: None,
     },
     MethodDecoder {
         name: "session/update",
@@ -364,6 +406,9 @@ pub const METHODS: &[MethodDecoder] = &[
         params: None,
         result: None,
         envelope: None,
+        params_check: None,
+        result_check: None,
+        envelope_check: None,
     },
     MethodDecoder {
         name: "fs/read_text_file",
@@ -373,6 +418,9 @@ pub const METHODS: &[MethodDecoder] = &[
         params: None,
         result: None,
         envelope: None,
+        params_check: None,
+        result_check: None,
+        envelope_check: None,
     },
     MethodDecoder {
         name: "fs/write_text_file",
@@ -382,6 +430,9 @@ pub const METHODS: &[MethodDecoder] = &[
         params: None,
         result: None,
         envelope: None,
+        params_check: None,
+        result_check: None,
+        envelope_check: None,
     },
     MethodDecoder {
         name: "terminal/create",
@@ -391,6 +442,9 @@ pub const METHODS: &[MethodDecoder] = &[
         params: None,
         result: None,
         envelope: None,
+        params_check: None,
+        result_check: None,
+        envelope_check: None,
     },
     MethodDecoder {
         name: "terminal/output",
@@ -400,6 +454,9 @@ pub const METHODS: &[MethodDecoder] = &[
         params: None,
         result: None,
         envelope: None,
+        params_check: None,
+        result_check: None,
+        envelope_check: None,
     },
     MethodDecoder {
         name: "terminal/release",
@@ -409,6 +466,9 @@ pub const METHODS: &[MethodDecoder] = &[
         params: None,
         result: None,
         envelope: None,
+        params_check: None,
+        result_check: None,
+        envelope_check: None,
     },
     MethodDecoder {
         name: "terminal/wait_for_exit",
@@ -418,6 +478,9 @@ pub const METHODS: &[MethodDecoder] = &[
         params: None,
         result: None,
         envelope: None,
+        params_check: None,
+        result_check: None,
+        envelope_check: None,
     },
     MethodDecoder {
         name: "terminal/kill",
@@ -427,6 +490,9 @@ pub const METHODS: &[MethodDecoder] = &[
         params: None,
         result: None,
         envelope: None,
+        params_check: None,
+        result_check: None,
+        envelope_check: None,
     },
     MethodDecoder {
         name: "elicitation/create",
@@ -436,6 +502,9 @@ pub const METHODS: &[MethodDecoder] = &[
         params: None,
         result: None,
         envelope: None,
+        params_check: None,
+        result_check: None,
+        envelope_check: None,
     },
     MethodDecoder {
         name: "elicitation/complete",
@@ -445,6 +514,9 @@ pub const METHODS: &[MethodDecoder] = &[
         params: None,
         result: None,
         envelope: None,
+        params_check: None,
+        result_check: None,
+        envelope_check: None,
     },
     MethodDecoder {
         name: "$/cancel_request",
@@ -454,6 +526,9 @@ pub const METHODS: &[MethodDecoder] = &[
         params: None,
         result: None,
         envelope: None,
+        params_check: None,
+        result_check: None,
+        envelope_check: None,
     },
     MethodDecoder {
         name: "_checkfu/session/steer",
@@ -473,6 +548,13 @@ pub const METHODS: &[MethodDecoder] = &[
                 .map(drop)
         }),
         envelope: None,
+        params_check: Some(
+            crate::schemas::acp_v1_extension_vectors::checks::check_CheckfuSessionSteerParams,
+        ),
+        result_check: Some(
+            crate::schemas::acp_v1_extension_vectors::checks::check_CheckfuSessionSteerResult,
+        ),
+        envelope_check: None,
     },
     MethodDecoder {
         name: "_checkfu/session/interrupt",
@@ -492,6 +574,13 @@ pub const METHODS: &[MethodDecoder] = &[
                 .map(drop)
         }),
         envelope: None,
+        params_check: Some(
+            crate::schemas::acp_v1_extension_vectors::checks::check_CheckfuSessionInterruptParams,
+        ),
+        result_check: Some(
+            crate::schemas::acp_v1_extension_vectors::checks::check_CheckfuSessionInterruptResult,
+        ),
+        envelope_check: None,
     },
     MethodDecoder {
         name: "_goose/config/extensions",
@@ -504,6 +593,11 @@ pub const METHODS: &[MethodDecoder] = &[
                 .map(drop)
         }),
         envelope: None,
+        params_check: None,
+        result_check: Some(
+            crate::schemas::goose_acp_extensions::checks::check_GetExtensionsResponse,
+        ),
+        envelope_check: None,
     },
     MethodDecoder {
         name: "_goose/extensions/add",
@@ -516,6 +610,11 @@ pub const METHODS: &[MethodDecoder] = &[
         }),
         result: None,
         envelope: None,
+        params_check: Some(
+            crate::schemas::goose_acp_extensions::checks::check_AddExtensionRequest,
+        ),
+        result_check: None,
+        envelope_check: None,
     },
     MethodDecoder {
         name: "_goose/extensions/remove",
@@ -530,6 +629,11 @@ pub const METHODS: &[MethodDecoder] = &[
         }),
         result: None,
         envelope: None,
+        params_check: Some(
+            crate::schemas::goose_acp_extensions::checks::check_RemoveExtensionRequest,
+        ),
+        result_check: None,
+        envelope_check: None,
     },
     MethodDecoder {
         name: "_goose/resource/read",
@@ -545,6 +649,13 @@ pub const METHODS: &[MethodDecoder] = &[
                 .map(drop)
         }),
         envelope: None,
+        params_check: Some(
+            crate::schemas::goose_acp_extensions::checks::check_ReadResourceRequest,
+        ),
+        result_check: Some(
+            crate::schemas::goose_acp_extensions::checks::check_ReadResourceResponse,
+        ),
+        envelope_check: None,
     },
     MethodDecoder {
         name: "_goose/session/delete",
@@ -557,6 +668,11 @@ pub const METHODS: &[MethodDecoder] = &[
         }),
         result: None,
         envelope: None,
+        params_check: Some(
+            crate::schemas::goose_acp_extensions::checks::check_DeleteSessionRequest,
+        ),
+        result_check: None,
+        envelope_check: None,
     },
     MethodDecoder {
         name: "_goose/session/export",
@@ -572,6 +688,13 @@ pub const METHODS: &[MethodDecoder] = &[
                 .map(drop)
         }),
         envelope: None,
+        params_check: Some(
+            crate::schemas::goose_acp_extensions::checks::check_ExportSessionRequest,
+        ),
+        result_check: Some(
+            crate::schemas::goose_acp_extensions::checks::check_ExportSessionResponse,
+        ),
+        envelope_check: None,
     },
     MethodDecoder {
         name: "_goose/session/get",
@@ -587,6 +710,13 @@ pub const METHODS: &[MethodDecoder] = &[
                 .map(drop)
         }),
         envelope: None,
+        params_check: Some(
+            crate::schemas::goose_acp_extensions::checks::check_GetSessionRequest,
+        ),
+        result_check: Some(
+            crate::schemas::goose_acp_extensions::checks::check_GetSessionResponse,
+        ),
+        envelope_check: None,
     },
     MethodDecoder {
         name: "_goose/session/import",
@@ -602,6 +732,13 @@ pub const METHODS: &[MethodDecoder] = &[
                 .map(drop)
         }),
         envelope: None,
+        params_check: Some(
+            crate::schemas::goose_acp_extensions::checks::check_ImportSessionRequest,
+        ),
+        result_check: Some(
+            crate::schemas::goose_acp_extensions::checks::check_ImportSessionResponse,
+        ),
+        envelope_check: None,
     },
     MethodDecoder {
         name: "_goose/session/list",
@@ -614,6 +751,11 @@ pub const METHODS: &[MethodDecoder] = &[
                 .map(drop)
         }),
         envelope: None,
+        params_check: None,
+        result_check: Some(
+            crate::schemas::goose_acp_extensions::checks::check_ListSessionsResponse,
+        ),
+        envelope_check: None,
     },
     MethodDecoder {
         name: "_goose/tools",
@@ -629,6 +771,13 @@ pub const METHODS: &[MethodDecoder] = &[
                 .map(drop)
         }),
         envelope: None,
+        params_check: Some(
+            crate::schemas::goose_acp_extensions::checks::check_GetToolsRequest,
+        ),
+        result_check: Some(
+            crate::schemas::goose_acp_extensions::checks::check_GetToolsResponse,
+        ),
+        envelope_check: None,
     },
     MethodDecoder {
         name: "_goose/working_dir/update",
@@ -643,6 +792,11 @@ pub const METHODS: &[MethodDecoder] = &[
         }),
         result: None,
         envelope: None,
+        params_check: Some(
+            crate::schemas::goose_acp_extensions::checks::check_UpdateWorkingDirRequest,
+        ),
+        result_check: None,
+        envelope_check: None,
     },
     MethodDecoder {
         name: "agent.spawn",
@@ -658,6 +812,13 @@ pub const METHODS: &[MethodDecoder] = &[
             crate::schemas::khy_os_acp_message::checks::decode_KhyOsAcpMessage(v)
                 .map(drop)
         }),
+        params_check: Some(
+            crate::schemas::khy_os_acp_message::checks::check_AgentSpawnParams,
+        ),
+        result_check: None,
+        envelope_check: Some(
+            crate::schemas::khy_os_acp_message::checks::check_KhyOsAcpMessage,
+        ),
     },
     MethodDecoder {
         name: "agent.kill",
@@ -673,6 +834,13 @@ pub const METHODS: &[MethodDecoder] = &[
             crate::schemas::khy_os_acp_message::checks::decode_KhyOsAcpMessage(v)
                 .map(drop)
         }),
+        params_check: Some(
+            crate::schemas::khy_os_acp_message::checks::check_AgentKillParams,
+        ),
+        result_check: None,
+        envelope_check: Some(
+            crate::schemas::khy_os_acp_message::checks::check_KhyOsAcpMessage,
+        ),
     },
     MethodDecoder {
         name: "agent.status",
@@ -688,6 +856,13 @@ pub const METHODS: &[MethodDecoder] = &[
             crate::schemas::khy_os_acp_message::checks::decode_KhyOsAcpMessage(v)
                 .map(drop)
         }),
+        params_check: Some(
+            crate::schemas::khy_os_acp_message::checks::check_AgentStatusParams,
+        ),
+        result_check: None,
+        envelope_check: Some(
+            crate::schemas::khy_os_acp_message::checks::check_KhyOsAcpMessage,
+        ),
     },
     MethodDecoder {
         name: "task.submit",
@@ -703,6 +878,13 @@ pub const METHODS: &[MethodDecoder] = &[
             crate::schemas::khy_os_acp_message::checks::decode_KhyOsAcpMessage(v)
                 .map(drop)
         }),
+        params_check: Some(
+            crate::schemas::khy_os_acp_message::checks::check_TaskSubmitParams,
+        ),
+        result_check: None,
+        envelope_check: Some(
+            crate::schemas::khy_os_acp_message::checks::check_KhyOsAcpMessage,
+        ),
     },
     MethodDecoder {
         name: "task.result",
@@ -718,6 +900,13 @@ pub const METHODS: &[MethodDecoder] = &[
             crate::schemas::khy_os_acp_message::checks::decode_KhyOsAcpMessage(v)
                 .map(drop)
         }),
+        params_check: Some(
+            crate::schemas::khy_os_acp_message::checks::check_TaskResultParams,
+        ),
+        result_check: None,
+        envelope_check: Some(
+            crate::schemas::khy_os_acp_message::checks::check_KhyOsAcpMessage,
+        ),
     },
     MethodDecoder {
         name: "task.progress",
@@ -733,6 +922,13 @@ pub const METHODS: &[MethodDecoder] = &[
             crate::schemas::khy_os_acp_message::checks::decode_KhyOsAcpMessage(v)
                 .map(drop)
         }),
+        params_check: Some(
+            crate::schemas::khy_os_acp_message::checks::check_TaskProgressParams,
+        ),
+        result_check: None,
+        envelope_check: Some(
+            crate::schemas::khy_os_acp_message::checks::check_KhyOsAcpMessage,
+        ),
     },
     MethodDecoder {
         name: "context.share",
@@ -748,6 +944,13 @@ pub const METHODS: &[MethodDecoder] = &[
             crate::schemas::khy_os_acp_message::checks::decode_KhyOsAcpMessage(v)
                 .map(drop)
         }),
+        params_check: Some(
+            crate::schemas::khy_os_acp_message::checks::check_ContextShareParams,
+        ),
+        result_check: None,
+        envelope_check: Some(
+            crate::schemas::khy_os_acp_message::checks::check_KhyOsAcpMessage,
+        ),
     },
     MethodDecoder {
         name: "tool.invoke",
@@ -763,6 +966,13 @@ pub const METHODS: &[MethodDecoder] = &[
             crate::schemas::khy_os_acp_message::checks::decode_KhyOsAcpMessage(v)
                 .map(drop)
         }),
+        params_check: Some(
+            crate::schemas::khy_os_acp_message::checks::check_ToolInvokeParams,
+        ),
+        result_check: None,
+        envelope_check: Some(
+            crate::schemas::khy_os_acp_message::checks::check_KhyOsAcpMessage,
+        ),
     },
     MethodDecoder {
         name: "tool.result",
@@ -778,6 +988,13 @@ pub const METHODS: &[MethodDecoder] = &[
             crate::schemas::khy_os_acp_message::checks::decode_KhyOsAcpMessage(v)
                 .map(drop)
         }),
+        params_check: Some(
+            crate::schemas::khy_os_acp_message::checks::check_ToolResultParams,
+        ),
+        result_check: None,
+        envelope_check: Some(
+            crate::schemas::khy_os_acp_message::checks::check_KhyOsAcpMessage,
+        ),
     },
     MethodDecoder {
         name: "message.send",
@@ -793,6 +1010,13 @@ pub const METHODS: &[MethodDecoder] = &[
             crate::schemas::khy_os_acp_message::checks::decode_KhyOsAcpMessage(v)
                 .map(drop)
         }),
+        params_check: Some(
+            crate::schemas::khy_os_acp_message::checks::check_MessageSendParams,
+        ),
+        result_check: None,
+        envelope_check: Some(
+            crate::schemas::khy_os_acp_message::checks::check_KhyOsAcpMessage,
+        ),
     },
     MethodDecoder {
         name: "message.broadcast",
@@ -808,6 +1032,13 @@ pub const METHODS: &[MethodDecoder] = &[
             crate::schemas::khy_os_acp_message::checks::decode_KhyOsAcpMessage(v)
                 .map(drop)
         }),
+        params_check: Some(
+            crate::schemas::khy_os_acp_message::checks::check_MessageBroadcastParams,
+        ),
+        result_check: None,
+        envelope_check: Some(
+            crate::schemas::khy_os_acp_message::checks::check_KhyOsAcpMessage,
+        ),
     },
     MethodDecoder {
         name: "heartbeat",
@@ -820,6 +1051,11 @@ pub const METHODS: &[MethodDecoder] = &[
             crate::schemas::khy_os_acp_message::checks::decode_KhyOsAcpMessage(v)
                 .map(drop)
         }),
+        params_check: None,
+        result_check: None,
+        envelope_check: Some(
+            crate::schemas::khy_os_acp_message::checks::check_KhyOsAcpMessage,
+        ),
     },
 ];
 /// The method of that wire name.

@@ -63,6 +63,47 @@ impl<'de> Visitor<'de> for SkipVisitor {
     }
 }
 
+/// A string that borrows from the input when it has no escapes. (serde's own `Cow<str>`
+/// always copies; only the derive's `#[serde(borrow)]` borrows, and the hand-written
+/// visitors here need the same on every key and value they keep.)
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Text<'a>(pub Cow<'a, str>);
+
+impl std::ops::Deref for Text<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Text<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Text<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct TextVisitor;
+        impl<'de> Visitor<'de> for TextVisitor {
+            type Value = Text<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(v.to_string())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(v)))
+            }
+        }
+        deserializer.deserialize_str(TextVisitor)
+    }
+}
+
 /// A present member, `null` included (serde's `Option` would turn `null` into absent,
 /// and `"result": null` is a valid JSON-RPC result).
 pub fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
@@ -97,8 +138,8 @@ pub struct Envelope<'a> {
 pub struct Body<'a> {
     pub meta: Option<&'a RawValue>,
     pub update: Option<Member<'a>>,
-    pub session_update: Option<Cow<'a, str>>,
-    pub stop_reason: Option<Cow<'a, str>>,
+    pub session_update: Option<Text<'a>>,
+    pub stop_reason: Option<Text<'a>>,
     pub protocol_version: Option<&'a RawValue>,
 }
 
@@ -127,8 +168,8 @@ impl<'de> Visitor<'de> for BodyVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Body<'de>, A::Error> {
         let mut body = Body::default();
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-            match key.as_ref() {
+        while let Some(key) = map.next_key::<Text<'de>>()? {
+            match &*key {
                 "_meta" => once(&mut body.meta, map.next_value()?, "_meta")?,
                 "update" => once(&mut body.update, map.next_value()?, "update")?,
                 "sessionUpdate" => once(&mut body.session_update, map.next_value()?, "sessionUpdate")?,
@@ -172,7 +213,7 @@ impl<'de> Visitor<'de> for BodyVisitor {
 pub struct Member<'a> {
     pub is_object: bool,
     pub meta: Option<&'a RawValue>,
-    pub session_update: Option<Cow<'a, str>>,
+    pub session_update: Option<Text<'a>>,
 }
 
 impl<'de> Deserialize<'de> for Member<'de> {
@@ -185,8 +226,8 @@ impl<'de> Deserialize<'de> for Member<'de> {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Member<'de>, A::Error> {
                 let mut member = Member { is_object: true, ..Member::default() };
-                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-                    match key.as_ref() {
+                while let Some(key) = map.next_key::<Text<'de>>()? {
+                    match &*key {
                         "_meta" => once(&mut member.meta, map.next_value()?, "_meta")?,
                         "sessionUpdate" => once(&mut member.session_update, map.next_value()?, "sessionUpdate")?,
                         _ => {
@@ -224,7 +265,7 @@ impl<'de> Deserialize<'de> for Member<'de> {
 }
 
 /// The members of a `_meta` object, values still raw.
-pub struct Meta<'a>(pub Vec<(Cow<'a, str>, &'a RawValue)>);
+pub struct Meta<'a>(pub Vec<(Text<'a>, &'a RawValue)>);
 
 impl<'de> Deserialize<'de> for Meta<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -235,8 +276,8 @@ impl<'de> Deserialize<'de> for Meta<'de> {
                 f.write_str("a `_meta` object")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Meta<'de>, A::Error> {
-                let mut members: Vec<(Cow<'de, str>, &'de RawValue)> = Vec::new();
-                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                let mut members: Vec<(Text<'de>, &'de RawValue)> = Vec::new();
+                while let Some(key) = map.next_key::<Text<'de>>()? {
                     let value = map.next_value()?;
                     if members.iter().any(|(k, _)| *k == key) {
                         return Err(de::Error::custom(format!("duplicate `_meta` member `{key}`")));

@@ -17,7 +17,7 @@ pub mod tables;
 use std::collections::HashMap;
 
 use serde_json::value::RawValue;
-use serde_json::Value;
+use crate::exact::Json;
 
 pub use report::{DecodeError, Kind, Report, SlotReport, SlotStatus, WireDirection};
 use tables::{MethodDecoder, Part, Side};
@@ -40,11 +40,15 @@ fn expected_direction(side: Side) -> Option<WireDirection> {
     }
 }
 
-/// `member` of the whole message as a `Value`, for the generated decoders of extension
-/// methods (small messages, parsed a second time only when a table asks for it).
-fn member_value(text: &str, member: &str) -> Result<Value, DecodeError> {
-    let mut value: Value = serde_json::from_str(text).map_err(json_error)?;
-    Ok(value.get_mut(member).map(Value::take).unwrap_or(Value::Null))
+/// The whole message as a borrowed tree, for the generated checks of extension methods
+/// (small messages, parsed a second time only when a table asks for it).
+fn message_json(text: &str) -> Result<Json<'_>, DecodeError> {
+    serde_json::from_str(text).map_err(json_error)
+}
+
+fn member<'j, 'a>(message: &'j Json<'a>, name: &str) -> &'j Json<'a> {
+    const NULL: &Json<'static> = &Json::Null;
+    message.get(name).unwrap_or(NULL)
 }
 
 fn apply_meta(raw: Option<&RawValue>, method: &str, at: Part, report: &mut Report) -> Result<(), DecodeError> {
@@ -84,7 +88,7 @@ impl Decoder {
             let method = tables::method(name).ok_or_else(|| DecodeError::UnknownMethod { method: name.to_string() })?;
             report.method = Some(method.name);
             report.source = Some(method.source);
-            if let Some(whole) = method.envelope {
+            if let Some(whole) = method.envelope_check {
                 return self.family_message(text, &env, method, whole, report);
             }
             check_jsonrpc(env.jsonrpc)?;
@@ -103,18 +107,18 @@ impl Decoder {
         text: &str,
         env: &envelope::Envelope,
         method: &'static MethodDecoder,
-        whole: tables::Decode,
+        whole: tables::Check,
         report: &mut Report,
     ) -> Result<(), DecodeError> {
-        let value: Value = serde_json::from_str(text).map_err(json_error)?;
+        let message = message_json(text)?;
         let invalid = |e: crate::exact::Invalid| DecodeError::InvalidParams {
             method: method.name.to_string(),
             pointer: e.pointer(),
             message: e.message.to_string(),
         };
-        whole(&value).map_err(invalid)?;
-        if let (Some(decode), Some(params)) = (method.params, value.get("params")) {
-            decode(params).map_err(|e| invalid(e.at("params")))?;
+        whole(&message).map_err(invalid)?;
+        if let (Some(check), Some(params)) = (method.params_check, message.get("params")) {
+            check(params).map_err(|e| invalid(e.at("params")))?;
         }
         report.kind = Some(match (env.result.is_some() || env.error.is_some(), env.id.is_some()) {
             (true, _) if env.error.is_some() => Kind::ErrorResponse,
@@ -147,8 +151,8 @@ impl Decoder {
             }
         }
         report.direction = direction.or(hint);
-        if let Some(decode) = method.params {
-            decode(&member_value(text, "params")?).map_err(|e| DecodeError::InvalidParams {
+        if let Some(check) = method.params_check {
+            check(member(&message_json(text)?, "params")).map_err(|e| DecodeError::InvalidParams {
                 method: name.into(),
                 pointer: e.pointer(),
                 message: e.message.to_string(),
@@ -237,8 +241,8 @@ impl Decoder {
         if report.direction.is_none() {
             report.direction = expected_direction(method.side).map(WireDirection::reverse).or(hint);
         }
-        if let Some(decode) = method.result {
-            decode(&member_value(text, "result")?).map_err(|e| DecodeError::InvalidResult {
+        if let Some(check) = method.result_check {
+            check(member(&message_json(text)?, "result")).map_err(|e| DecodeError::InvalidResult {
                 method: method.name.into(),
                 pointer: e.pointer(),
                 message: e.message.to_string(),

@@ -69,6 +69,11 @@ pub struct MethodDecoder {
     pub result: Option<Decode>,
     /// For a family whose schema describes the whole message.
     pub envelope: Option<Decode>,
+    /// The generated checks behind `params`, `result` and `envelope`: the same decisions,
+    /// read from a borrowed tree (what the decoder's hot path uses).
+    pub params_check: Option<Check>,
+    pub result_check: Option<Check>,
+    pub envelope_check: Option<Check>,
 }
 
 #[derive(Clone, Copy)]

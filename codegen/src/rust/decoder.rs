@@ -364,6 +364,16 @@ fn checker(def: &Def) -> TokenStream {
     quote! { crate::schemas::#module::checks::#check }
 }
 
+fn opt_checker(def: &Option<Def>) -> TokenStream {
+    match def {
+        Some(def) => {
+            let c = checker(def);
+            quote! { Some(#c) }
+        }
+        None => quote! { None },
+    }
+}
+
 fn opt_decoder(def: &Option<Def>) -> TokenStream {
     match def {
         Some(def) => {
@@ -422,9 +432,12 @@ pub fn generate(plan: &Plan, catalog: &Catalog) -> TokenStream {
                 Side::Protocol => quote! { Side::Protocol },
             };
             let (params, result, envelope) = (opt_decoder(&m.params), opt_decoder(&m.result), opt_decoder(&m.envelope));
+            let (params_check, result_check, envelope_check) =
+                (opt_checker(&m.params), opt_checker(&m.result), opt_checker(&m.envelope));
             quote! {
                 MethodDecoder { name: #name, source: #source, side: #side, notification: #notification,
-                    params: #params, result: #result, envelope: #envelope }
+                    params: #params, result: #result, envelope: #envelope,
+                    params_check: #params_check, result_check: #result_check, envelope_check: #envelope_check }
             }
         })
         .collect();
