@@ -148,6 +148,22 @@ impl<'a> Json<'a> {
 }
 
 /// A view of a `Value` (for the decoders that take one): strings borrow from it.
+impl Json<'_> {
+    /// The same value as a `serde_json::Value`, for code that reads one (the safety profile).
+    pub fn to_value(&self) -> Value {
+        match self {
+            Json::Null => Value::Null,
+            Json::Bool(b) => Value::Bool(*b),
+            Json::Number(n) => Value::Number(n.clone()),
+            Json::String(s) => Value::String(s.to_string()),
+            Json::Array(items) => Value::Array(items.iter().map(Json::to_value).collect()),
+            Json::Object(members) => {
+                Value::Object(members.iter().map(|(k, v)| (k.to_string(), v.to_value())).collect())
+            }
+        }
+    }
+}
+
 impl<'a> From<&'a Value> for Json<'a> {
     fn from(v: &'a Value) -> Self {
         match v {

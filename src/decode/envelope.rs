@@ -11,6 +11,9 @@ use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::meta::NAMESPACE;
+use crate::exact::Json;
+
 /// Maximum nesting of arrays and objects in one message: serde_json's recursion limit,
 /// which every recursive parse here runs under (members are skipped by `Skip`, which
 /// recurses through the parser rather than around it, so the limit holds for them too).
@@ -136,7 +139,7 @@ pub struct Envelope<'a> {
 /// value is accepted: a non-object simply has none of these parts.
 #[derive(Default)]
 pub struct Body<'a> {
-    pub meta: Option<&'a RawValue>,
+    pub meta: Option<Meta<'a>>,
     pub update: Option<Member<'a>>,
     pub session_update: Option<Text<'a>>,
     pub stop_reason: Option<Text<'a>>,
@@ -212,7 +215,7 @@ impl<'de> Visitor<'de> for BodyVisitor {
 #[derive(Default)]
 pub struct Member<'a> {
     pub is_object: bool,
-    pub meta: Option<&'a RawValue>,
+    pub meta: Option<Meta<'a>>,
     pub session_update: Option<Text<'a>>,
 }
 
@@ -264,8 +267,11 @@ impl<'de> Deserialize<'de> for Member<'de> {
     }
 }
 
-/// The members of a `_meta` object, values still raw.
-pub struct Meta<'a>(pub Vec<(Text<'a>, &'a RawValue)>);
+/// The members of a `_meta` object, read in the same pass as the envelope: the value of
+/// every `checkfu.*` member is parsed into the borrowed tree its generated check reads,
+/// other namespaces' members are skipped (they are not ours to judge).
+#[derive(Default)]
+pub struct Meta<'a>(pub Vec<(Text<'a>, Option<Json<'a>>)>);
 
 impl<'de> Deserialize<'de> for Meta<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -276,12 +282,17 @@ impl<'de> Deserialize<'de> for Meta<'de> {
                 f.write_str("a `_meta` object")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Meta<'de>, A::Error> {
-                let mut members: Vec<(Text<'de>, &'de RawValue)> = Vec::new();
+                let mut members: Vec<(Text<'de>, Option<Json<'de>>)> = Vec::new();
                 while let Some(key) = map.next_key::<Text<'de>>()? {
-                    let value = map.next_value()?;
                     if members.iter().any(|(k, _)| *k == key) {
                         return Err(de::Error::custom(format!("duplicate `_meta` member `{key}`")));
                     }
+                    let value = if key.starts_with(NAMESPACE) {
+                        Some(map.next_value::<Json<'de>>()?)
+                    } else {
+                        map.next_value::<Skip>()?;
+                        None
+                    };
                     members.push((key, value));
                 }
                 Ok(Meta(members))
@@ -317,12 +328,15 @@ mod tests {
         .expect("parses");
         let update = e.params.and_then(|p| p.update).expect("update");
         assert_eq!(update.session_update.as_deref(), Some("plan"));
-        assert_eq!(update.meta.map(RawValue::get), Some(r#"{"k":1}"#));
+        assert_eq!(update.meta.map(|m| m.0.len()), Some(1));
     }
 
     #[test]
     fn duplicate_parts_are_errors() {
         assert!(serde_json::from_str::<Body>(r#"{"_meta":{},"_meta":{}}"#).is_err());
         assert!(serde_json::from_str::<Meta>(r#"{"a":1,"a":2}"#).is_err());
+        let meta: Meta = serde_json::from_str(r#"{"vendor.x":{"deep":[1]},"checkfu.turn":{"a":"b"}}"#).expect("parses");
+        assert!(meta.0[0].1.is_none(), "other namespaces are skipped");
+        assert!(meta.0[1].1.as_ref().is_some_and(Json::is_object), "checkfu members are parsed");
     }
 }

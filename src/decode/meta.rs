@@ -15,7 +15,8 @@ use super::report::{DecodeError, Report, SlotReport, SlotStatus};
 use super::tables::{Part, SlotClass, SlotDecoder, SLOTS};
 use crate::exact::Json;
 
-const NAMESPACE: &str = "checkfu.";
+/// The namespace whose `_meta` members are ours to judge.
+pub const NAMESPACE: &str = "checkfu.";
 
 /// The slot of `key` and its index in `SLOTS`.
 fn slot(key: &str) -> Option<(usize, &'static SlotDecoder)> {
@@ -27,11 +28,10 @@ fn slot(key: &str) -> Option<(usize, &'static SlotDecoder)> {
 pub fn apply(meta: &Meta, method: &str, part: Part, report: &mut Report) -> Result<(), DecodeError> {
     // Decoded members by slot index: `Meta` rejects a repeated key, so a slot has at most
     // one, and the common message pays for no allocation here.
-    let mut decoded: [Option<Json>; SLOTS.len()] = [const { None }; SLOTS.len()];
-    for (key, raw) in &meta.0 {
-        if !key.starts_with(NAMESPACE) {
-            continue;
-        }
+    let mut decoded: [Option<&Json>; SLOTS.len()] = [const { None }; SLOTS.len()];
+    for (key, value) in &meta.0 {
+        // Only `checkfu.*` members were parsed; the others are not ours to judge.
+        let Some(value) = value else { continue };
         let Some((index, slot)) = slot(key) else {
             report.diagnostics.push(format!("unknown extension key `{key}` ignored"));
             report.slots.push(SlotReport { key: key.to_string().into(), class: None, status: SlotStatus::Ignored });
@@ -45,14 +45,13 @@ pub fn apply(meta: &Meta, method: &str, part: Part, report: &mut Report) -> Resu
             report.slots.push(SlotReport { key: slot.key.into(), class: Some(slot.class), status: SlotStatus::Ignored });
             continue;
         }
-        // The check reads a borrowed tree: building a `Value` (hashed maps, owned strings)
-        // cost more than the check itself.
-        let value: Json = serde_json::from_str(raw.get()).map_err(member_error)?;
-        let outcome = match (slot.check)(&value) {
+        // The check reads the borrowed tree the envelope pass built: building a `Value`
+        // (hashed maps, owned strings) cost more than the check itself.
+        let outcome = match (slot.check)(value) {
             Err(e) => Err((e.pointer(), e.message.to_string())),
             // The safety profile reads a `Value`; it guards only the few schema-carrying
-            // slots, so they parse their (already well-formed) member a second time.
-            Ok(()) if slot.safety_profile => profile(&serde_json::from_str(raw.get()).map_err(member_error)?),
+            // slots, so only they convert.
+            Ok(()) if slot.safety_profile => profile(&value.to_value()),
             Ok(()) => Ok(()),
         };
         let status = match (outcome, slot.class) {
@@ -74,7 +73,7 @@ pub fn apply(meta: &Meta, method: &str, part: Part, report: &mut Report) -> Resu
         report.slots.push(SlotReport { key: slot.key.into(), class: Some(slot.class), status });
     }
     // Cross-field rules, once every member is known.
-    let member = |key: &str| slot(key).and_then(|(i, _)| decoded.get(i)).and_then(Option::as_ref);
+    let member = |key: &str| slot(key).and_then(|(i, _)| decoded.get(i)).and_then(|m| *m);
     for rule in SLOTS.iter().filter(|s| s.method == Some(method) && s.part == part) {
         let Some((requires, value)) = rule.requires else { continue };
         let present = member(rule.key).is_some();
@@ -88,14 +87,6 @@ pub fn apply(meta: &Meta, method: &str, part: Part, report: &mut Report) -> Resu
         }
     }
     Ok(())
-}
-
-fn member_error(e: serde_json::Error) -> DecodeError {
-    if e.to_string().starts_with("recursion limit exceeded") {
-        DecodeError::TooDeep { limit: super::envelope::MAX_DEPTH }
-    } else {
-        DecodeError::InvalidJson { message: e.to_string() }
-    }
 }
 
 /// The bounded safety profile, for author-supplied schemas.

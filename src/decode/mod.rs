@@ -51,11 +51,11 @@ fn member<'j, 'a>(message: &'j Json<'a>, name: &str) -> &'j Json<'a> {
     message.get(name).unwrap_or(NULL)
 }
 
-fn apply_meta(raw: Option<&RawValue>, method: &str, at: Part, report: &mut Report) -> Result<(), DecodeError> {
-    let Some(raw) = raw else { return Ok(()) };
-    let members: envelope::Meta = serde_json::from_str(raw.get())
-        .map_err(|e| DecodeError::BadEnvelope { message: format!("`_meta` must be an object: {e}") })?;
-    meta::apply(&members, method, at, report)
+fn apply_meta(meta: Option<&envelope::Meta>, method: &str, at: Part, report: &mut Report) -> Result<(), DecodeError> {
+    match meta {
+        Some(members) => meta::apply(members, method, at, report),
+        None => Ok(()),
+    }
 }
 
 impl Decoder {
@@ -159,7 +159,7 @@ impl Decoder {
             })?;
         }
         let params = env.params.as_ref();
-        apply_meta(params.and_then(|p| p.meta), name, Part::Request, report)?;
+        apply_meta(params.and_then(|p| p.meta.as_ref()), name, Part::Request, report)?;
         if name == tables::UPDATE_METHOD {
             let member = params.and_then(|p| p.update.as_ref()).filter(|u| u.is_object).ok_or_else(|| {
                 DecodeError::BadEnvelope { message: format!("`{name}` needs an object `params.update`") }
@@ -168,7 +168,7 @@ impl Decoder {
             if !tables::SESSION_UPDATE_KINDS.contains(&kind) {
                 return Err(DecodeError::UnknownUpdateKind { kind: kind.to_string() });
             }
-            apply_meta(member.meta, name, Part::Member, report)?;
+            apply_meta(member.meta.as_ref(), name, Part::Member, report)?;
         }
         if let (Some(id), false) = (env.id, method.notification) {
             if self.pending.len() >= MAX_PENDING {
@@ -234,7 +234,7 @@ impl Decoder {
         });
         let Some(method) = method else {
             report.diagnostics.push("response to a request this stream did not show; read as untyped".into());
-            return apply_meta(body.meta, "", Part::Response, report);
+            return apply_meta(body.meta.as_ref(), "", Part::Response, report);
         };
         report.method = Some(method.name);
         report.source = Some(method.source);
@@ -260,7 +260,7 @@ impl Decoder {
                 return Err(DecodeError::UnknownStopReason { reason: reason.to_string() });
             }
         }
-        apply_meta(body.meta, method.name, Part::Response, report)
+        apply_meta(body.meta.as_ref(), method.name, Part::Response, report)
     }
 }
 
