@@ -20,6 +20,35 @@ use crate::exact::Json;
 /// ACP messages nest a handful of levels; a hostile line must not cost stack.
 pub const MAX_DEPTH: usize = 128;
 
+/// The visitor methods of a value that only objects carry parts of: a scalar or an array
+/// is skipped (arrays through `Skip`, so their nesting stays guarded) and reads as empty.
+macro_rules! non_objects_read_as {
+    ($empty:expr, $ty:ty) => {
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<$ty, A::Error> {
+            while seq.next_element::<Skip>()?.is_some() {}
+            Ok($empty)
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<$ty, E> {
+            Ok($empty)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<$ty, E> {
+            Ok($empty)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<$ty, E> {
+            Ok($empty)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<$ty, E> {
+            Ok($empty)
+        }
+        fn visit_str<E>(self, _: &str) -> Result<$ty, E> {
+            Ok($empty)
+        }
+        fn visit_unit<E>(self) -> Result<$ty, E> {
+            Ok($empty)
+        }
+    };
+}
+
 /// Skips any JSON value through the parser's recursive path, so that serde_json's
 /// recursion limit rejects hostile nesting even in members nobody reads. (serde's
 /// `IgnoredAny` takes serde_json's iterative fast path, which has no limit.)
@@ -42,28 +71,7 @@ impl<'de> Visitor<'de> for SkipVisitor {
         while map.next_entry::<IgnoredAny, Skip>()?.is_some() {}
         Ok(Skip)
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Skip, A::Error> {
-        while seq.next_element::<Skip>()?.is_some() {}
-        Ok(Skip)
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-    fn visit_str<E>(self, _: &str) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-    fn visit_unit<E>(self) -> Result<Skip, E> {
-        Ok(Skip)
-    }
+    non_objects_read_as!(Skip, Skip);
 }
 
 /// A string that borrows from the input when it has no escapes. (serde's own `Cow<str>`
@@ -186,29 +194,7 @@ impl<'de> Visitor<'de> for BodyVisitor {
         Ok(body)
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Body<'de>, A::Error> {
-        while seq.next_element::<Skip>()?.is_some() {}
-        Ok(Body::default())
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<Body<'de>, E> {
-        Ok(Body::default())
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Body<'de>, E> {
-        Ok(Body::default())
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Body<'de>, E> {
-        Ok(Body::default())
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Body<'de>, E> {
-        Ok(Body::default())
-    }
-    fn visit_str<E>(self, _: &str) -> Result<Body<'de>, E> {
-        Ok(Body::default())
-    }
-    fn visit_unit<E>(self) -> Result<Body<'de>, E> {
-        Ok(Body::default())
-    }
+    non_objects_read_as!(Body::default(), Body<'de>);
 }
 
 /// A session update member: its kind and its `_meta`, nothing else read.
@@ -240,28 +226,7 @@ impl<'de> Deserialize<'de> for Member<'de> {
                 }
                 Ok(member)
             }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Member<'de>, A::Error> {
-                while seq.next_element::<Skip>()?.is_some() {}
-                Ok(Member::default())
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Member<'de>, E> {
-                Ok(Member::default())
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Member<'de>, E> {
-                Ok(Member::default())
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Member<'de>, E> {
-                Ok(Member::default())
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Member<'de>, E> {
-                Ok(Member::default())
-            }
-            fn visit_str<E>(self, _: &str) -> Result<Member<'de>, E> {
-                Ok(Member::default())
-            }
-            fn visit_unit<E>(self) -> Result<Member<'de>, E> {
-                Ok(Member::default())
-            }
+            non_objects_read_as!(Member::default(), Member<'de>);
         }
         deserializer.deserialize_any(MemberVisitor)
     }
