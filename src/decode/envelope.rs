@@ -11,7 +11,7 @@ use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::meta::NAMESPACE;
+use super::tables::META_NAMESPACE;
 use crate::exact::Json;
 
 /// Maximum nesting of arrays and objects in one message: serde_json's recursion limit,
@@ -252,7 +252,7 @@ impl<'de> Deserialize<'de> for Meta<'de> {
                     if members.iter().any(|(k, _)| *k == key) {
                         return Err(de::Error::custom(format!("duplicate `_meta` member `{key}`")));
                     }
-                    let value = if key.starts_with(NAMESPACE) {
+                    let value = if key.starts_with(META_NAMESPACE) {
                         Some(map.next_value::<Json<'de>>()?)
                     } else {
                         map.next_value::<Skip>()?;

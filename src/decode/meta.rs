@@ -15,8 +15,6 @@ use super::report::{DecodeError, Report, SlotReport, SlotStatus};
 use super::tables::{Part, SlotClass, SlotDecoder, SLOTS};
 use crate::exact::Json;
 
-/// The namespace whose `_meta` members are ours to judge.
-pub const NAMESPACE: &str = "checkfu.";
 
 /// The slot of `key` and its index in `SLOTS`.
 fn slot(key: &str) -> Option<(usize, &'static SlotDecoder)> {

@@ -73,6 +73,8 @@ pub struct VectorPlan {
 
 #[derive(Default)]
 pub struct Plan {
+    /// The namespace of the `_meta` slot keys (`checkfu.`): what the decoder judges.
+    pub namespace: String,
     pub pins: Pins,
     pub slots: Vec<SlotPlan>,
     pub methods: Vec<MethodPlan>,
@@ -234,6 +236,23 @@ pub fn plan(catalog: &Catalog, schemas: &SchemaSet, file: crate::diagnostic::Fil
     }
     if let Err(e) = vectors(&mut plan, schemas) {
         errors.push(Diagnostic::new(Class::DeadVocabulary, e));
+    }
+    // Every `_meta` slot key shares one namespace; the decoder judges exactly the keys in it
+    // (including unknown ones), so it is derived here rather than written twice.
+    for slot in plan.slots.iter().filter(|s| s.part != Part::Method) {
+        let Some((prefix, _)) = slot.key.split_once('.') else {
+            errors.push(Diagnostic::new(Class::DeadVocabulary, format!("`_meta` slot `{}` has no `namespace.` prefix", slot.key)));
+            continue;
+        };
+        let namespace = format!("{prefix}.");
+        if plan.namespace.is_empty() {
+            plan.namespace = namespace;
+        } else if plan.namespace != namespace {
+            errors.push(Diagnostic::new(
+                Class::DeadVocabulary,
+                format!("`_meta` slot `{}` is outside the namespace `{}` of the other slots", slot.key, plan.namespace),
+            ));
+        }
     }
     let mut seen = BTreeMap::new();
     for m in &plan.methods {
@@ -455,7 +474,10 @@ pub fn generate(plan: &Plan, catalog: &Catalog) -> TokenStream {
     let version = catalog.acp.protocol_version.value;
     let (version_method, update_method, prompt_method) =
         (catalog.acp.version_method.as_str(), catalog.acp.update_method.as_str(), catalog.acp.prompt_method.as_str());
+    let namespace = plan.namespace.as_str();
     quote! {
+        /// The namespace of the `_meta` slot keys: keys in it are judged, others ignored.
+        pub const META_NAMESPACE: &str = #namespace;
         /// The method whose response carries `protocolVersion`.
         pub const VERSION_METHOD: &str = #version_method;
         /// The notification whose `params.update` is a session update member.
