@@ -85,13 +85,13 @@ pub(crate) fn realize(index: &Index, file: FileId, harness: &Harness, out: &mut 
         errors += 1;
         let highest = envelope.iter().map(|&e| admitted(e, true)).max().unwrap_or(0);
         let ungated = envelope.iter().map(|&e| admitted(e, false)).max().unwrap_or(0);
+        // A connected entry answers to its lane: anything but missing evidence is class 6.
         let class = match upgrade {
             Some(_) if ceiling <= ungated => Class::PromotionWithoutEvidence,
+            _ if connected => Class::ExceedsLaneEnvelope,
             Some(_) => Class::UndeclaredPromotion,
-            None if connected => Class::ExceedsLaneEnvelope,
             None => Class::ExceedsEnvelope,
         };
-        let class = if connected && class != Class::PromotionWithoutEvidence { Class::ExceedsLaneEnvelope } else { class };
         let value_name = |rank: usize| axis.values.get(rank).map_or("?", |v| v.as_str()).to_string();
         let (at, declared_value) = match harness.ceiling.iter().find(|(k, _)| k.as_str() == axis.name.as_str()) {
             Some((_, v)) => (v.span.clone(), v.value.clone()),
