@@ -41,6 +41,9 @@
 //! match the schema" where admission must say which member and why.
 
 pub mod declaration;
+mod wire;
+
+pub use wire::{admit_wire, WireAdmissionError};
 #[cfg(test)]
 mod tests;
 
