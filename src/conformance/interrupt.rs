@@ -15,6 +15,7 @@
 //! an accepted drain with no terminal after it. No request in the live turn: skip.
 
 use super::header::{upgrade_evidenced_by, Header};
+use super::ids::Interner;
 use super::observation::{InterruptAck, Observation};
 use super::report::{Faults, Outcome};
 use super::Check;
@@ -65,7 +66,7 @@ impl CooperativeInterruptDrained {
 }
 
 impl Check for CooperativeInterruptDrained {
-    fn observe(&mut self, at: usize, observation: &Observation) {
+    fn observe(&mut self, at: usize, observation: &Observation, _ids: &Interner) {
         if self.skip.is_some() {
             return;
         }
@@ -105,7 +106,7 @@ impl Check for CooperativeInterruptDrained {
         }
     }
 
-    fn finish(self: Box<Self>, _observations: usize) -> Outcome {
+    fn finish(self: Box<Self>, _observations: usize, _ids: &Interner) -> Outcome {
         if let Some(reason) = self.skip {
             return Outcome::Skip { reason };
         }

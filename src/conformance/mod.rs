@@ -25,10 +25,15 @@
 //! | cooperative_interrupt_drained | [`interrupt`] | opt-in, declared: the drain accepted (`draining`), then a terminal; refusal fails |
 //! | subagent_correlation | [`subagents`] | gated lifecycle; start once before references; settle once before the terminal; results keep their use's attribution |
 //!
+//! The reader interns every id an observation names (tool ids, steer events, subagent ids) in
+//! one [`ids::Interner`], so the checks keep their per-id state in vectors indexed by a dense
+//! [`ids::Id`] and touch the id strings only to word a fault.
+//!
 //! A fail names the zero-based index of the observation at fault; when a check has several
 //! faults, the one at the lowest index is reported (see [`report::Faults`]).
 
 pub mod header;
+pub mod ids;
 mod interrupt;
 pub mod observation;
 mod ready;
@@ -43,15 +48,16 @@ use std::io::BufRead;
 
 use crate::catalog::{self, ConformanceCheck};
 use header::Header;
+use ids::Interner;
 use observation::Observation;
 pub use report::{Outcome, Report};
 
 /// One check's streaming evaluation.
 trait Check {
-    /// Sees observation `at` (zero-based, header excluded).
-    fn observe(&mut self, at: usize, observation: &Observation);
+    /// Sees observation `at` (zero-based, header excluded); `ids` names its ids.
+    fn observe(&mut self, at: usize, observation: &Observation, ids: &Interner);
     /// The verdict once the trace is exhausted, given how many observations it held.
-    fn finish(self: Box<Self>, observations: usize) -> Outcome;
+    fn finish(self: Box<Self>, observations: usize, ids: &Interner) -> Outcome;
 }
 
 /// The evaluator of a catalog check, by name. `None` for a check the catalog lists and this
@@ -132,6 +138,7 @@ pub fn check_reader<R: BufRead>(mut reader: R) -> Result<Report, TraceError> {
         .iter()
         .map(|c| (c.name, evaluator(c, &header)))
         .collect();
+    let mut ids = Interner::default();
     let mut observations = 0usize;
     while next_line(&mut line, &mut number)? {
         if line.trim().is_empty() {
@@ -140,13 +147,13 @@ pub fn check_reader<R: BufRead>(mut reader: R) -> Result<Report, TraceError> {
                 message: String::from("blank line; every line is one observation"),
             });
         }
-        let observation = Observation::parse(&line).map_err(|message| TraceError {
+        let observation = Observation::parse(&line, &mut ids).map_err(|message| TraceError {
             line: number,
             message,
         })?;
         for (_, check) in checks.iter_mut() {
             if let Some(check) = check {
-                check.observe(observations, &observation);
+                check.observe(observations, &observation, &ids);
             }
         }
         observations += 1;
@@ -156,7 +163,7 @@ pub fn check_reader<R: BufRead>(mut reader: R) -> Result<Report, TraceError> {
         .into_iter()
         .map(|(name, check)| {
             let outcome = match check {
-                Some(check) => check.finish(observations),
+                Some(check) => check.finish(observations, &ids),
                 // Fail closed: a catalog check this build cannot evaluate is not a pass.
                 None => Outcome::Fail {
                     reason: String::from("this build has no evaluator for the check"),

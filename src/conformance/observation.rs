@@ -10,9 +10,14 @@
 //! Added to the floor (allowed by the contract, which forbids only changes): `output` may
 //! carry `subagent`, attributing harness text to a subagent the way `phase: "activity"` does
 //! on the wire.
+//!
+//! The ids an observation names (`id`, `event`, `subagent`) are interned while it is parsed:
+//! the observation carries their [`Id`]s, and the checks read the strings back from the
+//! [`Interner`] only to word a fault.
 
 use serde::Deserialize;
 
+use super::ids::{Id, Interner};
 use crate::catalog;
 
 /// The kinds the grammar knows. Two of them are the suite's own actions, recorded in the
@@ -137,22 +142,22 @@ pub enum Observation {
     Ready,
     Output {
         text: String,
-        subagent: Option<String>,
+        subagent: Option<Id>,
     },
     ToolUse {
-        id: String,
+        id: Id,
         name: Option<String>,
-        subagent: Option<String>,
+        subagent: Option<Id>,
     },
     ToolResult {
-        id: String,
-        subagent: Option<String>,
+        id: Id,
+        subagent: Option<Id>,
     },
     SteerInput {
-        event: String,
+        event: Id,
     },
     Steering {
-        event: String,
+        event: Id,
         disposition: SteerAck,
     },
     InterruptRequest,
@@ -160,12 +165,12 @@ pub enum Observation {
         disposition: InterruptAck,
     },
     SubagentStarted {
-        subagent: String,
+        subagent: Id,
         name: String,
         description: Option<String>,
     },
     SubagentCompleted {
-        subagent: String,
+        subagent: Id,
         disposition: Settlement,
     },
     Terminal {
@@ -191,14 +196,14 @@ impl Observation {
         }
     }
 
-    /// Parses and validates one observation line. The error is a message without the line
-    /// number, which the reader adds.
-    pub fn parse(line: &str) -> Result<Observation, String> {
+    /// Parses and validates one observation line, interning its ids in `ids`. The error is a
+    /// message without the line number, which the reader adds.
+    pub fn parse(line: &str, ids: &mut Interner) -> Result<Observation, String> {
         let raw: RawObservation = match serde_json::from_str(line) {
             Ok(raw) => raw,
             Err(error) => return Err(explain_parse_error(line, &error)),
         };
-        raw.validate()
+        raw.validate(ids)
     }
 }
 
@@ -277,7 +282,7 @@ impl RawObservation {
         "stop_reason",
     ];
 
-    fn validate(self) -> Result<Observation, String> {
+    fn validate(self, ids: &mut Interner) -> Result<Observation, String> {
         let Some(kind) = Kind::from_name(&self.kind) else {
             return Err(unknown_kind(&self.kind));
         };
@@ -306,19 +311,19 @@ impl RawObservation {
             Kind::Ready => Observation::Ready,
             Kind::Output => Observation::Output {
                 text: required(raw.text.take(), "text")?,
-                subagent: raw.subagent,
+                subagent: intern_optional(ids, raw.subagent)?,
             },
             Kind::ToolUse => Observation::ToolUse {
-                id: required(raw.id.take(), "id")?,
+                id: intern(ids, required(raw.id.take(), "id")?)?,
                 name: raw.name,
-                subagent: raw.subagent,
+                subagent: intern_optional(ids, raw.subagent)?,
             },
             Kind::ToolResult => Observation::ToolResult {
-                id: required(raw.id.take(), "id")?,
-                subagent: raw.subagent,
+                id: intern(ids, required(raw.id.take(), "id")?)?,
+                subagent: intern_optional(ids, raw.subagent)?,
             },
             Kind::SteerInput => Observation::SteerInput {
-                event: required(raw.event.take(), "event")?,
+                event: intern(ids, required(raw.event.take(), "event")?)?,
             },
             Kind::Steering => {
                 let disposition = required(raw.disposition.take(), "disposition")?;
@@ -336,7 +341,7 @@ impl RawObservation {
                     }
                 };
                 Observation::Steering {
-                    event: required(raw.event.take(), "event")?,
+                    event: intern(ids, required(raw.event.take(), "event")?)?,
                     disposition,
                 }
             }
@@ -353,7 +358,7 @@ impl RawObservation {
                 Observation::InterruptAck { disposition }
             }
             Kind::SubagentStarted => Observation::SubagentStarted {
-                subagent: required(raw.subagent.take(), "subagent")?,
+                subagent: intern(ids, required(raw.subagent.take(), "subagent")?)?,
                 name: required(raw.name.take(), "name")?,
                 description: raw.description,
             },
@@ -373,7 +378,7 @@ impl RawObservation {
                     }
                 };
                 Observation::SubagentCompleted {
-                    subagent: required(raw.subagent.take(), "subagent")?,
+                    subagent: intern(ids, required(raw.subagent.take(), "subagent")?)?,
                     disposition,
                 }
             }
@@ -391,6 +396,18 @@ impl RawObservation {
             }
         })
     }
+}
+
+/// The interned id of a field's value. Fails only past `u32::MAX` distinct ids: an id must
+/// never be reused for a second string, so the trace is rejected instead.
+fn intern(ids: &mut Interner, value: String) -> Result<Id, String> {
+    ids.intern(&value).ok_or_else(|| {
+        String::from("the trace names more distinct ids than the checker can number")
+    })
+}
+
+fn intern_optional(ids: &mut Interner, value: Option<String>) -> Result<Option<Id>, String> {
+    value.map(|value| intern(ids, value)).transpose()
 }
 
 fn bad_value(kind: Kind, field: &str, value: &str, expected: &str) -> String {
@@ -424,6 +441,9 @@ mod tests {
 
     #[test]
     fn every_floor_example_line_parses() {
+        // Interned up front, so the ids the lines parse to are known; parsing reuses them.
+        let mut ids = Interner::default();
+        let [t1, a, e1] = ["t1", "a", "e1"].map(|name| ids.intern(name).expect("an id"));
         let lines = [
             (r#"{"kind": "ready"}"#, Observation::Ready),
             (
@@ -436,26 +456,26 @@ mod tests {
             (
                 r#"{"kind": "tool_use", "id": "t1", "name": "bash", "subagent": "a"}"#,
                 Observation::ToolUse {
-                    id: "t1".into(),
+                    id: t1,
                     name: Some("bash".into()),
-                    subagent: Some("a".into()),
+                    subagent: Some(a),
                 },
             ),
             (
                 r#"{"kind": "tool_result", "id": "t1"}"#,
                 Observation::ToolResult {
-                    id: "t1".into(),
+                    id: t1,
                     subagent: None,
                 },
             ),
             (
                 r#"{"kind": "steer_input", "event": "e1"}"#,
-                Observation::SteerInput { event: "e1".into() },
+                Observation::SteerInput { event: e1 },
             ),
             (
                 r#"{"kind": "steering", "event": "e1", "disposition": "queued"}"#,
                 Observation::Steering {
-                    event: "e1".into(),
+                    event: e1,
                     disposition: SteerAck::Queued,
                 },
             ),
@@ -472,7 +492,7 @@ mod tests {
             (
                 r#"{"kind": "subagent_started", "subagent": "a", "name": "r", "description": "d"}"#,
                 Observation::SubagentStarted {
-                    subagent: "a".into(),
+                    subagent: a,
                     name: "r".into(),
                     description: Some("d".into()),
                 },
@@ -480,7 +500,7 @@ mod tests {
             (
                 r#"{"kind": "subagent_completed", "subagent": "a", "disposition": "canceled"}"#,
                 Observation::SubagentCompleted {
-                    subagent: "a".into(),
+                    subagent: a,
                     disposition: Settlement::Canceled,
                 },
             ),
@@ -493,8 +513,9 @@ mod tests {
             ),
         ];
         for (line, expected) in lines {
-            assert_eq!(Observation::parse(line), Ok(expected), "{line}");
+            assert_eq!(Observation::parse(line, &mut ids), Ok(expected), "{line}");
         }
+        assert_eq!([t1, a, e1].map(|id| ids.name(id)), ["t1", "a", "e1"]);
     }
 
     #[test]
@@ -528,7 +549,7 @@ mod tests {
             (r#"[1]"#, "invalid observation"),
         ];
         for (line, needle) in cases {
-            match Observation::parse(line) {
+            match Observation::parse(line, &mut Interner::default()) {
                 Ok(parsed) => panic!("{line} parsed as {parsed:?}"),
                 Err(message) => assert!(message.contains(needle), "{line}: {message}"),
             }

@@ -6,6 +6,7 @@
 //! trace order: a harness observation before the first ready; a second ready; a trace with no
 //! ready at all (placed at nothing only when the trace has no harness observation to blame).
 
+use super::ids::Interner;
 use super::observation::{Kind, Observation};
 use super::report::{Faults, Outcome};
 use super::Check;
@@ -17,7 +18,7 @@ pub struct ReadyHandshake {
 }
 
 impl Check for ReadyHandshake {
-    fn observe(&mut self, at: usize, observation: &Observation) {
+    fn observe(&mut self, at: usize, observation: &Observation, _ids: &Interner) {
         let kind = observation.kind();
         match (kind, self.ready_at) {
             (Kind::Ready, None) => self.ready_at = Some(at),
@@ -34,7 +35,7 @@ impl Check for ReadyHandshake {
         }
     }
 
-    fn finish(self: Box<Self>, _observations: usize) -> Outcome {
+    fn finish(self: Box<Self>, _observations: usize, _ids: &Interner) -> Outcome {
         let mut faults = self.faults;
         if self.ready_at.is_none() && !faults.any() {
             faults.unplaced(|| String::from("the trace has no ready observation"));

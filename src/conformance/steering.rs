@@ -20,9 +20,8 @@
 //! acknowledged. No steer sent into the live turn is an unexercised channel: skip. With the
 //! axis undeclared, any steering member fails (at the first one) and their absence passes.
 
-use std::collections::HashMap;
-
 use super::header::{gate, upgrade_evidenced_by, Header};
+use super::ids::{IdMap, Interner};
 use super::observation::{Kind, Observation, SteerAck};
 use super::report::{Faults, Outcome};
 use super::Check;
@@ -41,7 +40,7 @@ fn gate_text() -> String {
 pub struct SteeringCorrelation {
     gate_open: bool,
     /// Event → (index of its first steer_input, index of its first acknowledgement).
-    events: HashMap<String, (usize, Option<usize>)>,
+    events: IdMap<(usize, Option<usize>)>,
     faults: Faults,
 }
 
@@ -49,19 +48,21 @@ impl SteeringCorrelation {
     pub fn new(header: &Header) -> SteeringCorrelation {
         SteeringCorrelation {
             gate_open: header.admits(Kind::Steering.name()),
-            events: HashMap::new(),
+            events: IdMap::default(),
             faults: Faults::default(),
         }
     }
 }
 
 impl Check for SteeringCorrelation {
-    fn observe(&mut self, at: usize, observation: &Observation) {
+    fn observe(&mut self, at: usize, observation: &Observation, ids: &Interner) {
         match observation {
             Observation::SteerInput { event } => {
-                self.events.entry(event.clone()).or_insert((at, None));
+                self.events.get_or_insert_with(*event, || (at, None));
             }
             Observation::Steering { event, .. } => {
+                let event_id = *event;
+                let event = ids.name(event_id);
                 if !self.gate_open {
                     self.faults.at(at, || {
                         format!(
@@ -71,7 +72,7 @@ impl Check for SteeringCorrelation {
                     });
                     return;
                 }
-                match self.events.get_mut(event) {
+                match self.events.get_mut(event_id) {
                     None => self.faults.at(at, || {
                         format!("acknowledges steer event {event:?}, which was not sent before it")
                     }),
@@ -88,11 +89,12 @@ impl Check for SteeringCorrelation {
         }
     }
 
-    fn finish(self: Box<Self>, _observations: usize) -> Outcome {
+    fn finish(self: Box<Self>, _observations: usize, ids: &Interner) -> Outcome {
         let mut faults = self.faults;
         if self.gate_open {
-            for (event, (sent, acked)) in &self.events {
+            for (event, (sent, acked)) in self.events.iter() {
                 if acked.is_none() {
+                    let event = ids.name(event);
                     faults.at(*sent, || {
                         format!("steer event {event:?} has no acknowledgement")
                     });
@@ -110,7 +112,7 @@ pub struct SteeringDelivered {
     axis_text: String,
     terminal_at: Option<usize>,
     /// Event → (index of its steer_input, whether its first acknowledgement was seen).
-    exercised: HashMap<String, (usize, bool)>,
+    exercised: IdMap<(usize, bool)>,
     faults: Faults,
 }
 
@@ -131,14 +133,14 @@ impl SteeringDelivered {
             members,
             axis_text,
             terminal_at: None,
-            exercised: HashMap::new(),
+            exercised: IdMap::default(),
             faults: Faults::default(),
         }
     }
 }
 
 impl Check for SteeringDelivered {
-    fn observe(&mut self, at: usize, observation: &Observation) {
+    fn observe(&mut self, at: usize, observation: &Observation, ids: &Interner) {
         if !self.declared {
             if self.members.contains(&observation.kind()) {
                 let axis = &self.axis_text;
@@ -153,15 +155,16 @@ impl Check for SteeringDelivered {
                 self.terminal_at = Some(at)
             }
             Observation::SteerInput { event } if self.terminal_at.is_none() => {
-                self.exercised.entry(event.clone()).or_insert((at, false));
+                self.exercised.get_or_insert_with(*event, || (at, false));
             }
             Observation::Steering { event, disposition } => {
-                let Some((_, seen)) = self.exercised.get_mut(event) else {
+                let Some((_, seen)) = self.exercised.get_mut(*event) else {
                     return;
                 };
                 if std::mem::replace(seen, true) {
                     return;
                 }
+                let event = ids.name(*event);
                 if *disposition == SteerAck::Refused {
                     self.faults.at(at, || {
                         format!("the harness refused the scripted steer {event:?}")
@@ -176,7 +179,7 @@ impl Check for SteeringDelivered {
         }
     }
 
-    fn finish(self: Box<Self>, _observations: usize) -> Outcome {
+    fn finish(self: Box<Self>, _observations: usize, ids: &Interner) -> Outcome {
         let mut faults = self.faults;
         if !self.declared {
             return faults.outcome();
@@ -186,8 +189,9 @@ impl Check for SteeringDelivered {
                 reason: String::from("unexercised: no scripted steer was sent into the live turn"),
             };
         }
-        for (event, (sent, seen)) in &self.exercised {
+        for (event, (sent, seen)) in self.exercised.iter() {
             if !seen {
+                let event = ids.name(event);
                 faults.at(*sent, || {
                     format!("the scripted steer {event:?} is never acknowledged")
                 });

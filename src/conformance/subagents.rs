@@ -20,9 +20,8 @@
 //!   terminal); a subagent that never settles in a trace without a terminal is placed at its
 //!   start.
 
-use std::collections::HashMap;
-
 use super::header::{gate, Header};
+use super::ids::{Id, IdMap, Interner};
 use super::observation::{Kind, Observation};
 use super::report::{Faults, Outcome};
 use super::Check;
@@ -35,10 +34,10 @@ struct Lifecycle {
 pub struct SubagentCorrelation {
     started_gate: bool,
     completed_gate: bool,
-    subagents: HashMap<String, Lifecycle>,
+    subagents: IdMap<Lifecycle>,
     unsettled: usize,
     /// Tool-use id → the attribution of its first use.
-    tools: HashMap<String, Option<String>>,
+    tools: IdMap<Option<Id>>,
     terminal_at: Option<usize>,
     faults: Faults,
 }
@@ -55,9 +54,9 @@ fn gate_text(kind: Kind) -> String {
     }
 }
 
-fn attribution(subagent: &Option<String>) -> String {
+fn attribution(subagent: Option<Id>, ids: &Interner) -> String {
     match subagent {
-        Some(id) => format!("subagent {id:?}"),
+        Some(id) => format!("subagent {:?}", ids.name(id)),
         None => String::from("the primary loop"),
     }
 }
@@ -67,19 +66,24 @@ impl SubagentCorrelation {
         SubagentCorrelation {
             started_gate: header.admits(Kind::SubagentStarted.name()),
             completed_gate: header.admits(Kind::SubagentCompleted.name()),
-            subagents: HashMap::new(),
+            subagents: IdMap::default(),
             unsettled: 0,
-            tools: HashMap::new(),
+            tools: IdMap::default(),
             terminal_at: None,
             faults: Faults::default(),
         }
     }
 
     /// New activity attributed to `subagent`: it must have started and not yet settled.
-    fn activity(&mut self, at: usize, what: &str, subagent: &str) {
+    /// `what` names the activity; it is worded only when the fault is recorded.
+    fn activity(&mut self, at: usize, what: impl Fn() -> String, subagent: Id, ids: &Interner) {
+        let name = ids.name(subagent);
         match self.subagents.get(subagent) {
             None => self.faults.at(at, || {
-                format!("{what} is attributed to subagent {subagent:?}, which has not started")
+                format!(
+                    "{} is attributed to subagent {name:?}, which has not started",
+                    what()
+                )
             }),
             Some(Lifecycle {
                 settled_at: Some(settled),
@@ -87,7 +91,7 @@ impl SubagentCorrelation {
             }) => {
                 let settled = *settled;
                 self.faults.at(at, || {
-                    format!("{what} is attributed to subagent {subagent:?} after it settled at observation {settled}")
+                    format!("{} is attributed to subagent {name:?} after it settled at observation {settled}", what())
                 })
             }
             Some(_) => {}
@@ -96,38 +100,37 @@ impl SubagentCorrelation {
 }
 
 impl Check for SubagentCorrelation {
-    fn observe(&mut self, at: usize, observation: &Observation) {
+    fn observe(&mut self, at: usize, observation: &Observation, ids: &Interner) {
         match observation {
             Observation::SubagentStarted { subagent, .. } => {
                 if !self.started_gate {
                     self.faults.at(at, || gate_text(Kind::SubagentStarted));
                 }
-                match self.subagents.get(subagent) {
-                    Some(first) => {
-                        let first = first.started_at;
-                        self.faults.at(at, || {
-                            format!(
-                                "subagent {subagent:?} starts twice (first at observation {first})"
-                            )
-                        })
-                    }
-                    None => {
-                        self.subagents.insert(
-                            subagent.clone(),
-                            Lifecycle {
-                                started_at: at,
-                                settled_at: None,
-                            },
-                        );
-                        self.unsettled += 1;
-                    }
+                let first = self
+                    .subagents
+                    .get_or_insert_with(*subagent, || Lifecycle {
+                        started_at: at,
+                        settled_at: None,
+                    })
+                    .started_at;
+                // Observations have distinct indexes: a start held at another index is an
+                // earlier start of the same subagent.
+                if first == at {
+                    self.unsettled += 1;
+                } else {
+                    let subagent = ids.name(*subagent);
+                    self.faults.at(at, || {
+                        format!("subagent {subagent:?} starts twice (first at observation {first})")
+                    })
                 }
             }
             Observation::SubagentCompleted { subagent, .. } => {
                 if !self.completed_gate {
                     self.faults.at(at, || gate_text(Kind::SubagentCompleted));
                 }
-                match self.subagents.get_mut(subagent) {
+                let subagent_id = *subagent;
+                let subagent = ids.name(subagent_id);
+                match self.subagents.get_mut(subagent_id) {
                     None => self.faults.at(at, || {
                         format!("settles subagent {subagent:?}, which has not started")
                     }),
@@ -150,31 +153,33 @@ impl Check for SubagentCorrelation {
                 }
             }
             Observation::ToolUse { id, subagent, .. } => {
-                if let Some(subagent) = subagent {
-                    self.activity(at, &format!("tool use {id:?}"), subagent);
+                if let Some(subagent) = *subagent {
+                    let id = ids.name(*id);
+                    self.activity(at, || format!("tool use {id:?}"), subagent, ids);
                 }
-                self.tools
-                    .entry(id.clone())
-                    .or_insert_with(|| subagent.clone());
+                self.tools.get_or_insert_with(*id, || *subagent);
             }
             Observation::Output {
                 subagent: Some(subagent),
                 ..
-            } => self.activity(at, "output", subagent),
+            } => self.activity(at, || String::from("output"), *subagent, ids),
             Observation::ToolResult { id, subagent } => {
-                if let Some(used_by) = self.tools.get(id) {
+                if let Some(used_by) = self.tools.get(*id) {
                     if used_by != subagent {
-                        let used_by = attribution(used_by);
+                        let used_by = attribution(*used_by, ids);
+                        let id = ids.name(*id);
                         self.faults.at(at, || {
                             format!(
                                 "tool result {id:?} is attributed to {} but its use to {used_by}; a settlement keeps its use's attribution",
-                                attribution(subagent)
+                                attribution(*subagent, ids)
                             )
                         });
                     }
                 }
-                if let Some(subagent) = subagent {
-                    if !self.subagents.contains_key(subagent) {
+                if let Some(subagent) = *subagent {
+                    if !self.subagents.contains(subagent) {
+                        let id = ids.name(*id);
+                        let subagent = ids.name(subagent);
                         self.faults.at(at, || {
                             format!("tool result {id:?} is attributed to subagent {subagent:?}, which has not started")
                         });
@@ -189,7 +194,7 @@ impl Check for SubagentCorrelation {
                         .iter()
                         .filter(|(_, l)| l.settled_at.is_none())
                         .min_by_key(|(_, l)| l.started_at)
-                        .map(|(id, l)| (id.clone(), l.started_at));
+                        .map(|(id, l)| (ids.name(id), l.started_at));
                     let count = self.unsettled;
                     if let Some((id, started)) = pending {
                         self.faults.at(at, || {
@@ -202,13 +207,14 @@ impl Check for SubagentCorrelation {
         }
     }
 
-    fn finish(self: Box<Self>, _observations: usize) -> Outcome {
+    fn finish(self: Box<Self>, _observations: usize, ids: &Interner) -> Outcome {
         let mut faults = self.faults;
-        for (id, lifecycle) in &self.subagents {
+        for (id, lifecycle) in self.subagents.iter() {
             let after_terminal = self
                 .terminal_at
                 .is_none_or(|terminal| lifecycle.started_at > terminal);
             if lifecycle.settled_at.is_none() && after_terminal {
+                let id = ids.name(id);
                 faults.at(lifecycle.started_at, || {
                     format!("subagent {id:?} never settles")
                 });

@@ -10,6 +10,7 @@
 //! and drain checks judge. Last, no terminal at all, placed at the last observation, where
 //! the turn stopped without one.
 
+use super::ids::Interner;
 use super::observation::{InterruptAck, Kind, Observation, TurnOutcome};
 use super::report::{Faults, Outcome};
 use super::Check;
@@ -25,7 +26,7 @@ pub struct TerminalObservation {
 }
 
 impl Check for TerminalObservation {
-    fn observe(&mut self, at: usize, observation: &Observation) {
+    fn observe(&mut self, at: usize, observation: &Observation, _ids: &Interner) {
         if let Some(first) = self.terminal_at {
             if observation.kind() == Kind::Terminal {
                 self.faults.at(at, || {
@@ -66,7 +67,7 @@ impl Check for TerminalObservation {
         }
     }
 
-    fn finish(self: Box<Self>, observations: usize) -> Outcome {
+    fn finish(self: Box<Self>, observations: usize, _ids: &Interner) -> Outcome {
         let mut faults = self.faults;
         if self.terminal_at.is_none() {
             match observations.checked_sub(1) {

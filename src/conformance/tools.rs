@@ -6,8 +6,7 @@
 //! that never settles or a use settled twice, so neither fails this check; attribution of
 //! results is `subagent_correlation`'s.
 
-use std::collections::HashMap;
-
+use super::ids::{IdMap, Interner};
 use super::observation::Observation;
 use super::report::{Faults, Outcome};
 use super::Check;
@@ -15,25 +14,28 @@ use super::Check;
 #[derive(Default)]
 pub struct ToolCorrelation {
     /// Tool-use id → index of its use.
-    uses: HashMap<String, usize>,
+    uses: IdMap<usize>,
     faults: Faults,
 }
 
 impl Check for ToolCorrelation {
-    fn observe(&mut self, at: usize, observation: &Observation) {
+    fn observe(&mut self, at: usize, observation: &Observation, ids: &Interner) {
         match observation {
             Observation::ToolUse { id, .. } => {
-                match self.uses.get(id) {
-                    Some(first) => {
-                        let first = *first;
-                        self.faults.at(at, || format!("tool-use id {id:?} is not unique (first used at observation {first})"))
-                    }
-                    None => {
-                        self.uses.insert(id.clone(), at);
-                    }
+                // Observations have distinct indexes, so a use held at another index is an
+                // earlier use of the same id.
+                let first = *self.uses.get_or_insert_with(*id, || at);
+                if first != at {
+                    let id = ids.name(*id);
+                    self.faults.at(at, || {
+                        format!(
+                            "tool-use id {id:?} is not unique (first used at observation {first})"
+                        )
+                    })
                 }
             }
-            Observation::ToolResult { id, .. } if !self.uses.contains_key(id) => {
+            Observation::ToolResult { id, .. } if !self.uses.contains(*id) => {
+                let id = ids.name(*id);
                 self.faults.at(at, || {
                     format!("tool result {id:?} references no tool use observed before it")
                 })
@@ -42,7 +44,7 @@ impl Check for ToolCorrelation {
         }
     }
 
-    fn finish(self: Box<Self>, _observations: usize) -> Outcome {
+    fn finish(self: Box<Self>, _observations: usize, _ids: &Interner) -> Outcome {
         self.faults.outcome()
     }
 }
