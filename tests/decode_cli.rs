@@ -45,3 +45,26 @@ fn stdin_and_an_all_accepted_stream_exit_zero() {
     assert_eq!(lines.len(), 2, "blank lines are skipped");
     assert_eq!(lines[1]["line"], 3);
 }
+
+#[test]
+fn an_overlong_line_is_rejected_and_the_stream_goes_on() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_checkfu-wire"))
+        .args(["decode"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut input = vec![b' '; 17 * 1024 * 1024];
+    input.push(b'\n');
+    input.extend_from_slice(br#"{"jsonrpc":"2.0","id":1,"method":"session/cancel"}"#);
+    input.push(b'\n');
+    let mut stdin = child.stdin.take().expect("stdin");
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let out = child.wait_with_output().expect("wait");
+    writer.join().expect("writer thread").expect("write");
+    assert_eq!(out.status.code(), Some(1));
+    let lines = reports(&out.stdout);
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["error"]["code"], "line_too_long");
+    assert_eq!(lines[1]["error"]["code"], "unexpected_id", "the next line is still decoded");
+}

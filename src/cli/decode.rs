@@ -9,6 +9,28 @@ use std::path::PathBuf;
 use checkfu_wire::decode::{Decoder, WireDirection};
 use serde_json::json;
 
+/// The longest line `decode` reads; a longer one is rejected as a whole.
+const MAX_LINE: usize = 16 * 1024 * 1024;
+
+fn discard_rest_of_line(reader: &mut impl BufRead) -> io::Result<()> {
+    loop {
+        let buffer = reader.fill_buf()?;
+        if buffer.is_empty() {
+            return Ok(());
+        }
+        match buffer.iter().position(|b| *b == b'\n') {
+            Some(at) => {
+                reader.consume(at + 1);
+                return Ok(());
+            }
+            None => {
+                let n = buffer.len();
+                reader.consume(n);
+            }
+        }
+    }
+}
+
 pub fn decode(file: Option<PathBuf>, direction: Option<WireDirection>) -> i32 {
     let input: Box<dyn Read> = match &file {
         Some(path) => match File::open(path) {
@@ -28,7 +50,8 @@ pub fn decode(file: Option<PathBuf>, direction: Option<WireDirection>) -> i32 {
     let (mut number, mut rejected) = (0usize, 0usize);
     loop {
         line.clear();
-        match reader.read_until(b'\n', &mut line) {
+        // Bounded: a line longer than the limit is rejected without holding it in memory.
+        match (&mut reader).take(MAX_LINE as u64 + 1).read_until(b'\n', &mut line) {
             Ok(0) => break,
             Ok(_) => {}
             Err(e) => {
@@ -37,6 +60,19 @@ pub fn decode(file: Option<PathBuf>, direction: Option<WireDirection>) -> i32 {
             }
         }
         number += 1;
+        if line.len() > MAX_LINE {
+            if let Err(e) = discard_rest_of_line(&mut reader) {
+                eprintln!("error: reading input: {e}");
+                return 2;
+            }
+            rejected += 1;
+            let report = json!({"line": number, "accepted": false,
+                "error": {"code": "line_too_long", "limit": MAX_LINE, "message": format!("a message longer than {MAX_LINE} bytes")}});
+            if writeln!(out, "{report}").is_err() {
+                return 2;
+            }
+            continue;
+        }
         let bytes = line.strip_suffix(b"\n").unwrap_or(&line);
         let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
         if bytes.iter().all(u8::is_ascii_whitespace) {
