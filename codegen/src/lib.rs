@@ -50,9 +50,10 @@ pub fn banner() -> String {
 /// Every input file the pipeline reads (for `cargo:rerun-if-changed`), plus the input
 /// directories themselves so that adding a file is noticed too.
 pub fn inputs(root: &Path) -> Vec<PathBuf> {
-    // The lock is read back to refuse in-place reinterpretation; the golden vectors are
-    // content behind a revision literal.
-    let mut inputs = vec![root.join(CATALOG_FILE), root.join(revisions::LOCK_FILE), root.join(revisions::GOLDEN_VECTORS)];
+    // The lock is read back to refuse in-place reinterpretation; the golden vectors, named
+    // by the catalog, are content behind a revision literal.
+    let mut inputs = vec![root.join(CATALOG_FILE), root.join(revisions::LOCK_FILE)];
+    inputs.extend(golden_vectors_path(root).map(|path| root.join(path)));
     for dir in [SCHEMAS_DIR, TEMPLATES_DIR] {
         let dir = root.join(dir);
         if let Ok(entries) = std::fs::read_dir(&dir) {
@@ -73,6 +74,14 @@ pub struct Generation {
     /// Problems worth a look that do not stop generation (printed by the CLI, and as
     /// `cargo:warning` by the build script).
     pub warnings: Vec<String>,
+}
+
+/// The golden vectors file the catalog names, read without the full pipeline (for
+/// `rerun-if-changed`; a catalog that does not parse is reported by the pipeline itself).
+fn golden_vectors_path(root: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(root.join(CATALOG_FILE)).ok()?;
+    let table: toml::Table = toml::from_str(&text).ok()?;
+    Some(table.get("golden")?.get("vectors")?.as_str()?.to_string())
 }
 
 /// Runs the whole pipeline in memory.
@@ -182,14 +191,15 @@ fn json_file(value: &serde_json::Value) -> String {
 /// The Rust and JSON outputs of a compiled catalog.
 fn render(compiled: &catalog::Compiled, snapshot: &projection::SupportSnapshot) -> Result<Vec<Output>, Diagnostic> {
     let banner = banner();
-    let mut schema = serde_json::to_value(schemars::schema_for!(catalog::Catalog)).unwrap_or_default();
-    if let Some(object) = schema.as_object_mut() {
-        object.insert("$comment".into(), banner.clone().into());
-    }
-    let mut support_schema = projection::support_schema();
-    if let Some(object) = support_schema.as_object_mut() {
-        object.insert("$comment".into(), banner.clone().into());
-    }
+    // JSON has no comments; a generated schema carries its banner as `$comment`.
+    let bannered = |mut schema: serde_json::Value| {
+        if let Some(object) = schema.as_object_mut() {
+            object.insert("$comment".into(), banner.clone().into());
+        }
+        schema
+    };
+    let schema = bannered(serde_json::to_value(schemars::schema_for!(catalog::Catalog)).unwrap_or_default());
+    let support_schema = bannered(projection::support_schema());
     let tables = rust::format_file(&format!("// {banner}"), rust::tables::generate(compiled))
         .map_err(|e| Diagnostic::new(Class::Generation, e))?;
     Ok(vec![

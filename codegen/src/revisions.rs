@@ -26,8 +26,6 @@ use crate::schema::SchemaSet;
 use crate::write::Output;
 
 pub const LOCK_FILE: &str = "generated/revisions.lock.json";
-pub const GOLDEN_VECTORS: &str = "golden/acp-v1-extension-vectors.json";
-const VECTORS_SCHEMA: &str = "acp-v1-extension-vectors.schema.json";
 
 /// (key, literal as written, content) for every pinned identity.
 fn identities<'c>(compiled: &'c Compiled, schemas: &SchemaSet, golden: &Value) -> Vec<(&'static str, &'c Name, Value)> {
@@ -40,7 +38,7 @@ fn identities<'c>(compiled: &'c Compiled, schemas: &SchemaSet, golden: &Value) -
         .collect();
     let case_set: Vec<Value> = c.conformance.iter().map(|k| json!({"name": k.name, "opt_in": k.opt_in})).collect();
     vec![
-        ("extension_vectors", &r.extension_vectors, json!({"schema": schemas.files.get(VECTORS_SCHEMA), "golden": golden})),
+        ("extension_vectors", &r.extension_vectors, json!({"schema": schemas.files.get(c.golden.schema.as_str()), "golden": golden})),
         (
             "driver",
             &r.driver,
@@ -80,10 +78,10 @@ pub fn lock(
     schemas: &SchemaSet,
     banner: &str,
 ) -> Result<Output, Vec<Diagnostic>> {
-    let golden_path = root.join(GOLDEN_VECTORS);
-    let golden = std::fs::read(&golden_path)
-        .map_err(|e| format!("cannot read {GOLDEN_VECTORS}: {e}"))
-        .and_then(|b| serde_json::from_slice::<Value>(&b).map_err(|e| format!("{GOLDEN_VECTORS}: invalid JSON: {e}")))
+    let path = compiled.catalog.golden.vectors.as_str();
+    let golden = std::fs::read(root.join(path))
+        .map_err(|e| format!("cannot read {path}: {e}"))
+        .and_then(|b| serde_json::from_slice::<Value>(&b).map_err(|e| format!("{path}: invalid JSON: {e}")))
         .map_err(|m| vec![Diagnostic::new(Class::Input, m)])?;
     let previous: Map<String, Value> = std::fs::read(root.join(LOCK_FILE))
         .ok()

@@ -56,6 +56,18 @@ pub struct Catalog {
     pub providers: Vec<Provider>,
     /// What a provider without a reviewed entry accepts.
     pub unlisted_provider: UnlistedProvider,
+    /// Where the golden wire vectors and their schema live.
+    pub golden: Golden,
+}
+
+/// The golden wire vectors.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Golden {
+    /// The schema file, under `schemas/`, whose `vectors` items name the vector kinds.
+    pub schema: Name,
+    /// The golden document, relative to the project root.
+    pub vectors: Name,
 }
 
 /// The compatibility identities the catalog and its projections carry.

@@ -82,6 +82,11 @@ impl<'c> Validator<'c> {
         self.dialects_and_providers();
         self.revisions();
         self.acp();
+        let golden = &self.index.catalog.golden.schema;
+        if !schemas.files.contains_key(golden.as_str()) {
+            let known = schemas.files.keys().map(String::as_str).collect();
+            self.unknown("schema file", golden, known);
+        }
     }
 
     fn acp(&mut self) {

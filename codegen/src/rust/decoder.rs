@@ -82,8 +82,6 @@ pub struct Plan {
     pub warnings: Vec<String>,
 }
 
-/// The vectors schema whose golden-vector table is generated.
-const VECTORS_SCHEMA: &str = "acp-v1-extension-vectors.schema.json";
 
 impl Plan {
     /// The definition for `file#pointer`: an existing definition when the node is one or
@@ -230,11 +228,11 @@ pub fn plan(catalog: &Catalog, schemas: &SchemaSet, file: crate::diagnostic::Fil
         });
     }
     for source in &catalog.method_sources {
-        if let Err(e) = method_source(&mut plan, catalog, schemas, source) {
+        if let Err(e) = method_source(&mut plan, schemas, source) {
             errors.push(Diagnostic::new(Class::DeadVocabulary, e).at(file, source.name.span.clone(), "this method source"));
         }
     }
-    if let Err(e) = vectors(&mut plan, schemas) {
+    if let Err(e) = vectors(&mut plan, schemas, catalog.golden.schema.as_str()) {
         errors.push(Diagnostic::new(Class::DeadVocabulary, e));
     }
     // Every `_meta` slot key shares one namespace; the decoder judges exactly the keys in it
@@ -270,8 +268,7 @@ pub fn plan(catalog: &Catalog, schemas: &SchemaSet, file: crate::diagnostic::Fil
     }
 }
 
-fn method_source(plan: &mut Plan, catalog: &Catalog, schemas: &SchemaSet, source: &crate::catalog::model::MethodSource) -> Result<(), String> {
-    let _ = catalog;
+fn method_source(plan: &mut Plan, schemas: &SchemaSet, source: &crate::catalog::model::MethodSource) -> Result<(), String> {
     let file = source.schema.as_str();
     let document = schemas.files.get(file).ok_or_else(|| format!("method source `{}`: no schema file `{file}`", source.name.as_str()))?;
     let defs = document.get("$defs").and_then(Value::as_object).cloned().unwrap_or_default();
@@ -353,18 +350,19 @@ fn described_method(schema: &Value) -> Option<String> {
     Some(after.split('`').next()?.to_string())
 }
 
-fn vectors(plan: &mut Plan, schemas: &SchemaSet) -> Result<(), String> {
-    let Some(document) = schemas.files.get(VECTORS_SCHEMA) else { return Ok(()) };
+fn vectors(plan: &mut Plan, schemas: &SchemaSet, file: &str) -> Result<(), String> {
+    // An unknown file was reported by validation.
+    let Some(document) = schemas.files.get(file) else { return Ok(()) };
     let variants = document
         .pointer("/properties/vectors/items/anyOf")
         .and_then(Value::as_array)
-        .ok_or_else(|| format!("`{VECTORS_SCHEMA}` has no `/properties/vectors/items/anyOf`"))?;
+        .ok_or_else(|| format!("`{file}` has no `/properties/vectors/items/anyOf`"))?;
     for (i, variant) in variants.iter().enumerate() {
         let single = |p: &str| variant.pointer(p).and_then(Value::as_array).and_then(|a| a.first()).and_then(Value::as_str).map(str::to_string);
         let (Some(name), Some(direction)) = (single("/properties/name/enum"), single("/properties/direction/enum")) else {
-            return Err(format!("`{VECTORS_SCHEMA}`: vector variant {i} has no single name and direction"));
+            return Err(format!("`{file}`: vector variant {i} has no single name and direction"));
         };
-        let pointer = format!("{VECTORS_SCHEMA}#/properties/vectors/items/anyOf/{i}/properties/wire");
+        let pointer = format!("{file}#/properties/vectors/items/anyOf/{i}/properties/wire");
         let wire = plan.entry(schemas, &pointer, &format!("Wire{}", pascal(&name)))?;
         plan.vectors.push(VectorPlan { name, direction, wire });
     }

@@ -215,7 +215,7 @@ impl Normalizer<'_> {
             object.insert("additionalProperties".into(), Value::Object(Map::new()));
         }
         self.const_to_enum(&mut object);
-        self.flatten_all_of(&mut object, pointer);
+        self.flatten_all_of(&mut object);
         integer_enum(&mut object);
         // Children first, so a parent compares equal to another only if its children do.
         for key in ["properties", "patternProperties", "$defs", "dependentSchemas"] {
@@ -305,7 +305,7 @@ impl Normalizer<'_> {
         }
     }
 
-    fn flatten_all_of(&mut self, object: &mut Map<String, Value>, pointer: &str) {
+    fn flatten_all_of(&mut self, object: &mut Map<String, Value>) {
         let Some(Value::Array(members)) = object.get("allOf") else { return };
         // `{"allOf": [{"$ref": X}]}` plus annotations is the reference itself.
         if let [Value::Object(only)] = members.as_slice() {
@@ -334,7 +334,6 @@ impl Normalizer<'_> {
                 if object.contains_key(k) || merged.contains_key(k) {
                     // Two bounds of the same kind: keep the allOf, the generated check
                     // enforces both.
-                    let _ = pointer;
                     return;
                 }
                 merged.insert(k.clone(), v.clone());
