@@ -184,12 +184,13 @@ impl<'de> Deserialize<'de> for Json<'de> {
     }
 }
 
-struct JsonVisitor;
+/// Builds a [`Json`]; the decoder's envelope pass reuses it for bodies it reads whole.
+pub(crate) struct JsonVisitor;
 
 /// The key by which serde_json's `Value` smuggles a `RawValue`: an object whose first key
 /// is this is read as the JSON text of its string value (only with the `raw_value`
 /// feature, which the workspace enables).
-const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+pub(crate) const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
 impl<'de> Visitor<'de> for JsonVisitor {
     type Value = Json<'de>;
@@ -240,11 +241,9 @@ impl<'de> Visitor<'de> for JsonVisitor {
         if first == RAW_VALUE_TOKEN {
             // The checks used to run on a `Value`, which honours the token; so must the tree,
             // or a member could be accepted by one and rejected by the other.
-            let text = map.next_value_seed(RawText)?;
-            let value: Value = serde_json::from_str(&text).map_err(de::Error::custom)?;
-            return Ok(Json::from(&value).into_owned());
+            return raw_value_tree(&mut map);
         }
-        let mut members = Members { list: Vec::new(), index: None };
+        let mut members = Members::default();
         members.insert(first, map.next_value()?);
         while let Some(Key(key)) = map.next_key()? {
             let value = map.next_value()?;
@@ -252,6 +251,14 @@ impl<'de> Visitor<'de> for JsonVisitor {
         }
         Ok(Json::Object(members.list))
     }
+}
+
+/// The value of an object whose first key was [`RAW_VALUE_TOKEN`]: the JSON text of the
+/// string that follows, as serde_json's `Value` reads it.
+pub(crate) fn raw_value_tree<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Json<'de>, A::Error> {
+    let text = map.next_value_seed(RawText)?;
+    let value: Value = serde_json::from_str(&text).map_err(de::Error::custom)?;
+    Ok(Json::from(&value).into_owned())
 }
 
 /// An object key, borrowed from the input when it has no escapes.
@@ -305,13 +312,18 @@ const LINEAR_MEMBERS: usize = 16;
 
 /// Object members in order, a repeated key replacing the earlier value in place, as
 /// `serde_json::Map::insert` does with `preserve_order`.
-struct Members<'de> {
+#[derive(Default)]
+pub(crate) struct Members<'de> {
     list: Vec<(Cow<'de, str>, Json<'de>)>,
     index: Option<HashMap<Cow<'de, str>, usize>>,
 }
 
 impl<'de> Members<'de> {
-    fn insert(&mut self, key: Cow<'de, str>, value: Json<'de>) {
+    pub(crate) fn into_list(self) -> Vec<(Cow<'de, str>, Json<'de>)> {
+        self.list
+    }
+
+    pub(crate) fn insert(&mut self, key: Cow<'de, str>, value: Json<'de>) {
         let found = match &self.index {
             Some(index) => index.get(key.as_ref()).copied(),
             None => self.list.iter().position(|(k, _)| *k == key),

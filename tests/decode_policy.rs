@@ -163,6 +163,59 @@ fn malformed_extension_params_and_results_are_rejected() {
     assert_eq!(report.method, Some("_checkfu/session/steer"));
 }
 
+/// Typed bodies are read in the envelope pass when the method (or the id of the request
+/// answered) comes first, and by a second parse otherwise: the verdict must not depend on
+/// which, so every exchange is decoded with its members in both orders.
+#[test]
+fn member_order_does_not_change_the_verdict() {
+    let exchanges = [
+        (
+            r#"{"jsonrpc":"2.0","id":3,"method":"_checkfu/session/steer","params":{"sessionId":"s","id":"e1","content":"x","_meta":{"checkfu.turn":{},"v.x":1}}}"#,
+            r#"{"params":{"sessionId":"s","id":"e1","content":"x","_meta":{"checkfu.turn":{},"v.x":1}},"id":3,"method":"_checkfu/session/steer","jsonrpc":"2.0"}"#,
+            r#"{"jsonrpc":"2.0","id":3,"result":{"disposition":"delivered"}}"#,
+            r#"{"result":{"disposition":"delivered"},"jsonrpc":"2.0","id":3}"#,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":3,"method":"_checkfu/session/steer","params":{"sessionId":"s","id":"e1","content":"x"}}"#,
+            r#"{"params":{"sessionId":"s","id":"e1","content":"x"},"id":3,"method":"_checkfu/session/steer","jsonrpc":"2.0"}"#,
+            r#"{"jsonrpc":"2.0","id":3,"result":{"disposition":"delivered"}}"#,
+            r#"{"result":{"disposition":"delivered"},"jsonrpc":"2.0","id":3}"#,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":4,"method":"_checkfu/session/interrupt","params":{"sessionId":"s"}}"#,
+            r#"{"params":{"sessionId":"s"},"jsonrpc":"2.0","method":"_checkfu/session/interrupt","id":4}"#,
+            r#"{"jsonrpc":"2.0","id":4,"result":{"disposition":"sideways"}}"#,
+            r#"{"result":{"disposition":"sideways"},"id":4,"jsonrpc":"2.0"}"#,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":"g","method":"_goose/tools","params":[1]}"#,
+            r#"{"params":[1],"jsonrpc":"2.0","id":"g","method":"_goose/tools"}"#,
+            r#"{"jsonrpc":"2.0","id":"g","result":{"tools":[]}}"#,
+            r#"{"result":{"tools":[]},"jsonrpc":"2.0","id":"g"}"#,
+        ),
+    ];
+    let mut verdicts = Vec::new();
+    for (request, request_reordered, response, response_reordered) in exchanges {
+        let mut first = Decoder::new();
+        let mut second = Decoder::new();
+        for (message, reordered) in [(request, request_reordered), (response, response_reordered)] {
+            let a = first.decode(message.as_bytes(), None);
+            let b = second.decode(reordered.as_bytes(), None);
+            assert_eq!(format!("{a:?}"), format!("{b:?}"), "{message}");
+            verdicts.push(a.error.map(|e| serde_json::to_value(e.error).expect("serializes")["code"].clone()));
+        }
+    }
+    // Accepted and rejected bodies both, in each order: steer params are closed, so its
+    // `_meta` (read into the tree with every member) is rejected, and the answer to a
+    // rejected request is untyped; the second steer exchange is accepted; the interrupt
+    // result and the Goose params are not.
+    let invalid = |code: &str| Some(json!(code));
+    assert_eq!(
+        verdicts,
+        [invalid("invalid_params"), None, None, None, None, invalid("invalid_result"), invalid("invalid_params"), None]
+    );
+}
+
 // ---- the closed ACP grammar ----------------------------------------------------------------
 
 #[test]

@@ -1,18 +1,23 @@
-//! The JSON-RPC envelope, read in one pass without building a tree: names borrow the
-//! input, `_meta` objects stay raw until the policy needs them, and every member no table
-//! asks about is skipped. Only the small messages of extension methods with typed params
-//! or results are parsed again, into a `Value` for their generated decoders. This is what
-//! keeps the decoder near the cost of parsing.
+//! The JSON-RPC envelope, read in one pass without building a tree of the whole message:
+//! names borrow the input, the `_meta` members of our namespace are parsed into the
+//! borrowed trees their checks read, and every member no table asks about is skipped.
+//!
+//! The pass writes into a [`Parts`] that the decoder owns on its stack (seeds, not
+//! returned values: moving the parts of a message around cost more than reading them).
+//! When the table of the method already read asks for typed params, or the request a
+//! response answers asks for a typed result, that body is parsed into a tree in the same
+//! pass; only a message that names its method after its params (or its id after its
+//! result) is parsed a second time.
 
 use std::borrow::Cow;
 use std::fmt;
 
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::tables::META_NAMESPACE;
-use crate::exact::Json;
+use crate::exact::{raw_value_tree, Json, JsonVisitor, Members, RAW_VALUE_TOKEN};
 
 /// Maximum nesting of arrays and objects in one message: serde_json's recursion limit,
 /// which every recursive parse here runs under (members are skipped by `Skip`, which
@@ -51,7 +56,8 @@ macro_rules! non_objects_read_as {
 
 /// Skips any JSON value through the parser's recursive path, so that serde_json's
 /// recursion limit rejects hostile nesting even in members nobody reads. (serde's
-/// `IgnoredAny` takes serde_json's iterative fast path, which has no limit.)
+/// `IgnoredAny` takes serde_json's iterative fast path, which has no limit: a message the
+/// decoder accepted must still parse for every consumer downstream.)
 pub struct Skip;
 
 impl<'de> Deserialize<'de> for Skip {
@@ -115,53 +121,7 @@ impl<'de> Deserialize<'de> for Text<'de> {
     }
 }
 
-/// A present member, `null` included (serde's `Option` would turn `null` into absent,
-/// and `"result": null` is a valid JSON-RPC result).
-pub fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
-    <&RawValue>::deserialize(d).map(Some)
-}
-
-fn present_body<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Body<'de>>, D::Error> {
-    Body::deserialize(d).map(Some)
-}
-
-/// The members JSON-RPC 2.0 allows; anything else is an envelope error.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Envelope<'a> {
-    #[serde(default, borrow, deserialize_with = "present")]
-    pub jsonrpc: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    pub id: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub method: Option<Cow<'a, str>>,
-    #[serde(default, borrow, deserialize_with = "present_body")]
-    pub params: Option<Body<'a>>,
-    #[serde(default, borrow, deserialize_with = "present_body")]
-    pub result: Option<Body<'a>>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    pub error: Option<&'a RawValue>,
-}
-
-/// The parts of `params`, `result` or a session update member the policy reads. Any JSON
-/// value is accepted: a non-object simply has none of these parts.
-#[derive(Default)]
-pub struct Body<'a> {
-    pub meta: Option<Meta<'a>>,
-    pub update: Option<Member<'a>>,
-    pub session_update: Option<Text<'a>>,
-    pub stop_reason: Option<Text<'a>>,
-    pub protocol_version: Option<&'a RawValue>,
-}
-
-impl<'de> Deserialize<'de> for Body<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(BodyVisitor)
-    }
-}
-
-struct BodyVisitor;
-
+/// Stores the first occurrence of a member; a second one is an envelope error.
 fn once<T, E: de::Error>(slot: &mut Option<T>, value: T, name: &'static str) -> Result<(), E> {
     if slot.is_some() {
         return Err(E::duplicate_field(name));
@@ -170,20 +130,129 @@ fn once<T, E: de::Error>(slot: &mut Option<T>, value: T, name: &'static str) -> 
     Ok(())
 }
 
-impl<'de> Visitor<'de> for BodyVisitor {
-    type Value = Body<'de>;
+/// Marks a member present; a second one is an envelope error.
+fn mark<E: de::Error>(present: &mut bool, name: &'static str) -> Result<(), E> {
+    if std::mem::replace(present, true) {
+        return Err(E::duplicate_field(name));
+    }
+    Ok(())
+}
+
+/// Which bodies the decoder wants as whole trees, asked while the envelope is read.
+pub trait Trees {
+    /// `params` of a request or notification of `method`.
+    fn params(&self, method: &str) -> bool;
+    /// `result` of the response with this id (its raw JSON text).
+    fn result(&self, id: &str) -> bool;
+}
+
+/// The members JSON-RPC 2.0 allows, as far as the policy reads them.
+#[derive(Default)]
+pub struct Parts<'a> {
+    pub jsonrpc: Option<&'a RawValue>,
+    pub id: Option<&'a RawValue>,
+    pub method: Option<Text<'a>>,
+    pub params: Body<'a>,
+    pub result: Body<'a>,
+    pub error: Option<&'a RawValue>,
+}
+
+const FIELDS: &[&str] = &["jsonrpc", "id", "method", "params", "result", "error"];
+
+impl<'a> Parts<'a> {
+    /// Reads `text`, a JSON object, into these parts. Anything but the six JSON-RPC
+    /// members is an envelope error.
+    pub fn read(&mut self, text: &'a str, trees: &dyn Trees) -> Result<(), serde_json::Error> {
+        let mut de = serde_json::Deserializer::from_str(text);
+        de.deserialize_map(EnvelopeSeed { parts: self, trees })?;
+        de.end()
+    }
+}
+
+struct EnvelopeSeed<'p, 'a, 't> {
+    parts: &'p mut Parts<'a>,
+    trees: &'t dyn Trees,
+}
+
+impl<'de> Visitor<'de> for EnvelopeSeed<'_, 'de, '_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON-RPC message")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let parts = self.parts;
+        while let Some(key) = map.next_key::<Text<'de>>()? {
+            match &*key {
+                "jsonrpc" => once(&mut parts.jsonrpc, map.next_value()?, "jsonrpc")?,
+                "id" => once(&mut parts.id, map.next_value()?, "id")?,
+                "method" => once(&mut parts.method, map.next_value()?, "method")?,
+                "params" => {
+                    mark(&mut parts.params.present, "params")?;
+                    let tree = parts.method.as_deref().is_some_and(|m| self.trees.params(m));
+                    map.next_value_seed(BodySeed { body: &mut parts.params, tree })?;
+                }
+                "result" => {
+                    mark(&mut parts.result.present, "result")?;
+                    let tree = parts.id.is_some_and(|id| self.trees.result(id.get()));
+                    map.next_value_seed(BodySeed { body: &mut parts.result, tree })?;
+                }
+                "error" => once(&mut parts.error, map.next_value()?, "error")?,
+                other => return Err(de::Error::unknown_field(other, FIELDS)),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The parts of `params` or `result` the policy reads. Any JSON value is accepted: a
+/// non-object simply has none of these parts.
+#[derive(Default)]
+pub struct Body<'a> {
+    pub present: bool,
+    pub meta: Option<Meta<'a>>,
+    pub update: Member<'a>,
+    pub stop_reason: Option<Text<'a>>,
+    pub protocol_version: Option<&'a RawValue>,
+    /// The whole body, when a table asked for it before the body was read.
+    pub tree: Option<Json<'a>>,
+}
+
+struct BodySeed<'p, 'a> {
+    body: &'p mut Body<'a>,
+    /// Build `tree` as well (then only `meta` of the parts is read: the bodies with
+    /// typed checks belong to extension methods, whose other parts no rule reads).
+    tree: bool,
+}
+
+impl<'de> DeserializeSeed<'de> for BodySeed<'_, 'de> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        if self.tree {
+            deserializer.deserialize_any(TreeBody(self.body))
+        } else {
+            deserializer.deserialize_any(self)
+        }
+    }
+}
+
+impl<'de> Visitor<'de> for BodySeed<'_, 'de> {
+    type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a JSON value")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Body<'de>, A::Error> {
-        let mut body = Body::default();
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let body = self.body;
         while let Some(key) = map.next_key::<Text<'de>>()? {
             match &*key {
-                "_meta" => once(&mut body.meta, map.next_value()?, "_meta")?,
-                "update" => once(&mut body.update, map.next_value()?, "update")?,
-                "sessionUpdate" => once(&mut body.session_update, map.next_value()?, "sessionUpdate")?,
+                "_meta" => once(&mut body.meta, map.next_value_seed(MetaSeed { keep_all: false })?, "_meta")?,
+                "update" => {
+                    mark(&mut body.update.present, "update")?;
+                    map.next_value_seed(MemberSeed(&mut body.update))?;
+                }
                 "stopReason" => once(&mut body.stop_reason, map.next_value()?, "stopReason")?,
                 "protocolVersion" => once(&mut body.protocol_version, map.next_value()?, "protocolVersion")?,
                 _ => {
@@ -191,82 +260,170 @@ impl<'de> Visitor<'de> for BodyVisitor {
                 }
             }
         }
-        Ok(body)
+        Ok(())
     }
 
-    non_objects_read_as!(Body::default(), Body<'de>);
+    non_objects_read_as!((), ());
+}
+
+/// A body read whole into `tree`, its `_meta` also read into `meta`.
+struct TreeBody<'p, 'a>(&'p mut Body<'a>);
+
+impl<'de> Visitor<'de> for TreeBody<'_, 'de> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let body = self.0;
+        let mut members = Members::default();
+        let mut first = true;
+        while let Some(Text(key)) = map.next_key::<Text<'de>>()? {
+            if std::mem::take(&mut first) && key == RAW_VALUE_TOKEN {
+                // As `JsonVisitor` reads it, so the tree is the one a second parse builds.
+                body.tree = Some(raw_value_tree(&mut map)?);
+                return Ok(());
+            }
+            if key == "_meta" {
+                // Every member kept, so the tree holds `_meta` whole for the check.
+                let meta = map.next_value_seed(MetaSeed { keep_all: true })?;
+                let value = meta.to_json();
+                once(&mut body.meta, meta, "_meta")?;
+                members.insert(key, value);
+            } else {
+                members.insert(key, map.next_value()?);
+            }
+        }
+        body.tree = Some(Json::Object(members.into_list()));
+        Ok(())
+    }
+
+    // Anything but an object is kept as the value it is, for the check to reject or accept.
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
+        self.0.tree = Some(JsonVisitor.visit_seq(seq)?);
+        Ok(())
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<(), E> {
+        self.0.tree = Some(Json::Bool(v));
+        Ok(())
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<(), E> {
+        self.0.tree = Some(Json::Number(v.into()));
+        Ok(())
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<(), E> {
+        self.0.tree = Some(Json::Number(v.into()));
+        Ok(())
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
+        self.0.tree = Some(JsonVisitor.visit_f64(v)?);
+        Ok(())
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<(), E> {
+        self.0.tree = Some(Json::String(Cow::Borrowed(v)));
+        Ok(())
+    }
+    fn visit_str<E>(self, v: &str) -> Result<(), E> {
+        self.0.tree = Some(Json::String(Cow::Owned(v.to_owned())));
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        self.0.tree = Some(Json::Null);
+        Ok(())
+    }
 }
 
 /// A session update member: its kind and its `_meta`, nothing else read.
 #[derive(Default)]
 pub struct Member<'a> {
+    pub present: bool,
     pub is_object: bool,
     pub meta: Option<Meta<'a>>,
     pub session_update: Option<Text<'a>>,
 }
 
-impl<'de> Deserialize<'de> for Member<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct MemberVisitor;
-        impl<'de> Visitor<'de> for MemberVisitor {
-            type Value = Member<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a session update member")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Member<'de>, A::Error> {
-                let mut member = Member { is_object: true, ..Member::default() };
-                while let Some(key) = map.next_key::<Text<'de>>()? {
-                    match &*key {
-                        "_meta" => once(&mut member.meta, map.next_value()?, "_meta")?,
-                        "sessionUpdate" => once(&mut member.session_update, map.next_value()?, "sessionUpdate")?,
-                        _ => {
-                            map.next_value::<Skip>()?;
-                        }
-                    }
-                }
-                Ok(member)
-            }
-            non_objects_read_as!(Member::default(), Member<'de>);
-        }
-        deserializer.deserialize_any(MemberVisitor)
+struct MemberSeed<'p, 'a>(&'p mut Member<'a>);
+
+impl<'de> DeserializeSeed<'de> for MemberSeed<'_, 'de> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
     }
 }
 
+impl<'de> Visitor<'de> for MemberSeed<'_, 'de> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a session update member")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let member = self.0;
+        member.is_object = true;
+        while let Some(key) = map.next_key::<Text<'de>>()? {
+            match &*key {
+                "_meta" => once(&mut member.meta, map.next_value_seed(MetaSeed { keep_all: false })?, "_meta")?,
+                "sessionUpdate" => once(&mut member.session_update, map.next_value()?, "sessionUpdate")?,
+                _ => {
+                    map.next_value::<Skip>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+    non_objects_read_as!((), ());
+}
+
 /// The members of a `_meta` object, read in the same pass as the envelope: the value of
-/// every `checkfu.*` member is parsed into the borrowed tree its generated check reads,
-/// other namespaces' members are skipped (they are not ours to judge).
+/// every `checkfu.*` member is parsed into the borrowed tree its generated check reads;
+/// other namespaces' members are skipped (they are not ours to judge) unless the whole
+/// body is wanted as a tree. A repeated key is an envelope error: which of two values a
+/// consumer would act on is not something to leave to its JSON library.
 #[derive(Default)]
 pub struct Meta<'a>(pub Vec<(Text<'a>, Option<Json<'a>>)>);
 
-impl<'de> Deserialize<'de> for Meta<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct MetaVisitor;
-        impl<'de> Visitor<'de> for MetaVisitor {
-            type Value = Meta<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a `_meta` object")
+impl<'a> Meta<'a> {
+    /// The `_meta` object as a tree (members skipped while reading are `null`).
+    fn to_json(&self) -> Json<'a> {
+        Json::Object(self.0.iter().map(|(k, v)| (k.0.clone(), v.clone().unwrap_or(Json::Null))).collect())
+    }
+}
+
+struct MetaSeed {
+    keep_all: bool,
+}
+
+impl<'de> DeserializeSeed<'de> for MetaSeed {
+    type Value = Meta<'de>;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Meta<'de>, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for MetaSeed {
+    type Value = Meta<'de>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a `_meta` object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Meta<'de>, A::Error> {
+        let mut members: Vec<(Text<'de>, Option<Json<'de>>)> = Vec::new();
+        while let Some(key) = map.next_key::<Text<'de>>()? {
+            if members.iter().any(|(k, _)| *k == key) {
+                return Err(de::Error::custom(format!("duplicate `_meta` member `{key}`")));
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Meta<'de>, A::Error> {
-                let mut members: Vec<(Text<'de>, Option<Json<'de>>)> = Vec::new();
-                while let Some(key) = map.next_key::<Text<'de>>()? {
-                    if members.iter().any(|(k, _)| *k == key) {
-                        return Err(de::Error::custom(format!("duplicate `_meta` member `{key}`")));
-                    }
-                    let value = if key.starts_with(META_NAMESPACE) {
-                        Some(map.next_value::<Json<'de>>()?)
-                    } else {
-                        map.next_value::<Skip>()?;
-                        None
-                    };
-                    members.push((key, value));
-                }
-                Ok(Meta(members))
-            }
-            fn visit_unit<E>(self) -> Result<Meta<'de>, E> {
-                Ok(Meta(Vec::new()))
-            }
+            let value = if self.keep_all || key.starts_with(META_NAMESPACE) {
+                Some(map.next_value::<Json<'de>>()?)
+            } else {
+                map.next_value::<Skip>()?;
+                None
+            };
+            members.push((key, value));
         }
-        deserializer.deserialize_any(MetaVisitor)
+        Ok(Meta(members))
+    }
+    fn visit_unit<E>(self) -> Result<Meta<'de>, E> {
+        Ok(Meta(Vec::new()))
     }
 }
 
@@ -282,26 +439,77 @@ pub struct ErrorObject<'a> {
 mod tests {
     use super::*;
 
+    struct NoTrees;
+    impl Trees for NoTrees {
+        fn params(&self, _: &str) -> bool {
+            false
+        }
+        fn result(&self, _: &str) -> bool {
+            false
+        }
+    }
+
+    struct AllTrees;
+    impl Trees for AllTrees {
+        fn params(&self, _: &str) -> bool {
+            true
+        }
+        fn result(&self, _: &str) -> bool {
+            true
+        }
+    }
+
+    fn read<'a>(text: &'a str, trees: &dyn Trees) -> Result<Parts<'a>, serde_json::Error> {
+        let mut parts = Parts::default();
+        parts.read(text, trees).map(|()| parts)
+    }
+
     #[test]
     fn null_results_stay_present_and_bodies_read_their_parts() {
-        let e: Envelope = serde_json::from_str(r#"{"jsonrpc":"2.0","id":1,"result":null}"#).expect("parses");
-        assert!(e.result.as_ref().is_some_and(|b| b.meta.is_none()));
-        assert!(e.error.is_none());
-        let e: Envelope = serde_json::from_str(
+        let p = read(r#"{"jsonrpc":"2.0","id":1,"result":null}"#, &NoTrees).expect("parses");
+        assert!(p.result.present && p.result.meta.is_none());
+        assert!(p.error.is_none());
+        let p = read(
             r#"{"jsonrpc":"2.0","method":"m","params":{"x":[1,{"y":2}],"update":{"sessionUpdate":"plan","_meta":{"k":1}}}}"#,
+            &NoTrees,
         )
         .expect("parses");
-        let update = e.params.and_then(|p| p.update).expect("update");
+        let update = p.params.update;
+        assert!(update.present && update.is_object);
         assert_eq!(update.session_update.as_deref(), Some("plan"));
         assert_eq!(update.meta.map(|m| m.0.len()), Some(1));
     }
 
     #[test]
-    fn duplicate_parts_are_errors() {
-        assert!(serde_json::from_str::<Body>(r#"{"_meta":{},"_meta":{}}"#).is_err());
-        assert!(serde_json::from_str::<Meta>(r#"{"a":1,"a":2}"#).is_err());
-        let meta: Meta = serde_json::from_str(r#"{"vendor.x":{"deep":[1]},"checkfu.turn":{"a":"b"}}"#).expect("parses");
+    fn duplicate_parts_and_unknown_members_are_errors() {
+        for text in [
+            r#"{"params":{"_meta":{},"_meta":{}}}"#,
+            r#"{"params":{"_meta":{"a":1,"a":2}}}"#,
+            r#"{"params":{},"params":{}}"#,
+            r#"{"params":{"update":{},"update":{}}}"#,
+            r#"{"id":1,"id":2}"#,
+            r#"{"jsonrpc":"2.0","extra":1}"#,
+        ] {
+            assert!(read(text, &NoTrees).is_err(), "{text}");
+        }
+        let p = read(r#"{"params":{"_meta":{"vendor.x":{"deep":[1]},"checkfu.turn":{"a":"b"}}}}"#, &NoTrees).expect("parses");
+        let meta = p.params.meta.expect("meta");
         assert!(meta.0[0].1.is_none(), "other namespaces are skipped");
         assert!(meta.0[1].1.as_ref().is_some_and(Json::is_object), "checkfu members are parsed");
+    }
+
+    /// A body read as a tree is the tree serde_json would build for it, `_meta` included.
+    #[test]
+    fn wanted_bodies_are_whole_trees_after_the_method_or_id() {
+        let text = r#"{"method":"m","id":7,"params":{"a":[1,"x"],"a":2,"_meta":{"vendor.x":1,"checkfu.y":{"z":null}}},"result":[true]}"#;
+        let p = read(text, &AllTrees).expect("parses");
+        let params: Json = serde_json::from_str(r#"{"a":2,"_meta":{"vendor.x":1,"checkfu.y":{"z":null}}}"#).expect("json");
+        assert_eq!(p.params.tree, Some(params));
+        assert_eq!(p.params.meta.map(|m| m.0.len()), Some(2));
+        assert_eq!(p.result.tree, serde_json::from_str("[true]").ok());
+        // Named after the body: not known in time, so no tree (the decoder parses again).
+        let p = read(r#"{"params":{"a":1},"method":"m","result":2,"id":1}"#, &AllTrees).expect("parses");
+        assert!(p.params.tree.is_none() && p.result.tree.is_none());
+        assert!(read(r#"{"method":"m","params":{"_meta":{"a":1,"a":1}}}"#, &AllTrees).is_err());
     }
 }

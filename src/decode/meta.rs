@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::envelope::Meta;
 use super::report::{DecodeError, Report, SlotReport, SlotStatus};
-use super::tables::{Part, SlotClass, SlotDecoder, SLOTS};
+use super::tables::{Part, SlotClass, SlotDecoder, META_NAMESPACE, SLOTS};
 use crate::exact::Json;
 
 
@@ -28,8 +28,9 @@ pub fn apply(meta: &Meta, method: &str, part: Part, report: &mut Report) -> Resu
     // one, and the common message pays for no allocation here.
     let mut decoded: [Option<&Json>; SLOTS.len()] = [const { None }; SLOTS.len()];
     for (key, value) in &meta.0 {
-        // Only `checkfu.*` members were parsed; the others are not ours to judge.
-        let Some(value) = value else { continue };
+        // Other namespaces' members are not ours to judge (and were parsed only when the
+        // whole body was wanted as a tree).
+        let Some(value) = value.as_ref().filter(|_| key.starts_with(META_NAMESPACE)) else { continue };
         let Some((index, slot)) = slot(key) else {
             report.diagnostics.push(format!("unknown extension key `{key}` ignored"));
             report.slots.push(SlotReport { key: key.to_string().into(), class: None, status: SlotStatus::Ignored });

@@ -40,21 +40,40 @@ fn expected_direction(side: Side) -> Option<WireDirection> {
     }
 }
 
-/// The whole message as a borrowed tree, for the generated checks of extension methods
-/// (small messages, parsed a second time only when a table asks for it).
+/// The whole message as a borrowed tree, for the generated checks of a family whose schema
+/// describes whole messages, and for a body whose method or id came after it.
 fn message_json(text: &str) -> Result<Json<'_>, DecodeError> {
     serde_json::from_str(text).map_err(json_error)
 }
 
-fn member<'j, 'a>(message: &'j Json<'a>, name: &str) -> &'j Json<'a> {
-    const NULL: &Json<'static> = &Json::Null;
-    message.get(name).unwrap_or(NULL)
+/// `body`'s tree from the envelope pass, or `name` of the message parsed again.
+fn body_tree<'a>(body: &mut envelope::Body<'a>, text: &'a str, name: &str) -> Result<Json<'a>, DecodeError> {
+    if let Some(tree) = body.tree.take() {
+        return Ok(tree);
+    }
+    let mut message = message_json(text)?;
+    let members = match &mut message {
+        Json::Object(members) => std::mem::take(members),
+        _ => Vec::new(),
+    };
+    Ok(members.into_iter().find(|(k, _)| k == name).map_or(Json::Null, |(_, v)| v))
 }
 
 fn apply_meta(meta: Option<&envelope::Meta>, method: &str, at: Part, report: &mut Report) -> Result<(), DecodeError> {
     match meta {
         Some(members) => meta::apply(members, method, at, report),
         None => Ok(()),
+    }
+}
+
+/// What the envelope pass should read whole: the params of a method with a typed params
+/// check, the result answering a request with a typed result check.
+impl envelope::Trees for Decoder {
+    fn params(&self, method: &str) -> bool {
+        tables::method(method).is_some_and(|m| m.params_check.is_some() && m.envelope_check.is_none())
+    }
+    fn result(&self, id: &str) -> bool {
+        self.pending.get(id).is_some_and(|(m, _)| m.result_check.is_some() && m.envelope_check.is_none())
     }
 }
 
@@ -83,62 +102,35 @@ impl Decoder {
         }
         // Syntax errors are not JSON; a data error is JSON of the wrong envelope shape (an
         // unknown member, a member of the wrong type, a duplicate).
-        let env: envelope::Envelope = serde_json::from_str(text).map_err(json_error)?;
-        if let Some(name) = env.method.as_deref() {
+        let mut parts = envelope::Parts::default();
+        parts.read(text, self).map_err(json_error)?;
+        if let Some(name) = parts.method.as_deref() {
             let method = tables::method(name).ok_or_else(|| DecodeError::UnknownMethod { method: name.to_string() })?;
             report.method = Some(method.name);
             report.source = Some(method.source);
             if let Some(whole) = method.envelope_check {
-                return self.family_message(text, &env, method, whole, report);
+                return family_message(text, &parts, method, whole, report);
             }
-            check_jsonrpc(env.jsonrpc)?;
-            if env.result.is_some() || env.error.is_some() {
+            check_jsonrpc(parts.jsonrpc)?;
+            if parts.result.present || parts.error.is_some() {
                 return Err(DecodeError::BadEnvelope { message: "a request carries no `result` or `error`".into() });
             }
-            return self.request(text, &env, method, hint, report);
+            return self.request(text, &mut parts, method, hint, report);
         }
-        check_jsonrpc(env.jsonrpc)?;
-        self.response(text, &env, hint, report)
+        check_jsonrpc(parts.jsonrpc)?;
+        self.response(text, &mut parts, hint, report)
     }
 
-    /// A message of a family whose schema describes the whole message (khy-os).
-    fn family_message(
+    fn request<'a>(
         &mut self,
-        text: &str,
-        env: &envelope::Envelope,
-        method: &'static MethodDecoder,
-        whole: tables::Check,
-        report: &mut Report,
-    ) -> Result<(), DecodeError> {
-        let message = message_json(text)?;
-        let invalid = |e: crate::exact::Invalid| DecodeError::InvalidParams {
-            method: method.name.to_string(),
-            pointer: e.pointer(),
-            message: e.message.to_string(),
-        };
-        whole(&message).map_err(invalid)?;
-        if let (Some(check), Some(params)) = (method.params_check, message.get("params")) {
-            check(params).map_err(|e| invalid(e.at("params")))?;
-        }
-        report.kind = Some(match (env.result.is_some() || env.error.is_some(), env.id.is_some()) {
-            (true, _) if env.error.is_some() => Kind::ErrorResponse,
-            (true, _) => Kind::Response,
-            (false, true) => Kind::Request,
-            (false, false) => Kind::Notification,
-        });
-        Ok(())
-    }
-
-    fn request(
-        &mut self,
-        text: &str,
-        env: &envelope::Envelope,
+        text: &'a str,
+        parts: &mut envelope::Parts<'a>,
         method: &'static MethodDecoder,
         hint: Option<WireDirection>,
         report: &mut Report,
     ) -> Result<(), DecodeError> {
         let name = method.name;
-        match (method.notification, env.id.is_some()) {
+        match (method.notification, parts.id.is_some()) {
             (true, true) => return Err(DecodeError::UnexpectedId { method: name.into() }),
             (false, false) => return Err(DecodeError::MissingId { method: name.into() }),
             (true, false) => report.kind = Some(Kind::Notification),
@@ -152,17 +144,17 @@ impl Decoder {
         }
         report.direction = direction.or(hint);
         if let Some(check) = method.params_check {
-            check(member(&message_json(text)?, "params")).map_err(|e| DecodeError::InvalidParams {
+            check(&body_tree(&mut parts.params, text, "params")?).map_err(|e| DecodeError::InvalidParams {
                 method: name.into(),
                 pointer: e.pointer(),
                 message: e.message.to_string(),
             })?;
         }
-        let params = env.params.as_ref();
-        apply_meta(params.and_then(|p| p.meta.as_ref()), name, Part::Request, report)?;
+        let params = &parts.params;
+        apply_meta(params.meta.as_ref(), name, Part::Request, report)?;
         if name == tables::UPDATE_METHOD {
-            let member = params.and_then(|p| p.update.as_ref()).filter(|u| u.is_object).ok_or_else(|| {
-                DecodeError::BadEnvelope { message: format!("`{name}` needs an object `params.update`") }
+            let member = Some(&params.update).filter(|u| u.is_object).ok_or_else(|| DecodeError::BadEnvelope {
+                message: format!("`{name}` needs an object `params.update`"),
             })?;
             let kind = member.session_update.as_deref().unwrap_or_default();
             if !tables::SESSION_UPDATE_KINDS.contains(&kind) {
@@ -170,7 +162,7 @@ impl Decoder {
             }
             apply_meta(member.meta.as_ref(), name, Part::Member, report)?;
         }
-        if let (Some(id), false) = (env.id, method.notification) {
+        if let (Some(id), false) = (parts.id, method.notification) {
             if self.pending.len() >= MAX_PENDING {
                 self.pending.clear();
                 report.diagnostics.push(format!("more than {MAX_PENDING} unanswered requests; older ones forgotten"));
@@ -181,27 +173,27 @@ impl Decoder {
         Ok(())
     }
 
-    fn response(
+    fn response<'a>(
         &mut self,
-        text: &str,
-        env: &envelope::Envelope,
+        text: &'a str,
+        parts: &mut envelope::Parts<'a>,
         hint: Option<WireDirection>,
         report: &mut Report,
     ) -> Result<(), DecodeError> {
-        let id = env.id.ok_or_else(|| DecodeError::BadEnvelope {
+        let id = parts.id.ok_or_else(|| DecodeError::BadEnvelope {
             message: "a message with no `method` is a response and needs an `id`".into(),
         })?;
-        let (result, error) = match (&env.result, env.error) {
-            (Some(_), Some(_)) => {
+        match (parts.result.present, parts.error) {
+            (true, Some(_)) => {
                 return Err(DecodeError::BadEnvelope { message: "a response carries `result` or `error`, not both".into() })
             }
-            (None, None) => {
+            (false, None) => {
                 return Err(DecodeError::BadEnvelope {
                     message: "a message needs `method` (request) or `result`/`error` (response)".into(),
                 })
             }
-            (result, error) => (result.as_ref(), error),
-        };
+            _ => {}
+        }
         let answered = self.pending.remove(id.get());
         if let Some((method, asked)) = answered {
             let direction = asked.reverse();
@@ -210,7 +202,7 @@ impl Decoder {
             }
             report.direction = Some(direction);
         }
-        if let Some(raw) = error {
+        if let Some(raw) = parts.error {
             let object = serde_json::from_str::<envelope::ErrorObject>(raw.get()).map_err(|e| DecodeError::BadEnvelope {
                 message: format!("`error` must have an integer `code` and a string `message`: {e}"),
             })?;
@@ -220,7 +212,7 @@ impl Decoder {
             return Ok(());
         }
         report.kind = Some(Kind::Response);
-        let body = result.ok_or_else(|| DecodeError::BadEnvelope { message: "missing `result`".into() })?;
+        let body = &mut parts.result;
         // Without the request, the closed fields of the two results that have them say
         // what was answered.
         let method = answered.map(|(m, _)| m).or_else(|| {
@@ -242,7 +234,7 @@ impl Decoder {
             report.direction = expected_direction(method.side).map(WireDirection::reverse).or(hint);
         }
         if let Some(check) = method.result_check {
-            check(member(&message_json(text)?, "result")).map_err(|e| DecodeError::InvalidResult {
+            check(&body_tree(body, text, "result")?).map_err(|e| DecodeError::InvalidResult {
                 method: method.name.into(),
                 pointer: e.pointer(),
                 message: e.message.to_string(),
@@ -262,6 +254,34 @@ impl Decoder {
         }
         apply_meta(body.meta.as_ref(), method.name, Part::Response, report)
     }
+}
+
+/// A message of a family whose schema describes the whole message (khy-os).
+fn family_message(
+    text: &str,
+    parts: &envelope::Parts,
+    method: &'static MethodDecoder,
+    whole: tables::Check,
+    report: &mut Report,
+) -> Result<(), DecodeError> {
+    let message = message_json(text)?;
+    let invalid = |e: crate::exact::Invalid| DecodeError::InvalidParams {
+        method: method.name.to_string(),
+        pointer: e.pointer(),
+        message: e.message.to_string(),
+    };
+    whole(&message).map_err(invalid)?;
+    if let (Some(check), Some(params)) = (method.params_check, message.get("params")) {
+        check(params).map_err(|e| invalid(e.at("params")))?;
+    }
+    let response = parts.result.present || parts.error.is_some();
+    report.kind = Some(match (response, parts.id.is_some()) {
+        (true, _) if parts.error.is_some() => Kind::ErrorResponse,
+        (true, _) => Kind::Response,
+        (false, true) => Kind::Request,
+        (false, false) => Kind::Notification,
+    });
+    Ok(())
 }
 
 /// Maps a parse error: too deep, not JSON (syntax), or JSON of the wrong envelope shape
