@@ -1116,6 +1116,24 @@ pub fn method(name: &str) -> Option<&'static MethodDecoder> {
         _ => None,
     }
 }
+/// The index in `SLOTS` of the slot with that key.
+pub fn slot(key: &str) -> Option<usize> {
+    match key {
+        "checkfu.capabilities" => Some(0usize),
+        "checkfu.subagent" => Some(1usize),
+        "checkfu.turn" => Some(2usize),
+        "_checkfu/session/steer" => Some(3usize),
+        "_checkfu/session/interrupt" => Some(4usize),
+        "checkfu.builtin_tools" => Some(5usize),
+        "checkfu.continuity" => Some(6usize),
+        "checkfu.runtime_config" => Some(7usize),
+        "checkfu.output_schema" => Some(8usize),
+        "checkfu.resume" => Some(9usize),
+        "checkfu.journal_checkpoint" => Some(10usize),
+        "checkfu.compaction" => Some(11usize),
+        _ => None,
+    }
+}
 /// Golden-vector kinds: name → direction → decoder of the wire message.
 pub const VECTORS: &[VectorDecoder] = &[
     VectorDecoder {

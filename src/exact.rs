@@ -11,20 +11,21 @@ use std::fmt;
 use serde::de::{self, DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::{Number, Value};
+use smallvec::SmallVec;
 
 /// A value the schema rejects: a JSON Pointer into the value and a reason.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Invalid {
     /// Pointer segments, innermost first (errors are built from the inside out). Property
-    /// names known to the schema are static, so a rejected alternative of an `anyOf`
-    /// costs no string allocation.
-    segments: Vec<Cow<'static, str>>,
+    /// names known to the schema are static and a few segments are held inline, so a
+    /// rejected alternative of an `anyOf` costs no allocation at all.
+    segments: SmallVec<[Cow<'static, str>; 3]>,
     pub message: Cow<'static, str>,
 }
 
 impl Invalid {
     pub fn new(message: impl Into<Cow<'static, str>>) -> Self {
-        Invalid { segments: Vec::new(), message: message.into() }
+        Invalid { segments: SmallVec::new(), message: message.into() }
     }
 
     /// The same error one level further out, under `segment`.

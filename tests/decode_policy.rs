@@ -216,6 +216,41 @@ fn member_order_does_not_change_the_verdict() {
     );
 }
 
+/// Members the policy does not read are skipped on serde_json's fast path, which counts no
+/// depth; their nesting is measured instead. At every place such a member can sit, the
+/// decoder must reject exactly the messages serde_json's own limit rejects.
+#[test]
+fn skipped_members_are_held_to_serde_jsons_depth_limit() {
+    let sites = [
+        r#"{"jsonrpc":"2.0","id":X,"method":"session/cancel","params":{}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","mcpServers":[],"deep":X}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":[X]}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"_meta":{"vendor.deep":X}}}"#,
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"plan","entries":X}}}"#,
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":[X]}}"#,
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"plan","_meta":{"v.x":X}}}}"#,
+        r#"{"jsonrpc":"2.0","id":9,"result":{"stopReason":"end_turn","usage":X}}"#,
+        r#"{"jsonrpc":"2.0","id":9,"result":{"protocolVersion":X}}"#,
+        r#"{"jsonrpc":"2.0","id":9,"error":X}"#,
+        r#"X"#,
+    ];
+    for site in sites {
+        let mut verdicts = Vec::new();
+        for depth in 115..=130 {
+            // Nested arrays and objects, with brackets inside strings that must not count.
+            let value = format!("{}\"[{{\\\"\"{}", "[{\"k\":".repeat(depth / 2), "}]".repeat(depth / 2));
+            let value = if depth % 2 == 1 { format!("[{value}]") } else { value };
+            let message = site.replace('X', &value);
+            let parses = serde_json::from_str::<Value>(&message).is_ok();
+            let report = Decoder::new().decode(message.as_bytes(), None);
+            let too_deep = report.error.as_ref().is_some_and(|_| error_code(&report) == "too_deep");
+            assert_eq!(!parses, too_deep, "depth {depth} at {site}: {report:?}");
+            verdicts.push(too_deep);
+        }
+        assert!(verdicts.contains(&true) && verdicts.contains(&false), "{site}: the boundary lies in the range");
+    }
+}
+
 // ---- the closed ACP grammar ----------------------------------------------------------------
 
 #[test]
@@ -291,7 +326,7 @@ fn envelope_errors_are_typed() {
         (b"not json at all".to_vec(), "invalid_json"),
         (vec![b'{', b'"', 0xff, 0xfe, b'"', b':', b'1', b'}'], "invalid_utf8"),
         (format!("{}1{}", "[".repeat(100_000), "]".repeat(100_000)).into_bytes(), "too_deep"),
-        (format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session/new\",\"params\":{}{}}}", "{\"a\":".repeat(200), "}".repeat(200)).into_bytes(), "too_deep"),
+        (format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session/new\",\"params\":{}1{}}}", "{\"a\":".repeat(200), "}".repeat(200)).into_bytes(), "too_deep"),
     ];
     for (bytes, code) in cases {
         let report = Decoder::new().decode(&bytes, None);

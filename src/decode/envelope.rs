@@ -12,25 +12,24 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::tables::META_NAMESPACE;
 use crate::exact::{raw_value_tree, Json, JsonVisitor, Members, RAW_VALUE_TOKEN};
 
-/// Maximum nesting of arrays and objects in one message: serde_json's recursion limit,
-/// which every recursive parse here runs under (members are skipped by `Skip`, which
-/// recurses through the parser rather than around it, so the limit holds for them too).
-/// ACP messages nest a handful of levels; a hostile line must not cost stack.
+/// serde_json's recursion limit, which every parse here runs under: the containers the
+/// pass reads through are counted by serde_json itself, the values it skips by
+/// [`RawAt`]. ACP messages nest a handful of levels; a hostile line must not cost stack.
 pub const MAX_DEPTH: usize = 128;
 
 /// The visitor methods of a value that only objects carry parts of: a scalar or an array
-/// is skipped (arrays through `Skip`, so their nesting stays guarded) and reads as empty.
+/// is skipped and reads as empty. `$level` is the nesting of the value's elements.
 macro_rules! non_objects_read_as {
-    ($empty:expr, $ty:ty) => {
+    ($empty:expr, $ty:ty, $level:expr) => {
         fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<$ty, A::Error> {
-            while seq.next_element::<Skip>()?.is_some() {}
+            while seq.next_element_seed(SkipAt($level))?.is_some() {}
             Ok($empty)
         }
         fn visit_bool<E>(self, _: bool) -> Result<$ty, E> {
@@ -54,30 +53,64 @@ macro_rules! non_objects_read_as {
     };
 }
 
-/// Skips any JSON value through the parser's recursive path, so that serde_json's
-/// recursion limit rejects hostile nesting even in members nobody reads. (serde's
-/// `IgnoredAny` takes serde_json's iterative fast path, which has no limit: a message the
-/// decoder accepted must still parse for every consumer downstream.)
-pub struct Skip;
+/// How deep a message may nest: serde_json's recursion limit rejects a value whose
+/// containers nest [`MAX_DEPTH`] deep, so any consumer parsing an accepted message with
+/// serde_json's defaults can parse it.
+const MAX_NESTING: usize = MAX_DEPTH - 1;
 
-impl<'de> Deserialize<'de> for Skip {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(SkipVisitor)
+/// Reads a value the policy does not look into as its raw text: serde_json skips it on its
+/// fast iterative path (as the parse floor does), which counts no depth, so the text is
+/// measured here against what is left of the limit below the `level` containers around
+/// it. Values shorter than twice that budget cannot reach it, and neither can values with
+/// fewer brackets; only the rest are scanned.
+pub struct RawAt(pub usize);
+
+impl<'de> DeserializeSeed<'de> for RawAt {
+    type Value = &'de RawValue;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<&'de RawValue, D::Error> {
+        let raw = <&RawValue>::deserialize(deserializer)?;
+        let budget = MAX_NESTING.saturating_sub(self.0);
+        if nests_within(raw.get().as_bytes(), budget) {
+            Ok(raw)
+        } else {
+            Err(de::Error::custom(format_args!("recursion limit exceeded: nested deeper than {MAX_NESTING} levels")))
+        }
     }
 }
 
-struct SkipVisitor;
+/// Skips a value inside `level` containers (see [`RawAt`]).
+pub struct SkipAt(pub usize);
 
-impl<'de> Visitor<'de> for SkipVisitor {
-    type Value = Skip;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON value")
+impl<'de> DeserializeSeed<'de> for SkipAt {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        RawAt(self.0).deserialize(deserializer).map(drop)
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Skip, A::Error> {
-        while map.next_entry::<IgnoredAny, Skip>()?.is_some() {}
-        Ok(Skip)
+}
+
+/// Whether the containers of `json`, a valid JSON text, nest at most `budget` deep.
+fn nests_within(json: &[u8], budget: usize) -> bool {
+    // Every container takes two bytes, and every level one opening bracket.
+    if json.len() / 2 <= budget || memchr::memchr2_iter(b'[', b'{', json).nth(budget).is_none() {
+        return true;
     }
-    non_objects_read_as!(Skip, Skip);
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for &byte in json {
+        match (in_string, escaped, byte) {
+            (true, true, _) => escaped = false,
+            (true, false, b'\\') => escaped = true,
+            (_, _, b'"') => in_string = !in_string,
+            (false, _, b'[' | b'{') => {
+                depth += 1;
+                if depth > budget {
+                    return false;
+                }
+            }
+            (false, _, b']' | b'}') => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    true
 }
 
 /// A string that borrows from the input when it has no escapes. (serde's own `Cow<str>`
@@ -185,8 +218,8 @@ impl<'de> Visitor<'de> for EnvelopeSeed<'_, 'de, '_> {
         let parts = self.parts;
         while let Some(key) = map.next_key::<Text<'de>>()? {
             match &*key {
-                "jsonrpc" => once(&mut parts.jsonrpc, map.next_value()?, "jsonrpc")?,
-                "id" => once(&mut parts.id, map.next_value()?, "id")?,
+                "jsonrpc" => once(&mut parts.jsonrpc, map.next_value_seed(RawAt(1))?, "jsonrpc")?,
+                "id" => once(&mut parts.id, map.next_value_seed(RawAt(1))?, "id")?,
                 "method" => once(&mut parts.method, map.next_value()?, "method")?,
                 "params" => {
                     mark(&mut parts.params.present, "params")?;
@@ -198,7 +231,7 @@ impl<'de> Visitor<'de> for EnvelopeSeed<'_, 'de, '_> {
                     let tree = parts.id.is_some_and(|id| self.trees.result(id.get()));
                     map.next_value_seed(BodySeed { body: &mut parts.result, tree })?;
                 }
-                "error" => once(&mut parts.error, map.next_value()?, "error")?,
+                "error" => once(&mut parts.error, map.next_value_seed(RawAt(1))?, "error")?,
                 other => return Err(de::Error::unknown_field(other, FIELDS)),
             }
         }
@@ -248,22 +281,20 @@ impl<'de> Visitor<'de> for BodySeed<'_, 'de> {
         let body = self.body;
         while let Some(key) = map.next_key::<Text<'de>>()? {
             match &*key {
-                "_meta" => once(&mut body.meta, map.next_value_seed(MetaSeed { keep_all: false })?, "_meta")?,
+                "_meta" => once(&mut body.meta, map.next_value_seed(MetaSeed { keep_all: false, level: 3 })?, "_meta")?,
                 "update" => {
                     mark(&mut body.update.present, "update")?;
                     map.next_value_seed(MemberSeed(&mut body.update))?;
                 }
                 "stopReason" => once(&mut body.stop_reason, map.next_value()?, "stopReason")?,
-                "protocolVersion" => once(&mut body.protocol_version, map.next_value()?, "protocolVersion")?,
-                _ => {
-                    map.next_value::<Skip>()?;
-                }
+                "protocolVersion" => once(&mut body.protocol_version, map.next_value_seed(RawAt(2))?, "protocolVersion")?,
+                _ => map.next_value_seed(SkipAt(2))?,
             }
         }
         Ok(())
     }
 
-    non_objects_read_as!((), ());
+    non_objects_read_as!((), (), 2);
 }
 
 /// A body read whole into `tree`, its `_meta` also read into `meta`.
@@ -288,7 +319,7 @@ impl<'de> Visitor<'de> for TreeBody<'_, 'de> {
             }
             if key == "_meta" {
                 // Every member kept, so the tree holds `_meta` whole for the check.
-                let meta = map.next_value_seed(MetaSeed { keep_all: true })?;
+                let meta = map.next_value_seed(MetaSeed { keep_all: true, level: 3 })?;
                 let value = meta.to_json();
                 once(&mut body.meta, meta, "_meta")?;
                 members.insert(key, value);
@@ -363,16 +394,14 @@ impl<'de> Visitor<'de> for MemberSeed<'_, 'de> {
         member.is_object = true;
         while let Some(key) = map.next_key::<Text<'de>>()? {
             match &*key {
-                "_meta" => once(&mut member.meta, map.next_value_seed(MetaSeed { keep_all: false })?, "_meta")?,
+                "_meta" => once(&mut member.meta, map.next_value_seed(MetaSeed { keep_all: false, level: 4 })?, "_meta")?,
                 "sessionUpdate" => once(&mut member.session_update, map.next_value()?, "sessionUpdate")?,
-                _ => {
-                    map.next_value::<Skip>()?;
-                }
+                _ => map.next_value_seed(SkipAt(3))?,
             }
         }
         Ok(())
     }
-    non_objects_read_as!((), ());
+    non_objects_read_as!((), (), 3);
 }
 
 /// The members of a `_meta` object, read in the same pass as the envelope: the value of
@@ -392,6 +421,8 @@ impl<'a> Meta<'a> {
 
 struct MetaSeed {
     keep_all: bool,
+    /// Containers around the members' values (for the depth of those skipped).
+    level: usize,
 }
 
 impl<'de> DeserializeSeed<'de> for MetaSeed {
@@ -415,7 +446,7 @@ impl<'de> Visitor<'de> for MetaSeed {
             let value = if self.keep_all || key.starts_with(META_NAMESPACE) {
                 Some(map.next_value::<Json<'de>>()?)
             } else {
-                map.next_value::<Skip>()?;
+                map.next_value_seed(SkipAt(self.level))?;
                 None
             };
             members.push((key, value));
@@ -496,6 +527,21 @@ mod tests {
         let meta = p.params.meta.expect("meta");
         assert!(meta.0[0].1.is_none(), "other namespaces are skipped");
         assert!(meta.0[1].1.as_ref().is_some_and(Json::is_object), "checkfu members are parsed");
+    }
+
+    /// The scan agrees with serde_json's own count, strings with brackets and escapes
+    /// included, on both sides of the limit.
+    #[test]
+    fn nesting_is_measured_as_serde_json_counts_it() {
+        for inner in ["1", r#""]]}}""#, r#""\\""#, r#""\"[[""#, r#"{"[":"\\["}"#] {
+            for depth in 120..=130 {
+                let text = format!("{}{inner}{}", "[".repeat(depth), "]".repeat(depth));
+                let nested = if inner.starts_with('{') { depth + 1 } else { depth };
+                assert_eq!(nests_within(text.as_bytes(), MAX_NESTING), nested <= MAX_NESTING, "{depth} {inner}");
+                let parses = serde_json::from_str::<serde_json::Value>(&text).is_ok();
+                assert_eq!(parses, nested <= MAX_NESTING, "{depth} {inner}");
+            }
+        }
     }
 
     /// A body read as a tree is the tree serde_json would build for it, `_meta` included.

@@ -12,14 +12,9 @@ use serde_json::Value;
 
 use super::envelope::Meta;
 use super::report::{DecodeError, Report, SlotReport, SlotStatus};
-use super::tables::{Part, SlotClass, SlotDecoder, META_NAMESPACE, SLOTS};
+use super::tables::{self, Part, SlotClass, META_NAMESPACE, SLOTS};
 use crate::exact::Json;
 
-
-/// The slot of `key` and its index in `SLOTS`.
-fn slot(key: &str) -> Option<(usize, &'static SlotDecoder)> {
-    SLOTS.iter().enumerate().find(|(_, s)| s.key == key)
-}
 
 /// Applies the policy to the `_meta` members of `method`'s `part`; `Err` rejects the
 /// message.
@@ -31,7 +26,7 @@ pub fn apply(meta: &Meta, method: &str, part: Part, report: &mut Report) -> Resu
         // Other namespaces' members are not ours to judge (and were parsed only when the
         // whole body was wanted as a tree).
         let Some(value) = value.as_ref().filter(|_| key.starts_with(META_NAMESPACE)) else { continue };
-        let Some((index, slot)) = slot(key) else {
+        let Some((index, slot)) = tables::slot(key).and_then(|i| Some((i, SLOTS.get(i)?))) else {
             report.diagnostics.push(format!("unknown extension key `{key}` ignored"));
             report.slots.push(SlotReport { key: key.to_string().into(), class: None, status: SlotStatus::Ignored });
             continue;
@@ -71,15 +66,14 @@ pub fn apply(meta: &Meta, method: &str, part: Part, report: &mut Report) -> Resu
         }
         report.slots.push(SlotReport { key: slot.key.into(), class: Some(slot.class), status });
     }
-    // Cross-field rules, once every member is known.
-    let member = |key: &str| slot(key).and_then(|(i, _)| decoded.get(i)).and_then(|m| *m);
-    for rule in SLOTS.iter().filter(|s| s.method == Some(method) && s.part == part) {
-        let Some((requires, value)) = rule.requires else { continue };
-        let present = member(rule.key).is_some();
-        let satisfied = member(requires).and_then(Json::as_str) == Some(value);
-        if present && !satisfied {
+    // Cross-field rules, once every member is known: a decoded member whose slot requires
+    // another slot's value.
+    for (slot, _) in SLOTS.iter().zip(&decoded).filter(|(_, member)| member.is_some()) {
+        let Some((requires, value)) = slot.requires else { continue };
+        let satisfied = tables::slot(requires).and_then(|i| decoded.get(i).copied().flatten()).and_then(Json::as_str) == Some(value);
+        if !satisfied {
             return Err(DecodeError::MissingRequirement {
-                slot: rule.key.to_string(),
+                slot: slot.key.to_string(),
                 requires: requires.to_string(),
                 value: value.to_string(),
             });

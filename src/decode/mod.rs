@@ -16,6 +16,7 @@ pub mod tables;
 
 use std::collections::HashMap;
 
+use serde::de::DeserializeSeed;
 use serde_json::value::RawValue;
 use crate::exact::Json;
 
@@ -95,8 +96,9 @@ impl Decoder {
     fn run(&mut self, bytes: &[u8], hint: Option<WireDirection>, report: &mut Report) -> Result<(), DecodeError> {
         let text = std::str::from_utf8(bytes).map_err(|e| DecodeError::InvalidUtf8 { at: e.valid_up_to() })?;
         if !text.trim_start().starts_with('{') {
-            return Err(match serde_json::from_str::<envelope::Skip>(text) {
-                Ok(_) => DecodeError::NotAnObject,
+            let mut de = serde_json::Deserializer::from_str(text);
+            return Err(match envelope::SkipAt(0).deserialize(&mut de).and_then(|()| de.end()) {
+                Ok(()) => DecodeError::NotAnObject,
                 Err(e) => json_error(e),
             });
         }

@@ -142,8 +142,10 @@ pub struct Report {
     pub direction: Option<WireDirection>,
     pub slots: Vec<SlotReport>,
     pub diagnostics: Vec<String>,
+    /// Boxed: rejections are rare, and every accepted message would otherwise carry (and
+    /// move) room for the largest error.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<ReportedError>,
+    pub error: Option<Box<ReportedError>>,
 }
 
 /// An error as the report prints it: the typed error plus its sentence.
@@ -157,6 +159,6 @@ pub struct ReportedError {
 impl Report {
     pub fn reject(&mut self, error: DecodeError) {
         self.accepted = false;
-        self.error = Some(ReportedError { message: error.to_string(), error });
+        self.error = Some(Box::new(ReportedError { message: error.to_string(), error }));
     }
 }

@@ -462,6 +462,10 @@ pub fn generate(plan: &Plan, catalog: &Catalog) -> TokenStream {
         let name = &m.name;
         quote! { #name => Some(&METHODS[#i]), }
     });
+    let slot_arms = plan.slots.iter().enumerate().map(|(i, s)| {
+        let key = &s.key;
+        quote! { #key => Some(#i), }
+    });
     let vectors = plan.vectors.iter().map(|v| {
         let (name, direction) = (&v.name, &v.direction);
         let decode = decoder(&v.wire);
@@ -496,6 +500,13 @@ pub fn generate(plan: &Plan, catalog: &Catalog) -> TokenStream {
         pub fn method(name: &str) -> Option<&'static MethodDecoder> {
             match name {
                 #(#arms)*
+                _ => None,
+            }
+        }
+        /// The index in `SLOTS` of the slot with that key.
+        pub fn slot(key: &str) -> Option<usize> {
+            match key {
+                #(#slot_arms)*
                 _ => None,
             }
         }
