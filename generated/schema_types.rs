@@ -7595,7 +7595,7 @@ pub mod acp_v1_extension_vectors {
         }
         /// Decodes `Union` exactly: the generated check, then the typify type.
         pub fn decode_Union(v: &Value) -> Result<super::types::Union, Invalid> {
-            check_Union(&Json::from(v))?;
+            crate::exact::check_value(v, check_Union)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_Union(v: &Value) -> Result<Value, Invalid> {
@@ -7603,7 +7603,7 @@ pub mod acp_v1_extension_vectors {
         }
         /// Decodes `Objects` exactly: the generated check, then the typify type.
         pub fn decode_Objects(v: &Value) -> Result<super::types::Objects, Invalid> {
-            check_Objects(&Json::from(v))?;
+            crate::exact::check_value(v, check_Objects)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_Objects(v: &Value) -> Result<Value, Invalid> {
@@ -7611,7 +7611,7 @@ pub mod acp_v1_extension_vectors {
         }
         /// Decodes `JsonValue` exactly: the generated check, then the typify type.
         pub fn decode_JsonValue(v: &Value) -> Result<super::types::JsonValue, Invalid> {
-            check_JsonValue(&Json::from(v))?;
+            crate::exact::check_value(v, check_JsonValue)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_JsonValue(v: &Value) -> Result<Value, Invalid> {
@@ -7619,7 +7619,7 @@ pub mod acp_v1_extension_vectors {
         }
         /// Decodes `Objects1` exactly: the generated check, then the typify type.
         pub fn decode_Objects1(v: &Value) -> Result<super::types::Objects1, Invalid> {
-            check_Objects1(&Json::from(v))?;
+            crate::exact::check_value(v, check_Objects1)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_Objects1(v: &Value) -> Result<Value, Invalid> {
@@ -7632,7 +7632,10 @@ pub mod acp_v1_extension_vectors {
             super::types::ObjectsResultAgentCapabilitiesMcpCapabilities,
             Invalid,
         > {
-            check_ObjectsResultAgentCapabilitiesMcpCapabilities(&Json::from(v))?;
+            crate::exact::check_value(
+                v,
+                check_ObjectsResultAgentCapabilitiesMcpCapabilities,
+            )?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ObjectsResultAgentCapabilitiesMcpCapabilities(
@@ -7646,7 +7649,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_ObjectsResultAgentCapabilities(
             v: &Value,
         ) -> Result<super::types::ObjectsResultAgentCapabilities, Invalid> {
-            check_ObjectsResultAgentCapabilities(&Json::from(v))?;
+            crate::exact::check_value(v, check_ObjectsResultAgentCapabilities)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ObjectsResultAgentCapabilities(
@@ -7658,7 +7661,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_ObjectsResultAgentInfo(
             v: &Value,
         ) -> Result<super::types::ObjectsResultAgentInfo, Invalid> {
-            check_ObjectsResultAgentInfo(&Json::from(v))?;
+            crate::exact::check_value(v, check_ObjectsResultAgentInfo)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ObjectsResultAgentInfo(v: &Value) -> Result<Value, Invalid> {
@@ -7668,7 +7671,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_CheckfuCapabilities(
             v: &Value,
         ) -> Result<super::types::CheckfuCapabilities, Invalid> {
-            check_CheckfuCapabilities(&Json::from(v))?;
+            crate::exact::check_value(v, check_CheckfuCapabilities)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_CheckfuCapabilities(v: &Value) -> Result<Value, Invalid> {
@@ -7678,7 +7681,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_ObjectsResultMeta(
             v: &Value,
         ) -> Result<super::types::ObjectsResultMeta, Invalid> {
-            check_ObjectsResultMeta(&Json::from(v))?;
+            crate::exact::check_value(v, check_ObjectsResultMeta)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ObjectsResultMeta(v: &Value) -> Result<Value, Invalid> {
@@ -7688,7 +7691,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_ObjectsResult(
             v: &Value,
         ) -> Result<super::types::ObjectsResult, Invalid> {
-            check_ObjectsResult(&Json::from(v))?;
+            crate::exact::check_value(v, check_ObjectsResult)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ObjectsResult(v: &Value) -> Result<Value, Invalid> {
@@ -7701,7 +7704,10 @@ pub mod acp_v1_extension_vectors {
             super::types::Objects1ParamsUpdateMetaCheckfuSubagentStarted,
             Invalid,
         > {
-            check_Objects1ParamsUpdateMetaCheckfuSubagentStarted(&Json::from(v))?;
+            crate::exact::check_value(
+                v,
+                check_Objects1ParamsUpdateMetaCheckfuSubagentStarted,
+            )?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_Objects1ParamsUpdateMetaCheckfuSubagentStarted(
@@ -7718,7 +7724,10 @@ pub mod acp_v1_extension_vectors {
             super::types::Objects1ParamsUpdateMetaCheckfuSubagentActivity,
             Invalid,
         > {
-            check_Objects1ParamsUpdateMetaCheckfuSubagentActivity(&Json::from(v))?;
+            crate::exact::check_value(
+                v,
+                check_Objects1ParamsUpdateMetaCheckfuSubagentActivity,
+            )?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_Objects1ParamsUpdateMetaCheckfuSubagentActivity(
@@ -7735,7 +7744,10 @@ pub mod acp_v1_extension_vectors {
             super::types::Objects1ParamsUpdateMetaCheckfuSubagentCompleted,
             Invalid,
         > {
-            check_Objects1ParamsUpdateMetaCheckfuSubagentCompleted(&Json::from(v))?;
+            crate::exact::check_value(
+                v,
+                check_Objects1ParamsUpdateMetaCheckfuSubagentCompleted,
+            )?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_Objects1ParamsUpdateMetaCheckfuSubagentCompleted(
@@ -7749,7 +7761,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_CheckfuSubagent(
             v: &Value,
         ) -> Result<super::types::CheckfuSubagent, Invalid> {
-            check_CheckfuSubagent(&Json::from(v))?;
+            crate::exact::check_value(v, check_CheckfuSubagent)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_CheckfuSubagent(v: &Value) -> Result<Value, Invalid> {
@@ -7759,7 +7771,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_Objects1ParamsUpdateMeta(
             v: &Value,
         ) -> Result<super::types::Objects1ParamsUpdateMeta, Invalid> {
-            check_Objects1ParamsUpdateMeta(&Json::from(v))?;
+            crate::exact::check_value(v, check_Objects1ParamsUpdateMeta)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_Objects1ParamsUpdateMeta(v: &Value) -> Result<Value, Invalid> {
@@ -7769,7 +7781,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_Objects1ParamsUpdate(
             v: &Value,
         ) -> Result<super::types::Objects1ParamsUpdate, Invalid> {
-            check_Objects1ParamsUpdate(&Json::from(v))?;
+            crate::exact::check_value(v, check_Objects1ParamsUpdate)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_Objects1ParamsUpdate(v: &Value) -> Result<Value, Invalid> {
@@ -7779,7 +7791,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_Objects1Params(
             v: &Value,
         ) -> Result<super::types::Objects1Params, Invalid> {
-            check_Objects1Params(&Json::from(v))?;
+            crate::exact::check_value(v, check_Objects1Params)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_Objects1Params(v: &Value) -> Result<Value, Invalid> {
@@ -7792,8 +7804,9 @@ pub mod acp_v1_extension_vectors {
             super::types::AcpV1ExtensionVectorsVectorsItemInitializeFullDeclaration,
             Invalid,
         > {
-            check_AcpV1ExtensionVectorsVectorsItemInitializeFullDeclaration(
-                &Json::from(v),
+            crate::exact::check_value(
+                v,
+                check_AcpV1ExtensionVectorsVectorsItemInitializeFullDeclaration,
             )?;
             crate::exact::deserialize(v)
         }
@@ -7811,8 +7824,9 @@ pub mod acp_v1_extension_vectors {
             super::types::AcpV1ExtensionVectorsVectorsItemInitializeSubagentsDeclaration,
             Invalid,
         > {
-            check_AcpV1ExtensionVectorsVectorsItemInitializeSubagentsDeclaration(
-                &Json::from(v),
+            crate::exact::check_value(
+                v,
+                check_AcpV1ExtensionVectorsVectorsItemInitializeSubagentsDeclaration,
             )?;
             crate::exact::deserialize(v)
         }
@@ -7832,8 +7846,9 @@ pub mod acp_v1_extension_vectors {
             super::types::AcpV1ExtensionVectorsVectorsItemInitializeControlsDeclaration,
             Invalid,
         > {
-            check_AcpV1ExtensionVectorsVectorsItemInitializeControlsDeclaration(
-                &Json::from(v),
+            crate::exact::check_value(
+                v,
+                check_AcpV1ExtensionVectorsVectorsItemInitializeControlsDeclaration,
             )?;
             crate::exact::deserialize(v)
         }
@@ -7848,7 +7863,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_CheckfuBuiltinTools(
             v: &Value,
         ) -> Result<super::types::CheckfuBuiltinTools, Invalid> {
-            check_CheckfuBuiltinTools(&Json::from(v))?;
+            crate::exact::check_value(v, check_CheckfuBuiltinTools)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_CheckfuBuiltinTools(v: &Value) -> Result<Value, Invalid> {
@@ -7861,8 +7876,9 @@ pub mod acp_v1_extension_vectors {
             super::types::AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParamsMeta,
             Invalid,
         > {
-            check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParamsMeta(
-                &Json::from(v),
+            crate::exact::check_value(
+                v,
+                check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParamsMeta,
             )?;
             crate::exact::deserialize(v)
         }
@@ -7882,8 +7898,9 @@ pub mod acp_v1_extension_vectors {
             super::types::AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParams,
             Invalid,
         > {
-            check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParams(
-                &Json::from(v),
+            crate::exact::check_value(
+                v,
+                check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParams,
             )?;
             crate::exact::deserialize(v)
         }
@@ -7900,7 +7917,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_WireSessionNewBuiltinTools(
             v: &Value,
         ) -> Result<super::types::WireSessionNewBuiltinTools, Invalid> {
-            check_WireSessionNewBuiltinTools(&Json::from(v))?;
+            crate::exact::check_value(v, check_WireSessionNewBuiltinTools)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_WireSessionNewBuiltinTools(v: &Value) -> Result<Value, Invalid> {
@@ -7913,8 +7930,9 @@ pub mod acp_v1_extension_vectors {
             super::types::AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinTools,
             Invalid,
         > {
-            check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinTools(
-                &Json::from(v),
+            crate::exact::check_value(
+                v,
+                check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinTools,
             )?;
             crate::exact::deserialize(v)
         }
@@ -7932,8 +7950,9 @@ pub mod acp_v1_extension_vectors {
             super::types::AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMetaCheckfuOutputSchemaVariant1,
             Invalid,
         > {
-            check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMetaCheckfuOutputSchemaVariant1(
-                &Json::from(v),
+            crate::exact::check_value(
+                v,
+                check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMetaCheckfuOutputSchemaVariant1,
             )?;
             crate::exact::deserialize(v)
         }
@@ -7950,7 +7969,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_CheckfuOutputSchema(
             v: &Value,
         ) -> Result<super::types::CheckfuOutputSchema, Invalid> {
-            check_CheckfuOutputSchema(&Json::from(v))?;
+            crate::exact::check_value(v, check_CheckfuOutputSchema)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_CheckfuOutputSchema(v: &Value) -> Result<Value, Invalid> {
@@ -7963,8 +7982,9 @@ pub mod acp_v1_extension_vectors {
             super::types::AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMeta,
             Invalid,
         > {
-            check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMeta(
-                &Json::from(v),
+            crate::exact::check_value(
+                v,
+                check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMeta,
             )?;
             crate::exact::deserialize(v)
         }
@@ -7984,8 +8004,9 @@ pub mod acp_v1_extension_vectors {
             super::types::AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParams,
             Invalid,
         > {
-            check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParams(
-                &Json::from(v),
+            crate::exact::check_value(
+                v,
+                check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParams,
             )?;
             crate::exact::deserialize(v)
         }
@@ -8002,7 +8023,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_WireSessionNewOutputSchema(
             v: &Value,
         ) -> Result<super::types::WireSessionNewOutputSchema, Invalid> {
-            check_WireSessionNewOutputSchema(&Json::from(v))?;
+            crate::exact::check_value(v, check_WireSessionNewOutputSchema)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_WireSessionNewOutputSchema(v: &Value) -> Result<Value, Invalid> {
@@ -8015,8 +8036,9 @@ pub mod acp_v1_extension_vectors {
             super::types::AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchema,
             Invalid,
         > {
-            check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchema(
-                &Json::from(v),
+            crate::exact::check_value(
+                v,
+                check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchema,
             )?;
             crate::exact::deserialize(v)
         }
@@ -8034,8 +8056,9 @@ pub mod acp_v1_extension_vectors {
             super::types::AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentStarted,
             Invalid,
         > {
-            check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentStarted(
-                &Json::from(v),
+            crate::exact::check_value(
+                v,
+                check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentStarted,
             )?;
             crate::exact::deserialize(v)
         }
@@ -8053,8 +8076,9 @@ pub mod acp_v1_extension_vectors {
             super::types::AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentActivity,
             Invalid,
         > {
-            check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentActivity(
-                &Json::from(v),
+            crate::exact::check_value(
+                v,
+                check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentActivity,
             )?;
             crate::exact::deserialize(v)
         }
@@ -8072,8 +8096,9 @@ pub mod acp_v1_extension_vectors {
             super::types::AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentCompleted,
             Invalid,
         > {
-            check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentCompleted(
-                &Json::from(v),
+            crate::exact::check_value(
+                v,
+                check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentCompleted,
             )?;
             crate::exact::deserialize(v)
         }
@@ -8090,7 +8115,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_CheckfuTurn(
             v: &Value,
         ) -> Result<super::types::CheckfuTurn, Invalid> {
-            check_CheckfuTurn(&Json::from(v))?;
+            crate::exact::check_value(v, check_CheckfuTurn)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_CheckfuTurn(v: &Value) -> Result<Value, Invalid> {
@@ -8103,8 +8128,9 @@ pub mod acp_v1_extension_vectors {
             super::types::AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMeta,
             Invalid,
         > {
-            check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMeta(
-                &Json::from(v),
+            crate::exact::check_value(
+                v,
+                check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMeta,
             )?;
             crate::exact::deserialize(v)
         }
@@ -8124,8 +8150,9 @@ pub mod acp_v1_extension_vectors {
             super::types::AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResult,
             Invalid,
         > {
-            check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResult(
-                &Json::from(v),
+            crate::exact::check_value(
+                v,
+                check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResult,
             )?;
             crate::exact::deserialize(v)
         }
@@ -8142,7 +8169,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_WireSessionPromptTurnTelemetry(
             v: &Value,
         ) -> Result<super::types::WireSessionPromptTurnTelemetry, Invalid> {
-            check_WireSessionPromptTurnTelemetry(&Json::from(v))?;
+            crate::exact::check_value(v, check_WireSessionPromptTurnTelemetry)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_WireSessionPromptTurnTelemetry(
@@ -8157,8 +8184,9 @@ pub mod acp_v1_extension_vectors {
             super::types::AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetry,
             Invalid,
         > {
-            check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetry(
-                &Json::from(v),
+            crate::exact::check_value(
+                v,
+                check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetry,
             )?;
             crate::exact::deserialize(v)
         }
@@ -8173,7 +8201,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_CheckfuSessionSteerParams(
             v: &Value,
         ) -> Result<super::types::CheckfuSessionSteerParams, Invalid> {
-            check_CheckfuSessionSteerParams(&Json::from(v))?;
+            crate::exact::check_value(v, check_CheckfuSessionSteerParams)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_CheckfuSessionSteerParams(v: &Value) -> Result<Value, Invalid> {
@@ -8183,7 +8211,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_WireExtensionSteerRequest(
             v: &Value,
         ) -> Result<super::types::WireExtensionSteerRequest, Invalid> {
-            check_WireExtensionSteerRequest(&Json::from(v))?;
+            crate::exact::check_value(v, check_WireExtensionSteerRequest)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_WireExtensionSteerRequest(v: &Value) -> Result<Value, Invalid> {
@@ -8196,7 +8224,10 @@ pub mod acp_v1_extension_vectors {
             super::types::AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest,
             Invalid,
         > {
-            check_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest(&Json::from(v))?;
+            crate::exact::check_value(
+                v,
+                check_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest,
+            )?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest(
@@ -8210,7 +8241,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_CheckfuSessionSteerResult(
             v: &Value,
         ) -> Result<super::types::CheckfuSessionSteerResult, Invalid> {
-            check_CheckfuSessionSteerResult(&Json::from(v))?;
+            crate::exact::check_value(v, check_CheckfuSessionSteerResult)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_CheckfuSessionSteerResult(v: &Value) -> Result<Value, Invalid> {
@@ -8220,7 +8251,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_WireExtensionSteerResponse(
             v: &Value,
         ) -> Result<super::types::WireExtensionSteerResponse, Invalid> {
-            check_WireExtensionSteerResponse(&Json::from(v))?;
+            crate::exact::check_value(v, check_WireExtensionSteerResponse)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_WireExtensionSteerResponse(v: &Value) -> Result<Value, Invalid> {
@@ -8233,8 +8264,9 @@ pub mod acp_v1_extension_vectors {
             super::types::AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse,
             Invalid,
         > {
-            check_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse(
-                &Json::from(v),
+            crate::exact::check_value(
+                v,
+                check_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse,
             )?;
             crate::exact::deserialize(v)
         }
@@ -8249,7 +8281,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_CheckfuSessionInterruptParams(
             v: &Value,
         ) -> Result<super::types::CheckfuSessionInterruptParams, Invalid> {
-            check_CheckfuSessionInterruptParams(&Json::from(v))?;
+            crate::exact::check_value(v, check_CheckfuSessionInterruptParams)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_CheckfuSessionInterruptParams(v: &Value) -> Result<Value, Invalid> {
@@ -8259,7 +8291,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_WireExtensionInterruptRequest(
             v: &Value,
         ) -> Result<super::types::WireExtensionInterruptRequest, Invalid> {
-            check_WireExtensionInterruptRequest(&Json::from(v))?;
+            crate::exact::check_value(v, check_WireExtensionInterruptRequest)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_WireExtensionInterruptRequest(v: &Value) -> Result<Value, Invalid> {
@@ -8272,8 +8304,9 @@ pub mod acp_v1_extension_vectors {
             super::types::AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequest,
             Invalid,
         > {
-            check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequest(
-                &Json::from(v),
+            crate::exact::check_value(
+                v,
+                check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequest,
             )?;
             crate::exact::deserialize(v)
         }
@@ -8288,7 +8321,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_CheckfuSessionInterruptResult(
             v: &Value,
         ) -> Result<super::types::CheckfuSessionInterruptResult, Invalid> {
-            check_CheckfuSessionInterruptResult(&Json::from(v))?;
+            crate::exact::check_value(v, check_CheckfuSessionInterruptResult)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_CheckfuSessionInterruptResult(v: &Value) -> Result<Value, Invalid> {
@@ -8298,7 +8331,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_WireExtensionInterruptResponse(
             v: &Value,
         ) -> Result<super::types::WireExtensionInterruptResponse, Invalid> {
-            check_WireExtensionInterruptResponse(&Json::from(v))?;
+            crate::exact::check_value(v, check_WireExtensionInterruptResponse)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_WireExtensionInterruptResponse(
@@ -8313,8 +8346,9 @@ pub mod acp_v1_extension_vectors {
             super::types::AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponse,
             Invalid,
         > {
-            check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponse(
-                &Json::from(v),
+            crate::exact::check_value(
+                v,
+                check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponse,
             )?;
             crate::exact::deserialize(v)
         }
@@ -8329,7 +8363,7 @@ pub mod acp_v1_extension_vectors {
         pub fn decode_AcpV1ExtensionVectors(
             v: &Value,
         ) -> Result<super::types::AcpV1ExtensionVectors, Invalid> {
-            check_AcpV1ExtensionVectors(&Json::from(v))?;
+            crate::exact::check_value(v, check_AcpV1ExtensionVectors)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_AcpV1ExtensionVectors(v: &Value) -> Result<Value, Invalid> {
@@ -8341,361 +8375,442 @@ pub mod acp_v1_extension_vectors {
             crate::exact::Definition {
                 name: "Union",
                 origin: "/$defs/Union_",
-                check: |v: &Value| check_Union(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(v, check_Union),
                 roundtrip: roundtrip_Union,
             },
             crate::exact::Definition {
                 name: "Objects",
                 origin: "/$defs/Objects_",
-                check: |v: &Value| check_Objects(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(v, check_Objects),
                 roundtrip: roundtrip_Objects,
             },
             crate::exact::Definition {
                 name: "JsonValue",
                 origin: "/$defs/JsonValue",
-                check: |v: &Value| check_JsonValue(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(v, check_JsonValue),
                 roundtrip: roundtrip_JsonValue,
             },
             crate::exact::Definition {
                 name: "Objects1",
                 origin: "/$defs/Objects_1",
-                check: |v: &Value| check_Objects1(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(v, check_Objects1),
                 roundtrip: roundtrip_Objects1,
             },
             crate::exact::Definition {
                 name: "ObjectsResultAgentCapabilitiesMcpCapabilities",
                 origin: "/$defs/Objects_/properties/result/properties/agentCapabilities/properties/mcpCapabilities",
-                check: |v: &Value| check_ObjectsResultAgentCapabilitiesMcpCapabilities(
-                    &Json::from(v),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_ObjectsResultAgentCapabilitiesMcpCapabilities,
                 ),
                 roundtrip: roundtrip_ObjectsResultAgentCapabilitiesMcpCapabilities,
             },
             crate::exact::Definition {
                 name: "ObjectsResultAgentCapabilities",
                 origin: "/$defs/Objects_/properties/result/properties/agentCapabilities",
-                check: |v: &Value| check_ObjectsResultAgentCapabilities(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_ObjectsResultAgentCapabilities,
+                ),
                 roundtrip: roundtrip_ObjectsResultAgentCapabilities,
             },
             crate::exact::Definition {
                 name: "ObjectsResultAgentInfo",
                 origin: "/$defs/Objects_/properties/result/properties/agentInfo",
-                check: |v: &Value| check_ObjectsResultAgentInfo(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_ObjectsResultAgentInfo,
+                ),
                 roundtrip: roundtrip_ObjectsResultAgentInfo,
             },
             crate::exact::Definition {
                 name: "CheckfuCapabilities",
                 origin: "/$defs/Objects_/properties/result/properties/_meta/properties/checkfu.capabilities",
-                check: |v: &Value| check_CheckfuCapabilities(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_CheckfuCapabilities,
+                ),
                 roundtrip: roundtrip_CheckfuCapabilities,
             },
             crate::exact::Definition {
                 name: "ObjectsResultMeta",
                 origin: "/$defs/Objects_/properties/result/properties/_meta",
-                check: |v: &Value| check_ObjectsResultMeta(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(v, check_ObjectsResultMeta),
                 roundtrip: roundtrip_ObjectsResultMeta,
             },
             crate::exact::Definition {
                 name: "ObjectsResult",
                 origin: "/$defs/Objects_/properties/result",
-                check: |v: &Value| check_ObjectsResult(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(v, check_ObjectsResult),
                 roundtrip: roundtrip_ObjectsResult,
             },
             crate::exact::Definition {
                 name: "Objects1ParamsUpdateMetaCheckfuSubagentStarted",
                 origin: "/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/0",
-                check: |v: &Value| check_Objects1ParamsUpdateMetaCheckfuSubagentStarted(
-                    &Json::from(v),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_Objects1ParamsUpdateMetaCheckfuSubagentStarted,
                 ),
                 roundtrip: roundtrip_Objects1ParamsUpdateMetaCheckfuSubagentStarted,
             },
             crate::exact::Definition {
                 name: "Objects1ParamsUpdateMetaCheckfuSubagentActivity",
                 origin: "/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/1",
-                check: |v: &Value| check_Objects1ParamsUpdateMetaCheckfuSubagentActivity(
-                    &Json::from(v),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_Objects1ParamsUpdateMetaCheckfuSubagentActivity,
                 ),
                 roundtrip: roundtrip_Objects1ParamsUpdateMetaCheckfuSubagentActivity,
             },
             crate::exact::Definition {
                 name: "Objects1ParamsUpdateMetaCheckfuSubagentCompleted",
                 origin: "/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/2",
-                check: |v: &Value| check_Objects1ParamsUpdateMetaCheckfuSubagentCompleted(
-                    &Json::from(v),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_Objects1ParamsUpdateMetaCheckfuSubagentCompleted,
                 ),
                 roundtrip: roundtrip_Objects1ParamsUpdateMetaCheckfuSubagentCompleted,
             },
             crate::exact::Definition {
                 name: "CheckfuSubagent",
                 origin: "/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent",
-                check: |v: &Value| check_CheckfuSubagent(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(v, check_CheckfuSubagent),
                 roundtrip: roundtrip_CheckfuSubagent,
             },
             crate::exact::Definition {
                 name: "Objects1ParamsUpdateMeta",
                 origin: "/$defs/Objects_1/properties/params/properties/update/properties/_meta",
-                check: |v: &Value| check_Objects1ParamsUpdateMeta(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_Objects1ParamsUpdateMeta,
+                ),
                 roundtrip: roundtrip_Objects1ParamsUpdateMeta,
             },
             crate::exact::Definition {
                 name: "Objects1ParamsUpdate",
                 origin: "/$defs/Objects_1/properties/params/properties/update",
-                check: |v: &Value| check_Objects1ParamsUpdate(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_Objects1ParamsUpdate,
+                ),
                 roundtrip: roundtrip_Objects1ParamsUpdate,
             },
             crate::exact::Definition {
                 name: "Objects1Params",
                 origin: "/$defs/Objects_1/properties/params",
-                check: |v: &Value| check_Objects1Params(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(v, check_Objects1Params),
                 roundtrip: roundtrip_Objects1Params,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemInitializeFullDeclaration",
                 origin: "/properties/vectors/items/anyOf/0",
-                check: |v: &Value| check_AcpV1ExtensionVectorsVectorsItemInitializeFullDeclaration(
-                    &Json::from(v),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_AcpV1ExtensionVectorsVectorsItemInitializeFullDeclaration,
                 ),
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemInitializeFullDeclaration,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemInitializeSubagentsDeclaration",
                 origin: "/properties/vectors/items/anyOf/1",
-                check: |v: &Value| check_AcpV1ExtensionVectorsVectorsItemInitializeSubagentsDeclaration(
-                    &Json::from(v),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_AcpV1ExtensionVectorsVectorsItemInitializeSubagentsDeclaration,
                 ),
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemInitializeSubagentsDeclaration,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemInitializeControlsDeclaration",
                 origin: "/properties/vectors/items/anyOf/2",
-                check: |v: &Value| check_AcpV1ExtensionVectorsVectorsItemInitializeControlsDeclaration(
-                    &Json::from(v),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_AcpV1ExtensionVectorsVectorsItemInitializeControlsDeclaration,
                 ),
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemInitializeControlsDeclaration,
             },
             crate::exact::Definition {
                 name: "CheckfuBuiltinTools",
                 origin: "/properties/vectors/items/anyOf/3/properties/wire/properties/params/properties/_meta/properties/checkfu.builtin_tools",
-                check: |v: &Value| check_CheckfuBuiltinTools(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_CheckfuBuiltinTools,
+                ),
                 roundtrip: roundtrip_CheckfuBuiltinTools,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParamsMeta",
                 origin: "/properties/vectors/items/anyOf/3/properties/wire/properties/params/properties/_meta",
-                check: |v: &Value| check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParamsMeta(
-                    &Json::from(v),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParamsMeta,
                 ),
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParamsMeta,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParams",
                 origin: "/properties/vectors/items/anyOf/3/properties/wire/properties/params",
-                check: |v: &Value| check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParams(
-                    &Json::from(v),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParams,
                 ),
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinToolsWireParams,
             },
             crate::exact::Definition {
                 name: "WireSessionNewBuiltinTools",
                 origin: "/properties/vectors/items/anyOf/3/properties/wire",
-                check: |v: &Value| check_WireSessionNewBuiltinTools(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_WireSessionNewBuiltinTools,
+                ),
                 roundtrip: roundtrip_WireSessionNewBuiltinTools,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinTools",
                 origin: "/properties/vectors/items/anyOf/3",
-                check: |v: &Value| check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinTools(
-                    &Json::from(v),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinTools,
                 ),
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinTools,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMetaCheckfuOutputSchemaVariant1",
                 origin: "/properties/vectors/items/anyOf/4/properties/wire/properties/params/properties/_meta/properties/checkfu.output_schema/anyOf/1",
-                check: |v: &Value| check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMetaCheckfuOutputSchemaVariant1(
-                    &Json::from(v),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMetaCheckfuOutputSchemaVariant1,
                 ),
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMetaCheckfuOutputSchemaVariant1,
             },
             crate::exact::Definition {
                 name: "CheckfuOutputSchema",
                 origin: "/properties/vectors/items/anyOf/4/properties/wire/properties/params/properties/_meta/properties/checkfu.output_schema",
-                check: |v: &Value| check_CheckfuOutputSchema(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_CheckfuOutputSchema,
+                ),
                 roundtrip: roundtrip_CheckfuOutputSchema,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMeta",
                 origin: "/properties/vectors/items/anyOf/4/properties/wire/properties/params/properties/_meta",
-                check: |v: &Value| check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMeta(
-                    &Json::from(v),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMeta,
                 ),
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParamsMeta,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParams",
                 origin: "/properties/vectors/items/anyOf/4/properties/wire/properties/params",
-                check: |v: &Value| check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParams(
-                    &Json::from(v),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParams,
                 ),
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchemaWireParams,
             },
             crate::exact::Definition {
                 name: "WireSessionNewOutputSchema",
                 origin: "/properties/vectors/items/anyOf/4/properties/wire",
-                check: |v: &Value| check_WireSessionNewOutputSchema(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_WireSessionNewOutputSchema,
+                ),
                 roundtrip: roundtrip_WireSessionNewOutputSchema,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchema",
                 origin: "/properties/vectors/items/anyOf/4",
-                check: |v: &Value| check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchema(
-                    &Json::from(v),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchema,
                 ),
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchema,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentStarted",
                 origin: "/properties/vectors/items/anyOf/5",
-                check: |v: &Value| check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentStarted(
-                    &Json::from(v),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentStarted,
                 ),
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentStarted,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentActivity",
                 origin: "/properties/vectors/items/anyOf/6",
-                check: |v: &Value| check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentActivity(
-                    &Json::from(v),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentActivity,
                 ),
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentActivity,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentCompleted",
                 origin: "/properties/vectors/items/anyOf/7",
-                check: |v: &Value| check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentCompleted(
-                    &Json::from(v),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentCompleted,
                 ),
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentCompleted,
             },
             crate::exact::Definition {
                 name: "CheckfuTurn",
                 origin: "/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn",
-                check: |v: &Value| check_CheckfuTurn(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(v, check_CheckfuTurn),
                 roundtrip: roundtrip_CheckfuTurn,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMeta",
                 origin: "/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta",
-                check: |v: &Value| check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMeta(
-                    &Json::from(v),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMeta,
                 ),
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResultMeta,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResult",
                 origin: "/properties/vectors/items/anyOf/8/properties/wire/properties/result",
-                check: |v: &Value| check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResult(
-                    &Json::from(v),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResult,
                 ),
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetryWireResult,
             },
             crate::exact::Definition {
                 name: "WireSessionPromptTurnTelemetry",
                 origin: "/properties/vectors/items/anyOf/8/properties/wire",
-                check: |v: &Value| check_WireSessionPromptTurnTelemetry(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_WireSessionPromptTurnTelemetry,
+                ),
                 roundtrip: roundtrip_WireSessionPromptTurnTelemetry,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetry",
                 origin: "/properties/vectors/items/anyOf/8",
-                check: |v: &Value| check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetry(
-                    &Json::from(v),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetry,
                 ),
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetry,
             },
             crate::exact::Definition {
                 name: "CheckfuSessionSteerParams",
                 origin: "/properties/vectors/items/anyOf/9/properties/wire/properties/params",
-                check: |v: &Value| check_CheckfuSessionSteerParams(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_CheckfuSessionSteerParams,
+                ),
                 roundtrip: roundtrip_CheckfuSessionSteerParams,
             },
             crate::exact::Definition {
                 name: "WireExtensionSteerRequest",
                 origin: "/properties/vectors/items/anyOf/9/properties/wire",
-                check: |v: &Value| check_WireExtensionSteerRequest(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_WireExtensionSteerRequest,
+                ),
                 roundtrip: roundtrip_WireExtensionSteerRequest,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest",
                 origin: "/properties/vectors/items/anyOf/9",
-                check: |v: &Value| check_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest(
-                    &Json::from(v),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest,
                 ),
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest,
             },
             crate::exact::Definition {
                 name: "CheckfuSessionSteerResult",
                 origin: "/properties/vectors/items/anyOf/10/properties/wire/properties/result",
-                check: |v: &Value| check_CheckfuSessionSteerResult(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_CheckfuSessionSteerResult,
+                ),
                 roundtrip: roundtrip_CheckfuSessionSteerResult,
             },
             crate::exact::Definition {
                 name: "WireExtensionSteerResponse",
                 origin: "/properties/vectors/items/anyOf/10/properties/wire",
-                check: |v: &Value| check_WireExtensionSteerResponse(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_WireExtensionSteerResponse,
+                ),
                 roundtrip: roundtrip_WireExtensionSteerResponse,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse",
                 origin: "/properties/vectors/items/anyOf/10",
-                check: |v: &Value| check_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse(
-                    &Json::from(v),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse,
                 ),
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse,
             },
             crate::exact::Definition {
                 name: "CheckfuSessionInterruptParams",
                 origin: "/properties/vectors/items/anyOf/11/properties/wire/properties/params",
-                check: |v: &Value| check_CheckfuSessionInterruptParams(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_CheckfuSessionInterruptParams,
+                ),
                 roundtrip: roundtrip_CheckfuSessionInterruptParams,
             },
             crate::exact::Definition {
                 name: "WireExtensionInterruptRequest",
                 origin: "/properties/vectors/items/anyOf/11/properties/wire",
-                check: |v: &Value| check_WireExtensionInterruptRequest(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_WireExtensionInterruptRequest,
+                ),
                 roundtrip: roundtrip_WireExtensionInterruptRequest,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequest",
                 origin: "/properties/vectors/items/anyOf/11",
-                check: |v: &Value| check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequest(
-                    &Json::from(v),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequest,
                 ),
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequest,
             },
             crate::exact::Definition {
                 name: "CheckfuSessionInterruptResult",
                 origin: "/properties/vectors/items/anyOf/12/properties/wire/properties/result",
-                check: |v: &Value| check_CheckfuSessionInterruptResult(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_CheckfuSessionInterruptResult,
+                ),
                 roundtrip: roundtrip_CheckfuSessionInterruptResult,
             },
             crate::exact::Definition {
                 name: "WireExtensionInterruptResponse",
                 origin: "/properties/vectors/items/anyOf/12/properties/wire",
-                check: |v: &Value| check_WireExtensionInterruptResponse(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_WireExtensionInterruptResponse,
+                ),
                 roundtrip: roundtrip_WireExtensionInterruptResponse,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponse",
                 origin: "/properties/vectors/items/anyOf/12",
-                check: |v: &Value| check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponse(
-                    &Json::from(v),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponse,
                 ),
                 roundtrip: roundtrip_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponse,
             },
             crate::exact::Definition {
                 name: "AcpV1ExtensionVectors",
                 origin: "",
-                check: |v: &Value| check_AcpV1ExtensionVectors(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_AcpV1ExtensionVectors,
+                ),
                 roundtrip: roundtrip_AcpV1ExtensionVectors,
             },
         ];
@@ -9588,7 +9703,7 @@ pub mod checkfu_slots {
         pub fn decode_Continuity(
             v: &Value,
         ) -> Result<super::types::Continuity, Invalid> {
-            check_Continuity(&Json::from(v))?;
+            crate::exact::check_value(v, check_Continuity)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_Continuity(v: &Value) -> Result<Value, Invalid> {
@@ -9598,7 +9713,7 @@ pub mod checkfu_slots {
         pub fn decode_CompactionStrategy(
             v: &Value,
         ) -> Result<super::types::CompactionStrategy, Invalid> {
-            check_CompactionStrategy(&Json::from(v))?;
+            crate::exact::check_value(v, check_CompactionStrategy)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_CompactionStrategy(v: &Value) -> Result<Value, Invalid> {
@@ -9608,7 +9723,7 @@ pub mod checkfu_slots {
         pub fn decode_RuntimeConfig(
             v: &Value,
         ) -> Result<super::types::RuntimeConfig, Invalid> {
-            check_RuntimeConfig(&Json::from(v))?;
+            crate::exact::check_value(v, check_RuntimeConfig)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_RuntimeConfig(v: &Value) -> Result<Value, Invalid> {
@@ -9616,7 +9731,7 @@ pub mod checkfu_slots {
         }
         /// Decodes `Resume` exactly: the generated check, then the typify type.
         pub fn decode_Resume(v: &Value) -> Result<super::types::Resume, Invalid> {
-            check_Resume(&Json::from(v))?;
+            crate::exact::check_value(v, check_Resume)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_Resume(v: &Value) -> Result<Value, Invalid> {
@@ -9626,7 +9741,7 @@ pub mod checkfu_slots {
         pub fn decode_JournalCheckpoint(
             v: &Value,
         ) -> Result<super::types::JournalCheckpoint, Invalid> {
-            check_JournalCheckpoint(&Json::from(v))?;
+            crate::exact::check_value(v, check_JournalCheckpoint)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_JournalCheckpoint(v: &Value) -> Result<Value, Invalid> {
@@ -9636,7 +9751,7 @@ pub mod checkfu_slots {
         pub fn decode_Compaction(
             v: &Value,
         ) -> Result<super::types::Compaction, Invalid> {
-            check_Compaction(&Json::from(v))?;
+            crate::exact::check_value(v, check_Compaction)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_Compaction(v: &Value) -> Result<Value, Invalid> {
@@ -9646,7 +9761,7 @@ pub mod checkfu_slots {
         pub fn decode_JournalCheckpointCheckpoint(
             v: &Value,
         ) -> Result<super::types::JournalCheckpointCheckpoint, Invalid> {
-            check_JournalCheckpointCheckpoint(&Json::from(v))?;
+            crate::exact::check_value(v, check_JournalCheckpointCheckpoint)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_JournalCheckpointCheckpoint(v: &Value) -> Result<Value, Invalid> {
@@ -9656,7 +9771,7 @@ pub mod checkfu_slots {
         pub fn decode_JournalCheckpointTooLarge(
             v: &Value,
         ) -> Result<super::types::JournalCheckpointTooLarge, Invalid> {
-            check_JournalCheckpointTooLarge(&Json::from(v))?;
+            crate::exact::check_value(v, check_JournalCheckpointTooLarge)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_JournalCheckpointTooLarge(v: &Value) -> Result<Value, Invalid> {
@@ -9666,7 +9781,7 @@ pub mod checkfu_slots {
         pub fn decode_RuntimeConfigCompaction(
             v: &Value,
         ) -> Result<super::types::RuntimeConfigCompaction, Invalid> {
-            check_RuntimeConfigCompaction(&Json::from(v))?;
+            crate::exact::check_value(v, check_RuntimeConfigCompaction)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_RuntimeConfigCompaction(v: &Value) -> Result<Value, Invalid> {
@@ -9678,55 +9793,67 @@ pub mod checkfu_slots {
             crate::exact::Definition {
                 name: "Continuity",
                 origin: "/$defs/Continuity",
-                check: |v: &Value| check_Continuity(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(v, check_Continuity),
                 roundtrip: roundtrip_Continuity,
             },
             crate::exact::Definition {
                 name: "CompactionStrategy",
                 origin: "/$defs/CompactionStrategy",
-                check: |v: &Value| check_CompactionStrategy(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_CompactionStrategy,
+                ),
                 roundtrip: roundtrip_CompactionStrategy,
             },
             crate::exact::Definition {
                 name: "RuntimeConfig",
                 origin: "/$defs/RuntimeConfig",
-                check: |v: &Value| check_RuntimeConfig(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(v, check_RuntimeConfig),
                 roundtrip: roundtrip_RuntimeConfig,
             },
             crate::exact::Definition {
                 name: "Resume",
                 origin: "/$defs/Resume",
-                check: |v: &Value| check_Resume(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(v, check_Resume),
                 roundtrip: roundtrip_Resume,
             },
             crate::exact::Definition {
                 name: "JournalCheckpoint",
                 origin: "/$defs/JournalCheckpoint",
-                check: |v: &Value| check_JournalCheckpoint(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(v, check_JournalCheckpoint),
                 roundtrip: roundtrip_JournalCheckpoint,
             },
             crate::exact::Definition {
                 name: "Compaction",
                 origin: "/$defs/Compaction",
-                check: |v: &Value| check_Compaction(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(v, check_Compaction),
                 roundtrip: roundtrip_Compaction,
             },
             crate::exact::Definition {
                 name: "JournalCheckpointCheckpoint",
                 origin: "/$defs/JournalCheckpoint/anyOf/0",
-                check: |v: &Value| check_JournalCheckpointCheckpoint(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_JournalCheckpointCheckpoint,
+                ),
                 roundtrip: roundtrip_JournalCheckpointCheckpoint,
             },
             crate::exact::Definition {
                 name: "JournalCheckpointTooLarge",
                 origin: "/$defs/JournalCheckpoint/anyOf/1",
-                check: |v: &Value| check_JournalCheckpointTooLarge(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_JournalCheckpointTooLarge,
+                ),
                 roundtrip: roundtrip_JournalCheckpointTooLarge,
             },
             crate::exact::Definition {
                 name: "RuntimeConfigCompaction",
                 origin: "/$defs/RuntimeConfig/properties/compaction",
-                check: |v: &Value| check_RuntimeConfigCompaction(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_RuntimeConfigCompaction,
+                ),
                 roundtrip: roundtrip_RuntimeConfigCompaction,
             },
         ];
@@ -11037,7 +11164,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_AddExtensionRequest(
             v: &Value,
         ) -> Result<super::types::AddExtensionRequest, Invalid> {
-            check_AddExtensionRequest(&Json::from(v))?;
+            crate::exact::check_value(v, check_AddExtensionRequest)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_AddExtensionRequest(v: &Value) -> Result<Value, Invalid> {
@@ -11047,7 +11174,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_EmptyResponse(
             v: &Value,
         ) -> Result<super::types::EmptyResponse, Invalid> {
-            check_EmptyResponse(&Json::from(v))?;
+            crate::exact::check_value(v, check_EmptyResponse)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_EmptyResponse(v: &Value) -> Result<Value, Invalid> {
@@ -11057,7 +11184,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_RemoveExtensionRequest(
             v: &Value,
         ) -> Result<super::types::RemoveExtensionRequest, Invalid> {
-            check_RemoveExtensionRequest(&Json::from(v))?;
+            crate::exact::check_value(v, check_RemoveExtensionRequest)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_RemoveExtensionRequest(v: &Value) -> Result<Value, Invalid> {
@@ -11067,7 +11194,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_GetToolsRequest(
             v: &Value,
         ) -> Result<super::types::GetToolsRequest, Invalid> {
-            check_GetToolsRequest(&Json::from(v))?;
+            crate::exact::check_value(v, check_GetToolsRequest)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_GetToolsRequest(v: &Value) -> Result<Value, Invalid> {
@@ -11077,7 +11204,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_GetToolsResponse(
             v: &Value,
         ) -> Result<super::types::GetToolsResponse, Invalid> {
-            check_GetToolsResponse(&Json::from(v))?;
+            crate::exact::check_value(v, check_GetToolsResponse)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_GetToolsResponse(v: &Value) -> Result<Value, Invalid> {
@@ -11087,7 +11214,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_ReadResourceRequest(
             v: &Value,
         ) -> Result<super::types::ReadResourceRequest, Invalid> {
-            check_ReadResourceRequest(&Json::from(v))?;
+            crate::exact::check_value(v, check_ReadResourceRequest)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ReadResourceRequest(v: &Value) -> Result<Value, Invalid> {
@@ -11097,7 +11224,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_ReadResourceResponse(
             v: &Value,
         ) -> Result<super::types::ReadResourceResponse, Invalid> {
-            check_ReadResourceResponse(&Json::from(v))?;
+            crate::exact::check_value(v, check_ReadResourceResponse)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ReadResourceResponse(v: &Value) -> Result<Value, Invalid> {
@@ -11107,7 +11234,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_UpdateWorkingDirRequest(
             v: &Value,
         ) -> Result<super::types::UpdateWorkingDirRequest, Invalid> {
-            check_UpdateWorkingDirRequest(&Json::from(v))?;
+            crate::exact::check_value(v, check_UpdateWorkingDirRequest)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_UpdateWorkingDirRequest(v: &Value) -> Result<Value, Invalid> {
@@ -11117,7 +11244,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_ListSessionsResponse(
             v: &Value,
         ) -> Result<super::types::ListSessionsResponse, Invalid> {
-            check_ListSessionsResponse(&Json::from(v))?;
+            crate::exact::check_value(v, check_ListSessionsResponse)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ListSessionsResponse(v: &Value) -> Result<Value, Invalid> {
@@ -11127,7 +11254,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_GetSessionRequest(
             v: &Value,
         ) -> Result<super::types::GetSessionRequest, Invalid> {
-            check_GetSessionRequest(&Json::from(v))?;
+            crate::exact::check_value(v, check_GetSessionRequest)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_GetSessionRequest(v: &Value) -> Result<Value, Invalid> {
@@ -11137,7 +11264,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_GetSessionResponse(
             v: &Value,
         ) -> Result<super::types::GetSessionResponse, Invalid> {
-            check_GetSessionResponse(&Json::from(v))?;
+            crate::exact::check_value(v, check_GetSessionResponse)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_GetSessionResponse(v: &Value) -> Result<Value, Invalid> {
@@ -11147,7 +11274,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_DeleteSessionRequest(
             v: &Value,
         ) -> Result<super::types::DeleteSessionRequest, Invalid> {
-            check_DeleteSessionRequest(&Json::from(v))?;
+            crate::exact::check_value(v, check_DeleteSessionRequest)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_DeleteSessionRequest(v: &Value) -> Result<Value, Invalid> {
@@ -11157,7 +11284,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_ExportSessionRequest(
             v: &Value,
         ) -> Result<super::types::ExportSessionRequest, Invalid> {
-            check_ExportSessionRequest(&Json::from(v))?;
+            crate::exact::check_value(v, check_ExportSessionRequest)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ExportSessionRequest(v: &Value) -> Result<Value, Invalid> {
@@ -11167,7 +11294,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_ExportSessionResponse(
             v: &Value,
         ) -> Result<super::types::ExportSessionResponse, Invalid> {
-            check_ExportSessionResponse(&Json::from(v))?;
+            crate::exact::check_value(v, check_ExportSessionResponse)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ExportSessionResponse(v: &Value) -> Result<Value, Invalid> {
@@ -11177,7 +11304,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_ImportSessionRequest(
             v: &Value,
         ) -> Result<super::types::ImportSessionRequest, Invalid> {
-            check_ImportSessionRequest(&Json::from(v))?;
+            crate::exact::check_value(v, check_ImportSessionRequest)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ImportSessionRequest(v: &Value) -> Result<Value, Invalid> {
@@ -11187,7 +11314,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_ImportSessionResponse(
             v: &Value,
         ) -> Result<super::types::ImportSessionResponse, Invalid> {
-            check_ImportSessionResponse(&Json::from(v))?;
+            crate::exact::check_value(v, check_ImportSessionResponse)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ImportSessionResponse(v: &Value) -> Result<Value, Invalid> {
@@ -11197,7 +11324,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_GetExtensionsResponse(
             v: &Value,
         ) -> Result<super::types::GetExtensionsResponse, Invalid> {
-            check_GetExtensionsResponse(&Json::from(v))?;
+            crate::exact::check_value(v, check_GetExtensionsResponse)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_GetExtensionsResponse(v: &Value) -> Result<Value, Invalid> {
@@ -11207,7 +11334,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_ExtRequest(
             v: &Value,
         ) -> Result<super::types::ExtRequest, Invalid> {
-            check_ExtRequest(&Json::from(v))?;
+            crate::exact::check_value(v, check_ExtRequest)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ExtRequest(v: &Value) -> Result<Value, Invalid> {
@@ -11217,7 +11344,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_ExtResponse(
             v: &Value,
         ) -> Result<super::types::ExtResponse, Invalid> {
-            check_ExtResponse(&Json::from(v))?;
+            crate::exact::check_value(v, check_ExtResponse)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ExtResponse(v: &Value) -> Result<Value, Invalid> {
@@ -11227,7 +11354,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_ExtResponseVariant0(
             v: &Value,
         ) -> Result<super::types::ExtResponseVariant0, Invalid> {
-            check_ExtResponseVariant0(&Json::from(v))?;
+            crate::exact::check_value(v, check_ExtResponseVariant0)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ExtResponseVariant0(v: &Value) -> Result<Value, Invalid> {
@@ -11237,7 +11364,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_ExtResponseVariant1Error(
             v: &Value,
         ) -> Result<super::types::ExtResponseVariant1Error, Invalid> {
-            check_ExtResponseVariant1Error(&Json::from(v))?;
+            crate::exact::check_value(v, check_ExtResponseVariant1Error)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ExtResponseVariant1Error(v: &Value) -> Result<Value, Invalid> {
@@ -11247,7 +11374,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_ExtResponseVariant1(
             v: &Value,
         ) -> Result<super::types::ExtResponseVariant1, Invalid> {
-            check_ExtResponseVariant1(&Json::from(v))?;
+            crate::exact::check_value(v, check_ExtResponseVariant1)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ExtResponseVariant1(v: &Value) -> Result<Value, Invalid> {
@@ -11257,7 +11384,7 @@ Method: `_agent/working_dir/update`*/
         pub fn decode_GooseAcpExtensions(
             v: &Value,
         ) -> Result<super::types::GooseAcpExtensions, Invalid> {
-            check_GooseAcpExtensions(&Json::from(v))?;
+            crate::exact::check_value(v, check_GooseAcpExtensions)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_GooseAcpExtensions(v: &Value) -> Result<Value, Invalid> {
@@ -11269,139 +11396,190 @@ Method: `_agent/working_dir/update`*/
             crate::exact::Definition {
                 name: "AddExtensionRequest",
                 origin: "/$defs/AddExtensionRequest",
-                check: |v: &Value| check_AddExtensionRequest(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_AddExtensionRequest,
+                ),
                 roundtrip: roundtrip_AddExtensionRequest,
             },
             crate::exact::Definition {
                 name: "EmptyResponse",
                 origin: "/$defs/EmptyResponse",
-                check: |v: &Value| check_EmptyResponse(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(v, check_EmptyResponse),
                 roundtrip: roundtrip_EmptyResponse,
             },
             crate::exact::Definition {
                 name: "RemoveExtensionRequest",
                 origin: "/$defs/RemoveExtensionRequest",
-                check: |v: &Value| check_RemoveExtensionRequest(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_RemoveExtensionRequest,
+                ),
                 roundtrip: roundtrip_RemoveExtensionRequest,
             },
             crate::exact::Definition {
                 name: "GetToolsRequest",
                 origin: "/$defs/GetToolsRequest",
-                check: |v: &Value| check_GetToolsRequest(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(v, check_GetToolsRequest),
                 roundtrip: roundtrip_GetToolsRequest,
             },
             crate::exact::Definition {
                 name: "GetToolsResponse",
                 origin: "/$defs/GetToolsResponse",
-                check: |v: &Value| check_GetToolsResponse(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(v, check_GetToolsResponse),
                 roundtrip: roundtrip_GetToolsResponse,
             },
             crate::exact::Definition {
                 name: "ReadResourceRequest",
                 origin: "/$defs/ReadResourceRequest",
-                check: |v: &Value| check_ReadResourceRequest(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_ReadResourceRequest,
+                ),
                 roundtrip: roundtrip_ReadResourceRequest,
             },
             crate::exact::Definition {
                 name: "ReadResourceResponse",
                 origin: "/$defs/ReadResourceResponse",
-                check: |v: &Value| check_ReadResourceResponse(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_ReadResourceResponse,
+                ),
                 roundtrip: roundtrip_ReadResourceResponse,
             },
             crate::exact::Definition {
                 name: "UpdateWorkingDirRequest",
                 origin: "/$defs/UpdateWorkingDirRequest",
-                check: |v: &Value| check_UpdateWorkingDirRequest(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_UpdateWorkingDirRequest,
+                ),
                 roundtrip: roundtrip_UpdateWorkingDirRequest,
             },
             crate::exact::Definition {
                 name: "ListSessionsResponse",
                 origin: "/$defs/ListSessionsResponse",
-                check: |v: &Value| check_ListSessionsResponse(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_ListSessionsResponse,
+                ),
                 roundtrip: roundtrip_ListSessionsResponse,
             },
             crate::exact::Definition {
                 name: "GetSessionRequest",
                 origin: "/$defs/GetSessionRequest",
-                check: |v: &Value| check_GetSessionRequest(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(v, check_GetSessionRequest),
                 roundtrip: roundtrip_GetSessionRequest,
             },
             crate::exact::Definition {
                 name: "GetSessionResponse",
                 origin: "/$defs/GetSessionResponse",
-                check: |v: &Value| check_GetSessionResponse(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_GetSessionResponse,
+                ),
                 roundtrip: roundtrip_GetSessionResponse,
             },
             crate::exact::Definition {
                 name: "DeleteSessionRequest",
                 origin: "/$defs/DeleteSessionRequest",
-                check: |v: &Value| check_DeleteSessionRequest(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_DeleteSessionRequest,
+                ),
                 roundtrip: roundtrip_DeleteSessionRequest,
             },
             crate::exact::Definition {
                 name: "ExportSessionRequest",
                 origin: "/$defs/ExportSessionRequest",
-                check: |v: &Value| check_ExportSessionRequest(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_ExportSessionRequest,
+                ),
                 roundtrip: roundtrip_ExportSessionRequest,
             },
             crate::exact::Definition {
                 name: "ExportSessionResponse",
                 origin: "/$defs/ExportSessionResponse",
-                check: |v: &Value| check_ExportSessionResponse(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_ExportSessionResponse,
+                ),
                 roundtrip: roundtrip_ExportSessionResponse,
             },
             crate::exact::Definition {
                 name: "ImportSessionRequest",
                 origin: "/$defs/ImportSessionRequest",
-                check: |v: &Value| check_ImportSessionRequest(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_ImportSessionRequest,
+                ),
                 roundtrip: roundtrip_ImportSessionRequest,
             },
             crate::exact::Definition {
                 name: "ImportSessionResponse",
                 origin: "/$defs/ImportSessionResponse",
-                check: |v: &Value| check_ImportSessionResponse(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_ImportSessionResponse,
+                ),
                 roundtrip: roundtrip_ImportSessionResponse,
             },
             crate::exact::Definition {
                 name: "GetExtensionsResponse",
                 origin: "/$defs/GetExtensionsResponse",
-                check: |v: &Value| check_GetExtensionsResponse(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_GetExtensionsResponse,
+                ),
                 roundtrip: roundtrip_GetExtensionsResponse,
             },
             crate::exact::Definition {
                 name: "ExtRequest",
                 origin: "/$defs/ExtRequest",
-                check: |v: &Value| check_ExtRequest(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(v, check_ExtRequest),
                 roundtrip: roundtrip_ExtRequest,
             },
             crate::exact::Definition {
                 name: "ExtResponse",
                 origin: "/$defs/ExtResponse",
-                check: |v: &Value| check_ExtResponse(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(v, check_ExtResponse),
                 roundtrip: roundtrip_ExtResponse,
             },
             crate::exact::Definition {
                 name: "ExtResponseVariant0",
                 origin: "/$defs/ExtResponse/anyOf/0",
-                check: |v: &Value| check_ExtResponseVariant0(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_ExtResponseVariant0,
+                ),
                 roundtrip: roundtrip_ExtResponseVariant0,
             },
             crate::exact::Definition {
                 name: "ExtResponseVariant1Error",
                 origin: "/$defs/ExtResponse/anyOf/1/properties/error",
-                check: |v: &Value| check_ExtResponseVariant1Error(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_ExtResponseVariant1Error,
+                ),
                 roundtrip: roundtrip_ExtResponseVariant1Error,
             },
             crate::exact::Definition {
                 name: "ExtResponseVariant1",
                 origin: "/$defs/ExtResponse/anyOf/1",
-                check: |v: &Value| check_ExtResponseVariant1(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_ExtResponseVariant1,
+                ),
                 roundtrip: roundtrip_ExtResponseVariant1,
             },
             crate::exact::Definition {
                 name: "GooseAcpExtensions",
                 origin: "",
-                check: |v: &Value| check_GooseAcpExtensions(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_GooseAcpExtensions,
+                ),
                 roundtrip: roundtrip_GooseAcpExtensions,
             },
         ];
@@ -13062,7 +13240,7 @@ pub mod khy_os_acp_message {
         }
         /// Decodes `Error` exactly: the generated check, then the typify type.
         pub fn decode_Error(v: &Value) -> Result<super::types::Error, Invalid> {
-            check_Error(&Json::from(v))?;
+            crate::exact::check_value(v, check_Error)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_Error(v: &Value) -> Result<Value, Invalid> {
@@ -13072,7 +13250,7 @@ pub mod khy_os_acp_message {
         pub fn decode_AgentSpawnParams(
             v: &Value,
         ) -> Result<super::types::AgentSpawnParams, Invalid> {
-            check_AgentSpawnParams(&Json::from(v))?;
+            crate::exact::check_value(v, check_AgentSpawnParams)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_AgentSpawnParams(v: &Value) -> Result<Value, Invalid> {
@@ -13082,7 +13260,7 @@ pub mod khy_os_acp_message {
         pub fn decode_AgentKillParams(
             v: &Value,
         ) -> Result<super::types::AgentKillParams, Invalid> {
-            check_AgentKillParams(&Json::from(v))?;
+            crate::exact::check_value(v, check_AgentKillParams)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_AgentKillParams(v: &Value) -> Result<Value, Invalid> {
@@ -13092,7 +13270,7 @@ pub mod khy_os_acp_message {
         pub fn decode_AgentStatusParams(
             v: &Value,
         ) -> Result<super::types::AgentStatusParams, Invalid> {
-            check_AgentStatusParams(&Json::from(v))?;
+            crate::exact::check_value(v, check_AgentStatusParams)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_AgentStatusParams(v: &Value) -> Result<Value, Invalid> {
@@ -13102,7 +13280,7 @@ pub mod khy_os_acp_message {
         pub fn decode_TaskSubmitParams(
             v: &Value,
         ) -> Result<super::types::TaskSubmitParams, Invalid> {
-            check_TaskSubmitParams(&Json::from(v))?;
+            crate::exact::check_value(v, check_TaskSubmitParams)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_TaskSubmitParams(v: &Value) -> Result<Value, Invalid> {
@@ -13112,7 +13290,7 @@ pub mod khy_os_acp_message {
         pub fn decode_TaskResultParams(
             v: &Value,
         ) -> Result<super::types::TaskResultParams, Invalid> {
-            check_TaskResultParams(&Json::from(v))?;
+            crate::exact::check_value(v, check_TaskResultParams)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_TaskResultParams(v: &Value) -> Result<Value, Invalid> {
@@ -13122,7 +13300,7 @@ pub mod khy_os_acp_message {
         pub fn decode_TaskProgressParams(
             v: &Value,
         ) -> Result<super::types::TaskProgressParams, Invalid> {
-            check_TaskProgressParams(&Json::from(v))?;
+            crate::exact::check_value(v, check_TaskProgressParams)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_TaskProgressParams(v: &Value) -> Result<Value, Invalid> {
@@ -13132,7 +13310,7 @@ pub mod khy_os_acp_message {
         pub fn decode_ContextShareParams(
             v: &Value,
         ) -> Result<super::types::ContextShareParams, Invalid> {
-            check_ContextShareParams(&Json::from(v))?;
+            crate::exact::check_value(v, check_ContextShareParams)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ContextShareParams(v: &Value) -> Result<Value, Invalid> {
@@ -13142,7 +13320,7 @@ pub mod khy_os_acp_message {
         pub fn decode_ToolInvokeParams(
             v: &Value,
         ) -> Result<super::types::ToolInvokeParams, Invalid> {
-            check_ToolInvokeParams(&Json::from(v))?;
+            crate::exact::check_value(v, check_ToolInvokeParams)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ToolInvokeParams(v: &Value) -> Result<Value, Invalid> {
@@ -13152,7 +13330,7 @@ pub mod khy_os_acp_message {
         pub fn decode_ToolResultParams(
             v: &Value,
         ) -> Result<super::types::ToolResultParams, Invalid> {
-            check_ToolResultParams(&Json::from(v))?;
+            crate::exact::check_value(v, check_ToolResultParams)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ToolResultParams(v: &Value) -> Result<Value, Invalid> {
@@ -13162,7 +13340,7 @@ pub mod khy_os_acp_message {
         pub fn decode_MessageSendParams(
             v: &Value,
         ) -> Result<super::types::MessageSendParams, Invalid> {
-            check_MessageSendParams(&Json::from(v))?;
+            crate::exact::check_value(v, check_MessageSendParams)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_MessageSendParams(v: &Value) -> Result<Value, Invalid> {
@@ -13172,7 +13350,7 @@ pub mod khy_os_acp_message {
         pub fn decode_MessageBroadcastParams(
             v: &Value,
         ) -> Result<super::types::MessageBroadcastParams, Invalid> {
-            check_MessageBroadcastParams(&Json::from(v))?;
+            crate::exact::check_value(v, check_MessageBroadcastParams)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_MessageBroadcastParams(v: &Value) -> Result<Value, Invalid> {
@@ -13182,7 +13360,7 @@ pub mod khy_os_acp_message {
         pub fn decode_AgentSpawnParamsConfig(
             v: &Value,
         ) -> Result<super::types::AgentSpawnParamsConfig, Invalid> {
-            check_AgentSpawnParamsConfig(&Json::from(v))?;
+            crate::exact::check_value(v, check_AgentSpawnParamsConfig)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_AgentSpawnParamsConfig(v: &Value) -> Result<Value, Invalid> {
@@ -13192,7 +13370,7 @@ pub mod khy_os_acp_message {
         pub fn decode_MessageBroadcastParamsPayload(
             v: &Value,
         ) -> Result<super::types::MessageBroadcastParamsPayload, Invalid> {
-            check_MessageBroadcastParamsPayload(&Json::from(v))?;
+            crate::exact::check_value(v, check_MessageBroadcastParamsPayload)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_MessageBroadcastParamsPayload(v: &Value) -> Result<Value, Invalid> {
@@ -13202,7 +13380,7 @@ pub mod khy_os_acp_message {
         pub fn decode_MessageSendParamsPayload(
             v: &Value,
         ) -> Result<super::types::MessageSendParamsPayload, Invalid> {
-            check_MessageSendParamsPayload(&Json::from(v))?;
+            crate::exact::check_value(v, check_MessageSendParamsPayload)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_MessageSendParamsPayload(v: &Value) -> Result<Value, Invalid> {
@@ -13212,7 +13390,7 @@ pub mod khy_os_acp_message {
         pub fn decode_TaskResultParamsMetrics(
             v: &Value,
         ) -> Result<super::types::TaskResultParamsMetrics, Invalid> {
-            check_TaskResultParamsMetrics(&Json::from(v))?;
+            crate::exact::check_value(v, check_TaskResultParamsMetrics)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_TaskResultParamsMetrics(v: &Value) -> Result<Value, Invalid> {
@@ -13222,7 +13400,7 @@ pub mod khy_os_acp_message {
         pub fn decode_TaskSubmitParamsContext(
             v: &Value,
         ) -> Result<super::types::TaskSubmitParamsContext, Invalid> {
-            check_TaskSubmitParamsContext(&Json::from(v))?;
+            crate::exact::check_value(v, check_TaskSubmitParamsContext)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_TaskSubmitParamsContext(v: &Value) -> Result<Value, Invalid> {
@@ -13232,7 +13410,7 @@ pub mod khy_os_acp_message {
         pub fn decode_ToolInvokeParamsInput(
             v: &Value,
         ) -> Result<super::types::ToolInvokeParamsInput, Invalid> {
-            check_ToolInvokeParamsInput(&Json::from(v))?;
+            crate::exact::check_value(v, check_ToolInvokeParamsInput)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_ToolInvokeParamsInput(v: &Value) -> Result<Value, Invalid> {
@@ -13242,7 +13420,7 @@ pub mod khy_os_acp_message {
         pub fn decode_KhyOsAcpMessageParams(
             v: &Value,
         ) -> Result<super::types::KhyOsAcpMessageParams, Invalid> {
-            check_KhyOsAcpMessageParams(&Json::from(v))?;
+            crate::exact::check_value(v, check_KhyOsAcpMessageParams)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_KhyOsAcpMessageParams(v: &Value) -> Result<Value, Invalid> {
@@ -13252,7 +13430,7 @@ pub mod khy_os_acp_message {
         pub fn decode_KhyOsAcpMessage(
             v: &Value,
         ) -> Result<super::types::KhyOsAcpMessage, Invalid> {
-            check_KhyOsAcpMessage(&Json::from(v))?;
+            crate::exact::check_value(v, check_KhyOsAcpMessage)?;
             crate::exact::deserialize(v)
         }
         fn roundtrip_KhyOsAcpMessage(v: &Value) -> Result<Value, Invalid> {
@@ -13264,121 +13442,151 @@ pub mod khy_os_acp_message {
             crate::exact::Definition {
                 name: "Error",
                 origin: "/$defs/Error",
-                check: |v: &Value| check_Error(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(v, check_Error),
                 roundtrip: roundtrip_Error,
             },
             crate::exact::Definition {
                 name: "AgentSpawnParams",
                 origin: "/$defs/AgentSpawnParams",
-                check: |v: &Value| check_AgentSpawnParams(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(v, check_AgentSpawnParams),
                 roundtrip: roundtrip_AgentSpawnParams,
             },
             crate::exact::Definition {
                 name: "AgentKillParams",
                 origin: "/$defs/AgentKillParams",
-                check: |v: &Value| check_AgentKillParams(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(v, check_AgentKillParams),
                 roundtrip: roundtrip_AgentKillParams,
             },
             crate::exact::Definition {
                 name: "AgentStatusParams",
                 origin: "/$defs/AgentStatusParams",
-                check: |v: &Value| check_AgentStatusParams(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(v, check_AgentStatusParams),
                 roundtrip: roundtrip_AgentStatusParams,
             },
             crate::exact::Definition {
                 name: "TaskSubmitParams",
                 origin: "/$defs/TaskSubmitParams",
-                check: |v: &Value| check_TaskSubmitParams(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(v, check_TaskSubmitParams),
                 roundtrip: roundtrip_TaskSubmitParams,
             },
             crate::exact::Definition {
                 name: "TaskResultParams",
                 origin: "/$defs/TaskResultParams",
-                check: |v: &Value| check_TaskResultParams(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(v, check_TaskResultParams),
                 roundtrip: roundtrip_TaskResultParams,
             },
             crate::exact::Definition {
                 name: "TaskProgressParams",
                 origin: "/$defs/TaskProgressParams",
-                check: |v: &Value| check_TaskProgressParams(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_TaskProgressParams,
+                ),
                 roundtrip: roundtrip_TaskProgressParams,
             },
             crate::exact::Definition {
                 name: "ContextShareParams",
                 origin: "/$defs/ContextShareParams",
-                check: |v: &Value| check_ContextShareParams(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_ContextShareParams,
+                ),
                 roundtrip: roundtrip_ContextShareParams,
             },
             crate::exact::Definition {
                 name: "ToolInvokeParams",
                 origin: "/$defs/ToolInvokeParams",
-                check: |v: &Value| check_ToolInvokeParams(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(v, check_ToolInvokeParams),
                 roundtrip: roundtrip_ToolInvokeParams,
             },
             crate::exact::Definition {
                 name: "ToolResultParams",
                 origin: "/$defs/ToolResultParams",
-                check: |v: &Value| check_ToolResultParams(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(v, check_ToolResultParams),
                 roundtrip: roundtrip_ToolResultParams,
             },
             crate::exact::Definition {
                 name: "MessageSendParams",
                 origin: "/$defs/MessageSendParams",
-                check: |v: &Value| check_MessageSendParams(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(v, check_MessageSendParams),
                 roundtrip: roundtrip_MessageSendParams,
             },
             crate::exact::Definition {
                 name: "MessageBroadcastParams",
                 origin: "/$defs/MessageBroadcastParams",
-                check: |v: &Value| check_MessageBroadcastParams(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_MessageBroadcastParams,
+                ),
                 roundtrip: roundtrip_MessageBroadcastParams,
             },
             crate::exact::Definition {
                 name: "AgentSpawnParamsConfig",
                 origin: "/$defs/AgentSpawnParams/properties/config",
-                check: |v: &Value| check_AgentSpawnParamsConfig(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_AgentSpawnParamsConfig,
+                ),
                 roundtrip: roundtrip_AgentSpawnParamsConfig,
             },
             crate::exact::Definition {
                 name: "MessageBroadcastParamsPayload",
                 origin: "/$defs/MessageBroadcastParams/properties/payload",
-                check: |v: &Value| check_MessageBroadcastParamsPayload(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_MessageBroadcastParamsPayload,
+                ),
                 roundtrip: roundtrip_MessageBroadcastParamsPayload,
             },
             crate::exact::Definition {
                 name: "MessageSendParamsPayload",
                 origin: "/$defs/MessageSendParams/properties/payload",
-                check: |v: &Value| check_MessageSendParamsPayload(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_MessageSendParamsPayload,
+                ),
                 roundtrip: roundtrip_MessageSendParamsPayload,
             },
             crate::exact::Definition {
                 name: "TaskResultParamsMetrics",
                 origin: "/$defs/TaskResultParams/properties/metrics",
-                check: |v: &Value| check_TaskResultParamsMetrics(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_TaskResultParamsMetrics,
+                ),
                 roundtrip: roundtrip_TaskResultParamsMetrics,
             },
             crate::exact::Definition {
                 name: "TaskSubmitParamsContext",
                 origin: "/$defs/TaskSubmitParams/properties/context",
-                check: |v: &Value| check_TaskSubmitParamsContext(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_TaskSubmitParamsContext,
+                ),
                 roundtrip: roundtrip_TaskSubmitParamsContext,
             },
             crate::exact::Definition {
                 name: "ToolInvokeParamsInput",
                 origin: "/$defs/ToolInvokeParams/properties/input",
-                check: |v: &Value| check_ToolInvokeParamsInput(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_ToolInvokeParamsInput,
+                ),
                 roundtrip: roundtrip_ToolInvokeParamsInput,
             },
             crate::exact::Definition {
                 name: "KhyOsAcpMessageParams",
                 origin: "/properties/params",
-                check: |v: &Value| check_KhyOsAcpMessageParams(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(
+                    v,
+                    check_KhyOsAcpMessageParams,
+                ),
                 roundtrip: roundtrip_KhyOsAcpMessageParams,
             },
             crate::exact::Definition {
                 name: "KhyOsAcpMessage",
                 origin: "",
-                check: |v: &Value| check_KhyOsAcpMessage(&Json::from(v)),
+                check: |v: &Value| crate::exact::check_value(v, check_KhyOsAcpMessage),
                 roundtrip: roundtrip_KhyOsAcpMessage,
             },
         ];

@@ -14,10 +14,12 @@ use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
+use bumpalo::collections::Vec as ArenaVec;
+use bumpalo::Bump;
 use serde_json::value::RawValue;
 
 use super::tables::META_NAMESPACE;
-use crate::exact::{raw_value_tree, Json, JsonVisitor, Members, RAW_VALUE_TOKEN};
+use crate::exact::{raw_value_tree, Json, Members, Str, Tree, RAW_VALUE_TOKEN};
 
 /// serde_json's recursion limit, which every parse here runs under: the containers the
 /// pass reads through are counted by serde_json itself, the values it skips by
@@ -113,47 +115,6 @@ fn nests_within(json: &[u8], budget: usize) -> bool {
     true
 }
 
-/// A string that borrows from the input when it has no escapes. (serde's own `Cow<str>`
-/// always copies; only the derive's `#[serde(borrow)]` borrows, and the hand-written
-/// visitors here need the same on every key and value they keep.)
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Text<'a>(pub Cow<'a, str>);
-
-impl std::ops::Deref for Text<'_> {
-    type Target = str;
-    fn deref(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for Text<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl<'de> Deserialize<'de> for Text<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct TextVisitor;
-        impl<'de> Visitor<'de> for TextVisitor {
-            type Value = Text<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Text<'de>, E> {
-                Ok(Text(Cow::Borrowed(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Text<'de>, E> {
-                Ok(Text(Cow::Owned(v.to_string())))
-            }
-            fn visit_string<E>(self, v: String) -> Result<Text<'de>, E> {
-                Ok(Text(Cow::Owned(v)))
-            }
-        }
-        deserializer.deserialize_str(TextVisitor)
-    }
-}
-
 /// Stores the first occurrence of a member; a second one is an envelope error.
 fn once<T, E: de::Error>(slot: &mut Option<T>, value: T, name: &'static str) -> Result<(), E> {
     if slot.is_some() {
@@ -179,12 +140,13 @@ pub trait Trees {
     fn result(&self, id: &str) -> bool;
 }
 
-/// The members JSON-RPC 2.0 allows, as far as the policy reads them.
+/// The members JSON-RPC 2.0 allows, as far as the policy reads them. Strings borrow the
+/// message, or the arena when they had escapes; nothing here owns memory.
 #[derive(Default)]
 pub struct Parts<'a> {
     pub jsonrpc: Option<&'a RawValue>,
     pub id: Option<&'a RawValue>,
-    pub method: Option<Text<'a>>,
+    pub method: Option<&'a str>,
     pub params: Body<'a>,
     pub result: Body<'a>,
     pub error: Option<&'a RawValue>,
@@ -193,21 +155,22 @@ pub struct Parts<'a> {
 const FIELDS: &[&str] = &["jsonrpc", "id", "method", "params", "result", "error"];
 
 impl<'a> Parts<'a> {
-    /// Reads `text`, a JSON object, into these parts. Anything but the six JSON-RPC
-    /// members is an envelope error.
-    pub fn read(&mut self, text: &'a str, trees: &dyn Trees) -> Result<(), serde_json::Error> {
+    /// Reads `text`, a JSON object, into these parts, building trees in `arena`. Anything
+    /// but the six JSON-RPC members is an envelope error.
+    pub fn read(&mut self, text: &'a str, arena: &'a Bump, trees: &dyn Trees) -> Result<(), serde_json::Error> {
         let mut de = serde_json::Deserializer::from_str(text);
-        de.deserialize_map(EnvelopeSeed { parts: self, trees })?;
+        de.deserialize_map(EnvelopeSeed { parts: self, arena, trees })?;
         de.end()
     }
 }
 
 struct EnvelopeSeed<'p, 'a, 't> {
     parts: &'p mut Parts<'a>,
+    arena: &'a Bump,
     trees: &'t dyn Trees,
 }
 
-impl<'de> Visitor<'de> for EnvelopeSeed<'_, 'de, '_> {
+impl<'de: 'a, 'a> Visitor<'de> for EnvelopeSeed<'_, 'a, '_> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -215,21 +178,21 @@ impl<'de> Visitor<'de> for EnvelopeSeed<'_, 'de, '_> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let parts = self.parts;
-        while let Some(key) = map.next_key::<Text<'de>>()? {
-            match &*key {
+        let (parts, arena) = (self.parts, self.arena);
+        while let Some(key) = map.next_key_seed(Str(arena))? {
+            match key {
                 "jsonrpc" => once(&mut parts.jsonrpc, map.next_value_seed(RawAt(1))?, "jsonrpc")?,
                 "id" => once(&mut parts.id, map.next_value_seed(RawAt(1))?, "id")?,
-                "method" => once(&mut parts.method, map.next_value()?, "method")?,
+                "method" => once(&mut parts.method, map.next_value_seed(Str(arena))?, "method")?,
                 "params" => {
                     mark(&mut parts.params.present, "params")?;
-                    let tree = parts.method.as_deref().is_some_and(|m| self.trees.params(m));
-                    map.next_value_seed(BodySeed { body: &mut parts.params, tree })?;
+                    let tree = parts.method.is_some_and(|m| self.trees.params(m));
+                    map.next_value_seed(BodySeed { body: &mut parts.params, arena, tree })?;
                 }
                 "result" => {
                     mark(&mut parts.result.present, "result")?;
                     let tree = parts.id.is_some_and(|id| self.trees.result(id.get()));
-                    map.next_value_seed(BodySeed { body: &mut parts.result, tree })?;
+                    map.next_value_seed(BodySeed { body: &mut parts.result, arena, tree })?;
                 }
                 "error" => once(&mut parts.error, map.next_value_seed(RawAt(1))?, "error")?,
                 other => return Err(de::Error::unknown_field(other, FIELDS)),
@@ -246,7 +209,7 @@ pub struct Body<'a> {
     pub present: bool,
     pub meta: Option<Meta<'a>>,
     pub update: Member<'a>,
-    pub stop_reason: Option<Text<'a>>,
+    pub stop_reason: Option<&'a str>,
     pub protocol_version: Option<&'a RawValue>,
     /// The whole body, when a table asked for it before the body was read.
     pub tree: Option<Json<'a>>,
@@ -254,23 +217,24 @@ pub struct Body<'a> {
 
 struct BodySeed<'p, 'a> {
     body: &'p mut Body<'a>,
+    arena: &'a Bump,
     /// Build `tree` as well (then only `meta` of the parts is read: the bodies with
     /// typed checks belong to extension methods, whose other parts no rule reads).
     tree: bool,
 }
 
-impl<'de> DeserializeSeed<'de> for BodySeed<'_, 'de> {
+impl<'de: 'a, 'a> DeserializeSeed<'de> for BodySeed<'_, 'a> {
     type Value = ();
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
         if self.tree {
-            deserializer.deserialize_any(TreeBody(self.body))
+            deserializer.deserialize_any(TreeBody { body: self.body, arena: self.arena })
         } else {
             deserializer.deserialize_any(self)
         }
     }
 }
 
-impl<'de> Visitor<'de> for BodySeed<'_, 'de> {
+impl<'de: 'a, 'a> Visitor<'de> for BodySeed<'_, 'a> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -278,15 +242,15 @@ impl<'de> Visitor<'de> for BodySeed<'_, 'de> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let body = self.body;
-        while let Some(key) = map.next_key::<Text<'de>>()? {
-            match &*key {
-                "_meta" => once(&mut body.meta, map.next_value_seed(MetaSeed { keep_all: false, level: 3 })?, "_meta")?,
+        let (body, arena) = (self.body, self.arena);
+        while let Some(key) = map.next_key_seed(Str(arena))? {
+            match key {
+                "_meta" => once(&mut body.meta, map.next_value_seed(MetaSeed { arena, keep_all: false, level: 3 })?, "_meta")?,
                 "update" => {
                     mark(&mut body.update.present, "update")?;
-                    map.next_value_seed(MemberSeed(&mut body.update))?;
+                    map.next_value_seed(MemberSeed { member: &mut body.update, arena })?;
                 }
-                "stopReason" => once(&mut body.stop_reason, map.next_value()?, "stopReason")?,
+                "stopReason" => once(&mut body.stop_reason, map.next_value_seed(Str(arena))?, "stopReason")?,
                 "protocolVersion" => once(&mut body.protocol_version, map.next_value_seed(RawAt(2))?, "protocolVersion")?,
                 _ => map.next_value_seed(SkipAt(2))?,
             }
@@ -298,9 +262,12 @@ impl<'de> Visitor<'de> for BodySeed<'_, 'de> {
 }
 
 /// A body read whole into `tree`, its `_meta` also read into `meta`.
-struct TreeBody<'p, 'a>(&'p mut Body<'a>);
+struct TreeBody<'p, 'a> {
+    body: &'p mut Body<'a>,
+    arena: &'a Bump,
+}
 
-impl<'de> Visitor<'de> for TreeBody<'_, 'de> {
+impl<'de: 'a, 'a> Visitor<'de> for TreeBody<'_, 'a> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -308,60 +275,60 @@ impl<'de> Visitor<'de> for TreeBody<'_, 'de> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let body = self.0;
-        let mut members = Members::default();
+        let (body, arena) = (self.body, self.arena);
+        let mut members = Members::new_in(arena);
         let mut first = true;
-        while let Some(Text(key)) = map.next_key::<Text<'de>>()? {
+        while let Some(key) = map.next_key_seed(Str(arena))? {
             if std::mem::take(&mut first) && key == RAW_VALUE_TOKEN {
-                // As `JsonVisitor` reads it, so the tree is the one a second parse builds.
-                body.tree = Some(raw_value_tree(&mut map)?);
+                // As `Tree` reads it, so the tree is the one a second parse builds.
+                body.tree = Some(raw_value_tree(&mut map, arena)?);
                 return Ok(());
             }
             if key == "_meta" {
                 // Every member kept, so the tree holds `_meta` whole for the check.
-                let meta = map.next_value_seed(MetaSeed { keep_all: true, level: 3 })?;
-                let value = meta.to_json();
+                let meta = map.next_value_seed(MetaSeed { arena, keep_all: true, level: 3 })?;
+                let value = meta.to_json(arena);
                 once(&mut body.meta, meta, "_meta")?;
                 members.insert(key, value);
             } else {
-                members.insert(key, map.next_value()?);
+                members.insert(key, map.next_value_seed(Tree(arena))?);
             }
         }
-        body.tree = Some(Json::Object(members.into_list()));
+        body.tree = Some(Json::Object(members.into_slice()));
         Ok(())
     }
 
     // Anything but an object is kept as the value it is, for the check to reject or accept.
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
-        self.0.tree = Some(JsonVisitor.visit_seq(seq)?);
+        self.body.tree = Some(Tree(self.arena).visit_seq(seq)?);
         Ok(())
     }
     fn visit_bool<E>(self, v: bool) -> Result<(), E> {
-        self.0.tree = Some(Json::Bool(v));
+        self.body.tree = Some(Json::Bool(v));
         Ok(())
     }
     fn visit_i64<E>(self, v: i64) -> Result<(), E> {
-        self.0.tree = Some(Json::Number(v.into()));
+        self.body.tree = Some(Json::Number(v.into()));
         Ok(())
     }
     fn visit_u64<E>(self, v: u64) -> Result<(), E> {
-        self.0.tree = Some(Json::Number(v.into()));
+        self.body.tree = Some(Json::Number(v.into()));
         Ok(())
     }
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
-        self.0.tree = Some(JsonVisitor.visit_f64(v)?);
+        self.body.tree = Some(Tree(self.arena).visit_f64(v)?);
         Ok(())
     }
     fn visit_borrowed_str<E>(self, v: &'de str) -> Result<(), E> {
-        self.0.tree = Some(Json::String(Cow::Borrowed(v)));
+        self.body.tree = Some(Json::String(v));
         Ok(())
     }
     fn visit_str<E>(self, v: &str) -> Result<(), E> {
-        self.0.tree = Some(Json::String(Cow::Owned(v.to_owned())));
+        self.body.tree = Some(Json::String(self.arena.alloc_str(v)));
         Ok(())
     }
     fn visit_unit<E>(self) -> Result<(), E> {
-        self.0.tree = Some(Json::Null);
+        self.body.tree = Some(Json::Null);
         Ok(())
     }
 }
@@ -372,30 +339,33 @@ pub struct Member<'a> {
     pub present: bool,
     pub is_object: bool,
     pub meta: Option<Meta<'a>>,
-    pub session_update: Option<Text<'a>>,
+    pub session_update: Option<&'a str>,
 }
 
-struct MemberSeed<'p, 'a>(&'p mut Member<'a>);
+struct MemberSeed<'p, 'a> {
+    member: &'p mut Member<'a>,
+    arena: &'a Bump,
+}
 
-impl<'de> DeserializeSeed<'de> for MemberSeed<'_, 'de> {
+impl<'de: 'a, 'a> DeserializeSeed<'de> for MemberSeed<'_, 'a> {
     type Value = ();
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
         deserializer.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for MemberSeed<'_, 'de> {
+impl<'de: 'a, 'a> Visitor<'de> for MemberSeed<'_, 'a> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a session update member")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let member = self.0;
+        let (member, arena) = (self.member, self.arena);
         member.is_object = true;
-        while let Some(key) = map.next_key::<Text<'de>>()? {
-            match &*key {
-                "_meta" => once(&mut member.meta, map.next_value_seed(MetaSeed { keep_all: false, level: 4 })?, "_meta")?,
-                "sessionUpdate" => once(&mut member.session_update, map.next_value()?, "sessionUpdate")?,
+        while let Some(key) = map.next_key_seed(Str(arena))? {
+            match key {
+                "_meta" => once(&mut member.meta, map.next_value_seed(MetaSeed { arena, keep_all: false, level: 4 })?, "_meta")?,
+                "sessionUpdate" => once(&mut member.session_update, map.next_value_seed(Str(arena))?, "sessionUpdate")?,
                 _ => map.next_value_seed(SkipAt(3))?,
             }
         }
@@ -405,56 +375,58 @@ impl<'de> Visitor<'de> for MemberSeed<'_, 'de> {
 }
 
 /// The members of a `_meta` object, read in the same pass as the envelope: the value of
-/// every `checkfu.*` member is parsed into the borrowed tree its generated check reads;
-/// other namespaces' members are skipped (they are not ours to judge) unless the whole
-/// body is wanted as a tree. A repeated key is an envelope error: which of two values a
-/// consumer would act on is not something to leave to its JSON library.
-#[derive(Default)]
-pub struct Meta<'a>(pub Vec<(Text<'a>, Option<Json<'a>>)>);
+/// every `checkfu.*` member is parsed into the tree its generated check reads; other
+/// namespaces' members are skipped (they are not ours to judge) unless the whole body is
+/// wanted as a tree. A repeated key is an envelope error: which of two values a consumer
+/// would act on is not something to leave to its JSON library.
+#[derive(Clone, Copy, Default)]
+pub struct Meta<'a>(pub &'a [(&'a str, Option<Json<'a>>)]);
 
 impl<'a> Meta<'a> {
     /// The `_meta` object as a tree (members skipped while reading are `null`).
-    fn to_json(&self) -> Json<'a> {
-        Json::Object(self.0.iter().map(|(k, v)| (k.0.clone(), v.clone().unwrap_or(Json::Null))).collect())
+    fn to_json(self, arena: &'a Bump) -> Json<'a> {
+        Json::Object(arena.alloc_slice_fill_iter(self.0.iter().map(|(k, v)| (*k, v.clone().unwrap_or(Json::Null)))))
     }
 }
 
-struct MetaSeed {
+struct MetaSeed<'a> {
+    arena: &'a Bump,
     keep_all: bool,
     /// Containers around the members' values (for the depth of those skipped).
     level: usize,
 }
 
-impl<'de> DeserializeSeed<'de> for MetaSeed {
-    type Value = Meta<'de>;
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Meta<'de>, D::Error> {
+impl<'de: 'a, 'a> DeserializeSeed<'de> for MetaSeed<'a> {
+    type Value = Meta<'a>;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Meta<'a>, D::Error> {
         deserializer.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for MetaSeed {
-    type Value = Meta<'de>;
+impl<'de: 'a, 'a> Visitor<'de> for MetaSeed<'a> {
+    type Value = Meta<'a>;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a `_meta` object")
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Meta<'de>, A::Error> {
-        let mut members: Vec<(Text<'de>, Option<Json<'de>>)> = Vec::new();
-        while let Some(key) = map.next_key::<Text<'de>>()? {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Meta<'a>, A::Error> {
+        let arena = self.arena;
+        let mut members = ArenaVec::new_in(arena);
+        while let Some(key) = map.next_key_seed(Str(arena))? {
             if members.iter().any(|(k, _)| *k == key) {
-                return Err(de::Error::custom(format!("duplicate `_meta` member `{key}`")));
+                return Err(de::Error::custom(format_args!("duplicate `_meta` member `{key}`")));
             }
             let value = if self.keep_all || key.starts_with(META_NAMESPACE) {
-                Some(map.next_value::<Json<'de>>()?)
+                Some(map.next_value_seed(Tree(arena))?)
             } else {
                 map.next_value_seed(SkipAt(self.level))?;
                 None
             };
             members.push((key, value));
         }
-        Ok(Meta(members))
+        Ok(Meta(members.into_bump_slice()))
     }
-    fn visit_unit<E>(self) -> Result<Meta<'de>, E> {
-        Ok(Meta(Vec::new()))
+    fn visit_unit<E>(self) -> Result<Meta<'a>, E> {
+        Ok(Meta::default())
     }
 }
 
@@ -491,8 +463,10 @@ mod tests {
     }
 
     fn read<'a>(text: &'a str, trees: &dyn Trees) -> Result<Parts<'a>, serde_json::Error> {
+        // Each test reads a few small messages; leaking their arenas keeps the cases short.
+        let arena: &'a Bump = Box::leak(Box::new(Bump::new()));
         let mut parts = Parts::default();
-        parts.read(text, trees).map(|()| parts)
+        parts.read(text, arena, trees).map(|()| parts)
     }
 
     #[test]
@@ -507,7 +481,7 @@ mod tests {
         .expect("parses");
         let update = p.params.update;
         assert!(update.present && update.is_object);
-        assert_eq!(update.session_update.as_deref(), Some("plan"));
+        assert_eq!(update.session_update, Some("plan"));
         assert_eq!(update.meta.map(|m| m.0.len()), Some(1));
     }
 
@@ -549,10 +523,11 @@ mod tests {
     fn wanted_bodies_are_whole_trees_after_the_method_or_id() {
         let text = r#"{"method":"m","id":7,"params":{"a":[1,"x"],"a":2,"_meta":{"vendor.x":1,"checkfu.y":{"z":null}}},"result":[true]}"#;
         let p = read(text, &AllTrees).expect("parses");
-        let params: Json = serde_json::from_str(r#"{"a":2,"_meta":{"vendor.x":1,"checkfu.y":{"z":null}}}"#).expect("json");
+        let arena = Bump::new();
+        let params = Json::parse(r#"{"a":2,"_meta":{"vendor.x":1,"checkfu.y":{"z":null}}}"#, &arena).expect("json");
         assert_eq!(p.params.tree, Some(params));
         assert_eq!(p.params.meta.map(|m| m.0.len()), Some(2));
-        assert_eq!(p.result.tree, serde_json::from_str("[true]").ok());
+        assert_eq!(p.result.tree, Json::parse("[true]", &arena).ok());
         // Named after the body: not known in time, so no tree (the decoder parses again).
         let p = read(r#"{"params":{"a":1},"method":"m","result":2,"id":1}"#, &AllTrees).expect("parses");
         assert!(p.params.tree.is_none() && p.result.tree.is_none());

@@ -22,7 +22,7 @@ pub fn apply(meta: &Meta, method: &str, part: Part, report: &mut Report) -> Resu
     // Decoded members by slot index: `Meta` rejects a repeated key, so a slot has at most
     // one, and the common message pays for no allocation here.
     let mut decoded: [Option<&Json>; SLOTS.len()] = [const { None }; SLOTS.len()];
-    for (key, value) in &meta.0 {
+    for (key, value) in meta.0 {
         // Other namespaces' members are not ours to judge (and were parsed only when the
         // whole body was wanted as a tree).
         let Some(value) = value.as_ref().filter(|_| key.starts_with(META_NAMESPACE)) else { continue };

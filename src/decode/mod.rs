@@ -17,7 +17,9 @@ pub mod tables;
 use std::collections::HashMap;
 
 use serde::de::DeserializeSeed;
+use bumpalo::Bump;
 use serde_json::value::RawValue;
+
 use crate::exact::Json;
 
 pub use report::{DecodeError, Kind, Report, SlotReport, SlotStatus, WireDirection};
@@ -27,9 +29,21 @@ use tables::{MethodDecoder, Part, Side};
 /// requests would only grow memory, so older ones are forgotten.
 pub const MAX_PENDING: usize = 65_536;
 
+/// An arena that grew past this while decoding one message is dropped afterwards rather
+/// than kept for the next: one huge line must not pin its memory for the whole stream.
+const ARENA_KEPT: usize = 1 << 20;
+
 /// A stateful decoder for one stream of messages.
 #[derive(Default)]
 pub struct Decoder {
+    stream: Stream,
+    /// Where the trees of the message being decoded live; reset for every message.
+    arena: Bump,
+}
+
+/// What the decoder remembers between messages: the requests awaiting their responses.
+#[derive(Default)]
+struct Stream {
     pending: HashMap<String, (&'static MethodDecoder, WireDirection)>,
 }
 
@@ -43,21 +57,16 @@ fn expected_direction(side: Side) -> Option<WireDirection> {
 
 /// The whole message as a borrowed tree, for the generated checks of a family whose schema
 /// describes whole messages, and for a body whose method or id came after it.
-fn message_json(text: &str) -> Result<Json<'_>, DecodeError> {
-    serde_json::from_str(text).map_err(json_error)
+fn message_json<'a>(text: &'a str, arena: &'a Bump) -> Result<Json<'a>, DecodeError> {
+    Json::parse(text, arena).map_err(json_error)
 }
 
 /// `body`'s tree from the envelope pass, or `name` of the message parsed again.
-fn body_tree<'a>(body: &mut envelope::Body<'a>, text: &'a str, name: &str) -> Result<Json<'a>, DecodeError> {
+fn body_tree<'a>(body: &mut envelope::Body<'a>, text: &'a str, arena: &'a Bump, name: &str) -> Result<Json<'a>, DecodeError> {
     if let Some(tree) = body.tree.take() {
         return Ok(tree);
     }
-    let mut message = message_json(text)?;
-    let members = match &mut message {
-        Json::Object(members) => std::mem::take(members),
-        _ => Vec::new(),
-    };
-    Ok(members.into_iter().find(|(k, _)| k == name).map_or(Json::Null, |(_, v)| v))
+    Ok(message_json(text, arena)?.get(name).cloned().unwrap_or(Json::Null))
 }
 
 fn apply_meta(meta: Option<&envelope::Meta>, method: &str, at: Part, report: &mut Report) -> Result<(), DecodeError> {
@@ -69,7 +78,7 @@ fn apply_meta(meta: Option<&envelope::Meta>, method: &str, at: Part, report: &mu
 
 /// What the envelope pass should read whole: the params of a method with a typed params
 /// check, the result answering a request with a typed result check.
-impl envelope::Trees for Decoder {
+impl envelope::Trees for Stream {
     fn params(&self, method: &str) -> bool {
         tables::method(method).is_some_and(|m| m.params_check.is_some() && m.envelope_check.is_none())
     }
@@ -85,15 +94,22 @@ impl Decoder {
 
     /// Decodes one message. `hint` is the direction when the caller knows it.
     pub fn decode(&mut self, bytes: &[u8], hint: Option<WireDirection>) -> Report {
+        if self.arena.allocated_bytes() > ARENA_KEPT {
+            self.arena = Bump::new();
+        } else {
+            self.arena.reset();
+        }
         let mut report = Report { direction: hint, ..Report::default() };
-        match self.run(bytes, hint, &mut report) {
+        match self.stream.run(&self.arena, bytes, hint, &mut report) {
             Ok(()) => report.accepted = true,
             Err(e) => report.reject(e),
         }
         report
     }
+}
 
-    fn run(&mut self, bytes: &[u8], hint: Option<WireDirection>, report: &mut Report) -> Result<(), DecodeError> {
+impl Stream {
+    fn run(&mut self, arena: &Bump, bytes: &[u8], hint: Option<WireDirection>, report: &mut Report) -> Result<(), DecodeError> {
         let text = std::str::from_utf8(bytes).map_err(|e| DecodeError::InvalidUtf8 { at: e.valid_up_to() })?;
         if !text.trim_start().starts_with('{') {
             let mut de = serde_json::Deserializer::from_str(text);
@@ -105,27 +121,28 @@ impl Decoder {
         // Syntax errors are not JSON; a data error is JSON of the wrong envelope shape (an
         // unknown member, a member of the wrong type, a duplicate).
         let mut parts = envelope::Parts::default();
-        parts.read(text, self).map_err(json_error)?;
-        if let Some(name) = parts.method.as_deref() {
+        parts.read(text, arena, self).map_err(json_error)?;
+        if let Some(name) = parts.method {
             let method = tables::method(name).ok_or_else(|| DecodeError::UnknownMethod { method: name.to_string() })?;
             report.method = Some(method.name);
             report.source = Some(method.source);
             if let Some(whole) = method.envelope_check {
-                return family_message(text, &parts, method, whole, report);
+                return family_message(text, arena, &parts, method, whole, report);
             }
             check_jsonrpc(parts.jsonrpc)?;
             if parts.result.present || parts.error.is_some() {
                 return Err(DecodeError::BadEnvelope { message: "a request carries no `result` or `error`".into() });
             }
-            return self.request(text, &mut parts, method, hint, report);
+            return self.request(text, arena, &mut parts, method, hint, report);
         }
         check_jsonrpc(parts.jsonrpc)?;
-        self.response(text, &mut parts, hint, report)
+        self.response(text, arena, &mut parts, hint, report)
     }
 
     fn request<'a>(
         &mut self,
         text: &'a str,
+        arena: &'a Bump,
         parts: &mut envelope::Parts<'a>,
         method: &'static MethodDecoder,
         hint: Option<WireDirection>,
@@ -146,7 +163,7 @@ impl Decoder {
         }
         report.direction = direction.or(hint);
         if let Some(check) = method.params_check {
-            check(&body_tree(&mut parts.params, text, "params")?).map_err(|e| DecodeError::InvalidParams {
+            check(&body_tree(&mut parts.params, text, arena, "params")?).map_err(|e| DecodeError::InvalidParams {
                 method: name.into(),
                 pointer: e.pointer(),
                 message: e.message.to_string(),
@@ -158,7 +175,7 @@ impl Decoder {
             let member = Some(&params.update).filter(|u| u.is_object).ok_or_else(|| DecodeError::BadEnvelope {
                 message: format!("`{name}` needs an object `params.update`"),
             })?;
-            let kind = member.session_update.as_deref().unwrap_or_default();
+            let kind = member.session_update.unwrap_or_default();
             if !tables::SESSION_UPDATE_KINDS.contains(&kind) {
                 return Err(DecodeError::UnknownUpdateKind { kind: kind.to_string() });
             }
@@ -178,6 +195,7 @@ impl Decoder {
     fn response<'a>(
         &mut self,
         text: &'a str,
+        arena: &'a Bump,
         parts: &mut envelope::Parts<'a>,
         hint: Option<WireDirection>,
         report: &mut Report,
@@ -236,7 +254,7 @@ impl Decoder {
             report.direction = expected_direction(method.side).map(WireDirection::reverse).or(hint);
         }
         if let Some(check) = method.result_check {
-            check(&body_tree(body, text, "result")?).map_err(|e| DecodeError::InvalidResult {
+            check(&body_tree(body, text, arena, "result")?).map_err(|e| DecodeError::InvalidResult {
                 method: method.name.into(),
                 pointer: e.pointer(),
                 message: e.message.to_string(),
@@ -249,7 +267,7 @@ impl Decoder {
             }
         }
         if method.name == tables::PROMPT_METHOD {
-            let reason = body.stop_reason.as_deref().unwrap_or("(missing)");
+            let reason = body.stop_reason.unwrap_or("(missing)");
             if !tables::STOP_REASONS.contains(&reason) {
                 return Err(DecodeError::UnknownStopReason { reason: reason.to_string() });
             }
@@ -259,14 +277,15 @@ impl Decoder {
 }
 
 /// A message of a family whose schema describes the whole message (khy-os).
-fn family_message(
-    text: &str,
+fn family_message<'a>(
+    text: &'a str,
+    arena: &'a Bump,
     parts: &envelope::Parts,
     method: &'static MethodDecoder,
     whole: tables::Check,
     report: &mut Report,
 ) -> Result<(), DecodeError> {
-    let message = message_json(text)?;
+    let message = message_json(text, arena)?;
     let invalid = |e: crate::exact::Invalid| DecodeError::InvalidParams {
         method: method.name.to_string(),
         pointer: e.pointer(),

@@ -7,7 +7,7 @@
 //! `SUPPORTED`; any other assertion keyword fails generation with its JSON Pointer, so the
 //! generator never silently accepts more than the schema does.
 //!
-//! Checks read `crate::exact::Json`, a borrowed tree with objects as member lists, so the
+//! Checks read `crate::exact::Json`, a borrowed tree with objects as member slices, so the
 //! runtime decoder can check a `_meta` member parsed straight from the wire without
 //! building a `serde_json::Value`; `decode_*` and the `DEFINITIONS` table take a `Value`
 //! and check a view of it.
@@ -64,7 +64,7 @@ pub fn generate(defs: &Map<String, Value>, origins: &BTreeMap<String, String>) -
         decoders.push(quote! {
             #[doc = #doc]
             pub fn #decode(v: &Value) -> Result<super::types::#ty, Invalid> {
-                #check(&Json::from(v))?;
+                crate::exact::check_value(v, #check)?;
                 crate::exact::deserialize(v)
             }
             fn #roundtrip(v: &Value) -> Result<Value, Invalid> {
@@ -72,7 +72,7 @@ pub fn generate(defs: &Map<String, Value>, origins: &BTreeMap<String, String>) -
             }
         });
         table.push(quote! {
-            crate::exact::Definition { name: #name, origin: #origin, check: |v: &Value| #check(&Json::from(v)), roundtrip: #roundtrip }
+            crate::exact::Definition { name: #name, origin: #origin, check: |v: &Value| crate::exact::check_value(v, #check), roundtrip: #roundtrip }
         });
     }
     let functions = e.functions;

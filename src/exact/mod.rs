@@ -1,0 +1,154 @@
+//! Runtime support for the generated schema checks and decoders (`schemas`).
+//!
+//! A generated check reads a [`Json`] tree (a `_meta` member parsed straight from the
+//! wire, or a view of a `Value`); a generated decoder first runs that check, then
+//! deserializes into the typify type. [`Invalid`] says where and why a value was rejected.
+
+mod tree;
+
+use std::borrow::Cow;
+use std::fmt;
+
+use bumpalo::Bump;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use smallvec::SmallVec;
+
+pub(crate) use tree::{raw_value_tree, Members, RAW_VALUE_TOKEN};
+pub use tree::{Json, Str, Tree};
+
+/// A value the schema rejects: a JSON Pointer into the value and a reason.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Invalid {
+    /// Pointer segments, innermost first (errors are built from the inside out). Property
+    /// names known to the schema are static and a few segments are held inline, so a
+    /// rejected alternative of an `anyOf` costs no allocation at all.
+    segments: SmallVec<[Cow<'static, str>; 3]>,
+    pub message: Cow<'static, str>,
+}
+
+impl Invalid {
+    pub fn new(message: impl Into<Cow<'static, str>>) -> Self {
+        Invalid { segments: SmallVec::new(), message: message.into() }
+    }
+
+    /// The same error one level further out, under `segment`.
+    pub fn at(mut self, segment: impl Into<Cow<'static, str>>) -> Self {
+        self.segments.push(segment.into());
+        self
+    }
+
+    /// RFC 6901 pointer to the offending value.
+    pub fn pointer(&self) -> String {
+        self.segments.iter().rev().map(|s| format!("/{}", s.replace('~', "~0").replace('/', "~1"))).collect()
+    }
+}
+
+impl fmt::Display for Invalid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let pointer = self.pointer();
+        let at = if pointer.is_empty() { "the value" } else { pointer.as_str() };
+        write!(f, "{at}: {}", self.message)
+    }
+}
+
+impl std::error::Error for Invalid {}
+
+/// JSON Schema's integer: any number with no fractional part (so `1.0` is one).
+pub fn is_integer(v: &Json<'_>) -> bool {
+    match v {
+        Json::Number(n) => n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0),
+        _ => false,
+    }
+}
+
+/// Numbers compare by value, as JSON Schema's `enum` and `const` do.
+pub fn number_equals(v: &Json<'_>, expected: f64) -> bool {
+    v.as_f64() == Some(expected)
+}
+
+/// Equality of a value with a JSON literal, numbers by value.
+pub fn json_equals(v: &Json<'_>, literal: &str) -> bool {
+    serde_json::from_str::<Value>(literal).is_ok_and(|expected| v.same_as(&expected))
+}
+
+/// Runs a generated check on a `Value` (for the decoders and tables that take one).
+pub fn check_value(v: &Value, check: fn(&Json<'_>) -> Result<(), Invalid>) -> Result<(), Invalid> {
+    let arena = Bump::new();
+    check(&Json::view(v, &arena))
+}
+
+/// Deserializes a checked value into its generated type. Integers written with a fraction
+/// (`1.0`) are valid JSON Schema integers but not valid Rust integers, so on failure the
+/// value is retried with integral floats rewritten as integers.
+pub fn deserialize<T: DeserializeOwned>(v: &Value) -> Result<T, Invalid> {
+    match T::deserialize(v) {
+        Ok(t) => Ok(t),
+        Err(first) => T::deserialize(&integral(v.clone()))
+            .map_err(|_| Invalid::new(format!("does not fit the generated type: {first}"))),
+    }
+}
+
+fn integral(v: Value) -> Value {
+    match v {
+        Value::Number(n) if !n.is_i64() && !n.is_u64() => match n.as_f64() {
+            Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Value::from(f as i64),
+            _ => Value::Number(n),
+        },
+        Value::Array(items) => Value::Array(items.into_iter().map(integral).collect()),
+        Value::Object(map) => Value::Object(map.into_iter().map(|(k, v)| (k, integral(v))).collect()),
+        other => other,
+    }
+}
+
+/// Encodes a decoded value back to JSON.
+pub fn encode<T: serde::Serialize>(value: &T) -> Result<Value, Invalid> {
+    serde_json::to_value(value).map_err(|e| Invalid::new(format!("cannot re-encode: {e}")))
+}
+
+/// One generated definition of an input schema.
+#[derive(Clone, Copy)]
+pub struct Definition {
+    /// Its Rust type name.
+    pub name: &'static str,
+    /// JSON Pointer, in the input schema, of the schema it was generated from (empty for the
+    /// root; hoisted inline schemas point where they were inlined).
+    pub origin: &'static str,
+    /// The generated check.
+    pub check: fn(&Value) -> Result<(), Invalid>,
+    /// Decode into the generated type, then encode again.
+    pub roundtrip: fn(&Value) -> Result<Value, Invalid>,
+}
+
+/// `serde(with)` helpers for `Option<Option<T>>` fields: absent is `None`, `null` is
+/// `Some(None)`. Used by generated types for optional properties that admit `null`.
+pub mod double_option {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer, T: Serialize>(value: &Option<Option<T>>, serializer: S) -> Result<S::Ok, S::Error> {
+        match value {
+            Some(inner) => inner.serialize(serializer),
+            // Only reached if a caller drops `skip_serializing_if`; absent has no encoding.
+            None => serializer.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>, T: Deserialize<'de>>(deserializer: D) -> Result<Option<Option<T>>, D::Error> {
+        Option::<T>::deserialize(deserializer).map(Some)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literals_compare_numbers_by_value_and_objects_by_members() {
+        let arena = Bump::new();
+        let json = Json::parse(r#"{"b": [1.0, "x"], "a": null}"#, &arena).expect("valid JSON");
+        assert!(json_equals(&json, r#"{"a": null, "b": [1, "x"]}"#));
+        assert!(!json_equals(&json, r#"{"a": null, "b": [1, "x"], "c": 1}"#));
+        assert!(is_integer(&Json::parse("2.0", &arena).expect("number")));
+        assert!(!is_integer(&Json::parse("2.5", &arena).expect("number")));
+    }
+}

@@ -1,0 +1,343 @@
+//! The JSON tree the generated checks read: strings borrow the text they were parsed
+//! from, arrays and objects are slices in an arena.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use bumpalo::collections::Vec as ArenaVec;
+use bumpalo::Bump;
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Number, Value};
+
+/// A JSON value as the generated checks read it: objects are their members in order, with
+/// no hashing, and the tree owns nothing.
+///
+/// Building a `serde_json::Value` (with `preserve_order`, an `IndexMap` hashed with
+/// SipHash, and an owned allocation per string) cost the decoder more than the checks
+/// themselves. A check walks each object's members once, so a slice is all it needs; the
+/// slices live in an arena the decoder resets for every message, so building a tree is a
+/// few pointer bumps and dropping it is free.
+///
+/// Parsed from text, the tree holds what `serde_json::from_str::<Value>` would: duplicate
+/// keys keep the first position and the last value, and numbers are the same `Number`s.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Json<'a> {
+    Null,
+    Bool(bool),
+    Number(Number),
+    String(&'a str),
+    Array(&'a [Json<'a>]),
+    Object(&'a [(&'a str, Json<'a>)]),
+}
+
+impl<'a> Json<'a> {
+    pub fn is_null(&self) -> bool {
+        matches!(self, Json::Null)
+    }
+
+    pub fn is_boolean(&self) -> bool {
+        matches!(self, Json::Bool(_))
+    }
+
+    pub fn is_number(&self) -> bool {
+        matches!(self, Json::Number(_))
+    }
+
+    pub fn is_string(&self) -> bool {
+        matches!(self, Json::String(_))
+    }
+
+    pub fn is_array(&self) -> bool {
+        matches!(self, Json::Array(_))
+    }
+
+    pub fn is_object(&self) -> bool {
+        matches!(self, Json::Object(_))
+    }
+
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            Json::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Json::Number(n) => n.as_f64(),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&'a str> {
+        match self {
+            Json::String(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_array(&self) -> Option<&'a [Json<'a>]> {
+        match self {
+            Json::Array(items) => Some(items),
+            _ => None,
+        }
+    }
+
+    pub fn as_object(&self) -> Option<&'a [(&'a str, Json<'a>)]> {
+        match self {
+            Json::Object(members) => Some(members),
+            _ => None,
+        }
+    }
+
+    /// The value of member `key`, if this is an object that has one.
+    pub fn get(&self, key: &str) -> Option<&'a Json<'a>> {
+        self.as_object()?.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
+    }
+
+    /// A view of `value`: strings borrow from it, containers are built in `arena`.
+    pub fn view(value: &'a Value, arena: &'a Bump) -> Json<'a> {
+        match value {
+            Value::Null => Json::Null,
+            Value::Bool(b) => Json::Bool(*b),
+            Value::Number(n) => Json::Number(n.clone()),
+            Value::String(s) => Json::String(s),
+            Value::Array(items) => {
+                Json::Array(arena.alloc_slice_fill_iter(items.iter().map(|item| Json::view(item, arena))))
+            }
+            Value::Object(map) => Json::Object(
+                arena.alloc_slice_fill_iter(map.iter().map(|(k, v)| (k.as_str(), Json::view(v, arena)))),
+            ),
+        }
+    }
+
+    /// The same value as a `serde_json::Value`, for code that reads one (the safety profile).
+    pub fn to_value(&self) -> Value {
+        match self {
+            Json::Null => Value::Null,
+            Json::Bool(b) => Value::Bool(*b),
+            Json::Number(n) => Value::Number(n.clone()),
+            Json::String(s) => Value::String((*s).to_owned()),
+            Json::Array(items) => Value::Array(items.iter().map(Json::to_value).collect()),
+            Json::Object(members) => Value::Object(members.iter().map(|(k, v)| ((*k).to_owned(), v.to_value())).collect()),
+        }
+    }
+
+    /// Whether this value equals `value`, numbers compared by value (JSON Schema's
+    /// equality, for `enum` and `const`).
+    pub fn same_as(&self, value: &Value) -> bool {
+        match (self, value) {
+            (Json::Null, Value::Null) => true,
+            (Json::Bool(a), Value::Bool(b)) => a == b,
+            (Json::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
+            (Json::String(a), Value::String(b)) => a == b,
+            (Json::Array(a), Value::Array(b)) => a.len() == b.len() && a.iter().zip(b).all(|(a, b)| a.same_as(b)),
+            // Keys are unique on both sides, so equal sizes and every member matched suffice.
+            (Json::Object(a), Value::Object(b)) => {
+                a.len() == b.len() && a.iter().all(|(k, a)| b.get(*k).is_some_and(|b| a.same_as(b)))
+            }
+            _ => false,
+        }
+    }
+
+    /// Parses `text` into a tree in `arena`.
+    pub fn parse(text: &'a str, arena: &'a Bump) -> Result<Json<'a>, serde_json::Error> {
+        let mut de = serde_json::Deserializer::from_str(text);
+        let tree = Tree(arena).deserialize(&mut de)?;
+        de.end()?;
+        Ok(tree)
+    }
+}
+
+/// Parses any JSON value into a [`Json`] in the arena, borrowing strings that need no
+/// unescaping from the input (`'de: 'a`).
+#[derive(Clone, Copy)]
+pub struct Tree<'a>(pub &'a Bump);
+
+impl<'de: 'a, 'a> DeserializeSeed<'de> for Tree<'a> {
+    type Value = Json<'a>;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Json<'a>, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+/// The key by which serde_json's `Value` smuggles a `RawValue`: an object whose first key
+/// is this is read as the JSON text of its string value (only with the `raw_value`
+/// feature, which the workspace enables).
+pub(crate) const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+
+impl<'de: 'a, 'a> Visitor<'de> for Tree<'a> {
+    type Value = Json<'a>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any valid JSON value")
+    }
+    fn visit_bool<E>(self, b: bool) -> Result<Json<'a>, E> {
+        Ok(Json::Bool(b))
+    }
+    fn visit_i64<E>(self, n: i64) -> Result<Json<'a>, E> {
+        Ok(Json::Number(n.into()))
+    }
+    fn visit_u64<E>(self, n: u64) -> Result<Json<'a>, E> {
+        Ok(Json::Number(n.into()))
+    }
+    fn visit_f64<E>(self, f: f64) -> Result<Json<'a>, E> {
+        // As `Value` does: a float with no JSON number (never produced by parsing text) is null.
+        Ok(Number::from_f64(f).map_or(Json::Null, Json::Number))
+    }
+    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Json<'a>, E> {
+        Ok(Json::String(s))
+    }
+    fn visit_str<E>(self, s: &str) -> Result<Json<'a>, E> {
+        Ok(Json::String(self.0.alloc_str(s)))
+    }
+    fn visit_unit<E>(self) -> Result<Json<'a>, E> {
+        Ok(Json::Null)
+    }
+    fn visit_none<E>(self) -> Result<Json<'a>, E> {
+        Ok(Json::Null)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Json<'a>, D::Error> {
+        self.deserialize(deserializer)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Json<'a>, A::Error> {
+        let mut items = ArenaVec::new_in(self.0);
+        while let Some(item) = seq.next_element_seed(self)? {
+            items.push(item);
+        }
+        Ok(Json::Array(items.into_bump_slice()))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json<'a>, A::Error> {
+        let Some(first) = map.next_key_seed(Str(self.0))? else { return Ok(Json::Object(&[])) };
+        if first == RAW_VALUE_TOKEN {
+            // The checks used to run on a `Value`, which honours the token; so must the tree,
+            // or a member could be accepted by one and rejected by the other.
+            return raw_value_tree(&mut map, self.0);
+        }
+        let mut members = Members::new_in(self.0);
+        members.insert(first, map.next_value_seed(self)?);
+        while let Some(key) = map.next_key_seed(Str(self.0))? {
+            let value = map.next_value_seed(self)?;
+            members.insert(key, value);
+        }
+        Ok(Json::Object(members.into_slice()))
+    }
+}
+
+/// The value of an object whose first key was [`RAW_VALUE_TOKEN`]: the JSON text of the
+/// string that follows, parsed as serde_json's `Value` reads it.
+pub(crate) fn raw_value_tree<'de: 'a, 'a, A: MapAccess<'de>>(map: &mut A, arena: &'a Bump) -> Result<Json<'a>, A::Error> {
+    let text: &'a str = map.next_value_seed(Str(arena))?;
+    Json::parse(text, arena).map_err(de::Error::custom)
+}
+
+/// A string (a key, or a member the decoder reads), borrowed from the input when it has
+/// no escapes and copied into the arena when it has.
+#[derive(Clone, Copy)]
+pub struct Str<'a>(pub &'a Bump);
+
+impl<'de: 'a, 'a> DeserializeSeed<'de> for Str<'a> {
+    type Value = &'a str;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<&'a str, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl<'de: 'a, 'a> Visitor<'de> for Str<'a> {
+    type Value = &'a str;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a string")
+    }
+    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<&'a str, E> {
+        Ok(s)
+    }
+    fn visit_str<E>(self, s: &str) -> Result<&'a str, E> {
+        Ok(self.0.alloc_str(s))
+    }
+}
+
+/// Past this many members an object's keys are indexed rather than searched, so that a
+/// hostile object with many keys costs linear time, not quadratic.
+const LINEAR_MEMBERS: usize = 16;
+
+/// Object members in order, a repeated key replacing the earlier value in place, as
+/// `serde_json::Map::insert` does with `preserve_order`.
+pub(crate) struct Members<'a> {
+    list: ArenaVec<'a, (&'a str, Json<'a>)>,
+    index: Option<HashMap<&'a str, usize>>,
+}
+
+impl<'a> Members<'a> {
+    pub(crate) fn new_in(arena: &'a Bump) -> Self {
+        Members { list: ArenaVec::new_in(arena), index: None }
+    }
+
+    pub(crate) fn into_slice(self) -> &'a [(&'a str, Json<'a>)] {
+        self.list.into_bump_slice()
+    }
+
+    pub(crate) fn insert(&mut self, key: &'a str, value: Json<'a>) {
+        let found = match &self.index {
+            Some(index) => index.get(key).copied(),
+            None => self.list.iter().position(|(k, _)| *k == key),
+        };
+        if let Some((_, slot)) = found.and_then(|i| self.list.get_mut(i)) {
+            *slot = value;
+            return;
+        }
+        if self.index.is_none() && self.list.len() >= LINEAR_MEMBERS {
+            self.index = Some(self.list.iter().enumerate().map(|(i, (k, _))| (*k, i)).collect());
+        }
+        if let Some(index) = &mut self.index {
+            index.insert(key, self.list.len());
+        }
+        self.list.push((key, value));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tree parsed from text must be the view of the `Value` parsed from the same text,
+    /// or a check could decide differently than it did on the `Value`.
+    #[test]
+    fn parsed_trees_are_views_of_the_value_serde_json_parses() {
+        let many: String = (0..40).map(|i| format!("\"k{}\":{i},", i % 25)).collect();
+        let cases = [
+            r#"null"#,
+            r#"[true, false, 0, -0, -0.0, 1.0, 1e2, -7, 18446744073709551615, -9223372036854775808, 1.5e300]"#,
+            r#"{"a": 1, "b": {"c": [1, "x\n\u00e9"]}, "a": "last", "d\"q": null}"#,
+            r#"{"z": {"y": 1, "y": 2, "x": 3, "y": 4}, "z": {"w": 0}}"#,
+            r#"{"$serde_json::private::RawValue": "{\"a\": [1, 2], \"a\": 3}"}"#,
+            r#"{"\u0024serde_json::private::RawValue": "\"s\""}"#,
+            &format!("{{{many}\"k3\":\"end\"}}"),
+        ];
+        let arena = Bump::new();
+        for text in cases {
+            let value: Value = serde_json::from_str(text).expect("valid JSON");
+            let json = Json::parse(text, &arena).expect("valid JSON");
+            assert_eq!(json, Json::view(&value, &arena), "{text}");
+            assert!(json.same_as(&value), "{text}");
+            assert_eq!(json.to_value(), value, "{text}");
+        }
+        for text in [r#"{"$serde_json::private::RawValue": 1}"#, r#"{"$serde_json::private::RawValue": "1", "b": 2}"#, "1e400", "[1,]"] {
+            assert!(serde_json::from_str::<Value>(text).is_err(), "{text}");
+            assert!(Json::parse(text, &arena).is_err(), "{text}");
+        }
+    }
+
+    #[test]
+    fn unescaped_strings_borrow_the_input() {
+        let text = r#"{"plain": "text", "esc\u0061ped": "a\tb"}"#;
+        let arena = Bump::new();
+        let json = Json::parse(text, &arena).expect("valid JSON");
+        let members = json.as_object().expect("object");
+        let inside = |s: &str| text.as_bytes().as_ptr_range().contains(&s.as_ptr());
+        let (key, value) = (members[0].0, members[0].1.as_str().expect("string"));
+        assert!(inside(key) && inside(value), "borrowed");
+        let (key, value) = (members[1].0, members[1].1.as_str().expect("string"));
+        assert_eq!((key, value), ("escaped", "a\tb"));
+        assert!(!inside(key) && !inside(value), "unescaped into the arena");
+    }
+}
