@@ -29,7 +29,39 @@ enum Step<'a> {
 
 /// Measures `doc`, reporting `too-deep` once for every container at the depth
 /// bound that still has children, or `document-too-large` alone.
+///
+/// The common document is small and shallow: a first pass counts bytes and
+/// looks for a too-deep container without keeping a path; only when it finds
+/// one is the document walked again with the path, to point at each.
 pub(crate) fn measure(doc: &Value, findings: &mut Findings) -> Extent {
+    let mut bytes: usize = 0;
+    let mut deep = false;
+    let mut stack = vec![(doc, 0usize)];
+    while let Some((value, depth)) = stack.pop() {
+        bytes = bytes.saturating_add(own_bytes(value));
+        if bytes > MAX_DOCUMENT_BYTES {
+            break;
+        }
+        match value {
+            Value::Array(items) => {
+                deep |= depth == MAX_DEPTH && !items.is_empty();
+                stack.extend(items.iter().map(|item| (item, depth + 1)));
+            }
+            Value::Object(map) => {
+                deep |= depth == MAX_DEPTH && !map.is_empty();
+                stack.extend(map.values().map(|item| (item, depth + 1)));
+            }
+            _ => {}
+        }
+    }
+    if bytes <= MAX_DOCUMENT_BYTES && !deep {
+        return Extent::Within;
+    }
+    measure_with_paths(doc, findings)
+}
+
+/// [`measure`], keeping the path to every value so that violations can point.
+fn measure_with_paths(doc: &Value, findings: &mut Findings) -> Extent {
     let mut deep_at: Vec<String> = Vec::new();
     let mut bytes: usize = 0;
     let mut path: Vec<Token<'_>> = Vec::new();

@@ -14,12 +14,14 @@
 //! same pass by dynamic programming, without ever inlining anything: the
 //! work is linear in schemas plus references, and the counts saturate.
 
+use std::collections::HashMap;
+
 use serde_json::Value;
 
 use crate::limits::MAX_EXPANDED_SCHEMAS;
 use crate::pointer::{decode_fragment, resolve};
 use crate::report::{Findings, Rule};
-use crate::walker::{RefSite, Schemas};
+use crate::walker::{AddressHasher, RefSite, Schemas};
 
 /// Marks a tree edge in [`Graph::via`] (no `$ref` behind it).
 const TREE_EDGE: u32 = u32::MAX;
@@ -28,10 +30,17 @@ const UNVISITED: u32 = u32::MAX;
 
 /// Resolves every reference, then checks cycles and expansion.
 pub(crate) fn check(doc: &Value, schemas: &Schemas<'_>, findings: &mut Findings) {
+    // Without a `$ref` there is nothing to land, no cycle, and every schema
+    // expands to exactly what is written (`minimal_oversize` reports only
+    // expansion beyond that), so the graph has nothing to say.
+    if schemas.refs.is_empty() {
+        return;
+    }
+    let by_address = schemas.by_address();
     let targets: Vec<Option<usize>> = schemas
         .refs
         .iter()
-        .map(|site| land(doc, schemas, site, findings))
+        .map(|site| land(doc, schemas, &by_address, site, findings))
         .collect();
     let graph = Graph::build(schemas, &targets);
     let components = graph.components();
@@ -73,6 +82,7 @@ fn saturated(count: u64) -> String {
 fn land(
     doc: &Value,
     schemas: &Schemas<'_>,
+    by_address: &HashMap<*const Value, usize, AddressHasher>,
     site: &RefSite<'_>,
     findings: &mut Findings,
 ) -> Option<usize> {
@@ -123,7 +133,7 @@ fn land(
             "points at nothing in this document".into(),
         );
     };
-    match schemas.by_address.get(&(target as *const Value)) {
+    match by_address.get(&(target as *const Value)) {
         Some(node) => Some(*node),
         None => refuse(
             findings,

@@ -30,6 +30,8 @@ pub(crate) struct SchemaNode<'a> {
     /// The one or two steps from the parent: a keyword, then possibly a
     /// property name or an index (`properties`/`name`, `anyOf`/`2`).
     pub(crate) steps: [Option<Token<'a>>; 2],
+    /// The schema itself (its address identifies it as a `$ref` target).
+    pub(crate) value: &'a Value,
 }
 
 /// One `$ref` as written.
@@ -49,9 +51,6 @@ pub(crate) struct RefSite<'a> {
 pub(crate) struct Schemas<'a> {
     /// Every schema in document pre-order; index 0 is the root.
     pub(crate) nodes: Vec<SchemaNode<'a>>,
-    /// Schema index by the address of its value, so that a resolved `$ref`
-    /// target can be recognised as a schema (or not) in constant time.
-    pub(crate) by_address: HashMap<*const Value, usize, AddressHasher>,
     /// Every string `$ref`, in document order.
     pub(crate) refs: Vec<RefSite<'a>>,
 }
@@ -89,6 +88,13 @@ impl std::hash::Hasher for AddressHash {
 }
 
 impl Schemas<'_> {
+    /// Schema index by the address of its value, so that a resolved `$ref`
+    /// target can be recognised as a schema (or not) in constant time. Built
+    /// only for documents that have references.
+    pub(crate) fn by_address(&self) -> HashMap<*const Value, usize, AddressHasher> {
+        self.nodes.iter().enumerate().map(|(index, node)| (node.value as *const Value, index)).collect()
+    }
+
     /// The pointer of the `$ref` member of a reference site.
     pub(crate) fn ref_pointer(&self, site: &RefSite<'_>) -> String {
         let mut pointer = self.pointer_of(site.from);
@@ -212,8 +218,8 @@ impl<'f, 'a> Walker<'f, 'a> {
         self.schemas.nodes.push(SchemaNode {
             parent: place.parent,
             steps,
+            value,
         });
-        self.schemas.by_address.insert(value as *const Value, node);
         if node == MAX_SCHEMAS {
             self.findings.push(
                 Rule::TooManyNodes,
