@@ -5097,10 +5097,14 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected string"));
             }
             if let Some(s) = v.as_str() {
-                if s.chars().count() < 1usize {
+                if s.len() < 1usize
+                    || (s.len() / 4 < 1usize && s.chars().count() < 1usize)
+                {
                     return Err(Invalid::new("too short"));
                 }
-                if s.chars().count() > 256usize {
+                if s.len() > 256usize
+                    && (s.len() / 4 > 256usize || s.chars().count() > 256usize)
+                {
                     return Err(Invalid::new("too long"));
                 }
             }
@@ -5112,10 +5116,14 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected string"));
             }
             if let Some(s) = v.as_str() {
-                if s.chars().count() < 1usize {
+                if s.len() < 1usize
+                    || (s.len() / 4 < 1usize && s.chars().count() < 1usize)
+                {
                     return Err(Invalid::new("too short"));
                 }
-                if s.chars().count() > 256usize {
+                if s.len() > 256usize
+                    && (s.len() / 4 > 256usize || s.chars().count() > 256usize)
+                {
                     return Err(Invalid::new("too long"));
                 }
             }
@@ -5189,10 +5197,14 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected string"));
             }
             if let Some(s) = v.as_str() {
-                if s.chars().count() < 1usize {
+                if s.len() < 1usize
+                    || (s.len() / 4 < 1usize && s.chars().count() < 1usize)
+                {
                     return Err(Invalid::new("too short"));
                 }
-                if s.chars().count() > 256usize {
+                if s.len() > 256usize
+                    && (s.len() / 4 > 256usize || s.chars().count() > 256usize)
+                {
                     return Err(Invalid::new("too long"));
                 }
             }
@@ -5249,10 +5261,14 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected string"));
             }
             if let Some(s) = v.as_str() {
-                if s.chars().count() < 1usize {
+                if s.len() < 1usize
+                    || (s.len() / 4 < 1usize && s.chars().count() < 1usize)
+                {
                     return Err(Invalid::new("too short"));
                 }
-                if s.chars().count() > 256usize {
+                if s.len() > 256usize
+                    && (s.len() / 4 > 256usize || s.chars().count() > 256usize)
+                {
                     return Err(Invalid::new("too long"));
                 }
             }
@@ -6753,7 +6769,9 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected string"));
             }
             if let Some(s) = v.as_str() {
-                if s.chars().count() < 1usize {
+                if s.len() < 1usize
+                    || (s.len() / 4 < 1usize && s.chars().count() < 1usize)
+                {
                     return Err(Invalid::new("too short"));
                 }
             }
@@ -6765,7 +6783,9 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected string"));
             }
             if let Some(s) = v.as_str() {
-                if s.chars().count() < 1usize {
+                if s.len() < 1usize
+                    || (s.len() / 4 < 1usize && s.chars().count() < 1usize)
+                {
                     return Err(Invalid::new("too short"));
                 }
             }
@@ -7107,7 +7127,9 @@ pub mod acp_v1_extension_vectors {
                 return Err(Invalid::new("expected string"));
             }
             if let Some(s) = v.as_str() {
-                if s.chars().count() < 1usize {
+                if s.len() < 1usize
+                    || (s.len() / 4 < 1usize && s.chars().count() < 1usize)
+                {
                     return Err(Invalid::new("too short"));
                 }
             }
@@ -9351,7 +9373,9 @@ pub mod checkfu_slots {
                 return Err(Invalid::new("expected string"));
             }
             if let Some(s) = v.as_str() {
-                if s.chars().count() > 8388608usize {
+                if s.len() > 8388608usize
+                    && (s.len() / 4 > 8388608usize || s.chars().count() > 8388608usize)
+                {
                     return Err(Invalid::new("too long"));
                 }
             }
@@ -9526,7 +9550,9 @@ pub mod checkfu_slots {
                 return Err(Invalid::new("expected string"));
             }
             if let Some(s) = v.as_str() {
-                if s.chars().count() > 8388608usize {
+                if s.len() > 8388608usize
+                    && (s.len() / 4 > 8388608usize || s.chars().count() > 8388608usize)
+                {
                     return Err(Invalid::new("too long"));
                 }
             }

@@ -34,7 +34,6 @@ pub const MAX_PENDING: usize = 65_536;
 const ARENA_KEPT: usize = 1 << 20;
 
 /// A stateful decoder for one stream of messages.
-#[derive(Default)]
 pub struct Decoder {
     stream: Stream,
     /// Where the trees of the message being decoded live; reset for every message.
@@ -87,9 +86,16 @@ impl envelope::Trees for Stream {
     }
 }
 
+impl Default for Decoder {
+    fn default() -> Self {
+        Decoder::new()
+    }
+}
+
 impl Decoder {
     pub fn new() -> Self {
-        Decoder::default()
+        // Room for the trees of a typical message, so a short stream allocates once.
+        Decoder { stream: Stream::default(), arena: Bump::with_capacity(4096) }
     }
 
     /// Decodes one message. `hint` is the direction when the caller knows it.

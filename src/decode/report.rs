@@ -4,6 +4,7 @@
 use std::fmt;
 
 use serde::Serialize;
+use smallvec::SmallVec;
 
 use super::tables::SlotClass;
 
@@ -140,7 +141,9 @@ pub struct Report {
     /// Which table the method came from: `acp`, `checkfu`, `goose`, `khy-os`.
     pub source: Option<&'static str>,
     pub direction: Option<WireDirection>,
-    pub slots: Vec<SlotReport>,
+    /// Inline up to four: a message carries a few `checkfu.*` members at most, and an
+    /// allocation per message that has one was a measurable share of decoding it.
+    pub slots: SmallVec<[SlotReport; 4]>,
     pub diagnostics: Vec<String>,
     /// Boxed: rejections are rare, and every accepted message would otherwise carry (and
     /// move) room for the largest error.

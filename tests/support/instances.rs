@@ -86,6 +86,17 @@ impl<'d> Generator<'d> {
                     out.push(Value::String(short));
                     if let Some(max) = max.filter(|m| *m < 10_000) {
                         out.push(Value::String("é".repeat(max)));
+                        // Either side of both bounds in one-, two- and four-byte characters:
+                        // lengths count characters, not bytes.
+                        for c in ["s", "é", "😀"] {
+                            out.push(Value::String(c.repeat(max + 1)));
+                        }
+                    }
+                    if min > 0 && min < 10_000 {
+                        for c in ["s", "é", "😀"] {
+                            out.push(Value::String(c.repeat(min - 1)));
+                            out.push(Value::String(c.repeat(min)));
+                        }
                     }
                 }
                 "integer" | "number" => {

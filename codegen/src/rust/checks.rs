@@ -320,11 +320,19 @@ fn equals(value: &Value) -> TokenStream {
 
 fn scalar_checks(object: &Map<String, Value>, pointer: &str) -> Result<Vec<TokenStream>, String> {
     let mut string = Vec::new();
-    for (key, cmp, message) in [("minLength", quote! { < }, "too short"), ("maxLength", quote! { > }, "too long")] {
-        if let Some(n) = object.get(key) {
-            let n = n.as_u64().ok_or(format!("#{pointer}/{key}: not a length"))? as usize;
-            string.push(quote! { if s.chars().count() #cmp #n { return Err(Invalid::new(#message)); } });
-        }
+    // Lengths count characters; a string of `b` UTF-8 bytes has between `b / 4` and `b`
+    // of them, so the count is taken only when the byte length cannot decide.
+    if let Some(n) = object.get("minLength") {
+        let n = n.as_u64().ok_or(format!("#{pointer}/minLength: not a length"))? as usize;
+        string.push(quote! {
+            if s.len() < #n || (s.len() / 4 < #n && s.chars().count() < #n) { return Err(Invalid::new("too short")); }
+        });
+    }
+    if let Some(n) = object.get("maxLength") {
+        let n = n.as_u64().ok_or(format!("#{pointer}/maxLength: not a length"))? as usize;
+        string.push(quote! {
+            if s.len() > #n && (s.len() / 4 > #n || s.chars().count() > #n) { return Err(Invalid::new("too long")); }
+        });
     }
     let mut number = Vec::new();
     let bounds = [
