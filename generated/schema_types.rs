@@ -5330,10 +5330,19 @@ pub mod acp_v1_extension_vectors {
         }
         /// Checks a value against `#/$defs/CheckfuSubagent`.
         pub fn check_CheckfuSubagent(v: &Json<'_>) -> Result<(), Invalid> {
-            if !(false || check_Objects1ParamsUpdateMetaCheckfuSubagentStarted(v).is_ok()
-                || check_Objects1ParamsUpdateMetaCheckfuSubagentActivity(v).is_ok()
-                || check_Objects1ParamsUpdateMetaCheckfuSubagentCompleted(v).is_ok())
-            {
+            let matched = match v.get("phase").and_then(Json::as_str) {
+                Some("started") => {
+                    check_Objects1ParamsUpdateMetaCheckfuSubagentStarted(v).is_ok()
+                }
+                Some("activity") => {
+                    check_Objects1ParamsUpdateMetaCheckfuSubagentActivity(v).is_ok()
+                }
+                Some("completed") => {
+                    check_Objects1ParamsUpdateMetaCheckfuSubagentCompleted(v).is_ok()
+                }
+                _ => false,
+            };
+            if !matched {
                 return Err(Invalid::new("matches none of the allowed shapes"));
             }
             Ok(())
@@ -7503,37 +7512,70 @@ pub mod acp_v1_extension_vectors {
         }
         /// Checks `/$defs/AcpV1ExtensionVectors/properties/vectors/items`.
         fn node_96(v: &Json<'_>) -> Result<(), Invalid> {
-            if !(false
-                || check_AcpV1ExtensionVectorsVectorsItemInitializeFullDeclaration(v)
-                    .is_ok()
-                || check_AcpV1ExtensionVectorsVectorsItemInitializeSubagentsDeclaration(
-                        v,
-                    )
-                    .is_ok()
-                || check_AcpV1ExtensionVectorsVectorsItemInitializeControlsDeclaration(v)
-                    .is_ok()
-                || check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinTools(v)
-                    .is_ok()
-                || check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchema(v)
-                    .is_ok()
-                || check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentStarted(v)
-                    .is_ok()
-                || check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentActivity(v)
-                    .is_ok()
-                || check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentCompleted(
-                        v,
-                    )
-                    .is_ok()
-                || check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetry(v)
-                    .is_ok()
-                || check_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest(v).is_ok()
-                || check_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse(v)
-                    .is_ok()
-                || check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequest(v)
-                    .is_ok()
-                || check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponse(v)
-                    .is_ok())
-            {
+            let matched = match v.get("name").and_then(Json::as_str) {
+                Some("initialize.full-declaration") => {
+                    check_AcpV1ExtensionVectorsVectorsItemInitializeFullDeclaration(v)
+                        .is_ok()
+                }
+                Some("initialize.subagents-declaration") => {
+                    check_AcpV1ExtensionVectorsVectorsItemInitializeSubagentsDeclaration(
+                            v,
+                        )
+                        .is_ok()
+                }
+                Some("initialize.controls-declaration") => {
+                    check_AcpV1ExtensionVectorsVectorsItemInitializeControlsDeclaration(
+                            v,
+                        )
+                        .is_ok()
+                }
+                Some("session.new.builtin-tools") => {
+                    check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinTools(v)
+                        .is_ok()
+                }
+                Some("session.new.output-schema") => {
+                    check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchema(v)
+                        .is_ok()
+                }
+                Some("session.update.subagent-started") => {
+                    check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentStarted(v)
+                        .is_ok()
+                }
+                Some("session.update.subagent-activity") => {
+                    check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentActivity(
+                            v,
+                        )
+                        .is_ok()
+                }
+                Some("session.update.subagent-completed") => {
+                    check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentCompleted(
+                            v,
+                        )
+                        .is_ok()
+                }
+                Some("session.prompt.turn-telemetry") => {
+                    check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetry(v)
+                        .is_ok()
+                }
+                Some("extension.steer.request") => {
+                    check_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest(v)
+                        .is_ok()
+                }
+                Some("extension.steer.response") => {
+                    check_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse(v)
+                        .is_ok()
+                }
+                Some("extension.interrupt.request") => {
+                    check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequest(v)
+                        .is_ok()
+                }
+                Some("extension.interrupt.response") => {
+                    check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponse(v)
+                        .is_ok()
+                }
+                _ => false,
+            };
+            if !matched {
                 return Err(Invalid::new("matches none of the allowed shapes"));
             }
             Ok(())
@@ -9416,9 +9458,12 @@ pub mod checkfu_slots {
         }
         /// Checks a value against `#/$defs/JournalCheckpoint`.
         pub fn check_JournalCheckpoint(v: &Json<'_>) -> Result<(), Invalid> {
-            if !(false || check_JournalCheckpointCheckpoint(v).is_ok()
-                || check_JournalCheckpointTooLarge(v).is_ok())
-            {
+            let matched = match v.get("status").and_then(Json::as_str) {
+                Some("checkpoint") => check_JournalCheckpointCheckpoint(v).is_ok(),
+                Some("too_large") => check_JournalCheckpointTooLarge(v).is_ok(),
+                _ => false,
+            };
+            if !matched {
                 return Err(Invalid::new("matches none of the allowed shapes"));
             }
             Ok(())

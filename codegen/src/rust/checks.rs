@@ -27,7 +27,9 @@ pub const SUPPORTED: &[&str] = &[
     "exclusiveMaximum", "minProperties", "maxProperties", "anyOf", "oneOf", "allOf", "not", "$ref",
 ];
 
-struct Emitter {
+struct Emitter<'d> {
+    /// The definitions, to look through `$ref`s when a union's alternatives are inspected.
+    defs: &'d Map<String, Value>,
     functions: Vec<TokenStream>,
     counter: usize,
 }
@@ -44,7 +46,7 @@ pub fn decode_fn(name: &str) -> Ident {
 
 /// Checks and decoders for every definition; `Err` is ` #pointer: message`.
 pub fn generate(defs: &Map<String, Value>, origins: &BTreeMap<String, String>) -> Result<TokenStream, String> {
-    let mut e = Emitter { functions: Vec::new(), counter: 0 };
+    let mut e = Emitter { defs, functions: Vec::new(), counter: 0 };
     let mut decoders = Vec::new();
     let mut table = Vec::new();
     for (name, schema) in defs {
@@ -87,7 +89,7 @@ pub fn generate(defs: &Map<String, Value>, origins: &BTreeMap<String, String>) -
     })
 }
 
-impl Emitter {
+impl Emitter<'_> {
     /// A function checking `schema`, for use as a child check.
     fn child(&mut self, schema: &Value, pointer: &str) -> Result<Ident, String> {
         if let Some(Value::String(r)) = schema.get("$ref") {
@@ -250,6 +252,12 @@ impl Emitter {
             for (i, member) in members.iter().enumerate() {
                 fns.push(self.child(member, &format!("{pointer}/{key}/{i}"))?);
             }
+            if key != "allOf" {
+                if let Some((property, tags)) = discriminator(members, self.defs) {
+                    checks.push(dispatch(key, &property, &tags, &fns));
+                    continue;
+                }
+            }
             checks.push(match key {
                 "anyOf" => quote! {
                     if !(false #(|| #fns(v).is_ok())*) { return Err(Invalid::new("matches none of the allowed shapes")); }
@@ -267,6 +275,60 @@ impl Emitter {
             checks.push(quote! { if #f(v).is_ok() { return Err(Invalid::new("matches a shape that is not allowed")); } });
         }
         Ok(checks)
+    }
+}
+
+/// A property that tells a union's alternatives apart: every alternative is an object
+/// schema that requires it and allows it exactly one string, different in each. Then at
+/// most the alternative named by the value's tag can match, so checking only that one
+/// decides `anyOf` and `oneOf` exactly, without trying (and failing) the others first.
+fn discriminator(members: &[Value], defs: &Map<String, Value>) -> Option<(String, Vec<String>)> {
+    let resolve = |schema: &'_ Value| -> Option<Map<String, Value>> {
+        let object = schema.as_object()?;
+        match object.get("$ref").and_then(Value::as_str) {
+            Some(r) if object.keys().all(|k| k == "$ref" || ANNOTATIONS.contains(&k.as_str())) => {
+                defs.get(r.strip_prefix("#/$defs/")?)?.as_object().cloned()
+            }
+            Some(_) => None,
+            None => Some(object.clone()),
+        }
+    };
+    let alternatives: Vec<Map<String, Value>> = members.iter().map(resolve).collect::<Option<_>>()?;
+    if alternatives.len() < 2 || alternatives.iter().any(|a| a.get("type") != Some(&Value::String("object".into()))) {
+        return None;
+    }
+    let tag_of = |alternative: &Map<String, Value>, property: &str| -> Option<String> {
+        let required = alternative.get("required")?.as_array()?;
+        if !required.iter().any(|r| r == property) {
+            return None;
+        }
+        let schema = alternative.get("properties")?.get(property)?;
+        match (schema.get("const"), schema.get("enum").and_then(Value::as_array)) {
+            (Some(Value::String(tag)), _) => Some(tag.clone()),
+            (None, Some(values)) if values.len() == 1 => values[0].as_str().map(String::from),
+            _ => None,
+        }
+    };
+    let first = alternatives.first()?.get("properties")?.as_object()?;
+    first.keys().find_map(|property| {
+        let tags: Vec<String> = alternatives.iter().map(|a| tag_of(a, property)).collect::<Option<_>>()?;
+        let distinct = tags.iter().enumerate().all(|(i, t)| !tags[..i].contains(t));
+        distinct.then(|| (property.clone(), tags))
+    })
+}
+
+/// `anyOf`/`oneOf` by the discriminator: only the alternative the tag names is checked.
+fn dispatch(key: &str, property: &str, tags: &[String], fns: &[Ident]) -> TokenStream {
+    let message = match key {
+        "anyOf" => "matches none of the allowed shapes",
+        _ => "does not match exactly one of the allowed shapes",
+    };
+    quote! {
+        let matched = match v.get(#property).and_then(Json::as_str) {
+            #(Some(#tags) => #fns(v).is_ok(),)*
+            _ => false,
+        };
+        if !matched { return Err(Invalid::new(#message)); }
     }
 }
 
@@ -355,4 +417,39 @@ fn scalar_checks(object: &Map<String, Value>, pointer: &str) -> Result<Vec<Token
         checks.push(quote! { if let Some(n) = v.as_f64() { #(#number)* } });
     }
     Ok(checks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tagged(tag: Value) -> Value {
+        json!({"type": "object", "required": ["kind", "x"], "properties": {"x": {"type": "integer"}, "kind": tag}})
+    }
+
+    #[test]
+    fn a_union_is_dispatched_only_when_its_tag_decides_it() {
+        let defs = json!({"B": tagged(json!({"type": "string", "enum": ["b"]}))});
+        let defs = defs.as_object().expect("object");
+        let found = discriminator(&[tagged(json!({"const": "a"})), json!({"$ref": "#/$defs/B"})], defs);
+        assert_eq!(found, Some(("kind".to_string(), vec!["a".to_string(), "b".to_string()])));
+        let declined = [
+            // The same tag twice: both alternatives could match.
+            vec![tagged(json!({"const": "a"})), tagged(json!({"enum": ["a"]}))],
+            // Two allowed values: the tag names no single alternative.
+            vec![tagged(json!({"const": "a"})), tagged(json!({"enum": ["b", "c"]}))],
+            // Not required: a value without the tag could still match.
+            vec![tagged(json!({"const": "a"})), json!({"type": "object", "properties": {"kind": {"const": "b"}}})],
+            // Not an object schema: a non-object passes `required` vacuously.
+            vec![tagged(json!({"const": "a"})), json!({"required": ["kind"], "properties": {"kind": {"const": "b"}}})],
+            // A reference the definitions do not hold.
+            vec![tagged(json!({"const": "a"})), json!({"$ref": "#/$defs/Missing"})],
+            // One alternative is no union.
+            vec![tagged(json!({"const": "a"}))],
+        ];
+        for members in declined {
+            assert_eq!(discriminator(&members, defs), None, "{members:?}");
+        }
+    }
 }
