@@ -1,15 +1,14 @@
 //! The extent of a parsed document: its serialized size and its nesting depth.
 //!
-//! `lint_value` receives a `serde_json::Value` that someone else parsed, so it
-//! cannot rely on the 32 KiB input check of `lint_bytes`, and the value may be
-//! nested arbitrarily deep. This pass therefore walks with an explicit stack
+//! `lint` receives a tree that someone else parsed, so it cannot rely on the
+//! 32 KiB input check of `lint_bytes`, and the tree may be nested arbitrarily
+//! deep. This pass therefore walks with an explicit stack
 //! (no recursion) and stops as soon as the compact serialization would exceed
 //! [`MAX_DOCUMENT_BYTES`]: every value visited adds at least one byte, so the
 //! pass never visits more than that many values, whatever it is given.
 
-use serde_json::Value;
-
 use crate::limits::{MAX_DEPTH, MAX_DOCUMENT_BYTES};
+use crate::node::{Node, Object, View};
 use crate::pointer::{render, Token};
 use crate::report::{Findings, Rule};
 
@@ -22,8 +21,8 @@ pub(crate) enum Extent {
     Oversize,
 }
 
-enum Step<'a> {
-    Enter(&'a Value, Option<Token<'a>>, usize),
+enum Step<'a, N> {
+    Enter(&'a N, Option<Token<'a>>, usize),
     Leave,
 }
 
@@ -33,7 +32,7 @@ enum Step<'a> {
 /// The common document is small and shallow: a first pass counts bytes and
 /// looks for a too-deep container without keeping a path; only when it finds
 /// one is the document walked again with the path, to point at each.
-pub(crate) fn measure(doc: &Value, findings: &mut Findings) -> Extent {
+pub(crate) fn measure<N: Node>(doc: &N, findings: &mut Findings) -> Extent {
     let mut bytes: usize = 0;
     let mut deep = false;
     let mut stack = vec![(doc, 0usize)];
@@ -42,14 +41,14 @@ pub(crate) fn measure(doc: &Value, findings: &mut Findings) -> Extent {
         if bytes > MAX_DOCUMENT_BYTES {
             break;
         }
-        match value {
-            Value::Array(items) => {
+        match value.view() {
+            View::Array(items) => {
                 deep |= depth == MAX_DEPTH && !items.is_empty();
                 stack.extend(items.iter().map(|item| (item, depth + 1)));
             }
-            Value::Object(map) => {
+            View::Object(map) => {
                 deep |= depth == MAX_DEPTH && !map.is_empty();
-                stack.extend(map.values().map(|item| (item, depth + 1)));
+                stack.extend(map.members().map(|(_, item)| (item, depth + 1)));
             }
             _ => {}
         }
@@ -61,7 +60,7 @@ pub(crate) fn measure(doc: &Value, findings: &mut Findings) -> Extent {
 }
 
 /// [`measure`], keeping the path to every value so that violations can point.
-fn measure_with_paths(doc: &Value, findings: &mut Findings) -> Extent {
+fn measure_with_paths<N: Node>(doc: &N, findings: &mut Findings) -> Extent {
     let mut deep_at: Vec<String> = Vec::new();
     let mut bytes: usize = 0;
     let mut path: Vec<Token<'_>> = Vec::new();
@@ -87,9 +86,9 @@ fn measure_with_paths(doc: &Value, findings: &mut Findings) -> Extent {
             );
             return Extent::Oversize;
         }
-        let has_children = match value {
-            Value::Array(items) => !items.is_empty(),
-            Value::Object(map) => !map.is_empty(),
+        let has_children = match value.view() {
+            View::Array(items) => !items.is_empty(),
+            View::Object(map) => !map.is_empty(),
             _ => false,
         };
         if depth == MAX_DEPTH && has_children {
@@ -97,14 +96,14 @@ fn measure_with_paths(doc: &Value, findings: &mut Findings) -> Extent {
         }
         // Children are pushed in reverse so that they are visited, and
         // violations reported, in document order.
-        match value {
-            Value::Array(items) => {
+        match value.view() {
+            View::Array(items) => {
                 for (index, item) in items.iter().enumerate().rev() {
                     stack.push(Step::Enter(item, Some(Token::Index(index)), depth + 1));
                 }
             }
-            Value::Object(map) => {
-                for (key, item) in map.iter().rev() {
+            View::Object(map) => {
+                for (key, item) in map.members().rev() {
                     stack.push(Step::Enter(item, Some(Token::Key(key)), depth + 1));
                 }
             }
@@ -123,20 +122,20 @@ fn measure_with_paths(doc: &Value, findings: &mut Findings) -> Extent {
 
 /// The bytes a value contributes to its compact serialization, not counting
 /// its children: brackets, separators, keys, and scalars in full.
-fn own_bytes(value: &Value) -> usize {
-    match value {
-        Value::Null | Value::Bool(true) => 4,
-        Value::Bool(false) => 5,
-        Value::Number(number) => {
+fn own_bytes<N: Node>(value: &N) -> usize {
+    match value.view() {
+        View::Null | View::Bool(true) => 4,
+        View::Bool(false) => 5,
+        View::Number(number) => {
             let mut counter = ByteCounter(0);
             // Writing into a counter cannot fail; it only avoids allocating.
             let _ = std::fmt::Write::write_fmt(&mut counter, format_args!("{number}"));
             counter.0
         }
-        Value::String(text) => string_bytes(text),
-        Value::Array(items) => 2 + items.len().saturating_sub(1),
-        Value::Object(map) => {
-            let keys: usize = map.keys().map(|key| string_bytes(key) + 1).sum();
+        View::String(text) => string_bytes(text),
+        View::Array(items) => 2 + items.len().saturating_sub(1),
+        View::Object(map) => {
+            let keys: usize = map.members().map(|(key, _)| string_bytes(key) + 1).sum();
             2 + keys + map.len().saturating_sub(1)
         }
     }
@@ -200,7 +199,7 @@ pub(crate) fn raw_depth(bytes: &[u8]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     #[test]
     fn own_bytes_match_serde_json_compact_output() {

@@ -14,17 +14,19 @@
 //! by dynamic programming, never inlined; patterns are parsed, never
 //! compiled. Every violation is reported, each with a JSON Pointer.
 //!
-//! Layout, one module per concept: [`limits`] (the bounds), `extent` (size and
-//! depth of a parsed value), `walker` (schema positions and per-keyword
-//! rules), `pattern` (the regex subset), `refs` (the reference graph),
-//! `pointer` (RFC 6901), [`report`] (rules, violations, verdicts) and `cli`
-//! (`checkfu-wire lint-schema`).
+//! Layout, one module per concept: [`limits`] (the bounds), `node` (the
+//! read-only JSON tree the linter reads, [`Node`], implemented here for
+//! `serde_json::Value`), `extent` (size and depth of a parsed value),
+//! `walker` (schema positions and per-keyword rules), `pattern` (the regex
+//! subset), `refs` (the reference graph), `pointer` (RFC 6901), [`report`]
+//! (rules, violations, verdicts) and `cli` (`checkfu-wire lint-schema`).
 
 pub mod limits;
 pub mod report;
 
 mod cli;
 mod extent;
+mod node;
 mod pattern;
 mod pointer;
 mod refs;
@@ -33,6 +35,7 @@ mod walker;
 use serde_json::Value;
 
 pub use cli::run_cli;
+pub use node::{MapMembers, Node, Object, View};
 pub use report::{Rule, Verdict, Violation};
 
 use crate::limits::{MAX_DEPTH, MAX_DOCUMENT_BYTES};
@@ -99,13 +102,20 @@ pub fn lint_bytes(input: &[u8]) -> Verdict {
     }
 }
 
-/// Lints a schema that is already parsed, such as `checkfu.output_schema`
-/// inside a `session/new` request.
+/// Lints a schema that is already parsed into a `serde_json::Value`; the
+/// same as [`lint`].
+pub fn lint_value(doc: &Value) -> Verdict {
+    lint(doc)
+}
+
+/// Lints a schema that is already parsed, in any tree that implements
+/// [`Node`], such as `checkfu.output_schema` inside a `session/new` request
+/// as the runtime decoder holds it.
 ///
 /// The value is measured first with a budget of [`MAX_DOCUMENT_BYTES`] of
 /// compact JSON, so a huge or deeply nested value costs no more than a
 /// 32 KiB one; an oversized value is reported with that one violation.
-pub fn lint_value(doc: &Value) -> Verdict {
+pub fn lint<N: Node>(doc: &N) -> Verdict {
     let mut findings = Findings::default();
     if extent::measure(doc, &mut findings) == extent::Extent::Oversize {
         return findings.into_verdict();

@@ -5,9 +5,9 @@
 //! first (RFC 6901 §6) and then split into reference tokens, where `~1` stands
 //! for `/` and `~0` for `~`. Resolution follows the same rules as
 //! `serde_json::Value::pointer` but is written out so that a malformed pointer
-//! is told apart from a missing target.
+//! is told apart from a missing target, and so that it works on any [`Node`].
 
-use serde_json::Value;
+use crate::node::{Node, Object, View};
 
 /// One step from a JSON value to one of its children.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -139,12 +139,12 @@ fn unescape_token(token: &str) -> Result<String, PointerError> {
 
 /// Follows decoded tokens from `doc`. Array indices must be written in
 /// canonical decimal (no sign, no leading zero), as RFC 6901 requires.
-pub(crate) fn resolve<'a>(doc: &'a Value, tokens: &[String]) -> Option<&'a Value> {
+pub(crate) fn resolve<'a, N: Node>(doc: &'a N, tokens: &[String]) -> Option<&'a N> {
     let mut here = doc;
     for token in tokens {
-        here = match here {
-            Value::Object(map) => map.get(token.as_str())?,
-            Value::Array(items) => items.get(parse_index(token)?)?,
+        here = match here.view() {
+            View::Object(map) => map.get(token.as_str())?,
+            View::Array(items) => items.get(parse_index(token)?)?,
             _ => return None,
         };
     }

@@ -16,9 +16,8 @@
 
 use std::collections::HashMap;
 
-use serde_json::Value;
-
 use crate::limits::MAX_EXPANDED_SCHEMAS;
+use crate::node::Node;
 use crate::pointer::{decode_fragment, resolve};
 use crate::report::{Findings, Rule};
 use crate::walker::{AddressHasher, RefSite, Schemas};
@@ -29,7 +28,7 @@ const TREE_EDGE: u32 = u32::MAX;
 const UNVISITED: u32 = u32::MAX;
 
 /// Resolves every reference, then checks cycles and expansion.
-pub(crate) fn check(doc: &Value, schemas: &Schemas<'_>, findings: &mut Findings) {
+pub(crate) fn check<N: Node>(doc: &N, schemas: &Schemas<'_, N>, findings: &mut Findings) {
     // Without a `$ref` there is nothing to land, no cycle, and every schema
     // expands to exactly what is written (`minimal_oversize` reports only
     // expansion beyond that), so the graph has nothing to say.
@@ -79,10 +78,10 @@ fn saturated(count: u64) -> String {
 
 /// Classifies one `$ref` and finds the schema it lands on, reporting why not
 /// when it cannot be followed.
-fn land(
-    doc: &Value,
-    schemas: &Schemas<'_>,
-    by_address: &HashMap<*const Value, usize, AddressHasher>,
+fn land<N: Node>(
+    doc: &N,
+    schemas: &Schemas<'_, N>,
+    by_address: &HashMap<*const N, usize, AddressHasher>,
     site: &RefSite<'_>,
     findings: &mut Findings,
 ) -> Option<usize> {
@@ -133,7 +132,7 @@ fn land(
             "points at nothing in this document".into(),
         );
     };
-    match by_address.get(&(target as *const Value)) {
+    match by_address.get(&(target as *const N)) {
         Some(node) => Some(*node),
         None => refuse(
             findings,
@@ -175,7 +174,7 @@ struct Components {
 }
 
 impl Graph {
-    fn build(schemas: &Schemas<'_>, targets: &[Option<usize>]) -> Graph {
+    fn build<N>(schemas: &Schemas<'_, N>, targets: &[Option<usize>]) -> Graph {
         let vertices = schemas.nodes.len();
         let mut edges: Vec<(usize, usize, u32)> = Vec::with_capacity(vertices + targets.len());
         for (child, node) in schemas.nodes.iter().enumerate() {
@@ -325,7 +324,7 @@ impl Graph {
 mod tests {
     use super::*;
     use crate::walker::walk;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn rules(doc: &Value) -> Vec<(Rule, String)> {
         let mut findings = Findings::default();

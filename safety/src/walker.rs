@@ -15,23 +15,22 @@
 
 use std::collections::HashMap;
 
-use serde_json::{Map, Value};
-
 use crate::limits::{MAX_COMBINATOR_BRANCHES, MAX_DEPTH, MAX_SCHEMAS};
+use crate::node::{Node, Object, View};
 use crate::pattern::PatternChecker;
 use crate::pointer::{render, render_with, Token};
 use crate::report::{Findings, Rule};
 
 /// One schema as written: where it is, and which schema holds it.
 #[derive(Debug)]
-pub(crate) struct SchemaNode<'a> {
+pub(crate) struct SchemaNode<'a, N> {
     /// The schema this one is nested in; None for the root.
     pub(crate) parent: Option<usize>,
     /// The one or two steps from the parent: a keyword, then possibly a
     /// property name or an index (`properties`/`name`, `anyOf`/`2`).
     pub(crate) steps: [Option<Token<'a>>; 2],
     /// The schema itself (its address identifies it as a `$ref` target).
-    pub(crate) value: &'a Value,
+    pub(crate) value: &'a N,
 }
 
 /// One `$ref` as written.
@@ -47,12 +46,20 @@ pub(crate) struct RefSite<'a> {
 }
 
 /// Everything the walk records for the reference graph.
-#[derive(Debug, Default)]
-pub(crate) struct Schemas<'a> {
+#[derive(Debug)]
+pub(crate) struct Schemas<'a, N> {
     /// Every schema in document pre-order; index 0 is the root.
-    pub(crate) nodes: Vec<SchemaNode<'a>>,
+    pub(crate) nodes: Vec<SchemaNode<'a, N>>,
     /// Every string `$ref`, in document order.
     pub(crate) refs: Vec<RefSite<'a>>,
+}
+
+// Not derived: `derive(Default)` would demand `N: Default`, which no tree
+// needs to provide for an empty list.
+impl<N> Default for Schemas<'_, N> {
+    fn default() -> Self {
+        Schemas { nodes: Vec::new(), refs: Vec::new() }
+    }
 }
 
 /// Hashes value addresses. They are distinct by construction and not chosen
@@ -87,12 +94,12 @@ impl std::hash::Hasher for AddressHash {
     }
 }
 
-impl Schemas<'_> {
+impl<N> Schemas<'_, N> {
     /// Schema index by the address of its value, so that a resolved `$ref`
     /// target can be recognised as a schema (or not) in constant time. Built
     /// only for documents that have references.
-    pub(crate) fn by_address(&self) -> HashMap<*const Value, usize, AddressHasher> {
-        self.nodes.iter().enumerate().map(|(index, node)| (node.value as *const Value, index)).collect()
+    pub(crate) fn by_address(&self) -> HashMap<*const N, usize, AddressHasher> {
+        self.nodes.iter().enumerate().map(|(index, node)| (node.value as *const N, index)).collect()
     }
 
     /// The pointer of the `$ref` member of a reference site.
@@ -127,7 +134,7 @@ struct Place<'p, 'a> {
 }
 
 /// Walks the schema document `doc`, reporting into `findings`.
-pub(crate) fn walk<'a>(doc: &'a Value, findings: &mut Findings) -> Schemas<'a> {
+pub(crate) fn walk<'a, N: Node>(doc: &'a N, findings: &mut Findings) -> Schemas<'a, N> {
     let mut walker = Walker {
         findings,
         schemas: Schemas::default(),
@@ -145,9 +152,9 @@ pub(crate) fn walk<'a>(doc: &'a Value, findings: &mut Findings) -> Schemas<'a> {
     walker.schemas
 }
 
-struct Walker<'f, 'a> {
+struct Walker<'f, 'a, N> {
     findings: &'f mut Findings,
-    schemas: Schemas<'a>,
+    schemas: Schemas<'a, N>,
     patterns: PatternChecker<'a>,
     combinators: usize,
 }
@@ -189,19 +196,19 @@ fn subschema_keyword(keyword: &str) -> Option<(Holds, bool)> {
     })
 }
 
-impl<'f, 'a> Walker<'f, 'a> {
+impl<'a, N: Node> Walker<'_, 'a, N> {
     fn schema(
         &mut self,
-        value: &'a Value,
+        value: &'a N,
         place: &mut Place<'_, 'a>,
         steps: [Option<Token<'a>>; 2],
     ) {
         if place.depth > MAX_DEPTH {
             return;
         }
-        let map = match value {
-            Value::Bool(_) => None,
-            Value::Object(map) => Some(map),
+        let map = match value.view() {
+            View::Bool(_) => None,
+            View::Object(map) => Some(map),
             _ => {
                 self.findings.push(
                     Rule::NotASchema,
@@ -244,9 +251,9 @@ impl<'f, 'a> Walker<'f, 'a> {
         }
     }
 
-    fn keywords(&mut self, map: &'a Map<String, Value>, node: usize, place: &mut Place<'_, 'a>) {
-        for (keyword, value) in map {
-            match keyword.as_str() {
+    fn keywords(&mut self, map: N::Object<'a>, node: usize, place: &mut Place<'_, 'a>) {
+        for (keyword, value) in map.members() {
+            match keyword {
                 "$ref" => self.reference(value, node, place),
                 "$dynamicRef" | "$dynamicAnchor" => self.findings.push(
                     Rule::DynamicRef,
@@ -258,17 +265,17 @@ impl<'f, 'a> Walker<'f, 'a> {
                     render_with(place.path, keyword),
                     format!("`{keyword}` (draft 2019-09 recursion) is not allowed; only static local `$ref` is"),
                 ),
-                "uniqueItems" if value == &Value::Bool(true) => self.findings.push(
+                "uniqueItems" if value.as_bool() == Some(true) => self.findings.push(
                     Rule::UniqueItems,
                     render_with(place.path, keyword),
                     "`uniqueItems: true` costs quadratic work per array and is not allowed".to_owned(),
                 ),
-                "pattern" => match value {
-                    Value::String(pattern) => self.pattern(pattern, render_with(place.path, keyword)),
-                    other => self.findings.push(
+                "pattern" => match value.as_str() {
+                    Some(pattern) => self.pattern(pattern, render_with(place.path, keyword)),
+                    None => self.findings.push(
                         Rule::PatternSyntax,
                         render_with(place.path, keyword),
-                        format!("`pattern` must be a string, found {}", kind(other)),
+                        format!("`pattern` must be a string, found {}", kind(value)),
                     ),
                 },
                 _ => {
@@ -286,17 +293,17 @@ impl<'f, 'a> Walker<'f, 'a> {
     fn subschemas(
         &mut self,
         keyword: &'a str,
-        value: &'a Value,
+        value: &'a N,
         holds: Holds,
         branches: bool,
         place: &mut Place<'_, 'a>,
     ) {
         let first = Some(Token::Key(keyword));
-        match (holds, value) {
-            (Holds::One, _) | (Holds::OneOrList, Value::Object(_) | Value::Bool(_)) => {
+        match (holds, value.view()) {
+            (Holds::One, _) | (Holds::OneOrList, View::Object(_) | View::Bool(_)) => {
                 self.child(value, place, [first, None], branches, 1);
             }
-            (Holds::List | Holds::OneOrList, Value::Array(items)) => {
+            (Holds::List | Holds::OneOrList, View::Array(items)) => {
                 for (index, item) in items.iter().enumerate() {
                     let token = Token::Index(index);
                     place.path.push(token);
@@ -304,8 +311,8 @@ impl<'f, 'a> Walker<'f, 'a> {
                     place.path.pop();
                 }
             }
-            (Holds::Map | Holds::Dependencies, Value::Object(entries)) => {
-                for (name, item) in entries {
+            (Holds::Map | Holds::Dependencies, View::Object(entries)) => {
+                for (name, item) in entries.members() {
                     let token = Token::Key(name);
                     place.path.push(token);
                     if keyword == "patternProperties" {
@@ -318,7 +325,7 @@ impl<'f, 'a> Walker<'f, 'a> {
                     place.path.pop();
                 }
             }
-            (_, other) => {
+            _ => {
                 let expected = match holds {
                     Holds::One | Holds::OneOrList => "a schema",
                     Holds::Map | Holds::Dependencies => "an object of schemas",
@@ -327,7 +334,7 @@ impl<'f, 'a> Walker<'f, 'a> {
                 self.findings.push(
                     Rule::NotASchema,
                     render(place.path),
-                    format!("`{keyword}` must hold {expected}, found {}", kind(other)),
+                    format!("`{keyword}` must hold {expected}, found {}", kind(value)),
                 );
             }
         }
@@ -336,7 +343,7 @@ impl<'f, 'a> Walker<'f, 'a> {
     /// Visits one subschema `levels` JSON levels below the enclosing schema.
     fn child(
         &mut self,
-        value: &'a Value,
+        value: &'a N,
         place: &mut Place<'_, 'a>,
         steps: [Option<Token<'a>>; 2],
         branch: bool,
@@ -363,17 +370,17 @@ impl<'f, 'a> Walker<'f, 'a> {
         self.schema(value, &mut below, steps);
     }
 
-    fn reference(&mut self, value: &'a Value, node: usize, place: &mut Place<'_, 'a>) {
-        match value {
-            Value::String(reference) => self.schemas.refs.push(RefSite {
+    fn reference(&mut self, value: &'a N, node: usize, place: &mut Place<'_, 'a>) {
+        match value.as_str() {
+            Some(reference) => self.schemas.refs.push(RefSite {
                 from: node,
                 reference,
                 under_embedded_id: place.under_embedded_id,
             }),
-            other => self.findings.push(
+            None => self.findings.push(
                 Rule::InvalidRef,
                 render_with(place.path, "$ref"),
-                format!("`$ref` must be a string, found {}", kind(other)),
+                format!("`$ref` must be a string, found {}", kind(value)),
             ),
         }
     }
@@ -386,21 +393,21 @@ impl<'f, 'a> Walker<'f, 'a> {
     }
 }
 
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
+fn kind<N: Node>(value: &N) -> &'static str {
+    match value.view() {
+        View::Null => "null",
+        View::Bool(_) => "a boolean",
+        View::Number(_) => "a number",
+        View::String(_) => "a string",
+        View::Array(_) => "an array",
+        View::Object(_) => "an object",
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn walked(doc: &Value) -> (Vec<(Rule, String)>, usize, Vec<String>) {
         let mut findings = Findings::default();

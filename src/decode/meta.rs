@@ -8,8 +8,6 @@
 //! - an unknown `checkfu.*` key, or a known key outside its carrier, is ignored with a
 //!   diagnostic; keys of other namespaces are not ours to judge.
 
-use serde_json::Value;
-
 use super::envelope::Meta;
 use super::report::{DecodeError, Report, SlotReport, SlotStatus};
 use super::tables::{self, Part, SlotClass, META_NAMESPACE, SLOTS};
@@ -43,9 +41,8 @@ pub fn apply(meta: &Meta, method: &str, part: Part, report: &mut Report) -> Resu
         // (hashed maps, owned strings) cost more than the check itself.
         let outcome = match (slot.check)(value) {
             Err(e) => Err((e.pointer(), e.message.to_string())),
-            // The safety profile reads a `Value`; it guards only the few schema-carrying
-            // slots, so only they convert.
-            Ok(()) if slot.safety_profile => profile(&value.to_value()),
+            // The safety profile reads the same tree; it guards only the schema-carrying slots.
+            Ok(()) if slot.safety_profile => profile(value),
             Ok(()) => Ok(()),
         };
         let status = match (outcome, slot.class) {
@@ -83,8 +80,8 @@ pub fn apply(meta: &Meta, method: &str, part: Part, report: &mut Report) -> Resu
 }
 
 /// The bounded safety profile, for author-supplied schemas.
-fn profile(value: &Value) -> Result<(), (String, String)> {
-    let verdict = checkfu_wire_safety::lint_value(value);
+fn profile(value: &Json<'_>) -> Result<(), (String, String)> {
+    let verdict = checkfu_wire_safety::lint(value);
     if verdict.accepted {
         return Ok(());
     }

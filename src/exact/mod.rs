@@ -4,6 +4,7 @@
 //! wire, or a view of a `Value`); a generated decoder first runs that check, then
 //! deserializes into the typify type. [`Invalid`] says where and why a value was rejected.
 
+mod safety_node;
 mod tree;
 
 use std::borrow::Cow;

@@ -111,7 +111,7 @@ impl<'a> Json<'a> {
         }
     }
 
-    /// The same value as a `serde_json::Value`, for code that reads one (the safety profile).
+    /// The same value as a `serde_json::Value`, for code that reads one.
     pub fn to_value(&self) -> Value {
         match self {
             Json::Null => Value::Null,
@@ -238,6 +238,7 @@ pub struct Str<'a>(pub &'a Bump);
 
 impl<'de: 'a, 'a> DeserializeSeed<'de> for Str<'a> {
     type Value = &'a str;
+    #[inline]
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<&'a str, D::Error> {
         deserializer.deserialize_str(self)
     }
@@ -248,6 +249,7 @@ impl<'de: 'a, 'a> Visitor<'de> for Str<'a> {
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a string")
     }
+    #[inline]
     fn visit_borrowed_str<E>(self, s: &'de str) -> Result<&'a str, E> {
         Ok(s)
     }
