@@ -201,7 +201,7 @@ impl<'de: 'a, 'a> Visitor<'de> for Tree<'a> {
         self.deserialize(deserializer)
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Json<'a>, A::Error> {
-        let mut items = ArenaVec::new_in(self.0);
+        let mut items = ArenaVec::with_capacity_in(INITIAL_CAPACITY, self.0);
         while let Some(item) = seq.next_element_seed(self)? {
             items.push(item);
         }
@@ -258,6 +258,11 @@ impl<'de: 'a, 'a> Visitor<'de> for Str<'a> {
     }
 }
 
+/// Room reserved for the members or items of a container before the first is read: the
+/// arena is reset per message, so unused room costs nothing, while growing a vector in it
+/// copies the members each time.
+const INITIAL_CAPACITY: usize = 8;
+
 /// Past this many members an object's keys are indexed rather than searched, so that a
 /// hostile object with many keys costs linear time, not quadratic.
 const LINEAR_MEMBERS: usize = 16;
@@ -271,7 +276,7 @@ pub(crate) struct Members<'a> {
 
 impl<'a> Members<'a> {
     pub(crate) fn new_in(arena: &'a Bump) -> Self {
-        Members { list: ArenaVec::new_in(arena), index: None }
+        Members { list: ArenaVec::with_capacity_in(INITIAL_CAPACITY, arena), index: None }
     }
 
     pub(crate) fn into_slice(self) -> &'a [(&'a str, Json<'a>)] {
