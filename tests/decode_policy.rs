@@ -216,9 +216,10 @@ fn member_order_does_not_change_the_verdict() {
     );
 }
 
-/// Members the policy does not read are skipped on serde_json's fast path, which counts no
-/// depth; their nesting is measured instead. At every place such a member can sit, the
-/// decoder must reject exactly the messages serde_json's own limit rejects.
+/// Members the policy does not read are skipped, and those it keeps as text (`id`,
+/// `error`, `protocolVersion`) are read raw, on serde_json's iterative path that counts no
+/// depth. At every place such a member can sit, the decoder must reject exactly the
+/// messages serde_json's own limit rejects.
 #[test]
 fn skipped_members_are_held_to_serde_jsons_depth_limit() {
     let sites = [

@@ -26,16 +26,16 @@ use super::tables::META_NAMESPACE;
 use crate::exact::{raw_value_tree, Json, Members, Str, Tree, RAW_VALUE_TOKEN};
 
 /// serde_json's recursion limit, which every parse here runs under: the containers the
-/// pass reads through are counted by serde_json itself, the values it skips by
+/// pass reads or skips are counted by serde_json itself, the members kept as raw text by
 /// [`RawAt`]. ACP messages nest a handful of levels; a hostile line must not cost stack.
 pub const MAX_DEPTH: usize = 128;
 
 /// The visitor methods of a value that only objects carry parts of: a scalar or an array
-/// is skipped and reads as empty. `$level` is the nesting of the value's elements.
+/// is skipped and reads as empty.
 macro_rules! non_objects_read_as {
-    ($empty:expr, $ty:ty, $level:expr) => {
+    ($empty:expr, $ty:ty) => {
         fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<$ty, A::Error> {
-            while seq.next_element_seed(SkipAt($level))?.is_some() {}
+            while seq.next_element_seed(Skip)?.is_some() {}
             Ok($empty)
         }
         fn visit_bool<E>(self, _: bool) -> Result<$ty, E> {
@@ -64,11 +64,39 @@ macro_rules! non_objects_read_as {
 /// serde_json's defaults can parse it.
 const MAX_NESTING: usize = MAX_DEPTH - 1;
 
-/// Reads a value the policy does not look into as its raw text: serde_json skips it on its
-/// fast iterative path (as the parse floor does), which counts no depth, so the text is
-/// measured here against what is left of the limit below the `level` containers around
-/// it. Values shorter than twice that budget cannot reach it, and neither can values with
-/// fewer brackets; only the rest are scanned.
+/// Skips a value the policy does not look into. Scalars cost a scan; containers go
+/// through serde_json's recursive path, so its recursion limit counts them (serde's
+/// `IgnoredAny` takes an iterative path that counts no depth). Object keys inside are
+/// skipped unread.
+pub struct Skip;
+
+impl<'de> DeserializeSeed<'de> for Skip {
+    type Value = ();
+    #[inline]
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Skip {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while map.next_key::<de::IgnoredAny>()?.is_some() {
+            map.next_value_seed(Skip)?;
+        }
+        Ok(())
+    }
+    non_objects_read_as!((), ());
+}
+
+/// Reads a member whose text the decoder keeps (`jsonrpc`, `id`, `error`,
+/// `protocolVersion`). serde_json reads a raw value on its iterative path, which counts no
+/// depth, so the text is measured here against what is left of the limit below the
+/// `level` containers around it. Values shorter than twice that budget cannot reach it,
+/// and neither can values with fewer brackets; only the rest are scanned.
 pub struct RawAt(pub usize);
 
 impl<'de> DeserializeSeed<'de> for RawAt {
@@ -82,17 +110,6 @@ impl<'de> DeserializeSeed<'de> for RawAt {
         } else {
             Err(de::Error::custom(format_args!("recursion limit exceeded: nested deeper than {MAX_NESTING} levels")))
         }
-    }
-}
-
-/// Skips a value inside `level` containers (see [`RawAt`]).
-pub struct SkipAt(pub usize);
-
-impl<'de> DeserializeSeed<'de> for SkipAt {
-    type Value = ();
-    #[inline]
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        RawAt(self.0).deserialize(deserializer).map(drop)
     }
 }
 
@@ -261,20 +278,20 @@ impl<'de: 'a, 'a> Visitor<'de> for BodySeed<'_, 'a> {
         let (body, arena) = (self.body, self.arena);
         while let Some(key) = map.next_key_seed(Str(arena))? {
             match key {
-                "_meta" => once(&mut body.meta, map.next_value_seed(MetaSeed { arena, keep_all: false, level: 3 })?, "_meta")?,
+                "_meta" => once(&mut body.meta, map.next_value_seed(MetaSeed { arena, keep_all: false })?, "_meta")?,
                 "update" => {
                     mark(&mut body.update.present, "update")?;
                     map.next_value_seed(MemberSeed { member: &mut body.update, arena })?;
                 }
                 "stopReason" => once(&mut body.stop_reason, map.next_value_seed(Str(arena))?, "stopReason")?,
                 "protocolVersion" => once(&mut body.protocol_version, map.next_value_seed(RawAt(2))?, "protocolVersion")?,
-                _ => map.next_value_seed(SkipAt(2))?,
+                _ => map.next_value_seed(Skip)?,
             }
         }
         Ok(())
     }
 
-    non_objects_read_as!((), (), 2);
+    non_objects_read_as!((), ());
 }
 
 /// A body read whole into `tree`, its `_meta` also read into `meta`.
@@ -302,7 +319,7 @@ impl<'de: 'a, 'a> Visitor<'de> for TreeBody<'_, 'a> {
             }
             if key == "_meta" {
                 // Every member kept, so the tree holds `_meta` whole for the check.
-                let meta = map.next_value_seed(MetaSeed { arena, keep_all: true, level: 3 })?;
+                let meta = map.next_value_seed(MetaSeed { arena, keep_all: true })?;
                 let value = meta.to_json(arena);
                 once(&mut body.meta, meta, "_meta")?;
                 members.insert(key, value);
@@ -382,14 +399,14 @@ impl<'de: 'a, 'a> Visitor<'de> for MemberSeed<'_, 'a> {
         member.is_object = true;
         while let Some(key) = map.next_key_seed(Str(arena))? {
             match key {
-                "_meta" => once(&mut member.meta, map.next_value_seed(MetaSeed { arena, keep_all: false, level: 4 })?, "_meta")?,
+                "_meta" => once(&mut member.meta, map.next_value_seed(MetaSeed { arena, keep_all: false })?, "_meta")?,
                 "sessionUpdate" => once(&mut member.session_update, map.next_value_seed(Str(arena))?, "sessionUpdate")?,
-                _ => map.next_value_seed(SkipAt(3))?,
+                _ => map.next_value_seed(Skip)?,
             }
         }
         Ok(())
     }
-    non_objects_read_as!((), (), 3);
+    non_objects_read_as!((), ());
 }
 
 /// The members of a `_meta` object, read in the same pass as the envelope: the value of
@@ -410,8 +427,6 @@ impl<'a> Meta<'a> {
 struct MetaSeed<'a> {
     arena: &'a Bump,
     keep_all: bool,
-    /// Containers around the members' values (for the depth of those skipped).
-    level: usize,
 }
 
 impl<'de: 'a, 'a> DeserializeSeed<'de> for MetaSeed<'a> {
@@ -438,7 +453,7 @@ impl<'de: 'a, 'a> Visitor<'de> for MetaSeed<'a> {
             let value = if self.keep_all || key.starts_with(META_NAMESPACE) {
                 Some(map.next_value_seed(Tree(arena))?)
             } else {
-                map.next_value_seed(SkipAt(self.level))?;
+                map.next_value_seed(Skip)?;
                 None
             };
             members.push((key, value));

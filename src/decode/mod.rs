@@ -119,7 +119,7 @@ impl Stream {
         let text = std::str::from_utf8(bytes).map_err(|e| DecodeError::InvalidUtf8 { at: e.valid_up_to() })?;
         if !text.trim_start().starts_with('{') {
             let mut de = serde_json::Deserializer::from_str(text);
-            return Err(match envelope::SkipAt(0).deserialize(&mut de).and_then(|()| de.end()) {
+            return Err(match envelope::Skip.deserialize(&mut de).and_then(|()| de.end()) {
                 Ok(()) => DecodeError::NotAnObject,
                 Err(e) => json_error(e),
             });
