@@ -224,6 +224,7 @@ fn member_order_does_not_change_the_verdict() {
 fn skipped_members_are_held_to_serde_jsons_depth_limit() {
     let sites = [
         r#"{"jsonrpc":"2.0","id":X,"method":"session/cancel","params":{}}"#,
+        r#"{"jsonrpc":X,"id":1,"method":"session/new","params":{}}"#,
         r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","mcpServers":[],"deep":X}}"#,
         r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":[X]}"#,
         r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"_meta":{"vendor.deep":X}}}"#,
@@ -249,6 +250,17 @@ fn skipped_members_are_held_to_serde_jsons_depth_limit() {
             verdicts.push(too_deep);
         }
         assert!(verdicts.contains(&true) && verdicts.contains(&false), "{site}: the boundary lies in the range");
+    }
+}
+
+#[test]
+fn jsonrpc_is_the_string_two_point_zero_however_escaped() {
+    let message = |version: &str| format!(r#"{{"jsonrpc":{version},"method":"session/cancel","params":{{"sessionId":"s"}}}}"#);
+    assert!(Decoder::new().decode(message(r#""2.0""#).as_bytes(), None).accepted);
+    assert!(Decoder::new().decode(message(r#""2\u002e0""#).as_bytes(), None).accepted);
+    for other in [r#""2.00""#, "2.0", "2", r#"["2.0"]"#, r#"{"v":"2.0"}"#, "null", "true"] {
+        let report = Decoder::new().decode(message(other).as_bytes(), None);
+        assert_eq!(error_code(&report), "bad_jsonrpc", "{other}");
     }
 }
 

@@ -92,10 +92,52 @@ impl<'de> Visitor<'de> for Skip {
     non_objects_read_as!((), ());
 }
 
-/// Reads a member whose text the decoder keeps (`jsonrpc`, `id`, `error`,
-/// `protocolVersion`). serde_json reads a raw value on its iterative path, which counts no
-/// depth, so the text is measured here against what is left of the limit below the
-/// `level` containers around it. Values shorter than twice that budget cannot reach it,
+/// Reads `jsonrpc`: whether it is the string `"2.0"` (any other value is skipped).
+struct Version;
+
+impl<'de> DeserializeSeed<'de> for Version {
+    type Value = bool;
+    #[inline]
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Version {
+    type Value = bool;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_str<E>(self, v: &str) -> Result<bool, E> {
+        Ok(v == "2.0")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<bool, A::Error> {
+        Skip.visit_map(map).map(|()| false)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<bool, A::Error> {
+        Skip.visit_seq(seq).map(|()| false)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_unit<E>(self) -> Result<bool, E> {
+        Ok(false)
+    }
+}
+
+/// Reads a member whose text the decoder keeps (`id`, `error`, `protocolVersion`).
+/// serde_json reads a raw value on its iterative path, which counts no depth, so the text
+/// is measured here against what is left of the limit below the `level` containers
+/// around it. Values shorter than twice that budget cannot reach it,
 /// and neither can values with fewer brackets; only the rest are scanned.
 pub struct RawAt(pub usize);
 
@@ -174,7 +216,8 @@ pub trait Trees {
 /// message, or the arena when they had escapes; nothing here owns memory.
 #[derive(Default)]
 pub struct Parts<'a> {
-    pub jsonrpc: Option<&'a RawValue>,
+    /// Present, and whether it is the string `"2.0"`.
+    pub jsonrpc: Option<bool>,
     pub id: Option<&'a RawValue>,
     pub method: Option<&'a str>,
     pub params: Body<'a>,
@@ -212,7 +255,7 @@ impl<'de: 'a, 'a, T: Trees> Visitor<'de> for EnvelopeSeed<'_, 'a, '_, T> {
         let (parts, arena) = (self.parts, self.arena);
         while let Some(key) = map.next_key_seed(Str(arena))? {
             match key {
-                "jsonrpc" => once(&mut parts.jsonrpc, map.next_value_seed(RawAt(1))?, "jsonrpc")?,
+                "jsonrpc" => once(&mut parts.jsonrpc, map.next_value_seed(Version)?, "jsonrpc")?,
                 "id" => once(&mut parts.id, map.next_value_seed(RawAt(1))?, "id")?,
                 "method" => once(&mut parts.method, map.next_value_seed(Str(arena))?, "method")?,
                 "params" => {

@@ -324,11 +324,9 @@ fn json_error(e: serde_json::Error) -> DecodeError {
     }
 }
 
-fn check_jsonrpc(raw: Option<&RawValue>) -> Result<(), DecodeError> {
-    let ok = raw.is_some_and(|r| r.get() == "\"2.0\"" || serde_json::from_str::<String>(r.get()).is_ok_and(|s| s == "2.0"));
-    if ok {
-        Ok(())
-    } else {
-        Err(DecodeError::BadJsonrpc)
+fn check_jsonrpc(version: Option<bool>) -> Result<(), DecodeError> {
+    match version {
+        Some(true) => Ok(()),
+        _ => Err(DecodeError::BadJsonrpc),
     }
 }
