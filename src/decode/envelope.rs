@@ -206,20 +206,26 @@ fn mark<E: de::Error>(present: &mut bool, name: &'static str) -> Result<(), E> {
 
 /// Which bodies the decoder wants as whole trees, asked while the envelope is read.
 pub trait Trees {
+    /// What the decoder knows of a method, looked up once, when its name is read.
+    type Method: Copy;
+    /// The method of that name, if the decoder knows it.
+    fn method(&self, name: &str) -> Option<Self::Method>;
     /// `params` of a request or notification of `method`.
-    fn params(&self, method: &str) -> bool;
+    fn params(&self, method: Self::Method) -> bool;
     /// `result` of the response with this id (its raw JSON text).
     fn result(&self, id: &str) -> bool;
 }
 
 /// The members JSON-RPC 2.0 allows, as far as the policy reads them. Strings borrow the
-/// message, or the arena when they had escapes; nothing here owns memory.
-#[derive(Default)]
-pub struct Parts<'a> {
+/// message, or the arena when they had escapes; nothing here owns memory. `M` is what
+/// the decoder knows of the method (`Trees::Method`).
+pub struct Parts<'a, M> {
     /// Present, and whether it is the string `"2.0"`.
     pub jsonrpc: Option<bool>,
     pub id: Option<&'a RawValue>,
     pub method: Option<&'a str>,
+    /// The method of that name, when the decoder knows it.
+    pub known: Option<M>,
     pub params: Body<'a>,
     pub result: Body<'a>,
     pub error: Option<&'a RawValue>,
@@ -227,18 +233,32 @@ pub struct Parts<'a> {
 
 const FIELDS: &[&str] = &["jsonrpc", "id", "method", "params", "result", "error"];
 
-impl<'a> Parts<'a> {
+impl<'a, M> Default for Parts<'a, M> {
+    fn default() -> Self {
+        Parts {
+            jsonrpc: None,
+            id: None,
+            method: None,
+            known: None,
+            params: Body::default(),
+            result: Body::default(),
+            error: None,
+        }
+    }
+}
+
+impl<'a, M: Copy> Parts<'a, M> {
     /// Reads `text`, a JSON object, into these parts, building trees in `arena`. Anything
     /// but the six JSON-RPC members is an envelope error.
-    pub fn read<T: Trees>(&mut self, text: &'a str, arena: &'a Bump, trees: &T) -> Result<(), serde_json::Error> {
+    pub fn read<T: Trees<Method = M>>(&mut self, text: &'a str, arena: &'a Bump, trees: &T) -> Result<(), serde_json::Error> {
         let mut de = serde_json::Deserializer::from_str(text);
         de.deserialize_map(EnvelopeSeed { parts: self, arena, trees })?;
         de.end()
     }
 }
 
-struct EnvelopeSeed<'p, 'a, 't, T> {
-    parts: &'p mut Parts<'a>,
+struct EnvelopeSeed<'p, 'a, 't, T: Trees> {
+    parts: &'p mut Parts<'a, T::Method>,
     arena: &'a Bump,
     trees: &'t T,
 }
@@ -257,10 +277,14 @@ impl<'de: 'a, 'a, T: Trees> Visitor<'de> for EnvelopeSeed<'_, 'a, '_, T> {
             match key {
                 "jsonrpc" => once(&mut parts.jsonrpc, map.next_value_seed(Version)?, "jsonrpc")?,
                 "id" => once(&mut parts.id, map.next_value_seed(RawAt(1))?, "id")?,
-                "method" => once(&mut parts.method, map.next_value_seed(Str(arena))?, "method")?,
+                "method" => {
+                    let name = map.next_value_seed(Str(arena))?;
+                    once(&mut parts.method, name, "method")?;
+                    parts.known = self.trees.method(name);
+                }
                 "params" => {
                     mark(&mut parts.params.present, "params")?;
-                    let tree = parts.method.is_some_and(|m| self.trees.params(m));
+                    let tree = parts.known.is_some_and(|m| self.trees.params(m));
                     map.next_value_seed(BodySeed { body: &mut parts.params, arena, tree })?;
                 }
                 "result" => {
@@ -522,7 +546,11 @@ mod tests {
 
     struct NoTrees;
     impl Trees for NoTrees {
-        fn params(&self, _: &str) -> bool {
+        type Method = ();
+        fn method(&self, _: &str) -> Option<()> {
+            Some(())
+        }
+        fn params(&self, (): ()) -> bool {
             false
         }
         fn result(&self, _: &str) -> bool {
@@ -532,7 +560,11 @@ mod tests {
 
     struct AllTrees;
     impl Trees for AllTrees {
-        fn params(&self, _: &str) -> bool {
+        type Method = ();
+        fn method(&self, _: &str) -> Option<()> {
+            Some(())
+        }
+        fn params(&self, (): ()) -> bool {
             true
         }
         fn result(&self, _: &str) -> bool {
@@ -540,7 +572,7 @@ mod tests {
         }
     }
 
-    fn read<'a, T: Trees>(text: &'a str, trees: &T) -> Result<Parts<'a>, serde_json::Error> {
+    fn read<'a, T: Trees<Method = ()>>(text: &'a str, trees: &T) -> Result<Parts<'a, ()>, serde_json::Error> {
         // Each test reads a few small messages; leaking their arenas keeps the cases short.
         let arena: &'a Bump = Box::leak(Box::new(Bump::new()));
         let mut parts = Parts::default();

@@ -78,8 +78,12 @@ fn apply_meta(meta: Option<&envelope::Meta>, method: &str, at: Part, report: &mu
 /// What the envelope pass should read whole: the params of a method with a typed params
 /// check, the result answering a request with a typed result check.
 impl envelope::Trees for Stream {
-    fn params(&self, method: &str) -> bool {
-        tables::method(method).is_some_and(|m| m.params_check.is_some() && m.envelope_check.is_none())
+    type Method = &'static MethodDecoder;
+    fn method(&self, name: &str) -> Option<&'static MethodDecoder> {
+        tables::method(name)
+    }
+    fn params(&self, method: &'static MethodDecoder) -> bool {
+        method.params_check.is_some() && method.envelope_check.is_none()
     }
     fn result(&self, id: &str) -> bool {
         self.pending.get(id).is_some_and(|(m, _)| m.result_check.is_some() && m.envelope_check.is_none())
@@ -117,7 +121,8 @@ impl Decoder {
 impl Stream {
     fn run(&mut self, arena: &Bump, bytes: &[u8], hint: Option<WireDirection>, report: &mut Report) -> Result<(), DecodeError> {
         let text = std::str::from_utf8(bytes).map_err(|e| DecodeError::InvalidUtf8 { at: e.valid_up_to() })?;
-        if !text.trim_start().starts_with('{') {
+        let first = text.bytes().find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
+        if first != Some(b'{') {
             let mut de = serde_json::Deserializer::from_str(text);
             return Err(match envelope::Skip.deserialize(&mut de).and_then(|()| de.end()) {
                 Ok(()) => DecodeError::NotAnObject,
@@ -129,7 +134,7 @@ impl Stream {
         let mut parts = envelope::Parts::default();
         parts.read(text, arena, self).map_err(json_error)?;
         if let Some(name) = parts.method {
-            let method = tables::method(name).ok_or_else(|| DecodeError::UnknownMethod { method: name.to_string() })?;
+            let method = parts.known.ok_or_else(|| DecodeError::UnknownMethod { method: name.to_string() })?;
             report.method = Some(method.name);
             report.source = Some(method.source);
             if let Some(whole) = method.envelope_check {
@@ -149,7 +154,7 @@ impl Stream {
         &mut self,
         text: &'a str,
         arena: &'a Bump,
-        parts: &mut envelope::Parts<'a>,
+        parts: &mut envelope::Parts<'a, &'static MethodDecoder>,
         method: &'static MethodDecoder,
         hint: Option<WireDirection>,
         report: &mut Report,
@@ -202,7 +207,7 @@ impl Stream {
         &mut self,
         text: &'a str,
         arena: &'a Bump,
-        parts: &mut envelope::Parts<'a>,
+        parts: &mut envelope::Parts<'a, &'static MethodDecoder>,
         hint: Option<WireDirection>,
         report: &mut Report,
     ) -> Result<(), DecodeError> {
@@ -286,7 +291,7 @@ impl Stream {
 fn family_message<'a>(
     text: &'a str,
     arena: &'a Bump,
-    parts: &envelope::Parts,
+    parts: &envelope::Parts<&'static MethodDecoder>,
     method: &'static MethodDecoder,
     whole: tables::Check,
     report: &mut Report,
