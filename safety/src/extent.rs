@@ -126,12 +126,19 @@ fn own_bytes<N: Node>(value: &N) -> usize {
     match value.view() {
         View::Null | View::Bool(true) => 4,
         View::Bool(false) => 5,
-        View::Number(number) => {
-            let mut counter = ByteCounter(0);
-            // Writing into a counter cannot fail; it only avoids allocating.
-            let _ = std::fmt::Write::write_fmt(&mut counter, format_args!("{number}"));
-            counter.0
-        }
+        // serde_json writes integers with itoa, whose buffer gives the same text without
+        // the formatting machinery; floats (rare in schemas) are measured as it displays
+        // them, whatever float formatter it uses.
+        View::Number(number) => match (number.as_u64(), number.as_i64()) {
+            (Some(n), _) => itoa::Buffer::new().format(n).len(),
+            (None, Some(n)) => itoa::Buffer::new().format(n).len(),
+            (None, None) => {
+                let mut counter = ByteCounter(0);
+                // Writing into a counter cannot fail; it only avoids allocating.
+                let _ = std::fmt::Write::write_fmt(&mut counter, format_args!("{number}"));
+                counter.0
+            }
+        },
         View::String(text) => string_bytes(text),
         View::Array(items) => 2 + items.len().saturating_sub(1),
         View::Object(map) => {
@@ -140,6 +147,7 @@ fn own_bytes<N: Node>(value: &N) -> usize {
         }
     }
 }
+
 
 /// A `fmt::Write` sink that only counts bytes.
 struct ByteCounter(usize);
@@ -153,6 +161,10 @@ impl std::fmt::Write for ByteCounter {
 
 /// Length of a JSON string literal as serde_json writes it.
 fn string_bytes(text: &str) -> usize {
+    // Most strings need no escape at all; one cheap pass says so.
+    if !text.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        return 2 + text.len();
+    }
     let escapes: usize = text
         .bytes()
         .map(|b| match b {
@@ -203,7 +215,8 @@ mod tests {
 
     #[test]
     fn own_bytes_match_serde_json_compact_output() {
-        let doc = json!({"a\"b": [1, -2.5, "x\ny\u{1}", null, true, false, {}], "": "é"});
+        let doc = json!({"a\"b": [1, -2.5, "x\ny\u{1}", null, true, false, {}], "": "é",
+            "numbers": [0, -0.0, 0.1, 1.5e-7, 1e300, -1e-300, u64::MAX, i64::MIN, 123456789.125]});
         let mut total = 0;
         let mut stack = vec![&doc];
         while let Some(value) = stack.pop() {
@@ -213,6 +226,9 @@ mod tests {
                 Value::Object(map) => stack.extend(map.values()),
                 _ => {}
             }
+        }
+        for n in doc["numbers"].as_array().expect("numbers") {
+            assert_eq!(own_bytes(n), n.to_string().len(), "{n}");
         }
         assert_eq!(total, serde_json::to_string(&doc).unwrap().len());
     }
