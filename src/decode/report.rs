@@ -141,9 +141,11 @@ pub struct Report {
     /// Which table the method came from: `acp`, `checkfu`, `goose`, `khy-os`.
     pub source: Option<&'static str>,
     pub direction: Option<WireDirection>,
-    /// Inline up to four: a message carries a few `checkfu.*` members at most, and an
-    /// allocation per message that has one was a measurable share of decoding it.
-    pub slots: SmallVec<[SlotReport; 4]>,
+    /// One inline: most messages carry at most one `checkfu.*` member, and an allocation
+    /// per message that has one was a measurable share of decoding it; more inline would
+    /// grow the report past what returning it copies without a `memcpy` call (2% of a
+    /// turn), for the one `session/new` that carries several.
+    pub slots: SmallVec<[SlotReport; 1]>,
     pub diagnostics: Vec<String>,
     /// Boxed: rejections are rare, and every accepted message would otherwise carry (and
     /// move) room for the largest error.
