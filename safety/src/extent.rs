@@ -35,7 +35,10 @@ enum Step<'a, N> {
 pub(crate) fn measure<N: Node>(doc: &N, findings: &mut Findings) -> Extent {
     let mut bytes: usize = 0;
     let mut deep = false;
-    let mut stack = vec![(doc, 0usize)];
+    // Room for a typical schema's pending values up front: growing the stack a few
+    // times cost more than the walk of a small schema.
+    let mut stack = Vec::with_capacity(64);
+    stack.push((doc, 0usize));
     while let Some((value, depth)) = stack.pop() {
         bytes = bytes.saturating_add(own_bytes(value));
         if bytes > MAX_DOCUMENT_BYTES {
