@@ -7,6 +7,8 @@
 //! `serde_json::Value::pointer` but is written out so that a malformed pointer
 //! is told apart from a missing target, and so that it works on any [`Node`].
 
+use std::collections::HashMap;
+
 use crate::node::{Node, Object, View};
 
 /// One step from a JSON value to one of its children.
@@ -137,12 +139,34 @@ fn unescape_token(token: &str) -> Result<String, PointerError> {
     Ok(out)
 }
 
+/// Objects with more members than this are looked up through a key index
+/// built on first use, not by [`Object::get`] (a linear scan for some trees):
+/// a hostile document can point hundreds of `$ref`s into one wide object.
+const INDEXED_MEMBERS: usize = 16;
+
+/// Key indexes of the wide objects a document's references have passed
+/// through, by the object node's address, kept across [`resolve`] calls.
+pub(crate) struct KeyIndexes<'a, N> {
+    objects: HashMap<*const N, HashMap<&'a str, &'a N>>,
+}
+
+impl<N> Default for KeyIndexes<'_, N> {
+    fn default() -> Self {
+        KeyIndexes { objects: HashMap::new() }
+    }
+}
+
 /// Follows decoded tokens from `doc`. Array indices must be written in
 /// canonical decimal (no sign, no leading zero), as RFC 6901 requires.
-pub(crate) fn resolve<'a, N: Node>(doc: &'a N, tokens: &[String]) -> Option<&'a N> {
+pub(crate) fn resolve<'a, N: Node>(doc: &'a N, tokens: &[String], indexes: &mut KeyIndexes<'a, N>) -> Option<&'a N> {
     let mut here = doc;
     for token in tokens {
         here = match here.view() {
+            View::Object(map) if map.len() > INDEXED_MEMBERS => *indexes
+                .objects
+                .entry(here as *const N)
+                .or_insert_with(|| map.members().collect())
+                .get(token.as_str())?,
             View::Object(map) => map.get(token.as_str())?,
             View::Array(items) => items.get(parse_index(token)?)?,
             _ => return None,
@@ -208,13 +232,35 @@ mod tests {
     fn resolve_follows_objects_and_canonical_indices() {
         let doc = json!({"a": [{"b": 1}, 2], "": {"x": true}});
         let t = |s: &str| decode_fragment(s).unwrap();
-        assert_eq!(resolve(&doc, &t("/a/0/b")), Some(&json!(1)));
-        assert_eq!(resolve(&doc, &t("//x")), Some(&json!(true)));
-        assert_eq!(resolve(&doc, &t("/a/01")), None);
-        assert_eq!(resolve(&doc, &t("/a/-")), None);
-        assert_eq!(resolve(&doc, &t("/a/+1")), None);
-        assert_eq!(resolve(&doc, &t("/a/2")), None);
-        assert_eq!(resolve(&doc, &t("/a/0/b/c")), None);
-        assert_eq!(resolve(&doc, &t("")), Some(&doc));
+        assert_eq!(resolve(&doc, &t("/a/0/b"), &mut KeyIndexes::default()), Some(&json!(1)));
+        assert_eq!(resolve(&doc, &t("//x"), &mut KeyIndexes::default()), Some(&json!(true)));
+        assert_eq!(resolve(&doc, &t("/a/01"), &mut KeyIndexes::default()), None);
+        assert_eq!(resolve(&doc, &t("/a/-"), &mut KeyIndexes::default()), None);
+        assert_eq!(resolve(&doc, &t("/a/+1"), &mut KeyIndexes::default()), None);
+        assert_eq!(resolve(&doc, &t("/a/2"), &mut KeyIndexes::default()), None);
+        assert_eq!(resolve(&doc, &t("/a/0/b/c"), &mut KeyIndexes::default()), None);
+        assert_eq!(resolve(&doc, &t(""), &mut KeyIndexes::default()), Some(&doc));
+    }
+
+    /// Wide objects are looked up through an index built once and kept; the
+    /// answers must be the members themselves, as an unindexed lookup finds.
+    #[test]
+    fn wide_objects_resolve_through_a_kept_index() {
+        let mut wide = serde_json::Map::new();
+        for i in 0..40 {
+            wide.insert(format!("k{i}"), json!({"i": i}));
+        }
+        wide.insert("a/b".into(), json!("slash"));
+        let doc = json!({"w": wide});
+        let t = |s: &str| decode_fragment(s).unwrap();
+        let mut indexes = KeyIndexes::default();
+        for pointer in ["/w/k0/i", "/w/k39", "/w/a~1b", "/w/k39/i", "/w/missing", "/w/k7/i/x"] {
+            let found = resolve(&doc, &t(pointer), &mut indexes);
+            assert_eq!(found, doc.pointer(pointer), "{pointer}");
+            if let Some(node) = found {
+                assert!(std::ptr::eq(node, doc.pointer(pointer).expect("present")), "{pointer}: the member itself");
+            }
+        }
+        assert_eq!(indexes.objects.len(), 1, "one wide object, indexed once");
     }
 }

@@ -18,7 +18,7 @@ use std::collections::HashMap;
 
 use crate::limits::MAX_EXPANDED_SCHEMAS;
 use crate::node::Node;
-use crate::pointer::{decode_fragment, resolve};
+use crate::pointer::{decode_fragment, resolve, KeyIndexes};
 use crate::report::{Findings, Rule};
 use crate::walker::{AddressHasher, RefSite, Schemas};
 
@@ -36,10 +36,11 @@ pub(crate) fn check<N: Node>(doc: &N, schemas: &Schemas<'_, N>, findings: &mut F
         return;
     }
     let by_address = schemas.by_address();
+    let mut indexes = KeyIndexes::default();
     let targets: Vec<Option<usize>> = schemas
         .refs
         .iter()
-        .map(|site| land(doc, schemas, &by_address, site, findings))
+        .map(|site| land(doc, schemas, &by_address, &mut indexes, site, findings))
         .collect();
     let graph = Graph::build(schemas, &targets);
     let components = graph.components();
@@ -78,10 +79,11 @@ fn saturated(count: u64) -> String {
 
 /// Classifies one `$ref` and finds the schema it lands on, reporting why not
 /// when it cannot be followed.
-fn land<N: Node>(
-    doc: &N,
+fn land<'d, N: Node>(
+    doc: &'d N,
     schemas: &Schemas<'_, N>,
     by_address: &HashMap<*const N, usize, AddressHasher>,
+    indexes: &mut KeyIndexes<'d, N>,
     site: &RefSite<'_>,
     findings: &mut Findings,
 ) -> Option<usize> {
@@ -125,7 +127,7 @@ fn land<N: Node>(
             )
         }
     };
-    let Some(target) = resolve(doc, &tokens) else {
+    let Some(target) = resolve(doc, &tokens, indexes) else {
         return refuse(
             findings,
             Rule::MissingRefTarget,
