@@ -64,10 +64,11 @@ macro_rules! non_objects_read_as {
 /// serde_json's defaults can parse it.
 const MAX_NESTING: usize = MAX_DEPTH - 1;
 
-/// Skips a value the policy does not look into. Scalars cost a scan; containers go
-/// through serde_json's recursive path, so its recursion limit counts them (serde's
-/// `IgnoredAny` takes an iterative path that counts no depth). Object keys inside are
-/// skipped unread.
+/// Skips a value the policy does not look into, checking it as `serde_json::Value` would:
+/// strings are unescaped (so a lone surrogate is an error), numbers must fit an `f64`,
+/// and containers go through serde_json's recursive path, so its recursion limit counts
+/// them. serde's `IgnoredAny` checks none of that: its iterative path accepts what a
+/// consumer parsing the message would then reject.
 pub struct Skip;
 
 impl<'de> DeserializeSeed<'de> for Skip {
@@ -84,7 +85,8 @@ impl<'de> Visitor<'de> for Skip {
         f.write_str("a JSON value")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while map.next_key::<de::IgnoredAny>()?.is_some() {
+        // Keys through `Skip` too: `IgnoredAny` would not check their escapes.
+        while map.next_key_seed(Skip)?.is_some() {
             map.next_value_seed(Skip)?;
         }
         Ok(())
@@ -134,10 +136,14 @@ impl<'de> Visitor<'de> for Version {
     }
 }
 
+/// Marks an error raised by this module that is bad JSON, not a bad envelope (serde
+/// classes every error a visitor raises as data).
+pub const NOT_JSON: &str = "not JSON: ";
+
 /// Reads a member whose text the decoder keeps (`id`, `error`, `protocolVersion`).
-/// serde_json reads a raw value on its iterative path, which counts no depth, so the text
-/// is measured here against what is left of the limit below the `level` containers
-/// around it. Values shorter than twice that budget cannot reach it,
+/// serde_json reads a raw value on its iterative path, which counts no depth and checks
+/// no escapes or number ranges, so the text is measured here against what is left of the
+/// limit below the `level` containers around it, and then checked as [`Skip`] checks. Values shorter than twice that budget cannot reach it,
 /// and neither can values with fewer brackets; only the rest are scanned.
 pub struct RawAt(pub usize);
 
@@ -147,11 +153,21 @@ impl<'de> DeserializeSeed<'de> for RawAt {
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<&'de RawValue, D::Error> {
         let raw = <&RawValue>::deserialize(deserializer)?;
         let budget = MAX_NESTING.saturating_sub(self.0);
-        if nests_within(raw.get().as_bytes(), budget) {
-            Ok(raw)
-        } else {
-            Err(de::Error::custom(format_args!("recursion limit exceeded: nested deeper than {MAX_NESTING} levels")))
+        if !nests_within(raw.get().as_bytes(), budget) {
+            return Err(de::Error::custom(format_args!("recursion limit exceeded: nested deeper than {MAX_NESTING} levels")));
         }
+        // A raw value is read on the same lax path as `IgnoredAny`; read its (short) text
+        // again as `Skip` does, so that an id like `1e400` is refused here as `Value`
+        // would refuse it downstream.
+        let mut text = serde_json::Deserializer::from_str(raw.get());
+        Skip.deserialize(&mut text).map_err(|e| {
+            // The error is reported at the message's position (serde_json adds it), not
+            // at the position inside this member's text, and is marked as bad JSON.
+            let message = e.to_string();
+            let bare = message.strip_suffix(&format!(" at line {} column {}", e.line(), e.column())).unwrap_or(&message);
+            de::Error::custom(format_args!("{NOT_JSON}{bare}"))
+        })?;
+        Ok(raw)
     }
 }
 

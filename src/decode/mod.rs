@@ -323,6 +323,9 @@ fn json_error(e: serde_json::Error) -> DecodeError {
     if message.starts_with("recursion limit exceeded") {
         return DecodeError::TooDeep { limit: envelope::MAX_DEPTH };
     }
+    if let Some(bare) = message.strip_prefix(envelope::NOT_JSON) {
+        return DecodeError::InvalidJson { message: bare.to_string() };
+    }
     match e.classify() {
         serde_json::error::Category::Data => DecodeError::BadEnvelope { message },
         _ => DecodeError::InvalidJson { message },
