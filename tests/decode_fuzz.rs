@@ -76,6 +76,20 @@ const NASTY: &[&str] = &[
     "123456789012345678901234567890", "[[[[[[[[[[1]]]]]]]]]]", "{\"a\":{\"b\":[]}}", "\"\\q\"", "tru", "01",
 ];
 
+/// A message the decoder accepts parses as a `Value`; one it calls bad JSON does not.
+fn agrees_with_serde_json(bytes: &[u8]) -> Result<(), TestCaseError> {
+    let report = Decoder::new().decode(bytes, None);
+    let parses = serde_json::from_slice::<Value>(bytes).is_ok();
+    if report.accepted {
+        prop_assert!(parses, "accepted but serde_json refuses: {}", String::from_utf8_lossy(bytes));
+    }
+    let code = report.error.as_ref().map(|e| serde_json::to_value(&e.error).expect("serializes")["code"].clone());
+    if matches!(code.as_ref().and_then(Value::as_str), Some("invalid_json" | "invalid_utf8" | "too_deep")) {
+        prop_assert!(!parses, "called bad JSON but serde_json parses it: {}", String::from_utf8_lossy(bytes));
+    }
+    Ok(())
+}
+
 /// What a chosen value or key is replaced by before the hostile text is put in its place.
 const HOLE: &str = "@@hole@@";
 
@@ -137,15 +151,7 @@ proptest! {
             return Ok(());
         }
         let bytes = value.to_string().replacen(&format!("\"{HOLE}\""), text, 1).into_bytes();
-        let report = Decoder::new().decode(&bytes, None);
-        let parses = serde_json::from_slice::<Value>(&bytes).is_ok();
-        if report.accepted {
-            prop_assert!(parses, "accepted but serde_json refuses: {}", String::from_utf8_lossy(&bytes));
-        }
-        let code = report.error.as_ref().map(|e| serde_json::to_value(&e.error).expect("serializes")["code"].clone());
-        if matches!(code.as_ref().and_then(Value::as_str), Some("invalid_json" | "invalid_utf8" | "too_deep")) {
-            prop_assert!(!parses, "called bad JSON but serde_json parses it: {}", String::from_utf8_lossy(&bytes));
-        }
+        agrees_with_serde_json(&bytes)?;
     }
 
     /// Whatever the decoder accepts, a consumer parsing it with serde_json's defaults can
@@ -158,15 +164,7 @@ proptest! {
         let at = at % (bytes.len() + 1);
         let end = (at + cut).min(bytes.len());
         bytes.splice(at..end, insert);
-        let report = Decoder::new().decode(&bytes, None);
-        let parses = serde_json::from_slice::<Value>(&bytes).is_ok();
-        if report.accepted {
-            prop_assert!(parses, "accepted but serde_json refuses: {}", String::from_utf8_lossy(&bytes));
-        }
-        let code = report.error.as_ref().map(|e| serde_json::to_value(&e.error).expect("serializes")["code"].clone());
-        if matches!(code.as_ref().and_then(Value::as_str), Some("invalid_json" | "invalid_utf8" | "too_deep")) {
-            prop_assert!(!parses, "called bad JSON but serde_json parses it: {}", String::from_utf8_lossy(&bytes));
-        }
+        agrees_with_serde_json(&bytes)?;
     }
 
     #[test]
