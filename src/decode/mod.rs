@@ -11,6 +11,7 @@
 
 mod envelope;
 mod meta;
+mod skip;
 pub mod report;
 pub mod tables;
 
@@ -124,7 +125,7 @@ impl Stream {
         let first = text.bytes().find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
         if first != Some(b'{') {
             let mut de = serde_json::Deserializer::from_str(text);
-            return Err(match envelope::Skip.deserialize(&mut de).and_then(|()| de.end()) {
+            return Err(match skip::Skip.deserialize(&mut de).and_then(|()| de.end()) {
                 Ok(()) => DecodeError::NotAnObject,
                 Err(e) => json_error(e),
             });
@@ -321,9 +322,9 @@ fn family_message<'a>(
 fn json_error(e: serde_json::Error) -> DecodeError {
     let message = e.to_string();
     if message.starts_with("recursion limit exceeded") {
-        return DecodeError::TooDeep { limit: envelope::MAX_DEPTH };
+        return DecodeError::TooDeep { limit: skip::MAX_DEPTH };
     }
-    if let Some(bare) = message.strip_prefix(envelope::NOT_JSON) {
+    if let Some(bare) = message.strip_prefix(skip::NOT_JSON) {
         return DecodeError::InvalidJson { message: bare.to_string() };
     }
     match e.classify() {

@@ -1,0 +1,210 @@
+//! Reading what the policy does not look into, exactly as `serde_json::Value` would read
+//! it, so that a message the decoder accepts is one any consumer can parse: skipped
+//! members ([`Skip`]), members kept as raw text ([`RawAt`]), `jsonrpc` ([`Version`]), and
+//! the nesting limit they are all held to.
+
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+/// serde_json's recursion limit, which every parse here runs under: the containers the
+/// pass reads or skips are counted by serde_json itself, the members kept as raw text by
+/// [`RawAt`]. ACP messages nest a handful of levels; a hostile line must not cost stack.
+pub const MAX_DEPTH: usize = 128;
+
+/// The visitor methods of a value that only objects carry parts of: a scalar or an array
+/// is skipped and reads as empty.
+macro_rules! non_objects_read_as {
+    ($empty:expr, $ty:ty) => {
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<$ty, A::Error> {
+            while seq.next_element_seed(Skip)?.is_some() {}
+            Ok($empty)
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<$ty, E> {
+            Ok($empty)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<$ty, E> {
+            Ok($empty)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<$ty, E> {
+            Ok($empty)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<$ty, E> {
+            Ok($empty)
+        }
+        fn visit_str<E>(self, _: &str) -> Result<$ty, E> {
+            Ok($empty)
+        }
+        fn visit_unit<E>(self) -> Result<$ty, E> {
+            Ok($empty)
+        }
+    };
+}
+pub(super) use non_objects_read_as;
+
+/// How deep a message may nest: serde_json's recursion limit rejects a value whose
+/// containers nest [`MAX_DEPTH`] deep, so any consumer parsing an accepted message with
+/// serde_json's defaults can parse it.
+const MAX_NESTING: usize = MAX_DEPTH - 1;
+
+/// Skips a value the policy does not look into, checking it as `serde_json::Value` would:
+/// strings are unescaped (so a lone surrogate is an error), numbers must fit an `f64`,
+/// and containers go through serde_json's recursive path, so its recursion limit counts
+/// them. serde's `IgnoredAny` checks none of that: its iterative path accepts what a
+/// consumer parsing the message would then reject.
+pub struct Skip;
+
+impl<'de> DeserializeSeed<'de> for Skip {
+    type Value = ();
+    #[inline]
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Skip {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        // Keys through `Skip` too: `IgnoredAny` would not check their escapes.
+        while map.next_key_seed(Skip)?.is_some() {
+            map.next_value_seed(Skip)?;
+        }
+        Ok(())
+    }
+    non_objects_read_as!((), ());
+}
+
+/// Reads `jsonrpc`: whether it is the string `"2.0"` (any other value is skipped).
+pub struct Version;
+
+impl<'de> DeserializeSeed<'de> for Version {
+    type Value = bool;
+    #[inline]
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Version {
+    type Value = bool;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_str<E>(self, v: &str) -> Result<bool, E> {
+        Ok(v == "2.0")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<bool, A::Error> {
+        Skip.visit_map(map).map(|()| false)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<bool, A::Error> {
+        Skip.visit_seq(seq).map(|()| false)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_unit<E>(self) -> Result<bool, E> {
+        Ok(false)
+    }
+}
+
+/// Marks an error raised by this module that is bad JSON, not a bad envelope (serde
+/// classes every error a visitor raises as data).
+pub const NOT_JSON: &str = "not JSON: ";
+
+/// Reads a member whose text the decoder keeps (`id`, `error`, `protocolVersion`).
+/// serde_json reads a raw value on its iterative path, which counts no depth and checks
+/// no escapes or number ranges, so the text is measured here against what is left of the
+/// limit below the `level` containers around it, and then checked as [`Skip`] checks. Values shorter than twice that budget cannot reach it,
+/// and neither can values with fewer brackets; only the rest are scanned.
+pub struct RawAt(pub usize);
+
+impl<'de> DeserializeSeed<'de> for RawAt {
+    type Value = &'de RawValue;
+    #[inline]
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<&'de RawValue, D::Error> {
+        let raw = <&RawValue>::deserialize(deserializer)?;
+        let budget = MAX_NESTING.saturating_sub(self.0);
+        if !nests_within(raw.get().as_bytes(), budget) {
+            return Err(de::Error::custom(format_args!("recursion limit exceeded: nested deeper than {MAX_NESTING} levels")));
+        }
+        // A raw value is read on the same lax path as `IgnoredAny`; read its (short) text
+        // again as `Skip` does, so that an id like `1e400` is refused here as `Value`
+        // would refuse it downstream.
+        let mut text = serde_json::Deserializer::from_str(raw.get());
+        Skip.deserialize(&mut text).map_err(|e| {
+            // The error is reported at the message's position (serde_json adds it), not
+            // at the position inside this member's text, and is marked as bad JSON.
+            let message = e.to_string();
+            let bare = message.strip_suffix(&format!(" at line {} column {}", e.line(), e.column())).unwrap_or(&message);
+            de::Error::custom(format_args!("{NOT_JSON}{bare}"))
+        })?;
+        Ok(raw)
+    }
+}
+
+/// Whether the containers of `json`, a valid JSON text, nest at most `budget` deep.
+#[inline]
+fn nests_within(json: &[u8], budget: usize) -> bool {
+    // Every container takes two bytes: a value this short cannot nest that deep.
+    json.len() / 2 <= budget || nests_within_long(json, budget)
+}
+
+#[cold]
+fn nests_within_long(json: &[u8], budget: usize) -> bool {
+    // Every level takes an opening bracket.
+    if memchr::memchr2_iter(b'[', b'{', json).nth(budget).is_none() {
+        return true;
+    }
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for &byte in json {
+        match (in_string, escaped, byte) {
+            (true, true, _) => escaped = false,
+            (true, false, b'\\') => escaped = true,
+            (_, _, b'"') => in_string = !in_string,
+            (false, _, b'[' | b'{') => {
+                depth += 1;
+                if depth > budget {
+                    return false;
+                }
+            }
+            (false, _, b']' | b'}') => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    true
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The scan agrees with serde_json's own count, strings with brackets and escapes
+    /// included, on both sides of the limit.
+    #[test]
+    fn nesting_is_measured_as_serde_json_counts_it() {
+        for inner in ["1", r#""]]}}""#, r#""\\""#, r#""\"[[""#, r#"{"[":"\\["}"#] {
+            for depth in 120..=130 {
+                let text = format!("{}{inner}{}", "[".repeat(depth), "]".repeat(depth));
+                let nested = if inner.starts_with('{') { depth + 1 } else { depth };
+                assert_eq!(nests_within(text.as_bytes(), MAX_NESTING), nested <= MAX_NESTING, "{depth} {inner}");
+                let parses = serde_json::from_str::<serde_json::Value>(&text).is_ok();
+                assert_eq!(parses, nested <= MAX_NESTING, "{depth} {inner}");
+            }
+        }
+    }
+}
