@@ -19,6 +19,7 @@ use std::collections::HashMap;
 
 use serde::de::DeserializeSeed;
 use bumpalo::Bump;
+use smallvec::SmallVec;
 use serde_json::value::RawValue;
 
 use crate::exact::Json;
@@ -44,7 +45,9 @@ pub struct Decoder {
 /// What the decoder remembers between messages: the requests awaiting their responses.
 #[derive(Default)]
 struct Stream {
-    pending: HashMap<String, (&'static MethodDecoder, WireDirection)>,
+    /// By the id's JSON text; ids are short, so the key is held inline (no allocation
+    /// per request).
+    pending: HashMap<SmallVec<[u8; 22]>, (&'static MethodDecoder, WireDirection)>,
 }
 
 fn expected_direction(side: Side) -> Option<WireDirection> {
@@ -87,7 +90,7 @@ impl envelope::Trees for Stream {
         method.params_check.is_some() && method.envelope_check.is_none()
     }
     fn result(&self, id: &str) -> bool {
-        self.pending.get(id).is_some_and(|(m, _)| m.result_check.is_some() && m.envelope_check.is_none())
+        self.pending.get(id.as_bytes()).is_some_and(|(m, _)| m.result_check.is_some() && m.envelope_check.is_none())
     }
 }
 
@@ -199,7 +202,7 @@ impl Stream {
                 report.diagnostics.push(format!("more than {MAX_PENDING} unanswered requests; older ones forgotten"));
             }
             let direction = report.direction.unwrap_or(WireDirection::RunnerToAgent);
-            self.pending.insert(id.get().to_string(), (method, direction));
+            self.pending.insert(SmallVec::from_slice(id.get().as_bytes()), (method, direction));
         }
         Ok(())
     }
@@ -226,7 +229,7 @@ impl Stream {
             }
             _ => {}
         }
-        let answered = self.pending.remove(id.get());
+        let answered = self.pending.remove(id.get().as_bytes());
         if let Some((method, asked)) = answered {
             let direction = asked.reverse();
             if let Some(stated) = hint.filter(|h| *h != direction) {
