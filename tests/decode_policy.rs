@@ -216,14 +216,13 @@ fn member_order_does_not_change_the_verdict() {
     );
 }
 
-/// Members the policy does not read are skipped, and those it keeps as text (`id`,
-/// `error`, `protocolVersion`) are read raw, on serde_json's iterative path that counts no
+/// Members the policy does not read are skipped, and those it keeps as text (`error`,
+/// `protocolVersion`) are read raw, on serde_json's iterative path that counts no
 /// depth. At every place such a member can sit, the decoder must reject exactly the
 /// messages serde_json's own limit rejects.
 #[test]
 fn skipped_members_are_held_to_serde_jsons_depth_limit() {
     let sites = [
-        r#"{"jsonrpc":"2.0","id":X,"method":"session/cancel","params":{}}"#,
         r#"{"jsonrpc":X,"id":1,"method":"session/new","params":{}}"#,
         r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","mcpServers":[],"deep":X}}"#,
         r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":[X]}"#,
@@ -293,6 +292,26 @@ fn responses_are_read_as_answers_to_their_requests() {
     assert_eq!(report.method, None);
     let error = json!({"jsonrpc": "2.0", "id": 5, "error": {"code": -32601, "message": "Method not found"}});
     assert_eq!(decoder.decode(error.to_string().as_bytes(), None).kind, Some(Kind::ErrorResponse));
+}
+
+#[test]
+fn ids_are_strings_numbers_or_null_and_match_by_value() {
+    let mut decoder = Decoder::new();
+    let prompt = r#"{"jsonrpc":"2.0","id":"a\u0062","method":"session/prompt","params":{"sessionId":"s","prompt":[]}}"#;
+    assert!(decoder.decode(prompt.as_bytes(), None).accepted);
+    // The same id, written without the escape: answered, so typed by the request.
+    let answer = r#"{"jsonrpc":"2.0","id":"ab","result":{"stopReason":"end_turn"}}"#;
+    let report = decoder.decode(answer.as_bytes(), None);
+    assert_eq!((report.accepted, report.method), (true, Some("session/prompt")));
+    assert_eq!(report.direction, Some(WireDirection::AgentToRunner));
+    // A number id and a string id with the same digits are different ids.
+    assert!(decoder.decode(prompt.replace(r#""a\u0062""#, "7").as_bytes(), None).accepted);
+    let report = decoder.decode(br#"{"jsonrpc":"2.0","id":"7","result":{}}"#, None);
+    assert_eq!(report.method, None, "the string \"7\" answers nothing");
+    for id in ["true", "[1]", r#"{"n":1}"#] {
+        let report = decoder.decode(prompt.replace(r#""a\u0062""#, id).as_bytes(), None);
+        assert_eq!(error_code(&report), "bad_envelope", "{id}");
+    }
 }
 
 #[test]

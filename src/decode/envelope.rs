@@ -22,7 +22,7 @@ use bumpalo::collections::Vec as ArenaVec;
 use bumpalo::Bump;
 use serde_json::value::RawValue;
 
-use super::skip::{non_objects_read_as, RawAt, Skip, Version};
+use super::skip::{non_objects_read_as, Id, IdKey, RawAt, Skip, Version};
 use super::tables::META_NAMESPACE;
 use crate::exact::{raw_value_tree, Json, Members, Str, Tree, RAW_VALUE_TOKEN};
 /// Stores the first occurrence of a member; a second one is an envelope error.
@@ -50,8 +50,8 @@ pub trait Trees {
     fn method(&self, name: &str) -> Option<Self::Method>;
     /// `params` of a request or notification of `method`.
     fn params(&self, method: Self::Method) -> bool;
-    /// `result` of the response with this id (its raw JSON text).
-    fn result(&self, id: &str) -> bool;
+    /// `result` of the response with this id.
+    fn result(&self, id: &[u8]) -> bool;
 }
 
 /// The members JSON-RPC 2.0 allows, as far as the policy reads them. Strings borrow the
@@ -60,7 +60,7 @@ pub trait Trees {
 pub struct Parts<'a, M> {
     /// Present, and whether it is the string `"2.0"`.
     pub jsonrpc: Option<bool>,
-    pub id: Option<&'a RawValue>,
+    pub id: Option<IdKey>,
     pub method: Option<&'a str>,
     /// The method of that name, when the decoder knows it.
     pub known: Option<M>,
@@ -114,7 +114,7 @@ impl<'de: 'a, 'a, T: Trees> Visitor<'de> for EnvelopeSeed<'_, 'a, '_, T> {
         while let Some(key) = map.next_key_seed(Str(arena))? {
             match key {
                 "jsonrpc" => once(&mut parts.jsonrpc, map.next_value_seed(Version)?, "jsonrpc")?,
-                "id" => once(&mut parts.id, map.next_value_seed(RawAt(1))?, "id")?,
+                "id" => once(&mut parts.id, map.next_value_seed(Id)?, "id")?,
                 "method" => {
                     let name = map.next_value_seed(Str(arena))?;
                     once(&mut parts.method, name, "method")?;
@@ -127,7 +127,7 @@ impl<'de: 'a, 'a, T: Trees> Visitor<'de> for EnvelopeSeed<'_, 'a, '_, T> {
                 }
                 "result" => {
                     mark(&mut parts.result.present, "result")?;
-                    let tree = parts.id.is_some_and(|id| self.trees.result(id.get()));
+                    let tree = parts.id.as_ref().is_some_and(|id| self.trees.result(id));
                     map.next_value_seed(BodySeed { body: &mut parts.result, arena, tree })?;
                 }
                 "error" => once(&mut parts.error, map.next_value_seed(RawAt(1))?, "error")?,
@@ -391,7 +391,7 @@ mod tests {
         fn params(&self, (): ()) -> bool {
             false
         }
-        fn result(&self, _: &str) -> bool {
+        fn result(&self, _: &[u8]) -> bool {
             false
         }
     }
@@ -405,7 +405,7 @@ mod tests {
         fn params(&self, (): ()) -> bool {
             true
         }
-        fn result(&self, _: &str) -> bool {
+        fn result(&self, _: &[u8]) -> bool {
             true
         }
     }

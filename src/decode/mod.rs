@@ -19,7 +19,6 @@ use std::collections::HashMap;
 
 use serde::de::DeserializeSeed;
 use bumpalo::Bump;
-use smallvec::SmallVec;
 use serde_json::value::RawValue;
 
 use crate::exact::Json;
@@ -47,7 +46,7 @@ pub struct Decoder {
 struct Stream {
     /// By the id's JSON text; ids are short, so the key is held inline (no allocation
     /// per request).
-    pending: HashMap<SmallVec<[u8; 22]>, (&'static MethodDecoder, WireDirection)>,
+    pending: HashMap<skip::IdKey, (&'static MethodDecoder, WireDirection)>,
 }
 
 fn expected_direction(side: Side) -> Option<WireDirection> {
@@ -89,8 +88,8 @@ impl envelope::Trees for Stream {
     fn params(&self, method: &'static MethodDecoder) -> bool {
         method.params_check.is_some() && method.envelope_check.is_none()
     }
-    fn result(&self, id: &str) -> bool {
-        self.pending.get(id.as_bytes()).is_some_and(|(m, _)| m.result_check.is_some() && m.envelope_check.is_none())
+    fn result(&self, id: &[u8]) -> bool {
+        self.pending.get(id).is_some_and(|(m, _)| m.result_check.is_some() && m.envelope_check.is_none())
     }
 }
 
@@ -196,13 +195,13 @@ impl Stream {
             }
             apply_meta(member.meta.as_ref(), name, Part::Member, report)?;
         }
-        if let (Some(id), false) = (parts.id, method.notification) {
+        if let (Some(id), false) = (parts.id.take(), method.notification) {
             if self.pending.len() >= MAX_PENDING {
                 self.pending.clear();
                 report.diagnostics.push(format!("more than {MAX_PENDING} unanswered requests; older ones forgotten"));
             }
             let direction = report.direction.unwrap_or(WireDirection::RunnerToAgent);
-            self.pending.insert(SmallVec::from_slice(id.get().as_bytes()), (method, direction));
+            self.pending.insert(id, (method, direction));
         }
         Ok(())
     }
@@ -215,7 +214,7 @@ impl Stream {
         hint: Option<WireDirection>,
         report: &mut Report,
     ) -> Result<(), DecodeError> {
-        let id = parts.id.ok_or_else(|| DecodeError::BadEnvelope {
+        let id = parts.id.take().ok_or_else(|| DecodeError::BadEnvelope {
             message: "a message with no `method` is a response and needs an `id`".into(),
         })?;
         match (parts.result.present, parts.error) {
@@ -229,7 +228,7 @@ impl Stream {
             }
             _ => {}
         }
-        let answered = self.pending.remove(id.get().as_bytes());
+        let answered = self.pending.remove(&id);
         if let Some((method, asked)) = answered {
             let direction = asked.reverse();
             if let Some(stated) = hint.filter(|h| *h != direction) {

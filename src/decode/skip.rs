@@ -1,7 +1,7 @@
 //! Reading what the policy does not look into, exactly as `serde_json::Value` would read
 //! it, so that a message the decoder accepts is one any consumer can parse: skipped
-//! members ([`Skip`]), members kept as raw text ([`RawAt`]), `jsonrpc` ([`Version`]), and
-//! the nesting limit they are all held to.
+//! members ([`Skip`]), members kept as raw text ([`RawAt`]), `jsonrpc` ([`Version`]), `id`
+//! ([`Id`]), and the nesting limit they are all held to.
 
 use std::fmt;
 
@@ -121,11 +121,56 @@ impl<'de> Visitor<'de> for Version {
     }
 }
 
+/// A request id as the key its response is matched by: its kind and its value, so `"a"`
+/// and `"\u0061"` are one id. Held inline: ids are short.
+pub type IdKey = smallvec::SmallVec<[u8; 22]>;
+
+/// Reads `id`, which JSON-RPC allows to be a string, a number or null; anything else is an
+/// envelope error.
+pub struct Id;
+
+impl<'de> DeserializeSeed<'de> for Id {
+    type Value = IdKey;
+    #[inline]
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<IdKey, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+fn key(kind: u8, value: &[u8]) -> IdKey {
+    let mut key = IdKey::new();
+    key.push(kind);
+    key.extend_from_slice(value);
+    key
+}
+
+impl<'de> Visitor<'de> for Id {
+    type Value = IdKey;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an `id` that is a string, a number or null")
+    }
+    fn visit_str<E>(self, v: &str) -> Result<IdKey, E> {
+        Ok(key(b's', v.as_bytes()))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<IdKey, E> {
+        Ok(key(b'u', itoa::Buffer::new().format(v).as_bytes()))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<IdKey, E> {
+        Ok(key(b'i', itoa::Buffer::new().format(v).as_bytes()))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<IdKey, E> {
+        Ok(key(b'f', &v.to_bits().to_le_bytes()))
+    }
+    fn visit_unit<E>(self) -> Result<IdKey, E> {
+        Ok(key(b'n', b""))
+    }
+}
+
 /// Marks an error raised by this module that is bad JSON, not a bad envelope (serde
 /// classes every error a visitor raises as data).
 pub const NOT_JSON: &str = "not JSON: ";
 
-/// Reads a member whose text the decoder keeps (`id`, `error`, `protocolVersion`).
+/// Reads a member whose text the decoder keeps (`error`, `protocolVersion`).
 /// serde_json reads a raw value on its iterative path, which counts no depth and checks
 /// no escapes or number ranges, so the text is measured here against what is left of the
 /// limit below the `level` containers around it, and then checked as [`Skip`] checks. Values shorter than twice that budget cannot reach it,
