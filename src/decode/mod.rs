@@ -30,8 +30,8 @@ use tables::{MethodDecoder, Part, Side};
 /// requests would only grow memory, so older ones are forgotten.
 pub const MAX_PENDING: usize = 65_536;
 
-/// An arena that grew past this while decoding one message is dropped afterwards rather
-/// than kept for the next: one huge line must not pin its memory for the whole stream.
+/// An arena that grew past this while decoding one message is replaced, not reset, when
+/// the next message comes: one huge line must not pin its memory for the whole stream.
 const ARENA_KEPT: usize = 1 << 20;
 
 /// A stateful decoder for one stream of messages.
@@ -44,8 +44,7 @@ pub struct Decoder {
 /// What the decoder remembers between messages: the requests awaiting their responses.
 #[derive(Default)]
 struct Stream {
-    /// By the id's JSON text; ids are short, so the key is held inline (no allocation
-    /// per request).
+    /// By the id's kind and value (`skip::IdKey`), held inline: no allocation per request.
     pending: HashMap<skip::IdKey, (&'static MethodDecoder, WireDirection)>,
 }
 
