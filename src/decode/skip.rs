@@ -170,11 +170,12 @@ impl<'de> Visitor<'de> for Id {
 /// classes every error a visitor raises as data).
 pub const NOT_JSON: &str = "not JSON: ";
 
-/// Reads a member whose text the decoder keeps (`error`, `protocolVersion`).
-/// serde_json reads a raw value on its iterative path, which counts no depth and checks
-/// no escapes or number ranges, so the text is measured here against what is left of the
-/// limit below the `level` containers around it, and then checked as [`Skip`] checks. Values shorter than twice that budget cannot reach it,
-/// and neither can values with fewer brackets; only the rest are scanned.
+/// Reads a member whose text the decoder keeps (`error`, `protocolVersion`). serde_json
+/// reads a raw value on its iterative path, which counts no depth and checks no escapes
+/// or number ranges, so the text is measured here against what is left of the limit below
+/// the `level` containers around it (values shorter than twice that budget cannot reach
+/// it, nor can values with fewer brackets; only the rest are scanned), and then checked
+/// as [`Skip`] checks.
 pub struct RawAt(pub usize);
 
 impl<'de> DeserializeSeed<'de> for RawAt {
@@ -186,9 +187,9 @@ impl<'de> DeserializeSeed<'de> for RawAt {
         if !nests_within(raw.get().as_bytes(), budget) {
             return Err(de::Error::custom(format_args!("recursion limit exceeded: nested deeper than {MAX_NESTING} levels")));
         }
-        // A raw value is read on the same lax path as `IgnoredAny`; read its (short) text
-        // again as `Skip` does, so that an id like `1e400` is refused here as `Value`
-        // would refuse it downstream.
+        // A raw value is read on the same lax path as `IgnoredAny`; read its (small) text
+        // again as `Skip` does, so that a `protocolVersion` of `1e400` or a lone surrogate
+        // in an error's `data` is refused here, as `Value` would refuse it downstream.
         let mut text = serde_json::Deserializer::from_str(raw.get());
         Skip.deserialize(&mut text).map_err(|e| {
             // The error is reported at the message's position (serde_json adds it), not
