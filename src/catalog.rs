@@ -4,7 +4,9 @@
 //! checked-in copy of what `OUT_DIR` holds). Runtime consumers read facts from these tables
 //! only, never from literals of their own.
 
-use serde::Serialize;
+/// The catalog's own enums, shared with the generator that wrote the tables (the runtime
+/// already links it for `generate` and `check`), so the two cannot drift apart.
+pub use checkfu_wire_codegen::catalog::model::{Direction, Mode, SlotClass};
 
 /// A capability axis.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,22 +55,7 @@ pub struct Mechanism {
     pub values: &'static [&'static str],
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Direction {
-    HarnessToClient,
-    ClientToHarness,
-}
 
-/// How a consumer treats a slot: the decode policy.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SlotClass {
-    Declaration,
-    Fidelity,
-    Authority,
-    Method,
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Slot {
@@ -94,11 +81,6 @@ pub struct ConformanceCheck {
     pub opt_in: bool,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    Packaged,
-    Connected,
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Harness {

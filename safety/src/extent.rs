@@ -181,8 +181,9 @@ fn string_bytes(text: &str) -> usize {
 
 /// The deepest nesting of `[`/`{` in raw JSON bytes, ignoring string
 /// contents. Used to tell a parse that failed on serde_json's recursion limit
-/// from one that failed on bad syntax, without a recursive parse.
-pub(crate) fn raw_depth(bytes: &[u8]) -> usize {
+/// from one that failed on bad syntax, without a recursive parse (and by the
+/// runtime decoder to hold raw members to that limit).
+pub fn raw_depth(bytes: &[u8]) -> usize {
     let mut depth: usize = 0;
     let mut deepest: usize = 0;
     let mut in_string = false;

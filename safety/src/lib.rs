@@ -35,6 +35,7 @@ mod walker;
 use serde_json::Value;
 
 pub use cli::run_cli;
+pub use extent::raw_depth;
 pub use node::{MapMembers, Node, Object, View};
 pub use report::{Rule, Verdict, Violation};
 

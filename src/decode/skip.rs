@@ -211,29 +211,9 @@ fn nests_within(json: &[u8], budget: usize) -> bool {
 
 #[cold]
 fn nests_within_long(json: &[u8], budget: usize) -> bool {
-    // Every level takes an opening bracket.
-    if memchr::memchr2_iter(b'[', b'{', json).nth(budget).is_none() {
-        return true;
-    }
-    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
-    for &byte in json {
-        match (in_string, escaped, byte) {
-            (true, true, _) => escaped = false,
-            (true, false, b'\\') => escaped = true,
-            (_, _, b'"') => in_string = !in_string,
-            (false, _, b'[' | b'{') => {
-                depth += 1;
-                if depth > budget {
-                    return false;
-                }
-            }
-            (false, _, b']' | b'}') => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    true
+    // Every level takes an opening bracket; only with that many is the text scanned.
+    memchr::memchr2_iter(b'[', b'{', json).nth(budget).is_none() || checkfu_wire_safety::raw_depth(json) <= budget
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -13,29 +13,10 @@ pub type Decode = fn(&Value) -> Result<(), Invalid>;
 /// A generated check alone, on the borrowed tree the policy parses `_meta` members into.
 pub type Check = fn(&Json<'_>) -> Result<(), Invalid>;
 
-/// Which part of a message carries a slot.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Part {
-    /// The request's `params._meta`.
-    Request,
-    /// The response's `result._meta`.
-    Response,
-    /// A `session/update` member: `params.update._meta`.
-    Member,
-    /// The slot is an extension method itself.
-    Method,
-}
-
-/// Who handles a method.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Side {
-    /// The agent (harness): requests flow runner → agent.
-    Agent,
-    /// The client (runner): requests flow agent → runner.
-    Client,
-    /// The JSON-RPC protocol layer, either way.
-    Protocol,
-}
+/// Which part of a message carries a slot, and who handles a method: the generator's own
+/// enums, shared so the tables it writes and the decoder reading them cannot drift apart.
+pub use checkfu_wire_codegen::catalog::model::Side;
+pub use checkfu_wire_codegen::rust::decoder::Part;
 
 #[derive(Clone, Copy)]
 pub struct SlotDecoder {

@@ -111,18 +111,6 @@ impl<'a> Json<'a> {
         }
     }
 
-    /// The same value as a `serde_json::Value`, for code that reads one.
-    pub fn to_value(&self) -> Value {
-        match self {
-            Json::Null => Value::Null,
-            Json::Bool(b) => Value::Bool(*b),
-            Json::Number(n) => Value::Number(n.clone()),
-            Json::String(s) => Value::String((*s).to_owned()),
-            Json::Array(items) => Value::Array(items.iter().map(Json::to_value).collect()),
-            Json::Object(members) => Value::Object(members.iter().map(|(k, v)| ((*k).to_owned(), v.to_value())).collect()),
-        }
-    }
-
     /// Whether this value equals `value`, numbers compared by value (JSON Schema's
     /// equality, for `enum` and `const`).
     pub fn same_as(&self, value: &Value) -> bool {
@@ -326,7 +314,6 @@ mod tests {
             let json = Json::parse(text, &arena).expect("valid JSON");
             assert_eq!(json, Json::view(&value, &arena), "{text}");
             assert!(json.same_as(&value), "{text}");
-            assert_eq!(json.to_value(), value, "{text}");
         }
         for text in [r#"{"$serde_json::private::RawValue": 1}"#, r#"{"$serde_json::private::RawValue": "1", "b": 2}"#, "1e400", "[1,]"] {
             assert!(serde_json::from_str::<Value>(text).is_err(), "{text}");

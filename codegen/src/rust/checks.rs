@@ -287,7 +287,7 @@ fn discriminator(members: &[Value], defs: &Map<String, Value>) -> Option<(String
         let object = schema.as_object()?;
         match object.get("$ref").and_then(Value::as_str) {
             Some(r) if object.keys().all(|k| k == "$ref" || ANNOTATIONS.contains(&k.as_str())) => {
-                defs.get(r.strip_prefix("#/$defs/")?)?.as_object().cloned()
+                defs.get(defined(r)?)?.as_object().cloned()
             }
             Some(_) => None,
             None => Some(object.clone()),
@@ -332,11 +332,16 @@ fn dispatch(key: &str, property: &str, tags: &[String], fns: &[Ident]) -> TokenS
     }
 }
 
+/// The definition a `$ref` names, when it names a whole local one (`#/$defs/Name`).
+fn defined(r: &str) -> Option<&str> {
+    r.strip_prefix("#/$defs/").filter(|name| !name.contains('/') && !name.is_empty())
+}
+
 fn reference(r: &str, pointer: &str) -> Result<Ident, String> {
-    let name = r.strip_prefix("#/$defs/").ok_or(format!("#{pointer}/$ref: only local `#/$defs/` references are supported"))?;
-    if name.contains('/') || name.is_empty() {
-        return Err(format!("#{pointer}/$ref: only references to whole definitions are supported"));
+    if !r.starts_with("#/$defs/") {
+        return Err(format!("#{pointer}/$ref: only local `#/$defs/` references are supported"));
     }
+    let name = defined(r).ok_or(format!("#{pointer}/$ref: only references to whole definitions are supported"))?;
     Ok(def_fn(name))
 }
 
