@@ -164,7 +164,9 @@ impl<'de: 'a, 'a> DeserializeSeed<'de> for BodySeed<'_, 'a> {
     #[inline(always)]
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
         if self.tree {
-            deserializer.deserialize_any(TreeBody { body: self.body, arena: self.arena })
+            let body = self.body;
+            body.tree = Some(deserializer.deserialize_any(TreeBody { meta: &mut body.meta, arena: self.arena })?);
+            Ok(())
         } else {
             deserializer.deserialize_any(self)
         }
@@ -199,75 +201,65 @@ impl<'de: 'a, 'a> Visitor<'de> for BodySeed<'_, 'a> {
     non_objects_read_as!((), ());
 }
 
-/// A body read whole into `tree`, its `_meta` also read into `meta`.
+/// A body read whole as a tree, its `_meta` also read into `meta`. Only an object differs
+/// from what [`Tree`] builds; anything else is the value it is, for the check to judge.
 struct TreeBody<'p, 'a> {
-    body: &'p mut Body<'a>,
+    meta: &'p mut Option<Meta<'a>>,
     arena: &'a Bump,
 }
 
 impl<'de: 'a, 'a> Visitor<'de> for TreeBody<'_, 'a> {
-    type Value = ();
+    type Value = Json<'a>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a JSON value")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let (body, arena) = (self.body, self.arena);
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json<'a>, A::Error> {
+        let arena = self.arena;
         let mut members = Members::new_in(arena);
         let mut first = true;
         while let Some(key) = map.next_key_seed(Str(arena))? {
             if std::mem::take(&mut first) && key == RAW_VALUE_TOKEN {
                 // As `Tree` reads it, so the tree is the one a second parse builds.
-                body.tree = Some(raw_value_tree(&mut map, arena)?);
-                return Ok(());
+                return raw_value_tree(&mut map, arena);
             }
             if key == "_meta" {
                 // Every member kept, so the tree holds `_meta` whole for the check.
                 let meta = map.next_value_seed(MetaSeed { arena, keep_all: true })?;
                 let value = meta.to_json(arena);
-                once(&mut body.meta, meta, "_meta")?;
+                once(self.meta, meta, "_meta")?;
                 members.insert(key, value);
             } else {
                 members.insert(key, map.next_value_seed(Tree(arena))?);
             }
         }
-        body.tree = Some(Json::Object(members.into_slice()));
-        Ok(())
+        Ok(Json::Object(members.into_slice()))
     }
 
-    // Anything but an object is kept as the value it is, for the check to reject or accept.
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
-        self.body.tree = Some(Tree(self.arena).visit_seq(seq)?);
-        Ok(())
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Json<'a>, A::Error> {
+        Tree(self.arena).visit_seq(seq)
     }
-    fn visit_bool<E>(self, v: bool) -> Result<(), E> {
-        self.body.tree = Some(Json::Bool(v));
-        Ok(())
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Json<'a>, E> {
+        Tree(self.arena).visit_bool(v)
     }
-    fn visit_i64<E>(self, v: i64) -> Result<(), E> {
-        self.body.tree = Some(Json::Number(v.into()));
-        Ok(())
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Json<'a>, E> {
+        Tree(self.arena).visit_i64(v)
     }
-    fn visit_u64<E>(self, v: u64) -> Result<(), E> {
-        self.body.tree = Some(Json::Number(v.into()));
-        Ok(())
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Json<'a>, E> {
+        Tree(self.arena).visit_u64(v)
     }
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
-        self.body.tree = Some(Tree(self.arena).visit_f64(v)?);
-        Ok(())
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Json<'a>, E> {
+        Tree(self.arena).visit_f64(v)
     }
-    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<(), E> {
-        self.body.tree = Some(Json::String(v));
-        Ok(())
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Json<'a>, E> {
+        Tree(self.arena).visit_borrowed_str(v)
     }
-    fn visit_str<E>(self, v: &str) -> Result<(), E> {
-        self.body.tree = Some(Json::String(self.arena.alloc_str(v)));
-        Ok(())
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Json<'a>, E> {
+        Tree(self.arena).visit_str(v)
     }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        self.body.tree = Some(Json::Null);
-        Ok(())
+    fn visit_unit<E: de::Error>(self) -> Result<Json<'a>, E> {
+        Tree(self.arena).visit_unit()
     }
 }
 
