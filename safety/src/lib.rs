@@ -42,8 +42,12 @@ pub use report::{Rule, Verdict, Violation};
 use crate::limits::{MAX_DEPTH, MAX_DOCUMENT_BYTES};
 use crate::report::Findings;
 
-/// serde_json refuses input nested deeper than this while parsing.
-const SERDE_RECURSION_LIMIT: usize = 128;
+/// serde_json refuses input whose containers nest this deep while parsing (its
+/// recursion limit; the runtime decoder holds wire messages to it too).
+pub const SERDE_RECURSION_LIMIT: usize = 128;
+
+/// How serde_json's message for that limit begins (the error has no code of its own).
+pub const RECURSION_LIMIT_MESSAGE: &str = "recursion limit exceeded";
 
 /// Lints a schema document given as raw bytes (a file, a request body).
 ///
@@ -81,7 +85,7 @@ pub fn lint_bytes(input: &[u8]) -> Verdict {
         Ok(doc) => lint_value(&doc),
         Err(error) => {
             let message = error.to_string();
-            if message.starts_with("recursion limit exceeded")
+            if message.starts_with(RECURSION_LIMIT_MESSAGE)
                 || extent::raw_depth(input) >= SERDE_RECURSION_LIMIT
             {
                 findings.push(

@@ -322,7 +322,7 @@ fn family_message<'a>(
 /// (an unknown member, a member of the wrong type, a duplicate).
 fn json_error(e: serde_json::Error) -> DecodeError {
     let message = e.to_string();
-    if message.starts_with("recursion limit exceeded") {
+    if message.starts_with(checkfu_wire_safety::RECURSION_LIMIT_MESSAGE) {
         return DecodeError::TooDeep { limit: skip::MAX_DEPTH };
     }
     if let Some(bare) = message.strip_prefix(skip::NOT_JSON) {

@@ -12,7 +12,7 @@ use serde_json::value::RawValue;
 /// serde_json's recursion limit, which every parse here runs under: the containers the
 /// pass reads or skips are counted by serde_json itself, the members kept as raw text by
 /// [`RawAt`]. ACP messages nest a handful of levels; a hostile line must not cost stack.
-pub const MAX_DEPTH: usize = 128;
+pub const MAX_DEPTH: usize = checkfu_wire_safety::SERDE_RECURSION_LIMIT;
 
 /// The visitor methods of a value that only objects carry parts of: a scalar or an array
 /// is skipped and reads as empty.
@@ -185,7 +185,9 @@ impl<'de> DeserializeSeed<'de> for RawAt {
         let raw = <&RawValue>::deserialize(deserializer)?;
         let budget = MAX_NESTING.saturating_sub(self.0);
         if !nests_within(raw.get().as_bytes(), budget) {
-            return Err(de::Error::custom(format_args!("recursion limit exceeded: nested deeper than {MAX_NESTING} levels")));
+            // Worded as serde_json words its own limit, so that the report is the same.
+            let limit = checkfu_wire_safety::RECURSION_LIMIT_MESSAGE;
+            return Err(de::Error::custom(format_args!("{limit}: nested deeper than {MAX_NESTING} levels")));
         }
         // A raw value is read on the same lax path as `IgnoredAny`; read its (small) text
         // again as `Skip` does, so that a `protocolVersion` of `1e400` or a lone surrogate
