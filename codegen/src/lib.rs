@@ -36,6 +36,8 @@ pub const SUPPORT_SCHEMA_OUT: &str = "generated/support-harnesses.schema.json";
 pub const GATEWAY_ALLOW_LIST_OUT: &str = "generated/gateway-allow-list.json";
 pub const CATALOG_TABLES_OUT: &str = "generated/catalog_tables.rs";
 pub const SCHEMA_TYPES_OUT: &str = "generated/schema_types.rs";
+/// One file per input schema, included by `SCHEMA_TYPES_OUT`.
+pub const SCHEMA_MODULES_DIR: &str = "generated/schemas";
 pub const DECODER_TABLES_OUT: &str = "generated/decoder_tables.rs";
 pub const DOCS_PAGE_OUT: &str = "docs/harness-wire-extensions.md";
 
@@ -105,7 +107,7 @@ pub fn generate(root: &Path) -> Result<Generation, Diagnostics> {
     // Schema types do not depend on a valid catalog: their errors are reported alongside
     // the catalog's, not after them.
     let pins = plan.as_ref().map(|p| p.pins.clone()).unwrap_or_default();
-    collect(&mut diagnostics, &mut outputs, schema_types(&schemas, &pins).map(|o| vec![o]));
+    collect(&mut diagnostics, &mut outputs, schema_types(&schemas, &pins, &mut warnings));
     let (Some((compiled, file)), Some(plan)) = (loaded, plan) else {
         return Err(diagnostics);
     };
@@ -163,23 +165,54 @@ fn load_catalog(root: &Path, schemas: &schema::SchemaSet, diagnostics: &mut Diag
     }
 }
 
-/// Types, checks and decoders for every input schema, in one file.
-fn schema_types(schemas: &schema::SchemaSet, pins: &rust::decoder::Pins) -> Result<Output, Vec<Diagnostic>> {
+/// Types, checks and decoders for every input schema: a file per schema under
+/// `SCHEMA_MODULES_DIR`, and `SCHEMA_TYPES_OUT`, which includes each as a module.
+fn schema_types(schemas: &schema::SchemaSet, pins: &rust::decoder::Pins, warnings: &mut Vec<String>) -> Result<Vec<Output>, Vec<Diagnostic>> {
+    let mut outputs = Vec::new();
     let mut modules = Vec::new();
     let mut errors = Vec::new();
+    let mut owners: std::collections::BTreeMap<String, &str> = std::collections::BTreeMap::new();
+    let banner = banner();
     for (file, raw) in &schemas.files {
         let none = Default::default();
-        match rust::schemas::generate_pinned(file, raw, pins.get(file).unwrap_or(&none)) {
-            Ok(tokens) => modules.push(tokens),
-            Err(items) => errors.extend(items),
+        let generated = match rust::schemas::generate_pinned(file, raw, pins.get(file).unwrap_or(&none)) {
+            Ok(generated) => generated,
+            Err(items) => {
+                errors.extend(items);
+                continue;
+            }
+        };
+        if let Some(first) = owners.insert(generated.module.clone(), file) {
+            errors.push(Diagnostic::new(
+                Class::Generation,
+                format!("schemas/{first} and schemas/{file} would both be module `{}`; rename one", generated.module),
+            ));
+            continue;
         }
+        warnings.extend(generated.warnings);
+        let path = format!("{SCHEMA_MODULES_DIR}/{}.rs", generated.module);
+        match rust::format_file(&format!("// {banner}"), generated.tokens) {
+            Ok(contents) => outputs.push(Output { path: path.clone().into(), contents }),
+            Err(e) => errors.push(Diagnostic::new(Class::Generation, format!("schemas/{file}: {e}"))),
+        }
+        let module = quote::format_ident!("{}", generated.module);
+        let doc = format!(" Types and checks generated from `schemas/{file}`.");
+        let include = format!("/{path}");
+        modules.push(quote::quote! {
+            #[doc = #doc]
+            #[allow(clippy::all, clippy::pedantic, dead_code, unused_imports, unused_variables, unused_mut, non_snake_case, non_camel_case_types, irrefutable_let_patterns)]
+            pub mod #module {
+                include!(concat!(env!("OUT_DIR"), #include));
+            }
+        });
     }
     if !errors.is_empty() {
         return Err(errors);
     }
-    let contents = rust::format_file(&format!("// {}", banner()), quote::quote! { #(#modules)* })
+    let contents = rust::format_file(&format!("// {banner}"), quote::quote! { #(#modules)* })
         .map_err(|e| vec![Diagnostic::new(Class::Generation, e)])?;
-    Ok(Output { path: SCHEMA_TYPES_OUT.into(), contents })
+    outputs.push(Output { path: SCHEMA_TYPES_OUT.into(), contents });
+    Ok(outputs)
 }
 
 fn json_file(value: &serde_json::Value) -> String {

@@ -33,7 +33,26 @@ pub fn write_changed(root: &Path, outputs: &[Output]) -> io::Result<Vec<PathBuf>
         fs::rename(&temp, root.join(&output.path))?;
         written.push(output.path.clone());
     }
+    // A schema that was removed or renamed leaves its module file behind; it is no output
+    // any more, so it goes.
+    for path in stale(root, outputs) {
+        fs::remove_file(root.join(&path))?;
+        written.push(path);
+    }
     Ok(written)
+}
+
+/// Files in the per-schema module directory that no output produces.
+fn stale(root: &Path, outputs: &[Output]) -> Vec<PathBuf> {
+    let dir = Path::new(crate::SCHEMA_MODULES_DIR);
+    let Ok(entries) = fs::read_dir(root.join(dir)) else { return Vec::new() };
+    let mut stale: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| dir.join(e.file_name()))
+        .filter(|p| p.extension().is_some_and(|x| x == "rs") && !outputs.iter().any(|o| o.path == *p))
+        .collect();
+    stale.sort();
+    stale
 }
 
 fn stage<'o>(root: &Path, outputs: &'o [Output], staged: &mut Vec<(PathBuf, &'o Output)>) -> io::Result<()> {
@@ -77,6 +96,10 @@ pub fn drift(root: &Path, outputs: &[Output]) -> Vec<Drift> {
             .to_string();
         let diff = if diff.is_empty() { format!("{name}: bytes differ (line endings or encoding)\n") } else { diff };
         drifted.push(Drift { path: output.path.clone(), diff });
+    }
+    for path in stale(root, outputs) {
+        let diff = format!("{}: no longer generated; `generate` removes it\n", path.display());
+        drifted.push(Drift { path, diff });
     }
     drifted
 }

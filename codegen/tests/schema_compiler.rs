@@ -1,7 +1,8 @@
-//! The schema compiler's failure paths: what typify cannot handle and names that collide
-//! become diagnostics, never panics or silently merged types.
+//! The schema compiler's failure paths and naming guarantees: what the checks cannot
+//! compile becomes one diagnostic per construct, with the input's JSON Pointer and the
+//! keyword, all of a file's in one run; names that collide get pointer-derived names.
 
-use checkfu_wire_codegen::rust::schemas::generate;
+use checkfu_wire_codegen::rust::schemas::{generate, names};
 use serde_json::json;
 
 fn error_text(file: &str, schema: serde_json::Value) -> String {
@@ -11,55 +12,76 @@ fn error_text(file: &str, schema: serde_json::Value) -> String {
     }
 }
 
+fn generated_text(file: &str, schema: serde_json::Value) -> String {
+    match generate(file, &schema) {
+        Ok(module) => module.tokens.to_string(),
+        Err(diagnostics) => panic!("{}", diagnostics.iter().map(|d| d.message.clone()).collect::<Vec<_>>().join("\n")),
+    }
+}
+
 #[test]
-fn a_typify_panic_becomes_a_diagnostic() {
-    // typify 0.8 reaches a `todo!` on `not` over an `anyOf`.
+fn every_unsupported_construct_of_a_file_is_reported_with_its_input_pointer() {
     let schema = json!({
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$defs": {
+            "Dyn": {"$dynamicRef": "#meta"},
+            "Inner": {"$id": "https://example.com/inner.json", "type": "string"},
+            "Either": {"anyOf": [{"properties": {"a": {}}}, {"properties": {"b": {}}}], "unevaluatedProperties": false}
+        },
         "type": "object",
-        "properties": {"id": {"not": {"anyOf": [{"type": "string"}, {"type": "number"}]}}}
+        "properties": {"p": {"type": "string", "pattern": "(?<!x)y"}}
     });
-    let text = error_text("not-any-of.schema.json", schema);
-    assert!(text.contains("schemas/not-any-of.schema.json"), "{text}");
-    assert!(text.contains("typify panicked"), "{text}");
+    let text = error_text("many.schema.json", schema);
+    for expected in [
+        "schemas/many.schema.json#/$defs/Dyn/$dynamicRef: unsupported keyword `$dynamicRef`",
+        "schemas/many.schema.json#/$defs/Inner/$id: unsupported keyword `$id`",
+        "schemas/many.schema.json#/$defs/Either/unevaluatedProperties: unsupported keyword `unevaluatedProperties` next to `anyOf`",
+        "schemas/many.schema.json#/properties/p/pattern: the pattern `(?<!x)y`",
+    ] {
+        assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
+    }
 }
 
 #[test]
-fn colliding_names_name_both_pointers() {
+fn constructs_typify_panicked_on_now_compile() {
+    // typify 0.8 reached a `todo!` on `not` over an `anyOf`; it never sees such a schema now.
+    let schema = json!({"type": "object", "properties": {"id": {"not": {"anyOf": [{"type": "string"}, {"type": "number"}]}}}});
+    let text = generated_text("not-any-of.schema.json", schema);
+    assert!(text.contains("pub struct NotAnyOf"), "{text}");
+}
+
+#[test]
+fn colliding_names_fall_back_to_the_input_pointer() {
     let schema = json!({
+        "$defs": {"TwinsA": {"type": "string"}},
         "type": "object",
-        "properties": {
-            "a": {"anyOf": [
-                {"type": "object", "properties": {"kind": {"const": "x"}}},
-                {"type": "object", "properties": {"kind": {"const": "x"}, "more": {"type": "string"}}}
-            ]}
-        }
+        "properties": {"a": {"type": "object", "properties": {"k": {"type": "string"}}}}
     });
-    let text = error_text("twins.schema.json", schema);
-    assert!(text.contains("`/properties/a/anyOf/0`") && text.contains("`/properties/a/anyOf/1`"), "{text}");
-    assert!(text.contains("TwinsAX"), "{text}");
+    let text = generated_text("twins.schema.json", schema);
+    assert!(text.contains("pub struct PropertiesA"), "{text}");
+    assert!(text.contains("pub struct TwinsA"), "{text}");
 }
 
 #[test]
-fn unsupported_keywords_are_refused_with_their_pointer() {
-    let schema = json!({"type": "object", "properties": {"tags": {"type": "array", "uniqueItems": true}}});
-    let text = error_text("tags.schema.json", schema);
-    assert!(text.contains("unsupported keyword `uniqueItems`"), "{text}");
-    assert!(text.contains("/properties/tags"), "{text}");
-}
-
-#[test]
-fn remote_references_are_refused() {
-    let schema = json!({"type": "object", "properties": {"x": {"$ref": "https://example.com/x.json"}}});
+fn unsupported_references_are_refused_with_their_pointer() {
+    let schema = json!({"type": "object", "properties": {"x": {"$ref": "https://example.com/x.json"}, "y": {"$ref": "#anchor"}}});
     let text = error_text("remote.schema.json", schema);
-    assert!(text.contains("only local"), "{text}");
+    assert!(text.contains("#/properties/x/$ref: `https://example.com/x.json` is not a local reference"), "{text}");
+    assert!(text.contains("#/properties/y/$ref: `#anchor` names an anchor"), "{text}");
+}
+
+#[test]
+fn every_file_name_gives_rust_identifiers() {
+    assert_eq!(names("acp-v1-extension-vectors.schema.json"), ("acp_v1_extension_vectors".into(), "AcpV1ExtensionVectors".into()));
+    assert_eq!(names("2fa.json"), ("s_2fa".into(), "N2fa".into()));
+    assert_eq!(names("ü.json"), ("u_fc".into(), "Ufc".into()));
+    assert_eq!(names("self.json"), ("self_".into(), "SelfDef".into()));
+    assert_eq!(names("_.json"), ("schema_".into(), "Unnamed".into()));
 }
 
 #[test]
 fn generation_is_byte_stable() {
-    let raw: serde_json::Value =
-        serde_json::from_str(include_str!("../../schemas/acp-v1-extension-vectors.schema.json")).expect("json");
-    let first = generate("acp-v1-extension-vectors.schema.json", &raw).expect("generates").to_string();
-    let second = generate("acp-v1-extension-vectors.schema.json", &raw).expect("generates").to_string();
+    let raw: serde_json::Value = serde_json::from_str(include_str!("../../schemas/acp-v1.schema.json")).expect("json");
+    let first = generate("acp-v1.schema.json", &raw).expect("generates").tokens.to_string();
+    let second = generate("acp-v1.schema.json", &raw).expect("generates").tokens.to_string();
     assert_eq!(first, second);
 }

@@ -4,6 +4,8 @@
 //! wire, or a view of a `Value`); a generated decoder first runs that check, then
 //! deserializes into the typify type. [`Invalid`] says where and why a value was rejected.
 
+mod keywords;
+pub mod numbers;
 mod safety_node;
 mod tree;
 
@@ -16,6 +18,8 @@ use serde_json::Value;
 use smallvec::SmallVec;
 
 pub(crate) use tree::{raw_value_tree, Members, RAW_VALUE_TOKEN};
+pub use keywords::{same, unique_items, Literal, Pattern};
+pub use numbers::{compare_number, multiple_of, Num};
 pub use tree::{Json, Str, Tree};
 
 /// A value the schema rejects: a JSON Pointer into the value and a reason.
@@ -64,13 +68,11 @@ pub fn is_integer(v: &Json<'_>) -> bool {
 }
 
 /// Numbers compare by value, as JSON Schema's `enum` and `const` do.
-pub fn number_equals(v: &Json<'_>, expected: f64) -> bool {
-    v.as_f64() == Some(expected)
-}
-
-/// Equality of a value with a JSON literal, numbers by value.
-pub fn json_equals(v: &Json<'_>, literal: &str) -> bool {
-    serde_json::from_str::<Value>(literal).is_ok_and(|expected| v.same_as(&expected))
+pub fn number_is(v: &Json<'_>, expected: Num) -> bool {
+    match v {
+        Json::Number(n) => numbers::compare_number(n, expected) == std::cmp::Ordering::Equal,
+        _ => false,
+    }
 }
 
 /// Runs a generated check on a `Value` (for the decoders and tables that take one).
@@ -79,27 +81,11 @@ pub fn check_value(v: &Value, check: fn(&Json<'_>) -> Result<(), Invalid>) -> Re
     check(&Json::view(v, &arena))
 }
 
-/// Deserializes a checked value into its generated type. Integers written with a fraction
-/// (`1.0`) are valid JSON Schema integers but not valid Rust integers, so on failure the
-/// value is retried with integral floats rewritten as integers.
+/// Deserializes a checked value into its generated type. The generated types are exact
+/// (numbers are `serde_json::Number`, optional members `Option`s that keep `null`), so
+/// every value the check accepts fits.
 pub fn deserialize<T: DeserializeOwned>(v: &Value) -> Result<T, Invalid> {
-    match T::deserialize(v) {
-        Ok(t) => Ok(t),
-        Err(first) => T::deserialize(&integral(v.clone()))
-            .map_err(|_| Invalid::new(format!("does not fit the generated type: {first}"))),
-    }
-}
-
-fn integral(v: Value) -> Value {
-    match v {
-        Value::Number(n) if !n.is_i64() && !n.is_u64() => match n.as_f64() {
-            Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Value::from(f as i64),
-            _ => Value::Number(n),
-        },
-        Value::Array(items) => Value::Array(items.into_iter().map(integral).collect()),
-        Value::Object(map) => Value::Object(map.into_iter().map(|(k, v)| (k, integral(v))).collect()),
-        other => other,
-    }
+    T::deserialize(v).map_err(|e| Invalid::new(format!("does not fit the generated type: {e}")))
 }
 
 /// Encodes a decoded value back to JSON.
@@ -119,6 +105,25 @@ pub struct Definition {
     pub check: fn(&Value) -> Result<(), Invalid>,
     /// Decode into the generated type, then encode again.
     pub roundtrip: fn(&Value) -> Result<Value, Invalid>,
+}
+
+/// `serde(with)` helpers for an optional member: absent is `None`, and anything present,
+/// `null` included, is `Some` of the member's type (which keeps `null` when the member
+/// admits it). serde's own `Option` would read `null` as absent.
+pub mod present {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer, T: Serialize>(value: &Option<T>, serializer: S) -> Result<S::Ok, S::Error> {
+        match value {
+            Some(inner) => inner.serialize(serializer),
+            // Only reached if a caller drops `skip_serializing_if`; absent has no encoding.
+            None => serializer.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>, T: Deserialize<'de>>(deserializer: D) -> Result<Option<T>, D::Error> {
+        T::deserialize(deserializer).map(Some)
+    }
 }
 
 /// `serde(with)` helpers for `Option<Option<T>>` fields: absent is `None`, `null` is
@@ -147,8 +152,8 @@ mod tests {
     fn literals_compare_numbers_by_value_and_objects_by_members() {
         let arena = Bump::new();
         let json = Json::parse(r#"{"b": [1.0, "x"], "a": null}"#, &arena).expect("valid JSON");
-        assert!(json_equals(&json, r#"{"a": null, "b": [1, "x"]}"#));
-        assert!(!json_equals(&json, r#"{"a": null, "b": [1, "x"], "c": 1}"#));
+        assert!(Literal::new(r#"{"a": null, "b": [1, "x"]}"#).matches(&json));
+        assert!(!Literal::new(r#"{"a": null, "b": [1, "x"], "c": 1}"#).matches(&json));
         assert!(is_integer(&Json::parse("2.0", &arena).expect("number")));
         assert!(!is_integer(&Json::parse("2.5", &arena).expect("number")));
     }

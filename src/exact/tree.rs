@@ -117,7 +117,7 @@ impl<'a> Json<'a> {
         match (self, value) {
             (Json::Null, Value::Null) => true,
             (Json::Bool(a), Value::Bool(b)) => a == b,
-            (Json::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
+            (Json::Number(a), Value::Number(b)) => super::numbers::equal(a, b),
             (Json::String(a), Value::String(b)) => a == b,
             (Json::Array(a), Value::Array(b)) => a.len() == b.len() && a.iter().zip(b).all(|(a, b)| a.same_as(b)),
             // Keys are unique on both sides, so equal sizes and every member matched suffice.

@@ -91,12 +91,11 @@ impl Plan {
         let document = schemas.files.get(file).ok_or_else(|| format!("no schema file `{file}`"))?;
         let node = document.pointer(pointer).ok_or_else(|| format!("`{file}` has nothing at `{pointer}`"))?;
         let (module, root) = super::schemas::names(file);
-        let name = if pointer.is_empty() {
-            root
-        } else if let Some(def) = pointer.strip_prefix("/$defs/").filter(|d| !d.contains('/')) {
-            pascal(&unescape(def))
-        } else if let Some(def) = referenced_def(node) {
-            pascal(&def)
+        let definitions = crate::schema::normalize::definition_names(&root, document);
+        let name = if let Some(name) = definitions.get(pointer) {
+            name.clone()
+        } else if let Some(name) = referenced_def(node).and_then(|target| definitions.get(&target)) {
+            name.clone()
         } else {
             self.pins.entry(file.to_string()).or_default().insert(pointer.to_string(), wanted.to_string());
             wanted.to_string()
@@ -105,12 +104,8 @@ impl Plan {
     }
 }
 
-fn unescape(segment: &str) -> String {
-    segment.replace("~1", "/").replace("~0", "~")
-}
-
-/// `X` when the node is `{"$ref": "#/$defs/X"}` or `{"allOf": [{"$ref": …}]}` plus
-/// annotations.
+/// The pointer of the definition a node stands for, when it is `{"$ref": "#/$defs/X"}` or
+/// `{"allOf": [{"$ref": …}]}` plus annotations.
 fn referenced_def(node: &Value) -> Option<String> {
     let object = node.as_object()?;
     let asserts = |k: &String| !ANNOTATIONS.contains(&k.as_str());
@@ -122,8 +117,7 @@ fn referenced_def(node: &Value) -> Option<String> {
         },
         _ => return None,
     };
-    let name = reference.strip_prefix("#/$defs/").or_else(|| reference.strip_prefix("#/definitions/"))?;
-    (!name.contains('/')).then(|| unescape(name))
+    crate::schema::normalize::ref_target(&reference).ok()
 }
 
 /// Parses a carrier as the docs write it: `initialize response _meta`, `session/new

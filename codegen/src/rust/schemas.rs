@@ -1,60 +1,109 @@
-//! One Rust module per input schema: the typify types, the generated checks that complete
-//! what typify drops, and an `Exact` implementation per type tying the two together.
+//! One Rust module per input schema: the exact types, the generated checks, and a decoder
+//! per definition tying the two together. Each module is a file of its own
+//! (`generated/schemas/<module>.rs`), so a large input does not swell one file.
+
+use std::collections::BTreeMap;
 
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote};
+use quote::quote;
 use serde_json::Value;
 
 use crate::diagnostic::{Class, Diagnostic};
-use crate::schema::normalize::{self, pascal};
+use crate::schema::normalize;
+
+/// Rust keywords, which a module name must not be.
+const KEYWORDS: &[&str] = &[
+    "as", "async", "await", "break", "const", "continue", "crate", "dyn", "else", "enum", "extern", "false", "fn",
+    "for", "gen", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "self",
+    "static", "struct", "super", "trait", "true", "type", "unsafe", "use", "where", "while", "abstract", "become",
+    "box", "do", "final", "macro", "override", "priv", "try", "typeof", "unsized", "virtual", "yield",
+];
 
 /// The names a schema file gets: `acp-v1-extension-vectors.schema.json` →
-/// module `acp_v1_extension_vectors`, root type `AcpV1ExtensionVectors`.
+/// module `acp_v1_extension_vectors`, root type `AcpV1ExtensionVectors`. Both are valid
+/// Rust identifiers whatever the file is called (`2fa.json` → `s_2fa` and `N2fa`,
+/// `ü.json` → `u_fc` and `Ufc`, `self.json` → `self_` and `SelfDef`).
 pub fn names(file: &str) -> (String, String) {
     let stem = file.trim_end_matches(".json").trim_end_matches(".schema");
-    let module = stem.replace(|c: char| !c.is_ascii_alphanumeric(), "_").to_ascii_lowercase();
-    (module, pascal(stem))
+    let mut module = String::new();
+    for c in stem.chars() {
+        if c.is_ascii_alphanumeric() {
+            module.push(c.to_ascii_lowercase());
+        } else if c.is_ascii() {
+            module.push('_');
+        } else {
+            module.push_str(&format!("u_{:x}", c as u32));
+        }
+    }
+    if module.chars().all(|c| c == '_') {
+        module = format!("schema{module}");
+    }
+    if module.starts_with(|c: char| c.is_ascii_digit()) {
+        module.insert_str(0, "s_");
+    }
+    if KEYWORDS.contains(&module.as_str()) {
+        module.push('_');
+    }
+    let root = normalize::type_name(stem);
+    (module, root)
+}
+
+/// One schema file's generated module.
+pub struct SchemaModule {
+    /// The module name (`acp_v1_extension_vectors`).
+    pub module: String,
+    /// The module's contents: `pub mod types { … } pub mod checks { … }`.
+    pub tokens: TokenStream,
+    /// Definitions typify could not name, which got newtypes instead.
+    pub warnings: Vec<String>,
 }
 
 /// Generates the module for one schema file.
-pub fn generate(file: &str, raw: &Value) -> Result<TokenStream, Vec<Diagnostic>> {
-    generate_pinned(file, raw, &std::collections::BTreeMap::new())
+pub fn generate(file: &str, raw: &Value) -> Result<SchemaModule, Vec<Diagnostic>> {
+    generate_pinned(file, raw, &BTreeMap::new())
 }
 
-/// Generates the module for one schema file, with extra named entry points.
-pub fn generate_pinned(
-    file: &str,
-    raw: &Value,
-    pins: &std::collections::BTreeMap<String, String>,
-) -> Result<TokenStream, Vec<Diagnostic>> {
+fn diagnostic(file: &str, pointer: &str, message: &str) -> Diagnostic {
+    Diagnostic::new(Class::Generation, format!("schemas/{file}#{pointer}: {message}"))
+}
+
+/// Generates the module for one schema file, with extra named entry points. Every
+/// problem of the file is reported, not only the first.
+pub fn generate_pinned(file: &str, raw: &Value, pins: &BTreeMap<String, String>) -> Result<SchemaModule, Vec<Diagnostic>> {
     let (module, root_name) = names(file);
-    let normalized = normalize::normalize_pinned(&root_name, raw, pins).map_err(|errors| {
-        errors
-            .into_iter()
-            .map(|e| Diagnostic::new(Class::Generation, format!("schemas/{file}#{}: {}", e.pointer, e.message)))
-            .collect::<Vec<_>>()
-    })?;
-    let defs = super::types::definitions(&root_name, &normalized.root);
-    let mut origins = normalized.origins.clone();
-    origins.insert(root_name.clone(), String::new());
-    let checks = super::checks::generate(&defs, &origins)
-        .map_err(|e| vec![Diagnostic::new(Class::Generation, format!("schemas/{file}{e}"))])?;
-    // typify runs after the checks: a construct outside the supported subset gets the
-    // checks' precise diagnostic rather than typify's panic.
-    let types = super::types::generate(&defs)
-        .map_err(|e| vec![Diagnostic::new(Class::Generation, format!("schemas/{file}: {e}"))])?;
-    let module = format_ident!("{}", module);
-    let doc = format!(" Types and checks generated from `schemas/{file}`.");
-    Ok(quote! {
-        #[doc = #doc]
-        #[allow(clippy::all, clippy::pedantic, dead_code, unused_imports, unused_variables, non_snake_case, irrefutable_let_patterns)]
-        pub mod #module {
+    let normalized = normalize::normalize_pinned(&root_name, raw, pins);
+    let mut errors: Vec<Diagnostic> = normalized.errors.iter().map(|e| diagnostic(file, &e.pointer, &e.message)).collect();
+    let checks = match super::checks::generate(&normalized) {
+        Ok(checks) => checks,
+        Err(unsupported) => {
+            errors.extend(unsupported.iter().map(|u| diagnostic(file, &u.pointer, &u.message)));
+            TokenStream::new()
+        }
+    };
+    if !errors.is_empty() {
+        errors.dedup_by(|a, b| a.message == b.message);
+        return Err(errors);
+    }
+    let types = super::types::generate(&normalized);
+    let warnings = types
+        .fallbacks
+        .iter()
+        .map(|name| {
+            let origin = normalized.origins.get(name).map_or("", String::as_str);
+            format!("schemas/{file}#{origin}: typify could not name the members of `{name}`; it is a `serde_json` newtype")
+        })
+        .collect();
+    let types = types.tokens;
+    Ok(SchemaModule {
+        module,
+        tokens: quote! {
             pub mod types {
                 #types
             }
             pub mod checks {
                 #checks
             }
-        }
+        },
+        warnings,
     })
 }

@@ -1,195 +1,345 @@
-//! Normalization: rewrites an input schema into the subset typify maps faithfully.
+//! Normalization: gives every schema node that needs a Rust type a name of its own, and
+//! rewrites every reference to point at such a name.
 //!
-//! typify 0.8 panics on some constructs (`allOf` of bare bounds under `type: integer`),
-//! silently merges distinct inline schemas that it names alike, and drops `const` and
-//! integer-valued number enums. Before it sees a schema, this pass:
+//! The checks and the types read one flat set of named definitions, so this pass:
 //!
-//! - flattens an `allOf` whose members carry only assertion keywords the parent lacks
-//!   (`{"type": "string", "allOf": [{"minLength": 1}, {"maxLength": 256}]}` becomes one
-//!   node), and replaces `{"allOf": [{"$ref": …}]}` wrappers by the reference;
-//! - rewrites a scalar `const` as a one-value `enum` (with its `type`);
-//! - types a `number` enum whose values are all integers as `integer`;
-//! - renames legacy `definitions` to `$defs`;
-//! - drops `default` (an annotation typify would otherwise fill in, breaking round trips)
-//!   and spells an open object's `additionalProperties` as `{}` so typify keeps unknown
-//!   members instead of silently dropping them;
-//! - hoists every inline object schema into `$defs` under a name derived from its path and
-//!   its discriminating single-value `enum`, so typify never invents a name.
+//! - names the root after the file, and every top-level `$defs` (or legacy
+//!   `definitions`) entry after its key, made a valid Rust type name;
+//! - hoists every inline object schema in a value position (a property, an item, a union
+//!   alternative, `additionalProperties`) into the definitions, named after its path and
+//!   its discriminating single-value property (`RootVStarted`) or its `title`;
+//! - hoists every node a `$ref` points at (`#/$defs/A/properties/b`, `#/properties/x`,
+//!   percent-encoded or `~`-escaped) and every node the decoder tables pin, so that every
+//!   reference names a whole definition;
+//! - rewrites each `$ref` to `#/$defs/<Name>`.
 //!
-//! Two different schemas that would get the same name are a diagnostic naming both JSON
-//! Pointers; identical ones share the definition.
+//! It walks schema positions only (`properties`, `items`, `anyOf`, …): `const`, `enum`,
+//! `default`, `examples` and unknown keywords are data and are never rewritten.
+//!
+//! When a preferred name is taken by a different schema, the node is named after its JSON
+//! Pointer (`DefsCreateElicitationRequestAnyOf2`), then after its pointer plus a short hash
+//! of it; generation fails only if even that is taken. Identical hoisted schemas share a
+//! name. Names are deterministic: they depend only on the input.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
-
-/// Keywords that only assert and may be merged from an `allOf` member into its parent.
-const MERGEABLE: &[&str] = &[
-    "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
-    "minItems", "maxItems", "minProperties", "maxProperties", "multipleOf", "pattern",
-];
+use sha2::{Digest, Sha256};
 
 /// Keywords that are annotations only: they never change what validates.
 pub const ANNOTATIONS: &[&str] = &[
     "title", "description", "default", "examples", "$comment", "$schema", "$id", "deprecated",
-    "readOnly", "writeOnly", "format",
+    "readOnly", "writeOnly", "format", "contentEncoding", "contentMediaType", "contentSchema",
+    "discriminator", "$vocabulary", "$anchor", "$dynamicAnchor",
 ];
 
 /// Properties preferred as discriminators when naming a hoisted variant, in this order.
 const DISCRIMINATORS: &[&str] = &["name", "method", "phase", "sessionUpdate", "type", "kind", "status"];
 
+/// Keywords whose value is an object of subschemas.
+pub const SCHEMA_MAPS: &[&str] = &["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"];
+/// Keywords whose value is one subschema.
+pub const SCHEMA_SINGLES: &[&str] = &[
+    "items", "additionalProperties", "unevaluatedProperties", "unevaluatedItems", "not", "contains",
+    "propertyNames", "if", "then", "else",
+];
+/// Keywords whose value is an array of subschemas.
+pub const SCHEMA_ARRAYS: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems"];
+
 /// A schema node that could not be normalized.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NormalizeError {
+    /// JSON Pointer into the input document.
     pub pointer: String,
     pub message: String,
 }
 
-/// The normalized schema: the root node with every named definition under `$defs`.
+/// The normalized schema: every named definition, the root among them.
 #[derive(Debug, Clone)]
 pub struct Normalized {
-    pub root: Value,
+    /// The root's definition name.
+    pub root_name: String,
+    /// Definition name → normalized schema; references are `#/$defs/<Name>`.
+    pub defs: Map<String, Value>,
     /// Definition name → JSON Pointer (in the input) of the schema it came from.
     pub origins: BTreeMap<String, String>,
+    /// Problems found; the definitions are still as complete as they could be made.
+    pub errors: Vec<NormalizeError>,
 }
 
 pub fn escape_pointer(segment: &str) -> String {
     segment.replace('~', "~0").replace('/', "~1")
 }
 
-/// PascalCase of the alphanumeric runs of `s`: `initialize.full-declaration` →
-/// `InitializeFullDeclaration`, `_meta` → `Meta`.
+fn unescape_pointer(segment: &str) -> String {
+    segment.replace("~1", "/").replace("~0", "~")
+}
+
+/// PascalCase of the alphanumeric runs of `s`, as a valid Rust type name:
+/// `initialize.full-declaration` → `InitializeFullDeclaration`, `_meta` → `Meta`,
+/// `2fa` → `N2fa`, `日本` → `U65e5U672c`, `self` → `SelfDef`. Empty when `s` has no
+/// letter, digit or non-ASCII character.
 pub fn pascal(s: &str) -> String {
     let mut out = String::new();
-    for part in s.split(|c: char| !c.is_ascii_alphanumeric()).filter(|p| !p.is_empty()) {
-        let mut chars = part.chars();
-        if let Some(first) = chars.next() {
-            out.push(first.to_ascii_uppercase());
-            out.extend(chars);
+    let mut upper = true;
+    for c in s.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(if upper { c.to_ascii_uppercase() } else { c });
+            upper = false;
+        } else if !c.is_ascii() {
+            // Spelled out so that names stay ASCII and distinct characters stay distinct.
+            out.push_str(&format!("U{:x}", c as u32));
+            upper = true;
+        } else {
+            upper = true;
         }
     }
     if out.chars().next().is_some_and(|c| c.is_ascii_digit()) {
         out.insert(0, 'N');
     }
+    if out == "Self" {
+        out.push_str("Def");
+    }
     out
 }
 
-struct Normalizer<'p> {
-    /// Raw pointer → name: nodes the decoder tables need as named definitions.
-    pins: &'p BTreeMap<String, String>,
-    pinned: Vec<String>,
+/// A Rust type name for a definition key: its PascalCase, or `Unnamed` when it has none.
+pub fn type_name(key: &str) -> String {
+    let name = pascal(key);
+    if name.is_empty() {
+        "Unnamed".into()
+    } else {
+        name
+    }
+}
+
+/// The name a node gets after its JSON Pointer: `/$defs/A/anyOf/2` → `DefsAAnyOf2`.
+fn pointer_name(root_name: &str, pointer: &str) -> String {
+    let segments: String = pointer.split('/').skip(1).map(|s| type_name(&unescape_pointer(s))).collect();
+    if segments.is_empty() {
+        root_name.to_string()
+    } else {
+        segments
+    }
+}
+
+fn short_hash(s: &str) -> String {
+    Sha256::digest(s.as_bytes()).iter().take(4).map(|b| format!("{b:02x}")).collect()
+}
+
+/// Resolves a local `$ref` to a JSON Pointer in canonical (escaped, not percent-encoded)
+/// form; `Err` says why it is not supported.
+pub fn ref_target(reference: &str) -> Result<String, String> {
+    let Some(fragment) = reference.strip_prefix('#') else {
+        return Err(format!("`{reference}` is not a local reference (`#…`); remote references are not supported"));
+    };
+    let fragment = percent_decode(fragment).ok_or_else(|| format!("`{reference}` is not valid percent-encoding"))?;
+    if fragment.is_empty() {
+        return Ok(String::new());
+    }
+    if !fragment.starts_with('/') {
+        return Err(format!("`{reference}` names an anchor; anchor references are not supported"));
+    }
+    Ok(fragment)
+}
+
+fn percent_decode(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Calls `f(pointer, schema)` for every subschema directly under `object`.
+pub fn for_each_child<'v>(object: &'v Map<String, Value>, pointer: &str, mut f: impl FnMut(String, &'v Value)) {
+    for (key, value) in object {
+        let at = format!("{pointer}/{}", escape_pointer(key));
+        if SCHEMA_MAPS.contains(&key.as_str()) {
+            if let Value::Object(children) = value {
+                children.iter().for_each(|(k, v)| f(format!("{at}/{}", escape_pointer(k)), v));
+            }
+        } else if SCHEMA_SINGLES.contains(&key.as_str()) || (key == "items" && value.is_array()) {
+            match value {
+                Value::Array(items) => items.iter().enumerate().for_each(|(i, v)| f(format!("{at}/{i}"), v)),
+                other => f(at, other),
+            }
+        } else if SCHEMA_ARRAYS.contains(&key.as_str()) {
+            if let Value::Array(items) = value {
+                items.iter().enumerate().for_each(|(i, v)| f(format!("{at}/{i}"), v));
+            }
+        }
+    }
+}
+
+/// Every `$ref` in schema positions: (pointer of the referring node, reference).
+fn references(value: &Value, pointer: &str, out: &mut Vec<(String, String)>) {
+    let Value::Object(object) = value else { return };
+    if let Some(Value::String(r)) = object.get("$ref") {
+        out.push((pointer.to_string(), r.clone()));
+    }
+    for_each_child(object, pointer, |at, child| references(child, &at, out));
+}
+
+/// The names every top-level definition of `raw` gets (raw JSON Pointer → name), with the
+/// root under `root_name`. The decoder tables use this to name entry points.
+pub fn definition_names(root_name: &str, raw: &Value) -> BTreeMap<String, String> {
+    let mut names = Names::new(root_name);
+    names.claim_definitions(raw);
+    names.by_pointer
+}
+
+struct Names {
+    root_name: String,
+    /// Name → input pointer of its owner.
+    taken: BTreeMap<String, String>,
+    by_pointer: BTreeMap<String, String>,
+}
+
+impl Names {
+    fn new(root_name: &str) -> Self {
+        let mut names = Names { root_name: root_name.to_string(), taken: BTreeMap::new(), by_pointer: BTreeMap::new() };
+        names.taken.insert(root_name.to_string(), String::new());
+        names.by_pointer.insert(String::new(), root_name.to_string());
+        names
+    }
+
+    /// The first free name of `preferred`, the pointer's name, and the pointer's name with a
+    /// hash of the pointer; `None` when all are taken.
+    fn claim(&mut self, preferred: &str, pointer: &str) -> Option<String> {
+        let by_pointer = pointer_name(&self.root_name, pointer);
+        let hashed = format!("{by_pointer}H{}", short_hash(pointer));
+        let name = [preferred.to_string(), by_pointer, hashed].into_iter().find(|n| !self.taken.contains_key(n))?;
+        self.taken.insert(name.clone(), pointer.to_string());
+        self.by_pointer.insert(pointer.to_string(), name.clone());
+        Some(name)
+    }
+
+    fn claim_definitions(&mut self, raw: &Value) {
+        let Some(root) = raw.as_object() else { return };
+        for container in ["$defs", "definitions"] {
+            if let Some(Value::Object(defs)) = root.get(container) {
+                for key in defs.keys() {
+                    let pointer = format!("/{container}/{}", escape_pointer(key));
+                    // `claim` can only fail after the hashed name is taken too, which a
+                    // distinct pointer never hits for a definition: its hash is unique.
+                    let _ = self.claim(&type_name(key), &pointer);
+                }
+            }
+        }
+    }
+}
+
+struct Normalizer {
+    names: Names,
+    /// Raw pointer → name: nodes that must become definitions (pins and `$ref` targets).
+    wanted: BTreeMap<String, String>,
     defs: Map<String, Value>,
+    /// Hoisted nodes by name, to let identical inline schemas share one.
+    hoisted: BTreeSet<String>,
     origins: BTreeMap<String, String>,
+    reached: BTreeSet<String>,
     errors: Vec<NormalizeError>,
 }
 
-/// Normalizes `raw`; `root_name` names the root type when it is an object.
-pub fn normalize(root_name: &str, raw: &Value) -> Result<Normalized, Vec<NormalizeError>> {
+/// Normalizes `raw`; `root_name` names the root.
+pub fn normalize(root_name: &str, raw: &Value) -> Normalized {
     normalize_pinned(root_name, raw, &BTreeMap::new())
 }
 
 /// Normalizes `raw`, hoisting each node of `pins` (raw JSON Pointer → name) under its name
 /// whatever its type, so that it gets a generated type and decoder of its own.
-pub fn normalize_pinned(root_name: &str, raw: &Value, pins: &BTreeMap<String, String>) -> Result<Normalized, Vec<NormalizeError>> {
-    let mut raw = raw.clone();
-    rename_definitions(&mut raw);
-    let mut n = Normalizer { pins, pinned: Vec::new(), defs: Map::new(), origins: BTreeMap::new(), errors: Vec::new() };
-    let input_defs = raw.as_object_mut().and_then(|o| o.remove("$defs"));
-    // Existing definitions keep their names; they are claimed first so hoisted names that
-    // clash with them are caught.
-    // Definitions are renamed to the Rust names typify would give them (`Objects_1` →
-    // `Objects1`), so that two names that only differ in punctuation are caught here.
-    let mut pending = Vec::new();
-    let mut renames = BTreeMap::new();
-    if let Some(Value::Object(defs)) = input_defs {
-        for (original, schema) in defs {
-            let pointer = format!("/$defs/{}", escape_pointer(&original));
-            let name = pascal(&original);
-            if let Some(first) = n.origins.get(&name) {
-                n.errors.push(NormalizeError {
-                    pointer: pointer.clone(),
-                    message: format!("two different schemas would both be named `{name}`: `{first}` and `{pointer}`"),
-                });
-                continue;
-            }
-            n.origins.insert(name.clone(), pointer.clone());
-            n.defs.insert(name.clone(), Value::Null);
-            renames.insert(format!("#/$defs/{}", escape_pointer(&original)), format!("#/$defs/{name}"));
-            pending.push((name, schema, pointer));
-        }
-    }
-    let mut pending: Vec<_> = pending.into_iter().map(|(name, mut schema, pointer)| {
-        rename_refs(&mut schema, &renames);
-        (name, schema, pointer)
-    }).collect();
-    rename_refs(&mut raw, &renames);
-    pending.sort_by(|a, b| a.0.cmp(&b.0));
-    for (name, schema, pointer) in pending {
-        let schema = n.node(schema, &pointer, &name, true);
-        n.defs.insert(name, schema);
-    }
-    let mut root = n.node(raw, "", &pascal(root_name), true);
+pub fn normalize_pinned(root_name: &str, raw: &Value, pins: &BTreeMap<String, String>) -> Normalized {
+    let mut n = Normalizer {
+        names: Names::new(root_name),
+        wanted: BTreeMap::new(),
+        defs: Map::new(),
+        hoisted: BTreeSet::new(),
+        origins: BTreeMap::new(),
+        reached: BTreeSet::new(),
+        errors: Vec::new(),
+    };
+    n.names.claim_definitions(raw);
     for (pointer, name) in pins {
-        if !n.pinned.contains(pointer) {
+        if n.names.taken.contains_key(name) {
             n.errors.push(NormalizeError {
                 pointer: pointer.clone(),
-                message: format!("entry point `{name}` at `{pointer}` is not a schema node the normalized schema keeps"),
+                message: format!("entry point `{name}` is already the name of `{}`", n.names.taken[name]),
+            });
+            continue;
+        }
+        n.names.taken.insert(name.clone(), pointer.clone());
+        n.names.by_pointer.insert(pointer.clone(), name.clone());
+        n.wanted.insert(pointer.clone(), name.clone());
+    }
+    let mut refs = Vec::new();
+    references(raw, "", &mut refs);
+    for (at, reference) in &refs {
+        match ref_target(reference) {
+            Ok(target) if raw.pointer(&target).is_none() => n.errors.push(NormalizeError {
+                pointer: format!("{at}/$ref"),
+                message: format!("`{reference}` points at nothing in this document"),
+            }),
+            Ok(target) => {
+                if !n.names.by_pointer.contains_key(&target) {
+                    let name = pointer_name(root_name, &target);
+                    match n.names.claim(&name, &target) {
+                        Some(name) => {
+                            n.wanted.insert(target, name);
+                        }
+                        None => n.errors.push(NormalizeError { pointer: target, message: format!("no free name for `{name}`") }),
+                    }
+                }
+            }
+            Err(message) => n.errors.push(NormalizeError { pointer: format!("{at}/$ref"), message }),
+        }
+    }
+    // Top-level definitions first, in input order, then the root.
+    if let Some(root) = raw.as_object() {
+        for container in ["$defs", "definitions"] {
+            if let Some(Value::Object(defs)) = root.get(container) {
+                for (key, schema) in defs {
+                    let pointer = format!("/{container}/{}", escape_pointer(key));
+                    if let Some(name) = n.names.by_pointer.get(&pointer).cloned() {
+                        let rewritten = n.node(schema, &pointer, &name);
+                        n.define(&name, rewritten, &pointer);
+                    }
+                }
+            }
+        }
+    }
+    let root = n.node(raw, "", root_name);
+    n.define(root_name, root, "");
+    for (pointer, name) in &n.wanted {
+        if !n.reached.contains(pointer) {
+            n.errors.push(NormalizeError {
+                pointer: pointer.clone(),
+                message: format!("`{name}` at `{pointer}` is not a schema node (it sits inside data or an unknown keyword)"),
             });
         }
     }
-    if !n.errors.is_empty() {
-        return Err(n.errors);
-    }
-    if let Value::Object(object) = &mut root {
-        if !n.defs.is_empty() {
-            object.insert("$defs".into(), Value::Object(n.defs));
-        }
-    }
-    Ok(Normalized { root, origins: n.origins })
-}
-
-fn rename_definitions(value: &mut Value) {
-    match value {
-        Value::Object(object) => {
-            if let Some(defs) = object.remove("definitions") {
-                object.entry("$defs").or_insert(defs);
-            }
-            if let Some(Value::String(r)) = object.get_mut("$ref") {
-                if let Some(rest) = r.strip_prefix("#/definitions/") {
-                    *r = format!("#/$defs/{rest}");
-                }
-            }
-            object.values_mut().for_each(rename_definitions);
-        }
-        Value::Array(items) => items.iter_mut().for_each(rename_definitions),
-        _ => {}
-    }
-}
-
-fn rename_refs(value: &mut Value, renames: &BTreeMap<String, String>) {
-    match value {
-        Value::Object(object) => {
-            if let Some(Value::String(r)) = object.get_mut("$ref") {
-                if let Some(new) = renames.get(r.as_str()) {
-                    *r = new.clone();
-                }
-            }
-            object.values_mut().for_each(|v| rename_refs(v, renames));
-        }
-        Value::Array(items) => items.iter_mut().for_each(|v| rename_refs(v, renames)),
-        _ => {}
-    }
+    Normalized { root_name: root_name.to_string(), defs: n.defs, origins: n.origins, errors: n.errors }
 }
 
 fn is_object_schema(object: &Map<String, Value>) -> bool {
     object.contains_key("properties") || object.get("type").and_then(Value::as_str) == Some("object")
 }
 
-/// The single value of a `{"enum": [v]}` property, used to name variants.
-fn discriminator(object: &Map<String, Value>) -> Option<String> {
-    let properties = object.get("properties")?.as_object()?;
-    let single = |name: &str| -> Option<String> {
-        let property = properties.get(name)?;
+/// The label a union alternative is named by: for the first property (preferred ones
+/// first) whose single value differs in every alternative that has one, that value; else
+/// the alternative's `title` when titles are distinct.
+fn variant_labels(variants: &[Value]) -> Vec<Option<String>> {
+    let single = |variant: &Value, name: &str| -> Option<String> {
+        let property = variant.get("properties")?.get(name)?;
         if let Some(Value::String(s)) = property.get("const") {
             return Some(s.clone());
         }
@@ -198,290 +348,147 @@ fn discriminator(object: &Map<String, Value>) -> Option<String> {
             _ => None,
         }
     };
-    DISCRIMINATORS.iter().find_map(|d| single(d)).or_else(|| properties.keys().find_map(|k| single(k)))
+    let distinct = |labels: &[Option<String>]| {
+        let present: Vec<&String> = labels.iter().flatten().collect();
+        !present.is_empty() && present.iter().enumerate().all(|(i, l)| !present[..i].contains(l))
+    };
+    let mut candidates: Vec<String> = DISCRIMINATORS.iter().map(|s| s.to_string()).collect();
+    for variant in variants {
+        if let Some(Value::Object(properties)) = variant.get("properties") {
+            candidates.extend(properties.keys().cloned());
+        }
+    }
+    for property in &candidates {
+        let labels: Vec<Option<String>> = variants.iter().map(|v| single(v, property)).collect();
+        if distinct(&labels) {
+            return labels;
+        }
+    }
+    let titles: Vec<Option<String>> = variants.iter().map(|v| v.get("title").and_then(Value::as_str).map(String::from)).collect();
+    if distinct(&titles) {
+        return titles;
+    }
+    vec![None; variants.len()]
 }
 
-impl Normalizer<'_> {
-    /// Rewrites one schema node and its children; `name` is the name a hoisted object here
-    /// would get; `top` is true for a definition's own root (never hoisted again).
-    fn node(&mut self, value: Value, pointer: &str, name: &str, top: bool) -> Value {
-        let Value::Object(mut object) = value else { return value };
-        // `default` is an annotation; typify would fill it in on decode and emit it on
-        // encode, so a value without the key would not round-trip.
-        object.remove("default");
-        // An open object keeps its unknown members: typify flattens them into a map only
-        // when `additionalProperties` is a schema, and `{}` accepts exactly what absence does.
-        if is_object_schema(&object) && matches!(object.get("additionalProperties"), None | Some(Value::Bool(true))) {
-            object.insert("additionalProperties".into(), Value::Object(Map::new()));
-        }
-        self.const_to_enum(&mut object);
-        self.flatten_all_of(&mut object);
-        integer_enum(&mut object);
-        // Children first, so a parent compares equal to another only if its children do.
-        for key in ["properties", "patternProperties", "$defs", "dependentSchemas"] {
-            if let Some(Value::Object(children)) = object.remove(key) {
-                let mut rewritten = Map::new();
-                for (child, schema) in children {
-                    let at = format!("{pointer}/{key}/{}", escape_pointer(&child));
-                    let child_name = format!("{name}{}", pascal(&child));
-                    rewritten.insert(child.clone(), self.node(schema, &at, &child_name, false));
+impl Normalizer {
+    fn define(&mut self, name: &str, schema: Value, pointer: &str) {
+        self.defs.insert(name.to_string(), schema);
+        self.origins.insert(name.to_string(), pointer.to_string());
+    }
+
+    /// Rewrites one schema node and its children; `name` is the name this node has or
+    /// would have if hoisted (children are named after it).
+    fn node(&mut self, value: &Value, pointer: &str, name: &str) -> Value {
+        self.reached.insert(pointer.to_string());
+        let Value::Object(input) = value else { return value.clone() };
+        let mut object = Map::new();
+        for (key, child) in input {
+            let at = format!("{pointer}/{}", escape_pointer(key));
+            let rewritten = if key == "$ref" {
+                self.reference(child)
+            } else if key == "$defs" || key == "definitions" {
+                // Nested definitions are reached only through references; the root's are
+                // definitions of their own. Either way they leave the node.
+                if let Value::Object(defs) = child {
+                    for (k, v) in defs {
+                        let at = format!("{at}/{}", escape_pointer(k));
+                        if pointer.is_empty() {
+                            self.reached.insert(at);
+                        } else {
+                            let _ = self.child(v, &at, &format!("{name}{}", type_name(k)), false);
+                        }
+                    }
                 }
-                object.insert(key.into(), Value::Object(rewritten));
-            }
-        }
-        for (key, suffix) in [("items", "Item"), ("additionalProperties", "Value"), ("not", "Not"), ("contains", "Contains")] {
-            if let Some(child) = object.remove(key) {
-                let at = format!("{pointer}/{key}");
-                object.insert(key.into(), self.node(child, &at, &format!("{name}{suffix}"), false));
-            }
-        }
-        for key in ["anyOf", "oneOf", "allOf"] {
-            if let Some(Value::Array(variants)) = object.remove(key) {
-                let mut rewritten = Vec::new();
-                for (i, variant) in variants.into_iter().enumerate() {
-                    let at = format!("{pointer}/{key}/{i}");
-                    let label = variant.as_object().and_then(discriminator).map(|d| pascal(&d));
-                    let variant_name = format!("{name}{}", label.unwrap_or_else(|| format!("Variant{i}")));
-                    rewritten.push(self.node(variant, &at, &variant_name, false));
+                continue;
+            } else if SCHEMA_MAPS.contains(&key.as_str()) {
+                match child {
+                    Value::Object(children) => {
+                        let hoist = key == "properties" || key == "patternProperties";
+                        let mut rewritten = Map::new();
+                        for (k, v) in children {
+                            let at = format!("{at}/{}", escape_pointer(k));
+                            rewritten.insert(k.clone(), self.child(v, &at, &format!("{name}{}", type_name(k)), hoist));
+                        }
+                        Value::Object(rewritten)
+                    }
+                    other => other.clone(),
                 }
-                object.insert(key.into(), Value::Array(rewritten));
-            }
-        }
-        if !top {
-            if let Some(pinned) = self.pins.get(pointer) {
-                self.pinned.push(pointer.to_string());
-                let pinned = pinned.clone();
-                return self.hoist(&pinned, Value::Object(object), pointer);
-            }
-        }
-        if !top && is_object_schema(&object) {
-            return self.hoist(name, Value::Object(object), pointer);
+            } else if SCHEMA_SINGLES.contains(&key.as_str()) && !child.is_array() {
+                let (suffix, hoist) = match key.as_str() {
+                    "items" => ("Item", true),
+                    "additionalProperties" => ("Value", true),
+                    other => (other, false),
+                };
+                self.child(child, &at, &format!("{name}{}", type_name(suffix)), hoist)
+            } else if SCHEMA_ARRAYS.contains(&key.as_str()) || (key == "items" && child.is_array()) {
+                match child {
+                    Value::Array(variants) => {
+                        let labels = variant_labels(variants);
+                        let hoist = key != "allOf";
+                        let rewritten = variants.iter().enumerate().map(|(i, v)| {
+                            let label = labels[i].as_deref().map(type_name).unwrap_or_else(|| format!("Variant{i}"));
+                            let label = if key == "prefixItems" || key == "items" { format!("Item{i}") } else { label };
+                            self.child(v, &format!("{at}/{i}"), &format!("{name}{label}"), hoist)
+                        });
+                        Value::Array(rewritten.collect())
+                    }
+                    other => other.clone(),
+                }
+            } else {
+                child.clone()
+            };
+            object.insert(key.clone(), rewritten);
         }
         Value::Object(object)
     }
 
-    fn hoist(&mut self, name: &str, schema: Value, pointer: &str) -> Value {
-        let reference = Value::Object(Map::from_iter([("$ref".to_string(), Value::String(format!("#/$defs/{name}")))]));
-        match self.defs.get(name) {
-            Some(existing) if *existing == schema => reference,
-            Some(_) => {
-                let first = self.origins.get(name).cloned().unwrap_or_default();
+    /// A child node: rewritten, then hoisted when it must be a definition (a pin or a
+    /// reference target) or, in a value position, when it is an object schema.
+    fn child(&mut self, value: &Value, pointer: &str, name: &str, value_position: bool) -> Value {
+        if let Some(wanted) = self.wanted.get(pointer).cloned() {
+            let rewritten = self.node(value, pointer, &wanted);
+            self.define(&wanted, rewritten, pointer);
+            self.hoisted.insert(wanted.clone());
+            return reference_to(&wanted);
+        }
+        let rewritten = self.node(value, pointer, name);
+        let hoist = value_position && rewritten.as_object().is_some_and(is_object_schema);
+        if !hoist {
+            return rewritten;
+        }
+        if self.hoisted.contains(name) && self.defs.get(name) == Some(&rewritten) {
+            return reference_to(name);
+        }
+        match self.names.claim(name, pointer) {
+            Some(claimed) => {
+                self.define(&claimed, rewritten, pointer);
+                self.hoisted.insert(claimed.clone());
+                reference_to(&claimed)
+            }
+            None => {
                 self.errors.push(NormalizeError {
                     pointer: pointer.to_string(),
-                    message: format!(
-                        "two different schemas would both be named `{name}`: `{first}` and `{pointer}`"
-                    ),
+                    message: format!("no free name for this schema: `{name}` and its pointer-derived names are taken"),
                 });
-                reference
-            }
-            None => {
-                self.defs.insert(name.to_string(), schema);
-                self.origins.insert(name.to_string(), pointer.to_string());
-                reference
+                rewritten
             }
         }
     }
 
-    fn const_to_enum(&mut self, object: &mut Map<String, Value>) {
-        let Some(value) = object.remove("const") else { return };
-        let ty = match &value {
-            Value::String(_) => Some("string"),
-            Value::Bool(_) => Some("boolean"),
-            Value::Number(n) if n.is_i64() || n.is_u64() => Some("integer"),
-            Value::Number(_) => Some("number"),
-            Value::Null => Some("null"),
-            // An object or array const stays a const: typify cannot enumerate it, and the
-            // generated check compares it as a whole.
-            _ => None,
-        };
-        match ty {
-            Some(ty) => {
-                object.entry("type").or_insert(Value::String(ty.into()));
-                object.insert("enum".into(), Value::Array(vec![value]));
-            }
-            None => {
-                object.insert("const".into(), value);
-            }
+    fn reference(&mut self, reference: &Value) -> Value {
+        let Value::String(r) = reference else { return reference.clone() };
+        match ref_target(r).ok().and_then(|target| self.names.by_pointer.get(&target)) {
+            Some(name) => Value::String(format!("#/$defs/{name}")),
+            // Already reported while collecting references.
+            None => reference.clone(),
         }
-    }
-
-    fn flatten_all_of(&mut self, object: &mut Map<String, Value>) {
-        let Some(Value::Array(members)) = object.get("allOf") else { return };
-        // `{"allOf": [{"$ref": X}]}` plus annotations is the reference itself.
-        if let [Value::Object(only)] = members.as_slice() {
-            if only.len() == 1 && only.contains_key("$ref") {
-                let reference = only["$ref"].clone();
-                let asserts = object.keys().any(|k| k != "allOf" && !ANNOTATIONS.contains(&k.as_str()));
-                if !asserts {
-                    object.clear();
-                    object.insert("$ref".into(), reference);
-                    return;
-                }
-            }
-        }
-        let mergeable = members.iter().all(|m| {
-            m.as_object().is_some_and(|m| m.keys().all(|k| MERGEABLE.contains(&k.as_str()) || ANNOTATIONS.contains(&k.as_str())))
-        });
-        if !mergeable {
-            return;
-        }
-        let mut merged = Map::new();
-        for member in members.iter().filter_map(Value::as_object) {
-            for (k, v) in member {
-                if ANNOTATIONS.contains(&k.as_str()) {
-                    continue;
-                }
-                if object.contains_key(k) || merged.contains_key(k) {
-                    // Two bounds of the same kind: keep the allOf, the generated check
-                    // enforces both.
-                    return;
-                }
-                merged.insert(k.clone(), v.clone());
-            }
-        }
-        object.remove("allOf");
-        object.extend(merged);
     }
 }
 
-fn integer_enum(object: &mut Map<String, Value>) {
-    if object.get("type").and_then(Value::as_str) != Some("number") {
-        return;
-    }
-    let Some(Value::Array(values)) = object.get("enum") else { return };
-    let integral = values.iter().all(|v| v.as_i64().is_some() || v.as_u64().is_some() || v.as_f64().is_some_and(|f| f.fract() == 0.0 && f.abs() < 9.0e15));
-    if integral {
-        let values: Vec<Value> = values
-            .iter()
-            .map(|v| v.as_i64().map(Value::from).or_else(|| v.as_u64().map(Value::from)).unwrap_or_else(|| Value::from(v.as_f64().unwrap_or(0.0) as i64)))
-            .collect();
-        object.insert("type".into(), Value::String("integer".into()));
-        object.insert("enum".into(), Value::Array(values));
-    }
+fn reference_to(name: &str) -> Value {
+    Value::Object(Map::from_iter([("$ref".to_string(), Value::String(format!("#/$defs/{name}")))]))
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn norm(v: Value) -> Value {
-        normalize("Root", &v).expect("normalizes").root
-    }
-
-    #[test]
-    fn flattens_keyword_only_all_of() {
-        let out = norm(json!({"type": "integer", "allOf": [{"minimum": 0}, {"maximum": 9}], "default": 3}));
-        assert_eq!(out, json!({"type": "integer", "minimum": 0, "maximum": 9}));
-    }
-
-    #[test]
-    fn keeps_all_of_with_repeated_bounds() {
-        let input = json!({"type": "integer", "minimum": 1, "allOf": [{"minimum": 0}]});
-        assert_eq!(norm(input.clone()), input);
-    }
-
-    #[test]
-    fn single_ref_all_of_becomes_the_reference() {
-        let out = norm(json!({"$defs": {"A": {"type": "string"}}, "anyOf": [{"allOf": [{"$ref": "#/$defs/A"}], "title": "A"}]}));
-        assert_eq!(out["anyOf"][0], json!({"$ref": "#/$defs/A"}));
-    }
-
-    #[test]
-    fn scalar_const_becomes_a_typed_single_enum() {
-        assert_eq!(norm(json!({"const": "2.0"})), json!({"type": "string", "enum": ["2.0"]}));
-        assert_eq!(norm(json!({"const": true})), json!({"type": "boolean", "enum": [true]}));
-        assert_eq!(norm(json!({"const": {"a": 1}})), json!({"const": {"a": 1}}));
-    }
-
-    #[test]
-    fn integral_number_enum_becomes_integer() {
-        assert_eq!(norm(json!({"type": "number", "enum": [1]})), json!({"type": "integer", "enum": [1]}));
-        let fractional = json!({"type": "number", "enum": [1.5]});
-        assert_eq!(norm(fractional.clone()), fractional);
-    }
-
-    #[test]
-    fn hoists_variants_by_discriminator_and_properties_by_path() {
-        let out = norm(json!({
-            "type": "object",
-            "properties": {"v": {"anyOf": [
-                {"type": "object", "properties": {"phase": {"enum": ["started"]}, "meta": {"type": "object"}}},
-                {"type": "object", "properties": {"phase": {"enum": ["done"]}}}
-            ]}}
-        }));
-        assert_eq!(out["properties"]["v"]["anyOf"][0], json!({"$ref": "#/$defs/RootVStarted"}));
-        assert_eq!(out["properties"]["v"]["anyOf"][1], json!({"$ref": "#/$defs/RootVDone"}));
-        assert_eq!(out["$defs"]["RootVStarted"]["properties"]["meta"], json!({"$ref": "#/$defs/RootVStartedMeta"}));
-    }
-
-    #[test]
-    fn identical_schemas_share_a_name_and_different_ones_collide() {
-        let same = json!({"anyOf": [
-            {"type": "object", "properties": {"k": {"enum": ["a"]}}},
-            {"type": "object", "properties": {"k": {"enum": ["a"]}}}
-        ]});
-        assert_eq!(norm(same)["anyOf"][1], json!({"$ref": "#/$defs/RootA"}));
-        let different = json!({"anyOf": [
-            {"type": "object", "properties": {"k": {"enum": ["a"]}}},
-            {"type": "object", "properties": {"k": {"enum": ["a"]}, "x": {"type": "string"}}}
-        ]});
-        let errors = normalize("Root", &different).expect_err("collides");
-        assert_eq!(errors.len(), 1);
-        assert!(errors[0].message.contains("`/anyOf/0`") && errors[0].message.contains("`/anyOf/1`"), "{errors:?}");
-    }
-
-    #[test]
-    fn a_hoisted_name_colliding_with_a_definition_is_reported() {
-        let input = json!({
-            "$defs": {"RootX": {"type": "string"}},
-            "type": "object",
-            "properties": {"x": {"type": "object", "properties": {}}}
-        });
-        let errors = normalize("Root", &input).expect_err("collides");
-        assert!(errors[0].message.contains("`/$defs/RootX`") && errors[0].message.contains("`/properties/x`"));
-    }
-
-    #[test]
-    fn open_objects_keep_unknown_members() {
-        let out = norm(json!({"type": "object", "properties": {"a": {"type": "string"}}}));
-        assert_eq!(out["additionalProperties"], json!({}));
-        let closed = norm(json!({"type": "object", "additionalProperties": false}));
-        assert_eq!(closed["additionalProperties"], json!(false));
-    }
-
-    #[test]
-    fn legacy_definitions_are_renamed() {
-        let out = norm(json!({"definitions": {"A": {"type": "string"}}, "$ref": "#/definitions/A"}));
-        assert_eq!(out, json!({"$ref": "#/$defs/A", "$defs": {"A": {"type": "string"}}}));
-    }
-
-    #[test]
-    fn definitions_get_rust_names_and_punctuation_twins_collide() {
-        let out = norm(json!({"$defs": {"Objects_1": {"type": "string"}}, "$ref": "#/$defs/Objects_1"}));
-        assert_eq!(out, json!({"$ref": "#/$defs/Objects1", "$defs": {"Objects1": {"type": "string"}}}));
-        let twins = json!({"$defs": {"Union_": {"type": "string"}, "Union": {"type": "number"}}});
-        let errors = normalize("Root", &twins).expect_err("collides");
-        assert!(errors[0].message.contains("`/$defs/Union`") && errors[0].message.contains("`/$defs/Union_`"), "{errors:?}");
-    }
-
-    #[test]
-    fn pinned_nodes_are_hoisted_under_their_name_and_missing_pins_are_reported() {
-        let input = json!({"type": "object", "properties": {"tools": {"type": "array", "items": {"type": "string"}}}});
-        let pins = BTreeMap::from([("/properties/tools".to_string(), "Tools".to_string())]);
-        let out = normalize_pinned("Root", &input, &pins).expect("normalizes").root;
-        assert_eq!(out["properties"]["tools"], json!({"$ref": "#/$defs/Tools"}));
-        assert_eq!(out["$defs"]["Tools"]["type"], json!("array"));
-        let missing = BTreeMap::from([("/properties/nope".to_string(), "Nope".to_string())]);
-        let errors = normalize_pinned("Root", &input, &missing).expect_err("unreachable pin");
-        assert!(errors[0].message.contains("entry point `Nope`"));
-    }
-
-    #[test]
-    fn pascal_case_names() {
-        assert_eq!(pascal("initialize.full-declaration"), "InitializeFullDeclaration");
-        assert_eq!(pascal("_meta"), "Meta");
-        assert_eq!(pascal("checkfu.subagent"), "CheckfuSubagent");
-        assert_eq!(pascal("2fa"), "N2fa");
-    }
-}
+mod tests;

@@ -1,0 +1,401 @@
+//! Generated checks: Rust functions that accept exactly what a schema accepts.
+//!
+//! Every definition of the normalized schema gets a check function compiled from the
+//! schema itself, and the generated decoder runs the check before deserializing into the
+//! generated type. The keywords are those of JSON Schema 2020-12 (`SUPPORTED`); the few
+//! that cannot be compiled here (`$dynamicRef`, an embedded `$id`, `unevaluated*` that
+//! depends on which alternative matched, …) are diagnostics with the JSON Pointer of the
+//! input node and the keyword. Every such construct of a file is reported, not only the
+//! first. Unknown keywords are annotations, as the specification says.
+//!
+//! Checks read `crate::exact::Json`, a borrowed tree with objects as member slices, so the
+//! runtime decoder can check a `_meta` member parsed straight from the wire without
+//! building a `serde_json::Value`; `decode_*` and the `DEFINITIONS` table take a `Value`
+//! and check a view of it.
+
+mod collections;
+mod scalars;
+
+use std::collections::BTreeMap;
+
+use proc_macro2::{Ident, TokenStream};
+use quote::{format_ident, quote};
+use serde_json::{Map, Value};
+
+use crate::schema::normalize::{escape_pointer, Normalized, ANNOTATIONS};
+
+/// Assertion and applicator keywords the checks implement.
+pub const SUPPORTED: &[&str] = &[
+    "type", "enum", "const", "properties", "patternProperties", "additionalProperties", "required",
+    "propertyNames", "dependentRequired", "dependentSchemas", "unevaluatedProperties", "minProperties",
+    "maxProperties", "items", "prefixItems", "contains", "minContains", "maxContains", "minItems",
+    "maxItems", "uniqueItems", "unevaluatedItems", "minLength", "maxLength", "pattern", "minimum",
+    "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "anyOf", "oneOf", "allOf", "not",
+    "if", "then", "else", "$ref",
+];
+
+/// Keywords of JSON Schema 2020-12 that change validation and that the checks do not
+/// implement: a schema using one fails generation.
+pub const REFUSED: &[&str] = &["$dynamicRef", "$recursiveRef", "$recursiveAnchor"];
+
+/// A construct the checks cannot compile, at a JSON Pointer into the input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unsupported {
+    pub pointer: String,
+    pub message: String,
+}
+
+pub(crate) struct Emitter<'d> {
+    /// The definitions, to look through `$ref`s when a union or `unevaluated*` needs to.
+    defs: &'d Map<String, Value>,
+    functions: Vec<TokenStream>,
+    statics: Vec<TokenStream>,
+    counter: usize,
+    errors: Vec<Unsupported>,
+}
+
+/// The check function name of a definition.
+pub fn def_fn(name: &str) -> Ident {
+    format_ident!("check_{}", name)
+}
+
+/// The decode function name of a definition.
+pub fn decode_fn(name: &str) -> Ident {
+    format_ident!("decode_{}", name)
+}
+
+/// Checks and decoders for every definition, or every unsupported construct.
+pub fn generate(normalized: &Normalized) -> Result<TokenStream, Vec<Unsupported>> {
+    let defs = &normalized.defs;
+    let mut e = Emitter { defs, functions: Vec::new(), statics: Vec::new(), counter: 0, errors: Vec::new() };
+    let mut decoders = Vec::new();
+    let mut table = Vec::new();
+    for (name, schema) in defs {
+        let origin = normalized.origins.get(name).cloned().unwrap_or_default();
+        let body = e.body(schema, &origin);
+        let check = def_fn(name);
+        let decode = decode_fn(name);
+        let ty = format_ident!("{}", name);
+        let doc = format!(" Checks a value against `#{origin}` of the input schema.");
+        e.functions.push(quote! {
+            #[doc = #doc]
+            pub fn #check(v: &Json<'_>) -> Result<(), Invalid> { #body }
+        });
+        let doc = format!(" Decodes `{name}` exactly: the generated check, then the generated type.");
+        let roundtrip = format_ident!("roundtrip_{}", name);
+        decoders.push(quote! {
+            #[doc = #doc]
+            pub fn #decode(v: &Value) -> Result<super::types::#ty, Invalid> {
+                crate::exact::check_value(v, #check)?;
+                crate::exact::deserialize(v)
+            }
+            fn #roundtrip(v: &Value) -> Result<Value, Invalid> {
+                crate::exact::encode(&#decode(v)?)
+            }
+        });
+        table.push(quote! {
+            crate::exact::Definition { name: #name, origin: #origin, check: |v: &Value| crate::exact::check_value(v, #check), roundtrip: #roundtrip }
+        });
+    }
+    if !e.errors.is_empty() {
+        return Err(e.errors);
+    }
+    let (functions, statics) = (e.functions, e.statics);
+    Ok(quote! {
+        use serde_json::Value;
+        use crate::exact::{Invalid, Json};
+        #(#statics)*
+        #(#functions)*
+        #(#decoders)*
+        /// Every definition: its name, where it came from in the input schema, its check,
+        /// and a decode-then-encode round trip through its generated type.
+        pub const DEFINITIONS: &[crate::exact::Definition] = &[#(#table),*];
+    })
+}
+
+/// A non-negative integer keyword value (`3` or `3.0`).
+fn count(value: &Value) -> Option<usize> {
+    value.as_u64().map(|n| n as usize).or_else(|| value.as_f64().filter(|f| *f >= 0.0 && f.fract() == 0.0).map(|f| f as usize))
+}
+
+impl Emitter<'_> {
+    fn unsupported(&mut self, pointer: &str, message: impl Into<String>) {
+        self.errors.push(Unsupported { pointer: pointer.to_string(), message: message.into() });
+    }
+
+    /// A function checking `schema` (at input pointer `pointer`), for use as a child check.
+    fn child(&mut self, schema: &Value, pointer: &str) -> Ident {
+        if let Some(Value::String(r)) = schema.get("$ref") {
+            if schema.as_object().is_some_and(|o| o.keys().all(|k| k == "$ref" || ANNOTATIONS.contains(&k.as_str()))) {
+                if let Some(f) = self.reference(r, pointer) {
+                    return f;
+                }
+            }
+        }
+        let body = self.body(schema, pointer);
+        self.counter += 1;
+        let name = format_ident!("node_{}", self.counter);
+        let doc = format!(" Checks `#{pointer}`.");
+        self.functions.push(quote! {
+            #[doc = #doc]
+            fn #name(v: &Json<'_>) -> Result<(), Invalid> { #body }
+        });
+        name
+    }
+
+    /// A static the checks share: a compiled pattern or a structural literal.
+    fn static_item(&mut self, ty: TokenStream, text: &str) -> Ident {
+        self.counter += 1;
+        let name = format_ident!("STATIC_{}", self.counter);
+        self.statics.push(quote! { static #name: #ty = <#ty>::new(#text); });
+        name
+    }
+
+    fn body(&mut self, schema: &Value, pointer: &str) -> TokenStream {
+        let object = match schema {
+            Value::Bool(true) => return quote! { Ok(()) },
+            Value::Bool(false) => return quote! { Err(Invalid::new("no value is allowed here")) },
+            Value::Object(object) => object,
+            _ => {
+                self.unsupported(pointer, "a schema must be an object or a boolean");
+                return quote! { Ok(()) };
+            }
+        };
+        for key in object.keys() {
+            if REFUSED.contains(&key.as_str()) {
+                self.unsupported(&format!("{pointer}/{}", escape_pointer(key)), format!("unsupported keyword `{key}`"));
+            }
+            if key == "$id" && !pointer.is_empty() {
+                self.unsupported(
+                    &format!("{pointer}/$id"),
+                    "unsupported keyword `$id` below the root: it changes the base of references",
+                );
+            }
+        }
+        let mut checks = Vec::new();
+        if let Some(ty) = object.get("type") {
+            checks.extend(self.type_check(ty, pointer));
+        }
+        if let Some(values) = object.get("enum") {
+            match values.as_array() {
+                Some(values) => {
+                    let tests: Vec<TokenStream> = values.iter().map(|value| self.equals(value)).collect();
+                    checks.push(quote! {
+                        if !(false #(|| #tests)*) { return Err(Invalid::new("not one of the allowed values")); }
+                    });
+                }
+                None => self.unsupported(&format!("{pointer}/enum"), "`enum` must be an array"),
+            }
+        }
+        if let Some(value) = object.get("const") {
+            let test = self.equals(value);
+            checks.push(quote! { if !(#test) { return Err(Invalid::new("not the constant value")); } });
+        }
+        checks.extend(self.object_checks(object, pointer));
+        checks.extend(self.array_checks(object, pointer));
+        checks.extend(self.scalar_checks(object, pointer));
+        checks.extend(self.combinators(object, pointer));
+        if let Some(Value::String(r)) = object.get("$ref") {
+            if let Some(f) = self.reference(r, pointer) {
+                checks.push(quote! { #f(v)?; });
+            }
+        }
+        quote! { #(#checks)* Ok(()) }
+    }
+
+    fn combinators(&mut self, object: &Map<String, Value>, pointer: &str) -> Vec<TokenStream> {
+        let mut checks = Vec::new();
+        for key in ["anyOf", "oneOf", "allOf"] {
+            let Some(members) = object.get(key) else { continue };
+            let Some(members) = members.as_array().filter(|m| !m.is_empty()) else {
+                self.unsupported(&format!("{pointer}/{key}"), format!("`{key}` must be a non-empty array"));
+                continue;
+            };
+            let fns: Vec<Ident> = members.iter().enumerate().map(|(i, m)| self.child(m, &format!("{pointer}/{key}/{i}"))).collect();
+            if key != "allOf" {
+                if let Some((property, tags)) = discriminator(members, self.defs) {
+                    checks.push(dispatch(key, &property, &tags, &fns));
+                    continue;
+                }
+            }
+            checks.push(match key {
+                "anyOf" => quote! {
+                    if !(false #(|| #fns(v).is_ok())*) { return Err(Invalid::new("matches none of the allowed shapes")); }
+                },
+                "oneOf" => quote! {
+                    if [#(#fns(v).is_ok()),*].iter().filter(|ok| **ok).count() != 1 {
+                        return Err(Invalid::new("does not match exactly one of the allowed shapes"));
+                    }
+                },
+                _ => quote! { #(#fns(v)?;)* },
+            });
+        }
+        if let Some(not) = object.get("not") {
+            let f = self.child(not, &format!("{pointer}/not"));
+            checks.push(quote! { if #f(v).is_ok() { return Err(Invalid::new("matches a shape that is not allowed")); } });
+        }
+        if let Some(condition) = object.get("if") {
+            let test = self.child(condition, &format!("{pointer}/if"));
+            let branch = |e: &mut Self, key: &str| match object.get(key) {
+                Some(schema) => {
+                    let f = e.child(schema, &format!("{pointer}/{key}"));
+                    quote! { #f(v)?; }
+                }
+                None => quote! {},
+            };
+            let (then, otherwise) = (branch(self, "then"), branch(self, "else"));
+            checks.push(quote! { if #test(v).is_ok() { #then } else { #otherwise } });
+        }
+        checks
+    }
+
+    /// The check function of a referenced definition.
+    fn reference(&mut self, r: &str, pointer: &str) -> Option<Ident> {
+        match defined(r) {
+            Some(name) if self.defs.contains_key(name) => Some(def_fn(name)),
+            // Normalization reported references it could not resolve.
+            _ => {
+                if !r.starts_with("#/$defs/") {
+                    return None;
+                }
+                self.unsupported(&format!("{pointer}/$ref"), format!("`{r}` names no definition"));
+                None
+            }
+        }
+    }
+
+    fn type_check(&mut self, ty: &Value, pointer: &str) -> Option<TokenStream> {
+        let names: Vec<&str> = match ty {
+            Value::String(s) => vec![s.as_str()],
+            Value::Array(items) if items.iter().all(Value::is_string) => items.iter().filter_map(Value::as_str).collect(),
+            _ => {
+                self.unsupported(&format!("{pointer}/type"), "`type` must be a type name or an array of them");
+                return None;
+            }
+        };
+        let mut tests = Vec::new();
+        for name in &names {
+            tests.push(match *name {
+                "null" => quote! { v.is_null() },
+                "boolean" => quote! { v.is_boolean() },
+                "object" => quote! { v.is_object() },
+                "array" => quote! { v.is_array() },
+                "number" => quote! { v.is_number() },
+                "integer" => quote! { crate::exact::is_integer(v) },
+                "string" => quote! { v.is_string() },
+                other => {
+                    self.unsupported(&format!("{pointer}/type"), format!("unknown type `{other}`"));
+                    return None;
+                }
+            });
+        }
+        let message = format!("expected {}", names.join(" or "));
+        Some(quote! { if !(false #(|| #tests)*) { return Err(Invalid::new(#message)); } })
+    }
+
+    /// A test that `v` equals `value`: numbers by value, arrays and objects structurally.
+    fn equals(&mut self, value: &Value) -> TokenStream {
+        match value {
+            Value::Null => quote! { v.is_null() },
+            Value::Bool(b) => quote! { v.as_bool() == Some(#b) },
+            Value::String(s) => quote! { v.as_str() == Some(#s) },
+            Value::Number(n) => {
+                let n = number(n);
+                quote! { crate::exact::number_is(v, #n) }
+            }
+            other => {
+                let literal = self.static_item(quote! { crate::exact::Literal }, &other.to_string());
+                quote! { #literal.matches(v) }
+            }
+        }
+    }
+}
+
+/// A schema number as a `crate::exact::Num` expression.
+fn number(n: &serde_json::Number) -> TokenStream {
+    match (n.as_i64(), n.as_u64()) {
+        (Some(i), _) => {
+            let i = i128::from(i);
+            quote! { crate::exact::Num::Int(#i) }
+        }
+        (None, Some(u)) => {
+            let i = i128::from(u);
+            quote! { crate::exact::Num::Int(#i) }
+        }
+        _ => {
+            let f = n.as_f64().unwrap_or(0.0);
+            quote! { crate::exact::Num::Float(#f) }
+        }
+    }
+}
+
+/// A property that tells a union's alternatives apart: every alternative is an object
+/// schema that requires it and allows it exactly one string, different in each. Then at
+/// most the alternative named by the value's tag can match, so checking only that one
+/// decides `anyOf` and `oneOf` exactly, without trying (and failing) the others first.
+fn discriminator(members: &[Value], defs: &Map<String, Value>) -> Option<(String, Vec<String>)> {
+    let resolve = |schema: &'_ Value| -> Option<Map<String, Value>> {
+        let object = schema.as_object()?;
+        match object.get("$ref").and_then(Value::as_str) {
+            Some(r) if object.keys().all(|k| k == "$ref" || ANNOTATIONS.contains(&k.as_str())) => {
+                defs.get(defined(r)?)?.as_object().cloned()
+            }
+            Some(_) => None,
+            None => Some(object.clone()),
+        }
+    };
+    let alternatives: Vec<Map<String, Value>> = members.iter().map(resolve).collect::<Option<_>>()?;
+    if alternatives.len() < 2 || alternatives.iter().any(|a| a.get("type") != Some(&Value::String("object".into()))) {
+        return None;
+    }
+    let tag_of = |alternative: &Map<String, Value>, property: &str| -> Option<String> {
+        let required = alternative.get("required")?.as_array()?;
+        if !required.iter().any(|r| r == property) {
+            return None;
+        }
+        let schema = alternative.get("properties")?.get(property)?;
+        match (schema.get("const"), schema.get("enum").and_then(Value::as_array)) {
+            (Some(Value::String(tag)), _) => Some(tag.clone()),
+            (None, Some(values)) if values.len() == 1 => values[0].as_str().map(String::from),
+            _ => None,
+        }
+    };
+    let first = alternatives.first()?.get("properties")?.as_object()?;
+    first.keys().find_map(|property| {
+        let tags: Vec<String> = alternatives.iter().map(|a| tag_of(a, property)).collect::<Option<_>>()?;
+        let distinct = tags.iter().enumerate().all(|(i, t)| !tags[..i].contains(t));
+        distinct.then(|| (property.clone(), tags))
+    })
+}
+
+/// `anyOf`/`oneOf` by the discriminator: only the alternative the tag names is checked.
+fn dispatch(key: &str, property: &str, tags: &[String], fns: &[Ident]) -> TokenStream {
+    let message = match key {
+        "anyOf" => "matches none of the allowed shapes",
+        _ => "does not match exactly one of the allowed shapes",
+    };
+    quote! {
+        let matched = match v.get(#property).and_then(Json::as_str) {
+            #(Some(#tags) => #fns(v).is_ok(),)*
+            _ => false,
+        };
+        if !matched { return Err(Invalid::new(#message)); }
+    }
+}
+
+/// The definition a `$ref` names, when it names a whole local one (`#/$defs/Name`).
+fn defined(r: &str) -> Option<&str> {
+    r.strip_prefix("#/$defs/").filter(|name| !name.contains('/') && !name.is_empty())
+}
+
+/// The definitions a definition's `$ref`s lead to, with their schemas.
+fn resolve<'d>(defs: &'d Map<String, Value>, r: &str) -> Option<(&'d str, &'d Value)> {
+    let name = defined(r)?;
+    defs.get_key_value(name).map(|(k, v)| (k.as_str(), v))
+}
+
+/// Origin pointers by definition name, for callers mapping errors back to the input.
+pub type Origins = BTreeMap<String, String>;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,89 @@
+//! Checks of strings and numbers: lengths in characters, `pattern` with the `regex`
+//! crate (linear time), and numeric bounds and `multipleOf` compared exactly.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+use serde_json::{Map, Value};
+
+use super::{count, number, Emitter};
+
+impl Emitter<'_> {
+    pub(super) fn scalar_checks(&mut self, object: &Map<String, Value>, pointer: &str) -> Vec<TokenStream> {
+        let mut string = Vec::new();
+        // Lengths count characters; a string of `b` UTF-8 bytes has between `b / 4` and `b`
+        // of them, so the count is taken only when the byte length cannot decide.
+        for key in ["minLength", "maxLength"] {
+            let Some(n) = object.get(key) else { continue };
+            let Some(n) = count(n) else {
+                self.unsupported(&format!("{pointer}/{key}"), format!("`{key}` must be a non-negative integer"));
+                continue;
+            };
+            string.push(if key == "minLength" {
+                quote! { if s.len() < #n || (s.len() / 4 < #n && s.chars().count() < #n) { return Err(Invalid::new("too short")); } }
+            } else {
+                quote! { if s.len() > #n && (s.len() / 4 > #n || s.chars().count() > #n) { return Err(Invalid::new("too long")); } }
+            });
+        }
+        if let Some(pattern) = object.get("pattern") {
+            match pattern.as_str() {
+                Some(source) => match regex_syntax::Parser::new().parse(source) {
+                    Ok(_) => {
+                        let compiled = self.static_item(quote! { crate::exact::Pattern }, source);
+                        string.push(quote! {
+                            match #compiled.is_match(s) {
+                                Some(true) => {}
+                                Some(false) => return Err(Invalid::new("does not match the pattern")),
+                                None => return Err(Invalid::new("the pattern cannot be compiled here")),
+                            }
+                        });
+                    }
+                    Err(e) => self.unsupported(
+                        &format!("{pointer}/pattern"),
+                        format!("the pattern `{source}` is not a regular expression the `regex` crate accepts: {e}"),
+                    ),
+                },
+                None => self.unsupported(&format!("{pointer}/pattern"), "`pattern` must be a string"),
+            }
+        }
+        let mut numeric = Vec::new();
+        let bounds = [
+            ("minimum", quote! { Less }, "below the minimum"),
+            ("maximum", quote! { Greater }, "above the maximum"),
+            ("exclusiveMinimum", quote! { Less | ::std::cmp::Ordering::Equal }, "not above the exclusive minimum"),
+            ("exclusiveMaximum", quote! { Greater | ::std::cmp::Ordering::Equal }, "not below the exclusive maximum"),
+        ];
+        for (key, rejected, message) in bounds {
+            let Some(bound) = object.get(key) else { continue };
+            let Some(bound) = bound.as_number() else {
+                self.unsupported(&format!("{pointer}/{key}"), format!("`{key}` must be a number"));
+                continue;
+            };
+            let bound = number(bound);
+            numeric.push(quote! {
+                if matches!(crate::exact::compare_number(n, #bound), ::std::cmp::Ordering::#rejected) {
+                    return Err(Invalid::new(#message));
+                }
+            });
+        }
+        if let Some(divisor) = object.get("multipleOf") {
+            match divisor.as_number().filter(|d| d.as_f64().is_some_and(|f| f > 0.0)) {
+                Some(divisor) => {
+                    let text = divisor.to_string();
+                    numeric.push(quote! {
+                        let divisor: serde_json::Number = #text.parse().unwrap_or_else(|_| serde_json::Number::from(1));
+                        if !crate::exact::multiple_of(n, &divisor) { return Err(Invalid::new("not a multiple of the divisor")); }
+                    });
+                }
+                None => self.unsupported(&format!("{pointer}/multipleOf"), "`multipleOf` must be a number above 0"),
+            }
+        }
+        let mut checks = Vec::new();
+        if !string.is_empty() {
+            checks.push(quote! { if let Some(s) = v.as_str() { #(#string)* } });
+        }
+        if !numeric.is_empty() {
+            checks.push(quote! { if let Json::Number(n) = v { #(#numeric)* } });
+        }
+        checks
+    }
+}

@@ -1,0 +1,137 @@
+use super::*;
+use serde_json::json;
+
+fn norm(v: Value) -> Normalized {
+    let n = normalize("Root", &v);
+    assert!(n.errors.is_empty(), "{:?}", n.errors);
+    n
+}
+
+#[test]
+fn hoists_variants_by_discriminator_and_properties_by_path() {
+    let n = norm(json!({
+        "type": "object",
+        "properties": {"v": {"anyOf": [
+            {"type": "object", "properties": {"phase": {"enum": ["started"]}, "meta": {"type": "object"}}},
+            {"type": "object", "properties": {"phase": {"enum": ["done"]}}}
+        ]}}
+    }));
+    let root = &n.defs["Root"];
+    assert_eq!(root["properties"]["v"]["anyOf"][0], json!({"$ref": "#/$defs/RootVStarted"}));
+    assert_eq!(root["properties"]["v"]["anyOf"][1], json!({"$ref": "#/$defs/RootVDone"}));
+    assert_eq!(n.defs["RootVStarted"]["properties"]["meta"], json!({"$ref": "#/$defs/RootVStartedMeta"}));
+    assert_eq!(n.origins["RootVStarted"], "/properties/v/anyOf/0");
+}
+
+#[test]
+fn a_shared_single_value_does_not_name_variants_but_titles_do() {
+    let n = norm(json!({"anyOf": [
+        {"title": "Agent", "type": "object", "properties": {"jsonrpc": {"enum": ["2.0"]}}},
+        {"title": "Client", "type": "object", "properties": {"jsonrpc": {"enum": ["2.0"]}, "x": {}}}
+    ]}));
+    assert_eq!(n.defs["Root"]["anyOf"], json!([{"$ref": "#/$defs/RootAgent"}, {"$ref": "#/$defs/RootClient"}]));
+}
+
+#[test]
+fn identical_schemas_share_a_name_and_different_ones_get_pointer_names() {
+    let same = json!({"anyOf": [
+        {"type": "object", "properties": {"k": {"enum": ["a"]}}},
+        {"type": "object", "properties": {"k": {"enum": ["a"]}}}
+    ]});
+    assert_eq!(norm(same).defs["Root"]["anyOf"][1], json!({"$ref": "#/$defs/RootVariant1"}));
+    let different = json!({"properties": {"a": {"anyOf": [
+        {"type": "object", "properties": {"k": {"enum": ["a"]}}},
+        {"type": "object", "properties": {"k": {"enum": ["a"]}, "x": {"type": "string"}}}
+    ]}}});
+    let n = norm(different);
+    assert_eq!(n.defs["Root"]["properties"]["a"]["anyOf"], json!([{"$ref": "#/$defs/RootAVariant0"}, {"$ref": "#/$defs/RootAVariant1"}]));
+}
+
+#[test]
+fn a_hoisted_name_taken_by_a_definition_falls_back_to_the_pointer() {
+    let n = norm(json!({
+        "$defs": {"RootX": {"type": "string"}},
+        "type": "object",
+        "properties": {"x": {"type": "object", "properties": {}}}
+    }));
+    assert_eq!(n.defs["Root"]["properties"]["x"], json!({"$ref": "#/$defs/PropertiesX"}));
+    assert_eq!(n.origins["PropertiesX"], "/properties/x");
+    assert_eq!(n.defs["RootX"], json!({"type": "string"}));
+}
+
+#[test]
+fn definitions_whose_names_fold_together_stay_apart() {
+    let n = norm(json!({"$defs": {"Union_": {"type": "string"}, "Union": {"type": "number"}}, "$ref": "#/$defs/Union"}));
+    assert_eq!(n.defs["Root"]["$ref"], json!("#/$defs/DefsUnion"));
+    assert_eq!(n.defs["Union"], json!({"type": "string"}));
+    assert_eq!(n.origins["DefsUnion"], "/$defs/Union");
+}
+
+#[test]
+fn references_to_any_subschema_are_hoisted_and_rewritten() {
+    let n = norm(json!({
+        "properties": {"a": {"type": "integer"}, "b": {"$ref": "#/properties/a"}, "c": {"$ref": "#/$defs/D/items"}},
+        "$defs": {"D": {"type": "array", "items": {"type": "string"}}, "a%b": {"type": "null"}, "t~/": {}},
+        "anyOf": [{"$ref": "#/$defs/a%25b"}, {"$ref": "#/$defs/t~0~1"}, {"$ref": "#"}]
+    }));
+    let root = &n.defs["Root"];
+    assert_eq!(root["properties"]["b"], json!({"$ref": "#/$defs/PropertiesA"}));
+    assert_eq!(root["properties"]["a"], json!({"$ref": "#/$defs/PropertiesA"}));
+    assert_eq!(n.defs["PropertiesA"], json!({"type": "integer"}));
+    assert_eq!(root["properties"]["c"], json!({"$ref": "#/$defs/DefsDItems"}));
+    assert_eq!(root["anyOf"], json!([{"$ref": "#/$defs/AB"}, {"$ref": "#/$defs/T"}, {"$ref": "#/$defs/Root"}]));
+}
+
+#[test]
+fn data_is_never_rewritten() {
+    let input = json!({"properties": {
+        "c": {"const": {"definitions": {"x": 1}, "$ref": "#/definitions/x"}},
+        "e": {"enum": [{"$ref": "#/$defs/nope"}]},
+        "d": {"default": {"properties": {}}}
+    }});
+    assert_eq!(norm(input.clone()).defs["Root"], input);
+}
+
+#[test]
+fn legacy_definitions_are_definitions() {
+    let n = norm(json!({"definitions": {"A": {"type": "string"}}, "$ref": "#/definitions/A"}));
+    assert_eq!(n.defs["Root"], json!({"$ref": "#/$defs/A"}));
+    assert_eq!(n.origins["A"], "/definitions/A");
+}
+
+#[test]
+fn bad_references_are_all_reported() {
+    let n = normalize("Root", &json!({"properties": {
+        "a": {"$ref": "https://example.com/x.json"},
+        "b": {"$ref": "#foo"},
+        "c": {"$ref": "#/$defs/missing"},
+        "d": {"$ref": "#/properties/e/const"},
+        "e": {"const": {"type": "string"}}
+    }}));
+    let pointers: Vec<&str> = n.errors.iter().map(|e| e.pointer.as_str()).collect();
+    assert_eq!(pointers, ["/properties/a/$ref", "/properties/b/$ref", "/properties/c/$ref", "/properties/e/const"], "{:?}", n.errors);
+}
+
+#[test]
+fn pinned_nodes_are_hoisted_under_their_name_and_missing_pins_are_reported() {
+    let input = json!({"type": "object", "properties": {"tools": {"type": "array", "items": {"type": "string"}}}});
+    let pins = BTreeMap::from([("/properties/tools".to_string(), "Tools".to_string())]);
+    let n = normalize_pinned("Root", &input, &pins);
+    assert_eq!(n.defs["Root"]["properties"]["tools"], json!({"$ref": "#/$defs/Tools"}));
+    assert_eq!(n.defs["Tools"]["type"], json!("array"));
+    let missing = BTreeMap::from([("/properties/nope".to_string(), "Nope".to_string())]);
+    let errors = normalize_pinned("Root", &input, &missing).errors;
+    assert!(errors[0].message.contains("`Nope`"), "{errors:?}");
+}
+
+#[test]
+fn names_are_rust_type_names() {
+    assert_eq!(pascal("initialize.full-declaration"), "InitializeFullDeclaration");
+    assert_eq!(pascal("_meta"), "Meta");
+    assert_eq!(pascal("checkfu.subagent"), "CheckfuSubagent");
+    assert_eq!(pascal("2fa"), "N2fa");
+    assert_eq!(pascal("日本"), "U65e5U672c");
+    assert_eq!(pascal("self"), "SelfDef");
+    assert_eq!(type_name("_"), "Unnamed");
+    assert_eq!(type_name(""), "Unnamed");
+}

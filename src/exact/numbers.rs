@@ -1,0 +1,144 @@
+//! Exact number semantics for the generated checks: JSON Schema compares numbers by
+//! value, so `1.0` equals `1`, and an integer above 2^53 must not be rounded through
+//! `f64` before it is compared with a bound or an `enum` value.
+//!
+//! A `serde_json::Number` holds an `i64`, a `u64` or an `f64`. Integers are compared as
+//! `i128`; an integer against a float is compared through the float's floor or ceiling,
+//! which is exact; only two floats are compared as floats.
+
+use std::cmp::Ordering;
+
+use serde_json::Number;
+
+/// A number literal from a schema, as the generated code spells it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Num {
+    Int(i128),
+    Float(f64),
+}
+
+impl Num {
+    pub fn of(n: &Number) -> Num {
+        if let Some(i) = n.as_i64() {
+            Num::Int(i128::from(i))
+        } else if let Some(u) = n.as_u64() {
+            Num::Int(i128::from(u))
+        } else {
+            Num::Float(n.as_f64().unwrap_or(f64::NAN))
+        }
+    }
+}
+
+/// The largest magnitude below which every integral `f64` converts to `i128` exactly.
+const I128_SAFE: f64 = 1.0e38;
+
+/// Orders `a` against `b` exactly (JSON has no NaN, so the order is total).
+pub fn compare(a: Num, b: Num) -> Ordering {
+    match (a, b) {
+        (Num::Int(x), Num::Int(y)) => x.cmp(&y),
+        (Num::Int(x), Num::Float(f)) => compare(Num::Float(f), Num::Int(x)).reverse(),
+        (Num::Float(f), Num::Int(y)) => {
+            if f.abs() >= I128_SAFE {
+                return if f > 0.0 { Ordering::Greater } else { Ordering::Less };
+            }
+            // Compare the floor, which converts exactly; if it equals `y`, `f` is above `y`
+            // exactly when it has a fraction.
+            let floor = f.floor();
+            match (floor as i128).cmp(&y) {
+                Ordering::Equal if f != floor => Ordering::Greater,
+                other => other,
+            }
+        }
+        (Num::Float(x), Num::Float(y)) => x.partial_cmp(&y).unwrap_or(Ordering::Equal),
+    }
+}
+
+/// `n` compared with a schema literal.
+pub fn compare_number(n: &Number, bound: Num) -> Ordering {
+    compare(Num::of(n), bound)
+}
+
+/// Equality by value.
+pub fn equal(a: &Number, b: &Number) -> bool {
+    compare(Num::of(a), Num::of(b)) == Ordering::Equal
+}
+
+/// A finite decimal `digits × 10^exponent`, read from a number's shortest decimal text.
+fn decimal(text: &str) -> Option<(i128, i32)> {
+    let (mantissa, exponent) = match text.find(['e', 'E']) {
+        Some(at) => (&text[..at], text[at + 1..].parse::<i32>().ok()?),
+        None => (text, 0),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits: i128 = format!("{whole}{fraction}").parse().ok()?;
+    Some((digits, exponent - i32::try_from(fraction.len()).ok()?))
+}
+
+/// `multipleOf`: whether `n / divisor` is an integer, computed on the decimal values the
+/// JSON text denotes (so `0.0075` is a multiple of `0.0001`, which `f64` division denies).
+pub fn multiple_of(n: &Number, divisor: &Number) -> bool {
+    if let (Num::Int(x), Num::Int(d)) = (Num::of(n), Num::of(divisor)) {
+        return d != 0 && x % d == 0;
+    }
+    match (decimal(&n.to_string()), decimal(&divisor.to_string())) {
+        (Some((x, ex)), Some((d, ed))) if d != 0 => {
+            if x == 0 {
+                return true;
+            }
+            // x·10^ex / (d·10^ed) is an integer ⇔ x·10^(ex-ed) ≡ 0 (mod d), scaling
+            // whichever side has the smaller exponent.
+            let shift = ex - ed;
+            let scale = |v: i128, by: i32| -> Option<i128> { 10i128.checked_pow(u32::try_from(by).ok()?)?.checked_mul(v) };
+            if shift >= 0 {
+                match scale(x, shift) {
+                    Some(x) => x % d == 0,
+                    // Too large for i128: the float quotient is an integer at this size.
+                    None => (n.as_f64().unwrap_or(0.0) / divisor.as_f64().unwrap_or(1.0)).fract() == 0.0,
+                }
+            } else {
+                match scale(d, -shift) {
+                    Some(d) => x % d == 0,
+                    None => false,
+                }
+            }
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn n(text: &str) -> Number {
+        serde_json::from_str(text).expect("number")
+    }
+
+    #[test]
+    fn integers_beyond_2_53_compare_exactly() {
+        assert_eq!(compare_number(&n("9007199254740993"), Num::Int(9007199254740992)), Ordering::Greater);
+        assert!(!equal(&n("9007199254740993"), &n("9007199254740992")));
+        assert!(equal(&n("1.0"), &n("1")));
+        assert_eq!(compare_number(&n("18446744073709551615"), Num::Int(-1)), Ordering::Greater);
+    }
+
+    #[test]
+    fn floats_against_integers_compare_exactly() {
+        assert_eq!(compare_number(&n("2.5"), Num::Int(2)), Ordering::Greater);
+        assert_eq!(compare_number(&n("2.5"), Num::Int(3)), Ordering::Less);
+        assert_eq!(compare_number(&n("-2.5"), Num::Int(-2)), Ordering::Less);
+        assert_eq!(compare_number(&n("3"), Num::Float(2.5)), Ordering::Greater);
+        assert_eq!(compare_number(&n("1e300"), Num::Int(i128::MAX)), Ordering::Greater);
+    }
+
+    #[test]
+    fn multiples_are_decided_on_decimal_values() {
+        assert!(multiple_of(&n("0.0075"), &n("0.0001")));
+        assert!(!multiple_of(&n("0.00751"), &n("0.0001")));
+        assert!(multiple_of(&n("4.5"), &n("1.5")));
+        assert!(!multiple_of(&n("35"), &n("1.5")));
+        assert!(multiple_of(&n("9007199254740993"), &n("1")));
+        assert!(!multiple_of(&n("9007199254740993"), &n("2")));
+        assert!(multiple_of(&n("1e20"), &n("10")));
+    }
+}
