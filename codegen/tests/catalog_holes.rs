@@ -106,12 +106,7 @@ fn published_fields_take_only_their_vocabulary() {
         let anchor = format!("{HERMES}\nmode");
         let text = replaced_after(&c.catalog(), &anchor, &format!("{field} = {from}"), &format!("{field} = {to}"));
         let d = c.refused(&text);
-        let class_field = if field == "evidence" { None } else { Some(field) };
-        let item = d
-            .items
-            .iter()
-            .find(|i| i.class == Class::UnknownOrDuplicate && i.entry.as_deref() == Some("hermes") && i.field.as_deref() == class_field)
-            .unwrap_or_else(|| panic!("{field}:\n{}", d.render()));
+        let item = find(&d, Class::UnknownOrDuplicate, "hermes", field);
         let needle = to.trim_start_matches('[');
         at(&d, item, line_column(&text, &anchor, needle));
         assert!(item.message.contains("unknown"), "{}", d.render());

@@ -349,7 +349,9 @@ impl<'c> Validator<'c> {
         self.unique_in_entry(&format!("evidence case of `{entry}`"), entry, "evidence", h.evidence.iter());
         for case in &h.evidence {
             if !checks.contains(&case.as_str()) {
-                self.unknown("conformance check", case, checks.clone()).entry = Some(entry.to_string());
+                let d = self.unknown("conformance check", case, checks.clone());
+                d.entry = Some(entry.to_string());
+                d.field = Some("evidence".into());
             }
         }
         self.published(h);
