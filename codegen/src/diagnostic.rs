@@ -99,6 +99,14 @@ fn floor_char_boundary(text: &str, mut offset: usize) -> usize {
     offset
 }
 
+/// A span cut to the text and to character boundaries, so rendering cannot panic on a span
+/// from another version of the file.
+fn clamp(text: &str, span: &Range<usize>) -> Range<usize> {
+    let start = floor_char_boundary(text, span.start.min(text.len()));
+    let end = floor_char_boundary(text, span.end.clamp(start, text.len()));
+    start..end
+}
+
 /// One problem, pointing at where it is.
 #[derive(Clone, Debug)]
 pub struct Diagnostic {
@@ -110,10 +118,15 @@ pub struct Diagnostic {
     pub label: String,
     /// The catalog entry the problem belongs to, when there is one.
     pub entry: Option<String>,
+    /// The catalog key of the offending value, when naming it helps (`model_lane`).
+    pub field: Option<String>,
     pub axis: Option<String>,
     pub declared: Option<String>,
     pub highest_realizable: Option<String>,
     pub notes: Vec<String>,
+    /// Further places in the same file that take part in the problem (the other half of
+    /// a pair), each with its label.
+    pub related: Vec<(Range<usize>, String)>,
 }
 
 impl Diagnostic {
@@ -124,10 +137,12 @@ impl Diagnostic {
             location: None,
             label: String::new(),
             entry: None,
+            field: None,
             axis: None,
             declared: None,
             highest_realizable: None,
             notes: Vec::new(),
+            related: Vec::new(),
         }
     }
     pub fn at(mut self, file: FileId, span: Range<usize>, label: impl Into<String>) -> Self {
@@ -137,6 +152,15 @@ impl Diagnostic {
     }
     pub fn entry(mut self, entry: impl Into<String>) -> Self {
         self.entry = Some(entry.into());
+        self
+    }
+    pub fn field(mut self, field: impl Into<String>) -> Self {
+        self.field = Some(field.into());
+        self
+    }
+    /// Adds a secondary span in the diagnostic's own file.
+    pub fn related(mut self, span: Range<usize>, label: impl Into<String>) -> Self {
+        self.related.push((span, label.into()));
         self
     }
     pub fn axis(mut self, axis: impl Into<String>) -> Self {
@@ -167,6 +191,7 @@ impl Diagnostic {
         let mut parts = Vec::new();
         let fields = [
             ("entry", &self.entry),
+            ("field", &self.field),
             ("axis", &self.axis),
             ("declared", &self.declared),
             ("highest realizable", &self.highest_realizable),
@@ -184,17 +209,15 @@ impl Diagnostic {
         let mut message = Level::Error.title(&self.message).id(self.class.code());
         let location = self.location.as_ref().map(|(file, span)| {
             let text = sources.text(*file);
-            let start = floor_char_boundary(text, span.start.min(text.len()));
-            let end = floor_char_boundary(text, span.end.clamp(start, text.len()));
-            (sources.path(*file).display().to_string(), text, start..end)
+            (sources.path(*file).display().to_string(), text, clamp(text, span))
         });
         if let Some((origin, text, span)) = &location {
-            message = message.snippet(
-                Snippet::source(text)
-                    .origin(origin)
-                    .fold(true)
-                    .annotation(Level::Error.span(span.clone()).label(&self.label)),
-            );
+            let mut snippet =
+                Snippet::source(text).origin(origin).fold(true).annotation(Level::Error.span(span.clone()).label(&self.label));
+            for (related, label) in &self.related {
+                snippet = snippet.annotation(Level::Info.span(clamp(text, related)).label(label));
+            }
+            message = message.snippet(snippet);
         }
         if let Some(facts) = &facts {
             message = message.footer(Level::Note.title(facts));

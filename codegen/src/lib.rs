@@ -140,14 +140,20 @@ fn collect(diagnostics: &mut Diagnostics, outputs: &mut Vec<Output>, stage: Resu
 
 /// Reads, parses and checks the catalog; `None` when it has errors (already recorded).
 fn load_catalog(root: &Path, schemas: &schema::SchemaSet, diagnostics: &mut Diagnostics) -> Option<(catalog::Compiled, diagnostic::FileId)> {
-    let text = match std::fs::read_to_string(root.join(CATALOG_FILE)) {
-        Ok(text) => text,
+    let bytes = match std::fs::read(root.join(CATALOG_FILE)) {
+        Ok(bytes) => bytes,
         Err(e) => {
             diagnostics.push(Diagnostic::new(Class::Input, format!("cannot read {CATALOG_FILE}: {e}")));
             return None;
         }
     };
-    let file = diagnostics.sources.add(PathBuf::from(CATALOG_FILE), text);
+    let file = match catalog::decode(bytes, PathBuf::from(CATALOG_FILE), &mut diagnostics.sources) {
+        Ok(file) => file,
+        Err(d) => {
+            diagnostics.push(d);
+            return None;
+        }
+    };
     let catalog = match catalog::parse(diagnostics.sources.text(file), file) {
         Ok(catalog) => catalog,
         Err(d) => {
@@ -155,6 +161,9 @@ fn load_catalog(root: &Path, schemas: &schema::SchemaSet, diagnostics: &mut Diag
             return None;
         }
     };
+    // Axis order is checked against the lock even when other checks fail: a reversed axis
+    // often breaks realizability too, and the reason to report first is the reordering.
+    diagnostics.items.extend(revisions::check_axis_order(root, &catalog, file));
     match catalog::compile(catalog, file, schemas) {
         Ok(compiled) if diagnostics.is_empty() => Some((compiled, file)),
         Ok(_) => None,
@@ -231,7 +240,7 @@ fn render(compiled: &catalog::Compiled, snapshot: &projection::SupportSnapshot) 
         }
         schema
     };
-    let schema = bannered(serde_json::to_value(schemars::schema_for!(catalog::Catalog)).unwrap_or_default());
+    let schema = bannered(catalog::editor_schema(&compiled.catalog)?);
     let support_schema = bannered(projection::support_schema());
     let tables = rust::format_file(&format!("// {banner}"), rust::tables::generate(compiled))
         .map_err(|e| Diagnostic::new(Class::Generation, e))?;

@@ -14,18 +14,78 @@
 //!
 //! `experience`, `evidence_identity`, `evidence_manifest` and `readiness` name
 //! projections this project carries as literals but does not produce, so nothing pins them.
+//!
+//! Axis order is pinned by the `driver` literal too, since the envelopes and every ceiling
+//! are read through it. The lock keeps each axis's values in order (not a hash), because
+//! what must not change is the relative order of values both versions know: appending a
+//! stronger value or dropping one is a catalog edit, while swapping two is a different
+//! lattice and needs a new literal.
 
 use std::path::Path;
 
 use serde_json::{json, Map, Value};
 
-use crate::catalog::model::Name;
+use crate::catalog::model::{Catalog, Name};
 use crate::catalog::{canonical_json, sha256_hex, Compiled};
 use crate::diagnostic::{Class, Diagnostic, FileId};
 use crate::schema::SchemaSet;
 use crate::write::Output;
 
 pub const LOCK_FILE: &str = "generated/revisions.lock.json";
+
+/// The lock's key for the pinned axis order.
+const AXIS_ORDER: &str = "axis_order";
+
+/// The checked-in lock, when it exists and is JSON.
+fn read_lock(root: &Path) -> Option<Value> {
+    std::fs::read(root.join(LOCK_FILE)).ok().and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+}
+
+/// Every axis's values, weakest first, under the literal that pins them.
+fn axis_order(catalog: &Catalog) -> Value {
+    let axes: Map<String, Value> = catalog
+        .axes
+        .iter()
+        .map(|a| (a.name.value.clone(), a.values.iter().map(|v| Value::from(v.as_str())).collect()))
+        .collect();
+    json!({"literal": catalog.revisions.driver.as_str(), "axes": axes})
+}
+
+/// Refuses a change of axis order under an unchanged `driver` literal: for every axis the
+/// lock knows, the values both versions share must keep their order.
+pub fn check_axis_order(root: &Path, catalog: &Catalog, file: FileId) -> Vec<Diagnostic> {
+    let Some(pinned) = read_lock(root).and_then(|lock| lock.get(AXIS_ORDER).cloned()) else { return Vec::new() };
+    let literal = &catalog.revisions.driver;
+    if pinned.get("literal").and_then(Value::as_str) != Some(literal.as_str()) {
+        // A new literal records a new order.
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for axis in &catalog.axes {
+        let Some(old) = pinned.get("axes").and_then(|a| a.get(axis.name.as_str())).and_then(Value::as_array) else {
+            continue;
+        };
+        let old: Vec<&str> = old.iter().filter_map(Value::as_str).collect();
+        let now: Vec<&Name> = axis.values.iter().filter(|v| old.contains(&v.as_str())).collect();
+        let was: Vec<&str> = old.iter().copied().filter(|o| axis.values.iter().any(|v| v.as_str() == *o)).collect();
+        let Some(i) = now.iter().zip(&was).position(|(n, w)| n.as_str() != *w) else { continue };
+        let render = |values: Vec<&str>| values.join(" < ");
+        out.push(
+            Diagnostic::new(
+                Class::Reinterpretation,
+                format!("the order of axis `{}` changed but `{}` did not", axis.name.as_str(), literal.as_str()),
+            )
+            .at(file, now[i].span.clone(), format!("the pinned order has `{}` here", was[i]))
+            .related(literal.span.clone(), format!("bump this literal, e.g. to `{}`", bumped(literal.as_str())))
+            .axis(axis.name.as_str())
+            .field("values")
+            .note(format!("pinned by `{}` in {LOCK_FILE}: {}", literal.as_str(), render(was.clone())))
+            .note(format!("the catalog now says: {}", render(now.iter().map(|n| n.as_str()).collect())))
+            .note("an axis vocabulary runs weakest to strongest; reordering it changes every envelope and ceiling, so bump revisions.driver, then regenerate"),
+        );
+    }
+    out
+}
 
 /// (key, literal as written, content) for every pinned identity.
 fn identities<'c>(compiled: &'c Compiled, schemas: &SchemaSet, golden: &Value) -> Vec<(&'static str, &'c Name, Value)> {
@@ -83,11 +143,8 @@ pub fn lock(
         .map_err(|e| format!("cannot read {path}: {e}"))
         .and_then(|b| serde_json::from_slice::<Value>(&b).map_err(|e| format!("{path}: invalid JSON: {e}")))
         .map_err(|m| vec![Diagnostic::new(Class::Input, m)])?;
-    let previous: Map<String, Value> = std::fs::read(root.join(LOCK_FILE))
-        .ok()
-        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-        .and_then(|v| v.get("identities").and_then(Value::as_object).cloned())
-        .unwrap_or_default();
+    let previous: Map<String, Value> =
+        read_lock(root).and_then(|v| v.get("identities").and_then(Value::as_object).cloned()).unwrap_or_default();
     let mut errors = Vec::new();
     let mut entries = Map::new();
     for (key, literal, content) in identities(compiled, schemas, &golden) {
@@ -116,7 +173,7 @@ pub fn lock(
     if !errors.is_empty() {
         return Err(errors);
     }
-    let mut contents = serde_json::to_string_pretty(&json!({"$comment": banner, "identities": entries})).unwrap_or_default();
+    let mut contents = serde_json::to_string_pretty(&json!({"$comment": banner, "identities": entries, AXIS_ORDER: axis_order(&compiled.catalog)})).unwrap_or_default();
     contents.push('\n');
     Ok(Output { path: LOCK_FILE.into(), contents })
 }

@@ -145,13 +145,15 @@ fn class5_envelope_carries_subagents() {
 fn class6_connected_entry_exceeds_lane() {
     let s = Scratch::new();
     let anchor = "name = \"openclaw-connected\"";
-    s.edit_after(anchor, "model_control = \"opaque\"", "model_control = \"platform_enforced\"");
+    // Not model_control: that axis is also paired with the model lane, which would add a
+    // second diagnostic.
+    s.edit_after(anchor, "checkpoint = \"none\"", "checkpoint = \"disk_only\"");
     let d = s.generate_err();
     let item = only(&d, Class::ExceedsLaneEnvelope);
     assert_eq!(item.entry.as_deref(), Some("openclaw-connected"));
-    assert_eq!(item.axis.as_deref(), Some("model_control"));
-    assert_eq!(item.declared.as_deref(), Some("platform_enforced"));
-    assert_eq!(item.highest_realizable.as_deref(), Some("opaque"));
+    assert_eq!(item.axis.as_deref(), Some("checkpoint"));
+    assert_eq!(item.declared.as_deref(), Some("disk_only"));
+    assert_eq!(item.highest_realizable.as_deref(), Some("none"));
 }
 
 #[test]

@@ -1,6 +1,9 @@
 //! The catalog stage: load `catalog/catalog.toml` with spans, check it, and compute its
 //! identity (the sha256 of its canonical JSON form).
 
+mod editor_schema;
+mod fields;
+mod gateway;
 mod index;
 pub mod model;
 mod realize;
@@ -9,11 +12,14 @@ mod validate;
 
 use sha2::{Digest, Sha256};
 
+pub use editor_schema::editor_schema;
 pub use index::Index;
 pub use model::Catalog;
 pub use realize::Realization;
 
-use crate::diagnostic::{Class, Diagnostic, FileId};
+use std::path::PathBuf;
+
+use crate::diagnostic::{Class, Diagnostic, FileId, Sources};
 use crate::schema::SchemaSet;
 
 /// A catalog that passed every check, with what the checks learned.
@@ -24,6 +30,32 @@ pub struct Compiled {
     pub sha256: String,
     /// One per harness, in catalog order.
     pub realizations: Vec<Realization>,
+}
+
+/// Adds the catalog's bytes to `sources` as text. Bytes that are not UTF-8 are reported at
+/// the first bad byte (line, column and byte offset); the source then holds a lossy copy,
+/// identical up to that byte, so the snippet can show the line.
+pub fn decode(bytes: Vec<u8>, path: PathBuf, sources: &mut Sources) -> Result<FileId, Diagnostic> {
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok(sources.add(path, text)),
+        Err(e) => {
+            let offset = e.utf8_error().valid_up_to();
+            let bytes = e.into_bytes();
+            let bad = bytes.get(offset).copied().unwrap_or_default();
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            let display = path.display().to_string();
+            let file = sources.add(path, text);
+            let (line, column) = sources.line_column(file, offset);
+            // U+FFFD, which stands for the bad byte in the lossy copy, is three bytes long.
+            let replacement = offset..offset + '\u{FFFD}'.len_utf8();
+            Err(Diagnostic::new(
+                Class::Input,
+                format!("{display} is not valid UTF-8: byte 0x{bad:02x} at line {line}, column {column} (byte offset {offset})"),
+            )
+            .at(file, replacement, "invalid UTF-8 starts here")
+            .note("save the catalog as UTF-8"))
+        }
+    }
 }
 
 /// Parses the catalog text; a syntax or shape error points at its span.

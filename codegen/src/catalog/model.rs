@@ -50,6 +50,13 @@ pub struct Catalog {
     /// Extension method families read from input schemas.
     #[serde(default)]
     pub method_sources: Vec<MethodSource>,
+    /// Closed vocabularies of the harness fields the support snapshot publishes.
+    pub vocabularies: Vocabularies,
+    /// Pairs of published values the reference page's rows hold together.
+    #[serde(default)]
+    pub pairings: Vec<Pairing>,
+    /// The grammar of gateway request paths.
+    pub gateway: Gateway,
     /// Model wire dialects with their gateway request paths.
     pub dialects: Vec<Dialect>,
     /// Reviewed model providers.
@@ -206,10 +213,75 @@ pub struct Harness {
     /// What the harness declares in `checkfu.capabilities`: member → value.
     #[serde(default)]
     pub declares: BTreeMap<Name, Name>,
-    /// Model wire dialects the harness binary speaks; empty means undeclared.
+    /// Model wire dialects the harness binary speaks. Omitted means undeclared; a written
+    /// list must name at least one dialect (the span tells the two apart).
     #[serde(default)]
-    pub dialects: Vec<Name>,
+    pub dialects: Spanned<Vec<Name>>,
     pub ceiling: AxisValues,
+}
+
+impl Harness {
+    /// The value of a published field by its catalog key, `None` for any other key.
+    pub fn published(&self, field: &str) -> Option<&Name> {
+        match field {
+            "supply" => Some(&self.supply),
+            "adoption" => Some(&self.adoption),
+            "model_lane" => Some(&self.model_lane),
+            "mcp_delivery" => Some(&self.mcp_delivery),
+            "tuple_support" => Some(&self.tuple_support),
+            _ => None,
+        }
+    }
+}
+
+/// The closed vocabulary of each single-valued harness field the support snapshot publishes.
+/// Catalog evidence is a list whose vocabulary is the conformance checks' names.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Vocabularies {
+    pub supply: Spanned<Vec<Name>>,
+    pub adoption: Spanned<Vec<Name>>,
+    pub model_lane: Spanned<Vec<Name>>,
+    pub mcp_delivery: Spanned<Vec<Name>>,
+    pub tuple_support: Spanned<Vec<Name>>,
+}
+
+impl Vocabularies {
+    /// Field key and vocabulary, in the order the support table shows the fields.
+    pub fn fields(&self) -> [(&'static str, &Spanned<Vec<Name>>); 5] {
+        [
+            ("supply", &self.supply),
+            ("adoption", &self.adoption),
+            ("model_lane", &self.model_lane),
+            ("mcp_delivery", &self.mcp_delivery),
+            ("tuple_support", &self.tuple_support),
+        ]
+    }
+
+    pub fn of(&self, field: &str) -> Option<&[Name]> {
+        self.fields().into_iter().find(|(f, _)| *f == field).map(|(_, v)| v.as_slice())
+    }
+}
+
+/// A rule over every entry: the value of `field` decides the value `with` must hold.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Pairing {
+    /// A published field (a key of `vocabularies`).
+    pub field: Name,
+    /// Another published field, or `ceiling.<axis>` for a value of the entry's ceiling.
+    pub with: Name,
+    /// Each value of `field` → the one value `with` must then hold. Every value of the
+    /// field's vocabulary needs a pair, so a new value cannot slip past the rule.
+    pub pairs: BTreeMap<Name, Name>,
+}
+
+/// What a gateway request path may contain besides literal segments.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Gateway {
+    /// Names a whole path segment may stand for, written `{name}`.
+    pub placeholders: Vec<Name>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]

@@ -8,7 +8,7 @@
 
 use std::borrow::Cow;
 use std::cmp::Ordering;
-use std::ops::Range;
+use std::ops::{Deref, Range};
 
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -23,6 +23,31 @@ impl<T> Spanned<T> {
     /// A value with no source location, for catalogs built in code (tests).
     pub fn unspanned(value: T) -> Self {
         Spanned { value, span: 0..0 }
+    }
+}
+
+// A spanned list or name reads as the value it wraps, so that code which only looks at the
+// value (the renderers) does not care whether the catalog kept its span.
+impl<T> Deref for Spanned<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.value
+    }
+}
+
+/// An omitted optional field: the default value with an empty span. A value that was written
+/// always has a non-empty span (even `[]` is two bytes), which is how "omitted" and "written
+/// empty" are told apart.
+impl<T: Default> Default for Spanned<T> {
+    fn default() -> Self {
+        Spanned::unspanned(T::default())
+    }
+}
+
+impl<T> Spanned<T> {
+    /// Whether the value was written in the source rather than defaulted.
+    pub fn is_written(&self) -> bool {
+        !self.span.is_empty()
     }
 }
 

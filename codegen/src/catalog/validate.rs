@@ -14,8 +14,8 @@ use crate::diagnostic::{Class, Diagnostic, FileId};
 use crate::schema::SchemaSet;
 
 pub(crate) struct Validator<'c> {
-    file: FileId,
-    index: &'c Index<'c>,
+    pub(super) file: FileId,
+    pub(super) index: &'c Index<'c>,
     pub(crate) out: Vec<Diagnostic>,
 }
 
@@ -24,13 +24,13 @@ impl<'c> Validator<'c> {
         Validator { file, index, out: Vec::new() }
     }
 
-    fn error(&mut self, class: Class, at: &Name, message: String, label: &str) -> &mut Diagnostic {
+    pub(super) fn error(&mut self, class: Class, at: &Name, message: String, label: &str) -> &mut Diagnostic {
         self.out.push(Diagnostic::new(class, message).at(self.file, at.span.clone(), label));
         let last = self.out.len() - 1;
         &mut self.out[last]
     }
 
-    fn unknown(&mut self, kind: &str, at: &Name, known: Vec<&str>) -> &mut Diagnostic {
+    pub(super) fn unknown(&mut self, kind: &str, at: &Name, known: Vec<&str>) -> &mut Diagnostic {
         let d = self.error(
             Class::UnknownOrDuplicate,
             at,
@@ -42,7 +42,7 @@ impl<'c> Validator<'c> {
     }
 
     /// Reports every name that occurs a second time in `names`.
-    fn unique<'n>(&mut self, kind: &str, names: impl IntoIterator<Item = &'n Name>) {
+    pub(super) fn unique<'n>(&mut self, kind: &str, names: impl IntoIterator<Item = &'n Name>) {
         let mut seen = HashSet::new();
         for name in names {
             if !seen.insert(name.as_str()) {
@@ -56,9 +56,21 @@ impl<'c> Validator<'c> {
         }
     }
 
+    /// `unique`, with the entry and the field each duplicate belongs to.
+    pub(super) fn unique_in_entry<'n>(&mut self, kind: &str, entry: &str, field: &str, names: impl IntoIterator<Item = &'n Name>) {
+        let before = self.out.len();
+        self.unique(kind, names);
+        for d in &mut self.out[before..] {
+            d.entry = Some(entry.to_string());
+            d.field = Some(field.to_string());
+        }
+    }
+
     pub(crate) fn run(&mut self, schemas: &SchemaSet) {
         let c: &Catalog = self.index.catalog;
         self.axes();
+        self.vocabularies();
+        self.pairings();
         for driver in &c.drivers {
             self.unique("retention mode", driver.envelopes.iter().map(|e| &e.retention));
             for envelope in &driver.envelopes {
@@ -197,6 +209,9 @@ impl<'c> Validator<'c> {
         let d = &c.declaration;
         let members = d.upgrades.iter().map(|u| &u.member).chain(d.mechanisms.iter().map(|m| &m.member));
         self.unique("declaration member", members);
+        for m in &d.mechanisms {
+            self.unique(&format!("value of declaration member `{}`", m.member.as_str()), m.values.iter());
+        }
         self.unique("upgraded axis", d.upgrades.iter().map(|u| &u.axis));
         let checks: Vec<&str> = c.conformance.iter().map(|k| k.name.as_str()).collect();
         for upgrade in &d.upgrades {
@@ -331,13 +346,29 @@ impl<'c> Validator<'c> {
             }
         }
         let checks: Vec<&str> = c.conformance.iter().map(|k| k.name.as_str()).collect();
+        self.unique_in_entry(&format!("evidence case of `{entry}`"), entry, "evidence", h.evidence.iter());
         for case in &h.evidence {
             if !checks.contains(&case.as_str()) {
-                self.unknown("conformance check", case, checks.clone()).entry = Some(entry.to_string());
+                let d = self.unknown("conformance check", case, checks.clone());
+                d.entry = Some(entry.to_string());
+                d.field = Some("evidence".into());
             }
         }
-        self.unique(&format!("dialect of `{entry}`"), h.dialects.iter());
-        for dialect in &h.dialects {
+        self.published(h);
+        self.unique_in_entry(&format!("dialect of `{entry}`"), entry, "dialects", h.dialects.iter());
+        if h.dialects.is_written() && h.dialects.is_empty() {
+            let at = Name { value: String::new(), span: h.dialects.span.clone() };
+            let d = self.error(
+                Class::UnknownOrDuplicate,
+                &at,
+                format!("`{entry}` declares an empty list of dialects"),
+                "declares no dialect",
+            );
+            d.entry = Some(entry.to_string());
+            d.field = Some("dialects".into());
+            d.notes.push("omit `dialects` for an entry whose dialects are undeclared, or name at least one dialect".into());
+        }
+        for dialect in h.dialects.iter() {
             if !c.dialects.iter().any(|d| d.name == *dialect) {
                 let known = c.dialects.iter().map(|d| d.name.as_str()).collect();
                 self.unknown("dialect", dialect, known).entry = Some(entry.to_string());
@@ -397,6 +428,7 @@ impl<'c> Validator<'c> {
                 }
                 Some(_) => {}
             }
+            self.unique(&format!("member gated by `{}`", gate.axis.as_str()), gate.members.iter());
             for member in &gate.members {
                 let kind = member.as_str().strip_prefix("observation.");
                 if !kind.is_some_and(|k| c.observations.kinds.iter().any(|o| o.as_str() == k)) {
@@ -416,6 +448,12 @@ impl<'c> Validator<'c> {
         let c = self.index.catalog;
         self.unique("dialect", c.dialects.iter().map(|d| &d.name));
         self.unique("provider", c.providers.iter().map(|p| &p.name));
+        for p in &c.providers {
+            let kind = format!("dialect accepted by `{}`", p.name.as_str());
+            self.unique_in_entry(&kind, p.name.as_str(), "accepts", p.accepts.iter());
+        }
+        self.unique_in_entry("dialect accepted by an unlisted provider", "unlisted_provider", "accepts", c.unlisted_provider.accepts.iter());
+        self.gateway_paths();
         let known: Vec<&str> = c.dialects.iter().map(|d| d.name.as_str()).collect();
         let accepted = c.providers.iter().flat_map(|p| p.accepts.iter());
         for dialect in accepted.chain(c.unlisted_provider.accepts.iter()) {

@@ -83,3 +83,89 @@ fn copy_dir(from: &Path, to: &Path) {
 pub fn of_class(d: &Diagnostics, class: Class) -> Vec<&Diagnostic> {
     d.items.iter().filter(|i| i.class == class).collect()
 }
+
+/// Everything `generate` checks about a catalog, run in-process on edited text against the
+/// project's own schemas, golden vectors and revision lock (read, never written): decoding,
+/// parsing, the pinned axis order, validation, realizability and the revision literals.
+/// Nothing is rendered, so a check takes milliseconds.
+pub struct Checker {
+    root: PathBuf,
+    schemas: checkfu_wire_codegen::schema::SchemaSet,
+}
+
+impl Checker {
+    pub fn new() -> Checker {
+        let root = project_root();
+        let mut loading = Diagnostics::default();
+        let schemas = checkfu_wire_codegen::schema::SchemaSet::load(&root.join("schemas"), &mut loading);
+        assert!(loading.is_empty(), "{}", loading.render());
+        Checker { root, schemas }
+    }
+
+    /// The real catalog's text.
+    pub fn catalog(&self) -> String {
+        fs::read_to_string(self.root.join("catalog/catalog.toml")).expect("read catalog")
+    }
+
+    pub fn check(&self, text: &str) -> Result<checkfu_wire_codegen::catalog::Compiled, Diagnostics> {
+        self.check_bytes(text.as_bytes().to_vec())
+    }
+
+    pub fn check_bytes(&self, bytes: Vec<u8>) -> Result<checkfu_wire_codegen::catalog::Compiled, Diagnostics> {
+        use checkfu_wire_codegen::{catalog, revisions};
+        let mut d = Diagnostics::default();
+        let file = match catalog::decode(bytes, PathBuf::from("catalog/catalog.toml"), &mut d.sources) {
+            Ok(file) => file,
+            Err(e) => {
+                d.push(e);
+                return Err(d);
+            }
+        };
+        let parsed = match catalog::parse(d.sources.text(file), file) {
+            Ok(parsed) => parsed,
+            Err(e) => {
+                d.push(e);
+                return Err(d);
+            }
+        };
+        d.items.extend(revisions::check_axis_order(&self.root, &parsed, file));
+        match catalog::compile(parsed, file, &self.schemas) {
+            Ok(compiled) if d.is_empty() => match revisions::lock(&self.root, &compiled, file, &self.schemas, "") {
+                Ok(_) => Ok(compiled),
+                Err(items) => {
+                    d.items.extend(items);
+                    Err(d)
+                }
+            },
+            Ok(_) => Err(d),
+            Err(items) => {
+                d.items.extend(items);
+                Err(d)
+            }
+        }
+    }
+
+    /// The diagnostics of a text that must be refused.
+    pub fn refused(&self, text: &str) -> Diagnostics {
+        match self.check(text) {
+            Ok(_) => panic!("the edited catalog was accepted"),
+            Err(d) => d,
+        }
+    }
+}
+
+/// `text` with the first occurrence of `from` after `anchor` replaced; panics when absent,
+/// so that a stale edit cannot silently test nothing.
+pub fn replaced_after(text: &str, anchor: &str, from: &str, to: &str) -> String {
+    let base = text.find(anchor).unwrap_or_else(|| panic!("anchor `{anchor}` not in catalog"));
+    let offset = text[base..].find(from).unwrap_or_else(|| panic!("`{from}` not after `{anchor}`")) + base;
+    format!("{}{}{}", &text[..offset], to, &text[offset + from.len()..])
+}
+
+/// One-based line and column of the first `needle` after `anchor`.
+pub fn line_column(text: &str, anchor: &str, needle: &str) -> (usize, usize) {
+    let base = text.find(anchor).expect("anchor");
+    let offset = text[base..].find(needle).expect("needle") + base;
+    let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    (text[..offset].matches('\n').count() + 1, text[line_start..offset].chars().count() + 1)
+}
