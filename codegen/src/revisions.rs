@@ -8,6 +8,8 @@
 //! - `driver`: the driver's envelopes, the declaration slot, the slots and gated emissions;
 //! - `protocol` (with `wire_protocol_version`): the ACP base grammar, the extension
 //!   method families, and the slots' carriers and directions: the wire surface it names;
+//! - `acp_schema`: the official ACP JSON Schema that `[acp] schema` names, byte for
+//!   byte as parsed (replacing it with a new release means bumping this literal);
 //! - `support`: the JSON Schema of the support snapshot (its shape, not its data);
 //! - `conformance`: the checks with their requirements, the observation vocabulary and
 //!   the gating; `conformance_case_set`: the check names and which are opt-in.
@@ -97,6 +99,12 @@ fn identities<'c>(compiled: &'c Compiled, schemas: &SchemaSet, golden: &Value) -
         .map(|s| json!({"key": s.key, "carrier": s.carrier, "direction": s.direction}))
         .collect();
     let case_set: Vec<Value> = c.conformance.iter().map(|k| json!({"name": k.name, "opt_in": k.opt_in})).collect();
+    // The grammar the protocol literal pins; which schema file carries ACP is the
+    // `acp_schema` literal's business.
+    let mut grammar = serde_json::to_value(&c.acp).unwrap_or_default();
+    if let Some(object) = grammar.as_object_mut() {
+        object.remove("schema");
+    }
     vec![
         ("extension_vectors", &r.extension_vectors, json!({"schema": schemas.files.get(c.golden.schema.as_str()), "golden": golden})),
         (
@@ -107,8 +115,9 @@ fn identities<'c>(compiled: &'c Compiled, schemas: &SchemaSet, golden: &Value) -
         (
             "protocol",
             &r.protocol,
-            json!({"wire_protocol_version": r.wire_protocol_version, "acp": c.acp, "method_sources": c.method_sources, "slots": slots_surface}),
+            json!({"wire_protocol_version": r.wire_protocol_version, "acp": grammar, "method_sources": c.method_sources, "slots": slots_surface}),
         ),
+        ("acp_schema", &r.acp_schema, json!({"file": c.acp.schema, "schema": schemas.files.get(c.acp.schema.as_str())})),
         ("support", &r.support, crate::projection::support_schema()),
         (
             "conformance",

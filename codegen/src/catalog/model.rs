@@ -82,6 +82,9 @@ pub struct Golden {
 #[serde(deny_unknown_fields)]
 pub struct Revisions {
     pub protocol: Name,
+    /// Pins the official ACP schema `[acp] schema` names: replacing that file means
+    /// bumping this literal.
+    pub acp_schema: Name,
     pub wire_protocol_version: Spanned<u32>,
     pub driver: Name,
     pub extension_vectors: Name,
@@ -367,6 +370,8 @@ pub struct SlotRequirement {
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Acp {
+    /// The official ACP JSON Schema under `schemas/`, checked in unmodified.
+    pub schema: Name,
     pub protocol_version: Spanned<u32>,
     pub session_update_kinds: Vec<Name>,
     pub stop_reasons: Vec<Name>,

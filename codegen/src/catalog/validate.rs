@@ -94,10 +94,12 @@ impl<'c> Validator<'c> {
         self.dialects_and_providers();
         self.revisions();
         self.acp();
-        let golden = &self.index.catalog.golden.schema;
-        if !schemas.files.contains_key(golden.as_str()) {
-            let known = schemas.files.keys().map(String::as_str).collect();
-            self.unknown("schema file", golden, known);
+        let catalog = self.index.catalog;
+        for file in [&catalog.golden.schema, &catalog.acp.schema] {
+            if !schemas.files.contains_key(file.as_str()) {
+                let known = schemas.files.keys().map(String::as_str).collect();
+                self.unknown("schema file", file, known);
+            }
         }
     }
 

@@ -97,6 +97,7 @@ pub fn render(compiled: &Compiled, templates: &Templates) -> Result<String, Diag
     let unlisted: Vec<&str> = c.unlisted_provider.accepts.iter().map(|d| d.as_str()).collect();
     let ctx = context! {
         revisions => &c.revisions,
+        acp => &c.acp,
         catalog_sha256 => &compiled.sha256,
         declaration_slot => c.declaration.slot.as_str(),
         upgrades => upgrades,
