@@ -106,6 +106,13 @@ impl<'d> Generator<'d> {
                     if let Some(max) = max {
                         out.push(num(max));
                     }
+                    // Integers beyond 2^53, where an `f64` would round them.
+                    if max.is_none_or(|m| m >= 9.3e18) {
+                        out.extend([json!(9007199254740993u64), json!(u64::MAX)]);
+                    }
+                    if min.is_none_or(|m| m <= -9.3e18) {
+                        out.push(json!(i64::MIN + 1));
+                    }
                     if ty == "number" {
                         let half = min.unwrap_or(0.0) + 0.5;
                         if max.is_none_or(|m| half <= m) {
@@ -264,10 +271,18 @@ fn num(f: f64) -> Value {
     }
 }
 
+fn integer(n: &serde_json::Number) -> Option<i128> {
+    n.as_i64().map(i128::from).or_else(|| n.as_u64().map(i128::from))
+}
+
 /// Equality with numbers compared by value.
 pub fn same(a: &Value, b: &Value) -> bool {
     match (a, b) {
-        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        // Integers exactly (an `f64` cannot tell 2^53 from 2^53 + 1), anything else by value.
+        (Value::Number(x), Value::Number(y)) => match (integer(x), integer(y)) {
+            (Some(a), Some(b)) => a == b,
+            _ => x.as_f64() == y.as_f64(),
+        },
         (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same(a, b)),
         (Value::Object(x), Value::Object(y)) => x.len() == y.len() && x.iter().all(|(k, a)| y.get(k).is_some_and(|b| same(a, b))),
         _ => a == b,

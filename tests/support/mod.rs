@@ -2,3 +2,4 @@
 #![allow(dead_code)]
 
 pub mod instances;
+pub mod oracle;

@@ -1,0 +1,109 @@
+//! The differential harness: instances generated from a raw schema, judged by the
+//! `jsonschema` crate on that raw schema, and compared with what the generated code says.
+//! Where the generated code runs (compiled into this crate, or in a crate built by
+//! `compile`) is the caller's business: it turns cases into verdicts.
+
+use serde_json::{json, Value};
+
+use super::instances::{same, Generator};
+
+/// One instance for one definition, with the oracle's verdict.
+pub struct Case {
+    pub def: String,
+    pub instance: Value,
+    pub expected: bool,
+}
+
+/// What the generated code said about a case.
+pub struct Verdict {
+    /// The generated check accepted it.
+    pub checked: bool,
+    /// Decoding into the generated type and encoding again: the JSON, or why not.
+    pub roundtrip: Result<Value, String>,
+}
+
+#[derive(Default, Debug)]
+pub struct Tally {
+    pub accepted: usize,
+    pub rejected: usize,
+}
+
+/// The URI under which the raw document is registered with the oracle.
+const DOCUMENT: &str = "urn:checkfu:document";
+
+/// A JSON Pointer as a URI fragment: RFC 3986 leaves `/` and `~` alone and wants the
+/// rest of the non-unreserved bytes percent-encoded.
+fn fragment(pointer: &str) -> String {
+    let mut out = String::new();
+    for byte in pointer.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~/!$&'()*+,;=:@".contains(&byte) {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// Valid-looking instances and single mutations for each definition (`(name, origin)`),
+/// with the oracle's verdict; `budget` caps the mutations of one instance.
+pub fn cases(document: &Value, definitions: &[(String, String)], budget: usize) -> Vec<Case> {
+    let generator = Generator { document };
+    let registry = jsonschema::Registry::new()
+        .add(DOCUMENT, document.clone())
+        .and_then(|r| r.prepare())
+        .expect("jsonschema registers the raw document");
+    let mut out = Vec::new();
+    for (name, origin) in definitions {
+        let Some(target) = document.pointer(origin) else { continue };
+        // The root directly; any other node through a reference into the registered
+        // document, so that its own references resolve as they do in the input.
+        let oracle = if origin.is_empty() {
+            jsonschema::validator_for(document)
+        } else {
+            jsonschema::options().with_registry(&registry).build(&json!({"$ref": format!("{DOCUMENT}#{}", fragment(origin))}))
+        };
+        let oracle = oracle.unwrap_or_else(|e| panic!("jsonschema compiles {name} at {origin}: {e}"));
+        let mut instances = generator.valid(target, 0);
+        let mut mutated = Vec::new();
+        for instance in &instances {
+            generator.mutations(target, instance, 0, &mut mutated, budget);
+        }
+        instances.extend(mutated);
+        for instance in instances {
+            let expected = oracle.is_valid(&instance);
+            out.push(Case { def: name.clone(), instance, expected });
+        }
+    }
+    out
+}
+
+/// Compares verdicts with the oracle: accept/reject must agree, and an accepted instance
+/// must decode and re-encode to equal JSON.
+pub fn compare(cases: &[Case], verdicts: &[Verdict]) -> (Tally, Vec<String>) {
+    let mut tally = Tally::default();
+    let mut disagreements = Vec::new();
+    for (case, verdict) in cases.iter().zip(verdicts) {
+        let instance = &case.instance;
+        match (case.expected, verdict.checked, &verdict.roundtrip) {
+            (true, true, Ok(encoded)) => {
+                tally.accepted += 1;
+                if !same(encoded, instance) {
+                    disagreements.push(format!("{} re-encodes differently:\n  in:  {instance}\n  out: {encoded}", case.def));
+                }
+            }
+            (false, false, Err(_)) => tally.rejected += 1,
+            (expected, checked, decoded) => disagreements.push(format!(
+                "{}: jsonschema says {}, check says {}, decode says {:?}\n  instance: {instance}",
+                case.def,
+                if expected { "valid" } else { "invalid" },
+                if checked { "valid" } else { "invalid" },
+                decoded.as_ref().map(|_| "ok"),
+            )),
+        }
+    }
+    if verdicts.len() != cases.len() {
+        disagreements.push(format!("{} cases but {} verdicts", cases.len(), verdicts.len()));
+    }
+    (tally, disagreements)
+}
