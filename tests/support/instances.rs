@@ -123,8 +123,15 @@ impl<'d> Generator<'d> {
                 "boolean" => out.extend([json!(true), json!(false)]),
                 "null" => out.push(Value::Null),
                 "array" => {
+                    // Recursive arrays (`items` referring back) would multiply with depth:
+                    // deep down, only the empty array is offered.
+                    if depth > 6 {
+                        out.push(json!([]));
+                        continue;
+                    }
                     let items = flat.get("items").cloned().unwrap_or(Value::Bool(true));
-                    let elements = self.valid(&items, depth + 1);
+                    let mut elements = self.valid(&items, depth + 1);
+                    elements.truncate(4);
                     let min = flat.get("minItems").and_then(Value::as_u64).unwrap_or(0);
                     if min == 0 {
                         out.push(json!([]));
@@ -144,7 +151,16 @@ impl<'d> Generator<'d> {
         let required: Vec<&str> = flat.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
         let mut choices = Vec::new();
         for (name, schema) in &properties {
-                        choices.push((name.clone(), self.valid(schema, depth + 1)));
+            // Deep in a recursive schema, only required members are filled in, once each,
+            // so instance size stays linear in depth.
+            if depth > 6 && !required.contains(&name.as_str()) {
+                continue;
+            }
+            let mut values = self.valid(schema, depth + 1);
+            if depth > 6 {
+                values.truncate(1);
+            }
+            choices.push((name.clone(), values));
         }
         let widest = choices.iter().map(|(_, c)| c.len()).max().unwrap_or(1).max(1);
         let mut out = Vec::new();

@@ -3,3 +3,4 @@
 
 pub mod instances;
 pub mod oracle;
+pub mod compile;

@@ -1,0 +1,145 @@
+//! Success means it compiles, and compiled means exact: schemas with hostile names
+//! (Unicode, leading digits, Rust keywords, prelude names, escapes, names that fold
+//! together), big integers and every newly supported keyword are generated, built in a
+//! crate of their own, and their decoders compared with the `jsonschema` crate on
+//! generated instances (accept/reject agree; accepted values re-encode to equal JSON).
+
+mod support;
+
+use checkfu_wire_codegen::rust::{format_file, schemas};
+use checkfu_wire_codegen::schema::normalize::normalize;
+use serde_json::{json, Value};
+use support::compile::{build, verdicts, Module};
+use support::oracle::{cases, compare};
+
+fn corpus() -> Vec<(&'static str, Value)> {
+    vec![
+        (
+            "2fa.json",
+            json!({
+                "$defs": {
+                    "日本": {"type": "string"},
+                    "_": {"type": "integer"},
+                    "self": {
+                        "type": "object",
+                        "properties": {
+                            "self": {"$ref": "#/$defs/self"}, "Self": {"type": "string"}, "crate": {},
+                            "super": {"type": "boolean"}, "type": {"type": ["string", "null"]}, "": {"type": "number"},
+                            "a-b": {}, "a_b": {}, "A B": {}, "日本": {"$ref": "#/$defs/%E6%97%A5%E6%9C%AC"}, "a\"b": {}, "a\\b": {},
+                            "tab\t": {"type": "array", "items": {"$ref": "#/$defs/Vec"}}, "r#x": {"$ref": "#/$defs/Result"}
+                        },
+                        "required": ["a\"b", "tab\t", "req~/only"],
+                        "additionalProperties": {"type": "integer"}
+                    },
+                    "Self": {"type": "object", "properties": {"Self": {"$ref": "#/$defs/Self"}}},
+                    "crate": {"type": "string", "enum": ["crate"]},
+                    "super": {"const": null},
+                    "Option": {"type": "string"},
+                    "String": {"type": "object", "properties": {"x": {"$ref": "#/$defs/Option"}}, "required": ["x"]},
+                    "Result": {"enum": ["a-b", "a_b", "A B", "", "日本", "self", "Self"]},
+                    "Vec": {"type": "array", "items": {"$ref": "#/$defs/Vec"}},
+                    "Box": {"type": "object", "properties": {"b": {"$ref": "#/$defs/Box"}}},
+                    "Value": {"type": "object"},
+                    "Json": {"anyOf": [{"$ref": "#/$defs/Value"}, {"type": "null"}]},
+                    "Invalid": false,
+                    "error": {"type": "object", "properties": {"error": {}, "Error": {}}},
+                    "Error": {"type": "object", "properties": {"extra": {"type": "string"}}},
+                    "fn": {"type": "object", "properties": {"fn": {"type": "object", "properties": {"fn": {}}}}},
+                    "Number": {"type": "number"},
+                    "Union_": {"type": "string"},
+                    "Union": {"type": "number"}
+                },
+                "$ref": "#/$defs/self"
+            }),
+        ),
+        (
+            "ü.json",
+            json!({
+                "type": "object",
+                "properties": {
+                    "big": {"type": "integer", "minimum": 9007199254740993u64, "maximum": 18446744073709551615u64},
+                    "low": {"type": "integer", "maximum": -9007199254740993i64},
+                    "e": {"enum": [6, null]},
+                    "ie": {"enum": [9007199254740993u64, 1.0, "1"]},
+                    "c": {"const": {"definitions": {"x": 1}, "$ref": "#/definitions/x"}},
+                    "r": {"type": "object", "required": ["x"], "additionalProperties": false},
+                    "f": {"type": "integer", "format": "uint32"},
+                    "d": {"type": "string", "format": "date-time"},
+                    "n": {"type": ["object", "null"], "properties": {"k": {"type": "array"}}},
+                    "list": {"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "integer"}]}},
+                    "code": {"anyOf": [{"const": -32700}, {"const": -32600}, {"type": "integer", "format": "int32"}]}
+                }
+            }),
+        ),
+        (
+            "self.json",
+            json!({
+                "type": "object",
+                "properties": {
+                    "child": {"$ref": "#"},
+                    "children": {"type": "array", "items": {"$ref": "#"}},
+                    "maybe": {"anyOf": [{"$ref": "#"}, {"type": "null"}]},
+                    "empty": {"type": "array"},
+                    "obj": {"type": "object", "additionalProperties": {"$ref": "#/properties/empty"}}
+                }
+            }),
+        ),
+        (
+            "_.json",
+            json!({
+                "anyOf": [
+                    {"type": "object", "properties": {"kind": {"const": "a"}}, "required": ["kind"]},
+                    {"type": "object", "properties": {"kind": {"const": "a"}, "more": {"type": "string"}}}
+                ],
+                "$defs": {"schema_": false, "T": true}
+            }),
+        ),
+        ("type.json", json!({"type": "string", "format": "date-time", "contentEncoding": "base64"})),
+        ("false.json", json!(false)),
+        (
+            "crate.json",
+            json!({
+                "type": "object",
+                "patternProperties": {"^x-": {"type": "integer", "multipleOf": 0.5}},
+                "properties": {
+                    "tags": {"type": "array", "uniqueItems": true, "prefixItems": [{"type": "string"}], "items": {"type": "number"}},
+                    "has": {"type": "array", "contains": {"const": 1}, "maxContains": 2},
+                    "names": {"type": "object", "propertyNames": {"pattern": "^[a-z]+$"}},
+                    "closed": {"type": "object", "allOf": [{"properties": {"a": {"type": "string"}}}], "properties": {"b": {}}, "unevaluatedProperties": false},
+                    "pair": {"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}], "unevaluatedItems": false},
+                    "money": {"type": "number", "multipleOf": 0.01, "exclusiveMinimum": 0}
+                },
+                "dependentRequired": {"a": ["b"]},
+                "if": {"required": ["a"]},
+                "then": {"properties": {"b": {"type": "string"}}},
+                "else": {"properties": {"b": {"type": "null"}}},
+                "discriminator": {"propertyName": "kind"}
+            }),
+        ),
+    ]
+}
+
+#[test]
+fn hostile_schemas_compile_and_agree_with_jsonschema() {
+    let mut modules = Vec::new();
+    let mut all_cases = Vec::new();
+    let mut module_of_case = Vec::new();
+    for (file, schema) in corpus() {
+        let generated = schemas::generate(file, &schema)
+            .unwrap_or_else(|d| panic!("{file} must generate: {}", d.iter().map(|d| d.message.clone()).collect::<Vec<_>>().join("\n")));
+        let source = format_file("// generated for a test", generated.tokens).expect("formats");
+        let (module, root) = schemas::names(file);
+        let normalized = normalize(&root, &schema);
+        let named: Vec<(String, String)> = normalized.origins.iter().map(|(n, o)| (n.clone(), o.clone())).collect();
+        let file_cases = cases(&schema, &named, 400);
+        module_of_case.extend(std::iter::repeat_n(module.clone(), file_cases.len()));
+        all_cases.extend(file_cases);
+        modules.push(Module { name: module, source });
+    }
+    let binary = build("hostile_schemas", &modules).unwrap_or_else(|e| panic!("generated code does not build:\n{e}"));
+    let verdicts = verdicts(&binary, &module_of_case, &all_cases);
+    let (tally, disagreements) = compare(&all_cases, &verdicts);
+    assert!(disagreements.is_empty(), "{} disagreement(s):\n{}", disagreements.len(), disagreements.iter().take(15).cloned().collect::<Vec<_>>().join("\n"));
+    assert!(tally.accepted > 50 && tally.rejected > 50, "{tally:?}");
+    eprintln!("hostile schemas: {} modules, {} accepted, {} rejected, all agreeing", modules.len(), tally.accepted, tally.rejected);
+}

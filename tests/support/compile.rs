@@ -1,0 +1,125 @@
+//! Builds generated schema modules in a crate of their own and runs them: the proof that
+//! what the generator reports as success compiles, and that its decoders agree with the
+//! oracle, for schemas that are not compiled into this crate.
+//!
+//! The crate depends on `checkfu-wire` by path and maps its `exact` module to
+//! `crate::exact`, where generated code looks for it. Its target directory lives under
+//! this workspace's `target/`, so only the generated modules are rebuilt from one run to
+//! the next. Its binary reads cases as JSON Lines on stdin and answers with verdicts.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::{json, Value};
+
+use super::oracle::{Case, Verdict};
+
+/// A generated module: its name and its source.
+pub struct Module {
+    pub name: String,
+    pub source: String,
+}
+
+const MAIN: &str = r#"
+use std::io::BufRead;
+use serde_json::{json, Value};
+
+fn main() {
+    let stdin = std::io::stdin();
+    let mut out = std::io::BufWriter::new(std::io::stdout());
+    for line in stdin.lock().lines() {
+        let case: Value = serde_json::from_str(&line.expect("stdin")).expect("case");
+        let (module, def) = (case["module"].as_str().unwrap_or(""), case["def"].as_str().unwrap_or(""));
+        let instance = &case["instance"];
+        let verdict = match TABLE.iter().find(|(m, _)| *m == module).and_then(|(_, defs)| defs.iter().find(|d| d.name == def)) {
+            Some(d) => json!({
+                "checked": (d.check)(instance).is_ok(),
+                "roundtrip": match (d.roundtrip)(instance) { Ok(v) => json!({"ok": v}), Err(e) => json!({"err": e.to_string()}) },
+            }),
+            None => json!({"missing": true}),
+        };
+        std::io::Write::write_all(&mut out, format!("{verdict}\n").as_bytes()).expect("stdout");
+    }
+}
+"#;
+
+fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Writes the crate `name` with `modules` and builds it; `Err` is the compiler's output.
+pub fn build(name: &str, modules: &[Module]) -> Result<PathBuf, String> {
+    let root = workspace();
+    let dir = root.join("target").join("compile-tests").join(name);
+    let src = dir.join("src");
+    std::fs::create_dir_all(&src).expect("create the crate");
+    let manifest = format!(
+        "[package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n\
+         [dependencies]\ncheckfu-wire = {{ path = {root:?} }}\nserde = {{ version = \"1\", features = [\"derive\"] }}\n\
+         serde_json = {{ version = \"1\", features = [\"preserve_order\", \"raw_value\"] }}\n\n[workspace]\n",
+        root = root.display().to_string()
+    );
+    write_if_changed(&dir.join("Cargo.toml"), &manifest);
+    if !dir.join("Cargo.lock").exists() {
+        std::fs::copy(root.join("Cargo.lock"), dir.join("Cargo.lock")).expect("copy Cargo.lock");
+    }
+    let mut main = String::from("#![allow(warnings)]\nmod exact { pub use checkfu_wire::exact::*; }\n");
+    let mut table = Vec::new();
+    for module in modules {
+        write_if_changed(&src.join(format!("{}.rs", module.name)), &module.source);
+        main.push_str(&format!(
+            "#[allow(warnings, clippy::all)] pub mod {m} {{ include!(concat!(env!(\"CARGO_MANIFEST_DIR\"), \"/src/{m}.rs\")); }}\n",
+            m = module.name
+        ));
+        table.push(format!("(\"{m}\", {m}::checks::DEFINITIONS)", m = module.name));
+    }
+    main.push_str(&format!("static TABLE: &[(&str, &[checkfu_wire::exact::Definition])] = &[{}];\n", table.join(", ")));
+    main.push_str(MAIN);
+    write_if_changed(&src.join("main.rs"), &main);
+    let target = root.join("target").join("compile-tests").join("target");
+    let output = Command::new(env!("CARGO"))
+        .args(["build", "--offline", "--quiet", "--message-format=short"])
+        .current_dir(&dir)
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .expect("run cargo");
+    if !output.status.success() {
+        return Err(String::from_utf8_lossy(&output.stderr).into_owned());
+    }
+    Ok(target.join("debug").join(name))
+}
+
+fn write_if_changed(path: &Path, contents: &str) {
+    if std::fs::read_to_string(path).is_ok_and(|old| old == contents) {
+        return;
+    }
+    std::fs::write(path, contents).expect("write a crate file");
+}
+
+/// Runs the built binary on `cases`; `modules[i]` names the module of `cases[i]`.
+pub fn verdicts(binary: &Path, modules: &[String], cases: &[Case]) -> Vec<Verdict> {
+    let mut child = Command::new(binary).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("run the built binary");
+    let mut input = String::new();
+    for (case, module) in cases.iter().zip(modules) {
+        input.push_str(&json!({"module": module, "def": case.def, "instance": case.instance}).to_string());
+        input.push('\n');
+    }
+    let mut stdin = child.stdin.take().expect("stdin");
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let output = child.wait_with_output().expect("binary output");
+    writer.join().expect("writer thread").expect("write cases");
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| {
+            let v: Value = serde_json::from_str(line).expect("verdict JSON");
+            Verdict {
+                checked: v["checked"].as_bool().unwrap_or(false),
+                roundtrip: match &v["roundtrip"] {
+                    Value::Object(o) if o.contains_key("ok") => Ok(o["ok"].clone()),
+                    other => Err(other.to_string()),
+                },
+            }
+        })
+        .collect()
+}
