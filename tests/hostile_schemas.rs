@@ -26,7 +26,7 @@ fn corpus() -> Vec<(&'static str, Value)> {
                             "self": {"$ref": "#/$defs/self"}, "Self": {"type": "string"}, "crate": {},
                             "super": {"type": "boolean"}, "type": {"type": ["string", "null"]}, "": {"type": "number"},
                             "a-b": {}, "a_b": {}, "A B": {}, "日本": {"$ref": "#/$defs/%E6%97%A5%E6%9C%AC"}, "a\"b": {}, "a\\b": {},
-                            "tab\t": {"type": "array", "items": {"$ref": "#/$defs/Vec"}}, "r#x": {"$ref": "#/$defs/Result"}
+                            "tab\t": {"type": "array", "items": {"$ref": "#/$defs/Vec"}}, "r#x": {"$ref": "#/$defs/Result"}, "cr\r": {"type": "string"}
                         },
                         "required": ["a\"b", "tab\t", "req~/only"],
                         "additionalProperties": {"type": "integer"}
@@ -36,7 +36,7 @@ fn corpus() -> Vec<(&'static str, Value)> {
                     "super": {"const": null},
                     "Option": {"type": "string"},
                     "String": {"type": "object", "properties": {"x": {"$ref": "#/$defs/Option"}}, "required": ["x"]},
-                    "Result": {"enum": ["a-b", "a_b", "A B", "", "日本", "self", "Self"]},
+                    "Result": {"enum": ["a-b", "a_b", "A B", "", "日本", "self", "Self", "x\ry"]}, "Crlf": {"enum": ["a\r\nb", "c"]},
                     "Vec": {"type": "array", "items": {"$ref": "#/$defs/Vec"}},
                     "Box": {"type": "object", "properties": {"b": {"$ref": "#/$defs/Box"}}},
                     "Value": {"type": "object"},

@@ -205,7 +205,7 @@ fn schema_types(schemas: &schema::SchemaSet, pins: &rust::decoder::Pins, warning
             Err(e) => errors.push(Diagnostic::new(Class::Generation, format!("schemas/{file}: {e}"))),
         }
         let module = quote::format_ident!("{}", generated.module);
-        let doc = format!(" Types and checks generated from `schemas/{file}`.");
+        let doc = format!(" Types and checks generated from `schemas/{}`.", crate::rust::doc_safe(file));
         let include = format!("/{path}");
         modules.push(quote::quote! {
             #[doc = #doc]

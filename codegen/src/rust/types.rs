@@ -261,7 +261,7 @@ impl Builder {
         let ident = format_ident!("{}", name);
         let inner = render(ty, name, &self.edges);
         let derive = Self::derive();
-        let doc = format!(" Any value `#{origin}` of the input schema accepts (checked by `check_{name}`).");
+        let doc = format!(" Any value `#{}` of the input schema accepts (checked by `check_{name}`).", crate::rust::doc_safe(origin));
         quote! {
             #[doc = #doc]
             #derive
@@ -287,7 +287,7 @@ impl Builder {
                 _ => return None,
             }
         }
-        let doc = format!(" One of the strings `#{origin}` of the input schema allows.");
+        let doc = format!(" One of the strings `#{}` of the input schema allows.", crate::rust::doc_safe(origin));
         found.then(|| quote! { #[doc = #doc] #(#out)* })
     }
 
@@ -346,7 +346,7 @@ impl Builder {
         item.attrs.retain(|a| a.path().is_ident("doc"));
         let derive = Self::derive();
         let closed = if extra { quote! {} } else { quote! { #[serde(deny_unknown_fields)] } };
-        let doc = format!(" An object `#{origin}` of the input schema accepts.");
+        let doc = format!(" An object `#{}` of the input schema accepts.", crate::rust::doc_safe(origin));
         Some(quote! { #[doc = #doc] #derive #closed #item })
     }
 
@@ -354,7 +354,7 @@ impl Builder {
     fn unit(&self, name: &str, extra: bool, origin: &str) -> Option<TokenStream> {
         let ident = format_ident!("{}", name);
         let derive = Self::derive();
-        let doc = format!(" An object `#{origin}` of the input schema accepts.");
+        let doc = format!(" An object `#{}` of the input schema accepts.", crate::rust::doc_safe(origin));
         Some(if extra {
             quote! {
                 #[doc = #doc]

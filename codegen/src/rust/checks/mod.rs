@@ -76,7 +76,7 @@ pub fn generate(normalized: &Normalized) -> Result<TokenStream, Vec<Unsupported>
         let check = def_fn(name);
         let decode = decode_fn(name);
         let ty = format_ident!("{}", name);
-        let doc = format!(" Checks a value against `#{origin}` of the input schema.");
+        let doc = format!(" Checks a value against `#{}` of the input schema.", crate::rust::doc_safe(&origin));
         e.functions.push(quote! {
             #[doc = #doc]
             pub fn #check(v: &Json<'_>) -> Result<(), Invalid> { #body }
@@ -113,6 +113,11 @@ pub fn generate(normalized: &Normalized) -> Result<TokenStream, Vec<Unsupported>
     })
 }
 
+/// The draft 2020-12 meta-schema, with or without its empty fragment.
+fn known_meta_schema(uri: &str) -> bool {
+    matches!(uri, "https://json-schema.org/draft/2020-12/schema" | "https://json-schema.org/draft/2020-12/schema#")
+}
+
 /// A non-negative integer keyword value (`3` or `3.0`).
 fn count(value: &Value) -> Option<usize> {
     value.as_u64().map(|n| n as usize).or_else(|| value.as_f64().filter(|f| *f >= 0.0 && f.fract() == 0.0).map(|f| f as usize))
@@ -135,7 +140,7 @@ impl Emitter<'_> {
         let body = self.body(schema, pointer);
         self.counter += 1;
         let name = format_ident!("node_{}", self.counter);
-        let doc = format!(" Checks `#{pointer}`.");
+        let doc = format!(" Checks `#{}`.", crate::rust::doc_safe(pointer));
         self.functions.push(quote! {
             #[doc = #doc]
             fn #name(v: &Json<'_>) -> Result<(), Invalid> { #body }
@@ -164,6 +169,14 @@ impl Emitter<'_> {
         for key in object.keys() {
             if REFUSED.contains(&key.as_str()) {
                 self.unsupported(&format!("{pointer}/{}", escape_pointer(key)), format!("unsupported keyword `{key}`"));
+            }
+            if key == "$schema" && pointer.is_empty() && !object.get(key).and_then(Value::as_str).is_some_and(known_meta_schema) {
+                // Another meta-schema may switch vocabularies off or on: what validates
+                // would no longer be what the keywords say.
+                self.unsupported(
+                    "/$schema",
+                    "unsupported keyword `$schema` naming a meta-schema other than draft 2020-12: its vocabularies are unknown",
+                );
             }
             if key == "$id" && !pointer.is_empty() {
                 self.unsupported(
@@ -253,12 +266,9 @@ impl Emitter<'_> {
     fn reference(&mut self, r: &str, pointer: &str) -> Option<Ident> {
         match defined(r) {
             Some(name) if self.defs.contains_key(name) => Some(def_fn(name)),
-            // Normalization reported references it could not resolve.
+            // Normalization reported every reference it could not resolve.
             _ => {
-                if !r.starts_with("#/$defs/") {
-                    return None;
-                }
-                self.unsupported(&format!("{pointer}/$ref"), format!("`{r}` names no definition"));
+                let _ = pointer;
                 None
             }
         }
