@@ -2,7 +2,6 @@
 
 pub mod checks;
 pub mod decoder;
-pub mod null_absent;
 pub mod schemas;
 pub mod tables;
 pub mod types;
