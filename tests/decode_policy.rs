@@ -339,6 +339,67 @@ fn direction_conflicts_are_rejected() {
     assert!(report.accepted);
 }
 
+#[test]
+fn responses_answer_only_requests_that_flowed_the_other_way() {
+    // Both sides number their requests from 0, as the SDKs do.
+    let prompt = json!({"jsonrpc": "2.0", "id": 0, "method": "session/prompt", "params": {"sessionId": "s", "prompt": []}});
+    let permission = json!({"jsonrpc": "2.0", "id": 0, "method": "session/request_permission", "params": {
+        "sessionId": "s", "toolCall": {"toolCallId": "t"}, "options": [{"optionId": "a", "name": "Allow", "kind": "allow_once"}]}});
+    let granted = json!({"jsonrpc": "2.0", "id": 0, "result": {"outcome": {"outcome": "selected", "optionId": "a"}}});
+    let finished = json!({"jsonrpc": "2.0", "id": 0, "result": {"stopReason": "end_turn"}});
+    // With directions stated: each answer finds the request of the other direction.
+    let mut decoder = Decoder::new();
+    assert!(decoder.decode(prompt.to_string().as_bytes(), Some(WireDirection::RunnerToAgent)).accepted);
+    assert!(decoder.decode(permission.to_string().as_bytes(), Some(WireDirection::AgentToRunner)).accepted);
+    let report = decoder.decode(granted.to_string().as_bytes(), Some(WireDirection::RunnerToAgent));
+    assert_eq!((report.accepted, report.method), (true, Some("session/request_permission")), "{report:?}");
+    let report = decoder.decode(finished.to_string().as_bytes(), Some(WireDirection::AgentToRunner));
+    assert_eq!((report.accepted, report.method), (true, Some("session/prompt")), "{report:?}");
+    // One direction only: the runner's own requests are never answered by its own messages.
+    let mut decoder = Decoder::new();
+    assert!(decoder.decode(prompt.to_string().as_bytes(), Some(WireDirection::RunnerToAgent)).accepted);
+    let report = decoder.decode(granted.to_string().as_bytes(), Some(WireDirection::RunnerToAgent));
+    assert_eq!((report.accepted, report.method), (true, None), "{report:?}");
+    // Interleaved without directions: the answer goes to the request whose result it fits.
+    let mut decoder = Decoder::new();
+    assert!(decoder.decode(prompt.to_string().as_bytes(), None).accepted);
+    assert!(decoder.decode(permission.to_string().as_bytes(), None).accepted);
+    let report = decoder.decode(finished.to_string().as_bytes(), None);
+    assert_eq!((report.accepted, report.method), (true, Some("session/prompt")), "{report:?}");
+    let report = decoder.decode(granted.to_string().as_bytes(), None);
+    assert_eq!((report.accepted, report.method), (true, Some("session/request_permission")), "{report:?}");
+}
+
+#[test]
+fn other_vendors_extensions_are_well_formed_but_unsupported() {
+    let mut decoder = Decoder::new();
+    let request = json!({"jsonrpc": "2.0", "id": 4, "method": "_zed.dev/workspace/buffers", "params": {}});
+    let report = decoder.decode(request.to_string().as_bytes(), Some(WireDirection::AgentToRunner));
+    assert!(report.accepted, "{report:?}");
+    assert_eq!(report.extension.as_ref().map(|e| e.method.as_str()), Some("_zed.dev/workspace/buffers"));
+    assert!(report.diagnostics.iter().any(|d| d.contains("-32601")), "{report:?}");
+    let answer = json!({"jsonrpc": "2.0", "id": 4, "error": {"code": -32601, "message": "Method not found"}});
+    let report = decoder.decode(answer.to_string().as_bytes(), Some(WireDirection::RunnerToAgent));
+    assert_eq!((report.accepted, report.kind), (true, Some(Kind::ErrorResponse)), "{report:?}");
+    let notification = json!({"jsonrpc": "2.0", "method": "_acme/progress", "params": {"pct": 50}});
+    let report = decode(&notification);
+    assert_eq!((report.accepted, report.kind), (true, Some(Kind::Notification)));
+    assert!(report.diagnostics.iter().any(|d| d.contains("ignored")), "{report:?}");
+    // Without the prefix the grammar stays closed.
+    let unknown = json!({"jsonrpc": "2.0", "method": "acme/progress", "params": {}});
+    assert_eq!(error_code(&decode(&unknown)), "unknown_method");
+}
+
+#[test]
+fn a_fractional_id_is_no_id() {
+    let prompt = |id: &str| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"session/prompt","params":{{"sessionId":"s","prompt":[]}}}}"#);
+    assert_eq!(error_code(&Decoder::new().decode(prompt("1.5").as_bytes(), None)), "bad_envelope");
+    let mut decoder = Decoder::new();
+    assert!(decoder.decode(prompt("2.0").as_bytes(), None).accepted, "an integer written with a fraction is an integer");
+    let report = decoder.decode(br#"{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}"#, None);
+    assert_eq!(report.method, Some("session/prompt"), "2.0 and 2 are one id");
+}
+
 // ---- JSON-RPC envelope errors ------------------------------------------------------------
 
 #[test]

@@ -31,6 +31,43 @@ fn discard_rest_of_line(reader: &mut impl BufRead) -> io::Result<()> {
     }
 }
 
+/// A line of a capture (`{"direction": …, "message": …}`), as the probe's `--record`
+/// and the SDK traffic recordings write: the message with the direction it flowed. A
+/// JSON-RPC message always has `jsonrpc`, so the two forms cannot be confused.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Captured<'a> {
+    direction: CapturedDirection,
+    #[serde(borrow)]
+    message: &'a serde_json::value::RawValue,
+}
+
+/// A direction as captures spell it: the runner is the ACP client.
+#[derive(Clone, Copy, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum CapturedDirection {
+    #[serde(alias = "agent_to_client")]
+    AgentToRunner,
+    #[serde(alias = "client_to_agent")]
+    RunnerToAgent,
+}
+
+struct Record<'a> {
+    direction: WireDirection,
+    message: &'a serde_json::value::RawValue,
+}
+
+fn captured(bytes: &[u8]) -> Option<Record<'_>> {
+    // Cheap refusal first: a bare message has no `"direction"` member at all.
+    memchr::memmem::find(bytes, b"\"direction\"")?;
+    let record: Captured<'_> = serde_json::from_slice(bytes).ok()?;
+    let direction = match record.direction {
+        CapturedDirection::AgentToRunner => WireDirection::AgentToRunner,
+        CapturedDirection::RunnerToAgent => WireDirection::RunnerToAgent,
+    };
+    Some(Record { direction, message: record.message })
+}
+
 pub fn decode(file: Option<PathBuf>, direction: Option<WireDirection>) -> i32 {
     let input: Box<dyn Read> = match &file {
         Some(path) => match File::open(path) {
@@ -78,6 +115,12 @@ pub fn decode(file: Option<PathBuf>, direction: Option<WireDirection>) -> i32 {
         if bytes.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
+        // A capture record carries its own direction; a bare message takes `--direction`.
+        let record = captured(bytes);
+        let (bytes, direction) = match &record {
+            Some(record) => (record.message.get().as_bytes(), Some(record.direction)),
+            None => (bytes, direction),
+        };
         let report = decoder.decode(bytes, direction);
         if !report.accepted {
             rejected += 1;

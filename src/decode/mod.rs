@@ -23,7 +23,7 @@ use serde_json::value::RawValue;
 
 use crate::exact::Json;
 
-pub use report::{DecodeError, Kind, Report, SlotReport, SlotStatus, WireDirection};
+pub use report::{DecodeError, ForeignExtension, Kind, Report, SlotReport, SlotStatus, WireDirection};
 use tables::{MethodDecoder, Part, Side};
 
 /// Requests remembered for their responses; beyond this a hostile stream of unanswered
@@ -41,12 +41,31 @@ pub struct Decoder {
     arena: Bump,
 }
 
+/// A request awaiting its response: what it asked (a known method, or a foreign
+/// extension method the tables do not type) and when, to break ties between the two
+/// directions.
+#[derive(Clone, Copy)]
+struct Pending {
+    method: Option<&'static MethodDecoder>,
+    order: u64,
+}
+
 /// What the decoder remembers between messages: the requests awaiting their responses.
 #[derive(Default)]
 struct Stream {
-    /// By the id's kind and value (`skip::IdKey`), held inline: no allocation per request.
-    pending: HashMap<skip::IdKey, (&'static MethodDecoder, WireDirection)>,
+    /// By the direction the request flowed and the id's kind and value (`skip::IdKey`,
+    /// held inline: no allocation per request). Both sides number their requests from 0,
+    /// so an id alone does not say which request a response answers; a response answers
+    /// only a request that flowed the other way.
+    pending: HashMap<(WireDirection, skip::IdKey), Pending>,
+    /// Requests seen so far, for `Pending::order`.
+    requests: u64,
+    /// The direction of the message being decoded, when the caller knows it.
+    hint: Option<WireDirection>,
 }
+
+/// The prefix ACP reserves for extension methods.
+const EXTENSION_PREFIX: char = '_';
 
 fn expected_direction(side: Side) -> Option<WireDirection> {
     match side {
@@ -88,7 +107,13 @@ impl envelope::Trees for Stream {
         method.params_check.is_some() && method.envelope_check.is_none()
     }
     fn result(&self, id: &[u8]) -> bool {
-        self.pending.get(id).is_some_and(|(m, _)| m.result_check.is_some() && m.envelope_check.is_none())
+        let typed = |asked: WireDirection| {
+            self.pending.get(&(asked, skip::IdKey::from_slice(id))).and_then(|p| p.method).is_some_and(|m| m.result_check.is_some() && m.envelope_check.is_none())
+        };
+        match self.hint {
+            Some(direction) => typed(direction.reverse()),
+            None => typed(WireDirection::RunnerToAgent) || typed(WireDirection::AgentToRunner),
+        }
     }
 }
 
@@ -134,9 +159,17 @@ impl Stream {
         // Syntax errors are not JSON; a data error is JSON of the wrong envelope shape (an
         // unknown member, a member of the wrong type, a duplicate).
         let mut parts = envelope::Parts::default();
+        self.hint = hint;
         parts.read(text, arena, self).map_err(json_error)?;
         if let Some(name) = parts.method {
-            let method = parts.known.ok_or_else(|| DecodeError::UnknownMethod { method: name.to_string() })?;
+            let Some(method) = parts.known else {
+                // ACP reserves `_`-prefixed names for extensions: well-formed, but not ours.
+                if name.starts_with(EXTENSION_PREFIX) {
+                    check_jsonrpc(parts.jsonrpc)?;
+                    return self.foreign(&mut parts, name, hint, report);
+                }
+                return Err(DecodeError::UnknownMethod { method: name.to_string() });
+            };
             report.method = Some(method.name);
             report.source = Some(method.source);
             if let Some(whole) = method.envelope_check {
@@ -195,14 +228,75 @@ impl Stream {
             apply_meta(member.meta.as_ref(), name, Part::Member, report)?;
         }
         if let (Some(id), false) = (parts.id.take(), method.notification) {
-            if self.pending.len() >= MAX_PENDING {
-                self.pending.clear();
-                report.diagnostics.push(format!("more than {MAX_PENDING} unanswered requests; older ones forgotten"));
-            }
-            let direction = report.direction.unwrap_or(WireDirection::RunnerToAgent);
-            self.pending.insert(id, (method, direction));
+            self.remember(id, Some(method), report);
         }
         Ok(())
+    }
+
+    /// Remembers a request for its response, under the direction it flowed.
+    fn remember(&mut self, id: skip::IdKey, method: Option<&'static MethodDecoder>, report: &mut Report) {
+        if self.pending.len() >= MAX_PENDING {
+            self.pending.clear();
+            report.diagnostics.push(format!("more than {MAX_PENDING} unanswered requests; older ones forgotten"));
+        }
+        let direction = report.direction.unwrap_or(WireDirection::RunnerToAgent);
+        self.requests += 1;
+        self.pending.insert((direction, id), Pending { method, order: self.requests });
+    }
+
+    /// A `_`-prefixed method no table knows: another vendor's extension. A request is
+    /// answered by the runner with "Method not found" (-32601); a notification is ignored.
+    fn foreign(
+        &mut self,
+        parts: &mut envelope::Parts<'_, &'static MethodDecoder>,
+        name: &str,
+        hint: Option<WireDirection>,
+        report: &mut Report,
+    ) -> Result<(), DecodeError> {
+        if parts.result.present || parts.error.is_some() {
+            return Err(DecodeError::BadEnvelope { message: "a request carries no `result` or `error`".into() });
+        }
+        report.direction = hint;
+        report.extension = Some(ForeignExtension { method: name.to_string() });
+        match parts.id.take() {
+            Some(id) => {
+                report.kind = Some(Kind::Request);
+                report.diagnostics.push(format!("unsupported extension request `{name}`: the runner answers -32601 (Method not found)"));
+                self.remember(id, None, report);
+            }
+            None => {
+                report.kind = Some(Kind::Notification);
+                report.diagnostics.push(format!("unsupported extension notification `{name}` ignored"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The request a response with `id` answers. With the response's direction known,
+    /// only a request that flowed the other way; without it, the one request pending
+    /// under that id, or of two (one each way) the one whose result shape fits, else the
+    /// more recent.
+    fn answered(&mut self, id: skip::IdKey, hint: Option<WireDirection>, fits: impl Fn(&'static MethodDecoder) -> bool, report: &mut Report) -> Option<(Pending, WireDirection)> {
+        if let Some(direction) = hint {
+            let asked = direction.reverse();
+            return self.pending.remove(&(asked, id)).map(|p| (p, asked));
+        }
+        let to_agent = (WireDirection::RunnerToAgent, id.clone());
+        let to_runner = (WireDirection::AgentToRunner, id);
+        let key = match (self.pending.get(&to_agent).copied(), self.pending.get(&to_runner).copied()) {
+            (None, None) => return None,
+            (Some(_), None) => to_agent,
+            (None, Some(_)) => to_runner,
+            (Some(a), Some(b)) => {
+                let (recent, older) = if a.order > b.order { ((to_agent, a), (to_runner, b)) } else { ((to_runner, b), (to_agent, a)) };
+                let fit = |p: Pending| p.method.is_some_and(&fits);
+                let chosen = if !fit(recent.1) && fit(older.1) { older } else { recent };
+                report.diagnostics.push("the id is pending both ways; read as the answer the result fits, else the more recent request".into());
+                chosen.0
+            }
+        };
+        let asked = key.0;
+        self.pending.remove(&key).map(|p| (p, asked))
     }
 
     fn response<'a>(
@@ -227,14 +321,26 @@ impl Stream {
             }
             _ => {}
         }
-        let answered = self.pending.remove(&id);
-        if let Some((method, asked)) = answered {
+        // Whether the result has the shape of `m`'s: its typed check, or for the ACP
+        // methods whose results carry a closed field, that field.
+        let body = &parts.result;
+        let fits = |m: &'static MethodDecoder| match (m.result_check, &body.tree) {
+            (Some(check), Some(tree)) => check(tree).is_ok(),
+            _ if m.name == tables::VERSION_METHOD => body.protocol_version.is_some(),
+            _ if m.name == tables::PROMPT_METHOD => body.stop_reason.is_some(),
+            _ => false,
+        };
+        let answered = self.answered(id, hint, fits, report);
+        if let Some((pending, asked)) = answered {
             let direction = asked.reverse();
-            if let Some(stated) = hint.filter(|h| *h != direction) {
-                return Err(DecodeError::WrongDirection { method: method.name.into(), direction: stated });
-            }
             report.direction = Some(direction);
+            if pending.method.is_none() {
+                report.kind = Some(if parts.error.is_some() { Kind::ErrorResponse } else { Kind::Response });
+                report.diagnostics.push("answer to an unsupported extension request; read as untyped".into());
+                return Ok(());
+            }
         }
+        let answered = answered.and_then(|(p, asked)| p.method.map(|m| (m, asked)));
         if let Some(raw) = parts.error {
             let object = serde_json::from_str::<envelope::ErrorObject>(raw.get()).map_err(|e| DecodeError::BadEnvelope {
                 message: format!("`error` must have an integer `code` and a string `message`: {e}"),

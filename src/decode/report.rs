@@ -9,7 +9,7 @@ use smallvec::SmallVec;
 use super::tables::SlotClass;
 
 /// Which way a message travels between a harness (agent) and the platform's runner.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 #[value(rename_all = "snake_case")]
 pub enum WireDirection {
@@ -147,10 +147,20 @@ pub struct Report {
     /// turn), for the one `session/new` that carries several.
     pub slots: SmallVec<[SlotReport; 1]>,
     pub diagnostics: Vec<String>,
+    /// Set for another vendor's extension method (a `_` prefix no table knows): well-formed
+    /// ACP the platform does not support.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extension: Option<ForeignExtension>,
     /// Boxed: rejections are rare, and every accepted message would otherwise carry (and
     /// move) room for the largest error.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<Box<ReportedError>>,
+}
+
+/// An extension method the tables do not know, and what the runner does about it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ForeignExtension {
+    pub method: String,
 }
 
 /// An error as the report prints it: the typed error plus its sentence.

@@ -147,7 +147,7 @@ fn key(kind: u8, value: &[u8]) -> IdKey {
 impl<'de> Visitor<'de> for Id {
     type Value = IdKey;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("an `id` that is a string, a number or null")
+        f.write_str("an `id` that is a string, an integer or null")
     }
     fn visit_str<E>(self, v: &str) -> Result<IdKey, E> {
         Ok(key(b's', v.as_bytes()))
@@ -158,7 +158,18 @@ impl<'de> Visitor<'de> for Id {
     fn visit_i64<E>(self, v: i64) -> Result<IdKey, E> {
         Ok(key(b'i', itoa::Buffer::new().format(v).as_bytes()))
     }
-    fn visit_f64<E>(self, v: f64) -> Result<IdKey, E> {
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<IdKey, E> {
+        // ACP's `RequestId` is a string, an integer or null. `1.0` is an integer, and the
+        // same id as `1`; `1.5` is not an id.
+        if v.fract() != 0.0 || !v.is_finite() {
+            return Err(E::custom(format_args!("an `id` is a string, an integer or null, not {v}")));
+        }
+        if v >= 0.0 && v <= u64::MAX as f64 {
+            return self.visit_u64(v as u64);
+        }
+        if v < 0.0 && v >= i64::MIN as f64 {
+            return self.visit_i64(v as i64);
+        }
         Ok(key(b'f', &v.to_bits().to_le_bytes()))
     }
     fn visit_unit<E>(self) -> Result<IdKey, E> {
