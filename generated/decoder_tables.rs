@@ -10,7 +10,7 @@ pub const UPDATE_METHOD: &str = "session/update";
 pub const PROMPT_METHOD: &str = "session/prompt";
 /// ACP protocol version the decoder accepts in `initialize`.
 pub const PROTOCOL_VERSION: u64 = 1u32 as u64;
-/// `sessionUpdate` kinds of ACP v1.
+/// `sessionUpdate` kinds of the pinned ACP schema.
 pub const SESSION_UPDATE_KINDS: &[&str] = &[
     "user_message_chunk",
     "agent_message_chunk",
@@ -23,8 +23,11 @@ pub const SESSION_UPDATE_KINDS: &[&str] = &[
     "config_option_update",
     "session_info_update",
     "usage_update",
+    "notice",
+    "compaction_update",
+    "compaction_summary_chunk",
 ];
-/// Stop reasons of ACP v1.
+/// Stop reasons of the pinned ACP schema.
 pub const STOP_REASONS: &[&str] = &[
     "end_turn",
     "max_tokens",
@@ -233,14 +236,18 @@ pub const SLOTS: &[SlotDecoder] = &[
 /// Every method the decoder knows, with its typed decoders.
 pub const METHODS: &[MethodDecoder] = &[
     MethodDecoder {
-        name: "initialize",
+        name: "$/cancel_request",
         source: "acp",
-        side: Side::Agent,
-        notification: false,
-        params: None,
+        side: Side::Protocol,
+        notification: true,
+        params: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_CancelRequestNotification(v).map(drop)
+        }),
         result: None,
         envelope: None,
-        params_check: None,
+        params_check: Some(
+            crate::schemas::acp_v1::checks::check_CancelRequestNotification,
+        ),
         result_check: None,
         envelope_check: None,
     },
@@ -249,250 +256,31 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "acp",
         side: Side::Agent,
         notification: false,
-        params: None,
-        result: None,
+        params: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_AuthenticateRequest(v).map(drop)
+        }),
+        result: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_AuthenticateResponse(v).map(drop)
+        }),
         envelope: None,
-        params_check: None,
-        result_check: None,
+        params_check: Some(crate::schemas::acp_v1::checks::check_AuthenticateRequest),
+        result_check: Some(crate::schemas::acp_v1::checks::check_AuthenticateResponse),
         envelope_check: None,
     },
     MethodDecoder {
-        name: "logout",
-        source: "acp",
-        side: Side::Agent,
-        notification: false,
-        params: None,
-        result: None,
-        envelope: None,
-        params_check: None,
-        result_check: None,
-        envelope_check: None,
-    },
-    MethodDecoder {
-        name: "session/new",
-        source: "acp",
-        side: Side::Agent,
-        notification: false,
-        params: None,
-        result: None,
-        envelope: None,
-        params_check: None,
-        result_check: None,
-        envelope_check: None,
-    },
-    MethodDecoder {
-        name: "session/load",
-        source: "acp",
-        side: Side::Agent,
-        notification: false,
-        params: None,
-        result: None,
-        envelope: None,
-        params_check: None,
-        result_check: None,
-        envelope_check: None,
-    },
-    MethodDecoder {
-        name: "session/list",
-        source: "acp",
-        side: Side::Agent,
-        notification: false,
-        params: None,
-        result: None,
-        envelope: None,
-        params_check: None,
-        result_check: None,
-        envelope_check: None,
-    },
-    MethodDecoder {
-        name: "session/delete",
-        source: "acp",
-        side: Side::Agent,
-        notification: false,
-        params: None,
-        result: None,
-        envelope: None,
-        params_check: None,
-        result_check: None,
-        envelope_check: None,
-    },
-    MethodDecoder {
-        name: "session/resume",
-        source: "acp",
-        side: Side::Agent,
-        notification: false,
-        params: None,
-        result: None,
-        envelope: None,
-        params_check: None,
-        result_check: None,
-        envelope_check: None,
-    },
-    MethodDecoder {
-        name: "session/close",
-        source: "acp",
-        side: Side::Agent,
-        notification: false,
-        params: None,
-        result: None,
-        envelope: None,
-        params_check: None,
-        result_check: None,
-        envelope_check: None,
-    },
-    MethodDecoder {
-        name: "session/set_mode",
-        source: "acp",
-        side: Side::Agent,
-        notification: false,
-        params: None,
-        result: None,
-        envelope: None,
-        params_check: None,
-        result_check: None,
-        envelope_check: None,
-    },
-    MethodDecoder {
-        name: "session/set_config_option",
-        source: "acp",
-        side: Side::Agent,
-        notification: false,
-        params: None,
-        result: None,
-        envelope: None,
-        params_check: None,
-        result_check: None,
-        envelope_check: None,
-    },
-    MethodDecoder {
-        name: "session/prompt",
-        source: "acp",
-        side: Side::Agent,
-        notification: false,
-        params: None,
-        result: None,
-        envelope: None,
-        params_check: None,
-        result_check: None,
-        envelope_check: None,
-    },
-    MethodDecoder {
-        name: "session/cancel",
-        source: "acp",
-        side: Side::Agent,
-        notification: true,
-        params: None,
-        result: None,
-        envelope: None,
-        params_check: None,
-        result_check: None,
-        envelope_check: None,
-    },
-    MethodDecoder {
-        name: "session/request_permission",
-        source: "acp",
-        side: Side::Client,
-        notification: false,
-        params: None,
-        result: None,
-        envelope: None,
-        params_check: None,
-        result_check: None,
-        envelope_check: None,
-    },
-    MethodDecoder {
-        name: "session/update",
+        name: "elicitation/complete",
         source: "acp",
         side: Side::Client,
         notification: true,
-        params: None,
+        params: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_CompleteElicitationNotification(v)
+                .map(drop)
+        }),
         result: None,
         envelope: None,
-        params_check: None,
-        result_check: None,
-        envelope_check: None,
-    },
-    MethodDecoder {
-        name: "fs/read_text_file",
-        source: "acp",
-        side: Side::Client,
-        notification: false,
-        params: None,
-        result: None,
-        envelope: None,
-        params_check: None,
-        result_check: None,
-        envelope_check: None,
-    },
-    MethodDecoder {
-        name: "fs/write_text_file",
-        source: "acp",
-        side: Side::Client,
-        notification: false,
-        params: None,
-        result: None,
-        envelope: None,
-        params_check: None,
-        result_check: None,
-        envelope_check: None,
-    },
-    MethodDecoder {
-        name: "terminal/create",
-        source: "acp",
-        side: Side::Client,
-        notification: false,
-        params: None,
-        result: None,
-        envelope: None,
-        params_check: None,
-        result_check: None,
-        envelope_check: None,
-    },
-    MethodDecoder {
-        name: "terminal/output",
-        source: "acp",
-        side: Side::Client,
-        notification: false,
-        params: None,
-        result: None,
-        envelope: None,
-        params_check: None,
-        result_check: None,
-        envelope_check: None,
-    },
-    MethodDecoder {
-        name: "terminal/release",
-        source: "acp",
-        side: Side::Client,
-        notification: false,
-        params: None,
-        result: None,
-        envelope: None,
-        params_check: None,
-        result_check: None,
-        envelope_check: None,
-    },
-    MethodDecoder {
-        name: "terminal/wait_for_exit",
-        source: "acp",
-        side: Side::Client,
-        notification: false,
-        params: None,
-        result: None,
-        envelope: None,
-        params_check: None,
-        result_check: None,
-        envelope_check: None,
-    },
-    MethodDecoder {
-        name: "terminal/kill",
-        source: "acp",
-        side: Side::Client,
-        notification: false,
-        params: None,
-        result: None,
-        envelope: None,
-        params_check: None,
+        params_check: Some(
+            crate::schemas::acp_v1::checks::check_CompleteElicitationNotification,
+        ),
         result_check: None,
         envelope_check: None,
     },
@@ -501,35 +289,369 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "acp",
         side: Side::Client,
         notification: false,
-        params: None,
+        params: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_CreateElicitationRequest(v).map(drop)
+        }),
+        result: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_CreateElicitationResponse(v).map(drop)
+        }),
+        envelope: None,
+        params_check: Some(
+            crate::schemas::acp_v1::checks::check_CreateElicitationRequest,
+        ),
+        result_check: Some(
+            crate::schemas::acp_v1::checks::check_CreateElicitationResponse,
+        ),
+        envelope_check: None,
+    },
+    MethodDecoder {
+        name: "fs/read_text_file",
+        source: "acp",
+        side: Side::Client,
+        notification: false,
+        params: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_ReadTextFileRequest(v).map(drop)
+        }),
+        result: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_ReadTextFileResponse(v).map(drop)
+        }),
+        envelope: None,
+        params_check: Some(crate::schemas::acp_v1::checks::check_ReadTextFileRequest),
+        result_check: Some(crate::schemas::acp_v1::checks::check_ReadTextFileResponse),
+        envelope_check: None,
+    },
+    MethodDecoder {
+        name: "fs/write_text_file",
+        source: "acp",
+        side: Side::Client,
+        notification: false,
+        params: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_WriteTextFileRequest(v).map(drop)
+        }),
+        result: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_WriteTextFileResponse(v).map(drop)
+        }),
+        envelope: None,
+        params_check: Some(crate::schemas::acp_v1::checks::check_WriteTextFileRequest),
+        result_check: Some(crate::schemas::acp_v1::checks::check_WriteTextFileResponse),
+        envelope_check: None,
+    },
+    MethodDecoder {
+        name: "initialize",
+        source: "acp",
+        side: Side::Agent,
+        notification: false,
+        params: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_InitializeRequest(v).map(drop)
+        }),
+        result: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_InitializeResponse(v).map(drop)
+        }),
+        envelope: None,
+        params_check: Some(crate::schemas::acp_v1::checks::check_InitializeRequest),
+        result_check: Some(crate::schemas::acp_v1::checks::check_InitializeResponse),
+        envelope_check: None,
+    },
+    MethodDecoder {
+        name: "logout",
+        source: "acp",
+        side: Side::Agent,
+        notification: false,
+        params: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_LogoutRequest(v).map(drop)
+        }),
+        result: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_LogoutResponse(v).map(drop)
+        }),
+        envelope: None,
+        params_check: Some(crate::schemas::acp_v1::checks::check_LogoutRequest),
+        result_check: Some(crate::schemas::acp_v1::checks::check_LogoutResponse),
+        envelope_check: None,
+    },
+    MethodDecoder {
+        name: "session/cancel",
+        source: "acp",
+        side: Side::Agent,
+        notification: true,
+        params: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_CancelNotification(v).map(drop)
+        }),
         result: None,
         envelope: None,
-        params_check: None,
+        params_check: Some(crate::schemas::acp_v1::checks::check_CancelNotification),
         result_check: None,
         envelope_check: None,
     },
     MethodDecoder {
-        name: "elicitation/complete",
+        name: "session/close",
+        source: "acp",
+        side: Side::Agent,
+        notification: false,
+        params: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_CloseSessionRequest(v).map(drop)
+        }),
+        result: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_CloseSessionResponse(v).map(drop)
+        }),
+        envelope: None,
+        params_check: Some(crate::schemas::acp_v1::checks::check_CloseSessionRequest),
+        result_check: Some(crate::schemas::acp_v1::checks::check_CloseSessionResponse),
+        envelope_check: None,
+    },
+    MethodDecoder {
+        name: "session/delete",
+        source: "acp",
+        side: Side::Agent,
+        notification: false,
+        params: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_DeleteSessionRequest(v).map(drop)
+        }),
+        result: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_DeleteSessionResponse(v).map(drop)
+        }),
+        envelope: None,
+        params_check: Some(crate::schemas::acp_v1::checks::check_DeleteSessionRequest),
+        result_check: Some(crate::schemas::acp_v1::checks::check_DeleteSessionResponse),
+        envelope_check: None,
+    },
+    MethodDecoder {
+        name: "session/list",
+        source: "acp",
+        side: Side::Agent,
+        notification: false,
+        params: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_ListSessionsRequest(v).map(drop)
+        }),
+        result: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_ListSessionsResponse(v).map(drop)
+        }),
+        envelope: None,
+        params_check: Some(crate::schemas::acp_v1::checks::check_ListSessionsRequest),
+        result_check: Some(crate::schemas::acp_v1::checks::check_ListSessionsResponse),
+        envelope_check: None,
+    },
+    MethodDecoder {
+        name: "session/load",
+        source: "acp",
+        side: Side::Agent,
+        notification: false,
+        params: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_LoadSessionRequest(v).map(drop)
+        }),
+        result: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_LoadSessionResponse(v).map(drop)
+        }),
+        envelope: None,
+        params_check: Some(crate::schemas::acp_v1::checks::check_LoadSessionRequest),
+        result_check: Some(crate::schemas::acp_v1::checks::check_LoadSessionResponse),
+        envelope_check: None,
+    },
+    MethodDecoder {
+        name: "session/new",
+        source: "acp",
+        side: Side::Agent,
+        notification: false,
+        params: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_NewSessionRequest(v).map(drop)
+        }),
+        result: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_NewSessionResponse(v).map(drop)
+        }),
+        envelope: None,
+        params_check: Some(crate::schemas::acp_v1::checks::check_NewSessionRequest),
+        result_check: Some(crate::schemas::acp_v1::checks::check_NewSessionResponse),
+        envelope_check: None,
+    },
+    MethodDecoder {
+        name: "session/prompt",
+        source: "acp",
+        side: Side::Agent,
+        notification: false,
+        params: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_PromptRequest(v).map(drop)
+        }),
+        result: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_PromptResponse(v).map(drop)
+        }),
+        envelope: None,
+        params_check: Some(crate::schemas::acp_v1::checks::check_PromptRequest),
+        result_check: Some(crate::schemas::acp_v1::checks::check_PromptResponse),
+        envelope_check: None,
+    },
+    MethodDecoder {
+        name: "session/request_permission",
+        source: "acp",
+        side: Side::Client,
+        notification: false,
+        params: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_RequestPermissionRequest(v).map(drop)
+        }),
+        result: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_RequestPermissionResponse(v).map(drop)
+        }),
+        envelope: None,
+        params_check: Some(
+            crate::schemas::acp_v1::checks::check_RequestPermissionRequest,
+        ),
+        result_check: Some(
+            crate::schemas::acp_v1::checks::check_RequestPermissionResponse,
+        ),
+        envelope_check: None,
+    },
+    MethodDecoder {
+        name: "session/resume",
+        source: "acp",
+        side: Side::Agent,
+        notification: false,
+        params: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_ResumeSessionRequest(v).map(drop)
+        }),
+        result: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_ResumeSessionResponse(v).map(drop)
+        }),
+        envelope: None,
+        params_check: Some(crate::schemas::acp_v1::checks::check_ResumeSessionRequest),
+        result_check: Some(crate::schemas::acp_v1::checks::check_ResumeSessionResponse),
+        envelope_check: None,
+    },
+    MethodDecoder {
+        name: "session/set_config_option",
+        source: "acp",
+        side: Side::Agent,
+        notification: false,
+        params: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_SetSessionConfigOptionRequest(v)
+                .map(drop)
+        }),
+        result: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_SetSessionConfigOptionResponse(v)
+                .map(drop)
+        }),
+        envelope: None,
+        params_check: Some(
+            crate::schemas::acp_v1::checks::check_SetSessionConfigOptionRequest,
+        ),
+        result_check: Some(
+            crate::schemas::acp_v1::checks::check_SetSessionConfigOptionResponse,
+        ),
+        envelope_check: None,
+    },
+    MethodDecoder {
+        name: "session/set_mode",
+        source: "acp",
+        side: Side::Agent,
+        notification: false,
+        params: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_SetSessionModeRequest(v).map(drop)
+        }),
+        result: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_SetSessionModeResponse(v).map(drop)
+        }),
+        envelope: None,
+        params_check: Some(crate::schemas::acp_v1::checks::check_SetSessionModeRequest),
+        result_check: Some(crate::schemas::acp_v1::checks::check_SetSessionModeResponse),
+        envelope_check: None,
+    },
+    MethodDecoder {
+        name: "session/update",
         source: "acp",
         side: Side::Client,
         notification: true,
-        params: None,
+        params: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_SessionNotification(v).map(drop)
+        }),
         result: None,
         envelope: None,
-        params_check: None,
+        params_check: Some(crate::schemas::acp_v1::checks::check_SessionNotification),
         result_check: None,
         envelope_check: None,
     },
     MethodDecoder {
-        name: "$/cancel_request",
+        name: "terminal/create",
         source: "acp",
-        side: Side::Protocol,
-        notification: true,
-        params: None,
-        result: None,
+        side: Side::Client,
+        notification: false,
+        params: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_CreateTerminalRequest(v).map(drop)
+        }),
+        result: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_CreateTerminalResponse(v).map(drop)
+        }),
         envelope: None,
-        params_check: None,
-        result_check: None,
+        params_check: Some(crate::schemas::acp_v1::checks::check_CreateTerminalRequest),
+        result_check: Some(crate::schemas::acp_v1::checks::check_CreateTerminalResponse),
+        envelope_check: None,
+    },
+    MethodDecoder {
+        name: "terminal/kill",
+        source: "acp",
+        side: Side::Client,
+        notification: false,
+        params: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_KillTerminalRequest(v).map(drop)
+        }),
+        result: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_KillTerminalResponse(v).map(drop)
+        }),
+        envelope: None,
+        params_check: Some(crate::schemas::acp_v1::checks::check_KillTerminalRequest),
+        result_check: Some(crate::schemas::acp_v1::checks::check_KillTerminalResponse),
+        envelope_check: None,
+    },
+    MethodDecoder {
+        name: "terminal/output",
+        source: "acp",
+        side: Side::Client,
+        notification: false,
+        params: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_TerminalOutputRequest(v).map(drop)
+        }),
+        result: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_TerminalOutputResponse(v).map(drop)
+        }),
+        envelope: None,
+        params_check: Some(crate::schemas::acp_v1::checks::check_TerminalOutputRequest),
+        result_check: Some(crate::schemas::acp_v1::checks::check_TerminalOutputResponse),
+        envelope_check: None,
+    },
+    MethodDecoder {
+        name: "terminal/release",
+        source: "acp",
+        side: Side::Client,
+        notification: false,
+        params: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_ReleaseTerminalRequest(v).map(drop)
+        }),
+        result: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_ReleaseTerminalResponse(v).map(drop)
+        }),
+        envelope: None,
+        params_check: Some(crate::schemas::acp_v1::checks::check_ReleaseTerminalRequest),
+        result_check: Some(
+            crate::schemas::acp_v1::checks::check_ReleaseTerminalResponse,
+        ),
+        envelope_check: None,
+    },
+    MethodDecoder {
+        name: "terminal/wait_for_exit",
+        source: "acp",
+        side: Side::Client,
+        notification: false,
+        params: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_WaitForTerminalExitRequest(v)
+                .map(drop)
+        }),
+        result: Some(|v: &Value| {
+            crate::schemas::acp_v1::checks::decode_WaitForTerminalExitResponse(v)
+                .map(drop)
+        }),
+        envelope: None,
+        params_check: Some(
+            crate::schemas::acp_v1::checks::check_WaitForTerminalExitRequest,
+        ),
+        result_check: Some(
+            crate::schemas::acp_v1::checks::check_WaitForTerminalExitResponse,
+        ),
         envelope_check: None,
     },
     MethodDecoder {
@@ -1063,31 +1185,31 @@ pub const METHODS: &[MethodDecoder] = &[
 /// The method of that wire name.
 pub fn method(name: &str) -> Option<&'static MethodDecoder> {
     match name {
-        "initialize" => Some(&METHODS[0usize]),
+        "$/cancel_request" => Some(&METHODS[0usize]),
         "authenticate" => Some(&METHODS[1usize]),
-        "logout" => Some(&METHODS[2usize]),
-        "session/new" => Some(&METHODS[3usize]),
-        "session/load" => Some(&METHODS[4usize]),
-        "session/list" => Some(&METHODS[5usize]),
-        "session/delete" => Some(&METHODS[6usize]),
-        "session/resume" => Some(&METHODS[7usize]),
-        "session/close" => Some(&METHODS[8usize]),
-        "session/set_mode" => Some(&METHODS[9usize]),
-        "session/set_config_option" => Some(&METHODS[10usize]),
-        "session/prompt" => Some(&METHODS[11usize]),
-        "session/cancel" => Some(&METHODS[12usize]),
-        "session/request_permission" => Some(&METHODS[13usize]),
-        "session/update" => Some(&METHODS[14usize]),
-        "fs/read_text_file" => Some(&METHODS[15usize]),
-        "fs/write_text_file" => Some(&METHODS[16usize]),
-        "terminal/create" => Some(&METHODS[17usize]),
-        "terminal/output" => Some(&METHODS[18usize]),
-        "terminal/release" => Some(&METHODS[19usize]),
-        "terminal/wait_for_exit" => Some(&METHODS[20usize]),
+        "elicitation/complete" => Some(&METHODS[2usize]),
+        "elicitation/create" => Some(&METHODS[3usize]),
+        "fs/read_text_file" => Some(&METHODS[4usize]),
+        "fs/write_text_file" => Some(&METHODS[5usize]),
+        "initialize" => Some(&METHODS[6usize]),
+        "logout" => Some(&METHODS[7usize]),
+        "session/cancel" => Some(&METHODS[8usize]),
+        "session/close" => Some(&METHODS[9usize]),
+        "session/delete" => Some(&METHODS[10usize]),
+        "session/list" => Some(&METHODS[11usize]),
+        "session/load" => Some(&METHODS[12usize]),
+        "session/new" => Some(&METHODS[13usize]),
+        "session/prompt" => Some(&METHODS[14usize]),
+        "session/request_permission" => Some(&METHODS[15usize]),
+        "session/resume" => Some(&METHODS[16usize]),
+        "session/set_config_option" => Some(&METHODS[17usize]),
+        "session/set_mode" => Some(&METHODS[18usize]),
+        "session/update" => Some(&METHODS[19usize]),
+        "terminal/create" => Some(&METHODS[20usize]),
         "terminal/kill" => Some(&METHODS[21usize]),
-        "elicitation/create" => Some(&METHODS[22usize]),
-        "elicitation/complete" => Some(&METHODS[23usize]),
-        "$/cancel_request" => Some(&METHODS[24usize]),
+        "terminal/output" => Some(&METHODS[22usize]),
+        "terminal/release" => Some(&METHODS[23usize]),
+        "terminal/wait_for_exit" => Some(&METHODS[24usize]),
         "_checkfu/session/steer" => Some(&METHODS[25usize]),
         "_checkfu/session/interrupt" => Some(&METHODS[26usize]),
         "_goose/config/extensions" => Some(&METHODS[27usize]),

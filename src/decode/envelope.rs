@@ -151,6 +151,36 @@ pub struct Body<'a> {
     pub tree: Option<Json<'a>>,
 }
 
+impl<'a> Body<'a> {
+    /// When the body was read whole (its method has a typed check), the parts the policy
+    /// reads are taken from the tree: the update member, its `_meta`, the stop reason.
+    pub fn complete_from_tree(&mut self, arena: &'a Bump) {
+        let Some(tree) = &self.tree else { return };
+        if let Some(update) = tree.get("update") {
+            self.update.present = true;
+            self.update.is_object = update.is_object();
+            self.update.session_update = update.get("sessionUpdate").and_then(Json::as_str);
+            if let Some(Json::Object(members)) = update.get("_meta") {
+                self.update.meta = Some(Meta(arena.alloc_slice_fill_iter(members.iter().map(|(k, v)| (*k, Some(v.clone()))))));
+            }
+        }
+        if self.stop_reason.is_none() {
+            self.stop_reason = tree.get("stopReason").and_then(Json::as_str);
+        }
+    }
+
+    /// `protocolVersion` as written, from the raw member or the tree.
+    pub fn protocol_version_text(&self) -> Option<String> {
+        if let Some(raw) = self.protocol_version {
+            return Some(raw.get().to_string());
+        }
+        match self.tree.as_ref()?.get("protocolVersion")? {
+            Json::Number(n) => Some(n.to_string()),
+            other => Some(format!("{other:?}")),
+        }
+    }
+}
+
 struct BodySeed<'p, 'a> {
     body: &'p mut Body<'a>,
     arena: &'a Bump,

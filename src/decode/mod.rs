@@ -19,7 +19,6 @@ use std::collections::HashMap;
 
 use serde::de::DeserializeSeed;
 use bumpalo::Bump;
-use serde_json::value::RawValue;
 
 use crate::exact::Json;
 
@@ -161,6 +160,8 @@ impl Stream {
         let mut parts = envelope::Parts::default();
         self.hint = hint;
         parts.read(text, arena, self).map_err(json_error)?;
+        parts.params.complete_from_tree(arena);
+        parts.result.complete_from_tree(arena);
         if let Some(name) = parts.method {
             let Some(method) = parts.known else {
                 // ACP reserves `_`-prefixed names for extensions: well-formed, but not ours.
@@ -208,6 +209,19 @@ impl Stream {
             }
         }
         report.direction = direction.or(hint);
+        // The closed vocabulary first, so an unknown kind is reported as such rather than
+        // as params that match none of the update shapes.
+        if name == tables::UPDATE_METHOD {
+            let member = Some(&parts.params.update).filter(|u| u.is_object).ok_or_else(|| DecodeError::InvalidParams {
+                method: name.into(),
+                pointer: "/update".into(),
+                message: "expected an object (the session update)".into(),
+            })?;
+            let kind = member.session_update.unwrap_or_default();
+            if !tables::SESSION_UPDATE_KINDS.contains(&kind) {
+                return Err(DecodeError::UnknownUpdateKind { kind: kind.to_string() });
+            }
+        }
         if let Some(check) = method.params_check {
             check(&body_tree(&mut parts.params, text, arena, "params")?).map_err(|e| DecodeError::InvalidParams {
                 method: name.into(),
@@ -218,14 +232,7 @@ impl Stream {
         let params = &parts.params;
         apply_meta(params.meta.as_ref(), name, Part::Request, report)?;
         if name == tables::UPDATE_METHOD {
-            let member = Some(&params.update).filter(|u| u.is_object).ok_or_else(|| DecodeError::BadEnvelope {
-                message: format!("`{name}` needs an object `params.update`"),
-            })?;
-            let kind = member.session_update.unwrap_or_default();
-            if !tables::SESSION_UPDATE_KINDS.contains(&kind) {
-                return Err(DecodeError::UnknownUpdateKind { kind: kind.to_string() });
-            }
-            apply_meta(member.meta.as_ref(), name, Part::Member, report)?;
+            apply_meta(params.update.meta.as_ref(), name, Part::Member, report)?;
         }
         if let (Some(id), false) = (parts.id.take(), method.notification) {
             self.remember(id, Some(method), report);
@@ -326,7 +333,7 @@ impl Stream {
         let body = &parts.result;
         let fits = |m: &'static MethodDecoder| match (m.result_check, &body.tree) {
             (Some(check), Some(tree)) => check(tree).is_ok(),
-            _ if m.name == tables::VERSION_METHOD => body.protocol_version.is_some(),
+            _ if m.name == tables::VERSION_METHOD => body.protocol_version_text().is_some(),
             _ if m.name == tables::PROMPT_METHOD => body.stop_reason.is_some(),
             _ => false,
         };
@@ -355,7 +362,7 @@ impl Stream {
         // Without the request, the closed fields of the two results that have them say
         // what was answered.
         let method = answered.map(|(m, _)| m).or_else(|| {
-            if body.protocol_version.is_some() {
+            if body.protocol_version_text().is_some() {
                 tables::method(tables::VERSION_METHOD)
             } else if body.stop_reason.is_some() {
                 tables::method(tables::PROMPT_METHOD)
@@ -372,17 +379,11 @@ impl Stream {
         if report.direction.is_none() {
             report.direction = expected_direction(method.side).map(WireDirection::reverse).or(hint);
         }
-        if let Some(check) = method.result_check {
-            check(&body_tree(body, text, arena, "result")?).map_err(|e| DecodeError::InvalidResult {
-                method: method.name.into(),
-                pointer: e.pointer(),
-                message: e.message.to_string(),
-            })?;
-        }
+        // The closed fields first, so their errors keep their own codes.
         if method.name == tables::VERSION_METHOD {
-            let found = body.protocol_version.map_or("(missing)", RawValue::get);
+            let found = body.protocol_version_text().unwrap_or_else(|| "(missing)".into());
             if found.parse::<u64>().ok() != Some(tables::PROTOCOL_VERSION) {
-                return Err(DecodeError::ProtocolVersion { found: found.to_string() });
+                return Err(DecodeError::ProtocolVersion { found });
             }
         }
         if method.name == tables::PROMPT_METHOD {
@@ -390,6 +391,13 @@ impl Stream {
             if !tables::STOP_REASONS.contains(&reason) {
                 return Err(DecodeError::UnknownStopReason { reason: reason.to_string() });
             }
+        }
+        if let Some(check) = method.result_check {
+            check(&body_tree(body, text, arena, "result")?).map_err(|e| DecodeError::InvalidResult {
+                method: method.name.into(),
+                pointer: e.pointer(),
+                message: e.message.to_string(),
+            })?;
         }
         apply_meta(body.meta.as_ref(), method.name, Part::Response, report)
     }

@@ -78,6 +78,8 @@ pub struct Plan {
     pub pins: Pins,
     pub slots: Vec<SlotPlan>,
     pub methods: Vec<MethodPlan>,
+    /// The closed vocabularies of the pinned ACP schema.
+    pub vocabularies: super::acp::Vocabularies,
     pub vectors: Vec<VectorPlan>,
     pub warnings: Vec<String>,
 }
@@ -86,7 +88,7 @@ pub struct Plan {
 impl Plan {
     /// The definition for `file#pointer`: an existing definition when the node is one or
     /// refers to one, else a pinned hoist under `wanted`.
-    fn entry(&mut self, schemas: &SchemaSet, reference: &str, wanted: &str) -> Result<Def, String> {
+    pub(crate) fn entry(&mut self, schemas: &SchemaSet, reference: &str, wanted: &str) -> Result<Def, String> {
         let (file, pointer) = reference.split_once('#').unwrap_or((reference, ""));
         let document = schemas.files.get(file).ok_or_else(|| format!("no schema file `{file}`"))?;
         let node = document.pointer(pointer).ok_or_else(|| format!("`{file}` has nothing at `{pointer}`"))?;
@@ -141,18 +143,14 @@ fn carrier(text: &str) -> Option<(Option<String>, Part)> {
 pub fn plan(catalog: &Catalog, schemas: &SchemaSet, file: crate::diagnostic::FileId) -> Result<Plan, Vec<Diagnostic>> {
     let mut plan = Plan::default();
     let mut errors = Vec::new();
-    let acp_methods: Vec<&str> = catalog.acp.methods.iter().map(|m| m.name.as_str()).collect();
-    for m in &catalog.acp.methods {
-        plan.methods.push(MethodPlan {
-            name: m.name.value.clone(),
-            source: "acp".into(),
-            side: m.side.value,
-            notification: m.notification,
-            params: None,
-            result: None,
-            envelope: None,
-        });
+    match super::acp::grammar(&mut plan, schemas, catalog) {
+        Ok(vocabularies) => plan.vocabularies = vocabularies,
+        Err(problems) => {
+            let span = catalog.acp.schema.span.clone();
+            errors.extend(problems.into_iter().map(|p| Diagnostic::new(Class::UnknownOrDuplicate, p).at(file, span.clone(), "the pinned ACP schema")));
+        }
     }
+    let acp_methods: Vec<String> = plan.methods.iter().map(|m| m.name.clone()).collect();
     for slot in &catalog.slots {
         let key = slot.key.as_str();
         let at = |message: String| Diagnostic::new(Class::DeadVocabulary, message).at(file, slot.key.span.clone(), "this slot").entry(key);
@@ -161,7 +159,7 @@ pub fn plan(catalog: &Catalog, schemas: &SchemaSet, file: crate::diagnostic::Fil
             continue;
         };
         if let Some(m) = &method {
-            if !acp_methods.contains(&m.as_str()) {
+            if !acp_methods.contains(m) {
                 errors.push(at(format!("slot `{key}` rides `{m}`, which is not an ACP method of the catalog")));
                 continue;
             }
@@ -465,8 +463,8 @@ pub fn generate(plan: &Plan, catalog: &Catalog) -> TokenStream {
         let decode = decoder(&v.wire);
         quote! { VectorDecoder { name: #name, direction: #direction, decode: #decode } }
     });
-    let kinds: Vec<&str> = catalog.acp.session_update_kinds.iter().map(|k| k.as_str()).collect();
-    let stops: Vec<&str> = catalog.acp.stop_reasons.iter().map(|k| k.as_str()).collect();
+    let kinds = &plan.vocabularies.update_kinds;
+    let stops = &plan.vocabularies.stop_reasons;
     let version = catalog.acp.protocol_version.value;
     let (version_method, update_method, prompt_method) =
         (catalog.acp.version_method.as_str(), catalog.acp.update_method.as_str(), catalog.acp.prompt_method.as_str());
@@ -482,9 +480,9 @@ pub fn generate(plan: &Plan, catalog: &Catalog) -> TokenStream {
         pub const PROMPT_METHOD: &str = #prompt_method;
         /// ACP protocol version the decoder accepts in `initialize`.
         pub const PROTOCOL_VERSION: u64 = #version as u64;
-        /// `sessionUpdate` kinds of ACP v1.
+        /// `sessionUpdate` kinds of the pinned ACP schema.
         pub const SESSION_UPDATE_KINDS: &[&str] = &[#(#kinds),*];
-        /// Stop reasons of ACP v1.
+        /// Stop reasons of the pinned ACP schema.
         pub const STOP_REASONS: &[&str] = &[#(#stops),*];
         /// Every `checkfu.*` slot and extension method, with its decode policy.
         pub const SLOTS: &[SlotDecoder] = &[#(#slots),*];

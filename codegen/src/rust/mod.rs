@@ -1,5 +1,6 @@
 //! The Rust stage: source files the runtime crate includes from `OUT_DIR`.
 
+pub mod acp;
 pub mod checks;
 pub mod decoder;
 pub mod schemas;

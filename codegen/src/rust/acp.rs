@@ -1,0 +1,174 @@
+//! The ACP base grammar, read from the official ACP schema the catalog pins
+//! (`[acp] schema`): methods and the side that handles each from `x-method`/`x-side`,
+//! each method's params and result definitions (so every ACP message is checked against
+//! its ACP definition), and the closed vocabularies (`sessionUpdate` kinds, stop reasons)
+//! from the schema's own enumerations. Nothing here is transcribed.
+//!
+//! The catalog's `[acp]` lists may restate parts of it; a restatement the schema does not
+//! bear out (a method it lacks, another side, a kind or stop reason it does not name)
+//! fails generation, so the two cannot drift apart.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::decoder::{MethodPlan, Plan};
+use crate::catalog::model::{Catalog, Side};
+use crate::schema::normalize::{escape_pointer, ref_target};
+use crate::schema::SchemaSet;
+
+/// What the schema says beyond its methods.
+#[derive(Default)]
+pub struct Vocabularies {
+    pub update_kinds: Vec<String>,
+    pub stop_reasons: Vec<String>,
+}
+
+/// Adds every ACP method of the pinned schema to `plan`; `Err` lists what is wrong.
+pub fn grammar(plan: &mut Plan, schemas: &SchemaSet, catalog: &Catalog) -> Result<Vocabularies, Vec<String>> {
+    let file = catalog.acp.schema.as_str();
+    let document = schemas.files.get(file).ok_or_else(|| vec![format!("[acp] schema `{file}` is not a file under schemas/")])?;
+    let defs = document.get("$defs").and_then(Value::as_object).cloned().unwrap_or_default();
+    let mut errors = Vec::new();
+    let mut methods: BTreeMap<String, MethodPlan> = BTreeMap::new();
+    for (def, schema) in &defs {
+        let Some(method) = schema.get("x-method").and_then(Value::as_str) else { continue };
+        let side = match schema.get("x-side").and_then(Value::as_str) {
+            Some("agent") => Side::Agent,
+            Some("client") => Side::Client,
+            Some("protocol") => Side::Protocol,
+            other => {
+                errors.push(format!("schemas/{file}#/$defs/{}: unknown x-side {other:?}", escape_pointer(def)));
+                continue;
+            }
+        };
+        let entry = methods.entry(method.to_string()).or_insert_with(|| MethodPlan {
+            name: method.to_string(),
+            source: "acp".into(),
+            side,
+            notification: false,
+            params: None,
+            result: None,
+            envelope: None,
+        });
+        if entry.side != side {
+            errors.push(format!("schemas/{file}: method `{method}` has definitions for two sides"));
+        }
+        let target = match plan.entry(schemas, &format!("{file}#/$defs/{}", escape_pointer(def)), def) {
+            Ok(target) => target,
+            Err(e) => {
+                errors.push(e);
+                continue;
+            }
+        };
+        if def.ends_with("Response") {
+            entry.result = Some(target);
+        } else {
+            entry.notification = def.ends_with("Notification");
+            entry.params = Some(target);
+        }
+    }
+    for listed in &catalog.acp.methods {
+        match methods.get(listed.name.as_str()) {
+            None => errors.push(format!("[acp] lists method `{}`, which the pinned schema `{file}` does not define", listed.name.as_str())),
+            Some(m) if m.side != listed.side.value || m.notification != listed.notification => errors.push(format!(
+                "[acp] method `{}` differs from the pinned schema `{file}`: side or notification",
+                listed.name.as_str()
+            )),
+            Some(_) => {}
+        }
+    }
+    let tags = |method: &str, part: &str, property: &str, tag: Option<&str>| -> Result<Vec<String>, String> {
+        let m = methods.get(method).ok_or_else(|| format!("the pinned schema `{file}` has no method `{method}`"))?;
+        let def = if part == "params" { m.params.as_ref() } else { m.result.as_ref() };
+        let def = def.ok_or_else(|| format!("`{method}` has no {part} definition in `{file}`"))?;
+        let origin = defs_origin(document, &def.name).ok_or_else(|| format!("no definition `{}` in `{file}`", def.name))?;
+        let schema = resolve(document, origin.get(property).ok_or_else(|| format!("`{method}` {part} has no `{property}`"))?);
+        Ok(alternatives(document, schema, tag))
+    };
+    let update_kinds = tags(catalog.acp.update_method.as_str(), "params", "update", Some("sessionUpdate")).and_then(|kinds| {
+        // The update member's kinds are its alternatives' `sessionUpdate` constants.
+        (!kinds.is_empty()).then_some(kinds).ok_or_else(|| format!("no `sessionUpdate` kinds found in `{file}`"))
+    });
+    let stop_reasons = tags(catalog.acp.prompt_method.as_str(), "result", "stopReason", None);
+    let mut vocabularies = Vocabularies::default();
+    match (update_kinds, stop_reasons) {
+        (Ok(kinds), Ok(reasons)) if !reasons.is_empty() => {
+            vocabularies = Vocabularies { update_kinds: kinds, stop_reasons: reasons };
+        }
+        (kinds, reasons) => {
+            errors.extend(kinds.err());
+            errors.extend(reasons.err());
+        }
+    }
+    for kind in &catalog.acp.session_update_kinds {
+        if !vocabularies.update_kinds.iter().any(|k| k == kind.as_str()) {
+            errors.push(format!("[acp] lists sessionUpdate kind `{}`, which the pinned schema does not name", kind.as_str()));
+        }
+    }
+    for reason in &catalog.acp.stop_reasons {
+        if !vocabularies.stop_reasons.iter().any(|r| r == reason.as_str()) {
+            errors.push(format!("[acp] lists stop reason `{}`, which the pinned schema does not name", reason.as_str()));
+        }
+    }
+    for name in [&catalog.acp.version_method, &catalog.acp.update_method, &catalog.acp.prompt_method] {
+        if !methods.contains_key(name.as_str()) {
+            errors.push(format!("[acp] names method `{}`, which the pinned schema `{file}` does not define", name.as_str()));
+        }
+    }
+    plan.methods.extend(methods.into_values());
+    if errors.is_empty() {
+        Ok(vocabularies)
+    } else {
+        Err(errors)
+    }
+}
+
+/// The `properties` of the definition the decoder plan named `name` (a top-level one).
+fn defs_origin<'d>(document: &'d Value, name: &str) -> Option<&'d serde_json::Map<String, Value>> {
+    let defs = document.get("$defs")?.as_object()?;
+    defs.iter().find(|(key, _)| crate::schema::normalize::type_name(key) == name)?.1.get("properties")?.as_object()
+}
+
+/// Follows `$ref`s, and `allOf` wrappers of one reference.
+fn resolve<'d>(document: &'d Value, mut schema: &'d Value) -> &'d Value {
+    for _ in 0..16 {
+        let next = match (schema.get("$ref").and_then(Value::as_str), schema.get("allOf").and_then(Value::as_array)) {
+            (Some(r), _) => r,
+            (None, Some(members)) if members.len() == 1 => match members[0].get("$ref").and_then(Value::as_str) {
+                Some(r) => r,
+                None => return schema,
+            },
+            _ => return schema,
+        };
+        match ref_target(next).ok().and_then(|p| document.pointer(&p)) {
+            Some(target) => schema = target,
+            None => return schema,
+        }
+    }
+    schema
+}
+
+/// The string constants a union's alternatives carry: their own `const`/single `enum`, or
+/// (for objects) that of their `tag` member.
+fn alternatives(document: &Value, schema: &Value, tag: Option<&str>) -> Vec<String> {
+    let mut out = Vec::new();
+    let single = |s: &Value| -> Option<String> {
+        s.get("const").and_then(Value::as_str).map(String::from).or_else(|| match s.get("enum")?.as_array()?.as_slice() {
+            [Value::String(v)] => Some(v.clone()),
+            _ => None,
+        })
+    };
+    for key in ["oneOf", "anyOf"] {
+        for member in schema.get(key).and_then(Value::as_array).into_iter().flatten() {
+            // The tag sits on the alternative itself, or on the definition it refers to.
+            let own = |m: &Value| single(m).or_else(|| m.get("properties")?.get(tag?).and_then(single));
+            let value = own(member).or_else(|| own(resolve(document, member)));
+            out.extend(value);
+        }
+    }
+    if out.is_empty() {
+        out.extend(single(schema));
+    }
+    out
+}
