@@ -4937,7 +4937,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_22(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_22(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -5041,7 +5043,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_27(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_27(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -5112,7 +5116,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_31(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_31(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -5185,7 +5191,9 @@ pub mod checks {
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                check_ToolCallContent(item).map_err(|e| e.at(i.to_string()))?;
+                if let Err(e) = check_ToolCallContent(item) {
+                    crate::exact::lenient(e.at(i.to_string()))?;
+                }
             }
         }
         Ok(())
@@ -5197,7 +5205,9 @@ pub mod checks {
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                check_ToolCallLocation(item).map_err(|e| e.at(i.to_string()))?;
+                if let Err(e) = check_ToolCallLocation(item) {
+                    crate::exact::lenient(e.at(i.to_string()))?;
+                }
             }
         }
         Ok(())
@@ -5233,39 +5243,57 @@ pub mod checks {
                         true
                     }
                     "kind" => {
-                        node_34(p).map_err(|e| e.at("kind"))?;
+                        if let Err(e) = node_34(p) {
+                            crate::exact::lenient(e.at("kind"))?;
+                        }
                         true
                     }
                     "status" => {
-                        node_36(p).map_err(|e| e.at("status"))?;
+                        if let Err(e) = node_36(p) {
+                            crate::exact::lenient(e.at("status"))?;
+                        }
                         true
                     }
                     "title" => {
-                        node_37(p).map_err(|e| e.at("title"))?;
+                        if let Err(e) = node_37(p) {
+                            crate::exact::lenient(e.at("title"))?;
+                        }
                         true
                     }
                     "name" => {
-                        node_38(p).map_err(|e| e.at("name"))?;
+                        if let Err(e) = node_38(p) {
+                            crate::exact::lenient(e.at("name"))?;
+                        }
                         true
                     }
                     "content" => {
-                        node_39(p).map_err(|e| e.at("content"))?;
+                        if let Err(e) = node_39(p) {
+                            crate::exact::lenient(e.at("content"))?;
+                        }
                         true
                     }
                     "locations" => {
-                        node_40(p).map_err(|e| e.at("locations"))?;
+                        if let Err(e) = node_40(p) {
+                            crate::exact::lenient(e.at("locations"))?;
+                        }
                         true
                     }
                     "rawInput" => {
-                        node_41(p).map_err(|e| e.at("rawInput"))?;
+                        if let Err(e) = node_41(p) {
+                            crate::exact::lenient(e.at("rawInput"))?;
+                        }
                         true
                     }
                     "rawOutput" => {
-                        node_42(p).map_err(|e| e.at("rawOutput"))?;
+                        if let Err(e) = node_42(p) {
+                            crate::exact::lenient(e.at("rawOutput"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_43(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_43(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -5786,7 +5814,9 @@ pub mod checks {
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                check_Role(item).map_err(|e| e.at(i.to_string()))?;
+                if let Err(e) = check_Role(item) {
+                    crate::exact::lenient(e.at(i.to_string()))?;
+                }
             }
         }
         Ok(())
@@ -5822,19 +5852,27 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "audience" => {
-                        node_66(p).map_err(|e| e.at("audience"))?;
+                        if let Err(e) = node_66(p) {
+                            crate::exact::lenient(e.at("audience"))?;
+                        }
                         true
                     }
                     "lastModified" => {
-                        node_67(p).map_err(|e| e.at("lastModified"))?;
+                        if let Err(e) = node_67(p) {
+                            crate::exact::lenient(e.at("lastModified"))?;
+                        }
                         true
                     }
                     "priority" => {
-                        node_68(p).map_err(|e| e.at("priority"))?;
+                        if let Err(e) = node_68(p) {
+                            crate::exact::lenient(e.at("priority"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_69(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_69(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -5911,7 +5949,9 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "annotations" => {
-                        node_73(p).map_err(|e| e.at("annotations"))?;
+                        if let Err(e) = node_73(p) {
+                            crate::exact::lenient(e.at("annotations"))?;
+                        }
                         true
                     }
                     "text" => {
@@ -5920,7 +5960,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_75(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_75(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -5986,7 +6028,9 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "annotations" => {
-                        node_77(p).map_err(|e| e.at("annotations"))?;
+                        if let Err(e) = node_77(p) {
+                            crate::exact::lenient(e.at("annotations"))?;
+                        }
                         true
                     }
                     "data" => {
@@ -6000,11 +6044,15 @@ pub mod checks {
                         true
                     }
                     "uri" => {
-                        node_80(p).map_err(|e| e.at("uri"))?;
+                        if let Err(e) = node_80(p) {
+                            crate::exact::lenient(e.at("uri"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_81(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_81(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -6066,7 +6114,9 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "annotations" => {
-                        node_83(p).map_err(|e| e.at("annotations"))?;
+                        if let Err(e) = node_83(p) {
+                            crate::exact::lenient(e.at("annotations"))?;
+                        }
                         true
                     }
                     "data" => {
@@ -6080,7 +6130,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_86(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_86(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -6170,15 +6222,21 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "annotations" => {
-                        node_88(p).map_err(|e| e.at("annotations"))?;
+                        if let Err(e) = node_88(p) {
+                            crate::exact::lenient(e.at("annotations"))?;
+                        }
                         true
                     }
                     "description" => {
-                        node_89(p).map_err(|e| e.at("description"))?;
+                        if let Err(e) = node_89(p) {
+                            crate::exact::lenient(e.at("description"))?;
+                        }
                         true
                     }
                     "mimeType" => {
-                        node_90(p).map_err(|e| e.at("mimeType"))?;
+                        if let Err(e) = node_90(p) {
+                            crate::exact::lenient(e.at("mimeType"))?;
+                        }
                         true
                     }
                     "name" => {
@@ -6187,11 +6245,15 @@ pub mod checks {
                         true
                     }
                     "size" => {
-                        node_92(p).map_err(|e| e.at("size"))?;
+                        if let Err(e) = node_92(p) {
+                            crate::exact::lenient(e.at("size"))?;
+                        }
                         true
                     }
                     "title" => {
-                        node_93(p).map_err(|e| e.at("title"))?;
+                        if let Err(e) = node_93(p) {
+                            crate::exact::lenient(e.at("title"))?;
+                        }
                         true
                     }
                     "uri" => {
@@ -6200,7 +6262,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_95(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_95(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -6272,7 +6336,9 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "mimeType" => {
-                        node_98(p).map_err(|e| e.at("mimeType"))?;
+                        if let Err(e) = node_98(p) {
+                            crate::exact::lenient(e.at("mimeType"))?;
+                        }
                         true
                     }
                     "text" => {
@@ -6286,7 +6352,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_101(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_101(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -6346,7 +6414,9 @@ pub mod checks {
                         true
                     }
                     "mimeType" => {
-                        node_103(p).map_err(|e| e.at("mimeType"))?;
+                        if let Err(e) = node_103(p) {
+                            crate::exact::lenient(e.at("mimeType"))?;
+                        }
                         true
                     }
                     "uri" => {
@@ -6355,7 +6425,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_105(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_105(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -6408,7 +6480,9 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "annotations" => {
-                        node_107(p).map_err(|e| e.at("annotations"))?;
+                        if let Err(e) = node_107(p) {
+                            crate::exact::lenient(e.at("annotations"))?;
+                        }
                         true
                     }
                     "resource" => {
@@ -6417,7 +6491,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_109(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_109(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -6458,7 +6534,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_111(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_111(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -6515,7 +6593,9 @@ pub mod checks {
                         true
                     }
                     "oldText" => {
-                        node_113(p).map_err(|e| e.at("oldText"))?;
+                        if let Err(e) = node_113(p) {
+                            crate::exact::lenient(e.at("oldText"))?;
+                        }
                         true
                     }
                     "newText" => {
@@ -6524,7 +6604,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_115(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_115(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -6575,7 +6657,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_117(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_117(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -6633,11 +6717,15 @@ pub mod checks {
                         true
                     }
                     "line" => {
-                        node_119(p).map_err(|e| e.at("line"))?;
+                        if let Err(e) = node_119(p) {
+                            crate::exact::lenient(e.at("line"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_120(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_120(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -6700,7 +6788,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_124(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_124(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -6875,11 +6965,17 @@ pub mod checks {
                         true
                     }
                     "args" => {
-                        node_132(p).map_err(|e| e.at("args"))?;
+                        match node_132(p) {
+                            Err(e) if p.is_null() => crate::exact::lenient(e.at("args"))?,
+                            other => other.map_err(|e| e.at("args"))?,
+                        }
                         true
                     }
                     "env" => {
-                        node_133(p).map_err(|e| e.at("env"))?;
+                        match node_133(p) {
+                            Err(e) if p.is_null() => crate::exact::lenient(e.at("env"))?,
+                            other => other.map_err(|e| e.at("env"))?,
+                        }
                         true
                     }
                     "cwd" => {
@@ -6891,7 +6987,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_136(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_136(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -6949,7 +7047,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_139(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_139(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -7003,7 +7103,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_142(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_142(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -7057,7 +7159,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_145(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_145(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -7111,7 +7215,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_148(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_148(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -7165,7 +7271,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_151(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_151(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -7417,7 +7525,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_161(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_161(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -7471,7 +7581,9 @@ pub mod checks {
                         true
                     }
                     "toolCallId" => {
-                        node_164(p).map_err(|e| e.at("toolCallId"))?;
+                        if let Err(e) = node_164(p) {
+                            crate::exact::lenient(e.at("toolCallId"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -7585,11 +7697,15 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "type" => {
-                        node_166(p).map_err(|e| e.at("type"))?;
+                        if let Err(e) = node_166(p) {
+                            crate::exact::lenient(e.at("type"))?;
+                        }
                         true
                     }
                     "title" => {
-                        node_167(p).map_err(|e| e.at("title"))?;
+                        if let Err(e) = node_167(p) {
+                            crate::exact::lenient(e.at("title"))?;
+                        }
                         true
                     }
                     "properties" => {
@@ -7602,11 +7718,15 @@ pub mod checks {
                         true
                     }
                     "description" => {
-                        node_170(p).map_err(|e| e.at("description"))?;
+                        if let Err(e) = node_170(p) {
+                            crate::exact::lenient(e.at("description"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_171(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_171(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -8170,11 +8290,15 @@ pub mod checks {
                         true
                     }
                     "description" => {
-                        node_191(p).map_err(|e| e.at("description"))?;
+                        if let Err(e) = node_191(p) {
+                            crate::exact::lenient(e.at("description"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_192(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_192(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -8310,11 +8434,15 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "title" => {
-                        node_193(p).map_err(|e| e.at("title"))?;
+                        if let Err(e) = node_193(p) {
+                            crate::exact::lenient(e.at("title"))?;
+                        }
                         true
                     }
                     "description" => {
-                        node_194(p).map_err(|e| e.at("description"))?;
+                        if let Err(e) = node_194(p) {
+                            crate::exact::lenient(e.at("description"))?;
+                        }
                         true
                     }
                     "minLength" => {
@@ -8334,7 +8462,9 @@ pub mod checks {
                         true
                     }
                     "default" => {
-                        node_200(p).map_err(|e| e.at("default"))?;
+                        if let Err(e) = node_200(p) {
+                            crate::exact::lenient(e.at("default"))?;
+                        }
                         true
                     }
                     "enum" => {
@@ -8346,7 +8476,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_204(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_204(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -8408,11 +8540,15 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "title" => {
-                        node_205(p).map_err(|e| e.at("title"))?;
+                        if let Err(e) = node_205(p) {
+                            crate::exact::lenient(e.at("title"))?;
+                        }
                         true
                     }
                     "description" => {
-                        node_206(p).map_err(|e| e.at("description"))?;
+                        if let Err(e) = node_206(p) {
+                            crate::exact::lenient(e.at("description"))?;
+                        }
                         true
                     }
                     "minimum" => {
@@ -8424,11 +8560,15 @@ pub mod checks {
                         true
                     }
                     "default" => {
-                        node_209(p).map_err(|e| e.at("default"))?;
+                        if let Err(e) = node_209(p) {
+                            crate::exact::lenient(e.at("default"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_210(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_210(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -8490,11 +8630,15 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "title" => {
-                        node_211(p).map_err(|e| e.at("title"))?;
+                        if let Err(e) = node_211(p) {
+                            crate::exact::lenient(e.at("title"))?;
+                        }
                         true
                     }
                     "description" => {
-                        node_212(p).map_err(|e| e.at("description"))?;
+                        if let Err(e) = node_212(p) {
+                            crate::exact::lenient(e.at("description"))?;
+                        }
                         true
                     }
                     "minimum" => {
@@ -8506,11 +8650,15 @@ pub mod checks {
                         true
                     }
                     "default" => {
-                        node_215(p).map_err(|e| e.at("default"))?;
+                        if let Err(e) = node_215(p) {
+                            crate::exact::lenient(e.at("default"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_216(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_216(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -8558,19 +8706,27 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "title" => {
-                        node_217(p).map_err(|e| e.at("title"))?;
+                        if let Err(e) = node_217(p) {
+                            crate::exact::lenient(e.at("title"))?;
+                        }
                         true
                     }
                     "description" => {
-                        node_218(p).map_err(|e| e.at("description"))?;
+                        if let Err(e) = node_218(p) {
+                            crate::exact::lenient(e.at("description"))?;
+                        }
                         true
                     }
                     "default" => {
-                        node_219(p).map_err(|e| e.at("default"))?;
+                        if let Err(e) = node_219(p) {
+                            crate::exact::lenient(e.at("default"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_220(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_220(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -8749,7 +8905,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_228(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_228(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -8797,7 +8955,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_230(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_230(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -8873,7 +9033,9 @@ pub mod checks {
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_236(item).map_err(|e| e.at(i.to_string()))?;
+                if let Err(e) = node_236(item) {
+                    crate::exact::lenient(e.at(i.to_string()))?;
+                }
             }
         }
         Ok(())
@@ -8896,11 +9058,15 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "title" => {
-                        node_231(p).map_err(|e| e.at("title"))?;
+                        if let Err(e) = node_231(p) {
+                            crate::exact::lenient(e.at("title"))?;
+                        }
                         true
                     }
                     "description" => {
-                        node_232(p).map_err(|e| e.at("description"))?;
+                        if let Err(e) = node_232(p) {
+                            crate::exact::lenient(e.at("description"))?;
+                        }
                         true
                     }
                     "minItems" => {
@@ -8917,11 +9083,15 @@ pub mod checks {
                         true
                     }
                     "default" => {
-                        node_237(p).map_err(|e| e.at("default"))?;
+                        if let Err(e) = node_237(p) {
+                            crate::exact::lenient(e.at("default"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_238(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_238(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -9230,7 +9400,9 @@ pub mod checks {
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                check_AuthMethod(item).map_err(|e| e.at(i.to_string()))?;
+                if let Err(e) = check_AuthMethod(item) {
+                    crate::exact::lenient(e.at(i.to_string()))?;
+                }
             }
         }
         Ok(())
@@ -9272,19 +9444,27 @@ pub mod checks {
                         true
                     }
                     "agentCapabilities" => {
-                        node_264(p).map_err(|e| e.at("agentCapabilities"))?;
+                        if let Err(e) = node_264(p) {
+                            crate::exact::lenient(e.at("agentCapabilities"))?;
+                        }
                         true
                     }
                     "authMethods" => {
-                        node_265(p).map_err(|e| e.at("authMethods"))?;
+                        if let Err(e) = node_265(p) {
+                            crate::exact::lenient(e.at("authMethods"))?;
+                        }
                         true
                     }
                     "agentInfo" => {
-                        node_267(p).map_err(|e| e.at("agentInfo"))?;
+                        if let Err(e) = node_267(p) {
+                            crate::exact::lenient(e.at("agentInfo"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_268(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_268(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -9362,27 +9542,39 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "loadSession" => {
-                        node_269(p).map_err(|e| e.at("loadSession"))?;
+                        if let Err(e) = node_269(p) {
+                            crate::exact::lenient(e.at("loadSession"))?;
+                        }
                         true
                     }
                     "promptCapabilities" => {
-                        node_270(p).map_err(|e| e.at("promptCapabilities"))?;
+                        if let Err(e) = node_270(p) {
+                            crate::exact::lenient(e.at("promptCapabilities"))?;
+                        }
                         true
                     }
                     "mcpCapabilities" => {
-                        node_271(p).map_err(|e| e.at("mcpCapabilities"))?;
+                        if let Err(e) = node_271(p) {
+                            crate::exact::lenient(e.at("mcpCapabilities"))?;
+                        }
                         true
                     }
                     "sessionCapabilities" => {
-                        node_272(p).map_err(|e| e.at("sessionCapabilities"))?;
+                        if let Err(e) = node_272(p) {
+                            crate::exact::lenient(e.at("sessionCapabilities"))?;
+                        }
                         true
                     }
                     "auth" => {
-                        node_273(p).map_err(|e| e.at("auth"))?;
+                        if let Err(e) = node_273(p) {
+                            crate::exact::lenient(e.at("auth"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_274(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_274(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -9430,19 +9622,27 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "image" => {
-                        node_275(p).map_err(|e| e.at("image"))?;
+                        if let Err(e) = node_275(p) {
+                            crate::exact::lenient(e.at("image"))?;
+                        }
                         true
                     }
                     "audio" => {
-                        node_276(p).map_err(|e| e.at("audio"))?;
+                        if let Err(e) = node_276(p) {
+                            crate::exact::lenient(e.at("audio"))?;
+                        }
                         true
                     }
                     "embeddedContext" => {
-                        node_277(p).map_err(|e| e.at("embeddedContext"))?;
+                        if let Err(e) = node_277(p) {
+                            crate::exact::lenient(e.at("embeddedContext"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_278(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_278(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -9483,15 +9683,21 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "http" => {
-                        node_279(p).map_err(|e| e.at("http"))?;
+                        if let Err(e) = node_279(p) {
+                            crate::exact::lenient(e.at("http"))?;
+                        }
                         true
                     }
                     "sse" => {
-                        node_280(p).map_err(|e| e.at("sse"))?;
+                        if let Err(e) = node_280(p) {
+                            crate::exact::lenient(e.at("sse"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_281(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_281(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -9592,27 +9798,39 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "list" => {
-                        node_283(p).map_err(|e| e.at("list"))?;
+                        if let Err(e) = node_283(p) {
+                            crate::exact::lenient(e.at("list"))?;
+                        }
                         true
                     }
                     "delete" => {
-                        node_285(p).map_err(|e| e.at("delete"))?;
+                        if let Err(e) = node_285(p) {
+                            crate::exact::lenient(e.at("delete"))?;
+                        }
                         true
                     }
                     "additionalDirectories" => {
-                        node_287(p).map_err(|e| e.at("additionalDirectories"))?;
+                        if let Err(e) = node_287(p) {
+                            crate::exact::lenient(e.at("additionalDirectories"))?;
+                        }
                         true
                     }
                     "resume" => {
-                        node_289(p).map_err(|e| e.at("resume"))?;
+                        if let Err(e) = node_289(p) {
+                            crate::exact::lenient(e.at("resume"))?;
+                        }
                         true
                     }
                     "close" => {
-                        node_291(p).map_err(|e| e.at("close"))?;
+                        if let Err(e) = node_291(p) {
+                            crate::exact::lenient(e.at("close"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_292(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_292(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -9639,7 +9857,9 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        node_293(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_293(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -9666,7 +9886,9 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        node_294(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_294(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -9695,7 +9917,9 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        node_295(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_295(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -9722,7 +9946,9 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        node_296(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_296(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -9749,7 +9975,9 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        node_297(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_297(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -9790,11 +10018,15 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "logout" => {
-                        node_299(p).map_err(|e| e.at("logout"))?;
+                        if let Err(e) = node_299(p) {
+                            crate::exact::lenient(e.at("logout"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_300(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_300(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -9821,7 +10053,9 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        node_301(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_301(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -9975,11 +10209,16 @@ pub mod checks {
                         true
                     }
                     "description" => {
-                        node_307(p).map_err(|e| e.at("description"))?;
+                        if let Err(e) = node_307(p) {
+                            crate::exact::lenient(e.at("description"))?;
+                        }
                         true
                     }
                     "args" => {
-                        node_309(p).map_err(|e| e.at("args"))?;
+                        match node_309(p) {
+                            Err(e) if p.is_null() => crate::exact::lenient(e.at("args"))?,
+                            other => other.map_err(|e| e.at("args"))?,
+                        }
                         true
                     }
                     "env" => {
@@ -9987,7 +10226,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_310(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_310(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -10050,11 +10291,15 @@ pub mod checks {
                         true
                     }
                     "description" => {
-                        node_313(p).map_err(|e| e.at("description"))?;
+                        if let Err(e) = node_313(p) {
+                            crate::exact::lenient(e.at("description"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_314(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_314(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -10114,7 +10359,9 @@ pub mod checks {
                         true
                     }
                     "title" => {
-                        node_316(p).map_err(|e| e.at("title"))?;
+                        if let Err(e) = node_316(p) {
+                            crate::exact::lenient(e.at("title"))?;
+                        }
                         true
                     }
                     "version" => {
@@ -10123,7 +10370,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_318(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_318(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -10156,7 +10405,9 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        node_319(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_319(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -10183,7 +10434,9 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        node_320(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_320(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -10219,7 +10472,9 @@ pub mod checks {
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                check_SessionConfigOption(item).map_err(|e| e.at(i.to_string()))?;
+                if let Err(e) = check_SessionConfigOption(item) {
+                    crate::exact::lenient(e.at(i.to_string()))?;
+                }
             }
         }
         Ok(())
@@ -10247,15 +10502,21 @@ pub mod checks {
                         true
                     }
                     "modes" => {
-                        node_323(p).map_err(|e| e.at("modes"))?;
+                        if let Err(e) = node_323(p) {
+                            crate::exact::lenient(e.at("modes"))?;
+                        }
                         true
                     }
                     "configOptions" => {
-                        node_324(p).map_err(|e| e.at("configOptions"))?;
+                        if let Err(e) = node_324(p) {
+                            crate::exact::lenient(e.at("configOptions"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_325(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_325(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -10280,7 +10541,9 @@ pub mod checks {
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                check_SessionMode(item).map_err(|e| e.at(i.to_string()))?;
+                if let Err(e) = check_SessionMode(item) {
+                    crate::exact::lenient(e.at(i.to_string()))?;
+                }
             }
         }
         Ok(())
@@ -10309,11 +10572,15 @@ pub mod checks {
                     }
                     "availableModes" => {
                         seen |= 2u128;
-                        node_327(p).map_err(|e| e.at("availableModes"))?;
+                        if let Err(e) = node_327(p) {
+                            crate::exact::lenient(e.at("availableModes"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_328(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_328(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -10383,11 +10650,15 @@ pub mod checks {
                         true
                     }
                     "description" => {
-                        node_331(p).map_err(|e| e.at("description"))?;
+                        if let Err(e) = node_331(p) {
+                            crate::exact::lenient(e.at("description"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_332(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_332(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -10538,15 +10809,21 @@ pub mod checks {
                         true
                     }
                     "description" => {
-                        node_337(p).map_err(|e| e.at("description"))?;
+                        if let Err(e) = node_337(p) {
+                            crate::exact::lenient(e.at("description"))?;
+                        }
                         true
                     }
                     "category" => {
-                        node_339(p).map_err(|e| e.at("category"))?;
+                        if let Err(e) = node_339(p) {
+                            crate::exact::lenient(e.at("category"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_340(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_340(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -10718,11 +10995,15 @@ pub mod checks {
                         true
                     }
                     "description" => {
-                        node_350(p).map_err(|e| e.at("description"))?;
+                        if let Err(e) = node_350(p) {
+                            crate::exact::lenient(e.at("description"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_351(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_351(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -10757,7 +11038,9 @@ pub mod checks {
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                check_SessionConfigSelectOption(item).map_err(|e| e.at(i.to_string()))?;
+                if let Err(e) = check_SessionConfigSelectOption(item) {
+                    crate::exact::lenient(e.at(i.to_string()))?;
+                }
             }
         }
         Ok(())
@@ -10791,11 +11074,15 @@ pub mod checks {
                     }
                     "options" => {
                         seen |= 4u128;
-                        node_354(p).map_err(|e| e.at("options"))?;
+                        if let Err(e) = node_354(p) {
+                            crate::exact::lenient(e.at("options"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_355(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_355(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -10917,7 +11204,9 @@ pub mod checks {
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                check_SessionConfigOption(item).map_err(|e| e.at(i.to_string()))?;
+                if let Err(e) = check_SessionConfigOption(item) {
+                    crate::exact::lenient(e.at(i.to_string()))?;
+                }
             }
         }
         Ok(())
@@ -10939,15 +11228,21 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "modes" => {
-                        node_360(p).map_err(|e| e.at("modes"))?;
+                        if let Err(e) = node_360(p) {
+                            crate::exact::lenient(e.at("modes"))?;
+                        }
                         true
                     }
                     "configOptions" => {
-                        node_361(p).map_err(|e| e.at("configOptions"))?;
+                        if let Err(e) = node_361(p) {
+                            crate::exact::lenient(e.at("configOptions"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_362(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_362(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -10964,7 +11259,9 @@ pub mod checks {
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                check_SessionInfo(item).map_err(|e| e.at(i.to_string()))?;
+                if let Err(e) = check_SessionInfo(item) {
+                    crate::exact::lenient(e.at(i.to_string()))?;
+                }
             }
         }
         Ok(())
@@ -10995,15 +11292,21 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessions" => {
                         seen |= 1u128;
-                        node_363(p).map_err(|e| e.at("sessions"))?;
+                        if let Err(e) = node_363(p) {
+                            crate::exact::lenient(e.at("sessions"))?;
+                        }
                         true
                     }
                     "nextCursor" => {
-                        node_364(p).map_err(|e| e.at("nextCursor"))?;
+                        if let Err(e) = node_364(p) {
+                            crate::exact::lenient(e.at("nextCursor"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_365(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_365(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -11042,7 +11345,9 @@ pub mod checks {
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_368(item).map_err(|e| e.at(i.to_string()))?;
+                if let Err(e) = node_368(item) {
+                    crate::exact::lenient(e.at(i.to_string()))?;
+                }
             }
         }
         Ok(())
@@ -11089,19 +11394,27 @@ pub mod checks {
                         true
                     }
                     "additionalDirectories" => {
-                        node_369(p).map_err(|e| e.at("additionalDirectories"))?;
+                        if let Err(e) = node_369(p) {
+                            crate::exact::lenient(e.at("additionalDirectories"))?;
+                        }
                         true
                     }
                     "title" => {
-                        node_370(p).map_err(|e| e.at("title"))?;
+                        if let Err(e) = node_370(p) {
+                            crate::exact::lenient(e.at("title"))?;
+                        }
                         true
                     }
                     "updatedAt" => {
-                        node_371(p).map_err(|e| e.at("updatedAt"))?;
+                        if let Err(e) = node_371(p) {
+                            crate::exact::lenient(e.at("updatedAt"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_372(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_372(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -11134,7 +11447,9 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        node_373(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_373(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -11165,7 +11480,9 @@ pub mod checks {
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                check_SessionConfigOption(item).map_err(|e| e.at(i.to_string()))?;
+                if let Err(e) = check_SessionConfigOption(item) {
+                    crate::exact::lenient(e.at(i.to_string()))?;
+                }
             }
         }
         Ok(())
@@ -11187,15 +11504,21 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "modes" => {
-                        node_375(p).map_err(|e| e.at("modes"))?;
+                        if let Err(e) = node_375(p) {
+                            crate::exact::lenient(e.at("modes"))?;
+                        }
                         true
                     }
                     "configOptions" => {
-                        node_376(p).map_err(|e| e.at("configOptions"))?;
+                        if let Err(e) = node_376(p) {
+                            crate::exact::lenient(e.at("configOptions"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_377(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_377(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -11222,7 +11545,9 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        node_378(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_378(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -11249,7 +11574,9 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        node_379(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_379(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -11266,7 +11593,9 @@ pub mod checks {
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                check_SessionConfigOption(item).map_err(|e| e.at(i.to_string()))?;
+                if let Err(e) = check_SessionConfigOption(item) {
+                    crate::exact::lenient(e.at(i.to_string()))?;
+                }
             }
         }
         Ok(())
@@ -11290,11 +11619,15 @@ pub mod checks {
                 let mut matched = match &**k {
                     "configOptions" => {
                         seen |= 1u128;
-                        node_380(p).map_err(|e| e.at("configOptions"))?;
+                        if let Err(e) = node_380(p) {
+                            crate::exact::lenient(e.at("configOptions"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_381(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_381(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -11335,7 +11668,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_383(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_383(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -11456,7 +11791,9 @@ pub mod checks {
                         true
                     }
                     "data" => {
-                        node_391(p).map_err(|e| e.at("data"))?;
+                        if let Err(e) = node_391(p) {
+                            crate::exact::lenient(e.at("data"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -11680,7 +12017,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_410(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_410(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -12291,11 +12630,15 @@ pub mod checks {
                         true
                     }
                     "messageId" => {
-                        node_427(p).map_err(|e| e.at("messageId"))?;
+                        if let Err(e) = node_427(p) {
+                            crate::exact::lenient(e.at("messageId"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_428(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_428(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -12344,7 +12687,9 @@ pub mod checks {
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                check_ToolCallContent(item).map_err(|e| e.at(i.to_string()))?;
+                if let Err(e) = check_ToolCallContent(item) {
+                    crate::exact::lenient(e.at(i.to_string()))?;
+                }
             }
         }
         Ok(())
@@ -12356,7 +12701,9 @@ pub mod checks {
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                check_ToolCallLocation(item).map_err(|e| e.at(i.to_string()))?;
+                if let Err(e) = check_ToolCallLocation(item) {
+                    crate::exact::lenient(e.at(i.to_string()))?;
+                }
             }
         }
         Ok(())
@@ -12397,35 +12744,51 @@ pub mod checks {
                         true
                     }
                     "name" => {
-                        node_431(p).map_err(|e| e.at("name"))?;
+                        if let Err(e) = node_431(p) {
+                            crate::exact::lenient(e.at("name"))?;
+                        }
                         true
                     }
                     "kind" => {
-                        node_432(p).map_err(|e| e.at("kind"))?;
+                        if let Err(e) = node_432(p) {
+                            crate::exact::lenient(e.at("kind"))?;
+                        }
                         true
                     }
                     "status" => {
-                        node_433(p).map_err(|e| e.at("status"))?;
+                        if let Err(e) = node_433(p) {
+                            crate::exact::lenient(e.at("status"))?;
+                        }
                         true
                     }
                     "content" => {
-                        node_434(p).map_err(|e| e.at("content"))?;
+                        if let Err(e) = node_434(p) {
+                            crate::exact::lenient(e.at("content"))?;
+                        }
                         true
                     }
                     "locations" => {
-                        node_435(p).map_err(|e| e.at("locations"))?;
+                        if let Err(e) = node_435(p) {
+                            crate::exact::lenient(e.at("locations"))?;
+                        }
                         true
                     }
                     "rawInput" => {
-                        node_436(p).map_err(|e| e.at("rawInput"))?;
+                        if let Err(e) = node_436(p) {
+                            crate::exact::lenient(e.at("rawInput"))?;
+                        }
                         true
                     }
                     "rawOutput" => {
-                        node_437(p).map_err(|e| e.at("rawOutput"))?;
+                        if let Err(e) = node_437(p) {
+                            crate::exact::lenient(e.at("rawOutput"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_438(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_438(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -12491,7 +12854,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_442(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_442(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -12599,7 +12964,9 @@ pub mod checks {
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                check_PlanEntry(item).map_err(|e| e.at(i.to_string()))?;
+                if let Err(e) = check_PlanEntry(item) {
+                    crate::exact::lenient(e.at(i.to_string()))?;
+                }
             }
         }
         Ok(())
@@ -12623,11 +12990,15 @@ pub mod checks {
                 let mut matched = match &**k {
                     "entries" => {
                         seen |= 1u128;
-                        node_449(p).map_err(|e| e.at("entries"))?;
+                        if let Err(e) = node_449(p) {
+                            crate::exact::lenient(e.at("entries"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_450(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_450(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -12696,11 +13067,15 @@ pub mod checks {
                         true
                     }
                     "input" => {
-                        node_454(p).map_err(|e| e.at("input"))?;
+                        if let Err(e) = node_454(p) {
+                            crate::exact::lenient(e.at("input"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_455(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_455(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -12758,7 +13133,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_458(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_458(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -12778,7 +13155,9 @@ pub mod checks {
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                check_AvailableCommand(item).map_err(|e| e.at(i.to_string()))?;
+                if let Err(e) = check_AvailableCommand(item) {
+                    crate::exact::lenient(e.at(i.to_string()))?;
+                }
             }
         }
         Ok(())
@@ -12802,11 +13181,15 @@ pub mod checks {
                 let mut matched = match &**k {
                     "availableCommands" => {
                         seen |= 1u128;
-                        node_459(p).map_err(|e| e.at("availableCommands"))?;
+                        if let Err(e) = node_459(p) {
+                            crate::exact::lenient(e.at("availableCommands"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_460(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_460(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -12849,7 +13232,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_462(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_462(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -12869,7 +13254,9 @@ pub mod checks {
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                check_SessionConfigOption(item).map_err(|e| e.at(i.to_string()))?;
+                if let Err(e) = check_SessionConfigOption(item) {
+                    crate::exact::lenient(e.at(i.to_string()))?;
+                }
             }
         }
         Ok(())
@@ -12893,11 +13280,15 @@ pub mod checks {
                 let mut matched = match &**k {
                     "configOptions" => {
                         seen |= 1u128;
-                        node_463(p).map_err(|e| e.at("configOptions"))?;
+                        if let Err(e) = node_463(p) {
+                            crate::exact::lenient(e.at("configOptions"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_464(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_464(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -12941,15 +13332,21 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "title" => {
-                        node_465(p).map_err(|e| e.at("title"))?;
+                        if let Err(e) = node_465(p) {
+                            crate::exact::lenient(e.at("title"))?;
+                        }
                         true
                     }
                     "updatedAt" => {
-                        node_466(p).map_err(|e| e.at("updatedAt"))?;
+                        if let Err(e) = node_466(p) {
+                            crate::exact::lenient(e.at("updatedAt"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_467(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_467(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -13001,7 +13398,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_470(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_470(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -13089,11 +13488,15 @@ pub mod checks {
                         true
                     }
                     "cost" => {
-                        node_474(p).map_err(|e| e.at("cost"))?;
+                        if let Err(e) = node_474(p) {
+                            crate::exact::lenient(e.at("cost"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_475(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_475(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -13207,11 +13610,15 @@ pub mod checks {
                         true
                     }
                     "description" => {
-                        node_482(p).map_err(|e| e.at("description"))?;
+                        if let Err(e) = node_482(p) {
+                            crate::exact::lenient(e.at("description"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_483(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_483(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -13307,7 +13714,9 @@ pub mod checks {
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                check_ContentBlock(item).map_err(|e| e.at(i.to_string()))?;
+                if let Err(e) = check_ContentBlock(item) {
+                    crate::exact::lenient(e.at(i.to_string()))?;
+                }
             }
         }
         Ok(())
@@ -13347,15 +13756,21 @@ pub mod checks {
                         true
                     }
                     "summary" => {
-                        node_491(p).map_err(|e| e.at("summary"))?;
+                        if let Err(e) = node_491(p) {
+                            crate::exact::lenient(e.at("summary"))?;
+                        }
                         true
                     }
                     "error" => {
-                        node_492(p).map_err(|e| e.at("error"))?;
+                        if let Err(e) = node_492(p) {
+                            crate::exact::lenient(e.at("error"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_493(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_493(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -13409,7 +13824,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_496(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_496(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -13453,7 +13870,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_498(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_498(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -13657,15 +14076,21 @@ pub mod checks {
                         true
                     }
                     "clientCapabilities" => {
-                        node_518(p).map_err(|e| e.at("clientCapabilities"))?;
+                        if let Err(e) = node_518(p) {
+                            crate::exact::lenient(e.at("clientCapabilities"))?;
+                        }
                         true
                     }
                     "clientInfo" => {
-                        node_520(p).map_err(|e| e.at("clientInfo"))?;
+                        if let Err(e) = node_520(p) {
+                            crate::exact::lenient(e.at("clientInfo"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_521(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_521(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -13741,27 +14166,39 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "fs" => {
-                        node_522(p).map_err(|e| e.at("fs"))?;
+                        if let Err(e) = node_522(p) {
+                            crate::exact::lenient(e.at("fs"))?;
+                        }
                         true
                     }
                     "terminal" => {
-                        node_523(p).map_err(|e| e.at("terminal"))?;
+                        if let Err(e) = node_523(p) {
+                            crate::exact::lenient(e.at("terminal"))?;
+                        }
                         true
                     }
                     "session" => {
-                        node_525(p).map_err(|e| e.at("session"))?;
+                        if let Err(e) = node_525(p) {
+                            crate::exact::lenient(e.at("session"))?;
+                        }
                         true
                     }
                     "auth" => {
-                        node_526(p).map_err(|e| e.at("auth"))?;
+                        if let Err(e) = node_526(p) {
+                            crate::exact::lenient(e.at("auth"))?;
+                        }
                         true
                     }
                     "elicitation" => {
-                        node_528(p).map_err(|e| e.at("elicitation"))?;
+                        if let Err(e) = node_528(p) {
+                            crate::exact::lenient(e.at("elicitation"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_529(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_529(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -13802,15 +14239,21 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "readTextFile" => {
-                        node_530(p).map_err(|e| e.at("readTextFile"))?;
+                        if let Err(e) = node_530(p) {
+                            crate::exact::lenient(e.at("readTextFile"))?;
+                        }
                         true
                     }
                     "writeTextFile" => {
-                        node_531(p).map_err(|e| e.at("writeTextFile"))?;
+                        if let Err(e) = node_531(p) {
+                            crate::exact::lenient(e.at("writeTextFile"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_532(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_532(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -13881,19 +14324,27 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "compaction" => {
-                        node_534(p).map_err(|e| e.at("compaction"))?;
+                        if let Err(e) = node_534(p) {
+                            crate::exact::lenient(e.at("compaction"))?;
+                        }
                         true
                     }
                     "configOptions" => {
-                        node_536(p).map_err(|e| e.at("configOptions"))?;
+                        if let Err(e) = node_536(p) {
+                            crate::exact::lenient(e.at("configOptions"))?;
+                        }
                         true
                     }
                     "notices" => {
-                        node_538(p).map_err(|e| e.at("notices"))?;
+                        if let Err(e) = node_538(p) {
+                            crate::exact::lenient(e.at("notices"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_539(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_539(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -13943,11 +14394,15 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "boolean" => {
-                        node_541(p).map_err(|e| e.at("boolean"))?;
+                        if let Err(e) = node_541(p) {
+                            crate::exact::lenient(e.at("boolean"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_542(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_542(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -13974,7 +14429,9 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        node_543(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_543(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -14015,11 +14472,15 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "terminal" => {
-                        node_544(p).map_err(|e| e.at("terminal"))?;
+                        if let Err(e) = node_544(p) {
+                            crate::exact::lenient(e.at("terminal"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_545(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_545(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -14077,15 +14538,21 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "form" => {
-                        node_547(p).map_err(|e| e.at("form"))?;
+                        if let Err(e) = node_547(p) {
+                            crate::exact::lenient(e.at("form"))?;
+                        }
                         true
                     }
                     "url" => {
-                        node_549(p).map_err(|e| e.at("url"))?;
+                        if let Err(e) = node_549(p) {
+                            crate::exact::lenient(e.at("url"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_550(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_550(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -14112,7 +14579,9 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        node_551(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_551(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -14139,7 +14608,9 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        node_552(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_552(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -14177,7 +14648,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_554(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_554(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -14207,7 +14680,9 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        node_555(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_555(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -14278,16 +14753,28 @@ pub mod checks {
                         true
                     }
                     "additionalDirectories" => {
-                        node_558(p).map_err(|e| e.at("additionalDirectories"))?;
+                        match node_558(p) {
+                            Err(e) if p.is_null() => {
+                                crate::exact::lenient(e.at("additionalDirectories"))?
+                            }
+                            other => other.map_err(|e| e.at("additionalDirectories"))?,
+                        }
                         true
                     }
                     "mcpServers" => {
                         seen |= 4u128;
-                        node_559(p).map_err(|e| e.at("mcpServers"))?;
+                        match node_559(p) {
+                            Err(e) if p.is_null() => {
+                                crate::exact::lenient(e.at("mcpServers"))?
+                            }
+                            other => other.map_err(|e| e.at("mcpServers"))?,
+                        }
                         true
                     }
                     "_meta" => {
-                        node_560(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_560(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -14431,7 +14918,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_566(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_566(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -14502,11 +14991,18 @@ pub mod checks {
                     }
                     "headers" => {
                         seen |= 4u128;
-                        node_569(p).map_err(|e| e.at("headers"))?;
+                        match node_569(p) {
+                            Err(e) if p.is_null() => {
+                                crate::exact::lenient(e.at("headers"))?
+                            }
+                            other => other.map_err(|e| e.at("headers"))?,
+                        }
                         true
                     }
                     "_meta" => {
-                        node_570(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_570(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -14580,11 +15076,18 @@ pub mod checks {
                     }
                     "headers" => {
                         seen |= 4u128;
-                        node_573(p).map_err(|e| e.at("headers"))?;
+                        match node_573(p) {
+                            Err(e) if p.is_null() => {
+                                crate::exact::lenient(e.at("headers"))?
+                            }
+                            other => other.map_err(|e| e.at("headers"))?,
+                        }
                         true
                     }
                     "_meta" => {
-                        node_574(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_574(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -14677,16 +15180,24 @@ pub mod checks {
                     }
                     "args" => {
                         seen |= 4u128;
-                        node_578(p).map_err(|e| e.at("args"))?;
+                        match node_578(p) {
+                            Err(e) if p.is_null() => crate::exact::lenient(e.at("args"))?,
+                            other => other.map_err(|e| e.at("args"))?,
+                        }
                         true
                     }
                     "env" => {
                         seen |= 8u128;
-                        node_579(p).map_err(|e| e.at("env"))?;
+                        match node_579(p) {
+                            Err(e) if p.is_null() => crate::exact::lenient(e.at("env"))?,
+                            other => other.map_err(|e| e.at("env"))?,
+                        }
                         true
                     }
                     "_meta" => {
-                        node_580(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_580(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -14770,7 +15281,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "mcpServers" => {
                         seen |= 1u128;
-                        node_581(p).map_err(|e| e.at("mcpServers"))?;
+                        match node_581(p) {
+                            Err(e) if p.is_null() => {
+                                crate::exact::lenient(e.at("mcpServers"))?
+                            }
+                            other => other.map_err(|e| e.at("mcpServers"))?,
+                        }
                         true
                     }
                     "cwd" => {
@@ -14779,7 +15295,12 @@ pub mod checks {
                         true
                     }
                     "additionalDirectories" => {
-                        node_584(p).map_err(|e| e.at("additionalDirectories"))?;
+                        match node_584(p) {
+                            Err(e) if p.is_null() => {
+                                crate::exact::lenient(e.at("additionalDirectories"))?
+                            }
+                            other => other.map_err(|e| e.at("additionalDirectories"))?,
+                        }
                         true
                     }
                     "sessionId" => {
@@ -14788,7 +15309,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_586(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_586(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -14846,7 +15369,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_589(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_589(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -14884,7 +15409,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_591(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_591(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -14968,15 +15495,27 @@ pub mod checks {
                         true
                     }
                     "additionalDirectories" => {
-                        node_595(p).map_err(|e| e.at("additionalDirectories"))?;
+                        match node_595(p) {
+                            Err(e) if p.is_null() => {
+                                crate::exact::lenient(e.at("additionalDirectories"))?
+                            }
+                            other => other.map_err(|e| e.at("additionalDirectories"))?,
+                        }
                         true
                     }
                     "mcpServers" => {
-                        node_596(p).map_err(|e| e.at("mcpServers"))?;
+                        match node_596(p) {
+                            Err(e) if p.is_null() => {
+                                crate::exact::lenient(e.at("mcpServers"))?
+                            }
+                            other => other.map_err(|e| e.at("mcpServers"))?,
+                        }
                         true
                     }
                     "_meta" => {
-                        node_597(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_597(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -15020,7 +15559,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_599(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_599(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -15071,7 +15612,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_602(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_602(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -15209,7 +15752,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_608(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_608(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -15275,7 +15820,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_611(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_611(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -15459,7 +16006,9 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        node_626(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_626(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -15499,7 +16048,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_628(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_628(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -15540,7 +16091,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_630(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_630(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -15664,7 +16217,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_634(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_634(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -15705,7 +16260,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_636(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_636(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -15774,11 +16331,15 @@ pub mod checks {
                         true
                     }
                     "exitStatus" => {
-                        node_640(p).map_err(|e| e.at("exitStatus"))?;
+                        if let Err(e) = node_640(p) {
+                            crate::exact::lenient(e.at("exitStatus"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_641(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_641(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -15833,15 +16394,21 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "exitCode" => {
-                        node_642(p).map_err(|e| e.at("exitCode"))?;
+                        if let Err(e) = node_642(p) {
+                            crate::exact::lenient(e.at("exitCode"))?;
+                        }
                         true
                     }
                     "signal" => {
-                        node_643(p).map_err(|e| e.at("signal"))?;
+                        if let Err(e) = node_643(p) {
+                            crate::exact::lenient(e.at("signal"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_644(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_644(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -15868,7 +16435,9 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        node_645(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_645(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -15917,15 +16486,21 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "exitCode" => {
-                        node_646(p).map_err(|e| e.at("exitCode"))?;
+                        if let Err(e) = node_646(p) {
+                            crate::exact::lenient(e.at("exitCode"))?;
+                        }
                         true
                     }
                     "signal" => {
-                        node_647(p).map_err(|e| e.at("signal"))?;
+                        if let Err(e) = node_647(p) {
+                            crate::exact::lenient(e.at("signal"))?;
+                        }
                         true
                     }
                     "_meta" => {
-                        node_648(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_648(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -15952,7 +16527,9 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        node_649(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_649(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -16246,7 +16823,9 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        node_658(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_658(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -16450,7 +17029,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_673(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_673(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,
@@ -16491,7 +17072,9 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        node_675(p).map_err(|e| e.at("_meta"))?;
+                        if let Err(e) = node_675(p) {
+                            crate::exact::lenient(e.at("_meta"))?;
+                        }
                         true
                     }
                     _ => false,

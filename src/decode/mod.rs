@@ -136,9 +136,13 @@ impl Decoder {
             self.arena.reset();
         }
         let mut report = Report { direction: hint, ..Report::default() };
-        match self.stream.run(&self.arena, bytes, hint, &mut report) {
+        let (outcome, dropped) = crate::exact::leniency::reading(|| self.stream.run(&self.arena, bytes, hint, &mut report));
+        match outcome {
             Ok(()) => report.accepted = true,
             Err(e) => report.reject(e),
+        }
+        for e in dropped {
+            report.diagnostics.push(format!("lenient ACP member dropped to its default (marked x-deserialize-*): {e}"));
         }
         report
     }

@@ -75,6 +75,43 @@ pub fn number_is(v: &Json<'_>, expected: Num) -> bool {
     }
 }
 
+/// ACP's leniency annotations (`x-deserialize-default-on-error`,
+/// `x-deserialize-skip-invalid-items`) at run time. Generated checks are strict by
+/// default, as the schema is; the wire decoder reads leniently, as the official SDKs do:
+/// inside [`leniency::reading`], a member or item so marked that fails its check is
+/// noted and treated as absent instead of rejecting the message.
+pub mod leniency {
+    use std::cell::{Cell, RefCell};
+
+    use super::Invalid;
+
+    thread_local! {
+        static ACTIVE: Cell<bool> = const { Cell::new(false) };
+        static NOTES: RefCell<Vec<Invalid>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// Runs `f` reading leniently; returns its value and what was dropped.
+    pub fn reading<T>(f: impl FnOnce() -> T) -> (T, Vec<Invalid>) {
+        let was = ACTIVE.with(|a| a.replace(true));
+        let value = f();
+        ACTIVE.with(|a| a.set(was));
+        let notes = if was { Vec::new() } else { NOTES.with(|n| std::mem::take(&mut *n.borrow_mut())) };
+        (value, notes)
+    }
+
+    /// A failure of a lenient member: noted when reading leniently, else the error.
+    pub fn lenient(e: Invalid) -> Result<(), Invalid> {
+        if ACTIVE.with(Cell::get) {
+            NOTES.with(|n| n.borrow_mut().push(e));
+            Ok(())
+        } else {
+            Err(e)
+        }
+    }
+}
+
+pub use leniency::lenient;
+
 /// Runs a generated check on a `Value` (for the decoders and tables that take one).
 pub fn check_value(v: &Value, check: fn(&Json<'_>) -> Result<(), Invalid>) -> Result<(), Invalid> {
     let arena = Bump::new();

@@ -11,6 +11,24 @@ use serde_json::{Map, Value};
 use super::{count, resolve, Emitter};
 use crate::schema::normalize::escape_pointer;
 
+/// ACP's leniency annotations on a member's schema.
+enum Lenient {
+    /// `x-deserialize-default-on-error`: an invalid value is read as the default.
+    OnError,
+    /// `x-deserialize-default-on-null`: `null` is read as the default.
+    OnNull,
+}
+
+fn leniency(schema: &Value) -> Option<Lenient> {
+    if schema.get("x-deserialize-default-on-error") == Some(&Value::Bool(true)) {
+        Some(Lenient::OnError)
+    } else if schema.get("x-deserialize-default-on-null") == Some(&Value::Bool(true)) {
+        Some(Lenient::OnNull)
+    } else {
+        None
+    }
+}
+
 /// What a schema and its `allOf`/`$ref` closure evaluate, for `unevaluated*`.
 #[derive(Default)]
 struct Evaluated {
@@ -114,7 +132,20 @@ impl Emitter<'_> {
             arms.push(match properties.get(*name) {
                 Some(schema) => {
                     let f = self.child(schema, &format!("{pointer}/properties/{}", escape_pointer(name)));
-                    quote! { #name => { #mark #f(p).map_err(|e| e.at(#name))?; true } }
+                    match leniency(schema) {
+                        // ACP's own leniency: a lenient reader drops the member to its
+                        // default (with a note); a strict one rejects, as the schema does.
+                        Some(Lenient::OnError) => quote! {
+                            #name => { #mark if let Err(e) = #f(p) { crate::exact::lenient(e.at(#name))?; } true }
+                        },
+                        Some(Lenient::OnNull) => quote! {
+                            #name => { #mark match #f(p) {
+                                Err(e) if p.is_null() => crate::exact::lenient(e.at(#name))?,
+                                other => other.map_err(|e| e.at(#name))?,
+                            } true }
+                        },
+                        None => quote! { #name => { #mark #f(p).map_err(|e| e.at(#name))?; true } },
+                    }
                 }
                 // Required but without a schema: still unmatched for `additionalProperties`.
                 None => quote! { #name => { #mark false } },
@@ -280,9 +311,18 @@ impl Emitter<'_> {
             ),
             Some(items) => {
                 let f = self.child(items, &format!("{pointer}/items"));
-                checks.push(quote! {
-                    for (i, item) in a.iter().enumerate().skip(#prefix) { #f(item).map_err(|e| e.at(i.to_string()))?; }
-                });
+                if object.get("x-deserialize-skip-invalid-items") == Some(&Value::Bool(true)) {
+                    // ACP's leniency for lists: a lenient reader skips an invalid item.
+                    checks.push(quote! {
+                        for (i, item) in a.iter().enumerate().skip(#prefix) {
+                            if let Err(e) = #f(item) { crate::exact::lenient(e.at(i.to_string()))?; }
+                        }
+                    });
+                } else {
+                    checks.push(quote! {
+                        for (i, item) in a.iter().enumerate().skip(#prefix) { #f(item).map_err(|e| e.at(i.to_string()))?; }
+                    });
+                }
             }
             None => {}
         }
