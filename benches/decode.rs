@@ -88,3 +88,95 @@ fn value_plus_jsonschema(bencher: divan::Bencher) {
         valid
     });
 }
+
+// ---- real SDK traffic ----------------------------------------------------------------------
+
+/// A turn of real traffic recorded from the official TypeScript SDK (every update kind and
+/// client method, two concurrent sessions), with each message's direction.
+fn sdk_turn() -> Vec<(Vec<u8>, checkfu_wire::decode::WireDirection)> {
+    use checkfu_wire::decode::WireDirection;
+    let mut out = Vec::new();
+    for file in ["ts-turn", "ts-concurrent"] {
+        let path = format!("{}/tests/data/sdk-traffic/{file}.capture.jsonl", env!("CARGO_MANIFEST_DIR"));
+        for line in std::fs::read_to_string(path).expect("capture").lines() {
+            let record: Value = serde_json::from_str(line).expect("record");
+            let direction = if record["direction"] == "client_to_agent" { WireDirection::RunnerToAgent } else { WireDirection::AgentToRunner };
+            out.push((record["message"].to_string().into_bytes(), direction));
+        }
+    }
+    out
+}
+
+fn sdk_bytes(messages: &[(Vec<u8>, checkfu_wire::decode::WireDirection)]) -> usize {
+    messages.iter().map(|(m, _)| m.len()).sum()
+}
+
+#[divan::bench]
+fn sdk_parse_floor_ignored_any(bencher: divan::Bencher) {
+    let messages = sdk_turn();
+    bencher.counter(divan::counter::BytesCount::new(sdk_bytes(&messages))).bench(|| {
+        for (m, _) in &messages {
+            let _ = divan::black_box(serde_json::from_slice::<serde::de::IgnoredAny>(m));
+        }
+    });
+}
+
+#[divan::bench]
+fn sdk_decoder_full_acp_validation(bencher: divan::Bencher) {
+    let messages = sdk_turn();
+    bencher.counter(divan::counter::BytesCount::new(sdk_bytes(&messages))).bench(|| {
+        let mut decoder = Decoder::new();
+        let mut accepted = 0;
+        for (m, direction) in &messages {
+            accepted += usize::from(decoder.decode(m, Some(*direction)).accepted);
+        }
+        assert_eq!(accepted, messages.len());
+        accepted
+    });
+}
+
+/// `Value` plus `jsonschema`, each message's params or result validated against its
+/// method's ACP definition (which definition each message needs is worked out before
+/// timing, which favours this baseline).
+#[divan::bench]
+fn sdk_value_plus_jsonschema_per_method(bencher: divan::Bencher) {
+    let messages = sdk_turn();
+    let schema: Value = serde_json::from_str(include_str!("../schemas/acp-v1.schema.json")).expect("schema");
+    let registry = jsonschema::Registry::new().add("urn:acp", schema.clone()).and_then(|r| r.prepare()).expect("registry");
+    let mut validators = std::collections::HashMap::new();
+    let mut plan = Vec::new();
+    let mut pending: std::collections::HashMap<(bool, String), String> = std::collections::HashMap::new();
+    for (m, direction) in &messages {
+        let value: Value = serde_json::from_slice(m).expect("json");
+        let to_agent = *direction == checkfu_wire::decode::WireDirection::RunnerToAgent;
+        let (method, part, suffix) = match value["method"].as_str() {
+            Some(method) => {
+                if value.get("id").is_some() {
+                    pending.insert((to_agent, value["id"].to_string()), method.to_string());
+                }
+                (Some(method.to_string()), "params", if value.get("id").is_some() { "Request" } else { "Notification" })
+            }
+            None => (pending.remove(&(!to_agent, value["id"].to_string())), "result", "Response"),
+        };
+        let def = method.and_then(|method| {
+            schema["$defs"].as_object()?.iter().find(|(n, d)| d["x-method"] == method.as_str() && n.ends_with(suffix)).map(|(n, _)| n.clone())
+        });
+        if let Some(def) = &def {
+            validators.entry(def.clone()).or_insert_with(|| {
+                jsonschema::options().with_registry(&registry).build(&json!({"$ref": format!("urn:acp#/$defs/{def}")})).expect("compiles")
+            });
+        }
+        plan.push((def, part));
+    }
+    bencher.counter(divan::counter::BytesCount::new(sdk_bytes(&messages))).bench(|| {
+        let mut valid = 0;
+        for ((m, _), (def, part)) in messages.iter().zip(&plan) {
+            let value: Value = serde_json::from_slice(m).expect("json");
+            valid += match def {
+                Some(def) => usize::from(validators[def].is_valid(&value[*part])),
+                None => 1,
+            };
+        }
+        valid
+    });
+}

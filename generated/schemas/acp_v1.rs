@@ -5601,14 +5601,15 @@ pub mod checks {
     }
     /// Checks a value against `#/$defs/ToolCallContent` of the input schema.
     pub fn check_ToolCallContent(v: &Json<'_>) -> Result<(), Invalid> {
-        let matched = match v.get("type").and_then(Json::as_str) {
-            Some("content") => check_ToolCallContentContent(v).is_ok(),
-            Some("diff") => check_ToolCallContentDiff(v).is_ok(),
-            Some("terminal") => check_ToolCallContentTerminal(v).is_ok(),
-            _ => false,
-        };
-        if !matched {
-            return Err(Invalid::new("does not match exactly one of the allowed shapes"));
+        match v.get("type").and_then(Json::as_str) {
+            Some("content") => check_ToolCallContentContent(v)?,
+            Some("diff") => check_ToolCallContentDiff(v)?,
+            Some("terminal") => check_ToolCallContentTerminal(v)?,
+            _ => {
+                return Err(
+                    Invalid::new("does not match exactly one of the allowed shapes"),
+                );
+            }
         }
         Ok(())
     }
@@ -5794,16 +5795,17 @@ pub mod checks {
     }
     /// Checks a value against `#/$defs/ContentBlock` of the input schema.
     pub fn check_ContentBlock(v: &Json<'_>) -> Result<(), Invalid> {
-        let matched = match v.get("type").and_then(Json::as_str) {
-            Some("text") => check_ContentBlockText(v).is_ok(),
-            Some("image") => check_ContentBlockImage(v).is_ok(),
-            Some("audio") => check_ContentBlockAudio(v).is_ok(),
-            Some("resource_link") => check_ContentBlockResourceLink(v).is_ok(),
-            Some("resource") => check_ContentBlockResource(v).is_ok(),
-            _ => false,
-        };
-        if !matched {
-            return Err(Invalid::new("does not match exactly one of the allowed shapes"));
+        match v.get("type").and_then(Json::as_str) {
+            Some("text") => check_ContentBlockText(v)?,
+            Some("image") => check_ContentBlockImage(v)?,
+            Some("audio") => check_ContentBlockAudio(v)?,
+            Some("resource_link") => check_ContentBlockResourceLink(v)?,
+            Some("resource") => check_ContentBlockResource(v)?,
+            _ => {
+                return Err(
+                    Invalid::new("does not match exactly one of the allowed shapes"),
+                );
+            }
         }
         Ok(())
     }
@@ -7454,13 +7456,10 @@ pub mod checks {
     }
     /// Checks `#/$defs/CreateElicitationRequest/anyOf/2/not`.
     fn node_159(v: &Json<'_>) -> Result<(), Invalid> {
-        let matched = match v.get("mode").and_then(Json::as_str) {
-            Some("form") => check_CreateElicitationRequestVariant2NotForm(v).is_ok(),
-            Some("url") => check_CreateElicitationRequestVariant2NotUrl(v).is_ok(),
-            _ => false,
-        };
-        if !matched {
-            return Err(Invalid::new("matches none of the allowed shapes"));
+        match v.get("mode").and_then(Json::as_str) {
+            Some("form") => check_CreateElicitationRequestVariant2NotForm(v)?,
+            Some("url") => check_CreateElicitationRequestVariant2NotUrl(v)?,
+            _ => return Err(Invalid::new("matches none of the allowed shapes")),
         }
         Ok(())
     }
@@ -8127,20 +8126,13 @@ pub mod checks {
     }
     /// Checks `#/$defs/ElicitationPropertySchema/anyOf/5/not`.
     fn node_184(v: &Json<'_>) -> Result<(), Invalid> {
-        let matched = match v.get("type").and_then(Json::as_str) {
-            Some("string") => check_ElicitationPropertySchemaVariant5NotString(v).is_ok(),
-            Some("number") => check_ElicitationPropertySchemaVariant5NotNumber(v).is_ok(),
-            Some("integer") => {
-                check_ElicitationPropertySchemaVariant5NotInteger(v).is_ok()
-            }
-            Some("boolean") => {
-                check_ElicitationPropertySchemaVariant5NotBoolean(v).is_ok()
-            }
-            Some("array") => check_ElicitationPropertySchemaVariant5NotArray(v).is_ok(),
-            _ => false,
-        };
-        if !matched {
-            return Err(Invalid::new("matches none of the allowed shapes"));
+        match v.get("type").and_then(Json::as_str) {
+            Some("string") => check_ElicitationPropertySchemaVariant5NotString(v)?,
+            Some("number") => check_ElicitationPropertySchemaVariant5NotNumber(v)?,
+            Some("integer") => check_ElicitationPropertySchemaVariant5NotInteger(v)?,
+            Some("boolean") => check_ElicitationPropertySchemaVariant5NotBoolean(v)?,
+            Some("array") => check_ElicitationPropertySchemaVariant5NotArray(v)?,
+            _ => return Err(Invalid::new("matches none of the allowed shapes")),
         }
         Ok(())
     }
@@ -10837,13 +10829,14 @@ pub mod checks {
                 return Err(Invalid::new("missing required property `name`"));
             }
         }
-        let matched = match v.get("type").and_then(Json::as_str) {
-            Some("select") => check_SessionConfigOptionSelect(v).is_ok(),
-            Some("boolean") => check_SessionConfigOptionBoolean(v).is_ok(),
-            _ => false,
-        };
-        if !matched {
-            return Err(Invalid::new("does not match exactly one of the allowed shapes"));
+        match v.get("type").and_then(Json::as_str) {
+            Some("select") => check_SessionConfigOptionSelect(v)?,
+            Some("boolean") => check_SessionConfigOptionBoolean(v)?,
+            _ => {
+                return Err(
+                    Invalid::new("does not match exactly one of the allowed shapes"),
+                );
+            }
         }
         Ok(())
     }
@@ -12545,39 +12538,30 @@ pub mod checks {
     }
     /// Checks a value against `#/$defs/SessionUpdate` of the input schema.
     pub fn check_SessionUpdate(v: &Json<'_>) -> Result<(), Invalid> {
-        let matched = match v.get("sessionUpdate").and_then(Json::as_str) {
-            Some("user_message_chunk") => check_SessionUpdateUserMessageChunk(v).is_ok(),
-            Some("agent_message_chunk") => {
-                check_SessionUpdateAgentMessageChunk(v).is_ok()
-            }
-            Some("agent_thought_chunk") => {
-                check_SessionUpdateAgentThoughtChunk(v).is_ok()
-            }
-            Some("tool_call") => check_SessionUpdateToolCall(v).is_ok(),
-            Some("tool_call_update") => check_SessionUpdateToolCallUpdate(v).is_ok(),
-            Some("plan") => check_SessionUpdatePlan(v).is_ok(),
+        match v.get("sessionUpdate").and_then(Json::as_str) {
+            Some("user_message_chunk") => check_SessionUpdateUserMessageChunk(v)?,
+            Some("agent_message_chunk") => check_SessionUpdateAgentMessageChunk(v)?,
+            Some("agent_thought_chunk") => check_SessionUpdateAgentThoughtChunk(v)?,
+            Some("tool_call") => check_SessionUpdateToolCall(v)?,
+            Some("tool_call_update") => check_SessionUpdateToolCallUpdate(v)?,
+            Some("plan") => check_SessionUpdatePlan(v)?,
             Some("available_commands_update") => {
-                check_SessionUpdateAvailableCommandsUpdate(v).is_ok()
+                check_SessionUpdateAvailableCommandsUpdate(v)?
             }
-            Some("current_mode_update") => {
-                check_SessionUpdateCurrentModeUpdate(v).is_ok()
-            }
-            Some("config_option_update") => {
-                check_SessionUpdateConfigOptionUpdate(v).is_ok()
-            }
-            Some("session_info_update") => {
-                check_SessionUpdateSessionInfoUpdate(v).is_ok()
-            }
-            Some("usage_update") => check_SessionUpdateUsageUpdate(v).is_ok(),
-            Some("notice") => check_SessionUpdateNotice(v).is_ok(),
-            Some("compaction_update") => check_SessionUpdateCompactionUpdate(v).is_ok(),
+            Some("current_mode_update") => check_SessionUpdateCurrentModeUpdate(v)?,
+            Some("config_option_update") => check_SessionUpdateConfigOptionUpdate(v)?,
+            Some("session_info_update") => check_SessionUpdateSessionInfoUpdate(v)?,
+            Some("usage_update") => check_SessionUpdateUsageUpdate(v)?,
+            Some("notice") => check_SessionUpdateNotice(v)?,
+            Some("compaction_update") => check_SessionUpdateCompactionUpdate(v)?,
             Some("compaction_summary_chunk") => {
-                check_SessionUpdateCompactionSummaryChunk(v).is_ok()
+                check_SessionUpdateCompactionSummaryChunk(v)?
             }
-            _ => false,
-        };
-        if !matched {
-            return Err(Invalid::new("does not match exactly one of the allowed shapes"));
+            _ => {
+                return Err(
+                    Invalid::new("does not match exactly one of the allowed shapes"),
+                );
+            }
         }
         Ok(())
     }
@@ -16179,13 +16163,14 @@ pub mod checks {
     }
     /// Checks a value against `#/$defs/RequestPermissionOutcome` of the input schema.
     pub fn check_RequestPermissionOutcome(v: &Json<'_>) -> Result<(), Invalid> {
-        let matched = match v.get("outcome").and_then(Json::as_str) {
-            Some("cancelled") => check_RequestPermissionOutcomeCancelled(v).is_ok(),
-            Some("selected") => check_RequestPermissionOutcomeSelected(v).is_ok(),
-            _ => false,
-        };
-        if !matched {
-            return Err(Invalid::new("does not match exactly one of the allowed shapes"));
+        match v.get("outcome").and_then(Json::as_str) {
+            Some("cancelled") => check_RequestPermissionOutcomeCancelled(v)?,
+            Some("selected") => check_RequestPermissionOutcomeSelected(v)?,
+            _ => {
+                return Err(
+                    Invalid::new("does not match exactly one of the allowed shapes"),
+                );
+            }
         }
         Ok(())
     }
@@ -16765,16 +16750,11 @@ pub mod checks {
     }
     /// Checks `#/$defs/CreateElicitationResponse/anyOf/3/not`.
     fn node_657(v: &Json<'_>) -> Result<(), Invalid> {
-        let matched = match v.get("action").and_then(Json::as_str) {
-            Some("accept") => check_CreateElicitationResponseVariant3NotAccept(v).is_ok(),
-            Some("decline") => {
-                check_CreateElicitationResponseVariant3NotDecline(v).is_ok()
-            }
-            Some("cancel") => check_CreateElicitationResponseVariant3NotCancel(v).is_ok(),
-            _ => false,
-        };
-        if !matched {
-            return Err(Invalid::new("matches none of the allowed shapes"));
+        match v.get("action").and_then(Json::as_str) {
+            Some("accept") => check_CreateElicitationResponseVariant3NotAccept(v)?,
+            Some("decline") => check_CreateElicitationResponseVariant3NotDecline(v)?,
+            Some("cancel") => check_CreateElicitationResponseVariant3NotCancel(v)?,
+            _ => return Err(Invalid::new("matches none of the allowed shapes")),
         }
         Ok(())
     }

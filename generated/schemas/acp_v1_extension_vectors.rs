@@ -1373,14 +1373,11 @@ pub mod checks {
     }
     /// Checks a value against `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent` of the input schema.
     pub fn check_CheckfuSubagent(v: &Json<'_>) -> Result<(), Invalid> {
-        let matched = match v.get("phase").and_then(Json::as_str) {
-            Some("started") => check_CheckfuSubagentStarted(v).is_ok(),
-            Some("activity") => check_CheckfuSubagentActivity(v).is_ok(),
-            Some("completed") => check_CheckfuSubagentCompleted(v).is_ok(),
-            _ => false,
-        };
-        if !matched {
-            return Err(Invalid::new("matches none of the allowed shapes"));
+        match v.get("phase").and_then(Json::as_str) {
+            Some("started") => check_CheckfuSubagentStarted(v)?,
+            Some("activity") => check_CheckfuSubagentActivity(v)?,
+            Some("completed") => check_CheckfuSubagentCompleted(v)?,
+            _ => return Err(Invalid::new("matches none of the allowed shapes")),
         }
         Ok(())
     }
@@ -3870,59 +3867,47 @@ pub mod checks {
     }
     /// Checks `#/properties/vectors/items`.
     fn node_121(v: &Json<'_>) -> Result<(), Invalid> {
-        let matched = match v.get("name").and_then(Json::as_str) {
+        match v.get("name").and_then(Json::as_str) {
             Some("initialize.full-declaration") => {
-                check_AcpV1ExtensionVectorsVectorsItemInitializeFullDeclaration(v)
-                    .is_ok()
+                check_AcpV1ExtensionVectorsVectorsItemInitializeFullDeclaration(v)?
             }
             Some("initialize.subagents-declaration") => {
-                check_AcpV1ExtensionVectorsVectorsItemInitializeSubagentsDeclaration(v)
-                    .is_ok()
+                check_AcpV1ExtensionVectorsVectorsItemInitializeSubagentsDeclaration(v)?
             }
             Some("initialize.controls-declaration") => {
-                check_AcpV1ExtensionVectorsVectorsItemInitializeControlsDeclaration(v)
-                    .is_ok()
+                check_AcpV1ExtensionVectorsVectorsItemInitializeControlsDeclaration(v)?
             }
             Some("session.new.builtin-tools") => {
-                check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinTools(v).is_ok()
+                check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinTools(v)?
             }
             Some("session.new.output-schema") => {
-                check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchema(v).is_ok()
+                check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchema(v)?
             }
             Some("session.update.subagent-started") => {
-                check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentStarted(v)
-                    .is_ok()
+                check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentStarted(v)?
             }
             Some("session.update.subagent-activity") => {
-                check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentActivity(v)
-                    .is_ok()
+                check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentActivity(v)?
             }
             Some("session.update.subagent-completed") => {
-                check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentCompleted(v)
-                    .is_ok()
+                check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentCompleted(v)?
             }
             Some("session.prompt.turn-telemetry") => {
-                check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetry(v)
-                    .is_ok()
+                check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetry(v)?
             }
             Some("extension.steer.request") => {
-                check_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest(v).is_ok()
+                check_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest(v)?
             }
             Some("extension.steer.response") => {
-                check_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse(v).is_ok()
+                check_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse(v)?
             }
             Some("extension.interrupt.request") => {
-                check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequest(v)
-                    .is_ok()
+                check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequest(v)?
             }
             Some("extension.interrupt.response") => {
-                check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponse(v)
-                    .is_ok()
+                check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponse(v)?
             }
-            _ => false,
-        };
-        if !matched {
-            return Err(Invalid::new("matches none of the allowed shapes"));
+            _ => return Err(Invalid::new("matches none of the allowed shapes")),
         }
         Ok(())
     }

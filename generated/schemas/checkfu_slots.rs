@@ -627,13 +627,10 @@ pub mod checks {
     }
     /// Checks a value against `#/$defs/JournalCheckpoint` of the input schema.
     pub fn check_JournalCheckpoint(v: &Json<'_>) -> Result<(), Invalid> {
-        let matched = match v.get("status").and_then(Json::as_str) {
-            Some("checkpoint") => check_JournalCheckpointCheckpoint(v).is_ok(),
-            Some("too_large") => check_JournalCheckpointTooLarge(v).is_ok(),
-            _ => false,
-        };
-        if !matched {
-            return Err(Invalid::new("matches none of the allowed shapes"));
+        match v.get("status").and_then(Json::as_str) {
+            Some("checkpoint") => check_JournalCheckpointCheckpoint(v)?,
+            Some("too_large") => check_JournalCheckpointTooLarge(v)?,
+            _ => return Err(Invalid::new("matches none of the allowed shapes")),
         }
         Ok(())
     }

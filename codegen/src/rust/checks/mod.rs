@@ -378,18 +378,19 @@ fn discriminator(members: &[Value], defs: &Map<String, Value>) -> Option<(String
     })
 }
 
-/// `anyOf`/`oneOf` by the discriminator: only the alternative the tag names is checked.
+/// `anyOf`/`oneOf` by the discriminator: only the alternative the tag names is checked,
+/// and its error (with the pointer into it) is the union's.
 fn dispatch(key: &str, property: &str, tags: &[String], fns: &[Ident]) -> TokenStream {
     let message = match key {
         "anyOf" => "matches none of the allowed shapes",
         _ => "does not match exactly one of the allowed shapes",
     };
+    // Only the alternative the tag names can match, so its error is the reason.
     quote! {
-        let matched = match v.get(#property).and_then(Json::as_str) {
-            #(Some(#tags) => #fns(v).is_ok(),)*
-            _ => false,
-        };
-        if !matched { return Err(Invalid::new(#message)); }
+        match v.get(#property).and_then(Json::as_str) {
+            #(Some(#tags) => #fns(v)?,)*
+            _ => return Err(Invalid::new(#message)),
+        }
     }
 }
 
