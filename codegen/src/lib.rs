@@ -40,6 +40,8 @@ pub const SCHEMA_TYPES_OUT: &str = "generated/schema_types.rs";
 pub const SCHEMA_MODULES_DIR: &str = "generated/schemas";
 pub const DECODER_TABLES_OUT: &str = "generated/decoder_tables.rs";
 pub const DOCS_PAGE_OUT: &str = "docs/harness-wire-extensions.md";
+/// The ACP grammar of the pinned official schema, as the decoder reads it.
+pub const ACP_GRAMMAR_OUT: &str = "generated/acp-grammar.json";
 
 /// The command that rewrites every checked-in output.
 pub const GENERATE_COMMAND: &str = "cargo run -- generate";
@@ -119,7 +121,12 @@ pub fn generate(root: &Path) -> Result<Generation, Diagnostics> {
     collect(&mut diagnostics, &mut outputs, tables);
     let snapshot = projection::support_snapshot(&compiled, &banner);
     collect(&mut diagnostics, &mut outputs, render(&compiled, &snapshot).map_err(|d| vec![d]));
-    let page = docs::render(&compiled, &templates).map(|page| vec![Output { path: DOCS_PAGE_OUT.into(), contents: page }]);
+    let mut grammar = rust::acp::projection(&plan, &compiled.catalog);
+    let page = docs::render(&compiled, &templates, &grammar).map(|page| vec![Output { path: DOCS_PAGE_OUT.into(), contents: page }]);
+    if let Some(object) = grammar.as_object_mut() {
+        object.insert("$comment".into(), banner.clone().into());
+    }
+    outputs.push(Output { path: ACP_GRAMMAR_OUT.into(), contents: json_file(&grammar) });
     collect(&mut diagnostics, &mut outputs, page.map_err(|d| vec![d]));
     let lock = revisions::lock(root, &compiled, file, &schemas, &banner).map(|o| vec![o]);
     collect(&mut diagnostics, &mut outputs, lock);

@@ -66,7 +66,7 @@ fn cell(value: String) -> String {
     value.replace('|', "\\|")
 }
 
-pub fn render(compiled: &Compiled, templates: &Templates) -> Result<String, Diagnostic> {
+pub fn render(compiled: &Compiled, templates: &Templates, acp_grammar: &serde_json::Value) -> Result<String, Diagnostic> {
     let c = &compiled.catalog;
     let index = Index::new(c);
     let mut env = Environment::new();
@@ -98,6 +98,9 @@ pub fn render(compiled: &Compiled, templates: &Templates) -> Result<String, Diag
     let ctx = context! {
         revisions => &c.revisions,
         acp => &c.acp,
+        acp_methods => tables::acp_methods(acp_grammar),
+        acp_update_kinds => acp_grammar["session_update_kinds"].as_array().map(|k| k.iter().filter_map(|v| v.as_str()).map(|v| format!("`{v}`")).collect::<Vec<_>>().join(", ")).unwrap_or_default(),
+        acp_stop_reasons => acp_grammar["stop_reasons"].as_array().map(|k| k.iter().filter_map(|v| v.as_str()).map(|v| format!("`{v}`")).collect::<Vec<_>>().join(", ")).unwrap_or_default(),
         catalog_sha256 => &compiled.sha256,
         declaration_slot => c.declaration.slot.as_str(),
         upgrades => upgrades,

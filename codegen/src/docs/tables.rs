@@ -28,6 +28,16 @@ fn strings<'a>(items: impl IntoIterator<Item = &'a str>) -> Vec<String> {
     items.into_iter().map(str::to_string).collect()
 }
 
+/// The ACP methods of the pinned schema (`generated/acp-grammar.json`).
+pub fn acp_methods(grammar: &serde_json::Value) -> Table {
+    let mut t = Table::new(&["Method", "Kind", "Handled by", "Params", "Result"]);
+    for m in grammar["methods"].as_array().into_iter().flatten() {
+        let text = |k: &str| m[k].as_str().map_or(UNDECLARED.to_string(), |v| format!("`{v}`"));
+        t.rows.push(vec![text("method"), text("kind"), text("handled_by"), text("params"), text("result")]);
+    }
+    t
+}
+
 pub fn slots(c: &Catalog) -> Table {
     let mut t = Table::new(&["Slot", "Carrier", "Direction", "Payload", "Status"]);
     for s in &c.slots {

@@ -172,3 +172,35 @@ fn alternatives(document: &Value, schema: &Value, tag: Option<&str>) -> Vec<Stri
     }
     out
 }
+
+/// The pinned grammar as the docs page and `generated/acp-grammar.json` show it: every ACP
+/// method of the schema with its side and definitions, and the closed vocabularies.
+pub fn projection(plan: &Plan, catalog: &Catalog) -> Value {
+    let side = |s: Side| match s {
+        Side::Agent => "agent",
+        Side::Client => "client",
+        Side::Protocol => "protocol",
+    };
+    let methods: Vec<Value> = plan
+        .methods
+        .iter()
+        .filter(|m| m.source == "acp")
+        .map(|m| {
+            serde_json::json!({
+                "method": m.name,
+                "handled_by": side(m.side),
+                "kind": if m.notification { "notification" } else { "request" },
+                "params": m.params.as_ref().map(|d| d.name.clone()),
+                "result": m.result.as_ref().map(|d| d.name.clone()),
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "schema": format!("schemas/{}", catalog.acp.schema.as_str()),
+        "revision": catalog.revisions.acp_schema.as_str(),
+        "protocol_version": catalog.acp.protocol_version.value,
+        "methods": methods,
+        "session_update_kinds": plan.vocabularies.update_kinds,
+        "stop_reasons": plan.vocabularies.stop_reasons,
+    })
+}
