@@ -2,7 +2,8 @@
 //! by `tests/sdk-traffic/record.sh`): every message decodes (as a capture with
 //! directions, as one-direction files, and interleaved without directions), the SDKs'
 //! own malformed probes are rejected with a pointer, and shape-broken variants of every
-//! real message are rejected exactly when the official schema rejects them.
+//! real request, notification and result are rejected exactly when the official schema
+//! rejects them (or dropped, where ACP marks a member lenient).
 
 use std::path::{Path, PathBuf};
 
@@ -118,8 +119,47 @@ fn broken_variants_of_real_messages_are_rejected_exactly_when_the_schema_rejects
     let mut disagreements = Vec::new();
     for capture in files(".capture.jsonl").into_iter().filter(|p| p.to_string_lossy().contains("ts-")) {
         let records: Vec<Value> = lines(&capture).iter().map(|l| serde_json::from_str(l).expect("record")).collect();
+        // Requests by (direction, id), for the responses.
+        let mut asked: std::collections::HashMap<(String, String), Value> = std::collections::HashMap::new();
         for (i, record) in records.iter().enumerate() {
             let message = &record["message"];
+            let way = record["direction"].as_str().unwrap_or_default().to_string();
+            if message.get("method").is_some() && message.get("id").is_some() {
+                asked.insert((way.clone(), message["id"].to_string()), message.clone());
+            }
+            if message.get("method").is_none() {
+                let back = if way == "client_to_agent" { "agent_to_client" } else { "client_to_agent" };
+                let Some(request) = asked.get(&(back.to_string(), message["id"].to_string())) else { continue };
+                let (Some(result), Some(method)) = (message.get("result"), request["method"].as_str()) else { continue };
+                let Some(def) = definition(&schema, method, "Response") else { continue };
+                let oracle = jsonschema::options().with_registry(&registry).build(&json!({"$ref": format!("urn:acp#/$defs/{def}")})).expect("oracle");
+                let required: Vec<String> = schema["$defs"][def]["required"].as_array().into_iter().flatten().filter_map(|r| r.as_str().map(String::from)).collect();
+                for mutated in broken(result, &required) {
+                    let mut copy = message.clone();
+                    copy["result"] = mutated.clone();
+                    let mut decoder = Decoder::new();
+                    let ask_way = if back == "client_to_agent" { WireDirection::RunnerToAgent } else { WireDirection::AgentToRunner };
+                    decoder.decode(request.to_string().as_bytes(), Some(ask_way));
+                    let report = decoder.decode(copy.to_string().as_bytes(), Some(direction(record)));
+                    let valid = oracle.is_valid(&mutated);
+                    let dropped = report.diagnostics.iter().any(|d| d.starts_with("lenient ACP member dropped"));
+                    // The closed fields keep their own checks (protocol version, stop reason).
+                    let policy = serde_json::to_value(&report.error).ok().and_then(|e| e["code"].as_str().map(String::from));
+                    let by_policy = matches!(policy.as_deref(), Some("protocol_version" | "unknown_stop_reason"));
+                    if report.accepted && !valid && dropped {
+                        lenient += 1;
+                    } else if report.accepted == valid && !dropped || !report.accepted && valid && by_policy {
+                        agreed += 1;
+                        if !report.accepted {
+                            rejected += 1;
+                            families.insert(def.to_string());
+                        }
+                    } else {
+                        disagreements.push(format!("{method} result: schema says {valid}, decoder {:?}\n  {copy}", report.error));
+                    }
+                }
+                continue;
+            }
             let Some(method) = message["method"].as_str() else { continue };
             let Some(params) = message.get("params") else { continue };
             let suffix = if message.get("id").is_some() { "Request" } else { "Notification" };
@@ -158,7 +198,7 @@ fn broken_variants_of_real_messages_are_rejected_exactly_when_the_schema_rejects
         }
     }
     assert!(disagreements.is_empty(), "{} disagreement(s):\n{}", disagreements.len(), disagreements.iter().take(10).cloned().collect::<Vec<_>>().join("\n"));
-    assert!(families.len() >= 15, "{families:?}");
+    assert!(families.len() >= 30, "{families:?}");
     assert!(lenient > 0, "some broken variant hits a lenient member");
     eprintln!("{agreed} broken variants agree with the schema ({rejected} rejected), {lenient} dropped leniently, over {} definitions", families.len());
 }
