@@ -180,3 +180,56 @@ fn sdk_value_plus_jsonschema_per_method(bencher: divan::Bencher) {
         valid
     });
 }
+
+/// The official Rust SDK's types (`agent-client-protocol-schema`), used as a user of that
+/// crate would: each line into a small envelope, then `ClientRequest::from_method_and_params`
+/// and its siblings by direction, with each request's method remembered per direction for
+/// its response.
+#[divan::bench]
+fn sdk_official_rust_types(bencher: divan::Bencher) {
+    use agent_client_protocol_schema::v1::{AgentNotification, AgentRequest, AgentResponse, ClientNotification, ClientRequest, ClientResponse};
+    use checkfu_wire::decode::WireDirection;
+
+    #[derive(serde::Deserialize)]
+    struct Envelope {
+        #[serde(default)]
+        id: Option<agent_client_protocol_schema::v1::RequestId>,
+        method: Option<String>,
+        #[serde(default)]
+        params: Option<Value>,
+        result: Option<Value>,
+        #[allow(dead_code)]
+        error: Option<Value>,
+    }
+
+    let messages = sdk_turn();
+    bencher.counter(divan::counter::BytesCount::new(sdk_bytes(&messages))).bench(|| {
+        let mut pending: std::collections::HashMap<(bool, String), String> = std::collections::HashMap::new();
+        let mut typed = 0;
+        for (m, direction) in &messages {
+            let Ok(envelope) = serde_json::from_slice::<Envelope>(m) else { continue };
+            let to_agent = *direction == WireDirection::RunnerToAgent;
+            let params = envelope.params.unwrap_or(Value::Null);
+            let ok = match (envelope.method, envelope.id) {
+                (Some(method), Some(id)) => {
+                    pending.insert((to_agent, id.to_string()), method.clone());
+                    if to_agent {
+                        ClientRequest::from_method_and_params(&method, &params).is_ok()
+                    } else {
+                        AgentRequest::from_method_and_params(&method, &params).is_ok()
+                    }
+                }
+                (Some(method), None) if to_agent => ClientNotification::from_method_and_params(&method, &params).is_ok(),
+                (Some(method), None) => AgentNotification::from_method_and_params(&method, &params).is_ok(),
+                (None, Some(id)) => match (pending.remove(&(!to_agent, id.to_string())), envelope.result) {
+                    (Some(method), Some(result)) if !to_agent => AgentResponse::from_method_and_result(&method, result).is_ok(),
+                    (Some(method), Some(result)) => ClientResponse::from_method_and_result(&method, result).is_ok(),
+                    _ => true,
+                },
+                (None, None) => false,
+            };
+            typed += usize::from(ok);
+        }
+        typed
+    });
+}
