@@ -31,41 +31,21 @@ fn discard_rest_of_line(reader: &mut impl BufRead) -> io::Result<()> {
     }
 }
 
-/// A line of a capture (`{"direction": …, "message": …}`), as the probe's `--record`
-/// and the SDK traffic recordings write: the message with the direction it flowed. A
-/// JSON-RPC message always has `jsonrpc`, so the two forms cannot be confused.
+/// A line of a capture (`{"direction": …, "message": …}`), as the SDK traffic
+/// recordings write: the message with the direction it flowed. A JSON-RPC message always
+/// has `jsonrpc`, so the two forms cannot be confused.
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Captured<'a> {
-    direction: CapturedDirection,
+    direction: WireDirection,
     #[serde(borrow)]
     message: &'a serde_json::value::RawValue,
 }
 
-/// A direction as captures spell it: the runner is the ACP client.
-#[derive(Clone, Copy, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum CapturedDirection {
-    #[serde(alias = "agent_to_client")]
-    AgentToRunner,
-    #[serde(alias = "client_to_agent")]
-    RunnerToAgent,
-}
-
-struct Record<'a> {
-    direction: WireDirection,
-    message: &'a serde_json::value::RawValue,
-}
-
-fn captured(bytes: &[u8]) -> Option<Record<'_>> {
+fn captured(bytes: &[u8]) -> Option<Captured<'_>> {
     // Cheap refusal first: a bare message has no `"direction"` member at all.
     memchr::memmem::find(bytes, b"\"direction\"")?;
-    let record: Captured<'_> = serde_json::from_slice(bytes).ok()?;
-    let direction = match record.direction {
-        CapturedDirection::AgentToRunner => WireDirection::AgentToRunner,
-        CapturedDirection::RunnerToAgent => WireDirection::RunnerToAgent,
-    };
-    Some(Record { direction, message: record.message })
+    serde_json::from_slice(bytes).ok()
 }
 
 pub fn decode(file: Option<PathBuf>, direction: Option<WireDirection>) -> i32 {

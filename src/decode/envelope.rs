@@ -184,8 +184,9 @@ impl<'a> Body<'a> {
 struct BodySeed<'p, 'a> {
     body: &'p mut Body<'a>,
     arena: &'a Bump,
-    /// Build `tree` as well (then only `meta` of the parts is read: the bodies with
-    /// typed checks belong to extension methods, whose other parts no rule reads).
+    /// Build `tree` as well (then only `meta` of the parts is read while parsing; the
+    /// update member and the stop reason are taken from the tree afterwards, by
+    /// `Body::complete_from_tree`).
     tree: bool,
 }
 

@@ -332,13 +332,11 @@ impl Stream {
             }
             _ => {}
         }
-        // Whether the result has the shape of `m`'s: its typed check, or for the ACP
-        // methods whose results carry a closed field, that field.
-        let body = &parts.result;
-        let fits = |m: &'static MethodDecoder| match (m.result_check, &body.tree) {
+        // Whether the result has the shape of `m`'s. Every ACP method has a typed result
+        // check, and the envelope pass reads the result whole whenever a candidate has one.
+        let tree = &parts.result.tree;
+        let fits = |m: &'static MethodDecoder| match (m.result_check, tree) {
             (Some(check), Some(tree)) => check(tree).is_ok(),
-            _ if m.name == tables::VERSION_METHOD => body.protocol_version_text().is_some(),
-            _ if m.name == tables::PROMPT_METHOD => body.stop_reason.is_some(),
             _ => false,
         };
         let answered = self.answered(id, hint, fits, report);

@@ -9,11 +9,14 @@ use smallvec::SmallVec;
 use super::tables::SlotClass;
 
 /// Which way a message travels between a harness (agent) and the platform's runner.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
+/// Captures may spell the runner as what it is on the wire, the ACP client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, serde::Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 #[value(rename_all = "snake_case")]
 pub enum WireDirection {
+    #[serde(alias = "agent_to_client")]
     AgentToRunner,
+    #[serde(alias = "client_to_agent")]
     RunnerToAgent,
 }
 

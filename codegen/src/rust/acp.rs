@@ -8,13 +8,11 @@
 //! bear out (a method it lacks, another side, a kind or stop reason it does not name)
 //! fails generation, so the two cannot drift apart.
 
-use std::collections::BTreeMap;
-
 use serde_json::Value;
 
-use super::decoder::{MethodPlan, Plan};
+use super::decoder::{annotated_methods, Plan};
 use crate::catalog::model::{Catalog, Side};
-use crate::schema::normalize::{escape_pointer, ref_target};
+use crate::schema::normalize::ref_target;
 use crate::schema::SchemaSet;
 
 /// What the schema says beyond its methods.
@@ -28,48 +26,10 @@ pub struct Vocabularies {
 pub fn grammar(plan: &mut Plan, schemas: &SchemaSet, catalog: &Catalog) -> Result<Vocabularies, Vec<String>> {
     let file = catalog.acp.schema.as_str();
     let document = schemas.files.get(file).ok_or_else(|| vec![format!("[acp] schema `{file}` is not a file under schemas/")])?;
-    let defs = document.get("$defs").and_then(Value::as_object).cloned().unwrap_or_default();
+    let methods = annotated_methods(plan, schemas, file, "", "acp")?;
     let mut errors = Vec::new();
-    let mut methods: BTreeMap<String, MethodPlan> = BTreeMap::new();
-    for (def, schema) in &defs {
-        let Some(method) = schema.get("x-method").and_then(Value::as_str) else { continue };
-        let side = match schema.get("x-side").and_then(Value::as_str) {
-            Some("agent") => Side::Agent,
-            Some("client") => Side::Client,
-            Some("protocol") => Side::Protocol,
-            other => {
-                errors.push(format!("schemas/{file}#/$defs/{}: unknown x-side {other:?}", escape_pointer(def)));
-                continue;
-            }
-        };
-        let entry = methods.entry(method.to_string()).or_insert_with(|| MethodPlan {
-            name: method.to_string(),
-            source: "acp".into(),
-            side,
-            notification: false,
-            params: None,
-            result: None,
-            envelope: None,
-        });
-        if entry.side != side {
-            errors.push(format!("schemas/{file}: method `{method}` has definitions for two sides"));
-        }
-        let target = match plan.entry(schemas, &format!("{file}#/$defs/{}", escape_pointer(def)), def) {
-            Ok(target) => target,
-            Err(e) => {
-                errors.push(e);
-                continue;
-            }
-        };
-        if def.ends_with("Response") {
-            entry.result = Some(target);
-        } else {
-            entry.notification = def.ends_with("Notification");
-            entry.params = Some(target);
-        }
-    }
     for listed in &catalog.acp.methods {
-        match methods.get(listed.name.as_str()) {
+        match methods.get(listed.name.as_str()).map(|m| &m.plan) {
             None => errors.push(format!("[acp] lists method `{}`, which the pinned schema `{file}` does not define", listed.name.as_str())),
             Some(m) if m.side != listed.side.value || m.notification != listed.notification => errors.push(format!(
                 "[acp] method `{}` differs from the pinned schema `{file}`: side or notification",
@@ -78,19 +38,21 @@ pub fn grammar(plan: &mut Plan, schemas: &SchemaSet, catalog: &Catalog) -> Resul
             Some(_) => {}
         }
     }
-    let tags = |method: &str, part: &str, property: &str, tag: Option<&str>| -> Result<Vec<String>, String> {
+    // The kinds and stop reasons are the alternatives of a member of a method's params or
+    // result definition, found by its key in the schema.
+    let tags = |method: &str, result: bool, property: &str, tag: Option<&str>| -> Result<Vec<String>, String> {
         let m = methods.get(method).ok_or_else(|| format!("the pinned schema `{file}` has no method `{method}`"))?;
-        let def = if part == "params" { m.params.as_ref() } else { m.result.as_ref() };
-        let def = def.ok_or_else(|| format!("`{method}` has no {part} definition in `{file}`"))?;
-        let origin = defs_origin(document, &def.name).ok_or_else(|| format!("no definition `{}` in `{file}`", def.name))?;
-        let schema = resolve(document, origin.get(property).ok_or_else(|| format!("`{method}` {part} has no `{property}`"))?);
-        Ok(alternatives(document, schema, tag))
+        let part = if result { "result" } else { "params" };
+        let key = if result { m.result_def.as_ref() } else { m.params_def.as_ref() };
+        let key = key.ok_or_else(|| format!("`{method}` has no {part} definition in `{file}`"))?;
+        let member = document["$defs"][key.as_str()]["properties"].get(property).ok_or_else(|| format!("`{method}` {part} has no `{property}`"))?;
+        Ok(alternatives(document, resolve(document, member), tag))
     };
-    let update_kinds = tags(catalog.acp.update_method.as_str(), "params", "update", Some("sessionUpdate")).and_then(|kinds| {
+    let update_kinds = tags(catalog.acp.update_method.as_str(), false, "update", Some("sessionUpdate")).and_then(|kinds| {
         // The update member's kinds are its alternatives' `sessionUpdate` constants.
         (!kinds.is_empty()).then_some(kinds).ok_or_else(|| format!("no `sessionUpdate` kinds found in `{file}`"))
     });
-    let stop_reasons = tags(catalog.acp.prompt_method.as_str(), "result", "stopReason", None);
+    let stop_reasons = tags(catalog.acp.prompt_method.as_str(), true, "stopReason", None);
     let mut vocabularies = Vocabularies::default();
     match (update_kinds, stop_reasons) {
         (Ok(kinds), Ok(reasons)) if !reasons.is_empty() => {
@@ -116,18 +78,12 @@ pub fn grammar(plan: &mut Plan, schemas: &SchemaSet, catalog: &Catalog) -> Resul
             errors.push(format!("[acp] names method `{}`, which the pinned schema `{file}` does not define", name.as_str()));
         }
     }
-    plan.methods.extend(methods.into_values());
+    plan.methods.extend(methods.into_values().map(|m| m.plan));
     if errors.is_empty() {
         Ok(vocabularies)
     } else {
         Err(errors)
     }
-}
-
-/// The `properties` of the definition the decoder plan named `name` (a top-level one).
-fn defs_origin<'d>(document: &'d Value, name: &str) -> Option<&'d serde_json::Map<String, Value>> {
-    let defs = document.get("$defs")?.as_object()?;
-    defs.iter().find(|(key, _)| crate::schema::normalize::type_name(key) == name)?.1.get("properties")?.as_object()
 }
 
 /// Follows `$ref`s, and `allOf` wrappers of one reference.

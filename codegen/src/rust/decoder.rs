@@ -268,40 +268,8 @@ fn method_source(plan: &mut Plan, schemas: &SchemaSet, source: &crate::catalog::
     match source.style.value {
         SourceStyle::Annotations => {
             let prefix = source.prefix.as_ref().map_or("", |p| p.as_str());
-            let mut methods: BTreeMap<String, MethodPlan> = BTreeMap::new();
-            for (def, schema) in &defs {
-                let Some(annotation) = schema.get("x-method").and_then(Value::as_str) else { continue };
-                let side = match schema.get("x-side").and_then(Value::as_str) {
-                    Some("agent") => Side::Agent,
-                    Some("client") => Side::Client,
-                    other => return Err(format!("`{file}#/$defs/{def}`: unknown x-side {other:?}")),
-                };
-                let wire = format!("{prefix}{annotation}");
-                if let Some(named) = described_method(schema) {
-                    if named != wire {
-                        plan.warnings.push(format!(
-                            "schemas/{file}#/$defs/{}: the description names method `{named}`, but `x-method` makes it `{wire}`; the decoder uses `{wire}`",
-                            escape_pointer(def)
-                        ));
-                    }
-                }
-                let entry = methods.entry(wire.clone()).or_insert_with(|| MethodPlan {
-                    name: wire.clone(),
-                    source: name.clone(),
-                    side,
-                    notification: false,
-                    params: None,
-                    result: None,
-                    envelope: None,
-                });
-                let target = plan.entry(schemas, &format!("{file}#/$defs/{}", escape_pointer(def)), def)?;
-                if def.ends_with("Response") {
-                    entry.result = Some(target);
-                } else {
-                    entry.params = Some(target);
-                }
-            }
-            plan.methods.extend(methods.into_values());
+            let methods = annotated_methods(plan, schemas, file, prefix, &name).map_err(|errors| errors.join("; "))?;
+            plan.methods.extend(methods.into_values().map(|m| m.plan));
         }
         SourceStyle::MethodEnum => {
             let envelope = plan.entry(schemas, &format!("{file}#"), "")?;
@@ -333,6 +301,77 @@ fn method_source(plan: &mut Plan, schemas: &SchemaSet, source: &crate::catalog::
         }
     }
     Ok(())
+}
+
+/// A method read from `x-method`/`x-side` annotations, with the keys (under `$defs`) of
+/// the definitions of its params and result.
+pub(crate) struct AnnotatedMethod {
+    pub plan: MethodPlan,
+    pub params_def: Option<String>,
+    pub result_def: Option<String>,
+}
+
+/// Every method a schema's definitions annotate with `x-method` (prefixed with `prefix`)
+/// and `x-side`: a `*Response` definition is its result, a `*Request` or `*Notification`
+/// one its params (a notification gets no `id`). Shared by the pinned ACP schema and the
+/// annotation-style method sources.
+pub(crate) fn annotated_methods(
+    plan: &mut Plan,
+    schemas: &SchemaSet,
+    file: &str,
+    prefix: &str,
+    source: &str,
+) -> Result<BTreeMap<String, AnnotatedMethod>, Vec<String>> {
+    let Some(document) = schemas.files.get(file) else { return Err(vec![format!("no schema file `{file}`")]) };
+    let mut methods: BTreeMap<String, AnnotatedMethod> = BTreeMap::new();
+    let mut errors = Vec::new();
+    for (def, schema) in document.get("$defs").and_then(Value::as_object).into_iter().flatten() {
+        let Some(annotation) = schema.get("x-method").and_then(Value::as_str) else { continue };
+        let side = match schema.get("x-side").and_then(Value::as_str) {
+            Some("agent") => Side::Agent,
+            Some("client") => Side::Client,
+            Some("protocol") => Side::Protocol,
+            other => {
+                errors.push(format!("`{file}#/$defs/{}`: unknown x-side {other:?}", escape_pointer(def)));
+                continue;
+            }
+        };
+        let wire = format!("{prefix}{annotation}");
+        if let Some(named) = described_method(schema).filter(|named| *named != wire) {
+            plan.warnings.push(format!(
+                "schemas/{file}#/$defs/{}: the description names method `{named}`, but `x-method` makes it `{wire}`; the decoder uses `{wire}`",
+                escape_pointer(def)
+            ));
+        }
+        let target = match plan.entry(schemas, &format!("{file}#/$defs/{}", escape_pointer(def)), def) {
+            Ok(target) => target,
+            Err(e) => {
+                errors.push(e);
+                continue;
+            }
+        };
+        let entry = methods.entry(wire.clone()).or_insert_with(|| AnnotatedMethod {
+            plan: MethodPlan { name: wire.clone(), source: source.to_string(), side, notification: false, params: None, result: None, envelope: None },
+            params_def: None,
+            result_def: None,
+        });
+        if entry.plan.side != side {
+            errors.push(format!("schemas/{file}: method `{wire}` has definitions for two sides"));
+        }
+        if def.ends_with("Response") {
+            entry.plan.result = Some(target);
+            entry.result_def = Some(def.clone());
+        } else {
+            entry.plan.notification = def.ends_with("Notification");
+            entry.plan.params = Some(target);
+            entry.params_def = Some(def.clone());
+        }
+    }
+    if errors.is_empty() {
+        Ok(methods)
+    } else {
+        Err(errors)
+    }
 }
 
 /// The method a definition's description names (`Method: `_agent/tools``), if any.

@@ -16,8 +16,6 @@
 mod collections;
 mod scalars;
 
-use std::collections::BTreeMap;
-
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 use serde_json::{Map, Value};
@@ -132,7 +130,7 @@ impl Emitter<'_> {
     fn child(&mut self, schema: &Value, pointer: &str) -> Ident {
         if let Some(Value::String(r)) = schema.get("$ref") {
             if schema.as_object().is_some_and(|o| o.keys().all(|k| k == "$ref" || ANNOTATIONS.contains(&k.as_str()))) {
-                if let Some(f) = self.reference(r, pointer) {
+                if let Some(f) = self.reference(r) {
                     return f;
                 }
             }
@@ -209,7 +207,7 @@ impl Emitter<'_> {
         checks.extend(self.scalar_checks(object, pointer));
         checks.extend(self.combinators(object, pointer));
         if let Some(Value::String(r)) = object.get("$ref") {
-            if let Some(f) = self.reference(r, pointer) {
+            if let Some(f) = self.reference(r) {
                 checks.push(quote! { #f(v)?; });
             }
         }
@@ -263,15 +261,9 @@ impl Emitter<'_> {
     }
 
     /// The check function of a referenced definition.
-    fn reference(&mut self, r: &str, pointer: &str) -> Option<Ident> {
-        match defined(r) {
-            Some(name) if self.defs.contains_key(name) => Some(def_fn(name)),
-            // Normalization reported every reference it could not resolve.
-            _ => {
-                let _ = pointer;
-                None
-            }
-        }
+    /// `None` for a reference normalization could not resolve (it reported each one).
+    fn reference(&self, r: &str) -> Option<Ident> {
+        defined(r).filter(|name| self.defs.contains_key(*name)).map(def_fn)
     }
 
     fn type_check(&mut self, ty: &Value, pointer: &str) -> Option<TokenStream> {
@@ -404,9 +396,6 @@ fn resolve<'d>(defs: &'d Map<String, Value>, r: &str) -> Option<(&'d str, &'d Va
     let name = defined(r)?;
     defs.get_key_value(name).map(|(k, v)| (k.as_str(), v))
 }
-
-/// Origin pointers by definition name, for callers mapping errors back to the input.
-pub type Origins = BTreeMap<String, String>;
 
 #[cfg(test)]
 mod tests;
