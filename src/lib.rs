@@ -9,3 +9,5 @@ pub mod exact;
 pub mod schemas;
 pub mod admission;
 pub mod conformance;
+pub mod session;
+pub mod probe;

@@ -35,6 +35,7 @@
 pub mod header;
 pub mod ids;
 mod interrupt;
+pub mod normalize;
 pub mod observation;
 mod ready;
 pub mod report;

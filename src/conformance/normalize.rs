@@ -1,0 +1,190 @@
+//! The normalizing adapter: a live ACP exchange, as the decoder accepted it, into the
+//! observation trace that [`super::check_reader`] (and so `checkfu-wire conform`) reads.
+//!
+//! The probe writes the trace with this module and judges it by parsing that same text with
+//! the checker, so a trace file and the verdicts printed beside it cannot disagree.
+//!
+//! How the wire reads, per the reference page:
+//!
+//! | wire | observation |
+//! |---|---|
+//! | `session/new` answered (the handshake done) | `ready` |
+//! | update `agent_message_chunk` (text content; other content as empty text) | `output` |
+//! | update `tool_call` | `tool_use` (`id` = `toolCallId`, `name` = `title`); also `tool_result` if it arrives settled |
+//! | update `tool_call_update` with status `completed` or `failed` | `tool_result` |
+//! | `checkfu.subagent` `started` / `completed` on any update | `subagent_started` / `subagent_completed`, around the update's own observation |
+//! | any `checkfu.subagent` member on an update | that update's own observation attributed to the subagent |
+//! | `_checkfu/session/steer` sent / answered | `steer_input` / `steering` with the answer's disposition |
+//! | `_checkfu/session/interrupt` sent / answered | `interrupt_request` / `interrupt_ack` |
+//! | `session/prompt` answered | `terminal`: `end_turn` is a success; ACP's `cancelled` is the drained stop reason `interrupted` (a success); any other stop reason, or an error answer (`error`), a failure |
+//!
+//! A `checkfu.subagent` member the decoder dropped (fail-open) produces nothing. Subagent ids
+//! are harness-local: the adapter mints its own (`subagent-1`, …) so raw harness thread ids
+//! never cross the observation boundary. Other update kinds (plans, thoughts, commands,
+//! modes, usage) are not in the observation floor and produce nothing.
+
+use std::collections::HashMap;
+
+use serde_json::{json, Map, Value};
+
+use crate::decode::{Report, SlotStatus};
+
+const SUBAGENT_KEY: &str = "checkfu.subagent";
+
+/// The trace under construction.
+#[derive(Debug, Default)]
+pub struct Normalizer {
+    observations: Vec<Value>,
+    subagents: HashMap<String, String>,
+    /// Every `output` text, concatenated: what reached normalized public output.
+    output: String,
+}
+
+impl Normalizer {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn ready(&mut self) {
+        self.push(json!({"kind": "ready"}));
+    }
+
+    pub fn steer_input(&mut self, event: &str) {
+        self.push(json!({"kind": "steer_input", "event": event}));
+    }
+
+    pub fn steering(&mut self, event: &str, disposition: &str) {
+        self.push(json!({"kind": "steering", "event": event, "disposition": disposition}));
+    }
+
+    pub fn interrupt_request(&mut self) {
+        self.push(json!({"kind": "interrupt_request"}));
+    }
+
+    pub fn interrupt_ack(&mut self, disposition: &str) {
+        self.push(json!({"kind": "interrupt_ack", "disposition": disposition}));
+    }
+
+    /// The answer to `session/prompt`: its stop reason, or `None` for an error answer.
+    pub fn terminal(&mut self, stop_reason: Option<&str>) {
+        let (outcome, stop_reason) = match stop_reason {
+            Some("end_turn") => ("success", "end_turn"),
+            Some("cancelled") => ("success", "interrupted"),
+            Some(other) => ("failure", other),
+            None => ("failure", "error"),
+        };
+        self.push(json!({"kind": "terminal", "outcome": outcome, "stop_reason": stop_reason}));
+    }
+
+    /// A `session/update` notification the decoder accepted.
+    pub fn update(&mut self, report: &Report, message: &Value) {
+        let Some(update) = message.pointer("/params/update") else { return };
+        let lifecycle = report
+            .slots
+            .iter()
+            .any(|s| s.key == SUBAGENT_KEY && s.status == SlotStatus::Decoded)
+            .then(|| update.pointer("/_meta/checkfu.subagent"))
+            .flatten();
+        let phase = lifecycle.and_then(|l| l.get("phase")).and_then(Value::as_str);
+        let harness_id = lifecycle.and_then(|l| l.get("subagent")).and_then(Value::as_str);
+        // An update carrying the member is the subagent's, whatever the phase: absence of
+        // the key is what means the primary loop authored it.
+        let mut attributed = None;
+        if let (Some(phase), Some(harness_id)) = (phase, harness_id) {
+            let minted = self.mint(harness_id);
+            if phase == "started" {
+                let mut start = Map::new();
+                start.insert("kind".into(), json!("subagent_started"));
+                start.insert("subagent".into(), json!(minted));
+                let name = lifecycle.and_then(|l| l.get("name")).and_then(Value::as_str).unwrap_or(harness_id);
+                start.insert("name".into(), json!(name));
+                if let Some(description) = lifecycle.and_then(|l| l.get("description")).and_then(Value::as_str) {
+                    start.insert("description".into(), json!(description));
+                }
+                self.push(Value::Object(start));
+            }
+            attributed = Some(minted);
+        }
+        self.content(update, attributed.as_deref());
+        if let (Some("completed"), Some(harness_id)) = (phase, harness_id) {
+            let minted = self.mint(harness_id);
+            let disposition = lifecycle.and_then(|l| l.get("disposition")).and_then(Value::as_str).unwrap_or("completed");
+            self.push(json!({"kind": "subagent_completed", "subagent": minted, "disposition": disposition}));
+        }
+    }
+
+    /// The update's own observation, if the floor has one for its kind.
+    fn content(&mut self, update: &Value, subagent: Option<&str>) {
+        let with = |mut object: Value| {
+            if let (Some(subagent), Value::Object(map)) = (subagent, &mut object) {
+                map.insert("subagent".into(), json!(subagent));
+            }
+            object
+        };
+        match update.get("sessionUpdate").and_then(Value::as_str) {
+            Some("agent_message_chunk") => {
+                let text = match update.pointer("/content/type").and_then(Value::as_str) {
+                    Some("text") => update.pointer("/content/text").and_then(Value::as_str).unwrap_or_default(),
+                    _ => "",
+                };
+                self.output.push_str(text);
+                self.push(with(json!({"kind": "output", "text": text})));
+            }
+            Some("tool_call") => {
+                let id = update.get("toolCallId").and_then(Value::as_str).unwrap_or_default();
+                let mut use_ = json!({"kind": "tool_use", "id": id});
+                if let Some(title) = update.get("title").and_then(Value::as_str) {
+                    use_["name"] = json!(title);
+                }
+                self.push(with(use_));
+                if settled(update) {
+                    self.push(with(json!({"kind": "tool_result", "id": id})));
+                }
+            }
+            Some("tool_call_update") if settled(update) => {
+                let id = update.get("toolCallId").and_then(Value::as_str).unwrap_or_default();
+                self.push(with(json!({"kind": "tool_result", "id": id})));
+            }
+            _ => {}
+        }
+    }
+
+    fn mint(&mut self, harness_id: &str) -> String {
+        let next = self.subagents.len() + 1;
+        self.subagents.entry(harness_id.to_owned()).or_insert_with(|| format!("subagent-{next}")).clone()
+    }
+
+    fn push(&mut self, observation: Value) {
+        self.observations.push(observation);
+    }
+
+    /// Every `output` text so far, concatenated.
+    pub fn output_text(&self) -> &str {
+        &self.output
+    }
+
+    pub fn len(&self) -> usize {
+        self.observations.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.observations.is_empty()
+    }
+
+    /// The trace: the header line (`declared` axes, `opt_in` cases), then one line per
+    /// observation.
+    pub fn trace(&self, declared: &[(&str, &str)], opt_in: &[&str]) -> String {
+        let declared: Map<String, Value> = declared.iter().map(|(axis, value)| ((*axis).to_owned(), json!(value))).collect();
+        let mut text = json!({"trace": 1, "declared": declared, "opt_in": opt_in}).to_string();
+        text.push('\n');
+        for observation in &self.observations {
+            text.push_str(&observation.to_string());
+            text.push('\n');
+        }
+        text
+    }
+}
+
+fn settled(update: &Value) -> bool {
+    matches!(update.get("status").and_then(Value::as_str), Some("completed" | "failed"))
+}

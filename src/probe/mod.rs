@@ -1,0 +1,528 @@
+//! `checkfu-wire probe`: a live local diagnostic against any ACP harness.
+//!
+//! One run is the reference page's local diagnostic: a real ACP `initialize` (whose
+//! `checkfu.capabilities` is admitted against a driver envelope), `session/new` carrying the
+//! authority members given on the command line, one diagnostic prompt bearing a nonce (with a
+//! scripted steer when `mid_run_input: native` was admitted, and a scripted cooperative
+//! interrupt when asked for and `interrupt: cooperative` was admitted), normalized
+//! observations judged by the seven conformance checks, and teardown. The result is
+//! `unsigned_local_only`: feedback for an author, never qualification.
+//!
+//! The wire runs through [`crate::session::Session`] (and so through the generated decoder);
+//! the observations are written by [`crate::conformance::normalize`] and judged by parsing
+//! that very trace with [`crate::conformance::check_str`], so `conform` on the `--trace` file
+//! gives the same verdicts.
+
+pub mod result;
+
+use std::ffi::OsString;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Map, Value};
+
+use crate::admission::{self, AdmittedCapabilities};
+use crate::catalog;
+use crate::conformance::{self, normalize::Normalizer, Outcome};
+use crate::decode::tables::{PROMPT_METHOD, PROTOCOL_VERSION, UPDATE_METHOD, VERSION_METHOD};
+use crate::session::{self, Fault, Incoming, PermissionPolicy, Session};
+pub use result::{ProbeResult, Step, StepStatus};
+use result::{Admission, HarnessInfo, Wire};
+
+const NEW_SESSION: &str = "session/new";
+const STEER_METHOD: &str = "_checkfu/session/steer";
+const INTERRUPT_METHOD: &str = "_checkfu/session/interrupt";
+const OPT_IN_INTERRUPT: &str = "cooperative_interrupt_drained";
+
+/// What the probe is told.
+#[derive(Clone, Debug)]
+pub struct ProbeOptions {
+    pub command: Vec<OsString>,
+    pub driver: String,
+    pub retention: String,
+    pub builtin_tools: Option<Vec<String>>,
+    pub continuity: Option<String>,
+    pub runtime_config: Option<Value>,
+    pub output_schema: Option<Value>,
+    pub interrupt: bool,
+    pub permission: PermissionPolicy,
+    pub step_timeout: Duration,
+    pub deadline: Duration,
+    /// How long the turn is still watched after its terminal (late or duplicate emissions).
+    pub settle: Duration,
+    /// How long teardown waits for an exit after closing stdin, and again after SIGTERM.
+    pub kill_grace: Duration,
+}
+
+impl ProbeOptions {
+    /// The defaults: the catalog's ACP driver, durable retention, 30 s steps, 120 s in all.
+    pub fn new(command: Vec<OsString>) -> ProbeOptions {
+        let driver = catalog::REVISIONS.iter().find(|(k, _)| *k == "driver").map_or("", |(_, v)| *v);
+        ProbeOptions {
+            command,
+            driver: driver.to_owned(),
+            retention: String::from("durable"),
+            builtin_tools: None,
+            continuity: None,
+            runtime_config: None,
+            output_schema: None,
+            interrupt: false,
+            permission: PermissionPolicy::Allow,
+            step_timeout: Duration::from_secs(30),
+            deadline: Duration::from_secs(120),
+            settle: Duration::from_millis(250),
+            kill_grace: Duration::from_secs(2),
+        }
+    }
+}
+
+/// A run that could not begin: bad options, or a command that cannot be started.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UsageError {
+    Options(String),
+    CannotStart(String),
+}
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UsageError::Options(m) | UsageError::CannotStart(m) => f.write_str(m),
+        }
+    }
+}
+
+/// The `_meta` of `session/new`: the authority members from the options, each checked by
+/// the same decoder the harness's side will face (and the output schema by the safety
+/// profile), so a bad flag is a usage error before anything is started.
+fn authority_meta(options: &ProbeOptions) -> Result<Map<String, Value>, UsageError> {
+    let mut meta = Map::new();
+    if let Some(tools) = &options.builtin_tools {
+        meta.insert("checkfu.builtin_tools".into(), json!(tools));
+    }
+    if let Some(continuity) = &options.continuity {
+        meta.insert("checkfu.continuity".into(), json!(continuity));
+    }
+    if let Some(config) = &options.runtime_config {
+        meta.insert("checkfu.runtime_config".into(), config.clone());
+    }
+    if let Some(schema) = &options.output_schema {
+        let verdict = checkfu_wire_safety::lint_value(schema);
+        if let Some(v) = verdict.violations.first() {
+            return Err(UsageError::Options(format!(
+                "--output-schema fails the safety profile: {} at `{}`: {} ({} violation(s) in all; see `checkfu-wire lint-schema`)",
+                v.rule,
+                v.pointer,
+                v.message,
+                verdict.violations.len()
+            )));
+        }
+        meta.insert("checkfu.output_schema".into(), schema.clone());
+    }
+    let probe = json!({"jsonrpc": "2.0", "id": 0, "method": NEW_SESSION,
+        "params": {"cwd": "/", "mcpServers": [], "_meta": meta}});
+    let report = crate::decode::Decoder::new().decode(probe.to_string().as_bytes(), Some(crate::decode::WireDirection::RunnerToAgent));
+    if let Some(error) = report.error {
+        return Err(UsageError::Options(format!("the session/new authority members are refused: {}", error.message)));
+    }
+    Ok(meta)
+}
+
+/// Runs the probe. `Err` only when the run cannot begin; every harness behaviour is a result.
+pub fn run(options: &ProbeOptions) -> Result<ProbeResult, UsageError> {
+    let envelope = catalog::envelope(&options.driver, &options.retention).ok_or_else(|| {
+        let known: Vec<String> = catalog::ENVELOPES.iter().map(|e| format!("{} / {}", e.owner, e.retention.unwrap_or("-"))).collect();
+        UsageError::Options(format!(
+            "no envelope for driver `{}` with retention `{}` (the catalog has: {})",
+            options.driver,
+            options.retention,
+            known.join(", ")
+        ))
+    })?;
+    let meta = authority_meta(options)?;
+    let session_options = session::Options { permission: options.permission, deadline: options.deadline };
+    let session = Session::start(&options.command, session_options).map_err(|e| {
+        let command = options.command.first().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
+        UsageError::CannotStart(format!("cannot start `{command}`: {e}"))
+    })?;
+    let mut run = Run::new(session, options);
+    run.admission.driver = options.driver.clone();
+    run.admission.retention = options.retention.clone();
+    let admitted = run.initialize(envelope);
+    let session_id = match &admitted {
+        Some(_) => run.start_session(meta),
+        None => {
+            run.skip("session_start", "the initialize handshake failed");
+            None
+        }
+    };
+    match (&admitted, session_id) {
+        (Some(admitted), Some(session_id)) => run.prompt(admitted, &session_id),
+        (_, _) => run.skip("prompt_exchange", "no session was started"),
+    }
+    Ok(run.finish(admitted.as_ref()))
+}
+
+/// One run's state.
+struct Run<'o> {
+    session: Session,
+    options: &'o ProbeOptions,
+    normalizer: Normalizer,
+    steps: Vec<(&'static str, Step)>,
+    admission: Admission,
+    agent_info: Value,
+    nonce: String,
+    /// Ids of the scripted requests in flight, and the steer's event id.
+    prompt_id: Option<i64>,
+    steer: Option<(i64, String)>,
+    interrupt_id: Option<i64>,
+    /// The session to interrupt, until the scripted interrupt is sent.
+    interrupt_wanted: Option<String>,
+    /// The answer to `session/prompt` arrived (once, or more).
+    terminals: usize,
+    /// A harness fault seen while a step was not waiting (during the settle window).
+    late_fault: Option<String>,
+}
+
+impl<'o> Run<'o> {
+    fn new(session: Session, options: &'o ProbeOptions) -> Run<'o> {
+        let nonce = nonce();
+        Run {
+            session,
+            options,
+            normalizer: Normalizer::new(),
+            steps: Vec::new(),
+            admission: Admission::default(),
+            agent_info: Value::Null,
+            nonce,
+            prompt_id: None,
+            steer: None,
+            interrupt_id: None,
+            interrupt_wanted: None,
+            terminals: 0,
+            late_fault: None,
+        }
+    }
+
+    fn step(&mut self, name: &'static str, started: Instant, outcome: Result<(), String>) {
+        let ms = started.elapsed().as_millis() as u64;
+        let (status, reason) = match outcome {
+            Ok(()) => (StepStatus::Passed, None),
+            Err(reason) => (StepStatus::Failed, Some(reason)),
+        };
+        self.steps.push((name, Step { status, ms, reason }));
+    }
+
+    fn skip(&mut self, name: &'static str, reason: &str) {
+        self.steps.push((name, Step { status: StepStatus::Skipped, ms: 0, reason: Some(reason.to_owned()) }));
+    }
+
+    fn step_deadline(&self) -> Instant {
+        Instant::now() + self.options.step_timeout
+    }
+
+    /// Waits for the answer to request `id`, handling everything else that arrives.
+    fn wait_for(&mut self, id: i64, until: Instant) -> Result<(Value, Vec<u8>), Fault> {
+        loop {
+            match self.session.next(until)? {
+                Incoming::Response { id: got, message, bytes, .. } if got == id => return Ok((message, bytes)),
+                other => self.dispatch(other),
+            }
+        }
+    }
+
+    /// What a message means for the observations.
+    fn dispatch(&mut self, incoming: Incoming) {
+        match incoming {
+            Incoming::Notification { method, message, report } => {
+                if method == UPDATE_METHOD {
+                    self.normalizer.update(&report, &message);
+                }
+            }
+            Incoming::Response { id, message, .. } => {
+                if Some(id) == self.prompt_id {
+                    self.terminal(&message);
+                } else if let Some((steer_id, event)) = self.steer.clone().filter(|(s, _)| *s == id) {
+                    debug_assert_eq!(steer_id, id);
+                    if let Some(disposition) = message.pointer("/result/disposition").and_then(Value::as_str) {
+                        self.normalizer.steering(&event, disposition);
+                    }
+                    self.send_interrupt();
+                } else if Some(id) == self.interrupt_id {
+                    if let Some(disposition) = message.pointer("/result/disposition").and_then(Value::as_str) {
+                        self.normalizer.interrupt_ack(disposition);
+                    }
+                }
+            }
+            Incoming::Stray { message, report } => {
+                // A second answer to the prompt is identified by its stop reason.
+                if report.method == Some(PROMPT_METHOD) {
+                    self.terminal(&message);
+                }
+            }
+        }
+    }
+
+    fn terminal(&mut self, message: &Value) {
+        self.terminals += 1;
+        let stop_reason = message.pointer("/result/stopReason").and_then(Value::as_str);
+        self.normalizer.terminal(stop_reason);
+    }
+
+    fn initialize(&mut self, envelope: &'static catalog::Envelope) -> Option<AdmittedCapabilities> {
+        let started = Instant::now();
+        let params = json!({
+            "protocolVersion": PROTOCOL_VERSION,
+            "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": false},
+            "clientInfo": {"name": "checkfu-wire probe", "version": env!("CARGO_PKG_VERSION")},
+        });
+        let until = self.step_deadline();
+        let answer = self.session.request(VERSION_METHOD, params).and_then(|id| self.wait_for(id, until));
+        let (message, bytes) = match answer {
+            Ok(answer) => answer,
+            Err(fault) => {
+                self.step("initialize_handshake", started, Err(format!("initialize: {fault}")));
+                return None;
+            }
+        };
+        if let Some(error) = message.get("error") {
+            self.step("initialize_handshake", started, Err(format!("initialize answered an error: {}", rpc_error(error))));
+            return None;
+        }
+        self.agent_info = message.pointer("/result/agentInfo").cloned().unwrap_or(Value::Null);
+        self.admission.declaration = message.pointer("/result/_meta/checkfu.capabilities").cloned().unwrap_or(Value::Null);
+        match admission::admit_wire(envelope, &bytes) {
+            Ok(admitted) => {
+                self.admission.admitted_axes = admitted.promotions().iter().map(|u| u.axis).collect();
+                self.admission.admitted = admitted.values().iter().map(|(a, v)| ((*a).to_owned(), json!(v))).collect();
+                self.admission.mechanisms = admitted.mechanisms().iter().map(|(m, v)| (m.member.to_owned(), json!(v))).collect();
+                self.step("initialize_handshake", started, Ok(()));
+                Some(admitted)
+            }
+            Err(error) => {
+                self.admission.error = Some(error.to_string());
+                self.step("initialize_handshake", started, Err(format!("the declaration was refused: {error}")));
+                None
+            }
+        }
+    }
+
+    fn start_session(&mut self, meta: Map<String, Value>) -> Option<String> {
+        let started = Instant::now();
+        let cwd = self.session.workspace().root().to_string_lossy().into_owned();
+        let mut params = json!({"cwd": cwd, "mcpServers": []});
+        if !meta.is_empty() {
+            params["_meta"] = Value::Object(meta);
+        }
+        let until = self.step_deadline();
+        let answer = self.session.request(NEW_SESSION, params).and_then(|id| self.wait_for(id, until));
+        let outcome = match answer {
+            Err(fault) => Err(format!("session/new: {fault}")),
+            Ok((message, _)) => match (message.get("error"), message.pointer("/result/sessionId").and_then(Value::as_str)) {
+                (Some(error), _) => Err(format!("session/new answered an error: {}", rpc_error(error))),
+                (None, Some(id)) => Ok(id.to_owned()),
+                (None, None) => Err(String::from("session/new answered without a sessionId")),
+            },
+        };
+        match outcome {
+            Ok(id) => {
+                self.normalizer.ready();
+                self.step("session_start", started, Ok(()));
+                Some(id)
+            }
+            Err(reason) => {
+                self.step("session_start", started, Err(reason));
+                None
+            }
+        }
+    }
+
+    fn prompt(&mut self, admitted: &AdmittedCapabilities, session_id: &str) {
+        let started = Instant::now();
+        let until = self.step_deadline();
+        let text = format!("Checkfu local diagnostic. Reply with the nonce {} and end the turn.", self.nonce);
+        let params = json!({"sessionId": session_id, "prompt": [{"type": "text", "text": text}]});
+        let outcome = self.run_turn(admitted, session_id, params, until);
+        self.step("prompt_exchange", started, outcome);
+    }
+
+    fn run_turn(&mut self, admitted: &AdmittedCapabilities, session_id: &str, params: Value, until: Instant) -> Result<(), String> {
+        let prompt = self.session.request(PROMPT_METHOD, params).map_err(|f| format!("session/prompt: {f}"))?;
+        self.prompt_id = Some(prompt);
+        let steer = upgrade_admitted(admitted, "steering_delivered");
+        let interrupt = self.options.interrupt && upgrade_admitted(admitted, OPT_IN_INTERRUPT);
+        self.interrupt_wanted = interrupt.then(|| session_id.to_owned());
+        if steer {
+            let event = format!("probe-steer-{}", self.nonce);
+            let params = json!({"sessionId": session_id, "id": event, "content": "Keep the reply to the nonce only."});
+            let id = self.session.request(STEER_METHOD, params).map_err(|f| format!("{STEER_METHOD}: {f}"))?;
+            self.normalizer.steer_input(&event);
+            self.steer = Some((id, event));
+        } else {
+            self.send_interrupt();
+        }
+        let answer = self.wait_for(prompt, until);
+        let (message, _) = answer.map_err(|fault| format!("session/prompt: {fault}"))?;
+        self.terminal(&message);
+        // The turn is over; watch it a little longer for late or duplicate emissions.
+        let settle_until = Instant::now() + self.options.settle;
+        loop {
+            match self.session.next(settle_until) {
+                Ok(incoming) => self.dispatch(incoming),
+                Err(Fault::Timeout { .. } | Fault::Deadline | Fault::Closed) => break,
+                Err(fault) => {
+                    self.late_fault = Some(fault.to_string());
+                    break;
+                }
+            }
+        }
+        if let Some(error) = message.get("error") {
+            return Err(format!("session/prompt answered an error: {}", rpc_error(error)));
+        }
+        if let Some(fault) = &self.late_fault {
+            return Err(format!("after the turn: {fault}"));
+        }
+        if !self.normalizer.output_text().contains(&self.nonce) {
+            return Err(format!("the nonce {} did not reach normalized output (agent_message_chunk text)", self.nonce));
+        }
+        Ok(())
+    }
+
+    /// Sends the scripted cooperative interrupt, once, if it is wanted: right after the
+    /// prompt, or after the steer's acknowledgement when a steer went first.
+    fn send_interrupt(&mut self) {
+        let Some(session_id) = self.interrupt_wanted.take() else { return };
+        match self.session.request(INTERRUPT_METHOD, json!({"sessionId": session_id})) {
+            Ok(id) => {
+                self.normalizer.interrupt_request();
+                self.interrupt_id = Some(id);
+            }
+            Err(fault) => self.session.diagnostics.push(format!("{INTERRUPT_METHOD} not sent: {fault}")),
+        }
+    }
+
+    /// Teardown, the checks over the trace, and the result.
+    fn finish(mut self, admitted: Option<&AdmittedCapabilities>) -> ProbeResult {
+        let started = Instant::now();
+        let teardown = self.session.teardown(self.options.kill_grace);
+        let outcome = match teardown.ending {
+            _ if !teardown.leftover.is_empty() => Err(format!("processes of the harness's group survived teardown: {:?}", teardown.leftover)),
+            session::Ending::Killed => Err(String::from("the harness ignored EOF on stdin and SIGTERM; it was killed")),
+            session::Ending::Unreaped => Err(String::from("the harness could not be reaped after SIGKILL")),
+            _ => Ok(()),
+        };
+        self.step("teardown", started, outcome);
+
+        let declared: Vec<(&str, &str)> = admitted.map(|a| a.values().to_vec()).unwrap_or_default();
+        let opt_in: &[&str] = if self.options.interrupt { &[OPT_IN_INTERRUPT] } else { &[] };
+        let trace = self.normalizer.trace(&declared, opt_in);
+        // The trace is ours; a checker refusal of it would be a bug in the normalizer.
+        let report = match conformance::check_str(&trace) {
+            Ok(report) => report,
+            Err(e) => panic!("the probe wrote a trace the checker refuses: {e}\n{trace}"),
+        };
+        let checks = serde_json::from_str::<Value>(&report.to_json()).map(|v| v["checks"].clone()).unwrap_or(Value::Null);
+        if let Some(admitted) = admitted {
+            self.admission.realized = realized(admitted, &report);
+        }
+
+        let (stderr_bytes, mut stderr_tail) = self.session.stderr();
+        if stderr_tail.len() > 4096 {
+            let mut cut = stderr_tail.len() - 4096;
+            while !stderr_tail.is_char_boundary(cut) {
+                cut += 1;
+            }
+            stderr_tail = stderr_tail[cut..].to_owned();
+        }
+        let exit = match teardown.status {
+            Some(status) => match (status.code(), std::os::unix::process::ExitStatusExt::signal(&status)) {
+                (Some(code), _) => json!({"code": code}),
+                (None, Some(signal)) => json!({"signal": signal}),
+                (None, None) => Value::Null,
+            },
+            None => Value::Null,
+        };
+        let harness = HarnessInfo {
+            command: self.options.command.iter().map(|c| c.to_string_lossy().into_owned()).collect(),
+            pid: self.session.pid(),
+            agent_info: self.agent_info.clone(),
+            exit,
+            ending: teardown.ending.name(),
+            reaped_children: teardown.reaped_children,
+            leftover_processes: teardown.leftover.clone(),
+            stderr_bytes,
+            stderr_tail,
+        };
+        let (record, record_truncated) = self.session.record();
+        let wire = Wire {
+            messages_in: self.session.messages_in,
+            messages_out: self.session.messages_out,
+            record_truncated,
+            diagnostics: self.session.diagnostics.clone(),
+        };
+        let record = record.to_vec();
+        let steps = self
+            .steps
+            .iter()
+            .map(|(name, step)| ((*name).to_owned(), serde_json::to_value(step).unwrap_or(Value::Null)))
+            .collect();
+        ProbeResult {
+            qualification: result::QUALIFICATION,
+            steps,
+            admission: self.admission,
+            checks,
+            harness,
+            nonce: self.nonce,
+            client_requests: self.session.client_requests.clone(),
+            wire,
+            report,
+            step_list: self.steps,
+            trace,
+            record,
+        }
+    }
+}
+
+/// Whether the declaration admitted the upgrade whose evidence is `check`.
+fn upgrade_admitted(admitted: &AdmittedCapabilities, check: &str) -> bool {
+    catalog::UPGRADES
+        .iter()
+        .filter(|u| u.evidence == Some(check))
+        .any(|u| admitted.value(u.axis) == Some(u.to))
+}
+
+/// The admitted set with every evidence-gated promotion whose case did not pass in this run
+/// put back to the value it was promoted from.
+fn realized(admitted: &AdmittedCapabilities, report: &conformance::Report) -> Map<String, Value> {
+    admitted
+        .values()
+        .iter()
+        .map(|(axis, value)| {
+            let pending = admitted.promotions().iter().find(|u| u.axis == *axis && u.evidence.is_some());
+            let value = match pending {
+                Some(u) if report.outcome(u.evidence.unwrap_or_default()) != Some(&Outcome::Pass) => u.from,
+                _ => value,
+            };
+            ((*axis).to_owned(), json!(value))
+        })
+        .collect()
+}
+
+fn rpc_error(error: &Value) -> String {
+    let code = error.get("code").map_or_else(|| String::from("?"), Value::to_string);
+    let message = error.get("message").and_then(Value::as_str).unwrap_or("");
+    format!("{code} {message:?}")
+}
+
+/// A nonce no harness can guess: the time, the pid and a per-process counter, hashed.
+fn nonce() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    // std's RandomState is seeded from the OS per process; mixing in time and a counter makes
+    // every run's nonce distinct.
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    hasher.write_u128(now);
+    hasher.write_u32(std::process::id());
+    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    format!("cf-{:016x}", hasher.finish())
+}

@@ -1,0 +1,153 @@
+//! What a probe run reports: one JSON object (`--format json`) or a few lines for a person.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::conformance::Report;
+use crate::session::ClientRequest;
+
+/// The qualification every local result carries: useful author feedback, never evidence.
+pub const QUALIFICATION: &str = "unsigned_local_only";
+
+/// The probe's steps, in order.
+pub const STEPS: [&str; 4] = ["initialize_handshake", "session_start", "prompt_exchange", "teardown"];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepStatus {
+    Passed,
+    Failed,
+    Skipped,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Step {
+    pub status: StepStatus,
+    pub ms: u64,
+    pub reason: Option<String>,
+}
+
+/// The handshake's admission: what the harness declared, what was admitted, what is realized.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Admission {
+    pub driver: String,
+    pub retention: String,
+    /// The `checkfu.capabilities` member as the harness sent it (`null`: none).
+    pub declaration: Value,
+    /// The axes the declaration raised above the envelope.
+    pub admitted_axes: Vec<&'static str>,
+    /// The admitted capability set, axis → value.
+    pub admitted: serde_json::Map<String, Value>,
+    /// Mechanism members recorded (they promote nothing).
+    pub mechanisms: serde_json::Map<String, Value>,
+    /// The set with each evidence-gated promotion kept only if its case passed in this run.
+    /// Local and unsigned: indicative, never a qualification.
+    pub realized: serde_json::Map<String, Value>,
+    /// Why admission refused the handshake, when it did.
+    pub error: Option<String>,
+}
+
+/// The harness as the run saw it.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct HarnessInfo {
+    pub command: Vec<String>,
+    pub pid: u32,
+    /// `agentInfo` from the initialize response (`null`: not reported).
+    pub agent_info: Value,
+    /// `{"code": n}` or `{"signal": n}`; `null` if it could not be reaped.
+    pub exit: Value,
+    /// How teardown ended it (`exited_on_eof`, `terminated`, `killed`, …).
+    pub ending: &'static str,
+    /// Processes of its group that teardown had to end after the harness itself was gone.
+    pub reaped_children: usize,
+    /// Processes of its group still alive after teardown (always empty unless a process
+    /// resisted SIGKILL).
+    pub leftover_processes: Vec<u32>,
+    pub stderr_bytes: u64,
+    /// The last bytes of its stderr (at most 4 KiB here).
+    pub stderr_tail: String,
+}
+
+/// Counts of the wire.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Wire {
+    pub messages_in: usize,
+    pub messages_out: usize,
+    /// The record was cut at its size limit.
+    pub record_truncated: bool,
+    /// Fail-open diagnostics of accepted messages.
+    pub diagnostics: Vec<String>,
+}
+
+/// The whole result.
+#[derive(Clone, Debug, Serialize)]
+pub struct ProbeResult {
+    pub qualification: &'static str,
+    pub steps: serde_json::Map<String, Value>,
+    pub admission: Admission,
+    /// The seven checks as `conform --format json` prints them.
+    pub checks: Value,
+    pub harness: HarnessInfo,
+    pub nonce: String,
+    pub client_requests: Vec<ClientRequest>,
+    pub wire: Wire,
+    #[serde(skip)]
+    pub report: Report,
+    #[serde(skip)]
+    pub step_list: Vec<(&'static str, Step)>,
+    /// The observation trace (`--trace`), and the recorded wire (`--record`).
+    #[serde(skip)]
+    pub trace: String,
+    #[serde(skip)]
+    pub record: Vec<u8>,
+}
+
+impl ProbeResult {
+    /// Every step passed and no check failed.
+    pub fn passed(&self) -> bool {
+        self.step_list.iter().all(|(_, s)| s.status == StepStatus::Passed) && !self.report.failed()
+    }
+
+    pub fn to_json(&self) -> String {
+        let mut text = serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+        text.push('\n');
+        text
+    }
+
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "checkfu-wire probe ({QUALIFICATION}: local feedback, never qualification)");
+        let agent = match (&self.harness.agent_info["name"], &self.harness.agent_info["version"]) {
+            (Value::String(n), Value::String(v)) => format!("{n} {v}"),
+            (Value::String(n), _) => n.clone(),
+            _ => String::from("(no agentInfo)"),
+        };
+        let _ = writeln!(out, "harness  {agent}, pid {}, {}, exit {}", self.harness.pid, self.harness.ending, self.harness.exit);
+        for (name, step) in &self.step_list {
+            let status = match step.status {
+                StepStatus::Passed => "passed",
+                StepStatus::Failed => "FAILED",
+                StepStatus::Skipped => "skipped",
+            };
+            let _ = write!(out, "step     {name:<22} {status:<8} {:>6} ms", step.ms);
+            if let Some(reason) = &step.reason {
+                let _ = write!(out, "  {reason}");
+            }
+            out.push('\n');
+        }
+        let declaration = if self.admission.declaration.is_null() { String::from("nothing") } else { self.admission.declaration.to_string() };
+        let _ = writeln!(out, "declared {declaration}; raised: {}", if self.admission.admitted_axes.is_empty() { String::from("none") } else { self.admission.admitted_axes.join(", ") });
+        if let Some(error) = &self.admission.error {
+            let _ = writeln!(out, "admission refused: {error}");
+        }
+        let _ = writeln!(out, "realized {}", Value::Object(self.admission.realized.clone()));
+        for request in &self.client_requests {
+            let _ = writeln!(out, "client   {} {}: {}", request.method, request.outcome, request.detail);
+        }
+        out.push_str(&self.report.to_text());
+        let _ = writeln!(out, "{}", if self.passed() { "PASSED" } else { "FAILED" });
+        out
+    }
+}

@@ -1,0 +1,293 @@
+//! A runner-side ACP session over a harness's stdio: the reusable part of `probe`.
+//!
+//! [`Session`] spawns the harness ([`process`]), writes the runner's requests, and reads the
+//! harness's newline-delimited messages through the same generated decoder as everything
+//! else ([`crate::decode::Decoder`], told each message's direction, so responses are
+//! correlated by direction and id). Every byte in and out is recorded with its direction,
+//! as the capture lines `checkfu-wire decode` reads. Requests the harness makes of the
+//! client are answered here ([`client`]); notifications and responses are handed to the
+//! caller by [`Session::next`], which never waits past the step's or the session's deadline.
+//!
+//! A message the decoder rejects ends the wait with [`Fault::Rejected`]: the ACP grammar and
+//! the authority slots are fail-closed, so a runner does not read on past a harness that
+//! broke them (garbage on stdout, an echo of the runner's own request, a malformed update).
+
+pub mod client;
+pub mod process;
+pub mod workspace;
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::decode::{Decoder, Kind, Report, WireDirection};
+pub use client::{ClientRequest, PermissionPolicy};
+pub use process::{Ending, Teardown};
+use process::{Event, Harness};
+use workspace::Workspace;
+
+/// The most wire the record keeps; past it, messages are still read but no longer recorded.
+pub const MAX_RECORD: usize = 64 * 1024 * 1024;
+
+/// Why waiting for the harness stopped without a message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// Nothing arrived within the step's time.
+    Timeout { waited: Duration },
+    /// The session's total deadline passed.
+    Deadline,
+    /// The harness closed stdout (it exited or crashed).
+    Closed,
+    /// The harness wrote a message the decoder rejects.
+    Rejected { error: String, line: String },
+    /// The harness wrote a line longer than [`process::MAX_LINE`].
+    Oversize { bytes: usize },
+    /// Reading the harness's stdout failed.
+    ReadFailed(String),
+    /// The runner could not write to the harness (its stdin closed).
+    WriteFailed,
+}
+
+impl std::fmt::Display for Fault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Fault::Timeout { waited } => write!(f, "no answer within {:.1} s", waited.as_secs_f64()),
+            Fault::Deadline => f.write_str("the session's deadline passed"),
+            Fault::Closed => f.write_str("the harness closed its stdout (it exited)"),
+            Fault::Rejected { error, line } => write!(f, "the harness wrote a message the decoder rejects: {error} (in `{line}`)"),
+            Fault::Oversize { bytes } => write!(f, "the harness wrote a line over {} bytes ({bytes} read before it was refused)", process::MAX_LINE),
+            Fault::ReadFailed(e) => write!(f, "reading the harness's stdout failed: {e}"),
+            Fault::WriteFailed => f.write_str("the harness's stdin is closed"),
+        }
+    }
+}
+
+/// A message from the harness the caller handles.
+#[derive(Debug)]
+pub enum Incoming {
+    /// A response (or error response) to one of the runner's pending requests.
+    Response { id: i64, method: &'static str, message: Value, bytes: Vec<u8>, report: Report },
+    /// A response to no pending request of the runner's (a second answer, or a stray id).
+    Stray { message: Value, report: Report },
+    /// A notification.
+    Notification { method: String, message: Value, report: Report },
+}
+
+/// What the caller sets.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub permission: PermissionPolicy,
+    /// The total deadline of the session, from its start.
+    pub deadline: Duration,
+}
+
+/// A live session with one harness.
+pub struct Session {
+    harness: Harness,
+    workspace: Workspace,
+    decoder: Decoder,
+    options: Options,
+    deadline: Instant,
+    next_id: i64,
+    pending: HashMap<i64, &'static str>,
+    record: Vec<u8>,
+    record_truncated: bool,
+    /// Requests the harness made of the client, in order.
+    pub client_requests: Vec<ClientRequest>,
+    /// Messages read from and written to the harness.
+    pub messages_in: usize,
+    pub messages_out: usize,
+    /// Fail-open diagnostics of accepted messages (dropped fidelity members, ignored keys).
+    pub diagnostics: Vec<String>,
+}
+
+impl Session {
+    /// Creates the workspace and starts `command` in it.
+    pub fn start(command: &[std::ffi::OsString], options: Options) -> std::io::Result<Session> {
+        let Some((program, args)) = command.split_first() else {
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "no command"));
+        };
+        // The harness runs in the workspace; a relative path to it means the caller's directory.
+        let program = match std::path::Path::new(program) {
+            path if path.is_relative() && path.components().count() > 1 => std::env::current_dir()?.join(path).into_os_string(),
+            _ => program.clone(),
+        };
+        let workspace = Workspace::create()?;
+        let harness = Harness::spawn(&program, args, workspace.root())?;
+        let deadline = Instant::now() + options.deadline;
+        Ok(Session {
+            harness,
+            workspace,
+            decoder: Decoder::new(),
+            options,
+            deadline,
+            next_id: 0,
+            pending: HashMap::new(),
+            record: Vec::new(),
+            record_truncated: false,
+            client_requests: Vec::new(),
+            messages_in: 0,
+            messages_out: 0,
+            diagnostics: Vec::new(),
+        })
+    }
+
+    pub fn workspace(&self) -> &Workspace {
+        &self.workspace
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.harness.pid()
+    }
+
+    /// The session's total deadline.
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    /// Sends a request; returns its id. The runner's own message goes through the decoder
+    /// too, so correlation sees both directions and a malformed request is caught here.
+    pub fn request(&mut self, method: &'static str, params: Value) -> Result<i64, Fault> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.pending.insert(id, method);
+        self.send(message)?;
+        Ok(id)
+    }
+
+    /// Decodes, records and writes one message of the runner's.
+    fn send(&mut self, message: Value) -> Result<(), Fault> {
+        let bytes = message.to_string().into_bytes();
+        let report = self.decoder.decode(&bytes, Some(WireDirection::RunnerToAgent));
+        if let Some(error) = report.error {
+            // A runner that sends what its own decoder rejects has a bug; say it loudly.
+            self.diagnostics.push(format!("the runner's own message was rejected: {}", error.message));
+        }
+        self.append_record(WireDirection::RunnerToAgent, &bytes);
+        let mut line = bytes;
+        line.push(b'\n');
+        self.messages_out += 1;
+        if self.harness.write(line) {
+            Ok(())
+        } else {
+            Err(Fault::WriteFailed)
+        }
+    }
+
+    /// The next message for the caller, answering the harness's own requests meanwhile.
+    /// Waits until `until` at most (and never past the session's deadline).
+    pub fn next(&mut self, until: Instant) -> Result<Incoming, Fault> {
+        let started = Instant::now();
+        loop {
+            let limit = until.min(self.deadline);
+            let Some(event) = self.harness.next_event(limit) else {
+                return Err(if limit == self.deadline && until >= self.deadline {
+                    Fault::Deadline
+                } else {
+                    Fault::Timeout { waited: started.elapsed() }
+                });
+            };
+            let bytes = match event {
+                Event::Line(bytes) => bytes,
+                Event::Oversize { bytes } => return Err(Fault::Oversize { bytes }),
+                Event::Closed => return Err(Fault::Closed),
+                Event::Failed(e) => return Err(Fault::ReadFailed(e)),
+            };
+            if bytes.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            self.messages_in += 1;
+            self.append_record(WireDirection::AgentToRunner, &bytes);
+            let report = self.decoder.decode(&bytes, Some(WireDirection::AgentToRunner));
+            if let Some(error) = &report.error {
+                let line = String::from_utf8_lossy(&bytes[..bytes.len().min(200)]).into_owned();
+                return Err(Fault::Rejected { error: error.message.clone(), line });
+            }
+            self.diagnostics.extend(report.diagnostics.iter().cloned());
+            // Accepted means parseable with serde_json's defaults (the decoder's promise).
+            let Ok(message) = serde_json::from_slice::<Value>(&bytes) else {
+                return Err(Fault::Rejected { error: String::from("unparseable"), line: String::new() });
+            };
+            match report.kind {
+                Some(Kind::Request) => self.answer(&message, &report)?,
+                Some(Kind::Notification) => {
+                    let method = message.get("method").and_then(Value::as_str).unwrap_or_default().to_owned();
+                    return Ok(Incoming::Notification { method, message, report });
+                }
+                Some(Kind::Response | Kind::ErrorResponse) => {
+                    let pending = message.get("id").and_then(Value::as_i64).and_then(|id| self.pending.remove_entry(&id));
+                    return Ok(match pending {
+                        Some((id, method)) => Incoming::Response { id, method, message, bytes, report },
+                        None => Incoming::Stray { message, report },
+                    });
+                }
+                None => return Err(Fault::Rejected { error: String::from("unclassified message"), line: String::new() }),
+            }
+        }
+    }
+
+    /// Answers a request the harness made of the client.
+    fn answer(&mut self, message: &Value, report: &Report) -> Result<(), Fault> {
+        let method = message.get("method").and_then(Value::as_str).unwrap_or_default();
+        let params = message.get("params").unwrap_or(&Value::Null);
+        let (answer, log) = client::answer(method, params, report.extension.is_some(), self.options.permission, &self.workspace);
+        self.client_requests.push(log);
+        let id = message.get("id").cloned().unwrap_or(Value::Null);
+        let response = match answer {
+            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+            Err((code, text)) => json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": text}}),
+        };
+        self.send(response)
+    }
+
+    fn append_record(&mut self, direction: WireDirection, bytes: &[u8]) {
+        if self.record_truncated {
+            return;
+        }
+        if self.record.len() + bytes.len() > MAX_RECORD {
+            self.record_truncated = true;
+            return;
+        }
+        // A line that is one JSON value is recorded in a capture record; anything else
+        // (garbage on stdout) verbatim, where `decode` reads and rejects it as it is.
+        match serde_json::from_slice::<&serde_json::value::RawValue>(bytes) {
+            Ok(raw) => {
+                let direction = match direction {
+                    WireDirection::AgentToRunner => "agent_to_runner",
+                    WireDirection::RunnerToAgent => "runner_to_agent",
+                };
+                self.record.extend_from_slice(b"{\"direction\":\"");
+                self.record.extend_from_slice(direction.as_bytes());
+                self.record.extend_from_slice(b"\",\"message\":");
+                self.record.extend_from_slice(raw.get().as_bytes());
+                self.record.extend_from_slice(b"}\n");
+            }
+            Err(_) => {
+                self.record.extend_from_slice(bytes);
+                self.record.push(b'\n');
+            }
+        }
+    }
+
+    /// The recorded wire, and whether it was cut at [`MAX_RECORD`].
+    pub fn record(&self) -> (&[u8], bool) {
+        (&self.record, self.record_truncated)
+    }
+
+    /// Whether the harness has exited.
+    pub fn exit_status(&mut self) -> Option<std::process::ExitStatus> {
+        self.harness.exit_status()
+    }
+
+    /// The harness's stderr: bytes written in all, and its last [`process::STDERR_TAIL`] bytes.
+    pub fn stderr(&self) -> (u64, String) {
+        self.harness.stderr()
+    }
+
+    /// Ends the harness (see [`Harness::teardown`]).
+    pub fn teardown(&mut self, grace: Duration) -> Teardown {
+        self.harness.teardown(grace)
+    }
+}

@@ -1,0 +1,335 @@
+//! The harness process: spawned with piped stdio in a process group of its own, read and
+//! written on threads so that a harness which floods, hangs or stops reading never blocks
+//! the runner, and always torn down (stdin closed, then the group terminated, then killed).
+//!
+//! Threads rather than an async runtime: a session has exactly three blocking streams
+//! (stdin, stdout, stderr), each gets one thread, and the runner's own loop waits on one
+//! channel with a timeout. That is all tokio's child-process support would give here, for a
+//! dependency tree several times larger (the probe benchmark measures the whole runner's
+//! overhead over the harness's own run).
+
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, ChildStderr, ChildStdout, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// The longest line the runner reads from a harness (the same limit as `decode`); a longer
+/// line is a fault, reported without ever holding it in memory.
+pub const MAX_LINE: usize = 16 * 1024 * 1024;
+
+/// How much of the harness's stderr is kept (its last bytes), whatever it writes.
+pub const STDERR_TAIL: usize = 64 * 1024;
+
+/// Lines read ahead of the runner. Bounded, so a flooding harness waits on its pipe instead
+/// of growing the runner's memory.
+const READ_AHEAD: usize = 256;
+
+/// What the stdout thread saw.
+#[derive(Debug)]
+pub enum Event {
+    /// One line, without its line terminator.
+    Line(Vec<u8>),
+    /// A line longer than [`MAX_LINE`]; `bytes` is how much had been read when it was refused.
+    Oversize { bytes: usize },
+    /// stdout closed: the harness exited or closed it.
+    Closed,
+    /// Reading failed.
+    Failed(String),
+}
+
+/// The last bytes the harness wrote to stderr, and how many it wrote in all.
+#[derive(Debug, Default)]
+pub struct StderrTail {
+    pub total: u64,
+    tail: Vec<u8>,
+}
+
+impl StderrTail {
+    fn push(&mut self, bytes: &[u8]) {
+        self.total += bytes.len() as u64;
+        self.tail.extend_from_slice(bytes);
+        if self.tail.len() > STDERR_TAIL {
+            let cut = self.tail.len() - STDERR_TAIL;
+            self.tail.drain(..cut);
+        }
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.tail).into_owned()
+    }
+}
+
+/// How the harness ended at teardown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// It had exited before teardown began (a crash, or it quit on its own).
+    ExitedEarly,
+    /// It exited once its stdin closed, as an ACP agent over stdio should.
+    ExitedOnEof,
+    /// It exited on SIGTERM to its process group.
+    Terminated,
+    /// It ignored SIGTERM and was killed.
+    Killed,
+    /// Even SIGKILL did not reap it in time (it should not happen; reported, not hidden).
+    Unreaped,
+}
+
+impl Ending {
+    pub fn name(self) -> &'static str {
+        match self {
+            Ending::ExitedEarly => "exited_before_teardown",
+            Ending::ExitedOnEof => "exited_on_eof",
+            Ending::Terminated => "terminated",
+            Ending::Killed => "killed",
+            Ending::Unreaped => "unreaped",
+        }
+    }
+}
+
+/// What teardown found and did.
+#[derive(Clone, Debug)]
+pub struct Teardown {
+    pub ending: Ending,
+    pub status: Option<ExitStatus>,
+    /// Members of the harness's process group still alive after teardown (pids).
+    pub leftover: Vec<u32>,
+    /// Group members (children of the harness) that teardown had to terminate or kill.
+    pub reaped_children: usize,
+}
+
+/// A running harness.
+pub struct Harness {
+    child: Child,
+    pid: u32,
+    stdin: Option<Sender<Vec<u8>>>,
+    events: Receiver<Event>,
+    stderr: Arc<Mutex<StderrTail>>,
+    exited: Option<ExitStatus>,
+}
+
+impl Harness {
+    /// Starts `program` with `args` in `cwd`, in a new process group whose id is its pid.
+    pub fn spawn(program: &std::ffi::OsStr, args: &[std::ffi::OsString], cwd: &std::path::Path) -> io::Result<Harness> {
+        let mut child = Command::new(program)
+            .args(args)
+            .current_dir(cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()?;
+        let pid = child.id();
+        let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take()) else {
+            // Piped stdio is always present after a successful spawn.
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(io::Error::other("the harness's stdio was not piped"));
+        };
+        let (to_stdin, from_runner) = mpsc::channel::<Vec<u8>>();
+        thread::Builder::new().name("harness-stdin".into()).spawn(move || {
+            let mut stdin = stdin;
+            for line in from_runner {
+                if stdin.write_all(&line).and_then(|()| stdin.flush()).is_err() {
+                    break;
+                }
+            }
+            // Dropping stdin here closes the pipe: the harness sees EOF.
+        })?;
+        let (to_runner, events) = mpsc::sync_channel(READ_AHEAD);
+        thread::Builder::new().name("harness-stdout".into()).spawn(move || read_lines(stdout, to_runner))?;
+        let tail = Arc::new(Mutex::new(StderrTail::default()));
+        let sink = Arc::clone(&tail);
+        thread::Builder::new().name("harness-stderr".into()).spawn(move || drain_stderr(stderr, sink))?;
+        Ok(Harness { child, pid, stdin: Some(to_stdin), events, stderr: tail, exited: None })
+    }
+
+    /// The harness's pid, which is also its process group id.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Queues bytes for the harness's stdin. False once stdin is closed.
+    pub fn write(&self, bytes: Vec<u8>) -> bool {
+        self.stdin.as_ref().is_some_and(|s| s.send(bytes).is_ok())
+    }
+
+    /// The next stdout event, waiting at most until `until`; `None` on timeout.
+    pub fn next_event(&self, until: Instant) -> Option<Event> {
+        let wait = until.saturating_duration_since(Instant::now());
+        match self.events.recv_timeout(wait) {
+            Ok(event) => Some(event),
+            Err(mpsc::RecvTimeoutError::Timeout) => None,
+            Err(mpsc::RecvTimeoutError::Disconnected) => Some(Event::Closed),
+        }
+    }
+
+    /// Whether the harness has exited, without waiting.
+    pub fn exit_status(&mut self) -> Option<ExitStatus> {
+        if self.exited.is_none() {
+            self.exited = self.child.try_wait().ok().flatten();
+        }
+        self.exited
+    }
+
+    pub fn stderr(&self) -> (u64, String) {
+        let tail = self.stderr.lock().unwrap_or_else(|e| e.into_inner());
+        (tail.total, tail.text())
+    }
+
+    /// Ends the harness: closes stdin and waits `grace` for it to exit, then sends SIGTERM to
+    /// its process group and waits `grace` again, then SIGKILL. Whatever the harness did,
+    /// its group is then emptied the same way (children it left behind are terminated, then
+    /// killed), so no process of the group outlives the session.
+    pub fn teardown(&mut self, grace: Duration) -> Teardown {
+        let early = self.exit_status().is_some();
+        self.stdin = None;
+        let mut ending = if early { Ending::ExitedEarly } else { Ending::ExitedOnEof };
+        if !early && !self.wait_exit(grace) {
+            signal_group(self.pid, libc::SIGTERM);
+            ending = Ending::Terminated;
+            if !self.wait_exit(grace) {
+                signal_group(self.pid, libc::SIGKILL);
+                ending = Ending::Killed;
+                if !self.wait_exit(Duration::from_secs(5)) {
+                    ending = Ending::Unreaped;
+                }
+            }
+        }
+        // The harness is gone (or unreapable); now its group: children it spawned and left.
+        let mut reaped_children = 0;
+        let members = group_members(self.pid);
+        if !members.is_empty() {
+            reaped_children = members.len();
+            signal_group(self.pid, libc::SIGTERM);
+            if !wait_until(grace, || group_members(self.pid).is_empty()) {
+                signal_group(self.pid, libc::SIGKILL);
+                wait_until(Duration::from_secs(5), || group_members(self.pid).is_empty());
+            }
+        }
+        Teardown { ending, status: self.exited, leftover: group_members(self.pid), reaped_children }
+    }
+
+    fn wait_exit(&mut self, within: Duration) -> bool {
+        wait_until(within, || self.exit_status().is_some())
+    }
+}
+
+impl Drop for Harness {
+    /// A session dropped without teardown (a panic in the runner) still leaves no process.
+    fn drop(&mut self) {
+        if self.exit_status().is_none() || !group_members(self.pid).is_empty() {
+            signal_group(self.pid, libc::SIGKILL);
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn wait_until(within: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let until = Instant::now() + within;
+    loop {
+        if done() {
+            return true;
+        }
+        if Instant::now() >= until {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn signal_group(pgid: u32, signal: libc::c_int) {
+    let Ok(pgid) = libc::pid_t::try_from(pgid) else { return };
+    if pgid > 1 {
+        // SAFETY: kill(2) with a negative pid signals a process group; no memory is shared.
+        unsafe {
+            libc::kill(-pgid, signal);
+        }
+    }
+}
+
+/// Live (non-zombie) processes whose process group is `pgid`, read from `/proc`. Empty where
+/// there is no `/proc`.
+pub fn group_members(pgid: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let mut members = Vec::new();
+    for entry in entries.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        // The command name may hold spaces and parentheses: fields start after the last ')'.
+        let Some(rest) = stat.rfind(')').map(|at| &stat[at + 1..]) else { continue };
+        let mut fields = rest.split_whitespace();
+        let state = fields.next();
+        let _ppid = fields.next();
+        let pgrp = fields.next().and_then(|f| f.parse::<u32>().ok());
+        if pgrp == Some(pgid) && state != Some("Z") && state != Some("X") {
+            members.push(pid);
+        }
+    }
+    members
+}
+
+fn read_lines(stdout: ChildStdout, to_runner: SyncSender<Event>) {
+    let mut reader = BufReader::with_capacity(64 * 1024, stdout);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let event = match (&mut reader).take(MAX_LINE as u64 + 1).read_until(b'\n', &mut line) {
+            Ok(0) => {
+                let _ = to_runner.send(Event::Closed);
+                return;
+            }
+            Ok(_) if line.last() == Some(&b'\n') => {
+                line.pop();
+                if line.last() == Some(&b'\r') {
+                    line.pop();
+                }
+                Event::Line(std::mem::take(&mut line))
+            }
+            // No terminator within the limit: an oversize line. Say so at once, then skip the
+            // rest of it without keeping it.
+            Ok(n) if n > MAX_LINE => {
+                if to_runner.send(Event::Oversize { bytes: n }).is_err() || skip_line(&mut reader).is_err() {
+                    return;
+                }
+                continue;
+            }
+            // The last line, without a terminator, then EOF.
+            Ok(_) => Event::Line(std::mem::take(&mut line)),
+            Err(e) => {
+                let _ = to_runner.send(Event::Failed(e.to_string()));
+                return;
+            }
+        };
+        if to_runner.send(event).is_err() {
+            return;
+        }
+    }
+}
+
+fn skip_line(reader: &mut impl BufRead) -> io::Result<()> {
+    loop {
+        let buffer = reader.fill_buf()?;
+        if buffer.is_empty() {
+            return Ok(());
+        }
+        if let Some(at) = memchr::memchr(b'\n', buffer) {
+            reader.consume(at + 1);
+            return Ok(());
+        }
+        let n = buffer.len();
+        reader.consume(n);
+    }
+}
+
+fn drain_stderr(mut stderr: ChildStderr, sink: Arc<Mutex<StderrTail>>) {
+    let mut buffer = vec![0u8; 16 * 1024];
+    loop {
+        match stderr.read(&mut buffer) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => sink.lock().unwrap_or_else(|e| e.into_inner()).push(&buffer[..n]),
+        }
+    }
+}

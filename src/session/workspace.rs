@@ -1,0 +1,197 @@
+//! The temporary workspace a session hands the harness as its `cwd`, and the confinement of
+//! the harness's `fs/*` requests to it.
+//!
+//! Confinement is decided on resolved paths: a path must be absolute (ACP requires it), and
+//! what it names after `..` and every symlink are resolved must lie inside the workspace's
+//! own resolved root. A write resolves the parent directory and then opens the file with
+//! `O_NOFOLLOW`, so a symlink planted in place of the file is refused rather than followed.
+
+use std::fs::{self, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The largest file a harness may read through `fs/read_text_file`.
+pub const MAX_READ: u64 = 16 * 1024 * 1024;
+
+/// A directory created for one session and removed with it.
+#[derive(Debug)]
+pub struct Workspace {
+    root: PathBuf,
+}
+
+/// Why an `fs/*` request was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    NotAbsolute,
+    Outside,
+    NotFound,
+    Io(String),
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::NotAbsolute => f.write_str("the path is not absolute"),
+            Refusal::Outside => f.write_str("the path resolves outside the session's workspace"),
+            Refusal::NotFound => f.write_str("no such file in the workspace"),
+            Refusal::Io(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl Workspace {
+    /// Creates a fresh, private directory under the system's temporary directory.
+    pub fn create() -> io::Result<Workspace> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let base = std::env::temp_dir();
+        for _ in 0..64 {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.subsec_nanos())
+                .unwrap_or(0);
+            let name = format!(
+                "checkfu-probe-{}-{}-{nanos:08x}",
+                std::process::id(),
+                COUNTER.fetch_add(1, Ordering::Relaxed)
+            );
+            let path = base.join(name);
+            let mut builder = fs::DirBuilder::new();
+            std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+            match builder.create(&path) {
+                Ok(()) => return Ok(Workspace { root: path.canonicalize()? }),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(io::Error::other("could not create a unique workspace directory"))
+    }
+
+    /// The resolved root, as handed to the harness.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Resolves `path` for reading: it must name an existing file inside the workspace.
+    pub fn resolve_read(&self, path: &str) -> Result<PathBuf, Refusal> {
+        let path = Path::new(path);
+        if !path.is_absolute() {
+            return Err(Refusal::NotAbsolute);
+        }
+        match path.canonicalize() {
+            Ok(resolved) if resolved.starts_with(&self.root) => Ok(resolved),
+            Ok(_) => Err(Refusal::Outside),
+            // A path that does not exist may still point outside; say which it is lexically.
+            Err(_) if !lexically_inside(path, &self.root) => Err(Refusal::Outside),
+            Err(_) => Err(Refusal::NotFound),
+        }
+    }
+
+    /// Resolves `path` for writing: its parent must exist inside the workspace and its last
+    /// component must be a plain name.
+    pub fn resolve_write(&self, path: &str) -> Result<PathBuf, Refusal> {
+        let path = Path::new(path);
+        if !path.is_absolute() {
+            return Err(Refusal::NotAbsolute);
+        }
+        let (Some(parent), Some(Component::Normal(name))) = (path.parent(), path.components().next_back()) else {
+            return Err(Refusal::Outside);
+        };
+        match parent.canonicalize() {
+            Ok(dir) if dir.starts_with(&self.root) => Ok(dir.join(name)),
+            Ok(_) => Err(Refusal::Outside),
+            Err(_) if !lexically_inside(path, &self.root) => Err(Refusal::Outside),
+            Err(_) => Err(Refusal::NotFound),
+        }
+    }
+
+    /// Reads a text file for `fs/read_text_file`: `line` is 1-based, `limit` a line count.
+    pub fn read_text(&self, path: &str, line: Option<u64>, limit: Option<u64>) -> Result<String, Refusal> {
+        let resolved = self.resolve_read(path)?;
+        let file = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&resolved)
+            .map_err(|e| Refusal::Io(e.to_string()))?;
+        let mut text = String::new();
+        file.take(MAX_READ)
+            .read_to_string(&mut text)
+            .map_err(|e| Refusal::Io(e.to_string()))?;
+        if line.is_none() && limit.is_none() {
+            return Ok(text);
+        }
+        let skip = line.unwrap_or(1).saturating_sub(1) as usize;
+        let take = limit.map_or(usize::MAX, |l| l as usize);
+        Ok(text.split_inclusive('\n').skip(skip).take(take).collect())
+    }
+
+    /// Writes a text file for `fs/write_text_file`, creating or truncating it.
+    pub fn write_text(&self, path: &str, content: &str) -> Result<(), Refusal> {
+        let resolved = self.resolve_write(path)?;
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&resolved)
+            .map_err(|e| match e.raw_os_error() {
+                // O_NOFOLLOW on a symlink: the link would lead the write elsewhere.
+                Some(libc::ELOOP) => Refusal::Outside,
+                _ => Refusal::Io(e.to_string()),
+            })?;
+        file.write_all(content.as_bytes()).map_err(|e| Refusal::Io(e.to_string()))
+    }
+}
+
+impl Drop for Workspace {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.root);
+    }
+}
+
+/// Whether `path`, with `.` and `..` folded lexically, lies under `root`.
+fn lexically_inside(path: &Path, root: &Path) -> bool {
+    let mut folded = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                folded.pop();
+            }
+            Component::CurDir => {}
+            other => folded.push(other),
+        }
+    }
+    folded.starts_with(root)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn confinement_holds_against_dotdot_symlinks_and_relative_paths() {
+        let ws = Workspace::create().expect("workspace");
+        let root = ws.root().to_path_buf();
+        fs::write(root.join("a.txt"), "one\ntwo\nthree\n").expect("write");
+        let inside = root.join("a.txt");
+        assert_eq!(ws.read_text(inside.to_str().unwrap(), Some(2), Some(1)).unwrap(), "two\n");
+        assert_eq!(ws.resolve_read("a.txt"), Err(Refusal::NotAbsolute));
+        let escape = format!("{}/../../etc/hostname", root.display());
+        assert_eq!(ws.resolve_read(&escape), Err(Refusal::Outside));
+        assert_eq!(ws.resolve_read("/etc/hostname"), Err(Refusal::Outside));
+        std::os::unix::fs::symlink("/etc", root.join("etc")).expect("symlink");
+        assert_eq!(ws.resolve_read(&format!("{}/etc/hostname", root.display())), Err(Refusal::Outside));
+        assert_eq!(ws.resolve_write(&format!("{}/etc/new", root.display())), Err(Refusal::Outside));
+        // A symlink in place of the file itself: the write does not follow it.
+        let target = tempfile::NamedTempFile::new().expect("temp");
+        std::os::unix::fs::symlink(target.path(), root.join("link")).expect("symlink");
+        assert_eq!(ws.write_text(&format!("{}/link", root.display()), "x"), Err(Refusal::Outside));
+        assert_eq!(fs::read_to_string(target.path()).unwrap(), "");
+        ws.write_text(&format!("{}/b.txt", root.display()), "hi").expect("write inside");
+        assert_eq!(fs::read_to_string(root.join("b.txt")).unwrap(), "hi");
+        assert_eq!(ws.resolve_read(&format!("{}/missing", root.display())), Err(Refusal::NotFound));
+        drop(ws);
+        assert!(!root.exists());
+    }
+}

@@ -1,0 +1,323 @@
+//! A small ACP agent over stdio for the probe's tests and benchmark: it declares and emits
+//! every Checkfu extension (the declaration, subagent lifecycle, steer and interrupt
+//! acknowledgements, turn telemetry, a journal checkpoint, a compaction), uses the client's
+//! permission and `fs/*` methods inside its workspace, and echoes the prompt (so the probe's
+//! nonce reaches its output). Switches make it misbehave in one way each:
+//!
+//! `--declare LIST` (members of `checkfu.capabilities`, comma-separated; `none`),
+//! `--undeclared-emission` (subagent lifecycle without declaring `subagents`),
+//! `--no-ack` (never answer a steer), `--duplicate-terminal`, `--crash-mid-turn`,
+//! `--silent-after-initialize`, `--garbage-stdout`, `--oversize-line`, `--read-outside`,
+//! `--need-credentials` (session/new answers -32000), `--echo-requests`, `--flood-stderr`,
+//! `--spawn-child` (leaves a `sleep` in its process group), `--hang` (ignores EOF and
+//! SIGTERM), `--no-nonce`, `--turns N` (repeat the turn's updates N times, for the benchmark).
+
+use std::collections::VecDeque;
+use std::io::{BufRead, Write};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+#[derive(Default)]
+struct Switches {
+    declare: Vec<String>,
+    undeclared_emission: bool,
+    no_ack: bool,
+    duplicate_terminal: bool,
+    crash_mid_turn: bool,
+    silent_after_initialize: bool,
+    garbage_stdout: bool,
+    oversize_line: bool,
+    read_outside: bool,
+    need_credentials: bool,
+    echo_requests: bool,
+    flood_stderr: bool,
+    spawn_child: bool,
+    hang: bool,
+    no_nonce: bool,
+    turns: usize,
+}
+
+fn switches() -> Switches {
+    let mut s = Switches { declare: vec!["subagents".into(), "steer".into(), "interrupt".into()], turns: 1, ..Switches::default() };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--declare" => {
+                let list = args.next().unwrap_or_default();
+                s.declare = list.split(',').filter(|m| !m.is_empty() && *m != "none").map(str::to_owned).collect();
+            }
+            "--turns" => s.turns = args.next().and_then(|n| n.parse().ok()).unwrap_or(1),
+            "--undeclared-emission" => s.undeclared_emission = true,
+            "--no-ack" => s.no_ack = true,
+            "--duplicate-terminal" => s.duplicate_terminal = true,
+            "--crash-mid-turn" => s.crash_mid_turn = true,
+            "--silent-after-initialize" => s.silent_after_initialize = true,
+            "--garbage-stdout" => s.garbage_stdout = true,
+            "--oversize-line" => s.oversize_line = true,
+            "--read-outside" => s.read_outside = true,
+            "--need-credentials" => s.need_credentials = true,
+            "--echo-requests" => s.echo_requests = true,
+            "--flood-stderr" => s.flood_stderr = true,
+            "--spawn-child" => s.spawn_child = true,
+            "--hang" => s.hang = true,
+            "--no-nonce" => s.no_nonce = true,
+            other => {
+                eprintln!("fixture agent: unknown switch {other}");
+                std::process::exit(2);
+            }
+        }
+    }
+    if s.undeclared_emission {
+        s.declare.retain(|m| m != "subagents");
+    }
+    s
+}
+
+struct Agent {
+    s: Switches,
+    input: Receiver<Value>,
+    deferred: VecDeque<Value>,
+    out: std::io::StdoutLock<'static>,
+    next_id: i64,
+    cwd: String,
+    silent: bool,
+}
+
+impl Agent {
+    fn write(&mut self, message: &Value) {
+        if self.silent {
+            return;
+        }
+        let mut line = message.to_string();
+        line.push('\n');
+        if self.out.write_all(line.as_bytes()).and_then(|()| self.out.flush()).is_err() {
+            std::process::exit(0);
+        }
+    }
+
+    fn respond(&mut self, id: &Value, result: Value) {
+        self.write(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
+    }
+
+    fn fail(&mut self, id: &Value, code: i64, message: &str) {
+        self.write(&json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}));
+    }
+
+    fn update(&mut self, session: &str, update: Value) {
+        self.write(&json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": session, "update": update}}));
+    }
+
+    /// The next message from the client: one set aside earlier, else from stdin.
+    fn receive(&mut self, wait: Option<Duration>) -> Option<Value> {
+        if let Some(message) = self.deferred.pop_front() {
+            return Some(message);
+        }
+        match wait {
+            None => self.input.recv().ok().or_else(|| self.eof()),
+            Some(wait) => match self.input.recv_timeout(wait) {
+                Ok(message) => Some(message),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => self.eof(),
+            },
+        }
+    }
+
+    fn eof(&self) -> Option<Value> {
+        if self.s.hang {
+            loop {
+                std::thread::sleep(Duration::from_secs(3600));
+            }
+        }
+        std::process::exit(0);
+    }
+
+    /// A request of the client's; other messages arriving meanwhile are set aside.
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.write(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let mut set_aside = Vec::new();
+        let answer = loop {
+            let Some(message) = self.receive(Some(Duration::from_secs(30))) else { break Value::Null };
+            if message.get("method").is_none() && message.get("id") == Some(&json!(id)) {
+                break message;
+            }
+            set_aside.push(message);
+        };
+        self.deferred.extend(set_aside);
+        answer
+    }
+
+    fn run(&mut self) {
+        while let Some(message) = self.receive(None) {
+            if self.s.echo_requests && message.get("method").is_some() {
+                self.write(&message);
+            }
+            let id = message.get("id").cloned().unwrap_or(Value::Null);
+            match message.get("method").and_then(Value::as_str) {
+                Some("initialize") => self.initialize(&id),
+                Some("session/new") => {
+                    if self.s.need_credentials {
+                        self.fail(&id, -32000, "Authentication required");
+                    } else {
+                        self.cwd = message.pointer("/params/cwd").and_then(Value::as_str).unwrap_or("/").to_owned();
+                        self.respond(&id, json!({"sessionId": "fixture-1"}));
+                    }
+                }
+                Some("session/prompt") => {
+                    let text = message.pointer("/params/prompt/0/text").and_then(Value::as_str).unwrap_or("").to_owned();
+                    self.turn(&id, &text);
+                }
+                Some("_checkfu/session/steer") => self.steer(&id),
+                Some("_checkfu/session/interrupt") => self.respond(&id, json!({"disposition": "refused"})),
+                Some(_) if message.get("id").is_some() => self.fail(&id, -32601, "Method not found"),
+                _ => {}
+            }
+        }
+    }
+
+    fn initialize(&mut self, id: &Value) {
+        let mut declaration = serde_json::Map::new();
+        for member in &self.s.declare {
+            let value = match member.as_str() {
+                "subagents" => "observed",
+                "steer" => "native",
+                "interrupt" => "cooperative",
+                "builtin_tool_scoping" => "enforced",
+                "structured_output" => "response_format",
+                other => other,
+            };
+            declaration.insert(member.clone(), json!(value));
+        }
+        let mut result = json!({"protocolVersion": 1, "agentCapabilities": {"loadSession": false},
+            "agentInfo": {"name": "checkfu-fixture-agent", "version": "1.0.0"}});
+        if !declaration.is_empty() {
+            result["_meta"] = json!({"checkfu.capabilities": declaration});
+        }
+        self.respond(id, result);
+        if self.s.silent_after_initialize {
+            self.silent = true;
+        }
+    }
+
+    fn steer(&mut self, id: &Value) {
+        if !self.s.no_ack {
+            self.respond(id, json!({"disposition": "delivered"}));
+        }
+    }
+
+    fn turn(&mut self, id: &Value, prompt: &str) {
+        let session = "fixture-1";
+        let emits_subagents = self.s.declare.iter().any(|m| m == "subagents") || self.s.undeclared_emission;
+        if self.s.flood_stderr {
+            let block = vec![b'e'; 64 * 1024];
+            let mut err = std::io::stderr().lock();
+            for _ in 0..128 {
+                let _ = err.write_all(&block);
+            }
+        }
+        if self.s.spawn_child {
+            let _ = std::process::Command::new("sleep").arg("600").spawn();
+        }
+        let echo = if self.s.no_nonce { String::from("I will not repeat that.") } else { format!("You said: {prompt}") };
+        self.update(session, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": echo}}));
+        if self.s.crash_mid_turn {
+            std::process::exit(3);
+        }
+        if self.s.garbage_stdout {
+            let _ = self.out.write_all(b"[fixture] thinking about it...\n");
+            let _ = self.out.flush();
+        }
+        if self.s.oversize_line {
+            let line = vec![b' '; 17 * 1024 * 1024];
+            let _ = self.out.write_all(&line);
+            let _ = self.out.write_all(b"\n");
+            let _ = self.out.flush();
+        }
+        if self.s.read_outside {
+            let answer = self.call("fs/read_text_file", json!({"sessionId": session, "path": "/etc/hostname"}));
+            let stolen = answer.pointer("/result/content").is_some();
+            self.update(session, json!({"sessionUpdate": "agent_message_chunk",
+                "content": {"type": "text", "text": format!(" (read outside the workspace: {stolen})")}}));
+        }
+        for turn in 0..self.s.turns {
+            let tool = format!("call-{turn}");
+            let thread = format!("thread-{turn}");
+            let activity = |emit: bool| if emit { json!({"checkfu.subagent": {"phase": "activity", "subagent": thread}}) } else { json!({}) };
+            if emits_subagents {
+                self.update(session, json!({"sessionUpdate": "session_info_update", "updatedAt": "2026-12-01T00:00:00Z",
+                    "_meta": {"checkfu.subagent": {"phase": "started", "subagent": thread, "name": "researcher", "description": "Reads the notes"}}}));
+            }
+            self.update(session, json!({"sessionUpdate": "tool_call", "toolCallId": tool, "title": "Write notes", "kind": "edit",
+                "status": "pending", "_meta": activity(emits_subagents)}));
+            if turn == 0 {
+                let permission = self.call("session/request_permission", json!({"sessionId": session,
+                    "toolCall": {"toolCallId": tool, "title": "Write notes", "kind": "edit", "status": "pending"},
+                    "options": [{"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+                                {"optionId": "reject", "name": "Reject", "kind": "reject_once"}]}));
+                let allowed = permission.pointer("/result/outcome/optionId") == Some(&json!("allow"));
+                let path = format!("{}/notes.txt", self.cwd);
+                if allowed {
+                    self.call("fs/write_text_file", json!({"sessionId": session, "path": path, "content": "one\ntwo\n"}));
+                    self.call("fs/read_text_file", json!({"sessionId": session, "path": path, "line": 2, "limit": 1}));
+                }
+            }
+            self.update(session, json!({"sessionUpdate": "tool_call_update", "toolCallId": tool, "status": "completed",
+                "_meta": activity(emits_subagents)}));
+            if emits_subagents {
+                self.update(session, json!({"sessionUpdate": "session_info_update", "updatedAt": "2026-12-01T00:00:01Z",
+                    "_meta": {"checkfu.subagent": {"phase": "completed", "subagent": thread, "disposition": "completed"}}}));
+            }
+        }
+        self.update(session, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": " Done."},
+            "_meta": {"checkfu.journal_checkpoint": {"status": "checkpoint", "version": 1, "state": "c3RhdGU="},
+                      "checkfu.compaction": {"strategy": "summarize", "tokens_before": 9000, "tokens_after": 1200, "compacted_messages": 14}}}));
+        // The turn stays live a little while for mid-turn input: a steer, an interrupt.
+        let mut interrupted = false;
+        while let Some(message) = self.receive(Some(Duration::from_millis(150))) {
+            let mid_id = message.get("id").cloned().unwrap_or(Value::Null);
+            match message.get("method").and_then(Value::as_str) {
+                Some("_checkfu/session/steer") => self.steer(&mid_id),
+                Some("_checkfu/session/interrupt") => {
+                    let cooperative = self.s.declare.iter().any(|m| m == "interrupt");
+                    self.respond(&mid_id, json!({"disposition": if cooperative { "draining" } else { "refused" }}));
+                    interrupted = cooperative;
+                    break;
+                }
+                Some(_) if message.get("id").is_some() => self.fail(&mid_id, -32601, "Method not found"),
+                _ => {}
+            }
+        }
+        let result = json!({"stopReason": if interrupted { "cancelled" } else { "end_turn" },
+            "_meta": {"checkfu.turn": {"execution": "shell", "shell_commands": 1, "filesystem_commands": 2, "mcp_calls": 0,
+                "model_calls": 1, "wall_time_ms": 20, "model_transient_retries": 0, "model_overflow_recoveries": 0}}});
+        self.respond(id, result.clone());
+        if self.s.duplicate_terminal {
+            self.respond(id, result);
+        }
+    }
+}
+
+fn main() {
+    let s = switches();
+    if s.hang {
+        // SAFETY: setting a signal disposition to "ignore" touches no memory of ours.
+        unsafe {
+            libc::signal(libc::SIGTERM, libc::SIG_IGN);
+        }
+    }
+    let (to_agent, input) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { break };
+            let Ok(message) = serde_json::from_str::<Value>(&line) else { continue };
+            if to_agent.send(message).is_err() {
+                break;
+            }
+        }
+    });
+    let mut agent = Agent { s, input, deferred: VecDeque::new(), out: std::io::stdout().lock(), next_id: 0, cwd: String::from("/"), silent: false };
+    agent.run();
+}
