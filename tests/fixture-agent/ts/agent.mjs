@@ -1,0 +1,72 @@
+// The probe's fixture agent written with the official TypeScript ACP SDK
+// (@agentclientprotocol/sdk 2.4.0, installed by install.sh). It declares subagents and
+// native steering in checkfu.capabilities, echoes the prompt (so the probe's nonce reaches
+// its output), runs one subagent with a tool call that asks permission and writes and reads
+// a file in the session's cwd, acknowledges a steer through the SDK's extension-request
+// handler, and ends the turn with checkfu.turn telemetry.
+import { Readable, Writable } from "node:stream";
+import * as acp from "@agentclientprotocol/sdk";
+
+const M = acp.methods;
+const sessions = new Map(); // sessionId -> cwd
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const text = (t) => ({ type: "text", text: t });
+
+async function update(client, sessionId, u) {
+  await client.notify(M.client.session.update, { sessionId, update: u });
+}
+
+const app = acp.agent({ name: "checkfu-probe-ts-agent" })
+  .onRequest(M.agent.initialize, () => ({
+    protocolVersion: acp.PROTOCOL_VERSION,
+    agentCapabilities: { loadSession: false },
+    agentInfo: { name: "checkfu-probe-ts-agent", version: "1.0.0" },
+    _meta: { "checkfu.capabilities": { subagents: "observed", steer: "native" } },
+  }))
+  .onRequest(M.agent.session.new, ({ params }) => {
+    const sessionId = `ts-${sessions.size + 1}`;
+    sessions.set(sessionId, params.cwd);
+    return { sessionId };
+  })
+  .onRequest(M.agent.session.prompt, async ({ params, client }) => {
+    const { sessionId } = params;
+    const cwd = sessions.get(sessionId);
+    if (cwd === undefined) throw acp.RequestError.sessionNotFound(sessionId);
+    const said = params.prompt.filter((b) => b.type === "text").map((b) => b.text).join(" ");
+    await update(client, sessionId, { sessionUpdate: "agent_message_chunk", content: text(`You said: ${said}`) });
+    const sub = { "checkfu.subagent": { phase: "activity", subagent: "worker-1" } };
+    await update(client, sessionId, {
+      sessionUpdate: "session_info_update", updatedAt: new Date().toISOString(),
+      _meta: { "checkfu.subagent": { phase: "started", subagent: "worker-1", name: "worker" } },
+    });
+    await update(client, sessionId, { sessionUpdate: "tool_call", toolCallId: "t-1", title: "Write notes", kind: "edit", status: "pending", _meta: sub });
+    const permission = await client.request(M.client.session.requestPermission, {
+      sessionId,
+      toolCall: { toolCallId: "t-1", title: "Write notes", kind: "edit", status: "pending" },
+      options: [
+        { optionId: "yes", name: "Allow", kind: "allow_once" },
+        { optionId: "no", name: "Reject", kind: "reject_once" },
+      ],
+    });
+    if (permission.outcome.outcome === "selected" && permission.outcome.optionId === "yes") {
+      await client.request(M.client.fs.writeTextFile, { sessionId, path: `${cwd}/notes.txt`, content: "from the TypeScript SDK\n" });
+      await client.request(M.client.fs.readTextFile, { sessionId, path: `${cwd}/notes.txt` });
+    }
+    await update(client, sessionId, { sessionUpdate: "tool_call_update", toolCallId: "t-1", status: "completed", _meta: sub });
+    await update(client, sessionId, {
+      sessionUpdate: "session_info_update", updatedAt: new Date().toISOString(),
+      _meta: { "checkfu.subagent": { phase: "completed", subagent: "worker-1", disposition: "completed" } },
+    });
+    // Mid-turn input (the probe's scripted steer) is acknowledged while the turn is live.
+    await sleep(150);
+    return {
+      stopReason: "end_turn",
+      _meta: { "checkfu.turn": { execution: "shell", shell_commands: 0, filesystem_commands: 2, mcp_calls: 0, model_calls: 0, wall_time_ms: 150 } },
+    };
+  })
+  .onRequest("_checkfu/session/steer", (p) => p, () => ({ disposition: "queued" }))
+  .onNotification(M.agent.session.cancel, () => {});
+
+const stream = acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin));
+const conn = app.connect(stream);
+await conn.closed;

@@ -1,0 +1,399 @@
+//! `checkfu-wire probe` against live harnesses: the fixture agent (`checkfu-fixture-agent`,
+//! `tests/fixture-agent/agent.rs`) well-behaved and in each misbehaviour, and an agent written
+//! with the official TypeScript SDK when node and the SDK are installed. Every test asserts
+//! the step statuses, the check verdicts and the exit code, and that no process of the
+//! harness's group and no workspace directory is left behind.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const PROBE: &str = env!("CARGO_BIN_EXE_checkfu-wire");
+const AGENT: &str = env!("CARGO_BIN_EXE_checkfu-fixture-agent");
+
+struct Run {
+    status: i32,
+    json: Value,
+    stderr: String,
+}
+
+impl Run {
+    fn step(&self, name: &str) -> (&str, &str) {
+        let step = &self.json["steps"][name];
+        (step["status"].as_str().unwrap_or("?"), step["reason"].as_str().unwrap_or(""))
+    }
+
+    fn check(&self, name: &str) -> &str {
+        self.json["checks"][name]["status"].as_str().unwrap_or("?")
+    }
+
+    fn check_reason(&self, name: &str) -> &str {
+        self.json["checks"][name]["reason"].as_str().unwrap_or("")
+    }
+}
+
+/// Runs the probe (`--format json`) on `harness`, then asserts nothing was left behind.
+fn probe(options: &[&str], harness: &[&str]) -> Run {
+    let mut command = Command::new(PROBE);
+    command.args(["probe", "--format", "json", "--kill-grace", "0.5"]);
+    if !options.contains(&"--step-timeout") {
+        command.args(["--step-timeout", "5"]);
+    }
+    let child = command
+        .args(options)
+        .arg("--")
+        .args(harness)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("probe starts");
+    let probe_pid = child.id();
+    let output = child.wait_with_output().expect("probe runs");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let json: Value = serde_json::from_str(&stdout).unwrap_or(Value::Null);
+    if let Some(pid) = json["harness"]["pid"].as_u64() {
+        assert_no_process_in_group(pid as i32);
+        assert_eq!(json["harness"]["leftover_processes"], serde_json::json!([]));
+    }
+    assert_no_workspace_left(probe_pid);
+    Run { status: output.status.code().unwrap_or(-1), json, stderr }
+}
+
+/// Independent of the probe's own `/proc` reading: kill(2) with signal 0 on the group says
+/// whether any process of it still exists.
+fn assert_no_process_in_group(pgid: i32) {
+    let until = Instant::now() + Duration::from_secs(3);
+    loop {
+        // SAFETY: signal 0 only asks whether the group exists.
+        let alive = unsafe { libc::kill(-pgid, 0) } == 0;
+        if !alive {
+            return;
+        }
+        assert!(Instant::now() < until, "a process of the harness's group {pgid} is still alive");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn assert_no_workspace_left(probe_pid: u32) {
+    let prefix = format!("checkfu-probe-{probe_pid}-");
+    let left: Vec<PathBuf> = std::fs::read_dir(std::env::temp_dir())
+        .expect("temp dir")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "workspace directories left behind: {left:?}");
+}
+
+fn agent(switches: &[&'static str]) -> Vec<&'static str> {
+    let mut command = vec![AGENT];
+    command.extend_from_slice(switches);
+    command
+}
+
+fn temp_file(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("checkfu-probe-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    dir.join(name)
+}
+
+#[test]
+fn a_well_behaved_harness_passes_and_the_probe_agrees_with_decode_and_conform() {
+    let record = temp_file("well.record.jsonl");
+    let trace = temp_file("well.trace.jsonl");
+    let run = probe(
+        &["--interrupt", "--record", record.to_str().unwrap(), "--trace", trace.to_str().unwrap()],
+        &agent(&[]),
+    );
+    assert_eq!(run.status, 0, "{}", serde_json::to_string_pretty(&run.json).unwrap());
+    assert_eq!(run.json["qualification"], "unsigned_local_only");
+    for step in ["initialize_handshake", "session_start", "prompt_exchange", "teardown"] {
+        assert_eq!(run.step(step).0, "passed", "{step}");
+    }
+    for check in [
+        "ready_handshake",
+        "terminal_observation",
+        "tool_correlation",
+        "steering_correlation",
+        "steering_delivered",
+        "cooperative_interrupt_drained",
+        "subagent_correlation",
+    ] {
+        assert_eq!(run.check(check), "pass", "{check}");
+    }
+    assert_eq!(run.json["admission"]["admitted_axes"], serde_json::json!(["subagents", "mid_run_input", "interrupt"]));
+    assert_eq!(run.json["admission"]["realized"]["interrupt"], "cooperative");
+    assert_eq!(run.json["harness"]["agent_info"]["name"], "checkfu-fixture-agent");
+    assert_eq!(run.json["harness"]["ending"], "exited_on_eof");
+    let requests: Vec<(&str, &str)> = run.json["client_requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["method"].as_str().unwrap(), r["outcome"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        requests,
+        [("session/request_permission", "answered"), ("fs/write_text_file", "answered"), ("fs/read_text_file", "answered")]
+    );
+
+    // The recorded wire decodes with zero rejections, both directions, through `decode`.
+    let decoded = Command::new(PROBE).arg("decode").arg(&record).output().expect("decode");
+    assert!(decoded.status.success(), "{}", String::from_utf8_lossy(&decoded.stdout));
+    let lines = String::from_utf8_lossy(&decoded.stdout).lines().count();
+    assert_eq!(lines as u64, run.json["wire"]["messages_in"].as_u64().unwrap() + run.json["wire"]["messages_out"].as_u64().unwrap());
+    // And the trace gives the same verdicts through `conform`.
+    let conform = Command::new(PROBE).args(["conform", "--format", "json"]).arg(&trace).output().expect("conform");
+    assert!(conform.status.success());
+    let verdicts: Value = serde_json::from_slice(&conform.stdout).expect("json");
+    assert_eq!(verdicts["checks"], run.json["checks"]);
+}
+
+#[test]
+fn an_undeclared_gated_emission_fails_subagent_correlation() {
+    let run = probe(&[], &agent(&["--undeclared-emission"]));
+    assert_eq!(run.status, 1);
+    assert_eq!(run.step("prompt_exchange").0, "passed");
+    assert_eq!(run.check("subagent_correlation"), "fail");
+    assert!(run.check_reason("subagent_correlation").contains("without the declared subagents"), "{}", run.check_reason("subagent_correlation"));
+    assert_eq!(run.json["admission"]["admitted_axes"], serde_json::json!(["mid_run_input", "interrupt"]));
+}
+
+#[test]
+fn a_missing_steer_acknowledgement_fails_both_steering_checks() {
+    let run = probe(&[], &agent(&["--no-ack"]));
+    assert_eq!(run.status, 1);
+    assert_eq!(run.check("steering_correlation"), "fail");
+    assert_eq!(run.check("steering_delivered"), "fail");
+    assert!(run.check_reason("steering_delivered").contains("never acknowledged"));
+    // Admitted, but not realized: its case did not pass.
+    assert_eq!(run.json["admission"]["admitted"]["mid_run_input"], "native");
+    assert_eq!(run.json["admission"]["realized"]["mid_run_input"], "unsupported");
+}
+
+#[test]
+fn a_duplicate_terminal_fails_terminal_observation() {
+    let run = probe(&[], &agent(&["--duplicate-terminal"]));
+    assert_eq!(run.status, 1);
+    assert_eq!(run.step("prompt_exchange").0, "passed");
+    assert_eq!(run.check("terminal_observation"), "fail");
+    assert!(run.check_reason("terminal_observation").contains("second terminal"));
+}
+
+#[test]
+fn a_crash_mid_turn_fails_the_prompt_exchange_and_tears_down_cleanly() {
+    let run = probe(&[], &agent(&["--crash-mid-turn"]));
+    assert_eq!(run.status, 1);
+    let (status, reason) = run.step("prompt_exchange");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("exited"), "{reason}");
+    assert_eq!(run.step("teardown").0, "passed");
+    assert_eq!(run.json["harness"]["exit"], serde_json::json!({"code": 3}));
+    assert_eq!(run.check("terminal_observation"), "fail");
+}
+
+#[test]
+fn silence_after_initialize_times_out_the_session_start() {
+    let started = Instant::now();
+    let run = probe(&["--step-timeout", "1"], &agent(&["--silent-after-initialize"]));
+    assert_eq!(run.status, 1);
+    assert_eq!(run.step("initialize_handshake").0, "passed");
+    let (status, reason) = run.step("session_start");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("no answer within 1.0 s"), "{reason}");
+    assert_eq!(run.step("prompt_exchange").0, "skipped");
+    assert_eq!(run.step("teardown").0, "passed");
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn garbage_on_stdout_fails_the_step_and_is_recorded_as_it_was() {
+    let record = temp_file("garbage.record.jsonl");
+    let run = probe(&["--record", record.to_str().unwrap()], &agent(&["--garbage-stdout"]));
+    assert_eq!(run.status, 1);
+    let (status, reason) = run.step("prompt_exchange");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("not a JSON-RPC message"), "{reason}");
+    // `decode` rejects exactly that line of the record.
+    let decoded = Command::new(PROBE).arg("decode").arg(&record).output().expect("decode");
+    let rejected: Vec<String> = String::from_utf8_lossy(&decoded.stdout)
+        .lines()
+        .filter(|l| l.contains("\"accepted\":false"))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(rejected.len(), 1, "{rejected:?}");
+}
+
+#[test]
+fn an_oversize_line_fails_the_step_without_holding_it() {
+    let run = probe(&[], &agent(&["--oversize-line"]));
+    assert_eq!(run.status, 1);
+    let (status, reason) = run.step("prompt_exchange");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("over 16777216 bytes"), "{reason}");
+    assert_eq!(run.step("teardown").0, "passed");
+}
+
+#[test]
+fn a_read_outside_the_workspace_is_refused() {
+    let run = probe(&[], &agent(&["--read-outside"]));
+    let refused: Vec<&Value> = run.json["client_requests"].as_array().unwrap().iter().filter(|r| r["outcome"] == "refused").collect();
+    assert_eq!(refused.len(), 1);
+    assert_eq!(refused[0]["method"], "fs/read_text_file");
+    assert!(refused[0]["detail"].as_str().unwrap().contains("outside the session's workspace"));
+    // The agent reports what it got back in its output; the probe recorded the trace's text.
+    assert_eq!(run.status, 0, "a refused read is the client's answer, not a failed check");
+}
+
+#[test]
+fn a_harness_that_needs_credentials_fails_session_start_with_its_error() {
+    let run = probe(&[], &agent(&["--need-credentials"]));
+    assert_eq!(run.status, 1);
+    assert_eq!(run.step("initialize_handshake").0, "passed");
+    let (status, reason) = run.step("session_start");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("-32000") && reason.contains("Authentication required"), "{reason}");
+    assert_eq!(run.step("prompt_exchange").0, "skipped");
+    assert_eq!(run.step("teardown").0, "passed");
+    assert!(run.stderr.is_empty(), "the probe itself reports no error: {}", run.stderr);
+}
+
+#[test]
+fn an_echo_of_the_runners_request_is_rejected() {
+    let run = probe(&[], &agent(&["--echo-requests"]));
+    assert_eq!(run.status, 1);
+    let (status, reason) = run.step("initialize_handshake");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("`initialize` does not flow"), "{reason}");
+    assert_eq!(run.step("session_start").0, "skipped");
+}
+
+#[test]
+fn a_stderr_flood_is_drained_and_only_its_tail_kept() {
+    let run = probe(&[], &agent(&["--flood-stderr"]));
+    assert_eq!(run.status, 0);
+    assert_eq!(run.json["harness"]["stderr_bytes"], 8 * 1024 * 1024);
+    assert!(run.json["harness"]["stderr_tail"].as_str().unwrap().len() <= 4096);
+}
+
+#[test]
+fn children_left_in_the_group_are_ended_at_teardown() {
+    let run = probe(&[], &agent(&["--spawn-child"]));
+    assert_eq!(run.status, 0);
+    assert_eq!(run.step("teardown").0, "passed");
+    assert!(run.json["harness"]["reaped_children"].as_u64().unwrap() >= 1);
+}
+
+#[test]
+fn a_harness_ignoring_eof_and_sigterm_is_killed_with_its_children() {
+    let run = probe(&[], &agent(&["--hang", "--spawn-child"]));
+    assert_eq!(run.status, 1);
+    let (status, reason) = run.step("teardown");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("killed"), "{reason}");
+    assert_eq!(run.json["harness"]["ending"], "killed");
+    assert_eq!(run.json["harness"]["exit"], serde_json::json!({"signal": libc::SIGKILL}));
+}
+
+#[test]
+fn the_session_deadline_bounds_the_whole_run() {
+    let started = Instant::now();
+    let run = probe(&["--deadline", "0.5", "--step-timeout", "30"], &agent(&["--silent-after-initialize"]));
+    assert_eq!(run.status, 1);
+    let (status, reason) = run.step("session_start");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("deadline"), "{reason}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn authority_flags_ride_session_new_and_the_permission_policy_is_applied() {
+    let schema = temp_file("output.schema.json");
+    std::fs::write(&schema, r#"{"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}"#).unwrap();
+    let record = temp_file("authority.record.jsonl");
+    let run = probe(
+        &[
+            "--builtin-tools",
+            "bash,read",
+            "--continuity",
+            "fresh",
+            "--runtime-config",
+            r#"{"context_window": 200000}"#,
+            "--output-schema",
+            schema.to_str().unwrap(),
+            "--permission",
+            "reject",
+            "--record",
+            record.to_str().unwrap(),
+        ],
+        &agent(&[]),
+    );
+    assert_eq!(run.status, 0, "{}", serde_json::to_string_pretty(&run.json).unwrap());
+    let text = std::fs::read_to_string(&record).unwrap();
+    let new_session: Value = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|l| l["message"]["method"] == "session/new")
+        .expect("session/new recorded");
+    let meta = &new_session["message"]["params"]["_meta"];
+    assert_eq!(meta["checkfu.builtin_tools"], serde_json::json!(["bash", "read"]));
+    assert_eq!(meta["checkfu.continuity"], "fresh");
+    assert_eq!(meta["checkfu.runtime_config"]["context_window"], 200000);
+    assert_eq!(meta["checkfu.output_schema"]["required"], serde_json::json!(["answer"]));
+    // Rejected permission: the agent wrote nothing.
+    let requests = run.json["client_requests"].as_array().unwrap();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0]["detail"], "selected option \"reject\"");
+}
+
+#[test]
+fn usage_errors_exit_2_before_anything_starts() {
+    let unsafe_schema = temp_file("unsafe.schema.json");
+    std::fs::write(&unsafe_schema, r#"{"type": "array", "uniqueItems": true}"#).unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["--", "/nonexistent/harness"], "cannot start"),
+        (vec!["--driver", "nope", "--", AGENT], "no envelope for driver"),
+        (vec!["--continuity", "forever", "--", AGENT], "authority members are refused"),
+        (vec!["--output-schema", unsafe_schema.to_str().unwrap(), "--", AGENT], "safety profile"),
+        (vec!["--runtime-config", "{", "--", AGENT], "not JSON"),
+        (vec![], "COMMAND"),
+    ];
+    for (args, expected) in cases {
+        let output = Command::new(PROBE).arg("probe").args(&args).output().expect("probe");
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        assert!(output.stdout.is_empty(), "{args:?}");
+    }
+}
+
+#[test]
+fn text_output_is_for_a_person() {
+    let output = Command::new(PROBE).args(["probe", "--", AGENT]).output().expect("probe");
+    assert_eq!(output.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.starts_with("checkfu-wire probe (unsigned_local_only"), "{text}");
+    assert!(text.contains("step     prompt_exchange        passed"), "{text}");
+    assert!(text.trim_end().ends_with("PASSED"), "{text}");
+}
+
+/// The TypeScript SDK agent (`tests/fixture-agent/ts/agent.mjs`), run when
+/// `CHECKFU_TS_AGENT` names an installed copy (`tests/fixture-agent/ts/install.sh DIR`;
+/// `.ci/run` does this).
+#[test]
+fn an_agent_written_with_the_official_typescript_sdk_passes() {
+    let Ok(agent) = std::env::var("CHECKFU_TS_AGENT") else {
+        eprintln!("SKIPPED: CHECKFU_TS_AGENT is not set (run tests/fixture-agent/ts/install.sh DIR and set it to DIR/agent.mjs)");
+        return;
+    };
+    let record = temp_file("ts.record.jsonl");
+    let run = probe(&["--record", record.to_str().unwrap()], &["node", &agent]);
+    assert_eq!(run.status, 0, "{}", serde_json::to_string_pretty(&run.json).unwrap());
+    assert_eq!(run.json["harness"]["agent_info"]["name"], "checkfu-probe-ts-agent");
+    assert_eq!(run.check("steering_delivered"), "pass");
+    assert_eq!(run.check("subagent_correlation"), "pass");
+    let decoded = Command::new(PROBE).arg("decode").arg(&record).output().expect("decode");
+    assert!(decoded.status.success(), "{}", String::from_utf8_lossy(&decoded.stdout));
+}
