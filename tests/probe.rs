@@ -385,6 +385,8 @@ fn text_output_is_for_a_person() {
 #[test]
 fn an_agent_written_with_the_official_typescript_sdk_passes() {
     let Ok(agent) = std::env::var("CHECKFU_TS_AGENT") else {
+        // CI sets CHECKFU_REQUIRE_TS_AGENT, so there a missing install is a failure, not a skip.
+        assert!(std::env::var_os("CHECKFU_REQUIRE_TS_AGENT").is_none(), "CHECKFU_REQUIRE_TS_AGENT is set but CHECKFU_TS_AGENT is not");
         eprintln!("SKIPPED: CHECKFU_TS_AGENT is not set (run tests/fixture-agent/ts/install.sh DIR and set it to DIR/agent.mjs)");
         return;
     };

@@ -229,6 +229,9 @@ impl Drop for Harness {
 
 fn wait_until(within: Duration, mut done: impl FnMut() -> bool) -> bool {
     let until = Instant::now() + within;
+    // Polls fast at first (an agent usually exits within a millisecond of EOF), then backs
+    // off to 5 ms so a long wait costs little.
+    let mut pause = Duration::from_micros(100);
     loop {
         if done() {
             return true;
@@ -236,7 +239,8 @@ fn wait_until(within: Duration, mut done: impl FnMut() -> bool) -> bool {
         if Instant::now() >= until {
             return false;
         }
-        thread::sleep(Duration::from_millis(5));
+        thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(5));
     }
 }
 
@@ -253,6 +257,14 @@ fn signal_group(pgid: u32, signal: libc::c_int) {
 /// Live (non-zombie) processes whose process group is `pgid`, read from `/proc`. Empty where
 /// there is no `/proc`.
 pub fn group_members(pgid: u32) -> Vec<u32> {
+    // kill(2) with signal 0 says at once whether the group has any process at all (zombies
+    // included); only then is /proc read to tell the live ones.
+    match libc::pid_t::try_from(pgid) {
+        // SAFETY: signal 0 delivers nothing; it only checks existence.
+        Ok(pgid) if pgid > 1 && unsafe { libc::kill(-pgid, 0) } != 0 => return Vec::new(),
+        Err(_) => return Vec::new(),
+        _ => {}
+    }
     let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
     let mut members = Vec::new();
     for entry in entries.flatten() {

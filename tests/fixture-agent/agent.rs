@@ -10,7 +10,8 @@
 //! `--silent-after-initialize`, `--garbage-stdout`, `--oversize-line`, `--read-outside`,
 //! `--need-credentials` (session/new answers -32000), `--echo-requests`, `--flood-stderr`,
 //! `--spawn-child` (leaves a `sleep` in its process group), `--hang` (ignores EOF and
-//! SIGTERM), `--no-nonce`, `--turns N` (repeat the turn's updates N times, for the benchmark).
+//! SIGTERM), `--no-nonce`; for the benchmark, `--turns N` (repeat the turn's updates N times) and
+//! `--mid-turn-wait-ms MS` (how long the turn stays open for a steer or interrupt; 150).
 
 use std::collections::VecDeque;
 use std::io::{BufRead, Write};
@@ -37,10 +38,11 @@ struct Switches {
     hang: bool,
     no_nonce: bool,
     turns: usize,
+    mid_turn_wait_ms: u64,
 }
 
 fn switches() -> Switches {
-    let mut s = Switches { declare: vec!["subagents".into(), "steer".into(), "interrupt".into()], turns: 1, ..Switches::default() };
+    let mut s = Switches { declare: vec!["subagents".into(), "steer".into(), "interrupt".into()], turns: 1, mid_turn_wait_ms: 150, ..Switches::default() };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -49,6 +51,7 @@ fn switches() -> Switches {
                 s.declare = list.split(',').filter(|m| !m.is_empty() && *m != "none").map(str::to_owned).collect();
             }
             "--turns" => s.turns = args.next().and_then(|n| n.parse().ok()).unwrap_or(1),
+            "--mid-turn-wait-ms" => s.mid_turn_wait_ms = args.next().and_then(|n| n.parse().ok()).unwrap_or(150),
             "--undeclared-emission" => s.undeclared_emission = true,
             "--no-ack" => s.no_ack = true,
             "--duplicate-terminal" => s.duplicate_terminal = true,
@@ -276,7 +279,7 @@ impl Agent {
                       "checkfu.compaction": {"strategy": "summarize", "tokens_before": 9000, "tokens_after": 1200, "compacted_messages": 14}}}));
         // The turn stays live a little while for mid-turn input: a steer, an interrupt.
         let mut interrupted = false;
-        while let Some(message) = self.receive(Some(Duration::from_millis(150))) {
+        while let Some(message) = self.receive(Some(Duration::from_millis(self.s.mid_turn_wait_ms))) {
             let mid_id = message.get("id").cloned().unwrap_or(Value::Null);
             match message.get("method").and_then(Value::as_str) {
                 Some("_checkfu/session/steer") => self.steer(&mid_id),
