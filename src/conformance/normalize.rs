@@ -188,3 +188,65 @@ impl Normalizer {
 fn settled(update: &Value) -> bool {
     matches!(update.get("status").and_then(Value::as_str), Some("completed" | "failed"))
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::decode::{Decoder, WireDirection};
+
+    fn feed(normalizer: &mut Normalizer, decoder: &mut Decoder, update: Value) {
+        let message = json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": update}});
+        let report = decoder.decode(message.to_string().as_bytes(), Some(WireDirection::AgentToRunner));
+        assert!(report.accepted, "{:?}", report.error);
+        normalizer.update(&report, &message);
+    }
+
+    fn lines(normalizer: &Normalizer) -> Vec<Value> {
+        normalizer.trace(&[], &[]).lines().skip(1).map(|l| serde_json::from_str(l).unwrap()).collect()
+    }
+
+    #[test]
+    fn harness_subagent_ids_are_replaced_and_attribution_follows_the_member() {
+        let (mut n, mut d) = (Normalizer::new(), Decoder::new());
+        feed(&mut n, &mut d, json!({"sessionUpdate": "session_info_update", "_meta": {"checkfu.subagent": {"phase": "started", "subagent": "thread-42", "name": "r"}}}));
+        feed(&mut n, &mut d, json!({"sessionUpdate": "tool_call", "toolCallId": "t", "title": "Run", "status": "completed", "_meta": {"checkfu.subagent": {"phase": "activity", "subagent": "thread-42"}}}));
+        feed(&mut n, &mut d, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}));
+        feed(&mut n, &mut d, json!({"sessionUpdate": "session_info_update", "_meta": {"checkfu.subagent": {"phase": "completed", "subagent": "thread-42", "disposition": "failed"}}}));
+        assert_eq!(
+            lines(&n),
+            [
+                json!({"kind": "subagent_started", "subagent": "subagent-1", "name": "r"}),
+                json!({"kind": "tool_use", "id": "t", "name": "Run", "subagent": "subagent-1"}),
+                json!({"kind": "tool_result", "id": "t", "subagent": "subagent-1"}),
+                json!({"kind": "output", "text": "hi"}),
+                json!({"kind": "subagent_completed", "subagent": "subagent-1", "disposition": "failed"}),
+            ]
+        );
+        assert!(!n.trace(&[], &[]).contains("thread-42"), "raw harness ids never cross the boundary");
+    }
+
+    #[test]
+    fn a_dropped_fidelity_member_produces_no_observation() {
+        let (mut n, mut d) = (Normalizer::new(), Decoder::new());
+        // `phase` outside the member's vocabulary: the decoder drops it (fail-open).
+        feed(&mut n, &mut d, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "x"},
+            "_meta": {"checkfu.subagent": {"phase": "teleported", "subagent": "a"}}}));
+        assert_eq!(lines(&n), [json!({"kind": "output", "text": "x"})]);
+    }
+
+    #[test]
+    fn stop_reasons_read_as_the_checker_expects() {
+        let mut n = Normalizer::new();
+        for reason in [Some("end_turn"), Some("cancelled"), Some("refusal"), None] {
+            n.terminal(reason);
+        }
+        let outcomes: Vec<(String, String)> = lines(&n)
+            .iter()
+            .map(|o| (o["outcome"].as_str().unwrap().to_owned(), o["stop_reason"].as_str().unwrap().to_owned()))
+            .collect();
+        let expected = [("success", "end_turn"), ("success", "interrupted"), ("failure", "refusal"), ("failure", "error")];
+        assert_eq!(outcomes, expected.map(|(a, b)| (a.to_owned(), b.to_owned())));
+    }
+}
