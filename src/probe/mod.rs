@@ -509,7 +509,21 @@ fn realized(admitted: &AdmittedCapabilities, report: &conformance::Report) -> Ma
 fn rpc_error(error: &Value) -> String {
     let code = error.get("code").map_or_else(|| String::from("?"), Value::to_string);
     let message = error.get("message").and_then(Value::as_str).unwrap_or("");
-    format!("{code} {message:?}")
+    // `data` often says what the message does not ("Query closed before response received").
+    match error.get("data").map(Value::to_string) {
+        Some(data) if data.len() <= 300 => format!("{code} {message:?} (data: {data})"),
+        Some(data) => format!("{code} {message:?} (data: {}…)", prefix(&data, 300)),
+        None => format!("{code} {message:?}"),
+    }
+}
+
+/// The longest prefix of `text` of at most `max` bytes that ends on a character boundary.
+fn prefix(text: &str, max: usize) -> &str {
+    let mut at = max.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    &text[..at]
 }
 
 /// A nonce no harness can guess: the time, the pid and a per-process counter, hashed.
