@@ -279,6 +279,20 @@ fn a_stderr_flood_is_drained_and_only_its_tail_kept() {
 }
 
 #[test]
+fn a_stdout_flood_is_cut_at_the_step_timeout() {
+    let started = Instant::now();
+    let run = probe(&["--step-timeout", "1"], &agent(&["--flood-stdout"]));
+    assert_eq!(run.status, 1);
+    let (status, reason) = run.step("prompt_exchange");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("no answer within 1.0 s"), "{reason}");
+    assert!(run.json["wire"]["messages_in"].as_u64().unwrap() > 100);
+    // It never reads its stdin again, so teardown needs SIGTERM.
+    assert_eq!(run.json["harness"]["ending"], "terminated");
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
 fn children_left_in_the_group_are_ended_at_teardown() {
     let run = probe(&[], &agent(&["--spawn-child"]));
     assert_eq!(run.status, 0);

@@ -33,6 +33,10 @@ const STEER_METHOD: &str = "_checkfu/session/steer";
 const INTERRUPT_METHOD: &str = "_checkfu/session/interrupt";
 const OPT_IN_INTERRUPT: &str = "cooperative_interrupt_drained";
 
+/// The most observations one turn may produce: a harness flooding valid updates is stopped
+/// here (or at its step's time) instead of growing the runner's memory without bound.
+pub const MAX_OBSERVATIONS: usize = 1_000_000;
+
 /// What the probe is told.
 #[derive(Clone, Debug)]
 pub struct ProbeOptions {
@@ -220,12 +224,25 @@ impl<'o> Run<'o> {
     }
 
     /// Waits for the answer to request `id`, handling everything else that arrives.
-    fn wait_for(&mut self, id: i64, until: Instant) -> Result<(Value, Vec<u8>), Fault> {
+    fn wait_for(&mut self, id: i64, until: Instant) -> Result<(Value, Vec<u8>), String> {
         loop {
-            match self.session.next(until)? {
-                Incoming::Response { id: got, message, bytes, .. } if got == id => return Ok((message, bytes)),
-                other => self.dispatch(other),
+            match self.session.next(until) {
+                Ok(Incoming::Response { id: got, message, bytes, .. }) if got == id => return Ok((message, bytes)),
+                Ok(other) => self.dispatch(other),
+                Err(fault) => return Err(self.explain(&fault)),
             }
+            if self.normalizer.len() >= MAX_OBSERVATIONS {
+                return Err(format!("the harness produced over {MAX_OBSERVATIONS} observations in one turn"));
+            }
+        }
+    }
+
+    /// A fault in the words of the probe, which knows the step's time.
+    fn explain(&self, fault: &Fault) -> String {
+        match fault {
+            Fault::Timeout => format!("no answer within {:.1} s (--step-timeout)", self.options.step_timeout.as_secs_f64()),
+            Fault::Deadline => format!("the session's deadline of {:.1} s passed (--deadline)", self.options.deadline.as_secs_f64()),
+            other => other.to_string(),
         }
     }
 
@@ -275,11 +292,11 @@ impl<'o> Run<'o> {
             "clientInfo": {"name": "checkfu-wire probe", "version": env!("CARGO_PKG_VERSION")},
         });
         let until = self.step_deadline();
-        let answer = self.session.request(VERSION_METHOD, params).and_then(|id| self.wait_for(id, until));
+        let answer = self.session.request(VERSION_METHOD, params).map_err(|f| f.to_string()).and_then(|id| self.wait_for(id, until));
         let (message, bytes) = match answer {
             Ok(answer) => answer,
-            Err(fault) => {
-                self.step("initialize_handshake", started, Err(format!("initialize: {fault}")));
+            Err(reason) => {
+                self.step("initialize_handshake", started, Err(format!("initialize: {reason}")));
                 return None;
             }
         };
@@ -313,9 +330,9 @@ impl<'o> Run<'o> {
             params["_meta"] = Value::Object(meta);
         }
         let until = self.step_deadline();
-        let answer = self.session.request(NEW_SESSION, params).and_then(|id| self.wait_for(id, until));
+        let answer = self.session.request(NEW_SESSION, params).map_err(|f| f.to_string()).and_then(|id| self.wait_for(id, until));
         let outcome = match answer {
-            Err(fault) => Err(format!("session/new: {fault}")),
+            Err(reason) => Err(format!("session/new: {reason}")),
             Ok((message, _)) => match (message.get("error"), message.pointer("/result/sessionId").and_then(Value::as_str)) {
                 (Some(error), _) => Err(format!("session/new answered an error: {}", rpc_error(error))),
                 (None, Some(id)) => Ok(id.to_owned()),
@@ -360,14 +377,18 @@ impl<'o> Run<'o> {
             self.send_interrupt();
         }
         let answer = self.wait_for(prompt, until);
-        let (message, _) = answer.map_err(|fault| format!("session/prompt: {fault}"))?;
+        let (message, _) = answer.map_err(|reason| format!("session/prompt: {reason}"))?;
         self.terminal(&message);
         // The turn is over; watch it a little longer for late or duplicate emissions.
         let settle_until = Instant::now() + self.options.settle;
         loop {
             match self.session.next(settle_until) {
+                Ok(_) if self.normalizer.len() >= MAX_OBSERVATIONS => {
+                    self.late_fault = Some(format!("the harness produced over {MAX_OBSERVATIONS} observations in one turn"));
+                    break;
+                }
                 Ok(incoming) => self.dispatch(incoming),
-                Err(Fault::Timeout { .. } | Fault::Deadline | Fault::Closed) => break,
+                Err(Fault::Timeout | Fault::Deadline | Fault::Closed) => break,
                 Err(fault) => {
                     self.late_fault = Some(fault.to_string());
                     break;

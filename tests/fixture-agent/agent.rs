@@ -9,6 +9,7 @@
 //! `--no-ack` (never answer a steer), `--duplicate-terminal`, `--crash-mid-turn`,
 //! `--silent-after-initialize`, `--garbage-stdout`, `--oversize-line`, `--read-outside`,
 //! `--need-credentials` (session/new answers -32000), `--echo-requests`, `--flood-stderr`,
+//! `--flood-stdout` (endless valid updates),
 //! `--spawn-child` (leaves a `sleep` in its process group), `--hang` (ignores EOF and
 //! SIGTERM), `--no-nonce`; for the benchmark, `--turns N` (repeat the turn's updates N times) and
 //! `--mid-turn-wait-ms MS` (how long the turn stays open for a steer or interrupt; 150).
@@ -34,6 +35,7 @@ struct Switches {
     need_credentials: bool,
     echo_requests: bool,
     flood_stderr: bool,
+    flood_stdout: bool,
     spawn_child: bool,
     hang: bool,
     no_nonce: bool,
@@ -63,6 +65,7 @@ fn switches() -> Switches {
             "--need-credentials" => s.need_credentials = true,
             "--echo-requests" => s.echo_requests = true,
             "--flood-stderr" => s.flood_stderr = true,
+            "--flood-stdout" => s.flood_stdout = true,
             "--spawn-child" => s.spawn_child = true,
             "--hang" => s.hang = true,
             "--no-nonce" => s.no_nonce = true,
@@ -226,6 +229,12 @@ impl Agent {
         }
         let echo = if self.s.no_nonce { String::from("I will not repeat that.") } else { format!("You said: {prompt}") };
         self.update(session, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": echo}}));
+        if self.s.flood_stdout {
+            // Valid updates, without end: the runner must stop reading at its step timeout.
+            loop {
+                self.update(session, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "more "}}));
+            }
+        }
         if self.s.crash_mid_turn {
             std::process::exit(3);
         }
