@@ -248,6 +248,20 @@ fn a_read_outside_the_workspace_is_refused() {
 }
 
 #[test]
+fn another_vendors_extension_request_is_answered_method_not_found() {
+    let record = temp_file("foreign.record.jsonl");
+    let run = probe(&["--record", record.to_str().unwrap()], &agent(&["--foreign-extension"]));
+    assert_eq!(run.status, 0, "a foreign extension is well-formed ACP");
+    let request = &run.json["client_requests"][0];
+    assert_eq!(request["method"], "_acme/progress");
+    assert_eq!(request["outcome"], "refused");
+    let text = std::fs::read_to_string(&record).unwrap();
+    assert!(text.contains(r#""error":{"code":-32601"#), "the answer is -32601");
+    let decoded = Command::new(PROBE).arg("decode").arg(&record).output().expect("decode");
+    assert!(decoded.status.success(), "{}", String::from_utf8_lossy(&decoded.stdout));
+}
+
+#[test]
 fn a_harness_that_needs_credentials_fails_session_start_with_its_error() {
     let run = probe(&[], &agent(&["--need-credentials"]));
     assert_eq!(run.status, 1);

@@ -9,7 +9,8 @@
 //! `--no-ack` (never answer a steer), `--duplicate-terminal`, `--crash-mid-turn`,
 //! `--silent-after-initialize`, `--garbage-stdout`, `--oversize-line`, `--read-outside`,
 //! `--need-credentials` (session/new answers -32000), `--echo-requests`, `--flood-stderr`,
-//! `--flood-stdout` (endless valid updates),
+//! `--flood-stdout` (endless valid updates), `--foreign-extension` (an `_acme/progress`
+//! notification and request),
 //! `--spawn-child` (leaves a `sleep` in its process group), `--hang` (ignores EOF and
 //! SIGTERM), `--no-nonce`; for the benchmark, `--turns N` (repeat the turn's updates N times) and
 //! `--mid-turn-wait-ms MS` (how long the turn stays open for a steer or interrupt; 150).
@@ -36,6 +37,7 @@ struct Switches {
     echo_requests: bool,
     flood_stderr: bool,
     flood_stdout: bool,
+    foreign_extension: bool,
     spawn_child: bool,
     hang: bool,
     no_nonce: bool,
@@ -66,6 +68,7 @@ fn switches() -> Switches {
             "--echo-requests" => s.echo_requests = true,
             "--flood-stderr" => s.flood_stderr = true,
             "--flood-stdout" => s.flood_stdout = true,
+            "--foreign-extension" => s.foreign_extension = true,
             "--spawn-child" => s.spawn_child = true,
             "--hang" => s.hang = true,
             "--no-nonce" => s.no_nonce = true,
@@ -247,6 +250,15 @@ impl Agent {
             let _ = self.out.write_all(&line);
             let _ = self.out.write_all(b"\n");
             let _ = self.out.flush();
+        }
+        if self.s.foreign_extension {
+            // Another vendor's extension, as the ACP docs show one: a notification the client
+            // ignores, and a request it answers -32601.
+            self.write(&json!({"jsonrpc": "2.0", "method": "_acme/progress", "params": {"sessionId": session, "percent": 10}}));
+            let answer = self.call("_acme/progress", json!({"sessionId": session, "percent": 20}));
+            let code = answer.pointer("/error/code").cloned().unwrap_or(Value::Null);
+            self.update(session, json!({"sessionUpdate": "agent_message_chunk",
+                "content": {"type": "text", "text": format!(" (extension answered {code})")}}));
         }
         if self.s.read_outside {
             let answer = self.call("fs/read_text_file", json!({"sessionId": session, "path": "/etc/hostname"}));
