@@ -262,6 +262,25 @@ fn another_vendors_extension_request_is_answered_method_not_found() {
 }
 
 #[test]
+fn terminals_are_refused_unless_allowed_and_then_run_in_the_workspace() {
+    let refused = probe(&[], &agent(&["--use-terminal"]));
+    assert_eq!(refused.json["client_requests"][0]["method"], "terminal/create");
+    assert_eq!(refused.json["client_requests"][0]["outcome"], "refused");
+
+    let record = temp_file("terminal.record.jsonl");
+    let run = probe(&["--allow-terminals", "--record", record.to_str().unwrap()], &agent(&["--use-terminal"]));
+    assert_eq!(run.status, 0, "{}", serde_json::to_string_pretty(&run.json).unwrap());
+    let methods: Vec<&str> = run.json["client_requests"].as_array().unwrap().iter().take(4).map(|r| r["method"].as_str().unwrap()).collect();
+    assert_eq!(methods, ["terminal/create", "terminal/wait_for_exit", "terminal/output", "terminal/release"]);
+    let text = std::fs::read_to_string(&record).unwrap();
+    // The exit (3) was awaited without blocking the session, and the output read back.
+    assert!(text.contains(r#"(terminal exit 3 output \"hello from a terminal\\n\")"#), "{text}");
+    assert!(text.contains(r#""clientCapabilities":{"fs":{"readTextFile":true,"writeTextFile":true},"terminal":true}"#));
+    let decoded = Command::new(PROBE).arg("decode").arg(&record).output().expect("decode");
+    assert!(decoded.status.success(), "{}", String::from_utf8_lossy(&decoded.stdout));
+}
+
+#[test]
 fn a_harness_that_needs_credentials_fails_session_start_with_its_error() {
     let run = probe(&[], &agent(&["--need-credentials"]));
     assert_eq!(run.status, 1);

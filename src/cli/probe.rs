@@ -41,6 +41,10 @@ pub struct Args {
     /// How permission requests are answered.
     #[arg(long, value_enum, default_value = "allow")]
     permission: PermissionPolicy,
+    /// Serve the harness's `terminal/*` requests: commands run in the session's workspace as
+    /// the user running the probe (not a sandbox). Without it they are answered -32601.
+    #[arg(long)]
+    allow_terminals: bool,
     /// Seconds each step may take.
     #[arg(long, default_value_t = 30.0, value_parser = seconds)]
     step_timeout: f64,
@@ -105,6 +109,7 @@ pub fn probe(args: Args) -> i32 {
     }
     options.interrupt = args.interrupt;
     options.permission = args.permission;
+    options.terminals = args.allow_terminals;
     options.step_timeout = Duration::from_secs_f64(args.step_timeout);
     options.deadline = Duration::from_secs_f64(args.deadline);
     options.settle = Duration::from_secs_f64(args.settle);

@@ -49,6 +49,8 @@ pub struct ProbeOptions {
     pub output_schema: Option<Value>,
     pub interrupt: bool,
     pub permission: PermissionPolicy,
+    /// Serve the harness's `terminal/*` requests (in the workspace; not a sandbox).
+    pub terminals: bool,
     pub step_timeout: Duration,
     pub deadline: Duration,
     /// How long the turn is still watched after its terminal (late or duplicate emissions).
@@ -71,6 +73,7 @@ impl ProbeOptions {
             output_schema: None,
             interrupt: false,
             permission: PermissionPolicy::Allow,
+            terminals: false,
             step_timeout: Duration::from_secs(30),
             deadline: Duration::from_secs(120),
             settle: Duration::from_millis(250),
@@ -142,7 +145,7 @@ pub fn run(options: &ProbeOptions) -> Result<ProbeResult, UsageError> {
         ))
     })?;
     let meta = authority_meta(options)?;
-    let session_options = session::Options { permission: options.permission, deadline: options.deadline };
+    let session_options = session::Options { permission: options.permission, terminals: options.terminals, deadline: options.deadline };
     let session = Session::start(&options.command, session_options).map_err(|e| {
         let command = options.command.first().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
         UsageError::CannotStart(format!("cannot start `{command}`: {e}"))
@@ -288,7 +291,7 @@ impl<'o> Run<'o> {
         let started = Instant::now();
         let params = json!({
             "protocolVersion": PROTOCOL_VERSION,
-            "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": false},
+            "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": self.options.terminals},
             "clientInfo": {"name": "checkfu-wire probe", "version": env!("CARGO_PKG_VERSION")},
         });
         let until = self.step_deadline();

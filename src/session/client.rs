@@ -2,9 +2,10 @@
 //!
 //! - `session/request_permission`: by [`PermissionPolicy`];
 //! - `fs/read_text_file`, `fs/write_text_file`: confined to the session's [`Workspace`];
-//! - everything else (`terminal/*`, `elicitation/create`, other vendors' `_…` extensions):
-//!   "Method not found" (-32601), which is what ACP prescribes for a method a client does
-//!   not offer; the initialize request advertises no terminal and no elicitation.
+//! - everything else (`terminal/*` unless the session serves them through
+//!   [`super::terminals`], `elicitation/create`, other vendors' `_…` extensions): "Method not
+//!   found" (-32601), which is what ACP prescribes for a method a client does not offer; the
+//!   initialize request advertises no elicitation, and a terminal only when they are served.
 
 use serde::Serialize;
 use serde_json::{json, Value};

@@ -14,6 +14,7 @@
 
 pub mod client;
 pub mod process;
+pub mod terminals;
 pub mod workspace;
 
 use std::collections::HashMap;
@@ -25,6 +26,7 @@ use crate::decode::{Decoder, Kind, Report, WireDirection};
 pub use client::{ClientRequest, PermissionPolicy};
 pub use process::{Ending, Teardown};
 use process::{Event, Harness};
+use terminals::{Handled, Terminals};
 use workspace::Workspace;
 
 /// The most wire the record keeps; past it, messages are still read but no longer recorded.
@@ -78,6 +80,8 @@ pub enum Incoming {
 #[derive(Clone, Debug)]
 pub struct Options {
     pub permission: PermissionPolicy,
+    /// Serve `terminal/*` ([`terminals`]); otherwise they are answered -32601.
+    pub terminals: bool,
     /// The total deadline of the session, from its start.
     pub deadline: Duration,
 }
@@ -91,6 +95,9 @@ pub struct Session {
     deadline: Instant,
     next_id: i64,
     pending: HashMap<i64, &'static str>,
+    terminals: Terminals,
+    /// `terminal/wait_for_exit` requests to answer when their terminal exits: (id, terminal).
+    exit_waits: Vec<(Value, String)>,
     record: Vec<u8>,
     record_truncated: bool,
     /// Requests the harness made of the client, in order.
@@ -124,6 +131,8 @@ impl Session {
             deadline,
             next_id: 0,
             pending: HashMap::new(),
+            terminals: Terminals::default(),
+            exit_waits: Vec::new(),
             record: Vec::new(),
             record_truncated: false,
             client_requests: Vec::new(),
@@ -181,8 +190,9 @@ impl Session {
     pub fn next(&mut self, until: Instant) -> Result<Incoming, Fault> {
         loop {
             let limit = until.min(self.deadline);
+            let deadline = self.deadline;
             let expired = || {
-                if until >= self.deadline {
+                if until >= deadline {
                     Fault::Deadline
                 } else {
                     Fault::Timeout
@@ -193,7 +203,16 @@ impl Session {
             if Instant::now() >= limit {
                 return Err(expired());
             }
-            let Some(event) = self.harness.next_event(limit) else { return Err(expired()) };
+            // With a `wait_for_exit` outstanding, wake every 10 ms to see whether its
+            // terminal has exited.
+            self.answer_exit_waits()?;
+            let wake = if self.exit_waits.is_empty() { limit } else { limit.min(Instant::now() + Duration::from_millis(10)) };
+            let Some(event) = self.harness.next_event(wake) else {
+                if wake < limit {
+                    continue;
+                }
+                return Err(expired());
+            };
             let bytes = match event {
                 Event::Line(bytes) => bytes,
                 Event::Oversize { bytes } => return Err(Fault::Oversize { bytes }),
@@ -237,9 +256,48 @@ impl Session {
     fn answer(&mut self, message: &Value, report: &Report) -> Result<(), Fault> {
         let method = message.get("method").and_then(Value::as_str).unwrap_or_default();
         let params = message.get("params").unwrap_or(&Value::Null);
-        let (answer, log) = client::answer(method, params, report.extension.is_some(), self.options.permission, &self.workspace);
-        self.client_requests.push(log);
         let id = message.get("id").cloned().unwrap_or(Value::Null);
+        let answer = if self.options.terminals && report.extension.is_none() && method.starts_with("terminal/") {
+            let log = |outcome, detail: String| ClientRequest { method: method.to_owned(), outcome, detail };
+            match self.terminals.handle(method, params, &self.workspace) {
+                Handled::WhenExited(terminal) => {
+                    self.client_requests.push(log("answered", format!("{terminal}: answered when it exits")));
+                    self.exit_waits.push((id, terminal));
+                    return Ok(());
+                }
+                Handled::Now(Ok(result)) => {
+                    self.client_requests.push(log("answered", result.to_string()));
+                    Ok(result)
+                }
+                Handled::Now(Err((code, why))) => {
+                    self.client_requests.push(log("refused", why.clone()));
+                    Err((code, why))
+                }
+            }
+        } else {
+            let (answer, log) = client::answer(method, params, report.extension.is_some(), self.options.permission, &self.workspace);
+            self.client_requests.push(log);
+            answer
+        };
+        self.respond(id, answer)
+    }
+
+    /// Sends the answers of `wait_for_exit` requests whose terminal has exited.
+    fn answer_exit_waits(&mut self) -> Result<(), Fault> {
+        let mut i = 0;
+        while i < self.exit_waits.len() {
+            match self.terminals.exited(&self.exit_waits[i].1) {
+                Some(result) => {
+                    let (id, _) = self.exit_waits.swap_remove(i);
+                    self.respond(id, Ok(result))?;
+                }
+                None => i += 1,
+            }
+        }
+        Ok(())
+    }
+
+    fn respond(&mut self, id: Value, answer: client::Answer) -> Result<(), Fault> {
         let response = match answer {
             Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
             Err((code, text)) => json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": text}}),
@@ -291,8 +349,10 @@ impl Session {
         self.harness.stderr()
     }
 
-    /// Ends the harness (see [`Harness::teardown`]).
+    /// Ends the harness (see [`Harness::teardown`]) and every terminal it left running.
     pub fn teardown(&mut self, grace: Duration) -> Teardown {
-        self.harness.teardown(grace)
+        let teardown = self.harness.teardown(grace);
+        self.terminals.kill_all();
+        teardown
     }
 }

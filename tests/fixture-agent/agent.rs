@@ -10,7 +10,7 @@
 //! `--silent-after-initialize`, `--garbage-stdout`, `--oversize-line`, `--read-outside`,
 //! `--need-credentials` (session/new answers -32000), `--echo-requests`, `--flood-stderr`,
 //! `--flood-stdout` (endless valid updates), `--foreign-extension` (an `_acme/progress`
-//! notification and request),
+//! notification and request), `--use-terminal` (runs a command through `terminal/*`),
 //! `--spawn-child` (leaves a `sleep` in its process group), `--hang` (ignores EOF and
 //! SIGTERM), `--no-nonce`; for the benchmark, `--turns N` (repeat the turn's updates N times) and
 //! `--mid-turn-wait-ms MS` (how long the turn stays open for a steer or interrupt; 150).
@@ -38,6 +38,7 @@ struct Switches {
     flood_stderr: bool,
     flood_stdout: bool,
     foreign_extension: bool,
+    use_terminal: bool,
     spawn_child: bool,
     hang: bool,
     no_nonce: bool,
@@ -69,6 +70,7 @@ fn switches() -> Switches {
             "--flood-stderr" => s.flood_stderr = true,
             "--flood-stdout" => s.flood_stdout = true,
             "--foreign-extension" => s.foreign_extension = true,
+            "--use-terminal" => s.use_terminal = true,
             "--spawn-child" => s.spawn_child = true,
             "--hang" => s.hang = true,
             "--no-nonce" => s.no_nonce = true,
@@ -259,6 +261,20 @@ impl Agent {
             let code = answer.pointer("/error/code").cloned().unwrap_or(Value::Null);
             self.update(session, json!({"sessionUpdate": "agent_message_chunk",
                 "content": {"type": "text", "text": format!(" (extension answered {code})")}}));
+        }
+        if self.s.use_terminal {
+            let created = self.call("terminal/create", json!({"sessionId": session, "command": "sh",
+                "args": ["-c", "echo hello from a terminal; sleep 0.2; exit 3"], "outputByteLimit": 1000}));
+            let report = match created.pointer("/result/terminalId").cloned() {
+                Some(terminal) => {
+                    let exit = self.call("terminal/wait_for_exit", json!({"sessionId": session, "terminalId": terminal}));
+                    let output = self.call("terminal/output", json!({"sessionId": session, "terminalId": terminal}));
+                    self.call("terminal/release", json!({"sessionId": session, "terminalId": terminal}));
+                    format!(" (terminal exit {} output {})", exit["result"]["exitCode"], output["result"]["output"])
+                }
+                None => format!(" (no terminal: {})", created["error"]["code"]),
+            };
+            self.update(session, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": report}}));
         }
         if self.s.read_outside {
             let answer = self.call("fs/read_text_file", json!({"sessionId": session, "path": "/etc/hostname"}));

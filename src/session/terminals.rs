@@ -1,0 +1,208 @@
+//! The client's `terminal/*` methods, when the runner enables them (`--allow-terminals`):
+//! a command the harness asks for runs in the session's workspace (its `cwd` must resolve
+//! inside it), in a process group of its own, with its output kept up to `outputByteLimit`
+//! (cut from the front, on a character boundary, as ACP describes). `wait_for_exit` on a
+//! running command is answered when it exits, without holding the session's loop. Every
+//! terminal still running at teardown is killed with its group.
+//!
+//! This is not a sandbox: enabling terminals lets the harness run any command as the user
+//! running the probe. It is off unless asked for.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+
+use super::client::{Answer, INVALID_PARAMS};
+use super::workspace::Workspace;
+
+/// Output kept when the harness sets no limit.
+const DEFAULT_LIMIT: usize = 1024 * 1024;
+
+#[derive(Debug, Default)]
+struct Output {
+    bytes: Vec<u8>,
+    limit: usize,
+    truncated: bool,
+}
+
+impl Output {
+    fn push(&mut self, chunk: &[u8]) {
+        self.bytes.extend_from_slice(chunk);
+        if self.bytes.len() > self.limit {
+            let mut cut = self.bytes.len() - self.limit;
+            // Never start inside a UTF-8 sequence: skip continuation bytes.
+            while cut < self.bytes.len() && (self.bytes[cut] & 0b1100_0000) == 0b1000_0000 {
+                cut += 1;
+            }
+            self.bytes.drain(..cut);
+            self.truncated = true;
+        }
+    }
+}
+
+struct Terminal {
+    child: Child,
+    output: Arc<Mutex<Output>>,
+    exit: Option<ExitStatus>,
+}
+
+impl Terminal {
+    fn poll(&mut self) -> Option<ExitStatus> {
+        if self.exit.is_none() {
+            self.exit = self.child.try_wait().ok().flatten();
+        }
+        self.exit
+    }
+
+    fn kill(&mut self) {
+        if self.poll().is_none() {
+            if let Ok(pgid) = libc::pid_t::try_from(self.child.id()) {
+                // SAFETY: signals the terminal's own process group; no memory is involved.
+                unsafe {
+                    libc::kill(-pgid, libc::SIGKILL);
+                }
+            }
+            self.exit = self.child.wait().ok();
+        }
+    }
+}
+
+/// What a `terminal/*` request gets.
+pub enum Handled {
+    Now(Answer),
+    /// `wait_for_exit` on a running terminal: answer when it exits.
+    WhenExited(String),
+}
+
+/// The session's terminals.
+#[derive(Default)]
+pub struct Terminals {
+    next: u64,
+    open: HashMap<String, Terminal>,
+}
+
+fn exit_json(status: ExitStatus) -> Value {
+    let signal = status.signal().map(|s| match s {
+        libc::SIGHUP => String::from("SIGHUP"),
+        libc::SIGINT => String::from("SIGINT"),
+        libc::SIGKILL => String::from("SIGKILL"),
+        libc::SIGSEGV => String::from("SIGSEGV"),
+        libc::SIGPIPE => String::from("SIGPIPE"),
+        libc::SIGTERM => String::from("SIGTERM"),
+        libc::SIGABRT => String::from("SIGABRT"),
+        other => format!("SIG{other}"),
+    });
+    json!({"exitCode": status.code(), "signal": signal})
+}
+
+impl Terminals {
+    /// Handles one `terminal/*` request.
+    pub fn handle(&mut self, method: &str, params: &Value, workspace: &Workspace) -> Handled {
+        if method == "terminal/create" {
+            return Handled::Now(self.create(params, workspace));
+        }
+        let id = params.get("terminalId").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let Some(terminal) = self.open.get_mut(&id) else {
+            return Handled::Now(Err((INVALID_PARAMS, format!("no terminal `{id}`"))));
+        };
+        Handled::Now(match method {
+            "terminal/output" => {
+                let exit = terminal.poll().map(exit_json);
+                let output = terminal.output.lock().unwrap_or_else(|e| e.into_inner());
+                Ok(json!({"output": String::from_utf8_lossy(&output.bytes), "truncated": output.truncated, "exitStatus": exit}))
+            }
+            "terminal/wait_for_exit" => match terminal.poll() {
+                Some(status) => Ok(exit_json(status)),
+                None => return Handled::WhenExited(id),
+            },
+            "terminal/kill" => {
+                terminal.kill();
+                Ok(json!({}))
+            }
+            "terminal/release" => {
+                terminal.kill();
+                self.open.remove(&id);
+                Ok(json!({}))
+            }
+            _ => Err((super::client::METHOD_NOT_FOUND, format!("`{method}` is not offered by this client"))),
+        })
+    }
+
+    fn create(&mut self, params: &Value, workspace: &Workspace) -> Answer {
+        let command = params.get("command").and_then(Value::as_str).unwrap_or_default();
+        let args: Vec<&str> = params.get("args").and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+        let cwd = match params.get("cwd").and_then(Value::as_str) {
+            Some(cwd) => workspace.resolve_read(cwd).map_err(|r| (INVALID_PARAMS, format!("cwd {cwd}: {r}")))?,
+            None => workspace.root().to_path_buf(),
+        };
+        let limit = params.get("outputByteLimit").and_then(Value::as_u64).map_or(DEFAULT_LIMIT, |l| l as usize);
+        let mut spawn = Command::new(command);
+        spawn.args(&args).current_dir(&cwd).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+        for variable in params.get("env").and_then(Value::as_array).into_iter().flatten() {
+            if let (Some(name), Some(value)) = (variable.get("name").and_then(Value::as_str), variable.get("value").and_then(Value::as_str)) {
+                spawn.env(name, value);
+            }
+        }
+        let mut child = spawn.spawn().map_err(|e| (-32603, format!("cannot run `{command}`: {e}")))?;
+        let output = Arc::new(Mutex::new(Output { limit, ..Output::default() }));
+        let streams: [Option<Box<dyn Read + Send>>; 2] = [
+            child.stdout.take().map(|s| Box::new(s) as Box<dyn Read + Send>),
+            child.stderr.take().map(|s| Box::new(s) as Box<dyn Read + Send>),
+        ];
+        for mut stream in streams.into_iter().flatten() {
+            let sink = Arc::clone(&output);
+            std::thread::spawn(move || {
+                let mut buffer = [0u8; 8192];
+                while let Ok(n) = stream.read(&mut buffer) {
+                    if n == 0 {
+                        break;
+                    }
+                    sink.lock().unwrap_or_else(|e| e.into_inner()).push(&buffer[..n]);
+                }
+            });
+        }
+        self.next += 1;
+        let id = format!("term-{}", self.next);
+        self.open.insert(id.clone(), Terminal { child, output, exit: None });
+        Ok(json!({"terminalId": id}))
+    }
+
+    /// The exit answer for a terminal a `wait_for_exit` waits on, once it has exited (a
+    /// released terminal answers as killed).
+    pub fn exited(&mut self, id: &str) -> Option<Value> {
+        match self.open.get_mut(id) {
+            Some(terminal) => terminal.poll().map(exit_json),
+            None => Some(json!({"exitCode": null, "signal": "SIGKILL"})),
+        }
+    }
+
+    /// Kills every terminal still running.
+    pub fn kill_all(&mut self) {
+        for terminal in self.open.values_mut() {
+            terminal.kill();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_is_cut_from_the_front_on_a_character_boundary() {
+        let mut output = Output { limit: 4, ..Output::default() };
+        output.push("ab".as_bytes());
+        assert!(!output.truncated);
+        output.push("cé".as_bytes()); // 5 bytes in all: cut one, then land on `c`
+        assert_eq!(String::from_utf8(output.bytes.clone()).unwrap(), "bcé");
+        output.push("d".as_bytes()); // "bcéd" is 5 bytes: cut `b`
+        assert_eq!(String::from_utf8(output.bytes.clone()).unwrap(), "céd");
+        assert!(output.truncated);
+        output.push("é".as_bytes()); // "cédé" is 6: cut `c`, then `é` must go whole
+        assert_eq!(String::from_utf8(output.bytes).unwrap(), "dé");
+    }
+}
