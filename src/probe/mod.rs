@@ -181,8 +181,6 @@ struct Run<'o> {
     prompt_id: Option<i64>,
     steer: Option<(i64, String)>,
     interrupt_id: Option<i64>,
-    /// The session to interrupt, until the scripted interrupt is sent.
-    interrupt_wanted: Option<String>,
     /// The answer to `session/prompt` arrived (once, or more).
     terminals: usize,
     /// A harness fault seen while a step was not waiting (during the settle window).
@@ -203,7 +201,6 @@ impl<'o> Run<'o> {
             prompt_id: None,
             steer: None,
             interrupt_id: None,
-            interrupt_wanted: None,
             terminals: 0,
             late_fault: None,
         }
@@ -265,7 +262,6 @@ impl<'o> Run<'o> {
                     if let Some(disposition) = message.pointer("/result/disposition").and_then(Value::as_str) {
                         self.normalizer.steering(&event, disposition);
                     }
-                    self.send_interrupt();
                 } else if Some(id) == self.interrupt_id {
                     if let Some(disposition) = message.pointer("/result/disposition").and_then(Value::as_str) {
                         self.normalizer.interrupt_ack(disposition);
@@ -369,15 +365,19 @@ impl<'o> Run<'o> {
         self.prompt_id = Some(prompt);
         let steer = upgrade_admitted(admitted, "steering_delivered");
         let interrupt = self.options.interrupt && upgrade_admitted(admitted, OPT_IN_INTERRUPT);
-        self.interrupt_wanted = interrupt.then(|| session_id.to_owned());
+        // The scripted inputs follow the prompt at once, in order (steer, then drain), so they
+        // reach the live turn whatever the machine's load; the harness answers each.
         if steer {
             let event = format!("probe-steer-{}", self.nonce);
             let params = json!({"sessionId": session_id, "id": event, "content": "Keep the reply to the nonce only."});
             let id = self.session.request(STEER_METHOD, params).map_err(|f| format!("{STEER_METHOD}: {f}"))?;
             self.normalizer.steer_input(&event);
             self.steer = Some((id, event));
-        } else {
-            self.send_interrupt();
+        }
+        if interrupt {
+            let id = self.session.request(INTERRUPT_METHOD, json!({"sessionId": session_id})).map_err(|f| format!("{INTERRUPT_METHOD}: {f}"))?;
+            self.normalizer.interrupt_request();
+            self.interrupt_id = Some(id);
         }
         let answer = self.wait_for(prompt, until);
         let (message, _) = answer.map_err(|reason| format!("session/prompt: {reason}"))?;
@@ -408,19 +408,6 @@ impl<'o> Run<'o> {
             return Err(format!("the nonce {} did not reach normalized output (agent_message_chunk text)", self.nonce));
         }
         Ok(())
-    }
-
-    /// Sends the scripted cooperative interrupt, once, if it is wanted: right after the
-    /// prompt, or after the steer's acknowledgement when a steer went first.
-    fn send_interrupt(&mut self) {
-        let Some(session_id) = self.interrupt_wanted.take() else { return };
-        match self.session.request(INTERRUPT_METHOD, json!({"sessionId": session_id})) {
-            Ok(id) => {
-                self.normalizer.interrupt_request();
-                self.interrupt_id = Some(id);
-            }
-            Err(fault) => self.session.diagnostics.push(format!("{INTERRUPT_METHOD} not sent: {fault}")),
-        }
     }
 
     /// Teardown, the checks over the trace, and the result.
