@@ -177,12 +177,10 @@ struct Run<'o> {
     admission: Admission,
     agent_info: Value,
     nonce: String,
-    /// Ids of the scripted requests in flight, and the steer's event id.
+    /// Ids of the scripted requests, and the steer's event id.
     prompt_id: Option<i64>,
     steer: Option<(i64, String)>,
     interrupt_id: Option<i64>,
-    /// The answer to `session/prompt` arrived (once, or more).
-    terminals: usize,
     /// A harness fault seen while a step was not waiting (during the settle window).
     late_fault: Option<String>,
 }
@@ -201,7 +199,6 @@ impl<'o> Run<'o> {
             prompt_id: None,
             steer: None,
             interrupt_id: None,
-            terminals: 0,
             late_fault: None,
         }
     }
@@ -257,8 +254,7 @@ impl<'o> Run<'o> {
             Incoming::Response { id, message, .. } => {
                 if Some(id) == self.prompt_id {
                     self.terminal(&message);
-                } else if let Some((steer_id, event)) = self.steer.clone().filter(|(s, _)| *s == id) {
-                    debug_assert_eq!(steer_id, id);
+                } else if let Some((_, event)) = self.steer.clone().filter(|(steer, _)| *steer == id) {
                     if let Some(disposition) = message.pointer("/result/disposition").and_then(Value::as_str) {
                         self.normalizer.steering(&event, disposition);
                     }
@@ -278,7 +274,6 @@ impl<'o> Run<'o> {
     }
 
     fn terminal(&mut self, message: &Value) {
-        self.terminals += 1;
         let stop_reason = message.pointer("/result/stopReason").and_then(Value::as_str);
         self.normalizer.terminal(stop_reason);
     }
