@@ -463,6 +463,7 @@ impl<'o> Run<'o> {
             messages_out: self.session.messages_out,
             record_truncated,
             diagnostics: self.session.diagnostics.clone(),
+            diagnostics_dropped: self.session.diagnostics_dropped,
         };
         let record = record.to_vec();
         let steps = self

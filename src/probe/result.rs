@@ -77,8 +77,10 @@ pub struct Wire {
     pub messages_out: usize,
     /// The record was cut at its size limit.
     pub record_truncated: bool,
-    /// Fail-open diagnostics of accepted messages.
+    /// Fail-open diagnostics of accepted messages (the first 1000).
     pub diagnostics: Vec<String>,
+    /// How many more there were.
+    pub diagnostics_dropped: usize,
 }
 
 /// The whole result.

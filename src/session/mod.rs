@@ -32,6 +32,10 @@ use workspace::Workspace;
 /// The most wire the record keeps; past it, messages are still read but no longer recorded.
 pub const MAX_RECORD: usize = 64 * 1024 * 1024;
 
+/// The most diagnostics a session keeps (a harness repeating a dropped member would
+/// otherwise grow them without bound).
+pub const MAX_DIAGNOSTICS: usize = 1000;
+
 /// Why waiting for the harness stopped without a message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Fault {
@@ -107,6 +111,8 @@ pub struct Session {
     pub messages_out: usize,
     /// Fail-open diagnostics of accepted messages (dropped fidelity members, ignored keys).
     pub diagnostics: Vec<String>,
+    /// Diagnostics past [`MAX_DIAGNOSTICS`], counted only.
+    pub diagnostics_dropped: usize,
 }
 
 impl Session {
@@ -139,6 +145,7 @@ impl Session {
             messages_in: 0,
             messages_out: 0,
             diagnostics: Vec::new(),
+            diagnostics_dropped: 0,
         })
     }
 
@@ -172,7 +179,7 @@ impl Session {
         let report = self.decoder.decode(&bytes, Some(WireDirection::RunnerToAgent));
         if let Some(error) = report.error {
             // A runner that sends what its own decoder rejects has a bug; say it loudly.
-            self.diagnostics.push(format!("the runner's own message was rejected: {}", error.message));
+            self.note(&[format!("the runner's own message was rejected: {}", error.message)]);
         }
         self.append_record(WireDirection::RunnerToAgent, &bytes);
         let mut line = bytes;
@@ -229,7 +236,7 @@ impl Session {
                 let line = String::from_utf8_lossy(&bytes[..bytes.len().min(200)]).into_owned();
                 return Err(Fault::Rejected { error: error.message.clone(), line });
             }
-            self.diagnostics.extend(report.diagnostics.iter().cloned());
+            self.note(&report.diagnostics);
             // Accepted means parseable with serde_json's defaults (the decoder's promise).
             let Ok(message) = serde_json::from_slice::<Value>(&bytes) else {
                 return Err(Fault::Rejected { error: String::from("unparseable"), line: String::new() });
@@ -241,13 +248,26 @@ impl Session {
                     return Ok(Incoming::Notification { method, message, report });
                 }
                 Some(Kind::Response | Kind::ErrorResponse) => {
-                    let pending = message.get("id").and_then(Value::as_i64).and_then(|id| self.pending.remove_entry(&id));
+                    // `2.0` is the id `2`, as the decoder reads ids.
+                    let id = message.get("id").and_then(|v| v.as_i64().or_else(|| v.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i64)));
+                    let pending = id.and_then(|id| self.pending.remove_entry(&id));
                     return Ok(match pending {
                         Some((id, method)) => Incoming::Response { id, method, message, bytes, report },
                         None => Incoming::Stray { message, report },
                     });
                 }
                 None => return Err(Fault::Rejected { error: String::from("unclassified message"), line: String::new() }),
+            }
+        }
+    }
+
+    /// Keeps fail-open diagnostics, up to [`MAX_DIAGNOSTICS`]; past it they are counted.
+    fn note(&mut self, diagnostics: &[String]) {
+        for diagnostic in diagnostics {
+            if self.diagnostics.len() < MAX_DIAGNOSTICS {
+                self.diagnostics.push(diagnostic.clone());
+            } else {
+                self.diagnostics_dropped += 1;
             }
         }
     }
