@@ -116,18 +116,14 @@ pub struct Session {
 }
 
 impl Session {
-    /// Creates the workspace and starts `command` in it.
+    /// Creates the workspace (the `cwd` the runner will hand the harness in `session/new`)
+    /// and starts `command`.
     pub fn start(command: &[std::ffi::OsString], options: Options) -> std::io::Result<Session> {
         let Some((program, args)) = command.split_first() else {
             return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "no command"));
         };
-        // The harness runs in the workspace; a relative path to it means the caller's directory.
-        let program = match std::path::Path::new(program) {
-            path if path.is_relative() && path.components().count() > 1 => std::env::current_dir()?.join(path).into_os_string(),
-            _ => program.clone(),
-        };
         let workspace = Workspace::create()?;
-        let harness = Harness::spawn(&program, args, workspace.root())?;
+        let harness = Harness::spawn(program, args)?;
         let deadline = Instant::now() + options.deadline;
         Ok(Session {
             harness,

@@ -111,11 +111,12 @@ pub struct Harness {
 }
 
 impl Harness {
-    /// Starts `program` with `args` in `cwd`, in a new process group whose id is its pid.
-    pub fn spawn(program: &std::ffi::OsStr, args: &[std::ffi::OsString], cwd: &std::path::Path) -> io::Result<Harness> {
+    /// Starts `program` with `args` in the caller's directory (so relative paths in the
+    /// command mean what they mean to the person typing it), in a new process group whose id
+    /// is its pid.
+    pub fn spawn(program: &std::ffi::OsStr, args: &[std::ffi::OsString]) -> io::Result<Harness> {
         let mut child = Command::new(program)
             .args(args)
-            .current_dir(cwd)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
