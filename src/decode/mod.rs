@@ -163,7 +163,11 @@ impl Stream {
         // unknown member, a member of the wrong type, a duplicate).
         let mut parts = envelope::Parts::default();
         self.hint = hint;
-        parts.read(text, arena, self).map_err(json_error)?;
+        if !parts.read_direct(text, arena, self) {
+            // Anything the direct reader is unsure of, read as before (and its error).
+            parts = envelope::Parts::default();
+            parts.read(text, arena, self).map_err(json_error)?;
+        }
         parts.params.complete_from_tree(arena);
         parts.result.complete_from_tree(arena);
         if let Some(name) = parts.method {
