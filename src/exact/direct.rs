@@ -13,15 +13,19 @@ use bumpalo::collections::{String as ArenaString, Vec as ArenaVec};
 use bumpalo::Bump;
 use serde_json::Number;
 
-use super::tree::{Members, RAW_VALUE_TOKEN};
+use super::tree::RAW_VALUE_TOKEN;
 use super::Json;
 
 /// Containers nested deeper than this are left to serde_json, whose recursion limit
 /// (128) decides them. ACP messages nest a handful of levels.
 const MAX_DEPTH: usize = 64;
 
-/// Room reserved for an array's items, as [`super::Tree`] reserves it.
+/// Room reserved for the members or items of a container, as [`super::Tree`] reserves it.
 const INITIAL_CAPACITY: usize = 8;
+
+/// Objects with more members are left to serde_json's path (see `object`). ACP objects
+/// have about a dozen at most.
+const MAX_MEMBERS: usize = 32;
 
 /// The tree of `text`, or `None` when serde_json must decide (see the module).
 pub(crate) fn direct_tree<'a>(text: &'a str, arena: &'a Bump) -> Option<Json<'a>> {
@@ -96,7 +100,7 @@ impl<'a> Reader<'a> {
         if self.eat(b'}') {
             return Some(Json::Object(&[]));
         }
-        let mut members = Members::new_in(self.arena);
+        let mut members: ArenaVec<(&'a str, Json<'a>)> = ArenaVec::with_capacity_in(INITIAL_CAPACITY, self.arena);
         loop {
             if !self.eat(b'"') {
                 return None;
@@ -104,18 +108,21 @@ impl<'a> Reader<'a> {
             let key = self.string()?;
             // serde_json reads an object with this first key as a raw value; a repeated
             // key is an envelope error in some places and "last value wins" in others.
-            if key == RAW_VALUE_TOKEN || !self.eat(b':') {
+            // Past `MAX_MEMBERS` the search for a repeat would grow quadratic: serde_json's
+            // path indexes the keys of such an object instead.
+            if key == RAW_VALUE_TOKEN || members.len() == MAX_MEMBERS || members.iter().any(|(k, _)| *k == key) {
+                return None;
+            }
+            if !self.eat(b':') {
                 return None;
             }
             let value = self.value(depth)?;
-            if members.insert(key, value) {
-                return None;
-            }
+            members.push((key, value));
             match self.peek()? {
                 b',' => self.pos += 1,
                 b'}' => {
                     self.pos += 1;
-                    return Some(Json::Object(members.into_slice()));
+                    return Some(Json::Object(members.into_bump_slice()));
                 }
                 _ => return None,
             }
@@ -161,6 +168,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A string whose opening quote was consumed: borrowed when it has no escapes.
+    #[inline]
     fn string(&mut self) -> Option<&'a str> {
         let start = self.pos;
         let end = special(self.bytes, start);
@@ -175,6 +183,8 @@ impl<'a> Reader<'a> {
     }
 
     /// The rest of a string from its first backslash (at `at`), unescaped into the arena.
+    #[cold]
+    #[inline(never)]
     fn escaped(&mut self, start: usize, mut at: usize) -> Option<&'a str> {
         let mut out = ArenaString::with_capacity_in(at - start + 16, self.arena);
         out.push_str(&self.text[start..at]);
@@ -237,7 +247,7 @@ impl<'a> Reader<'a> {
 /// test, a byte that matches borrows in the subtraction and sets its high bit, and
 /// borrows only ever run from a matching byte upwards, so the lowest flagged byte is the
 /// first match.
-#[inline]
+#[inline(always)]
 fn special(bytes: &[u8], mut i: usize) -> usize {
     const ONES: u64 = u64::from_le_bytes([1; 8]);
     const HIGH: u64 = u64::from_le_bytes([0x80; 8]);
@@ -296,10 +306,13 @@ mod tests {
     #[test]
     fn anything_unsure_is_left_to_serde_json() {
         let deep = format!("{}1{}", "[".repeat(MAX_DEPTH + 1), "]".repeat(MAX_DEPTH + 1));
+        let members = |n: usize| format!("{{{}}}", (0..n).map(|i| format!("\"k{i}\":{i}")).collect::<Vec<_>>().join(","));
+        assert!(agrees(&members(MAX_MEMBERS)), "as many members as searched");
+        let wide = members(MAX_MEMBERS + 1);
         for text in [
             "", "nul", "nulls", "[1,]", r#"{"a":1,}"#, r#"{"a" 1}"#, "01", "-", "1.", "1e", "--1", "+1", "1e400",
             r#"{"a":1,"a":2}"#, r#"{"$serde_json::private::RawValue":"1"}"#, r#""\ud800""#, r#""\ud800\u0041""#,
-            r#""\udc00""#, r#""\x""#, r#""\u12""#, "\"a\u{1}b\"", "\"unterminated", "[1] [2]", "{\"a\":1}x", &deep,
+            r#""\udc00""#, r#""\x""#, r#""\u12""#, "\"a\u{1}b\"", "\"unterminated", "[1] [2]", "{\"a\":1}x", &deep, &wide,
         ] {
             assert!(!agrees(text), "refused: {text:?}");
         }
