@@ -168,7 +168,8 @@ impl<'a> Reader<'a> {
     }
 
     /// A string whose opening quote was consumed: borrowed when it has no escapes.
-    #[inline]
+    /// Always inlined: most strings are short keys, whose cost was mostly the call.
+    #[inline(always)]
     fn string(&mut self) -> Option<&'a str> {
         let start = self.pos;
         let end = special(self.bytes, start);
