@@ -223,17 +223,32 @@ impl<'a> Body<'a> {
     /// When the body was read whole (its method has a typed check), the parts the policy
     /// reads are taken from the tree: the update member, its `_meta`, the stop reason.
     pub fn complete_from_tree(&mut self, arena: &'a Bump) {
-        let Some(tree) = &self.tree else { return };
-        if let Some(update) = tree.get("update") {
-            self.update.present = true;
-            self.update.is_object = update.is_object();
-            self.update.session_update = update.get("sessionUpdate").and_then(Json::as_str);
-            if let Some(Json::Object(members)) = update.get("_meta") {
-                self.update.meta = Some(Meta(arena.alloc_slice_fill_iter(members.iter().map(|(k, v)| (*k, Some(v.clone()))))));
+        // One pass over the members (a tree's keys are unique), not a search per part.
+        let Some(Json::Object(members)) = &self.tree else { return };
+        let members: &'a [(&'a str, Json<'a>)] = members;
+        for (key, value) in members {
+            match *key {
+                "update" => self.update_from_tree(value, arena),
+                "stopReason" if self.stop_reason.is_none() => self.stop_reason = value.as_str(),
+                _ => {}
             }
         }
-        if self.stop_reason.is_none() {
-            self.stop_reason = tree.get("stopReason").and_then(Json::as_str);
+    }
+
+    fn update_from_tree(&mut self, update: &Json<'a>, arena: &'a Bump) {
+        self.update.present = true;
+        self.update.is_object = update.is_object();
+        let Json::Object(members) = update else { return };
+        for (key, value) in *members {
+            match *key {
+                "sessionUpdate" => self.update.session_update = value.as_str(),
+                "_meta" => {
+                    if let Json::Object(meta) = value {
+                        self.update.meta = Some(Meta(arena.alloc_slice_fill_iter(meta.iter().map(|(k, v)| (*k, Some(v.clone()))))));
+                    }
+                }
+                _ => {}
+            }
         }
     }
 

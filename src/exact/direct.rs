@@ -101,6 +101,10 @@ impl<'a> Reader<'a> {
             return Some(Json::Object(&[]));
         }
         let mut members: ArenaVec<(&'a str, Json<'a>)> = ArenaVec::with_capacity_in(INITIAL_CAPACITY, self.arena);
+        // A bit per key seen, chosen by its length and end bytes: the members are searched
+        // for a repeat only when the bit was set already. Searching every time cost a loop
+        // of varying length per key, and its branches were mispredicted.
+        let mut seen = 0u64;
         loop {
             if !self.eat(b'"') {
                 return None;
@@ -110,9 +114,11 @@ impl<'a> Reader<'a> {
             // key is an envelope error in some places and "last value wins" in others.
             // Past `MAX_MEMBERS` the search for a repeat would grow quadratic: serde_json's
             // path indexes the keys of such an object instead.
-            if key == RAW_VALUE_TOKEN || members.len() == MAX_MEMBERS || members.iter().any(|(k, _)| *k == key) {
+            let bit = 1u64 << (key_hash(key) % 64);
+            if key == RAW_VALUE_TOKEN || members.len() == MAX_MEMBERS || (seen & bit != 0 && members.iter().any(|(k, _)| *k == key)) {
                 return None;
             }
+            seen |= bit;
             if !self.eat(b':') {
                 return None;
             }
@@ -243,6 +249,15 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// A cheap summary of a key for the repeat filter in `Reader::object`: equal keys have
+/// equal summaries, which is all the filter needs.
+#[inline(always)]
+fn key_hash(key: &str) -> u32 {
+    let bytes = key.as_bytes();
+    let (first, last) = (bytes.first().copied().unwrap_or(0), bytes.last().copied().unwrap_or(0));
+    (bytes.len() as u32).wrapping_mul(7) ^ u32::from(first) ^ (u32::from(last) << 2)
+}
+
 /// The index of the first byte at or after `i` that ends a string's plain run: a quote,
 /// a backslash or a control character (or the end). Eight bytes at a time: for each
 /// test, a byte that matches borrows in the subtraction and sets its high bit, and
@@ -298,6 +313,7 @@ mod tests {
             "1e2", "-1.0e-300", "18446744073709551616", "123456789012345678901", "\"\"", "\"plain\"",
             r#""a\"b\\c\/d\b\f\n\r\t""#, r#""\u00e9\u20AC\ud83d\ude00 end""#, r#""é 😀 ok""#, "[]", "{}",
             r#"{"a": [1, {"b": null}], "c": "d", "e": {"f": [true, false, []]}}"#,
+            r#"{"axb": 1, "ayb": 2, "": 3, "b": 4}"#,
             &format!(r#"{{"{long}\n": "{long}\u0041{long}", "k": "{long}"}}"#),
         ] {
             assert!(agrees(text), "read directly: {text}");
@@ -312,7 +328,7 @@ mod tests {
         let wide = members(MAX_MEMBERS + 1);
         for text in [
             "", "nul", "nulls", "[1,]", r#"{"a":1,}"#, r#"{"a" 1}"#, "01", "-", "1.", "1e", "--1", "+1", "1e400",
-            r#"{"a":1,"a":2}"#, r#"{"$serde_json::private::RawValue":"1"}"#, r#""\ud800""#, r#""\ud800\u0041""#,
+            r#"{"a":1,"a":2}"#, r#"{"axb":1,"ayb":2,"axb":3}"#, r#"{"":1,"":2}"#, r#"{"$serde_json::private::RawValue":"1"}"#, r#""\ud800""#, r#""\ud800\u0041""#,
             r#""\udc00""#, r#""\x""#, r#""\u12""#, "\"a\u{1}b\"", "\"unterminated", "[1] [2]", "{\"a\":1}x", &deep, &wide,
         ] {
             assert!(!agrees(text), "refused: {text:?}");
