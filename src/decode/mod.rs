@@ -16,6 +16,7 @@ pub mod report;
 pub mod tables;
 
 use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 
 use serde::de::DeserializeSeed;
 use bumpalo::Bump;
@@ -56,11 +57,35 @@ struct Stream {
     /// held inline: no allocation per request). Both sides number their requests from 0,
     /// so an id alone does not say which request a response answers; a response answers
     /// only a request that flowed the other way.
-    pending: HashMap<(WireDirection, skip::IdKey), Pending>,
+    pending: HashMap<PendingKey, Pending>,
     /// Requests seen so far, for `Pending::order`.
     requests: u64,
     /// The direction of the message being decoded, when the caller knows it.
     hint: Option<WireDirection>,
+}
+
+/// A pending request's key: the direction it flowed and its id.
+#[derive(PartialEq, Eq)]
+struct PendingKey(WireDirection, skip::IdKey);
+
+impl Hash for PendingKey {
+    /// One write of the direction and the id's bytes: the map keeps std's keyed SipHash
+    /// (ids come from the peer), whose cost on keys this short is mostly per write; the
+    /// derived `Hash` of the pair made three.
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let PendingKey(direction, id) = self;
+        let mut bytes = [*direction as u8; 32];
+        match bytes.get_mut(1..=id.len()) {
+            Some(rest) => {
+                rest.copy_from_slice(id);
+                state.write(&bytes[..=id.len()]);
+            }
+            None => {
+                state.write_u8(*direction as u8);
+                state.write(id);
+            }
+        }
+    }
 }
 
 /// The prefix ACP reserves for extension methods.
@@ -107,7 +132,7 @@ impl envelope::Trees for Stream {
     }
     fn result(&self, id: &[u8]) -> bool {
         let typed = |asked: WireDirection| {
-            self.pending.get(&(asked, skip::IdKey::from_slice(id))).and_then(|p| p.method).is_some_and(|m| m.result_check.is_some() && m.envelope_check.is_none())
+            self.pending.get(&PendingKey(asked, skip::IdKey::from_slice(id))).and_then(|p| p.method).is_some_and(|m| m.result_check.is_some() && m.envelope_check.is_none())
         };
         match self.hint {
             Some(direction) => typed(direction.reverse()),
@@ -163,7 +188,11 @@ impl Stream {
         // unknown member, a member of the wrong type, a duplicate).
         let mut parts = envelope::Parts::default();
         self.hint = hint;
-        parts.read(text, arena, self).map_err(json_error)?;
+        if !parts.read_direct(text, arena, self) {
+            // Anything the direct reader is unsure of, read as before (and its error).
+            parts = envelope::Parts::default();
+            parts.read(text, arena, self).map_err(json_error)?;
+        }
         parts.params.complete_from_tree(arena);
         parts.result.complete_from_tree(arena);
         if let Some(name) = parts.method {
@@ -252,7 +281,7 @@ impl Stream {
         }
         let direction = report.direction.unwrap_or(WireDirection::RunnerToAgent);
         self.requests += 1;
-        self.pending.insert((direction, id), Pending { method, order: self.requests });
+        self.pending.insert(PendingKey(direction, id), Pending { method, order: self.requests });
     }
 
     /// A `_`-prefixed method no table knows: another vendor's extension. A request is
@@ -290,10 +319,10 @@ impl Stream {
     fn answered(&mut self, id: skip::IdKey, hint: Option<WireDirection>, fits: impl Fn(&'static MethodDecoder) -> bool, report: &mut Report) -> Option<(Pending, WireDirection)> {
         if let Some(direction) = hint {
             let asked = direction.reverse();
-            return self.pending.remove(&(asked, id)).map(|p| (p, asked));
+            return self.pending.remove(&PendingKey(asked, id)).map(|p| (p, asked));
         }
-        let to_agent = (WireDirection::RunnerToAgent, id.clone());
-        let to_runner = (WireDirection::AgentToRunner, id);
+        let to_agent = PendingKey(WireDirection::RunnerToAgent, id.clone());
+        let to_runner = PendingKey(WireDirection::AgentToRunner, id);
         let key = match (self.pending.get(&to_agent).copied(), self.pending.get(&to_runner).copied()) {
             (None, None) => return None,
             (Some(_), None) => to_agent,

@@ -4,6 +4,7 @@
 //! wire, or a view of a `Value`); a generated decoder first runs that check, then
 //! deserializes into the typify type. [`Invalid`] says where and why a value was rejected.
 
+mod direct;
 mod keywords;
 pub mod numbers;
 mod safety_node;
@@ -17,6 +18,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use smallvec::SmallVec;
 
+pub(crate) use direct::direct_tree;
 pub(crate) use tree::{raw_value_tree, Members, RAW_VALUE_TOKEN};
 pub use keywords::{same, unique_items, Literal, Pattern};
 pub use numbers::{compare_number, multiple_of, Num};

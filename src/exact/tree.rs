@@ -271,14 +271,15 @@ impl<'a> Members<'a> {
         self.list.into_bump_slice()
     }
 
-    pub(crate) fn insert(&mut self, key: &'a str, value: Json<'a>) {
+    /// Inserts a member; `true` when `key` was already there (its value is replaced).
+    pub(crate) fn insert(&mut self, key: &'a str, value: Json<'a>) -> bool {
         let found = match &self.index {
             Some(index) => index.get(key).copied(),
             None => self.list.iter().position(|(k, _)| *k == key),
         };
         if let Some((_, slot)) = found.and_then(|i| self.list.get_mut(i)) {
             *slot = value;
-            return;
+            return true;
         }
         if self.index.is_none() && self.list.len() >= LINEAR_MEMBERS {
             self.index = Some(self.list.iter().enumerate().map(|(i, (k, _))| (*k, i)).collect());
@@ -287,6 +288,7 @@ impl<'a> Members<'a> {
             index.insert(key, self.list.len());
         }
         self.list.push((key, value));
+        false
     }
 }
 
