@@ -59,3 +59,22 @@ fn a_new_khy_os_method_is_dispatched() {
     assert!(after.contains("\"memory.recall\" => Some(&METHODS["), "{after}");
     assert!(after.contains("decode_MemoryRecallParams"));
 }
+
+/// The catalog's `[acp]` lists are the floor `acp-v1` promises, not the grammar: a new ACP
+/// schema that drops a stop reason of the floor, or hands a floor method to the other side,
+/// fails generation naming each, while the kinds it adds are simply taken.
+#[test]
+fn an_acp_schema_that_breaks_the_acp_v1_floor_fails_generation() {
+    let s = Scratch::new();
+    edit_json(&s, "acp-v1.schema.json", |schema| {
+        let reasons = schema["$defs"]["StopReason"]["oneOf"].as_array_mut().expect("StopReason alternatives");
+        reasons.retain(|r| r["const"] != "refusal");
+        schema["$defs"]["SetSessionModeRequest"]["x-side"] = json!("client");
+        schema["$defs"]["SetSessionModeResponse"]["x-side"] = json!("client");
+    });
+    let d = s.generate_err();
+    let rendered = d.render();
+    assert!(rendered.contains("the acp-v1 floor ([acp]) requires stop reason `refusal`, which the pinned schema does not name"), "{rendered}");
+    assert!(rendered.contains("the acp-v1 floor ([acp]) has method `session/set_mode` with another side or kind"), "{rendered}");
+    assert!(!rendered.contains("which is not an ACP method"), "no cascade onto the slots: {rendered}");
+}

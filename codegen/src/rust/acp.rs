@@ -4,9 +4,11 @@
 //! its ACP definition), and the closed vocabularies (`sessionUpdate` kinds, stop reasons)
 //! from the schema's own enumerations. Nothing here is transcribed.
 //!
-//! The catalog's `[acp]` lists may restate parts of it; a restatement the schema does not
-//! bear out (a method it lacks, another side, a kind or stop reason it does not name)
-//! fails generation, so the two cannot drift apart.
+//! The catalog's `[acp]` lists are not a transcription but the floor `acp-v1` promises the
+//! platform's consumers (the methods, sides, kinds and stop reasons they rely on): every
+//! schema pinned under `acp-v1` must define them, so a new ACP release that drops or changes
+//! one (a method it lacks, another side, a kind or stop reason it does not name) fails
+//! generation instead of silently narrowing the lane.
 
 use serde_json::Value;
 
@@ -30,9 +32,9 @@ pub fn grammar(plan: &mut Plan, schemas: &SchemaSet, catalog: &Catalog) -> Resul
     let mut errors = Vec::new();
     for listed in &catalog.acp.methods {
         match methods.get(listed.name.as_str()).map(|m| &m.plan) {
-            None => errors.push(format!("[acp] lists method `{}`, which the pinned schema `{file}` does not define", listed.name.as_str())),
+            None => errors.push(format!("the acp-v1 floor ([acp]) requires method `{}`, which the pinned schema `{file}` does not define", listed.name.as_str())),
             Some(m) if m.side != listed.side.value || m.notification != listed.notification => errors.push(format!(
-                "[acp] method `{}` differs from the pinned schema `{file}`: side or notification",
+                "the acp-v1 floor ([acp]) has method `{}` with another side or kind than the pinned schema `{file}`",
                 listed.name.as_str()
             )),
             Some(_) => {}
@@ -65,12 +67,12 @@ pub fn grammar(plan: &mut Plan, schemas: &SchemaSet, catalog: &Catalog) -> Resul
     }
     for kind in &catalog.acp.session_update_kinds {
         if !vocabularies.update_kinds.iter().any(|k| k == kind.as_str()) {
-            errors.push(format!("[acp] lists sessionUpdate kind `{}`, which the pinned schema does not name", kind.as_str()));
+            errors.push(format!("the acp-v1 floor ([acp]) requires sessionUpdate kind `{}`, which the pinned schema does not name", kind.as_str()));
         }
     }
     for reason in &catalog.acp.stop_reasons {
         if !vocabularies.stop_reasons.iter().any(|r| r == reason.as_str()) {
-            errors.push(format!("[acp] lists stop reason `{}`, which the pinned schema does not name", reason.as_str()));
+            errors.push(format!("the acp-v1 floor ([acp]) requires stop reason `{}`, which the pinned schema does not name", reason.as_str()));
         }
     }
     for name in [&catalog.acp.version_method, &catalog.acp.update_method, &catalog.acp.prompt_method] {

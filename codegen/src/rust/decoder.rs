@@ -143,9 +143,13 @@ fn carrier(text: &str) -> Option<(Option<String>, Part)> {
 pub fn plan(catalog: &Catalog, schemas: &SchemaSet, file: crate::diagnostic::FileId) -> Result<Plan, Vec<Diagnostic>> {
     let mut plan = Plan::default();
     let mut errors = Vec::new();
+    // When the grammar could not be read, the slots' carriers are not judged against it:
+    // every one would be reported missing, burying the cause.
+    let mut grammar_read = true;
     match super::acp::grammar(&mut plan, schemas, catalog) {
         Ok(vocabularies) => plan.vocabularies = vocabularies,
         Err(problems) => {
+            grammar_read = !plan.methods.is_empty();
             let span = catalog.acp.schema.span.clone();
             errors.extend(problems.into_iter().map(|p| Diagnostic::new(Class::UnknownOrDuplicate, p).at(file, span.clone(), "the pinned ACP schema")));
         }
@@ -159,7 +163,7 @@ pub fn plan(catalog: &Catalog, schemas: &SchemaSet, file: crate::diagnostic::Fil
             continue;
         };
         if let Some(m) = &method {
-            if !acp_methods.contains(m) {
+            if grammar_read && !acp_methods.contains(m) {
                 errors.push(at(format!("slot `{key}` rides `{m}`, which is not an ACP method of the catalog")));
                 continue;
             }
