@@ -347,4 +347,36 @@ mod tests {
             assert_eq!(special(prefix.as_bytes(), 0), prefix.len());
         }
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4000))]
+
+        /// Text from JSON's own alphabet (brackets, quotes, escapes, digits, literals' letters,
+        /// whitespace, a multi-byte character, a control byte): wherever the reader answers,
+        /// it answers what serde_json builds.
+        #[test]
+        fn json_alphabet_soup_agrees_with_serde_json(text in "[\\[\\]{}\":, \\\\/u0-9a-fA-F.eE+\\-tnlrsé\\x01\\n]{0,40}") {
+            agrees(&text);
+        }
+
+        /// Well-formed documents, from nested arrays and objects of every scalar, with
+        /// whitespace between every token.
+        #[test]
+        fn well_formed_documents_are_read_as_serde_json_reads_them(
+            items in proptest::collection::vec(("[a-c\\\\\"é\\u{1F600}]{0,4}", -1_000_000_000_000i64..1_000_000_000_000, proptest::prelude::any::<f64>(), proptest::prelude::any::<bool>()), 0..6),
+            spacing in "[ \\t\\n\\r]{0,2}",
+        ) {
+            let mut text = String::from("{");
+            for (i, (key, n, f, b)) in items.iter().enumerate() {
+                let float = if f.is_finite() { serde_json::to_string(f).unwrap_or_default() } else { String::from("0.5") };
+                let key = serde_json::to_string(&format!("{key}{i}")).unwrap_or_default();
+                if i > 0 {
+                    text.push(',');
+                }
+                text.push_str(&format!("{spacing}{key}{spacing}:{spacing}[{n},{spacing}{float},{b},null,{{}},[]]{spacing}"));
+            }
+            text.push('}');
+            proptest::prop_assert!(agrees(&text), "a well-formed document is read directly: {}", text);
+        }
+    }
 }
