@@ -294,6 +294,27 @@ fn a_harness_that_needs_credentials_fails_session_start_with_its_error() {
 }
 
 #[test]
+fn authenticate_with_an_advertised_method_lets_the_session_start() {
+    let run = probe(&["--authenticate", "fixture-key"], &agent(&["--need-credentials"]));
+    assert_eq!(run.status, 0, "{}", serde_json::to_string_pretty(&run.json).unwrap());
+    let wrong = probe(&["--authenticate", "nope"], &agent(&["--need-credentials"]));
+    let (status, reason) = wrong.step("session_start");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("authenticate (nope) answered an error: -32602"), "{reason}");
+}
+
+#[test]
+fn a_turn_given_up_on_is_cancelled_before_teardown() {
+    let record = temp_file("stall.record.jsonl");
+    let run = probe(&["--step-timeout", "1", "--record", record.to_str().unwrap()], &agent(&["--stall-turn"]));
+    assert_eq!(run.status, 1);
+    assert!(run.step("prompt_exchange").1.contains("no answer within 1.0 s"));
+    let text = std::fs::read_to_string(&record).unwrap();
+    let last_out = text.lines().filter(|l| l.contains(r#""direction":"runner_to_agent""#)).last().unwrap_or_default();
+    assert!(last_out.contains(r#""method":"session/cancel""#), "{last_out}");
+}
+
+#[test]
 fn an_echo_of_the_runners_request_is_rejected() {
     let run = probe(&[], &agent(&["--echo-requests"]));
     assert_eq!(run.status, 1);

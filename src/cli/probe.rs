@@ -24,6 +24,10 @@ pub struct Args {
     /// `checkfu.builtin_tools` for session/new: a comma-separated tool list.
     #[arg(long, value_delimiter = ',', num_args = 0..)]
     builtin_tools: Option<Vec<String>>,
+    /// Call `authenticate` with this `authMethods` id (from the initialize answer) before
+    /// session/new.
+    #[arg(long, value_name = "METHOD_ID")]
+    authenticate: Option<String>,
     /// `checkfu.continuity` for session/new.
     #[arg(long)]
     continuity: Option<String>,
@@ -91,6 +95,7 @@ pub fn probe(args: Args) -> i32 {
     options.retention = args.retention;
     options.builtin_tools = args.builtin_tools;
     options.continuity = args.continuity;
+    options.authenticate = args.authenticate;
     if let Some(text) = args.runtime_config {
         match serde_json::from_str(&text) {
             Ok(value) => options.runtime_config = Some(value),

@@ -29,6 +29,8 @@ pub use result::{ProbeResult, Step, StepStatus};
 use result::{Admission, HarnessInfo, Wire};
 
 const NEW_SESSION: &str = "session/new";
+const AUTHENTICATE: &str = "authenticate";
+const CANCEL_METHOD: &str = "session/cancel";
 const STEER_METHOD: &str = "_checkfu/session/steer";
 const INTERRUPT_METHOD: &str = "_checkfu/session/interrupt";
 const OPT_IN_INTERRUPT: &str = "cooperative_interrupt_drained";
@@ -45,6 +47,8 @@ pub struct ProbeOptions {
     pub retention: String,
     pub builtin_tools: Option<Vec<String>>,
     pub continuity: Option<String>,
+    /// An `authMethods` id to `authenticate` with before `session/new`.
+    pub authenticate: Option<String>,
     pub runtime_config: Option<Value>,
     pub output_schema: Option<Value>,
     pub interrupt: bool,
@@ -69,6 +73,7 @@ impl ProbeOptions {
             retention: String::from("durable"),
             builtin_tools: None,
             continuity: None,
+            authenticate: None,
             runtime_config: None,
             output_schema: None,
             interrupt: false,
@@ -181,6 +186,8 @@ struct Run<'o> {
     prompt_id: Option<i64>,
     steer: Option<(i64, String)>,
     interrupt_id: Option<i64>,
+    /// The prompt was sent and not yet answered.
+    turn_open: bool,
     /// A harness fault seen while a step was not waiting (during the settle window).
     late_fault: Option<String>,
 }
@@ -199,6 +206,7 @@ impl<'o> Run<'o> {
             prompt_id: None,
             steer: None,
             interrupt_id: None,
+            turn_open: false,
             late_fault: None,
         }
     }
@@ -324,6 +332,17 @@ impl<'o> Run<'o> {
             params["_meta"] = Value::Object(meta);
         }
         let until = self.step_deadline();
+        if let Some(method_id) = self.options.authenticate.clone() {
+            let answer = self.session.request(AUTHENTICATE, json!({"methodId": method_id})).map_err(|f| f.to_string()).and_then(|id| self.wait_for(id, until));
+            let refused = match answer {
+                Err(reason) => Some(format!("authenticate: {reason}")),
+                Ok((message, _)) => message.get("error").map(|e| format!("authenticate ({method_id}) answered an error: {}", rpc_error(e))),
+            };
+            if let Some(reason) = refused {
+                self.step("session_start", started, Err(reason));
+                return None;
+            }
+        }
         let answer = self.session.request(NEW_SESSION, params).map_err(|f| f.to_string()).and_then(|id| self.wait_for(id, until));
         let outcome = match answer {
             Err(reason) => Err(format!("session/new: {reason}")),
@@ -352,6 +371,10 @@ impl<'o> Run<'o> {
         let text = format!("Checkfu local diagnostic. Reply with the nonce {} and end the turn.", self.nonce);
         let params = json!({"sessionId": session_id, "prompt": [{"type": "text", "text": text}]});
         let outcome = self.run_turn(admitted, session_id, params, until);
+        if outcome.is_err() && self.turn_open {
+            // A runner that gives up on a turn cancels it, as ACP asks, before tearing down.
+            let _ = self.session.notify(CANCEL_METHOD, json!({"sessionId": session_id}));
+        }
         self.step("prompt_exchange", started, outcome);
     }
 
@@ -374,8 +397,10 @@ impl<'o> Run<'o> {
             self.normalizer.interrupt_request();
             self.interrupt_id = Some(id);
         }
+        self.turn_open = true;
         let answer = self.wait_for(prompt, until);
         let (message, _) = answer.map_err(|reason| format!("session/prompt: {reason}"))?;
+        self.turn_open = false;
         self.terminal(&message);
         // The turn is over; watch it a little longer for late or duplicate emissions.
         let settle_until = Instant::now() + self.options.settle;

@@ -169,6 +169,11 @@ impl Session {
         Ok(id)
     }
 
+    /// Sends a notification.
+    pub fn notify(&mut self, method: &'static str, params: Value) -> Result<(), Fault> {
+        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}))
+    }
+
     /// Decodes, records and writes one message of the runner's.
     fn send(&mut self, message: Value) -> Result<(), Fault> {
         let bytes = message.to_string().into_bytes();

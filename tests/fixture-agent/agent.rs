@@ -8,9 +8,10 @@
 //! `--undeclared-emission` (subagent lifecycle without declaring `subagents`),
 //! `--no-ack` (never answer a steer), `--duplicate-terminal`, `--crash-mid-turn`,
 //! `--silent-after-initialize`, `--garbage-stdout`, `--oversize-line`, `--read-outside`,
-//! `--need-credentials` (session/new answers -32000), `--echo-requests`, `--flood-stderr`,
+//! `--need-credentials` (session/new answers -32000 until `authenticate` with `fixture-key`), `--echo-requests`, `--flood-stderr`,
 //! `--flood-stdout` (endless valid updates), `--foreign-extension` (an `_acme/progress`
-//! notification and request), `--use-terminal` (runs a command through `terminal/*`),
+//! notification and request), `--use-terminal` (runs a command through `terminal/*`), `--stall-turn` (the turn ends only
+//! on `session/cancel`),
 //! `--spawn-child` (leaves a `sleep` in its process group), `--hang` (ignores EOF and
 //! SIGTERM), `--no-nonce`; for the benchmark, `--turns N` (repeat the turn's updates N times) and
 //! `--mid-turn-wait-ms MS` (how long the turn stays open for a steer or interrupt; 150).
@@ -39,6 +40,7 @@ struct Switches {
     flood_stdout: bool,
     foreign_extension: bool,
     use_terminal: bool,
+    stall_turn: bool,
     spawn_child: bool,
     hang: bool,
     no_nonce: bool,
@@ -71,6 +73,7 @@ fn switches() -> Switches {
             "--flood-stdout" => s.flood_stdout = true,
             "--foreign-extension" => s.foreign_extension = true,
             "--use-terminal" => s.use_terminal = true,
+            "--stall-turn" => s.stall_turn = true,
             "--spawn-child" => s.spawn_child = true,
             "--hang" => s.hang = true,
             "--no-nonce" => s.no_nonce = true,
@@ -94,6 +97,7 @@ struct Agent {
     next_id: i64,
     cwd: String,
     silent: bool,
+    authenticated: bool,
 }
 
 impl Agent {
@@ -169,8 +173,16 @@ impl Agent {
             let id = message.get("id").cloned().unwrap_or(Value::Null);
             match message.get("method").and_then(Value::as_str) {
                 Some("initialize") => self.initialize(&id),
+                Some("authenticate") => {
+                    if message.pointer("/params/methodId") == Some(&json!("fixture-key")) {
+                        self.authenticated = true;
+                        self.respond(&id, json!({}));
+                    } else {
+                        self.fail(&id, -32602, "unknown auth method");
+                    }
+                }
                 Some("session/new") => {
-                    if self.s.need_credentials {
+                    if self.s.need_credentials && !self.authenticated {
                         self.fail(&id, -32000, "Authentication required");
                     } else {
                         self.cwd = message.pointer("/params/cwd").and_then(Value::as_str).unwrap_or("/").to_owned();
@@ -204,6 +216,9 @@ impl Agent {
         }
         let mut result = json!({"protocolVersion": 1, "agentCapabilities": {"loadSession": false},
             "agentInfo": {"name": "checkfu-fixture-agent", "version": "1.0.0"}});
+        if self.s.need_credentials {
+            result["authMethods"] = json!([{"id": "fixture-key", "name": "Fixture key", "description": "Any client may use it"}]);
+        }
         if !declaration.is_empty() {
             result["_meta"] = json!({"checkfu.capabilities": declaration});
         }
@@ -238,6 +253,15 @@ impl Agent {
             // Valid updates, without end: the runner must stop reading at its step timeout.
             loop {
                 self.update(session, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "more "}}));
+            }
+        }
+        if self.s.stall_turn {
+            // The turn never ends on its own: only session/cancel ends it, as `cancelled`.
+            while let Some(message) = self.receive(None) {
+                if message.get("method") == Some(&json!("session/cancel")) {
+                    self.respond(id, json!({"stopReason": "cancelled"}));
+                    return;
+                }
             }
         }
         if self.s.crash_mid_turn {
@@ -358,6 +382,6 @@ fn main() {
             }
         }
     });
-    let mut agent = Agent { s, input, deferred: VecDeque::new(), out: std::io::stdout().lock(), next_id: 0, cwd: String::from("/"), silent: false };
+    let mut agent = Agent { s, input, deferred: VecDeque::new(), out: std::io::stdout().lock(), next_id: 0, cwd: String::from("/"), silent: false, authenticated: false };
     agent.run();
 }
