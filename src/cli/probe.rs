@@ -77,7 +77,7 @@ pub struct Args {
 
 fn seconds(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
-        Ok(s) if s.is_finite() && s >= 0.0 && s <= 86_400.0 => Ok(s),
+        Ok(s) if (0.0..=86_400.0).contains(&s) => Ok(s),
         _ => Err(format!("`{text}` is not a number of seconds between 0 and 86400")),
     }
 }
