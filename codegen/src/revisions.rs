@@ -38,6 +38,9 @@ pub const LOCK_FILE: &str = "generated/revisions.lock.json";
 /// The lock's key for the pinned axis order.
 const AXIS_ORDER: &str = "axis_order";
 
+/// The lock's key for the ACP floor the protocol literal promises.
+const ACP_FLOOR: &str = "acp_floor";
+
 /// The checked-in lock, when it exists and is JSON.
 fn read_lock(root: &Path) -> Option<Value> {
     std::fs::read(root.join(LOCK_FILE)).ok().and_then(|b| serde_json::from_slice::<Value>(&b).ok())
@@ -89,6 +92,16 @@ pub fn check_axis_order(root: &Path, catalog: &Catalog, file: FileId) -> Vec<Dia
     out
 }
 
+/// The ACP grammar the protocol literal pins; which schema file carries ACP is the
+/// `acp_schema` literal's business.
+fn protocol_grammar(c: &Catalog) -> Value {
+    let mut grammar = serde_json::to_value(&c.acp).unwrap_or_default();
+    if let Some(object) = grammar.as_object_mut() {
+        object.remove("schema");
+    }
+    grammar
+}
+
 /// (key, literal as written, content) for every pinned identity.
 fn identities<'c>(compiled: &'c Compiled, schemas: &SchemaSet, golden: &Value) -> Vec<(&'static str, &'c Name, Value)> {
     let c = &compiled.catalog;
@@ -99,12 +112,7 @@ fn identities<'c>(compiled: &'c Compiled, schemas: &SchemaSet, golden: &Value) -
         .map(|s| json!({"key": s.key, "carrier": s.carrier, "direction": s.direction}))
         .collect();
     let case_set: Vec<Value> = c.conformance.iter().map(|k| json!({"name": k.name, "opt_in": k.opt_in})).collect();
-    // The grammar the protocol literal pins; which schema file carries ACP is the
-    // `acp_schema` literal's business.
-    let mut grammar = serde_json::to_value(&c.acp).unwrap_or_default();
-    if let Some(object) = grammar.as_object_mut() {
-        object.remove("schema");
-    }
+    let grammar = protocol_grammar(c);
     vec![
         ("extension_vectors", &r.extension_vectors, json!({"schema": schemas.files.get(c.golden.schema.as_str()), "golden": golden})),
         (
@@ -182,7 +190,10 @@ pub fn lock(
     if !errors.is_empty() {
         return Err(errors);
     }
-    let mut contents = serde_json::to_string_pretty(&json!({"$comment": banner, "identities": entries, AXIS_ORDER: axis_order(&compiled.catalog)})).unwrap_or_default();
+    let floor = json!({"literal": compiled.catalog.revisions.protocol.as_str(), "grammar": protocol_grammar(&compiled.catalog)});
+    let mut contents =
+        serde_json::to_string_pretty(&json!({"$comment": banner, "identities": entries, AXIS_ORDER: axis_order(&compiled.catalog), ACP_FLOOR: floor}))
+            .unwrap_or_default();
     contents.push('\n');
     Ok(Output { path: LOCK_FILE.into(), contents })
 }
