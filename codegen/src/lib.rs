@@ -97,7 +97,10 @@ pub fn generate(root: &Path) -> Result<Generation, Diagnostics> {
     let mut warnings = Vec::new();
     let loaded = load_catalog(root, &schemas, &mut diagnostics);
     let plan = match &loaded {
-        Some((compiled, file)) => match rust::decoder::plan(&compiled.catalog, &schemas, *file) {
+        Some((compiled, file)) => match revisions::recorded_floor(root, &compiled.catalog, *file)
+            .map_err(|d| vec![d])
+            .and_then(|floor| rust::decoder::plan(&compiled.catalog, &schemas, *file, floor.as_ref()))
+        {
             Ok(plan) => Some(plan),
             Err(items) => {
                 diagnostics.items.extend(items);
@@ -115,7 +118,7 @@ pub fn generate(root: &Path) -> Result<Generation, Diagnostics> {
     };
     warnings.extend(plan.warnings.iter().cloned());
     let banner = banner();
-    let tables = rust::format_file(&format!("// {banner}"), rust::decoder::generate(&plan, &compiled.catalog))
+    let tables = rust::format_file(&format!("// {banner}"), rust::decoder::generate(&plan))
         .map(|contents| vec![Output { path: DECODER_TABLES_OUT.into(), contents }])
         .map_err(|e| vec![Diagnostic::new(Class::Generation, e)]);
     collect(&mut diagnostics, &mut outputs, tables);
@@ -128,7 +131,7 @@ pub fn generate(root: &Path) -> Result<Generation, Diagnostics> {
     }
     outputs.push(Output { path: ACP_GRAMMAR_OUT.into(), contents: json_file(&grammar) });
     collect(&mut diagnostics, &mut outputs, page.map_err(|d| vec![d]));
-    let lock = revisions::lock(root, &compiled, file, &schemas, &banner).map(|o| vec![o]);
+    let lock = revisions::lock(root, &compiled, file, &schemas, &plan.floor, &banner).map(|o| vec![o]);
     collect(&mut diagnostics, &mut outputs, lock);
     if diagnostics.is_empty() {
         outputs.sort_by(|a, b| a.path.cmp(&b.path));

@@ -6,8 +6,10 @@
 //! What each literal covers:
 //! - `extension_vectors`: the vectors schema and the golden vectors;
 //! - `driver`: the driver's envelopes, the declaration slot, the slots and gated emissions;
-//! - `protocol` (with `wire_protocol_version`): the ACP base grammar, the extension
-//!   method families, and the slots' carriers and directions: the wire surface it names;
+//! - `protocol` (with `wire_protocol_version`): the ACP floor it promises, the extension
+//!   method families, and the slots' carriers and directions: the wire surface it names.
+//!   The floor is kept in the lock as data (`acp_floor`), recorded from the pinned schema
+//!   when the literal is new; a schema pinned later must keep it (`rust::acp`);
 //! - `acp_schema`: the official ACP JSON Schema that `[acp] schema` names, byte for
 //!   byte as parsed (replacing it with a new release means bumping this literal);
 //! - `support`: the JSON Schema of the support snapshot (its shape, not its data);
@@ -30,6 +32,7 @@ use serde_json::{json, Map, Value};
 use crate::catalog::model::{Catalog, Name};
 use crate::catalog::{canonical_json, sha256_hex, Compiled};
 use crate::diagnostic::{Class, Diagnostic, FileId};
+use crate::rust::acp::Floor;
 use crate::schema::SchemaSet;
 use crate::write::Output;
 
@@ -92,18 +95,23 @@ pub fn check_axis_order(root: &Path, catalog: &Catalog, file: FileId) -> Vec<Dia
     out
 }
 
-/// The ACP grammar the protocol literal pins; which schema file carries ACP is the
-/// `acp_schema` literal's business.
-fn protocol_grammar(c: &Catalog) -> Value {
-    let mut grammar = serde_json::to_value(&c.acp).unwrap_or_default();
-    if let Some(object) = grammar.as_object_mut() {
-        object.remove("schema");
+/// The ACP floor the lock records for the catalog's protocol literal: `Ok(None)` when there
+/// is no lock or it records another literal (a new literal records a new floor).
+pub fn recorded_floor(root: &Path, catalog: &Catalog, file: FileId) -> Result<Option<Floor>, Diagnostic> {
+    let Some(pinned) = read_lock(root).and_then(|lock| lock.get(ACP_FLOOR).cloned()) else { return Ok(None) };
+    let literal = &catalog.revisions.protocol;
+    if pinned.get("literal").and_then(Value::as_str) != Some(literal.as_str()) {
+        return Ok(None);
     }
-    grammar
+    serde_json::from_value(pinned.get("grammar").cloned().unwrap_or_default()).map(Some).map_err(|e| {
+        Diagnostic::new(Class::Input, format!("{LOCK_FILE}: the ACP floor recorded for `{}` cannot be read: {e}", literal.as_str()))
+            .at(file, literal.span.clone(), "the protocol literal it belongs to")
+            .note("the lock is generated: if it was edited by hand, restore it with git")
+    })
 }
 
 /// (key, literal as written, content) for every pinned identity.
-fn identities<'c>(compiled: &'c Compiled, schemas: &SchemaSet, golden: &Value) -> Vec<(&'static str, &'c Name, Value)> {
+fn identities<'c>(compiled: &'c Compiled, schemas: &SchemaSet, golden: &Value, floor: &Floor) -> Vec<(&'static str, &'c Name, Value)> {
     let c = &compiled.catalog;
     let r = &c.revisions;
     let slots_surface: Vec<Value> = c
@@ -112,7 +120,6 @@ fn identities<'c>(compiled: &'c Compiled, schemas: &SchemaSet, golden: &Value) -
         .map(|s| json!({"key": s.key, "carrier": s.carrier, "direction": s.direction}))
         .collect();
     let case_set: Vec<Value> = c.conformance.iter().map(|k| json!({"name": k.name, "opt_in": k.opt_in})).collect();
-    let grammar = protocol_grammar(c);
     vec![
         ("extension_vectors", &r.extension_vectors, json!({"schema": schemas.files.get(c.golden.schema.as_str()), "golden": golden})),
         (
@@ -123,7 +130,7 @@ fn identities<'c>(compiled: &'c Compiled, schemas: &SchemaSet, golden: &Value) -
         (
             "protocol",
             &r.protocol,
-            json!({"wire_protocol_version": r.wire_protocol_version, "acp": grammar, "method_sources": c.method_sources, "slots": slots_surface}),
+            json!({"wire_protocol_version": r.wire_protocol_version, "acp": floor, "method_sources": c.method_sources, "slots": slots_surface}),
         ),
         ("acp_schema", &r.acp_schema, json!({"file": c.acp.schema, "schema": schemas.files.get(c.acp.schema.as_str())})),
         ("support", &r.support, crate::projection::support_schema()),
@@ -153,6 +160,7 @@ pub fn lock(
     compiled: &Compiled,
     file: FileId,
     schemas: &SchemaSet,
+    floor: &Floor,
     banner: &str,
 ) -> Result<Output, Vec<Diagnostic>> {
     let path = compiled.catalog.golden.vectors.as_str();
@@ -164,7 +172,7 @@ pub fn lock(
         read_lock(root).and_then(|v| v.get("identities").and_then(Value::as_object).cloned()).unwrap_or_default();
     let mut errors = Vec::new();
     let mut entries = Map::new();
-    for (key, literal, content) in identities(compiled, schemas, &golden) {
+    for (key, literal, content) in identities(compiled, schemas, &golden, floor) {
         let sha = sha256_hex(canonical_json(&content).as_bytes());
         if let Some(old) = previous.get(key) {
             let same_literal = old.get("literal").and_then(Value::as_str) == Some(literal.as_str());
@@ -190,7 +198,7 @@ pub fn lock(
     if !errors.is_empty() {
         return Err(errors);
     }
-    let floor = json!({"literal": compiled.catalog.revisions.protocol.as_str(), "grammar": protocol_grammar(&compiled.catalog)});
+    let floor = json!({"literal": compiled.catalog.revisions.protocol.as_str(), "grammar": floor});
     let mut contents =
         serde_json::to_string_pretty(&json!({"$comment": banner, "identities": entries, AXIS_ORDER: axis_order(&compiled.catalog), ACP_FLOOR: floor}))
             .unwrap_or_default();

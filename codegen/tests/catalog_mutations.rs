@@ -214,8 +214,6 @@ fn mutations(text: &str, c: &Catalog) -> Vec<Mutation> {
         m.list("gated members", gate.axis.as_str(), &gate.members, None, None);
     }
     m.list("observation kinds", "observations", &c.observations.kinds, None, None);
-    m.list("sessionUpdate kinds", "acp", &c.acp.session_update_kinds, None, None);
-    m.list("stop reasons", "acp", &c.acp.stop_reasons, None, None);
     for (field, vocabulary) in c.vocabularies.fields() {
         m.list("vocabulary", field, vocabulary, None, None);
     }

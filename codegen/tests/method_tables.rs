@@ -60,21 +60,132 @@ fn a_new_khy_os_method_is_dispatched() {
     assert!(after.contains("decode_MemoryRecallParams"));
 }
 
-/// The catalog's `[acp]` lists are the floor `acp-v1` promises, not the grammar: a new ACP
-/// schema that drops a stop reason of the floor, or hands a floor method to the other side,
-/// fails generation naming each, while the kinds it adds are simply taken.
-#[test]
-fn an_acp_schema_that_breaks_the_acp_v1_floor_fails_generation() {
-    let s = Scratch::new();
-    edit_json(&s, "acp-v1.schema.json", |schema| {
+fn edit_lock(s: &Scratch, edit: impl FnOnce(&mut Value)) {
+    let path = s.root().join("generated/revisions.lock.json");
+    let mut value: Value = serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("json");
+    edit(&mut value);
+    std::fs::write(&path, serde_json::to_vec_pretty(&value).expect("json")).expect("write");
+}
+
+fn lock_output(s: &Scratch) -> Value {
+    let generation = checkfu_wire_codegen::generate(s.root()).unwrap_or_else(|d| panic!("{}", d.render()));
+    let lock = generation.outputs.iter().find(|o| o.path.ends_with("revisions.lock.json")).expect("lock");
+    serde_json::from_str(&lock.contents).expect("lock is JSON")
+}
+
+/// Drops the stop reason `refusal` and hands `session/set_mode` to the client.
+fn narrow_the_acp_schema(s: &Scratch) {
+    edit_json(s, "acp-v1.schema.json", |schema| {
         let reasons = schema["$defs"]["StopReason"]["oneOf"].as_array_mut().expect("StopReason alternatives");
         reasons.retain(|r| r["const"] != "refusal");
         schema["$defs"]["SetSessionModeRequest"]["x-side"] = json!("client");
         schema["$defs"]["SetSessionModeResponse"]["x-side"] = json!("client");
     });
+}
+
+/// What `acp-v1` promises (its floor, recorded in the lock) is not the grammar: a new ACP
+/// schema that drops a stop reason of the floor, or hands a floor method to the other side,
+/// fails generation naming each, even with `acp_schema` bumped.
+#[test]
+fn an_acp_schema_that_breaks_the_acp_v1_floor_fails_generation() {
+    let s = Scratch::new();
+    narrow_the_acp_schema(&s);
+    s.edit_nth("acp:schema-v1@1", "acp:schema-v1@2", 0);
     let d = s.generate_err();
     let rendered = d.render();
-    assert!(rendered.contains("the acp-v1 floor ([acp]) requires stop reason `refusal`, which the pinned schema does not name"), "{rendered}");
-    assert!(rendered.contains("the acp-v1 floor ([acp]) has method `session/set_mode` with another side or kind"), "{rendered}");
+    assert!(
+        rendered.contains("`acp-v1` promises stop reason `refusal` (its floor, recorded in the revisions lock), which the pinned schema `acp-v1.schema.json` does not keep"),
+        "{rendered}"
+    );
+    assert!(rendered.contains("`acp-v1` promises method `session/set_mode` as a request handled by the agent"), "{rendered}");
+    assert!(rendered.contains("bump revisions.protocol"), "{rendered}");
     assert!(!rendered.contains("which is not an ACP method"), "no cascade onto the slots: {rendered}");
+}
+
+/// A new protocol literal records the grammar of the schema pinned with it as its floor.
+#[test]
+fn a_new_protocol_literal_records_a_new_floor() {
+    let s = Scratch::new();
+    narrow_the_acp_schema(&s);
+    s.edit_nth("acp:schema-v1@1", "acp:schema-v1@2", 0);
+    // Every use of the protocol literal (revisions, driver, harness rows) moves with it, and
+    // the driver that speaks it is a new driver.
+    let renamed = s.catalog().replace("\"acp-v1\"", "\"acp-v1@2\"").replace("\"checkfu:acp-v1@1\"", "\"checkfu:acp-v1@2\"");
+    std::fs::write(s.root().join("catalog/catalog.toml"), renamed).expect("write catalog");
+    let lock = lock_output(&s);
+    let floor = &lock["acp_floor"];
+    assert_eq!(floor["literal"], "acp-v1@2");
+    let reasons = floor["grammar"]["stop_reasons"].as_array().expect("stop reasons");
+    assert!(!reasons.contains(&json!("refusal")) && reasons.contains(&json!("end_turn")), "{floor}");
+    // The schema's whole grammar, including the kinds SDK 2.4.0 added after the first pin.
+    let kinds = floor["grammar"]["session_update_kinds"].as_array().expect("kinds");
+    assert!(kinds.contains(&json!("compaction_update")), "{floor}");
+    let set_mode = floor["grammar"]["methods"].as_array().expect("methods").iter().find(|m| m["name"] == "session/set_mode").cloned();
+    assert_eq!(set_mode, Some(json!({"name": "session/set_mode", "side": "client"})));
+}
+
+/// What a schema adds to the floor is taken (the decoder admits it) and the floor, and so
+/// the protocol literal's content, stays as it was.
+#[test]
+fn a_schema_that_adds_to_the_floor_is_taken() {
+    let s = Scratch::new();
+    let before = lock_output(&s);
+    edit_json(&s, "acp-v1.schema.json", |schema| {
+        let reasons = schema["$defs"]["StopReason"]["oneOf"].as_array_mut().expect("StopReason alternatives");
+        reasons.push(json!({"type": "string", "const": "paused", "description": "The turn paused."}));
+    });
+    s.edit_nth("acp:schema-v1@1", "acp:schema-v1@2", 0);
+    let (tables, _) = tables(&s);
+    assert!(tables.contains("\"paused\""), "the decoder admits the new stop reason");
+    let after = lock_output(&s);
+    assert_eq!(before["acp_floor"], after["acp_floor"]);
+    assert_eq!(before["identities"]["protocol"], after["identities"]["protocol"]);
+    assert_ne!(before["identities"]["acp_schema"], after["identities"]["acp_schema"]);
+}
+
+/// The recorded floor is part of the protocol literal's content: narrowing it in the lock by
+/// hand is an in-place reinterpretation, and a floor that cannot be read is named.
+#[test]
+fn a_hand_edited_floor_is_refused() {
+    let s = Scratch::new();
+    edit_lock(&s, |lock| {
+        lock["acp_floor"]["grammar"]["session_update_kinds"].as_array_mut().expect("kinds").retain(|k| k != "usage_update");
+    });
+    let rendered = s.generate_err().render();
+    assert!(rendered.contains("the content behind `acp-v1` changed but the literal did not"), "{rendered}");
+
+    let s = Scratch::new();
+    edit_lock(&s, |lock| lock["acp_floor"]["grammar"]["methods"] = json!(5));
+    let rendered = s.generate_err().render();
+    assert!(rendered.contains("the ACP floor recorded for `acp-v1` cannot be read"), "{rendered}");
+}
+
+/// The methods that carry the closed vocabularies are found in the schema by the members the
+/// decoder reads; a schema where none (or several) carries one is named, not guessed at.
+#[test]
+fn a_schema_without_a_stop_reason_carrier_is_named() {
+    let s = Scratch::new();
+    edit_json(&s, "acp-v1.schema.json", |schema| {
+        let response = schema["$defs"]["PromptResponse"].as_object_mut().expect("PromptResponse");
+        response["properties"].as_object_mut().expect("properties").remove("stopReason");
+        response["required"] = json!([]);
+    });
+    let rendered = s.generate_err().render();
+    assert!(rendered.contains("no method of the pinned schema `acp-v1.schema.json` has a result carrying `stopReason`"), "{rendered}");
+
+    let s = Scratch::new();
+    edit_json(&s, "acp-v1.schema.json", |schema| {
+        schema["$defs"]["SetSessionModeResponse"]["properties"]["stopReason"] = json!({"$ref": "#/$defs/StopReason"});
+    });
+    let rendered = s.generate_err().render();
+    assert!(rendered.contains("has a result carrying `stopReason`: `session/prompt`, `session/set_mode`"), "{rendered}");
+}
+
+/// The catalog's `[acp]` transcribes nothing of the schema: it names the file.
+#[test]
+fn the_catalog_acp_section_only_names_the_schema() {
+    let text = std::fs::read_to_string(common::project_root().join("catalog/catalog.toml")).expect("catalog");
+    let table: toml::Table = toml::from_str(&text).expect("toml");
+    let acp = table["acp"].as_table().expect("[acp]");
+    assert_eq!(acp.keys().collect::<Vec<_>>(), vec!["schema"]);
 }

@@ -366,33 +366,16 @@ pub struct SlotRequirement {
     pub value: Name,
 }
 
-/// The ACP base grammar: methods per side, `sessionUpdate` kinds, stop reasons, version.
+/// What Checkfu decides about ACP. The grammar itself (methods and sides, params and result
+/// definitions, `sessionUpdate` kinds, stop reasons) is the pinned schema's, read whole; the
+/// protocol version is `revisions.wire_protocol_version`; and the part of the grammar that
+/// `acp-v1` promises (its floor) is recorded in the revisions lock when the protocol literal
+/// is first pinned. Nothing here transcribes the schema.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Acp {
     /// The official ACP JSON Schema under `schemas/`, checked in unmodified.
     pub schema: Name,
-    pub protocol_version: Spanned<u32>,
-    pub session_update_kinds: Vec<Name>,
-    pub stop_reasons: Vec<Name>,
-    /// The method whose response carries `protocolVersion`.
-    pub version_method: Name,
-    /// The notification whose `params.update` is a session update member.
-    pub update_method: Name,
-    /// The method whose response carries `stopReason`.
-    pub prompt_method: Name,
-    pub methods: Vec<AcpMethod>,
-}
-
-#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct AcpMethod {
-    pub name: Name,
-    /// Who handles the method.
-    pub side: Spanned<Side>,
-    /// A notification carries no `id` and gets no response.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub notification: bool,
 }
 
 /// Who handles a method: the agent (requests flow client → agent), the client (agent →

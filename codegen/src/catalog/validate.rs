@@ -105,26 +105,7 @@ impl<'c> Validator<'c> {
 
     fn acp(&mut self) {
         let c = self.index.catalog;
-        self.unique("ACP method", c.acp.methods.iter().map(|m| &m.name));
-        self.unique("sessionUpdate kind", c.acp.session_update_kinds.iter());
-        self.unique("stop reason", c.acp.stop_reasons.iter());
         self.unique("method source", c.method_sources.iter().map(|m| &m.name));
-        let methods: Vec<&str> = c.acp.methods.iter().map(|m| m.name.as_str()).collect();
-        for name in [&c.acp.version_method, &c.acp.update_method, &c.acp.prompt_method] {
-            if !methods.contains(&name.as_str()) {
-                self.unknown("ACP method", name, methods.clone());
-            }
-        }
-        let version = &c.acp.protocol_version;
-        if version.value != c.revisions.wire_protocol_version.value {
-            self.out.push(
-                Diagnostic::new(
-                    Class::UnknownOrDuplicate,
-                    format!("ACP protocol version {} is not the catalog's wire protocol version {}", version.value, c.revisions.wire_protocol_version.value),
-                )
-                .at(self.file, version.span.clone(), "differs from revisions.wire_protocol_version"),
-            );
-        }
     }
 
     fn axes(&mut self) {

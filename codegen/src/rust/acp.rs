@@ -1,18 +1,23 @@
 //! The ACP base grammar, read from the official ACP schema the catalog pins
 //! (`[acp] schema`): methods and the side that handles each from `x-method`/`x-side`,
 //! each method's params and result definitions (so every ACP message is checked against
-//! its ACP definition), and the closed vocabularies (`sessionUpdate` kinds, stop reasons)
-//! from the schema's own enumerations. Nothing here is transcribed.
+//! its ACP definition), the methods that carry the closed vocabularies (found by the
+//! members the decoder reads: `protocolVersion`, `update.sessionUpdate`, `stopReason`), and
+//! those vocabularies from the schema's own enumerations. Nothing here is transcribed.
 //!
-//! The catalog's `[acp]` lists are not a transcription but the floor `acp-v1` promises the
-//! platform's consumers (the methods, sides, kinds and stop reasons they rely on): every
-//! schema pinned under `acp-v1` must define them, so a new ACP release that drops or changes
-//! one (a method it lacks, another side, a kind or stop reason it does not name) fails
-//! generation instead of silently narrowing the lane.
+//! The part of the grammar that `acp-v1` promises the platform's consumers (its floor) is
+//! recorded, by the generator, in the revisions lock when the protocol literal is first
+//! pinned: then it is the whole grammar of the schema pinned at that moment. Every schema
+//! pinned later under the same literal must still define all of it, so a new ACP release
+//! that drops or changes something `acp-v1` promised (a method, its side, a kind, a stop
+//! reason) fails generation instead of silently narrowing the lane, while what it adds is
+//! simply taken. Dropping something on purpose is a new protocol literal, which records a
+//! new floor.
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::decoder::{annotated_methods, Plan};
+use super::decoder::{annotated_methods, AnnotatedMethod, Plan};
 use crate::catalog::model::{Catalog, Side};
 use crate::schema::normalize::ref_target;
 use crate::schema::SchemaSet;
@@ -22,69 +27,196 @@ use crate::schema::SchemaSet;
 pub struct Vocabularies {
     pub update_kinds: Vec<String>,
     pub stop_reasons: Vec<String>,
+    /// The method whose response carries `protocolVersion`.
+    pub version_method: String,
+    /// The notification whose `params.update` is a session update member.
+    pub update_method: String,
+    /// The method whose response carries `stopReason`.
+    pub prompt_method: String,
+    /// `revisions.wire_protocol_version`, checked against the schema's range for it.
+    pub protocol_version: u32,
 }
 
-/// Adds every ACP method of the pinned schema to `plan`; `Err` lists what is wrong.
-pub fn grammar(plan: &mut Plan, schemas: &SchemaSet, catalog: &Catalog) -> Result<Vocabularies, Vec<String>> {
+/// The grammar a protocol literal promises, as the revisions lock records it. Its field
+/// names and shape are part of the protocol literal's pinned content: keep them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Floor {
+    pub protocol_version: u32,
+    pub version_method: String,
+    pub update_method: String,
+    pub prompt_method: String,
+    pub session_update_kinds: Vec<String>,
+    pub stop_reasons: Vec<String>,
+    pub methods: Vec<FloorMethod>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FloorMethod {
+    pub name: String,
+    pub side: Side,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub notification: bool,
+}
+
+/// Adds every ACP method of the pinned schema to `plan`, checks it against the floor the
+/// lock recorded for the protocol literal (`recorded`), and returns the vocabularies with
+/// the floor to record (the recorded one, or the whole grammar when none is); `Err` lists
+/// what is wrong.
+pub fn grammar(plan: &mut Plan, schemas: &SchemaSet, catalog: &Catalog, recorded: Option<&Floor>) -> Result<(Vocabularies, Floor), Vec<String>> {
     let file = catalog.acp.schema.as_str();
     let document = schemas.files.get(file).ok_or_else(|| vec![format!("[acp] schema `{file}` is not a file under schemas/")])?;
     let methods = annotated_methods(plan, schemas, file, "", "acp")?;
+    let result = read(document, file, &methods, catalog);
     let mut errors = Vec::new();
-    for listed in &catalog.acp.methods {
-        match methods.get(listed.name.as_str()).map(|m| &m.plan) {
-            None => errors.push(format!("the acp-v1 floor ([acp]) requires method `{}`, which the pinned schema `{file}` does not define", listed.name.as_str())),
-            Some(m) if m.side != listed.side.value || m.notification != listed.notification => errors.push(format!(
-                "the acp-v1 floor ([acp]) has method `{}` with another side or kind than the pinned schema `{file}`",
-                listed.name.as_str()
-            )),
-            Some(_) => {}
+    let floor = match (result, recorded) {
+        (Ok(vocabularies), Some(floor)) => {
+            errors.extend(unkept(floor, &vocabularies, &methods, catalog));
+            Some((vocabularies, floor.clone()))
         }
-    }
-    // The kinds and stop reasons are the alternatives of a member of a method's params or
-    // result definition, found by its key in the schema.
-    let tags = |method: &str, result: bool, property: &str, tag: Option<&str>| -> Result<Vec<String>, String> {
-        let m = methods.get(method).ok_or_else(|| format!("the pinned schema `{file}` has no method `{method}`"))?;
-        let part = if result { "result" } else { "params" };
-        let key = if result { m.result_def.as_ref() } else { m.params_def.as_ref() };
-        let key = key.ok_or_else(|| format!("`{method}` has no {part} definition in `{file}`"))?;
-        let member = document["$defs"][key.as_str()]["properties"].get(property).ok_or_else(|| format!("`{method}` {part} has no `{property}`"))?;
-        Ok(alternatives(document, resolve(document, member), tag))
+        (Ok(vocabularies), None) => {
+            let floor = Floor {
+                protocol_version: vocabularies.protocol_version,
+                version_method: vocabularies.version_method.clone(),
+                update_method: vocabularies.update_method.clone(),
+                prompt_method: vocabularies.prompt_method.clone(),
+                session_update_kinds: vocabularies.update_kinds.clone(),
+                stop_reasons: vocabularies.stop_reasons.clone(),
+                methods: methods
+                    .values()
+                    .map(|m| FloorMethod { name: m.plan.name.clone(), side: m.plan.side, notification: m.plan.notification })
+                    .collect(),
+            };
+            Some((vocabularies, floor))
+        }
+        (Err(problems), _) => {
+            errors.extend(problems);
+            None
+        }
     };
-    let update_kinds = tags(catalog.acp.update_method.as_str(), false, "update", Some("sessionUpdate")).and_then(|kinds| {
-        // The update member's kinds are its alternatives' `sessionUpdate` constants.
-        (!kinds.is_empty()).then_some(kinds).ok_or_else(|| format!("no `sessionUpdate` kinds found in `{file}`"))
-    });
-    let stop_reasons = tags(catalog.acp.prompt_method.as_str(), true, "stopReason", None);
-    let mut vocabularies = Vocabularies::default();
-    match (update_kinds, stop_reasons) {
-        (Ok(kinds), Ok(reasons)) if !reasons.is_empty() => {
-            vocabularies = Vocabularies { update_kinds: kinds, stop_reasons: reasons };
-        }
-        (kinds, reasons) => {
-            errors.extend(kinds.err());
-            errors.extend(reasons.err());
-        }
-    }
-    for kind in &catalog.acp.session_update_kinds {
-        if !vocabularies.update_kinds.iter().any(|k| k == kind.as_str()) {
-            errors.push(format!("the acp-v1 floor ([acp]) requires sessionUpdate kind `{}`, which the pinned schema does not name", kind.as_str()));
-        }
-    }
-    for reason in &catalog.acp.stop_reasons {
-        if !vocabularies.stop_reasons.iter().any(|r| r == reason.as_str()) {
-            errors.push(format!("the acp-v1 floor ([acp]) requires stop reason `{}`, which the pinned schema does not name", reason.as_str()));
-        }
-    }
-    for name in [&catalog.acp.version_method, &catalog.acp.update_method, &catalog.acp.prompt_method] {
-        if !methods.contains_key(name.as_str()) {
-            errors.push(format!("[acp] names method `{}`, which the pinned schema `{file}` does not define", name.as_str()));
-        }
-    }
     plan.methods.extend(methods.into_values().map(|m| m.plan));
+    match floor {
+        Some(found) if errors.is_empty() => Ok(found),
+        _ => Err(errors),
+    }
+}
+
+/// The vocabularies and the methods that carry them, read from the schema.
+fn read(document: &Value, file: &str, methods: &std::collections::BTreeMap<String, AnnotatedMethod>, catalog: &Catalog) -> Result<Vocabularies, Vec<String>> {
+    // The member `property` of a method's params or result definition, resolved.
+    let member = |m: &AnnotatedMethod, result: bool, property: &str| -> Option<&Value> {
+        let key = if result { m.result_def.as_ref() } else { m.params_def.as_ref() }?;
+        document["$defs"][key.as_str()]["properties"].get(property).map(|v| resolve(document, v))
+    };
+    // The one method that `what` describes: none or several is an error, since the decoder
+    // must know where each closed vocabulary rides.
+    let only = |what: &str, found: Vec<&AnnotatedMethod>| -> Result<String, String> {
+        match found.as_slice() {
+            [one] => Ok(one.plan.name.clone()),
+            [] => Err(format!("no method of the pinned schema `{file}` {what}")),
+            many => Err(format!(
+                "several methods of the pinned schema `{file}` {what}: {}",
+                many.iter().map(|m| format!("`{}`", m.plan.name)).collect::<Vec<_>>().join(", ")
+            )),
+        }
+    };
+    let requests = || methods.values().filter(|m| !m.plan.notification);
+    let version = only("has a result carrying `protocolVersion`", requests().filter(|m| member(m, true, "protocolVersion").is_some()).collect());
+    let prompt = only("has a result carrying `stopReason`", requests().filter(|m| member(m, true, "stopReason").is_some()).collect());
+    let update_kinds = |m: &AnnotatedMethod| member(m, false, "update").map(|u| alternatives(document, u, Some("sessionUpdate"))).unwrap_or_default();
+    let update = only(
+        "is a notification whose `update` member is tagged by `sessionUpdate`",
+        methods.values().filter(|m| m.plan.notification && !update_kinds(m).is_empty()).collect(),
+    );
+    let mut errors = Vec::new();
+    let (Ok(version_method), Ok(prompt_method), Ok(update_method)) = (&version, &prompt, &update) else {
+        errors.extend([version.err(), prompt.err(), update.err()].into_iter().flatten());
+        return Err(errors);
+    };
+    let stop_reasons = alternatives(document, member(&methods[prompt_method], true, "stopReason").unwrap_or(&Value::Null), None);
+    if stop_reasons.is_empty() {
+        errors.push(format!("`{prompt_method}`'s `stopReason` in `{file}` names no stop reasons"));
+    }
+    // The version is Checkfu's pin; the schema bounds it.
+    let protocol_version = catalog.revisions.wire_protocol_version.value;
+    if let Some(range) = member(&methods[version_method], true, "protocolVersion") {
+        let bound = |key: &str| range.get(key).and_then(Value::as_f64);
+        let v = f64::from(protocol_version);
+        if bound("minimum").is_some_and(|min| v < min) || bound("maximum").is_some_and(|max| v > max) {
+            errors.push(format!("revisions.wire_protocol_version {protocol_version} is outside the range `{file}` allows for `protocolVersion`"));
+        }
+    }
+    let vocabularies = Vocabularies {
+        update_kinds: update_kinds(&methods[update_method]),
+        stop_reasons,
+        version_method: version_method.clone(),
+        update_method: update_method.clone(),
+        prompt_method: prompt_method.clone(),
+        protocol_version,
+    };
     if errors.is_empty() {
         Ok(vocabularies)
     } else {
         Err(errors)
+    }
+}
+
+/// What the schema (and the wire version) no longer keeps of the recorded floor.
+fn unkept(floor: &Floor, now: &Vocabularies, methods: &std::collections::BTreeMap<String, AnnotatedMethod>, catalog: &Catalog) -> Vec<String> {
+    let literal = catalog.revisions.protocol.as_str();
+    let file = catalog.acp.schema.as_str();
+    let mut errors = Vec::new();
+    let mut broken = |what: String| errors.push(format!("`{literal}` promises {what} (its floor, recorded in the revisions lock), which the pinned schema `{file}` does not keep"));
+    for promised in &floor.methods {
+        match methods.get(&promised.name).map(|m| &m.plan) {
+            None => broken(format!("method `{}`", promised.name)),
+            Some(m) if m.side != promised.side || m.notification != promised.notification => {
+                broken(format!("method `{}` as {} handled by the {}", promised.name, kind(promised.notification), side(promised.side)))
+            }
+            Some(_) => {}
+        }
+    }
+    for k in floor.session_update_kinds.iter().filter(|k| !now.update_kinds.contains(k)) {
+        broken(format!("sessionUpdate kind `{k}`"));
+    }
+    for r in floor.stop_reasons.iter().filter(|r| !now.stop_reasons.contains(r)) {
+        broken(format!("stop reason `{r}`"));
+    }
+    for (what, was, is) in [
+        ("`protocolVersion` in the result of", &floor.version_method, &now.version_method),
+        ("`sessionUpdate` kinds in", &floor.update_method, &now.update_method),
+        ("`stopReason` in the result of", &floor.prompt_method, &now.prompt_method),
+    ] {
+        if was != is {
+            broken(format!("{what} `{was}` (the schema now carries them on `{is}`)"));
+        }
+    }
+    if floor.protocol_version != now.protocol_version {
+        errors.push(format!(
+            "`{literal}` was pinned with ACP protocol version {}, and revisions.wire_protocol_version is now {}",
+            floor.protocol_version, now.protocol_version
+        ));
+    }
+    if !errors.is_empty() {
+        errors.push(format!("to drop or change what `{literal}` promised, bump revisions.protocol: a new literal records the new floor"));
+    }
+    errors
+}
+
+fn kind(notification: bool) -> &'static str {
+    if notification {
+        "a notification"
+    } else {
+        "a request"
+    }
+}
+
+fn side(s: Side) -> &'static str {
+    match s {
+        Side::Agent => "agent",
+        Side::Client => "client",
+        Side::Protocol => "protocol",
     }
 }
 
@@ -134,11 +266,6 @@ fn alternatives(document: &Value, schema: &Value, tag: Option<&str>) -> Vec<Stri
 /// The pinned grammar as the docs page and `generated/acp-grammar.json` show it: every ACP
 /// method of the schema with its side and definitions, and the closed vocabularies.
 pub fn projection(plan: &Plan, catalog: &Catalog) -> Value {
-    let side = |s: Side| match s {
-        Side::Agent => "agent",
-        Side::Client => "client",
-        Side::Protocol => "protocol",
-    };
     let methods: Vec<Value> = plan
         .methods
         .iter()
@@ -156,7 +283,7 @@ pub fn projection(plan: &Plan, catalog: &Catalog) -> Value {
     serde_json::json!({
         "schema": format!("schemas/{}", catalog.acp.schema.as_str()),
         "revision": catalog.revisions.acp_schema.as_str(),
-        "protocol_version": catalog.acp.protocol_version.value,
+        "protocol_version": plan.vocabularies.protocol_version,
         "methods": methods,
         "session_update_kinds": plan.vocabularies.update_kinds,
         "stop_reasons": plan.vocabularies.stop_reasons,

@@ -80,6 +80,8 @@ pub struct Plan {
     pub methods: Vec<MethodPlan>,
     /// The closed vocabularies of the pinned ACP schema.
     pub vocabularies: super::acp::Vocabularies,
+    /// The ACP grammar the protocol literal promises, for the revisions lock to record.
+    pub floor: super::acp::Floor,
     pub vectors: Vec<VectorPlan>,
     pub warnings: Vec<String>,
 }
@@ -140,14 +142,15 @@ fn carrier(text: &str) -> Option<(Option<String>, Part)> {
 }
 
 /// Plans every decoder table from the catalog and the schemas.
-pub fn plan(catalog: &Catalog, schemas: &SchemaSet, file: crate::diagnostic::FileId) -> Result<Plan, Vec<Diagnostic>> {
+/// `recorded` is the ACP floor the revisions lock holds for the protocol literal, if any.
+pub fn plan(catalog: &Catalog, schemas: &SchemaSet, file: crate::diagnostic::FileId, recorded: Option<&super::acp::Floor>) -> Result<Plan, Vec<Diagnostic>> {
     let mut plan = Plan::default();
     let mut errors = Vec::new();
     // When the grammar could not be read, the slots' carriers are not judged against it:
     // every one would be reported missing, burying the cause.
     let mut grammar_read = true;
-    match super::acp::grammar(&mut plan, schemas, catalog) {
-        Ok(vocabularies) => plan.vocabularies = vocabularies,
+    match super::acp::grammar(&mut plan, schemas, catalog, recorded) {
+        Ok((vocabularies, floor)) => (plan.vocabularies, plan.floor) = (vocabularies, floor),
         Err(problems) => {
             grammar_read = !plan.methods.is_empty();
             let span = catalog.acp.schema.span.clone();
@@ -437,7 +440,7 @@ fn opt_decoder(def: &Option<Def>) -> TokenStream {
 }
 
 /// The generated tables, included by `src/decode/tables.rs`.
-pub fn generate(plan: &Plan, catalog: &Catalog) -> TokenStream {
+pub fn generate(plan: &Plan) -> TokenStream {
     let slots = plan.slots.iter().map(|s| {
         let key = &s.key;
         let method = match &s.method {
@@ -508,9 +511,9 @@ pub fn generate(plan: &Plan, catalog: &Catalog) -> TokenStream {
     });
     let kinds = &plan.vocabularies.update_kinds;
     let stops = &plan.vocabularies.stop_reasons;
-    let version = catalog.acp.protocol_version.value;
-    let (version_method, update_method, prompt_method) =
-        (catalog.acp.version_method.as_str(), catalog.acp.update_method.as_str(), catalog.acp.prompt_method.as_str());
+    let v = &plan.vocabularies;
+    let (version, version_method, update_method, prompt_method) =
+        (v.protocol_version, v.version_method.as_str(), v.update_method.as_str(), v.prompt_method.as_str());
     let namespace = plan.namespace.as_str();
     quote! {
         /// The namespace of the `_meta` slot keys: keys in it are judged, others ignored.

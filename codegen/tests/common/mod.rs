@@ -130,7 +130,12 @@ impl Checker {
         };
         d.items.extend(revisions::check_axis_order(&self.root, &parsed, file));
         match catalog::compile(parsed, file, &self.schemas) {
-            Ok(compiled) if d.is_empty() => match revisions::lock(&self.root, &compiled, file, &self.schemas, "") {
+            // The ACP floor the lock records: what the pipeline's plan keeps when the
+            // pinned schema keeps it, as it does in every catalog mutation.
+            Ok(compiled) if d.is_empty() => match revisions::recorded_floor(&self.root, &compiled.catalog, file)
+                .map_err(|e| vec![e])
+                .and_then(|floor| revisions::lock(&self.root, &compiled, file, &self.schemas, &floor.unwrap_or_default(), ""))
+            {
                 Ok(_) => Ok(compiled),
                 Err(items) => {
                     d.items.extend(items);
