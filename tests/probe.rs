@@ -310,7 +310,7 @@ fn a_turn_given_up_on_is_cancelled_before_teardown() {
     assert_eq!(run.status, 1);
     assert!(run.step("prompt_exchange").1.contains("no answer within 1.0 s"));
     let text = std::fs::read_to_string(&record).unwrap();
-    let last_out = text.lines().filter(|l| l.contains(r#""direction":"runner_to_agent""#)).last().unwrap_or_default();
+    let last_out = text.lines().rfind(|l| l.contains(r#""direction":"runner_to_agent""#)).unwrap_or_default();
     assert!(last_out.contains(r#""method":"session/cancel""#), "{last_out}");
 }
 

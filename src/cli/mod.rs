@@ -45,7 +45,7 @@ enum Command {
     /// Drive a live ACP harness over stdio and report what the contract says about it
     /// (unsigned_local_only; exit 0 passed, 1 a step or check failed, 2 usage error or the
     /// command cannot be started).
-    Probe(probe::Args),
+    Probe(Box<probe::Args>),
     /// Check author-supplied JSON Schemas against the bounded safety profile (exit 0 all pass,
     /// 1 any fails, 2 usage error or unreadable file).
     LintSchema {
@@ -65,7 +65,7 @@ pub fn run() -> i32 {
         Command::Check => generate::check(&cli.root),
         Command::Conform { trace, format } => conform::conform(&trace, format),
         Command::Decode { file, direction } => decode::decode(file, direction),
-        Command::Probe(args) => probe::probe(args),
+        Command::Probe(args) => probe::probe(*args),
         Command::LintSchema { files, format } => {
             let json = matches!(format, conform::Format::Json);
             checkfu_wire_safety::run_cli(&files, json, &mut std::io::stdout().lock())
