@@ -92,6 +92,7 @@ fn golden_vectors_path(root: &Path) -> Option<String> {
 pub fn generate(root: &Path) -> Result<Generation, Diagnostics> {
     let mut diagnostics = Diagnostics::default();
     let schemas = schema::SchemaSet::load(&root.join(SCHEMAS_DIR), &mut diagnostics);
+    let provenance = schema::provenance::load(&root.join(SCHEMAS_DIR), &mut diagnostics);
     let templates = docs::Templates::load(&root.join(TEMPLATES_DIR), &mut diagnostics);
     let mut outputs = Vec::new();
     let mut warnings = Vec::new();
@@ -124,7 +125,16 @@ pub fn generate(root: &Path) -> Result<Generation, Diagnostics> {
     collect(&mut diagnostics, &mut outputs, tables);
     let snapshot = projection::support_snapshot(&compiled, &banner);
     collect(&mut diagnostics, &mut outputs, render(&compiled, &snapshot).map_err(|d| vec![d]));
-    let mut grammar = rust::acp::projection(&plan, &compiled.catalog);
+    // The pinned ACP schema is upstream's: the page states its release from its record.
+    let pinned = compiled.catalog.acp.schema.as_str();
+    if !provenance.named.contains(pinned) {
+        diagnostics.push(
+            Diagnostic::new(Class::Input, format!("the pinned ACP schema `schemas/{pinned}` has no provenance record"))
+                .at(file, compiled.catalog.acp.schema.span.clone(), "the pinned schema")
+                .note(format!("record its source, version, license and sha256 in schemas/NAME{}", schema::provenance::SUFFIX)),
+        );
+    }
+    let mut grammar = rust::acp::projection(&plan, &compiled.catalog, provenance.held.get(pinned));
     let page = docs::render(&compiled, &templates, &grammar).map(|page| vec![Output { path: DOCS_PAGE_OUT.into(), contents: page }]);
     if let Some(object) = grammar.as_object_mut() {
         object.insert("$comment".into(), banner.clone().into());

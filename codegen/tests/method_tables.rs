@@ -7,6 +7,22 @@ use common::Scratch;
 use serde_json::{json, Value};
 
 fn edit_json(s: &Scratch, file: &str, edit: impl FnOnce(&mut Value)) {
+    edit_json_only(s, file, edit);
+    // An upstream schema is replaced together with its provenance record, as a maintainer
+    // updating it would.
+    let record = s.root().join("schemas").join(file.replace(".schema.json", ".provenance.toml"));
+    if let Ok(text) = std::fs::read_to_string(&record) {
+        let bytes = std::fs::read(s.root().join("schemas").join(file)).expect("read");
+        let sha = checkfu_wire_codegen::catalog::sha256_hex(&bytes);
+        let updated: String = text
+            .lines()
+            .map(|l| if l.starts_with("sha256 = ") { format!("sha256 = \"{sha}\"\n") } else { format!("{l}\n") })
+            .collect();
+        std::fs::write(&record, updated).expect("write record");
+    }
+}
+
+fn edit_json_only(s: &Scratch, file: &str, edit: impl FnOnce(&mut Value)) {
     let path = s.root().join("schemas").join(file);
     let mut value: Value = serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("json");
     edit(&mut value);
@@ -179,6 +195,31 @@ fn a_schema_without_a_stop_reason_carrier_is_named() {
     });
     let rendered = s.generate_err().render();
     assert!(rendered.contains("has a result carrying `stopReason`: `session/prompt`, `session/set_mode`"), "{rendered}");
+}
+
+/// An upstream schema replaced without its provenance record, or pinned without one, fails
+/// generation pointing at the record; the page states the release the record names.
+#[test]
+fn the_pinned_schema_is_held_to_its_provenance_record() {
+    let s = Scratch::new();
+    edit_json_only(&s, "acp-v1.schema.json", |schema| schema["title"] = json!("Agent Client Protocol (edited)"));
+    let rendered = s.generate_err().render();
+    assert!(rendered.contains("`schemas/acp-v1.schema.json` is not the file its provenance records"), "{rendered}");
+    assert!(rendered.contains("schemas/acp-v1.provenance.toml"), "points at the record: {rendered}");
+    assert!(rendered.contains("sha256 = "), "quotes the recorded line: {rendered}");
+
+    let s = Scratch::new();
+    std::fs::remove_file(s.root().join("schemas/acp-v1.provenance.toml")).expect("remove record");
+    let rendered = s.generate_err().render();
+    assert!(rendered.contains("the pinned ACP schema `schemas/acp-v1.schema.json` has no provenance record"), "{rendered}");
+
+    let s = Scratch::new();
+    let record = s.root().join("schemas/acp-v1.provenance.toml");
+    let text = std::fs::read_to_string(&record).expect("record").replace("version = \"2.4.0\"", "version = \"2.5.0\"");
+    std::fs::write(&record, text).expect("write record");
+    let generation = checkfu_wire_codegen::generate(s.root()).unwrap_or_else(|d| panic!("{}", d.render()));
+    let page = generation.outputs.iter().find(|o| o.path.ends_with("harness-wire-extensions.md")).expect("page");
+    assert!(page.contents.contains("npm @agentclientprotocol/sdk\n2.5.0"), "the page states the recorded release");
 }
 
 /// The catalog's `[acp]` transcribes nothing of the schema: it names the file.

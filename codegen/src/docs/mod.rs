@@ -98,6 +98,7 @@ pub fn render(compiled: &Compiled, templates: &Templates, acp_grammar: &serde_js
     let ctx = context! {
         revisions => &c.revisions,
         acp => &c.acp,
+        acp_provenance => &acp_grammar["provenance"],
         acp_methods => tables::acp_methods(acp_grammar),
         acp_update_kinds => acp_grammar["session_update_kinds"].as_array().map(|k| k.iter().filter_map(|v| v.as_str()).map(|v| format!("`{v}`")).collect::<Vec<_>>().join(", ")).unwrap_or_default(),
         acp_stop_reasons => acp_grammar["stop_reasons"].as_array().map(|k| k.iter().filter_map(|v| v.as_str()).map(|v| format!("`{v}`")).collect::<Vec<_>>().join(", ")).unwrap_or_default(),

@@ -265,7 +265,7 @@ fn alternatives(document: &Value, schema: &Value, tag: Option<&str>) -> Vec<Stri
 
 /// The pinned grammar as the docs page and `generated/acp-grammar.json` show it: every ACP
 /// method of the schema with its side and definitions, and the closed vocabularies.
-pub fn projection(plan: &Plan, catalog: &Catalog) -> Value {
+pub fn projection(plan: &Plan, catalog: &Catalog, provenance: Option<&crate::schema::provenance::Provenance>) -> Value {
     let methods: Vec<Value> = plan
         .methods
         .iter()
@@ -283,6 +283,7 @@ pub fn projection(plan: &Plan, catalog: &Catalog) -> Value {
     serde_json::json!({
         "schema": format!("schemas/{}", catalog.acp.schema.as_str()),
         "revision": catalog.revisions.acp_schema.as_str(),
+        "provenance": provenance,
         "protocol_version": plan.vocabularies.protocol_version,
         "methods": methods,
         "session_update_kinds": plan.vocabularies.update_kinds,

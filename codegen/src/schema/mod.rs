@@ -7,6 +7,7 @@ use std::path::Path;
 use serde_json::Value;
 
 pub mod normalize;
+pub mod provenance;
 
 use crate::diagnostic::{Class, Diagnostic, Diagnostics};
 
@@ -16,30 +17,36 @@ pub struct SchemaSet {
     pub files: BTreeMap<String, Value>,
 }
 
+/// The files of `dir` whose names pass `keep`, sorted, as (name, display path under
+/// `schemas/`, text); each unreadable one is reported and skipped.
+pub(crate) fn read_dir_files(dir: &Path, keep: impl Fn(&str) -> bool, diagnostics: &mut Diagnostics) -> Vec<(String, std::path::PathBuf, String)> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) => {
+            diagnostics.push(Diagnostic::new(Class::Input, format!("cannot read {}: {e}", dir.display())));
+            return Vec::new();
+        }
+    };
+    let mut paths: Vec<_> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    paths.retain(|p| p.file_name().is_some_and(|n| keep(&n.to_string_lossy())));
+    paths.sort();
+    let mut out = Vec::new();
+    for path in paths {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let display = Path::new("schemas").join(&name);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => out.push((name, display, text)),
+            Err(e) => diagnostics.push(Diagnostic::new(Class::Input, format!("cannot read {}: {e}", display.display()))),
+        }
+    }
+    out
+}
+
 impl SchemaSet {
     /// Reads every `*.json` in `dir`, reporting each unreadable or ill-formed file.
     pub fn load(dir: &Path, diagnostics: &mut Diagnostics) -> SchemaSet {
         let mut set = SchemaSet::default();
-        let entries = match std::fs::read_dir(dir) {
-            Ok(entries) => entries,
-            Err(e) => {
-                diagnostics.push(Diagnostic::new(Class::Input, format!("cannot read {}: {e}", dir.display())));
-                return set;
-            }
-        };
-        let mut paths: Vec<_> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
-        paths.retain(|p| p.extension().is_some_and(|x| x == "json"));
-        paths.sort();
-        for path in paths {
-            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            let display = Path::new("schemas").join(&name);
-            let text = match std::fs::read_to_string(&path) {
-                Ok(text) => text,
-                Err(e) => {
-                    diagnostics.push(Diagnostic::new(Class::Input, format!("cannot read {}: {e}", display.display())));
-                    continue;
-                }
-            };
+        for (name, display, text) in read_dir_files(dir, |name| Path::new(name).extension().is_some_and(|x| x == "json"), diagnostics) {
             match serde_json::from_str::<Value>(&text) {
                 Ok(value) => {
                     set.files.insert(name, value);
