@@ -32,7 +32,7 @@ use serde_json::{json, Map, Value};
 use crate::catalog::model::{Catalog, Name};
 use crate::catalog::{canonical_json, sha256_hex, Compiled};
 use crate::diagnostic::{Class, Diagnostic, FileId};
-use crate::rust::acp::Floor;
+use crate::rust::acp::Grammar;
 use crate::schema::SchemaSet;
 use crate::write::Output;
 
@@ -97,7 +97,7 @@ pub fn check_axis_order(root: &Path, catalog: &Catalog, file: FileId) -> Vec<Dia
 
 /// The ACP floor the lock records for the catalog's protocol literal: `Ok(None)` when there
 /// is no lock or it records another literal (a new literal records a new floor).
-pub fn recorded_floor(root: &Path, catalog: &Catalog, file: FileId) -> Result<Option<Floor>, Diagnostic> {
+pub fn recorded_floor(root: &Path, catalog: &Catalog, file: FileId) -> Result<Option<Grammar>, Diagnostic> {
     let Some(pinned) = read_lock(root).and_then(|lock| lock.get(ACP_FLOOR).cloned()) else { return Ok(None) };
     let literal = &catalog.revisions.protocol;
     if pinned.get("literal").and_then(Value::as_str) != Some(literal.as_str()) {
@@ -111,7 +111,7 @@ pub fn recorded_floor(root: &Path, catalog: &Catalog, file: FileId) -> Result<Op
 }
 
 /// (key, literal as written, content) for every pinned identity.
-fn identities<'c>(compiled: &'c Compiled, schemas: &SchemaSet, golden: &Value, floor: &Floor) -> Vec<(&'static str, &'c Name, Value)> {
+fn identities<'c>(compiled: &'c Compiled, schemas: &SchemaSet, golden: &Value, floor: &Grammar) -> Vec<(&'static str, &'c Name, Value)> {
     let c = &compiled.catalog;
     let r = &c.revisions;
     let slots_surface: Vec<Value> = c
@@ -160,7 +160,7 @@ pub fn lock(
     compiled: &Compiled,
     file: FileId,
     schemas: &SchemaSet,
-    floor: &Floor,
+    floor: &Grammar,
     banner: &str,
 ) -> Result<Output, Vec<Diagnostic>> {
     let path = compiled.catalog.golden.vectors.as_str();

@@ -12,7 +12,7 @@
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
-use std::process::{Child, ChildStderr, ChildStdout, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -42,25 +42,41 @@ pub enum Event {
     Failed(String),
 }
 
-/// The last bytes the harness wrote to stderr, and how many it wrote in all.
-#[derive(Debug, Default)]
-pub struct StderrTail {
+/// The last `limit` bytes a stream wrote, and how many it wrote in all: the harness's
+/// stderr, and a terminal's output. The front is cut on a UTF-8 character boundary, so the
+/// text kept never starts inside a character (ACP asks this of terminal output).
+#[derive(Debug)]
+pub struct Tail {
     pub total: u64,
-    tail: Vec<u8>,
+    bytes: Vec<u8>,
+    limit: usize,
 }
 
-impl StderrTail {
-    fn push(&mut self, bytes: &[u8]) {
-        self.total += bytes.len() as u64;
-        self.tail.extend_from_slice(bytes);
-        if self.tail.len() > STDERR_TAIL {
-            let cut = self.tail.len() - STDERR_TAIL;
-            self.tail.drain(..cut);
+impl Tail {
+    pub(super) fn new(limit: usize) -> Tail {
+        Tail { total: 0, bytes: Vec::new(), limit }
+    }
+
+    pub(super) fn push(&mut self, chunk: &[u8]) {
+        self.total += chunk.len() as u64;
+        self.bytes.extend_from_slice(chunk);
+        if self.bytes.len() > self.limit {
+            let mut cut = self.bytes.len() - self.limit;
+            // Skip continuation bytes, never to start inside a character.
+            while cut < self.bytes.len() && (self.bytes[cut] & 0b1100_0000) == 0b1000_0000 {
+                cut += 1;
+            }
+            self.bytes.drain(..cut);
         }
     }
 
+    /// Whether anything was cut from the front.
+    pub fn truncated(&self) -> bool {
+        self.total > self.bytes.len() as u64
+    }
+
     pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.tail).into_owned()
+        String::from_utf8_lossy(&self.bytes).into_owned()
     }
 }
 
@@ -108,7 +124,7 @@ pub struct Harness {
     pid: u32,
     stdin: Option<Sender<Vec<u8>>>,
     events: Receiver<Event>,
-    stderr: Arc<Mutex<StderrTail>>,
+    stderr: Arc<Mutex<Tail>>,
     exited: Option<ExitStatus>,
 }
 
@@ -143,9 +159,9 @@ impl Harness {
         })?;
         let (to_runner, events) = mpsc::sync_channel(READ_AHEAD);
         thread::Builder::new().name("harness-stdout".into()).spawn(move || read_lines(stdout, to_runner))?;
-        let tail = Arc::new(Mutex::new(StderrTail::default()));
+        let tail = Arc::new(Mutex::new(Tail::new(STDERR_TAIL)));
         let sink = Arc::clone(&tail);
-        thread::Builder::new().name("harness-stderr".into()).spawn(move || drain_stderr(stderr, sink))?;
+        thread::Builder::new().name("harness-stderr".into()).spawn(move || drain(stderr, sink))?;
         Ok(Harness { child, pid, stdin: Some(to_stdin), events, stderr: tail, exited: None })
     }
 
@@ -247,7 +263,7 @@ fn wait_until(within: Duration, mut done: impl FnMut() -> bool) -> bool {
     }
 }
 
-fn signal_group(pgid: u32, signal: libc::c_int) {
+pub(super) fn signal_group(pgid: u32, signal: libc::c_int) {
     let Ok(pgid) = libc::pid_t::try_from(pgid) else { return };
     if pgid > 1 {
         // SAFETY: kill(2) with a negative pid signals a process group; no memory is shared.
@@ -339,10 +355,11 @@ fn skip_line(reader: &mut impl BufRead) -> io::Result<()> {
     }
 }
 
-fn drain_stderr(mut stderr: ChildStderr, sink: Arc<Mutex<StderrTail>>) {
+/// Reads `stream` to its end into `sink`.
+pub(super) fn drain(mut stream: impl Read, sink: Arc<Mutex<Tail>>) {
     let mut buffer = vec![0u8; 16 * 1024];
     loop {
-        match stderr.read(&mut buffer) {
+        match stream.read(&mut buffer) {
             Ok(0) | Err(_) => return,
             Ok(n) => sink.lock().unwrap_or_else(|e| e.into_inner()).push(&buffer[..n]),
         }

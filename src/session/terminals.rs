@@ -9,7 +9,6 @@
 //! running the probe. It is off unless asked for.
 
 use std::collections::HashMap;
-use std::io::Read;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
@@ -17,36 +16,15 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 
 use super::client::{Answer, INVALID_PARAMS};
+use super::process::{drain, signal_group, Tail};
 use super::workspace::Workspace;
 
 /// Output kept when the harness sets no limit.
 const DEFAULT_LIMIT: usize = 1024 * 1024;
 
-#[derive(Debug, Default)]
-struct Output {
-    bytes: Vec<u8>,
-    limit: usize,
-    truncated: bool,
-}
-
-impl Output {
-    fn push(&mut self, chunk: &[u8]) {
-        self.bytes.extend_from_slice(chunk);
-        if self.bytes.len() > self.limit {
-            let mut cut = self.bytes.len() - self.limit;
-            // Never start inside a UTF-8 sequence: skip continuation bytes.
-            while cut < self.bytes.len() && (self.bytes[cut] & 0b1100_0000) == 0b1000_0000 {
-                cut += 1;
-            }
-            self.bytes.drain(..cut);
-            self.truncated = true;
-        }
-    }
-}
-
 struct Terminal {
     child: Child,
-    output: Arc<Mutex<Output>>,
+    output: Arc<Mutex<Tail>>,
     exit: Option<ExitStatus>,
 }
 
@@ -60,12 +38,7 @@ impl Terminal {
 
     fn kill(&mut self) {
         if self.poll().is_none() {
-            if let Ok(pgid) = libc::pid_t::try_from(self.child.id()) {
-                // SAFETY: signals the terminal's own process group; no memory is involved.
-                unsafe {
-                    libc::kill(-pgid, libc::SIGKILL);
-                }
-            }
+            signal_group(self.child.id(), libc::SIGKILL);
             self.exit = self.child.wait().ok();
         }
     }
@@ -113,7 +86,7 @@ impl Terminals {
             "terminal/output" => {
                 let exit = terminal.poll().map(exit_json);
                 let output = terminal.output.lock().unwrap_or_else(|e| e.into_inner());
-                Ok(json!({"output": String::from_utf8_lossy(&output.bytes), "truncated": output.truncated, "exitStatus": exit}))
+                Ok(json!({"output": output.text(), "truncated": output.truncated(), "exitStatus": exit}))
             }
             "terminal/wait_for_exit" => match terminal.poll() {
                 Some(status) => Ok(exit_json(status)),
@@ -148,22 +121,14 @@ impl Terminals {
             }
         }
         let mut child = spawn.spawn().map_err(|e| (-32603, format!("cannot run `{command}`: {e}")))?;
-        let output = Arc::new(Mutex::new(Output { limit, ..Output::default() }));
-        let streams: [Option<Box<dyn Read + Send>>; 2] = [
-            child.stdout.take().map(|s| Box::new(s) as Box<dyn Read + Send>),
-            child.stderr.take().map(|s| Box::new(s) as Box<dyn Read + Send>),
-        ];
-        for mut stream in streams.into_iter().flatten() {
+        let output = Arc::new(Mutex::new(Tail::new(limit)));
+        if let Some(stdout) = child.stdout.take() {
             let sink = Arc::clone(&output);
-            std::thread::spawn(move || {
-                let mut buffer = [0u8; 8192];
-                while let Ok(n) = stream.read(&mut buffer) {
-                    if n == 0 {
-                        break;
-                    }
-                    sink.lock().unwrap_or_else(|e| e.into_inner()).push(&buffer[..n]);
-                }
-            });
+            std::thread::spawn(move || drain(stdout, sink));
+        }
+        if let Some(stderr) = child.stderr.take() {
+            let sink = Arc::clone(&output);
+            std::thread::spawn(move || drain(stderr, sink));
         }
         self.next += 1;
         let id = format!("term-{}", self.next);
@@ -194,15 +159,15 @@ mod tests {
 
     #[test]
     fn output_is_cut_from_the_front_on_a_character_boundary() {
-        let mut output = Output { limit: 4, ..Output::default() };
+        let mut output = Tail::new(4);
         output.push("ab".as_bytes());
-        assert!(!output.truncated);
+        assert!(!output.truncated());
         output.push("cé".as_bytes()); // 5 bytes in all: cut one, then land on `c`
-        assert_eq!(String::from_utf8(output.bytes.clone()).unwrap(), "bcé");
+        assert_eq!(output.text(), "bcé");
         output.push("d".as_bytes()); // "bcéd" is 5 bytes: cut `b`
-        assert_eq!(String::from_utf8(output.bytes.clone()).unwrap(), "céd");
-        assert!(output.truncated);
+        assert_eq!(output.text(), "céd");
+        assert!(output.truncated());
         output.push("é".as_bytes()); // "cédé" is 6: cut `c`, then `é` must go whole
-        assert_eq!(String::from_utf8(output.bytes).unwrap(), "dé");
+        assert_eq!(output.text(), "dé");
     }
 }

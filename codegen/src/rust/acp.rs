@@ -14,6 +14,8 @@
 //! simply taken. Dropping something on purpose is a new protocol literal, which records a
 //! new floor.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -22,88 +24,58 @@ use crate::catalog::model::{Catalog, Side};
 use crate::schema::normalize::ref_target;
 use crate::schema::SchemaSet;
 
-/// What the schema says beyond its methods.
-#[derive(Default)]
-pub struct Vocabularies {
-    pub update_kinds: Vec<String>,
-    pub stop_reasons: Vec<String>,
+/// The closed part of the ACP grammar: the protocol version, the methods that carry the
+/// closed vocabularies, those vocabularies, and every method with its side. The pinned
+/// schema's is read whole; the floor a protocol literal promises is one recorded in the
+/// revisions lock, so its field names and shape are part of that literal's pinned content:
+/// keep them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Grammar {
+    /// `revisions.wire_protocol_version`, checked against the schema's range for it.
+    pub protocol_version: u32,
     /// The method whose response carries `protocolVersion`.
     pub version_method: String,
     /// The notification whose `params.update` is a session update member.
     pub update_method: String,
     /// The method whose response carries `stopReason`.
     pub prompt_method: String,
-    /// `revisions.wire_protocol_version`, checked against the schema's range for it.
-    pub protocol_version: u32,
-}
-
-/// The grammar a protocol literal promises, as the revisions lock records it. Its field
-/// names and shape are part of the protocol literal's pinned content: keep them.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Floor {
-    pub protocol_version: u32,
-    pub version_method: String,
-    pub update_method: String,
-    pub prompt_method: String,
     pub session_update_kinds: Vec<String>,
     pub stop_reasons: Vec<String>,
-    pub methods: Vec<FloorMethod>,
+    pub methods: Vec<GrammarMethod>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct FloorMethod {
+pub struct GrammarMethod {
     pub name: String,
     pub side: Side,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub notification: bool,
 }
 
-/// Adds every ACP method of the pinned schema to `plan`, checks it against the floor the
-/// lock recorded for the protocol literal (`recorded`), and returns the vocabularies with
-/// the floor to record (the recorded one, or the whole grammar when none is); `Err` lists
-/// what is wrong.
-pub fn grammar(plan: &mut Plan, schemas: &SchemaSet, catalog: &Catalog, recorded: Option<&Floor>) -> Result<(Vocabularies, Floor), Vec<String>> {
+/// Adds every ACP method of the pinned schema to `plan`, and returns the schema's grammar
+/// with the floor to record: the one the lock recorded for the protocol literal
+/// (`recorded`), which the schema must keep, or, when none is, the schema's whole grammar.
+/// `Err` lists what is wrong.
+pub fn grammar(plan: &mut Plan, schemas: &SchemaSet, catalog: &Catalog, recorded: Option<&Grammar>) -> Result<(Grammar, Grammar), Vec<String>> {
     let file = catalog.acp.schema.as_str();
     let document = schemas.files.get(file).ok_or_else(|| vec![format!("[acp] schema `{file}` is not a file under schemas/")])?;
     let methods = annotated_methods(plan, schemas, file, "", "acp")?;
-    let result = read(document, file, &methods, catalog);
-    let mut errors = Vec::new();
-    let floor = match (result, recorded) {
-        (Ok(vocabularies), Some(floor)) => {
-            errors.extend(unkept(floor, &vocabularies, &methods, catalog));
-            Some((vocabularies, floor.clone()))
-        }
-        (Ok(vocabularies), None) => {
-            let floor = Floor {
-                protocol_version: vocabularies.protocol_version,
-                version_method: vocabularies.version_method.clone(),
-                update_method: vocabularies.update_method.clone(),
-                prompt_method: vocabularies.prompt_method.clone(),
-                session_update_kinds: vocabularies.update_kinds.clone(),
-                stop_reasons: vocabularies.stop_reasons.clone(),
-                methods: methods
-                    .values()
-                    .map(|m| FloorMethod { name: m.plan.name.clone(), side: m.plan.side, notification: m.plan.notification })
-                    .collect(),
-            };
-            Some((vocabularies, floor))
-        }
-        (Err(problems), _) => {
-            errors.extend(problems);
-            None
-        }
-    };
+    let read = read(document, file, &methods, catalog);
     plan.methods.extend(methods.into_values().map(|m| m.plan));
-    match floor {
-        Some(found) if errors.is_empty() => Ok(found),
-        _ => Err(errors),
+    let now = read?;
+    let floor = recorded.cloned().unwrap_or_else(|| now.clone());
+    let unkept = unkept(&floor, &now, catalog);
+    if unkept.is_empty() {
+        Ok((now, floor))
+    } else {
+        Err(unkept)
     }
 }
 
-/// The vocabularies and the methods that carry them, read from the schema.
-fn read(document: &Value, file: &str, methods: &std::collections::BTreeMap<String, AnnotatedMethod>, catalog: &Catalog) -> Result<Vocabularies, Vec<String>> {
+/// The schema's grammar: its methods, the vocabularies and the methods that carry them.
+fn read(document: &Value, file: &str, methods: &BTreeMap<String, AnnotatedMethod>, catalog: &Catalog) -> Result<Grammar, Vec<String>> {
     // The member `property` of a method's params or result definition, resolved.
     let member = |m: &AnnotatedMethod, result: bool, property: &str| -> Option<&Value> {
         let key = if result { m.result_def.as_ref() } else { m.params_def.as_ref() }?;
@@ -147,29 +119,33 @@ fn read(document: &Value, file: &str, methods: &std::collections::BTreeMap<Strin
             errors.push(format!("revisions.wire_protocol_version {protocol_version} is outside the range `{file}` allows for `protocolVersion`"));
         }
     }
-    let vocabularies = Vocabularies {
-        update_kinds: update_kinds(&methods[update_method]),
-        stop_reasons,
+    let grammar = Grammar {
+        protocol_version,
         version_method: version_method.clone(),
         update_method: update_method.clone(),
         prompt_method: prompt_method.clone(),
-        protocol_version,
+        session_update_kinds: update_kinds(&methods[update_method]),
+        stop_reasons,
+        methods: methods
+            .values()
+            .map(|m| GrammarMethod { name: m.plan.name.clone(), side: m.plan.side, notification: m.plan.notification })
+            .collect(),
     };
     if errors.is_empty() {
-        Ok(vocabularies)
+        Ok(grammar)
     } else {
         Err(errors)
     }
 }
 
-/// What the schema (and the wire version) no longer keeps of the recorded floor.
-fn unkept(floor: &Floor, now: &Vocabularies, methods: &std::collections::BTreeMap<String, AnnotatedMethod>, catalog: &Catalog) -> Vec<String> {
+/// What the schema's grammar (and the wire version) no longer keeps of the floor.
+fn unkept(floor: &Grammar, now: &Grammar, catalog: &Catalog) -> Vec<String> {
     let literal = catalog.revisions.protocol.as_str();
     let file = catalog.acp.schema.as_str();
     let mut errors = Vec::new();
     let mut broken = |what: String| errors.push(format!("`{literal}` promises {what} (its floor, recorded in the revisions lock), which the pinned schema `{file}` does not keep"));
     for promised in &floor.methods {
-        match methods.get(&promised.name).map(|m| &m.plan) {
+        match now.methods.iter().find(|m| m.name == promised.name) {
             None => broken(format!("method `{}`", promised.name)),
             Some(m) if m.side != promised.side || m.notification != promised.notification => {
                 broken(format!("method `{}` as {} handled by the {}", promised.name, kind(promised.notification), side(promised.side)))
@@ -177,7 +153,7 @@ fn unkept(floor: &Floor, now: &Vocabularies, methods: &std::collections::BTreeMa
             Some(_) => {}
         }
     }
-    for k in floor.session_update_kinds.iter().filter(|k| !now.update_kinds.contains(k)) {
+    for k in floor.session_update_kinds.iter().filter(|k| !now.session_update_kinds.contains(k)) {
         broken(format!("sessionUpdate kind `{k}`"));
     }
     for r in floor.stop_reasons.iter().filter(|r| !now.stop_reasons.contains(r)) {
@@ -284,9 +260,9 @@ pub fn projection(plan: &Plan, catalog: &Catalog, provenance: Option<&crate::sch
         "schema": format!("schemas/{}", catalog.acp.schema.as_str()),
         "revision": catalog.revisions.acp_schema.as_str(),
         "provenance": provenance,
-        "protocol_version": plan.vocabularies.protocol_version,
+        "protocol_version": plan.grammar.protocol_version,
         "methods": methods,
-        "session_update_kinds": plan.vocabularies.update_kinds,
-        "stop_reasons": plan.vocabularies.stop_reasons,
+        "session_update_kinds": plan.grammar.session_update_kinds,
+        "stop_reasons": plan.grammar.stop_reasons,
     })
 }

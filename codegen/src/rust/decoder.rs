@@ -78,10 +78,10 @@ pub struct Plan {
     pub pins: Pins,
     pub slots: Vec<SlotPlan>,
     pub methods: Vec<MethodPlan>,
-    /// The closed vocabularies of the pinned ACP schema.
-    pub vocabularies: super::acp::Vocabularies,
+    /// The closed part of the pinned ACP schema's grammar.
+    pub grammar: super::acp::Grammar,
     /// The ACP grammar the protocol literal promises, for the revisions lock to record.
-    pub floor: super::acp::Floor,
+    pub floor: super::acp::Grammar,
     pub vectors: Vec<VectorPlan>,
     pub warnings: Vec<String>,
 }
@@ -143,14 +143,14 @@ fn carrier(text: &str) -> Option<(Option<String>, Part)> {
 
 /// Plans every decoder table from the catalog and the schemas.
 /// `recorded` is the ACP floor the revisions lock holds for the protocol literal, if any.
-pub fn plan(catalog: &Catalog, schemas: &SchemaSet, file: crate::diagnostic::FileId, recorded: Option<&super::acp::Floor>) -> Result<Plan, Vec<Diagnostic>> {
+pub fn plan(catalog: &Catalog, schemas: &SchemaSet, file: crate::diagnostic::FileId, recorded: Option<&super::acp::Grammar>) -> Result<Plan, Vec<Diagnostic>> {
     let mut plan = Plan::default();
     let mut errors = Vec::new();
     // When the grammar could not be read, the slots' carriers are not judged against it:
     // every one would be reported missing, burying the cause.
     let mut grammar_read = true;
     match super::acp::grammar(&mut plan, schemas, catalog, recorded) {
-        Ok((vocabularies, floor)) => (plan.vocabularies, plan.floor) = (vocabularies, floor),
+        Ok((grammar, floor)) => (plan.grammar, plan.floor) = (grammar, floor),
         Err(problems) => {
             grammar_read = !plan.methods.is_empty();
             let span = catalog.acp.schema.span.clone();
@@ -509,9 +509,8 @@ pub fn generate(plan: &Plan) -> TokenStream {
         let decode = decoder(&v.wire);
         quote! { VectorDecoder { name: #name, direction: #direction, decode: #decode } }
     });
-    let kinds = &plan.vocabularies.update_kinds;
-    let stops = &plan.vocabularies.stop_reasons;
-    let v = &plan.vocabularies;
+    let v = &plan.grammar;
+    let (kinds, stops) = (&v.session_update_kinds, &v.stop_reasons);
     let (version, version_method, update_method, prompt_method) =
         (v.protocol_version, v.version_method.as_str(), v.update_method.as_str(), v.prompt_method.as_str());
     let namespace = plan.namespace.as_str();

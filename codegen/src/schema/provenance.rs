@@ -16,28 +16,18 @@ use crate::diagnostic::{Class, Diagnostic, Diagnostics};
 /// The suffix that marks a provenance record in the schemas directory.
 pub const SUFFIX: &str = ".provenance.toml";
 
-/// One record, as written.
-#[derive(Debug, Deserialize)]
+/// One record, as written; what the docs page may say about an upstream schema.
+#[derive(Debug, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
-struct Record {
-    file: Spanned<String>,
-    upstream: String,
-    package: String,
-    version: String,
-    path_in_package: String,
-    license: String,
-    sha256: Spanned<String>,
-}
-
-/// What the docs page may say about an upstream schema.
-#[derive(Clone, Debug, serde::Serialize)]
 pub struct Provenance {
+    #[serde(skip_serializing)]
+    file: Spanned<String>,
     pub upstream: String,
     pub package: String,
     pub version: String,
     pub path_in_package: String,
     pub license: String,
-    pub sha256: String,
+    sha256: Spanned<String>,
 }
 
 /// The records of a schemas directory.
@@ -57,7 +47,7 @@ pub fn load(dir: &Path, diagnostics: &mut Diagnostics) -> Provenances {
         return out;
     }
     for (_, display, text) in super::read_dir_files(dir, |name| name.ends_with(SUFFIX), diagnostics) {
-        let parsed = toml::from_str::<Record>(&text);
+        let parsed = toml::from_str::<Provenance>(&text);
         let source = diagnostics.sources.add(display.clone(), text);
         let record = match parsed {
             Ok(record) => record,
@@ -88,17 +78,7 @@ pub fn load(dir: &Path, diagnostics: &mut Diagnostics) -> Provenances {
             );
             continue;
         }
-        out.held.insert(
-            file,
-            Provenance {
-                upstream: record.upstream,
-                package: record.package,
-                version: record.version,
-                path_in_package: record.path_in_package,
-                license: record.license,
-                sha256: actual,
-            },
-        );
+        out.held.insert(file, record);
     }
     out
 }
