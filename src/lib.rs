@@ -11,3 +11,4 @@ pub mod admission;
 pub mod conformance;
 pub mod session;
 pub mod probe;
+pub mod relay;

@@ -67,12 +67,68 @@ pub struct Args {
     /// Write the observation trace, as `conform` reads it.
     #[arg(long)]
     trace: Option<PathBuf>,
+    /// The provider whose gateway allow-list the model relay serves (default: the
+    /// unlisted-provider route, a compatible customer endpoint).
+    #[arg(long, value_name = "NAME")]
+    provider: Option<String>,
+    /// The replay model's script: `nonce`, `tool`, or a JSON file of replies.
+    #[arg(long, value_name = "nonce|tool|FILE", default_value = "nonce")]
+    model_script: String,
+    /// Bind the run to this catalog entry: its driver, its declaration and its dialects are
+    /// compared with what the harness does.
+    #[arg(long, value_name = "NAME")]
+    harness: Option<String>,
+    /// A launch recipe (`recipes/*.json`): command, env and home files, with placeholders.
+    #[arg(long, value_name = "FILE")]
+    recipe: Option<PathBuf>,
+    /// Run the harness with your own HOME (by default it gets a fresh, empty one).
+    #[arg(long)]
+    inherit_home: bool,
+    /// A variable for the harness, KEY=VALUE (repeatable; placeholders expanded).
+    #[arg(long = "env", value_name = "KEY=VALUE", value_parser = pair)]
+    env: Vec<(String, String)>,
+    /// A file written into the fresh home, RELPATH=TEMPLATE (repeatable; placeholders
+    /// expanded).
+    #[arg(long = "home-file", value_name = "RELPATH=TEMPLATE", value_parser = pair)]
+    home_file: Vec<(String, String)>,
+    /// Do not run the harness in a loopback-only network namespace (the proxy variables
+    /// are then the only fence).
+    #[arg(long)]
+    no_netns: bool,
+    /// Write the model calls the relay served, bodies included, as JSON Lines.
+    #[arg(long, value_name = "FILE")]
+    record_model: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
-    /// The harness command and its arguments, after `--`.
-    #[arg(last = true, required = true, value_name = "COMMAND")]
+    /// The harness command and its arguments, after `--` (optional with --recipe).
+    #[arg(last = true, value_name = "COMMAND")]
     command: Vec<OsString>,
+}
+
+fn pair(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
+        _ => Err(format!("`{text}` is not KEY=VALUE")),
+    }
+}
+
+/// An output path is checked before anything starts: its directory must exist, and the
+/// path must not be a directory, so a run is never thrown away at the end for want of a
+/// place to write it.
+fn writable(flag: &str, path: &Path) -> Result<(), String> {
+    if path.is_dir() {
+        return Err(format!("{flag} {}: is a directory", path.display()));
+    }
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    match std::fs::metadata(parent) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(_) => Err(format!("{flag} {}: {} is not a directory", path.display(), parent.display())),
+        Err(e) => Err(format!("{flag} {}: cannot use {}: {e}", path.display(), parent.display())),
+    }
 }
 
 fn seconds(text: &str) -> Result<f64, String> {
@@ -88,7 +144,49 @@ fn usage(message: impl std::fmt::Display) -> i32 {
 }
 
 pub fn probe(args: Args) -> i32 {
-    let mut options = ProbeOptions::new(args.command);
+    for (flag, path) in [("--record", &args.record), ("--trace", &args.trace), ("--record-model", &args.record_model)] {
+        if let Some(path) = path {
+            if let Err(e) = writable(flag, path) {
+                return usage(e);
+            }
+        }
+    }
+    let recipe = match &args.recipe {
+        Some(path) => match probe::recipe::Recipe::load(path) {
+            Ok(recipe) => Some(recipe),
+            Err(e) => return usage(e),
+        },
+        None => None,
+    };
+    let command = match (&recipe, args.command.is_empty()) {
+        (_, false) => args.command.clone(),
+        (Some(recipe), true) => recipe.command.iter().map(OsString::from).collect(),
+        (None, true) => return usage("no harness command: give one after `--`, or a --recipe"),
+    };
+    let mut options = ProbeOptions::new(command);
+    if let Some(recipe) = &recipe {
+        options.harness = recipe.harness.clone();
+        options.env = recipe.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        options.home_files = recipe.home_files.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    }
+    if args.harness.is_some() {
+        options.harness = args.harness.clone();
+    }
+    // The entry's driver is the default driver of a bound run.
+    if let Some(entry) = options.harness.as_deref().and_then(|n| checkfu_wire::catalog::HARNESSES.iter().find(|h| h.name == n)) {
+        if let Some(driver) = entry.driver {
+            options.driver = driver.to_owned();
+        }
+    }
+    options.env.extend(args.env.iter().cloned());
+    options.home_files.extend(args.home_file.iter().cloned());
+    options.provider = args.provider.clone();
+    options.inherit_home = args.inherit_home;
+    options.netns = !args.no_netns;
+    options.model_script = match checkfu_wire::relay::Script::parse(&args.model_script) {
+        Ok(script) => script,
+        Err(e) => return usage(e),
+    };
     if let Some(driver) = args.driver {
         options.driver = driver;
     }
@@ -120,11 +218,23 @@ pub fn probe(args: Args) -> i32 {
     options.settle = Duration::from_secs_f64(args.settle);
     options.kill_grace = Duration::from_secs_f64(args.kill_grace);
 
-    let result = match probe::run(&options) {
+    // In text format the banner and each step are said as they happen, on stderr, so that
+    // a slow harness is never met with silence and `--format json` keeps stdout one object.
+    let live = matches!(args.format, Format::Text);
+    if live {
+        eprintln!("{}", probe::result::banner(&options.command));
+    }
+    let mut progress = |line: &str| {
+        if live {
+            eprintln!("{line}");
+        }
+    };
+    let result = match probe::run_with(&options, &mut progress) {
         Ok(result) => result,
         Err(e @ (UsageError::Options(_) | UsageError::CannotStart(_))) => return usage(e),
     };
-    for (path, bytes) in [(&args.record, result.record.as_slice()), (&args.trace, result.trace.as_bytes())] {
+    let calls = result.model_plane.as_ref().map(|p| p.calls_jsonl()).unwrap_or_default();
+    for (path, bytes) in [(&args.record, result.record.as_slice()), (&args.trace, result.trace.as_bytes()), (&args.record_model, calls.as_bytes())] {
         if let Some(path) = path {
             if let Err(e) = write_whole(path, bytes) {
                 eprintln!("error: cannot write {}: {e}", path.display());

@@ -13,6 +13,9 @@
 //! that very trace with [`crate::conformance::check_str`], so `conform` on the `--trace` file
 //! gives the same verdicts.
 
+pub mod launch;
+pub mod model_plane;
+pub mod recipe;
 pub mod result;
 
 use std::ffi::OsString;
@@ -24,7 +27,9 @@ use crate::admission::{self, AdmittedCapabilities};
 use crate::catalog;
 use crate::conformance::{self, normalize::Normalizer, Outcome};
 use crate::decode::tables::{PROMPT_METHOD, PROTOCOL_VERSION, UPDATE_METHOD, VERSION_METHOD};
+use crate::relay::{self, Relay, Script};
 use crate::session::{self, Fault, Incoming, PermissionPolicy, Session};
+use model_plane::{Fence, ModelPlane};
 pub use result::{ProbeResult, Step, StepStatus};
 use result::{Admission, HarnessInfo, Wire};
 
@@ -34,6 +39,9 @@ const CANCEL_METHOD: &str = "session/cancel";
 const STEER_METHOD: &str = "_checkfu/session/steer";
 const INTERRUPT_METHOD: &str = "_checkfu/session/interrupt";
 const OPT_IN_INTERRUPT: &str = "cooperative_interrupt_drained";
+const READY_CHECK: &str = "ready_handshake";
+/// The reason of every turn check when no prompt was sent.
+pub const NO_TURN: &str = "no turn was observed";
 
 /// The most observations one turn may produce: a harness flooding valid updates is stopped
 /// here (or at its step's time) instead of growing the runner's memory without bound.
@@ -61,6 +69,19 @@ pub struct ProbeOptions {
     pub settle: Duration,
     /// How long teardown waits for an exit after closing stdin, and again after SIGTERM.
     pub kill_grace: Duration,
+    /// The provider whose gateway allow-list the relay serves; `None`: the unlisted route.
+    pub provider: Option<String>,
+    pub model_script: Script,
+    /// The catalog entry the run is bound to (`--harness`).
+    pub harness: Option<String>,
+    /// Run the harness with the caller's own `HOME` instead of a fresh one.
+    pub inherit_home: bool,
+    /// Variables for the harness (after the probe's own, so they may override them).
+    pub env: Vec<(String, String)>,
+    /// Files written into the fresh home: (relative path, template).
+    pub home_files: Vec<(String, String)>,
+    /// Try to run the harness in a loopback-only network namespace.
+    pub netns: bool,
 }
 
 impl ProbeOptions {
@@ -83,6 +104,13 @@ impl ProbeOptions {
             deadline: Duration::from_secs(120),
             settle: Duration::from_millis(250),
             kill_grace: Duration::from_secs(2),
+            provider: None,
+            model_script: Script::Nonce,
+            harness: None,
+            inherit_home: false,
+            env: Vec::new(),
+            home_files: Vec::new(),
+            netns: true,
         }
     }
 }
@@ -138,8 +166,23 @@ fn authority_meta(options: &ProbeOptions) -> Result<Map<String, Value>, UsageErr
     Ok(meta)
 }
 
+/// The file of the `tool` script's second token, in the workspace.
+pub const TOKEN_FILE: &str = "checkfu-probe-token.txt";
+
 /// Runs the probe. `Err` only when the run cannot begin; every harness behaviour is a result.
 pub fn run(options: &ProbeOptions) -> Result<ProbeResult, UsageError> {
+    run_with(options, &mut |_| {})
+}
+
+/// [`run`], telling `progress` each step as it ends (the text format prints them at once).
+pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(&str)) -> Result<ProbeResult, UsageError> {
+    let entry = match &options.harness {
+        Some(name) => Some(catalog::HARNESSES.iter().find(|h| h.name == name).ok_or_else(|| {
+            let known: Vec<&str> = catalog::HARNESSES.iter().map(|h| h.name).collect();
+            UsageError::Options(format!("no harness `{name}` in the catalog (it has: {})", known.join(", ")))
+        })?),
+        None => None,
+    };
     let envelope = catalog::envelope(&options.driver, &options.retention).ok_or_else(|| {
         let known: Vec<String> = catalog::ENVELOPES.iter().map(|e| format!("{} / {}", e.owner, e.retention.unwrap_or("-"))).collect();
         UsageError::Options(format!(
@@ -149,13 +192,66 @@ pub fn run(options: &ProbeOptions) -> Result<ProbeResult, UsageError> {
             known.join(", ")
         ))
     })?;
+    relay::routes::for_provider(options.provider.as_deref()).map_err(UsageError::Options)?;
     let meta = authority_meta(options)?;
+    if let Some(entry) = entry {
+        if relay::routes::reachable(entry, options.provider.as_deref()) == Some(false) {
+            progress(&format!(
+                "note     the reachability matrix marks `{}` unreachable through `{}`: the relay serves only that provider's paths",
+                entry.name,
+                options.provider.as_deref().unwrap_or(relay::routes::UNLISTED)
+            ));
+        }
+    }
+    let cannot_start = |what: &str, e: String| UsageError::CannotStart(format!("cannot prepare the session ({what}): {e}"));
+    let workspace = session::workspace::Workspace::create().map_err(|e| cannot_start("workspace", e.to_string()))?;
+    let nonce = nonce();
+    let token = format!("cft-{}", &nonce[3..]);
+    let token_file = workspace.root().join(TOKEN_FILE);
+    std::fs::write(&token_file, format!("The token is {token}.\n")).map_err(|e| cannot_start("token file", e.to_string()))?;
+    let (namespace, listener, fence, fence_note) = if options.netns {
+        match session::fence::Namespace::create() {
+            Ok((namespace, listener)) => (Some(namespace), Some(listener), Fence::NetworkNamespace, None),
+            Err(why) => (None, None, Fence::ProxyVariables, Some(why)),
+        }
+    } else {
+        (None, None, Fence::ProxyVariables, Some(String::from("not asked for (--no-netns)")))
+    };
+    let key = format!("cfk-{}", &nonce[3..]).chars().rev().collect::<String>();
+    let relay = Relay::start(relay::Config {
+        provider: options.provider.clone(),
+        script: options.model_script.clone(),
+        nonce: nonce.clone(),
+        token,
+        token_file,
+        key,
+        stall: options.step_timeout.min(Duration::from_secs(10)),
+        listener,
+    })
+    .map_err(|e| cannot_start("relay", e))?;
+    let home = if options.inherit_home { None } else { Some(session::home::Home::create().map_err(|e| cannot_start("home", e.to_string()))?) };
+    let placeholders = launch::Placeholders {
+        relay_url: relay.url(),
+        api_key: relay.key().to_owned(),
+        workspace: workspace.root().to_string_lossy().into_owned(),
+        home: home.as_ref().map_or_else(|| std::env::var("HOME").unwrap_or_default(), |h| h.root().to_string_lossy().into_owned()),
+    };
+    for (path, template) in &options.home_files {
+        let Some(home) = &home else {
+            return Err(UsageError::Options(String::from("--home-file writes into the fresh home, which --inherit-home turns off")));
+        };
+        home.write(path, &placeholders.expand(template)).map_err(|e| UsageError::Options(format!("--home-file {path}: {e}")))?;
+    }
+    let mut env: Vec<(OsString, OsString)> = launch::conventional(&placeholders, home.as_ref()).into_iter().map(|(k, v)| (k.into(), v.into())).collect();
+    env.extend(options.env.iter().map(|(k, v)| (OsString::from(k), OsString::from(placeholders.expand(v)))));
+    let command: Vec<OsString> = options.command.iter().map(|a| placeholders.expand_os(a)).collect();
+    let launch = session::Launch { env, netns: namespace.as_ref().map(|n| n.raw_fd()) };
     let session_options = session::Options { permission: options.permission, terminals: options.terminals, deadline: options.deadline };
-    let session = Session::start(&options.command, session_options).map_err(|e| {
+    let session = Session::start_in(workspace, &command, session_options, &launch).map_err(|e| {
         let command = options.command.first().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
         UsageError::CannotStart(format!("cannot start `{command}`: {e}"))
     })?;
-    let mut run = Run::new(session, options);
+    let mut run = Run::new(session, options, nonce, progress);
     run.admission.driver = options.driver.clone();
     run.admission.retention = options.retention.clone();
     let admitted = run.initialize(envelope);
@@ -167,16 +263,34 @@ pub fn run(options: &ProbeOptions) -> Result<ProbeResult, UsageError> {
         }
     };
     match (&admitted, session_id) {
-        (Some(admitted), Some(session_id)) => run.prompt(admitted, &session_id),
+        (Some(admitted), Some(session_id)) => run.prompt(admitted, &session_id, &relay),
         (_, _) => run.skip("prompt_exchange", "no session was started"),
     }
-    Ok(run.finish(admitted.as_ref()))
+    let mut result = run.finish(admitted.as_ref());
+    // The harness is gone: stop the relay (closing whatever it left open) and read its record.
+    let record = relay.stop();
+    drop(namespace);
+    drop(home);
+    let mut plane = ModelPlane::new(
+        options.provider.as_deref().unwrap_or(relay::routes::UNLISTED),
+        fence,
+        fence_note,
+        options.model_script.name(),
+        record,
+    );
+    plane.nonce_in_output = result.nonce_in_output;
+    if let Some(entry) = entry {
+        plane.bind(entry, options.provider.as_deref(), &result.admission.declaration);
+    }
+    result.model_plane = Some(plane);
+    Ok(result)
 }
 
 /// One run's state.
-struct Run<'o> {
+struct Run<'o, 'p> {
     session: Session,
     options: &'o ProbeOptions,
+    progress: &'p mut dyn FnMut(&str),
     normalizer: Normalizer,
     steps: Vec<(&'static str, Step)>,
     admission: Admission,
@@ -190,14 +304,15 @@ struct Run<'o> {
     turn_open: bool,
     /// A harness fault seen while a step was not waiting (during the settle window).
     late_fault: Option<String>,
+    nonce_in_output: bool,
 }
 
-impl<'o> Run<'o> {
-    fn new(session: Session, options: &'o ProbeOptions) -> Run<'o> {
-        let nonce = nonce();
+impl<'o, 'p> Run<'o, 'p> {
+    fn new(session: Session, options: &'o ProbeOptions, nonce: String, progress: &'p mut dyn FnMut(&str)) -> Run<'o, 'p> {
         Run {
             session,
             options,
+            progress,
             normalizer: Normalizer::new(),
             steps: Vec::new(),
             admission: Admission::default(),
@@ -208,6 +323,7 @@ impl<'o> Run<'o> {
             interrupt_id: None,
             turn_open: false,
             late_fault: None,
+            nonce_in_output: false,
         }
     }
 
@@ -217,11 +333,15 @@ impl<'o> Run<'o> {
             Ok(()) => (StepStatus::Passed, None),
             Err(reason) => (StepStatus::Failed, Some(reason)),
         };
-        self.steps.push((name, Step { status, ms, reason }));
+        let step = Step { status, ms, reason };
+        (self.progress)(&result::step_line(name, &step));
+        self.steps.push((name, step));
     }
 
     fn skip(&mut self, name: &'static str, reason: &str) {
-        self.steps.push((name, Step { status: StepStatus::Skipped, ms: 0, reason: Some(reason.to_owned()) }));
+        let step = Step { status: StepStatus::Skipped, ms: 0, reason: Some(reason.to_owned()) };
+        (self.progress)(&result::step_line(name, &step));
+        self.steps.push((name, step));
     }
 
     fn step_deadline(&self) -> Instant {
@@ -365,12 +485,18 @@ impl<'o> Run<'o> {
         }
     }
 
-    fn prompt(&mut self, admitted: &AdmittedCapabilities, session_id: &str) {
+    fn prompt(&mut self, admitted: &AdmittedCapabilities, session_id: &str, relay: &Relay) {
         let started = Instant::now();
         let until = self.step_deadline();
-        let text = format!("Checkfu local diagnostic. Reply with the nonce {} and end the turn.", self.nonce);
+        let text = match self.options.model_script {
+            Script::Tool => format!(
+                "Checkfu local diagnostic. Read the file {TOKEN_FILE} in the working directory, then reply with the nonce {} and end the turn.",
+                self.nonce
+            ),
+            _ => format!("Checkfu local diagnostic. Reply with the nonce {} and end the turn.", self.nonce),
+        };
         let params = json!({"sessionId": session_id, "prompt": [{"type": "text", "text": text}]});
-        let outcome = self.run_turn(admitted, session_id, params, until);
+        let outcome = self.run_turn(admitted, session_id, params, until).and_then(|()| self.governed(relay));
         if outcome.is_err() && self.turn_open {
             // A runner that gives up on a turn cancels it, as ACP asks, before tearing down.
             let _ = self.session.notify(CANCEL_METHOD, json!({"sessionId": session_id}));
@@ -424,10 +550,28 @@ impl<'o> Run<'o> {
         if let Some(fault) = &self.late_fault {
             return Err(format!("after the turn: {fault}"));
         }
-        if !self.normalizer.output_text().contains(&self.nonce) {
-            return Err(format!("the nonce {} did not reach normalized output (agent_message_chunk text)", self.nonce));
+        if message.pointer("/result/stopReason").and_then(Value::as_str).is_none() {
+            return Err(String::from("session/prompt answered without a stop reason"));
         }
         Ok(())
+    }
+
+    /// The governed half of `prompt_exchange`: a served call carried the nonce (the prompt
+    /// reached the model plane through the relay), and the nonce reached normalized output.
+    /// A nonce in the output that no served call carried was answered without the model.
+    fn governed(&mut self, relay: &Relay) -> Result<(), String> {
+        let at_relay = relay.record().calls.iter().any(|c| c.nonce_in_request);
+        let in_output = self.normalizer.output_text().contains(&self.nonce);
+        self.nonce_in_output = in_output;
+        match (at_relay, in_output) {
+            (true, true) => Ok(()),
+            (false, true) => Err(format!(
+                "the nonce {} reached normalized output, but no call the relay served carried it: it was answered without the governed model",
+                self.nonce
+            )),
+            (true, false) => Err(format!("the nonce {} reached the relay but not normalized output (agent_message_chunk text)", self.nonce)),
+            (false, false) => Err(format!("no call the relay served carried the nonce {}, and it did not reach normalized output", self.nonce)),
+        }
     }
 
     /// Teardown, the checks over the trace, and the result.
@@ -446,10 +590,20 @@ impl<'o> Run<'o> {
         let opt_in: &[&str] = if self.options.interrupt { &[OPT_IN_INTERRUPT] } else { &[] };
         let trace = self.normalizer.trace(&declared, opt_in);
         // The trace is ours; a checker refusal of it would be a bug in the normalizer.
-        let report = match conformance::check_str(&trace) {
+        let mut report = match conformance::check_str(&trace) {
             Ok(report) => report,
             Err(e) => panic!("the probe wrote a trace the checker refuses: {e}\n{trace}"),
         };
+        if self.prompt_id.is_none() {
+            // No prompt was sent: a check over a turn that never happened is not passed (nor
+            // failed) but unexercised, a recorded skip. The handshake's check stays: the
+            // handshake did happen, or failed to.
+            for (name, outcome) in &mut report.checks {
+                if *name != READY_CHECK && !matches!(outcome, Outcome::Skip { .. }) {
+                    *outcome = Outcome::Skip { reason: String::from(NO_TURN) };
+                }
+            }
+        }
         let checks = serde_json::from_str::<Value>(&report.to_json()).map(|v| v["checks"].clone()).unwrap_or(Value::Null);
         if let Some(admitted) = admitted {
             self.admission.realized = realized(admitted, &report);
@@ -509,6 +663,8 @@ impl<'o> Run<'o> {
             step_list: self.steps,
             trace,
             record,
+            nonce_in_output: self.nonce_in_output,
+            model_plane: None,
         }
     }
 }

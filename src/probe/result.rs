@@ -104,12 +104,39 @@ pub struct ProbeResult {
     pub trace: String,
     #[serde(skip)]
     pub record: Vec<u8>,
+    #[serde(skip)]
+    pub nonce_in_output: bool,
+    /// What the relay served and refused, and the catalog binding (`--harness`).
+    pub model_plane: Option<super::model_plane::ModelPlane>,
+}
+
+/// The line the text format opens with.
+pub fn banner(command: &[std::ffi::OsString]) -> String {
+    let command: Vec<String> = command.iter().map(|c| c.to_string_lossy().into_owned()).collect();
+    format!("checkfu-wire probe ({QUALIFICATION}: local feedback, never qualification): {}", command.join(" "))
+}
+
+/// One step as the text format prints it.
+pub fn step_line(name: &str, step: &Step) -> String {
+    let status = match step.status {
+        StepStatus::Passed => "passed",
+        StepStatus::Failed => "FAILED",
+        StepStatus::Skipped => "skipped",
+    };
+    let mut line = format!("step     {name:<22} {status:<8} {:>6} ms", step.ms);
+    if let Some(reason) = &step.reason {
+        line.push_str("  ");
+        line.push_str(reason);
+    }
+    line
 }
 
 impl ProbeResult {
-    /// Every step passed and no check failed.
+    /// Every step passed, no check failed, and the harness matched its catalog entry.
     pub fn passed(&self) -> bool {
-        self.step_list.iter().all(|(_, s)| s.status == StepStatus::Passed) && !self.report.failed()
+        self.step_list.iter().all(|(_, s)| s.status == StepStatus::Passed)
+            && !self.report.failed()
+            && self.model_plane.as_ref().is_none_or(|p| p.mismatches().is_empty())
     }
 
     pub fn to_json(&self) -> String {
@@ -128,16 +155,10 @@ impl ProbeResult {
         };
         let _ = writeln!(out, "harness  {agent}, pid {}, {}, exit {}", self.harness.pid, self.harness.ending, self.harness.exit);
         for (name, step) in &self.step_list {
-            let status = match step.status {
-                StepStatus::Passed => "passed",
-                StepStatus::Failed => "FAILED",
-                StepStatus::Skipped => "skipped",
-            };
-            let _ = write!(out, "step     {name:<22} {status:<8} {:>6} ms", step.ms);
-            if let Some(reason) = &step.reason {
-                let _ = write!(out, "  {reason}");
-            }
-            out.push('\n');
+            let _ = writeln!(out, "{}", step_line(name, step));
+        }
+        if let Some(plane) = &self.model_plane {
+            out.push_str(&plane.summary());
         }
         let declaration = if self.admission.declaration.is_null() { String::from("nothing") } else { self.admission.declaration.to_string() };
         let _ = writeln!(out, "declared {declaration}; raised: {}", if self.admission.admitted_axes.is_empty() { String::from("none") } else { self.admission.admitted_axes.join(", ") });

@@ -13,6 +13,8 @@
 //! broke them (garbage on stdout, an echo of the runner's own request, a malformed update).
 
 pub mod client;
+pub mod fence;
+pub mod home;
 pub mod process;
 pub mod terminals;
 pub mod workspace;
@@ -24,7 +26,7 @@ use serde_json::{json, Value};
 
 use crate::decode::{Decoder, Kind, Report, WireDirection};
 pub use client::{ClientRequest, PermissionPolicy};
-pub use process::{Ending, Teardown};
+pub use process::{Ending, Launch, Teardown};
 use process::{Event, Harness};
 use terminals::{Handled, Terminals};
 use workspace::Workspace;
@@ -119,11 +121,15 @@ impl Session {
     /// Creates the workspace (the `cwd` the runner will hand the harness in `session/new`)
     /// and starts `command`.
     pub fn start(command: &[std::ffi::OsString], options: Options) -> std::io::Result<Session> {
+        Session::start_in(Workspace::create()?, command, options, &Launch::default())
+    }
+
+    /// Starts `command` as [`Launch`] says, with a workspace the caller prepared.
+    pub fn start_in(workspace: Workspace, command: &[std::ffi::OsString], options: Options, launch: &Launch) -> std::io::Result<Session> {
         let Some((program, args)) = command.split_first() else {
             return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "no command"));
         };
-        let workspace = Workspace::create()?;
-        let harness = Harness::spawn(program, args)?;
+        let harness = Harness::spawn(program, args, launch)?;
         let deadline = Instant::now() + options.deadline;
         Ok(Session {
             harness,
@@ -133,7 +139,7 @@ impl Session {
             deadline,
             next_id: 0,
             pending: HashMap::new(),
-            terminals: Terminals::default(),
+            terminals: Terminals::fenced(launch.netns),
             exit_waits: Vec::new(),
             record: Vec::new(),
             record_truncated: false,

@@ -128,18 +128,30 @@ pub struct Harness {
     exited: Option<ExitStatus>,
 }
 
+/// How the harness is started beyond its command: variables set in its environment (over
+/// the runner's own), and the network namespace it joins, if any.
+#[derive(Clone, Debug, Default)]
+pub struct Launch {
+    pub env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    pub netns: Option<std::os::fd::RawFd>,
+}
+
 impl Harness {
     /// Starts `program` with `args` in the caller's directory (so relative paths in the
     /// command mean what they mean to the person typing it), in a new process group whose id
     /// is its pid.
-    pub fn spawn(program: &std::ffi::OsStr, args: &[std::ffi::OsString]) -> io::Result<Harness> {
-        let mut child = Command::new(program)
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .spawn()?;
+    pub fn spawn(program: &std::ffi::OsStr, args: &[std::ffi::OsString], launch: &Launch) -> io::Result<Harness> {
+        let mut command = Command::new(program);
+        command.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+        for (key, value) in &launch.env {
+            command.env(key, value);
+        }
+        if let Some(fd) = launch.netns {
+            // SAFETY: the closure makes one async-signal-safe call (setns) between fork
+            // and exec; the descriptor is kept open by the caller's `Namespace`.
+            unsafe { std::os::unix::process::CommandExt::pre_exec(&mut command, move || super::fence::join(fd)) };
+        }
+        let mut child = command.spawn()?;
         let pid = child.id();
         let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take()) else {
             // Piped stdio is always present after a successful spawn.

@@ -56,6 +56,15 @@ pub enum Handled {
 pub struct Terminals {
     next: u64,
     open: HashMap<String, Terminal>,
+    /// The harness's network namespace: its commands run inside the same fence.
+    netns: Option<std::os::fd::RawFd>,
+}
+
+impl Terminals {
+    /// Terminals whose commands join `netns` (the harness's fence), if any.
+    pub fn fenced(netns: Option<std::os::fd::RawFd>) -> Terminals {
+        Terminals { netns, ..Terminals::default() }
+    }
 }
 
 fn exit_json(status: ExitStatus) -> Value {
@@ -119,6 +128,10 @@ impl Terminals {
             if let (Some(name), Some(value)) = (variable.get("name").and_then(Value::as_str), variable.get("value").and_then(Value::as_str)) {
                 spawn.env(name, value);
             }
+        }
+        if let Some(fd) = self.netns {
+            // SAFETY: one async-signal-safe call (setns) between fork and exec.
+            unsafe { std::os::unix::process::CommandExt::pre_exec(&mut spawn, move || super::fence::join(fd)) };
         }
         let mut child = spawn.spawn().map_err(|e| (-32603, format!("cannot run `{command}`: {e}")))?;
         let output = Arc::new(Mutex::new(Tail::new(limit)));

@@ -44,28 +44,7 @@ impl std::fmt::Display for Refusal {
 impl Workspace {
     /// Creates a fresh, private directory under the system's temporary directory.
     pub fn create() -> io::Result<Workspace> {
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let base = std::env::temp_dir();
-        for _ in 0..64 {
-            let nanos = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.subsec_nanos())
-                .unwrap_or(0);
-            let name = format!(
-                "checkfu-probe-{}-{}-{nanos:08x}",
-                std::process::id(),
-                COUNTER.fetch_add(1, Ordering::Relaxed)
-            );
-            let path = base.join(name);
-            let mut builder = fs::DirBuilder::new();
-            std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-            match builder.create(&path) {
-                Ok(()) => return Ok(Workspace { root: path.canonicalize()? }),
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(e),
-            }
-        }
-        Err(io::Error::other("could not create a unique workspace directory"))
+        Ok(Workspace { root: private_dir("checkfu-probe")? })
     }
 
     /// The resolved root, as handed to the harness.
@@ -142,6 +121,26 @@ impl Workspace {
             })?;
         file.write_all(content.as_bytes()).map_err(|e| Refusal::Io(e.to_string()))
     }
+}
+
+/// A fresh directory under the system's temporary directory, readable by its owner only,
+/// named `PREFIX-PID-N-NANOS`; returned resolved.
+pub fn private_dir(prefix: &str) -> io::Result<PathBuf> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let base = std::env::temp_dir();
+    for _ in 0..64 {
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+        let name = format!("{prefix}-{}-{}-{nanos:08x}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed));
+        let path = base.join(name);
+        let mut builder = fs::DirBuilder::new();
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        match builder.create(&path) {
+            Ok(()) => return path.canonicalize(),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::other("could not create a unique private directory"))
 }
 
 impl Drop for Workspace {

@@ -13,8 +13,15 @@
 //! notification and request), `--use-terminal` (runs a command through `terminal/*`), `--stall-turn` (the turn ends only
 //! on `session/cancel`),
 //! `--spawn-child` (leaves a `sleep` in its process group), `--hang` (ignores EOF and
-//! SIGTERM), `--no-nonce`; for the benchmark, `--turns N` (repeat the turn's updates N times) and
+//! SIGTERM), `--no-nonce`. Its answer comes from the model behind the probe's relay
+//! (`model.rs`), in `--dialect NAME` (`openai_chat` by default), with switches for a model
+//! plane that misbehaves: `--no-model` (answers the nonce without any model call), `--no-key`
+//! (calls without the session's key), `--egress` (asks the proxy for a tunnel to an outside
+//! host), `--malformed-body` and `--huge-body` (100 MB) before its real call. For the benchmark, `--turns N` (repeat the turn's updates N times) and
 //! `--mid-turn-wait-ms MS` (how long the turn stays open for a steer or interrupt; 150).
+
+#[path = "model.rs"]
+mod model;
 
 use std::collections::VecDeque;
 use std::io::{BufRead, Write};
@@ -44,12 +51,24 @@ struct Switches {
     spawn_child: bool,
     hang: bool,
     no_nonce: bool,
+    dialect: String,
+    no_model: bool,
+    no_key: bool,
+    egress: bool,
+    malformed_body: bool,
+    huge_body: bool,
     turns: usize,
     mid_turn_wait_ms: u64,
 }
 
 fn switches() -> Switches {
-    let mut s = Switches { declare: vec!["subagents".into(), "steer".into(), "interrupt".into()], turns: 1, mid_turn_wait_ms: 150, ..Switches::default() };
+    let mut s = Switches {
+        declare: vec!["subagents".into(), "steer".into(), "interrupt".into()],
+        dialect: String::from("openai_chat"),
+        turns: 1,
+        mid_turn_wait_ms: 150,
+        ..Switches::default()
+    };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -77,6 +96,12 @@ fn switches() -> Switches {
             "--spawn-child" => s.spawn_child = true,
             "--hang" => s.hang = true,
             "--no-nonce" => s.no_nonce = true,
+            "--dialect" => s.dialect = args.next().unwrap_or_default(),
+            "--no-model" => s.no_model = true,
+            "--no-key" => s.no_key = true,
+            "--egress" => s.egress = true,
+            "--malformed-body" => s.malformed_body = true,
+            "--huge-body" => s.huge_body = true,
             other => {
                 eprintln!("fixture agent: unknown switch {other}");
                 std::process::exit(2);
@@ -247,7 +272,8 @@ impl Agent {
         if self.s.spawn_child {
             let _ = std::process::Command::new("sleep").arg("600").spawn();
         }
-        let echo = if self.s.no_nonce { String::from("I will not repeat that.") } else { format!("You said: {prompt}") };
+        let answer = if self.s.no_model { format!("You said: {prompt}") } else { self.ask_model(session, prompt) };
+        let echo = if self.s.no_nonce { String::from("I will not repeat that.") } else { answer };
         self.update(session, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": echo}}));
         if self.s.flood_stdout {
             // Valid updates, without end: the runner must stop reading at its step timeout.
@@ -361,6 +387,46 @@ impl Agent {
         if self.s.duplicate_terminal {
             self.respond(id, result);
         }
+    }
+}
+
+impl Agent {
+    /// The turn's answer from the model behind the relay, running the tool calls it makes
+    /// (`read_file`, through the client's `fs/read_text_file`, reported as ACP tool calls).
+    fn ask_model(&mut self, session: &str, prompt: &str) -> String {
+        let Some(addr) = model::relay_addr() else { return String::from("(no relay: ANTHROPIC_BASE_URL is not set)") };
+        let Some(dialect) = model::Dialect::parse(&self.s.dialect) else { return format!("(unknown dialect {})", self.s.dialect) };
+        let key = if self.s.no_key { None } else { std::env::var("ANTHROPIC_API_KEY").ok() };
+        let mut notes = String::new();
+        if self.s.egress {
+            notes.push_str(&format!(" (egress answered {:?})", model::try_egress("api.example.com")));
+        }
+        let mut conversation = model::Conversation::new(dialect, key, prompt);
+        if self.s.malformed_body {
+            let answer = model::post(&addr, "/v1/chat/completions", &conversation.headers(), b"{\"model\": ");
+            notes.push_str(&format!(" (malformed body answered {:?})", answer.map(|a| a.0)));
+        }
+        if self.s.huge_body {
+            let body = vec![b' '; 100 * 1024 * 1024];
+            let answer = model::post(&addr, "/v1/chat/completions", &conversation.headers(), &body);
+            notes.push_str(&format!(" (100 MB body answered {:?})", answer.map(|a| a.0)));
+        }
+        for round in 0..4 {
+            match conversation.ask(&addr) {
+                model::Answer::Text(text) => return text + &notes,
+                model::Answer::Refused(status, body) => return format!("(the model call was refused: {status} {body}){notes}"),
+                model::Answer::Tool { id, name, input } => {
+                    let call = format!("model-call-{round}");
+                    self.update(session, json!({"sessionUpdate": "tool_call", "toolCallId": call, "title": name, "kind": "read", "status": "pending", "rawInput": input}));
+                    let path = input.get("path").and_then(Value::as_str).unwrap_or_default().to_owned();
+                    let read = self.call("fs/read_text_file", json!({"sessionId": session, "path": path}));
+                    let output = read.pointer("/result/content").and_then(Value::as_str).unwrap_or("(unreadable)").to_owned();
+                    self.update(session, json!({"sessionUpdate": "tool_call_update", "toolCallId": call, "status": "completed"}));
+                    conversation.tool_result(&id, &output);
+                }
+            }
+        }
+        String::from("(the model kept calling tools)")
     }
 }
 

@@ -1,0 +1,278 @@
+//! The replay model behind the relay: deterministic, scripted, and blind to the dialect.
+//!
+//! - `nonce` answers with the nonce found in the latest user turn that carries one.
+//! - `tool`, when the request offers tools, first calls one of them to read the token file
+//!   the probe put in the workspace, and answers with the nonce once a tool result carrying
+//!   the token comes back. A request without tools (a harness's side call, such as a title)
+//!   is answered as under `nonce`. The tool is chosen by this rule, in order:
+//!   1. a *reader*: a tool whose name contains `read` and whose input schema has a string
+//!      property `file_path`, `path`, `filepath`, `file` or `filename`, called with the
+//!      token file's absolute path;
+//!   2. a *shell*: a tool whose name contains `shell`, `bash`, `exec` or `command` and whose
+//!      input schema has a property `command` or `cmd`, called with `cat PATH` (a string) or
+//!      `["cat", PATH]` (an array), as the schema types it.
+//! - a file: a JSON list of replies, served one per model call in order, each
+//!   `{"text": "..."}` or `{"tool_call": {"name": "...", "input": {...}}}`; `{nonce}`,
+//!   `{token}` and `{token_file}` are expanded in every string. A call past the end is an
+//!   error the relay answers with status 500.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use super::dialect::{Reply, Tool, Turn};
+
+/// Where a nonce starts: the probe's nonces are `cf-` and 16 hex digits.
+const NONCE_PREFIX: &str = "cf-";
+const NONCE_HEX: usize = 16;
+
+/// A script, as `--model-script` names it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Script {
+    Nonce,
+    Tool,
+    Replies(Vec<Value>),
+}
+
+impl Script {
+    /// Parses `nonce`, `tool`, or reads a file of replies (checked now, so a bad file is a
+    /// usage error before anything starts).
+    pub fn parse(spec: &str) -> Result<Script, String> {
+        match spec {
+            "nonce" => Ok(Script::Nonce),
+            "tool" => Ok(Script::Tool),
+            path => {
+                let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read the model script `{path}`: {e}"))?;
+                let value: Value = serde_json::from_str(&text).map_err(|e| format!("the model script `{path}` is not JSON: {e}"))?;
+                let Value::Array(replies) = value else {
+                    return Err(format!("the model script `{path}` is not a JSON list of replies"));
+                };
+                for (i, reply) in replies.iter().enumerate() {
+                    scripted(reply).map_err(|e| format!("the model script `{path}`, reply {i}: {e}"))?;
+                }
+                Ok(Script::Replies(replies))
+            }
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Script::Nonce => "nonce",
+            Script::Tool => "tool",
+            Script::Replies(_) => "file",
+        }
+    }
+}
+
+/// One scripted reply read from a file.
+fn scripted(reply: &Value) -> Result<Reply, String> {
+    if let Some(text) = reply.get("text").and_then(Value::as_str) {
+        return Ok(Reply::Text(text.to_owned()));
+    }
+    if let Some(call) = reply.get("tool_call") {
+        let name = call.get("name").and_then(Value::as_str).ok_or("`tool_call` has no string `name`")?;
+        let input = call.get("input").cloned().unwrap_or_else(|| json!({}));
+        if !input.is_object() {
+            return Err(String::from("`tool_call.input` is not an object"));
+        }
+        return Ok(Reply::ToolCall { name: name.to_owned(), input });
+    }
+    Err(String::from("a reply is {\"text\": …} or {\"tool_call\": {\"name\": …, \"input\": {…}}}"))
+}
+
+/// The state of one session's model: the script, the token file, and how far a file script
+/// has been played.
+#[derive(Debug)]
+pub struct Model {
+    script: Script,
+    token: String,
+    token_file: PathBuf,
+    played: usize,
+}
+
+/// What the model made of a call, for the record.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Decision {
+    /// The tool it called, if it called one.
+    pub tool_called: Option<String>,
+    /// Whether a tool result in the request carried the token.
+    pub token_returned: bool,
+}
+
+impl Model {
+    pub fn new(script: Script, token: String, token_file: PathBuf) -> Model {
+        Model { script, token, token_file, played: 0 }
+    }
+
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    pub fn token_file(&self) -> &Path {
+        &self.token_file
+    }
+
+    /// The answer to one call.
+    pub fn reply(&mut self, turn: &Turn) -> Result<(Reply, Decision), String> {
+        let token_returned = !self.token.is_empty() && turn.tool_results.iter().any(|r| r.contains(&self.token));
+        let mut decision = Decision { tool_called: None, token_returned };
+        let reply = match &self.script {
+            Script::Nonce => nonce_reply(turn),
+            Script::Tool if token_returned => nonce_reply(turn),
+            Script::Tool if turn.tools.is_empty() => nonce_reply(turn),
+            Script::Tool if !turn.tool_results.is_empty() => Reply::Text(String::from("The tool's result did not carry the token.")),
+            Script::Tool => match choose_tool(&turn.tools, &self.token_file) {
+                Some(reply) => reply,
+                None => Reply::Text(String::from("None of the offered tools reads a file or runs a shell command.")),
+            },
+            Script::Replies(replies) => {
+                let Some(reply) = replies.get(self.played) else {
+                    return Err(format!("the model script has {} replies and this is call {}", replies.len(), self.played + 1));
+                };
+                self.played += 1;
+                let expanded = self.expand(reply, turn);
+                scripted(&expanded)?
+            }
+        };
+        if let Reply::ToolCall { name, .. } = &reply {
+            decision.tool_called = Some(name.clone());
+        }
+        Ok((reply, decision))
+    }
+
+    fn expand(&self, value: &Value, turn: &Turn) -> Value {
+        match value {
+            Value::String(s) => {
+                let nonce = latest_nonce(turn).unwrap_or_default();
+                Value::String(s.replace("{nonce}", nonce).replace("{token}", &self.token).replace("{token_file}", &self.token_file.to_string_lossy()))
+            }
+            Value::Array(items) => Value::Array(items.iter().map(|v| self.expand(v, turn)).collect()),
+            Value::Object(map) => Value::Object(map.iter().map(|(k, v)| (k.clone(), self.expand(v, turn))).collect()),
+            other => other.clone(),
+        }
+    }
+}
+
+fn nonce_reply(turn: &Turn) -> Reply {
+    match latest_nonce(turn) {
+        Some(nonce) => Reply::Text(format!("The nonce is {nonce}.")),
+        None => Reply::Text(String::from("No nonce was found in the latest user turn.")),
+    }
+}
+
+/// The nonce of the latest user turn that carries one.
+pub fn latest_nonce(turn: &Turn) -> Option<&str> {
+    turn.user_texts.iter().rev().find_map(|text| find_nonce(text))
+}
+
+/// The first `cf-` followed by 16 lowercase hex digits in `text`.
+pub fn find_nonce(text: &str) -> Option<&str> {
+    let mut from = 0;
+    while let Some(at) = text[from..].find(NONCE_PREFIX) {
+        let start = from + at;
+        let digits = start + NONCE_PREFIX.len();
+        let candidate = text.get(digits..digits + NONCE_HEX);
+        if candidate.is_some_and(|h| h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))) {
+            return text.get(start..digits + NONCE_HEX);
+        }
+        from = digits;
+    }
+    None
+}
+
+const READER_PROPERTIES: &[&str] = &["file_path", "path", "filepath", "file", "filename"];
+const SHELL_WORDS: &[&str] = &["shell", "bash", "exec", "command"];
+
+fn properties(schema: &Value) -> Option<&serde_json::Map<String, Value>> {
+    schema.get("properties").and_then(Value::as_object)
+}
+
+/// The tool call the `tool` script makes, by the rule in the module's documentation.
+fn choose_tool(tools: &[Tool], file: &Path) -> Option<Reply> {
+    let path = file.to_string_lossy().into_owned();
+    for tool in tools {
+        if !tool.name.to_ascii_lowercase().contains("read") {
+            continue;
+        }
+        let Some(props) = properties(&tool.schema) else { continue };
+        let string_prop = READER_PROPERTIES.iter().find(|p| props.get(**p).and_then(|s| s.get("type")).and_then(Value::as_str) == Some("string"));
+        if let Some(prop) = string_prop {
+            return Some(Reply::ToolCall { name: tool.name.clone(), input: json!({ *prop: path }) });
+        }
+    }
+    for tool in tools {
+        let name = tool.name.to_ascii_lowercase();
+        if !SHELL_WORDS.iter().any(|w| name.contains(w)) {
+            continue;
+        }
+        let Some((key, command)) = properties(&tool.schema).and_then(|p| ["command", "cmd"].iter().find_map(|k| p.get(*k).map(|s| (*k, s)))) else { continue };
+        let input = match command.get("type").and_then(Value::as_str) {
+            Some("array") => json!({ key: ["cat", path] }),
+            _ => json!({ key: format!("cat '{}'", path.replace('\'', "'\\''"))}),
+        };
+        return Some(Reply::ToolCall { name: tool.name.clone(), input });
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn turn(user: &[&str], results: &[&str], tools: Vec<Tool>) -> Turn {
+        Turn {
+            model: "m".into(),
+            stream: false,
+            user_texts: user.iter().map(|s| s.to_string()).collect(),
+            tool_results: results.iter().map(|s| s.to_string()).collect(),
+            tools,
+        }
+    }
+
+    fn tool(name: &str, schema: Value) -> Tool {
+        Tool { name: name.into(), schema }
+    }
+
+    #[test]
+    fn finds_the_latest_nonce_only_in_the_probe_format() {
+        assert_eq!(find_nonce("x cf-0123 cf-0123456789abcdef."), Some("cf-0123456789abcdef"));
+        assert_eq!(find_nonce("cf-0123456789ABCDEF"), None);
+        let t = turn(&["cf-1111111111111111", "later, no nonce"], &[], vec![]);
+        assert_eq!(latest_nonce(&t), Some("cf-1111111111111111"));
+    }
+
+    #[test]
+    fn the_tool_script_reads_then_answers_with_the_nonce() {
+        let mut model = Model::new(Script::Tool, "cft-tok".into(), PathBuf::from("/w/token.txt"));
+        let tools = vec![
+            tool("Bash", json!({"properties": {"command": {"type": "string"}}})),
+            tool("Read", json!({"properties": {"file_path": {"type": "string"}}})),
+        ];
+        let (first, decision) = model.reply(&turn(&["cf-2222222222222222"], &[], tools.clone())).expect("replies");
+        assert_eq!(first, Reply::ToolCall { name: "Read".into(), input: json!({"file_path": "/w/token.txt"}) });
+        assert_eq!(decision.tool_called.as_deref(), Some("Read"));
+        let (second, decision) = model.reply(&turn(&["cf-2222222222222222"], &["token: cft-tok"], tools.clone())).expect("replies");
+        assert_eq!(second, Reply::Text("The nonce is cf-2222222222222222.".into()));
+        assert!(decision.token_returned);
+        let (wrong, _) = model.reply(&turn(&["cf-2222222222222222"], &["nothing"], tools)).expect("replies");
+        assert!(matches!(wrong, Reply::Text(t) if !t.contains("cf-2222")));
+    }
+
+    #[test]
+    fn a_shell_tool_gets_cat_in_the_shape_its_schema_asks() {
+        let array = [tool("shell", json!({"properties": {"command": {"type": "array"}}}))];
+        assert_eq!(choose_tool(&array, Path::new("/w/t")), Some(Reply::ToolCall { name: "shell".into(), input: json!({"command": ["cat", "/w/t"]}) }));
+        let none = [tool("search", json!({"properties": {"query": {"type": "string"}}}))];
+        assert_eq!(choose_tool(&none, Path::new("/w/t")), None);
+    }
+
+    #[test]
+    fn a_file_script_plays_in_order_and_then_refuses() {
+        let replies = vec![json!({"tool_call": {"name": "x", "input": {"p": "{token_file}"}}}), json!({"text": "n={nonce}"})];
+        let mut model = Model::new(Script::Replies(replies), "t".into(), PathBuf::from("/f"));
+        let t = turn(&["cf-3333333333333333"], &[], vec![]);
+        assert_eq!(model.reply(&t).expect("first").0, Reply::ToolCall { name: "x".into(), input: json!({"p": "/f"}) });
+        assert_eq!(model.reply(&t).expect("second").0, Reply::Text("n=cf-3333333333333333".into()));
+        assert!(model.reply(&t).is_err());
+    }
+}

@@ -1,0 +1,71 @@
+//! The harness's own `HOME`: a fresh private directory per session, so a user's real
+//! credentials and configuration are never read or written, with the files a launch
+//! recipe or `--home-file` asks for written into it.
+
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+use super::workspace;
+
+/// A directory made for one session's harness and removed with it.
+#[derive(Debug)]
+pub struct Home {
+    root: PathBuf,
+}
+
+impl Home {
+    pub fn create() -> io::Result<Home> {
+        Ok(Home { root: workspace::private_dir("checkfu-probe-home")? })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The XDG base directories inside it, as `(variable, path)`.
+    pub fn xdg(&self) -> [(&'static str, PathBuf); 4] {
+        [
+            ("XDG_CONFIG_HOME", self.root.join(".config")),
+            ("XDG_DATA_HOME", self.root.join(".local/share")),
+            ("XDG_STATE_HOME", self.root.join(".local/state")),
+            ("XDG_CACHE_HOME", self.root.join(".cache")),
+        ]
+    }
+
+    /// Writes `contents` at `relative` inside the home; the path must stay inside it
+    /// (relative, no `..`), and its directories are made.
+    pub fn write(&self, relative: &str, contents: &str) -> Result<(), String> {
+        let path = Path::new(relative);
+        if relative.is_empty() || !path.components().all(|c| matches!(c, Component::Normal(_))) {
+            return Err(format!("`{relative}` is not a relative path inside the home (no `/` at the start, no `..`)"));
+        }
+        let target = self.root.join(path);
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+        }
+        std::fs::write(&target, contents).map_err(|e| format!("cannot write {}: {e}", target.display()))
+    }
+}
+
+impl Drop for Home {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_stay_inside_and_the_home_goes_with_its_session() {
+        let home = Home::create().expect("home");
+        let root = home.root().to_path_buf();
+        home.write(".codex/config.toml", "x = 1\n").expect("writes");
+        assert_eq!(std::fs::read_to_string(root.join(".codex/config.toml")).expect("reads"), "x = 1\n");
+        assert!(home.write("../escape", "").is_err());
+        assert!(home.write("/etc/passwd", "").is_err());
+        drop(home);
+        assert!(!root.exists());
+    }
+}

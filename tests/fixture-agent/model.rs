@@ -1,0 +1,193 @@
+//! The fixture agent's model client: one HTTP/1.1 POST per call to the relay the probe
+//! started (found in `ANTHROPIC_BASE_URL`, the key in `ANTHROPIC_API_KEY`), in the dialect
+//! chosen by `--dialect`, always as plain JSON (`stream: false`). The relay's streams are
+//! checked by the official SDKs (`tests/relay-sdk/`); this client only needs a request and
+//! its answer, so it writes one request with `Connection: close` and reads to EOF.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    Anthropic,
+    Chat,
+    Responses,
+}
+
+impl Dialect {
+    pub fn parse(name: &str) -> Option<Dialect> {
+        match name {
+            "anthropic_messages" => Some(Dialect::Anthropic),
+            "openai_chat" => Some(Dialect::Chat),
+            "openai_responses" => Some(Dialect::Responses),
+            _ => None,
+        }
+    }
+
+    fn path(self) -> &'static str {
+        match self {
+            Dialect::Anthropic => "/v1/messages",
+            Dialect::Chat => "/v1/chat/completions",
+            Dialect::Responses => "/v1/responses",
+        }
+    }
+}
+
+/// What one model call came back with.
+pub enum Answer {
+    Text(String),
+    Tool { id: String, name: String, input: Value },
+    Refused(u16, String),
+}
+
+/// `host:port` of the relay, from the probe's variables.
+pub fn relay_addr() -> Option<String> {
+    let url = std::env::var("ANTHROPIC_BASE_URL").ok()?;
+    url.strip_prefix("http://").map(|rest| rest.trim_end_matches('/').to_owned())
+}
+
+/// One POST; the status and the body.
+pub fn post(addr: &str, path: &str, headers: &[(&str, String)], body: &[u8]) -> Result<(u16, Vec<u8>), String> {
+    let mut stream = TcpStream::connect(addr).map_err(|e| format!("connect {addr}: {e}"))?;
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+    let mut head = format!("POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n", body.len());
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).map_err(|e| format!("write: {e}"))?;
+    // A relay that refuses a body by its declared length answers before reading it and
+    // closes; the write then fails, and the answer is still there to read.
+    let _ = stream.write_all(body);
+    read_answer(&mut stream)
+}
+
+/// Reads a whole answer to EOF and splits off its status line and headers.
+pub fn read_answer(stream: &mut TcpStream) -> Result<(u16, Vec<u8>), String> {
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw);
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").ok_or("no complete answer")?;
+    let head = String::from_utf8_lossy(&raw[..split]);
+    let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).ok_or("no status")?;
+    Ok((status, raw[split + 4..].to_vec()))
+}
+
+/// A conversation with the model in one dialect.
+pub struct Conversation {
+    pub dialect: Dialect,
+    pub key: Option<String>,
+    history: Vec<Value>,
+}
+
+const READ_FILE: &str = "read_file";
+
+impl Conversation {
+    pub fn new(dialect: Dialect, key: Option<String>, prompt: &str) -> Conversation {
+        let first = match dialect {
+            Dialect::Anthropic | Dialect::Chat => json!({"role": "user", "content": prompt}),
+            Dialect::Responses => json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]}),
+        };
+        Conversation { dialect, key, history: vec![first] }
+    }
+
+    fn body(&self) -> Value {
+        let schema = json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]});
+        match self.dialect {
+            Dialect::Anthropic => json!({"model": "fixture-model", "max_tokens": 512, "messages": self.history,
+                "tools": [{"name": READ_FILE, "description": "Reads a file", "input_schema": schema}]}),
+            Dialect::Chat => json!({"model": "fixture-model", "messages": self.history,
+                "tools": [{"type": "function", "function": {"name": READ_FILE, "description": "Reads a file", "parameters": schema}}]}),
+            Dialect::Responses => json!({"model": "fixture-model", "input": self.history,
+                "tools": [{"type": "function", "name": READ_FILE, "description": "Reads a file", "parameters": schema}]}),
+        }
+    }
+
+    pub fn headers(&self) -> Vec<(&'static str, String)> {
+        match (&self.key, self.dialect) {
+            (None, _) => vec![],
+            (Some(key), Dialect::Anthropic) => vec![("x-api-key", key.clone()), ("anthropic-version", "2023-06-01".into())],
+            (Some(key), _) => vec![("Authorization", format!("Bearer {key}"))],
+        }
+    }
+
+    pub fn ask(&mut self, addr: &str) -> Answer {
+        let body = self.body().to_string();
+        let (status, bytes) = match post(addr, self.dialect.path(), &self.headers(), body.as_bytes()) {
+            Ok(answer) => answer,
+            Err(e) => return Answer::Refused(0, e),
+        };
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        if status != 200 {
+            return Answer::Refused(status, text);
+        }
+        let Ok(answer) = serde_json::from_str::<Value>(&text) else { return Answer::Refused(status, text) };
+        let answer = self.read(&answer);
+        if let Answer::Tool { id, name, input } = &answer {
+            self.history.push(match self.dialect {
+                Dialect::Anthropic => json!({"role": "assistant", "content": [{"type": "tool_use", "id": id, "name": name, "input": input}]}),
+                Dialect::Chat => json!({"role": "assistant", "content": null,
+                    "tool_calls": [{"id": id, "type": "function", "function": {"name": name, "arguments": input.to_string()}}]}),
+                Dialect::Responses => json!({"type": "function_call", "call_id": id, "name": name, "arguments": input.to_string()}),
+            });
+        }
+        answer
+    }
+
+    fn read(&self, answer: &Value) -> Answer {
+        let text = |v: Option<&Value>| Answer::Text(v.and_then(Value::as_str).unwrap_or_default().to_owned());
+        match self.dialect {
+            Dialect::Anthropic => {
+                let block = &answer["content"][0];
+                if block["type"] == "tool_use" {
+                    return Answer::Tool { id: s(&block["id"]), name: s(&block["name"]), input: block["input"].clone() };
+                }
+                text(block.get("text"))
+            }
+            Dialect::Chat => {
+                let message = &answer["choices"][0]["message"];
+                if let Some(call) = message.pointer("/tool_calls/0") {
+                    let input = serde_json::from_str(call["function"]["arguments"].as_str().unwrap_or("{}")).unwrap_or(Value::Null);
+                    return Answer::Tool { id: s(&call["id"]), name: s(&call["function"]["name"]), input };
+                }
+                text(message.get("content"))
+            }
+            Dialect::Responses => {
+                let item = &answer["output"][0];
+                if item["type"] == "function_call" {
+                    let input = serde_json::from_str(item["arguments"].as_str().unwrap_or("{}")).unwrap_or(Value::Null);
+                    return Answer::Tool { id: s(&item["call_id"]), name: s(&item["name"]), input };
+                }
+                text(item.pointer("/content/0/text"))
+            }
+        }
+    }
+
+    /// Sends a tool's result back in the dialect's way.
+    pub fn tool_result(&mut self, id: &str, output: &str) {
+        self.history.push(match self.dialect {
+            Dialect::Anthropic => json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": output}]}),
+            Dialect::Chat => json!({"role": "tool", "tool_call_id": id, "content": output}),
+            Dialect::Responses => json!({"type": "function_call_output", "call_id": id, "output": output}),
+        });
+    }
+}
+
+fn s(v: &Value) -> String {
+    v.as_str().unwrap_or_default().to_owned()
+}
+
+/// Asks the proxy (`HTTPS_PROXY`) for a tunnel to an outside host; its status.
+pub fn try_egress(host: &str) -> Option<u16> {
+    let proxy = std::env::var("HTTPS_PROXY").ok()?;
+    let addr = proxy.strip_prefix("http://")?.trim_end_matches('/').to_owned();
+    let mut stream = TcpStream::connect(&addr).ok()?;
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    stream.write_all(format!("CONNECT {host}:443 HTTP/1.1\r\nHost: {host}:443\r\n\r\n").as_bytes()).ok()?;
+    // The relay answers and closes; a real proxy would keep the tunnel open.
+    let mut raw = [0u8; 512];
+    let n = stream.read(&mut raw).ok()?;
+    String::from_utf8_lossy(&raw[..n]).split(' ').nth(1)?.parse().ok()
+}

@@ -1,0 +1,346 @@
+#!/usr/bin/env python3
+"""Checks the probe's model relay with the official Python SDKs (`anthropic`, `openai`).
+
+Usage:
+  check_sdk.py --base-url URL --api-key KEY --nonce NONCE --token TOKEN \
+               --workspace DIR --script nonce|tool [--model NAME]
+
+URL is the relay's root, e.g. http://127.0.0.1:PORT (no path, as `{relay_url}`); the Anthropic
+client is given URL and the OpenAI clients URL/v1, which is where each SDK expects its base.
+
+For each dialect (Anthropic Messages, OpenAI Chat Completions, OpenAI Responses) and each of
+plain JSON and streaming (through the SDK's own stream helper, never by parsing SSE here):
+  nonce: one user turn carrying NONCE; the reply's text must contain NONCE.
+  tool:  the same turn offering one tool, `read_file`; the reply must be a call to it whose
+         `path` names a file inside DIR; that file is read (it must hold TOKEN) and sent back as
+         the dialect's tool result; the second reply's text must contain NONCE.
+Then, per dialect, a call with no credentials and one with a wrong key must each raise the
+SDK's AuthenticationError (HTTP 401) with an error body in the dialect's own shape.
+
+Prints one JSON summary line on stdout and exits 1 if any check failed (each failure names the
+dialect, the mode and what was wrong), 2 on bad arguments.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+try:
+    import anthropic
+    import openai
+except ImportError as missing:  # the SDKs are installed by .ci/run from requirements.txt
+    print(json.dumps({"ok": False, "error": f"cannot import the SDKs: {missing}; "
+                      "pip install -r tests/relay-sdk/requirements.txt"}))
+    sys.exit(1)
+
+TOOL_NAME = "read_file"
+TOOL_DESCRIPTION = "Reads a UTF-8 text file and returns its content."
+TOOL_SCHEMA = {
+    "type": "object",
+    "properties": {"path": {"type": "string"}},
+    "required": ["path"],
+}
+TIMEOUT_S = 30.0
+MAX_TOKENS = 256
+
+
+class CheckFailed(Exception):
+    """A check whose outcome contradicts what the relay promises."""
+
+
+def expect(condition, message):
+    if not condition:
+        raise CheckFailed(message)
+
+
+def prompt_text(args):
+    return f"Answer with the nonce {args.nonce}."
+
+
+def read_tool_target(args, path):
+    """The content of the file a tool call names, after checking it lies inside the workspace."""
+    expect(isinstance(path, str) and path != "", f"the tool call's path is not a non-empty string: {path!r}")
+    root = os.path.realpath(args.workspace)
+    target = os.path.realpath(path if os.path.isabs(path) else os.path.join(root, path))
+    expect(os.path.commonpath([root, target]) == root, f"the tool call's path {path!r} is outside the workspace {root}")
+    expect(os.path.isfile(target), f"the tool call's path {path!r} names no file ({target})")
+    with open(target, encoding="utf-8") as handle:
+        content = handle.read()
+    expect(args.token in content, f"{target} does not hold the token {args.token!r}")
+    return content
+
+
+def expect_nonce(text, args, where):
+    expect(isinstance(text, str) and args.nonce in text, f"{where}: reply text {text!r} lacks the nonce {args.nonce!r}")
+
+
+def tool_arguments(raw, where):
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else raw
+    except json.JSONDecodeError as error:
+        raise CheckFailed(f"{where}: tool call arguments are not JSON ({error}): {raw!r}")
+    expect(isinstance(value, dict), f"{where}: tool call arguments are not an object: {raw!r}")
+    return value
+
+
+# ---------------------------------------------------------------- Anthropic Messages
+
+def anthropic_client(args, api_key):
+    return anthropic.Anthropic(base_url=args.anthropic_base, api_key=api_key, max_retries=0, timeout=TIMEOUT_S)
+
+
+def anthropic_turn(client, args, stream, **params):
+    """One Messages call; returns the final Message. Streaming goes through messages.stream and
+    also checks that the streamed text deltas add up to the final text."""
+    params = dict(model=args.model, max_tokens=MAX_TOKENS, **params)
+    if not stream:
+        return client.messages.create(**params)
+    with client.messages.stream(**params) as events:
+        streamed = "".join(events.text_stream)
+        message = events.get_final_message()
+    final = "".join(block.text for block in message.content if block.type == "text")
+    expect(streamed == final, f"streamed text deltas {streamed!r} differ from the final message text {final!r}")
+    return message
+
+
+def anthropic_text(message):
+    return "".join(block.text for block in message.content if block.type == "text")
+
+
+def check_anthropic(args, stream):
+    client = anthropic_client(args, args.api_key)
+    user = {"role": "user", "content": prompt_text(args)}
+    if args.script == "nonce":
+        expect_nonce(anthropic_text(anthropic_turn(client, args, stream, messages=[user])), args, "reply")
+        return
+    tools = [{"name": TOOL_NAME, "description": TOOL_DESCRIPTION, "input_schema": TOOL_SCHEMA}]
+    first = anthropic_turn(client, args, stream, messages=[user], tools=tools)
+    calls = [block for block in first.content if block.type == "tool_use"]
+    expect(first.stop_reason == "tool_use", f"first reply: stop_reason {first.stop_reason!r}, expected 'tool_use'")
+    expect(len(calls) == 1 and calls[0].name == TOOL_NAME, f"first reply: expected one tool_use of {TOOL_NAME}, got {[(c.name, c.input) for c in calls]}")
+    content = read_tool_target(args, tool_arguments(calls[0].input, "first reply").get("path"))
+    messages = [
+        user,
+        {"role": "assistant", "content": [block.model_dump(exclude_none=True) for block in first.content]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": calls[0].id, "content": content}]},
+    ]
+    second = anthropic_turn(client, args, stream, messages=messages, tools=tools)
+    expect_nonce(anthropic_text(second), args, "second reply")
+
+
+def anthropic_call(client, args):
+    client.messages.create(model=args.model, max_tokens=MAX_TOKENS, messages=[{"role": "user", "content": prompt_text(args)}],
+                           extra_headers={"Authorization": anthropic.Omit(), "X-Api-Key": anthropic.Omit()} if client.api_key is None else None)
+
+
+def anthropic_error_shape(body):
+    # {"type": "error", "error": {"type": "authentication_error", "message": "..."}}
+    return isinstance(body, dict) and body.get("type") == "error" and isinstance(body.get("error"), dict) \
+        and isinstance(body["error"].get("type"), str) and isinstance(body["error"].get("message"), str)
+
+
+# ---------------------------------------------------------------- OpenAI Chat Completions
+
+def openai_client(args, api_key):
+    return openai.OpenAI(base_url=args.openai_base, api_key=api_key, max_retries=0, timeout=TIMEOUT_S)
+
+
+def chat_turn(client, args, stream, **params):
+    """One Chat Completions call; returns the final ChatCompletion. Streaming goes through
+    chat.completions.stream (which runs create(stream=True) and accumulates the chunks) and
+    checks that the content deltas add up to the final content."""
+    params = dict(model=args.model, **params)
+    if not stream:
+        return client.chat.completions.create(**params)
+    streamed = []
+    with client.chat.completions.stream(**params) as events:
+        for event in events:
+            if event.type == "content.delta":
+                streamed.append(event.delta)
+        completion = events.get_final_completion()
+    final = completion.choices[0].message.content or ""
+    expect("".join(streamed) == final, f"streamed content deltas {''.join(streamed)!r} differ from the final content {final!r}")
+    return completion
+
+
+def check_chat(args, stream):
+    client = openai_client(args, args.api_key)
+    user = {"role": "user", "content": prompt_text(args)}
+    if args.script == "nonce":
+        completion = chat_turn(client, args, stream, messages=[user])
+        expect(len(completion.choices) >= 1, "reply has no choices")
+        expect_nonce(completion.choices[0].message.content, args, "reply")
+        return
+    tools = [{"type": "function", "function": {"name": TOOL_NAME, "description": TOOL_DESCRIPTION, "parameters": TOOL_SCHEMA}}]
+    first = chat_turn(client, args, stream, messages=[user], tools=tools)
+    expect(len(first.choices) >= 1, "first reply has no choices")
+    choice = first.choices[0]
+    calls = choice.message.tool_calls or []
+    expect(choice.finish_reason == "tool_calls", f"first reply: finish_reason {choice.finish_reason!r}, expected 'tool_calls'")
+    expect(len(calls) == 1 and calls[0].function.name == TOOL_NAME, f"first reply: expected one call of {TOOL_NAME}, got {[(c.function.name, c.function.arguments) for c in calls]}")
+    call = calls[0]
+    content = read_tool_target(args, tool_arguments(call.function.arguments, "first reply").get("path"))
+    messages = [
+        user,
+        {"role": "assistant", "content": choice.message.content,
+         "tool_calls": [{"id": call.id, "type": "function", "function": {"name": call.function.name, "arguments": call.function.arguments}}]},
+        {"role": "tool", "tool_call_id": call.id, "content": content},
+    ]
+    second = chat_turn(client, args, stream, messages=messages, tools=tools)
+    expect(len(second.choices) >= 1, "second reply has no choices")
+    expect_nonce(second.choices[0].message.content, args, "second reply")
+
+
+def chat_call(client, args):
+    client.chat.completions.create(model=args.model, messages=[{"role": "user", "content": prompt_text(args)}],
+                                   extra_headers={"Authorization": openai.Omit()} if client.api_key is None else None)
+
+
+def openai_error_shape(body):
+    # The SDK hands over the inner object of {"error": {"message": "...", "type": "...", ...}}.
+    return isinstance(body, dict) and isinstance(body.get("message"), str)
+
+
+# ---------------------------------------------------------------- OpenAI Responses
+
+def responses_turn(client, args, stream, **params):
+    """One Responses call; returns the final Response. Streaming goes through responses.stream
+    (which runs create(stream=True) and checks the event sequence as it accumulates) and checks
+    that the output_text deltas add up to the final output_text."""
+    params = dict(model=args.model, **params)
+    if not stream:
+        return client.responses.create(**params)
+    streamed = []
+    with client.responses.stream(**params) as events:
+        for event in events:
+            if event.type == "response.output_text.delta":
+                streamed.append(event.delta)
+        response = events.get_final_response()
+    expect("".join(streamed) == response.output_text, f"streamed output_text deltas {''.join(streamed)!r} differ from the final output_text {response.output_text!r}")
+    return response
+
+
+def check_responses(args, stream):
+    client = openai_client(args, args.api_key)
+    user = {"role": "user", "content": prompt_text(args)}
+    if args.script == "nonce":
+        expect_nonce(responses_turn(client, args, stream, input=[user]).output_text, args, "reply")
+        return
+    tools = [{"type": "function", "name": TOOL_NAME, "description": TOOL_DESCRIPTION, "parameters": TOOL_SCHEMA, "strict": False}]
+    first = responses_turn(client, args, stream, input=[user], tools=tools)
+    calls = [item for item in first.output if item.type == "function_call"]
+    expect(len(calls) == 1 and calls[0].name == TOOL_NAME, f"first reply: expected one function_call of {TOOL_NAME}, got {[(c.name, c.arguments) for c in calls]}")
+    call = calls[0]
+    content = read_tool_target(args, tool_arguments(call.arguments, "first reply").get("path"))
+    # Stateless, as codex sends it (store: false): the whole conversation goes back as input.
+    conversation = [
+        user,
+        {"type": "function_call", "call_id": call.call_id, "name": call.name, "arguments": call.arguments},
+        {"type": "function_call_output", "call_id": call.call_id, "output": content},
+    ]
+    second = responses_turn(client, args, stream, input=conversation, tools=tools)
+    expect_nonce(second.output_text, args, "second reply")
+
+
+def responses_call(client, args):
+    client.responses.create(model=args.model, input=prompt_text(args),
+                            extra_headers={"Authorization": openai.Omit()} if client.api_key is None else None)
+
+
+# ---------------------------------------------------------------- driver
+
+DIALECTS = [
+    # name, turn check, SDK module, client maker, one plain call, error-body shape
+    ("anthropic_messages", check_anthropic, anthropic, anthropic_client, anthropic_call, anthropic_error_shape),
+    ("openai_chat", check_chat, openai, openai_client, chat_call, openai_error_shape),
+    ("openai_responses", check_responses, openai, openai_client, responses_call, openai_error_shape),
+]
+
+
+def describe(error):
+    if isinstance(error, CheckFailed):
+        return str(error)
+    return f"{type(error).__name__}: {error}"
+
+
+def check_refused(args, sdk, make_client, call, shape, key):
+    """A call the relay must refuse with 401: with no credentials (key None) or a wrong key."""
+    if key is None:
+        # The SDKs refuse to build a client with no key at all; a placeholder key whose header is
+        # then omitted from the request sends no credentials.
+        client = make_client(args, "placeholder")
+        client.api_key = None
+    else:
+        client = make_client(args, key)
+    try:
+        call(client, args)
+    except sdk.AuthenticationError as error:
+        expect(error.status_code == 401, f"AuthenticationError with status {error.status_code}, expected 401")
+        expect(shape(error.body), f"the 401's error body is not in the dialect's error shape: {error.body!r}")
+        return
+    except sdk.APIStatusError as error:
+        raise CheckFailed(f"expected 401, got {error.status_code} ({type(error).__name__}): {error.body!r}")
+    raise CheckFailed("the call succeeded; expected 401")
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description="Check a model relay with the official anthropic and openai SDKs.")
+    parser.add_argument("--base-url", required=True, help="the relay's root URL, e.g. http://127.0.0.1:PORT")
+    parser.add_argument("--api-key", required=True)
+    parser.add_argument("--nonce", required=True)
+    parser.add_argument("--token", required=True)
+    parser.add_argument("--workspace", required=True)
+    parser.add_argument("--script", required=True, choices=["nonce", "tool"])
+    parser.add_argument("--model", default="checkfu-replay", help="model name sent in every request")
+    args = parser.parse_args(argv)
+    root = args.base_url.rstrip("/")
+    if root.endswith("/v1"):
+        root = root[: -len("/v1")]
+    args.anthropic_base, args.openai_base = root, root + "/v1"
+    if not os.path.isdir(args.workspace):
+        parser.error(f"--workspace {args.workspace}: not a directory")
+    for name in ("api_key", "nonce", "token"):
+        if getattr(args, name) == "":
+            parser.error(f"--{name.replace('_', '-')} must not be empty")
+    return args
+
+
+def main(argv):
+    args = parse_args(argv)
+    results = []
+    for dialect, check, sdk, make_client, call, shape in DIALECTS:
+        for stream in (False, True):
+            entry = {"dialect": dialect, "stream": stream, "script": args.script}
+            try:
+                check(args, stream)
+                entry["ok"] = True
+            except Exception as error:  # any SDK error is a finding about the relay, reported
+                entry.update(ok=False, error=describe(error))
+            results.append(entry)
+        for case, key in (("no_key", None), ("wrong_key", args.api_key + "-wrong")):
+            entry = {"dialect": dialect, "auth": case}
+            try:
+                check_refused(args, sdk, make_client, call, shape, key)
+                entry["ok"] = True
+            except Exception as error:
+                entry.update(ok=False, error=describe(error))
+            results.append(entry)
+    failed = [r for r in results if not r["ok"]]
+    summary = {
+        "ok": not failed,
+        "script": args.script,
+        "sdk": {"anthropic": anthropic.__version__, "openai": openai.__version__},
+        "passed": len(results) - len(failed),
+        "failed": len(failed),
+        "checks": results,
+    }
+    print(json.dumps(summary))
+    for r in failed:
+        where = r["dialect"] + (f" stream={r['stream']}" if "stream" in r else f" auth={r['auth']}")
+        print(f"check_sdk: FAILED {where}: {r['error']}", file=sys.stderr)
+    return 0 if not failed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
