@@ -4,6 +4,7 @@ mod conform;
 mod decode;
 mod generate;
 mod probe;
+mod relay;
 
 use std::path::PathBuf;
 
@@ -46,6 +47,9 @@ enum Command {
     /// (unsigned_local_only; exit 0 passed, 1 a step or check failed, 2 usage error or the
     /// command cannot be started).
     Probe(Box<probe::Args>),
+    /// Serve the probe's model relay alone until stdin closes (for checking a model client
+    /// against it; prints where it listens, then its record).
+    Relay(relay::Args),
     /// Check author-supplied JSON Schemas against the bounded safety profile (exit 0 all pass,
     /// 1 any fails, 2 usage error or unreadable file).
     LintSchema {
@@ -66,9 +70,16 @@ pub fn run() -> i32 {
         Command::Conform { trace, format } => conform::conform(&trace, format),
         Command::Decode { file, direction } => decode::decode(file, direction),
         Command::Probe(args) => probe::probe(*args),
+        Command::Relay(args) => relay::relay(args),
         Command::LintSchema { files, format } => {
             let json = matches!(format, conform::Format::Json);
             checkfu_wire_safety::run_cli(&files, json, &mut std::io::stdout().lock())
         }
     }
+}
+
+/// A usage error: said on stderr, exit 2.
+fn usage_error(message: impl std::fmt::Display) -> i32 {
+    eprintln!("error: {message}");
+    2
 }

@@ -10,7 +10,7 @@
 //! |---|---|
 //! | `session/new` answered (the handshake done) | `ready` |
 //! | update `agent_message_chunk` (text content; other content as empty text) | `output` |
-//! | update `tool_call` | `tool_use` (`id` = `toolCallId`, `name` = `title`); also `tool_result` if it arrives settled |
+//! | update `tool_call` | `tool_use` (`id` = `toolCallId`, `name` = `title`); also `tool_result` if it arrives settled; a repeat for a call still open is an update, as ACP's reference client reads it |
 //! | update `tool_call_update` with status `completed` or `failed` | `tool_result` |
 //! | `checkfu.subagent` `started` / `completed` on any update | `subagent_started` / `subagent_completed`, around the update's own observation |
 //! | any `checkfu.subagent` member on an update | that update's own observation attributed to the subagent |
@@ -38,6 +38,10 @@ pub struct Normalizer {
     subagents: HashMap<String, String>,
     /// Every `output` text, concatenated: what reached normalized public output.
     output: String,
+    /// Tool calls announced and not yet settled. ACP's reference client (Zed) upserts a
+    /// `tool_call` whose id is already open, and claude-code-acp relies on it (it sends
+    /// `tool_call` again once the input is complete), so a repeat is read as an update.
+    open_tools: std::collections::HashSet<String>,
 }
 
 impl Normalizer {
@@ -132,17 +136,22 @@ impl Normalizer {
             }
             Some("tool_call") => {
                 let id = update.get("toolCallId").and_then(Value::as_str).unwrap_or_default();
-                let mut use_ = json!({"kind": "tool_use", "id": id});
-                if let Some(title) = update.get("title").and_then(Value::as_str) {
-                    use_["name"] = json!(title);
+                if !self.open_tools.contains(id) {
+                    let mut use_ = json!({"kind": "tool_use", "id": id});
+                    if let Some(title) = update.get("title").and_then(Value::as_str) {
+                        use_["name"] = json!(title);
+                    }
+                    self.push(with(use_));
+                    self.open_tools.insert(id.to_owned());
                 }
-                self.push(with(use_));
                 if settled(update) {
+                    self.open_tools.remove(id);
                     self.push(with(json!({"kind": "tool_result", "id": id})));
                 }
             }
             Some("tool_call_update") if settled(update) => {
                 let id = update.get("toolCallId").and_then(Value::as_str).unwrap_or_default();
+                self.open_tools.remove(id);
                 self.push(with(json!({"kind": "tool_result", "id": id})));
             }
             _ => {}
@@ -225,6 +234,23 @@ mod tests {
             ]
         );
         assert!(!n.trace(&[], &[]).contains("thread-42"), "raw harness ids never cross the boundary");
+    }
+
+    #[test]
+    fn a_repeated_tool_call_for_an_open_id_is_an_update_and_a_settled_id_is_new_again() {
+        let (mut n, mut d) = (Normalizer::new(), Decoder::new());
+        feed(&mut n, &mut d, json!({"sessionUpdate": "tool_call", "toolCallId": "t", "title": "Read File", "status": "pending"}));
+        feed(&mut n, &mut d, json!({"sessionUpdate": "tool_call", "toolCallId": "t", "title": "Read /w/f", "status": "pending"}));
+        feed(&mut n, &mut d, json!({"sessionUpdate": "tool_call_update", "toolCallId": "t", "status": "completed"}));
+        feed(&mut n, &mut d, json!({"sessionUpdate": "tool_call", "toolCallId": "t", "title": "Again", "status": "pending"}));
+        assert_eq!(
+            lines(&n),
+            [
+                json!({"kind": "tool_use", "id": "t", "name": "Read File"}),
+                json!({"kind": "tool_result", "id": "t"}),
+                json!({"kind": "tool_use", "id": "t", "name": "Again"}),
+            ]
+        );
     }
 
     #[test]

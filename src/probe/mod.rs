@@ -714,6 +714,11 @@ fn prefix(text: &str, max: usize) -> &str {
     &text[..at]
 }
 
+/// A fresh nonce, as the probe makes one per session (`cf-` and 16 hex digits).
+pub fn fresh_nonce() -> String {
+    nonce()
+}
+
 /// A nonce no harness can guess: the time, the pid and a per-process counter, hashed.
 fn nonce() -> String {
     use std::hash::{BuildHasher, Hasher};
