@@ -32,12 +32,12 @@ pub fn relay(args: Args) -> i32 {
         Err(e) => return super::usage_error(e),
     };
     let nonce = checkfu_wire::probe::fresh_nonce();
-    let token = format!("cft-{}", &nonce[3..]);
+    let token = format!("cft-{}", &checkfu_wire::probe::fresh_nonce()[3..]);
     let token_file = args.workspace.join(checkfu_wire::probe::TOKEN_FILE);
     if let Err(e) = std::fs::write(&token_file, format!("The token is {token}.\n")) {
         return super::usage_error(format!("cannot write {}: {e}", token_file.display()));
     }
-    let key = format!("cfk-{}", &nonce[3..]);
+    let key = format!("cfk-{}", &checkfu_wire::probe::fresh_nonce()[3..]);
     let config = relay::Config {
         provider: args.provider,
         script,

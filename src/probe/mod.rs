@@ -206,7 +206,7 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(&str)) -> Resul
     let cannot_start = |what: &str, e: String| UsageError::CannotStart(format!("cannot prepare the session ({what}): {e}"));
     let workspace = session::workspace::Workspace::create().map_err(|e| cannot_start("workspace", e.to_string()))?;
     let nonce = nonce();
-    let token = format!("cft-{}", &nonce[3..]);
+    let token = format!("cft-{}", &fresh_nonce()[3..]);
     let token_file = workspace.root().join(TOKEN_FILE);
     std::fs::write(&token_file, format!("The token is {token}.\n")).map_err(|e| cannot_start("token file", e.to_string()))?;
     let (namespace, listener, fence, fence_note) = if options.netns {
@@ -217,7 +217,9 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(&str)) -> Resul
     } else {
         (None, None, Fence::ProxyVariables, Some(String::from("not asked for (--no-netns)")))
     };
-    let key = format!("cfk-{}", &nonce[3..]).chars().rev().collect::<String>();
+    // The lease key and the token are drawn apart from the nonce: knowing one tells nothing
+    // of the others.
+    let key = format!("cfk-{}", &fresh_nonce()[3..]);
     let relay = Relay::start(relay::Config {
         provider: options.provider.clone(),
         script: options.model_script.clone(),

@@ -1,0 +1,178 @@
+//! The probe's model plane on the fixture agent: a turn through the relay in each dialect,
+//! the `tool` script's round trip, and one test per misbehaviour of the model plane (an
+//! undeclared dialect, a call without the key, an egress attempt, a nonce answered without
+//! the model, a malformed and a 100 MB body), each asserting the report and the exit code.
+
+#[path = "probe_support/mod.rs"]
+mod probe_support;
+
+use probe_support::{probe, Scratch, AGENT};
+use serde_json::{json, Value};
+
+fn agent(switches: &[&'static str]) -> Vec<&'static str> {
+    let mut command = vec![AGENT];
+    command.extend_from_slice(switches);
+    command
+}
+
+fn refused_statuses(plane: &Value) -> Vec<u64> {
+    plane["refused"].as_array().map(|r| r.iter().filter_map(|x| x["status"].as_u64()).collect()).unwrap_or_default()
+}
+
+#[test]
+fn a_turn_goes_through_the_relay_in_each_dialect() {
+    for dialect in ["anthropic_messages", "openai_chat", "openai_responses"] {
+        let run = probe(&[], &agent(&["--dialect", dialect]));
+        assert_eq!(run.status, 0, "{dialect}: {}", run.pretty());
+        let plane = run.plane();
+        assert_eq!(plane["calls"][0]["dialect"], dialect);
+        assert_eq!(plane["calls"][0]["status"], 200);
+        assert_eq!(plane["calls"][0]["nonce_in_request"], true);
+        assert_eq!(plane["dialects_used"], json!([dialect]));
+        assert_eq!(plane["nonce_at_relay"], true);
+        assert_eq!(plane["nonce_in_output"], true);
+        assert_eq!(plane["provider"], "unlisted_provider");
+        assert!(plane["fence"] == "network_namespace" || plane["fence_note"].is_string(), "the fence or why not: {plane}");
+        assert_eq!(refused_statuses(plane), Vec::<u64>::new());
+    }
+}
+
+#[test]
+fn the_tool_script_reads_the_token_file_and_then_answers_with_the_nonce() {
+    let scratch = Scratch::new("tool-script");
+    let model = scratch.path("model.jsonl");
+    let run = probe(&["--model-script", "tool", "--record-model", &model], &agent(&["--dialect", "openai_responses"]));
+    assert_eq!(run.status, 0, "{}", run.pretty());
+    assert_eq!(run.plane()["tool"], json!({"called": true, "result_returned": true}));
+    assert_eq!(run.check("tool_correlation"), "pass");
+    let reads: Vec<&Value> = run.json["client_requests"].as_array().expect("list").iter().filter(|r| r["method"] == "fs/read_text_file").collect();
+    assert!(reads.iter().any(|r| r["detail"].as_str().unwrap_or_default().contains("checkfu-probe-token.txt")), "{reads:?}");
+    // --record-model: the served calls with their bodies, one JSON object a line.
+    let text = std::fs::read_to_string(&model).expect("record-model written");
+    let calls: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).expect("JSON line")).collect();
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[0]["response"]["output"][0]["type"], "function_call");
+    assert_eq!(calls[1]["request"]["input"].as_array().map(|i| i.len()), Some(3), "the tool result went back: {}", calls[1]["request"]);
+}
+
+#[test]
+fn a_call_in_an_undeclared_dialect_is_a_catalog_mismatch() {
+    // codex is catalogued as openai_responses, and declares nothing.
+    let run = probe(&["--harness", "codex"], &agent(&["--dialect", "openai_chat", "--declare", "none"]));
+    assert_eq!(run.status, 1, "{}", run.pretty());
+    assert_eq!(run.step("prompt_exchange").0, "passed");
+    let catalog = &run.plane()["catalog"];
+    assert_eq!(catalog["harness"], "codex");
+    assert_eq!(catalog["dialects"], json!(["openai_responses"]));
+    let mismatches = catalog["mismatches"].as_array().expect("list");
+    assert_eq!(mismatches.len(), 1, "{mismatches:?}");
+    assert!(mismatches[0].as_str().unwrap_or_default().contains("spoke `openai_chat`"));
+    // The same harness in its catalogued dialect matches.
+    let run = probe(&["--harness", "codex"], &agent(&["--dialect", "openai_responses", "--declare", "none"]));
+    assert_eq!(run.status, 0, "{}", run.pretty());
+    assert_eq!(run.plane()["catalog"]["mismatches"], json!([]));
+}
+
+#[test]
+fn an_unreachable_cell_is_said_and_the_relay_serves_only_that_providers_paths() {
+    let run = probe(&["--harness", "codex", "--provider", "anthropic"], &agent(&["--dialect", "openai_responses", "--declare", "none"]));
+    assert_eq!(run.status, 1);
+    let plane = run.plane();
+    assert_eq!(plane["provider"], "anthropic");
+    assert_eq!(plane["catalog"]["reachable"], false);
+    assert_eq!(refused_statuses(plane), vec![404]);
+    assert_eq!(plane["refused"][0]["path"], "/v1/responses");
+    assert_eq!(run.step("prompt_exchange").0, "failed");
+}
+
+#[test]
+fn a_call_without_the_key_is_refused_and_recorded() {
+    let run = probe(&[], &agent(&["--no-key"]));
+    assert_eq!(run.status, 1, "{}", run.pretty());
+    assert_eq!(refused_statuses(run.plane()), vec![401]);
+    assert_eq!(run.plane()["calls"], json!([]));
+    let (status, reason) = run.step("prompt_exchange");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("no call the relay served carried the nonce"), "{reason}");
+}
+
+#[test]
+fn an_egress_attempt_is_refused_recorded_and_not_fatal() {
+    let run = probe(&[], &agent(&["--egress"]));
+    assert_eq!(run.status, 0, "{}", run.pretty());
+    assert_eq!(run.plane()["egress_attempts"], json!([{"host": "api.example.com", "port": 443}]));
+    assert_eq!(refused_statuses(run.plane()), vec![403]);
+}
+
+#[test]
+fn a_nonce_answered_without_any_model_call_fails_the_exchange() {
+    let run = probe(&[], &agent(&["--no-model"]));
+    assert_eq!(run.status, 1, "{}", run.pretty());
+    assert_eq!(run.plane()["nonce_in_output"], true);
+    assert_eq!(run.plane()["nonce_at_relay"], false);
+    let (status, reason) = run.step("prompt_exchange");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("answered without the governed model"), "{reason}");
+}
+
+#[test]
+fn a_malformed_body_and_a_100_mb_body_are_refused_and_the_turn_goes_on() {
+    let run = probe(&[], &agent(&["--malformed-body"]));
+    assert_eq!(run.status, 0, "{}", run.pretty());
+    assert_eq!(refused_statuses(run.plane()), vec![400]);
+    assert!(run.plane()["refused"][0]["reason"].as_str().unwrap_or_default().contains("not JSON"));
+    let run = probe(&[], &agent(&["--huge-body"]));
+    assert_eq!(run.status, 0, "{}", run.pretty());
+    assert_eq!(refused_statuses(run.plane()), vec![413]);
+    assert_eq!(run.plane()["calls"].as_array().map(Vec::len), Some(1));
+}
+
+#[test]
+fn the_harness_gets_a_fresh_home_the_relay_and_expanded_placeholders() {
+    let scratch = Scratch::new("launch-env");
+    let seen = scratch.path("seen.txt");
+    let script = format!(
+        "printf '%s\\n' \"$HOME\" \"$ANTHROPIC_BASE_URL\" \"$OPENAI_BASE_URL\" \"$HTTPS_PROXY\" \"$NO_PROXY\" \"$CHECKFU_X\" \"$(cat \"$HOME/conf/a.toml\")\" \"$1\" > {seen}; exec {AGENT}"
+    );
+    let run = probe(
+        &["--env", "CHECKFU_X={relay_url}/x", "--home-file", "conf/a.toml=key = \"{api_key}\" ws = \"{workspace}\""],
+        &["sh", "-c", &script, "sh", "{home}"],
+    );
+    assert_eq!(run.status, 0, "{}", run.pretty());
+    let text = std::fs::read_to_string(&seen).expect("the harness wrote what it saw");
+    let lines: Vec<&str> = text.lines().collect();
+    let home = lines[0];
+    assert!(home.contains("checkfu-probe-home-"), "a fresh home: {home}");
+    assert_ne!(Some(home), std::env::var("HOME").ok().as_deref());
+    assert!(lines[1].starts_with("http://127.0.0.1:") && !lines[1].ends_with('/'), "{}", lines[1]);
+    assert_eq!(lines[2], format!("{}/v1", lines[1]));
+    assert_eq!(lines[3], lines[1], "the proxy is the relay");
+    assert!(lines[4].contains("127.0.0.1"));
+    assert_eq!(lines[5], format!("{}/x", lines[1]));
+    assert!(lines[6].starts_with("key = \"cfk") && lines[6].contains("ws = \"/"), "{}", lines[6]);
+    assert_eq!(lines[7], home, "{{home}} expanded in an argument");
+    assert!(!std::path::Path::new(home).exists(), "the home went with the session");
+}
+
+#[test]
+fn an_output_path_that_cannot_be_written_stops_the_run_before_anything_starts() {
+    let scratch = Scratch::new("output-paths");
+    let marker = scratch.path("started");
+    for flag in ["--record", "--trace", "--record-model"] {
+        let run = probe(&[flag, "/nonexistent-dir/x.jsonl"], &["sh", "-c", &format!("touch {marker}")]);
+        assert_eq!(run.status, 2, "{flag}");
+        assert!(run.stderr.contains("/nonexistent-dir"), "{flag}: {}", run.stderr);
+        assert!(!std::path::Path::new(&marker).exists(), "{flag}: the harness was started");
+    }
+}
+
+#[test]
+fn without_a_turn_the_turn_checks_are_skipped_not_passed() {
+    let run = probe(&[], &["true"]);
+    assert_eq!(run.status, 1);
+    for check in ["terminal_observation", "tool_correlation", "steering_correlation", "steering_delivered", "subagent_correlation"] {
+        assert_eq!(run.check(check), "skip", "{check}");
+        assert_eq!(run.json["checks"][check]["reason"], "no turn was observed", "{check}");
+    }
+    assert_eq!(run.check("ready_handshake"), "fail");
+}

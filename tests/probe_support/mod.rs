@@ -1,0 +1,115 @@
+//! Running `checkfu-wire probe` from a test, and asserting that it left nothing behind: no
+//! process of the harness's group (checked with kill(2), independently of the probe's own
+//! reading of /proc) and no workspace or home directory of the probe's.
+
+#![allow(dead_code)]
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub const PROBE: &str = env!("CARGO_BIN_EXE_checkfu-wire");
+pub const AGENT: &str = env!("CARGO_BIN_EXE_checkfu-fixture-agent");
+
+pub struct Run {
+    pub status: i32,
+    pub json: Value,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn step(&self, name: &str) -> (&str, &str) {
+        let step = &self.json["steps"][name];
+        (step["status"].as_str().unwrap_or("?"), step["reason"].as_str().unwrap_or(""))
+    }
+
+    pub fn check(&self, name: &str) -> &str {
+        self.json["checks"][name]["status"].as_str().unwrap_or("?")
+    }
+
+    pub fn plane(&self) -> &Value {
+        &self.json["model_plane"]
+    }
+
+    pub fn pretty(&self) -> String {
+        format!("{}\n{}", serde_json::to_string_pretty(&self.json).unwrap_or_default(), self.stderr)
+    }
+}
+
+/// Runs the probe (`--format json`) with `options` and `harness` (after `--`, if any), with
+/// extra variables for the probe's own process.
+pub fn probe_env(options: &[&str], harness: &[&str], env: &[(&str, OsString)]) -> Run {
+    let mut command = Command::new(PROBE);
+    command.args(["probe", "--format", "json", "--kill-grace", "0.5"]);
+    command.args(options);
+    if !harness.is_empty() {
+        command.arg("--").args(harness);
+    }
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let child = command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().expect("probe starts");
+    let probe_pid = child.id();
+    let output = child.wait_with_output().expect("probe runs");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let json: Value = serde_json::from_str(&stdout).unwrap_or(Value::Null);
+    if let Some(pid) = json["harness"]["pid"].as_u64() {
+        assert_no_process_in_group(pid as i32);
+        assert_eq!(json["harness"]["leftover_processes"], serde_json::json!([]));
+    }
+    assert_nothing_left(probe_pid);
+    Run { status: output.status.code().unwrap_or(-1), json, stderr }
+}
+
+pub fn probe(options: &[&str], harness: &[&str]) -> Run {
+    probe_env(options, harness, &[])
+}
+
+pub fn assert_no_process_in_group(pgid: i32) {
+    let until = Instant::now() + Duration::from_secs(3);
+    loop {
+        // SAFETY: signal 0 only asks whether the group exists.
+        if unsafe { libc::kill(-pgid, 0) } != 0 {
+            return;
+        }
+        assert!(Instant::now() < until, "a process of the harness's group {pgid} is still alive");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// No workspace (`checkfu-probe-PID-…`) or home (`checkfu-probe-home-PID-…`) of that probe.
+pub fn assert_nothing_left(probe_pid: u32) {
+    let prefixes = [format!("checkfu-probe-{probe_pid}-"), format!("checkfu-probe-home-{probe_pid}-")];
+    let left: Vec<PathBuf> = std::fs::read_dir(std::env::temp_dir())
+        .expect("temp dir")
+        .flatten()
+        .filter(|e| prefixes.iter().any(|p| e.file_name().to_string_lossy().starts_with(p.as_str())))
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "directories left behind: {left:?}");
+}
+
+/// A directory of the test's own, removed when dropped.
+pub struct Scratch(pub PathBuf);
+
+impl Scratch {
+    pub fn new(name: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("checkfu-test-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("scratch dir");
+        Scratch(dir)
+    }
+
+    pub fn path(&self, name: &str) -> String {
+        self.0.join(name).to_string_lossy().into_owned()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
