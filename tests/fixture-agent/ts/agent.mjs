@@ -1,7 +1,7 @@
 // The probe's fixture agent written with the official TypeScript ACP SDK
 // (@agentclientprotocol/sdk 2.4.0, installed by install.sh). It declares subagents and
-// native steering in checkfu.capabilities, echoes the prompt (so the probe's nonce reaches
-// its output), runs one subagent with a tool call that asks permission and writes and reads
+// native steering in checkfu.capabilities, answers the prompt with what the model behind the
+// probe's relay says (Node's own fetch, Chat Completions as plain JSON), runs one subagent with a tool call that asks permission and writes and reads
 // a file in the session's cwd, acknowledges a steer through the SDK's extension-request
 // handler, and ends the turn with checkfu.turn telemetry.
 import { Readable, Writable } from "node:stream";
@@ -14,6 +14,19 @@ const text = (t) => ({ type: "text", text: t });
 
 async function update(client, sessionId, u) {
   await client.notify(M.client.session.update, { sessionId, update: u });
+}
+
+// One call to the model the probe's relay serves: OPENAI_BASE_URL and OPENAI_API_KEY are set by
+// the probe.
+async function askModel(said) {
+  const response = await fetch(`${process.env.OPENAI_BASE_URL}/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${process.env.OPENAI_API_KEY}` },
+    body: JSON.stringify({ model: "ts-fixture", messages: [{ role: "user", content: said }] }),
+  });
+  if (!response.ok) return `(the model call was refused: ${response.status})`;
+  const answer = await response.json();
+  return answer.choices?.[0]?.message?.content ?? "(no answer)";
 }
 
 const app = acp.agent({ name: "checkfu-probe-ts-agent" })
@@ -33,7 +46,7 @@ const app = acp.agent({ name: "checkfu-probe-ts-agent" })
     const cwd = sessions.get(sessionId);
     if (cwd === undefined) throw acp.RequestError.sessionNotFound(sessionId);
     const said = params.prompt.filter((b) => b.type === "text").map((b) => b.text).join(" ");
-    await update(client, sessionId, { sessionUpdate: "agent_message_chunk", content: text(`You said: ${said}`) });
+    await update(client, sessionId, { sessionUpdate: "agent_message_chunk", content: text(await askModel(said)) });
     const sub = { "checkfu.subagent": { phase: "activity", subagent: "worker-1" } };
     await update(client, sessionId, {
       sessionUpdate: "session_info_update", updatedAt: new Date().toISOString(),

@@ -1,0 +1,96 @@
+//! The probe on real ACP agents that nobody here wrote, offline, through the relay:
+//! `@zed-industries/claude-code-acp` 0.16.2 (Anthropic Messages) and
+//! `@zed-industries/codex-acp` 0.16.0 (OpenAI Responses), each with its launch recipe
+//! (`recipes/`) and both model scripts. Installed by `tests/real-agents/install.sh DIR`;
+//! `CHECKFU_REAL_AGENTS=DIR` runs them (`.ci/run` does, and sets
+//! `CHECKFU_REQUIRE_REAL_AGENTS` so that there they cannot be skipped).
+
+#[path = "probe_support/mod.rs"]
+mod probe_support;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::Command;
+
+use probe_support::{probe_env, Scratch, PROBE};
+use serde_json::{json, Value};
+
+/// The agents' bin directory, or `None` (and the test says it did not run).
+fn agents() -> Option<PathBuf> {
+    match std::env::var_os("CHECKFU_REAL_AGENTS") {
+        Some(dir) => Some(PathBuf::from(dir).join("node_modules/.bin")),
+        None => {
+            assert!(std::env::var_os("CHECKFU_REQUIRE_REAL_AGENTS").is_none(), "CHECKFU_REQUIRE_REAL_AGENTS is set but CHECKFU_REAL_AGENTS is not");
+            eprintln!("SKIPPED: CHECKFU_REAL_AGENTS is not set (run tests/real-agents/install.sh DIR and set it to DIR)");
+            None
+        }
+    }
+}
+
+fn path_with(bin: &std::path::Path) -> OsString {
+    let mut path = OsString::from(bin);
+    path.push(":");
+    path.push(std::env::var_os("PATH").unwrap_or_default());
+    path
+}
+
+fn recipe(name: &str) -> String {
+    format!("{}/recipes/{name}.json", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// One agent, one script: every assertion the issue lists.
+fn turn(bin: &std::path::Path, entry: &str, dialect: &str, script: &str, declaration_mismatches: usize) {
+    let scratch = Scratch::new(&format!("real-{entry}-{script}"));
+    let (record, trace) = (scratch.path("record.jsonl"), scratch.path("trace.jsonl"));
+    let options = ["--recipe", &recipe(entry), "--model-script", script, "--record", &record, "--trace", &trace, "--deadline", "180", "--step-timeout", "90"];
+    let run = probe_env(&options, &[], &[("PATH", path_with(bin))]);
+    let context = format!("{entry} / {script}: {}", run.pretty());
+    for step in ["initialize_handshake", "session_start", "prompt_exchange", "teardown"] {
+        assert_eq!(run.step(step).0, "passed", "{step}: {context}");
+    }
+    let plane = run.plane();
+    assert_eq!(plane["nonce_at_relay"], true, "{context}");
+    assert_eq!(plane["nonce_in_output"], true, "{context}");
+    assert_eq!(plane["dialects_used"], json!([dialect]), "{context}");
+    assert_eq!(plane["catalog"]["harness"], entry);
+    // Every refusal is an egress attempt (403) or a path the allow-list lacks (404): reported,
+    // not fatal.
+    for refusal in plane["refused"].as_array().expect("list") {
+        assert!(refusal["status"] == 403 || refusal["status"] == 404, "{refusal}: {context}");
+    }
+    let egress_refusals = plane["refused"].as_array().expect("list").iter().filter(|r| r["status"] == 403).count();
+    assert_eq!(plane["egress_attempts"].as_array().map(Vec::len), Some(egress_refusals), "each egress attempt is recorded");
+    let mismatches = plane["catalog"]["mismatches"].as_array().expect("list");
+    assert_eq!(mismatches.len(), declaration_mismatches, "{context}");
+    assert!(mismatches.iter().all(|m| m.as_str().unwrap_or_default().contains("declares")), "only declaration differences: {context}");
+    assert_eq!(run.status, if declaration_mismatches == 0 { 0 } else { 1 }, "{context}");
+    if script == "tool" {
+        assert_eq!(plane["tool"], json!({"called": true, "result_returned": true}), "{context}");
+        assert_eq!(run.check("tool_correlation"), "pass", "{context}");
+        let settled = std::fs::read_to_string(&trace).expect("trace").lines().any(|l| l.contains("\"tool_result\""));
+        assert!(settled, "a tool use and its result: {context}");
+    }
+    // --record decodes with zero rejections.
+    let decoded = Command::new(PROBE).args(["decode", &record]).output().expect("decode runs");
+    assert!(decoded.status.success(), "decode rejected part of the record: {}", String::from_utf8_lossy(&decoded.stdout));
+    // conform on --trace gives the probe's verdicts.
+    let conform = Command::new(PROBE).args(["conform", "--format", "json", &trace]).output().expect("conform runs");
+    let verdicts: Value = serde_json::from_slice(&conform.stdout).expect("conform JSON");
+    assert_eq!(verdicts["checks"], run.json["checks"], "{context}");
+}
+
+#[test]
+fn claude_code_acp_takes_whole_turns_through_the_relay() {
+    let Some(bin) = agents() else { return };
+    // The catalog records that claude-code declares `subagents: observed`; this upstream
+    // adapter declares nothing, which the probe reports as a mismatch (and exit 1).
+    turn(&bin, "claude-code", "anthropic_messages", "nonce", 1);
+    turn(&bin, "claude-code", "anthropic_messages", "tool", 1);
+}
+
+#[test]
+fn codex_acp_takes_whole_turns_through_the_relay() {
+    let Some(bin) = agents() else { return };
+    turn(&bin, "codex", "openai_responses", "nonce", 0);
+    turn(&bin, "codex", "openai_responses", "tool", 0);
+}

@@ -1,0 +1,163 @@
+//! The relay alone (`checkfu-wire relay`): every dialect parsed by the official SDKs (pip
+//! `openai` and `anthropic`, through `tests/relay-sdk/check_sdk.py`), and every refusal
+//! (another path, another method, CONNECT and absolute-form targets, a missing key, fal's
+//! queue, an oversized body, malformed JSON, a client that stalls), each answered with a
+//! status and recorded.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+const CLI: &str = env!("CARGO_BIN_EXE_checkfu-wire");
+
+struct Served {
+    child: Child,
+    out: BufReader<ChildStdout>,
+    here: Value,
+    dir: std::path::PathBuf,
+}
+
+fn serve(script: &str, extra: &[&str]) -> Served {
+    let dir = std::env::temp_dir().join(format!("checkfu-relay-test-{}-{script}-{}", std::process::id(), extra.len()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let mut child = Command::new(CLI)
+        .args(["relay", "--model-script", script, "--workspace"])
+        .arg(&dir)
+        .args(extra)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("relay starts");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    out.read_line(&mut line).expect("the relay says where it is");
+    let here: Value = serde_json::from_str(&line).expect("JSON");
+    Served { child, out, here, dir }
+}
+
+impl Served {
+    fn addr(&self) -> String {
+        self.here["url"].as_str().expect("url").trim_start_matches("http://").to_owned()
+    }
+
+    /// Closes stdin and reads the record.
+    fn stop(mut self) -> Value {
+        drop(self.child.stdin.take());
+        let mut line = String::new();
+        self.out.read_line(&mut line).expect("the record");
+        assert!(self.child.wait().expect("exits").success());
+        let _ = std::fs::remove_dir_all(&self.dir);
+        serde_json::from_str(&line).expect("record JSON")
+    }
+}
+
+/// Writes raw bytes and returns the answer's status and body (read to EOF).
+fn raw(addr: &str, request: &[u8]) -> (u16, String) {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
+    let _ = stream.write_all(request);
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let text = String::from_utf8_lossy(&answer).into_owned();
+    let status = text.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+    (status, body)
+}
+
+fn post(path: &str, headers: &str, body: &str) -> Vec<u8> {
+    format!("POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{headers}Content-Length: {}\r\n\r\n{body}", body.len()).into_bytes()
+}
+
+#[test]
+fn the_official_sdks_parse_every_dialect_json_and_streaming_text_and_tool_calls() {
+    let python_has_sdks = Command::new("python3").args(["-c", "import anthropic, openai"]).status().is_ok_and(|s| s.success());
+    if !python_has_sdks {
+        assert!(std::env::var_os("CHECKFU_REQUIRE_RELAY_SDK").is_none(), "CHECKFU_REQUIRE_RELAY_SDK is set but python3 cannot import anthropic and openai");
+        eprintln!("SKIPPED: python3 cannot import anthropic and openai (pip install -r tests/relay-sdk/requirements.txt)");
+        return;
+    }
+    for script in ["nonce", "tool"] {
+        let served = serve(script, &[]);
+        let h = &served.here;
+        let output = Command::new("python3")
+            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/relay-sdk/check_sdk.py"))
+            .args(["--base-url", h["url"].as_str().unwrap_or_default(), "--api-key", h["api_key"].as_str().unwrap_or_default()])
+            .args(["--nonce", h["nonce"].as_str().unwrap_or_default(), "--token", h["token"].as_str().unwrap_or_default()])
+            .arg("--workspace")
+            .arg(&served.dir)
+            .args(["--script", script])
+            .output()
+            .expect("python3 runs");
+        let summary = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(output.status.success(), "{script}: {summary}\n{}", String::from_utf8_lossy(&output.stderr));
+        let summary: Value = serde_json::from_str(summary.trim()).expect("one JSON line");
+        assert_eq!(summary["failed"], 0);
+        assert_eq!(summary["passed"], 12, "3 dialects × (JSON, stream, no key, wrong key)");
+        let record = served.stop();
+        let calls = record["calls"].as_array().expect("calls");
+        let per_turn = if script == "tool" { 2 } else { 1 };
+        assert_eq!(calls.len(), 3 * 2 * per_turn, "every served call recorded: {record}");
+        assert!(calls.iter().all(|c| c["nonce_in_request"] == true));
+        assert_eq!(record["refused"].as_array().map(Vec::len), Some(6), "the six unauthorized calls");
+    }
+}
+
+#[test]
+fn everything_else_is_refused_with_a_status_in_the_dialects_error_shape_and_recorded() {
+    let served = serve("nonce", &["--stall-seconds", "1"]);
+    let addr = served.addr();
+    let key = served.here["api_key"].as_str().expect("key").to_owned();
+    let bearer = format!("Authorization: Bearer {key}\r\n");
+    let anthropic = format!("x-api-key: {key}\r\n");
+    let cases: Vec<(Vec<u8>, u16, &str)> = vec![
+        (post("/v1/models", &bearer, "{}"), 404, "allow-list"),
+        (b"GET /v1/responses HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".to_vec(), 405, "POST"),
+        (b"CONNECT api.anthropic.com:443 HTTP/1.1\r\nHost: api.anthropic.com:443\r\n\r\n".to_vec(), 403, "no other host"),
+        (b"GET http://example.com/v1/messages HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n".to_vec(), 403, "no other host"),
+        (post("/v1/messages", "", "{}"), 401, "key"),
+        (post("/v1/messages", &anthropic, "{\"model\": "), 400, "not JSON"),
+        (post("/v1/chat/completions", &bearer, "{\"model\": \"m\"}"), 400, "messages"),
+        (format!("POST /v1/responses HTTP/1.1\r\nHost: x\r\n{bearer}Content-Length: 40000000\r\n\r\n").into_bytes(), 413, "more than"),
+        // Headers never finished, then a body that never comes: both stall.
+        (b"POST /v1/responses HTTP/1.1\r\nHost: x\r\n".to_vec(), 408, ""),
+        (format!("POST /v1/responses HTTP/1.1\r\nHost: x\r\n{bearer}Content-Length: 100\r\n\r\n{{").into_bytes(), 408, "stalled"),
+    ];
+    for (request, status, says) in &cases {
+        let (got, body) = raw(&addr, request);
+        let label = String::from_utf8_lossy(&request[..request.len().min(60)]).into_owned();
+        if *status == 408 && got == 0 {
+            // hyper closes a connection whose headers time out without an answer; the
+            // record below still has it.
+            continue;
+        }
+        assert_eq!(got, *status, "{label}: {body}");
+        assert!(body.contains(says), "{label}: {body}");
+        let error: Value = serde_json::from_str(&body).expect("an error body in JSON");
+        assert!(error["error"]["message"].is_string(), "{label}: the dialect's error shape: {body}");
+    }
+    let (_, anthropic_shaped) = raw(&addr, &post("/v1/messages", "", "{}"));
+    assert_eq!(serde_json::from_str::<Value>(&anthropic_shaped).expect("JSON")["type"], "error", "Anthropic's shape on its path");
+    let record = served.stop();
+    let statuses: Vec<u64> = record["refused"].as_array().expect("refused").iter().filter_map(|r| r["status"].as_u64()).collect();
+    for (_, status, _) in &cases {
+        assert!(statuses.contains(&u64::from(*status)), "{status} recorded: {statuses:?}");
+    }
+    assert_eq!(record["egress_attempts"], serde_json::json!([{"host": "api.anthropic.com", "port": 443}, {"host": "example.com", "port": 80}]));
+    assert_eq!(record["calls"], serde_json::json!([]));
+}
+
+#[test]
+fn fal_queue_is_refused_saying_so_and_an_unknown_provider_is_a_usage_error() {
+    let served = serve("nonce", &["--provider", "fal-ai"]);
+    let key = served.here["api_key"].as_str().expect("key").to_owned();
+    let (status, body) = raw(&served.addr(), &post("/fal-ai/flux/dev", &format!("Authorization: Key {key}\r\n"), "{}"));
+    assert_eq!(status, 501);
+    assert!(body.contains("fal_queue") && body.contains("does not serve"), "{body}");
+    served.stop();
+    let unknown = Command::new(CLI).args(["relay", "--provider", "nobody", "--workspace", "/tmp"]).stdin(Stdio::null()).output().expect("runs");
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("no provider `nobody`"));
+}
