@@ -426,7 +426,7 @@ fn usage_errors_exit_2_before_anything_starts() {
         (vec!["--continuity", "forever", "--", AGENT], "authority members are refused"),
         (vec!["--output-schema", unsafe_schema.to_str().unwrap(), "--", AGENT], "safety profile"),
         (vec!["--runtime-config", "{", "--", AGENT], "not JSON"),
-        (vec![], "COMMAND"),
+        (vec![], "no harness command"),
     ];
     for (args, expected) in cases {
         let output = Command::new(PROBE).arg("probe").args(&args).output().expect("probe");
