@@ -101,7 +101,9 @@ fn the_official_sdks_parse_every_dialect_json_and_streaming_text_and_tool_calls(
         let per_turn = if script == "tool" { 2 } else { 1 };
         assert_eq!(calls.len(), 3 * 2 * per_turn, "every served call recorded: {record}");
         assert!(calls.iter().all(|c| c["nonce_in_request"] == true));
-        assert_eq!(record["refused"].as_array().map(Vec::len), Some(6), "the six unauthorized calls");
+        let refused = record["refused"].as_array().expect("refused");
+        assert_eq!(refused.len(), 6, "the six unauthorized calls, and no idle keep-alive connection counted as a stall: {refused:?}");
+        assert!(refused.iter().all(|r| r["status"] == 401), "{refused:?}");
     }
 }
 
@@ -160,4 +162,34 @@ fn fal_queue_is_refused_saying_so_and_an_unknown_provider_is_a_usage_error() {
     let unknown = Command::new(CLI).args(["relay", "--provider", "nobody", "--workspace", "/tmp"]).stdin(Stdio::null()).output().expect("runs");
     assert_eq!(unknown.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("no provider `nobody`"));
+}
+
+#[test]
+fn garbage_and_too_many_connections_panic_nothing_and_the_relay_still_serves() {
+    let served = serve("nonce", &["--stall-seconds", "1"]);
+    let addr = served.addr();
+    // Deterministic byte soup, some of it shaped like HTTP, none of it well-formed.
+    let mut seed: u64 = 0x5eed;
+    let mut next = || {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (seed >> 33) as u8
+    };
+    for i in 0..100 {
+        let mut bytes: Vec<u8> = if i % 2 == 0 { b"POST /v1/messages HTTP/1.1\r\n".to_vec() } else { Vec::new() };
+        bytes.extend((0..(i * 7 % 300)).map(|_| next()));
+        bytes.extend_from_slice(b"\r\n\r\n");
+        let _ = raw(&addr, &bytes);
+    }
+    // Connections held open past the limit are closed and recorded, not served.
+    let held: Vec<TcpStream> = (0..80).filter_map(|_| TcpStream::connect(&addr).ok()).collect();
+    std::thread::sleep(Duration::from_millis(200));
+    drop(held);
+    std::thread::sleep(Duration::from_millis(1500));
+    let key = served.here["api_key"].as_str().expect("key").to_owned();
+    let body = r#"{"model": "m", "messages": [{"role": "user", "content": "hi cf-0123456789abcdef"}]}"#;
+    let (status, answer) = raw(&addr, &post("/v1/chat/completions", &format!("Authorization: Bearer {key}\r\n"), body));
+    assert_eq!(status, 200, "{answer}");
+    assert!(answer.contains("cf-0123456789abcdef"));
+    let record = served.stop();
+    assert!(record["refused"].as_array().expect("refused").iter().any(|r| r["status"] == 503), "the connection cap was recorded");
 }

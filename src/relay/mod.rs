@@ -19,6 +19,7 @@
 //! | a client that stalls (headers or body slower than the configured time) | 408 |
 //! | malformed JSON, or a body the dialect cannot read | 400 |
 //! | a model script that has no reply left | 500 |
+//! | a connection past [`MAX_CONNECTIONS`] open at once | closed unread, recorded as 503 |
 //!
 //! Why hyper rather than `tiny_http` (the lighter of the two by 6 crates against 29 here):
 //! tiny_http 0.12 sets no socket timeouts and gives no hook to set them, so a client that
@@ -52,6 +53,11 @@ pub use script::{Model, Script};
 
 /// The largest request body the relay reads.
 pub const MAX_BODY: usize = 32 * 1024 * 1024;
+
+/// The most connections served at once: each may hold a body of up to [`MAX_BODY`], so a
+/// harness opening connections without end must not grow the probe's memory without end.
+/// One past it is closed at once and recorded.
+pub const MAX_CONNECTIONS: usize = 64;
 
 /// What one relay serves.
 #[derive(Debug)]
@@ -177,6 +183,7 @@ impl Drop for Relay {
 }
 
 async fn accept(listener: tokio::net::TcpListener, state: Arc<Mutex<State>>, stall: Duration) {
+    let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     loop {
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,
@@ -186,7 +193,16 @@ async fn accept(listener: tokio::net::TcpListener, state: Arc<Mutex<State>>, sta
                 continue;
             }
         };
+        if open.load(std::sync::atomic::Ordering::Relaxed) >= MAX_CONNECTIONS {
+            drop(stream);
+            lock(&state).record.refuse("", 503, format!("more than {MAX_CONNECTIONS} connections at once: closed unread"));
+            continue;
+        }
+        open.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let state = Arc::clone(&state);
+        let open = Arc::clone(&open);
+        let activity = Arc::new(Activity::default());
+        let stream = Watched { inner: stream, activity: Arc::clone(&activity) };
         tokio::spawn(async move {
             let service_state = Arc::clone(&state);
             let service = hyper::service::service_fn(move |request| {
@@ -201,16 +217,72 @@ async fn accept(listener: tokio::net::TcpListener, state: Arc<Mutex<State>>, sta
             if let Err(error) = served {
                 // A connection hyper gave up on before it became a request: a stall inside
                 // the headers, or bytes that are not HTTP/1.1.
-                let (status, reason) = if error.is_timeout() {
+                let (status, reason) = if error.is_timeout() && !activity.mid_request() {
+                    // An idle keep-alive connection closed after the header timeout: a
+                    // client's pool, not a stall.
+                    (0, String::new())
+                } else if error.is_timeout() {
                     (408, format!("the client stalled: no complete request headers within {:.1} s", stall.as_secs_f64()))
                 } else if error.is_parse() || error.is_parse_status() {
                     (400, format!("not a well-formed HTTP/1.1 request: {error}"))
                 } else {
-                    return;
+                    (0, String::new())
                 };
-                lock(&state).record.refuse("", status, reason);
+                if status != 0 {
+                    lock(&state).record.refuse("", status, reason);
+                }
             }
+            open.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
         });
+    }
+}
+
+/// What a connection last did: the header timeout alone cannot tell a client that stalls
+/// inside its headers from an idle keep-alive connection, so the relay watches for bytes
+/// that arrived after its last answer.
+#[derive(Default)]
+struct Activity {
+    read_after_write: std::sync::atomic::AtomicBool,
+}
+
+impl Activity {
+    fn mid_request(&self) -> bool {
+        self.read_after_write.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// A connection's stream, telling its [`Activity`] when bytes come in and go out.
+struct Watched {
+    inner: tokio::net::TcpStream,
+    activity: Arc<Activity>,
+}
+
+impl tokio::io::AsyncRead for Watched {
+    fn poll_read(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>, buf: &mut tokio::io::ReadBuf<'_>) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.activity.read_after_write.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        polled
+    }
+}
+
+impl tokio::io::AsyncWrite for Watched {
+    fn poll_write(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>, buf: &[u8]) -> std::task::Poll<std::io::Result<usize>> {
+        let polled = std::pin::Pin::new(&mut self.inner).poll_write(cx, buf);
+        if matches!(polled, std::task::Poll::Ready(Ok(n)) if n > 0) {
+            self.activity.read_after_write.store(false, std::sync::atomic::Ordering::Relaxed);
+        }
+        polled
+    }
+
+    fn poll_flush(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
 

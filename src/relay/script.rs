@@ -3,8 +3,9 @@
 //! - `nonce` answers with the nonce found in the latest user turn that carries one.
 //! - `tool`, when the request offers tools, first calls one of them to read the token file
 //!   the probe put in the workspace, and answers with the nonce once a tool result carrying
-//!   the token comes back. A request without tools (a harness's side call, such as a title)
-//!   is answered as under `nonce`. The tool is chosen by this rule, in order:
+//!   the token comes back. A request without tools, or whose user turns carry no nonce (a
+//!   harness's side call: a title, a token count), is answered as under `nonce`. The tool
+//!   is chosen by this rule, in order:
 //!   1. a *reader*: a tool whose name contains `read` and whose input schema has a string
 //!      property `file_path`, `path`, `filepath`, `file` or `filename`, called with the
 //!      token file's absolute path;
@@ -120,6 +121,9 @@ impl Model {
             Script::Nonce => nonce_reply(turn),
             Script::Tool if token_returned => nonce_reply(turn),
             Script::Tool if turn.tools.is_empty() => nonce_reply(turn),
+            // A side call (a title, a token count) carries no nonce: it gets text, so the
+            // tool call belongs to the turn.
+            Script::Tool if latest_nonce(turn).is_none() => nonce_reply(turn),
             Script::Tool if !turn.tool_results.is_empty() => Reply::Text(String::from("The tool's result did not carry the token.")),
             Script::Tool => match choose_tool(&turn.tools, &self.token_file) {
                 Some(reply) => reply,
@@ -254,8 +258,10 @@ mod tests {
         let (second, decision) = model.reply(&turn(&["cf-2222222222222222"], &["token: cft-tok"], tools.clone())).expect("replies");
         assert_eq!(second, Reply::Text("The nonce is cf-2222222222222222.".into()));
         assert!(decision.token_returned);
-        let (wrong, _) = model.reply(&turn(&["cf-2222222222222222"], &["nothing"], tools)).expect("replies");
+        let (wrong, _) = model.reply(&turn(&["cf-2222222222222222"], &["nothing"], tools.clone())).expect("replies");
         assert!(matches!(wrong, Reply::Text(t) if !t.contains("cf-2222")));
+        let (side, decision) = model.reply(&turn(&["count"], &[], tools)).expect("replies");
+        assert!(matches!(side, Reply::Text(_)) && decision.tool_called.is_none(), "a side call without the nonce gets text");
     }
 
     #[test]

@@ -122,8 +122,18 @@ impl Terminals {
             None => workspace.root().to_path_buf(),
         };
         let limit = params.get("outputByteLimit").and_then(Value::as_u64).map_or(DEFAULT_LIMIT, |l| l as usize);
-        let mut spawn = Command::new(command);
-        spawn.args(&args).current_dir(&cwd).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+        // A command without `args` is a shell line, as ACP's reference client (Zed) runs it and
+        // as claude-code-acp sends its Bash tool's command: run it with `sh -c`.
+        let mut spawn = if args.is_empty() && command.contains(char::is_whitespace) {
+            let mut shell = Command::new("sh");
+            shell.arg("-c").arg(command);
+            shell
+        } else {
+            let mut direct = Command::new(command);
+            direct.args(&args);
+            direct
+        };
+        spawn.current_dir(&cwd).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
         for variable in params.get("env").and_then(Value::as_array).into_iter().flatten() {
             if let (Some(name), Some(value)) = (variable.get("name").and_then(Value::as_str), variable.get("value").and_then(Value::as_str)) {
                 spawn.env(name, value);
@@ -182,5 +192,22 @@ mod tests {
         assert!(output.truncated());
         output.push("é".as_bytes()); // "cédé" is 6: cut `c`, then `é` must go whole
         assert_eq!(output.text(), "dé");
+    }
+
+    #[test]
+    fn a_command_line_without_args_runs_through_the_shell() {
+        let workspace = Workspace::create().expect("workspace");
+        let mut terminals = Terminals::default();
+        let params = serde_json::json!({"sessionId": "s", "command": "printf '%s' one two"});
+        let Handled::Now(Ok(created)) = terminals.handle("terminal/create", &params, &workspace) else { panic!("created") };
+        let id = created["terminalId"].as_str().expect("id").to_owned();
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while terminals.exited(&id).is_none() {
+            assert!(std::time::Instant::now() < until, "the command exits");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let Handled::Now(Ok(output)) = terminals.handle("terminal/output", &serde_json::json!({"sessionId": "s", "terminalId": id}), &workspace) else { panic!("output") };
+        assert_eq!(output["output"], "onetwo");
+        terminals.kill_all();
     }
 }

@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import sys
+import traceback
 
 try:
     import anthropic
@@ -261,7 +262,14 @@ DIALECTS = [
 def describe(error):
     if isinstance(error, CheckFailed):
         return str(error)
-    return f"{type(error).__name__}: {error}"
+    text = f"{type(error).__name__}: {error}"
+    if not str(error):
+        # A bare assert inside an SDK parser says nothing; name where it fired.
+        frames = traceback.extract_tb(error.__traceback__)
+        if frames:
+            last = frames[-1]
+            text += f"(raised at {os.path.basename(last.filename)}:{last.lineno} in {last.name}, while the SDK read the reply)"
+    return text
 
 
 def check_refused(args, sdk, make_client, call, shape, key):
