@@ -45,7 +45,7 @@ enum Command {
         format: conform::Format,
     },
     /// Read JSON Lines of wire messages (FILE, or stdin) and print how the platform reads each
-    /// (exit 0 all accepted, 1 any rejected, 2 unreadable input).
+    /// (exit 0 all accepted, 1 any rejected, 2 unreadable input or no message).
     Decode {
         /// A file of JSON Lines; stdin when absent.
         file: Option<PathBuf>,

@@ -176,6 +176,9 @@ impl Decoder {
 impl Stream {
     fn run(&mut self, arena: &Bump, bytes: &[u8], hint: Option<WireDirection>, report: &mut Report) -> Result<(), DecodeError> {
         let text = std::str::from_utf8(bytes).map_err(|e| DecodeError::InvalidUtf8 { at: e.valid_up_to() })?;
+        if text.starts_with('\u{feff}') {
+            return Err(DecodeError::ByteOrderMark);
+        }
         let first = text.bytes().find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
         if first != Some(b'{') {
             let mut de = serde_json::Deserializer::from_str(text);
