@@ -1,32 +1,12 @@
 //! End-to-end runs of `checkfu-wire generate` and `check` on scratch copies of the project.
 
+mod support;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn project_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).expect("mkdir");
-    for entry in fs::read_dir(from).expect("read_dir").flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            copy_dir(&path, &to.join(entry.file_name()));
-        } else {
-            fs::copy(&path, to.join(entry.file_name())).expect("copy");
-        }
-    }
-}
-
-fn scratch() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("tempdir");
-    for sub in ["catalog", "schemas", "templates", "generated", "docs", "golden"] {
-        copy_dir(&project_root().join(sub), &dir.path().join(sub));
-    }
-    dir
-}
+use support::project::{project_root, scratch};
 
 fn run(root: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_checkfu-wire"))
