@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 fn main() {
     let root = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    optional_test_inputs();
     for input in checkfu_wire_codegen::inputs(&root) {
         println!("cargo:rerun-if-changed={}", input.display());
     }
@@ -41,4 +42,17 @@ fn write_if_changed(target: &Path, bytes: &[u8]) {
         std::fs::create_dir_all(dir).expect("create a directory under OUT_DIR");
     }
     std::fs::write(target, bytes).expect("write under OUT_DIR");
+}
+
+/// Tests that need what a machine may lack (the JSON-Schema-Test-Suite, an installed copy of
+/// the TypeScript SDK agent) are compiled as ignored, with their reason, unless the variable
+/// naming it is set, so that the test runner never reports them as passed.
+fn optional_test_inputs() {
+    for (variable, cfg) in [("JSTS_DIR", "checkfu_jsts"), ("CHECKFU_TS_AGENT", "checkfu_ts_agent")] {
+        println!("cargo:rerun-if-env-changed={variable}");
+        println!("cargo:rustc-check-cfg=cfg({cfg})");
+        if std::env::var_os(variable).is_some() {
+            println!("cargo:rustc-cfg={cfg}");
+        }
+    }
 }

@@ -1,32 +1,12 @@
 //! End-to-end runs of `checkfu-wire generate` and `check` on scratch copies of the project.
 
+mod support;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn project_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).expect("mkdir");
-    for entry in fs::read_dir(from).expect("read_dir").flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            copy_dir(&path, &to.join(entry.file_name()));
-        } else {
-            fs::copy(&path, to.join(entry.file_name())).expect("copy");
-        }
-    }
-}
-
-fn scratch() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("tempdir");
-    for sub in ["catalog", "schemas", "templates", "generated", "docs", "golden"] {
-        copy_dir(&project_root().join(sub), &dir.path().join(sub));
-    }
-    dir
-}
+use support::project::{project_root, scratch};
 
 fn run(root: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_checkfu-wire"))
@@ -121,4 +101,105 @@ fn generate_repairs_drift_and_only_touches_changed_files() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.matches("wrote").count(), 1, "{stderr}");
     assert_eq!(fs::read(&page).expect("read"), original);
+}
+
+/// Lines of `stderr` that are warnings.
+fn warnings(out: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&out.stderr).lines().filter(|l| l.starts_with("warning")).map(str::to_string).collect()
+}
+
+#[test]
+fn a_clean_checkout_generates_and_checks_without_a_warning() {
+    let dir = scratch();
+    for command in ["generate", "check"] {
+        let out = run(dir.path(), &[command]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(warnings(&out), Vec::<String>::new(), "{command}");
+    }
+    // `build.rs` prints exactly these warnings as `cargo:warning`, so the build is quiet too.
+    let generation = checkfu_wire_codegen::generate(&project_root()).unwrap_or_else(|d| panic!("{d}"));
+    assert_eq!(generation.warnings, Vec::<String>::new());
+}
+
+#[test]
+fn check_verbose_shows_every_acknowledged_warning_with_its_review_once() {
+    let out = run(&project_root(), &["check", "--verbose"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let reviews: Vec<&str> = stderr.lines().filter(|l| l.starts_with("acknowledged: ")).collect();
+    assert_eq!(reviews.len(), 2, "{stderr}");
+    assert_eq!(stderr.matches("  = why: ").count(), 2, "{stderr}");
+    let listed: Vec<&str> = stderr.lines().filter_map(|l| l.strip_prefix("  = warning: ")).collect();
+    assert_eq!(listed.len(), 12, "{stderr}");
+    assert_eq!(listed.iter().filter(|w| w.contains("the description names method")).count(), 11);
+    assert!(listed.iter().any(|w| w.contains("method `heartbeat` has no `HeartbeatParams` definition")));
+    // Without --verbose they are not shown.
+    let quiet = run(&project_root(), &["check"]);
+    assert!(!String::from_utf8_lossy(&quiet.stderr).contains("acknowledged"));
+}
+
+#[test]
+fn an_acknowledgement_matching_no_warning_fails_generation_and_points_at_it() {
+    let dir = scratch();
+    let file = dir.path().join("catalog/acknowledged.toml");
+    let mut text = fs::read_to_string(&file).expect("read");
+    text.push_str("\n[[acknowledged]]\nwhat = \"a warning that is gone\"\nwhy = \"reviewed once\"\nwarnings = [\"schemas/x.json: no longer said\"]\n");
+    fs::write(&file, &text).expect("write");
+    let line = text.lines().position(|l| l.contains("no longer said")).expect("line") + 1;
+    let before = outputs(dir.path());
+    let out = run(dir.path(), &["generate"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("error[E0011]: an acknowledged warning is no longer given"), "{stderr}");
+    assert!(stderr.contains(&format!("--> catalog/acknowledged.toml:{line}:13")), "{stderr}");
+    assert!(stderr.contains("nothing was written"), "{stderr}");
+    assert_eq!(before, outputs(dir.path()));
+}
+
+#[test]
+fn a_warning_nobody_reviewed_still_shows() {
+    let dir = scratch();
+    let file = dir.path().join("catalog/acknowledged.toml");
+    let text = fs::read_to_string(&file).expect("read");
+    // Drop the review of khy-os's heartbeat (the file's last group).
+    let cut = text.rfind("[[acknowledged]]").expect("a group");
+    fs::write(&file, &text[..cut]).expect("write");
+    for command in ["generate", "check"] {
+        let out = run(dir.path(), &[command]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            warnings(&out),
+            ["warning: schemas/khy-os-acp-message.schema.json: method `heartbeat` has no `HeartbeatParams` definition; its params are checked only by the envelope"],
+            "{command}"
+        );
+    }
+}
+
+#[test]
+fn a_directory_that_is_not_a_project_gets_a_hint_to_pass_root() {
+    let empty = tempfile::tempdir().expect("tempdir");
+    for command in ["generate", "check"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_checkfu-wire")).arg(command).current_dir(empty.path()).output().expect("run");
+        assert_eq!(out.status.code(), Some(2), "{command}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("is not a checkfu-wire project root: it has no catalog/catalog.toml"), "{stderr}");
+        assert!(stderr.contains("pass `--root DIR`"), "{stderr}");
+        assert!(!stderr.contains("E0000"), "{stderr}");
+    }
+    assert_eq!(fs::read_dir(empty.path()).expect("read_dir").count(), 0, "nothing written");
+}
+
+#[test]
+fn root_is_taken_only_by_the_commands_that_read_a_project() {
+    let root = project_root();
+    let root = root.to_str().expect("UTF-8 path");
+    for args in [
+        vec!["decode", "--root", root, "tests/data/exchange.jsonl"],
+        vec!["conform", "--root", root, "tests/data/trace.jsonl"],
+        vec!["lint-schema", "--root", root, "schemas/checkfu-slots.schema.json"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_checkfu-wire")).args(&args).output().expect("run");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("unexpected argument '--root'"), "{args:?}");
+    }
 }

@@ -68,3 +68,74 @@ fn an_overlong_line_is_rejected_and_the_stream_goes_on() {
     assert_eq!(lines[0]["error"]["code"], "line_too_long");
     assert_eq!(lines[1]["error"]["code"], "unexpected_id", "the next line is still decoded");
 }
+
+/// `decode` with `args`, fed `input` on stdin: (exit status, reports, stderr).
+fn decode_stdin(args: &[&str], input: &[u8]) -> (Option<i32>, Vec<serde_json::Value>, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_checkfu-wire"))
+        .arg("decode")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child.stdin.take().expect("stdin").write_all(input).expect("write");
+    let out = child.wait_with_output().expect("wait");
+    (out.status.code(), reports(&out.stdout), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+const PLAN: &[u8] = br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[]}}}"#;
+
+#[test]
+fn the_summary_says_how_many_of_how_many_were_accepted() {
+    let (status, _, stderr) = decode_stdin(&["--direction", "agent_to_runner"], &[PLAN, b"\n", PLAN, b"\n"].concat());
+    assert_eq!(status, Some(0));
+    assert_eq!(stderr, "decode: 2 of 2 messages accepted, 0 rejected\n");
+    let out = Command::new(env!("CARGO_BIN_EXE_checkfu-wire"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["decode", "tests/data/exchange.jsonl"])
+        .output()
+        .expect("run");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "decode: 12 of 14 messages accepted, 2 rejected\n");
+}
+
+#[test]
+fn empty_input_is_said_and_is_not_a_pass() {
+    for input in [&b""[..], b"\n\n  \n"] {
+        let (status, lines, stderr) = decode_stdin(&[], input);
+        assert_eq!(status, Some(2), "{stderr}");
+        assert!(lines.is_empty());
+        assert_eq!(stderr, "decode: standard input holds no message (no line other than blank ones); nothing was decoded\n");
+    }
+}
+
+#[test]
+fn every_read_error_names_the_path() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("missing.jsonl");
+    for path in [dir.path(), missing.as_path()] {
+        let out = Command::new(env!("CARGO_BIN_EXE_checkfu-wire")).arg("decode").arg(path).output().expect("run");
+        assert_eq!(out.status.code(), Some(2));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.starts_with(&format!("error: cannot read {}: ", path.display())), "{stderr}");
+    }
+}
+
+#[test]
+fn a_byte_order_mark_is_named_as_such() {
+    let (status, lines, _) = decode_stdin(&["--direction", "agent_to_runner"], &[b"\xEF\xBB\xBF", PLAN, b"\n", PLAN, b"\n"].concat());
+    assert_eq!(status, Some(1));
+    assert_eq!(lines[0]["error"]["code"], "byte_order_mark");
+    assert!(lines[0]["error"]["message"].as_str().expect("message").contains("UTF-8 byte-order mark"), "{}", lines[0]);
+    assert_eq!(lines[1]["accepted"], true);
+}
+
+#[test]
+fn a_direction_is_spelled_the_wire_s_way_everywhere() {
+    let cancel = br#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}"#;
+    let (status, lines, _) = decode_stdin(&["--direction", "agent_to_runner"], &[cancel.as_slice(), b"\n"].concat());
+    assert_eq!(status, Some(1));
+    assert_eq!(lines[0]["direction"], "agent_to_runner");
+    assert_eq!(lines[0]["error"]["direction"], "agent_to_runner");
+    assert_eq!(lines[0]["error"]["message"], "`session/cancel` does not flow agent_to_runner");
+}

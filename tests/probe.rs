@@ -4,7 +4,7 @@
 //! the step statuses, the check verdicts and the exit code, and that no process of the
 //! harness's group and no workspace directory is left behind.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -94,10 +94,44 @@ fn agent(switches: &[&'static str]) -> Vec<&'static str> {
     command
 }
 
-fn temp_file(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("checkfu-probe-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    dir.join(name)
+/// A path in a fresh directory of its own, removed with it when this drops, so that a test
+/// leaves nothing in the temporary directory.
+struct TempPath {
+    path: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl std::ops::Deref for TempPath {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsRef<Path> for TempPath {
+    fn as_ref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for TempPath {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.path.as_os_str()
+    }
+}
+
+fn temp_file(name: &str) -> TempPath {
+    let dir = tempfile::Builder::new().prefix("checkfu-probe-test-").tempdir().expect("dir");
+    TempPath { path: dir.path().join(name), _dir: dir }
+}
+
+#[test]
+fn a_test_s_files_are_removed_with_it() {
+    let record = temp_file("gone.jsonl");
+    std::fs::write(&record, b"{}").expect("write");
+    let dir = record.parent().expect("its directory").to_path_buf();
+    drop(record);
+    assert!(!dir.exists(), "{} left behind", dir.display());
 }
 
 #[test]
@@ -450,14 +484,12 @@ fn text_output_is_for_a_person() {
 /// The TypeScript SDK agent (`tests/fixture-agent/ts/agent.mjs`), run when
 /// `CHECKFU_TS_AGENT` names an installed copy (`tests/fixture-agent/ts/install.sh DIR`;
 /// `.ci/run` does this).
+/// Without `CHECKFU_TS_AGENT` when this was built (build.rs sets the cfg), the runner reports
+/// the test as ignored, with the reason.
 #[test]
+#[cfg_attr(not(checkfu_ts_agent), ignore = "CHECKFU_TS_AGENT is not set: run tests/fixture-agent/ts/install.sh DIR and set it to DIR/agent.mjs")]
 fn an_agent_written_with_the_official_typescript_sdk_passes() {
-    let Ok(agent) = std::env::var("CHECKFU_TS_AGENT") else {
-        // CI sets CHECKFU_REQUIRE_TS_AGENT, so there a missing install is a failure, not a skip.
-        assert!(std::env::var_os("CHECKFU_REQUIRE_TS_AGENT").is_none(), "CHECKFU_REQUIRE_TS_AGENT is set but CHECKFU_TS_AGENT is not");
-        eprintln!("SKIPPED: CHECKFU_TS_AGENT is not set (run tests/fixture-agent/ts/install.sh DIR and set it to DIR/agent.mjs)");
-        return;
-    };
+    let agent = std::env::var("CHECKFU_TS_AGENT").expect("CHECKFU_TS_AGENT was set when the tests were built, and is not now");
     let record = temp_file("ts.record.jsonl");
     let run = probe(&["--record", record.to_str().unwrap()], &["node", &agent]);
     assert_eq!(run.status, 0, "{}", serde_json::to_string_pretty(&run.json).unwrap());
@@ -466,4 +498,16 @@ fn an_agent_written_with_the_official_typescript_sdk_passes() {
     assert_eq!(run.check("subagent_correlation"), "pass");
     let decoded = Command::new(PROBE).arg("decode").arg(&record).output().expect("decode");
     assert!(decoded.status.success(), "{}", String::from_utf8_lossy(&decoded.stdout));
+}
+
+/// CI sets `CHECKFU_REQUIRE_TS_AGENT`: there the TypeScript SDK test must run, not be
+/// ignored; and wherever it cannot run, the runner lists it as ignored.
+#[test]
+fn the_typescript_sdk_test_is_ignored_exactly_where_it_cannot_run() {
+    if std::env::var_os("CHECKFU_REQUIRE_TS_AGENT").is_some() {
+        assert!(cfg!(checkfu_ts_agent), "CHECKFU_REQUIRE_TS_AGENT is set but CHECKFU_TS_AGENT was not when the tests were built");
+    }
+    let listed = Command::new(std::env::current_exe().expect("this test binary")).args(["--list", "--ignored"]).output().expect("list");
+    let ignored = String::from_utf8_lossy(&listed.stdout).lines().any(|l| l == "an_agent_written_with_the_official_typescript_sdk_passes: test");
+    assert_eq!(ignored, !cfg!(checkfu_ts_agent));
 }

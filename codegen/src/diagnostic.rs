@@ -39,6 +39,8 @@ pub enum Class {
     Generation,
     /// The content behind a revision literal changed while the literal stayed the same.
     Reinterpretation,
+    /// An acknowledgement in `catalog/acknowledged.toml` matches no warning generation gives.
+    StaleAcknowledgement,
 }
 
 impl Class {
@@ -55,6 +57,7 @@ impl Class {
             Class::DeadVocabulary => "E0008",
             Class::Generation => "E0009",
             Class::Reinterpretation => "E0010",
+            Class::StaleAcknowledgement => "E0011",
         }
     }
 }

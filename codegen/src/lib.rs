@@ -10,6 +10,7 @@
 // `Result` would only add noise.
 #![allow(clippy::result_large_err)]
 
+pub mod acknowledged;
 pub mod catalog;
 pub mod diagnostic;
 pub mod docs;
@@ -56,7 +57,7 @@ pub fn banner() -> String {
 pub fn inputs(root: &Path) -> Vec<PathBuf> {
     // The lock is read back to refuse in-place reinterpretation; the golden vectors, named
     // by the catalog, are content behind a revision literal.
-    let mut inputs = vec![root.join(CATALOG_FILE), root.join(revisions::LOCK_FILE)];
+    let mut inputs = vec![root.join(CATALOG_FILE), root.join(acknowledged::ACKNOWLEDGED_FILE), root.join(revisions::LOCK_FILE)];
     inputs.extend(golden_vectors_path(root).map(|path| root.join(path)));
     for dir in [SCHEMAS_DIR, TEMPLATES_DIR] {
         let dir = root.join(dir);
@@ -76,8 +77,10 @@ pub fn inputs(root: &Path) -> Vec<PathBuf> {
 pub struct Generation {
     pub outputs: Vec<Output>,
     /// Problems worth a look that do not stop generation (printed by the CLI, and as
-    /// `cargo:warning` by the build script).
+    /// `cargo:warning` by the build script); those acknowledged are not among them.
     pub warnings: Vec<String>,
+    /// Warnings reviewed in `acknowledged::ACKNOWLEDGED_FILE` (shown by `check --verbose`).
+    pub acknowledged: Vec<acknowledged::Acknowledged>,
 }
 
 /// The golden vectors file the catalog names, read without the full pipeline (for
@@ -94,6 +97,7 @@ pub fn generate(root: &Path) -> Result<Generation, Diagnostics> {
     let schemas = schema::SchemaSet::load(&root.join(SCHEMAS_DIR), &mut diagnostics);
     let provenance = schema::provenance::load(&root.join(SCHEMAS_DIR), &mut diagnostics);
     let templates = docs::Templates::load(&root.join(TEMPLATES_DIR), &mut diagnostics);
+    let reviewed = acknowledged::Reviewed::load(root, &mut diagnostics);
     let mut outputs = Vec::new();
     let mut warnings = Vec::new();
     let loaded = load_catalog(root, &schemas, &mut diagnostics);
@@ -143,9 +147,14 @@ pub fn generate(root: &Path) -> Result<Generation, Diagnostics> {
     collect(&mut diagnostics, &mut outputs, page.map_err(|d| vec![d]));
     let lock = revisions::lock(root, &compiled, file, &schemas, &plan.floor, &banner).map(|o| vec![o]);
     collect(&mut diagnostics, &mut outputs, lock);
+    // Only a complete run gives every warning, so only then can an acknowledgement be stale.
+    if !diagnostics.is_empty() {
+        return Err(diagnostics);
+    }
+    let (warnings, acknowledged) = reviewed.apply(warnings, &mut diagnostics);
     if diagnostics.is_empty() {
         outputs.sort_by(|a, b| a.path.cmp(&b.path));
-        Ok(Generation { outputs, warnings })
+        Ok(Generation { outputs, warnings, acknowledged })
     } else {
         Err(diagnostics)
     }

@@ -36,7 +36,10 @@ pub fn run_cli(files: &[PathBuf], json: bool, out: &mut dyn Write) -> i32 {
     for file in files {
         let name = file.display().to_string();
         match read_capped(file) {
-            Ok(bytes) => verdicts.push((name, crate::lint_bytes(&bytes))),
+            Ok((bytes, _)) if bytes.len() <= MAX_DOCUMENT_BYTES => {
+                verdicts.push((name, crate::lint_bytes(&bytes)))
+            }
+            Ok((_, size)) => verdicts.push((name, crate::too_large(size))),
             Err(error) => {
                 eprintln!("{name}: cannot read: {error}");
                 unreadable += 1;
@@ -60,13 +63,23 @@ pub fn run_cli(files: &[PathBuf], json: bool, out: &mut dyn Write) -> i32 {
     }
 }
 
-fn read_capped(path: &Path) -> std::io::Result<Vec<u8>> {
+/// The file's first bytes, one past the bound, and its size when the file system knows it
+/// (a regular file's length; not a pipe's), so that a refusal can state the real size
+/// without reading the whole file.
+fn read_capped(path: &Path) -> std::io::Result<(Vec<u8>, Option<u64>)> {
     let file = std::fs::File::open(path)?;
+    let size = file
+        .metadata()
+        .ok()
+        .filter(|m| m.is_file())
+        .map(|m| m.len());
     let mut bytes = Vec::new();
     // One byte past the bound is enough to know the file is too large.
     file.take(MAX_DOCUMENT_BYTES as u64 + 1)
         .read_to_end(&mut bytes)?;
-    Ok(bytes)
+    // A file that grew or shrank since: what was read is the better witness.
+    let size = size.filter(|size| *size >= bytes.len() as u64);
+    Ok((bytes, size))
 }
 
 fn write_json(verdicts: &[(String, Verdict)], out: &mut dyn Write) -> std::io::Result<()> {
@@ -124,18 +137,27 @@ fn write_text(
 mod tests {
     use super::*;
 
-    fn scratch(name: &str, contents: &[u8]) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("checkfu-safety-cli-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let path = dir.join(name);
+    /// A file in a directory of its own, removed with the returned guard.
+    fn scratch(name: &str, contents: &[u8]) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join(name);
         std::fs::write(&path, contents).expect("write temp file");
-        path
+        (dir, path)
+    }
+
+    #[test]
+    fn scratch_files_are_removed_with_their_guard() {
+        let (dir, path) = scratch("gone.json", b"{}");
+        let parent = dir.path().to_path_buf();
+        assert!(path.is_file());
+        drop(dir);
+        assert!(!path.exists() && !parent.exists(), "{} left behind", parent.display());
     }
 
     #[test]
     fn exit_codes() {
-        let good = scratch("good.json", b"{\"type\": \"string\"}");
-        let bad = scratch("bad.json", b"{\"uniqueItems\": true}");
+        let (_good_dir, good) = scratch("good.json", b"{\"type\": \"string\"}");
+        let (_bad_dir, bad) = scratch("bad.json", b"{\"uniqueItems\": true}");
         let missing = good.with_file_name("does-not-exist.json");
         let mut sink = Vec::new();
         assert_eq!(run_cli(&[], false, &mut sink), 2);
@@ -146,7 +168,7 @@ mod tests {
 
     #[test]
     fn json_report_shape() {
-        let bad = scratch("shape.json", b"{\"uniqueItems\": true}");
+        let (_dir, bad) = scratch("shape.json", b"{\"uniqueItems\": true}");
         let mut out = Vec::new();
         assert_eq!(run_cli(std::slice::from_ref(&bad), true, &mut out), 1);
         let report: serde_json::Value = serde_json::from_slice(&out).expect("report is JSON");
@@ -166,7 +188,7 @@ mod tests {
 
     #[test]
     fn text_report_lines() {
-        let bad = scratch("text.json", b"[1]");
+        let (_dir, bad) = scratch("text.json", b"[1]");
         let mut out = Vec::new();
         assert_eq!(run_cli(std::slice::from_ref(&bad), false, &mut out), 1);
         let text = String::from_utf8(out).expect("UTF-8");
@@ -181,11 +203,24 @@ mod tests {
 
     #[test]
     fn oversized_file_is_not_read_whole() {
-        let big = scratch("big.json", &vec![b' '; 4 * MAX_DOCUMENT_BYTES]);
-        let bytes = read_capped(&big).expect("readable");
+        let (_dir, big) = scratch("big.json", &vec![b' '; 4 * MAX_DOCUMENT_BYTES]);
+        let (bytes, size) = read_capped(&big).expect("readable");
         assert_eq!(bytes.len(), MAX_DOCUMENT_BYTES + 1);
+        assert_eq!(size, Some(4 * MAX_DOCUMENT_BYTES as u64));
         let mut out = Vec::new();
         assert_eq!(run_cli(&[big], true, &mut out), 1);
         assert!(String::from_utf8_lossy(&out).contains("document-too-large"));
+    }
+
+    #[test]
+    fn an_oversized_file_is_reported_at_its_real_size() {
+        for size in [MAX_DOCUMENT_BYTES + 1, 35_104, 50_000_000] {
+            let (_dir, big) = scratch("big.json", &vec![b' '; size]);
+            let mut out = Vec::new();
+            assert_eq!(run_cli(&[big], false, &mut out), 1);
+            let text = String::from_utf8_lossy(&out);
+            let expected = format!("the document is {size} bytes, more than {MAX_DOCUMENT_BYTES}");
+            assert!(text.contains(&expected), "{text}");
+        }
     }
 }

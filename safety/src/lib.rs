@@ -57,15 +57,7 @@ pub const RECURSION_LIMIT_MESSAGE: &str = "recursion limit exceeded";
 pub fn lint_bytes(input: &[u8]) -> Verdict {
     let mut findings = Findings::default();
     if input.len() > MAX_DOCUMENT_BYTES {
-        findings.push(
-            Rule::DocumentTooLarge,
-            String::new(),
-            format!(
-                "the document is {} bytes, more than {MAX_DOCUMENT_BYTES}",
-                input.len()
-            ),
-        );
-        return findings.into_verdict();
+        return too_large(Some(input.len() as u64));
     }
     let text = match std::str::from_utf8(input) {
         Ok(text) => text,
@@ -105,6 +97,19 @@ pub fn lint_bytes(input: &[u8]) -> Verdict {
             findings.into_verdict()
         }
     }
+}
+
+/// The verdict on a document over [`MAX_DOCUMENT_BYTES`], stating its real size when
+/// known (a caller that read only the first bytes past the bound knows it from elsewhere,
+/// such as the file's length).
+pub(crate) fn too_large(size: Option<u64>) -> Verdict {
+    let mut findings = Findings::default();
+    let message = match size {
+        Some(size) => format!("the document is {size} bytes, more than {MAX_DOCUMENT_BYTES}"),
+        None => format!("the document is more than {MAX_DOCUMENT_BYTES} bytes"),
+    };
+    findings.push(Rule::DocumentTooLarge, String::new(), message);
+    findings.into_verdict()
 }
 
 /// Lints a schema that is already parsed into a `serde_json::Value`; the

@@ -36,6 +36,24 @@ impl std::error::Error for WireAdmissionError {}
 
 /// Decodes an initialize response from the harness and admits its declaration against
 /// `envelope`.
+///
+/// ```
+/// use checkfu_wire::admission::admit_wire;
+/// use checkfu_wire::catalog;
+///
+/// let envelope = catalog::envelope("checkfu:acp-v1@1", "durable").expect("a server envelope");
+/// let response = br#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{},"_meta":{"checkfu.capabilities":{"subagents":"observed"}}}}"#;
+/// let admitted = admit_wire(envelope, response).expect("admitted");
+/// // One declared step above the envelope, and nothing else changed.
+/// assert_eq!(admitted.value("subagents"), Some("observed"));
+/// let before = envelope.values.iter().find(|(axis, _)| *axis == "interrupt").map(|(_, value)| *value);
+/// assert_eq!(admitted.value("interrupt"), before);
+///
+/// // A declaration may not raise an axis no upgrade names.
+/// let smuggled = br#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{},"_meta":{"checkfu.capabilities":{"model_control":"platform_enforced"}}}}"#;
+/// let refused = admit_wire(envelope, smuggled).expect_err("refused");
+/// assert!(refused.to_string().contains("model_control"), "{refused}");
+/// ```
 pub fn admit_wire(envelope: &'static Envelope, bytes: &[u8]) -> Result<AdmittedCapabilities, WireAdmissionError> {
     let report = Decoder::new().decode(bytes, Some(WireDirection::AgentToRunner));
     if let Some(error) = report.error {

@@ -1,6 +1,7 @@
 //! `decode [FILE]`: reads JSON Lines of wire messages and prints how the platform reads
-//! each one, as one JSON object per line. Exit 0 when every line was accepted, 1 otherwise,
-//! 2 when the input cannot be read.
+//! each one, as one JSON object per line, then on stderr how many of how many were
+//! accepted. Exit 0 when every message was accepted, 1 otherwise, 2 when the input cannot
+//! be read or holds no message.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -48,14 +49,20 @@ fn captured(bytes: &[u8]) -> Option<Captured<'_>> {
     serde_json::from_slice(bytes).ok()
 }
 
+/// Exit status when the input cannot be read, or holds no message.
+const UNREADABLE: i32 = 2;
+
 pub fn decode(file: Option<PathBuf>, direction: Option<WireDirection>) -> i32 {
+    // Every I/O error names what was being read.
+    let source = file.as_ref().map_or_else(|| "standard input".to_string(), |path| path.display().to_string());
+    let unreadable = |e: io::Error| {
+        eprintln!("error: cannot read {source}: {e}");
+        UNREADABLE
+    };
     let input: Box<dyn Read> = match &file {
         Some(path) => match File::open(path) {
             Ok(f) => Box::new(f),
-            Err(e) => {
-                eprintln!("error: cannot read {}: {e}", path.display());
-                return 2;
-            }
+            Err(e) => return unreadable(e),
         },
         None => Box::new(io::stdin().lock()),
     };
@@ -64,24 +71,21 @@ pub fn decode(file: Option<PathBuf>, direction: Option<WireDirection>) -> i32 {
     let mut out = stdout.lock();
     let mut decoder = Decoder::new();
     let mut line = Vec::new();
-    let (mut number, mut rejected) = (0usize, 0usize);
+    let (mut number, mut messages, mut rejected) = (0usize, 0usize, 0usize);
     loop {
         line.clear();
         // Bounded: a line longer than the limit is rejected without holding it in memory.
         match (&mut reader).take(MAX_LINE as u64 + 1).read_until(b'\n', &mut line) {
             Ok(0) => break,
             Ok(_) => {}
-            Err(e) => {
-                eprintln!("error: reading input: {e}");
-                return 2;
-            }
+            Err(e) => return unreadable(e),
         }
         number += 1;
         if line.len() > MAX_LINE {
             if let Err(e) = discard_rest_of_line(&mut reader) {
-                eprintln!("error: reading input: {e}");
-                return 2;
+                return unreadable(e);
             }
+            messages += 1;
             rejected += 1;
             let report = json!({"line": number, "accepted": false,
                 "error": {"code": "line_too_long", "limit": MAX_LINE, "message": format!("a message longer than {MAX_LINE} bytes")}});
@@ -102,6 +106,7 @@ pub fn decode(file: Option<PathBuf>, direction: Option<WireDirection>) -> i32 {
             None => (bytes, direction),
         };
         let report = decoder.decode(bytes, direction);
+        messages += 1;
         if !report.accepted {
             rejected += 1;
         }
@@ -118,8 +123,20 @@ pub fn decode(file: Option<PathBuf>, direction: Option<WireDirection>) -> i32 {
             return 2;
         }
     }
+    summary(&source, messages, rejected)
+}
+
+/// The closing line on stderr, always: how many of how many messages were accepted.
+fn summary(source: &str, messages: usize, rejected: usize) -> i32 {
+    if messages == 0 {
+        // An empty capture is not a clean one: a recording that failed writes nothing.
+        eprintln!("decode: {source} holds no message (no line other than blank ones); nothing was decoded");
+        return UNREADABLE;
+    }
+    let accepted = messages - rejected;
+    let noun = if messages == 1 { "message" } else { "messages" };
+    eprintln!("decode: {accepted} of {messages} {noun} accepted, {rejected} rejected");
     if rejected > 0 {
-        eprintln!("decode: {rejected} of the messages were rejected");
         1
     } else {
         0

@@ -13,19 +13,30 @@ use clap::{Parser, Subcommand};
 #[derive(Parser)]
 #[command(name = "checkfu-wire", version, about = "Schema compiler and wire tools for the Checkfu ACP extensions")]
 struct Cli {
-    /// Project root holding catalog/, schemas/ and templates/ (default: the current directory).
-    #[arg(long, global = true, default_value = ".")]
-    root: PathBuf,
     #[command(subcommand)]
     command: Command,
 }
 
+/// The options of the commands that read a project (`generate`, `check`); the others read
+/// only the files they are given, so they take no `--root`.
+#[derive(clap::Args)]
+struct Project {
+    /// Project root holding catalog/, schemas/ and templates/ (default: the current directory).
+    #[arg(long, default_value = ".")]
+    root: PathBuf,
+    /// Also show the warnings reviewed in catalog/acknowledged.toml, with their review.
+    #[arg(long)]
+    verbose: bool,
+}
+
 #[derive(Subcommand)]
 enum Command {
-    /// Regenerate generated/ and docs/ from the catalog, schemas and templates.
-    Generate,
-    /// Regenerate in memory and fail with a diff when a checked-in output drifted.
-    Check,
+    /// Regenerate generated/ and docs/ from the catalog, schemas and templates
+    /// (exit 0 written or up to date, 1 generation failed, 2 not a project root).
+    Generate(Project),
+    /// Regenerate in memory and fail with a diff when a checked-in output drifted
+    /// (exit 0 up to date, 1 drift or generation failed, 2 not a project root).
+    Check(Project),
     /// Run the conformance grammar over a JSON Lines trace (exit 0 pass, 1 a check failed, 2 invalid trace).
     Conform {
         /// The trace: a header line, then one observation per line.
@@ -35,7 +46,7 @@ enum Command {
         format: conform::Format,
     },
     /// Read JSON Lines of wire messages (FILE, or stdin) and print how the platform reads each
-    /// (exit 0 all accepted, 1 any rejected, 2 unreadable input).
+    /// (exit 0 all accepted, 1 any rejected, 2 unreadable input or no message).
     Decode {
         /// A file of JSON Lines; stdin when absent.
         file: Option<PathBuf>,
@@ -65,8 +76,8 @@ enum Command {
 pub fn run() -> i32 {
     let cli = Cli::parse();
     match cli.command {
-        Command::Generate => generate::generate(&cli.root),
-        Command::Check => generate::check(&cli.root),
+        Command::Generate(project) => generate::generate(&project.root, project.verbose),
+        Command::Check(project) => generate::check(&project.root, project.verbose),
         Command::Conform { trace, format } => conform::conform(&trace, format),
         Command::Decode { file, direction } => decode::decode(file, direction),
         Command::Probe(args) => probe::probe(*args),

@@ -94,7 +94,25 @@ impl fmt::Display for TraceError {
 
 impl std::error::Error for TraceError {}
 
-/// Checks a trace held in memory.
+/// Checks a trace held in memory: a header line, then one observation per line.
+///
+/// ```
+/// use checkfu_wire::conformance::{check_str, Outcome};
+///
+/// let trace = r#"{"trace": 1, "declared": {}}
+/// {"kind": "ready"}
+/// {"kind": "output", "text": "working"}
+/// {"kind": "terminal", "outcome": "success", "stop_reason": "end_turn"}
+/// "#;
+/// let report = check_str(trace).expect("a well-formed trace");
+/// assert!(!report.failed());
+/// assert_eq!(report.outcome("terminal_observation"), Some(&Outcome::Pass));
+///
+/// // Without its terminal the turn fails that check, at the line where it should be.
+/// let unfinished = trace.lines().take(3).collect::<Vec<_>>().join("\n");
+/// let report = check_str(&unfinished).expect("a well-formed trace");
+/// assert_eq!(report.outcome("terminal_observation").map(Outcome::status), Some("fail"));
+/// ```
 pub fn check_str(trace: &str) -> Result<Report, TraceError> {
     check_reader(trace.as_bytes())
 }

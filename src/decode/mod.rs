@@ -154,6 +154,33 @@ impl Decoder {
     }
 
     /// Decodes one message. `hint` is the direction when the caller knows it.
+    ///
+    /// One decoder per session: it remembers the requests it saw, so that a response is
+    /// read as the answer to its request.
+    ///
+    /// ```
+    /// use checkfu_wire::decode::{DecodeError, Decoder, Kind, WireDirection};
+    ///
+    /// let mut decoder = Decoder::new();
+    /// let request = br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#;
+    /// let report = decoder.decode(request, Some(WireDirection::RunnerToAgent));
+    /// assert!(report.accepted);
+    /// assert_eq!((report.kind, report.method), (Some(Kind::Request), Some("initialize")));
+    ///
+    /// // The answer is read against the request it answers, its `_meta` slot decoded.
+    /// let response = br#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{},"_meta":{"checkfu.capabilities":{"subagents":"observed"}}}}"#;
+    /// let report = decoder.decode(response, Some(WireDirection::AgentToRunner));
+    /// assert!(report.accepted);
+    /// assert_eq!(report.method, Some("initialize"));
+    /// assert_eq!(report.slots[0].key.as_ref(), "checkfu.capabilities");
+    ///
+    /// // The ACP grammar is closed: an unknown update kind is a typed rejection.
+    /// let update = br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"telepathy"}}}"#;
+    /// let report = decoder.decode(update, Some(WireDirection::AgentToRunner));
+    /// assert!(!report.accepted);
+    /// let error = report.error.expect("rejected with an error");
+    /// assert_eq!(error.error, DecodeError::UnknownUpdateKind { kind: "telepathy".into() });
+    /// ```
     pub fn decode(&mut self, bytes: &[u8], hint: Option<WireDirection>) -> Report {
         if self.arena.allocated_bytes() > ARENA_KEPT {
             self.arena = Bump::new();
@@ -176,6 +203,9 @@ impl Decoder {
 impl Stream {
     fn run(&mut self, arena: &Bump, bytes: &[u8], hint: Option<WireDirection>, report: &mut Report) -> Result<(), DecodeError> {
         let text = std::str::from_utf8(bytes).map_err(|e| DecodeError::InvalidUtf8 { at: e.valid_up_to() })?;
+        if text.starts_with('\u{feff}') {
+            return Err(DecodeError::ByteOrderMark);
+        }
         let first = text.bytes().find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
         if first != Some(b'{') {
             let mut de = serde_json::Deserializer::from_str(text);

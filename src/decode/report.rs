@@ -20,6 +20,16 @@ pub enum WireDirection {
     RunnerToAgent,
 }
 
+/// The wire's spelling (`agent_to_runner`), the one `--direction`, captures and reports use.
+impl fmt::Display for WireDirection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            WireDirection::AgentToRunner => "agent_to_runner",
+            WireDirection::RunnerToAgent => "runner_to_agent",
+        })
+    }
+}
+
 impl WireDirection {
     pub fn reverse(self) -> Self {
         match self {
@@ -64,6 +74,10 @@ pub struct SlotReport {
 pub enum DecodeError {
     /// The bytes are not UTF-8.
     InvalidUtf8 { at: usize },
+    /// The message opens with a UTF-8 byte-order mark, which JSON text on the wire must
+    /// not carry (RFC 8259, section 8.1); named, since a JSON parser reports only that it
+    /// expected a value.
+    ByteOrderMark,
     /// Nested deeper than the decoder allows.
     TooDeep { limit: usize },
     /// Not a JSON value, or not a JSON-RPC envelope (unknown member, wrong member type).
@@ -105,6 +119,7 @@ impl fmt::Display for DecodeError {
         use DecodeError::*;
         match self {
             InvalidUtf8 { at } => write!(f, "invalid UTF-8 at byte {at}"),
+            ByteOrderMark => write!(f, "the message starts with a UTF-8 byte-order mark (EF BB BF); JSON text on the wire carries none"),
             TooDeep { limit } => write!(f, "nested deeper than {limit} levels"),
             InvalidJson { message } => write!(f, "not a JSON-RPC message: {message}"),
             NotAnObject => write!(f, "a JSON-RPC message is an object"),
@@ -113,7 +128,7 @@ impl fmt::Display for DecodeError {
             UnknownMethod { method } => write!(f, "unknown method `{method}`"),
             MissingId { method } => write!(f, "`{method}` is a request and needs an `id`"),
             UnexpectedId { method } => write!(f, "`{method}` is a notification and takes no `id`"),
-            WrongDirection { method, direction } => write!(f, "`{method}` does not flow {direction:?}"),
+            WrongDirection { method, direction } => write!(f, "`{method}` does not flow {direction}"),
             InvalidParams { method, pointer, message } => write!(f, "params of `{method}` at `{pointer}`: {message}"),
             InvalidResult { method, pointer, message } => write!(f, "result of `{method}` at `{pointer}`: {message}"),
             UnknownUpdateKind { kind } => write!(f, "unknown sessionUpdate kind `{kind}`"),

@@ -4,3 +4,4 @@
 pub mod instances;
 pub mod oracle;
 pub mod compile;
+pub mod project;

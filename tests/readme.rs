@@ -1,0 +1,69 @@
+//! The README's examples of output are the output: each block is compared with what the
+//! command it shows prints today, so an edit that changes the output fails here until the
+//! README says the same.
+
+mod support;
+
+use std::fs;
+use std::process::Command;
+
+use support::project::{project_root, scratch};
+
+const BIN: &str = env!("CARGO_BIN_EXE_checkfu-wire");
+
+/// The ```text block that follows the first occurrence of `marker` in the README, without
+/// the indentation of its fence.
+fn block_after(marker: &str) -> String {
+    let readme = fs::read_to_string(project_root().join("README.md")).expect("read README.md");
+    let at = readme.find(marker).unwrap_or_else(|| panic!("README.md no longer contains {marker:?}"));
+    let mut lines = readme[at..].lines().skip_while(|l| l.trim() != "```text");
+    let fence = lines.next().unwrap_or_else(|| panic!("no ```text block after {marker:?}"));
+    let indent = fence.len() - fence.trim_start().len();
+    let mut block = String::new();
+    for line in lines.take_while(|l| l.trim() != "```") {
+        block.push_str(line.get(indent..).unwrap_or(line.trim_start()));
+        block.push('\n');
+    }
+    block
+}
+
+#[test]
+fn the_e0004_example_is_what_generate_prints_for_that_edit() {
+    let dir = scratch();
+    let catalog = dir.path().join("catalog/catalog.toml");
+    let text = fs::read_to_string(&catalog).expect("read catalog");
+    // The edit the README describes: checkfu's ceiling promotes `interrupt`.
+    let entry = text.find("name = \"checkfu\"\nmode").expect("the checkfu entry");
+    let at = text[entry..].find("interrupt = \"kill_only\"").expect("its interrupt ceiling") + entry;
+    let edited = format!("{}interrupt = \"cooperative\"{}", &text[..at], &text[at + "interrupt = \"kill_only\"".len()..]);
+    fs::write(&catalog, edited).expect("write catalog");
+    let out = Command::new(BIN).args(["generate", "--root"]).arg(dir.path()).output().expect("run generate");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), block_after("2. Run `cargo run -- generate`"));
+}
+
+#[test]
+fn the_decode_example_is_what_decode_prints() {
+    let out = Command::new(BIN)
+        .current_dir(project_root())
+        .args(["decode", "tests/data/exchange.jsonl"])
+        .output()
+        .expect("run decode");
+    assert_eq!(out.status.code(), Some(1));
+    let shown = format!(
+        "$ checkfu-wire decode tests/data/exchange.jsonl\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(shown, block_after("a recorded exchange with three planted problems"));
+}
+
+#[test]
+fn the_probe_test_count_is_current() {
+    let readme = fs::read_to_string(project_root().join("README.md")).expect("read README.md");
+    let marker = "**Tests** (`tests/probe.rs`, ";
+    let at = readme.find(marker).expect("the probe's test paragraph") + marker.len();
+    let stated: usize = readme[at..].split(')').next().and_then(|n| n.parse().ok()).expect("a count");
+    let tests = fs::read_to_string(project_root().join("tests/probe.rs")).expect("read tests/probe.rs");
+    assert_eq!(stated, tests.lines().filter(|l| l.trim() == "#[test]").count());
+}

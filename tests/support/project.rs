@@ -1,0 +1,30 @@
+//! Scratch copies of the project's inputs and outputs, for runs of `generate` and `check`
+//! that may edit them.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+pub fn project_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).expect("mkdir");
+    for entry in fs::read_dir(from).expect("read_dir").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            copy_dir(&path, &to.join(entry.file_name()));
+        } else {
+            fs::copy(&path, to.join(entry.file_name())).expect("copy");
+        }
+    }
+}
+
+/// A copy of everything `generate` reads and writes, removed when the guard drops.
+pub fn scratch() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for sub in ["catalog", "schemas", "templates", "generated", "docs", "golden"] {
+        copy_dir(&project_root().join(sub), &dir.path().join(sub));
+    }
+    dir
+}
