@@ -45,10 +45,19 @@ fn write_if_changed(target: &Path, bytes: &[u8]) {
 }
 
 /// Tests that need what a machine may lack (the JSON-Schema-Test-Suite, an installed copy of
-/// the TypeScript SDK agent) are compiled as ignored, with their reason, unless the variable
+/// the TypeScript SDK agent, the real agents, the model SDKs) are compiled as ignored, with their reason, unless the variable
 /// naming it is set, so that the test runner never reports them as passed.
 fn optional_test_inputs() {
-    for (variable, cfg) in [("JSTS_DIR", "checkfu_jsts"), ("CHECKFU_TS_AGENT", "checkfu_ts_agent")] {
+    let inputs = [
+        ("JSTS_DIR", "checkfu_jsts"),
+        ("CHECKFU_TS_AGENT", "checkfu_ts_agent"),
+        // The real ACP agents (tests/real-agents/install.sh DIR) and the model SDKs the relay
+        // is checked with (pip install -r tests/relay-sdk/requirements.txt, then
+        // CHECKFU_RELAY_SDK=1).
+        ("CHECKFU_REAL_AGENTS", "checkfu_real_agents"),
+        ("CHECKFU_RELAY_SDK", "checkfu_relay_sdk"),
+    ];
+    for (variable, cfg) in inputs {
         println!("cargo:rerun-if-env-changed={variable}");
         println!("cargo:rustc-check-cfg=cfg({cfg})");
         if std::env::var_os(variable).is_some() {

@@ -2,8 +2,9 @@
 //! `@zed-industries/claude-code-acp` 0.16.2 (Anthropic Messages) and
 //! `@zed-industries/codex-acp` 0.16.0 (OpenAI Responses), each with its launch recipe
 //! (`recipes/`) and both model scripts. Installed by `tests/real-agents/install.sh DIR`;
-//! `CHECKFU_REAL_AGENTS=DIR` runs them (`.ci/run` does, and sets
-//! `CHECKFU_REQUIRE_REAL_AGENTS` so that there they cannot be skipped).
+//! `CHECKFU_REAL_AGENTS=DIR` when the tests are built runs them (`.ci/run` does, and sets
+//! `CHECKFU_REQUIRE_REAL_AGENTS` so that there they cannot be ignored); otherwise the runner
+//! lists them as ignored.
 
 #[path = "probe_support/mod.rs"]
 mod probe_support;
@@ -15,16 +16,24 @@ use std::process::Command;
 use probe_support::{probe_env, Scratch, PROBE};
 use serde_json::{json, Value};
 
-/// The agents' bin directory, or `None` (and the test says it did not run).
+/// The agents' bin directory (the tests using it are ignored unless `CHECKFU_REAL_AGENTS`
+/// was set when they were built).
 fn agents() -> Option<PathBuf> {
-    match std::env::var_os("CHECKFU_REAL_AGENTS") {
-        Some(dir) => Some(PathBuf::from(dir).join("node_modules/.bin")),
-        None => {
-            assert!(std::env::var_os("CHECKFU_REQUIRE_REAL_AGENTS").is_none(), "CHECKFU_REQUIRE_REAL_AGENTS is set but CHECKFU_REAL_AGENTS is not");
-            eprintln!("SKIPPED: CHECKFU_REAL_AGENTS is not set (run tests/real-agents/install.sh DIR and set it to DIR)");
-            None
-        }
+    std::env::var_os("CHECKFU_REAL_AGENTS").map(|dir| PathBuf::from(dir).join("node_modules/.bin"))
+}
+
+const IGNORED: &str = "CHECKFU_REAL_AGENTS is not set: run tests/real-agents/install.sh DIR and set it to DIR";
+
+/// CI sets `CHECKFU_REQUIRE_REAL_AGENTS`: there the agents' tests must run; wherever they
+/// cannot, the runner lists them as ignored, never as passed.
+#[test]
+fn the_real_agent_tests_are_ignored_exactly_where_they_cannot_run() {
+    if std::env::var_os("CHECKFU_REQUIRE_REAL_AGENTS").is_some() {
+        assert!(cfg!(checkfu_real_agents), "CHECKFU_REQUIRE_REAL_AGENTS is set but CHECKFU_REAL_AGENTS was not when the tests were built");
     }
+    let listed = Command::new(std::env::current_exe().expect("this test binary")).args(["--list", "--ignored"]).output().expect("list");
+    let ignored = String::from_utf8_lossy(&listed.stdout).lines().filter(|l| l.ends_with("_through_the_relay: test")).count();
+    assert_eq!(ignored, if cfg!(checkfu_real_agents) { 0 } else { 2 });
 }
 
 fn path_with(bin: &std::path::Path) -> OsString {
@@ -80,8 +89,9 @@ fn turn(bin: &std::path::Path, entry: &str, dialect: &str, script: &str, declara
 }
 
 #[test]
+#[cfg_attr(not(checkfu_real_agents), ignore = "CHECKFU_REAL_AGENTS is not set: run tests/real-agents/install.sh DIR and set it to DIR")]
 fn claude_code_acp_takes_whole_turns_through_the_relay() {
-    let Some(bin) = agents() else { return };
+    let bin = agents().expect(IGNORED);
     // The catalog records that claude-code declares `subagents: observed`; this upstream
     // adapter declares nothing, which the probe reports as a mismatch (and exit 1).
     turn(&bin, "claude-code", "anthropic_messages", "nonce", 1);
@@ -89,8 +99,9 @@ fn claude_code_acp_takes_whole_turns_through_the_relay() {
 }
 
 #[test]
+#[cfg_attr(not(checkfu_real_agents), ignore = "CHECKFU_REAL_AGENTS is not set: run tests/real-agents/install.sh DIR and set it to DIR")]
 fn codex_acp_takes_whole_turns_through_the_relay() {
-    let Some(bin) = agents() else { return };
+    let bin = agents().expect(IGNORED);
     turn(&bin, "codex", "openai_responses", "nonce", 0);
     turn(&bin, "codex", "openai_responses", "tool", 0);
 }
