@@ -67,3 +67,35 @@ fn the_probe_test_count_is_current() {
     let tests = fs::read_to_string(project_root().join("tests/probe.rs")).expect("read tests/probe.rs");
     assert_eq!(stated, tests.lines().filter(|l| l.trim() == "#[test]").count());
 }
+
+/// What varies between two runs of the probe, replaced by a placeholder: pids, times and the
+/// session's temporary directory.
+fn steady(text: &str) -> String {
+    let pid = regex::Regex::new(r"pid \d+").expect("regex");
+    let ms = regex::Regex::new(r"\s+\d+ ms").expect("regex");
+    let dir = regex::Regex::new(r"/tmp/checkfu-probe-[0-9a-f-]+").expect("regex");
+    let text = pid.replace_all(text, "pid N");
+    let text = ms.replace_all(&text, " N ms");
+    dir.replace_all(&text, "/tmp/WORKSPACE").into_owned()
+}
+
+#[test]
+fn the_probe_example_is_what_probe_prints_on_the_fixture_agent() {
+    let agent = env!("CARGO_BIN_EXE_checkfu-fixture-agent");
+    let out = Command::new(BIN).args(["probe", "--interrupt", "--", agent]).output().expect("run probe");
+    assert_eq!(out.status.code(), Some(0));
+    let printed = String::from_utf8_lossy(&out.stdout);
+    let block = block_after("On the fixture agent of the tests");
+    let shown = block.split_once('\n').map(|(command, rest)| {
+        assert_eq!(command, "$ checkfu-wire probe --interrupt -- target/debug/checkfu-fixture-agent");
+        rest
+    });
+    let mut printed = steady(&printed);
+    let mut shown = steady(shown.unwrap_or_default());
+    // Without CAP_SYS_ADMIN the fence is the proxy variables; the README shows the namespace.
+    if printed.contains("fence: proxy variables only") {
+        printed = printed.lines().filter(|l| !l.starts_with("model    no namespace")).map(|l| format!("{l}\n")).collect();
+        shown = shown.replace("fence: network namespace (only the relay reachable)", "fence: proxy variables only");
+    }
+    assert_eq!(printed, shown);
+}
