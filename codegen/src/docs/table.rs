@@ -101,8 +101,9 @@ fn balanced_runs(widths: &[f64], room: f64) -> Vec<std::ops::Range<usize>> {
             }
         }
     }
+    // One column per run always fits, so some k is found; were none, each column alone.
     let Some(k) = (1..=n).find(|&k| best[n][k].is_some()) else {
-        return vec![0..n];
+        return (0..n).map(|i| i..i + 1).collect();
     };
     let mut runs = Vec::new();
     let (mut i, mut k) = (n, k);
