@@ -226,7 +226,7 @@ fn the_pinned_schema_is_held_to_its_provenance_record() {
     std::fs::write(&record, text).expect("write record");
     let generation = checkfu_wire_codegen::generate(s.root()).unwrap_or_else(|d| panic!("{}", d.render()));
     let page = generation.outputs.iter().find(|o| o.path.ends_with("harness-wire-extensions.md")).expect("page");
-    assert!(page.contents.contains("npm @agentclientprotocol/sdk\n2.5.0"), "the page states the recorded release");
+    assert!(page.contents.contains("npm @agentclientprotocol/sdk `2.5.0`"), "the page states the recorded release");
 }
 
 /// The catalog's `[acp]` transcribes nothing of the schema: it names the file.

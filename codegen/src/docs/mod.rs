@@ -1,7 +1,11 @@
 //! The docs stage: the page `docs/harness-wire-extensions.md`, rendered with minijinja from
 //! the templates under `templates/`. Prose lives in the templates; every table comes from
-//! `tables`, so no fact is typed twice.
+//! `tables`, so no fact is typed twice; `table` splits the wide ones to fit GitHub's
+//! column, and `lattice` feeds the one diagram.
 
+pub mod cell;
+pub mod lattice;
+pub mod table;
 pub mod tables;
 
 use std::collections::BTreeMap;
@@ -11,6 +15,7 @@ use minijinja::{context, Environment, UndefinedBehavior};
 use serde::Serialize;
 
 use crate::catalog::{Compiled, Index};
+use cell::Cell;
 use crate::diagnostic::{Class, Diagnostic, Diagnostics};
 
 /// The page's template, relative to `templates/`.
@@ -47,23 +52,14 @@ impl Templates {
 }
 
 #[derive(Serialize)]
-struct Upgrade<'a> {
-    member: &'a str,
-    value: &'a str,
-    axis: &'a str,
-    from: &'a str,
-    to: &'a str,
-}
-
-#[derive(Serialize)]
 struct Mechanism<'a> {
     member: &'a str,
     values: Vec<&'a str>,
 }
 
-/// Escapes a table cell for GitHub-flavoured Markdown: a `|` would end the cell.
-fn cell(value: String) -> String {
-    value.replace('|', "\\|")
+/// A JSON array of strings as identifiers set as code, comma-separated.
+fn code_list(values: &serde_json::Value) -> String {
+    Cell::codes(values.as_array().into_iter().flatten().filter_map(|v| v.as_str()), ", ").markdown()
 }
 
 pub fn render(compiled: &Compiled, templates: &Templates, acp_grammar: &serde_json::Value) -> Result<String, Diagnostic> {
@@ -72,22 +68,9 @@ pub fn render(compiled: &Compiled, templates: &Templates, acp_grammar: &serde_js
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     env.set_keep_trailing_newline(true);
-    env.add_filter("cell", cell);
     for (name, source) in &templates.sources {
         env.add_template(name, source).map_err(template_error)?;
     }
-    let upgrades: Vec<_> = c
-        .declaration
-        .upgrades
-        .iter()
-        .map(|u| Upgrade {
-            member: u.member.as_str(),
-            value: u.value.as_str(),
-            axis: u.axis.as_str(),
-            from: u.from.as_str(),
-            to: u.to.as_str(),
-        })
-        .collect();
     let mechanisms: Vec<_> = c
         .declaration
         .mechanisms
@@ -99,14 +82,15 @@ pub fn render(compiled: &Compiled, templates: &Templates, acp_grammar: &serde_js
         revisions => &c.revisions,
         acp => &c.acp,
         acp_provenance => &acp_grammar["provenance"],
-        acp_methods => tables::acp_methods(acp_grammar),
-        acp_update_kinds => acp_grammar["session_update_kinds"].as_array().map(|k| k.iter().filter_map(|v| v.as_str()).map(|v| format!("`{v}`")).collect::<Vec<_>>().join(", ")).unwrap_or_default(),
-        acp_stop_reasons => acp_grammar["stop_reasons"].as_array().map(|k| k.iter().filter_map(|v| v.as_str()).map(|v| format!("`{v}`")).collect::<Vec<_>>().join(", ")).unwrap_or_default(),
+        acp_method_groups => tables::acp_methods(acp_grammar),
+        acp_update_kinds => code_list(&acp_grammar["session_update_kinds"]),
+        acp_stop_reasons => code_list(&acp_grammar["stop_reasons"]),
         catalog_sha256 => &compiled.sha256,
         declaration_slot => c.declaration.slot.as_str(),
-        upgrades => upgrades,
+        lattices => lattice::lattices(c),
+        axis_orders => tables::axis_orders(c),
         mechanisms => mechanisms,
-        unlisted_accepts => unlisted.join(", "),
+        unlisted_accepts => Cell::codes(unlisted, ", ").markdown(),
         slots => tables::slots(c),
         handshake => tables::handshake(c),
         conformance => tables::conformance(c),

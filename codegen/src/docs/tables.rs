@@ -2,99 +2,136 @@
 //!
 //! Every cell is a fact from the catalog; the template only lays them out. Header cells
 //! are those of the reference page, so the generated page can be compared cell by cell.
-
-use serde::Serialize;
+//! Identifiers (names, values, keys, methods) are set as code. A table too wide for
+//! GitHub's column comes as parts that repeat its row key (see `table`).
 
 use crate::catalog::model::{Catalog, Harness, Mode};
 use crate::catalog::{Compiled, Index};
 
-/// A table: header cells and rows of cells, in display order.
-#[derive(Clone, Debug, Serialize)]
-pub struct Table {
-    pub header: Vec<String>,
-    pub rows: Vec<Vec<String>>,
-}
-
-impl Table {
-    fn new(header: &[&str]) -> Self {
-        Table { header: header.iter().map(|h| h.to_string()).collect(), rows: Vec::new() }
-    }
-}
+use super::cell::Cell;
+use super::table::Table;
 
 /// The cell for an undeclared value.
 pub const UNDECLARED: &str = "—";
 
-fn strings<'a>(items: impl IntoIterator<Item = &'a str>) -> Vec<String> {
-    items.into_iter().map(str::to_string).collect()
+fn header(cells: &[&str]) -> Vec<Cell> {
+    cells.iter().map(|h| Cell::plain(*h)).collect()
 }
 
-/// The ACP methods of the pinned schema (`generated/acp-grammar.json`).
-pub fn acp_methods(grammar: &serde_json::Value) -> Table {
-    let mut t = Table::new(&["Method", "Kind", "Handled by", "Params", "Result"]);
-    for m in grammar["methods"].as_array().into_iter().flatten() {
-        let text = |k: &str| m[k].as_str().map_or(UNDECLARED.to_string(), |v| format!("`{v}`"));
-        t.rows.push(vec![text("method"), text("kind"), text("handled_by"), text("params"), text("result")]);
+/// A value that may be undeclared: code, or `—`.
+fn value_or_undeclared(value: Option<&str>) -> Cell {
+    value.map_or(Cell::plain(UNDECLARED), Cell::code)
+}
+
+/// A group of the pinned ACP schema's methods (`generated/acp-grammar.json`), as the page
+/// shows them: requests by the side that handles them, then every notification.
+#[derive(serde::Serialize)]
+pub struct MethodGroup {
+    /// `request` or `notification`.
+    pub kind: String,
+    /// The side that handles the requests; empty for the notifications, whose table says.
+    pub side: String,
+    pub table: Table,
+}
+
+/// The methods of the pinned ACP schema. A request's row is its method, params and result;
+/// a notification's, its method, the side that handles it and its params (it has no
+/// result). Each group fits the page's column without a split.
+pub fn acp_methods(grammar: &serde_json::Value) -> Vec<MethodGroup> {
+    let methods: Vec<&serde_json::Value> = grammar["methods"].as_array().into_iter().flatten().collect();
+    let text = |m: &serde_json::Value, k: &str| value_or_undeclared(m[k].as_str());
+    let str_of = |m: &serde_json::Value, k: &str| m[k].as_str().unwrap_or(UNDECLARED).to_string();
+    let mut groups: Vec<MethodGroup> = Vec::new();
+    let mut notifications = Table::new(header(&["Method", "Handled by", "Params"]));
+    for m in &methods {
+        if str_of(m, "kind") == "notification" {
+            notifications.rows.push(vec![text(m, "method"), text(m, "handled_by"), text(m, "params")]);
+            continue;
+        }
+        let (kind, side) = (str_of(m, "kind"), str_of(m, "handled_by"));
+        let position = groups.iter().position(|g| g.kind == kind && g.side == side);
+        let group = match position {
+            Some(i) => &mut groups[i],
+            None => {
+                let table = Table::new(header(&["Method", "Params", "Result"]));
+                groups.push(MethodGroup { kind, side, table });
+                let last = groups.len() - 1;
+                &mut groups[last]
+            }
+        };
+        group.table.rows.push(vec![text(m, "method"), text(m, "params"), text(m, "result")]);
     }
-    t
+    if !notifications.rows.is_empty() {
+        groups.push(MethodGroup { kind: "notification".into(), side: String::new(), table: notifications });
+    }
+    groups
 }
 
 pub fn slots(c: &Catalog) -> Table {
-    let mut t = Table::new(&["Slot", "Carrier", "Direction", "Payload", "Status"]);
+    let mut t = Table::new(header(&["Slot", "Carrier", "Direction", "Payload", "Status"]));
     for s in &c.slots {
         t.rows.push(vec![
-            s.key.value.clone(),
-            s.carrier.value.clone(),
-            s.direction.value.arrow().to_string(),
-            s.payload.clone(),
-            s.status.value.clone(),
+            Cell::code(s.key.as_str()),
+            Cell::words(s.carrier.as_str()),
+            Cell::plain(s.direction.value.arrow()),
+            Cell::plain(s.payload.as_str()),
+            Cell::code(s.status.as_str()),
         ]);
     }
     t
 }
 
 pub fn handshake(c: &Catalog) -> Table {
-    let mut t = Table::new(&["Declaration", "Admitted axis", "Upgrade"]);
+    let mut t = Table::new(header(&["Declaration", "Admitted axis", "Upgrade"]));
     for u in &c.declaration.upgrades {
         t.rows.push(vec![
-            format!("{}: \"{}\"", u.member.as_str(), u.value.as_str()),
-            u.axis.value.clone(),
-            format!("{} → {}", u.from.as_str(), u.to.as_str()),
+            Cell::code(format!("{}: \"{}\"", u.member.as_str(), u.value.as_str())),
+            Cell::code(u.axis.as_str()),
+            Cell::codes([u.from.as_str(), u.to.as_str()], " → "),
         ]);
     }
     t
 }
 
 pub fn conformance(c: &Catalog) -> Table {
-    let mut t = Table::new(&["Check", "Requirement"]);
+    let mut t = Table::new(header(&["Check", "Requirement"]));
     for k in &c.conformance {
-        t.rows.push(vec![k.name.value.clone(), k.requirement.clone()]);
+        t.rows.push(vec![Cell::code(k.name.as_str()), Cell::plain(k.requirement.as_str())]);
     }
     t
 }
 
-fn evidence_cell(h: &Harness) -> String {
+fn evidence_cell(h: &Harness) -> Cell {
     if h.evidence.is_empty() {
-        "none".to_string()
+        Cell::plain("none")
     } else {
-        strings(h.evidence.iter().map(|e| e.as_str())).join(", ")
+        Cell::codes(h.evidence.iter().map(|e| e.as_str()), ", ")
     }
 }
 
-pub fn support(c: &Catalog) -> Table {
-    let header = ["Harness", "Supply", "Adoption", "Model lane", "MCP delivery", "Catalog evidence", "Tuple support"];
-    let mut t = Table::new(&header);
+/// The support snapshot, in parts keyed by the harness.
+pub fn support(c: &Catalog) -> Vec<Table> {
+    let mut t = Table::new(header(&[
+        "Harness",
+        "Supply",
+        "Adoption",
+        "Model lane",
+        "MCP delivery",
+        "Catalog evidence",
+        "Tuple support",
+    ]));
     for h in &c.harnesses {
         t.rows.push(vec![
-            h.name.value.clone(),
-            h.supply.value.clone(),
-            h.adoption.value.clone(),
-            h.model_lane.value.clone(),
-            h.mcp_delivery.value.clone(),
+            Cell::code(h.name.as_str()),
+            Cell::code(h.supply.as_str()),
+            Cell::code(h.adoption.as_str()),
+            Cell::code(h.model_lane.as_str()),
+            Cell::code(h.mcp_delivery.as_str()),
             evidence_cell(h),
-            h.tuple_support.value.clone(),
+            Cell::code(h.tuple_support.as_str()),
         ]);
     }
-    t
+    t.parts(1, &[])
 }
 
 /// The execution lane cell: the driver of a packaged entry, the lane of a connected one.
@@ -104,6 +141,15 @@ pub fn execution_lane(h: &Harness) -> String {
         Mode::Connected => h.lane.as_ref(),
     };
     lane.map_or(UNDECLARED.to_string(), |l| l.value.clone())
+}
+
+/// Every axis with its values in the catalog's order, weakest first.
+pub fn axis_orders(c: &Catalog) -> Table {
+    let mut t = Table::new(header(&["Axis", "Values, weakest → strongest"]));
+    for axis in &c.axes {
+        t.rows.push(vec![Cell::code(axis.name.as_str()), Cell::codes(axis.values.iter().map(|v| v.as_str()), " < ")]);
+    }
+    t
 }
 
 /// The ceiling cells of one entry, axis by axis: the value, `*` when declaration-admitted,
@@ -122,62 +168,71 @@ pub fn ceiling_cells(index: &Index, compiled: &Compiled, i: usize) -> Vec<(Strin
     cells
 }
 
-pub fn ceilings(index: &Index, compiled: &Compiled) -> Table {
+/// The catalog ceilings, in parts keyed by the entry: its mode, availability, protocol and
+/// lane apart from its axes.
+pub fn ceilings(index: &Index, compiled: &Compiled) -> Vec<Table> {
     let c = &compiled.catalog;
-    let mut header = strings(["Entry", "Mode", "Availability", "Release protocol", "Execution lane"]);
-    header.extend(c.axes.iter().map(|a| a.name.value.clone()));
-    let mut t = Table { header, rows: Vec::new() };
+    let entry_columns = ["Mode", "Availability", "Release protocol", "Execution lane"];
+    let mut cells = header(&["Entry"]);
+    cells.extend(header(&entry_columns));
+    cells.extend(c.axes.iter().map(|a| Cell::code(a.name.as_str())));
+    let mut t = Table::new(cells);
     for (i, h) in c.harnesses.iter().enumerate() {
         let mut row = vec![
-            h.name.value.clone(),
-            h.mode.value.as_str().to_string(),
-            h.supply.value.clone(),
-            h.release_protocol.as_ref().map_or(UNDECLARED.to_string(), |p| p.value.clone()),
-            execution_lane(h),
+            Cell::code(h.name.as_str()),
+            Cell::code(h.mode.value.as_str()),
+            Cell::code(h.supply.as_str()),
+            value_or_undeclared(h.release_protocol.as_ref().map(|p| p.as_str())),
         ];
+        let lane = execution_lane(h);
+        row.push(if lane == UNDECLARED { Cell::plain(lane) } else { Cell::code(lane) });
         for (_, value, star) in ceiling_cells(index, compiled, i) {
             row.push(match value {
-                None => UNDECLARED.to_string(),
-                Some(v) if star => format!("{v}*"),
-                Some(v) => v,
+                None => Cell::plain(UNDECLARED),
+                Some(v) if star => Cell::code(v).then(Cell::plain("*")),
+                Some(v) => Cell::code(v),
             });
         }
         t.rows.push(row);
     }
-    t
+    t.parts(1, &[entry_columns.len()])
 }
 
-pub fn envelopes(c: &Catalog) -> Table {
+/// The server envelopes, in parts keyed by driver and retention.
+pub fn envelopes(c: &Catalog) -> Vec<Table> {
     let axes: Vec<_> = c.axes.iter().filter(|a| a.in_envelope).collect();
-    let mut header = strings(["Driver", "Retention"]);
-    header.extend(axes.iter().map(|a| a.name.value.clone()));
-    let mut t = Table { header, rows: Vec::new() };
+    let mut cells = header(&["Driver", "Retention"]);
+    cells.extend(axes.iter().map(|a| Cell::code(a.name.as_str())));
+    let mut t = Table::new(cells);
     for d in &c.drivers {
         for e in &d.envelopes {
-            let mut row = vec![d.name.value.clone(), e.retention.value.clone()];
+            let mut row = vec![Cell::code(d.name.as_str()), Cell::code(e.retention.as_str())];
             for axis in &axes {
                 let v = e.axes.iter().find(|(k, _)| k.as_str() == axis.name.as_str());
-                row.push(v.map_or(UNDECLARED.to_string(), |(_, v)| v.value.clone()));
+                row.push(value_or_undeclared(v.map(|(_, v)| v.as_str())));
             }
             t.rows.push(row);
         }
     }
-    t
+    t.parts(2, &[])
 }
 
 pub fn gated(c: &Catalog) -> Table {
-    let mut t = Table::new(&["Declared axis", "Required value", "Gated observation members"]);
+    let mut t = Table::new(header(&["Declared axis", "Required value", "Gated observation members"]));
     for g in &c.gated_emissions {
-        let members = strings(g.members.iter().map(|m| m.as_str())).join(", ");
-        t.rows.push(vec![g.axis.value.clone(), g.value.value.clone(), members]);
+        t.rows.push(vec![
+            Cell::code(g.axis.as_str()),
+            Cell::code(g.value.as_str()),
+            Cell::codes(g.members.iter().map(|m| m.as_str()), ", "),
+        ]);
     }
     t
 }
 
 pub fn dialects(c: &Catalog) -> Table {
-    let mut t = Table::new(&["Dialect", "Gateway request path"]);
+    let mut t = Table::new(header(&["Dialect", "Gateway request path"]));
     for d in &c.dialects {
-        t.rows.push(vec![d.name.value.clone(), d.gateway_path.value.clone()]);
+        t.rows.push(vec![Cell::code(d.name.as_str()), Cell::code(d.gateway_path.as_str())]);
     }
     t
 }
@@ -192,25 +247,27 @@ pub fn reachable(index: &Index, h: &Harness, provider: &str) -> Option<bool> {
     Some(h.dialects.iter().any(|d| accepts.contains(&d.as_str())))
 }
 
-pub fn reachability(index: &Index, c: &Catalog) -> Table {
-    let mut header = strings(["Entry", "Declared dialects"]);
-    header.extend(c.providers.iter().map(|p| p.name.value.clone()));
-    let mut t = Table { header, rows: Vec::new() };
+/// Reachability, in parts keyed by the entry: its declared dialects apart from the
+/// providers' cells.
+pub fn reachability(index: &Index, c: &Catalog) -> Vec<Table> {
+    let mut cells = header(&["Entry", "Declared dialects"]);
+    cells.extend(c.providers.iter().map(|p| Cell::code(p.name.as_str())));
+    let mut t = Table::new(cells);
     for h in &c.harnesses {
         let declared = if h.dialects.is_empty() {
-            "undeclared".to_string()
+            Cell::plain("undeclared")
         } else {
-            strings(h.dialects.iter().map(|d| d.as_str())).join(", ")
+            Cell::codes(h.dialects.iter().map(|d| d.as_str()), ", ")
         };
-        let mut row = vec![h.name.value.clone(), declared];
+        let mut row = vec![Cell::code(h.name.as_str()), declared];
         for p in &c.providers {
             row.push(match reachable(index, h, p.name.as_str()) {
-                None => UNDECLARED.to_string(),
-                Some(true) => "reachable".to_string(),
-                Some(false) => "unreachable".to_string(),
+                None => Cell::plain(UNDECLARED),
+                Some(true) => Cell::plain("reachable"),
+                Some(false) => Cell::plain("unreachable"),
             });
         }
         t.rows.push(row);
     }
-    t
+    t.parts(1, &[1])
 }
