@@ -85,3 +85,37 @@ fn generation_is_byte_stable() {
     let second = generate("acp-v1.schema.json", &raw).expect("generates").tokens.to_string();
     assert_eq!(first, second);
 }
+
+#[test]
+fn reference_loops_that_make_no_progress_are_refused_naming_the_loop() {
+    let text = error_text("self-loop.schema.json", json!({"$ref": "#"}));
+    assert!(text.contains("self-loop.schema.json#/$ref: a `$ref` loop that makes no progress: `#` → `#`"), "{text}");
+
+    let text = error_text("pair.schema.json", json!({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}));
+    assert!(text.contains("`#/$defs/a` → `#/$defs/b` → `#/$defs/a` (through `#/$defs/a/$ref`, `#/$defs/b/$ref`)"), "{text}");
+    assert_eq!(text.matches("makes no progress").count(), 1, "one diagnostic per loop:\n{text}");
+
+    for (keyword, schema) in [
+        ("allOf", json!({"$defs": {"a": {"allOf": [{"type": "object"}, {"$ref": "#/$defs/b"}]}, "b": {"$ref": "#/$defs/a"}}})),
+        ("anyOf", json!({"$defs": {"a": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/b"}]}, "b": {"type": "object", "properties": {"x": {}}, "allOf": [{"$ref": "#/$defs/a"}]}}})),
+        ("not", json!({"$defs": {"a": {"not": {"$ref": "#/$defs/a"}}}})),
+        ("if", json!({"$defs": {"a": {"if": {"type": "string"}, "then": {"$ref": "#/$defs/a"}}}})),
+        ("dependentSchemas", json!({"$defs": {"a": {"dependentSchemas": {"k": {"$ref": "#/$defs/a"}}}}})),
+    ] {
+        let text = error_text(&format!("{keyword}.schema.json"), schema);
+        assert!(text.contains("makes no progress: `#/$defs/a` →"), "{keyword}: {text}");
+    }
+}
+
+#[test]
+fn reference_loops_through_members_and_items_are_progress() {
+    // Each step moves to a member or an item, so checking ends with the instance.
+    let schema = json!({
+        "$defs": {
+            "a": {"anyOf": [{"type": "null"}, {"type": "object", "properties": {"next": {"$ref": "#/$defs/b"}}}]},
+            "b": {"type": "array", "items": {"$ref": "#/$defs/a"}, "contains": {"$ref": "#"}}
+        },
+        "allOf": [{"$ref": "#/$defs/a"}], "additionalProperties": {"$ref": "#"}, "propertyNames": {"$ref": "#"}
+    });
+    generated_text("progress.schema.json", schema);
+}

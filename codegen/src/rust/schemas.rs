@@ -73,6 +73,7 @@ pub fn generate_pinned(file: &str, raw: &Value, pins: &BTreeMap<String, String>)
     let (module, root_name) = names(file);
     let normalized = normalize::normalize_pinned(&root_name, raw, pins);
     let mut errors: Vec<Diagnostic> = normalized.errors.iter().map(|e| diagnostic(file, &e.pointer, &e.message)).collect();
+    errors.extend(crate::schema::loops::find(&normalized).iter().map(|e| diagnostic(file, &e.pointer, &e.message)));
     let checks = match super::checks::generate(&normalized) {
         Ok(checks) => checks,
         Err(unsupported) => {
