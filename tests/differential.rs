@@ -64,3 +64,11 @@ fn goose_schema_agrees_with_jsonschema() {
 fn slot_payload_schema_agrees_with_jsonschema() {
     differential("checkfu-slots.schema.json", schemas::checkfu_slots::checks::DEFINITIONS, 4000);
 }
+
+#[test]
+fn mcp_schema_agrees_with_jsonschema() {
+    // Draft-07, read with draft-07's meaning (`definitions`, `$ref` hiding its siblings).
+    let t = differential("mcp-2025-06-18.schema.json", schemas::mcp_2025_06_18::checks::DEFINITIONS, 400);
+    assert!(schemas::mcp_2025_06_18::checks::DEFINITIONS.len() >= 100, "every definition of the MCP schema is one");
+    assert!(t.accepted >= 500, "{t:?}");
+}

@@ -1,7 +1,8 @@
-//! The JSON-Schema-Test-Suite (draft 2020-12, required tests) through the schema
-//! compiler: for each test group, either generation fails with a diagnostic naming the
-//! construct, or the generated code builds and its decoder agrees with the suite's
-//! `valid` flag on every test (and an accepted value re-encodes to equal JSON).
+//! The JSON-Schema-Test-Suite (drafts 04, 06, 07, 2019-09 and 2020-12, required tests)
+//! through the schema compiler: for each test group, either generation fails with a
+//! diagnostic naming the construct, or the generated code builds and its decoder agrees
+//! with the suite's `valid` flag on every test (and an accepted value re-encodes to equal
+//! JSON). A group without `$schema` is read in its directory's draft.
 //!
 //! The suite is not committed. Point `JSTS_DIR` at a checkout (or at the `json` folder of
 //! the Python `jsonschema` source distribution, which carries it); `.ci/run` does. Without
@@ -13,14 +14,14 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use checkfu_wire_codegen::rust::{format_file, schemas};
+use checkfu_wire_codegen::schema::dialect::Dialect;
 use serde_json::Value;
 use support::compile::{build, verdicts, Module};
 use support::oracle::{compare, Case};
 
-fn suite_dir() -> Option<PathBuf> {
+fn suite_dir(draft: &str) -> Option<PathBuf> {
     let root = PathBuf::from(std::env::var_os("JSTS_DIR")?);
-    let nested = root.join("tests").join("draft2020-12");
-    Some(if nested.is_dir() { nested } else { root })
+    Some(root.join("tests").join(draft))
 }
 
 /// The construct a diagnostic names: its keyword in backticks, or its first words.
@@ -41,9 +42,9 @@ fn construct(message: &str) -> String {
     after.split_whitespace().take(6).collect::<Vec<_>>().join(" ")
 }
 
-#[test]
-fn json_schema_test_suite_draft2020_12() {
-    let Some(dir) = suite_dir() else {
+/// Runs the suite's directory `draft` with `dialect` as the default.
+fn run(draft: &str, dialect: Dialect) {
+    let Some(dir) = suite_dir(draft) else {
         println!("did not run: set JSTS_DIR to a JSON-Schema-Test-Suite checkout (see .ci/run)");
         return;
     };
@@ -62,7 +63,7 @@ fn json_schema_test_suite_draft2020_12() {
             groups += 1;
             let file = format!("g{groups}.json");
             let (module, root) = schemas::names(&file);
-            match schemas::generate(&file, &group["schema"]) {
+            match schemas::generate_in(&file, &group["schema"], &BTreeMap::new(), dialect) {
                 Ok(generated) => {
                     modules.push(Module { name: module.clone(), source: format_file("// generated for a test", generated.tokens).expect("formats") });
                     for test in group["tests"].as_array().into_iter().flatten() {
@@ -78,16 +79,40 @@ fn json_schema_test_suite_draft2020_12() {
                     for construct in named {
                         *refused.entry(construct).or_default() += 1;
                     }
-                    let _ = path;
                 }
             }
         }
     }
-    let binary = build("json_schema_suite", &modules).unwrap_or_else(|e| panic!("generated code does not build:\n{e}"));
+    let binary = build(&format!("json_schema_suite_{}", draft.replace('-', "_")), &modules).unwrap_or_else(|e| panic!("generated code does not build:\n{e}"));
     let verdicts = verdicts(&binary, &case_modules, &cases);
     let (tally, disagreements) = compare(&cases, &verdicts);
-    println!("JSON-Schema-Test-Suite draft 2020-12: {groups} groups, {} compiled, {} refused with a diagnostic", modules.len(), groups - modules.len());
+    println!("JSON-Schema-Test-Suite {draft}: {groups} groups, {} compiled, {} refused with a diagnostic", modules.len(), groups - modules.len());
     println!("diagnostics by construct (groups): {refused:?}");
     println!("tests: {} agreeing ({} valid, {} invalid), {} disagreeing", tally.accepted + tally.rejected, tally.accepted, tally.rejected, disagreements.len());
     assert!(disagreements.is_empty(), "{} disagreement(s):\n{}", disagreements.len(), disagreements.iter().take(20).cloned().collect::<Vec<_>>().join("\n"));
+}
+
+#[test]
+fn json_schema_test_suite_draft2020_12() {
+    run("draft2020-12", Dialect::Draft2020);
+}
+
+#[test]
+fn json_schema_test_suite_draft2019_09() {
+    run("draft2019-09", Dialect::Draft2019);
+}
+
+#[test]
+fn json_schema_test_suite_draft7() {
+    run("draft7", Dialect::Draft7);
+}
+
+#[test]
+fn json_schema_test_suite_draft6() {
+    run("draft6", Dialect::Draft6);
+}
+
+#[test]
+fn json_schema_test_suite_draft4() {
+    run("draft4", Dialect::Draft4);
 }

@@ -119,3 +119,44 @@ fn reference_loops_through_members_and_items_are_progress() {
     });
     generated_text("progress.schema.json", schema);
 }
+
+#[test]
+fn schema_selects_the_draft_and_each_draft_keeps_its_meaning() {
+    // Refused before: every `$schema` but 2020-12's.
+    for uri in [
+        "http://json-schema.org/draft-04/schema#",
+        "http://json-schema.org/draft-06/schema#",
+        "http://json-schema.org/draft-07/schema#",
+        "https://json-schema.org/draft/2019-09/schema",
+        "https://json-schema.org/draft/2020-12/schema",
+    ] {
+        generated_text("draft.schema.json", json!({"$schema": uri, "type": "object"}));
+    }
+    let text = error_text("other.schema.json", json!({"$schema": "https://example.com/meta"}));
+    assert!(text.contains("#/$schema: unsupported keyword `$schema` naming `https://example.com/meta`"), "{text}");
+
+    // draft-07's `dependencies` constrains (it was an unknown keyword): the check names both halves.
+    let text = generated_text(
+        "deps.schema.json",
+        json!({"$schema": "http://json-schema.org/draft-07/schema#", "dependencies": {"a": ["b"], "c": {"required": ["d"]}}}),
+    );
+    assert!(text.contains("requires property `b`"), "{text}");
+    assert!(text.contains("missing required property `d`"), "{text}");
+    // …but not in 2020-12, where it is unknown.
+    let text = generated_text("deps2020.schema.json", json!({"dependencies": {"a": ["b"]}}));
+    assert!(!text.contains("requires property `b`"), "{text}");
+
+    // draft-04: boolean exclusive bounds; `id` below the root; booleans where a schema belongs.
+    let text = generated_text("d4.schema.json", json!({"$schema": "http://json-schema.org/draft-04/schema#", "maximum": 3, "exclusiveMaximum": true}));
+    assert!(text.contains("not below the exclusive maximum") && !text.contains("above the maximum"), "{text}");
+    let text = error_text(
+        "d4bad.schema.json",
+        json!({"$schema": "http://json-schema.org/draft-04/schema#", "properties": {"a": {"id": "x.json"}, "b": {"not": true}}}),
+    );
+    assert!(text.contains("#/properties/a/id: unsupported keyword `id` below the root (draft-04)"), "{text}");
+    assert!(text.contains("#/properties/b/not: a boolean schema in `not`"), "{text}");
+
+    // 2019-09: `$recursiveRef` other than `#` is refused, naming the keyword.
+    let text = error_text("rr.schema.json", json!({"$schema": "https://json-schema.org/draft/2019-09/schema", "properties": {"a": {"$recursiveRef": "#/x"}}}));
+    assert!(text.contains("#/properties/a/$recursiveRef: unsupported keyword `$recursiveRef` with a value other than `#`"), "{text}");
+}

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
+pub mod dialect;
 pub mod loops;
 pub mod normalize;
 pub mod provenance;
