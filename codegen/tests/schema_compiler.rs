@@ -160,3 +160,19 @@ fn schema_selects_the_draft_and_each_draft_keeps_its_meaning() {
     let text = error_text("rr.schema.json", json!({"$schema": "https://json-schema.org/draft/2019-09/schema", "properties": {"a": {"$recursiveRef": "#/x"}}}));
     assert!(text.contains("#/properties/a/$recursiveRef: unsupported keyword `$recursiveRef` with a value other than `#`"), "{text}");
 }
+
+#[test]
+fn a_schema_file_whose_name_gives_no_module_is_a_diagnostic() {
+    use checkfu_wire_codegen::diagnostic::Diagnostics;
+    use checkfu_wire_codegen::schema::SchemaSet;
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join(".json"), r#"{"type": "string"}"#).expect("write");
+    std::fs::write(dir.path().join("ok.json"), r#"{"type": "string"}"#).expect("write");
+    let mut diagnostics = Diagnostics::default();
+    let set = SchemaSet::load(dir.path(), &mut diagnostics);
+    // Skipped without a word before.
+    let text: Vec<String> = diagnostics.items.iter().map(|d| d.message.clone()).collect();
+    assert_eq!(text.len(), 1, "{text:?}");
+    assert!(text[0].contains("schemas/.json: a schema file's name gives its module's name"), "{text:?}");
+    assert_eq!(set.files.keys().collect::<Vec<_>>(), ["ok.json"]);
+}
