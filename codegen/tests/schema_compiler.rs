@@ -176,3 +176,23 @@ fn a_schema_file_whose_name_gives_no_module_is_a_diagnostic() {
     assert!(text[0].contains("schemas/.json: a schema file's name gives its module's name"), "{text:?}");
     assert_eq!(set.files.keys().collect::<Vec<_>>(), ["ok.json"]);
 }
+
+#[test]
+fn patterns_are_compiled_at_generation_with_ecma_262_meaning_or_refused() {
+    // Passed the parser but not the run time's size limit: rejected every string at run time.
+    let text = error_text("big.schema.json", json!({"pattern": "(?:\\p{L}{100}){100}"}));
+    assert!(text.contains("big.schema.json#/pattern: the pattern `(?:\\p{L}{100}){100}` cannot be compiled by the `regex` crate"), "{text}");
+    // ECMA-262's `\w` is ASCII, so a thousand of them compile.
+    let text = generated_text("w.schema.json", json!({"pattern": "\\w{1000}"}));
+    assert!(text.contains("[0-9A-Za-z_]{1000}"), "{text}");
+    // `regex` syntax that ECMA-262 reads otherwise: refused, naming the construct.
+    for (pattern, construct) in [
+        ("^[[:alpha:]]+$", "a POSIX class"),
+        ("(?i)abc", "an inline flag group"),
+        ("a(?=b)", "lookaround"),
+        ("(a)\\1", "the backreference `\\1`"),
+    ] {
+        let text = error_text("ecma.schema.json", json!({"patternProperties": {pattern: {}}}));
+        assert!(text.contains(construct), "{pattern}: {text}");
+    }
+}

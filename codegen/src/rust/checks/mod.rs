@@ -14,6 +14,7 @@
 //! and check a view of it.
 
 mod collections;
+mod pattern;
 mod scalars;
 
 use proc_macro2::{Ident, TokenStream};
