@@ -75,3 +75,18 @@ pub mod goose_acp_extensions {
 pub mod khy_os_acp_message {
     include!(concat!(env!("OUT_DIR"), "/generated/schemas/khy_os_acp_message.rs"));
 }
+/// Types and checks generated from `schemas/mcp-2025-06-18.schema.json`.
+#[allow(
+    clippy::all,
+    clippy::pedantic,
+    dead_code,
+    unused_imports,
+    unused_variables,
+    unused_mut,
+    non_snake_case,
+    non_camel_case_types,
+    irrefutable_let_patterns
+)]
+pub mod mcp_2025_06_18 {
+    include!(concat!(env!("OUT_DIR"), "/generated/schemas/mcp_2025_06_18.rs"));
+}

@@ -64,3 +64,27 @@ fn goose_schema_agrees_with_jsonschema() {
 fn slot_payload_schema_agrees_with_jsonschema() {
     differential("checkfu-slots.schema.json", schemas::checkfu_slots::checks::DEFINITIONS, 4000);
 }
+
+#[test]
+fn mcp_schema_agrees_with_jsonschema() {
+    // Draft-07, read with draft-07's meaning (`definitions`, `$ref` hiding its siblings).
+    let t = differential("mcp-2025-06-18.schema.json", schemas::mcp_2025_06_18::checks::DEFINITIONS, 400);
+    assert!(schemas::mcp_2025_06_18::checks::DEFINITIONS.len() >= 100, "every definition of the MCP schema is one");
+    assert!(t.accepted >= 500, "{t:?}");
+}
+
+#[test]
+fn seventeen_digit_floats_keep_their_value_through_decode_and_encode() {
+    // ACP `Cost.amount`: read from the text, checked, decoded, encoded; the number written
+    // back is the text's (serde_json's default float reader turned it into `0.45`).
+    let cost = schemas::acp_v1::checks::DEFINITIONS.iter().find(|d| d.name == "Cost").expect("ACP defines Cost");
+    for text in ["0.44999999999999996", "0.09999999999999999", "9007199254740991.0", "1.7976931348623157e308", "4.9406564584124654e-324"] {
+        let value: Value = serde_json::from_str(&format!(r#"{{"amount":{text},"currency":"USD"}}"#)).expect("JSON");
+        let expected: f64 = text.parse().expect("float");
+        assert_eq!(value["amount"].as_f64(), Some(expected), "{text} is read as the f64 nearest its text");
+        (cost.check)(&value).expect("a valid Cost");
+        let encoded = (cost.roundtrip)(&value).expect("round trip");
+        let again: f64 = encoded["amount"].to_string().parse().expect("float");
+        assert_eq!(again, expected, "{text} re-encodes as {}", encoded["amount"]);
+    }
+}

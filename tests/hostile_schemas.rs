@@ -116,6 +116,73 @@ fn corpus() -> Vec<(&'static str, Value)> {
                 "discriminator": {"propertyName": "kind"}
             }),
         ),
+        // Each draft read with its own meaning: keywords of later drafts are annotations
+        // there, `items` arrays, `additionalItems`, `dependencies`, `$ref` hiding its
+        // siblings, draft-04's boolean exclusive bounds, 2019-09's `$recursiveRef`.
+        (
+            "draft4.json",
+            json!({
+                "$schema": "http://json-schema.org/draft-04/schema#",
+                "id": "urn:example:draft4",
+                "type": "object",
+                "definitions": {"pos": {"type": "number", "minimum": 0, "exclusiveMinimum": true}},
+                "properties": {
+                    "m": {"type": "number", "maximum": 10, "exclusiveMaximum": true, "minimum": 1, "exclusiveMinimum": false},
+                    "p": {"$ref": "#/definitions/pos", "type": "string"},
+                    "later": {"const": 1, "contains": {"type": "string"}, "propertyNames": {"maxLength": 1}, "if": {"type": "string"}, "then": {"type": "null"}},
+                    "t": {"type": "array", "items": [{"type": "string"}, {"type": "integer"}], "additionalItems": false}
+                },
+                "dependencies": {"a": ["b"], "c": {"required": ["d"]}},
+                "additionalProperties": {"$id": "not-a-keyword-here", "type": ["string", "integer", "object", "array"]}
+            }),
+        ),
+        (
+            "draft6.json",
+            json!({
+                "$schema": "http://json-schema.org/draft-06/schema#",
+                "type": "object",
+                "properties": {
+                    "x": {"if": {"type": "string"}, "then": false, "exclusiveMinimum": 5},
+                    "c": {"type": "array", "contains": {"const": 1}, "minContains": 2, "items": {"type": "integer"}},
+                    "n": {"type": "object", "propertyNames": {"pattern": "^[a-z]+$"}, "dependentRequired": {"a": ["b"]}},
+                    "t": {"type": "array", "items": [true, {"type": "boolean"}], "additionalItems": {"type": "string"}}
+                }
+            }),
+        ),
+        (
+            "draft7.json",
+            json!({
+                "$schema": "http://json-schema.org/draft-07/schema#",
+                "$id": "http://example.com/draft7.json",
+                "definitions": {"name": {"type": "string", "minLength": 2}},
+                "type": "object",
+                "properties": {
+                    "r": {"$ref": "#/definitions/name", "maxLength": 0, "$id": "ignored.json"},
+                    "t": {"type": "array", "items": [{"$ref": "#/definitions/name"}], "additionalItems": {"type": "integer"}},
+                    "single": {"type": "array", "items": {"type": "string"}, "additionalItems": false},
+                    "u": {"type": "object", "properties": {"a": {}}, "unevaluatedProperties": false, "prefixItems": [{"type": "string"}]},
+                    "cond": {"if": {"type": "string"}, "then": {"minLength": 3}, "else": {"type": "integer"}}
+                },
+                "dependencies": {"a": ["b", "c"], "e": {"properties": {"f": {"type": "integer"}}, "required": ["f"]}, "g": true}
+            }),
+        ),
+        (
+            "draft2019.json",
+            json!({
+                "$schema": "https://json-schema.org/draft/2019-09/schema",
+                "$recursiveAnchor": true,
+                "type": "object",
+                "properties": {
+                    "kids": {"type": "array", "items": {"$recursiveRef": "#"}},
+                    "pair": {"type": "array", "items": [{"type": "string"}, {"type": "integer"}], "additionalItems": false},
+                    "dr": {"type": "object", "dependentRequired": {"a": ["b"]}, "dependencies": {"c": ["d"]}},
+                    "ref": {"$ref": "#/$defs/short", "maxLength": 5},
+                    "dyn": {"$dynamicRef": "#/$defs/short", "prefixItems": [{"type": "string"}]}
+                },
+                "$defs": {"short": {"type": "string", "minLength": 2}},
+                "unevaluatedProperties": false
+            }),
+        ),
     ]
 }
 

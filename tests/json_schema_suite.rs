@@ -1,7 +1,8 @@
-//! The JSON-Schema-Test-Suite (draft 2020-12, required tests) through the schema
-//! compiler: for each test group, either generation fails with a diagnostic naming the
-//! construct, or the generated code builds and its decoder agrees with the suite's
-//! `valid` flag on every test (and an accepted value re-encodes to equal JSON).
+//! The JSON-Schema-Test-Suite (drafts 04, 06, 07, 2019-09 and 2020-12, required tests)
+//! through the schema compiler: for each test group, either generation fails with a
+//! diagnostic naming the construct, or the generated code builds and its decoder agrees
+//! with the suite's `valid` flag on every test (and an accepted value re-encodes to equal
+//! JSON). A group without `$schema` is read in its directory's draft.
 //!
 //! The suite is not committed. Point `JSTS_DIR` at a checkout (or at the `json` folder of
 //! the Python `jsonschema` source distribution, which carries it); `.ci/run` does. Without
@@ -13,14 +14,14 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use checkfu_wire_codegen::rust::{format_file, schemas};
+use checkfu_wire_codegen::schema::dialect::Dialect;
 use serde_json::Value;
 use support::compile::{build, verdicts, Module};
 use support::oracle::{compare, Case};
 
-fn suite_dir() -> Option<PathBuf> {
+fn suite_dir(draft: &str) -> Option<PathBuf> {
     let root = PathBuf::from(std::env::var_os("JSTS_DIR")?);
-    let nested = root.join("tests").join("draft2020-12");
-    Some(if nested.is_dir() { nested } else { root })
+    Some(root.join("tests").join(draft))
 }
 
 /// The construct a diagnostic names: its keyword in backticks, or its first words.
@@ -41,12 +42,10 @@ fn construct(message: &str) -> String {
     after.split_whitespace().take(6).collect::<Vec<_>>().join(" ")
 }
 
-/// Without `JSTS_DIR` when this was built (build.rs sets the cfg), the runner reports the
-/// test as ignored, with the reason.
-#[test]
-#[cfg_attr(not(checkfu_jsts), ignore = "JSTS_DIR is not set: point it at a JSON-Schema-Test-Suite checkout (see .ci/run)")]
-fn json_schema_test_suite_draft2020_12() {
-    let dir = suite_dir().expect("JSTS_DIR was set when the tests were built, and is not now");
+/// Runs the suite's directory `draft` with `dialect` as the default (the tests calling it are
+/// ignored, with the reason, unless `JSTS_DIR` was set when they were built).
+fn run(draft: &str, dialect: Dialect) {
+    let dir = suite_dir(draft).expect("JSTS_DIR was set when the tests were built, and is not now");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir).expect("suite directory").filter_map(|e| e.ok().map(|e| e.path())).collect();
     files.retain(|p| p.extension().is_some_and(|x| x == "json"));
     files.sort();
@@ -62,7 +61,7 @@ fn json_schema_test_suite_draft2020_12() {
             groups += 1;
             let file = format!("g{groups}.json");
             let (module, root) = schemas::names(&file);
-            match schemas::generate(&file, &group["schema"]) {
+            match schemas::generate_in(&file, &group["schema"], &BTreeMap::new(), dialect) {
                 Ok(generated) => {
                     modules.push(Module { name: module.clone(), source: format_file("// generated for a test", generated.tokens).expect("formats") });
                     for test in group["tests"].as_array().into_iter().flatten() {
@@ -78,24 +77,23 @@ fn json_schema_test_suite_draft2020_12() {
                     for construct in named {
                         *refused.entry(construct).or_default() += 1;
                     }
-                    let _ = path;
                 }
             }
         }
     }
-    let binary = build("json_schema_suite", &modules).unwrap_or_else(|e| panic!("generated code does not build:\n{e}"));
+    let binary = build(&format!("json_schema_suite_{}", draft.replace('-', "_")), &modules).unwrap_or_else(|e| panic!("generated code does not build:\n{e}"));
     let verdicts = verdicts(&binary, &case_modules, &cases);
     let (tally, disagreements) = compare(&cases, &verdicts);
-    println!("JSON-Schema-Test-Suite draft 2020-12: {groups} groups, {} compiled, {} refused with a diagnostic", modules.len(), groups - modules.len());
+    println!("JSON-Schema-Test-Suite {draft}: {groups} groups, {} compiled, {} refused with a diagnostic", modules.len(), groups - modules.len());
     println!("diagnostics by construct (groups): {refused:?}");
     println!("tests: {} agreeing ({} valid, {} invalid), {} disagreeing", tally.accepted + tally.rejected, tally.accepted, tally.rejected, disagreements.len());
     assert!(disagreements.is_empty(), "{} disagreement(s):\n{}", disagreements.len(), disagreements.iter().take(20).cloned().collect::<Vec<_>>().join("\n"));
 }
 
 /// CI sets `CHECKFU_REQUIRE_JSTS`: there the suite must run, not be ignored; and wherever it
-/// cannot run, the runner lists it as ignored.
+/// cannot run, the runner lists every draft's test as ignored.
 #[test]
-fn the_suite_test_is_ignored_exactly_where_it_cannot_run() {
+fn the_suite_tests_are_ignored_exactly_where_they_cannot_run() {
     if std::env::var_os("CHECKFU_REQUIRE_JSTS").is_some() {
         assert!(cfg!(checkfu_jsts), "CHECKFU_REQUIRE_JSTS is set but JSTS_DIR was not when the tests were built");
     }
@@ -103,6 +101,36 @@ fn the_suite_test_is_ignored_exactly_where_it_cannot_run() {
         .args(["--list", "--ignored"])
         .output()
         .expect("list");
-    let ignored = String::from_utf8_lossy(&listed.stdout).lines().any(|l| l == "json_schema_test_suite_draft2020_12: test");
-    assert_eq!(ignored, !cfg!(checkfu_jsts));
+    let ignored = String::from_utf8_lossy(&listed.stdout).lines().filter(|l| l.starts_with("json_schema_test_suite_")).count();
+    assert_eq!(ignored, if cfg!(checkfu_jsts) { 0 } else { 5 });
+}
+
+#[test]
+#[cfg_attr(not(checkfu_jsts), ignore = "JSTS_DIR is not set: point it at a JSON-Schema-Test-Suite checkout (see .ci/run)")]
+fn json_schema_test_suite_draft2020_12() {
+    run("draft2020-12", Dialect::Draft2020);
+}
+
+#[test]
+#[cfg_attr(not(checkfu_jsts), ignore = "JSTS_DIR is not set: point it at a JSON-Schema-Test-Suite checkout (see .ci/run)")]
+fn json_schema_test_suite_draft2019_09() {
+    run("draft2019-09", Dialect::Draft2019);
+}
+
+#[test]
+#[cfg_attr(not(checkfu_jsts), ignore = "JSTS_DIR is not set: point it at a JSON-Schema-Test-Suite checkout (see .ci/run)")]
+fn json_schema_test_suite_draft7() {
+    run("draft7", Dialect::Draft7);
+}
+
+#[test]
+#[cfg_attr(not(checkfu_jsts), ignore = "JSTS_DIR is not set: point it at a JSON-Schema-Test-Suite checkout (see .ci/run)")]
+fn json_schema_test_suite_draft6() {
+    run("draft6", Dialect::Draft6);
+}
+
+#[test]
+#[cfg_attr(not(checkfu_jsts), ignore = "JSTS_DIR is not set: point it at a JSON-Schema-Test-Suite checkout (see .ci/run)")]
+fn json_schema_test_suite_draft4() {
+    run("draft4", Dialect::Draft4);
 }

@@ -92,8 +92,13 @@ pub fn multiple_of(n: &Number, divisor: &Number) -> bool {
             if shift >= 0 {
                 match scale(x, shift) {
                     Some(x) => x % d == 0,
-                    // Too large for i128: the float quotient is an integer at this size.
-                    None => (n.as_f64().unwrap_or(0.0) / divisor.as_f64().unwrap_or(1.0)).fract() == 0.0,
+                    // Too large for i128 (`1e308` against `0.5`): x·10^shift mod d by
+                    // modular exponentiation, still exact.
+                    None => {
+                        let m = d.unsigned_abs();
+                        let power = pow_mod(10, u32::try_from(shift).unwrap_or(u32::MAX), m);
+                        mul_mod(x.unsigned_abs() % m, power, m) == 0
+                    }
                 }
             } else {
                 match scale(d, -shift) {
@@ -104,6 +109,36 @@ pub fn multiple_of(n: &Number, divisor: &Number) -> bool {
         }
         _ => false,
     }
+}
+
+/// `a · b mod m` without overflow (`a`, `b` < `m`).
+fn mul_mod(a: u128, b: u128, m: u128) -> u128 {
+    if let Some(product) = a.checked_mul(b) {
+        return product % m;
+    }
+    // Double and add: every intermediate stays below 2m, which fits in u128 for m < 2^127.
+    let (mut result, mut a, mut b) = (0u128, a, b);
+    while b > 0 {
+        if b & 1 == 1 {
+            result = (result + a) % m;
+        }
+        a = (a << 1) % m;
+        b >>= 1;
+    }
+    result
+}
+
+/// `base^exponent mod m`, by squaring.
+fn pow_mod(base: u128, mut exponent: u32, m: u128) -> u128 {
+    let (mut result, mut base) = (1 % m, base % m);
+    while exponent > 0 {
+        if exponent & 1 == 1 {
+            result = mul_mod(result, base, m);
+        }
+        base = mul_mod(base, base, m);
+        exponent >>= 1;
+    }
+    result
 }
 
 #[cfg(test)]
@@ -132,6 +167,21 @@ mod tests {
     }
 
     #[test]
+    fn floats_are_read_as_the_nearest_f64_of_their_text() {
+        // Seventeen significant digits: distinct from their shorter neighbours.
+        assert_eq!(compare_number(&n("0.09999999999999999"), Num::Float(0.1)), Ordering::Less);
+        assert!(!equal(&n("0.09999999999999999"), &n("0.1")));
+        assert_eq!(compare_number(&n("9007199254740991.0"), Num::Int(9007199254740991)), Ordering::Equal);
+        // A round trip keeps the value: what is written back is the text's number.
+        for text in ["0.44999999999999996", "0.09999999999999999", "9007199254740991.0", "1.7976931348623157e308", "5e-324"] {
+            let again: Number = serde_json::from_str(&n(text).to_string()).expect("number");
+            assert_eq!(again.as_f64(), n(text).as_f64(), "{text}");
+            assert!(equal(&again, &n(text)), "{text}");
+        }
+        assert_eq!(n("0.44999999999999996").to_string(), "0.44999999999999996");
+    }
+
+    #[test]
     fn multiples_are_decided_on_decimal_values() {
         assert!(multiple_of(&n("0.0075"), &n("0.0001")));
         assert!(!multiple_of(&n("0.00751"), &n("0.0001")));
@@ -140,5 +190,10 @@ mod tests {
         assert!(multiple_of(&n("9007199254740993"), &n("1")));
         assert!(!multiple_of(&n("9007199254740993"), &n("2")));
         assert!(multiple_of(&n("1e20"), &n("10")));
+        // Beyond i128 after scaling: decided exactly, not through an infinite float quotient.
+        assert!(multiple_of(&n("1e308"), &n("0.5")));
+        assert!(!multiple_of(&n("1e300"), &n("0.3")));
+        assert!(multiple_of(&n("3e300"), &n("0.3")));
+        assert!(!multiple_of(&n("1e60"), &n("7e-1")));
     }
 }

@@ -114,6 +114,12 @@ impl<'d> Generator<'d> {
                         out.push(json!(i64::MIN + 1));
                     }
                     if ty == "number" {
+                        // Seventeen-digit floats either side of each bound, where a reader
+                        // that is one ulp off decides differently.
+                        for bound in [min, max].into_iter().flatten() {
+                            out.extend([json!(bound.next_down()), json!(bound.next_up())]);
+                        }
+                        out.push(json!(0.44999999999999996));
                         let half = min.unwrap_or(0.0) + 0.5;
                         if max.is_none_or(|m| half <= m) {
                             out.push(json!(half));

@@ -9,6 +9,7 @@ use quote::quote;
 use serde_json::Value;
 
 use crate::diagnostic::{Class, Diagnostic};
+use crate::schema::dialect::Dialect;
 use crate::schema::normalize;
 
 /// Rust keywords, which a module name must not be.
@@ -70,9 +71,15 @@ fn diagnostic(file: &str, pointer: &str, message: &str) -> Diagnostic {
 /// Generates the module for one schema file, with extra named entry points. Every
 /// problem of the file is reported, not only the first.
 pub fn generate_pinned(file: &str, raw: &Value, pins: &BTreeMap<String, String>) -> Result<SchemaModule, Vec<Diagnostic>> {
+    generate_in(file, raw, pins, Dialect::Draft2020)
+}
+
+/// [`generate_pinned`], reading a schema without `$schema` in `default`'s dialect.
+pub fn generate_in(file: &str, raw: &Value, pins: &BTreeMap<String, String>, default: Dialect) -> Result<SchemaModule, Vec<Diagnostic>> {
     let (module, root_name) = names(file);
-    let normalized = normalize::normalize_pinned(&root_name, raw, pins);
+    let normalized = normalize::normalize_in(&root_name, raw, pins, default);
     let mut errors: Vec<Diagnostic> = normalized.errors.iter().map(|e| diagnostic(file, &e.pointer, &e.message)).collect();
+    errors.extend(crate::schema::loops::find(&normalized).iter().map(|e| diagnostic(file, &e.pointer, &e.message)));
     let checks = match super::checks::generate(&normalized) {
         Ok(checks) => checks,
         Err(unsupported) => {

@@ -6,6 +6,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
+pub mod dialect;
+pub mod loops;
 pub mod normalize;
 pub mod provenance;
 
@@ -46,7 +48,16 @@ impl SchemaSet {
     /// Reads every `*.json` in `dir`, reporting each unreadable or ill-formed file.
     pub fn load(dir: &Path, diagnostics: &mut Diagnostics) -> SchemaSet {
         let mut set = SchemaSet::default();
-        for (name, display, text) in read_dir_files(dir, |name| Path::new(name).extension().is_some_and(|x| x == "json"), diagnostics) {
+        for (name, display, text) in read_dir_files(dir, |name| name.ends_with(".json"), diagnostics) {
+            if Path::new(&name).extension().is_none() {
+                // `.json` alone is a hidden file with no stem: no module could be named
+                // after it, and skipping it would drop a schema without a word.
+                diagnostics.push(Diagnostic::new(
+                    Class::Input,
+                    format!("{}: a schema file's name gives its module's name, and `{name}` has no name before `.json`", display.display()),
+                ));
+                continue;
+            }
             match serde_json::from_str::<Value>(&text) {
                 Ok(value) => {
                     set.files.insert(name, value);

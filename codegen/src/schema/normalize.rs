@@ -26,6 +26,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+use super::dialect::{ref_hides_siblings, translate, Dialect, Entry};
+
 /// Keywords that are annotations only: they never change what validates.
 pub const ANNOTATIONS: &[&str] = &[
     "title", "description", "default", "examples", "$comment", "$schema", "$id", "deprecated",
@@ -160,34 +162,34 @@ fn percent_decode(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-/// Calls `f(pointer, schema)` for every subschema directly under `object`.
-pub fn for_each_child<'v>(object: &'v Map<String, Value>, pointer: &str, mut f: impl FnMut(String, &'v Value)) {
-    for (key, value) in object {
-        let at = format!("{pointer}/{}", escape_pointer(key));
+/// Calls `f(pointer, schema)` for every subschema directly under a schema object read as
+/// `entries` (pointers follow the input keyword each entry came from).
+fn for_each_child<'v>(entries: &'v [Entry], pointer: &str, mut f: impl FnMut(String, &'v Value)) {
+    for Entry { key, from, value } in entries {
+        let at = format!("{pointer}/{}", escape_pointer(from));
         if SCHEMA_MAPS.contains(&key.as_str()) {
             if let Value::Object(children) = value {
                 children.iter().for_each(|(k, v)| f(format!("{at}/{}", escape_pointer(k)), v));
             }
-        } else if SCHEMA_SINGLES.contains(&key.as_str()) || (key == "items" && value.is_array()) {
+        } else if SCHEMA_SINGLES.contains(&key.as_str()) || SCHEMA_ARRAYS.contains(&key.as_str()) {
             match value {
                 Value::Array(items) => items.iter().enumerate().for_each(|(i, v)| f(format!("{at}/{i}"), v)),
-                other => f(at, other),
-            }
-        } else if SCHEMA_ARRAYS.contains(&key.as_str()) {
-            if let Value::Array(items) = value {
-                items.iter().enumerate().for_each(|(i, v)| f(format!("{at}/{i}"), v));
+                other if SCHEMA_SINGLES.contains(&key.as_str()) => f(at, other),
+                _ => {}
             }
         }
     }
 }
 
-/// Every `$ref` in schema positions: (pointer of the referring node, reference).
-fn references(value: &Value, pointer: &str, out: &mut Vec<(String, String)>) {
+/// Every `$ref` in schema positions of `dialect`: (pointer of the referring node, reference).
+fn references(value: &Value, pointer: &str, dialect: Dialect, out: &mut Vec<(String, String)>) {
     let Value::Object(object) = value else { return };
-    if let Some(Value::String(r)) = object.get("$ref") {
+    // Problems of the translation are reported when the node itself is normalized.
+    let entries = translate(dialect, object, pointer, &mut Vec::new());
+    if let Some(Entry { value: Value::String(r), .. }) = entries.iter().find(|e| e.key == "$ref") {
         out.push((pointer.to_string(), r.clone()));
     }
-    for_each_child(object, pointer, |at, child| references(child, &at, out));
+    for_each_child(&entries, pointer, |at, child| references(child, &at, dialect, out));
 }
 
 /// The names every top-level definition of `raw` gets (raw JSON Pointer → name), with the
@@ -240,6 +242,7 @@ impl Names {
 }
 
 struct Normalizer {
+    dialect: Dialect,
     names: Names,
     /// Raw pointer → name: nodes that must become definitions (pins and `$ref` targets).
     wanted: BTreeMap<String, String>,
@@ -259,14 +262,24 @@ pub fn normalize(root_name: &str, raw: &Value) -> Normalized {
 /// Normalizes `raw`, hoisting each node of `pins` (raw JSON Pointer → name) under its name
 /// whatever its type, so that it gets a generated type and decoder of its own.
 pub fn normalize_pinned(root_name: &str, raw: &Value, pins: &BTreeMap<String, String>) -> Normalized {
+    normalize_in(root_name, raw, pins, Dialect::Draft2020)
+}
+
+/// [`normalize_pinned`], reading a document without `$schema` in `default`'s dialect.
+pub fn normalize_in(root_name: &str, raw: &Value, pins: &BTreeMap<String, String>, default: Dialect) -> Normalized {
+    let (dialect, dialect_error) = match Dialect::of(raw, default) {
+        Ok(dialect) => (dialect, None),
+        Err(e) => (default, Some(e)),
+    };
     let mut n = Normalizer {
+        dialect,
         names: Names::new(root_name),
         wanted: BTreeMap::new(),
         defs: Map::new(),
         hoisted: BTreeSet::new(),
         origins: BTreeMap::new(),
         reached: BTreeSet::new(),
-        errors: Vec::new(),
+        errors: dialect_error.into_iter().collect(),
     };
     n.names.claim_definitions(raw);
     for (pointer, name) in pins {
@@ -282,7 +295,7 @@ pub fn normalize_pinned(root_name: &str, raw: &Value, pins: &BTreeMap<String, St
         n.wanted.insert(pointer.clone(), name.clone());
     }
     let mut refs = Vec::new();
-    references(raw, "", &mut refs);
+    references(raw, "", dialect, &mut refs);
     for (at, reference) in &refs {
         match ref_target(reference) {
             Ok(target) if raw.pointer(&target).is_none() => n.errors.push(NormalizeError {
@@ -382,9 +395,10 @@ impl Normalizer {
     fn node(&mut self, value: &Value, pointer: &str, name: &str) -> Value {
         self.reached.insert(pointer.to_string());
         let Value::Object(input) = value else { return value.clone() };
+        let entries = translate(self.dialect, input, pointer, &mut self.errors);
         let mut object = Map::new();
-        for (key, child) in input {
-            let at = format!("{pointer}/{}", escape_pointer(key));
+        for Entry { key, from, value: child } in &entries {
+            let at = format!("{pointer}/{}", escape_pointer(from));
             let rewritten = if key == "$ref" {
                 self.reference(child)
             } else if key == "$defs" || key == "definitions" {
@@ -439,6 +453,10 @@ impl Normalizer {
                 child.clone()
             };
             object.insert(key.clone(), rewritten);
+        }
+        if ref_hides_siblings(self.dialect, input) {
+            // Walked all the same, so that references into the siblings still resolve.
+            object.retain(|key, _| key == "$ref");
         }
         Value::Object(object)
     }

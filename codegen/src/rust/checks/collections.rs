@@ -214,12 +214,15 @@ impl Emitter<'_> {
         let mut out = Vec::new();
         for (source, schema) in patterns {
             let at = format!("{pointer}/patternProperties/{}", escape_pointer(source));
-            if let Err(e) = regex_syntax::Parser::new().parse(source) {
-                self.unsupported(&at, format!("the pattern `{source}` is not a regular expression the `regex` crate accepts: {e}"));
-                continue;
-            }
+            let translated = match super::pattern::compile(source) {
+                Ok(translated) => translated,
+                Err(message) => {
+                    self.unsupported(&at, message);
+                    continue;
+                }
+            };
             let f = self.child(schema, &at);
-            let pattern = self.static_item(quote! { crate::exact::Pattern }, source);
+            let pattern = self.static_item(quote! { crate::exact::Pattern }, &translated);
             out.push((pattern, f, source.clone()));
         }
         out
@@ -245,10 +248,10 @@ impl Emitter<'_> {
         let named = if names.is_empty() { quote! { false } } else { quote! { matches!(&**k, #(#names)|*) } };
         let mut pattern_tests = Vec::new();
         for source in &evaluated.patterns {
-            if regex_syntax::Parser::new().parse(source).is_err() {
+            let Ok(translated) = super::pattern::compile(source) else {
                 continue; // reported where the pattern is defined
-            }
-            let pattern = self.static_item(quote! { crate::exact::Pattern }, source);
+            };
+            let pattern = self.static_item(quote! { crate::exact::Pattern }, &translated);
             pattern_tests.push(quote! { || #pattern.is_match(k) == Some(true) });
         }
         Some(quote! {

@@ -14,6 +14,7 @@
 //! and check a view of it.
 
 mod collections;
+mod pattern;
 mod scalars;
 
 use proc_macro2::{Ident, TokenStream};
@@ -111,11 +112,6 @@ pub fn generate(normalized: &Normalized) -> Result<TokenStream, Vec<Unsupported>
     })
 }
 
-/// The draft 2020-12 meta-schema, with or without its empty fragment.
-fn known_meta_schema(uri: &str) -> bool {
-    matches!(uri, "https://json-schema.org/draft/2020-12/schema" | "https://json-schema.org/draft/2020-12/schema#")
-}
-
 /// A non-negative integer keyword value (`3` or `3.0`).
 fn count(value: &Value) -> Option<usize> {
     value.as_u64().map(|n| n as usize).or_else(|| value.as_f64().filter(|f| *f >= 0.0 && f.fract() == 0.0).map(|f| f as usize))
@@ -167,14 +163,6 @@ impl Emitter<'_> {
         for key in object.keys() {
             if REFUSED.contains(&key.as_str()) {
                 self.unsupported(&format!("{pointer}/{}", escape_pointer(key)), format!("unsupported keyword `{key}`"));
-            }
-            if key == "$schema" && pointer.is_empty() && !object.get(key).and_then(Value::as_str).is_some_and(known_meta_schema) {
-                // Another meta-schema may switch vocabularies off or on: what validates
-                // would no longer be what the keywords say.
-                self.unsupported(
-                    "/$schema",
-                    "unsupported keyword `$schema` naming a meta-schema other than draft 2020-12: its vocabularies are unknown",
-                );
             }
             if key == "$id" && !pointer.is_empty() {
                 self.unsupported(

@@ -1,5 +1,5 @@
-//! Checks of strings and numbers: lengths in characters, `pattern` with the `regex`
-//! crate (linear time), and numeric bounds and `multipleOf` compared exactly.
+//! Checks of strings and numbers: lengths in characters, `pattern` with ECMA-262's
+//! meaning run by the `regex` crate (linear time; see `pattern`), and numeric bounds and `multipleOf` compared exactly.
 
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -26,9 +26,9 @@ impl Emitter<'_> {
         }
         if let Some(pattern) = object.get("pattern") {
             match pattern.as_str() {
-                Some(source) => match regex_syntax::Parser::new().parse(source) {
-                    Ok(_) => {
-                        let compiled = self.static_item(quote! { crate::exact::Pattern }, source);
+                Some(source) => match super::pattern::compile(source) {
+                    Ok(translated) => {
+                        let compiled = self.static_item(quote! { crate::exact::Pattern }, &translated);
                         string.push(quote! {
                             match #compiled.is_match(s) {
                                 Some(true) => {}
@@ -37,10 +37,7 @@ impl Emitter<'_> {
                             }
                         });
                     }
-                    Err(e) => self.unsupported(
-                        &format!("{pointer}/pattern"),
-                        format!("the pattern `{source}` is not a regular expression the `regex` crate accepts: {e}"),
-                    ),
+                    Err(message) => self.unsupported(&format!("{pointer}/pattern"), message),
                 },
                 None => self.unsupported(&format!("{pointer}/pattern"), "`pattern` must be a string"),
             }

@@ -1,0 +1,231 @@
+//! JSON Schema dialects: which draft a document is written in, and how each schema object
+//! of that draft reads in the one model the checks compile (draft 2020-12's keywords).
+//!
+//! The root's `$schema` selects the dialect (draft-04, -06, -07, 2019-09, 2020-12); a
+//! document without one is read as 2020-12, or as the default the caller names (the
+//! JSON-Schema-Test-Suite's directories name theirs). Each draft keeps its own meaning:
+//!
+//! - a keyword the draft does not define is an unknown keyword there, so an annotation
+//!   (`if` in draft-06, `prefixItems` or `dependentRequired` in draft-07, …);
+//! - `items` as an array is `prefixItems`, and `additionalItems` is then `items`
+//!   (before 2020-12; with a single `items`, `additionalItems` does nothing);
+//! - `dependencies` is `dependentRequired` (array values) and `dependentSchemas` (schema
+//!   values) before 2019-09;
+//! - draft-04's boolean `exclusiveMaximum`/`exclusiveMinimum` turn `maximum`/`minimum`
+//!   into the exclusive bound;
+//! - draft-04's `id` is what `$id` is later (below the root it changes the base of
+//!   references, which is refused like an embedded `$id`);
+//! - before 2019-09, the siblings of `$ref` are ignored;
+//! - 2019-09's `$recursiveRef: "#"` is `$ref: "#"`: with no embedded resource (an
+//!   embedded `$id` is refused) the dynamic scope has one resource, so the outermost one
+//!   with `$recursiveAnchor: true` is the root, and so is the root without one.
+//!
+//! Entries keep the input key they came from, so pointers into the input stay exact.
+
+use serde_json::{Map, Value};
+
+use super::normalize::NormalizeError;
+
+/// A JSON Schema draft.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Dialect {
+    Draft4,
+    Draft6,
+    Draft7,
+    Draft2019,
+    Draft2020,
+}
+
+/// Keywords some draft gives a meaning to: outside the drafts that define them, each is an
+/// unknown keyword, read as an annotation.
+const DRAFTED: &[(&str, Dialect, Dialect)] = {
+    use Dialect::*;
+    &[
+        ("const", Draft6, Draft2020),
+        ("contains", Draft6, Draft2020),
+        ("propertyNames", Draft6, Draft2020),
+        ("$id", Draft6, Draft2020),
+        ("if", Draft7, Draft2020),
+        ("then", Draft7, Draft2020),
+        ("else", Draft7, Draft2020),
+        ("dependentRequired", Draft2019, Draft2020),
+        ("dependentSchemas", Draft2019, Draft2020),
+        ("unevaluatedProperties", Draft2019, Draft2020),
+        ("unevaluatedItems", Draft2019, Draft2020),
+        ("minContains", Draft2019, Draft2020),
+        ("maxContains", Draft2019, Draft2020),
+        ("$anchor", Draft2019, Draft2020),
+        // 2020-12 dropped both; the checks refuse them there rather than ignore them.
+        ("$recursiveAnchor", Draft2019, Draft2020),
+        ("$recursiveRef", Draft2019, Draft2020),
+        ("prefixItems", Draft2020, Draft2020),
+        ("$dynamicRef", Draft2020, Draft2020),
+        ("$dynamicAnchor", Draft2020, Draft2020),
+        ("id", Draft4, Draft4),
+        ("dependencies", Draft4, Draft7),
+        ("additionalItems", Draft4, Draft2019),
+    ]
+};
+
+impl Dialect {
+    /// The dialect a `$schema` URI names, with or without its empty fragment, `http` or
+    /// `https`.
+    pub fn from_uri(uri: &str) -> Option<Dialect> {
+        let uri = uri.strip_suffix('#').unwrap_or(uri);
+        let path = uri.strip_prefix("https://").or_else(|| uri.strip_prefix("http://"))?;
+        Some(match path {
+            "json-schema.org/draft-04/schema" => Dialect::Draft4,
+            "json-schema.org/draft-06/schema" => Dialect::Draft6,
+            "json-schema.org/draft-07/schema" => Dialect::Draft7,
+            "json-schema.org/draft/2019-09/schema" => Dialect::Draft2019,
+            "json-schema.org/draft/2020-12/schema" => Dialect::Draft2020,
+            _ => return None,
+        })
+    }
+
+    /// The dialect of `raw`: its root `$schema`, else `default`. An unknown `$schema` is
+    /// an error: another meta-schema may switch vocabularies on or off, so what validates
+    /// would no longer be what the keywords say.
+    pub fn of(raw: &Value, default: Dialect) -> Result<Dialect, NormalizeError> {
+        match raw.get("$schema") {
+            None => Ok(default),
+            Some(Value::String(uri)) => Dialect::from_uri(uri).ok_or_else(|| NormalizeError {
+                pointer: "/$schema".into(),
+                message: format!(
+                    "unsupported keyword `$schema` naming `{uri}`, a meta-schema other than drafts 04, 06, 07, 2019-09 and 2020-12: its vocabularies are unknown"
+                ),
+            }),
+            Some(_) => Err(NormalizeError { pointer: "/$schema".into(), message: "`$schema` must be a string".into() }),
+        }
+    }
+
+    /// The draft's name as its specification spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Dialect::Draft4 => "draft-04",
+            Dialect::Draft6 => "draft-06",
+            Dialect::Draft7 => "draft-07",
+            Dialect::Draft2019 => "2019-09",
+            Dialect::Draft2020 => "2020-12",
+        }
+    }
+
+    /// Whether `keyword` means anything in this draft (unknown keywords are annotations).
+    fn defines(self, keyword: &str) -> bool {
+        DRAFTED.iter().find(|(k, _, _)| *k == keyword).is_none_or(|(_, from, to)| (*from..=*to).contains(&self))
+    }
+}
+
+/// One keyword of a schema object read in the 2020-12 model: the keyword it is there,
+/// the input keyword it came from (for pointers), and its value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub key: String,
+    pub from: String,
+    pub value: Value,
+}
+
+impl Entry {
+    fn same(key: &str, value: &Value) -> Entry {
+        Entry { key: key.to_string(), from: key.to_string(), value: value.clone() }
+    }
+}
+
+/// Whether the siblings of `$ref` in `object` are ignored in `dialect`.
+pub fn ref_hides_siblings(dialect: Dialect, object: &Map<String, Value>) -> bool {
+    dialect < Dialect::Draft2019 && object.contains_key("$ref")
+}
+
+/// `object` (at input pointer `pointer`) read in the 2020-12 model; problems go to `errors`.
+pub fn translate(dialect: Dialect, object: &Map<String, Value>, pointer: &str, errors: &mut Vec<NormalizeError>) -> Vec<Entry> {
+    let mut out = Vec::new();
+    let items_array = object.get("items").is_some_and(Value::is_array);
+    let error = |errors: &mut Vec<NormalizeError>, key: &str, message: String| {
+        errors.push(NormalizeError { pointer: format!("{pointer}/{}", super::normalize::escape_pointer(key)), message })
+    };
+    for (key, value) in object {
+        if !dialect.defines(key) {
+            continue;
+        }
+        match key.as_str() {
+            "items" if items_array && dialect < Dialect::Draft2020 => {
+                out.push(Entry { key: "prefixItems".into(), from: "items".into(), value: value.clone() })
+            }
+            "additionalItems" => {
+                if items_array {
+                    out.push(Entry { key: "items".into(), from: "additionalItems".into(), value: value.clone() });
+                }
+            }
+            "dependencies" => match value {
+                Value::Object(dependencies) => {
+                    let (mut required, mut schemas) = (Map::new(), Map::new());
+                    for (name, dependency) in dependencies {
+                        let into = if dependency.is_array() { &mut required } else { &mut schemas };
+                        into.insert(name.clone(), dependency.clone());
+                    }
+                    for (into, map) in [("dependentRequired", required), ("dependentSchemas", schemas)] {
+                        if !map.is_empty() {
+                            out.push(Entry { key: into.into(), from: "dependencies".into(), value: Value::Object(map) });
+                        }
+                    }
+                }
+                _ => error(errors, key, "`dependencies` must be an object".into()),
+            },
+            "exclusiveMaximum" | "exclusiveMinimum" if dialect == Dialect::Draft4 => {
+                let bound = if key == "exclusiveMaximum" { "maximum" } else { "minimum" };
+                match value {
+                    Value::Bool(true) => {
+                        if let Some(limit) = object.get(bound) {
+                            out.push(Entry { key: key.clone(), from: bound.into(), value: limit.clone() });
+                        }
+                    }
+                    Value::Bool(false) => {}
+                    _ => error(errors, key, format!("`{key}` must be a boolean in draft-04")),
+                }
+            }
+            "maximum" | "minimum" if dialect == Dialect::Draft4 => {
+                let flag = if key == "maximum" { "exclusiveMaximum" } else { "exclusiveMinimum" };
+                if object.get(flag) != Some(&Value::Bool(true)) {
+                    out.push(Entry::same(key, value));
+                }
+            }
+            "id" => {
+                if !pointer.is_empty() {
+                    error(errors, key, "unsupported keyword `id` below the root (draft-04): it changes the base of references".into());
+                }
+            }
+            "$recursiveAnchor" if dialect == Dialect::Draft2019 => {}
+            "$recursiveRef" if dialect == Dialect::Draft2019 => match value.as_str() {
+                Some("#") if !object.contains_key("$ref") => {
+                    out.push(Entry { key: "$ref".into(), from: "$recursiveRef".into(), value: Value::String("#".into()) })
+                }
+                Some("#") => error(errors, key, "unsupported keyword `$recursiveRef` next to `$ref`".into()),
+                _ => error(errors, key, "unsupported keyword `$recursiveRef` with a value other than `#`".into()),
+            },
+            _ => out.push(Entry::same(key, value)),
+        }
+    }
+    if dialect == Dialect::Draft4 {
+        for entry in &out {
+            if draft4_boolean(entry) {
+                error(errors, &entry.from, format!("a boolean schema in `{}` (draft-04 has boolean schemas only as `additionalProperties` and `additionalItems`)", entry.from));
+            }
+        }
+    }
+    out
+}
+
+/// Whether `entry` holds a boolean where draft-04 wants a schema object.
+fn draft4_boolean(entry: &Entry) -> bool {
+    use super::normalize::{SCHEMA_ARRAYS, SCHEMA_MAPS, SCHEMA_SINGLES};
+    if matches!(entry.from.as_str(), "additionalProperties" | "additionalItems") {
+        return false;
+    }
+    let key = entry.key.as_str();
+    match &entry.value {
+        Value::Bool(_) => SCHEMA_SINGLES.contains(&key),
+        Value::Array(members) if SCHEMA_ARRAYS.contains(&key) => members.iter().any(Value::is_boolean),
+        Value::Object(members) if SCHEMA_MAPS.contains(&key) => members.values().any(Value::is_boolean),
+        _ => false,
+    }
+}
