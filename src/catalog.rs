@@ -4,9 +4,9 @@
 //! checked-in copy of what `OUT_DIR` holds). Runtime consumers read facts from these tables
 //! only, never from literals of their own.
 
-/// The catalog's own enums, shared with the generator that wrote the tables (the runtime
-/// already links it for `generate` and `check`), so the two cannot drift apart.
-pub use checkfu_wire_codegen::catalog::model::{Direction, Mode, SlotClass};
+/// The catalog's own enums, shared with the generator that wrote the tables (both take them
+/// from `checkfu-wire-vocab`, below either), so the two cannot drift apart.
+pub use checkfu_wire_vocab::{Direction, Mode, SlotClass};
 
 /// A capability axis.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,7 +1,9 @@
 //! checkfu-wire: the runtime consumers of the Checkfu ACP extension catalog.
 //!
-//! The tables in [`catalog`] are generated at build time from `catalog/catalog.toml`; the
-//! generator itself is the `checkfu-wire-codegen` crate, driven by the `checkfu-wire` CLI.
+//! The tables in [`catalog`] are generated from `catalog/catalog.toml` by the
+//! `checkfu-wire-codegen` crate: at build time with the default `regenerate` feature, or
+//! compiled from the checked-in `generated/` files without it. This crate never imports
+//! from the generator; the few types both need live in `checkfu-wire-vocab`.
 
 pub mod catalog;
 pub mod decode;
@@ -9,6 +11,11 @@ pub mod exact;
 pub mod schemas;
 pub mod admission;
 pub mod conformance;
+// The live diagnostic and what it stands on, behind the default `probe` feature: a crate
+// that only decodes compiles no HTTP server.
+#[cfg(feature = "probe")]
 pub mod session;
+#[cfg(feature = "probe")]
 pub mod probe;
+#[cfg(feature = "probe")]
 pub mod relay;

@@ -13,10 +13,10 @@ pub type Decode = fn(&Value) -> Result<(), Invalid>;
 /// A generated check alone, on the borrowed tree the policy parses `_meta` members into.
 pub type Check = fn(&Json<'_>) -> Result<(), Invalid>;
 
-/// Which part of a message carries a slot, and who handles a method: the generator's own
-/// enums, shared so the tables it writes and the decoder reading them cannot drift apart.
-pub use checkfu_wire_codegen::catalog::model::Side;
-pub use checkfu_wire_codegen::rust::decoder::Part;
+/// Which part of a message carries a slot, and who handles a method: the generator's enums
+/// (from `checkfu-wire-vocab`, which both share), so the tables it writes and the decoder
+/// reading them cannot drift apart.
+pub use checkfu_wire_vocab::{Part, Side};
 
 #[derive(Clone, Copy)]
 pub struct SlotDecoder {

@@ -20,7 +20,8 @@ pub const INVALID_PARAMS: i64 = -32602;
 pub const RESOURCE_NOT_FOUND: i64 = -32002;
 
 /// How permission requests are answered.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum PermissionPolicy {
     /// Select the first option of kind `allow_once` or `allow_always`.

@@ -12,6 +12,10 @@ use serde::{Deserialize, Serialize};
 
 use super::spanned::Spanned;
 
+/// The enums the runtime shares (its tables name them), defined below both in
+/// `checkfu-wire-vocab`.
+pub use checkfu_wire_vocab::{Direction, Mode, Side, SlotClass};
+
 /// A name or value as written in the catalog, with its location.
 pub type Name = Spanned<String>;
 
@@ -172,24 +176,6 @@ pub struct Mechanism {
     pub values: Vec<Name>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Mode {
-    /// Run by a Runner driver from an image.
-    Packaged,
-    /// Runs in a connected runtime lane with its own envelope.
-    Connected,
-}
-
-impl Mode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Packaged => "packaged",
-            Mode::Connected => "connected",
-        }
-    }
-}
-
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Harness {
@@ -287,54 +273,6 @@ pub struct Gateway {
     pub placeholders: Vec<Name>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Direction {
-    HarnessToClient,
-    ClientToHarness,
-}
-
-impl Direction {
-    /// The arrow form the docs tables use.
-    pub fn arrow(self) -> &'static str {
-        match self {
-            Direction::HarnessToClient => "harness → client",
-            Direction::ClientToHarness => "client → harness",
-        }
-    }
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Direction::HarnessToClient => "harness_to_client",
-            Direction::ClientToHarness => "client_to_harness",
-        }
-    }
-}
-
-/// How a consumer treats a slot's payload.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum SlotClass {
-    /// Closed, decoded strictly; a bad declaration rejects the handshake.
-    Declaration,
-    /// Optional harness → client data: fail-open.
-    Fidelity,
-    /// Requested client → harness authority: fail-closed.
-    Authority,
-    /// An extension request with a typed acknowledgement.
-    Method,
-}
-
-impl SlotClass {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SlotClass::Declaration => "declaration",
-            SlotClass::Fidelity => "fidelity",
-            SlotClass::Authority => "authority",
-            SlotClass::Method => "method",
-        }
-    }
-}
-
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Slot {
@@ -376,16 +314,6 @@ pub struct SlotRequirement {
 pub struct Acp {
     /// The official ACP JSON Schema under `schemas/`, checked in unmodified.
     pub schema: Name,
-}
-
-/// Who handles a method: the agent (requests flow client → agent), the client (agent →
-/// client), or the JSON-RPC protocol layer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Side {
-    Agent,
-    Client,
-    Protocol,
 }
 
 /// A family of extension methods described by an input schema.

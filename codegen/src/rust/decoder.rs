@@ -31,16 +31,8 @@ pub struct Def {
     pub name: String,
 }
 
-/// Where a slot rides: the ACP method and which part of the message.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Part {
-    Request,
-    Response,
-    /// A `session/update` member (`params.update._meta`).
-    Member,
-    /// The slot is itself an extension method.
-    Method,
-}
+/// Where a slot rides (shared with the runtime, which reads the tables written here).
+pub use checkfu_wire_vocab::Part;
 
 pub struct SlotPlan {
     pub key: String,
