@@ -10,82 +10,19 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-const PROBE: &str = env!("CARGO_BIN_EXE_checkfu-wire");
-const AGENT: &str = env!("CARGO_BIN_EXE_checkfu-fixture-agent");
+#[path = "probe_support/mod.rs"]
+mod probe_support;
 
-struct Run {
-    status: i32,
-    json: Value,
-    stderr: String,
-}
+use probe_support::{Run, AGENT, PROBE};
 
-impl Run {
-    fn step(&self, name: &str) -> (&str, &str) {
-        let step = &self.json["steps"][name];
-        (step["status"].as_str().unwrap_or("?"), step["reason"].as_str().unwrap_or(""))
-    }
-
-    fn check(&self, name: &str) -> &str {
-        self.json["checks"][name]["status"].as_str().unwrap_or("?")
-    }
-
-    fn check_reason(&self, name: &str) -> &str {
-        self.json["checks"][name]["reason"].as_str().unwrap_or("")
-    }
-}
-
-/// Runs the probe (`--format json`) on `harness`, then asserts nothing was left behind.
+/// Runs the probe (`--format json`) on `harness` with 5 s steps unless told otherwise; the
+/// shared runner asserts that nothing was left behind.
 fn probe(options: &[&str], harness: &[&str]) -> Run {
-    let mut command = Command::new(PROBE);
-    command.args(["probe", "--format", "json", "--kill-grace", "0.5"]);
+    let mut options = options.to_vec();
     if !options.contains(&"--step-timeout") {
-        command.args(["--step-timeout", "5"]);
+        options.extend(["--step-timeout", "5"]);
     }
-    let child = command
-        .args(options)
-        .arg("--")
-        .args(harness)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("probe starts");
-    let probe_pid = child.id();
-    let output = child.wait_with_output().expect("probe runs");
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    let json: Value = serde_json::from_str(&stdout).unwrap_or(Value::Null);
-    if let Some(pid) = json["harness"]["pid"].as_u64() {
-        assert_no_process_in_group(pid as i32);
-        assert_eq!(json["harness"]["leftover_processes"], serde_json::json!([]));
-    }
-    assert_no_workspace_left(probe_pid);
-    Run { status: output.status.code().unwrap_or(-1), json, stderr }
-}
-
-/// Independent of the probe's own `/proc` reading: kill(2) with signal 0 on the group says
-/// whether any process of it still exists.
-fn assert_no_process_in_group(pgid: i32) {
-    let until = Instant::now() + Duration::from_secs(3);
-    loop {
-        // SAFETY: signal 0 only asks whether the group exists.
-        let alive = unsafe { libc::kill(-pgid, 0) } == 0;
-        if !alive {
-            return;
-        }
-        assert!(Instant::now() < until, "a process of the harness's group {pgid} is still alive");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn assert_no_workspace_left(probe_pid: u32) {
-    let prefix = format!("checkfu-probe-{probe_pid}-");
-    let left: Vec<PathBuf> = std::fs::read_dir(std::env::temp_dir())
-        .expect("temp dir")
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
-        .map(|e| e.path())
-        .collect();
-    assert!(left.is_empty(), "workspace directories left behind: {left:?}");
+    probe_support::probe(&options, harness)
 }
 
 fn agent(switches: &[&'static str]) -> Vec<&'static str> {

@@ -60,6 +60,9 @@ fn turn(bin: &std::path::Path, entry: &str, dialect: &str, script: &str, declara
     let plane = run.plane();
     assert_eq!(plane["nonce_at_relay"], true, "{context}");
     assert_eq!(plane["nonce_in_output"], true, "{context}");
+    // The dialect spoken is the one the catalog declares for the entry (its generated table,
+    // as the report carries it), and the one this test expects of the agent.
+    assert_eq!(plane["dialects_used"], plane["catalog"]["dialects"], "{context}");
     assert_eq!(plane["dialects_used"], json!([dialect]), "{context}");
     assert_eq!(plane["catalog"]["harness"], entry);
     // Every refusal is an egress attempt (403) or a path the allow-list lacks (404): reported,

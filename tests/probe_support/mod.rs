@@ -30,6 +30,10 @@ impl Run {
         self.json["checks"][name]["status"].as_str().unwrap_or("?")
     }
 
+    pub fn check_reason(&self, name: &str) -> &str {
+        self.json["checks"][name]["reason"].as_str().unwrap_or("")
+    }
+
     pub fn plane(&self) -> &Value {
         &self.json["model_plane"]
     }
