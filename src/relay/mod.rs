@@ -331,7 +331,7 @@ async fn handle(state: &Mutex<State>, request: Request<Incoming>, stall: Duratio
         return refuse(state, &target, shape, 403, "permission_error", reason);
     }
     let path = uri.path().to_owned();
-    let route = lock(state).routes.iter().find(|r| routes::matching(std::slice::from_ref(*r), &path).is_some()).cloned();
+    let route = routes::matching(&lock(state).routes, &path).cloned();
     let Some(route) = route else {
         let reason = format!("`{path}` is not on the gateway allow-list of this provider");
         return refuse(state, &path, shape, 404, "not_found_error", reason);

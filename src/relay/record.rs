@@ -103,19 +103,17 @@ impl Record {
 /// Calls with their bodies as JSON Lines: each call's report members, plus `request` (the
 /// body as sent) and `response` (JSON, or the event stream's text).
 pub fn calls_jsonl(calls: &[Call]) -> String {
-    {
-        let mut out = String::new();
-        for call in calls {
-            let mut line = serde_json::to_value(call).unwrap_or(Value::Null);
-            if let (Some(object), Some((request, answer))) = (line.as_object_mut(), &call.bodies) {
-                object.insert("request".into(), request.clone());
-                // An answer is JSON, or a server-sent event stream kept as its text.
-                let answer = serde_json::from_str::<Value>(answer).unwrap_or_else(|_| Value::String(answer.clone()));
-                object.insert("response".into(), answer);
-            }
-            out.push_str(&line.to_string());
-            out.push('\n');
+    let mut out = String::new();
+    for call in calls {
+        let mut line = serde_json::to_value(call).unwrap_or(Value::Null);
+        if let (Some(object), Some((request, answer))) = (line.as_object_mut(), &call.bodies) {
+            object.insert("request".into(), request.clone());
+            // An answer is JSON, or a server-sent event stream kept as its text.
+            let answer = serde_json::from_str::<Value>(answer).unwrap_or_else(|_| Value::String(answer.clone()));
+            object.insert("response".into(), answer);
         }
-        out
+        out.push_str(&line.to_string());
+        out.push('\n');
     }
+    out
 }
