@@ -5229,82 +5229,90 @@ pub mod checks {
     }
     /// Checks a value against `#/$defs/ToolCallUpdate` of the input schema.
     pub fn check_ToolCallUpdate(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object()) {
-            return Err(Invalid::new("expected object"));
-        }
-        if let Some(o) = v.as_object() {
-            let mut seen: u128 = 0;
-            for (k, p) in o {
-                #[allow(unused_mut)]
-                let mut matched = match &**k {
-                    "toolCallId" => {
-                        seen |= 1u128;
-                        node_32(p).map_err(|e| e.at("toolCallId"))?;
-                        true
+        crate::exact::memoized(
+            6u32,
+            v,
+            |v: &Json<'_>| -> Result<(), Invalid> {
+                if !(false || v.is_object()) {
+                    return Err(Invalid::new("expected object"));
+                }
+                if let Some(o) = v.as_object() {
+                    let mut seen: u128 = 0;
+                    for (k, p) in o {
+                        #[allow(unused_mut)]
+                        let mut matched = match &**k {
+                            "toolCallId" => {
+                                seen |= 1u128;
+                                node_32(p).map_err(|e| e.at("toolCallId"))?;
+                                true
+                            }
+                            "kind" => {
+                                if let Err(e) = node_34(p) {
+                                    crate::exact::lenient(e.at("kind"))?;
+                                }
+                                true
+                            }
+                            "status" => {
+                                if let Err(e) = node_36(p) {
+                                    crate::exact::lenient(e.at("status"))?;
+                                }
+                                true
+                            }
+                            "title" => {
+                                if let Err(e) = node_37(p) {
+                                    crate::exact::lenient(e.at("title"))?;
+                                }
+                                true
+                            }
+                            "name" => {
+                                if let Err(e) = node_38(p) {
+                                    crate::exact::lenient(e.at("name"))?;
+                                }
+                                true
+                            }
+                            "content" => {
+                                if let Err(e) = node_39(p) {
+                                    crate::exact::lenient(e.at("content"))?;
+                                }
+                                true
+                            }
+                            "locations" => {
+                                if let Err(e) = node_40(p) {
+                                    crate::exact::lenient(e.at("locations"))?;
+                                }
+                                true
+                            }
+                            "rawInput" => {
+                                if let Err(e) = node_41(p) {
+                                    crate::exact::lenient(e.at("rawInput"))?;
+                                }
+                                true
+                            }
+                            "rawOutput" => {
+                                if let Err(e) = node_42(p) {
+                                    crate::exact::lenient(e.at("rawOutput"))?;
+                                }
+                                true
+                            }
+                            "_meta" => {
+                                if let Err(e) = node_43(p) {
+                                    crate::exact::lenient(e.at("_meta"))?;
+                                }
+                                true
+                            }
+                            _ => false,
+                        };
+                        if !matched {}
                     }
-                    "kind" => {
-                        if let Err(e) = node_34(p) {
-                            crate::exact::lenient(e.at("kind"))?;
-                        }
-                        true
+                    if seen & 1u128 == 0 {
+                        return Err(
+                            Invalid::new("missing required property `toolCallId`"),
+                        );
                     }
-                    "status" => {
-                        if let Err(e) = node_36(p) {
-                            crate::exact::lenient(e.at("status"))?;
-                        }
-                        true
-                    }
-                    "title" => {
-                        if let Err(e) = node_37(p) {
-                            crate::exact::lenient(e.at("title"))?;
-                        }
-                        true
-                    }
-                    "name" => {
-                        if let Err(e) = node_38(p) {
-                            crate::exact::lenient(e.at("name"))?;
-                        }
-                        true
-                    }
-                    "content" => {
-                        if let Err(e) = node_39(p) {
-                            crate::exact::lenient(e.at("content"))?;
-                        }
-                        true
-                    }
-                    "locations" => {
-                        if let Err(e) = node_40(p) {
-                            crate::exact::lenient(e.at("locations"))?;
-                        }
-                        true
-                    }
-                    "rawInput" => {
-                        if let Err(e) = node_41(p) {
-                            crate::exact::lenient(e.at("rawInput"))?;
-                        }
-                        true
-                    }
-                    "rawOutput" => {
-                        if let Err(e) = node_42(p) {
-                            crate::exact::lenient(e.at("rawOutput"))?;
-                        }
-                        true
-                    }
-                    "_meta" => {
-                        if let Err(e) = node_43(p) {
-                            crate::exact::lenient(e.at("_meta"))?;
-                        }
-                        true
-                    }
-                    _ => false,
-                };
-                if !matched {}
-            }
-            if seen & 1u128 == 0 {
-                return Err(Invalid::new("missing required property `toolCallId`"));
-            }
-        }
-        Ok(())
+                }
+                Ok(())
+            },
+        )
     }
     /// Checks a value against `#/$defs/ToolCallId` of the input schema.
     pub fn check_ToolCallId(v: &Json<'_>) -> Result<(), Invalid> {
@@ -5601,17 +5609,25 @@ pub mod checks {
     }
     /// Checks a value against `#/$defs/ToolCallContent` of the input schema.
     pub fn check_ToolCallContent(v: &Json<'_>) -> Result<(), Invalid> {
-        match v.get("type").and_then(Json::as_str) {
-            Some("content") => check_ToolCallContentContent(v)?,
-            Some("diff") => check_ToolCallContentDiff(v)?,
-            Some("terminal") => check_ToolCallContentTerminal(v)?,
-            _ => {
-                return Err(
-                    Invalid::new("does not match exactly one of the allowed shapes"),
-                );
-            }
-        }
-        Ok(())
+        crate::exact::memoized(
+            13u32,
+            v,
+            |v: &Json<'_>| -> Result<(), Invalid> {
+                match v.get("type").and_then(Json::as_str) {
+                    Some("content") => check_ToolCallContentContent(v)?,
+                    Some("diff") => check_ToolCallContentDiff(v)?,
+                    Some("terminal") => check_ToolCallContentTerminal(v)?,
+                    _ => {
+                        return Err(
+                            Invalid::new(
+                                "does not match exactly one of the allowed shapes",
+                            ),
+                        );
+                    }
+                }
+                Ok(())
+            },
+        )
     }
     /// Checks `#/$defs/ContentBlock/oneOf/0/properties/type`.
     fn node_61(v: &Json<'_>) -> Result<(), Invalid> {
@@ -5795,19 +5811,27 @@ pub mod checks {
     }
     /// Checks a value against `#/$defs/ContentBlock` of the input schema.
     pub fn check_ContentBlock(v: &Json<'_>) -> Result<(), Invalid> {
-        match v.get("type").and_then(Json::as_str) {
-            Some("text") => check_ContentBlockText(v)?,
-            Some("image") => check_ContentBlockImage(v)?,
-            Some("audio") => check_ContentBlockAudio(v)?,
-            Some("resource_link") => check_ContentBlockResourceLink(v)?,
-            Some("resource") => check_ContentBlockResource(v)?,
-            _ => {
-                return Err(
-                    Invalid::new("does not match exactly one of the allowed shapes"),
-                );
-            }
-        }
-        Ok(())
+        crate::exact::memoized(
+            19u32,
+            v,
+            |v: &Json<'_>| -> Result<(), Invalid> {
+                match v.get("type").and_then(Json::as_str) {
+                    Some("text") => check_ContentBlockText(v)?,
+                    Some("image") => check_ContentBlockImage(v)?,
+                    Some("audio") => check_ContentBlockAudio(v)?,
+                    Some("resource_link") => check_ContentBlockResourceLink(v)?,
+                    Some("resource") => check_ContentBlockResource(v)?,
+                    _ => {
+                        return Err(
+                            Invalid::new(
+                                "does not match exactly one of the allowed shapes",
+                            ),
+                        );
+                    }
+                }
+                Ok(())
+            },
+        )
     }
     /// Checks `#/$defs/Annotations/properties/audience`.
     fn node_66(v: &Json<'_>) -> Result<(), Invalid> {
@@ -5846,43 +5870,49 @@ pub mod checks {
     }
     /// Checks a value against `#/$defs/Annotations` of the input schema.
     pub fn check_Annotations(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object()) {
-            return Err(Invalid::new("expected object"));
-        }
-        if let Some(o) = v.as_object() {
-            for (k, p) in o {
-                #[allow(unused_mut)]
-                let mut matched = match &**k {
-                    "audience" => {
-                        if let Err(e) = node_66(p) {
-                            crate::exact::lenient(e.at("audience"))?;
-                        }
-                        true
+        crate::exact::memoized(
+            20u32,
+            v,
+            |v: &Json<'_>| -> Result<(), Invalid> {
+                if !(false || v.is_object()) {
+                    return Err(Invalid::new("expected object"));
+                }
+                if let Some(o) = v.as_object() {
+                    for (k, p) in o {
+                        #[allow(unused_mut)]
+                        let mut matched = match &**k {
+                            "audience" => {
+                                if let Err(e) = node_66(p) {
+                                    crate::exact::lenient(e.at("audience"))?;
+                                }
+                                true
+                            }
+                            "lastModified" => {
+                                if let Err(e) = node_67(p) {
+                                    crate::exact::lenient(e.at("lastModified"))?;
+                                }
+                                true
+                            }
+                            "priority" => {
+                                if let Err(e) = node_68(p) {
+                                    crate::exact::lenient(e.at("priority"))?;
+                                }
+                                true
+                            }
+                            "_meta" => {
+                                if let Err(e) = node_69(p) {
+                                    crate::exact::lenient(e.at("_meta"))?;
+                                }
+                                true
+                            }
+                            _ => false,
+                        };
+                        if !matched {}
                     }
-                    "lastModified" => {
-                        if let Err(e) = node_67(p) {
-                            crate::exact::lenient(e.at("lastModified"))?;
-                        }
-                        true
-                    }
-                    "priority" => {
-                        if let Err(e) = node_68(p) {
-                            crate::exact::lenient(e.at("priority"))?;
-                        }
-                        true
-                    }
-                    "_meta" => {
-                        if let Err(e) = node_69(p) {
-                            crate::exact::lenient(e.at("_meta"))?;
-                        }
-                        true
-                    }
-                    _ => false,
-                };
-                if !matched {}
-            }
-        }
-        Ok(())
+                }
+                Ok(())
+            },
+        )
     }
     /// Checks `#/$defs/Role/oneOf/0`.
     fn node_70(v: &Json<'_>) -> Result<(), Invalid> {
@@ -7566,34 +7596,42 @@ pub mod checks {
     }
     /// Checks a value against `#/$defs/ElicitationSessionScope` of the input schema.
     pub fn check_ElicitationSessionScope(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object()) {
-            return Err(Invalid::new("expected object"));
-        }
-        if let Some(o) = v.as_object() {
-            let mut seen: u128 = 0;
-            for (k, p) in o {
-                #[allow(unused_mut)]
-                let mut matched = match &**k {
-                    "sessionId" => {
-                        seen |= 1u128;
-                        node_162(p).map_err(|e| e.at("sessionId"))?;
-                        true
+        crate::exact::memoized(
+            50u32,
+            v,
+            |v: &Json<'_>| -> Result<(), Invalid> {
+                if !(false || v.is_object()) {
+                    return Err(Invalid::new("expected object"));
+                }
+                if let Some(o) = v.as_object() {
+                    let mut seen: u128 = 0;
+                    for (k, p) in o {
+                        #[allow(unused_mut)]
+                        let mut matched = match &**k {
+                            "sessionId" => {
+                                seen |= 1u128;
+                                node_162(p).map_err(|e| e.at("sessionId"))?;
+                                true
+                            }
+                            "toolCallId" => {
+                                if let Err(e) = node_164(p) {
+                                    crate::exact::lenient(e.at("toolCallId"))?;
+                                }
+                                true
+                            }
+                            _ => false,
+                        };
+                        if !matched {}
                     }
-                    "toolCallId" => {
-                        if let Err(e) = node_164(p) {
-                            crate::exact::lenient(e.at("toolCallId"))?;
-                        }
-                        true
+                    if seen & 1u128 == 0 {
+                        return Err(
+                            Invalid::new("missing required property `sessionId`"),
+                        );
                     }
-                    _ => false,
-                };
-                if !matched {}
-            }
-            if seen & 1u128 == 0 {
-                return Err(Invalid::new("missing required property `sessionId`"));
-            }
-        }
-        Ok(())
+                }
+                Ok(())
+            },
+        )
     }
     /// Checks `#/$defs/ElicitationRequestScope/properties/requestId`.
     fn node_165(v: &Json<'_>) -> Result<(), Invalid> {
@@ -7602,28 +7640,36 @@ pub mod checks {
     }
     /// Checks a value against `#/$defs/ElicitationRequestScope` of the input schema.
     pub fn check_ElicitationRequestScope(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object()) {
-            return Err(Invalid::new("expected object"));
-        }
-        if let Some(o) = v.as_object() {
-            let mut seen: u128 = 0;
-            for (k, p) in o {
-                #[allow(unused_mut)]
-                let mut matched = match &**k {
-                    "requestId" => {
-                        seen |= 1u128;
-                        node_165(p).map_err(|e| e.at("requestId"))?;
-                        true
+        crate::exact::memoized(
+            51u32,
+            v,
+            |v: &Json<'_>| -> Result<(), Invalid> {
+                if !(false || v.is_object()) {
+                    return Err(Invalid::new("expected object"));
+                }
+                if let Some(o) = v.as_object() {
+                    let mut seen: u128 = 0;
+                    for (k, p) in o {
+                        #[allow(unused_mut)]
+                        let mut matched = match &**k {
+                            "requestId" => {
+                                seen |= 1u128;
+                                node_165(p).map_err(|e| e.at("requestId"))?;
+                                true
+                            }
+                            _ => false,
+                        };
+                        if !matched {}
                     }
-                    _ => false,
-                };
-                if !matched {}
-            }
-            if seen & 1u128 == 0 {
-                return Err(Invalid::new("missing required property `requestId`"));
-            }
-        }
-        Ok(())
+                    if seen & 1u128 == 0 {
+                        return Err(
+                            Invalid::new("missing required property `requestId`"),
+                        );
+                    }
+                }
+                Ok(())
+            },
+        )
     }
     /// Checks a value against `#/$defs/ElicitationSchema/properties/properties` of the input schema.
     pub fn check_ElicitationSchemaProperties(v: &Json<'_>) -> Result<(), Invalid> {
@@ -10549,44 +10595,54 @@ pub mod checks {
     }
     /// Checks a value against `#/$defs/SessionModeState` of the input schema.
     pub fn check_SessionModeState(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object()) {
-            return Err(Invalid::new("expected object"));
-        }
-        if let Some(o) = v.as_object() {
-            let mut seen: u128 = 0;
-            for (k, p) in o {
-                #[allow(unused_mut)]
-                let mut matched = match &**k {
-                    "currentModeId" => {
-                        seen |= 1u128;
-                        node_326(p).map_err(|e| e.at("currentModeId"))?;
-                        true
+        crate::exact::memoized(
+            110u32,
+            v,
+            |v: &Json<'_>| -> Result<(), Invalid> {
+                if !(false || v.is_object()) {
+                    return Err(Invalid::new("expected object"));
+                }
+                if let Some(o) = v.as_object() {
+                    let mut seen: u128 = 0;
+                    for (k, p) in o {
+                        #[allow(unused_mut)]
+                        let mut matched = match &**k {
+                            "currentModeId" => {
+                                seen |= 1u128;
+                                node_326(p).map_err(|e| e.at("currentModeId"))?;
+                                true
+                            }
+                            "availableModes" => {
+                                seen |= 2u128;
+                                if let Err(e) = node_327(p) {
+                                    crate::exact::lenient(e.at("availableModes"))?;
+                                }
+                                true
+                            }
+                            "_meta" => {
+                                if let Err(e) = node_328(p) {
+                                    crate::exact::lenient(e.at("_meta"))?;
+                                }
+                                true
+                            }
+                            _ => false,
+                        };
+                        if !matched {}
                     }
-                    "availableModes" => {
-                        seen |= 2u128;
-                        if let Err(e) = node_327(p) {
-                            crate::exact::lenient(e.at("availableModes"))?;
-                        }
-                        true
+                    if seen & 1u128 == 0 {
+                        return Err(
+                            Invalid::new("missing required property `currentModeId`"),
+                        );
                     }
-                    "_meta" => {
-                        if let Err(e) = node_328(p) {
-                            crate::exact::lenient(e.at("_meta"))?;
-                        }
-                        true
+                    if seen & 2u128 == 0 {
+                        return Err(
+                            Invalid::new("missing required property `availableModes`"),
+                        );
                     }
-                    _ => false,
-                };
-                if !matched {}
-            }
-            if seen & 1u128 == 0 {
-                return Err(Invalid::new("missing required property `currentModeId`"));
-            }
-            if seen & 2u128 == 0 {
-                return Err(Invalid::new("missing required property `availableModes`"));
-            }
-        }
-        Ok(())
+                }
+                Ok(())
+            },
+        )
     }
     /// Checks a value against `#/$defs/SessionModeId` of the input schema.
     pub fn check_SessionModeId(v: &Json<'_>) -> Result<(), Invalid> {
@@ -10782,63 +10838,71 @@ pub mod checks {
     }
     /// Checks a value against `#/$defs/SessionConfigOption` of the input schema.
     pub fn check_SessionConfigOption(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object()) {
-            return Err(Invalid::new("expected object"));
-        }
-        if let Some(o) = v.as_object() {
-            let mut seen: u128 = 0;
-            for (k, p) in o {
-                #[allow(unused_mut)]
-                let mut matched = match &**k {
-                    "id" => {
-                        seen |= 1u128;
-                        node_335(p).map_err(|e| e.at("id"))?;
-                        true
+        crate::exact::memoized(
+            115u32,
+            v,
+            |v: &Json<'_>| -> Result<(), Invalid> {
+                if !(false || v.is_object()) {
+                    return Err(Invalid::new("expected object"));
+                }
+                if let Some(o) = v.as_object() {
+                    let mut seen: u128 = 0;
+                    for (k, p) in o {
+                        #[allow(unused_mut)]
+                        let mut matched = match &**k {
+                            "id" => {
+                                seen |= 1u128;
+                                node_335(p).map_err(|e| e.at("id"))?;
+                                true
+                            }
+                            "name" => {
+                                seen |= 2u128;
+                                node_336(p).map_err(|e| e.at("name"))?;
+                                true
+                            }
+                            "description" => {
+                                if let Err(e) = node_337(p) {
+                                    crate::exact::lenient(e.at("description"))?;
+                                }
+                                true
+                            }
+                            "category" => {
+                                if let Err(e) = node_339(p) {
+                                    crate::exact::lenient(e.at("category"))?;
+                                }
+                                true
+                            }
+                            "_meta" => {
+                                if let Err(e) = node_340(p) {
+                                    crate::exact::lenient(e.at("_meta"))?;
+                                }
+                                true
+                            }
+                            _ => false,
+                        };
+                        if !matched {}
                     }
-                    "name" => {
-                        seen |= 2u128;
-                        node_336(p).map_err(|e| e.at("name"))?;
-                        true
+                    if seen & 1u128 == 0 {
+                        return Err(Invalid::new("missing required property `id`"));
                     }
-                    "description" => {
-                        if let Err(e) = node_337(p) {
-                            crate::exact::lenient(e.at("description"))?;
-                        }
-                        true
+                    if seen & 2u128 == 0 {
+                        return Err(Invalid::new("missing required property `name`"));
                     }
-                    "category" => {
-                        if let Err(e) = node_339(p) {
-                            crate::exact::lenient(e.at("category"))?;
-                        }
-                        true
+                }
+                match v.get("type").and_then(Json::as_str) {
+                    Some("select") => check_SessionConfigOptionSelect(v)?,
+                    Some("boolean") => check_SessionConfigOptionBoolean(v)?,
+                    _ => {
+                        return Err(
+                            Invalid::new(
+                                "does not match exactly one of the allowed shapes",
+                            ),
+                        );
                     }
-                    "_meta" => {
-                        if let Err(e) = node_340(p) {
-                            crate::exact::lenient(e.at("_meta"))?;
-                        }
-                        true
-                    }
-                    _ => false,
-                };
-                if !matched {}
-            }
-            if seen & 1u128 == 0 {
-                return Err(Invalid::new("missing required property `id`"));
-            }
-            if seen & 2u128 == 0 {
-                return Err(Invalid::new("missing required property `name`"));
-            }
-        }
-        match v.get("type").and_then(Json::as_str) {
-            Some("select") => check_SessionConfigOptionSelect(v)?,
-            Some("boolean") => check_SessionConfigOptionBoolean(v)?,
-            _ => {
-                return Err(
-                    Invalid::new("does not match exactly one of the allowed shapes"),
-                );
-            }
-        }
-        Ok(())
+                }
+                Ok(())
+            },
+        )
     }
     /// Checks a value against `#/$defs/SessionConfigId` of the input schema.
     pub fn check_SessionConfigId(v: &Json<'_>) -> Result<(), Invalid> {
@@ -10969,48 +11033,54 @@ pub mod checks {
     }
     /// Checks a value against `#/$defs/SessionConfigSelectOption` of the input schema.
     pub fn check_SessionConfigSelectOption(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object()) {
-            return Err(Invalid::new("expected object"));
-        }
-        if let Some(o) = v.as_object() {
-            let mut seen: u128 = 0;
-            for (k, p) in o {
-                #[allow(unused_mut)]
-                let mut matched = match &**k {
-                    "value" => {
-                        seen |= 1u128;
-                        node_348(p).map_err(|e| e.at("value"))?;
-                        true
+        crate::exact::memoized(
+            120u32,
+            v,
+            |v: &Json<'_>| -> Result<(), Invalid> {
+                if !(false || v.is_object()) {
+                    return Err(Invalid::new("expected object"));
+                }
+                if let Some(o) = v.as_object() {
+                    let mut seen: u128 = 0;
+                    for (k, p) in o {
+                        #[allow(unused_mut)]
+                        let mut matched = match &**k {
+                            "value" => {
+                                seen |= 1u128;
+                                node_348(p).map_err(|e| e.at("value"))?;
+                                true
+                            }
+                            "name" => {
+                                seen |= 2u128;
+                                node_349(p).map_err(|e| e.at("name"))?;
+                                true
+                            }
+                            "description" => {
+                                if let Err(e) = node_350(p) {
+                                    crate::exact::lenient(e.at("description"))?;
+                                }
+                                true
+                            }
+                            "_meta" => {
+                                if let Err(e) = node_351(p) {
+                                    crate::exact::lenient(e.at("_meta"))?;
+                                }
+                                true
+                            }
+                            _ => false,
+                        };
+                        if !matched {}
                     }
-                    "name" => {
-                        seen |= 2u128;
-                        node_349(p).map_err(|e| e.at("name"))?;
-                        true
+                    if seen & 1u128 == 0 {
+                        return Err(Invalid::new("missing required property `value`"));
                     }
-                    "description" => {
-                        if let Err(e) = node_350(p) {
-                            crate::exact::lenient(e.at("description"))?;
-                        }
-                        true
+                    if seen & 2u128 == 0 {
+                        return Err(Invalid::new("missing required property `name`"));
                     }
-                    "_meta" => {
-                        if let Err(e) = node_351(p) {
-                            crate::exact::lenient(e.at("_meta"))?;
-                        }
-                        true
-                    }
-                    _ => false,
-                };
-                if !matched {}
-            }
-            if seen & 1u128 == 0 {
-                return Err(Invalid::new("missing required property `value`"));
-            }
-            if seen & 2u128 == 0 {
-                return Err(Invalid::new("missing required property `name`"));
-            }
-        }
-        Ok(())
+                }
+                Ok(())
+            },
+        )
     }
     /// Checks `#/$defs/SessionConfigSelectGroup/properties/group`.
     fn node_352(v: &Json<'_>) -> Result<(), Invalid> {
@@ -11765,42 +11835,48 @@ pub mod checks {
     }
     /// Checks a value against `#/$defs/Error` of the input schema.
     pub fn check_Error(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object()) {
-            return Err(Invalid::new("expected object"));
-        }
-        if let Some(o) = v.as_object() {
-            let mut seen: u128 = 0;
-            for (k, p) in o {
-                #[allow(unused_mut)]
-                let mut matched = match &**k {
-                    "code" => {
-                        seen |= 1u128;
-                        node_389(p).map_err(|e| e.at("code"))?;
-                        true
+        crate::exact::memoized(
+            136u32,
+            v,
+            |v: &Json<'_>| -> Result<(), Invalid> {
+                if !(false || v.is_object()) {
+                    return Err(Invalid::new("expected object"));
+                }
+                if let Some(o) = v.as_object() {
+                    let mut seen: u128 = 0;
+                    for (k, p) in o {
+                        #[allow(unused_mut)]
+                        let mut matched = match &**k {
+                            "code" => {
+                                seen |= 1u128;
+                                node_389(p).map_err(|e| e.at("code"))?;
+                                true
+                            }
+                            "message" => {
+                                seen |= 2u128;
+                                node_390(p).map_err(|e| e.at("message"))?;
+                                true
+                            }
+                            "data" => {
+                                if let Err(e) = node_391(p) {
+                                    crate::exact::lenient(e.at("data"))?;
+                                }
+                                true
+                            }
+                            _ => false,
+                        };
+                        if !matched {}
                     }
-                    "message" => {
-                        seen |= 2u128;
-                        node_390(p).map_err(|e| e.at("message"))?;
-                        true
+                    if seen & 1u128 == 0 {
+                        return Err(Invalid::new("missing required property `code`"));
                     }
-                    "data" => {
-                        if let Err(e) = node_391(p) {
-                            crate::exact::lenient(e.at("data"))?;
-                        }
-                        true
+                    if seen & 2u128 == 0 {
+                        return Err(Invalid::new("missing required property `message`"));
                     }
-                    _ => false,
-                };
-                if !matched {}
-            }
-            if seen & 1u128 == 0 {
-                return Err(Invalid::new("missing required property `code`"));
-            }
-            if seen & 2u128 == 0 {
-                return Err(Invalid::new("missing required property `message`"));
-            }
-        }
-        Ok(())
+                }
+                Ok(())
+            },
+        )
     }
     /// Checks `#/$defs/ErrorCode/anyOf/0`.
     fn node_392(v: &Json<'_>) -> Result<(), Invalid> {
@@ -12600,40 +12676,46 @@ pub mod checks {
     }
     /// Checks a value against `#/$defs/ContentChunk` of the input schema.
     pub fn check_ContentChunk(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object()) {
-            return Err(Invalid::new("expected object"));
-        }
-        if let Some(o) = v.as_object() {
-            let mut seen: u128 = 0;
-            for (k, p) in o {
-                #[allow(unused_mut)]
-                let mut matched = match &**k {
-                    "content" => {
-                        seen |= 1u128;
-                        node_425(p).map_err(|e| e.at("content"))?;
-                        true
+        crate::exact::memoized(
+            156u32,
+            v,
+            |v: &Json<'_>| -> Result<(), Invalid> {
+                if !(false || v.is_object()) {
+                    return Err(Invalid::new("expected object"));
+                }
+                if let Some(o) = v.as_object() {
+                    let mut seen: u128 = 0;
+                    for (k, p) in o {
+                        #[allow(unused_mut)]
+                        let mut matched = match &**k {
+                            "content" => {
+                                seen |= 1u128;
+                                node_425(p).map_err(|e| e.at("content"))?;
+                                true
+                            }
+                            "messageId" => {
+                                if let Err(e) = node_427(p) {
+                                    crate::exact::lenient(e.at("messageId"))?;
+                                }
+                                true
+                            }
+                            "_meta" => {
+                                if let Err(e) = node_428(p) {
+                                    crate::exact::lenient(e.at("_meta"))?;
+                                }
+                                true
+                            }
+                            _ => false,
+                        };
+                        if !matched {}
                     }
-                    "messageId" => {
-                        if let Err(e) = node_427(p) {
-                            crate::exact::lenient(e.at("messageId"))?;
-                        }
-                        true
+                    if seen & 1u128 == 0 {
+                        return Err(Invalid::new("missing required property `content`"));
                     }
-                    "_meta" => {
-                        if let Err(e) = node_428(p) {
-                            crate::exact::lenient(e.at("_meta"))?;
-                        }
-                        true
-                    }
-                    _ => false,
-                };
-                if !matched {}
-            }
-            if seen & 1u128 == 0 {
-                return Err(Invalid::new("missing required property `content`"));
-            }
-        }
-        Ok(())
+                }
+                Ok(())
+            },
+        )
     }
     /// Checks `#/$defs/ToolCall/properties/toolCallId`.
     fn node_429(v: &Json<'_>) -> Result<(), Invalid> {
@@ -14853,12 +14935,18 @@ pub mod checks {
     }
     /// Checks a value against `#/$defs/McpServer` of the input schema.
     pub fn check_McpServer(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_DefsMcpServerAnyOfN0(v).is_ok()
-            || check_DefsMcpServerAnyOfN1(v).is_ok() || node_563(v).is_ok())
-        {
-            return Err(Invalid::new("matches none of the allowed shapes"));
-        }
-        Ok(())
+        crate::exact::memoized(
+            197u32,
+            v,
+            |v: &Json<'_>| -> Result<(), Invalid> {
+                if !(false || check_DefsMcpServerAnyOfN0(v).is_ok()
+                    || check_DefsMcpServerAnyOfN1(v).is_ok() || node_563(v).is_ok())
+                {
+                    return Err(Invalid::new("matches none of the allowed shapes"));
+                }
+                Ok(())
+            },
+        )
     }
     /// Checks `#/$defs/HttpHeader/properties/name`.
     fn node_564(v: &Json<'_>) -> Result<(), Invalid> {

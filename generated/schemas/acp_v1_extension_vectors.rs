@@ -1028,48 +1028,54 @@ pub mod checks {
     }
     /// Checks a value against `#/$defs/Objects_` of the input schema.
     pub fn check_Objects(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object()) {
-            return Err(Invalid::new("expected object"));
-        }
-        if let Some(o) = v.as_object() {
-            let mut seen: u128 = 0;
-            for (k, p) in o {
-                #[allow(unused_mut)]
-                let mut matched = match &**k {
-                    "jsonrpc" => {
-                        seen |= 1u128;
-                        node_14(p).map_err(|e| e.at("jsonrpc"))?;
-                        true
-                    }
-                    "id" => {
-                        seen |= 2u128;
-                        check_Union(p).map_err(|e| e.at("id"))?;
-                        true
-                    }
-                    "result" => {
-                        seen |= 4u128;
-                        check_ObjectsResult(p).map_err(|e| e.at("result"))?;
-                        true
-                    }
-                    _ => false,
-                };
-                if !matched {
-                    return Err(
-                        Invalid::new("property not allowed here").at(k.to_string()),
-                    );
+        crate::exact::memoized(
+            7u32,
+            v,
+            |v: &Json<'_>| -> Result<(), Invalid> {
+                if !(false || v.is_object()) {
+                    return Err(Invalid::new("expected object"));
                 }
-            }
-            if seen & 1u128 == 0 {
-                return Err(Invalid::new("missing required property `jsonrpc`"));
-            }
-            if seen & 2u128 == 0 {
-                return Err(Invalid::new("missing required property `id`"));
-            }
-            if seen & 4u128 == 0 {
-                return Err(Invalid::new("missing required property `result`"));
-            }
-        }
-        Ok(())
+                if let Some(o) = v.as_object() {
+                    let mut seen: u128 = 0;
+                    for (k, p) in o {
+                        #[allow(unused_mut)]
+                        let mut matched = match &**k {
+                            "jsonrpc" => {
+                                seen |= 1u128;
+                                node_14(p).map_err(|e| e.at("jsonrpc"))?;
+                                true
+                            }
+                            "id" => {
+                                seen |= 2u128;
+                                check_Union(p).map_err(|e| e.at("id"))?;
+                                true
+                            }
+                            "result" => {
+                                seen |= 4u128;
+                                check_ObjectsResult(p).map_err(|e| e.at("result"))?;
+                                true
+                            }
+                            _ => false,
+                        };
+                        if !matched {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.to_string()),
+                            );
+                        }
+                    }
+                    if seen & 1u128 == 0 {
+                        return Err(Invalid::new("missing required property `jsonrpc`"));
+                    }
+                    if seen & 2u128 == 0 {
+                        return Err(Invalid::new("missing required property `id`"));
+                    }
+                    if seen & 4u128 == 0 {
+                        return Err(Invalid::new("missing required property `result`"));
+                    }
+                }
+                Ok(())
+            },
+        )
     }
     /// Checks a value against `#/$defs/JsonValue` of the input schema.
     pub fn check_JsonValue(v: &Json<'_>) -> Result<(), Invalid> {
@@ -1538,48 +1544,54 @@ pub mod checks {
     }
     /// Checks a value against `#/$defs/Objects_1` of the input schema.
     pub fn check_Objects1(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object()) {
-            return Err(Invalid::new("expected object"));
-        }
-        if let Some(o) = v.as_object() {
-            let mut seen: u128 = 0;
-            for (k, p) in o {
-                #[allow(unused_mut)]
-                let mut matched = match &**k {
-                    "jsonrpc" => {
-                        seen |= 1u128;
-                        node_35(p).map_err(|e| e.at("jsonrpc"))?;
-                        true
-                    }
-                    "method" => {
-                        seen |= 2u128;
-                        node_36(p).map_err(|e| e.at("method"))?;
-                        true
-                    }
-                    "params" => {
-                        seen |= 4u128;
-                        check_Objects1Params(p).map_err(|e| e.at("params"))?;
-                        true
-                    }
-                    _ => false,
-                };
-                if !matched {
-                    return Err(
-                        Invalid::new("property not allowed here").at(k.to_string()),
-                    );
+        crate::exact::memoized(
+            16u32,
+            v,
+            |v: &Json<'_>| -> Result<(), Invalid> {
+                if !(false || v.is_object()) {
+                    return Err(Invalid::new("expected object"));
                 }
-            }
-            if seen & 1u128 == 0 {
-                return Err(Invalid::new("missing required property `jsonrpc`"));
-            }
-            if seen & 2u128 == 0 {
-                return Err(Invalid::new("missing required property `method`"));
-            }
-            if seen & 4u128 == 0 {
-                return Err(Invalid::new("missing required property `params`"));
-            }
-        }
-        Ok(())
+                if let Some(o) = v.as_object() {
+                    let mut seen: u128 = 0;
+                    for (k, p) in o {
+                        #[allow(unused_mut)]
+                        let mut matched = match &**k {
+                            "jsonrpc" => {
+                                seen |= 1u128;
+                                node_35(p).map_err(|e| e.at("jsonrpc"))?;
+                                true
+                            }
+                            "method" => {
+                                seen |= 2u128;
+                                node_36(p).map_err(|e| e.at("method"))?;
+                                true
+                            }
+                            "params" => {
+                                seen |= 4u128;
+                                check_Objects1Params(p).map_err(|e| e.at("params"))?;
+                                true
+                            }
+                            _ => false,
+                        };
+                        if !matched {
+                            return Err(
+                                Invalid::new("property not allowed here").at(k.to_string()),
+                            );
+                        }
+                    }
+                    if seen & 1u128 == 0 {
+                        return Err(Invalid::new("missing required property `jsonrpc`"));
+                    }
+                    if seen & 2u128 == 0 {
+                        return Err(Invalid::new("missing required property `method`"));
+                    }
+                    if seen & 4u128 == 0 {
+                        return Err(Invalid::new("missing required property `params`"));
+                    }
+                }
+                Ok(())
+            },
+        )
     }
     /// Checks `#/properties/vectors/items/anyOf/0/properties/name`.
     fn node_37(v: &Json<'_>) -> Result<(), Invalid> {

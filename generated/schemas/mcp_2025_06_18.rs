@@ -3081,31 +3081,37 @@ pub mod checks {
     }
     /// Checks a value against `#/definitions/Annotations` of the input schema.
     pub fn check_Annotations(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object()) {
-            return Err(Invalid::new("expected object"));
-        }
-        if let Some(o) = v.as_object() {
-            for (k, p) in o {
-                #[allow(unused_mut)]
-                let mut matched = match &**k {
-                    "audience" => {
-                        node_1(p).map_err(|e| e.at("audience"))?;
-                        true
+        crate::exact::memoized(
+            0u32,
+            v,
+            |v: &Json<'_>| -> Result<(), Invalid> {
+                if !(false || v.is_object()) {
+                    return Err(Invalid::new("expected object"));
+                }
+                if let Some(o) = v.as_object() {
+                    for (k, p) in o {
+                        #[allow(unused_mut)]
+                        let mut matched = match &**k {
+                            "audience" => {
+                                node_1(p).map_err(|e| e.at("audience"))?;
+                                true
+                            }
+                            "lastModified" => {
+                                node_2(p).map_err(|e| e.at("lastModified"))?;
+                                true
+                            }
+                            "priority" => {
+                                node_3(p).map_err(|e| e.at("priority"))?;
+                                true
+                            }
+                            _ => false,
+                        };
+                        if !matched {}
                     }
-                    "lastModified" => {
-                        node_2(p).map_err(|e| e.at("lastModified"))?;
-                        true
-                    }
-                    "priority" => {
-                        node_3(p).map_err(|e| e.at("priority"))?;
-                        true
-                    }
-                    _ => false,
-                };
-                if !matched {}
-            }
-        }
-        Ok(())
+                }
+                Ok(())
+            },
+        )
     }
     /// Checks `#/definitions/AudioContent/properties/_meta/additionalProperties`.
     fn node_4(v: &Json<'_>) -> Result<(), Invalid> {
@@ -3153,52 +3159,58 @@ pub mod checks {
     }
     /// Checks a value against `#/definitions/AudioContent` of the input schema.
     pub fn check_AudioContent(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object()) {
-            return Err(Invalid::new("expected object"));
-        }
-        if let Some(o) = v.as_object() {
-            let mut seen: u128 = 0;
-            for (k, p) in o {
-                #[allow(unused_mut)]
-                let mut matched = match &**k {
-                    "_meta" => {
-                        check_AudioContentMeta(p).map_err(|e| e.at("_meta"))?;
-                        true
+        crate::exact::memoized(
+            2u32,
+            v,
+            |v: &Json<'_>| -> Result<(), Invalid> {
+                if !(false || v.is_object()) {
+                    return Err(Invalid::new("expected object"));
+                }
+                if let Some(o) = v.as_object() {
+                    let mut seen: u128 = 0;
+                    for (k, p) in o {
+                        #[allow(unused_mut)]
+                        let mut matched = match &**k {
+                            "_meta" => {
+                                check_AudioContentMeta(p).map_err(|e| e.at("_meta"))?;
+                                true
+                            }
+                            "annotations" => {
+                                check_Annotations(p).map_err(|e| e.at("annotations"))?;
+                                true
+                            }
+                            "data" => {
+                                seen |= 4u128;
+                                node_5(p).map_err(|e| e.at("data"))?;
+                                true
+                            }
+                            "mimeType" => {
+                                seen |= 8u128;
+                                node_6(p).map_err(|e| e.at("mimeType"))?;
+                                true
+                            }
+                            "type" => {
+                                seen |= 16u128;
+                                node_7(p).map_err(|e| e.at("type"))?;
+                                true
+                            }
+                            _ => false,
+                        };
+                        if !matched {}
                     }
-                    "annotations" => {
-                        check_Annotations(p).map_err(|e| e.at("annotations"))?;
-                        true
+                    if seen & 4u128 == 0 {
+                        return Err(Invalid::new("missing required property `data`"));
                     }
-                    "data" => {
-                        seen |= 4u128;
-                        node_5(p).map_err(|e| e.at("data"))?;
-                        true
+                    if seen & 8u128 == 0 {
+                        return Err(Invalid::new("missing required property `mimeType`"));
                     }
-                    "mimeType" => {
-                        seen |= 8u128;
-                        node_6(p).map_err(|e| e.at("mimeType"))?;
-                        true
+                    if seen & 16u128 == 0 {
+                        return Err(Invalid::new("missing required property `type`"));
                     }
-                    "type" => {
-                        seen |= 16u128;
-                        node_7(p).map_err(|e| e.at("type"))?;
-                        true
-                    }
-                    _ => false,
-                };
-                if !matched {}
-            }
-            if seen & 4u128 == 0 {
-                return Err(Invalid::new("missing required property `data`"));
-            }
-            if seen & 8u128 == 0 {
-                return Err(Invalid::new("missing required property `mimeType`"));
-            }
-            if seen & 16u128 == 0 {
-                return Err(Invalid::new("missing required property `type`"));
-            }
-        }
-        Ok(())
+                }
+                Ok(())
+            },
+        )
     }
     /// Checks `#/definitions/BaseMetadata/properties/name`.
     fn node_8(v: &Json<'_>) -> Result<(), Invalid> {
@@ -3286,44 +3298,51 @@ pub mod checks {
     }
     /// Checks a value against `#/definitions/BlobResourceContents` of the input schema.
     pub fn check_BlobResourceContents(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object()) {
-            return Err(Invalid::new("expected object"));
-        }
-        if let Some(o) = v.as_object() {
-            let mut seen: u128 = 0;
-            for (k, p) in o {
-                #[allow(unused_mut)]
-                let mut matched = match &**k {
-                    "_meta" => {
-                        check_BlobResourceContentsMeta(p).map_err(|e| e.at("_meta"))?;
-                        true
+        crate::exact::memoized(
+            5u32,
+            v,
+            |v: &Json<'_>| -> Result<(), Invalid> {
+                if !(false || v.is_object()) {
+                    return Err(Invalid::new("expected object"));
+                }
+                if let Some(o) = v.as_object() {
+                    let mut seen: u128 = 0;
+                    for (k, p) in o {
+                        #[allow(unused_mut)]
+                        let mut matched = match &**k {
+                            "_meta" => {
+                                check_BlobResourceContentsMeta(p)
+                                    .map_err(|e| e.at("_meta"))?;
+                                true
+                            }
+                            "blob" => {
+                                seen |= 2u128;
+                                node_11(p).map_err(|e| e.at("blob"))?;
+                                true
+                            }
+                            "mimeType" => {
+                                node_12(p).map_err(|e| e.at("mimeType"))?;
+                                true
+                            }
+                            "uri" => {
+                                seen |= 8u128;
+                                node_13(p).map_err(|e| e.at("uri"))?;
+                                true
+                            }
+                            _ => false,
+                        };
+                        if !matched {}
                     }
-                    "blob" => {
-                        seen |= 2u128;
-                        node_11(p).map_err(|e| e.at("blob"))?;
-                        true
+                    if seen & 2u128 == 0 {
+                        return Err(Invalid::new("missing required property `blob`"));
                     }
-                    "mimeType" => {
-                        node_12(p).map_err(|e| e.at("mimeType"))?;
-                        true
+                    if seen & 8u128 == 0 {
+                        return Err(Invalid::new("missing required property `uri`"));
                     }
-                    "uri" => {
-                        seen |= 8u128;
-                        node_13(p).map_err(|e| e.at("uri"))?;
-                        true
-                    }
-                    _ => false,
-                };
-                if !matched {}
-            }
-            if seen & 2u128 == 0 {
-                return Err(Invalid::new("missing required property `blob`"));
-            }
-            if seen & 8u128 == 0 {
-                return Err(Invalid::new("missing required property `uri`"));
-            }
-        }
-        Ok(())
+                }
+                Ok(())
+            },
+        )
     }
     /// Checks `#/definitions/BooleanSchema/properties/default`.
     fn node_14(v: &Json<'_>) -> Result<(), Invalid> {
@@ -3638,37 +3657,43 @@ pub mod checks {
     }
     /// Checks a value against `#/definitions/CancelledNotification` of the input schema.
     pub fn check_CancelledNotification(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object()) {
-            return Err(Invalid::new("expected object"));
-        }
-        if let Some(o) = v.as_object() {
-            let mut seen: u128 = 0;
-            for (k, p) in o {
-                #[allow(unused_mut)]
-                let mut matched = match &**k {
-                    "method" => {
-                        seen |= 1u128;
-                        node_26(p).map_err(|e| e.at("method"))?;
-                        true
+        crate::exact::memoized(
+            14u32,
+            v,
+            |v: &Json<'_>| -> Result<(), Invalid> {
+                if !(false || v.is_object()) {
+                    return Err(Invalid::new("expected object"));
+                }
+                if let Some(o) = v.as_object() {
+                    let mut seen: u128 = 0;
+                    for (k, p) in o {
+                        #[allow(unused_mut)]
+                        let mut matched = match &**k {
+                            "method" => {
+                                seen |= 1u128;
+                                node_26(p).map_err(|e| e.at("method"))?;
+                                true
+                            }
+                            "params" => {
+                                seen |= 2u128;
+                                check_CancelledNotificationParams(p)
+                                    .map_err(|e| e.at("params"))?;
+                                true
+                            }
+                            _ => false,
+                        };
+                        if !matched {}
                     }
-                    "params" => {
-                        seen |= 2u128;
-                        check_CancelledNotificationParams(p)
-                            .map_err(|e| e.at("params"))?;
-                        true
+                    if seen & 1u128 == 0 {
+                        return Err(Invalid::new("missing required property `method`"));
                     }
-                    _ => false,
-                };
-                if !matched {}
-            }
-            if seen & 1u128 == 0 {
-                return Err(Invalid::new("missing required property `method`"));
-            }
-            if seen & 2u128 == 0 {
-                return Err(Invalid::new("missing required property `params`"));
-            }
-        }
-        Ok(())
+                    if seen & 2u128 == 0 {
+                        return Err(Invalid::new("missing required property `params`"));
+                    }
+                }
+                Ok(())
+            },
+        )
     }
     /// Checks a value against `#/definitions/ClientCapabilities/properties/elicitation` of the input schema.
     pub fn check_ClientCapabilitiesElicitation(v: &Json<'_>) -> Result<(), Invalid> {
@@ -4116,15 +4141,21 @@ pub mod checks {
     }
     /// Checks a value against `#/definitions/ContentBlock` of the input schema.
     pub fn check_ContentBlock(v: &Json<'_>) -> Result<(), Invalid> {
-        match v.get("type").and_then(Json::as_str) {
-            Some("text") => check_TextContent(v)?,
-            Some("image") => check_ImageContent(v)?,
-            Some("audio") => check_AudioContent(v)?,
-            Some("resource_link") => check_ResourceLink(v)?,
-            Some("resource") => check_EmbeddedResource(v)?,
-            _ => return Err(Invalid::new("matches none of the allowed shapes")),
-        }
-        Ok(())
+        crate::exact::memoized(
+            32u32,
+            v,
+            |v: &Json<'_>| -> Result<(), Invalid> {
+                match v.get("type").and_then(Json::as_str) {
+                    Some("text") => check_TextContent(v)?,
+                    Some("image") => check_ImageContent(v)?,
+                    Some("audio") => check_AudioContent(v)?,
+                    Some("resource_link") => check_ResourceLink(v)?,
+                    Some("resource") => check_EmbeddedResource(v)?,
+                    _ => return Err(Invalid::new("matches none of the allowed shapes")),
+                }
+                Ok(())
+            },
+        )
     }
     /// Checks a value against `#/definitions/CreateMessageRequest/properties/params/properties/metadata` of the input schema.
     pub fn check_CreateMessageRequestParamsMetadata(
@@ -5072,52 +5103,58 @@ pub mod checks {
     }
     /// Checks a value against `#/definitions/ImageContent` of the input schema.
     pub fn check_ImageContent(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object()) {
-            return Err(Invalid::new("expected object"));
-        }
-        if let Some(o) = v.as_object() {
-            let mut seen: u128 = 0;
-            for (k, p) in o {
-                #[allow(unused_mut)]
-                let mut matched = match &**k {
-                    "_meta" => {
-                        check_ImageContentMeta(p).map_err(|e| e.at("_meta"))?;
-                        true
+        crate::exact::memoized(
+            56u32,
+            v,
+            |v: &Json<'_>| -> Result<(), Invalid> {
+                if !(false || v.is_object()) {
+                    return Err(Invalid::new("expected object"));
+                }
+                if let Some(o) = v.as_object() {
+                    let mut seen: u128 = 0;
+                    for (k, p) in o {
+                        #[allow(unused_mut)]
+                        let mut matched = match &**k {
+                            "_meta" => {
+                                check_ImageContentMeta(p).map_err(|e| e.at("_meta"))?;
+                                true
+                            }
+                            "annotations" => {
+                                check_Annotations(p).map_err(|e| e.at("annotations"))?;
+                                true
+                            }
+                            "data" => {
+                                seen |= 4u128;
+                                node_75(p).map_err(|e| e.at("data"))?;
+                                true
+                            }
+                            "mimeType" => {
+                                seen |= 8u128;
+                                node_76(p).map_err(|e| e.at("mimeType"))?;
+                                true
+                            }
+                            "type" => {
+                                seen |= 16u128;
+                                node_77(p).map_err(|e| e.at("type"))?;
+                                true
+                            }
+                            _ => false,
+                        };
+                        if !matched {}
                     }
-                    "annotations" => {
-                        check_Annotations(p).map_err(|e| e.at("annotations"))?;
-                        true
+                    if seen & 4u128 == 0 {
+                        return Err(Invalid::new("missing required property `data`"));
                     }
-                    "data" => {
-                        seen |= 4u128;
-                        node_75(p).map_err(|e| e.at("data"))?;
-                        true
+                    if seen & 8u128 == 0 {
+                        return Err(Invalid::new("missing required property `mimeType`"));
                     }
-                    "mimeType" => {
-                        seen |= 8u128;
-                        node_76(p).map_err(|e| e.at("mimeType"))?;
-                        true
+                    if seen & 16u128 == 0 {
+                        return Err(Invalid::new("missing required property `type`"));
                     }
-                    "type" => {
-                        seen |= 16u128;
-                        node_77(p).map_err(|e| e.at("type"))?;
-                        true
-                    }
-                    _ => false,
-                };
-                if !matched {}
-            }
-            if seen & 4u128 == 0 {
-                return Err(Invalid::new("missing required property `data`"));
-            }
-            if seen & 8u128 == 0 {
-                return Err(Invalid::new("missing required property `mimeType`"));
-            }
-            if seen & 16u128 == 0 {
-                return Err(Invalid::new("missing required property `type`"));
-            }
-        }
-        Ok(())
+                }
+                Ok(())
+            },
+        )
     }
     /// Checks `#/definitions/Implementation/properties/name`.
     fn node_78(v: &Json<'_>) -> Result<(), Invalid> {
@@ -7109,32 +7146,38 @@ pub mod checks {
     }
     /// Checks a value against `#/definitions/PingRequest` of the input schema.
     pub fn check_PingRequest(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object()) {
-            return Err(Invalid::new("expected object"));
-        }
-        if let Some(o) = v.as_object() {
-            let mut seen: u128 = 0;
-            for (k, p) in o {
-                #[allow(unused_mut)]
-                let mut matched = match &**k {
-                    "method" => {
-                        seen |= 1u128;
-                        node_149(p).map_err(|e| e.at("method"))?;
-                        true
+        crate::exact::memoized(
+            111u32,
+            v,
+            |v: &Json<'_>| -> Result<(), Invalid> {
+                if !(false || v.is_object()) {
+                    return Err(Invalid::new("expected object"));
+                }
+                if let Some(o) = v.as_object() {
+                    let mut seen: u128 = 0;
+                    for (k, p) in o {
+                        #[allow(unused_mut)]
+                        let mut matched = match &**k {
+                            "method" => {
+                                seen |= 1u128;
+                                node_149(p).map_err(|e| e.at("method"))?;
+                                true
+                            }
+                            "params" => {
+                                check_PingRequestParams(p).map_err(|e| e.at("params"))?;
+                                true
+                            }
+                            _ => false,
+                        };
+                        if !matched {}
                     }
-                    "params" => {
-                        check_PingRequestParams(p).map_err(|e| e.at("params"))?;
-                        true
+                    if seen & 1u128 == 0 {
+                        return Err(Invalid::new("missing required property `method`"));
                     }
-                    _ => false,
-                };
-                if !matched {}
-            }
-            if seen & 1u128 == 0 {
-                return Err(Invalid::new("missing required property `method`"));
-            }
-        }
-        Ok(())
+                }
+                Ok(())
+            },
+        )
     }
     /// Checks a value against `#/definitions/PrimitiveSchemaDefinition` of the input schema.
     pub fn check_PrimitiveSchemaDefinition(v: &Json<'_>) -> Result<(), Invalid> {
@@ -7219,36 +7262,43 @@ pub mod checks {
     }
     /// Checks a value against `#/definitions/ProgressNotification` of the input schema.
     pub fn check_ProgressNotification(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object()) {
-            return Err(Invalid::new("expected object"));
-        }
-        if let Some(o) = v.as_object() {
-            let mut seen: u128 = 0;
-            for (k, p) in o {
-                #[allow(unused_mut)]
-                let mut matched = match &**k {
-                    "method" => {
-                        seen |= 1u128;
-                        node_153(p).map_err(|e| e.at("method"))?;
-                        true
+        crate::exact::memoized(
+            114u32,
+            v,
+            |v: &Json<'_>| -> Result<(), Invalid> {
+                if !(false || v.is_object()) {
+                    return Err(Invalid::new("expected object"));
+                }
+                if let Some(o) = v.as_object() {
+                    let mut seen: u128 = 0;
+                    for (k, p) in o {
+                        #[allow(unused_mut)]
+                        let mut matched = match &**k {
+                            "method" => {
+                                seen |= 1u128;
+                                node_153(p).map_err(|e| e.at("method"))?;
+                                true
+                            }
+                            "params" => {
+                                seen |= 2u128;
+                                check_ProgressNotificationParams(p)
+                                    .map_err(|e| e.at("params"))?;
+                                true
+                            }
+                            _ => false,
+                        };
+                        if !matched {}
                     }
-                    "params" => {
-                        seen |= 2u128;
-                        check_ProgressNotificationParams(p).map_err(|e| e.at("params"))?;
-                        true
+                    if seen & 1u128 == 0 {
+                        return Err(Invalid::new("missing required property `method`"));
                     }
-                    _ => false,
-                };
-                if !matched {}
-            }
-            if seen & 1u128 == 0 {
-                return Err(Invalid::new("missing required property `method`"));
-            }
-            if seen & 2u128 == 0 {
-                return Err(Invalid::new("missing required property `params`"));
-            }
-        }
-        Ok(())
+                    if seen & 2u128 == 0 {
+                        return Err(Invalid::new("missing required property `params`"));
+                    }
+                }
+                Ok(())
+            },
+        )
     }
     /// Checks a value against `#/definitions/ProgressToken` of the input schema.
     pub fn check_ProgressToken(v: &Json<'_>) -> Result<(), Invalid> {
@@ -8515,25 +8565,31 @@ pub mod checks {
     }
     /// Checks a value against `#/definitions/Result` of the input schema.
     pub fn check_Result(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object()) {
-            return Err(Invalid::new("expected object"));
-        }
-        if let Some(o) = v.as_object() {
-            for (k, p) in o {
-                #[allow(unused_mut)]
-                let mut matched = match &**k {
-                    "_meta" => {
-                        check_ResultMeta(p).map_err(|e| e.at("_meta"))?;
-                        true
-                    }
-                    _ => false,
-                };
-                if !matched {
-                    node_209(p).map_err(|e| e.at(k.to_string()))?;
+        crate::exact::memoized(
+            147u32,
+            v,
+            |v: &Json<'_>| -> Result<(), Invalid> {
+                if !(false || v.is_object()) {
+                    return Err(Invalid::new("expected object"));
                 }
-            }
-        }
-        Ok(())
+                if let Some(o) = v.as_object() {
+                    for (k, p) in o {
+                        #[allow(unused_mut)]
+                        let mut matched = match &**k {
+                            "_meta" => {
+                                check_ResultMeta(p).map_err(|e| e.at("_meta"))?;
+                                true
+                            }
+                            _ => false,
+                        };
+                        if !matched {
+                            node_209(p).map_err(|e| e.at(k.to_string()))?;
+                        }
+                    }
+                }
+                Ok(())
+            },
+        )
     }
     /// Checks a value against `#/definitions/Role` of the input schema.
     pub fn check_Role(v: &Json<'_>) -> Result<(), Invalid> {
@@ -9244,44 +9300,50 @@ pub mod checks {
     }
     /// Checks a value against `#/definitions/TextContent` of the input schema.
     pub fn check_TextContent(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object()) {
-            return Err(Invalid::new("expected object"));
-        }
-        if let Some(o) = v.as_object() {
-            let mut seen: u128 = 0;
-            for (k, p) in o {
-                #[allow(unused_mut)]
-                let mut matched = match &**k {
-                    "_meta" => {
-                        check_TextContentMeta(p).map_err(|e| e.at("_meta"))?;
-                        true
+        crate::exact::memoized(
+            172u32,
+            v,
+            |v: &Json<'_>| -> Result<(), Invalid> {
+                if !(false || v.is_object()) {
+                    return Err(Invalid::new("expected object"));
+                }
+                if let Some(o) = v.as_object() {
+                    let mut seen: u128 = 0;
+                    for (k, p) in o {
+                        #[allow(unused_mut)]
+                        let mut matched = match &**k {
+                            "_meta" => {
+                                check_TextContentMeta(p).map_err(|e| e.at("_meta"))?;
+                                true
+                            }
+                            "annotations" => {
+                                check_Annotations(p).map_err(|e| e.at("annotations"))?;
+                                true
+                            }
+                            "text" => {
+                                seen |= 4u128;
+                                node_231(p).map_err(|e| e.at("text"))?;
+                                true
+                            }
+                            "type" => {
+                                seen |= 8u128;
+                                node_232(p).map_err(|e| e.at("type"))?;
+                                true
+                            }
+                            _ => false,
+                        };
+                        if !matched {}
                     }
-                    "annotations" => {
-                        check_Annotations(p).map_err(|e| e.at("annotations"))?;
-                        true
+                    if seen & 4u128 == 0 {
+                        return Err(Invalid::new("missing required property `text`"));
                     }
-                    "text" => {
-                        seen |= 4u128;
-                        node_231(p).map_err(|e| e.at("text"))?;
-                        true
+                    if seen & 8u128 == 0 {
+                        return Err(Invalid::new("missing required property `type`"));
                     }
-                    "type" => {
-                        seen |= 8u128;
-                        node_232(p).map_err(|e| e.at("type"))?;
-                        true
-                    }
-                    _ => false,
-                };
-                if !matched {}
-            }
-            if seen & 4u128 == 0 {
-                return Err(Invalid::new("missing required property `text`"));
-            }
-            if seen & 8u128 == 0 {
-                return Err(Invalid::new("missing required property `type`"));
-            }
-        }
-        Ok(())
+                }
+                Ok(())
+            },
+        )
     }
     /// Checks `#/definitions/TextResourceContents/properties/_meta/additionalProperties`.
     fn node_233(v: &Json<'_>) -> Result<(), Invalid> {
@@ -9326,44 +9388,51 @@ pub mod checks {
     }
     /// Checks a value against `#/definitions/TextResourceContents` of the input schema.
     pub fn check_TextResourceContents(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object()) {
-            return Err(Invalid::new("expected object"));
-        }
-        if let Some(o) = v.as_object() {
-            let mut seen: u128 = 0;
-            for (k, p) in o {
-                #[allow(unused_mut)]
-                let mut matched = match &**k {
-                    "_meta" => {
-                        check_TextResourceContentsMeta(p).map_err(|e| e.at("_meta"))?;
-                        true
+        crate::exact::memoized(
+            174u32,
+            v,
+            |v: &Json<'_>| -> Result<(), Invalid> {
+                if !(false || v.is_object()) {
+                    return Err(Invalid::new("expected object"));
+                }
+                if let Some(o) = v.as_object() {
+                    let mut seen: u128 = 0;
+                    for (k, p) in o {
+                        #[allow(unused_mut)]
+                        let mut matched = match &**k {
+                            "_meta" => {
+                                check_TextResourceContentsMeta(p)
+                                    .map_err(|e| e.at("_meta"))?;
+                                true
+                            }
+                            "mimeType" => {
+                                node_234(p).map_err(|e| e.at("mimeType"))?;
+                                true
+                            }
+                            "text" => {
+                                seen |= 4u128;
+                                node_235(p).map_err(|e| e.at("text"))?;
+                                true
+                            }
+                            "uri" => {
+                                seen |= 8u128;
+                                node_236(p).map_err(|e| e.at("uri"))?;
+                                true
+                            }
+                            _ => false,
+                        };
+                        if !matched {}
                     }
-                    "mimeType" => {
-                        node_234(p).map_err(|e| e.at("mimeType"))?;
-                        true
+                    if seen & 4u128 == 0 {
+                        return Err(Invalid::new("missing required property `text`"));
                     }
-                    "text" => {
-                        seen |= 4u128;
-                        node_235(p).map_err(|e| e.at("text"))?;
-                        true
+                    if seen & 8u128 == 0 {
+                        return Err(Invalid::new("missing required property `uri`"));
                     }
-                    "uri" => {
-                        seen |= 8u128;
-                        node_236(p).map_err(|e| e.at("uri"))?;
-                        true
-                    }
-                    _ => false,
-                };
-                if !matched {}
-            }
-            if seen & 4u128 == 0 {
-                return Err(Invalid::new("missing required property `text`"));
-            }
-            if seen & 8u128 == 0 {
-                return Err(Invalid::new("missing required property `uri`"));
-            }
-        }
-        Ok(())
+                }
+                Ok(())
+            },
+        )
     }
     /// Checks `#/definitions/Tool/properties/_meta/additionalProperties`.
     fn node_237(v: &Json<'_>) -> Result<(), Invalid> {

@@ -30,9 +30,9 @@ use bumpalo::collections::Vec as ArenaVec;
 use bumpalo::Bump;
 use serde_json::value::RawValue;
 
-use super::skip::{non_objects_read_as, Id, IdKey, RawAt, Skip, Version};
+use super::skip::{non_objects_read_as, number_key, Id, IdKey, RawAt, Skip, Version};
 use super::tables::META_NAMESPACE;
-use crate::exact::{direct_tree, raw_value_tree, Json, Members, Str, Tree, RAW_VALUE_TOKEN};
+use crate::exact::{direct_tree, number_member, raw_value_tree, unexpected_number, Json, Members, Str, Tree, NUMBER_TOKEN, RAW_VALUE_TOKEN};
 /// Stores the first occurrence of a member; a second one is an envelope error.
 fn once<T, E: de::Error>(slot: &mut Option<T>, value: T, name: &'static str) -> Result<(), E> {
     if slot.is_some() {
@@ -151,14 +151,7 @@ fn id_key(value: &Json<'_>) -> Option<IdKey> {
     match value {
         Json::String(s) => Id.visit_str::<E>(s).ok(),
         Json::Null => Id.visit_unit::<E>().ok(),
-        // serde_json hands a non-negative integer over as a `u64`, a negative one as an
-        // `i64`, anything else as an `f64`; `Number` keeps which it was.
-        Json::Number(n) => match (n.as_u64(), n.as_i64(), n.as_f64()) {
-            (Some(u), _, _) => Id.visit_u64::<E>(u).ok(),
-            (None, Some(i), _) => Id.visit_i64::<E>(i).ok(),
-            (None, None, Some(f)) => Id.visit_f64::<E>(f).ok(),
-            _ => None,
-        },
+        Json::Number(n) => number_key::<E>(n).ok(),
         _ => None,
     }
 }
@@ -179,7 +172,11 @@ impl<'de: 'a, 'a, T: Trees> Visitor<'de> for EnvelopeSeed<'_, 'a, '_, T> {
     #[inline(always)]
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let (parts, arena) = (self.parts, self.arena);
+        let mut first = true;
         while let Some(key) = map.next_key_seed(Str(arena))? {
+            if std::mem::take(&mut first) && key == NUMBER_TOKEN {
+                return Err(unexpected_number(&number_member(&mut map)?, &"a JSON-RPC message"));
+            }
             match key {
                 "jsonrpc" => once(&mut parts.jsonrpc, map.next_value_seed(Version)?, "jsonrpc")?,
                 "id" => once(&mut parts.id, map.next_value_seed(Id)?, "id")?,
@@ -321,7 +318,12 @@ impl<'de: 'a, 'a> Visitor<'de> for BodySeed<'_, 'a> {
     #[inline(always)]
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let (body, arena) = (self.body, self.arena);
+        let mut first = true;
         while let Some(key) = map.next_key_seed(Str(arena))? {
+            if std::mem::take(&mut first) && key == NUMBER_TOKEN {
+                // A number body, as serde_json with `arbitrary_precision` hands it over.
+                return number_member(&mut map).map(drop);
+            }
             match key {
                 "_meta" => once(&mut body.meta, map.next_value_seed(MetaSeed { arena, keep_all: false })?, "_meta")?,
                 "update" => {
@@ -358,9 +360,13 @@ impl<'de: 'a, 'a> Visitor<'de> for TreeBody<'_, 'a> {
         let mut members = Members::new_in(arena);
         let mut first = true;
         while let Some(key) = map.next_key_seed(Str(arena))? {
-            if std::mem::take(&mut first) && key == RAW_VALUE_TOKEN {
+            let at_first = std::mem::take(&mut first);
+            if at_first && key == RAW_VALUE_TOKEN {
                 // As `Tree` reads it, so the tree is the one a second parse builds.
                 return raw_value_tree(&mut map, arena);
+            }
+            if at_first && key == NUMBER_TOKEN {
+                return number_member(&mut map).map(Json::Number);
             }
             if key == "_meta" {
                 // Every member kept, so the tree holds `_meta` whole for the check.
@@ -432,7 +438,13 @@ impl<'de: 'a, 'a> Visitor<'de> for MemberSeed<'_, 'a> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let (member, arena) = (self.member, self.arena);
         member.is_object = true;
+        let mut first = true;
         while let Some(key) = map.next_key_seed(Str(arena))? {
+            if std::mem::take(&mut first) && key == NUMBER_TOKEN {
+                // A number member, as serde_json with `arbitrary_precision` hands it over.
+                member.is_object = false;
+                return number_member(&mut map).map(drop);
+            }
             match key {
                 "_meta" => once(&mut member.meta, map.next_value_seed(MetaSeed { arena, keep_all: false })?, "_meta")?,
                 "sessionUpdate" => once(&mut member.session_update, map.next_value_seed(Str(arena))?, "sessionUpdate")?,
@@ -482,6 +494,9 @@ impl<'de: 'a, 'a> Visitor<'de> for MetaSeed<'a> {
         let arena = self.arena;
         let mut members = ArenaVec::new_in(arena);
         while let Some(key) = map.next_key_seed(Str(arena))? {
+            if members.is_empty() && key == NUMBER_TOKEN {
+                return Err(unexpected_number(&number_member(&mut map)?, &"a `_meta` object"));
+            }
             if members.iter().any(|(k, _)| *k == key) {
                 return Err(de::Error::custom(format_args!("duplicate `_meta` member `{key}`")));
             }

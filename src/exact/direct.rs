@@ -13,7 +13,7 @@ use bumpalo::collections::{String as ArenaString, Vec as ArenaVec};
 use bumpalo::Bump;
 use serde_json::Number;
 
-use super::tree::RAW_VALUE_TOKEN;
+use super::tree::{NUMBER_TOKEN, RAW_VALUE_TOKEN};
 use super::Json;
 
 /// Containers nested deeper than this are left to serde_json, whose recursion limit
@@ -110,12 +110,12 @@ impl<'a> Reader<'a> {
                 return None;
             }
             let key = self.string()?;
-            // serde_json reads an object with this first key as a raw value; a repeated
+            // serde_json reads an object with these first keys as a raw value or a number; a repeated
             // key is an envelope error in some places and "last value wins" in others.
             // Past `MAX_MEMBERS` the search for a repeat would grow quadratic: serde_json's
             // path indexes the keys of such an object instead.
             let bit = 1u64 << (key_hash(key) % 64);
-            if key == RAW_VALUE_TOKEN || members.len() == MAX_MEMBERS || (seen & bit != 0 && members.iter().any(|(k, _)| *k == key)) {
+            if key == RAW_VALUE_TOKEN || key == NUMBER_TOKEN || members.len() == MAX_MEMBERS || (seen & bit != 0 && members.iter().any(|(k, _)| *k == key)) {
                 return None;
             }
             seen |= bit;
@@ -170,7 +170,8 @@ impl<'a> Reader<'a> {
             let n = digits.iter().fold(0u64, |n, d| n * 10 + u64::from(d - b'0'));
             return Some(Json::Number(n.into()));
         }
-        serde_json::from_str::<Number>(&self.text[start..end]).ok().map(Json::Number)
+        // Beyond an `f64`'s reach serde_json's path gives the "out of range" error.
+        serde_json::from_str::<Number>(&self.text[start..end]).ok().filter(|n| n.as_f64().is_some()).map(Json::Number)
     }
 
     /// A string whose opening quote was consumed: borrowed when it has no escapes.
@@ -327,7 +328,7 @@ mod tests {
         assert!(agrees(&members(MAX_MEMBERS)), "as many members as searched");
         let wide = members(MAX_MEMBERS + 1);
         for text in [
-            "", "nul", "nulls", "[1,]", r#"{"a":1,}"#, r#"{"a" 1}"#, "01", "-", "1.", "1e", "--1", "+1", "1e400",
+            "", "nul", "nulls", "[1,]", r#"{"a":1,}"#, r#"{"a" 1}"#, "01", "-", "1.", "1e", "--1", "+1", "1e400", r#"{"$serde_json::private::Number":"1"}"#,
             r#"{"a":1,"a":2}"#, r#"{"axb":1,"ayb":2,"axb":3}"#, r#"{"":1,"":2}"#, r#"{"$serde_json::private::RawValue":"1"}"#, r#""\ud800""#, r#""\ud800\u0041""#,
             r#""\udc00""#, r#""\x""#, r#""\u12""#, "\"a\u{1}b\"", "\"unterminated", "[1] [2]", "{\"a\":1}x", &deep, &wide,
         ] {

@@ -5,7 +5,9 @@
 //! deserializes into the typify type. [`Invalid`] says where and why a value was rejected.
 
 mod direct;
+mod indirect;
 mod keywords;
+mod memo;
 pub mod numbers;
 mod safety_node;
 mod tree;
@@ -19,9 +21,11 @@ use serde_json::Value;
 use smallvec::SmallVec;
 
 pub(crate) use direct::direct_tree;
-pub(crate) use tree::{raw_value_tree, Members, RAW_VALUE_TOKEN};
+pub(crate) use tree::{first_is_number, number_member, raw_value_tree, unexpected_number, Members, NUMBER_TOKEN, RAW_VALUE_TOKEN};
 pub use keywords::{same, unique_items, Literal, Pattern};
-pub use numbers::{compare_number, multiple_of, Num};
+pub use indirect::Indirect;
+pub use memo::memoized;
+pub use numbers::{compare_number, multiple_of, Decimal, Num};
 pub use tree::{Json, Str, Tree};
 
 /// A value the schema rejects: a JSON Pointer into the value and a reason.
@@ -64,7 +68,7 @@ impl std::error::Error for Invalid {}
 /// JSON Schema's integer: any number with no fractional part (so `1.0` is one).
 pub fn is_integer(v: &Json<'_>) -> bool {
     match v {
-        Json::Number(n) => n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0),
+        Json::Number(n) => numbers::is_integer(n),
         _ => false,
     }
 }

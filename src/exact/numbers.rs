@@ -1,114 +1,103 @@
-//! Exact number semantics for the generated checks: JSON Schema compares numbers by
-//! value, so `1.0` equals `1`, and an integer above 2^53 must not be rounded through
-//! `f64` before it is compared with a bound or an `enum` value.
+//! Exact number semantics for the generated checks: JSON Schema compares numbers by the
+//! value their text denotes, so `1.0` equals `1`, `18446744073709551617` is above
+//! `18446744073709551616`, and `0.09999999999999999` is below `0.1`.
 //!
-//! A `serde_json::Number` holds an `i64`, a `u64` or an `f64`. Integers are compared as
-//! `i128`; an integer against a float is compared through the float's floor or ceiling,
-//! which is exact; only two floats are compared as floats.
+//! With the `exact-numbers` feature (on by default) serde_json keeps every number's text
+//! (`arbitrary_precision`), and a comparison reads that text as a decimal of any size.
+//! Without it, a `serde_json::Number` holds an `i64`, a `u64` or the `f64` nearest the
+//! text (`float_roundtrip`), and the comparison is exact on what it holds: the shortest
+//! decimal text of that `f64`.
+//!
+//! Integers that fit an `i128` on both sides take a fast path; everything else goes
+//! through [`Decimal`], the text read as a decimal of any size.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 
+pub use checkfu_wire_vocab::decimal::{Decimal, DIVISOR_DIGITS};
 use serde_json::Number;
 
-/// A number literal from a schema, as the generated code spells it.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// A number literal from a schema, as the generated code spells it: an integer that fits
+/// an `i128`, or the literal's decimal text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Num {
     Int(i128),
-    Float(f64),
+    Dec(&'static str),
 }
 
-impl Num {
-    pub fn of(n: &Number) -> Num {
-        if let Some(i) = n.as_i64() {
-            Num::Int(i128::from(i))
-        } else if let Some(u) = n.as_u64() {
-            Num::Int(i128::from(u))
-        } else {
-            Num::Float(n.as_f64().unwrap_or(f64::NAN))
-        }
+/// The text of a number as the JSON text wrote it (with `exact-numbers`), or the shortest
+/// text of the value it holds.
+fn text(n: &Number) -> Cow<'_, str> {
+    #[cfg(feature = "exact-numbers")]
+    {
+        Cow::Borrowed(n.as_str())
+    }
+    #[cfg(not(feature = "exact-numbers"))]
+    {
+        Cow::Owned(n.to_string())
     }
 }
 
-/// The largest magnitude below which every integral `f64` converts to `i128` exactly.
-const I128_SAFE: f64 = 1.0e38;
-
-/// Orders `a` against `b` exactly (JSON has no NaN, so the order is total).
-pub fn compare(a: Num, b: Num) -> Ordering {
-    match (a, b) {
-        (Num::Int(x), Num::Int(y)) => x.cmp(&y),
-        (Num::Int(x), Num::Float(f)) => compare(Num::Float(f), Num::Int(x)).reverse(),
-        (Num::Float(f), Num::Int(y)) => {
-            if f.abs() >= I128_SAFE {
-                return if f > 0.0 { Ordering::Greater } else { Ordering::Less };
-            }
-            // Compare the floor, which converts exactly; if it equals `y`, `f` is above `y`
-            // exactly when it has a fraction.
-            let floor = f.floor();
-            match (floor as i128).cmp(&y) {
-                Ordering::Equal if f != floor => Ordering::Greater,
-                other => other,
-            }
-        }
-        (Num::Float(x), Num::Float(y)) => x.partial_cmp(&y).unwrap_or(Ordering::Equal),
-    }
+/// The number as an `i128`, when it is an integer written without fraction or exponent
+/// that fits one (the fast path).
+fn small(n: &Number) -> Option<i128> {
+    n.as_i64().map(i128::from).or_else(|| n.as_u64().map(i128::from))
 }
 
-/// `n` compared with a schema literal.
+fn decimal(text: &str) -> Decimal<'_> {
+    // A `Number`'s text, or a literal the generator wrote, is always a JSON number.
+    Decimal::parse(text).unwrap_or(Decimal::ZERO)
+}
+
+/// `n` compared with a schema literal, exactly.
 pub fn compare_number(n: &Number, bound: Num) -> Ordering {
-    compare(Num::of(n), bound)
+    match (small(n), bound) {
+        (Some(x), Num::Int(y)) => x.cmp(&y),
+        (_, Num::Int(y)) => decimal(&text(n)).cmp(&decimal(&y.to_string())),
+        (_, Num::Dec(literal)) => decimal(&text(n)).cmp(&decimal(literal)),
+    }
 }
 
 /// Equality by value.
 pub fn equal(a: &Number, b: &Number) -> bool {
-    compare(Num::of(a), Num::of(b)) == Ordering::Equal
+    match (small(a), small(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => decimal(&text(a)) == decimal(&text(b)),
+    }
 }
 
-/// A finite decimal `digits × 10^exponent`, read from a number's shortest decimal text.
-fn decimal(text: &str) -> Option<(i128, i32)> {
-    let (mantissa, exponent) = match text.find(['e', 'E']) {
-        Some(at) => (&text[..at], text[at + 1..].parse::<i32>().ok()?),
-        None => (text, 0),
-    };
-    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    let digits: i128 = format!("{whole}{fraction}").parse().ok()?;
-    Some((digits, exponent - i32::try_from(fraction.len()).ok()?))
+/// JSON Schema's integer: a number with no fractional part, whatever its size or spelling
+/// (`1.0`, `1e3` and `18446744073709551617` are integers).
+pub fn is_integer(n: &Number) -> bool {
+    n.is_i64() || n.is_u64() || decimal(&text(n)).is_integer()
 }
 
-/// `multipleOf`: whether `n / divisor` is an integer, computed on the decimal values the
-/// JSON text denotes (so `0.0075` is a multiple of `0.0001`, which `f64` division denies).
-pub fn multiple_of(n: &Number, divisor: &Number) -> bool {
-    if let (Num::Int(x), Num::Int(d)) = (Num::of(n), Num::of(divisor)) {
+/// `multipleOf`: whether `n / divisor` is an integer, decided on the decimal values (so
+/// `0.0075` is a multiple of `0.0001`, which `f64` division denies, and `1e308` one of
+/// `0.5`). `divisor` is the schema's text; it is positive with at most [`DIVISOR_DIGITS`]
+/// significant digits (the generator checks both).
+pub fn multiple_of(n: &Number, divisor: &str) -> bool {
+    if let (Some(x), Ok(d)) = (small(n), divisor.parse::<i128>()) {
         return d != 0 && x % d == 0;
     }
-    match (decimal(&n.to_string()), decimal(&divisor.to_string())) {
-        (Some((x, ex)), Some((d, ed))) if d != 0 => {
-            if x == 0 {
-                return true;
-            }
-            // x·10^ex / (d·10^ed) is an integer ⇔ x·10^(ex-ed) ≡ 0 (mod d), scaling
-            // whichever side has the smaller exponent.
-            let shift = ex - ed;
-            let scale = |v: i128, by: i32| -> Option<i128> { 10i128.checked_pow(u32::try_from(by).ok()?)?.checked_mul(v) };
-            if shift >= 0 {
-                match scale(x, shift) {
-                    Some(x) => x % d == 0,
-                    // Too large for i128 (`1e308` against `0.5`): x·10^shift mod d by
-                    // modular exponentiation, still exact.
-                    None => {
-                        let m = d.unsigned_abs();
-                        let power = pow_mod(10, u32::try_from(shift).unwrap_or(u32::MAX), m);
-                        mul_mod(x.unsigned_abs() % m, power, m) == 0
-                    }
-                }
-            } else {
-                match scale(d, -shift) {
-                    Some(d) => x % d == 0,
-                    None => false,
-                }
-            }
-        }
-        _ => false,
+    let (Some(d), text) = (Decimal::parse(divisor), text(n)) else { return false };
+    let x = decimal(&text);
+    if !d.is_positive() || d.significant_digits() > DIVISOR_DIGITS {
+        return false;
     }
+    if x.is_zero() {
+        return true;
+    }
+    // x = X·10^ex and d = D·10^ed with X and D integers that end in a nonzero digit.
+    // x/d = (X/D)·10^(ex-ed). When ex < ed it is an integer only if D·10^(ed-ex) divides
+    // X, impossible since 10 does not divide X. Otherwise D must divide X·10^(ex-ed).
+    let (ex, ed) = (x.unit_exponent(), d.unit_exponent());
+    if ex < ed {
+        return false;
+    }
+    let m = d.digits().fold(0u128, |m, digit| m * 10 + u128::from(digit));
+    let remainder = x.digits().fold(0u128, |r, digit| (mul_mod(r, 10, m) + u128::from(digit)) % m);
+    mul_mod(remainder, pow_mod(10, (ex - ed) as u128, m), m) == 0
 }
 
 /// `a · b mod m` without overflow (`a`, `b` < `m`).
@@ -117,7 +106,7 @@ fn mul_mod(a: u128, b: u128, m: u128) -> u128 {
         return product % m;
     }
     // Double and add: every intermediate stays below 2m, which fits in u128 for m < 2^127.
-    let (mut result, mut a, mut b) = (0u128, a, b);
+    let (mut result, mut a, mut b) = (0u128, a % m, b);
     while b > 0 {
         if b & 1 == 1 {
             result = (result + a) % m;
@@ -129,7 +118,7 @@ fn mul_mod(a: u128, b: u128, m: u128) -> u128 {
 }
 
 /// `base^exponent mod m`, by squaring.
-fn pow_mod(base: u128, mut exponent: u32, m: u128) -> u128 {
+fn pow_mod(base: u128, mut exponent: u128, m: u128) -> u128 {
     let (mut result, mut base) = (1 % m, base % m);
     while exponent > 0 {
         if exponent & 1 == 1 {
@@ -150,50 +139,68 @@ mod tests {
     }
 
     #[test]
-    fn integers_beyond_2_53_compare_exactly() {
+    fn integers_of_any_size_compare_exactly() {
         assert_eq!(compare_number(&n("9007199254740993"), Num::Int(9007199254740992)), Ordering::Greater);
         assert!(!equal(&n("9007199254740993"), &n("9007199254740992")));
         assert!(equal(&n("1.0"), &n("1")));
+        assert!(equal(&n("1e3"), &n("1000")));
+        assert!(equal(&n("-0"), &n("0.0")));
         assert_eq!(compare_number(&n("18446744073709551615"), Num::Int(-1)), Ordering::Greater);
-    }
-
-    #[test]
-    fn floats_against_integers_compare_exactly() {
-        assert_eq!(compare_number(&n("2.5"), Num::Int(2)), Ordering::Greater);
-        assert_eq!(compare_number(&n("2.5"), Num::Int(3)), Ordering::Less);
         assert_eq!(compare_number(&n("-2.5"), Num::Int(-2)), Ordering::Less);
-        assert_eq!(compare_number(&n("3"), Num::Float(2.5)), Ordering::Greater);
+        assert_eq!(compare_number(&n("3"), Num::Dec("2.5")), Ordering::Greater);
         assert_eq!(compare_number(&n("1e300"), Num::Int(i128::MAX)), Ordering::Greater);
+        assert_eq!(compare_number(&n("-1e300"), Num::Int(i128::MIN)), Ordering::Less);
+        assert_eq!(compare_number(&n("9007199254740991.0"), Num::Int(9007199254740991)), Ordering::Equal);
+    }
+
+    #[cfg(feature = "exact-numbers")]
+    #[test]
+    fn texts_beyond_u64_and_f64_keep_their_value() {
+        // The cases: each was decided on a rounded value before.
+        assert_eq!(compare_number(&n("18446744073709551617"), Num::Dec("18446744073709551616")), Ordering::Greater);
+        assert!(!equal(&n("18446744073709551616"), &n("18446744073709551617")));
+        assert!(multiple_of(&n("18446744073709551618"), "3"));
+        assert!(!multiple_of(&n("18446744073709551617"), "3"));
+        assert!(is_integer(&n("18446744073709551617")));
+        assert!(is_integer(&n("1.5e400")));
+        assert!(!is_integer(&n("1.5e-400")));
+        assert_eq!(compare_number(&n("1e400"), Num::Dec("1.7976931348623157e308")), Ordering::Greater);
+        assert_eq!(compare_number(&n("0.1000000000000000055511151231257827"), Num::Dec("0.1")), Ordering::Greater);
+        // A round trip keeps the text's value (serde_json writes an exponent with its sign).
+        for text in ["18446744073709551617", "0.44999999999999996", "123456789012345678901234567890.5", "1e400", "-2.50E-7"] {
+            let again = n(text).to_string();
+            assert_eq!(decimal(&again), decimal(text), "{text} came back as {again}");
+            assert!(equal(&n(&again), &n(text)), "{text}");
+        }
     }
 
     #[test]
-    fn floats_are_read_as_the_nearest_f64_of_their_text() {
+    fn floats_are_read_as_the_value_of_their_text() {
         // Seventeen significant digits: distinct from their shorter neighbours.
-        assert_eq!(compare_number(&n("0.09999999999999999"), Num::Float(0.1)), Ordering::Less);
+        assert_eq!(compare_number(&n("0.09999999999999999"), Num::Dec("0.1")), Ordering::Less);
         assert!(!equal(&n("0.09999999999999999"), &n("0.1")));
-        assert_eq!(compare_number(&n("9007199254740991.0"), Num::Int(9007199254740991)), Ordering::Equal);
-        // A round trip keeps the value: what is written back is the text's number.
         for text in ["0.44999999999999996", "0.09999999999999999", "9007199254740991.0", "1.7976931348623157e308", "5e-324"] {
             let again: Number = serde_json::from_str(&n(text).to_string()).expect("number");
-            assert_eq!(again.as_f64(), n(text).as_f64(), "{text}");
             assert!(equal(&again, &n(text)), "{text}");
         }
-        assert_eq!(n("0.44999999999999996").to_string(), "0.44999999999999996");
     }
 
     #[test]
     fn multiples_are_decided_on_decimal_values() {
-        assert!(multiple_of(&n("0.0075"), &n("0.0001")));
-        assert!(!multiple_of(&n("0.00751"), &n("0.0001")));
-        assert!(multiple_of(&n("4.5"), &n("1.5")));
-        assert!(!multiple_of(&n("35"), &n("1.5")));
-        assert!(multiple_of(&n("9007199254740993"), &n("1")));
-        assert!(!multiple_of(&n("9007199254740993"), &n("2")));
-        assert!(multiple_of(&n("1e20"), &n("10")));
+        assert!(multiple_of(&n("0.0075"), "0.0001"));
+        assert!(!multiple_of(&n("0.00751"), "0.0001"));
+        assert!(multiple_of(&n("4.5"), "1.5"));
+        assert!(!multiple_of(&n("35"), "1.5"));
+        assert!(multiple_of(&n("9007199254740993"), "1"));
+        assert!(!multiple_of(&n("9007199254740993"), "2"));
+        assert!(multiple_of(&n("1e20"), "10"));
+        assert!(multiple_of(&n("0"), "0.7"));
         // Beyond i128 after scaling: decided exactly, not through an infinite float quotient.
-        assert!(multiple_of(&n("1e308"), &n("0.5")));
-        assert!(!multiple_of(&n("1e300"), &n("0.3")));
-        assert!(multiple_of(&n("3e300"), &n("0.3")));
-        assert!(!multiple_of(&n("1e60"), &n("7e-1")));
+        assert!(multiple_of(&n("1e308"), "0.5"));
+        assert!(!multiple_of(&n("1e300"), "0.3"));
+        assert!(multiple_of(&n("3e300"), "0.3"));
+        assert!(!multiple_of(&n("1e60"), "7e-1"));
+        assert!(multiple_of(&n("7e60"), "7e-1"));
+        assert!(multiple_of(&n("-21"), "7"));
     }
 }

@@ -154,6 +154,11 @@ impl<'de: 'a, 'a> DeserializeSeed<'de> for Tree<'a> {
 /// feature, which the workspace enables).
 pub(crate) const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
+/// The key by which serde_json with `arbitrary_precision` hands a number to a visitor: an
+/// object whose first key is this is the number written in its string value. `Value`
+/// reads such an object (from text too) as that number, so the tree does.
+pub(crate) const NUMBER_TOKEN: &str = "$serde_json::private::Number";
+
 impl<'de: 'a, 'a> Visitor<'de> for Tree<'a> {
     type Value = Json<'a>;
 
@@ -202,6 +207,9 @@ impl<'de: 'a, 'a> Visitor<'de> for Tree<'a> {
             // or a member could be accepted by one and rejected by the other.
             return raw_value_tree(&mut map, self.0);
         }
+        if first == NUMBER_TOKEN {
+            return number_member(&mut map).map(Json::Number);
+        }
         let mut members = Members::new_in(self.0);
         members.insert(first, map.next_value_seed(self)?);
         while let Some(key) = map.next_key_seed(Str(self.0))? {
@@ -210,6 +218,69 @@ impl<'de: 'a, 'a> Visitor<'de> for Tree<'a> {
         }
         Ok(Json::Object(members.into_slice()))
     }
+}
+
+/// The value of an object whose first key was [`NUMBER_TOKEN`]: the number written in its
+/// string. Its magnitude is held to what an `f64` reaches, as serde_json without
+/// `arbitrary_precision` holds it (`1e400` is "number out of range"): the decoder accepts no
+/// message that a consumer on serde_json's defaults cannot parse. Precision is not limited.
+pub(crate) fn number_member<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Number, A::Error> {
+    struct Text;
+    impl Visitor<'_> for Text {
+        type Value = Number;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a number's text")
+        }
+        fn visit_str<E: de::Error>(self, s: &str) -> Result<Number, E> {
+            let number: Number = s.parse().map_err(E::custom)?;
+            match number.as_f64() {
+                Some(_) => Ok(number),
+                None => Err(E::custom("number out of range")),
+            }
+        }
+    }
+    impl<'de> DeserializeSeed<'de> for Text {
+        type Value = Number;
+        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Number, D::Error> {
+            deserializer.deserialize_str(self)
+        }
+    }
+    map.next_value_seed(Text)
+}
+
+/// Reads the first key of a map a visitor was handed: `Some(true)` when it is
+/// [`NUMBER_TOKEN`] (the map is a number), `None` for an empty map. For visitors that
+/// skip keys: the key is read, escapes checked, and not kept.
+pub(crate) fn first_is_number<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Option<bool>, A::Error> {
+    struct IsToken;
+    impl Visitor<'_> for IsToken {
+        type Value = bool;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a key")
+        }
+        fn visit_str<E>(self, s: &str) -> Result<bool, E> {
+            Ok(s == NUMBER_TOKEN)
+        }
+    }
+    impl<'de> DeserializeSeed<'de> for IsToken {
+        type Value = bool;
+        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
+            deserializer.deserialize_str(self)
+        }
+    }
+    map.next_key_seed(IsToken)
+}
+
+/// The error a visitor that takes no numbers raises for `n`, worded as serde raises it
+/// when a number is handed over as one (without `arbitrary_precision`).
+pub(crate) fn unexpected_number<E: de::Error>(n: &Number, expected: &dyn de::Expected) -> E {
+    let unexpected = match (n.as_u64(), n.as_i64(), n.as_f64()) {
+        (Some(u), _, _) => de::Unexpected::Unsigned(u),
+        (None, Some(i), _) => de::Unexpected::Signed(i),
+        (None, None, Some(f)) => de::Unexpected::Float(f),
+        _ => de::Unexpected::Other("number"),
+    };
+    E::invalid_type(unexpected, expected)
 }
 
 /// The value of an object whose first key was [`RAW_VALUE_TOKEN`]: the JSON text of the
@@ -308,6 +379,7 @@ mod tests {
             r#"{"z": {"y": 1, "y": 2, "x": 3, "y": 4}, "z": {"w": 0}}"#,
             r#"{"$serde_json::private::RawValue": "{\"a\": [1, 2], \"a\": 3}"}"#,
             r#"{"\u0024serde_json::private::RawValue": "\"s\""}"#,
+            r#"[18446744073709551617, -18446744073709551617, 0.09999999999999999, 1.000, 1e300, 1e-400, {"$serde_json::private::Number": "12.50"}]"#,
             &format!("{{{many}\"k3\":\"end\"}}"),
         ];
         let arena = Bump::new();
@@ -317,9 +389,15 @@ mod tests {
             assert_eq!(json, Json::view(&value, &arena), "{text}");
             assert!(json.same_as(&value), "{text}");
         }
-        for text in [r#"{"$serde_json::private::RawValue": 1}"#, r#"{"$serde_json::private::RawValue": "1", "b": 2}"#, "1e400", "[1,]"] {
+        for text in [r#"{"$serde_json::private::RawValue": 1}"#, r#"{"$serde_json::private::RawValue": "1", "b": 2}"#, "[1,]", r#"{"$serde_json::private::Number": "1x"}"#] {
             assert!(serde_json::from_str::<Value>(text).is_err(), "{text}");
             assert!(Json::parse(text, &arena).is_err(), "{text}");
+        }
+        // Beyond an `f64`'s reach: out of range, as serde_json's defaults read it (a `Value`
+        // with `arbitrary_precision` would hold it).
+        for text in ["1e400", "-1e400", "[0, 1e309]"] {
+            let error = Json::parse(text, &arena).expect_err(text).to_string();
+            assert!(error.starts_with("number out of range"), "{text}: {error}");
         }
     }
 

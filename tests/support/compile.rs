@@ -50,6 +50,42 @@ fn workspace() -> PathBuf {
 
 /// Writes the crate `name` with `modules` and builds it; `Err` is the compiler's output.
 pub fn build(name: &str, modules: &[Module]) -> Result<PathBuf, String> {
+    build_with(name, modules, MAIN, false)
+}
+
+/// The timing harness `benches/check_bound.rs` runs: each line names a case and how many
+/// checks one sample makes; the answer is the median time of one check over the samples.
+pub const TIMING_MAIN: &str = r#"
+use std::io::BufRead;
+use serde_json::{json, Value};
+
+fn main() {
+    let stdin = std::io::stdin();
+    for line in stdin.lock().lines() {
+        let case: Value = serde_json::from_str(&line.expect("stdin")).expect("case");
+        let (module, def) = (case["module"].as_str().unwrap_or(""), case["def"].as_str().unwrap_or(""));
+        let (instance, per_sample) = (&case["instance"], case["per_sample"].as_u64().unwrap_or(1));
+        let Some(d) = TABLE.iter().find(|(m, _)| *m == module).and_then(|(_, defs)| defs.iter().find(|d| d.name == def)) else {
+            println!("{}", json!({"missing": true}));
+            continue;
+        };
+        let mut samples = Vec::new();
+        for _ in 0..31 {
+            let start = std::time::Instant::now();
+            for _ in 0..per_sample {
+                std::hint::black_box((d.check)(std::hint::black_box(instance)).is_ok());
+            }
+            samples.push(start.elapsed().as_nanos() as f64 / per_sample as f64);
+        }
+        samples.sort_by(f64::total_cmp);
+        println!("{}", json!({"ns": samples[samples.len() / 2], "ok": (d.check)(instance).is_ok()}));
+    }
+}
+"#;
+
+/// [`build`] with another `main` (it finds the modules in `TABLE`), in release mode when
+/// `release` (for benchmarks).
+pub fn build_with(name: &str, modules: &[Module], main_source: &str, release: bool) -> Result<PathBuf, String> {
     let root = workspace();
     let dir = root.join("target").join("compile-tests").join(name);
     let src = dir.join("src");
@@ -75,11 +111,15 @@ pub fn build(name: &str, modules: &[Module]) -> Result<PathBuf, String> {
         table.push(format!("(\"{m}\", {m}::checks::DEFINITIONS)", m = module.name));
     }
     main.push_str(&format!("static TABLE: &[(&str, &[checkfu_wire::exact::Definition])] = &[{}];\n", table.join(", ")));
-    main.push_str(MAIN);
+    main.push_str(main_source);
     write_if_changed(&src.join("main.rs"), &main);
     let target = root.join("target").join("compile-tests").join("target");
+    let mut args = vec!["build", "--offline", "--quiet", "--message-format=short"];
+    if release {
+        args.push("--release");
+    }
     let output = Command::new(env!("CARGO"))
-        .args(["build", "--offline", "--quiet", "--message-format=short"])
+        .args(&args)
         .current_dir(&dir)
         .env("CARGO_TARGET_DIR", &target)
         .output()
@@ -87,7 +127,7 @@ pub fn build(name: &str, modules: &[Module]) -> Result<PathBuf, String> {
     if !output.status.success() {
         return Err(String::from_utf8_lossy(&output.stderr).into_owned());
     }
-    Ok(target.join("debug").join(name))
+    Ok(target.join(if release { "release" } else { "debug" }).join(name))
 }
 
 fn write_if_changed(path: &Path, contents: &str) {

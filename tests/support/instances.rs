@@ -84,6 +84,11 @@ impl<'d> Generator<'d> {
                     let max = flat.get("maxLength").and_then(Value::as_u64).map(|m| m as usize);
                     let short = "s".repeat(min.max(3).min(max.unwrap_or(usize::MAX)));
                     out.push(Value::String(short));
+                    // Strings the pattern matches, drawn from the pattern itself, so that
+                    // the pattern's own meaning is compared, not only its rejections.
+                    if let Some(pattern) = flat.get("pattern").and_then(Value::as_str) {
+                        out.extend(matching(pattern).into_iter().map(Value::String));
+                    }
                     if let Some(max) = max.filter(|m| *m < 10_000) {
                         out.push(Value::String("é".repeat(max)));
                         // Either side of both bounds in one-, two- and four-byte characters:
@@ -112,6 +117,11 @@ impl<'d> Generator<'d> {
                     }
                     if min.is_none_or(|m| m <= -9.3e18) {
                         out.push(json!(i64::MIN + 1));
+                    }
+                    // Beyond `u64`, `i64` and an `f64`'s precision: read as their texts'
+                    // values or not at all.
+                    for text in BIG_NUMBERS {
+                        out.push(serde_json::from_str(text).expect("a JSON number"));
                     }
                     if ty == "number" {
                         // Seventeen-digit floats either side of each bound, where a reader
@@ -285,6 +295,29 @@ fn merge(parent: &Map<String, Value>, branch: &Value, without: &str) -> Value {
     Value::Object(merged)
 }
 
+/// Numbers that only a reader of decimal text gets right: integers past `u64` and
+/// `i64`, one written with an exponent, and decimals with more digits than an `f64` holds.
+const BIG_NUMBERS: &[&str] = &[
+    "18446744073709551616",
+    "18446744073709551617",
+    "-18446744073709551617",
+    "123456789012345678901234567890",
+    "1e30",
+    "0.1000000000000000055511151231257827",
+    "1.00000000000000000000001",
+];
+
+/// Up to three strings that `pattern` matches, drawn by proptest's regex strategy with a
+/// fixed seed (none when its syntax is not one the strategy reads).
+fn matching(pattern: &str) -> Vec<String> {
+    use proptest::strategy::{Strategy, ValueTree};
+    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+    let Ok(strategy) = proptest::string::string_regex(pattern) else { return Vec::new() };
+    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]);
+    let mut runner = TestRunner::new_with_rng(Config::default(), rng);
+    (0..3).filter_map(|_| strategy.new_tree(&mut runner).ok().map(|tree| tree.current())).filter(|s| s.len() < 200).collect()
+}
+
 fn num(f: f64) -> Value {
     if f.fract() == 0.0 && f.abs() < 9.0e15 {
         json!(f as i64)
@@ -293,18 +326,15 @@ fn num(f: f64) -> Value {
     }
 }
 
-fn integer(n: &serde_json::Number) -> Option<i128> {
-    n.as_i64().map(i128::from).or_else(|| n.as_u64().map(i128::from))
-}
-
-/// Equality with numbers compared by value.
+/// Equality with numbers compared by the decimal values of their texts (this build keeps
+/// them: `arbitrary_precision`).
 pub fn same(a: &Value, b: &Value) -> bool {
+    use checkfu_wire::exact::Decimal;
     match (a, b) {
-        // Integers exactly (an `f64` cannot tell 2^53 from 2^53 + 1), anything else by value.
-        (Value::Number(x), Value::Number(y)) => match (integer(x), integer(y)) {
-            (Some(a), Some(b)) => a == b,
-            _ => x.as_f64() == y.as_f64(),
-        },
+        (Value::Number(x), Value::Number(y)) => {
+            let (x, y) = (x.to_string(), y.to_string());
+            matches!((Decimal::parse(&x), Decimal::parse(&y)), (Some(x), Some(y)) if x == y)
+        }
         (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same(a, b)),
         (Value::Object(x), Value::Object(y)) => x.len() == y.len() && x.iter().all(|(k, a)| y.get(k).is_some_and(|b| same(a, b))),
         _ => a == b,

@@ -4,4 +4,5 @@
 pub mod instances;
 pub mod oracle;
 pub mod compile;
+pub mod graphs;
 pub mod project;

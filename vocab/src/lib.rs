@@ -8,6 +8,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod decimal;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]

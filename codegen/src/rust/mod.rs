@@ -3,6 +3,7 @@
 pub mod acp;
 pub mod checks;
 pub mod decoder;
+pub mod indirection;
 pub mod schemas;
 pub mod tables;
 pub mod types;

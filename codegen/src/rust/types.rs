@@ -165,6 +165,22 @@ fn by_value(ty: &Ty, out: &mut Vec<String>) {
     }
 }
 
+/// Definitions a type holds anywhere (by value, in an `Option` or a `Vec`).
+fn anywhere(ty: &Ty, out: &mut Vec<String>) {
+    match ty {
+        Ty::Def(name) => out.push(name.clone()),
+        Ty::Option(inner) | Ty::Vec(inner) => anywhere(inner, out),
+        _ => {}
+    }
+}
+
+/// How definitions hold each other: by-value edges (a cycle of them needs a box) and the
+/// edges that go through `crate::exact::Indirect` (see `indirection`).
+struct Graph {
+    by_value: BTreeMap<String, Vec<String>>,
+    indirect: BTreeSet<(String, String)>,
+}
+
 /// Whether `from` reaches `to` through by-value edges.
 fn reaches(edges: &BTreeMap<String, Vec<String>>, from: &str, to: &str) -> bool {
     let mut stack = vec![from.to_string()];
@@ -180,7 +196,13 @@ fn reaches(edges: &BTreeMap<String, Vec<String>>, from: &str, to: &str) -> bool 
     false
 }
 
-fn render(ty: &Ty, owner: &str, edges: &BTreeMap<String, Vec<String>>) -> TokenStream {
+fn render(ty: &Ty, owner: &str, graph: &Graph) -> TokenStream {
+    render_in(ty, owner, graph, false)
+}
+
+/// `ty` as a field type of `owner`; `in_vec` once inside a `Vec`, which is indirection
+/// enough for `Sized` but not for drop check.
+fn render_in(ty: &Ty, owner: &str, graph: &Graph, in_vec: bool) -> TokenStream {
     match ty {
         Ty::Value => quote! { ::serde_json::Value },
         Ty::String => quote! { ::std::string::String },
@@ -189,16 +211,18 @@ fn render(ty: &Ty, owner: &str, edges: &BTreeMap<String, Vec<String>>) -> TokenS
         Ty::Map => quote! { ::serde_json::Map<::std::string::String, ::serde_json::Value> },
         Ty::Vec(inner) => {
             // A `Vec` is already indirection: nothing inside it needs a box.
-            let inner = render(inner, "", edges);
+            let inner = render_in(inner, owner, graph, true);
             quote! { ::std::vec::Vec<#inner> }
         }
         Ty::Option(inner) => {
-            let inner = render(inner, owner, edges);
+            let inner = render_in(inner, owner, graph, in_vec);
             quote! { ::std::option::Option<#inner> }
         }
         Ty::Def(name) => {
             let ident = format_ident!("{}", name);
-            if !owner.is_empty() && reaches(edges, name, owner) {
+            if graph.indirect.contains(&(owner.to_string(), name.clone())) {
+                quote! { crate::exact::Indirect<#ident> }
+            } else if !in_vec && !owner.is_empty() && reaches(&graph.by_value, name, owner) {
                 quote! { ::std::boxed::Box<#ident> }
             } else {
                 quote! { #ident }
@@ -247,7 +271,7 @@ fn wire_name(field: &syn::Field) -> Option<String> {
 }
 
 struct Builder {
-    edges: BTreeMap<String, Vec<String>>,
+    graph: Graph,
     error_module: Option<Item>,
     fallbacks: Vec<String>,
 }
@@ -259,7 +283,7 @@ impl Builder {
 
     fn newtype(&self, name: &str, ty: &Ty, origin: &str) -> TokenStream {
         let ident = format_ident!("{}", name);
-        let inner = render(ty, name, &self.edges);
+        let inner = render(ty, name, &self.graph);
         let derive = Self::derive();
         let doc = format!(" Any value `#{}` of the input schema accepts (checked by `check_{name}`).", crate::rust::doc_safe(origin));
         quote! {
@@ -319,7 +343,7 @@ impl Builder {
             let wire = wire_name(field)?;
             let (ty, optional) = by_wire.get(wire.as_str())?;
             idents.insert(field.ident.as_ref()?.to_string()).then_some(())?;
-            let rendered = render(ty, name, &self.edges);
+            let rendered = render(ty, name, &self.graph);
             field.attrs.retain(|a| !a.path().is_ident("serde"));
             if *optional {
                 field.ty = parse_quote! { ::std::option::Option<#rendered> };
@@ -377,16 +401,23 @@ impl Builder {
 pub fn generate(normalized: &Normalized) -> Types {
     let defs = &normalized.defs;
     let shapes: Vec<(&String, Shape)> = defs.iter().map(|(name, schema)| (name, shape(schema, defs))).collect();
-    let mut edges: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let (mut edges, mut all): (BTreeMap<String, Vec<String>>, BTreeMap<String, Vec<String>>) = Default::default();
     for (name, shape) in &shapes {
-        let entry = edges.entry((*name).clone()).or_default();
+        let (entry, every) = (edges.entry((*name).clone()).or_default(), all.entry((*name).clone()).or_default());
         match shape {
-            Shape::Struct { fields, .. } => fields.iter().for_each(|(_, ty, _)| by_value(ty, entry)),
-            Shape::Newtype(ty) => by_value(ty, entry),
+            Shape::Struct { fields, .. } => fields.iter().for_each(|(_, ty, _)| {
+                by_value(ty, entry);
+                anywhere(ty, every);
+            }),
+            Shape::Newtype(ty) => {
+                by_value(ty, entry);
+                anywhere(ty, every);
+            }
             Shape::Enum(_) => {}
         }
     }
-    let mut b = Builder { edges, error_module: None, fallbacks: Vec::new() };
+    let indirect = super::indirection::cuts(&all);
+    let mut b = Builder { graph: Graph { by_value: edges, indirect }, error_module: None, fallbacks: Vec::new() };
     let outcome = quietly(|| {
         let mut items = Vec::new();
         for (name, shape) in &shapes {

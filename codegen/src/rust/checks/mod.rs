@@ -17,6 +17,8 @@ mod collections;
 mod pattern;
 mod scalars;
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 use serde_json::{Map, Value};
@@ -51,6 +53,12 @@ pub(crate) struct Emitter<'d> {
     statics: Vec<TokenStream>,
     counter: usize,
     errors: Vec<Unsupported>,
+    /// The definition whose check is being emitted.
+    current: Option<String>,
+    /// How many emitted calls each definition's check has (see `memoize`).
+    callers: BTreeMap<String, usize>,
+    /// The definitions whose checks call another definition's.
+    calling: BTreeSet<String>,
 }
 
 /// The check function name of a definition.
@@ -66,20 +74,32 @@ pub fn decode_fn(name: &str) -> Ident {
 /// Checks and decoders for every definition, or every unsupported construct.
 pub fn generate(normalized: &Normalized) -> Result<TokenStream, Vec<Unsupported>> {
     let defs = &normalized.defs;
-    let mut e = Emitter { defs, functions: Vec::new(), statics: Vec::new(), counter: 0, errors: Vec::new() };
+    let mut e = Emitter {
+        defs,
+        functions: Vec::new(),
+        statics: Vec::new(),
+        counter: 0,
+        errors: Vec::new(),
+        current: None,
+        callers: BTreeMap::new(),
+        calling: BTreeSet::new(),
+    };
     let mut decoders = Vec::new();
     let mut table = Vec::new();
+    let mut checks = Vec::new();
     for (name, schema) in defs {
         let origin = normalized.origins.get(name).cloned().unwrap_or_default();
+        e.current = Some(name.clone());
         let body = e.body(schema, &origin);
+        e.current = None;
         let check = def_fn(name);
         let decode = decode_fn(name);
         let ty = format_ident!("{}", name);
         let doc = format!(" Checks a value against `#{}` of the input schema.", crate::rust::doc_safe(&origin));
-        e.functions.push(quote! {
-            #[doc = #doc]
-            pub fn #check(v: &Json<'_>) -> Result<(), Invalid> { #body }
-        });
+        // The function is written once every call to it is known (see `memoize`); its place
+        // is kept, after the node functions its body emitted.
+        checks.push((name, doc, body, e.functions.len()));
+        e.functions.push(TokenStream::new());
         let doc = format!(" Decodes `{name}` exactly: the generated check, then the generated type.");
         let roundtrip = format_ident!("roundtrip_{}", name);
         decoders.push(quote! {
@@ -98,6 +118,19 @@ pub fn generate(normalized: &Normalized) -> Result<TokenStream, Vec<Unsupported>
     }
     if !e.errors.is_empty() {
         return Err(e.errors);
+    }
+    for (index, (name, doc, body, at)) in checks.into_iter().enumerate() {
+        let check = def_fn(name);
+        let body = if e.memoize(name) {
+            let index = u32::try_from(index).unwrap_or(u32::MAX);
+            quote! { crate::exact::memoized(#index, v, |v: &Json<'_>| -> Result<(), Invalid> { #body }) }
+        } else {
+            body
+        };
+        e.functions[at] = quote! {
+            #[doc = #doc]
+            pub fn #check(v: &Json<'_>) -> Result<(), Invalid> { #body }
+        };
     }
     let (functions, statics) = (e.functions, e.statics);
     Ok(quote! {
@@ -118,6 +151,16 @@ fn count(value: &Value) -> Option<usize> {
 }
 
 impl Emitter<'_> {
+    /// Whether a definition's check answers repeated questions from a table
+    /// (`crate::exact::memoized`): when two or more emitted calls lead to it, so that it can
+    /// be asked twice about one node, and it calls other definitions, so that asking twice
+    /// could multiply down a chain. A definition with one caller is asked at most as often
+    /// as that caller; one that calls nothing costs its own size once per question. Either
+    /// way every check's work stays polynomial in instance size × schema size.
+    fn memoize(&self, name: &str) -> bool {
+        self.callers.get(name).copied().unwrap_or(0) >= 2 && self.calling.contains(name)
+    }
+
     fn unsupported(&mut self, pointer: &str, message: impl Into<String>) {
         self.errors.push(Unsupported { pointer: pointer.to_string(), message: message.into() });
     }
@@ -250,8 +293,13 @@ impl Emitter<'_> {
 
     /// The check function of a referenced definition.
     /// `None` for a reference normalization could not resolve (it reported each one).
-    fn reference(&self, r: &str) -> Option<Ident> {
-        defined(r).filter(|name| self.defs.contains_key(*name)).map(def_fn)
+    fn reference(&mut self, r: &str) -> Option<Ident> {
+        let name = defined(r).filter(|name| self.defs.contains_key(*name))?;
+        *self.callers.entry(name.to_string()).or_default() += 1;
+        if let Some(current) = &self.current {
+            self.calling.insert(current.clone());
+        }
+        Some(def_fn(name))
     }
 
     fn type_check(&mut self, ty: &Value, pointer: &str) -> Option<TokenStream> {
@@ -301,20 +349,15 @@ impl Emitter<'_> {
     }
 }
 
-/// A schema number as a `crate::exact::Num` expression.
+/// A schema number as a `crate::exact::Num` expression: an integer that fits an `i128`,
+/// or the number's text (the generator reads schemas with serde_json's
+/// `arbitrary_precision`, so that is the text the schema wrote).
 fn number(n: &serde_json::Number) -> TokenStream {
-    match (n.as_i64(), n.as_u64()) {
-        (Some(i), _) => {
-            let i = i128::from(i);
-            quote! { crate::exact::Num::Int(#i) }
-        }
-        (None, Some(u)) => {
-            let i = i128::from(u);
-            quote! { crate::exact::Num::Int(#i) }
-        }
-        _ => {
-            let f = n.as_f64().unwrap_or(0.0);
-            quote! { crate::exact::Num::Float(#f) }
+    match n.as_i64().map(i128::from).or_else(|| n.as_u64().map(i128::from)) {
+        Some(i) => quote! { crate::exact::Num::Int(#i) },
+        None => {
+            let text = n.to_string();
+            quote! { crate::exact::Num::Dec(#text) }
         }
     }
 }

@@ -63,15 +63,22 @@ impl Emitter<'_> {
             });
         }
         if let Some(divisor) = object.get("multipleOf") {
-            match divisor.as_number().filter(|d| d.as_f64().is_some_and(|f| f > 0.0)) {
-                Some(divisor) => {
-                    let text = divisor.to_string();
+            let text = divisor.as_number().map(|d| d.to_string()).unwrap_or_default();
+            match checkfu_wire_vocab::decimal::Decimal::parse(&text) {
+                Some(d) if d.is_positive() && d.significant_digits() <= checkfu_wire_vocab::decimal::DIVISOR_DIGITS => {
                     numeric.push(quote! {
-                        let divisor: serde_json::Number = #text.parse().unwrap_or_else(|_| serde_json::Number::from(1));
-                        if !crate::exact::multiple_of(n, &divisor) { return Err(Invalid::new("not a multiple of the divisor")); }
+                        if !crate::exact::multiple_of(n, #text) { return Err(Invalid::new("not a multiple of the divisor")); }
                     });
                 }
-                None => self.unsupported(&format!("{pointer}/multipleOf"), "`multipleOf` must be a number above 0"),
+                Some(d) if d.is_positive() => self.unsupported(
+                    &format!("{pointer}/multipleOf"),
+                    format!(
+                        "`multipleOf` has {} significant digits; the checks decide divisors of at most {}",
+                        d.significant_digits(),
+                        checkfu_wire_vocab::decimal::DIVISOR_DIGITS
+                    ),
+                ),
+                _ => self.unsupported(&format!("{pointer}/multipleOf"), "`multipleOf` must be a number above 0"),
             }
         }
         let mut checks = Vec::new();

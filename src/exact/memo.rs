@@ -1,0 +1,148 @@
+//! Memoized definition checks: the bound on a generated check's work.
+//!
+//! A definition that several places of a schema refer to can be asked about the same
+//! instance node more than once: `anyOf: [{$ref: D}, {allOf: [{$ref: D}]}]` asks twice,
+//! and a chain of such definitions asks 2^depth times. The generator wraps each
+//! definition that is referred to from two or more places, and itself refers to others,
+//! in [`memoized`], which answers a repeated (definition, node) question from a table.
+//! Every other definition has one caller, so it is asked at most as often as that caller.
+//! Each definition is then evaluated at most once per instance node and caller, and a
+//! check costs at most a polynomial of instance size × schema size.
+//!
+//! The table lives as long as the outermost memoized check is running and is emptied when
+//! it returns, so no answer outlives the tree it was about: a node's address is its
+//! identity only while the tree stands.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use super::{Invalid, Json};
+
+/// A node's identity for the table: its address, or for a string the address and length
+/// of its text. Property names checked against `propertyNames` are strings built for the
+/// moment on the stack, whose address the next name reuses; their text stays put, and two
+/// strings with one text have one answer.
+fn identity(v: &Json<'_>) -> (usize, usize) {
+    match v {
+        Json::String(s) => (s.as_ptr() as usize, s.len()),
+        other => (other as *const Json<'_> as usize, usize::MAX),
+    }
+}
+
+#[derive(Default)]
+struct Table {
+    /// Memoized checks running on this thread, outermost included.
+    running: usize,
+    answers: HashMap<(u32, usize, usize), Result<(), Invalid>, BuildHasherDefault<AddressHasher>>,
+}
+
+thread_local! {
+    static TABLE: RefCell<Table> = RefCell::new(Table::default());
+}
+
+/// `check(v)` for definition number `definition`, answered from the table when it was
+/// asked about this node before during the same outermost check.
+pub fn memoized(definition: u32, v: &Json<'_>, check: impl FnOnce(&Json<'_>) -> Result<(), Invalid>) -> Result<(), Invalid> {
+    let (at, len) = identity(v);
+    let key = (definition, at, len);
+    let known = TABLE.with(|table| {
+        let mut table = table.borrow_mut();
+        let known = table.answers.get(&key).cloned();
+        if known.is_none() {
+            table.running += 1;
+        }
+        known
+    });
+    if let Some(answer) = known {
+        return answer;
+    }
+    let answer = check(v);
+    TABLE.with(|table| {
+        let mut table = table.borrow_mut();
+        table.running -= 1;
+        if table.running == 0 {
+            table.answers.clear();
+        } else {
+            table.answers.insert(key, answer.clone());
+        }
+    });
+    answer
+}
+
+/// The keys are a small number and two addresses: SipHash's resistance to chosen keys
+/// buys nothing here (an instance cannot choose its addresses) and costs most of a lookup.
+#[derive(Default)]
+struct AddressHasher(u64);
+
+impl Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.write_u64(u64::from(*byte));
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+    fn write_u64(&mut self, n: u64) {
+        // Fibonacci hashing: multiply by 2^64/φ and fold, so nearby addresses spread out.
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bumpalo::Bump;
+    use std::cell::Cell;
+
+    #[test]
+    fn a_repeated_question_is_answered_from_the_table_until_the_outermost_check_returns() {
+        let arena = Bump::new();
+        let tree = Json::parse(r#"{"a": "x", "b": "x"}"#, &arena).expect("JSON");
+        let runs = Cell::new(0);
+        let inner = |v: &Json<'_>| {
+            memoized(2, v, |_| {
+                runs.set(runs.get() + 1);
+                Err(Invalid::new("no"))
+            })
+        };
+        let outer = memoized(1, &tree, |v| {
+            let members = v.as_object().expect("object");
+            let a = &members[0].1;
+            // The same node three times, and another node with an equal text.
+            assert!(inner(a).is_err() && inner(a).is_err() && inner(a).is_err());
+            let b = &members[1].1;
+            inner(b).and(Ok(()))
+        });
+        assert!(outer.is_err());
+        assert_eq!(runs.get(), 2, "once for `a`, once for `b` (strings with their own texts)");
+        // Emptied when the outermost check returned: the next check asks again.
+        assert!(inner(&tree).is_err());
+        assert_eq!(runs.get(), 3);
+        TABLE.with(|table| assert!(table.borrow().answers.is_empty() && table.borrow().running == 0));
+    }
+
+    #[test]
+    fn names_built_on_the_stack_are_told_apart_by_their_text() {
+        let names = ["one", "two"];
+        let seen = RefCell::new(Vec::new());
+        let _ = memoized(1, &Json::Null, |_| {
+            for name in names {
+                let temporary = Json::String(name);
+                let _ = memoized(2, &temporary, |v| {
+                    seen.borrow_mut().push(v.as_str().unwrap_or_default().to_string());
+                    Ok(())
+                });
+            }
+            Ok(())
+        });
+        assert_eq!(*seen.borrow(), ["one", "two"]);
+    }
+}

@@ -1,0 +1,79 @@
+//! Every reference graph is built or diagnosed: chains and cycles of a thousand definitions
+//! generate, build in a crate of their own and agree with the `jsonschema` crate; a chain
+//! whose definitions each refer to the next from two places is checked with bounded work.
+
+mod support;
+
+use checkfu_wire_codegen::rust::{format_file, schemas};
+use checkfu_wire_codegen::schema::normalize::normalize;
+use serde_json::{json, Value};
+use support::compile::{build, verdicts, Module};
+use support::graphs::{chain, cycle, shared_chain};
+use support::oracle::{cases, compare, Case};
+
+fn module(file: &str, schema: &Value) -> Module {
+    let generated = schemas::generate(file, schema)
+        .unwrap_or_else(|d| panic!("{file} must generate: {}", d.iter().map(|d| d.message.clone()).collect::<Vec<_>>().join("\n")));
+    let source = format_file("// generated for a test", generated.tokens).expect("formats");
+    Module { name: schemas::names(file).0, source }
+}
+
+/// A nested instance of the chain or cycle: `depth` objects, each holding the next.
+fn nested(depth: usize, last: Value) -> Value {
+    (0..depth).fold(last, |inner, i| json!({"n": i, "next": inner}))
+}
+
+#[test]
+fn chains_and_cycles_of_a_thousand_definitions_build_and_agree_with_jsonschema() {
+    let inputs = [("chain1000.json", chain(1000)), ("cycle1000.json", cycle(1000))];
+    let modules: Vec<Module> = inputs.iter().map(|(file, schema)| module(file, schema)).collect();
+    let binary = build("reference_graphs", &modules).unwrap_or_else(|e| panic!("generated code does not build:\n{e}"));
+    let mut all = Vec::new();
+    let mut module_of_case = Vec::new();
+    for ((file, schema), module) in inputs.iter().zip(&modules) {
+        let (_, root) = schemas::names(file);
+        let normalized = normalize(&root, schema);
+        assert!(normalized.defs.len() >= 1000, "{file}: every definition is one");
+        let named: Vec<(String, String)> = normalized.origins.iter().map(|(n, o)| (n.clone(), o.clone())).collect();
+        let mut file_cases = cases(schema, &named, 40);
+        // Deep instances the generator does not make: through 300 levels, valid and broken
+        // at the bottom (the chain ends in a string; the cycle needs `n` everywhere).
+        for (instance, last) in [(300, json!("end")), (300, json!(7))] {
+            let value = nested(instance, last);
+            file_cases.push(Case { def: root.clone(), expected: oracle_says(schema, &value), instance: value });
+        }
+        module_of_case.extend(std::iter::repeat_n(module.name.clone(), file_cases.len()));
+        all.extend(file_cases);
+    }
+    let verdicts = verdicts(&binary, &module_of_case, &all);
+    let (tally, disagreements) = compare(&all, &verdicts);
+    assert!(disagreements.is_empty(), "{} disagreement(s):\n{}", disagreements.len(), disagreements.iter().take(10).cloned().collect::<Vec<_>>().join("\n"));
+    assert!(tally.accepted > 100 && tally.rejected > 100, "{tally:?}");
+}
+
+fn oracle_says(schema: &Value, instance: &Value) -> bool {
+    jsonschema::options().should_validate_formats(false).build(schema).expect("the oracle compiles the schema").is_valid(instance)
+}
+
+#[test]
+fn definitions_shared_along_a_chain_are_checked_once_per_node() {
+    // At depth 16 the oracle (which re-evaluates, 2^16 times) still answers quickly: the
+    // verdicts agree with it. At depth 48 a re-evaluating check would take 2^48 steps;
+    // the generated one answers, because each definition is checked once per node.
+    let inputs = [("shared16.json", shared_chain(16)), ("shared48.json", shared_chain(48))];
+    let modules: Vec<Module> = inputs.iter().map(|(file, schema)| module(file, schema)).collect();
+    let binary = build("shared_chains", &modules).unwrap_or_else(|e| panic!("generated code does not build:\n{e}"));
+    let instances = [json!("a string"), json!(3), json!(-1), json!([1]), json!({"a": 1}), json!(2.5)];
+    let root = schemas::names("shared16.json").1;
+    let shallow: Vec<Case> = instances.iter().map(|i| Case { def: root.clone(), expected: oracle_says(&inputs[0].1, i), instance: i.clone() }).collect();
+    let names = vec![modules[0].name.clone(); shallow.len()];
+    let (tally, disagreements) = compare(&shallow, &verdicts(&binary, &names, &shallow));
+    assert!(disagreements.is_empty(), "{disagreements:?}");
+    assert_eq!((tally.accepted, tally.rejected), (1, 5), "only a non-negative integer passes");
+    // Depth 48: the same verdicts (the chain's meaning does not change with its length).
+    let root = schemas::names("shared48.json").1;
+    let deep: Vec<Case> = shallow.iter().map(|c| Case { def: root.clone(), expected: c.expected, instance: c.instance.clone() }).collect();
+    let names = vec![modules[1].name.clone(); deep.len()];
+    let (_, disagreements) = compare(&deep, &verdicts(&binary, &names, &deep));
+    assert!(disagreements.is_empty(), "{disagreements:?}");
+}
