@@ -1,24 +1,27 @@
-//! Where a generated type holds another through `crate::exact::Indirect` rather than by
-//! value or in a `Box`: so that long chains and cycles of definitions compile.
+//! Where a generated type holds another as `crate::exact::Deferred` (checked JSON, decoded
+//! into the type when asked) rather than by value, in a `Box` or in a `Vec`: so that long
+//! chains and cycles of definitions compile.
 //!
-//! rustc follows a type's fields when it proves the type `Sized` (E0275 past its recursion
-//! limit: a chain of 64 structs each holding the next) and when it collects drop-check
-//! rules, which it also follows through `Box`, `Option` and `Vec` (E0320: a cycle of 100
-//! boxed structs). `Indirect` stops both: it is sized whatever it points to, and it tells
-//! drop check only that its target must outlive it. It is used where the nesting would
-//! otherwise run deep: on every edge inside a cycle longer than [`LONG_CYCLE`], and on an
-//! edge into a definition whose own nesting is already [`MAX_HEIGHT`] deep. Every other
-//! schema keeps its types as before (by value, or boxed where a short cycle closes).
+//! To rustc a chain of definitions is a chain of nested types, and several of its passes
+//! walk it to the end: proving a type `Sized` (E0275 past its recursion limit, a chain of
+//! 64 structs each holding the next), collecting drop-check rules, which it follows
+//! through `Box`, `Option` and `Vec` (E0320, a cycle of 100 boxed structs), and
+//! instantiating drop glue, `Deserialize` and `Serialize` one inside the other (past 250,
+//! and with the limit raised, rustc's own stack overflows). `Deferred<T>` nests no `T`, so
+//! each stretch between two of them compiles on its own. It goes on every edge inside a
+//! cycle longer than [`LONG_CYCLE`], and on an edge into a definition whose own nesting is
+//! already [`MAX_HEIGHT`] deep. Every other schema keeps its types as before (by value, or
+//! boxed where a short cycle closes).
 
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Cycles of more definitions than this hold each other through `Indirect`.
+/// Cycles of more definitions than this hold each other as `Deferred`.
 pub const LONG_CYCLE: usize = 16;
 
-/// How many definitions deep a type may nest before the next edge goes through `Indirect`.
+/// How many definitions deep a type may nest before the next edge is `Deferred`.
 pub const MAX_HEIGHT: usize = 24;
 
-/// The edges `(owner, target)` to hold through `Indirect`, given every definition's
+/// The edges `(owner, target)` whose target is held as `Deferred`, given every definition's
 /// references in its field types (by value, in an `Option`, a `Vec` or a `Box`).
 pub fn cuts(edges: &BTreeMap<String, Vec<String>>) -> BTreeSet<(String, String)> {
     let components = strongly_connected(edges);

@@ -175,10 +175,10 @@ fn anywhere(ty: &Ty, out: &mut Vec<String>) {
 }
 
 /// How definitions hold each other: by-value edges (a cycle of them needs a box) and the
-/// edges that go through `crate::exact::Indirect` (see `indirection`).
+/// edges that hold their target as `crate::exact::Deferred` (see `indirection`).
 struct Graph {
     by_value: BTreeMap<String, Vec<String>>,
-    indirect: BTreeSet<(String, String)>,
+    deferred: BTreeSet<(String, String)>,
 }
 
 /// Whether `from` reaches `to` through by-value edges.
@@ -220,8 +220,8 @@ fn render_in(ty: &Ty, owner: &str, graph: &Graph, in_vec: bool) -> TokenStream {
         }
         Ty::Def(name) => {
             let ident = format_ident!("{}", name);
-            if graph.indirect.contains(&(owner.to_string(), name.clone())) {
-                quote! { crate::exact::Indirect<#ident> }
+            if graph.deferred.contains(&(owner.to_string(), name.clone())) {
+                quote! { crate::exact::Deferred<#ident> }
             } else if !in_vec && !owner.is_empty() && reaches(&graph.by_value, name, owner) {
                 quote! { ::std::boxed::Box<#ident> }
             } else {
@@ -416,8 +416,8 @@ pub fn generate(normalized: &Normalized) -> Types {
             Shape::Enum(_) => {}
         }
     }
-    let indirect = super::indirection::cuts(&all);
-    let mut b = Builder { graph: Graph { by_value: edges, indirect }, error_module: None, fallbacks: Vec::new() };
+    let deferred = super::indirection::cuts(&all);
+    let mut b = Builder { graph: Graph { by_value: edges, deferred }, error_module: None, fallbacks: Vec::new() };
     let outcome = quietly(|| {
         let mut items = Vec::new();
         for (name, shape) in &shapes {

@@ -59,6 +59,10 @@ pub(crate) struct Emitter<'d> {
     callers: BTreeMap<String, usize>,
     /// The definitions whose checks call another definition's.
     calling: BTreeSet<String>,
+    /// Calls `(caller, callee)` made through the table `DEFERRED` (see `deferred_call`).
+    deferred: BTreeSet<(String, String)>,
+    /// The callees in `DEFERRED`, in table order.
+    table: Vec<String>,
 }
 
 /// The check function name of a definition.
@@ -83,6 +87,8 @@ pub fn generate(normalized: &Normalized) -> Result<TokenStream, Vec<Unsupported>
         current: None,
         callers: BTreeMap::new(),
         calling: BTreeSet::new(),
+        deferred: crate::rust::indirection::cuts(&call_graph(defs)),
+        table: Vec::new(),
     };
     let mut decoders = Vec::new();
     let mut table = Vec::new();
@@ -132,7 +138,15 @@ pub fn generate(normalized: &Normalized) -> Result<TokenStream, Vec<Unsupported>
             pub fn #check(v: &Json<'_>) -> Result<(), Invalid> { #body }
         };
     }
-    let (functions, statics) = (e.functions, e.statics);
+    let (mut functions, statics) = (e.functions, e.statics);
+    if !e.table.is_empty() {
+        let (entries, length) = (e.table.iter().map(|name| def_fn(name)), e.table.len());
+        functions.push(quote! {
+            /// The checks that long chains and cycles of definitions call through a table
+            /// rather than by name, so that rustc does not walk the whole chain at once.
+            static DEFERRED: [fn(&Json<'_>) -> Result<(), Invalid>; #length] = [#(#entries),*];
+        });
+    }
     Ok(quote! {
         use serde_json::Value;
         use crate::exact::{Invalid, Json};
@@ -296,10 +310,29 @@ impl Emitter<'_> {
     fn reference(&mut self, r: &str) -> Option<Ident> {
         let name = defined(r).filter(|name| self.defs.contains_key(*name))?;
         *self.callers.entry(name.to_string()).or_default() += 1;
-        if let Some(current) = &self.current {
-            self.calling.insert(current.clone());
+        let Some(current) = self.current.clone() else { return Some(def_fn(name)) };
+        self.calling.insert(current.clone());
+        if self.deferred.contains(&(current, name.to_string())) {
+            return Some(self.deferred_call(name));
         }
         Some(def_fn(name))
+    }
+
+    /// A function calling `name`'s check through the table `DEFERRED`. rustc walks the
+    /// calls of a function it compiles into the functions called, depth first: a chain of a
+    /// thousand definitions, each check calling the next by name, overflowed its stack.
+    /// Where the types hold a `Deferred` (`indirection::cuts`, on the same graph), the
+    /// check calls through the table, which rustc walks once, breadth first.
+    fn deferred_call(&mut self, name: &str) -> Ident {
+        let via = format_ident!("deferred_{}", name);
+        if !self.table.iter().any(|n| n == name) {
+            let index = self.table.len();
+            self.table.push(name.to_string());
+            self.functions.push(quote! {
+                fn #via(v: &Json<'_>) -> Result<(), Invalid> { (DEFERRED[#index])(v) }
+            });
+        }
+        via
     }
 
     fn type_check(&mut self, ty: &Value, pointer: &str) -> Option<TokenStream> {
@@ -415,6 +448,37 @@ fn dispatch(key: &str, property: &str, tags: &[String], fns: &[Ident]) -> TokenS
             _ => return Err(Invalid::new(#message)),
         }
     }
+}
+
+/// Every definition's references to others, anywhere in its schema.
+fn call_graph(defs: &Map<String, Value>) -> BTreeMap<String, Vec<String>> {
+    fn walk(value: &Value, defs: &Map<String, Value>, out: &mut Vec<String>) {
+        match value {
+            Value::Object(object) => {
+                for (key, child) in object {
+                    match (key.as_str(), child) {
+                        ("$ref", Value::String(r)) => out.extend(defined(r).filter(|n| defs.contains_key(*n)).map(String::from)),
+                        // Data, not schemas: a `$ref` member of a `const` is no reference.
+                        ("const" | "enum" | "default" | "examples", _) => {}
+                        // Maps of schemas, whose keys are names (a property may be called `const`).
+                        ("properties" | "patternProperties" | "dependentSchemas" | "$defs", Value::Object(map)) => {
+                            map.values().for_each(|schema| walk(schema, defs, out));
+                        }
+                        _ => walk(child, defs, out),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|item| walk(item, defs, out)),
+            _ => {}
+        }
+    }
+    defs.iter()
+        .map(|(name, schema)| {
+            let mut out = Vec::new();
+            walk(schema, defs, &mut out);
+            (name.clone(), out)
+        })
+        .collect()
 }
 
 /// The definition a `$ref` names, when it names a whole local one (`#/$defs/Name`).
