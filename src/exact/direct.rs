@@ -13,7 +13,7 @@ use bumpalo::collections::{String as ArenaString, Vec as ArenaVec};
 use bumpalo::Bump;
 use serde_json::Number;
 
-use super::tree::{NUMBER_TOKEN, RAW_VALUE_TOKEN};
+use super::tree::{within_range, NUMBER_TOKEN, RAW_VALUE_TOKEN};
 use super::Json;
 
 /// Containers nested deeper than this are left to serde_json, whose recursion limit
@@ -171,7 +171,7 @@ impl<'a> Reader<'a> {
             return Some(Json::Number(n.into()));
         }
         // Beyond an `f64`'s reach serde_json's path gives the "out of range" error.
-        serde_json::from_str::<Number>(&self.text[start..end]).ok().filter(|n| n.as_f64().is_some()).map(Json::Number)
+        serde_json::from_str::<Number>(&self.text[start..end]).ok().filter(within_range).map(Json::Number)
     }
 
     /// A string whose opening quote was consumed: borrowed when it has no escapes.

@@ -233,10 +233,7 @@ pub(crate) fn number_member<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Numbe
         }
         fn visit_str<E: de::Error>(self, s: &str) -> Result<Number, E> {
             let number: Number = s.parse().map_err(E::custom)?;
-            match number.as_f64() {
-                Some(_) => Ok(number),
-                None => Err(E::custom("number out of range")),
-            }
+            if within_range(&number) { Ok(number) } else { Err(E::custom("number out of range")) }
         }
     }
     impl<'de> DeserializeSeed<'de> for Text {
@@ -246,6 +243,12 @@ pub(crate) fn number_member<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Numbe
         }
     }
     map.next_value_seed(Text)
+}
+
+/// Whether a number is one serde_json's defaults read: its magnitude within an `f64`'s
+/// reach. The one statement of the decoder's range, for the tree and the direct reader.
+pub(crate) fn within_range(n: &Number) -> bool {
+    n.as_f64().is_some()
 }
 
 /// Reads the first key of a map a visitor was handed: `Some(true)` when it is
