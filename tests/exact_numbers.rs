@@ -71,3 +71,74 @@ fn accepted_numbers_re_encode_with_their_texts_value() {
         assert_eq!(checkfu_wire::exact::Decimal::parse(&written), checkfu_wire::exact::Decimal::parse(&read), "{amount} came back as {written}");
     }
 }
+
+/// Counts, per thread, the bytes allocated and not yet freed, so a test can see what a
+/// decode leaves behind. (Per thread, because the harness runs tests side by side.)
+mod live {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+
+    thread_local! {
+        static LIVE: Cell<isize> = const { Cell::new(0) };
+    }
+
+    fn add(bytes: isize) {
+        // `try_with`: an allocation during the thread's teardown is not counted.
+        let _ = LIVE.try_with(|live| live.set(live.get() + bytes));
+    }
+
+    pub fn bytes() -> isize {
+        LIVE.with(Cell::get)
+    }
+
+    pub struct Counting;
+
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            add(layout.size() as isize);
+            unsafe { System.alloc(layout) }
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            add(-(layout.size() as isize));
+            unsafe { System.dealloc(ptr, layout) }
+        }
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            add(new_size as isize - layout.size() as isize);
+            unsafe { System.realloc(ptr, layout, new_size) }
+        }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: live::Counting = live::Counting;
+
+/// The decoder's trees live in an arena that runs no destructors, so a number that owned
+/// its text (`serde_json::Number` under `arbitrary_precision` is a `String`) was never
+/// freed: every decoded number leaked. Decoding the same messages again must leave the
+/// live bytes where they were, on the direct reader's path and on serde's.
+#[test]
+fn decoding_numbers_leaves_nothing_behind() {
+    use checkfu_wire::decode::Decoder;
+    let turn = r#""checkfu.turn": {"execution": "shell", "shell_commands": 12, "filesystem_commands": 30, "mcp_calls": 2, "model_calls": 9, "wall_time_ms": 84210}"#;
+    let messages = [
+        // The direct reader's path.
+        format!(r#"{{"jsonrpc": "2.0", "id": 2, "result": {{"stopReason": "end_turn", "_meta": {{{turn}}}}}}}"#),
+        // A duplicate key sends the text through serde's visitors instead.
+        format!(r#"{{"jsonrpc": "2.0", "id": 2, "result": {{"stopReason": "end_turn", "_meta": {{{turn}, "x": 1, "x": 2}}}}}}"#),
+        // Numbers beyond a `u64`, long decimals and exponents, in a checked ACP member.
+        r#"{"jsonrpc": "2.0", "id": 18446744073709551617, "method": "fs/read_text_file", "params": {"sessionId": "s", "path": "/a", "line": 0.44999999999999996, "limit": 1e300}}"#.to_string(),
+        r#"{"jsonrpc": "2.0", "id": -3, "method": "fs/read_text_file", "params": {"sessionId": "s", "path": "/a", "line": 18446744073709551617, "limit": 2.5E+3, "line": 7}}"#.to_string(),
+    ];
+    let decode_all = || {
+        let mut decoder = Decoder::new();
+        let accepted: usize = messages.iter().map(|m| usize::from(decoder.decode(m.as_bytes(), None).accepted)).sum();
+        assert!(accepted >= 2, "the `checkfu.turn` responses are accepted");
+    };
+    // Once first: tables built on first use stay for the process.
+    decode_all();
+    let before = live::bytes();
+    for _ in 0..20 {
+        decode_all();
+    }
+    assert_eq!(live::bytes() - before, 0, "bytes left allocated by 20 rounds of decoding");
+}

@@ -129,19 +129,7 @@ fn own_bytes<N: Node>(value: &N) -> usize {
     match value.view() {
         View::Null | View::Bool(true) => 4,
         View::Bool(false) => 5,
-        // serde_json writes integers with itoa, whose buffer gives the same text without
-        // the formatting machinery; floats (rare in schemas) are measured as it displays
-        // them, whatever float formatter it uses.
-        View::Number(number) => match (number.as_u64(), number.as_i64()) {
-            (Some(n), _) => itoa::Buffer::new().format(n).len(),
-            (None, Some(n)) => itoa::Buffer::new().format(n).len(),
-            (None, None) => {
-                let mut counter = ByteCounter(0);
-                // Writing into a counter cannot fail; it only avoids allocating.
-                let _ = std::fmt::Write::write_fmt(&mut counter, format_args!("{number}"));
-                counter.0
-            }
-        },
+        View::Number(bytes) => bytes,
         View::String(text) => string_bytes(text),
         View::Array(items) => 2 + items.len().saturating_sub(1),
         View::Object(map) => {
@@ -151,16 +139,6 @@ fn own_bytes<N: Node>(value: &N) -> usize {
     }
 }
 
-
-/// A `fmt::Write` sink that only counts bytes.
-struct ByteCounter(usize);
-
-impl std::fmt::Write for ByteCounter {
-    fn write_str(&mut self, text: &str) -> std::fmt::Result {
-        self.0 += text.len();
-        Ok(())
-    }
-}
 
 /// Length of a JSON string literal as serde_json writes it.
 fn string_bytes(text: &str) -> usize {

@@ -40,13 +40,6 @@ pub trait Node: Sized {
         }
     }
 
-    fn as_number(&self) -> Option<&Number> {
-        match self.view() {
-            View::Number(number) => Some(number),
-            _ => None,
-        }
-    }
-
     fn as_str(&self) -> Option<&str> {
         match self.view() {
             View::String(text) => Some(text),
@@ -81,7 +74,10 @@ pub trait Node: Sized {
 pub enum View<'n, N: Node + 'n> {
     Null,
     Bool(bool),
-    Number(&'n Number),
+    /// A number, by the length in bytes of its compact serialization, which is all the
+    /// profile reads of a number. (A tree may hold numbers as something other than
+    /// `serde_json::Number`; this asks nothing of how.)
+    Number(usize),
     String(&'n str),
     Array(&'n [N]),
     Object(N::Object<'n>),
@@ -119,7 +115,7 @@ impl Node for Value {
         match self {
             Value::Null => View::Null,
             Value::Bool(b) => View::Bool(*b),
-            Value::Number(number) => View::Number(number),
+            Value::Number(number) => View::Number(number_bytes(number)),
             Value::String(text) => View::String(text),
             Value::Array(items) => View::Array(items),
             Value::Object(map) => View::Object(map),
@@ -187,5 +183,31 @@ mod tests {
         assert!(std::ptr::eq(a, &doc["a"]));
         assert_eq!(Node::as_array(a).map(<[Value]>::len), Some(1));
         assert!(!Object::contains_key(object, "d"));
+    }
+}
+
+/// The bytes serde_json writes for `number`. Integers are measured with itoa, whose
+/// buffer gives the same text without the formatting machinery; other numbers (rare in
+/// schemas) as serde_json displays them, whatever float formatter it uses.
+pub fn number_bytes(number: &Number) -> usize {
+    match (number.as_u64(), number.as_i64()) {
+        (Some(n), _) => itoa::Buffer::new().format(n).len(),
+        (None, Some(n)) => itoa::Buffer::new().format(n).len(),
+        (None, None) => {
+            let mut counter = ByteCounter(0);
+            // Writing into a counter cannot fail; it only avoids allocating.
+            let _ = std::fmt::Write::write_fmt(&mut counter, format_args!("{number}"));
+            counter.0
+        }
+    }
+}
+
+/// A `fmt::Write` sink that only counts bytes.
+struct ByteCounter(usize);
+
+impl std::fmt::Write for ByteCounter {
+    fn write_str(&mut self, text: &str) -> std::fmt::Result {
+        self.0 += text.len();
+        Ok(())
     }
 }

@@ -32,7 +32,7 @@ use serde_json::value::RawValue;
 
 use super::skip::{non_objects_read_as, number_key, Id, IdKey, RawAt, Skip, Version};
 use super::tables::META_NAMESPACE;
-use crate::exact::{direct_tree, number_member, raw_value_tree, unexpected_number, Json, Members, Str, Tree, NUMBER_TOKEN, RAW_VALUE_TOKEN};
+use crate::exact::{direct_tree, number_member, raw_value_tree, unexpected_number, with_number_member, Json, Members, Str, Tree, NUMBER_TOKEN, RAW_VALUE_TOKEN};
 /// Stores the first occurrence of a member; a second one is an envelope error.
 fn once<T, E: de::Error>(slot: &mut Option<T>, value: T, name: &'static str) -> Result<(), E> {
     if slot.is_some() {
@@ -151,7 +151,7 @@ fn id_key(value: &Json<'_>) -> Option<IdKey> {
     match value {
         Json::String(s) => Id.visit_str::<E>(s).ok(),
         Json::Null => Id.visit_unit::<E>().ok(),
-        Json::Number(n) => number_key::<E>(n).ok(),
+        Json::Number(n) => number_key::<E>(*n).ok(),
         _ => None,
     }
 }
@@ -175,7 +175,7 @@ impl<'de: 'a, 'a, T: Trees> Visitor<'de> for EnvelopeSeed<'_, 'a, '_, T> {
         let mut first = true;
         while let Some(key) = map.next_key_seed(Str(arena))? {
             if std::mem::take(&mut first) && key == NUMBER_TOKEN {
-                return Err(unexpected_number(&number_member(&mut map)?, &"a JSON-RPC message"));
+                return Err(with_number_member(&mut map, |n| unexpected_number(n, &"a JSON-RPC message"))?);
             }
             match key {
                 "jsonrpc" => once(&mut parts.jsonrpc, map.next_value_seed(Version)?, "jsonrpc")?,
@@ -322,7 +322,7 @@ impl<'de: 'a, 'a> Visitor<'de> for BodySeed<'_, 'a> {
         while let Some(key) = map.next_key_seed(Str(arena))? {
             if std::mem::take(&mut first) && key == NUMBER_TOKEN {
                 // A number body, as serde_json with `arbitrary_precision` hands it over.
-                return number_member(&mut map).map(drop);
+                return with_number_member(&mut map, |_| ());
             }
             match key {
                 "_meta" => once(&mut body.meta, map.next_value_seed(MetaSeed { arena, keep_all: false })?, "_meta")?,
@@ -366,7 +366,7 @@ impl<'de: 'a, 'a> Visitor<'de> for TreeBody<'_, 'a> {
                 return raw_value_tree(&mut map, arena);
             }
             if at_first && key == NUMBER_TOKEN {
-                return number_member(&mut map).map(Json::Number);
+                return number_member(&mut map, arena).map(Json::Number);
             }
             if key == "_meta" {
                 // Every member kept, so the tree holds `_meta` whole for the check.
@@ -443,7 +443,7 @@ impl<'de: 'a, 'a> Visitor<'de> for MemberSeed<'_, 'a> {
             if std::mem::take(&mut first) && key == NUMBER_TOKEN {
                 // A number member, as serde_json with `arbitrary_precision` hands it over.
                 member.is_object = false;
-                return number_member(&mut map).map(drop);
+                return with_number_member(&mut map, |_| ());
             }
             match key {
                 "_meta" => once(&mut member.meta, map.next_value_seed(MetaSeed { arena, keep_all: false })?, "_meta")?,
@@ -495,7 +495,7 @@ impl<'de: 'a, 'a> Visitor<'de> for MetaSeed<'a> {
         let mut members = ArenaVec::new_in(arena);
         while let Some(key) = map.next_key_seed(Str(arena))? {
             if members.is_empty() && key == NUMBER_TOKEN {
-                return Err(unexpected_number(&number_member(&mut map)?, &"a `_meta` object"));
+                return Err(with_number_member(&mut map, |n| unexpected_number(n, &"a `_meta` object"))?);
             }
             if members.iter().any(|(k, _)| *k == key) {
                 return Err(de::Error::custom(format_args!("duplicate `_meta` member `{key}`")));

@@ -8,9 +8,8 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::Number;
 
-use crate::exact::{first_is_number, number_member};
+use crate::exact::{first_is_number, with_number_member, JsonNumber};
 
 /// serde_json's recursion limit, which every parse here runs under: the containers the
 /// pass reads or skips are counted by serde_json itself, the members kept as raw text by
@@ -77,7 +76,7 @@ impl<'de> Visitor<'de> for Skip {
         match first_is_number(&mut map)? {
             None => return Ok(()),
             // A number, as serde_json with `arbitrary_precision` hands it over.
-            Some(true) => return number_member(&mut map).map(drop),
+            Some(true) => return with_number_member(&mut map, |_| ()),
             Some(false) => map.next_value_seed(Skip)?,
         }
         while map.next_key_seed(Skip)?.is_some() {
@@ -149,12 +148,12 @@ impl<'de> DeserializeSeed<'de> for Id {
 /// The key of a number id, as [`Id`] reads it: serde_json hands a non-negative integer
 /// over as a `u64`, a negative one as an `i64`, anything else as an `f64` (with
 /// `arbitrary_precision`, as its text, which is read the same way).
-pub fn number_key<E: de::Error>(n: &Number) -> Result<IdKey, E> {
-    match (n.as_u64(), n.as_i64(), n.as_f64()) {
-        (Some(u), _, _) => Id.visit_u64(u),
-        (None, Some(i), _) => Id.visit_i64(i),
-        (None, None, Some(f)) => Id.visit_f64(f),
-        _ => Err(E::custom("number out of range")),
+pub fn number_key<E: de::Error>(n: JsonNumber<'_>) -> Result<IdKey, E> {
+    match (n, n.as_f64()) {
+        (JsonNumber::UInt(u), _) => Id.visit_u64(u),
+        (JsonNumber::Int(i), _) => Id.visit_i64(i),
+        (_, Some(f)) => Id.visit_f64(f),
+        (_, None) => Err(E::custom("number out of range")),
     }
 }
 
@@ -198,7 +197,7 @@ impl<'de> Visitor<'de> for Id {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<IdKey, A::Error> {
         match first_is_number(&mut map)? {
-            Some(true) => number_key(&number_member(&mut map)?),
+            Some(true) => with_number_member(&mut map, number_key)?,
             _ => Err(de::Error::invalid_type(de::Unexpected::Map, &self)),
         }
     }

@@ -11,9 +11,8 @@
 
 use bumpalo::collections::{String as ArenaString, Vec as ArenaVec};
 use bumpalo::Bump;
-use serde_json::Number;
-
-use super::tree::{within_range, NUMBER_TOKEN, RAW_VALUE_TOKEN};
+use super::numbers::JsonNumber;
+use super::tree::{is_json_number, within_range, NUMBER_TOKEN, RAW_VALUE_TOKEN};
 use super::Json;
 
 /// Containers nested deeper than this are left to serde_json, whose recursion limit
@@ -157,21 +156,24 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// A number. A plain non-negative integer that fits a `u64` is read here (serde_json
-    /// reads it as that `u64`); any other number's text is handed to serde_json, so that
-    /// its value is serde_json's to the last bit.
+    /// A number, borrowing its text. A plain non-negative integer of at most 19 digits
+    /// (always a `u64`) is read here; any other valid number goes through
+    /// [`JsonNumber::from_text`], as the serde path does. An invalid one, or one beyond an
+    /// `f64`'s reach, is left to serde_json, which gives the error.
     fn number(&mut self) -> Option<Json<'a>> {
         let start = self.pos;
         let end = start + self.bytes[start..].iter().position(|b| !matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')).unwrap_or(self.bytes.len() - start);
         self.pos = end;
         let digits = &self.bytes[start..end];
-        // At most 19 digits always fit a `u64`; a leading zero is only valid alone.
+        // A leading zero is only valid alone.
         if digits.len() <= 19 && digits.iter().all(u8::is_ascii_digit) && (digits[0] != b'0' || digits.len() == 1) {
             let n = digits.iter().fold(0u64, |n, d| n * 10 + u64::from(d - b'0'));
-            return Some(Json::Number(n.into()));
+            return Some(Json::Number(JsonNumber::UInt(n)));
         }
-        // Beyond an `f64`'s reach serde_json's path gives the "out of range" error.
-        serde_json::from_str::<Number>(&self.text[start..end]).ok().filter(within_range).map(Json::Number)
+        if !is_json_number(digits) {
+            return None;
+        }
+        JsonNumber::from_text(&self.text[start..end]).filter(within_range).map(Json::Number)
     }
 
     /// A string whose opening quote was consumed: borrowed when it has no escapes.

@@ -30,15 +30,50 @@ fn identity(v: &Json<'_>) -> (usize, usize) {
     }
 }
 
-#[derive(Default)]
+/// A question: the definition's number and the node's identity.
+type Key = (u32, usize, usize);
+
+/// Answers held in a short list before a table: most messages ask a memoized definition
+/// a handful of times, and a linear search over a few keys costs less than hashing one.
+const LISTED: usize = 16;
+
 struct Table {
     /// Memoized checks running on this thread, outermost included.
     running: usize,
-    answers: HashMap<(u32, usize, usize), Result<(), Invalid>, BuildHasherDefault<AddressHasher>>,
+    listed: Vec<(Key, Result<(), Invalid>)>,
+    /// Every answer once there are more than [`LISTED`] (the list is then empty).
+    hashed: HashMap<Key, Result<(), Invalid>, BuildHasherDefault<AddressHasher>>,
+}
+
+impl Table {
+    fn get(&self, key: &Key) -> Option<&Result<(), Invalid>> {
+        if self.hashed.is_empty() {
+            self.listed.iter().find(|(k, _)| k == key).map(|(_, answer)| answer)
+        } else {
+            self.hashed.get(key)
+        }
+    }
+
+    fn insert(&mut self, key: Key, answer: Result<(), Invalid>) {
+        if self.hashed.is_empty() && self.listed.len() < LISTED {
+            self.listed.push((key, answer));
+            return;
+        }
+        self.hashed.extend(self.listed.drain(..));
+        self.hashed.insert(key, answer);
+    }
+
+    fn clear(&mut self) {
+        self.listed.clear();
+        self.hashed.clear();
+    }
 }
 
 thread_local! {
-    static TABLE: RefCell<Table> = RefCell::new(Table::default());
+    // Built constant, so an access needs no check that it was initialized.
+    static TABLE: RefCell<Table> = const {
+        RefCell::new(Table { running: 0, listed: Vec::new(), hashed: HashMap::with_hasher(BuildHasherDefault::new()) })
+    };
 }
 
 /// `check(v)` for definition number `definition`, answered from the table when it was
@@ -48,7 +83,7 @@ pub fn memoized(definition: u32, v: &Json<'_>, check: impl FnOnce(&Json<'_>) -> 
     let key = (definition, at, len);
     let known = TABLE.with(|table| {
         let mut table = table.borrow_mut();
-        let known = table.answers.get(&key).cloned();
+        let known = table.get(&key).cloned();
         if known.is_none() {
             table.running += 1;
         }
@@ -62,9 +97,9 @@ pub fn memoized(definition: u32, v: &Json<'_>, check: impl FnOnce(&Json<'_>) -> 
         let mut table = table.borrow_mut();
         table.running -= 1;
         if table.running == 0 {
-            table.answers.clear();
+            table.clear();
         } else {
-            table.answers.insert(key, answer.clone());
+            table.insert(key, answer.clone());
         }
     });
     answer
@@ -126,7 +161,31 @@ mod tests {
         // Emptied when the outermost check returned: the next check asks again.
         assert!(inner(&tree).is_err());
         assert_eq!(runs.get(), 3);
-        TABLE.with(|table| assert!(table.borrow().answers.is_empty() && table.borrow().running == 0));
+        TABLE.with(|table| {
+            let table = table.borrow();
+            assert!(table.listed.is_empty() && table.hashed.is_empty() && table.running == 0);
+        });
+    }
+
+    #[test]
+    fn answers_past_the_list_are_kept_in_the_table() {
+        let arena = Bump::new();
+        let text = format!("[{}]", vec!["[]"; 3 * LISTED].join(","));
+        let tree = Json::parse(&text, &arena).expect("JSON");
+        let runs = Cell::new(0);
+        let _ = memoized(1, &tree, |v| {
+            let items = v.as_array().expect("array");
+            for _ in 0..3 {
+                for item in items {
+                    let _ = memoized(2, item, |_| {
+                        runs.set(runs.get() + 1);
+                        Ok(())
+                    });
+                }
+            }
+            Ok(())
+        });
+        assert_eq!(runs.get(), 3 * LISTED, "each item once, though asked three times");
     }
 
     #[test]

@@ -21,11 +21,11 @@ use serde_json::Value;
 use smallvec::SmallVec;
 
 pub(crate) use direct::direct_tree;
-pub(crate) use tree::{first_is_number, number_member, raw_value_tree, unexpected_number, Members, NUMBER_TOKEN, RAW_VALUE_TOKEN};
+pub(crate) use tree::{first_is_number, number_member, raw_value_tree, unexpected_number, with_number_member, Members, NUMBER_TOKEN, RAW_VALUE_TOKEN};
 pub use keywords::{same, unique_items, Literal, Pattern};
 pub use deferred::Deferred;
 pub use memo::memoized;
-pub use numbers::{compare_number, multiple_of, Decimal, Num};
+pub use numbers::{compare_number, multiple_of, Decimal, JsonNumber, Num};
 pub use tree::{Json, Str, Tree};
 
 /// A value the schema rejects: a JSON Pointer into the value and a reason.

@@ -2,20 +2,151 @@
 //! value their text denotes, so `1.0` equals `1`, `18446744073709551617` is above
 //! `18446744073709551616`, and `0.09999999999999999` is below `0.1`.
 //!
-//! With the `exact-numbers` feature (on by default) serde_json keeps every number's text
-//! (`arbitrary_precision`), and a comparison reads that text as a decimal of any size.
-//! Without it, a `serde_json::Number` holds an `i64`, a `u64` or the `f64` nearest the
-//! text (`float_roundtrip`), and the comparison is exact on what it holds: the shortest
-//! decimal text of that `f64`.
+//! A tree holds each number as a [`JsonNumber`]: an integer that fits a `u64` or an `i64`,
+//! read as one, or otherwise, with the `exact-numbers` feature (on by default), the number's
+//! text, borrowed from the input or the arena; a comparison reads that text as a decimal of
+//! any size. Without the feature, such a number is the `f64` nearest its text
+//! (`float_roundtrip`), and the comparison is exact on what it holds: the shortest decimal
+//! text of that `f64`.
 //!
 //! Integers that fit an `i128` on both sides take a fast path; everything else goes
 //! through [`Decimal`], the text read as a decimal of any size.
 
 use std::borrow::Cow;
 use std::cmp::Ordering;
+use std::fmt;
 
 pub use checkfu_wire_vocab::decimal::{Decimal, DIVISOR_DIGITS};
 use serde_json::Number;
+
+/// A number of a [`super::Json`] tree. It owns nothing, so a tree in an arena (which runs
+/// no destructors) leaks nothing, and reading one from the wire allocates nothing: a
+/// `serde_json::Number` with `arbitrary_precision` is a `String`, which cost the decoder
+/// an allocation per number and was never freed from the arena.
+///
+/// The representation is canonical, as serde_json's own reading is: a number written as
+/// a plain integer is `UInt` when it fits a `u64` (`-0` is not plain), else `Int` when it
+/// fits an `i64`, else `Text`. Equality is by value all the same ([`equal`]).
+#[derive(Clone, Copy, Debug)]
+pub enum JsonNumber<'a> {
+    UInt(u64),
+    Int(i64),
+    /// Any other number's JSON text (`exact-numbers` only).
+    Text(&'a str),
+    /// Any other number's nearest `f64`, finite (without `exact-numbers`).
+    Float(f64),
+}
+
+impl<'a> JsonNumber<'a> {
+    /// A number from its JSON text, which must be a valid JSON number. `None` only without
+    /// `exact-numbers`, for a number beyond an `f64`'s reach (serde_json then refuses it
+    /// too: "number out of range"); with it, every number is held.
+    pub fn from_text(text: &'a str) -> Option<JsonNumber<'a>> {
+        let plain = text.strip_prefix('-').unwrap_or(text);
+        if plain.bytes().all(|b| b.is_ascii_digit()) && text != "-0" {
+            if let Ok(n) = text.parse::<u64>() {
+                return Some(JsonNumber::UInt(n));
+            }
+            if let Ok(n) = text.parse::<i64>() {
+                return Some(JsonNumber::Int(n));
+            }
+        }
+        #[cfg(feature = "exact-numbers")]
+        {
+            Some(JsonNumber::Text(text))
+        }
+        #[cfg(not(feature = "exact-numbers"))]
+        {
+            // Rust's `f64` parsing rounds correctly, as serde_json's `float_roundtrip` does.
+            text.parse::<f64>().ok().filter(|f| f.is_finite()).map(JsonNumber::Float)
+        }
+    }
+
+    /// The number a `serde_json::Number` holds, borrowing its text.
+    pub fn of(n: &'a Number) -> JsonNumber<'a> {
+        if let Some(u) = n.as_u64() {
+            return JsonNumber::UInt(u);
+        }
+        if let Some(i) = n.as_i64() {
+            return JsonNumber::Int(i);
+        }
+        #[cfg(feature = "exact-numbers")]
+        {
+            JsonNumber::Text(n.as_str())
+        }
+        #[cfg(not(feature = "exact-numbers"))]
+        {
+            JsonNumber::Float(n.as_f64().unwrap_or_default())
+        }
+    }
+
+    /// The same number, its text (if any) copied into `arena`.
+    pub fn in_arena(self, arena: &bumpalo::Bump) -> JsonNumber<'_> {
+        match self {
+            JsonNumber::UInt(n) => JsonNumber::UInt(n),
+            JsonNumber::Int(n) => JsonNumber::Int(n),
+            JsonNumber::Text(t) => JsonNumber::Text(arena.alloc_str(t)),
+            JsonNumber::Float(f) => JsonNumber::Float(f),
+        }
+    }
+
+    /// The nearest `f64`, or `None` beyond an `f64`'s reach (as `Number::as_f64`).
+    pub fn as_f64(&self) -> Option<f64> {
+        match *self {
+            JsonNumber::UInt(n) => Some(n as f64),
+            JsonNumber::Int(n) => Some(n as f64),
+            JsonNumber::Text(t) => t.parse().ok().filter(|f: &f64| f.is_finite()),
+            JsonNumber::Float(f) => Some(f),
+        }
+    }
+}
+
+impl JsonNumber<'_> {
+    /// The length of the text [`fmt::Display`] writes, without writing it for integers and
+    /// texts (the safety profile measures every number of a schema).
+    pub fn written_len(&self) -> usize {
+        match *self {
+            JsonNumber::UInt(n) => itoa::Buffer::new().format(n).len(),
+            JsonNumber::Int(n) => itoa::Buffer::new().format(n).len(),
+            JsonNumber::Text(t) => {
+                let unsigned_exponent = t.find(['e', 'E']).is_some_and(|at| !t[at + 1..].starts_with(['+', '-']));
+                t.len() + usize::from(unsigned_exponent)
+            }
+            JsonNumber::Float(_) => self.to_string().len(),
+        }
+    }
+}
+
+/// Writes the number as serde_json writes the same `Number`: integers in full; a text with
+/// its exponent as serde_json keeps it (`e`, with its sign: `1E2` is `1e+2`); a float in its
+/// shortest form.
+impl fmt::Display for JsonNumber<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            JsonNumber::UInt(n) => write!(f, "{n}"),
+            JsonNumber::Int(n) => write!(f, "{n}"),
+            JsonNumber::Text(t) => match t.find(['e', 'E']) {
+                None => f.write_str(t),
+                Some(at) => {
+                    let exponent = &t[at + 1..];
+                    let sign = if exponent.starts_with(['+', '-']) { "" } else { "+" };
+                    write!(f, "{}e{sign}{exponent}", &t[..at])
+                }
+            },
+            JsonNumber::Float(x) => match Number::from_f64(x) {
+                Some(n) => write!(f, "{n}"),
+                None => f.write_str("null"),
+            },
+        }
+    }
+}
+
+/// By value, as JSON Schema compares numbers.
+impl PartialEq for JsonNumber<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        equal(self, other)
+    }
+}
 
 /// A number literal from a schema, as the generated code spells it: an integer that fits
 /// an `i128`, or the literal's decimal text.
@@ -27,21 +158,21 @@ pub enum Num {
 
 /// The text of a number as the JSON text wrote it (with `exact-numbers`), or the shortest
 /// text of the value it holds.
-fn text(n: &Number) -> Cow<'_, str> {
-    #[cfg(feature = "exact-numbers")]
-    {
-        Cow::Borrowed(n.as_str())
-    }
-    #[cfg(not(feature = "exact-numbers"))]
-    {
-        Cow::Owned(n.to_string())
+fn text<'n>(n: &JsonNumber<'n>) -> Cow<'n, str> {
+    match *n {
+        JsonNumber::Text(t) => Cow::Borrowed(t),
+        other => Cow::Owned(other.to_string()),
     }
 }
 
 /// The number as an `i128`, when it is an integer written without fraction or exponent
-/// that fits one (the fast path).
-fn small(n: &Number) -> Option<i128> {
-    n.as_i64().map(i128::from).or_else(|| n.as_u64().map(i128::from))
+/// that fits a `u64` or an `i64` (the fast path).
+fn small(n: &JsonNumber<'_>) -> Option<i128> {
+    match *n {
+        JsonNumber::UInt(u) => Some(i128::from(u)),
+        JsonNumber::Int(i) => Some(i128::from(i)),
+        JsonNumber::Text(_) | JsonNumber::Float(_) => None,
+    }
 }
 
 fn decimal(text: &str) -> Decimal<'_> {
@@ -50,7 +181,7 @@ fn decimal(text: &str) -> Decimal<'_> {
 }
 
 /// `n` compared with a schema literal, exactly.
-pub fn compare_number(n: &Number, bound: Num) -> Ordering {
+pub fn compare_number(n: &JsonNumber<'_>, bound: Num) -> Ordering {
     match (small(n), bound) {
         (Some(x), Num::Int(y)) => x.cmp(&y),
         (_, Num::Int(y)) => decimal(&text(n)).cmp(&decimal(&y.to_string())),
@@ -59,7 +190,7 @@ pub fn compare_number(n: &Number, bound: Num) -> Ordering {
 }
 
 /// Equality by value.
-pub fn equal(a: &Number, b: &Number) -> bool {
+pub fn equal(a: &JsonNumber<'_>, b: &JsonNumber<'_>) -> bool {
     match (small(a), small(b)) {
         (Some(x), Some(y)) => x == y,
         _ => decimal(&text(a)) == decimal(&text(b)),
@@ -68,15 +199,15 @@ pub fn equal(a: &Number, b: &Number) -> bool {
 
 /// JSON Schema's integer: a number with no fractional part, whatever its size or spelling
 /// (`1.0`, `1e3` and `18446744073709551617` are integers).
-pub fn is_integer(n: &Number) -> bool {
-    n.is_i64() || n.is_u64() || decimal(&text(n)).is_integer()
+pub fn is_integer(n: &JsonNumber<'_>) -> bool {
+    small(n).is_some() || decimal(&text(n)).is_integer()
 }
 
 /// `multipleOf`: whether `n / divisor` is an integer, decided on the decimal values (so
 /// `0.0075` is a multiple of `0.0001`, which `f64` division denies, and `1e308` one of
 /// `0.5`). `divisor` is the schema's text; it is positive with at most [`DIVISOR_DIGITS`]
 /// significant digits (the generator checks both).
-pub fn multiple_of(n: &Number, divisor: &str) -> bool {
+pub fn multiple_of(n: &JsonNumber<'_>, divisor: &str) -> bool {
     if let (Some(x), Ok(d)) = (small(n), divisor.parse::<i128>()) {
         return d != 0 && x % d == 0;
     }
@@ -134,8 +265,26 @@ fn pow_mod(base: u128, mut exponent: u128, m: u128) -> u128 {
 mod tests {
     use super::*;
 
-    fn n(text: &str) -> Number {
-        serde_json::from_str(text).expect("number")
+    fn n(text: &str) -> JsonNumber<'_> {
+        JsonNumber::from_text(text).expect("number")
+    }
+
+    /// `text` through serde_json and back: the text a round trip writes.
+    fn reencoded(text: &str) -> String {
+        serde_json::from_str::<Number>(text).expect("number").to_string()
+    }
+
+    #[test]
+    fn numbers_are_read_canonically_and_written_as_serde_json_writes_them() {
+        for (text, expected) in [("0", "UInt(0)"), ("18446744073709551615", "UInt(18446744073709551615)"), ("-1", "Int(-1)"), ("-9223372036854775808", "Int(-9223372036854775808)")] {
+            assert_eq!(format!("{:?}", n(text)), expected, "{text}");
+        }
+        for text in ["0", "-7", "18446744073709551615", "-9223372036854775808", "1.5", "-0", "1E2", "1e-7", "2.50E+3"] {
+            let number = serde_json::from_str::<Number>(text).expect("number");
+            assert_eq!(JsonNumber::of(&number), n(text), "{text}");
+            #[cfg(feature = "exact-numbers")]
+            assert_eq!(n(text).to_string(), reencoded(text), "{text}");
+        }
     }
 
     #[test]
@@ -168,7 +317,7 @@ mod tests {
         assert_eq!(compare_number(&n("0.1000000000000000055511151231257827"), Num::Dec("0.1")), Ordering::Greater);
         // A round trip keeps the text's value (serde_json writes an exponent with its sign).
         for text in ["18446744073709551617", "0.44999999999999996", "123456789012345678901234567890.5", "1e400", "-2.50E-7"] {
-            let again = n(text).to_string();
+            let again = reencoded(text);
             assert_eq!(decimal(&again), decimal(text), "{text} came back as {again}");
             assert!(equal(&n(&again), &n(text)), "{text}");
         }
@@ -180,8 +329,8 @@ mod tests {
         assert_eq!(compare_number(&n("0.09999999999999999"), Num::Dec("0.1")), Ordering::Less);
         assert!(!equal(&n("0.09999999999999999"), &n("0.1")));
         for text in ["0.44999999999999996", "0.09999999999999999", "9007199254740991.0", "1.7976931348623157e308", "5e-324"] {
-            let again: Number = serde_json::from_str(&n(text).to_string()).expect("number");
-            assert!(equal(&again, &n(text)), "{text}");
+            let again = reencoded(text);
+            assert!(equal(&n(&again), &n(text)), "{text}");
         }
     }
 

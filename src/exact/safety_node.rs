@@ -20,7 +20,7 @@ impl<'a> Node for Json<'a> {
         match self {
             Json::Null => View::Null,
             Json::Bool(b) => View::Bool(*b),
-            Json::Number(number) => View::Number(number),
+            Json::Number(number) => View::Number(number.written_len()),
             Json::String(text) => View::String(text),
             Json::Array(items) => View::Array(items),
             Json::Object(members) => View::Object(*members),

@@ -7,7 +7,9 @@ use std::fmt;
 use bumpalo::collections::Vec as ArenaVec;
 use bumpalo::Bump;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde_json::{Number, Value};
+use serde_json::Value;
+
+use super::numbers::JsonNumber;
 
 /// A JSON value as the generated checks read it: objects are their members in order, with
 /// no hashing, and the tree owns nothing.
@@ -19,12 +21,12 @@ use serde_json::{Number, Value};
 /// few pointer bumps and dropping it is free.
 ///
 /// Parsed from text, the tree holds what `serde_json::from_str::<Value>` would: duplicate
-/// keys keep the first position and the last value, and numbers are the same `Number`s.
+/// keys keep the first position and the last value, and numbers have the same values.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Json<'a> {
     Null,
     Bool(bool),
-    Number(Number),
+    Number(JsonNumber<'a>),
     String(&'a str),
     Array(&'a [Json<'a>]),
     Object(&'a [(&'a str, Json<'a>)]),
@@ -100,7 +102,7 @@ impl<'a> Json<'a> {
         match value {
             Value::Null => Json::Null,
             Value::Bool(b) => Json::Bool(*b),
-            Value::Number(n) => Json::Number(n.clone()),
+            Value::Number(n) => Json::Number(JsonNumber::of(n)),
             Value::String(s) => Json::String(s),
             Value::Array(items) => {
                 Json::Array(arena.alloc_slice_fill_iter(items.iter().map(|item| Json::view(item, arena))))
@@ -117,7 +119,7 @@ impl<'a> Json<'a> {
         match (self, value) {
             (Json::Null, Value::Null) => true,
             (Json::Bool(a), Value::Bool(b)) => a == b,
-            (Json::Number(a), Value::Number(b)) => super::numbers::equal(a, b),
+            (Json::Number(a), Value::Number(b)) => super::numbers::equal(a, &JsonNumber::of(b)),
             (Json::String(a), Value::String(b)) => a == b,
             (Json::Array(a), Value::Array(b)) => a.len() == b.len() && a.iter().zip(b).all(|(a, b)| a.same_as(b)),
             // Keys are unique on both sides, so equal sizes and every member matched suffice.
@@ -169,14 +171,16 @@ impl<'de: 'a, 'a> Visitor<'de> for Tree<'a> {
         Ok(Json::Bool(b))
     }
     fn visit_i64<E>(self, n: i64) -> Result<Json<'a>, E> {
-        Ok(Json::Number(n.into()))
+        // serde_json hands a non-negative integer over as a `u64`; `Value` holds any
+        // non-negative `i64` as one too.
+        Ok(Json::Number(u64::try_from(n).map_or(JsonNumber::Int(n), JsonNumber::UInt)))
     }
     fn visit_u64<E>(self, n: u64) -> Result<Json<'a>, E> {
-        Ok(Json::Number(n.into()))
+        Ok(Json::Number(JsonNumber::UInt(n)))
     }
     fn visit_f64<E>(self, f: f64) -> Result<Json<'a>, E> {
         // As `Value` does: a float with no JSON number (never produced by parsing text) is null.
-        Ok(Number::from_f64(f).map_or(Json::Null, Json::Number))
+        Ok(if f.is_finite() { Json::Number(JsonNumber::Float(f)) } else { Json::Null })
     }
     fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Json<'a>, E> {
         Ok(Json::String(s))
@@ -208,7 +212,7 @@ impl<'de: 'a, 'a> Visitor<'de> for Tree<'a> {
             return raw_value_tree(&mut map, self.0);
         }
         if first == NUMBER_TOKEN {
-            return number_member(&mut map).map(Json::Number);
+            return number_member(&mut map, self.0).map(Json::Number);
         }
         let mut members = Members::new_in(self.0);
         members.insert(first, map.next_value_seed(self)?);
@@ -221,34 +225,79 @@ impl<'de: 'a, 'a> Visitor<'de> for Tree<'a> {
 }
 
 /// The value of an object whose first key was [`NUMBER_TOKEN`]: the number written in its
-/// string. Its magnitude is held to what an `f64` reaches, as serde_json without
-/// `arbitrary_precision` holds it (`1e400` is "number out of range"): the decoder accepts no
-/// message that a consumer on serde_json's defaults cannot parse. Precision is not limited.
-pub(crate) fn number_member<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Number, A::Error> {
-    struct Text;
-    impl Visitor<'_> for Text {
-        type Value = Number;
+/// string, copied into `arena`. Its magnitude is held to what an `f64` reaches, as
+/// serde_json without `arbitrary_precision` holds it (`1e400` is "number out of range"):
+/// the decoder accepts no message that a consumer on serde_json's defaults cannot parse.
+/// Precision is not limited.
+pub(crate) fn number_member<'de, 'a, A: MapAccess<'de>>(map: &mut A, arena: &'a Bump) -> Result<JsonNumber<'a>, A::Error> {
+    with_number_member(map, |n| n.in_arena(arena))
+}
+
+/// [`number_member`] for a visitor that has no arena: `read` sees the number while its
+/// text (serde_json's own string) lives.
+pub(crate) fn with_number_member<'de, A: MapAccess<'de>, R>(map: &mut A, read: impl FnOnce(JsonNumber<'_>) -> R) -> Result<R, A::Error> {
+    struct Text<F>(F);
+    impl<R, F: FnOnce(JsonNumber<'_>) -> R> Visitor<'_> for Text<F> {
+        type Value = R;
         fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
             f.write_str("a number's text")
         }
-        fn visit_str<E: de::Error>(self, s: &str) -> Result<Number, E> {
-            let number: Number = s.parse().map_err(E::custom)?;
-            if within_range(&number) { Ok(number) } else { Err(E::custom("number out of range")) }
+        fn visit_str<E: de::Error>(self, s: &str) -> Result<R, E> {
+            // The token's string is serde_json's own scan of a number; checked all the same,
+            // since a text can spell the token out.
+            if !is_json_number(s.as_bytes()) {
+                return Err(E::custom(format!("invalid number: {s:?}")));
+            }
+            match JsonNumber::from_text(s) {
+                Some(n) if within_range(&n) => Ok((self.0)(n)),
+                _ => Err(E::custom("number out of range")),
+            }
         }
     }
-    impl<'de> DeserializeSeed<'de> for Text {
-        type Value = Number;
-        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Number, D::Error> {
+    impl<'de, R, F: FnOnce(JsonNumber<'_>) -> R> DeserializeSeed<'de> for Text<F> {
+        type Value = R;
+        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<R, D::Error> {
             deserializer.deserialize_str(self)
         }
     }
-    map.next_value_seed(Text)
+    map.next_value_seed(Text(read))
 }
 
 /// Whether a number is one serde_json's defaults read: its magnitude within an `f64`'s
 /// reach. The one statement of the decoder's range, for the tree and the direct reader.
-pub(crate) fn within_range(n: &Number) -> bool {
+pub(crate) fn within_range(n: &JsonNumber<'_>) -> bool {
     n.as_f64().is_some()
+}
+
+/// Whether `text` is a number as JSON's grammar writes one:
+/// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
+pub(crate) fn is_json_number(text: &[u8]) -> bool {
+    let digits = |from: usize| from + text[from..].iter().take_while(|b| b.is_ascii_digit()).count();
+    let mut at = usize::from(text.first() == Some(&b'-'));
+    match text.get(at) {
+        Some(b'0') => at += 1,
+        Some(b'1'..=b'9') => at = digits(at),
+        _ => return false,
+    }
+    if text.get(at) == Some(&b'.') {
+        let end = digits(at + 1);
+        if end == at + 1 {
+            return false;
+        }
+        at = end;
+    }
+    if matches!(text.get(at), Some(b'e' | b'E')) {
+        at += 1;
+        if matches!(text.get(at), Some(b'+' | b'-')) {
+            at += 1;
+        }
+        let end = digits(at);
+        if end == at {
+            return false;
+        }
+        at = end;
+    }
+    at == text.len()
 }
 
 /// Reads the first key of a map a visitor was handed: `Some(true)` when it is
@@ -276,12 +325,12 @@ pub(crate) fn first_is_number<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Opt
 
 /// The error a visitor that takes no numbers raises for `n`, worded as serde raises it
 /// when a number is handed over as one (without `arbitrary_precision`).
-pub(crate) fn unexpected_number<E: de::Error>(n: &Number, expected: &dyn de::Expected) -> E {
-    let unexpected = match (n.as_u64(), n.as_i64(), n.as_f64()) {
-        (Some(u), _, _) => de::Unexpected::Unsigned(u),
-        (None, Some(i), _) => de::Unexpected::Signed(i),
-        (None, None, Some(f)) => de::Unexpected::Float(f),
-        _ => de::Unexpected::Other("number"),
+pub(crate) fn unexpected_number<E: de::Error>(n: JsonNumber<'_>, expected: &dyn de::Expected) -> E {
+    let unexpected = match (n, n.as_f64()) {
+        (JsonNumber::UInt(u), _) => de::Unexpected::Unsigned(u),
+        (JsonNumber::Int(i), _) => de::Unexpected::Signed(i),
+        (_, Some(f)) => de::Unexpected::Float(f),
+        (_, None) => de::Unexpected::Other("number"),
     };
     E::invalid_type(unexpected, expected)
 }
