@@ -9,6 +9,7 @@
 //!   written out as ASCII classes (`[0-9]`, `[0-9A-Za-z_]`, `(?-u:\b)`);
 //! - `\s`, `\S` are ECMA-262's own whitespace set (it has U+FEFF, Unicode's has not);
 //! - `.` excludes all four ECMA-262 line terminators, not only `\n`;
+//! - `\cX` (X an ASCII letter) is the control character X mod 32, written as `\xNN`;
 //! - `$` and `^` already agree (end and start of the text; neither matches before a final
 //!   newline without the `m` flag);
 //! - a `[` inside a class (POSIX `[[:alpha:]]`, nested classes), `(?flags)`, `&&`, `--`
@@ -52,7 +53,11 @@ pub fn translate(source: &str) -> Result<String, String> {
                     'b' | 'B' if !in_class => out.push_str(&format!("(?-u:\\{e})")),
                     '1'..='9' => return Err(format!("the backreference `\\{e}`")),
                     'k' if chars.peek() == Some(&'<') => return Err("the named backreference `\\k<…>`".into()),
-                    'c' => return Err("the control escape `\\c`".into()),
+                    // `\cX`: the control character X mod 32, for an ASCII letter X (either case).
+                    'c' => match chars.next() {
+                        Some(letter) if letter.is_ascii_alphabetic() => out.push_str(&format!("\\x{:02X}", letter as u32 % 32)),
+                        _ => return Err("the control escape `\\c` without an ASCII letter".into()),
+                    },
                     other => {
                         out.push('\\');
                         out.push(other);
@@ -129,5 +134,8 @@ mod tests {
         assert!(re.is_match("a-b") && !re.is_match("a\rb") && !re.is_match("a\u{2028}b"));
         let re = regex::Regex::new(&translate(r"^\s$").unwrap()).unwrap();
         assert!(re.is_match("\u{feff}"));
+        let re = regex::Regex::new(&translate(r"^\cC[\cj]$").unwrap()).unwrap();
+        assert!(re.is_match("\u{3}\n") && !re.is_match("cC\n"), "\\cX is a control character");
+        assert!(translate(r"\c1").unwrap_err().contains("control escape"));
     }
 }
