@@ -23,7 +23,7 @@ use smallvec::SmallVec;
 pub(crate) use direct::direct_tree;
 pub(crate) use tree::{first_is_number, number_member, raw_value_tree, unexpected_number, with_number_member, Members, NUMBER_TOKEN, RAW_VALUE_TOKEN};
 pub use keywords::{same, unique_items, Literal, Pattern};
-pub use deferred::Deferred;
+pub use deferred::{Deferred, Held};
 pub use memo::memoized;
 pub use numbers::{compare_number, multiple_of, Decimal, JsonNumber, Num};
 pub use tree::{Json, Str, Tree};

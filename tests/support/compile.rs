@@ -122,6 +122,9 @@ pub fn build_with(name: &str, modules: &[Module], main_source: &str, release: bo
         .args(&args)
         .current_dir(&dir)
         .env("CARGO_TARGET_DIR", &target)
+        // On rustc's default stack: a caller's larger one would hide an overflow that the
+        // generated code's users would meet (long reference graphs once did).
+        .env_remove("RUST_MIN_STACK")
         .output()
         .expect("run cargo");
     if !output.status.success() {
