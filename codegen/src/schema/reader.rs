@@ -5,8 +5,8 @@
 //! Why a reader of our own. serde_json does not tell a visitor where it is, so positions
 //! cannot come out of its parse; a second scanner over text serde_json already accepted
 //! would read every file twice. The maintained span-keeping parsers read a larger
-//! language: `jsonc-parser` (with comments, trailing commas and loose names turned off)
-//! still skips any Unicode whitespace, takes raw control characters in strings, refuses
+//! language: `jsonc-parser`'s scanner (as its source reads; it was not built here) with
+//! comments, trailing commas and loose names turned off still skips any Unicode whitespace, takes raw control characters in strings, refuses
 //! a surrogate pair written as two escapes and refuses `1e5` without a sign, and it has
 //! no nesting limit. A schema it took and serde_json did not would compile here and
 //! fail in every other tool.
@@ -19,7 +19,7 @@
 //! stated where they are used: the four whitespace bytes, no control byte in a string,
 //! 127 levels of nesting, the last of duplicate keys winning in the first one's place,
 //! and the two private keys under which serde_json reads an object as a number or raw
-//! JSON. `tests/reader_differential.rs` holds the reader to serde_json on every JSON
+//! JSON. `codegen/tests/reader_differential.rs` holds the reader to serde_json on every JSON
 //! file of the repository, the JSON Schema Test Suite when it is present, hand-written
 //! edge cases and a few thousand mutations of them.
 
