@@ -2,6 +2,8 @@
 //! at the node the pointer names, with the pointer still in the message; a pointer into the
 //! normalized document shows its nearest enclosing node that the file has.
 
+mod common;
+
 use std::collections::BTreeMap;
 
 use checkfu_wire_codegen::diagnostic::Diagnostics;
@@ -66,4 +68,16 @@ fn a_pointer_into_the_normalized_draft_is_shown_where_the_file_writes_it() {
     assert!(out.contains("schemas/dependencies.schema.json#/dependentSchemas/a/$ref: a `$ref` loop"), "{out}");
     assert!(out.contains("--> schemas/dependencies.schema.json:2:33"), "{out}");
     assert!(out.contains("here: the file writes it `#/dependencies/a/$ref`"), "{out}");
+}
+
+#[test]
+fn the_pipeline_renders_schema_diagnostics_at_their_line_and_column() {
+    // The whole of `generate`, on the project's inputs plus one schema with a loop: the
+    // schema's text reaches the run's sources, so the rendering shows where the loop is.
+    let scratch = common::Scratch::new();
+    let text = "{\n  \"$defs\": {\n    \"a\": {\"allOf\": [{\"$ref\": \"#/$defs/b\"}]},\n    \"b\": {\"$ref\": \"#/$defs/a\"}\n  }\n}\n";
+    std::fs::write(scratch.root().join("schemas/looping.schema.json"), text).expect("write");
+    let out = scratch.generate_err().render();
+    assert!(out.contains("schemas/looping.schema.json#/$defs/a/allOf/0/$ref: a `$ref` loop"), "{out}");
+    assert!(out.contains("--> schemas/looping.schema.json:3:30"), "{out}");
 }
