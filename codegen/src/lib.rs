@@ -117,7 +117,8 @@ pub fn generate(root: &Path) -> Result<Generation, Diagnostics> {
     // Schema types do not depend on a valid catalog: their errors are reported alongside
     // the catalog's, not after them.
     let pins = plan.as_ref().map(|p| p.pins.clone()).unwrap_or_default();
-    collect(&mut diagnostics, &mut outputs, schema_types(&schemas, &pins, &mut warnings));
+    let types = schema_types(&schemas, &pins, &mut warnings, &mut diagnostics.sources);
+    collect(&mut diagnostics, &mut outputs, types);
     let (Some((compiled, file)), Some(plan)) = (loaded, plan) else {
         return Err(diagnostics);
     };
@@ -205,7 +206,13 @@ fn load_catalog(root: &Path, schemas: &schema::SchemaSet, diagnostics: &mut Diag
 
 /// Types, checks and decoders for every input schema: a file per schema under
 /// `SCHEMA_MODULES_DIR`, and `SCHEMA_TYPES_OUT`, which includes each as a module.
-fn schema_types(schemas: &schema::SchemaSet, pins: &rust::decoder::Pins, warnings: &mut Vec<String>) -> Result<Vec<Output>, Vec<Diagnostic>> {
+/// A file's diagnostics point into its text, which joins `sources` when it has one.
+fn schema_types(
+    schemas: &schema::SchemaSet,
+    pins: &rust::decoder::Pins,
+    warnings: &mut Vec<String>,
+    sources: &mut diagnostic::Sources,
+) -> Result<Vec<Output>, Vec<Diagnostic>> {
     let mut outputs = Vec::new();
     let mut modules = Vec::new();
     let mut errors = Vec::new();
@@ -213,7 +220,9 @@ fn schema_types(schemas: &schema::SchemaSet, pins: &rust::decoder::Pins, warning
     let banner = banner();
     for (file, raw) in &schemas.files {
         let none = Default::default();
-        let generated = match rust::schemas::generate_pinned(file, raw, pins.get(file).unwrap_or(&none)) {
+        let placement = schemas.texts.get(file).map(|text| rust::schemas::Placement { text, sources: &mut *sources });
+        let pinned = pins.get(file).unwrap_or(&none);
+        let generated = match rust::schemas::generate_placed(file, raw, pinned, schema::dialect::Dialect::Draft2020, placement) {
             Ok(generated) => generated,
             Err(items) => {
                 errors.extend(items);

@@ -8,9 +8,9 @@ use proc_macro2::TokenStream;
 use quote::quote;
 use serde_json::Value;
 
-use crate::diagnostic::{Class, Diagnostic};
-use crate::schema::dialect::Dialect;
-use crate::schema::normalize;
+use crate::diagnostic::{Class, Diagnostic, FileId, Sources};
+use crate::schema::dialect::{as_written, Dialect};
+use crate::schema::{normalize, SchemaText};
 
 /// Rust keywords, which a module name must not be.
 const KEYWORDS: &[&str] = &[
@@ -64,8 +64,37 @@ pub fn generate(file: &str, raw: &Value) -> Result<SchemaModule, Vec<Diagnostic>
     generate_pinned(file, raw, &BTreeMap::new())
 }
 
-fn diagnostic(file: &str, pointer: &str, message: &str) -> Diagnostic {
-    Diagnostic::new(Class::Generation, format!("schemas/{file}#{pointer}: {message}"))
+/// Where a schema file's diagnostics point: the file as it was read, and the run's
+/// sources, which get its text only when the file has a problem.
+pub struct Placement<'a> {
+    pub text: &'a SchemaText,
+    pub sources: &'a mut Sources,
+}
+
+/// A problem of a schema file, at a JSON Pointer into it.
+struct Problem<'p> {
+    pointer: &'p str,
+    message: &'p str,
+}
+
+/// The diagnostic of a problem: `schemas/{file}#{pointer}: {message}`, and, with a
+/// placement, the span of the node the pointer names in the file as written. A pointer
+/// may be into the document as the checks read it, where every draft is 2020-12
+/// (`/prefixItems/0` for a draft-07 `/items/0`): it is first read back in the file's own
+/// keywords, and what the file still does not have is shown at its nearest enclosing node
+/// that the file has. The label says which of the three it is.
+fn diagnostic(file: &str, raw: &Value, problem: &Problem, placed: Option<(&SchemaText, FileId)>) -> Diagnostic {
+    let Problem { pointer, message } = problem;
+    let diagnostic = Diagnostic::new(Class::Generation, format!("schemas/{file}#{pointer}: {message}"));
+    let Some((text, id)) = placed else { return diagnostic };
+    let written = as_written(raw, pointer);
+    let location = text.spans.locate(raw, &written);
+    let label = match (location.exact, written == *pointer) {
+        (true, true) => "here".to_string(),
+        (true, false) => format!("here: the file writes it `#{written}`"),
+        (false, _) => format!("in here: the file has no `#{written}`, and this is `#{}`", location.found),
+    };
+    diagnostic.at(id, location.span, label)
 }
 
 /// Generates the module for one schema file, with extra named entry points. Every
@@ -76,18 +105,32 @@ pub fn generate_pinned(file: &str, raw: &Value, pins: &BTreeMap<String, String>)
 
 /// [`generate_pinned`], reading a schema without `$schema` in `default`'s dialect.
 pub fn generate_in(file: &str, raw: &Value, pins: &BTreeMap<String, String>, default: Dialect) -> Result<SchemaModule, Vec<Diagnostic>> {
+    generate_placed(file, raw, pins, default, None)
+}
+
+/// [`generate_in`], with each diagnostic pointing into the file's text when `placement`
+/// gives it (`raw` is then the document read with that text).
+pub fn generate_placed(
+    file: &str,
+    raw: &Value,
+    pins: &BTreeMap<String, String>,
+    default: Dialect,
+    placement: Option<Placement>,
+) -> Result<SchemaModule, Vec<Diagnostic>> {
     let (module, root_name) = names(file);
     let normalized = normalize::normalize_in(&root_name, raw, pins, default);
-    let mut errors: Vec<Diagnostic> = normalized.errors.iter().map(|e| diagnostic(file, &e.pointer, &e.message)).collect();
-    errors.extend(crate::schema::loops::find(&normalized).iter().map(|e| diagnostic(file, &e.pointer, &e.message)));
-    let checks = match super::checks::generate(&normalized) {
-        Ok(checks) => checks,
-        Err(unsupported) => {
-            errors.extend(unsupported.iter().map(|u| diagnostic(file, &u.pointer, &u.message)));
-            TokenStream::new()
-        }
+    let loops = crate::schema::loops::find(&normalized);
+    let (checks, unsupported) = match super::checks::generate(&normalized) {
+        Ok(checks) => (checks, Vec::new()),
+        Err(unsupported) => (TokenStream::new(), unsupported),
     };
-    if !errors.is_empty() {
+    let problems: Vec<Problem> = (normalized.errors.iter().map(|e| Problem { pointer: &e.pointer, message: &e.message }))
+        .chain(loops.iter().map(|e| Problem { pointer: &e.pointer, message: &e.message }))
+        .chain(unsupported.iter().map(|u| Problem { pointer: &u.pointer, message: &u.message }))
+        .collect();
+    if !problems.is_empty() {
+        let placed = placement.map(|p| (p.text, p.sources.add(p.text.path.clone(), p.text.text.clone())));
+        let mut errors: Vec<Diagnostic> = problems.iter().map(|p| diagnostic(file, raw, p, placed)).collect();
         errors.dedup_by(|a, b| a.message == b.message);
         return Err(errors);
     }

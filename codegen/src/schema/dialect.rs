@@ -229,3 +229,52 @@ fn draft4_boolean(entry: &Entry) -> bool {
         _ => false,
     }
 }
+
+/// The input keywords a 2020-12 keyword of [`translate`]'s model may have been written as.
+fn written_as(keyword: &str) -> &'static [&'static str] {
+    match keyword {
+        "prefixItems" => &["items"],
+        "items" => &["additionalItems"],
+        "dependentRequired" | "dependentSchemas" => &["dependencies"],
+        "exclusiveMaximum" => &["maximum"],
+        "exclusiveMinimum" => &["minimum"],
+        "$ref" => &["$recursiveRef"],
+        _ => &[],
+    }
+}
+
+/// `pointer`, into the document as the checks read it (2020-12's keywords), as the input
+/// writes it: each keyword is read under its input name where that leads deeper into
+/// `input` (`/prefixItems/0` of a draft-07 file is its `/items/0`). Most pointers already
+/// follow the input keyword (see [`Entry::from`]); those built while compiling the 2020-12
+/// model do not. What `input` does not have is kept as it is.
+pub fn as_written(input: &Value, pointer: &str) -> String {
+    let Some(rest) = pointer.strip_prefix('/') else { return pointer.to_string() };
+    let tokens: Vec<&str> = rest.split('/').collect();
+    let written = deepest(input, &tokens);
+    let mut out: String = written.iter().map(|t| format!("/{t}")).collect();
+    for token in &tokens[written.len()..] {
+        out.push('/');
+        out.push_str(token);
+    }
+    out
+}
+
+/// The longest path of `input` that `tokens` can be read as, a keyword under its own name
+/// or an input name of it; the first of equally long ones. A pointer is short and a
+/// keyword has at most one other name, so trying both is cheap.
+fn deepest(input: &Value, tokens: &[&str]) -> Vec<String> {
+    let Some((first, rest)) = tokens.split_first() else { return Vec::new() };
+    let keyword = first.replace("~1", "/").replace("~0", "~");
+    let mut best = Vec::new();
+    let names = std::iter::once(*first).chain(written_as(&keyword).iter().copied());
+    for name in names {
+        let Some(child) = input.pointer(&format!("/{name}")) else { continue };
+        let mut path = vec![name.to_string()];
+        path.extend(deepest(child, rest));
+        if path.len() > best.len() {
+            best = path;
+        }
+    }
+    best
+}

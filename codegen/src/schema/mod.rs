@@ -2,7 +2,7 @@
 //! `file#/json/pointer` references the catalog uses to name slot payloads.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
@@ -10,6 +10,7 @@ pub mod dialect;
 pub mod loops;
 pub mod normalize;
 pub mod provenance;
+pub mod reader;
 
 use crate::diagnostic::{Class, Diagnostic, Diagnostics};
 
@@ -17,6 +18,20 @@ use crate::diagnostic::{Class, Diagnostic, Diagnostics};
 #[derive(Clone, Debug, Default)]
 pub struct SchemaSet {
     pub files: BTreeMap<String, Value>,
+    /// Each file's text and where its nodes are, for diagnostics that point into it. A
+    /// file of `files` may lack one (a set built in memory); its diagnostics then name the
+    /// pointer alone.
+    pub texts: BTreeMap<String, SchemaText>,
+}
+
+/// One schema file as it was read.
+#[derive(Clone, Debug)]
+pub struct SchemaText {
+    /// The path diagnostics show (`schemas/<file>`).
+    pub path: PathBuf,
+    pub text: String,
+    /// Where each node of the file's document is in `text`.
+    pub spans: reader::Spans,
 }
 
 /// The files of `dir` whose names pass `keep`, sorted, as (name, display path under
@@ -58,17 +73,28 @@ impl SchemaSet {
                 ));
                 continue;
             }
-            match serde_json::from_str::<Value>(&text) {
-                Ok(value) => {
-                    set.files.insert(name, value);
+            match reader::read(&text) {
+                Ok((value, spans)) => {
+                    set.files.insert(name.clone(), value);
+                    set.texts.insert(name, SchemaText { path: display, text, spans });
                 }
-                Err(e) => {
-                    let offset = line_column_offset(&text, e.line(), e.column());
-                    let file = diagnostics.sources.add(display, text);
-                    diagnostics.push(
-                        Diagnostic::new(Class::Input, format!("invalid JSON: {e}")).at(file, offset..offset, "here"),
-                    );
-                }
+                // Refused: serde_json is asked again only for its words and position, so the
+                // message is the one serde_json has always given here. Should it accept what
+                // the reader refused (a fault of the reader, which
+                // `codegen/tests/reader_differential.rs` is there to catch), the file is read as
+                // serde_json reads it, and its diagnostics lose their line and column only.
+                Err(_) => match serde_json::from_str::<Value>(&text) {
+                    Ok(value) => {
+                        set.files.insert(name, value);
+                    }
+                    Err(e) => {
+                        let offset = line_column_offset(&text, e.line(), e.column());
+                        let file = diagnostics.sources.add(display, text);
+                        diagnostics.push(
+                            Diagnostic::new(Class::Input, format!("invalid JSON: {e}")).at(file, offset..offset, "here"),
+                        );
+                    }
+                },
             }
         }
         set
