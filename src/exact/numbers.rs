@@ -33,7 +33,8 @@ pub enum JsonNumber<'a> {
     Int(i64),
     /// Any other number's JSON text (`exact-numbers` only).
     Text(&'a str),
-    /// Any other number's nearest `f64`, finite (without `exact-numbers`).
+    /// Any other number's nearest `f64`, finite: without `exact-numbers`, and for a number
+    /// a deserializer hands over as an `f64` (`visit_f64`).
     Float(f64),
 }
 
@@ -108,10 +109,10 @@ impl JsonNumber<'_> {
         match *self {
             JsonNumber::UInt(n) => itoa::Buffer::new().format(n).len(),
             JsonNumber::Int(n) => itoa::Buffer::new().format(n).len(),
-            JsonNumber::Text(t) => {
-                let unsigned_exponent = t.find(['e', 'E']).is_some_and(|at| !t[at + 1..].starts_with(['+', '-']));
-                t.len() + usize::from(unsigned_exponent)
-            }
+            JsonNumber::Text(t) => match as_serde_json_writes(t) {
+                (mantissa, Some((sign, exponent))) => mantissa.len() + 1 + sign.len() + exponent.len(),
+                (mantissa, None) => mantissa.len(),
+            },
             JsonNumber::Float(_) => self.to_string().len(),
         }
     }
@@ -125,13 +126,9 @@ impl fmt::Display for JsonNumber<'_> {
         match *self {
             JsonNumber::UInt(n) => write!(f, "{n}"),
             JsonNumber::Int(n) => write!(f, "{n}"),
-            JsonNumber::Text(t) => match t.find(['e', 'E']) {
-                None => f.write_str(t),
-                Some(at) => {
-                    let exponent = &t[at + 1..];
-                    let sign = if exponent.starts_with(['+', '-']) { "" } else { "+" };
-                    write!(f, "{}e{sign}{exponent}", &t[..at])
-                }
+            JsonNumber::Text(t) => match as_serde_json_writes(t) {
+                (mantissa, Some((sign, exponent))) => write!(f, "{mantissa}e{sign}{exponent}"),
+                (mantissa, None) => f.write_str(mantissa),
             },
             JsonNumber::Float(x) => match Number::from_f64(x) {
                 Some(n) => write!(f, "{n}"),
@@ -139,6 +136,18 @@ impl fmt::Display for JsonNumber<'_> {
             },
         }
     }
+}
+
+/// A number's text in the parts serde_json writes it in: the mantissa, and the exponent's
+/// sign and digits (`1E2` is written `1e+2`: a lower-case `e`, and a sign always).
+fn as_serde_json_writes(text: &str) -> (&str, Option<(&str, &str)>) {
+    let Some(at) = text.find(['e', 'E']) else { return (text, None) };
+    let exponent = &text[at + 1..];
+    let (sign, digits) = match exponent.strip_prefix('-') {
+        Some(digits) => ("-", digits),
+        None => ("+", exponent.strip_prefix('+').unwrap_or(exponent)),
+    };
+    (&text[..at], Some((sign, digits)))
 }
 
 /// By value, as JSON Schema compares numbers.
@@ -279,9 +288,10 @@ mod tests {
         for (text, expected) in [("0", "UInt(0)"), ("18446744073709551615", "UInt(18446744073709551615)"), ("-1", "Int(-1)"), ("-9223372036854775808", "Int(-9223372036854775808)")] {
             assert_eq!(format!("{:?}", n(text)), expected, "{text}");
         }
-        for text in ["0", "-7", "18446744073709551615", "-9223372036854775808", "1.5", "-0", "1E2", "1e-7", "2.50E+3"] {
+        for text in ["0", "-7", "18446744073709551615", "-9223372036854775808", "1.5", "-0", "1E2", "1e-7", "2.50E+3", "-4e300"] {
             let number = serde_json::from_str::<Number>(text).expect("number");
             assert_eq!(JsonNumber::of(&number), n(text), "{text}");
+            assert_eq!(n(text).written_len(), n(text).to_string().len(), "{text}");
             #[cfg(feature = "exact-numbers")]
             assert_eq!(n(text).to_string(), reencoded(text), "{text}");
         }

@@ -269,35 +269,9 @@ pub(crate) fn within_range(n: &JsonNumber<'_>) -> bool {
     n.as_f64().is_some()
 }
 
-/// Whether `text` is a number as JSON's grammar writes one:
-/// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
+/// Whether `text` is one JSON number and nothing else.
 pub(crate) fn is_json_number(text: &[u8]) -> bool {
-    let digits = |from: usize| from + text[from..].iter().take_while(|b| b.is_ascii_digit()).count();
-    let mut at = usize::from(text.first() == Some(&b'-'));
-    match text.get(at) {
-        Some(b'0') => at += 1,
-        Some(b'1'..=b'9') => at = digits(at),
-        _ => return false,
-    }
-    if text.get(at) == Some(&b'.') {
-        let end = digits(at + 1);
-        if end == at + 1 {
-            return false;
-        }
-        at = end;
-    }
-    if matches!(text.get(at), Some(b'e' | b'E')) {
-        at += 1;
-        if matches!(text.get(at), Some(b'+' | b'-')) {
-            at += 1;
-        }
-        let end = digits(at);
-        if end == at {
-            return false;
-        }
-        at = end;
-    }
-    at == text.len()
+    checkfu_wire_vocab::decimal::json_number_len(text) == Some(text.len())
 }
 
 /// Reads the first key of a map a visitor was handed: `Some(true)` when it is

@@ -26,6 +26,33 @@ const EXPONENT_LIMIT: i128 = 1_000_000_000_000_000_000_000_000_000_000;
 /// a longer divisor.
 pub const DIVISOR_DIGITS: usize = 38;
 
+/// The length of the JSON number that `bytes` starts with, as JSON's grammar writes one:
+/// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`; `None` when they start with
+/// none. The longest such number is taken, so `1.` and `1e` are the number `1` followed by
+/// a byte that is not part of it, which the caller refuses as it refuses any stray byte.
+/// The generator's schema reader and the runtime's decoder both read numbers by it, so
+/// the two cannot differ on what a number is.
+pub fn json_number_len(bytes: &[u8]) -> Option<usize> {
+    let digits = |from: usize| from + bytes.get(from..).unwrap_or_default().iter().take_while(|b| b.is_ascii_digit()).count();
+    let mut at = usize::from(bytes.first() == Some(&b'-'));
+    at = match bytes.get(at) {
+        Some(b'0') => at + 1,
+        Some(b'1'..=b'9') => digits(at),
+        _ => return None,
+    };
+    if bytes.get(at) == Some(&b'.') && digits(at + 1) > at + 1 {
+        at = digits(at + 1);
+    }
+    if matches!(bytes.get(at), Some(b'e' | b'E')) {
+        let sign = usize::from(matches!(bytes.get(at + 1), Some(b'+' | b'-')));
+        let end = digits(at + 1 + sign);
+        if end > at + 1 + sign {
+            at = end;
+        }
+    }
+    Some(at)
+}
+
 impl<'t> Decimal<'t> {
     pub const ZERO: Decimal<'static> = Decimal { negative: false, span: &[], count: 0, point: 0 };
 
@@ -145,6 +172,13 @@ impl Eq for Decimal<'_> {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_numbers_are_measured_by_the_grammar() {
+        for (text, len) in [("0", Some(1)), ("-0", Some(2)), ("12.50e+3,", Some(8)), ("1E5]", Some(3)), ("01", Some(1)), ("1.", Some(1)), ("1e", Some(1)), ("1e+", Some(1)), ("-", None), ("+1", None), (".5", None), ("", None)] {
+            assert_eq!(json_number_len(text.as_bytes()), len, "{text:?}");
+        }
+    }
 
     fn d(text: &str) -> Decimal<'_> {
         Decimal::parse(text).expect(text)

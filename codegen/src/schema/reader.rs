@@ -26,6 +26,7 @@
 use std::ops::Range;
 use std::str::FromStr;
 
+use checkfu_wire_vocab::decimal::json_number_len;
 use serde_json::{Map, Number, Value};
 
 /// Where each node of one document is: a tree shaped like the document, each node with
@@ -268,42 +269,13 @@ impl<'t> Reader<'t> {
         }
     }
 
-    /// A number: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`, whose value is
-    /// what serde_json's `Value` makes of that text (it parses it with `Number::from_str`).
+    /// A number, as JSON's grammar writes one (`checkfu-wire-vocab`'s `json_number_len`,
+    /// which the runtime's decoder reads numbers by too), whose value is what serde_json's
+    /// `Value` makes of that text (it parses it with `Number::from_str`).
     fn number(&mut self) -> Result<Number, ReadError> {
         let start = self.at;
-        let digits = |reader: &mut Reader| {
-            let from = reader.at;
-            while let Some(b'0'..=b'9') = reader.peek() {
-                reader.at += 1;
-            }
-            reader.at - from
-        };
-        if self.peek() == Some(b'-') {
-            self.at += 1;
-        }
-        match self.peek() {
-            Some(b'0') => self.at += 1,
-            Some(b'1'..=b'9') => {
-                digits(self);
-            }
-            _ => return Err(self.error("invalid number")),
-        }
-        if self.peek() == Some(b'.') {
-            self.at += 1;
-            if digits(self) == 0 {
-                return Err(self.error("invalid number"));
-            }
-        }
-        if let Some(b'e' | b'E') = self.peek() {
-            self.at += 1;
-            if let Some(b'+' | b'-') = self.peek() {
-                self.at += 1;
-            }
-            if digits(self) == 0 {
-                return Err(self.error("invalid number"));
-            }
-        }
+        let len = json_number_len(&self.bytes[start..]).ok_or_else(|| self.error("invalid number"))?;
+        self.at += len;
         Number::from_str(&self.text[start..self.at]).map_err(|e| ReadError { offset: start, message: e.to_string() })
     }
 }
