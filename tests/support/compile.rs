@@ -114,9 +114,16 @@ pub fn build_with(name: &str, modules: &[Module], main_source: &str, release: bo
     main.push_str(main_source);
     write_if_changed(&src.join("main.rs"), &main);
     let target = root.join("target").join("compile-tests").join("target");
-    let mut args = vec!["build", "--offline", "--quiet", "--message-format=short"];
+    let mut args = vec!["build".to_string(), "--offline".into(), "--quiet".into(), "--message-format=short".into()];
     if release {
-        args.push("--release");
+        args.push("--release".into());
+    } else {
+        // The crate holding the generated code gets full debug info, as a user's `cargo
+        // build` gives it, whatever the caller's profile says (`.ci/run` keeps line tables
+        // only, to save disk): debug info once made rustc overflow its stack on a cycle of
+        // a thousand definitions, where a build without it passed.
+        args.push("--config".into());
+        args.push(format!("profile.dev.package.\"{name}\".debug=\"full\""));
     }
     let output = Command::new(env!("CARGO"))
         .args(&args)

@@ -230,17 +230,22 @@ fn draft4_boolean(entry: &Entry) -> bool {
     }
 }
 
+/// Every keyword [`translate`] renames, as (the 2020-12 keyword it reads as, the input
+/// keyword it came from): the one list [`as_written`] reads pointers back by. A unit test
+/// holds it to exactly the renames `translate` makes in every draft.
+const RENAMES: &[(&str, &str)] = &[
+    ("prefixItems", "items"),
+    ("items", "additionalItems"),
+    ("dependentRequired", "dependencies"),
+    ("dependentSchemas", "dependencies"),
+    ("exclusiveMaximum", "maximum"),
+    ("exclusiveMinimum", "minimum"),
+    ("$ref", "$recursiveRef"),
+];
+
 /// The input keywords a 2020-12 keyword of [`translate`]'s model may have been written as.
-fn written_as(keyword: &str) -> &'static [&'static str] {
-    match keyword {
-        "prefixItems" => &["items"],
-        "items" => &["additionalItems"],
-        "dependentRequired" | "dependentSchemas" => &["dependencies"],
-        "exclusiveMaximum" => &["maximum"],
-        "exclusiveMinimum" => &["minimum"],
-        "$ref" => &["$recursiveRef"],
-        _ => &[],
-    }
+fn written_as(keyword: &str) -> impl Iterator<Item = &'static str> + '_ {
+    RENAMES.iter().filter(move |(model, _)| *model == keyword).map(|(_, input)| *input)
 }
 
 /// `pointer`, into the document as the checks read it (2020-12's keywords), as the input
@@ -267,7 +272,7 @@ fn deepest(input: &Value, tokens: &[&str]) -> Vec<String> {
     let Some((first, rest)) = tokens.split_first() else { return Vec::new() };
     let keyword = first.replace("~1", "/").replace("~0", "~");
     let mut best = Vec::new();
-    let names = std::iter::once(*first).chain(written_as(&keyword).iter().copied());
+    let names = std::iter::once(*first).chain(written_as(&keyword).map(|name| &name[..]));
     for name in names {
         let Some(child) = input.pointer(&format!("/{name}")) else { continue };
         let mut path = vec![name.to_string()];
@@ -277,4 +282,54 @@ fn deepest(input: &Value, tokens: &[&str]) -> Vec<String> {
         }
     }
     best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Every rename `translate` makes, over objects that hold each renamed keyword in the
+    /// shapes that trigger it, read in every draft.
+    fn renames_made() -> Vec<(String, String)> {
+        let objects = [
+            json!({"items": [{}], "additionalItems": false}),
+            json!({"dependencies": {"a": ["b"], "c": {}}}),
+            json!({"maximum": 1, "exclusiveMaximum": true, "minimum": 0, "exclusiveMinimum": true}),
+            json!({"$recursiveRef": "#"}),
+        ];
+        let mut made = Vec::new();
+        for dialect in [Dialect::Draft4, Dialect::Draft6, Dialect::Draft7, Dialect::Draft2019, Dialect::Draft2020] {
+            for object in &objects {
+                let mut errors = Vec::new();
+                for entry in translate(dialect, object.as_object().expect("an object"), "", &mut errors) {
+                    if entry.key != entry.from && !made.contains(&(entry.key.clone(), entry.from.clone())) {
+                        made.push((entry.key, entry.from));
+                    }
+                }
+            }
+        }
+        made
+    }
+
+    #[test]
+    fn the_rename_table_is_exactly_the_renames_translate_makes() {
+        let made = renames_made();
+        for (model, input) in &made {
+            assert!(RENAMES.contains(&(model.as_str(), input.as_str())), "translate renames `{input}` to `{model}`, which RENAMES lacks");
+        }
+        for (model, input) in RENAMES {
+            assert!(made.iter().any(|(m, i)| m == model && i == input), "RENAMES lists `{input}` as `{model}`, which translate never makes");
+        }
+    }
+
+    #[test]
+    fn a_pointer_into_the_model_is_read_back_in_the_files_keywords() {
+        let input = json!({"items": [{"pattern": "x"}], "dependencies": {"a": {"type": "string"}}});
+        assert_eq!(as_written(&input, "/prefixItems/0/pattern"), "/items/0/pattern");
+        assert_eq!(as_written(&input, "/dependentSchemas/a/type"), "/dependencies/a/type");
+        // What the file lacks stays as the model writes it.
+        assert_eq!(as_written(&input, "/prefixItems/3"), "/items/3");
+        assert_eq!(as_written(&input, "/properties/b"), "/properties/b");
+    }
 }
