@@ -400,6 +400,45 @@ fn a_fractional_id_is_no_id() {
     assert_eq!(report.method, Some("session/prompt"), "2.0 and 2 are one id");
 }
 
+#[test]
+fn number_ids_match_by_their_exact_value() {
+    // A request no table types, so that only the id can tie the answer to it (a prompt's
+    // answer is typed by its `stopReason` even without the request).
+    let request = |id: &str| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"_zed.dev/workspace/buffers","params":{{}}}}"#);
+    let prompt = |id: &str| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"session/prompt","params":{{"sessionId":"s","prompt":[]}}}}"#);
+    let answers = |asked: &str, answered: &str| {
+        let mut decoder = Decoder::new();
+        assert!(decoder.decode(request(asked).as_bytes(), None).accepted, "{asked}");
+        let report = decoder.decode(format!(r#"{{"jsonrpc":"2.0","id":{answered},"result":{{}}}}"#).as_bytes(), None);
+        assert!(report.accepted, "{report:?}");
+        report.diagnostics.iter().any(|d| d.contains("answer to an unsupported extension request"))
+    };
+    // One value, however written; past u64 and i64 too.
+    for (asked, answered) in [
+        ("1e0", "1"),
+        ("10e-1", "1.0"),
+        ("-0", "0"),
+        ("18446744073709551617", "18446744073709551617"),
+        ("1.8446744073709551617e19", "18446744073709551617"),
+        ("-9223372036854775809", "-9223372036854775809.0"),
+        ("1e300", "1e300"),
+    ] {
+        assert!(answers(asked, answered), "{asked} and {answered} are one id");
+    }
+    // Two values, even where the nearest f64s are one (or `as` would saturate to one).
+    for (asked, answered) in [
+        ("18446744073709551617", "18446744073709551616"),
+        ("18446744073709551616", "18446744073709551615"),
+        ("9007199254740993", "9007199254740992.0"),
+        ("-9223372036854775809", "-9223372036854775808"),
+        ("1e300", "1.0000000000000000001e300"),
+    ] {
+        assert!(!answers(asked, answered), "{asked} and {answered} are two ids");
+    }
+    // A fraction past an f64's precision is still a fraction.
+    assert_eq!(error_code(&Decoder::new().decode(prompt("1.0000000000000000001").as_bytes(), None)), "bad_envelope");
+}
+
 // ---- JSON-RPC envelope errors ------------------------------------------------------------
 
 #[test]

@@ -15,6 +15,8 @@ mod skip;
 pub mod report;
 pub mod tables;
 
+pub(crate) use skip::integer_id;
+
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 

@@ -9,7 +9,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visit
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::exact::{first_is_number, with_number_member, JsonNumber};
+use crate::exact::{first_is_number, with_number_member, Decimal, JsonNumber};
 
 /// serde_json's recursion limit, which every parse here runs under: the containers the
 /// pass reads or skips are counted by serde_json itself, the members kept as raw text by
@@ -145,16 +145,38 @@ impl<'de> DeserializeSeed<'de> for Id {
     }
 }
 
-/// The key of a number id, as [`Id`] reads it: serde_json hands a non-negative integer
-/// over as a `u64`, a negative one as an `i64`, anything else as an `f64` (with
-/// `arbitrary_precision`, as its text, which is read the same way).
+/// The key of a number id, as [`Id`] reads it: an integer's exact decimal digits, however
+/// it is written (`1`, `1.0`, `1e0` and `10e-1` are one id; `18446744073709551617` and
+/// `18446744073709551616` are two), and anything else refused. serde_json hands a
+/// non-negative integer over as a `u64`, a negative one as an `i64`, any other number as
+/// its text (`arbitrary_precision`) or an `f64`.
 pub fn number_key<E: de::Error>(n: JsonNumber<'_>) -> Result<IdKey, E> {
-    match (n, n.as_f64()) {
-        (JsonNumber::UInt(u), _) => Id.visit_u64(u),
-        (JsonNumber::Int(i), _) => Id.visit_i64(i),
-        (_, Some(f)) => Id.visit_f64(f),
-        (_, None) => Err(E::custom("number out of range")),
+    match n {
+        _ if n.as_f64().is_none() => Err(E::custom("number out of range")),
+        JsonNumber::UInt(u) => Id.visit_u64(u),
+        JsonNumber::Int(i) => Id.visit_i64(i),
+        JsonNumber::Float(f) => Id.visit_f64(f),
+        JsonNumber::Text(text) => {
+            let not_an_integer = || E::custom(format_args!("an `id` is a string, an integer or null, not {text}"));
+            let value = Decimal::parse(text).filter(Decimal::is_integer).ok_or_else(not_an_integer)?;
+            if value.is_zero() {
+                return Id.visit_u64(0);
+            }
+            // Within an `f64`'s reach (checked above), an integer has at most 309 digits.
+            let (kind, sign) = if value.is_negative() { (b'i', &b"-"[..]) } else { (b'u', &b""[..]) };
+            let mut key = key(kind, sign);
+            key.extend(value.digits().map(|d| b'0' + d));
+            key.extend(std::iter::repeat_n(b'0', usize::try_from(value.unit_exponent()).unwrap_or(0)));
+            Ok(key)
+        }
     }
+}
+
+/// A response's number id as an `i64` (the runner's own ids are), read by the one rule of
+/// [`number_key`]: `2.0` is the id `2`; `2.5` and `9223372036854775808` are no `i64` id.
+pub fn integer_id(n: &serde_json::Number) -> Option<i64> {
+    let key = number_key::<serde_json::Error>(JsonNumber::of(n)).ok()?;
+    std::str::from_utf8(key.get(1..)?).ok()?.parse().ok()
 }
 
 fn key(kind: u8, value: &[u8]) -> IdKey {
@@ -176,7 +198,9 @@ impl<'de> Visitor<'de> for Id {
         Ok(key(b'u', itoa::Buffer::new().format(v).as_bytes()))
     }
     fn visit_i64<E>(self, v: i64) -> Result<IdKey, E> {
-        Ok(key(b'i', itoa::Buffer::new().format(v).as_bytes()))
+        // `-0` and `0` are one id: the kind says the sign.
+        let kind = if v < 0 { b'i' } else { b'u' };
+        Ok(key(kind, itoa::Buffer::new().format(v).as_bytes()))
     }
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<IdKey, E> {
         // ACP's `RequestId` is a string, an integer or null. `1.0` is an integer, and the
@@ -184,13 +208,17 @@ impl<'de> Visitor<'de> for Id {
         if v.fract() != 0.0 || !v.is_finite() {
             return Err(E::custom(format_args!("an `id` is a string, an integer or null, not {v}")));
         }
-        if v >= 0.0 && v <= u64::MAX as f64 {
+        // 2^64 and -2^63 are exact as `f64`s; `as` would saturate past them.
+        if (0.0..18_446_744_073_709_551_616.0).contains(&v) {
             return self.visit_u64(v as u64);
         }
-        if v < 0.0 && v >= i64::MIN as f64 {
+        if (-9_223_372_036_854_775_808.0..0.0).contains(&v) {
             return self.visit_i64(v as i64);
         }
-        Ok(key(b'f', &v.to_bits().to_le_bytes()))
+        // An integral `f64` beyond those is written out digit for digit: the key a text of
+        // the same value gets.
+        let digits = format!("{v:.0}");
+        Ok(key(if v < 0.0 { b'i' } else { b'u' }, digits.as_bytes()))
     }
     fn visit_unit<E>(self) -> Result<IdKey, E> {
         Ok(key(b'n', b""))
@@ -257,6 +285,33 @@ fn nests_within_long(json: &[u8], budget: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Number ids key by their exact integer value, however they are written.
+    #[test]
+    fn number_ids_key_by_their_exact_value() {
+        let key = |text: &str| {
+            let n = JsonNumber::from_text(text).expect("a number");
+            number_key::<serde_json::Error>(n).map(|k| String::from_utf8_lossy(&k).into_owned()).map_err(|e| e.to_string())
+        };
+        for (text, expected) in [
+            ("7", "u7"),
+            ("-0", "u0"),
+            ("7.0", "u7"),
+            ("70e-1", "u7"),
+            ("-7e0", "i-7"),
+            ("18446744073709551617", "u18446744073709551617"),
+            ("1.8446744073709551616e19", "u18446744073709551616"),
+            ("-9223372036854775809", "i-9223372036854775809"),
+            ("1e20", "u100000000000000000000"),
+        ] {
+            assert_eq!(key(text).as_deref(), Ok(expected), "{text}");
+        }
+        assert!(key("1.0000000000000000001").is_err());
+        assert!(key("1e400").is_err());
+        // An `f64` (a deserializer's or without exact numbers) keys as the text of its value.
+        assert_eq!(Id.visit_f64::<serde_json::Error>(18446744073709551616.0).map(|k| k.to_vec()).ok(), Some(b"u18446744073709551616".to_vec()));
+        assert_eq!(Id.visit_f64::<serde_json::Error>(-0.0).map(|k| k.to_vec()).ok(), Some(b"u0".to_vec()));
+    }
 
     /// The scan agrees with serde_json's own count, strings with brackets and escapes
     /// included, on both sides of the limit.

@@ -256,7 +256,7 @@ impl Session {
                 }
                 Some(Kind::Response | Kind::ErrorResponse) => {
                     // `2.0` is the id `2`, as the decoder reads ids.
-                    let id = message.get("id").and_then(|v| v.as_i64().or_else(|| v.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i64)));
+                    let id = message.get("id").and_then(Value::as_number).and_then(crate::decode::integer_id);
                     let pending = id.and_then(|id| self.pending.remove_entry(&id));
                     return Ok(match pending {
                         Some((id, method)) => Incoming::Response { id, method, message, bytes, report },
