@@ -12,6 +12,8 @@ use std::collections::HashMap;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
@@ -25,21 +27,37 @@ const DEFAULT_LIMIT: usize = 1024 * 1024;
 struct Terminal {
     child: Child,
     output: Arc<Mutex<Tail>>,
-    exit: Option<ExitStatus>,
+    /// The threads reading stdout and stderr into `output`, each done at end of file.
+    readers: Vec<JoinHandle<()>>,
+    /// The command's status, and when it was first seen.
+    exit: Option<(ExitStatus, Instant)>,
 }
 
+/// How long after the command exits its output may still be read in, when something it
+/// left running (`cmd &`) keeps a pipe open, so there is no end of file to wait for.
+const OUTPUT_GRACE: Duration = Duration::from_secs(1);
+
 impl Terminal {
+    /// The command's status once it has exited and its output is all in: a command's last
+    /// writes can still sit in the pipe when it exits (up to the pipe's 64 KiB), and
+    /// `terminal/output` after `wait_for_exit` must hold them.
     fn poll(&mut self) -> Option<ExitStatus> {
         if self.exit.is_none() {
-            self.exit = self.child.try_wait().ok().flatten();
+            self.exit = self.child.try_wait().ok().flatten().map(|status| (status, Instant::now()));
         }
-        self.exit
+        let (status, seen) = self.exit?;
+        (self.readers.iter().all(JoinHandle::is_finished) || seen.elapsed() >= OUTPUT_GRACE).then_some(status)
     }
 
+    /// Kills the command's process group: the command, or what it left holding its pipes.
     fn kill(&mut self) {
-        if self.poll().is_none() {
+        // While a pipe is open, something of the group holds it, so the group id is still
+        // the group's and cannot name another process.
+        if self.poll().is_none() || !self.readers.iter().all(JoinHandle::is_finished) {
             signal_group(self.child.id(), libc::SIGKILL);
-            self.exit = self.child.wait().ok();
+        }
+        if self.exit.is_none() {
+            self.exit = self.child.wait().ok().map(|status| (status, Instant::now()));
         }
     }
 }
@@ -145,17 +163,18 @@ impl Terminals {
         }
         let mut child = spawn.spawn().map_err(|e| (-32603, format!("cannot run `{command}`: {e}")))?;
         let output = Arc::new(Mutex::new(Tail::new(limit)));
+        let mut readers = Vec::new();
         if let Some(stdout) = child.stdout.take() {
             let sink = Arc::clone(&output);
-            std::thread::spawn(move || drain(stdout, sink));
+            readers.push(std::thread::spawn(move || drain(stdout, sink)));
         }
         if let Some(stderr) = child.stderr.take() {
             let sink = Arc::clone(&output);
-            std::thread::spawn(move || drain(stderr, sink));
+            readers.push(std::thread::spawn(move || drain(stderr, sink)));
         }
         self.next += 1;
         let id = format!("term-{}", self.next);
-        self.open.insert(id.clone(), Terminal { child, output, exit: None });
+        self.open.insert(id.clone(), Terminal { child, output, readers, exit: None });
         Ok(json!({"terminalId": id}))
     }
 
@@ -192,6 +211,49 @@ mod tests {
         assert!(output.truncated());
         output.push("é".as_bytes()); // "cédé" is 6: cut `c`, then `é` must go whole
         assert_eq!(output.text(), "dé");
+    }
+
+    /// Runs `line` through `sh -c` and answers its `terminal/output` once `exited` says it
+    /// has exited, as a harness's `wait_for_exit` then `output` sees it.
+    fn output_after_exit(terminals: &mut Terminals, line: &str) -> Value {
+        let workspace = Workspace::create().expect("workspace");
+        let params = serde_json::json!({"sessionId": "s", "command": "sh", "args": ["-c", line]});
+        let Handled::Now(Ok(created)) = terminals.handle("terminal/create", &params, &workspace) else { panic!("created") };
+        let id = created["terminalId"].as_str().expect("id").to_owned();
+        let until = Instant::now() + Duration::from_secs(20);
+        while terminals.exited(&id).is_none() {
+            assert!(Instant::now() < until, "the command exits");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let Handled::Now(Ok(output)) = terminals.handle("terminal/output", &serde_json::json!({"sessionId": "s", "terminalId": id}), &workspace) else { panic!("output") };
+        output
+    }
+
+    #[test]
+    fn output_still_in_a_pipe_when_the_command_exits_is_in_the_answer_after_it() {
+        // `sh` exits at once; what it started writes 200 ms later and then closes the pipe,
+        // well inside the grace. (Before, exit was answered as soon as `sh` was gone, and
+        // under load a command's own last writes could be missed the same way.)
+        let mut terminals = Terminals::default();
+        let output = output_after_exit(&mut terminals, "(sleep 0.2; printf late) & printf early");
+        assert_eq!(output["output"], "earlylate");
+        assert_eq!(output["exitStatus"]["exitCode"], 0);
+    }
+
+    #[test]
+    fn a_command_that_leaves_its_pipe_held_is_exited_after_the_grace() {
+        let mut terminals = Terminals::default();
+        // The background `sleep` keeps stdout open: no end of file comes.
+        let output = output_after_exit(&mut terminals, "printf done; sleep 30 &");
+        assert_eq!(output["output"], "done");
+        let still_open = terminals.open.values().all(|t| !t.readers.iter().all(JoinHandle::is_finished));
+        assert!(still_open, "exited was answered while `sleep` still held the pipe, not when it ended");
+        // Teardown kills what the command left in its group, so the readers end.
+        terminals.kill_all();
+        for terminal in terminals.open.values_mut() {
+            let reader = terminal.readers.pop().expect("a reader");
+            reader.join().expect("the reader ends once the group is killed");
+        }
     }
 
     #[test]
