@@ -183,7 +183,26 @@ fn corpus() -> Vec<(&'static str, Value)> {
                 "unevaluatedProperties": false
             }),
         ),
+        ("wide.json", wide()),
     ]
+}
+
+/// An object naming 200 properties, 150 of them required, with a required name that has
+/// no schema, and one requiring 130 names it gives no schema: past the 128 bits a check
+/// once had for them (biome's schema has two such definitions).
+fn wide() -> Value {
+    let properties: serde_json::Map<String, Value> =
+        (0..200).map(|i| (format!("p{i}"), if i % 2 == 0 { json!({"type": "string"}) } else { json!({"type": "integer", "minimum": i}) })).collect();
+    let mut required: Vec<String> = (0..150).map(|i| format!("p{i}")).collect();
+    required.push("schemaless".into());
+    let bare: Vec<String> = (0..130).map(|i| format!("r{i}")).collect();
+    json!({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": {"type": "boolean"},
+        "$defs": {"bare": {"type": "object", "required": bare}}
+    })
 }
 
 #[test]

@@ -44,6 +44,55 @@ struct Evaluated {
 const DYNAMIC_MEMBERS: &[&str] = &["anyOf", "oneOf", "if", "then", "else", "dependentSchemas"];
 const DYNAMIC_ITEMS: &[&str] = &["anyOf", "oneOf", "if", "then", "else", "contains"];
 
+/// How an object's check marks the required members it has met: one bit per name the
+/// match knows (`names[i]` is bit `i`), in a `u128` while they fit, as in nearly every
+/// schema, else in `u64` words (biome's schema names more than 128 properties in two
+/// definitions).
+struct Seen {
+    words: Option<usize>,
+}
+
+impl Seen {
+    fn new(names: usize) -> Seen {
+        Seen { words: (names > 128).then(|| names.div_ceil(64)) }
+    }
+
+    fn declare(&self) -> TokenStream {
+        match self.words {
+            None => quote! { let mut seen: u128 = 0; },
+            Some(n) => quote! { let mut seen = [0u64; #n]; },
+        }
+    }
+
+    /// The expression that marks name `i` met.
+    fn mark(&self, i: usize) -> TokenStream {
+        match self.words {
+            None => {
+                let bit = 1u128 << i;
+                quote! { seen |= #bit }
+            }
+            Some(_) => {
+                let (word, bit) = (i / 64, 1u64 << (i % 64));
+                quote! { seen[#word] |= #bit }
+            }
+        }
+    }
+
+    /// The condition that name `i` was not met.
+    fn unseen(&self, i: usize) -> TokenStream {
+        match self.words {
+            None => {
+                let bit = 1u128 << i;
+                quote! { seen & #bit == 0 }
+            }
+            Some(_) => {
+                let (word, bit) = (i / 64, 1u64 << (i % 64));
+                quote! { seen[#word] & #bit == 0 }
+            }
+        }
+    }
+}
+
 impl Emitter<'_> {
     /// Collects what `object` evaluates; `Err` names the keyword that makes it dynamic.
     fn evaluated(&self, object: &Map<String, Value>, members: bool, own: bool, seen: &mut BTreeSet<String>, out: &mut Evaluated) -> Result<(), String> {
@@ -107,10 +156,7 @@ impl Emitter<'_> {
                 names.push(name);
             }
         }
-        if names.len() > 128 {
-            self.unsupported(pointer, "more than 128 named or required properties are not supported");
-            return Vec::new();
-        }
+        let seen = Seen::new(names.len());
         let patterns = self.patterns(object, pointer);
         let additional = match object.get("additionalProperties") {
             None | Some(Value::Bool(true)) => None,
@@ -127,8 +173,12 @@ impl Emitter<'_> {
         });
         let mut arms = Vec::new();
         for (i, name) in names.iter().enumerate() {
-            let bit = 1u128 << i;
-            let mark = if required.contains(name) { quote! { seen |= #bit; } } else { quote! {} };
+            let mark = if required.contains(name) {
+                let mark = seen.mark(i);
+                quote! { #mark; }
+            } else {
+                quote! {}
+            };
             arms.push(match properties.get(*name) {
                 Some(schema) => {
                     let f = self.child(schema, &format!("{pointer}/properties/{}", escape_pointer(name)));
@@ -178,20 +228,21 @@ impl Emitter<'_> {
         }
         let mut checks = Vec::new();
         if !per_member.is_empty() {
-            let seen = if required.is_empty() { quote! {} } else { quote! { let mut seen: u128 = 0; } };
-            checks.push(quote! { #seen for (k, p) in o { #(#per_member)* } });
+            let declare = if required.is_empty() { quote! {} } else { seen.declare() };
+            checks.push(quote! { #declare for (k, p) in o { #(#per_member)* } });
         } else if !required.is_empty() {
             // No member check but required names: mark them in a plain pass.
             let marks = required.iter().map(|name| {
-                let bit = 1u128 << names.iter().position(|n| n == name).unwrap_or(0);
-                quote! { #name => seen |= #bit, }
+                let mark = seen.mark(names.iter().position(|n| n == name).unwrap_or(0));
+                quote! { #name => #mark, }
             });
-            checks.push(quote! { let mut seen: u128 = 0; for (k, _) in o { match &**k { #(#marks)* _ => {} } } });
+            let declare = seen.declare();
+            checks.push(quote! { #declare for (k, _) in o { match &**k { #(#marks)* _ => {} } } });
         }
         for name in &required {
-            let bit = 1u128 << names.iter().position(|n| n == name).unwrap_or(0);
+            let unseen = seen.unseen(names.iter().position(|n| n == name).unwrap_or(0));
             let message = format!("missing required property `{name}`");
-            checks.push(quote! { if seen & #bit == 0 { return Err(Invalid::new(#message)); } });
+            checks.push(quote! { if #unseen { return Err(Invalid::new(#message)); } });
         }
         checks.extend(self.dependencies(object, pointer));
         for (key, cmp, message) in [("minProperties", quote! { < }, "too few properties"), ("maxProperties", quote! { > }, "too many properties")] {
