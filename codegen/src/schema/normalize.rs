@@ -296,26 +296,7 @@ pub fn normalize_in(root_name: &str, raw: &Value, pins: &BTreeMap<String, String
     }
     let mut refs = Vec::new();
     references(raw, "", dialect, &mut refs);
-    for (at, reference) in &refs {
-        match ref_target(reference) {
-            Ok(target) if raw.pointer(&target).is_none() => n.errors.push(NormalizeError {
-                pointer: format!("{at}/$ref"),
-                message: format!("`{reference}` points at nothing in this document"),
-            }),
-            Ok(target) => {
-                if !n.names.by_pointer.contains_key(&target) {
-                    let name = pointer_name(root_name, &target);
-                    match n.names.claim(&name, &target) {
-                        Some(name) => {
-                            n.wanted.insert(target, name);
-                        }
-                        None => n.errors.push(NormalizeError { pointer: target, message: format!("no free name for `{name}`") }),
-                    }
-                }
-            }
-            Err(message) => n.errors.push(NormalizeError { pointer: format!("{at}/$ref"), message }),
-        }
-    }
+    n.claim_targets(raw, &refs);
     // Top-level definitions first, in input order, then the root.
     if let Some(root) = raw.as_object() {
         for container in ["$defs", "definitions"] {
@@ -332,14 +313,7 @@ pub fn normalize_in(root_name: &str, raw: &Value, pins: &BTreeMap<String, String
     }
     let root = n.node(raw, "", root_name);
     n.define(root_name, root, "");
-    for (pointer, name) in &n.wanted {
-        if !n.reached.contains(pointer) {
-            n.errors.push(NormalizeError {
-                pointer: pointer.clone(),
-                message: format!("`{name}` at `{pointer}` is not a schema node (it sits inside data or an unknown keyword)"),
-            });
-        }
-    }
+    n.define_the_rest(raw);
     Normalized { root_name: root_name.to_string(), defs: n.defs, origins: n.origins, errors: n.errors }
 }
 
@@ -385,6 +359,66 @@ fn variant_labels(variants: &[Value]) -> Vec<Option<String>> {
 }
 
 impl Normalizer {
+    /// Gives every target of `refs` (referring pointer, reference) a name it is wanted under,
+    /// or reports why it cannot have one.
+    fn claim_targets(&mut self, raw: &Value, refs: &[(String, String)]) {
+        for (at, reference) in refs {
+            match ref_target(reference) {
+                Ok(target) if raw.pointer(&target).is_none() => self.errors.push(NormalizeError {
+                    pointer: format!("{at}/$ref"),
+                    message: format!("`{reference}` points at nothing in this document"),
+                }),
+                Ok(target) => {
+                    if !self.names.by_pointer.contains_key(&target) {
+                        let name = pointer_name(&self.names.root_name, &target);
+                        match self.names.claim(&name, &target) {
+                            Some(name) => {
+                                self.wanted.insert(target, name);
+                            }
+                            None => self.errors.push(NormalizeError { pointer: target, message: format!("no free name for `{name}`") }),
+                        }
+                    }
+                }
+                Err(message) => self.errors.push(NormalizeError { pointer: format!("{at}/$ref"), message }),
+            }
+        }
+    }
+
+    /// Defines every wanted node the walk of schema positions did not define: a reference
+    /// may point into data or an unknown keyword (travis's `#/definitions/notificationObject/slack`,
+    /// where `notificationObject` holds schemas under keys no draft defines). JSON Pointer
+    /// reaches such a node all the same, and validators evaluate what is there as a schema;
+    /// so it is here, as a definition of its own whose references are collected as it is
+    /// read, until no wanted node is left undefined.
+    fn define_the_rest(&mut self, raw: &Value) {
+        loop {
+            let undefined: Vec<(String, String)> =
+                self.wanted.iter().filter(|(_, name)| !self.defs.contains_key(*name)).map(|(p, name)| (p.clone(), name.clone())).collect();
+            if undefined.is_empty() {
+                return;
+            }
+            for (pointer, name) in undefined {
+                match raw.pointer(&pointer) {
+                    Some(node @ (Value::Object(_) | Value::Bool(_))) => {
+                        let mut refs = Vec::new();
+                        references(node, &pointer, self.dialect, &mut refs);
+                        self.claim_targets(raw, &refs);
+                        let rewritten = self.node(node, &pointer, &name);
+                        self.define(&name, rewritten, &pointer);
+                    }
+                    _ => {
+                        self.errors.push(NormalizeError {
+                            pointer: pointer.clone(),
+                            message: format!("`{name}` at `{pointer}` is not a schema (a schema is an object or a boolean)"),
+                        });
+                        // Defined as what accepts nothing, so the loop ends; the error fails generation.
+                        self.define(&name, Value::Bool(false), &pointer);
+                    }
+                }
+            }
+        }
+    }
+
     fn define(&mut self, name: &str, schema: Value, pointer: &str) {
         self.defs.insert(name.to_string(), schema);
         self.origins.insert(name.to_string(), pointer.to_string());

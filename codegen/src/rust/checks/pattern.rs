@@ -8,6 +8,8 @@
 //! - `\d`, `\D`, `\w`, `\W`, `\b`, `\B` are ASCII in ECMA-262 and Unicode in `regex`:
 //!   written out as ASCII classes (`[0-9]`, `[0-9A-Za-z_]`, `(?-u:\b)`);
 //! - `\s`, `\S` are ECMA-262's own whitespace set (it has U+FEFF, Unicode's has not);
+//! - inside a class, `\D`, `\W` and `\S` are written out as the ranges of every other
+//!   code point (`[\S@]`);
 //! - `.` excludes all four ECMA-262 line terminators, not only `\n`;
 //! - `\cX` (X an ASCII letter) is the control character X mod 32, written as `\xNN`;
 //! - `$` and `^` already agree (end and start of the text; neither matches before a final
@@ -25,6 +27,11 @@
 const SPACE: &str = r"\t\n\x0B\x0C\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}";
 const WORD: &str = "0-9A-Za-z_";
 const DIGIT: &str = "0-9";
+/// The complements of those three, as ranges of every other code point: a class cannot
+/// hold a negated class (`[\S@]`), but it can hold these.
+const NOT_SPACE: &str = r"\x{0}-\x{8}\x{E}-\x{1F}\x{21}-\x{9F}\x{A1}-\x{167F}\x{1681}-\x{1FFF}\x{200B}-\x{2027}\x{202A}-\x{202E}\x{2030}-\x{205E}\x{2060}-\x{2FFF}\x{3001}-\x{FEFE}\x{FF00}-\x{10FFFF}";
+const NOT_WORD: &str = r"\x{0}-\x{2F}\x{3A}-\x{40}\x{5B}-\x{5E}\x{60}\x{7B}-\x{10FFFF}";
+const NOT_DIGIT: &str = r"\x{0}-\x{2F}\x{3A}-\x{10FFFF}";
 
 /// The `regex` source with `source`'s ECMA-262 meaning, or the construct that has none.
 pub fn translate(source: &str) -> Result<String, String> {
@@ -42,11 +49,8 @@ pub fn translate(source: &str) -> Result<String, String> {
                         let set = match e { 'd' => DIGIT, 'w' => WORD, _ => SPACE };
                         out.push_str(&if in_class { set.to_string() } else { format!("[{set}]") });
                     }
+                    'D' | 'W' | 'S' if in_class => out.push_str(match e { 'D' => NOT_DIGIT, 'W' => NOT_WORD, _ => NOT_SPACE }),
                     'D' | 'W' | 'S' => {
-                        if in_class {
-                            // A negated set inside a class would need class arithmetic.
-                            return Err(format!("`\\{e}` inside a character class"));
-                        }
                         let set = match e { 'D' => DIGIT, 'W' => WORD, _ => SPACE };
                         out.push_str(&format!("[^{set}]"));
                     }
@@ -137,5 +141,20 @@ mod tests {
         let re = regex::Regex::new(&translate(r"^\cC[\cj]$").unwrap()).unwrap();
         assert!(re.is_match("\u{3}\n") && !re.is_match("cC\n"), "\\cX is a control character");
         assert!(translate(r"\c1").unwrap_err().contains("control escape"));
+        let re = regex::Regex::new(&translate(r"^[\S]+@[^\W_]\.[\D]$").unwrap()).unwrap();
+        assert!(!re.is_match("a\u{feff}b@c.x") && re.is_match("ab@c.x") && !re.is_match("ab@_.x") && !re.is_match("ab@c.7"));
+    }
+
+    /// Each negated set inside a class is exactly the code points its set leaves out.
+    #[test]
+    fn negated_sets_inside_a_class_are_the_complements() {
+        for (set, not) in [(SPACE, NOT_SPACE), (WORD, NOT_WORD), (DIGIT, NOT_DIGIT)] {
+            let (set, not) = (regex::Regex::new(&format!("^[{set}]$")).unwrap(), regex::Regex::new(&format!("^[{not}]$")).unwrap());
+            let mut buffer = [0u8; 4];
+            for c in (0..=0x10FFFF).filter_map(char::from_u32) {
+                let c = c.encode_utf8(&mut buffer);
+                assert_ne!(set.is_match(c), not.is_match(c), "{c:?}");
+            }
+        }
     }
 }

@@ -105,11 +105,29 @@ fn bad_references_are_all_reported() {
         "a": {"$ref": "https://example.com/x.json"},
         "b": {"$ref": "#foo"},
         "c": {"$ref": "#/$defs/missing"},
-        "d": {"$ref": "#/properties/e/const"},
+        "d": {"$ref": "#/properties/e/const/type"},
         "e": {"const": {"type": "string"}}
     }}));
     let pointers: Vec<&str> = n.errors.iter().map(|e| e.pointer.as_str()).collect();
-    assert_eq!(pointers, ["/properties/a/$ref", "/properties/b/$ref", "/properties/c/$ref", "/properties/e/const"], "{:?}", n.errors);
+    assert_eq!(pointers, ["/properties/a/$ref", "/properties/b/$ref", "/properties/c/$ref", "/properties/e/const/type"], "{:?}", n.errors);
+    assert!(n.errors[3].message.contains("is not a schema"), "{:?}", n.errors[3]);
+}
+
+#[test]
+fn references_into_data_and_unknown_keywords_read_what_is_there_as_a_schema() {
+    // travis's shape: a definition that holds schemas under keys no draft defines, and
+    // references into it; one of those holds a reference into another unknown keyword.
+    let n = normalize("Root", &json!({
+        "definitions": {"group": {"slack": {"$ref": "#/definitions/group/irc"}, "irc": {"x-more": {"type": "integer"}, "type": "string"}}},
+        "properties": {"s": {"$ref": "#/definitions/group/slack"}, "c": {"$ref": "#/properties/e/const"}, "e": {"const": {"minimum": 3}}}
+    }));
+    assert!(n.errors.is_empty(), "{:?}", n.errors);
+    assert_eq!(n.defs["DefinitionsGroupSlack"], json!({"$ref": "#/$defs/DefinitionsGroupIrc"}));
+    assert_eq!(n.defs["DefinitionsGroupIrc"], json!({"type": "string", "x-more": {"type": "integer"}}));
+    assert_eq!(n.origins["DefinitionsGroupIrc"], "/definitions/group/irc");
+    assert_eq!(n.defs["PropertiesEConst"], json!({"minimum": 3}));
+    // The node under `const` is still data where it sits.
+    assert_eq!(n.defs["Root"]["properties"]["e"], json!({"const": {"minimum": 3}}));
 }
 
 #[test]
