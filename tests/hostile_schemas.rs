@@ -184,6 +184,26 @@ fn corpus() -> Vec<(&'static str, Value)> {
             }),
         ),
         ("wide.json", wide()),
+        // References into an unknown keyword and into data (travis's and meltano's shape),
+        // and negated sets inside a class (citation-file-format's `[\S]`).
+        (
+            "unknown_refs.json",
+            json!({
+                "$schema": "http://json-schema.org/draft-07/schema#",
+                "definitions": {
+                    "notification": {
+                        "slack": {"type": "object", "properties": {"room": {"$ref": "#/definitions/notification/room"}}, "required": ["room"]},
+                        "room": {"type": "string", "pattern": "^[\\S]+@[^\\W_][\\D]$"}
+                    }
+                },
+                "type": "object",
+                "properties": {
+                    "slack": {"$ref": "#/definitions/notification/slack"},
+                    "level": {"$ref": "#/properties/example/default"},
+                    "example": {"default": {"type": "integer", "minimum": 2}}
+                }
+            }),
+        ),
     ]
 }
 

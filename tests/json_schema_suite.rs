@@ -142,12 +142,14 @@ fn json_schema_test_suite_draft4() {
 
 /// The optional tests on what the compiler claims beyond the required ones: patterns with
 /// ECMA-262's meaning (translated exactly, or refused naming the construct), code points
-/// beyond the BMP in patterns, and numbers beyond `u64` and `f64` (exact numbers). The other
-/// optional files are about formats, remote or unknown references and cross-draft documents.
+/// beyond the BMP in patterns, numbers beyond `u64` and `f64` (exact numbers), and references
+/// into unknown keywords and data (read as schemas, as JSON Pointer finds them). The other
+/// optional files are about formats, anchors, embedded `$id`s, `$dynamicRef` and cross-draft
+/// documents.
 #[test]
 #[cfg_attr(not(checkfu_jsts), ignore = "JSTS_DIR is not set: point it at a JSON-Schema-Test-Suite checkout (see .ci/run)")]
-fn json_schema_test_suite_draft2020_12_optional_patterns_and_numbers() {
+fn json_schema_test_suite_draft2020_12_optional_patterns_numbers_and_references() {
     let dir = suite_dir("draft2020-12/optional").expect("JSTS_DIR was set when the tests were built, and is not now");
-    let files: Vec<PathBuf> = ["ecmascript-regex", "non-bmp-regex", "bignum", "float-overflow"].iter().map(|f| dir.join(format!("{f}.json"))).collect();
+    let files: Vec<PathBuf> = ["ecmascript-regex", "non-bmp-regex", "bignum", "float-overflow", "refOfUnknownKeyword"].iter().map(|f| dir.join(format!("{f}.json"))).collect();
     run_files("draft2020-12/optional", &files, Dialect::Draft2020);
 }
