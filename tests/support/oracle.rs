@@ -28,8 +28,10 @@ pub struct Tally {
     pub rejected: usize,
 }
 
-/// The URI under which the raw document is registered with the oracle.
-const DOCUMENT: &str = "urn:checkfu:document";
+/// The URI under which the raw document is registered with the oracle: hierarchical, so a
+/// root `$id` that is a relative reference (compose-spec's `compose_spec.json`) resolves
+/// against it, where a `urn:` base makes the oracle refuse the document. Never fetched.
+const DOCUMENT: &str = "https://checkfu.invalid/document.json";
 
 /// A JSON Pointer as a URI fragment: RFC 3986 leaves `/` and `~` alone and wants the
 /// rest of the non-unreserved bytes percent-encoded.
