@@ -103,6 +103,18 @@ fn generate_repairs_drift_and_only_touches_changed_files() {
     assert_eq!(fs::read(&page).expect("read"), original);
 }
 
+#[test]
+fn a_module_left_by_a_removed_schema_is_removed_and_said_so() {
+    let dir = scratch();
+    let stale = dir.path().join("generated/schemas/gone.rs");
+    fs::write(&stale, b"// a module of a schema no longer in schemas/\n").expect("write");
+    let out = run(dir.path(), &["generate"]);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().collect::<Vec<_>>(), ["checkfu-wire: removed generated/schemas/gone.rs"], "{stderr}");
+    assert!(!stale.exists());
+}
+
 /// Lines of `stderr` that are warnings.
 fn warnings(out: &Output) -> Vec<String> {
     String::from_utf8_lossy(&out.stderr).lines().filter(|l| l.starts_with("warning")).map(str::to_string).collect()

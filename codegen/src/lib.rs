@@ -23,7 +23,7 @@ pub mod write;
 use std::path::{Path, PathBuf};
 
 use diagnostic::{Class, Diagnostic, Diagnostics};
-pub use write::{drift, write_changed, Drift, Output};
+pub use write::{drift, write_changed, Change, Drift, Output};
 
 /// The inputs, relative to the project root.
 pub const CATALOG_FILE: &str = "catalog/catalog.toml";

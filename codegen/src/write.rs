@@ -18,8 +18,17 @@ pub struct Output {
     pub contents: String,
 }
 
-/// Writes the outputs whose bytes differ from what is on disk; returns their paths.
-pub fn write_changed(root: &Path, outputs: &[Output]) -> io::Result<Vec<PathBuf>> {
+/// What [`write_changed`] did to one file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Change {
+    Wrote,
+    /// A module file of a schema that is gone (removed or renamed).
+    Removed,
+}
+
+/// Writes the outputs whose bytes differ from what is on disk and removes stale module
+/// files; returns each path with what was done to it.
+pub fn write_changed(root: &Path, outputs: &[Output]) -> io::Result<Vec<(PathBuf, Change)>> {
     let mut staged = Vec::new();
     let result = stage(root, outputs, &mut staged);
     if let Err(e) = result {
@@ -31,13 +40,13 @@ pub fn write_changed(root: &Path, outputs: &[Output]) -> io::Result<Vec<PathBuf>
     let mut written = Vec::new();
     for (temp, output) in staged {
         fs::rename(&temp, root.join(&output.path))?;
-        written.push(output.path.clone());
+        written.push((output.path.clone(), Change::Wrote));
     }
     // A schema that was removed or renamed leaves its module file behind; it is no output
     // any more, so it goes.
     for path in stale(root, outputs) {
         fs::remove_file(root.join(&path))?;
-        written.push(path);
+        written.push((path, Change::Removed));
     }
     Ok(written)
 }

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use checkfu_wire_codegen::acknowledged::Acknowledged;
-use checkfu_wire_codegen::{drift, generate as run_pipeline, write_changed, Output, CATALOG_FILE, GENERATE_COMMAND};
+use checkfu_wire_codegen::{drift, generate as run_pipeline, write_changed, Change, Output, CATALOG_FILE, GENERATE_COMMAND};
 
 /// Exit status of `generate` and `check` when `root` is not a project root.
 const NOT_A_PROJECT: i32 = 2;
@@ -67,8 +67,12 @@ pub fn generate(root: &Path, verbose: bool) -> i32 {
             0
         }
         Ok(written) => {
-            for path in &written {
-                eprintln!("checkfu-wire: wrote {}", path.display());
+            for (path, change) in &written {
+                let done = match change {
+                    Change::Wrote => "wrote",
+                    Change::Removed => "removed",
+                };
+                eprintln!("checkfu-wire: {done} {}", path.display());
             }
             0
         }
