@@ -46,14 +46,20 @@ impl Terminal {
             self.exit = self.child.try_wait().ok().flatten().map(|status| (status, Instant::now()));
         }
         let (status, seen) = self.exit?;
-        (self.readers.iter().all(JoinHandle::is_finished) || seen.elapsed() >= OUTPUT_GRACE).then_some(status)
+        (!self.output_open() || seen.elapsed() >= OUTPUT_GRACE).then_some(status)
+    }
+
+    /// Whether a reader still waits for the end of its pipe.
+    fn output_open(&self) -> bool {
+        !self.readers.iter().all(JoinHandle::is_finished)
     }
 
     /// Kills the command's process group: the command, or what it left holding its pipes.
     fn kill(&mut self) {
+        self.poll();
         // While a pipe is open, something of the group holds it, so the group id is still
         // the group's and cannot name another process.
-        if self.poll().is_none() || !self.readers.iter().all(JoinHandle::is_finished) {
+        if self.exit.is_none() || self.output_open() {
             signal_group(self.child.id(), libc::SIGKILL);
         }
         if self.exit.is_none() {
@@ -246,7 +252,7 @@ mod tests {
         // The background `sleep` keeps stdout open: no end of file comes.
         let output = output_after_exit(&mut terminals, "printf done; sleep 30 &");
         assert_eq!(output["output"], "done");
-        let still_open = terminals.open.values().all(|t| !t.readers.iter().all(JoinHandle::is_finished));
+        let still_open = terminals.open.values().all(Terminal::output_open);
         assert!(still_open, "exited was answered while `sleep` still held the pipe, not when it ended");
         // Teardown kills what the command left in its group, so the readers end.
         terminals.kill_all();

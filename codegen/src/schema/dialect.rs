@@ -272,6 +272,7 @@ fn deepest(input: &Value, tokens: &[&str]) -> Vec<String> {
     let Some((first, rest)) = tokens.split_first() else { return Vec::new() };
     let keyword = first.replace("~1", "/").replace("~0", "~");
     let mut best = Vec::new();
+    // The reborrow gives the table's `'static` names the token's lifetime, so both chain.
     let names = std::iter::once(*first).chain(written_as(&keyword).map(|name| &name[..]));
     for name in names {
         let Some(child) = input.pointer(&format!("/{name}")) else { continue };

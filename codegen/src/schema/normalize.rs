@@ -250,7 +250,6 @@ struct Normalizer {
     /// Hoisted nodes by name, to let identical inline schemas share one.
     hoisted: BTreeSet<String>,
     origins: BTreeMap<String, String>,
-    reached: BTreeSet<String>,
     errors: Vec<NormalizeError>,
 }
 
@@ -278,7 +277,6 @@ pub fn normalize_in(root_name: &str, raw: &Value, pins: &BTreeMap<String, String
         defs: Map::new(),
         hoisted: BTreeSet::new(),
         origins: BTreeMap::new(),
-        reached: BTreeSet::new(),
         errors: dialect_error.into_iter().collect(),
     };
     n.names.claim_definitions(raw);
@@ -427,7 +425,6 @@ impl Normalizer {
     /// Rewrites one schema node and its children; `name` is the name this node has or
     /// would have if hoisted (children are named after it).
     fn node(&mut self, value: &Value, pointer: &str, name: &str) -> Value {
-        self.reached.insert(pointer.to_string());
         let Value::Object(input) = value else { return value.clone() };
         let entries = translate(self.dialect, input, pointer, &mut self.errors);
         let mut object = Map::new();
@@ -440,10 +437,8 @@ impl Normalizer {
                 // definitions of their own. Either way they leave the node.
                 if let Value::Object(defs) = child {
                     for (k, v) in defs {
-                        let at = format!("{at}/{}", escape_pointer(k));
-                        if pointer.is_empty() {
-                            self.reached.insert(at);
-                        } else {
+                        if !pointer.is_empty() {
+                            let at = format!("{at}/{}", escape_pointer(k));
                             let _ = self.child(v, &at, &format!("{name}{}", type_name(k)), false);
                         }
                     }

@@ -64,32 +64,30 @@ impl Seen {
         }
     }
 
-    /// The expression that marks name `i` met.
-    fn mark(&self, i: usize) -> TokenStream {
+    /// Where name `i`'s bit is (`seen` or one of its words), and the bit.
+    fn bit(&self, i: usize) -> (TokenStream, TokenStream) {
         match self.words {
             None => {
                 let bit = 1u128 << i;
-                quote! { seen |= #bit }
+                (quote! { seen }, quote! { #bit })
             }
             Some(_) => {
                 let (word, bit) = (i / 64, 1u64 << (i % 64));
-                quote! { seen[#word] |= #bit }
+                (quote! { seen[#word] }, quote! { #bit })
             }
         }
     }
 
+    /// The expression that marks name `i` met.
+    fn mark(&self, i: usize) -> TokenStream {
+        let (place, bit) = self.bit(i);
+        quote! { #place |= #bit }
+    }
+
     /// The condition that name `i` was not met.
     fn unseen(&self, i: usize) -> TokenStream {
-        match self.words {
-            None => {
-                let bit = 1u128 << i;
-                quote! { seen & #bit == 0 }
-            }
-            Some(_) => {
-                let (word, bit) = (i / 64, 1u64 << (i % 64));
-                quote! { seen[#word] & #bit == 0 }
-            }
-        }
+        let (place, bit) = self.bit(i);
+        quote! { #place & #bit == 0 }
     }
 }
 

@@ -27,11 +27,25 @@
 const SPACE: &str = r"\t\n\x0B\x0C\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}";
 const WORD: &str = "0-9A-Za-z_";
 const DIGIT: &str = "0-9";
-/// The complements of those three, as ranges of every other code point: a class cannot
-/// hold a negated class (`[\S@]`), but it can hold these.
-const NOT_SPACE: &str = r"\x{0}-\x{8}\x{E}-\x{1F}\x{21}-\x{9F}\x{A1}-\x{167F}\x{1681}-\x{1FFF}\x{200B}-\x{2027}\x{202A}-\x{202E}\x{2030}-\x{205E}\x{2060}-\x{2FFF}\x{3001}-\x{FEFE}\x{FF00}-\x{10FFFF}";
-const NOT_WORD: &str = r"\x{0}-\x{2F}\x{3A}-\x{40}\x{5B}-\x{5E}\x{60}\x{7B}-\x{10FFFF}";
-const NOT_DIGIT: &str = r"\x{0}-\x{2F}\x{3A}-\x{10FFFF}";
+
+/// `set` (the inside of a class: [`SPACE`], [`WORD`], [`DIGIT`]) as the ranges of every code
+/// point it leaves out: a class cannot hold a negated class (`[\S@]`), but it can hold
+/// these.
+fn complement(set: &str) -> String {
+    use regex_syntax::hir::{Class, HirKind};
+    let mut out = String::new();
+    // The three sets are constants of several code points each, so they parse as classes.
+    if let Ok(hir) = regex_syntax::parse(&format!("[{set}]")) {
+        if let HirKind::Class(Class::Unicode(class)) = hir.kind() {
+            let mut class = class.clone();
+            class.negate();
+            for range in class.ranges() {
+                out.push_str(&format!("\\x{{{:X}}}-\\x{{{:X}}}", range.start() as u32, range.end() as u32));
+            }
+        }
+    }
+    out
+}
 
 /// The `regex` source with `source`'s ECMA-262 meaning, or the construct that has none.
 pub fn translate(source: &str) -> Result<String, String> {
@@ -49,7 +63,7 @@ pub fn translate(source: &str) -> Result<String, String> {
                         let set = match e { 'd' => DIGIT, 'w' => WORD, _ => SPACE };
                         out.push_str(&if in_class { set.to_string() } else { format!("[{set}]") });
                     }
-                    'D' | 'W' | 'S' if in_class => out.push_str(match e { 'D' => NOT_DIGIT, 'W' => NOT_WORD, _ => NOT_SPACE }),
+                    'D' | 'W' | 'S' if in_class => out.push_str(&complement(match e { 'D' => DIGIT, 'W' => WORD, _ => SPACE })),
                     'D' | 'W' | 'S' => {
                         let set = match e { 'D' => DIGIT, 'W' => WORD, _ => SPACE };
                         out.push_str(&format!("[^{set}]"));
@@ -148,7 +162,9 @@ mod tests {
     /// Each negated set inside a class is exactly the code points its set leaves out.
     #[test]
     fn negated_sets_inside_a_class_are_the_complements() {
-        for (set, not) in [(SPACE, NOT_SPACE), (WORD, NOT_WORD), (DIGIT, NOT_DIGIT)] {
+        for set in [SPACE, WORD, DIGIT] {
+            let not = complement(set);
+            assert!(!not.is_empty(), "{set}");
             let (set, not) = (regex::Regex::new(&format!("^[{set}]$")).unwrap(), regex::Regex::new(&format!("^[{not}]$")).unwrap());
             let mut buffer = [0u8; 4];
             for c in (0..=0x10FFFF).filter_map(char::from_u32) {
