@@ -112,6 +112,8 @@ fn optional_test_inputs() {
         // CHECKFU_RELAY_SDK=1).
         ("CHECKFU_REAL_AGENTS", "checkfu_real_agents"),
         ("CHECKFU_RELAY_SDK", "checkfu_relay_sdk"),
+        // Public schemas fetched by tests/public-schemas/fetch.sh DIR.
+        ("CHECKFU_PUBLIC_SCHEMAS", "checkfu_public_schemas"),
     ];
     for (variable, cfg) in inputs {
         println!("cargo:rerun-if-env-changed={variable}");

@@ -21,7 +21,12 @@ struct Served {
 }
 
 fn serve(script: &str, extra: &[&str]) -> Served {
-    let dir = std::env::temp_dir().join(format!("checkfu-relay-test-{}-{script}-{}", std::process::id(), extra.len()));
+    // One directory per relay: tests run in parallel, and two of them serve the same script
+    // with as many arguments (a name made of those once let one test's cleanup remove the
+    // other's workspace before its relay wrote the token there).
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("checkfu-relay-test-{}-{script}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     let mut child = Command::new(CLI)
         .args(["relay", "--model-script", script, "--workspace"])

@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use super::instances::{same, Generator};
+use super::instances::{same, Generator, FULL_WORK};
 
 /// One instance for one definition, with the oracle's verdict.
 pub struct Case {
@@ -50,7 +50,13 @@ fn fragment(pointer: &str) -> String {
 /// Valid-looking instances and single mutations for each definition (`(name, origin)`),
 /// with the oracle's verdict; `budget` caps the mutations of one instance.
 pub fn cases(document: &Value, definitions: &[(String, String)], budget: usize) -> Vec<Case> {
-    let generator = Generator { document };
+    bounded_cases(document, definitions, budget, FULL_WORK)
+}
+
+/// [`cases`], with each definition's instances filled in fully for at most `work` calls
+/// of the generator (see [`FULL_WORK`]).
+pub fn bounded_cases(document: &Value, definitions: &[(String, String)], budget: usize, work: usize) -> Vec<Case> {
+    let generator = Generator::new(document, work);
     let registry = jsonschema::Registry::new()
         .add(DOCUMENT, document.clone())
         .and_then(|r| r.prepare())
@@ -58,19 +64,8 @@ pub fn cases(document: &Value, definitions: &[(String, String)], budget: usize) 
     let mut out = Vec::new();
     for (name, origin) in definitions {
         let Some(target) = document.pointer(origin) else { continue };
-        // The root directly; any other node through a reference into the registered
-        // document, so that its own references resolve as they do in the input.
-        // `format` is an annotation in every draft the compiler reads (draft-04 to -07 only
-        // allow asserting it, and the compiler does not), so the oracle must not assert it.
-        let oracle = if origin.is_empty() {
-            jsonschema::options().should_validate_formats(false).build(document)
-        } else {
-            jsonschema::options()
-                .should_validate_formats(false)
-                .with_registry(&registry)
-                .build(&json!({"$ref": format!("{DOCUMENT}#{}", fragment(origin))}))
-        };
-        let oracle = oracle.unwrap_or_else(|e| panic!("jsonschema compiles {name} at {origin}: {e}"));
+        let oracle = oracle(document, &registry, name, origin);
+        generator.start();
         let mut instances = generator.valid(target, 0);
         let mut mutated = Vec::new();
         for instance in &instances {
@@ -83,6 +78,31 @@ pub fn cases(document: &Value, definitions: &[(String, String)], budget: usize) 
         }
     }
     out
+}
+
+/// The oracle for the definition `name` at `origin` in `document`: the root directly, any
+/// other node through a reference into the registered document, so that its own references
+/// resolve as they do in the input. `format` is an annotation in every draft the compiler
+/// reads (draft-04 to -07 only allow asserting it, and the compiler does not), so the
+/// oracle must not assert it.
+fn oracle(document: &Value, registry: &jsonschema::Registry, name: &str, origin: &str) -> jsonschema::Validator {
+    let oracle = if origin.is_empty() {
+        jsonschema::options().should_validate_formats(false).build(document)
+    } else {
+        jsonschema::options()
+            .should_validate_formats(false)
+            .with_registry(registry)
+            .build(&json!({"$ref": format!("{DOCUMENT}#{}", fragment(origin))}))
+    };
+    oracle.unwrap_or_else(|e| panic!("jsonschema compiles {name} at {origin}: {e}"))
+}
+
+/// Given instances (real documents, say) of the document's root definition `root`, with
+/// the oracle's verdict.
+pub fn judged(document: &Value, root: &str, instances: Vec<Value>) -> Vec<Case> {
+    let registry = jsonschema::Registry::new().prepare().expect("an empty registry");
+    let oracle = oracle(document, &registry, root, "");
+    instances.into_iter().map(|instance| Case { def: root.to_string(), expected: oracle.is_valid(&instance), instance }).collect()
 }
 
 /// Compares verdicts with the oracle: accept/reject must agree, and an accepted instance
