@@ -6,10 +6,8 @@
 
 mod support;
 
-use checkfu_wire_codegen::rust::{format_file, schemas};
-use checkfu_wire_codegen::schema::normalize::normalize;
 use serde_json::{json, Value};
-use support::compile::{build, verdicts, Module};
+use support::compile::{build, generate, verdicts};
 use support::oracle::{cases, compare};
 
 fn corpus() -> Vec<(&'static str, Value)> {
@@ -231,16 +229,12 @@ fn hostile_schemas_compile_and_agree_with_jsonschema() {
     let mut all_cases = Vec::new();
     let mut module_of_case = Vec::new();
     for (file, schema) in corpus() {
-        let generated = schemas::generate(file, &schema)
+        let generated = generate(file, &schema)
             .unwrap_or_else(|d| panic!("{file} must generate: {}", d.iter().map(|d| d.message.clone()).collect::<Vec<_>>().join("\n")));
-        let source = format_file("// generated for a test", generated.tokens).expect("formats");
-        let (module, root) = schemas::names(file);
-        let normalized = normalize(&root, &schema);
-        let named: Vec<(String, String)> = normalized.origins.iter().map(|(n, o)| (n.clone(), o.clone())).collect();
-        let file_cases = cases(&schema, &named, 400);
-        module_of_case.extend(std::iter::repeat_n(module.clone(), file_cases.len()));
+        let file_cases = cases(&schema, &generated.definitions, 400);
+        module_of_case.extend(std::iter::repeat_n(generated.module.name.clone(), file_cases.len()));
         all_cases.extend(file_cases);
-        modules.push(Module { name: module, source });
+        modules.push(generated.module);
     }
     let binary = build("hostile_schemas", &modules).unwrap_or_else(|e| panic!("generated code does not build:\n{e}"));
     let verdicts = verdicts(&binary, &module_of_case, &all_cases);

@@ -21,6 +21,24 @@ pub struct Module {
     pub source: String,
 }
 
+/// One schema file generated for a test: its module, its root definition's name, and
+/// every definition as `(name, origin)`, the JSON Pointer in the input it came from.
+pub struct Generated {
+    pub module: Module,
+    pub root: String,
+    pub definitions: Vec<(String, String)>,
+}
+
+/// Generates `schema` as the file `file` would be; `Err` is the compiler's diagnostics.
+pub fn generate(file: &str, schema: &Value) -> Result<Generated, Vec<checkfu_wire_codegen::diagnostic::Diagnostic>> {
+    use checkfu_wire_codegen::rust::{format_file, schemas};
+    let generated = schemas::generate(file, schema)?;
+    let source = format_file("// generated for a test", generated.tokens).expect("generated code formats");
+    let (name, root) = schemas::names(file);
+    let origins = checkfu_wire_codegen::schema::normalize::normalize(&root, schema).origins;
+    Ok(Generated { module: Module { name, source }, root, definitions: origins.into_iter().collect() })
+}
+
 const MAIN: &str = r#"
 use std::io::BufRead;
 use serde_json::{json, Value};
