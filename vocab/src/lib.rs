@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 pub mod decimal;
+pub mod oneshot;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
