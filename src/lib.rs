@@ -11,6 +11,7 @@ pub mod exact;
 pub mod schemas;
 pub mod admission;
 pub mod conformance;
+pub mod oneshot;
 // The live diagnostic and what it stands on, behind the default `probe` feature: a crate
 // that only decodes compiles no HTTP server.
 #[cfg(feature = "probe")]

@@ -4,6 +4,7 @@ mod conform;
 mod decode;
 mod generate;
 mod probe;
+mod probe_oneshot;
 mod relay;
 
 use std::path::PathBuf;

@@ -17,93 +17,136 @@ pub struct Args {
     /// The driver whose envelope the declaration is admitted against (default: the catalog's
     /// ACP driver).
     #[arg(long)]
-    driver: Option<String>,
+    pub(super) driver: Option<String>,
     /// The retention mode of the envelope.
     #[arg(long, default_value = "durable")]
-    retention: String,
+    pub(super) retention: String,
     /// `checkfu.builtin_tools` for session/new: a comma-separated tool list.
     #[arg(long, value_delimiter = ',', num_args = 0..)]
-    builtin_tools: Option<Vec<String>>,
+    pub(super) builtin_tools: Option<Vec<String>>,
     /// Call `authenticate` with this `authMethods` id (from the initialize answer) before
     /// session/new.
     #[arg(long, value_name = "METHOD_ID")]
-    authenticate: Option<String>,
+    pub(super) authenticate: Option<String>,
     /// `checkfu.continuity` for session/new.
     #[arg(long)]
-    continuity: Option<String>,
+    pub(super) continuity: Option<String>,
     /// `checkfu.runtime_config` for session/new, as JSON (`{"context_window": 200000}`).
     #[arg(long)]
-    runtime_config: Option<String>,
+    pub(super) runtime_config: Option<String>,
     /// `checkfu.output_schema` for session/new: a JSON Schema file, which must pass the
     /// safety profile before it is sent.
     #[arg(long)]
-    output_schema: Option<PathBuf>,
+    pub(super) output_schema: Option<PathBuf>,
     /// Send a scripted cooperative interrupt (when `interrupt: cooperative` was admitted) and
     /// opt in to its check.
     #[arg(long)]
-    interrupt: bool,
+    pub(super) interrupt: bool,
     /// How permission requests are answered.
     #[arg(long, value_enum, default_value = "allow")]
-    permission: PermissionPolicy,
+    pub(super) permission: PermissionPolicy,
     /// Serve the harness's `terminal/*` requests: commands run in the session's workspace as
     /// the user running the probe (not a sandbox). Without it they are answered -32601.
     #[arg(long)]
-    allow_terminals: bool,
+    pub(super) allow_terminals: bool,
     /// Seconds each step may take.
     #[arg(long, default_value_t = 30.0, value_parser = seconds)]
-    step_timeout: f64,
+    pub(super) step_timeout: f64,
     /// Seconds the whole session may take.
     #[arg(long, default_value_t = 120.0, value_parser = seconds)]
-    deadline: f64,
+    pub(super) deadline: f64,
     /// Seconds the turn is still watched after its terminal, for late or duplicate emissions.
     #[arg(long, default_value_t = 0.25, value_parser = seconds)]
-    settle: f64,
+    pub(super) settle: f64,
     /// Seconds teardown waits after closing stdin, and again after SIGTERM.
     #[arg(long, default_value_t = 2.0, value_parser = seconds)]
-    kill_grace: f64,
+    pub(super) kill_grace: f64,
     /// Write the wire, both directions, as the JSON Lines `decode` reads.
     #[arg(long)]
-    record: Option<PathBuf>,
+    pub(super) record: Option<PathBuf>,
     /// Write the observation trace, as `conform` reads it.
     #[arg(long)]
-    trace: Option<PathBuf>,
+    pub(super) trace: Option<PathBuf>,
     /// The provider whose gateway allow-list the model relay serves (default: the
     /// unlisted-provider route, a compatible customer endpoint).
     #[arg(long, value_name = "NAME")]
-    provider: Option<String>,
+    pub(super) provider: Option<String>,
     /// The replay model's script: `nonce`, `tool`, or a JSON file of replies.
     #[arg(long, value_name = "nonce|tool|FILE", default_value = "nonce")]
-    model_script: String,
+    pub(super) model_script: String,
     /// Bind the run to this catalog entry: its driver, its declaration and its dialects are
     /// compared with what the harness does.
     #[arg(long, value_name = "NAME")]
-    harness: Option<String>,
+    pub(super) harness: Option<String>,
     /// A launch recipe (`recipes/*.json`): command, env and home files, with placeholders.
     #[arg(long, value_name = "FILE")]
-    recipe: Option<PathBuf>,
+    pub(super) recipe: Option<PathBuf>,
     /// Run the harness with your own HOME (by default it gets a fresh, empty one).
     #[arg(long)]
-    inherit_home: bool,
+    pub(super) inherit_home: bool,
     /// A variable for the harness, KEY=VALUE (repeatable; placeholders expanded).
     #[arg(long = "env", value_name = "KEY=VALUE", value_parser = pair)]
-    env: Vec<(String, String)>,
+    pub(super) env: Vec<(String, String)>,
     /// A file written into the fresh home, RELPATH=TEMPLATE (repeatable; placeholders
     /// expanded).
     #[arg(long = "home-file", value_name = "RELPATH=TEMPLATE", value_parser = pair)]
-    home_file: Vec<(String, String)>,
+    pub(super) home_file: Vec<(String, String)>,
     /// Do not run the harness in a loopback-only network namespace (the proxy variables
     /// are then the only fence).
     #[arg(long)]
-    no_netns: bool,
+    pub(super) no_netns: bool,
     /// Write the model calls the relay served, bodies included, as JSON Lines.
     #[arg(long, value_name = "FILE")]
-    record_model: Option<PathBuf>,
+    pub(super) record_model: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
-    format: Format,
+    pub(super) format: Format,
+    /// The release protocol: `acp-v1` (a live ACP session) or `oneshot-v1` (a CLI run
+    /// once per turn). Default: the recipe's, else `acp-v1`.
+    #[arg(long, value_name = "acp-v1|oneshot-v1")]
+    pub(super) protocol: Option<String>,
+    /// oneshot-v1: how the prompt reaches the CLI.
+    #[arg(long, value_name = "stdin|argv_path")]
+    pub(super) prompt_transport: Option<String>,
+    /// oneshot-v1: what the CLI prints.
+    #[arg(long, value_name = "text|stream_json")]
+    pub(super) output_mode: Option<String>,
+    /// oneshot-v1: an argument after the entrypoint (repeatable, in order; placeholders
+    /// `{prompt_path}`, `{resume_flag}` and the launch ones).
+    #[arg(long = "argv", value_name = "ARG", allow_hyphen_values = true)]
+    pub(super) argv: Vec<String>,
+    /// oneshot-v1: the flag that makes the second run resume the first (may hold
+    /// `{session_id}`).
+    #[arg(long, value_name = "FLAG", allow_hyphen_values = true)]
+    pub(super) resume_flag: Option<String>,
+    /// oneshot-v1: the flag the output schema's file path follows.
+    #[arg(long, value_name = "FLAG", allow_hyphen_values = true)]
+    pub(super) output_schema_flag: Option<String>,
+    /// oneshot-v1: how the output schema reaches the CLI.
+    #[arg(long, value_name = "argv_path")]
+    pub(super) output_schema_transport: Option<String>,
+    /// oneshot-v1: where the Runner mounts the workspace (recorded; the probe runs the CLI
+    /// in its fresh workspace).
+    #[arg(long, value_name = "DIR")]
+    pub(super) working_directory: Option<String>,
     /// The harness command and its arguments, after `--` (optional with --recipe).
     #[arg(last = true, value_name = "COMMAND")]
-    command: Vec<OsString>,
+    pub(super) command: Vec<OsString>,
+}
+
+/// The first one-shot flag given, if any (refused in an ACP run).
+fn oneshot_flag(args: &Args) -> Option<&'static str> {
+    [
+        ("--prompt-transport", args.prompt_transport.is_some()),
+        ("--output-mode", args.output_mode.is_some()),
+        ("--argv", !args.argv.is_empty()),
+        ("--resume-flag", args.resume_flag.is_some()),
+        ("--output-schema-flag", args.output_schema_flag.is_some()),
+        ("--output-schema-transport", args.output_schema_transport.is_some()),
+        ("--working-directory", args.working_directory.is_some()),
+    ]
+    .into_iter()
+    .find_map(|(flag, given)| given.then_some(flag))
 }
 
 fn pair(text: &str) -> Result<(String, String), String> {
@@ -116,7 +159,7 @@ fn pair(text: &str) -> Result<(String, String), String> {
 /// An output path is checked before anything starts: its directory must exist, and the
 /// path must not be a directory, so a run is never thrown away at the end for want of a
 /// place to write it.
-fn writable(flag: &str, path: &Path) -> Result<(), String> {
+pub(super) fn writable(flag: &str, path: &Path) -> Result<(), String> {
     if path.is_dir() {
         return Err(format!("{flag} {}: is a directory", path.display()));
     }
@@ -138,7 +181,7 @@ fn seconds(text: &str) -> Result<f64, String> {
     }
 }
 
-fn usage(message: impl std::fmt::Display) -> i32 {
+pub(super) fn usage(message: impl std::fmt::Display) -> i32 {
     eprintln!("error: {message}");
     2
 }
@@ -158,6 +201,16 @@ pub fn probe(args: Args) -> i32 {
         },
         None => None,
     };
+    let protocol = args.protocol.clone().or_else(|| recipe.as_ref().and_then(|r| r.protocol.clone())).unwrap_or_else(|| String::from("acp-v1"));
+    match protocol.as_str() {
+        "acp-v1" => {
+            if let Some(flag) = oneshot_flag(&args) {
+                return usage(format!("{flag} is a oneshot-v1 flag; add --protocol oneshot-v1"));
+            }
+        }
+        checkfu_wire::oneshot::PROTOCOL => return super::probe_oneshot::probe(args, recipe),
+        other => return usage(format!("--protocol {other}: known protocols are acp-v1 and {}", checkfu_wire::oneshot::PROTOCOL)),
+    }
     let command = match (&recipe, args.command.is_empty()) {
         (_, false) => args.command.clone(),
         (Some(recipe), true) => recipe.command.iter().map(OsString::from).collect(),
@@ -178,45 +231,25 @@ pub fn probe(args: Args) -> i32 {
             options.driver = driver.to_owned();
         }
     }
-    options.env.extend(args.env.iter().cloned());
-    options.home_files.extend(args.home_file.iter().cloned());
-    options.provider = args.provider.clone();
-    options.inherit_home = args.inherit_home;
-    options.netns = !args.no_netns;
-    options.model_script = match checkfu_wire::relay::Script::parse(&args.model_script) {
-        Ok(script) => script,
-        Err(e) => return usage(e),
-    };
-    if let Some(driver) = args.driver {
+    if let Err(code) = shared_options(&args, &mut options) {
+        return code;
+    }
+    if let Some(driver) = args.driver.clone() {
         options.driver = driver;
     }
-    options.retention = args.retention;
-    options.builtin_tools = args.builtin_tools;
-    options.continuity = args.continuity;
-    options.authenticate = args.authenticate;
-    if let Some(text) = args.runtime_config {
-        match serde_json::from_str(&text) {
+    options.retention = args.retention.clone();
+    options.builtin_tools = args.builtin_tools.clone();
+    options.continuity = args.continuity.clone();
+    options.authenticate = args.authenticate.clone();
+    if let Some(text) = &args.runtime_config {
+        match serde_json::from_str(text) {
             Ok(value) => options.runtime_config = Some(value),
             Err(e) => return usage(format!("--runtime-config is not JSON: {e}")),
-        }
-    }
-    if let Some(path) = &args.output_schema {
-        let bytes = match std::fs::read(path) {
-            Ok(bytes) => bytes,
-            Err(e) => return usage(format!("cannot read {}: {e}", path.display())),
-        };
-        match serde_json::from_slice(&bytes) {
-            Ok(value) => options.output_schema = Some(value),
-            Err(e) => return usage(format!("{}:{}:{}: not JSON: {e}", path.display(), e.line(), e.column())),
         }
     }
     options.interrupt = args.interrupt;
     options.permission = args.permission;
     options.terminals = args.allow_terminals;
-    options.step_timeout = Duration::from_secs_f64(args.step_timeout);
-    options.deadline = Duration::from_secs_f64(args.deadline);
-    options.settle = Duration::from_secs_f64(args.settle);
-    options.kill_grace = Duration::from_secs_f64(args.kill_grace);
 
     // In text format the banner and each step are said as they happen, on stderr, so that
     // a slow harness is never met with silence and `--format json` keeps stdout one object.
@@ -254,8 +287,37 @@ pub fn probe(args: Args) -> i32 {
     }
 }
 
+/// The options both lanes take from the command line: the model plane, the harness's
+/// environment, the output schema and the times. `Err` is the exit code of a usage error.
+pub(super) fn shared_options(args: &Args, options: &mut ProbeOptions) -> Result<(), i32> {
+    options.env.extend(args.env.iter().cloned());
+    options.home_files.extend(args.home_file.iter().cloned());
+    options.provider = args.provider.clone();
+    options.inherit_home = args.inherit_home;
+    options.netns = !args.no_netns;
+    options.model_script = match checkfu_wire::relay::Script::parse(&args.model_script) {
+        Ok(script) => script,
+        Err(e) => return Err(usage(e)),
+    };
+    if let Some(path) = &args.output_schema {
+        let bytes = match std::fs::read(path) {
+            Ok(bytes) => bytes,
+            Err(e) => return Err(usage(format!("cannot read {}: {e}", path.display()))),
+        };
+        match serde_json::from_slice(&bytes) {
+            Ok(value) => options.output_schema = Some(value),
+            Err(e) => return Err(usage(format!("{}:{}:{}: not JSON: {e}", path.display(), e.line(), e.column()))),
+        }
+    }
+    options.step_timeout = Duration::from_secs_f64(args.step_timeout);
+    options.deadline = Duration::from_secs_f64(args.deadline);
+    options.settle = Duration::from_secs_f64(args.settle);
+    options.kill_grace = Duration::from_secs_f64(args.kill_grace);
+    Ok(())
+}
+
 /// Writes a file whole or not at all: a temporary file beside it, then a rename.
-fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(super) fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let temporary = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
     std::fs::write(&temporary, bytes)?;

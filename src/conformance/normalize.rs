@@ -80,6 +80,32 @@ impl Normalizer {
         self.push(json!({"kind": "terminal", "outcome": outcome, "stop_reason": stop_reason}));
     }
 
+    /// A terminal that is a failure whatever its stop reason says (a one-shot stream that
+    /// reported an error before it).
+    pub fn terminal_failure(&mut self, stop_reason: &str) {
+        self.push(json!({"kind": "terminal", "outcome": "failure", "stop_reason": stop_reason}));
+    }
+
+    /// Output text read from a lane other than ACP's (a one-shot CLI's stream or stdout).
+    pub fn output(&mut self, text: &str) {
+        self.output.push_str(text);
+        self.push(json!({"kind": "output", "text": text}));
+    }
+
+    /// A tool call read from a lane other than ACP's.
+    pub fn tool_use(&mut self, id: &str, name: Option<&str>) {
+        let mut use_ = json!({"kind": "tool_use", "id": id});
+        if let Some(name) = name {
+            use_["name"] = json!(name);
+        }
+        self.push(use_);
+    }
+
+    /// The settlement of a tool call read from a lane other than ACP's.
+    pub fn tool_result(&mut self, id: &str) {
+        self.push(json!({"kind": "tool_result", "id": id}));
+    }
+
     /// A `session/update` notification the decoder accepted.
     pub fn update(&mut self, report: &Report, message: &Value) {
         let Some(update) = message.pointer("/params/update") else { return };

@@ -26,6 +26,35 @@ impl Placeholders {
             .replace("{home}", &self.home)
     }
 
+    /// The value of a launch placeholder.
+    pub fn value(&self, name: &str) -> Option<&str> {
+        match name {
+            "relay_url" => Some(&self.relay_url),
+            "api_key" => Some(&self.api_key),
+            "workspace" => Some(&self.workspace),
+            "home" => Some(&self.home),
+            _ => None,
+        }
+    }
+
+    /// Expands a template by the placeholder grammar of `oneshot-v1` declarations
+    /// (`checkfu_wire_vocab::oneshot::pieces`: `{{` and `}}` are literal braces, and a
+    /// placeholder neither these nor `extra` name is an error naming it).
+    pub fn expand_strict(&self, text: &str, extra: &[(&str, &str)]) -> Result<String, String> {
+        use checkfu_wire_vocab::oneshot::{pieces, Piece};
+        let mut out = String::new();
+        for piece in pieces(text)? {
+            match piece {
+                Piece::Text(t) => out.push_str(&t),
+                Piece::Placeholder(name) => {
+                    let value = extra.iter().find(|(n, _)| *n == name).map(|(_, v)| *v).or_else(|| self.value(name));
+                    out.push_str(value.ok_or_else(|| format!("unknown placeholder `{{{name}}}`"))?);
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// An argument, expanded when it is UTF-8 (anything else cannot hold a placeholder).
     pub fn expand_os(&self, arg: &std::ffi::OsStr) -> OsString {
         match arg.to_str() {

@@ -15,6 +15,7 @@
 
 pub mod launch;
 pub mod model_plane;
+pub mod oneshot;
 pub mod recipe;
 pub mod result;
 
@@ -176,13 +177,7 @@ pub fn run(options: &ProbeOptions) -> Result<ProbeResult, UsageError> {
 
 /// [`run`], telling `progress` each step as it ends (the text format prints them at once).
 pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(&str)) -> Result<ProbeResult, UsageError> {
-    let entry = match &options.harness {
-        Some(name) => Some(catalog::HARNESSES.iter().find(|h| h.name == name).ok_or_else(|| {
-            let known: Vec<&str> = catalog::HARNESSES.iter().map(|h| h.name).collect();
-            UsageError::Options(format!("no harness `{name}` in the catalog (it has: {})", known.join(", ")))
-        })?),
-        None => None,
-    };
+    let entry = catalog_entry(options)?;
     let envelope = catalog::envelope(&options.driver, &options.retention).ok_or_else(|| {
         let known: Vec<String> = catalog::ENVELOPES.iter().map(|e| format!("{} / {}", e.owner, e.retention.unwrap_or("-"))).collect();
         UsageError::Options(format!(
@@ -203,6 +198,75 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(&str)) -> Resul
             ));
         }
     }
+    let Plane { workspace, nonce, namespace, fence, fence_note, relay, home, placeholders, env } = prepare(options)?;
+    let command: Vec<OsString> = options.command.iter().map(|a| placeholders.expand_os(a)).collect();
+    let launch = session::Launch { env, netns: namespace.as_ref().map(|n| n.raw_fd()), cwd: None };
+    let session_options = session::Options { permission: options.permission, terminals: options.terminals, deadline: options.deadline };
+    let session = Session::start_in(workspace, &command, session_options, &launch).map_err(|e| {
+        let command = options.command.first().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
+        UsageError::CannotStart(format!("cannot start `{command}`: {e}"))
+    })?;
+    let mut run = Run::new(session, options, nonce, progress);
+    run.admission.driver = options.driver.clone();
+    run.admission.retention = options.retention.clone();
+    let admitted = run.initialize(envelope);
+    let session_id = match &admitted {
+        Some(_) => run.start_session(meta),
+        None => {
+            run.skip("session_start", "the initialize handshake failed");
+            None
+        }
+    };
+    match (&admitted, session_id) {
+        (Some(admitted), Some(session_id)) => run.prompt(admitted, &session_id, &relay),
+        (_, _) => run.skip("prompt_exchange", "no session was started"),
+    }
+    let mut result = run.finish(admitted.as_ref());
+    // The harness is gone: stop the relay (closing whatever it left open) and read its record.
+    let record = relay.stop();
+    drop(namespace);
+    drop(home);
+    let mut plane = ModelPlane::new(
+        options.provider.as_deref().unwrap_or(relay::routes::UNLISTED),
+        fence,
+        fence_note,
+        options.model_script.name(),
+        record,
+    );
+    plane.nonce_in_output = result.nonce_in_output;
+    if let Some(entry) = entry {
+        plane.bind(entry, options.provider.as_deref(), Some(&result.admission.declaration));
+    }
+    result.model_plane = Some(plane);
+    Ok(result)
+}
+
+/// The catalog entry a run is bound to (`--harness`), if any.
+pub(crate) fn catalog_entry(options: &ProbeOptions) -> Result<Option<&'static catalog::Harness>, UsageError> {
+    match &options.harness {
+        Some(name) => Ok(Some(catalog::HARNESSES.iter().find(|h| h.name == name).ok_or_else(|| {
+            let known: Vec<&str> = catalog::HARNESSES.iter().map(|h| h.name).collect();
+            UsageError::Options(format!("no harness `{name}` in the catalog (it has: {})", known.join(", ")))
+        })?)),
+        None => Ok(None),
+    }
+}
+
+/// What both lanes stand on, made before the harness starts: the workspace, the nonce, the
+/// fence, the relay, the fresh home with its files, the placeholders and the environment.
+pub(crate) struct Plane {
+    pub workspace: session::workspace::Workspace,
+    pub nonce: String,
+    pub namespace: Option<session::fence::Namespace>,
+    pub fence: Fence,
+    pub fence_note: Option<String>,
+    pub relay: Relay,
+    pub home: Option<session::home::Home>,
+    pub placeholders: launch::Placeholders,
+    pub env: Vec<(OsString, OsString)>,
+}
+
+pub(crate) fn prepare(options: &ProbeOptions) -> Result<Plane, UsageError> {
     let cannot_start = |what: &str, e: String| UsageError::CannotStart(format!("cannot prepare the session ({what}): {e}"));
     let workspace = session::workspace::Workspace::create().map_err(|e| cannot_start("workspace", e.to_string()))?;
     let nonce = nonce();
@@ -246,46 +310,7 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(&str)) -> Resul
     }
     let mut env: Vec<(OsString, OsString)> = launch::conventional(&placeholders, home.as_ref()).into_iter().map(|(k, v)| (k.into(), v.into())).collect();
     env.extend(options.env.iter().map(|(k, v)| (OsString::from(k), OsString::from(placeholders.expand(v)))));
-    let command: Vec<OsString> = options.command.iter().map(|a| placeholders.expand_os(a)).collect();
-    let launch = session::Launch { env, netns: namespace.as_ref().map(|n| n.raw_fd()) };
-    let session_options = session::Options { permission: options.permission, terminals: options.terminals, deadline: options.deadline };
-    let session = Session::start_in(workspace, &command, session_options, &launch).map_err(|e| {
-        let command = options.command.first().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
-        UsageError::CannotStart(format!("cannot start `{command}`: {e}"))
-    })?;
-    let mut run = Run::new(session, options, nonce, progress);
-    run.admission.driver = options.driver.clone();
-    run.admission.retention = options.retention.clone();
-    let admitted = run.initialize(envelope);
-    let session_id = match &admitted {
-        Some(_) => run.start_session(meta),
-        None => {
-            run.skip("session_start", "the initialize handshake failed");
-            None
-        }
-    };
-    match (&admitted, session_id) {
-        (Some(admitted), Some(session_id)) => run.prompt(admitted, &session_id, &relay),
-        (_, _) => run.skip("prompt_exchange", "no session was started"),
-    }
-    let mut result = run.finish(admitted.as_ref());
-    // The harness is gone: stop the relay (closing whatever it left open) and read its record.
-    let record = relay.stop();
-    drop(namespace);
-    drop(home);
-    let mut plane = ModelPlane::new(
-        options.provider.as_deref().unwrap_or(relay::routes::UNLISTED),
-        fence,
-        fence_note,
-        options.model_script.name(),
-        record,
-    );
-    plane.nonce_in_output = result.nonce_in_output;
-    if let Some(entry) = entry {
-        plane.bind(entry, options.provider.as_deref(), &result.admission.declaration);
-    }
-    result.model_plane = Some(plane);
-    Ok(result)
+    Ok(Plane { workspace, nonce, namespace, fence, fence_note, relay, home, placeholders, env })
 }
 
 /// One run's state.

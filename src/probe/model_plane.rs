@@ -94,11 +94,12 @@ impl ModelPlane {
     }
 
     /// Compares the run with the catalog entry: its declaration at `initialize` with the
-    /// entry's `declares`, and the dialects spoken with the entry's `dialects`.
-    pub fn bind(&mut self, entry: &catalog::Harness, provider: Option<&str>, declaration: &Value) {
+    /// entry's `declares` (ACP only: `None` for a one-shot run, which has no handshake), and
+    /// the dialects spoken with the entry's `dialects`.
+    pub fn bind(&mut self, entry: &catalog::Harness, provider: Option<&str>, declaration: Option<&Value>) {
         let mut mismatches = Vec::new();
-        let declared = declaration.as_object();
-        for (member, value) in entry.declares {
+        let declared = declaration.and_then(Value::as_object);
+        for (member, value) in entry.declares.iter().filter(|_| declaration.is_some()) {
             match declared.and_then(|d| d.get(*member)) {
                 Some(Value::String(got)) if got == value => {}
                 Some(got) => mismatches.push(format!("the catalog says `{}` declares {member}: {value:?}; the harness declared {member}: {got}", entry.name)),

@@ -24,9 +24,17 @@ use serde::Deserialize;
 #[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct Recipe {
+    /// `acp-v1` (the default) or `oneshot-v1`.
+    #[serde(default)]
+    pub protocol: Option<String>,
     #[serde(default)]
     pub harness: Option<String>,
+    /// The ACP harness's command (`acp-v1`).
+    #[serde(default)]
     pub command: Vec<String>,
+    /// The one-shot launch declaration (`oneshot-v1`), decoded by the release decoder.
+    #[serde(default)]
+    pub declaration: Option<serde_json::Value>,
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     #[serde(default)]
@@ -41,10 +49,32 @@ impl Recipe {
     pub fn load(path: &Path) -> Result<Recipe, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read the recipe {}: {e}", path.display()))?;
         let recipe: Recipe = serde_json::from_str(&text).map_err(|e| format!("the recipe {} is not valid: {e}", path.display()))?;
-        if recipe.command.is_empty() {
-            return Err(format!("the recipe {} has an empty `command`", path.display()));
+        match recipe.protocol.as_deref() {
+            None | Some("acp-v1") => {
+                if recipe.command.is_empty() {
+                    return Err(format!("the recipe {} has an empty `command`", path.display()));
+                }
+                if recipe.declaration.is_some() {
+                    return Err(format!("the recipe {} has a `declaration`, which only a `oneshot-v1` recipe has", path.display()));
+                }
+            }
+            Some(crate::oneshot::PROTOCOL) => {
+                if !recipe.command.is_empty() || !recipe.env.is_empty() || !recipe.home_files.is_empty() {
+                    return Err(format!("the recipe {} is `oneshot-v1`: its command, env and home files go in `declaration`", path.display()));
+                }
+                let Some(declaration) = &recipe.declaration else {
+                    return Err(format!("the recipe {} is `oneshot-v1` but has no `declaration`", path.display()));
+                };
+                crate::oneshot::decode_value(declaration).map_err(|e| format!("the recipe {}: {e}", path.display()))?;
+            }
+            Some(other) => return Err(format!("the recipe {} names the protocol {other:?}; known: acp-v1, {}", path.display(), crate::oneshot::PROTOCOL)),
         }
         Ok(recipe)
+    }
+
+    /// The one-shot declaration of a `oneshot-v1` recipe (checked by [`Recipe::load`]).
+    pub fn oneshot(&self) -> Option<crate::oneshot::Declaration> {
+        self.declaration.as_ref().and_then(|d| crate::oneshot::decode_value(d).ok())
     }
 }
 
@@ -56,7 +86,8 @@ mod tests {
     fn the_recipes_in_the_repository_load_and_name_catalog_entries() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes");
         let mut seen = 0;
-        for entry in std::fs::read_dir(&dir).expect("recipes/") {
+        let oneshot = std::fs::read_dir(dir.join("oneshot")).into_iter().flatten();
+        for entry in std::fs::read_dir(&dir).expect("recipes/").chain(oneshot) {
             let path = entry.expect("entry").path();
             if path.extension().and_then(|e| e.to_str()) != Some("json") {
                 continue;

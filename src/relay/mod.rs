@@ -32,6 +32,7 @@ pub mod dialect;
 pub mod record;
 pub mod routes;
 pub mod script;
+pub mod structured;
 
 use std::convert::Infallible;
 use std::net::{SocketAddr, TcpListener};
@@ -92,6 +93,11 @@ struct State {
     routes: Vec<Route>,
     model: Model,
     nonce: String,
+    /// The nonce of the turn before this one (`Relay::begin_turn`), looked for too: a
+    /// one-shot CLI's second run resumes only if its request carries it.
+    earlier_nonce: Option<String>,
+    /// The probe's turn, from 1: which run a call belongs to.
+    turn: usize,
     key: String,
     sequence: usize,
     record: Record,
@@ -117,7 +123,7 @@ impl Relay {
         }
         listener.set_nonblocking(true).map_err(|e| format!("the relay's socket: {e}"))?;
         let model = Model::new(config.script, config.token, config.token_file);
-        let state = Arc::new(Mutex::new(State { routes, model, nonce: config.nonce, key: config.key.clone(), sequence: 0, record: Record::default() }));
+        let state = Arc::new(Mutex::new(State { routes, model, nonce: config.nonce, earlier_nonce: None, turn: 1, key: config.key.clone(), sequence: 0, record: Record::default() }));
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let runtime = tokio::runtime::Builder::new_current_thread().enable_io().enable_time().build().map_err(|e| format!("the relay's runtime: {e}"))?;
         let shared = Arc::clone(&state);
@@ -135,6 +141,15 @@ impl Relay {
             })
             .map_err(|e| format!("the relay's thread: {e}"))?;
         Ok(Relay { addr, key: config.key, provider: config.provider, state, stop: Some(stop), thread: Some(thread) })
+    }
+
+    /// Starts the next turn: calls from now on belong to it, `nonce` is the one looked for,
+    /// and the nonce it replaces is looked for as the earlier one (`earlier_nonce_in_request`).
+    pub fn begin_turn(&self, nonce: String) {
+        let mut guard = lock(&self.state);
+        let earlier = std::mem::replace(&mut guard.nonce, nonce);
+        guard.earlier_nonce = Some(earlier);
+        guard.turn += 1;
     }
 
     /// `http://127.0.0.1:PORT`, with no path and no trailing slash.
@@ -372,6 +387,8 @@ async fn handle(state: &Mutex<State>, request: Request<Incoming>, stall: Duratio
     };
     let mut guard = lock(state);
     let nonce_in_request = !guard.nonce.is_empty() && memchr::memmem::find(&body, guard.nonce.as_bytes()).is_some();
+    let earlier_nonce_in_request = guard.earlier_nonce.as_ref().is_some_and(|n| !n.is_empty() && memchr::memmem::find(&body, n.as_bytes()).is_some());
+    let turn_number = guard.turn;
     let (reply, decision) = match guard.model.reply(&turn) {
         Ok(answer) => answer,
         Err(reason) => {
@@ -394,6 +411,9 @@ async fn handle(state: &Mutex<State>, request: Request<Incoming>, stall: Duratio
         status: 200,
         ms: started.elapsed().as_millis() as u64,
         nonce_in_request,
+        turn: turn_number,
+        earlier_nonce_in_request,
+        structured_output: decision.structured_output,
         tool_called: decision.tool_called,
         token_returned: decision.token_returned,
         bodies: Some((json, text.clone())),

@@ -22,6 +22,14 @@ pub struct Call {
     pub ms: u64,
     /// The session's nonce appears in the request: the prompt reached the model plane.
     pub nonce_in_request: bool,
+    /// The probe's turn the call was made in, from 1 (a one-shot resume has two).
+    pub turn: usize,
+    /// The nonce of the turn before appears in the request: the history reached the model.
+    pub earlier_nonce_in_request: bool,
+    /// How the request asked for a structured answer (an output schema), if it did:
+    /// `tool`, `response_format`, `text.format`, … (`relay::structured`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub structured_output: Option<&'static str>,
     /// The tool the model called in its answer.
     #[serde(skip)]
     pub tool_called: Option<String>,

@@ -134,6 +134,8 @@ pub struct Harness {
 pub struct Launch {
     pub env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
     pub netns: Option<std::os::fd::RawFd>,
+    /// The directory it starts in; `None`: the caller's.
+    pub cwd: Option<std::path::PathBuf>,
 }
 
 impl Harness {
@@ -145,6 +147,9 @@ impl Harness {
         command.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
         for (key, value) in &launch.env {
             command.env(key, value);
+        }
+        if let Some(dir) = &launch.cwd {
+            command.current_dir(dir);
         }
         if let Some(fd) = launch.netns {
             // SAFETY: the closure makes one async-signal-safe call (setns) between fork
@@ -185,6 +190,11 @@ impl Harness {
     /// Queues bytes for the harness's stdin. False once stdin is closed.
     pub fn write(&self, bytes: Vec<u8>) -> bool {
         self.stdin.as_ref().is_some_and(|s| s.send(bytes).is_ok())
+    }
+
+    /// Closes the harness's stdin (it sees EOF once what was queued is written).
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
     }
 
     /// The next stdout event, waiting at most until `until`; `None` on timeout.
