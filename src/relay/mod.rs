@@ -33,6 +33,7 @@ pub mod record;
 pub mod routes;
 pub mod script;
 pub mod structured;
+pub mod structured;
 
 use std::convert::Infallible;
 use std::net::{SocketAddr, TcpListener};

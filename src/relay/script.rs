@@ -1,6 +1,9 @@
 //! The replay model behind the relay: deterministic, scripted, and blind to the dialect.
 //!
-//! - `nonce` answers with the nonce found in the latest user turn that carries one.
+//! - `nonce` answers with the nonce found in the latest user turn that carries one; a
+//!   request that asks for an output schema is answered with an instance of the schema
+//!   whose strings are that nonce ([`super::structured`]): a call of the schema's tool,
+//!   or the instance as JSON text.
 //! - `tool`, when the request offers tools, first calls one of them to read the token file
 //!   the probe put in the workspace, and answers with the nonce once a tool result carrying
 //!   the token comes back. A request without tools, or whose user turns carry no nonce (a
@@ -98,6 +101,8 @@ pub struct Decision {
     pub tool_called: Option<String>,
     /// Whether a tool result in the request carried the token.
     pub token_returned: bool,
+    /// How the request asked for an output schema, if it did ([`super::structured`]).
+    pub structured_output: Option<&'static str>,
 }
 
 impl Model {
@@ -116,14 +121,15 @@ impl Model {
     /// The answer to one call.
     pub fn reply(&mut self, turn: &Turn) -> Result<(Reply, Decision), String> {
         let token_returned = !self.token.is_empty() && turn.tool_results.iter().any(|r| r.contains(&self.token));
-        let mut decision = Decision { tool_called: None, token_returned };
+        let structured_output = turn.structured.as_ref().map(|s| s.way);
+        let mut decision = Decision { tool_called: None, token_returned, structured_output };
         let reply = match &self.script {
-            Script::Nonce => nonce_reply(turn),
-            Script::Tool if token_returned => nonce_reply(turn),
-            Script::Tool if turn.tools.is_empty() => nonce_reply(turn),
+            Script::Nonce => final_reply(turn),
+            Script::Tool if token_returned => final_reply(turn),
+            Script::Tool if turn.tools.is_empty() => final_reply(turn),
             // A side call (a title, a token count) carries no nonce: it gets text, so the
             // tool call belongs to the turn.
-            Script::Tool if latest_nonce(turn).is_none() => nonce_reply(turn),
+            Script::Tool if latest_nonce(turn).is_none() => final_reply(turn),
             Script::Tool if !turn.tool_results.is_empty() => Reply::Text(String::from("The tool's result did not carry the token.")),
             Script::Tool => match choose_tool(&turn.tools, &self.token_file) {
                 Some(reply) => reply,
@@ -154,6 +160,21 @@ impl Model {
             Value::Object(map) => Value::Object(map.iter().map(|(k, v)| (k.clone(), self.expand(v, turn))).collect()),
             other => other.clone(),
         }
+    }
+}
+
+/// The turn's answer: an instance of the requested output schema, when one is asked and
+/// its tool was not already called; the nonce as text otherwise.
+fn final_reply(turn: &Turn) -> Reply {
+    match &turn.structured {
+        Some(wanted) if !wanted.answered => {
+            let value = super::structured::instance(&wanted.schema, latest_nonce(turn).unwrap_or("no-nonce"));
+            match &wanted.tool {
+                Some(name) => Reply::ToolCall { name: name.clone(), input: value },
+                None => Reply::Text(value.to_string()),
+            }
+        }
+        _ => nonce_reply(turn),
     }
 }
 
@@ -230,6 +251,7 @@ mod tests {
             user_texts: user.iter().map(|s| s.to_string()).collect(),
             tool_results: results.iter().map(|s| s.to_string()).collect(),
             tools,
+            structured: None,
         }
     }
 
@@ -270,6 +292,24 @@ mod tests {
         assert_eq!(choose_tool(&array, Path::new("/w/t")), Some(Reply::ToolCall { name: "shell".into(), input: json!({"command": ["cat", "/w/t"]}) }));
         let none = [tool("search", json!({"properties": {"query": {"type": "string"}}}))];
         assert_eq!(choose_tool(&none, Path::new("/w/t")), None);
+    }
+
+    #[test]
+    fn the_nonce_script_answers_an_output_schema_with_an_instance() {
+        let schema = json!({"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"], "additionalProperties": false});
+        let mut model = Model::new(Script::Nonce, String::new(), PathBuf::from("/f"));
+        let body = json!({"model": "m", "messages": [{"role": "user", "content": "cf-4444444444444444"}], "tools": [{"name": "StructuredOutput", "input_schema": schema}]});
+        let t = super::super::dialect::Served::AnthropicMessages.read(&body).expect("reads");
+        let (reply, decision) = model.reply(&t).expect("replies");
+        assert_eq!(reply, Reply::ToolCall { name: "StructuredOutput".into(), input: json!({"answer": "cf-4444444444444444"}) });
+        assert_eq!(decision.structured_output, Some("tool"));
+        let body = json!({"model": "m", "input": "cf-4444444444444444", "text": {"format": {"type": "json_schema", "name": "x", "schema": schema}}});
+        let t = super::super::dialect::Served::OpenaiResponses.read(&body).expect("reads");
+        let (reply, decision) = model.reply(&t).expect("replies");
+        assert_eq!(reply, Reply::Text(r#"{"answer":"cf-4444444444444444"}"#.into()));
+        assert_eq!(decision.structured_output, Some("text.format"));
+        let (_, plain) = model.reply(&turn(&["cf-4444444444444444"], &[], vec![])).expect("replies");
+        assert_eq!(plain.structured_output, None);
     }
 
     #[test]

@@ -55,6 +55,7 @@ impl Served {
             Served::OpenaiChat => chat::read(object, &mut turn)?,
             Served::OpenaiResponses => responses::read(object, &mut turn)?,
         }
+        turn.structured = super::structured::detect(body);
         Ok(turn)
     }
 
@@ -115,6 +116,8 @@ pub struct Turn {
     pub tool_results: Vec<String>,
     /// The tools the request offers.
     pub tools: Vec<Tool>,
+    /// The output schema the request asks the answer to follow, and how it asks.
+    pub structured: Option<super::structured::Structured>,
 }
 
 /// A tool the request offers the model.
