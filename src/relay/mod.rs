@@ -33,7 +33,6 @@ pub mod record;
 pub mod routes;
 pub mod script;
 pub mod structured;
-pub mod structured;
 
 use std::convert::Infallible;
 use std::net::{SocketAddr, TcpListener};
