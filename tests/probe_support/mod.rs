@@ -65,6 +65,13 @@ pub fn probe_env(options: &[&str], harness: &[&str], env: &[(&str, OsString)]) -
         assert_no_process_in_group(pid as i32);
         assert_eq!(json["harness"]["leftover_processes"], serde_json::json!([]));
     }
+    // A one-shot run reports each run of the CLI, each in a group of its own.
+    for run in json["runs"].as_array().into_iter().flatten() {
+        if let Some(pid) = run["pid"].as_u64() {
+            assert_no_process_in_group(pid as i32);
+            assert_eq!(run["leftover_processes"], serde_json::json!([]));
+        }
+    }
     assert_nothing_left(probe_pid);
     Run { status: output.status.code().unwrap_or(-1), json, stderr }
 }
@@ -85,9 +92,10 @@ pub fn assert_no_process_in_group(pgid: i32) {
     }
 }
 
-/// No workspace (`checkfu-probe-PID-…`) or home (`checkfu-probe-home-PID-…`) of that probe.
+/// No workspace (`checkfu-probe-PID-…`), home (`checkfu-probe-home-PID-…`) or one-shot
+/// prompt directory (`checkfu-oneshot-PID-…`) of that probe.
 pub fn assert_nothing_left(probe_pid: u32) {
-    let prefixes = [format!("checkfu-probe-{probe_pid}-"), format!("checkfu-probe-home-{probe_pid}-")];
+    let prefixes = [format!("checkfu-probe-{probe_pid}-"), format!("checkfu-probe-home-{probe_pid}-"), format!("checkfu-oneshot-{probe_pid}-")];
     let left: Vec<PathBuf> = std::fs::read_dir(std::env::temp_dir())
         .expect("temp dir")
         .flatten()

@@ -1,0 +1,235 @@
+//! `probe --protocol oneshot-v1` on the fixture CLI (`tests/fixture-oneshot/cli.py`, Python's
+//! standard library as the model client): each declared path passes, each way real CLIs
+//! fail while exiting 0 is caught from the relay's record, a hung CLI is stopped and leaves
+//! nothing, and a declaration the decoder refuses exits 2 with nothing started. Every run
+//! asserts (in `probe_support`) that no process of any run's group and no directory of the
+//! probe's is left.
+
+#[path = "probe_support/mod.rs"]
+mod probe_support;
+
+use std::ffi::OsString;
+
+use probe_support::{probe, probe_env, Run, Scratch};
+use serde_json::{json, Value};
+
+const CLI: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixture-oneshot/cli.py");
+
+fn oneshot(flags: &[&str]) -> Vec<String> {
+    let mut options = vec!["--protocol", "oneshot-v1"];
+    options.extend_from_slice(flags);
+    options.into_iter().map(str::to_owned).collect()
+}
+
+fn run(flags: &[&str], mode: &str) -> Run {
+    let options = oneshot(flags);
+    let options: Vec<&str> = options.iter().map(String::as_str).collect();
+    probe_env(&options, &[CLI], &[("CHECKFU_FIXTURE_MODE", OsString::from(mode))])
+}
+
+fn steps(run: &Run) -> Vec<String> {
+    run.json["steps"].as_object().map(|s| s.keys().cloned().collect()).unwrap_or_default()
+}
+
+const TEXT: [&str; 4] = ["--prompt-transport", "stdin", "--output-mode", "text"];
+const STREAM: [&str; 7] = ["--prompt-transport", "argv_path", "--output-mode", "stream_json", "--argv=--stream", "--argv=--prompt-path", "--argv={prompt_path}"];
+
+fn with(base: &[&'static str], more: &[&'static str]) -> Vec<&'static str> {
+    base.iter().chain(more).copied().collect()
+}
+
+#[test]
+fn the_stdin_text_floor_passes_and_reports_each_run() {
+    let run = run(&TEXT, "good");
+    assert_eq!(run.status, 0, "{}", run.pretty());
+    assert_eq!(steps(&run), ["prompt_exchange", "teardown"], "undeclared steps are omitted");
+    assert_eq!(run.json["protocol"], "oneshot-v1");
+    for acp in ["admission", "checks", "client_requests", "wire"] {
+        assert!(run.json.get(acp).is_none(), "no ACP member `{acp}` in a one-shot report");
+    }
+    let first = &run.json["runs"][0];
+    assert_eq!(first["argv"], json!([CLI]));
+    let nonce = run.json["nonce"].as_str().expect("nonce");
+    assert!(first["stdin"].as_str().unwrap().contains(nonce));
+    assert_eq!(first["exit"], json!({"code": 0}));
+    assert_eq!(first["ending"], "exited_before_teardown");
+    assert!(first["answer"].as_str().unwrap().contains(nonce));
+    assert_eq!(first["checks"]["terminal_observation"]["status"], "pass");
+    assert_eq!(run.plane()["nonce_at_relay"], true);
+    assert_eq!(run.plane()["calls"][0]["turn"], 1);
+}
+
+#[test]
+fn the_prompt_path_and_stream_json_paths_pass() {
+    let run = run(&STREAM, "good");
+    assert_eq!(run.status, 0, "{}", run.pretty());
+    let first = &run.json["runs"][0];
+    assert_eq!(first["stdin"], Value::Null);
+    let argv: Vec<&str> = first["argv"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert_eq!(&argv[..3], [CLI, "--stream", "--prompt-path"]);
+    assert!(argv[3].ends_with("/prompt-1.txt"), "{argv:?}");
+    assert_eq!(first["event_kinds"], json!(["session", "text_delta", "text", "usage", "terminal"]));
+    assert!(first["session_id"].is_string());
+    let trace = first["trace"].as_str().unwrap();
+    let kinds: Vec<String> = trace.lines().skip(1).map(|l| serde_json::from_str::<Value>(l).unwrap()["kind"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(kinds, ["ready", "output", "output", "output", "terminal"]);
+}
+
+#[test]
+fn resume_passes_only_when_the_second_request_carries_the_first_nonce() {
+    let by_id = with(&STREAM, &["--argv={resume_flag}", "--resume-flag=--resume={session_id}"]);
+    let good = run(&by_id, "good");
+    assert_eq!(good.status, 0, "{}", good.pretty());
+    assert_eq!(steps(&good), ["prompt_exchange", "resume", "teardown"]);
+    let session = good.json["runs"][0]["session_id"].as_str().unwrap();
+    let second: Vec<&str> = good.json["runs"][1]["argv"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert_eq!(second.last().copied(), Some(format!("--resume={session}").as_str()));
+    let calls = good.plane()["calls"].as_array().unwrap();
+    assert_eq!(calls[1]["turn"], 2);
+    assert_eq!(calls[1]["earlier_nonce_in_request"], true);
+
+    let lost = run(&by_id, "lost-resume");
+    assert_eq!(lost.status, 1);
+    assert_eq!(lost.step("prompt_exchange").0, "passed");
+    let (status, reason) = lost.step("resume");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("did not see the first turn"), "{reason}");
+
+    // The floor's resume: a bare flag that continues the latest session, in text mode.
+    let bare = run(&with(&TEXT, &["--argv={resume_flag}", "--resume-flag=--resume"]), "good");
+    assert_eq!(bare.status, 0, "{}", bare.pretty());
+    let first: Vec<&str> = bare.json["runs"][0]["argv"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert_eq!(first, [CLI], "{{resume_flag}} is dropped on the first run");
+}
+
+#[test]
+fn an_exit_zero_with_an_error_as_the_answer_fails_and_names_the_refusal() {
+    let run = run(&TEXT, "error-exit0");
+    assert_eq!(run.status, 1, "{}", run.pretty());
+    assert_eq!(run.json["runs"][0]["exit"], json!({"code": 0}));
+    let (status, reason) = run.step("prompt_exchange");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("no call the relay served carried the nonce") && reason.contains("404 /v1/nope"), "{reason}");
+}
+
+#[test]
+fn an_echo_of_the_prompt_carries_the_nonce_but_fails() {
+    let run = run(&TEXT, "echo");
+    assert_eq!(run.status, 1, "{}", run.pretty());
+    assert_eq!(run.json["runs"][0]["exit"], json!({"code": 0}));
+    let (status, reason) = run.step("prompt_exchange");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("no call the relay served carried it"), "{reason}");
+    assert_eq!(run.plane()["nonce_in_output"], true);
+    assert_eq!(run.plane()["nonce_at_relay"], false);
+}
+
+#[test]
+fn an_error_event_or_a_missing_terminal_fails_whatever_the_exit_status() {
+    let error = run(&STREAM, "stream-error");
+    assert_eq!(error.status, 1, "{}", error.pretty());
+    assert!(error.step("prompt_exchange").1.contains("the stream reported an error"), "{}", error.pretty());
+    assert_eq!(error.json["runs"][0]["checks"]["terminal_observation"]["status"], "fail");
+
+    let open = run(&STREAM, "no-terminal");
+    assert_eq!(open.status, 1);
+    assert_eq!(open.step("prompt_exchange").1, "the stream ended without a terminal event");
+    assert_eq!(open.json["runs"][0]["checks"]["terminal_observation"]["status"], "fail");
+
+    // Plain text where the stream was declared: every line malformed.
+    let text = run(&["--prompt-transport", "stdin", "--output-mode", "stream_json"], "good");
+    assert_eq!(text.status, 1);
+    assert!(text.step("prompt_exchange").1.starts_with("line 1 of stdout is not a normalized stream event"), "{}", text.pretty());
+}
+
+#[test]
+fn a_hung_cli_is_stopped_at_the_step_timeout_and_leaves_nothing() {
+    let run = run(&with(&TEXT, &["--step-timeout", "2"]), "hang");
+    assert_eq!(run.status, 1, "{}", run.pretty());
+    let first = &run.json["runs"][0];
+    assert_eq!(first["timed_out"], true);
+    assert_eq!(first["ending"], "terminated");
+    // Its sleeping child went with the group's SIGTERM: `probe_support` holds the group empty.
+    assert!(run.step("prompt_exchange").1.contains("did not exit within 2.0 s"));
+    assert_eq!(run.step("teardown").0, "passed");
+}
+
+#[test]
+fn the_output_schema_is_sent_checked_and_judged() {
+    let scratch = Scratch::new("oneshot-schema");
+    let schema = scratch.path("schema.json");
+    std::fs::write(&schema, r#"{"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"], "additionalProperties": false}"#).unwrap();
+    let flags = with(&STREAM, &["--output-schema-flag=--output-schema", "--output-schema-transport", "argv_path"]);
+    let flags: Vec<&str> = flags.into_iter().chain(["--output-schema", schema.as_str()]).collect();
+    let good = run(&flags, "good");
+    assert_eq!(good.status, 0, "{}", good.pretty());
+    assert_eq!(steps(&good), ["prompt_exchange", "output_schema", "teardown"]);
+    let argv = good.json["runs"][0]["argv"].as_array().unwrap();
+    assert_eq!(argv[argv.len() - 2], "--output-schema");
+    assert_eq!(good.json["output_schema_delivery"], json!(["text.format"]));
+
+    let broken = run(&flags, "schema-break");
+    assert_eq!(broken.status, 1, "{}", broken.pretty());
+    assert_eq!(broken.step("prompt_exchange").0, "passed");
+    let (status, reason) = broken.step("output_schema");
+    assert_eq!(status, "failed");
+    assert!(reason.starts_with("the final answer is not JSON"), "{reason}");
+
+    // A schema the safety profile refuses starts nothing.
+    std::fs::write(&schema, r#"{"type": "array", "uniqueItems": true}"#).unwrap();
+    let unsafe_ = run(&flags, "good");
+    assert_eq!(unsafe_.status, 2);
+    assert!(unsafe_.stderr.contains("fails the safety profile"), "{}", unsafe_.stderr);
+    assert!(unsafe_.json.is_null());
+}
+
+#[test]
+fn declarations_the_decoder_refuses_start_nothing() {
+    let cases: [(&[&str], &str); 6] = [
+        (&["--prompt-transport", "stdin", "--output-mode", "text", "--argv={prompt_path}"], "[prompt_path_iff_argv_path]"),
+        (&["--prompt-transport", "argv_path", "--output-mode", "text"], "no element of `argv` holds `{prompt_path}`"),
+        (&["--prompt-transport", "stdin", "--output-mode", "text", "--resume-flag=--resume"], "[resume_flag_placeholder]"),
+        (&["--prompt-transport", "stdin", "--output-mode", "text", "--argv={resume_flag}", "--resume-flag=--resume={session_id}"], "[session_id_needs_stream_json]"),
+        (&["--prompt-transport", "stdin", "--output-mode", "text", "--output-schema-flag=--schema"], "[output_schema_pair]"),
+        (&["--prompt-transport", "stdin", "--output-mode", "text", "--argv={relay_ur}"], "unknown placeholder `{relay_ur}`"),
+    ];
+    for (flags, expected) in cases {
+        let run = run(flags, "good");
+        assert_eq!(run.status, 2, "{flags:?}: {}", run.pretty());
+        assert!(run.stderr.contains(expected), "{flags:?}: {}", run.stderr);
+        assert!(run.json.is_null(), "nothing ran");
+    }
+    let acp_only = run(&with(&TEXT, &["--interrupt"]), "good");
+    assert_eq!(acp_only.status, 2);
+    assert!(acp_only.stderr.contains("--interrupt belongs to the acp-v1 lane"), "{}", acp_only.stderr);
+    let mode = run(&["--prompt-transport", "file", "--output-mode", "text"], "good");
+    assert_eq!(mode.status, 2);
+    assert!(mode.stderr.contains("--prompt-transport file"), "{}", mode.stderr);
+    let no_protocol = probe(&["--output-mode", "text"], &[CLI]);
+    assert_eq!(no_protocol.status, 2);
+    assert!(no_protocol.stderr.contains("--output-mode is a oneshot-v1 flag"), "{}", no_protocol.stderr);
+}
+
+#[test]
+fn a_oneshot_recipe_resolves_its_entrypoint_against_its_directory() {
+    let scratch = Scratch::new("oneshot-recipe");
+    std::fs::create_dir_all(scratch.0.join("bin")).unwrap();
+    std::fs::copy(CLI, scratch.0.join("bin/cli.py")).unwrap();
+    let recipe = json!({
+        "protocol": "oneshot-v1",
+        "declaration": {"entrypoint": "bin/cli.py", "argv": ["--stream"], "prompt_transport": "stdin", "output_mode": "stream_json",
+                        "env": {"CHECKFU_FIXTURE_MODE": "good", "FIXTURE_NOTE": "{{literal}} {home}"}},
+        "notes": "a test recipe"
+    });
+    let path = scratch.path("r.json");
+    std::fs::write(&path, recipe.to_string()).unwrap();
+    let run = probe(&["--recipe", &path], &[]);
+    assert_eq!(run.status, 0, "{}", run.pretty());
+    assert_eq!(run.json["runs"][0]["argv"][0], scratch.path("bin/cli.py"));
+
+    let refused = json!({"protocol": "oneshot-v1", "declaration": {"entrypoint": "x", "prompt_transport": "argv_path", "output_mode": "text"}});
+    std::fs::write(&path, refused.to_string()).unwrap();
+    let run = probe(&["--recipe", &path], &[]);
+    assert_eq!(run.status, 2);
+    assert!(run.stderr.contains("r.json") && run.stderr.contains("[prompt_path_iff_argv_path]"), "{}", run.stderr);
+}
