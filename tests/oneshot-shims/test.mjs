@@ -293,3 +293,27 @@ test('a CLI that cannot start is exit 1 with nothing on stdout', () => {
   assert.equal(result.stdout, '');
   assert.match(result.stderr, /cannot (start|run)/);
 });
+
+test('SIGTERM to a shim reaches the CLI, and the shim exits 1 with no terminal', async () => {
+  const { spawn } = await import('node:child_process');
+  const dir = mkdtempSync(join(tmpdir(), 'shim-'));
+  const cli = join(dir, 'slow-cli.mjs');
+  const mark = join(dir, 'signal.txt');
+  writeFileSync(cli, `#!/usr/bin/env node
+import { writeFileSync } from 'node:fs';
+process.on('SIGTERM', () => { writeFileSync(${JSON.stringify(mark)}, 'SIGTERM'); process.exit(143); });
+process.stdout.write(JSON.stringify({ type: 'thread.started', thread_id: 'th' }) + '\\n');
+setInterval(() => {}, 1000);
+`);
+  chmodSync(cli, 0o755);
+  const shim = spawn(join(root, 'recipes', 'oneshot', 'shims', 'codex.mjs'), [], { env: { ...process.env, CHECKFU_CODEX_BIN: cli }, stdio: ['pipe', 'pipe', 'inherit'] });
+  shim.stdin.end('prompt');
+  let out = '';
+  shim.stdout.on('data', (d) => { out += d; });
+  await new Promise((resolve) => { const wait = () => (out.includes('session') ? resolve() : setTimeout(wait, 20)); wait(); });
+  shim.kill('SIGTERM');
+  const status = await new Promise((resolve) => shim.on('close', (code) => resolve(code)));
+  assert.equal(status, 1);
+  assert.equal(readFileSync(mark, 'utf8'), 'SIGTERM');
+  assert.deepEqual(out.trim().split('\n').map((l) => JSON.parse(l)), [{ type: 'session', session_id: 'th' }]);
+});
