@@ -64,10 +64,10 @@ fn entrypoint(launch: &OneshotLaunch) -> String {
     if !entry.contains('/') || Path::new(entry).is_absolute() {
         return entry.clone();
     }
-    match launch.base_dir.clone().or_else(|| std::env::current_dir().ok()) {
-        Some(base) => base.join(entry).to_string_lossy().into_owned(),
-        None => entry.clone(),
-    }
+    let here = std::env::current_dir().unwrap_or_default();
+    // The recipe's directory may itself be relative to the caller's.
+    let base = launch.base_dir.as_ref().map_or_else(|| here.clone(), |b| here.join(b));
+    base.join(entry).to_string_lossy().into_owned()
 }
 
 /// Runs the lane. `Err` only when the run cannot begin; every CLI behaviour is a result.
