@@ -134,6 +134,13 @@ test('claude: tool results, deltas, unknown types, a failed subtype and lines af
   ]);
 });
 
+test('claude: a Read tool call and its result correlate by id', () => {
+  const events = translate(claudeTranslator(), 'claude-tool.jsonl');
+  assert.deepEqual(types(events), ['session', 'tool_use', 'tool_result', 'text', 'usage', 'terminal']);
+  assert.deepEqual(events[1], { type: 'tool_use', id: 'cfcall000001', name: 'Read', input: { file_path: '/tmp/os/r6.ws/checkfu-probe-token.txt' } });
+  assert.deepEqual(events[2], { type: 'tool_result', id: 'cfcall000001' });
+});
+
 test('claude: argv', () => {
   const dir = mkdtempSync(join(tmpdir(), 'shim-'));
   writeFileSync(join(dir, 's.json'), '{\n  "type": "object"\n}\n');
@@ -203,6 +210,14 @@ test('codex: tool items, a non-fatal error item, a fatal error with no turn end'
   const quiet = codexTranslator();
   quiet.feed({ type: 'thread.started', thread_id: 'th' });
   assert.deepEqual(quiet.end(), [], 'a stream cut short with no error prints nothing more (and so no terminal)');
+});
+
+test('codex: a shell command is a tool use and its result, by item id', () => {
+  const events = translate(codexTranslator(), 'codex-tool.jsonl');
+  assert.deepEqual(types(events), ['session', 'tool_use', 'tool_result', 'text', 'usage', 'terminal']);
+  assert.deepEqual(events[1], { type: 'tool_use', id: 'item_0', name: 'command_execution', input: { command: "/bin/bash -lc \"cat '/tmp/os/r6.ws/checkfu-probe-token.txt'\"" } });
+  assert.deepEqual(events[2], { type: 'tool_result', id: 'item_0', is_error: false });
+  assert.equal(terminal(events).result, 'The nonce is cf-3333ec886be493f0.');
 });
 
 test('codex: argv', () => {
