@@ -386,7 +386,7 @@ fn number(flat: &Map<String, Value>, integer: bool) -> Value {
         (None, Some(high)) if high.value() < 0.0 || (high.open() && high.value() <= 0.0) => high.below(integer),
         _ => 0.0,
     };
-    let _ = integer;
+    // A whole number is written as an integer, which `integer` and `number` both accept.
     if pick.fract() == 0.0 && pick.abs() < 9.0e15 {
         json!(pick as i64)
     } else {
