@@ -112,6 +112,8 @@ fn optional_test_inputs() {
         // CHECKFU_RELAY_SDK=1).
         ("CHECKFU_REAL_AGENTS", "checkfu_real_agents"),
         ("CHECKFU_RELAY_SDK", "checkfu_relay_sdk"),
+        // The real one-shot CLIs (tests/real-agents/install-oneshot.sh DIR).
+        ("CHECKFU_REAL_ONESHOT", "checkfu_real_oneshot"),
         // Public schemas fetched by tests/public-schemas/fetch.sh DIR.
         ("CHECKFU_PUBLIC_SCHEMAS", "checkfu_public_schemas"),
     ];

@@ -1,0 +1,114 @@
+//! The probe's one-shot lane on real CLIs that nobody here wrote, offline, through the relay:
+//! `@anthropic-ai/claude-code` (`claude -p`, Anthropic Messages) and `@openai/codex`
+//! (`codex exec`, OpenAI Responses), each through its shim and recipe
+//! (`recipes/oneshot/`), every declared step: prompt path, stream JSON, resume, output
+//! schema. And once with a model that fails every call, which both CLIs meet with an error
+//! the probe must report as a failed turn. Installed by `tests/real-agents/install-oneshot.sh
+//! DIR`; `CHECKFU_REAL_ONESHOT=DIR` when the tests are built runs them (`.ci/run` does, and
+//! sets `CHECKFU_REQUIRE_REAL_ONESHOT`, under which they cannot be ignored).
+
+#[path = "probe_support/mod.rs"]
+mod probe_support;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use probe_support::{probe_env, Run, Scratch};
+use serde_json::{json, Value};
+
+fn clis() -> Option<PathBuf> {
+    std::env::var_os("CHECKFU_REAL_ONESHOT").map(|dir| PathBuf::from(dir).join("node_modules/.bin"))
+}
+
+#[test]
+fn the_real_cli_tests_are_ignored_exactly_where_they_cannot_run() {
+    if std::env::var_os("CHECKFU_REQUIRE_REAL_ONESHOT").is_some() {
+        assert!(cfg!(checkfu_real_oneshot), "CHECKFU_REQUIRE_REAL_ONESHOT is set but CHECKFU_REAL_ONESHOT was not when the tests were built");
+    }
+    let listed = Command::new(std::env::current_exe().expect("this test binary")).args(["--list", "--ignored"]).output().expect("list");
+    let ignored = String::from_utf8_lossy(&listed.stdout).lines().filter(|l| l.contains("_offline")).count();
+    assert_eq!(ignored, if cfg!(checkfu_real_oneshot) { 0 } else { 4 });
+}
+
+fn path_with(bin: &Path) -> OsString {
+    let mut path = OsString::from(bin);
+    path.push(":");
+    path.push(std::env::var_os("PATH").unwrap_or_default());
+    path
+}
+
+fn probe(name: &str, extra: &[&str]) -> Run {
+    let bin = clis().expect("CHECKFU_REAL_ONESHOT");
+    let recipe = format!("{}/recipes/oneshot/{name}.json", env!("CARGO_MANIFEST_DIR"));
+    let mut options = vec!["--recipe", recipe.as_str(), "--step-timeout", "90", "--deadline", "300"];
+    options.extend_from_slice(extra);
+    probe_env(&options, &[], &[("PATH", path_with(&bin))])
+}
+
+fn every_step(name: &str, dialect: &str, delivered_as: &str) {
+    let scratch = Scratch::new(&format!("real-oneshot-{name}"));
+    let schema = scratch.path("answer.schema.json");
+    std::fs::write(&schema, r#"{"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"], "additionalProperties": false}"#).unwrap();
+    let run = probe(name, &["--output-schema", &schema]);
+    let context = run.pretty();
+    assert_eq!(run.status, 0, "{context}");
+    for step in ["prompt_exchange", "resume", "output_schema", "teardown"] {
+        assert_eq!(run.step(step).0, "passed", "{step}: {context}");
+    }
+    let runs = run.json["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 2);
+    let session = runs[0]["session_id"].as_str().expect("the first run's session id");
+    assert!(runs[1]["argv"].as_array().unwrap().contains(&json!(format!("--resume={session}"))), "{context}");
+    for (i, run_) in runs.iter().enumerate() {
+        let answer: Value = serde_json::from_str(run_["answer"].as_str().unwrap()).expect("the answer is JSON");
+        let nonce = run_["nonce"].as_str().unwrap();
+        assert_eq!(answer, json!({"answer": nonce}), "run {}: {context}", i + 1);
+        assert_eq!(run_["exit"], json!({"code": 0}));
+    }
+    let plane = run.plane();
+    assert_eq!(plane["dialects_used"], json!([dialect]), "{context}");
+    assert_eq!(plane["egress_attempts"], json!([]), "{context}");
+    assert_eq!(plane["catalog"]["mismatches"], json!([]), "{context}");
+    let calls = plane["calls"].as_array().unwrap();
+    assert!(calls.iter().any(|c| c["turn"] == 2 && c["earlier_nonce_in_request"] == true), "{context}");
+    assert_eq!(run.json["output_schema_delivery"], json!([delivered_as]), "{context}");
+}
+
+fn failing_model(name: &str) {
+    let scratch = Scratch::new(&format!("real-oneshot-fail-{name}"));
+    let script = scratch.path("empty.json");
+    std::fs::write(&script, "[]").unwrap();
+    let run = probe(name, &["--model-script", &script]);
+    let context = run.pretty();
+    assert_eq!(run.status, 1, "{context}");
+    let (status, reason) = run.step("prompt_exchange");
+    assert_eq!(status, "failed", "{context}");
+    assert!(reason.contains("the stream reported an error") && reason.contains("the relay refused"), "{reason}");
+    assert!(!run.plane()["refused"].as_array().unwrap().is_empty());
+    assert_eq!(run.step("teardown").0, "passed", "{context}");
+}
+
+#[test]
+#[cfg_attr(not(checkfu_real_oneshot), ignore = "CHECKFU_REAL_ONESHOT is not set: run tests/real-agents/install-oneshot.sh DIR and set it to DIR")]
+fn claude_code_passes_every_step_offline() {
+    every_step("claude-code", "anthropic_messages", "tool");
+}
+
+#[test]
+#[cfg_attr(not(checkfu_real_oneshot), ignore = "CHECKFU_REAL_ONESHOT is not set: run tests/real-agents/install-oneshot.sh DIR and set it to DIR")]
+fn codex_passes_every_step_offline() {
+    every_step("codex", "openai_responses", "text.format");
+}
+
+#[test]
+#[cfg_attr(not(checkfu_real_oneshot), ignore = "CHECKFU_REAL_ONESHOT is not set: run tests/real-agents/install-oneshot.sh DIR and set it to DIR")]
+fn claude_code_with_a_failing_model_fails_offline() {
+    failing_model("claude-code");
+}
+
+#[test]
+#[cfg_attr(not(checkfu_real_oneshot), ignore = "CHECKFU_REAL_ONESHOT is not set: run tests/real-agents/install-oneshot.sh DIR and set it to DIR")]
+fn codex_with_a_failing_model_fails_offline() {
+    failing_model("codex");
+}
