@@ -96,8 +96,6 @@ struct State {
     /// The nonce of the turn before this one (`Relay::begin_turn`), looked for too: a
     /// one-shot CLI's second run resumes only if its request carries it.
     earlier_nonce: Option<String>,
-    /// The probe's turn, from 1: which run a call belongs to.
-    turn: usize,
     key: String,
     sequence: usize,
     record: Record,
@@ -123,7 +121,7 @@ impl Relay {
         }
         listener.set_nonblocking(true).map_err(|e| format!("the relay's socket: {e}"))?;
         let model = Model::new(config.script, config.token, config.token_file);
-        let state = Arc::new(Mutex::new(State { routes, model, nonce: config.nonce, earlier_nonce: None, turn: 1, key: config.key.clone(), sequence: 0, record: Record::default() }));
+        let state = Arc::new(Mutex::new(State { routes, model, nonce: config.nonce, earlier_nonce: None, key: config.key.clone(), sequence: 0, record: Record::new() }));
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let runtime = tokio::runtime::Builder::new_current_thread().enable_io().enable_time().build().map_err(|e| format!("the relay's runtime: {e}"))?;
         let shared = Arc::clone(&state);
@@ -149,7 +147,7 @@ impl Relay {
         let mut guard = lock(&self.state);
         let earlier = std::mem::replace(&mut guard.nonce, nonce);
         guard.earlier_nonce = Some(earlier);
-        guard.turn += 1;
+        guard.record.turn += 1;
     }
 
     /// `http://127.0.0.1:PORT`, with no path and no trailing slash.
@@ -388,7 +386,7 @@ async fn handle(state: &Mutex<State>, request: Request<Incoming>, stall: Duratio
     let mut guard = lock(state);
     let nonce_in_request = !guard.nonce.is_empty() && memchr::memmem::find(&body, guard.nonce.as_bytes()).is_some();
     let earlier_nonce_in_request = guard.earlier_nonce.as_ref().is_some_and(|n| !n.is_empty() && memchr::memmem::find(&body, n.as_bytes()).is_some());
-    let turn_number = guard.turn;
+    let turn_number = guard.record.turn;
     let (reply, decision) = match guard.model.reply(&turn) {
         Ok(answer) => answer,
         Err(reason) => {

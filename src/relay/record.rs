@@ -45,6 +45,8 @@ pub struct Call {
 /// A request the relay refused.
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
 pub struct Refusal {
+    /// The probe's turn it happened in, from 1.
+    pub turn: usize,
     pub path: String,
     pub status: u16,
     pub reason: String,
@@ -67,9 +69,16 @@ pub struct Record {
     pub dropped: usize,
     #[serde(skip)]
     pub body_bytes: usize,
+    /// The probe's current turn, from 1 (`Relay::begin_turn` moves it on).
+    #[serde(skip)]
+    pub turn: usize,
 }
 
 impl Record {
+    pub(crate) fn new() -> Record {
+        Record { turn: 1, ..Record::default() }
+    }
+
     pub(crate) fn call(&mut self, mut call: Call) {
         if let Some((request, answer)) = &call.bodies {
             let size = request.to_string().len() + answer.len();
@@ -88,7 +97,7 @@ impl Record {
 
     pub(crate) fn refuse(&mut self, path: &str, status: u16, reason: String) {
         if self.refused.len() < MAX_ENTRIES {
-            self.refused.push(Refusal { path: path.to_owned(), status, reason });
+            self.refused.push(Refusal { turn: self.turn, path: path.to_owned(), status, reason });
         } else {
             self.dropped += 1;
         }

@@ -124,7 +124,7 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
     let first = lane.run(1, &nonce, None)?;
     let served: Vec<Served> = relay.record().calls.iter().filter(|c| c.turn == 1).map(Served::from).collect();
     let outcome = judge::prompt_exchange(&first.output, &first.exit, &served, &nonce, options.step_timeout.as_secs_f64());
-    lane.step("prompt_exchange", first.report.ms, outcome.map_err(|e| with_refusals(e, &relay)));
+    lane.step("prompt_exchange", first.report.ms, outcome.map_err(|e| with_refusals(e, &relay, 1)));
     let first_session = first.output.stream.session_id.clone();
     let mut finished = vec![first];
 
@@ -144,7 +144,7 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
                         let second = lane.run(2, &second_nonce, Some(expanded))?;
                         let served: Vec<Served> = relay.record().calls.iter().filter(|c| c.turn == 2).map(Served::from).collect();
                         let outcome = judge::resume(&second.output, &second.exit, &served, &second_nonce, &nonce, options.step_timeout.as_secs_f64());
-                        lane.step("resume", second.report.ms, outcome.map_err(|e| with_refusals(e, &relay)));
+                        lane.step("resume", second.report.ms, outcome.map_err(|e| with_refusals(e, &relay, 2)));
                         finished.push(second);
                     }
                 }
@@ -196,10 +196,11 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
 
 /// A reason, with the relay's refusals of the run appended when it recorded any: a CLI
 /// that fails because its calls were refused should be told which ones.
-fn with_refusals(reason: String, relay: &crate::relay::Relay) -> String {
+fn with_refusals(reason: String, relay: &crate::relay::Relay, turn: usize) -> String {
     let record = relay.record();
-    match record.refused.first() {
-        Some(first) => format!("{reason} (the relay refused {} call(s); the first: {} {}: {})", record.refused.len(), first.status, first.path, first.reason),
+    let refused: Vec<_> = record.refused.iter().filter(|r| r.turn == turn).collect();
+    match refused.first() {
+        Some(first) => format!("{reason} (the relay refused {} call(s) of this run; the first: {} {}: {})", refused.len(), first.status, first.path, first.reason),
         None => reason,
     }
 }
