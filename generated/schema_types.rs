@@ -90,3 +90,18 @@ pub mod khy_os_acp_message {
 pub mod mcp_2025_06_18 {
     include!(concat!(env!("OUT_DIR"), "/generated/schemas/mcp_2025_06_18.rs"));
 }
+/// Types and checks generated from `schemas/oneshot-stream-v1.schema.json`.
+#[allow(
+    clippy::all,
+    clippy::pedantic,
+    dead_code,
+    unused_imports,
+    unused_variables,
+    unused_mut,
+    non_snake_case,
+    non_camel_case_types,
+    irrefutable_let_patterns
+)]
+pub mod oneshot_stream_v1 {
+    include!(concat!(env!("OUT_DIR"), "/generated/schemas/oneshot_stream_v1.rs"));
+}
