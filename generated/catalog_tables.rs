@@ -593,16 +593,16 @@ pub const ONESHOT_STREAM: &str = "checkfu:oneshot-stream-v1@1";
 /// Each closed member of a one-shot declaration with the values it admits.
 pub const ONESHOT_DECLARES: &[OneshotMember] = &[
     OneshotMember {
+        member: "prompt_transport",
+        values: &["stdin", "argv_path"],
+    },
+    OneshotMember {
         member: "output_mode",
         values: &["text", "stream_json"],
     },
     OneshotMember {
         member: "output_schema_transport",
         values: &["argv_path"],
-    },
-    OneshotMember {
-        member: "prompt_transport",
-        values: &["stdin", "argv_path"],
     },
 ];
 /// The steps the one-shot probe reports, in report order.

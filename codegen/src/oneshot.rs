@@ -9,8 +9,6 @@
 //! to the decoder or an event added to the stream schema is a catalog error until the
 //! catalog says what it means, and neither list is ever copied by hand into code.
 
-use std::collections::BTreeMap;
-
 use serde_json::Value;
 
 /// The authoring schema, exactly as `schemars` derives it from the decoder's type.
@@ -57,11 +55,23 @@ fn closed_strings(root: &Value, node: &Value) -> Option<Vec<String>> {
 /// What the authoring schema says of the declaration's members.
 #[derive(Clone, Debug, Default)]
 pub struct Members {
-    /// Each member whose values are a closed set of strings → those values, in the
-    /// decoder's variant order.
-    pub closed: BTreeMap<String, Vec<String>>,
+    /// Each member whose values are a closed set of strings, with those values: members in
+    /// the decoder's field order, values in its variant order.
+    pub closed: Vec<(String, Vec<String>)>,
     /// The members a declaration may leave out, in the schema's order.
     pub optional: Vec<String>,
+}
+
+impl Members {
+    /// The values of a closed member.
+    pub fn closed(&self, member: &str) -> Option<&[String]> {
+        self.closed.iter().find(|(m, _)| m == member).map(|(_, v)| v.as_slice())
+    }
+
+    /// Where a closed member comes in the decoder's field order (unknown ones last).
+    pub fn position(&self, member: &str) -> usize {
+        self.closed.iter().position(|(m, _)| m == member).unwrap_or(usize::MAX)
+    }
 }
 
 pub fn members(schema: &Value) -> Members {
@@ -70,7 +80,7 @@ pub fn members(schema: &Value) -> Members {
     let mut out = Members::default();
     for (name, property) in schema.get("properties").and_then(Value::as_object).into_iter().flatten() {
         if let Some(values) = closed_strings(schema, property) {
-            out.closed.insert(name.clone(), values);
+            out.closed.push((name.clone(), values));
         }
         if !required.contains(&name.as_str()) {
             out.optional.push(name.clone());
@@ -93,10 +103,11 @@ mod tests {
     #[test]
     fn the_decoder_enums_are_read_from_the_derived_schema() {
         let m = members(&authoring_schema());
-        assert_eq!(m.closed["prompt_transport"], ["stdin", "argv_path"]);
-        assert_eq!(m.closed["output_mode"], ["text", "stream_json"]);
-        assert_eq!(m.closed["output_schema_transport"], ["argv_path"]);
-        assert_eq!(m.closed.len(), 3, "{:?}", m.closed);
+        let names: Vec<&str> = m.closed.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["prompt_transport", "output_mode", "output_schema_transport"]);
+        assert_eq!(m.closed("prompt_transport").unwrap(), ["stdin", "argv_path"]);
+        assert_eq!(m.closed("output_mode").unwrap(), ["text", "stream_json"]);
+        assert_eq!(m.closed("output_schema_transport").unwrap(), ["argv_path"]);
         assert!(m.optional.contains(&"resume_flag".to_string()));
         assert!(!m.optional.contains(&"entrypoint".to_string()));
     }

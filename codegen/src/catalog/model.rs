@@ -422,6 +422,16 @@ pub struct Oneshot {
     pub events: Vec<OneshotEvent>,
 }
 
+impl Oneshot {
+    /// `declares` in the release decoder's field order (the map keeps only key order).
+    pub fn declares_in_decoder_order(&self) -> Vec<(&Name, &Spanned<Vec<Name>>)> {
+        let order = crate::oneshot::members(&crate::oneshot::authoring_schema());
+        let mut members: Vec<_> = self.declares.iter().collect();
+        members.sort_by_key(|(m, _)| order.position(m.as_str()));
+        members
+    }
+}
+
 /// A step of the one-shot probe's report.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -61,10 +61,10 @@ impl Validator<'_> {
     fn oneshot_declares(&mut self) {
         let c = self.index.catalog;
         let declares = &c.oneshot.declares;
-        let closed = members(&authoring_schema()).closed;
+        let closed = members(&authoring_schema());
         for (member, values) in declares.iter() {
-            let Some(variants) = closed.get(member.as_str()) else {
-                let known = closed.keys().map(String::as_str).collect();
+            let Some(variants) = closed.closed(member.as_str()) else {
+                let known = closed.closed.iter().map(|(m, _)| m.as_str()).collect();
                 self.unknown("closed declaration member", member, known);
                 continue;
             };
@@ -90,7 +90,7 @@ impl Validator<'_> {
                 }
             }
         }
-        for member in closed.keys() {
+        for (member, variants) in &closed.closed {
             if !declares.keys().any(|k| k.as_str() == member) {
                 let at = Name { value: String::new(), span: declares.span.clone() };
                 self.error(
@@ -100,7 +100,7 @@ impl Validator<'_> {
                     "a member is missing",
                 )
                 .notes
-                .push(format!("add `{member} = [{}]`", closed[member].iter().map(|v| format!("\"{v}\"")).collect::<Vec<_>>().join(", ")));
+                .push(format!("add `{member} = [{}]`", variants.iter().map(|v| format!("\"{v}\"")).collect::<Vec<_>>().join(", ")));
             }
         }
     }

@@ -148,7 +148,7 @@ pub fn generate(compiled: &Compiled) -> TokenStream {
     let lane = &c.oneshot;
     let (oneshot_protocol, oneshot_driver) = (lane.protocol.as_str(), lane.driver.as_str());
     let oneshot_stream = r.oneshot_stream.as_str();
-    let oneshot_declares = lane.declares.iter().map(|(member, values)| {
+    let oneshot_declares = lane.declares_in_decoder_order().into_iter().map(|(member, values)| {
         let (member, values) = (member.as_str(), strs(values.iter().map(|v| v.as_str())));
         quote! { OneshotMember { member: #member, values: #values } }
     });
