@@ -107,6 +107,34 @@ pub struct Provider {
     pub priced: bool,
 }
 
+/// A closed member of a `oneshot-v1` declaration and every value the release decoder admits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OneshotMember {
+    pub member: &'static str,
+    pub values: &'static [&'static str],
+}
+
+/// A step of the one-shot probe's report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OneshotStep {
+    pub name: &'static str,
+    /// The declaration member the step needs: without it the step is omitted.
+    pub declared: Option<&'static str>,
+    /// The probe option the step needs besides the declaration: without it, omitted too.
+    pub given: Option<&'static str>,
+}
+
+/// What a normalized stream event becomes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OneshotEvent {
+    /// The event's `type`.
+    pub kind: &'static str,
+    /// The observation kind; `None` for an event that becomes no observation.
+    pub observation: Option<&'static str>,
+    /// The event fails the turn whatever follows.
+    pub fails_turn: bool,
+}
+
 include!(concat!(env!("OUT_DIR"), "/generated/catalog_tables.rs"));
 
 /// The axis of that name.

@@ -14,6 +14,7 @@ pub mod acknowledged;
 pub mod catalog;
 pub mod diagnostic;
 pub mod docs;
+pub mod oneshot;
 pub mod projection;
 pub mod revisions;
 pub mod rust;
@@ -34,6 +35,8 @@ pub const TEMPLATES_DIR: &str = "templates";
 pub const CATALOG_SCHEMA_OUT: &str = "generated/catalog.schema.json";
 pub const SUPPORT_SNAPSHOT_OUT: &str = "generated/support-harnesses.json";
 pub const SUPPORT_SCHEMA_OUT: &str = "generated/support-harnesses.schema.json";
+/// The `oneshot-v1` authoring schema, derived from the release decoder's type.
+pub const ONESHOT_SCHEMA_OUT: &str = "generated/oneshot-v1.schema.json";
 pub const GATEWAY_ALLOW_LIST_OUT: &str = "generated/gateway-allow-list.json";
 pub const CATALOG_TABLES_OUT: &str = "generated/catalog_tables.rs";
 pub const SCHEMA_TYPES_OUT: &str = "generated/schema_types.rs";
@@ -58,7 +61,19 @@ pub fn inputs(root: &Path) -> Vec<PathBuf> {
     // The lock is read back to refuse in-place reinterpretation; the golden vectors, named
     // by the catalog, are content behind a revision literal.
     let mut inputs = vec![root.join(CATALOG_FILE), root.join(acknowledged::ACKNOWLEDGED_FILE), root.join(revisions::LOCK_FILE)];
-    inputs.extend(golden_vectors_path(root).map(|path| root.join(path)));
+    inputs.extend(catalog_path(root, &["golden", "vectors"]).map(|path| root.join(path)));
+    // The one-shot exchanges are a directory behind a revision literal. Cargo reruns on
+    // every build for a path that does not exist, so a missing directory is watched through
+    // its nearest existing ancestor, whose change notices the directory appearing.
+    if let Some(dir) = catalog_path(root, &["oneshot", "exchanges"]) {
+        let dir = root.join(dir);
+        if dir.is_dir() {
+            inputs.extend(revisions::files_under(&dir).into_iter().map(|(_, path)| path));
+            inputs.push(dir);
+        } else if let Some(ancestor) = dir.ancestors().skip(1).find(|a| a.is_dir() && a.starts_with(root)) {
+            inputs.push(ancestor.to_path_buf());
+        }
+    }
     for dir in [SCHEMAS_DIR, TEMPLATES_DIR] {
         let dir = root.join(dir);
         if let Ok(entries) = std::fs::read_dir(&dir) {
@@ -83,12 +98,17 @@ pub struct Generation {
     pub acknowledged: Vec<acknowledged::Acknowledged>,
 }
 
-/// The golden vectors file the catalog names, read without the full pipeline (for
-/// `rerun-if-changed`; a catalog that does not parse is reported by the pipeline itself).
-fn golden_vectors_path(root: &Path) -> Option<String> {
+/// A path the catalog names (`[golden] vectors`, `[oneshot] exchanges`), read without the
+/// full pipeline (for `rerun-if-changed`; a catalog that does not parse is reported by the
+/// pipeline itself).
+fn catalog_path(root: &Path, keys: &[&str]) -> Option<String> {
     let text = std::fs::read_to_string(root.join(CATALOG_FILE)).ok()?;
     let table: toml::Table = toml::from_str(&text).ok()?;
-    Some(table.get("golden")?.get("vectors")?.as_str()?.to_string())
+    let mut at = table.get(*keys.first()?)?;
+    for key in &keys[1..] {
+        at = at.get(*key)?;
+    }
+    Some(at.as_str()?.to_string())
 }
 
 /// Runs the whole pipeline in memory.
@@ -280,12 +300,14 @@ fn render(compiled: &catalog::Compiled, snapshot: &projection::SupportSnapshot) 
     };
     let schema = bannered(catalog::editor_schema(&compiled.catalog)?);
     let support_schema = bannered(projection::support_schema());
+    let oneshot_schema = bannered(oneshot::authoring_schema());
     let tables = rust::format_file(&format!("// {banner}"), rust::tables::generate(compiled))
         .map_err(|e| Diagnostic::new(Class::Generation, e))?;
     Ok(vec![
         Output { path: CATALOG_SCHEMA_OUT.into(), contents: json_file(&schema) },
         Output { path: SUPPORT_SNAPSHOT_OUT.into(), contents: json_file(&serde_json::to_value(snapshot).unwrap_or_default()) },
         Output { path: SUPPORT_SCHEMA_OUT.into(), contents: json_file(&support_schema) },
+        Output { path: ONESHOT_SCHEMA_OUT.into(), contents: json_file(&oneshot_schema) },
         Output {
             path: GATEWAY_ALLOW_LIST_OUT.into(),
             contents: json_file(&serde_json::to_value(projection::gateway_allow_list(compiled, &banner)).unwrap_or_default()),

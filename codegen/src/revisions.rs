@@ -14,7 +14,15 @@
 //!   byte as parsed (replacing it with a new release means bumping this literal);
 //! - `support`: the JSON Schema of the support snapshot (its shape, not its data);
 //! - `conformance`: the checks with their requirements, the observation vocabulary and
-//!   the gating; `conformance_case_set`: the check names and which are opt-in.
+//!   the gating; `conformance_case_set`: the check names and which are opt-in;
+//! - `oneshot_protocol`: the one-shot wire surface, what a declaration may hold (the
+//!   authoring schema) and the stream's event kinds;
+//! - `oneshot_driver`: the authoring schema, derived from the release decoder's type, and
+//!   the `[oneshot]` lane as the catalog states it;
+//! - `oneshot_stream`: the normalized stream schema file, as parsed;
+//! - `oneshot_exchanges`: every file under the exchanges directory, each by its path and
+//!   the sha256 of its bytes (an absent directory is the empty set, so the first exchange
+//!   written under an unchanged literal is refused like any later change).
 //!
 //! `experience`, `evidence_identity`, `evidence_manifest` and `readiness` name
 //! projections this project carries as literals but does not produce, so nothing pins them.
@@ -110,8 +118,44 @@ pub fn recorded_floor(root: &Path, catalog: &Catalog, file: FileId) -> Result<Op
     })
 }
 
+/// Every file under `dir`, recursively: its path relative to `dir` with `/` separators, and
+/// its full path; sorted by the relative path. A missing directory has none.
+pub fn files_under(dir: &Path) -> Vec<(String, std::path::PathBuf)> {
+    let mut out = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(at) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&at) else { continue };
+        for path in entries.filter_map(|e| e.ok().map(|e| e.path())) {
+            if path.is_dir() {
+                pending.push(path);
+            } else if let Ok(relative) = path.strip_prefix(dir) {
+                let parts: Vec<String> = relative.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+                out.push((parts.join("/"), path));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The one-shot exchanges as content: relative path → sha256 of the file's bytes.
+fn exchanges(root: &Path, dir: &str) -> Result<Value, String> {
+    let mut files = Map::new();
+    for (relative, path) in files_under(&root.join(dir)) {
+        let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {dir}/{relative}: {e}"))?;
+        files.insert(relative, Value::from(sha256_hex(&bytes)));
+    }
+    Ok(Value::Object(files))
+}
+
 /// (key, literal as written, content) for every pinned identity.
-fn identities<'c>(compiled: &'c Compiled, schemas: &SchemaSet, golden: &Value, floor: &Grammar) -> Vec<(&'static str, &'c Name, Value)> {
+fn identities<'c>(
+    compiled: &'c Compiled,
+    schemas: &SchemaSet,
+    golden: &Value,
+    exchanges: Value,
+    floor: &Grammar,
+) -> Vec<(&'static str, &'c Name, Value)> {
     let c = &compiled.catalog;
     let r = &c.revisions;
     let slots_surface: Vec<Value> = c
@@ -120,6 +164,9 @@ fn identities<'c>(compiled: &'c Compiled, schemas: &SchemaSet, golden: &Value, f
         .map(|s| json!({"key": s.key, "carrier": s.carrier, "direction": s.direction}))
         .collect();
     let case_set: Vec<Value> = c.conformance.iter().map(|k| json!({"name": k.name, "opt_in": k.opt_in})).collect();
+    let authoring = crate::oneshot::authoring_schema();
+    let stream = schemas.files.get(c.oneshot.stream_schema.as_str());
+    let event_kinds = stream.map(crate::oneshot::event_kinds).unwrap_or_default();
     vec![
         ("extension_vectors", &r.extension_vectors, json!({"schema": schemas.files.get(c.golden.schema.as_str()), "golden": golden})),
         (
@@ -140,6 +187,14 @@ fn identities<'c>(compiled: &'c Compiled, schemas: &SchemaSet, golden: &Value, f
             json!({"checks": c.conformance, "observations": c.observations, "gated": c.gated_emissions}),
         ),
         ("conformance_case_set", &r.conformance_case_set, Value::Array(case_set)),
+        ("oneshot_protocol", &r.oneshot_protocol, json!({"declaration": authoring, "events": event_kinds})),
+        ("oneshot_driver", &r.oneshot_driver, json!({"authoring_schema": authoring, "lane": c.oneshot})),
+        (
+            "oneshot_stream",
+            &r.oneshot_stream,
+            json!({"file": c.oneshot.stream_schema, "schema": stream}),
+        ),
+        ("oneshot_exchanges", &r.oneshot_exchanges, json!({"directory": c.oneshot.exchanges, "files": exchanges})),
     ]
 }
 
@@ -168,11 +223,14 @@ pub fn lock(
         .map_err(|e| format!("cannot read {path}: {e}"))
         .and_then(|b| serde_json::from_slice::<Value>(&b).map_err(|e| format!("{path}: invalid JSON: {e}")))
         .map_err(|m| vec![Diagnostic::new(Class::Input, m)])?;
+    let exchanges = exchanges(root, compiled.catalog.oneshot.exchanges.as_str()).map_err(|m| {
+        vec![Diagnostic::new(Class::Input, m).at(file, compiled.catalog.oneshot.exchanges.span.clone(), "the exchanges directory")]
+    })?;
     let previous: Map<String, Value> =
         read_lock(root).and_then(|v| v.get("identities").and_then(Value::as_object).cloned()).unwrap_or_default();
     let mut errors = Vec::new();
     let mut entries = Map::new();
-    for (key, literal, content) in identities(compiled, schemas, &golden, floor) {
+    for (key, literal, content) in identities(compiled, schemas, &golden, exchanges, floor) {
         let sha = sha256_hex(canonical_json(&content).as_bytes());
         if let Some(old) = previous.get(key) {
             let same_literal = old.get("literal").and_then(Value::as_str) == Some(literal.as_str());

@@ -235,6 +235,27 @@ fn mutations(text: &str, c: &Catalog) -> Vec<Mutation> {
         m.list("accepts", provider.name.as_str(), &provider.accepts, Some(&dialects), None);
     }
     m.list("accepts", "unlisted provider", &c.unlisted_provider.accepts, Some(&dialects), None);
+    // The one-shot lane restates the decoder and the stream schema, and its data is pinned
+    // by the one-shot driver literal: every edit of it must be refused.
+    let lane = &c.oneshot;
+    for (member, values) in lane.declares.iter() {
+        m.list("oneshot declares", member.as_str(), values, None, None);
+    }
+    let observations = strs(&c.observations.kinds);
+    let kinds: Vec<&str> = lane.events.iter().map(|e| e.kind.as_str()).collect();
+    for event in &lane.events {
+        let owner = format!("oneshot event {}", event.kind.as_str());
+        m.values(|_, _| Kind::Other("oneshot event"), &format!("{owner} kind"), &event.kind, &kinds);
+        if let Some(observation) = &event.observation {
+            m.values(|_, _| Kind::Other("oneshot event"), &format!("{owner} observation"), observation, &observations);
+        }
+    }
+    let declared: Vec<&str> = lane.steps.iter().filter_map(|s| s.declared.as_ref().map(|d| d.as_str())).collect();
+    for step in &lane.steps {
+        if let Some(member) = &step.declared {
+            m.values(|_, _| Kind::Other("oneshot step"), &format!("oneshot step {} declared", step.name.as_str()), member, &declared);
+        }
+    }
     m.out
 }
 

@@ -4,7 +4,9 @@
 //! the generator does not read cannot be completed. The closed vocabularies, though, are
 //! catalog data, not Rust types: this module writes them into the derived schema as `enum`s
 //! (axis values per axis, published fields, dialects, evidence cases, declaration values,
-//! drivers, lanes) and the gateway path grammar as a `pattern`, so an editor completes them.
+//! drivers, lanes, the one-shot lane's declaration values, stream event kinds, observations
+//! and optional declaration members) and the gateway path grammar as a `pattern`, so an
+//! editor completes them.
 //! The generator still refuses a wrong value itself, with a span; the schema only helps.
 
 use serde_json::{json, Map, Value};
@@ -100,5 +102,28 @@ pub fn editor_schema(catalog: &Catalog) -> Result<Value, Diagnostic> {
     }
     let path = object(&mut schema, &["$defs", "Dialect", "properties", "gateway_path"])?;
     path.insert("pattern".into(), path_pattern(&catalog.gateway.placeholders).into());
+    oneshot(&mut schema, catalog)?;
     Ok(schema)
+}
+
+/// The `[oneshot]` lane's closed values: validated equal to the release decoder's and the
+/// stream schema's, so the catalog's own lists are the ones to offer.
+fn oneshot(schema: &mut Value, catalog: &Catalog) -> Result<(), Diagnostic> {
+    let lane = &catalog.oneshot;
+    let mut declares = Map::new();
+    for (member, values) in lane.declares.iter() {
+        let list = json!({ "type": "array", "items": { "enum": names(values) }, "uniqueItems": true });
+        declares.insert(member.value.clone(), list);
+    }
+    let required: Vec<Value> = lane.declares.keys().map(|m| Value::from(m.as_str())).collect();
+    let declares = json!({ "type": "object", "properties": declares, "required": required, "additionalProperties": false });
+    object(schema, &["$defs", "Oneshot", "properties"])?.insert("declares".into(), declares);
+    let optional = crate::oneshot::members(&crate::oneshot::authoring_schema()).optional;
+    object(schema, &["$defs", "OneshotStep", "properties", "declared"])?.insert("enum".into(), optional.into());
+    let kinds: Vec<Name> = lane.events.iter().map(|e| e.kind.clone()).collect();
+    let event = object(schema, &["$defs", "OneshotEvent", "properties"])?;
+    event.get_mut("kind").and_then(Value::as_object_mut).ok_or_else(|| missing(&["OneshotEvent", "kind"]))?.insert("enum".into(), names(&kinds));
+    let observation = event.get_mut("observation").and_then(Value::as_object_mut).ok_or_else(|| missing(&["OneshotEvent", "observation"]))?;
+    observation.insert("enum".into(), names(&catalog.observations.kinds));
+    Ok(())
 }

@@ -6,6 +6,7 @@ mod fields;
 mod gateway;
 mod index;
 pub mod model;
+mod oneshot;
 mod realize;
 pub mod spanned;
 mod validate;

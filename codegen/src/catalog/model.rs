@@ -69,6 +69,9 @@ pub struct Catalog {
     pub unlisted_provider: UnlistedProvider,
     /// Where the golden wire vectors and their schema live.
     pub golden: Golden,
+    /// The `oneshot-v1` lane: its protocol, driver, what a declaration may declare, the
+    /// steps its probe reports and the stream events' observations.
+    pub oneshot: Oneshot,
 }
 
 /// The golden wire vectors.
@@ -99,6 +102,14 @@ pub struct Revisions {
     pub evidence_identity: Name,
     pub evidence_manifest: Name,
     pub readiness: Name,
+    /// The one-shot release protocol (`[oneshot] protocol` names it).
+    pub oneshot_protocol: Name,
+    /// The one-shot driver (`[oneshot] driver`): pins the authoring schema and the lane.
+    pub oneshot_driver: Name,
+    /// The normalized stream schema (`[oneshot] stream_schema`).
+    pub oneshot_stream: Name,
+    /// The golden process exchanges and author-kit vectors (`[oneshot] exchanges`).
+    pub oneshot_exchanges: Name,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
@@ -387,4 +398,65 @@ pub struct Provider {
 #[serde(deny_unknown_fields)]
 pub struct UnlistedProvider {
     pub accepts: Vec<Name>,
+}
+
+/// The `oneshot-v1` lane as data. What a declaration may hold is the release decoder's
+/// (`checkfu_wire_vocab::oneshot::Declaration`); this table restates its closed values so
+/// that the docs and the runtime read them here, and validation holds the two equal.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Oneshot {
+    /// The protocol literal, `revisions.oneshot_protocol`.
+    pub protocol: Name,
+    /// The driver literal, `revisions.oneshot_driver`.
+    pub driver: Name,
+    /// The normalized stream schema, under `schemas/`.
+    pub stream_schema: Name,
+    /// The directory of the golden process exchanges, relative to the project root.
+    pub exchanges: Name,
+    /// Each closed-valued member of the declaration → every value it admits.
+    pub declares: Spanned<BTreeMap<Name, Spanned<Vec<Name>>>>,
+    /// The steps the one-shot probe reports, in report order.
+    pub steps: Vec<OneshotStep>,
+    /// Each normalized stream event kind and the observation it becomes.
+    pub events: Vec<OneshotEvent>,
+}
+
+impl Oneshot {
+    /// `declares` in the release decoder's field order (the map keeps only key order).
+    pub fn declares_in_decoder_order(&self) -> Vec<(&Name, &Spanned<Vec<Name>>)> {
+        let order = crate::oneshot::members(&crate::oneshot::authoring_schema());
+        let mut members: Vec<_> = self.declares.iter().collect();
+        members.sort_by_key(|(m, _)| order.position(m.as_str()));
+        members
+    }
+}
+
+/// A step of the one-shot probe's report.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OneshotStep {
+    pub name: Name,
+    /// The declaration member the step needs; without it the step is omitted, not skipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub declared: Option<Name>,
+    /// The probe option the step needs besides the declaration (omitted without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub given: Option<Name>,
+    /// When the step passes.
+    pub pass: String,
+}
+
+/// What one normalized stream event kind means to the conformance grammar.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OneshotEvent {
+    /// The event's `type` in the stream schema.
+    pub kind: Name,
+    /// The observation kind it becomes; omitted for an event that becomes none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observation: Option<Name>,
+    /// The event fails the turn whatever follows (its observation is a failed terminal).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fails_turn: bool,
 }

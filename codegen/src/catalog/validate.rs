@@ -93,6 +93,7 @@ impl<'c> Validator<'c> {
         self.unique("conformance check", c.conformance.iter().map(|k| &k.name));
         self.dialects_and_providers();
         self.revisions();
+        self.oneshot(schemas);
         self.acp();
         let catalog = self.index.catalog;
         for file in [&catalog.golden.schema, &catalog.acp.schema] {

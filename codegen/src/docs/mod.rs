@@ -100,6 +100,11 @@ pub fn render(compiled: &Compiled, templates: &Templates, acp_grammar: &serde_js
         gated => tables::gated(c),
         dialects => tables::dialects(c),
         reachability => tables::reachability(&index, c),
+        oneshot => &c.oneshot,
+        oneshot_schema => crate::ONESHOT_SCHEMA_OUT,
+        oneshot_declares => tables::oneshot_declares(c),
+        oneshot_steps => tables::oneshot_steps(c),
+        oneshot_events => tables::oneshot_events(c),
     };
     let template = env.get_template(PAGE_TEMPLATE).map_err(template_error)?;
     template.render(ctx).map_err(template_error)

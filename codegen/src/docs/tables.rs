@@ -271,3 +271,43 @@ pub fn reachability(index: &Index, c: &Catalog) -> Vec<Table> {
     }
     t.parts(1, &[1])
 }
+
+/// What a one-shot declaration may declare: each closed member with the decoder's values.
+pub fn oneshot_declares(c: &Catalog) -> Table {
+    let mut t = Table::new(header(&["Member", "Values"]));
+    for (member, values) in c.oneshot.declares_in_decoder_order() {
+        t.rows.push(vec![Cell::code(member.as_str()), Cell::codes(values.iter().map(|v| v.as_str()), ", ")]);
+    }
+    t
+}
+
+/// The one-shot probe's steps: when each is reported and when it passes.
+pub fn oneshot_steps(c: &Catalog) -> Table {
+    let mut t = Table::new(header(&["Step", "Reported when", "Passes when"]));
+    for s in &c.oneshot.steps {
+        let when = match (&s.declared, &s.given) {
+            (None, None) => Cell::plain("every run"),
+            (Some(member), None) => Cell::code(member.as_str()).then(Cell::plain(" is declared")),
+            (None, Some(option)) => Cell::plain("the probe is given ").then(Cell::code(option.as_str())),
+            (Some(member), Some(option)) => Cell::code(member.as_str())
+                .then(Cell::plain(" is declared and the probe is given "))
+                .then(Cell::code(option.as_str())),
+        };
+        t.rows.push(vec![Cell::code(s.name.as_str()), when, Cell::plain(s.pass.as_str())]);
+    }
+    t
+}
+
+/// Each normalized stream event and the observation it becomes.
+pub fn oneshot_events(c: &Catalog) -> Table {
+    let mut t = Table::new(header(&["Stream event", "Observation"]));
+    for e in &c.oneshot.events {
+        let observation = match (&e.observation, e.fails_turn) {
+            (None, _) => Cell::plain("none"),
+            (Some(o), false) => Cell::code(o.as_str()),
+            (Some(o), true) => Cell::code(o.as_str()).then(Cell::plain(", the turn failed")),
+        };
+        t.rows.push(vec![Cell::code(e.kind.as_str()), observation]);
+    }
+    t
+}

@@ -1,6 +1,6 @@
 //! `catalog_tables.rs`: the catalog as `const` tables for the runtime consumers
 //! (declaration admission, the conformance checker, the decode policy), so no axis, value,
-//! slot or gated member is ever typed by hand in runtime code.
+//! slot, gated member or one-shot step is ever typed by hand in runtime code.
 //!
 //! The types these constants use are defined in the runtime crate (`src/catalog.rs`); the
 //! generated file is included into that module.
@@ -138,9 +138,32 @@ pub fn generate(compiled: &Compiled) -> TokenStream {
         ("evidence_identity", r.evidence_identity.as_str()),
         ("evidence_manifest", r.evidence_manifest.as_str()),
         ("readiness", r.readiness.as_str()),
+        ("oneshot_protocol", r.oneshot_protocol.as_str()),
+        ("oneshot_driver", r.oneshot_driver.as_str()),
+        ("oneshot_stream", r.oneshot_stream.as_str()),
+        ("oneshot_exchanges", r.oneshot_exchanges.as_str()),
     ];
     let revisions = revisions.iter().map(|(k, v)| quote! { (#k, #v) });
     let wire_version = r.wire_protocol_version.value;
+    let lane = &c.oneshot;
+    let (oneshot_protocol, oneshot_driver) = (lane.protocol.as_str(), lane.driver.as_str());
+    let oneshot_stream = r.oneshot_stream.as_str();
+    let oneshot_declares = lane.declares_in_decoder_order().into_iter().map(|(member, values)| {
+        let (member, values) = (member.as_str(), strs(values.iter().map(|v| v.as_str())));
+        quote! { OneshotMember { member: #member, values: #values } }
+    });
+    let oneshot_steps = lane.steps.iter().map(|s| {
+        let name = s.name.as_str();
+        let declared = opt(s.declared.as_ref().map(|d| d.as_str()));
+        let given = opt(s.given.as_ref().map(|g| g.as_str()));
+        quote! { OneshotStep { name: #name, declared: #declared, given: #given } }
+    });
+    let oneshot_events = lane.events.iter().map(|e| {
+        let kind = e.kind.as_str();
+        let observation = opt(e.observation.as_ref().map(|o| o.as_str()));
+        let fails_turn = e.fails_turn;
+        quote! { OneshotEvent { kind: #kind, observation: #observation, fails_turn: #fails_turn } }
+    });
     let sha = compiled.sha256.as_str();
 
     quote! {
@@ -176,5 +199,17 @@ pub fn generate(compiled: &Compiled) -> TokenStream {
         pub const PROVIDERS: &[Provider] = &[#(#providers),*];
         /// What an unlisted provider accepts.
         pub const UNLISTED_PROVIDER_ACCEPTS: &[&str] = #unlisted;
+        /// The one-shot release protocol.
+        pub const ONESHOT_PROTOCOL: &str = #oneshot_protocol;
+        /// The one-shot driver.
+        pub const ONESHOT_DRIVER: &str = #oneshot_driver;
+        /// The normalized stream's revision literal.
+        pub const ONESHOT_STREAM: &str = #oneshot_stream;
+        /// Each closed member of a one-shot declaration with the values it admits.
+        pub const ONESHOT_DECLARES: &[OneshotMember] = &[#(#oneshot_declares),*];
+        /// The steps the one-shot probe reports, in report order.
+        pub const ONESHOT_STEPS: &[OneshotStep] = &[#(#oneshot_steps),*];
+        /// Normalized stream event kind → the observation it becomes.
+        pub const ONESHOT_EVENTS: &[OneshotEvent] = &[#(#oneshot_events),*];
     }
 }
