@@ -27,8 +27,12 @@ fn run(flags: &[&str], mode: &str) -> Run {
     probe_env(&options, &[CLI], &[("CHECKFU_FIXTURE_MODE", OsString::from(mode))])
 }
 
+/// The steps reported, which are always the catalog's (`[[oneshot.steps]]`) in its order.
 fn steps(run: &Run) -> Vec<String> {
-    run.json["steps"].as_object().map(|s| s.keys().cloned().collect()).unwrap_or_default()
+    let reported: Vec<String> = run.json["steps"].as_object().map(|s| s.keys().cloned().collect()).unwrap_or_default();
+    let mut catalog = checkfu_wire::catalog::ONESHOT_STEPS.iter().map(|s| s.name);
+    assert!(reported.iter().all(|r| catalog.any(|c| c == r)), "{reported:?} are not the catalog's steps in its order");
+    reported
 }
 
 const TEXT: [&str; 4] = ["--prompt-transport", "stdin", "--output-mode", "text"];
@@ -44,6 +48,7 @@ fn the_stdin_text_floor_passes_and_reports_each_run() {
     assert_eq!(run.status, 0, "{}", run.pretty());
     assert_eq!(steps(&run), ["prompt_exchange", "teardown"], "undeclared steps are omitted");
     assert_eq!(run.json["protocol"], "oneshot-v1");
+    assert_eq!(run.json["driver"], checkfu_wire::catalog::ONESHOT_DRIVER);
     for acp in ["admission", "checks", "client_requests", "wire"] {
         assert!(run.json.get(acp).is_none(), "no ACP member `{acp}` in a one-shot report");
     }

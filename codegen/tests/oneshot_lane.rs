@@ -57,7 +57,7 @@ fn every_stream_event_is_mapped_once_to_a_known_observation() {
     s.edit_nth("kind = \"usage\"", "kind = \"usage_report\"", 0);
     refused_at(&s, "unknown stream event kind `usage_report`", "[[oneshot.events]]", "\"usage_report\"");
     let s = Scratch::new();
-    s.edit_nth("kind = \"session\"\nobservation = \"ready\"", "kind = \"session\"\nobservation = \"started\"", 0);
+    s.edit_nth("kind = \"text_delta\"\nobservation = \"output\"", "kind = \"text_delta\"\nobservation = \"started\"", 0);
     refused_at(&s, "unknown observation kind `started`", "[[oneshot.events]]", "\"started\"");
     let s = Scratch::new();
     s.edit_nth("kind = \"usage\"", "kind = \"text\"", 0);

@@ -1,15 +1,12 @@
 //! The normalized stream JSON of `oneshot-v1` (`schemas/oneshot-stream-v1.schema.json`),
 //! read into the observations the conformance grammar judges.
 //!
-//! | event | observation |
-//! |---|---|
-//! | `session` | none (the first one's id is the run's session id; `ready` is the launch with its prompt delivered, which the caller observes) |
-//! | `text_delta`, `text` | `output` |
-//! | `tool_use` | `tool_use` |
-//! | `tool_result` | `tool_result` |
-//! | `usage` | none (kept as the run's usage) |
-//! | `error` | none; the turn is failed, and its terminal is a failure |
-//! | `terminal` | `terminal` (`end_turn` a success, any other stop reason a failure) |
+//! Which observation each event becomes, and which events fail the turn, is catalog data
+//! (`[oneshot.events]`, generated as `catalog::ONESHOT_EVENTS`): `text_delta` and `text`
+//! are `output`, `tool_use` and `tool_result` themselves, `error` fails the turn (its
+//! terminal is a failure), `terminal` is the terminal (`end_turn` a success); `session`
+//! (whose first id is the run's session id) and `usage` (kept) are no observation. `ready`
+//! is the launch with its prompt delivered, which the caller observes.
 //!
 //! Every line is checked by the schema's generated check; a line that fails it is a
 //! malformed stream, which fails the turn (the stream is the harness's whole grammar, so it
@@ -22,6 +19,7 @@
 
 use serde_json::Value;
 
+use crate::catalog::ONESHOT_EVENTS;
 use crate::conformance::normalize::Normalizer;
 use crate::schemas::oneshot_stream_v1::checks;
 
@@ -46,9 +44,6 @@ pub struct Stream {
     texts: String,
     result: Option<String>,
 }
-
-/// The event kinds in the order of the schema's `oneOf`.
-const KINDS: [&str; 8] = ["session", "text_delta", "text", "tool_use", "tool_result", "usage", "error", "terminal"];
 
 /// The generated check of one kind's definition, to say precisely why a line of that kind
 /// fails (the root's `oneOf` can only say that no branch matched).
@@ -91,7 +86,10 @@ impl Stream {
             let why = match kind.and_then(kind_check) {
                 Some(check) => crate::exact::check_value(&value, check).err().unwrap_or(invalid).to_string(),
                 None => match kind {
-                    Some(kind) => format!("unknown event type {kind:?} (known: {})", KINDS.join(", ")),
+                    Some(kind) => {
+                        let known: Vec<&str> = ONESHOT_EVENTS.iter().map(|e| e.kind).collect();
+                        format!("unknown event type {kind:?} (known: {})", known.join(", "))
+                    }
                     None => String::from("an event is an object with a string `type`"),
                 },
             };
@@ -100,43 +98,43 @@ impl Stream {
         }
         self.events += 1;
         let text = |key: &str| value.get(key).and_then(Value::as_str).unwrap_or_default();
-        let kind = KINDS.iter().copied().find(|k| Some(*k) == value.get("type").and_then(Value::as_str)).unwrap_or("unknown");
-        if !self.kinds.contains(&kind) {
-            self.kinds.push(kind);
+        // The schema's check passed, so `type` is one of the catalog's event kinds.
+        let Some(event) = ONESHOT_EVENTS.iter().find(|e| Some(e.kind) == value.get("type").and_then(Value::as_str)) else { return };
+        if !self.kinds.contains(&event.kind) {
+            self.kinds.push(event.kind);
         }
-        match kind {
-            "session" => {
-                if self.session_id.is_none() {
-                    self.session_id = Some(text("session_id").to_owned());
-                }
-            }
-            "text_delta" => {
-                push_bounded(&mut self.deltas, text("text"));
-                normalizer.output(text("text"));
-            }
+        // What each kind carries is read here; which observation it becomes, and whether it
+        // fails the turn, is the catalog's (`[oneshot.events]`).
+        match event.kind {
+            "session" if self.session_id.is_none() => self.session_id = Some(text("session_id").to_owned()),
+            "text_delta" => push_bounded(&mut self.deltas, text("text")),
             "text" => {
                 if !self.texts.is_empty() && !text("text").is_empty() {
                     self.texts.push('\n');
                 }
                 push_bounded(&mut self.texts, text("text"));
-                normalizer.output(text("text"));
             }
-            "tool_use" => normalizer.tool_use(text("id"), value.get("name").and_then(Value::as_str)),
-            "tool_result" => normalizer.tool_result(text("id")),
-            "usage" => self.usage = Some(value),
-            "error" => self.errors.push(text("message").to_owned()),
-            "terminal" => {
-                if self.terminal.is_none() {
-                    self.terminal = Some(text("stop_reason").to_owned());
-                    self.result = value.get("result").and_then(Value::as_str).map(str::to_owned);
-                    // An error before the terminal makes the turn a failure whatever its
-                    // stop reason says.
-                    let stop_reason = text("stop_reason");
-                    if self.errors.is_empty() {
-                        normalizer.terminal(Some(stop_reason));
-                    } else {
-                        normalizer.terminal_failure(stop_reason);
-                    }
+            "usage" => self.usage = Some(value.clone()),
+            _ => {}
+        }
+        if event.fails_turn {
+            self.errors.push(text("message").to_owned());
+            return;
+        }
+        match event.observation {
+            Some("output") => normalizer.output(text("text")),
+            Some("tool_use") => normalizer.tool_use(text("id"), value.get("name").and_then(Value::as_str)),
+            Some("tool_result") => normalizer.tool_result(text("id")),
+            Some("terminal") if self.terminal.is_none() => {
+                self.terminal = Some(text("stop_reason").to_owned());
+                self.result = value.get("result").and_then(Value::as_str).map(str::to_owned);
+                // An error before the terminal makes the turn a failure whatever its stop
+                // reason says.
+                let stop_reason = text("stop_reason");
+                if self.errors.is_empty() {
+                    normalizer.terminal(Some(stop_reason));
+                } else {
+                    normalizer.terminal_failure(stop_reason);
                 }
             }
             _ => {}

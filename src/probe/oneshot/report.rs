@@ -19,6 +19,8 @@ use crate::probe::{Step, StepStatus};
 pub struct OneshotResult {
     pub qualification: &'static str,
     pub protocol: &'static str,
+    /// The one-shot driver the lane's catalog data names.
+    pub driver: &'static str,
     /// The declaration as the decoder accepted it.
     pub declaration: Declaration,
     pub steps: Map<String, Value>,
@@ -49,7 +51,8 @@ impl OneshotResult {
         let steps = step_list.iter().map(|(name, step)| ((*name).to_owned(), serde_json::to_value(step).unwrap_or(Value::Null))).collect();
         OneshotResult {
             qualification: QUALIFICATION,
-            protocol: crate::oneshot::PROTOCOL,
+            protocol: crate::catalog::ONESHOT_PROTOCOL,
+            driver: crate::catalog::ONESHOT_DRIVER,
             declaration: declaration.clone(),
             steps,
             runs,
