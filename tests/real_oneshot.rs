@@ -3,7 +3,8 @@
 //! (`codex exec`, OpenAI Responses), each through its shim and recipe
 //! (`recipes/oneshot/`), every declared step: prompt path, stream JSON, resume, output
 //! schema. And once with a model that fails every call, which both CLIs meet with an error
-//! the probe must report as a failed turn. Installed by `tests/real-agents/install-oneshot.sh
+//! the probe must report as a failed turn. And a third CLI with no shim and no recipe, Qwen
+//! Code (`qwen -p`, OpenAI Chat), through its stdin/text floor with the generic flags only. Installed by `tests/real-agents/install-oneshot.sh
 //! DIR`; `CHECKFU_REAL_ONESHOT=DIR` when the tests are built runs them (`.ci/run` does, and
 //! sets `CHECKFU_REQUIRE_REAL_ONESHOT`, under which they cannot be ignored).
 
@@ -28,7 +29,7 @@ fn the_real_cli_tests_are_ignored_exactly_where_they_cannot_run() {
     }
     let listed = Command::new(std::env::current_exe().expect("this test binary")).args(["--list", "--ignored"]).output().expect("list");
     let ignored = String::from_utf8_lossy(&listed.stdout).lines().filter(|l| l.contains("_offline")).count();
-    assert_eq!(ignored, if cfg!(checkfu_real_oneshot) { 0 } else { 4 });
+    assert_eq!(ignored, if cfg!(checkfu_real_oneshot) { 0 } else { 5 });
 }
 
 fn path_with(bin: &Path) -> OsString {
@@ -111,4 +112,25 @@ fn claude_code_with_a_failing_model_fails_offline() {
 #[cfg_attr(not(checkfu_real_oneshot), ignore = "CHECKFU_REAL_ONESHOT is not set: run tests/real-agents/install-oneshot.sh DIR and set it to DIR")]
 fn codex_with_a_failing_model_fails_offline() {
     failing_model("codex");
+}
+
+#[test]
+#[cfg_attr(not(checkfu_real_oneshot), ignore = "CHECKFU_REAL_ONESHOT is not set: run tests/real-agents/install-oneshot.sh DIR and set it to DIR")]
+fn qwen_code_passes_the_stdin_text_floor_with_generic_flags_offline() {
+    let bin = clis().expect("CHECKFU_REAL_ONESHOT");
+    let options = [
+        "--protocol", "oneshot-v1", "--prompt-transport", "stdin", "--output-mode", "text", "--argv=-p",
+        // Qwen Code needs a model name to pick its OpenAI-compatible auth; the two others only
+        // stop its usage statistics (which the relay would refuse and record).
+        "--env", "OPENAI_MODEL=stub", "--env", "QWEN_USAGE_STATISTICS_ENABLED=false", "--env", "QWEN_TELEMETRY_ENABLED=false",
+        "--step-timeout", "90",
+    ];
+    let run = probe_env(&options, &["qwen"], &[("PATH", path_with(&bin))]);
+    let context = run.pretty();
+    assert_eq!(run.status, 0, "{context}");
+    assert_eq!(run.step("prompt_exchange").0, "passed", "{context}");
+    assert_eq!(run.step("teardown").0, "passed", "{context}");
+    assert_eq!(run.plane()["dialects_used"], json!(["openai_chat"]), "{context}");
+    let nonce = run.json["nonce"].as_str().unwrap();
+    assert!(run.json["runs"][0]["answer"].as_str().unwrap().contains(nonce), "{context}");
 }

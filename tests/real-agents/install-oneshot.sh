@@ -19,8 +19,9 @@ mkdir -p "$dir"
 [ -f "$dir/package.json" ] || echo '{"private":true}' > "$dir/package.json"
 npm install --prefix "$dir" --no-audit --no-fund --silent --save-exact \
   "@anthropic-ai/claude-code@2.1.332" \
-  "@openai/codex@0.171.0"
-for bin in claude codex; do
+  "@openai/codex@0.171.0" \
+  "@qwen-code/qwen-code@0.24.4"
+for bin in claude codex qwen; do
   if [ ! -x "$dir/node_modules/.bin/$bin" ]; then
     echo "install-oneshot.sh: $dir/node_modules/.bin/$bin is missing after npm install" >&2
     exit 1
