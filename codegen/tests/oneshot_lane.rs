@@ -76,3 +76,21 @@ fn a_step_names_an_optional_member_and_the_literals_match() {
     s.edit_after("\n[oneshot]\n", "exchanges = \"golden/oneshot-v1\"", "exchanges = \"../oneshot-v1\"");
     refused_at(&s, "is not a directory path relative to the project root", "\n[oneshot]\n", "\"../oneshot-v1\"");
 }
+
+#[test]
+fn the_build_reruns_when_an_exchange_appears_or_changes() {
+    let s = Scratch::new();
+    let root = s.root();
+    let dir = root.join("golden/oneshot-v1");
+    if !dir.exists() {
+        // Cargo reruns every build for a path that does not exist: the ancestor is watched.
+        let inputs = checkfu_wire_codegen::inputs(root);
+        assert!(inputs.contains(&root.join("golden")), "{inputs:?}");
+        assert!(!inputs.contains(&dir), "{inputs:?}");
+    }
+    std::fs::create_dir_all(dir.join("resume")).expect("mkdir");
+    std::fs::write(dir.join("resume/run-2.json"), "{}").expect("write");
+    let inputs = checkfu_wire_codegen::inputs(root);
+    assert!(inputs.contains(&dir), "{inputs:?}");
+    assert!(inputs.contains(&dir.join("resume/run-2.json")), "{inputs:?}");
+}
