@@ -645,6 +645,7 @@ impl<'o, 'p> Run<'o, 'p> {
             record_truncated,
             diagnostics: self.session.diagnostics.clone(),
             diagnostics_dropped: self.session.diagnostics_dropped,
+            ignored: self.session.ignored.clone(),
         };
         let record = record.to_vec();
         let steps = self

@@ -81,6 +81,9 @@ pub struct Wire {
     pub diagnostics: Vec<String>,
     /// How many more there were.
     pub diagnostics_dropped: usize,
+    /// Harness updates of an optional-fidelity kind that failed their schema, with the
+    /// decoder's reason: ignored for the verdict (fidelity is fail-open).
+    pub ignored: Vec<crate::decode::IgnoredFidelity>,
 }
 
 /// The whole result.
@@ -166,6 +169,9 @@ impl ProbeResult {
             let _ = writeln!(out, "admission refused: {error}");
         }
         let _ = writeln!(out, "realized {}", Value::Object(self.admission.realized.clone()));
+        for ignored in &self.wire.ignored {
+            let _ = writeln!(out, "warning  ignored a malformed `{}` update (optional fidelity, not judged): {}", ignored.kind, ignored.reason);
+        }
         for request in &self.client_requests {
             let _ = writeln!(out, "client   {} {}: {}", request.method, request.outcome, request.detail);
         }
