@@ -176,3 +176,63 @@ fn without_a_turn_the_turn_checks_are_skipped_not_passed() {
     }
     assert_eq!(run.check("ready_handshake"), "fail");
 }
+
+#[test]
+fn a_home_file_template_is_read_from_at_file_and_the_argv_is_reported_as_run() {
+    let scratch = Scratch::new("at-file");
+    let template = scratch.path("template.json");
+    std::fs::write(&template, "{{\"url\": \"{relay_url}\"}}\n").expect("template");
+    let seen = scratch.path("seen.txt");
+    let record = scratch.path("record.jsonl");
+    let script = format!("cat \"$HOME/conf/b.json\" \"$HOME/c.txt\" > {seen}; echo >> {seen}; echo \"$1\" >> {seen}; exec {AGENT}");
+    let from_file = format!("conf/b.json=@{template}");
+    let run = probe(
+        &["--home-file", &from_file, "--home-file", "c.txt=@@literal", "--record", &record],
+        &["sh", "-c", &script, "sh", "{home}/x"],
+    );
+    assert_eq!(run.status, 0, "{}", run.pretty());
+    let text = std::fs::read_to_string(&seen).expect("the harness wrote what it saw");
+    let lines: Vec<&str> = text.lines().collect();
+    let url = lines[0].strip_prefix("{\"url\": \"").unwrap_or_default();
+    assert!(url.starts_with("http://127.0.0.1:") && url.ends_with("\"}"), "the file's template, expanded, braces undoubled: {}", lines[0]);
+    assert_eq!(lines[1], "@literal", "`@@` writes a literal `@`");
+    // `harness.command` and the record's first line are the argv as run.
+    let command = &run.json["harness"]["command"];
+    assert_eq!(command[4], lines[2], "the argument the harness got: {command}");
+    assert!(command[4].as_str().is_some_and(|c| c.contains("checkfu-probe-home-") && !c.contains('{')), "{command}");
+    let first = std::fs::read_to_string(&record).expect("record").lines().next().map(String::from).unwrap_or_default();
+    let launch: Value = serde_json::from_str(&first).expect("the launch line");
+    assert_eq!(&launch["launch"]["command"], command);
+    let decoded = std::process::Command::new(probe_support::PROBE).arg("decode").arg(&record).output().expect("decode");
+    assert!(decoded.status.success(), "decode skips the launch line: {}", String::from_utf8_lossy(&decoded.stdout));
+    // The banner (text format, on stderr) shows the same argv.
+    let text = std::process::Command::new(probe_support::PROBE).args(["probe", "--", AGENT, "{workspace}"]).output().expect("probe");
+    let banner = String::from_utf8_lossy(&text.stderr).lines().next().map(String::from).unwrap_or_default();
+    assert!(banner.contains(&format!("{AGENT} /")) && banner.contains("checkfu-probe-") && !banner.contains("{workspace}"), "{banner}");
+}
+
+#[test]
+fn an_unknown_placeholder_or_an_unreadable_template_starts_nothing() {
+    let scratch = Scratch::new("placeholders");
+    let marker = scratch.path("started");
+    let template = scratch.path("bad.toml");
+    std::fs::write(&template, "url = \"{relay_ur}\"\n").expect("template");
+    let from_file = format!("a.toml=@{template}");
+    let cases: Vec<(Vec<&str>, Vec<String>, &str)> = vec![
+        (vec![], vec!["{relay_ur}".into()], "unknown placeholder `{relay_ur}`"),
+        (vec!["--env", "X={api_kee}"], vec![], "--env X: unknown placeholder `{api_kee}`"),
+        (vec!["--home-file", "a.toml=x = {home"], vec![], "--home-file a.toml: a lone `{`"),
+        (vec!["--home-file", &from_file], vec![], "--home-file a.toml: unknown placeholder `{relay_ur}`"),
+        (vec!["--home-file", "a.toml=@/nonexistent/template"], vec![], "cannot read the template `/nonexistent/template`"),
+        (vec!["--env", "X=}"], vec![], "a lone `}`"),
+    ];
+    for (options, extra, says) in cases {
+        let mut harness = vec!["sh".to_owned(), "-c".to_owned(), format!("touch {marker}"), "sh".to_owned()];
+        harness.extend(extra);
+        let harness: Vec<&str> = harness.iter().map(String::as_str).collect();
+        let run = probe(&options, &harness);
+        assert_eq!(run.status, 2, "{options:?}: {}", run.stderr);
+        assert!(run.stderr.contains(says), "{options:?}: {}", run.stderr);
+        assert!(!std::path::Path::new(&marker).exists(), "{options:?}: the harness was started");
+    }
+}

@@ -4,10 +4,15 @@
 //!
 //! Placeholders, expanded in harness arguments, `--env` values and home-file templates:
 //! `{relay_url}` (`http://127.0.0.1:PORT`, no path, no trailing slash), `{api_key}` (the
-//! session's key), `{workspace}` (the session's `cwd`) and `{home}` (the fresh home). Any
-//! other brace is left as written, so JSON and TOML templates need no escaping.
+//! session's key), `{workspace}` (the session's `cwd`) and `{home}` (the fresh home).
+//! `{{` and `}}` write literal braces. Any other brace is an error that says where it is,
+//! and so is an unknown name: a mistyped `{relay_ur}` passed on as text would surface far
+//! from its cause, as a harness that cannot reach its model.
 
 use std::ffi::OsString;
+
+/// The names a template may use, as written between braces.
+pub const NAMES: [&str; 4] = ["relay_url", "api_key", "workspace", "home"];
 
 /// The values the placeholders stand for.
 #[derive(Clone, Debug)]
@@ -18,19 +23,67 @@ pub struct Placeholders {
     pub home: String,
 }
 
+/// Expands `text`, looking each name up with `value`; `Err` names the first unknown
+/// placeholder or lone brace.
+fn render(text: &str, value: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(['{', '}']) {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at..];
+        if let Some(after) = tail.strip_prefix("{{").or_else(|| tail.strip_prefix("}}")) {
+            out.push_str(&tail[..1]);
+            rest = after;
+            continue;
+        }
+        let offset = text.len() - tail.len();
+        if tail.starts_with('}') {
+            return Err(format!("a lone `}}` at byte {offset} (write `}}}}` for a literal brace)"));
+        }
+        let name_len = tail[1..].find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(tail.len() - 1);
+        let name = &tail[1..1 + name_len];
+        if name.is_empty() || !tail[1 + name_len..].starts_with('}') {
+            return Err(format!("a lone `{{` at byte {offset} (write `{{{{` for a literal brace)"));
+        }
+        match value(name) {
+            Some(v) => out.push_str(&v),
+            None => {
+                let known: Vec<String> = NAMES.iter().map(|n| format!("{{{n}}}")).collect();
+                return Err(format!("unknown placeholder `{{{name}}}` (the placeholders are {}; `{{{{` and `}}}}` write braces)", known.join(", ")));
+            }
+        }
+        rest = &tail[name_len + 2..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// Whether `text` is a well-formed template: every placeholder known, every literal brace
+/// doubled. Checked before anything starts, when the values are not known yet.
+pub fn check(text: &str) -> Result<(), String> {
+    render(text, &|name| NAMES.contains(&name).then(String::new)).map(|_| ())
+}
+
 impl Placeholders {
-    pub fn expand(&self, text: &str) -> String {
-        text.replace("{relay_url}", &self.relay_url)
-            .replace("{api_key}", &self.api_key)
-            .replace("{workspace}", &self.workspace)
-            .replace("{home}", &self.home)
+    fn value(&self, name: &str) -> Option<String> {
+        match name {
+            "relay_url" => Some(self.relay_url.clone()),
+            "api_key" => Some(self.api_key.clone()),
+            "workspace" => Some(self.workspace.clone()),
+            "home" => Some(self.home.clone()),
+            _ => None,
+        }
+    }
+
+    pub fn expand(&self, text: &str) -> Result<String, String> {
+        render(text, &|name| self.value(name))
     }
 
     /// An argument, expanded when it is UTF-8 (anything else cannot hold a placeholder).
-    pub fn expand_os(&self, arg: &std::ffi::OsStr) -> OsString {
+    pub fn expand_os(&self, arg: &std::ffi::OsStr) -> Result<OsString, String> {
         match arg.to_str() {
-            Some(text) => OsString::from(self.expand(text)),
-            None => arg.to_owned(),
+            Some(text) => self.expand(text).map(OsString::from),
+            None => Ok(arg.to_owned()),
         }
     }
 }
@@ -68,13 +121,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn placeholders_expand_and_other_braces_stay() {
+    fn placeholders_expand_and_doubled_braces_are_literal() {
         let p = Placeholders { relay_url: "http://127.0.0.1:9".into(), api_key: "k".into(), workspace: "/w".into(), home: "/h".into() };
-        assert_eq!(p.expand("base_url = \"{relay_url}/v1\" {\"a\": 1} {other}"), "base_url = \"http://127.0.0.1:9/v1\" {\"a\": 1} {other}");
-        assert_eq!(p.expand("{home}/.codex {api_key} {workspace}"), "/h/.codex k /w");
+        assert_eq!(p.expand("base_url = \"{relay_url}/v1\" {{\"a\": 1}}").as_deref(), Ok("base_url = \"http://127.0.0.1:9/v1\" {\"a\": 1}"));
+        assert_eq!(p.expand("{home}/.codex {api_key} {workspace}").as_deref(), Ok("/h/.codex k /w"));
+        assert_eq!(p.expand("{{relay_url}}").as_deref(), Ok("{relay_url}"), "doubled braces are not a placeholder");
+        assert_eq!(p.expand("").as_deref(), Ok(""));
         let env = conventional(&p, None);
         assert!(env.contains(&("OPENAI_BASE_URL".to_owned(), "http://127.0.0.1:9/v1".to_owned())));
         assert!(env.contains(&("https_proxy".to_owned(), "http://127.0.0.1:9".to_owned())));
         assert!(!env.iter().any(|(k, _)| k == "HOME"));
+    }
+
+    #[test]
+    fn an_unknown_placeholder_or_a_lone_brace_is_an_error_that_says_which() {
+        let unknown = check("x {relay_ur} y").expect_err("unknown");
+        assert!(unknown.contains("`{relay_ur}`") && unknown.contains("{relay_url}"), "{unknown}");
+        assert!(check("{\"a\": 1}").expect_err("lone").contains("a lone `{` at byte 0"));
+        assert!(check("a}").expect_err("lone").contains("a lone `}` at byte 1"));
+        assert!(check("{home").expect_err("unclosed").contains("lone `{`"));
+        assert!(check("{}").is_err());
+        for good in ["{relay_url}", "{{}}", "plain", "{home}/{{x}}", "é{api_key}é"] {
+            assert_eq!(check(good), Ok(()), "{good}");
+        }
     }
 }

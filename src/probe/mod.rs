@@ -166,6 +166,27 @@ fn authority_meta(options: &ProbeOptions) -> Result<Map<String, Value>, UsageErr
     Ok(meta)
 }
 
+/// Every template (the harness's arguments, `--env` values, `--home-file` templates) is
+/// checked before anything starts: an unknown placeholder or a lone brace is a usage error
+/// naming the flag, and so is a home file with no fresh home to go into.
+fn check_templates(options: &ProbeOptions) -> Result<(), UsageError> {
+    if options.inherit_home && !options.home_files.is_empty() {
+        return Err(UsageError::Options(String::from("--home-file writes into the fresh home, which --inherit-home turns off")));
+    }
+    for (i, arg) in options.command.iter().enumerate() {
+        if let Some(text) = arg.to_str() {
+            launch::check(text).map_err(|e| UsageError::Options(format!("the harness command's argument {i} `{text}`: {e}")))?;
+        }
+    }
+    for (key, value) in &options.env {
+        launch::check(value).map_err(|e| UsageError::Options(format!("--env {key}: {e}")))?;
+    }
+    for (path, template) in &options.home_files {
+        launch::check(template).map_err(|e| UsageError::Options(format!("--home-file {path}: {e}")))?;
+    }
+    Ok(())
+}
+
 /// The file of the `tool` script's second token, in the workspace.
 pub const TOKEN_FILE: &str = "checkfu-probe-token.txt";
 
@@ -194,15 +215,7 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(&str)) -> Resul
     })?;
     relay::routes::for_provider(options.provider.as_deref()).map_err(UsageError::Options)?;
     let meta = authority_meta(options)?;
-    if let Some(entry) = entry {
-        if relay::routes::reachable(entry, options.provider.as_deref()) == Some(false) {
-            progress(&format!(
-                "note     the reachability matrix marks `{}` unreachable through `{}`: the relay serves only that provider's paths",
-                entry.name,
-                options.provider.as_deref().unwrap_or(relay::routes::UNLISTED)
-            ));
-        }
-    }
+    check_templates(options)?;
     let cannot_start = |what: &str, e: String| UsageError::CannotStart(format!("cannot prepare the session ({what}): {e}"));
     let workspace = session::workspace::Workspace::create().map_err(|e| cannot_start("workspace", e.to_string()))?;
     let nonce = nonce();
@@ -238,15 +251,34 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(&str)) -> Resul
         workspace: workspace.root().to_string_lossy().into_owned(),
         home: home.as_ref().map_or_else(|| std::env::var("HOME").unwrap_or_default(), |h| h.root().to_string_lossy().into_owned()),
     };
-    for (path, template) in &options.home_files {
-        let Some(home) = &home else {
-            return Err(UsageError::Options(String::from("--home-file writes into the fresh home, which --inherit-home turns off")));
-        };
-        home.write(path, &placeholders.expand(template)).map_err(|e| UsageError::Options(format!("--home-file {path}: {e}")))?;
+    // The templates were checked before anything started, so expanding cannot fail here;
+    // it is still a usage error rather than a panic if it does.
+    let expand = |what: &str, text: &str| placeholders.expand(text).map_err(|e| UsageError::Options(format!("{what}: {e}")));
+    if let Some(home) = &home {
+        for (path, template) in &options.home_files {
+            home.write(path, &expand(&format!("--home-file {path}"), template)?).map_err(|e| UsageError::Options(format!("--home-file {path}: {e}")))?;
+        }
     }
     let mut env: Vec<(OsString, OsString)> = launch::conventional(&placeholders, home.as_ref()).into_iter().map(|(k, v)| (k.into(), v.into())).collect();
-    env.extend(options.env.iter().map(|(k, v)| (OsString::from(k), OsString::from(placeholders.expand(v)))));
-    let command: Vec<OsString> = options.command.iter().map(|a| placeholders.expand_os(a)).collect();
+    for (key, value) in &options.env {
+        env.push((OsString::from(key), OsString::from(expand(&format!("--env {key}"), value)?)));
+    }
+    let command = options
+        .command
+        .iter()
+        .map(|a| placeholders.expand_os(a).map_err(|e| UsageError::Options(format!("the harness command: {e}"))))
+        .collect::<Result<Vec<OsString>, UsageError>>()?;
+    // The banner shows the argv as it is run, placeholders expanded.
+    progress(&result::banner(&command));
+    if let Some(entry) = entry {
+        if relay::routes::reachable(entry, options.provider.as_deref()) == Some(false) {
+            progress(&format!(
+                "note     the reachability matrix marks `{}` unreachable through `{}`: the relay serves only that provider's paths",
+                entry.name,
+                options.provider.as_deref().unwrap_or(relay::routes::UNLISTED)
+            ));
+        }
+    }
     let launch = session::Launch { env, netns: namespace.as_ref().map(|n| n.raw_fd()) };
     let session_options = session::Options { permission: options.permission, terminals: options.terminals, deadline: options.deadline };
     let session = Session::start_in(workspace, &command, session_options, &launch).map_err(|e| {
@@ -254,6 +286,7 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(&str)) -> Resul
         UsageError::CannotStart(format!("cannot start `{command}`: {e}"))
     })?;
     let mut run = Run::new(session, options, nonce, progress);
+    run.command = command;
     run.admission.driver = options.driver.clone();
     run.admission.retention = options.retention.clone();
     let admitted = run.initialize(envelope);
@@ -307,6 +340,8 @@ struct Run<'o, 'p> {
     /// A harness fault seen while a step was not waiting (during the settle window).
     late_fault: Option<String>,
     nonce_in_output: bool,
+    /// The argv as run, placeholders expanded.
+    command: Vec<OsString>,
 }
 
 impl<'o, 'p> Run<'o, 'p> {
@@ -326,6 +361,7 @@ impl<'o, 'p> Run<'o, 'p> {
             turn_open: false,
             late_fault: None,
             nonce_in_output: false,
+            command: options.command.clone(),
         }
     }
 
@@ -628,7 +664,7 @@ impl<'o, 'p> Run<'o, 'p> {
             None => Value::Null,
         };
         let harness = HarnessInfo {
-            command: self.options.command.iter().map(|c| c.to_string_lossy().into_owned()).collect(),
+            command: self.command.iter().map(|c| c.to_string_lossy().into_owned()).collect(),
             pid: self.session.pid(),
             agent_info: self.agent_info.clone(),
             exit,
@@ -647,7 +683,10 @@ impl<'o, 'p> Run<'o, 'p> {
             diagnostics_dropped: self.session.diagnostics_dropped,
             ignored: self.session.ignored.clone(),
         };
-        let record = record.to_vec();
+        // The record opens with the launch: the argv as run, which `decode` skips.
+        let mut header = serde_json::to_vec(&json!({"launch": {"command": harness.command, "pid": harness.pid}})).unwrap_or_default();
+        header.push(b'\n');
+        let record = [header.as_slice(), record].concat();
         let steps = self
             .steps
             .iter()
