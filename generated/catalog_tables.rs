@@ -350,6 +350,8 @@ pub const HARNESSES: &[Harness] = &[
         ],
         dialects: &["openai_chat"],
         evidence: &[],
+        supply: "image_required",
+        adoption: "bring_your_own_image",
     },
     Harness {
         name: "pi",
@@ -370,6 +372,8 @@ pub const HARNESSES: &[Harness] = &[
         ],
         dialects: &["openai_responses", "openai_chat", "anthropic_messages"],
         evidence: &[],
+        supply: "image_required",
+        adoption: "bring_your_own_image",
     },
     Harness {
         name: "openclaw",
@@ -390,6 +394,8 @@ pub const HARNESSES: &[Harness] = &[
         ],
         dialects: &["openai_responses"],
         evidence: &[],
+        supply: "blocked",
+        adoption: "blocked",
     },
     Harness {
         name: "opencode",
@@ -410,6 +416,8 @@ pub const HARNESSES: &[Harness] = &[
         ],
         dialects: &["openai_responses"],
         evidence: &[],
+        supply: "image_required",
+        adoption: "bring_your_own_image",
     },
     Harness {
         name: "cursor",
@@ -430,6 +438,8 @@ pub const HARNESSES: &[Harness] = &[
         ],
         dialects: &[],
         evidence: &[],
+        supply: "image_required",
+        adoption: "bring_your_own_image",
     },
     Harness {
         name: "claude-code",
@@ -451,6 +461,8 @@ pub const HARNESSES: &[Harness] = &[
         ],
         dialects: &["anthropic_messages"],
         evidence: &[],
+        supply: "image_required",
+        adoption: "bring_your_own_image",
     },
     Harness {
         name: "codex",
@@ -471,6 +483,8 @@ pub const HARNESSES: &[Harness] = &[
         ],
         dialects: &["openai_responses"],
         evidence: &[],
+        supply: "image_required",
+        adoption: "bring_your_own_image",
     },
     Harness {
         name: "checkfu",
@@ -500,6 +514,8 @@ pub const HARNESSES: &[Harness] = &[
         ],
         dialects: &["openai_responses", "openai_chat", "anthropic_messages"],
         evidence: &[],
+        supply: "image_required",
+        adoption: "bring_your_own_image",
     },
     Harness {
         name: "openclaw-connected",
@@ -520,6 +536,8 @@ pub const HARNESSES: &[Harness] = &[
         ],
         dialects: &[],
         evidence: &[],
+        supply: "blocked",
+        adoption: "blocked",
     },
 ];
 /// Model wire dialects and gateway paths.

@@ -240,8 +240,9 @@ pub fn probe(args: Args) -> i32 {
     // a slow harness is never met with silence and `--format json` keeps stdout one object.
     // The banner comes from the run, once the argv is expanded as it will be run.
     let live = matches!(args.format, Format::Text);
+    // Notes (a blocked entry, an unreachable cell) are said before the run in either format.
     let mut progress = |line: &str| {
-        if live {
+        if live || line.starts_with("note ") {
             eprintln!("{line}");
         }
     };

@@ -112,6 +112,9 @@ pub fn conventional(p: &Placeholders, fresh_home: Option<&crate::session::home::
         for (name, path) in home.xdg() {
             env.push((name.to_owned(), path.to_string_lossy().into_owned()));
         }
+        // A harness that writes under the system's temporary directory (a log, a socket)
+        // would leave it behind; inside the home it goes with the session.
+        env.push(("TMPDIR".to_owned(), home.tmp().to_string_lossy().into_owned()));
     }
     env
 }

@@ -270,6 +270,12 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(&str)) -> Resul
         .collect::<Result<Vec<OsString>, UsageError>>()?;
     // The banner shows the argv as it is run, placeholders expanded.
     progress(&result::banner(&command));
+    if let Some(entry) = entry.filter(|e| e.blocked()) {
+        progress(&format!(
+            "note     the catalog marks `{}` blocked (supply {}, adoption {}): this run shows what the harness does, not that it can be adopted",
+            entry.name, entry.supply, entry.adoption
+        ));
+    }
     if let Some(entry) = entry {
         if relay::routes::reachable(entry, options.provider.as_deref()) == Some(false) {
             progress(&format!(
@@ -289,6 +295,9 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(&str)) -> Resul
     run.command = command;
     run.admission.driver = options.driver.clone();
     run.admission.retention = options.retention.clone();
+    run.admission.judged_against = "envelope";
+    run.admission.envelope = envelope.values.iter().map(|(a, v)| ((*a).to_owned(), json!(v))).collect();
+    run.admission.ceiling = entry.map(|e| e.ceiling.iter().map(|(a, v)| ((*a).to_owned(), json!(v))).collect());
     let admitted = run.initialize(envelope);
     let session_id = match &admitted {
         Some(_) => run.start_session(meta),
@@ -316,6 +325,7 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(&str)) -> Resul
     plane.nonce_in_output = result.nonce_in_output;
     if let Some(entry) = entry {
         plane.bind(entry, options.provider.as_deref(), &result.admission.declaration);
+        result.admission.above_ceiling = above_ceiling(entry, &result.admission.realized);
     }
     result.model_plane = Some(plane);
     Ok(result)
@@ -534,7 +544,21 @@ impl<'o, 'p> Run<'o, 'p> {
             _ => format!("Checkfu local diagnostic. Reply with the nonce {} and end the turn.", self.nonce),
         };
         let params = json!({"sessionId": session_id, "prompt": [{"type": "text", "text": text}]});
+        let refused_before = relay.record().refused.len();
         let outcome = self.run_turn(admitted, session_id, params, until).and_then(|()| self.governed(relay));
+        // A failed turn names what the relay refused meanwhile: a harness whose model calls
+        // were refused (a path off the allow-list, a missing key) fails for that reason.
+        let outcome = outcome.map_err(|reason| {
+            let record = relay.record();
+            let refused = record.refused.get(refused_before..).unwrap_or_default();
+            match refused {
+                [] => reason,
+                [first, rest @ ..] => {
+                    let more = if rest.is_empty() { String::new() } else { format!(" (and {} more)", rest.len()) };
+                    format!("{reason}; the relay refused during the turn: {} {}: {}{more}", first.status, first.path, first.reason)
+                }
+            }
+        });
         if outcome.is_err() && self.turn_open {
             // A runner that gives up on a turn cancels it, as ACP asks, before tearing down.
             let _ = self.session.notify(CANCEL_METHOD, json!({"sessionId": session_id}));
@@ -709,6 +733,23 @@ impl<'o, 'p> Run<'o, 'p> {
             model_plane: None,
         }
     }
+}
+
+/// The axes on which `realized` is stronger than the entry's ceiling, by the axis's own
+/// order (an axis the ceiling omits stands at its `absent` value).
+fn above_ceiling(entry: &catalog::Harness, realized: &Map<String, Value>) -> Vec<result::AboveCeiling> {
+    let mut above = Vec::new();
+    for (axis, value) in realized {
+        let (Some(axis), Some(value)) = (catalog::axis(axis), value.as_str()) else { continue };
+        let Some(ceiling) = entry.ceiling.iter().find(|(a, _)| *a == axis.name).map(|(_, v)| *v).or(axis.absent) else { continue };
+        let rank = |v: &str| axis.values.iter().position(|x| *x == v);
+        if let (Some(got), Some(cap)) = (rank(value), rank(ceiling)) {
+            if got > cap {
+                above.push(result::AboveCeiling { axis: axis.name.to_owned(), realized: value.to_owned(), ceiling: ceiling.to_owned() });
+            }
+        }
+    }
+    above
 }
 
 /// Whether the declaration admitted the upgrade whose evidence is `check`.

@@ -45,8 +45,27 @@ pub struct Admission {
     /// The set with each evidence-gated promotion kept only if its case passed in this run.
     /// Local and unsigned: indicative, never a qualification.
     pub realized: serde_json::Map<String, Value>,
+    /// What the run was judged against: always `envelope`, the driver envelope raised by
+    /// the declaration (`admitted`). The entry's ceiling is what the catalog says an
+    /// integration realizes, and is reported beside it, not judged.
+    pub judged_against: &'static str,
+    /// The driver envelope for the retention, axis → value.
+    pub envelope: serde_json::Map<String, Value>,
+    /// With `--harness`: the entry's catalog ceiling, axis → value (`null` without).
+    pub ceiling: Option<serde_json::Map<String, Value>>,
+    /// The axes on which `realized` is above the entry's ceiling: legal (a ceiling may sit
+    /// below the envelope), but the catalog promises less than this run showed.
+    pub above_ceiling: Vec<AboveCeiling>,
     /// Why admission refused the handshake, when it did.
     pub error: Option<String>,
+}
+
+/// One axis where the run realized more than the entry's ceiling allows.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct AboveCeiling {
+    pub axis: String,
+    pub realized: String,
+    pub ceiling: String,
 }
 
 /// The harness as the run saw it.
@@ -169,6 +188,13 @@ impl ProbeResult {
             let _ = writeln!(out, "admission refused: {error}");
         }
         let _ = writeln!(out, "realized {}", Value::Object(self.admission.realized.clone()));
+        if let Some(ceiling) = &self.admission.ceiling {
+            let harness = self.model_plane.as_ref().and_then(|p| p.catalog.as_ref()).map_or("", |c| c.harness.as_str());
+            let _ = writeln!(out, "ceiling  {} (`{harness}` in the catalog; the run was judged against the envelope, as realized)", Value::Object(ceiling.clone()));
+            for above in &self.admission.above_ceiling {
+                let _ = writeln!(out, "ceiling  realized {}: {} is above the entry's ceiling {}", above.axis, above.realized, above.ceiling);
+            }
+        }
         for ignored in &self.wire.ignored {
             let _ = writeln!(out, "warning  ignored a malformed `{}` update (optional fidelity, not judged): {}", ignored.kind, ignored.reason);
         }
