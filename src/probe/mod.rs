@@ -224,7 +224,13 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(&str)) -> Resul
     std::fs::write(&token_file, format!("The token is {token}.\n")).map_err(|e| cannot_start("token file", e.to_string()))?;
     let (namespace, listener, fence, fence_note) = if options.netns {
         match session::fence::Namespace::create() {
-            Ok((namespace, listener)) => (Some(namespace), Some(listener), Fence::NetworkNamespace, None),
+            Ok((namespace, listener)) => {
+                let fence = match namespace.kind() {
+                    session::fence::Kind::Network => Fence::NetworkNamespace,
+                    session::fence::Kind::User => Fence::UserNamespace,
+                };
+                (Some(namespace), Some(listener), fence, None)
+            }
             Err(why) => (None, None, Fence::ProxyVariables, Some(why)),
         }
     } else {
@@ -285,7 +291,7 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(&str)) -> Resul
             ));
         }
     }
-    let launch = session::Launch { env, netns: namespace.as_ref().map(|n| n.raw_fd()) };
+    let launch = session::Launch { env, netns: namespace.as_ref().map(session::fence::Namespace::join) };
     let session_options = session::Options { permission: options.permission, terminals: options.terminals, deadline: options.deadline };
     let session = Session::start_in(workspace, &command, session_options, &launch).map_err(|e| {
         let command = options.command.first().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();

@@ -19,6 +19,9 @@ pub enum Fence {
     /// A network namespace in which the relay is the only thing reachable; the proxy
     /// variables are set as well.
     NetworkNamespace,
+    /// The same, made without privileges: a network namespace inside a user namespace of
+    /// the probe's user's own (the harness keeps its uid and gains nothing outside).
+    UserNamespace,
     /// Only the proxy variables, a convention a harness may ignore.
     ProxyVariables,
 }
@@ -152,6 +155,7 @@ impl ModelPlane {
         let mut out = String::new();
         let fence = match self.fence {
             Fence::NetworkNamespace => "network namespace (only the relay reachable)",
+            Fence::UserNamespace => "user namespace (only the relay reachable)",
             Fence::ProxyVariables => "proxy variables only",
         };
         out.push_str(&format!("model    provider {}, script {}, fence: {fence}\n", self.provider, self.script));

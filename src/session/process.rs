@@ -133,7 +133,7 @@ pub struct Harness {
 #[derive(Clone, Debug, Default)]
 pub struct Launch {
     pub env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
-    pub netns: Option<std::os::fd::RawFd>,
+    pub netns: Option<super::fence::Join>,
 }
 
 impl Harness {
