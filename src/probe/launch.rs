@@ -88,6 +88,27 @@ impl Placeholders {
     }
 }
 
+/// Every template (the harness's arguments, `--env` values, `--home-file` templates) is
+/// checked before anything starts: an unknown placeholder or a lone brace is a usage error
+/// naming the flag, and so is a home file with no fresh home to go into.
+pub fn check_options(options: &super::ProbeOptions) -> Result<(), super::UsageError> {
+    if options.inherit_home && !options.home_files.is_empty() {
+        return Err(super::UsageError::Options(String::from("--home-file writes into the fresh home, which --inherit-home turns off")));
+    }
+    for (i, arg) in options.command.iter().enumerate() {
+        if let Some(text) = arg.to_str() {
+            check(text).map_err(|e| super::UsageError::Options(format!("the harness command's argument {i} `{text}`: {e}")))?;
+        }
+    }
+    for (key, value) in &options.env {
+        check(value).map_err(|e| super::UsageError::Options(format!("--env {key}: {e}")))?;
+    }
+    for (path, template) in &options.home_files {
+        check(template).map_err(|e| super::UsageError::Options(format!("--home-file {path}: {e}")))?;
+    }
+    Ok(())
+}
+
 /// Hosts a client must reach directly rather than through the proxy: the relay itself.
 pub const NO_PROXY: &str = "127.0.0.1,localhost,::1";
 

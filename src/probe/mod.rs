@@ -166,27 +166,6 @@ fn authority_meta(options: &ProbeOptions) -> Result<Map<String, Value>, UsageErr
     Ok(meta)
 }
 
-/// Every template (the harness's arguments, `--env` values, `--home-file` templates) is
-/// checked before anything starts: an unknown placeholder or a lone brace is a usage error
-/// naming the flag, and so is a home file with no fresh home to go into.
-fn check_templates(options: &ProbeOptions) -> Result<(), UsageError> {
-    if options.inherit_home && !options.home_files.is_empty() {
-        return Err(UsageError::Options(String::from("--home-file writes into the fresh home, which --inherit-home turns off")));
-    }
-    for (i, arg) in options.command.iter().enumerate() {
-        if let Some(text) = arg.to_str() {
-            launch::check(text).map_err(|e| UsageError::Options(format!("the harness command's argument {i} `{text}`: {e}")))?;
-        }
-    }
-    for (key, value) in &options.env {
-        launch::check(value).map_err(|e| UsageError::Options(format!("--env {key}: {e}")))?;
-    }
-    for (path, template) in &options.home_files {
-        launch::check(template).map_err(|e| UsageError::Options(format!("--home-file {path}: {e}")))?;
-    }
-    Ok(())
-}
-
 /// The file of the `tool` script's second token, in the workspace.
 pub const TOKEN_FILE: &str = "checkfu-probe-token.txt";
 
@@ -215,7 +194,7 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(&str)) -> Resul
     })?;
     relay::routes::for_provider(options.provider.as_deref()).map_err(UsageError::Options)?;
     let meta = authority_meta(options)?;
-    check_templates(options)?;
+    launch::check_options(options)?;
     let cannot_start = |what: &str, e: String| UsageError::CannotStart(format!("cannot prepare the session ({what}): {e}"));
     let workspace = session::workspace::Workspace::create().map_err(|e| cannot_start("workspace", e.to_string()))?;
     let nonce = nonce();
@@ -331,7 +310,7 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(&str)) -> Resul
     plane.nonce_in_output = result.nonce_in_output;
     if let Some(entry) = entry {
         plane.bind(entry, options.provider.as_deref(), &result.admission.declaration);
-        result.admission.above_ceiling = above_ceiling(entry, &result.admission.realized);
+        result.admission.above_ceiling = result::AboveCeiling::of(entry, &result.admission.realized);
     }
     result.model_plane = Some(plane);
     Ok(result)
@@ -739,23 +718,6 @@ impl<'o, 'p> Run<'o, 'p> {
             model_plane: None,
         }
     }
-}
-
-/// The axes on which `realized` is stronger than the entry's ceiling, by the axis's own
-/// order (an axis the ceiling omits stands at its `absent` value).
-fn above_ceiling(entry: &catalog::Harness, realized: &Map<String, Value>) -> Vec<result::AboveCeiling> {
-    let mut above = Vec::new();
-    for (axis, value) in realized {
-        let (Some(axis), Some(value)) = (catalog::axis(axis), value.as_str()) else { continue };
-        let Some(ceiling) = entry.ceiling.iter().find(|(a, _)| *a == axis.name).map(|(_, v)| *v).or(axis.absent) else { continue };
-        let rank = |v: &str| axis.values.iter().position(|x| *x == v);
-        if let (Some(got), Some(cap)) = (rank(value), rank(ceiling)) {
-            if got > cap {
-                above.push(result::AboveCeiling { axis: axis.name.to_owned(), realized: value.to_owned(), ceiling: ceiling.to_owned() });
-            }
-        }
-    }
-    above
 }
 
 /// Whether the declaration admitted the upgrade whose evidence is `check`.

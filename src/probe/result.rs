@@ -68,6 +68,25 @@ pub struct AboveCeiling {
     pub ceiling: String,
 }
 
+impl AboveCeiling {
+    /// The axes on which `realized` is stronger than the entry's ceiling, by the axis's own
+    /// order (an axis the ceiling omits stands at its `absent` value).
+    pub fn of(entry: &crate::catalog::Harness, realized: &serde_json::Map<String, Value>) -> Vec<AboveCeiling> {
+        let mut above = Vec::new();
+        for (axis, value) in realized {
+            let (Some(axis), Some(value)) = (crate::catalog::axis(axis), value.as_str()) else { continue };
+            let Some(ceiling) = entry.ceiling.iter().find(|(a, _)| *a == axis.name).map(|(_, v)| *v).or(axis.absent) else { continue };
+            let rank = |v: &str| axis.values.iter().position(|x| *x == v);
+            if let (Some(got), Some(cap)) = (rank(value), rank(ceiling)) {
+                if got > cap {
+                    above.push(AboveCeiling { axis: axis.name.to_owned(), realized: value.to_owned(), ceiling: ceiling.to_owned() });
+                }
+            }
+        }
+        above
+    }
+}
+
 /// The harness as the run saw it.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct HarnessInfo {
