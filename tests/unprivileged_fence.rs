@@ -11,23 +11,8 @@ use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 
-use probe_support::{assert_no_process_in_group, assert_nothing_left, Scratch, AGENT, PROBE};
+use probe_support::{assert_no_process_in_group, assert_nothing_left, running_as_root, unprivileged, unprivileged_uid, Scratch, AGENT, NOBODY, PROBE};
 use serde_json::Value;
-
-/// The uid the probe runs as under `setpriv` when the tests run as root.
-const NOBODY: &str = "65534";
-
-/// A command run unprivileged: through `setpriv` as uid 65534 when we are root.
-fn unprivileged(program: &str) -> Command {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } == 0 {
-        let mut command = Command::new("setpriv");
-        command.args(["--reuid", NOBODY, "--regid", NOBODY, "--clear-groups", program]);
-        command
-    } else {
-        Command::new(program)
-    }
-}
 
 /// Whether this machine lets an unprivileged user make a user and network namespace:
 /// `unshare -Urn true`, as that user.
@@ -39,8 +24,7 @@ fn user_namespaces_allowed() -> bool {
 
 #[test]
 fn an_unprivileged_probe_fences_the_harness_in_a_user_namespace() {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } == 0 {
+    if running_as_root() {
         assert!(Command::new("setpriv").arg("--version").output().is_ok_and(|o| o.status.success()), "setpriv (util-linux) is needed to drop to uid {NOBODY}");
     }
     let host = TcpListener::bind(("127.0.0.1", 0)).expect("a host loopback listener");
@@ -78,9 +62,7 @@ fn an_unprivileged_probe_fences_the_harness_in_a_user_namespace() {
     assert_eq!(plane["nonce_at_relay"], true, "the relay's listener is reachable inside: {pretty}");
     let text = std::fs::read_to_string(&seen).expect("the harness wrote what it saw");
     let lines: Vec<&str> = text.lines().collect();
-    // SAFETY: geteuid cannot fail.
-    let expected_uid = if unsafe { libc::geteuid() } == 0 { NOBODY.to_owned() } else { unsafe { libc::geteuid() }.to_string() };
-    assert_eq!(lines.first().copied(), Some(expected_uid.as_str()), "the harness keeps its uid: {text}");
+    assert_eq!(lines.first().copied(), Some(unprivileged_uid().as_str()), "the harness keeps its uid: {text}");
     assert_eq!(lines.get(1).copied(), Some("unreachable"), "the host's 127.0.0.1:{port} is out of reach: {text}");
     // The same port is reachable from outside the fence: the check above is not vacuous.
     assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
