@@ -478,6 +478,9 @@ fn a_malformed_fidelity_update_is_ignored_and_nothing_else_is() {
     assert_eq!(ignored.kind, "usage_update");
     assert!(ignored.reason.contains("/update/used"), "{ignored:?}");
     assert!(report.diagnostics.iter().any(|d| d.starts_with("ignored a malformed `usage_update` update")), "{report:?}");
+    // A member the update lacks is its own failure too.
+    let missing = decode(&usage(json!({"sessionUpdate": "current_mode_update"}), json!("s")));
+    assert!(missing.accepted && missing.ignored.as_ref().is_some_and(|i| i.reason.contains("currentModeId")), "{missing:?}");
     // A well-formed one is not ignored.
     let well = decode(&usage(json!({"sessionUpdate": "usage_update", "used": 10, "size": 1000}), json!("s")));
     assert!(well.accepted && well.ignored.is_none(), "{well:?}");

@@ -300,7 +300,10 @@ impl Stream {
             // Only a failure inside the update itself: a broken `sessionId` or envelope is
             // ACP's own shape, which stays fail-closed whatever the update carries.
             let inside_update = |error: &DecodeError| match error {
-                DecodeError::InvalidParams { pointer, .. } => pointer.starts_with("/update/") && !pointer.starts_with("/update/sessionUpdate"),
+                // `/update` itself is a member the update lacks (a missing `size`).
+                DecodeError::InvalidParams { pointer, .. } => {
+                    pointer == "/update" || pointer.starts_with("/update/") && !pointer.starts_with("/update/sessionUpdate")
+                }
                 _ => false,
             };
             match (checked, fidelity) {
