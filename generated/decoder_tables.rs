@@ -35,6 +35,14 @@ pub const STOP_REASONS: &[&str] = &[
     "refusal",
     "cancelled",
 ];
+/// `sessionUpdate` kinds that carry only optional fidelity (the catalog's
+/// `[acp] optional_fidelity_updates`): one that fails its schema is ignored, not rejected.
+pub const FIDELITY_UPDATE_KINDS: &[&str] = &[
+    "usage_update",
+    "available_commands_update",
+    "current_mode_update",
+    "session_info_update",
+];
 /// Every `checkfu.*` slot and extension method, with its decode policy.
 pub const SLOTS: &[SlotDecoder] = &[
     SlotDecoder {

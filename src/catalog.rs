@@ -92,6 +92,19 @@ pub struct Harness {
     pub ceiling: &'static [(&'static str, &'static str)],
     pub dialects: &'static [&'static str],
     pub evidence: &'static [&'static str],
+    /// Its supply and adoption (`[vocabularies]`): whether a customer can run it today.
+    pub supply: &'static str,
+    pub adoption: &'static str,
+}
+
+/// The supply/adoption value of an entry nothing can be adopted from today.
+pub const BLOCKED: &str = "blocked";
+
+impl Harness {
+    /// Whether the catalog says the entry cannot be supplied or adopted today.
+    pub fn blocked(&self) -> bool {
+        self.supply == BLOCKED || self.adoption == BLOCKED
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -219,3 +219,20 @@ fn root_is_taken_only_by_the_commands_that_read_a_project() {
         assert!(String::from_utf8_lossy(&out.stderr).contains("unexpected argument '--root'"), "{args:?}");
     }
 }
+
+#[test]
+fn an_optional_fidelity_kind_must_be_a_kind_of_the_pinned_schema_and_named_once() {
+    let dir = scratch();
+    let catalog = dir.path().join("catalog/catalog.toml");
+    let text = fs::read_to_string(&catalog).expect("read");
+    let list = "optional_fidelity_updates = [\"usage_update\", ";
+    assert!(text.contains(list), "the catalog's list of optional-fidelity kinds");
+    let text = text.replacen(list, "optional_fidelity_updates = [\"usage_updat\", \"current_mode_update\", ", 1);
+    fs::write(&catalog, text).expect("write");
+    let out = run(dir.path(), &["generate"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("names `usage_updat`, which is not a sessionUpdate kind"), "{stderr}");
+    assert!(stderr.contains("names `current_mode_update` twice"), "{stderr}");
+    assert!(stderr.contains("catalog.toml:"), "the error points into the catalog: {stderr}");
+}

@@ -466,3 +466,27 @@ fn envelope_errors_are_typed() {
         assert_eq!(error_code(&report), code, "{}", String::from_utf8_lossy(&bytes[..bytes.len().min(80)]));
     }
 }
+
+/// Fail-open fidelity: an update of a kind the catalog names optional fidelity, broken
+/// inside the update, is accepted and marked ignored; everything around it stays closed.
+#[test]
+fn a_malformed_fidelity_update_is_ignored_and_nothing_else_is() {
+    let usage = |update: Value, session: Value| json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": session, "update": update}});
+    let report = decode(&usage(json!({"sessionUpdate": "usage_update", "used": null, "size": 1000}), json!("s")));
+    assert!(report.accepted, "{report:?}");
+    let ignored = report.ignored.as_ref().expect("marked ignored");
+    assert_eq!(ignored.kind, "usage_update");
+    assert!(ignored.reason.contains("/update/used"), "{ignored:?}");
+    assert!(report.diagnostics.iter().any(|d| d.starts_with("ignored a malformed `usage_update` update")), "{report:?}");
+    // A member the update lacks is its own failure too.
+    let missing = decode(&usage(json!({"sessionUpdate": "current_mode_update"}), json!("s")));
+    assert!(missing.accepted && missing.ignored.as_ref().is_some_and(|i| i.reason.contains("currentModeId")), "{missing:?}");
+    // A well-formed one is not ignored.
+    let well = decode(&usage(json!({"sessionUpdate": "usage_update", "used": 10, "size": 1000}), json!("s")));
+    assert!(well.accepted && well.ignored.is_none(), "{well:?}");
+    // Broken outside the update (the session id), it is ACP's own shape: rejected.
+    assert!(!decode(&usage(json!({"sessionUpdate": "usage_update", "used": null, "size": 1000}), json!(7))).accepted);
+    // Content stays fail-closed, and so does the kind itself.
+    assert!(!decode(&usage(json!({"sessionUpdate": "agent_message_chunk", "content": 7}), json!("s"))).accepted);
+    assert!(!decode(&usage(json!({"sessionUpdate": "usage_updates", "used": 1}), json!("s"))).accepted);
+}

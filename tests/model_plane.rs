@@ -82,7 +82,9 @@ fn an_unreachable_cell_is_said_and_the_relay_serves_only_that_providers_paths() 
     assert_eq!(plane["catalog"]["reachable"], false);
     assert_eq!(refused_statuses(plane), vec![404]);
     assert_eq!(plane["refused"][0]["path"], "/v1/responses");
-    assert_eq!(run.step("prompt_exchange").0, "failed");
+    let (status, reason) = run.step("prompt_exchange");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("the relay refused during the turn: 404 /v1/responses"), "the refusal is named: {reason}");
 }
 
 #[test]
@@ -94,6 +96,7 @@ fn a_call_without_the_key_is_refused_and_recorded() {
     let (status, reason) = run.step("prompt_exchange");
     assert_eq!(status, "failed");
     assert!(reason.contains("no call the relay served carried the nonce"), "{reason}");
+    assert!(reason.contains("the relay refused during the turn: 401 /v1/chat/completions"), "{reason}");
 }
 
 #[test]
@@ -175,4 +178,129 @@ fn without_a_turn_the_turn_checks_are_skipped_not_passed() {
         assert_eq!(run.json["checks"][check]["reason"], "no turn was observed", "{check}");
     }
     assert_eq!(run.check("ready_handshake"), "fail");
+}
+
+#[test]
+fn a_home_file_template_is_read_from_at_file_and_the_argv_is_reported_as_run() {
+    let scratch = Scratch::new("at-file");
+    let template = scratch.path("template.json");
+    std::fs::write(&template, "{{\"url\": \"{relay_url}\"}}\n").expect("template");
+    let seen = scratch.path("seen.txt");
+    let record = scratch.path("record.jsonl");
+    let script = format!("cat \"$HOME/conf/b.json\" \"$HOME/c.txt\" > {seen}; echo >> {seen}; echo \"$1\" >> {seen}; exec {AGENT}");
+    let from_file = format!("conf/b.json=@{template}");
+    let run = probe(
+        &["--home-file", &from_file, "--home-file", "c.txt=@@literal", "--record", &record],
+        &["sh", "-c", &script, "sh", "{home}/x"],
+    );
+    assert_eq!(run.status, 0, "{}", run.pretty());
+    let text = std::fs::read_to_string(&seen).expect("the harness wrote what it saw");
+    let lines: Vec<&str> = text.lines().collect();
+    let url = lines[0].strip_prefix("{\"url\": \"").unwrap_or_default();
+    assert!(url.starts_with("http://127.0.0.1:") && url.ends_with("\"}"), "the file's template, expanded, braces undoubled: {}", lines[0]);
+    assert_eq!(lines[1], "@literal", "`@@` writes a literal `@`");
+    // `harness.command` and the record's first line are the argv as run.
+    let command = &run.json["harness"]["command"];
+    assert_eq!(command[4], lines[2], "the argument the harness got: {command}");
+    assert!(command[4].as_str().is_some_and(|c| c.contains("checkfu-probe-home-") && !c.contains('{')), "{command}");
+    let first = std::fs::read_to_string(&record).expect("record").lines().next().map(String::from).unwrap_or_default();
+    let launch: Value = serde_json::from_str(&first).expect("the launch line");
+    assert_eq!(&launch["launch"]["command"], command);
+    let decoded = std::process::Command::new(probe_support::PROBE).arg("decode").arg(&record).output().expect("decode");
+    assert!(decoded.status.success(), "decode skips the launch line: {}", String::from_utf8_lossy(&decoded.stdout));
+    // The banner (text format, on stderr) shows the same argv.
+    let text = std::process::Command::new(probe_support::PROBE).args(["probe", "--", AGENT, "{workspace}"]).output().expect("probe");
+    let banner = String::from_utf8_lossy(&text.stderr).lines().next().map(String::from).unwrap_or_default();
+    assert!(banner.contains(&format!("{AGENT} /")) && banner.contains("checkfu-probe-") && !banner.contains("{workspace}"), "{banner}");
+}
+
+#[test]
+fn an_unknown_placeholder_or_an_unreadable_template_starts_nothing() {
+    let scratch = Scratch::new("placeholders");
+    let marker = scratch.path("started");
+    let template = scratch.path("bad.toml");
+    std::fs::write(&template, "url = \"{relay_ur}\"\n").expect("template");
+    let from_file = format!("a.toml=@{template}");
+    let cases: Vec<(Vec<&str>, Vec<String>, &str)> = vec![
+        (vec![], vec!["{relay_ur}".into()], "unknown placeholder `{relay_ur}`"),
+        (vec!["--env", "X={api_kee}"], vec![], "--env X: unknown placeholder `{api_kee}`"),
+        (vec!["--home-file", "a.toml=x = {home"], vec![], "--home-file a.toml: a lone `{`"),
+        (vec!["--home-file", &from_file], vec![], "--home-file a.toml: unknown placeholder `{relay_ur}`"),
+        (vec!["--home-file", "a.toml=@/nonexistent/template"], vec![], "cannot read the template `/nonexistent/template`"),
+        (vec!["--env", "X=}"], vec![], "a lone `}`"),
+    ];
+    for (options, extra, says) in cases {
+        let mut harness = vec!["sh".to_owned(), "-c".to_owned(), format!("touch {marker}"), "sh".to_owned()];
+        harness.extend(extra);
+        let harness: Vec<&str> = harness.iter().map(String::as_str).collect();
+        let run = probe(&options, &harness);
+        assert_eq!(run.status, 2, "{options:?}: {}", run.stderr);
+        assert!(run.stderr.contains(says), "{options:?}: {}", run.stderr);
+        assert!(!std::path::Path::new(&marker).exists(), "{options:?}: the harness was started");
+    }
+}
+
+#[test]
+fn a_blocked_entry_is_said_before_the_run_and_is_not_a_failure_by_itself() {
+    let run = probe(&["--harness", "openclaw"], &agent(&["--dialect", "openai_responses", "--declare", "none"]));
+    assert_eq!(run.status, 0, "{}", run.pretty());
+    let note = run.stderr.lines().find(|l| l.starts_with("note ")).unwrap_or_default();
+    assert!(note.contains("`openclaw` blocked (supply blocked, adoption blocked)"), "said on stderr, in JSON format too: {}", run.stderr);
+    let catalog = &run.plane()["catalog"];
+    assert_eq!((&catalog["blocked"], &catalog["supply"], &catalog["adoption"]), (&json!(true), &json!("blocked"), &json!("blocked")));
+    assert_eq!(catalog["mismatches"], json!([]));
+    let run = probe(&["--harness", "codex"], &agent(&["--dialect", "openai_responses", "--declare", "none"]));
+    assert_eq!(run.plane()["catalog"]["blocked"], false);
+    assert!(!run.stderr.contains("blocked"), "{}", run.stderr);
+}
+
+#[test]
+fn realized_is_reported_beside_the_ceiling_and_the_judged_set_is_named() {
+    // pi's ceiling says multiagent_shared_environment false; the envelope gives true.
+    let run = probe(&["--harness", "pi"], &agent(&["--declare", "none"]));
+    assert_eq!(run.status, 0, "a ceiling below the envelope is legal: {}", run.pretty());
+    let admission = &run.json["admission"];
+    assert_eq!(admission["judged_against"], "envelope");
+    assert_eq!(admission["envelope"]["multiagent_shared_environment"], "true");
+    assert_eq!(admission["ceiling"]["multiagent_shared_environment"], "false");
+    assert_eq!(admission["realized"]["multiagent_shared_environment"], "true");
+    assert_eq!(admission["above_ceiling"], json!([{"axis": "multiagent_shared_environment", "realized": "true", "ceiling": "false"}]));
+    let unbound = probe(&[], &agent(&[]));
+    assert_eq!((&unbound.json["admission"]["ceiling"], &unbound.json["admission"]["above_ceiling"]), (&Value::Null, &json!([])));
+    let text = std::process::Command::new(probe_support::PROBE).args(["probe", "--harness", "pi", "--", AGENT, "--declare", "none"]).output().expect("probe");
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("ceiling  {") && text.contains("judged against the envelope"), "{text}");
+    assert!(text.contains("ceiling  realized multiagent_shared_environment: true is above the entry's ceiling false"), "{text}");
+}
+
+#[test]
+fn model_plane_has_the_same_keys_on_every_run() {
+    let keys = |run: &probe_support::Run| -> Vec<String> { run.plane().as_object().map(|o| o.keys().cloned().collect()).unwrap_or_default() };
+    let nonce = probe(&[], &agent(&[]));
+    let tool = probe(&["--model-script", "tool"], &agent(&[]));
+    let bound = probe(&["--harness", "codex", "--no-netns"], &agent(&["--dialect", "openai_responses", "--declare", "none"]));
+    assert_eq!(keys(&nonce), keys(&tool));
+    assert_eq!(keys(&nonce), keys(&bound));
+    for key in ["fence_note", "catalog", "tool", "dropped"] {
+        assert!(keys(&nonce).iter().any(|k| k == key), "{key}: {:?}", keys(&nonce));
+    }
+    assert_eq!(nonce.plane()["tool"], json!({"called": false, "result_returned": false}));
+    assert_eq!(nonce.plane()["catalog"], Value::Null);
+}
+
+#[test]
+fn tmpdir_is_inside_the_fresh_home_unless_env_sets_it() {
+    let scratch = Scratch::new("tmpdir");
+    let seen = scratch.path("seen.txt");
+    let script = format!("printf '%s\\n' \"$TMPDIR\" \"$HOME\" > {seen}; test -d \"$TMPDIR\" && touch \"$TMPDIR/left\"; exec {AGENT}");
+    let run = probe(&[], &["sh", "-c", &script]);
+    assert_eq!(run.status, 0, "{}", run.pretty());
+    let text = std::fs::read_to_string(&seen).expect("seen");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], format!("{}/.tmp", lines[1]), "TMPDIR in the fresh home");
+    assert!(!std::path::Path::new(lines[0]).exists(), "and it went with the home");
+    let run = probe(&["--env", "TMPDIR=/var/tmp"], &["sh", "-c", &script]);
+    assert_eq!(run.status, 0, "{}", run.pretty());
+    assert_eq!(std::fs::read_to_string(&seen).expect("seen").lines().next(), Some("/var/tmp"));
+    let _ = std::fs::remove_file("/var/tmp/left");
 }

@@ -198,6 +198,38 @@ fn garbage_on_stdout_fails_the_step_and_is_recorded_as_it_was() {
 }
 
 #[test]
+fn a_malformed_usage_update_is_ignored_as_optional_fidelity_with_a_warning() {
+    let record = temp_file("usage.record.jsonl");
+    let run = probe(&["--record", record.to_str().unwrap()], &agent(&["--malformed-usage"]));
+    assert_eq!(run.status, 0, "{}", serde_json::to_string_pretty(&run.json).unwrap());
+    assert_eq!(run.step("prompt_exchange").0, "passed");
+    let ignored = run.json["wire"]["ignored"].as_array().expect("wire.ignored");
+    assert_eq!(ignored.len(), 1, "{ignored:?}");
+    assert_eq!(ignored[0]["kind"], "usage_update");
+    let reason = ignored[0]["reason"].as_str().expect("the decoder's reason");
+    assert!(reason.contains("/update/used"), "the reason points at the member: {reason}");
+    // `decode` reads the record the same way: accepted, the update ignored with a diagnostic.
+    let decoded = Command::new(PROBE).arg("decode").arg(&record).output().expect("decode");
+    assert!(decoded.status.success(), "{}", String::from_utf8_lossy(&decoded.stdout));
+    assert!(String::from_utf8_lossy(&decoded.stdout).contains("ignored a malformed `usage_update` update"));
+    // The text format says it as a warning line.
+    let text = Command::new(PROBE).args(["probe", "--", AGENT, "--malformed-usage"]).output().expect("probe");
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.lines().any(|l| l.starts_with("warning  ignored a malformed `usage_update` update")), "{text}");
+    assert!(text.trim_end().ends_with("PASSED"), "{text}");
+}
+
+#[test]
+fn a_malformed_message_chunk_still_fails_the_turn() {
+    let run = probe(&[], &agent(&["--malformed-chunk"]));
+    assert_eq!(run.status, 1);
+    let (status, reason) = run.step("prompt_exchange");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("rejects") && reason.contains("agent_message_chunk"), "{reason}");
+    assert_eq!(run.json["wire"]["ignored"], serde_json::json!([]));
+}
+
+#[test]
 fn an_oversize_line_fails_the_step_without_holding_it() {
     let run = probe(&[], &agent(&["--oversize-line"]));
     assert_eq!(run.status, 1);

@@ -92,7 +92,11 @@ fn the_probe_example_is_what_probe_prints_on_the_fixture_agent() {
     });
     let mut printed = steady(&printed);
     let mut shown = steady(shown.unwrap_or_default());
-    // Without CAP_SYS_ADMIN the fence is the proxy variables; the README shows the namespace.
+    // Without CAP_SYS_ADMIN the fence is a user namespace, or where that is refused too the
+    // proxy variables; the README shows the privileged namespace.
+    if printed.contains("fence: user namespace") {
+        shown = shown.replace("fence: network namespace", "fence: user namespace");
+    }
     if printed.contains("fence: proxy variables only") {
         printed = printed.lines().filter(|l| !l.starts_with("model    no namespace")).map(|l| format!("{l}\n")).collect();
         shown = shown.replace("fence: network namespace (only the relay reachable)", "fence: proxy variables only");

@@ -4,7 +4,9 @@
 //! (`recipes/`) and both model scripts. Installed by `tests/real-agents/install.sh DIR`;
 //! `CHECKFU_REAL_AGENTS=DIR` when the tests are built runs them (`.ci/run` does, and sets
 //! `CHECKFU_REQUIRE_REAL_AGENTS` so that there they cannot be ignored); otherwise the runner
-//! lists them as ignored.
+//! lists them as ignored. Both agents also take a turn with the probe unprivileged (uid
+//! 65534 through `setpriv` when the tests run as root), fenced in a user namespace from
+//! which the host's loopback is out of reach.
 
 #[path = "probe_support/mod.rs"]
 mod probe_support;
@@ -13,7 +15,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::Command;
 
-use probe_support::{probe_env, Scratch, PROBE};
+use probe_support::{assert_no_process_in_group, probe_env, unprivileged, unprivileged_uid, Scratch, PROBE};
 use serde_json::{json, Value};
 
 /// The agents' bin directory (the tests using it are ignored unless `CHECKFU_REAL_AGENTS`
@@ -33,7 +35,7 @@ fn the_real_agent_tests_are_ignored_exactly_where_they_cannot_run() {
     }
     let listed = Command::new(std::env::current_exe().expect("this test binary")).args(["--list", "--ignored"]).output().expect("list");
     let ignored = String::from_utf8_lossy(&listed.stdout).lines().filter(|l| l.ends_with("_through_the_relay: test")).count();
-    assert_eq!(ignored, if cfg!(checkfu_real_agents) { 0 } else { 2 });
+    assert_eq!(ignored, if cfg!(checkfu_real_agents) { 0 } else { 3 });
 }
 
 fn path_with(bin: &std::path::Path) -> OsString {
@@ -107,4 +109,41 @@ fn codex_acp_takes_whole_turns_through_the_relay() {
     let bin = agents().expect(IGNORED);
     turn(&bin, "codex", "openai_responses", "nonce", 0);
     turn(&bin, "codex", "openai_responses", "tool", 0);
+}
+
+/// Both agents, the probe unprivileged: the fence is a user namespace, the turn passes
+/// through the relay with the `tool` script, and a port on the host's 127.0.0.1 cannot be
+/// reached from inside (probed by a wrapper that then execs the agent, in the fence).
+#[test]
+#[cfg_attr(not(checkfu_real_agents), ignore = "CHECKFU_REAL_AGENTS is not set: run tests/real-agents/install.sh DIR and set it to DIR")]
+fn both_agents_take_a_turn_unprivileged_fenced_through_the_relay() {
+    let bin = agents().expect(IGNORED);
+    let host = std::net::TcpListener::bind(("127.0.0.1", 0)).expect("a host loopback listener");
+    let port = host.local_addr().expect("addr").port();
+    for (entry, program) in [("claude-code", "claude-code-acp"), ("codex", "codex-acp")] {
+        let scratch = Scratch::new(&format!("real-unprivileged-{entry}"));
+        std::fs::set_permissions(&scratch.0, std::os::unix::fs::PermissionsExt::from_mode(0o777)).expect("chmod");
+        let seen = scratch.path("seen.txt");
+        let script = format!("(id -u; if (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null; then echo reached; else echo unreachable; fi) > {seen}; exec {program}");
+        let mut command = unprivileged(PROBE);
+        command.args(["probe", "--format", "json", "--recipe", &recipe(entry), "--model-script", "tool", "--deadline", "180", "--step-timeout", "90"]);
+        command.args(["--", "bash", "-c", &script]).env("PATH", path_with(&bin)).env("TMPDIR", "/tmp");
+        let output = command.output().expect("probe runs");
+        let json: Value = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
+        let context = format!("{entry}: {}\n{}", serde_json::to_string_pretty(&json).unwrap_or_default(), String::from_utf8_lossy(&output.stderr));
+        if let Some(pid) = json["harness"]["pid"].as_u64() {
+            assert_no_process_in_group(pid as i32);
+        }
+        for step in ["initialize_handshake", "session_start", "prompt_exchange", "teardown"] {
+            assert_eq!(json["steps"][step]["status"], "passed", "{step}: {context}");
+        }
+        let plane = &json["model_plane"];
+        assert_eq!(plane["fence"], "user_namespace", "{context}");
+        assert_eq!(plane["tool"], json!({"called": true, "result_returned": true}), "{context}");
+        let text = std::fs::read_to_string(&seen).expect("the wrapper wrote what it saw");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.first().copied(), Some(unprivileged_uid().as_str()), "{text}");
+        assert_eq!(lines.get(1).copied(), Some("unreachable"), "the host's 127.0.0.1:{port} from inside: {text}");
+    }
+    assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_ok(), "reachable from outside: the check is not vacuous");
 }

@@ -1,5 +1,6 @@
 //! The relay alone (`checkfu-wire relay`): every dialect parsed by the official SDKs (pip
-//! `openai` and `anthropic`, through `tests/relay-sdk/check_sdk.py`), and every refusal
+//! `openai` and `anthropic`, through `tests/relay-sdk/check_sdk.py`, which also walks each
+//! answer against the SDK's response models and fails on any member left unset), and every refusal
 //! (another path, another method, CONNECT and absolute-form targets, a missing key, fal's
 //! queue, an oversized body, malformed JSON, a client that stalls), each answered with a
 //! status and recorded.
@@ -91,6 +92,10 @@ fn the_sdk_test_is_ignored_exactly_where_it_cannot_run() {
 #[test]
 #[cfg_attr(not(checkfu_relay_sdk), ignore = "CHECKFU_RELAY_SDK is not set: pip install -r tests/relay-sdk/requirements.txt, then set CHECKFU_RELAY_SDK=1")]
 fn the_official_sdks_parse_every_dialect_json_and_streaming_text_and_tool_calls() {
+    // The walk over the SDKs' response models must itself find a missing member, or a
+    // relay as thin as before would pass it.
+    let walk = Command::new("python3").arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/relay-sdk/check_sdk.py")).arg("--self-test").output().expect("python3 runs");
+    assert!(walk.status.success(), "{}{}", String::from_utf8_lossy(&walk.stdout), String::from_utf8_lossy(&walk.stderr));
     for script in ["nonce", "tool"] {
         let served = serve(script, &[]);
         let h = &served.here;
@@ -111,7 +116,8 @@ fn the_official_sdks_parse_every_dialect_json_and_streaming_text_and_tool_calls(
         let record = served.stop();
         let calls = record["calls"].as_array().expect("calls");
         let per_turn = if script == "tool" { 2 } else { 1 };
-        assert_eq!(calls.len(), 3 * 2 * per_turn, "every served call recorded: {record}");
+        // Per dialect: JSON, the SDK's stream helper, and the raw stream walked event by event.
+        assert_eq!(calls.len(), 3 * 3 * per_turn, "every served call recorded: {record}");
         assert!(calls.iter().all(|c| c["nonce_in_request"] == true));
         let refused = record["refused"].as_array().expect("refused");
         assert_eq!(refused.len(), 6, "the six unauthorized calls, and no idle keep-alive connection counted as a stall: {refused:?}");

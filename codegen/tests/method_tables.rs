@@ -229,11 +229,21 @@ fn the_pinned_schema_is_held_to_its_provenance_record() {
     assert!(page.contents.contains("npm @agentclientprotocol/sdk `2.5.0`"), "the page states the recorded release");
 }
 
-/// The catalog's `[acp]` transcribes nothing of the schema: it names the file.
+/// The catalog's `[acp]` transcribes nothing of the schema: it names the file, and
+/// Checkfu's one decision about it, which `sessionUpdate` kinds are optional fidelity (a
+/// few of the schema's kinds, chosen, not its list copied).
 #[test]
 fn the_catalog_acp_section_only_names_the_schema() {
     let text = std::fs::read_to_string(common::project_root().join("catalog/catalog.toml")).expect("catalog");
     let table: toml::Table = toml::from_str(&text).expect("toml");
     let acp = table["acp"].as_table().expect("[acp]");
-    assert_eq!(acp.keys().collect::<Vec<_>>(), vec!["schema"]);
+    let mut keys: Vec<&String> = acp.keys().collect();
+    keys.sort();
+    assert_eq!(keys, vec!["optional_fidelity_updates", "schema"]);
+    let chosen = acp["optional_fidelity_updates"].as_array().expect("a list").len();
+    let kinds = checkfu_wire_codegen::generate(&common::project_root()).unwrap_or_else(|d| panic!("{}", d.render()));
+    let grammar = kinds.outputs.iter().find(|o| o.path.ends_with("acp-grammar.json")).expect("acp-grammar.json");
+    let grammar: serde_json::Value = serde_json::from_str(&grammar.contents).expect("JSON");
+    let all = grammar["session_update_kinds"].as_array().expect("kinds").len();
+    assert!(chosen > 0 && chosen < all, "{chosen} of {all} kinds");
 }

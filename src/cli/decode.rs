@@ -43,6 +43,19 @@ struct Captured<'a> {
     message: &'a serde_json::value::RawValue,
 }
 
+/// The line the probe's `--record` opens with: how the harness was launched (the argv as
+/// run). Not a message, so it is skipped.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)] // read only to recognize the line
+struct Launched {
+    launch: serde_json::Value,
+}
+
+fn launched(bytes: &[u8]) -> bool {
+    memchr::memmem::find(bytes, b"\"launch\"").is_some() && serde_json::from_slice::<Launched>(bytes).is_ok()
+}
+
 fn captured(bytes: &[u8]) -> Option<Captured<'_>> {
     // Cheap refusal first: a bare message has no `"direction"` member at all.
     memchr::memmem::find(bytes, b"\"direction\"")?;
@@ -97,6 +110,9 @@ pub fn decode(file: Option<PathBuf>, direction: Option<WireDirection>) -> i32 {
         let bytes = line.strip_suffix(b"\n").unwrap_or(&line);
         let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
         if bytes.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        if launched(bytes) {
             continue;
         }
         // A capture record carries its own direction; a bare message takes `--direction`.

@@ -87,9 +87,10 @@ pub struct Args {
     /// A variable for the harness, KEY=VALUE (repeatable; placeholders expanded).
     #[arg(long = "env", value_name = "KEY=VALUE", value_parser = pair)]
     pub(super) env: Vec<(String, String)>,
-    /// A file written into the fresh home, RELPATH=TEMPLATE (repeatable; placeholders
-    /// expanded).
-    #[arg(long = "home-file", value_name = "RELPATH=TEMPLATE", value_parser = pair)]
+    /// A file written into the fresh home, RELPATH=TEMPLATE or RELPATH=@FILE (the template
+    /// read from FILE; `@@` for a template that starts with `@`). Repeatable; placeholders
+    /// expanded.
+    #[arg(long = "home-file", value_name = "RELPATH=TEMPLATE|@FILE", value_parser = home_file)]
     pub(super) home_file: Vec<(String, String)>,
     /// Do not run the harness in a loopback-only network namespace (the proxy variables
     /// are then the only fence).
@@ -153,6 +154,23 @@ fn pair(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
         Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
         _ => Err(format!("`{text}` is not KEY=VALUE")),
+    }
+}
+
+/// `RELPATH=TEMPLATE`, with curl's convention for the value: `@FILE` reads the template from
+/// FILE, `@@…` is a template that starts with `@`. So a config file's path is never
+/// written into the home as the file's content.
+fn home_file(text: &str) -> Result<(String, String), String> {
+    let (path, value) = pair(text)?;
+    if let Some(literal) = value.strip_prefix("@@") {
+        return Ok((path, format!("@{literal}")));
+    }
+    match value.strip_prefix('@') {
+        Some(file) => match std::fs::read_to_string(file) {
+            Ok(template) => Ok((path, template)),
+            Err(e) => Err(format!("cannot read the template `{file}` (`@` reads a file; `@@` writes a literal `@`): {e}")),
+        },
+        None => Ok((path, value)),
     }
 }
 
@@ -253,12 +271,11 @@ pub fn probe(args: Args) -> i32 {
 
     // In text format the banner and each step are said as they happen, on stderr, so that
     // a slow harness is never met with silence and `--format json` keeps stdout one object.
+    // The banner comes from the run, once the argv is expanded as it will be run.
     let live = matches!(args.format, Format::Text);
-    if live {
-        eprintln!("{}", probe::result::banner(&options.command));
-    }
+    // Notes (a blocked entry, an unreachable cell) are said before the run in either format.
     let mut progress = |line: &str| {
-        if live {
+        if live || line.starts_with("note ") {
             eprintln!("{line}");
         }
     };

@@ -27,7 +27,7 @@ use bumpalo::Bump;
 
 use crate::exact::Json;
 
-pub use report::{DecodeError, ForeignExtension, Kind, Report, SlotReport, SlotStatus, WireDirection};
+pub use report::{DecodeError, ForeignExtension, IgnoredFidelity, Kind, Report, SlotReport, SlotStatus, WireDirection};
 use tables::{MethodDecoder, Part, Side};
 
 /// Requests remembered for their responses; beyond this a hostile stream of unanswered
@@ -276,6 +276,7 @@ impl Stream {
             }
         }
         report.direction = direction.or(hint);
+        let mut fidelity = None;
         // The closed vocabulary first, so an unknown kind is reported as such rather than
         // as params that match none of the update shapes.
         if name == tables::UPDATE_METHOD {
@@ -288,13 +289,35 @@ impl Stream {
             if !tables::SESSION_UPDATE_KINDS.contains(&kind) {
                 return Err(DecodeError::UnknownUpdateKind { kind: kind.to_string() });
             }
+            fidelity = tables::FIDELITY_UPDATE_KINDS.iter().find(|k| **k == kind).copied();
         }
         if let Some(check) = method.params_check {
-            check(&body_tree(&mut parts.params, text, arena, "params")?).map_err(|e| DecodeError::InvalidParams {
+            let checked = check(&body_tree(&mut parts.params, text, arena, "params")?).map_err(|e| DecodeError::InvalidParams {
                 method: name.into(),
                 pointer: e.pointer(),
                 message: e.message.to_string(),
-            })?;
+            });
+            // Only a failure inside the update itself: a broken `sessionId` or envelope is
+            // ACP's own shape, which stays fail-closed whatever the update carries.
+            let inside_update = |error: &DecodeError| match error {
+                // `/update` itself is a member the update lacks (a missing `size`).
+                DecodeError::InvalidParams { pointer, .. } => {
+                    pointer == "/update" || pointer.starts_with("/update/") && !pointer.starts_with("/update/sessionUpdate")
+                }
+                _ => false,
+            };
+            match (checked, fidelity) {
+                (Ok(()), _) => {}
+                // An update that carries only optional fidelity and fails its schema is
+                // ignored, not rejected: fidelity is fail-open, and the catalog names which
+                // kinds are fidelity. Its `_meta` is not read either: nothing of it is used.
+                (Err(error), Some(kind)) if inside_update(&error) => {
+                    report.diagnostics.push(format!("ignored a malformed `{kind}` update (optional fidelity): {error}"));
+                    report.ignored = Some(IgnoredFidelity { kind, reason: error.to_string() });
+                    return Ok(());
+                }
+                (Err(error), _) => return Err(error),
+            }
         }
         let params = &parts.params;
         apply_meta(params.meta.as_ref(), name, Part::Request, report)?;

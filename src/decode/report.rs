@@ -174,6 +174,19 @@ pub struct Report {
     /// move) room for the largest error.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<Box<ReportedError>>,
+    /// Set for a harness-to-client update of an optional-fidelity kind that failed its
+    /// schema: accepted as a message, its content ignored (a consumer must not read it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ignored: Option<IgnoredFidelity>,
+}
+
+/// A fidelity-only update the decoder ignored, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct IgnoredFidelity {
+    /// Its `sessionUpdate` kind, one of the catalog's optional-fidelity kinds.
+    pub kind: &'static str,
+    /// The schema failure, in the decoder's words.
+    pub reason: String,
 }
 
 /// An extension method the tables do not know, and what the runner does about it.

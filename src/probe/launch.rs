@@ -4,10 +4,15 @@
 //!
 //! Placeholders, expanded in harness arguments, `--env` values and home-file templates:
 //! `{relay_url}` (`http://127.0.0.1:PORT`, no path, no trailing slash), `{api_key}` (the
-//! session's key), `{workspace}` (the session's `cwd`) and `{home}` (the fresh home). Any
-//! other brace is left as written, so JSON and TOML templates need no escaping.
+//! session's key), `{workspace}` (the session's `cwd`) and `{home}` (the fresh home).
+//! `{{` and `}}` write literal braces. Any other brace is an error that says where it is,
+//! and so is an unknown name: a mistyped `{relay_ur}` passed on as text would surface far
+//! from its cause, as a harness that cannot reach its model.
 
 use std::ffi::OsString;
+
+/// The names a template may use, as written between braces.
+pub const NAMES: [&str; 4] = ["relay_url", "api_key", "workspace", "home"];
 
 /// The values the placeholders stand for.
 #[derive(Clone, Debug)]
@@ -18,12 +23,36 @@ pub struct Placeholders {
     pub home: String,
 }
 
+/// Expands `text`, looking each name up with `value`; `Err` names the first unknown
+/// placeholder or lone brace. The grammar is the one `oneshot-v1` declarations are decoded
+/// by (`checkfu_wire_vocab::oneshot::pieces`), so every lane reads a template alike.
+fn render(text: &str, value: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    use checkfu_wire_vocab::oneshot::{pieces, Piece};
+    let mut out = String::with_capacity(text.len());
+    for piece in pieces(text)? {
+        match piece {
+            Piece::Text(t) => out.push_str(&t),
+            Piece::Placeholder(name) => match value(name) {
+                Some(v) => out.push_str(&v),
+                None => {
+                    let known: Vec<String> = NAMES.iter().map(|n| format!("{{{n}}}")).collect();
+                    return Err(format!("unknown placeholder `{{{name}}}` (the placeholders are {}; `{{{{` and `}}}}` write braces)", known.join(", ")));
+                }
+            },
+        }
+    }
+    Ok(out)
+}
+
+/// Whether `text` is a well-formed template: every placeholder known, every literal brace
+/// doubled. Checked before anything starts, when the values are not known yet.
+pub fn check(text: &str) -> Result<(), String> {
+    render(text, &|name| NAMES.contains(&name).then(String::new)).map(|_| ())
+}
+
 impl Placeholders {
-    pub fn expand(&self, text: &str) -> String {
-        text.replace("{relay_url}", &self.relay_url)
-            .replace("{api_key}", &self.api_key)
-            .replace("{workspace}", &self.workspace)
-            .replace("{home}", &self.home)
+    pub fn expand(&self, text: &str) -> Result<String, String> {
+        self.expand_with(text, &[])
     }
 
     /// The value of a launch placeholder.
@@ -37,31 +66,40 @@ impl Placeholders {
         }
     }
 
-    /// Expands a template by the placeholder grammar of `oneshot-v1` declarations
-    /// (`checkfu_wire_vocab::oneshot::pieces`: `{{` and `}}` are literal braces, and a
-    /// placeholder neither these nor `extra` name is an error naming it).
-    pub fn expand_strict(&self, text: &str, extra: &[(&str, &str)]) -> Result<String, String> {
-        use checkfu_wire_vocab::oneshot::{pieces, Piece};
-        let mut out = String::new();
-        for piece in pieces(text)? {
-            match piece {
-                Piece::Text(t) => out.push_str(&t),
-                Piece::Placeholder(name) => {
-                    let value = extra.iter().find(|(n, _)| *n == name).map(|(_, v)| *v).or_else(|| self.value(name));
-                    out.push_str(value.ok_or_else(|| format!("unknown placeholder `{{{name}}}`"))?);
-                }
-            }
-        }
-        Ok(out)
+    /// [`Placeholders::expand`], with the one-shot lane's own placeholders (`extra`:
+    /// `{prompt_path}`, `{session_id}`) known too.
+    pub fn expand_with(&self, text: &str, extra: &[(&str, &str)]) -> Result<String, String> {
+        render(text, &|name| extra.iter().find(|(n, _)| *n == name).map(|(_, v)| (*v).to_owned()).or_else(|| self.value(name).map(str::to_owned)))
     }
 
     /// An argument, expanded when it is UTF-8 (anything else cannot hold a placeholder).
-    pub fn expand_os(&self, arg: &std::ffi::OsStr) -> OsString {
+    pub fn expand_os(&self, arg: &std::ffi::OsStr) -> Result<OsString, String> {
         match arg.to_str() {
-            Some(text) => OsString::from(self.expand(text)),
-            None => arg.to_owned(),
+            Some(text) => self.expand(text).map(OsString::from),
+            None => Ok(arg.to_owned()),
         }
     }
+}
+
+/// Every template (the harness's arguments, `--env` values, `--home-file` templates) is
+/// checked before anything starts: an unknown placeholder or a lone brace is a usage error
+/// naming the flag, and so is a home file with no fresh home to go into.
+pub fn check_options(options: &super::ProbeOptions) -> Result<(), super::UsageError> {
+    if options.inherit_home && !options.home_files.is_empty() {
+        return Err(super::UsageError::Options(String::from("--home-file writes into the fresh home, which --inherit-home turns off")));
+    }
+    for (i, arg) in options.command.iter().enumerate() {
+        if let Some(text) = arg.to_str() {
+            check(text).map_err(|e| super::UsageError::Options(format!("the harness command's argument {i} `{text}`: {e}")))?;
+        }
+    }
+    for (key, value) in &options.env {
+        check(value).map_err(|e| super::UsageError::Options(format!("--env {key}: {e}")))?;
+    }
+    for (path, template) in &options.home_files {
+        check(template).map_err(|e| super::UsageError::Options(format!("--home-file {path}: {e}")))?;
+    }
+    Ok(())
 }
 
 /// Hosts a client must reach directly rather than through the proxy: the relay itself.
@@ -88,6 +126,9 @@ pub fn conventional(p: &Placeholders, fresh_home: Option<&crate::session::home::
         for (name, path) in home.xdg() {
             env.push((name.to_owned(), path.to_string_lossy().into_owned()));
         }
+        // A harness that writes under the system's temporary directory (a log, a socket)
+        // would leave it behind; inside the home it goes with the session.
+        env.push(("TMPDIR".to_owned(), home.tmp().to_string_lossy().into_owned()));
     }
     env
 }
@@ -97,13 +138,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn placeholders_expand_and_other_braces_stay() {
+    fn placeholders_expand_and_doubled_braces_are_literal() {
         let p = Placeholders { relay_url: "http://127.0.0.1:9".into(), api_key: "k".into(), workspace: "/w".into(), home: "/h".into() };
-        assert_eq!(p.expand("base_url = \"{relay_url}/v1\" {\"a\": 1} {other}"), "base_url = \"http://127.0.0.1:9/v1\" {\"a\": 1} {other}");
-        assert_eq!(p.expand("{home}/.codex {api_key} {workspace}"), "/h/.codex k /w");
+        assert_eq!(p.expand("base_url = \"{relay_url}/v1\" {{\"a\": 1}}").as_deref(), Ok("base_url = \"http://127.0.0.1:9/v1\" {\"a\": 1}"));
+        assert_eq!(p.expand("{home}/.codex {api_key} {workspace}").as_deref(), Ok("/h/.codex k /w"));
+        assert_eq!(p.expand("{{relay_url}}").as_deref(), Ok("{relay_url}"), "doubled braces are not a placeholder");
+        assert_eq!(p.expand("").as_deref(), Ok(""));
         let env = conventional(&p, None);
         assert!(env.contains(&("OPENAI_BASE_URL".to_owned(), "http://127.0.0.1:9/v1".to_owned())));
         assert!(env.contains(&("https_proxy".to_owned(), "http://127.0.0.1:9".to_owned())));
         assert!(!env.iter().any(|(k, _)| k == "HOME"));
+    }
+
+    #[test]
+    fn an_unknown_placeholder_or_a_lone_brace_is_an_error_that_says_which() {
+        let unknown = check("x {relay_ur} y").expect_err("unknown");
+        assert!(unknown.contains("`{relay_ur}`") && unknown.contains("{relay_url}"), "{unknown}");
+        assert!(check("{\"a\": 1}").expect_err("lone").contains("a lone `{` at byte 0"));
+        assert!(check("a}").expect_err("lone").contains("a lone `}` at byte 1"));
+        assert!(check("{home").expect_err("unclosed").contains("lone `{`"));
+        assert!(check("{}").is_err());
+        for good in ["{relay_url}", "{{}}", "plain", "{home}/{{x}}", "é{api_key}é"] {
+            assert_eq!(check(good), Ok(()), "{good}");
+        }
     }
 }

@@ -189,26 +189,27 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(&str)) -> Resul
     })?;
     relay::routes::for_provider(options.provider.as_deref()).map_err(UsageError::Options)?;
     let meta = authority_meta(options)?;
-    if let Some(entry) = entry {
-        if relay::routes::reachable(entry, options.provider.as_deref()) == Some(false) {
-            progress(&format!(
-                "note     the reachability matrix marks `{}` unreachable through `{}`: the relay serves only that provider's paths",
-                entry.name,
-                options.provider.as_deref().unwrap_or(relay::routes::UNLISTED)
-            ));
-        }
-    }
-    let Plane { workspace, nonce, namespace, fence, fence_note, relay, home, placeholders, env } = prepare(options)?;
-    let command: Vec<OsString> = options.command.iter().map(|a| placeholders.expand_os(a)).collect();
-    let launch = session::Launch { env, netns: namespace.as_ref().map(|n| n.raw_fd()), cwd: None };
+    let Plane { workspace, nonce, namespace, fence, fence_note, relay, home, placeholders, env } = prepare(options, entry, progress)?;
+    let command = options
+        .command
+        .iter()
+        .map(|a| placeholders.expand_os(a).map_err(|e| UsageError::Options(format!("the harness command: {e}"))))
+        .collect::<Result<Vec<OsString>, UsageError>>()?;
+    // The banner shows the argv as it is run, placeholders expanded.
+    progress(&result::banner(&command));
+    let launch = session::Launch { env, netns: namespace.as_ref().map(session::fence::Namespace::join), cwd: None };
     let session_options = session::Options { permission: options.permission, terminals: options.terminals, deadline: options.deadline };
     let session = Session::start_in(workspace, &command, session_options, &launch).map_err(|e| {
         let command = options.command.first().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
         UsageError::CannotStart(format!("cannot start `{command}`: {e}"))
     })?;
     let mut run = Run::new(session, options, nonce, progress);
+    run.command = command;
     run.admission.driver = options.driver.clone();
     run.admission.retention = options.retention.clone();
+    run.admission.judged_against = "envelope";
+    run.admission.envelope = envelope.values.iter().map(|(a, v)| ((*a).to_owned(), json!(v))).collect();
+    run.admission.ceiling = entry.map(|e| e.ceiling.iter().map(|(a, v)| ((*a).to_owned(), json!(v))).collect());
     let admitted = run.initialize(envelope);
     let session_id = match &admitted {
         Some(_) => run.start_session(meta),
@@ -236,6 +237,7 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(&str)) -> Resul
     plane.nonce_in_output = result.nonce_in_output;
     if let Some(entry) = entry {
         plane.bind(entry, options.provider.as_deref(), Some(&result.admission.declaration));
+        result.admission.above_ceiling = result::AboveCeiling::of(entry, &result.admission.realized);
     }
     result.model_plane = Some(plane);
     Ok(result)
@@ -266,7 +268,25 @@ pub(crate) struct Plane {
     pub env: Vec<(OsString, OsString)>,
 }
 
-pub(crate) fn prepare(options: &ProbeOptions) -> Result<Plane, UsageError> {
+/// Makes the [`Plane`], after checking every template of the options (so a bad one starts
+/// nothing), and says what the catalog entry's binding means before the run.
+pub(crate) fn prepare(options: &ProbeOptions, entry: Option<&catalog::Harness>, progress: &mut dyn FnMut(&str)) -> Result<Plane, UsageError> {
+    launch::check_options(options)?;
+    if let Some(entry) = entry.filter(|e| e.blocked()) {
+        progress(&format!(
+            "note     the catalog marks `{}` blocked (supply {}, adoption {}): this run shows what the harness does, not that it can be adopted",
+            entry.name, entry.supply, entry.adoption
+        ));
+    }
+    if let Some(entry) = entry {
+        if relay::routes::reachable(entry, options.provider.as_deref()) == Some(false) {
+            progress(&format!(
+                "note     the reachability matrix marks `{}` unreachable through `{}`: the relay serves only that provider's paths",
+                entry.name,
+                options.provider.as_deref().unwrap_or(relay::routes::UNLISTED)
+            ));
+        }
+    }
     let cannot_start = |what: &str, e: String| UsageError::CannotStart(format!("cannot prepare the session ({what}): {e}"));
     let workspace = session::workspace::Workspace::create().map_err(|e| cannot_start("workspace", e.to_string()))?;
     let nonce = nonce();
@@ -275,7 +295,13 @@ pub(crate) fn prepare(options: &ProbeOptions) -> Result<Plane, UsageError> {
     std::fs::write(&token_file, format!("The token is {token}.\n")).map_err(|e| cannot_start("token file", e.to_string()))?;
     let (namespace, listener, fence, fence_note) = if options.netns {
         match session::fence::Namespace::create() {
-            Ok((namespace, listener)) => (Some(namespace), Some(listener), Fence::NetworkNamespace, None),
+            Ok((namespace, listener)) => {
+                let fence = match namespace.kind() {
+                    session::fence::Kind::Network => Fence::NetworkNamespace,
+                    session::fence::Kind::User => Fence::UserNamespace,
+                };
+                (Some(namespace), Some(listener), fence, None)
+            }
             Err(why) => (None, None, Fence::ProxyVariables, Some(why)),
         }
     } else {
@@ -302,14 +328,18 @@ pub(crate) fn prepare(options: &ProbeOptions) -> Result<Plane, UsageError> {
         workspace: workspace.root().to_string_lossy().into_owned(),
         home: home.as_ref().map_or_else(|| std::env::var("HOME").unwrap_or_default(), |h| h.root().to_string_lossy().into_owned()),
     };
-    for (path, template) in &options.home_files {
-        let Some(home) = &home else {
-            return Err(UsageError::Options(String::from("--home-file writes into the fresh home, which --inherit-home turns off")));
-        };
-        home.write(path, &placeholders.expand(template)).map_err(|e| UsageError::Options(format!("--home-file {path}: {e}")))?;
+    // The templates were checked before anything started, so expanding cannot fail here;
+    // it is still a usage error rather than a panic if it does.
+    let expand = |what: &str, text: &str| placeholders.expand(text).map_err(|e| UsageError::Options(format!("{what}: {e}")));
+    if let Some(home) = &home {
+        for (path, template) in &options.home_files {
+            home.write(path, &expand(&format!("--home-file {path}"), template)?).map_err(|e| UsageError::Options(format!("--home-file {path}: {e}")))?;
+        }
     }
     let mut env: Vec<(OsString, OsString)> = launch::conventional(&placeholders, home.as_ref()).into_iter().map(|(k, v)| (k.into(), v.into())).collect();
-    env.extend(options.env.iter().map(|(k, v)| (OsString::from(k), OsString::from(placeholders.expand(v)))));
+    for (key, value) in &options.env {
+        env.push((OsString::from(key), OsString::from(expand(&format!("--env {key}"), value)?)));
+    }
     Ok(Plane { workspace, nonce, namespace, fence, fence_note, relay, home, placeholders, env })
 }
 
@@ -332,6 +362,8 @@ struct Run<'o, 'p> {
     /// A harness fault seen while a step was not waiting (during the settle window).
     late_fault: Option<String>,
     nonce_in_output: bool,
+    /// The argv as run, placeholders expanded.
+    command: Vec<OsString>,
 }
 
 impl<'o, 'p> Run<'o, 'p> {
@@ -351,6 +383,7 @@ impl<'o, 'p> Run<'o, 'p> {
             turn_open: false,
             late_fault: None,
             nonce_in_output: false,
+            command: options.command.clone(),
         }
     }
 
@@ -523,7 +556,21 @@ impl<'o, 'p> Run<'o, 'p> {
             _ => format!("Checkfu local diagnostic. Reply with the nonce {} and end the turn.", self.nonce),
         };
         let params = json!({"sessionId": session_id, "prompt": [{"type": "text", "text": text}]});
+        let refused_before = relay.record().refused.len();
         let outcome = self.run_turn(admitted, session_id, params, until).and_then(|()| self.governed(relay));
+        // A failed turn names what the relay refused meanwhile: a harness whose model calls
+        // were refused (a path off the allow-list, a missing key) fails for that reason.
+        let outcome = outcome.map_err(|reason| {
+            let record = relay.record();
+            let refused = record.refused.get(refused_before..).unwrap_or_default();
+            match refused {
+                [] => reason,
+                [first, rest @ ..] => {
+                    let more = if rest.is_empty() { String::new() } else { format!(" (and {} more)", rest.len()) };
+                    format!("{reason}; the relay refused during the turn: {} {}: {}{more}", first.status, first.path, first.reason)
+                }
+            }
+        });
         if outcome.is_err() && self.turn_open {
             // A runner that gives up on a turn cancels it, as ACP asks, before tearing down.
             let _ = self.session.notify(CANCEL_METHOD, json!({"sessionId": session_id}));
@@ -653,7 +700,7 @@ impl<'o, 'p> Run<'o, 'p> {
             None => Value::Null,
         };
         let harness = HarnessInfo {
-            command: self.options.command.iter().map(|c| c.to_string_lossy().into_owned()).collect(),
+            command: self.command.iter().map(|c| c.to_string_lossy().into_owned()).collect(),
             pid: self.session.pid(),
             agent_info: self.agent_info.clone(),
             exit,
@@ -670,8 +717,12 @@ impl<'o, 'p> Run<'o, 'p> {
             record_truncated,
             diagnostics: self.session.diagnostics.clone(),
             diagnostics_dropped: self.session.diagnostics_dropped,
+            ignored: self.session.ignored.clone(),
         };
-        let record = record.to_vec();
+        // The record opens with the launch: the argv as run, which `decode` skips.
+        let mut header = serde_json::to_vec(&json!({"launch": {"command": harness.command, "pid": harness.pid}})).unwrap_or_default();
+        header.push(b'\n');
+        let record = [header.as_slice(), record].concat();
         let steps = self
             .steps
             .iter()

@@ -19,6 +19,9 @@ pub enum Fence {
     /// A network namespace in which the relay is the only thing reachable; the proxy
     /// variables are set as well.
     NetworkNamespace,
+    /// The same, made without privileges: a network namespace inside a user namespace of
+    /// the probe's user's own (the harness keeps its uid and gains nothing outside).
+    UserNamespace,
     /// Only the proxy variables, a convention a harness may ignore.
     ProxyVariables,
 }
@@ -33,6 +36,11 @@ pub struct CatalogBinding {
     pub reachable: Option<bool>,
     /// Each way the run contradicts the entry.
     pub mismatches: Vec<String>,
+    /// The entry's supply and adoption, and whether either says it is blocked: said before
+    /// the run and here, never a mismatch (the probe shows the physical facts either way).
+    pub supply: &'static str,
+    pub adoption: &'static str,
+    pub blocked: bool,
 }
 
 /// Under the `tool` script: whether the model's tool call happened and its result came back.
@@ -46,8 +54,9 @@ pub struct ToolRound {
 pub struct ModelPlane {
     pub provider: String,
     pub fence: Fence,
-    /// Why the namespace could not be made, when the proxy variables were the only fence.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Why the namespace could not be made, when the proxy variables were the only fence
+    /// (`null` when it held). Every key is present on every run, so a reader needs no
+    /// per-run shape.
     pub fence_note: Option<String>,
     pub script: &'static str,
     pub calls: Vec<Call>,
@@ -56,12 +65,13 @@ pub struct ModelPlane {
     /// Calls, refusals and egress attempts past the record's limit, counted only.
     pub dropped: usize,
     pub dialects_used: Vec<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The `--harness` binding (`null` without one).
     pub catalog: Option<CatalogBinding>,
     pub nonce_at_relay: bool,
     pub nonce_in_output: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tool: Option<ToolRound>,
+    /// Whether the model called a tool and its result came back (under `nonce` the replay
+    /// model calls none, so both are false).
+    pub tool: ToolRound,
 }
 
 impl ModelPlane {
@@ -72,10 +82,10 @@ impl ModelPlane {
                 dialects_used.push(call.dialect);
             }
         }
-        let tool = (script == "tool").then(|| ToolRound {
+        let tool = ToolRound {
             called: record.calls.iter().any(|c| c.tool_called.is_some()),
             result_returned: record.calls.iter().any(|c| c.token_returned),
-        });
+        };
         ModelPlane {
             provider: provider.to_owned(),
             fence,
@@ -125,6 +135,9 @@ impl ModelPlane {
             dialects: entry.dialects.to_vec(),
             reachable: relay::routes::reachable(entry, provider),
             mismatches,
+            supply: entry.supply,
+            adoption: entry.adoption,
+            blocked: entry.blocked(),
         });
     }
 
@@ -143,6 +156,7 @@ impl ModelPlane {
         let mut out = String::new();
         let fence = match self.fence {
             Fence::NetworkNamespace => "network namespace (only the relay reachable)",
+            Fence::UserNamespace => "user namespace (only the relay reachable)",
             Fence::ProxyVariables => "proxy variables only",
         };
         out.push_str(&format!("model    provider {}, script {}, fence: {fence}\n", self.provider, self.script));
@@ -164,8 +178,8 @@ impl ModelPlane {
         if self.refused.len() > 5 {
             out.push_str(&format!("refused  … and {} more\n", self.refused.len() - 5));
         }
-        if let Some(tool) = &self.tool {
-            out.push_str(&format!("tool     called: {}, result returned: {}\n", yes(tool.called), yes(tool.result_returned)));
+        if self.script == "tool" {
+            out.push_str(&format!("tool     called: {}, result returned: {}\n", yes(self.tool.called), yes(self.tool.result_returned)));
         }
         if let Some(binding) = &self.catalog {
             for mismatch in &binding.mismatches {
@@ -173,6 +187,12 @@ impl ModelPlane {
             }
             if binding.mismatches.is_empty() {
                 out.push_str(&format!("catalog  `{}` as the catalog declares it\n", binding.harness));
+            }
+            if binding.blocked {
+                out.push_str(&format!(
+                    "catalog  `{}` is blocked in the catalog (supply {}, adoption {}): nothing can adopt it today\n",
+                    binding.harness, binding.supply, binding.adoption
+                ));
             }
         }
         out

@@ -45,8 +45,46 @@ pub struct Admission {
     /// The set with each evidence-gated promotion kept only if its case passed in this run.
     /// Local and unsigned: indicative, never a qualification.
     pub realized: serde_json::Map<String, Value>,
+    /// What the run was judged against: always `envelope`, the driver envelope raised by
+    /// the declaration (`admitted`). The entry's ceiling is what the catalog says an
+    /// integration realizes, and is reported beside it, not judged.
+    pub judged_against: &'static str,
+    /// The driver envelope for the retention, axis → value.
+    pub envelope: serde_json::Map<String, Value>,
+    /// With `--harness`: the entry's catalog ceiling, axis → value (`null` without).
+    pub ceiling: Option<serde_json::Map<String, Value>>,
+    /// The axes on which `realized` is above the entry's ceiling: legal (a ceiling may sit
+    /// below the envelope), but the catalog promises less than this run showed.
+    pub above_ceiling: Vec<AboveCeiling>,
     /// Why admission refused the handshake, when it did.
     pub error: Option<String>,
+}
+
+/// One axis where the run realized more than the entry's ceiling allows.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct AboveCeiling {
+    pub axis: String,
+    pub realized: String,
+    pub ceiling: String,
+}
+
+impl AboveCeiling {
+    /// The axes on which `realized` is stronger than the entry's ceiling, by the axis's own
+    /// order (an axis the ceiling omits stands at its `absent` value).
+    pub fn of(entry: &crate::catalog::Harness, realized: &serde_json::Map<String, Value>) -> Vec<AboveCeiling> {
+        let mut above = Vec::new();
+        for (axis, value) in realized {
+            let (Some(axis), Some(value)) = (crate::catalog::axis(axis), value.as_str()) else { continue };
+            let Some(ceiling) = entry.ceiling.iter().find(|(a, _)| *a == axis.name).map(|(_, v)| *v).or(axis.absent) else { continue };
+            let rank = |v: &str| axis.values.iter().position(|x| *x == v);
+            if let (Some(got), Some(cap)) = (rank(value), rank(ceiling)) {
+                if got > cap {
+                    above.push(AboveCeiling { axis: axis.name.to_owned(), realized: value.to_owned(), ceiling: ceiling.to_owned() });
+                }
+            }
+        }
+        above
+    }
 }
 
 /// The harness as the run saw it.
@@ -81,6 +119,9 @@ pub struct Wire {
     pub diagnostics: Vec<String>,
     /// How many more there were.
     pub diagnostics_dropped: usize,
+    /// Harness updates of an optional-fidelity kind that failed their schema, with the
+    /// decoder's reason: ignored for the verdict (fidelity is fail-open).
+    pub ignored: Vec<crate::decode::IgnoredFidelity>,
 }
 
 /// The whole result.
@@ -166,6 +207,16 @@ impl ProbeResult {
             let _ = writeln!(out, "admission refused: {error}");
         }
         let _ = writeln!(out, "realized {}", Value::Object(self.admission.realized.clone()));
+        if let Some(ceiling) = &self.admission.ceiling {
+            let harness = self.model_plane.as_ref().and_then(|p| p.catalog.as_ref()).map_or("", |c| c.harness.as_str());
+            let _ = writeln!(out, "ceiling  {} (`{harness}` in the catalog; the run was judged against the envelope, as realized)", Value::Object(ceiling.clone()));
+            for above in &self.admission.above_ceiling {
+                let _ = writeln!(out, "ceiling  realized {}: {} is above the entry's ceiling {}", above.axis, above.realized, above.ceiling);
+            }
+        }
+        for ignored in &self.wire.ignored {
+            let _ = writeln!(out, "warning  ignored a malformed `{}` update (optional fidelity, not judged): {}", ignored.kind, ignored.reason);
+        }
         for request in &self.client_requests {
             let _ = writeln!(out, "client   {} {}: {}", request.method, request.outcome, request.detail);
         }

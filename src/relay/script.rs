@@ -248,6 +248,7 @@ mod tests {
         Turn {
             model: "m".into(),
             stream: false,
+            include_usage: false,
             user_texts: user.iter().map(|s| s.to_string()).collect(),
             tool_results: results.iter().map(|s| s.to_string()).collect(),
             tools,

@@ -2,28 +2,59 @@
 //! interface, in which the relay's socket is the one thing listening.
 //!
 //! A new network namespace has its own loopback, so a relay listening on the probe's
-//! 127.0.0.1 would be out of the harness's reach. Instead, one short-lived thread of the
-//! probe enters a fresh namespace (`unshare(CLONE_NEWNET)` changes only the calling
-//! thread's namespace), raises its `lo`, binds the relay's listener on its 127.0.0.1 and
-//! keeps a descriptor of the namespace. The relay accepts on that listener from the probe's
-//! own namespace (a socket stays in the namespace it was made in), and the harness joins
-//! the namespace between fork and exec (`setns`). Inside, 127.0.0.1 is the relay and
-//! nothing else exists: a harness that ignores the proxy variables has nowhere to go.
+//! 127.0.0.1 would be out of the harness's reach. Instead the namespace is made first, the
+//! relay's listener is bound on *its* 127.0.0.1, and descriptors of the namespace are kept.
+//! The relay accepts on that listener from the probe's own namespace (a socket stays in the
+//! namespace it was made in), and the harness joins the namespace between fork and exec
+//! (`setns`). Inside, 127.0.0.1 is the relay and nothing else exists: a harness that
+//! ignores the proxy variables has nowhere to go.
 //!
-//! This needs `CAP_SYS_ADMIN` (root, as in CI). Without it the thread's `unshare` fails
-//! with `EPERM`, and the proxy variables are the only fence, which the report says.
+//! Two ways to make it, tried in order:
+//! - with `CAP_SYS_ADMIN` (root, as in CI), one short-lived thread of the probe enters a
+//!   fresh network namespace (`unshare(CLONE_NEWNET)` changes only the calling thread's);
+//! - without it (an ordinary user on a laptop), a forked child makes a user namespace
+//!   holding a network namespace (`unshare(CLONE_NEWUSER | CLONE_NEWNET)`, which the kernel
+//!   refuses to a multithreaded process, hence the child), mapping only the user's own uid
+//!   and gid, binds the listener there and passes it back with both namespaces' descriptors
+//!   over a socket pair (`SCM_RIGHTS`), then exits. The harness joins the user namespace,
+//!   then the network namespace; it runs as the same uid, with no capability outside.
+//!
+//! Where neither is allowed (user namespaces disabled, or a seccomp profile refusing
+//! `unshare`), the proxy variables are the only fence, and the report says why.
+
+#[path = "fence_user.rs"]
+mod user;
 
 use std::net::TcpListener;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
+/// Which way the namespace was made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A network namespace of the probe's own user namespace (needs `CAP_SYS_ADMIN`).
+    Network,
+    /// A network namespace inside a user namespace of the probe's user's own.
+    User,
+}
+
 /// A loopback-only network namespace and the relay's listener inside it.
 #[derive(Debug)]
 pub struct Namespace {
-    fd: OwnedFd,
+    net: OwnedFd,
+    user: Option<OwnedFd>,
+}
+
+/// What a child joins before exec: raw descriptors, copied into the child's closure (the
+/// parent's [`Namespace`] keeps them open).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Join {
+    net: RawFd,
+    user: Option<RawFd>,
 }
 
 impl Namespace {
-    /// Makes the namespace; `Err` says why it cannot be made here.
+    /// Makes the namespace, with privileges if the probe has them, else in a user
+    /// namespace; `Err` says why neither could be made here.
     pub fn create() -> Result<(Namespace, TcpListener), String> {
         let made = std::thread::Builder::new()
             .name("fence".into())
@@ -31,12 +62,26 @@ impl Namespace {
             .map_err(|e| format!("cannot start the fence's thread: {e}"))?
             .join()
             .map_err(|_| String::from("the fence's thread panicked"))?;
-        made.map(|(fd, listener)| (Namespace { fd }, listener))
+        match made {
+            Ok((net, listener)) => Ok((Namespace { net, user: None }, listener)),
+            Err(privileged) => match user::create() {
+                Ok((user, net, listener)) => Ok((Namespace { net, user: Some(user) }, listener)),
+                Err(unprivileged) => Err(format!("{privileged}; and without privileges: {unprivileged}")),
+            },
+        }
     }
 
-    /// The descriptor the harness joins with `setns` before exec.
-    pub fn raw_fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
+    pub fn kind(&self) -> Kind {
+        if self.user.is_some() {
+            Kind::User
+        } else {
+            Kind::Network
+        }
+    }
+
+    /// The descriptors the harness joins with `setns` before exec.
+    pub fn join(&self) -> Join {
+        Join { net: self.net.as_raw_fd(), user: self.user.as_ref().map(AsRawFd::as_raw_fd) }
     }
 }
 
@@ -90,11 +135,15 @@ fn raise_loopback() -> Result<(), String> {
 }
 
 /// Joins the namespace: called in the child between fork and exec, so it may only make
-/// async-signal-safe calls (`setns` is one).
-pub(crate) fn join(fd: RawFd) -> std::io::Result<()> {
-    // SAFETY: setns on a descriptor the parent keeps open across the fork.
-    if unsafe { libc::setns(fd, libc::CLONE_NEWNET) } != 0 {
-        return Err(std::io::Error::last_os_error());
+/// async-signal-safe calls (`setns` is one). The user namespace first: joining it gives the
+/// child the capability the network namespace it owns asks of `setns`.
+pub(crate) fn join(to: Join) -> std::io::Result<()> {
+    for (fd, kind) in [(to.user, libc::CLONE_NEWUSER), (Some(to.net), libc::CLONE_NEWNET)] {
+        let Some(fd) = fd else { continue };
+        // SAFETY: setns on a descriptor the parent keeps open across the fork.
+        if unsafe { libc::setns(fd, kind) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
     }
     Ok(())
 }
@@ -109,12 +158,12 @@ mod tests {
         let host_port = host.local_addr().expect("addr").port();
         let (namespace, inside) = match Namespace::create() {
             Ok(made) => made,
-            // Without CAP_SYS_ADMIN there is nothing to test; the probe reports this case.
-            Err(why) if why.contains("EPERM") || why.contains("Operation not permitted") => return,
+            // Where neither way is allowed there is nothing to test; the probe reports this case.
+            Err(why) if why.contains("Operation not permitted") => return,
             Err(why) => panic!("{why}"),
         };
         let inside_port = inside.local_addr().expect("addr").port();
-        let fd = namespace.raw_fd();
+        let fd = namespace.join();
         let probe = |port: u16| {
             let script = format!("exec 3<>/dev/tcp/127.0.0.1/{port}");
             let mut command = std::process::Command::new("bash");
@@ -124,6 +173,33 @@ mod tests {
             command.status().expect("bash runs").success()
         };
         assert!(probe(inside_port), "the relay's listener is reachable inside");
+        assert!(!probe(host_port), "the host's loopback is not");
+    }
+
+    /// The unprivileged way, made directly (whoever runs the tests): the same two facts.
+    #[test]
+    fn the_user_namespace_reaches_its_listener_and_nothing_of_the_host() {
+        let host = TcpListener::bind(("127.0.0.1", 0)).expect("host listener");
+        let host_port = host.local_addr().expect("addr").port();
+        let (userns, net, inside) = match user::create() {
+            Ok(made) => made,
+            // User namespaces refused on this machine: the probe reports this case.
+            Err(why) if why.contains("unshare") => return,
+            Err(why) => panic!("{why}"),
+        };
+        let namespace = Namespace { net, user: Some(userns) };
+        assert_eq!(namespace.kind(), Kind::User);
+        let inside_port = inside.local_addr().expect("addr").port();
+        let to = namespace.join();
+        let probe = |port: u16| {
+            let script = format!("exec 3<>/dev/tcp/127.0.0.1/{port}");
+            let mut command = std::process::Command::new("bash");
+            command.args(["-c", &script]);
+            // SAFETY: only setns runs between fork and exec.
+            unsafe { std::os::unix::process::CommandExt::pre_exec(&mut command, move || join(to)) };
+            command.status().expect("bash runs").success()
+        };
+        assert!(probe(inside_port), "the listener is reachable inside");
         assert!(!probe(host_port), "the host's loopback is not");
     }
 }

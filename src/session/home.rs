@@ -15,7 +15,14 @@ pub struct Home {
 
 impl Home {
     pub fn create() -> io::Result<Home> {
-        Ok(Home { root: workspace::private_dir("checkfu-probe-home")? })
+        let home = Home { root: workspace::private_dir("checkfu-probe-home")? };
+        std::fs::create_dir(home.tmp())?;
+        Ok(home)
+    }
+
+    /// Its temporary directory, made with it: the harness's `TMPDIR`.
+    pub fn tmp(&self) -> PathBuf {
+        self.root.join(".tmp")
     }
 
     pub fn root(&self) -> &Path {

@@ -11,6 +11,8 @@
 //! A message the decoder rejects ends the wait with [`Fault::Rejected`]: the ACP grammar and
 //! the authority slots are fail-closed, so a runner does not read on past a harness that
 //! broke them (garbage on stdout, an echo of the runner's own request, a malformed update).
+//! The exception is the decoder's own: an update of a kind the catalog names optional
+//! fidelity that fails its schema is ignored ([`Session::ignored`]), never handed on.
 
 pub mod client;
 pub mod fence;
@@ -115,6 +117,9 @@ pub struct Session {
     pub diagnostics: Vec<String>,
     /// Diagnostics past [`MAX_DIAGNOSTICS`], counted only.
     pub diagnostics_dropped: usize,
+    /// Optional-fidelity updates the decoder ignored as malformed (the first
+    /// [`MAX_DIAGNOSTICS`]); they are never handed to the caller.
+    pub ignored: Vec<crate::decode::IgnoredFidelity>,
 }
 
 impl Session {
@@ -148,6 +153,7 @@ impl Session {
             messages_out: 0,
             diagnostics: Vec::new(),
             diagnostics_dropped: 0,
+            ignored: Vec::new(),
         })
     }
 
@@ -244,6 +250,14 @@ impl Session {
                 return Err(Fault::Rejected { error: error.message.clone(), line });
             }
             self.note(&report.diagnostics);
+            if let Some(ignored) = report.ignored {
+                // Fail-open fidelity: the update is malformed and carries nothing the turn is
+                // judged on, so it is kept for the report and read no further.
+                if self.ignored.len() < MAX_DIAGNOSTICS {
+                    self.ignored.push(ignored);
+                }
+                continue;
+            }
             // Accepted means parseable with serde_json's defaults (the decoder's promise).
             let Ok(message) = serde_json::from_slice::<Value>(&bytes) else {
                 return Err(Fault::Rejected { error: String::from("unparseable"), line: String::new() });

@@ -133,7 +133,7 @@ pub struct Harness {
 #[derive(Clone, Debug, Default)]
 pub struct Launch {
     pub env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
-    pub netns: Option<std::os::fd::RawFd>,
+    pub netns: Option<super::fence::Join>,
     /// The directory it starts in; `None`: the caller's.
     pub cwd: Option<std::path::PathBuf>,
 }

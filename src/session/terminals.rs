@@ -81,12 +81,12 @@ pub struct Terminals {
     next: u64,
     open: HashMap<String, Terminal>,
     /// The harness's network namespace: its commands run inside the same fence.
-    netns: Option<std::os::fd::RawFd>,
+    netns: Option<super::fence::Join>,
 }
 
 impl Terminals {
     /// Terminals whose commands join `netns` (the harness's fence), if any.
-    pub fn fenced(netns: Option<std::os::fd::RawFd>) -> Terminals {
+    pub fn fenced(netns: Option<super::fence::Join>) -> Terminals {
         Terminals { netns, ..Terminals::default() }
     }
 }

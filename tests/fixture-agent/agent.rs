@@ -12,6 +12,9 @@
 //! `--flood-stdout` (endless valid updates), `--foreign-extension` (an `_acme/progress`
 //! notification and request), `--use-terminal` (runs a command through `terminal/*`), `--stall-turn` (the turn ends only
 //! on `session/cancel`),
+//! `--malformed-usage` (a `usage_update` with `"used": null` mid-turn, as a Claude adapter
+//! sends one when the model's usage lacks the cache counts), `--malformed-chunk` (an
+//! `agent_message_chunk` whose content is not a content block),
 //! `--spawn-child` (leaves a `sleep` in its process group), `--hang` (ignores EOF and
 //! SIGTERM), `--no-nonce`. Its answer comes from the model behind the probe's relay
 //! (`model.rs`), in `--dialect NAME` (`openai_chat` by default), with switches for a model
@@ -39,6 +42,8 @@ struct Switches {
     crash_mid_turn: bool,
     silent_after_initialize: bool,
     garbage_stdout: bool,
+    malformed_usage: bool,
+    malformed_chunk: bool,
     oversize_line: bool,
     read_outside: bool,
     need_credentials: bool,
@@ -84,6 +89,8 @@ fn switches() -> Switches {
             "--crash-mid-turn" => s.crash_mid_turn = true,
             "--silent-after-initialize" => s.silent_after_initialize = true,
             "--garbage-stdout" => s.garbage_stdout = true,
+            "--malformed-usage" => s.malformed_usage = true,
+            "--malformed-chunk" => s.malformed_chunk = true,
             "--oversize-line" => s.oversize_line = true,
             "--read-outside" => s.read_outside = true,
             "--need-credentials" => s.need_credentials = true,
@@ -275,6 +282,12 @@ impl Agent {
         let answer = if self.s.no_model { format!("You said: {prompt}") } else { self.ask_model(session, prompt) };
         let echo = if self.s.no_nonce { String::from("I will not repeat that.") } else { answer };
         self.update(session, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": echo}}));
+        if self.s.malformed_usage {
+            self.update(session, json!({"sessionUpdate": "usage_update", "used": null, "size": 200000}));
+        }
+        if self.s.malformed_chunk {
+            self.update(session, json!({"sessionUpdate": "agent_message_chunk", "content": 7}));
+        }
         if self.s.flood_stdout {
             // Valid updates, without end: the runner must stop reading at its step timeout.
             loop {

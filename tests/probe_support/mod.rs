@@ -125,3 +125,33 @@ impl Drop for Scratch {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// The uid the probe runs as under `setpriv` when the tests run as root.
+pub const NOBODY: &str = "65534";
+
+/// A command run unprivileged: through `setpriv` as uid [`NOBODY`] when the tests run as
+/// root (as in CI), as the user running them otherwise.
+pub fn unprivileged(program: &str) -> Command {
+    if running_as_root() {
+        let mut command = Command::new("setpriv");
+        command.args(["--reuid", NOBODY, "--regid", NOBODY, "--clear-groups", program]);
+        command
+    } else {
+        Command::new(program)
+    }
+}
+
+pub fn running_as_root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// The uid an [`unprivileged`] command runs as.
+pub fn unprivileged_uid() -> String {
+    if running_as_root() {
+        NOBODY.to_owned()
+    } else {
+        // SAFETY: geteuid cannot fail.
+        unsafe { libc::geteuid() }.to_string()
+    }
+}

@@ -14,8 +14,16 @@ plain JSON and streaming (through the SDK's own stream helper, never by parsing 
   tool:  the same turn offering one tool, `read_file`; the reply must be a call to it whose
          `path` names a file inside DIR; that file is read (it must hold TOKEN) and sent back as
          the dialect's tool result; the second reply's text must contain NONCE.
+Every answer is also walked against the SDK's own response model (`walk_model`): each field
+the model defines, recursively through nested models and lists, must be present in what the
+relay sent (a null where the provider sends null), and a token count inside a usage model must
+be a number, never null. JSON answers are walked as returned; a stream is requested once more
+with the SDK's raw `create(stream=True)` and every event is walked as parsed. Text and tool
+answers both (the `tool` script gives a tool answer, then a text one).
 Then, per dialect, a call with no credentials and one with a wrong key must each raise the
 SDK's AuthenticationError (HTTP 401) with an error body in the dialect's own shape.
+
+`check_sdk.py --self-test` checks the walk itself on models built here.
 
 Prints one JSON summary line on stdout and exits 1 if any check failed (each failure names the
 dialect, the mode and what was wrong), 2 on bad arguments.
@@ -26,6 +34,8 @@ import json
 import os
 import sys
 import traceback
+
+import pydantic
 
 try:
     import anthropic
@@ -72,6 +82,59 @@ def read_tool_target(args, path):
     return content
 
 
+def counts_tokens(model_class):
+    """A usage model (Anthropic's Usage, MessageDeltaUsage, CacheCreation, ServerToolUsage,
+    OpenAI's CompletionUsage, ResponseUsage and their *TokensDetails): its integers are counts,
+    which a provider sends as 0 when there is nothing to count. A client that sums them (a
+    context meter) breaks on null."""
+    name = model_class.__name__
+    return "Usage" in name or "TokensDetails" in name or name == "CacheCreation"
+
+
+def integer_annotation(annotation):
+    if annotation is int:
+        return True
+    return int in getattr(annotation, "__args__", ()) and all(a in (int, type(None)) for a in annotation.__args__)
+
+
+def walk_model(value, path, problems):
+    """Appends to `problems` every field of an SDK response model (and of the models inside
+    it) that the relay left unset: absent from the wire, so the SDK filled in its default.
+    The SDKs build their models with `construct`, which records in `model_fields_set` exactly
+    the keys the wire carried."""
+    if isinstance(value, pydantic.BaseModel):
+        model_class = type(value)
+        for name, field in model_class.model_fields.items():
+            key = field.alias or name
+            where = f"{path}.{key}"
+            if name not in value.model_fields_set:
+                problems.append(f"{where} ({model_class.__name__}) is left unset")
+                continue
+            child = getattr(value, name)
+            if child is None and counts_tokens(model_class) and integer_annotation(field.annotation):
+                problems.append(f"{where} ({model_class.__name__}) is null; a count is 0")
+            walk_model(child, where, problems)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            walk_model(item, f"{path}[{index}]", problems)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            walk_model(item, f"{path}.{key}", problems)
+
+
+def walk_answer(args, answer, where):
+    walk_model(answer, f"{where} {type(answer).__name__}", args.problems)
+
+
+def walk_raw_stream(args, events, where):
+    """Walks every event of a raw SDK stream (`create(stream=True)`), as the SDK parsed it."""
+    count = 0
+    for event in events:
+        walk_model(event, f"{where} event {count} {type(event).__name__}", args.problems)
+        count += 1
+    expect(count > 0, f"{where}: the raw stream had no events")
+
+
 def expect_nonce(text, args, where):
     expect(isinstance(text, str) and args.nonce in text, f"{where}: reply text {text!r} lacks the nonce {args.nonce!r}")
 
@@ -96,7 +159,10 @@ def anthropic_turn(client, args, stream, **params):
     also checks that the streamed text deltas add up to the final text."""
     params = dict(model=args.model, max_tokens=MAX_TOKENS, **params)
     if not stream:
-        return client.messages.create(**params)
+        message = client.messages.create(**params)
+        walk_answer(args, message, "JSON")
+        return message
+    walk_raw_stream(args, client.messages.create(stream=True, **params), "stream")
     with client.messages.stream(**params) as events:
         streamed = "".join(events.text_stream)
         message = events.get_final_message()
@@ -153,7 +219,12 @@ def chat_turn(client, args, stream, **params):
     checks that the content deltas add up to the final content."""
     params = dict(model=args.model, **params)
     if not stream:
-        return client.chat.completions.create(**params)
+        completion = client.chat.completions.create(**params)
+        walk_answer(args, completion, "JSON")
+        return completion
+    # As OpenAI's own clients ask for it; the usage then comes in a last chunk of its own.
+    params["stream_options"] = {"include_usage": True}
+    walk_raw_stream(args, client.chat.completions.create(stream=True, **params), "stream")
     streamed = []
     with client.chat.completions.stream(**params) as events:
         for event in events:
@@ -211,7 +282,10 @@ def responses_turn(client, args, stream, **params):
     that the output_text deltas add up to the final output_text."""
     params = dict(model=args.model, **params)
     if not stream:
-        return client.responses.create(**params)
+        response = client.responses.create(**params)
+        walk_answer(args, response, "JSON")
+        return response
+    walk_raw_stream(args, client.responses.create(stream=True, **params), "stream")
     streamed = []
     with client.responses.stream(**params) as events:
         for event in events:
@@ -292,6 +366,28 @@ def check_refused(args, sdk, make_client, call, shape, key):
     raise CheckFailed("the call succeeded; expected 401")
 
 
+def self_test():
+    """The walk finds what is missing: a Message as the relay once sent it (no cache counts)
+    and a usage model with a null count must each be reported, and a complete one not."""
+    thin = anthropic.types.Message.construct(**{
+        "id": "m", "type": "message", "role": "assistant", "model": "m", "content": [],
+        "stop_reason": "end_turn", "stop_sequence": None,
+        "usage": anthropic.types.Usage.construct(input_tokens=1, output_tokens=1, cache_read_input_tokens=None),
+    })
+    problems = []
+    walk_model(thin, "Message", problems)
+    expect(any(".usage.cache_creation_input_tokens" in p and "unset" in p for p in problems), f"a missing cache count is not reported: {problems}")
+    expect(any(".usage.cache_read_input_tokens" in p and "null" in p for p in problems), f"a null cache count is not reported: {problems}")
+    expect(any(p.startswith("Message.container ") for p in problems), f"a missing top-level member is not reported: {problems}")
+    usage = openai.types.CompletionUsage.construct(prompt_tokens=1, completion_tokens=1, total_tokens=2,
+                                                   prompt_tokens_details=None, completion_tokens_details=None)
+    problems = []
+    walk_model(usage, "CompletionUsage", problems)
+    expect(problems == [], f"a complete model is reported: {problems}")
+    print(json.dumps({"ok": True, "self_test": "passed"}))
+    return 0
+
+
 def parse_args(argv):
     parser = argparse.ArgumentParser(description="Check a model relay with the official anthropic and openai SDKs.")
     parser.add_argument("--base-url", required=True, help="the relay's root URL, e.g. http://127.0.0.1:PORT")
@@ -315,13 +411,17 @@ def parse_args(argv):
 
 
 def main(argv):
+    if argv == ["--self-test"]:
+        return self_test()
     args = parse_args(argv)
     results = []
     for dialect, check, sdk, make_client, call, shape in DIALECTS:
         for stream in (False, True):
             entry = {"dialect": dialect, "stream": stream, "script": args.script}
+            args.problems = []
             try:
                 check(args, stream)
+                expect(not args.problems, "fields the SDK's response models define and the relay left out: " + "; ".join(args.problems))
                 entry["ok"] = True
             except Exception as error:  # any SDK error is a finding about the relay, reported
                 entry.update(ok=False, error=describe(error))

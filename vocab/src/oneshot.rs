@@ -185,10 +185,11 @@ pub fn pieces(template: &str) -> Result<Vec<Piece<'_>>, String> {
             }
             b'{' => {
                 let rest = &template[i + 1..];
-                let end = rest.find('}').ok_or_else(|| format!("`{{` at byte {i} is not closed (write `{{{{` for a literal brace)"))?;
+                let lone = || format!("a lone `{{` at byte {i} (write `{{{{` for a literal brace)");
+                let end = rest.find('}').ok_or_else(lone)?;
                 let name = &rest[..end];
                 if name.is_empty() || !name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_') {
-                    return Err(format!("`{{{name}}}` at byte {i} is not a placeholder (write `{{{{` and `}}}}` for literal braces)"));
+                    return Err(lone());
                 }
                 if !text.is_empty() {
                     out.push(Piece::Text(std::mem::take(&mut text)));
@@ -196,7 +197,7 @@ pub fn pieces(template: &str) -> Result<Vec<Piece<'_>>, String> {
                 out.push(Piece::Placeholder(name));
                 i += end + 2;
             }
-            b'}' => return Err(format!("`}}` at byte {i} closes nothing (write `}}}}` for a literal brace)")),
+            b'}' => return Err(format!("a lone `}}` at byte {i} (write `}}}}` for a literal brace)")),
             _ => {
                 // Copy one whole character (the template is UTF-8; `{` and `}` are ASCII).
                 let ch = template[i..].chars().next().unwrap_or('\u{fffd}');

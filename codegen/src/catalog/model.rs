@@ -325,6 +325,13 @@ pub struct SlotRequirement {
 pub struct Acp {
     /// The official ACP JSON Schema under `schemas/`, checked in unmodified.
     pub schema: Name,
+    /// The `sessionUpdate` kinds that carry only optional fidelity (usage, commands, mode,
+    /// session info): a harness-to-client update of one of these kinds that fails its schema
+    /// is ignored with a diagnostic instead of rejected. Each must be a kind of the pinned
+    /// schema; every other kind (content: message and thought chunks, tool calls, plan)
+    /// stays fail-closed.
+    #[serde(default)]
+    pub optional_fidelity_updates: Vec<Name>,
 }
 
 /// A family of extension methods described by an input schema.

@@ -84,6 +84,7 @@ pub fn render(compiled: &Compiled, templates: &Templates, acp_grammar: &serde_js
         acp_provenance => &acp_grammar["provenance"],
         acp_method_groups => tables::acp_methods(acp_grammar),
         acp_update_kinds => code_list(&acp_grammar["session_update_kinds"]),
+        acp_fidelity_updates => code_list(&acp_grammar["optional_fidelity_updates"]),
         acp_stop_reasons => code_list(&acp_grammar["stop_reasons"]),
         catalog_sha256 => &compiled.sha256,
         declaration_slot => c.declaration.slot.as_str(),

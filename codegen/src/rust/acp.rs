@@ -263,6 +263,7 @@ pub fn projection(plan: &Plan, catalog: &Catalog, provenance: Option<&crate::sch
         "protocol_version": plan.grammar.protocol_version,
         "methods": methods,
         "session_update_kinds": plan.grammar.session_update_kinds,
+        "optional_fidelity_updates": plan.fidelity_updates,
         "stop_reasons": plan.grammar.stop_reasons,
     })
 }

@@ -74,6 +74,10 @@ pub struct Plan {
     pub grammar: super::acp::Grammar,
     /// The ACP grammar the protocol literal promises, for the revisions lock to record.
     pub floor: super::acp::Grammar,
+    /// The catalog's optional-fidelity `sessionUpdate` kinds (`[acp]
+    /// optional_fidelity_updates`), each a kind of `grammar`. Kept apart from the grammar:
+    /// it is Checkfu's decision about the schema, not part of what the literal promises.
+    pub fidelity_updates: Vec<String>,
     pub vectors: Vec<VectorPlan>,
     pub warnings: Vec<String>,
 }
@@ -147,6 +151,20 @@ pub fn plan(catalog: &Catalog, schemas: &SchemaSet, file: crate::diagnostic::Fil
             grammar_read = !plan.methods.is_empty();
             let span = catalog.acp.schema.span.clone();
             errors.extend(problems.into_iter().map(|p| Diagnostic::new(Class::UnknownOrDuplicate, p).at(file, span.clone(), "the pinned ACP schema")));
+        }
+    }
+    for (i, kind) in catalog.acp.optional_fidelity_updates.iter().enumerate() {
+        let at = |message: String| Diagnostic::new(Class::UnknownOrDuplicate, message).at(file, kind.span.clone(), "this kind");
+        if catalog.acp.optional_fidelity_updates[..i].iter().any(|k| k.as_str() == kind.as_str()) {
+            errors.push(at(format!("[acp] optional_fidelity_updates names `{}` twice", kind.as_str())));
+        } else if grammar_read && !plan.grammar.session_update_kinds.iter().any(|k| k == kind.as_str()) {
+            errors.push(at(format!(
+                "[acp] optional_fidelity_updates names `{}`, which is not a sessionUpdate kind of the pinned schema (it has: {})",
+                kind.as_str(),
+                plan.grammar.session_update_kinds.join(", ")
+            )));
+        } else {
+            plan.fidelity_updates.push(kind.as_str().to_owned());
         }
     }
     let acp_methods: Vec<String> = plan.methods.iter().map(|m| m.name.clone()).collect();
@@ -502,7 +520,7 @@ pub fn generate(plan: &Plan) -> TokenStream {
         quote! { VectorDecoder { name: #name, direction: #direction, decode: #decode } }
     });
     let v = &plan.grammar;
-    let (kinds, stops) = (&v.session_update_kinds, &v.stop_reasons);
+    let (kinds, stops, fidelity) = (&v.session_update_kinds, &v.stop_reasons, &plan.fidelity_updates);
     let (version, version_method, update_method, prompt_method) =
         (v.protocol_version, v.version_method.as_str(), v.update_method.as_str(), v.prompt_method.as_str());
     let namespace = plan.namespace.as_str();
@@ -521,6 +539,9 @@ pub fn generate(plan: &Plan) -> TokenStream {
         pub const SESSION_UPDATE_KINDS: &[&str] = &[#(#kinds),*];
         /// Stop reasons of the pinned ACP schema.
         pub const STOP_REASONS: &[&str] = &[#(#stops),*];
+        /// `sessionUpdate` kinds that carry only optional fidelity (the catalog's
+        /// `[acp] optional_fidelity_updates`): one that fails its schema is ignored, not rejected.
+        pub const FIDELITY_UPDATE_KINDS: &[&str] = &[#(#fidelity),*];
         /// Every `checkfu.*` slot and extension method, with its decode policy.
         pub const SLOTS: &[SlotDecoder] = &[#(#slots),*];
         /// Every method the decoder knows, with its typed decoders.

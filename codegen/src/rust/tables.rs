@@ -107,10 +107,12 @@ pub fn generate(compiled: &Compiled) -> TokenStream {
         let ceiling = pairs(&h.ceiling, &order);
         let dialects = strs(h.dialects.iter().map(|d| d.as_str()));
         let evidence = strs(h.evidence.iter().map(|e| e.as_str()));
+        let (supply, adoption) = (h.supply.as_str(), h.adoption.as_str());
         quote! {
             Harness {
                 name: #name, mode: #mode, driver: #driver, lane: #lane,
                 declares: &[#(#declares),*], ceiling: #ceiling, dialects: #dialects, evidence: #evidence,
+                supply: #supply, adoption: #adoption,
             }
         }
     });

@@ -92,18 +92,18 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
         return Err(UsageError::Options(String::from("the declaration's home_files write into the fresh home, which --inherit-home turns off")));
     }
     let deadline = Instant::now() + options.deadline;
-    let Plane { workspace, nonce, namespace, fence, fence_note, relay, home, placeholders, mut env } = prepare(options)?;
+    let Plane { workspace, nonce, namespace, fence, fence_note, relay, home, placeholders, mut env } = prepare(options, entry, progress)?;
     let scratch = Scratch(session::workspace::private_dir("checkfu-oneshot").map_err(|e| UsageError::CannotStart(format!("cannot prepare the run: {e}")))?);
     // The declaration's own files and variables, then the command line's (which win).
     if let Some(home) = &home {
         for (path, template) in &declaration.home_files {
-            let text = placeholders.expand_strict(template, &[]).map_err(|e| UsageError::Options(format!("home_files {path}: {e}")))?;
+            let text = placeholders.expand_with(template, &[]).map_err(|e| UsageError::Options(format!("home_files {path}: {e}")))?;
             home.write(path, &text).map_err(|e| UsageError::Options(format!("home_files {path}: {e}")))?;
         }
     }
     let mut declared_env = Vec::new();
     for (name, template) in &declaration.env {
-        let value = placeholders.expand_strict(template, &[]).map_err(|e| UsageError::Options(format!("env {name}: {e}")))?;
+        let value = placeholders.expand_with(template, &[]).map_err(|e| UsageError::Options(format!("env {name}: {e}")))?;
         declared_env.push((name.into(), value.into()));
     }
     let command_line_env = env.split_off(env.len() - options.env.len());
@@ -117,7 +117,7 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
         }
         None => None,
     };
-    let launch_spec = Launch { env, netns: namespace.as_ref().map(|n| n.raw_fd()), cwd: Some(workspace.root().to_path_buf()) };
+    let launch_spec = Launch { env, netns: namespace.as_ref().map(session::fence::Namespace::join), cwd: Some(workspace.root().to_path_buf()) };
 
     let mut lane = Lane { options, launch, scratch: &scratch, schema_path: schema_path.as_deref(), placeholders: &placeholders, launch_spec: &launch_spec, deadline, steps: Vec::new(), progress };
     // Run 1: the prompt.
@@ -138,7 +138,7 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
                 let second_nonce = super::fresh_nonce();
                 relay.begin_turn(second_nonce.clone());
                 let session_id = first_session.clone().unwrap_or_default();
-                match placeholders.expand_strict(flag, &[("session_id", &session_id)]) {
+                match placeholders.expand_with(flag, &[("session_id", &session_id)]) {
                     Err(e) => lane.step("resume", 0, Err(format!("the resume flag cannot be expanded: {e}"))),
                     Ok(expanded) => {
                         let second = lane.run(2, &second_nonce, Some(expanded))?;
@@ -260,7 +260,7 @@ impl Lane<'_, '_> {
                 argv.extend(resume.clone());
                 continue;
             }
-            let expanded = self.placeholders.expand_strict(arg, &[("prompt_path", &prompt_path)]).map_err(|e| UsageError::Options(format!("argv {arg:?}: {e}")))?;
+            let expanded = self.placeholders.expand_with(arg, &[("prompt_path", &prompt_path)]).map_err(|e| UsageError::Options(format!("argv {arg:?}: {e}")))?;
             argv.push(expanded);
         }
         if let (Some(flag), Some(path)) = (&declaration.output_schema_flag, self.schema_path) {

@@ -3,6 +3,11 @@
 //! `{name, input_schema}`; the stream is `message_start`, then per content block
 //! `content_block_start` / `content_block_delta` / `content_block_stop`, then
 //! `message_delta` (the stop reason and usage) and `message_stop`.
+//!
+//! Every member of the official SDK's response models is sent, with the value the API
+//! sends when there is nothing to say (cache counts 0, `service_tier` "standard",
+//! `container` null): clients compute from them (a context meter sums the cache counts),
+//! and a member the relay left out reads as null to such a client, not as 0.
 
 use serde_json::{json, Map, Value};
 
@@ -52,9 +57,68 @@ pub(super) fn read(body: &Map<String, Value>, turn: &mut Turn) -> Result<(), Str
 
 fn block(reply: &Reply, ids: &Ids) -> Value {
     match reply {
-        Reply::Text(text) => json!({"type": "text", "text": text}),
-        Reply::ToolCall { name, input } => json!({"type": "tool_use", "id": ids.call, "name": name, "input": input}),
+        Reply::Text(text) => json!({"type": "text", "text": text, "citations": null}),
+        Reply::ToolCall { name, input } => tool_use(name, input.clone(), ids),
     }
+}
+
+/// A `tool_use` block, called by the model itself (`caller` direct), in no toolset.
+fn tool_use(name: &str, input: Value, ids: &Ids) -> Value {
+    json!({"type": "tool_use", "id": ids.call, "name": name, "input": input, "caller": {"type": "direct"}, "toolset_name": null})
+}
+
+/// The server-side tool counts and output details that both usage shapes carry.
+fn neutral_counts() -> Value {
+    json!({
+        "output_tokens_details": {"thinking_tokens": 0},
+        "server_tool_use": {"web_fetch_requests": 0, "web_search_requests": 0},
+    })
+}
+
+/// `Usage`, as in a message: nothing cached, nothing written to the cache.
+fn usage(input: u64, output: u64) -> Value {
+    let mut usage = json!({
+        "input_tokens": input,
+        "output_tokens": output,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+        "cache_creation": {"ephemeral_1h_input_tokens": 0, "ephemeral_5m_input_tokens": 0},
+        "inference_geo": null,
+        "service_tier": "standard",
+        "speed": "standard",
+    });
+    merge(&mut usage, neutral_counts());
+    usage
+}
+
+/// `MessageDeltaUsage`, as in `message_delta`: the running totals.
+fn delta_usage(input: u64, output: u64) -> Value {
+    let mut usage = json!({"input_tokens": input, "output_tokens": output, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0});
+    merge(&mut usage, neutral_counts());
+    usage
+}
+
+fn merge(into: &mut Value, from: Value) {
+    if let (Value::Object(into), Value::Object(from)) = (into, from) {
+        into.extend(from);
+    }
+}
+
+/// A message's members, its content and stop aside.
+fn message(turn: &Turn, ids: &Ids, content: Value, stop_reason: Option<&str>, usage: Value) -> Value {
+    json!({
+        "id": ids.message,
+        "type": "message",
+        "role": "assistant",
+        "model": turn.model,
+        "content": content,
+        "stop_reason": stop_reason,
+        "stop_sequence": null,
+        "stop_details": null,
+        "container": null,
+        "diagnostics": null,
+        "usage": usage,
+    })
 }
 
 fn stop_reason(reply: &Reply) -> &'static str {
@@ -76,43 +140,25 @@ fn input_tokens(turn: &Turn) -> u64 {
 }
 
 pub(super) fn json(reply: &Reply, turn: &Turn, ids: &Ids) -> Value {
-    json!({
-        "id": ids.message,
-        "type": "message",
-        "role": "assistant",
-        "model": turn.model,
-        "content": [block(reply, ids)],
-        "stop_reason": stop_reason(reply),
-        "stop_sequence": null,
-        "usage": {"input_tokens": input_tokens(turn), "output_tokens": output_tokens(reply)},
-    })
+    message(turn, ids, json!([block(reply, ids)]), Some(stop_reason(reply)), usage(input_tokens(turn), output_tokens(reply)))
 }
 
 pub(super) fn sse(reply: &Reply, turn: &Turn, ids: &Ids) -> String {
     let mut out = String::new();
-    let start = json!({
-        "type": "message_start",
-        "message": {
-            "id": ids.message, "type": "message", "role": "assistant", "model": turn.model,
-            "content": [], "stop_reason": null, "stop_sequence": null,
-            "usage": {"input_tokens": input_tokens(turn), "output_tokens": 1},
-        },
-    });
+    // As the API streams it: the input counted at the start, one output token so far.
+    let start = json!({"type": "message_start", "message": message(turn, ids, json!([]), None, usage(input_tokens(turn), 1))});
     event(&mut out, Some("message_start"), &start);
     let (opening, delta) = match reply {
-        Reply::Text(text) => (json!({"type": "text", "text": ""}), json!({"type": "text_delta", "text": text})),
-        Reply::ToolCall { name, input } => (
-            json!({"type": "tool_use", "id": ids.call, "name": name, "input": {}}),
-            json!({"type": "input_json_delta", "partial_json": input.to_string()}),
-        ),
+        Reply::Text(text) => (json!({"type": "text", "text": "", "citations": null}), json!({"type": "text_delta", "text": text})),
+        Reply::ToolCall { name, input } => (tool_use(name, json!({}), ids), json!({"type": "input_json_delta", "partial_json": input.to_string()})),
     };
     event(&mut out, Some("content_block_start"), &json!({"type": "content_block_start", "index": 0, "content_block": opening}));
     event(&mut out, Some("content_block_delta"), &json!({"type": "content_block_delta", "index": 0, "delta": delta}));
     event(&mut out, Some("content_block_stop"), &json!({"type": "content_block_stop", "index": 0}));
     let finish = json!({
         "type": "message_delta",
-        "delta": {"stop_reason": stop_reason(reply), "stop_sequence": null},
-        "usage": {"output_tokens": output_tokens(reply)},
+        "delta": {"stop_reason": stop_reason(reply), "stop_sequence": null, "stop_details": null, "container": null},
+        "usage": delta_usage(input_tokens(turn), output_tokens(reply)),
     });
     event(&mut out, Some("message_delta"), &finish);
     event(&mut out, Some("message_stop"), &json!({"type": "message_stop"}));

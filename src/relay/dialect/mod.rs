@@ -110,6 +110,9 @@ impl From<Served> for ErrorShape {
 pub struct Turn {
     pub model: String,
     pub stream: bool,
+    /// Chat Completions' `stream_options.include_usage`: the stream ends with a chunk of its
+    /// own carrying the usage (and no choices).
+    pub include_usage: bool,
     /// The text of each user turn, oldest first (tool results are not user text).
     pub user_texts: Vec<String>,
     /// The text of each tool result sent back to the model, oldest first.

@@ -4,6 +4,10 @@
 //! `sequence_number`: `response.created`, `response.in_progress`, the output item's
 //! `added`, its content or arguments deltas and `done`s, then `response.completed`
 //! holding the whole response.
+//!
+//! Every member of the official SDK's response models is sent, with the value the API
+//! sends for a request that set nothing (`truncation` "disabled", `text.format` text,
+//! cache counts 0, null where there is nothing to say).
 
 use serde_json::{json, Map, Value};
 
@@ -46,14 +50,19 @@ fn item(reply: &Reply, ids: &Ids, done: bool) -> Value {
     let status = if done { "completed" } else { "in_progress" };
     match reply {
         Reply::Text(text) => {
-            let content = if done { json!([{"type": "output_text", "text": text, "annotations": []}]) } else { json!([]) };
-            json!({"type": "message", "id": ids.item, "status": status, "role": "assistant", "content": content})
+            let content = if done { json!([output_text(text)]) } else { json!([]) };
+            json!({"type": "message", "id": ids.item, "status": status, "role": "assistant", "content": content, "phase": null})
         }
         Reply::ToolCall { name, input } => json!({
             "type": "function_call", "id": ids.item, "call_id": ids.call, "name": name,
             "arguments": if done { arguments(input) } else { String::new() }, "status": status,
+            "async": false, "caller": {"type": "direct"}, "namespace": null,
         }),
     }
+}
+
+fn output_text(text: &str) -> Value {
+    json!({"type": "output_text", "text": text, "annotations": [], "logprobs": []})
 }
 
 fn usage(reply: &Reply, turn: &Turn) -> Value {
@@ -63,7 +72,8 @@ fn usage(reply: &Reply, turn: &Turn) -> Value {
         Reply::ToolCall { input, .. } => tokens(&input.to_string()),
     };
     json!({
-        "input_tokens": input, "input_tokens_details": {"cached_tokens": 0},
+        "input_tokens": input,
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0, "cache_write_tokens_details": {"ttl_12h_tokens": 0, "ttl_30m_tokens": 0}},
         "output_tokens": output, "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": input + output,
     })
@@ -87,6 +97,29 @@ fn response(reply: &Reply, turn: &Turn, ids: &Ids, done: bool) -> Value {
         "tool_choice": "auto",
         "tools": [],
         "top_p": null,
+        "background": false,
+        "completed_at": if done { json!(0) } else { Value::Null },
+        "conversation": null,
+        "max_output_tokens": null,
+        "max_tool_calls": null,
+        "previous_response_id": null,
+        "prompt": null,
+        "prompt_cache_key": null,
+        "prompt_cache_retention": null,
+        "prompt_cache_options": null,
+        "prompt_cache_diagnostics": null,
+        "reasoning": {"context": null, "effort": null, "generate_summary": null, "mode": null, "summary": null},
+        "safety_identifier": null,
+        "service_tier": "default",
+        "text": {"format": {"type": "text"}, "verbosity": "medium"},
+        "top_logprobs": 0,
+        "truncation": "disabled",
+        "user": null,
+        "access_programs": null,
+        "image": null,
+        "input_transformations": [],
+        "moderation": null,
+        "tool_usage": null,
     })
 }
 
@@ -129,10 +162,10 @@ pub(super) fn sse(reply: &Reply, turn: &Turn, ids: &Ids) -> String {
                 map.extend(members(extra));
                 map
             };
-            events.push("response.content_part.added", with(json!({"part": {"type": "output_text", "text": "", "annotations": []}})));
+            events.push("response.content_part.added", with(json!({"part": output_text("")})));
             events.push("response.output_text.delta", with(json!({"delta": text, "logprobs": []})));
             events.push("response.output_text.done", with(json!({"text": text, "logprobs": []})));
-            events.push("response.content_part.done", with(json!({"part": {"type": "output_text", "text": text, "annotations": []}})));
+            events.push("response.content_part.done", with(json!({"part": output_text(text)})));
         }
         Reply::ToolCall { input, .. } => {
             let args = arguments(input);
