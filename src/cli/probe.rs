@@ -284,7 +284,18 @@ pub fn probe(args: Args) -> i32 {
         Err(e @ (UsageError::Options(_) | UsageError::CannotStart(_))) => return usage(e),
     };
     let calls = result.model_plane.as_ref().map(|p| p.calls_jsonl()).unwrap_or_default();
-    for (path, bytes) in [(&args.record, result.record.as_slice()), (&args.trace, result.trace.as_bytes()), (&args.record_model, calls.as_bytes())] {
+    let files = [(&args.record, result.record.as_slice()), (&args.trace, result.trace.as_bytes()), (&args.record_model, calls.as_bytes())];
+    let rendered = match args.format {
+        Format::Text => result.to_text(),
+        Format::Json => result.to_json(),
+    };
+    report(&files, &rendered, result.passed())
+}
+
+/// Writes the output files (each whole or not at all), then the report, and gives the exit
+/// code: 0 passed, 1 failed, 2 when a file cannot be written.
+pub(super) fn report(files: &[(&Option<PathBuf>, &[u8])], rendered: &str, passed: bool) -> i32 {
+    for (path, bytes) in files {
         if let Some(path) = path {
             if let Err(e) = write_whole(path, bytes) {
                 eprintln!("error: cannot write {}: {e}", path.display());
@@ -292,12 +303,8 @@ pub fn probe(args: Args) -> i32 {
             }
         }
     }
-    let rendered = match args.format {
-        Format::Text => result.to_text(),
-        Format::Json => result.to_json(),
-    };
     let _ = std::io::stdout().lock().write_all(rendered.as_bytes());
-    if result.passed() {
+    if passed {
         0
     } else {
         1
@@ -334,7 +341,7 @@ pub(super) fn shared_options(args: &Args, options: &mut ProbeOptions) -> Result<
 }
 
 /// Writes a file whole or not at all: a temporary file beside it, then a rename.
-pub(super) fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let temporary = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
     std::fs::write(&temporary, bytes)?;

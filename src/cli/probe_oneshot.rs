@@ -3,15 +3,13 @@
 //! lane (see [`checkfu_wire::probe::oneshot`]). Exit codes are the ACP lane's: 0 passed, 1
 //! failed, 2 a usage error (a refused declaration among them) or a CLI that cannot start.
 
-use std::io::Write;
-
 use checkfu_wire::oneshot::{self, Declaration, OutputMode, OutputSchemaTransport, PromptTransport};
 use checkfu_wire::probe::oneshot::OneshotLaunch;
 use checkfu_wire::probe::recipe::Recipe;
 use checkfu_wire::probe::{ProbeOptions, UsageError};
 
 use super::conform::Format;
-use super::probe::{shared_options, usage, write_whole, Args};
+use super::probe::{report, shared_options, usage, Args};
 
 /// ACP flags a one-shot run cannot use: (flag, given).
 fn acp_flags(args: &Args) -> Option<&'static str> {
@@ -109,22 +107,9 @@ pub fn probe(args: Args, recipe: Option<Recipe>) -> i32 {
         Err(e @ (UsageError::Options(_) | UsageError::CannotStart(_))) => return usage(e),
     };
     let calls = result.model_plane.calls_jsonl();
-    for (path, bytes) in [(&args.trace, result.trace().as_bytes()), (&args.record_model, calls.as_bytes())] {
-        if let Some(path) = path {
-            if let Err(e) = write_whole(path, bytes) {
-                eprintln!("error: cannot write {}: {e}", path.display());
-                return 2;
-            }
-        }
-    }
     let rendered = match args.format {
         Format::Text => result.to_text(),
         Format::Json => result.to_json(),
     };
-    let _ = std::io::stdout().lock().write_all(rendered.as_bytes());
-    if result.passed() {
-        0
-    } else {
-        1
-    }
+    report(&[(&args.trace, result.trace().as_bytes()), (&args.record_model, calls.as_bytes())], &rendered, result.passed())
 }

@@ -16,6 +16,7 @@
 pub mod launch;
 pub mod model_plane;
 pub mod oneshot;
+mod plane;
 pub mod recipe;
 pub mod result;
 
@@ -30,8 +31,9 @@ use crate::conformance::{self, normalize::Normalizer, Outcome};
 use crate::decode::tables::{PROMPT_METHOD, PROTOCOL_VERSION, UPDATE_METHOD, VERSION_METHOD};
 use crate::relay::{self, Relay, Script};
 use crate::session::{self, Fault, Incoming, PermissionPolicy, Session};
-use model_plane::{Fence, ModelPlane};
+use model_plane::ModelPlane;
 pub use result::{ProbeResult, Step, StepStatus};
+pub(crate) use plane::{catalog_entry, prepare, safe_output_schema, Plane};
 use result::{Admission, HarnessInfo, Wire};
 
 const NEW_SESSION: &str = "session/new";
@@ -146,16 +148,7 @@ fn authority_meta(options: &ProbeOptions) -> Result<Map<String, Value>, UsageErr
         meta.insert("checkfu.runtime_config".into(), config.clone());
     }
     if let Some(schema) = &options.output_schema {
-        let verdict = checkfu_wire_safety::lint_value(schema);
-        if let Some(v) = verdict.violations.first() {
-            return Err(UsageError::Options(format!(
-                "--output-schema fails the safety profile: {} at `{}`: {} ({} violation(s) in all; see `checkfu-wire lint-schema`)",
-                v.rule,
-                v.pointer,
-                v.message,
-                verdict.violations.len()
-            )));
-        }
+        safe_output_schema(schema)?;
         meta.insert("checkfu.output_schema".into(), schema.clone());
     }
     let probe = json!({"jsonrpc": "2.0", "id": 0, "method": NEW_SESSION,
@@ -241,106 +234,6 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(&str)) -> Resul
     }
     result.model_plane = Some(plane);
     Ok(result)
-}
-
-/// The catalog entry a run is bound to (`--harness`), if any.
-pub(crate) fn catalog_entry(options: &ProbeOptions) -> Result<Option<&'static catalog::Harness>, UsageError> {
-    match &options.harness {
-        Some(name) => Ok(Some(catalog::HARNESSES.iter().find(|h| h.name == name).ok_or_else(|| {
-            let known: Vec<&str> = catalog::HARNESSES.iter().map(|h| h.name).collect();
-            UsageError::Options(format!("no harness `{name}` in the catalog (it has: {})", known.join(", ")))
-        })?)),
-        None => Ok(None),
-    }
-}
-
-/// What both lanes stand on, made before the harness starts: the workspace, the nonce, the
-/// fence, the relay, the fresh home with its files, the placeholders and the environment.
-pub(crate) struct Plane {
-    pub workspace: session::workspace::Workspace,
-    pub nonce: String,
-    pub namespace: Option<session::fence::Namespace>,
-    pub fence: Fence,
-    pub fence_note: Option<String>,
-    pub relay: Relay,
-    pub home: Option<session::home::Home>,
-    pub placeholders: launch::Placeholders,
-    pub env: Vec<(OsString, OsString)>,
-}
-
-/// Makes the [`Plane`], after checking every template of the options (so a bad one starts
-/// nothing), and says what the catalog entry's binding means before the run.
-pub(crate) fn prepare(options: &ProbeOptions, entry: Option<&catalog::Harness>, progress: &mut dyn FnMut(&str)) -> Result<Plane, UsageError> {
-    launch::check_options(options)?;
-    if let Some(entry) = entry.filter(|e| e.blocked()) {
-        progress(&format!(
-            "note     the catalog marks `{}` blocked (supply {}, adoption {}): this run shows what the harness does, not that it can be adopted",
-            entry.name, entry.supply, entry.adoption
-        ));
-    }
-    if let Some(entry) = entry {
-        if relay::routes::reachable(entry, options.provider.as_deref()) == Some(false) {
-            progress(&format!(
-                "note     the reachability matrix marks `{}` unreachable through `{}`: the relay serves only that provider's paths",
-                entry.name,
-                options.provider.as_deref().unwrap_or(relay::routes::UNLISTED)
-            ));
-        }
-    }
-    let cannot_start = |what: &str, e: String| UsageError::CannotStart(format!("cannot prepare the session ({what}): {e}"));
-    let workspace = session::workspace::Workspace::create().map_err(|e| cannot_start("workspace", e.to_string()))?;
-    let nonce = nonce();
-    let token = format!("cft-{}", &fresh_nonce()[3..]);
-    let token_file = workspace.root().join(TOKEN_FILE);
-    std::fs::write(&token_file, format!("The token is {token}.\n")).map_err(|e| cannot_start("token file", e.to_string()))?;
-    let (namespace, listener, fence, fence_note) = if options.netns {
-        match session::fence::Namespace::create() {
-            Ok((namespace, listener)) => {
-                let fence = match namespace.kind() {
-                    session::fence::Kind::Network => Fence::NetworkNamespace,
-                    session::fence::Kind::User => Fence::UserNamespace,
-                };
-                (Some(namespace), Some(listener), fence, None)
-            }
-            Err(why) => (None, None, Fence::ProxyVariables, Some(why)),
-        }
-    } else {
-        (None, None, Fence::ProxyVariables, Some(String::from("not asked for (--no-netns)")))
-    };
-    // The lease key and the token are drawn apart from the nonce: knowing one tells nothing
-    // of the others.
-    let key = format!("cfk-{}", &fresh_nonce()[3..]);
-    let relay = Relay::start(relay::Config {
-        provider: options.provider.clone(),
-        script: options.model_script.clone(),
-        nonce: nonce.clone(),
-        token,
-        token_file,
-        key,
-        stall: options.step_timeout.min(Duration::from_secs(10)),
-        listener,
-    })
-    .map_err(|e| cannot_start("relay", e))?;
-    let home = if options.inherit_home { None } else { Some(session::home::Home::create().map_err(|e| cannot_start("home", e.to_string()))?) };
-    let placeholders = launch::Placeholders {
-        relay_url: relay.url(),
-        api_key: relay.key().to_owned(),
-        workspace: workspace.root().to_string_lossy().into_owned(),
-        home: home.as_ref().map_or_else(|| std::env::var("HOME").unwrap_or_default(), |h| h.root().to_string_lossy().into_owned()),
-    };
-    // The templates were checked before anything started, so expanding cannot fail here;
-    // it is still a usage error rather than a panic if it does.
-    let expand = |what: &str, text: &str| placeholders.expand(text).map_err(|e| UsageError::Options(format!("{what}: {e}")));
-    if let Some(home) = &home {
-        for (path, template) in &options.home_files {
-            home.write(path, &expand(&format!("--home-file {path}"), template)?).map_err(|e| UsageError::Options(format!("--home-file {path}: {e}")))?;
-        }
-    }
-    let mut env: Vec<(OsString, OsString)> = launch::conventional(&placeholders, home.as_ref()).into_iter().map(|(k, v)| (k.into(), v.into())).collect();
-    for (key, value) in &options.env {
-        env.push((OsString::from(key), OsString::from(expand(&format!("--env {key}"), value)?)));
-    }
-    Ok(Plane { workspace, nonce, namespace, fence, fence_note, relay, home, placeholders, env })
 }
 
 /// One run's state.

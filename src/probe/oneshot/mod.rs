@@ -207,16 +207,7 @@ fn with_refusals(reason: String, relay: &crate::relay::Relay, turn: usize) -> St
 
 /// The author's output schema, checked by the safety profile, compiled for the step.
 fn output_validator(schema: &Value) -> Result<jsonschema::Validator, UsageError> {
-    let verdict = checkfu_wire_safety::lint_value(schema);
-    if let Some(v) = verdict.violations.first() {
-        return Err(UsageError::Options(format!(
-            "--output-schema fails the safety profile: {} at `{}`: {} ({} violation(s) in all; see `checkfu-wire lint-schema`)",
-            v.rule,
-            v.pointer,
-            v.message,
-            verdict.violations.len()
-        )));
-    }
+    super::safe_output_schema(schema)?;
     jsonschema::validator_for(schema).map_err(|e| UsageError::Options(format!("--output-schema cannot be compiled: {e}")))
 }
 
