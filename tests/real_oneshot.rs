@@ -15,7 +15,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use probe_support::{probe_env, Run, Scratch};
+use probe_support::{assert_no_process_in_group, assert_nothing_left, probe_env, unprivileged, Run, Scratch, PROBE};
 use serde_json::{json, Value};
 
 fn clis() -> Option<PathBuf> {
@@ -29,7 +29,7 @@ fn the_real_cli_tests_are_ignored_exactly_where_they_cannot_run() {
     }
     let listed = Command::new(std::env::current_exe().expect("this test binary")).args(["--list", "--ignored"]).output().expect("list");
     let ignored = String::from_utf8_lossy(&listed.stdout).lines().filter(|l| l.contains("_offline")).count();
-    assert_eq!(ignored, if cfg!(checkfu_real_oneshot) { 0 } else { 5 });
+    assert_eq!(ignored, if cfg!(checkfu_real_oneshot) { 0 } else { 6 });
 }
 
 fn path_with(bin: &Path) -> OsString {
@@ -133,4 +133,40 @@ fn qwen_code_passes_the_stdin_text_floor_with_generic_flags_offline() {
     assert_eq!(run.plane()["dialects_used"], json!(["openai_chat"]), "{context}");
     let nonce = run.json["nonce"].as_str().unwrap();
     assert!(run.json["runs"][0]["answer"].as_str().unwrap().contains(nonce), "{context}");
+}
+
+/// As an ordinary user (uid 65534 through setpriv when the tests run as root), which is how
+/// people run the probe: both CLIs pass every step, fenced in a user namespace.
+#[test]
+#[cfg_attr(not(checkfu_real_oneshot), ignore = "CHECKFU_REAL_ONESHOT is not set: run tests/real-agents/install-oneshot.sh DIR and set it to DIR")]
+fn both_clis_pass_every_step_unprivileged_offline() {
+    let bin = clis().expect("CHECKFU_REAL_ONESHOT");
+    let scratch = Scratch::new("real-oneshot-unprivileged");
+    std::fs::set_permissions(&scratch.0, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    let schema = scratch.path("answer.schema.json");
+    std::fs::write(&schema, r#"{"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"], "additionalProperties": false}"#).unwrap();
+    for name in ["claude-code", "codex"] {
+        let recipe = format!("{}/recipes/oneshot/{name}.json", env!("CARGO_MANIFEST_DIR"));
+        let mut command = unprivileged(PROBE);
+        command.args(["probe", "--format", "json", "--kill-grace", "0.5", "--step-timeout", "90", "--recipe", &recipe, "--output-schema", &schema]);
+        command.env("TMPDIR", "/tmp").env("PATH", path_with(&bin));
+        let child = command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().expect("probe starts");
+        let probe_pid = child.id();
+        let output = child.wait_with_output().expect("probe runs");
+        let json: Value = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
+        let context = format!("{name}: {}\n{}", serde_json::to_string_pretty(&json).unwrap_or_default(), String::from_utf8_lossy(&output.stderr));
+        for run in json["runs"].as_array().into_iter().flatten() {
+            assert_no_process_in_group(run["pid"].as_u64().expect("pid") as i32);
+        }
+        assert_nothing_left(probe_pid);
+        assert_eq!(output.status.code(), Some(0), "{context}");
+        for step in ["prompt_exchange", "resume", "output_schema", "teardown"] {
+            assert_eq!(json["steps"][step]["status"], "passed", "{step}: {context}");
+        }
+        // Fenced in a user namespace; only a machine that forbids those may fall back, and
+        // then the report must say why.
+        let plane = &json["model_plane"];
+        assert!(plane["fence"] == "user_namespace" || plane["fence_note"].is_string(), "fenced: {context}");
+        assert_eq!(json["model_plane"]["egress_attempts"], json!([]), "{context}");
+    }
 }
