@@ -160,6 +160,18 @@ fn a_hung_cli_is_stopped_at_the_step_timeout_and_leaves_nothing() {
 }
 
 #[test]
+fn a_cli_that_exits_leaving_a_child_on_stdout_is_not_a_hang() {
+    let run = run(&with(&TEXT, &["--step-timeout", "20"]), "leave-child");
+    assert_eq!(run.status, 0, "{}", run.pretty());
+    let first = &run.json["runs"][0];
+    assert_eq!(first["timed_out"], false);
+    assert_eq!(first["exit"], json!({"code": 0}));
+    assert!(first["ms"].as_u64().unwrap() < 10_000, "read 1 s after the exit, not at the step's time: {first}");
+    assert_eq!(first["reaped_children"], 1, "the child it left was ended with its group: {first}");
+    assert_eq!(run.step("teardown").0, "passed");
+}
+
+#[test]
 fn the_output_schema_is_sent_checked_and_judged() {
     let scratch = Scratch::new("oneshot-schema");
     let schema = scratch.path("schema.json");

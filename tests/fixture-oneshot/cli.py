@@ -13,6 +13,7 @@ it misbehave in the ways real CLIs were seen to:
   hang          the model is asked, then the CLI (and a child it starts) sleeps forever
   stream-error  the stream reports an error event after the answer, exit 0
   no-terminal   the stream never ends its turn, exit 0
+  leave-child   answers, then exits leaving a child that holds stdout open
 """
 import json
 import os
@@ -132,7 +133,9 @@ def main():
         time.sleep(3600)
     save(sid, messages + [{"role": "assistant", "content": answer}])
     if not opts["stream"]:
-        print(answer)
+        print(answer, flush=True)
+        if MODE == "leave-child":
+            os.spawnlp(os.P_NOWAIT, "sleep", "sleep", "3600")
         return 0
     half = len(answer) // 2
     emit({"type": "text_delta", "text": answer[:half]})

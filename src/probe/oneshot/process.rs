@@ -90,14 +90,27 @@ pub fn run(spec: Spec<'_>) -> std::io::Result<Finished> {
     harness.close_stdin();
     let mut output = Output::new(spec.mode);
     let mut timed_out = false;
+    // A CLI that exits while something it started still holds stdout open has still ended
+    // its run: its output counts as read 1 s after its exit (what it left is torn down with
+    // its group), rather than the run being taken for a hang.
+    let mut exited_at: Option<Instant> = None;
     loop {
-        match harness.next_event(spec.until) {
+        let poll = (Instant::now() + Duration::from_millis(200)).min(spec.until);
+        match harness.next_event(poll) {
             Some(Event::Line(line)) => output.line(&line),
             Some(Event::Oversize { bytes }) => output.oversize(bytes),
             Some(Event::Closed | Event::Failed(_)) => break,
-            None => {
+            None if Instant::now() >= spec.until => {
                 timed_out = true;
                 break;
+            }
+            None => {
+                if exited_at.is_none() && harness.exit_status().is_some() {
+                    exited_at = Some(Instant::now());
+                }
+                if exited_at.is_some_and(|at| at.elapsed() >= Duration::from_secs(1)) {
+                    break;
+                }
             }
         }
     }
