@@ -105,6 +105,7 @@ pub fn render(compiled: &Compiled, templates: &Templates, acp_grammar: &serde_js
         oneshot_schema => crate::ONESHOT_SCHEMA_OUT,
         oneshot_declares => tables::oneshot_declares(c),
         oneshot_steps => tables::oneshot_steps(c),
+        oneshot_passes => tables::oneshot_passes(c),
         oneshot_events => tables::oneshot_events(c),
     };
     let template = env.get_template(PAGE_TEMPLATE).map_err(template_error)?;
