@@ -352,7 +352,7 @@ pub const HARNESSES: &[Harness] = &[
             ("usage_authority", "platform_observed"),
             ("multiagent_shared_environment", "false"),
         ],
-        dialects: &["openai_chat"],
+        dialects: &[Dialect::OpenaiChat],
         evidence: &[],
         supply: "image_required",
         adoption: "bring_your_own_image",
@@ -374,7 +374,11 @@ pub const HARNESSES: &[Harness] = &[
             ("usage_authority", "platform_observed"),
             ("multiagent_shared_environment", "false"),
         ],
-        dialects: &["openai_responses", "openai_chat", "anthropic_messages"],
+        dialects: &[
+            Dialect::OpenaiResponses,
+            Dialect::OpenaiChat,
+            Dialect::AnthropicMessages,
+        ],
         evidence: &[],
         supply: "image_required",
         adoption: "bring_your_own_image",
@@ -396,7 +400,7 @@ pub const HARNESSES: &[Harness] = &[
             ("usage_authority", "platform_observed"),
             ("multiagent_shared_environment", "false"),
         ],
-        dialects: &["openai_responses"],
+        dialects: &[Dialect::OpenaiResponses],
         evidence: &[],
         supply: "blocked",
         adoption: "blocked",
@@ -418,7 +422,7 @@ pub const HARNESSES: &[Harness] = &[
             ("usage_authority", "platform_observed"),
             ("multiagent_shared_environment", "false"),
         ],
-        dialects: &["openai_responses"],
+        dialects: &[Dialect::OpenaiResponses],
         evidence: &[],
         supply: "image_required",
         adoption: "bring_your_own_image",
@@ -463,7 +467,7 @@ pub const HARNESSES: &[Harness] = &[
             ("multiagent_shared_environment", "false"),
             ("subagents", "observed"),
         ],
-        dialects: &["anthropic_messages"],
+        dialects: &[Dialect::AnthropicMessages],
         evidence: &[],
         supply: "image_required",
         adoption: "bring_your_own_image",
@@ -485,7 +489,7 @@ pub const HARNESSES: &[Harness] = &[
             ("usage_authority", "platform_observed"),
             ("multiagent_shared_environment", "false"),
         ],
-        dialects: &["openai_responses"],
+        dialects: &[Dialect::OpenaiResponses],
         evidence: &[],
         supply: "image_required",
         adoption: "bring_your_own_image",
@@ -516,7 +520,11 @@ pub const HARNESSES: &[Harness] = &[
             ("multiagent_shared_environment", "true"),
             ("subagents", "observed"),
         ],
-        dialects: &["openai_responses", "openai_chat", "anthropic_messages"],
+        dialects: &[
+            Dialect::OpenaiResponses,
+            Dialect::OpenaiChat,
+            Dialect::AnthropicMessages,
+        ],
         evidence: &[],
         supply: "image_required",
         adoption: "bring_your_own_image",
@@ -544,63 +552,310 @@ pub const HARNESSES: &[Harness] = &[
         adoption: "blocked",
     },
 ];
-/// Model wire dialects and gateway paths.
-pub const DIALECTS: &[Dialect] = &[
-    Dialect {
-        name: "anthropic_messages",
-        gateway_path: "/v1/messages",
+/// A model wire dialect of the catalog: one variant per `[[dialects]]` entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Dialect {
+    /// `anthropic_messages`.
+    AnthropicMessages,
+    /// `openai_chat`.
+    OpenaiChat,
+    /// `openai_responses`.
+    OpenaiResponses,
+    /// `fal_queue`.
+    FalQueue,
+}
+impl Dialect {
+    /// Every dialect, in the catalog's order.
+    pub const ALL: &'static [Dialect] = &[
+        Dialect::AnthropicMessages,
+        Dialect::OpenaiChat,
+        Dialect::OpenaiResponses,
+        Dialect::FalQueue,
+    ];
+    /// The dialect's name in the catalog.
+    pub fn name(self) -> &'static str {
+        match self {
+            Dialect::AnthropicMessages => "anthropic_messages",
+            Dialect::OpenaiChat => "openai_chat",
+            Dialect::OpenaiResponses => "openai_responses",
+            Dialect::FalQueue => "fal_queue",
+        }
+    }
+    /// The dialect of a catalog name; `None` for a name the catalog does not have.
+    pub fn from_name(name: &str) -> Option<Dialect> {
+        match name {
+            "anthropic_messages" => Some(Dialect::AnthropicMessages),
+            "openai_chat" => Some(Dialect::OpenaiChat),
+            "openai_responses" => Some(Dialect::OpenaiResponses),
+            "fal_queue" => Some(Dialect::FalQueue),
+            _ => None,
+        }
+    }
+    /// The gateway request path as the catalog writes it.
+    pub fn gateway_path(self) -> &'static str {
+        match self {
+            Dialect::AnthropicMessages => "/v1/messages",
+            Dialect::OpenaiChat => "/v1/chat/completions",
+            Dialect::OpenaiResponses => "/v1/responses",
+            Dialect::FalQueue => "/{model_id}",
+        }
+    }
+}
+/// The name of the route of a provider the catalog does not list.
+pub const UNLISTED_PROVIDER: &str = "unlisted_provider";
+/// Each reviewed provider's gateway routes, in the catalog's provider order.
+pub const GATEWAY_ROUTES: &[GatewayRoutes] = &[
+    GatewayRoutes {
+        provider: "anthropic",
+        routes: &[
+            Route {
+                dialect: Dialect::AnthropicMessages,
+                path: "/v1/messages",
+                segments: &[Segment::Literal("v1"), Segment::Literal("messages")],
+            },
+        ],
     },
-    Dialect {
-        name: "openai_chat",
-        gateway_path: "/v1/chat/completions",
+    GatewayRoutes {
+        provider: "checkfu-replay",
+        routes: &[
+            Route {
+                dialect: Dialect::OpenaiChat,
+                path: "/v1/chat/completions",
+                segments: &[
+                    Segment::Literal("v1"),
+                    Segment::Literal("chat"),
+                    Segment::Literal("completions"),
+                ],
+            },
+            Route {
+                dialect: Dialect::OpenaiResponses,
+                path: "/v1/responses",
+                segments: &[Segment::Literal("v1"), Segment::Literal("responses")],
+            },
+        ],
     },
-    Dialect {
-        name: "openai_responses",
-        gateway_path: "/v1/responses",
+    GatewayRoutes {
+        provider: "fal-ai",
+        routes: &[
+            Route {
+                dialect: Dialect::FalQueue,
+                path: "/{model_id}",
+                segments: &[Segment::Placeholder("model_id")],
+            },
+        ],
     },
-    Dialect {
-        name: "fal_queue",
-        gateway_path: "/{model_id}",
+    GatewayRoutes {
+        provider: "google-ai-studio",
+        routes: &[
+            Route {
+                dialect: Dialect::OpenaiChat,
+                path: "/v1/chat/completions",
+                segments: &[
+                    Segment::Literal("v1"),
+                    Segment::Literal("chat"),
+                    Segment::Literal("completions"),
+                ],
+            },
+        ],
+    },
+    GatewayRoutes {
+        provider: "openai",
+        routes: &[
+            Route {
+                dialect: Dialect::OpenaiChat,
+                path: "/v1/chat/completions",
+                segments: &[
+                    Segment::Literal("v1"),
+                    Segment::Literal("chat"),
+                    Segment::Literal("completions"),
+                ],
+            },
+            Route {
+                dialect: Dialect::OpenaiResponses,
+                path: "/v1/responses",
+                segments: &[Segment::Literal("v1"), Segment::Literal("responses")],
+            },
+        ],
+    },
+    GatewayRoutes {
+        provider: "openrouter",
+        routes: &[
+            Route {
+                dialect: Dialect::OpenaiChat,
+                path: "/v1/chat/completions",
+                segments: &[
+                    Segment::Literal("v1"),
+                    Segment::Literal("chat"),
+                    Segment::Literal("completions"),
+                ],
+            },
+            Route {
+                dialect: Dialect::OpenaiResponses,
+                path: "/v1/responses",
+                segments: &[Segment::Literal("v1"), Segment::Literal("responses")],
+            },
+        ],
+    },
+];
+/// The gateway routes of a provider the catalog does not list.
+pub const UNLISTED_PROVIDER_ROUTES: &[Route] = &[
+    Route {
+        dialect: Dialect::AnthropicMessages,
+        path: "/v1/messages",
+        segments: &[Segment::Literal("v1"), Segment::Literal("messages")],
+    },
+    Route {
+        dialect: Dialect::OpenaiChat,
+        path: "/v1/chat/completions",
+        segments: &[
+            Segment::Literal("v1"),
+            Segment::Literal("chat"),
+            Segment::Literal("completions"),
+        ],
+    },
+    Route {
+        dialect: Dialect::OpenaiResponses,
+        path: "/v1/responses",
+        segments: &[Segment::Literal("v1"), Segment::Literal("responses")],
+    },
+];
+/// The reachability matrix: one row per harness entry (in `HARNESSES` order), one
+/// cell per provider (in `GATEWAY_ROUTES` order); `None` where the entry declares no
+/// dialect.
+pub const REACHABILITY: &[Reachability] = &[
+    Reachability {
+        harness: "hermes",
+        providers: &[
+            Some(false),
+            Some(true),
+            Some(false),
+            Some(true),
+            Some(true),
+            Some(true),
+        ],
+        unlisted: Some(true),
+    },
+    Reachability {
+        harness: "pi",
+        providers: &[
+            Some(true),
+            Some(true),
+            Some(false),
+            Some(true),
+            Some(true),
+            Some(true),
+        ],
+        unlisted: Some(true),
+    },
+    Reachability {
+        harness: "openclaw",
+        providers: &[
+            Some(false),
+            Some(true),
+            Some(false),
+            Some(false),
+            Some(true),
+            Some(true),
+        ],
+        unlisted: Some(true),
+    },
+    Reachability {
+        harness: "opencode",
+        providers: &[
+            Some(false),
+            Some(true),
+            Some(false),
+            Some(false),
+            Some(true),
+            Some(true),
+        ],
+        unlisted: Some(true),
+    },
+    Reachability {
+        harness: "cursor",
+        providers: &[None, None, None, None, None, None],
+        unlisted: None,
+    },
+    Reachability {
+        harness: "claude-code",
+        providers: &[
+            Some(true),
+            Some(false),
+            Some(false),
+            Some(false),
+            Some(false),
+            Some(false),
+        ],
+        unlisted: Some(true),
+    },
+    Reachability {
+        harness: "codex",
+        providers: &[
+            Some(false),
+            Some(true),
+            Some(false),
+            Some(false),
+            Some(true),
+            Some(true),
+        ],
+        unlisted: Some(true),
+    },
+    Reachability {
+        harness: "checkfu",
+        providers: &[
+            Some(true),
+            Some(true),
+            Some(false),
+            Some(true),
+            Some(true),
+            Some(true),
+        ],
+        unlisted: Some(true),
+    },
+    Reachability {
+        harness: "openclaw-connected",
+        providers: &[None, None, None, None, None, None],
+        unlisted: None,
     },
 ];
 /// Reviewed providers.
 pub const PROVIDERS: &[Provider] = &[
     Provider {
         name: "anthropic",
-        accepts: &["anthropic_messages"],
+        accepts: &[Dialect::AnthropicMessages],
         priced: true,
     },
     Provider {
         name: "checkfu-replay",
-        accepts: &["openai_chat", "openai_responses"],
+        accepts: &[Dialect::OpenaiChat, Dialect::OpenaiResponses],
         priced: false,
     },
     Provider {
         name: "fal-ai",
-        accepts: &["fal_queue"],
+        accepts: &[Dialect::FalQueue],
         priced: true,
     },
     Provider {
         name: "google-ai-studio",
-        accepts: &["openai_chat"],
+        accepts: &[Dialect::OpenaiChat],
         priced: true,
     },
     Provider {
         name: "openai",
-        accepts: &["openai_chat", "openai_responses"],
+        accepts: &[Dialect::OpenaiChat, Dialect::OpenaiResponses],
         priced: true,
     },
     Provider {
         name: "openrouter",
-        accepts: &["openai_chat", "openai_responses"],
+        accepts: &[Dialect::OpenaiChat, Dialect::OpenaiResponses],
         priced: true,
     },
 ];
 /// What an unlisted provider accepts.
-pub const UNLISTED_PROVIDER_ACCEPTS: &[&str] = &[
-    "anthropic_messages",
-    "openai_chat",
-    "openai_responses",
+pub const UNLISTED_PROVIDER_ACCEPTS: &[Dialect] = &[
+    Dialect::AnthropicMessages,
+    Dialect::OpenaiChat,
+    Dialect::OpenaiResponses,
 ];
 /// The one-shot release protocol.
 pub const ONESHOT_PROTOCOL: &str = "oneshot-v1";

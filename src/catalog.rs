@@ -90,7 +90,7 @@ pub struct Harness {
     pub lane: Option<&'static str>,
     pub declares: &'static [(&'static str, &'static str)],
     pub ceiling: &'static [(&'static str, &'static str)],
-    pub dialects: &'static [&'static str],
+    pub dialects: &'static [Dialect],
     pub evidence: &'static [&'static str],
     /// Its supply and adoption (`[vocabularies]`): whether a customer can run it today.
     pub supply: &'static str,
@@ -108,16 +108,84 @@ impl Harness {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Dialect {
-    pub name: &'static str,
-    pub gateway_path: &'static str,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Provider {
     pub name: &'static str,
-    pub accepts: &'static [&'static str],
+    pub accepts: &'static [Dialect],
     pub priced: bool,
+}
+
+/// One segment of a gateway path, as the catalog's path grammar reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Segment {
+    /// Matches exactly this text.
+    Literal(&'static str),
+    /// A `{name}` placeholder: matches exactly one whole non-empty segment. (fal's model ids
+    /// hold slashes, `fal-ai/flux/dev`; the grammar has no multi-segment placeholder, so
+    /// `/{model_id}` does not match them.)
+    Placeholder(&'static str),
+}
+
+/// One allowed gateway request path and the dialect it speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Route {
+    pub dialect: Dialect,
+    /// The path as the catalog writes it, for messages.
+    pub path: &'static str,
+    pub segments: &'static [Segment],
+}
+
+impl Route {
+    /// Whether a request path (its query string already removed) is this route: as many
+    /// segments, each literal equal and each placeholder non-empty.
+    pub fn matches(&self, path: &str) -> bool {
+        let Some(rest) = path.strip_prefix('/') else { return false };
+        let mut given = rest.split('/');
+        let fits = self.segments.iter().all(|segment| match (segment, given.next()) {
+            (Segment::Literal(text), Some(got)) => *text == got,
+            (Segment::Placeholder(_), Some(got)) => !got.is_empty(),
+            (_, None) => false,
+        });
+        fits && given.next().is_none()
+    }
+}
+
+/// A reviewed provider's gateway routes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GatewayRoutes {
+    pub provider: &'static str,
+    pub routes: &'static [Route],
+}
+
+/// A row of the reachability matrix: whether the entry's declared dialects meet what each
+/// provider accepts, `None` where the entry declares none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reachability {
+    pub harness: &'static str,
+    /// One cell per reviewed provider, in [`GATEWAY_ROUTES`] order.
+    pub providers: &'static [Option<bool>],
+    /// The cell of a provider the catalog does not list.
+    pub unlisted: Option<bool>,
+}
+
+/// A provider name the catalog does not list. The unlisted-provider route is asked for by
+/// naming no provider; a misspelt name is refused, never read as unlisted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownProvider(pub String);
+
+impl std::fmt::Display for UnknownProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let known: Vec<&str> = GATEWAY_ROUTES.iter().map(|p| p.provider).collect();
+        write!(f, "no provider `{}` in the catalog (it has: {})", self.0, known.join(", "))
+    }
+}
+
+impl std::error::Error for UnknownProvider {}
+
+/// A dialect is reported by its catalog name.
+impl serde::Serialize for Dialect {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
 }
 
 /// A closed member of a `oneshot-v1` declaration and every value the release decoder admits.
@@ -158,6 +226,26 @@ pub fn axis(name: &str) -> Option<&'static Axis> {
 /// The slot of that key.
 pub fn slot(key: &str) -> Option<&'static Slot> {
     SLOTS.iter().find(|s| s.key == key)
+}
+
+/// The gateway routes of a reviewed provider, or the unlisted provider's for `None`.
+pub fn gateway_routes(provider: Option<&str>) -> Result<&'static [Route], UnknownProvider> {
+    let Some(name) = provider else { return Ok(UNLISTED_PROVIDER_ROUTES) };
+    GATEWAY_ROUTES.iter().find(|p| p.provider == name).map(|p| p.routes).ok_or_else(|| UnknownProvider(name.to_owned()))
+}
+
+/// The reachability matrix's cell of an entry and a provider (`None`: the unlisted one):
+/// `None` for an entry that declares no dialect (or that the catalog does not have).
+pub fn reachable(harness: &str, provider: Option<&str>) -> Result<Option<bool>, UnknownProvider> {
+    let row = REACHABILITY.iter().find(|r| r.harness == harness);
+    let cell = match provider {
+        None => row.and_then(|r| r.unlisted),
+        Some(name) => {
+            let column = GATEWAY_ROUTES.iter().position(|p| p.provider == name).ok_or_else(|| UnknownProvider(name.to_owned()))?;
+            row.and_then(|r| r.providers.get(column).copied().flatten())
+        }
+    };
+    Ok(cell)
 }
 
 /// The envelope row of a driver and retention mode.

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use crate::catalog::routes::{Route, Routes};
 use crate::catalog::{Compiled, Index};
 use crate::docs::tables;
 
@@ -66,6 +67,7 @@ fn owned<'a>(items: impl IntoIterator<Item = &'a str>) -> Vec<String> {
 pub fn support_snapshot(compiled: &Compiled, banner: &str) -> SupportSnapshot {
     let c = &compiled.catalog;
     let index = Index::new(c);
+    let routes = Routes::new(c);
     let r = &c.revisions;
     let mut harnesses = Vec::new();
     for (i, h) in c.harnesses.iter().enumerate() {
@@ -77,8 +79,9 @@ pub fn support_snapshot(compiled: &Compiled, banner: &str) -> SupportSnapshot {
             }
             ceiling.insert(axis, value);
         }
-        let reachability =
-            c.providers.iter().map(|p| (p.name.value.clone(), tables::reachable(&index, h, p.name.as_str()))).collect();
+        let reachability = (c.providers.iter().enumerate())
+            .map(|(p, provider)| (provider.name.value.clone(), routes.reachable(i, p)))
+            .collect();
         harnesses.push(HarnessSupport {
             harness: h.name.value.clone(),
             mode: h.mode.value.as_str().to_string(),
@@ -116,9 +119,10 @@ pub fn support_schema() -> serde_json::Value {
     serde_json::to_value(schemars::schema_for!(SupportSnapshot)).unwrap_or_default()
 }
 
-/// The platform model gateway's per-provider request-path allow-list, derived from the
-/// same dialect and provider tables as the reachability matrix, so that a path the gateway
-/// forwards and a dialect the platform reasons about cannot disagree.
+/// The platform model gateway's per-provider request-path allow-list: the derived routes
+/// (`catalog::routes`) that the runtime's tables and the reachability matrix carry too, so
+/// that a path the gateway forwards, the relay serves and the platform reasons about cannot
+/// disagree.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct GatewayAllowList {
     #[serde(rename = "$comment")]
@@ -130,14 +134,11 @@ pub struct GatewayAllowList {
 }
 
 pub fn gateway_allow_list(compiled: &Compiled, banner: &str) -> GatewayAllowList {
-    let c = &compiled.catalog;
-    let paths = |accepts: &[crate::catalog::model::Name]| -> Vec<String> {
-        // Dialect table order, so the list reads the way the docs table does.
-        c.dialects.iter().filter(|d| accepts.contains(&d.name)).map(|d| d.gateway_path.value.clone()).collect()
-    };
+    let routes = Routes::new(&compiled.catalog);
+    let paths = |routes: &[Route]| -> Vec<String> { routes.iter().map(|r| r.path.to_string()).collect() };
     GatewayAllowList {
         comment: banner.to_string(),
-        providers: c.providers.iter().map(|p| (p.name.value.clone(), paths(&p.accepts))).collect(),
-        unlisted_provider: paths(&c.unlisted_provider.accepts),
+        providers: routes.providers.iter().map(|p| (p.provider.to_string(), paths(&p.routes))).collect(),
+        unlisted_provider: paths(&routes.unlisted),
     }
 }

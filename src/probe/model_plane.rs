@@ -9,7 +9,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::catalog;
+use crate::catalog::{self, Dialect};
 use crate::relay::{self, Call, Egress, Refusal};
 
 /// Which fence kept the harness from leaving.
@@ -31,7 +31,7 @@ pub enum Fence {
 pub struct CatalogBinding {
     pub harness: String,
     /// The dialects the catalog declares for the entry.
-    pub dialects: Vec<&'static str>,
+    pub dialects: Vec<Dialect>,
     /// The matrix's cell for the provider served: `null` for an undeclared entry.
     pub reachable: Option<bool>,
     /// Each way the run contradicts the entry.
@@ -64,7 +64,7 @@ pub struct ModelPlane {
     pub egress_attempts: Vec<Egress>,
     /// Calls, refusals and egress attempts past the record's limit, counted only.
     pub dropped: usize,
-    pub dialects_used: Vec<&'static str>,
+    pub dialects_used: Vec<Dialect>,
     /// The `--harness` binding (`null` without one).
     pub catalog: Option<CatalogBinding>,
     pub nonce_at_relay: bool,
@@ -74,9 +74,17 @@ pub struct ModelPlane {
     pub tool: ToolRound,
 }
 
+/// Dialects by their catalog names, `none` for no dialect.
+fn names(dialects: &[Dialect]) -> String {
+    if dialects.is_empty() {
+        return String::from("none");
+    }
+    dialects.iter().map(|d| d.name()).collect::<Vec<_>>().join(", ")
+}
+
 impl ModelPlane {
     pub fn new(provider: &str, fence: Fence, fence_note: Option<String>, script: &'static str, record: relay::Record) -> ModelPlane {
-        let mut dialects_used: Vec<&'static str> = Vec::new();
+        let mut dialects_used: Vec<Dialect> = Vec::new();
         for call in &record.calls {
             if !dialects_used.contains(&call.dialect) {
                 dialects_used.push(call.dialect);
@@ -124,16 +132,19 @@ impl ModelPlane {
         for dialect in &self.dialects_used {
             if !entry.dialects.contains(dialect) {
                 mismatches.push(format!(
-                    "the harness spoke `{dialect}`, which the catalog does not declare for `{}` (it declares {}): the reachability matrix is wrong about it",
+                    "the harness spoke `{}`, which the catalog does not declare for `{}` (it declares {}): the reachability matrix is wrong about it",
+                    dialect.name(),
                     entry.name,
-                    if entry.dialects.is_empty() { String::from("none") } else { entry.dialects.join(", ") }
+                    names(entry.dialects)
                 ));
             }
         }
         self.catalog = Some(CatalogBinding {
             harness: entry.name.to_owned(),
             dialects: entry.dialects.to_vec(),
-            reachable: relay::routes::reachable(entry, provider),
+            // The matrix's cell, read from the generated tables; the relay has refused an
+            // unknown provider before any run, so an error here has no cell to give.
+            reachable: catalog::reachable(entry.name, provider).ok().flatten(),
             mismatches,
             supply: entry.supply,
             adoption: entry.adoption,
@@ -163,7 +174,7 @@ impl ModelPlane {
         if let Some(note) = &self.fence_note {
             out.push_str(&format!("model    no namespace: {note}\n"));
         }
-        let used = if self.dialects_used.is_empty() { String::from("none") } else { self.dialects_used.join(", ") };
+        let used = names(&self.dialects_used);
         out.push_str(&format!(
             "model    {} call(s) served ({used}), {} refused, {} egress attempt(s); nonce at relay: {}, in output: {}\n",
             self.calls.len(),

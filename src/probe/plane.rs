@@ -66,7 +66,12 @@ pub(crate) fn prepare(options: &ProbeOptions, entry: Option<&catalog::Harness>, 
         ));
     }
     if let Some(entry) = entry {
-        if relay::routes::reachable(entry, options.provider.as_deref()) == Some(false) {
+        // The matrix's cell from the generated tables; an unknown provider is refused here
+        // as the relay refuses it.
+        let cell = relay::routes::for_provider(options.provider.as_deref())
+            .and_then(|_| catalog::reachable(entry.name, options.provider.as_deref()).map_err(|e| e.to_string()))
+            .map_err(UsageError::Options)?;
+        if cell == Some(false) {
             progress(&format!(
                 "note     the reachability matrix marks `{}` unreachable through `{}`: the relay serves only that provider's paths",
                 entry.name,

@@ -49,7 +49,7 @@ use serde_json::Value;
 
 use dialect::{ErrorShape, Ids, Served};
 pub use record::{Call, Egress, Record, Refusal};
-use routes::Route;
+use crate::catalog::Route;
 pub use script::{Model, Script};
 
 /// The largest request body the relay reads.
@@ -90,7 +90,7 @@ pub struct Relay {
 }
 
 struct State {
-    routes: Vec<Route>,
+    routes: &'static [Route],
     model: Model,
     nonce: String,
     /// The nonce of the turn before this one (`Relay::begin_turn`), looked for too: a
@@ -344,13 +344,13 @@ async fn handle(state: &Mutex<State>, request: Request<Incoming>, stall: Duratio
         return refuse(state, &target, shape, 403, "permission_error", reason);
     }
     let path = uri.path().to_owned();
-    let route = routes::matching(&lock(state).routes, &path).cloned();
+    let route = routes::matching(lock(state).routes, &path).copied();
     let Some(route) = route else {
         let reason = format!("`{path}` is not on the gateway allow-list of this provider");
         return refuse(state, &path, shape, 404, "not_found_error", reason);
     };
-    let Some(dialect) = Served::from_name(route.dialect) else {
-        let reason = format!("the `{}` dialect is a queue protocol this relay does not serve", route.dialect);
+    let Some(dialect) = Served::of(route.dialect) else {
+        let reason = format!("the `{}` dialect is a queue protocol this relay does not serve", route.dialect.name());
         return refuse(state, &path, shape, 501, "not_supported_error", reason);
     };
     let shape = ErrorShape::from(dialect);
@@ -402,7 +402,7 @@ async fn handle(state: &Mutex<State>, request: Request<Incoming>, stall: Duratio
         ("application/json", dialect.render_json(&reply, &turn, &ids).to_string())
     };
     let call = Call {
-        dialect: dialect.name(),
+        dialect: dialect.dialect(),
         path,
         model: turn.model.clone(),
         stream: turn.stream,

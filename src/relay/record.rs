@@ -14,7 +14,8 @@ pub const MAX_BODIES: usize = 64 * 1024 * 1024;
 /// One call the replay model answered.
 #[derive(Clone, Debug, Serialize)]
 pub struct Call {
-    pub dialect: &'static str,
+    /// Serialized as its catalog name.
+    pub dialect: crate::catalog::Dialect,
     pub path: String,
     pub model: String,
     pub stream: bool,

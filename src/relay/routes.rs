@@ -1,66 +1,27 @@
-//! The relay's routes: exactly the request paths of the gateway allow-list for one provider,
-//! derived from the catalog's dialect and provider tables (the same derivation that writes
-//! `generated/gateway-allow-list.json`), never from a list of the relay's own.
+//! The relay's routes: exactly the gateway routes the generated catalog tables give one
+//! provider (`catalog::GATEWAY_ROUTES`, the derivation that also writes
+//! `generated/gateway-allow-list.json`), never a join or a list of the relay's own.
 
-use crate::catalog;
+use crate::catalog::{self, Route};
 
 /// The name the report gives the route of a provider the catalog does not list.
-pub const UNLISTED: &str = "unlisted_provider";
+pub const UNLISTED: &str = catalog::UNLISTED_PROVIDER;
 
-/// One allowed path and the dialect it speaks.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Route {
-    /// The path, possibly a template with `{…}` segments (fal's `/{model_id}`).
-    pub path: &'static str,
-    pub dialect: &'static str,
-}
-
-/// The routes of `provider`, or of the unlisted-provider route when `None`.
-pub fn for_provider(provider: Option<&str>) -> Result<Vec<Route>, String> {
-    let accepts: &[&str] = match provider {
-        None => catalog::UNLISTED_PROVIDER_ACCEPTS,
-        Some(name) => match catalog::PROVIDERS.iter().find(|p| p.name == name) {
-            Some(p) => p.accepts,
-            None => {
-                let known: Vec<&str> = catalog::PROVIDERS.iter().map(|p| p.name).collect();
-                return Err(format!("no provider `{name}` in the catalog (it has: {}; omit --provider for the unlisted-provider route)", known.join(", ")));
-            }
-        },
-    };
-    Ok(catalog::DIALECTS
-        .iter()
-        .filter(|d| accepts.contains(&d.name))
-        .map(|d| Route { path: d.gateway_path, dialect: d.name })
-        .collect())
+/// The routes of `provider`, or of the unlisted-provider route when `None`. An unknown name
+/// is refused with the known ones, as everywhere the catalog is read.
+pub fn for_provider(provider: Option<&str>) -> Result<&'static [Route], String> {
+    catalog::gateway_routes(provider).map_err(|unknown| format!("{unknown}; omit --provider for the unlisted-provider route"))
 }
 
 /// The route a request path takes (its query string already removed), if any.
 pub fn matching<'r>(routes: &'r [Route], path: &str) -> Option<&'r Route> {
-    routes.iter().find(|r| matches_template(r.path, path))
-}
-
-/// Whether `path` matches `template`: literally, or, where the template has a `{…}`
-/// segment, any non-empty remainder (a fal model id holds slashes: `fal-ai/flux/dev`).
-fn matches_template(template: &str, path: &str) -> bool {
-    match template.find('{') {
-        None => template == path,
-        Some(at) => path.len() > at && path.starts_with(&template[..at]),
-    }
-}
-
-/// Whether the harness entry's declared dialects and the provider's accepted ones meet:
-/// the reachability matrix's cell. `None` for an entry that declares no dialect.
-pub fn reachable(harness: &catalog::Harness, provider: Option<&str>) -> Option<bool> {
-    if harness.dialects.is_empty() {
-        return None;
-    }
-    let routes = for_provider(provider).ok()?;
-    Some(harness.dialects.iter().any(|d| routes.iter().any(|r| r.dialect == *d)))
+    routes.iter().find(|r| r.matches(path))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalog::{Dialect, Segment};
 
     #[test]
     fn routes_come_from_the_catalog_tables() {
@@ -68,26 +29,35 @@ mod tests {
         let paths: Vec<&str> = unlisted.iter().map(|r| r.path).collect();
         assert_eq!(paths, ["/v1/messages", "/v1/chat/completions", "/v1/responses"]);
         let anthropic = for_provider(Some("anthropic")).expect("anthropic");
-        assert_eq!(anthropic, [Route { path: "/v1/messages", dialect: "anthropic_messages" }]);
-        assert!(for_provider(Some("nobody")).is_err());
+        assert_eq!(anthropic.len(), 1);
+        assert_eq!((anthropic[0].path, anthropic[0].dialect), ("/v1/messages", Dialect::AnthropicMessages));
+        let refused = for_provider(Some("nobody")).expect_err("unknown");
+        assert!(refused.contains("no provider `nobody`") && refused.contains("openai"), "{refused}");
     }
 
     #[test]
-    fn templates_match_a_remainder_and_literals_match_exactly() {
-        let fal = for_provider(Some("fal-ai")).expect("fal");
-        assert_eq!(matching(&fal, "/fal-ai/flux/dev").map(|r| r.dialect), Some("fal_queue"));
-        assert_eq!(matching(&fal, "/"), None);
+    fn literals_match_exactly() {
         let openai = for_provider(Some("openai")).expect("openai");
-        assert_eq!(matching(&openai, "/v1/responses/x"), None);
-        assert_eq!(matching(&openai, "/v1/messages"), None);
+        assert_eq!(matching(openai, "/v1/responses").map(|r| r.dialect), Some(Dialect::OpenaiResponses));
+        assert_eq!(matching(openai, "/v1/responses/x"), None);
+        assert_eq!(matching(openai, "/v1/responses/"), None);
+        assert_eq!(matching(openai, "/v1/messages"), None);
+        assert_eq!(matching(openai, "v1/responses"), None);
     }
 
     #[test]
-    fn reachability_is_the_matrix_cell() {
-        let claude = catalog::HARNESSES.iter().find(|h| h.name == "claude-code").expect("entry");
-        assert_eq!(reachable(claude, Some("openai")), Some(false));
-        assert_eq!(reachable(claude, None), Some(true));
-        let cursor = catalog::HARNESSES.iter().find(|h| h.name == "cursor").expect("entry");
-        assert_eq!(reachable(cursor, None), None);
+    fn a_placeholder_matches_one_whole_non_empty_segment() {
+        let segments = &[Segment::Literal("v1"), Segment::Placeholder("id"), Segment::Literal("run")];
+        let route = [Route { dialect: Dialect::FalQueue, path: "/v1/{id}/run", segments }];
+        assert!(matching(&route, "/v1/abc/run").is_some());
+        assert!(matching(&route, "/v1/x").is_none(), "a placeholder is not the rest of the path");
+        assert!(matching(&route, "/v1//run").is_none());
+        assert!(matching(&route, "/v1/a/b/run").is_none());
+        assert!(matching(&route, "/v1/abc/run/more").is_none());
+        // fal's `/{model_id}` takes one segment: a model id with slashes is not on the list.
+        let fal = for_provider(Some("fal-ai")).expect("fal");
+        assert_eq!(matching(fal, "/flux").map(|r| r.dialect), Some(Dialect::FalQueue));
+        assert_eq!(matching(fal, "/fal-ai/flux/dev"), None);
+        assert_eq!(matching(fal, "/"), None);
     }
 }

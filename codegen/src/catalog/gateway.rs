@@ -7,12 +7,50 @@
 //! or `..` alone) or a whole-segment `{placeholder}` whose name is listed under
 //! `[gateway] placeholders`, at most once per path. Two dialects may not share a path, and
 //! paths that differ only in a placeholder's name count as the same path.
+//!
+//! [`segments`] reads a path that passed these checks into the segments the derived routes
+//! (`super::routes`) carry, so that the allow-list, the docs and the relay read one grammar.
+//! A dialect's name becomes a variant of the runtime's `Dialect` enum, so it is a
+//! snake_case identifier ([`dialect_name_problem`]).
 
 use std::collections::HashMap;
 
 use super::model::Name;
 use super::validate::Validator;
 use crate::diagnostic::Class;
+
+/// One segment of a gateway path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Segment<'p> {
+    /// Matches exactly this text.
+    Literal(&'p str),
+    /// A `{name}` placeholder: matches exactly one whole non-empty segment.
+    Placeholder(&'p str),
+}
+
+/// The segments of a path that [`path_problem`] accepts. A segment is a placeholder only when
+/// it is braced as a whole, as the grammar defines it; anything else is literal.
+pub fn segments(path: &str) -> impl Iterator<Item = Segment<'_>> {
+    let rest = path.strip_prefix('/').unwrap_or(path);
+    rest.split('/').map(|segment| match segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+        Some(name) => Segment::Placeholder(name),
+        None => Segment::Literal(segment),
+    })
+}
+
+/// Why a dialect name cannot name a variant, or `None` when it can: lower-case words of
+/// letters and digits joined by single `_`, each word starting with a letter, so that the
+/// CamelCase variant (`openai_chat` → `OpenaiChat`) is an identifier and no two names give
+/// the same one.
+pub(crate) fn dialect_name_problem(name: &str) -> Option<String> {
+    let well_formed = name.split('_').all(|word| {
+        word.starts_with(|c: char| c.is_ascii_lowercase())
+            && word.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+    });
+    (!well_formed).then(|| {
+        "a dialect name is lower-case words of letters and digits joined by single `_`, each word starting with a letter".to_string()
+    })
+}
 
 /// Why `path` is not a gateway path, or `None` when it is one.
 pub(crate) fn path_problem(path: &str, placeholders: &[&str]) -> Option<String> {
@@ -50,8 +88,11 @@ pub(crate) fn path_problem(path: &str, placeholders: &[&str]) -> Option<String> 
 /// The path with every placeholder made anonymous: two paths with the same shape match the
 /// same requests.
 fn shape(path: &str) -> String {
-    let segments = path.split('/').map(|s| if s.starts_with('{') { "{}" } else { s });
-    segments.collect::<Vec<_>>().join("/")
+    let anonymous = segments(path).map(|s| match s {
+        Segment::Literal(text) => text,
+        Segment::Placeholder(_) => "{}",
+    });
+    anonymous.collect::<Vec<_>>().join("/")
 }
 
 /// Whether a placeholder name is a plain identifier (lower-case letters, digits, `_`).
@@ -79,6 +120,11 @@ impl Validator<'_> {
         // Shape → the dialect that has it first, and where its path is written.
         let mut first: HashMap<String, (&Name, &Name)> = HashMap::new();
         for dialect in &c.dialects {
+            if let Some(why) = dialect_name_problem(dialect.name.as_str()) {
+                let message = format!("dialect `{}` cannot name a `Dialect` variant: {why}", dialect.name.as_str());
+                self.error(Class::UnknownOrDuplicate, &dialect.name, message, "not a snake_case identifier").entry =
+                    Some(dialect.name.value.clone());
+            }
             let path = &dialect.gateway_path;
             if let Some(why) = path_problem(path.as_str(), &known) {
                 let d = self.error(
@@ -113,7 +159,7 @@ impl Validator<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::path_problem;
+    use super::{dialect_name_problem, path_problem, segments, Segment};
 
     const KNOWN: &[&str] = &["model_id"];
 
@@ -142,6 +188,24 @@ mod tests {
             "/v1/mess ages",
         ] {
             assert!(path_problem(path, KNOWN).is_some(), "{path:?} should be refused");
+        }
+    }
+
+    #[test]
+    fn a_placeholder_is_a_whole_segment() {
+        let read: Vec<Segment> = segments("/v1/{id}/run").collect();
+        assert_eq!(read, [Segment::Literal("v1"), Segment::Placeholder("id"), Segment::Literal("run")]);
+        assert_eq!(segments("/{model_id}").collect::<Vec<_>>(), [Segment::Placeholder("model_id")]);
+    }
+
+    #[test]
+    fn dialect_names_are_snake_case_words() {
+        for name in ["anthropic_messages", "openai_chat", "fal_queue", "v2"] {
+            assert_eq!(dialect_name_problem(name), None, "{name}");
+        }
+        // `a_1` and `a1` would both be `A1`; `Chat`, `a__b` and `_a` are no snake_case words.
+        for name in ["a_1", "Chat", "a__b", "_a", "a_", "", "open-ai"] {
+            assert!(dialect_name_problem(name).is_some(), "{name:?} should be refused");
         }
     }
 }

@@ -1,4 +1,5 @@
-//! Name lookups over a catalog: axis ranks, upgrades by axis, drivers, lanes, providers.
+//! Name lookups over a catalog: axis ranks, upgrades by axis, drivers, lanes. (A provider's
+//! routes and reachability are derived in `routes`.)
 //!
 //! Built once after loading and shared by validation, realizability and the renderers, so
 //! that "is this value stronger than that one" has exactly one definition: the position in
@@ -82,16 +83,5 @@ impl<'c> Index<'c> {
             None => true,
             Some(case) => harness.evidence.iter().any(|e| e.as_str() == case.as_str()),
         }
-    }
-
-    /// The dialects a provider name accepts; unknown providers accept the unlisted set.
-    pub fn provider_accepts(&self, provider: &str) -> Vec<&'c str> {
-        let accepts = self
-            .catalog
-            .providers
-            .iter()
-            .find(|p| p.name.as_str() == provider)
-            .map_or(&self.catalog.unlisted_provider.accepts, |p| &p.accepts);
-        accepts.iter().map(|d| d.as_str()).collect()
     }
 }

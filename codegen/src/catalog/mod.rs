@@ -8,12 +8,14 @@ mod index;
 pub mod model;
 mod oneshot;
 mod realize;
+pub mod routes;
 pub mod spanned;
 mod validate;
 
 use sha2::{Digest, Sha256};
 
 pub use editor_schema::editor_schema;
+pub use gateway::Segment;
 pub use index::Index;
 pub use model::Catalog;
 pub use realize::Realization;

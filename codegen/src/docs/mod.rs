@@ -14,6 +14,7 @@ use std::path::Path;
 use minijinja::{context, Environment, UndefinedBehavior};
 use serde::Serialize;
 
+use crate::catalog::routes::Routes;
 use crate::catalog::{Compiled, Index};
 use cell::Cell;
 use crate::diagnostic::{Class, Diagnostic, Diagnostics};
@@ -65,6 +66,7 @@ fn code_list(values: &serde_json::Value) -> String {
 pub fn render(compiled: &Compiled, templates: &Templates, acp_grammar: &serde_json::Value) -> Result<String, Diagnostic> {
     let c = &compiled.catalog;
     let index = Index::new(c);
+    let routes = Routes::new(c);
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     env.set_keep_trailing_newline(true);
@@ -99,8 +101,8 @@ pub fn render(compiled: &Compiled, templates: &Templates, acp_grammar: &serde_js
         ceilings => tables::ceilings(&index, compiled),
         envelopes => tables::envelopes(c),
         gated => tables::gated(c),
-        dialects => tables::dialects(c),
-        reachability => tables::reachability(&index, c),
+        dialects => tables::dialects(&routes),
+        reachability => tables::reachability(&routes, c),
         oneshot => &c.oneshot,
         oneshot_schema => crate::ONESHOT_SCHEMA_OUT,
         oneshot_declares => tables::oneshot_declares(c),

@@ -6,6 +6,7 @@
 //! GitHub's column comes as parts that repeat its row key (see `table`).
 
 use crate::catalog::model::{Catalog, Harness, Mode};
+use crate::catalog::routes::Routes;
 use crate::catalog::{Compiled, Index};
 
 use super::cell::Cell;
@@ -229,39 +230,30 @@ pub fn gated(c: &Catalog) -> Table {
     t
 }
 
-pub fn dialects(c: &Catalog) -> Table {
+/// Each dialect and its gateway path, as the derived routes carry them.
+pub fn dialects(routes: &Routes) -> Table {
     let mut t = Table::new(header(&["Dialect", "Gateway request path"]));
-    for d in &c.dialects {
+    for d in routes.dialects {
         t.rows.push(vec![Cell::code(d.name.as_str()), Cell::code(d.gateway_path.as_str())]);
     }
     t
 }
 
-/// Whether an entry's declared dialects meet what a provider accepts; `None` when the
-/// entry declares none (undeclared is unconstrained, not universal).
-pub fn reachable(index: &Index, h: &Harness, provider: &str) -> Option<bool> {
-    if h.dialects.is_empty() {
-        return None;
-    }
-    let accepts = index.provider_accepts(provider);
-    Some(h.dialects.iter().any(|d| accepts.contains(&d.as_str())))
-}
-
 /// Reachability, in parts keyed by the entry: its declared dialects apart from the
-/// providers' cells.
-pub fn reachability(index: &Index, c: &Catalog) -> Vec<Table> {
+/// providers' cells, which are the derived matrix's (`catalog::routes`).
+pub fn reachability(routes: &Routes, c: &Catalog) -> Vec<Table> {
     let mut cells = header(&["Entry", "Declared dialects"]);
     cells.extend(c.providers.iter().map(|p| Cell::code(p.name.as_str())));
     let mut t = Table::new(cells);
-    for h in &c.harnesses {
+    for (i, h) in c.harnesses.iter().enumerate() {
         let declared = if h.dialects.is_empty() {
             Cell::plain("undeclared")
         } else {
             Cell::codes(h.dialects.iter().map(|d| d.as_str()), ", ")
         };
         let mut row = vec![Cell::code(h.name.as_str()), declared];
-        for p in &c.providers {
-            row.push(match reachable(index, h, p.name.as_str()) {
+        for p in 0..c.providers.len() {
+            row.push(match routes.reachable(i, p) {
                 None => Cell::plain(UNDECLARED),
                 Some(true) => Cell::plain("reachable"),
                 Some(false) => Cell::plain("unreachable"),

@@ -3,12 +3,16 @@
 //! slot, gated member or one-shot step is ever typed by hand in runtime code.
 //!
 //! The types these constants use are defined in the runtime crate (`src/catalog.rs`); the
-//! generated file is included into that module.
+//! generated file is included into that module. The model plane's facts (the `Dialect`
+//! enum, gateway routes, reachability) are written by [`routes`] from `catalog::routes`.
+
+mod routes;
 
 use proc_macro2::TokenStream;
 use quote::quote;
 
 use crate::catalog::model::{AxisValues, Direction, Mode, SlotClass};
+use crate::catalog::routes::Routes;
 use crate::catalog::Compiled;
 
 fn pairs(values: &AxisValues, order: &[&str]) -> TokenStream {
@@ -105,7 +109,7 @@ pub fn generate(compiled: &Compiled) -> TokenStream {
             quote! { (#m, #v) }
         });
         let ceiling = pairs(&h.ceiling, &order);
-        let dialects = strs(h.dialects.iter().map(|d| d.as_str()));
+        let dialects = routes::dialects(h.dialects.iter().map(|d| d.as_str()));
         let evidence = strs(h.evidence.iter().map(|e| e.as_str()));
         let (supply, adoption) = (h.supply.as_str(), h.adoption.as_str());
         quote! {
@@ -116,17 +120,14 @@ pub fn generate(compiled: &Compiled) -> TokenStream {
             }
         }
     });
-    let dialects = c.dialects.iter().map(|d| {
-        let (name, path) = (d.name.as_str(), d.gateway_path.as_str());
-        quote! { Dialect { name: #name, gateway_path: #path } }
-    });
     let providers = c.providers.iter().map(|p| {
         let name = p.name.as_str();
-        let accepts = strs(p.accepts.iter().map(|d| d.as_str()));
+        let accepts = routes::dialects(p.accepts.iter().map(|d| d.as_str()));
         let priced = p.priced;
         quote! { Provider { name: #name, accepts: #accepts, priced: #priced } }
     });
-    let unlisted = strs(c.unlisted_provider.accepts.iter().map(|d| d.as_str()));
+    let unlisted = routes::dialects(c.unlisted_provider.accepts.iter().map(|d| d.as_str()));
+    let model_plane = routes::generate(&Routes::new(c));
     let observations = strs(c.observations.kinds.iter().map(|o| o.as_str()));
     let r = &c.revisions;
     let revisions = [
@@ -195,12 +196,11 @@ pub fn generate(compiled: &Compiled) -> TokenStream {
         pub const CONFORMANCE_CHECKS: &[ConformanceCheck] = &[#(#checks),*];
         /// Harness entries.
         pub const HARNESSES: &[Harness] = &[#(#harnesses),*];
-        /// Model wire dialects and gateway paths.
-        pub const DIALECTS: &[Dialect] = &[#(#dialects),*];
+        #model_plane
         /// Reviewed providers.
         pub const PROVIDERS: &[Provider] = &[#(#providers),*];
         /// What an unlisted provider accepts.
-        pub const UNLISTED_PROVIDER_ACCEPTS: &[&str] = #unlisted;
+        pub const UNLISTED_PROVIDER_ACCEPTS: &[Dialect] = #unlisted;
         /// The one-shot release protocol.
         pub const ONESHOT_PROTOCOL: &str = #oneshot_protocol;
         /// The one-shot driver.

@@ -12,7 +12,11 @@ pub mod responses;
 
 use serde_json::Value;
 
-/// A dialect the relay serves, named as the catalog names it.
+use crate::catalog::Dialect;
+
+/// A catalog dialect the relay serves. The catalog's [`Dialect`] names the dialects; this
+/// enum is the subset the relay can answer, mapped by a `match` on the generated enum (a
+/// dialect added to the catalog fails to compile here until the relay decides on it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Served {
     AnthropicMessages,
@@ -21,23 +25,29 @@ pub enum Served {
 }
 
 impl Served {
-    /// The served dialect of a catalog dialect name; `None` for one the relay refuses
-    /// (`fal_queue`, a queue protocol with no single request/answer to script).
-    pub fn from_name(name: &str) -> Option<Served> {
-        match name {
-            "anthropic_messages" => Some(Served::AnthropicMessages),
-            "openai_chat" => Some(Served::OpenaiChat),
-            "openai_responses" => Some(Served::OpenaiResponses),
-            _ => None,
+    /// The served dialect of a catalog dialect; `None` for one the relay refuses
+    /// (`FalQueue`, a queue protocol with no single request/answer to script).
+    pub fn of(dialect: Dialect) -> Option<Served> {
+        match dialect {
+            Dialect::AnthropicMessages => Some(Served::AnthropicMessages),
+            Dialect::OpenaiChat => Some(Served::OpenaiChat),
+            Dialect::OpenaiResponses => Some(Served::OpenaiResponses),
+            Dialect::FalQueue => None,
         }
     }
 
-    pub fn name(self) -> &'static str {
+    /// The catalog dialect it serves.
+    pub fn dialect(self) -> Dialect {
         match self {
-            Served::AnthropicMessages => "anthropic_messages",
-            Served::OpenaiChat => "openai_chat",
-            Served::OpenaiResponses => "openai_responses",
+            Served::AnthropicMessages => Dialect::AnthropicMessages,
+            Served::OpenaiChat => Dialect::OpenaiChat,
+            Served::OpenaiResponses => Dialect::OpenaiResponses,
         }
+    }
+
+    /// The catalog's name of the dialect.
+    pub fn name(self) -> &'static str {
+        self.dialect().name()
     }
 
     /// Reads a request body (already parsed as JSON) into a [`Turn`].
