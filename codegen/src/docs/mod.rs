@@ -79,7 +79,8 @@ pub fn render(compiled: &Compiled, templates: &Templates, acp_grammar: &serde_js
         .iter()
         .map(|m| Mechanism { member: m.member.as_str(), values: m.values.iter().map(|v| v.as_str()).collect() })
         .collect();
-    let unlisted: Vec<&str> = c.unlisted_provider.accepts.iter().map(|d| d.as_str()).collect();
+    // The unlisted provider's dialects as its derived routes carry them (dialect-table order).
+    let unlisted: Vec<&str> = routes.unlisted.iter().map(|r| r.dialect.name.as_str()).collect();
     let ctx = context! {
         revisions => &c.revisions,
         acp => &c.acp,
