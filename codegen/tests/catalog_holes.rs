@@ -204,3 +204,17 @@ fn invalid_utf8_is_reported_at_its_position() {
     assert!(item.message.contains(&format!("byte 0xff at line {line}, column 6 (byte offset {offset})")), "{}", item.message);
     assert!(d.render().contains("invalid UTF-8 starts here"), "{}", d.render());
 }
+
+#[test]
+fn a_dialect_name_that_cannot_name_a_variant_is_refused() {
+    // The runtime's `Dialect` enum has a variant per dialect: `fal-queue` would be none, and
+    // `fal_1` would collide with a `fal1`.
+    let c = Checker::new();
+    for bad in ["fal-queue", "fal_1", "Fal_queue"] {
+        let text = c.catalog().replace("\"fal_queue\"", &format!("\"{bad}\""));
+        let d = c.refused(&text);
+        let item = find(&d, Class::UnknownOrDuplicate, bad, "name");
+        at(&d, item, line_column(&text, "[[dialects]]\nname = \"openai_responses\"", &format!("\"{bad}\"")));
+        assert!(d.render().contains("cannot name a `Dialect` variant"), "{}", d.render());
+    }
+}

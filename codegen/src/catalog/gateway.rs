@@ -122,8 +122,9 @@ impl Validator<'_> {
         for dialect in &c.dialects {
             if let Some(why) = dialect_name_problem(dialect.name.as_str()) {
                 let message = format!("dialect `{}` cannot name a `Dialect` variant: {why}", dialect.name.as_str());
-                self.error(Class::UnknownOrDuplicate, &dialect.name, message, "not a snake_case identifier").entry =
-                    Some(dialect.name.value.clone());
+                let d = self.error(Class::UnknownOrDuplicate, &dialect.name, message, "not a snake_case identifier");
+                d.entry = Some(dialect.name.value.clone());
+                d.field = Some("name".into());
             }
             let path = &dialect.gateway_path;
             if let Some(why) = path_problem(path.as_str(), &known) {
