@@ -5,8 +5,8 @@
 //! catalog data, not Rust types: this module writes them into the derived schema as `enum`s
 //! (axis values per axis, published fields, dialects, evidence cases, declaration values,
 //! drivers, lanes, the one-shot lane's declaration values, stream event kinds, observations
-//! and optional declaration members) and the gateway path grammar as a `pattern`, so an
-//! editor completes them.
+//! and optional declaration members), and the gateway path grammar and the dialect names'
+//! snake_case as `pattern`s, so an editor completes and checks them.
 //! The generator still refuses a wrong value itself, with a span; the schema only helps.
 
 use serde_json::{json, Map, Value};
@@ -102,6 +102,9 @@ pub fn editor_schema(catalog: &Catalog) -> Result<Value, Diagnostic> {
     }
     let path = object(&mut schema, &["$defs", "Dialect", "properties", "gateway_path"])?;
     path.insert("pattern".into(), path_pattern(&catalog.gateway.placeholders).into());
+    // A dialect's name becomes a variant of the runtime's `Dialect` enum (`gateway::dialect_name_problem`).
+    let name = object(&mut schema, &["$defs", "Dialect", "properties", "name"])?;
+    name.insert("pattern".into(), "^[a-z][a-z0-9]*(_[a-z][a-z0-9]*)*$".into());
     oneshot(&mut schema, catalog)?;
     Ok(schema)
 }
