@@ -3,6 +3,12 @@
 //! The types are defined here; the data is generated (`generated/catalog_tables.rs` is the
 //! checked-in copy of what `OUT_DIR` holds). Runtime consumers read facts from these tables
 //! only, never from literals of their own.
+//!
+//! The model plane's facts are derived by codegen, not here: the `Dialect` enum (generated,
+//! with `name()`/`from_name()`), each provider's [`GatewayRoutes`] with paths read into
+//! [`Segment`]s, the unlisted provider's routes and the [`Reachability`] matrix. This module
+//! only looks them up ([`gateway_routes`], [`reachable`]) and matches a request path against
+//! a route's segments ([`Route::matches`]); it joins no path and judges no reachability.
 
 /// The catalog's own enums, shared with the generator that wrote the tables (both take them
 /// from `checkfu-wire-vocab`, below either), so the two cannot drift apart.
