@@ -185,4 +185,112 @@ mod tests {
         assert!(c.answer(id("u6"), None, |_| false, &mut report).is_none());
         assert_eq!(c.len(), 1);
     }
+
+    // ---- through the decoder ------------------------------------------------------------
+
+    use crate::decode::{Decoder, Kind};
+
+    const RUNNER: Option<WireDirection> = Some(WireDirection::RunnerToAgent);
+    const AGENT: Option<WireDirection> = Some(WireDirection::AgentToRunner);
+    const INITIALIZE: &[u8] = br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#;
+    const INITIALIZED: &[u8] = br#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{}}}"#;
+    const READ_FILE: &[u8] = br#"{"jsonrpc":"2.0","id":0,"method":"fs/read_text_file","params":{"sessionId":"s","path":"/w/a.txt"}}"#;
+    const FILE_READ: &[u8] = br#"{"jsonrpc":"2.0","id":0,"result":{"content":"hi"}}"#;
+
+    /// Both sides use the id 0 at once; each answer comes back with its own request's data
+    /// and its method, in either order.
+    #[test]
+    fn each_direction_gets_its_own_data_back() {
+        let mut decoder = Decoder::<&str>::carrying();
+        assert!(decoder.read(INITIALIZE, RUNNER, Some("runner asked")).report.accepted);
+        assert!(decoder.read(READ_FILE, AGENT, Some("agent asked")).report.accepted);
+        let answer = decoder.read(FILE_READ, RUNNER, None);
+        assert_eq!((answer.report.method, answer.answered), (Some("fs/read_text_file"), Some("agent asked")));
+        assert_eq!(answer.report.direction, RUNNER);
+        let answer = decoder.read(INITIALIZED, AGENT, None);
+        assert_eq!((answer.report.method, answer.answered), (Some("initialize"), Some("runner asked")));
+        assert_eq!(answer.report.kind, Some(Kind::Response));
+        // Answered once: a second answer is read on its own, with no data.
+        let again = decoder.read(INITIALIZED, AGENT, None);
+        assert!(again.report.accepted, "{:?}", again.report);
+        assert_eq!((again.report.method, again.answered), (Some("initialize"), None));
+    }
+
+    #[test]
+    fn an_unknown_id_answers_no_request() {
+        let mut decoder = Decoder::<u8>::carrying();
+        decoder.read(INITIALIZE, RUNNER, Some(1));
+        let stray = br#"{"jsonrpc":"2.0","id":"0","result":{"content":"hi"}}"#;
+        let decoded = decoder.read(stray, AGENT, None);
+        assert!(decoded.report.accepted, "{:?}", decoded.report);
+        assert_eq!((decoded.report.method, decoded.answered), (None, None));
+        assert!(decoded.report.diagnostics.iter().any(|d| d.contains("did not show")), "{:?}", decoded.report.diagnostics);
+        // The request still waits for its own answer.
+        assert_eq!(decoder.read(INITIALIZED, AGENT, None).answered, Some(1));
+    }
+
+    #[test]
+    fn a_reused_id_keeps_the_later_requests_data() {
+        let mut decoder = Decoder::<u8>::carrying();
+        decoder.read(INITIALIZE, RUNNER, Some(1));
+        let second = decoder.read(INITIALIZE, RUNNER, Some(2));
+        assert!(second.report.accepted);
+        assert!(second.report.diagnostics.iter().any(|d| d.contains("used again")), "{:?}", second.report.diagnostics);
+        assert_eq!(decoder.read(INITIALIZED, AGENT, None).answered, Some(2));
+        assert_eq!(decoder.read(INITIALIZED, AGENT, None).answered, None);
+    }
+
+    /// Ids match by exact value, as the decoder always matched them: `2.0` is `2`, but
+    /// two integers past `u64` that share their nearest `f64` are two ids.
+    #[test]
+    fn number_ids_carry_data_by_their_exact_value() {
+        let request = |id: &str| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"initialize","params":{{"protocolVersion":1,"clientCapabilities":{{}}}}}}"#);
+        let response = |id: &str| format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"protocolVersion":1,"agentCapabilities":{{}}}}}}"#);
+        let answered = |asked: &str, answered: &str| {
+            let mut decoder = Decoder::<()>::carrying();
+            assert!(decoder.read(request(asked).as_bytes(), RUNNER, Some(())).report.accepted, "{asked}");
+            decoder.read(response(answered).as_bytes(), AGENT, None).answered.is_some()
+        };
+        assert!(answered("2", "2.0"));
+        assert!(answered("18446744073709551617", "1.8446744073709551617e19"));
+        assert!(!answered("18446744073709551617", "18446744073709551616"));
+        assert!(!answered("2", "\"2\""));
+    }
+
+    /// The message comes back as the tree the decoder read, equal to what serde_json
+    /// reads from the line; an error response too (its `error` member the direct reader
+    /// takes), and an object too wide for the direct reader.
+    #[test]
+    fn the_message_comes_back_as_read() {
+        let mut decoder = Decoder::<()>::carrying();
+        let error = br#"{"jsonrpc":"2.0","id":0,"error":{"code":-32601,"message":"no","data":{"n":[1,2.50,18446744073709551617]}}}"#;
+        let wide = format!(r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"x"}}}},"_meta":{{{}}}}}}}"#, (0..40).map(|i| format!(r#""k{i}":{i}"#)).collect::<Vec<_>>().join(","));
+        decoder.read(INITIALIZE, RUNNER, Some(()));
+        for line in [error.as_slice(), wide.as_bytes(), READ_FILE] {
+            let decoded = decoder.read(line, AGENT, None);
+            assert!(decoded.report.accepted, "{:?}", decoded.report);
+            let expected: serde_json::Value = serde_json::from_slice(line).expect("JSON");
+            assert_eq!(decoded.message.map(|m| m.to_value()), Some(expected));
+        }
+        let rejected = decoder.read(br#"{"jsonrpc":"2.0","method":"nope"}"#, AGENT, None);
+        assert!(rejected.message.is_none() && !rejected.report.accepted);
+        // An error object the direct reader does not take is read by the envelope pass,
+        // whose error names the member.
+        let error = decoder.read(br#"{"jsonrpc":"2.0","id":5,"error":{"code":1.5,"message":"x"}}"#, AGENT, None);
+        let error = error.report.error.map(|e| e.error);
+        assert!(matches!(&error, Some(crate::decode::DecodeError::BadEnvelope { message }) if message.contains("integer `code`")), "{error:?}");
+    }
+
+    /// A plain decode keeps no data and hands none back, but correlates all the same.
+    #[test]
+    fn a_plain_decode_correlates_without_data() {
+        let mut decoder = Decoder::<u8>::carrying();
+        decoder.read(INITIALIZE, RUNNER, Some(9));
+        let report = decoder.decode(INITIALIZED, AGENT);
+        assert_eq!(report.method, Some("initialize"));
+        assert!(decoder.read(INITIALIZED, AGENT, None).answered.is_none());
+        let mut plain = Decoder::new();
+        plain.decode(INITIALIZE, RUNNER);
+        assert_eq!(plain.read(INITIALIZED, AGENT, None).report.method, Some("initialize"));
+    }
 }

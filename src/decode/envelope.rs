@@ -658,7 +658,10 @@ mod tests {
 
     fn summary(p: &Parts<'_, ()>) -> String {
         let bodies = format!("{} / {}", body_summary(&p.params), body_summary(&p.result));
-        format!("{:?} {:?} {:?} {:?} {bodies} {:?}", p.jsonrpc, p.id, p.method, p.known, p.error.map(RawValue::get))
+        // The error as the decoder reads it: the direct reader keeps its tree, the
+        // envelope pass its text.
+        let error = p.error.map(|e| e.object().map(|o| (o.code, o.message.into_owned())).map_err(|e| e.to_string()));
+        format!("{:?} {:?} {:?} {:?} {bodies} {:?}", p.jsonrpc, p.id, p.method, p.known, error)
     }
 
     /// Wherever the direct reader takes a message, it fills the parts the envelope pass
