@@ -199,7 +199,7 @@ impl<T> Decoder<T> {
     /// let decoded = decoder.read(response, Some(WireDirection::AgentToRunner), None);
     /// assert_eq!((decoded.report.method, decoded.answered), (Some("initialize"), Some("handshake")));
     /// let message = decoded.message.expect("accepted");
-    /// assert_eq!(message.get("result").and_then(|r| r.get("protocolVersion")).map(|v| v.to_value()), Some(1.into()));
+    /// assert_eq!(message.get("result").and_then(|r| r.get("protocolVersion")).map(|v| v.to_value()), Some(serde_json::Value::from(1)));
     /// ```
     pub fn read<'d>(&'d mut self, bytes: &'d [u8], hint: Option<WireDirection>, data: Option<T>) -> Decoded<'d, T> {
         let (report, message, answered) = self.decode_whole(bytes, hint, true, data);
