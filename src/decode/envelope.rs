@@ -32,7 +32,7 @@ use serde_json::value::RawValue;
 
 use super::skip::{non_objects_read_as, number_key, Id, IdKey, RawAt, Skip, Version};
 use super::tables::META_NAMESPACE;
-use crate::exact::{direct_tree, number_member, raw_value_tree, unexpected_number, with_number_member, Json, Members, Str, Tree, NUMBER_TOKEN, RAW_VALUE_TOKEN};
+use crate::exact::{direct_tree, number_member, raw_value_tree, unexpected_number, with_number_member, Json, JsonNumber, Members, Str, Tree, NUMBER_TOKEN, RAW_VALUE_TOKEN};
 /// Stores the first occurrence of a member; a second one is an envelope error.
 fn once<T, E: de::Error>(slot: &mut Option<T>, value: T, name: &'static str) -> Result<(), E> {
     if slot.is_some() {
@@ -60,6 +60,10 @@ pub trait Trees {
     fn params(&self, method: Self::Method) -> bool;
     /// `result` of the response with this id.
     fn result(&self, id: &[u8]) -> bool;
+    /// Every body, whatever its method or id: the caller wants the message's whole tree.
+    fn whole(&self) -> bool {
+        false
+    }
 }
 
 /// The members JSON-RPC 2.0 allows, as far as the policy reads them. Strings borrow the
@@ -74,7 +78,40 @@ pub struct Parts<'a, M> {
     pub known: Option<M>,
     pub params: Body<'a>,
     pub result: Body<'a>,
-    pub error: Option<&'a RawValue>,
+    pub error: Option<ErrorMember<'a>>,
+    /// The whole message, when [`Parts::read_direct`] read it.
+    pub whole: Option<Json<'a>>,
+}
+
+/// A response's `error` member: its text, as the envelope pass keeps it, or its tree, as
+/// the direct reader took it (only a well-formed error object: the others are left to
+/// the envelope pass, whose errors name what is wrong).
+#[derive(Clone, Copy)]
+pub enum ErrorMember<'a> {
+    Raw(&'a RawValue),
+    Tree { code: i64, message: &'a str },
+}
+
+impl<'a> ErrorMember<'a> {
+    /// The error object's `code` and `message`.
+    pub fn object(&self) -> Result<ErrorObject<'a>, serde_json::Error> {
+        match *self {
+            ErrorMember::Raw(raw) => serde_json::from_str::<ErrorObject>(raw.get()),
+            ErrorMember::Tree { code, message } => Ok(ErrorObject { code, message: Cow::Borrowed(message) }),
+        }
+    }
+
+    /// The error as the direct reader can take it: an object whose `code` is an integer
+    /// an `i64` holds and whose `message` is a string, as [`ErrorObject`] reads them.
+    fn from_tree(value: &Json<'a>) -> Option<ErrorMember<'a>> {
+        let code = match value.get("code")? {
+            Json::Number(JsonNumber::UInt(u)) => i64::try_from(*u).ok()?,
+            Json::Number(JsonNumber::Int(i)) => *i,
+            _ => return None,
+        };
+        let message = value.get("message")?.as_str()?;
+        Some(ErrorMember::Tree { code, message })
+    }
 }
 
 const FIELDS: &[&str] = &["jsonrpc", "id", "method", "params", "result", "error"];
@@ -89,6 +126,7 @@ impl<'a, M> Default for Parts<'a, M> {
             params: Body::default(),
             result: Body::default(),
             error: None,
+            whole: None,
         }
     }
 }
@@ -113,7 +151,7 @@ impl<'a, M: Copy> Parts<'a, M> {
     /// serde_json. Typed ACP messages, nearly all the traffic, take this path: one walk of
     /// the bytes instead of serde's visitors.
     pub fn read_direct<T: Trees<Method = M>>(&mut self, text: &'a str, arena: &'a Bump, trees: &T) -> bool {
-        let Some(Json::Object(members)) = direct_tree(text, arena) else { return false };
+        let Some(tree @ Json::Object(members)) = direct_tree(text, arena) else { return false };
         // In document order, as the envelope pass meets them: whether a body is wanted
         // whole depends on the method or id read before it.
         for (key, value) in members {
@@ -128,19 +166,24 @@ impl<'a, M: Copy> Parts<'a, M> {
                     self.method = Some(name);
                     self.known = trees.method(name);
                 }
-                "params" if self.known.is_some_and(|m| trees.params(m)) => {
+                "params" if trees.whole() || self.known.is_some_and(|m| trees.params(m)) => {
                     if !self.params.whole(value, arena) {
                         return false;
                     }
                 }
-                "result" if self.id.as_ref().is_some_and(|id| trees.result(id)) => {
+                "result" if trees.whole() || self.id.as_ref().is_some_and(|id| trees.result(id)) => {
                     if !self.result.whole(value, arena) {
                         return false;
                     }
                 }
+                "error" if self.error.is_none() => match ErrorMember::from_tree(value) {
+                    Some(error) => self.error = Some(error),
+                    None => return false,
+                },
                 _ => return false,
             }
         }
+        self.whole = Some(tree);
         true
     }
 }
@@ -187,15 +230,15 @@ impl<'de: 'a, 'a, T: Trees> Visitor<'de> for EnvelopeSeed<'_, 'a, '_, T> {
                 }
                 "params" => {
                     mark(&mut parts.params.present, "params")?;
-                    let tree = parts.known.is_some_and(|m| self.trees.params(m));
+                    let tree = self.trees.whole() || parts.known.is_some_and(|m| self.trees.params(m));
                     map.next_value_seed(BodySeed { body: &mut parts.params, arena, tree })?;
                 }
                 "result" => {
                     mark(&mut parts.result.present, "result")?;
-                    let tree = parts.id.as_ref().is_some_and(|id| self.trees.result(id));
+                    let tree = self.trees.whole() || parts.id.as_ref().is_some_and(|id| self.trees.result(id));
                     map.next_value_seed(BodySeed { body: &mut parts.result, arena, tree })?;
                 }
-                "error" => once(&mut parts.error, map.next_value_seed(RawAt(1))?, "error")?,
+                "error" => once(&mut parts.error, ErrorMember::Raw(map.next_value_seed(RawAt(1))?), "error")?,
                 other => return Err(de::Error::unknown_field(other, FIELDS)),
             }
         }
@@ -615,7 +658,10 @@ mod tests {
 
     fn summary(p: &Parts<'_, ()>) -> String {
         let bodies = format!("{} / {}", body_summary(&p.params), body_summary(&p.result));
-        format!("{:?} {:?} {:?} {:?} {bodies} {:?}", p.jsonrpc, p.id, p.method, p.known, p.error.map(RawValue::get))
+        // The error as the decoder reads it: the direct reader keeps its tree, the
+        // envelope pass its text.
+        let error = p.error.map(|e| e.object().map(|o| (o.code, o.message.into_owned())).map_err(|e| e.to_string()));
+        format!("{:?} {:?} {:?} {:?} {bodies} {:?}", p.jsonrpc, p.id, p.method, p.known, error)
     }
 
     /// Wherever the direct reader takes a message, it fills the parts the envelope pass

@@ -4,91 +4,71 @@
 //! The ACP grammar is closed (unknown methods, `sessionUpdate` kinds and stop reasons are
 //! rejected, requests need an `id`, notifications take none); extension methods decode
 //! their params and results through generated types; `_meta` members follow their slot's
-//! class (see `meta`). A `Decoder` remembers the requests it has seen so that a response
-//! is read as the answer to its request; without one, the shape of an `initialize` or
-//! `session/prompt` result identifies it. Untrusted input never panics: every failure is a
-//! typed `DecodeError` in the report.
+//! class (see `meta`). A `Decoder` remembers the requests it has seen, both ways, so that a
+//! response is read as the answer to its request (`correlation`), and hands back the data
+//! its caller attached to that request; without the request, the shape of an `initialize`
+//! or `session/prompt` result identifies it. Untrusted input never panics: every failure
+//! is a typed `DecodeError` in the report.
 
+mod correlation;
 mod envelope;
 mod meta;
 mod skip;
 pub mod report;
 pub mod tables;
 
-// The probe's session matches responses to its requests by this rule.
-#[cfg(feature = "probe")]
-pub(crate) use skip::integer_id;
-
-use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
-
 use serde::de::DeserializeSeed;
 use bumpalo::Bump;
 
 use crate::exact::Json;
 
+pub use correlation::MAX_PENDING;
 pub use report::{DecodeError, ForeignExtension, IgnoredFidelity, Kind, Report, SlotReport, SlotStatus, WireDirection};
+use correlation::Correlation;
 use tables::{MethodDecoder, Part, Side};
-
-/// Requests remembered for their responses; beyond this a hostile stream of unanswered
-/// requests would only grow memory, so older ones are forgotten.
-pub const MAX_PENDING: usize = 65_536;
 
 /// An arena that grew past this while decoding one message is replaced, not reset, when
 /// the next message comes: one huge line must not pin its memory for the whole stream.
 const ARENA_KEPT: usize = 1 << 20;
 
-/// A stateful decoder for one stream of messages.
-pub struct Decoder {
-    stream: Stream,
+/// A stateful decoder for one stream of messages, and the one owner of its request/response
+/// correlation in both directions. `T` is what a caller attaches to a request it wants
+/// back with the response ([`Decoder::read`]); [`Decoder::new`] attaches nothing.
+pub struct Decoder<T = ()> {
+    stream: Stream<T>,
     /// Where the trees of the message being decoded live; reset for every message.
     arena: Bump,
 }
 
-/// A request awaiting its response: what it asked (a known method, or a foreign
-/// extension method the tables do not type) and when, to break ties between the two
-/// directions.
-#[derive(Clone, Copy)]
-struct Pending {
-    method: Option<&'static MethodDecoder>,
-    order: u64,
+/// What [`Decoder::read`] gives back for one message.
+#[derive(Debug)]
+pub struct Decoded<'d, T> {
+    /// The verdict, as [`Decoder::decode`] gives it; for a response, `method` names the
+    /// request it answers.
+    pub report: Report,
+    /// For a response: the data the caller attached to the request it answers.
+    pub answered: Option<T>,
+    /// The whole message as the decoder read it (strings borrow the line, containers the
+    /// decoder's arena), for an accepted message; `None` for a rejected one.
+    pub message: Option<Json<'d>>,
 }
 
-/// What the decoder remembers between messages: the requests awaiting their responses.
-#[derive(Default)]
-struct Stream {
-    /// By the direction the request flowed and the id's kind and value (`skip::IdKey`,
-    /// held inline: no allocation per request). Both sides number their requests from 0,
-    /// so an id alone does not say which request a response answers; a response answers
-    /// only a request that flowed the other way.
-    pending: HashMap<PendingKey, Pending>,
-    /// Requests seen so far, for `Pending::order`.
-    requests: u64,
+/// What the decoder remembers between messages, and what one call hands in and out.
+struct Stream<T> {
+    correlation: Correlation<T>,
     /// The direction of the message being decoded, when the caller knows it.
     hint: Option<WireDirection>,
+    /// Read every body whole, so the message's tree can be handed out ([`Decoder::read`]).
+    keep: bool,
+    /// The caller's data for the message being decoded, kept if it is a request.
+    offered: Option<T>,
+    /// The caller's data of the request the message being decoded answers.
+    answered: Option<T>,
 }
 
-/// A pending request's key: the direction it flowed and its id.
-#[derive(PartialEq, Eq)]
-struct PendingKey(WireDirection, skip::IdKey);
-
-impl Hash for PendingKey {
-    /// One write of the direction and the id's bytes: the map keeps std's keyed SipHash
-    /// (ids come from the peer), whose cost on keys this short is mostly per write; the
-    /// derived `Hash` of the pair made three.
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        let PendingKey(direction, id) = self;
-        let mut bytes = [*direction as u8; 32];
-        match bytes.get_mut(1..=id.len()) {
-            Some(rest) => {
-                rest.copy_from_slice(id);
-                state.write(&bytes[..=id.len()]);
-            }
-            None => {
-                state.write_u8(*direction as u8);
-                state.write(id);
-            }
-        }
+impl<T> Default for Stream<T> {
+    fn default() -> Self {
+        Stream { correlation: Correlation::default(), hint: None, keep: false, offered: None, answered: None }
     }
 }
 
@@ -126,7 +106,7 @@ fn apply_meta(meta: Option<&envelope::Meta>, method: &str, at: Part, report: &mu
 
 /// What the envelope pass should read whole: the params of a method with a typed params
 /// check, the result answering a request with a typed result check.
-impl envelope::Trees for Stream {
+impl<T> envelope::Trees for Stream<T> {
     type Method = &'static MethodDecoder;
     fn method(&self, name: &str) -> Option<&'static MethodDecoder> {
         tables::method(name)
@@ -135,13 +115,14 @@ impl envelope::Trees for Stream {
         method.params_check.is_some() && method.envelope_check.is_none()
     }
     fn result(&self, id: &[u8]) -> bool {
-        let typed = |asked: WireDirection| {
-            self.pending.get(&PendingKey(asked, skip::IdKey::from_slice(id))).and_then(|p| p.method).is_some_and(|m| m.result_check.is_some() && m.envelope_check.is_none())
-        };
+        let typed = |asked: WireDirection| self.correlation.method(asked, id).is_some_and(|m| m.result_check.is_some() && m.envelope_check.is_none());
         match self.hint {
             Some(direction) => typed(direction.reverse()),
             None => typed(WireDirection::RunnerToAgent) || typed(WireDirection::AgentToRunner),
         }
+    }
+    fn whole(&self) -> bool {
+        self.keep
     }
 }
 
@@ -152,7 +133,15 @@ impl Default for Decoder {
 }
 
 impl Decoder {
+    /// A decoder whose callers attach no data to their requests.
     pub fn new() -> Self {
+        Decoder::carrying()
+    }
+}
+
+impl<T> Decoder<T> {
+    /// A decoder that keeps a caller's `T` with each request handed to [`Decoder::read`].
+    pub fn carrying() -> Self {
         // Room for the trees of a typical message, so a short stream allocates once.
         Decoder { stream: Stream::default(), arena: Bump::with_capacity(4096) }
     }
@@ -186,13 +175,53 @@ impl Decoder {
     /// assert_eq!(error.error, DecodeError::UnknownUpdateKind { kind: "telepathy".into() });
     /// ```
     pub fn decode(&mut self, bytes: &[u8], hint: Option<WireDirection>) -> Report {
+        // A plain decode carries no data: a request it remembers gets none, and the data of
+        // a request it answers is dropped with the request.
+        self.decode_whole(bytes, hint, false, None).0
+    }
+
+    /// Decodes one message as [`Decoder::decode`] does, and hands back what a caller that
+    /// correlates needs: with a request, `data` is kept until its response is read; with
+    /// a response, the data of the request it answers comes back in
+    /// [`Decoded::answered`], whichever way the request flowed. The message's own tree
+    /// comes back too ([`Decoded::message`]), so the caller reads its members without
+    /// parsing the line again. `data` offered with anything but a request the decoder
+    /// accepts is dropped.
+    ///
+    /// ```
+    /// use checkfu_wire::decode::{Decoder, WireDirection};
+    ///
+    /// let mut decoder = Decoder::<&str>::carrying();
+    /// let request = br#"{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#;
+    /// decoder.read(request, Some(WireDirection::RunnerToAgent), Some("handshake"));
+    ///
+    /// let response = br#"{"jsonrpc":"2.0","id":7.0,"result":{"protocolVersion":1,"agentCapabilities":{}}}"#;
+    /// let decoded = decoder.read(response, Some(WireDirection::AgentToRunner), None);
+    /// assert_eq!((decoded.report.method, decoded.answered), (Some("initialize"), Some("handshake")));
+    /// let message = decoded.message.expect("accepted");
+    /// assert_eq!(message.get("result").and_then(|r| r.get("protocolVersion")).map(|v| v.to_value()), Some(serde_json::Value::from(1)));
+    /// ```
+    pub fn read<'d>(&'d mut self, bytes: &'d [u8], hint: Option<WireDirection>, data: Option<T>) -> Decoded<'d, T> {
+        let (report, message, answered) = self.decode_whole(bytes, hint, true, data);
+        Decoded { report, answered, message }
+    }
+
+    /// One message through the policy, `data` offered for it; with `keep`, its tree as
+    /// well when it is accepted. Gives back the data of the request a response answers.
+    #[inline]
+    fn decode_whole<'d>(&'d mut self, bytes: &'d [u8], hint: Option<WireDirection>, keep: bool, data: Option<T>) -> (Report, Option<Json<'d>>, Option<T>) {
         if self.arena.allocated_bytes() > ARENA_KEPT {
             self.arena = Bump::new();
         } else {
             self.arena.reset();
         }
+        let arena: &'d Bump = &self.arena;
+        let stream = &mut self.stream;
+        stream.keep = keep;
+        stream.offered = data;
         let mut report = Report { direction: hint, ..Report::default() };
-        let (outcome, dropped) = crate::exact::leniency::reading(|| self.stream.run(&self.arena, bytes, hint, &mut report));
+        let mut whole = None;
+        let (outcome, dropped) = crate::exact::leniency::reading(|| stream.run(arena, bytes, hint, &mut report, &mut whole));
         match outcome {
             Ok(()) => report.accepted = true,
             Err(e) => report.reject(e),
@@ -200,12 +229,26 @@ impl Decoder {
         for e in dropped {
             report.diagnostics.push(format!("lenient ACP member dropped to its default (marked x-deserialize-*): {e}"));
         }
-        report
+        // Data offered with a message that is no remembered request is not kept.
+        stream.offered = None;
+        let answered = stream.answered.take();
+        if !keep || !report.accepted {
+            return (report, None, answered);
+        }
+        if whole.is_none() {
+            // The envelope pass left the message to serde_json's path (text the direct
+            // reader does not take, such as an object of more than 32 members); the tree
+            // is built from the text once more, for those rare lines only.
+            whole = std::str::from_utf8(bytes).ok().and_then(|text| Json::parse(text, arena).ok());
+        }
+        (report, whole, answered)
     }
 }
 
-impl Stream {
-    fn run(&mut self, arena: &Bump, bytes: &[u8], hint: Option<WireDirection>, report: &mut Report) -> Result<(), DecodeError> {
+impl<T> Stream<T> {
+    /// Decodes one message into `report`; `whole` gets the message's tree when the direct
+    /// reader built one (the caller asks for it with `keep`).
+    fn run<'a>(&mut self, arena: &'a Bump, bytes: &'a [u8], hint: Option<WireDirection>, report: &mut Report, whole: &mut Option<Json<'a>>) -> Result<(), DecodeError> {
         let text = std::str::from_utf8(bytes).map_err(|e| DecodeError::InvalidUtf8 { at: e.valid_up_to() })?;
         if text.starts_with('\u{feff}') {
             return Err(DecodeError::ByteOrderMark);
@@ -229,6 +272,7 @@ impl Stream {
         }
         parts.params.complete_from_tree(arena);
         parts.result.complete_from_tree(arena);
+        *whole = parts.whole.take();
         if let Some(name) = parts.method {
             let Some(method) = parts.known else {
                 // ACP reserves `_`-prefixed names for extensions: well-formed, but not ours.
@@ -330,15 +374,11 @@ impl Stream {
         Ok(())
     }
 
-    /// Remembers a request for its response, under the direction it flowed.
+    /// Remembers a request for its response, under the direction it flowed, with the
+    /// data the caller offered for it.
     fn remember(&mut self, id: skip::IdKey, method: Option<&'static MethodDecoder>, report: &mut Report) {
-        if self.pending.len() >= MAX_PENDING {
-            self.pending.clear();
-            report.diagnostics.push(format!("more than {MAX_PENDING} unanswered requests; older ones forgotten"));
-        }
         let direction = report.direction.unwrap_or(WireDirection::RunnerToAgent);
-        self.requests += 1;
-        self.pending.insert(PendingKey(direction, id), Pending { method, order: self.requests });
+        self.correlation.remember(direction, id, method, self.offered.take(), report);
     }
 
     /// A `_`-prefixed method no table knows: another vendor's extension. A request is
@@ -367,33 +407,6 @@ impl Stream {
             }
         }
         Ok(())
-    }
-
-    /// The request a response with `id` answers. With the response's direction known,
-    /// only a request that flowed the other way; without it, the one request pending
-    /// under that id, or of two (one each way) the one whose result shape fits, else the
-    /// more recent.
-    fn answered(&mut self, id: skip::IdKey, hint: Option<WireDirection>, fits: impl Fn(&'static MethodDecoder) -> bool, report: &mut Report) -> Option<(Pending, WireDirection)> {
-        if let Some(direction) = hint {
-            let asked = direction.reverse();
-            return self.pending.remove(&PendingKey(asked, id)).map(|p| (p, asked));
-        }
-        let to_agent = PendingKey(WireDirection::RunnerToAgent, id.clone());
-        let to_runner = PendingKey(WireDirection::AgentToRunner, id);
-        let key = match (self.pending.get(&to_agent).copied(), self.pending.get(&to_runner).copied()) {
-            (None, None) => return None,
-            (Some(_), None) => to_agent,
-            (None, Some(_)) => to_runner,
-            (Some(a), Some(b)) => {
-                let (recent, older) = if a.order > b.order { ((to_agent, a), (to_runner, b)) } else { ((to_runner, b), (to_agent, a)) };
-                let fit = |p: Pending| p.method.is_some_and(&fits);
-                let chosen = if !fit(recent.1) && fit(older.1) { older } else { recent };
-                report.diagnostics.push("the id is pending both ways; read as the answer the result fits, else the more recent request".into());
-                chosen.0
-            }
-        };
-        let asked = key.0;
-        self.pending.remove(&key).map(|p| (p, asked))
     }
 
     fn response<'a>(
@@ -425,19 +438,21 @@ impl Stream {
             (Some(check), Some(tree)) => check(tree).is_ok(),
             _ => false,
         };
-        let answered = self.answered(id, hint, fits, report);
-        if let Some((pending, asked)) = answered {
-            let direction = asked.reverse();
-            report.direction = Some(direction);
-            if pending.method.is_none() {
+        let answered = self.correlation.answer(id, hint, fits, report).map(|(pending, asked)| {
+            self.answered = pending.data;
+            (pending.method, asked)
+        });
+        if let Some((method, asked)) = answered {
+            report.direction = Some(asked.reverse());
+            if method.is_none() {
                 report.kind = Some(if parts.error.is_some() { Kind::ErrorResponse } else { Kind::Response });
                 report.diagnostics.push("answer to an unsupported extension request; read as untyped".into());
                 return Ok(());
             }
         }
-        let answered = answered.and_then(|(p, asked)| p.method.map(|m| (m, asked)));
-        if let Some(raw) = parts.error {
-            let object = serde_json::from_str::<envelope::ErrorObject>(raw.get()).map_err(|e| DecodeError::BadEnvelope {
+        let answered = answered.and_then(|(m, asked)| m.map(|m| (m, asked)));
+        if let Some(error) = &parts.error {
+            let object = error.object().map_err(|e| DecodeError::BadEnvelope {
                 message: format!("`error` must have an integer `code` and a string `message`: {e}"),
             })?;
             report.diagnostics.push(format!("error response {}: {}", object.code, object.message));

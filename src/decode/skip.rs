@@ -172,14 +172,6 @@ pub fn number_key<E: de::Error>(n: JsonNumber<'_>) -> Result<IdKey, E> {
     }
 }
 
-/// A response's number id as an `i64` (the runner's own ids are), read by the one rule of
-/// [`number_key`]: `2.0` is the id `2`; `2.5` and `9223372036854775808` are no `i64` id.
-#[cfg(feature = "probe")]
-pub fn integer_id(n: &serde_json::Number) -> Option<i64> {
-    let key = number_key::<serde_json::Error>(JsonNumber::of(n)).ok()?;
-    std::str::from_utf8(key.get(1..)?).ok()?.parse().ok()
-}
-
 fn key(kind: u8, value: &[u8]) -> IdKey {
     let mut key = IdKey::new();
     key.push(kind);
@@ -312,19 +304,6 @@ mod tests {
         // An `f64` (a deserializer's or without exact numbers) keys as the text of its value.
         assert_eq!(Id.visit_f64::<serde_json::Error>(18446744073709551616.0).map(|k| k.to_vec()).ok(), Some(b"u18446744073709551616".to_vec()));
         assert_eq!(Id.visit_f64::<serde_json::Error>(-0.0).map(|k| k.to_vec()).ok(), Some(b"u0".to_vec()));
-    }
-
-    /// The probe's response ids: an `i64` by the same exact rule, or none.
-    #[cfg(feature = "probe")]
-    #[test]
-    fn integer_ids_are_exact_i64s() {
-        let id = |text: &str| integer_id(&serde_json::from_str::<serde_json::Number>(text).expect("a number"));
-        assert_eq!(id("2"), Some(2));
-        assert_eq!(id("2.0"), Some(2));
-        assert_eq!(id("-7e0"), Some(-7));
-        assert_eq!(id("2.5"), None);
-        assert_eq!(id("9223372036854775808"), None);
-        assert_eq!(id("1.0000000000000000001"), None);
     }
 
     /// The scan agrees with serde_json's own count, strings with brackets and escapes

@@ -130,6 +130,20 @@ impl<'a> Json<'a> {
         }
     }
 
+    /// The `serde_json::Value` this tree holds: the one `serde_json::from_str::<Value>`
+    /// builds from the same text (members in order, numbers with the same value; with
+    /// `exact-numbers`, written as they were), built without reading the text again.
+    pub fn to_value(&self) -> Value {
+        match self {
+            Json::Null => Value::Null,
+            Json::Bool(b) => Value::Bool(*b),
+            Json::Number(n) => number_value(n),
+            Json::String(s) => Value::String((*s).to_owned()),
+            Json::Array(items) => Value::Array(items.iter().map(Json::to_value).collect()),
+            Json::Object(members) => Value::Object(members.iter().map(|(k, v)| ((*k).to_owned(), v.to_value())).collect()),
+        }
+    }
+
     /// Parses `text` into a tree in `arena`.
     pub fn parse(text: &'a str, arena: &'a Bump) -> Result<Json<'a>, serde_json::Error> {
         let mut de = serde_json::Deserializer::from_str(text);
@@ -221,6 +235,17 @@ impl<'de: 'a, 'a> Visitor<'de> for Tree<'a> {
             members.insert(key, value);
         }
         Ok(Json::Object(members.into_slice()))
+    }
+}
+
+/// A number as `Value` holds it. A `Text` (only with `exact-numbers`, which turns on
+/// `arbitrary_precision`) keeps its text; a `Float` is finite by construction.
+fn number_value(n: &JsonNumber<'_>) -> Value {
+    match *n {
+        JsonNumber::UInt(u) => Value::from(u),
+        JsonNumber::Int(i) => Value::from(i),
+        JsonNumber::Float(f) => serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number),
+        JsonNumber::Text(t) => t.parse::<serde_json::Number>().map_or(Value::Null, Value::Number),
     }
 }
 

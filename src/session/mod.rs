@@ -2,8 +2,11 @@
 //!
 //! [`Session`] spawns the harness ([`process`]), writes the runner's requests, and reads the
 //! harness's newline-delimited messages through the same generated decoder as everything
-//! else ([`crate::decode::Decoder`], told each message's direction, so responses are
-//! correlated by direction and id). Every byte in and out is recorded with its direction,
+//! else ([`crate::decode::Decoder`], told each message's direction). The decoder is the one
+//! owner of correlation: each runner request is handed to it with its id, and a response
+//! comes back from it with the id of the request it answers, so the session keeps no map
+//! of its own; and the message's members come from the decoder's own read of the line,
+//! which is parsed once. Every byte in and out is recorded with its direction,
 //! as the capture lines `checkfu-wire decode` reads. Requests the harness makes of the
 //! client are answered here ([`client`]); notifications and responses are handed to the
 //! caller by [`Session::next`], which never waits past the step's or the session's deadline.
@@ -21,12 +24,11 @@ pub mod process;
 pub mod terminals;
 pub mod workspace;
 
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::decode::{Decoder, Kind, Report, WireDirection};
+use crate::decode::{Decoded, Decoder, Kind, Report, WireDirection};
 pub use client::{ClientRequest, PermissionPolicy};
 pub use process::{Ending, Launch, Teardown};
 use process::{Event, Harness};
@@ -98,11 +100,11 @@ pub struct Options {
 pub struct Session {
     harness: Harness,
     workspace: Workspace,
-    decoder: Decoder,
+    /// Carries each runner request's id, handed back with the response that answers it.
+    decoder: Decoder<i64>,
     options: Options,
     deadline: Instant,
     next_id: i64,
-    pending: HashMap<i64, &'static str>,
     terminals: Terminals,
     /// `terminal/wait_for_exit` requests to answer when their terminal exits: (id, terminal).
     exit_waits: Vec<(Value, String)>,
@@ -139,11 +141,10 @@ impl Session {
         Ok(Session {
             harness,
             workspace,
-            decoder: Decoder::new(),
+            decoder: Decoder::carrying(),
             options,
             deadline,
             next_id: 0,
-            pending: HashMap::new(),
             terminals: Terminals::fenced(launch.netns),
             exit_waits: Vec::new(),
             record: Vec::new(),
@@ -176,25 +177,26 @@ impl Session {
         let id = self.next_id;
         self.next_id += 1;
         let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        self.pending.insert(id, method);
-        self.send(message)?;
+        self.send(message, Some(id))?;
         Ok(id)
     }
 
     /// Sends a notification.
     pub fn notify(&mut self, method: &'static str, params: Value) -> Result<(), Fault> {
-        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}))
+        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}), None)
     }
 
-    /// Decodes, records and writes one message of the runner's.
-    fn send(&mut self, message: Value) -> Result<(), Fault> {
+    /// Decodes, records and writes one message of the runner's; `id` is the runner's id
+    /// of a request, which the decoder hands back with the response.
+    fn send(&mut self, message: Value, id: Option<i64>) -> Result<(), Fault> {
         let bytes = message.to_string().into_bytes();
-        let report = self.decoder.decode(&bytes, Some(WireDirection::RunnerToAgent));
-        if let Some(error) = report.error {
+        let error = self.decoder.read(&bytes, Some(WireDirection::RunnerToAgent), id).report.error;
+        if let Some(error) = error {
             // A runner that sends what its own decoder rejects has a bug; say it loudly.
             self.note(&[format!("the runner's own message was rejected: {}", error.message)]);
         }
-        self.append_record(WireDirection::RunnerToAgent, &bytes);
+        // serde_json wrote it: one JSON value.
+        self.append_record(WireDirection::RunnerToAgent, &bytes, true);
         let mut line = bytes;
         line.push(b'\n');
         self.messages_out += 1;
@@ -243,8 +245,12 @@ impl Session {
                 continue;
             }
             self.messages_in += 1;
-            self.append_record(WireDirection::AgentToRunner, &bytes);
-            let report = self.decoder.decode(&bytes, Some(WireDirection::AgentToRunner));
+            let Decoded { report, answered, message } = self.decoder.read(&bytes, Some(WireDirection::AgentToRunner), None);
+            // An ignored update is read no further, so its members are not built either.
+            let message = message.filter(|_| report.ignored.is_none()).map(|tree| tree.to_value());
+            // An accepted line is one JSON value (the decoder's promise); a rejected one
+            // may be anything, and the record checks it.
+            self.append_record(WireDirection::AgentToRunner, &bytes, report.accepted);
             if let Some(error) = &report.error {
                 let line = String::from_utf8_lossy(&bytes[..bytes.len().min(200)]).into_owned();
                 return Err(Fault::Rejected { error: error.message.clone(), line });
@@ -258,9 +264,8 @@ impl Session {
                 }
                 continue;
             }
-            // Accepted means parseable with serde_json's defaults (the decoder's promise).
-            let Ok(message) = serde_json::from_slice::<Value>(&bytes) else {
-                return Err(Fault::Rejected { error: String::from("unparseable"), line: String::new() });
+            let Some(message) = message else {
+                return Err(Fault::Rejected { error: String::from("accepted without its members"), line: String::new() });
             };
             match report.kind {
                 Some(Kind::Request) => self.answer(&message, &report)?,
@@ -268,12 +273,11 @@ impl Session {
                     let method = message.get("method").and_then(Value::as_str).unwrap_or_default().to_owned();
                     return Ok(Incoming::Notification { method, message, report });
                 }
+                // The decoder matched it by direction and id (`2.0` is the id `2`) and
+                // handed back the runner's id of the request it answers, if any.
                 Some(Kind::Response | Kind::ErrorResponse) => {
-                    // `2.0` is the id `2`, as the decoder reads ids.
-                    let id = message.get("id").and_then(Value::as_number).and_then(crate::decode::integer_id);
-                    let pending = id.and_then(|id| self.pending.remove_entry(&id));
-                    return Ok(match pending {
-                        Some((id, method)) => Incoming::Response { id, method, message, bytes, report },
+                    return Ok(match answered {
+                        Some(id) => Incoming::Response { id, method: report.method.unwrap_or_default(), message, bytes, report },
                         None => Incoming::Stray { message, report },
                     });
                 }
@@ -343,10 +347,12 @@ impl Session {
             Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
             Err((code, text)) => json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": text}}),
         };
-        self.send(response)
+        self.send(response, None)
     }
 
-    fn append_record(&mut self, direction: WireDirection, bytes: &[u8]) {
+    /// Records one line. `json` says it is known to be one JSON value (the runner wrote
+    /// it, or the decoder accepted it); otherwise the record finds out.
+    fn append_record(&mut self, direction: WireDirection, bytes: &[u8], json: bool) {
         if self.record_truncated {
             return;
         }
@@ -356,8 +362,13 @@ impl Session {
         }
         // A line that is one JSON value is recorded in a capture record; anything else
         // (garbage on stdout) verbatim, where `decode` reads and rejects it as it is.
-        match serde_json::from_slice::<&serde_json::value::RawValue>(bytes) {
-            Ok(raw) => {
+        let value = if json {
+            Some(bytes.trim_ascii())
+        } else {
+            serde_json::from_slice::<&serde_json::value::RawValue>(bytes).ok().map(|raw| raw.get().as_bytes())
+        };
+        match value {
+            Some(value) => {
                 let direction = match direction {
                     WireDirection::AgentToRunner => "agent_to_runner",
                     WireDirection::RunnerToAgent => "runner_to_agent",
@@ -365,10 +376,10 @@ impl Session {
                 self.record.extend_from_slice(b"{\"direction\":\"");
                 self.record.extend_from_slice(direction.as_bytes());
                 self.record.extend_from_slice(b"\",\"message\":");
-                self.record.extend_from_slice(raw.get().as_bytes());
+                self.record.extend_from_slice(value);
                 self.record.extend_from_slice(b"}\n");
             }
-            Err(_) => {
+            None => {
                 self.record.extend_from_slice(bytes);
                 self.record.push(b'\n');
             }

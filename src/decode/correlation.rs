@@ -1,0 +1,296 @@
+//! Request/response correlation, both ways: the one record of the requests a stream has
+//! shown and not yet seen answered, each with the data its caller attached.
+//!
+//! Both sides of an ACP stream number their requests from 0, so an id alone does not say
+//! which request a response answers: a response answers only a request that flowed the
+//! other way. The decoder reads every message of the stream, so it is the one place that
+//! sees both directions; a caller that needs its own bookkeeping per request (the
+//! session's request id, a step to resume) hands it to the decoder with the request and
+//! gets it back with the response, as `lsp-server`'s `ReqQueue` keeps a caller's data,
+//! instead of keeping a second map keyed by an id it would have to read again.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+
+use super::report::{Report, WireDirection};
+use super::skip::IdKey;
+use super::tables::MethodDecoder;
+
+/// Requests remembered for their responses; beyond this a hostile stream of unanswered
+/// requests would only grow memory, so older ones are forgotten.
+pub const MAX_PENDING: usize = 65_536;
+
+/// A request awaiting its response: what it asked (a known method, or a foreign
+/// extension method the tables do not type), when, to break ties between the two
+/// directions, and the caller's data.
+pub(super) struct Pending<T> {
+    pub method: Option<&'static MethodDecoder>,
+    order: u64,
+    pub data: Option<T>,
+}
+
+/// The requests awaiting their responses, by the direction they flowed and their id.
+pub(super) struct Correlation<T> {
+    /// Keyed by the id's kind and value (`IdKey`, held inline: no allocation per
+    /// request), so `1`, `1.0` and `10e-1` are one id, and two integers are one id only
+    /// when every digit agrees.
+    pending: HashMap<PendingKey, Pending<T>>,
+    /// Requests seen so far, for `Pending::order`.
+    requests: u64,
+}
+
+impl<T> Default for Correlation<T> {
+    fn default() -> Self {
+        Correlation { pending: HashMap::new(), requests: 0 }
+    }
+}
+
+/// A pending request's key: the direction it flowed and its id.
+#[derive(PartialEq, Eq)]
+struct PendingKey(WireDirection, IdKey);
+
+impl Hash for PendingKey {
+    /// One write of the direction and the id's bytes: the map keeps std's keyed SipHash
+    /// (ids come from the peer), whose cost on keys this short is mostly per write; the
+    /// derived `Hash` of the pair made three.
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let PendingKey(direction, id) = self;
+        let mut bytes = [*direction as u8; 32];
+        match bytes.get_mut(1..=id.len()) {
+            Some(rest) => {
+                rest.copy_from_slice(id);
+                state.write(&bytes[..=id.len()]);
+            }
+            None => {
+                state.write_u8(*direction as u8);
+                state.write(id);
+            }
+        }
+    }
+}
+
+impl<T> Correlation<T> {
+    /// The method of the request pending under `id` that flowed `asked`, if it is a
+    /// method the tables know.
+    pub fn method(&self, asked: WireDirection, id: &[u8]) -> Option<&'static MethodDecoder> {
+        self.pending.get(&PendingKey(asked, IdKey::from_slice(id))).and_then(|p| p.method)
+    }
+
+    /// Remembers a request that flowed `direction` for its response. A second request
+    /// under an id still pending the same way replaces the first: a response can answer
+    /// only one of them, and JSON-RPC leaves a reused id to the later request.
+    pub fn remember(&mut self, direction: WireDirection, id: IdKey, method: Option<&'static MethodDecoder>, data: Option<T>, report: &mut Report) {
+        if self.pending.len() >= MAX_PENDING {
+            self.pending.clear();
+            report.diagnostics.push(format!("more than {MAX_PENDING} unanswered requests; older ones forgotten"));
+        }
+        self.requests += 1;
+        let pending = Pending { method, order: self.requests, data };
+        if self.pending.insert(PendingKey(direction, id), pending).is_some() {
+            report.diagnostics.push("the id of a request still pending the same way was used again; the earlier request is forgotten".into());
+        }
+    }
+
+    /// Takes the request a response with `id` answers, and the direction it flowed. With
+    /// the response's direction known, only a request that flowed the other way; without
+    /// it, the one request pending under that id, or of two (one each way) the one whose
+    /// result shape `fits`, else the more recent.
+    pub fn answer(&mut self, id: IdKey, hint: Option<WireDirection>, fits: impl Fn(&'static MethodDecoder) -> bool, report: &mut Report) -> Option<(Pending<T>, WireDirection)> {
+        if let Some(direction) = hint {
+            let asked = direction.reverse();
+            return self.pending.remove(&PendingKey(asked, id)).map(|p| (p, asked));
+        }
+        let to_agent = PendingKey(WireDirection::RunnerToAgent, id.clone());
+        let to_runner = PendingKey(WireDirection::AgentToRunner, id);
+        let key = match (self.pending.get(&to_agent), self.pending.get(&to_runner)) {
+            (None, None) => return None,
+            (Some(_), None) => to_agent,
+            (None, Some(_)) => to_runner,
+            (Some(a), Some(b)) => {
+                let fit = |p: &Pending<T>| p.method.is_some_and(&fits);
+                let (recent, older) = if a.order > b.order { ((to_agent, a), (to_runner, b)) } else { ((to_runner, b), (to_agent, a)) };
+                let chosen = if !fit(recent.1) && fit(older.1) { older.0 } else { recent.0 };
+                report.diagnostics.push("the id is pending both ways; read as the answer the result fits, else the more recent request".into());
+                chosen
+            }
+        };
+        let asked = key.0;
+        self.pending.remove(&key).map(|p| (p, asked))
+    }
+
+    /// How many requests await their responses.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.pending.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::tables;
+
+    fn id(text: &str) -> IdKey {
+        IdKey::from_slice(text.as_bytes())
+    }
+
+    #[test]
+    fn a_response_takes_the_data_of_the_request_that_flowed_the_other_way() {
+        let mut c = Correlation::default();
+        let mut report = Report::default();
+        c.remember(WireDirection::RunnerToAgent, id("u0"), None, Some("runner's 0"), &mut report);
+        c.remember(WireDirection::AgentToRunner, id("u0"), None, Some("agent's 0"), &mut report);
+        let (p, asked) = c.answer(id("u0"), Some(WireDirection::RunnerToAgent), |_| false, &mut report).expect("pending");
+        assert_eq!((p.data, asked), (Some("agent's 0"), WireDirection::AgentToRunner));
+        let (p, asked) = c.answer(id("u0"), Some(WireDirection::AgentToRunner), |_| false, &mut report).expect("pending");
+        assert_eq!((p.data, asked), (Some("runner's 0"), WireDirection::RunnerToAgent));
+        assert!(c.answer(id("u0"), Some(WireDirection::AgentToRunner), |_| false, &mut report).is_none());
+        assert_eq!(c.len(), 0);
+        assert!(report.diagnostics.is_empty(), "{:?}", report.diagnostics);
+    }
+
+    #[test]
+    fn without_a_direction_the_result_that_fits_decides_else_the_more_recent() {
+        let prompt = tables::method(tables::PROMPT_METHOD);
+        let mut c = Correlation::default();
+        let mut report = Report::default();
+        c.remember(WireDirection::RunnerToAgent, id("u1"), prompt, Some(1), &mut report);
+        c.remember(WireDirection::AgentToRunner, id("u1"), None, Some(2), &mut report);
+        let fits_prompt = |m: &'static MethodDecoder| m.name == tables::PROMPT_METHOD;
+        let (p, _) = c.answer(id("u1"), None, fits_prompt, &mut report).expect("pending");
+        assert_eq!(p.data, Some(1));
+        assert_eq!(report.diagnostics.len(), 1);
+        let (p, _) = c.answer(id("u1"), None, |_| false, &mut report).expect("pending");
+        assert_eq!(p.data, Some(2));
+    }
+
+    #[test]
+    fn a_reused_id_replaces_the_earlier_request_and_says_so() {
+        let mut c = Correlation::default();
+        let mut report = Report::default();
+        c.remember(WireDirection::RunnerToAgent, id("s7"), None, Some('a'), &mut report);
+        c.remember(WireDirection::RunnerToAgent, id("s7"), None, Some('b'), &mut report);
+        assert_eq!(report.diagnostics.len(), 1);
+        let (p, _) = c.answer(id("s7"), Some(WireDirection::AgentToRunner), |_| false, &mut report).expect("pending");
+        assert_eq!(p.data, Some('b'));
+        assert!(c.answer(id("s7"), Some(WireDirection::AgentToRunner), |_| false, &mut report).is_none());
+    }
+
+    #[test]
+    fn unknown_ids_answer_nothing_and_kinds_do_not_mix() {
+        let mut c = Correlation::default();
+        let mut report = Report::default();
+        c.remember(WireDirection::RunnerToAgent, id("u5"), None, Some(()), &mut report);
+        assert!(c.answer(id("s5"), Some(WireDirection::AgentToRunner), |_| false, &mut report).is_none());
+        assert!(c.answer(id("u6"), None, |_| false, &mut report).is_none());
+        assert_eq!(c.len(), 1);
+    }
+
+    // ---- through the decoder ------------------------------------------------------------
+
+    use crate::decode::{Decoder, Kind};
+
+    const RUNNER: Option<WireDirection> = Some(WireDirection::RunnerToAgent);
+    const AGENT: Option<WireDirection> = Some(WireDirection::AgentToRunner);
+    const INITIALIZE: &[u8] = br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#;
+    const INITIALIZED: &[u8] = br#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{}}}"#;
+    const READ_FILE: &[u8] = br#"{"jsonrpc":"2.0","id":0,"method":"fs/read_text_file","params":{"sessionId":"s","path":"/w/a.txt"}}"#;
+    const FILE_READ: &[u8] = br#"{"jsonrpc":"2.0","id":0,"result":{"content":"hi"}}"#;
+
+    /// Both sides use the id 0 at once; each answer comes back with its own request's data
+    /// and its method, in either order.
+    #[test]
+    fn each_direction_gets_its_own_data_back() {
+        let mut decoder = Decoder::<&str>::carrying();
+        assert!(decoder.read(INITIALIZE, RUNNER, Some("runner asked")).report.accepted);
+        assert!(decoder.read(READ_FILE, AGENT, Some("agent asked")).report.accepted);
+        let answer = decoder.read(FILE_READ, RUNNER, None);
+        assert_eq!((answer.report.method, answer.answered), (Some("fs/read_text_file"), Some("agent asked")));
+        assert_eq!(answer.report.direction, RUNNER);
+        let answer = decoder.read(INITIALIZED, AGENT, None);
+        assert_eq!((answer.report.method, answer.answered), (Some("initialize"), Some("runner asked")));
+        assert_eq!(answer.report.kind, Some(Kind::Response));
+        // Answered once: a second answer is read on its own, with no data.
+        let again = decoder.read(INITIALIZED, AGENT, None);
+        assert!(again.report.accepted, "{:?}", again.report);
+        assert_eq!((again.report.method, again.answered), (Some("initialize"), None));
+    }
+
+    #[test]
+    fn an_unknown_id_answers_no_request() {
+        let mut decoder = Decoder::<u8>::carrying();
+        decoder.read(INITIALIZE, RUNNER, Some(1));
+        let stray = br#"{"jsonrpc":"2.0","id":"0","result":{"content":"hi"}}"#;
+        let decoded = decoder.read(stray, AGENT, None);
+        assert!(decoded.report.accepted, "{:?}", decoded.report);
+        assert_eq!((decoded.report.method, decoded.answered), (None, None));
+        assert!(decoded.report.diagnostics.iter().any(|d| d.contains("did not show")), "{:?}", decoded.report.diagnostics);
+        // The request still waits for its own answer.
+        assert_eq!(decoder.read(INITIALIZED, AGENT, None).answered, Some(1));
+    }
+
+    #[test]
+    fn a_reused_id_keeps_the_later_requests_data() {
+        let mut decoder = Decoder::<u8>::carrying();
+        decoder.read(INITIALIZE, RUNNER, Some(1));
+        let second = decoder.read(INITIALIZE, RUNNER, Some(2));
+        assert!(second.report.accepted);
+        assert!(second.report.diagnostics.iter().any(|d| d.contains("used again")), "{:?}", second.report.diagnostics);
+        assert_eq!(decoder.read(INITIALIZED, AGENT, None).answered, Some(2));
+        assert_eq!(decoder.read(INITIALIZED, AGENT, None).answered, None);
+    }
+
+    /// Ids match by exact value, as the decoder always matched them: `2.0` is `2`, but
+    /// two integers past `u64` that share their nearest `f64` are two ids.
+    #[test]
+    fn number_ids_carry_data_by_their_exact_value() {
+        let request = |id: &str| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"initialize","params":{{"protocolVersion":1,"clientCapabilities":{{}}}}}}"#);
+        let response = |id: &str| format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"protocolVersion":1,"agentCapabilities":{{}}}}}}"#);
+        let answered = |asked: &str, answered: &str| {
+            let mut decoder = Decoder::<()>::carrying();
+            assert!(decoder.read(request(asked).as_bytes(), RUNNER, Some(())).report.accepted, "{asked}");
+            decoder.read(response(answered).as_bytes(), AGENT, None).answered.is_some()
+        };
+        assert!(answered("2", "2.0"));
+        assert!(answered("18446744073709551617", "1.8446744073709551617e19"));
+        assert!(!answered("18446744073709551617", "18446744073709551616"));
+        assert!(!answered("2", "\"2\""));
+    }
+
+    /// The message comes back as the tree the decoder read, equal to what serde_json
+    /// reads from the line; an error response too (its `error` member the direct reader
+    /// takes), and an object too wide for the direct reader.
+    #[test]
+    fn the_message_comes_back_as_read() {
+        let mut decoder = Decoder::<()>::carrying();
+        let error = br#"{"jsonrpc":"2.0","id":0,"error":{"code":-32601,"message":"no","data":{"n":[1,2.50,18446744073709551617]}}}"#;
+        let wide = format!(r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"x"}}}},"_meta":{{{}}}}}}}"#, (0..40).map(|i| format!(r#""k{i}":{i}"#)).collect::<Vec<_>>().join(","));
+        decoder.read(INITIALIZE, RUNNER, Some(()));
+        for line in [error.as_slice(), wide.as_bytes(), READ_FILE] {
+            let decoded = decoder.read(line, AGENT, None);
+            assert!(decoded.report.accepted, "{:?}", decoded.report);
+            let expected: serde_json::Value = serde_json::from_slice(line).expect("JSON");
+            assert_eq!(decoded.message.map(|m| m.to_value()), Some(expected));
+        }
+        let rejected = decoder.read(br#"{"jsonrpc":"2.0","method":"nope"}"#, AGENT, None);
+        assert!(rejected.message.is_none() && !rejected.report.accepted);
+        // An error object the direct reader does not take is read by the envelope pass,
+        // whose error names the member.
+        let error = decoder.read(br#"{"jsonrpc":"2.0","id":5,"error":{"code":1.5,"message":"x"}}"#, AGENT, None);
+        let error = error.report.error.map(|e| e.error);
+        assert!(matches!(&error, Some(crate::decode::DecodeError::BadEnvelope { message }) if message.contains("integer `code`")), "{error:?}");
+    }
+
+    /// A plain decode keeps no data and hands none back, but correlates all the same.
+    #[test]
+    fn a_plain_decode_correlates_without_data() {
+        let mut decoder = Decoder::<u8>::carrying();
+        decoder.read(INITIALIZE, RUNNER, Some(9));
+        let report = decoder.decode(INITIALIZED, AGENT);
+        assert_eq!(report.method, Some("initialize"));
+        assert!(decoder.read(INITIALIZED, AGENT, None).answered.is_none());
+        let mut plain = Decoder::new();
+        plain.decode(INITIALIZE, RUNNER);
+        assert_eq!(plain.read(INITIALIZED, AGENT, None).report.method, Some("initialize"));
+    }
+}
