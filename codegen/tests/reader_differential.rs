@@ -44,7 +44,7 @@ fn spans_hold(text: &str, document: &Value, spans: &Spans, pointer: &mut String)
     let len = pointer.len();
     let children: Vec<String> = match node {
         Value::Array(items) => (0..items.len()).map(|i| i.to_string()).collect(),
-        Value::Object(map) => map.keys().map(|k| k.replace('~', "~0").replace('/', "~1")).collect(),
+        Value::Object(map) => map.keys().map(|k| checkfu_wire_vocab::schema_syntax::escape(k).into_owned()).collect(),
         _ => Vec::new(),
     };
     for child in children {

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod decimal;
 pub mod oneshot;
+pub mod schema_syntax;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
