@@ -3,21 +3,29 @@
 #
 #   benches/build-cost.sh [pair|rebuild|all]   (default: all; ROUNDS=2 pairs)
 #
-# pair:    clean release builds, back to back, of
+# pair:    clean release builds, back to back in one run, of three crates that decode the
+#          same line of recorded SDK traffic (a `session/update` tool call):
 #          - examples/downstream: depends on checkfu-wire with `default-features = false`
-#            and decodes one line of real SDK traffic;
-#          - a scratch crate depending only on serde (derive) and serde_json that parses
-#            the same line into a derived struct;
+#            and decodes the line with the runtime's decoder;
+#          - serde-baseline, a scratch crate depending only on serde (derive) and
+#            serde_json, that parses it into derived structs;
+#          - acp-official, a scratch crate depending on `agent-client-protocol-schema` (the
+#            official types, the version the root Cargo.toml's dev-dependencies name, as
+#            benches/decode.rs measures them), that parses it into `SessionNotification`;
 #          each into its own empty target directory, ROUNDS times; prints wall time, CPU
-#          time and the number of crates compiled, and the ratio per round.
+#          time and the number of crates compiled, and per round the dependent's ratios
+#          to the other two (issue 28's goal: at most the official crate's time, at most
+#          3x the serde crate's).
 # rebuild: edit -> rebuild with regeneration on, in this checkout: after a warm
 #          `cargo build`, one catalog value changes (a harness ceiling's
 #          multiagent_shared_environment, false -> true) and `cargo build` is timed;
 #          then the catalog is restored and that rebuild is timed too. The catalog is
 #          restored on any exit.
 #
-# Not run by CI (it is a measurement, not a check). Both builds use the versions pinned in
-# examples/downstream/Cargo.lock, so the shared crates (serde, serde_json, ...) are the same.
+# Not run by CI (it is a measurement, not a check). The dependent and the serde crate use
+# the versions pinned in examples/downstream/Cargo.lock, so the crates they share (serde,
+# serde_json, ...) are the same; the official crate uses the root Cargo.lock, which pins the
+# official crate and its dependencies for benches/decode.rs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
@@ -90,6 +98,48 @@ fn main() {
 }
 EOF
 
+# The official types' crate: the same line, into the official `SessionNotification`.
+acp_version="$(sed -n 's/^agent-client-protocol-schema = "\([^"]*\)".*/\1/p' Cargo.toml)"
+if [ -z "$acp_version" ]; then echo "error: no agent-client-protocol-schema in Cargo.toml" >&2; exit 1; fi
+official="$work/acp-official"
+mkdir -p "$official/src"
+cat >"$official/Cargo.toml" <<EOF
+[package]
+name = "acp-official"
+version = "0.0.0"
+edition = "2021"
+publish = false
+
+[workspace]
+
+[dependencies]
+agent-client-protocol-schema = "$acp_version"
+serde_json = "1"
+EOF
+cp Cargo.lock "$official/Cargo.lock"
+cat >"$official/src/main.rs" <<EOF
+use agent_client_protocol_schema::v1::SessionNotification;
+
+const TRAFFIC: &str = include_str!("$root/tests/data/sdk-traffic/ts-turn.agent_to_client.jsonl");
+const MARKER: &str = r#""sessionUpdate":"tool_call","#;
+
+fn main() {
+    let line = TRAFFIC.lines().find(|l| l.contains(MARKER)).expect("the line");
+    let mut message: serde_json::Value = match serde_json::from_str(line) {
+        Ok(message) => message,
+        Err(e) => { eprintln!("error: {e}"); std::process::exit(1); }
+    };
+    if message["method"] != "session/update" {
+        eprintln!("error: not a session/update");
+        std::process::exit(1);
+    }
+    match serde_json::from_value::<SessionNotification>(message["params"].take()) {
+        Ok(n) => println!("{n:?}"),
+        Err(e) => { eprintln!("error: {e}"); std::process::exit(1); }
+    }
+}
+EOF
+
 # clean_build NAME MANIFEST: prints "NAME wall_s cpu_s crates" and checks the binary runs.
 clean_build() {
   local name="$1" manifest="$2" target="$work/target-$1" log="$work/$1.log" times="$work/$1.time"
@@ -112,12 +162,17 @@ pair() {
   echo "# clean release builds, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg) at start; $(cargo --version)"
   echo "# round  crate                     wall_s  cpu_s  crates"
   for round in $(seq 1 "$rounds"); do
-    read -r _ base_wall base_cpu base_crates < <(clean_build serde-baseline "$baseline/Cargo.toml")
     read -r _ down_wall down_cpu down_crates < <(clean_build checkfu-wire-downstream examples/downstream/Cargo.toml)
-    printf '  %-5s  %-24s  %6s  %5s  %s\n' "$round" serde-baseline "$base_wall" "$base_cpu" "$base_crates"
+    read -r _ base_wall base_cpu base_crates < <(clean_build serde-baseline "$baseline/Cargo.toml")
+    read -r _ acp_wall acp_cpu acp_crates < <(clean_build acp-official "$official/Cargo.toml")
     printf '  %-5s  %-24s  %6s  %5s  %s\n' "$round" checkfu-wire-downstream "$down_wall" "$down_cpu" "$down_crates"
-    awk -v r="$round" -v dw="$down_wall" -v bw="$base_wall" -v dc="$down_cpu" -v bc="$base_cpu" \
-      'BEGIN { printf "  %-5s  ratio (downstream/baseline): wall %.2fx, cpu %.2fx\n", r, dw / bw, dc / bc }'
+    printf '  %-5s  %-24s  %6s  %5s  %s\n' "$round" serde-baseline "$base_wall" "$base_cpu" "$base_crates"
+    printf '  %-5s  %-24s  %6s  %5s  %s\n' "$round" acp-official "$acp_wall" "$acp_cpu" "$acp_crates"
+    awk -v r="$round" -v dw="$down_wall" -v dc="$down_cpu" -v bw="$base_wall" -v bc="$base_cpu" -v aw="$acp_wall" -v ac="$acp_cpu" \
+      'BEGIN {
+        printf "  %-5s  ratio downstream/serde-baseline: wall %.2fx, cpu %.2fx (goal <= 3x)\n", r, dw / bw, dc / bc
+        printf "  %-5s  ratio downstream/acp-official:   wall %.2fx, cpu %.2fx (goal <= 1x)\n", r, dw / aw, dc / ac
+      }'
   done
 }
 

@@ -400,6 +400,10 @@ fn a_fractional_id_is_no_id() {
     assert_eq!(report.method, Some("session/prompt"), "2.0 and 2 are one id");
 }
 
+/// With `exact-numbers` ids are decided on their texts' values. Without it a number is what
+/// an i64, a u64 or the nearest f64 holds, as a consumer on serde_json's defaults reads it
+/// (`number_ids_match_by_the_value_serde_json_defaults_hold`, below).
+#[cfg(feature = "exact-numbers")]
 #[test]
 fn number_ids_match_by_their_exact_value() {
     // A request no table types, so that only the id can tie the answer to it (a prompt's
@@ -489,4 +493,26 @@ fn a_malformed_fidelity_update_is_ignored_and_nothing_else_is() {
     // Content stays fail-closed, and so does the kind itself.
     assert!(!decode(&usage(json!({"sessionUpdate": "agent_message_chunk", "content": 7}), json!("s"))).accepted);
     assert!(!decode(&usage(json!({"sessionUpdate": "usage_updates", "used": 1}), json!("s"))).accepted);
+}
+
+/// Without `exact-numbers`: an id is the number serde_json's defaults hold, so two texts
+/// whose nearest f64 is one are one id (a peer on those defaults answers with that f64),
+/// and integers that a u64 or an i64 holds stay exact.
+#[cfg(not(feature = "exact-numbers"))]
+#[test]
+fn number_ids_match_by_the_value_serde_json_defaults_hold() {
+    let request = |id: &str| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"_zed.dev/workspace/buffers","params":{{}}}}"#);
+    let answers = |asked: &str, answered: &str| {
+        let mut decoder = Decoder::new();
+        assert!(decoder.decode(request(asked).as_bytes(), None).accepted, "{asked}");
+        let report = decoder.decode(format!(r#"{{"jsonrpc":"2.0","id":{answered},"result":{{}}}}"#).as_bytes(), None);
+        assert!(report.accepted, "{report:?}");
+        report.diagnostics.iter().any(|d| d.contains("answer to an unsupported extension request"))
+    };
+    for (asked, answered) in [("1e0", "1"), ("10e-1", "1.0"), ("-0", "0"), ("18446744073709551617", "18446744073709551616")] {
+        assert!(answers(asked, answered), "{asked} and {answered} are one id");
+    }
+    for (asked, answered) in [("18446744073709551615", "18446744073709551614"), ("-9223372036854775808", "-9223372036854775807")] {
+        assert!(!answers(asked, answered), "{asked} and {answered} are two ids");
+    }
 }

@@ -87,3 +87,35 @@ fn default_features_do_regenerate() {
         assert!(found.iter().any(|name| name.as_str() == expected), "{expected} not in {found:?}");
     }
 }
+
+/// Whether serde_json is built with `arbitrary_precision` in `cargo tree`'s view of
+/// `manifest` with `args`: the features of every package that reaches serde_json, dev- and
+/// build-dependencies included (a test binary is built with the dev-dependencies' features).
+fn arbitrary_precision(manifest: &Path, args: &[&str]) -> bool {
+    let output = Command::new(env!("CARGO"))
+        .args(["tree", "--locked", "-e", "all,features", "-i", "serde_json", "--prefix", "none", "--format", "{p} {f}"])
+        .arg("--manifest-path")
+        .arg(manifest)
+        .args(args)
+        .output()
+        .expect("run cargo tree");
+    assert!(output.status.success(), "cargo tree {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    let text = String::from_utf8_lossy(&output.stdout);
+    text.lines().filter(|line| line.starts_with("serde_json v")).any(|line| line.contains("arbitrary_precision"))
+}
+
+/// `exact-numbers` is the only switch of serde_json's `arbitrary_precision`: on in the
+/// default build, off without default features, in the build of the runtime's tests too
+/// (no dev-dependency, the generator and the differential oracle included, turns it on).
+/// So the plain-number path is tested in a build that has exactly that path.
+#[test]
+fn exact_numbers_alone_switches_arbitrary_precision() {
+    let manifest = root().join("Cargo.toml");
+    assert!(arbitrary_precision(&manifest, &["-p", "checkfu-wire"]), "default features");
+    assert!(!arbitrary_precision(&manifest, &["-p", "checkfu-wire", "--no-default-features"]), "--no-default-features");
+    assert!(
+        arbitrary_precision(&manifest, &["-p", "checkfu-wire", "--no-default-features", "--features", "exact-numbers"]),
+        "--no-default-features --features exact-numbers"
+    );
+    assert!(!arbitrary_precision(&manifest, &["-p", "checkfu-wire-codegen"]), "the generator alone");
+}

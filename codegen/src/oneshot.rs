@@ -19,7 +19,7 @@ pub fn authoring_schema() -> Value {
 /// The node a local `$ref` names, or the node itself.
 fn resolve<'s>(root: &'s Value, node: &'s Value) -> &'s Value {
     match node.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix('#')) {
-        Some(pointer) => root.pointer(pointer).unwrap_or(node),
+        Some(pointer) => crate::schema::pointer::get(root, pointer).ok().flatten().unwrap_or(node),
         None => node,
     }
 }

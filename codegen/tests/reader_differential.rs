@@ -44,7 +44,7 @@ fn spans_hold(text: &str, document: &Value, spans: &Spans, pointer: &mut String)
     let len = pointer.len();
     let children: Vec<String> = match node {
         Value::Array(items) => (0..items.len()).map(|i| i.to_string()).collect(),
-        Value::Object(map) => map.keys().map(|k| k.replace('~', "~0").replace('/', "~1")).collect(),
+        Value::Object(map) => map.keys().map(|k| checkfu_wire_vocab::schema_syntax::escape(k).into_owned()).collect(),
         _ => Vec::new(),
     };
     for child in children {
@@ -119,7 +119,7 @@ fn the_reader_reads_the_json_schema_test_suite_as_serde_json_does() {
 /// or rewrites, repeated keys, and serde_json's private keys.
 const VALID: &[&str] = &[
     r#"["\ud83d\ude00", "\u00e9\/\b\f\n\r\t\"\\", "\u0000", "é", "\u007f"]"#,
-    "[1E5, 1e-5, -0, -0.0, 0.1e+00, 12345678901234567890123, 1.5e400, -9223372036854775809, 18446744073709551616, 1.0]",
+    "[1E5, 1e-5, -0, -0.0, 0.1e+00, 12345678901234567890123, -9223372036854775809, 18446744073709551616, 1.0]",
     r#"{"": {"": []}, "a\u0000b": 1}"#,
     " \t\r\n{} \n",
     "[\"\u{7f}\u{2028}\"]",
@@ -196,9 +196,6 @@ const INVALID: &[&str] = &[
     r#""abc"#,
     r#"["\"]"#,
     "[\"\\",
-    r#"{"$serde_json::private::Number": 1}"#,
-    r#"{"$serde_json::private::Number": "x"}"#,
-    r#"{"$serde_json::private::Number": "1", "b": 2}"#,
     r#"{"$serde_json::private::RawValue": "[1,"}"#,
     r#"{"$serde_json::private::RawValue": 5}"#,
     "1 2",
@@ -215,6 +212,15 @@ fn hand_written_edge_cases_are_accepted_and_refused_alike() {
     }
     for text in INVALID {
         assert_eq!(agree(text), Ok(false), "{text:?}");
+    }
+    // Both read these as serde_json's `arbitrary_precision` says (the root crate's
+    // `exact-numbers` turns it on; the generator alone does not): a number past an `f64`'s
+    // reach is held, and an object whose first key is the number token must hold one number.
+    // Without it the number is out of range and the object is an object.
+    let texts_kept = serde_json::from_str::<Value>("18446744073709551616.5").map(|n| n.to_string()).ok().as_deref() == Some("18446744073709551616.5");
+    assert_eq!(agree("[1.5e400]"), Ok(texts_kept));
+    for text in [r#"{"$serde_json::private::Number": 1}"#, r#"{"$serde_json::private::Number": "x"}"#, r#"{"$serde_json::private::Number": "1", "b": 2}"#] {
+        assert_eq!(agree(text), Ok(!texts_kept), "{text:?}");
     }
 }
 

@@ -1,15 +1,21 @@
-//! RFC 6901 JSON Pointers: rendering the location of a violation, and decoding
-//! and resolving the pointer carried in a `$ref` fragment.
+//! RFC 6901 JSON Pointers: rendering the location of a violation, and resolving the
+//! pointer carried in a `$ref` fragment.
 //!
-//! A `$ref` carries its pointer in URI-fragment form, so it is percent-decoded
-//! first (RFC 6901 §6) and then split into reference tokens, where `~1` stands
-//! for `/` and `~0` for `~`. Resolution follows the same rules as
-//! `serde_json::Value::pointer` but is written out so that a malformed pointer
-//! is told apart from a missing target, and so that it works on any [`Node`].
+//! The pointer's syntax (escaping, the `~0`/`~1` escapes and nothing else, the fragment's
+//! percent-decoding, canonical array indices) is `checkfu-wire-vocab`'s `schema_syntax`,
+//! which the generator reads pointers by too, so the two cannot disagree on what a pointer
+//! is. Resolution follows the same rules as `serde_json::Value::pointer` but is written
+//! out here so that a malformed pointer is told apart from a missing target, and so that
+//! it works on any [`Node`].
 
 use std::collections::HashMap;
 
+use checkfu_wire_vocab::schema_syntax::{self, array_index, push_escaped};
+
 use crate::node::{Node, Object, View};
+
+/// Why a `$ref` fragment is not a usable JSON Pointer.
+pub(crate) use checkfu_wire_vocab::schema_syntax::PointerError;
 
 /// One step from a JSON value to one of its children.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,104 +45,10 @@ pub(crate) fn render_with(path: &[Token<'_>], last: &str) -> String {
     out
 }
 
-fn push_escaped(out: &mut String, key: &str) {
-    for c in key.chars() {
-        match c {
-            '~' => out.push_str("~0"),
-            '/' => out.push_str("~1"),
-            other => out.push(other),
-        }
-    }
-}
-
-/// Why a `$ref` fragment is not a usable JSON Pointer.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum PointerError {
-    /// A `%` not followed by two hex digits.
-    BadPercentEncoding,
-    /// The percent-decoded bytes are not UTF-8.
-    NotUtf8,
-    /// A `~` not followed by `0` or `1`.
-    BadEscape,
-}
-
-impl std::fmt::Display for PointerError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            PointerError::BadPercentEncoding => "a '%' is not followed by two hex digits",
-            PointerError::NotUtf8 => "the percent-decoded pointer is not UTF-8",
-            PointerError::BadEscape => "a '~' is not followed by '0' or '1'",
-        })
-    }
-}
-
 /// Decodes a URI fragment that starts with `/` (or is empty) into reference
 /// tokens.
 pub(crate) fn decode_fragment(fragment: &str) -> Result<Vec<String>, PointerError> {
-    let decoded = percent_decode(fragment)?;
-    if decoded.is_empty() {
-        return Ok(Vec::new());
-    }
-    // The caller only hands over fragments that start with '/'; the first
-    // split element is the empty string before it.
-    decoded
-        .split('/')
-        .skip(1)
-        .map(unescape_token)
-        .collect::<Result<Vec<_>, _>>()
-}
-
-fn percent_decode(text: &str) -> Result<String, PointerError> {
-    if !text.contains('%') {
-        return Ok(text.to_owned());
-    }
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hi = bytes.get(i + 1).and_then(|b| hex_value(*b));
-            let lo = bytes.get(i + 2).and_then(|b| hex_value(*b));
-            match (hi, lo) {
-                (Some(hi), Some(lo)) => out.push(hi * 16 + lo),
-                _ => return Err(PointerError::BadPercentEncoding),
-            }
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).map_err(|_| PointerError::NotUtf8)
-}
-
-fn hex_value(byte: u8) -> Option<u8> {
-    match byte {
-        b'0'..=b'9' => Some(byte - b'0'),
-        b'a'..=b'f' => Some(byte - b'a' + 10),
-        b'A'..=b'F' => Some(byte - b'A' + 10),
-        _ => None,
-    }
-}
-
-fn unescape_token(token: &str) -> Result<String, PointerError> {
-    if !token.contains('~') {
-        return Ok(token.to_owned());
-    }
-    let mut out = String::with_capacity(token.len());
-    let mut chars = token.chars();
-    while let Some(c) = chars.next() {
-        if c == '~' {
-            match chars.next() {
-                Some('0') => out.push('~'),
-                Some('1') => out.push('/'),
-                _ => return Err(PointerError::BadEscape),
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    Ok(out)
+    schema_syntax::fragment_tokens(fragment)
 }
 
 /// Objects with more members than this are looked up through a key index
@@ -168,23 +80,11 @@ pub(crate) fn resolve<'a, N: Node>(doc: &'a N, tokens: &[String], indexes: &mut 
                 .or_insert_with(|| map.members().collect())
                 .get(token.as_str())?,
             View::Object(map) => map.get(token.as_str())?,
-            View::Array(items) => items.get(parse_index(token)?)?,
+            View::Array(items) => items.get(array_index(token)?)?,
             _ => return None,
         };
     }
     Some(here)
-}
-
-fn parse_index(token: &str) -> Option<usize> {
-    let canonical = token == "0"
-        || (!token.is_empty()
-            && !token.starts_with('0')
-            && token.bytes().all(|b| b.is_ascii_digit()));
-    if canonical {
-        token.parse().ok()
-    } else {
-        None
-    }
 }
 
 #[cfg(test)]

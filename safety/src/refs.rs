@@ -416,6 +416,15 @@ mod tests {
         assert_eq!(components.expansion[0], 19);
     }
 
+    /// `~2` is no escape (RFC 6901 §3), even where a key spelled with it exists: the
+    /// generator reads pointers by the same rules (`checkfu-wire-vocab`'s `schema_syntax`),
+    /// so it refuses this `$ref` too rather than compile it against that key.
+    #[test]
+    fn a_tilde_not_followed_by_0_or_1_is_refused_even_when_the_key_exists() {
+        let doc = json!({"properties": {"p": {"$ref": "#/$defs/a~2b"}}, "$defs": {"a~2b": {"type": "string"}}});
+        assert_eq!(rules(&doc), vec![(Rule::InvalidRef, "/properties/p/$ref".to_owned())]);
+    }
+
     #[test]
     fn doubling_chain_is_an_expansion_bomb() {
         let mut defs = serde_json::Map::new();

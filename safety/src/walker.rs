@@ -15,6 +15,8 @@
 
 use std::collections::HashMap;
 
+use checkfu_wire_vocab::schema_syntax::{subschemas, Holds, Subschemas};
+
 use crate::limits::{MAX_COMBINATOR_BRANCHES, MAX_DEPTH, MAX_SCHEMAS};
 use crate::node::{Node, Object, View};
 use crate::pattern::PatternChecker;
@@ -159,43 +161,6 @@ struct Walker<'f, 'a, N> {
     combinators: usize,
 }
 
-/// How a keyword holds subschemas.
-#[derive(Clone, Copy)]
-enum Holds {
-    /// One schema.
-    One,
-    /// An object whose values are schemas.
-    Map,
-    /// A non-empty array of schemas.
-    List,
-    /// `items`: one schema, or (before 2020-12) an array of them.
-    OneOrList,
-    /// Legacy `dependencies`: values are schemas or arrays of property names.
-    Dependencies,
-}
-
-/// Keywords whose values are subschemas, and whether each subschema is a
-/// combinator branch (counted against [`MAX_COMBINATOR_BRANCHES`]).
-fn subschema_keyword(keyword: &str) -> Option<(Holds, bool)> {
-    Some(match keyword {
-        "additionalProperties"
-        | "propertyNames"
-        | "contains"
-        | "unevaluatedItems"
-        | "unevaluatedProperties"
-        | "contentSchema"
-        | "additionalItems" => (Holds::One, false),
-        "not" | "if" | "then" | "else" => (Holds::One, true),
-        "items" => (Holds::OneOrList, false),
-        "properties" | "$defs" | "definitions" | "patternProperties" => (Holds::Map, false),
-        "dependentSchemas" => (Holds::Map, true),
-        "dependencies" => (Holds::Dependencies, true),
-        "prefixItems" => (Holds::List, false),
-        "allOf" | "anyOf" | "oneOf" => (Holds::List, true),
-        _ => return None,
-    })
-}
-
 impl<'a, N: Node> Walker<'_, 'a, N> {
     fn schema(
         &mut self,
@@ -279,9 +244,12 @@ impl<'a, N: Node> Walker<'_, 'a, N> {
                     ),
                 },
                 _ => {
-                    if let Some((holds, branches)) = subschema_keyword(keyword) {
+                    // Every keyword that holds subschemas is walked, `contentSchema`'s
+                    // annotation too: a reference in it is still one a validator may follow.
+                    // Subschemas applied to the instance itself are combinator branches.
+                    if let Some(Subschemas { holds, in_place, .. }) = subschemas(keyword) {
                         place.path.push(Token::Key(keyword));
-                        self.subschemas(keyword, value, holds, branches, place);
+                        self.subschemas(keyword, value, holds, in_place, place);
                         place.path.pop();
                     }
                 }

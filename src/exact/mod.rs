@@ -51,7 +51,7 @@ impl Invalid {
 
     /// RFC 6901 pointer to the offending value.
     pub fn pointer(&self) -> String {
-        self.segments.iter().rev().map(|s| format!("/{}", s.replace('~', "~0").replace('/', "~1"))).collect()
+        checkfu_wire_vocab::schema_syntax::join(self.segments.iter().rev().map(|s| s.as_ref()))
     }
 }
 

@@ -172,8 +172,22 @@ pub(crate) const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
 /// The key by which serde_json with `arbitrary_precision` hands a number to a visitor: an
 /// object whose first key is this is the number written in its string value. `Value`
-/// reads such an object (from text too) as that number, so the tree does.
+/// reads such an object (from text too) as that number, so the tree does; without
+/// `arbitrary_precision` it is an object like any other, to `Value` and so to the tree
+/// ([`numbers_as_tokens`]).
 pub(crate) const NUMBER_TOKEN: &str = "$serde_json::private::Number";
+
+/// Whether serde_json is built with `arbitrary_precision`: only then does it hand numbers
+/// over under [`NUMBER_TOKEN`], and only then does its `Value` read an object written with
+/// that first key as a number. Asked of serde_json itself, once, rather than of the
+/// `exact-numbers` feature: another crate of the build can turn `arbitrary_precision` on,
+/// and then every number arrives as the token whatever this crate's features are.
+pub(crate) fn numbers_as_tokens() -> bool {
+    static ON: std::sync::LazyLock<bool> = std::sync::LazyLock::new(|| {
+        serde_json::from_str::<serde_json::Value>(r#"{"$serde_json::private::Number":"1"}"#).is_ok_and(|v| v.is_number())
+    });
+    *ON
+}
 
 impl<'de: 'a, 'a> Visitor<'de> for Tree<'a> {
     type Value = Json<'a>;
@@ -225,7 +239,7 @@ impl<'de: 'a, 'a> Visitor<'de> for Tree<'a> {
             // or a member could be accepted by one and rejected by the other.
             return raw_value_tree(&mut map, self.0);
         }
-        if first == NUMBER_TOKEN {
+        if first == NUMBER_TOKEN && numbers_as_tokens() {
             return number_member(&mut map, self.0).map(Json::Number);
         }
         let mut members = Members::new_in(self.0);
@@ -310,7 +324,7 @@ pub(crate) fn first_is_number<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Opt
             f.write_str("a key")
         }
         fn visit_str<E>(self, s: &str) -> Result<bool, E> {
-            Ok(s == NUMBER_TOKEN)
+            Ok(s == NUMBER_TOKEN && numbers_as_tokens())
         }
     }
     impl<'de> DeserializeSeed<'de> for IsToken {
@@ -440,10 +454,15 @@ mod tests {
             assert_eq!(json, Json::view(&value, &arena), "{text}");
             assert!(json.same_as(&value), "{text}");
         }
-        for text in [r#"{"$serde_json::private::RawValue": 1}"#, r#"{"$serde_json::private::RawValue": "1", "b": 2}"#, "[1,]", r#"{"$serde_json::private::Number": "1x"}"#] {
+        for text in [r#"{"$serde_json::private::RawValue": 1}"#, r#"{"$serde_json::private::RawValue": "1", "b": 2}"#, "[1,]"] {
             assert!(serde_json::from_str::<Value>(text).is_err(), "{text}");
             assert!(Json::parse(text, &arena).is_err(), "{text}");
         }
+        // A number token that holds no number is an error where the token means a number
+        // (`arbitrary_precision`), and an object like any other where it does not.
+        let text = r#"{"$serde_json::private::Number": "1x"}"#;
+        assert_eq!(serde_json::from_str::<Value>(text).is_err(), numbers_as_tokens(), "{text}");
+        assert_eq!(Json::parse(text, &arena).is_err(), numbers_as_tokens(), "{text}");
         // Beyond an `f64`'s reach: out of range, as serde_json's defaults read it (a `Value`
         // with `arbitrary_precision` would hold it).
         for text in ["1e400", "-1e400", "[0, 1e309]"] {

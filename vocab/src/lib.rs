@@ -5,11 +5,16 @@
 //! so the two cannot drift apart. They live here, below both, so the runtime needs nothing
 //! of the generator: this crate depends on `serde` only, and on `schemars` only when the
 //! generator asks for it (feature `schemars`, for the catalog's editor schema).
+//!
+//! [`schema_syntax`] is the one statement of JSON Pointer syntax and of the keywords that
+//! hold subschemas, read by the generator and by the safety profile (`checkfu-wire-safety`,
+//! which depends on this crate for it alone).
 
 use serde::{Deserialize, Serialize};
 
 pub mod decimal;
 pub mod oneshot;
+pub mod schema_syntax;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]

@@ -220,7 +220,7 @@ fn placeholders(template: &str) -> Vec<&str> {
 }
 
 fn pointer(parts: &[&str]) -> String {
-    parts.iter().map(|p| format!("/{}", p.replace('~', "~0").replace('/', "~1"))).collect()
+    crate::schema_syntax::join(parts.iter().copied())
 }
 
 impl Declaration {

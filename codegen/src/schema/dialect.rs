@@ -22,9 +22,11 @@
 //!
 //! Entries keep the input key they came from, so pointers into the input stay exact.
 
+use checkfu_wire_vocab::schema_syntax::{self, applicator, escape, Holds};
 use serde_json::{Map, Value};
 
-use super::normalize::NormalizeError;
+use super::error::NormalizeError;
+use super::pointer::get as node_at;
 
 /// A JSON Schema draft.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -141,7 +143,7 @@ pub fn translate(dialect: Dialect, object: &Map<String, Value>, pointer: &str, e
     let mut out = Vec::new();
     let items_array = object.get("items").is_some_and(Value::is_array);
     let error = |errors: &mut Vec<NormalizeError>, key: &str, message: String| {
-        errors.push(NormalizeError { pointer: format!("{pointer}/{}", super::normalize::escape_pointer(key)), message })
+        errors.push(NormalizeError { pointer: format!("{pointer}/{}", escape(key)), message })
     };
     for (key, value) in object {
         if !dialect.defines(key) {
@@ -217,15 +219,13 @@ pub fn translate(dialect: Dialect, object: &Map<String, Value>, pointer: &str, e
 
 /// Whether `entry` holds a boolean where draft-04 wants a schema object.
 fn draft4_boolean(entry: &Entry) -> bool {
-    use super::normalize::{SCHEMA_ARRAYS, SCHEMA_MAPS, SCHEMA_SINGLES};
     if matches!(entry.from.as_str(), "additionalProperties" | "additionalItems") {
         return false;
     }
-    let key = entry.key.as_str();
-    match &entry.value {
-        Value::Bool(_) => SCHEMA_SINGLES.contains(&key),
-        Value::Array(members) if SCHEMA_ARRAYS.contains(&key) => members.iter().any(Value::is_boolean),
-        Value::Object(members) if SCHEMA_MAPS.contains(&key) => members.values().any(Value::is_boolean),
+    match (applicator(&entry.key).map(|s| s.holds), &entry.value) {
+        (Some(Holds::One | Holds::OneOrList), Value::Bool(_)) => true,
+        (Some(Holds::List | Holds::OneOrList), Value::Array(members)) => members.iter().any(Value::is_boolean),
+        (Some(Holds::Map), Value::Object(members)) => members.values().any(Value::is_boolean),
         _ => false,
     }
 }
@@ -254,8 +254,8 @@ fn written_as(keyword: &str) -> impl Iterator<Item = &'static str> + '_ {
 /// follow the input keyword (see [`Entry::from`]); those built while compiling the 2020-12
 /// model do not. What `input` does not have is kept as it is.
 pub fn as_written(input: &Value, pointer: &str) -> String {
-    let Some(rest) = pointer.strip_prefix('/') else { return pointer.to_string() };
-    let tokens: Vec<&str> = rest.split('/').collect();
+    // Not a pointer (never one this crate built): nothing to read back.
+    let Ok(tokens) = schema_syntax::raw_tokens(pointer) else { return pointer.to_string() };
     let written = deepest(input, &tokens);
     let mut out: String = written.iter().map(|t| format!("/{t}")).collect();
     for token in &tokens[written.len()..] {
@@ -270,12 +270,13 @@ pub fn as_written(input: &Value, pointer: &str) -> String {
 /// keyword has at most one other name, so trying both is cheap.
 fn deepest(input: &Value, tokens: &[&str]) -> Vec<String> {
     let Some((first, rest)) = tokens.split_first() else { return Vec::new() };
-    let keyword = first.replace("~1", "/").replace("~0", "~");
+    // `deepest` is only handed checked tokens, so the unescaping cannot fail.
+    let keyword = schema_syntax::unescape(first).unwrap_or_default();
     let mut best = Vec::new();
     // The reborrow gives the table's `'static` names the token's lifetime, so both chain.
     let names = std::iter::once(*first).chain(written_as(&keyword).map(|name| &name[..]));
     for name in names {
-        let Some(child) = input.pointer(&format!("/{name}")) else { continue };
+        let Ok(Some(child)) = node_at(input, &format!("/{name}")) else { continue };
         let mut path = vec![name.to_string()];
         path.extend(deepest(child, rest));
         if path.len() > best.len() {

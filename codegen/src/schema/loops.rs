@@ -15,12 +15,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
-use super::normalize::{escape_pointer, Normalized, NormalizeError};
+use checkfu_wire_vocab::schema_syntax::{escape, Holds, SUBSCHEMA_KEYWORDS};
 
-/// Keywords that apply their subschema(s) to the instance itself.
-const SAME_ARRAYS: &[&str] = &["allOf", "anyOf", "oneOf"];
-const SAME_SINGLES: &[&str] = &["not", "if", "then", "else"];
-const SAME_MAPS: &[&str] = &["dependentSchemas"];
+use super::error::NormalizeError;
+use super::normalize::Normalized;
 
 /// One step of a loop: the definition it leaves and the input pointer of the `$ref`.
 #[derive(Clone, Debug)]
@@ -37,24 +35,24 @@ fn same_instance_refs(schema: &Value, at: &str, out: &mut Vec<Hop>) {
             out.push(Hop { target: name.to_string(), at: format!("{at}/$ref") });
         }
     }
-    let child = |key: &str, rest: &str| format!("{at}/{}{rest}", escape_pointer(key));
-    for key in SAME_ARRAYS {
-        if let Some(Value::Array(members)) = object.get(*key) {
-            for (i, member) in members.iter().enumerate() {
-                same_instance_refs(member, &child(key, &format!("/{i}")), out);
+    let child = |key: &str, rest: &str| format!("{at}/{}{rest}", escape(key));
+    // The keywords that apply their subschemas to the instance itself, in the table's
+    // order (so hops, and the loop reported first, do not depend on the file's key order).
+    for (key, subschemas) in SUBSCHEMA_KEYWORDS.iter().filter(|(_, s)| s.in_place && s.validates) {
+        match (subschemas.holds, object.get(*key)) {
+            (Holds::List, Some(Value::Array(members))) => {
+                for (i, member) in members.iter().enumerate() {
+                    same_instance_refs(member, &child(key, &format!("/{i}")), out);
+                }
             }
-        }
-    }
-    for key in SAME_SINGLES {
-        if let Some(member) = object.get(*key) {
-            same_instance_refs(member, &child(key, ""), out);
-        }
-    }
-    for key in SAME_MAPS {
-        if let Some(Value::Object(members)) = object.get(*key) {
-            for (name, member) in members {
-                same_instance_refs(member, &child(key, &format!("/{}", escape_pointer(name))), out);
+            (Holds::One, Some(member)) => same_instance_refs(member, &child(key, ""), out),
+            (Holds::Map, Some(Value::Object(members))) => {
+                for (name, member) in members {
+                    same_instance_refs(member, &child(key, &format!("/{}", escape(name))), out);
+                }
             }
+            // Legacy `dependencies` is `dependentSchemas` once normalized.
+            _ => {}
         }
     }
 }

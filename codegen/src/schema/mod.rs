@@ -7,8 +7,10 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 pub mod dialect;
+pub mod error;
 pub mod loops;
 pub mod normalize;
+pub mod pointer;
 pub mod provenance;
 pub mod reader;
 
@@ -75,6 +77,21 @@ impl SchemaSet {
             }
             match reader::read(&text) {
                 Ok((value, spans)) => {
+                    let inexact = spans.inexact_numbers(&value, &text);
+                    if !inexact.is_empty() {
+                        let file = diagnostics.sources.add(display, text.clone());
+                        for span in inexact {
+                            let written = &text[span.clone()];
+                            diagnostics.push(
+                                Diagnostic::new(
+                                    Class::Input,
+                                    format!("the number `{written}` is not held exactly: without the `exact-numbers` feature (serde_json's `arbitrary_precision`) a schema number is an i64, a u64 or the nearest f64, so the check would compile another value; build with `exact-numbers`"),
+                                )
+                                .at(file, span, "not held exactly"),
+                            );
+                        }
+                        continue;
+                    }
                     set.files.insert(name.clone(), value);
                     set.texts.insert(name, SchemaText { path: display, text, spans });
                 }
@@ -104,7 +121,11 @@ impl SchemaSet {
     pub fn resolve(&self, reference: &str) -> Result<&Value, String> {
         let (file, pointer) = reference.split_once('#').unwrap_or((reference, ""));
         let document = self.files.get(file).ok_or_else(|| format!("no schema file `{file}`"))?;
-        document.pointer(pointer).ok_or_else(|| format!("`{file}` has nothing at `{pointer}`"))
+        match self::pointer::get(document, pointer) {
+            Ok(Some(node)) => Ok(node),
+            Ok(None) => Err(format!("`{file}` has nothing at `{pointer}`")),
+            Err(e) => Err(format!("`{pointer}` is not a JSON Pointer: {e}")),
+        }
     }
 }
 

@@ -26,35 +26,18 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::dialect::{ref_hides_siblings, translate, Dialect, Entry};
+use checkfu_wire_vocab::schema_syntax::{self, applicator, Holds, PointerError};
 
-/// Keywords that are annotations only: they never change what validates.
-pub const ANNOTATIONS: &[&str] = &[
-    "title", "description", "default", "examples", "$comment", "$schema", "$id", "deprecated",
-    "readOnly", "writeOnly", "format", "contentEncoding", "contentMediaType", "contentSchema",
-    "discriminator", "$vocabulary", "$anchor", "$dynamicAnchor",
-];
+use super::dialect::{ref_hides_siblings, translate, Dialect, Entry};
+pub use super::error::NormalizeError;
+use super::pointer::get as node_at;
+
+/// Keywords that are annotations only: they never change what validates. The table is
+/// `checkfu-wire-vocab`'s, with the keywords that hold subschemas beside it.
+pub use checkfu_wire_vocab::schema_syntax::ANNOTATIONS;
 
 /// Properties preferred as discriminators when naming a hoisted variant, in this order.
 const DISCRIMINATORS: &[&str] = &["name", "method", "phase", "sessionUpdate", "type", "kind", "status"];
-
-/// Keywords whose value is an object of subschemas.
-pub const SCHEMA_MAPS: &[&str] = &["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"];
-/// Keywords whose value is one subschema.
-pub const SCHEMA_SINGLES: &[&str] = &[
-    "items", "additionalProperties", "unevaluatedProperties", "unevaluatedItems", "not", "contains",
-    "propertyNames", "if", "then", "else",
-];
-/// Keywords whose value is an array of subschemas.
-pub const SCHEMA_ARRAYS: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems"];
-
-/// A schema node that could not be normalized.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NormalizeError {
-    /// JSON Pointer into the input document.
-    pub pointer: String,
-    pub message: String,
-}
 
 /// The normalized schema: every named definition, the root among them.
 #[derive(Debug, Clone)]
@@ -69,12 +52,9 @@ pub struct Normalized {
     pub errors: Vec<NormalizeError>,
 }
 
+/// `segment` as one JSON Pointer reference token (`~` as `~0`, `/` as `~1`).
 pub fn escape_pointer(segment: &str) -> String {
-    segment.replace('~', "~0").replace('/', "~1")
-}
-
-fn unescape_pointer(segment: &str) -> String {
-    segment.replace("~1", "/").replace("~0", "~")
+    schema_syntax::escape(segment).into_owned()
 }
 
 /// PascalCase of the alphanumeric runs of `s`, as a valid Rust type name:
@@ -117,7 +97,12 @@ pub fn type_name(key: &str) -> String {
 
 /// The name a node gets after its JSON Pointer: `/$defs/A/anyOf/2` → `DefsAAnyOf2`.
 fn pointer_name(root_name: &str, pointer: &str) -> String {
-    let segments: String = pointer.split('/').skip(1).map(|s| type_name(&unescape_pointer(s))).collect();
+    // Every pointer named here was built by this pass or checked by `ref_target`; one that
+    // is not a pointer is named after its text, still a valid type name.
+    let segments: String = match schema_syntax::parse(pointer) {
+        Ok(tokens) => tokens.iter().map(|token| type_name(token)).collect(),
+        Err(_) => type_name(pointer),
+    };
     if segments.is_empty() {
         root_name.to_string()
     } else {
@@ -130,53 +115,34 @@ fn short_hash(s: &str) -> String {
 }
 
 /// Resolves a local `$ref` to a JSON Pointer in canonical (escaped, not percent-encoded)
-/// form; `Err` says why it is not supported.
+/// form; `Err` says why it is not supported. A `~` followed by anything but `0` or `1` is
+/// refused (RFC 6901 §3), as the safety profile refuses it.
 pub fn ref_target(reference: &str) -> Result<String, String> {
     let Some(fragment) = reference.strip_prefix('#') else {
         return Err(format!("`{reference}` is not a local reference (`#…`); remote references are not supported"));
     };
-    let fragment = percent_decode(fragment).ok_or_else(|| format!("`{reference}` is not valid percent-encoding"))?;
-    if fragment.is_empty() {
-        return Ok(String::new());
-    }
-    if !fragment.starts_with('/') {
-        return Err(format!("`{reference}` names an anchor; anchor references are not supported"));
-    }
-    Ok(fragment)
-}
-
-fn percent_decode(s: &str) -> Option<String> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
+    schema_syntax::fragment_pointer(fragment).map_err(|e| match e {
+        PointerError::NoLeadingSlash => format!("`{reference}` names an anchor; anchor references are not supported"),
+        PointerError::BadPercentEncoding | PointerError::NotUtf8 => format!("`{reference}` is not valid percent-encoding"),
+        PointerError::BadEscape => format!("`{reference}` is not a JSON Pointer: {e}"),
+    })
 }
 
 /// Calls `f(pointer, schema)` for every subschema directly under a schema object read as
 /// `entries` (pointers follow the input keyword each entry came from).
 fn for_each_child<'v>(entries: &'v [Entry], pointer: &str, mut f: impl FnMut(String, &'v Value)) {
     for Entry { key, from, value } in entries {
+        let Some(holds) = applicator(key).map(|s| s.holds) else { continue };
         let at = format!("{pointer}/{}", escape_pointer(from));
-        if SCHEMA_MAPS.contains(&key.as_str()) {
-            if let Value::Object(children) = value {
-                children.iter().for_each(|(k, v)| f(format!("{at}/{}", escape_pointer(k)), v));
+        match (holds, value) {
+            (Holds::Map, Value::Object(children)) => children.iter().for_each(|(k, v)| f(format!("{at}/{}", escape_pointer(k)), v)),
+            // A keyword of one schema holding an array is walked as a list all the same, so
+            // that the references in it are found and reported where they are.
+            (Holds::One | Holds::OneOrList | Holds::List, Value::Array(items)) => {
+                items.iter().enumerate().for_each(|(i, v)| f(format!("{at}/{i}"), v))
             }
-        } else if SCHEMA_SINGLES.contains(&key.as_str()) || SCHEMA_ARRAYS.contains(&key.as_str()) {
-            match value {
-                Value::Array(items) => items.iter().enumerate().for_each(|(i, v)| f(format!("{at}/{i}"), v)),
-                other if SCHEMA_SINGLES.contains(&key.as_str()) => f(at, other),
-                _ => {}
-            }
+            (Holds::One | Holds::OneOrList, other) => f(at, other),
+            _ => {}
         }
     }
 }
@@ -362,7 +328,7 @@ impl Normalizer {
     fn claim_targets(&mut self, raw: &Value, refs: &[(String, String)]) {
         for (at, reference) in refs {
             match ref_target(reference) {
-                Ok(target) if raw.pointer(&target).is_none() => self.errors.push(NormalizeError {
+                Ok(target) if !matches!(node_at(raw, &target), Ok(Some(_))) => self.errors.push(NormalizeError {
                     pointer: format!("{at}/$ref"),
                     message: format!("`{reference}` points at nothing in this document"),
                 }),
@@ -396,8 +362,8 @@ impl Normalizer {
                 return;
             }
             for (pointer, name) in undefined {
-                match raw.pointer(&pointer) {
-                    Some(node @ (Value::Object(_) | Value::Bool(_))) => {
+                match node_at(raw, &pointer) {
+                    Ok(Some(node @ (Value::Object(_) | Value::Bool(_)))) => {
                         let mut refs = Vec::new();
                         references(node, &pointer, self.dialect, &mut refs);
                         self.claim_targets(raw, &refs);
@@ -430,6 +396,7 @@ impl Normalizer {
         let mut object = Map::new();
         for Entry { key, from, value: child } in &entries {
             let at = format!("{pointer}/{}", escape_pointer(from));
+            let holds = applicator(key).map(|s| s.holds);
             let rewritten = if key == "$ref" {
                 self.reference(child)
             } else if key == "$defs" || key == "definitions" {
@@ -444,7 +411,7 @@ impl Normalizer {
                     }
                 }
                 continue;
-            } else if SCHEMA_MAPS.contains(&key.as_str()) {
+            } else if holds == Some(Holds::Map) {
                 match child {
                     Value::Object(children) => {
                         let hoist = key == "properties" || key == "patternProperties";
@@ -457,14 +424,14 @@ impl Normalizer {
                     }
                     other => other.clone(),
                 }
-            } else if SCHEMA_SINGLES.contains(&key.as_str()) && !child.is_array() {
+            } else if matches!(holds, Some(Holds::One | Holds::OneOrList)) && !child.is_array() {
                 let (suffix, hoist) = match key.as_str() {
                     "items" => ("Item", true),
                     "additionalProperties" => ("Value", true),
                     other => (other, false),
                 };
                 self.child(child, &at, &format!("{name}{}", type_name(suffix)), hoist)
-            } else if SCHEMA_ARRAYS.contains(&key.as_str()) || (key == "items" && child.is_array()) {
+            } else if matches!(holds, Some(Holds::List)) || (holds == Some(Holds::OneOrList) && child.is_array()) {
                 match child {
                     Value::Array(variants) => {
                         let labels = variant_labels(variants);

@@ -26,7 +26,8 @@
 use std::ops::Range;
 use std::str::FromStr;
 
-use checkfu_wire_vocab::decimal::json_number_len;
+use checkfu_wire_vocab::decimal::{json_number_len, Decimal};
+use checkfu_wire_vocab::schema_syntax;
 use serde_json::{Map, Number, Value};
 
 /// Where each node of one document is: a tree shaped like the document, each node with
@@ -289,13 +290,14 @@ impl Spans {
         let mut node = &self.root;
         let mut value = document;
         let mut found = String::new();
-        let tokens = pointer.strip_prefix('/').map(|rest| rest.split('/'));
-        let mut exact = pointer.is_empty() || tokens.is_some();
+        // A text that is not a pointer names nothing of the document: the root, not exact.
+        let tokens = schema_syntax::raw_tokens(pointer).ok();
+        let mut exact = tokens.is_some();
         for raw in tokens.into_iter().flatten() {
-            let token = raw.replace("~1", "/").replace("~0", "~");
+            let token = schema_syntax::unescape(raw).unwrap_or_default();
             let step = match value {
-                Value::Object(map) => map.iter().position(|(key, _)| *key == token).map(|i| (i, &map[&token])),
-                Value::Array(items) => array_index(&token).and_then(|i| items.get(i).map(|item| (i, item))),
+                Value::Object(map) => map.iter().position(|(key, _)| *key == token).map(|i| (i, &map[token.as_ref()])),
+                Value::Array(items) => schema_syntax::array_index(&token).and_then(|i| items.get(i).map(|item| (i, item))),
                 _ => None,
             };
             let Some((child, next)) = step.and_then(|(i, next)| node.children.get(i).map(|child| (child, next))) else {
@@ -311,13 +313,41 @@ impl Spans {
     }
 }
 
-/// An array index as RFC 6901 writes it (and serde_json's `Value::pointer` reads it):
-/// decimal digits without a sign or a leading zero.
-fn array_index(token: &str) -> Option<usize> {
-    if token.starts_with('+') || (token.starts_with('0') && token.len() != 1) {
-        return None;
+impl Spans {
+    /// The text of every number of `document` (the value [`read`] gave with these spans)
+    /// whose value there is not the value its text writes.
+    ///
+    /// With serde_json's `arbitrary_precision` (the root crate's `exact-numbers` feature
+    /// turns it on) a number keeps its text, and this is empty. Without it a number is an
+    /// `i64`, a `u64` or the `f64` nearest its text, and the generator compiles a bound, a
+    /// `const` or a `multipleOf` from that: `18446744073709551616` would become
+    /// `18446744073709552000`. The generator does not force the feature on (it would then
+    /// be on in every build that compiles the generator, the runtime's tests without
+    /// `exact-numbers` among them), so it refuses such a literal instead of compiling a
+    /// value the schema did not write.
+    pub fn inexact_numbers(&self, document: &Value, text: &str) -> Vec<Range<usize>> {
+        let mut out = Vec::new();
+        inexact(&self.root, document, text, &mut out);
+        out
     }
-    token.parse().ok()
+}
+
+fn inexact(node: &Node, value: &Value, text: &str, out: &mut Vec<Range<usize>>) {
+    match value {
+        Value::Array(items) => items.iter().zip(&node.children).for_each(|(item, child)| inexact(child, item, text, out)),
+        Value::Object(members) => members.values().zip(&node.children).for_each(|(member, child)| inexact(child, member, text, out)),
+        Value::Number(n) => {
+            let written = &text[node.start..node.end];
+            // An object serde_json reads as a number has no number's text to compare.
+            if written.starts_with(['-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9']) {
+                let held = n.to_string();
+                if Decimal::parse(written) != Decimal::parse(&held) {
+                    out.push(node.start..node.end);
+                }
+            }
+        }
+        _ => {}
+    }
 }
 
 #[cfg(test)]

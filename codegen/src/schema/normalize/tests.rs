@@ -153,3 +153,17 @@ fn names_are_rust_type_names() {
     assert_eq!(type_name("_"), "Unnamed");
     assert_eq!(type_name(""), "Unnamed");
 }
+
+/// RFC 6901 has `~0` and `~1` and no other escape. serde_json's lookup would find the key
+/// `a~2b` through `#/$defs/a~2b`; the generator refuses the reference, as the safety
+/// profile does, since both read pointers by `checkfu-wire-vocab`'s `schema_syntax`.
+#[test]
+fn a_tilde_not_followed_by_0_or_1_is_refused() {
+    for reference in ["#/$defs/a~2b", "#/$defs/a~", "#/$defs/a%7E2b"] {
+        let n = normalize("Root", &json!({"$defs": {"a~2b": {"type": "null"}, "a~": {}}, "properties": {"p": {"$ref": reference}}}));
+        assert_eq!(n.errors.len(), 1, "{reference}: {:?}", n.errors);
+        assert_eq!(n.errors[0].pointer, "/properties/p/$ref", "{reference}");
+        assert!(n.errors[0].message.contains("is not a JSON Pointer: a '~' is not followed by '0' or '1'"), "{reference}: {}", n.errors[0].message);
+    }
+    assert_eq!(ref_target("#/$defs/t~0~1"), Ok("/$defs/t~0~1".to_string()));
+}

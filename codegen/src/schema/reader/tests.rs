@@ -62,3 +62,18 @@ fn errors_say_where_the_reader_stopped() {
     let error = read("{\"a\": 1} x").expect_err("trailing characters");
     assert_eq!((error.offset, error.message.as_str()), (9, "trailing characters"));
 }
+
+/// A number whose value as serde_json holds it is not the value its text writes: found
+/// without `arbitrary_precision`, none with it (the text is then what is kept).
+#[test]
+fn numbers_read_as_another_value_are_found_unless_texts_are_kept() {
+    let text = r#"{"a": [1, 1.0, 1e5, 0.1, -0, 18446744073709551615, 18446744073709551616], "b": {"c": -9223372036854775809, "d": 0.30000000000000001}}"#;
+    let (value, spans) = read(text).expect("reads");
+    let found: Vec<&str> = spans.inexact_numbers(&value, text).into_iter().map(|span| &text[span]).collect();
+    let texts_kept = value["a"][6].to_string() == "18446744073709551616";
+    if texts_kept {
+        assert_eq!(found, Vec::<&str>::new());
+    } else {
+        assert_eq!(found, ["18446744073709551616", "-9223372036854775809", "0.30000000000000001"]);
+    }
+}
