@@ -124,7 +124,7 @@ pub fn generate(root: &Path) -> Result<Generation, Diagnostics> {
     let plan = match &loaded {
         Some((compiled, file)) => match revisions::recorded_floor(root, &compiled.catalog, *file)
             .map_err(|d| vec![d])
-            .and_then(|floor| rust::decoder::plan(&compiled.catalog, &schemas, *file, floor.as_ref()))
+            .and_then(|floor| rust::plan::plan(&compiled.catalog, &schemas, *file, floor.as_ref()))
         {
             Ok(plan) => Some(plan),
             Err(items) => {
@@ -229,7 +229,7 @@ fn load_catalog(root: &Path, schemas: &schema::SchemaSet, diagnostics: &mut Diag
 /// A file's diagnostics point into its text, which joins `sources` when it has one.
 fn schema_types(
     schemas: &schema::SchemaSet,
-    pins: &rust::decoder::Pins,
+    pins: &rust::plan::Pins,
     warnings: &mut Vec<String>,
     sources: &mut diagnostic::Sources,
 ) -> Result<Vec<Output>, Vec<Diagnostic>> {

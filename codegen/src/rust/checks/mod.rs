@@ -23,6 +23,7 @@ use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 use serde_json::{Map, Value};
 
+use crate::rust::plan::calls::{call_graph, defined};
 use crate::schema::normalize::{escape_pointer, Normalized, ANNOTATIONS};
 
 /// Assertion and applicator keywords the checks implement.
@@ -87,7 +88,7 @@ pub fn generate(normalized: &Normalized) -> Result<TokenStream, Vec<Unsupported>
         current: None,
         callers: BTreeMap::new(),
         calling: BTreeSet::new(),
-        deferred: crate::rust::indirection::cuts(&call_graph(defs)),
+        deferred: crate::rust::plan::indirection::cuts(&call_graph(defs)),
         table: Vec::new(),
     };
     let mut decoders = Vec::new();
@@ -448,42 +449,6 @@ fn dispatch(key: &str, property: &str, tags: &[String], fns: &[Ident]) -> TokenS
             _ => return Err(Invalid::new(#message)),
         }
     }
-}
-
-/// Every definition's references to others, anywhere in its schema.
-fn call_graph(defs: &Map<String, Value>) -> BTreeMap<String, Vec<String>> {
-    fn walk(value: &Value, defs: &Map<String, Value>, out: &mut Vec<String>) {
-        match value {
-            Value::Object(object) => {
-                for (key, child) in object {
-                    match (key.as_str(), child) {
-                        ("$ref", Value::String(r)) => out.extend(defined(r).filter(|n| defs.contains_key(*n)).map(String::from)),
-                        // Data, not schemas: a `$ref` member of a `const` is no reference.
-                        ("const" | "enum" | "default" | "examples", _) => {}
-                        // Maps of schemas, whose keys are names (a property may be called `const`).
-                        ("properties" | "patternProperties" | "dependentSchemas" | "$defs", Value::Object(map)) => {
-                            map.values().for_each(|schema| walk(schema, defs, out));
-                        }
-                        _ => walk(child, defs, out),
-                    }
-                }
-            }
-            Value::Array(items) => items.iter().for_each(|item| walk(item, defs, out)),
-            _ => {}
-        }
-    }
-    defs.iter()
-        .map(|(name, schema)| {
-            let mut out = Vec::new();
-            walk(schema, defs, &mut out);
-            (name.clone(), out)
-        })
-        .collect()
-}
-
-/// The definition a `$ref` names, when it names a whole local one (`#/$defs/Name`).
-fn defined(r: &str) -> Option<&str> {
-    r.strip_prefix("#/$defs/").filter(|name| !name.contains('/') && !name.is_empty())
 }
 
 /// The definitions a definition's `$ref`s lead to, with their schemas.
