@@ -1,6 +1,7 @@
 //! Emits the decoder tables (`generated/decoder_tables.rs`, included by
 //! `src/decode/tables.rs`) from the plan: every row names the generated check of its
-//! definition. Analysis is the plan's (`plan::decoder`); nothing is decided here.
+//! definition; and the typed tables of `checkfu-wire-typed` (`typed/generated/typed_tables.rs`),
+//! whose rows decode into the generated types. Analysis is the plan's (`plan::decoder`); nothing is decided here.
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
@@ -30,16 +31,6 @@ fn opt_checker(def: &Option<Def>) -> TokenStream {
     }
 }
 
-fn opt_decoder(def: &Option<Def>) -> TokenStream {
-    match def {
-        Some(def) => {
-            let d = decoder(def);
-            quote! { Some(#d) }
-        }
-        None => quote! { None },
-    }
-}
-
 /// The generated tables, included by `src/decode/tables.rs`.
 pub fn generate(plan: &Plan) -> TokenStream {
     let slots = plan.slots.iter().map(|s| {
@@ -64,9 +55,7 @@ pub fn generate(plan: &Plan) -> TokenStream {
             SlotClass::Authority => quote! { SlotClass::Authority },
             SlotClass::Method => quote! { SlotClass::Method },
         };
-        let decode = decoder(&s.payload);
         let check = checker(&s.payload);
-        let result = opt_decoder(&s.result);
         let safety = s.safety_profile;
         let requires = match &s.requires {
             Some((slot, value)) => quote! { Some((#slot, #value)) },
@@ -74,7 +63,7 @@ pub fn generate(plan: &Plan) -> TokenStream {
         };
         quote! {
             SlotDecoder { key: #key, method: #method, part: #part, direction: #direction, class: #class,
-                check: #check, decode: #decode, result: #result, safety_profile: #safety, requires: #requires }
+                check: #check, safety_profile: #safety, requires: #requires }
         }
     });
     let methods: Vec<TokenStream> = plan
@@ -87,12 +76,10 @@ pub fn generate(plan: &Plan) -> TokenStream {
                 Side::Client => quote! { Side::Client },
                 Side::Protocol => quote! { Side::Protocol },
             };
-            let (params, result, envelope) = (opt_decoder(&m.params), opt_decoder(&m.result), opt_decoder(&m.envelope));
             let (params_check, result_check, envelope_check) =
                 (opt_checker(&m.params), opt_checker(&m.result), opt_checker(&m.envelope));
             quote! {
                 MethodDecoder { name: #name, source: #source, side: #side, notification: #notification,
-                    params: #params, result: #result, envelope: #envelope,
                     params_check: #params_check, result_check: #result_check, envelope_check: #envelope_check }
             }
         })
@@ -104,11 +91,6 @@ pub fn generate(plan: &Plan) -> TokenStream {
     let slot_arms = plan.slots.iter().enumerate().map(|(i, s)| {
         let key = &s.key;
         quote! { #key => Some(#i), }
-    });
-    let vectors = plan.vectors.iter().map(|v| {
-        let (name, direction) = (&v.name, &v.direction);
-        let decode = decoder(&v.wire);
-        quote! { VectorDecoder { name: #name, direction: #direction, decode: #decode } }
     });
     let v = &plan.grammar;
     let (kinds, stops, fidelity) = (&v.session_update_kinds, &v.stop_reasons, &plan.fidelity_updates);
@@ -151,6 +133,18 @@ pub fn generate(plan: &Plan) -> TokenStream {
                 _ => None,
             }
         }
+    }
+}
+
+/// The typed tables `checkfu-wire-typed` includes (`typed/src/lib.rs`): the golden-vector
+/// kinds, each with the exact decoder of its wire message into its generated type.
+pub fn typed(plan: &Plan) -> TokenStream {
+    let vectors = plan.vectors.iter().map(|v| {
+        let (name, direction) = (&v.name, &v.direction);
+        let decode = decoder(&v.wire);
+        quote! { VectorDecoder { name: #name, direction: #direction, decode: #decode } }
+    });
+    quote! {
         /// Golden-vector kinds: name → direction → decoder of the wire message.
         pub const VECTORS: &[VectorDecoder] = &[#(#vectors),*];
     }

@@ -1,6 +1,9 @@
 //! The Rust names a schema file gets (its module and root type): shared by the plan, which
 //! names the definitions the tables point at, and the emitters, which write them.
 
+use proc_macro2::Ident;
+use quote::format_ident;
+
 use crate::schema::normalize;
 
 /// Rust keywords, which a module name must not be.
@@ -38,4 +41,14 @@ pub fn names(file: &str) -> (String, String) {
     }
     let root = normalize::type_name(stem);
     (module, root)
+}
+
+/// The check function name of a definition.
+pub fn def_fn(name: &str) -> Ident {
+    format_ident!("check_{}", name)
+}
+
+/// The decode function name of a definition.
+pub fn decode_fn(name: &str) -> Ident {
+    format_ident!("decode_{}", name)
 }

@@ -2,12 +2,13 @@
 //! per definition tying the two together. Each module is a file of its own
 //! (`generated/schemas/<module>.rs`), so a large input does not swell one file.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use proc_macro2::TokenStream;
 use quote::quote;
 use serde_json::Value;
 
+use super::plan::{calls, reach};
 use crate::diagnostic::{Class, Diagnostic, FileId, Sources};
 use crate::schema::dialect::{as_written, Dialect};
 use crate::schema::{normalize, SchemaText};
@@ -18,8 +19,12 @@ pub use super::names::names;
 pub struct SchemaModule {
     /// The module name (`acp_v1_extension_vectors`).
     pub module: String,
-    /// The module's contents: `pub mod types { … } pub mod checks { … }`.
+    /// The module's contents: `pub mod types { … } pub mod checks { … }` (what
+    /// `checkfu-wire-typed` compiles).
     pub tokens: TokenStream,
+    /// What the runtime compiles of it: `pub mod checks { … }` with the checks `roots`
+    /// reach (`plan::reach`), or `None` when they reach none.
+    pub runtime: Option<TokenStream>,
     /// Definitions typify could not name, which got newtypes instead.
     pub warnings: Vec<String>,
 }
@@ -70,7 +75,7 @@ pub fn generate_pinned(file: &str, raw: &Value, pins: &BTreeMap<String, String>)
 
 /// [`generate_pinned`], reading a schema without `$schema` in `default`'s dialect.
 pub fn generate_in(file: &str, raw: &Value, pins: &BTreeMap<String, String>, default: Dialect) -> Result<SchemaModule, Vec<Diagnostic>> {
-    generate_placed(file, raw, pins, default, None)
+    generate_placed(file, raw, pins, default, None, &BTreeSet::new())
 }
 
 /// [`generate_in`], with each diagnostic pointing into the file's text when `placement`
@@ -81,13 +86,14 @@ pub fn generate_placed(
     pins: &BTreeMap<String, String>,
     default: Dialect,
     placement: Option<Placement>,
+    roots: &BTreeSet<String>,
 ) -> Result<SchemaModule, Vec<Diagnostic>> {
     let (module, root_name) = names(file);
     let normalized = normalize::normalize_in(&root_name, raw, pins, default);
     let loops = crate::schema::loops::find(&normalized);
     let (checks, unsupported) = match super::checks::generate(&normalized) {
-        Ok(checks) => (checks, Vec::new()),
-        Err(unsupported) => (TokenStream::new(), unsupported),
+        Ok(checks) => (Some(checks), Vec::new()),
+        Err(unsupported) => (None, unsupported),
     };
     let problems: Vec<Problem> = (normalized.errors.iter().map(|e| Problem { pointer: &e.pointer, message: &e.message }))
         .chain(loops.iter().map(|e| Problem { pointer: &e.pointer, message: &e.message }))
@@ -99,6 +105,17 @@ pub fn generate_placed(
         errors.dedup_by(|a, b| a.message == b.message);
         return Err(errors);
     }
+    let Some(checks) = checks else { return Err(vec![Diagnostic::new(Class::Generation, format!("schemas/{file}: no checks"))]) };
+    let reached = reach::closure(&calls::call_graph(&normalized.defs), roots);
+    let runtime = (!reached.is_empty()).then(|| {
+        let checks = checks.reached(&reached);
+        quote! {
+            pub mod checks {
+                #checks
+            }
+        }
+    });
+    let checks = checks.full();
     let types = super::types::generate(&normalized);
     let warnings = types
         .fallbacks
@@ -119,6 +136,7 @@ pub fn generate_placed(
                 #checks
             }
         },
+        runtime,
         warnings,
     })
 }

@@ -14,8 +14,11 @@
 //! and check a view of it.
 
 mod collections;
+mod module;
 mod pattern;
 mod scalars;
+
+pub use module::Checks;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -50,8 +53,10 @@ pub struct Unsupported {
 pub(crate) struct Emitter<'d> {
     /// The definitions, to look through `$ref`s when a union or `unevaluated*` needs to.
     defs: &'d Map<String, Value>,
-    functions: Vec<TokenStream>,
-    statics: Vec<TokenStream>,
+    /// Each function with the definition whose check it belongs to (see `Checks`).
+    functions: Vec<(String, TokenStream)>,
+    /// Each static with the definition whose check reads it.
+    statics: Vec<(String, TokenStream)>,
     counter: usize,
     errors: Vec<Unsupported>,
     /// The definition whose check is being emitted.
@@ -66,18 +71,10 @@ pub(crate) struct Emitter<'d> {
     table: Vec<String>,
 }
 
-/// The check function name of a definition.
-pub fn def_fn(name: &str) -> Ident {
-    format_ident!("check_{}", name)
-}
-
-/// The decode function name of a definition.
-pub fn decode_fn(name: &str) -> Ident {
-    format_ident!("decode_{}", name)
-}
+pub use crate::rust::names::{decode_fn, def_fn};
 
 /// Checks and decoders for every definition, or every unsupported construct.
-pub fn generate(normalized: &Normalized) -> Result<TokenStream, Vec<Unsupported>> {
+pub fn generate(normalized: &Normalized) -> Result<Checks, Vec<Unsupported>> {
     let defs = &normalized.defs;
     let mut e = Emitter {
         defs,
@@ -106,7 +103,7 @@ pub fn generate(normalized: &Normalized) -> Result<TokenStream, Vec<Unsupported>
         // The function is written once every call to it is known (see `memoize`); its place
         // is kept, after the node functions its body emitted.
         checks.push((name, doc, body, e.functions.len()));
-        e.functions.push(TokenStream::new());
+        e.functions.push((name.clone(), TokenStream::new()));
         let doc = format!(" Decodes `{name}` exactly: the generated check, then the generated type.");
         let roundtrip = format_ident!("roundtrip_{}", name);
         decoders.push(quote! {
@@ -134,30 +131,12 @@ pub fn generate(normalized: &Normalized) -> Result<TokenStream, Vec<Unsupported>
         } else {
             body
         };
-        e.functions[at] = quote! {
+        e.functions[at].1 = quote! {
             #[doc = #doc]
             pub fn #check(v: &Json<'_>) -> Result<(), Invalid> { #body }
         };
     }
-    let (mut functions, statics) = (e.functions, e.statics);
-    if !e.table.is_empty() {
-        let (entries, length) = (e.table.iter().map(|name| def_fn(name)), e.table.len());
-        functions.push(quote! {
-            /// The checks that long chains and cycles of definitions call through a table
-            /// rather than by name, so that rustc does not walk the whole chain at once.
-            static DEFERRED: [fn(&Json<'_>) -> Result<(), Invalid>; #length] = [#(#entries),*];
-        });
-    }
-    Ok(quote! {
-        use serde_json::Value;
-        use crate::exact::{Invalid, Json};
-        #(#statics)*
-        #(#functions)*
-        #(#decoders)*
-        /// Every definition: its name, where it came from in the input schema, its check,
-        /// and a decode-then-encode round trip through its generated type.
-        pub const DEFINITIONS: &[crate::exact::Definition] = &[#(#table),*];
-    })
+    Ok(Checks { statics: e.statics, functions: e.functions, deferred: e.table, decoders, definitions: table })
 }
 
 /// A non-negative integer keyword value (`3` or `3.0`).
@@ -166,6 +145,11 @@ fn count(value: &Value) -> Option<usize> {
 }
 
 impl Emitter<'_> {
+    /// The definition whose check is being emitted: every item is emitted inside one.
+    fn owner(&self) -> String {
+        self.current.clone().unwrap_or_default()
+    }
+
     /// Whether a definition's check answers repeated questions from a table
     /// (`crate::exact::memoized`): when two or more emitted calls lead to it, so that it can
     /// be asked twice about one node, and it calls other definitions, so that asking twice
@@ -193,10 +177,11 @@ impl Emitter<'_> {
         self.counter += 1;
         let name = format_ident!("node_{}", self.counter);
         let doc = format!(" Checks `#{}`.", crate::rust::doc_safe(pointer));
-        self.functions.push(quote! {
+        let owner = self.owner();
+        self.functions.push((owner, quote! {
             #[doc = #doc]
             fn #name(v: &Json<'_>) -> Result<(), Invalid> { #body }
-        });
+        }));
         name
     }
 
@@ -204,7 +189,8 @@ impl Emitter<'_> {
     fn static_item(&mut self, ty: TokenStream, text: &str) -> Ident {
         self.counter += 1;
         let name = format_ident!("STATIC_{}", self.counter);
-        self.statics.push(quote! { static #name: #ty = <#ty>::new(#text); });
+        let owner = self.owner();
+        self.statics.push((owner, quote! { static #name: #ty = <#ty>::new(#text); }));
         name
     }
 
@@ -329,9 +315,11 @@ impl Emitter<'_> {
         if !self.table.iter().any(|n| n == name) {
             let index = self.table.len();
             self.table.push(name.to_string());
-            self.functions.push(quote! {
+            // It belongs to the callee: whichever caller emitted it first, every caller of
+            // `name` uses it, and a caller the runtime compiles reaches `name` too.
+            self.functions.push((name.to_string(), quote! {
                 fn #via(v: &Json<'_>) -> Result<(), Invalid> { (DEFERRED[#index])(v) }
-            });
+            }));
         }
         via
     }

@@ -16,6 +16,7 @@ pub mod decoder;
 pub mod grammar;
 pub mod indirection;
 pub mod model;
+pub mod reach;
 
 pub use decoder::plan;
 pub use model::{kind, side, Def, Grammar, GrammarMethod, MethodPlan, Part, Pins, Plan, SlotPlan, VectorPlan};
