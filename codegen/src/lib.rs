@@ -267,7 +267,7 @@ fn schema_types(
         let pinned = pins.get(file).unwrap_or(&none);
         let (module, _) = rust::names::names(file);
         let rooted = roots.get(&module).unwrap_or(&Default::default()).clone();
-        let generated = match rust::schemas::generate_placed(file, raw, pinned, schema::dialect::Dialect::Draft2020, placement, &rooted) {
+        let generated = match rust::schemas::generate_rooted(file, raw, pinned, schema::dialect::Dialect::Draft2020, placement, &rooted) {
             Ok(generated) => generated,
             Err(items) => {
                 errors.extend(items);

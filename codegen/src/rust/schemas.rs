@@ -75,12 +75,24 @@ pub fn generate_pinned(file: &str, raw: &Value, pins: &BTreeMap<String, String>)
 
 /// [`generate_pinned`], reading a schema without `$schema` in `default`'s dialect.
 pub fn generate_in(file: &str, raw: &Value, pins: &BTreeMap<String, String>, default: Dialect) -> Result<SchemaModule, Vec<Diagnostic>> {
-    generate_placed(file, raw, pins, default, None, &BTreeSet::new())
+    generate_placed(file, raw, pins, default, None)
 }
 
-/// [`generate_in`], with each diagnostic pointing into the file's text when `placement`
+/// [`generate_in`/// [`generate_in`], with each diagnostic pointing into the file's text when `placement`
 /// gives it (`raw` is then the document read with that text).
 pub fn generate_placed(
+    file: &str,
+    raw: &Value,
+    pins: &BTreeMap<String, String>,
+    default: Dialect,
+    placement: Option<Placement>,
+) -> Result<SchemaModule, Vec<Diagnostic>> {
+    generate_rooted(file, raw, pins, default, placement, &BTreeSet::new())
+}
+
+/// [`generate_placed`], with the runtime's module (`SchemaModule::runtime`) holding the
+/// checks `roots` reach.
+pub fn generate_rooted(
     file: &str,
     raw: &Value,
     pins: &BTreeMap<String, String>,

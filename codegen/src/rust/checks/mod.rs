@@ -14,11 +14,15 @@
 //! and check a view of it.
 
 mod collections;
+mod emitter;
 mod module;
 mod pattern;
 mod scalars;
 
+pub use emitter::Unsupported;
 pub use module::Checks;
+
+use emitter::{number, Emitter};
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -43,33 +47,7 @@ pub const SUPPORTED: &[&str] = &[
 /// implement: a schema using one fails generation.
 pub const REFUSED: &[&str] = &["$dynamicRef", "$recursiveRef", "$recursiveAnchor"];
 
-/// A construct the checks cannot compile, at a JSON Pointer into the input.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Unsupported {
-    pub pointer: String,
-    pub message: String,
-}
 
-pub(crate) struct Emitter<'d> {
-    /// The definitions, to look through `$ref`s when a union or `unevaluated*` needs to.
-    defs: &'d Map<String, Value>,
-    /// Each function with the definition whose check it belongs to (see `Checks`).
-    functions: Vec<(String, TokenStream)>,
-    /// Each static with the definition whose check reads it.
-    statics: Vec<(String, TokenStream)>,
-    counter: usize,
-    errors: Vec<Unsupported>,
-    /// The definition whose check is being emitted.
-    current: Option<String>,
-    /// How many emitted calls each definition's check has (see `memoize`).
-    callers: BTreeMap<String, usize>,
-    /// The definitions whose checks call another definition's.
-    calling: BTreeSet<String>,
-    /// Calls `(caller, callee)` made through the table `DEFERRED` (see `deferred_call`).
-    deferred: BTreeSet<(String, String)>,
-    /// The callees in `DEFERRED`, in table order.
-    table: Vec<String>,
-}
 
 pub use crate::rust::names::{decode_fn, def_fn};
 
@@ -137,11 +115,6 @@ pub fn generate(normalized: &Normalized) -> Result<Checks, Vec<Unsupported>> {
         };
     }
     Ok(Checks { statics: e.statics, functions: e.functions, deferred: e.table, decoders, definitions: table })
-}
-
-/// A non-negative integer keyword value (`3` or `3.0`).
-fn count(value: &Value) -> Option<usize> {
-    value.as_u64().map(|n| n as usize).or_else(|| value.as_f64().filter(|f| *f >= 0.0 && f.fract() == 0.0).map(|f| f as usize))
 }
 
 impl Emitter<'_> {
@@ -371,19 +344,6 @@ impl Emitter<'_> {
     }
 }
 
-/// A schema number as a `crate::exact::Num` expression: an integer that fits an `i128`,
-/// or the number's text (the generator reads schemas with serde_json's
-/// `arbitrary_precision`, so that is the text the schema wrote).
-fn number(n: &serde_json::Number) -> TokenStream {
-    match n.as_i64().map(i128::from).or_else(|| n.as_u64().map(i128::from)) {
-        Some(i) => quote! { crate::exact::Num::Int(#i) },
-        None => {
-            let text = n.to_string();
-            quote! { crate::exact::Num::Dec(#text) }
-        }
-    }
-}
-
 /// A property that tells a union's alternatives apart: every alternative is an object
 /// schema that requires it and allows it exactly one string, different in each. Then at
 /// most the alternative named by the value's tag can match, so checking only that one
@@ -437,12 +397,6 @@ fn dispatch(key: &str, property: &str, tags: &[String], fns: &[Ident]) -> TokenS
             _ => return Err(Invalid::new(#message)),
         }
     }
-}
-
-/// The definitions a definition's `$ref`s lead to, with their schemas.
-fn resolve<'d>(defs: &'d Map<String, Value>, r: &str) -> Option<(&'d str, &'d Value)> {
-    let name = defined(r)?;
-    defs.get_key_value(name).map(|(k, v)| (k.as_str(), v))
 }
 
 #[cfg(test)]
