@@ -52,13 +52,6 @@ pub const SLOTS: &[SlotDecoder] = &[
         direction: Direction::HarnessToClient,
         class: SlotClass::Declaration,
         check: crate::schemas::acp_v1_extension_vectors::checks::check_CheckfuCapabilities,
-        decode: |v: &Value| {
-            crate::schemas::acp_v1_extension_vectors::checks::decode_CheckfuCapabilities(
-                    v,
-                )
-                .map(drop)
-        },
-        result: None,
         safety_profile: false,
         requires: None,
     },
@@ -69,11 +62,6 @@ pub const SLOTS: &[SlotDecoder] = &[
         direction: Direction::HarnessToClient,
         class: SlotClass::Fidelity,
         check: crate::schemas::acp_v1_extension_vectors::checks::check_CheckfuSubagent,
-        decode: |v: &Value| {
-            crate::schemas::acp_v1_extension_vectors::checks::decode_CheckfuSubagent(v)
-                .map(drop)
-        },
-        result: None,
         safety_profile: false,
         requires: None,
     },
@@ -84,11 +72,6 @@ pub const SLOTS: &[SlotDecoder] = &[
         direction: Direction::HarnessToClient,
         class: SlotClass::Fidelity,
         check: crate::schemas::acp_v1_extension_vectors::checks::check_CheckfuTurn,
-        decode: |v: &Value| {
-            crate::schemas::acp_v1_extension_vectors::checks::decode_CheckfuTurn(v)
-                .map(drop)
-        },
-        result: None,
         safety_profile: false,
         requires: None,
     },
@@ -99,18 +82,6 @@ pub const SLOTS: &[SlotDecoder] = &[
         direction: Direction::ClientToHarness,
         class: SlotClass::Method,
         check: crate::schemas::acp_v1_extension_vectors::checks::check_CheckfuSessionSteerParams,
-        decode: |v: &Value| {
-            crate::schemas::acp_v1_extension_vectors::checks::decode_CheckfuSessionSteerParams(
-                    v,
-                )
-                .map(drop)
-        },
-        result: Some(|v: &Value| {
-            crate::schemas::acp_v1_extension_vectors::checks::decode_CheckfuSessionSteerResult(
-                    v,
-                )
-                .map(drop)
-        }),
         safety_profile: false,
         requires: None,
     },
@@ -121,18 +92,6 @@ pub const SLOTS: &[SlotDecoder] = &[
         direction: Direction::ClientToHarness,
         class: SlotClass::Method,
         check: crate::schemas::acp_v1_extension_vectors::checks::check_CheckfuSessionInterruptParams,
-        decode: |v: &Value| {
-            crate::schemas::acp_v1_extension_vectors::checks::decode_CheckfuSessionInterruptParams(
-                    v,
-                )
-                .map(drop)
-        },
-        result: Some(|v: &Value| {
-            crate::schemas::acp_v1_extension_vectors::checks::decode_CheckfuSessionInterruptResult(
-                    v,
-                )
-                .map(drop)
-        }),
         safety_profile: false,
         requires: None,
     },
@@ -143,13 +102,6 @@ pub const SLOTS: &[SlotDecoder] = &[
         direction: Direction::ClientToHarness,
         class: SlotClass::Authority,
         check: crate::schemas::acp_v1_extension_vectors::checks::check_CheckfuBuiltinTools,
-        decode: |v: &Value| {
-            crate::schemas::acp_v1_extension_vectors::checks::decode_CheckfuBuiltinTools(
-                    v,
-                )
-                .map(drop)
-        },
-        result: None,
         safety_profile: false,
         requires: None,
     },
@@ -160,10 +112,6 @@ pub const SLOTS: &[SlotDecoder] = &[
         direction: Direction::ClientToHarness,
         class: SlotClass::Authority,
         check: crate::schemas::checkfu_slots::checks::check_Continuity,
-        decode: |v: &Value| {
-            crate::schemas::checkfu_slots::checks::decode_Continuity(v).map(drop)
-        },
-        result: None,
         safety_profile: false,
         requires: None,
     },
@@ -174,10 +122,6 @@ pub const SLOTS: &[SlotDecoder] = &[
         direction: Direction::ClientToHarness,
         class: SlotClass::Authority,
         check: crate::schemas::checkfu_slots::checks::check_RuntimeConfig,
-        decode: |v: &Value| {
-            crate::schemas::checkfu_slots::checks::decode_RuntimeConfig(v).map(drop)
-        },
-        result: None,
         safety_profile: false,
         requires: None,
     },
@@ -188,13 +132,6 @@ pub const SLOTS: &[SlotDecoder] = &[
         direction: Direction::ClientToHarness,
         class: SlotClass::Authority,
         check: crate::schemas::acp_v1_extension_vectors::checks::check_CheckfuOutputSchema,
-        decode: |v: &Value| {
-            crate::schemas::acp_v1_extension_vectors::checks::decode_CheckfuOutputSchema(
-                    v,
-                )
-                .map(drop)
-        },
-        result: None,
         safety_profile: true,
         requires: None,
     },
@@ -205,10 +142,6 @@ pub const SLOTS: &[SlotDecoder] = &[
         direction: Direction::ClientToHarness,
         class: SlotClass::Authority,
         check: crate::schemas::checkfu_slots::checks::check_Resume,
-        decode: |v: &Value| {
-            crate::schemas::checkfu_slots::checks::decode_Resume(v).map(drop)
-        },
-        result: None,
         safety_profile: false,
         requires: Some(("checkfu.continuity", "same_run_resume")),
     },
@@ -219,10 +152,6 @@ pub const SLOTS: &[SlotDecoder] = &[
         direction: Direction::HarnessToClient,
         class: SlotClass::Fidelity,
         check: crate::schemas::checkfu_slots::checks::check_JournalCheckpoint,
-        decode: |v: &Value| {
-            crate::schemas::checkfu_slots::checks::decode_JournalCheckpoint(v).map(drop)
-        },
-        result: None,
         safety_profile: false,
         requires: None,
     },
@@ -233,10 +162,6 @@ pub const SLOTS: &[SlotDecoder] = &[
         direction: Direction::HarnessToClient,
         class: SlotClass::Fidelity,
         check: crate::schemas::checkfu_slots::checks::check_Compaction,
-        decode: |v: &Value| {
-            crate::schemas::checkfu_slots::checks::decode_Compaction(v).map(drop)
-        },
-        result: None,
         safety_profile: false,
         requires: None,
     },
@@ -248,11 +173,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "acp",
         side: Side::Protocol,
         notification: true,
-        params: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_CancelRequestNotification(v).map(drop)
-        }),
-        result: None,
-        envelope: None,
         params_check: Some(
             crate::schemas::acp_v1::checks::check_CancelRequestNotification,
         ),
@@ -264,13 +184,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "acp",
         side: Side::Agent,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_AuthenticateRequest(v).map(drop)
-        }),
-        result: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_AuthenticateResponse(v).map(drop)
-        }),
-        envelope: None,
         params_check: Some(crate::schemas::acp_v1::checks::check_AuthenticateRequest),
         result_check: Some(crate::schemas::acp_v1::checks::check_AuthenticateResponse),
         envelope_check: None,
@@ -280,12 +193,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "acp",
         side: Side::Client,
         notification: true,
-        params: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_CompleteElicitationNotification(v)
-                .map(drop)
-        }),
-        result: None,
-        envelope: None,
         params_check: Some(
             crate::schemas::acp_v1::checks::check_CompleteElicitationNotification,
         ),
@@ -297,13 +204,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "acp",
         side: Side::Client,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_CreateElicitationRequest(v).map(drop)
-        }),
-        result: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_CreateElicitationResponse(v).map(drop)
-        }),
-        envelope: None,
         params_check: Some(
             crate::schemas::acp_v1::checks::check_CreateElicitationRequest,
         ),
@@ -317,13 +217,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "acp",
         side: Side::Client,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_ReadTextFileRequest(v).map(drop)
-        }),
-        result: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_ReadTextFileResponse(v).map(drop)
-        }),
-        envelope: None,
         params_check: Some(crate::schemas::acp_v1::checks::check_ReadTextFileRequest),
         result_check: Some(crate::schemas::acp_v1::checks::check_ReadTextFileResponse),
         envelope_check: None,
@@ -333,13 +226,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "acp",
         side: Side::Client,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_WriteTextFileRequest(v).map(drop)
-        }),
-        result: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_WriteTextFileResponse(v).map(drop)
-        }),
-        envelope: None,
         params_check: Some(crate::schemas::acp_v1::checks::check_WriteTextFileRequest),
         result_check: Some(crate::schemas::acp_v1::checks::check_WriteTextFileResponse),
         envelope_check: None,
@@ -349,13 +235,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "acp",
         side: Side::Agent,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_InitializeRequest(v).map(drop)
-        }),
-        result: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_InitializeResponse(v).map(drop)
-        }),
-        envelope: None,
         params_check: Some(crate::schemas::acp_v1::checks::check_InitializeRequest),
         result_check: Some(crate::schemas::acp_v1::checks::check_InitializeResponse),
         envelope_check: None,
@@ -365,13 +244,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "acp",
         side: Side::Agent,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_LogoutRequest(v).map(drop)
-        }),
-        result: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_LogoutResponse(v).map(drop)
-        }),
-        envelope: None,
         params_check: Some(crate::schemas::acp_v1::checks::check_LogoutRequest),
         result_check: Some(crate::schemas::acp_v1::checks::check_LogoutResponse),
         envelope_check: None,
@@ -381,11 +253,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "acp",
         side: Side::Agent,
         notification: true,
-        params: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_CancelNotification(v).map(drop)
-        }),
-        result: None,
-        envelope: None,
         params_check: Some(crate::schemas::acp_v1::checks::check_CancelNotification),
         result_check: None,
         envelope_check: None,
@@ -395,13 +262,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "acp",
         side: Side::Agent,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_CloseSessionRequest(v).map(drop)
-        }),
-        result: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_CloseSessionResponse(v).map(drop)
-        }),
-        envelope: None,
         params_check: Some(crate::schemas::acp_v1::checks::check_CloseSessionRequest),
         result_check: Some(crate::schemas::acp_v1::checks::check_CloseSessionResponse),
         envelope_check: None,
@@ -411,13 +271,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "acp",
         side: Side::Agent,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_DeleteSessionRequest(v).map(drop)
-        }),
-        result: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_DeleteSessionResponse(v).map(drop)
-        }),
-        envelope: None,
         params_check: Some(crate::schemas::acp_v1::checks::check_DeleteSessionRequest),
         result_check: Some(crate::schemas::acp_v1::checks::check_DeleteSessionResponse),
         envelope_check: None,
@@ -427,13 +280,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "acp",
         side: Side::Agent,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_ListSessionsRequest(v).map(drop)
-        }),
-        result: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_ListSessionsResponse(v).map(drop)
-        }),
-        envelope: None,
         params_check: Some(crate::schemas::acp_v1::checks::check_ListSessionsRequest),
         result_check: Some(crate::schemas::acp_v1::checks::check_ListSessionsResponse),
         envelope_check: None,
@@ -443,13 +289,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "acp",
         side: Side::Agent,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_LoadSessionRequest(v).map(drop)
-        }),
-        result: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_LoadSessionResponse(v).map(drop)
-        }),
-        envelope: None,
         params_check: Some(crate::schemas::acp_v1::checks::check_LoadSessionRequest),
         result_check: Some(crate::schemas::acp_v1::checks::check_LoadSessionResponse),
         envelope_check: None,
@@ -459,13 +298,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "acp",
         side: Side::Agent,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_NewSessionRequest(v).map(drop)
-        }),
-        result: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_NewSessionResponse(v).map(drop)
-        }),
-        envelope: None,
         params_check: Some(crate::schemas::acp_v1::checks::check_NewSessionRequest),
         result_check: Some(crate::schemas::acp_v1::checks::check_NewSessionResponse),
         envelope_check: None,
@@ -475,13 +307,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "acp",
         side: Side::Agent,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_PromptRequest(v).map(drop)
-        }),
-        result: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_PromptResponse(v).map(drop)
-        }),
-        envelope: None,
         params_check: Some(crate::schemas::acp_v1::checks::check_PromptRequest),
         result_check: Some(crate::schemas::acp_v1::checks::check_PromptResponse),
         envelope_check: None,
@@ -491,13 +316,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "acp",
         side: Side::Client,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_RequestPermissionRequest(v).map(drop)
-        }),
-        result: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_RequestPermissionResponse(v).map(drop)
-        }),
-        envelope: None,
         params_check: Some(
             crate::schemas::acp_v1::checks::check_RequestPermissionRequest,
         ),
@@ -511,13 +329,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "acp",
         side: Side::Agent,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_ResumeSessionRequest(v).map(drop)
-        }),
-        result: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_ResumeSessionResponse(v).map(drop)
-        }),
-        envelope: None,
         params_check: Some(crate::schemas::acp_v1::checks::check_ResumeSessionRequest),
         result_check: Some(crate::schemas::acp_v1::checks::check_ResumeSessionResponse),
         envelope_check: None,
@@ -527,15 +338,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "acp",
         side: Side::Agent,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_SetSessionConfigOptionRequest(v)
-                .map(drop)
-        }),
-        result: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_SetSessionConfigOptionResponse(v)
-                .map(drop)
-        }),
-        envelope: None,
         params_check: Some(
             crate::schemas::acp_v1::checks::check_SetSessionConfigOptionRequest,
         ),
@@ -549,13 +351,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "acp",
         side: Side::Agent,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_SetSessionModeRequest(v).map(drop)
-        }),
-        result: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_SetSessionModeResponse(v).map(drop)
-        }),
-        envelope: None,
         params_check: Some(crate::schemas::acp_v1::checks::check_SetSessionModeRequest),
         result_check: Some(crate::schemas::acp_v1::checks::check_SetSessionModeResponse),
         envelope_check: None,
@@ -565,11 +360,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "acp",
         side: Side::Client,
         notification: true,
-        params: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_SessionNotification(v).map(drop)
-        }),
-        result: None,
-        envelope: None,
         params_check: Some(crate::schemas::acp_v1::checks::check_SessionNotification),
         result_check: None,
         envelope_check: None,
@@ -579,13 +369,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "acp",
         side: Side::Client,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_CreateTerminalRequest(v).map(drop)
-        }),
-        result: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_CreateTerminalResponse(v).map(drop)
-        }),
-        envelope: None,
         params_check: Some(crate::schemas::acp_v1::checks::check_CreateTerminalRequest),
         result_check: Some(crate::schemas::acp_v1::checks::check_CreateTerminalResponse),
         envelope_check: None,
@@ -595,13 +378,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "acp",
         side: Side::Client,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_KillTerminalRequest(v).map(drop)
-        }),
-        result: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_KillTerminalResponse(v).map(drop)
-        }),
-        envelope: None,
         params_check: Some(crate::schemas::acp_v1::checks::check_KillTerminalRequest),
         result_check: Some(crate::schemas::acp_v1::checks::check_KillTerminalResponse),
         envelope_check: None,
@@ -611,13 +387,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "acp",
         side: Side::Client,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_TerminalOutputRequest(v).map(drop)
-        }),
-        result: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_TerminalOutputResponse(v).map(drop)
-        }),
-        envelope: None,
         params_check: Some(crate::schemas::acp_v1::checks::check_TerminalOutputRequest),
         result_check: Some(crate::schemas::acp_v1::checks::check_TerminalOutputResponse),
         envelope_check: None,
@@ -627,13 +396,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "acp",
         side: Side::Client,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_ReleaseTerminalRequest(v).map(drop)
-        }),
-        result: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_ReleaseTerminalResponse(v).map(drop)
-        }),
-        envelope: None,
         params_check: Some(crate::schemas::acp_v1::checks::check_ReleaseTerminalRequest),
         result_check: Some(
             crate::schemas::acp_v1::checks::check_ReleaseTerminalResponse,
@@ -645,15 +407,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "acp",
         side: Side::Client,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_WaitForTerminalExitRequest(v)
-                .map(drop)
-        }),
-        result: Some(|v: &Value| {
-            crate::schemas::acp_v1::checks::decode_WaitForTerminalExitResponse(v)
-                .map(drop)
-        }),
-        envelope: None,
         params_check: Some(
             crate::schemas::acp_v1::checks::check_WaitForTerminalExitRequest,
         ),
@@ -667,19 +420,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "checkfu",
         side: Side::Agent,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::acp_v1_extension_vectors::checks::decode_CheckfuSessionSteerParams(
-                    v,
-                )
-                .map(drop)
-        }),
-        result: Some(|v: &Value| {
-            crate::schemas::acp_v1_extension_vectors::checks::decode_CheckfuSessionSteerResult(
-                    v,
-                )
-                .map(drop)
-        }),
-        envelope: None,
         params_check: Some(
             crate::schemas::acp_v1_extension_vectors::checks::check_CheckfuSessionSteerParams,
         ),
@@ -693,19 +433,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "checkfu",
         side: Side::Agent,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::acp_v1_extension_vectors::checks::decode_CheckfuSessionInterruptParams(
-                    v,
-                )
-                .map(drop)
-        }),
-        result: Some(|v: &Value| {
-            crate::schemas::acp_v1_extension_vectors::checks::decode_CheckfuSessionInterruptResult(
-                    v,
-                )
-                .map(drop)
-        }),
-        envelope: None,
         params_check: Some(
             crate::schemas::acp_v1_extension_vectors::checks::check_CheckfuSessionInterruptParams,
         ),
@@ -719,12 +446,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "goose",
         side: Side::Agent,
         notification: false,
-        params: None,
-        result: Some(|v: &Value| {
-            crate::schemas::goose_acp_extensions::checks::decode_GetExtensionsResponse(v)
-                .map(drop)
-        }),
-        envelope: None,
         params_check: None,
         result_check: Some(
             crate::schemas::goose_acp_extensions::checks::check_GetExtensionsResponse,
@@ -736,12 +457,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "goose",
         side: Side::Agent,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::goose_acp_extensions::checks::decode_AddExtensionRequest(v)
-                .map(drop)
-        }),
-        result: None,
-        envelope: None,
         params_check: Some(
             crate::schemas::goose_acp_extensions::checks::check_AddExtensionRequest,
         ),
@@ -753,14 +468,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "goose",
         side: Side::Agent,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::goose_acp_extensions::checks::decode_RemoveExtensionRequest(
-                    v,
-                )
-                .map(drop)
-        }),
-        result: None,
-        envelope: None,
         params_check: Some(
             crate::schemas::goose_acp_extensions::checks::check_RemoveExtensionRequest,
         ),
@@ -772,15 +479,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "goose",
         side: Side::Agent,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::goose_acp_extensions::checks::decode_ReadResourceRequest(v)
-                .map(drop)
-        }),
-        result: Some(|v: &Value| {
-            crate::schemas::goose_acp_extensions::checks::decode_ReadResourceResponse(v)
-                .map(drop)
-        }),
-        envelope: None,
         params_check: Some(
             crate::schemas::goose_acp_extensions::checks::check_ReadResourceRequest,
         ),
@@ -794,12 +492,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "goose",
         side: Side::Agent,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::goose_acp_extensions::checks::decode_DeleteSessionRequest(v)
-                .map(drop)
-        }),
-        result: None,
-        envelope: None,
         params_check: Some(
             crate::schemas::goose_acp_extensions::checks::check_DeleteSessionRequest,
         ),
@@ -811,15 +503,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "goose",
         side: Side::Agent,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::goose_acp_extensions::checks::decode_ExportSessionRequest(v)
-                .map(drop)
-        }),
-        result: Some(|v: &Value| {
-            crate::schemas::goose_acp_extensions::checks::decode_ExportSessionResponse(v)
-                .map(drop)
-        }),
-        envelope: None,
         params_check: Some(
             crate::schemas::goose_acp_extensions::checks::check_ExportSessionRequest,
         ),
@@ -833,15 +516,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "goose",
         side: Side::Agent,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::goose_acp_extensions::checks::decode_GetSessionRequest(v)
-                .map(drop)
-        }),
-        result: Some(|v: &Value| {
-            crate::schemas::goose_acp_extensions::checks::decode_GetSessionResponse(v)
-                .map(drop)
-        }),
-        envelope: None,
         params_check: Some(
             crate::schemas::goose_acp_extensions::checks::check_GetSessionRequest,
         ),
@@ -855,15 +529,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "goose",
         side: Side::Agent,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::goose_acp_extensions::checks::decode_ImportSessionRequest(v)
-                .map(drop)
-        }),
-        result: Some(|v: &Value| {
-            crate::schemas::goose_acp_extensions::checks::decode_ImportSessionResponse(v)
-                .map(drop)
-        }),
-        envelope: None,
         params_check: Some(
             crate::schemas::goose_acp_extensions::checks::check_ImportSessionRequest,
         ),
@@ -877,12 +542,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "goose",
         side: Side::Agent,
         notification: false,
-        params: None,
-        result: Some(|v: &Value| {
-            crate::schemas::goose_acp_extensions::checks::decode_ListSessionsResponse(v)
-                .map(drop)
-        }),
-        envelope: None,
         params_check: None,
         result_check: Some(
             crate::schemas::goose_acp_extensions::checks::check_ListSessionsResponse,
@@ -894,15 +553,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "goose",
         side: Side::Agent,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::goose_acp_extensions::checks::decode_GetToolsRequest(v)
-                .map(drop)
-        }),
-        result: Some(|v: &Value| {
-            crate::schemas::goose_acp_extensions::checks::decode_GetToolsResponse(v)
-                .map(drop)
-        }),
-        envelope: None,
         params_check: Some(
             crate::schemas::goose_acp_extensions::checks::check_GetToolsRequest,
         ),
@@ -916,14 +566,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "goose",
         side: Side::Agent,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::goose_acp_extensions::checks::decode_UpdateWorkingDirRequest(
-                    v,
-                )
-                .map(drop)
-        }),
-        result: None,
-        envelope: None,
         params_check: Some(
             crate::schemas::goose_acp_extensions::checks::check_UpdateWorkingDirRequest,
         ),
@@ -935,15 +577,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "khy-os",
         side: Side::Agent,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::khy_os_acp_message::checks::decode_AgentSpawnParams(v)
-                .map(drop)
-        }),
-        result: None,
-        envelope: Some(|v: &Value| {
-            crate::schemas::khy_os_acp_message::checks::decode_KhyOsAcpMessage(v)
-                .map(drop)
-        }),
         params_check: Some(
             crate::schemas::khy_os_acp_message::checks::check_AgentSpawnParams,
         ),
@@ -957,15 +590,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "khy-os",
         side: Side::Agent,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::khy_os_acp_message::checks::decode_AgentKillParams(v)
-                .map(drop)
-        }),
-        result: None,
-        envelope: Some(|v: &Value| {
-            crate::schemas::khy_os_acp_message::checks::decode_KhyOsAcpMessage(v)
-                .map(drop)
-        }),
         params_check: Some(
             crate::schemas::khy_os_acp_message::checks::check_AgentKillParams,
         ),
@@ -979,15 +603,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "khy-os",
         side: Side::Agent,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::khy_os_acp_message::checks::decode_AgentStatusParams(v)
-                .map(drop)
-        }),
-        result: None,
-        envelope: Some(|v: &Value| {
-            crate::schemas::khy_os_acp_message::checks::decode_KhyOsAcpMessage(v)
-                .map(drop)
-        }),
         params_check: Some(
             crate::schemas::khy_os_acp_message::checks::check_AgentStatusParams,
         ),
@@ -1001,15 +616,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "khy-os",
         side: Side::Agent,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::khy_os_acp_message::checks::decode_TaskSubmitParams(v)
-                .map(drop)
-        }),
-        result: None,
-        envelope: Some(|v: &Value| {
-            crate::schemas::khy_os_acp_message::checks::decode_KhyOsAcpMessage(v)
-                .map(drop)
-        }),
         params_check: Some(
             crate::schemas::khy_os_acp_message::checks::check_TaskSubmitParams,
         ),
@@ -1023,15 +629,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "khy-os",
         side: Side::Agent,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::khy_os_acp_message::checks::decode_TaskResultParams(v)
-                .map(drop)
-        }),
-        result: None,
-        envelope: Some(|v: &Value| {
-            crate::schemas::khy_os_acp_message::checks::decode_KhyOsAcpMessage(v)
-                .map(drop)
-        }),
         params_check: Some(
             crate::schemas::khy_os_acp_message::checks::check_TaskResultParams,
         ),
@@ -1045,15 +642,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "khy-os",
         side: Side::Agent,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::khy_os_acp_message::checks::decode_TaskProgressParams(v)
-                .map(drop)
-        }),
-        result: None,
-        envelope: Some(|v: &Value| {
-            crate::schemas::khy_os_acp_message::checks::decode_KhyOsAcpMessage(v)
-                .map(drop)
-        }),
         params_check: Some(
             crate::schemas::khy_os_acp_message::checks::check_TaskProgressParams,
         ),
@@ -1067,15 +655,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "khy-os",
         side: Side::Agent,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::khy_os_acp_message::checks::decode_ContextShareParams(v)
-                .map(drop)
-        }),
-        result: None,
-        envelope: Some(|v: &Value| {
-            crate::schemas::khy_os_acp_message::checks::decode_KhyOsAcpMessage(v)
-                .map(drop)
-        }),
         params_check: Some(
             crate::schemas::khy_os_acp_message::checks::check_ContextShareParams,
         ),
@@ -1089,15 +668,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "khy-os",
         side: Side::Agent,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::khy_os_acp_message::checks::decode_ToolInvokeParams(v)
-                .map(drop)
-        }),
-        result: None,
-        envelope: Some(|v: &Value| {
-            crate::schemas::khy_os_acp_message::checks::decode_KhyOsAcpMessage(v)
-                .map(drop)
-        }),
         params_check: Some(
             crate::schemas::khy_os_acp_message::checks::check_ToolInvokeParams,
         ),
@@ -1111,15 +681,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "khy-os",
         side: Side::Agent,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::khy_os_acp_message::checks::decode_ToolResultParams(v)
-                .map(drop)
-        }),
-        result: None,
-        envelope: Some(|v: &Value| {
-            crate::schemas::khy_os_acp_message::checks::decode_KhyOsAcpMessage(v)
-                .map(drop)
-        }),
         params_check: Some(
             crate::schemas::khy_os_acp_message::checks::check_ToolResultParams,
         ),
@@ -1133,15 +694,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "khy-os",
         side: Side::Agent,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::khy_os_acp_message::checks::decode_MessageSendParams(v)
-                .map(drop)
-        }),
-        result: None,
-        envelope: Some(|v: &Value| {
-            crate::schemas::khy_os_acp_message::checks::decode_KhyOsAcpMessage(v)
-                .map(drop)
-        }),
         params_check: Some(
             crate::schemas::khy_os_acp_message::checks::check_MessageSendParams,
         ),
@@ -1155,15 +707,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "khy-os",
         side: Side::Agent,
         notification: false,
-        params: Some(|v: &Value| {
-            crate::schemas::khy_os_acp_message::checks::decode_MessageBroadcastParams(v)
-                .map(drop)
-        }),
-        result: None,
-        envelope: Some(|v: &Value| {
-            crate::schemas::khy_os_acp_message::checks::decode_KhyOsAcpMessage(v)
-                .map(drop)
-        }),
         params_check: Some(
             crate::schemas::khy_os_acp_message::checks::check_MessageBroadcastParams,
         ),
@@ -1177,12 +720,6 @@ pub const METHODS: &[MethodDecoder] = &[
         source: "khy-os",
         side: Side::Agent,
         notification: false,
-        params: None,
-        result: None,
-        envelope: Some(|v: &Value| {
-            crate::schemas::khy_os_acp_message::checks::decode_KhyOsAcpMessage(v)
-                .map(drop)
-        }),
         params_check: None,
         result_check: None,
         envelope_check: Some(
@@ -1264,121 +801,3 @@ pub fn slot(key: &str) -> Option<usize> {
         _ => None,
     }
 }
-/// Golden-vector kinds: name → direction → decoder of the wire message.
-pub const VECTORS: &[VectorDecoder] = &[
-    VectorDecoder {
-        name: "initialize.full-declaration",
-        direction: "agent_to_runner",
-        decode: |v: &Value| {
-            crate::schemas::acp_v1_extension_vectors::checks::decode_Objects(v).map(drop)
-        },
-    },
-    VectorDecoder {
-        name: "initialize.subagents-declaration",
-        direction: "agent_to_runner",
-        decode: |v: &Value| {
-            crate::schemas::acp_v1_extension_vectors::checks::decode_Objects(v).map(drop)
-        },
-    },
-    VectorDecoder {
-        name: "initialize.controls-declaration",
-        direction: "agent_to_runner",
-        decode: |v: &Value| {
-            crate::schemas::acp_v1_extension_vectors::checks::decode_Objects(v).map(drop)
-        },
-    },
-    VectorDecoder {
-        name: "session.new.builtin-tools",
-        direction: "runner_to_agent",
-        decode: |v: &Value| {
-            crate::schemas::acp_v1_extension_vectors::checks::decode_WireSessionNewBuiltinTools(
-                    v,
-                )
-                .map(drop)
-        },
-    },
-    VectorDecoder {
-        name: "session.new.output-schema",
-        direction: "runner_to_agent",
-        decode: |v: &Value| {
-            crate::schemas::acp_v1_extension_vectors::checks::decode_WireSessionNewOutputSchema(
-                    v,
-                )
-                .map(drop)
-        },
-    },
-    VectorDecoder {
-        name: "session.update.subagent-started",
-        direction: "agent_to_runner",
-        decode: |v: &Value| {
-            crate::schemas::acp_v1_extension_vectors::checks::decode_Objects1(v)
-                .map(drop)
-        },
-    },
-    VectorDecoder {
-        name: "session.update.subagent-activity",
-        direction: "agent_to_runner",
-        decode: |v: &Value| {
-            crate::schemas::acp_v1_extension_vectors::checks::decode_Objects1(v)
-                .map(drop)
-        },
-    },
-    VectorDecoder {
-        name: "session.update.subagent-completed",
-        direction: "agent_to_runner",
-        decode: |v: &Value| {
-            crate::schemas::acp_v1_extension_vectors::checks::decode_Objects1(v)
-                .map(drop)
-        },
-    },
-    VectorDecoder {
-        name: "session.prompt.turn-telemetry",
-        direction: "agent_to_runner",
-        decode: |v: &Value| {
-            crate::schemas::acp_v1_extension_vectors::checks::decode_WireSessionPromptTurnTelemetry(
-                    v,
-                )
-                .map(drop)
-        },
-    },
-    VectorDecoder {
-        name: "extension.steer.request",
-        direction: "runner_to_agent",
-        decode: |v: &Value| {
-            crate::schemas::acp_v1_extension_vectors::checks::decode_WireExtensionSteerRequest(
-                    v,
-                )
-                .map(drop)
-        },
-    },
-    VectorDecoder {
-        name: "extension.steer.response",
-        direction: "agent_to_runner",
-        decode: |v: &Value| {
-            crate::schemas::acp_v1_extension_vectors::checks::decode_WireExtensionSteerResponse(
-                    v,
-                )
-                .map(drop)
-        },
-    },
-    VectorDecoder {
-        name: "extension.interrupt.request",
-        direction: "runner_to_agent",
-        decode: |v: &Value| {
-            crate::schemas::acp_v1_extension_vectors::checks::decode_WireExtensionInterruptRequest(
-                    v,
-                )
-                .map(drop)
-        },
-    },
-    VectorDecoder {
-        name: "extension.interrupt.response",
-        direction: "agent_to_runner",
-        decode: |v: &Value| {
-            crate::schemas::acp_v1_extension_vectors::checks::decode_WireExtensionInterruptResponse(
-                    v,
-                )
-                .map(drop)
-        },
-    },
-];

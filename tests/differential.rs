@@ -10,7 +10,7 @@
 mod support;
 
 use checkfu_wire::exact::Definition;
-use checkfu_wire::schemas;
+use checkfu_wire_typed::schemas;
 use serde_json::Value;
 use support::oracle::{cases, compare, Tally, Verdict};
 

@@ -61,7 +61,7 @@ fn bounds_constants_enums_and_multiples_are_decided_on_the_texts_values() {
 #[test]
 fn accepted_numbers_re_encode_with_their_texts_value() {
     // Through the generated type and back: `Number` keeps the text.
-    use checkfu_wire::schemas::acp_v1::checks::DEFINITIONS;
+    use checkfu_wire_typed::schemas::acp_v1::checks::DEFINITIONS;
     let cost = DEFINITIONS.iter().find(|d| d.name == "Cost").expect("ACP defines Cost");
     for amount in ["0.44999999999999996", "18446744073709551617", "123456789012345678901234567890.125", "1e-30"] {
         let value: Value = serde_json::from_str(&format!(r#"{{"amount":{amount},"currency":"USD"}}"#)).expect("JSON");

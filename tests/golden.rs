@@ -7,7 +7,7 @@ mod support;
 use std::path::{Path, PathBuf};
 
 use checkfu_wire::exact::Definition;
-use checkfu_wire::schemas;
+use checkfu_wire_typed::schemas;
 use serde_json::{json, Value};
 use support::instances::same;
 
@@ -131,7 +131,8 @@ fn goose_golden_messages() {
 /// name selects, flows the direction the table says, and the runtime decoder accepts it.
 #[test]
 fn golden_vector_table_dispatches_every_vector() {
-    use checkfu_wire::decode::{tables::VECTORS, Decoder, WireDirection};
+    use checkfu_wire::decode::{Decoder, WireDirection};
+    use checkfu_wire_typed::tables::VECTORS;
     let golden = load(&root().join("golden/acp-v1-extension-vectors.json"));
     let vectors = golden["vectors"].as_array().expect("vectors");
     assert_eq!(VECTORS.len(), vectors.len());

@@ -233,6 +233,6 @@ fn acp_leniency_drops_marked_members_with_a_diagnostic() {
     let report = Decoder::new().decode(broken.to_string().as_bytes(), Some(WireDirection::AgentToRunner));
     assert!(!report.accepted, "{report:?}");
     // The generated check itself stays strict, as the schema is.
-    let strict = checkfu_wire::schemas::acp_v1::checks::DEFINITIONS.iter().find(|d| d.name == "SessionNotification").expect("definition");
+    let strict = checkfu_wire_typed::schemas::acp_v1::checks::DEFINITIONS.iter().find(|d| d.name == "SessionNotification").expect("definition");
     assert!((strict.check)(&update["params"]).is_err());
 }

@@ -43,6 +43,11 @@ pub const SCHEMA_TYPES_OUT: &str = "generated/schema_types.rs";
 /// One file per input schema, included by `SCHEMA_TYPES_OUT`.
 pub const SCHEMA_MODULES_DIR: &str = "generated/schemas";
 pub const DECODER_TABLES_OUT: &str = "generated/decoder_tables.rs";
+/// `checkfu-wire-typed`'s generated Rust (its `build.rs` puts `typed/generated/…` into its
+/// `OUT_DIR/generated/…`): every schema's whole module, and the typed tables.
+pub const TYPED_SCHEMA_TYPES_OUT: &str = "typed/generated/schema_types.rs";
+pub const TYPED_SCHEMA_MODULES_DIR: &str = "typed/generated/schemas";
+pub const TYPED_TABLES_OUT: &str = "typed/generated/typed_tables.rs";
 pub const DOCS_PAGE_OUT: &str = "docs/harness-wire-extensions.md";
 /// The ACP grammar of the pinned official schema, as the decoder reads it.
 pub const ACP_GRAMMAR_OUT: &str = "generated/acp-grammar.json";
@@ -124,7 +129,7 @@ pub fn generate(root: &Path) -> Result<Generation, Diagnostics> {
     let plan = match &loaded {
         Some((compiled, file)) => match revisions::recorded_floor(root, &compiled.catalog, *file)
             .map_err(|d| vec![d])
-            .and_then(|floor| rust::decoder::plan(&compiled.catalog, &schemas, *file, floor.as_ref()))
+            .and_then(|floor| rust::plan::plan(&compiled.catalog, &schemas, *file, floor.as_ref()))
         {
             Ok(plan) => Some(plan),
             Err(items) => {
@@ -137,7 +142,13 @@ pub fn generate(root: &Path) -> Result<Generation, Diagnostics> {
     // Schema types do not depend on a valid catalog: their errors are reported alongside
     // the catalog's, not after them.
     let pins = plan.as_ref().map(|p| p.pins.clone()).unwrap_or_default();
-    let types = schema_types(&schemas, &pins, &mut warnings, &mut diagnostics.sources);
+    // What the runtime serves is the catalog's: its tables' definitions and the one-shot
+    // stream schema are the roots of what it compiles.
+    let roots = match (&plan, &loaded) {
+        (Some(plan), Some((compiled, _))) => rust::plan::reach::roots(plan, compiled.catalog.oneshot.stream_schema.as_str()),
+        _ => Default::default(),
+    };
+    let types = schema_types(&schemas, &pins, &roots, &mut warnings, &mut diagnostics.sources);
     collect(&mut diagnostics, &mut outputs, types);
     let (Some((compiled, file)), Some(plan)) = (loaded, plan) else {
         return Err(diagnostics);
@@ -148,6 +159,10 @@ pub fn generate(root: &Path) -> Result<Generation, Diagnostics> {
         .map(|contents| vec![Output { path: DECODER_TABLES_OUT.into(), contents }])
         .map_err(|e| vec![Diagnostic::new(Class::Generation, e)]);
     collect(&mut diagnostics, &mut outputs, tables);
+    let typed_tables = rust::format_file(&format!("// {banner}"), rust::decoder::typed(&plan))
+        .map(|contents| vec![Output { path: TYPED_TABLES_OUT.into(), contents }])
+        .map_err(|e| vec![Diagnostic::new(Class::Generation, e)]);
+    collect(&mut diagnostics, &mut outputs, typed_tables);
     let snapshot = projection::support_snapshot(&compiled, &banner);
     collect(&mut diagnostics, &mut outputs, render(&compiled, &snapshot).map_err(|d| vec![d]));
     // The pinned ACP schema is upstream's: the page states its release from its record.
@@ -224,25 +239,35 @@ fn load_catalog(root: &Path, schemas: &schema::SchemaSet, diagnostics: &mut Diag
     }
 }
 
-/// Types, checks and decoders for every input schema: a file per schema under
-/// `SCHEMA_MODULES_DIR`, and `SCHEMA_TYPES_OUT`, which includes each as a module.
+/// The checks the runtime compiles and, for `checkfu-wire-typed`, every schema's whole
+/// module (types, checks, decoders, `DEFINITIONS`): a file per schema under
+/// `SCHEMA_MODULES_DIR` and `TYPED_SCHEMA_MODULES_DIR`, and an index including them
+/// (`SCHEMA_TYPES_OUT`, `TYPED_SCHEMA_TYPES_OUT`). The runtime's files hold only the checks
+/// `roots` reach (`rust::plan::reach`); a schema they do not reach has no runtime file.
 /// A file's diagnostics point into its text, which joins `sources` when it has one.
 fn schema_types(
     schemas: &schema::SchemaSet,
-    pins: &rust::decoder::Pins,
+    pins: &rust::plan::Pins,
+    roots: &rust::plan::reach::Roots,
     warnings: &mut Vec<String>,
     sources: &mut diagnostic::Sources,
 ) -> Result<Vec<Output>, Vec<Diagnostic>> {
     let mut outputs = Vec::new();
-    let mut modules = Vec::new();
+    let (mut runtime, mut typed) = (Vec::new(), Vec::new());
     let mut errors = Vec::new();
     let mut owners: std::collections::BTreeMap<String, &str> = std::collections::BTreeMap::new();
     let banner = banner();
+    let mut file_of = |path: String, tokens: proc_macro2::TokenStream, file: &str, errors: &mut Vec<Diagnostic>| match rust::format_file(&format!("// {banner}"), tokens) {
+        Ok(contents) => outputs.push(Output { path: path.into(), contents }),
+        Err(e) => errors.push(Diagnostic::new(Class::Generation, format!("schemas/{file}: {e}"))),
+    };
     for (file, raw) in &schemas.files {
         let none = Default::default();
         let placement = schemas.texts.get(file).map(|text| rust::schemas::Placement { text, sources: &mut *sources });
         let pinned = pins.get(file).unwrap_or(&none);
-        let generated = match rust::schemas::generate_placed(file, raw, pinned, schema::dialect::Dialect::Draft2020, placement) {
+        let (module, _) = rust::names::names(file);
+        let rooted = roots.get(&module).unwrap_or(&Default::default()).clone();
+        let generated = match rust::schemas::generate_rooted(file, raw, pinned, schema::dialect::Dialect::Draft2020, placement, &rooted) {
             Ok(generated) => generated,
             Err(items) => {
                 errors.extend(items);
@@ -257,28 +282,34 @@ fn schema_types(
             continue;
         }
         warnings.extend(generated.warnings);
-        let path = format!("{SCHEMA_MODULES_DIR}/{}.rs", generated.module);
-        match rust::format_file(&format!("// {banner}"), generated.tokens) {
-            Ok(contents) => outputs.push(Output { path: path.clone().into(), contents }),
-            Err(e) => errors.push(Diagnostic::new(Class::Generation, format!("schemas/{file}: {e}"))),
+        let ident = quote::format_ident!("{}", generated.module);
+        let include = format!("/{}/{}.rs", SCHEMA_MODULES_DIR, generated.module);
+        let modules = [
+            (Some(generated.tokens), TYPED_SCHEMA_MODULES_DIR, &mut typed, " Types and checks generated from"),
+            (generated.runtime, SCHEMA_MODULES_DIR, &mut runtime, " The checks the runtime reaches, generated from"),
+        ];
+        for (tokens, dir, index, what) in modules {
+            let Some(tokens) = tokens else { continue };
+            file_of(format!("{dir}/{}.rs", generated.module), tokens, file, &mut errors);
+            let doc = format!("{what} `schemas/{}`.", crate::rust::doc_safe(file));
+            // Both indexes include from their own crate's `OUT_DIR/generated/schemas/`.
+            index.push(quote::quote! {
+                #[doc = #doc]
+                #[allow(clippy::all, clippy::pedantic, dead_code, unused_imports, unused_variables, unused_mut, non_snake_case, non_camel_case_types, irrefutable_let_patterns)]
+                pub mod #ident {
+                    include!(concat!(env!("OUT_DIR"), #include));
+                }
+            });
         }
-        let module = quote::format_ident!("{}", generated.module);
-        let doc = format!(" Types and checks generated from `schemas/{}`.", crate::rust::doc_safe(file));
-        let include = format!("/{path}");
-        modules.push(quote::quote! {
-            #[doc = #doc]
-            #[allow(clippy::all, clippy::pedantic, dead_code, unused_imports, unused_variables, unused_mut, non_snake_case, non_camel_case_types, irrefutable_let_patterns)]
-            pub mod #module {
-                include!(concat!(env!("OUT_DIR"), #include));
-            }
-        });
     }
     if !errors.is_empty() {
         return Err(errors);
     }
-    let contents = rust::format_file(&format!("// {banner}"), quote::quote! { #(#modules)* })
-        .map_err(|e| vec![Diagnostic::new(Class::Generation, e)])?;
-    outputs.push(Output { path: SCHEMA_TYPES_OUT.into(), contents });
+    for (path, index) in [(SCHEMA_TYPES_OUT, runtime), (TYPED_SCHEMA_TYPES_OUT, typed)] {
+        let contents = rust::format_file(&format!("// {banner}"), quote::quote! { #(#index)* })
+            .map_err(|e| vec![Diagnostic::new(Class::Generation, e)])?;
+        outputs.push(Output { path: path.into(), contents });
+    }
     Ok(outputs)
 }
 

@@ -40,7 +40,7 @@ use serde_json::{json, Map, Value};
 use crate::catalog::model::{Catalog, Name};
 use crate::catalog::{canonical_json, sha256_hex, Compiled};
 use crate::diagnostic::{Class, Diagnostic, FileId};
-use crate::rust::acp::Grammar;
+use crate::rust::plan::Grammar;
 use crate::schema::SchemaSet;
 use crate::write::Output;
 

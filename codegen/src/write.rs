@@ -51,15 +51,20 @@ pub fn write_changed(root: &Path, outputs: &[Output]) -> io::Result<Vec<(PathBuf
     Ok(written)
 }
 
-/// Files in the per-schema module directory that no output produces.
+/// Files in the per-schema module directories (the runtime's and `checkfu-wire-typed`'s)
+/// that no output produces.
 fn stale(root: &Path, outputs: &[Output]) -> Vec<PathBuf> {
-    let dir = Path::new(crate::SCHEMA_MODULES_DIR);
-    let Ok(entries) = fs::read_dir(root.join(dir)) else { return Vec::new() };
-    let mut stale: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok())
-        .map(|e| dir.join(e.file_name()))
-        .filter(|p| p.extension().is_some_and(|x| x == "rs") && !outputs.iter().any(|o| o.path == *p))
-        .collect();
+    let mut stale = Vec::new();
+    for dir in [crate::SCHEMA_MODULES_DIR, crate::TYPED_SCHEMA_MODULES_DIR] {
+        let dir = Path::new(dir);
+        let Ok(entries) = fs::read_dir(root.join(dir)) else { continue };
+        stale.extend(
+            entries
+                .filter_map(|e| e.ok())
+                .map(|e| dir.join(e.file_name()))
+                .filter(|p| p.extension().is_some_and(|x| x == "rs") && !outputs.iter().any(|o| o.path == *p)),
+        );
+    }
     stale.sort();
     stale
 }

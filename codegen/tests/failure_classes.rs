@@ -23,11 +23,15 @@ fn position(d: &Diagnostics, item: &Diagnostic) -> String {
 fn the_checked_in_catalog_generates() {
     let scratch = Scratch::new();
     let outputs = checkfu_wire_codegen::generate(scratch.root()).unwrap_or_else(|d| panic!("{}", d.render())).outputs;
-    // The eleven catalog outputs, plus one module file per input schema.
+    // The eleven catalog outputs and checkfu-wire-typed's index and tables, one whole module
+    // per input schema (typed), and one runtime module per schema the catalog's roots reach.
     let schemas = std::fs::read_dir(scratch.root().join("schemas")).expect("schemas").filter(|e| {
         e.as_ref().is_ok_and(|e| e.path().extension().is_some_and(|x| x == "json"))
     });
-    assert_eq!(outputs.len(), 11 + schemas.count());
+    let schemas = schemas.count();
+    let runtime = outputs.iter().filter(|o| o.path.starts_with(checkfu_wire_codegen::SCHEMA_MODULES_DIR)).count();
+    assert_eq!(outputs.len(), 13 + schemas + runtime);
+    assert!(runtime < schemas, "a schema no runtime path reaches (MCP) has no runtime module");
 }
 
 #[test]

@@ -52,7 +52,9 @@ fn a_new_goose_method_is_dispatched_with_its_typed_params() {
     });
     let (after, warnings) = tables(&s);
     assert!(after.contains("\"_goose/recipes/list\" => Some(&METHODS["), "{after}");
-    assert!(after.contains("decode_ListRecipesRequest"), "typed params decoder");
+    // The runtime's row checks the params with their definition's check (the typed decoder
+    // is checkfu-wire-typed's).
+    assert!(after.contains("check_ListRecipesRequest"), "params check");
     assert!(!warnings.iter().any(|w| w.contains("ListRecipesRequest")), "its description agrees: no warning");
 }
 
@@ -80,7 +82,7 @@ fn a_new_khy_os_method_is_dispatched() {
     });
     let (after, _) = tables(&s);
     assert!(after.contains("\"memory.recall\" => Some(&METHODS["), "{after}");
-    assert!(after.contains("decode_MemoryRecallParams"));
+    assert!(after.contains("check_MemoryRecallParams"));
 }
 
 fn edit_lock(s: &Scratch, edit: impl FnOnce(&mut Value)) {

@@ -1,14 +1,10 @@
 //! The decoder tables generated from the catalog and the schemas (checked-in copy:
-//! `generated/decoder_tables.rs`): slots, methods and golden vectors, each row with its
-//! typed decoders.
-
-use serde_json::Value;
+//! `generated/decoder_tables.rs`): slots and methods, each row with the generated checks
+//! of its definitions. The typed decoders of the same rows, and the golden vectors', are
+//! `checkfu-wire-typed`'s: the runtime compiles no generated type.
 
 pub use crate::catalog::{Direction, SlotClass};
 use crate::exact::{Invalid, Json};
-
-/// A typed decoder: the generated check, then the generated type.
-pub type Decode = fn(&Value) -> Result<(), Invalid>;
 
 /// A generated check alone, on the borrowed tree the policy parses `_meta` members into.
 pub type Check = fn(&Json<'_>) -> Result<(), Invalid>;
@@ -26,13 +22,10 @@ pub struct SlotDecoder {
     pub part: Part,
     pub direction: Direction,
     pub class: SlotClass,
-    /// The payload's generated check: exactly the schema's accept/reject decision, without
-    /// building the typed value (what the hot path needs).
+    /// The payload's generated check (for an extension method, its params'): exactly the
+    /// schema's accept/reject decision; an extension method's result check is its row in
+    /// `METHODS`.
     pub check: Check,
-    /// Decodes the payload into its generated type (for an extension method, its params).
-    pub decode: Decode,
-    /// For an extension method, decodes its result.
-    pub result: Option<Decode>,
     /// The payload must also pass the bounded safety profile.
     pub safety_profile: bool,
     /// (slot, value) this slot requires in the same message.
@@ -46,22 +39,11 @@ pub struct MethodDecoder {
     pub source: &'static str,
     pub side: Side,
     pub notification: bool,
-    pub params: Option<Decode>,
-    pub result: Option<Decode>,
-    /// For a family whose schema describes the whole message.
-    pub envelope: Option<Decode>,
-    /// The generated checks behind `params`, `result` and `envelope`: the same decisions,
-    /// read from a borrowed tree (what the decoder's hot path uses).
+    /// The generated checks of the method's params, result and (for a family whose schema
+    /// describes the whole message) envelope, read from a borrowed tree.
     pub params_check: Option<Check>,
     pub result_check: Option<Check>,
     pub envelope_check: Option<Check>,
-}
-
-#[derive(Clone, Copy)]
-pub struct VectorDecoder {
-    pub name: &'static str,
-    pub direction: &'static str,
-    pub decode: Decode,
 }
 
 include!(concat!(env!("OUT_DIR"), "/generated/decoder_tables.rs"));

@@ -23,7 +23,8 @@ pub fn copy_dir(from: &Path, to: &Path) {
 /// A copy of everything `generate` reads and writes, removed when the guard drops.
 pub fn scratch() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
-    for sub in ["catalog", "schemas", "templates", "generated", "docs", "golden"] {
+    // typed/generated/ is checkfu-wire-typed's share of the outputs.
+    for sub in ["catalog", "schemas", "templates", "generated", "docs", "golden", "typed/generated"] {
         copy_dir(&project_root().join(sub), &dir.path().join(sub));
     }
     dir

@@ -1,9 +1,15 @@
 //! The Rust stage: source files the runtime crate includes from `OUT_DIR`.
+//!
+//! `plan` analyses first (the decoder tables' rows, the ACP grammar, call graphs, reach);
+//! the emitters (`checks`, `types`, `schemas`, `decoder`, `tables`, `acp`) read the plan and
+//! the shared helpers here and in `names`, and none imports another emitter except
+//! `schemas`, which assembles a schema's module from `types` and `checks`.
 
 pub mod acp;
 pub mod checks;
 pub mod decoder;
-pub mod indirection;
+pub mod names;
+pub mod plan;
 pub mod schemas;
 pub mod tables;
 pub mod types;

@@ -2,59 +2,29 @@
 //! per definition tying the two together. Each module is a file of its own
 //! (`generated/schemas/<module>.rs`), so a large input does not swell one file.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use proc_macro2::TokenStream;
 use quote::quote;
 use serde_json::Value;
 
+use super::plan::{calls, reach};
 use crate::diagnostic::{Class, Diagnostic, FileId, Sources};
 use crate::schema::dialect::{as_written, Dialect};
 use crate::schema::{normalize, SchemaText};
 
-/// Rust keywords, which a module name must not be.
-const KEYWORDS: &[&str] = &[
-    "as", "async", "await", "break", "const", "continue", "crate", "dyn", "else", "enum", "extern", "false", "fn",
-    "for", "gen", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "self",
-    "static", "struct", "super", "trait", "true", "type", "unsafe", "use", "where", "while", "abstract", "become",
-    "box", "do", "final", "macro", "override", "priv", "try", "typeof", "unsized", "virtual", "yield",
-];
-
-/// The names a schema file gets: `acp-v1-extension-vectors.schema.json` →
-/// module `acp_v1_extension_vectors`, root type `AcpV1ExtensionVectors`. Both are valid
-/// Rust identifiers whatever the file is called (`2fa.json` → `s_2fa` and `N2fa`,
-/// `ü.json` → `u_fc` and `Ufc`, `self.json` → `self_` and `SelfDef`).
-pub fn names(file: &str) -> (String, String) {
-    let stem = file.trim_end_matches(".json").trim_end_matches(".schema");
-    let mut module = String::new();
-    for c in stem.chars() {
-        if c.is_ascii_alphanumeric() {
-            module.push(c.to_ascii_lowercase());
-        } else if c.is_ascii() {
-            module.push('_');
-        } else {
-            module.push_str(&format!("u_{:x}", c as u32));
-        }
-    }
-    if module.chars().all(|c| c == '_') {
-        module = format!("schema{module}");
-    }
-    if module.starts_with(|c: char| c.is_ascii_digit()) {
-        module.insert_str(0, "s_");
-    }
-    if KEYWORDS.contains(&module.as_str()) {
-        module.push('_');
-    }
-    let root = normalize::type_name(stem);
-    (module, root)
-}
+pub use super::names::names;
 
 /// One schema file's generated module.
 pub struct SchemaModule {
     /// The module name (`acp_v1_extension_vectors`).
     pub module: String,
-    /// The module's contents: `pub mod types { … } pub mod checks { … }`.
+    /// The module's contents: `pub mod types { … } pub mod checks { … }` (what
+    /// `checkfu-wire-typed` compiles).
     pub tokens: TokenStream,
+    /// What the runtime compiles of it: `pub mod checks { … }` with the checks `roots`
+    /// reach (`plan::reach`), or `None` when they reach none.
+    pub runtime: Option<TokenStream>,
     /// Definitions typify could not name, which got newtypes instead.
     pub warnings: Vec<String>,
 }
@@ -108,7 +78,7 @@ pub fn generate_in(file: &str, raw: &Value, pins: &BTreeMap<String, String>, def
     generate_placed(file, raw, pins, default, None)
 }
 
-/// [`generate_in`], with each diagnostic pointing into the file's text when `placement`
+/// [`generate_in`/// [`generate_in`], with each diagnostic pointing into the file's text when `placement`
 /// gives it (`raw` is then the document read with that text).
 pub fn generate_placed(
     file: &str,
@@ -117,12 +87,25 @@ pub fn generate_placed(
     default: Dialect,
     placement: Option<Placement>,
 ) -> Result<SchemaModule, Vec<Diagnostic>> {
+    generate_rooted(file, raw, pins, default, placement, &BTreeSet::new())
+}
+
+/// [`generate_placed`], with the runtime's module (`SchemaModule::runtime`) holding the
+/// checks `roots` reach.
+pub fn generate_rooted(
+    file: &str,
+    raw: &Value,
+    pins: &BTreeMap<String, String>,
+    default: Dialect,
+    placement: Option<Placement>,
+    roots: &BTreeSet<String>,
+) -> Result<SchemaModule, Vec<Diagnostic>> {
     let (module, root_name) = names(file);
     let normalized = normalize::normalize_in(&root_name, raw, pins, default);
     let loops = crate::schema::loops::find(&normalized);
     let (checks, unsupported) = match super::checks::generate(&normalized) {
-        Ok(checks) => (checks, Vec::new()),
-        Err(unsupported) => (TokenStream::new(), unsupported),
+        Ok(checks) => (Some(checks), Vec::new()),
+        Err(unsupported) => (None, unsupported),
     };
     let problems: Vec<Problem> = (normalized.errors.iter().map(|e| Problem { pointer: &e.pointer, message: &e.message }))
         .chain(loops.iter().map(|e| Problem { pointer: &e.pointer, message: &e.message }))
@@ -134,6 +117,17 @@ pub fn generate_placed(
         errors.dedup_by(|a, b| a.message == b.message);
         return Err(errors);
     }
+    let Some(checks) = checks else { return Err(vec![Diagnostic::new(Class::Generation, format!("schemas/{file}: no checks"))]) };
+    let reached = reach::closure(&calls::call_graph(&normalized.defs), roots);
+    let runtime = (!reached.is_empty()).then(|| {
+        let checks = checks.reached(&reached);
+        quote! {
+            pub mod checks {
+                #checks
+            }
+        }
+    });
+    let checks = checks.full();
     let types = super::types::generate(&normalized);
     let warnings = types
         .fallbacks
@@ -154,6 +148,7 @@ pub fn generate_placed(
                 #checks
             }
         },
+        runtime,
         warnings,
     })
 }

@@ -416,7 +416,7 @@ pub fn generate(normalized: &Normalized) -> Types {
             Shape::Enum(_) => {}
         }
     }
-    let deferred = super::indirection::cuts(&all);
+    let deferred = super::plan::indirection::cuts(&all);
     let mut b = Builder { graph: Graph { by_value: edges, deferred }, error_module: None, fallbacks: Vec::new() };
     let outcome = quietly(|| {
         let mut items = Vec::new();

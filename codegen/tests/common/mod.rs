@@ -18,7 +18,8 @@ impl Scratch {
     /// Copies catalog/, schemas/, templates/ (and generated/, docs/ when asked).
     pub fn new() -> Scratch {
         let dir = tempfile::tempdir().expect("tempdir");
-        for sub in ["catalog", "schemas", "templates", "generated", "docs", "golden"] {
+        // typed/generated/ is checkfu-wire-typed's share of the outputs.
+        for sub in ["catalog", "schemas", "templates", "generated", "docs", "golden", "typed/generated"] {
             copy_dir(&project_root().join(sub), &dir.path().join(sub));
         }
         Scratch { dir }

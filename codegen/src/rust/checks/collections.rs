@@ -8,7 +8,7 @@ use proc_macro2::TokenStream;
 use quote::quote;
 use serde_json::{Map, Value};
 
-use super::{count, resolve, Emitter};
+use super::emitter::{count, resolve, Emitter};
 use crate::schema::normalize::escape_pointer;
 
 /// ACP's leniency annotations on a member's schema.

@@ -14,8 +14,15 @@
 //! and check a view of it.
 
 mod collections;
+mod emitter;
+mod module;
 mod pattern;
 mod scalars;
+
+pub use emitter::Unsupported;
+pub use module::Checks;
+
+use emitter::{number, Emitter};
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -23,6 +30,7 @@ use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 use serde_json::{Map, Value};
 
+use crate::rust::plan::calls::{call_graph, defined};
 use crate::schema::normalize::{escape_pointer, Normalized, ANNOTATIONS};
 
 /// Assertion and applicator keywords the checks implement.
@@ -39,44 +47,12 @@ pub const SUPPORTED: &[&str] = &[
 /// implement: a schema using one fails generation.
 pub const REFUSED: &[&str] = &["$dynamicRef", "$recursiveRef", "$recursiveAnchor"];
 
-/// A construct the checks cannot compile, at a JSON Pointer into the input.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Unsupported {
-    pub pointer: String,
-    pub message: String,
-}
 
-pub(crate) struct Emitter<'d> {
-    /// The definitions, to look through `$ref`s when a union or `unevaluated*` needs to.
-    defs: &'d Map<String, Value>,
-    functions: Vec<TokenStream>,
-    statics: Vec<TokenStream>,
-    counter: usize,
-    errors: Vec<Unsupported>,
-    /// The definition whose check is being emitted.
-    current: Option<String>,
-    /// How many emitted calls each definition's check has (see `memoize`).
-    callers: BTreeMap<String, usize>,
-    /// The definitions whose checks call another definition's.
-    calling: BTreeSet<String>,
-    /// Calls `(caller, callee)` made through the table `DEFERRED` (see `deferred_call`).
-    deferred: BTreeSet<(String, String)>,
-    /// The callees in `DEFERRED`, in table order.
-    table: Vec<String>,
-}
 
-/// The check function name of a definition.
-pub fn def_fn(name: &str) -> Ident {
-    format_ident!("check_{}", name)
-}
-
-/// The decode function name of a definition.
-pub fn decode_fn(name: &str) -> Ident {
-    format_ident!("decode_{}", name)
-}
+pub use crate::rust::names::{decode_fn, def_fn};
 
 /// Checks and decoders for every definition, or every unsupported construct.
-pub fn generate(normalized: &Normalized) -> Result<TokenStream, Vec<Unsupported>> {
+pub fn generate(normalized: &Normalized) -> Result<Checks, Vec<Unsupported>> {
     let defs = &normalized.defs;
     let mut e = Emitter {
         defs,
@@ -87,7 +63,7 @@ pub fn generate(normalized: &Normalized) -> Result<TokenStream, Vec<Unsupported>
         current: None,
         callers: BTreeMap::new(),
         calling: BTreeSet::new(),
-        deferred: crate::rust::indirection::cuts(&call_graph(defs)),
+        deferred: crate::rust::plan::indirection::cuts(&call_graph(defs)),
         table: Vec::new(),
     };
     let mut decoders = Vec::new();
@@ -105,7 +81,7 @@ pub fn generate(normalized: &Normalized) -> Result<TokenStream, Vec<Unsupported>
         // The function is written once every call to it is known (see `memoize`); its place
         // is kept, after the node functions its body emitted.
         checks.push((name, doc, body, e.functions.len()));
-        e.functions.push(TokenStream::new());
+        e.functions.push((name.clone(), TokenStream::new()));
         let doc = format!(" Decodes `{name}` exactly: the generated check, then the generated type.");
         let roundtrip = format_ident!("roundtrip_{}", name);
         decoders.push(quote! {
@@ -133,38 +109,20 @@ pub fn generate(normalized: &Normalized) -> Result<TokenStream, Vec<Unsupported>
         } else {
             body
         };
-        e.functions[at] = quote! {
+        e.functions[at].1 = quote! {
             #[doc = #doc]
             pub fn #check(v: &Json<'_>) -> Result<(), Invalid> { #body }
         };
     }
-    let (mut functions, statics) = (e.functions, e.statics);
-    if !e.table.is_empty() {
-        let (entries, length) = (e.table.iter().map(|name| def_fn(name)), e.table.len());
-        functions.push(quote! {
-            /// The checks that long chains and cycles of definitions call through a table
-            /// rather than by name, so that rustc does not walk the whole chain at once.
-            static DEFERRED: [fn(&Json<'_>) -> Result<(), Invalid>; #length] = [#(#entries),*];
-        });
-    }
-    Ok(quote! {
-        use serde_json::Value;
-        use crate::exact::{Invalid, Json};
-        #(#statics)*
-        #(#functions)*
-        #(#decoders)*
-        /// Every definition: its name, where it came from in the input schema, its check,
-        /// and a decode-then-encode round trip through its generated type.
-        pub const DEFINITIONS: &[crate::exact::Definition] = &[#(#table),*];
-    })
-}
-
-/// A non-negative integer keyword value (`3` or `3.0`).
-fn count(value: &Value) -> Option<usize> {
-    value.as_u64().map(|n| n as usize).or_else(|| value.as_f64().filter(|f| *f >= 0.0 && f.fract() == 0.0).map(|f| f as usize))
+    Ok(Checks { statics: e.statics, functions: e.functions, deferred: e.table, decoders, definitions: table })
 }
 
 impl Emitter<'_> {
+    /// The definition whose check is being emitted: every item is emitted inside one.
+    fn owner(&self) -> String {
+        self.current.clone().unwrap_or_default()
+    }
+
     /// Whether a definition's check answers repeated questions from a table
     /// (`crate::exact::memoized`): when two or more emitted calls lead to it, so that it can
     /// be asked twice about one node, and it calls other definitions, so that asking twice
@@ -192,10 +150,11 @@ impl Emitter<'_> {
         self.counter += 1;
         let name = format_ident!("node_{}", self.counter);
         let doc = format!(" Checks `#{}`.", crate::rust::doc_safe(pointer));
-        self.functions.push(quote! {
+        let owner = self.owner();
+        self.functions.push((owner, quote! {
             #[doc = #doc]
             fn #name(v: &Json<'_>) -> Result<(), Invalid> { #body }
-        });
+        }));
         name
     }
 
@@ -203,7 +162,8 @@ impl Emitter<'_> {
     fn static_item(&mut self, ty: TokenStream, text: &str) -> Ident {
         self.counter += 1;
         let name = format_ident!("STATIC_{}", self.counter);
-        self.statics.push(quote! { static #name: #ty = <#ty>::new(#text); });
+        let owner = self.owner();
+        self.statics.push((owner, quote! { static #name: #ty = <#ty>::new(#text); }));
         name
     }
 
@@ -328,9 +288,11 @@ impl Emitter<'_> {
         if !self.table.iter().any(|n| n == name) {
             let index = self.table.len();
             self.table.push(name.to_string());
-            self.functions.push(quote! {
+            // It belongs to the callee: whichever caller emitted it first, every caller of
+            // `name` uses it, and a caller the runtime compiles reaches `name` too.
+            self.functions.push((name.to_string(), quote! {
                 fn #via(v: &Json<'_>) -> Result<(), Invalid> { (DEFERRED[#index])(v) }
-            });
+            }));
         }
         via
     }
@@ -378,19 +340,6 @@ impl Emitter<'_> {
                 let literal = self.static_item(quote! { crate::exact::Literal }, &other.to_string());
                 quote! { #literal.matches(v) }
             }
-        }
-    }
-}
-
-/// A schema number as a `crate::exact::Num` expression: an integer that fits an `i128`,
-/// or the number's text (the generator reads schemas with serde_json's
-/// `arbitrary_precision`, so that is the text the schema wrote).
-fn number(n: &serde_json::Number) -> TokenStream {
-    match n.as_i64().map(i128::from).or_else(|| n.as_u64().map(i128::from)) {
-        Some(i) => quote! { crate::exact::Num::Int(#i) },
-        None => {
-            let text = n.to_string();
-            quote! { crate::exact::Num::Dec(#text) }
         }
     }
 }
@@ -448,48 +397,6 @@ fn dispatch(key: &str, property: &str, tags: &[String], fns: &[Ident]) -> TokenS
             _ => return Err(Invalid::new(#message)),
         }
     }
-}
-
-/// Every definition's references to others, anywhere in its schema.
-fn call_graph(defs: &Map<String, Value>) -> BTreeMap<String, Vec<String>> {
-    fn walk(value: &Value, defs: &Map<String, Value>, out: &mut Vec<String>) {
-        match value {
-            Value::Object(object) => {
-                for (key, child) in object {
-                    match (key.as_str(), child) {
-                        ("$ref", Value::String(r)) => out.extend(defined(r).filter(|n| defs.contains_key(*n)).map(String::from)),
-                        // Data, not schemas: a `$ref` member of a `const` is no reference.
-                        ("const" | "enum" | "default" | "examples", _) => {}
-                        // Maps of schemas, whose keys are names (a property may be called `const`).
-                        ("properties" | "patternProperties" | "dependentSchemas" | "$defs", Value::Object(map)) => {
-                            map.values().for_each(|schema| walk(schema, defs, out));
-                        }
-                        _ => walk(child, defs, out),
-                    }
-                }
-            }
-            Value::Array(items) => items.iter().for_each(|item| walk(item, defs, out)),
-            _ => {}
-        }
-    }
-    defs.iter()
-        .map(|(name, schema)| {
-            let mut out = Vec::new();
-            walk(schema, defs, &mut out);
-            (name.clone(), out)
-        })
-        .collect()
-}
-
-/// The definition a `$ref` names, when it names a whole local one (`#/$defs/Name`).
-fn defined(r: &str) -> Option<&str> {
-    r.strip_prefix("#/$defs/").filter(|name| !name.contains('/') && !name.is_empty())
-}
-
-/// The definitions a definition's `$ref`s lead to, with their schemas.
-fn resolve<'d>(defs: &'d Map<String, Value>, r: &str) -> Option<(&'d str, &'d Value)> {
-    let name = defined(r)?;
-    defs.get_key_value(name).map(|(k, v)| (k.as_str(), v))
 }
 
 #[cfg(test)]

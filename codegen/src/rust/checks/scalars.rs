@@ -5,7 +5,7 @@ use proc_macro2::TokenStream;
 use quote::quote;
 use serde_json::{Map, Value};
 
-use super::{count, number, Emitter};
+use super::emitter::{count, number, Emitter};
 
 impl Emitter<'_> {
     pub(super) fn scalar_checks(&mut self, object: &Map<String, Value>, pointer: &str) -> Vec<TokenStream> {

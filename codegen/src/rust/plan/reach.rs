@@ -1,0 +1,65 @@
+//! What the runtime compiles of each schema, decided from the catalog as data: the roots
+//! are the definitions the decoder tables name (every slot's payload and result, every
+//! method's params, result and envelope: what the decoder, admission and conformance
+//! check) and the root of the `[oneshot] stream_schema` (the one-shot stream reader's
+//! events), and the runtime compiles the checks those call, transitively. A schema no root
+//! reaches (MCP, say) compiles into the runtime not at all; every schema's whole module,
+//! with its types and decoders, is `checkfu-wire-typed`'s.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::model::Plan;
+
+/// Module name → the definitions whose checks the runtime calls directly.
+pub type Roots = BTreeMap<String, BTreeSet<String>>;
+
+/// The runtime's roots: the definitions the decoder tables name, and the root definition of
+/// the one-shot stream schema `oneshot_stream` (a file under `schemas/`).
+pub fn roots(plan: &Plan, oneshot_stream: &str) -> Roots {
+    let mut roots = Roots::new();
+    let slots = plan.slots.iter().flat_map(|s| [Some(&s.payload), s.result.as_ref()]);
+    let methods = plan.methods.iter().flat_map(|m| [m.params.as_ref(), m.result.as_ref(), m.envelope.as_ref()]);
+    for def in slots.chain(methods).flatten() {
+        roots.entry(def.module.clone()).or_default().insert(def.name.clone());
+    }
+    let (module, root) = crate::rust::names::names(oneshot_stream);
+    roots.entry(module).or_default().insert(root);
+    roots
+}
+
+/// The definitions `roots` lead to in a schema's call graph (`calls::call_graph`),
+/// themselves included: closed under calls, so every check they call is among them.
+pub fn closure(graph: &BTreeMap<String, Vec<String>>, roots: &BTreeSet<String>) -> BTreeSet<String> {
+    let mut reached = BTreeSet::new();
+    let mut pending: Vec<&String> = roots.iter().filter(|r| graph.contains_key(*r)).collect();
+    while let Some(name) = pending.pop() {
+        if reached.insert(name.clone()) {
+            pending.extend(graph.get(name).into_iter().flatten().filter(|n| !reached.contains(*n)));
+        }
+    }
+    reached
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn graph(edges: &[(&str, &[&str])]) -> BTreeMap<String, Vec<String>> {
+        edges.iter().map(|(from, to)| (from.to_string(), to.iter().map(|t| t.to_string()).collect())).collect()
+    }
+
+    #[test]
+    fn follows_calls_through_cycles_and_stops_at_the_unreached() {
+        let g = graph(&[("A", &["B"]), ("B", &["C", "A"]), ("C", &[]), ("D", &["A"]), ("E", &[])]);
+        let roots = ["A".to_string()].into_iter().collect();
+        let reached: Vec<String> = closure(&g, &roots).into_iter().collect();
+        assert_eq!(reached, ["A", "B", "C"]);
+    }
+
+    #[test]
+    fn a_root_that_is_no_definition_reaches_nothing() {
+        let g = graph(&[("A", &[])]);
+        let roots = ["Gone".to_string()].into_iter().collect();
+        assert!(closure(&g, &roots).is_empty());
+    }
+}
