@@ -13,8 +13,15 @@
 //! (`OUT_DIR/generated/…`), and never touches `generated/` or `docs/`: only
 //! `checkfu-wire generate` writes them, so a build cannot hide drift.
 
+#[path = "build/support.rs"]
+mod support;
+
 use std::path::{Path, PathBuf};
+// Only the generator's diagnostics end a build here; the copy fails through `support`.
+#[cfg(feature = "regenerate")]
 use std::process::exit;
+
+use support::{env_path, write_if_changed};
 
 fn main() {
     let root = env_path("CARGO_MANIFEST_DIR");
@@ -46,62 +53,12 @@ fn outputs(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     }
 }
 
-/// The checked-in Rust under `generated/` (the directory and its subdirectories), relative
-/// to the project root.
+/// The checked-in Rust under `generated/`, relative to the project root.
 #[cfg(not(feature = "regenerate"))]
 fn outputs(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    const GENERATED: &str = "generated";
-    let mut outputs = Vec::new();
-    let mut dirs = vec![PathBuf::from(GENERATED)];
-    while let Some(dir) = dirs.pop() {
-        println!("cargo:rerun-if-changed={}", root.join(&dir).display());
-        let entries = std::fs::read_dir(root.join(&dir)).unwrap_or_else(|e| fail(&root.join(&dir), &e));
-        for entry in entries {
-            let path = entry.unwrap_or_else(|e| fail(&root.join(&dir), &e)).path();
-            let relative = dir.join(path.file_name().unwrap_or_default());
-            if path.is_dir() {
-                dirs.push(relative);
-            } else if path.extension().is_some_and(|x| x == "rs") {
-                println!("cargo:rerun-if-changed={}", path.display());
-                let bytes = std::fs::read(&path).unwrap_or_else(|e| fail(&path, &e));
-                outputs.push((relative, bytes));
-            }
-        }
-    }
-    if outputs.is_empty() {
-        eprintln!("error: no generated Rust under {}; run `cargo run -- generate`", root.join(GENERATED).display());
-        exit(1);
-    }
-    outputs
+    support::checked_in_rust(root)
 }
 
-fn env_path(name: &str) -> PathBuf {
-    match std::env::var_os(name) {
-        Some(value) => PathBuf::from(value),
-        None => {
-            eprintln!("error: {name} is not set (build.rs runs under cargo)");
-            exit(1);
-        }
-    }
-}
-
-fn fail(path: &Path, error: &std::io::Error) -> ! {
-    eprintln!("error: {}: {error}", path.display());
-    exit(1);
-}
-
-fn write_if_changed(target: &Path, bytes: &[u8]) {
-    if std::fs::read(target).is_ok_and(|old| old == bytes) {
-        return;
-    }
-    if let Some(dir) = target.parent() {
-        std::fs::create_dir_all(dir).unwrap_or_else(|e| fail(dir, &e));
-    }
-    std::fs::write(target, bytes).unwrap_or_else(|e| fail(target, &e));
-}
-
-/// Tests that need what a machine may lack (the JSON-Schema-Test-Suite, an installed copy of
-/// the TypeScript SDK agent, the real agents, the model SDKs) are compiled as ignored, with their reason, unless the variable
 /// naming it is set, so that the test runner never reports them as passed.
 fn optional_test_inputs() {
     let inputs = [

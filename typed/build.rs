@@ -10,14 +10,19 @@
 //!
 //! It never writes outside `OUT_DIR`: only `checkfu-wire generate` writes `typed/generated/`.
 
+#[path = "../build/support.rs"]
+mod support;
+
 use std::path::{Path, PathBuf};
+// Only the generator's diagnostics end a build here; the copy fails through `support`.
+#[cfg(feature = "regenerate")]
 use std::process::exit;
+
+use support::{env_path, write_if_changed};
 
 /// Where this crate's outputs live in the workspace, and in `OUT_DIR` once stripped of it.
 #[cfg(feature = "regenerate")]
 const PREFIX: &str = "typed";
-#[cfg(not(feature = "regenerate"))]
-const GENERATED: &str = "generated";
 
 fn main() {
     let manifest = env_path("CARGO_MANIFEST_DIR");
@@ -55,51 +60,5 @@ fn outputs(manifest: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 /// The checked-in Rust under `typed/generated/`, relative to this crate.
 #[cfg(not(feature = "regenerate"))]
 fn outputs(manifest: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut outputs = Vec::new();
-    let mut dirs = vec![PathBuf::from(GENERATED)];
-    while let Some(dir) = dirs.pop() {
-        println!("cargo:rerun-if-changed={}", manifest.join(&dir).display());
-        let entries = std::fs::read_dir(manifest.join(&dir)).unwrap_or_else(|e| fail(&manifest.join(&dir), &e));
-        for entry in entries {
-            let path = entry.unwrap_or_else(|e| fail(&manifest.join(&dir), &e)).path();
-            let relative = dir.join(path.file_name().unwrap_or_default());
-            if path.is_dir() {
-                dirs.push(relative);
-            } else if path.extension().is_some_and(|x| x == "rs") {
-                println!("cargo:rerun-if-changed={}", path.display());
-                let bytes = std::fs::read(&path).unwrap_or_else(|e| fail(&path, &e));
-                outputs.push((relative, bytes));
-            }
-        }
-    }
-    if outputs.is_empty() {
-        eprintln!("error: no generated Rust under {}; run `cargo run -- generate`", manifest.join(GENERATED).display());
-        exit(1);
-    }
-    outputs
-}
-
-fn env_path(name: &str) -> PathBuf {
-    match std::env::var_os(name) {
-        Some(value) => PathBuf::from(value),
-        None => {
-            eprintln!("error: {name} is not set (build.rs runs under cargo)");
-            exit(1);
-        }
-    }
-}
-
-fn fail(path: &Path, error: &std::io::Error) -> ! {
-    eprintln!("error: {}: {error}", path.display());
-    exit(1);
-}
-
-fn write_if_changed(target: &Path, bytes: &[u8]) {
-    if std::fs::read(target).is_ok_and(|old| old == bytes) {
-        return;
-    }
-    if let Some(dir) = target.parent() {
-        std::fs::create_dir_all(dir).unwrap_or_else(|e| fail(dir, &e));
-    }
-    std::fs::write(target, bytes).unwrap_or_else(|e| fail(target, &e));
+    support::checked_in_rust(manifest)
 }
