@@ -29,10 +29,17 @@ const GENERATOR: &[&str] = &[
     "tokio",
 ];
 
-/// Package names in `cargo tree` of `manifest` with `args`.
+/// Package names in `cargo tree -e normal,build` of `manifest` with `args`.
 fn tree(manifest: &Path, args: &[&str]) -> BTreeSet<String> {
+    tree_of(manifest, &["-e", "normal,build"], args)
+}
+
+/// Package names in `cargo tree` of `manifest` with `edges` (which dependencies it follows,
+/// how deep) and `args`.
+fn tree_of(manifest: &Path, edges: &[&str], args: &[&str]) -> BTreeSet<String> {
     let output = Command::new(env!("CARGO"))
-        .args(["tree", "--locked", "-e", "normal,build", "--prefix", "none", "--format", "{p}"])
+        .args(["tree", "--locked", "--prefix", "none", "--format", "{p}"])
+        .args(edges)
         .arg("--manifest-path")
         .arg(manifest)
         .args(args)
@@ -77,6 +84,42 @@ fn downstream_example_has_no_generator() {
     let packages = tree(&root().join("examples/downstream/Cargo.toml"), &[]);
     assert!(packages.contains("checkfu-wire"), "{packages:?}");
     assert_eq!(generator_crates(&packages), Vec::<&String>::new(), "in {packages:?}");
+}
+
+/// What a crate that only decodes never runs, so never compiles: the regex engine (no
+/// schema the runtime serves uses `pattern`; the safety profile parses an author's
+/// patterns with `regex-syntax` alone) and `libc` (the probe's process groups and fences).
+const NOT_DECODE_ONLY: &[&str] = &["regex", "regex-automata", "aho-corasick", "libc"];
+
+#[test]
+fn downstream_example_compiles_no_regex_engine_and_no_libc() {
+    let packages = tree(&root().join("examples/downstream/Cargo.toml"), &[]);
+    let found: Vec<_> = NOT_DECODE_ONLY.iter().filter(|name| packages.contains(**name)).collect();
+    assert_eq!(found, Vec::<&&str>::new(), "in {packages:?}");
+    // The safety profile's pattern parser stays: it lints `checkfu.output_schema`.
+    assert!(packages.contains("regex-syntax"), "{packages:?}");
+    // And the default build has them, so the reading above finds them when they are there.
+    let full = tree(&root().join("Cargo.toml"), &["-p", "checkfu-wire"]);
+    for name in ["regex", "libc"] {
+        assert!(full.contains(name), "{name} not in {full:?}");
+    }
+}
+
+/// Without `regenerate` the build script only copies the checked-in Rust and has no
+/// dependency: no crate is compiled a second time, for the host, to run it.
+#[test]
+fn build_script_without_regeneration_depends_on_nothing() {
+    let manifest = root().join("Cargo.toml");
+    let host = |args: &[&str]| {
+        let mut packages = tree_of(&manifest, &["-e", "build", "--depth", "1"], &[&["-p", "checkfu-wire"], args].concat());
+        packages.remove("checkfu-wire");
+        packages.remove("[build-dependencies]");
+        packages
+    };
+    assert_eq!(host(&["--no-default-features"]), BTreeSet::new());
+    assert_eq!(host(&["--no-default-features", "--features", "exact-numbers"]), BTreeSet::new());
+    let regenerating = host(&[]);
+    assert!(regenerating.contains("checkfu-wire-codegen") && regenerating.contains("serde_json"), "{regenerating:?}");
 }
 
 #[test]

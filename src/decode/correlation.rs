@@ -20,29 +20,44 @@ use super::tables::MethodDecoder;
 /// requests would only grow memory, so older ones are forgotten.
 pub const MAX_PENDING: usize = 65_536;
 
+/// A request's serial number in its stream: what ties the caller's data ([`Carried`]) to
+/// the request the decoding core remembers, so that the core itself carries no data.
+pub(super) type Serial = u64;
+
 /// A request awaiting its response: what it asked (a known method, or a foreign
-/// extension method the tables do not type), when, to break ties between the two
-/// directions, and the caller's data.
-pub(super) struct Pending<T> {
+/// extension method the tables do not type) and its serial, which also breaks ties
+/// between the two directions (the more recent request has the larger one).
+#[derive(Clone, Copy)]
+pub(super) struct Pending {
     pub method: Option<&'static MethodDecoder>,
-    order: u64,
-    pub data: Option<T>,
+    pub serial: Serial,
+}
+
+/// What one message did to the pending requests, for [`Carried::settle`].
+#[derive(Default)]
+pub(super) struct Moves {
+    /// The serial of the request the message was, remembered for its response.
+    pub remembered: Option<Serial>,
+    /// The serial of the request the message answered.
+    pub answered: Option<Serial>,
+    /// The serial of a pending request the message replaced (the same id, the same way).
+    pub replaced: Option<Serial>,
+    /// Every pending request was forgotten (more than [`MAX_PENDING`]).
+    pub cleared: bool,
 }
 
 /// The requests awaiting their responses, by the direction they flowed and their id.
-pub(super) struct Correlation<T> {
+///
+/// Not generic: the decoding core that keeps it is compiled once, in this crate, whatever
+/// a caller attaches to its requests; the callers' data waits in [`Carried`], by serial.
+#[derive(Default)]
+pub(super) struct Correlation {
     /// Keyed by the id's kind and value (`IdKey`, held inline: no allocation per
     /// request), so `1`, `1.0` and `10e-1` are one id, and two integers are one id only
     /// when every digit agrees.
-    pending: HashMap<PendingKey, Pending<T>>,
-    /// Requests seen so far, for `Pending::order`.
-    requests: u64,
-}
-
-impl<T> Default for Correlation<T> {
-    fn default() -> Self {
-        Correlation { pending: HashMap::new(), requests: 0 }
-    }
+    pending: HashMap<PendingKey, Pending>,
+    /// Requests seen so far, for `Pending::serial`.
+    requests: Serial,
 }
 
 /// A pending request's key: the direction it flowed and its id.
@@ -69,7 +84,7 @@ impl Hash for PendingKey {
     }
 }
 
-impl<T> Correlation<T> {
+impl Correlation {
     /// The method of the request pending under `id` that flowed `asked`, if it is a
     /// method the tables know.
     pub fn method(&self, asked: WireDirection, id: &[u8]) -> Option<&'static MethodDecoder> {
@@ -79,14 +94,17 @@ impl<T> Correlation<T> {
     /// Remembers a request that flowed `direction` for its response. A second request
     /// under an id still pending the same way replaces the first: a response can answer
     /// only one of them, and JSON-RPC leaves a reused id to the later request.
-    pub fn remember(&mut self, direction: WireDirection, id: IdKey, method: Option<&'static MethodDecoder>, data: Option<T>, report: &mut Report) {
+    pub fn remember(&mut self, direction: WireDirection, id: IdKey, method: Option<&'static MethodDecoder>, moves: &mut Moves, report: &mut Report) {
         if self.pending.len() >= MAX_PENDING {
             self.pending.clear();
+            moves.cleared = true;
             report.diagnostics.push(format!("more than {MAX_PENDING} unanswered requests; older ones forgotten"));
         }
         self.requests += 1;
-        let pending = Pending { method, order: self.requests, data };
-        if self.pending.insert(PendingKey(direction, id), pending).is_some() {
+        let serial = self.requests;
+        moves.remembered = Some(serial);
+        if let Some(earlier) = self.pending.insert(PendingKey(direction, id), Pending { method, serial }) {
+            moves.replaced = Some(earlier.serial);
             report.diagnostics.push("the id of a request still pending the same way was used again; the earlier request is forgotten".into());
         }
     }
@@ -95,20 +113,20 @@ impl<T> Correlation<T> {
     /// the response's direction known, only a request that flowed the other way; without
     /// it, the one request pending under that id, or of two (one each way) the one whose
     /// result shape `fits`, else the more recent.
-    pub fn answer(&mut self, id: IdKey, hint: Option<WireDirection>, fits: impl Fn(&'static MethodDecoder) -> bool, report: &mut Report) -> Option<(Pending<T>, WireDirection)> {
+    pub fn answer(&mut self, id: IdKey, hint: Option<WireDirection>, fits: impl Fn(&'static MethodDecoder) -> bool, report: &mut Report) -> Option<(Pending, WireDirection)> {
         if let Some(direction) = hint {
             let asked = direction.reverse();
             return self.pending.remove(&PendingKey(asked, id)).map(|p| (p, asked));
         }
         let to_agent = PendingKey(WireDirection::RunnerToAgent, id.clone());
         let to_runner = PendingKey(WireDirection::AgentToRunner, id);
-        let key = match (self.pending.get(&to_agent), self.pending.get(&to_runner)) {
+        let key = match (self.pending.get(&to_agent).copied(), self.pending.get(&to_runner).copied()) {
             (None, None) => return None,
             (Some(_), None) => to_agent,
             (None, Some(_)) => to_runner,
             (Some(a), Some(b)) => {
-                let fit = |p: &Pending<T>| p.method.is_some_and(&fits);
-                let (recent, older) = if a.order > b.order { ((to_agent, a), (to_runner, b)) } else { ((to_runner, b), (to_agent, a)) };
+                let fit = |p: Pending| p.method.is_some_and(&fits);
+                let (recent, older) = if a.serial > b.serial { ((to_agent, a), (to_runner, b)) } else { ((to_runner, b), (to_agent, a)) };
                 let chosen = if !fit(recent.1) && fit(older.1) { older.0 } else { recent.0 };
                 report.diagnostics.push("the id is pending both ways; read as the answer the result fits, else the more recent request".into());
                 chosen
@@ -125,6 +143,43 @@ impl<T> Correlation<T> {
     }
 }
 
+/// The data callers attached to pending requests, by serial: kept beside the core's
+/// [`Correlation`], and moved as it reports ([`Moves`]). A decoder whose callers attach
+/// nothing keeps it empty and pays one emptiness test per message.
+pub(super) struct Carried<T> {
+    data: HashMap<Serial, T>,
+}
+
+impl<T> Default for Carried<T> {
+    fn default() -> Self {
+        Carried { data: HashMap::new() }
+    }
+}
+
+impl<T> Carried<T> {
+    /// Applies what one message did: keeps `offered` with the request it was, drops the
+    /// data of requests forgotten, and gives back the data of the request it answered.
+    /// `offered` with a message that was no remembered request is dropped.
+    #[inline]
+    pub fn settle(&mut self, moves: &Moves, offered: Option<T>) -> Option<T> {
+        if !self.data.is_empty() {
+            if moves.cleared {
+                self.data.clear();
+            }
+            if let Some(serial) = moves.replaced {
+                self.data.remove(&serial);
+            }
+        }
+        if let (Some(serial), Some(data)) = (moves.remembered, offered) {
+            self.data.insert(serial, data);
+        }
+        match moves.answered {
+            Some(serial) if !self.data.is_empty() => self.data.remove(&serial),
+            _ => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,16 +189,23 @@ mod tests {
         IdKey::from_slice(text.as_bytes())
     }
 
+    /// Remembers a request and gives back its serial.
+    fn remember(c: &mut Correlation, direction: WireDirection, key: &str, method: Option<&'static MethodDecoder>, report: &mut Report) -> Serial {
+        let mut moves = Moves::default();
+        c.remember(direction, id(key), method, &mut moves, report);
+        moves.remembered.expect("remembered")
+    }
+
     #[test]
-    fn a_response_takes_the_data_of_the_request_that_flowed_the_other_way() {
+    fn a_response_takes_the_request_that_flowed_the_other_way() {
         let mut c = Correlation::default();
         let mut report = Report::default();
-        c.remember(WireDirection::RunnerToAgent, id("u0"), None, Some("runner's 0"), &mut report);
-        c.remember(WireDirection::AgentToRunner, id("u0"), None, Some("agent's 0"), &mut report);
+        let runners = remember(&mut c, WireDirection::RunnerToAgent, "u0", None, &mut report);
+        let agents = remember(&mut c, WireDirection::AgentToRunner, "u0", None, &mut report);
         let (p, asked) = c.answer(id("u0"), Some(WireDirection::RunnerToAgent), |_| false, &mut report).expect("pending");
-        assert_eq!((p.data, asked), (Some("agent's 0"), WireDirection::AgentToRunner));
+        assert_eq!((p.serial, asked), (agents, WireDirection::AgentToRunner));
         let (p, asked) = c.answer(id("u0"), Some(WireDirection::AgentToRunner), |_| false, &mut report).expect("pending");
-        assert_eq!((p.data, asked), (Some("runner's 0"), WireDirection::RunnerToAgent));
+        assert_eq!((p.serial, asked), (runners, WireDirection::RunnerToAgent));
         assert!(c.answer(id("u0"), Some(WireDirection::AgentToRunner), |_| false, &mut report).is_none());
         assert_eq!(c.len(), 0);
         assert!(report.diagnostics.is_empty(), "{:?}", report.diagnostics);
@@ -154,25 +216,27 @@ mod tests {
         let prompt = tables::method(tables::PROMPT_METHOD);
         let mut c = Correlation::default();
         let mut report = Report::default();
-        c.remember(WireDirection::RunnerToAgent, id("u1"), prompt, Some(1), &mut report);
-        c.remember(WireDirection::AgentToRunner, id("u1"), None, Some(2), &mut report);
+        let first = remember(&mut c, WireDirection::RunnerToAgent, "u1", prompt, &mut report);
+        let second = remember(&mut c, WireDirection::AgentToRunner, "u1", None, &mut report);
         let fits_prompt = |m: &'static MethodDecoder| m.name == tables::PROMPT_METHOD;
         let (p, _) = c.answer(id("u1"), None, fits_prompt, &mut report).expect("pending");
-        assert_eq!(p.data, Some(1));
+        assert_eq!(p.serial, first);
         assert_eq!(report.diagnostics.len(), 1);
         let (p, _) = c.answer(id("u1"), None, |_| false, &mut report).expect("pending");
-        assert_eq!(p.data, Some(2));
+        assert_eq!(p.serial, second);
     }
 
     #[test]
     fn a_reused_id_replaces_the_earlier_request_and_says_so() {
         let mut c = Correlation::default();
         let mut report = Report::default();
-        c.remember(WireDirection::RunnerToAgent, id("s7"), None, Some('a'), &mut report);
-        c.remember(WireDirection::RunnerToAgent, id("s7"), None, Some('b'), &mut report);
+        let first = remember(&mut c, WireDirection::RunnerToAgent, "s7", None, &mut report);
+        let mut moves = Moves::default();
+        c.remember(WireDirection::RunnerToAgent, id("s7"), None, &mut moves, &mut report);
+        assert_eq!(moves.replaced, Some(first));
         assert_eq!(report.diagnostics.len(), 1);
         let (p, _) = c.answer(id("s7"), Some(WireDirection::AgentToRunner), |_| false, &mut report).expect("pending");
-        assert_eq!(p.data, Some('b'));
+        assert_eq!(Some(p.serial), moves.remembered);
         assert!(c.answer(id("s7"), Some(WireDirection::AgentToRunner), |_| false, &mut report).is_none());
     }
 
@@ -180,10 +244,31 @@ mod tests {
     fn unknown_ids_answer_nothing_and_kinds_do_not_mix() {
         let mut c = Correlation::default();
         let mut report = Report::default();
-        c.remember(WireDirection::RunnerToAgent, id("u5"), None, Some(()), &mut report);
+        remember(&mut c, WireDirection::RunnerToAgent, "u5", None, &mut report);
         assert!(c.answer(id("s5"), Some(WireDirection::AgentToRunner), |_| false, &mut report).is_none());
         assert!(c.answer(id("u6"), None, |_| false, &mut report).is_none());
         assert_eq!(c.len(), 1);
+    }
+
+    /// The carried data follows the moves: kept with a remembered request, dropped with a
+    /// replaced or forgotten one, handed back once with the answer.
+    #[test]
+    fn carried_data_follows_the_moves() {
+        let mut carried = Carried::<&str>::default();
+        let remembered = |serial| Moves { remembered: Some(serial), ..Moves::default() };
+        let answered = |serial| Moves { answered: Some(serial), ..Moves::default() };
+        assert_eq!(carried.settle(&remembered(1), Some("one")), None);
+        assert_eq!(carried.settle(&remembered(2), Some("two")), None);
+        assert_eq!(carried.settle(&Moves { remembered: Some(3), replaced: Some(2), ..Moves::default() }, Some("three")), None);
+        assert_eq!(carried.settle(&answered(2), None), None);
+        assert_eq!(carried.settle(&answered(1), None), Some("one"));
+        assert_eq!(carried.settle(&answered(1), None), None);
+        // Offered with a message that remembered nothing: not kept.
+        assert_eq!(carried.settle(&Moves::default(), Some("stray")), None);
+        assert_eq!(carried.settle(&Moves { cleared: true, remembered: Some(4), ..Moves::default() }, Some("four")), None);
+        assert_eq!(carried.settle(&answered(3), None), None);
+        assert_eq!(carried.settle(&answered(4), None), Some("four"));
+        assert!(carried.data.is_empty());
     }
 
     // ---- through the decoder ------------------------------------------------------------

@@ -24,7 +24,7 @@ use crate::exact::Json;
 
 pub use correlation::MAX_PENDING;
 pub use report::{DecodeError, ForeignExtension, IgnoredFidelity, Kind, Report, SlotReport, SlotStatus, WireDirection};
-use correlation::Correlation;
+use correlation::{Carried, Correlation, Moves};
 use tables::{MethodDecoder, Part, Side};
 
 /// An arena that grew past this while decoding one message is replaced, not reset, when
@@ -35,7 +35,11 @@ const ARENA_KEPT: usize = 1 << 20;
 /// correlation in both directions. `T` is what a caller attaches to a request it wants
 /// back with the response ([`Decoder::read`]); [`Decoder::new`] attaches nothing.
 pub struct Decoder<T = ()> {
-    stream: Stream<T>,
+    /// The decoding core. It is not generic, so it is compiled once, here, and a plain
+    /// [`Decoder::decode`] runs no code of a caller's `T`.
+    stream: Stream,
+    /// The callers' data of pending requests, by the serial the core gives each request.
+    carried: Carried<T>,
     /// Where the trees of the message being decoded live; reset for every message.
     arena: Bump,
 }
@@ -54,22 +58,15 @@ pub struct Decoded<'d, T> {
 }
 
 /// What the decoder remembers between messages, and what one call hands in and out.
-struct Stream<T> {
-    correlation: Correlation<T>,
+#[derive(Default)]
+struct Stream {
+    correlation: Correlation,
     /// The direction of the message being decoded, when the caller knows it.
     hint: Option<WireDirection>,
     /// Read every body whole, so the message's tree can be handed out ([`Decoder::read`]).
     keep: bool,
-    /// The caller's data for the message being decoded, kept if it is a request.
-    offered: Option<T>,
-    /// The caller's data of the request the message being decoded answers.
-    answered: Option<T>,
-}
-
-impl<T> Default for Stream<T> {
-    fn default() -> Self {
-        Stream { correlation: Correlation::default(), hint: None, keep: false, offered: None, answered: None }
-    }
+    /// What the message being decoded did to the pending requests.
+    moves: Moves,
 }
 
 /// The prefix ACP reserves for extension methods.
@@ -106,7 +103,7 @@ fn apply_meta(meta: Option<&envelope::Meta>, method: &str, at: Part, report: &mu
 
 /// What the envelope pass should read whole: the params of a method with a typed params
 /// check, the result answering a request with a typed result check.
-impl<T> envelope::Trees for Stream<T> {
+impl envelope::Trees for Stream {
     type Method = &'static MethodDecoder;
     fn method(&self, name: &str) -> Option<&'static MethodDecoder> {
         tables::method(name)
@@ -143,7 +140,7 @@ impl<T> Decoder<T> {
     /// A decoder that keeps a caller's `T` with each request handed to [`Decoder::read`].
     pub fn carrying() -> Self {
         // Room for the trees of a typical message, so a short stream allocates once.
-        Decoder { stream: Stream::default(), arena: Bump::with_capacity(4096) }
+        Decoder { stream: Stream::default(), carried: Carried::default(), arena: Bump::with_capacity(4096) }
     }
 
     /// Decodes one message. `hint` is the direction when the caller knows it.
@@ -175,9 +172,13 @@ impl<T> Decoder<T> {
     /// assert_eq!(error.error, DecodeError::UnknownUpdateKind { kind: "telepathy".into() });
     /// ```
     pub fn decode(&mut self, bytes: &[u8], hint: Option<WireDirection>) -> Report {
+        let mut report = Report { direction: hint, ..Report::default() };
+        self.fresh_arena();
+        self.stream.decode(&self.arena, bytes, hint, false, &mut report);
         // A plain decode carries no data: a request it remembers gets none, and the data of
-        // a request it answers is dropped with the request.
-        self.decode_whole(bytes, hint, false, None).0
+        // a request it answers is dropped.
+        self.carried.settle(&self.stream.moves, None);
+        report
     }
 
     /// Decodes one message as [`Decoder::decode`] does, and hands back what a caller that
@@ -202,26 +203,32 @@ impl<T> Decoder<T> {
     /// assert_eq!(message.get("result").and_then(|r| r.get("protocolVersion")).map(|v| v.to_value()), Some(serde_json::Value::from(1)));
     /// ```
     pub fn read<'d>(&'d mut self, bytes: &'d [u8], hint: Option<WireDirection>, data: Option<T>) -> Decoded<'d, T> {
-        let (report, message, answered) = self.decode_whole(bytes, hint, true, data);
+        let mut report = Report { direction: hint, ..Report::default() };
+        self.fresh_arena();
+        let message = self.stream.decode(&self.arena, bytes, hint, true, &mut report);
+        let answered = self.carried.settle(&self.stream.moves, data);
         Decoded { report, answered, message }
     }
 
-    /// One message through the policy, `data` offered for it; with `keep`, its tree as
-    /// well when it is accepted. Gives back the data of the request a response answers.
-    #[inline]
-    fn decode_whole<'d>(&'d mut self, bytes: &'d [u8], hint: Option<WireDirection>, keep: bool, data: Option<T>) -> (Report, Option<Json<'d>>, Option<T>) {
+    /// Empties the arena for the next message, or replaces it when one huge message grew
+    /// it past [`ARENA_KEPT`].
+    fn fresh_arena(&mut self) {
         if self.arena.allocated_bytes() > ARENA_KEPT {
             self.arena = Bump::new();
         } else {
             self.arena.reset();
         }
-        let arena: &'d Bump = &self.arena;
-        let stream = &mut self.stream;
-        stream.keep = keep;
-        stream.offered = data;
-        let mut report = Report { direction: hint, ..Report::default() };
+    }
+}
+
+impl Stream {
+    /// One message through the policy, into `report`; with `keep`, its tree as well when
+    /// it is accepted. What it did to the pending requests is left in `self.moves`.
+    fn decode<'a>(&mut self, arena: &'a Bump, bytes: &'a [u8], hint: Option<WireDirection>, keep: bool, report: &mut Report) -> Option<Json<'a>> {
+        self.keep = keep;
+        self.moves = Moves::default();
         let mut whole = None;
-        let (outcome, dropped) = crate::exact::leniency::reading(|| stream.run(arena, bytes, hint, &mut report, &mut whole));
+        let (outcome, dropped) = crate::exact::leniency::reading(|| self.run(arena, bytes, hint, report, &mut whole));
         match outcome {
             Ok(()) => report.accepted = true,
             Err(e) => report.reject(e),
@@ -229,11 +236,8 @@ impl<T> Decoder<T> {
         for e in dropped {
             report.diagnostics.push(format!("lenient ACP member dropped to its default (marked x-deserialize-*): {e}"));
         }
-        // Data offered with a message that is no remembered request is not kept.
-        stream.offered = None;
-        let answered = stream.answered.take();
         if !keep || !report.accepted {
-            return (report, None, answered);
+            return None;
         }
         if whole.is_none() {
             // The envelope pass left the message to serde_json's path (text the direct
@@ -241,11 +245,9 @@ impl<T> Decoder<T> {
             // is built from the text once more, for those rare lines only.
             whole = std::str::from_utf8(bytes).ok().and_then(|text| Json::parse(text, arena).ok());
         }
-        (report, whole, answered)
+        whole
     }
-}
 
-impl<T> Stream<T> {
     /// Decodes one message into `report`; `whole` gets the message's tree when the direct
     /// reader built one (the caller asks for it with `keep`).
     fn run<'a>(&mut self, arena: &'a Bump, bytes: &'a [u8], hint: Option<WireDirection>, report: &mut Report, whole: &mut Option<Json<'a>>) -> Result<(), DecodeError> {
@@ -374,11 +376,11 @@ impl<T> Stream<T> {
         Ok(())
     }
 
-    /// Remembers a request for its response, under the direction it flowed, with the
-    /// data the caller offered for it.
+    /// Remembers a request for its response, under the direction it flowed; its serial
+    /// goes into `self.moves`, where the caller's data meets it ([`Carried::settle`]).
     fn remember(&mut self, id: skip::IdKey, method: Option<&'static MethodDecoder>, report: &mut Report) {
         let direction = report.direction.unwrap_or(WireDirection::RunnerToAgent);
-        self.correlation.remember(direction, id, method, self.offered.take(), report);
+        self.correlation.remember(direction, id, method, &mut self.moves, report);
     }
 
     /// A `_`-prefixed method no table knows: another vendor's extension. A request is
@@ -439,7 +441,7 @@ impl<T> Stream<T> {
             _ => false,
         };
         let answered = self.correlation.answer(id, hint, fits, report).map(|(pending, asked)| {
-            self.answered = pending.data;
+            self.moves.answered = Some(pending.serial);
             (pending.method, asked)
         });
         if let Some((method, asked)) = answered {

@@ -4,6 +4,7 @@
 
 use std::sync::OnceLock;
 
+#[cfg(feature = "patterns")]
 use regex::Regex;
 use serde_json::Value;
 
@@ -13,19 +14,39 @@ use super::Json;
 /// A schema's regular expression, compiled on first use. The generator has already
 /// compiled it once, so `None` (a pattern the runtime cannot compile) means a size limit
 /// was hit, and the check rejects rather than guesses.
+///
+/// The engine is behind the `patterns` feature. The generated checks hold each pattern in
+/// a `static`, whose `Pattern::new` the compiler evaluates, so a build without the feature
+/// whose schemas use a pattern fails there, naming the feature, and one whose schemas use
+/// none compiles no regex engine.
 pub struct Pattern {
+    #[cfg_attr(not(feature = "patterns"), allow(dead_code))]
     source: &'static str,
+    #[cfg(feature = "patterns")]
     compiled: OnceLock<Option<Regex>>,
 }
 
 impl Pattern {
+    #[cfg(feature = "patterns")]
     pub const fn new(source: &'static str) -> Self {
         Pattern { source, compiled: OnceLock::new() }
     }
 
+    #[cfg(not(feature = "patterns"))]
+    pub const fn new(_source: &'static str) -> Self {
+        panic!("a schema this crate compiles uses `pattern` or `patternProperties`: turn on checkfu-wire's `patterns` feature")
+    }
+
     /// Whether the pattern matches anywhere in `s` (JSON Schema patterns are not anchored).
+    #[cfg(feature = "patterns")]
     pub fn is_match(&self, s: &str) -> Option<bool> {
         self.compiled.get_or_init(|| Regex::new(self.source).ok()).as_ref().map(|re| re.is_match(s))
+    }
+
+    /// Never reached: no `Pattern` can be built without the feature (see [`Pattern::new`]).
+    #[cfg(not(feature = "patterns"))]
+    pub fn is_match(&self, _s: &str) -> Option<bool> {
+        None
     }
 }
 

@@ -104,15 +104,22 @@ fn main() {
 /// [`build`] with another `main` (it finds the modules in `TABLE`), in release mode when
 /// `release` (for benchmarks).
 pub fn build_with(name: &str, modules: &[Module], main_source: &str, release: bool) -> Result<PathBuf, String> {
+    build_against(name, modules, main_source, release, "")
+}
+
+/// [`build_with`], the `checkfu-wire` dependency's declaration extended by `runtime` (TOML
+/// inline-table members such as `default-features = false`).
+pub fn build_against(name: &str, modules: &[Module], main_source: &str, release: bool, runtime: &str) -> Result<PathBuf, String> {
     let root = workspace();
     let dir = root.join("target").join("compile-tests").join(name);
     let src = dir.join("src");
     std::fs::create_dir_all(&src).expect("create the crate");
     let manifest = format!(
         "[package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n\
-         [dependencies]\ncheckfu-wire = {{ path = {root:?} }}\nserde = {{ version = \"1\", features = [\"derive\"] }}\n\
+         [dependencies]\ncheckfu-wire = {{ path = {root:?}{runtime} }}\nserde = {{ version = \"1\", features = [\"derive\"] }}\n\
          serde_json = {{ version = \"1\", features = [\"preserve_order\", \"raw_value\"] }}\n\n[workspace]\n",
-        root = root.display().to_string()
+        root = root.display().to_string(),
+        runtime = if runtime.is_empty() { String::new() } else { format!(", {runtime}") },
     );
     write_if_changed(&dir.join("Cargo.toml"), &manifest);
     if !dir.join("Cargo.lock").exists() {
