@@ -400,23 +400,25 @@ fn a_fractional_id_is_no_id() {
     assert_eq!(report.method, Some("session/prompt"), "2.0 and 2 are one id");
 }
 
+/// Whether an answer with the id `answered` is read as the answer to a request with the id
+/// `asked`. The request is one no table types, so that only the id can tie the answer to it
+/// (a prompt's answer is typed by its `stopReason` even without the request).
+fn answers(asked: &str, answered: &str) -> bool {
+    let request = format!(r#"{{"jsonrpc":"2.0","id":{asked},"method":"_zed.dev/workspace/buffers","params":{{}}}}"#);
+    let mut decoder = Decoder::new();
+    assert!(decoder.decode(request.as_bytes(), None).accepted, "{asked}");
+    let report = decoder.decode(format!(r#"{{"jsonrpc":"2.0","id":{answered},"result":{{}}}}"#).as_bytes(), None);
+    assert!(report.accepted, "{report:?}");
+    report.diagnostics.iter().any(|d| d.contains("answer to an unsupported extension request"))
+}
+
 /// With `exact-numbers` ids are decided on their texts' values. Without it a number is what
 /// an i64, a u64 or the nearest f64 holds, as a consumer on serde_json's defaults reads it
 /// (`number_ids_match_by_the_value_serde_json_defaults_hold`, below).
 #[cfg(feature = "exact-numbers")]
 #[test]
 fn number_ids_match_by_their_exact_value() {
-    // A request no table types, so that only the id can tie the answer to it (a prompt's
-    // answer is typed by its `stopReason` even without the request).
-    let request = |id: &str| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"_zed.dev/workspace/buffers","params":{{}}}}"#);
     let prompt = |id: &str| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"session/prompt","params":{{"sessionId":"s","prompt":[]}}}}"#);
-    let answers = |asked: &str, answered: &str| {
-        let mut decoder = Decoder::new();
-        assert!(decoder.decode(request(asked).as_bytes(), None).accepted, "{asked}");
-        let report = decoder.decode(format!(r#"{{"jsonrpc":"2.0","id":{answered},"result":{{}}}}"#).as_bytes(), None);
-        assert!(report.accepted, "{report:?}");
-        report.diagnostics.iter().any(|d| d.contains("answer to an unsupported extension request"))
-    };
     // One value, however written; past u64 and i64 too.
     for (asked, answered) in [
         ("1e0", "1"),
@@ -501,14 +503,6 @@ fn a_malformed_fidelity_update_is_ignored_and_nothing_else_is() {
 #[cfg(not(feature = "exact-numbers"))]
 #[test]
 fn number_ids_match_by_the_value_serde_json_defaults_hold() {
-    let request = |id: &str| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"_zed.dev/workspace/buffers","params":{{}}}}"#);
-    let answers = |asked: &str, answered: &str| {
-        let mut decoder = Decoder::new();
-        assert!(decoder.decode(request(asked).as_bytes(), None).accepted, "{asked}");
-        let report = decoder.decode(format!(r#"{{"jsonrpc":"2.0","id":{answered},"result":{{}}}}"#).as_bytes(), None);
-        assert!(report.accepted, "{report:?}");
-        report.diagnostics.iter().any(|d| d.contains("answer to an unsupported extension request"))
-    };
     for (asked, answered) in [("1e0", "1"), ("10e-1", "1.0"), ("-0", "0"), ("18446744073709551617", "18446744073709551616")] {
         assert!(answers(asked, answered), "{asked} and {answered} are one id");
     }

@@ -29,6 +29,21 @@ const GENERATOR: &[&str] = &[
     "tokio",
 ];
 
+/// What `cargo tree --prefix none` prints for `manifest` with `how` (format, edges, depth)
+/// and `args` (package, features).
+fn cargo_tree(manifest: &Path, how: &[&str], args: &[&str]) -> String {
+    let output = Command::new(env!("CARGO"))
+        .args(["tree", "--locked", "--prefix", "none"])
+        .args(how)
+        .arg("--manifest-path")
+        .arg(manifest)
+        .args(args)
+        .output()
+        .expect("run cargo tree");
+    assert!(output.status.success(), "cargo tree {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
 /// Package names in `cargo tree -e normal,build` of `manifest` with `args`.
 fn tree(manifest: &Path, args: &[&str]) -> BTreeSet<String> {
     tree_of(manifest, &["-e", "normal,build"], args)
@@ -37,16 +52,7 @@ fn tree(manifest: &Path, args: &[&str]) -> BTreeSet<String> {
 /// Package names in `cargo tree` of `manifest` with `edges` (which dependencies it follows,
 /// how deep) and `args`.
 fn tree_of(manifest: &Path, edges: &[&str], args: &[&str]) -> BTreeSet<String> {
-    let output = Command::new(env!("CARGO"))
-        .args(["tree", "--locked", "--prefix", "none", "--format", "{p}"])
-        .args(edges)
-        .arg("--manifest-path")
-        .arg(manifest)
-        .args(args)
-        .output()
-        .expect("run cargo tree");
-    assert!(output.status.success(), "cargo tree {args:?}: {}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8_lossy(&output.stdout)
+    cargo_tree(manifest, &[&["--format", "{p}"], edges].concat(), args)
         .lines()
         .filter_map(|line| line.split_whitespace().next())
         .map(String::from)
@@ -135,15 +141,7 @@ fn default_features_do_regenerate() {
 /// `manifest` with `args`: the features of every package that reaches serde_json, dev- and
 /// build-dependencies included (a test binary is built with the dev-dependencies' features).
 fn arbitrary_precision(manifest: &Path, args: &[&str]) -> bool {
-    let output = Command::new(env!("CARGO"))
-        .args(["tree", "--locked", "-e", "all,features", "-i", "serde_json", "--prefix", "none", "--format", "{p} {f}"])
-        .arg("--manifest-path")
-        .arg(manifest)
-        .args(args)
-        .output()
-        .expect("run cargo tree");
-    assert!(output.status.success(), "cargo tree {args:?}: {}", String::from_utf8_lossy(&output.stderr));
-    let text = String::from_utf8_lossy(&output.stdout);
+    let text = cargo_tree(manifest, &["-e", "all,features", "-i", "serde_json", "--format", "{p} {f}"], args);
     text.lines().filter(|line| line.starts_with("serde_json v")).any(|line| line.contains("arbitrary_precision"))
 }
 
