@@ -99,7 +99,7 @@ impl<'a> Reader<'a> {
         if self.eat(b'}') {
             return Some(Json::Object(&[]));
         }
-        let mut members: ArenaVec<(&'a str, Json<'a>)> = ArenaVec::with_capacity_in(INITIAL_CAPACITY, self.arena);
+        let mut members = room(self.arena);
         // A bit per key seen, chosen by its length and end bytes: the members are searched
         // for a repeat only when the bit was set already. Searching every time cost a loop
         // of varying length per key, and its branches were mispredicted.
@@ -142,7 +142,7 @@ impl<'a> Reader<'a> {
         if self.eat(b']') {
             return Some(Json::Array(&[]));
         }
-        let mut items = ArenaVec::with_capacity_in(INITIAL_CAPACITY, self.arena);
+        let mut items = room(self.arena);
         loop {
             items.push(self.value(depth)?);
             match self.peek()? {
@@ -250,6 +250,16 @@ impl<'a> Reader<'a> {
         let digits = self.bytes.get(at..at + 4)?;
         digits.iter().try_fold(0u32, |n, d| Some(n * 16 + char::from(*d).to_digit(16)?))
     }
+}
+
+/// An empty container's list with room for [`INITIAL_CAPACITY`] entries. Its own small
+/// function, so the compiler sees the constant where bumpalo's allocation is generated and
+/// inlines its fast path (a pointer bump), whichever way it inlines the reader around it:
+/// called out of the recursive `value`, bumpalo's general allocation was compiled once for
+/// any capacity and cost twice the instructions.
+#[inline(never)]
+fn room<'a, T>(arena: &'a Bump) -> ArenaVec<'a, T> {
+    ArenaVec::with_capacity_in(INITIAL_CAPACITY, arena)
 }
 
 /// A cheap summary of a key for the repeat filter in `Reader::object`: equal keys have

@@ -203,40 +203,54 @@ const fn holds(holds: Holds, in_place: bool) -> Subschemas {
     Subschemas { holds, in_place, validates: true }
 }
 
-/// Every keyword of drafts 04 to 2020-12 whose value holds subschemas. The legacy ones
-/// (`definitions`, `dependencies`, `additionalItems`) are here too: a reader that
-/// translates them to 2020-12 never meets them afterwards, and one that does not (the
-/// safety profile) must still walk them.
-pub const SUBSCHEMA_KEYWORDS: &[(&str, Subschemas)] = &[
+/// Writes the keyword table once and both its readers from it: the list, in order (what
+/// the generator's loop check walks), and a `match` on the keyword (what the safety
+/// profile asks of every keyword of every schema it lints, where a search of the list cost
+/// a comparison per entry).
+macro_rules! subschema_keywords {
+    ($($keyword:literal => $subschemas:expr,)*) => {
+        /// Every keyword of drafts 04 to 2020-12 whose value holds subschemas. The legacy
+        /// ones (`definitions`, `dependencies`, `additionalItems`) are here too: a reader
+        /// that translates them to 2020-12 never meets them afterwards, and one that does
+        /// not (the safety profile) must still walk them.
+        pub const SUBSCHEMA_KEYWORDS: &[(&str, Subschemas)] = &[$(($keyword, $subschemas)),*];
+
+        /// What `keyword` does with subschemas; `None` when its value is not a schema
+        /// position.
+        pub fn subschemas(keyword: &str) -> Option<Subschemas> {
+            match keyword {
+                $($keyword => Some($subschemas),)*
+                _ => None,
+            }
+        }
+    };
+}
+
+subschema_keywords! {
     // Those applied to the instance itself first: the generator's loop check reports hops
     // in this order.
-    ("allOf", holds(Holds::List, true)),
-    ("anyOf", holds(Holds::List, true)),
-    ("oneOf", holds(Holds::List, true)),
-    ("not", holds(Holds::One, true)),
-    ("if", holds(Holds::One, true)),
-    ("then", holds(Holds::One, true)),
-    ("else", holds(Holds::One, true)),
-    ("dependentSchemas", holds(Holds::Map, true)),
-    ("dependencies", holds(Holds::Dependencies, true)),
-    ("properties", holds(Holds::Map, false)),
-    ("patternProperties", holds(Holds::Map, false)),
-    ("$defs", holds(Holds::Map, false)),
-    ("definitions", holds(Holds::Map, false)),
-    ("items", holds(Holds::OneOrList, false)),
-    ("prefixItems", holds(Holds::List, false)),
-    ("additionalItems", holds(Holds::One, false)),
-    ("additionalProperties", holds(Holds::One, false)),
-    ("unevaluatedProperties", holds(Holds::One, false)),
-    ("unevaluatedItems", holds(Holds::One, false)),
-    ("contains", holds(Holds::One, false)),
-    ("propertyNames", holds(Holds::One, false)),
-    ("contentSchema", Subschemas { holds: Holds::One, in_place: false, validates: false }),
-];
-
-/// What `keyword` does with subschemas; `None` when its value is not a schema position.
-pub fn subschemas(keyword: &str) -> Option<Subschemas> {
-    SUBSCHEMA_KEYWORDS.iter().find(|(k, _)| *k == keyword).map(|(_, s)| *s)
+    "allOf" => holds(Holds::List, true),
+    "anyOf" => holds(Holds::List, true),
+    "oneOf" => holds(Holds::List, true),
+    "not" => holds(Holds::One, true),
+    "if" => holds(Holds::One, true),
+    "then" => holds(Holds::One, true),
+    "else" => holds(Holds::One, true),
+    "dependentSchemas" => holds(Holds::Map, true),
+    "dependencies" => holds(Holds::Dependencies, true),
+    "properties" => holds(Holds::Map, false),
+    "patternProperties" => holds(Holds::Map, false),
+    "$defs" => holds(Holds::Map, false),
+    "definitions" => holds(Holds::Map, false),
+    "items" => holds(Holds::OneOrList, false),
+    "prefixItems" => holds(Holds::List, false),
+    "additionalItems" => holds(Holds::One, false),
+    "additionalProperties" => holds(Holds::One, false),
+    "unevaluatedProperties" => holds(Holds::One, false),
+    "unevaluatedItems" => holds(Holds::One, false),
+    "contains" => holds(Holds::One, false),
+    "propertyNames" => holds(Holds::One, false),
+    "contentSchema" => Subschemas { holds: Holds::One, in_place: false, validates: false },
 }
 
 /// [`subschemas`] of a keyword whose subschemas decide validity: what a compiler of checks
