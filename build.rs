@@ -59,7 +59,10 @@ fn outputs(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     support::checked_in_rust(root)
 }
 
-/// naming it is set, so that the test runner never reports them as passed.
+/// Tests that need what a machine may lack (the JSON-Schema-Test-Suite, an installed copy of
+/// the TypeScript SDK agent, the real agents, the model SDKs) are compiled as ignored, with
+/// their reason, unless the variable naming it is set, so that the test runner never reports
+/// them as passed.
 fn optional_test_inputs() {
     let inputs = [
         ("JSTS_DIR", "checkfu_jsts"),

@@ -237,7 +237,13 @@ pub fn slot(key: &str) -> Option<&'static Slot> {
 /// The gateway routes of a reviewed provider, or the unlisted provider's for `None`.
 pub fn gateway_routes(provider: Option<&str>) -> Result<&'static [Route], UnknownProvider> {
     let Some(name) = provider else { return Ok(UNLISTED_PROVIDER_ROUTES) };
-    GATEWAY_ROUTES.iter().find(|p| p.provider == name).map(|p| p.routes).ok_or_else(|| UnknownProvider(name.to_owned()))
+    Ok(GATEWAY_ROUTES[column(name)?].routes)
+}
+
+/// A reviewed provider's place in [`GATEWAY_ROUTES`] and in the matrix's rows: the one
+/// lookup of a provider's name, and its one refusal.
+fn column(name: &str) -> Result<usize, UnknownProvider> {
+    GATEWAY_ROUTES.iter().position(|p| p.provider == name).ok_or_else(|| UnknownProvider(name.to_owned()))
 }
 
 /// The reachability matrix's cell of an entry and a provider (`None`: the unlisted one):
@@ -247,7 +253,7 @@ pub fn reachable(harness: &str, provider: Option<&str>) -> Result<Option<bool>, 
     let cell = match provider {
         None => row.and_then(|r| r.unlisted),
         Some(name) => {
-            let column = GATEWAY_ROUTES.iter().position(|p| p.provider == name).ok_or_else(|| UnknownProvider(name.to_owned()))?;
+            let column = column(name)?;
             row.and_then(|r| r.providers.get(column).copied().flatten())
         }
     };

@@ -18,8 +18,9 @@ pub fn authoring_schema() -> Value {
 
 /// The node a local `$ref` names, or the node itself.
 fn resolve<'s>(root: &'s Value, node: &'s Value) -> &'s Value {
-    match node.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix('#')) {
-        Some(pointer) => crate::schema::pointer::get(root, pointer).ok().flatten().unwrap_or(node),
+    // The reference read as every other: percent-decoded, RFC 6901's escapes only.
+    match node.get("$ref").and_then(Value::as_str).and_then(|r| crate::schema::normalize::ref_target(r).ok()) {
+        Some(pointer) => crate::schema::pointer::get(root, &pointer).ok().flatten().unwrap_or(node),
         None => node,
     }
 }

@@ -1,5 +1,5 @@
 //! [`Deferred`]: how a generated type holds the rest of a long chain or cycle of
-//! definitions (the generator decides where: `rust::indirection`).
+//! definitions (the generator decides where: `rust::plan::indirection`).
 
 use std::fmt;
 use std::marker::PhantomData;

@@ -221,7 +221,7 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(&str)) -> Resul
     drop(namespace);
     drop(home);
     let mut plane = ModelPlane::new(
-        options.provider.as_deref().unwrap_or(relay::routes::UNLISTED),
+        options.provider.as_deref().unwrap_or(catalog::UNLISTED_PROVIDER),
         fence,
         fence_note,
         options.model_script.name(),

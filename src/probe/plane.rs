@@ -66,16 +66,14 @@ pub(crate) fn prepare(options: &ProbeOptions, entry: Option<&catalog::Harness>, 
         ));
     }
     if let Some(entry) = entry {
-        // The matrix's cell from the generated tables; an unknown provider is refused here
-        // as the relay refuses it.
-        let cell = relay::routes::for_provider(options.provider.as_deref())
-            .and_then(|_| catalog::reachable(entry.name, options.provider.as_deref()).map_err(|e| e.to_string()))
-            .map_err(UsageError::Options)?;
+        // The matrix's cell from the generated tables; an unknown provider is refused as the
+        // relay refuses it (the catalog's one lookup, `catalog::reachable`).
+        let cell = catalog::reachable(entry.name, options.provider.as_deref()).map_err(|e| UsageError::Options(e.to_string()))?;
         if cell == Some(false) {
             progress(&format!(
                 "note     the reachability matrix marks `{}` unreachable through `{}`: the relay serves only that provider's paths",
                 entry.name,
-                options.provider.as_deref().unwrap_or(relay::routes::UNLISTED)
+                options.provider.as_deref().unwrap_or(catalog::UNLISTED_PROVIDER)
             ));
         }
     }

@@ -165,7 +165,7 @@ impl Relay {
 
     /// The provider served, as the report names it.
     pub fn provider(&self) -> &str {
-        self.provider.as_deref().unwrap_or(routes::UNLISTED)
+        self.provider.as_deref().unwrap_or(crate::catalog::UNLISTED_PROVIDER)
     }
 
     /// What the relay has recorded so far.

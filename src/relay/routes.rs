@@ -4,9 +4,6 @@
 
 use crate::catalog::{self, Route};
 
-/// The name the report gives the route of a provider the catalog does not list.
-pub const UNLISTED: &str = catalog::UNLISTED_PROVIDER;
-
 /// The routes of `provider`, or of the unlisted-provider route when `None`. An unknown name
 /// is refused with the known ones, as everywhere the catalog is read.
 pub fn for_provider(provider: Option<&str>) -> Result<&'static [Route], String> {
@@ -24,15 +21,13 @@ mod tests {
     use crate::catalog::{Dialect, Segment};
 
     #[test]
-    fn routes_come_from_the_catalog_tables() {
-        let unlisted = for_provider(None).expect("unlisted");
-        let paths: Vec<&str> = unlisted.iter().map(|r| r.path).collect();
-        assert_eq!(paths, ["/v1/messages", "/v1/chat/completions", "/v1/responses"]);
-        let anthropic = for_provider(Some("anthropic")).expect("anthropic");
-        assert_eq!(anthropic.len(), 1);
-        assert_eq!((anthropic[0].path, anthropic[0].dialect), ("/v1/messages", Dialect::AnthropicMessages));
+    fn routes_are_the_generated_tables_and_an_unknown_provider_is_refused() {
+        assert_eq!(for_provider(None).expect("unlisted"), catalog::UNLISTED_PROVIDER_ROUTES);
+        for provider in catalog::GATEWAY_ROUTES {
+            assert_eq!(for_provider(Some(provider.provider)).expect("listed"), provider.routes);
+        }
         let refused = for_provider(Some("nobody")).expect_err("unknown");
-        assert!(refused.contains("no provider `nobody`") && refused.contains("openai"), "{refused}");
+        assert!(refused.contains("no provider `nobody`") && refused.contains("omit --provider"), "{refused}");
     }
 
     #[test]

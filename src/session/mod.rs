@@ -24,6 +24,7 @@ pub mod process;
 pub mod terminals;
 pub mod workspace;
 
+use std::io::Write;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -79,7 +80,7 @@ impl std::fmt::Display for Fault {
 #[derive(Debug)]
 pub enum Incoming {
     /// A response (or error response) to one of the runner's pending requests.
-    Response { id: i64, method: &'static str, message: Value, bytes: Vec<u8>, report: Report },
+    Response { id: i64, message: Value, bytes: Vec<u8>, report: Report },
     /// A response to no pending request of the runner's (a second answer, or a stray id).
     Stray { message: Value, report: Report },
     /// A notification.
@@ -277,7 +278,7 @@ impl Session {
                 // handed back the runner's id of the request it answers, if any.
                 Some(Kind::Response | Kind::ErrorResponse) => {
                     return Ok(match answered {
-                        Some(id) => Incoming::Response { id, method: report.method.unwrap_or_default(), message, bytes, report },
+                        Some(id) => Incoming::Response { id, message, bytes, report },
                         None => Incoming::Stray { message, report },
                     });
                 }
@@ -369,13 +370,9 @@ impl Session {
         };
         match value {
             Some(value) => {
-                let direction = match direction {
-                    WireDirection::AgentToRunner => "agent_to_runner",
-                    WireDirection::RunnerToAgent => "runner_to_agent",
-                };
-                self.record.extend_from_slice(b"{\"direction\":\"");
-                self.record.extend_from_slice(direction.as_bytes());
-                self.record.extend_from_slice(b"\",\"message\":");
+                // The direction as captures spell it (`WireDirection`'s `Display`). Writing
+                // to a `Vec` cannot fail.
+                let _ = write!(self.record, "{{\"direction\":\"{direction}\",\"message\":");
                 self.record.extend_from_slice(value);
                 self.record.extend_from_slice(b"}\n");
             }

@@ -127,7 +127,7 @@ pub fn fragment_tokens(fragment: &str) -> Result<Vec<String>, PointerError> {
 }
 
 /// `text` with each `%XX` replaced by the byte it stands for; the result must be UTF-8.
-pub fn percent_decode(text: &str) -> Result<Cow<'_, str>, PointerError> {
+fn percent_decode(text: &str) -> Result<Cow<'_, str>, PointerError> {
     if !text.contains('%') {
         return Ok(Cow::Borrowed(text));
     }

@@ -1,4 +1,5 @@
-//! The model plane's derived facts, computed once from a compiled catalog: each provider's
+//! The model plane's derived facts, derived by one function ([`Routes::new`]) from a
+//! compiled catalog, whoever asks for them: each provider's
 //! gateway routes (the accepted dialects joined with their paths, read into segments), the
 //! unlisted provider's routes, and the reachability matrix of harness entries × providers.
 //!
@@ -95,14 +96,6 @@ impl<'c> Routes<'c> {
         Routes { dialects: &c.dialects, providers, unlisted, reachability }
     }
 
-    /// The routes of a reviewed provider, or of the unlisted provider for `None`; `None` for
-    /// a name the catalog does not list (never read as unlisted). How a refusal is worded
-    /// is the runtime's (`catalog::UnknownProvider`), which reads the generated tables.
-    pub fn provider(&self, name: Option<&str>) -> Option<&[Route<'c>]> {
-        let Some(name) = name else { return Some(&self.unlisted) };
-        self.providers.iter().find(|p| p.provider == name).map(|p| p.routes.as_slice())
-    }
-
     /// The matrix cell of the entry at `harness` (catalog order) and a reviewed provider at
     /// `provider` (catalog order).
     pub fn reachable(&self, harness: usize, provider: usize) -> Option<bool> {
@@ -114,15 +107,9 @@ impl<'c> Routes<'c> {
 /// every dialect name to snake_case words (`gateway::dialect_name_problem`), under which no
 /// two names give the same variant.
 pub fn variant(name: &str) -> String {
-    let mut out = String::new();
-    for word in name.split('_') {
-        let mut chars = word.chars();
-        if let Some(first) = chars.next() {
-            out.push(first.to_ascii_uppercase());
-            out.extend(chars);
-        }
-    }
-    out
+    // The one PascalCase of the generator, which also keeps a keyword such as `self` from
+    // becoming a variant that does not compile.
+    crate::schema::normalize::pascal(name)
 }
 
 #[cfg(test)]
@@ -134,14 +121,29 @@ mod tests {
         toml::from_str(&text).expect("parses")
     }
 
+    /// The routes of a reviewed provider, or of the unlisted provider for `None`; `None` for
+    /// a name the catalog does not list (never read as unlisted).
+    fn provider<'r>(routes: &'r Routes<'_>, name: Option<&str>) -> Option<&'r [Route<'r>]> {
+        let Some(name) = name else { return Some(&routes.unlisted) };
+        routes.providers.iter().find(|p| p.provider == name).map(|p| p.routes.as_slice())
+    }
+
+    #[test]
+    fn a_variant_is_the_generators_pascal_case() {
+        assert_eq!(variant("openai_chat"), "OpenaiChat");
+        assert_eq!(variant("fal_queue"), "FalQueue");
+        // A name the dialect rule admits that Rust reserves still names a variant.
+        assert_eq!(variant("self"), "SelfDef");
+    }
+
     #[test]
     fn routes_join_accepted_dialects_with_their_paths_in_table_order() {
         let c = catalog();
         let routes = Routes::new(&c);
-        let paths = |name| -> Vec<&str> { routes.provider(name).expect("known").iter().map(|r| r.path).collect() };
+        let paths = |name| -> Vec<&str> { provider(&routes, name).expect("known").iter().map(|r| r.path).collect() };
         assert_eq!(paths(None), ["/v1/messages", "/v1/chat/completions", "/v1/responses"]);
         assert_eq!(paths(Some("anthropic")), ["/v1/messages"]);
-        let fal = routes.provider(Some("fal-ai")).expect("fal");
+        let fal = provider(&routes, Some("fal-ai")).expect("fal");
         assert_eq!(fal[0].segments, [Segment::Placeholder("model_id")]);
     }
 
@@ -149,8 +151,8 @@ mod tests {
     fn an_unknown_provider_is_refused_not_read_as_unlisted() {
         let c = catalog();
         let routes = Routes::new(&c);
-        assert!(routes.provider(Some("nobody")).is_none());
-        assert!(routes.provider(Some("openai")).is_some() && routes.provider(None).is_some());
+        assert!(provider(&routes, Some("nobody")).is_none());
+        assert!(provider(&routes, Some("openai")).is_some() && provider(&routes, None).is_some());
     }
 
     #[test]

@@ -6,18 +6,19 @@
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
+use super::names::{decode_fn, def_fn};
 use super::plan::{Def, Part, Plan};
 use crate::catalog::model::{Direction, Side, SlotClass};
 
 fn decoder(def: &Def) -> TokenStream {
     let module = format_ident!("{}", def.module);
-    let decode = format_ident!("decode_{}", def.name);
+    let decode = decode_fn(&def.name);
     quote! { |v: &Value| crate::schemas::#module::checks::#decode(v).map(drop) }
 }
 
 fn checker(def: &Def) -> TokenStream {
     let module = format_ident!("{}", def.module);
-    let check = format_ident!("check_{}", def.name);
+    let check = def_fn(&def.name);
     quote! { crate::schemas::#module::checks::#check }
 }
 

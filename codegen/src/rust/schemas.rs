@@ -1,6 +1,8 @@
 //! One Rust module per input schema: the exact types, the generated checks, and a decoder
 //! per definition tying the two together. Each module is a file of its own
-//! (`generated/schemas/<module>.rs`), so a large input does not swell one file.
+//! (`typed/generated/schemas/<module>.rs`, and the runtime's part of it, only the checks
+//! the catalog reaches, `generated/schemas/<module>.rs`), so a large input does not swell
+//! one file.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -78,7 +80,7 @@ pub fn generate_in(file: &str, raw: &Value, pins: &BTreeMap<String, String>, def
     generate_placed(file, raw, pins, default, None)
 }
 
-/// [`generate_in`/// [`generate_in`], with each diagnostic pointing into the file's text when `placement`
+/// [`generate_in`], with each diagnostic pointing into the file's text when `placement`
 /// gives it (`raw` is then the document read with that text).
 pub fn generate_placed(
     file: &str,

@@ -26,7 +26,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use checkfu_wire_vocab::schema_syntax::{self, applicator, Holds, PointerError};
+use checkfu_wire_vocab::schema_syntax::{self, applicator, escape, Holds, PointerError};
 
 use super::dialect::{ref_hides_siblings, translate, Dialect, Entry};
 pub use super::error::NormalizeError;
@@ -50,11 +50,6 @@ pub struct Normalized {
     pub origins: BTreeMap<String, String>,
     /// Problems found; the definitions are still as complete as they could be made.
     pub errors: Vec<NormalizeError>,
-}
-
-/// `segment` as one JSON Pointer reference token (`~` as `~0`, `/` as `~1`).
-pub fn escape_pointer(segment: &str) -> String {
-    schema_syntax::escape(segment).into_owned()
 }
 
 /// PascalCase of the alphanumeric runs of `s`, as a valid Rust type name:
@@ -133,9 +128,9 @@ pub fn ref_target(reference: &str) -> Result<String, String> {
 fn for_each_child<'v>(entries: &'v [Entry], pointer: &str, mut f: impl FnMut(String, &'v Value)) {
     for Entry { key, from, value } in entries {
         let Some(holds) = applicator(key).map(|s| s.holds) else { continue };
-        let at = format!("{pointer}/{}", escape_pointer(from));
+        let at = format!("{pointer}/{}", escape(from));
         match (holds, value) {
-            (Holds::Map, Value::Object(children)) => children.iter().for_each(|(k, v)| f(format!("{at}/{}", escape_pointer(k)), v)),
+            (Holds::Map, Value::Object(children)) => children.iter().for_each(|(k, v)| f(format!("{at}/{}", escape(k)), v)),
             // A keyword of one schema holding an array is walked as a list all the same, so
             // that the references in it are found and reported where they are.
             (Holds::One | Holds::OneOrList | Holds::List, Value::Array(items)) => {
@@ -197,7 +192,7 @@ impl Names {
         for container in ["$defs", "definitions"] {
             if let Some(Value::Object(defs)) = root.get(container) {
                 for key in defs.keys() {
-                    let pointer = format!("/{container}/{}", escape_pointer(key));
+                    let pointer = format!("/{container}/{}", escape(key));
                     // `claim` can only fail after the hashed name is taken too, which a
                     // distinct pointer never hits for a definition: its hash is unique.
                     let _ = self.claim(&type_name(key), &pointer);
@@ -266,7 +261,7 @@ pub fn normalize_in(root_name: &str, raw: &Value, pins: &BTreeMap<String, String
         for container in ["$defs", "definitions"] {
             if let Some(Value::Object(defs)) = root.get(container) {
                 for (key, schema) in defs {
-                    let pointer = format!("/{container}/{}", escape_pointer(key));
+                    let pointer = format!("/{container}/{}", escape(key));
                     if let Some(name) = n.names.by_pointer.get(&pointer).cloned() {
                         let rewritten = n.node(schema, &pointer, &name);
                         n.define(&name, rewritten, &pointer);
@@ -395,7 +390,7 @@ impl Normalizer {
         let entries = translate(self.dialect, input, pointer, &mut self.errors);
         let mut object = Map::new();
         for Entry { key, from, value: child } in &entries {
-            let at = format!("{pointer}/{}", escape_pointer(from));
+            let at = format!("{pointer}/{}", escape(from));
             let holds = applicator(key).map(|s| s.holds);
             let rewritten = if key == "$ref" {
                 self.reference(child)
@@ -405,7 +400,7 @@ impl Normalizer {
                 if let Value::Object(defs) = child {
                     for (k, v) in defs {
                         if !pointer.is_empty() {
-                            let at = format!("{at}/{}", escape_pointer(k));
+                            let at = format!("{at}/{}", escape(k));
                             let _ = self.child(v, &at, &format!("{name}{}", type_name(k)), false);
                         }
                     }
@@ -417,7 +412,7 @@ impl Normalizer {
                         let hoist = key == "properties" || key == "patternProperties";
                         let mut rewritten = Map::new();
                         for (k, v) in children {
-                            let at = format!("{at}/{}", escape_pointer(k));
+                            let at = format!("{at}/{}", escape(k));
                             rewritten.insert(k.clone(), self.child(v, &at, &format!("{name}{}", type_name(k)), hoist));
                         }
                         Value::Object(rewritten)

@@ -180,7 +180,7 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
         v
     });
     let mut plane = super::model_plane::ModelPlane::new(
-        options.provider.as_deref().unwrap_or(crate::relay::routes::UNLISTED),
+        options.provider.as_deref().unwrap_or(crate::catalog::UNLISTED_PROVIDER),
         fence,
         fence_note,
         options.model_script.name(),

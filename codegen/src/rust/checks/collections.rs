@@ -9,7 +9,7 @@ use quote::quote;
 use serde_json::{Map, Value};
 
 use super::emitter::{count, resolve, Emitter};
-use crate::schema::normalize::escape_pointer;
+use checkfu_wire_vocab::schema_syntax::escape;
 
 /// ACP's leniency annotations on a member's schema.
 enum Lenient {
@@ -179,7 +179,7 @@ impl Emitter<'_> {
             };
             arms.push(match properties.get(*name) {
                 Some(schema) => {
-                    let f = self.child(schema, &format!("{pointer}/properties/{}", escape_pointer(name)));
+                    let f = self.child(schema, &format!("{pointer}/properties/{}", escape(name)));
                     match leniency(schema) {
                         // ACP's own leniency: a lenient reader drops the member to its
                         // default (with a note); a strict one rejects, as the schema does.
@@ -262,7 +262,7 @@ impl Emitter<'_> {
         let Some(Value::Object(patterns)) = object.get("patternProperties") else { return Vec::new() };
         let mut out = Vec::new();
         for (source, schema) in patterns {
-            let at = format!("{pointer}/patternProperties/{}", escape_pointer(source));
+            let at = format!("{pointer}/patternProperties/{}", escape(source));
             let translated = match super::pattern::compile(source) {
                 Ok(translated) => translated,
                 Err(message) => {
@@ -319,7 +319,7 @@ impl Emitter<'_> {
             };
             for (property, needed) in dependent {
                 let Some(needed) = needed.as_array().filter(|n| n.iter().all(Value::is_string)) else {
-                    self.unsupported(&format!("{pointer}/dependentRequired/{}", escape_pointer(property)), "must be an array of strings");
+                    self.unsupported(&format!("{pointer}/dependentRequired/{}", escape(property)), "must be an array of strings");
                     continue;
                 };
                 for name in needed.iter().filter_map(Value::as_str) {
@@ -334,7 +334,7 @@ impl Emitter<'_> {
         }
         if let Some(Value::Object(dependent)) = object.get("dependentSchemas") {
             for (property, schema) in dependent {
-                let f = self.child(schema, &format!("{pointer}/dependentSchemas/{}", escape_pointer(property)));
+                let f = self.child(schema, &format!("{pointer}/dependentSchemas/{}", escape(property)));
                 checks.push(quote! { if o.iter().any(|(k, _)| *k == #property) { #f(v)?; } });
             }
         }

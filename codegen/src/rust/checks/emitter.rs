@@ -44,8 +44,9 @@ pub(super) fn count(value: &Value) -> Option<usize> {
 }
 
 /// A schema number as a `crate::exact::Num` expression: an integer that fits an `i128`,
-/// or the number's text (the generator reads schemas with serde_json's
-/// `arbitrary_precision`, so that is the text the schema wrote).
+/// or the number's text. With `arbitrary_precision` that is the text the schema wrote;
+/// without it, `SchemaSet::load` has already refused any number an `i64`, a `u64` or an
+/// `f64` does not hold exactly, so the text is the value's own.
 pub(super) fn number(n: &serde_json::Number) -> TokenStream {
     match n.as_i64().map(i128::from).or_else(|| n.as_u64().map(i128::from)) {
         Some(i) => quote! { crate::exact::Num::Int(#i) },

@@ -31,7 +31,8 @@ use quote::{format_ident, quote};
 use serde_json::{Map, Value};
 
 use crate::rust::plan::calls::{call_graph, defined};
-use crate::schema::normalize::{escape_pointer, Normalized, ANNOTATIONS};
+use checkfu_wire_vocab::schema_syntax::escape;
+use crate::schema::normalize::{Normalized, ANNOTATIONS};
 
 /// Assertion and applicator keywords the checks implement.
 pub const SUPPORTED: &[&str] = &[
@@ -47,9 +48,7 @@ pub const SUPPORTED: &[&str] = &[
 /// implement: a schema using one fails generation.
 pub const REFUSED: &[&str] = &["$dynamicRef", "$recursiveRef", "$recursiveAnchor"];
 
-
-
-pub use crate::rust::names::{decode_fn, def_fn};
+use crate::rust::names::{decode_fn, def_fn};
 
 /// Checks and decoders for every definition, or every unsupported construct.
 pub fn generate(normalized: &Normalized) -> Result<Checks, Vec<Unsupported>> {
@@ -179,7 +178,7 @@ impl Emitter<'_> {
         };
         for key in object.keys() {
             if REFUSED.contains(&key.as_str()) {
-                self.unsupported(&format!("{pointer}/{}", escape_pointer(key)), format!("unsupported keyword `{key}`"));
+                self.unsupported(&format!("{pointer}/{}", escape(key)), format!("unsupported keyword `{key}`"));
             }
             if key == "$id" && !pointer.is_empty() {
                 self.unsupported(

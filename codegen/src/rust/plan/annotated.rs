@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::model::{MethodPlan, Plan};
 use crate::catalog::model::Side;
-use crate::schema::normalize::escape_pointer;
+use checkfu_wire_vocab::schema_syntax::escape;
 use crate::schema::SchemaSet;
 
 /// A method read from `x-method`/`x-side` annotations, with the keys (under `$defs`) of
@@ -39,7 +39,7 @@ pub(crate) fn annotated_methods(
             Some("client") => Side::Client,
             Some("protocol") => Side::Protocol,
             other => {
-                errors.push(format!("`{file}#/$defs/{}`: unknown x-side {other:?}", escape_pointer(def)));
+                errors.push(format!("`{file}#/$defs/{}`: unknown x-side {other:?}", escape(def)));
                 continue;
             }
         };
@@ -47,10 +47,10 @@ pub(crate) fn annotated_methods(
         if let Some(named) = described_method(schema).filter(|named| *named != wire) {
             plan.warnings.push(format!(
                 "schemas/{file}#/$defs/{}: the description names method `{named}`, but `x-method` makes it `{wire}`; the decoder uses `{wire}`",
-                escape_pointer(def)
+                escape(def)
             ));
         }
-        let target = match plan.entry(schemas, &format!("{file}#/$defs/{}", escape_pointer(def)), def) {
+        let target = match plan.entry(schemas, &format!("{file}#/$defs/{}", escape(def)), def) {
             Ok(target) => target,
             Err(e) => {
                 errors.push(e);

@@ -161,7 +161,7 @@ fn resolve<'d>(document: &'d Value, mut schema: &'d Value) -> &'d Value {
             },
             _ => return schema,
         };
-        match ref_target(next).ok().and_then(|p| document.pointer(&p)) {
+        match ref_target(next).ok().and_then(|p| crate::schema::pointer::get(document, &p).ok().flatten()) {
             Some(target) => schema = target,
             None => return schema,
         }

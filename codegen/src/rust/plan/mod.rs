@@ -19,4 +19,4 @@ pub mod model;
 pub mod reach;
 
 pub use decoder::plan;
-pub use model::{kind, side, Def, Grammar, GrammarMethod, MethodPlan, Part, Pins, Plan, SlotPlan, VectorPlan};
+pub use model::{side, Def, Grammar, Part, Pins, Plan};

@@ -80,8 +80,10 @@ impl Plan {
     /// refers to one, else a pinned hoist under `wanted`.
     pub(crate) fn entry(&mut self, schemas: &SchemaSet, reference: &str, wanted: &str) -> Result<Def, String> {
         let (file, pointer) = reference.split_once('#').unwrap_or((reference, ""));
+        // Read by the one pointer reader (`SchemaSet::resolve`), which refuses what RFC 6901
+        // refuses, as every other reference the generator follows.
+        let node = schemas.resolve(reference)?;
         let document = schemas.files.get(file).ok_or_else(|| format!("no schema file `{file}`"))?;
-        let node = document.pointer(pointer).ok_or_else(|| format!("`{file}` has nothing at `{pointer}`"))?;
         let (module, root) = crate::rust::names::names(file);
         let definitions = crate::schema::normalize::definition_names(&root, document);
         let name = if let Some(name) = definitions.get(pointer) {
@@ -142,7 +144,7 @@ pub struct GrammarMethod {
     pub notification: bool,
 }
 
-/// How a method is named in the docs and diagnostics: `a notification` / `a request`.
+/// How a method is named in the grammar's diagnostics: `a notification` / `a request`.
 pub fn kind(notification: bool) -> &'static str {
     if notification {
         "a notification"
@@ -157,5 +159,23 @@ pub fn side(s: Side) -> &'static str {
         Side::Agent => "agent",
         Side::Client => "client",
         Side::Protocol => "protocol",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A slot's or a method's reference is read by the one pointer reader, as every other
+    /// reference the generator follows: `~2` is no escape (RFC 6901), even where a key
+    /// spelled with it exists (serde_json's lookup took it as that key).
+    #[test]
+    fn a_reference_is_read_by_rfc_6901() {
+        let document = serde_json::json!({"$defs": {"a~2b": {"type": "string"}, "a~b": {"type": "integer"}}});
+        let schemas = SchemaSet { files: [("x.json".to_string(), document)].into(), texts: Default::default() };
+        let mut plan = Plan::default();
+        let refused = plan.entry(&schemas, "x.json#/$defs/a~2b", "Wanted").expect_err("refused");
+        assert!(refused.contains("is not a JSON Pointer"), "{refused}");
+        assert_eq!(plan.entry(&schemas, "x.json#/$defs/a~0b", "Wanted").map(|d| d.name), Ok("AB".to_string()));
     }
 }
