@@ -250,3 +250,30 @@ fn a_oneshot_recipe_resolves_its_entrypoint_against_its_directory() {
     assert_eq!(run.status, 2);
     assert!(run.stderr.contains("r.json") && run.stderr.contains("[prompt_path_iff_argv_path]"), "{}", run.stderr);
 }
+
+/// The probe's flags and `CHECKFU_FIXTURE_SEEN`, for a run whose CLI writes what it was
+/// started with (its `PWD`, `OLDPWD`, directory and home files) into `seen`; `env` goes to
+/// the probe's own process.
+fn run_seen(flags: &[&str], seen: &str, env: &[(&str, OsString)]) -> (Run, Value) {
+    let options = oneshot(flags);
+    let options: Vec<&str> = options.iter().map(String::as_str).collect();
+    let mut env = env.to_vec();
+    env.extend([("CHECKFU_FIXTURE_MODE", OsString::from("good")), ("CHECKFU_FIXTURE_SEEN", OsString::from(seen))]);
+    let run = probe_env(&options, &[CLI], &env);
+    let seen = std::fs::read_to_string(seen).ok().and_then(|text| serde_json::from_str(&text).ok()).unwrap_or(Value::Null);
+    (run, seen)
+}
+
+#[test]
+fn the_cli_s_pwd_is_the_workspace_it_starts_in_and_the_probe_s_own_directories_stay_out() {
+    let scratch = Scratch::new("oneshot-pwd");
+    let seen = scratch.path("seen.json");
+    // The probe's own `PWD` and `OLDPWD` name the user's directories: neither reaches the CLI.
+    let (run, seen) = run_seen(&TEXT, &seen, &[("PWD", scratch.0.clone().into()), ("OLDPWD", OsString::from("/"))]);
+    assert_eq!(run.status, 0, "{}", run.pretty());
+    let cwd = seen["cwd"].as_str().expect("the CLI wrote what it saw");
+    let workspace = std::env::temp_dir().canonicalize().expect("temp dir").join("checkfu-probe-");
+    assert!(cwd.starts_with(workspace.to_string_lossy().as_ref()), "the CLI starts in the fresh workspace: {seen}");
+    assert_eq!(seen["pwd"], cwd, "PWD names the directory it starts in");
+    assert_eq!(seen["oldpwd"], Value::Null, "no OLDPWD");
+}

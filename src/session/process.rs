@@ -12,6 +12,7 @@
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
@@ -134,22 +135,24 @@ pub struct Harness {
 pub struct Launch {
     pub env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
     pub netns: Option<super::fence::Join>,
-    /// The directory it starts in; `None`: the caller's.
+    /// The directory it starts in, which its `PWD` names too; `None`: the caller's.
     pub cwd: Option<std::path::PathBuf>,
 }
 
 impl Harness {
-    /// Starts `program` with `args` in the caller's directory (so relative paths in the
-    /// command mean what they mean to the person typing it), in a new process group whose id
-    /// is its pid.
+    /// Starts `program` with `args` in the launch's directory, by default the caller's (so
+    /// relative paths in the command mean what they mean to the person typing it), with a
+    /// `PWD` that names it ([`working_directory`]), in a new process group whose id is its pid.
     pub fn spawn(program: &std::ffi::OsStr, args: &[std::ffi::OsString], launch: &Launch) -> io::Result<Harness> {
         let mut command = Command::new(program);
         command.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
-        for (key, value) in &launch.env {
-            command.env(key, value);
-        }
         if let Some(dir) = &launch.cwd {
             command.current_dir(dir);
+        }
+        // Before the launch's own variables, so an author's explicit `PWD` still wins.
+        working_directory(&mut command, launch.cwd.as_deref());
+        for (key, value) in &launch.env {
+            command.env(key, value);
         }
         if let Some(fd) = launch.netns {
             // SAFETY: the closure makes one async-signal-safe call (setns) between fork
@@ -266,6 +269,26 @@ impl Drop for Harness {
             let _ = self.child.wait();
         }
     }
+}
+
+/// Makes the environment agree with the directory `command` starts in (`dir`, or the
+/// runner's own when `None`): `PWD` names it and `OLDPWD` is removed. A child inherits the
+/// runner's environment, where `PWD` names the directory the probe was started from (or
+/// even an older one, when the probe was started without updating it); a program that
+/// takes its project from `PWD` (kilo does, and so does a shell whose `PWD` names its
+/// current directory) would work there, and `OLDPWD` would tell it where the user was.
+/// `PWD` is absolute, as POSIX requires of it; where the runner's own directory cannot be
+/// read (it was removed), `PWD` is removed too rather than left naming another one.
+pub(super) fn working_directory(command: &mut Command, dir: Option<&Path>) {
+    command.env_remove("OLDPWD");
+    let absolute = match dir {
+        Some(dir) => std::path::absolute(dir),
+        None => std::env::current_dir(),
+    };
+    match absolute {
+        Ok(dir) => command.env("PWD", dir),
+        Err(_) => command.env_remove("PWD"),
+    };
 }
 
 fn wait_until(within: Duration, mut done: impl FnMut() -> bool) -> bool {
@@ -385,5 +408,46 @@ pub(super) fn drain(mut stream: impl Read, sink: Arc<Mutex<Tail>>) {
             Ok(0) | Err(_) => return,
             Ok(n) => sink.lock().unwrap_or_else(|e| e.into_inner()).push(&buffer[..n]),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The variables naming directories that a child started through [`Harness::spawn`]
+    /// gets: (`PWD`, `OLDPWD`). Read with `env`, not a shell, which would mend a `PWD` that
+    /// does not name its directory.
+    fn seen(launch: &Launch) -> (Option<String>, Option<String>) {
+        let mut harness = Harness::spawn("env".as_ref(), &[], launch).expect("env starts");
+        let until = Instant::now() + Duration::from_secs(20);
+        let (mut pwd, mut oldpwd) = (None, None);
+        while let Some(Event::Line(line)) = harness.next_event(until) {
+            let line = String::from_utf8_lossy(&line).into_owned();
+            if let Some(value) = line.strip_prefix("PWD=") {
+                pwd = Some(value.to_owned());
+            } else if let Some(value) = line.strip_prefix("OLDPWD=") {
+                oldpwd = Some(value.to_owned());
+            }
+        }
+        harness.teardown(Duration::from_secs(1));
+        (pwd, oldpwd)
+    }
+
+    #[test]
+    fn pwd_names_the_directory_the_harness_starts_in_and_oldpwd_is_gone() {
+        let workspace = super::super::workspace::Workspace::create().expect("workspace");
+        let root = workspace.root().to_string_lossy().into_owned();
+        let here = std::env::current_dir().expect("the test's directory").to_string_lossy().into_owned();
+        assert_ne!(root, here, "the workspace is not the runner's own directory");
+        // The one-shot lane: the workspace, whatever the runner's own `PWD` and `OLDPWD` say.
+        let launch = Launch { cwd: Some(workspace.root().to_path_buf()), ..Launch::default() };
+        assert_eq!(seen(&launch), (Some(root), None));
+        // The ACP lane: the runner's own directory, as it really is.
+        assert_eq!(seen(&Launch::default()), (Some(here), None));
+        // An author's explicit variables (`--env`) are theirs to set.
+        let env = vec![("PWD".into(), "/chosen".into()), ("OLDPWD".into(), "/before".into())];
+        let launch = Launch { env, cwd: Some(workspace.root().to_path_buf()), ..Launch::default() };
+        assert_eq!(seen(&launch), (Some("/chosen".into()), Some("/before".into())));
     }
 }

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::client::{Answer, INVALID_PARAMS};
-use super::process::{drain, signal_group, Tail};
+use super::process::{drain, signal_group, working_directory, Tail};
 use super::workspace::Workspace;
 
 /// Output kept when the harness sets no limit.
@@ -158,6 +158,8 @@ impl Terminals {
             direct
         };
         spawn.current_dir(&cwd).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+        // The command's `PWD` is its `cwd`, not the runner's; the harness's `env` may still set it.
+        working_directory(&mut spawn, Some(&cwd));
         for variable in params.get("env").and_then(Value::as_array).into_iter().flatten() {
             if let (Some(name), Some(value)) = (variable.get("name").and_then(Value::as_str), variable.get("value").and_then(Value::as_str)) {
                 spawn.env(name, value);
@@ -221,17 +223,16 @@ mod tests {
 
     /// Runs `line` through `sh -c` and answers its `terminal/output` once `exited` says it
     /// has exited, as a harness's `wait_for_exit` then `output` sees it.
-    fn output_after_exit(terminals: &mut Terminals, line: &str) -> Value {
-        let workspace = Workspace::create().expect("workspace");
+    fn output_after_exit(terminals: &mut Terminals, workspace: &Workspace, line: &str) -> Value {
         let params = serde_json::json!({"sessionId": "s", "command": "sh", "args": ["-c", line]});
-        let Handled::Now(Ok(created)) = terminals.handle("terminal/create", &params, &workspace) else { panic!("created") };
+        let Handled::Now(Ok(created)) = terminals.handle("terminal/create", &params, workspace) else { panic!("created") };
         let id = created["terminalId"].as_str().expect("id").to_owned();
         let until = Instant::now() + Duration::from_secs(20);
         while terminals.exited(&id).is_none() {
             assert!(Instant::now() < until, "the command exits");
             std::thread::sleep(Duration::from_millis(2));
         }
-        let Handled::Now(Ok(output)) = terminals.handle("terminal/output", &serde_json::json!({"sessionId": "s", "terminalId": id}), &workspace) else { panic!("output") };
+        let Handled::Now(Ok(output)) = terminals.handle("terminal/output", &serde_json::json!({"sessionId": "s", "terminalId": id}), workspace) else { panic!("output") };
         output
     }
 
@@ -241,7 +242,7 @@ mod tests {
         // well inside the grace. (Before, exit was answered as soon as `sh` was gone, and
         // under load a command's own last writes could be missed the same way.)
         let mut terminals = Terminals::default();
-        let output = output_after_exit(&mut terminals, "(sleep 0.2; printf late) & printf early");
+        let output = output_after_exit(&mut terminals, &Workspace::create().expect("workspace"), "(sleep 0.2; printf late) & printf early");
         assert_eq!(output["output"], "earlylate");
         assert_eq!(output["exitStatus"]["exitCode"], 0);
     }
@@ -250,7 +251,7 @@ mod tests {
     fn a_command_that_leaves_its_pipe_held_is_exited_after_the_grace() {
         let mut terminals = Terminals::default();
         // The background `sleep` keeps stdout open: no end of file comes.
-        let output = output_after_exit(&mut terminals, "printf done; sleep 30 &");
+        let output = output_after_exit(&mut terminals, &Workspace::create().expect("workspace"), "printf done; sleep 30 &");
         assert_eq!(output["output"], "done");
         let still_open = terminals.open.values().all(Terminal::output_open);
         assert!(still_open, "exited was answered while `sleep` still held the pipe, not when it ended");
@@ -260,6 +261,17 @@ mod tests {
             let reader = terminal.readers.pop().expect("a reader");
             reader.join().expect("the reader ends once the group is killed");
         }
+    }
+
+    #[test]
+    fn a_command_s_pwd_is_the_directory_it_runs_in() {
+        let workspace = Workspace::create().expect("workspace");
+        let mut terminals = Terminals::default();
+        // `env`, not a shell, which would mend a `PWD` that does not name its directory.
+        let output = output_after_exit(&mut terminals, &workspace, "exec env");
+        let lines: Vec<&str> = output["output"].as_str().unwrap_or_default().lines().collect();
+        assert!(lines.contains(&format!("PWD={}", workspace.root().display()).as_str()), "{lines:?}");
+        assert!(!lines.iter().any(|l| l.starts_with("OLDPWD=")), "{lines:?}");
     }
 
     #[test]

@@ -14,6 +14,9 @@ it misbehave in the ways real CLIs were seen to:
   stream-error  the stream reports an error event after the answer, exit 0
   no-terminal   the stream never ends its turn, exit 0
   leave-child   answers, then exits leaving a child that holds stdout open
+CHECKFU_FIXTURE_SEEN=FILE makes it write what it was started with into FILE, as JSON: its
+PWD and OLDPWD (null when unset), its working directory, and every file in $HOME but its own
+sessions ({"pwd", "oldpwd", "cwd", "home": {relative path: text}}).
 """
 import json
 import os
@@ -73,6 +76,19 @@ def save(sid, history):
     open(os.path.join(d, "latest"), "w").write(sid)
 
 
+def report_seen(path):
+    home = os.environ["HOME"]
+    files = {}
+    for root, dirs, names in os.walk(home):
+        dirs[:] = [d for d in dirs if d != ".fixture-oneshot"]
+        for name in names:
+            full = os.path.join(root, name)
+            files[os.path.relpath(full, home)] = open(full, encoding="utf-8", errors="replace").read()
+    seen = {"pwd": os.environ.get("PWD"), "oldpwd": os.environ.get("OLDPWD"), "cwd": os.getcwd(), "home": files}
+    with open(path, "w") as out:
+        json.dump(seen, out)
+
+
 def post(url, body, key):
     req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST")
     req.add_header("content-type", "application/json")
@@ -105,6 +121,8 @@ def emit(event):
 
 def main():
     opts = parse(sys.argv[1:])
+    if os.environ.get("CHECKFU_FIXTURE_SEEN"):
+        report_seen(os.environ["CHECKFU_FIXTURE_SEEN"])
     prompt = open(opts["prompt_path"]).read() if opts["prompt_path"] else sys.stdin.read()
     schema = json.load(open(opts["schema"])) if opts["schema"] else None
     if opts["resume"]:
