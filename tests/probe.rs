@@ -265,6 +265,40 @@ fn another_vendors_extension_request_is_answered_method_not_found() {
 }
 
 #[test]
+fn a_vendor_method_without_the_extension_prefix_is_answered_method_not_found_and_fails_the_run() {
+    let record = temp_file("unprefixed.record.jsonl");
+    let run = probe(&["--record", record.to_str().unwrap()], &agent(&["--unprefixed-method"]));
+    // The turn went on past it, so every step is judged as it would be without it...
+    for step in ["initialize_handshake", "session_start", "prompt_exchange", "teardown"] {
+        assert_eq!(run.step(step).0, "passed", "{step}: {}", run.pretty());
+    }
+    assert_eq!(run.check("terminal_observation"), "pass");
+    // ...and the violation alone fails the run.
+    assert_eq!(run.status, 1, "{}", run.pretty());
+    let violations = run.json["wire"]["grammar_violations"].as_array().expect("grammar_violations");
+    let kinds: Vec<(&str, &str)> = violations.iter().map(|v| (v["method"].as_str().unwrap(), v["kind"].as_str().unwrap())).collect();
+    assert_eq!(kinds, [("craft/drainMidTurnQueue", "notification"), ("craft/drainMidTurnQueue", "request")]);
+    assert!(violations[1]["reason"].as_str().unwrap().contains("answered -32601"), "{violations:?}");
+    let request = &run.json["client_requests"][0];
+    assert_eq!((&request["method"], &request["outcome"]), (&Value::from("craft/drainMidTurnQueue"), &Value::from("refused")));
+    // The agent got -32601 for the request (it says so in its message), and nothing for the
+    // notification: one answer in all.
+    let text = std::fs::read_to_string(&record).unwrap();
+    assert_eq!(text.matches(r#""error":{"code":-32601"#).count(), 1, "{text}");
+    assert!(text.contains("(craft/drainMidTurnQueue answered -32601)"), "{text}");
+    // `decode` rejects the lines as the grammar says.
+    let decoded = Command::new(PROBE).arg("decode").arg(&record).output().expect("decode");
+    assert!(!decoded.status.success() && String::from_utf8_lossy(&decoded.stdout).contains("unknown method `craft/drainMidTurnQueue`"));
+
+    let text = Command::new(PROBE).args(["probe", "--", AGENT, "--unprefixed-method"]).output().expect("probe");
+    assert_eq!(text.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&text.stdout);
+    let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("grammar  violated: `craft/drainMidTurnQueue`")).collect();
+    assert_eq!(lines.len(), 2, "one line per violation: {text}");
+    assert!(text.contains("step     prompt_exchange        passed") && text.trim_end().ends_with("FAILED"), "{text}");
+}
+
+#[test]
 fn terminals_are_refused_unless_allowed_and_then_run_in_the_workspace() {
     let refused = probe(&[], &agent(&["--use-terminal"]));
     assert_eq!(refused.json["client_requests"][0]["method"], "terminal/create");

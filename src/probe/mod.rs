@@ -611,6 +611,7 @@ impl<'o, 'p> Run<'o, 'p> {
             diagnostics: self.session.diagnostics.clone(),
             diagnostics_dropped: self.session.diagnostics_dropped,
             ignored: self.session.ignored.clone(),
+            grammar_violations: self.session.grammar_violations.clone(),
         };
         // The record opens with the launch: the argv as run, which `decode` skips.
         let mut header = serde_json::to_vec(&json!({"launch": {"command": harness.command, "pid": harness.pid}})).unwrap_or_default();

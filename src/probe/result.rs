@@ -122,6 +122,10 @@ pub struct Wire {
     /// Harness updates of an optional-fidelity kind that failed their schema, with the
     /// decoder's reason: ignored for the verdict (fidelity is fail-open).
     pub ignored: Vec<crate::decode::IgnoredFidelity>,
+    /// Messages that broke the ACP grammar and were read past (a method without the `_` of
+    /// an extension, answered -32601): each fails the run, while the turn's steps are still
+    /// judged.
+    pub grammar_violations: Vec<crate::session::GrammarViolation>,
 }
 
 /// The whole result.
@@ -173,10 +177,12 @@ pub fn step_line(name: &str, step: &Step) -> String {
 }
 
 impl ProbeResult {
-    /// Every step passed, no check failed, and the harness matched its catalog entry.
+    /// Every step passed, no check failed, the harness kept to the ACP grammar, and it
+    /// matched its catalog entry.
     pub fn passed(&self) -> bool {
         self.step_list.iter().all(|(_, s)| s.status == StepStatus::Passed)
             && !self.report.failed()
+            && self.wire.grammar_violations.is_empty()
             && self.model_plane.as_ref().is_none_or(|p| p.mismatches().is_empty())
     }
 
@@ -216,6 +222,9 @@ impl ProbeResult {
         }
         for ignored in &self.wire.ignored {
             let _ = writeln!(out, "warning  ignored a malformed `{}` update (optional fidelity, not judged): {}", ignored.kind, ignored.reason);
+        }
+        for violation in &self.wire.grammar_violations {
+            let _ = writeln!(out, "grammar  violated: {}", violation.reason);
         }
         for request in &self.client_requests {
             let _ = writeln!(out, "client   {} {}: {}", request.method, request.outcome, request.detail);

@@ -14,8 +14,12 @@
 //! A message the decoder rejects ends the wait with [`Fault::Rejected`]: the ACP grammar and
 //! the authority slots are fail-closed, so a runner does not read on past a harness that
 //! broke them (garbage on stdout, an echo of the runner's own request, a malformed update).
-//! The exception is the decoder's own: an update of a kind the catalog names optional
-//! fidelity that fails its schema is ignored ([`Session::ignored`]), never handed on.
+//! The exceptions: the decoder's own, an update of a kind the catalog names optional
+//! fidelity that fails its schema, is ignored ([`Session::ignored`]), never handed on; and a
+//! method neither ACP nor any extension table knows, written without the `_` that marks an
+//! extension, is recorded as a grammar violation ([`Session::grammar_violations`]) and
+//! answered as a JSON-RPC peer answers a method it does not have (-32601, a notification
+//! not at all), so the turn goes on and the caller can still judge the rest of it.
 
 pub mod client;
 pub mod fence;
@@ -29,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::decode::{Decoded, Decoder, Kind, Report, WireDirection};
+use crate::decode::{DecodeError, Decoded, Decoder, Kind, Report, WireDirection};
 pub use client::{ClientRequest, PermissionPolicy};
 pub use process::{Ending, Launch, Teardown};
 use process::{Event, Harness};
@@ -42,6 +46,23 @@ pub const MAX_RECORD: usize = 64 * 1024 * 1024;
 /// The most diagnostics a session keeps (a harness repeating a dropped member would
 /// otherwise grow them without bound).
 pub const MAX_DIAGNOSTICS: usize = 1000;
+
+/// The longest method name a [`GrammarViolation`] keeps (a harness may send a name of any
+/// length, up to the line limit).
+pub const MAX_METHOD_NAME: usize = 200;
+
+/// A message of the harness's that broke the ACP grammar, which the session answered as a
+/// JSON-RPC peer would and read past: a method neither ACP nor any extension table knows,
+/// written without the `_` prefix that marks an extension (a vendor's `craft/…`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct GrammarViolation {
+    /// The method as the harness wrote it, cut at [`MAX_METHOD_NAME`] bytes (`…` marks a cut).
+    pub method: String,
+    /// A request (answered -32601) or a notification (not answered).
+    pub kind: Kind,
+    /// What is wrong and what the session did, in a sentence.
+    pub reason: String,
+}
 
 /// Why waiting for the harness stopped without a message.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -123,6 +144,9 @@ pub struct Session {
     /// Optional-fidelity updates the decoder ignored as malformed (the first
     /// [`MAX_DIAGNOSTICS`]); they are never handed to the caller.
     pub ignored: Vec<crate::decode::IgnoredFidelity>,
+    /// Messages that broke the ACP grammar and were read past (the first
+    /// [`MAX_DIAGNOSTICS`]); they are never handed to the caller, who decides what they cost.
+    pub grammar_violations: Vec<GrammarViolation>,
 }
 
 impl Session {
@@ -156,6 +180,7 @@ impl Session {
             diagnostics: Vec::new(),
             diagnostics_dropped: 0,
             ignored: Vec::new(),
+            grammar_violations: Vec::new(),
         })
     }
 
@@ -253,6 +278,11 @@ impl Session {
             // may be anything, and the record checks it.
             self.append_record(WireDirection::AgentToRunner, &bytes, report.accepted);
             if let Some(error) = &report.error {
+                if let DecodeError::UnknownMethod { method } = &error.error {
+                    if self.unknown_method(method, &bytes)? {
+                        continue;
+                    }
+                }
                 let line = String::from_utf8_lossy(&bytes[..bytes.len().min(200)]).into_owned();
                 return Err(Fault::Rejected { error: error.message.clone(), line });
             }
@@ -285,6 +315,61 @@ impl Session {
                 None => return Err(Fault::Rejected { error: String::from("unclassified message"), line: String::new() }),
             }
         }
+    }
+
+    /// A request or notification of a method the decoder rejected as unknown (`bytes`, the
+    /// line): the `_`-prefixed ones are foreign extensions the decoder accepts, so this one
+    /// lacks the prefix and breaks ACP's grammar. It is recorded as a violation; a request is
+    /// answered -32601 (also logged with the client's requests), a notification (no `id`, or
+    /// a `null` one) is not. `false` when the line is no plain request or notification (a
+    /// `result` or `error` beside the method, an `id` that is no string or number): that stays
+    /// a rejection.
+    fn unknown_method(&mut self, method: &str, bytes: &[u8]) -> Result<bool, Fault> {
+        /// The members that say which message it is; the rest (`params`) is skipped unread.
+        #[derive(serde::Deserialize)]
+        struct Envelope<'a> {
+            #[serde(borrow)]
+            id: Option<&'a serde_json::value::RawValue>,
+            #[serde(borrow)]
+            result: Option<&'a serde_json::value::RawValue>,
+            #[serde(borrow)]
+            error: Option<&'a serde_json::value::RawValue>,
+        }
+        let Ok(envelope) = serde_json::from_slice::<Envelope>(bytes) else { return Ok(false) };
+        if envelope.result.is_some() || envelope.error.is_some() {
+            return Ok(false);
+        }
+        let id = match envelope.id.map(|raw| serde_json::from_str::<Value>(raw.get())) {
+            None => None,
+            Some(Ok(id @ (Value::String(_) | Value::Number(_)))) => Some(id),
+            Some(_) => return Ok(false),
+        };
+        let mut name = method.to_owned();
+        if name.len() > MAX_METHOD_NAME {
+            let mut at = MAX_METHOD_NAME;
+            while !name.is_char_boundary(at) {
+                at -= 1;
+            }
+            name.truncate(at);
+            name.push('…');
+        }
+        let unknown = format!("`{name}` is no ACP method, and without the `_` prefix it is no extension either");
+        let (kind, reason) = match &id {
+            Some(_) => (Kind::Request, format!("{unknown}; the request was answered -32601 (Method not found)")),
+            None => (Kind::Notification, format!("{unknown}; the notification was not answered")),
+        };
+        // Every one is answered; a harness repeating it is recorded up to the cap.
+        let kept = self.grammar_violations.len() < MAX_DIAGNOSTICS;
+        if kept {
+            self.grammar_violations.push(GrammarViolation { method: name.clone(), kind, reason });
+        }
+        if let Some(id) = id {
+            if kept {
+                self.client_requests.push(ClientRequest { method: name, outcome: "refused", detail: unknown.clone() });
+            }
+            self.respond(id, Err((client::METHOD_NOT_FOUND, unknown)))?;
+        }
+        Ok(true)
     }
 
     /// Keeps fail-open diagnostics, up to [`MAX_DIAGNOSTICS`]; past it they are counted.
@@ -403,5 +488,58 @@ impl Session {
         let teardown = self.harness.teardown(grace);
         self.terminals.kill_all();
         teardown
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A session with a harness that writes `lines` and then waits for EOF.
+    fn session_writing(lines: &[&str]) -> Session {
+        let script = format!("printf '%s\\n' {}; cat > /dev/null", lines.iter().map(|l| format!("'{l}'")).collect::<Vec<_>>().join(" "));
+        let command = ["sh".into(), "-c".into(), script.into()];
+        let options = Options { permission: PermissionPolicy::Allow, terminals: false, deadline: Duration::from_secs(20) };
+        Session::start(&command, options).expect("the harness starts")
+    }
+
+    const CHUNK: &str = r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}}"#;
+
+    #[test]
+    fn an_unprefixed_unknown_method_is_answered_recorded_and_read_past() {
+        let mut session = session_writing(&[r#"{"jsonrpc":"2.0","id":"q1","method":"craft/drainMidTurnQueue","params":{}}"#, r#"{"jsonrpc":"2.0","method":"craft/note"}"#, CHUNK]);
+        let next = session.next(Instant::now() + Duration::from_secs(20));
+        assert!(matches!(next, Ok(Incoming::Notification { ref method, .. }) if method == "session/update"), "{next:?}");
+        let kinds: Vec<(&str, Kind)> = session.grammar_violations.iter().map(|v| (v.method.as_str(), v.kind)).collect();
+        assert_eq!(kinds, [("craft/drainMidTurnQueue", Kind::Request), ("craft/note", Kind::Notification)]);
+        let record = String::from_utf8_lossy(session.record().0).into_owned();
+        let answers: Vec<&str> = record.lines().filter(|l| l.contains(r#""direction":"runner_to_agent""#)).collect();
+        assert_eq!(answers.len(), 1, "only the request is answered: {record}");
+        assert!(answers[0].contains(r#""id":"q1""#) && answers[0].contains(r#""code":-32601"#), "{record}");
+        session.teardown(Duration::from_secs(1));
+    }
+
+    #[test]
+    fn an_unknown_method_that_is_no_plain_request_or_notification_stays_a_rejection() {
+        // (An `id` of another type the decoder refuses before it reads the method.)
+        let error = r#"{"jsonrpc":"2.0","id":1,"method":"craft/x","error":{"code":1,"message":"m"}}"#;
+        for line in [r#"{"jsonrpc":"2.0","id":1,"method":"craft/x","result":{}}"#, error] {
+            let mut session = session_writing(&[line, CHUNK]);
+            let next = session.next(Instant::now() + Duration::from_secs(20));
+            assert!(matches!(next, Err(Fault::Rejected { ref error, .. }) if error.contains("unknown method `craft/x`")), "{line}: {next:?}");
+            assert!(session.grammar_violations.is_empty());
+            session.teardown(Duration::from_secs(1));
+        }
+    }
+
+    #[test]
+    fn a_long_unknown_method_is_kept_cut() {
+        let method = format!("craft/{}", "é".repeat(200));
+        let request = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{method}"}}"#);
+        let mut session = session_writing(&[&request, CHUNK]);
+        assert!(session.next(Instant::now() + Duration::from_secs(20)).is_ok());
+        let kept = &session.grammar_violations[0].method;
+        assert!(kept.len() <= MAX_METHOD_NAME + '…'.len_utf8() && kept.ends_with('…') && method.starts_with(kept.trim_end_matches('…')), "{kept}");
+        session.teardown(Duration::from_secs(1));
     }
 }

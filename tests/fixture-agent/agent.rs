@@ -10,7 +10,9 @@
 //! `--silent-after-initialize`, `--garbage-stdout`, `--oversize-line`, `--read-outside`,
 //! `--need-credentials` (session/new answers -32000 until `authenticate` with `fixture-key`), `--echo-requests`, `--flood-stderr`,
 //! `--flood-stdout` (endless valid updates), `--foreign-extension` (an `_acme/progress`
-//! notification and request), `--use-terminal` (runs a command through `terminal/*`), `--stall-turn` (the turn ends only
+//! notification and request), `--unprefixed-method` (a vendor method without the `_`
+//! prefix, `craft/drainMidTurnQueue`, as a notification and a request mid-turn, as a
+//! current Qwen Code sends it; the turn then ends normally), `--use-terminal` (runs a command through `terminal/*`), `--stall-turn` (the turn ends only
 //! on `session/cancel`),
 //! `--malformed-usage` (a `usage_update` with `"used": null` mid-turn, as a Claude adapter
 //! sends one when the model's usage lacks the cache counts), `--malformed-chunk` (an
@@ -51,6 +53,7 @@ struct Switches {
     flood_stderr: bool,
     flood_stdout: bool,
     foreign_extension: bool,
+    unprefixed_method: bool,
     use_terminal: bool,
     stall_turn: bool,
     spawn_child: bool,
@@ -98,6 +101,7 @@ fn switches() -> Switches {
             "--flood-stderr" => s.flood_stderr = true,
             "--flood-stdout" => s.flood_stdout = true,
             "--foreign-extension" => s.foreign_extension = true,
+            "--unprefixed-method" => s.unprefixed_method = true,
             "--use-terminal" => s.use_terminal = true,
             "--stall-turn" => s.stall_turn = true,
             "--spawn-child" => s.spawn_child = true,
@@ -324,6 +328,15 @@ impl Agent {
             let code = answer.pointer("/error/code").cloned().unwrap_or(Value::Null);
             self.update(session, json!({"sessionUpdate": "agent_message_chunk",
                 "content": {"type": "text", "text": format!(" (extension answered {code})")}}));
+        }
+        if self.s.unprefixed_method {
+            // Not ACP and not an extension: a client that answers it as a JSON-RPC peer
+            // (-32601) lets the turn go on; one that waits for more would stall it here.
+            self.write(&json!({"jsonrpc": "2.0", "method": "craft/drainMidTurnQueue", "params": {"sessionId": session}}));
+            let answer = self.call("craft/drainMidTurnQueue", json!({"sessionId": session}));
+            let code = answer.pointer("/error/code").cloned().unwrap_or(Value::Null);
+            self.update(session, json!({"sessionUpdate": "agent_message_chunk",
+                "content": {"type": "text", "text": format!(" (craft/drainMidTurnQueue answered {code})")}}));
         }
         if self.s.use_terminal {
             let created = self.call("terminal/create", json!({"sessionId": session, "command": "sh",
