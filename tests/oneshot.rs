@@ -277,3 +277,29 @@ fn the_cli_s_pwd_is_the_workspace_it_starts_in_and_the_probe_s_own_directories_s
     assert_eq!(seen["pwd"], cwd, "PWD names the directory it starts in");
     assert_eq!(seen["oldpwd"], Value::Null, "no OLDPWD");
 }
+
+#[test]
+fn a_real_json_config_passes_through_home_file_at_file_with_only_its_placeholder_expanded() {
+    let scratch = Scratch::new("oneshot-json-config");
+    // A config as a CLI keeps it: nested objects, `}}` closing two of them, braces in text,
+    // one placeholder, and a doubled identifier that is to stay a literal `{api_key}`.
+    let config = r##"{
+  "model": {"provider": {"url": "{relay_url}/v1", "headers": {}}},
+  "ui": {"theme": {"name": "dark", "colors": {"fg": "#fff"}}},
+  "literal": "{{api_key}}",
+  "text": "{ not a placeholder } {} }} {{ {1}"
+}
+"##;
+    let file = scratch.path("settings.json");
+    std::fs::write(&file, config).expect("the config");
+    let home_file = format!(".config/fixture/settings.json=@{file}");
+    let flags: Vec<&str> = TEXT.iter().copied().chain(["--home-file", home_file.as_str()]).collect();
+    let (run, seen) = run_seen(&flags, &scratch.path("seen.json"), &[]);
+    assert_eq!(run.status, 0, "{}", run.pretty());
+    let written = seen["home"][".config/fixture/settings.json"].as_str().expect("the CLI found the file in its home");
+    let parsed: Value = serde_json::from_str(written).expect("still JSON");
+    let relay = parsed["model"]["provider"]["url"].as_str().and_then(|u| u.strip_suffix("/v1")).expect("the url");
+    assert!(relay.starts_with("http://127.0.0.1:") && relay[17..].bytes().all(|b| b.is_ascii_digit()), "{relay}");
+    assert_eq!(written, config.replace("{relay_url}", relay).replace("{{api_key}}", "{api_key}"), "the file as written, but for the placeholder");
+    assert_eq!(parsed["literal"], "{api_key}");
+}

@@ -14,7 +14,9 @@
 //! prompt), `{resume_flag}` (a whole element: the resume flag on the second run, nothing on
 //! the first), and the launch placeholders every lane has (`{relay_url}`, `{api_key}`,
 //! `{workspace}`, `{home}`). `{session_id}` belongs to `resume_flag` alone: it is the id the
-//! first run's `session` event reported. `{{` and `}}` are literal braces.
+//! first run's `session` event reported. A placeholder is an identifier between braces and
+//! nothing else, so every other brace is text and a JSON, TOML or YAML file is a template as
+//! it is; `{{name}}` writes a literal `{name}` ([`pieces`]).
 
 use std::collections::BTreeMap;
 
@@ -165,58 +167,56 @@ pub enum Piece<'t> {
     Placeholder(&'t str),
 }
 
-/// Splits a template into text and placeholders. `{{` and `}}` are literal braces; a `{`
-/// opens a placeholder of lower-case letters, digits and `_` closed by `}`. Anything else
-/// (an unclosed `{`, a lone `}`, a `{` around other characters) is an error naming where.
-pub fn pieces(template: &str) -> Result<Vec<Piece<'_>>, String> {
+/// Splits a template into text and placeholders. A placeholder is `{name}` where `name` is
+/// an identifier (`[A-Za-z_][A-Za-z0-9_]*`), and only that; `{{name}}` writes a literal
+/// `{name}`; every other brace is text, so a JSON, TOML or YAML document is a template as it
+/// is (`{"a":{"b":1}}` holds no placeholder, its `}}` included, and neither does `{ name }`).
+/// Read left to right, the first of those readings that fits at a `{` wins (`{{{home}}}` is
+/// `{`, a literal `{home}`, then `}`). Every template parses: whether a name is known is the
+/// caller's to say.
+pub fn pieces(template: &str) -> Vec<Piece<'_>> {
     let mut out = Vec::new();
     let mut text = String::new();
-    let bytes = template.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'{' if bytes.get(i + 1) == Some(&b'{') => {
-                text.push('{');
-                i += 2;
+    // `template[copied..at]` is text not yet in `text`; a brace that is text stays there.
+    let mut copied = 0;
+    let mut from = 0;
+    while let Some(at) = template[from..].find('{').map(|found| from + found) {
+        let rest = &template[at + 1..];
+        if let Some(name) = rest.strip_prefix('{').and_then(identifier_then_brace).filter(|name| rest[name.len() + 2..].starts_with('}')) {
+            text.push_str(&template[copied..at]);
+            text.push_str(&template[at + 1..at + name.len() + 3]);
+            from = at + name.len() + 4;
+            copied = from;
+        } else if let Some(name) = identifier_then_brace(rest) {
+            text.push_str(&template[copied..at]);
+            if !text.is_empty() {
+                out.push(Piece::Text(std::mem::take(&mut text)));
             }
-            b'}' if bytes.get(i + 1) == Some(&b'}') => {
-                text.push('}');
-                i += 2;
-            }
-            b'{' => {
-                let rest = &template[i + 1..];
-                let lone = || format!("a lone `{{` at byte {i} (write `{{{{` for a literal brace)");
-                let end = rest.find('}').ok_or_else(lone)?;
-                let name = &rest[..end];
-                if name.is_empty() || !name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_') {
-                    return Err(lone());
-                }
-                if !text.is_empty() {
-                    out.push(Piece::Text(std::mem::take(&mut text)));
-                }
-                out.push(Piece::Placeholder(name));
-                i += end + 2;
-            }
-            b'}' => return Err(format!("a lone `}}` at byte {i} (write `}}}}` for a literal brace)")),
-            _ => {
-                // Copy one whole character (the template is UTF-8; `{` and `}` are ASCII).
-                let ch = template[i..].chars().next().unwrap_or('\u{fffd}');
-                text.push(ch);
-                i += ch.len_utf8();
-            }
+            out.push(Piece::Placeholder(name));
+            from = at + name.len() + 2;
+            copied = from;
+        } else {
+            from = at + 1;
         }
     }
+    text.push_str(&template[copied..]);
     if !text.is_empty() {
         out.push(Piece::Text(text));
     }
-    Ok(out)
+    out
 }
 
-/// The placeholders of a template, in order (empty when it does not parse).
+/// The identifier `rest` starts with, when a `}` follows it at once.
+fn identifier_then_brace(rest: &str) -> Option<&str> {
+    let end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
+    let name = &rest[..end];
+    let starts_well = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_');
+    (starts_well && rest[end..].starts_with('}')).then_some(name)
+}
+
+/// The placeholders of a template, in order.
 fn placeholders(template: &str) -> Vec<&str> {
-    pieces(template)
-        .map(|p| p.into_iter().filter_map(|p| if let Piece::Placeholder(n) = p { Some(n) } else { None }).collect())
-        .unwrap_or_default()
+    pieces(template).into_iter().filter_map(|p| if let Piece::Placeholder(n) = p { Some(n) } else { None }).collect()
 }
 
 fn pointer(parts: &[&str]) -> String {
@@ -240,13 +240,7 @@ impl Declaration {
         let mut resume_elements = Vec::new();
         for (i, arg) in self.argv.iter().enumerate() {
             let at = pointer(&["argv", &i.to_string()]);
-            let parsed = match pieces(arg) {
-                Ok(parsed) => parsed,
-                Err(e) => {
-                    refuse(at, Rule::PlaceholderKnown, e);
-                    continue;
-                }
-            };
+            let parsed = pieces(arg);
             for piece in &parsed {
                 let Piece::Placeholder(name) = piece else { continue };
                 match *name {
@@ -270,7 +264,10 @@ impl Declaration {
                     n => refuse(
                         at.clone(),
                         Rule::PlaceholderKnown,
-                        format!("unknown placeholder `{{{n}}}` (known: {{{PROMPT_PATH}}}, {{{RESUME_FLAG}}}, {})", LAUNCH_PLACEHOLDERS.map(|p| format!("{{{p}}}")).join(", ")),
+                        format!(
+                            "unknown placeholder `{{{n}}}` (known: {{{PROMPT_PATH}}}, {{{RESUME_FLAG}}}, {}; `{{{{{n}}}}}` writes it as text)",
+                            LAUNCH_PLACEHOLDERS.map(|p| format!("{{{p}}}")).join(", ")
+                        ),
                     ),
                 }
             }
@@ -312,23 +309,21 @@ impl Declaration {
 
         if let Some(flag) = &self.resume_flag {
             let at = pointer(&["resume_flag"]);
-            match pieces(flag) {
-                Err(e) => refuse(at, Rule::ResumeFlagWellFormed, e),
-                Ok(_) if flag.trim().is_empty() => refuse(at, Rule::ResumeFlagWellFormed, String::from("the resume flag is empty")),
-                Ok(_) => {
-                    let names = placeholders(flag);
-                    for name in &names {
-                        if *name != SESSION_ID && !LAUNCH_PLACEHOLDERS.contains(name) {
-                            refuse(at.clone(), Rule::ResumeFlagWellFormed, format!("`{{{name}}}` cannot appear in `resume_flag` (it may hold `{{session_id}}`)"));
-                        }
+            if flag.trim().is_empty() {
+                refuse(at, Rule::ResumeFlagWellFormed, String::from("the resume flag is empty"));
+            } else {
+                let names = placeholders(flag);
+                for name in &names {
+                    if *name != SESSION_ID && !LAUNCH_PLACEHOLDERS.contains(name) {
+                        refuse(at.clone(), Rule::ResumeFlagWellFormed, format!("`{{{name}}}` cannot appear in `resume_flag` (it may hold `{{session_id}}`)"));
                     }
-                    if names.contains(&SESSION_ID) && self.output_mode != OutputMode::StreamJson {
-                        refuse(
-                            at,
-                            Rule::SessionIdNeedsStreamJson,
-                            String::from("the resume flag needs `{session_id}`, which only the `session` event of `stream_json` output supplies; `output_mode` is `text`"),
-                        );
-                    }
+                }
+                if names.contains(&SESSION_ID) && self.output_mode != OutputMode::StreamJson {
+                    refuse(
+                        at,
+                        Rule::SessionIdNeedsStreamJson,
+                        String::from("the resume flag needs `{session_id}`, which only the `session` event of `stream_json` output supplies; `output_mode` is `text`"),
+                    );
                 }
             }
         }
@@ -382,20 +377,13 @@ impl Declaration {
 
 /// An `env` value or a home-file template may hold only the launch placeholders.
 fn check_launch_template(template: &str, at: &str, refuse: &mut impl FnMut(String, Rule, String)) {
-    match pieces(template) {
-        Err(e) => refuse(at.to_owned(), Rule::PlaceholderKnown, e),
-        Ok(parsed) => {
-            for piece in parsed {
-                if let Piece::Placeholder(name) = piece {
-                    if !LAUNCH_PLACEHOLDERS.contains(&name) {
-                        refuse(
-                            at.to_owned(),
-                            Rule::PlaceholderKnown,
-                            format!("`{{{name}}}` cannot appear here (known: {})", LAUNCH_PLACEHOLDERS.map(|p| format!("{{{p}}}")).join(", ")),
-                        );
-                    }
-                }
-            }
+    for name in placeholders(template) {
+        if !LAUNCH_PLACEHOLDERS.contains(&name) {
+            refuse(
+                at.to_owned(),
+                Rule::PlaceholderKnown,
+                format!("`{{{name}}}` cannot appear here (known: {}; `{{{{{name}}}}}` writes it as text)", LAUNCH_PLACEHOLDERS.map(|p| format!("{{{p}}}")).join(", ")),
+            );
         }
     }
 }
@@ -428,14 +416,59 @@ mod tests {
         assert!(floor().check().is_empty());
     }
 
+    fn text(s: &str) -> Piece<'_> {
+        Piece::Text(s.into())
+    }
+
     #[test]
-    fn pieces_read_escapes_and_refuse_stray_braces() {
-        assert_eq!(pieces("a{{b}}c").unwrap(), vec![Piece::Text("a{b}c".into())]);
-        assert_eq!(pieces("--p={prompt_path}").unwrap(), vec![Piece::Text("--p=".into()), Piece::Placeholder("prompt_path")]);
-        assert!(pieces("{a").is_err());
-        assert!(pieces("a}").is_err());
-        assert!(pieces("{\"a\": 1}").is_err());
-        assert_eq!(pieces("é{home}").unwrap(), vec![Piece::Text("é".into()), Piece::Placeholder("home")]);
+    fn a_placeholder_is_an_identifier_between_braces() {
+        assert_eq!(pieces("--p={prompt_path}"), [text("--p="), Piece::Placeholder("prompt_path")]);
+        assert_eq!(pieces("{home}/{_x9}{Relay_URL}"), [Piece::Placeholder("home"), text("/"), Piece::Placeholder("_x9"), Piece::Placeholder("Relay_URL")]);
+        assert_eq!(pieces("é{home}ü"), [text("é"), Piece::Placeholder("home"), text("ü")], "non-ASCII text around it");
+        assert_eq!(pieces(""), []);
+    }
+
+    #[test]
+    fn a_doubled_identifier_is_literal_and_every_other_brace_is_text() {
+        assert_eq!(pieces("a{{home}}c"), [text("a{home}c")], "a doubled identifier is written with single braces");
+        assert_eq!(pieces("{{home}}{home}"), [text("{home}"), Piece::Placeholder("home")]);
+        assert_eq!(pieces("{{{home}}}"), [text("{{home}}")], "left to right: a brace, a literal placeholder, a brace");
+        assert_eq!(pieces("{{{home}}"), [text("{{home}")]);
+        assert_eq!(pieces("{{home}"), [text("{"), Piece::Placeholder("home")], "not doubled on both sides: a brace, then a placeholder");
+        // JSON, TOML and YAML pass as they are, `}}` and all.
+        for document in [
+            "{\"a\":{\"b\":1}}",
+            "{\"a\": {\"b\": {}}, \"c\": [{}]}",
+            "x = { y = 1 }\n[t]\nz = \"}}{{\"",
+            "m: {a: 1, b: {c: 2}}",
+            "{ home }",
+            "{}",
+            "{{}}",
+            "{1x}",
+            "{a-b}",
+            "{é}",
+            "}{",
+            "{home",
+            "home}",
+        ] {
+            assert_eq!(pieces(document), [text(document)], "{document}");
+        }
+        // The placeholder inside a JSON object: only it is read.
+        assert_eq!(
+            pieces("{\"url\": \"{relay_url}/v1\", \"m\": {\"k\": \"{{api_key}}\"}}"),
+            [text("{\"url\": \""), Piece::Placeholder("relay_url"), text("/v1\", \"m\": {\"k\": \"{api_key}\"}}")]
+        );
+    }
+
+    #[test]
+    fn an_unknown_identifier_is_refused_by_name() {
+        let mut d = floor();
+        d.env.insert("CONF".into(), "{\"url\": \"{relay_ur}\"}".into());
+        d.home_files.insert("a.json".into(), "{\"a\": {\"b\": 1}}".into());
+        let refusals = d.check();
+        assert_eq!(refusals.len(), 1, "{refusals:?}");
+        assert_eq!((refusals[0].pointer.as_str(), refusals[0].rule), ("/env/CONF", Rule::PlaceholderKnown));
+        assert!(refusals[0].message.contains("`{relay_ur}`") && refusals[0].message.contains("`{{relay_ur}}` writes it as text"), "{}", refusals[0].message);
     }
 
     #[test]
