@@ -34,6 +34,7 @@ fn config() -> Config {
         key: KEY.into(),
         stall: Duration::from_secs(10),
         listener: None,
+        record_bodies: false,
     }
 }
 

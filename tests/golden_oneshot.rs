@@ -6,7 +6,9 @@
 //!   JSON Pointer it names;
 //! - `exchanges/`: each golden process exchange (argv, stdin, the model's replies as the
 //!   relay recorded them, stdout, the exit) is read by the one-shot lane's own reader and
-//!   judge, and must give exactly its expected observations and step verdicts.
+//!   judge, and must give exactly its expected observations and step verdicts. A changed
+//!   judge is reviewed by rewriting them: `CHECKFU_BLESS=1 cargo test --test golden_oneshot`,
+//!   then reading the diff.
 
 use std::path::{Path, PathBuf};
 
@@ -77,26 +79,34 @@ fn served(model: &Value) -> Vec<Served> {
         .flatten()
         .map(|call| {
             let carries = |what: &str| call["request_carries"].as_array().is_some_and(|c| c.iter().any(|x| x == what));
-            Served { nonce_in_request: carries("nonce"), earlier_nonce_in_request: carries("first_nonce") }
+            Served {
+                nonce_in_request: carries("nonce"),
+                earlier_reply_in_request: carries("first_reply"),
+                reply_token: call["reply_token"].as_str().map(str::to_owned),
+                structured_digest: call.get("structured").map(checkfu_wire::relay::digest),
+            }
         })
         .collect()
 }
 
 #[test]
 fn every_golden_exchange_gives_its_observations_and_verdicts() {
+    let bless = std::env::var_os("CHECKFU_BLESS").is_some();
     let exchanges = files("exchanges");
-    assert!(exchanges.len() >= 11, "five paths and six broken exchanges");
-    for (name, exchange) in &exchanges {
+    assert!(exchanges.len() >= 14, "five paths and nine broken exchanges");
+    for (name, mut exchange) in exchanges {
         let declaration = oneshot::decode_value(&exchange["declaration"]).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let nonces: Vec<&str> = exchange["nonces"].as_array().expect("nonces").iter().filter_map(Value::as_str).collect();
+        let nonces: Vec<String> = exchange["nonces"].as_array().expect("nonces").iter().filter_map(Value::as_str).map(str::to_owned).collect();
         let step_timeout = exchange["step_timeout"].as_f64().unwrap_or(30.0);
         let validator = exchange.get("output_schema").map(|s| jsonschema::validator_for(s).expect("schema"));
         let mut verdicts = serde_json::Map::new();
         let mut answers = Vec::new();
-        for (i, run) in exchange["runs"].as_array().expect("runs").iter().enumerate() {
+        let mut first_reply = None;
+        let runs = exchange["runs"].as_array().expect("runs").clone();
+        for (i, run) in runs.iter().enumerate() {
             // The prompt reaches the CLI as declared, and carries its run's nonce.
             match declaration.prompt_transport {
-                oneshot::PromptTransport::Stdin => assert!(run["stdin"].as_str().is_some_and(|s| s.contains(nonces[i])), "{name}: stdin"),
+                oneshot::PromptTransport::Stdin => assert!(run["stdin"].as_str().is_some_and(|s| s.contains(&nonces[i])), "{name}: stdin"),
                 oneshot::PromptTransport::ArgvPath => assert!(run["stdin"].is_null(), "{name}: stdin is closed"),
             }
             let mut output = Output::new(declaration.output_mode);
@@ -107,23 +117,36 @@ fn every_golden_exchange_gives_its_observations_and_verdicts() {
             output.end(&run_exit);
             let trace = output.normalizer.trace(&[], &[]);
             let observations: Vec<Value> = trace.lines().skip(1).map(|l| serde_json::from_str(l).expect("observation")).collect();
-            assert_eq!(Value::Array(observations), run["observations"], "{name}, run {}: observations", i + 1);
+            if bless {
+                exchange["runs"][i]["observations"] = Value::Array(observations);
+            } else {
+                assert_eq!(Value::Array(observations), run["observations"], "{name}, run {}: observations", i + 1);
+            }
             let served = served(&run["model"]);
             let outcome = match i {
-                0 => ("prompt_exchange", judge::prompt_exchange(&output, &run_exit, &served, nonces[0], step_timeout)),
-                _ => ("resume", judge::resume(&output, &run_exit, &served, nonces[1], nonces[0], step_timeout)),
+                0 => ("prompt_exchange", judge::prompt_exchange(&output, &run_exit, &served, &nonces[0], step_timeout)),
+                _ => ("resume", judge::resume(&output, &run_exit, &served, &nonces[1], first_reply.as_deref(), step_timeout)),
             };
-            verdicts.insert(outcome.0.to_owned(), verdict(outcome.1));
-            answers.push(output.answer().to_owned());
+            if i == 0 {
+                first_reply = outcome.1.as_ref().ok().cloned();
+            }
+            verdicts.insert(outcome.0.to_owned(), verdict(outcome.1.map(|_| ()).map_err(|f| f.reason)));
+            answers.push((output.answer().to_owned(), served));
             if declaration.output_mode == OutputMode::Text {
                 assert_eq!(output.answer().trim_end(), run["stdout"].as_str().unwrap().trim_end(), "{name}: text mode's answer is stdout");
             }
         }
         if let Some(validator) = &validator {
-            let outcome = answers.iter().try_for_each(|a| judge::output_schema(a, validator));
+            let outcome = answers.iter().try_for_each(|(answer, served)| judge::output_schema(answer, validator, served));
             verdicts.insert("output_schema".to_owned(), verdict(outcome));
         }
-        assert_eq!(Value::Object(verdicts), exchange["verdicts"], "{name}: verdicts");
+        if bless {
+            exchange["verdicts"] = Value::Object(verdicts);
+            let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("golden/oneshot-v1/exchanges").join(&name);
+            std::fs::write(&path, format!("{}\n", serde_json::to_string_pretty(&exchange).expect("JSON"))).expect("bless");
+        } else {
+            assert_eq!(Value::Object(verdicts), exchange["verdicts"], "{name}: verdicts");
+        }
     }
 }
 

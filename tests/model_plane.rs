@@ -95,7 +95,7 @@ fn a_call_without_the_key_is_refused_and_recorded() {
     assert_eq!(run.plane()["calls"], json!([]));
     let (status, reason) = run.step("prompt_exchange");
     assert_eq!(status, "failed");
-    assert!(reason.contains("no call the relay served carried the nonce"), "{reason}");
+    assert!(reason.starts_with("no call reached the model"), "{reason}");
     assert!(reason.contains("the relay refused during the turn: 401 /v1/chat/completions"), "{reason}");
 }
 
@@ -115,7 +115,7 @@ fn a_nonce_answered_without_any_model_call_fails_the_exchange() {
     assert_eq!(run.plane()["nonce_at_relay"], false);
     let (status, reason) = run.step("prompt_exchange");
     assert_eq!(status, "failed");
-    assert!(reason.contains("answered without the governed model"), "{reason}");
+    assert!(reason.starts_with("no call reached the model") && reason.contains("the harness could write without the model"), "{reason}");
 }
 
 #[test]
@@ -302,4 +302,26 @@ fn tmpdir_is_inside_the_fresh_home_unless_env_sets_it() {
     assert_eq!(run.status, 0, "{}", run.pretty());
     assert_eq!(std::fs::read_to_string(&seen).expect("seen").lines().next(), Some("/var/tmp"));
     let _ = std::fs::remove_file("/var/tmp/left");
+}
+
+#[test]
+fn an_agent_that_asks_the_model_and_sends_the_prompt_back_fails_the_exchange() {
+    let run = probe(&[], &agent(&["--echo-prompt"]));
+    assert_eq!(run.status, 1, "{}", run.pretty());
+    assert_eq!(run.plane()["nonce_at_relay"], true, "the model was asked");
+    assert_eq!(run.plane()["nonce_in_output"], true, "and the prompt's nonce was sent back");
+    assert_eq!(run.plane()["reply_in_output"], Value::Null);
+    let (status, reason) = run.step("prompt_exchange");
+    assert_eq!(status, "failed");
+    assert!(reason.starts_with("no reply token of the model's answer"), "{reason}");
+    assert!(!reason.contains("the relay refused"), "no refusal is named as the cause: {reason}");
+}
+
+#[test]
+fn a_passing_turn_shows_the_reply_token_the_model_answered_with() {
+    let run = probe(&[], &agent(&[]));
+    assert_eq!(run.status, 0, "{}", run.pretty());
+    let token = run.plane()["reply_in_output"].as_str().expect("a reply token reached the output").to_owned();
+    assert_eq!(run.plane()["calls"][0]["reply_token"], json!(token));
+    assert!(token.starts_with("cfr-") && !token.contains(run.json["nonce"].as_str().unwrap_or("-")));
 }

@@ -14,6 +14,7 @@ use probe_support::{probe, probe_env, Run, Scratch};
 use serde_json::{json, Value};
 
 const CLI: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixture-oneshot/cli.py");
+const HOSTILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixture-oneshot/hostile.py");
 
 fn oneshot(flags: &[&str]) -> Vec<String> {
     let mut options = vec!["--protocol", "oneshot-v1"];
@@ -38,7 +39,7 @@ fn steps(run: &Run) -> Vec<String> {
 const TEXT: [&str; 4] = ["--prompt-transport", "stdin", "--output-mode", "text"];
 const STREAM: [&str; 7] = ["--prompt-transport", "argv_path", "--output-mode", "stream_json", "--argv=--stream", "--argv=--prompt-path", "--argv={prompt_path}"];
 
-fn with(base: &[&'static str], more: &[&'static str]) -> Vec<&'static str> {
+fn with<'a>(base: &[&'a str], more: &[&'a str]) -> Vec<&'a str> {
     base.iter().chain(more).copied().collect()
 }
 
@@ -91,14 +92,14 @@ fn resume_passes_only_when_the_second_request_carries_the_first_nonce() {
     assert_eq!(second.last().copied(), Some(format!("--resume={session}").as_str()));
     let calls = good.plane()["calls"].as_array().unwrap();
     assert_eq!(calls[1]["turn"], 2);
-    assert_eq!(calls[1]["earlier_nonce_in_request"], true);
+    assert_eq!(calls[1]["earlier_reply_in_request"], true, "the model's first answer came back to it");
 
     let lost = run(&by_id, "lost-resume");
     assert_eq!(lost.status, 1);
     assert_eq!(lost.step("prompt_exchange").0, "passed");
     let (status, reason) = lost.step("resume");
     assert_eq!(status, "failed");
-    assert!(reason.contains("did not see the first turn"), "{reason}");
+    assert!(reason.contains("did not hold the model's first answer"), "{reason}");
 
     // The floor's resume: a bare flag that continues the latest session, in text mode.
     let bare = run(&with(&TEXT, &["--argv={resume_flag}", "--resume-flag=--resume"]), "good");
@@ -114,7 +115,7 @@ fn an_exit_zero_with_an_error_as_the_answer_fails_and_names_the_refusal() {
     assert_eq!(run.json["runs"][0]["exit"], json!({"code": 0}));
     let (status, reason) = run.step("prompt_exchange");
     assert_eq!(status, "failed");
-    assert!(reason.contains("no call the relay served carried the nonce") && reason.contains("404 /v1/nope"), "{reason}");
+    assert!(reason.starts_with("no call reached the model") && reason.contains("404 /v1/nope"), "{reason}");
 }
 
 #[test]
@@ -124,7 +125,7 @@ fn an_echo_of_the_prompt_carries_the_nonce_but_fails() {
     assert_eq!(run.json["runs"][0]["exit"], json!({"code": 0}));
     let (status, reason) = run.step("prompt_exchange");
     assert_eq!(status, "failed");
-    assert!(reason.contains("no call the relay served carried it"), "{reason}");
+    assert!(reason.starts_with("no call reached the model") && reason.contains("could write without the model"), "{reason}");
     assert_eq!(run.plane()["nonce_in_output"], true);
     assert_eq!(run.plane()["nonce_at_relay"], false);
 }
@@ -276,6 +277,115 @@ fn the_cli_s_pwd_is_the_workspace_it_starts_in_and_the_probe_s_own_directories_s
     assert!(cwd.starts_with(workspace.to_string_lossy().as_ref()), "the CLI starts in the fresh workspace: {seen}");
     assert_eq!(seen["pwd"], cwd, "PWD names the directory it starts in");
     assert_eq!(seen["oldpwd"], Value::Null, "no OLDPWD");
+}
+
+/// The hostile CLI (`tests/fixture-oneshot/hostile.py`) in `mode`, its prompt on stdin and its
+/// answer as text.
+fn hostile(flags: &[&str], mode: &str) -> Run {
+    let options = oneshot(&with(&TEXT, flags));
+    let options: Vec<&str> = options.iter().map(String::as_str).collect();
+    probe_env(&options, &[HOSTILE], &[("CHECKFU_HOSTILE", OsString::from(mode))])
+}
+
+#[test]
+fn a_cli_that_asks_the_model_and_prints_an_error_quoting_the_prompt_fails() {
+    let run = hostile(&[], "quote-error");
+    assert_eq!(run.status, 1, "{}", run.pretty());
+    assert_eq!(run.json["runs"][0]["exit"], json!({"code": 0}));
+    assert_eq!(run.plane()["nonce_at_relay"], true, "the model was asked the prompt");
+    let (status, reason) = run.step("prompt_exchange");
+    assert_eq!(status, "failed");
+    assert!(reason.starts_with("no reply token of the model's answer (cfr-"), "the deciding fact first: {reason}");
+    assert!(reason.contains("an error that quotes it"), "{reason}");
+}
+
+#[test]
+fn a_nonce_only_in_the_system_message_or_metadata_is_not_the_prompt() {
+    let run = hostile(&[], "decoy");
+    assert_eq!(run.status, 1, "{}", run.pretty());
+    assert_eq!(run.plane()["nonce_at_relay"], false);
+    assert_eq!(run.plane()["calls"][0]["nonce_in_request"], false);
+    let reason = run.step("prompt_exchange").1;
+    assert!(reason.starts_with("the prompt did not reach the model: none of the 1 call(s)"), "{reason}");
+}
+
+#[test]
+fn a_nonce_written_with_json_escapes_is_the_same_nonce() {
+    let run = hostile(&[], "escaped");
+    assert_eq!(run.status, 0, "a request that escapes the nonce's characters still carries it: {}", run.pretty());
+    assert_eq!(run.plane()["calls"][0]["nonce_in_request"], true);
+}
+
+#[test]
+fn a_model_script_whose_reply_lacks_the_reply_token_never_passes() {
+    let scratch = Scratch::new("oneshot-script");
+    let script = scratch.path("script.json");
+    std::fs::write(&script, r#"[{"text": "The nonce is {nonce}."}]"#).unwrap();
+    let run = run(&with(&TEXT, &["--model-script", &script]), "good");
+    assert_eq!(run.status, 1, "{}", run.pretty());
+    let reason = run.step("prompt_exchange").1;
+    assert!(reason.starts_with("the model's answers to the prompt carried no reply token"), "{reason}");
+    std::fs::write(&script, r#"[{"text": "The nonce is {nonce}; {reply_token}."}]"#).unwrap();
+    let run = self::run(&with(&TEXT, &["--model-script", &script]), "good");
+    assert_eq!(run.status, 0, "{}", run.pretty());
+}
+
+#[test]
+fn a_structured_answer_the_cli_made_up_fails_although_it_validates() {
+    let scratch = Scratch::new("oneshot-made-up");
+    let schema = scratch.path("schema.json");
+    std::fs::write(&schema, r#"{"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}"#).unwrap();
+    let run = hostile(&["--output-schema-flag=--output-schema", "--output-schema-transport", "argv_path", "--output-schema", &schema], "made-up");
+    assert_eq!(run.status, 1, "{}", run.pretty());
+    let (status, reason) = run.step("output_schema");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("the relay served no structured value") || reason.contains("not the structured value"), "{reason}");
+}
+
+#[test]
+fn a_schema_bomb_or_a_ref_cycle_in_a_request_is_refused_at_once_and_recorded() {
+    for (mode, words) in [("schema-bomb", "more than 20000 values"), ("ref-cycle", "cycle")] {
+        let started = std::time::Instant::now();
+        let run = hostile(&["--deadline", "30"], mode);
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "{mode}: the probe answered within its deadline");
+        assert_eq!(run.status, 1, "{mode}: {}", run.pretty());
+        let refused = &run.plane()["refused"][0];
+        assert_eq!(refused["status"], 400, "{mode}: {refused}");
+        assert!(refused["reason"].as_str().unwrap_or_default().contains(words), "{mode}: {refused}");
+        assert_eq!(run.json["runs"][0]["exit"], json!({"code": 0}), "{mode}");
+    }
+}
+
+#[test]
+fn at_the_deadline_the_cli_is_killed_a_report_written_and_nothing_left() {
+    let started = std::time::Instant::now();
+    let run = run(&with(&TEXT, &["--deadline", "3", "--step-timeout", "60"]), "hang");
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(12), "the deadline held: {took:?}");
+    assert_eq!(run.status, 1, "{}", run.pretty());
+    assert_eq!(run.json["runs"][0]["timed_out"], true);
+    assert_eq!(run.step("prompt_exchange").0, "failed");
+    // `probe_env` holds that no process of the group and no directory of the probe is left.
+}
+
+#[test]
+fn a_flood_of_huge_models_long_paths_and_idle_connections_is_recorded_within_bounds() {
+    let run = probe_env(
+        &oneshot(&with(&TEXT, &["--step-timeout", "120", "--deadline", "180"])).iter().map(String::as_str).collect::<Vec<_>>(),
+        &[HOSTILE],
+        &[("CHECKFU_HOSTILE", OsString::from("flood")), ("CHECKFU_HOSTILE_REFUSALS", OsString::from("300"))],
+    );
+    assert_eq!(run.status, 0, "the turn itself was answered: {}", run.pretty());
+    let plane = run.plane();
+    let report = run.json.to_string();
+    assert!(report.len() < 2_000_000, "the report is {} bytes", report.len());
+    let refused = plane["refused"].as_array().expect("refusals");
+    let long = refused.iter().find(|r| r["status"] == 404).expect("a refused long path");
+    let path = long["path"].as_str().unwrap_or_default();
+    assert!(path.len() < 400 && path.ends_with("(truncated: 61441 bytes)"), "{path}");
+    let huge = plane["calls"].as_array().expect("calls").iter().find(|c| c["model"].as_str().is_some_and(|m| m.starts_with("mmm"))).expect("a huge model");
+    assert!(huge["model"].as_str().unwrap_or_default().ends_with("(truncated: 31457280 bytes)"), "{}", huge["model"]);
+    assert!(refused.iter().any(|r| r["reason"].as_str().unwrap_or_default().contains("output schema")), "the schemas were refused");
 }
 
 #[test]

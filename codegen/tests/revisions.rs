@@ -76,15 +76,15 @@ fn a_new_or_changed_oneshot_exchange_needs_a_new_exchanges_literal() {
     let s = Scratch::new();
     // A file no pinned set holds: the set behind the literal changed.
     write_exchange(&s, "zz-added-by-test.json", "{\"case\": \"stdin-text-floor\"}\n");
-    reinterpreted(&s, "checkfu:oneshot-v1-process-exchanges@2", "oneshot_exchanges");
+    reinterpreted(&s, "checkfu:oneshot-v1-process-exchanges@3", "oneshot_exchanges");
 
     // Bumping the literal records the new set; then editing the file under it is refused.
-    s.edit_nth("checkfu:oneshot-v1-process-exchanges@2", "checkfu:oneshot-v1-process-exchanges@3", 0);
+    s.edit_nth("checkfu:oneshot-v1-process-exchanges@3", "checkfu:oneshot-v1-process-exchanges@4", 0);
     let generation = checkfu_wire_codegen::generate(s.root()).unwrap_or_else(|d| panic!("{}", d.render()));
     checkfu_wire_codegen::write_changed(s.root(), &generation.outputs).expect("write");
     checkfu_wire_codegen::generate(s.root()).unwrap_or_else(|d| panic!("the written lock holds: {}", d.render()));
     write_exchange(&s, "zz-added-by-test.json", "{\"case\": \"stdin-text-floor\", \"exit\": 0}\n");
-    reinterpreted(&s, "checkfu:oneshot-v1-process-exchanges@3", "oneshot_exchanges");
+    reinterpreted(&s, "checkfu:oneshot-v1-process-exchanges@4", "oneshot_exchanges");
 }
 
 #[test]

@@ -319,6 +319,7 @@ pub(super) fn shared_options(args: &Args, options: &mut ProbeOptions) -> Result<
     options.provider = args.provider.clone();
     options.inherit_home = args.inherit_home;
     options.netns = !args.no_netns;
+    options.record_bodies = args.record_model.is_some();
     options.model_script = match checkfu_wire::relay::Script::parse(&args.model_script) {
         Ok(script) => script,
         Err(e) => return Err(usage(e)),

@@ -32,12 +32,12 @@ pub fn relay(args: Args) -> i32 {
         Err(e) => return super::usage_error(e),
     };
     let nonce = checkfu_wire::probe::fresh_nonce();
-    let token = format!("cft-{}", &checkfu_wire::probe::fresh_nonce()[3..]);
+    let token = relay::token::mint("cft-");
     let token_file = args.workspace.join(checkfu_wire::probe::TOKEN_FILE);
     if let Err(e) = std::fs::write(&token_file, format!("The token is {token}.\n")) {
         return super::usage_error(format!("cannot write {}: {e}", token_file.display()));
     }
-    let key = format!("cfk-{}", &checkfu_wire::probe::fresh_nonce()[3..]);
+    let key = relay::token::mint("cfk-");
     let config = relay::Config {
         provider: args.provider,
         script,
@@ -47,6 +47,7 @@ pub fn relay(args: Args) -> i32 {
         key: key.clone(),
         stall: Duration::from_secs(args.stall_seconds.max(1)),
         listener: None,
+        record_bodies: false,
     };
     let relay = match Relay::start(config) {
         Ok(relay) => relay,

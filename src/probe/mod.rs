@@ -19,6 +19,7 @@ pub mod oneshot;
 mod plane;
 pub mod recipe;
 pub mod result;
+pub mod verdict;
 
 use std::ffi::OsString;
 use std::time::{Duration, Instant};
@@ -85,6 +86,8 @@ pub struct ProbeOptions {
     pub home_files: Vec<(String, String)>,
     /// Try to run the harness in a loopback-only network namespace.
     pub netns: bool,
+    /// Keep bounded copies of the model calls' bodies (`--record-model`).
+    pub record_bodies: bool,
 }
 
 impl ProbeOptions {
@@ -114,6 +117,7 @@ impl ProbeOptions {
             env: Vec::new(),
             home_files: Vec::new(),
             netns: true,
+            record_bodies: false,
         }
     }
 }
@@ -228,6 +232,7 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(&str)) -> Resul
         record,
     );
     plane.nonce_in_output = result.nonce_in_output;
+    plane.reply_in_output = result.reply_in_output.clone();
     if let Some(entry) = entry {
         plane.bind(entry, options.provider.as_deref(), Some(&result.admission.declaration));
         result.admission.above_ceiling = result::AboveCeiling::of(entry, &result.admission.realized);
@@ -255,6 +260,8 @@ struct Run<'o, 'p> {
     /// A harness fault seen while a step was not waiting (during the settle window).
     late_fault: Option<String>,
     nonce_in_output: bool,
+    /// The reply token that reached normalized output, when one did.
+    reply_in_output: Option<String>,
     /// The argv as run, placeholders expanded.
     command: Vec<OsString>,
 }
@@ -276,6 +283,7 @@ impl<'o, 'p> Run<'o, 'p> {
             turn_open: false,
             late_fault: None,
             nonce_in_output: false,
+            reply_in_output: None,
             command: options.command.clone(),
         }
     }
@@ -449,19 +457,17 @@ impl<'o, 'p> Run<'o, 'p> {
             _ => format!("Checkfu local diagnostic. Reply with the nonce {} and end the turn.", self.nonce),
         };
         let params = json!({"sessionId": session_id, "prompt": [{"type": "text", "text": text}]});
-        let refused_before = relay.record().refused.len();
-        let outcome = self.run_turn(admitted, session_id, params, until).and_then(|()| self.governed(relay));
-        // A failed turn names what the relay refused meanwhile: a harness whose model calls
-        // were refused (a path off the allow-list, a missing key) fails for that reason.
-        let outcome = outcome.map_err(|reason| {
-            let record = relay.record();
-            let refused = record.refused.get(refused_before..).unwrap_or_default();
-            match refused {
-                [] => reason,
-                [first, rest @ ..] => {
-                    let more = if rest.is_empty() { String::new() } else { format!(" (and {} more)", rest.len()) };
-                    format!("{reason}; the relay refused during the turn: {} {}: {}{more}", first.status, first.path, first.reason)
-                }
+        let outcome = match self.run_turn(admitted, session_id, params, until) {
+            // The turn itself failed: a refusal of the relay may be why (a path off the
+            // allow-list, a missing key), so it is named after the fault.
+            Err(fault) => Err((fault, true)),
+            Ok(()) => self.governed(relay).map_err(|miss| (miss.describe(&self.nonce), miss.refusals_may_cause())),
+        };
+        let outcome = outcome.map_err(|(reason, with_refusals)| {
+            let (count, first) = relay.refusals(1);
+            match verdict::refusal_context(count, first.as_ref()).filter(|_| with_refusals) {
+                Some(context) => format!("{reason}; {context}"),
+                None => reason,
             }
         });
         if outcome.is_err() && self.turn_open {
@@ -523,22 +529,15 @@ impl<'o, 'p> Run<'o, 'p> {
         Ok(())
     }
 
-    /// The governed half of `prompt_exchange`: a served call carried the nonce (the prompt
-    /// reached the model plane through the relay), and the nonce reached normalized output.
-    /// A nonce in the output that no served call carried was answered without the model.
-    fn governed(&mut self, relay: &Relay) -> Result<(), String> {
-        let at_relay = relay.record().calls.iter().any(|c| c.nonce_in_request);
-        let in_output = self.normalizer.output_text().contains(&self.nonce);
-        self.nonce_in_output = in_output;
-        match (at_relay, in_output) {
-            (true, true) => Ok(()),
-            (false, true) => Err(format!(
-                "the nonce {} reached normalized output, but no call the relay served carried it: it was answered without the governed model",
-                self.nonce
-            )),
-            (true, false) => Err(format!("the nonce {} reached the relay but not normalized output (agent_message_chunk text)", self.nonce)),
-            (false, false) => Err(format!("no call the relay served carried the nonce {}, and it did not reach normalized output", self.nonce)),
-        }
+    /// The governed half of `prompt_exchange` ([`verdict`]): a served call carried the nonce
+    /// in its latest user turn, and that call's reply token reached normalized output.
+    fn governed(&mut self, relay: &Relay) -> Result<(), verdict::Miss> {
+        let served: Vec<verdict::Served> = relay.calls(1).iter().map(verdict::Served::from).collect();
+        let output = self.normalizer.output_text();
+        self.nonce_in_output = output.contains(&self.nonce);
+        let reached = verdict::exchange(&served, &self.nonce, &|text| output.contains(text))?;
+        self.reply_in_output = Some(reached);
+        Ok(())
     }
 
     /// Teardown, the checks over the trace, and the result.
@@ -636,6 +635,7 @@ impl<'o, 'p> Run<'o, 'p> {
             trace,
             record,
             nonce_in_output: self.nonce_in_output,
+            reply_in_output: self.reply_in_output,
             model_plane: None,
         }
     }
@@ -688,20 +688,5 @@ fn prefix(text: &str, max: usize) -> &str {
 
 /// A fresh nonce, as the probe makes one per session (`cf-` and 16 hex digits).
 pub fn fresh_nonce() -> String {
-    nonce()
-}
-
-/// A nonce no harness can guess: the time, the pid and a per-process counter, hashed.
-fn nonce() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    // std's RandomState is seeded from the OS per process; mixing in time and a counter makes
-    // every run's nonce distinct.
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-    hasher.write_u128(now);
-    hasher.write_u32(std::process::id());
-    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    format!("cf-{:016x}", hasher.finish())
+    relay::token::mint(relay::token::NONCE_PREFIX)
 }

@@ -69,6 +69,9 @@ pub struct ModelPlane {
     pub catalog: Option<CatalogBinding>,
     pub nonce_at_relay: bool,
     pub nonce_in_output: bool,
+    /// The reply token (of a call that carried the nonce) that reached the output: the
+    /// model's answer, which the harness cannot write itself (`null`: none did).
+    pub reply_in_output: Option<String>,
     /// Whether the model called a tool and its result came back (under `nonce` the replay
     /// model calls none, so both are false).
     pub tool: ToolRound,
@@ -107,6 +110,7 @@ impl ModelPlane {
             dialects_used,
             catalog: None,
             nonce_in_output: false,
+            reply_in_output: None,
             tool,
         }
     }
@@ -176,15 +180,16 @@ impl ModelPlane {
         }
         let used = names(&self.dialects_used);
         out.push_str(&format!(
-            "model    {} call(s) served ({used}), {} refused, {} egress attempt(s); nonce at relay: {}, in output: {}\n",
+            "model    {} call(s) served ({used}), {} refused, {} egress attempt(s); nonce at relay: {}, in output: {}; reply token in output: {}\n",
             self.calls.len(),
             self.refused.len(),
             self.egress_attempts.len(),
             yes(self.nonce_at_relay),
-            yes(self.nonce_in_output)
+            yes(self.nonce_in_output),
+            self.reply_in_output.as_deref().unwrap_or("no"),
         ));
         for refusal in self.refused.iter().take(5) {
-            out.push_str(&format!("refused  {} {}: {}\n", refusal.status, refusal.path, refusal.reason));
+            out.push_str(&format!("refused  {} {}: {}\n", refusal.status_text(), refusal.path, refusal.reason));
         }
         if self.refused.len() > 5 {
             out.push_str(&format!("refused  … and {} more\n", self.refused.len() - 5));

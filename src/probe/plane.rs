@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::model_plane::Fence;
-use super::{fresh_nonce, launch, nonce, ProbeOptions, UsageError, TOKEN_FILE};
+use super::{fresh_nonce, launch, ProbeOptions, UsageError, TOKEN_FILE};
 use crate::catalog;
 use crate::relay::{self, Relay};
 use crate::session;
@@ -79,8 +79,8 @@ pub(crate) fn prepare(options: &ProbeOptions, entry: Option<&catalog::Harness>, 
     }
     let cannot_start = |what: &str, e: String| UsageError::CannotStart(format!("cannot prepare the session ({what}): {e}"));
     let workspace = session::workspace::Workspace::create().map_err(|e| cannot_start("workspace", e.to_string()))?;
-    let nonce = nonce();
-    let token = format!("cft-{}", &fresh_nonce()[3..]);
+    let nonce = fresh_nonce();
+    let token = relay::token::mint("cft-");
     let token_file = workspace.root().join(TOKEN_FILE);
     std::fs::write(&token_file, format!("The token is {token}.\n")).map_err(|e| cannot_start("token file", e.to_string()))?;
     let (namespace, listener, fence, fence_note) = if options.netns {
@@ -99,7 +99,7 @@ pub(crate) fn prepare(options: &ProbeOptions, entry: Option<&catalog::Harness>, 
     };
     // The lease key and the token are drawn apart from the nonce: knowing one tells nothing
     // of the others.
-    let key = format!("cfk-{}", &fresh_nonce()[3..]);
+    let key = relay::token::mint("cfk-");
     let relay = Relay::start(relay::Config {
         provider: options.provider.clone(),
         script: options.model_script.clone(),
@@ -109,6 +109,7 @@ pub(crate) fn prepare(options: &ProbeOptions, entry: Option<&catalog::Harness>, 
         key,
         stall: options.step_timeout.min(Duration::from_secs(10)),
         listener,
+        record_bodies: options.record_bodies,
     })
     .map_err(|e| cannot_start("relay", e))?;
     let home = if options.inherit_home { None } else { Some(session::home::Home::create().map_err(|e| cannot_start("home", e.to_string()))?) };

@@ -151,6 +151,8 @@ pub struct ProbeResult {
     pub record: Vec<u8>,
     #[serde(skip)]
     pub nonce_in_output: bool,
+    #[serde(skip)]
+    pub reply_in_output: Option<String>,
     /// What the relay served and refused, and the catalog binding (`--harness`).
     pub model_plane: Option<super::model_plane::ModelPlane>,
 }
@@ -174,6 +176,22 @@ pub fn step_line(name: &str, step: &Step) -> String {
         line.push_str(reason);
     }
     line
+}
+
+/// The most lines of a harness's stderr the text report shows when a step failed.
+const STDERR_LINES: usize = 20;
+
+/// The end of a harness's stderr as the text report shows it when a step failed: its last
+/// [`STDERR_LINES`] lines, each after `stderr   ` (a harness that prints its error and exits
+/// says why here, not only in the JSON report). Empty when it wrote nothing.
+pub fn stderr_lines(label: &str, tail: &str) -> String {
+    let lines: Vec<&str> = tail.lines().filter(|l| !l.trim().is_empty()).collect();
+    let shown = &lines[lines.len().saturating_sub(STDERR_LINES)..];
+    let mut out = String::new();
+    for line in shown {
+        let _ = writeln!(out, "stderr   {label}{line}");
+    }
+    out
 }
 
 impl ProbeResult {
@@ -203,6 +221,9 @@ impl ProbeResult {
         let _ = writeln!(out, "harness  {agent}, pid {}, {}, exit {}", self.harness.pid, self.harness.ending, self.harness.exit);
         for (name, step) in &self.step_list {
             let _ = writeln!(out, "{}", step_line(name, step));
+        }
+        if self.step_list.iter().any(|(_, s)| s.status == StepStatus::Failed) {
+            out.push_str(&stderr_lines("", &self.harness.stderr_tail));
         }
         if let Some(plane) = &self.model_plane {
             out.push_str(&plane.summary());

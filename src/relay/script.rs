@@ -1,13 +1,17 @@
 //! The replay model behind the relay: deterministic, scripted, and blind to the dialect.
 //!
-//! - `nonce` answers with the nonce found in the latest user turn that carries one; a
-//!   request that asks for an output schema is answered with an instance of the schema
-//!   whose strings are that nonce ([`super::structured`]): a call of the schema's tool,
-//!   or the instance as JSON text.
+//! Every call gets a reply token the relay mints for it ([`super::token`]): the model's own
+//! answer, which no request carries, so a harness can show it only by passing the model's
+//! answer on.
+//!
+//! - `nonce` answers `The nonce is NONCE. The reply token is TOKEN.` (NONCE from the latest
+//!   user turn); a request that asks for an output schema is answered with an instance of
+//!   the schema whose strings are the reply token ([`super::structured`]): a call of the
+//!   schema's tool, or the instance as JSON text.
 //! - `tool`, when the request offers tools, first calls one of them to read the token file
 //!   the probe put in the workspace, and answers with the nonce once a tool result carrying
-//!   the token comes back. A request without tools, or whose user turns carry no nonce (a
-//!   harness's side call: a title, a token count), is answered as under `nonce`. The tool
+//!   the token comes back. A request without tools, or whose latest user turn carries no
+//!   nonce (a harness's side call: a title, a token count), is answered as under `nonce`. The tool
 //!   is chosen by this rule, in order:
 //!   1. a *reader*: a tool whose name contains `read` and whose input schema has a string
 //!      property `file_path`, `path`, `filepath`, `file` or `filename`, called with the
@@ -17,18 +21,18 @@
 //!      `["cat", PATH]` (an array), as the schema types it.
 //! - a file: a JSON list of replies, served one per model call in order, each
 //!   `{"text": "..."}` or `{"tool_call": {"name": "...", "input": {...}}}`; `{nonce}`,
-//!   `{token}` and `{token_file}` are expanded in every string. A call past the end is an
-//!   error the relay answers with status 500.
+//!   `{reply_token}`, `{token}` and `{token_file}` are expanded in every string. A reply
+//!   without `{reply_token}` carries none, so a turn answered only by such replies cannot
+//!   pass `prompt_exchange`. A call past the end is an error the relay answers with status
+//!   500.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{json, Value};
 
 use super::dialect::{Reply, Tool, Turn};
-
-/// Where a nonce starts: the probe's nonces are `cf-` and 16 hex digits.
-const NONCE_PREFIX: &str = "cf-";
-const NONCE_HEX: usize = 16;
+use super::token::{self, NONCE_PREFIX};
 
 /// A script, as `--model-script` names it.
 #[derive(Clone, Debug, PartialEq)]
@@ -84,14 +88,15 @@ fn scripted(reply: &Value) -> Result<Reply, String> {
     Err(String::from("a reply is {\"text\": …} or {\"tool_call\": {\"name\": …, \"input\": {…}}}"))
 }
 
-/// The state of one session's model: the script, the token file, and how far a file script
-/// has been played.
+/// One session's model: the script, the token file, and how far a file script has been
+/// played (the only thing a call changes, counted without a lock, so that answering never
+/// holds what the record and the probe need).
 #[derive(Debug)]
 pub struct Model {
     script: Script,
     token: String,
     token_file: PathBuf,
-    played: usize,
+    played: AtomicUsize,
 }
 
 /// What the model made of a call, for the record.
@@ -103,11 +108,22 @@ pub struct Decision {
     pub token_returned: bool,
     /// How the request asked for an output schema, if it did ([`super::structured`]).
     pub structured_output: Option<&'static str>,
+    /// The structured value answered, when one was.
+    pub structured_value: Option<Value>,
+}
+
+/// A call the model will not answer, and how the relay says so.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unanswered {
+    pub status: u16,
+    /// The dialect family's error type.
+    pub kind: &'static str,
+    pub reason: String,
 }
 
 impl Model {
     pub fn new(script: Script, token: String, token_file: PathBuf) -> Model {
-        Model { script, token, token_file, played: 0 }
+        Model { script, token, token_file, played: AtomicUsize::new(0) }
     }
 
     pub fn token(&self) -> &str {
@@ -118,30 +134,32 @@ impl Model {
         &self.token_file
     }
 
-    /// The answer to one call.
-    pub fn reply(&mut self, turn: &Turn) -> Result<(Reply, Decision), String> {
+    /// The answer to one call, whose reply token is `reply_token`.
+    pub fn reply(&self, turn: &Turn, reply_token: &str) -> Result<(Reply, Decision), Unanswered> {
         let token_returned = !self.token.is_empty() && turn.tool_results.iter().any(|r| r.contains(&self.token));
         let structured_output = turn.structured.as_ref().map(|s| s.way);
-        let mut decision = Decision { tool_called: None, token_returned, structured_output };
+        let mut decision = Decision { tool_called: None, token_returned, structured_output, structured_value: None };
+        let nonce = latest_nonce(turn);
         let reply = match &self.script {
-            Script::Nonce => final_reply(turn),
-            Script::Tool if token_returned => final_reply(turn),
-            Script::Tool if turn.tools.is_empty() => final_reply(turn),
+            Script::Nonce => final_reply(turn, reply_token, &mut decision)?,
+            Script::Tool if token_returned => final_reply(turn, reply_token, &mut decision)?,
+            Script::Tool if turn.tools.is_empty() => final_reply(turn, reply_token, &mut decision)?,
             // A side call (a title, a token count) carries no nonce: it gets text, so the
             // tool call belongs to the turn.
-            Script::Tool if latest_nonce(turn).is_none() => final_reply(turn),
+            Script::Tool if nonce.is_none() => final_reply(turn, reply_token, &mut decision)?,
             Script::Tool if !turn.tool_results.is_empty() => Reply::Text(String::from("The tool's result did not carry the token.")),
             Script::Tool => match choose_tool(&turn.tools, &self.token_file) {
                 Some(reply) => reply,
                 None => Reply::Text(String::from("None of the offered tools reads a file or runs a shell command.")),
             },
             Script::Replies(replies) => {
-                let Some(reply) = replies.get(self.played) else {
-                    return Err(format!("the model script has {} replies and this is call {}", replies.len(), self.played + 1));
+                let played = self.played.fetch_add(1, Ordering::Relaxed);
+                let Some(reply) = replies.get(played) else {
+                    let reason = format!("the model script has {} replies and this is call {}", replies.len(), played + 1);
+                    return Err(Unanswered { status: 500, kind: "api_error", reason });
                 };
-                self.played += 1;
-                let expanded = self.expand(reply, turn);
-                scripted(&expanded)?
+                let expanded = self.expand(reply, nonce.unwrap_or_default(), reply_token);
+                scripted(&expanded).map_err(|reason| Unanswered { status: 500, kind: "api_error", reason })?
             }
         };
         if let Reply::ToolCall { name, .. } = &reply {
@@ -150,59 +168,60 @@ impl Model {
         Ok((reply, decision))
     }
 
-    fn expand(&self, value: &Value, turn: &Turn) -> Value {
+    fn expand(&self, value: &Value, nonce: &str, reply_token: &str) -> Value {
         match value {
-            Value::String(s) => {
-                let nonce = latest_nonce(turn).unwrap_or_default();
-                Value::String(s.replace("{nonce}", nonce).replace("{token}", &self.token).replace("{token_file}", &self.token_file.to_string_lossy()))
-            }
-            Value::Array(items) => Value::Array(items.iter().map(|v| self.expand(v, turn)).collect()),
-            Value::Object(map) => Value::Object(map.iter().map(|(k, v)| (k.clone(), self.expand(v, turn))).collect()),
+            Value::String(s) => Value::String(
+                s.replace("{nonce}", nonce)
+                    .replace("{reply_token}", reply_token)
+                    .replace("{token}", &self.token)
+                    .replace("{token_file}", &self.token_file.to_string_lossy()),
+            ),
+            Value::Array(items) => Value::Array(items.iter().map(|v| self.expand(v, nonce, reply_token)).collect()),
+            Value::Object(map) => Value::Object(map.iter().map(|(k, v)| (k.clone(), self.expand(v, nonce, reply_token))).collect()),
             other => other.clone(),
         }
     }
 }
 
-/// The turn's answer: an instance of the requested output schema, when one is asked and
-/// its tool was not already called; the nonce as text otherwise.
-fn final_reply(turn: &Turn) -> Reply {
+/// The turn's answer: an instance of the requested output schema whose strings are the
+/// reply token, when one is asked and its tool was not already called; the nonce and the
+/// reply token as text otherwise. A schema past the generator's budgets, or with no finite
+/// instance, is refused.
+fn final_reply(turn: &Turn, reply_token: &str, decision: &mut Decision) -> Result<Reply, Unanswered> {
     match &turn.structured {
         Some(wanted) if !wanted.answered => {
-            let value = super::structured::instance(&wanted.schema, latest_nonce(turn).unwrap_or("no-nonce"));
-            match &wanted.tool {
+            let value = super::structured::instance(&wanted.schema, reply_token).map_err(|why| Unanswered {
+                status: 400,
+                kind: "invalid_request_error",
+                reason: format!("the replay model builds no answer to this output schema ({}): {why}", wanted.way),
+            })?;
+            decision.structured_value = Some(value.clone());
+            Ok(match &wanted.tool {
                 Some(name) => Reply::ToolCall { name: name.clone(), input: value },
                 None => Reply::Text(value.to_string()),
-            }
+            })
         }
-        _ => nonce_reply(turn),
+        _ => Ok(nonce_reply(turn, reply_token)),
     }
 }
 
-fn nonce_reply(turn: &Turn) -> Reply {
+fn nonce_reply(turn: &Turn, reply_token: &str) -> Reply {
     match latest_nonce(turn) {
-        Some(nonce) => Reply::Text(format!("The nonce is {nonce}.")),
-        None => Reply::Text(String::from("No nonce was found in the latest user turn.")),
+        Some(nonce) => Reply::Text(format!("The nonce is {nonce}. The reply token is {reply_token}.")),
+        None => Reply::Text(format!("No nonce was found in the latest user turn. The reply token is {reply_token}.")),
     }
 }
 
-/// The nonce of the latest user turn that carries one.
+/// The nonce of the request's latest user turn, if it carries one: only that turn is the
+/// prompt the model is answering (an earlier turn's nonce is history, and a system message,
+/// metadata or a tool definition is not the user's).
 pub fn latest_nonce(turn: &Turn) -> Option<&str> {
-    turn.user_texts.iter().rev().find_map(|text| find_nonce(text))
+    turn.latest_user_text().and_then(find_nonce)
 }
 
 /// The first `cf-` followed by 16 lowercase hex digits in `text`.
 pub fn find_nonce(text: &str) -> Option<&str> {
-    let mut from = 0;
-    while let Some(at) = text[from..].find(NONCE_PREFIX) {
-        let start = from + at;
-        let digits = start + NONCE_PREFIX.len();
-        let candidate = text.get(digits..digits + NONCE_HEX);
-        if candidate.is_some_and(|h| h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))) {
-            return text.get(start..digits + NONCE_HEX);
-        }
-        from = digits;
-    }
-    None
+    token::find(text, NONCE_PREFIX)
 }
 
 const READER_PROPERTIES: &[&str] = &["file_path", "path", "filepath", "file", "filename"];
@@ -260,30 +279,47 @@ mod tests {
         Tool { name: name.into(), schema }
     }
 
+    const REPLY: &str = "cfr-00000000000000aa";
+
+    impl Model {
+        fn reply_to(&self, turn: &Turn) -> Result<(Reply, Decision), Unanswered> {
+            self.reply(turn, REPLY)
+        }
+    }
+
     #[test]
-    fn finds_the_latest_nonce_only_in_the_probe_format() {
+    fn only_the_latest_user_turn_holds_the_nonce() {
         assert_eq!(find_nonce("x cf-0123 cf-0123456789abcdef."), Some("cf-0123456789abcdef"));
         assert_eq!(find_nonce("cf-0123456789ABCDEF"), None);
-        let t = turn(&["cf-1111111111111111", "later, no nonce"], &[], vec![]);
-        assert_eq!(latest_nonce(&t), Some("cf-1111111111111111"));
+        let earlier = turn(&["cf-1111111111111111", "later, no nonce"], &[], vec![]);
+        assert_eq!(latest_nonce(&earlier), None, "a nonce in an earlier turn is history, not the prompt");
+        let latest = turn(&["first", "cf-1111111111111111"], &[], vec![]);
+        assert_eq!(latest_nonce(&latest), Some("cf-1111111111111111"));
+    }
+
+    #[test]
+    fn the_nonce_script_answers_with_the_calls_reply_token() {
+        let model = Model::new(Script::Nonce, String::new(), PathBuf::from("/f"));
+        let (reply, _) = model.reply_to(&turn(&["cf-5555555555555555"], &[], vec![])).expect("replies");
+        assert_eq!(reply, Reply::Text(format!("The nonce is cf-5555555555555555. The reply token is {REPLY}.")));
     }
 
     #[test]
     fn the_tool_script_reads_then_answers_with_the_nonce() {
-        let mut model = Model::new(Script::Tool, "cft-tok".into(), PathBuf::from("/w/token.txt"));
+        let model = Model::new(Script::Tool, "cft-tok".into(), PathBuf::from("/w/token.txt"));
         let tools = vec![
             tool("Bash", json!({"properties": {"command": {"type": "string"}}})),
             tool("Read", json!({"properties": {"file_path": {"type": "string"}}})),
         ];
-        let (first, decision) = model.reply(&turn(&["cf-2222222222222222"], &[], tools.clone())).expect("replies");
+        let (first, decision) = model.reply_to(&turn(&["cf-2222222222222222"], &[], tools.clone())).expect("replies");
         assert_eq!(first, Reply::ToolCall { name: "Read".into(), input: json!({"file_path": "/w/token.txt"}) });
         assert_eq!(decision.tool_called.as_deref(), Some("Read"));
-        let (second, decision) = model.reply(&turn(&["cf-2222222222222222"], &["token: cft-tok"], tools.clone())).expect("replies");
-        assert_eq!(second, Reply::Text("The nonce is cf-2222222222222222.".into()));
+        let (second, decision) = model.reply_to(&turn(&["cf-2222222222222222"], &["token: cft-tok"], tools.clone())).expect("replies");
+        assert_eq!(second, Reply::Text(format!("The nonce is cf-2222222222222222. The reply token is {REPLY}.")));
         assert!(decision.token_returned);
-        let (wrong, _) = model.reply(&turn(&["cf-2222222222222222"], &["nothing"], tools.clone())).expect("replies");
+        let (wrong, _) = model.reply_to(&turn(&["cf-2222222222222222"], &["nothing"], tools.clone())).expect("replies");
         assert!(matches!(wrong, Reply::Text(t) if !t.contains("cf-2222")));
-        let (side, decision) = model.reply(&turn(&["count"], &[], tools)).expect("replies");
+        let (side, decision) = model.reply_to(&turn(&["count"], &[], tools)).expect("replies");
         assert!(matches!(side, Reply::Text(_)) && decision.tool_called.is_none(), "a side call without the nonce gets text");
     }
 
@@ -298,28 +334,29 @@ mod tests {
     #[test]
     fn the_nonce_script_answers_an_output_schema_with_an_instance() {
         let schema = json!({"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"], "additionalProperties": false});
-        let mut model = Model::new(Script::Nonce, String::new(), PathBuf::from("/f"));
+        let model = Model::new(Script::Nonce, String::new(), PathBuf::from("/f"));
         let body = json!({"model": "m", "messages": [{"role": "user", "content": "cf-4444444444444444"}], "tools": [{"name": "StructuredOutput", "input_schema": schema}]});
         let t = super::super::dialect::Served::AnthropicMessages.read(&body).expect("reads");
-        let (reply, decision) = model.reply(&t).expect("replies");
-        assert_eq!(reply, Reply::ToolCall { name: "StructuredOutput".into(), input: json!({"answer": "cf-4444444444444444"}) });
+        let (reply, decision) = model.reply_to(&t).expect("replies");
+        assert_eq!(reply, Reply::ToolCall { name: "StructuredOutput".into(), input: json!({"answer": REPLY}) });
         assert_eq!(decision.structured_output, Some("tool"));
+        assert_eq!(decision.structured_value, Some(json!({"answer": REPLY})));
         let body = json!({"model": "m", "input": "cf-4444444444444444", "text": {"format": {"type": "json_schema", "name": "x", "schema": schema}}});
         let t = super::super::dialect::Served::OpenaiResponses.read(&body).expect("reads");
-        let (reply, decision) = model.reply(&t).expect("replies");
-        assert_eq!(reply, Reply::Text(r#"{"answer":"cf-4444444444444444"}"#.into()));
+        let (reply, decision) = model.reply_to(&t).expect("replies");
+        assert_eq!(reply, Reply::Text(format!(r#"{{"answer":"{REPLY}"}}"#)));
         assert_eq!(decision.structured_output, Some("text.format"));
-        let (_, plain) = model.reply(&turn(&["cf-4444444444444444"], &[], vec![])).expect("replies");
+        let (_, plain) = model.reply_to(&turn(&["cf-4444444444444444"], &[], vec![])).expect("replies");
         assert_eq!(plain.structured_output, None);
     }
 
     #[test]
     fn a_file_script_plays_in_order_and_then_refuses() {
-        let replies = vec![json!({"tool_call": {"name": "x", "input": {"p": "{token_file}"}}}), json!({"text": "n={nonce}"})];
-        let mut model = Model::new(Script::Replies(replies), "t".into(), PathBuf::from("/f"));
+        let replies = vec![json!({"tool_call": {"name": "x", "input": {"p": "{token_file}"}}}), json!({"text": "n={nonce} r={reply_token}"})];
+        let model = Model::new(Script::Replies(replies), "t".into(), PathBuf::from("/f"));
         let t = turn(&["cf-3333333333333333"], &[], vec![]);
-        assert_eq!(model.reply(&t).expect("first").0, Reply::ToolCall { name: "x".into(), input: json!({"p": "/f"}) });
-        assert_eq!(model.reply(&t).expect("second").0, Reply::Text("n=cf-3333333333333333".into()));
-        assert!(model.reply(&t).is_err());
+        assert_eq!(model.reply_to(&t).expect("first").0, Reply::ToolCall { name: "x".into(), input: json!({"p": "/f"}) });
+        assert_eq!(model.reply_to(&t).expect("second").0, Reply::Text(format!("n=cf-3333333333333333 r={REPLY}")));
+        assert_eq!(model.reply_to(&t).map(|_| ()).unwrap_err().status, 500);
     }
 }

@@ -18,12 +18,17 @@
 //! The instance generator reads the keywords of the project's safety profile that shape a
 //! value: `type`, `properties`, `required`, `enum`, `const`, `items`, `prefixItems`,
 //! `minItems`, `maxItems`, `minLength`, `maxLength`, `minimum`, `maximum`,
-//! `exclusiveMinimum`, `exclusiveMaximum`, `anyOf`, `oneOf` (the first branch), `allOf`
-//! (merged) and `$ref` to a JSON Pointer in the same document (`#/$defs/…`). Every string
-//! is the nonce when its length bounds allow it. It ignores `pattern` and `format`. Its work
-//! is bounded: at most [`MAX_DEPTH`] levels, and past [`FULL_NODES`] values objects get only
-//! their required members and arrays only their minimum length (the safety profile already
-//! refuses `$ref` cycles, so every reference chain ends).
+//! `exclusiveMinimum`, `exclusiveMaximum`, `anyOf`, `oneOf` (the first branch that can be
+//! built), `allOf` (merged) and `$ref` to a JSON Pointer in the same document (`#/$defs/…`).
+//! Every string is the call's reply token when its length bounds allow it. It ignores
+//! `pattern` and `format`.
+//!
+//! A schema arrives from the harness, so the work is bounded whatever it says: at most
+//! [`MAX_VALUES`] values and [`MAX_BYTES`] bytes in the instance, [`MAX_WORK`] keywords
+//! copied while flattening, [`MAX_DEPTH`] levels. A `$ref` that re-enters a schema already
+//! being built is a cycle: an optional member or alternative that runs into one is left
+//! out, a required one makes the instance impossible. Past a budget, or with no finite
+//! instance, [`instance`] answers `Err` and the relay refuses the call.
 
 use serde_json::{json, Map, Value};
 
@@ -35,11 +40,17 @@ pub const RESPONSE_FORMAT: Way = "response_format";
 pub const OUTPUT_FORMAT: Way = "output_format";
 pub const TOOL: Way = "tool";
 
-/// The deepest level the generator fills in; below it a value is `null`.
+/// The deepest level the generator fills in.
 pub const MAX_DEPTH: usize = 24;
 /// Values after which objects get only required members and arrays their minimum length.
 pub const FULL_NODES: usize = 2_000;
-/// The most elements of one array.
+/// The most values one instance may hold.
+pub const MAX_VALUES: usize = 20_000;
+/// The most bytes of strings and member names one instance may hold.
+pub const MAX_BYTES: usize = 1024 * 1024;
+/// The most keywords copied or merged while flattening `$ref`, `allOf` and `anyOf`.
+pub const MAX_WORK: usize = 1_000_000;
+/// The most elements an array gets beyond its `minItems`.
 const MAX_ITEMS: u64 = 16;
 /// The most `$ref` hops one node resolves through.
 const MAX_HOPS: usize = 64;
@@ -158,114 +169,198 @@ fn user_text(content: Option<&Value>) -> bool {
     }
 }
 
+/// Why no instance was built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Miss {
+    /// This part of the schema has no finite instance here (a `$ref` cycle, or deeper than
+    /// [`MAX_DEPTH`]): an optional member or another alternative may do without it.
+    Impossible(String),
+    /// A budget is spent: the whole instance is refused.
+    Budget(String),
+}
+
 /// A bounded instance of `schema` (a document: `$ref`s resolve against it) whose strings
-/// are `nonce` where their bounds allow.
-pub fn instance(schema: &Value, nonce: &str) -> Value {
-    let mut generator = Generator { document: schema, nonce, nodes: 0 };
-    generator.value(schema, 0)
+/// are `text` where their bounds allow. `Err` says why none was built: a budget spent, or
+/// no finite instance.
+pub fn instance(schema: &Value, text: &str) -> Result<Value, String> {
+    let mut generator = Generator { document: schema, text, values: 0, bytes: 0, work: 0, building: Vec::new() };
+    generator.value(schema, 0).map_err(|miss| match miss {
+        Miss::Impossible(why) | Miss::Budget(why) => why,
+    })
 }
 
 struct Generator<'d> {
     document: &'d Value,
-    nonce: &'d str,
-    nodes: usize,
+    text: &'d str,
+    values: usize,
+    bytes: usize,
+    work: usize,
+    /// The `$ref` targets being built, outermost first (by address in the document).
+    building: Vec<usize>,
 }
 
 impl Generator<'_> {
-    /// The node with its `$ref` chain resolved and its `allOf` members merged in.
-    fn flat(&self, schema: &Value, depth: usize) -> Map<String, Value> {
+    fn spend(&mut self, work: usize) -> Result<(), Miss> {
+        self.work += work;
+        if self.work > MAX_WORK {
+            return Err(Miss::Budget(format!("the output schema takes more than {MAX_WORK} keyword copies to flatten")));
+        }
+        Ok(())
+    }
+
+    fn add_bytes(&mut self, bytes: usize) -> Result<(), Miss> {
+        self.bytes += bytes;
+        if self.bytes > MAX_BYTES {
+            return Err(Miss::Budget(format!("an instance of the output schema is larger than {MAX_BYTES} bytes")));
+        }
+        Ok(())
+    }
+
+    /// The node with its `$ref` chain resolved and its `allOf` members merged in; the
+    /// targets it entered are pushed on `building` (the caller pops them).
+    fn flat(&mut self, schema: &Value, depth: usize, entered: &mut usize) -> Result<Map<String, Value>, Miss> {
         let mut node = schema;
         let mut out = Map::new();
         for _ in 0..MAX_HOPS {
             let Some(object) = node.as_object() else { break };
+            self.spend(object.len())?;
             for (k, v) in object {
                 if k != "$ref" {
-                    merge_keyword(&mut out, k, v);
+                    self.merge(&mut out, k, v)?;
                 }
             }
-            match object.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix('#')) {
-                Some(pointer) => match self.document.pointer(&unescape(pointer)) {
-                    Some(target) => node = target,
-                    None => break,
-                },
-                None => break,
+            let Some(reference) = object.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix('#')) else { break };
+            let Some(target) = self.document.pointer(&unescape(reference)) else { break };
+            let address = target as *const Value as usize;
+            if self.building.contains(&address) {
+                return Err(Miss::Impossible(format!("`$ref` #{reference} is a cycle through required members: no finite instance")));
             }
+            self.building.push(address);
+            *entered += 1;
+            node = target;
         }
-        if depth < MAX_DEPTH {
-            if let Some(Value::Array(members)) = out.remove("allOf") {
-                for member in &members {
-                    for (k, v) in self.flat(member, depth + 1) {
-                        merge_keyword(&mut out, &k, &v);
-                    }
+        if let Some(Value::Array(members)) = out.remove("allOf") {
+            if depth >= MAX_DEPTH {
+                return Err(Miss::Impossible(format!("the output schema nests deeper than {MAX_DEPTH} levels")));
+            }
+            for member in &members {
+                for (k, v) in self.flat(member, depth + 1, entered)? {
+                    self.merge(&mut out, &k, &v)?;
                 }
             }
         }
-        out
+        Ok(out)
     }
 
-    fn value(&mut self, schema: &Value, depth: usize) -> Value {
-        self.nodes += 1;
+    fn merge(&mut self, out: &mut Map<String, Value>, key: &str, value: &Value) -> Result<(), Miss> {
+        let size = match value {
+            Value::Object(map) => map.len(),
+            Value::Array(items) => items.len(),
+            _ => 1,
+        };
+        self.spend(size)?;
+        merge_keyword(out, key, value);
+        Ok(())
+    }
+
+    fn value(&mut self, schema: &Value, depth: usize) -> Result<Value, Miss> {
+        let mark = self.building.len();
+        let built = self.value_within(schema, depth);
+        self.building.truncate(mark);
+        built
+    }
+
+    fn value_within(&mut self, schema: &Value, depth: usize) -> Result<Value, Miss> {
+        self.values += 1;
+        if self.values > MAX_VALUES {
+            return Err(Miss::Budget(format!("an instance of the output schema holds more than {MAX_VALUES} values")));
+        }
         if depth > MAX_DEPTH {
-            return Value::Null;
+            return Err(Miss::Impossible(format!("the output schema nests deeper than {MAX_DEPTH} levels")));
         }
         match schema {
-            Value::Bool(true) => return json!(self.nonce),
-            Value::Bool(false) => return Value::Null,
+            Value::Bool(true) => return self.string(&Map::new()),
+            Value::Bool(false) => return Err(Miss::Impossible(String::from("the schema `false` has no instance"))),
             _ => {}
         }
-        let mut flat = self.flat(schema, depth);
+        let mut entered = 0;
+        let mut flat = self.flat(schema, depth, &mut entered)?;
         if let Some(c) = flat.get("const") {
-            return c.clone();
+            self.add_bytes(c.to_string().len())?;
+            return Ok(c.clone());
         }
         if let Some(first) = flat.get("enum").and_then(Value::as_array).and_then(|v| v.first()) {
-            return first.clone();
+            self.add_bytes(first.to_string().len())?;
+            return Ok(first.clone());
         }
         for key in ["oneOf", "anyOf"] {
             if let Some(Value::Array(branches)) = flat.remove(key) {
-                if let Some(branch) = branches.first() {
+                let mut impossible = None;
+                for branch in &branches {
+                    self.spend(flat.len())?;
                     let mut merged = flat.clone();
-                    for (k, v) in self.flat(branch, depth + 1) {
-                        merge_keyword(&mut merged, &k, &v);
+                    let mark = self.building.len();
+                    let mut inner = 0;
+                    let built = self.flat(branch, depth + 1, &mut inner).and_then(|more| {
+                        for (k, v) in more {
+                            self.merge(&mut merged, &k, &v)?;
+                        }
+                        self.value(&Value::Object(merged), depth + 1)
+                    });
+                    self.building.truncate(mark);
+                    match built {
+                        Ok(value) => return Ok(value),
+                        Err(Miss::Impossible(why)) => impossible = Some(why),
+                        Err(budget) => return Err(budget),
                     }
-                    return self.value(&Value::Object(merged), depth + 1);
+                }
+                if let Some(why) = impossible {
+                    return Err(Miss::Impossible(why));
                 }
             }
         }
         match kind(&flat) {
             "string" => self.string(&flat),
-            "integer" => number(&flat, true),
-            "number" => number(&flat, false),
-            "boolean" => json!(true),
-            "null" => Value::Null,
+            "integer" => Ok(number(&flat, true)),
+            "number" => Ok(number(&flat, false)),
+            "boolean" => Ok(json!(true)),
+            "null" => Ok(Value::Null),
             "array" => self.array(&flat, depth),
             "object" => self.object(&flat, depth),
-            _ => json!(self.nonce),
+            _ => self.string(&flat),
         }
     }
 
     fn full(&self) -> bool {
-        self.nodes <= FULL_NODES
+        self.values <= FULL_NODES
     }
 
-    fn string(&self, flat: &Map<String, Value>) -> Value {
-        let min = flat.get("minLength").and_then(Value::as_u64).unwrap_or(0) as usize;
-        let max = flat.get("maxLength").and_then(Value::as_u64).map(|m| m as usize).unwrap_or(usize::MAX);
-        let mut text: String = self.nonce.chars().take(max).collect();
-        let length = text.chars().count();
-        if length < min {
-            text.extend(std::iter::repeat_n('x', min.min(65_536) - length));
+    fn string(&mut self, flat: &Map<String, Value>) -> Result<Value, Miss> {
+        let min = flat.get("minLength").and_then(Value::as_u64).unwrap_or(0);
+        let max = flat.get("maxLength").and_then(Value::as_u64).unwrap_or(u64::MAX);
+        if min > MAX_BYTES as u64 {
+            return Err(Miss::Budget(format!("a string of at least {min} characters is larger than {MAX_BYTES} bytes")));
         }
-        Value::String(text)
+        let mut text: String = self.text.chars().take(usize::try_from(max).unwrap_or(usize::MAX)).collect();
+        let length = text.chars().count();
+        if length < min as usize {
+            text.extend(std::iter::repeat_n('x', min as usize - length));
+        }
+        self.add_bytes(text.len() + 8)?;
+        Ok(Value::String(text))
     }
 
-    fn array(&mut self, flat: &Map<String, Value>, depth: usize) -> Value {
+    fn array(&mut self, flat: &Map<String, Value>, depth: usize) -> Result<Value, Miss> {
         let min = flat.get("minItems").and_then(Value::as_u64).unwrap_or(0);
         let max = flat.get("maxItems").and_then(Value::as_u64).unwrap_or(u64::MAX);
+        if min > MAX_VALUES as u64 {
+            return Err(Miss::Budget(format!("an array of at least {min} items holds more than {MAX_VALUES} values")));
+        }
         let prefix = flat.get("prefixItems").and_then(Value::as_array).cloned().unwrap_or_default();
         let wanted = if self.full() { min.max(1) } else { min };
-        let count = wanted.min(max).min(MAX_ITEMS.max(min.min(1_024))) as usize;
+        let count = wanted.min(max).min(MAX_ITEMS.max(min)) as usize;
         let items = flat.get("items").cloned();
-        let mut out = Vec::with_capacity(count);
+        let mut out = Vec::with_capacity(count.min(1024));
         for i in 0..count {
             let element = match (prefix.get(i), &items) {
                 (Some(schema), _) => schema.clone(),
@@ -273,30 +368,45 @@ impl Generator<'_> {
                 (None, Some(schema)) => schema.clone(),
                 (None, None) => Value::Bool(true),
             };
-            out.push(self.value(&element, depth + 1));
+            match self.value(&element, depth + 1) {
+                Ok(value) => out.push(value),
+                // An element beyond the minimum may be left out.
+                Err(Miss::Impossible(_)) if (i as u64) >= min => break,
+                Err(miss) => return Err(miss),
+            }
         }
-        Value::Array(out)
+        Ok(Value::Array(out))
     }
 
-    fn object(&mut self, flat: &Map<String, Value>, depth: usize) -> Value {
+    fn object(&mut self, flat: &Map<String, Value>, depth: usize) -> Result<Value, Miss> {
         let properties = flat.get("properties").and_then(Value::as_object).cloned().unwrap_or_default();
         let required: Vec<String> = flat.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(|r| r.as_str().map(str::to_owned)).collect();
+        self.spend(properties.len() + required.len())?;
         let mut out = Map::new();
         for (name, schema) in &properties {
-            if required.contains(name) || self.full() {
-                let value = self.value(schema, depth + 1);
-                out.insert(name.clone(), value);
+            let needed = required.contains(name);
+            if needed || self.full() {
+                match self.value(schema, depth + 1) {
+                    Ok(value) => {
+                        self.add_bytes(name.len() + 8)?;
+                        out.insert(name.clone(), value);
+                    }
+                    // An optional member that cannot be built is left out.
+                    Err(Miss::Impossible(_)) if !needed => {}
+                    Err(miss) => return Err(miss),
+                }
             }
         }
         // A required member without a property schema takes whatever else the object allows.
         for name in required {
             if !out.contains_key(&name) {
                 let extra = flat.get("additionalProperties").cloned().unwrap_or(Value::Bool(true));
-                let value = self.value(&extra, depth + 1);
+                let value = self.value(&extra, depth + 1)?;
+                self.add_bytes(name.len() + 8)?;
                 out.insert(name, value);
             }
         }
-        Value::Object(out)
+        Ok(Value::Object(out))
     }
 }
 
@@ -504,11 +614,11 @@ mod tests {
             json!(true),
         ];
         for schema in &schemas {
-            let value = instance(schema, NONCE);
+            let value = instance(schema, NONCE).expect("an instance");
             assert!(valid(schema, &value), "{value} does not validate against {schema}");
             assert!(value.to_string().contains(NONCE), "{value} has no nonce");
         }
-        assert_eq!(instance(&schemas[0], NONCE), json!({"answer": NONCE}));
+        assert_eq!(instance(&schemas[0], NONCE), Ok(json!({"answer": NONCE})));
     }
 
     #[test]
@@ -522,9 +632,47 @@ mod tests {
         defs.insert("d20".into(), json!({"type": "string"}));
         let schema = json!({"$ref": "#/$defs/d0", "$defs": defs});
         let started = std::time::Instant::now();
-        let value = instance(&schema, NONCE);
+        let value = instance(&schema, NONCE).expect("an instance");
         assert!(started.elapsed() < std::time::Duration::from_secs(2));
         assert!(valid(&schema, &value));
         assert!(value.to_string().len() < 1_000_000);
+    }
+
+    #[test]
+    fn a_schema_bomb_is_refused_within_the_budget() {
+        // Three levels of arrays of at least 1,024 items: 2^30 values if built.
+        let leaf = json!({"type": "string"});
+        let level = |items: Value| json!({"type": "array", "minItems": 1024, "items": items});
+        let bomb = level(level(level(leaf)));
+        let why = instance(&bomb, NONCE).expect_err("refused");
+        assert!(why.contains("more than 20000 values"), "{why}");
+        // Strings of a gigabyte each.
+        let wide = json!({"type": "array", "minItems": 1000, "items": {"type": "string", "minLength": 1_000_000}});
+        assert!(instance(&wide, NONCE).expect_err("refused").contains("larger than"));
+        // allOf members that each copy a large properties map, many times over.
+        let properties: Map<String, Value> = (0..5_000).map(|i| (format!("p{i}"), json!({"type": "string"}))).collect();
+        let member = json!({"properties": properties});
+        let copies = json!({"allOf": vec![member; 400]});
+        assert!(instance(&copies, NONCE).expect_err("refused").contains("keyword copies"));
+    }
+
+    #[test]
+    fn ref_cycles_end_required_ones_are_impossible_optional_ones_left_out() {
+        let required = json!({"$ref": "#/$defs/n", "$defs": {"n": {"type": "object", "properties": {
+            "a": {"$ref": "#/$defs/n"}, "b": {"$ref": "#/$defs/n"}}, "required": ["a", "b"]}}});
+        let started = std::time::Instant::now();
+        let why = instance(&required, NONCE).expect_err("no finite instance");
+        assert!(why.contains("cycle"), "{why}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
+        let pure = json!({"$ref": "#/$defs/a", "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}});
+        assert!(instance(&pure, NONCE).is_err());
+        let optional = json!({"$ref": "#/$defs/n", "$defs": {"n": {"type": "object", "properties": {
+            "name": {"type": "string"}, "child": {"$ref": "#/$defs/n"}}, "required": ["name"]}}});
+        let tree = instance(&optional, NONCE).expect("a finite tree");
+        assert!(valid(&optional, &tree), "{tree}");
+        let nullable = json!({"$ref": "#/$defs/n", "$defs": {"n": {"type": "object", "properties": {
+            "next": {"anyOf": [{"$ref": "#/$defs/n"}, {"type": "null"}]}}, "required": ["next"]}}});
+        let list = instance(&nullable, NONCE).expect("a list ended by null");
+        assert!(valid(&nullable, &list), "{list}");
     }
 }

@@ -20,7 +20,8 @@
 //! `--spawn-child` (leaves a `sleep` in its process group), `--hang` (ignores EOF and
 //! SIGTERM), `--no-nonce`. Its answer comes from the model behind the probe's relay
 //! (`model.rs`), in `--dialect NAME` (`openai_chat` by default), with switches for a model
-//! plane that misbehaves: `--no-model` (answers the nonce without any model call), `--no-key`
+//! plane that misbehaves: `--no-model` (answers the nonce without any model call),
+//! `--echo-prompt` (asks the model, then sends the prompt back as its message), `--no-key`
 //! (calls without the session's key), `--egress` (asks the proxy for a tunnel to an outside
 //! host), `--malformed-body` and `--huge-body` (100 MB) before its real call. For the benchmark, `--turns N` (repeat the turn's updates N times) and
 //! `--mid-turn-wait-ms MS` (how long the turn stays open for a steer or interrupt; 150).
@@ -61,6 +62,7 @@ struct Switches {
     no_nonce: bool,
     dialect: String,
     no_model: bool,
+    echo_prompt: bool,
     no_key: bool,
     egress: bool,
     malformed_body: bool,
@@ -109,6 +111,7 @@ fn switches() -> Switches {
             "--no-nonce" => s.no_nonce = true,
             "--dialect" => s.dialect = args.next().unwrap_or_default(),
             "--no-model" => s.no_model = true,
+            "--echo-prompt" => s.echo_prompt = true,
             "--no-key" => s.no_key = true,
             "--egress" => s.egress = true,
             "--malformed-body" => s.malformed_body = true,
@@ -284,6 +287,8 @@ impl Agent {
             let _ = std::process::Command::new("sleep").arg("600").spawn();
         }
         let answer = if self.s.no_model { format!("You said: {prompt}") } else { self.ask_model(session, prompt) };
+        // The model was asked, and its answer thrown away: the prompt goes back instead.
+        let answer = if self.s.echo_prompt { format!("You said: {prompt}") } else { answer };
         let echo = if self.s.no_nonce { String::from("I will not repeat that.") } else { answer };
         self.update(session, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": echo}}));
         if self.s.malformed_usage {

@@ -3,11 +3,15 @@
 //! Pure functions of the facts, so the golden process exchanges (`golden/oneshot-v1/`) are
 //! judged by exactly the code the probe runs. What decides is the relay's served-call
 //! record, never the CLI's exit status alone: several CLIs exit 0 when the model failed, and
-//! an answer that echoes the prompt carries the nonce without any model having answered.
+//! an answer that echoes the prompt carries the nonce without any model having answered. So
+//! the model's own answer is what must reach the output: the reply token the relay minted
+//! for a call that carried the prompt ([`crate::probe::verdict`]).
 
 use serde_json::Value;
 
 use crate::conformance::normalize::Normalizer;
+use crate::probe::verdict;
+pub use crate::probe::verdict::Served;
 use crate::oneshot::stream::Stream;
 use crate::oneshot::OutputMode;
 
@@ -98,22 +102,23 @@ impl Output {
         }
     }
 
-    /// Everything that reached normalized output: the output texts and the answer.
-    fn carries(&self, nonce: &str) -> bool {
-        self.normalizer.output_text().contains(nonce) || self.answer().contains(nonce)
+    /// Whether `text` reached normalized output: the output texts or the answer.
+    pub fn carries(&self, text: &str) -> bool {
+        self.normalizer.output_text().contains(text) || self.answer().contains(text)
     }
 }
 
-/// One served call as the verdicts read it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Served {
-    pub nonce_in_request: bool,
-    pub earlier_nonce_in_request: bool,
+/// A failed step: its reason, the deciding fact first, and whether the relay's refusals
+/// of the run may be why (then the lane names them after it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failed {
+    pub reason: String,
+    pub refusals_may_cause: bool,
 }
 
-impl From<&crate::relay::Call> for Served {
-    fn from(call: &crate::relay::Call) -> Served {
-        Served { nonce_in_request: call.nonce_in_request, earlier_nonce_in_request: call.earlier_nonce_in_request }
+impl Failed {
+    fn new(reason: String, refusals_may_cause: bool) -> Failed {
+        Failed { reason, refusals_may_cause }
     }
 }
 
@@ -136,50 +141,59 @@ fn run_fault(output: &Output, exit: &Exit, step_timeout: f64) -> Option<String> 
     }
 }
 
-/// `prompt_exchange`: the run completed a turn, a call the relay served carried the nonce,
-/// and the nonce reached normalized output.
-pub fn prompt_exchange(output: &Output, exit: &Exit, served: &[Served], nonce: &str, step_timeout: f64) -> Result<(), String> {
-    let at_relay = served.iter().any(|c| c.nonce_in_request);
-    let in_output = output.carries(nonce);
+/// `prompt_exchange`: the run completed a turn, a call the relay served carried the nonce
+/// in its latest user turn, and that call's reply token reached normalized output. `Ok`
+/// holds the reply token that did.
+pub fn prompt_exchange(output: &Output, exit: &Exit, served: &[Served], nonce: &str, step_timeout: f64) -> Result<String, Failed> {
+    let exchange = verdict::exchange(served, nonce, &|text| output.carries(text));
     if let Some(fault) = run_fault(output, exit, step_timeout) {
-        let relay = if at_relay { "" } else { "; no call the relay served carried the nonce" };
-        return Err(format!("{fault}{relay}"));
+        let context = match &exchange {
+            Err(miss) if miss.refusals_may_cause() => format!("; {}", miss.describe(nonce)),
+            _ => String::new(),
+        };
+        return Err(Failed::new(format!("{fault}{context}"), true));
     }
-    match (at_relay, in_output) {
-        (true, true) => Ok(()),
-        (false, true) => Err(format!(
-            "the nonce {nonce} reached the output, but no call the relay served carried it: the answer was not the governed model's (an echo of the prompt, or an error message that quotes it)"
-        )),
-        (true, false) => Err(format!("the nonce {nonce} reached the relay but not the normalized output")),
-        (false, false) => Err(format!("no call the relay served carried the nonce {nonce}, and it did not reach the output")),
-    }
+    exchange.map_err(|miss| Failed::new(miss.describe(nonce), miss.refusals_may_cause()))
 }
 
-/// `resume`: the second run completed its own turn (its nonce through a served call to the
-/// output), and a call it made carried the first run's nonce, so the model saw the first
-/// turn. What the CLI says of its session counts for nothing.
-pub fn resume(output: &Output, exit: &Exit, served: &[Served], nonce: &str, first_nonce: &str, step_timeout: f64) -> Result<(), String> {
-    prompt_exchange(output, exit, served, nonce, step_timeout).map_err(|e| format!("the second run: {e}"))?;
-    if served.iter().any(|c| c.earlier_nonce_in_request) {
-        Ok(())
+/// `resume`: the second run completed its own turn (its prompt answered by the model, the
+/// answer's reply token in its output), and a call it made carried the first run's reply
+/// token, so the model saw its own earlier answer, not only the user's earlier prompt. What
+/// the CLI says of its session counts for nothing.
+pub fn resume(output: &Output, exit: &Exit, served: &[Served], nonce: &str, first_reply: Option<&str>, step_timeout: f64) -> Result<String, Failed> {
+    let reached = prompt_exchange(output, exit, served, nonce, step_timeout).map_err(|f| Failed::new(format!("the second run: {}", f.reason), f.refusals_may_cause))?;
+    let Some(first_reply) = first_reply else {
+        return Err(Failed::new(String::from("the first run's output carried no reply token of the model, so there is no answer to resume from"), false));
+    };
+    if served.iter().any(|c| c.earlier_reply_in_request) {
+        Ok(reached)
     } else {
-        Err(format!(
-            "no call of the second run carried the first run's nonce {first_nonce}: the resumed session did not see the first turn"
+        Err(Failed::new(
+            format!("no call of the second run carried the first run's reply token {first_reply}: the resumed session did not hold the model's first answer"),
+            false,
         ))
     }
 }
 
-/// `output_schema`: the final answer is JSON that validates against the schema.
-pub fn output_schema(answer: &str, validator: &jsonschema::Validator) -> Result<(), String> {
+/// `output_schema`: the final answer is JSON, it validates against the schema, and it is a
+/// structured value the relay served (the same JSON, keys in any order): a value the
+/// harness made up, or changed, fails even when it validates.
+pub fn output_schema(answer: &str, validator: &jsonschema::Validator, served: &[Served]) -> Result<(), String> {
     let value: Value = serde_json::from_str(answer.trim()).map_err(|e| {
         let shown: String = answer.chars().take(120).collect();
         format!("the final answer is not JSON ({e}): {shown:?}")
     })?;
     let errors: Vec<String> = validator.iter_errors(&value).take(5).map(|e| format!("{} at `{}`", e, e.instance_path())).collect();
-    if errors.is_empty() {
+    if !errors.is_empty() {
+        return Err(format!("the final answer breaks the output schema: {}", errors.join("; ")));
+    }
+    let digest = crate::relay::digest(&value);
+    if served.iter().any(|c| c.structured_digest.as_deref() == Some(digest.as_str())) {
         Ok(())
+    } else if served.iter().all(|c| c.structured_digest.is_none()) {
+        Err(String::from("the final answer validates, but the relay served no structured value in this run: the model was never asked for one"))
     } else {
-        Err(format!("the final answer breaks the output schema: {}", errors.join("; ")))
+        Err(String::from("the final answer validates, but it is not the structured value the relay served: the harness made it up or changed it"))
     }
 }
 
@@ -188,6 +202,7 @@ mod tests {
     use super::*;
 
     const NONCE: &str = "cf-0000000000000001";
+    const TOKEN: &str = "cfr-00000000000000aa";
 
     fn text(stdout: &str) -> Output {
         let mut output = Output::new(OutputMode::Text);
@@ -197,18 +212,35 @@ mod tests {
         output
     }
 
+    fn answered(earlier: bool) -> Served {
+        Served { nonce_in_request: true, earlier_reply_in_request: earlier, reply_token: Some(TOKEN.into()), structured_digest: None }
+    }
+
     #[test]
     fn the_relay_record_decides_not_the_exit_status() {
         let ok = Exit { code: Some(0), ..Exit::default() };
-        let served = [Served { nonce_in_request: true, earlier_nonce_in_request: false }];
-        assert_eq!(prompt_exchange(&text(NONCE), &ok, &served, NONCE, 30.0), Ok(()));
-        let echo = prompt_exchange(&text(&format!("Reply with the nonce {NONCE}")), &ok, &[], NONCE, 30.0).unwrap_err();
-        assert!(echo.contains("not the governed model's"), "{echo}");
+        let served = [answered(false)];
+        assert_eq!(prompt_exchange(&text(TOKEN), &ok, &served, NONCE, 30.0), Ok(TOKEN.to_owned()));
+        let echo = prompt_exchange(&text(&format!("Reply with the nonce {NONCE}")), &ok, &served, NONCE, 30.0).unwrap_err();
+        assert!(echo.reason.starts_with("no reply token of the model's answer") && echo.reason.contains("echo"), "{echo:?}");
+        assert!(!echo.refusals_may_cause);
         let failed = prompt_exchange(&text("API Error: 500"), &ok, &[], NONCE, 30.0).unwrap_err();
-        assert!(failed.contains("no call the relay served"), "{failed}");
+        assert!(failed.reason.starts_with("no call reached the model"), "{failed:?}");
         let hung = prompt_exchange(&text(""), &Exit { timed_out: true, ..Exit::default() }, &[], NONCE, 2.0).unwrap_err();
-        assert!(hung.contains("did not exit within 2.0 s"), "{hung}");
-        let lost = resume(&text("cf-0000000000000002"), &ok, &[Served { nonce_in_request: true, earlier_nonce_in_request: false }], "cf-0000000000000002", NONCE, 30.0).unwrap_err();
-        assert!(lost.contains("did not see the first turn"), "{lost}");
+        assert!(hung.reason.starts_with("the CLI did not exit within 2.0 s"), "{hung:?}");
+        let lost = resume(&text(TOKEN), &ok, &[answered(false)], NONCE, Some("cfr-1111111111111111"), 30.0).unwrap_err();
+        assert!(lost.reason.contains("did not hold the model's first answer"), "{lost:?}");
+        assert_eq!(resume(&text(TOKEN), &ok, &[answered(true)], NONCE, Some("cfr-1111111111111111"), 30.0), Ok(TOKEN.to_owned()));
+    }
+
+    #[test]
+    fn an_answer_that_validates_is_still_not_the_models_unless_it_was_served() {
+        let schema = serde_json::json!({"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]});
+        let validator = jsonschema::validator_for(&schema).expect("schema");
+        let served = serde_json::json!({"answer": TOKEN, "n": 1});
+        let call = Served { structured_digest: Some(crate::relay::digest(&served)), ..answered(false) };
+        assert_eq!(output_schema(&format!(r#"{{"n": 1.0, "answer": "{TOKEN}"}}"#), &validator, &[call.clone()]), Ok(()));
+        let made_up = output_schema(r#"{"answer": "mine"}"#, &validator, &[call]).unwrap_err();
+        assert!(made_up.contains("not the structured value the relay served"), "{made_up}");
     }
 }

@@ -4,12 +4,15 @@
 //! Steps, each reported only when the declaration asks for it (an undeclared step is
 //! omitted, not skipped):
 //! - `prompt_exchange`: the first run completed a turn, a call the relay served carried the
-//!   nonce, and the nonce reached normalized output (stdout in `text` mode);
+//!   nonce in its latest user turn, and that call's reply token (the model's answer, which
+//!   the CLI cannot write itself) reached normalized output (stdout in `text` mode);
 //! - `resume` (a `resume_flag` is declared): a second run in the same home and workspace,
 //!   `{resume_flag}` expanded (with the first run's session id when it needs one),
-//!   completed its own turn, and a call it made carried the first run's nonce;
+//!   completed its own turn, and a call it made carried the first run's reply token: the
+//!   model's earlier answer came back to it;
 //! - `output_schema` (an output-schema flag is declared and `--output-schema` given): every
-//!   run's final answer validates against the schema;
+//!   run's final answer is a structured value the relay served in that run, and validates
+//!   against the schema;
 //! - `teardown`: every run ended and nothing of its process group survived.
 //!
 //! The verdicts are [`judge`]'s, the same functions the golden process exchanges are held
@@ -122,11 +125,12 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
     let mut lane = Lane { options, launch, scratch: &scratch, schema_path: schema_path.as_deref(), placeholders: &placeholders, launch_spec: &launch_spec, deadline, steps: Vec::new(), progress };
     // Run 1: the prompt.
     let first = lane.run(1, &nonce, None)?;
-    let served: Vec<Served> = relay.record().calls.iter().filter(|c| c.turn == 1).map(Served::from).collect();
+    let served: Vec<Served> = relay.calls(1).iter().map(Served::from).collect();
     let outcome = judge::prompt_exchange(&first.output, &first.exit, &served, &nonce, options.step_timeout.as_secs_f64());
-    lane.step("prompt_exchange", first.report.ms, outcome.map_err(|e| with_refusals(e, &relay, 1)));
+    let first_reply = outcome.as_ref().ok().cloned();
+    lane.step("prompt_exchange", first.report.ms, outcome.map(|_| ()).map_err(|f| with_refusals(f, &relay, 1)));
     let first_session = first.output.stream.session_id.clone();
-    let mut finished = vec![first];
+    let mut finished = vec![(first, served)];
 
     // Run 2: the resume, when declared.
     let mut resume_nonce = None;
@@ -136,16 +140,16 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
             (true, None) => lane.step("resume", 0, Err(String::from("the first run's stream reported no session id, which the resume flag needs; no second run was made"))),
             _ => {
                 let second_nonce = super::fresh_nonce();
-                relay.begin_turn(second_nonce.clone());
+                relay.begin_turn(second_nonce.clone(), first_reply.iter().cloned().collect());
                 let session_id = first_session.clone().unwrap_or_default();
                 match placeholders.expand_with(flag, &[("session_id", &session_id)]) {
                     Err(e) => lane.step("resume", 0, Err(format!("the resume flag cannot be expanded: {e}"))),
                     Ok(expanded) => {
                         let second = lane.run(2, &second_nonce, Some(expanded))?;
-                        let served: Vec<Served> = relay.record().calls.iter().filter(|c| c.turn == 2).map(Served::from).collect();
-                        let outcome = judge::resume(&second.output, &second.exit, &served, &second_nonce, &nonce, options.step_timeout.as_secs_f64());
-                        lane.step("resume", second.report.ms, outcome.map_err(|e| with_refusals(e, &relay, 2)));
-                        finished.push(second);
+                        let served: Vec<Served> = relay.calls(2).iter().map(Served::from).collect();
+                        let outcome = judge::resume(&second.output, &second.exit, &served, &second_nonce, first_reply.as_deref(), options.step_timeout.as_secs_f64());
+                        lane.step("resume", second.report.ms, outcome.map(|_| ()).map_err(|f| with_refusals(f, &relay, 2)));
+                        finished.push((second, served));
                     }
                 }
                 resume_nonce = Some(second_nonce);
@@ -153,17 +157,19 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
         }
     }
 
-    // The output schema, when declared and given: every run's answer.
+    // The output schema, when declared and given: every run's answer is a structured value
+    // the relay served in that run, and validates.
     if let Some(validator) = &validator {
         let mut outcome = Ok(());
-        for (i, run) in finished.iter().enumerate() {
-            if let Err(e) = judge::output_schema(run.output.answer(), validator) {
+        for (i, (run, served)) in finished.iter().enumerate() {
+            if let Err(e) = judge::output_schema(run.output.answer(), validator, served) {
                 outcome = Err(if finished.len() > 1 { format!("run {}: {e}", i + 1) } else { e });
                 break;
             }
         }
         lane.step("output_schema", 0, outcome);
     }
+    let finished: Vec<process::Finished> = finished.into_iter().map(|(run, _)| run).collect();
 
     let started = Instant::now();
     let teardown = finished.iter().enumerate().find_map(|(i, r)| r.teardown_fault.as_ref().map(|f| format!("run {}: {f}", i + 1)));
@@ -186,7 +192,8 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
         options.model_script.name(),
         record,
     );
-    plane.nonce_in_output = finished.first().is_some_and(|r| r.output.answer().contains(&nonce) || r.output.normalizer.output_text().contains(&nonce));
+    plane.nonce_in_output = finished.first().is_some_and(|r| r.output.carries(&nonce));
+    plane.reply_in_output = first_reply;
     if let Some(entry) = entry {
         plane.bind(entry, options.provider.as_deref(), None);
     }
@@ -194,14 +201,14 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
     Ok(OneshotResult::new(declaration, steps, finished.into_iter().map(|f| f.report).collect(), nonce, resume_nonce, options.output_schema.is_some().then_some(delivered), plane))
 }
 
-/// A reason, with the relay's refusals of the run appended when it recorded any: a CLI
-/// that fails because its calls were refused should be told which ones.
-fn with_refusals(reason: String, relay: &crate::relay::Relay, turn: usize) -> String {
-    let record = relay.record();
-    let refused: Vec<_> = record.refused.iter().filter(|r| r.turn == turn).collect();
-    match refused.first() {
-        Some(first) => format!("{reason} (the relay refused {} call(s) of this run; the first: {} {}: {})", refused.len(), first.status, first.path, first.reason),
-        None => reason,
+/// A failed step's reason, with the relay's refusals of the run named after it when they
+/// may be its cause: a CLI whose calls were refused should be told which ones, but a
+/// refusal beside a turn the model did answer is not why the turn failed.
+fn with_refusals(failed: judge::Failed, relay: &crate::relay::Relay, turn: usize) -> String {
+    let (count, first) = relay.refusals(turn);
+    match super::verdict::refusal_context(count, first.as_ref()).filter(|_| failed.refusals_may_cause) {
+        Some(context) => format!("{}; {context}", failed.reason),
+        None => failed.reason,
     }
 }
 

@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 use super::process::RunReport;
 use crate::oneshot::Declaration;
 use crate::probe::model_plane::ModelPlane;
-use crate::probe::result::{step_line, QUALIFICATION};
+use crate::probe::result::{stderr_lines, step_line, QUALIFICATION};
 use crate::probe::{Step, StepStatus};
 
 #[derive(Debug, Serialize)]
@@ -103,6 +103,13 @@ impl OneshotResult {
         }
         for (name, step) in &self.step_list {
             let _ = writeln!(out, "{}", step_line(name, step));
+        }
+        if self.step_list.iter().any(|(_, s)| s.status == StepStatus::Failed) {
+            let several = self.runs.len() > 1;
+            for (i, run) in self.runs.iter().enumerate() {
+                let label = if several { format!("run {}: ", i + 1) } else { String::new() };
+                out.push_str(&stderr_lines(&label, &run.stderr_tail));
+            }
         }
         if let Some(delivery) = &self.output_schema_delivery {
             let ways = if delivery.is_empty() { String::from("no call carried it") } else { delivery.join(", ") };

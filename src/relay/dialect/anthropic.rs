@@ -22,6 +22,10 @@ pub(super) fn read(body: &Map<String, Value>, turn: &mut Turn) -> Result<(), Str
         match message.get("content") {
             Some(Value::Array(blocks)) => {
                 let mut text = String::new();
+                // A user message that returns tool results continues the model's turn: the
+                // text a harness puts beside them (Claude Code's reminders) is not a new
+                // user turn.
+                let continues = blocks.iter().any(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"));
                 for block in blocks {
                     match block.get("type").and_then(Value::as_str) {
                         Some("text") => {
@@ -36,7 +40,7 @@ pub(super) fn read(body: &Map<String, Value>, turn: &mut Turn) -> Result<(), Str
                         _ => {}
                     }
                 }
-                if !text.is_empty() {
+                if !text.is_empty() && !continues {
                     turn.user_texts.push(text);
                 }
             }

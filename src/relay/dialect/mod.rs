@@ -123,7 +123,8 @@ pub struct Turn {
     /// Chat Completions' `stream_options.include_usage`: the stream ends with a chunk of its
     /// own carrying the usage (and no choices).
     pub include_usage: bool,
-    /// The text of each user turn, oldest first (tool results are not user text).
+    /// The text of each user turn, oldest first (tool results are not user text, nor is the
+    /// text a harness sends beside its tool results).
     pub user_texts: Vec<String>,
     /// The text of each tool result sent back to the model, oldest first.
     pub tool_results: Vec<String>,
@@ -131,6 +132,13 @@ pub struct Turn {
     pub tools: Vec<Tool>,
     /// The output schema the request asks the answer to follow, and how it asks.
     pub structured: Option<super::structured::Structured>,
+}
+
+impl Turn {
+    /// The text of the latest user turn that has any: the prompt the model is answering.
+    pub fn latest_user_text(&self) -> Option<&str> {
+        self.user_texts.iter().rev().map(String::as_str).find(|t| !t.is_empty())
+    }
 }
 
 /// A tool the request offers the model.

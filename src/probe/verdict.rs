@@ -1,0 +1,129 @@
+//! The verdict both lanes give a turn from the relay's record: the governed model was asked
+//! the prompt, and its answer, not the harness's, reached the output.
+//!
+//! A harness can always write the prompt's nonce itself (it was given it), so a nonce in
+//! the output proves nothing. What it cannot write is the reply token the relay minted for
+//! a call and put only in that call's answer. So a turn's exchange passes when:
+//! - a call the relay served carried the nonce in its request's latest user turn (the
+//!   prompt reached the model as the user's words: not in a system message, metadata or a
+//!   tool definition, and read as JSON strings, escapes decoded);
+//! - that call's reply token reached the normalized output.
+//!
+//! A failure names its deciding fact first; the relay's refusals are added as context only
+//! where they can be its cause (no call served, or none carrying the nonce).
+
+use crate::relay::{Call, Refusal};
+
+/// One served call as the verdicts read it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Served {
+    pub nonce_in_request: bool,
+    pub earlier_reply_in_request: bool,
+    /// The reply token the call's answer carried.
+    pub reply_token: Option<String>,
+    /// The digest of the structured value it answered with ([`crate::relay::digest`]).
+    pub structured_digest: Option<String>,
+}
+
+impl From<&Call> for Served {
+    fn from(call: &Call) -> Served {
+        Served {
+            nonce_in_request: call.nonce_in_request,
+            earlier_reply_in_request: call.earlier_reply_in_request,
+            reply_token: call.reply_token.clone(),
+            structured_digest: call.structured_digest.clone(),
+        }
+    }
+}
+
+/// Why an exchange failed: the deciding fact.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Miss {
+    /// The relay served no call in the turn.
+    NoCall { echoed: bool },
+    /// Calls were served, none with the nonce in its latest user turn.
+    NoPrompt { served: usize, echoed: bool },
+    /// The prompt reached the model, but no reply token of its answers reached the output.
+    NoAnswer { tokens: Vec<String>, echoed: bool },
+}
+
+impl Miss {
+    /// Whether a refusal of the relay can be the cause: the model was never asked.
+    pub fn refusals_may_cause(&self) -> bool {
+        !matches!(self, Miss::NoAnswer { .. })
+    }
+
+    /// The deciding fact in words, then whether the output echoes the nonce.
+    pub fn describe(&self, nonce: &str) -> String {
+        let (fact, echoed) = match self {
+            Miss::NoCall { echoed } => (String::from("no call reached the model: the relay served none in this turn"), *echoed),
+            Miss::NoPrompt { served, echoed } => {
+                (format!("the prompt did not reach the model: none of the {served} call(s) the relay served carried the nonce {nonce} in its latest user turn"), *echoed)
+            }
+            Miss::NoAnswer { tokens, echoed } if tokens.is_empty() => (
+                String::from("the model's answers to the prompt carried no reply token (a tool call only, or scripted replies without {reply_token})"),
+                *echoed,
+            ),
+            Miss::NoAnswer { tokens, echoed } => (format!("no reply token of the model's answer ({}) reached the normalized output", tokens.join(", ")), *echoed),
+        };
+        if echoed {
+            format!("{fact}; the output holds the prompt's nonce {nonce}, which the harness could write without the model (an echo of the prompt, or an error that quotes it)")
+        } else {
+            fact
+        }
+    }
+}
+
+/// The exchange of one turn: `Ok` with the reply token that reached the output, or the
+/// deciding [`Miss`]. `reached` says whether a text is in the normalized output.
+pub fn exchange(served: &[Served], nonce: &str, reached: &dyn Fn(&str) -> bool) -> Result<String, Miss> {
+    let echoed = reached(nonce);
+    if served.is_empty() {
+        return Err(Miss::NoCall { echoed });
+    }
+    let prompted: Vec<&Served> = served.iter().filter(|c| c.nonce_in_request).collect();
+    if prompted.is_empty() {
+        return Err(Miss::NoPrompt { served: served.len(), echoed });
+    }
+    let tokens: Vec<String> = prompted.iter().filter_map(|c| c.reply_token.clone()).collect();
+    match tokens.iter().find(|t| reached(t)) {
+        Some(token) => Ok(token.clone()),
+        None => Err(Miss::NoAnswer { tokens, echoed }),
+    }
+}
+
+/// The refusals of a turn as context for a failure: how many, and the first.
+pub fn refusal_context(count: usize, first: Option<&Refusal>) -> Option<String> {
+    let first = first?;
+    let more = if count > 1 { format!(" (and {} more)", count - 1) } else { String::new() };
+    Some(format!("the relay refused during the turn: {} {}: {}{more}", first.status_text(), first.path, first.reason))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NONCE: &str = "cf-0000000000000001";
+    const TOKEN: &str = "cfr-00000000000000aa";
+
+    fn call(nonce: bool, token: Option<&str>) -> Served {
+        Served { nonce_in_request: nonce, reply_token: token.map(str::to_owned), ..Served::default() }
+    }
+
+    #[test]
+    fn only_the_answer_to_the_prompt_passes() {
+        let output = format!("The nonce is {NONCE}. The reply token is {TOKEN}.");
+        let reached = |t: &str| output.contains(t);
+        assert_eq!(exchange(&[call(true, Some(TOKEN))], NONCE, &reached), Ok(TOKEN.to_owned()));
+        // The token of a call that did not carry the prompt (a decoy, a side call) proves nothing.
+        assert_eq!(exchange(&[call(false, Some(TOKEN))], NONCE, &reached), Err(Miss::NoPrompt { served: 1, echoed: true }));
+        assert_eq!(exchange(&[], NONCE, &reached), Err(Miss::NoCall { echoed: true }));
+        // An echo of the prompt: the nonce is there, the token is not.
+        let echo = format!("You asked: reply with the nonce {NONCE}");
+        let echoed = |t: &str| echo.contains(t);
+        let miss = exchange(&[call(true, Some(TOKEN))], NONCE, &echoed).unwrap_err();
+        assert_eq!(miss, Miss::NoAnswer { tokens: vec![TOKEN.to_owned()], echoed: true });
+        assert!(miss.describe(NONCE).starts_with("no reply token of the model's answer"), "{}", miss.describe(NONCE));
+        assert!(!miss.refusals_may_cause());
+    }
+}
