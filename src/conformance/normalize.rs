@@ -42,7 +42,20 @@ pub struct Normalizer {
     /// `tool_call` whose id is already open, and claude-code-acp relies on it (it sends
     /// `tool_call` again once the input is complete), so a repeat is read as an update.
     open_tools: std::collections::HashSet<String>,
+    /// What the observations kept so far cost ([`MAX_COST`]).
+    cost: usize,
+    /// An observation was dropped because the budget was spent.
+    full: bool,
 }
+
+/// The budget of what one normalizer keeps: each observation costs [`OBSERVATION_COST`]
+/// plus twice its text (kept in the observation and in the output). A harness that floods
+/// its output is stopped here, whatever the count of its messages, so the trace and its
+/// check stay bounded too.
+pub const MAX_COST: usize = 16 * 1024 * 1024;
+
+/// What an observation costs beside its text: a small JSON object in memory.
+pub const OBSERVATION_COST: usize = 256;
 
 impl Normalizer {
     pub fn new() -> Self {
@@ -88,8 +101,9 @@ impl Normalizer {
 
     /// Output text read from a lane other than ACP's (a one-shot CLI's stream or stdout).
     pub fn output(&mut self, text: &str) {
-        self.output.push_str(text);
-        self.push(json!({"kind": "output", "text": text}));
+        if self.push(json!({"kind": "output", "text": text})) {
+            self.output.push_str(text);
+        }
     }
 
     /// A tool call read from a lane other than ACP's.
@@ -157,8 +171,9 @@ impl Normalizer {
                     Some("text") => update.pointer("/content/text").and_then(Value::as_str).unwrap_or_default(),
                     _ => "",
                 };
-                self.output.push_str(text);
-                self.push(with(json!({"kind": "output", "text": text})));
+                if self.push(with(json!({"kind": "output", "text": text}))) {
+                    self.output.push_str(text);
+                }
             }
             Some("tool_call") => {
                 let id = update.get("toolCallId").and_then(Value::as_str).unwrap_or_default();
@@ -189,8 +204,22 @@ impl Normalizer {
         self.subagents.entry(harness_id.to_owned()).or_insert_with(|| format!("subagent-{next}")).clone()
     }
 
-    fn push(&mut self, observation: Value) {
+    /// Keeps `observation` if the budget allows; `false` when it was dropped.
+    fn push(&mut self, observation: Value) -> bool {
+        let text = observation.get("text").and_then(Value::as_str).map_or(0, str::len);
+        let cost = OBSERVATION_COST + 2 * text;
+        if self.cost + cost > MAX_COST {
+            self.full = true;
+            return false;
+        }
+        self.cost += cost;
         self.observations.push(observation);
+        true
+    }
+
+    /// Whether an observation was dropped: the harness produced more than [`MAX_COST`].
+    pub fn full(&self) -> bool {
+        self.full
     }
 
     /// Every `output` text so far, concatenated.

@@ -317,8 +317,8 @@ impl<'o, 'p> Run<'o, 'p> {
                 Ok(other) => self.dispatch(other),
                 Err(fault) => return Err(self.explain(&fault)),
             }
-            if self.normalizer.len() >= MAX_OBSERVATIONS {
-                return Err(format!("the harness produced over {MAX_OBSERVATIONS} observations in one turn"));
+            if self.normalizer.len() >= MAX_OBSERVATIONS || self.normalizer.full() {
+                return Err(too_many_observations());
             }
         }
     }
@@ -505,8 +505,8 @@ impl<'o, 'p> Run<'o, 'p> {
         let settle_until = Instant::now() + self.options.settle;
         loop {
             match self.session.next(settle_until) {
-                Ok(_) if self.normalizer.len() >= MAX_OBSERVATIONS => {
-                    self.late_fault = Some(format!("the harness produced over {MAX_OBSERVATIONS} observations in one turn"));
+                Ok(_) if self.normalizer.len() >= MAX_OBSERVATIONS || self.normalizer.full() => {
+                    self.late_fault = Some(too_many_observations());
                     break;
                 }
                 Ok(incoming) => self.dispatch(incoming),
@@ -639,6 +639,14 @@ impl<'o, 'p> Run<'o, 'p> {
             model_plane: None,
         }
     }
+}
+
+/// Why a turn was stopped that produced more than the probe keeps.
+fn too_many_observations() -> String {
+    format!(
+        "the harness produced more than the probe keeps in one turn (over {MAX_OBSERVATIONS} observations, or {} MiB of them)",
+        crate::conformance::normalize::MAX_COST / (1024 * 1024)
+    )
 }
 
 /// Whether the declaration admitted the upgrade whose evidence is `check`.

@@ -4,12 +4,13 @@
 
 use serde_json::Value;
 
-/// The most JSON values (objects, arrays, strings, numbers, literals) a request body may
-/// hold. A parsed value takes up to about 150 bytes (an object member with its key, in
-/// `preserve_order`'s map), so a parse is at most about 75 MB beside the body's own bytes.
-/// A coding agent's request is a few thousand values (Claude Code's first call: about
-/// 6,000; Codex's: about 3,000); a long conversation stays far below this.
-pub const MAX_VALUES: usize = 500_000;
+/// The most JSON values (objects, arrays, strings, numbers, literals) a request body or a
+/// harness's wire message may hold. A parsed value takes up to about 80 bytes (an object
+/// member with its key in `preserve_order`'s map, or an empty object in an array), so a
+/// parse is at most about 20 MB beside the body's own bytes. A coding agent's request is a
+/// few thousand values (a Claude Code or Codex call: thousands, mostly its tools' schemas);
+/// a long conversation stays far below this.
+pub const MAX_VALUES: usize = 250_000;
 
 /// An upper bound of the number of JSON values in `body`, counted without parsing: every
 /// value but the first follows a `,` `:` `[` or `{` outside a string. Stops counting past

@@ -80,8 +80,9 @@ pub const MAX_CONNECTIONS: usize = 64;
 
 /// The most request bodies read at once: each may be up to [`MAX_BODY`], so the relay holds
 /// at most this many bodies whatever number of connections a harness opens. A request waits
-/// for its turn up to the configured stall time, and is then answered 503.
-pub const MAX_BODIES_READ: usize = 2;
+/// for its turn up to the configured stall time, and is then answered 503. One is enough:
+/// a body crosses loopback in milliseconds, and the answer is made on one thread anyway.
+pub const MAX_BODIES_READ: usize = 1;
 
 /// How long [`Relay::stop`] waits for the relay's thread before leaving it behind (it holds
 /// no lock and no process; it ends with the probe).

@@ -271,6 +271,14 @@ impl Session {
                 continue;
             }
             self.messages_in += 1;
+            // A line's values are counted before it is decoded: a line of up to MAX_LINE
+            // bytes could otherwise hold millions of values, each a tree node and then a
+            // `Value`, gigabytes from one line.
+            if crate::relay::bounds::values_at_most(&bytes, crate::relay::bounds::MAX_VALUES) > crate::relay::bounds::MAX_VALUES {
+                self.append_record(WireDirection::AgentToRunner, &bytes, false);
+                let error = format!("a message of more than {} JSON values", crate::relay::bounds::MAX_VALUES);
+                return Err(Fault::Rejected { error, line: String::from_utf8_lossy(&bytes[..bytes.len().min(200)]).into_owned() });
+            }
             let Decoded { report, answered, message } = self.decoder.read(&bytes, Some(WireDirection::AgentToRunner), None);
             // An ignored update is read no further, so its members are not built either.
             let message = message.filter(|_| report.ignored.is_none()).map(|tree| tree.to_value());
@@ -485,7 +493,9 @@ impl Session {
 
     /// Ends the harness (see [`Harness::teardown`]) and every terminal it left running.
     pub fn teardown(&mut self, grace: Duration) -> Teardown {
-        let teardown = self.harness.teardown(grace);
+        // Past the session's deadline there is no time for a clean exit on EOF: SIGTERM at
+        // once, so the report follows the deadline by the grace at most.
+        let teardown = if Instant::now() >= self.deadline { self.harness.terminate(grace) } else { self.harness.teardown(grace) };
         self.terminals.kill_all();
         teardown
     }

@@ -228,10 +228,20 @@ impl Harness {
     /// its group is then emptied the same way (children it left behind are terminated, then
     /// killed), so no process of the group outlives the session.
     pub fn teardown(&mut self, grace: Duration) -> Teardown {
+        self.end(grace, true)
+    }
+
+    /// Teardown without the wait on EOF: for a harness whose time is up (its stdin already
+    /// closed, or a deadline passed), where a grace for a clean exit would only delay the report.
+    pub fn terminate(&mut self, grace: Duration) -> Teardown {
+        self.end(grace, false)
+    }
+
+    fn end(&mut self, grace: Duration, eof_first: bool) -> Teardown {
         let early = self.exit_status().is_some();
         self.stdin = None;
         let mut ending = if early { Ending::ExitedEarly } else { Ending::ExitedOnEof };
-        if !early && !self.wait_exit(grace) {
+        if !early && !(eof_first && self.wait_exit(grace)) {
             signal_group(self.pid, libc::SIGTERM);
             ending = Ending::Terminated;
             if !self.wait_exit(grace) {

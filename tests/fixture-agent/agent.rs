@@ -9,7 +9,7 @@
 //! `--no-ack` (never answer a steer), `--duplicate-terminal`, `--crash-mid-turn`,
 //! `--silent-after-initialize`, `--garbage-stdout`, `--oversize-line`, `--read-outside`,
 //! `--need-credentials` (session/new answers -32000 until `authenticate` with `fixture-key`), `--echo-requests`, `--flood-stderr`,
-//! `--flood-stdout` (endless valid updates), `--foreign-extension` (an `_acme/progress`
+//! `--flood-stdout` (endless valid updates), `--flood-big-chunks` (endless 64 KiB message chunks), `--foreign-extension` (an `_acme/progress`
 //! notification and request), `--unprefixed-method` (a vendor method without the `_`
 //! prefix, `craft/drainMidTurnQueue`, as a notification and a request mid-turn, as a
 //! current Qwen Code sends it; the turn then ends normally), `--use-terminal` (runs a command through `terminal/*`), `--stall-turn` (the turn ends only
@@ -53,6 +53,7 @@ struct Switches {
     echo_requests: bool,
     flood_stderr: bool,
     flood_stdout: bool,
+    flood_big_chunks: bool,
     foreign_extension: bool,
     unprefixed_method: bool,
     use_terminal: bool,
@@ -102,6 +103,7 @@ fn switches() -> Switches {
             "--echo-requests" => s.echo_requests = true,
             "--flood-stderr" => s.flood_stderr = true,
             "--flood-stdout" => s.flood_stdout = true,
+            "--flood-big-chunks" => s.flood_big_chunks = true,
             "--foreign-extension" => s.foreign_extension = true,
             "--unprefixed-method" => s.unprefixed_method = true,
             "--use-terminal" => s.use_terminal = true,
@@ -301,6 +303,14 @@ impl Agent {
             // Valid updates, without end: the runner must stop reading at its step timeout.
             loop {
                 self.update(session, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "more "}}));
+            }
+        }
+        if self.s.flood_big_chunks {
+            // Valid updates of 64 KiB of text each, without end: the runner must stop at what
+            // it keeps, long before its step's time.
+            let text = "x".repeat(64 * 1024);
+            loop {
+                self.update(session, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}));
             }
         }
         if self.s.stall_turn {

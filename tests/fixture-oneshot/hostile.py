@@ -13,8 +13,8 @@ CHECKFU_HOSTILE picks what it does (standard library only):
   ref-cycle     asks for an output schema whose $ref cycle runs through two required members
   made-up       asks the model, then prints a JSON value of its own with the model's reply token
   flood         everything at once: three 29 MB bodies, six calls with a 30 MB model name,
-                5,000 refused requests with 60 KB paths, both schemas, a request of 480,000 JSON
-                values (a tool schema of 160,000 members), 300 idle connections;
+                5,000 refused requests with 60 KB paths, both schemas, a request of 240,000 JSON
+                values (a tool schema of 80,000 members), 300 idle connections;
                 then it asks the model properly and prints the answer
 """
 import http.client
@@ -99,9 +99,9 @@ def flood(prompt):
     conn.close()
     chat_schema(prompt, BOMB)
     chat_schema(prompt, CYCLE)
-    # As many JSON values as the relay takes (500,000), most of them members of one tool's
-    # schema, which a request may ask to be answered through: the heaviest parse there is.
-    wide = {"type": "object", "properties": {f"p{i}": {} for i in range(160_000)}}
+    # Nearly as many JSON values as the relay takes (250,000), most of them members of one
+    # tool's schema, which a request may ask to be answered through: the heaviest parse there is.
+    wide = {"type": "object", "properties": {f"p{i}": {} for i in range(80_000)}}
     heavy = {"model": "hostile", "max_tokens": 8, "messages": [{"role": "user", "content": prompt}],
              "tools": [{"name": "StructuredOutput", "input_schema": wide}]}
     post_raw(BASE + "/v1/messages", json.dumps(heavy).encode())

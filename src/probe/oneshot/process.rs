@@ -122,7 +122,9 @@ pub fn run(spec: Spec<'_>) -> std::io::Result<Finished> {
         }
         std::thread::sleep(Duration::from_millis(2));
     }
-    let teardown = harness.teardown(spec.kill_grace);
+    // Its stdin was closed at the start: a CLI still running when its time is up gets SIGTERM
+    // at once, so the report follows the step's time (or the deadline) by the grace at most.
+    let teardown = if timed_out { harness.terminate(spec.kill_grace) } else { harness.teardown(spec.kill_grace) };
     let status = teardown.status;
     let exit = Exit {
         code: status.and_then(|s| s.code()),
