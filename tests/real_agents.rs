@@ -62,6 +62,8 @@ fn turn(bin: &std::path::Path, entry: &str, dialect: &str, script: &str, declara
     let plane = run.plane();
     assert_eq!(plane["nonce_at_relay"], true, "{context}");
     assert_eq!(plane["nonce_in_output"], true, "{context}");
+    // The agent passed the model's answer on: the reply token the relay minted for the call.
+    assert!(plane["reply_in_output"].as_str().is_some_and(|t| t.starts_with("cfr-")), "{context}");
     // The dialect spoken is the one the catalog declares for the entry (its generated table,
     // as the report carries it), and the one this test expects of the agent.
     assert_eq!(plane["dialects_used"], plane["catalog"]["dialects"], "{context}");

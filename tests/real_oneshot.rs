@@ -61,18 +61,21 @@ fn every_step(name: &str, dialect: &str, delivered_as: &str) {
     assert_eq!(runs.len(), 2);
     let session = runs[0]["session_id"].as_str().expect("the first run's session id");
     assert!(runs[1]["argv"].as_array().unwrap().contains(&json!(format!("--resume={session}"))), "{context}");
+    let plane = run.plane();
+    let calls = plane["calls"].as_array().unwrap();
     for (i, run_) in runs.iter().enumerate() {
+        // The answer is the structured value the model answered with: its strings are the
+        // reply token the relay minted for a call of that run.
         let answer: Value = serde_json::from_str(run_["answer"].as_str().unwrap()).expect("the answer is JSON");
-        let nonce = run_["nonce"].as_str().unwrap();
-        assert_eq!(answer, json!({"answer": nonce}), "run {}: {context}", i + 1);
+        let token = answer["answer"].as_str().unwrap_or_default();
+        let minted = calls.iter().any(|c| c["turn"] == i + 1 && c["reply_token"] == token);
+        assert!(token.starts_with("cfr-") && minted, "run {}: {context}", i + 1);
         assert_eq!(run_["exit"], json!({"code": 0}));
     }
-    let plane = run.plane();
     assert_eq!(plane["dialects_used"], json!([dialect]), "{context}");
     assert_eq!(plane["egress_attempts"], json!([]), "{context}");
     assert_eq!(plane["catalog"]["mismatches"], json!([]), "{context}");
-    let calls = plane["calls"].as_array().unwrap();
-    assert!(calls.iter().any(|c| c["turn"] == 2 && c["earlier_nonce_in_request"] == true), "{context}");
+    assert!(calls.iter().any(|c| c["turn"] == 2 && c["earlier_reply_in_request"] == true), "{context}");
     assert_eq!(run.json["output_schema_delivery"], json!([delivered_as]), "{context}");
 }
 
@@ -131,8 +134,9 @@ fn qwen_code_passes_the_stdin_text_floor_with_generic_flags_offline() {
     assert_eq!(run.step("prompt_exchange").0, "passed", "{context}");
     assert_eq!(run.step("teardown").0, "passed", "{context}");
     assert_eq!(run.plane()["dialects_used"], json!(["openai_chat"]), "{context}");
-    let nonce = run.json["nonce"].as_str().unwrap();
-    assert!(run.json["runs"][0]["answer"].as_str().unwrap().contains(nonce), "{context}");
+    // Its answer is the model's: the reply token the relay minted, not only the prompt's nonce.
+    let token = run.plane()["reply_in_output"].as_str().expect("a reply token reached the output").to_owned();
+    assert!(run.json["runs"][0]["answer"].as_str().unwrap().contains(&token), "{context}");
 }
 
 /// As an ordinary user (uid 65534 through setpriv when the tests run as root), which is how

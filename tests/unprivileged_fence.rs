@@ -60,6 +60,7 @@ fn an_unprivileged_probe_fences_the_harness_in_a_user_namespace() {
     assert_eq!(plane["fence"], "user_namespace", "{pretty}");
     assert_eq!(plane["fence_note"], Value::Null);
     assert_eq!(plane["nonce_at_relay"], true, "the relay's listener is reachable inside: {pretty}");
+    assert!(plane["reply_in_output"].as_str().is_some_and(|t| t.starts_with("cfr-")), "the model's answer came out: {pretty}");
     let text = std::fs::read_to_string(&seen).expect("the harness wrote what it saw");
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.first().copied(), Some(unprivileged_uid().as_str()), "the harness keeps its uid: {text}");

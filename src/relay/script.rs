@@ -298,6 +298,25 @@ mod tests {
     }
 
     #[test]
+    fn text_beside_tool_results_continues_the_turn_it_answers() {
+        let read = |body: Value| super::super::dialect::Served::AnthropicMessages.read(&body).expect("reads");
+        let tool_use = json!({"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "Read", "input": {}}]});
+        // The tool loop: a reminder beside the tool's result is not a new user turn.
+        let looped = read(json!({"model": "m", "messages": [
+            {"role": "user", "content": "cf-6666666666666666"}, tool_use,
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "ok"}, {"type": "text", "text": "<reminder/>"}]},
+        ]}));
+        assert_eq!(latest_nonce(&looped), Some("cf-6666666666666666"));
+        // A resumed session whose last turn ended in a tool call: the next prompt rides with
+        // the tool's result, and it is the latest user turn.
+        let resumed = read(json!({"model": "m", "messages": [
+            {"role": "user", "content": "cf-6666666666666666"}, tool_use,
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "ok"}, {"type": "text", "text": "now cf-7777777777777777"}]},
+        ]}));
+        assert!(resumed.latest_user_text().is_some_and(|t| t.contains("cf-7777777777777777")));
+    }
+
+    #[test]
     fn the_nonce_script_answers_with_the_calls_reply_token() {
         let model = Model::new(Script::Nonce, String::new(), PathBuf::from("/f"));
         let (reply, _) = model.reply_to(&turn(&["cf-5555555555555555"], &[], vec![])).expect("replies");

@@ -22,9 +22,10 @@ pub(super) fn read(body: &Map<String, Value>, turn: &mut Turn) -> Result<(), Str
         match message.get("content") {
             Some(Value::Array(blocks)) => {
                 let mut text = String::new();
-                // A user message that returns tool results continues the model's turn: the
-                // text a harness puts beside them (Claude Code's reminders) is not a new
-                // user turn.
+                // A user message that returns tool results continues the turn it answers:
+                // the text beside them (Claude Code's reminders, or the next prompt of a
+                // resumed session whose last turn ended in a tool call) joins that turn
+                // rather than starting one.
                 let continues = blocks.iter().any(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"));
                 for block in blocks {
                     match block.get("type").and_then(Value::as_str) {
@@ -40,8 +41,13 @@ pub(super) fn read(body: &Map<String, Value>, turn: &mut Turn) -> Result<(), Str
                         _ => {}
                     }
                 }
-                if !text.is_empty() && !continues {
-                    turn.user_texts.push(text);
+                match (continues, turn.user_texts.last_mut()) {
+                    (true, Some(last)) if !text.is_empty() => {
+                        last.push('\n');
+                        last.push_str(&text);
+                    }
+                    _ if !text.is_empty() => turn.user_texts.push(text),
+                    _ => {}
                 }
             }
             Some(content) => turn.user_texts.push(content_text(content)),

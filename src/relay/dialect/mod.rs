@@ -123,8 +123,8 @@ pub struct Turn {
     /// Chat Completions' `stream_options.include_usage`: the stream ends with a chunk of its
     /// own carrying the usage (and no choices).
     pub include_usage: bool,
-    /// The text of each user turn, oldest first (tool results are not user text, nor is the
-    /// text a harness sends beside its tool results).
+    /// The text of each user turn, oldest first. Tool results are not user text; the text a
+    /// harness sends beside them joins the turn they continue.
     pub user_texts: Vec<String>,
     /// The text of each tool result sent back to the model, oldest first.
     pub tool_results: Vec<String>,
