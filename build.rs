@@ -7,7 +7,7 @@
 //! - Without it (a dependent crate with `default-features = false`) it copies the checked-in
 //!   `generated/*.rs` files unchanged: no generator is compiled, and `checkfu-wire check`
 //!   in CI proves those files identical to a fresh generation, so either way the Rust that
-//!   gets compiled is the same bytes (`tests/regeneration.rs` compares them).
+//!   gets compiled is the same bytes (`tests/it/regeneration.rs` compares them).
 //!
 //! Either way it writes only into `OUT_DIR`, mirroring the checked-in layout there
 //! (`OUT_DIR/generated/…`), and never touches `generated/` or `docs/`: only

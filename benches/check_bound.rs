@@ -8,7 +8,7 @@
 //! build generated code, under `target/compile-tests/`) and timed there: the median of 31
 //! samples. Run with `cargo bench --bench check_bound`.
 
-#[path = "../tests/support/mod.rs"]
+#[path = "../tests/it/support/mod.rs"]
 mod support;
 
 use checkfu_wire_codegen::rust::{format_file, schemas};

@@ -3,7 +3,7 @@
 //! Usage: `JSTS_DIR=/path/to/suite cargo run -p checkfu-wire-safety --example jsts_tally`
 //! (add `-- --list RULE` to list the schemas that break one rule).
 
-#[path = "../tests/support/jsts.rs"]
+#[path = "../tests/it/support/jsts.rs"]
 mod support;
 
 use std::path::PathBuf;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fetches public JSON Schemas that nobody here wrote, pinned and checked by sha256, into DIR
-# (never into the repository), for tests/public_schemas.rs. Usage: fetch.sh DIR [--large]
+# (never into the repository), for tests/it/public_schemas.rs. Usage: fetch.sh DIR [--large]
 #
 # Afterwards:
 #   DIR/schemas/NAME.json          each schema, byte for byte as its package ships it

@@ -1,4 +1,4 @@
-"""Turns check-jsonschema's example documents into JSON instances for tests/public_schemas.rs.
+"""Turns check-jsonschema's example documents into JSON instances for tests/it/public_schemas.rs.
 
 Usage: instances.py HOOKS_DIR SCHEMAS_DIR OUT_DIR
 

@@ -1,7 +1,7 @@
 //! The Rust this crate compiled is the checked-in `typed/generated/` Rust, byte for byte,
-//! with regeneration on or off (as `tests/regeneration.rs` holds the runtime's).
+//! with regeneration on or off (as `tests/it/regeneration.rs` holds the runtime's).
 
-#[path = "../../tests/support/rust_files.rs"]
+#[path = "../../tests/it/support/rust_files.rs"]
 mod rust_files;
 
 use std::path::Path;

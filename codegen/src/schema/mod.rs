@@ -98,7 +98,7 @@ impl SchemaSet {
                 // Refused: serde_json is asked again only for its words and position, so the
                 // message is the one serde_json has always given here. Should it accept what
                 // the reader refused (a fault of the reader, which
-                // `codegen/tests/reader_differential.rs` is there to catch), the file is read as
+                // `codegen/tests/it/reader_differential.rs` is there to catch), the file is read as
                 // serde_json reads it, and its diagnostics lose their line and column only.
                 Err(_) => match serde_json::from_str::<Value>(&text) {
                     Ok(value) => {

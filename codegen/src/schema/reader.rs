@@ -19,7 +19,7 @@
 //! stated where they are used: the four whitespace bytes, no control byte in a string,
 //! 127 levels of nesting, the last of duplicate keys winning in the first one's place,
 //! and the two private keys under which serde_json reads an object as a number or raw
-//! JSON. `codegen/tests/reader_differential.rs` holds the reader to serde_json on every JSON
+//! JSON. `codegen/tests/it/reader_differential.rs` holds the reader to serde_json on every JSON
 //! file of the repository, the JSON Schema Test Suite when it is present, hand-written
 //! edge cases and a few thousand mutations of them.
 

@@ -1,0 +1,55 @@
+//! The integration tests of `checkfu-wire`, one binary (`cargo test --test it`; a module's
+//! tests alone: `cargo test --test it relay::`). Each module was a test binary of its own:
+//! one binary links the library once, so a change to it relinks one executable, not 28.
+//!
+//! Modules that run the `checkfu-wire` binary (`CARGO_BIN_EXE_checkfu-wire`, built only with
+//! `cli`) or need the probe compile only with those features, so the runtime's own tests
+//! also run with `--no-default-features` (`.ci/run`).
+
+mod support;
+#[cfg(feature = "cli")]
+mod probe_support;
+
+#[cfg(feature = "probe")]
+mod catalog_facts;
+#[cfg(feature = "cli")]
+mod cli_generate;
+#[cfg(feature = "cli")]
+mod conform_cli;
+#[cfg(feature = "cli")]
+mod decode_cli;
+mod decode_fuzz;
+mod decode_policy;
+mod dependency_tree;
+mod differential;
+mod docs_tables;
+#[cfg(feature = "exact-numbers")]
+mod exact_numbers;
+mod golden;
+#[cfg(feature = "probe")]
+mod golden_oneshot;
+mod hostile_schemas;
+mod json_schema_suite;
+#[cfg(feature = "cli")]
+mod lint_schema_cli;
+#[cfg(feature = "cli")]
+mod model_plane;
+#[cfg(feature = "cli")]
+mod oneshot;
+mod pattern_feature;
+#[cfg(feature = "cli")]
+mod probe;
+mod public_schemas;
+#[cfg(feature = "cli")]
+mod readme;
+#[cfg(feature = "cli")]
+mod real_agents;
+#[cfg(feature = "cli")]
+mod real_oneshot;
+mod reference_graphs;
+mod regeneration;
+#[cfg(feature = "cli")]
+mod relay;
+mod sdk_traffic;
+#[cfg(feature = "cli")]
+mod unprivileged_fence;

@@ -1,0 +1,527 @@
+//! `checkfu-wire probe` against live harnesses: the fixture agent (`checkfu-fixture-agent`,
+//! `tests/fixture-agent/agent.rs`) well-behaved and in each misbehaviour, and an agent written
+//! with the official TypeScript SDK when node and the SDK are installed. Every test asserts
+//! the step statuses, the check verdicts and the exit code, and that no process of the
+//! harness's group and no workspace directory is left behind.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::probe_support;
+
+use probe_support::{Run, AGENT, PROBE};
+
+/// Runs the probe (`--format json`) on `harness` with 5 s steps unless told otherwise; the
+/// shared runner asserts that nothing was left behind.
+fn probe(options: &[&str], harness: &[&str]) -> Run {
+    let mut options = options.to_vec();
+    if !options.contains(&"--step-timeout") {
+        options.extend(["--step-timeout", "5"]);
+    }
+    probe_support::probe(&options, harness)
+}
+
+fn agent(switches: &[&'static str]) -> Vec<&'static str> {
+    let mut command = vec![AGENT];
+    command.extend_from_slice(switches);
+    command
+}
+
+/// A path in a fresh directory of its own, removed with it when this drops, so that a test
+/// leaves nothing in the temporary directory.
+struct TempPath {
+    path: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl std::ops::Deref for TempPath {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsRef<Path> for TempPath {
+    fn as_ref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for TempPath {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.path.as_os_str()
+    }
+}
+
+fn temp_file(name: &str) -> TempPath {
+    let dir = tempfile::Builder::new().prefix("checkfu-probe-test-").tempdir().expect("dir");
+    TempPath { path: dir.path().join(name), _dir: dir }
+}
+
+#[test]
+fn a_test_s_files_are_removed_with_it() {
+    let record = temp_file("gone.jsonl");
+    std::fs::write(&record, b"{}").expect("write");
+    let dir = record.parent().expect("its directory").to_path_buf();
+    drop(record);
+    assert!(!dir.exists(), "{} left behind", dir.display());
+}
+
+#[test]
+fn a_well_behaved_harness_passes_and_the_probe_agrees_with_decode_and_conform() {
+    let record = temp_file("well.record.jsonl");
+    let trace = temp_file("well.trace.jsonl");
+    let run = probe(
+        &["--interrupt", "--record", record.to_str().unwrap(), "--trace", trace.to_str().unwrap()],
+        &agent(&[]),
+    );
+    assert_eq!(run.status, 0, "{}", serde_json::to_string_pretty(&run.json).unwrap());
+    assert_eq!(run.json["qualification"], "unsigned_local_only");
+    for step in ["initialize_handshake", "session_start", "prompt_exchange", "teardown"] {
+        assert_eq!(run.step(step).0, "passed", "{step}");
+    }
+    for check in [
+        "ready_handshake",
+        "terminal_observation",
+        "tool_correlation",
+        "steering_correlation",
+        "steering_delivered",
+        "cooperative_interrupt_drained",
+        "subagent_correlation",
+    ] {
+        assert_eq!(run.check(check), "pass", "{check}");
+    }
+    assert_eq!(run.json["admission"]["admitted_axes"], serde_json::json!(["subagents", "mid_run_input", "interrupt"]));
+    assert_eq!(run.json["admission"]["realized"]["interrupt"], "cooperative");
+    assert_eq!(run.json["harness"]["agent_info"]["name"], "checkfu-fixture-agent");
+    assert_eq!(run.json["harness"]["ending"], "exited_on_eof");
+    let requests: Vec<(&str, &str)> = run.json["client_requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["method"].as_str().unwrap(), r["outcome"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        requests,
+        [("session/request_permission", "answered"), ("fs/write_text_file", "answered"), ("fs/read_text_file", "answered")]
+    );
+
+    // The recorded wire decodes with zero rejections, both directions, through `decode`.
+    let decoded = Command::new(PROBE).arg("decode").arg(&record).output().expect("decode");
+    assert!(decoded.status.success(), "{}", String::from_utf8_lossy(&decoded.stdout));
+    let lines = String::from_utf8_lossy(&decoded.stdout).lines().count();
+    assert_eq!(lines as u64, run.json["wire"]["messages_in"].as_u64().unwrap() + run.json["wire"]["messages_out"].as_u64().unwrap());
+    // And the trace gives the same verdicts through `conform`.
+    let conform = Command::new(PROBE).args(["conform", "--format", "json"]).arg(&trace).output().expect("conform");
+    assert!(conform.status.success());
+    let verdicts: Value = serde_json::from_slice(&conform.stdout).expect("json");
+    assert_eq!(verdicts["checks"], run.json["checks"]);
+}
+
+#[test]
+fn an_undeclared_gated_emission_fails_subagent_correlation() {
+    let run = probe(&[], &agent(&["--undeclared-emission"]));
+    assert_eq!(run.status, 1);
+    assert_eq!(run.step("prompt_exchange").0, "passed");
+    assert_eq!(run.check("subagent_correlation"), "fail");
+    assert!(run.check_reason("subagent_correlation").contains("without the declared subagents"), "{}", run.check_reason("subagent_correlation"));
+    assert_eq!(run.json["admission"]["admitted_axes"], serde_json::json!(["mid_run_input", "interrupt"]));
+}
+
+#[test]
+fn a_missing_steer_acknowledgement_fails_both_steering_checks() {
+    let run = probe(&[], &agent(&["--no-ack"]));
+    assert_eq!(run.status, 1);
+    assert_eq!(run.check("steering_correlation"), "fail");
+    assert_eq!(run.check("steering_delivered"), "fail");
+    assert!(run.check_reason("steering_delivered").contains("never acknowledged"));
+    // Admitted, but not realized: its case did not pass.
+    assert_eq!(run.json["admission"]["admitted"]["mid_run_input"], "native");
+    assert_eq!(run.json["admission"]["realized"]["mid_run_input"], "unsupported");
+}
+
+#[test]
+fn a_duplicate_terminal_fails_terminal_observation() {
+    let run = probe(&[], &agent(&["--duplicate-terminal"]));
+    assert_eq!(run.status, 1);
+    assert_eq!(run.step("prompt_exchange").0, "passed");
+    assert_eq!(run.check("terminal_observation"), "fail");
+    assert!(run.check_reason("terminal_observation").contains("second terminal"));
+}
+
+#[test]
+fn a_crash_mid_turn_fails_the_prompt_exchange_and_tears_down_cleanly() {
+    let run = probe(&[], &agent(&["--crash-mid-turn"]));
+    assert_eq!(run.status, 1);
+    let (status, reason) = run.step("prompt_exchange");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("exited"), "{reason}");
+    assert_eq!(run.step("teardown").0, "passed");
+    assert_eq!(run.json["harness"]["exit"], serde_json::json!({"code": 3}));
+    assert_eq!(run.check("terminal_observation"), "fail");
+}
+
+#[test]
+fn silence_after_initialize_times_out_the_session_start() {
+    let started = Instant::now();
+    let run = probe(&["--step-timeout", "1"], &agent(&["--silent-after-initialize"]));
+    assert_eq!(run.status, 1);
+    assert_eq!(run.step("initialize_handshake").0, "passed");
+    let (status, reason) = run.step("session_start");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("no answer within 1.0 s"), "{reason}");
+    assert_eq!(run.step("prompt_exchange").0, "skipped");
+    assert_eq!(run.step("teardown").0, "passed");
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn garbage_on_stdout_fails_the_step_and_is_recorded_as_it_was() {
+    let record = temp_file("garbage.record.jsonl");
+    let run = probe(&["--record", record.to_str().unwrap()], &agent(&["--garbage-stdout"]));
+    assert_eq!(run.status, 1);
+    let (status, reason) = run.step("prompt_exchange");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("not a JSON-RPC message"), "{reason}");
+    // `decode` rejects exactly that line of the record.
+    let decoded = Command::new(PROBE).arg("decode").arg(&record).output().expect("decode");
+    let rejected: Vec<String> = String::from_utf8_lossy(&decoded.stdout)
+        .lines()
+        .filter(|l| l.contains("\"accepted\":false"))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(rejected.len(), 1, "{rejected:?}");
+}
+
+#[test]
+fn a_malformed_usage_update_is_ignored_as_optional_fidelity_with_a_warning() {
+    let record = temp_file("usage.record.jsonl");
+    let run = probe(&["--record", record.to_str().unwrap()], &agent(&["--malformed-usage"]));
+    assert_eq!(run.status, 0, "{}", serde_json::to_string_pretty(&run.json).unwrap());
+    assert_eq!(run.step("prompt_exchange").0, "passed");
+    let ignored = run.json["wire"]["ignored"].as_array().expect("wire.ignored");
+    assert_eq!(ignored.len(), 1, "{ignored:?}");
+    assert_eq!(ignored[0]["kind"], "usage_update");
+    let reason = ignored[0]["reason"].as_str().expect("the decoder's reason");
+    assert!(reason.contains("/update/used"), "the reason points at the member: {reason}");
+    // `decode` reads the record the same way: accepted, the update ignored with a diagnostic.
+    let decoded = Command::new(PROBE).arg("decode").arg(&record).output().expect("decode");
+    assert!(decoded.status.success(), "{}", String::from_utf8_lossy(&decoded.stdout));
+    assert!(String::from_utf8_lossy(&decoded.stdout).contains("ignored a malformed `usage_update` update"));
+    // The text format says it as a warning line.
+    let text = Command::new(PROBE).args(["probe", "--", AGENT, "--malformed-usage"]).output().expect("probe");
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.lines().any(|l| l.starts_with("warning  ignored a malformed `usage_update` update")), "{text}");
+    assert!(text.trim_end().ends_with("PASSED"), "{text}");
+}
+
+#[test]
+fn a_malformed_message_chunk_still_fails_the_turn() {
+    let run = probe(&[], &agent(&["--malformed-chunk"]));
+    assert_eq!(run.status, 1);
+    let (status, reason) = run.step("prompt_exchange");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("rejects") && reason.contains("agent_message_chunk"), "{reason}");
+    assert_eq!(run.json["wire"]["ignored"], serde_json::json!([]));
+}
+
+#[test]
+fn an_oversize_line_fails_the_step_without_holding_it() {
+    let run = probe(&[], &agent(&["--oversize-line"]));
+    assert_eq!(run.status, 1);
+    let (status, reason) = run.step("prompt_exchange");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("over 16777216 bytes"), "{reason}");
+    assert_eq!(run.step("teardown").0, "passed");
+}
+
+#[test]
+fn a_read_outside_the_workspace_is_refused() {
+    let run = probe(&[], &agent(&["--read-outside"]));
+    let refused: Vec<&Value> = run.json["client_requests"].as_array().unwrap().iter().filter(|r| r["outcome"] == "refused").collect();
+    assert_eq!(refused.len(), 1);
+    assert_eq!(refused[0]["method"], "fs/read_text_file");
+    assert!(refused[0]["detail"].as_str().unwrap().contains("outside the session's workspace"));
+    // The agent reports what it got back in its output; the probe recorded the trace's text.
+    assert_eq!(run.status, 0, "a refused read is the client's answer, not a failed check");
+}
+
+#[test]
+fn another_vendors_extension_request_is_answered_method_not_found() {
+    let record = temp_file("foreign.record.jsonl");
+    let run = probe(&["--record", record.to_str().unwrap()], &agent(&["--foreign-extension"]));
+    assert_eq!(run.status, 0, "a foreign extension is well-formed ACP");
+    let request = &run.json["client_requests"][0];
+    assert_eq!(request["method"], "_acme/progress");
+    assert_eq!(request["outcome"], "refused");
+    let text = std::fs::read_to_string(&record).unwrap();
+    assert!(text.contains(r#""error":{"code":-32601"#), "the answer is -32601");
+    let decoded = Command::new(PROBE).arg("decode").arg(&record).output().expect("decode");
+    assert!(decoded.status.success(), "{}", String::from_utf8_lossy(&decoded.stdout));
+}
+
+#[test]
+fn a_vendor_method_without_the_extension_prefix_is_answered_method_not_found_and_fails_the_run() {
+    let record = temp_file("unprefixed.record.jsonl");
+    let run = probe(&["--record", record.to_str().unwrap()], &agent(&["--unprefixed-method"]));
+    // The turn went on past it, so every step is judged as it would be without it...
+    for step in ["initialize_handshake", "session_start", "prompt_exchange", "teardown"] {
+        assert_eq!(run.step(step).0, "passed", "{step}: {}", run.pretty());
+    }
+    assert_eq!(run.check("terminal_observation"), "pass");
+    // ...and the violation alone fails the run.
+    assert_eq!(run.status, 1, "{}", run.pretty());
+    let violations = run.json["wire"]["grammar_violations"].as_array().expect("grammar_violations");
+    let kinds: Vec<(&str, &str)> = violations.iter().map(|v| (v["method"].as_str().unwrap(), v["kind"].as_str().unwrap())).collect();
+    assert_eq!(kinds, [("craft/drainMidTurnQueue", "notification"), ("craft/drainMidTurnQueue", "request")]);
+    assert!(violations[1]["reason"].as_str().unwrap().contains("answered -32601"), "{violations:?}");
+    let request = &run.json["client_requests"][0];
+    assert_eq!((&request["method"], &request["outcome"]), (&Value::from("craft/drainMidTurnQueue"), &Value::from("refused")));
+    // The agent got -32601 for the request (it says so in its message), and nothing for the
+    // notification: one answer in all.
+    let text = std::fs::read_to_string(&record).unwrap();
+    assert_eq!(text.matches(r#""error":{"code":-32601"#).count(), 1, "{text}");
+    assert!(text.contains("(craft/drainMidTurnQueue answered -32601)"), "{text}");
+    // `decode` rejects the lines as the grammar says.
+    let decoded = Command::new(PROBE).arg("decode").arg(&record).output().expect("decode");
+    assert!(!decoded.status.success() && String::from_utf8_lossy(&decoded.stdout).contains("unknown method `craft/drainMidTurnQueue`"));
+
+    let text = Command::new(PROBE).args(["probe", "--", AGENT, "--unprefixed-method"]).output().expect("probe");
+    assert_eq!(text.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&text.stdout);
+    let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("grammar  violated: `craft/drainMidTurnQueue`")).collect();
+    assert_eq!(lines.len(), 2, "one line per violation: {text}");
+    assert!(text.contains("step     prompt_exchange        passed") && text.trim_end().ends_with("FAILED"), "{text}");
+}
+
+#[test]
+fn terminals_are_refused_unless_allowed_and_then_run_in_the_workspace() {
+    let refused = probe(&[], &agent(&["--use-terminal"]));
+    assert_eq!(refused.json["client_requests"][0]["method"], "terminal/create");
+    assert_eq!(refused.json["client_requests"][0]["outcome"], "refused");
+
+    let record = temp_file("terminal.record.jsonl");
+    let run = probe(&["--allow-terminals", "--record", record.to_str().unwrap()], &agent(&["--use-terminal"]));
+    assert_eq!(run.status, 0, "{}", serde_json::to_string_pretty(&run.json).unwrap());
+    let methods: Vec<&str> = run.json["client_requests"].as_array().unwrap().iter().take(4).map(|r| r["method"].as_str().unwrap()).collect();
+    assert_eq!(methods, ["terminal/create", "terminal/wait_for_exit", "terminal/output", "terminal/release"]);
+    let text = std::fs::read_to_string(&record).unwrap();
+    // The exit (3) was awaited without blocking the session, and the output read back.
+    assert!(text.contains(r#"(terminal exit 3 output \"hello from a terminal\\n\")"#), "{text}");
+    assert!(text.contains(r#""clientCapabilities":{"fs":{"readTextFile":true,"writeTextFile":true},"terminal":true}"#));
+    let decoded = Command::new(PROBE).arg("decode").arg(&record).output().expect("decode");
+    assert!(decoded.status.success(), "{}", String::from_utf8_lossy(&decoded.stdout));
+}
+
+#[test]
+fn a_harness_that_needs_credentials_fails_session_start_with_its_error() {
+    let run = probe(&[], &agent(&["--need-credentials"]));
+    assert_eq!(run.status, 1);
+    assert_eq!(run.step("initialize_handshake").0, "passed");
+    let (status, reason) = run.step("session_start");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("-32000") && reason.contains("Authentication required"), "{reason}");
+    assert_eq!(run.step("prompt_exchange").0, "skipped");
+    assert_eq!(run.step("teardown").0, "passed");
+    assert!(run.stderr.is_empty(), "the probe itself reports no error: {}", run.stderr);
+}
+
+#[test]
+fn authenticate_with_an_advertised_method_lets_the_session_start() {
+    let run = probe(&["--authenticate", "fixture-key"], &agent(&["--need-credentials"]));
+    assert_eq!(run.status, 0, "{}", serde_json::to_string_pretty(&run.json).unwrap());
+    let wrong = probe(&["--authenticate", "nope"], &agent(&["--need-credentials"]));
+    let (status, reason) = wrong.step("session_start");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("authenticate (nope) answered an error: -32602"), "{reason}");
+}
+
+#[test]
+fn a_turn_given_up_on_is_cancelled_before_teardown() {
+    let record = temp_file("stall.record.jsonl");
+    let run = probe(&["--step-timeout", "1", "--record", record.to_str().unwrap()], &agent(&["--stall-turn"]));
+    assert_eq!(run.status, 1);
+    assert!(run.step("prompt_exchange").1.contains("no answer within 1.0 s"));
+    let text = std::fs::read_to_string(&record).unwrap();
+    let last_out = text.lines().rfind(|l| l.contains(r#""direction":"runner_to_agent""#)).unwrap_or_default();
+    assert!(last_out.contains(r#""method":"session/cancel""#), "{last_out}");
+}
+
+#[test]
+fn an_echo_of_the_runners_request_is_rejected() {
+    let run = probe(&[], &agent(&["--echo-requests"]));
+    assert_eq!(run.status, 1);
+    let (status, reason) = run.step("initialize_handshake");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("`initialize` does not flow"), "{reason}");
+    assert_eq!(run.step("session_start").0, "skipped");
+}
+
+#[test]
+fn a_stderr_flood_is_drained_and_only_its_tail_kept() {
+    let run = probe(&[], &agent(&["--flood-stderr"]));
+    assert_eq!(run.status, 0);
+    assert_eq!(run.json["harness"]["stderr_bytes"], 8 * 1024 * 1024);
+    assert!(run.json["harness"]["stderr_tail"].as_str().unwrap().len() <= 4096);
+}
+
+#[test]
+fn a_stdout_flood_is_cut_at_the_step_timeout() {
+    let started = Instant::now();
+    let run = probe(&["--step-timeout", "1"], &agent(&["--flood-stdout"]));
+    assert_eq!(run.status, 1);
+    let (status, reason) = run.step("prompt_exchange");
+    assert_eq!(status, "failed");
+    // A fast machine may fill what the probe keeps (small chunks, many of them) first.
+    assert!(reason.contains("no answer within 1.0 s") || reason.contains("more than the probe keeps"), "{reason}");
+    assert!(run.json["wire"]["messages_in"].as_u64().unwrap() > 100);
+    // It never reads its stdin again, so teardown needs SIGTERM.
+    assert_eq!(run.json["harness"]["ending"], "terminated");
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn a_flood_of_big_chunks_is_stopped_at_what_the_probe_keeps() {
+    let started = Instant::now();
+    let run = probe(&["--step-timeout", "60"], &agent(&["--flood-big-chunks"]));
+    assert_eq!(run.status, 1);
+    let (status, reason) = run.step("prompt_exchange");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("more than the probe keeps in one turn"), "{reason}");
+    assert!(started.elapsed() < Duration::from_secs(30), "stopped by the budget, not the step's time");
+}
+
+#[test]
+fn children_left_in_the_group_are_ended_at_teardown() {
+    let run = probe(&[], &agent(&["--spawn-child"]));
+    assert_eq!(run.status, 0);
+    assert_eq!(run.step("teardown").0, "passed");
+    assert!(run.json["harness"]["reaped_children"].as_u64().unwrap() >= 1);
+}
+
+#[test]
+fn a_harness_ignoring_eof_and_sigterm_is_killed_with_its_children() {
+    let run = probe(&[], &agent(&["--hang", "--spawn-child"]));
+    assert_eq!(run.status, 1);
+    let (status, reason) = run.step("teardown");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("killed"), "{reason}");
+    assert_eq!(run.json["harness"]["ending"], "killed");
+    assert_eq!(run.json["harness"]["exit"], serde_json::json!({"signal": libc::SIGKILL}));
+}
+
+#[test]
+fn the_session_deadline_bounds_the_whole_run() {
+    let started = Instant::now();
+    let run = probe(&["--deadline", "0.5", "--step-timeout", "30"], &agent(&["--silent-after-initialize"]));
+    assert_eq!(run.status, 1);
+    let (status, reason) = run.step("session_start");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("deadline"), "{reason}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn authority_flags_ride_session_new_and_the_permission_policy_is_applied() {
+    let schema = temp_file("output.schema.json");
+    std::fs::write(&schema, r#"{"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}"#).unwrap();
+    let record = temp_file("authority.record.jsonl");
+    let run = probe(
+        &[
+            "--builtin-tools",
+            "bash,read",
+            "--continuity",
+            "fresh",
+            "--runtime-config",
+            r#"{"context_window": 200000}"#,
+            "--output-schema",
+            schema.to_str().unwrap(),
+            "--permission",
+            "reject",
+            "--record",
+            record.to_str().unwrap(),
+        ],
+        &agent(&[]),
+    );
+    assert_eq!(run.status, 0, "{}", serde_json::to_string_pretty(&run.json).unwrap());
+    let text = std::fs::read_to_string(&record).unwrap();
+    let new_session: Value = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|l| l["message"]["method"] == "session/new")
+        .expect("session/new recorded");
+    let meta = &new_session["message"]["params"]["_meta"];
+    assert_eq!(meta["checkfu.builtin_tools"], serde_json::json!(["bash", "read"]));
+    assert_eq!(meta["checkfu.continuity"], "fresh");
+    assert_eq!(meta["checkfu.runtime_config"]["context_window"], 200000);
+    assert_eq!(meta["checkfu.output_schema"]["required"], serde_json::json!(["answer"]));
+    // Rejected permission: the agent wrote nothing.
+    let requests = run.json["client_requests"].as_array().unwrap();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0]["detail"], "selected option \"reject\"");
+}
+
+#[test]
+fn usage_errors_exit_2_before_anything_starts() {
+    let unsafe_schema = temp_file("unsafe.schema.json");
+    std::fs::write(&unsafe_schema, r#"{"type": "array", "uniqueItems": true}"#).unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["--", "/nonexistent/harness"], "cannot start"),
+        (vec!["--driver", "nope", "--", AGENT], "no envelope for driver"),
+        (vec!["--continuity", "forever", "--", AGENT], "authority members are refused"),
+        (vec!["--output-schema", unsafe_schema.to_str().unwrap(), "--", AGENT], "safety profile"),
+        (vec!["--runtime-config", "{", "--", AGENT], "not JSON"),
+        (vec![], "no harness command"),
+    ];
+    for (args, expected) in cases {
+        let output = Command::new(PROBE).arg("probe").args(&args).output().expect("probe");
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        assert!(output.stdout.is_empty(), "{args:?}");
+    }
+}
+
+#[test]
+fn text_output_is_for_a_person() {
+    let output = Command::new(PROBE).args(["probe", "--", AGENT]).output().expect("probe");
+    assert_eq!(output.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.starts_with("checkfu-wire probe (unsigned_local_only"), "{text}");
+    assert!(text.contains("step     prompt_exchange        passed"), "{text}");
+    assert!(text.trim_end().ends_with("PASSED"), "{text}");
+}
+
+/// The TypeScript SDK agent (`tests/fixture-agent/ts/agent.mjs`), run when
+/// `CHECKFU_TS_AGENT` names an installed copy (`tests/fixture-agent/ts/install.sh DIR`;
+/// `.ci/run` does this).
+/// Without `CHECKFU_TS_AGENT` when this was built (build.rs sets the cfg), the runner reports
+/// the test as ignored, with the reason.
+#[test]
+#[cfg_attr(not(checkfu_ts_agent), ignore = "CHECKFU_TS_AGENT is not set: run tests/fixture-agent/ts/install.sh DIR and set it to DIR/agent.mjs")]
+fn an_agent_written_with_the_official_typescript_sdk_passes() {
+    let agent = std::env::var("CHECKFU_TS_AGENT").expect("CHECKFU_TS_AGENT was set when the tests were built, and is not now");
+    let record = temp_file("ts.record.jsonl");
+    let run = probe(&["--record", record.to_str().unwrap()], &["node", &agent]);
+    assert_eq!(run.status, 0, "{}", serde_json::to_string_pretty(&run.json).unwrap());
+    assert_eq!(run.json["harness"]["agent_info"]["name"], "checkfu-probe-ts-agent");
+    assert_eq!(run.check("steering_delivered"), "pass");
+    assert_eq!(run.check("subagent_correlation"), "pass");
+    let decoded = Command::new(PROBE).arg("decode").arg(&record).output().expect("decode");
+    assert!(decoded.status.success(), "{}", String::from_utf8_lossy(&decoded.stdout));
+}
+
+/// CI sets `CHECKFU_REQUIRE_TS_AGENT`: there the TypeScript SDK test must run, not be
+/// ignored; and wherever it cannot run, the runner lists it as ignored.
+#[test]
+fn the_typescript_sdk_test_is_ignored_exactly_where_it_cannot_run() {
+    if std::env::var_os("CHECKFU_REQUIRE_TS_AGENT").is_some() {
+        assert!(cfg!(checkfu_ts_agent), "CHECKFU_REQUIRE_TS_AGENT is set but CHECKFU_TS_AGENT was not when the tests were built");
+    }
+    let listed = Command::new(std::env::current_exe().expect("this test binary")).args(["--list", "--ignored"]).output().expect("list");
+    let ignored = String::from_utf8_lossy(&listed.stdout).lines().any(|l| l == "probe::an_agent_written_with_the_official_typescript_sdk_passes: test");
+    assert_eq!(ignored, !cfg!(checkfu_ts_agent));
+}

@@ -1,0 +1,108 @@
+//! The README's examples of output are the output: each block is compared with what the
+//! command it shows prints today, so an edit that changes the output fails here until the
+//! README says the same.
+
+use crate::support;
+
+use std::fs;
+use std::process::Command;
+
+use support::project::{project_root, scratch};
+
+const BIN: &str = env!("CARGO_BIN_EXE_checkfu-wire");
+
+/// The ```text block that follows the first occurrence of `marker` in the README, without
+/// the indentation of its fence.
+fn block_after(marker: &str) -> String {
+    let readme = fs::read_to_string(project_root().join("README.md")).expect("read README.md");
+    let at = readme.find(marker).unwrap_or_else(|| panic!("README.md no longer contains {marker:?}"));
+    let mut lines = readme[at..].lines().skip_while(|l| l.trim() != "```text");
+    let fence = lines.next().unwrap_or_else(|| panic!("no ```text block after {marker:?}"));
+    let indent = fence.len() - fence.trim_start().len();
+    let mut block = String::new();
+    for line in lines.take_while(|l| l.trim() != "```") {
+        block.push_str(line.get(indent..).unwrap_or(line.trim_start()));
+        block.push('\n');
+    }
+    block
+}
+
+#[test]
+fn the_e0004_example_is_what_generate_prints_for_that_edit() {
+    let dir = scratch();
+    let catalog = dir.path().join("catalog/catalog.toml");
+    let text = fs::read_to_string(&catalog).expect("read catalog");
+    // The edit the README describes: checkfu's ceiling promotes `interrupt`.
+    let entry = text.find("name = \"checkfu\"\nmode").expect("the checkfu entry");
+    let at = text[entry..].find("interrupt = \"kill_only\"").expect("its interrupt ceiling") + entry;
+    let edited = format!("{}interrupt = \"cooperative\"{}", &text[..at], &text[at + "interrupt = \"kill_only\"".len()..]);
+    fs::write(&catalog, edited).expect("write catalog");
+    let out = Command::new(BIN).args(["generate", "--root"]).arg(dir.path()).output().expect("run generate");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), block_after("2. Run `cargo run -- generate`"));
+}
+
+#[test]
+fn the_decode_example_is_what_decode_prints() {
+    let out = Command::new(BIN)
+        .current_dir(project_root())
+        .args(["decode", "tests/data/exchange.jsonl"])
+        .output()
+        .expect("run decode");
+    assert_eq!(out.status.code(), Some(1));
+    let shown = format!(
+        "$ checkfu-wire decode tests/data/exchange.jsonl\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(shown, block_after("a recorded exchange with three planted problems"));
+}
+
+#[test]
+fn the_probe_test_count_is_current() {
+    let readme = fs::read_to_string(project_root().join("README.md")).expect("read README.md");
+    let marker = "**Tests** (`tests/it/probe.rs`, ";
+    let at = readme.find(marker).expect("the probe's test paragraph") + marker.len();
+    let stated: usize = readme[at..].split(')').next().and_then(|n| n.parse().ok()).expect("a count");
+    let tests = fs::read_to_string(project_root().join("tests/it/probe.rs")).expect("read tests/it/probe.rs");
+    assert_eq!(stated, tests.lines().filter(|l| l.trim() == "#[test]").count());
+}
+
+/// What varies between two runs of the probe, replaced by a placeholder: pids, times, the
+/// session's temporary directory and the reply token the relay minted.
+fn steady(text: &str) -> String {
+    let token = regex::Regex::new(r"cfr-[0-9a-f]{16}").expect("regex");
+    let text = token.replace_all(text, "cfr-TOKEN");
+    let text = text.as_ref();
+    let pid = regex::Regex::new(r"pid \d+").expect("regex");
+    let ms = regex::Regex::new(r"\s+\d+ ms").expect("regex");
+    let dir = regex::Regex::new(r"/tmp/checkfu-probe-[0-9a-f-]+").expect("regex");
+    let text = pid.replace_all(text, "pid N");
+    let text = ms.replace_all(&text, " N ms");
+    dir.replace_all(&text, "/tmp/WORKSPACE").into_owned()
+}
+
+#[test]
+fn the_probe_example_is_what_probe_prints_on_the_fixture_agent() {
+    let agent = env!("CARGO_BIN_EXE_checkfu-fixture-agent");
+    let out = Command::new(BIN).args(["probe", "--interrupt", "--", agent]).output().expect("run probe");
+    assert_eq!(out.status.code(), Some(0));
+    let printed = String::from_utf8_lossy(&out.stdout);
+    let block = block_after("On the fixture agent of the tests");
+    let shown = block.split_once('\n').map(|(command, rest)| {
+        assert_eq!(command, "$ checkfu-wire probe --interrupt -- target/debug/checkfu-fixture-agent");
+        rest
+    });
+    let mut printed = steady(&printed);
+    let mut shown = steady(shown.unwrap_or_default());
+    // Without CAP_SYS_ADMIN the fence is a user namespace, or where that is refused too the
+    // proxy variables; the README shows the privileged namespace.
+    if printed.contains("fence: user namespace") {
+        shown = shown.replace("fence: network namespace", "fence: user namespace");
+    }
+    if printed.contains("fence: proxy variables only") {
+        printed = printed.lines().filter(|l| !l.starts_with("model    no namespace")).map(|l| format!("{l}\n")).collect();
+        shown = shown.replace("fence: network namespace (only the relay reachable)", "fence: proxy variables only");
+    }
+    assert_eq!(printed, shown);
+}

@@ -1,0 +1,150 @@
+//! The probe on real ACP agents that nobody here wrote, offline, through the relay:
+//! `@zed-industries/claude-code-acp` 0.16.2 (Anthropic Messages) and
+//! `@zed-industries/codex-acp` 0.16.0 (OpenAI Responses), each with its launch recipe
+//! (`recipes/`) and both model scripts. Installed by `tests/real-agents/install.sh DIR`;
+//! `CHECKFU_REAL_AGENTS=DIR` when the tests are built runs them (`.ci/run` does, and sets
+//! `CHECKFU_REQUIRE_REAL_AGENTS` so that there they cannot be ignored); otherwise the runner
+//! lists them as ignored. Both agents also take a turn with the probe unprivileged (uid
+//! 65534 through `setpriv` when the tests run as root), fenced in a user namespace from
+//! which the host's loopback is out of reach.
+
+use crate::probe_support;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::Command;
+
+use probe_support::{assert_no_process_in_group, probe_env, unprivileged, unprivileged_uid, Scratch, PROBE};
+use serde_json::{json, Value};
+
+/// The agents' bin directory (the tests using it are ignored unless `CHECKFU_REAL_AGENTS`
+/// was set when they were built).
+fn agents() -> Option<PathBuf> {
+    std::env::var_os("CHECKFU_REAL_AGENTS").map(|dir| PathBuf::from(dir).join("node_modules/.bin"))
+}
+
+const IGNORED: &str = "CHECKFU_REAL_AGENTS is not set: run tests/real-agents/install.sh DIR and set it to DIR";
+
+/// CI sets `CHECKFU_REQUIRE_REAL_AGENTS`: there the agents' tests must run; wherever they
+/// cannot, the runner lists them as ignored, never as passed.
+#[test]
+fn the_real_agent_tests_are_ignored_exactly_where_they_cannot_run() {
+    if std::env::var_os("CHECKFU_REQUIRE_REAL_AGENTS").is_some() {
+        assert!(cfg!(checkfu_real_agents), "CHECKFU_REQUIRE_REAL_AGENTS is set but CHECKFU_REAL_AGENTS was not when the tests were built");
+    }
+    let listed = Command::new(std::env::current_exe().expect("this test binary")).args(["--list", "--ignored"]).output().expect("list");
+    let ignored = String::from_utf8_lossy(&listed.stdout).lines().filter(|l| l.starts_with("real_agents::") && l.ends_with("_through_the_relay: test")).count();
+    assert_eq!(ignored, if cfg!(checkfu_real_agents) { 0 } else { 3 });
+}
+
+fn path_with(bin: &std::path::Path) -> OsString {
+    let mut path = OsString::from(bin);
+    path.push(":");
+    path.push(std::env::var_os("PATH").unwrap_or_default());
+    path
+}
+
+fn recipe(name: &str) -> String {
+    format!("{}/recipes/{name}.json", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// One agent, one script: every assertion the issue lists.
+fn turn(bin: &std::path::Path, entry: &str, dialect: &str, script: &str, declaration_mismatches: usize) {
+    let scratch = Scratch::new(&format!("real-{entry}-{script}"));
+    let (record, trace) = (scratch.path("record.jsonl"), scratch.path("trace.jsonl"));
+    let options = ["--recipe", &recipe(entry), "--model-script", script, "--record", &record, "--trace", &trace, "--deadline", "180", "--step-timeout", "90"];
+    let run = probe_env(&options, &[], &[("PATH", path_with(bin))]);
+    let context = format!("{entry} / {script}: {}", run.pretty());
+    for step in ["initialize_handshake", "session_start", "prompt_exchange", "teardown"] {
+        assert_eq!(run.step(step).0, "passed", "{step}: {context}");
+    }
+    let plane = run.plane();
+    assert_eq!(plane["nonce_at_relay"], true, "{context}");
+    assert_eq!(plane["nonce_in_output"], true, "{context}");
+    // The agent passed the model's answer on: the reply token the relay minted for the call.
+    assert!(plane["reply_in_output"].as_str().is_some_and(|t| t.starts_with("cfr-")), "{context}");
+    // The dialect spoken is the one the catalog declares for the entry (its generated table,
+    // as the report carries it), and the one this test expects of the agent.
+    assert_eq!(plane["dialects_used"], plane["catalog"]["dialects"], "{context}");
+    assert_eq!(plane["dialects_used"], json!([dialect]), "{context}");
+    assert_eq!(plane["catalog"]["harness"], entry);
+    // Every refusal is an egress attempt (403) or a path the allow-list lacks (404): reported,
+    // not fatal.
+    for refusal in plane["refused"].as_array().expect("list") {
+        assert!(refusal["status"] == 403 || refusal["status"] == 404, "{refusal}: {context}");
+    }
+    let egress_refusals = plane["refused"].as_array().expect("list").iter().filter(|r| r["status"] == 403).count();
+    assert_eq!(plane["egress_attempts"].as_array().map(Vec::len), Some(egress_refusals), "each egress attempt is recorded");
+    let mismatches = plane["catalog"]["mismatches"].as_array().expect("list");
+    assert_eq!(mismatches.len(), declaration_mismatches, "{context}");
+    assert!(mismatches.iter().all(|m| m.as_str().unwrap_or_default().contains("declares")), "only declaration differences: {context}");
+    assert_eq!(run.status, if declaration_mismatches == 0 { 0 } else { 1 }, "{context}");
+    if script == "tool" {
+        assert_eq!(plane["tool"], json!({"called": true, "result_returned": true}), "{context}");
+        assert_eq!(run.check("tool_correlation"), "pass", "{context}");
+        let settled = std::fs::read_to_string(&trace).expect("trace").lines().any(|l| l.contains("\"tool_result\""));
+        assert!(settled, "a tool use and its result: {context}");
+    }
+    // --record decodes with zero rejections.
+    let decoded = Command::new(PROBE).args(["decode", &record]).output().expect("decode runs");
+    assert!(decoded.status.success(), "decode rejected part of the record: {}", String::from_utf8_lossy(&decoded.stdout));
+    // conform on --trace gives the probe's verdicts.
+    let conform = Command::new(PROBE).args(["conform", "--format", "json", &trace]).output().expect("conform runs");
+    let verdicts: Value = serde_json::from_slice(&conform.stdout).expect("conform JSON");
+    assert_eq!(verdicts["checks"], run.json["checks"], "{context}");
+}
+
+#[test]
+#[cfg_attr(not(checkfu_real_agents), ignore = "CHECKFU_REAL_AGENTS is not set: run tests/real-agents/install.sh DIR and set it to DIR")]
+fn claude_code_acp_takes_whole_turns_through_the_relay() {
+    let bin = agents().expect(IGNORED);
+    // The catalog records that claude-code declares `subagents: observed`; this upstream
+    // adapter declares nothing, which the probe reports as a mismatch (and exit 1).
+    turn(&bin, "claude-code", "anthropic_messages", "nonce", 1);
+    turn(&bin, "claude-code", "anthropic_messages", "tool", 1);
+}
+
+#[test]
+#[cfg_attr(not(checkfu_real_agents), ignore = "CHECKFU_REAL_AGENTS is not set: run tests/real-agents/install.sh DIR and set it to DIR")]
+fn codex_acp_takes_whole_turns_through_the_relay() {
+    let bin = agents().expect(IGNORED);
+    turn(&bin, "codex", "openai_responses", "nonce", 0);
+    turn(&bin, "codex", "openai_responses", "tool", 0);
+}
+
+/// Both agents, the probe unprivileged: the fence is a user namespace, the turn passes
+/// through the relay with the `tool` script, and a port on the host's 127.0.0.1 cannot be
+/// reached from inside (probed by a wrapper that then execs the agent, in the fence).
+#[test]
+#[cfg_attr(not(checkfu_real_agents), ignore = "CHECKFU_REAL_AGENTS is not set: run tests/real-agents/install.sh DIR and set it to DIR")]
+fn both_agents_take_a_turn_unprivileged_fenced_through_the_relay() {
+    let bin = agents().expect(IGNORED);
+    let host = std::net::TcpListener::bind(("127.0.0.1", 0)).expect("a host loopback listener");
+    let port = host.local_addr().expect("addr").port();
+    for (entry, program) in [("claude-code", "claude-code-acp"), ("codex", "codex-acp")] {
+        let scratch = Scratch::new(&format!("real-unprivileged-{entry}"));
+        std::fs::set_permissions(&scratch.0, std::os::unix::fs::PermissionsExt::from_mode(0o777)).expect("chmod");
+        let seen = scratch.path("seen.txt");
+        let script = format!("(id -u; if (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null; then echo reached; else echo unreachable; fi) > {seen}; exec {program}");
+        let mut command = unprivileged(PROBE);
+        command.args(["probe", "--format", "json", "--recipe", &recipe(entry), "--model-script", "tool", "--deadline", "180", "--step-timeout", "90"]);
+        command.args(["--", "bash", "-c", &script]).env("PATH", path_with(&bin)).env("TMPDIR", "/tmp");
+        let output = command.output().expect("probe runs");
+        let json: Value = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
+        let context = format!("{entry}: {}\n{}", serde_json::to_string_pretty(&json).unwrap_or_default(), String::from_utf8_lossy(&output.stderr));
+        if let Some(pid) = json["harness"]["pid"].as_u64() {
+            assert_no_process_in_group(pid as i32);
+        }
+        for step in ["initialize_handshake", "session_start", "prompt_exchange", "teardown"] {
+            assert_eq!(json["steps"][step]["status"], "passed", "{step}: {context}");
+        }
+        let plane = &json["model_plane"];
+        assert_eq!(plane["fence"], "user_namespace", "{context}");
+        assert_eq!(plane["tool"], json!({"called": true, "result_returned": true}), "{context}");
+        let text = std::fs::read_to_string(&seen).expect("the wrapper wrote what it saw");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.first().copied(), Some(unprivileged_uid().as_str()), "{text}");
+        assert_eq!(lines.get(1).copied(), Some("unreachable"), "the host's 127.0.0.1:{port} from inside: {text}");
+    }
+    assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_ok(), "reachable from outside: the check is not vacuous");
+}

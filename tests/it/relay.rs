@@ -1,0 +1,270 @@
+//! The relay alone (`checkfu-wire relay`): every dialect parsed by the official SDKs (pip
+//! `openai` and `anthropic`, through `tests/relay-sdk/check_sdk.py`, which also walks each
+//! answer against the SDK's response models and fails on any member left unset), and every refusal
+//! (another path, another method, CONNECT and absolute-form targets, a missing key, fal's
+//! queue, an oversized body, malformed JSON, a client that stalls), each answered with a
+//! status and recorded.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+const CLI: &str = env!("CARGO_BIN_EXE_checkfu-wire");
+
+struct Served {
+    child: Child,
+    out: BufReader<ChildStdout>,
+    here: Value,
+    dir: std::path::PathBuf,
+}
+
+fn serve(script: &str, extra: &[&str]) -> Served {
+    // One directory per relay: tests run in parallel, and two of them serve the same script
+    // with as many arguments (a name made of those once let one test's cleanup remove the
+    // other's workspace before its relay wrote the token there).
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("checkfu-relay-test-{}-{script}-{n}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let mut child = Command::new(CLI)
+        .args(["relay", "--model-script", script, "--workspace"])
+        .arg(&dir)
+        .args(extra)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("relay starts");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    out.read_line(&mut line).expect("the relay says where it is");
+    let here: Value = serde_json::from_str(&line).expect("JSON");
+    Served { child, out, here, dir }
+}
+
+impl Served {
+    fn addr(&self) -> String {
+        self.here["url"].as_str().expect("url").trim_start_matches("http://").to_owned()
+    }
+
+    /// Closes stdin and reads the record.
+    fn stop(mut self) -> Value {
+        drop(self.child.stdin.take());
+        let mut line = String::new();
+        self.out.read_line(&mut line).expect("the record");
+        assert!(self.child.wait().expect("exits").success());
+        let _ = std::fs::remove_dir_all(&self.dir);
+        serde_json::from_str(&line).expect("record JSON")
+    }
+}
+
+/// Writes raw bytes and returns the answer's status and body (read to EOF).
+fn raw(addr: &str, request: &[u8]) -> (u16, String) {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
+    let _ = stream.write_all(request);
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let text = String::from_utf8_lossy(&answer).into_owned();
+    let status = text.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+    (status, body)
+}
+
+fn post(path: &str, headers: &str, body: &str) -> Vec<u8> {
+    format!("POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{headers}Content-Length: {}\r\n\r\n{body}", body.len()).into_bytes()
+}
+
+/// CI sets `CHECKFU_REQUIRE_RELAY_SDK`: there the SDK test must run; wherever it cannot, the
+/// runner lists it as ignored, never as passed.
+#[test]
+fn the_sdk_test_is_ignored_exactly_where_it_cannot_run() {
+    if std::env::var_os("CHECKFU_REQUIRE_RELAY_SDK").is_some() {
+        assert!(cfg!(checkfu_relay_sdk), "CHECKFU_REQUIRE_RELAY_SDK is set but CHECKFU_RELAY_SDK was not when the tests were built");
+    }
+    let listed = Command::new(std::env::current_exe().expect("this test binary")).args(["--list", "--ignored"]).output().expect("list");
+    let ignored = String::from_utf8_lossy(&listed.stdout).lines().any(|l| l == "relay::the_official_sdks_parse_every_dialect_json_and_streaming_text_and_tool_calls: test");
+    assert_eq!(ignored, !cfg!(checkfu_relay_sdk));
+}
+
+#[test]
+#[cfg_attr(not(checkfu_relay_sdk), ignore = "CHECKFU_RELAY_SDK is not set: pip install -r tests/relay-sdk/requirements.txt, then set CHECKFU_RELAY_SDK=1")]
+fn the_official_sdks_parse_every_dialect_json_and_streaming_text_and_tool_calls() {
+    // The walk over the SDKs' response models must itself find a missing member, or a
+    // relay as thin as before would pass it.
+    let walk = Command::new("python3").arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/relay-sdk/check_sdk.py")).arg("--self-test").output().expect("python3 runs");
+    assert!(walk.status.success(), "{}{}", String::from_utf8_lossy(&walk.stdout), String::from_utf8_lossy(&walk.stderr));
+    for script in ["nonce", "tool"] {
+        let served = serve(script, &[]);
+        let h = &served.here;
+        let output = Command::new("python3")
+            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/relay-sdk/check_sdk.py"))
+            .args(["--base-url", h["url"].as_str().unwrap_or_default(), "--api-key", h["api_key"].as_str().unwrap_or_default()])
+            .args(["--nonce", h["nonce"].as_str().unwrap_or_default(), "--token", h["token"].as_str().unwrap_or_default()])
+            .arg("--workspace")
+            .arg(&served.dir)
+            .args(["--script", script])
+            .output()
+            .expect("python3 runs");
+        let summary = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(output.status.success(), "{script}: {summary}\n{}", String::from_utf8_lossy(&output.stderr));
+        let summary: Value = serde_json::from_str(summary.trim()).expect("one JSON line");
+        assert_eq!(summary["failed"], 0);
+        assert_eq!(summary["passed"], 12, "3 dialects × (JSON, stream, no key, wrong key)");
+        let record = served.stop();
+        let calls = record["calls"].as_array().expect("calls");
+        let per_turn = if script == "tool" { 2 } else { 1 };
+        // Per dialect: JSON, the SDK's stream helper, and the raw stream walked event by event.
+        assert_eq!(calls.len(), 3 * 3 * per_turn, "every served call recorded: {record}");
+        assert!(calls.iter().all(|c| c["nonce_in_request"] == true));
+        let refused = record["refused"].as_array().expect("refused");
+        assert_eq!(refused.len(), 6, "the six unauthorized calls, and no idle keep-alive connection counted as a stall: {refused:?}");
+        assert!(refused.iter().all(|r| r["status"] == 401), "{refused:?}");
+    }
+}
+
+#[test]
+fn everything_else_is_refused_with_a_status_in_the_dialects_error_shape_and_recorded() {
+    let served = serve("nonce", &["--stall-seconds", "1"]);
+    let addr = served.addr();
+    let key = served.here["api_key"].as_str().expect("key").to_owned();
+    let bearer = format!("Authorization: Bearer {key}\r\n");
+    let anthropic = format!("x-api-key: {key}\r\n");
+    let cases: Vec<(Vec<u8>, u16, &str)> = vec![
+        (post("/v1/models", &bearer, "{}"), 404, "allow-list"),
+        (b"GET /v1/responses HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".to_vec(), 405, "POST"),
+        (b"CONNECT api.anthropic.com:443 HTTP/1.1\r\nHost: api.anthropic.com:443\r\n\r\n".to_vec(), 403, "no other host"),
+        (b"GET http://example.com/v1/messages HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n".to_vec(), 403, "no other host"),
+        (post("/v1/messages", "", "{}"), 401, "key"),
+        (post("/v1/messages", &anthropic, "{\"model\": "), 400, "not JSON"),
+        (post("/v1/chat/completions", &bearer, "{\"model\": \"m\"}"), 400, "messages"),
+        (format!("POST /v1/responses HTTP/1.1\r\nHost: x\r\n{bearer}Content-Length: 40000000\r\n\r\n").into_bytes(), 413, "more than"),
+        // Headers never finished, then a body that never comes: both stall.
+        (b"POST /v1/responses HTTP/1.1\r\nHost: x\r\n".to_vec(), 408, ""),
+        (format!("POST /v1/responses HTTP/1.1\r\nHost: x\r\n{bearer}Content-Length: 100\r\n\r\n{{").into_bytes(), 408, "stalled"),
+    ];
+    for (request, status, says) in &cases {
+        let (got, body) = raw(&addr, request);
+        let label = String::from_utf8_lossy(&request[..request.len().min(60)]).into_owned();
+        if *status == 408 && got == 0 {
+            // hyper closes a connection whose headers time out without an answer; the
+            // record below still has it.
+            continue;
+        }
+        assert_eq!(got, *status, "{label}: {body}");
+        assert!(body.contains(says), "{label}: {body}");
+        let error: Value = serde_json::from_str(&body).expect("an error body in JSON");
+        assert!(error["error"]["message"].is_string(), "{label}: the dialect's error shape: {body}");
+    }
+    let (_, anthropic_shaped) = raw(&addr, &post("/v1/messages", "", "{}"));
+    assert_eq!(serde_json::from_str::<Value>(&anthropic_shaped).expect("JSON")["type"], "error", "Anthropic's shape on its path");
+    let record = served.stop();
+    let refused = record["refused"].as_array().expect("refused");
+    let statuses: Vec<u64> = refused.iter().filter_map(|r| r["status"].as_u64()).collect();
+    for (request, status, _) in &cases {
+        if request.ends_with(b"Host: x\r\n") {
+            // The stall inside the headers: hyper closes it without writing anything, and
+            // the record says so rather than claim a 408 was sent.
+            let closed = refused.iter().find(|r| r["reason"].as_str().is_some_and(|t| t.contains("no complete request headers"))).expect("the header stall is recorded");
+            assert_eq!(closed["status"], Value::Null, "{closed}");
+            assert!(closed["reason"].as_str().unwrap_or_default().ends_with("closed without an answer"), "{closed}");
+            continue;
+        }
+        assert!(statuses.contains(&u64::from(*status)), "{status} recorded: {statuses:?}");
+    }
+    assert_eq!(record["egress_attempts"], serde_json::json!([{"host": "api.anthropic.com", "port": 443}, {"host": "example.com", "port": 80}]));
+    assert_eq!(record["calls"], serde_json::json!([]));
+}
+
+#[test]
+fn fal_queue_is_refused_saying_so_and_an_unknown_provider_is_a_usage_error() {
+    let served = serve("nonce", &["--provider", "fal-ai"]);
+    let key = served.here["api_key"].as_str().expect("key").to_owned();
+    let (status, body) = raw(&served.addr(), &post("/flux-dev", &format!("Authorization: Key {key}\r\n"), "{}"));
+    assert_eq!(status, 501);
+    assert!(body.contains("fal_queue") && body.contains("does not serve"), "{body}");
+    // `/{model_id}` is one whole segment, as the catalog's path grammar defines a placeholder:
+    // a model id that holds slashes is off the allow-list.
+    let (status, body) = raw(&served.addr(), &post("/fal-ai/flux/dev", &format!("Authorization: Key {key}\r\n"), "{}"));
+    assert_eq!(status, 404, "{body}");
+    served.stop();
+    let unknown = Command::new(CLI).args(["relay", "--provider", "nobody", "--workspace", "/tmp"]).stdin(Stdio::null()).output().expect("runs");
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("no provider `nobody`"));
+}
+
+#[test]
+fn garbage_and_too_many_connections_panic_nothing_and_the_relay_still_serves() {
+    let served = serve("nonce", &["--stall-seconds", "1"]);
+    let addr = served.addr();
+    // Deterministic byte soup, some of it shaped like HTTP, none of it well-formed.
+    let mut seed: u64 = 0x5eed;
+    let mut next = || {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (seed >> 33) as u8
+    };
+    for i in 0..100 {
+        let mut bytes: Vec<u8> = if i % 2 == 0 { b"POST /v1/messages HTTP/1.1\r\n".to_vec() } else { Vec::new() };
+        bytes.extend((0..(i * 7 % 300)).map(|_| next()));
+        bytes.extend_from_slice(b"\r\n\r\n");
+        let _ = raw(&addr, &bytes);
+    }
+    // Connections held open past the limit are closed and recorded, not served.
+    let held: Vec<TcpStream> = (0..80).filter_map(|_| TcpStream::connect(&addr).ok()).collect();
+    std::thread::sleep(Duration::from_millis(200));
+    drop(held);
+    std::thread::sleep(Duration::from_millis(1500));
+    let key = served.here["api_key"].as_str().expect("key").to_owned();
+    let body = r#"{"model": "m", "messages": [{"role": "user", "content": "hi cf-0123456789abcdef"}]}"#;
+    let (status, answer) = raw(&addr, &post("/v1/chat/completions", &format!("Authorization: Bearer {key}\r\n"), body));
+    assert_eq!(status, 200, "{answer}");
+    assert!(answer.contains("cf-0123456789abcdef"));
+    let record = served.stop();
+    let capped = record["refused"].as_array().expect("refused").iter().find(|r| r["reason"].as_str().is_some_and(|t| t.contains("connections at once")));
+    let capped = capped.expect("the connection cap was recorded");
+    assert_eq!(capped["status"], Value::Null, "a connection closed unread was sent nothing: {capped}");
+}
+
+/// Writes `request`, then shuts the write side, and reads whatever comes back.
+fn raw_then_close(addr: &str, request: &[u8]) -> Vec<u8> {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
+    let _ = stream.write_all(request);
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    answer
+}
+
+#[test]
+fn the_record_says_the_status_that_was_sent_or_that_none_was() {
+    let served = serve("nonce", &["--stall-seconds", "2"]);
+    let addr = served.addr();
+    let key = served.here["api_key"].as_str().expect("key").to_owned();
+    // hyper answers these heads itself: 431 for headers past its buffer, 414 for a target
+    // past its URI limit, 400 for a malformed request line.
+    let huge_header = format!("POST /v1/messages HTTP/1.1\r\nHost: x\r\nx-pad: {}\r\n\r\n", "a".repeat(600 * 1024));
+    let long_target = format!("GET /{} HTTP/1.1\r\nHost: x\r\n\r\n", "p".repeat(70 * 1024));
+    let mut sent = Vec::new();
+    for request in [huge_header.as_bytes(), long_target.as_bytes(), b"NOT HTTP AT ALL\r\n\r\n".as_slice()] {
+        let (status, _) = raw(&addr, request);
+        sent.push(status);
+    }
+    // A client that sends half a body and ends its side: the relay's 400 is written, and
+    // recorded as written.
+    let half = format!("POST /v1/messages HTTP/1.1\r\nHost: x\r\nx-api-key: {key}\r\nContent-Length: 1000\r\n\r\n{{\"model\"");
+    let answer = raw_then_close(&addr, half.as_bytes());
+    let record = served.stop();
+    let refused = record["refused"].as_array().expect("refused");
+    let recorded: Vec<Value> = refused.iter().map(|r| r["status"].clone()).collect();
+    for status in &sent {
+        assert!(*status != 0, "hyper answered each head: {sent:?}");
+        assert!(recorded.contains(&Value::from(*status)), "{status} was sent and is recorded: {recorded:?}");
+    }
+    let half_body = refused.iter().find(|r| r["path"] == "/v1/messages" && r["reason"].as_str().is_some_and(|t| t.contains("could not be read")));
+    let half_body = half_body.unwrap_or_else(|| panic!("the half body is recorded: {refused:?}"));
+    assert!(answer.starts_with(b"HTTP/1.1 400 "), "{}", String::from_utf8_lossy(&answer));
+    assert_eq!(half_body["status"], 400, "{half_body}");
+}
