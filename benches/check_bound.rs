@@ -22,7 +22,11 @@ const DEPTHS: [usize; 4] = [8, 16, 24, 48];
 fn plain_chain(depth: usize) -> Value {
     let mut defs = Map::new();
     for i in 0..depth {
-        let def = if i + 1 == depth { json!({"type": "integer", "minimum": 0}) } else { json!({"anyOf": [{"$ref": format!("#/$defs/d{}", i + 1)}]}) };
+        let def = if i + 1 == depth {
+            json!({"type": "integer", "minimum": 0})
+        } else {
+            json!({"anyOf": [{"$ref": format!("#/$defs/d{}", i + 1)}]})
+        };
         defs.insert(format!("d{i}"), def);
     }
     json!({"$ref": "#/$defs/d0", "$defs": defs})
@@ -36,7 +40,10 @@ fn main() {
             let file = format!("{kind}{depth}.json");
             let generated = schemas::generate(&file, &schema).unwrap_or_else(|d| panic!("{file}: {}", d[0].message));
             let (name, root) = schemas::names(&file);
-            modules.push(Module { name: name.clone(), source: format_file("// generated for a benchmark", generated.tokens).expect("formats") });
+            modules.push(Module {
+                name: name.clone(),
+                source: format_file("// generated for a benchmark", generated.tokens).expect("formats"),
+            });
             cases.push((kind, depth, json!({"module": name, "def": root, "instance": "not a number", "per_sample": 2000})));
         }
     }

@@ -100,7 +100,8 @@ fn sdk_turn() -> Vec<(Vec<u8>, checkfu_wire::decode::WireDirection)> {
         let path = format!("{}/tests/data/sdk-traffic/{file}.capture.jsonl", env!("CARGO_MANIFEST_DIR"));
         for line in std::fs::read_to_string(path).expect("capture").lines() {
             let record: Value = serde_json::from_str(line).expect("record");
-            let direction = if record["direction"] == "client_to_agent" { WireDirection::RunnerToAgent } else { WireDirection::AgentToRunner };
+            let direction =
+                if record["direction"] == "client_to_agent" { WireDirection::RunnerToAgent } else { WireDirection::AgentToRunner };
             out.push((record["message"].to_string().into_bytes(), direction));
         }
     }
@@ -159,7 +160,11 @@ fn sdk_value_plus_jsonschema_per_method(bencher: divan::Bencher) {
             None => (pending.remove(&(!to_agent, value["id"].to_string())), "result", "Response"),
         };
         let def = method.and_then(|method| {
-            schema["$defs"].as_object()?.iter().find(|(n, d)| d["x-method"] == method.as_str() && n.ends_with(suffix)).map(|(n, _)| n.clone())
+            schema["$defs"]
+                .as_object()?
+                .iter()
+                .find(|(n, d)| d["x-method"] == method.as_str() && n.ends_with(suffix))
+                .map(|(n, _)| n.clone())
         });
         if let Some(def) = &def {
             validators.entry(def.clone()).or_insert_with(|| {
@@ -187,7 +192,9 @@ fn sdk_value_plus_jsonschema_per_method(bencher: divan::Bencher) {
 /// its response.
 #[divan::bench]
 fn sdk_official_rust_types(bencher: divan::Bencher) {
-    use agent_client_protocol_schema::v1::{AgentNotification, AgentRequest, AgentResponse, ClientNotification, ClientRequest, ClientResponse};
+    use agent_client_protocol_schema::v1::{
+        AgentNotification, AgentRequest, AgentResponse, ClientNotification, ClientRequest, ClientResponse,
+    };
     use checkfu_wire::decode::WireDirection;
 
     #[derive(serde::Deserialize)]

@@ -31,7 +31,10 @@ fn run(harness: &str, env: &[(&str, &str)], extra: &[&str]) -> (u64, Duration, i
     let mut peak = 0;
     loop {
         if let Ok(text) = std::fs::read_to_string(&status) {
-            let hwm = text.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
+            let hwm = text
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
             peak = peak.max(hwm.unwrap_or(0));
         }
         if let Ok(Some(exit)) = child.try_wait() {
@@ -47,7 +50,9 @@ fn median(mut values: Vec<u64>) -> u64 {
 }
 
 fn machine() -> String {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|t| t.lines().find_map(|l| l.strip_prefix("model name")).map(|m| m.trim_start_matches([' ', '\t', ':']).to_owned()));
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| t.lines().find_map(|l| l.strip_prefix("model name")).map(|m| m.trim_start_matches([' ', '\t', ':']).to_owned()));
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     format!("{} core(s), {}", cores, cpu.unwrap_or_else(|| String::from("unknown CPU")))
 }
@@ -73,9 +78,13 @@ fn main() {
         hostile.iter().map(|r| r.1.as_secs()).collect::<Vec<_>>(),
         hostile.iter().map(|r| r.2).collect::<Vec<_>>()
     );
-    let deadline: Vec<(u64, Duration, i32)> =
-        (0..3).map(|_| run(CLI, &[("CHECKFU_FIXTURE_MODE", "hang")], &["--deadline", "3", "--step-timeout", "60", "--kill-grace", "1"])).collect();
+    let deadline: Vec<(u64, Duration, i32)> = (0..3)
+        .map(|_| run(CLI, &[("CHECKFU_FIXTURE_MODE", "hang")], &["--deadline", "3", "--step-timeout", "60", "--kill-grace", "1"]))
+        .collect();
     let past: Vec<u128> = deadline.iter().map(|r| r.1.saturating_sub(Duration::from_secs(3)).as_millis()).collect();
     let plain_ms = median(plain.iter().map(|r| r.1.as_millis() as u64).collect());
-    println!("deadline 3 s:   report written {past:?} ms after the deadline (a plain turn takes {plain_ms} ms end to end); exit {:?}", deadline.iter().map(|r| r.2).collect::<Vec<_>>());
+    println!(
+        "deadline 3 s:   report written {past:?} ms after the deadline (a plain turn takes {plain_ms} ms end to end); exit {:?}",
+        deadline.iter().map(|r| r.2).collect::<Vec<_>>()
+    );
 }

@@ -46,8 +46,7 @@ fn full_pipeline() -> usize {
 /// format the module file.
 #[divan::bench(args = ["acp-v1.schema.json", "acp-v1-extension-vectors.schema.json", "checkfu-slots.schema.json", "goose-acp-extensions.schema.json", "khy-os-acp-message.schema.json"])]
 fn schema_compiler(bencher: divan::Bencher, file: &str) {
-    let raw: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(root().join("schemas").join(file)).expect("schema")).expect("json");
+    let raw: serde_json::Value = serde_json::from_slice(&std::fs::read(root().join("schemas").join(file)).expect("schema")).expect("json");
     bencher.bench(|| {
         let module = checkfu_wire_codegen::rust::schemas::generate(file, &raw).expect("generates");
         checkfu_wire_codegen::rust::format_file("//", module.tokens).map(|text| text.len()).unwrap_or(0)

@@ -47,7 +47,8 @@ fn requests() -> Vec<(&'static str, &'static str, String, String)> {
             if stream { "messages_sse" } else { "messages_json" },
             "/v1/messages",
             format!("x-api-key: {KEY}"),
-            serde_json::json!({"model": "m", "max_tokens": 64, "stream": stream, "messages": [{"role": "user", "content": text}]}).to_string(),
+            serde_json::json!({"model": "m", "max_tokens": 64, "stream": stream, "messages": [{"role": "user", "content": text}]})
+                .to_string(),
         ));
         out.push((
             if stream { "chat_sse" } else { "chat_json" },
@@ -109,7 +110,8 @@ fn floor_server(answer: Vec<u8>) -> std::net::SocketAddr {
                 let text = &buffer[..read];
                 if let Some(end) = text.windows(4).position(|w| w == b"\r\n\r\n") {
                     let head = String::from_utf8_lossy(&text[..end]).to_ascii_lowercase();
-                    let length: usize = head.lines().find_map(|l| l.strip_prefix("content-length: ")).and_then(|v| v.trim().parse().ok()).unwrap_or(0);
+                    let length: usize =
+                        head.lines().find_map(|l| l.strip_prefix("content-length: ")).and_then(|v| v.trim().parse().ok()).unwrap_or(0);
                     if read >= end + 4 + length {
                         break;
                     }

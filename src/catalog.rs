@@ -61,8 +61,6 @@ pub struct Mechanism {
     pub values: &'static [&'static str],
 }
 
-
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Slot {
     pub key: &'static str,
@@ -86,7 +84,6 @@ pub struct ConformanceCheck {
     pub tristate: bool,
     pub opt_in: bool,
 }
-
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Harness {

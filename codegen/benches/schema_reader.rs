@@ -22,7 +22,9 @@ fn text(file: &str) -> String {
 #[divan::bench(args = FILES)]
 fn serde_json_from_str(bencher: divan::Bencher, file: &str) {
     let text = text(file);
-    bencher.counter(divan::counter::BytesCount::new(text.len())).bench(|| serde_json::from_str::<Value>(divan::black_box(&text)).expect("JSON"));
+    bencher
+        .counter(divan::counter::BytesCount::new(text.len()))
+        .bench(|| serde_json::from_str::<Value>(divan::black_box(&text)).expect("JSON"));
 }
 
 #[divan::bench(args = FILES)]

@@ -81,9 +81,8 @@ impl Reviewed {
             Ok(parsed) => parsed,
             Err(e) => {
                 let span = e.span().unwrap_or(0..0);
-                diagnostics.push(
-                    Diagnostic::new(Class::Input, format!("invalid {ACKNOWLEDGED_FILE}: {}", e.message())).at(file, span, "here"),
-                );
+                diagnostics
+                    .push(Diagnostic::new(Class::Input, format!("invalid {ACKNOWLEDGED_FILE}: {}", e.message())).at(file, span, "here"));
                 return reviewed;
             }
         };

@@ -255,10 +255,7 @@ impl Diagnostics {
             out.push_str("\n\n");
         }
         let n = self.items.len();
-        out.push_str(&format!(
-            "error: generation failed with {n} error{}; nothing was written",
-            if n == 1 { "" } else { "s" }
-        ));
+        out.push_str(&format!("error: generation failed with {n} error{}; nothing was written", if n == 1 { "" } else { "s" }));
         out
     }
 }

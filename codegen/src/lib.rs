@@ -204,7 +204,11 @@ fn collect(diagnostics: &mut Diagnostics, outputs: &mut Vec<Output>, stage: Resu
 }
 
 /// Reads, parses and checks the catalog; `None` when it has errors (already recorded).
-fn load_catalog(root: &Path, schemas: &schema::SchemaSet, diagnostics: &mut Diagnostics) -> Option<(catalog::Compiled, diagnostic::FileId)> {
+fn load_catalog(
+    root: &Path,
+    schemas: &schema::SchemaSet,
+    diagnostics: &mut Diagnostics,
+) -> Option<(catalog::Compiled, diagnostic::FileId)> {
     let bytes = match std::fs::read(root.join(CATALOG_FILE)) {
         Ok(bytes) => bytes,
         Err(e) => {
@@ -257,7 +261,10 @@ fn schema_types(
     let mut errors = Vec::new();
     let mut owners: std::collections::BTreeMap<String, &str> = std::collections::BTreeMap::new();
     let banner = banner();
-    let mut file_of = |path: String, tokens: proc_macro2::TokenStream, file: &str, errors: &mut Vec<Diagnostic>| match rust::format_file(&format!("// {banner}"), tokens) {
+    let mut file_of = |path: String, tokens: proc_macro2::TokenStream, file: &str, errors: &mut Vec<Diagnostic>| match rust::format_file(
+        &format!("// {banner}"),
+        tokens,
+    ) {
         Ok(contents) => outputs.push(Output { path: path.into(), contents }),
         Err(e) => errors.push(Diagnostic::new(Class::Generation, format!("schemas/{file}: {e}"))),
     };
@@ -332,8 +339,8 @@ fn render(compiled: &catalog::Compiled, snapshot: &projection::SupportSnapshot) 
     let schema = bannered(catalog::editor_schema(&compiled.catalog)?);
     let support_schema = bannered(projection::support_schema());
     let oneshot_schema = bannered(oneshot::authoring_schema());
-    let tables = rust::format_file(&format!("// {banner}"), rust::tables::generate(compiled))
-        .map_err(|e| Diagnostic::new(Class::Generation, e))?;
+    let tables =
+        rust::format_file(&format!("// {banner}"), rust::tables::generate(compiled)).map_err(|e| Diagnostic::new(Class::Generation, e))?;
     Ok(vec![
         Output { path: CATALOG_SCHEMA_OUT.into(), contents: json_file(&schema) },
         Output { path: SUPPORT_SNAPSHOT_OUT.into(), contents: json_file(&serde_json::to_value(snapshot).unwrap_or_default()) },

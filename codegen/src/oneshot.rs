@@ -76,8 +76,7 @@ impl Members {
 }
 
 pub fn members(schema: &Value) -> Members {
-    let required: Vec<&str> =
-        schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+    let required: Vec<&str> = schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
     let mut out = Members::default();
     for (name, property) in schema.get("properties").and_then(Value::as_object).into_iter().flatten() {
         if let Some(values) = closed_strings(schema, property) {

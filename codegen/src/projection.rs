@@ -79,9 +79,8 @@ pub fn support_snapshot(compiled: &Compiled, banner: &str) -> SupportSnapshot {
             }
             ceiling.insert(axis, value);
         }
-        let reachability = (c.providers.iter().enumerate())
-            .map(|(p, provider)| (provider.name.value.clone(), routes.reachable(i, p)))
-            .collect();
+        let reachability =
+            (c.providers.iter().enumerate()).map(|(p, provider)| (provider.name.value.clone(), routes.reachable(i, p))).collect();
         harnesses.push(HarnessSupport {
             harness: h.name.value.clone(),
             mode: h.mode.value.as_str().to_string(),

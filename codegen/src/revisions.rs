@@ -59,11 +59,8 @@ fn read_lock(root: &Path) -> Option<Value> {
 
 /// Every axis's values, weakest first, under the literal that pins them.
 fn axis_order(catalog: &Catalog) -> Value {
-    let axes: Map<String, Value> = catalog
-        .axes
-        .iter()
-        .map(|a| (a.name.value.clone(), a.values.iter().map(|v| Value::from(v.as_str())).collect()))
-        .collect();
+    let axes: Map<String, Value> =
+        catalog.axes.iter().map(|a| (a.name.value.clone(), a.values.iter().map(|v| Value::from(v.as_str())).collect())).collect();
     json!({"literal": catalog.revisions.driver.as_str(), "axes": axes})
 }
 
@@ -158,22 +155,14 @@ fn identities<'c>(
 ) -> Vec<(&'static str, &'c Name, Value)> {
     let c = &compiled.catalog;
     let r = &c.revisions;
-    let slots_surface: Vec<Value> = c
-        .slots
-        .iter()
-        .map(|s| json!({"key": s.key, "carrier": s.carrier, "direction": s.direction}))
-        .collect();
+    let slots_surface: Vec<Value> = c.slots.iter().map(|s| json!({"key": s.key, "carrier": s.carrier, "direction": s.direction})).collect();
     let case_set: Vec<Value> = c.conformance.iter().map(|k| json!({"name": k.name, "opt_in": k.opt_in})).collect();
     let authoring = crate::oneshot::authoring_schema();
     let stream = schemas.files.get(c.oneshot.stream_schema.as_str());
     let event_kinds = stream.map(crate::oneshot::event_kinds).unwrap_or_default();
     vec![
         ("extension_vectors", &r.extension_vectors, json!({"schema": schemas.files.get(c.golden.schema.as_str()), "golden": golden})),
-        (
-            "driver",
-            &r.driver,
-            json!({"drivers": c.drivers, "declaration": c.declaration, "slots": c.slots, "gated": c.gated_emissions}),
-        ),
+        ("driver", &r.driver, json!({"drivers": c.drivers, "declaration": c.declaration, "slots": c.slots, "gated": c.gated_emissions})),
         (
             "protocol",
             &r.protocol,
@@ -181,19 +170,11 @@ fn identities<'c>(
         ),
         ("acp_schema", &r.acp_schema, json!({"file": c.acp.schema, "schema": schemas.files.get(c.acp.schema.as_str())})),
         ("support", &r.support, crate::projection::support_schema()),
-        (
-            "conformance",
-            &r.conformance,
-            json!({"checks": c.conformance, "observations": c.observations, "gated": c.gated_emissions}),
-        ),
+        ("conformance", &r.conformance, json!({"checks": c.conformance, "observations": c.observations, "gated": c.gated_emissions})),
         ("conformance_case_set", &r.conformance_case_set, Value::Array(case_set)),
         ("oneshot_protocol", &r.oneshot_protocol, json!({"declaration": authoring, "events": event_kinds})),
         ("oneshot_driver", &r.oneshot_driver, json!({"authoring_schema": authoring, "lane": c.oneshot})),
-        (
-            "oneshot_stream",
-            &r.oneshot_stream,
-            json!({"file": c.oneshot.stream_schema, "schema": stream}),
-        ),
+        ("oneshot_stream", &r.oneshot_stream, json!({"file": c.oneshot.stream_schema, "schema": stream})),
         ("oneshot_exchanges", &r.oneshot_exchanges, json!({"directory": c.oneshot.exchanges, "files": exchanges})),
     ]
 }
@@ -257,9 +238,10 @@ pub fn lock(
         return Err(errors);
     }
     let floor = json!({"literal": compiled.catalog.revisions.protocol.as_str(), "grammar": floor});
-    let mut contents =
-        serde_json::to_string_pretty(&json!({"$comment": banner, "identities": entries, AXIS_ORDER: axis_order(&compiled.catalog), ACP_FLOOR: floor}))
-            .unwrap_or_default();
+    let mut contents = serde_json::to_string_pretty(
+        &json!({"$comment": banner, "identities": entries, AXIS_ORDER: axis_order(&compiled.catalog), ACP_FLOOR: floor}),
+    )
+    .unwrap_or_default();
     contents.push('\n');
     Ok(Output { path: LOCK_FILE.into(), contents })
 }

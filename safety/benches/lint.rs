@@ -50,19 +50,13 @@ fn fill(mut doc: Value, make: impl Fn(usize) -> Value) -> Vec<u8> {
 
 fn accepted_doc() -> Vec<u8> {
     let mut defs = Map::new();
-    defs.insert(
-        "d0".into(),
-        json!({"type": "string", "pattern": "^\\w\\d\\s[a-z]\\.\\-[^x]$"}),
-    );
+    defs.insert("d0".into(), json!({"type": "string", "pattern": "^\\w\\d\\s[a-z]\\.\\-[^x]$"}));
     // d_k = 4 * 2^k - 3 schemas when inlined: d8 = 1021. With the many small
     // references below the whole document expands to several thousand
     // schemas, under the bound of 8192.
     for k in 1..=8 {
         let previous = format!("#/$defs/d{}", k - 1);
-        defs.insert(
-            format!("d{k}"),
-            json!({"allOf": [{"$ref": previous}, {"$ref": previous}]}),
-        );
+        defs.insert(format!("d{k}"), json!({"allOf": [{"$ref": previous}, {"$ref": previous}]}));
     }
     // Root, `properties`, `deep`, then two levels per nested schema: the
     // innermost schema's keywords sit one level short of the bound.
@@ -96,16 +90,10 @@ fn rejected_doc() -> Vec<u8> {
     defs.insert("b0".into(), json!({"type": "string"}));
     for k in 1..=40 {
         let previous = format!("#/$defs/b{}", k - 1);
-        defs.insert(
-            format!("b{k}"),
-            json!({"anyOf": [{"$ref": previous}, {"$ref": previous}]}),
-        );
+        defs.insert(format!("b{k}"), json!({"anyOf": [{"$ref": previous}, {"$ref": previous}]}));
     }
     for k in 0..30 {
-        defs.insert(
-            format!("c{k}"),
-            json!({"$ref": format!("#/$defs/c{}", (k + 1) % 30)}),
-        );
+        defs.insert(format!("c{k}"), json!({"$ref": format!("#/$defs/c{}", (k + 1) % 30)}));
     }
     let doc = json!({"$defs": defs, "properties": {"deep": deep_chain(limits::MAX_DEPTH)}});
     fill(doc, |i| match i % 4 {
@@ -118,38 +106,21 @@ fn rejected_doc() -> Vec<u8> {
 
 #[divan::bench(args = ["accepted", "rejected"])]
 fn serde_json_parse_only(bencher: divan::Bencher, which: &str) {
-    let bytes = if which == "accepted" {
-        accepted_doc()
-    } else {
-        rejected_doc()
-    };
+    let bytes = if which == "accepted" { accepted_doc() } else { rejected_doc() };
     bencher.bench(|| serde_json::from_slice::<Value>(divan::black_box(&bytes)).is_ok());
 }
 
 #[divan::bench(args = ["accepted", "rejected"])]
 fn lint_bytes_parse_and_lint(bencher: divan::Bencher, which: &str) {
-    let bytes = if which == "accepted" {
-        accepted_doc()
-    } else {
-        rejected_doc()
-    };
+    let bytes = if which == "accepted" { accepted_doc() } else { rejected_doc() };
     let verdict = lint_bytes(&bytes);
-    assert_eq!(
-        verdict.accepted,
-        which == "accepted",
-        "{:?}",
-        verdict.violations.first()
-    );
+    assert_eq!(verdict.accepted, which == "accepted", "{:?}", verdict.violations.first());
     bencher.bench(|| lint_bytes(divan::black_box(&bytes)).accepted);
 }
 
 #[divan::bench(args = ["accepted", "rejected"])]
 fn lint_value_already_parsed(bencher: divan::Bencher, which: &str) {
-    let bytes = if which == "accepted" {
-        accepted_doc()
-    } else {
-        rejected_doc()
-    };
+    let bytes = if which == "accepted" { accepted_doc() } else { rejected_doc() };
     let doc: Value = serde_json::from_slice(&bytes).expect("valid JSON");
     bencher.bench(|| lint_value(divan::black_box(&doc)).accepted);
 }

@@ -36,9 +36,7 @@ pub fn run_cli(files: &[PathBuf], json: bool, out: &mut dyn Write) -> i32 {
     for file in files {
         let name = file.display().to_string();
         match read_capped(file) {
-            Ok((bytes, _)) if bytes.len() <= MAX_DOCUMENT_BYTES => {
-                verdicts.push((name, crate::lint_bytes(&bytes)))
-            }
+            Ok((bytes, _)) if bytes.len() <= MAX_DOCUMENT_BYTES => verdicts.push((name, crate::lint_bytes(&bytes))),
             Ok((_, size)) => verdicts.push((name, crate::too_large(size))),
             Err(error) => {
                 eprintln!("{name}: cannot read: {error}");
@@ -46,11 +44,7 @@ pub fn run_cli(files: &[PathBuf], json: bool, out: &mut dyn Write) -> i32 {
             }
         }
     }
-    let written = if json {
-        write_json(&verdicts, out)
-    } else {
-        write_text(&verdicts, unreadable, out)
-    };
+    let written = if json { write_json(&verdicts, out) } else { write_text(&verdicts, unreadable, out) };
     if written.is_err() {
         return 2;
     }
@@ -68,15 +62,10 @@ pub fn run_cli(files: &[PathBuf], json: bool, out: &mut dyn Write) -> i32 {
 /// without reading the whole file.
 fn read_capped(path: &Path) -> std::io::Result<(Vec<u8>, Option<u64>)> {
     let file = std::fs::File::open(path)?;
-    let size = file
-        .metadata()
-        .ok()
-        .filter(|m| m.is_file())
-        .map(|m| m.len());
+    let size = file.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
     let mut bytes = Vec::new();
     // One byte past the bound is enough to know the file is too large.
-    file.take(MAX_DOCUMENT_BYTES as u64 + 1)
-        .read_to_end(&mut bytes)?;
+    file.take(MAX_DOCUMENT_BYTES as u64 + 1).read_to_end(&mut bytes)?;
     // A file that grew or shrank since: what was read is the better witness.
     let size = size.filter(|size| *size >= bytes.len() as u64);
     Ok((bytes, size))
@@ -85,43 +74,24 @@ fn read_capped(path: &Path) -> std::io::Result<(Vec<u8>, Option<u64>)> {
 fn write_json(verdicts: &[(String, Verdict)], out: &mut dyn Write) -> std::io::Result<()> {
     let reports: Vec<FileReport<'_>> = verdicts
         .iter()
-        .map(|(file, verdict)| FileReport {
-            file: file.clone(),
-            accepted: verdict.accepted,
-            violations: &verdict.violations,
-        })
+        .map(|(file, verdict)| FileReport { file: file.clone(), accepted: verdict.accepted, violations: &verdict.violations })
         .collect();
     serde_json::to_writer_pretty(&mut *out, &reports)?;
     writeln!(out)
 }
 
-fn write_text(
-    verdicts: &[(String, Verdict)],
-    unreadable: usize,
-    out: &mut dyn Write,
-) -> std::io::Result<()> {
+fn write_text(verdicts: &[(String, Verdict)], unreadable: usize, out: &mut dyn Write) -> std::io::Result<()> {
     let mut violations = 0usize;
     for (file, verdict) in verdicts {
         for violation in &verdict.violations {
             violations += 1;
             // The document itself has the empty pointer; quote it so the
             // line still reads as "at <something>".
-            let pointer = if violation.pointer.is_empty() {
-                "\"\""
-            } else {
-                violation.pointer.as_str()
-            };
-            writeln!(
-                out,
-                "{file}: {} at {pointer}: {}",
-                violation.rule, violation.message
-            )?;
+            let pointer = if violation.pointer.is_empty() { "\"\"" } else { violation.pointer.as_str() };
+            writeln!(out, "{file}: {} at {pointer}: {}", violation.rule, violation.message)?;
         }
     }
-    let rejected = verdicts
-        .iter()
-        .filter(|(_, verdict)| !verdict.accepted)
-        .count();
+    let rejected = verdicts.iter().filter(|(_, verdict)| !verdict.accepted).count();
     let mut summary = format!(
         "lint-schema: {} file(s) checked, {} accepted, {rejected} rejected, {violations} violation(s)",
         verdicts.len(),
@@ -195,10 +165,7 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 2);
         assert!(lines[0].starts_with(&format!("{}: not-a-schema at \"\": ", bad.display())));
-        assert_eq!(
-            lines[1],
-            "lint-schema: 1 file(s) checked, 0 accepted, 1 rejected, 1 violation(s)"
-        );
+        assert_eq!(lines[1], "lint-schema: 1 file(s) checked, 0 accepted, 1 rejected, 1 violation(s)");
     }
 
     #[test]

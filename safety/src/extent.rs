@@ -114,11 +114,7 @@ fn measure_with_paths<N: Node>(doc: &N, findings: &mut Findings) -> Extent {
         }
     }
     for pointer in deep_at {
-        findings.push(
-            Rule::TooDeep,
-            pointer,
-            format!("values nest deeper than {MAX_DEPTH} levels below the document"),
-        );
+        findings.push(Rule::TooDeep, pointer, format!("values nest deeper than {MAX_DEPTH} levels below the document"));
     }
     Extent::Within
 }
@@ -138,7 +134,6 @@ fn own_bytes<N: Node>(value: &N) -> usize {
         }
     }
 }
-
 
 /// Length of a JSON string literal as serde_json writes it.
 fn string_bytes(text: &str) -> usize {
@@ -244,10 +239,7 @@ mod tests {
         let doc = json!({"enum": ["x".repeat(MAX_DOCUMENT_BYTES)]});
         let mut findings = Findings::default();
         assert_eq!(measure(&doc, &mut findings), Extent::Oversize);
-        assert_eq!(
-            findings.into_verdict().rules(),
-            vec![Rule::DocumentTooLarge]
-        );
+        assert_eq!(findings.into_verdict().rules(), vec![Rule::DocumentTooLarge]);
     }
 
     #[test]

@@ -65,10 +65,7 @@ pub fn lint_bytes(input: &[u8]) -> Verdict {
             findings.push(
                 Rule::NotUtf8,
                 String::new(),
-                format!(
-                    "the document is not UTF-8 (first bad byte at offset {})",
-                    error.valid_up_to()
-                ),
+                format!("the document is not UTF-8 (first bad byte at offset {})", error.valid_up_to()),
             );
             return findings.into_verdict();
         }
@@ -77,22 +74,14 @@ pub fn lint_bytes(input: &[u8]) -> Verdict {
         Ok(doc) => lint_value(&doc),
         Err(error) => {
             let message = error.to_string();
-            if message.starts_with(RECURSION_LIMIT_MESSAGE)
-                || extent::raw_depth(input) >= SERDE_RECURSION_LIMIT
-            {
+            if message.starts_with(RECURSION_LIMIT_MESSAGE) || extent::raw_depth(input) >= SERDE_RECURSION_LIMIT {
                 findings.push(
                     Rule::TooDeep,
                     String::new(),
-                    format!(
-                        "values nest deeper than {SERDE_RECURSION_LIMIT} levels, far beyond the bound of {MAX_DEPTH}"
-                    ),
+                    format!("values nest deeper than {SERDE_RECURSION_LIMIT} levels, far beyond the bound of {MAX_DEPTH}"),
                 );
             } else {
-                findings.push(
-                    Rule::InvalidJson,
-                    String::new(),
-                    format!("the document is not JSON: {message}"),
-                );
+                findings.push(Rule::InvalidJson, String::new(), format!("the document is not JSON: {message}"));
             }
             findings.into_verdict()
         }
@@ -163,12 +152,7 @@ mod tests {
         ];
         for (input, rule) in cases {
             let verdict = lint_bytes(&input);
-            assert_eq!(
-                verdict.rules(),
-                vec![rule],
-                "{:?}",
-                String::from_utf8_lossy(&input)
-            );
+            assert_eq!(verdict.rules(), vec![rule], "{:?}", String::from_utf8_lossy(&input));
             assert!(!verdict.accepted);
         }
     }
@@ -179,11 +163,7 @@ mod tests {
         let verdict = lint_bytes(text.as_bytes());
         // The root is an array, so it is also not a schema.
         assert_eq!(verdict.rules(), vec![Rule::NotASchema, Rule::TooDeep]);
-        let deep = verdict
-            .violations
-            .iter()
-            .find(|v| v.rule == Rule::TooDeep)
-            .expect("too-deep");
+        let deep = verdict.violations.iter().find(|v| v.rule == Rule::TooDeep).expect("too-deep");
         assert_eq!(deep.pointer, "/0".repeat(MAX_DEPTH));
     }
 
@@ -229,11 +209,7 @@ mod tests {
             "uniqueItems": true
         });
         let verdict = lint_value(&doc);
-        let found: Vec<(&str, &str)> = verdict
-            .violations
-            .iter()
-            .map(|v| (v.rule.id(), v.pointer.as_str()))
-            .collect();
+        let found: Vec<(&str, &str)> = verdict.violations.iter().map(|v| (v.rule.id(), v.pointer.as_str())).collect();
         assert_eq!(
             found,
             vec![

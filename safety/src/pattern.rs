@@ -17,9 +17,8 @@
 //! that an accepted pattern means the same thing to every validator.
 
 use regex_syntax::ast::{
-    self, parse::Parser, AssertionKind, Ast, ClassPerlKind, ClassSet, ClassSetItem,
-    ClassUnicodeKind, ClassUnicodeOpKind, HexLiteralKind, LiteralKind, RepetitionKind,
-    RepetitionRange, SpecialLiteralKind,
+    self, parse::Parser, AssertionKind, Ast, ClassPerlKind, ClassSet, ClassSetItem, ClassUnicodeKind, ClassUnicodeOpKind, HexLiteralKind,
+    LiteralKind, RepetitionKind, RepetitionRange, SpecialLiteralKind,
 };
 
 use std::collections::HashMap;
@@ -53,17 +52,8 @@ pub(crate) struct PatternChecker<'a> {
 
 impl<'a> PatternChecker<'a> {
     pub(crate) fn new() -> PatternChecker<'a> {
-        let parser = ast::parse::ParserBuilder::new()
-            .nest_limit(PATTERN_NEST_LIMIT)
-            .octal(false)
-            .ignore_whitespace(false)
-            .build();
-        PatternChecker {
-            parser,
-            seen: HashMap::new(),
-            spent: 0,
-            exhausted: false,
-        }
+        let parser = ast::parse::ParserBuilder::new().nest_limit(PATTERN_NEST_LIMIT).octal(false).ignore_whitespace(false).build();
+        PatternChecker { parser, seen: HashMap::new(), spent: 0, exhausted: false }
     }
 
     /// Every rule the pattern breaks, each reported once at its first
@@ -81,9 +71,7 @@ impl<'a> PatternChecker<'a> {
             self.exhausted = true;
             return vec![PatternFault {
                 rule: Rule::PatternBudget,
-                message: format!(
-                    "distinct pattern text exceeds {MAX_PATTERN_TEXT_BYTES} bytes here; later patterns were not checked"
-                ),
+                message: format!("distinct pattern text exceeds {MAX_PATTERN_TEXT_BYTES} bytes here; later patterns were not checked"),
                 offset: 0,
             }];
         }
@@ -105,9 +93,7 @@ fn parse_fault(pattern: &str, error: &ast::Error) -> PatternFault {
     let at = pattern.get(offset..).unwrap_or("");
     let (rule, what) = match error.kind() {
         ast::ErrorKind::UnsupportedBackreference => (Rule::PatternBackreference, "backreference"),
-        ast::ErrorKind::EscapeUnrecognized if at.starts_with("\\k") => {
-            (Rule::PatternBackreference, "named backreference")
-        }
+        ast::ErrorKind::EscapeUnrecognized if at.starts_with("\\k") => (Rule::PatternBackreference, "named backreference"),
         ast::ErrorKind::UnsupportedLookAround => (Rule::PatternGroup, "lookaround group"),
         _ => {
             return PatternFault {
@@ -117,11 +103,7 @@ fn parse_fault(pattern: &str, error: &ast::Error) -> PatternFault {
             }
         }
     };
-    PatternFault {
-        rule,
-        message: format!("{what} at byte {offset} is outside the linear-work pattern subset"),
-        offset,
-    }
+    PatternFault { rule, message: format!("{what} at byte {offset} is outside the linear-work pattern subset"), offset }
 }
 
 /// The first occurrence of each broken rule, in a fixed order.
@@ -142,11 +124,7 @@ impl Faults {
             }
             _ => format!("{what} at byte {offset} is outside the linear-work pattern subset"),
         };
-        self.found.push(PatternFault {
-            rule,
-            message,
-            offset,
-        });
+        self.found.push(PatternFault { rule, message, offset });
     }
 
     fn collect(tree: &Ast) -> Vec<PatternFault> {
@@ -158,11 +136,7 @@ impl Faults {
                 Ast::Empty(_) | Ast::Dot(_) | Ast::ClassPerl(_) => {}
                 Ast::Flags(flags) => {
                     flat = false;
-                    faults.note(
-                        Rule::PatternGroup,
-                        flags.span.start.offset,
-                        "inline flag group",
-                    );
+                    faults.note(Rule::PatternGroup, flags.span.start.offset, "inline flag group");
                 }
                 Ast::Group(group) => {
                     flat = false;
@@ -195,31 +169,20 @@ impl Faults {
     fn literal(&mut self, literal: &ast::Literal) {
         let offset = literal.span.start.offset;
         match literal.kind {
-            LiteralKind::HexFixed(HexLiteralKind::UnicodeLong) => {
-                self.note(Rule::PatternSyntax, offset, "escape \\U")
-            }
+            LiteralKind::HexFixed(HexLiteralKind::UnicodeLong) => self.note(Rule::PatternSyntax, offset, "escape \\U"),
             LiteralKind::HexBrace(HexLiteralKind::X | HexLiteralKind::UnicodeLong) => {
                 self.note(Rule::PatternSyntax, offset, "braced hex escape")
             }
             LiteralKind::Octal => self.note(Rule::PatternSyntax, offset, "octal escape"),
-            LiteralKind::Special(SpecialLiteralKind::Bell | SpecialLiteralKind::Space) => {
-                self.note(Rule::PatternSyntax, offset, "escape")
-            }
+            LiteralKind::Special(SpecialLiteralKind::Bell | SpecialLiteralKind::Space) => self.note(Rule::PatternSyntax, offset, "escape"),
             _ => {}
         }
     }
 
     fn assertion(&mut self, assertion: &ast::Assertion) {
         match assertion.kind {
-            AssertionKind::StartLine
-            | AssertionKind::EndLine
-            | AssertionKind::WordBoundary
-            | AssertionKind::NotWordBoundary => {}
-            _ => self.note(
-                Rule::PatternSyntax,
-                assertion.span.start.offset,
-                "assertion",
-            ),
+            AssertionKind::StartLine | AssertionKind::EndLine | AssertionKind::WordBoundary | AssertionKind::NotWordBoundary => {}
+            _ => self.note(Rule::PatternSyntax, assertion.span.start.offset, "assertion"),
         }
     }
 
@@ -230,11 +193,7 @@ impl Faults {
             ClassUnicodeKind::NamedValue { op, .. } => *op == ClassUnicodeOpKind::Equal,
         };
         if !portable {
-            self.note(
-                Rule::PatternSyntax,
-                class.span.start.offset,
-                "Unicode class form",
-            );
+            self.note(Rule::PatternSyntax, class.span.start.offset, "Unicode class form");
         }
     }
 
@@ -242,25 +201,15 @@ impl Faults {
         let mut items: Vec<&ClassSetItem> = Vec::new();
         match &class.kind {
             ClassSet::Item(item) => items.push(item),
-            ClassSet::BinaryOp(op) => self.note(
-                Rule::PatternSyntax,
-                op.span.start.offset,
-                "class set operation",
-            ),
+            ClassSet::BinaryOp(op) => self.note(Rule::PatternSyntax, op.span.start.offset, "class set operation"),
         }
         while let Some(item) = items.pop() {
             match item {
                 ClassSetItem::Empty(_) | ClassSetItem::Range(_) | ClassSetItem::Perl(_) => {}
                 ClassSetItem::Literal(literal) => self.literal(literal),
                 ClassSetItem::Unicode(unicode) => self.unicode_class(unicode),
-                ClassSetItem::Ascii(ascii) => {
-                    self.note(Rule::PatternSyntax, ascii.span.start.offset, "POSIX class")
-                }
-                ClassSetItem::Bracketed(nested) => self.note(
-                    Rule::PatternSyntax,
-                    nested.span.start.offset,
-                    "nested class",
-                ),
+                ClassSetItem::Ascii(ascii) => self.note(Rule::PatternSyntax, ascii.span.start.offset, "POSIX class"),
+                ClassSetItem::Bracketed(nested) => self.note(Rule::PatternSyntax, nested.span.start.offset, "nested class"),
                 ClassSetItem::Union(union) => items.extend(union.items.iter()),
             }
         }
@@ -276,31 +225,16 @@ impl Faults {
             RepetitionKind::Range(RepetitionRange::Bounded(_, n)) => Some(*n),
         };
         match upper {
-            None => self.note(
-                Rule::PatternUnboundedRepetition,
-                offset,
-                "unbounded repetition",
-            ),
-            Some(n) if n > MAX_PATTERN_REPETITION => {
-                self.note(Rule::PatternLargeRepetition, offset, "counted repetition")
-            }
+            None => self.note(Rule::PatternUnboundedRepetition, offset, "unbounded repetition"),
+            Some(n) if n > MAX_PATTERN_REPETITION => self.note(Rule::PatternLargeRepetition, offset, "counted repetition"),
             Some(_) => {}
         }
         if !repetition.greedy {
             self.note(Rule::PatternLazyQuantifier, offset, "lazy quantifier");
         }
         match repetition.ast.as_ref() {
-            Ast::Literal(_)
-            | Ast::Dot(_)
-            | Ast::ClassPerl(_)
-            | Ast::ClassUnicode(_)
-            | Ast::ClassBracketed(_)
-            | Ast::Group(_) => {}
-            Ast::Repetition(_) => self.note(
-                Rule::PatternAmbiguousRepetition,
-                offset,
-                "repetition of a repetition",
-            ),
+            Ast::Literal(_) | Ast::Dot(_) | Ast::ClassPerl(_) | Ast::ClassUnicode(_) | Ast::ClassBracketed(_) | Ast::Group(_) => {}
+            Ast::Repetition(_) => self.note(Rule::PatternAmbiguousRepetition, offset, "repetition of a repetition"),
             _ => self.note(Rule::PatternSyntax, offset, "repetition of a non-character"),
         }
     }
@@ -341,11 +275,7 @@ impl Faults {
                     }
                     carry = if min == 0 { carry.union(&set) } else { set };
                 } else if min > 0 {
-                    carry = if carry.intersects(&set) {
-                        set
-                    } else {
-                        CharSet::EMPTY
-                    };
+                    carry = if carry.intersects(&set) { set } else { CharSet::EMPTY };
                 }
             }
         }
@@ -394,14 +324,9 @@ fn perl_set(perl: &ast::ClassPerl) -> CharSet {
                 | CharSet::range_ascii(b'0', b'9')
                 | CharSet::range_ascii(b'_', b'_')
         }
-        ClassPerlKind::Space => {
-            CharSet::range_ascii(b'\t', b'\r') | CharSet::range_ascii(b' ', b' ')
-        }
+        ClassPerlKind::Space => CharSet::range_ascii(b'\t', b'\r') | CharSet::range_ascii(b' ', b' '),
     };
-    CharSet {
-        ascii: if perl.negated { !ascii } else { ascii },
-        wide: u128::MAX,
-    }
+    CharSet { ascii: if perl.negated { !ascii } else { ascii }, wide: u128::MAX }
 }
 
 fn bracketed_set(class: &ast::ClassBracketed) -> CharSet {
@@ -417,9 +342,7 @@ fn bracketed_set(class: &ast::ClassBracketed) -> CharSet {
         match item {
             ClassSetItem::Empty(_) => {}
             ClassSetItem::Literal(literal) => set = set.union(&CharSet::of_char(literal.c)),
-            ClassSetItem::Range(range) => {
-                set = set.union(&CharSet::of_range(range.start.c, range.end.c))
-            }
+            ClassSetItem::Range(range) => set = set.union(&CharSet::of_range(range.start.c, range.end.c)),
             ClassSetItem::Perl(perl) => set = set.union(&perl_set(perl)),
             ClassSetItem::Union(union) => items.extend(union.items.iter()),
             ClassSetItem::Ascii(_) | ClassSetItem::Unicode(_) | ClassSetItem::Bracketed(_) => {
@@ -431,10 +354,7 @@ fn bracketed_set(class: &ast::ClassBracketed) -> CharSet {
     if !class.negated {
         set
     } else if exact_ascii {
-        CharSet {
-            ascii: !set.ascii,
-            wide: u128::MAX,
-        }
+        CharSet { ascii: !set.ascii, wide: u128::MAX }
     } else {
         CharSet::ALL
     }
@@ -450,10 +370,7 @@ struct CharSet {
 
 impl CharSet {
     const EMPTY: CharSet = CharSet { ascii: 0, wide: 0 };
-    const ALL: CharSet = CharSet {
-        ascii: u128::MAX,
-        wide: u128::MAX,
-    };
+    const ALL: CharSet = CharSet { ascii: u128::MAX, wide: u128::MAX };
 
     fn of_char(c: char) -> CharSet {
         CharSet::of_range(c, c)
@@ -476,10 +393,7 @@ impl CharSet {
     }
 
     fn union(&self, other: &CharSet) -> CharSet {
-        CharSet {
-            ascii: self.ascii | other.ascii,
-            wide: self.wide | other.wide,
-        }
+        CharSet { ascii: self.ascii | other.ascii, wide: self.wide | other.wide }
     }
 
     fn intersects(&self, other: &CharSet) -> bool {
@@ -497,11 +411,7 @@ fn bit_span(lo: u32, hi: u32) -> u128 {
         return 0;
     }
     let width = hi - lo + 1;
-    let ones = if width == 128 {
-        u128::MAX
-    } else {
-        (1u128 << width) - 1
-    };
+    let ones = if width == 128 { u128::MAX } else { (1u128 << width) - 1 };
     ones << lo
 }
 
@@ -525,11 +435,7 @@ mod tests {
     }
 
     fn rules(pattern: &str) -> Vec<Rule> {
-        PatternChecker::new()
-            .check(pattern)
-            .into_iter()
-            .map(|fault| fault.rule)
-            .collect()
+        PatternChecker::new().check(pattern).into_iter().map(|fault| fault.rule).collect()
     }
 
     #[test]
@@ -591,10 +497,7 @@ mod tests {
         assert!(found.contains(&Rule::PatternGroup));
         assert!(found.contains(&Rule::PatternUnboundedRepetition));
         assert!(found.contains(&Rule::PatternLazyQuantifier));
-        assert_eq!(
-            found.iter().filter(|r| **r == Rule::PatternGroup).count(),
-            1
-        );
+        assert_eq!(found.iter().filter(|r| **r == Rule::PatternGroup).count(), 1);
     }
 
     #[test]

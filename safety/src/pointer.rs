@@ -74,11 +74,9 @@ pub(crate) fn resolve<'a, N: Node>(doc: &'a N, tokens: &[String], indexes: &mut 
     let mut here = doc;
     for token in tokens {
         here = match here.view() {
-            View::Object(map) if map.len() > INDEXED_MEMBERS => *indexes
-                .objects
-                .entry(here as *const N)
-                .or_insert_with(|| map.members().collect())
-                .get(token.as_str())?,
+            View::Object(map) if map.len() > INDEXED_MEMBERS => {
+                *indexes.objects.entry(here as *const N).or_insert_with(|| map.members().collect()).get(token.as_str())?
+            }
             View::Object(map) => map.get(token.as_str())?,
             View::Array(items) => items.get(array_index(token)?)?,
             _ => return None,
@@ -104,10 +102,7 @@ mod tests {
     fn decode_handles_escapes_and_percent() {
         assert_eq!(decode_fragment("").unwrap(), Vec::<String>::new());
         assert_eq!(decode_fragment("/").unwrap(), vec![String::new()]);
-        assert_eq!(
-            decode_fragment("/$defs/a~1b/c~0d").unwrap(),
-            vec!["$defs", "a/b", "c~d"]
-        );
+        assert_eq!(decode_fragment("/$defs/a~1b/c~0d").unwrap(), vec!["$defs", "a/b", "c~d"]);
         assert_eq!(decode_fragment("/a%25b%22").unwrap(), vec!["a%b\""]);
         // "~01" is "~1" literally, not "/": unescaping is one pass.
         assert_eq!(decode_fragment("/~01").unwrap(), vec!["~1"]);
@@ -117,14 +112,8 @@ mod tests {
     fn decode_rejects_malformed() {
         assert_eq!(decode_fragment("/a~2"), Err(PointerError::BadEscape));
         assert_eq!(decode_fragment("/a~"), Err(PointerError::BadEscape));
-        assert_eq!(
-            decode_fragment("/a%2"),
-            Err(PointerError::BadPercentEncoding)
-        );
-        assert_eq!(
-            decode_fragment("/a%zz"),
-            Err(PointerError::BadPercentEncoding)
-        );
+        assert_eq!(decode_fragment("/a%2"), Err(PointerError::BadPercentEncoding));
+        assert_eq!(decode_fragment("/a%zz"), Err(PointerError::BadPercentEncoding));
         assert_eq!(decode_fragment("/%ff"), Err(PointerError::NotUtf8));
     }
 

@@ -37,11 +37,8 @@ pub(crate) fn check<N: Node>(doc: &N, schemas: &Schemas<'_, N>, findings: &mut F
     }
     let by_address = schemas.by_address();
     let mut indexes = KeyIndexes::default();
-    let targets: Vec<Option<usize>> = schemas
-        .refs
-        .iter()
-        .map(|site| land(doc, schemas, &by_address, &mut indexes, site, findings))
-        .collect();
+    let targets: Vec<Option<usize>> =
+        schemas.refs.iter().map(|site| land(doc, schemas, &by_address, &mut indexes, site, findings)).collect();
     let graph = Graph::build(schemas, &targets);
     let components = graph.components();
     for (site, target) in schemas.refs.iter().zip(&targets) {
@@ -50,10 +47,7 @@ pub(crate) fn check<N: Node>(doc: &N, schemas: &Schemas<'_, N>, findings: &mut F
             findings.push(
                 Rule::RefCycle,
                 schemas.ref_pointer(site),
-                format!(
-                    "`$ref` \"{}\" is part of a reference cycle (a recursive schema cannot be bounded)",
-                    site.reference
-                ),
+                format!("`$ref` \"{}\" is part of a reference cycle (a recursive schema cannot be bounded)", site.reference),
             );
         }
     }
@@ -93,54 +87,47 @@ fn land<'d, N: Node>(
         None => (reference, ""),
     };
     let refuse = |findings: &mut Findings, rule: Rule, why: String| {
-        findings.push(
-            rule,
-            schemas.ref_pointer(site),
-            format!("`$ref` \"{reference}\" {why}"),
-        );
+        findings.push(rule, schemas.ref_pointer(site), format!("`$ref` \"{reference}\" {why}"));
         None
     };
     if has_authority_or_scheme(base) {
-        return refuse(findings, Rule::RemoteRef, "names another document by absolute URI; only `#` pointers into this document are allowed".into());
+        return refuse(
+            findings,
+            Rule::RemoteRef,
+            "names another document by absolute URI; only `#` pointers into this document are allowed".into(),
+        );
     }
     if !base.is_empty() {
-        return refuse(findings, Rule::RelativeRef, "names another document by relative URI; only `#` pointers into this document are allowed".into());
+        return refuse(
+            findings,
+            Rule::RelativeRef,
+            "names another document by relative URI; only `#` pointers into this document are allowed".into(),
+        );
     }
     if site.under_embedded_id {
-        return refuse(findings, Rule::RefUnderId, "sits under a subschema with its own `$id`, so it resolves against that resource, not this document".into());
+        return refuse(
+            findings,
+            Rule::RefUnderId,
+            "sits under a subschema with its own `$id`, so it resolves against that resource, not this document".into(),
+        );
     }
     if !fragment.is_empty() && !fragment.starts_with('/') {
         return refuse(
             findings,
             Rule::AnchorRef,
-            "uses a plain-name fragment (an `$anchor`); only JSON Pointer fragments are allowed"
-                .into(),
+            "uses a plain-name fragment (an `$anchor`); only JSON Pointer fragments are allowed".into(),
         );
     }
     let tokens = match decode_fragment(fragment) {
         Ok(tokens) => tokens,
-        Err(error) => {
-            return refuse(
-                findings,
-                Rule::InvalidRef,
-                format!("is not a JSON Pointer fragment: {error}"),
-            )
-        }
+        Err(error) => return refuse(findings, Rule::InvalidRef, format!("is not a JSON Pointer fragment: {error}")),
     };
     let Some(target) = resolve(doc, &tokens, indexes) else {
-        return refuse(
-            findings,
-            Rule::MissingRefTarget,
-            "points at nothing in this document".into(),
-        );
+        return refuse(findings, Rule::MissingRefTarget, "points at nothing in this document".into());
     };
     match by_address.get(&(target as *const N)) {
         Some(node) => Some(*node),
-        None => refuse(
-            findings,
-            Rule::MissingRefTarget,
-            "points at a value that is not in schema position".into(),
-        ),
+        None => refuse(findings, Rule::MissingRefTarget, "points at a value that is not in schema position".into()),
     }
 }
 
@@ -153,8 +140,7 @@ fn has_authority_or_scheme(base: &str) -> bool {
         return false;
     };
     let mut chars = scheme.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic())
-        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic()) && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
 }
 
 /// The schema graph in compressed adjacency form.
@@ -186,11 +172,7 @@ impl Graph {
         }
         for (index, (site, target)) in schemas.refs.iter().zip(targets).enumerate() {
             if let Some(target) = target {
-                edges.push((
-                    site.from,
-                    *target,
-                    u32::try_from(index).unwrap_or(TREE_EDGE - 1),
-                ));
+                edges.push((site.from, *target, u32::try_from(index).unwrap_or(TREE_EDGE - 1)));
             }
         }
         // Counting sort by source: linear, and keeps document order per vertex.
@@ -287,10 +269,7 @@ impl Graph {
                 components += 1;
             }
         }
-        Components {
-            component,
-            expansion,
-        }
+        Components { component, expansion }
     }
 
     /// Schemas whose expansion exceeds the bound although no successor's
@@ -332,12 +311,7 @@ mod tests {
         let mut findings = Findings::default();
         let schemas = walk(doc, &mut findings);
         check(doc, &schemas, &mut findings);
-        findings
-            .into_verdict()
-            .violations
-            .into_iter()
-            .map(|v| (v.rule, v.pointer))
-            .collect()
+        findings.into_verdict().violations.into_iter().map(|v| (v.rule, v.pointer)).collect()
     }
 
     #[test]
@@ -349,10 +323,7 @@ mod tests {
             ("#/%24defs/a", None),
             ("https://example.com/s.json", Some(Rule::RemoteRef)),
             ("//example.com/s.json", Some(Rule::RemoteRef)),
-            (
-                "urn:uuid:deadbeef-1234-0000-0000-4321feebdaed",
-                Some(Rule::RemoteRef),
-            ),
+            ("urn:uuid:deadbeef-1234-0000-0000-4321feebdaed", Some(Rule::RemoteRef)),
             ("other.json#/a", Some(Rule::RelativeRef)),
             ("a:b/c.json", Some(Rule::RemoteRef)),
             ("./a:b.json", Some(Rule::RelativeRef)),
@@ -364,11 +335,7 @@ mod tests {
         for (reference, expected) in cases {
             let doc = json!({"properties": {"p": {"$ref": reference}}, "$defs": {"a": {"type": "string"}}});
             let found: Vec<Rule> = rules(&doc).into_iter().map(|(rule, _)| rule).collect();
-            assert_eq!(
-                found,
-                expected.iter().copied().collect::<Vec<_>>(),
-                "{reference}"
-            );
+            assert_eq!(found, expected.iter().copied().collect::<Vec<_>>(), "{reference}");
         }
     }
 
@@ -393,10 +360,7 @@ mod tests {
     #[test]
     fn recursion_to_an_ancestor_is_a_cycle() {
         let doc = json!({"properties": {"child": {"items": {"$ref": "#/properties/child"}}}});
-        assert_eq!(
-            rules(&doc),
-            vec![(Rule::RefCycle, "/properties/child/items/$ref".to_owned())]
-        );
+        assert_eq!(rules(&doc), vec![(Rule::RefCycle, "/properties/child/items/$ref".to_owned())]);
     }
 
     #[test]
@@ -431,10 +395,7 @@ mod tests {
         defs.insert("d0".into(), json!({"type": "string"}));
         for i in 1..20 {
             let previous = format!("#/$defs/d{}", i - 1);
-            defs.insert(
-                format!("d{i}"),
-                json!({"allOf": [{"$ref": previous}, {"$ref": previous}]}),
-            );
+            defs.insert(format!("d{i}"), json!({"allOf": [{"$ref": previous}, {"$ref": previous}]}));
         }
         let doc = json!({"$defs": defs});
         let found = rules(&doc);

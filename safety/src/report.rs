@@ -172,10 +172,7 @@ pub struct Verdict {
 impl Verdict {
     /// The verdict for a list of violations: accepted when there are none.
     pub fn from_violations(violations: Vec<Violation>) -> Verdict {
-        Verdict {
-            accepted: violations.is_empty(),
-            violations,
-        }
+        Verdict { accepted: violations.is_empty(), violations }
     }
 
     /// The distinct rules broken, sorted, for tallies and tests.
@@ -195,11 +192,7 @@ pub(crate) struct Findings {
 
 impl Findings {
     pub(crate) fn push(&mut self, rule: Rule, pointer: String, message: String) {
-        self.violations.push(Violation {
-            rule,
-            pointer,
-            message,
-        });
+        self.violations.push(Violation { rule, pointer, message });
     }
 
     pub(crate) fn into_verdict(self) -> Verdict {
@@ -223,9 +216,7 @@ mod tests {
     #[test]
     fn ids_are_unique_kebab_case() {
         let mut ids: Vec<&str> = Rule::ALL.iter().map(|r| r.id()).collect();
-        assert!(ids.iter().all(|id| id
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')));
+        assert!(ids.iter().all(|id| id.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')));
         ids.sort_unstable();
         ids.dedup();
         assert_eq!(ids.len(), Rule::ALL.len());
@@ -238,9 +229,6 @@ mod tests {
         let verdict = findings.into_verdict();
         assert!(!verdict.accepted);
         let json = serde_json::to_string(&verdict).expect("serializes");
-        assert_eq!(
-            json,
-            r#"{"accepted":false,"violations":[{"rule":"unique-items","pointer":"/uniqueItems","message":"no"}]}"#
-        );
+        assert_eq!(json, r#"{"accepted":false,"violations":[{"rule":"unique-items","pointer":"/uniqueItems","message":"no"}]}"#);
     }
 }

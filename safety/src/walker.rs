@@ -137,19 +137,9 @@ struct Place<'p, 'a> {
 
 /// Walks the schema document `doc`, reporting into `findings`.
 pub(crate) fn walk<'a, N: Node>(doc: &'a N, findings: &mut Findings) -> Schemas<'a, N> {
-    let mut walker = Walker {
-        findings,
-        schemas: Schemas::default(),
-        patterns: PatternChecker::new(),
-        combinators: 0,
-    };
+    let mut walker = Walker { findings, schemas: Schemas::default(), patterns: PatternChecker::new(), combinators: 0 };
     let mut path = Vec::new();
-    let mut root = Place {
-        parent: None,
-        path: &mut path,
-        depth: 0,
-        under_embedded_id: false,
-    };
+    let mut root = Place { parent: None, path: &mut path, depth: 0, under_embedded_id: false };
     walker.schema(doc, &mut root, [None, None]);
     walker.schemas
 }
@@ -162,12 +152,7 @@ struct Walker<'f, 'a, N> {
 }
 
 impl<'a, N: Node> Walker<'_, 'a, N> {
-    fn schema(
-        &mut self,
-        value: &'a N,
-        place: &mut Place<'_, 'a>,
-        steps: [Option<Token<'a>>; 2],
-    ) {
+    fn schema(&mut self, value: &'a N, place: &mut Place<'_, 'a>, steps: [Option<Token<'a>>; 2]) {
         if place.depth > MAX_DEPTH {
             return;
         }
@@ -178,27 +163,18 @@ impl<'a, N: Node> Walker<'_, 'a, N> {
                 self.findings.push(
                     Rule::NotASchema,
                     render(place.path),
-                    format!(
-                        "expected a schema (an object or a boolean), found {}",
-                        kind(value)
-                    ),
+                    format!("expected a schema (an object or a boolean), found {}", kind(value)),
                 );
                 return;
             }
         };
         let node = self.schemas.nodes.len();
-        self.schemas.nodes.push(SchemaNode {
-            parent: place.parent,
-            steps,
-            value,
-        });
+        self.schemas.nodes.push(SchemaNode { parent: place.parent, steps, value });
         if node == MAX_SCHEMAS {
             self.findings.push(
                 Rule::TooManyNodes,
                 render(place.path),
-                format!(
-                    "the document holds more than {MAX_SCHEMAS} schemas; this is the first beyond"
-                ),
+                format!("the document holds more than {MAX_SCHEMAS} schemas; this is the first beyond"),
             );
         }
         if let Some(map) = map {
@@ -206,12 +182,7 @@ impl<'a, N: Node> Walker<'_, 'a, N> {
             // starts an embedded resource whose `#…` references resolve
             // against it, not against this document.
             let embedded = place.under_embedded_id || (place.depth > 0 && map.contains_key("$id"));
-            let mut inner = Place {
-                parent: Some(node),
-                path: &mut *place.path,
-                depth: place.depth,
-                under_embedded_id: embedded,
-            };
+            let mut inner = Place { parent: Some(node), path: &mut *place.path, depth: place.depth, under_embedded_id: embedded };
             self.keywords(map, node, &mut inner);
         }
     }
@@ -258,14 +229,7 @@ impl<'a, N: Node> Walker<'_, 'a, N> {
     }
 
     /// Visits the subschemas under one keyword; `place.path` ends with it.
-    fn subschemas(
-        &mut self,
-        keyword: &'a str,
-        value: &'a N,
-        holds: Holds,
-        branches: bool,
-        place: &mut Place<'_, 'a>,
-    ) {
+    fn subschemas(&mut self, keyword: &'a str, value: &'a N, holds: Holds, branches: bool, place: &mut Place<'_, 'a>) {
         let first = Some(Token::Key(keyword));
         match (holds, value.view()) {
             (Holds::One, _) | (Holds::OneOrList, View::Object(_) | View::Bool(_)) => {
@@ -309,14 +273,7 @@ impl<'a, N: Node> Walker<'_, 'a, N> {
     }
 
     /// Visits one subschema `levels` JSON levels below the enclosing schema.
-    fn child(
-        &mut self,
-        value: &'a N,
-        place: &mut Place<'_, 'a>,
-        steps: [Option<Token<'a>>; 2],
-        branch: bool,
-        levels: usize,
-    ) {
+    fn child(&mut self, value: &'a N, place: &mut Place<'_, 'a>, steps: [Option<Token<'a>>; 2], branch: bool, levels: usize) {
         if branch {
             self.combinators += 1;
             if self.combinators == MAX_COMBINATOR_BRANCHES + 1 {
@@ -329,22 +286,14 @@ impl<'a, N: Node> Walker<'_, 'a, N> {
                 );
             }
         }
-        let mut below = Place {
-            parent: place.parent,
-            path: &mut *place.path,
-            depth: place.depth + levels,
-            under_embedded_id: place.under_embedded_id,
-        };
+        let mut below =
+            Place { parent: place.parent, path: &mut *place.path, depth: place.depth + levels, under_embedded_id: place.under_embedded_id };
         self.schema(value, &mut below, steps);
     }
 
     fn reference(&mut self, value: &'a N, node: usize, place: &mut Place<'_, 'a>) {
         match value.as_str() {
-            Some(reference) => self.schemas.refs.push(RefSite {
-                from: node,
-                reference,
-                under_embedded_id: place.under_embedded_id,
-            }),
+            Some(reference) => self.schemas.refs.push(RefSite { from: node, reference, under_embedded_id: place.under_embedded_id }),
             None => self.findings.push(
                 Rule::InvalidRef,
                 render_with(place.path, "$ref"),
@@ -355,8 +304,7 @@ impl<'a, N: Node> Walker<'_, 'a, N> {
 
     fn pattern(&mut self, pattern: &'a str, pointer: String) {
         for fault in self.patterns.check(pattern) {
-            self.findings
-                .push(fault.rule, pointer.clone(), fault.message);
+            self.findings.push(fault.rule, pointer.clone(), fault.message);
         }
     }
 }
@@ -380,15 +328,8 @@ mod tests {
     fn walked(doc: &Value) -> (Vec<(Rule, String)>, usize, Vec<String>) {
         let mut findings = Findings::default();
         let schemas = walk(doc, &mut findings);
-        let found = findings
-            .into_verdict()
-            .violations
-            .into_iter()
-            .map(|v| (v.rule, v.pointer))
-            .collect();
-        let pointers = (0..schemas.nodes.len())
-            .map(|n| schemas.pointer_of(n))
-            .collect();
+        let found = findings.into_verdict().violations.into_iter().map(|v| (v.rule, v.pointer)).collect();
+        let pointers = (0..schemas.nodes.len()).map(|n| schemas.pointer_of(n)).collect();
         (found, schemas.nodes.len(), pointers)
     }
 
@@ -402,25 +343,18 @@ mod tests {
         let (found, count, pointers) = walked(&doc);
         assert_eq!(found, vec![]);
         assert_eq!(count, 3);
-        assert_eq!(
-            pointers,
-            vec!["", "/properties/pattern", "/properties/$ref"]
-        );
+        assert_eq!(pointers, vec!["", "/properties/pattern", "/properties/$ref"]);
     }
 
     #[test]
     fn pointers_escape_names() {
-        let doc =
-            json!({"$defs": {"a/b": {"uniqueItems": true}, "c~d": {"items": [{"pattern": "("}]}}});
+        let doc = json!({"$defs": {"a/b": {"uniqueItems": true}, "c~d": {"items": [{"pattern": "("}]}}});
         let (found, _, pointers) = walked(&doc);
         assert_eq!(
             found,
             vec![
                 (Rule::UniqueItems, "/$defs/a~1b/uniqueItems".to_owned()),
-                (
-                    Rule::PatternSyntax,
-                    "/$defs/c~0d/items/0/pattern".to_owned()
-                ),
+                (Rule::PatternSyntax, "/$defs/c~0d/items/0/pattern".to_owned()),
             ]
         );
         assert_eq!(pointers[3], "/$defs/c~0d/items/0");
@@ -430,13 +364,7 @@ mod tests {
     fn pattern_property_keys_are_patterns() {
         let doc = json!({"patternProperties": {"^a+$": {}, "^[a-z]{1,4}$": true}});
         let (found, count, _) = walked(&doc);
-        assert_eq!(
-            found,
-            vec![(
-                Rule::PatternUnboundedRepetition,
-                "/patternProperties/^a+$".to_owned()
-            )]
-        );
+        assert_eq!(found, vec![(Rule::PatternUnboundedRepetition, "/patternProperties/^a+$".to_owned())]);
         assert_eq!(count, 3);
     }
 
@@ -457,18 +385,8 @@ mod tests {
         });
         let mut findings = Findings::default();
         let schemas = walk(&doc, &mut findings);
-        let sites: Vec<(String, bool)> = schemas
-            .refs
-            .iter()
-            .map(|site| (schemas.ref_pointer(site), site.under_embedded_id))
-            .collect();
-        assert_eq!(
-            sites,
-            vec![
-                ("/$ref".to_owned(), false),
-                ("/$defs/a/items/$ref".to_owned(), true)
-            ]
-        );
+        let sites: Vec<(String, bool)> = schemas.refs.iter().map(|site| (schemas.ref_pointer(site), site.under_embedded_id)).collect();
+        assert_eq!(sites, vec![("/$ref".to_owned(), false), ("/$defs/a/items/$ref".to_owned(), true)]);
     }
 
     #[test]
@@ -476,12 +394,6 @@ mod tests {
         let branches: Vec<Value> = (0..=MAX_COMBINATOR_BRANCHES).map(|_| json!({})).collect();
         let doc = json!({"anyOf": branches});
         let (found, _, _) = walked(&doc);
-        assert_eq!(
-            found,
-            vec![(
-                Rule::TooManyCombinators,
-                format!("/anyOf/{MAX_COMBINATOR_BRANCHES}")
-            )]
-        );
+        assert_eq!(found, vec![(Rule::TooManyCombinators, format!("/anyOf/{MAX_COMBINATOR_BRANCHES}"))]);
     }
 }

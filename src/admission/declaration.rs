@@ -201,8 +201,7 @@ impl WireDeclaration {
     /// Decodes an already parsed value. A `serde_json::Value` deserializer cannot fail on
     /// shape with these visitors, but the error path is kept rather than unwrapped.
     pub fn from_value(value: &serde_json::Value) -> WireDeclaration {
-        WireDeclaration::deserialize(value)
-            .unwrap_or(WireDeclaration::NotAnObject(JsonType::of(value)))
+        WireDeclaration::deserialize(value).unwrap_or(WireDeclaration::NotAnObject(JsonType::of(value)))
     }
 }
 
@@ -238,17 +237,13 @@ mod tests {
             (json!(7), JsonType::Number),
             (json!(false), JsonType::Boolean),
         ] {
-            assert_eq!(
-                WireDeclaration::from_value(&value),
-                WireDeclaration::NotAnObject(found)
-            );
+            assert_eq!(WireDeclaration::from_value(&value), WireDeclaration::NotAnObject(found));
         }
     }
 
     #[test]
     fn wire_bytes_keep_duplicated_members_that_a_value_would_collapse() {
-        let decoded: WireDeclaration =
-            serde_json::from_str(r#"{"steer": "native", "steer": "native"}"#).expect("valid JSON");
+        let decoded: WireDeclaration = serde_json::from_str(r#"{"steer": "native", "steer": "native"}"#).expect("valid JSON");
         assert_eq!(
             decoded,
             WireDeclaration::Members(vec![

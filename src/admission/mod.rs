@@ -57,10 +57,7 @@ use declaration::{JsonType, WireDeclaration, WireValue};
 /// The `_meta` key of the declaration slot, looked up in the generated slot table so the key
 /// is never spelled here.
 fn declaration_key() -> Option<&'static str> {
-    catalog::SLOTS
-        .iter()
-        .find(|s| s.class == catalog::SlotClass::Declaration)
-        .map(|s| s.key)
+    catalog::SLOTS.iter().find(|s| s.class == catalog::SlotClass::Declaration).map(|s| s.key)
 }
 
 /// The capability set admitted at the ready handshake.
@@ -85,10 +82,7 @@ impl AdmittedCapabilities {
 
     /// The admitted value of an axis; `None` for an axis the set does not carry.
     pub fn value(&self, axis: &str) -> Option<&'static str> {
-        self.values
-            .iter()
-            .find(|(a, _)| *a == axis)
-            .map(|(_, v)| *v)
+        self.values.iter().find(|(a, _)| *a == axis).map(|(_, v)| *v)
     }
 
     /// The upgrades the declaration applied, in wire order.
@@ -103,18 +97,13 @@ impl AdmittedCapabilities {
 
     /// The recorded value of a mechanism member.
     pub fn mechanism(&self, member: &str) -> Option<&'static str> {
-        self.mechanisms
-            .iter()
-            .find(|(m, _)| m.member == member)
-            .map(|(_, v)| *v)
+        self.mechanisms.iter().find(|(m, _)| m.member == member).map(|(_, v)| *v)
     }
 
     /// Promotions that are admitted on declaration but cross into the realized capability set
     /// only with their named passing conformance case: (axis, case).
     pub fn awaiting_evidence(&self) -> impl Iterator<Item = (&'static str, &'static str)> + '_ {
-        self.promotions
-            .iter()
-            .filter_map(|u| u.evidence.map(|case| (u.axis, case)))
+        self.promotions.iter().filter_map(|u| u.evidence.map(|case| (u.axis, case)))
     }
 
     /// The set as a compact JSON object (see the module docs).
@@ -165,40 +154,17 @@ pub enum MemberFault {
     /// The value is not a string.
     WrongType { found: JsonType },
     /// A string outside the member's vocabulary (and, for an upgrade, outside its axis's).
-    UnknownValue {
-        value: String,
-        expected: &'static [&'static str],
-    },
+    UnknownValue { value: String, expected: &'static [&'static str] },
     /// An axis value below what the envelope holds.
-    Downgrade {
-        axis: &'static str,
-        value: &'static str,
-        envelope: &'static str,
-    },
+    Downgrade { axis: &'static str, value: &'static str, envelope: &'static str },
     /// The value the envelope already holds: a declaration carries only the raised value.
-    Restatement {
-        axis: &'static str,
-        value: &'static str,
-    },
+    Restatement { axis: &'static str, value: &'static str },
     /// An axis value strictly between the upgrade's base and its target.
-    Intermediate {
-        axis: &'static str,
-        value: &'static str,
-        from: &'static str,
-        to: &'static str,
-    },
+    Intermediate { axis: &'static str, value: &'static str, from: &'static str, to: &'static str },
     /// An axis value above the upgrade's one step.
-    BeyondStep {
-        axis: &'static str,
-        value: &'static str,
-        to: &'static str,
-    },
+    BeyondStep { axis: &'static str, value: &'static str, to: &'static str },
     /// The upgrade is well formed but the envelope does not hold its base value.
-    BaseMismatch {
-        axis: &'static str,
-        envelope: Option<&'static str>,
-        from: &'static str,
-    },
+    BaseMismatch { axis: &'static str, envelope: Option<&'static str>, from: &'static str },
     /// The member appears more than once on the wire.
     Duplicate,
 }
@@ -231,14 +197,12 @@ impl fmt::Display for MemberFault {
             MemberFault::Downgrade { axis, value, envelope } => {
                 write!(f, "declares `{axis}` {value:?}, a downgrade from the envelope's {envelope:?}")
             }
-            MemberFault::Restatement { axis, value } => write!(
-                f,
-                "declares `{axis}` {value:?}, which the envelope already holds; a declaration carries only the raised value"
-            ),
-            MemberFault::Intermediate { axis, value, from, to } => write!(
-                f,
-                "declares `{axis}` {value:?}, an intermediate value between {from:?} and {to:?}; admission is exactly one step"
-            ),
+            MemberFault::Restatement { axis, value } => {
+                write!(f, "declares `{axis}` {value:?}, which the envelope already holds; a declaration carries only the raised value")
+            }
+            MemberFault::Intermediate { axis, value, from, to } => {
+                write!(f, "declares `{axis}` {value:?}, an intermediate value between {from:?} and {to:?}; admission is exactly one step")
+            }
             MemberFault::BeyondStep { axis, value, to } => {
                 write!(f, "declares `{axis}` {value:?}, beyond the one-step upgrade to {to:?}")
             }
@@ -247,10 +211,7 @@ impl fmt::Display for MemberFault {
                     f,
                     "upgrades `{axis}` from {from:?}, but the envelope holds {held:?}; the upgrade does not apply to this envelope"
                 ),
-                None => write!(
-                    f,
-                    "upgrades `{axis}` from {from:?}, but the envelope does not carry the axis"
-                ),
+                None => write!(f, "upgrades `{axis}` from {from:?}, but the envelope does not carry the axis"),
             },
             MemberFault::Duplicate => f.write_str("appears more than once"),
         }
@@ -262,22 +223,13 @@ impl fmt::Display for AdmissionError {
         let key = declaration_key().unwrap_or("declaration");
         match self {
             AdmissionError::NotAnInitializeResponse { found } => {
-                write!(
-                    f,
-                    "handshake rejected: not an initialize response ({found})"
-                )
+                write!(f, "handshake rejected: not an initialize response ({found})")
             }
             AdmissionError::MetaNotAnObject { found } => {
-                write!(
-                    f,
-                    "handshake rejected: result._meta must be an object, found {found}"
-                )
+                write!(f, "handshake rejected: result._meta must be an object, found {found}")
             }
             AdmissionError::DeclarationNotAnObject { found } => {
-                write!(
-                    f,
-                    "handshake rejected: {key} must be an object, found {found}"
-                )
+                write!(f, "handshake rejected: {key} must be an object, found {found}")
             }
             AdmissionError::Member { member, fault } => {
                 write!(f, "handshake rejected: {key} member `{member}` {fault}")
@@ -294,36 +246,19 @@ fn quoted_list(values: &[&str]) -> String {
 }
 
 /// Admits the declaration in a JSON-RPC initialize response against a server envelope.
-pub fn admit(
-    envelope: &'static Envelope,
-    initialize_response: &serde_json::Value,
-) -> Result<AdmittedCapabilities, AdmissionError> {
+pub fn admit(envelope: &'static Envelope, initialize_response: &serde_json::Value) -> Result<AdmittedCapabilities, AdmissionError> {
     let result = match initialize_response.get("result") {
         Some(serde_json::Value::Object(result)) => result,
-        Some(_) => {
-            return Err(AdmissionError::NotAnInitializeResponse {
-                found: "`result` is not an object",
-            })
-        }
+        Some(_) => return Err(AdmissionError::NotAnInitializeResponse { found: "`result` is not an object" }),
         None if initialize_response.get("error").is_some() => {
-            return Err(AdmissionError::NotAnInitializeResponse {
-                found: "an error response",
-            })
+            return Err(AdmissionError::NotAnInitializeResponse { found: "an error response" })
         }
-        None => {
-            return Err(AdmissionError::NotAnInitializeResponse {
-                found: "no `result`",
-            })
-        }
+        None => return Err(AdmissionError::NotAnInitializeResponse { found: "no `result`" }),
     };
     let meta = match result.get("_meta") {
         None | Some(serde_json::Value::Null) => None,
         Some(serde_json::Value::Object(meta)) => Some(meta),
-        Some(other) => {
-            return Err(AdmissionError::MetaNotAnObject {
-                found: JsonType::of(other),
-            })
-        }
+        Some(other) => return Err(AdmissionError::MetaNotAnObject { found: JsonType::of(other) }),
     };
     // Other `_meta` keys are not this slot's business: fidelity keys are fail-open and
     // unknown `checkfu.*` keys are ignored by every consumer.
@@ -335,29 +270,18 @@ pub fn admit(
 }
 
 /// Admits an already decoded declaration (from a `Value` or straight from wire bytes).
-pub fn admit_declaration(
-    envelope: &'static Envelope,
-    declaration: &WireDeclaration,
-) -> Result<AdmittedCapabilities, AdmissionError> {
+pub fn admit_declaration(envelope: &'static Envelope, declaration: &WireDeclaration) -> Result<AdmittedCapabilities, AdmissionError> {
     let members = match declaration {
         WireDeclaration::Members(members) => members,
-        WireDeclaration::NotAnObject(found) => {
-            return Err(AdmissionError::DeclarationNotAnObject { found: *found })
-        }
+        WireDeclaration::NotAnObject(found) => return Err(AdmissionError::DeclarationNotAnObject { found: *found }),
     };
     let mut values: Vec<(&'static str, &'static str)> = envelope.values.to_vec();
     let mut promotions: Vec<&'static Upgrade> = Vec::new();
     let mut mechanisms: Vec<(&'static Mechanism, &'static str)> = Vec::new();
 
     for (index, (member, value)) in members.iter().enumerate() {
-        let reject = |fault| AdmissionError::Member {
-            member: member.clone(),
-            fault,
-        };
-        if members[..index]
-            .iter()
-            .any(|(earlier, _)| earlier == member)
-        {
+        let reject = |fault| AdmissionError::Member { member: member.clone(), fault };
+        if members[..index].iter().any(|(earlier, _)| earlier == member) {
             return Err(reject(MemberFault::Duplicate));
         }
         let text = match value {
@@ -387,12 +311,7 @@ pub fn admit_declaration(
         } else if let Some(mechanism) = catalog::MECHANISMS.iter().find(|m| m.member == member) {
             match mechanism.values.iter().find(|v| **v == text) {
                 Some(value) => mechanisms.push((mechanism, value)),
-                None => {
-                    return Err(reject(MemberFault::UnknownValue {
-                        value: text.to_owned(),
-                        expected: mechanism.values,
-                    }))
-                }
+                None => return Err(reject(MemberFault::UnknownValue { value: text.to_owned(), expected: mechanism.values })),
             }
         } else {
             return Err(reject(unknown_member(member)));
@@ -403,17 +322,11 @@ pub fn admit_declaration(
     // two harnesses with the same admitted set serialize the same bytes.
     let carried = envelope.values.len();
     values[carried..].sort_by_key(|(axis, _)| catalog::AXES.iter().position(|a| a.name == *axis));
-    Ok(AdmittedCapabilities {
-        envelope,
-        values,
-        promotions,
-        mechanisms,
-    })
+    Ok(AdmittedCapabilities { envelope, values, promotions, mechanisms })
 }
 
 fn is_member(name: &str) -> bool {
-    catalog::UPGRADES.iter().any(|u| u.member == name)
-        || catalog::MECHANISMS.iter().any(|m| m.member == name)
+    catalog::UPGRADES.iter().any(|u| u.member == name) || catalog::MECHANISMS.iter().any(|m| m.member == name)
 }
 
 fn unknown_member(name: &str) -> MemberFault {
@@ -424,11 +337,7 @@ fn unknown_member(name: &str) -> MemberFault {
 }
 
 fn envelope_value(envelope: &Envelope, axis: &str) -> Option<&'static str> {
-    envelope
-        .values
-        .iter()
-        .find(|(a, _)| *a == axis)
-        .map(|(_, v)| *v)
+    envelope.values.iter().find(|(a, _)| *a == axis).map(|(_, v)| *v)
 }
 
 /// Judges one upgrade member's string value against the axis it raises and the value the
@@ -442,57 +351,28 @@ pub(crate) fn judge_upgrade(
     if value == upgrade.value {
         return match current {
             Some(held) if held == upgrade.from => Ok(()),
-            held => Err(MemberFault::BaseMismatch {
-                axis: axis.name,
-                envelope: held,
-                from: upgrade.from,
-            }),
+            held => Err(MemberFault::BaseMismatch { axis: axis.name, envelope: held, from: upgrade.from }),
         };
     }
     let Some(rank) = axis.rank(value) else {
-        return Err(MemberFault::UnknownValue {
-            value: value.to_owned(),
-            expected: std::slice::from_ref(&upgrade.value),
-        });
+        return Err(MemberFault::UnknownValue { value: value.to_owned(), expected: std::slice::from_ref(&upgrade.value) });
     };
     let named = axis.values[rank];
     // Ranks relative to the envelope's value when it is in the vocabulary, else to the
     // upgrade's base; `to` bounds the one step.
-    let base = current
-        .and_then(|c| axis.rank(c))
-        .or_else(|| axis.rank(upgrade.from))
-        .unwrap_or(0);
+    let base = current.and_then(|c| axis.rank(c)).or_else(|| axis.rank(upgrade.from)).unwrap_or(0);
     let top = axis.rank(upgrade.to).unwrap_or(base);
     if rank < base {
-        Err(MemberFault::Downgrade {
-            axis: axis.name,
-            value: named,
-            envelope: axis.values[base],
-        })
+        Err(MemberFault::Downgrade { axis: axis.name, value: named, envelope: axis.values[base] })
     } else if rank == base {
-        Err(MemberFault::Restatement {
-            axis: axis.name,
-            value: named,
-        })
+        Err(MemberFault::Restatement { axis: axis.name, value: named })
     } else if rank < top {
-        Err(MemberFault::Intermediate {
-            axis: axis.name,
-            value: named,
-            from: axis.values[base],
-            to: upgrade.to,
-        })
+        Err(MemberFault::Intermediate { axis: axis.name, value: named, from: axis.values[base], to: upgrade.to })
     } else if rank > top {
-        Err(MemberFault::BeyondStep {
-            axis: axis.name,
-            value: named,
-            to: upgrade.to,
-        })
+        Err(MemberFault::BeyondStep { axis: axis.name, value: named, to: upgrade.to })
     } else {
         // The axis's target value spelled differently from the declaration's value: the
         // declaration vocabulary is the member's, not the axis's.
-        Err(MemberFault::UnknownValue {
-            value: value.to_owned(),
-            expected: std::slice::from_ref(&upgrade.value),
-        })
+        Err(MemberFault::UnknownValue { value: value.to_owned(), expected: std::slice::from_ref(&upgrade.value) })
     }
 }

@@ -13,15 +13,12 @@ const EPHEMERAL: &str = r#"{"event_fidelity":"structured","continuation":"rebuil
 
 fn rows() -> [(&'static Envelope, &'static str); 2] {
     let durable = catalog::envelope("checkfu:acp-v1@1", "durable").expect("durable row");
-    let ephemeral =
-        catalog::envelope("checkfu:acp-v1@1", "ephemeral_zdr").expect("ephemeral_zdr row");
+    let ephemeral = catalog::envelope("checkfu:acp-v1@1", "ephemeral_zdr").expect("ephemeral_zdr row");
     [(durable, DURABLE), (ephemeral, EPHEMERAL)]
 }
 
 fn lane() -> &'static Envelope {
-    catalog::LANE_ENVELOPES
-        .first()
-        .expect("the connected-runtime lane envelope")
+    catalog::LANE_ENVELOPES.first().expect("the connected-runtime lane envelope")
 }
 
 /// An initialize response as an ACP agent sends it, with the given `_meta` (omitted if None).
@@ -54,10 +51,7 @@ fn with_subagents(base: &str) -> String {
 }
 
 fn member_error(member: &str, fault: MemberFault) -> AdmissionError {
-    AdmissionError::Member {
-        member: member.to_owned(),
-        fault,
-    }
+    AdmissionError::Member { member: member.to_owned(), fault }
 }
 
 #[test]
@@ -77,23 +71,15 @@ fn a_non_declaring_harness_is_byte_identical_to_its_envelope() {
         response(None),
         response(Some(Value::Null)),
         response(Some(json!({}))),
-        response(Some(
-            json!({"vendor.trace": "abc", "checkfu.turn": "not decoded here", "checkfu.future": {"x": 1}}),
-        )),
+        response(Some(json!({"vendor.trace": "abc", "checkfu.turn": "not decoded here", "checkfu.future": {"x": 1}}))),
         declaring(json!({})),
     ];
     for (envelope, literal) in rows() {
         for initialize in &silent {
             let admitted = admit(envelope, initialize).expect("admitted");
             assert_eq!(admitted.to_json(), literal, "{initialize}");
-            assert_eq!(
-                serde_json::to_string(&admitted).expect("serializes"),
-                envelope_json(envelope)
-            );
-            assert!(admitted
-                .values()
-                .iter()
-                .all(|(axis, _)| *axis != "subagents"));
+            assert_eq!(serde_json::to_string(&admitted).expect("serializes"), envelope_json(envelope));
+            assert!(admitted.values().iter().all(|(axis, _)| *axis != "subagents"));
             assert!(admitted.promotions().is_empty());
             assert!(admitted.mechanisms().is_empty());
             assert_eq!(admitted.awaiting_evidence().count(), 0);
@@ -116,40 +102,11 @@ fn vocabulary_cases() -> Vec<(&'static str, &'static str, Expect)> {
     use Expect::*;
     vec![
         ("subagents", "observed", Set(with_subagents)),
-        (
-            "subagents",
-            "absent",
-            Fault(MemberFault::Restatement {
-                axis: "subagents",
-                value: "absent",
-            }),
-        ),
-        (
-            "steer",
-            "native",
-            Set(|b| with(b, "mid_run_input", "unsupported", "native")),
-        ),
-        (
-            "steer",
-            "unsupported",
-            Fault(MemberFault::Restatement {
-                axis: "mid_run_input",
-                value: "unsupported",
-            }),
-        ),
-        (
-            "interrupt",
-            "cooperative",
-            Set(|b| with(b, "interrupt", "kill_only", "cooperative")),
-        ),
-        (
-            "interrupt",
-            "kill_only",
-            Fault(MemberFault::Restatement {
-                axis: "interrupt",
-                value: "kill_only",
-            }),
-        ),
+        ("subagents", "absent", Fault(MemberFault::Restatement { axis: "subagents", value: "absent" })),
+        ("steer", "native", Set(|b| with(b, "mid_run_input", "unsupported", "native"))),
+        ("steer", "unsupported", Fault(MemberFault::Restatement { axis: "mid_run_input", value: "unsupported" })),
+        ("interrupt", "cooperative", Set(|b| with(b, "interrupt", "kill_only", "cooperative"))),
+        ("interrupt", "kill_only", Fault(MemberFault::Restatement { axis: "interrupt", value: "kill_only" })),
         ("builtin_tool_scoping", "enforced", Mechanism),
         ("structured_output", "response_format", Mechanism),
         ("structured_output", "submit_tool", Mechanism),
@@ -161,37 +118,22 @@ fn vocabulary_cases() -> Vec<(&'static str, &'static str, Expect)> {
 #[test]
 fn vocabulary_cases_cover_every_member_and_value_in_the_tables() {
     let cases = vocabulary_cases();
-    let covered =
-        |member: &str, value: &str| cases.iter().any(|(m, v, _)| *m == member && *v == value);
+    let covered = |member: &str, value: &str| cases.iter().any(|(m, v, _)| *m == member && *v == value);
     for upgrade in catalog::UPGRADES {
         let axis = catalog::axis(upgrade.axis).expect("upgrade axis");
         for value in axis.values {
-            assert!(
-                covered(upgrade.member, value),
-                "no expectation for {}: {value}",
-                upgrade.member
-            );
+            assert!(covered(upgrade.member, value), "no expectation for {}: {value}", upgrade.member);
         }
     }
     for mechanism in catalog::MECHANISMS {
         for value in mechanism.values {
-            assert!(
-                covered(mechanism.member, value),
-                "no expectation for {}: {value}",
-                mechanism.member
-            );
+            assert!(covered(mechanism.member, value), "no expectation for {}: {value}", mechanism.member);
         }
     }
     assert_eq!(
         cases.len(),
-        catalog::UPGRADES
-            .iter()
-            .map(|u| catalog::axis(u.axis).map_or(0, |a| a.values.len()))
-            .sum::<usize>()
-            + catalog::MECHANISMS
-                .iter()
-                .map(|m| m.values.len())
-                .sum::<usize>()
+        catalog::UPGRADES.iter().map(|u| catalog::axis(u.axis).map_or(0, |a| a.values.len())).sum::<usize>()
+            + catalog::MECHANISMS.iter().map(|m| m.values.len()).sum::<usize>()
     );
 }
 
@@ -204,11 +146,7 @@ fn every_member_and_vocabulary_value_against_both_rows() {
                 Expect::Set(set) => {
                     let admitted = outcome.expect("admitted");
                     assert_eq!(admitted.to_json(), set(literal), "{member}: {value}");
-                    let promoted: Vec<_> = admitted
-                        .promotions()
-                        .iter()
-                        .map(|u| (u.member, u.value))
-                        .collect();
+                    let promoted: Vec<_> = admitted.promotions().iter().map(|u| (u.member, u.value)).collect();
                     assert_eq!(promoted, [(member, value)]);
                     assert!(admitted.mechanisms().is_empty());
                 }
@@ -219,11 +157,7 @@ fn every_member_and_vocabulary_value_against_both_rows() {
                     assert_eq!(admitted.mechanism(member), Some(value));
                     assert_eq!(admitted.mechanisms().len(), 1);
                 }
-                Expect::Fault(fault) => assert_eq!(
-                    outcome,
-                    Err(member_error(member, fault)),
-                    "{member}: {value}"
-                ),
+                Expect::Fault(fault) => assert_eq!(outcome, Err(member_error(member, fault)), "{member}: {value}"),
             }
         }
     }
@@ -232,16 +166,7 @@ fn every_member_and_vocabulary_value_against_both_rows() {
 #[test]
 fn values_outside_a_members_vocabulary_are_unknown() {
     // Every value any member or axis knows, plus near misses.
-    let mut pool: Vec<&str> = vec![
-        "",
-        "Observed",
-        " native",
-        "native ",
-        "enforced,",
-        "true",
-        "yes",
-        "1",
-    ];
+    let mut pool: Vec<&str> = vec!["", "Observed", " native", "native ", "enforced,", "true", "yes", "1"];
     for axis in catalog::AXES {
         pool.extend(axis.values);
     }
@@ -250,33 +175,19 @@ fn values_outside_a_members_vocabulary_are_unknown() {
     }
     let members: Vec<(&str, &'static [&'static str], Option<&Axis>)> = catalog::UPGRADES
         .iter()
-        .map(|u| {
-            (
-                u.member,
-                std::slice::from_ref(&u.value),
-                catalog::axis(u.axis),
-            )
-        })
-        .chain(
-            catalog::MECHANISMS
-                .iter()
-                .map(|m| (m.member, m.values, None)),
-        )
+        .map(|u| (u.member, std::slice::from_ref(&u.value), catalog::axis(u.axis)))
+        .chain(catalog::MECHANISMS.iter().map(|m| (m.member, m.values, None)))
         .collect();
     let mut checked = 0;
     for (envelope, _) in rows() {
         for (member, expected, axis) in &members {
             for value in &pool {
-                let in_vocabulary =
-                    expected.contains(value) || axis.is_some_and(|a| a.rank(value).is_some());
+                let in_vocabulary = expected.contains(value) || axis.is_some_and(|a| a.rank(value).is_some());
                 if in_vocabulary {
                     continue;
                 }
                 let outcome = admit(envelope, &declaring(json!({ *member: *value })));
-                let fault = MemberFault::UnknownValue {
-                    value: (*value).to_owned(),
-                    expected,
-                };
+                let fault = MemberFault::UnknownValue { value: (*value).to_owned(), expected };
                 assert_eq!(outcome, Err(member_error(member, fault)));
                 checked += 1;
             }
@@ -298,21 +209,12 @@ fn non_string_values_are_the_wrong_type() {
         (json!({}), JsonType::Object),
         (json!({"value": "native"}), JsonType::Object),
     ];
-    let members = catalog::UPGRADES
-        .iter()
-        .map(|u| u.member)
-        .chain(catalog::MECHANISMS.iter().map(|m| m.member));
+    let members = catalog::UPGRADES.iter().map(|u| u.member).chain(catalog::MECHANISMS.iter().map(|m| m.member));
     for member in members {
         for (envelope, _) in rows() {
             for (value, found) in &malformed {
                 let outcome = admit(envelope, &declaring(json!({ member: value })));
-                assert_eq!(
-                    outcome,
-                    Err(member_error(
-                        member,
-                        MemberFault::WrongType { found: *found }
-                    ))
-                );
+                assert_eq!(outcome, Err(member_error(member, MemberFault::WrongType { found: *found })));
             }
         }
     }
@@ -328,23 +230,11 @@ fn an_axis_named_directly_is_a_smuggled_promotion() {
         for axis in catalog::AXES.iter().filter(|a| !is_member(a.name)) {
             for value in axis.values {
                 let outcome = admit(envelope, &declaring(json!({ axis.name: value })));
-                assert_eq!(
-                    outcome,
-                    Err(member_error(
-                        axis.name,
-                        MemberFault::NamesAxis { axis: axis.name }
-                    ))
-                );
+                assert_eq!(outcome, Err(member_error(axis.name, MemberFault::NamesAxis { axis: axis.name })));
                 checked += 1;
             }
             let outcome = admit(envelope, &declaring(json!({ axis.name: 1 })));
-            assert_eq!(
-                outcome,
-                Err(member_error(
-                    axis.name,
-                    MemberFault::NamesAxis { axis: axis.name }
-                ))
-            );
+            assert_eq!(outcome, Err(member_error(axis.name, MemberFault::NamesAxis { axis: axis.name })));
         }
     }
     assert!(checked >= 2 * 15, "only {checked} cases");
@@ -353,15 +243,7 @@ fn an_axis_named_directly_is_a_smuggled_promotion() {
 #[test]
 fn unknown_members_are_rejected_by_name() {
     for (envelope, _) in rows() {
-        for member in [
-            "subagent",
-            "steering",
-            "Steer",
-            "",
-            "checkfu.steer",
-            "capabilities",
-            "native",
-        ] {
+        for member in ["subagent", "steering", "Steer", "", "checkfu.steer", "capabilities", "native"] {
             for value in [json!("observed"), json!("native"), json!(true)] {
                 let outcome = admit(envelope, &declaring(json!({ member: value })));
                 assert_eq!(outcome, Err(member_error(member, MemberFault::Unknown)));
@@ -383,20 +265,12 @@ fn the_full_declaration_admits_all_three_upgrades_and_records_four_mechanisms() 
     });
     for (envelope, literal) in rows() {
         let admitted = admit(envelope, &declaring(full.clone())).expect("admitted");
-        let expected = with_subagents(&with(
-            &with(literal, "mid_run_input", "unsupported", "native"),
-            "interrupt",
-            "kill_only",
-            "cooperative",
-        ));
+        let expected =
+            with_subagents(&with(&with(literal, "mid_run_input", "unsupported", "native"), "interrupt", "kill_only", "cooperative"));
         assert_eq!(admitted.to_json(), expected);
         let promoted: Vec<_> = admitted.promotions().iter().map(|u| u.axis).collect();
         assert_eq!(promoted, ["subagents", "mid_run_input", "interrupt"]);
-        let recorded: Vec<_> = admitted
-            .mechanisms()
-            .iter()
-            .map(|(m, v)| (m.member, *v))
-            .collect();
+        let recorded: Vec<_> = admitted.mechanisms().iter().map(|(m, v)| (m.member, *v)).collect();
         assert_eq!(
             recorded,
             [
@@ -407,13 +281,7 @@ fn the_full_declaration_admits_all_three_upgrades_and_records_four_mechanisms() 
             ]
         );
         let awaiting: Vec<_> = admitted.awaiting_evidence().collect();
-        assert_eq!(
-            awaiting,
-            [
-                ("mid_run_input", "steering_delivered"),
-                ("interrupt", "cooperative_interrupt_drained")
-            ]
-        );
+        assert_eq!(awaiting, [("mid_run_input", "steering_delivered"), ("interrupt", "cooperative_interrupt_drained")]);
         assert_eq!(admitted.value("subagents"), Some("observed"));
         assert_eq!(admitted.envelope(), envelope);
     }
@@ -422,18 +290,8 @@ fn the_full_declaration_admits_all_three_upgrades_and_records_four_mechanisms() 
 #[test]
 fn member_order_on_the_wire_does_not_change_the_admitted_bytes() {
     for (envelope, _) in rows() {
-        let a = admit(
-            envelope,
-            &declaring(
-                json!({"subagents": "observed", "interrupt": "cooperative", "steer": "native"}),
-            ),
-        );
-        let b = admit(
-            envelope,
-            &declaring(
-                json!({"steer": "native", "interrupt": "cooperative", "subagents": "observed"}),
-            ),
-        );
+        let a = admit(envelope, &declaring(json!({"subagents": "observed", "interrupt": "cooperative", "steer": "native"})));
+        let b = admit(envelope, &declaring(json!({"steer": "native", "interrupt": "cooperative", "subagents": "observed"})));
         let (a, b) = (a.expect("admitted"), b.expect("admitted"));
         assert_eq!(a.to_json(), b.to_json());
         assert_ne!(a.promotions(), b.promotions(), "promotions keep wire order");
@@ -443,21 +301,8 @@ fn member_order_on_the_wire_does_not_change_the_admitted_bytes() {
 #[test]
 fn the_first_faulty_member_in_wire_order_is_named() {
     let (envelope, _) = rows()[0];
-    let outcome = admit(
-        envelope,
-        &declaring(
-            json!({"subagents": "observed", "model_control": "platform_enforced", "steer": "yes"}),
-        ),
-    );
-    assert_eq!(
-        outcome,
-        Err(member_error(
-            "model_control",
-            MemberFault::NamesAxis {
-                axis: "model_control"
-            }
-        ))
-    );
+    let outcome = admit(envelope, &declaring(json!({"subagents": "observed", "model_control": "platform_enforced", "steer": "yes"})));
+    assert_eq!(outcome, Err(member_error("model_control", MemberFault::NamesAxis { axis: "model_control" })));
 }
 
 #[test]
@@ -465,25 +310,11 @@ fn a_lane_envelope_above_the_base_rejects_downgrade_and_mismatch() {
     let lane = lane();
     assert_eq!(
         admit(lane, &declaring(json!({"interrupt": "kill_only"}))),
-        Err(member_error(
-            "interrupt",
-            MemberFault::Downgrade {
-                axis: "interrupt",
-                value: "kill_only",
-                envelope: "cooperative"
-            }
-        ))
+        Err(member_error("interrupt", MemberFault::Downgrade { axis: "interrupt", value: "kill_only", envelope: "cooperative" }))
     );
     assert_eq!(
         admit(lane, &declaring(json!({"interrupt": "cooperative"}))),
-        Err(member_error(
-            "interrupt",
-            MemberFault::BaseMismatch {
-                axis: "interrupt",
-                envelope: Some("cooperative"),
-                from: "kill_only"
-            }
-        ))
+        Err(member_error("interrupt", MemberFault::BaseMismatch { axis: "interrupt", envelope: Some("cooperative"), from: "kill_only" }))
     );
     let admitted = admit(lane, &declaring(json!({"steer": "native"}))).expect("admitted");
     assert_eq!(admitted.value("mid_run_input"), Some("native"));
@@ -493,107 +324,39 @@ fn a_lane_envelope_above_the_base_rejects_downgrade_and_mismatch() {
 /// current two-value vocabularies cannot express, are still classified exactly.
 #[test]
 fn intermediate_and_beyond_step_values_are_classified() {
-    static AXIS: Axis = Axis {
-        name: "ladder",
-        values: &["a", "b", "c", "d"],
-        absent: None,
-        in_envelope: true,
-    };
-    static UPGRADE: Upgrade = Upgrade {
-        member: "climb",
-        value: "go",
-        axis: "ladder",
-        from: "a",
-        to: "c",
-        evidence: None,
-    };
+    static AXIS: Axis = Axis { name: "ladder", values: &["a", "b", "c", "d"], absent: None, in_envelope: true };
+    static UPGRADE: Upgrade = Upgrade { member: "climb", value: "go", axis: "ladder", from: "a", to: "c", evidence: None };
     assert_eq!(judge_upgrade(&AXIS, &UPGRADE, Some("a"), "go"), Ok(()));
     assert_eq!(
         judge_upgrade(&AXIS, &UPGRADE, Some("a"), "b"),
-        Err(MemberFault::Intermediate {
-            axis: "ladder",
-            value: "b",
-            from: "a",
-            to: "c"
-        })
+        Err(MemberFault::Intermediate { axis: "ladder", value: "b", from: "a", to: "c" })
     );
-    assert_eq!(
-        judge_upgrade(&AXIS, &UPGRADE, Some("a"), "d"),
-        Err(MemberFault::BeyondStep {
-            axis: "ladder",
-            value: "d",
-            to: "c"
-        })
-    );
-    assert_eq!(
-        judge_upgrade(&AXIS, &UPGRADE, Some("a"), "a"),
-        Err(MemberFault::Restatement {
-            axis: "ladder",
-            value: "a"
-        })
-    );
-    assert_eq!(
-        judge_upgrade(&AXIS, &UPGRADE, Some("b"), "a"),
-        Err(MemberFault::Downgrade {
-            axis: "ladder",
-            value: "a",
-            envelope: "b"
-        })
-    );
+    assert_eq!(judge_upgrade(&AXIS, &UPGRADE, Some("a"), "d"), Err(MemberFault::BeyondStep { axis: "ladder", value: "d", to: "c" }));
+    assert_eq!(judge_upgrade(&AXIS, &UPGRADE, Some("a"), "a"), Err(MemberFault::Restatement { axis: "ladder", value: "a" }));
+    assert_eq!(judge_upgrade(&AXIS, &UPGRADE, Some("b"), "a"), Err(MemberFault::Downgrade { axis: "ladder", value: "a", envelope: "b" }));
     assert_eq!(
         judge_upgrade(&AXIS, &UPGRADE, Some("b"), "go"),
-        Err(MemberFault::BaseMismatch {
-            axis: "ladder",
-            envelope: Some("b"),
-            from: "a"
-        })
+        Err(MemberFault::BaseMismatch { axis: "ladder", envelope: Some("b"), from: "a" })
     );
-    assert_eq!(
-        judge_upgrade(&AXIS, &UPGRADE, None, "go"),
-        Err(MemberFault::BaseMismatch {
-            axis: "ladder",
-            envelope: None,
-            from: "a"
-        })
-    );
-    assert_eq!(
-        judge_upgrade(&AXIS, &UPGRADE, Some("a"), "c"),
-        Err(MemberFault::UnknownValue {
-            value: "c".into(),
-            expected: &["go"]
-        })
-    );
+    assert_eq!(judge_upgrade(&AXIS, &UPGRADE, None, "go"), Err(MemberFault::BaseMismatch { axis: "ladder", envelope: None, from: "a" }));
+    assert_eq!(judge_upgrade(&AXIS, &UPGRADE, Some("a"), "c"), Err(MemberFault::UnknownValue { value: "c".into(), expected: &["go"] }));
 }
 
 #[test]
 fn malformed_envelopes_of_the_declaration_are_rejected() {
     let (envelope, _) = rows()[1];
     assert_eq!(
-        admit(
-            envelope,
-            &json!({"jsonrpc": "2.0", "id": 0, "error": {"code": -32603, "message": "boom"}})
-        ),
-        Err(AdmissionError::NotAnInitializeResponse {
-            found: "an error response"
-        })
+        admit(envelope, &json!({"jsonrpc": "2.0", "id": 0, "error": {"code": -32603, "message": "boom"}})),
+        Err(AdmissionError::NotAnInitializeResponse { found: "an error response" })
     );
     assert_eq!(
         admit(envelope, &json!({"jsonrpc": "2.0", "id": 0, "result": []})),
-        Err(AdmissionError::NotAnInitializeResponse {
-            found: "`result` is not an object"
-        })
+        Err(AdmissionError::NotAnInitializeResponse { found: "`result` is not an object" })
     );
-    assert_eq!(
-        admit(envelope, &json!([])),
-        Err(AdmissionError::NotAnInitializeResponse {
-            found: "no `result`"
-        })
-    );
+    assert_eq!(admit(envelope, &json!([])), Err(AdmissionError::NotAnInitializeResponse { found: "no `result`" }));
     assert_eq!(
         admit(envelope, &response(Some(json!("checkfu.capabilities")))),
-        Err(AdmissionError::MetaNotAnObject {
-            found: JsonType::String
-        })
+        Err(AdmissionError::MetaNotAnObject { found: JsonType::String })
     );
     for (value, found) in [
         (json!(null), JsonType::Null),
@@ -601,10 +364,7 @@ fn malformed_envelopes_of_the_declaration_are_rejected() {
         (json!("observed"), JsonType::String),
         (json!(true), JsonType::Boolean),
     ] {
-        assert_eq!(
-            admit(envelope, &declaring(value)),
-            Err(AdmissionError::DeclarationNotAnObject { found })
-        );
+        assert_eq!(admit(envelope, &declaring(value)), Err(AdmissionError::DeclarationNotAnObject { found }));
     }
 }
 
@@ -612,12 +372,8 @@ fn malformed_envelopes_of_the_declaration_are_rejected() {
 fn a_member_duplicated_on_the_wire_is_rejected() {
     let (envelope, _) = rows()[0];
     let decoded: WireDeclaration =
-        serde_json::from_str(r#"{"steer": "native", "subagents": "observed", "steer": "native"}"#)
-            .expect("json");
-    assert_eq!(
-        admit_declaration(envelope, &decoded),
-        Err(member_error("steer", MemberFault::Duplicate))
-    );
+        serde_json::from_str(r#"{"steer": "native", "subagents": "observed", "steer": "native"}"#).expect("json");
+    assert_eq!(admit_declaration(envelope, &decoded), Err(member_error("steer", MemberFault::Duplicate)));
 }
 
 #[test]
@@ -649,28 +405,12 @@ fn errors_say_which_member_and_why() {
 fn catalog_declarations_of_packaged_entries_are_admissible() {
     // Every packaged entry's catalog declaration, sent as a handshake against each row of its
     // driver, is admitted, and the subagents axis appears exactly when the entry declares it.
-    for harness in catalog::HARNESSES
-        .iter()
-        .filter(|h| h.mode == catalog::Mode::Packaged)
-    {
-        let members: serde_json::Map<String, Value> = harness
-            .declares
-            .iter()
-            .map(|(m, v)| ((*m).to_owned(), Value::from(*v)))
-            .collect();
-        for envelope in catalog::ENVELOPES
-            .iter()
-            .filter(|e| Some(e.owner) == harness.driver)
-        {
-            let admitted =
-                admit(envelope, &declaring(Value::Object(members.clone()))).expect(harness.name);
+    for harness in catalog::HARNESSES.iter().filter(|h| h.mode == catalog::Mode::Packaged) {
+        let members: serde_json::Map<String, Value> = harness.declares.iter().map(|(m, v)| ((*m).to_owned(), Value::from(*v))).collect();
+        for envelope in catalog::ENVELOPES.iter().filter(|e| Some(e.owner) == harness.driver) {
+            let admitted = admit(envelope, &declaring(Value::Object(members.clone()))).expect(harness.name);
             let declares_subagents = harness.declares.iter().any(|(m, _)| *m == "subagents");
-            assert_eq!(
-                admitted.value("subagents").is_some(),
-                declares_subagents,
-                "{}",
-                harness.name
-            );
+            assert_eq!(admitted.value("subagents").is_some(), declares_subagents, "{}", harness.name);
             if harness.declares.is_empty() {
                 assert_eq!(admitted.to_json(), envelope_json(envelope));
             }
@@ -699,15 +439,7 @@ fn admission_agrees_with_the_generated_schema_check() {
     // `subagents` and `interrupt` are both members and axes.
     names.sort_unstable();
     names.dedup();
-    let mut values: Vec<Value> = vec![
-        json!(null),
-        json!(true),
-        json!(1),
-        json!([]),
-        json!({}),
-        json!(""),
-        json!("Observed"),
-    ];
+    let mut values: Vec<Value> = vec![json!(null), json!(true), json!(1), json!([]), json!({}), json!(""), json!("Observed")];
     for axis in catalog::AXES {
         values.extend(axis.values.iter().map(|v| json!(v)));
     }
@@ -719,20 +451,9 @@ fn admission_agrees_with_the_generated_schema_check() {
         for value in &values {
             let declaration = json!({ *name: value.clone() });
             let admitted = admit(envelope, &declaring(declaration.clone())).is_ok();
-            assert_eq!(
-                admitted,
-                schema_check(&declaration).is_ok(),
-                "{declaration}"
-            );
+            assert_eq!(admitted, schema_check(&declaration).is_ok(), "{declaration}");
             accepted += usize::from(admitted);
         }
     }
-    assert_eq!(
-        accepted,
-        catalog::UPGRADES.len()
-            + catalog::MECHANISMS
-                .iter()
-                .map(|m| m.values.len())
-                .sum::<usize>()
-    );
+    assert_eq!(accepted, catalog::UPGRADES.len() + catalog::MECHANISMS.iter().map(|m| m.values.len()).sum::<usize>());
 }

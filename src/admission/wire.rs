@@ -63,8 +63,8 @@ pub fn admit_wire(envelope: &'static Envelope, bytes: &[u8]) -> Result<AdmittedC
         return Err(WireAdmissionError::NotAnInitializeResponse);
     }
     // The decoder accepted the bytes, so they are one JSON object.
-    let value: serde_json::Value = serde_json::from_slice(bytes)
-        .map_err(|e| WireAdmissionError::Decode(DecodeError::InvalidJson { message: e.to_string() }))?;
+    let value: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|e| WireAdmissionError::Decode(DecodeError::InvalidJson { message: e.to_string() }))?;
     admit(envelope, &value).map_err(WireAdmissionError::Admission)
 }
 
@@ -102,7 +102,10 @@ mod tests {
         let wrong_version = initialize(json!({}), 2);
         assert!(matches!(admit_wire(&ENVELOPES[0], &wrong_version), Err(WireAdmissionError::Decode(DecodeError::ProtocolVersion { .. }))));
         let request = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}).to_string();
-        assert!(matches!(admit_wire(&ENVELOPES[0], request.as_bytes()), Err(WireAdmissionError::Decode(DecodeError::WrongDirection { .. }))));
+        assert!(matches!(
+            admit_wire(&ENVELOPES[0], request.as_bytes()),
+            Err(WireAdmissionError::Decode(DecodeError::WrongDirection { .. }))
+        ));
         assert!(matches!(admit_wire(&ENVELOPES[0], b"{nope"), Err(WireAdmissionError::Decode(DecodeError::InvalidJson { .. }))));
     }
 

@@ -26,12 +26,7 @@ pub fn conform(trace: &Path, format: Format) -> i32 {
     let report = match conformance::check_reader(BufReader::new(file)) {
         Ok(report) => report,
         Err(e) => {
-            eprintln!(
-                "error: {}:{}: invalid trace: {}",
-                trace.display(),
-                e.line,
-                e.message
-            );
+            eprintln!("error: {}:{}: invalid trace: {}", trace.display(), e.line, e.message);
             return 2;
         }
     };

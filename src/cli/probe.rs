@@ -219,7 +219,8 @@ pub fn probe(args: Args) -> i32 {
         },
         None => None,
     };
-    let protocol = args.protocol.clone().or_else(|| recipe.as_ref().and_then(|r| r.protocol.clone())).unwrap_or_else(|| String::from("acp-v1"));
+    let protocol =
+        args.protocol.clone().or_else(|| recipe.as_ref().and_then(|r| r.protocol.clone())).unwrap_or_else(|| String::from("acp-v1"));
     match protocol.as_str() {
         "acp-v1" => {
             if let Some(flag) = oneshot_flag(&args) {

@@ -95,7 +95,10 @@ pub fn probe(args: Args, recipe: Option<Recipe>) -> i32 {
     }
     let live = matches!(args.format, Format::Text);
     if live {
-        eprintln!("checkfu-wire probe (unsigned_local_only: local feedback, never qualification), protocol oneshot-v1: {}", launch.declaration.entrypoint);
+        eprintln!(
+            "checkfu-wire probe (unsigned_local_only: local feedback, never qualification), protocol oneshot-v1: {}",
+            launch.declaration.entrypoint
+        );
     }
     let mut progress = |line: &str| {
         if live {

@@ -53,7 +53,8 @@ pub fn relay(args: Args) -> i32 {
         Ok(relay) => relay,
         Err(e) => return super::usage_error(e),
     };
-    let here = json!({"url": relay.url(), "api_key": key, "nonce": nonce, "token": token, "token_file": token_file, "provider": relay.provider()});
+    let here =
+        json!({"url": relay.url(), "api_key": key, "nonce": nonce, "token": token, "token_file": token_file, "provider": relay.provider()});
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{here}");
     let _ = out.flush();

@@ -29,69 +29,40 @@ const TRACE_VERSION: u64 = 1;
 impl Header {
     /// Parses the header line; the error is a message without the line number.
     pub fn parse(line: &str) -> Result<Header, String> {
-        let value: Value = serde_json::from_str(line)
-            .map_err(|e| format!("missing header: not valid JSON: {e}"))?;
+        let value: Value = serde_json::from_str(line).map_err(|e| format!("missing header: not valid JSON: {e}"))?;
         let Value::Object(object) = value else {
             return Err(String::from("missing header: the first line must be a {\"trace\": 1, \"declared\": {...}} object"));
         };
         match object.get("trace") {
             Some(version) if version.as_u64() == Some(TRACE_VERSION) => {}
-            Some(version) => {
-                return Err(format!(
-                    "unsupported trace version {version} (this reader reads {TRACE_VERSION})"
-                ))
-            }
+            Some(version) => return Err(format!("unsupported trace version {version} (this reader reads {TRACE_VERSION})")),
             None if object.contains_key("kind") => {
-                return Err(String::from(
-                    "missing header: the first line is an observation, not the trace header",
-                ))
+                return Err(String::from("missing header: the first line is an observation, not the trace header"))
             }
-            None => {
-                return Err(String::from(
-                    "missing header: the first line has no `trace` version",
-                ))
-            }
+            None => return Err(String::from("missing header: the first line has no `trace` version")),
         }
         for key in object.keys() {
             if !matches!(key.as_str(), "trace" | "declared" | "opt_in") {
-                return Err(format!(
-                    "header has the unknown key {key:?} (expected trace, declared, opt_in)"
-                ));
+                return Err(format!("header has the unknown key {key:?} (expected trace, declared, opt_in)"));
             }
         }
 
         let declared = match object.get("declared") {
             Some(Value::Object(declared)) => declared,
-            Some(_) => {
-                return Err(String::from(
-                    "header `declared` must be an object of axis → value",
-                ))
-            }
-            None => {
-                return Err(String::from(
-                    "header lacks `declared` (use {} for a harness that declares nothing)",
-                ))
-            }
+            Some(_) => return Err(String::from("header `declared` must be an object of axis → value")),
+            None => return Err(String::from("header lacks `declared` (use {} for a harness that declares nothing)")),
         };
         let mut axes = Vec::with_capacity(declared.len());
         for (name, value) in declared {
             let Some(axis) = catalog::axis(name) else {
                 let known: Vec<&str> = catalog::AXES.iter().map(|a| a.name).collect();
-                return Err(format!(
-                    "unknown declared axis {name:?} (expected one of {})",
-                    known.join(", ")
-                ));
+                return Err(format!("unknown declared axis {name:?} (expected one of {})", known.join(", ")));
             };
             let Some(text) = value.as_str() else {
-                return Err(format!(
-                    "declared axis {name:?} must map to a string value, found {value}"
-                ));
+                return Err(format!("declared axis {name:?} must map to a string value, found {value}"));
             };
             let Some(rank) = axis.rank(text) else {
-                return Err(format!(
-                    "unknown value {text:?} for declared axis {name:?} (expected one of {})",
-                    axis.values.join(", ")
-                ));
+                return Err(format!("unknown value {text:?} for declared axis {name:?} (expected one of {})", axis.values.join(", ")));
             };
             axes.push((axis, axis.values[rank]));
         }
@@ -102,40 +73,25 @@ impl Header {
             Some(Value::Array(names)) => {
                 for name in names {
                     let Some(name) = name.as_str() else {
-                        return Err(format!(
-                            "header `opt_in` must list check names, found {name}"
-                        ));
+                        return Err(format!("header `opt_in` must list check names, found {name}"));
                     };
-                    let Some(check) = catalog::CONFORMANCE_CHECKS.iter().find(|c| c.name == name)
-                    else {
+                    let Some(check) = catalog::CONFORMANCE_CHECKS.iter().find(|c| c.name == name) else {
                         return Err(format!("header `opt_in` names the unknown check {name:?}"));
                     };
                     if !check.opt_in {
-                        return Err(format!(
-                            "header `opt_in` names {name:?}, which is not an opt-in check"
-                        ));
+                        return Err(format!("header `opt_in` names {name:?}, which is not an opt-in check"));
                     }
                     opt_in.push(check);
                 }
             }
-            Some(_) => {
-                return Err(String::from(
-                    "header `opt_in` must be an array of check names",
-                ))
-            }
+            Some(_) => return Err(String::from("header `opt_in` must be an array of check names")),
         }
-        Ok(Header {
-            declared: axes,
-            opt_in,
-        })
+        Ok(Header { declared: axes, opt_in })
     }
 
     /// The declared value of an axis, if the header names it.
     pub fn declared(&self, axis: &str) -> Option<&'static str> {
-        self.declared
-            .iter()
-            .find(|(a, _)| a.name == axis)
-            .map(|(_, v)| *v)
+        self.declared.iter().find(|(a, _)| a.name == axis).map(|(_, v)| *v)
     }
 
     /// Whether the declared value of `axis` is at least `value` in the axis's order.
@@ -143,11 +99,7 @@ impl Header {
         let Some(axis) = catalog::axis(axis) else {
             return false;
         };
-        let held = self
-            .declared(axis.name)
-            .or(axis.absent)
-            .and_then(|v| axis.rank(v))
-            .unwrap_or(0);
+        let held = self.declared(axis.name).or(axis.absent).and_then(|v| axis.rank(v)).unwrap_or(0);
         axis.rank(value).is_some_and(|needed| held >= needed)
     }
 
@@ -165,16 +117,12 @@ impl Header {
 
 /// The gated-emissions row listing an observation kind, if any.
 pub fn gate(kind: &str) -> Option<&'static GatedEmission> {
-    catalog::GATED_EMISSIONS
-        .iter()
-        .find(|g| g.members.iter().any(|m| names_kind(m, kind)))
+    catalog::GATED_EMISSIONS.iter().find(|g| g.members.iter().any(|m| names_kind(m, kind)))
 }
 
 /// Whether a gated member (`observation.<kind>`) names the kind.
 fn names_kind(member: &str, kind: &str) -> bool {
-    member
-        .strip_suffix(kind)
-        .is_some_and(|prefix| prefix.ends_with('.'))
+    member.strip_suffix(kind).is_some_and(|prefix| prefix.ends_with('.'))
 }
 
 /// The declaration upgrade whose passing case is the named check (the axis a tri-state
@@ -194,11 +142,7 @@ mod tests {
         assert_eq!(header.declared("subagents"), Some("observed"));
         assert!(header.declares_at_least("mid_run_input", "native"));
         assert!(!header.declares_at_least("interrupt", "cooperative"));
-        assert!(
-            header.admits("steering")
-                && header.admits("subagent_started")
-                && header.admits("tool_use")
-        );
+        assert!(header.admits("steering") && header.admits("subagent_started") && header.admits("tool_use"));
         assert!(!header.opts_in("cooperative_interrupt_drained"));
     }
 
@@ -208,20 +152,12 @@ mod tests {
             for member in row.members {
                 let kind = member.rsplit('.').next().unwrap_or(member);
                 assert_eq!(gate(kind), Some(row), "{member}");
-                let silent =
-                    Header::parse(r#"{"trace": 1, "declared": {}}"#).expect("valid header");
-                assert!(
-                    !silent.admits(kind),
-                    "{kind} admitted without its declaration"
-                );
+                let silent = Header::parse(r#"{"trace": 1, "declared": {}}"#).expect("valid header");
+                assert!(!silent.admits(kind), "{kind} admitted without its declaration");
             }
         }
         assert_eq!(gate("tool_use"), None);
-        assert_eq!(
-            gate("steer"),
-            None,
-            "a suffix that is not the whole kind does not match"
-        );
+        assert_eq!(gate("steer"), None, "a suffix that is not the whole kind does not match");
     }
 
     #[test]
@@ -231,40 +167,16 @@ mod tests {
             ("[]", "missing header"),
             (r#"{"kind": "ready"}"#, "is an observation"),
             (r#"{"declared": {}}"#, "no `trace` version"),
-            (
-                r#"{"trace": 2, "declared": {}}"#,
-                "unsupported trace version 2",
-            ),
+            (r#"{"trace": 2, "declared": {}}"#, "unsupported trace version 2"),
             (r#"{"trace": 1}"#, "lacks `declared`"),
             (r#"{"trace": 1, "declared": []}"#, "must be an object"),
-            (
-                r#"{"trace": 1, "declared": {"steer": "native"}}"#,
-                "unknown declared axis \"steer\"",
-            ),
-            (
-                r#"{"trace": 1, "declared": {"mid_run_input": "queued"}}"#,
-                "unknown value \"queued\"",
-            ),
-            (
-                r#"{"trace": 1, "declared": {"subagents": true}}"#,
-                "must map to a string",
-            ),
-            (
-                r#"{"trace": 1, "declared": {}, "optin": []}"#,
-                "unknown key \"optin\"",
-            ),
-            (
-                r#"{"trace": 1, "declared": {}, "opt_in": ["drain"]}"#,
-                "unknown check \"drain\"",
-            ),
-            (
-                r#"{"trace": 1, "declared": {}, "opt_in": ["ready_handshake"]}"#,
-                "not an opt-in check",
-            ),
-            (
-                r#"{"trace": 1, "declared": {}, "opt_in": "cooperative_interrupt_drained"}"#,
-                "must be an array",
-            ),
+            (r#"{"trace": 1, "declared": {"steer": "native"}}"#, "unknown declared axis \"steer\""),
+            (r#"{"trace": 1, "declared": {"mid_run_input": "queued"}}"#, "unknown value \"queued\""),
+            (r#"{"trace": 1, "declared": {"subagents": true}}"#, "must map to a string"),
+            (r#"{"trace": 1, "declared": {}, "optin": []}"#, "unknown key \"optin\""),
+            (r#"{"trace": 1, "declared": {}, "opt_in": ["drain"]}"#, "unknown check \"drain\""),
+            (r#"{"trace": 1, "declared": {}, "opt_in": ["ready_handshake"]}"#, "not an opt-in check"),
+            (r#"{"trace": 1, "declared": {}, "opt_in": "cooperative_interrupt_drained"}"#, "must be an array"),
         ];
         for (line, needle) in cases {
             match Header::parse(line) {
@@ -278,8 +190,7 @@ mod tests {
     fn every_axis_value_of_the_catalog_is_a_valid_declaration() {
         for axis in catalog::AXES {
             for value in axis.values {
-                let line =
-                    serde_json::json!({"trace": 1, "declared": { axis.name: value }}).to_string();
+                let line = serde_json::json!({"trace": 1, "declared": { axis.name: value }}).to_string();
                 let header = Header::parse(&line).expect("valid header");
                 assert_eq!(header.declared(axis.name), Some(*value));
             }

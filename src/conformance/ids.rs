@@ -84,9 +84,7 @@ impl Interner {
     /// The string `id` stands for. Every [`Id`] comes from this interner, so the fallback is
     /// unreachable; it keeps a message readable instead of panicking.
     pub fn name(&self, id: Id) -> &str {
-        self.names
-            .get(id.index())
-            .map_or("<unknown id>", |name| name)
+        self.names.get(id.index()).map_or("<unknown id>", |name| name)
     }
 }
 
@@ -124,10 +122,7 @@ pub struct IdMap<V> {
 
 impl<V> Default for IdMap<V> {
     fn default() -> Self {
-        IdMap {
-            slots: Vec::new(),
-            len: 0,
-        }
+        IdMap { slots: Vec::new(), len: 0 }
     }
 }
 
@@ -181,10 +176,7 @@ mod tests {
     fn each_distinct_string_gets_one_dense_id() {
         let mut ids = Interner::default();
         let names = ["t1", "a", "t1", "e1", "a", ""];
-        let got: Vec<u32> = names
-            .iter()
-            .map(|name| ids.intern(name).expect("an id").0)
-            .collect();
+        let got: Vec<u32> = names.iter().map(|name| ids.intern(name).expect("an id").0).collect();
         assert_eq!(got, [0, 1, 0, 2, 1, 3]);
         assert_eq!(ids.names.len(), 4);
         for name in names {
@@ -214,16 +206,9 @@ mod tests {
         let mut map = IdMap::default();
         assert!(map.is_empty());
         assert_eq!(*map.get_or_insert_with(z, || 3), 3);
-        assert_eq!(
-            *map.get_or_insert_with(z, || 9),
-            3,
-            "an existing value is kept"
-        );
+        assert_eq!(*map.get_or_insert_with(z, || 9), 3, "an existing value is kept");
         map.get_or_insert_with(x, || 1);
-        assert_eq!(
-            (map.get(x), map.get(y), map.get(z)),
-            (Some(&1), None, Some(&3))
-        );
+        assert_eq!((map.get(x), map.get(y), map.get(z)), (Some(&1), None, Some(&3)));
         assert!(!map.contains(y));
         if let Some(value) = map.get_mut(x) {
             *value = 2;

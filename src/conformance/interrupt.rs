@@ -51,7 +51,9 @@ impl CooperativeInterruptDrained {
         } else {
             match upgrade {
                 Some(u) if header.declares_at_least(u.axis, u.to) => None,
-                Some(u) => Some(format!("{} is not declared {:?}; the drain case applies only to a declared cooperative interrupt", u.axis, u.to)),
+                Some(u) => {
+                    Some(format!("{} is not declared {:?}; the drain case applies only to a declared cooperative interrupt", u.axis, u.to))
+                }
                 None => Some(String::from("the catalog names no upgrade evidenced by this case")),
             }
         };
@@ -71,14 +73,10 @@ impl Check for CooperativeInterruptDrained {
             return;
         }
         match (observation, &self.drain) {
-            (Observation::InterruptRequest, Drain::Unexercised) if !self.terminal_seen => {
-                self.drain = Drain::Requested(at)
-            }
+            (Observation::InterruptRequest, Drain::Unexercised) if !self.terminal_seen => self.drain = Drain::Requested(at),
             (Observation::InterruptRequest, Drain::Unexercised) => self.late_request = true,
             (Observation::InterruptAck { .. }, Drain::Unexercised) if !self.late_request => {
-                self.faults.at(at, || {
-                    String::from("an interrupt acknowledgement with no drain request before it")
-                });
+                self.faults.at(at, || String::from("an interrupt acknowledgement with no drain request before it"));
                 self.drain = Drain::Settled;
             }
             (Observation::InterruptAck { disposition }, Drain::Requested(request)) => {
@@ -93,9 +91,7 @@ impl Check for CooperativeInterruptDrained {
             }
             (Observation::Terminal { .. }, Drain::Requested(request)) => {
                 let request = *request;
-                self.faults.at(at, || {
-                    format!("the turn ended before the drain requested at observation {request} was accepted")
-                });
+                self.faults.at(at, || format!("the turn ended before the drain requested at observation {request} was accepted"));
                 self.drain = Drain::Settled;
             }
             (Observation::Terminal { .. }, Drain::Accepted(_)) => self.drain = Drain::Settled,
@@ -113,20 +109,12 @@ impl Check for CooperativeInterruptDrained {
         let mut faults = self.faults;
         match self.drain {
             Drain::Unexercised => {
-                return Outcome::Skip {
-                    reason: String::from(
-                        "unexercised: no drain request was sent into the live turn",
-                    ),
-                }
+                return Outcome::Skip { reason: String::from("unexercised: no drain request was sent into the live turn") }
             }
-            Drain::Requested(request) => faults.at(request, || {
-                String::from("the drain request is never acknowledged")
-            }),
-            Drain::Accepted(ack) => faults.at(ack, || {
-                String::from(
-                    "the harness accepted the drain but never settled a terminal observation",
-                )
-            }),
+            Drain::Requested(request) => faults.at(request, || String::from("the drain request is never acknowledged")),
+            Drain::Accepted(ack) => {
+                faults.at(ack, || String::from("the harness accepted the drain but never settled a terminal observation"))
+            }
             Drain::Settled => {}
         }
         faults.outcome()

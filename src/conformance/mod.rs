@@ -70,9 +70,7 @@ fn evaluator(check: &ConformanceCheck, header: &Header) -> Option<Box<dyn Check>
         "tool_correlation" => Box::<tools::ToolCorrelation>::default(),
         "steering_correlation" => Box::new(steering::SteeringCorrelation::new(header)),
         steering::STEERING_DELIVERED => Box::new(steering::SteeringDelivered::new(header)),
-        interrupt::COOPERATIVE_INTERRUPT_DRAINED => {
-            Box::new(interrupt::CooperativeInterruptDrained::new(header))
-        }
+        interrupt::COOPERATIVE_INTERRUPT_DRAINED => Box::new(interrupt::CooperativeInterruptDrained::new(header)),
         "subagent_correlation" => Box::new(subagents::SubagentCorrelation::new(header)),
         _ => return None,
     })
@@ -131,45 +129,27 @@ pub fn check_reader<R: BufRead>(mut reader: R) -> Result<Report, TraceError> {
                 line.truncate(trimmed);
                 Ok(true)
             }
-            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => Err(TraceError {
-                line: *number,
-                message: String::from("the line is not UTF-8"),
-            }),
-            Err(e) => Err(TraceError {
-                line: *number,
-                message: format!("cannot read the trace: {e}"),
-            }),
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                Err(TraceError { line: *number, message: String::from("the line is not UTF-8") })
+            }
+            Err(e) => Err(TraceError { line: *number, message: format!("cannot read the trace: {e}") }),
         }
     };
 
     if !next_line(&mut line, &mut number)? {
-        return Err(TraceError {
-            line: 1,
-            message: String::from("missing header: the trace is empty"),
-        });
+        return Err(TraceError { line: 1, message: String::from("missing header: the trace is empty") });
     }
-    let header = Header::parse(&line).map_err(|message| TraceError {
-        line: number,
-        message,
-    })?;
+    let header = Header::parse(&line).map_err(|message| TraceError { line: number, message })?;
 
-    let mut checks: Vec<(&'static str, Option<Box<dyn Check>>)> = catalog::CONFORMANCE_CHECKS
-        .iter()
-        .map(|c| (c.name, evaluator(c, &header)))
-        .collect();
+    let mut checks: Vec<(&'static str, Option<Box<dyn Check>>)> =
+        catalog::CONFORMANCE_CHECKS.iter().map(|c| (c.name, evaluator(c, &header))).collect();
     let mut ids = Interner::default();
     let mut observations = 0usize;
     while next_line(&mut line, &mut number)? {
         if line.trim().is_empty() {
-            return Err(TraceError {
-                line: number,
-                message: String::from("blank line; every line is one observation"),
-            });
+            return Err(TraceError { line: number, message: String::from("blank line; every line is one observation") });
         }
-        let observation = Observation::parse(&line, &mut ids).map_err(|message| TraceError {
-            line: number,
-            message,
-        })?;
+        let observation = Observation::parse(&line, &mut ids).map_err(|message| TraceError { line: number, message })?;
         for (_, check) in checks.iter_mut() {
             if let Some(check) = check {
                 check.observe(observations, &observation, &ids);
@@ -184,18 +164,12 @@ pub fn check_reader<R: BufRead>(mut reader: R) -> Result<Report, TraceError> {
             let outcome = match check {
                 Some(check) => check.finish(observations, &ids),
                 // Fail closed: a catalog check this build cannot evaluate is not a pass.
-                None => Outcome::Fail {
-                    reason: String::from("this build has no evaluator for the check"),
-                    at: None,
-                },
+                None => Outcome::Fail { reason: String::from("this build has no evaluator for the check"), at: None },
             };
             (name, outcome)
         })
         .collect();
-    Ok(Report {
-        checks,
-        observations,
-    })
+    Ok(Report { checks, observations })
 }
 
 #[cfg(test)]

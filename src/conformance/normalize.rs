@@ -274,10 +274,22 @@ mod tests {
     #[test]
     fn harness_subagent_ids_are_replaced_and_attribution_follows_the_member() {
         let (mut n, mut d) = (Normalizer::new(), Decoder::new());
-        feed(&mut n, &mut d, json!({"sessionUpdate": "session_info_update", "_meta": {"checkfu.subagent": {"phase": "started", "subagent": "thread-42", "name": "r"}}}));
-        feed(&mut n, &mut d, json!({"sessionUpdate": "tool_call", "toolCallId": "t", "title": "Run", "status": "completed", "_meta": {"checkfu.subagent": {"phase": "activity", "subagent": "thread-42"}}}));
+        feed(
+            &mut n,
+            &mut d,
+            json!({"sessionUpdate": "session_info_update", "_meta": {"checkfu.subagent": {"phase": "started", "subagent": "thread-42", "name": "r"}}}),
+        );
+        feed(
+            &mut n,
+            &mut d,
+            json!({"sessionUpdate": "tool_call", "toolCallId": "t", "title": "Run", "status": "completed", "_meta": {"checkfu.subagent": {"phase": "activity", "subagent": "thread-42"}}}),
+        );
         feed(&mut n, &mut d, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}));
-        feed(&mut n, &mut d, json!({"sessionUpdate": "session_info_update", "_meta": {"checkfu.subagent": {"phase": "completed", "subagent": "thread-42", "disposition": "failed"}}}));
+        feed(
+            &mut n,
+            &mut d,
+            json!({"sessionUpdate": "session_info_update", "_meta": {"checkfu.subagent": {"phase": "completed", "subagent": "thread-42", "disposition": "failed"}}}),
+        );
         assert_eq!(
             lines(&n),
             [
@@ -312,8 +324,12 @@ mod tests {
     fn a_dropped_fidelity_member_produces_no_observation() {
         let (mut n, mut d) = (Normalizer::new(), Decoder::new());
         // `phase` outside the member's vocabulary: the decoder drops it (fail-open).
-        feed(&mut n, &mut d, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "x"},
-            "_meta": {"checkfu.subagent": {"phase": "teleported", "subagent": "a"}}}));
+        feed(
+            &mut n,
+            &mut d,
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "x"},
+            "_meta": {"checkfu.subagent": {"phase": "teleported", "subagent": "a"}}}),
+        );
         assert_eq!(lines(&n), [json!({"kind": "output", "text": "x"})]);
     }
 
@@ -323,10 +339,8 @@ mod tests {
         for reason in [Some("end_turn"), Some("cancelled"), Some("refusal"), None] {
             n.terminal(reason);
         }
-        let outcomes: Vec<(String, String)> = lines(&n)
-            .iter()
-            .map(|o| (o["outcome"].as_str().unwrap().to_owned(), o["stop_reason"].as_str().unwrap().to_owned()))
-            .collect();
+        let outcomes: Vec<(String, String)> =
+            lines(&n).iter().map(|o| (o["outcome"].as_str().unwrap().to_owned(), o["stop_reason"].as_str().unwrap().to_owned())).collect();
         let expected = [("success", "end_turn"), ("success", "interrupted"), ("failure", "refusal"), ("failure", "error")];
         assert_eq!(outcomes, expected.map(|(a, b)| (a.to_owned(), b.to_owned())));
     }

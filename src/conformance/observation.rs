@@ -140,43 +140,16 @@ pub enum TurnOutcome {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Observation {
     Ready,
-    Output {
-        text: String,
-        subagent: Option<Id>,
-    },
-    ToolUse {
-        id: Id,
-        name: Option<String>,
-        subagent: Option<Id>,
-    },
-    ToolResult {
-        id: Id,
-        subagent: Option<Id>,
-    },
-    SteerInput {
-        event: Id,
-    },
-    Steering {
-        event: Id,
-        disposition: SteerAck,
-    },
+    Output { text: String, subagent: Option<Id> },
+    ToolUse { id: Id, name: Option<String>, subagent: Option<Id> },
+    ToolResult { id: Id, subagent: Option<Id> },
+    SteerInput { event: Id },
+    Steering { event: Id, disposition: SteerAck },
     InterruptRequest,
-    InterruptAck {
-        disposition: InterruptAck,
-    },
-    SubagentStarted {
-        subagent: Id,
-        name: String,
-        description: Option<String>,
-    },
-    SubagentCompleted {
-        subagent: Id,
-        disposition: Settlement,
-    },
-    Terminal {
-        outcome: TurnOutcome,
-        stop_reason: String,
-    },
+    InterruptAck { disposition: InterruptAck },
+    SubagentStarted { subagent: Id, name: String, description: Option<String> },
+    SubagentCompleted { subagent: Id, disposition: Settlement },
+    Terminal { outcome: TurnOutcome, stop_reason: String },
 }
 
 impl Observation {
@@ -243,15 +216,8 @@ fn explain_parse_error(line: &str, error: &serde_json::Error) -> String {
 }
 
 fn unknown_kind(kind: &str) -> String {
-    let known: Vec<&str> = Kind::ALL
-        .iter()
-        .map(|k| k.name())
-        .filter(|n| catalog::OBSERVATIONS.contains(n))
-        .collect();
-    format!(
-        "unknown kind {kind:?} (expected one of {})",
-        known.join(", ")
-    )
+    let known: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).filter(|n| catalog::OBSERVATIONS.contains(n)).collect();
+    format!("unknown kind {kind:?} (expected one of {})", known.join(", "))
 }
 
 impl RawObservation {
@@ -270,17 +236,7 @@ impl RawObservation {
         }
     }
 
-    const FIELDS: [&'static str; 9] = [
-        "id",
-        "name",
-        "subagent",
-        "event",
-        "text",
-        "disposition",
-        "description",
-        "outcome",
-        "stop_reason",
-    ];
+    const FIELDS: [&'static str; 9] = ["id", "name", "subagent", "event", "text", "disposition", "description", "outcome", "stop_reason"];
 
     fn validate(self, ids: &mut Interner) -> Result<Observation, String> {
         let Some(kind) = Kind::from_name(&self.kind) else {
@@ -290,60 +246,35 @@ impl RawObservation {
         for field in Self::FIELDS {
             let declared = allowed.iter().find(|(name, _)| *name == field);
             match (self.field(field).is_some(), declared) {
-                (true, None) => {
-                    return Err(format!(
-                        "field `{field}` is not part of kind {:?}",
-                        kind.name()
-                    ))
-                }
-                (false, Some((_, true))) => {
-                    return Err(format!("kind {:?} requires field `{field}`", kind.name()))
-                }
+                (true, None) => return Err(format!("field `{field}` is not part of kind {:?}", kind.name())),
+                (false, Some((_, true))) => return Err(format!("kind {:?} requires field `{field}`", kind.name())),
                 _ => {}
             }
         }
         // Required fields are present past this point; `take` keeps the moves explicit.
         let mut raw = self;
-        let required = |value: Option<String>, field: &str| {
-            value.ok_or_else(|| format!("kind {:?} requires field `{field}`", kind.name()))
-        };
+        let required = |value: Option<String>, field: &str| value.ok_or_else(|| format!("kind {:?} requires field `{field}`", kind.name()));
         Ok(match kind {
             Kind::Ready => Observation::Ready,
-            Kind::Output => Observation::Output {
-                text: required(raw.text.take(), "text")?,
-                subagent: intern_optional(ids, raw.subagent)?,
-            },
+            Kind::Output => Observation::Output { text: required(raw.text.take(), "text")?, subagent: intern_optional(ids, raw.subagent)? },
             Kind::ToolUse => Observation::ToolUse {
                 id: intern(ids, required(raw.id.take(), "id")?)?,
                 name: raw.name,
                 subagent: intern_optional(ids, raw.subagent)?,
             },
-            Kind::ToolResult => Observation::ToolResult {
-                id: intern(ids, required(raw.id.take(), "id")?)?,
-                subagent: intern_optional(ids, raw.subagent)?,
-            },
-            Kind::SteerInput => Observation::SteerInput {
-                event: intern(ids, required(raw.event.take(), "event")?)?,
-            },
+            Kind::ToolResult => {
+                Observation::ToolResult { id: intern(ids, required(raw.id.take(), "id")?)?, subagent: intern_optional(ids, raw.subagent)? }
+            }
+            Kind::SteerInput => Observation::SteerInput { event: intern(ids, required(raw.event.take(), "event")?)? },
             Kind::Steering => {
                 let disposition = required(raw.disposition.take(), "disposition")?;
                 let disposition = match disposition.as_str() {
                     "delivered" => SteerAck::Delivered,
                     "queued" => SteerAck::Queued,
                     "refused" => SteerAck::Refused,
-                    other => {
-                        return Err(bad_value(
-                            kind,
-                            "disposition",
-                            other,
-                            "delivered, queued, refused",
-                        ))
-                    }
+                    other => return Err(bad_value(kind, "disposition", other, "delivered, queued, refused")),
                 };
-                Observation::Steering {
-                    event: intern(ids, required(raw.event.take(), "event")?)?,
-                    disposition,
-                }
+                Observation::Steering { event: intern(ids, required(raw.event.take(), "event")?)?, disposition }
             }
             Kind::InterruptRequest => Observation::InterruptRequest,
             Kind::InterruptAck => {
@@ -351,9 +282,7 @@ impl RawObservation {
                 let disposition = match disposition.as_str() {
                     "draining" => InterruptAck::Draining,
                     "refused" => InterruptAck::Refused,
-                    other => {
-                        return Err(bad_value(kind, "disposition", other, "draining, refused"))
-                    }
+                    other => return Err(bad_value(kind, "disposition", other, "draining, refused")),
                 };
                 Observation::InterruptAck { disposition }
             }
@@ -368,19 +297,9 @@ impl RawObservation {
                     "completed" => Settlement::Completed,
                     "failed" => Settlement::Failed,
                     "canceled" => Settlement::Canceled,
-                    other => {
-                        return Err(bad_value(
-                            kind,
-                            "disposition",
-                            other,
-                            "completed, failed, canceled",
-                        ))
-                    }
+                    other => return Err(bad_value(kind, "disposition", other, "completed, failed, canceled")),
                 };
-                Observation::SubagentCompleted {
-                    subagent: intern(ids, required(raw.subagent.take(), "subagent")?)?,
-                    disposition,
-                }
+                Observation::SubagentCompleted { subagent: intern(ids, required(raw.subagent.take(), "subagent")?)?, disposition }
             }
             Kind::Terminal => {
                 let outcome = required(raw.outcome.take(), "outcome")?;
@@ -389,10 +308,7 @@ impl RawObservation {
                     "failure" => TurnOutcome::Failure,
                     other => return Err(bad_value(kind, "outcome", other, "success, failure")),
                 };
-                Observation::Terminal {
-                    outcome,
-                    stop_reason: required(raw.stop_reason.take(), "stop_reason")?,
-                }
+                Observation::Terminal { outcome, stop_reason: required(raw.stop_reason.take(), "stop_reason")? }
             }
         })
     }
@@ -401,9 +317,7 @@ impl RawObservation {
 /// The interned id of a field's value. Fails only past `u32::MAX` distinct ids: an id must
 /// never be reused for a second string, so the trace is rejected instead.
 fn intern(ids: &mut Interner, value: String) -> Result<Id, String> {
-    ids.intern(&value).ok_or_else(|| {
-        String::from("the trace names more distinct ids than the checker can number")
-    })
+    ids.intern(&value).ok_or_else(|| String::from("the trace names more distinct ids than the checker can number"))
 }
 
 fn intern_optional(ids: &mut Interner, value: Option<String>) -> Result<Option<Id>, String> {
@@ -411,10 +325,7 @@ fn intern_optional(ids: &mut Interner, value: Option<String>) -> Result<Option<I
 }
 
 fn bad_value(kind: Kind, field: &str, value: &str, expected: &str) -> String {
-    format!(
-        "kind {:?} field `{field}` has the unknown value {value:?} (expected one of {expected})",
-        kind.name()
-    )
+    format!("kind {:?} field `{field}` has the unknown value {value:?} (expected one of {expected})", kind.name())
 }
 
 #[cfg(test)]
@@ -425,16 +336,10 @@ mod tests {
     fn the_grammar_knows_exactly_the_catalog_observation_vocabulary() {
         let grammar: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
         for name in catalog::OBSERVATIONS {
-            assert!(
-                grammar.contains(name),
-                "catalog observation {name} has no grammar kind"
-            );
+            assert!(grammar.contains(name), "catalog observation {name} has no grammar kind");
         }
         for name in &grammar {
-            assert!(
-                catalog::OBSERVATIONS.contains(name),
-                "grammar kind {name} is not in the catalog"
-            );
+            assert!(catalog::OBSERVATIONS.contains(name), "grammar kind {name} is not in the catalog");
             assert_eq!(Kind::from_name(name).map(Kind::name), Some(*name));
         }
     }
@@ -446,70 +351,30 @@ mod tests {
         let [t1, a, e1] = ["t1", "a", "e1"].map(|name| ids.intern(name).expect("an id"));
         let lines = [
             (r#"{"kind": "ready"}"#, Observation::Ready),
-            (
-                r#"{"kind": "output", "text": "hi"}"#,
-                Observation::Output {
-                    text: "hi".into(),
-                    subagent: None,
-                },
-            ),
+            (r#"{"kind": "output", "text": "hi"}"#, Observation::Output { text: "hi".into(), subagent: None }),
             (
                 r#"{"kind": "tool_use", "id": "t1", "name": "bash", "subagent": "a"}"#,
-                Observation::ToolUse {
-                    id: t1,
-                    name: Some("bash".into()),
-                    subagent: Some(a),
-                },
+                Observation::ToolUse { id: t1, name: Some("bash".into()), subagent: Some(a) },
             ),
-            (
-                r#"{"kind": "tool_result", "id": "t1"}"#,
-                Observation::ToolResult {
-                    id: t1,
-                    subagent: None,
-                },
-            ),
-            (
-                r#"{"kind": "steer_input", "event": "e1"}"#,
-                Observation::SteerInput { event: e1 },
-            ),
+            (r#"{"kind": "tool_result", "id": "t1"}"#, Observation::ToolResult { id: t1, subagent: None }),
+            (r#"{"kind": "steer_input", "event": "e1"}"#, Observation::SteerInput { event: e1 }),
             (
                 r#"{"kind": "steering", "event": "e1", "disposition": "queued"}"#,
-                Observation::Steering {
-                    event: e1,
-                    disposition: SteerAck::Queued,
-                },
+                Observation::Steering { event: e1, disposition: SteerAck::Queued },
             ),
-            (
-                r#"{"kind": "interrupt_request"}"#,
-                Observation::InterruptRequest,
-            ),
-            (
-                r#"{"kind": "interrupt_ack", "disposition": "draining"}"#,
-                Observation::InterruptAck {
-                    disposition: InterruptAck::Draining,
-                },
-            ),
+            (r#"{"kind": "interrupt_request"}"#, Observation::InterruptRequest),
+            (r#"{"kind": "interrupt_ack", "disposition": "draining"}"#, Observation::InterruptAck { disposition: InterruptAck::Draining }),
             (
                 r#"{"kind": "subagent_started", "subagent": "a", "name": "r", "description": "d"}"#,
-                Observation::SubagentStarted {
-                    subagent: a,
-                    name: "r".into(),
-                    description: Some("d".into()),
-                },
+                Observation::SubagentStarted { subagent: a, name: "r".into(), description: Some("d".into()) },
             ),
             (
                 r#"{"kind": "subagent_completed", "subagent": "a", "disposition": "canceled"}"#,
-                Observation::SubagentCompleted {
-                    subagent: a,
-                    disposition: Settlement::Canceled,
-                },
+                Observation::SubagentCompleted { subagent: a, disposition: Settlement::Canceled },
             ),
             (
                 r#"{"kind": "terminal", "outcome": "success", "stop_reason": "end_turn"}"#,
-                Observation::Terminal {
-                    outcome: TurnOutcome::Success,
-                    stop_reason: "end_turn".into(),
-                },
+                Observation::Terminal { outcome: TurnOutcome::Success, stop_reason: "end_turn".into() },
             ),
         ];
         for (line, expected) in lines {
@@ -523,27 +388,12 @@ mod tests {
         let cases = [
             (r#"{"kind": "reddy"}"#, "unknown kind \"reddy\""),
             (r#"{"kind": "reddy", "extra": 1}"#, "unknown kind \"reddy\""),
-            (
-                r#"{"kind": "ready", "id": "t1"}"#,
-                "field `id` is not part of kind \"ready\"",
-            ),
-            (
-                r#"{"kind": "tool_use"}"#,
-                "kind \"tool_use\" requires field `id`",
-            ),
-            (
-                r#"{"kind": "tool_use", "id": "t1", "subagnet": "a"}"#,
-                "unknown field `subagnet`",
-            ),
+            (r#"{"kind": "ready", "id": "t1"}"#, "field `id` is not part of kind \"ready\""),
+            (r#"{"kind": "tool_use"}"#, "kind \"tool_use\" requires field `id`"),
+            (r#"{"kind": "tool_use", "id": "t1", "subagnet": "a"}"#, "unknown field `subagnet`"),
             (r#"{"kind": "tool_use", "id": 7}"#, "invalid type: integer"),
-            (
-                r#"{"kind": "steering", "event": "e1", "disposition": "accepted"}"#,
-                "unknown value \"accepted\"",
-            ),
-            (
-                r#"{"kind": "terminal", "outcome": "ok", "stop_reason": "end_turn"}"#,
-                "unknown value \"ok\"",
-            ),
+            (r#"{"kind": "steering", "event": "e1", "disposition": "accepted"}"#, "unknown value \"accepted\""),
+            (r#"{"kind": "terminal", "outcome": "ok", "stop_reason": "end_turn"}"#, "unknown value \"ok\""),
             (r#"{"id": "t1"}"#, "observation has no `kind`"),
             (r#"{"kind": "ready""#, "not valid JSON"),
             (r#"[1]"#, "invalid observation"),

@@ -22,15 +22,10 @@ impl Check for ReadyHandshake {
         let kind = observation.kind();
         match (kind, self.ready_at) {
             (Kind::Ready, None) => self.ready_at = Some(at),
-            (Kind::Ready, Some(first)) => self.faults.at(at, || {
-                format!("a second ready observation (the first is observation {first})")
-            }),
-            (kind, None) if kind.is_harness() => self.faults.at(at, || {
-                format!(
-                    "harness observation {:?} precedes the ready observation",
-                    kind.name()
-                )
-            }),
+            (Kind::Ready, Some(first)) => self.faults.at(at, || format!("a second ready observation (the first is observation {first})")),
+            (kind, None) if kind.is_harness() => {
+                self.faults.at(at, || format!("harness observation {:?} precedes the ready observation", kind.name()))
+            }
             _ => {}
         }
     }

@@ -59,35 +59,24 @@ pub struct Report {
 impl Report {
     /// The verdict of the check of that name.
     pub fn outcome(&self, check: &str) -> Option<&Outcome> {
-        self.checks
-            .iter()
-            .find(|(name, _)| *name == check)
-            .map(|(_, outcome)| outcome)
+        self.checks.iter().find(|(name, _)| *name == check).map(|(_, outcome)| outcome)
     }
 
     pub fn failed(&self) -> bool {
-        self.checks
-            .iter()
-            .any(|(_, outcome)| matches!(outcome, Outcome::Fail { .. }))
+        self.checks.iter().any(|(_, outcome)| matches!(outcome, Outcome::Fail { .. }))
     }
 
     /// The JSON rendering, pretty-printed, with a trailing newline.
     pub fn to_json(&self) -> String {
         // Serializing strings and integers cannot fail; the fallback keeps the shape valid.
-        let mut text =
-            serde_json::to_string_pretty(self).unwrap_or_else(|_| String::from("{\"checks\": {}}"));
+        let mut text = serde_json::to_string_pretty(self).unwrap_or_else(|_| String::from("{\"checks\": {}}"));
         text.push('\n');
         text
     }
 
     /// The text rendering, aligned, with a tally line.
     pub fn to_text(&self) -> String {
-        let width = self
-            .checks
-            .iter()
-            .map(|(name, _)| name.len())
-            .max()
-            .unwrap_or(0);
+        let width = self.checks.iter().map(|(name, _)| name.len()).max().unwrap_or(0);
         let mut text = String::new();
         let (mut passed, mut failed, mut skipped) = (0, 0, 0);
         for (name, outcome) in &self.checks {
@@ -97,16 +86,9 @@ impl Report {
                     passed += 1;
                     writeln!(text, "{name:width$}  pass")
                 }
-                Outcome::Fail {
-                    reason,
-                    at: Some(at),
-                } => {
+                Outcome::Fail { reason, at: Some(at) } => {
                     failed += 1;
-                    writeln!(
-                        text,
-                        "{name:width$}  FAIL  observation {at} (line {}): {reason}",
-                        at + 2
-                    )
+                    writeln!(text, "{name:width$}  FAIL  observation {at} (line {}): {reason}", at + 2)
                 }
                 Outcome::Fail { reason, at: None } => {
                     failed += 1;
@@ -118,11 +100,7 @@ impl Report {
                 }
             };
         }
-        let _ = writeln!(
-            text,
-            "{passed} passed, {failed} failed, {skipped} skipped over {} observations",
-            self.observations
-        );
+        let _ = writeln!(text, "{passed} passed, {failed} failed, {skipped} skipped over {} observations", self.observations);
         text
     }
 }
@@ -195,21 +173,9 @@ mod tests {
         let report = Report {
             checks: vec![
                 ("ready_handshake", Outcome::Pass),
-                (
-                    "tool_correlation",
-                    Outcome::Fail {
-                        reason: "r".into(),
-                        at: Some(3),
-                    },
-                ),
+                ("tool_correlation", Outcome::Fail { reason: "r".into(), at: Some(3) }),
                 ("steering_delivered", Outcome::Skip { reason: "s".into() }),
-                (
-                    "terminal_observation",
-                    Outcome::Fail {
-                        reason: "t".into(),
-                        at: None,
-                    },
-                ),
+                ("terminal_observation", Outcome::Fail { reason: "t".into(), at: None }),
             ],
             observations: 4,
         };
@@ -242,13 +208,7 @@ mod tests {
         faults.at(3, || "three".into());
         faults.at(5, || "five".into());
         faults.at(3, || "three again".into());
-        assert_eq!(
-            faults.outcome(),
-            Outcome::Fail {
-                reason: "three".into(),
-                at: Some(3)
-            }
-        );
+        assert_eq!(faults.outcome(), Outcome::Fail { reason: "three".into(), at: Some(3) });
         assert_eq!(Faults::default().outcome(), Outcome::Pass);
     }
 }

@@ -46,11 +46,7 @@ pub struct SteeringCorrelation {
 
 impl SteeringCorrelation {
     pub fn new(header: &Header) -> SteeringCorrelation {
-        SteeringCorrelation {
-            gate_open: header.admits(Kind::Steering.name()),
-            events: IdMap::default(),
-            faults: Faults::default(),
-        }
+        SteeringCorrelation { gate_open: header.admits(Kind::Steering.name()), events: IdMap::default(), faults: Faults::default() }
     }
 }
 
@@ -64,23 +60,15 @@ impl Check for SteeringCorrelation {
                 let event_id = *event;
                 let event = ids.name(event_id);
                 if !self.gate_open {
-                    self.faults.at(at, || {
-                        format!(
-                            "steering acknowledgement of {event:?} without {}",
-                            gate_text()
-                        )
-                    });
+                    self.faults.at(at, || format!("steering acknowledgement of {event:?} without {}", gate_text()));
                     return;
                 }
                 match self.events.get_mut(event_id) {
-                    None => self.faults.at(at, || {
-                        format!("acknowledges steer event {event:?}, which was not sent before it")
-                    }),
+                    None => self.faults.at(at, || format!("acknowledges steer event {event:?}, which was not sent before it")),
                     Some((_, Some(first))) => {
                         let first = *first;
-                        self.faults.at(at, || {
-                            format!("a second acknowledgement of steer event {event:?} (the first is observation {first})")
-                        })
+                        self.faults
+                            .at(at, || format!("a second acknowledgement of steer event {event:?} (the first is observation {first})"))
                     }
                     Some((_, acked)) => *acked = Some(at),
                 }
@@ -95,9 +83,7 @@ impl Check for SteeringCorrelation {
             for (event, (sent, acked)) in self.events.iter() {
                 if acked.is_none() {
                     let event = ids.name(event);
-                    faults.at(*sent, || {
-                        format!("steer event {event:?} has no acknowledgement")
-                    });
+                    faults.at(*sent, || format!("steer event {event:?} has no acknowledgement"));
                 }
             }
         }
@@ -120,22 +106,13 @@ impl SteeringDelivered {
     pub fn new(header: &Header) -> SteeringDelivered {
         let upgrade = upgrade_evidenced_by(STEERING_DELIVERED);
         let declared = upgrade.is_some_and(|u| header.declares_at_least(u.axis, u.to));
-        let members = Kind::ALL
-            .into_iter()
-            .filter(|k| matches!((gate(k.name()), upgrade), (Some(g), Some(u)) if g.axis == u.axis))
-            .collect();
+        let members =
+            Kind::ALL.into_iter().filter(|k| matches!((gate(k.name()), upgrade), (Some(g), Some(u)) if g.axis == u.axis)).collect();
         let axis_text = match upgrade {
             Some(u) => format!("{} {:?}", u.axis, u.to),
             None => String::from("steering axis"),
         };
-        SteeringDelivered {
-            declared,
-            members,
-            axis_text,
-            terminal_at: None,
-            exercised: IdMap::default(),
-            faults: Faults::default(),
-        }
+        SteeringDelivered { declared, members, axis_text, terminal_at: None, exercised: IdMap::default(), faults: Faults::default() }
     }
 }
 
@@ -145,15 +122,16 @@ impl Check for SteeringDelivered {
             if self.members.contains(&observation.kind()) {
                 let axis = &self.axis_text;
                 self.faults.at(at, || {
-                    format!("{:?} emitted although {axis} is not declared; an undeclared axis leaves steering members absent", observation.kind().name())
+                    format!(
+                        "{:?} emitted although {axis} is not declared; an undeclared axis leaves steering members absent",
+                        observation.kind().name()
+                    )
                 });
             }
             return;
         }
         match observation {
-            Observation::Terminal { .. } if self.terminal_at.is_none() => {
-                self.terminal_at = Some(at)
-            }
+            Observation::Terminal { .. } if self.terminal_at.is_none() => self.terminal_at = Some(at),
             Observation::SteerInput { event } if self.terminal_at.is_none() => {
                 self.exercised.get_or_insert_with(*event, || (at, false));
             }
@@ -166,13 +144,10 @@ impl Check for SteeringDelivered {
                 }
                 let event = ids.name(*event);
                 if *disposition == SteerAck::Refused {
-                    self.faults.at(at, || {
-                        format!("the harness refused the scripted steer {event:?}")
-                    });
+                    self.faults.at(at, || format!("the harness refused the scripted steer {event:?}"));
                 } else if let Some(terminal) = self.terminal_at {
-                    self.faults.at(at, || {
-                        format!("steer {event:?} is acknowledged after the turn ended (terminal at observation {terminal})")
-                    });
+                    self.faults
+                        .at(at, || format!("steer {event:?} is acknowledged after the turn ended (terminal at observation {terminal})"));
                 }
             }
             _ => {}
@@ -185,16 +160,12 @@ impl Check for SteeringDelivered {
             return faults.outcome();
         }
         if self.exercised.is_empty() {
-            return Outcome::Skip {
-                reason: String::from("unexercised: no scripted steer was sent into the live turn"),
-            };
+            return Outcome::Skip { reason: String::from("unexercised: no scripted steer was sent into the live turn") };
         }
         for (event, (sent, seen)) in self.exercised.iter() {
             if !seen {
                 let event = ids.name(event);
-                faults.at(*sent, || {
-                    format!("the scripted steer {event:?} is never acknowledged")
-                });
+                faults.at(*sent, || format!("the scripted steer {event:?} is never acknowledged"));
             }
         }
         faults.outcome()

@@ -44,12 +44,7 @@ pub struct SubagentCorrelation {
 
 fn gate_text(kind: Kind) -> String {
     match gate(kind.name()) {
-        Some(gate) => format!(
-            "{:?} without the declared {} {:?} axis",
-            kind.name(),
-            gate.axis,
-            gate.value
-        ),
+        Some(gate) => format!("{:?} without the declared {} {:?} axis", kind.name(), gate.axis, gate.value),
         None => format!("{:?} without its declaration", kind.name()),
     }
 }
@@ -79,20 +74,10 @@ impl SubagentCorrelation {
     fn activity(&mut self, at: usize, what: impl Fn() -> String, subagent: Id, ids: &Interner) {
         let name = ids.name(subagent);
         match self.subagents.get(subagent) {
-            None => self.faults.at(at, || {
-                format!(
-                    "{} is attributed to subagent {name:?}, which has not started",
-                    what()
-                )
-            }),
-            Some(Lifecycle {
-                settled_at: Some(settled),
-                ..
-            }) => {
+            None => self.faults.at(at, || format!("{} is attributed to subagent {name:?}, which has not started", what())),
+            Some(Lifecycle { settled_at: Some(settled), .. }) => {
                 let settled = *settled;
-                self.faults.at(at, || {
-                    format!("{} is attributed to subagent {name:?} after it settled at observation {settled}", what())
-                })
+                self.faults.at(at, || format!("{} is attributed to subagent {name:?} after it settled at observation {settled}", what()))
             }
             Some(_) => {}
         }
@@ -106,22 +91,14 @@ impl Check for SubagentCorrelation {
                 if !self.started_gate {
                     self.faults.at(at, || gate_text(Kind::SubagentStarted));
                 }
-                let first = self
-                    .subagents
-                    .get_or_insert_with(*subagent, || Lifecycle {
-                        started_at: at,
-                        settled_at: None,
-                    })
-                    .started_at;
+                let first = self.subagents.get_or_insert_with(*subagent, || Lifecycle { started_at: at, settled_at: None }).started_at;
                 // Observations have distinct indexes: a start held at another index is an
                 // earlier start of the same subagent.
                 if first == at {
                     self.unsettled += 1;
                 } else {
                     let subagent = ids.name(*subagent);
-                    self.faults.at(at, || {
-                        format!("subagent {subagent:?} starts twice (first at observation {first})")
-                    })
+                    self.faults.at(at, || format!("subagent {subagent:?} starts twice (first at observation {first})"))
                 }
             }
             Observation::SubagentCompleted { subagent, .. } => {
@@ -131,13 +108,8 @@ impl Check for SubagentCorrelation {
                 let subagent_id = *subagent;
                 let subagent = ids.name(subagent_id);
                 match self.subagents.get_mut(subagent_id) {
-                    None => self.faults.at(at, || {
-                        format!("settles subagent {subagent:?}, which has not started")
-                    }),
-                    Some(Lifecycle {
-                        settled_at: Some(first),
-                        ..
-                    }) => {
+                    None => self.faults.at(at, || format!("settles subagent {subagent:?}, which has not started")),
+                    Some(Lifecycle { settled_at: Some(first), .. }) => {
                         let first = *first;
                         self.faults.at(at, || format!("subagent {subagent:?} settles twice (first at observation {first})"))
                     }
@@ -145,9 +117,7 @@ impl Check for SubagentCorrelation {
                         lifecycle.settled_at = Some(at);
                         self.unsettled -= 1;
                         if let Some(terminal) = self.terminal_at {
-                            self.faults.at(at, || {
-                                format!("subagent {subagent:?} settles after the terminal observation {terminal}")
-                            });
+                            self.faults.at(at, || format!("subagent {subagent:?} settles after the terminal observation {terminal}"));
                         }
                     }
                 }
@@ -159,10 +129,7 @@ impl Check for SubagentCorrelation {
                 }
                 self.tools.get_or_insert_with(*id, || *subagent);
             }
-            Observation::Output {
-                subagent: Some(subagent),
-                ..
-            } => self.activity(at, || String::from("output"), *subagent, ids),
+            Observation::Output { subagent: Some(subagent), .. } => self.activity(at, || String::from("output"), *subagent, ids),
             Observation::ToolResult { id, subagent } => {
                 if let Some(used_by) = self.tools.get(*id) {
                     if used_by != subagent {
@@ -180,9 +147,7 @@ impl Check for SubagentCorrelation {
                     if !self.subagents.contains(subagent) {
                         let id = ids.name(*id);
                         let subagent = ids.name(subagent);
-                        self.faults.at(at, || {
-                            format!("tool result {id:?} is attributed to subagent {subagent:?}, which has not started")
-                        });
+                        self.faults.at(at, || format!("tool result {id:?} is attributed to subagent {subagent:?}, which has not started"));
                     }
                 }
             }
@@ -210,14 +175,10 @@ impl Check for SubagentCorrelation {
     fn finish(self: Box<Self>, _observations: usize, ids: &Interner) -> Outcome {
         let mut faults = self.faults;
         for (id, lifecycle) in self.subagents.iter() {
-            let after_terminal = self
-                .terminal_at
-                .is_none_or(|terminal| lifecycle.started_at > terminal);
+            let after_terminal = self.terminal_at.is_none_or(|terminal| lifecycle.started_at > terminal);
             if lifecycle.settled_at.is_none() && after_terminal {
                 let id = ids.name(id);
-                faults.at(lifecycle.started_at, || {
-                    format!("subagent {id:?} never settles")
-                });
+                faults.at(lifecycle.started_at, || format!("subagent {id:?} never settles"));
             }
         }
         faults.outcome()

@@ -29,38 +29,21 @@ impl Check for TerminalObservation {
     fn observe(&mut self, at: usize, observation: &Observation, _ids: &Interner) {
         if let Some(first) = self.terminal_at {
             if observation.kind() == Kind::Terminal {
-                self.faults.at(at, || {
-                    format!("a second terminal observation (the first is observation {first})")
-                });
+                self.faults.at(at, || format!("a second terminal observation (the first is observation {first})"));
             } else if observation.kind().is_harness() && !observation.kind().is_acknowledgement() {
-                self.faults.at(at, || {
-                    format!(
-                        "harness observation {:?} after the terminal observation {first}",
-                        observation.kind().name()
-                    )
-                });
+                self.faults
+                    .at(at, || format!("harness observation {:?} after the terminal observation {first}", observation.kind().name()));
             }
             return;
         }
         match observation {
-            Observation::InterruptAck {
-                disposition: InterruptAck::Draining,
-            } => self.drain_accepted = true,
-            Observation::Terminal {
-                outcome,
-                stop_reason,
-            } => {
+            Observation::InterruptAck { disposition: InterruptAck::Draining } => self.drain_accepted = true,
+            Observation::Terminal { outcome, stop_reason } => {
                 self.terminal_at = Some(at);
                 if *outcome == TurnOutcome::Failure {
-                    self.faults.at(at, || {
-                        format!(
-                            "the terminal observation is a failure (stop reason {stop_reason:?})"
-                        )
-                    });
+                    self.faults.at(at, || format!("the terminal observation is a failure (stop reason {stop_reason:?})"));
                 } else if stop_reason == DRAINED_STOP_REASON && !self.drain_accepted {
-                    self.faults.at(at, || {
-                        format!("the turn stops as {DRAINED_STOP_REASON:?} without an accepted drain request")
-                    });
+                    self.faults.at(at, || format!("the turn stops as {DRAINED_STOP_REASON:?} without an accepted drain request"));
                 }
             }
             _ => {}
@@ -71,9 +54,7 @@ impl Check for TerminalObservation {
         let mut faults = self.faults;
         if self.terminal_at.is_none() {
             match observations.checked_sub(1) {
-                Some(last) => faults.at(last, || {
-                    String::from("the turn ends without a terminal observation")
-                }),
+                Some(last) => faults.at(last, || String::from("the turn ends without a terminal observation")),
                 None => faults.unplaced(|| String::from("the trace has no terminal observation")),
             }
         }

@@ -18,11 +18,7 @@ const CONTRACT_EXAMPLE: &str = r#"{"trace": 1, "declared": {"subagents": "observ
 fn every_catalog_check_has_an_evaluator() {
     let header = Header::parse(r#"{"trace": 1, "declared": {}}"#).expect("header");
     for check in catalog::CONFORMANCE_CHECKS {
-        assert!(
-            evaluator(check, &header).is_some(),
-            "no evaluator for {}",
-            check.name
-        );
+        assert!(evaluator(check, &header).is_some(), "no evaluator for {}", check.name);
     }
 }
 
@@ -33,14 +29,9 @@ fn the_contract_example_passes_with_the_opt_in_case_skipped() {
     let catalog_names: Vec<&str> = catalog::CONFORMANCE_CHECKS.iter().map(|c| c.name).collect();
     assert_eq!(names, catalog_names);
     for (name, outcome) in &report.checks {
-        let opt_in = catalog::CONFORMANCE_CHECKS
-            .iter()
-            .any(|c| c.name == *name && c.opt_in);
+        let opt_in = catalog::CONFORMANCE_CHECKS.iter().any(|c| c.name == *name && c.opt_in);
         if opt_in {
-            assert!(
-                matches!(outcome, Outcome::Skip { .. }),
-                "{name}: {outcome:?}"
-            );
+            assert!(matches!(outcome, Outcome::Skip { .. }), "{name}: {outcome:?}");
         } else {
             assert_eq!(outcome, &Outcome::Pass, "{name}");
         }
@@ -60,26 +51,10 @@ fn invalid_traces_name_the_line() {
     let cases = [
         ("", 1, "missing header"),
         ("{\"kind\": \"ready\"}\n", 1, "missing header"),
-        (
-            "{\"trace\": 1, \"declared\": {}}\n{\"kind\": \"ready\"}\n\n{\"kind\": \"ready\"}\n",
-            3,
-            "blank line",
-        ),
-        (
-            "{\"trace\": 1, \"declared\": {}}\n{\"kind\": \"ready\"}\n{\"kind\": \"wave\"}\n",
-            3,
-            "unknown kind",
-        ),
-        (
-            "{\"trace\": 1, \"declared\": {}}\n{\"kind\": \"ready\"\n",
-            2,
-            "not valid JSON",
-        ),
-        (
-            "{\"trace\": 1, \"declared\": {\"mid_run_input\": \"steer\"}}\n",
-            1,
-            "unknown value",
-        ),
+        ("{\"trace\": 1, \"declared\": {}}\n{\"kind\": \"ready\"}\n\n{\"kind\": \"ready\"}\n", 3, "blank line"),
+        ("{\"trace\": 1, \"declared\": {}}\n{\"kind\": \"ready\"}\n{\"kind\": \"wave\"}\n", 3, "unknown kind"),
+        ("{\"trace\": 1, \"declared\": {}}\n{\"kind\": \"ready\"\n", 2, "not valid JSON"),
+        ("{\"trace\": 1, \"declared\": {\"mid_run_input\": \"steer\"}}\n", 1, "unknown value"),
     ];
     for (trace, line, needle) in cases {
         match check_str(trace) {
@@ -94,18 +69,11 @@ fn invalid_traces_name_the_line() {
 
 #[test]
 fn non_utf8_is_an_invalid_line() {
-    let mut bytes =
-        b"{\"trace\": 1, \"declared\": {}}\n{\"kind\": \"output\", \"text\": \"".to_vec();
+    let mut bytes = b"{\"trace\": 1, \"declared\": {}}\n{\"kind\": \"output\", \"text\": \"".to_vec();
     bytes.extend([0xff, 0xfe]);
     bytes.extend(b"\"}\n");
     let error = check_reader(bytes.as_slice()).expect_err("invalid");
-    assert_eq!(
-        error,
-        TraceError {
-            line: 2,
-            message: String::from("the line is not UTF-8")
-        }
-    );
+    assert_eq!(error, TraceError { line: 2, message: String::from("the line is not UTF-8") });
 }
 
 #[test]
@@ -113,17 +81,11 @@ fn an_empty_turn_fails_without_blaming_an_observation() {
     let report = check_str("{\"trace\": 1, \"declared\": {}}\n").expect("valid trace");
     assert_eq!(
         report.outcome("ready_handshake"),
-        Some(&Outcome::Fail {
-            reason: String::from("the trace has no ready observation"),
-            at: None
-        })
+        Some(&Outcome::Fail { reason: String::from("the trace has no ready observation"), at: None })
     );
     assert_eq!(
         report.outcome("terminal_observation"),
-        Some(&Outcome::Fail {
-            reason: String::from("the trace has no terminal observation"),
-            at: None
-        })
+        Some(&Outcome::Fail { reason: String::from("the trace has no terminal observation"), at: None })
     );
     assert_eq!(report.outcome("tool_correlation"), Some(&Outcome::Pass));
 }

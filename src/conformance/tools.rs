@@ -27,18 +27,12 @@ impl Check for ToolCorrelation {
                 let first = *self.uses.get_or_insert_with(*id, || at);
                 if first != at {
                     let id = ids.name(*id);
-                    self.faults.at(at, || {
-                        format!(
-                            "tool-use id {id:?} is not unique (first used at observation {first})"
-                        )
-                    })
+                    self.faults.at(at, || format!("tool-use id {id:?} is not unique (first used at observation {first})"))
                 }
             }
             Observation::ToolResult { id, .. } if !self.uses.contains(*id) => {
                 let id = ids.name(*id);
-                self.faults.at(at, || {
-                    format!("tool result {id:?} references no tool use observed before it")
-                })
+                self.faults.at(at, || format!("tool result {id:?} references no tool use observed before it"))
             }
             _ => {}
         }

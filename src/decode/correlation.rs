@@ -94,7 +94,14 @@ impl Correlation {
     /// Remembers a request that flowed `direction` for its response. A second request
     /// under an id still pending the same way replaces the first: a response can answer
     /// only one of them, and JSON-RPC leaves a reused id to the later request.
-    pub fn remember(&mut self, direction: WireDirection, id: IdKey, method: Option<&'static MethodDecoder>, moves: &mut Moves, report: &mut Report) {
+    pub fn remember(
+        &mut self,
+        direction: WireDirection,
+        id: IdKey,
+        method: Option<&'static MethodDecoder>,
+        moves: &mut Moves,
+        report: &mut Report,
+    ) {
         if self.pending.len() >= MAX_PENDING {
             self.pending.clear();
             moves.cleared = true;
@@ -105,7 +112,9 @@ impl Correlation {
         moves.remembered = Some(serial);
         if let Some(earlier) = self.pending.insert(PendingKey(direction, id), Pending { method, serial }) {
             moves.replaced = Some(earlier.serial);
-            report.diagnostics.push("the id of a request still pending the same way was used again; the earlier request is forgotten".into());
+            report
+                .diagnostics
+                .push("the id of a request still pending the same way was used again; the earlier request is forgotten".into());
         }
     }
 
@@ -113,7 +122,13 @@ impl Correlation {
     /// the response's direction known, only a request that flowed the other way; without
     /// it, the one request pending under that id, or of two (one each way) the one whose
     /// result shape `fits`, else the more recent.
-    pub fn answer(&mut self, id: IdKey, hint: Option<WireDirection>, fits: impl Fn(&'static MethodDecoder) -> bool, report: &mut Report) -> Option<(Pending, WireDirection)> {
+    pub fn answer(
+        &mut self,
+        id: IdKey,
+        hint: Option<WireDirection>,
+        fits: impl Fn(&'static MethodDecoder) -> bool,
+        report: &mut Report,
+    ) -> Option<(Pending, WireDirection)> {
         if let Some(direction) = hint {
             let asked = direction.reverse();
             return self.pending.remove(&PendingKey(asked, id)).map(|p| (p, asked));
@@ -128,7 +143,9 @@ impl Correlation {
                 let fit = |p: Pending| p.method.is_some_and(&fits);
                 let (recent, older) = if a.serial > b.serial { ((to_agent, a), (to_runner, b)) } else { ((to_runner, b), (to_agent, a)) };
                 let chosen = if !fit(recent.1) && fit(older.1) { older.0 } else { recent.0 };
-                report.diagnostics.push("the id is pending both ways; read as the answer the result fits, else the more recent request".into());
+                report
+                    .diagnostics
+                    .push("the id is pending both ways; read as the answer the result fits, else the more recent request".into());
                 chosen
             }
         };
@@ -190,7 +207,13 @@ mod tests {
     }
 
     /// Remembers a request and gives back its serial.
-    fn remember(c: &mut Correlation, direction: WireDirection, key: &str, method: Option<&'static MethodDecoder>, report: &mut Report) -> Serial {
+    fn remember(
+        c: &mut Correlation,
+        direction: WireDirection,
+        key: &str,
+        method: Option<&'static MethodDecoder>,
+        report: &mut Report,
+    ) -> Serial {
         let mut moves = Moves::default();
         c.remember(direction, id(key), method, &mut moves, report);
         moves.remembered.expect("remembered")
@@ -330,7 +353,9 @@ mod tests {
     /// serde_json's defaults reads them.
     #[test]
     fn number_ids_carry_data_by_their_value() {
-        let request = |id: &str| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"initialize","params":{{"protocolVersion":1,"clientCapabilities":{{}}}}}}"#);
+        let request = |id: &str| {
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"initialize","params":{{"protocolVersion":1,"clientCapabilities":{{}}}}}}"#)
+        };
         let response = |id: &str| format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"protocolVersion":1,"agentCapabilities":{{}}}}}}"#);
         let answered = |asked: &str, answered: &str| {
             let mut decoder = Decoder::<()>::carrying();
@@ -350,7 +375,10 @@ mod tests {
     fn the_message_comes_back_as_read() {
         let mut decoder = Decoder::<()>::carrying();
         let error = br#"{"jsonrpc":"2.0","id":0,"error":{"code":-32601,"message":"no","data":{"n":[1,2.50,18446744073709551617]}}}"#;
-        let wide = format!(r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"x"}}}},"_meta":{{{}}}}}}}"#, (0..40).map(|i| format!(r#""k{i}":{i}"#)).collect::<Vec<_>>().join(","));
+        let wide = format!(
+            r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"x"}}}},"_meta":{{{}}}}}}}"#,
+            (0..40).map(|i| format!(r#""k{i}":{i}"#)).collect::<Vec<_>>().join(",")
+        );
         decoder.read(INITIALIZE, RUNNER, Some(()));
         for line in [error.as_slice(), wide.as_bytes(), READ_FILE] {
             let decoded = decoder.read(line, AGENT, None);
@@ -364,7 +392,10 @@ mod tests {
         // whose error names the member.
         let error = decoder.read(br#"{"jsonrpc":"2.0","id":5,"error":{"code":1.5,"message":"x"}}"#, AGENT, None);
         let error = error.report.error.map(|e| e.error);
-        assert!(matches!(&error, Some(crate::decode::DecodeError::BadEnvelope { message }) if message.contains("integer `code`")), "{error:?}");
+        assert!(
+            matches!(&error, Some(crate::decode::DecodeError::BadEnvelope { message }) if message.contains("integer `code`")),
+            "{error:?}"
+        );
     }
 
     /// A plain decode keeps no data and hands none back, but correlates all the same.

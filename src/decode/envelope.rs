@@ -24,15 +24,18 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde::Deserialize;
 use bumpalo::collections::Vec as ArenaVec;
 use bumpalo::Bump;
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::skip::{non_objects_read_as, number_key, Id, IdKey, RawAt, Skip, Version};
 use super::tables::META_NAMESPACE;
-use crate::exact::{direct_tree, number_member, raw_value_tree, unexpected_number, with_number_member, Json, JsonNumber, Members, Str, Tree, NUMBER_TOKEN, RAW_VALUE_TOKEN};
+use crate::exact::{
+    direct_tree, number_member, raw_value_tree, unexpected_number, with_number_member, Json, JsonNumber, Members, Str, Tree, NUMBER_TOKEN,
+    RAW_VALUE_TOKEN,
+};
 /// Stores the first occurrence of a member; a second one is an envelope error.
 fn once<T, E: de::Error>(slot: &mut Option<T>, value: T, name: &'static str) -> Result<(), E> {
     if slot.is_some() {

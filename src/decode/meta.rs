@@ -13,7 +13,6 @@ use super::report::{DecodeError, Report, SlotReport, SlotStatus};
 use super::tables::{self, Part, SlotClass, META_NAMESPACE, SLOTS};
 use crate::exact::Json;
 
-
 /// Applies the policy to the `_meta` members of `method`'s `part`; `Err` rejects the
 /// message.
 pub fn apply(meta: &Meta, method: &str, part: Part, report: &mut Report) -> Result<(), DecodeError> {
@@ -30,10 +29,7 @@ pub fn apply(meta: &Meta, method: &str, part: Part, report: &mut Report) -> Resu
             continue;
         };
         if slot.method != Some(method) || slot.part != part {
-            report.diagnostics.push(format!(
-                "`{key}` is not carried by this message ({method} {}); ignored",
-                part_name(part)
-            ));
+            report.diagnostics.push(format!("`{key}` is not carried by this message ({method} {}); ignored", part_name(part)));
             report.slots.push(SlotReport { key: slot.key.into(), class: Some(slot.class), status: SlotStatus::Ignored });
             continue;
         }
@@ -88,11 +84,8 @@ fn profile(value: &Json<'_>) -> Result<(), (String, String)> {
     let first = verdict.violations.first();
     let pointer = first.map(|v| v.pointer.clone()).unwrap_or_default();
     let rules: Vec<String> = verdict.violations.iter().map(|v| v.rule.id().to_string()).collect();
-    let message = format!(
-        "fails the schema safety profile ({}){}",
-        rules.join(", "),
-        first.map(|v| format!(": {}", v.message)).unwrap_or_default()
-    );
+    let message =
+        format!("fails the schema safety profile ({}){}", rules.join(", "), first.map(|v| format!(": {}", v.message)).unwrap_or_default());
     Err((pointer, message))
 }
 

@@ -13,18 +13,18 @@
 mod correlation;
 mod envelope;
 mod meta;
-mod skip;
 pub mod report;
+mod skip;
 pub mod tables;
 
-use serde::de::DeserializeSeed;
 use bumpalo::Bump;
+use serde::de::DeserializeSeed;
 
 use crate::exact::Json;
 
 pub use correlation::MAX_PENDING;
-pub use report::{DecodeError, ForeignExtension, IgnoredFidelity, Kind, Report, SlotReport, SlotStatus, WireDirection};
 use correlation::{Carried, Correlation, Moves};
+pub use report::{DecodeError, ForeignExtension, IgnoredFidelity, Kind, Report, SlotReport, SlotStatus, WireDirection};
 use tables::{MethodDecoder, Part, Side};
 
 /// An arena that grew past this while decoding one message is replaced, not reset, when
@@ -112,7 +112,9 @@ impl envelope::Trees for Stream {
         method.params_check.is_some() && method.envelope_check.is_none()
     }
     fn result(&self, id: &[u8]) -> bool {
-        let typed = |asked: WireDirection| self.correlation.method(asked, id).is_some_and(|m| m.result_check.is_some() && m.envelope_check.is_none());
+        let typed = |asked: WireDirection| {
+            self.correlation.method(asked, id).is_some_and(|m| m.result_check.is_some() && m.envelope_check.is_none())
+        };
         match self.hint {
             Some(direction) => typed(direction.reverse()),
             None => typed(WireDirection::RunnerToAgent) || typed(WireDirection::AgentToRunner),
@@ -224,7 +226,14 @@ impl<T> Decoder<T> {
 impl Stream {
     /// One message through the policy, into `report`; with `keep`, its tree as well when
     /// it is accepted. What it did to the pending requests is left in `self.moves`.
-    fn decode<'a>(&mut self, arena: &'a Bump, bytes: &'a [u8], hint: Option<WireDirection>, keep: bool, report: &mut Report) -> Option<Json<'a>> {
+    fn decode<'a>(
+        &mut self,
+        arena: &'a Bump,
+        bytes: &'a [u8],
+        hint: Option<WireDirection>,
+        keep: bool,
+        report: &mut Report,
+    ) -> Option<Json<'a>> {
         self.keep = keep;
         self.moves = Moves::default();
         let mut whole = None;
@@ -250,7 +259,14 @@ impl Stream {
 
     /// Decodes one message into `report`; `whole` gets the message's tree when the direct
     /// reader built one (the caller asks for it with `keep`).
-    fn run<'a>(&mut self, arena: &'a Bump, bytes: &'a [u8], hint: Option<WireDirection>, report: &mut Report, whole: &mut Option<Json<'a>>) -> Result<(), DecodeError> {
+    fn run<'a>(
+        &mut self,
+        arena: &'a Bump,
+        bytes: &'a [u8],
+        hint: Option<WireDirection>,
+        report: &mut Report,
+        whole: &mut Option<Json<'a>>,
+    ) -> Result<(), DecodeError> {
         let text = std::str::from_utf8(bytes).map_err(|e| DecodeError::InvalidUtf8 { at: e.valid_up_to() })?;
         if text.starts_with('\u{feff}') {
             return Err(DecodeError::ByteOrderMark);
@@ -419,13 +435,12 @@ impl Stream {
         hint: Option<WireDirection>,
         report: &mut Report,
     ) -> Result<(), DecodeError> {
-        let id = parts.id.take().ok_or_else(|| DecodeError::BadEnvelope {
-            message: "a message with no `method` is a response and needs an `id`".into(),
-        })?;
+        let id = parts
+            .id
+            .take()
+            .ok_or_else(|| DecodeError::BadEnvelope { message: "a message with no `method` is a response and needs an `id`".into() })?;
         match (parts.result.present, parts.error) {
-            (true, Some(_)) => {
-                return Err(DecodeError::BadEnvelope { message: "a response carries `result` or `error`, not both".into() })
-            }
+            (true, Some(_)) => return Err(DecodeError::BadEnvelope { message: "a response carries `result` or `error`, not both".into() }),
             (false, None) => {
                 return Err(DecodeError::BadEnvelope {
                     message: "a message needs `method` (request) or `result`/`error` (response)".into(),

@@ -314,7 +314,10 @@ mod tests {
             assert_eq!(key("1.0000000000000000001").as_deref(), Ok("u1"));
         }
         // An `f64` (a deserializer's or without exact numbers) keys as the text of its value.
-        assert_eq!(Id.visit_f64::<serde_json::Error>(18446744073709551616.0).map(|k| k.to_vec()).ok(), Some(b"u18446744073709551616".to_vec()));
+        assert_eq!(
+            Id.visit_f64::<serde_json::Error>(18446744073709551616.0).map(|k| k.to_vec()).ok(),
+            Some(b"u18446744073709551616".to_vec())
+        );
         assert_eq!(Id.visit_f64::<serde_json::Error>(-0.0).map(|k| k.to_vec()).ok(), Some(b"u0".to_vec()));
     }
 

@@ -9,11 +9,11 @@
 //! the text through serde_json as before, which gives the tree or the error. Whenever it
 //! answers `Some`, the tree is the one [`Json::parse`] builds (tested below).
 
-use bumpalo::collections::{String as ArenaString, Vec as ArenaVec};
-use bumpalo::Bump;
 use super::numbers::JsonNumber;
 use super::tree::{is_json_number, within_range, NUMBER_TOKEN, RAW_VALUE_TOKEN};
 use super::Json;
+use bumpalo::collections::{String as ArenaString, Vec as ArenaVec};
+use bumpalo::Bump;
 
 /// Containers nested deeper than this are left to serde_json, whose recursion limit
 /// (128) decides them. ACP messages nest a handful of levels.
@@ -114,7 +114,11 @@ impl<'a> Reader<'a> {
             // Past `MAX_MEMBERS` the search for a repeat would grow quadratic: serde_json's
             // path indexes the keys of such an object instead.
             let bit = 1u64 << (key_hash(key) % 64);
-            if key == RAW_VALUE_TOKEN || key == NUMBER_TOKEN || members.len() == MAX_MEMBERS || (seen & bit != 0 && members.iter().any(|(k, _)| *k == key)) {
+            if key == RAW_VALUE_TOKEN
+                || key == NUMBER_TOKEN
+                || members.len() == MAX_MEMBERS
+                || (seen & bit != 0 && members.iter().any(|(k, _)| *k == key))
+            {
                 return None;
             }
             seen |= bit;
@@ -162,7 +166,11 @@ impl<'a> Reader<'a> {
     /// `f64`'s reach, is left to serde_json, which gives the error.
     fn number(&mut self) -> Option<Json<'a>> {
         let start = self.pos;
-        let end = start + self.bytes[start..].iter().position(|b| !matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')).unwrap_or(self.bytes.len() - start);
+        let end = start
+            + self.bytes[start..]
+                .iter()
+                .position(|b| !matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))
+                .unwrap_or(self.bytes.len() - start);
         self.pos = end;
         let digits = &self.bytes[start..end];
         // A leading zero is only valid alone.
@@ -284,9 +292,7 @@ fn special(bytes: &[u8], mut i: usize) -> usize {
         let x = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
         let quote = x ^ (ONES * u64::from(b'"'));
         let backslash = x ^ (ONES * u64::from(b'\\'));
-        let found = (quote.wrapping_sub(ONES) & !quote)
-            | (backslash.wrapping_sub(ONES) & !backslash)
-            | (x.wrapping_sub(ONES * 0x20) & !x);
+        let found = (quote.wrapping_sub(ONES) & !quote) | (backslash.wrapping_sub(ONES) & !backslash) | (x.wrapping_sub(ONES * 0x20) & !x);
         let found = found & HIGH;
         if found != 0 {
             return i + (found.trailing_zeros() / 8) as usize;
@@ -322,9 +328,27 @@ mod tests {
     fn trees_are_the_ones_serde_json_builds() {
         let long = "x".repeat(37);
         for text in [
-            "null", " true ", "false", "0", "7", "18446744073709551615", "1234567890123456789", "-0", "-7", "1.5",
-            "1e2", "-1.0e-300", "18446744073709551616", "123456789012345678901", "\"\"", "\"plain\"",
-            r#""a\"b\\c\/d\b\f\n\r\t""#, r#""\u00e9\u20AC\ud83d\ude00 end""#, r#""é 😀 ok""#, "[]", "{}",
+            "null",
+            " true ",
+            "false",
+            "0",
+            "7",
+            "18446744073709551615",
+            "1234567890123456789",
+            "-0",
+            "-7",
+            "1.5",
+            "1e2",
+            "-1.0e-300",
+            "18446744073709551616",
+            "123456789012345678901",
+            "\"\"",
+            "\"plain\"",
+            r#""a\"b\\c\/d\b\f\n\r\t""#,
+            r#""\u00e9\u20AC\ud83d\ude00 end""#,
+            r#""é 😀 ok""#,
+            "[]",
+            "{}",
             r#"{"a": [1, {"b": null}], "c": "d", "e": {"f": [true, false, []]}}"#,
             r#"{"axb": 1, "ayb": 2, "": 3, "b": 4}"#,
             &format!(r#"{{"{long}\n": "{long}\u0041{long}", "k": "{long}"}}"#),
@@ -340,9 +364,35 @@ mod tests {
         assert!(agrees(&members(MAX_MEMBERS)), "as many members as searched");
         let wide = members(MAX_MEMBERS + 1);
         for text in [
-            "", "nul", "nulls", "[1,]", r#"{"a":1,}"#, r#"{"a" 1}"#, "01", "-", "1.", "1e", "--1", "+1", "1e400", r#"{"$serde_json::private::Number":"1"}"#,
-            r#"{"a":1,"a":2}"#, r#"{"axb":1,"ayb":2,"axb":3}"#, r#"{"":1,"":2}"#, r#"{"$serde_json::private::RawValue":"1"}"#, r#""\ud800""#, r#""\ud800\u0041""#,
-            r#""\udc00""#, r#""\x""#, r#""\u12""#, "\"a\u{1}b\"", "\"unterminated", "[1] [2]", "{\"a\":1}x", &deep, &wide,
+            "",
+            "nul",
+            "nulls",
+            "[1,]",
+            r#"{"a":1,}"#,
+            r#"{"a" 1}"#,
+            "01",
+            "-",
+            "1.",
+            "1e",
+            "--1",
+            "+1",
+            "1e400",
+            r#"{"$serde_json::private::Number":"1"}"#,
+            r#"{"a":1,"a":2}"#,
+            r#"{"axb":1,"ayb":2,"axb":3}"#,
+            r#"{"":1,"":2}"#,
+            r#"{"$serde_json::private::RawValue":"1"}"#,
+            r#""\ud800""#,
+            r#""\ud800\u0041""#,
+            r#""\udc00""#,
+            r#""\x""#,
+            r#""\u12""#,
+            "\"a\u{1}b\"",
+            "\"unterminated",
+            "[1] [2]",
+            "{\"a\":1}x",
+            &deep,
+            &wide,
         ] {
             assert!(!agrees(text), "refused: {text:?}");
         }

@@ -75,9 +75,7 @@ pub fn same(a: &Json<'_>, b: &Json<'_>) -> bool {
         (Json::Number(x), Json::Number(y)) => numbers::equal(x, y),
         (Json::String(x), Json::String(y)) => x == y,
         (Json::Array(x), Json::Array(y)) => x.len() == y.len() && x.iter().zip(y.iter()).all(|(a, b)| same(a, b)),
-        (Json::Object(x), Json::Object(y)) => {
-            x.len() == y.len() && x.iter().all(|(k, a)| y.iter().any(|(l, b)| k == l && same(a, b)))
-        }
+        (Json::Object(x), Json::Object(y)) => x.len() == y.len() && x.iter().all(|(k, a)| y.iter().any(|(l, b)| k == l && same(a, b))),
         _ => false,
     }
 }

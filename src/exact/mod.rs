@@ -4,8 +4,8 @@
 //! wire, or a view of a `Value`); a generated decoder first runs that check, then
 //! deserializes into the typify type. [`Invalid`] says where and why a value was rejected.
 
-mod direct;
 mod deferred;
+mod direct;
 mod keywords;
 mod memo;
 pub mod numbers;
@@ -20,12 +20,14 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use smallvec::SmallVec;
 
-pub(crate) use direct::direct_tree;
-pub(crate) use tree::{first_is_number, number_member, raw_value_tree, unexpected_number, with_number_member, Members, NUMBER_TOKEN, RAW_VALUE_TOKEN};
-pub use keywords::{same, unique_items, Literal, Pattern};
 pub use deferred::{Deferred, Held};
+pub(crate) use direct::direct_tree;
+pub use keywords::{same, unique_items, Literal, Pattern};
 pub use memo::memoized;
 pub use numbers::{compare_number, multiple_of, Decimal, JsonNumber, Num};
+pub(crate) use tree::{
+    first_is_number, number_member, raw_value_tree, unexpected_number, with_number_member, Members, NUMBER_TOKEN, RAW_VALUE_TOKEN,
+};
 pub use tree::{Json, Str, Tree};
 
 /// A value the schema rejects: a JSON Pointer into the value and a reason.

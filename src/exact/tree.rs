@@ -104,12 +104,8 @@ impl<'a> Json<'a> {
             Value::Bool(b) => Json::Bool(*b),
             Value::Number(n) => Json::Number(JsonNumber::of(n)),
             Value::String(s) => Json::String(s),
-            Value::Array(items) => {
-                Json::Array(arena.alloc_slice_fill_iter(items.iter().map(|item| Json::view(item, arena))))
-            }
-            Value::Object(map) => Json::Object(
-                arena.alloc_slice_fill_iter(map.iter().map(|(k, v)| (k.as_str(), Json::view(v, arena)))),
-            ),
+            Value::Array(items) => Json::Array(arena.alloc_slice_fill_iter(items.iter().map(|item| Json::view(item, arena)))),
+            Value::Object(map) => Json::Object(arena.alloc_slice_fill_iter(map.iter().map(|(k, v)| (k.as_str(), Json::view(v, arena))))),
         }
     }
 
@@ -123,9 +119,7 @@ impl<'a> Json<'a> {
             (Json::String(a), Value::String(b)) => a == b,
             (Json::Array(a), Value::Array(b)) => a.len() == b.len() && a.iter().zip(b).all(|(a, b)| a.same_as(b)),
             // Keys are unique on both sides, so equal sizes and every member matched suffice.
-            (Json::Object(a), Value::Object(b)) => {
-                a.len() == b.len() && a.iter().all(|(k, a)| b.get(*k).is_some_and(|b| a.same_as(b)))
-            }
+            (Json::Object(a), Value::Object(b)) => a.len() == b.len() && a.iter().all(|(k, a)| b.get(*k).is_some_and(|b| a.same_as(b))),
             _ => false,
         }
     }

@@ -64,7 +64,8 @@ mod tests {
         assert!(matches!(&shape, DecodeError::Shape(m) if m.contains("file") && m.contains("line 1")), "{shape}");
         let unknown = decode(r#"{"entrypoint": "x", "prompt_transport": "stdin", "output_mode": "text", "resume": "--r"}"#).unwrap_err();
         assert!(matches!(&unknown, DecodeError::Shape(m) if m.contains("resume")), "{unknown}");
-        let rules = decode(r#"{"entrypoint": "x", "argv": ["{prompt_path}"], "prompt_transport": "stdin", "output_mode": "text"}"#).unwrap_err();
+        let rules =
+            decode(r#"{"entrypoint": "x", "argv": ["{prompt_path}"], "prompt_transport": "stdin", "output_mode": "text"}"#).unwrap_err();
         assert_eq!(rules.to_string(), "the oneshot-v1 declaration breaks 1 rule(s): /argv/0: `{prompt_path}` appears in `argv`, but `prompt_transport` is `stdin` [prompt_path_iff_argv_path]");
         assert!(decode(r#"{"entrypoint": "x", "prompt_transport": "stdin", "output_mode": "text"}"#).is_ok());
     }

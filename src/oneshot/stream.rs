@@ -162,7 +162,10 @@ impl Stream {
     /// Why the stream is not a completed turn, if it is not.
     pub fn fault(&self) -> Option<String> {
         if let Some((line, why)) = self.malformed.first() {
-            return Some(format!("line {line} of stdout is not a normalized stream event: {why} ({} malformed line(s) in all)", self.malformed.len()));
+            return Some(format!(
+                "line {line} of stdout is not a normalized stream event: {why} ({} malformed line(s) in all)",
+                self.malformed.len()
+            ));
         }
         if let Some(error) = self.errors.first() {
             return Some(format!("the stream reported an error: {error:?}"));
@@ -219,7 +222,8 @@ mod tests {
         assert_eq!(stream.fault(), None);
         assert_eq!(stream.session_id.as_deref(), Some("s-1"));
         assert_eq!(stream.answer(), "hello");
-        let kinds: Vec<String> = trace.lines().skip(1).map(|l| serde_json::from_str::<Value>(l).unwrap()["kind"].as_str().unwrap().to_owned()).collect();
+        let kinds: Vec<String> =
+            trace.lines().skip(1).map(|l| serde_json::from_str::<Value>(l).unwrap()["kind"].as_str().unwrap().to_owned()).collect();
         assert_eq!(kinds, ["ready", "output", "output", "tool_use", "tool_result", "output", "terminal"]);
         let report = crate::conformance::check_str(&trace).expect("the checker reads it");
         assert!(!report.failed(), "{}", report.to_text());
@@ -227,14 +231,16 @@ mod tests {
 
     #[test]
     fn errors_missing_terminals_and_malformed_lines_are_faults() {
-        let (stream, trace) = read(&[r#"{"type": "error", "message": "overloaded"}"#, r#"{"type": "terminal", "stop_reason": "end_turn"}"#]);
+        let (stream, trace) =
+            read(&[r#"{"type": "error", "message": "overloaded"}"#, r#"{"type": "terminal", "stop_reason": "end_turn"}"#]);
         assert!(stream.fault().unwrap().contains("overloaded"));
         assert!(trace.contains(r#""outcome":"failure""#), "{trace}");
 
         let (stream, _) = read(&[r#"{"type": "text", "text": "hi"}"#]);
         assert_eq!(stream.fault().as_deref(), Some("the stream ended without a terminal event"));
 
-        let (stream, _) = read(&["plain text", r#"{"type": "terminal"}"#, r#"{"type": "nope"}"#, r#"{"type": "text", "text": "x", "extra": 1}"#]);
+        let (stream, _) =
+            read(&["plain text", r#"{"type": "terminal"}"#, r#"{"type": "nope"}"#, r#"{"type": "text", "text": "x", "extra": 1}"#]);
         assert_eq!(stream.malformed.len(), 4);
         assert!(stream.malformed[1].1.contains("stop_reason"), "{:?}", stream.malformed);
         assert!(stream.malformed[2].1.contains("unknown event type"), "{:?}", stream.malformed);
@@ -243,7 +249,10 @@ mod tests {
 
     #[test]
     fn the_terminal_result_is_the_answer() {
-        let (stream, _) = read(&[r#"{"type": "text", "text": "thinking"}"#, r#"{"type": "terminal", "stop_reason": "end_turn", "result": "{\"a\": 1}"}"#]);
+        let (stream, _) = read(&[
+            r#"{"type": "text", "text": "thinking"}"#,
+            r#"{"type": "terminal", "stop_reason": "end_turn", "result": "{\"a\": 1}"}"#,
+        ]);
         assert_eq!(stream.answer(), "{\"a\": 1}");
         let (stream, _) = read(&[r#"{"type": "terminal", "stop_reason": "max_tokens"}"#]);
         assert!(stream.fault().unwrap().contains("max_tokens"));

@@ -38,7 +38,10 @@ fn render(text: &str, value: &dyn Fn(&str) -> Option<String>) -> Result<String, 
                 Some(v) => out.push_str(&v),
                 None => {
                     let known: Vec<String> = NAMES.iter().map(|n| format!("{{{n}}}")).collect();
-                    return Err(format!("unknown placeholder `{{{name}}}` (the placeholders are {}; `{{{{{name}}}}}` writes it as text)", known.join(", ")));
+                    return Err(format!(
+                        "unknown placeholder `{{{name}}}` (the placeholders are {}; `{{{{{name}}}}}` writes it as text)",
+                        known.join(", ")
+                    ));
                 }
             },
         }
@@ -71,7 +74,9 @@ impl Placeholders {
     /// [`Placeholders::expand`], with the one-shot lane's own placeholders (`extra`:
     /// `{prompt_path}`, `{session_id}`) known too.
     pub fn expand_with(&self, text: &str, extra: &[(&str, &str)]) -> Result<String, String> {
-        render(text, &|name| extra.iter().find(|(n, _)| *n == name).map(|(_, v)| (*v).to_owned()).or_else(|| self.value(name).map(str::to_owned)))
+        render(text, &|name| {
+            extra.iter().find(|(n, _)| *n == name).map(|(_, v)| (*v).to_owned()).or_else(|| self.value(name).map(str::to_owned))
+        })
     }
 
     /// An argument, expanded when it is UTF-8 (anything else cannot hold a placeholder).
@@ -142,7 +147,10 @@ mod tests {
     #[test]
     fn placeholders_expand_and_other_braces_are_literal() {
         let p = Placeholders { relay_url: "http://127.0.0.1:9".into(), api_key: "k".into(), workspace: "/w".into(), home: "/h".into() };
-        assert_eq!(p.expand("base_url = \"{relay_url}/v1\" {\"a\": {\"b\": 1}}").as_deref(), Ok("base_url = \"http://127.0.0.1:9/v1\" {\"a\": {\"b\": 1}}"));
+        assert_eq!(
+            p.expand("base_url = \"{relay_url}/v1\" {\"a\": {\"b\": 1}}").as_deref(),
+            Ok("base_url = \"http://127.0.0.1:9/v1\" {\"a\": {\"b\": 1}}")
+        );
         assert_eq!(p.expand("{home}/.codex {api_key} {workspace}").as_deref(), Ok("/h/.codex k /w"));
         assert_eq!(p.expand("{{relay_url}}").as_deref(), Ok("{relay_url}"), "a doubled identifier is not a placeholder");
         assert_eq!(p.expand("").as_deref(), Ok(""));
@@ -155,9 +163,14 @@ mod tests {
     #[test]
     fn an_unknown_placeholder_is_an_error_that_names_it() {
         let unknown = check("x {relay_ur} y").expect_err("unknown");
-        assert!(unknown.contains("`{relay_ur}`") && unknown.contains("{relay_url}") && unknown.contains("`{{relay_ur}}` writes it as text"), "{unknown}");
+        assert!(
+            unknown.contains("`{relay_ur}`") && unknown.contains("{relay_url}") && unknown.contains("`{{relay_ur}}` writes it as text"),
+            "{unknown}"
+        );
         assert!(check("{\"a\": {\"b\": \"{Home}\"}}").expect_err("unknown").contains("`{Home}`"), "names are case-sensitive");
-        for good in ["{relay_url}", "{{}}", "plain", "{home}/{{x}}", "é{api_key}é", "{\"a\": 1}", "a}", "{home", "{}", "{ home }", "${{HOME}}"] {
+        for good in
+            ["{relay_url}", "{{}}", "plain", "{home}/{{x}}", "é{api_key}é", "{\"a\": 1}", "a}", "{home", "{}", "{ home }", "${{HOME}}"]
+        {
             assert_eq!(check(good), Ok(()), "{good}");
         }
     }

@@ -33,9 +33,9 @@ use crate::decode::tables::{PROMPT_METHOD, PROTOCOL_VERSION, UPDATE_METHOD, VERS
 use crate::relay::{self, Relay, Script};
 use crate::session::{self, Fault, Incoming, PermissionPolicy, Session};
 use model_plane::ModelPlane;
-pub use result::{ProbeResult, Step, StepStatus};
 pub(crate) use plane::{catalog_entry, prepare, safe_output_schema, Plane};
 use result::{Admission, HarnessInfo, Wire};
+pub use result::{ProbeResult, Step, StepStatus};
 
 const NEW_SESSION: &str = "session/new";
 const AUTHENTICATE: &str = "authenticate";
@@ -414,7 +414,11 @@ impl<'o, 'p> Run<'o, 'p> {
         }
         let until = self.step_deadline();
         if let Some(method_id) = self.options.authenticate.clone() {
-            let answer = self.session.request(AUTHENTICATE, json!({"methodId": method_id})).map_err(|f| f.to_string()).and_then(|id| self.wait_for(id, until));
+            let answer = self
+                .session
+                .request(AUTHENTICATE, json!({"methodId": method_id}))
+                .map_err(|f| f.to_string())
+                .and_then(|id| self.wait_for(id, until));
             let refused = match answer {
                 Err(reason) => Some(format!("authenticate: {reason}")),
                 Ok((message, _)) => message.get("error").map(|e| format!("authenticate ({method_id}) answered an error: {}", rpc_error(e))),
@@ -492,7 +496,8 @@ impl<'o, 'p> Run<'o, 'p> {
             self.steer = Some((id, event));
         }
         if interrupt {
-            let id = self.session.request(INTERRUPT_METHOD, json!({"sessionId": session_id})).map_err(|f| format!("{INTERRUPT_METHOD}: {f}"))?;
+            let id =
+                self.session.request(INTERRUPT_METHOD, json!({"sessionId": session_id})).map_err(|f| format!("{INTERRUPT_METHOD}: {f}"))?;
             self.normalizer.interrupt_request();
             self.interrupt_id = Some(id);
         }
@@ -545,7 +550,9 @@ impl<'o, 'p> Run<'o, 'p> {
         let started = Instant::now();
         let teardown = self.session.teardown(self.options.kill_grace);
         let outcome = match teardown.ending {
-            _ if !teardown.leftover.is_empty() => Err(format!("processes of the harness's group survived teardown: {:?}", teardown.leftover)),
+            _ if !teardown.leftover.is_empty() => {
+                Err(format!("processes of the harness's group survived teardown: {:?}", teardown.leftover))
+            }
             session::Ending::Killed => Err(String::from("the harness ignored EOF on stdin and SIGTERM; it was killed")),
             session::Ending::Unreaped => Err(String::from("the harness could not be reaped after SIGKILL")),
             _ => Ok(()),
@@ -616,11 +623,7 @@ impl<'o, 'p> Run<'o, 'p> {
         let mut header = serde_json::to_vec(&json!({"launch": {"command": harness.command, "pid": harness.pid}})).unwrap_or_default();
         header.push(b'\n');
         let record = [header.as_slice(), record].concat();
-        let steps = self
-            .steps
-            .iter()
-            .map(|(name, step)| ((*name).to_owned(), serde_json::to_value(step).unwrap_or(Value::Null)))
-            .collect();
+        let steps = self.steps.iter().map(|(name, step)| ((*name).to_owned(), serde_json::to_value(step).unwrap_or(Value::Null))).collect();
         ProbeResult {
             qualification: result::QUALIFICATION,
             steps,
@@ -651,10 +654,7 @@ fn too_many_observations() -> String {
 
 /// Whether the declaration admitted the upgrade whose evidence is `check`.
 fn upgrade_admitted(admitted: &AdmittedCapabilities, check: &str) -> bool {
-    catalog::UPGRADES
-        .iter()
-        .filter(|u| u.evidence == Some(check))
-        .any(|u| admitted.value(u.axis) == Some(u.to))
+    catalog::UPGRADES.iter().filter(|u| u.evidence == Some(check)).any(|u| admitted.value(u.axis) == Some(u.to))
 }
 
 /// The admitted set with every evidence-gated promotion whose case did not pass in this run

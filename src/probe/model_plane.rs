@@ -124,8 +124,10 @@ impl ModelPlane {
         for (member, value) in entry.declares.iter().filter(|_| declaration.is_some()) {
             match declared.and_then(|d| d.get(*member)) {
                 Some(Value::String(got)) if got == value => {}
-                Some(got) => mismatches.push(format!("the catalog says `{}` declares {member}: {value:?}; the harness declared {member}: {got}", entry.name)),
-                None => mismatches.push(format!("the catalog says `{}` declares {member}: {value:?}; the harness did not declare it", entry.name)),
+                Some(got) => mismatches
+                    .push(format!("the catalog says `{}` declares {member}: {value:?}; the harness declared {member}: {got}", entry.name)),
+                None => mismatches
+                    .push(format!("the catalog says `{}` declares {member}: {value:?}; the harness did not declare it", entry.name)),
             }
         }
         for (member, got) in declared.into_iter().flatten() {

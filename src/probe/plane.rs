@@ -57,7 +57,11 @@ pub(crate) struct Plane {
 
 /// Makes the [`Plane`], after checking every template of the options (so a bad one starts
 /// nothing), and says what the catalog entry's binding means before the run.
-pub(crate) fn prepare(options: &ProbeOptions, entry: Option<&catalog::Harness>, progress: &mut dyn FnMut(&str)) -> Result<Plane, UsageError> {
+pub(crate) fn prepare(
+    options: &ProbeOptions,
+    entry: Option<&catalog::Harness>,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Plane, UsageError> {
     launch::check_options(options)?;
     if let Some(entry) = entry.filter(|e| e.blocked()) {
         progress(&format!(
@@ -112,7 +116,8 @@ pub(crate) fn prepare(options: &ProbeOptions, entry: Option<&catalog::Harness>, 
         record_bodies: options.record_bodies,
     })
     .map_err(|e| cannot_start("relay", e))?;
-    let home = if options.inherit_home { None } else { Some(session::home::Home::create().map_err(|e| cannot_start("home", e.to_string()))?) };
+    let home =
+        if options.inherit_home { None } else { Some(session::home::Home::create().map_err(|e| cannot_start("home", e.to_string()))?) };
     let placeholders = launch::Placeholders {
         relay_url: relay.url(),
         api_key: relay.key().to_owned(),
@@ -124,13 +129,14 @@ pub(crate) fn prepare(options: &ProbeOptions, entry: Option<&catalog::Harness>, 
     let expand = |what: &str, text: &str| placeholders.expand(text).map_err(|e| UsageError::Options(format!("{what}: {e}")));
     if let Some(home) = &home {
         for (path, template) in &options.home_files {
-            home.write(path, &expand(&format!("--home-file {path}"), template)?).map_err(|e| UsageError::Options(format!("--home-file {path}: {e}")))?;
+            home.write(path, &expand(&format!("--home-file {path}"), template)?)
+                .map_err(|e| UsageError::Options(format!("--home-file {path}: {e}")))?;
         }
     }
-    let mut env: Vec<(OsString, OsString)> = launch::conventional(&placeholders, home.as_ref()).into_iter().map(|(k, v)| (k.into(), v.into())).collect();
+    let mut env: Vec<(OsString, OsString)> =
+        launch::conventional(&placeholders, home.as_ref()).into_iter().map(|(k, v)| (k.into(), v.into())).collect();
     for (key, value) in &options.env {
         env.push((OsString::from(key), OsString::from(expand(&format!("--env {key}"), value)?)));
     }
     Ok(Plane { workspace, nonce, namespace, fence, fence_note, relay, home, placeholders, env })
 }
-

@@ -60,14 +60,23 @@ impl Recipe {
             }
             Some(crate::oneshot::PROTOCOL) => {
                 if !recipe.command.is_empty() || !recipe.env.is_empty() || !recipe.home_files.is_empty() {
-                    return Err(format!("the recipe {} is `oneshot-v1`: its command, env and home files go in `declaration`", path.display()));
+                    return Err(format!(
+                        "the recipe {} is `oneshot-v1`: its command, env and home files go in `declaration`",
+                        path.display()
+                    ));
                 }
                 let Some(declaration) = &recipe.declaration else {
                     return Err(format!("the recipe {} is `oneshot-v1` but has no `declaration`", path.display()));
                 };
                 crate::oneshot::decode_value(declaration).map_err(|e| format!("the recipe {}: {e}", path.display()))?;
             }
-            Some(other) => return Err(format!("the recipe {} names the protocol {other:?}; known: acp-v1, {}", path.display(), crate::oneshot::PROTOCOL)),
+            Some(other) => {
+                return Err(format!(
+                    "the recipe {} names the protocol {other:?}; known: acp-v1, {}",
+                    path.display(),
+                    crate::oneshot::PROTOCOL
+                ))
+            }
         }
         Ok(recipe)
     }

@@ -228,21 +228,32 @@ impl ProbeResult {
         if let Some(plane) = &self.model_plane {
             out.push_str(&plane.summary());
         }
-        let declaration = if self.admission.declaration.is_null() { String::from("nothing") } else { self.admission.declaration.to_string() };
-        let _ = writeln!(out, "declared {declaration}; raised: {}", if self.admission.admitted_axes.is_empty() { String::from("none") } else { self.admission.admitted_axes.join(", ") });
+        let declaration =
+            if self.admission.declaration.is_null() { String::from("nothing") } else { self.admission.declaration.to_string() };
+        let _ = writeln!(
+            out,
+            "declared {declaration}; raised: {}",
+            if self.admission.admitted_axes.is_empty() { String::from("none") } else { self.admission.admitted_axes.join(", ") }
+        );
         if let Some(error) = &self.admission.error {
             let _ = writeln!(out, "admission refused: {error}");
         }
         let _ = writeln!(out, "realized {}", Value::Object(self.admission.realized.clone()));
         if let Some(ceiling) = &self.admission.ceiling {
             let harness = self.model_plane.as_ref().and_then(|p| p.catalog.as_ref()).map_or("", |c| c.harness.as_str());
-            let _ = writeln!(out, "ceiling  {} (`{harness}` in the catalog; the run was judged against the envelope, as realized)", Value::Object(ceiling.clone()));
+            let _ = writeln!(
+                out,
+                "ceiling  {} (`{harness}` in the catalog; the run was judged against the envelope, as realized)",
+                Value::Object(ceiling.clone())
+            );
             for above in &self.admission.above_ceiling {
-                let _ = writeln!(out, "ceiling  realized {}: {} is above the entry's ceiling {}", above.axis, above.realized, above.ceiling);
+                let _ =
+                    writeln!(out, "ceiling  realized {}: {} is above the entry's ceiling {}", above.axis, above.realized, above.ceiling);
             }
         }
         for ignored in &self.wire.ignored {
-            let _ = writeln!(out, "warning  ignored a malformed `{}` update (optional fidelity, not judged): {}", ignored.kind, ignored.reason);
+            let _ =
+                writeln!(out, "warning  ignored a malformed `{}` update (optional fidelity, not judged): {}", ignored.kind, ignored.reason);
         }
         for violation in &self.wire.grammar_violations {
             let _ = writeln!(out, "grammar  violated: {}", violation.reason);

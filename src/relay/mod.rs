@@ -182,7 +182,11 @@ impl Relay {
             record: Mutex::new(Record::new()),
         });
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_io().enable_time().build().map_err(|e| format!("the relay's runtime: {e}"))?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()
+            .map_err(|e| format!("the relay's runtime: {e}"))?;
         let serving = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("model-relay".into())
@@ -408,7 +412,11 @@ fn head_status(bytes: &[u8]) -> Option<u16> {
 }
 
 impl tokio::io::AsyncRead for Watched {
-    fn poll_read(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>, buf: &mut tokio::io::ReadBuf<'_>) -> std::task::Poll<std::io::Result<()>> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
         let before = buf.filled().len();
         let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
         if buf.filled().len() > before {
@@ -419,7 +427,11 @@ impl tokio::io::AsyncRead for Watched {
 }
 
 impl tokio::io::AsyncWrite for Watched {
-    fn poll_write(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>, buf: &[u8]) -> std::task::Poll<std::io::Result<usize>> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
         let polled = std::pin::Pin::new(&mut self.inner).poll_write(cx, buf);
         if matches!(polled, std::task::Poll::Ready(Ok(n)) if n > 0) {
             self.activity.read_after_write.store(false, Ordering::Relaxed);
@@ -495,7 +507,8 @@ async fn handle(activity: &Activity, request: Request<Incoming>) -> Response<Ful
         let port = uri.port_u16().unwrap_or(if uri.scheme_str() == Some("https") { 443 } else { 80 });
         let target = format!("{host}:{port}");
         shared.record().egress(&host, port);
-        let reason = format!("the relay forwards to no other host ({} {} refused)", request.method(), record::capped(&target, record::MAX_NAME));
+        let reason =
+            format!("the relay forwards to no other host ({} {} refused)", request.method(), record::capped(&target, record::MAX_NAME));
         return refuse(activity, &target, shape, 403, "permission_error", reason);
     }
     let path = uri.path().to_owned();
@@ -528,11 +541,22 @@ async fn handle(activity: &Activity, request: Request<Incoming>) -> Response<Ful
         return refuse(activity, &path, shape, 503, "overloaded_error", reason);
     };
     let body = match tokio::time::timeout(stall, Limited::new(request.into_body(), MAX_BODY).collect()).await {
-        Err(_) => return refuse(activity, &path, shape, 408, "timeout_error", format!("the client stalled: no complete body within {:.1} s", stall.as_secs_f64())),
+        Err(_) => {
+            return refuse(
+                activity,
+                &path,
+                shape,
+                408,
+                "timeout_error",
+                format!("the client stalled: no complete body within {:.1} s", stall.as_secs_f64()),
+            )
+        }
         Ok(Err(error)) if error.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
             return refuse(activity, &path, shape, 413, "request_too_large", format!("the body is more than the relay's {MAX_BODY} bytes"));
         }
-        Ok(Err(error)) => return refuse(activity, &path, shape, 400, "invalid_request_error", format!("the body could not be read: {error}")),
+        Ok(Err(error)) => {
+            return refuse(activity, &path, shape, 400, "invalid_request_error", format!("the body could not be read: {error}"))
+        }
         Ok(Ok(collected)) => collected.to_bytes(),
     };
     let values = bounds::values_at_most(&body, bounds::MAX_VALUES);
@@ -546,7 +570,9 @@ async fn handle(activity: &Activity, request: Request<Incoming>) -> Response<Ful
     };
     let turn = match dialect.read(&json) {
         Ok(turn) => turn,
-        Err(reason) => return refuse(activity, &path, shape, 400, "invalid_request_error", format!("not a {} request: {reason}", dialect.name())),
+        Err(reason) => {
+            return refuse(activity, &path, shape, 400, "invalid_request_error", format!("not a {} request: {reason}", dialect.name()))
+        }
     };
     let (state, turn_number) = (lock(&shared.turn).clone(), shared.record().turn);
     let nonce_in_request = !state.nonce.is_empty() && turn.latest_user_text().is_some_and(|t| t.contains(&state.nonce));

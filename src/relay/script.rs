@@ -239,7 +239,8 @@ fn choose_tool(tools: &[Tool], file: &Path) -> Option<Reply> {
             continue;
         }
         let Some(props) = properties(&tool.schema) else { continue };
-        let string_prop = READER_PROPERTIES.iter().find(|p| props.get(**p).and_then(|s| s.get("type")).and_then(Value::as_str) == Some("string"));
+        let string_prop =
+            READER_PROPERTIES.iter().find(|p| props.get(**p).and_then(|s| s.get("type")).and_then(Value::as_str) == Some("string"));
         if let Some(prop) = string_prop {
             return Some(Reply::ToolCall { name: tool.name.clone(), input: json!({ *prop: path }) });
         }
@@ -249,7 +250,11 @@ fn choose_tool(tools: &[Tool], file: &Path) -> Option<Reply> {
         if !SHELL_WORDS.iter().any(|w| name.contains(w)) {
             continue;
         }
-        let Some((key, command)) = properties(&tool.schema).and_then(|p| ["command", "cmd"].iter().find_map(|k| p.get(*k).map(|s| (*k, s)))) else { continue };
+        let Some((key, command)) =
+            properties(&tool.schema).and_then(|p| ["command", "cmd"].iter().find_map(|k| p.get(*k).map(|s| (*k, s))))
+        else {
+            continue;
+        };
         let input = match command.get("type").and_then(Value::as_str) {
             Some("array") => json!({ key: ["cat", path] }),
             _ => json!({ key: format!("cat '{}'", path.replace('\'', "'\\''"))}),
@@ -345,14 +350,18 @@ mod tests {
     #[test]
     fn a_shell_tool_gets_cat_in_the_shape_its_schema_asks() {
         let array = [tool("shell", json!({"properties": {"command": {"type": "array"}}}))];
-        assert_eq!(choose_tool(&array, Path::new("/w/t")), Some(Reply::ToolCall { name: "shell".into(), input: json!({"command": ["cat", "/w/t"]}) }));
+        assert_eq!(
+            choose_tool(&array, Path::new("/w/t")),
+            Some(Reply::ToolCall { name: "shell".into(), input: json!({"command": ["cat", "/w/t"]}) })
+        );
         let none = [tool("search", json!({"properties": {"query": {"type": "string"}}}))];
         assert_eq!(choose_tool(&none, Path::new("/w/t")), None);
     }
 
     #[test]
     fn the_nonce_script_answers_an_output_schema_with_an_instance() {
-        let schema = json!({"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"], "additionalProperties": false});
+        let schema =
+            json!({"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"], "additionalProperties": false});
         let model = Model::new(Script::Nonce, String::new(), PathBuf::from("/f"));
         let body = json!({"model": "m", "messages": [{"role": "user", "content": "cf-4444444444444444"}], "tools": [{"name": "StructuredOutput", "input_schema": schema}]});
         let t = super::super::dialect::Served::AnthropicMessages.read(&body).expect("reads");
@@ -371,7 +380,8 @@ mod tests {
 
     #[test]
     fn a_file_script_plays_in_order_and_then_refuses() {
-        let replies = vec![json!({"tool_call": {"name": "x", "input": {"p": "{token_file}"}}}), json!({"text": "n={nonce} r={reply_token}"})];
+        let replies =
+            vec![json!({"tool_call": {"name": "x", "input": {"p": "{token_file}"}}}), json!({"text": "n={nonce} r={reply_token}"})];
         let model = Model::new(Script::Replies(replies), "t".into(), PathBuf::from("/f"));
         let t = turn(&["cf-3333333333333333"], &[], vec![]);
         assert_eq!(model.reply_to(&t).expect("first").0, Reply::ToolCall { name: "x".into(), input: json!({"p": "/f"}) });

@@ -74,7 +74,9 @@ fn json_schema(format: Option<&Value>) -> Option<&Value> {
 
 /// The schema a request body asks the answer to follow, if any.
 pub fn detect(body: &Value) -> Option<Structured> {
-    let text_way = |way: Way, schema: Option<&Value>| schema.filter(|s| s.is_object() || s.is_boolean()).map(|s| Structured { way, schema: s.clone(), tool: None, answered: false });
+    let text_way = |way: Way, schema: Option<&Value>| {
+        schema.filter(|s| s.is_object() || s.is_boolean()).map(|s| Structured { way, schema: s.clone(), tool: None, answered: false })
+    };
     if let Some(format) = json_schema(body.pointer("/text/format")) {
         if let Some(found) = text_way(TEXT_FORMAT, format.get("schema")) {
             return Some(found);
@@ -139,8 +141,10 @@ fn already_called(body: &Value, name: &str) -> bool {
                 Some("user") if user_text(message.get("content")) => called = false,
                 Some("assistant") => {
                     let blocks = message.get("content").and_then(Value::as_array).into_iter().flatten();
-                    let anthropic = blocks.filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_use")).any(|b| tool_name(b) == Some(name));
-                    let chat = message.get("tool_calls").and_then(Value::as_array).into_iter().flatten().any(|c| tool_name(c) == Some(name));
+                    let anthropic =
+                        blocks.filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_use")).any(|b| tool_name(b) == Some(name));
+                    let chat =
+                        message.get("tool_calls").and_then(Value::as_array).into_iter().flatten().any(|c| tool_name(c) == Some(name));
                     called |= anthropic || chat;
                 }
                 _ => {}
@@ -380,7 +384,8 @@ impl Generator<'_> {
 
     fn object(&mut self, flat: &Map<String, Value>, depth: usize) -> Result<Value, Miss> {
         let properties = flat.get("properties").and_then(Value::as_object).cloned().unwrap_or_default();
-        let required: Vec<String> = flat.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(|r| r.as_str().map(str::to_owned)).collect();
+        let required: Vec<String> =
+            flat.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(|r| r.as_str().map(str::to_owned)).collect();
         self.spend(properties.len() + required.len())?;
         let mut out = Map::new();
         for (name, schema) in &properties {
@@ -467,7 +472,11 @@ fn kind(flat: &Map<String, Value>) -> &'static str {
         "object"
     } else if flat.contains_key("items") || flat.contains_key("prefixItems") || flat.contains_key("minItems") {
         "array"
-    } else if flat.contains_key("minimum") || flat.contains_key("maximum") || flat.contains_key("exclusiveMinimum") || flat.contains_key("exclusiveMaximum") {
+    } else if flat.contains_key("minimum")
+        || flat.contains_key("maximum")
+        || flat.contains_key("exclusiveMinimum")
+        || flat.contains_key("exclusiveMaximum")
+    {
         "number"
     } else {
         "string"
@@ -527,7 +536,13 @@ impl Bound {
             (Bound::Closed(v), true) => v.ceil(),
             (Bound::Open(v), true) => v.floor() + 1.0,
             (Bound::Closed(v), false) => v,
-            (Bound::Open(v), false) => if v.fract() == 0.0 { v + 1.0 } else { v.ceil() },
+            (Bound::Open(v), false) => {
+                if v.fract() == 0.0 {
+                    v + 1.0
+                } else {
+                    v.ceil()
+                }
+            }
         }
     }
 
@@ -537,7 +552,13 @@ impl Bound {
             (Bound::Closed(v), true) => v.floor(),
             (Bound::Open(v), true) => v.ceil() - 1.0,
             (Bound::Closed(v), false) => v,
-            (Bound::Open(v), false) => if v.fract() == 0.0 { v - 1.0 } else { v.floor() },
+            (Bound::Open(v), false) => {
+                if v.fract() == 0.0 {
+                    v - 1.0
+                } else {
+                    v.floor()
+                }
+            }
         }
     }
 }
@@ -627,7 +648,10 @@ mod tests {
         let mut defs = Map::new();
         for i in 0..20 {
             let next = format!("#/$defs/d{}", i + 1);
-            defs.insert(format!("d{i}"), json!({"type": "object", "properties": {"l": {"$ref": next}, "r": {"$ref": next}}, "required": ["l"]}));
+            defs.insert(
+                format!("d{i}"),
+                json!({"type": "object", "properties": {"l": {"$ref": next}, "r": {"$ref": next}}, "required": ["l"]}),
+            );
         }
         defs.insert("d20".into(), json!({"type": "string"}));
         let schema = json!({"$ref": "#/$defs/d0", "$defs": defs});

@@ -90,7 +90,9 @@ impl std::fmt::Display for Fault {
             Fault::Deadline => f.write_str("the session's deadline passed"),
             Fault::Closed => f.write_str("the harness closed its stdout (it exited)"),
             Fault::Rejected { error, line } => write!(f, "the harness wrote a message the decoder rejects: {error} (in `{line}`)"),
-            Fault::Oversize { bytes } => write!(f, "the harness wrote a line over {} bytes ({bytes} read before it was refused)", process::MAX_LINE),
+            Fault::Oversize { bytes } => {
+                write!(f, "the harness wrote a line over {} bytes ({bytes} read before it was refused)", process::MAX_LINE)
+            }
             Fault::ReadFailed(e) => write!(f, "reading the harness's stdout failed: {e}"),
             Fault::WriteFailed => f.write_str("the harness's stdin is closed"),
         }
@@ -517,7 +519,11 @@ mod tests {
 
     #[test]
     fn an_unprefixed_unknown_method_is_answered_recorded_and_read_past() {
-        let mut session = session_writing(&[r#"{"jsonrpc":"2.0","id":"q1","method":"craft/drainMidTurnQueue","params":{}}"#, r#"{"jsonrpc":"2.0","method":"craft/note"}"#, CHUNK]);
+        let mut session = session_writing(&[
+            r#"{"jsonrpc":"2.0","id":"q1","method":"craft/drainMidTurnQueue","params":{}}"#,
+            r#"{"jsonrpc":"2.0","method":"craft/note"}"#,
+            CHUNK,
+        ]);
         let next = session.next(Instant::now() + Duration::from_secs(20));
         assert!(matches!(next, Ok(Incoming::Notification { ref method, .. }) if method == "session/update"), "{next:?}");
         let kinds: Vec<(&str, Kind)> = session.grammar_violations.iter().map(|v| (v.method.as_str(), v.kind)).collect();
@@ -536,7 +542,10 @@ mod tests {
         for line in [r#"{"jsonrpc":"2.0","id":1,"method":"craft/x","result":{}}"#, error] {
             let mut session = session_writing(&[line, CHUNK]);
             let next = session.next(Instant::now() + Duration::from_secs(20));
-            assert!(matches!(next, Err(Fault::Rejected { ref error, .. }) if error.contains("unknown method `craft/x`")), "{line}: {next:?}");
+            assert!(
+                matches!(next, Err(Fault::Rejected { ref error, .. }) if error.contains("unknown method `craft/x`")),
+                "{line}: {next:?}"
+            );
             assert!(session.grammar_violations.is_empty());
             session.teardown(Duration::from_secs(1));
         }
@@ -549,7 +558,10 @@ mod tests {
         let mut session = session_writing(&[&request, CHUNK]);
         assert!(session.next(Instant::now() + Duration::from_secs(20)).is_ok());
         let kept = &session.grammar_violations[0].method;
-        assert!(kept.len() <= MAX_METHOD_NAME + '…'.len_utf8() && kept.ends_with('…') && method.starts_with(kept.trim_end_matches('…')), "{kept}");
+        assert!(
+            kept.len() <= MAX_METHOD_NAME + '…'.len_utf8() && kept.ends_with('…') && method.starts_with(kept.trim_end_matches('…')),
+            "{kept}"
+        );
         session.teardown(Duration::from_secs(1));
     }
 }

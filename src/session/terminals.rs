@@ -140,7 +140,8 @@ impl Terminals {
 
     fn create(&mut self, params: &Value, workspace: &Workspace) -> Answer {
         let command = params.get("command").and_then(Value::as_str).unwrap_or_default();
-        let args: Vec<&str> = params.get("args").and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+        let args: Vec<&str> =
+            params.get("args").and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
         let cwd = match params.get("cwd").and_then(Value::as_str) {
             Some(cwd) => workspace.resolve_read(cwd).map_err(|r| (INVALID_PARAMS, format!("cwd {cwd}: {r}")))?,
             None => workspace.root().to_path_buf(),
@@ -161,7 +162,8 @@ impl Terminals {
         // The command's `PWD` is its `cwd`, not the runner's; the harness's `env` may still set it.
         working_directory(&mut spawn, Some(&cwd));
         for variable in params.get("env").and_then(Value::as_array).into_iter().flatten() {
-            if let (Some(name), Some(value)) = (variable.get("name").and_then(Value::as_str), variable.get("value").and_then(Value::as_str)) {
+            if let (Some(name), Some(value)) = (variable.get("name").and_then(Value::as_str), variable.get("value").and_then(Value::as_str))
+            {
                 spawn.env(name, value);
             }
         }
@@ -232,7 +234,11 @@ mod tests {
             assert!(Instant::now() < until, "the command exits");
             std::thread::sleep(Duration::from_millis(2));
         }
-        let Handled::Now(Ok(output)) = terminals.handle("terminal/output", &serde_json::json!({"sessionId": "s", "terminalId": id}), workspace) else { panic!("output") };
+        let Handled::Now(Ok(output)) =
+            terminals.handle("terminal/output", &serde_json::json!({"sessionId": "s", "terminalId": id}), workspace)
+        else {
+            panic!("output")
+        };
         output
     }
 
@@ -286,7 +292,11 @@ mod tests {
             assert!(std::time::Instant::now() < until, "the command exits");
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
-        let Handled::Now(Ok(output)) = terminals.handle("terminal/output", &serde_json::json!({"sessionId": "s", "terminalId": id}), &workspace) else { panic!("output") };
+        let Handled::Now(Ok(output)) =
+            terminals.handle("terminal/output", &serde_json::json!({"sessionId": "s", "terminalId": id}), &workspace)
+        else {
+            panic!("output")
+        };
         assert_eq!(output["output"], "onetwo");
         terminals.kill_all();
     }

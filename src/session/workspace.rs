@@ -88,15 +88,9 @@ impl Workspace {
     /// Reads a text file for `fs/read_text_file`: `line` is 1-based, `limit` a line count.
     pub fn read_text(&self, path: &str, line: Option<u64>, limit: Option<u64>) -> Result<String, Refusal> {
         let resolved = self.resolve_read(path)?;
-        let file = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&resolved)
-            .map_err(|e| Refusal::Io(e.to_string()))?;
+        let file = OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(&resolved).map_err(|e| Refusal::Io(e.to_string()))?;
         let mut text = String::new();
-        file.take(MAX_READ)
-            .read_to_string(&mut text)
-            .map_err(|e| Refusal::Io(e.to_string()))?;
+        file.take(MAX_READ).read_to_string(&mut text).map_err(|e| Refusal::Io(e.to_string()))?;
         if line.is_none() && limit.is_none() {
             return Ok(text);
         }
@@ -108,17 +102,13 @@ impl Workspace {
     /// Writes a text file for `fs/write_text_file`, creating or truncating it.
     pub fn write_text(&self, path: &str, content: &str) -> Result<(), Refusal> {
         let resolved = self.resolve_write(path)?;
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&resolved)
-            .map_err(|e| match e.raw_os_error() {
+        let mut file = OpenOptions::new().write(true).create(true).truncate(true).custom_flags(libc::O_NOFOLLOW).open(&resolved).map_err(
+            |e| match e.raw_os_error() {
                 // O_NOFOLLOW on a symlink: the link would lead the write elsewhere.
                 Some(libc::ELOOP) => Refusal::Outside,
                 _ => Refusal::Io(e.to_string()),
-            })?;
+            },
+        )?;
         file.write_all(content.as_bytes()).map_err(|e| Refusal::Io(e.to_string()))
     }
 }

@@ -341,8 +341,11 @@ impl Agent {
             self.write(&json!({"jsonrpc": "2.0", "method": "_acme/progress", "params": {"sessionId": session, "percent": 10}}));
             let answer = self.call("_acme/progress", json!({"sessionId": session, "percent": 20}));
             let code = answer.pointer("/error/code").cloned().unwrap_or(Value::Null);
-            self.update(session, json!({"sessionUpdate": "agent_message_chunk",
-                "content": {"type": "text", "text": format!(" (extension answered {code})")}}));
+            self.update(
+                session,
+                json!({"sessionUpdate": "agent_message_chunk",
+                "content": {"type": "text", "text": format!(" (extension answered {code})")}}),
+            );
         }
         if self.s.unprefixed_method {
             // Not ACP and not an extension: a client that answers it as a JSON-RPC peer
@@ -350,12 +353,18 @@ impl Agent {
             self.write(&json!({"jsonrpc": "2.0", "method": "craft/drainMidTurnQueue", "params": {"sessionId": session}}));
             let answer = self.call("craft/drainMidTurnQueue", json!({"sessionId": session}));
             let code = answer.pointer("/error/code").cloned().unwrap_or(Value::Null);
-            self.update(session, json!({"sessionUpdate": "agent_message_chunk",
-                "content": {"type": "text", "text": format!(" (craft/drainMidTurnQueue answered {code})")}}));
+            self.update(
+                session,
+                json!({"sessionUpdate": "agent_message_chunk",
+                "content": {"type": "text", "text": format!(" (craft/drainMidTurnQueue answered {code})")}}),
+            );
         }
         if self.s.use_terminal {
-            let created = self.call("terminal/create", json!({"sessionId": session, "command": "sh",
-                "args": ["-c", "echo hello from a terminal; sleep 0.2; exit 3"], "outputByteLimit": 1000}));
+            let created = self.call(
+                "terminal/create",
+                json!({"sessionId": session, "command": "sh",
+                "args": ["-c", "echo hello from a terminal; sleep 0.2; exit 3"], "outputByteLimit": 1000}),
+            );
             let report = match created.pointer("/result/terminalId").cloned() {
                 Some(terminal) => {
                     let exit = self.call("terminal/wait_for_exit", json!({"sessionId": session, "terminalId": terminal}));
@@ -370,24 +379,34 @@ impl Agent {
         if self.s.read_outside {
             let answer = self.call("fs/read_text_file", json!({"sessionId": session, "path": "/etc/hostname"}));
             let stolen = answer.pointer("/result/content").is_some();
-            self.update(session, json!({"sessionUpdate": "agent_message_chunk",
-                "content": {"type": "text", "text": format!(" (read outside the workspace: {stolen})")}}));
+            self.update(
+                session,
+                json!({"sessionUpdate": "agent_message_chunk",
+                "content": {"type": "text", "text": format!(" (read outside the workspace: {stolen})")}}),
+            );
         }
         for turn in 0..self.s.turns {
             let tool = format!("call-{turn}");
             let thread = format!("thread-{turn}");
-            let activity = |emit: bool| if emit { json!({"checkfu.subagent": {"phase": "activity", "subagent": thread}}) } else { json!({}) };
+            let activity =
+                |emit: bool| if emit { json!({"checkfu.subagent": {"phase": "activity", "subagent": thread}}) } else { json!({}) };
             if emits_subagents {
                 self.update(session, json!({"sessionUpdate": "session_info_update", "updatedAt": "2026-12-01T00:00:00Z",
                     "_meta": {"checkfu.subagent": {"phase": "started", "subagent": thread, "name": "researcher", "description": "Reads the notes"}}}));
             }
-            self.update(session, json!({"sessionUpdate": "tool_call", "toolCallId": tool, "title": "Write notes", "kind": "edit",
-                "status": "pending", "_meta": activity(emits_subagents)}));
+            self.update(
+                session,
+                json!({"sessionUpdate": "tool_call", "toolCallId": tool, "title": "Write notes", "kind": "edit",
+                "status": "pending", "_meta": activity(emits_subagents)}),
+            );
             if turn == 0 {
-                let permission = self.call("session/request_permission", json!({"sessionId": session,
+                let permission = self.call(
+                    "session/request_permission",
+                    json!({"sessionId": session,
                     "toolCall": {"toolCallId": tool, "title": "Write notes", "kind": "edit", "status": "pending"},
                     "options": [{"optionId": "allow", "name": "Allow", "kind": "allow_once"},
-                                {"optionId": "reject", "name": "Reject", "kind": "reject_once"}]}));
+                                {"optionId": "reject", "name": "Reject", "kind": "reject_once"}]}),
+                );
                 let allowed = permission.pointer("/result/outcome/optionId") == Some(&json!("allow"));
                 let path = format!("{}/notes.txt", self.cwd);
                 if allowed {
@@ -395,11 +414,17 @@ impl Agent {
                     self.call("fs/read_text_file", json!({"sessionId": session, "path": path, "line": 2, "limit": 1}));
                 }
             }
-            self.update(session, json!({"sessionUpdate": "tool_call_update", "toolCallId": tool, "status": "completed",
-                "_meta": activity(emits_subagents)}));
+            self.update(
+                session,
+                json!({"sessionUpdate": "tool_call_update", "toolCallId": tool, "status": "completed",
+                "_meta": activity(emits_subagents)}),
+            );
             if emits_subagents {
-                self.update(session, json!({"sessionUpdate": "session_info_update", "updatedAt": "2026-12-01T00:00:01Z",
-                    "_meta": {"checkfu.subagent": {"phase": "completed", "subagent": thread, "disposition": "completed"}}}));
+                self.update(
+                    session,
+                    json!({"sessionUpdate": "session_info_update", "updatedAt": "2026-12-01T00:00:01Z",
+                    "_meta": {"checkfu.subagent": {"phase": "completed", "subagent": thread, "disposition": "completed"}}}),
+                );
             }
         }
         self.update(session, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": " Done."},
@@ -489,6 +514,15 @@ fn main() {
             }
         }
     });
-    let mut agent = Agent { s, input, deferred: VecDeque::new(), out: std::io::stdout().lock(), next_id: 0, cwd: String::from("/"), silent: false, authenticated: false };
+    let mut agent = Agent {
+        s,
+        input,
+        deferred: VecDeque::new(),
+        out: std::io::stdout().lock(),
+        next_id: 0,
+        cwd: String::from("/"),
+        silent: false,
+        authenticated: false,
+    };
     agent.run();
 }

@@ -53,7 +53,10 @@ pub fn relay_addr() -> Option<String> {
 pub fn post(addr: &str, path: &str, headers: &[(&str, String)], body: &[u8]) -> Result<(u16, Vec<u8>), String> {
     let mut stream = TcpStream::connect(addr).map_err(|e| format!("connect {addr}: {e}"))?;
     let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
-    let mut head = format!("POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n", body.len());
+    let mut head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
     for (name, value) in headers {
         head.push_str(&format!("{name}: {value}\r\n"));
     }
@@ -127,7 +130,9 @@ impl Conversation {
         let answer = self.read(&answer);
         if let Answer::Tool { id, name, input } = &answer {
             self.history.push(match self.dialect {
-                Dialect::Anthropic => json!({"role": "assistant", "content": [{"type": "tool_use", "id": id, "name": name, "input": input}]}),
+                Dialect::Anthropic => {
+                    json!({"role": "assistant", "content": [{"type": "tool_use", "id": id, "name": name, "input": input}]})
+                }
                 Dialect::Chat => json!({"role": "assistant", "content": null,
                     "tool_calls": [{"id": id, "type": "function", "function": {"name": name, "arguments": input.to_string()}}]}),
                 Dialect::Responses => json!({"type": "function_call", "call_id": id, "name": name, "arguments": input.to_string()}),

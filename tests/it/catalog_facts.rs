@@ -77,8 +77,7 @@ fn the_dialect_enum_is_the_catalog_dialects() {
 fn the_allow_list_json_is_the_generated_routes() {
     let list = generated("gateway-allow-list.json");
     let paths = |routes: &[catalog::Route]| -> Value { routes.iter().map(|r| r.path).collect() };
-    let providers: serde_json::Map<String, Value> =
-        GATEWAY_ROUTES.iter().map(|p| (p.provider.to_string(), paths(p.routes))).collect();
+    let providers: serde_json::Map<String, Value> = GATEWAY_ROUTES.iter().map(|p| (p.provider.to_string(), paths(p.routes))).collect();
     assert_eq!(list["providers"], Value::Object(providers));
     assert_eq!(list[catalog::UNLISTED_PROVIDER], paths(UNLISTED_PROVIDER_ROUTES));
 }

@@ -9,22 +9,14 @@ use std::process::{Command, Output};
 use support::project::{project_root, scratch};
 
 fn run(root: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_checkfu-wire"))
-        .args(args)
-        .arg("--root")
-        .arg(root)
-        .output()
-        .expect("run checkfu-wire")
+    Command::new(env!("CARGO_BIN_EXE_checkfu-wire")).args(args).arg("--root").arg(root).output().expect("run checkfu-wire")
 }
 
 /// Every generated output (as the generator lists them), with its bytes in `root`.
 fn outputs(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     let generation = checkfu_wire_codegen::generate(&project_root()).unwrap_or_else(|d| panic!("{d}"));
-    let mut files: Vec<_> = generation
-        .outputs
-        .iter()
-        .map(|o| (root.join(&o.path), fs::read(root.join(&o.path)).expect("read output")))
-        .collect();
+    let mut files: Vec<_> =
+        generation.outputs.iter().map(|o| (root.join(&o.path), fs::read(root.join(&o.path)).expect("read output"))).collect();
     files.sort();
     files
 }
@@ -159,7 +151,9 @@ fn an_acknowledgement_matching_no_warning_fails_generation_and_points_at_it() {
     let dir = scratch();
     let file = dir.path().join("catalog/acknowledged.toml");
     let mut text = fs::read_to_string(&file).expect("read");
-    text.push_str("\n[[acknowledged]]\nwhat = \"a warning that is gone\"\nwhy = \"reviewed once\"\nwarnings = [\"schemas/x.json: no longer said\"]\n");
+    text.push_str(
+        "\n[[acknowledged]]\nwhat = \"a warning that is gone\"\nwhy = \"reviewed once\"\nwarnings = [\"schemas/x.json: no longer said\"]\n",
+    );
     fs::write(&file, &text).expect("write");
     let line = text.lines().position(|l| l.contains("no longer said")).expect("line") + 1;
     let before = outputs(dir.path());

@@ -16,9 +16,7 @@ use checkfu_wire::catalog;
 use serde_json::{json, Value};
 
 fn traces_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests")
-        .join("conformance")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("conformance")
 }
 
 fn conform(args: &[&str]) -> Output {
@@ -34,13 +32,7 @@ fn conform(args: &[&str]) -> Output {
 fn traces_in(dir: &str) -> Vec<String> {
     let mut files: Vec<String> = std::fs::read_dir(traces_dir().join(dir))
         .unwrap_or_else(|e| panic!("tests/conformance/{dir}: {e}"))
-        .map(|entry| {
-            entry
-                .expect("directory entry")
-                .file_name()
-                .to_string_lossy()
-                .into_owned()
-        })
+        .map(|entry| entry.expect("directory entry").file_name().to_string_lossy().into_owned())
         .filter(|name| name.ends_with(".jsonl"))
         .map(|name| format!("{dir}/{name}"))
         .collect();
@@ -50,22 +42,14 @@ fn traces_in(dir: &str) -> Vec<String> {
 
 /// Parses `<status>[-at<N>|-atnone]-...` into the expected JSON fragment for the check.
 fn expected_from_name(file: &str) -> (String, Option<Option<u64>>) {
-    let stem = file
-        .rsplit('/')
-        .next()
-        .and_then(|n| n.strip_suffix(".jsonl"))
-        .expect("a .jsonl name");
+    let stem = file.rsplit('/').next().and_then(|n| n.strip_suffix(".jsonl")).expect("a .jsonl name");
     let mut parts = stem.split('-');
     let status = parts.next().expect("a status prefix").to_owned();
     let at = if status == "fail" {
         let at = parts.next().expect("a fail names its observation");
         Some(match at {
             "atnone" => None,
-            at => Some(
-                at.strip_prefix("at")
-                    .and_then(|n| n.parse().ok())
-                    .unwrap_or_else(|| panic!("{file}: bad at")),
-            ),
+            at => Some(at.strip_prefix("at").and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{file}: bad at"))),
         })
     } else {
         None
@@ -79,41 +63,19 @@ fn every_check_has_passing_and_failing_traces_and_each_gets_its_named_verdict() 
     for check in catalog::CONFORMANCE_CHECKS {
         let files = traces_in(check.name);
         let statuses: Vec<String> = files.iter().map(|f| expected_from_name(f).0).collect();
-        assert!(
-            statuses.iter().any(|s| s == "pass"),
-            "{}: no passing trace",
-            check.name
-        );
-        assert!(
-            statuses.iter().any(|s| s == "fail"),
-            "{}: no failing trace",
-            check.name
-        );
+        assert!(statuses.iter().any(|s| s == "pass"), "{}: no passing trace", check.name);
+        assert!(statuses.iter().any(|s| s == "fail"), "{}: no failing trace", check.name);
         if check.tristate || check.opt_in {
-            assert!(
-                statuses.iter().any(|s| s == "skip"),
-                "{}: no skipped trace",
-                check.name
-            );
+            assert!(statuses.iter().any(|s| s == "skip"), "{}: no skipped trace", check.name);
         }
         for file in files {
             let output = conform(&[&file, "--format", "json"]);
-            let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-                panic!(
-                    "{file}: stdout is not JSON ({e}); stderr {}",
-                    String::from_utf8_lossy(&output.stderr)
-                )
-            });
-            let checks = report["checks"]
-                .as_object()
-                .unwrap_or_else(|| panic!("{file}: no checks object"));
+            let report: Value = serde_json::from_slice(&output.stdout)
+                .unwrap_or_else(|e| panic!("{file}: stdout is not JSON ({e}); stderr {}", String::from_utf8_lossy(&output.stderr)));
+            let checks = report["checks"].as_object().unwrap_or_else(|| panic!("{file}: no checks object"));
             let names: Vec<&str> = checks.keys().map(String::as_str).collect();
-            let catalog_names: Vec<&str> =
-                catalog::CONFORMANCE_CHECKS.iter().map(|c| c.name).collect();
-            assert_eq!(
-                names, catalog_names,
-                "{file}: all seven checks, in catalog order"
-            );
+            let catalog_names: Vec<&str> = catalog::CONFORMANCE_CHECKS.iter().map(|c| c.name).collect();
+            assert_eq!(names, catalog_names, "{file}: all seven checks, in catalog order");
 
             let verdict = &checks[check.name];
             let (status, at) = expected_from_name(&file);
@@ -124,27 +86,13 @@ fn every_check_has_passing_and_failing_traces_and_each_gets_its_named_verdict() 
                 None => assert!(verdict.get("at").is_none(), "{file}: {verdict}"),
             }
             if status != "pass" {
-                assert!(
-                    verdict["reason"].as_str().is_some_and(|r| !r.is_empty()),
-                    "{file}: {verdict}"
-                );
+                assert!(verdict["reason"].as_str().is_some_and(|r| !r.is_empty()), "{file}: {verdict}");
             }
 
             let any_fail = checks.values().any(|v| v["status"] == "fail");
-            assert_eq!(
-                output.status.code(),
-                Some(if any_fail { 1 } else { 0 }),
-                "{file}"
-            );
-            assert!(
-                output.stderr.is_empty(),
-                "{file}: {}",
-                String::from_utf8_lossy(&output.stderr)
-            );
-            snapshot.insert(
-                file,
-                json!({"exit": output.status.code(), "report": report}),
-            );
+            assert_eq!(output.status.code(), Some(if any_fail { 1 } else { 0 }), "{file}");
+            assert!(output.stderr.is_empty(), "{file}: {}", String::from_utf8_lossy(&output.stderr));
+            snapshot.insert(file, json!({"exit": output.status.code(), "report": report}));
         }
     }
     for file in traces_in("invalid") {
@@ -156,15 +104,9 @@ fn every_check_has_passing_and_failing_traces_and_each_gets_its_named_verdict() 
             .unwrap_or_else(|| panic!("{file}: name must start with line<N>-"));
         let output = conform(&[&file, "--format", "json"]);
         assert_eq!(output.status.code(), Some(2), "{file}");
-        assert!(
-            output.stdout.is_empty(),
-            "{file}: no verdict for an invalid trace"
-        );
+        assert!(output.stdout.is_empty(), "{file}: no verdict for an invalid trace");
         let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-        assert!(
-            stderr.starts_with(&format!("error: {file}:{line}: invalid trace: ")),
-            "{file}: {stderr}"
-        );
+        assert!(stderr.starts_with(&format!("error: {file}:{line}: invalid trace: ")), "{file}: {stderr}");
         snapshot.insert(file, json!({"exit": 2, "stderr": stderr}));
     }
     compare_snapshot(&Value::Object(snapshot.into_iter().collect()));
@@ -191,11 +133,7 @@ fn first_difference(expected: &str, actual: &str) -> String {
             return format!("line {}:\n- {e}\n+ {a}", number + 1);
         }
     }
-    format!(
-        "lengths differ: {} vs {} lines",
-        expected.lines().count(),
-        actual.lines().count()
-    )
+    format!("lengths differ: {} vs {} lines", expected.lines().count(), actual.lines().count())
 }
 
 #[test]
@@ -217,11 +155,7 @@ fn the_sample_trace_in_text_form() {
 
 #[test]
 fn a_failing_trace_in_text_form_names_observation_and_line() {
-    let output = conform(&[
-        "tool_correlation/fail-at3-duplicate-use-id.jsonl",
-        "--format",
-        "text",
-    ]);
+    let output = conform(&["tool_correlation/fail-at3-duplicate-use-id.jsonl", "--format", "text"]);
     assert_eq!(output.status.code(), Some(1));
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
@@ -236,8 +170,7 @@ fn a_failing_trace_in_text_form_names_observation_and_line() {
 fn an_unreadable_trace_exits_2() {
     let output = conform(&["no-such-trace.jsonl"]);
     assert_eq!(output.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&output.stderr)
-        .starts_with("error: cannot open no-such-trace.jsonl: "));
+    assert!(String::from_utf8_lossy(&output.stderr).starts_with("error: cannot open no-such-trace.jsonl: "));
 }
 
 #[test]

@@ -84,7 +84,8 @@ fn decode_stdin(args: &[&str], input: &[u8]) -> (Option<i32>, Vec<serde_json::Va
     (out.status.code(), reports(&out.stdout), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
-const PLAN: &[u8] = br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[]}}}"#;
+const PLAN: &[u8] =
+    br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[]}}}"#;
 
 #[test]
 fn the_summary_says_how_many_of_how_many_were_accepted() {

@@ -13,16 +13,36 @@ fn arbitrary_json() -> impl Strategy<Value = Value> {
         any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(|f| json!(f)),
         "[a-z_./]{0,12}".prop_map(Value::String),
         prop_oneof![
-            Just("2.0"), Just("session/new"), Just("session/update"), Just("initialize"), Just("checkfu.subagent"),
-            Just("checkfu.resume"), Just("_checkfu/session/steer"), Just("agent.spawn"), Just("_goose/tools"),
+            Just("2.0"),
+            Just("session/new"),
+            Just("session/update"),
+            Just("initialize"),
+            Just("checkfu.subagent"),
+            Just("checkfu.resume"),
+            Just("_checkfu/session/steer"),
+            Just("agent.spawn"),
+            Just("_goose/tools"),
         ]
         .prop_map(|s| Value::String(s.to_string())),
     ];
     leaf.prop_recursive(6, 64, 8, |inner| {
         let keys = prop_oneof![
-            Just("jsonrpc"), Just("id"), Just("method"), Just("params"), Just("result"), Just("error"), Just("_meta"),
-            Just("update"), Just("sessionUpdate"), Just("stopReason"), Just("protocolVersion"), Just("checkfu.turn"),
-            Just("checkfu.capabilities"), Just("checkfu.output_schema"), Just("checkfu.continuity"), Just("code"),
+            Just("jsonrpc"),
+            Just("id"),
+            Just("method"),
+            Just("params"),
+            Just("result"),
+            Just("error"),
+            Just("_meta"),
+            Just("update"),
+            Just("sessionUpdate"),
+            Just("stopReason"),
+            Just("protocolVersion"),
+            Just("checkfu.turn"),
+            Just("checkfu.capabilities"),
+            Just("checkfu.output_schema"),
+            Just("checkfu.continuity"),
+            Just("code"),
         ];
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
@@ -61,8 +81,8 @@ fn seeds() -> Vec<String> {
 fn mutation() -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![
         prop::sample::select(vec![
-            "\\", "\"", "{", "}", "[", "]", ",", ":", "0", "-", "e", "E", "+", ".", "1e400", "\\ud800", "\\u00e9", "é", " ",
-            "\t", "\u{1}", "null", "[[[[", "]]]]",
+            "\\", "\"", "{", "}", "[", "]", ",", ":", "0", "-", "e", "E", "+", ".", "1e400", "\\ud800", "\\u00e9", "é", " ", "\t", "\u{1}",
+            "null", "[[[[", "]]]]",
         ])
         .prop_map(|s: &str| s.as_bytes().to_vec()),
         Just(Vec::new()),
@@ -72,8 +92,20 @@ fn mutation() -> impl Strategy<Value = Vec<u8>> {
 /// Raw JSON texts serde_json's `Value` refuses or treats specially, to put where a value
 /// (or, the strings among them, a key) was.
 const NASTY: &[&str] = &[
-    "1e400", "-1e400", "\"\\ud800\"", "\"\\udc00x\"", "\"\\ud83d\\ude00\"", "\"\\u0000\"", "\"\u{1}\"", "1.5e308",
-    "123456789012345678901234567890", "[[[[[[[[[[1]]]]]]]]]]", "{\"a\":{\"b\":[]}}", "\"\\q\"", "tru", "01",
+    "1e400",
+    "-1e400",
+    "\"\\ud800\"",
+    "\"\\udc00x\"",
+    "\"\\ud83d\\ude00\"",
+    "\"\\u0000\"",
+    "\"\u{1}\"",
+    "1.5e308",
+    "123456789012345678901234567890",
+    "[[[[[[[[[[1]]]]]]]]]]",
+    "{\"a\":{\"b\":[]}}",
+    "\"\\q\"",
+    "tru",
+    "01",
 ];
 
 /// Whether every number of `value` is within an `f64`'s reach. serde_json's defaults refuse

@@ -49,17 +49,16 @@ fn valid_member_of_every_slot_is_decoded() {
         ("checkfu.continuity", session_new(json!({"checkfu.continuity": "fresh"}))),
         ("checkfu.runtime_config", session_new(json!({"checkfu.runtime_config": {"context_window": 200000}}))),
         ("checkfu.output_schema", session_new(json!({"checkfu.output_schema": {"type": "object"}}))),
-        (
-            "checkfu.resume",
-            session_new(json!({"checkfu.continuity": "same_run_resume", "checkfu.resume": {"version": 1, "state": "b64"}})),
-        ),
+        ("checkfu.resume", session_new(json!({"checkfu.continuity": "same_run_resume", "checkfu.resume": {"version": 1, "state": "b64"}}))),
         (
             "checkfu.journal_checkpoint",
             update(json!({"checkfu.journal_checkpoint": {"status": "too_large", "version": 1, "size_bytes": 99999999}})),
         ),
         (
             "checkfu.compaction",
-            update(json!({"checkfu.compaction": {"strategy": "summarize", "tokens_before": 180000, "tokens_after": 40000, "compacted_messages": 61}})),
+            update(
+                json!({"checkfu.compaction": {"strategy": "summarize", "tokens_before": 180000, "tokens_after": 40000, "compacted_messages": 61}}),
+            ),
         ),
     ];
     for (key, message) in cases {
@@ -67,7 +66,8 @@ fn valid_member_of_every_slot_is_decoded() {
         assert!(report.accepted, "{key}: {report:?}");
         assert_eq!(slot_status(&report, key), SlotStatus::Decoded, "{key}");
     }
-    let steer = json!({"jsonrpc": "2.0", "id": 3, "method": "_checkfu/session/steer", "params": {"sessionId": "s", "id": "e1", "content": "stop"}});
+    let steer =
+        json!({"jsonrpc": "2.0", "id": 3, "method": "_checkfu/session/steer", "params": {"sessionId": "s", "id": "e1", "content": "stop"}});
     let interrupt = json!({"jsonrpc": "2.0", "id": 4, "method": "_checkfu/session/interrupt", "params": {"sessionId": "s"}});
     for message in [steer, interrupt] {
         let report = decode(&message);
@@ -152,10 +152,12 @@ fn resume_needs_same_run_resume_continuity() {
 
 #[test]
 fn malformed_extension_params_and_results_are_rejected() {
-    let steer = json!({"jsonrpc": "2.0", "id": 3, "method": "_checkfu/session/steer", "params": {"sessionId": "s", "id": "", "content": "x"}});
+    let steer =
+        json!({"jsonrpc": "2.0", "id": 3, "method": "_checkfu/session/steer", "params": {"sessionId": "s", "id": "", "content": "x"}});
     assert_eq!(error_code(&decode(&steer)), "invalid_params");
     let mut decoder = Decoder::new();
-    let request = json!({"jsonrpc": "2.0", "id": 3, "method": "_checkfu/session/steer", "params": {"sessionId": "s", "id": "e1", "content": "x"}});
+    let request =
+        json!({"jsonrpc": "2.0", "id": 3, "method": "_checkfu/session/steer", "params": {"sessionId": "s", "id": "e1", "content": "x"}});
     assert!(decoder.decode(request.to_string().as_bytes(), None).accepted);
     let ack = json!({"jsonrpc": "2.0", "id": 3, "result": {"disposition": "maybe"}});
     let report = decoder.decode(ack.to_string().as_bytes(), None);
@@ -210,10 +212,7 @@ fn member_order_does_not_change_the_verdict() {
     // rejected request is untyped; the second steer exchange is accepted; the interrupt
     // result and the Goose params are not.
     let invalid = |code: &str| Some(json!(code));
-    assert_eq!(
-        verdicts,
-        [invalid("invalid_params"), None, None, None, None, invalid("invalid_result"), invalid("invalid_params"), None]
-    );
+    assert_eq!(verdicts, [invalid("invalid_params"), None, None, None, None, invalid("invalid_result"), invalid("invalid_params"), None]);
 }
 
 /// Members the policy does not read are skipped, and those it keeps as text (`error`,
@@ -269,7 +268,9 @@ fn jsonrpc_is_the_string_two_point_zero_however_escaped() {
 fn unknown_method_update_kind_and_stop_reason_are_rejected() {
     let report = decode(&json!({"jsonrpc": "2.0", "id": 1, "method": "session/teleport", "params": {}}));
     assert_eq!(error_code(&report), "unknown_method");
-    let report = decode(&json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": {"sessionUpdate": "mind_reading"}}}));
+    let report = decode(
+        &json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": {"sessionUpdate": "mind_reading"}}}),
+    );
     assert_eq!(error_code(&report), "unknown_update_kind");
     let report = decode(&json!({"jsonrpc": "2.0", "id": 9, "result": {"stopReason": "bored"}}));
     assert_eq!(error_code(&report), "unknown_stop_reason");
@@ -285,7 +286,10 @@ fn responses_are_read_as_answers_to_their_requests() {
     let answer = json!({"jsonrpc": "2.0", "id": "p1", "result": {"stopReason": "cancelled"}});
     let report = decoder.decode(answer.to_string().as_bytes(), None);
     assert!(report.accepted);
-    assert_eq!((report.method, report.kind, report.direction), (Some("session/prompt"), Some(Kind::Response), Some(WireDirection::AgentToRunner)));
+    assert_eq!(
+        (report.method, report.kind, report.direction),
+        (Some("session/prompt"), Some(Kind::Response), Some(WireDirection::AgentToRunner))
+    );
     let stray = json!({"jsonrpc": "2.0", "id": 77, "result": {}});
     let report = decoder.decode(stray.to_string().as_bytes(), None);
     assert!(report.accepted);
@@ -464,7 +468,11 @@ fn envelope_errors_are_typed() {
         (b"not json at all".to_vec(), "invalid_json"),
         (vec![b'{', b'"', 0xff, 0xfe, b'"', b':', b'1', b'}'], "invalid_utf8"),
         (format!("{}1{}", "[".repeat(100_000), "]".repeat(100_000)).into_bytes(), "too_deep"),
-        (format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session/new\",\"params\":{}1{}}}", "{\"a\":".repeat(200), "}".repeat(200)).into_bytes(), "too_deep"),
+        (
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session/new\",\"params\":{}1{}}}", "{\"a\":".repeat(200), "}".repeat(200))
+                .into_bytes(),
+            "too_deep",
+        ),
     ];
     for (bytes, code) in cases {
         let report = Decoder::new().decode(&bytes, None);

@@ -65,9 +65,9 @@ fn generator_crates(packages: &BTreeSet<String>) -> Vec<&String> {
     packages
         .iter()
         .filter(|name| {
-            GENERATOR.iter().any(|g| {
-                name.as_str() == *g || name.strip_prefix(g).is_some_and(|rest| rest.starts_with('-') || rest.starts_with('_'))
-            })
+            GENERATOR
+                .iter()
+                .any(|g| name.as_str() == *g || name.strip_prefix(g).is_some_and(|rest| rest.starts_with('-') || rest.starts_with('_')))
         })
         .collect()
 }

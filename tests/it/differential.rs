@@ -31,7 +31,12 @@ fn differential(file: &str, definitions: &[Definition], budget: usize) -> Tally 
         })
         .collect();
     let (tally, disagreements) = compare(&cases, &verdicts);
-    assert!(disagreements.is_empty(), "{} disagreement(s) in {file}:\n{}", disagreements.len(), disagreements.iter().take(12).cloned().collect::<Vec<_>>().join("\n"));
+    assert!(
+        disagreements.is_empty(),
+        "{} disagreement(s) in {file}:\n{}",
+        disagreements.len(),
+        disagreements.iter().take(12).cloned().collect::<Vec<_>>().join("\n")
+    );
     assert!(tally.accepted > 0 && tally.rejected > 0, "{file}: the generator must produce both valid and invalid instances");
     eprintln!("{file}: {} definitions, {} accepted, {} rejected, all agreeing", definitions.len(), tally.accepted, tally.rejected);
     tally

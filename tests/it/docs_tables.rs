@@ -149,8 +149,7 @@ fn rendered(table: &Table) -> Table {
 /// the same rows by the same keys, and the result is in the reference's column order.
 fn reassemble(reference: &Table, page: &[Table]) -> Table {
     let header = &reference[0];
-    let parts: Vec<&Table> =
-        page.iter().filter(|t| t[0][0] == header[0] && t[0].iter().all(|h| header.contains(h))).collect();
+    let parts: Vec<&Table> = page.iter().filter(|t| t[0][0] == header[0] && t[0].iter().all(|h| header.contains(h))).collect();
     assert!(!parts.is_empty(), "no table on the page for {header:?}");
     let key: Vec<&String> = header.iter().filter(|h| parts.iter().all(|p| p[0].contains(h))).collect();
     for (i, h) in key.iter().enumerate() {

@@ -68,7 +68,11 @@ fn accepted_numbers_re_encode_with_their_texts_value() {
         (cost.check)(&value).expect("a valid Cost");
         let again = (cost.roundtrip)(&value).expect("round trip");
         let (written, read) = (again["amount"].to_string(), amount.to_string());
-        assert_eq!(checkfu_wire::exact::Decimal::parse(&written), checkfu_wire::exact::Decimal::parse(&read), "{amount} came back as {written}");
+        assert_eq!(
+            checkfu_wire::exact::Decimal::parse(&written),
+            checkfu_wire::exact::Decimal::parse(&read),
+            "{amount} came back as {written}"
+        );
     }
 }
 

@@ -18,13 +18,21 @@ use serde_json::{json, Value};
 
 fn files(dir: &str) -> Vec<(String, Value)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("golden/oneshot-v1").join(dir);
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir).expect("golden dir").flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "json")).collect();
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("golden dir")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
     paths.sort();
     paths
         .into_iter()
         .map(|p| {
             let text = std::fs::read_to_string(&p).expect("read");
-            (p.file_name().unwrap().to_string_lossy().into_owned(), serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display())),
+            )
         })
         .collect()
 }
@@ -96,7 +104,8 @@ fn every_golden_exchange_gives_its_observations_and_verdicts() {
     assert!(exchanges.len() >= 14, "five paths and nine broken exchanges");
     for (name, mut exchange) in exchanges {
         let declaration = oneshot::decode_value(&exchange["declaration"]).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let nonces: Vec<String> = exchange["nonces"].as_array().expect("nonces").iter().filter_map(Value::as_str).map(str::to_owned).collect();
+        let nonces: Vec<String> =
+            exchange["nonces"].as_array().expect("nonces").iter().filter_map(Value::as_str).map(str::to_owned).collect();
         let step_timeout = exchange["step_timeout"].as_f64().unwrap_or(30.0);
         let validator = exchange.get("output_schema").map(|s| jsonschema::validator_for(s).expect("schema"));
         let mut verdicts = serde_json::Map::new();

@@ -209,8 +209,9 @@ fn corpus() -> Vec<(&'static str, Value)> {
 /// no schema, and one requiring 130 names it gives no schema: past the 128 bits a check
 /// once had for them (biome's schema has two such definitions).
 fn wide() -> Value {
-    let properties: serde_json::Map<String, Value> =
-        (0..200).map(|i| (format!("p{i}"), if i % 2 == 0 { json!({"type": "string"}) } else { json!({"type": "integer", "minimum": i}) })).collect();
+    let properties: serde_json::Map<String, Value> = (0..200)
+        .map(|i| (format!("p{i}"), if i % 2 == 0 { json!({"type": "string"}) } else { json!({"type": "integer", "minimum": i}) }))
+        .collect();
     let mut required: Vec<String> = (0..150).map(|i| format!("p{i}")).collect();
     required.push("schemaless".into());
     let bare: Vec<String> = (0..130).map(|i| format!("r{i}")).collect();
@@ -239,7 +240,12 @@ fn hostile_schemas_compile_and_agree_with_jsonschema() {
     let binary = build("hostile_schemas", &modules).unwrap_or_else(|e| panic!("generated code does not build:\n{e}"));
     let verdicts = verdicts(&binary, &module_of_case, &all_cases);
     let (tally, disagreements) = compare(&all_cases, &verdicts);
-    assert!(disagreements.is_empty(), "{} disagreement(s):\n{}", disagreements.len(), disagreements.iter().take(15).cloned().collect::<Vec<_>>().join("\n"));
+    assert!(
+        disagreements.is_empty(),
+        "{} disagreement(s):\n{}",
+        disagreements.len(),
+        disagreements.iter().take(15).cloned().collect::<Vec<_>>().join("\n")
+    );
     assert!(tally.accepted > 50 && tally.rejected > 50, "{tally:?}");
     eprintln!("hostile schemas: {} modules, {} accepted, {} rejected, all agreeing", modules.len(), tally.accepted, tally.rejected);
 }

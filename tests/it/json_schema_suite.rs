@@ -68,9 +68,16 @@ fn run_files(label: &str, files: &[PathBuf], dialect: Dialect) {
             let (module, root) = schemas::names(&file);
             match schemas::generate_in(&file, &group["schema"], &BTreeMap::new(), dialect) {
                 Ok(generated) => {
-                    modules.push(Module { name: module.clone(), source: format_file("// generated for a test", generated.tokens).expect("formats") });
+                    modules.push(Module {
+                        name: module.clone(),
+                        source: format_file("// generated for a test", generated.tokens).expect("formats"),
+                    });
                     for test in group["tests"].as_array().into_iter().flatten() {
-                        cases.push(Case { def: root.clone(), instance: test["data"].clone(), expected: test["valid"].as_bool().unwrap_or(false) });
+                        cases.push(Case {
+                            def: root.clone(),
+                            instance: test["data"].clone(),
+                            expected: test["valid"].as_bool().unwrap_or(false),
+                        });
                         case_modules.push(module.clone());
                     }
                 }
@@ -86,13 +93,29 @@ fn run_files(label: &str, files: &[PathBuf], dialect: Dialect) {
             }
         }
     }
-    let binary = build(&format!("json_schema_suite_{}", label.replace(['-', '/'], "_")), &modules).unwrap_or_else(|e| panic!("generated code does not build:\n{e}"));
+    let binary = build(&format!("json_schema_suite_{}", label.replace(['-', '/'], "_")), &modules)
+        .unwrap_or_else(|e| panic!("generated code does not build:\n{e}"));
     let verdicts = verdicts(&binary, &case_modules, &cases);
     let (tally, disagreements) = compare(&cases, &verdicts);
-    println!("JSON-Schema-Test-Suite {label}: {groups} groups, {} compiled, {} refused with a diagnostic", modules.len(), groups - modules.len());
+    println!(
+        "JSON-Schema-Test-Suite {label}: {groups} groups, {} compiled, {} refused with a diagnostic",
+        modules.len(),
+        groups - modules.len()
+    );
     println!("diagnostics by construct (groups): {refused:?}");
-    println!("tests: {} agreeing ({} valid, {} invalid), {} disagreeing", tally.accepted + tally.rejected, tally.accepted, tally.rejected, disagreements.len());
-    assert!(disagreements.is_empty(), "{} disagreement(s):\n{}", disagreements.len(), disagreements.iter().take(20).cloned().collect::<Vec<_>>().join("\n"));
+    println!(
+        "tests: {} agreeing ({} valid, {} invalid), {} disagreeing",
+        tally.accepted + tally.rejected,
+        tally.accepted,
+        tally.rejected,
+        disagreements.len()
+    );
+    assert!(
+        disagreements.is_empty(),
+        "{} disagreement(s):\n{}",
+        disagreements.len(),
+        disagreements.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
+    );
 }
 
 /// CI sets `CHECKFU_REQUIRE_JSTS`: there the suite must run, not be ignored; and wherever it
@@ -106,7 +129,8 @@ fn the_suite_tests_are_ignored_exactly_where_they_cannot_run() {
         .args(["--list", "--ignored"])
         .output()
         .expect("list");
-    let ignored = String::from_utf8_lossy(&listed.stdout).lines().filter(|l| l.starts_with("json_schema_suite::json_schema_test_suite_")).count();
+    let ignored =
+        String::from_utf8_lossy(&listed.stdout).lines().filter(|l| l.starts_with("json_schema_suite::json_schema_test_suite_")).count();
     assert_eq!(ignored, if cfg!(checkfu_jsts) { 0 } else { 6 });
 }
 
@@ -150,6 +174,9 @@ fn json_schema_test_suite_draft4() {
 #[cfg_attr(not(checkfu_jsts), ignore = "JSTS_DIR is not set: point it at a JSON-Schema-Test-Suite checkout (see .ci/run)")]
 fn json_schema_test_suite_draft2020_12_optional_patterns_numbers_and_references() {
     let dir = suite_dir("draft2020-12/optional").expect("JSTS_DIR was set when the tests were built, and is not now");
-    let files: Vec<PathBuf> = ["ecmascript-regex", "non-bmp-regex", "bignum", "float-overflow", "refOfUnknownKeyword"].iter().map(|f| dir.join(format!("{f}.json"))).collect();
+    let files: Vec<PathBuf> = ["ecmascript-regex", "non-bmp-regex", "bignum", "float-overflow", "refOfUnknownKeyword"]
+        .iter()
+        .map(|f| dir.join(format!("{f}.json")))
+        .collect();
     run_files("draft2020-12/optional", &files, Dialect::Draft2020);
 }

@@ -3,11 +3,7 @@
 use std::process::Command;
 
 fn run(args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_checkfu-wire"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(args)
-        .output()
-        .expect("run");
+    let out = Command::new(env!("CARGO_BIN_EXE_checkfu-wire")).current_dir(env!("CARGO_MANIFEST_DIR")).args(args).output().expect("run");
     (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
@@ -19,13 +15,8 @@ fn accepted_schemas_exit_zero() {
 
 #[test]
 fn a_rejected_schema_exits_one_with_rule_and_pointer() {
-    let (code, stdout) = run(&[
-        "lint-schema",
-        "--format",
-        "json",
-        "schemas/checkfu-slots.schema.json",
-        "safety/tests/corpus/reject/unique-items.json",
-    ]);
+    let (code, stdout) =
+        run(&["lint-schema", "--format", "json", "schemas/checkfu-slots.schema.json", "safety/tests/corpus/reject/unique-items.json"]);
     assert_eq!(code, 1);
     let report: serde_json::Value = serde_json::from_str(&stdout).expect("JSON report");
     assert_eq!(report[0]["accepted"], true);

@@ -6,9 +6,9 @@
 //! `cli`) or need the probe compile only with those features, so the runtime's own tests
 //! also run with `--no-default-features` (`.ci/run`).
 
-mod support;
 #[cfg(feature = "cli")]
 mod probe_support;
+mod support;
 
 #[cfg(feature = "probe")]
 mod catalog_facts;

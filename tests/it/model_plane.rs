@@ -44,7 +44,8 @@ fn the_tool_script_reads_the_token_file_and_then_answers_with_the_nonce() {
     assert_eq!(run.status, 0, "{}", run.pretty());
     assert_eq!(run.plane()["tool"], json!({"called": true, "result_returned": true}));
     assert_eq!(run.check("tool_correlation"), "pass");
-    let reads: Vec<&Value> = run.json["client_requests"].as_array().expect("list").iter().filter(|r| r["method"] == "fs/read_text_file").collect();
+    let reads: Vec<&Value> =
+        run.json["client_requests"].as_array().expect("list").iter().filter(|r| r["method"] == "fs/read_text_file").collect();
     assert!(reads.iter().any(|r| r["detail"].as_str().unwrap_or_default().contains("checkfu-probe-token.txt")), "{reads:?}");
     // --record-model: the served calls with their bodies, one JSON object a line.
     let text = std::fs::read_to_string(&model).expect("record-model written");
@@ -196,7 +197,11 @@ fn a_home_file_template_is_read_from_at_file_and_the_argv_is_reported_as_run() {
     let text = std::fs::read_to_string(&seen).expect("the harness wrote what it saw");
     let lines: Vec<&str> = text.lines().collect();
     let url = lines[0].strip_prefix("{\"url\": \"").unwrap_or_default();
-    assert!(url.starts_with("http://127.0.0.1:") && url.ends_with("\"}"), "the file's template, expanded, its braces as written: {}", lines[0]);
+    assert!(
+        url.starts_with("http://127.0.0.1:") && url.ends_with("\"}"),
+        "the file's template, expanded, its braces as written: {}",
+        lines[0]
+    );
     assert_eq!(lines[1], "@literal", "`@@` writes a literal `@`");
     // `harness.command` and the record's first line are the argv as run.
     let command = &run.json["harness"]["command"];
@@ -265,7 +270,10 @@ fn realized_is_reported_beside_the_ceiling_and_the_judged_set_is_named() {
     assert_eq!(admission["above_ceiling"], json!([{"axis": "multiagent_shared_environment", "realized": "true", "ceiling": "false"}]));
     let unbound = probe(&[], &agent(&[]));
     assert_eq!((&unbound.json["admission"]["ceiling"], &unbound.json["admission"]["above_ceiling"]), (&Value::Null, &json!([])));
-    let text = std::process::Command::new(probe_support::PROBE).args(["probe", "--harness", "pi", "--", AGENT, "--declare", "none"]).output().expect("probe");
+    let text = std::process::Command::new(probe_support::PROBE)
+        .args(["probe", "--harness", "pi", "--", AGENT, "--declare", "none"])
+        .output()
+        .expect("probe");
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("ceiling  {") && text.contains("judged against the envelope"), "{text}");
     assert!(text.contains("ceiling  realized multiagent_shared_environment: true is above the entry's ceiling false"), "{text}");
@@ -273,7 +281,8 @@ fn realized_is_reported_beside_the_ceiling_and_the_judged_set_is_named() {
 
 #[test]
 fn model_plane_has_the_same_keys_on_every_run() {
-    let keys = |run: &probe_support::Run| -> Vec<String> { run.plane().as_object().map(|o| o.keys().cloned().collect()).unwrap_or_default() };
+    let keys =
+        |run: &probe_support::Run| -> Vec<String> { run.plane().as_object().map(|o| o.keys().cloned().collect()).unwrap_or_default() };
     let nonce = probe(&[], &agent(&[]));
     let tool = probe(&["--model-script", "tool"], &agent(&[]));
     let bound = probe(&["--harness", "codex", "--no-netns"], &agent(&["--dialect", "openai_responses", "--declare", "none"]));

@@ -36,7 +36,8 @@ fn steps(run: &Run) -> Vec<String> {
 }
 
 const TEXT: [&str; 4] = ["--prompt-transport", "stdin", "--output-mode", "text"];
-const STREAM: [&str; 7] = ["--prompt-transport", "argv_path", "--output-mode", "stream_json", "--argv=--stream", "--argv=--prompt-path", "--argv={prompt_path}"];
+const STREAM: [&str; 7] =
+    ["--prompt-transport", "argv_path", "--output-mode", "stream_json", "--argv=--stream", "--argv=--prompt-path", "--argv={prompt_path}"];
 
 fn with<'a>(base: &[&'a str], more: &[&'a str]) -> Vec<&'a str> {
     base.iter().chain(more).copied().collect()
@@ -76,7 +77,8 @@ fn the_prompt_path_and_stream_json_paths_pass() {
     assert_eq!(first["event_kinds"], json!(["session", "text_delta", "text", "usage", "terminal"]));
     assert!(first["session_id"].is_string());
     let trace = first["trace"].as_str().unwrap();
-    let kinds: Vec<String> = trace.lines().skip(1).map(|l| serde_json::from_str::<Value>(l).unwrap()["kind"].as_str().unwrap().to_owned()).collect();
+    let kinds: Vec<String> =
+        trace.lines().skip(1).map(|l| serde_json::from_str::<Value>(l).unwrap()["kind"].as_str().unwrap().to_owned()).collect();
     assert_eq!(kinds, ["ready", "output", "output", "output", "terminal"]);
 }
 
@@ -175,7 +177,11 @@ fn a_cli_that_exits_leaving_a_child_on_stdout_is_not_a_hang() {
 fn the_output_schema_is_sent_checked_and_judged() {
     let scratch = Scratch::new("oneshot-schema");
     let schema = scratch.path("schema.json");
-    std::fs::write(&schema, r#"{"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"], "additionalProperties": false}"#).unwrap();
+    std::fs::write(
+        &schema,
+        r#"{"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"], "additionalProperties": false}"#,
+    )
+    .unwrap();
     let flags = with(&STREAM, &["--output-schema-flag=--output-schema", "--output-schema-transport", "argv_path"]);
     let flags: Vec<&str> = flags.into_iter().chain(["--output-schema", schema.as_str()]).collect();
     let good = run(&flags, "good");
@@ -206,7 +212,10 @@ fn declarations_the_decoder_refuses_start_nothing() {
         (&["--prompt-transport", "stdin", "--output-mode", "text", "--argv={prompt_path}"], "[prompt_path_iff_argv_path]"),
         (&["--prompt-transport", "argv_path", "--output-mode", "text"], "no element of `argv` holds `{prompt_path}`"),
         (&["--prompt-transport", "stdin", "--output-mode", "text", "--resume-flag=--resume"], "[resume_flag_placeholder]"),
-        (&["--prompt-transport", "stdin", "--output-mode", "text", "--argv={resume_flag}", "--resume-flag=--resume={session_id}"], "[session_id_needs_stream_json]"),
+        (
+            &["--prompt-transport", "stdin", "--output-mode", "text", "--argv={resume_flag}", "--resume-flag=--resume={session_id}"],
+            "[session_id_needs_stream_json]",
+        ),
         (&["--prompt-transport", "stdin", "--output-mode", "text", "--output-schema-flag=--schema"], "[output_schema_pair]"),
         (&["--prompt-transport", "stdin", "--output-mode", "text", "--argv={relay_ur}"], "unknown placeholder `{relay_ur}`"),
     ];
@@ -244,7 +253,8 @@ fn a_oneshot_recipe_resolves_its_entrypoint_against_its_directory() {
     assert_eq!(run.status, 0, "{}", run.pretty());
     assert_eq!(run.json["runs"][0]["argv"][0], scratch.path("bin/cli.py"));
 
-    let refused = json!({"protocol": "oneshot-v1", "declaration": {"entrypoint": "x", "prompt_transport": "argv_path", "output_mode": "text"}});
+    let refused =
+        json!({"protocol": "oneshot-v1", "declaration": {"entrypoint": "x", "prompt_transport": "argv_path", "output_mode": "text"}});
     std::fs::write(&path, refused.to_string()).unwrap();
     let run = probe(&["--recipe", &path], &[]);
     assert_eq!(run.status, 2);
@@ -334,7 +344,8 @@ fn a_structured_answer_the_cli_made_up_fails_although_it_validates() {
     let scratch = Scratch::new("oneshot-made-up");
     let schema = scratch.path("schema.json");
     std::fs::write(&schema, r#"{"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}"#).unwrap();
-    let run = hostile(&["--output-schema-flag=--output-schema", "--output-schema-transport", "argv_path", "--output-schema", &schema], "made-up");
+    let run =
+        hostile(&["--output-schema-flag=--output-schema", "--output-schema-transport", "argv_path", "--output-schema", &schema], "made-up");
     assert_eq!(run.status, 1, "{}", run.pretty());
     let (status, reason) = run.step("output_schema");
     assert_eq!(status, "failed");
@@ -382,7 +393,12 @@ fn a_flood_of_huge_models_long_paths_and_idle_connections_is_recorded_within_bou
     let long = refused.iter().find(|r| r["status"] == 404).expect("a refused long path");
     let path = long["path"].as_str().unwrap_or_default();
     assert!(path.len() < 400 && path.ends_with("(truncated: 61441 bytes)"), "{path}");
-    let huge = plane["calls"].as_array().expect("calls").iter().find(|c| c["model"].as_str().is_some_and(|m| m.starts_with("mmm"))).expect("a huge model");
+    let huge = plane["calls"]
+        .as_array()
+        .expect("calls")
+        .iter()
+        .find(|c| c["model"].as_str().is_some_and(|m| m.starts_with("mmm")))
+        .expect("a huge model");
     assert!(huge["model"].as_str().unwrap_or_default().ends_with("(truncated: 31457280 bytes)"), "{}", huge["model"]);
     assert!(refused.iter().any(|r| r["reason"].as_str().unwrap_or_default().contains("output schema")), "the schemas were refused");
 }
@@ -409,6 +425,10 @@ fn a_real_json_config_passes_through_home_file_at_file_with_only_its_placeholder
     let parsed: Value = serde_json::from_str(written).expect("still JSON");
     let relay = parsed["model"]["provider"]["url"].as_str().and_then(|u| u.strip_suffix("/v1")).expect("the url");
     assert!(relay.starts_with("http://127.0.0.1:") && relay[17..].bytes().all(|b| b.is_ascii_digit()), "{relay}");
-    assert_eq!(written, config.replace("{relay_url}", relay).replace("{{api_key}}", "{api_key}"), "the file as written, but for the placeholder");
+    assert_eq!(
+        written,
+        config.replace("{relay_url}", relay).replace("{{api_key}}", "{api_key}"),
+        "the file as written, but for the placeholder"
+    );
     assert_eq!(parsed["literal"], "{api_key}");
 }

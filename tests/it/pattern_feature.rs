@@ -16,7 +16,11 @@ fn a_pattern_without_the_feature_fails_the_build_and_names_it() {
         "properties": {"id": {"type": "string", "pattern": "^[a-z]+-[0-9]+$"}}
     });
     let generated = generate("pattern-guard.json", &schema).unwrap_or_else(|d| panic!("generates: {d:?}"));
-    assert!(generated.module.source.contains("static STATIC_1: crate::exact::Pattern"), "the check holds its pattern in a static:\n{}", generated.module.source);
+    assert!(
+        generated.module.source.contains("static STATIC_1: crate::exact::Pattern"),
+        "the check holds its pattern in a static:\n{}",
+        generated.module.source
+    );
     let main = "fn main() { println!(\"{}\", TABLE.len()); }";
     let error = build_against("pattern_guard", &[generated.module], main, false, "default-features = false")
         .expect_err("a pattern check built without `patterns`");

@@ -74,10 +74,7 @@ fn a_test_s_files_are_removed_with_it() {
 fn a_well_behaved_harness_passes_and_the_probe_agrees_with_decode_and_conform() {
     let record = temp_file("well.record.jsonl");
     let trace = temp_file("well.trace.jsonl");
-    let run = probe(
-        &["--interrupt", "--record", record.to_str().unwrap(), "--trace", trace.to_str().unwrap()],
-        &agent(&[]),
-    );
+    let run = probe(&["--interrupt", "--record", record.to_str().unwrap(), "--trace", trace.to_str().unwrap()], &agent(&[]));
     assert_eq!(run.status, 0, "{}", serde_json::to_string_pretty(&run.json).unwrap());
     assert_eq!(run.json["qualification"], "unsigned_local_only");
     for step in ["initialize_handshake", "session_start", "prompt_exchange", "teardown"] {
@@ -127,7 +124,11 @@ fn an_undeclared_gated_emission_fails_subagent_correlation() {
     assert_eq!(run.status, 1);
     assert_eq!(run.step("prompt_exchange").0, "passed");
     assert_eq!(run.check("subagent_correlation"), "fail");
-    assert!(run.check_reason("subagent_correlation").contains("without the declared subagents"), "{}", run.check_reason("subagent_correlation"));
+    assert!(
+        run.check_reason("subagent_correlation").contains("without the declared subagents"),
+        "{}",
+        run.check_reason("subagent_correlation")
+    );
     assert_eq!(run.json["admission"]["admitted_axes"], serde_json::json!(["mid_run_input", "interrupt"]));
 }
 
@@ -188,11 +189,8 @@ fn garbage_on_stdout_fails_the_step_and_is_recorded_as_it_was() {
     assert!(reason.contains("not a JSON-RPC message"), "{reason}");
     // `decode` rejects exactly that line of the record.
     let decoded = Command::new(PROBE).arg("decode").arg(&record).output().expect("decode");
-    let rejected: Vec<String> = String::from_utf8_lossy(&decoded.stdout)
-        .lines()
-        .filter(|l| l.contains("\"accepted\":false"))
-        .map(str::to_owned)
-        .collect();
+    let rejected: Vec<String> =
+        String::from_utf8_lossy(&decoded.stdout).lines().filter(|l| l.contains("\"accepted\":false")).map(str::to_owned).collect();
     assert_eq!(rejected.len(), 1, "{rejected:?}");
 }
 
@@ -306,7 +304,8 @@ fn terminals_are_refused_unless_allowed_and_then_run_in_the_workspace() {
     let record = temp_file("terminal.record.jsonl");
     let run = probe(&["--allow-terminals", "--record", record.to_str().unwrap()], &agent(&["--use-terminal"]));
     assert_eq!(run.status, 0, "{}", serde_json::to_string_pretty(&run.json).unwrap());
-    let methods: Vec<&str> = run.json["client_requests"].as_array().unwrap().iter().take(4).map(|r| r["method"].as_str().unwrap()).collect();
+    let methods: Vec<&str> =
+        run.json["client_requests"].as_array().unwrap().iter().take(4).map(|r| r["method"].as_str().unwrap()).collect();
     assert_eq!(methods, ["terminal/create", "terminal/wait_for_exit", "terminal/output", "terminal/release"]);
     let text = std::fs::read_to_string(&record).unwrap();
     // The exit (3) was awaited without blocking the session, and the output read back.
@@ -501,7 +500,10 @@ fn text_output_is_for_a_person() {
 /// Without `CHECKFU_TS_AGENT` when this was built (build.rs sets the cfg), the runner reports
 /// the test as ignored, with the reason.
 #[test]
-#[cfg_attr(not(checkfu_ts_agent), ignore = "CHECKFU_TS_AGENT is not set: run tests/fixture-agent/ts/install.sh DIR and set it to DIR/agent.mjs")]
+#[cfg_attr(
+    not(checkfu_ts_agent),
+    ignore = "CHECKFU_TS_AGENT is not set: run tests/fixture-agent/ts/install.sh DIR and set it to DIR/agent.mjs"
+)]
 fn an_agent_written_with_the_official_typescript_sdk_passes() {
     let agent = std::env::var("CHECKFU_TS_AGENT").expect("CHECKFU_TS_AGENT was set when the tests were built, and is not now");
     let record = temp_file("ts.record.jsonl");
@@ -522,6 +524,8 @@ fn the_typescript_sdk_test_is_ignored_exactly_where_it_cannot_run() {
         assert!(cfg!(checkfu_ts_agent), "CHECKFU_REQUIRE_TS_AGENT is set but CHECKFU_TS_AGENT was not when the tests were built");
     }
     let listed = Command::new(std::env::current_exe().expect("this test binary")).args(["--list", "--ignored"]).output().expect("list");
-    let ignored = String::from_utf8_lossy(&listed.stdout).lines().any(|l| l == "probe::an_agent_written_with_the_official_typescript_sdk_passes: test");
+    let ignored = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .any(|l| l == "probe::an_agent_written_with_the_official_typescript_sdk_passes: test");
     assert_eq!(ignored, !cfg!(checkfu_ts_agent));
 }

@@ -34,7 +34,9 @@ const BUDGET: usize = 100;
 const WORK: usize = 2_000;
 
 fn dir() -> PathBuf {
-    PathBuf::from(std::env::var_os("CHECKFU_PUBLIC_SCHEMAS").expect("CHECKFU_PUBLIC_SCHEMAS was set when the tests were built, and is not now"))
+    PathBuf::from(
+        std::env::var_os("CHECKFU_PUBLIC_SCHEMAS").expect("CHECKFU_PUBLIC_SCHEMAS was set when the tests were built, and is not now"),
+    )
 }
 
 fn read(path: &Path) -> Value {
@@ -44,7 +46,8 @@ fn read(path: &Path) -> Value {
 
 fn json_files(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
-    let mut files: Vec<PathBuf> = entries.map(|e| e.expect("a directory entry").path()).filter(|p| p.extension().is_some_and(|e| e == "json")).collect();
+    let mut files: Vec<PathBuf> =
+        entries.map(|e| e.expect("a directory entry").path()).filter(|p| p.extension().is_some_and(|e| e == "json")).collect();
     files.sort();
     files
 }
@@ -60,7 +63,10 @@ struct Compiled {
 }
 
 #[test]
-#[cfg_attr(not(checkfu_public_schemas), ignore = "CHECKFU_PUBLIC_SCHEMAS is not set: fetch with tests/public-schemas/fetch.sh DIR (see .ci/run)")]
+#[cfg_attr(
+    not(checkfu_public_schemas),
+    ignore = "CHECKFU_PUBLIC_SCHEMAS is not set: fetch with tests/public-schemas/fetch.sh DIR (see .ci/run)"
+)]
 fn public_schemas_compile_or_are_refused_and_agree_with_jsonschema() {
     let root = dir();
     let files = json_files(&root.join("schemas"));
@@ -118,7 +124,13 @@ fn public_schemas_compile_or_are_refused_and_agree_with_jsonschema() {
         total.accepted += tally.accepted;
         total.rejected += tally.rejected;
     }
-    eprintln!("public schemas: {} built, refused: {}; {} accepted, {} rejected", compiled.len(), refused.join(", "), total.accepted, total.rejected);
+    eprintln!(
+        "public schemas: {} built, refused: {}; {} accepted, {} rejected",
+        compiled.len(),
+        refused.join(", "),
+        total.accepted,
+        total.rejected
+    );
     assert!(failures.is_empty(), "disagreements:\n{}", failures.join("\n"));
     assert!(total.accepted > 1000 && total.rejected > 1000, "{total:?}");
 }
@@ -127,6 +139,9 @@ fn public_schemas_compile_or_are_refused_and_agree_with_jsonschema() {
 #[test]
 fn the_public_schemas_run_wherever_ci_requires_them() {
     if std::env::var_os("CHECKFU_REQUIRE_PUBLIC_SCHEMAS").is_some() {
-        assert!(cfg!(checkfu_public_schemas), "CHECKFU_REQUIRE_PUBLIC_SCHEMAS is set but CHECKFU_PUBLIC_SCHEMAS was not when the tests were built");
+        assert!(
+            cfg!(checkfu_public_schemas),
+            "CHECKFU_REQUIRE_PUBLIC_SCHEMAS is set but CHECKFU_PUBLIC_SCHEMAS was not when the tests were built"
+        );
     }
 }

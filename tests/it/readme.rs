@@ -44,11 +44,7 @@ fn the_e0004_example_is_what_generate_prints_for_that_edit() {
 
 #[test]
 fn the_decode_example_is_what_decode_prints() {
-    let out = Command::new(BIN)
-        .current_dir(project_root())
-        .args(["decode", "tests/data/exchange.jsonl"])
-        .output()
-        .expect("run decode");
+    let out = Command::new(BIN).current_dir(project_root()).args(["decode", "tests/data/exchange.jsonl"]).output().expect("run decode");
     assert_eq!(out.status.code(), Some(1));
     let shown = format!(
         "$ checkfu-wire decode tests/data/exchange.jsonl\n{}{}",

@@ -33,7 +33,10 @@ fn the_real_agent_tests_are_ignored_exactly_where_they_cannot_run() {
         assert!(cfg!(checkfu_real_agents), "CHECKFU_REQUIRE_REAL_AGENTS is set but CHECKFU_REAL_AGENTS was not when the tests were built");
     }
     let listed = Command::new(std::env::current_exe().expect("this test binary")).args(["--list", "--ignored"]).output().expect("list");
-    let ignored = String::from_utf8_lossy(&listed.stdout).lines().filter(|l| l.starts_with("real_agents::") && l.ends_with("_through_the_relay: test")).count();
+    let ignored = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .filter(|l| l.starts_with("real_agents::") && l.ends_with("_through_the_relay: test"))
+        .count();
     assert_eq!(ignored, if cfg!(checkfu_real_agents) { 0 } else { 3 });
 }
 
@@ -52,7 +55,20 @@ fn recipe(name: &str) -> String {
 fn turn(bin: &std::path::Path, entry: &str, dialect: &str, script: &str, declaration_mismatches: usize) {
     let scratch = Scratch::new(&format!("real-{entry}-{script}"));
     let (record, trace) = (scratch.path("record.jsonl"), scratch.path("trace.jsonl"));
-    let options = ["--recipe", &recipe(entry), "--model-script", script, "--record", &record, "--trace", &trace, "--deadline", "180", "--step-timeout", "90"];
+    let options = [
+        "--recipe",
+        &recipe(entry),
+        "--model-script",
+        script,
+        "--record",
+        &record,
+        "--trace",
+        &trace,
+        "--deadline",
+        "180",
+        "--step-timeout",
+        "90",
+    ];
     let run = probe_env(&options, &[], &[("PATH", path_with(bin))]);
     let context = format!("{entry} / {script}: {}", run.pretty());
     for step in ["initialize_handshake", "session_start", "prompt_exchange", "teardown"] {
@@ -127,11 +143,24 @@ fn both_agents_take_a_turn_unprivileged_fenced_through_the_relay() {
         let seen = scratch.path("seen.txt");
         let script = format!("(id -u; if (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null; then echo reached; else echo unreachable; fi) > {seen}; exec {program}");
         let mut command = unprivileged(PROBE);
-        command.args(["probe", "--format", "json", "--recipe", &recipe(entry), "--model-script", "tool", "--deadline", "180", "--step-timeout", "90"]);
+        command.args([
+            "probe",
+            "--format",
+            "json",
+            "--recipe",
+            &recipe(entry),
+            "--model-script",
+            "tool",
+            "--deadline",
+            "180",
+            "--step-timeout",
+            "90",
+        ]);
         command.args(["--", "bash", "-c", &script]).env("PATH", path_with(&bin)).env("TMPDIR", "/tmp");
         let output = command.output().expect("probe runs");
         let json: Value = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
-        let context = format!("{entry}: {}\n{}", serde_json::to_string_pretty(&json).unwrap_or_default(), String::from_utf8_lossy(&output.stderr));
+        let context =
+            format!("{entry}: {}\n{}", serde_json::to_string_pretty(&json).unwrap_or_default(), String::from_utf8_lossy(&output.stderr));
         if let Some(pid) = json["harness"]["pid"].as_u64() {
             assert_no_process_in_group(pid as i32);
         }

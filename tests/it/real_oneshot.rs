@@ -24,10 +24,14 @@ fn clis() -> Option<PathBuf> {
 #[test]
 fn the_real_cli_tests_are_ignored_exactly_where_they_cannot_run() {
     if std::env::var_os("CHECKFU_REQUIRE_REAL_ONESHOT").is_some() {
-        assert!(cfg!(checkfu_real_oneshot), "CHECKFU_REQUIRE_REAL_ONESHOT is set but CHECKFU_REAL_ONESHOT was not when the tests were built");
+        assert!(
+            cfg!(checkfu_real_oneshot),
+            "CHECKFU_REQUIRE_REAL_ONESHOT is set but CHECKFU_REAL_ONESHOT was not when the tests were built"
+        );
     }
     let listed = Command::new(std::env::current_exe().expect("this test binary")).args(["--list", "--ignored"]).output().expect("list");
-    let ignored = String::from_utf8_lossy(&listed.stdout).lines().filter(|l| l.starts_with("real_oneshot::") && l.contains("_offline")).count();
+    let ignored =
+        String::from_utf8_lossy(&listed.stdout).lines().filter(|l| l.starts_with("real_oneshot::") && l.contains("_offline")).count();
     assert_eq!(ignored, if cfg!(checkfu_real_oneshot) { 0 } else { 6 });
 }
 
@@ -49,7 +53,11 @@ fn probe(name: &str, extra: &[&str]) -> Run {
 fn every_step(name: &str, dialect: &str, delivered_as: &str) {
     let scratch = Scratch::new(&format!("real-oneshot-{name}"));
     let schema = scratch.path("answer.schema.json");
-    std::fs::write(&schema, r#"{"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"], "additionalProperties": false}"#).unwrap();
+    std::fs::write(
+        &schema,
+        r#"{"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"], "additionalProperties": false}"#,
+    )
+    .unwrap();
     let run = probe(name, &["--output-schema", &schema]);
     let context = run.pretty();
     assert_eq!(run.status, 0, "{context}");
@@ -93,39 +101,66 @@ fn failing_model(name: &str) {
 }
 
 #[test]
-#[cfg_attr(not(checkfu_real_oneshot), ignore = "CHECKFU_REAL_ONESHOT is not set: run tests/real-agents/install-oneshot.sh DIR and set it to DIR")]
+#[cfg_attr(
+    not(checkfu_real_oneshot),
+    ignore = "CHECKFU_REAL_ONESHOT is not set: run tests/real-agents/install-oneshot.sh DIR and set it to DIR"
+)]
 fn claude_code_passes_every_step_offline() {
     every_step("claude-code", "anthropic_messages", "tool");
 }
 
 #[test]
-#[cfg_attr(not(checkfu_real_oneshot), ignore = "CHECKFU_REAL_ONESHOT is not set: run tests/real-agents/install-oneshot.sh DIR and set it to DIR")]
+#[cfg_attr(
+    not(checkfu_real_oneshot),
+    ignore = "CHECKFU_REAL_ONESHOT is not set: run tests/real-agents/install-oneshot.sh DIR and set it to DIR"
+)]
 fn codex_passes_every_step_offline() {
     every_step("codex", "openai_responses", "text.format");
 }
 
 #[test]
-#[cfg_attr(not(checkfu_real_oneshot), ignore = "CHECKFU_REAL_ONESHOT is not set: run tests/real-agents/install-oneshot.sh DIR and set it to DIR")]
+#[cfg_attr(
+    not(checkfu_real_oneshot),
+    ignore = "CHECKFU_REAL_ONESHOT is not set: run tests/real-agents/install-oneshot.sh DIR and set it to DIR"
+)]
 fn claude_code_with_a_failing_model_fails_offline() {
     failing_model("claude-code");
 }
 
 #[test]
-#[cfg_attr(not(checkfu_real_oneshot), ignore = "CHECKFU_REAL_ONESHOT is not set: run tests/real-agents/install-oneshot.sh DIR and set it to DIR")]
+#[cfg_attr(
+    not(checkfu_real_oneshot),
+    ignore = "CHECKFU_REAL_ONESHOT is not set: run tests/real-agents/install-oneshot.sh DIR and set it to DIR"
+)]
 fn codex_with_a_failing_model_fails_offline() {
     failing_model("codex");
 }
 
 #[test]
-#[cfg_attr(not(checkfu_real_oneshot), ignore = "CHECKFU_REAL_ONESHOT is not set: run tests/real-agents/install-oneshot.sh DIR and set it to DIR")]
+#[cfg_attr(
+    not(checkfu_real_oneshot),
+    ignore = "CHECKFU_REAL_ONESHOT is not set: run tests/real-agents/install-oneshot.sh DIR and set it to DIR"
+)]
 fn qwen_code_passes_the_stdin_text_floor_with_generic_flags_offline() {
     let bin = clis().expect("CHECKFU_REAL_ONESHOT");
     let options = [
-        "--protocol", "oneshot-v1", "--prompt-transport", "stdin", "--output-mode", "text", "--argv=-p",
+        "--protocol",
+        "oneshot-v1",
+        "--prompt-transport",
+        "stdin",
+        "--output-mode",
+        "text",
+        "--argv=-p",
         // Qwen Code needs a model name to pick its OpenAI-compatible auth; the two others only
         // stop its usage statistics (which the relay would refuse and record).
-        "--env", "OPENAI_MODEL=stub", "--env", "QWEN_USAGE_STATISTICS_ENABLED=false", "--env", "QWEN_TELEMETRY_ENABLED=false",
-        "--step-timeout", "90",
+        "--env",
+        "OPENAI_MODEL=stub",
+        "--env",
+        "QWEN_USAGE_STATISTICS_ENABLED=false",
+        "--env",
+        "QWEN_TELEMETRY_ENABLED=false",
+        "--step-timeout",
+        "90",
     ];
     let run = probe_env(&options, &["qwen"], &[("PATH", path_with(&bin))]);
     let context = run.pretty();
@@ -141,23 +176,43 @@ fn qwen_code_passes_the_stdin_text_floor_with_generic_flags_offline() {
 /// As an ordinary user (uid 65534 through setpriv when the tests run as root), which is how
 /// people run the probe: both CLIs pass every step, fenced in a user namespace.
 #[test]
-#[cfg_attr(not(checkfu_real_oneshot), ignore = "CHECKFU_REAL_ONESHOT is not set: run tests/real-agents/install-oneshot.sh DIR and set it to DIR")]
+#[cfg_attr(
+    not(checkfu_real_oneshot),
+    ignore = "CHECKFU_REAL_ONESHOT is not set: run tests/real-agents/install-oneshot.sh DIR and set it to DIR"
+)]
 fn both_clis_pass_every_step_unprivileged_offline() {
     let bin = clis().expect("CHECKFU_REAL_ONESHOT");
     let scratch = Scratch::new("real-oneshot-unprivileged");
     std::fs::set_permissions(&scratch.0, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
     let schema = scratch.path("answer.schema.json");
-    std::fs::write(&schema, r#"{"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"], "additionalProperties": false}"#).unwrap();
+    std::fs::write(
+        &schema,
+        r#"{"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"], "additionalProperties": false}"#,
+    )
+    .unwrap();
     for name in ["claude-code", "codex"] {
         let recipe = format!("{}/recipes/oneshot/{name}.json", env!("CARGO_MANIFEST_DIR"));
         let mut command = unprivileged(PROBE);
-        command.args(["probe", "--format", "json", "--kill-grace", "0.5", "--step-timeout", "90", "--recipe", &recipe, "--output-schema", &schema]);
+        command.args([
+            "probe",
+            "--format",
+            "json",
+            "--kill-grace",
+            "0.5",
+            "--step-timeout",
+            "90",
+            "--recipe",
+            &recipe,
+            "--output-schema",
+            &schema,
+        ]);
         command.env("TMPDIR", "/tmp").env("PATH", path_with(&bin));
         let child = command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().expect("probe starts");
         let probe_pid = child.id();
         let output = child.wait_with_output().expect("probe runs");
         let json: Value = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
-        let context = format!("{name}: {}\n{}", serde_json::to_string_pretty(&json).unwrap_or_default(), String::from_utf8_lossy(&output.stderr));
+        let context =
+            format!("{name}: {}\n{}", serde_json::to_string_pretty(&json).unwrap_or_default(), String::from_utf8_lossy(&output.stderr));
         for run in json["runs"].as_array().into_iter().flatten() {
             assert_no_process_in_group(run["pid"].as_u64().expect("pid") as i32);
         }

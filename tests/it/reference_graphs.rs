@@ -60,7 +60,12 @@ fn chains_and_cycles_of_a_thousand_definitions_build_and_agree_with_jsonschema()
     }
     let verdicts = verdicts(&binary, &module_of_case, &all);
     let (tally, disagreements) = compare(&all, &verdicts);
-    assert!(disagreements.is_empty(), "{} disagreement(s):\n{}", disagreements.len(), disagreements.iter().take(10).cloned().collect::<Vec<_>>().join("\n"));
+    assert!(
+        disagreements.is_empty(),
+        "{} disagreement(s):\n{}",
+        disagreements.len(),
+        disagreements.iter().take(10).cloned().collect::<Vec<_>>().join("\n")
+    );
     assert!(tally.accepted > 100 && tally.rejected > 100, "{tally:?}");
 }
 
@@ -87,7 +92,8 @@ fn definitions_shared_along_a_chain_are_checked_once_per_node() {
     let binary = build("shared_chains", &modules).unwrap_or_else(|e| panic!("generated code does not build:\n{e}"));
     let instances = [json!("a string"), json!(3), json!(-1), json!([1]), json!({"a": 1}), json!(2.5)];
     let root = schemas::names("shared16.json").1;
-    let shallow: Vec<Case> = instances.iter().map(|i| Case { def: root.clone(), expected: oracle_says(&inputs[0].1, i), instance: i.clone() }).collect();
+    let shallow: Vec<Case> =
+        instances.iter().map(|i| Case { def: root.clone(), expected: oracle_says(&inputs[0].1, i), instance: i.clone() }).collect();
     let names = vec![modules[0].name.clone(); shallow.len()];
     let (tally, disagreements) = compare(&shallow, &verdicts(&binary, &names, &shallow));
     assert!(disagreements.is_empty(), "{disagreements:?}");

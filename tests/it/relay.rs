@@ -85,16 +85,25 @@ fn the_sdk_test_is_ignored_exactly_where_it_cannot_run() {
         assert!(cfg!(checkfu_relay_sdk), "CHECKFU_REQUIRE_RELAY_SDK is set but CHECKFU_RELAY_SDK was not when the tests were built");
     }
     let listed = Command::new(std::env::current_exe().expect("this test binary")).args(["--list", "--ignored"]).output().expect("list");
-    let ignored = String::from_utf8_lossy(&listed.stdout).lines().any(|l| l == "relay::the_official_sdks_parse_every_dialect_json_and_streaming_text_and_tool_calls: test");
+    let ignored = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .any(|l| l == "relay::the_official_sdks_parse_every_dialect_json_and_streaming_text_and_tool_calls: test");
     assert_eq!(ignored, !cfg!(checkfu_relay_sdk));
 }
 
 #[test]
-#[cfg_attr(not(checkfu_relay_sdk), ignore = "CHECKFU_RELAY_SDK is not set: pip install -r tests/relay-sdk/requirements.txt, then set CHECKFU_RELAY_SDK=1")]
+#[cfg_attr(
+    not(checkfu_relay_sdk),
+    ignore = "CHECKFU_RELAY_SDK is not set: pip install -r tests/relay-sdk/requirements.txt, then set CHECKFU_RELAY_SDK=1"
+)]
 fn the_official_sdks_parse_every_dialect_json_and_streaming_text_and_tool_calls() {
     // The walk over the SDKs' response models must itself find a missing member, or a
     // relay as thin as before would pass it.
-    let walk = Command::new("python3").arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/relay-sdk/check_sdk.py")).arg("--self-test").output().expect("python3 runs");
+    let walk = Command::new("python3")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/relay-sdk/check_sdk.py"))
+        .arg("--self-test")
+        .output()
+        .expect("python3 runs");
     assert!(walk.status.success(), "{}{}", String::from_utf8_lossy(&walk.stdout), String::from_utf8_lossy(&walk.stderr));
     for script in ["nonce", "tool"] {
         let served = serve(script, &[]);
@@ -167,14 +176,20 @@ fn everything_else_is_refused_with_a_status_in_the_dialects_error_shape_and_reco
         if request.ends_with(b"Host: x\r\n") {
             // The stall inside the headers: hyper closes it without writing anything, and
             // the record says so rather than claim a 408 was sent.
-            let closed = refused.iter().find(|r| r["reason"].as_str().is_some_and(|t| t.contains("no complete request headers"))).expect("the header stall is recorded");
+            let closed = refused
+                .iter()
+                .find(|r| r["reason"].as_str().is_some_and(|t| t.contains("no complete request headers")))
+                .expect("the header stall is recorded");
             assert_eq!(closed["status"], Value::Null, "{closed}");
             assert!(closed["reason"].as_str().unwrap_or_default().ends_with("closed without an answer"), "{closed}");
             continue;
         }
         assert!(statuses.contains(&u64::from(*status)), "{status} recorded: {statuses:?}");
     }
-    assert_eq!(record["egress_attempts"], serde_json::json!([{"host": "api.anthropic.com", "port": 443}, {"host": "example.com", "port": 80}]));
+    assert_eq!(
+        record["egress_attempts"],
+        serde_json::json!([{"host": "api.anthropic.com", "port": 443}, {"host": "example.com", "port": 80}])
+    );
     assert_eq!(record["calls"], serde_json::json!([]));
 }
 
@@ -190,7 +205,8 @@ fn fal_queue_is_refused_saying_so_and_an_unknown_provider_is_a_usage_error() {
     let (status, body) = raw(&served.addr(), &post("/fal-ai/flux/dev", &format!("Authorization: Key {key}\r\n"), "{}"));
     assert_eq!(status, 404, "{body}");
     served.stop();
-    let unknown = Command::new(CLI).args(["relay", "--provider", "nobody", "--workspace", "/tmp"]).stdin(Stdio::null()).output().expect("runs");
+    let unknown =
+        Command::new(CLI).args(["relay", "--provider", "nobody", "--workspace", "/tmp"]).stdin(Stdio::null()).output().expect("runs");
     assert_eq!(unknown.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("no provider `nobody`"));
 }
@@ -222,7 +238,11 @@ fn garbage_and_too_many_connections_panic_nothing_and_the_relay_still_serves() {
     assert_eq!(status, 200, "{answer}");
     assert!(answer.contains("cf-0123456789abcdef"));
     let record = served.stop();
-    let capped = record["refused"].as_array().expect("refused").iter().find(|r| r["reason"].as_str().is_some_and(|t| t.contains("connections at once")));
+    let capped = record["refused"]
+        .as_array()
+        .expect("refused")
+        .iter()
+        .find(|r| r["reason"].as_str().is_some_and(|t| t.contains("connections at once")));
     let capped = capped.expect("the connection cap was recorded");
     assert_eq!(capped["status"], Value::Null, "a connection closed unread was sent nothing: {capped}");
 }
@@ -263,7 +283,8 @@ fn the_record_says_the_status_that_was_sent_or_that_none_was() {
         assert!(*status != 0, "hyper answered each head: {sent:?}");
         assert!(recorded.contains(&Value::from(*status)), "{status} was sent and is recorded: {recorded:?}");
     }
-    let half_body = refused.iter().find(|r| r["path"] == "/v1/messages" && r["reason"].as_str().is_some_and(|t| t.contains("could not be read")));
+    let half_body =
+        refused.iter().find(|r| r["path"] == "/v1/messages" && r["reason"].as_str().is_some_and(|t| t.contains("could not be read")));
     let half_body = half_body.unwrap_or_else(|| panic!("the half body is recorded: {refused:?}"));
     assert!(answer.starts_with(b"HTTP/1.1 400 "), "{}", String::from_utf8_lossy(&answer));
     assert_eq!(half_body["status"], 400, "{half_body}");

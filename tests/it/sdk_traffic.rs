@@ -56,7 +56,9 @@ fn every_recorded_message_decodes_in_every_reading() {
         let mut alone = Vec::new();
         for (suffix, way) in [(".client_to_agent.", WireDirection::RunnerToAgent), (".agent_to_client.", WireDirection::AgentToRunner)] {
             let mut decoder = Decoder::new();
-            alone.extend(lines(&capture.with_file_name(name.replace(".capture.", suffix))).iter().map(|l| decoder.decode(l.as_bytes(), Some(way))));
+            alone.extend(
+                lines(&capture.with_file_name(name.replace(".capture.", suffix))).iter().map(|l| decoder.decode(l.as_bytes(), Some(way))),
+            );
         }
         messages += records.len();
         if invalid_probe {
@@ -75,7 +77,8 @@ fn every_recorded_message_decodes_in_every_reading() {
                 assert!(rejections(reports).is_empty(), "{name} {reading}: {:?}", rejections(reports));
             }
             // Every response was matched to its request.
-            let untyped: Vec<usize> = with.iter().enumerate().filter(|(_, r)| r.method.is_none() && r.extension.is_none()).map(|(i, _)| i + 1).collect();
+            let untyped: Vec<usize> =
+                with.iter().enumerate().filter(|(_, r)| r.method.is_none() && r.extension.is_none()).map(|(i, _)| i + 1).collect();
             let foreign_answers = with.iter().filter(|r| r.diagnostics.iter().any(|d| d.contains("unsupported extension request"))).count();
             assert!(untyped.len() <= foreign_answers, "{name}: unmatched responses at lines {untyped:?}");
         }
@@ -85,7 +88,11 @@ fn every_recorded_message_decodes_in_every_reading() {
 
 /// The ACP definition of a message's params or result, by `x-method` and its suffix.
 fn definition<'s>(schema: &'s Value, method: &str, suffix: &str) -> Option<&'s str> {
-    schema["$defs"].as_object()?.iter().find(|(name, def)| def["x-method"] == method && name.ends_with(suffix)).map(|(name, _)| name.as_str())
+    schema["$defs"]
+        .as_object()?
+        .iter()
+        .find(|(name, def)| def["x-method"] == method && name.ends_with(suffix))
+        .map(|(name, _)| name.as_str())
 }
 
 /// Copies of a params or result object with one thing broken.
@@ -113,7 +120,9 @@ fn broken(body: &Value, required: &[String]) -> Vec<Value> {
 
 #[test]
 fn broken_variants_of_real_messages_are_rejected_exactly_when_the_schema_rejects_them() {
-    let schema: Value = serde_json::from_slice(&std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/acp-v1.schema.json")).expect("schema")).expect("json");
+    let schema: Value =
+        serde_json::from_slice(&std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/acp-v1.schema.json")).expect("schema"))
+            .expect("json");
     let registry = jsonschema::Registry::new().add("urn:acp", schema.clone()).and_then(|r| r.prepare()).expect("registry");
     let (mut agreed, mut rejected, mut lenient, mut families) = (0, 0, 0, std::collections::BTreeSet::new());
     let mut ignored_fidelity = 0;
@@ -133,8 +142,16 @@ fn broken_variants_of_real_messages_are_rejected_exactly_when_the_schema_rejects
                 let Some(request) = asked.get(&(back.to_string(), message["id"].to_string())) else { continue };
                 let (Some(result), Some(method)) = (message.get("result"), request["method"].as_str()) else { continue };
                 let Some(def) = definition(&schema, method, "Response") else { continue };
-                let oracle = jsonschema::options().with_registry(&registry).build(&json!({"$ref": format!("urn:acp#/$defs/{def}")})).expect("oracle");
-                let required: Vec<String> = schema["$defs"][def]["required"].as_array().into_iter().flatten().filter_map(|r| r.as_str().map(String::from)).collect();
+                let oracle = jsonschema::options()
+                    .with_registry(&registry)
+                    .build(&json!({"$ref": format!("urn:acp#/$defs/{def}")}))
+                    .expect("oracle");
+                let required: Vec<String> = schema["$defs"][def]["required"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|r| r.as_str().map(String::from))
+                    .collect();
                 for mutated in broken(result, &required) {
                     let mut copy = message.clone();
                     copy["result"] = mutated.clone();
@@ -168,11 +185,13 @@ fn broken_variants_of_real_messages_are_rejected_exactly_when_the_schema_rejects
             if capture.to_string_lossy().contains("-invalid.") || i == 0 && method != "initialize" {
                 continue;
             }
-            let oracle = jsonschema::options().with_registry(&registry).build(&json!({"$ref": format!("urn:acp#/$defs/{def}")})).expect("oracle");
+            let oracle =
+                jsonschema::options().with_registry(&registry).build(&json!({"$ref": format!("urn:acp#/$defs/{def}")})).expect("oracle");
             if !oracle.is_valid(params) {
                 continue; // the SDK's own probe, not a real message
             }
-            let required: Vec<String> = schema["$defs"][def]["required"].as_array().into_iter().flatten().filter_map(|r| r.as_str().map(String::from)).collect();
+            let required: Vec<String> =
+                schema["$defs"][def]["required"].as_array().into_iter().flatten().filter_map(|r| r.as_str().map(String::from)).collect();
             for mutated in broken(params, &required) {
                 let mut copy = message.clone();
                 copy["params"] = mutated.clone();
@@ -206,7 +225,12 @@ fn broken_variants_of_real_messages_are_rejected_exactly_when_the_schema_rejects
             }
         }
     }
-    assert!(disagreements.is_empty(), "{} disagreement(s):\n{}", disagreements.len(), disagreements.iter().take(10).cloned().collect::<Vec<_>>().join("\n"));
+    assert!(
+        disagreements.is_empty(),
+        "{} disagreement(s):\n{}",
+        disagreements.len(),
+        disagreements.iter().take(10).cloned().collect::<Vec<_>>().join("\n")
+    );
     assert!(families.len() >= 30, "{families:?}");
     assert!(lenient > 0, "some broken variant hits a lenient member");
     eprintln!(
@@ -233,6 +257,7 @@ fn acp_leniency_drops_marked_members_with_a_diagnostic() {
     let report = Decoder::new().decode(broken.to_string().as_bytes(), Some(WireDirection::AgentToRunner));
     assert!(!report.accepted, "{report:?}");
     // The generated check itself stays strict, as the schema is.
-    let strict = checkfu_wire_typed::schemas::acp_v1::checks::DEFINITIONS.iter().find(|d| d.name == "SessionNotification").expect("definition");
+    let strict =
+        checkfu_wire_typed::schemas::acp_v1::checks::DEFINITIONS.iter().find(|d| d.name == "SessionNotification").expect("definition");
     assert!((strict.check)(&update["params"]).is_err());
 }

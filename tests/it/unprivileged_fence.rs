@@ -10,7 +10,9 @@ use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 
-use probe_support::{assert_no_process_in_group, assert_nothing_left, running_as_root, unprivileged, unprivileged_uid, Scratch, AGENT, NOBODY, PROBE};
+use probe_support::{
+    assert_no_process_in_group, assert_nothing_left, running_as_root, unprivileged, unprivileged_uid, Scratch, AGENT, NOBODY, PROBE,
+};
 use serde_json::Value;
 
 /// Whether this machine lets an unprivileged user make a user and network namespace:
@@ -24,7 +26,10 @@ fn user_namespaces_allowed() -> bool {
 #[test]
 fn an_unprivileged_probe_fences_the_harness_in_a_user_namespace() {
     if running_as_root() {
-        assert!(Command::new("setpriv").arg("--version").output().is_ok_and(|o| o.status.success()), "setpriv (util-linux) is needed to drop to uid {NOBODY}");
+        assert!(
+            Command::new("setpriv").arg("--version").output().is_ok_and(|o| o.status.success()),
+            "setpriv (util-linux) is needed to drop to uid {NOBODY}"
+        );
     }
     let host = TcpListener::bind(("127.0.0.1", 0)).expect("a host loopback listener");
     let port = host.local_addr().expect("addr").port();
@@ -73,7 +78,10 @@ fn an_unprivileged_probe_fences_the_harness_in_a_user_namespace() {
 #[test]
 fn an_unprivileged_oneshot_run_is_fenced_the_same_way() {
     if running_as_root() {
-        assert!(Command::new("setpriv").arg("--version").output().is_ok_and(|o| o.status.success()), "setpriv (util-linux) is needed to drop to uid {NOBODY}");
+        assert!(
+            Command::new("setpriv").arg("--version").output().is_ok_and(|o| o.status.success()),
+            "setpriv (util-linux) is needed to drop to uid {NOBODY}"
+        );
     }
     let host = TcpListener::bind(("127.0.0.1", 0)).expect("a host loopback listener");
     let port = host.local_addr().expect("addr").port();
@@ -81,9 +89,25 @@ fn an_unprivileged_oneshot_run_is_fenced_the_same_way() {
     std::fs::set_permissions(&scratch.0, std::fs::Permissions::from_mode(0o777)).expect("chmod");
     let seen = scratch.path("seen.txt");
     let cli = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixture-oneshot/cli.py");
-    let script = format!("(id -u; if (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null; then echo reached; else echo unreachable; fi) > {seen}; exec {cli}");
+    let script = format!(
+        "(id -u; if (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null; then echo reached; else echo unreachable; fi) > {seen}; exec {cli}"
+    );
     let mut command = unprivileged(PROBE);
-    command.args(["probe", "--format", "json", "--kill-grace", "0.5", "--step-timeout", "20", "--protocol", "oneshot-v1", "--prompt-transport", "stdin", "--output-mode", "text"]);
+    command.args([
+        "probe",
+        "--format",
+        "json",
+        "--kill-grace",
+        "0.5",
+        "--step-timeout",
+        "20",
+        "--protocol",
+        "oneshot-v1",
+        "--prompt-transport",
+        "stdin",
+        "--output-mode",
+        "text",
+    ]);
     // The script holds no `{identifier}`, so it passes through the templates as it is.
     command.args(["--argv=-c", &format!("--argv={script}"), "--", "bash"]);
     command.env("TMPDIR", "/tmp");

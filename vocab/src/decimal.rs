@@ -175,7 +175,20 @@ mod tests {
 
     #[test]
     fn json_numbers_are_measured_by_the_grammar() {
-        for (text, len) in [("0", Some(1)), ("-0", Some(2)), ("12.50e+3,", Some(8)), ("1E5]", Some(3)), ("01", Some(1)), ("1.", Some(1)), ("1e", Some(1)), ("1e+", Some(1)), ("-", None), ("+1", None), (".5", None), ("", None)] {
+        for (text, len) in [
+            ("0", Some(1)),
+            ("-0", Some(2)),
+            ("12.50e+3,", Some(8)),
+            ("1E5]", Some(3)),
+            ("01", Some(1)),
+            ("1.", Some(1)),
+            ("1e", Some(1)),
+            ("1e+", Some(1)),
+            ("-", None),
+            ("+1", None),
+            (".5", None),
+            ("", None),
+        ] {
             assert_eq!(json_number_len(text.as_bytes()), len, "{text:?}");
         }
     }
@@ -195,7 +208,23 @@ mod tests {
 
     #[test]
     fn values_are_ordered_exactly() {
-        let ascending = ["-1e400", "-1", "-0.5", "0", "1e-300", "0.09999999999999999", "0.1", "0.1000000000000000055511151231257827", "1", "1.5", "1.51", "15", "18446744073709551616", "18446744073709551617", "1e400"];
+        let ascending = [
+            "-1e400",
+            "-1",
+            "-0.5",
+            "0",
+            "1e-300",
+            "0.09999999999999999",
+            "0.1",
+            "0.1000000000000000055511151231257827",
+            "1",
+            "1.5",
+            "1.51",
+            "15",
+            "18446744073709551616",
+            "18446744073709551617",
+            "1e400",
+        ];
         for pair in ascending.windows(2) {
             assert!(d(pair[0]) < d(pair[1]), "{} < {}", pair[0], pair[1]);
         }

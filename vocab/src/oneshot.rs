@@ -233,7 +233,11 @@ impl Declaration {
         if self.entrypoint.trim().is_empty() {
             refuse(pointer(&["entrypoint"]), Rule::EntrypointNamed, String::from("the entrypoint is empty"));
         } else if self.entrypoint.contains('{') || self.entrypoint.contains('}') {
-            refuse(pointer(&["entrypoint"]), Rule::EntrypointNamed, String::from("the entrypoint holds a brace; placeholders go in `argv`"));
+            refuse(
+                pointer(&["entrypoint"]),
+                Rule::EntrypointNamed,
+                String::from("the entrypoint holds a brace; placeholders go in `argv`"),
+            );
         }
 
         let mut prompt_paths = Vec::new();
@@ -299,7 +303,11 @@ impl Declaration {
                 Rule::ResumeFlagPlaceholder,
                 String::from("a `resume_flag` is declared, but no element of `argv` is `{resume_flag}`: the second run would not resume"),
             ),
-            (Some(_), n) => refuse(resume_elements[1].clone(), Rule::ResumeFlagPlaceholder, format!("`{{resume_flag}}` appears {n} times in `argv`; at most once")),
+            (Some(_), n) => refuse(
+                resume_elements[1].clone(),
+                Rule::ResumeFlagPlaceholder,
+                format!("`{{resume_flag}}` appears {n} times in `argv`; at most once"),
+            ),
             (None, _) => refuse(
                 resume_elements[0].clone(),
                 Rule::ResumeFlagPlaceholder,
@@ -315,7 +323,11 @@ impl Declaration {
                 let names = placeholders(flag);
                 for name in &names {
                     if *name != SESSION_ID && !LAUNCH_PLACEHOLDERS.contains(name) {
-                        refuse(at.clone(), Rule::ResumeFlagWellFormed, format!("`{{{name}}}` cannot appear in `resume_flag` (it may hold `{{session_id}}`)"));
+                        refuse(
+                            at.clone(),
+                            Rule::ResumeFlagWellFormed,
+                            format!("`{{{name}}}` cannot appear in `resume_flag` (it may hold `{{session_id}}`)"),
+                        );
                     }
                 }
                 if names.contains(&SESSION_ID) && self.output_mode != OutputMode::StreamJson {
@@ -334,7 +346,9 @@ impl Declaration {
                     refuse(
                         pointer(&["output_schema_flag"]),
                         Rule::OutputSchemaFlagWellFormed,
-                        format!("the output-schema flag {flag:?} must be a non-empty flag without placeholders (the schema's path follows it)"),
+                        format!(
+                            "the output-schema flag {flag:?} must be a non-empty flag without placeholders (the schema's path follows it)"
+                        ),
                     );
                 }
             }
@@ -382,7 +396,10 @@ fn check_launch_template(template: &str, at: &str, refuse: &mut impl FnMut(Strin
             refuse(
                 at.to_owned(),
                 Rule::PlaceholderKnown,
-                format!("`{{{name}}}` cannot appear here (known: {}; `{{{{{name}}}}}` writes it as text)", LAUNCH_PLACEHOLDERS.map(|p| format!("{{{p}}}")).join(", ")),
+                format!(
+                    "`{{{name}}}` cannot appear here (known: {}; `{{{{{name}}}}}` writes it as text)",
+                    LAUNCH_PLACEHOLDERS.map(|p| format!("{{{p}}}")).join(", ")
+                ),
             );
         }
     }
@@ -423,7 +440,10 @@ mod tests {
     #[test]
     fn a_placeholder_is_an_identifier_between_braces() {
         assert_eq!(pieces("--p={prompt_path}"), [text("--p="), Piece::Placeholder("prompt_path")]);
-        assert_eq!(pieces("{home}/{_x9}{Relay_URL}"), [Piece::Placeholder("home"), text("/"), Piece::Placeholder("_x9"), Piece::Placeholder("Relay_URL")]);
+        assert_eq!(
+            pieces("{home}/{_x9}{Relay_URL}"),
+            [Piece::Placeholder("home"), text("/"), Piece::Placeholder("_x9"), Piece::Placeholder("Relay_URL")]
+        );
         assert_eq!(pieces("é{home}ü"), [text("é"), Piece::Placeholder("home"), text("ü")], "non-ASCII text around it");
         assert_eq!(pieces(""), []);
     }
@@ -468,7 +488,11 @@ mod tests {
         let refusals = d.check();
         assert_eq!(refusals.len(), 1, "{refusals:?}");
         assert_eq!((refusals[0].pointer.as_str(), refusals[0].rule), ("/env/CONF", Rule::PlaceholderKnown));
-        assert!(refusals[0].message.contains("`{relay_ur}`") && refusals[0].message.contains("`{{relay_ur}}` writes it as text"), "{}", refusals[0].message);
+        assert!(
+            refusals[0].message.contains("`{relay_ur}`") && refusals[0].message.contains("`{{relay_ur}}` writes it as text"),
+            "{}",
+            refusals[0].message
+        );
     }
 
     #[test]

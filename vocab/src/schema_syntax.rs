@@ -261,9 +261,24 @@ pub fn applicator(keyword: &str) -> Option<Subschemas> {
 
 /// Keywords that are annotations only: they never change what validates.
 pub const ANNOTATIONS: &[&str] = &[
-    "title", "description", "default", "examples", "$comment", "$schema", "$id", "deprecated",
-    "readOnly", "writeOnly", "format", "contentEncoding", "contentMediaType", "contentSchema",
-    "discriminator", "$vocabulary", "$anchor", "$dynamicAnchor",
+    "title",
+    "description",
+    "default",
+    "examples",
+    "$comment",
+    "$schema",
+    "$id",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "format",
+    "contentEncoding",
+    "contentMediaType",
+    "contentSchema",
+    "discriminator",
+    "$vocabulary",
+    "$anchor",
+    "$dynamicAnchor",
 ];
 
 #[cfg(test)]

@@ -29,10 +29,7 @@ fn object<'v>(schema: &'v mut Value, path: &[&str]) -> Result<&'v mut Map<String
 }
 
 fn missing(path: &[&str]) -> Diagnostic {
-    Diagnostic::new(
-        Class::Generation,
-        format!("the derived catalog schema has no object at `{}`", path.join("/")),
-    )
+    Diagnostic::new(Class::Generation, format!("the derived catalog schema has no object at `{}`", path.join("/")))
 }
 
 /// An object whose keys are the given axes, each with its vocabulary; no other key.
@@ -125,8 +122,13 @@ fn oneshot(schema: &mut Value, catalog: &Catalog) -> Result<(), Diagnostic> {
     object(schema, &["$defs", "OneshotStep", "properties", "declared"])?.insert("enum".into(), optional.into());
     let kinds: Vec<Name> = lane.events.iter().map(|e| e.kind.clone()).collect();
     let event = object(schema, &["$defs", "OneshotEvent", "properties"])?;
-    event.get_mut("kind").and_then(Value::as_object_mut).ok_or_else(|| missing(&["OneshotEvent", "kind"]))?.insert("enum".into(), names(&kinds));
-    let observation = event.get_mut("observation").and_then(Value::as_object_mut).ok_or_else(|| missing(&["OneshotEvent", "observation"]))?;
+    event
+        .get_mut("kind")
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| missing(&["OneshotEvent", "kind"]))?
+        .insert("enum".into(), names(&kinds));
+    let observation =
+        event.get_mut("observation").and_then(Value::as_object_mut).ok_or_else(|| missing(&["OneshotEvent", "observation"]))?;
     observation.insert("enum".into(), names(&catalog.observations.kinds));
     Ok(())
 }

@@ -134,14 +134,16 @@ impl<'c> Validator<'c> {
         }
         let (field, with) = (pairing.field.as_str(), pairing.with.as_str());
         let entry = h.name.as_str();
-        let mut d = Diagnostic::new(
-            Class::UnknownOrDuplicate,
-            format!("`{entry}` pairs {field} `{}` with {with} `{actual}`", value.as_str()),
-        )
-        .at(self.file, value.span.clone(), format!("{field} `{}` requires {with} `{}`", value.as_str(), expected.as_str()))
-        .entry(entry)
-        .field(field)
-        .note(format!("the pairing of `{field}` with `{with}` maps `{}` to `{}` (see [[pairings]])", value.as_str(), expected.as_str()));
+        let mut d =
+            Diagnostic::new(Class::UnknownOrDuplicate, format!("`{entry}` pairs {field} `{}` with {with} `{actual}`", value.as_str()))
+                .at(self.file, value.span.clone(), format!("{field} `{}` requires {with} `{}`", value.as_str(), expected.as_str()))
+                .entry(entry)
+                .field(field)
+                .note(format!(
+                    "the pairing of `{field}` with `{with}` maps `{}` to `{}` (see [[pairings]])",
+                    value.as_str(),
+                    expected.as_str()
+                ));
         if let Some(at) = at {
             d = d.related(at, format!("{with} is `{actual}`"));
         }

@@ -44,8 +44,7 @@ pub fn segments(path: &str) -> impl Iterator<Item = Segment<'_>> {
 /// the same one.
 pub(crate) fn dialect_name_problem(name: &str) -> Option<String> {
     let well_formed = name.split('_').all(|word| {
-        word.starts_with(|c: char| c.is_ascii_lowercase())
-            && word.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        word.starts_with(|c: char| c.is_ascii_lowercase()) && word.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
     });
     (!well_formed).then(|| {
         "a dialect name is lower-case words of letters and digits joined by single `_`, each word starting with a letter".to_string()
@@ -97,8 +96,7 @@ fn shape(path: &str) -> String {
 
 /// Whether a placeholder name is a plain identifier (lower-case letters, digits, `_`).
 fn is_identifier(name: &str) -> bool {
-    name.starts_with(|c: char| c.is_ascii_lowercase())
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+    name.starts_with(|c: char| c.is_ascii_lowercase()) && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
 }
 
 impl Validator<'_> {
@@ -140,11 +138,7 @@ impl Validator<'_> {
             }
             match first.get(&shape(path.as_str())) {
                 Some((owner, owner_path)) => {
-                    let message = format!(
-                        "dialect `{}` has the gateway path of dialect `{}`",
-                        dialect.name.as_str(),
-                        owner.as_str()
-                    );
+                    let message = format!("dialect `{}` has the gateway path of dialect `{}`", dialect.name.as_str(), owner.as_str());
                     let d = self.error(Class::UnknownOrDuplicate, path, message, "path already taken");
                     d.entry = Some(dialect.name.value.clone());
                     d.field = Some("gateway_path".into());

@@ -70,10 +70,7 @@ impl<'c> Index<'c> {
 
     /// Whether the harness declares exactly the upgrade's member and value.
     pub fn declares(&self, harness: &Harness, upgrade: &Upgrade) -> bool {
-        harness
-            .declares
-            .iter()
-            .any(|(m, v)| m.as_str() == upgrade.member.as_str() && v.as_str() == upgrade.value.as_str())
+        harness.declares.iter().any(|(m, v)| m.as_str() == upgrade.member.as_str() && v.as_str() == upgrade.value.as_str())
     }
 
     /// Whether the harness has signed evidence of the upgrade's passing case (or the upgrade

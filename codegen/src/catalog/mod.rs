@@ -75,8 +75,7 @@ pub fn compile(catalog: Catalog, file: FileId, schemas: &SchemaSet) -> Result<Co
     let mut validator = validate::Validator::new(file, &index);
     validator.run(schemas);
     let mut diagnostics = validator.out;
-    let realizations =
-        catalog.harnesses.iter().map(|h| realize::realize(&index, file, h, &mut diagnostics)).collect();
+    let realizations = catalog.harnesses.iter().map(|h| realize::realize(&index, file, h, &mut diagnostics)).collect();
     if !diagnostics.is_empty() {
         diagnostics.sort_by_key(|d| d.location.as_ref().map(|(_, s)| s.start));
         return Err(diagnostics);

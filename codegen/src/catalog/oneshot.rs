@@ -15,7 +15,9 @@ impl Validator<'_> {
         let c = self.index.catalog;
         let lane = &c.oneshot;
         let r = &c.revisions;
-        for (written, literal, key) in [(&lane.protocol, &r.oneshot_protocol, "oneshot_protocol"), (&lane.driver, &r.oneshot_driver, "oneshot_driver")] {
+        for (written, literal, key) in
+            [(&lane.protocol, &r.oneshot_protocol, "oneshot_protocol"), (&lane.driver, &r.oneshot_driver, "oneshot_driver")]
+        {
             if written != literal {
                 self.error(
                     Class::UnknownOrDuplicate,

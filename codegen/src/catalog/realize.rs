@@ -20,10 +20,10 @@ fn rows<'c>(index: &Index<'c>, harness: &'c Harness) -> Option<(Vec<Row<'c>>, bo
     match harness.mode.value {
         Mode::Packaged => {
             let driver = index.driver(harness.driver.as_ref()?.as_str())?;
-            let rows = driver.envelopes.iter().map(|e| Row {
-                label: format!("{} / {}", driver.name.as_str(), e.retention.as_str()),
-                values: &e.axes,
-            });
+            let rows = driver
+                .envelopes
+                .iter()
+                .map(|e| Row { label: format!("{} / {}", driver.name.as_str(), e.retention.as_str()), values: &e.axes });
             Some((rows.collect(), false))
         }
         Mode::Connected => {
@@ -99,14 +99,10 @@ pub(crate) fn realize(index: &Index, file: FileId, harness: &Harness, out: &mut 
         };
         let owner = if connected { "lane envelope" } else { "envelope" };
         let message = match class {
-            Class::PromotionWithoutEvidence => format!(
-                "ceiling of `{entry}` promotes `{}` without signed evidence",
-                axis.name.as_str()
-            ),
-            Class::UndeclaredPromotion => format!(
-                "ceiling of `{entry}` raises `{}` above the {owner} without the admitted declaration step",
-                axis.name.as_str()
-            ),
+            Class::PromotionWithoutEvidence => format!("ceiling of `{entry}` promotes `{}` without signed evidence", axis.name.as_str()),
+            Class::UndeclaredPromotion => {
+                format!("ceiling of `{entry}` raises `{}` above the {owner} without the admitted declaration step", axis.name.as_str())
+            }
             _ => format!("ceiling of `{entry}` exceeds the {owner} on `{}`", axis.name.as_str()),
         };
         let label = format!("`{}` is not realizable here", declared_value);
@@ -121,10 +117,9 @@ pub(crate) fn realize(index: &Index, file: FileId, harness: &Harness, out: &mut 
         }
         if let Some(u) = upgrade {
             let why = match class {
-                Class::PromotionWithoutEvidence => format!(
-                    "the catalog records no signed `{}` evidence for `{entry}`",
-                    u.evidence.as_ref().map_or("", |e| e.as_str())
-                ),
+                Class::PromotionWithoutEvidence => {
+                    format!("the catalog records no signed `{}` evidence for `{entry}`", u.evidence.as_ref().map_or("", |e| e.as_str()))
+                }
                 _ if !declared => format!(
                     "`{entry}` does not declare `{}: \"{}\"`, which admits {} → {}",
                     u.member.as_str(),

@@ -78,11 +78,8 @@ fn cell(h: &Harness, routes: &[Route]) -> Option<bool> {
 impl<'c> Routes<'c> {
     /// Derives every route and cell from a catalog that passed validation.
     pub fn new(c: &'c Catalog) -> Routes<'c> {
-        let providers: Vec<ProviderRoutes> = c
-            .providers
-            .iter()
-            .map(|p| ProviderRoutes { provider: p.name.as_str(), routes: routes_of(&c.dialects, &p.accepts) })
-            .collect();
+        let providers: Vec<ProviderRoutes> =
+            c.providers.iter().map(|p| ProviderRoutes { provider: p.name.as_str(), routes: routes_of(&c.dialects, &p.accepts) }).collect();
         let unlisted = routes_of(&c.dialects, &c.unlisted_provider.accepts);
         let reachability = c
             .harnesses

@@ -31,12 +31,7 @@ impl<'c> Validator<'c> {
     }
 
     pub(super) fn unknown(&mut self, kind: &str, at: &Name, known: Vec<&str>) -> &mut Diagnostic {
-        let d = self.error(
-            Class::UnknownOrDuplicate,
-            at,
-            format!("unknown {kind} `{}`", at.as_str()),
-            &format!("not a known {kind}"),
-        );
+        let d = self.error(Class::UnknownOrDuplicate, at, format!("unknown {kind} `{}`", at.as_str()), &format!("not a known {kind}"));
         d.notes.push(format!("known: {}", known.join(", ")));
         d
     }
@@ -46,12 +41,7 @@ impl<'c> Validator<'c> {
         let mut seen = HashSet::new();
         for name in names {
             if !seen.insert(name.as_str()) {
-                self.error(
-                    Class::UnknownOrDuplicate,
-                    name,
-                    format!("duplicate {kind} `{}`", name.as_str()),
-                    "defined again here",
-                );
+                self.error(Class::UnknownOrDuplicate, name, format!("duplicate {kind} `{}`", name.as_str()), "defined again here");
             }
         }
     }
@@ -342,12 +332,8 @@ impl<'c> Validator<'c> {
         self.unique_in_entry(&format!("dialect of `{entry}`"), entry, "dialects", h.dialects.iter());
         if h.dialects.is_written() && h.dialects.is_empty() {
             let at = Name { value: String::new(), span: h.dialects.span.clone() };
-            let d = self.error(
-                Class::UnknownOrDuplicate,
-                &at,
-                format!("`{entry}` declares an empty list of dialects"),
-                "declares no dialect",
-            );
+            let d =
+                self.error(Class::UnknownOrDuplicate, &at, format!("`{entry}` declares an empty list of dialects"), "declares no dialect");
             d.entry = Some(entry.to_string());
             d.field = Some("dialects".into());
             d.notes.push("omit `dialects` for an entry whose dialects are undeclared, or name at least one dialect".into());
@@ -436,7 +422,12 @@ impl<'c> Validator<'c> {
             let kind = format!("dialect accepted by `{}`", p.name.as_str());
             self.unique_in_entry(&kind, p.name.as_str(), "accepts", p.accepts.iter());
         }
-        self.unique_in_entry("dialect accepted by an unlisted provider", "unlisted_provider", "accepts", c.unlisted_provider.accepts.iter());
+        self.unique_in_entry(
+            "dialect accepted by an unlisted provider",
+            "unlisted_provider",
+            "accepts",
+            c.unlisted_provider.accepts.iter(),
+        );
         self.gateway_paths();
         let known: Vec<&str> = c.dialects.iter().map(|d| d.name.as_str()).collect();
         let accepted = c.providers.iter().flat_map(|p| p.accepts.iter());
@@ -468,8 +459,8 @@ impl<'c> Validator<'c> {
             if let Some(p) = &h.release_protocol {
                 if *p != r.protocol {
                     let label = "unknown protocol";
-                    self.error(Class::UnknownOrDuplicate, p, format!("unknown release protocol `{}`", p.as_str()), label)
-                        .entry = Some(h.name.value.clone());
+                    self.error(Class::UnknownOrDuplicate, p, format!("unknown release protocol `{}`", p.as_str()), label).entry =
+                        Some(h.name.value.clone());
                 }
             }
         }

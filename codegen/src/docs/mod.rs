@@ -16,8 +16,8 @@ use serde::Serialize;
 
 use crate::catalog::routes::Routes;
 use crate::catalog::{Compiled, Index};
-use cell::Cell;
 use crate::diagnostic::{Class, Diagnostic, Diagnostics};
+use cell::Cell;
 
 /// The page's template, relative to `templates/`.
 pub const PAGE_TEMPLATE: &str = "harness-wire-extensions.md.j2";
@@ -41,8 +41,7 @@ impl Templates {
                         Ok(text) => {
                             sources.insert(name, text);
                         }
-                        Err(e) => diagnostics
-                            .push(Diagnostic::new(Class::Input, format!("cannot read {}: {e}", path.display()))),
+                        Err(e) => diagnostics.push(Diagnostic::new(Class::Input, format!("cannot read {}: {e}", path.display()))),
                     }
                 }
             }

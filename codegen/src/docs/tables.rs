@@ -112,15 +112,7 @@ fn evidence_cell(h: &Harness) -> Cell {
 
 /// The support snapshot, in parts keyed by the harness.
 pub fn support(c: &Catalog) -> Vec<Table> {
-    let mut t = Table::new(header(&[
-        "Harness",
-        "Supply",
-        "Adoption",
-        "Model lane",
-        "MCP delivery",
-        "Catalog evidence",
-        "Tuple support",
-    ]));
+    let mut t = Table::new(header(&["Harness", "Supply", "Adoption", "Model lane", "MCP delivery", "Catalog evidence", "Tuple support"]));
     for h in &c.harnesses {
         t.rows.push(vec![
             Cell::code(h.name.as_str()),
@@ -246,11 +238,8 @@ pub fn reachability(routes: &Routes, c: &Catalog) -> Vec<Table> {
     cells.extend(c.providers.iter().map(|p| Cell::code(p.name.as_str())));
     let mut t = Table::new(cells);
     for (i, h) in c.harnesses.iter().enumerate() {
-        let declared = if h.dialects.is_empty() {
-            Cell::plain("undeclared")
-        } else {
-            Cell::codes(h.dialects.iter().map(|d| d.as_str()), ", ")
-        };
+        let declared =
+            if h.dialects.is_empty() { Cell::plain("undeclared") } else { Cell::codes(h.dialects.iter().map(|d| d.as_str()), ", ") };
         let mut row = vec![Cell::code(h.name.as_str()), declared];
         for p in 0..c.providers.len() {
             row.push(match routes.reachable(i, p) {
@@ -283,9 +272,9 @@ pub fn oneshot_steps(c: &Catalog) -> Table {
             (None, None) => Cell::plain("every run"),
             (Some(member), None) => Cell::code(member.as_str()).then(Cell::plain(" is declared")),
             (None, Some(option)) => Cell::plain("the probe is given ").then(Cell::code(option.as_str())),
-            (Some(member), Some(option)) => Cell::code(member.as_str())
-                .then(Cell::plain(" is declared and the probe is given "))
-                .then(Cell::code(option.as_str())),
+            (Some(member), Some(option)) => {
+                Cell::code(member.as_str()).then(Cell::plain(" is declared and the probe is given ")).then(Cell::code(option.as_str()))
+            }
         };
         t.rows.push(vec![Cell::code(s.name.as_str()), when]);
     }

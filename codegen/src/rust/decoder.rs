@@ -77,8 +77,7 @@ pub fn generate(plan: &Plan) -> TokenStream {
                 Side::Client => quote! { Side::Client },
                 Side::Protocol => quote! { Side::Protocol },
             };
-            let (params_check, result_check, envelope_check) =
-                (opt_checker(&m.params), opt_checker(&m.result), opt_checker(&m.envelope));
+            let (params_check, result_check, envelope_check) = (opt_checker(&m.params), opt_checker(&m.result), opt_checker(&m.envelope));
             quote! {
                 MethodDecoder { name: #name, source: #source, side: #side, notification: #notification,
                     params_check: #params_check, result_check: #result_check, envelope_check: #envelope_check }

@@ -127,7 +127,8 @@ fn shape(schema: &Value, defs: &Map<String, Value>) -> Shape {
     let Value::Object(o) = schema else { return Shape::Newtype(Ty::Value) };
     let kinds = type_names(o);
     if kinds.as_ref().is_some_and(|k| k.len() == 1 && k.contains("object")) {
-        let required: BTreeSet<&str> = o.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+        let required: BTreeSet<&str> =
+            o.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
         let properties = o.get("properties").and_then(Value::as_object);
         let fields = properties
             .into_iter()
@@ -369,7 +370,11 @@ impl Builder {
         }
         item.attrs.retain(|a| a.path().is_ident("doc"));
         let derive = Self::derive();
-        let closed = if extra { quote! {} } else { quote! { #[serde(deny_unknown_fields)] } };
+        let closed = if extra {
+            quote! {}
+        } else {
+            quote! { #[serde(deny_unknown_fields)] }
+        };
         let doc = format!(" An object `#{}` of the input schema accepts.", crate::rust::doc_safe(origin));
         Some(quote! { #[doc = #doc] #derive #closed #item })
     }
@@ -442,4 +447,3 @@ pub fn generate(normalized: &Normalized) -> Types {
     let error_module = b.error_module.take();
     Types { tokens: quote! { #error_module #(#items)* }, fallbacks: b.fallbacks }
 }
-

@@ -210,7 +210,14 @@ pub fn translate(dialect: Dialect, object: &Map<String, Value>, pointer: &str, e
     if dialect == Dialect::Draft4 {
         for entry in &out {
             if draft4_boolean(entry) {
-                error(errors, &entry.from, format!("a boolean schema in `{}` (draft-04 has boolean schemas only as `additionalProperties` and `additionalItems`)", entry.from));
+                error(
+                    errors,
+                    &entry.from,
+                    format!(
+                        "a boolean schema in `{}` (draft-04 has boolean schemas only as `additionalProperties` and `additionalItems`)",
+                        entry.from
+                    ),
+                );
             }
         }
     }
@@ -321,7 +328,10 @@ mod tests {
             assert!(RENAMES.contains(&(model.as_str(), input.as_str())), "translate renames `{input}` to `{model}`, which RENAMES lacks");
         }
         for (model, input) in RENAMES {
-            assert!(made.iter().any(|(m, i)| m == model && i == input), "RENAMES lists `{input}` as `{model}`, which translate never makes");
+            assert!(
+                made.iter().any(|(m, i)| m == model && i == input),
+                "RENAMES lists `{input}` as `{model}`, which translate never makes"
+            );
         }
     }
 

@@ -38,7 +38,11 @@ pub struct SchemaText {
 
 /// The files of `dir` whose names pass `keep`, sorted, as (name, display path under
 /// `schemas/`, text); each unreadable one is reported and skipped.
-pub(crate) fn read_dir_files(dir: &Path, keep: impl Fn(&str) -> bool, diagnostics: &mut Diagnostics) -> Vec<(String, std::path::PathBuf, String)> {
+pub(crate) fn read_dir_files(
+    dir: &Path,
+    keep: impl Fn(&str) -> bool,
+    diagnostics: &mut Diagnostics,
+) -> Vec<(String, std::path::PathBuf, String)> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) => {
@@ -107,9 +111,7 @@ impl SchemaSet {
                     Err(e) => {
                         let offset = line_column_offset(&text, e.line(), e.column());
                         let file = diagnostics.sources.add(display, text);
-                        diagnostics.push(
-                            Diagnostic::new(Class::Input, format!("invalid JSON: {e}")).at(file, offset..offset, "here"),
-                        );
+                        diagnostics.push(Diagnostic::new(Class::Input, format!("invalid JSON: {e}")).at(file, offset..offset, "here"));
                     }
                 },
             }

@@ -53,22 +53,24 @@ pub fn load(dir: &Path, diagnostics: &mut Diagnostics) -> Provenances {
             Ok(record) => record,
             Err(e) => {
                 let span = e.span().unwrap_or(0..0);
-                diagnostics.push(Diagnostic::new(Class::Input, format!("invalid provenance record: {}", e.message())).at(source, span, "here"));
+                diagnostics
+                    .push(Diagnostic::new(Class::Input, format!("invalid provenance record: {}", e.message())).at(source, span, "here"));
                 continue;
             }
         };
         let file = record.file.get_ref().clone();
         out.named.insert(file.clone());
-        let bytes = match std::fs::read(dir.join(&file)) {
-            Ok(bytes) => bytes,
-            Err(e) => {
-                diagnostics.push(
-                    Diagnostic::new(Class::Input, format!("the provenance record names `schemas/{file}`, which cannot be read: {e}"))
-                        .at(source, record.file.span(), "this file"),
-                );
-                continue;
-            }
-        };
+        let bytes =
+            match std::fs::read(dir.join(&file)) {
+                Ok(bytes) => bytes,
+                Err(e) => {
+                    diagnostics.push(
+                        Diagnostic::new(Class::Input, format!("the provenance record names `schemas/{file}`, which cannot be read: {e}"))
+                            .at(source, record.file.span(), "this file"),
+                    );
+                    continue;
+                }
+            };
         let actual = crate::catalog::sha256_hex(&bytes);
         if !actual.eq_ignore_ascii_case(record.sha256.get_ref()) {
             diagnostics.push(

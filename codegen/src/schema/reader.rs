@@ -232,7 +232,8 @@ impl<'t> Reader<'t> {
             // What serde_json makes of such an object is its business: ask it, on the
             // object's text alone (the object is a leaf to serde_json, so its depth
             // cannot matter).
-            let value = serde_json::from_str::<Value>(&self.text[start..self.at]).map_err(|e| ReadError { offset: start, message: e.to_string() })?;
+            let value = serde_json::from_str::<Value>(&self.text[start..self.at])
+                .map_err(|e| ReadError { offset: start, message: e.to_string() })?;
             return Ok((value, Vec::new()));
         }
         Ok((Value::Object(members), nodes))

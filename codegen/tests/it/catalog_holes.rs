@@ -162,8 +162,18 @@ fn duplicates_are_refused_in_every_list_of_names() {
     }
     // Lists that belong to no entry name their owner in the message.
     let others = [
-        ("member = \"structured_output\"", "\"response_format\", \"submit_tool\"", "\"response_format\", \"submit_tool\", \"submit_tool\"", "duplicate value of declaration member `structured_output`"),
-        ("[[gated_emissions]]", "\"observation.subagent_completed\"", "\"observation.subagent_completed\", \"observation.subagent_started\"", "duplicate member gated by `subagents`"),
+        (
+            "member = \"structured_output\"",
+            "\"response_format\", \"submit_tool\"",
+            "\"response_format\", \"submit_tool\", \"submit_tool\"",
+            "duplicate value of declaration member `structured_output`",
+        ),
+        (
+            "[[gated_emissions]]",
+            "\"observation.subagent_completed\"",
+            "\"observation.subagent_completed\", \"observation.subagent_started\"",
+            "duplicate member gated by `subagents`",
+        ),
         ("[vocabularies]", "\"session_http\", \"none\"", "\"session_http\", \"none\", \"none\"", "duplicate value of `mcp_delivery`"),
         ("[gateway]", "[\"model_id\"]", "[\"model_id\", \"model_id\"]", "duplicate gateway placeholder"),
     ];

@@ -24,7 +24,10 @@ enum Kind {
     /// A published harness field (`supply`, `model_lane`, ...) given another value.
     Published(&'static str),
     /// A ceiling value moved from one rank to another.
-    Ceiling { from: usize, to: usize },
+    Ceiling {
+        from: usize,
+        to: usize,
+    },
     /// A driver envelope value changed.
     Envelope,
     /// The connected lane's envelope value changed.
@@ -99,7 +102,12 @@ impl Mutations<'_> {
     fn list(&mut self, list: &'static str, owner: &str, items: &[Name], vocabulary: Option<&[&str]>, empty: Option<Range<usize>>) {
         for item in items {
             let what = format!("{owner} {list}: {}", item.as_str());
-            self.splice(Kind::Duplicate(list), format!("{what} duplicated"), item.span.start..item.span.start, &format!("{}, ", quoted(item.as_str())));
+            self.splice(
+                Kind::Duplicate(list),
+                format!("{what} duplicated"),
+                item.span.start..item.span.start,
+                &format!("{}, ", quoted(item.as_str())),
+            );
             let removal = self.removal(item.span.clone());
             self.splice(Kind::Remove(list), format!("{what} removed"), removal, "");
         }
@@ -173,7 +181,12 @@ fn mutations(text: &str, c: &Catalog) -> Vec<Mutation> {
             // An undeclared entry gains its first declared dialect.
             let at = h.name.span.end + eol;
             for d in &dialects {
-                m.splice(Kind::Add("dialects"), format!("{entry} dialects: {d} declared"), at..at, &format!("\ndialects = [{}]", quoted(d)));
+                m.splice(
+                    Kind::Add("dialects"),
+                    format!("{entry} dialects: {d} declared"),
+                    at..at,
+                    &format!("\ndialects = [{}]", quoted(d)),
+                );
             }
         }
     }
@@ -270,7 +283,9 @@ fn allowed(kind: &Kind) -> Option<&'static str> {
         Kind::RemoveKey("declares") => "a declaration dropped that the ceiling does not rely on",
         Kind::Add("evidence") => "evidence recorded: it permits a promotion but makes none",
         Kind::Add("dialects") | Kind::Remove("dialects") => "an entry's declared dialects changed: declared data, each still priced",
-        Kind::Add("accepts") | Kind::Remove("accepts") => "a provider's accepted dialects changed: reviewed data, each declared dialect still priced",
+        Kind::Add("accepts") | Kind::Remove("accepts") => {
+            "a provider's accepted dialects changed: reviewed data, each declared dialect still priced"
+        }
         Kind::LaneEnvelope => "the connected lane's envelope changed and still covers its entry's ceiling",
         _ => return None,
     })
@@ -322,7 +337,9 @@ fn contract(c: &Catalog) -> Result<(), String> {
 fn realizable(c: &Catalog, h: &Harness) -> bool {
     let rank = |axis: &str, value: &str| c.axes.iter().find(|a| a.name.as_str() == axis)?.values.iter().position(|v| v.as_str() == value);
     let rows: Vec<&AxisValues> = match h.mode.value {
-        Mode::Packaged => c.drivers.iter().filter(|d| Some(&d.name) == h.driver.as_ref()).flat_map(|d| d.envelopes.iter().map(|e| &e.axes)).collect(),
+        Mode::Packaged => {
+            c.drivers.iter().filter(|d| Some(&d.name) == h.driver.as_ref()).flat_map(|d| d.envelopes.iter().map(|e| &e.axes)).collect()
+        }
         Mode::Connected => c.lanes.iter().filter(|l| Some(&l.name) == h.lane.as_ref()).map(|l| &l.envelope).collect(),
     };
     let value = |values: &AxisValues, axis: &str| values.iter().find(|(k, _)| k.as_str() == axis).map(|(_, v)| v.as_str().to_string());

@@ -25,9 +25,9 @@ fn the_checked_in_catalog_generates() {
     let outputs = checkfu_wire_codegen::generate(scratch.root()).unwrap_or_else(|d| panic!("{}", d.render())).outputs;
     // The eleven catalog outputs and checkfu-wire-typed's index and tables, one whole module
     // per input schema (typed), and one runtime module per schema the catalog's roots reach.
-    let schemas = std::fs::read_dir(scratch.root().join("schemas")).expect("schemas").filter(|e| {
-        e.as_ref().is_ok_and(|e| e.path().extension().is_some_and(|x| x == "json"))
-    });
+    let schemas = std::fs::read_dir(scratch.root().join("schemas"))
+        .expect("schemas")
+        .filter(|e| e.as_ref().is_ok_and(|e| e.path().extension().is_some_and(|x| x == "json")));
     let schemas = schemas.count();
     let runtime = outputs.iter().filter(|o| o.path.starts_with(checkfu_wire_codegen::SCHEMA_MODULES_DIR)).count();
     assert_eq!(outputs.len(), 13 + schemas + runtime);
@@ -94,7 +94,11 @@ fn class2_no_single_retention_mode() {
 fn class3_promotion_without_declaration() {
     let s = Scratch::new();
     let anchor = "name = \"hermes\"";
-    s.edit_after(anchor, "multiagent_shared_environment = \"false\"", "multiagent_shared_environment = \"false\"\nsubagents = \"observed\"");
+    s.edit_after(
+        anchor,
+        "multiagent_shared_environment = \"false\"",
+        "multiagent_shared_environment = \"false\"\nsubagents = \"observed\"",
+    );
     let line = s.line_of(anchor, "subagents = \"observed\"");
     let d = s.generate_err();
     let item = only(&d, Class::UndeclaredPromotion);
@@ -203,7 +207,11 @@ fn class8_gated_emission_names_unknown_axis_value_and_member() {
 fn every_error_in_one_run() {
     let s = Scratch::new();
     s.edit_after("name = \"hermes\"", "model_control = \"platform_enforced\"", "model_control = \"platform_supreme\"");
-    s.edit_after("name = \"pi\"", "multiagent_shared_environment = \"false\"", "multiagent_shared_environment = \"false\"\nsubagents = \"observed\"");
+    s.edit_after(
+        "name = \"pi\"",
+        "multiagent_shared_environment = \"false\"",
+        "multiagent_shared_environment = \"false\"\nsubagents = \"observed\"",
+    );
     s.edit_after("name = \"checkfu\"\nmode", "interrupt = \"kill_only\"", "interrupt = \"cooperative\"");
     s.edit_after("retention = \"durable\"", "event_fidelity = \"structured\"", "event_fidelity = \"structured\"\nsubagents = \"absent\"");
     s.edit_after("name = \"openclaw-connected\"", "usage_authority = \"unknown\"", "usage_authority = \"platform_observed\"");

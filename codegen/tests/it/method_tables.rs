@@ -14,10 +14,8 @@ fn edit_json(s: &Scratch, file: &str, edit: impl FnOnce(&mut Value)) {
     if let Ok(text) = std::fs::read_to_string(&record) {
         let bytes = std::fs::read(s.root().join("schemas").join(file)).expect("read");
         let sha = checkfu_wire_codegen::catalog::sha256_hex(&bytes);
-        let updated: String = text
-            .lines()
-            .map(|l| if l.starts_with("sha256 = ") { format!("sha256 = \"{sha}\"\n") } else { format!("{l}\n") })
-            .collect();
+        let updated: String =
+            text.lines().map(|l| if l.starts_with("sha256 = ") { format!("sha256 = \"{sha}\"\n") } else { format!("{l}\n") }).collect();
         std::fs::write(&record, updated).expect("write record");
     }
 }

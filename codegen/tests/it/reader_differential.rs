@@ -81,8 +81,11 @@ fn agree_on_files(root: &Path) -> (usize, usize) {
     let (mut texts, mut accepted) = (0, 0);
     for path in &files {
         let Ok(text) = std::fs::read_to_string(path) else { continue };
-        let documents: Vec<&str> =
-            if path.extension().is_some_and(|e| e == "jsonl") { text.lines().filter(|l| !l.trim().is_empty()).collect() } else { vec![&text] };
+        let documents: Vec<&str> = if path.extension().is_some_and(|e| e == "jsonl") {
+            text.lines().filter(|l| !l.trim().is_empty()).collect()
+        } else {
+            vec![&text]
+        };
         for document in documents {
             texts += 1;
             match agree(document) {
@@ -217,9 +220,14 @@ fn hand_written_edge_cases_are_accepted_and_refused_alike() {
     // `exact-numbers` turns it on; the generator alone does not): a number past an `f64`'s
     // reach is held, and an object whose first key is the number token must hold one number.
     // Without it the number is out of range and the object is an object.
-    let texts_kept = serde_json::from_str::<Value>("18446744073709551616.5").map(|n| n.to_string()).ok().as_deref() == Some("18446744073709551616.5");
+    let texts_kept =
+        serde_json::from_str::<Value>("18446744073709551616.5").map(|n| n.to_string()).ok().as_deref() == Some("18446744073709551616.5");
     assert_eq!(agree("[1.5e400]"), Ok(texts_kept));
-    for text in [r#"{"$serde_json::private::Number": 1}"#, r#"{"$serde_json::private::Number": "x"}"#, r#"{"$serde_json::private::Number": "1", "b": 2}"#] {
+    for text in [
+        r#"{"$serde_json::private::Number": 1}"#,
+        r#"{"$serde_json::private::Number": "x"}"#,
+        r#"{"$serde_json::private::Number": "1", "b": 2}"#,
+    ] {
         assert_eq!(agree(text), Ok(!texts_kept), "{text:?}");
     }
 }

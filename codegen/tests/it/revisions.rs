@@ -30,7 +30,11 @@ fn changing_the_vectors_schema_without_a_new_literal_fails() {
 fn bumping_the_literal_records_the_new_content() {
     let s = Scratch::new();
     edit_schema(&s, "\"maxLength\": 256", "\"maxLength\": 512");
-    s.edit_nth("extension_vectors = \"checkfu:acp-v1-extension-vectors@3\"", "extension_vectors = \"checkfu:acp-v1-extension-vectors@4\"", 0);
+    s.edit_nth(
+        "extension_vectors = \"checkfu:acp-v1-extension-vectors@3\"",
+        "extension_vectors = \"checkfu:acp-v1-extension-vectors@4\"",
+        0,
+    );
     let outputs = checkfu_wire_codegen::generate(s.root()).unwrap_or_else(|d| panic!("{}", d.render())).outputs;
     let lock = outputs.iter().find(|o| o.path.ends_with("revisions.lock.json")).expect("lock");
     assert!(lock.contents.contains("checkfu:acp-v1-extension-vectors@4"));
@@ -39,7 +43,11 @@ fn bumping_the_literal_records_the_new_content() {
 #[test]
 fn changing_a_conformance_requirement_needs_a_new_conformance_literal() {
     let s = Scratch::new();
-    s.edit_nth("exactly one ready observation precedes all harness output", "at least one ready observation precedes all harness output", 0);
+    s.edit_nth(
+        "exactly one ready observation precedes all harness output",
+        "at least one ready observation precedes all harness output",
+        0,
+    );
     let d = s.generate_err();
     let rendered = d.render();
     assert_eq!(of_class(&d, Class::Reinterpretation).len(), 1, "{rendered}");

@@ -91,13 +91,17 @@ fn reference_loops_that_make_no_progress_are_refused_naming_the_loop() {
     let text = error_text("self-loop.schema.json", json!({"$ref": "#"}));
     assert!(text.contains("self-loop.schema.json#/$ref: a `$ref` loop that makes no progress: `#` → `#`"), "{text}");
 
-    let text = error_text("pair.schema.json", json!({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}));
+    let text =
+        error_text("pair.schema.json", json!({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}));
     assert!(text.contains("`#/$defs/a` → `#/$defs/b` → `#/$defs/a` (through `#/$defs/a/$ref`, `#/$defs/b/$ref`)"), "{text}");
     assert_eq!(text.matches("makes no progress").count(), 1, "one diagnostic per loop:\n{text}");
 
     for (keyword, schema) in [
         ("allOf", json!({"$defs": {"a": {"allOf": [{"type": "object"}, {"$ref": "#/$defs/b"}]}, "b": {"$ref": "#/$defs/a"}}})),
-        ("anyOf", json!({"$defs": {"a": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/b"}]}, "b": {"type": "object", "properties": {"x": {}}, "allOf": [{"$ref": "#/$defs/a"}]}}})),
+        (
+            "anyOf",
+            json!({"$defs": {"a": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/b"}]}, "b": {"type": "object", "properties": {"x": {}}, "allOf": [{"$ref": "#/$defs/a"}]}}}),
+        ),
         ("not", json!({"$defs": {"a": {"not": {"$ref": "#/$defs/a"}}}})),
         ("if", json!({"$defs": {"a": {"if": {"type": "string"}, "then": {"$ref": "#/$defs/a"}}}})),
         ("dependentSchemas", json!({"$defs": {"a": {"dependentSchemas": {"k": {"$ref": "#/$defs/a"}}}}})),
@@ -147,7 +151,10 @@ fn schema_selects_the_draft_and_each_draft_keeps_its_meaning() {
     assert!(!text.contains("requires property `b`"), "{text}");
 
     // draft-04: boolean exclusive bounds; `id` below the root; booleans where a schema belongs.
-    let text = generated_text("d4.schema.json", json!({"$schema": "http://json-schema.org/draft-04/schema#", "maximum": 3, "exclusiveMaximum": true}));
+    let text = generated_text(
+        "d4.schema.json",
+        json!({"$schema": "http://json-schema.org/draft-04/schema#", "maximum": 3, "exclusiveMaximum": true}),
+    );
     assert!(text.contains("not below the exclusive maximum") && !text.contains("above the maximum"), "{text}");
     let text = error_text(
         "d4bad.schema.json",
@@ -157,7 +164,10 @@ fn schema_selects_the_draft_and_each_draft_keeps_its_meaning() {
     assert!(text.contains("#/properties/b/not: a boolean schema in `not`"), "{text}");
 
     // 2019-09: `$recursiveRef` other than `#` is refused, naming the keyword.
-    let text = error_text("rr.schema.json", json!({"$schema": "https://json-schema.org/draft/2019-09/schema", "properties": {"a": {"$recursiveRef": "#/x"}}}));
+    let text = error_text(
+        "rr.schema.json",
+        json!({"$schema": "https://json-schema.org/draft/2019-09/schema", "properties": {"a": {"$recursiveRef": "#/x"}}}),
+    );
     assert!(text.contains("#/properties/a/$recursiveRef: unsupported keyword `$recursiveRef` with a value other than `#`"), "{text}");
 }
 
@@ -181,7 +191,10 @@ fn a_schema_file_whose_name_gives_no_module_is_a_diagnostic() {
 fn patterns_are_compiled_at_generation_with_ecma_262_meaning_or_refused() {
     // Passed the parser but not the run time's size limit: rejected every string at run time.
     let text = error_text("big.schema.json", json!({"pattern": "(?:\\p{L}{100}){100}"}));
-    assert!(text.contains("big.schema.json#/pattern: the pattern `(?:\\p{L}{100}){100}` cannot be compiled by the `regex` crate"), "{text}");
+    assert!(
+        text.contains("big.schema.json#/pattern: the pattern `(?:\\p{L}{100}){100}` cannot be compiled by the `regex` crate"),
+        "{text}"
+    );
     // ECMA-262's `\w` is ASCII, so a thousand of them compile.
     let text = generated_text("w.schema.json", json!({"pattern": "\\w{1000}"}));
     assert!(text.contains("[0-9A-Za-z_]{1000}"), "{text}");

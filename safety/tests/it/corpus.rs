@@ -10,9 +10,7 @@ use std::path::{Path, PathBuf};
 use checkfu_wire_safety::{lint_bytes, run_cli, Rule};
 
 fn corpus(kind: &str) -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/corpus")
-        .join(kind);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus").join(kind);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|error| panic!("{}: {error}", dir.display()))
         .map(|entry| entry.expect("directory entry").path())
@@ -23,10 +21,7 @@ fn corpus(kind: &str) -> Vec<PathBuf> {
 }
 
 fn expected_rule(path: &Path) -> Rule {
-    let stem = path
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .expect("UTF-8 file name");
+    let stem = path.file_stem().and_then(|s| s.to_str()).expect("UTF-8 file name");
     let id = stem.split("--").next().unwrap_or(stem);
     Rule::from_id(id).unwrap_or_else(|| panic!("{}: no rule with id {id:?}", path.display()))
 }
@@ -34,22 +29,14 @@ fn expected_rule(path: &Path) -> Rule {
 #[test]
 fn each_reject_file_breaks_exactly_its_rule() {
     let files = corpus("reject");
-    assert!(
-        files.len() >= 40,
-        "the reject corpus has only {} files",
-        files.len()
-    );
+    assert!(files.len() >= 40, "the reject corpus has only {} files", files.len());
     let mut failures = Vec::new();
     for path in &files {
         let bytes = std::fs::read(path).expect("readable corpus file");
         let verdict = lint_bytes(&bytes);
         let expected = expected_rule(path);
         if verdict.accepted || verdict.rules() != vec![expected] {
-            failures.push(format!(
-                "{}: expected only {expected}, got {:#?}",
-                path.display(),
-                verdict.violations
-            ));
+            failures.push(format!("{}: expected only {expected}, got {:#?}", path.display(), verdict.violations));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -57,38 +44,19 @@ fn each_reject_file_breaks_exactly_its_rule() {
 
 #[test]
 fn every_rule_has_a_reject_file() {
-    let covered: Vec<Rule> = corpus("reject")
-        .iter()
-        .map(|path| expected_rule(path))
-        .collect();
-    let missing: Vec<&str> = Rule::ALL
-        .iter()
-        .filter(|rule| !covered.contains(rule))
-        .map(|rule| rule.id())
-        .collect();
-    assert!(
-        missing.is_empty(),
-        "rules without a reject file: {missing:?}"
-    );
+    let covered: Vec<Rule> = corpus("reject").iter().map(|path| expected_rule(path)).collect();
+    let missing: Vec<&str> = Rule::ALL.iter().filter(|rule| !covered.contains(rule)).map(|rule| rule.id()).collect();
+    assert!(missing.is_empty(), "rules without a reject file: {missing:?}");
 }
 
 #[test]
 fn each_accept_file_is_accepted() {
     let files = corpus("accept");
-    assert!(
-        files.len() >= 8,
-        "the accept corpus has only {} files",
-        files.len()
-    );
+    assert!(files.len() >= 8, "the accept corpus has only {} files", files.len());
     for path in &files {
         let bytes = std::fs::read(path).expect("readable corpus file");
         let verdict = lint_bytes(&bytes);
-        assert!(
-            verdict.accepted,
-            "{}: {:#?}",
-            path.display(),
-            verdict.violations
-        );
+        assert!(verdict.accepted, "{}: {:#?}", path.display(), verdict.violations);
         assert!(verdict.violations.is_empty());
     }
 }

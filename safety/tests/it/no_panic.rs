@@ -86,8 +86,7 @@ fn scalar() -> impl Strategy<Value = Value> {
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
         any::<i64>().prop_map(Value::from),
-        any::<f64>()
-            .prop_map(|f| serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)),
+        any::<f64>().prop_map(|f| serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)),
         prop::sample::select(STRINGS).prop_map(|s| Value::String(s.to_owned())),
         ".{0,12}".prop_map(Value::String),
     ]
@@ -105,8 +104,7 @@ fn value() -> impl Strategy<Value = Value> {
     scalar().prop_recursive(8, 256, 8, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-            prop::collection::vec((key(), inner), 0..6)
-                .prop_map(|entries| Value::Object(entries.into_iter().collect::<Map<_, _>>())),
+            prop::collection::vec((key(), inner), 0..6).prop_map(|entries| Value::Object(entries.into_iter().collect::<Map<_, _>>())),
         ]
     })
 }
@@ -115,12 +113,7 @@ fn value() -> impl Strategy<Value = Value> {
 fn check_consistent(doc: &Value, verdict: &Verdict) {
     assert_eq!(verdict.accepted, verdict.violations.is_empty());
     for violation in &verdict.violations {
-        assert!(
-            doc.pointer(&violation.pointer).is_some(),
-            "pointer {:?} ({}) does not resolve",
-            violation.pointer,
-            violation.rule
-        );
+        assert!(doc.pointer(&violation.pointer).is_some(), "pointer {:?} ({}) does not resolve", violation.pointer, violation.rule);
         assert!(!violation.message.is_empty());
         assert!(!violation.message.contains('\n'));
     }

@@ -10,10 +10,10 @@
 use serde_json::Value;
 
 use crate::conformance::normalize::Normalizer;
-use crate::probe::verdict;
-pub use crate::probe::verdict::Served;
 use crate::oneshot::stream::Stream;
 use crate::oneshot::OutputMode;
+use crate::probe::verdict;
+pub use crate::probe::verdict::Served;
 
 /// The most stdout bytes kept in text mode (the answer); past it, counted only.
 pub const MAX_TEXT: usize = 4 * 1024 * 1024;
@@ -164,10 +164,21 @@ pub fn prompt_exchange(output: &Output, exit: &Exit, served: &[Served], nonce: &
 /// answer's reply token in its output), and a call it made carried the first run's reply
 /// token, so the model saw its own earlier answer, not only the user's earlier prompt. What
 /// the CLI says of its session counts for nothing.
-pub fn resume(output: &Output, exit: &Exit, served: &[Served], nonce: &str, first_reply: Option<&str>, step_timeout: f64) -> Result<String, Failed> {
-    let reached = prompt_exchange(output, exit, served, nonce, step_timeout).map_err(|f| Failed::new(format!("the second run: {}", f.reason), f.refusals_may_cause))?;
+pub fn resume(
+    output: &Output,
+    exit: &Exit,
+    served: &[Served],
+    nonce: &str,
+    first_reply: Option<&str>,
+    step_timeout: f64,
+) -> Result<String, Failed> {
+    let reached = prompt_exchange(output, exit, served, nonce, step_timeout)
+        .map_err(|f| Failed::new(format!("the second run: {}", f.reason), f.refusals_may_cause))?;
     let Some(first_reply) = first_reply else {
-        return Err(Failed::new(String::from("the first run's output carried no reply token of the model, so there is no answer to resume from"), false));
+        return Err(Failed::new(
+            String::from("the first run's output carried no reply token of the model, so there is no answer to resume from"),
+            false,
+        ));
     };
     if served.iter().any(|c| c.earlier_reply_in_request) {
         Ok(reached)
@@ -195,9 +206,13 @@ pub fn output_schema(answer: &str, validator: &jsonschema::Validator, served: &[
     if served.iter().any(|c| c.structured_digest.as_deref() == Some(digest.as_str())) {
         Ok(())
     } else if served.iter().all(|c| c.structured_digest.is_none()) {
-        Err(String::from("the final answer validates, but the relay served no structured value in this run: the model was never asked for one"))
+        Err(String::from(
+            "the final answer validates, but the relay served no structured value in this run: the model was never asked for one",
+        ))
     } else {
-        Err(String::from("the final answer validates, but it is not the structured value the relay served: the harness made it up or changed it"))
+        Err(String::from(
+            "the final answer validates, but it is not the structured value the relay served: the harness made it up or changed it",
+        ))
     }
 }
 

@@ -92,11 +92,15 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
         (None, _) => None,
     };
     if options.inherit_home && !declaration.home_files.is_empty() {
-        return Err(UsageError::Options(String::from("the declaration's home_files write into the fresh home, which --inherit-home turns off")));
+        return Err(UsageError::Options(String::from(
+            "the declaration's home_files write into the fresh home, which --inherit-home turns off",
+        )));
     }
     let deadline = Instant::now() + options.deadline;
     let Plane { workspace, nonce, namespace, fence, fence_note, relay, home, placeholders, mut env } = prepare(options, entry, progress)?;
-    let scratch = Scratch(session::workspace::private_dir("checkfu-oneshot").map_err(|e| UsageError::CannotStart(format!("cannot prepare the run: {e}")))?);
+    let scratch = Scratch(
+        session::workspace::private_dir("checkfu-oneshot").map_err(|e| UsageError::CannotStart(format!("cannot prepare the run: {e}")))?,
+    );
     // The declaration's own files and variables, then the command line's (which win).
     if let Some(home) = &home {
         for (path, template) in &declaration.home_files {
@@ -115,14 +119,26 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
     let schema_path = match &options.output_schema {
         Some(schema) => {
             let path = scratch.0.join("output-schema.json");
-            std::fs::write(&path, schema.to_string()).map_err(|e| UsageError::CannotStart(format!("cannot write the output schema: {e}")))?;
+            std::fs::write(&path, schema.to_string())
+                .map_err(|e| UsageError::CannotStart(format!("cannot write the output schema: {e}")))?;
             Some(path.to_string_lossy().into_owned())
         }
         None => None,
     };
-    let launch_spec = Launch { env, netns: namespace.as_ref().map(session::fence::Namespace::join), cwd: Some(workspace.root().to_path_buf()) };
+    let launch_spec =
+        Launch { env, netns: namespace.as_ref().map(session::fence::Namespace::join), cwd: Some(workspace.root().to_path_buf()) };
 
-    let mut lane = Lane { options, launch, scratch: &scratch, schema_path: schema_path.as_deref(), placeholders: &placeholders, launch_spec: &launch_spec, deadline, steps: Vec::new(), progress };
+    let mut lane = Lane {
+        options,
+        launch,
+        scratch: &scratch,
+        schema_path: schema_path.as_deref(),
+        placeholders: &placeholders,
+        launch_spec: &launch_spec,
+        deadline,
+        steps: Vec::new(),
+        progress,
+    };
     // Run 1: the prompt.
     let first = lane.run(1, &nonce, None)?;
     let served: Vec<Served> = relay.calls(1).iter().map(Served::from).collect();
@@ -137,7 +153,11 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
     if let Some(flag) = &declaration.resume_flag {
         let needs_id = flag.contains("{session_id}");
         match (needs_id, &first_session) {
-            (true, None) => lane.step("resume", 0, Err(String::from("the first run's stream reported no session id, which the resume flag needs; no second run was made"))),
+            (true, None) => lane.step(
+                "resume",
+                0,
+                Err(String::from("the first run's stream reported no session id, which the resume flag needs; no second run was made")),
+            ),
             _ => {
                 let second_nonce = super::fresh_nonce();
                 relay.begin_turn(second_nonce.clone(), first_reply.iter().cloned().collect());
@@ -147,7 +167,14 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
                     Ok(expanded) => {
                         let second = lane.run(2, &second_nonce, Some(expanded))?;
                         let served: Vec<Served> = relay.calls(2).iter().map(Served::from).collect();
-                        let outcome = judge::resume(&second.output, &second.exit, &served, &second_nonce, first_reply.as_deref(), options.step_timeout.as_secs_f64());
+                        let outcome = judge::resume(
+                            &second.output,
+                            &second.exit,
+                            &served,
+                            &second_nonce,
+                            first_reply.as_deref(),
+                            options.step_timeout.as_secs_f64(),
+                        );
                         lane.step("resume", second.report.ms, outcome.map(|_| ()).map_err(|f| with_refusals(f, &relay, 2)));
                         finished.push((second, served));
                     }
@@ -198,7 +225,15 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
         plane.bind(entry, options.provider.as_deref(), None);
     }
     let steps = std::mem::take(&mut lane.steps);
-    Ok(OneshotResult::new(declaration, steps, finished.into_iter().map(|f| f.report).collect(), nonce, resume_nonce, options.output_schema.is_some().then_some(delivered), plane))
+    Ok(OneshotResult::new(
+        declaration,
+        steps,
+        finished.into_iter().map(|f| f.report).collect(),
+        nonce,
+        resume_nonce,
+        options.output_schema.is_some().then_some(delivered),
+        plane,
+    ))
 }
 
 /// A failed step's reason, with the relay's refusals of the run named after it when they
@@ -258,7 +293,10 @@ impl Lane<'_, '_> {
                 argv.extend(resume.clone());
                 continue;
             }
-            let expanded = self.placeholders.expand_with(arg, &[("prompt_path", &prompt_path)]).map_err(|e| UsageError::Options(format!("argv {arg:?}: {e}")))?;
+            let expanded = self
+                .placeholders
+                .expand_with(arg, &[("prompt_path", &prompt_path)])
+                .map_err(|e| UsageError::Options(format!("argv {arg:?}: {e}")))?;
             argv.push(expanded);
         }
         if let (Some(flag), Some(path)) = (&declaration.output_schema_flag, self.schema_path) {

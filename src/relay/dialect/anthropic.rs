@@ -160,7 +160,9 @@ pub(super) fn sse(reply: &Reply, turn: &Turn, ids: &Ids) -> String {
     event(&mut out, Some("message_start"), &start);
     let (opening, delta) = match reply {
         Reply::Text(text) => (json!({"type": "text", "text": "", "citations": null}), json!({"type": "text_delta", "text": text})),
-        Reply::ToolCall { name, input } => (tool_use(name, json!({}), ids), json!({"type": "input_json_delta", "partial_json": input.to_string()})),
+        Reply::ToolCall { name, input } => {
+            (tool_use(name, json!({}), ids), json!({"type": "input_json_delta", "partial_json": input.to_string()}))
+        }
     };
     event(&mut out, Some("content_block_start"), &json!({"type": "content_block_start", "index": 0, "content_block": opening}));
     event(&mut out, Some("content_block_delta"), &json!({"type": "content_block_delta", "index": 0, "delta": delta}));
@@ -203,6 +205,9 @@ mod tests {
         let turn = Turn { model: "m".into(), ..Turn::default() };
         let body = sse(&Reply::Text("hi".into()), &turn, &Ids::new(1));
         let names: Vec<&str> = body.lines().filter_map(|l| l.strip_prefix("event: ")).collect();
-        assert_eq!(names, ["message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop"]);
+        assert_eq!(
+            names,
+            ["message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop"]
+        );
     }
 }

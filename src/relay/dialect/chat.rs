@@ -168,8 +168,12 @@ mod tests {
         let turn = super::super::Served::OpenaiChat.read(&body).expect("reads");
         assert!(turn.include_usage);
         let stream = sse(&Reply::Text("hi".into()), &turn, &Ids::new(1));
-        let chunks: Vec<Value> =
-            stream.lines().filter_map(|l| l.strip_prefix("data: ")).filter(|d| *d != "[DONE]").map(|d| serde_json::from_str(d).expect("JSON")).collect();
+        let chunks: Vec<Value> = stream
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .filter(|d| *d != "[DONE]")
+            .map(|d| serde_json::from_str(d).expect("JSON"))
+            .collect();
         let (last, rest) = chunks.split_last().expect("chunks");
         assert_eq!(last["choices"], json!([]));
         assert_eq!(last["usage"]["prompt_tokens_details"]["cached_tokens"], 0);

@@ -214,4 +214,3 @@ pub(crate) fn event(out: &mut String, name: Option<&str>, data: &Value) {
 pub(crate) fn arguments(input: &Value) -> String {
     input.to_string()
 }
-

@@ -20,7 +20,9 @@ pub(super) fn read(body: &Map<String, Value>, turn: &mut Turn) -> Result<(), Str
             for item in items {
                 let kind = item.get("type").and_then(Value::as_str);
                 match (kind, item.get("role").and_then(Value::as_str)) {
-                    (Some("message") | None, Some("user")) => turn.user_texts.push(item.get("content").map(content_text).unwrap_or_default()),
+                    (Some("message") | None, Some("user")) => {
+                        turn.user_texts.push(item.get("content").map(content_text).unwrap_or_default())
+                    }
                     (Some("function_call_output" | "custom_tool_call_output" | "local_shell_call_output"), _) => {
                         turn.tool_results.push(item.get("output").map(content_text).unwrap_or_default());
                     }
@@ -170,7 +172,8 @@ pub(super) fn sse(reply: &Reply, turn: &Turn, ids: &Ids) -> String {
         Reply::ToolCall { input, .. } => {
             let args = arguments(input);
             events.push("response.function_call_arguments.delta", members(json!({"item_id": ids.item, "output_index": 0, "delta": args})));
-            events.push("response.function_call_arguments.done", members(json!({"item_id": ids.item, "output_index": 0, "arguments": args})));
+            events
+                .push("response.function_call_arguments.done", members(json!({"item_id": ids.item, "output_index": 0, "arguments": args})));
         }
     }
     events.push("response.output_item.done", members(json!({"output_index": 0, "item": item(reply, ids, true)})));

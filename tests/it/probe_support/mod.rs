@@ -95,7 +95,8 @@ pub fn assert_no_process_in_group(pgid: i32) {
 /// No workspace (`checkfu-probe-PID-…`), home (`checkfu-probe-home-PID-…`) or one-shot
 /// prompt directory (`checkfu-oneshot-PID-…`) of that probe.
 pub fn assert_nothing_left(probe_pid: u32) {
-    let prefixes = [format!("checkfu-probe-{probe_pid}-"), format!("checkfu-probe-home-{probe_pid}-"), format!("checkfu-oneshot-{probe_pid}-")];
+    let prefixes =
+        [format!("checkfu-probe-{probe_pid}-"), format!("checkfu-probe-home-{probe_pid}-"), format!("checkfu-oneshot-{probe_pid}-")];
     let left: Vec<PathBuf> = std::fs::read_dir(std::env::temp_dir())
         .expect("temp dir")
         .flatten()

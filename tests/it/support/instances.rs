@@ -24,8 +24,21 @@ pub const FULL_WORK: usize = 20_000;
 
 /// The keywords `flat` keeps: those the generator reads, and `allOf`, which it merges.
 const READ: &[&str] = &[
-    "allOf", "anyOf", "oneOf", "const", "enum", "type", "properties", "required", "items", "minItems", "pattern", "minLength", "maxLength",
-    "minimum", "maximum",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "const",
+    "enum",
+    "type",
+    "properties",
+    "required",
+    "items",
+    "minItems",
+    "pattern",
+    "minLength",
+    "maxLength",
+    "minimum",
+    "maximum",
 ];
 
 pub struct Generator<'d> {
@@ -206,7 +219,8 @@ impl<'d> Generator<'d> {
     fn objects(&self, flat: &Map<String, Value>, depth: usize) -> Vec<Value> {
         let none = Map::new();
         let properties = flat.get("properties").and_then(Value::as_object).unwrap_or(&none);
-        let required: Vec<&str> = flat.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+        let required: Vec<&str> =
+            flat.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
         let mut choices = Vec::new();
         for (name, schema) in properties {
             // Deep in a recursive schema, only required members are filled in, once each,

@@ -93,7 +93,14 @@ impl Seen {
 
 impl Emitter<'_> {
     /// Collects what `object` evaluates; `Err` names the keyword that makes it dynamic.
-    fn evaluated(&self, object: &Map<String, Value>, members: bool, own: bool, seen: &mut BTreeSet<String>, out: &mut Evaluated) -> Result<(), String> {
+    fn evaluated(
+        &self,
+        object: &Map<String, Value>,
+        members: bool,
+        own: bool,
+        seen: &mut BTreeSet<String>,
+        out: &mut Evaluated,
+    ) -> Result<(), String> {
         let dynamic = if members { DYNAMIC_MEMBERS } else { DYNAMIC_ITEMS };
         if let Some(key) = object.keys().find(|k| dynamic.contains(&k.as_str())) {
             return Err(key.clone());
@@ -202,7 +209,11 @@ impl Emitter<'_> {
         let mut per_member = Vec::new();
         per_member.extend(names_check);
         if !arms.is_empty() || !patterns.is_empty() || additional.is_some() {
-            let matched = if arms.is_empty() { quote! { false } } else { quote! { match &**k { #(#arms)* _ => false } } };
+            let matched = if arms.is_empty() {
+                quote! { false }
+            } else {
+                quote! { match &**k { #(#arms)* _ => false } }
+            };
             let mut pattern_tests = Vec::new();
             for (pattern, f, source) in &patterns {
                 pattern_tests.push(quote! {
@@ -226,7 +237,11 @@ impl Emitter<'_> {
         }
         let mut checks = Vec::new();
         if !per_member.is_empty() {
-            let declare = if required.is_empty() { quote! {} } else { seen.declare() };
+            let declare = if required.is_empty() {
+                quote! {}
+            } else {
+                seen.declare()
+            };
             checks.push(quote! { #declare for (k, p) in o { #(#per_member)* } });
         } else if !required.is_empty() {
             // No member check but required names: mark them in a plain pass.
@@ -243,7 +258,9 @@ impl Emitter<'_> {
             checks.push(quote! { if #unseen { return Err(Invalid::new(#message)); } });
         }
         checks.extend(self.dependencies(object, pointer));
-        for (key, cmp, message) in [("minProperties", quote! { < }, "too few properties"), ("maxProperties", quote! { > }, "too many properties")] {
+        for (key, cmp, message) in
+            [("minProperties", quote! { < }, "too few properties"), ("maxProperties", quote! { > }, "too many properties")]
+        {
             if let Some(n) = object.get(key) {
                 match count(n) {
                     Some(n) => checks.push(quote! { if o.len() #cmp #n { return Err(Invalid::new(#message)); } }),
@@ -294,7 +311,11 @@ impl Emitter<'_> {
         }
         let f = self.child(schema, &at);
         let names: Vec<&String> = evaluated.names.iter().collect();
-        let named = if names.is_empty() { quote! { false } } else { quote! { matches!(&**k, #(#names)|*) } };
+        let named = if names.is_empty() {
+            quote! { false }
+        } else {
+            quote! { matches!(&**k, #(#names)|*) }
+        };
         let mut pattern_tests = Vec::new();
         for source in &evaluated.patterns {
             let Ok(translated) = super::pattern::compile(source) else {

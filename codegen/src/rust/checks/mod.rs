@@ -31,17 +31,49 @@ use quote::{format_ident, quote};
 use serde_json::{Map, Value};
 
 use crate::rust::plan::calls::{call_graph, defined};
-use checkfu_wire_vocab::schema_syntax::escape;
 use crate::schema::normalize::{Normalized, ANNOTATIONS};
+use checkfu_wire_vocab::schema_syntax::escape;
 
 /// Assertion and applicator keywords the checks implement.
 pub const SUPPORTED: &[&str] = &[
-    "type", "enum", "const", "properties", "patternProperties", "additionalProperties", "required",
-    "propertyNames", "dependentRequired", "dependentSchemas", "unevaluatedProperties", "minProperties",
-    "maxProperties", "items", "prefixItems", "contains", "minContains", "maxContains", "minItems",
-    "maxItems", "uniqueItems", "unevaluatedItems", "minLength", "maxLength", "pattern", "minimum",
-    "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "anyOf", "oneOf", "allOf", "not",
-    "if", "then", "else", "$ref",
+    "type",
+    "enum",
+    "const",
+    "properties",
+    "patternProperties",
+    "additionalProperties",
+    "required",
+    "propertyNames",
+    "dependentRequired",
+    "dependentSchemas",
+    "unevaluatedProperties",
+    "minProperties",
+    "maxProperties",
+    "items",
+    "prefixItems",
+    "contains",
+    "minContains",
+    "maxContains",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "unevaluatedItems",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "anyOf",
+    "oneOf",
+    "allOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "$ref",
 ];
 
 /// Keywords of JSON Schema 2020-12 that change validation and that the checks do not
@@ -150,10 +182,13 @@ impl Emitter<'_> {
         let name = format_ident!("node_{}", self.counter);
         let doc = format!(" Checks `#{}`.", crate::rust::doc_safe(pointer));
         let owner = self.owner();
-        self.functions.push((owner, quote! {
-            #[doc = #doc]
-            fn #name(v: &Json<'_>) -> Result<(), Invalid> { #body }
-        }));
+        self.functions.push((
+            owner,
+            quote! {
+                #[doc = #doc]
+                fn #name(v: &Json<'_>) -> Result<(), Invalid> { #body }
+            },
+        ));
         name
     }
 
@@ -181,10 +216,7 @@ impl Emitter<'_> {
                 self.unsupported(&format!("{pointer}/{}", escape(key)), format!("unsupported keyword `{key}`"));
             }
             if key == "$id" && !pointer.is_empty() {
-                self.unsupported(
-                    &format!("{pointer}/$id"),
-                    "unsupported keyword `$id` below the root: it changes the base of references",
-                );
+                self.unsupported(&format!("{pointer}/$id"), "unsupported keyword `$id` below the root: it changes the base of references");
             }
         }
         let mut checks = Vec::new();
@@ -289,9 +321,12 @@ impl Emitter<'_> {
             self.table.push(name.to_string());
             // It belongs to the callee: whichever caller emitted it first, every caller of
             // `name` uses it, and a caller the runtime compiles reaches `name` too.
-            self.functions.push((name.to_string(), quote! {
-                fn #via(v: &Json<'_>) -> Result<(), Invalid> { (DEFERRED[#index])(v) }
-            }));
+            self.functions.push((
+                name.to_string(),
+                quote! {
+                    fn #via(v: &Json<'_>) -> Result<(), Invalid> { (DEFERRED[#index])(v) }
+                },
+            ));
         }
         via
     }

@@ -60,12 +60,24 @@ pub fn translate(source: &str) -> Result<String, String> {
                 let Some(e) = chars.next() else { return Err("a trailing `\\`".into()) };
                 match e {
                     'd' | 'w' | 's' => {
-                        let set = match e { 'd' => DIGIT, 'w' => WORD, _ => SPACE };
+                        let set = match e {
+                            'd' => DIGIT,
+                            'w' => WORD,
+                            _ => SPACE,
+                        };
                         out.push_str(&if in_class { set.to_string() } else { format!("[{set}]") });
                     }
-                    'D' | 'W' | 'S' if in_class => out.push_str(&complement(match e { 'D' => DIGIT, 'W' => WORD, _ => SPACE })),
+                    'D' | 'W' | 'S' if in_class => out.push_str(&complement(match e {
+                        'D' => DIGIT,
+                        'W' => WORD,
+                        _ => SPACE,
+                    })),
                     'D' | 'W' | 'S' => {
-                        let set = match e { 'D' => DIGIT, 'W' => WORD, _ => SPACE };
+                        let set = match e {
+                            'D' => DIGIT,
+                            'W' => WORD,
+                            _ => SPACE,
+                        };
                         out.push_str(&format!("[^{set}]"));
                     }
                     'b' | 'B' if !in_class => out.push_str(&format!("(?-u:\\{e})")),
@@ -126,7 +138,9 @@ pub fn translate(source: &str) -> Result<String, String> {
 
 /// Translates and compiles `source` as the run time will; `Err` says why it cannot be.
 pub fn compile(source: &str) -> Result<String, String> {
-    let translated = translate(source).map_err(|construct| format!("the pattern `{source}` uses {construct}, which has no linear-time equivalent with ECMA-262's meaning"))?;
+    let translated = translate(source).map_err(|construct| {
+        format!("the pattern `{source}` uses {construct}, which has no linear-time equivalent with ECMA-262's meaning")
+    })?;
     regex::Regex::new(&translated).map_err(|e| format!("the pattern `{source}` cannot be compiled by the `regex` crate: {e}"))?;
     Ok(translated)
 }

@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use super::model::{MethodPlan, Plan};
 use crate::catalog::model::Side;
-use checkfu_wire_vocab::schema_syntax::escape;
 use crate::schema::SchemaSet;
+use checkfu_wire_vocab::schema_syntax::escape;
 
 /// A method read from `x-method`/`x-side` annotations, with the keys (under `$defs`) of
 /// the definitions of its params and result.
@@ -58,7 +58,15 @@ pub(crate) fn annotated_methods(
             }
         };
         let entry = methods.entry(wire.clone()).or_insert_with(|| AnnotatedMethod {
-            plan: MethodPlan { name: wire.clone(), source: source.to_string(), side, notification: false, params: None, result: None, envelope: None },
+            plan: MethodPlan {
+                name: wire.clone(),
+                source: source.to_string(),
+                side,
+                notification: false,
+                params: None,
+                result: None,
+                envelope: None,
+            },
             params_def: None,
             result_def: None,
         });

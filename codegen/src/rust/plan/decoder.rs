@@ -37,7 +37,12 @@ fn carrier(text: &str) -> Option<(Option<String>, Part)> {
 
 /// Plans every decoder table from the catalog and the schemas.
 /// `recorded` is the ACP floor the revisions lock holds for the protocol literal, if any.
-pub fn plan(catalog: &Catalog, schemas: &SchemaSet, file: crate::diagnostic::FileId, recorded: Option<&Grammar>) -> Result<Plan, Vec<Diagnostic>> {
+pub fn plan(
+    catalog: &Catalog,
+    schemas: &SchemaSet,
+    file: crate::diagnostic::FileId,
+    recorded: Option<&Grammar>,
+) -> Result<Plan, Vec<Diagnostic>> {
     let mut plan = Plan::default();
     let mut errors = Vec::new();
     // When the grammar could not be read, the slots' carriers are not judged against it:
@@ -48,7 +53,9 @@ pub fn plan(catalog: &Catalog, schemas: &SchemaSet, file: crate::diagnostic::Fil
         Err(problems) => {
             grammar_read = !plan.methods.is_empty();
             let span = catalog.acp.schema.span.clone();
-            errors.extend(problems.into_iter().map(|p| Diagnostic::new(Class::UnknownOrDuplicate, p).at(file, span.clone(), "the pinned ACP schema")));
+            errors.extend(
+                problems.into_iter().map(|p| Diagnostic::new(Class::UnknownOrDuplicate, p).at(file, span.clone(), "the pinned ACP schema")),
+            );
         }
     }
     for (i, kind) in catalog.acp.optional_fidelity_updates.iter().enumerate() {
@@ -226,7 +233,8 @@ fn vectors(plan: &mut Plan, schemas: &SchemaSet, file: &str) -> Result<(), Strin
         .and_then(Value::as_array)
         .ok_or_else(|| format!("`{file}` has no `/properties/vectors/items/anyOf`"))?;
     for (i, variant) in variants.iter().enumerate() {
-        let single = |p: &str| variant.pointer(p).and_then(Value::as_array).and_then(|a| a.first()).and_then(Value::as_str).map(str::to_string);
+        let single =
+            |p: &str| variant.pointer(p).and_then(Value::as_array).and_then(|a| a.first()).and_then(Value::as_str).map(str::to_string);
         let (Some(name), Some(direction)) = (single("/properties/name/enum"), single("/properties/direction/enum")) else {
             return Err(format!("`{file}`: vector variant {i} has no single name and direction"));
         };

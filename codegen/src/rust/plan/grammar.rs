@@ -28,7 +28,12 @@ use crate::schema::SchemaSet;
 /// with the floor to record: the one the lock recorded for the protocol literal
 /// (`recorded`), which the schema must keep, or, when none is, the schema's whole grammar.
 /// `Err` lists what is wrong.
-pub fn grammar(plan: &mut Plan, schemas: &SchemaSet, catalog: &Catalog, recorded: Option<&Grammar>) -> Result<(Grammar, Grammar), Vec<String>> {
+pub fn grammar(
+    plan: &mut Plan,
+    schemas: &SchemaSet,
+    catalog: &Catalog,
+    recorded: Option<&Grammar>,
+) -> Result<(Grammar, Grammar), Vec<String>> {
     let file = catalog.acp.schema.as_str();
     let document = schemas.files.get(file).ok_or_else(|| vec![format!("[acp] schema `{file}` is not a file under schemas/")])?;
     let methods = annotated_methods(plan, schemas, file, "", "acp")?;
@@ -64,9 +69,11 @@ fn read(document: &Value, file: &str, methods: &BTreeMap<String, AnnotatedMethod
         }
     };
     let requests = || methods.values().filter(|m| !m.plan.notification);
-    let version = only("has a result carrying `protocolVersion`", requests().filter(|m| member(m, true, "protocolVersion").is_some()).collect());
+    let version =
+        only("has a result carrying `protocolVersion`", requests().filter(|m| member(m, true, "protocolVersion").is_some()).collect());
     let prompt = only("has a result carrying `stopReason`", requests().filter(|m| member(m, true, "stopReason").is_some()).collect());
-    let update_kinds = |m: &AnnotatedMethod| member(m, false, "update").map(|u| alternatives(document, u, Some("sessionUpdate"))).unwrap_or_default();
+    let update_kinds =
+        |m: &AnnotatedMethod| member(m, false, "update").map(|u| alternatives(document, u, Some("sessionUpdate"))).unwrap_or_default();
     let update = only(
         "is a notification whose `update` member is tagged by `sessionUpdate`",
         methods.values().filter(|m| m.plan.notification && !update_kinds(m).is_empty()).collect(),
@@ -86,7 +93,9 @@ fn read(document: &Value, file: &str, methods: &BTreeMap<String, AnnotatedMethod
         let bound = |key: &str| range.get(key).and_then(Value::as_f64);
         let v = f64::from(protocol_version);
         if bound("minimum").is_some_and(|min| v < min) || bound("maximum").is_some_and(|max| v > max) {
-            errors.push(format!("revisions.wire_protocol_version {protocol_version} is outside the range `{file}` allows for `protocolVersion`"));
+            errors.push(format!(
+                "revisions.wire_protocol_version {protocol_version} is outside the range `{file}` allows for `protocolVersion`"
+            ));
         }
     }
     let grammar = Grammar {
@@ -113,7 +122,11 @@ fn unkept(floor: &Grammar, now: &Grammar, catalog: &Catalog) -> Vec<String> {
     let literal = catalog.revisions.protocol.as_str();
     let file = catalog.acp.schema.as_str();
     let mut errors = Vec::new();
-    let mut broken = |what: String| errors.push(format!("`{literal}` promises {what} (its floor, recorded in the revisions lock), which the pinned schema `{file}` does not keep"));
+    let mut broken = |what: String| {
+        errors.push(format!(
+            "`{literal}` promises {what} (its floor, recorded in the revisions lock), which the pinned schema `{file}` does not keep"
+        ))
+    };
     for promised in &floor.methods {
         match now.methods.iter().find(|m| m.name == promised.name) {
             None => broken(format!("method `{}`", promised.name)),

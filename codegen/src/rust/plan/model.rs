@@ -74,7 +74,6 @@ pub struct Plan {
     pub warnings: Vec<String>,
 }
 
-
 impl Plan {
     /// The definition for `file#pointer`: an existing definition when the node is one or
     /// refers to one, else a pinned hoist under `wanted`.

@@ -101,13 +101,16 @@ fn legacy_definitions_are_definitions() {
 
 #[test]
 fn bad_references_are_all_reported() {
-    let n = normalize("Root", &json!({"properties": {
-        "a": {"$ref": "https://example.com/x.json"},
-        "b": {"$ref": "#foo"},
-        "c": {"$ref": "#/$defs/missing"},
-        "d": {"$ref": "#/properties/e/const/type"},
-        "e": {"const": {"type": "string"}}
-    }}));
+    let n = normalize(
+        "Root",
+        &json!({"properties": {
+            "a": {"$ref": "https://example.com/x.json"},
+            "b": {"$ref": "#foo"},
+            "c": {"$ref": "#/$defs/missing"},
+            "d": {"$ref": "#/properties/e/const/type"},
+            "e": {"const": {"type": "string"}}
+        }}),
+    );
     let pointers: Vec<&str> = n.errors.iter().map(|e| e.pointer.as_str()).collect();
     assert_eq!(pointers, ["/properties/a/$ref", "/properties/b/$ref", "/properties/c/$ref", "/properties/e/const/type"], "{:?}", n.errors);
     assert!(n.errors[3].message.contains("is not a schema"), "{:?}", n.errors[3]);
@@ -117,10 +120,13 @@ fn bad_references_are_all_reported() {
 fn references_into_data_and_unknown_keywords_read_what_is_there_as_a_schema() {
     // travis's shape: a definition that holds schemas under keys no draft defines, and
     // references into it; one of those holds a reference into another unknown keyword.
-    let n = normalize("Root", &json!({
-        "definitions": {"group": {"slack": {"$ref": "#/definitions/group/irc"}, "irc": {"x-more": {"type": "integer"}, "type": "string"}}},
-        "properties": {"s": {"$ref": "#/definitions/group/slack"}, "c": {"$ref": "#/properties/e/const"}, "e": {"const": {"minimum": 3}}}
-    }));
+    let n = normalize(
+        "Root",
+        &json!({
+            "definitions": {"group": {"slack": {"$ref": "#/definitions/group/irc"}, "irc": {"x-more": {"type": "integer"}, "type": "string"}}},
+            "properties": {"s": {"$ref": "#/definitions/group/slack"}, "c": {"$ref": "#/properties/e/const"}, "e": {"const": {"minimum": 3}}}
+        }),
+    );
     assert!(n.errors.is_empty(), "{:?}", n.errors);
     assert_eq!(n.defs["DefinitionsGroupSlack"], json!({"$ref": "#/$defs/DefinitionsGroupIrc"}));
     assert_eq!(n.defs["DefinitionsGroupIrc"], json!({"type": "string", "x-more": {"type": "integer"}}));
@@ -163,7 +169,11 @@ fn a_tilde_not_followed_by_0_or_1_is_refused() {
         let n = normalize("Root", &json!({"$defs": {"a~2b": {"type": "null"}, "a~": {}}, "properties": {"p": {"$ref": reference}}}));
         assert_eq!(n.errors.len(), 1, "{reference}: {:?}", n.errors);
         assert_eq!(n.errors[0].pointer, "/properties/p/$ref", "{reference}");
-        assert!(n.errors[0].message.contains("is not a JSON Pointer: a '~' is not followed by '0' or '1'"), "{reference}: {}", n.errors[0].message);
+        assert!(
+            n.errors[0].message.contains("is not a JSON Pointer: a '~' is not followed by '0' or '1'"),
+            "{reference}: {}",
+            n.errors[0].message
+        );
     }
     assert_eq!(ref_target("#/$defs/t~0~1"), Ok("/$defs/t~0~1".to_string()));
 }

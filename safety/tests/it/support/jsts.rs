@@ -34,8 +34,7 @@ pub fn load(dir: &Path) -> Vec<SuiteSchema> {
     let mut files = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(folder) = pending.pop() {
-        let entries =
-            std::fs::read_dir(&folder).unwrap_or_else(|e| panic!("{}: {e}", folder.display()));
+        let entries = std::fs::read_dir(&folder).unwrap_or_else(|e| panic!("{}: {e}", folder.display()));
         for entry in entries {
             let path = entry.expect("directory entry").path();
             if path.is_dir() {
@@ -48,15 +47,9 @@ pub fn load(dir: &Path) -> Vec<SuiteSchema> {
     files.sort();
     let mut schemas = Vec::new();
     for path in files {
-        let text =
-            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let groups: Vec<Value> =
-            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let file = path
-            .strip_prefix(dir)
-            .unwrap_or(&path)
-            .display()
-            .to_string();
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let groups: Vec<Value> = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let file = path.strip_prefix(dir).unwrap_or(&path).display().to_string();
         for group in groups {
             schemas.push(SuiteSchema {
                 file: file.clone(),
@@ -110,37 +103,18 @@ pub fn tally(schemas: &[SuiteSchema]) -> (Tally, Tally) {
 
 /// A Markdown table of both tallies.
 pub fn render(required: &Tally, optional: &Tally) -> String {
-    let mut rules: Vec<&str> = required
-        .by_rule
-        .keys()
-        .chain(optional.by_rule.keys())
-        .copied()
-        .collect();
+    let mut rules: Vec<&str> = required.by_rule.keys().chain(optional.by_rule.keys()).copied().collect();
     rules.sort_unstable();
     rules.dedup();
     let mut out = String::new();
     out.push_str("| | required (`tests/draft2020-12/*.json`) | optional (`optional/**`) |\n");
     out.push_str("| --- | ---: | ---: |\n");
-    out.push_str(&format!(
-        "| schemas | {} | {} |\n",
-        required.schemas, optional.schemas
-    ));
-    out.push_str(&format!(
-        "| accepted | {} | {} |\n",
-        required.accepted, optional.accepted
-    ));
-    out.push_str(&format!(
-        "| rejected | {} | {} |\n",
-        required.rejected(),
-        optional.rejected()
-    ));
+    out.push_str(&format!("| schemas | {} | {} |\n", required.schemas, optional.schemas));
+    out.push_str(&format!("| accepted | {} | {} |\n", required.accepted, optional.accepted));
+    out.push_str(&format!("| rejected | {} | {} |\n", required.rejected(), optional.rejected()));
     for rule in rules {
         let count = |tally: &Tally| tally.by_rule.get(rule).copied().unwrap_or(0);
-        out.push_str(&format!(
-            "| … breaking `{rule}` | {} | {} |\n",
-            count(required),
-            count(optional)
-        ));
+        out.push_str(&format!("| … breaking `{rule}` | {} | {} |\n", count(required), count(optional)));
     }
     out
 }
