@@ -101,8 +101,7 @@ fn floor_server(answer: Vec<u8>) -> std::net::SocketAddr {
             let mut buffer = vec![0u8; 64 * 1024];
             let mut read = 0;
             // Read the headers, then the declared body, as any server must.
-            loop {
-                let Ok(n) = stream.read(&mut buffer[read..]) else { break };
+            while let Ok(n) = stream.read(&mut buffer[read..]) {
                 if n == 0 {
                     break;
                 }

@@ -166,26 +166,6 @@ impl DoubleEndedIterator for MapMembers<'_> {
 
 impl ExactSizeIterator for MapMembers<'_> {}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn value_members_keep_document_order_both_ways() {
-        let doc = json!({"b": 1, "a": [true], "c": null});
-        let object = doc.as_object().expect("an object");
-        let keys: Vec<&str> = Object::members(object).map(|(key, _)| key).collect();
-        assert_eq!(keys, ["b", "a", "c"]);
-        let back: Vec<&str> = Object::members(object).rev().map(|(key, _)| key).collect();
-        assert_eq!(back, ["c", "a", "b"]);
-        let a = Object::get(object, "a").expect("member a");
-        assert!(std::ptr::eq(a, &doc["a"]));
-        assert_eq!(Node::as_array(a).map(<[Value]>::len), Some(1));
-        assert!(!Object::contains_key(object, "d"));
-    }
-}
-
 /// The bytes serde_json writes for `number`. Integers are measured with itoa, whose
 /// buffer gives the same text without the formatting machinery; other numbers (rare in
 /// schemas) as serde_json displays them, whatever float formatter it uses.
@@ -209,5 +189,25 @@ impl std::fmt::Write for ByteCounter {
     fn write_str(&mut self, text: &str) -> std::fmt::Result {
         self.0 += text.len();
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn value_members_keep_document_order_both_ways() {
+        let doc = json!({"b": 1, "a": [true], "c": null});
+        let object = doc.as_object().expect("an object");
+        let keys: Vec<&str> = Object::members(object).map(|(key, _)| key).collect();
+        assert_eq!(keys, ["b", "a", "c"]);
+        let back: Vec<&str> = Object::members(object).rev().map(|(key, _)| key).collect();
+        assert_eq!(back, ["c", "a", "b"]);
+        let a = Object::get(object, "a").expect("member a");
+        assert!(std::ptr::eq(a, &doc["a"]));
+        assert_eq!(Node::as_array(a).map(<[Value]>::len), Some(1));
+        assert!(!Object::contains_key(object, "d"));
     }
 }

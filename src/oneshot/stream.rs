@@ -45,9 +45,12 @@ pub struct Stream {
     result: Option<String>,
 }
 
+/// A generated check of one definition.
+type KindCheck = fn(&crate::exact::Json<'_>) -> Result<(), crate::exact::Invalid>;
+
 /// The generated check of one kind's definition, to say precisely why a line of that kind
 /// fails (the root's `oneOf` can only say that no branch matched).
-fn kind_check(kind: &str) -> Option<fn(&crate::exact::Json<'_>) -> Result<(), crate::exact::Invalid>> {
+fn kind_check(kind: &str) -> Option<KindCheck> {
     Some(match kind {
         "session" => checks::check_Session,
         "text_delta" => checks::check_TextDelta,

@@ -241,7 +241,8 @@ impl Harness {
         let early = self.exit_status().is_some();
         self.stdin = None;
         let mut ending = if early { Ending::ExitedEarly } else { Ending::ExitedOnEof };
-        if !early && !(eof_first && self.wait_exit(grace)) {
+        let exited_on_eof = !early && eof_first && self.wait_exit(grace);
+        if !early && !exited_on_eof {
             signal_group(self.pid, libc::SIGTERM);
             ending = Ending::Terminated;
             if !self.wait_exit(grace) {

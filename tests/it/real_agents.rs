@@ -29,8 +29,8 @@ const IGNORED: &str = "CHECKFU_REAL_AGENTS is not set: run tests/real-agents/ins
 /// cannot, the runner lists them as ignored, never as passed.
 #[test]
 fn the_real_agent_tests_are_ignored_exactly_where_they_cannot_run() {
-    if std::env::var_os("CHECKFU_REQUIRE_REAL_AGENTS").is_some() {
-        assert!(cfg!(checkfu_real_agents), "CHECKFU_REQUIRE_REAL_AGENTS is set but CHECKFU_REAL_AGENTS was not when the tests were built");
+    if std::env::var_os("CHECKFU_REQUIRE_REAL_AGENTS").is_some() && !cfg!(checkfu_real_agents) {
+        panic!("CHECKFU_REQUIRE_REAL_AGENTS is set but CHECKFU_REAL_AGENTS was not when the tests were built");
     }
     let listed = Command::new(std::env::current_exe().expect("this test binary")).args(["--list", "--ignored"]).output().expect("list");
     let ignored = String::from_utf8_lossy(&listed.stdout)

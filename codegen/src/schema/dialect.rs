@@ -280,8 +280,9 @@ fn deepest(input: &Value, tokens: &[&str]) -> Vec<String> {
     // `deepest` is only handed checked tokens, so the unescaping cannot fail.
     let keyword = schema_syntax::unescape(first).unwrap_or_default();
     let mut best = Vec::new();
-    // The reborrow gives the table's `'static` names the token's lifetime, so both chain.
-    let names = std::iter::once(*first).chain(written_as(&keyword).map(|name| &name[..]));
+    // The table's names are `'static`; the coercion gives them the token's lifetime, so
+    // both chain.
+    let names = std::iter::once(*first).chain(written_as(&keyword).map(|name| -> &str { name }));
     for name in names {
         let Ok(Some(child)) = node_at(input, &format!("/{name}")) else { continue };
         let mut path = vec![name.to_string()];

@@ -258,7 +258,7 @@ mod tests {
         let validator = jsonschema::validator_for(&schema).expect("schema");
         let served = serde_json::json!({"answer": TOKEN, "n": 1});
         let call = Served { structured_digest: Some(crate::relay::digest(&served)), ..answered(false) };
-        assert_eq!(output_schema(&format!(r#"{{"n": 1.0, "answer": "{TOKEN}"}}"#), &validator, &[call.clone()]), Ok(()));
+        assert_eq!(output_schema(&format!(r#"{{"n": 1.0, "answer": "{TOKEN}"}}"#), &validator, std::slice::from_ref(&call)), Ok(()));
         let made_up = output_schema(r#"{"answer": "mine"}"#, &validator, &[call]).unwrap_err();
         assert!(made_up.contains("not the structured value the relay served"), "{made_up}");
     }
