@@ -12,6 +12,7 @@ pub mod decode;
 pub mod exact;
 pub mod oneshot;
 pub mod schemas;
+pub mod text;
 // The live diagnostic and what it stands on, behind the default `probe` feature: a crate
 // that only decodes compiles no HTTP server.
 #[cfg(feature = "probe")]

@@ -187,11 +187,7 @@ fn push_bounded(into: &mut String, text: &str) {
     if text.len() <= room {
         into.push_str(text);
     } else {
-        let mut at = room;
-        while !text.is_char_boundary(at) {
-            at -= 1;
-        }
-        into.push_str(&text[..at]);
+        into.push_str(crate::text::head(text, room));
     }
 }
 

@@ -13,6 +13,7 @@
 //! that very trace with [`crate::conformance::check_str`], so `conform` on the `--trace` file
 //! gives the same verdicts.
 
+pub mod ending;
 pub mod launch;
 pub mod model_plane;
 pub mod oneshot;
@@ -549,14 +550,7 @@ impl<'o, 'p> Run<'o, 'p> {
     fn finish(mut self, admitted: Option<&AdmittedCapabilities>) -> ProbeResult {
         let started = Instant::now();
         let teardown = self.session.teardown(self.options.kill_grace);
-        let outcome = match teardown.ending {
-            _ if !teardown.leftover.is_empty() => {
-                Err(format!("processes of the harness's group survived teardown: {:?}", teardown.leftover))
-            }
-            session::Ending::Killed => Err(String::from("the harness ignored EOF on stdin and SIGTERM; it was killed")),
-            session::Ending::Unreaped => Err(String::from("the harness could not be reaped after SIGKILL")),
-            _ => Ok(()),
-        };
+        let outcome = ending::teardown_fault(&teardown, "harness", "EOF on stdin and SIGTERM").map_or(Ok(()), Err);
         self.step("teardown", started, outcome);
 
         let declared: Vec<(&str, &str)> = admitted.map(|a| a.values().to_vec()).unwrap_or_default();
@@ -582,22 +576,9 @@ impl<'o, 'p> Run<'o, 'p> {
             self.admission.realized = realized(admitted, &report);
         }
 
-        let (stderr_bytes, mut stderr_tail) = self.session.stderr();
-        if stderr_tail.len() > 4096 {
-            let mut cut = stderr_tail.len() - 4096;
-            while !stderr_tail.is_char_boundary(cut) {
-                cut += 1;
-            }
-            stderr_tail = stderr_tail[cut..].to_owned();
-        }
-        let exit = match teardown.status {
-            Some(status) => match (status.code(), std::os::unix::process::ExitStatusExt::signal(&status)) {
-                (Some(code), _) => json!({"code": code}),
-                (None, Some(signal)) => json!({"signal": signal}),
-                (None, None) => Value::Null,
-            },
-            None => Value::Null,
-        };
+        let (stderr_bytes, stderr_tail) = self.session.stderr();
+        let stderr_tail = ending::stderr_tail(&stderr_tail);
+        let exit = ending::exit_json(teardown.status);
         let harness = HarnessInfo {
             command: self.command.iter().map(|c| c.to_string_lossy().into_owned()).collect(),
             pid: self.session.pid(),
@@ -680,18 +661,9 @@ fn rpc_error(error: &Value) -> String {
     // `data` often says what the message does not ("Query closed before response received").
     match error.get("data").map(Value::to_string) {
         Some(data) if data.len() <= 300 => format!("{code} {message:?} (data: {data})"),
-        Some(data) => format!("{code} {message:?} (data: {}…)", prefix(&data, 300)),
+        Some(data) => format!("{code} {message:?} (data: {}…)", crate::text::head(&data, 300)),
         None => format!("{code} {message:?}"),
     }
-}
-
-/// The longest prefix of `text` of at most `max` bytes that ends on a character boundary.
-fn prefix(text: &str, max: usize) -> &str {
-    let mut at = max.min(text.len());
-    while !text.is_char_boundary(at) {
-        at -= 1;
-    }
-    &text[..at]
 }
 
 /// A fresh nonce, as the probe makes one per session (`cf-` and 16 hex digits).

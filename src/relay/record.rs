@@ -31,16 +31,7 @@ pub fn capped(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_owned();
     }
-    format!("{}… (truncated: {} bytes)", prefix(text, max), text.len())
-}
-
-/// The longest prefix of `text` of at most `max` bytes that ends on a character boundary.
-pub fn prefix(text: &str, max: usize) -> &str {
-    let mut at = max.min(text.len());
-    while !text.is_char_boundary(at) {
-        at -= 1;
-    }
-    &text[..at]
+    format!("{}… (truncated: {} bytes)", crate::text::head(text, max), text.len())
 }
 
 /// One call the replay model answered.
@@ -102,9 +93,9 @@ impl Bodies {
     pub fn new(request: &[u8], response: &str) -> Bodies {
         let request_text = String::from_utf8_lossy(&request[..request.len().min(MAX_BODY_COPY + 4)]);
         Bodies {
-            request: prefix(&request_text, MAX_BODY_COPY).to_owned(),
+            request: crate::text::head(&request_text, MAX_BODY_COPY).to_owned(),
             request_bytes: request.len(),
-            response: prefix(response, MAX_BODY_COPY).to_owned(),
+            response: crate::text::head(response, MAX_BODY_COPY).to_owned(),
             response_bytes: response.len(),
         }
     }

@@ -354,13 +354,8 @@ impl Session {
             Some(Ok(id @ (Value::String(_) | Value::Number(_)))) => Some(id),
             Some(_) => return Ok(false),
         };
-        let mut name = method.to_owned();
-        if name.len() > MAX_METHOD_NAME {
-            let mut at = MAX_METHOD_NAME;
-            while !name.is_char_boundary(at) {
-                at -= 1;
-            }
-            name.truncate(at);
+        let mut name = crate::text::head(method, MAX_METHOD_NAME).to_owned();
+        if name.len() < method.len() {
             name.push('…');
         }
         let unknown = format!("`{name}` is no ACP method, and without the `_` prefix it is no extension either");

@@ -132,15 +132,7 @@ pub fn run(spec: Spec<'_>) -> std::io::Result<Finished> {
         timed_out,
     };
     output.end(&exit);
-    let teardown_fault = if !teardown.leftover.is_empty() {
-        Some(format!("processes of the CLI's group survived teardown: {:?}", teardown.leftover))
-    } else {
-        match teardown.ending {
-            crate::session::Ending::Killed => Some(String::from("the CLI ignored SIGTERM; it was killed")),
-            crate::session::Ending::Unreaped => Some(String::from("the CLI could not be reaped after SIGKILL")),
-            _ => None,
-        }
-    };
+    let teardown_fault = crate::probe::ending::teardown_fault(&teardown, "CLI", "SIGTERM");
     let (stderr_bytes, stderr) = harness.stderr();
     let trace = output.normalizer.trace(&[], &[]);
     // The trace is ours; a checker refusal of it would be a bug in the normalizer.
@@ -153,11 +145,7 @@ pub fn run(spec: Spec<'_>) -> std::io::Result<Finished> {
         stdin,
         nonce: spec.nonce.to_owned(),
         pid: harness.pid(),
-        exit: match (exit.code, exit.signal) {
-            (Some(code), _) => json!({"code": code}),
-            (None, Some(signal)) => json!({"signal": signal}),
-            (None, None) => Value::Null,
-        },
+        exit: crate::probe::ending::exit_json(status),
         timed_out,
         ending: teardown.ending.name(),
         reaped_children: teardown.reaped_children,
@@ -165,36 +153,14 @@ pub fn run(spec: Spec<'_>) -> std::io::Result<Finished> {
         ms: started.elapsed().as_millis() as u64,
         stdout_bytes: output.stdout_bytes,
         stderr_bytes,
-        stderr_tail: tail_text(stderr.as_bytes()),
+        stderr_tail: crate::probe::ending::stderr_tail(&stderr),
         session_id: output.stream.session_id.clone(),
         event_kinds: output.stream.kinds.clone(),
         stream_errors: output.stream.errors.clone(),
         malformed_lines: output.stream.malformed.iter().take(20).map(|(line, why)| json!({"line": line, "why": why})).collect(),
-        answer: head(output.answer()),
+        answer: crate::text::head(output.answer(), TAIL).to_owned(),
         trace,
         checks,
     };
     Ok(Finished { report, output, exit, teardown_fault })
-}
-
-/// The last [`TAIL`] bytes as text, cut on a character boundary.
-fn tail_text(bytes: &[u8]) -> String {
-    let text = String::from_utf8_lossy(bytes);
-    if text.len() <= TAIL {
-        return text.into_owned();
-    }
-    let mut cut = text.len() - TAIL;
-    while !text.is_char_boundary(cut) {
-        cut += 1;
-    }
-    text[cut..].to_owned()
-}
-
-/// The first [`TAIL`] bytes of `text`, cut on a character boundary.
-fn head(text: &str) -> String {
-    let mut at = TAIL.min(text.len());
-    while !text.is_char_boundary(at) {
-        at -= 1;
-    }
-    text[..at].to_owned()
 }
