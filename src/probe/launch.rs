@@ -11,7 +11,8 @@
 //! passed on as text would surface far from its cause, as a harness that cannot reach its
 //! model.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
+use std::path::Path;
 
 /// The names a template may use, as written between braces.
 pub const NAMES: [&str; 4] = ["relay_url", "api_key", "workspace", "home"];
@@ -107,6 +108,18 @@ pub fn check_options(options: &super::ProbeOptions) -> Result<(), super::UsageEr
         check(template).map_err(|e| super::UsageError::Options(format!("--home-file {path}: {e}")))?;
     }
     Ok(())
+}
+
+/// The program a harness is started as. It starts in the session's workspace, so a relative
+/// path with a `/` is resolved against `base` first (the caller's directory, or a recipe's),
+/// and means what it said where it was typed; a bare name is looked up on `PATH`. Arguments
+/// are passed as they are: a relative path among them is read from the workspace.
+pub fn program(program: &OsStr, base: &Path) -> OsString {
+    let path = Path::new(program);
+    if path.is_absolute() || !program.as_encoded_bytes().contains(&b'/') {
+        return program.to_owned();
+    }
+    base.join(path).into_os_string()
 }
 
 /// Hosts a client must reach directly rather than through the proxy: the relay itself.

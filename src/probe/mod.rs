@@ -188,14 +188,20 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(&str)) -> Resul
     relay::routes::for_provider(options.provider.as_deref()).map_err(UsageError::Options)?;
     let meta = authority_meta(options)?;
     let Plane { workspace, nonce, namespace, fence, fence_note, relay, home, placeholders, env } = prepare(options, entry, progress)?;
-    let command = options
+    let mut command = options
         .command
         .iter()
         .map(|a| placeholders.expand_os(a).map_err(|e| UsageError::Options(format!("the harness command: {e}"))))
         .collect::<Result<Vec<OsString>, UsageError>>()?;
+    // The agent starts in the workspace, as a one-shot CLI does: its `PWD` is the workspace,
+    // and nothing of the caller's directory reaches it but a relative program path, resolved.
+    if let Some(first) = command.first_mut() {
+        *first = launch::program(first, &std::env::current_dir().unwrap_or_default());
+    }
     // The banner shows the argv as it is run, placeholders expanded.
     progress(&result::banner(&command));
-    let launch = session::Launch { env, netns: namespace.as_ref().map(session::fence::Namespace::join), cwd: None };
+    let launch =
+        session::Launch { env, netns: namespace.as_ref().map(session::fence::Namespace::join), cwd: Some(workspace.root().to_path_buf()) };
     let session_options = session::Options { permission: options.permission, terminals: options.terminals, deadline: options.deadline };
     let session = Session::start_in(workspace, &command, session_options, &launch).map_err(|e| {
         let command = options.command.first().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();

@@ -4,7 +4,8 @@
 //! permission and `fs/*` methods inside its workspace, and echoes the prompt (so the probe's
 //! nonce reaches its output). Switches make it misbehave in one way each:
 //!
-//! `--declare LIST` (members of `checkfu.capabilities`, comma-separated; `none`),
+//! `CHECKFU_FIXTURE_SEEN=FILE` makes it write where it was started into FILE (`cwd`, `pwd`,
+//! `oldpwd`). `--declare LIST` (members of `checkfu.capabilities`, comma-separated; `none`),
 //! `--undeclared-emission` (subagent lifecycle without declaring `subagents`),
 //! `--no-ack` (never answer a steer), `--duplicate-terminal`, `--crash-mid-turn`,
 //! `--silent-after-initialize`, `--garbage-stdout`, `--oversize-line`, `--read-outside`,
@@ -498,6 +499,12 @@ impl Agent {
 
 fn main() {
     let s = switches();
+    // `CHECKFU_FIXTURE_SEEN=FILE`: where it was started, as JSON, before anything else.
+    if let Some(path) = std::env::var_os("CHECKFU_FIXTURE_SEEN") {
+        let cwd = std::env::current_dir().map(|d| d.to_string_lossy().into_owned()).unwrap_or_default();
+        let seen = json!({"cwd": cwd, "pwd": std::env::var("PWD").ok(), "oldpwd": std::env::var("OLDPWD").ok()});
+        let _ = std::fs::write(path, seen.to_string());
+    }
     if s.hang {
         // SAFETY: setting a signal disposition to "ignore" touches no memory of ours.
         unsafe {

@@ -529,3 +529,17 @@ fn the_typescript_sdk_test_is_ignored_exactly_where_it_cannot_run() {
         .any(|l| l == "probe::an_agent_written_with_the_official_typescript_sdk_passes: test");
     assert_eq!(ignored, !cfg!(checkfu_ts_agent));
 }
+
+#[test]
+fn the_agent_starts_in_the_workspace_with_its_pwd_and_no_oldpwd() {
+    let scratch = probe_support::Scratch::new("acp-pwd");
+    let seen = scratch.path("seen.json");
+    let env = [("CHECKFU_FIXTURE_SEEN", std::ffi::OsString::from(&seen)), ("OLDPWD", std::ffi::OsString::from("/root"))];
+    let run = probe_support::probe_env(&[], &agent(&[]), &env);
+    assert_eq!(run.status, 0, "{}", run.pretty());
+    let seen: Value = serde_json::from_str(&std::fs::read_to_string(&seen).expect("the agent wrote where it started")).expect("JSON");
+    let cwd = seen["cwd"].as_str().expect("cwd");
+    assert!(cwd.contains("checkfu-probe-"), "the workspace, not the caller's directory: {seen}");
+    assert_eq!(seen["pwd"], cwd, "PWD names where it started: {seen}");
+    assert_eq!(seen["oldpwd"], Value::Null, "{seen}");
+}

@@ -22,7 +22,7 @@ pub mod judge;
 pub mod process;
 pub mod report;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -63,14 +63,10 @@ impl Drop for Scratch {
 /// is resolved first: against the recipe's directory, or the caller's own directory for one
 /// typed on the command line (so it means what it says). A bare name is looked up on `PATH`.
 fn entrypoint(launch: &OneshotLaunch) -> String {
-    let entry = &launch.declaration.entrypoint;
-    if !entry.contains('/') || Path::new(entry).is_absolute() {
-        return entry.clone();
-    }
     let here = std::env::current_dir().unwrap_or_default();
     // The recipe's directory may itself be relative to the caller's.
     let base = launch.base_dir.as_ref().map_or_else(|| here.clone(), |b| here.join(b));
-    base.join(entry).to_string_lossy().into_owned()
+    super::launch::program(launch.declaration.entrypoint.as_ref(), &base).to_string_lossy().into_owned()
 }
 
 /// Runs the lane. `Err` only when the run cannot begin; every CLI behaviour is a result.
