@@ -32,12 +32,12 @@ pub fn relay(args: Args) -> i32 {
         Err(e) => return super::usage_error(e),
     };
     let nonce = checkfu_wire::probe::fresh_nonce();
-    let token = relay::token::mint("cft-");
+    let token = relay::token::mint(relay::token::FILE_TOKEN_PREFIX);
     let token_file = args.workspace.join(checkfu_wire::probe::TOKEN_FILE);
-    if let Err(e) = std::fs::write(&token_file, format!("The token is {token}.\n")) {
+    if let Err(e) = std::fs::write(&token_file, relay::token::file_text(&token)) {
         return super::usage_error(format!("cannot write {}: {e}", token_file.display()));
     }
-    let key = relay::token::mint("cfk-");
+    let key = relay::token::mint(relay::token::KEY_PREFIX);
     let config = relay::Config {
         provider: args.provider,
         script,

@@ -222,6 +222,12 @@ impl Normalizer {
         self.full
     }
 
+    /// Why a turn that filled the budget failed, in both lanes' words (`who`: the harness
+    /// or the CLI).
+    pub fn over_budget(&self, who: &str) -> String {
+        format!("the {who} produced more than the probe keeps in one turn ({} MiB of observations)", MAX_COST / (1024 * 1024))
+    }
+
     /// Every `output` text so far, concatenated.
     pub fn output_text(&self) -> &str {
         &self.output

@@ -48,10 +48,6 @@ const READY_CHECK: &str = "ready_handshake";
 /// The reason of every turn check when no prompt was sent.
 pub const NO_TURN: &str = "no turn was observed";
 
-/// The most observations one turn may produce: a harness flooding valid updates is stopped
-/// here (or at its step's time) instead of growing the runner's memory without bound.
-pub const MAX_OBSERVATIONS: usize = 1_000_000;
-
 /// What the probe is told.
 #[derive(Clone, Debug)]
 pub struct ProbeOptions {
@@ -324,8 +320,8 @@ impl<'o, 'p> Run<'o, 'p> {
                 Ok(other) => self.dispatch(other),
                 Err(fault) => return Err(self.explain(&fault)),
             }
-            if self.normalizer.len() >= MAX_OBSERVATIONS || self.normalizer.full() {
-                return Err(too_many_observations());
+            if self.normalizer.full() {
+                return Err(self.normalizer.over_budget("harness"));
             }
         }
     }
@@ -517,8 +513,8 @@ impl<'o, 'p> Run<'o, 'p> {
         let settle_until = Instant::now() + self.options.settle;
         loop {
             match self.session.next(settle_until) {
-                Ok(_) if self.normalizer.len() >= MAX_OBSERVATIONS || self.normalizer.full() => {
-                    self.late_fault = Some(too_many_observations());
+                Ok(_) if self.normalizer.full() => {
+                    self.late_fault = Some(self.normalizer.over_budget("harness"));
                     break;
                 }
                 Ok(incoming) => self.dispatch(incoming),
@@ -629,14 +625,6 @@ impl<'o, 'p> Run<'o, 'p> {
             model_plane: None,
         }
     }
-}
-
-/// Why a turn was stopped that produced more than the probe keeps.
-fn too_many_observations() -> String {
-    format!(
-        "the harness produced more than the probe keeps in one turn (over {MAX_OBSERVATIONS} observations, or {} MiB of them)",
-        crate::conformance::normalize::MAX_COST / (1024 * 1024)
-    )
 }
 
 /// Whether the declaration admitted the upgrade whose evidence is `check`.

@@ -84,9 +84,9 @@ pub(crate) fn prepare(
     let cannot_start = |what: &str, e: String| UsageError::CannotStart(format!("cannot prepare the session ({what}): {e}"));
     let workspace = session::workspace::Workspace::create().map_err(|e| cannot_start("workspace", e.to_string()))?;
     let nonce = fresh_nonce();
-    let token = relay::token::mint("cft-");
+    let token = relay::token::mint(relay::token::FILE_TOKEN_PREFIX);
     let token_file = workspace.root().join(TOKEN_FILE);
-    std::fs::write(&token_file, format!("The token is {token}.\n")).map_err(|e| cannot_start("token file", e.to_string()))?;
+    std::fs::write(&token_file, relay::token::file_text(&token)).map_err(|e| cannot_start("token file", e.to_string()))?;
     let (namespace, listener, fence, fence_note) = if options.netns {
         match session::fence::Namespace::create() {
             Ok((namespace, listener)) => {
@@ -103,7 +103,7 @@ pub(crate) fn prepare(
     };
     // The lease key and the token are drawn apart from the nonce: knowing one tells nothing
     // of the others.
-    let key = relay::token::mint("cfk-");
+    let key = relay::token::mint(relay::token::KEY_PREFIX);
     let relay = Relay::start(relay::Config {
         provider: options.provider.clone(),
         script: options.model_script.clone(),

@@ -71,6 +71,7 @@ use crate::catalog::Route;
 use dialect::{ErrorShape, Ids, Served};
 pub use record::{Call, Egress, Entry, Record, Refusal};
 pub use script::{Model, Script};
+pub use structured::digest;
 
 /// The largest request body the relay reads.
 pub const MAX_BODY: usize = 32 * 1024 * 1024;
@@ -607,7 +608,7 @@ async fn handle(activity: &Activity, request: Request<Incoming>) -> Response<Ful
         earlier_reply_in_request,
         reply_token: carries_token.then_some(reply_token),
         structured_output: decision.structured_output,
-        structured_digest: decision.structured_value.as_ref().map(digest),
+        structured_digest: decision.structured_digest,
         tool_called: decision.tool_called.map(|t| record::capped(&t, record::MAX_NAME)),
         token_returned: decision.token_returned,
         bodies: shared.record_bodies.then(|| record::Bodies::new(&body, &text)),
@@ -617,51 +618,4 @@ async fn handle(activity: &Activity, request: Request<Incoming>) -> Response<Ful
     let entry = shared.record().call(call);
     activity.expect(entry);
     answer(200, content_type, text)
-}
-
-/// The SHA-256 of a value's canonical JSON (object keys sorted at every level), in hex: two
-/// values that are equal as JSON have the same digest whatever order a client wrote them in.
-pub fn digest(value: &Value) -> String {
-    use sha2::{Digest, Sha256};
-    let mut hasher = Sha256::new();
-    canonical(value, &mut |bytes| hasher.update(bytes));
-    hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn canonical(value: &Value, out: &mut dyn FnMut(&[u8])) {
-    match value {
-        Value::Array(items) => {
-            out(b"[");
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out(b",");
-                }
-                canonical(item, out);
-            }
-            out(b"]");
-        }
-        Value::Object(map) => {
-            let mut members: Vec<(&String, &Value)> = map.iter().collect();
-            members.sort_by(|a, b| a.0.cmp(b.0));
-            out(b"{");
-            for (i, (key, item)) in members.into_iter().enumerate() {
-                if i > 0 {
-                    out(b",");
-                }
-                out(Value::String(key.clone()).to_string().as_bytes());
-                out(b":");
-                canonical(item, out);
-            }
-            out(b"}");
-        }
-        Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
-            // One spelling per number value: `1`, `1.0` and `1e0` are one value.
-            (Some(i), _, _) => out(i.to_string().as_bytes()),
-            (None, Some(u), _) => out(u.to_string().as_bytes()),
-            (None, None, Some(f)) if f.fract() == 0.0 && f.abs() < 9.0e15 => out((f as i64).to_string().as_bytes()),
-            (None, None, Some(f)) => out(format!("{f:e}").as_bytes()),
-            _ => out(n.to_string().as_bytes()),
-        },
-        other => out(other.to_string().as_bytes()),
-    }
 }

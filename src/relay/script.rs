@@ -108,8 +108,8 @@ pub struct Decision {
     pub token_returned: bool,
     /// How the request asked for an output schema, if it did ([`super::structured`]).
     pub structured_output: Option<&'static str>,
-    /// The structured value answered, when one was.
-    pub structured_value: Option<Value>,
+    /// The digest of the structured value answered, when one was ([`super::structured::digest`]).
+    pub structured_digest: Option<String>,
 }
 
 /// A call the model will not answer, and how the relay says so.
@@ -138,7 +138,7 @@ impl Model {
     pub fn reply(&self, turn: &Turn, reply_token: &str) -> Result<(Reply, Decision), Unanswered> {
         let token_returned = !self.token.is_empty() && turn.tool_results.iter().any(|r| r.contains(&self.token));
         let structured_output = turn.structured.as_ref().map(|s| s.way);
-        let mut decision = Decision { tool_called: None, token_returned, structured_output, structured_value: None };
+        let mut decision = Decision { tool_called: None, token_returned, structured_output, structured_digest: None };
         let nonce = latest_nonce(turn);
         let reply = match &self.script {
             Script::Nonce => final_reply(turn, reply_token, &mut decision)?,
@@ -195,7 +195,7 @@ fn final_reply(turn: &Turn, reply_token: &str, decision: &mut Decision) -> Resul
                 kind: "invalid_request_error",
                 reason: format!("the replay model builds no answer to this output schema ({}): {why}", wanted.way),
             })?;
-            decision.structured_value = Some(value.clone());
+            decision.structured_digest = Some(super::structured::digest(&value));
             Ok(match &wanted.tool {
                 Some(name) => Reply::ToolCall { name: name.clone(), input: value },
                 None => Reply::Text(value.to_string()),
@@ -368,7 +368,7 @@ mod tests {
         let (reply, decision) = model.reply_to(&t).expect("replies");
         assert_eq!(reply, Reply::ToolCall { name: "StructuredOutput".into(), input: json!({"answer": REPLY}) });
         assert_eq!(decision.structured_output, Some("tool"));
-        assert_eq!(decision.structured_value, Some(json!({"answer": REPLY})));
+        assert_eq!(decision.structured_digest, Some(super::super::structured::digest(&json!({"answer": REPLY}))));
         let body = json!({"model": "m", "input": "cf-4444444444444444", "text": {"format": {"type": "json_schema", "name": "x", "schema": schema}}});
         let t = super::super::dialect::Served::OpenaiResponses.read(&body).expect("reads");
         let (reply, decision) = model.reply_to(&t).expect("replies");

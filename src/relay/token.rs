@@ -12,8 +12,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub const NONCE_PREFIX: &str = "cf-";
 /// The prefix of a reply token: the model's own answer, which no request carries.
 pub const REPLY_PREFIX: &str = "cfr-";
+/// The prefix of the `tool` script's file token.
+pub const FILE_TOKEN_PREFIX: &str = "cft-";
+/// The prefix of a session's lease key.
+pub const KEY_PREFIX: &str = "cfk-";
 /// The hex digits after the prefix.
 pub const HEX: usize = 16;
+
+/// What the `tool` script's token file holds.
+pub fn file_text(token: &str) -> String {
+    format!("The token is {token}.\n")
+}
 
 /// A fresh string: `prefix` and 16 lowercase hex digits.
 pub fn mint(prefix: &str) -> String {

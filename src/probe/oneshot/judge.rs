@@ -129,8 +129,7 @@ fn run_fault(output: &Output, exit: &Exit, step_timeout: f64) -> Option<String> 
         return Some(format!("the CLI did not exit within {step_timeout:.1} s (--step-timeout); it was stopped"));
     }
     if output.normalizer.full() {
-        let budget = crate::conformance::normalize::MAX_COST / (1024 * 1024);
-        return Some(format!("the CLI produced more output than the probe keeps ({budget} MiB of observations)"));
+        return Some(output.normalizer.over_budget("CLI"));
     }
     if output.mode == OutputMode::StreamJson {
         if let Some(fault) = output.stream.fault() {
