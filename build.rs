@@ -1,13 +1,13 @@
 //! Puts the runtime's generated Rust into `OUT_DIR`, where `src/` includes it from.
 //!
-//! - With the `regenerate` feature (the default, this repository's own builds) it runs the
-//!   same pipeline as `checkfu-wire generate` over the catalog, schemas and templates, on
-//!   every input change, and fails the build with the generator's diagnostics when the
-//!   catalog is not realizable.
-//! - Without it (a dependent crate with `default-features = false`) it copies the checked-in
-//!   `generated/*.rs` files unchanged: no generator is compiled, and `checkfu-wire check`
+//! - With the `regenerate` feature (this repository's own builds: the `checkfu-wire`
+//!   command's crate turns it on) it runs the same pipeline as `checkfu-wire generate` over
+//!   the catalog, schemas and templates, on every input change, and fails the build with the
+//!   generator's diagnostics when the catalog is not realizable.
+//! - Without it (a dependent crate, by default) it copies the checked-in `generated/*.rs`
+//!   files unchanged: no generator is compiled, and `checkfu-wire check`
 //!   in CI proves those files identical to a fresh generation, so either way the Rust that
-//!   gets compiled is the same bytes (`tests/it/regeneration.rs` compares them).
+//!   gets compiled is the same bytes (the unit test in `src/regeneration/` compares them).
 //!
 //! Either way it writes only into `OUT_DIR`, mirroring the checked-in layout there
 //! (`OUT_DIR/generated/…`), and never touches `generated/` or `docs/`: only
@@ -26,7 +26,6 @@ use support::{env_path, write_if_changed};
 fn main() {
     let root = env_path("CARGO_MANIFEST_DIR");
     let out_dir = env_path("OUT_DIR");
-    optional_test_inputs();
     for (path, bytes) in outputs(&root) {
         write_if_changed(&out_dir.join(path), &bytes);
     }
@@ -57,31 +56,4 @@ fn outputs(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 #[cfg(not(feature = "regenerate"))]
 fn outputs(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     support::checked_in_rust(root)
-}
-
-/// Tests that need what a machine may lack (the JSON-Schema-Test-Suite, an installed copy of
-/// the TypeScript SDK agent, the real agents, the model SDKs) are compiled as ignored, with
-/// their reason, unless the variable naming it is set, so that the test runner never reports
-/// them as passed.
-fn optional_test_inputs() {
-    let inputs = [
-        ("JSTS_DIR", "checkfu_jsts"),
-        ("CHECKFU_TS_AGENT", "checkfu_ts_agent"),
-        // The real ACP agents (tests/real-agents/install.sh DIR) and the model SDKs the relay
-        // is checked with (pip install -r tests/relay-sdk/requirements.txt, then
-        // CHECKFU_RELAY_SDK=1).
-        ("CHECKFU_REAL_AGENTS", "checkfu_real_agents"),
-        ("CHECKFU_RELAY_SDK", "checkfu_relay_sdk"),
-        // The real one-shot CLIs (tests/real-agents/install-oneshot.sh DIR).
-        ("CHECKFU_REAL_ONESHOT", "checkfu_real_oneshot"),
-        // Public schemas fetched by tests/public-schemas/fetch.sh DIR.
-        ("CHECKFU_PUBLIC_SCHEMAS", "checkfu_public_schemas"),
-    ];
-    for (variable, cfg) in inputs {
-        println!("cargo:rerun-if-env-changed={variable}");
-        println!("cargo:rustc-check-cfg=cfg({cfg})");
-        if std::env::var_os(variable).is_some() {
-            println!("cargo:rustc-cfg={cfg}");
-        }
-    }
 }

@@ -221,6 +221,11 @@ pub struct OneshotEvent {
 
 include!(concat!(env!("OUT_DIR"), "/generated/catalog_tables.rs"));
 
+/// The literal of the revision identity `name` (`protocol` → `acp-v1`), from [`REVISIONS`].
+pub fn revision(name: &str) -> Option<&'static str> {
+    REVISIONS.iter().find(|(key, _)| *key == name).map(|(_, literal)| *literal)
+}
+
 /// The axis of that name.
 pub fn axis(name: &str) -> Option<&'static Axis> {
     AXES.iter().find(|a| a.name == name)

@@ -1,8 +1,12 @@
-//! checkfu-wire: the runtime consumers of the Checkfu ACP extension catalog.
+//! checkfu-wire: the runtime of the Checkfu ACP extensions: the wire decoder with the
+//! contract's fail-open / fail-closed policy, exact schema checks, declaration admission and
+//! the conformance checker, light enough for any service that reads the wire.
 //!
 //! The tables in [`catalog`] are generated from `catalog/catalog.toml` by the
-//! `checkfu-wire-codegen` crate: at build time with the default `regenerate` feature, or
-//! compiled from the checked-in `generated/` files without it. This crate never imports
+//! `checkfu-wire-codegen` crate: at build time with the `regenerate` feature (which the
+//! `checkfu-wire` command turns on), or compiled from the checked-in `generated/` files
+//! without it (the default). The probe (`checkfu-wire-probe`) and the command line
+//! (`checkfu-wire-cli`) are crates of their own. This crate never imports
 //! from the generator; the few types both need live in `checkfu-wire-vocab`.
 
 pub mod admission;
@@ -11,13 +15,7 @@ pub mod conformance;
 pub mod decode;
 pub mod exact;
 pub mod oneshot;
+#[cfg(test)]
+mod regeneration;
 pub mod schemas;
 pub mod text;
-// The live diagnostic and what it stands on, behind the default `probe` feature: a crate
-// that only decodes compiles no HTTP server.
-#[cfg(feature = "probe")]
-pub mod probe;
-#[cfg(feature = "probe")]
-pub mod relay;
-#[cfg(feature = "probe")]
-pub mod session;

@@ -11,9 +11,7 @@ use super::tables::SlotClass;
 /// Which way a message travels between a harness (agent) and the platform's runner.
 /// Captures may spell the runner as what it is on the wire, the ACP client.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
-#[cfg_attr(feature = "cli", value(rename_all = "snake_case"))]
 pub enum WireDirection {
     #[serde(alias = "agent_to_client")]
     AgentToRunner,

@@ -5,12 +5,12 @@
 //! a path or judged reachability on its own would fail here.
 
 use checkfu_wire::catalog::{self, Dialect, Segment, GATEWAY_ROUTES, HARNESSES, REACHABILITY, UNLISTED_PROVIDER_ROUTES};
-use checkfu_wire::probe::model_plane::{Fence, ModelPlane};
-use checkfu_wire::relay::{routes, Call, Record};
+use checkfu_wire_probe::model_plane::{Fence, ModelPlane};
+use checkfu_wire_probe::relay::{routes, Call, Record};
 use serde_json::{json, Value};
 
 fn generated(name: &str) -> Value {
-    let path = format!("{}/generated/{name}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!("{}/generated/{name}", crate::support::project::project_root().display());
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
 }

@@ -9,7 +9,7 @@ use std::process::{Command, Output};
 use support::project::{project_root, scratch};
 
 fn run(root: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_checkfu-wire")).args(args).arg("--root").arg(root).output().expect("run checkfu-wire")
+    Command::new(env!("CARGO_BIN_EXE_checkfu-wire-dup")).args(args).arg("--root").arg(root).output().expect("run checkfu-wire")
 }
 
 /// Every generated output (as the generator lists them), with its bytes in `root`.
@@ -189,7 +189,7 @@ fn a_warning_nobody_reviewed_still_shows() {
 fn a_directory_that_is_not_a_project_gets_a_hint_to_pass_root() {
     let empty = tempfile::tempdir().expect("tempdir");
     for command in ["generate", "check"] {
-        let out = Command::new(env!("CARGO_BIN_EXE_checkfu-wire")).arg(command).current_dir(empty.path()).output().expect("run");
+        let out = Command::new(env!("CARGO_BIN_EXE_checkfu-wire-dup")).arg(command).current_dir(empty.path()).output().expect("run");
         assert_eq!(out.status.code(), Some(2), "{command}");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains("is not a checkfu-wire project root: it has no catalog/catalog.toml"), "{stderr}");
@@ -208,7 +208,7 @@ fn root_is_taken_only_by_the_commands_that_read_a_project() {
         vec!["conform", "--root", root, "tests/data/trace.jsonl"],
         vec!["lint-schema", "--root", root, "schemas/checkfu-slots.schema.json"],
     ] {
-        let out = Command::new(env!("CARGO_BIN_EXE_checkfu-wire")).args(&args).output().expect("run");
+        let out = Command::new(env!("CARGO_BIN_EXE_checkfu-wire-dup")).args(&args).output().expect("run");
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         assert!(String::from_utf8_lossy(&out.stderr).contains("unexpected argument '--root'"), "{args:?}");
     }

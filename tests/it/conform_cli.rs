@@ -9,18 +9,18 @@
 //! `CHECKFU_BLESS=1 cargo test --test conform_cli` after reviewing the change.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use checkfu_wire::catalog;
 use serde_json::{json, Value};
 
 fn traces_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("conformance")
+    crate::support::project::project_root().join("tests").join("conformance")
 }
 
 fn conform(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_checkfu-wire"))
+    Command::new(env!("CARGO_BIN_EXE_checkfu-wire-dup"))
         .arg("conform")
         .args(args)
         .current_dir(traces_dir())

@@ -9,8 +9,8 @@ fn reports(stdout: &[u8]) -> Vec<serde_json::Value> {
 
 #[test]
 fn a_recorded_exchange_is_read_line_by_line() {
-    let out = Command::new(env!("CARGO_BIN_EXE_checkfu-wire"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+    let out = Command::new(env!("CARGO_BIN_EXE_checkfu-wire-dup"))
+        .current_dir(crate::support::project::project_root())
         .args(["decode", "tests/data/exchange.jsonl"])
         .output()
         .expect("run");
@@ -31,7 +31,7 @@ fn a_recorded_exchange_is_read_line_by_line() {
 
 #[test]
 fn stdin_and_an_all_accepted_stream_exit_zero() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_checkfu-wire"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_checkfu-wire-dup"))
         .args(["decode", "--direction", "agent_to_runner"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -48,7 +48,7 @@ fn stdin_and_an_all_accepted_stream_exit_zero() {
 
 #[test]
 fn an_overlong_line_is_rejected_and_the_stream_goes_on() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_checkfu-wire"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_checkfu-wire-dup"))
         .args(["decode"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -71,7 +71,7 @@ fn an_overlong_line_is_rejected_and_the_stream_goes_on() {
 
 /// `decode` with `args`, fed `input` on stdin: (exit status, reports, stderr).
 fn decode_stdin(args: &[&str], input: &[u8]) -> (Option<i32>, Vec<serde_json::Value>, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_checkfu-wire"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_checkfu-wire-dup"))
         .arg("decode")
         .args(args)
         .stdin(Stdio::piped())
@@ -92,8 +92,8 @@ fn the_summary_says_how_many_of_how_many_were_accepted() {
     let (status, _, stderr) = decode_stdin(&["--direction", "agent_to_runner"], &[PLAN, b"\n", PLAN, b"\n"].concat());
     assert_eq!(status, Some(0));
     assert_eq!(stderr, "decode: 2 of 2 messages accepted, 0 rejected\n");
-    let out = Command::new(env!("CARGO_BIN_EXE_checkfu-wire"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+    let out = Command::new(env!("CARGO_BIN_EXE_checkfu-wire-dup"))
+        .current_dir(crate::support::project::project_root())
         .args(["decode", "tests/data/exchange.jsonl"])
         .output()
         .expect("run");
@@ -115,7 +115,7 @@ fn every_read_error_names_the_path() {
     let dir = tempfile::tempdir().expect("tempdir");
     let missing = dir.path().join("missing.jsonl");
     for path in [dir.path(), missing.as_path()] {
-        let out = Command::new(env!("CARGO_BIN_EXE_checkfu-wire")).arg("decode").arg(path).output().expect("run");
+        let out = Command::new(env!("CARGO_BIN_EXE_checkfu-wire-dup")).arg("decode").arg(path).output().expect("run");
         assert_eq!(out.status.code(), Some(2));
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.starts_with(&format!("error: cannot read {}: ", path.display())), "{stderr}");

@@ -1,13 +1,14 @@
-//! The runtime with regeneration off compiles none of the generator.
+//! The runtime is light: a dependent compiles none of the generator, the command line or
+//! the probe's HTTP stack.
 //!
 //! `cargo tree -e normal,build` lists what a build compiles for the library and its build
-//! script (dev-dependencies aside). With `--no-default-features`, as a dependent that only
-//! decodes asks for it, and for the downstream example crate, the tree must hold none of
-//! the generator's crates; with the default features it holds them (which also shows the
-//! reading below finds them when they are there).
+//! script (dev-dependencies aside). For `checkfu-wire` with its default features, without
+//! any, and for the downstream example crate, the tree must hold none of those crates; the
+//! `checkfu-wire` command's crate holds them (which also shows the reading below finds them
+//! when they are there).
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The generator and what only it needs (issue 18), the command line, and the relay's HTTP
@@ -23,7 +24,7 @@ const GENERATOR: &[&str] = &[
     "similar",
     "regress",
     "clap",
-    // The model relay's HTTP stack, behind the `probe` feature.
+    // The model relay's HTTP stack (`checkfu-wire-probe`).
     "hyper",
     "hyper-util",
     "tokio",
@@ -72,17 +73,20 @@ fn generator_crates(packages: &BTreeSet<String>) -> Vec<&String> {
         .collect()
 }
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+fn root() -> PathBuf {
+    crate::support::project::project_root()
 }
 
 #[test]
-fn runtime_without_regeneration_has_no_generator() {
-    let packages = tree(&root().join("Cargo.toml"), &["-p", "checkfu-wire", "--no-default-features"]);
-    for needed in ["checkfu-wire", "checkfu-wire-vocab", "checkfu-wire-safety", "serde_json"] {
-        assert!(packages.contains(needed), "{needed} missing from {packages:?}");
+fn runtime_has_no_generator_by_default_or_without_features() {
+    for features in [&[][..], &["--no-default-features"]] {
+        let packages = tree(&root().join("Cargo.toml"), &[&["-p", "checkfu-wire"], features].concat());
+        for needed in ["checkfu-wire", "checkfu-wire-vocab", "checkfu-wire-safety", "serde_json"] {
+            assert!(packages.contains(needed), "{needed} missing from {packages:?} ({features:?})");
+        }
+        assert_eq!(generator_crates(&packages), Vec::<&String>::new(), "in {packages:?} ({features:?})");
+        assert!(!packages.contains("libc"), "libc in {packages:?} ({features:?})");
     }
-    assert_eq!(generator_crates(&packages), Vec::<&String>::new(), "in {packages:?}");
 }
 
 #[test]
@@ -104,11 +108,12 @@ fn downstream_example_compiles_no_regex_engine_and_no_libc() {
     assert_eq!(found, Vec::<&&str>::new(), "in {packages:?}");
     // The safety profile's pattern parser stays: it lints `checkfu.output_schema`.
     assert!(packages.contains("regex-syntax"), "{packages:?}");
-    // And the default build has them, so the reading above finds them when they are there.
-    let full = tree(&root().join("Cargo.toml"), &["-p", "checkfu-wire"]);
-    for name in ["regex", "libc"] {
-        assert!(full.contains(name), "{name} not in {full:?}");
-    }
+    // And the builds that need them have them, so the reading above finds them when they
+    // are there: the runtime's default `patterns`, the probe's fences.
+    let runtime = tree(&root().join("Cargo.toml"), &["-p", "checkfu-wire"]);
+    assert!(runtime.contains("regex"), "regex not in {runtime:?}");
+    let probe = tree(&root().join("Cargo.toml"), &["-p", "checkfu-wire-probe"]);
+    assert!(probe.contains("libc"), "libc not in {probe:?}");
 }
 
 /// Without `regenerate` the build script only copies the checked-in Rust and has no
@@ -124,13 +129,15 @@ fn build_script_without_regeneration_depends_on_nothing() {
     };
     assert_eq!(host(&["--no-default-features"]), BTreeSet::new());
     assert_eq!(host(&["--no-default-features", "--features", "exact-numbers"]), BTreeSet::new());
-    let regenerating = host(&[]);
+    assert_eq!(host(&[]), BTreeSet::new(), "the default features");
+    let regenerating = host(&["--features", "regenerate"]);
     assert!(regenerating.contains("checkfu-wire-codegen") && regenerating.contains("serde_json"), "{regenerating:?}");
 }
 
+/// The `checkfu-wire` command regenerates: its crate turns the runtime's `regenerate` on.
 #[test]
-fn default_features_do_regenerate() {
-    let packages = tree(&root().join("Cargo.toml"), &["-p", "checkfu-wire"]);
+fn the_command_line_regenerates() {
+    let packages = tree(&root().join("Cargo.toml"), &["-p", "checkfu-wire-cli"]);
     let found = generator_crates(&packages);
     for expected in ["checkfu-wire-codegen", "typify", "schemars", "minijinja", "clap"] {
         assert!(found.iter().any(|name| name.as_str() == expected), "{expected} not in {found:?}");
@@ -145,15 +152,19 @@ fn arbitrary_precision(manifest: &Path, args: &[&str]) -> bool {
     text.lines().filter(|line| line.starts_with("serde_json v")).any(|line| line.contains("arbitrary_precision"))
 }
 
-/// `exact-numbers` is the only switch of serde_json's `arbitrary_precision`: on in the
-/// default build, off without default features, in the build of the runtime's tests too
-/// (no dev-dependency, the generator and the differential oracle included, turns it on).
-/// So the plain-number path is tested in a build that has exactly that path.
+/// `exact-numbers` is the only switch of serde_json's `arbitrary_precision`: off in the
+/// runtime's default build and without default features, in the build of its tests too (no
+/// dev-dependency, the generator included, turns it on); on in the command's build and in
+/// the tests' default build. The tests without default features (`.ci/run`) leave it off, so
+/// the plain-number path is tested in a build that has exactly that path.
 #[test]
 fn exact_numbers_alone_switches_arbitrary_precision() {
     let manifest = root().join("Cargo.toml");
-    assert!(arbitrary_precision(&manifest, &["-p", "checkfu-wire"]), "default features");
+    assert!(!arbitrary_precision(&manifest, &["-p", "checkfu-wire"]), "default features");
     assert!(!arbitrary_precision(&manifest, &["-p", "checkfu-wire", "--no-default-features"]), "--no-default-features");
+    assert!(arbitrary_precision(&manifest, &["-p", "checkfu-wire-cli"]), "the command");
+    assert!(arbitrary_precision(&manifest, &["-p", "checkfu-wire-tests"]), "the tests' default");
+    assert!(!arbitrary_precision(&manifest, &["-p", "checkfu-wire-tests", "--no-default-features"]), "the tests without defaults");
     assert!(
         arbitrary_precision(&manifest, &["-p", "checkfu-wire", "--no-default-features", "--features", "exact-numbers"]),
         "--no-default-features --features exact-numbers"

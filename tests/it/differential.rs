@@ -15,7 +15,7 @@ use serde_json::Value;
 use support::oracle::{cases, compare, Tally, Verdict};
 
 fn raw(file: &str) -> Value {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas").join(file);
+    let path = crate::support::project::project_root().join("schemas").join(file);
     serde_json::from_slice(&std::fs::read(path).expect("schema file")).expect("schema JSON")
 }
 

@@ -5,12 +5,10 @@
 //! the tables) is ours. How wide the tables render is the docs check's
 //! (`tests/docs-render/check.mjs`, run by `.ci/run`).
 
-use std::path::Path;
-
 type Table = Vec<Vec<String>>;
 
 fn read(path: &str) -> String {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = crate::support::project::project_root();
     std::fs::read_to_string(root.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use support::instances::same;
 
 fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    crate::support::project::project_root()
 }
 
 fn load(path: &Path) -> Value {

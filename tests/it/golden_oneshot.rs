@@ -10,14 +10,14 @@
 //!   judge is reviewed by rewriting them: `CHECKFU_BLESS=1 cargo test --test golden_oneshot`,
 //!   then reading the diff.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use checkfu_wire::oneshot::{self, DecodeError, OutputMode};
-use checkfu_wire::probe::oneshot::judge::{self, Exit, Output, Served};
+use checkfu_wire_probe::oneshot::judge::{self, Exit, Output, Served};
 use serde_json::{json, Value};
 
 fn files(dir: &str) -> Vec<(String, Value)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("golden/oneshot-v1").join(dir);
+    let dir = crate::support::project::project_root().join("golden/oneshot-v1").join(dir);
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
         .expect("golden dir")
         .flatten()
@@ -38,7 +38,7 @@ fn files(dir: &str) -> Vec<(String, Value)> {
 }
 
 fn authoring_schema() -> jsonschema::Validator {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("generated/oneshot-v1.schema.json");
+    let path = crate::support::project::project_root().join("generated/oneshot-v1.schema.json");
     let schema: Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("the authoring schema is generated")).expect("JSON");
     jsonschema::validator_for(&schema).expect("the authoring schema compiles")
 }
@@ -91,7 +91,7 @@ fn served(model: &Value) -> Vec<Served> {
                 nonce_in_request: carries("nonce"),
                 earlier_reply_in_request: carries("first_reply"),
                 reply_token: call["reply_token"].as_str().map(str::to_owned),
-                structured_digest: call.get("structured").map(checkfu_wire::relay::digest),
+                structured_digest: call.get("structured").map(checkfu_wire_probe::relay::digest),
             }
         })
         .collect()
@@ -151,7 +151,7 @@ fn every_golden_exchange_gives_its_observations_and_verdicts() {
         }
         if bless {
             exchange["verdicts"] = Value::Object(verdicts);
-            let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("golden/oneshot-v1/exchanges").join(&name);
+            let path = crate::support::project::project_root().join("golden/oneshot-v1/exchanges").join(&name);
             std::fs::write(&path, format!("{}\n", serde_json::to_string_pretty(&exchange).expect("JSON"))).expect("bless");
         } else {
             assert_eq!(Value::Object(verdicts), exchange["verdicts"], "{name}: verdicts");

@@ -3,7 +3,11 @@
 use std::process::Command;
 
 fn run(args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_checkfu-wire")).current_dir(env!("CARGO_MANIFEST_DIR")).args(args).output().expect("run");
+    let out = Command::new(env!("CARGO_BIN_EXE_checkfu-wire-dup"))
+        .current_dir(crate::support::project::project_root())
+        .args(args)
+        .output()
+        .expect("run");
     (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
 }
 

@@ -1,10 +1,11 @@
-//! The integration tests of `checkfu-wire`, one binary (`cargo test --test it`; a module's
-//! tests alone: `cargo test --test it relay::`). Each module was a test binary of its own:
-//! one binary links the library once, so a change to it relinks one executable, not 28.
+//! The workspace's integration tests, one binary (`cargo test -p checkfu-wire-tests --test
+//! it`; a module's tests alone: `cargo test -p checkfu-wire-tests --test it relay::`). Each
+//! module was a test binary of its own: one binary links the crates once, so a change to one
+//! relinks one executable, not 28.
 //!
-//! Modules that run the `checkfu-wire` binary (`CARGO_BIN_EXE_checkfu-wire`, built only with
-//! `cli`) or need the probe compile only with those features, so the runtime's own tests
-//! also run with `--no-default-features` (`.ci/run`).
+//! Modules that run the `checkfu-wire` command (as `checkfu-wire-dup`, built only with this
+//! crate's `cli` feature) or need the probe compile only with those features, so the
+//! runtime's own tests also run with `--no-default-features` (`.ci/run`).
 
 #[cfg(feature = "cli")]
 mod probe_support;
@@ -46,8 +47,9 @@ mod readme;
 mod real_agents;
 #[cfg(feature = "cli")]
 mod real_oneshot;
+#[cfg(feature = "probe")]
+mod recipes;
 mod reference_graphs;
-mod regeneration;
 #[cfg(feature = "cli")]
 mod relay;
 mod sdk_traffic;

@@ -12,8 +12,8 @@ use std::ffi::OsString;
 use probe_support::{probe, probe_env, Run, Scratch};
 use serde_json::{json, Value};
 
-const CLI: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixture-oneshot/cli.py");
-const HOSTILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixture-oneshot/hostile.py");
+const CLI: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixture-oneshot/cli.py");
+const HOSTILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixture-oneshot/hostile.py");
 
 fn oneshot(flags: &[&str]) -> Vec<String> {
     let mut options = vec!["--protocol", "oneshot-v1"];
@@ -225,9 +225,14 @@ fn declarations_the_decoder_refuses_start_nothing() {
         assert!(run.stderr.contains(expected), "{flags:?}: {}", run.stderr);
         assert!(run.json.is_null(), "nothing ran");
     }
-    let acp_only = run(&with(&TEXT, &["--interrupt"]), "good");
+    // A flag of each lane: the parser refuses the mix.
+    let mixed = run(&with(&TEXT, &["--interrupt"]), "good");
+    assert_eq!(mixed.status, 2);
+    assert!(mixed.stderr.contains("cannot be used with") && mixed.stderr.contains("--interrupt"), "{}", mixed.stderr);
+    // An ACP flag alone in a oneshot-v1 run: the lane refuses it.
+    let acp_only = probe(&["--protocol", "oneshot-v1", "--retention", "durable"], &[CLI]);
     assert_eq!(acp_only.status, 2);
-    assert!(acp_only.stderr.contains("--interrupt belongs to the acp-v1 lane"), "{}", acp_only.stderr);
+    assert!(acp_only.stderr.contains("--retention belongs to the acp-v1 lane"), "{}", acp_only.stderr);
     let mode = run(&["--prompt-transport", "file", "--output-mode", "text"], "good");
     assert_eq!(mode.status, 2);
     assert!(mode.stderr.contains("--prompt-transport file"), "{}", mode.stderr);

@@ -9,7 +9,7 @@ use std::process::Command;
 
 use support::project::{project_root, scratch};
 
-const BIN: &str = env!("CARGO_BIN_EXE_checkfu-wire");
+const BIN: &str = env!("CARGO_BIN_EXE_checkfu-wire-dup");
 
 /// The ```text block that follows the first occurrence of `marker` in the README, without
 /// the indentation of its fence.

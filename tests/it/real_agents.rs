@@ -48,7 +48,7 @@ fn path_with(bin: &std::path::Path) -> OsString {
 }
 
 fn recipe(name: &str) -> String {
-    format!("{}/recipes/{name}.json", env!("CARGO_MANIFEST_DIR"))
+    format!("{}/recipes/{name}.json", crate::support::project::project_root().display())
 }
 
 /// One agent, one script: every assertion the issue lists.

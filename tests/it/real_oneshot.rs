@@ -41,7 +41,7 @@ fn path_with(bin: &Path) -> OsString {
 
 fn probe(name: &str, extra: &[&str]) -> Run {
     let bin = clis().expect("CHECKFU_REAL_ONESHOT");
-    let recipe = format!("{}/recipes/oneshot/{name}.json", env!("CARGO_MANIFEST_DIR"));
+    let recipe = format!("{}/recipes/oneshot/{name}.json", crate::support::project::project_root().display());
     let mut options = vec!["--recipe", recipe.as_str(), "--step-timeout", "90", "--deadline", "300"];
     options.extend_from_slice(extra);
     probe_env(&options, &[], &[("PATH", path_with(&bin))])
@@ -188,7 +188,7 @@ fn both_clis_pass_every_step_unprivileged_offline() {
     )
     .unwrap();
     for name in ["claude-code", "codex"] {
-        let recipe = format!("{}/recipes/oneshot/{name}.json", env!("CARGO_MANIFEST_DIR"));
+        let recipe = format!("{}/recipes/oneshot/{name}.json", crate::support::project::project_root().display());
         let mut command = unprivileged(PROBE);
         command.args([
             "probe",

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-const CLI: &str = env!("CARGO_BIN_EXE_checkfu-wire");
+const CLI: &str = env!("CARGO_BIN_EXE_checkfu-wire-dup");
 
 struct Served {
     child: Child,
@@ -100,7 +100,7 @@ fn the_official_sdks_parse_every_dialect_json_and_streaming_text_and_tool_calls(
     // The walk over the SDKs' response models must itself find a missing member, or a
     // relay as thin as before would pass it.
     let walk = Command::new("python3")
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/relay-sdk/check_sdk.py"))
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/relay-sdk/check_sdk.py"))
         .arg("--self-test")
         .output()
         .expect("python3 runs");
@@ -109,7 +109,7 @@ fn the_official_sdks_parse_every_dialect_json_and_streaming_text_and_tool_calls(
         let served = serve(script, &[]);
         let h = &served.here;
         let output = Command::new("python3")
-            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/relay-sdk/check_sdk.py"))
+            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/relay-sdk/check_sdk.py"))
             .args(["--base-url", h["url"].as_str().unwrap_or_default(), "--api-key", h["api_key"].as_str().unwrap_or_default()])
             .args(["--nonce", h["nonce"].as_str().unwrap_or_default(), "--token", h["token"].as_str().unwrap_or_default()])
             .arg("--workspace")

@@ -11,7 +11,7 @@ use checkfu_wire::decode::{Decoder, Report, WireDirection};
 use serde_json::{json, Value};
 
 fn data() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sdk-traffic")
+    crate::support::project::project_root().join("tests/data/sdk-traffic")
 }
 
 fn files(suffix: &str) -> Vec<PathBuf> {
@@ -121,7 +121,7 @@ fn broken(body: &Value, required: &[String]) -> Vec<Value> {
 #[test]
 fn broken_variants_of_real_messages_are_rejected_exactly_when_the_schema_rejects_them() {
     let schema: Value =
-        serde_json::from_slice(&std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/acp-v1.schema.json")).expect("schema"))
+        serde_json::from_slice(&std::fs::read(crate::support::project::project_root().join("schemas/acp-v1.schema.json")).expect("schema"))
             .expect("json");
     let registry = jsonschema::Registry::new().add("urn:acp", schema.clone()).and_then(|r| r.prepare()).expect("registry");
     let (mut agreed, mut rejected, mut lenient, mut families) = (0, 0, 0, std::collections::BTreeSet::new());

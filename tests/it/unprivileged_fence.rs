@@ -88,7 +88,7 @@ fn an_unprivileged_oneshot_run_is_fenced_the_same_way() {
     let scratch = Scratch::new("unprivileged-oneshot");
     std::fs::set_permissions(&scratch.0, std::fs::Permissions::from_mode(0o777)).expect("chmod");
     let seen = scratch.path("seen.txt");
-    let cli = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixture-oneshot/cli.py");
+    let cli = concat!(env!("CARGO_MANIFEST_DIR"), "/fixture-oneshot/cli.py");
     let script = format!(
         "(id -u; if (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null; then echo reached; else echo unreachable; fi) > {seen}; exec {cli}"
     );

@@ -1,7 +1,7 @@
 //! The Rust this crate compiled is the checked-in `typed/generated/` Rust, byte for byte,
-//! with regeneration on or off (as `tests/it/regeneration.rs` holds the runtime's).
+//! with regeneration on or off (as the unit test in `src/regeneration/` holds the runtime's).
 
-#[path = "../../tests/it/support/rust_files.rs"]
+#[path = "../../src/regeneration/rust_files.rs"]
 mod rust_files;
 
 use std::path::Path;

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-pub const PROBE: &str = env!("CARGO_BIN_EXE_checkfu-wire");
+pub const PROBE: &str = env!("CARGO_BIN_EXE_checkfu-wire-dup");
 pub const AGENT: &str = env!("CARGO_BIN_EXE_checkfu-fixture-agent");
 
 pub struct Run {

@@ -63,7 +63,7 @@ fn main() {
 "#;
 
 fn workspace() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    crate::support::project::project_root()
 }
 
 /// Writes the crate `name` with `modules` and builds it; `Err` is the compiler's output.
@@ -71,7 +71,7 @@ pub fn build(name: &str, modules: &[Module]) -> Result<PathBuf, String> {
     build_with(name, modules, MAIN, false)
 }
 
-/// The timing harness `benches/check_bound.rs` runs: each line names a case and how many
+/// The timing harness `tests/benches/check_bound.rs` runs: each line names a case and how many
 /// checks one sample makes; the answer is the median time of one check over the samples.
 pub const TIMING_MAIN: &str = r#"
 use std::io::BufRead;
@@ -107,6 +107,21 @@ pub fn build_with(name: &str, modules: &[Module], main_source: &str, release: bo
     build_against(name, modules, main_source, release, "")
 }
 
+/// The members the `checkfu-wire` dependency's declaration ends with: the numbers of this
+/// test build (the runtime's `exact-numbers` when the tests have it, so the generated checks
+/// and the oracle read numbers alike), then `runtime`.
+fn runtime_members(runtime: &str) -> String {
+    let mut members = String::new();
+    if cfg!(feature = "exact-numbers") {
+        members.push_str(", features = [\"exact-numbers\"]");
+    }
+    if !runtime.is_empty() {
+        members.push_str(", ");
+        members.push_str(runtime);
+    }
+    members
+}
+
 /// [`build_with`], the `checkfu-wire` dependency's declaration extended by `runtime` (TOML
 /// inline-table members such as `default-features = false`).
 pub fn build_against(name: &str, modules: &[Module], main_source: &str, release: bool, runtime: &str) -> Result<PathBuf, String> {
@@ -119,7 +134,7 @@ pub fn build_against(name: &str, modules: &[Module], main_source: &str, release:
          [dependencies]\ncheckfu-wire = {{ path = {root:?}{runtime} }}\nserde = {{ version = \"1\", features = [\"derive\"] }}\n\
          serde_json = {{ version = \"1\", features = [\"preserve_order\", \"raw_value\"] }}\n\n[workspace]\n",
         root = root.display().to_string(),
-        runtime = if runtime.is_empty() { String::new() } else { format!(", {runtime}") },
+        runtime = runtime_members(runtime),
     );
     write_if_changed(&dir.join("Cargo.toml"), &manifest);
     if !dir.join("Cargo.lock").exists() {

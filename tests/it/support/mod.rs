@@ -6,4 +6,3 @@ pub mod graphs;
 pub mod instances;
 pub mod oracle;
 pub mod project;
-pub mod rust_files;

@@ -4,8 +4,9 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+/// The repository's root: this crate (`checkfu-wire-tests`) is its `tests/` directory.
 pub fn project_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_path_buf()
 }
 
 pub fn copy_dir(from: &Path, to: &Path) {

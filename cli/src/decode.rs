@@ -1,0 +1,178 @@
+//! `decode [FILE]`: reads JSON Lines of wire messages and prints how the platform reads
+//! each one, as one JSON object per line, then on stderr how many of how many were
+//! accepted. Exit 0 when every message was accepted, 1 otherwise, 2 when the input cannot
+//! be read or holds no message.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::path::PathBuf;
+
+use checkfu_wire::decode::{Decoder, WireDirection};
+use serde_json::json;
+
+/// The longest line `decode` reads; a longer one is rejected as a whole.
+const MAX_LINE: usize = 16 * 1024 * 1024;
+
+fn discard_rest_of_line(reader: &mut impl BufRead) -> io::Result<()> {
+    loop {
+        let buffer = reader.fill_buf()?;
+        if buffer.is_empty() {
+            return Ok(());
+        }
+        match buffer.iter().position(|b| *b == b'\n') {
+            Some(at) => {
+                reader.consume(at + 1);
+                return Ok(());
+            }
+            None => {
+                let n = buffer.len();
+                reader.consume(n);
+            }
+        }
+    }
+}
+
+/// `--direction`: the runtime's [`WireDirection`], spelled as the wire spells it (the
+/// runtime does not depend on clap, so the command line names its values here).
+#[derive(Clone, Copy, clap::ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum Direction {
+    AgentToRunner,
+    RunnerToAgent,
+}
+
+impl From<Direction> for WireDirection {
+    fn from(direction: Direction) -> WireDirection {
+        match direction {
+            Direction::AgentToRunner => WireDirection::AgentToRunner,
+            Direction::RunnerToAgent => WireDirection::RunnerToAgent,
+        }
+    }
+}
+
+/// A line of a capture (`{"direction": …, "message": …}`), as the SDK traffic
+/// recordings write: the message with the direction it flowed. A JSON-RPC message always
+/// has `jsonrpc`, so the two forms cannot be confused.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Captured<'a> {
+    direction: WireDirection,
+    #[serde(borrow)]
+    message: &'a serde_json::value::RawValue,
+}
+
+/// The line the probe's `--record` opens with: how the harness was launched (the argv as
+/// run). Not a message, so it is skipped.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)] // read only to recognize the line
+struct Launched {
+    launch: serde_json::Value,
+}
+
+fn launched(bytes: &[u8]) -> bool {
+    memchr::memmem::find(bytes, b"\"launch\"").is_some() && serde_json::from_slice::<Launched>(bytes).is_ok()
+}
+
+fn captured(bytes: &[u8]) -> Option<Captured<'_>> {
+    // Cheap refusal first: a bare message has no `"direction"` member at all.
+    memchr::memmem::find(bytes, b"\"direction\"")?;
+    serde_json::from_slice(bytes).ok()
+}
+
+/// Exit status when the input cannot be read, or holds no message.
+const UNREADABLE: i32 = 2;
+
+pub fn decode(file: Option<PathBuf>, direction: Option<WireDirection>) -> i32 {
+    // Every I/O error names what was being read.
+    let source = file.as_ref().map_or_else(|| "standard input".to_string(), |path| path.display().to_string());
+    let unreadable = |e: io::Error| {
+        eprintln!("error: cannot read {source}: {e}");
+        UNREADABLE
+    };
+    let input: Box<dyn Read> = match &file {
+        Some(path) => match File::open(path) {
+            Ok(f) => Box::new(f),
+            Err(e) => return unreadable(e),
+        },
+        None => Box::new(io::stdin().lock()),
+    };
+    let mut reader = BufReader::new(input);
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    let mut decoder = Decoder::new();
+    let mut line = Vec::new();
+    let (mut number, mut messages, mut rejected) = (0usize, 0usize, 0usize);
+    loop {
+        line.clear();
+        // Bounded: a line longer than the limit is rejected without holding it in memory.
+        match (&mut reader).take(MAX_LINE as u64 + 1).read_until(b'\n', &mut line) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) => return unreadable(e),
+        }
+        number += 1;
+        if line.len() > MAX_LINE {
+            if let Err(e) = discard_rest_of_line(&mut reader) {
+                return unreadable(e);
+            }
+            messages += 1;
+            rejected += 1;
+            let report = json!({"line": number, "accepted": false,
+                "error": {"code": "line_too_long", "limit": MAX_LINE, "message": format!("a message longer than {MAX_LINE} bytes")}});
+            if writeln!(out, "{report}").is_err() {
+                return 2;
+            }
+            continue;
+        }
+        let bytes = line.strip_suffix(b"\n").unwrap_or(&line);
+        let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        if launched(bytes) {
+            continue;
+        }
+        // A capture record carries its own direction; a bare message takes `--direction`.
+        let record = captured(bytes);
+        let (bytes, direction) = match &record {
+            Some(record) => (record.message.get().as_bytes(), Some(record.direction)),
+            None => (bytes, direction),
+        };
+        let report = decoder.decode(bytes, direction);
+        messages += 1;
+        if !report.accepted {
+            rejected += 1;
+        }
+        let mut value = serde_json::Map::new();
+        value.insert("line".into(), json!(number));
+        match serde_json::to_value(&report) {
+            Ok(serde_json::Value::Object(fields)) => value.extend(fields),
+            _ => {
+                value.insert("accepted".into(), json!(report.accepted));
+            }
+        }
+        let value = serde_json::Value::Object(value);
+        if writeln!(out, "{value}").is_err() {
+            return 2;
+        }
+    }
+    summary(&source, messages, rejected)
+}
+
+/// The closing line on stderr, always: how many of how many messages were accepted.
+fn summary(source: &str, messages: usize, rejected: usize) -> i32 {
+    if messages == 0 {
+        // An empty capture is not a clean one: a recording that failed writes nothing.
+        eprintln!("decode: {source} holds no message (no line other than blank ones); nothing was decoded");
+        return UNREADABLE;
+    }
+    let accepted = messages - rejected;
+    let noun = if messages == 1 { "message" } else { "messages" };
+    eprintln!("decode: {accepted} of {messages} {noun} accepted, {rejected} rejected");
+    if rejected > 0 {
+        1
+    } else {
+        0
+    }
+}

@@ -1,0 +1,106 @@
+//! The `checkfu-wire` command line: its subcommands, each returning the process exit status.
+
+mod conform;
+mod decode;
+mod generate;
+mod probe;
+mod relay;
+
+use std::path::PathBuf;
+
+use clap::{CommandFactory, FromArgMatches, Subcommand};
+
+#[derive(clap::Parser)]
+#[command(
+    name = "checkfu-wire",
+    bin_name = "checkfu-wire",
+    version,
+    about = "Schema compiler and wire tools for the Checkfu ACP extensions"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// The options of the commands that read a project (`generate`, `check`); the others read
+/// only the files they are given, so they take no `--root`.
+#[derive(clap::Args)]
+struct Project {
+    /// Project root holding catalog/, schemas/ and templates/ (default: the current directory).
+    #[arg(long, default_value = ".")]
+    root: PathBuf,
+    /// Also show the warnings reviewed in catalog/acknowledged.toml, with their review.
+    #[arg(long)]
+    verbose: bool,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Regenerate generated/ and docs/ from the catalog, schemas and templates
+    /// (exit 0 written or up to date, 1 generation failed, 2 not a project root).
+    Generate(Project),
+    /// Regenerate in memory and fail with a diff when a checked-in output drifted
+    /// (exit 0 up to date, 1 drift or generation failed, 2 not a project root).
+    Check(Project),
+    /// Run the conformance grammar over a JSON Lines trace (exit 0 pass, 1 a check failed, 2 invalid trace).
+    Conform {
+        /// The trace: a header line, then one observation per line.
+        trace: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "text")]
+        format: conform::Format,
+    },
+    /// Read JSON Lines of wire messages (FILE, or stdin) and print how the platform reads each
+    /// (exit 0 all accepted, 1 any rejected, 2 unreadable input or no message).
+    Decode {
+        /// A file of JSON Lines; stdin when absent.
+        file: Option<PathBuf>,
+        /// The direction of every message, when the messages alone do not tell.
+        #[arg(long, value_enum)]
+        direction: Option<decode::Direction>,
+    },
+    /// Drive a live ACP harness over stdio and report what the contract says about it
+    /// (unsigned_local_only; exit 0 passed, 1 a step or check failed, 2 usage error or the
+    /// command cannot be started).
+    Probe(Box<probe::Args>),
+    /// Serve the probe's model relay alone until stdin closes (for checking a model client
+    /// against it; prints where it listens, then its record).
+    Relay(relay::Args),
+    /// Check author-supplied JSON Schemas against the bounded safety profile (exit 0 all pass,
+    /// 1 any fails, 2 usage error or unreadable file).
+    LintSchema {
+        /// Schema files to check.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "text")]
+        format: conform::Format,
+    },
+}
+
+pub fn run() -> i32 {
+    let command = Cli::command();
+    let matches = command.clone().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.format(&mut Cli::command()).exit());
+    match cli.command {
+        Command::Generate(project) => generate::generate(&project.root, project.verbose),
+        Command::Check(project) => generate::check(&project.root, project.verbose),
+        Command::Conform { trace, format } => conform::conform(&trace, format),
+        Command::Decode { file, direction } => decode::decode(file, direction.map(Into::into)),
+        // The probe reads back which lane's flags were given.
+        Command::Probe(args) => {
+            probe::probe(*args, &probe::Given::read(command.find_subcommand("probe"), matches.subcommand_matches("probe")))
+        }
+        Command::Relay(args) => relay::relay(args),
+        Command::LintSchema { files, format } => {
+            let json = matches!(format, conform::Format::Json);
+            checkfu_wire_safety::run_cli(&files, json, &mut std::io::stdout().lock())
+        }
+    }
+}
+
+/// A usage error: said on stderr, exit 2.
+fn usage_error(message: impl std::fmt::Display) -> i32 {
+    eprintln!("error: {message}");
+    2
+}

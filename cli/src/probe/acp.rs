@@ -1,0 +1,146 @@
+//! `probe` with `--protocol acp-v1` (the default): a live ACP session (see
+//! [`checkfu_wire_probe::acp`]).
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use checkfu_wire_probe::recipe::Recipe;
+use checkfu_wire_probe::session::PermissionPolicy;
+use checkfu_wire_probe::{self as probe, ProbeOptions, UsageError};
+
+use super::{report, shared_options, usage, Format, Shared};
+
+/// The ACP lane's flags: the declaration's admission and the session's authority members.
+#[derive(clap::Args)]
+#[group(id = "acp-flags", multiple = true, conflicts_with = "oneshot-flags")]
+#[command(next_help_heading = "ACP lane (acp-v1)")]
+pub struct Flags {
+    /// The driver whose envelope the declaration is admitted against (default: the catalog's
+    /// ACP driver).
+    #[arg(long)]
+    pub driver: Option<String>,
+    /// The retention mode of the envelope.
+    #[arg(long, default_value = "durable")]
+    pub retention: String,
+    /// `checkfu.builtin_tools` for session/new: a comma-separated tool list.
+    #[arg(long, value_delimiter = ',', num_args = 0..)]
+    pub builtin_tools: Option<Vec<String>>,
+    /// Call `authenticate` with this `authMethods` id (from the initialize answer) before
+    /// session/new.
+    #[arg(long, value_name = "METHOD_ID")]
+    pub authenticate: Option<String>,
+    /// `checkfu.continuity` for session/new.
+    #[arg(long)]
+    pub continuity: Option<String>,
+    /// `checkfu.runtime_config` for session/new, as JSON (`{"context_window": 200000}`).
+    #[arg(long)]
+    pub runtime_config: Option<String>,
+    /// Send a scripted cooperative interrupt (when `interrupt: cooperative` was admitted) and
+    /// opt in to its check.
+    #[arg(long)]
+    pub interrupt: bool,
+    /// How permission requests are answered.
+    #[arg(long, value_enum, default_value = "allow")]
+    pub permission: Permission,
+    /// Serve the harness's `terminal/*` requests: commands run in the session's workspace as
+    /// the user running the probe (not a sandbox). Without it they are answered -32601.
+    #[arg(long)]
+    pub allow_terminals: bool,
+    /// Write the wire, both directions, as the JSON Lines `decode` reads.
+    #[arg(long)]
+    pub record: Option<PathBuf>,
+}
+
+/// The ACP lane's release protocol, as the catalog names it (`acp-v1`).
+pub fn protocol() -> &'static str {
+    checkfu_wire::catalog::revision("protocol").expect("the catalog's revision identities name its protocol")
+}
+
+/// Runs the ACP lane: `command` is what followed `--` (or the recipe's command).
+pub fn probe(shared: &Shared, flags: &Flags, command: Vec<OsString>, recipe: Option<Recipe>) -> i32 {
+    let command = match (&recipe, command.is_empty()) {
+        (_, false) => command,
+        (Some(recipe), true) => recipe.command.iter().map(OsString::from).collect(),
+        (None, true) => return usage("no harness command: give one after `--`, or a --recipe"),
+    };
+    let mut options = ProbeOptions::new(command);
+    if let Some(recipe) = &recipe {
+        options.harness = recipe.harness.clone();
+        options.env = recipe.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        options.home_files = recipe.home_files.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    }
+    if shared.harness.is_some() {
+        options.harness = shared.harness.clone();
+    }
+    // The entry's driver is the default driver of a bound run.
+    if let Some(entry) = options.harness.as_deref().and_then(|n| checkfu_wire::catalog::HARNESSES.iter().find(|h| h.name == n)) {
+        if let Some(driver) = entry.driver {
+            options.driver = driver.to_owned();
+        }
+    }
+    if let Err(code) = shared_options(shared, &mut options) {
+        return code;
+    }
+    if let Some(driver) = flags.driver.clone() {
+        options.driver = driver;
+    }
+    options.retention = flags.retention.clone();
+    options.builtin_tools = flags.builtin_tools.clone();
+    options.continuity = flags.continuity.clone();
+    options.authenticate = flags.authenticate.clone();
+    if let Some(text) = &flags.runtime_config {
+        match serde_json::from_str(text) {
+            Ok(value) => options.runtime_config = Some(value),
+            Err(e) => return usage(format!("--runtime-config is not JSON: {e}")),
+        }
+    }
+    options.interrupt = flags.interrupt;
+    options.permission = flags.permission.into();
+    options.terminals = flags.allow_terminals;
+
+    // In text format the banner and each step are said as they happen, on stderr, so that
+    // a slow harness is never met with silence and `--format json` keeps stdout one object.
+    // The banner comes from the run, once the argv is expanded as it will be run.
+    let live = matches!(shared.format, Format::Text);
+    // Notes (a blocked entry, an unreachable cell) are said before the run in either format.
+    let mut progress = |line: &str| {
+        if live || line.starts_with("note ") {
+            eprintln!("{line}");
+        }
+    };
+    let result = match probe::run_with(&options, &mut progress) {
+        Ok(result) => result,
+        Err(e @ (UsageError::Options(_) | UsageError::CannotStart(_))) => return usage(e),
+    };
+    let calls = result.model_plane.as_ref().map(|p| p.calls_jsonl()).unwrap_or_default();
+    let files =
+        [(&flags.record, result.record.as_slice()), (&shared.trace, result.trace.as_bytes()), (&shared.record_model, calls.as_bytes())];
+    let rendered = match shared.format {
+        Format::Text => result.to_text(),
+        Format::Json => result.to_json(),
+    };
+    report(&files, &rendered, result.passed())
+}
+
+/// `--permission`: the probe's [`PermissionPolicy`] as the command line names it (the probe
+/// library does not depend on clap).
+#[derive(Clone, Copy, Default, clap::ValueEnum)]
+pub(super) enum Permission {
+    /// Select the first option of kind `allow_once` or `allow_always`.
+    #[default]
+    Allow,
+    /// Select the first option of kind `reject_once` or `reject_always`.
+    Reject,
+    /// Answer `cancelled`.
+    Cancel,
+}
+
+impl From<Permission> for PermissionPolicy {
+    fn from(permission: Permission) -> PermissionPolicy {
+        match permission {
+            Permission::Allow => PermissionPolicy::Allow,
+            Permission::Reject => PermissionPolicy::Reject,
+            Permission::Cancel => PermissionPolicy::Cancel,
+        }
+    }
+}

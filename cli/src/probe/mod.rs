@@ -1,0 +1,284 @@
+//! `probe [OPTIONS] -- COMMAND [ARGS...]`: the live local diagnostic (see
+//! [`checkfu_wire_probe`]). Exit 0 when every step and check passed, 1 when the harness
+//! failed one, 2 on a usage error or when the command cannot be started.
+//!
+//! The flags are three sets: what both lanes take ([`Shared`]), the ACP lane's
+//! ([`acp::Flags`]) and the one-shot lane's ([`oneshot::Flags`]). Each lane's set is a clap
+//! group that conflicts with the other's, so the parser refuses a mix; a lane's flags given
+//! to the other lane's protocol (chosen by `--protocol` or the recipe, which the parser
+//! cannot see) are refused by reading the same groups back ([`Given`]).
+
+mod acp;
+mod oneshot;
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::parser::ValueSource;
+use clap::ArgMatches;
+
+use checkfu_wire_probe::recipe::Recipe;
+use checkfu_wire_probe::ProbeOptions;
+
+use super::conform::Format;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    shared: Shared,
+    #[command(flatten)]
+    acp: acp::Flags,
+    #[command(flatten)]
+    oneshot: oneshot::Flags,
+    /// The harness command and its arguments, after `--` (optional with --recipe).
+    #[arg(last = true, value_name = "COMMAND")]
+    command: Vec<OsString>,
+}
+
+/// The flags both lanes take: the model plane, the harness's environment, the output
+/// schema, the times and the outputs.
+#[derive(clap::Args)]
+pub struct Shared {
+    /// `checkfu.output_schema` for session/new: a JSON Schema file, which must pass the
+    /// safety profile before it is sent.
+    #[arg(long)]
+    pub output_schema: Option<PathBuf>,
+    /// Seconds each step may take.
+    #[arg(long, default_value_t = 30.0, value_parser = seconds)]
+    pub step_timeout: f64,
+    /// Seconds the whole session may take.
+    #[arg(long, default_value_t = 120.0, value_parser = seconds)]
+    pub deadline: f64,
+    /// Seconds the turn is still watched after its terminal, for late or duplicate emissions.
+    #[arg(long, default_value_t = 0.25, value_parser = seconds)]
+    pub settle: f64,
+    /// Seconds teardown waits after closing stdin, and again after SIGTERM.
+    #[arg(long, default_value_t = 2.0, value_parser = seconds)]
+    pub kill_grace: f64,
+    /// Write the observation trace, as `conform` reads it.
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+    /// The provider whose gateway allow-list the model relay serves (default: the
+    /// unlisted-provider route, a compatible customer endpoint).
+    #[arg(long, value_name = "NAME")]
+    pub provider: Option<String>,
+    /// The replay model's script: `nonce`, `tool`, or a JSON file of replies.
+    #[arg(long, value_name = "nonce|tool|FILE", default_value = "nonce")]
+    pub model_script: String,
+    /// Bind the run to this catalog entry: its driver, its declaration and its dialects are
+    /// compared with what the harness does.
+    #[arg(long, value_name = "NAME")]
+    pub harness: Option<String>,
+    /// A launch recipe (`recipes/*.json`): command, env and home files, with placeholders.
+    #[arg(long, value_name = "FILE")]
+    pub recipe: Option<PathBuf>,
+    /// Run the harness with your own HOME (by default it gets a fresh, empty one).
+    #[arg(long)]
+    pub inherit_home: bool,
+    /// A variable for the harness, KEY=VALUE (repeatable; placeholders expanded).
+    #[arg(long = "env", value_name = "KEY=VALUE", value_parser = pair)]
+    pub env: Vec<(String, String)>,
+    /// A file written into the fresh home, RELPATH=TEMPLATE or RELPATH=@FILE (the template
+    /// read from FILE; `@@` for a template that starts with `@`). Repeatable; placeholders
+    /// expanded.
+    #[arg(long = "home-file", value_name = "RELPATH=TEMPLATE|@FILE", value_parser = home_file)]
+    pub home_file: Vec<(String, String)>,
+    /// Do not run the harness in a loopback-only network namespace (the proxy variables
+    /// are then the only fence).
+    #[arg(long)]
+    pub no_netns: bool,
+    /// Write the model calls the relay served, bodies included, as JSON Lines.
+    #[arg(long, value_name = "FILE")]
+    pub record_model: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+    /// The release protocol: `acp-v1` (a live ACP session) or `oneshot-v1` (a CLI run
+    /// once per turn). Default: the recipe's, else `acp-v1`.
+    #[arg(long, value_name = "acp-v1|oneshot-v1")]
+    pub protocol: Option<String>,
+}
+
+/// The ids of the lanes' flag groups (`#[group(id = …)]` on each lane's `Flags`).
+const ACP_FLAGS: &str = "acp-flags";
+const ONESHOT_FLAGS: &str = "oneshot-flags";
+
+/// The lanes' flags given on the command line (not defaulted), as the user wrote them
+/// (`--interrupt`), in the order the command declares them: read from clap's own groups, so
+/// a flag added to a lane's `Flags` is known here without a list to keep.
+pub struct Given {
+    acp: Vec<String>,
+    oneshot: Vec<String>,
+}
+
+impl Given {
+    /// `command` and `matches` are the `probe` subcommand's.
+    pub fn read(command: Option<&clap::Command>, matches: Option<&ArgMatches>) -> Given {
+        let group = |id: &str| match (command, matches) {
+            (Some(command), Some(matches)) => given(command, matches, id),
+            _ => Vec::new(),
+        };
+        Given { acp: group(ACP_FLAGS), oneshot: group(ONESHOT_FLAGS) }
+    }
+}
+
+fn given(command: &clap::Command, matches: &ArgMatches, group: &str) -> Vec<String> {
+    let Some(group) = command.get_groups().find(|g| g.get_id() == group) else { return Vec::new() };
+    let members: Vec<&str> = group.get_args().map(|id| id.as_str()).collect();
+    command
+        .get_arguments()
+        .filter(|arg| members.contains(&arg.get_id().as_str()))
+        .filter(|arg| matches.value_source(arg.get_id().as_str()) == Some(ValueSource::CommandLine))
+        .map(|arg| arg.get_long().map(|long| format!("--{long}")).unwrap_or_else(|| arg.get_id().to_string()))
+        .collect()
+}
+
+/// `probe`: the outputs checked, the recipe read and the protocol chosen, then the lane.
+pub fn probe(args: Args, given: &Given) -> i32 {
+    let shared = &args.shared;
+    for (flag, path) in [("--record", &args.acp.record), ("--trace", &shared.trace), ("--record-model", &shared.record_model)] {
+        if let Some(path) = path {
+            if let Err(e) = writable(flag, path) {
+                return usage(e);
+            }
+        }
+    }
+    let recipe = match &shared.recipe {
+        Some(path) => match Recipe::load(path) {
+            Ok(recipe) => Some(recipe),
+            Err(e) => return usage(e),
+        },
+        None => None,
+    };
+    let acp_v1 = acp::protocol();
+    let protocol =
+        shared.protocol.clone().or_else(|| recipe.as_ref().and_then(|r| r.protocol.clone())).unwrap_or_else(|| acp_v1.to_owned());
+    if protocol == acp_v1 {
+        if let Some(flag) = given.oneshot.first() {
+            return usage(format!("{flag} is a oneshot-v1 flag; add --protocol oneshot-v1"));
+        }
+        acp::probe(shared, &args.acp, args.command, recipe)
+    } else if protocol == checkfu_wire::oneshot::PROTOCOL {
+        if let Some(flag) = given.acp.first() {
+            return usage(format!("{flag} belongs to the acp-v1 lane; a oneshot-v1 run has no ACP session"));
+        }
+        oneshot::probe(shared, &args.oneshot, &args.command, recipe)
+    } else {
+        usage(format!("--protocol {protocol}: known protocols are {acp_v1} and {}", checkfu_wire::oneshot::PROTOCOL))
+    }
+}
+
+fn pair(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
+        _ => Err(format!("`{text}` is not KEY=VALUE")),
+    }
+}
+
+/// `RELPATH=TEMPLATE`, with curl's convention for the value: `@FILE` reads the template from
+/// FILE, `@@…` is a template that starts with `@`. So a config file's path is never
+/// written into the home as the file's content.
+pub(super) fn home_file(text: &str) -> Result<(String, String), String> {
+    let (path, value) = pair(text)?;
+    if let Some(literal) = value.strip_prefix("@@") {
+        return Ok((path, format!("@{literal}")));
+    }
+    match value.strip_prefix('@') {
+        Some(file) => match std::fs::read_to_string(file) {
+            Ok(template) => Ok((path, template)),
+            Err(e) => Err(format!("cannot read the template `{file}` (`@` reads a file; `@@` writes a literal `@`): {e}")),
+        },
+        None => Ok((path, value)),
+    }
+}
+
+/// An output path is checked before anything starts: its directory must exist, and the
+/// path must not be a directory, so a run is never thrown away at the end for want of a
+/// place to write it.
+pub(super) fn writable(flag: &str, path: &Path) -> Result<(), String> {
+    if path.is_dir() {
+        return Err(format!("{flag} {}: is a directory", path.display()));
+    }
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    match std::fs::metadata(parent) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(_) => Err(format!("{flag} {}: {} is not a directory", path.display(), parent.display())),
+        Err(e) => Err(format!("{flag} {}: cannot use {}: {e}", path.display(), parent.display())),
+    }
+}
+
+pub(super) fn seconds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(s) if (0.0..=86_400.0).contains(&s) => Ok(s),
+        _ => Err(format!("`{text}` is not a number of seconds between 0 and 86400")),
+    }
+}
+
+pub(super) fn usage(message: impl std::fmt::Display) -> i32 {
+    eprintln!("error: {message}");
+    2
+}
+
+/// Writes the output files (each whole or not at all), then the report, and gives the exit
+/// code: 0 passed, 1 failed, 2 when a file cannot be written.
+pub(super) fn report(files: &[(&Option<PathBuf>, &[u8])], rendered: &str, passed: bool) -> i32 {
+    for (path, bytes) in files {
+        if let Some(path) = path {
+            if let Err(e) = write_whole(path, bytes) {
+                eprintln!("error: cannot write {}: {e}", path.display());
+                return 2;
+            }
+        }
+    }
+    let _ = std::io::stdout().lock().write_all(rendered.as_bytes());
+    if passed {
+        0
+    } else {
+        1
+    }
+}
+
+/// The options both lanes take from the command line: the model plane, the harness's
+/// environment, the output schema and the times. `Err` is the exit code of a usage error.
+pub(super) fn shared_options(args: &Shared, options: &mut ProbeOptions) -> Result<(), i32> {
+    options.env.extend(args.env.iter().cloned());
+    options.home_files.extend(args.home_file.iter().cloned());
+    options.provider = args.provider.clone();
+    options.inherit_home = args.inherit_home;
+    options.netns = !args.no_netns;
+    options.record_bodies = args.record_model.is_some();
+    options.model_script = match checkfu_wire_probe::relay::Script::parse(&args.model_script) {
+        Ok(script) => script,
+        Err(e) => return Err(usage(e)),
+    };
+    if let Some(path) = &args.output_schema {
+        let bytes = match std::fs::read(path) {
+            Ok(bytes) => bytes,
+            Err(e) => return Err(usage(format!("cannot read {}: {e}", path.display()))),
+        };
+        match serde_json::from_slice(&bytes) {
+            Ok(value) => options.output_schema = Some(value),
+            Err(e) => return Err(usage(format!("{}:{}:{}: not JSON: {e}", path.display(), e.line(), e.column()))),
+        }
+    }
+    options.step_timeout = Duration::from_secs_f64(args.step_timeout);
+    options.deadline = Duration::from_secs_f64(args.deadline);
+    options.settle = Duration::from_secs_f64(args.settle);
+    options.kill_grace = Duration::from_secs_f64(args.kill_grace);
+    Ok(())
+}
+
+/// Writes a file whole or not at all: a temporary file beside it, then a rename.
+fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let temporary = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    std::fs::write(&temporary, bytes)?;
+    std::fs::rename(&temporary, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&temporary);
+    })
+}

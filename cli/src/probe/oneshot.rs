@@ -1,0 +1,133 @@
+//! `probe --protocol oneshot-v1`: the declaration from a recipe and the one-shot flags
+//! (flags win), decoded by the release decoder before anything starts, then the one-shot
+//! lane (see [`checkfu_wire_probe::oneshot`]). Exit codes are the ACP lane's: 0 passed, 1
+//! failed, 2 a usage error (a refused declaration among them) or a CLI that cannot start.
+
+use std::ffi::OsString;
+
+use checkfu_wire::oneshot::{self, Declaration, OutputMode, OutputSchemaTransport, PromptTransport};
+use checkfu_wire_probe::oneshot::OneshotLaunch;
+use checkfu_wire_probe::recipe::Recipe;
+use checkfu_wire_probe::{ProbeOptions, UsageError};
+
+use super::{report, shared_options, usage, Format, Shared};
+
+/// The one-shot lane's flags: the launch declaration's members, laid over the recipe's.
+#[derive(clap::Args)]
+#[group(id = "oneshot-flags", multiple = true, conflicts_with = "acp-flags")]
+#[command(next_help_heading = "One-shot lane (oneshot-v1)")]
+pub struct Flags {
+    /// oneshot-v1: how the prompt reaches the CLI.
+    #[arg(long, value_name = "stdin|argv_path")]
+    pub prompt_transport: Option<String>,
+    /// oneshot-v1: what the CLI prints.
+    #[arg(long, value_name = "text|stream_json")]
+    pub output_mode: Option<String>,
+    /// oneshot-v1: an argument after the entrypoint (repeatable, in order; placeholders
+    /// `{prompt_path}`, `{resume_flag}` and the launch ones).
+    #[arg(long = "argv", value_name = "ARG", allow_hyphen_values = true)]
+    pub argv: Vec<String>,
+    /// oneshot-v1: the flag that makes the second run resume the first (may hold
+    /// `{session_id}`).
+    #[arg(long, value_name = "FLAG", allow_hyphen_values = true)]
+    pub resume_flag: Option<String>,
+    /// oneshot-v1: the flag the output schema's file path follows.
+    #[arg(long, value_name = "FLAG", allow_hyphen_values = true)]
+    pub output_schema_flag: Option<String>,
+    /// oneshot-v1: how the output schema reaches the CLI.
+    #[arg(long, value_name = "argv_path")]
+    pub output_schema_transport: Option<String>,
+    /// oneshot-v1: where the Runner mounts the workspace (recorded; the probe runs the CLI
+    /// in its fresh workspace).
+    #[arg(long, value_name = "DIR")]
+    pub working_directory: Option<String>,
+}
+
+/// Reads an enum flag by the declaration's own serde names, so the flag and the JSON
+/// declaration take exactly the same words.
+fn word<T: serde::de::DeserializeOwned>(flag: &str, value: &str) -> Result<T, String> {
+    serde_json::from_value(serde_json::Value::String(value.to_owned())).map_err(|e| format!("{flag} {value}: {e}"))
+}
+
+/// The declaration: the recipe's, with every one-shot flag given laid over it; or the
+/// flags' alone.
+fn declaration(flags: &Flags, command: &[OsString], recipe: Option<&Recipe>) -> Result<Declaration, String> {
+    let from_recipe = recipe.and_then(Recipe::oneshot);
+    let mut entrypoint = command.first().map(|c| c.to_string_lossy().into_owned());
+    let mut argv: Vec<String> = command.iter().skip(1).map(|c| c.to_string_lossy().into_owned()).collect();
+    argv.extend(flags.argv.iter().cloned());
+    let base = from_recipe.clone();
+    if entrypoint.is_none() {
+        entrypoint = base.as_ref().map(|d| d.entrypoint.clone());
+    }
+    let Some(entrypoint) = entrypoint else { return Err(String::from("no entrypoint: give it after `--`, or a --recipe")) };
+    let prompt_transport = match (&flags.prompt_transport, &base) {
+        (Some(t), _) => word::<PromptTransport>("--prompt-transport", t)?,
+        (None, Some(d)) => d.prompt_transport,
+        (None, None) => return Err(String::from("--prompt-transport stdin|argv_path is required without a recipe")),
+    };
+    let output_mode = match (&flags.output_mode, &base) {
+        (Some(m), _) => word::<OutputMode>("--output-mode", m)?,
+        (None, Some(d)) => d.output_mode,
+        (None, None) => return Err(String::from("--output-mode text|stream_json is required without a recipe")),
+    };
+    let output_schema_transport = match &flags.output_schema_transport {
+        Some(t) => Some(word::<OutputSchemaTransport>("--output-schema-transport", t)?),
+        None => base.as_ref().and_then(|d| d.output_schema_transport),
+    };
+    // A command line that gives arguments replaces the recipe's; one that gives none keeps them.
+    let argv = if argv.is_empty() && command.is_empty() { base.as_ref().map(|d| d.argv.clone()).unwrap_or_default() } else { argv };
+    Ok(Declaration {
+        entrypoint,
+        argv,
+        prompt_transport,
+        output_mode,
+        resume_flag: flags.resume_flag.clone().or_else(|| base.as_ref().and_then(|d| d.resume_flag.clone())),
+        output_schema_flag: flags.output_schema_flag.clone().or_else(|| base.as_ref().and_then(|d| d.output_schema_flag.clone())),
+        output_schema_transport,
+        working_directory: flags.working_directory.clone().or_else(|| base.as_ref().and_then(|d| d.working_directory.clone())),
+        env: base.as_ref().map(|d| d.env.clone()).unwrap_or_default(),
+        home_files: base.as_ref().map(|d| d.home_files.clone()).unwrap_or_default(),
+    })
+}
+
+/// Runs the one-shot lane: `command` is the entrypoint and its first arguments, when given
+/// after `--`.
+pub fn probe(shared: &Shared, flags: &Flags, command: &[OsString], recipe: Option<Recipe>) -> i32 {
+    let declaration = match declaration(flags, command, recipe.as_ref()) {
+        Ok(d) => d,
+        Err(e) => return usage(e),
+    };
+    let refusals = declaration.check();
+    if !refusals.is_empty() {
+        return usage(oneshot::DecodeError::Rules(refusals));
+    }
+    let launch = OneshotLaunch { declaration, base_dir: shared.recipe.as_ref().and_then(|p| p.parent()).map(|p| p.to_path_buf()) };
+    let mut options = ProbeOptions::new(Vec::new());
+    options.harness = shared.harness.clone().or_else(|| recipe.as_ref().and_then(|r| r.harness.clone()));
+    if let Err(code) = shared_options(shared, &mut options) {
+        return code;
+    }
+    let live = matches!(shared.format, Format::Text);
+    if live {
+        eprintln!(
+            "checkfu-wire probe (unsigned_local_only: local feedback, never qualification), protocol oneshot-v1: {}",
+            launch.declaration.entrypoint
+        );
+    }
+    let mut progress = |line: &str| {
+        if live {
+            eprintln!("{line}");
+        }
+    };
+    let result = match checkfu_wire_probe::oneshot::run(&options, &launch, &mut progress) {
+        Ok(result) => result,
+        Err(e @ (UsageError::Options(_) | UsageError::CannotStart(_))) => return usage(e),
+    };
+    let calls = result.model_plane.calls_jsonl();
+    let rendered = match shared.format {
+        Format::Text => result.to_text(),
+        Format::Json => result.to_json(),
+    };
+    report(&[(&shared.trace, result.trace().as_bytes()), (&shared.record_model, calls.as_bytes())], &rendered, result.passed())
+}

@@ -1,0 +1,66 @@
+//! `relay [OPTIONS]`: the probe's model relay on its own, for checking a model client (an
+//! SDK, a harness started by hand) against it. It prints one JSON line saying where it is
+//! (`url`, `api_key`, `nonce`, `token`, `token_file`), serves until stdin closes, then prints
+//! its record (calls, refusals, egress attempts) as one JSON line and exits 0.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use checkfu_wire_probe::relay::{self, Relay, Script};
+use serde_json::json;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The provider whose gateway allow-list is served (default: the unlisted-provider route).
+    #[arg(long, value_name = "NAME")]
+    provider: Option<String>,
+    /// The replay model's script: `nonce`, `tool`, or a JSON file of replies.
+    #[arg(long, value_name = "nonce|tool|FILE", default_value = "nonce")]
+    model_script: String,
+    /// The directory the `tool` script's token file is written into (it must exist).
+    #[arg(long, value_name = "DIR")]
+    workspace: PathBuf,
+    /// Seconds a client may take to send its headers, and then its body.
+    #[arg(long, default_value_t = 10)]
+    stall_seconds: u64,
+}
+
+pub fn relay(args: Args) -> i32 {
+    let script = match Script::parse(&args.model_script) {
+        Ok(script) => script,
+        Err(e) => return super::usage_error(e),
+    };
+    let nonce = checkfu_wire_probe::fresh_nonce();
+    let token = relay::token::mint(relay::token::FILE_TOKEN_PREFIX);
+    let token_file = args.workspace.join(checkfu_wire_probe::TOKEN_FILE);
+    if let Err(e) = std::fs::write(&token_file, relay::token::file_text(&token)) {
+        return super::usage_error(format!("cannot write {}: {e}", token_file.display()));
+    }
+    let key = relay::token::mint(relay::token::KEY_PREFIX);
+    let config = relay::Config {
+        provider: args.provider,
+        script,
+        nonce: nonce.clone(),
+        token: token.clone(),
+        token_file: token_file.clone(),
+        key: key.clone(),
+        stall: Duration::from_secs(args.stall_seconds.max(1)),
+        listener: None,
+        record_bodies: false,
+    };
+    let relay = match Relay::start(config) {
+        Ok(relay) => relay,
+        Err(e) => return super::usage_error(e),
+    };
+    let here =
+        json!({"url": relay.url(), "api_key": key, "nonce": nonce, "token": token, "token_file": token_file, "provider": relay.provider()});
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{here}");
+    let _ = out.flush();
+    // Serve until stdin closes: the caller's way of saying it is done.
+    let _ = std::io::stdin().lock().read_to_end(&mut Vec::new());
+    let record = relay.stop();
+    let _ = writeln!(out, "{}", serde_json::to_string(&record).unwrap_or_default());
+    0
+}

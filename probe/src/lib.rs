@@ -1,0 +1,30 @@
+//! checkfu-wire-probe: the harness author's local diagnostic. It runs an ACP agent or a
+//! one-shot CLI offline, in a fenced sandbox, against a governed model relay, and judges the
+//! turn by the relay's served-call record.
+//!
+//! The runtime (`checkfu-wire`: decode, admission, conformance) is what it judges with; this
+//! crate adds what only a live run needs, and the `checkfu-wire` binary (`checkfu-wire-cli`)
+//! is its command line.
+//!
+//! - [`session`]: the sandbox a harness runs in (process group, egress fence, fresh home,
+//!   workspace) and the ACP client that drives it over stdio;
+//! - [`relay`]: the governed model relay on 127.0.0.1 and its served-call record;
+//! - the lanes: [`acp`] (an ACP agent) and [`oneshot`] (a one-shot CLI), and what they share:
+//!   the plane a run stands on ([`launch`], [`model_plane`]), the recipe, the verdict on the
+//!   relay's record ([`verdict`]), the end of a run ([`ending`]) and the result ([`result`]).
+
+pub mod acp;
+pub mod ending;
+pub mod launch;
+pub mod model_plane;
+pub mod oneshot;
+mod plane;
+pub mod recipe;
+pub mod relay;
+pub mod result;
+pub mod session;
+pub mod verdict;
+
+pub use acp::{fresh_nonce, run, run_with, ProbeOptions, UsageError, NO_TURN, TOKEN_FILE};
+pub(crate) use plane::{catalog_entry, prepare, safe_output_schema, Plane};
+pub use result::{ProbeResult, Step, StepStatus};

@@ -1,0 +1,316 @@
+//! The probe's `oneshot-v1` lane: a one-shot CLI through the same relay, fence, fresh home,
+//! placeholders and process-group teardown as the ACP lane.
+//!
+//! Steps, each reported only when the declaration asks for it (an undeclared step is
+//! omitted, not skipped):
+//! - `prompt_exchange`: the first run completed a turn, a call the relay served carried the
+//!   nonce in its latest user turn, and that call's reply token (the model's answer, which
+//!   the CLI cannot write itself) reached normalized output (stdout in `text` mode);
+//! - `resume` (a `resume_flag` is declared): a second run in the same home and workspace,
+//!   `{resume_flag}` expanded (with the first run's session id when it needs one),
+//!   completed its own turn, and a call it made carried the first run's reply token: the
+//!   model's earlier answer came back to it;
+//! - `output_schema` (an output-schema flag is declared and `--output-schema` given): every
+//!   run's final answer is a structured value the relay served in that run, and validates
+//!   against the schema;
+//! - `teardown`: every run ended and nothing of its process group survived.
+//!
+//! The verdicts are [`judge`]'s, the same functions the golden process exchanges are held
+//! to. No ACP step or admission is reported here.
+
+pub mod judge;
+pub mod process;
+pub mod report;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::{prepare, Plane, ProbeOptions, Step, StepStatus, UsageError};
+use crate::session::{self, Launch};
+use checkfu_wire::oneshot::{Declaration, PromptTransport};
+use judge::Served;
+pub use report::OneshotResult;
+
+/// The one-shot launch the probe is given: the declaration, and the directory a relative
+/// entrypoint is resolved against (the recipe's).
+#[derive(Clone, Debug)]
+pub struct OneshotLaunch {
+    pub declaration: Declaration,
+    pub base_dir: Option<PathBuf>,
+}
+
+/// The diagnostic prompt of a run.
+pub fn prompt(nonce: &str, second: bool) -> String {
+    if second {
+        format!("Checkfu local diagnostic, second turn. Reply with the nonce {nonce} and end the turn.")
+    } else {
+        format!("Checkfu local diagnostic. Reply with the nonce {nonce} and end the turn.")
+    }
+}
+
+/// A private directory for the prompt and schema files, removed with the run.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The entrypoint as run. The CLI starts in the workspace, so a relative path with a `/`
+/// is resolved first: against the recipe's directory, or the caller's own directory for one
+/// typed on the command line (so it means what it says). A bare name is looked up on `PATH`.
+fn entrypoint(launch: &OneshotLaunch) -> String {
+    let here = std::env::current_dir().unwrap_or_default();
+    // The recipe's directory may itself be relative to the caller's.
+    let base = launch.base_dir.as_ref().map_or_else(|| here.clone(), |b| here.join(b));
+    super::launch::program(launch.declaration.entrypoint.as_ref(), &base).to_string_lossy().into_owned()
+}
+
+/// Runs the lane. `Err` only when the run cannot begin; every CLI behaviour is a result.
+pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn FnMut(&str)) -> Result<OneshotResult, UsageError> {
+    let declaration = &launch.declaration;
+    let refusals = declaration.check();
+    if !refusals.is_empty() {
+        return Err(UsageError::Options(checkfu_wire::oneshot::DecodeError::Rules(refusals).to_string()));
+    }
+    let entry = super::catalog_entry(options)?;
+    crate::relay::routes::for_provider(options.provider.as_deref()).map_err(UsageError::Options)?;
+    let validator = match (&options.output_schema, &declaration.output_schema_flag) {
+        (Some(_), None) => {
+            return Err(UsageError::Options(String::from(
+                "--output-schema was given, but the declaration has no output_schema_flag: the CLI has no way to receive it",
+            )))
+        }
+        (Some(schema), Some(_)) => Some(output_validator(schema)?),
+        (None, _) => None,
+    };
+    if options.inherit_home && !declaration.home_files.is_empty() {
+        return Err(UsageError::Options(String::from(
+            "the declaration's home_files write into the fresh home, which --inherit-home turns off",
+        )));
+    }
+    let deadline = Instant::now() + options.deadline;
+    let Plane { workspace, nonce, namespace, fence, fence_note, relay, home, placeholders, mut env } = prepare(options, entry, progress)?;
+    let scratch = Scratch(
+        session::workspace::private_dir("checkfu-oneshot").map_err(|e| UsageError::CannotStart(format!("cannot prepare the run: {e}")))?,
+    );
+    // The declaration's own files and variables, then the command line's (which win).
+    if let Some(home) = &home {
+        for (path, template) in &declaration.home_files {
+            let text = placeholders.expand_with(template, &[]).map_err(|e| UsageError::Options(format!("home_files {path}: {e}")))?;
+            home.write(path, &text).map_err(|e| UsageError::Options(format!("home_files {path}: {e}")))?;
+        }
+    }
+    let mut declared_env = Vec::new();
+    for (name, template) in &declaration.env {
+        let value = placeholders.expand_with(template, &[]).map_err(|e| UsageError::Options(format!("env {name}: {e}")))?;
+        declared_env.push((name.into(), value.into()));
+    }
+    let command_line_env = env.split_off(env.len() - options.env.len());
+    env.extend(declared_env);
+    env.extend(command_line_env);
+    let schema_path = match &options.output_schema {
+        Some(schema) => {
+            let path = scratch.0.join("output-schema.json");
+            std::fs::write(&path, schema.to_string())
+                .map_err(|e| UsageError::CannotStart(format!("cannot write the output schema: {e}")))?;
+            Some(path.to_string_lossy().into_owned())
+        }
+        None => None,
+    };
+    let launch_spec =
+        Launch { env, netns: namespace.as_ref().map(session::fence::Namespace::join), cwd: Some(workspace.root().to_path_buf()) };
+
+    let mut lane = Lane {
+        options,
+        launch,
+        scratch: &scratch,
+        schema_path: schema_path.as_deref(),
+        placeholders: &placeholders,
+        launch_spec: &launch_spec,
+        deadline,
+        steps: Vec::new(),
+        progress,
+    };
+    // Run 1: the prompt.
+    let first = lane.run(1, &nonce, None)?;
+    let served: Vec<Served> = relay.calls(1).iter().map(Served::from).collect();
+    let outcome = judge::prompt_exchange(&first.output, &first.exit, &served, &nonce, options.step_timeout.as_secs_f64());
+    let first_reply = outcome.as_ref().ok().cloned();
+    lane.step("prompt_exchange", first.report.ms, outcome.map(|_| ()).map_err(|f| with_refusals(f, &relay, 1)));
+    let first_session = first.output.stream.session_id.clone();
+    let mut finished = vec![(first, served)];
+
+    // Run 2: the resume, when declared.
+    let mut resume_nonce = None;
+    if let Some(flag) = &declaration.resume_flag {
+        let needs_id = flag.contains("{session_id}");
+        match (needs_id, &first_session) {
+            (true, None) => lane.step(
+                "resume",
+                0,
+                Err(String::from("the first run's stream reported no session id, which the resume flag needs; no second run was made")),
+            ),
+            _ => {
+                let second_nonce = super::fresh_nonce();
+                relay.begin_turn(second_nonce.clone(), first_reply.iter().cloned().collect());
+                let session_id = first_session.clone().unwrap_or_default();
+                match placeholders.expand_with(flag, &[("session_id", &session_id)]) {
+                    Err(e) => lane.step("resume", 0, Err(format!("the resume flag cannot be expanded: {e}"))),
+                    Ok(expanded) => {
+                        let second = lane.run(2, &second_nonce, Some(expanded))?;
+                        let served: Vec<Served> = relay.calls(2).iter().map(Served::from).collect();
+                        let outcome = judge::resume(
+                            &second.output,
+                            &second.exit,
+                            &served,
+                            &second_nonce,
+                            first_reply.as_deref(),
+                            options.step_timeout.as_secs_f64(),
+                        );
+                        lane.step("resume", second.report.ms, outcome.map(|_| ()).map_err(|f| with_refusals(f, &relay, 2)));
+                        finished.push((second, served));
+                    }
+                }
+                resume_nonce = Some(second_nonce);
+            }
+        }
+    }
+
+    // The output schema, when declared and given: every run's answer is a structured value
+    // the relay served in that run, and validates.
+    if let Some(validator) = &validator {
+        let mut outcome = Ok(());
+        for (i, (run, served)) in finished.iter().enumerate() {
+            if let Err(e) = judge::output_schema(run.output.answer(), validator, served) {
+                outcome = Err(if finished.len() > 1 { format!("run {}: {e}", i + 1) } else { e });
+                break;
+            }
+        }
+        lane.step("output_schema", 0, outcome);
+    }
+    let finished: Vec<process::Finished> = finished.into_iter().map(|(run, _)| run).collect();
+
+    let started = Instant::now();
+    let teardown = finished.iter().enumerate().find_map(|(i, r)| r.teardown_fault.as_ref().map(|f| format!("run {}: {f}", i + 1)));
+    let record = relay.stop();
+    drop(namespace);
+    drop(home);
+    drop(workspace);
+    lane.step("teardown", started.elapsed().as_millis() as u64, teardown.map_or(Ok(()), Err));
+
+    let delivered: Vec<&'static str> = record.calls.iter().filter_map(|c| c.structured_output).fold(Vec::new(), |mut v, way| {
+        if !v.contains(&way) {
+            v.push(way);
+        }
+        v
+    });
+    let mut plane = super::model_plane::ModelPlane::new(
+        options.provider.as_deref().unwrap_or(checkfu_wire::catalog::UNLISTED_PROVIDER),
+        fence,
+        fence_note,
+        options.model_script.name(),
+        record,
+    );
+    plane.nonce_in_output = finished.first().is_some_and(|r| r.output.carries(&nonce));
+    plane.reply_in_output = first_reply;
+    if let Some(entry) = entry {
+        plane.bind(entry, options.provider.as_deref(), None);
+    }
+    let steps = std::mem::take(&mut lane.steps);
+    Ok(OneshotResult::new(
+        declaration,
+        steps,
+        finished.into_iter().map(|f| f.report).collect(),
+        nonce,
+        resume_nonce,
+        options.output_schema.is_some().then_some(delivered),
+        plane,
+    ))
+}
+
+/// A failed step's reason, with the relay's refusals of the run named after it when they
+/// may be its cause: a CLI whose calls were refused should be told which ones, but a
+/// refusal beside a turn the model did answer is not why the turn failed.
+fn with_refusals(failed: judge::Failed, relay: &crate::relay::Relay, turn: usize) -> String {
+    let (count, first) = relay.refusals(turn);
+    match super::verdict::refusal_context(count, first.as_ref()).filter(|_| failed.refusals_may_cause) {
+        Some(context) => format!("{}; {context}", failed.reason),
+        None => failed.reason,
+    }
+}
+
+/// The author's output schema, checked by the safety profile, compiled for the step.
+fn output_validator(schema: &Value) -> Result<jsonschema::Validator, UsageError> {
+    super::safe_output_schema(schema)?;
+    jsonschema::validator_for(schema).map_err(|e| UsageError::Options(format!("--output-schema cannot be compiled: {e}")))
+}
+
+/// The lane's state across its runs.
+struct Lane<'a, 'p> {
+    options: &'a ProbeOptions,
+    launch: &'a OneshotLaunch,
+    scratch: &'a Scratch,
+    schema_path: Option<&'a str>,
+    placeholders: &'a super::launch::Placeholders,
+    launch_spec: &'a Launch,
+    deadline: Instant,
+    steps: Vec<(&'static str, Step)>,
+    progress: &'p mut dyn FnMut(&str),
+}
+
+impl Lane<'_, '_> {
+    fn step(&mut self, name: &'static str, ms: u64, outcome: Result<(), String>) {
+        let (status, reason) = match outcome {
+            Ok(()) => (StepStatus::Passed, None),
+            Err(reason) => (StepStatus::Failed, Some(reason)),
+        };
+        let step = Step { status, ms, reason };
+        (self.progress)(&super::result::step_line(name, &step));
+        self.steps.push((name, step));
+    }
+
+    /// Run `number`: its prompt file, its argv (`{resume_flag}` dropped on the first run,
+    /// the expanded flag on the second), then the process.
+    fn run(&mut self, number: usize, nonce: &str, resume: Option<String>) -> Result<process::Finished, UsageError> {
+        let declaration = &self.launch.declaration;
+        let text = prompt(nonce, number > 1);
+        let prompt_path = self.scratch.0.join(format!("prompt-{number}.txt"));
+        if declaration.prompt_transport == PromptTransport::ArgvPath {
+            std::fs::write(&prompt_path, &text).map_err(|e| UsageError::CannotStart(format!("cannot write the prompt file: {e}")))?;
+        }
+        let prompt_path = prompt_path.to_string_lossy().into_owned();
+        let mut argv = vec![entrypoint(self.launch)];
+        for arg in &declaration.argv {
+            if arg == "{resume_flag}" {
+                argv.extend(resume.clone());
+                continue;
+            }
+            let expanded = self
+                .placeholders
+                .expand_with(arg, &[("prompt_path", &prompt_path)])
+                .map_err(|e| UsageError::Options(format!("argv {arg:?}: {e}")))?;
+            argv.push(expanded);
+        }
+        if let (Some(flag), Some(path)) = (&declaration.output_schema_flag, self.schema_path) {
+            argv.push(flag.clone());
+            argv.push(path.to_owned());
+        }
+        let until = (Instant::now() + self.options.step_timeout).min(self.deadline);
+        let spec = process::Spec {
+            argv,
+            launch: self.launch_spec,
+            transport: declaration.prompt_transport,
+            prompt: &text,
+            mode: declaration.output_mode,
+            until,
+            kill_grace: self.options.kill_grace.min(Duration::from_secs(30)),
+            nonce,
+        };
+        let program = spec.argv[0].clone();
+        process::run(spec).map_err(|e| UsageError::CannotStart(format!("cannot start `{program}`: {e}")))
+    }
+}

@@ -1,0 +1,166 @@
+//! One run of a one-shot CLI: started in the workspace in a process group of its own, its
+//! prompt delivered, its stdout read as its output mode says until it closes, its exit
+//! awaited until the step's time, and the group torn down whatever happened.
+
+use std::ffi::OsString;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use super::judge::{Exit, Output};
+use crate::session::process::{Event, Harness, Launch};
+use checkfu_wire::oneshot::{OutputMode, PromptTransport};
+
+/// The last bytes of stdout and stderr the report keeps.
+const TAIL: usize = 4096;
+
+/// What one run was, as the report shows it.
+#[derive(Debug, Serialize)]
+pub struct RunReport {
+    /// The entrypoint and its arguments, as run (placeholders expanded).
+    pub argv: Vec<String>,
+    /// What was written to stdin (`null`: the prompt went by file, and stdin was closed).
+    pub stdin: Option<String>,
+    pub nonce: String,
+    pub pid: u32,
+    /// `{"code": n}` or `{"signal": n}`; `null` if it could not be reaped.
+    pub exit: Value,
+    pub timed_out: bool,
+    /// How it ended (`exited_before_teardown`: on its own, as a one-shot CLI should).
+    pub ending: &'static str,
+    pub reaped_children: usize,
+    pub leftover_processes: Vec<u32>,
+    pub ms: u64,
+    pub stdout_bytes: u64,
+    pub stderr_bytes: u64,
+    pub stderr_tail: String,
+    /// The session id its stream reported (stream mode).
+    pub session_id: Option<String>,
+    /// The stream's event kinds in order of first appearance (stream mode).
+    pub event_kinds: Vec<&'static str>,
+    pub stream_errors: Vec<String>,
+    pub malformed_lines: Vec<Value>,
+    /// The final answer (its first 4 KiB).
+    pub answer: String,
+    /// The observations, as `conform` reads them.
+    pub trace: String,
+    /// The conformance checks over that trace, as `conform --format json` prints them.
+    pub checks: Value,
+}
+
+/// A finished run: the report, and what the verdicts read.
+pub struct Finished {
+    pub report: RunReport,
+    pub output: Output,
+    pub exit: Exit,
+    /// Teardown found a process of the group that would not die, or had to kill the CLI
+    /// after SIGTERM.
+    pub teardown_fault: Option<String>,
+}
+
+/// How to run it.
+pub struct Spec<'a> {
+    pub argv: Vec<String>,
+    pub launch: &'a Launch,
+    pub transport: PromptTransport,
+    pub prompt: &'a str,
+    pub mode: OutputMode,
+    pub until: Instant,
+    pub kill_grace: Duration,
+    pub nonce: &'a str,
+}
+
+/// Runs the CLI once. `Err` only when it cannot be started.
+pub fn run(spec: Spec<'_>) -> std::io::Result<Finished> {
+    let started = Instant::now();
+    let Some((program, args)) = spec.argv.split_first() else {
+        return Err(std::io::Error::other("no entrypoint"));
+    };
+    let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+    let mut harness = Harness::spawn(program.as_ref(), &args, spec.launch)?;
+    let stdin = match spec.transport {
+        PromptTransport::Stdin => {
+            harness.write(spec.prompt.as_bytes().to_vec());
+            Some(spec.prompt.to_owned())
+        }
+        PromptTransport::ArgvPath => None,
+    };
+    // Closed at once either way: a CLI given its prompt by file must not wait on stdin.
+    harness.close_stdin();
+    let mut output = Output::new(spec.mode);
+    let mut timed_out = false;
+    // A CLI that exits while something it started still holds stdout open has still ended
+    // its run: its output counts as read 1 s after its exit (what it left is torn down with
+    // its group), rather than the run being taken for a hang.
+    let mut exited_at: Option<Instant> = None;
+    loop {
+        let poll = (Instant::now() + Duration::from_millis(200)).min(spec.until);
+        match harness.next_event(poll) {
+            Some(Event::Line(line)) => output.line(&line),
+            Some(Event::Oversize { bytes }) => output.oversize(bytes),
+            Some(Event::Closed | Event::Failed(_)) => break,
+            None if Instant::now() >= spec.until => {
+                timed_out = true;
+                break;
+            }
+            None => {
+                if exited_at.is_none() && harness.exit_status().is_some() {
+                    exited_at = Some(Instant::now());
+                }
+                if exited_at.is_some_and(|at| at.elapsed() >= Duration::from_secs(1)) {
+                    break;
+                }
+            }
+        }
+    }
+    // Stdout is closed; the CLI should be exiting. Wait for it until the step's time.
+    while !timed_out && harness.exit_status().is_none() {
+        if Instant::now() >= spec.until {
+            timed_out = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // Its stdin was closed at the start: a CLI still running when its time is up gets SIGTERM
+    // at once, so the report follows the step's time (or the deadline) by the grace at most.
+    let teardown = if timed_out { harness.terminate(spec.kill_grace) } else { harness.teardown(spec.kill_grace) };
+    let status = teardown.status;
+    let exit = Exit {
+        code: status.and_then(|s| s.code()),
+        signal: status.and_then(|s| std::os::unix::process::ExitStatusExt::signal(&s)),
+        timed_out,
+    };
+    output.end(&exit);
+    let teardown_fault = crate::ending::teardown_fault(&teardown, "CLI", "SIGTERM");
+    let (stderr_bytes, stderr) = harness.stderr();
+    let trace = output.normalizer.trace(&[], &[]);
+    // The trace is ours; a checker refusal of it would be a bug in the normalizer.
+    let checks = match checkfu_wire::conformance::check_str(&trace) {
+        Ok(report) => serde_json::from_str::<Value>(&report.to_json()).map(|v| v["checks"].clone()).unwrap_or(Value::Null),
+        Err(e) => panic!("the one-shot lane wrote a trace the checker refuses: {e}\n{trace}"),
+    };
+    let report = RunReport {
+        argv: spec.argv.clone(),
+        stdin,
+        nonce: spec.nonce.to_owned(),
+        pid: harness.pid(),
+        exit: crate::ending::exit_json(status),
+        timed_out,
+        ending: teardown.ending.name(),
+        reaped_children: teardown.reaped_children,
+        leftover_processes: teardown.leftover.clone(),
+        ms: started.elapsed().as_millis() as u64,
+        stdout_bytes: output.stdout_bytes,
+        stderr_bytes,
+        stderr_tail: crate::ending::stderr_tail(&stderr),
+        session_id: output.stream.session_id.clone(),
+        event_kinds: output.stream.kinds.clone(),
+        stream_errors: output.stream.errors.clone(),
+        malformed_lines: output.stream.malformed.iter().take(20).map(|(line, why)| json!({"line": line, "why": why})).collect(),
+        answer: checkfu_wire::text::head(output.answer(), TAIL).to_owned(),
+        trace,
+        checks,
+    };
+    Ok(Finished { report, output, exit, teardown_fault })
+}

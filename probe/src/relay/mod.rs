@@ -1,0 +1,621 @@
+//! The governed model relay: a model gateway in miniature, which the probe starts for each
+//! session and stops with it.
+//!
+//! It listens on 127.0.0.1 only, on a port the OS picks (or on a listener the caller bound
+//! on a loopback address, such as one inside the harness's network namespace), and serves
+//! HTTP/1.1 with `hyper`. It forwards exactly the request paths of the gateway allow-list
+//! of one provider ([`routes`]) to the replay model ([`script`]), in the dialect each path
+//! speaks ([`dialect`]), and refuses everything else with a status and an error body in the
+//! dialect's own shape, recording each refusal ([`record`]):
+//!
+//! | request | status |
+//! |---|---|
+//! | `CONNECT`, or an absolute-form target (a client using the relay as its proxy) | 403, host and port recorded as an egress attempt |
+//! | a path not on the provider's allow-list (the query string is ignored) | 404 |
+//! | a method other than POST | 405 |
+//! | a `fal_queue` path | 501: a queue protocol, not served here |
+//! | no session key (`x-api-key`, or `Authorization: Bearer`) | 401 |
+//! | a body over [`MAX_BODY`], or of more than [`bounds::MAX_VALUES`] JSON values | 413 |
+//! | a client that stalls in its body (slower than the configured time) | 408 |
+//! | a client that stalls in its headers | closed without an answer |
+//! | malformed JSON, or a body the dialect cannot read | 400 |
+//! | an output schema past the replay model's budgets, or with no finite instance | 400 |
+//! | a model script that has no reply left | 500 |
+//! | more than [`MAX_BODIES_READ`] bodies being read at once for the configured time | 503 |
+//! | a connection past [`MAX_CONNECTIONS`] open at once | closed unread |
+//! | a request head hyper cannot read | what hyper answers: 400, 414 or 431 |
+//!
+//! The record says what reached the client: each entry's status is the one written on the
+//! socket, or `null` with the reason when the connection closed first ([`record`]).
+//!
+//! What a harness can make the relay hold is bounded by these limits, not by what it sends:
+//! at most [`MAX_BODIES_READ`] bodies of at most [`MAX_BODY`] bytes are read at once, one
+//! body at a time is parsed (the runtime has one thread, and nothing awaits between the
+//! parse and the answer) and only after its values were counted ([`bounds`]), the replay
+//! model's work is budgeted ([`structured`]), a parsed body is dropped before the call is
+//! recorded, and the record is capped ([`record`]). No lock is held while a request is
+//! handled: the record's lock is taken only to write an entry, so the probe can always read
+//! the record and stop the relay.
+//!
+//! Why hyper rather than `tiny_http` (the lighter of the two by 6 crates against 29 here):
+//! tiny_http 0.12 sets no socket timeouts and gives no hook to set them, so a client that
+//! stalls inside its headers holds a connection thread and never becomes a request the relay
+//! could refuse or record. hyper's `header_read_timeout` and a timed body read bound both.
+//! The runtime is a current-thread tokio runtime on one thread of the relay's own; dropping
+//! it at [`Relay::stop`] closes every connection, so nothing outlives the session.
+
+pub mod bounds;
+pub mod dialect;
+pub mod record;
+pub mod routes;
+pub mod script;
+pub mod structured;
+pub mod token;
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::{Method, Request, Response, StatusCode};
+use serde_json::Value;
+
+use checkfu_wire::catalog::Route;
+use dialect::{ErrorShape, Ids, Served};
+pub use record::{Call, Egress, Entry, Record, Refusal};
+pub use script::{Model, Script};
+pub use structured::digest;
+
+/// The largest request body the relay reads.
+pub const MAX_BODY: usize = 32 * 1024 * 1024;
+
+/// The most connections served at once; one past it is closed unread and recorded.
+pub const MAX_CONNECTIONS: usize = 64;
+
+/// The most request bodies read at once: each may be up to [`MAX_BODY`], so the relay holds
+/// at most this many bodies whatever number of connections a harness opens. A request waits
+/// for its turn up to the configured stall time, and is then answered 503. One is enough:
+/// a body crosses loopback in milliseconds, and the answer is made on one thread anyway.
+pub const MAX_BODIES_READ: usize = 1;
+
+/// How long [`Relay::stop`] waits for the relay's thread before leaving it behind (it holds
+/// no lock and no process; it ends with the probe).
+const STOP_WAIT: Duration = Duration::from_secs(5);
+
+/// Why a connection's pending answers never reached the client.
+const CLOSED: &str = "closed without an answer";
+
+/// What one relay serves.
+#[derive(Debug)]
+pub struct Config {
+    /// The provider whose allow-list is served; `None` for the unlisted-provider route.
+    pub provider: Option<String>,
+    pub script: Script,
+    /// The session's nonce, looked for in every request's latest user turn.
+    pub nonce: String,
+    /// The second token of the `tool` script, and the file that holds it.
+    pub token: String,
+    pub token_file: PathBuf,
+    /// The session's key: the lease a call must carry.
+    pub key: String,
+    /// How long a client may take to send its headers, and then its body.
+    pub stall: Duration,
+    /// A listener bound on a loopback address by the caller; `None` binds 127.0.0.1:0.
+    pub listener: Option<TcpListener>,
+    /// Keep bounded copies of each call's bodies (`--record-model`).
+    pub record_bodies: bool,
+}
+
+/// A running relay.
+pub struct Relay {
+    addr: SocketAddr,
+    key: String,
+    provider: Option<String>,
+    shared: Arc<Shared>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// What every connection reads. Only `turn` and `record` change, each under its own lock,
+/// and neither is held while a request is handled.
+struct Shared {
+    routes: &'static [Route],
+    key: String,
+    model: Model,
+    record_bodies: bool,
+    stall: Duration,
+    sequence: AtomicUsize,
+    bodies: tokio::sync::Semaphore,
+    turn: Mutex<TurnState>,
+    record: Mutex<Record>,
+}
+
+/// The probe's current turn, as the relay judges requests by it.
+#[derive(Clone, Debug, Default)]
+struct TurnState {
+    nonce: String,
+    /// The reply tokens of the turn before that reached its output (`Relay::begin_turn`):
+    /// a resumed session's request carries one of them if the model's answer came back.
+    earlier_replies: Vec<String>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic elsewhere while holding the lock leaves the data as it was; keep serving.
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Shared {
+    fn record(&self) -> MutexGuard<'_, Record> {
+        lock(&self.record)
+    }
+}
+
+impl Relay {
+    /// Starts serving. Errors: an unknown provider, a listener not on a loopback address, or
+    /// a socket or thread that cannot be made.
+    pub fn start(config: Config) -> Result<Relay, String> {
+        let routes = routes::for_provider(config.provider.as_deref())?;
+        let listener = match config.listener {
+            Some(listener) => listener,
+            None => TcpListener::bind(("127.0.0.1", 0)).map_err(|e| format!("the relay cannot listen on 127.0.0.1: {e}"))?,
+        };
+        let addr = listener.local_addr().map_err(|e| format!("the relay's socket has no address: {e}"))?;
+        if !addr.ip().is_loopback() {
+            return Err(format!("the relay listens on loopback only, not on {addr}"));
+        }
+        listener.set_nonblocking(true).map_err(|e| format!("the relay's socket: {e}"))?;
+        let shared = Arc::new(Shared {
+            routes,
+            key: config.key.clone(),
+            model: Model::new(config.script, config.token, config.token_file),
+            record_bodies: config.record_bodies,
+            stall: config.stall,
+            sequence: AtomicUsize::new(0),
+            bodies: tokio::sync::Semaphore::new(MAX_BODIES_READ),
+            turn: Mutex::new(TurnState { nonce: config.nonce, earlier_replies: Vec::new() }),
+            record: Mutex::new(Record::new()),
+        });
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()
+            .map_err(|e| format!("the relay's runtime: {e}"))?;
+        let serving = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("model-relay".into())
+            .spawn(move || {
+                runtime.block_on(async move {
+                    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else { return };
+                    tokio::spawn(accept(listener, serving));
+                    let _ = stopped.await;
+                });
+                // Dropping the runtime here cancels every connection still open.
+                drop(runtime);
+            })
+            .map_err(|e| format!("the relay's thread: {e}"))?;
+        Ok(Relay { addr, key: config.key, provider: config.provider, shared, stop: Some(stop), thread: Some(thread) })
+    }
+
+    /// Starts the next turn: calls from now on belong to it and `nonce` is the one looked
+    /// for; `earlier_replies` are the reply tokens of the turn before that reached its
+    /// output, looked for as the model's earlier answer (`earlier_reply_in_request`).
+    pub fn begin_turn(&self, nonce: String, earlier_replies: Vec<String>) {
+        *lock(&self.shared.turn) = TurnState { nonce, earlier_replies };
+        self.shared.record().turn += 1;
+    }
+
+    /// `http://127.0.0.1:PORT`, with no path and no trailing slash.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The provider served, as the report names it.
+    pub fn provider(&self) -> &str {
+        self.provider.as_deref().unwrap_or(checkfu_wire::catalog::UNLISTED_PROVIDER)
+    }
+
+    /// The calls served in `turn`.
+    pub fn calls(&self, turn: usize) -> Vec<Call> {
+        self.shared.record().calls.iter().filter(|c| c.turn == turn).cloned().collect()
+    }
+
+    /// The refusals recorded in `turn`: how many, and the first.
+    pub fn refusals(&self, turn: usize) -> (usize, Option<Refusal>) {
+        let record = self.shared.record();
+        let mut of_turn = record.refused.iter().filter(|r| r.turn == turn);
+        let first = of_turn.next().cloned();
+        (first.as_ref().map_or(0, |_| 1 + of_turn.count()), first)
+    }
+
+    /// Stops serving (closing every connection) and returns the record.
+    pub fn stop(mut self) -> Record {
+        self.shutdown();
+        std::mem::take(&mut *self.shared.record())
+    }
+
+    fn shutdown(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            // The thread ends as soon as the request it may be answering is done, which the
+            // budgets bound; should it not, it is left behind rather than holding up the
+            // probe's deadline (it holds no lock the caller needs).
+            let waited = Instant::now();
+            while !thread.is_finished() && waited.elapsed() < STOP_WAIT {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            if thread.is_finished() {
+                let _ = thread.join();
+            }
+        }
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+async fn accept(listener: tokio::net::TcpListener, shared: Arc<Shared>) {
+    let open = Arc::new(AtomicUsize::new(0));
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            // Out of descriptors or a reset before accept: wait a little and go on.
+            Err(_) => {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        if open.load(Ordering::Relaxed) >= MAX_CONNECTIONS {
+            drop(stream);
+            shared.record().refuse("", None, &format!("more than {MAX_CONNECTIONS} connections at once: closed unread, without an answer"));
+            continue;
+        }
+        open.fetch_add(1, Ordering::Relaxed);
+        let open = Arc::clone(&open);
+        let activity = Arc::new(Activity::new(Arc::clone(&shared)));
+        let stream = Watched { inner: stream, activity: Arc::clone(&activity) };
+        let shared = Arc::clone(&shared);
+        tokio::spawn(async move {
+            let service_activity = Arc::clone(&activity);
+            let service = hyper::service::service_fn(move |request| {
+                let activity = Arc::clone(&service_activity);
+                async move { Ok::<_, Infallible>(handle(&activity, request).await) }
+            });
+            let served = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(shared.stall)
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                .await;
+            if let Err(error) = served {
+                activity.connection_error(&error);
+            }
+            activity.close();
+            open.fetch_sub(1, Ordering::Relaxed);
+        });
+    }
+}
+
+/// One connection as the relay watches it: whether bytes came in after its last answer
+/// (the header timeout alone cannot tell a client that stalls inside its headers from an
+/// idle keep-alive connection), and which recorded answers are still to be written, so each
+/// entry's status becomes the one that reached the socket.
+struct Activity {
+    shared: Arc<Shared>,
+    read_after_write: AtomicBool,
+    /// Entries answered by the handler and not yet written, in order (HTTP/1.1 answers go
+    /// out in the order of the requests).
+    pending: Mutex<VecDeque<Entry>>,
+    /// A status hyper wrote on its own (an unreadable request head), with no entry pending.
+    automatic: Mutex<Option<u16>>,
+}
+
+impl Activity {
+    fn new(shared: Arc<Shared>) -> Activity {
+        Activity { shared, read_after_write: AtomicBool::new(false), pending: Mutex::new(VecDeque::new()), automatic: Mutex::new(None) }
+    }
+
+    fn mid_request(&self) -> bool {
+        self.read_after_write.load(Ordering::Relaxed)
+    }
+
+    /// The handler's answer for `entry` is about to be written.
+    fn expect(&self, entry: Option<Entry>) {
+        if let Some(entry) = entry {
+            lock(&self.pending).push_back(entry);
+        }
+    }
+
+    /// A response head with `status` went onto the socket.
+    fn wrote_status(&self, status: u16) {
+        match lock(&self.pending).pop_front() {
+            Some(entry) => self.shared.record().delivered(entry, Some(status), CLOSED),
+            None => *lock(&self.automatic) = Some(status),
+        }
+    }
+
+    /// A connection hyper gave up on before it became a request: a stall inside the
+    /// headers, bytes that are not HTTP/1.1, or a client that closed mid-request. hyper
+    /// answers some of these itself (400, 414, 431), the others not at all; the record says
+    /// which.
+    fn connection_error(&self, error: &hyper::Error) {
+        let written = lock(&self.automatic).take();
+        let reason = if error.is_timeout() && !self.mid_request() {
+            // An idle keep-alive connection closed after the header timeout: a client's
+            // pool, not a stall.
+            return;
+        } else if error.is_timeout() {
+            format!("the client stalled: no complete request headers within {:.1} s", self.shared.stall.as_secs_f64())
+        } else if error.is_parse() || error.is_parse_too_large() {
+            format!("not a well-formed HTTP/1.1 request: {error}")
+        } else if error.is_incomplete_message() && self.mid_request() {
+            String::from("the client closed the connection in the middle of a request")
+        } else {
+            return;
+        };
+        let reason = match written {
+            Some(_) => reason,
+            None => format!("{reason}; {CLOSED}"),
+        };
+        self.shared.record().refuse("", written, &reason);
+    }
+
+    /// The connection is over: whatever answer was not written never will be.
+    fn close(&self) {
+        let left: Vec<Entry> = lock(&self.pending).drain(..).collect();
+        if !left.is_empty() {
+            let mut record = self.shared.record();
+            for entry in left {
+                record.delivered(entry, None, CLOSED);
+            }
+        }
+    }
+}
+
+impl Drop for Activity {
+    fn drop(&mut self) {
+        // A connection dropped with the runtime at stop ends here without `close`.
+        self.close();
+    }
+}
+
+/// A connection's stream, telling its [`Activity`] when bytes come in and which status each
+/// answer written carries.
+struct Watched {
+    inner: tokio::net::TcpStream,
+    activity: Arc<Activity>,
+}
+
+/// The status of an HTTP/1.x response head at the start of `bytes`.
+fn head_status(bytes: &[u8]) -> Option<u16> {
+    let rest = bytes.strip_prefix(b"HTTP/1.1 ").or_else(|| bytes.strip_prefix(b"HTTP/1.0 "))?;
+    let digits = rest.get(..3)?;
+    std::str::from_utf8(digits).ok()?.parse().ok()
+}
+
+impl tokio::io::AsyncRead for Watched {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.activity.read_after_write.store(true, Ordering::Relaxed);
+        }
+        polled
+    }
+}
+
+impl tokio::io::AsyncWrite for Watched {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let polled = std::pin::Pin::new(&mut self.inner).poll_write(cx, buf);
+        if matches!(polled, std::task::Poll::Ready(Ok(n)) if n > 0) {
+            self.activity.read_after_write.store(false, Ordering::Relaxed);
+            // hyper writes each answer's head at the start of a write of its own (this
+            // stream offers no vectored writes); an answer body of ours never starts so.
+            if let Some(status) = head_status(buf) {
+                self.activity.wrote_status(status);
+            }
+        }
+        polled
+    }
+
+    fn poll_flush(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// A refusal's answer, recorded.
+fn refuse(activity: &Activity, path: &str, shape: ErrorShape, status: u16, kind: &str, reason: String) -> Response<Full<Bytes>> {
+    let body = shape.body(kind, &record::capped(&reason, record::MAX_REASON)).to_string();
+    let entry = activity.shared.record().refuse(path, Some(status), &reason);
+    activity.expect(entry);
+    answer(status, "application/json", body)
+}
+
+fn answer(status: u16, content_type: &str, body: String) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    if let Ok(value) = hyper::header::HeaderValue::from_str(content_type) {
+        response.headers_mut().insert(hyper::header::CONTENT_TYPE, value);
+    }
+    response
+}
+
+/// The error shape of a request that matched no route: Anthropic's when the client sent
+/// Anthropic's key header, OpenAI's otherwise.
+fn guessed_shape(request: &Request<Incoming>) -> ErrorShape {
+    if request.headers().contains_key("x-api-key") || request.headers().contains_key("anthropic-version") {
+        ErrorShape::Anthropic
+    } else {
+        ErrorShape::Openai
+    }
+}
+
+/// Whether the request carries the session's key, in either family's header.
+fn carries_key(request: &Request<Incoming>, key: &str) -> bool {
+    let header = |name: &str| request.headers().get(name).and_then(|v| v.to_str().ok());
+    header("x-api-key") == Some(key) || header("authorization").and_then(|v| v.strip_prefix("Bearer ")) == Some(key)
+}
+
+/// A reply token that the request does not already hold (a harness cannot know the next
+/// one, but the relay makes sure: a token found in the request proves nothing).
+fn fresh_reply_token(body: &[u8]) -> String {
+    loop {
+        let candidate = token::mint(token::REPLY_PREFIX);
+        if memchr::memmem::find(body, candidate.as_bytes()).is_none() {
+            return candidate;
+        }
+    }
+}
+
+async fn handle(activity: &Activity, request: Request<Incoming>) -> Response<Full<Bytes>> {
+    let shared = &activity.shared;
+    let started = Instant::now();
+    let uri = request.uri().clone();
+    let shape = guessed_shape(&request);
+    if request.method() == Method::CONNECT || uri.authority().is_some() {
+        let host = uri.host().unwrap_or_default().to_owned();
+        let port = uri.port_u16().unwrap_or(if uri.scheme_str() == Some("https") { 443 } else { 80 });
+        let target = format!("{host}:{port}");
+        shared.record().egress(&host, port);
+        let reason =
+            format!("the relay forwards to no other host ({} {} refused)", request.method(), record::capped(&target, record::MAX_NAME));
+        return refuse(activity, &target, shape, 403, "permission_error", reason);
+    }
+    let path = uri.path().to_owned();
+    let Some(route) = routes::matching(shared.routes, &path).copied() else {
+        let reason = format!("`{}` is not on the gateway allow-list of this provider", record::capped(&path, record::MAX_NAME));
+        return refuse(activity, &path, shape, 404, "not_found_error", reason);
+    };
+    let Some(dialect) = Served::of(route.dialect) else {
+        let reason = format!("the `{}` dialect is a queue protocol this relay does not serve", route.dialect.name());
+        return refuse(activity, &path, shape, 501, "not_supported_error", reason);
+    };
+    let shape = ErrorShape::from(dialect);
+    if request.method() != Method::POST {
+        let reason = format!("{} is not allowed on `{path}`: the gateway takes POST", request.method());
+        return refuse(activity, &path, shape, 405, "invalid_request_error", reason);
+    }
+    if !carries_key(&request, &shared.key) {
+        return refuse(activity, &path, shape, 401, "authentication_error", String::from("the call does not carry this session's key"));
+    }
+    let declared = request.headers().get(hyper::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY as u64) {
+        let reason = format!("the body is {} bytes, more than the relay's {MAX_BODY}", declared.unwrap_or_default());
+        return refuse(activity, &path, shape, 413, "request_too_large", reason);
+    }
+    let stall = shared.stall;
+    // At most MAX_BODIES_READ bodies are held at once; the permit is kept until the answer
+    // is made, so a parse never runs beside more bodies than that.
+    let Ok(Ok(_permit)) = tokio::time::timeout(stall, shared.bodies.acquire()).await else {
+        let reason = format!("{MAX_BODIES_READ} other request bodies were being read for {:.1} s", stall.as_secs_f64());
+        return refuse(activity, &path, shape, 503, "overloaded_error", reason);
+    };
+    let body = match tokio::time::timeout(stall, Limited::new(request.into_body(), MAX_BODY).collect()).await {
+        Err(_) => {
+            return refuse(
+                activity,
+                &path,
+                shape,
+                408,
+                "timeout_error",
+                format!("the client stalled: no complete body within {:.1} s", stall.as_secs_f64()),
+            )
+        }
+        Ok(Err(error)) if error.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
+            return refuse(activity, &path, shape, 413, "request_too_large", format!("the body is more than the relay's {MAX_BODY} bytes"));
+        }
+        Ok(Err(error)) => {
+            return refuse(activity, &path, shape, 400, "invalid_request_error", format!("the body could not be read: {error}"))
+        }
+        Ok(Ok(collected)) => collected.to_bytes(),
+    };
+    let values = bounds::values_at_most(&body, bounds::MAX_VALUES);
+    if values > bounds::MAX_VALUES {
+        let reason = format!("the body holds more than {} JSON values", bounds::MAX_VALUES);
+        return refuse(activity, &path, shape, 413, "request_too_large", reason);
+    }
+    let json: Value = match serde_json::from_slice(&body) {
+        Ok(json) => json,
+        Err(error) => return refuse(activity, &path, shape, 400, "invalid_request_error", format!("the body is not JSON: {error}")),
+    };
+    let turn = match dialect.read(&json) {
+        Ok(turn) => turn,
+        Err(reason) => {
+            return refuse(activity, &path, shape, 400, "invalid_request_error", format!("not a {} request: {reason}", dialect.name()))
+        }
+    };
+    let (state, turn_number) = (lock(&shared.turn).clone(), shared.record().turn);
+    let nonce_in_request = !state.nonce.is_empty() && turn.latest_user_text().is_some_and(|t| t.contains(&state.nonce));
+    let earlier_reply_in_request = state.earlier_replies.iter().any(|t| bounds::strings_contain(&json, t));
+    drop(json);
+    let reply_token = fresh_reply_token(&body);
+    let (reply, decision) = match shared.model.reply(&turn, &reply_token) {
+        Ok(answer) => answer,
+        Err(unanswered) => return refuse(activity, &path, shape, unanswered.status, unanswered.kind, unanswered.reason),
+    };
+    let sequence = shared.sequence.fetch_add(1, Ordering::Relaxed) + 1;
+    let ids = Ids::new(sequence);
+    let (content_type, text) = if turn.stream {
+        ("text/event-stream", dialect.render_sse(&reply, &turn, &ids))
+    } else {
+        ("application/json", dialect.render_json(&reply, &turn, &ids).to_string())
+    };
+    let carries_token = match &reply {
+        dialect::Reply::Text(text) => text.contains(&reply_token),
+        dialect::Reply::ToolCall { input, .. } => bounds::strings_contain(input, &reply_token),
+    };
+    let call = Call {
+        dialect: dialect.dialect(),
+        path: record::capped(&path, record::MAX_NAME),
+        model: record::capped(&turn.model, record::MAX_NAME),
+        stream: turn.stream,
+        status: Some(200),
+        closed: None,
+        ms: started.elapsed().as_millis() as u64,
+        nonce_in_request,
+        turn: turn_number,
+        earlier_reply_in_request,
+        reply_token: carries_token.then_some(reply_token),
+        structured_output: decision.structured_output,
+        structured_digest: decision.structured_digest,
+        tool_called: decision.tool_called.map(|t| record::capped(&t, record::MAX_NAME)),
+        token_returned: decision.token_returned,
+        bodies: shared.record_bodies.then(|| record::Bodies::new(&body, &text)),
+    };
+    drop(turn);
+    drop(body);
+    let entry = shared.record().call(call);
+    activity.expect(entry);
+    answer(200, content_type, text)
+}

@@ -1,0 +1,562 @@
+//! A runner-side ACP session over a harness's stdio: the reusable part of `probe`.
+//!
+//! [`Session`] spawns the harness ([`process`]), writes the runner's requests, and reads the
+//! harness's newline-delimited messages through the same generated decoder as everything
+//! else ([`checkfu_wire::decode::Decoder`], told each message's direction). The decoder is the one
+//! owner of correlation: each runner request is handed to it with its id, and a response
+//! comes back from it with the id of the request it answers, so the session keeps no map
+//! of its own; and the message's members come from the decoder's own read of the line,
+//! which is parsed once. Every byte in and out is recorded with its direction,
+//! as the capture lines `checkfu-wire decode` reads. Requests the harness makes of the
+//! client are answered here ([`client`]); notifications and responses are handed to the
+//! caller by [`Session::next`], which never waits past the step's or the session's deadline.
+//!
+//! A message the decoder rejects ends the wait with [`Fault::Rejected`]: the ACP grammar and
+//! the authority slots are fail-closed, so a runner does not read on past a harness that
+//! broke them (garbage on stdout, an echo of the runner's own request, a malformed update).
+//! The exceptions: the decoder's own, an update of a kind the catalog names optional
+//! fidelity that fails its schema, is ignored ([`Session::ignored`]), never handed on; and a
+//! method neither ACP nor any extension table knows, written without the `_` that marks an
+//! extension, is recorded as a grammar violation ([`Session::grammar_violations`]) and
+//! answered as a JSON-RPC peer answers a method it does not have (-32601, a notification
+//! not at all), so the turn goes on and the caller can still judge the rest of it.
+
+pub mod client;
+pub mod fence;
+pub mod home;
+pub mod process;
+pub mod terminals;
+pub mod workspace;
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use checkfu_wire::decode::{DecodeError, Decoded, Decoder, Kind, Report, WireDirection};
+pub use client::{ClientRequest, PermissionPolicy};
+pub use process::{Ending, Launch, Teardown};
+use process::{Event, Harness};
+use terminals::{Handled, Terminals};
+use workspace::Workspace;
+
+/// The most wire the record keeps; past it, messages are still read but no longer recorded.
+pub const MAX_RECORD: usize = 64 * 1024 * 1024;
+
+/// The most diagnostics a session keeps (a harness repeating a dropped member would
+/// otherwise grow them without bound).
+pub const MAX_DIAGNOSTICS: usize = 1000;
+
+/// The longest method name a [`GrammarViolation`] keeps (a harness may send a name of any
+/// length, up to the line limit).
+pub const MAX_METHOD_NAME: usize = 200;
+
+/// A message of the harness's that broke the ACP grammar, which the session answered as a
+/// JSON-RPC peer would and read past: a method neither ACP nor any extension table knows,
+/// written without the `_` prefix that marks an extension (a vendor's `craft/…`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct GrammarViolation {
+    /// The method as the harness wrote it, cut at [`MAX_METHOD_NAME`] bytes (`…` marks a cut).
+    pub method: String,
+    /// A request (answered -32601) or a notification (not answered).
+    pub kind: Kind,
+    /// What is wrong and what the session did, in a sentence.
+    pub reason: String,
+}
+
+/// Why waiting for the harness stopped without a message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// The caller's time for this wait ran out.
+    Timeout,
+    /// The session's total deadline passed.
+    Deadline,
+    /// The harness closed stdout (it exited or crashed).
+    Closed,
+    /// The harness wrote a message the decoder rejects.
+    Rejected { error: String, line: String },
+    /// The harness wrote a line longer than [`process::MAX_LINE`].
+    Oversize { bytes: usize },
+    /// Reading the harness's stdout failed.
+    ReadFailed(String),
+    /// The runner could not write to the harness (its stdin closed).
+    WriteFailed,
+}
+
+impl std::fmt::Display for Fault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Fault::Timeout => f.write_str("no answer within the step's time"),
+            Fault::Deadline => f.write_str("the session's deadline passed"),
+            Fault::Closed => f.write_str("the harness closed its stdout (it exited)"),
+            Fault::Rejected { error, line } => write!(f, "the harness wrote a message the decoder rejects: {error} (in `{line}`)"),
+            Fault::Oversize { bytes } => {
+                write!(f, "the harness wrote a line over {} bytes ({bytes} read before it was refused)", process::MAX_LINE)
+            }
+            Fault::ReadFailed(e) => write!(f, "reading the harness's stdout failed: {e}"),
+            Fault::WriteFailed => f.write_str("the harness's stdin is closed"),
+        }
+    }
+}
+
+/// A message from the harness the caller handles.
+#[derive(Debug)]
+pub enum Incoming {
+    /// A response (or error response) to one of the runner's pending requests.
+    Response { id: i64, message: Value, bytes: Vec<u8>, report: Report },
+    /// A response to no pending request of the runner's (a second answer, or a stray id).
+    Stray { message: Value, report: Report },
+    /// A notification.
+    Notification { method: String, message: Value, report: Report },
+}
+
+/// What the caller sets.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub permission: PermissionPolicy,
+    /// Serve `terminal/*` ([`terminals`]); otherwise they are answered -32601.
+    pub terminals: bool,
+    /// The total deadline of the session, from its start.
+    pub deadline: Duration,
+}
+
+/// A live session with one harness.
+pub struct Session {
+    harness: Harness,
+    workspace: Workspace,
+    /// Carries each runner request's id, handed back with the response that answers it.
+    decoder: Decoder<i64>,
+    options: Options,
+    deadline: Instant,
+    next_id: i64,
+    terminals: Terminals,
+    /// `terminal/wait_for_exit` requests to answer when their terminal exits: (id, terminal).
+    exit_waits: Vec<(Value, String)>,
+    record: Vec<u8>,
+    record_truncated: bool,
+    /// Requests the harness made of the client, in order.
+    pub client_requests: Vec<ClientRequest>,
+    /// Messages read from and written to the harness.
+    pub messages_in: usize,
+    pub messages_out: usize,
+    /// Fail-open diagnostics of accepted messages (dropped fidelity members, ignored keys).
+    pub diagnostics: Vec<String>,
+    /// Diagnostics past [`MAX_DIAGNOSTICS`], counted only.
+    pub diagnostics_dropped: usize,
+    /// Optional-fidelity updates the decoder ignored as malformed (the first
+    /// [`MAX_DIAGNOSTICS`]); they are never handed to the caller.
+    pub ignored: Vec<checkfu_wire::decode::IgnoredFidelity>,
+    /// Messages that broke the ACP grammar and were read past (the first
+    /// [`MAX_DIAGNOSTICS`]); they are never handed to the caller, who decides what they cost.
+    pub grammar_violations: Vec<GrammarViolation>,
+}
+
+impl Session {
+    /// Creates the workspace (the `cwd` the runner will hand the harness in `session/new`)
+    /// and starts `command`.
+    pub fn start(command: &[std::ffi::OsString], options: Options) -> std::io::Result<Session> {
+        Session::start_in(Workspace::create()?, command, options, &Launch::default())
+    }
+
+    /// Starts `command` as [`Launch`] says, with a workspace the caller prepared.
+    pub fn start_in(workspace: Workspace, command: &[std::ffi::OsString], options: Options, launch: &Launch) -> std::io::Result<Session> {
+        let Some((program, args)) = command.split_first() else {
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "no command"));
+        };
+        let harness = Harness::spawn(program, args, launch)?;
+        let deadline = Instant::now() + options.deadline;
+        Ok(Session {
+            harness,
+            workspace,
+            decoder: Decoder::carrying(),
+            options,
+            deadline,
+            next_id: 0,
+            terminals: Terminals::fenced(launch.netns),
+            exit_waits: Vec::new(),
+            record: Vec::new(),
+            record_truncated: false,
+            client_requests: Vec::new(),
+            messages_in: 0,
+            messages_out: 0,
+            diagnostics: Vec::new(),
+            diagnostics_dropped: 0,
+            ignored: Vec::new(),
+            grammar_violations: Vec::new(),
+        })
+    }
+
+    pub fn workspace(&self) -> &Workspace {
+        &self.workspace
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.harness.pid()
+    }
+
+    /// The session's total deadline.
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    /// Sends a request; returns its id. The runner's own message goes through the decoder
+    /// too, so correlation sees both directions and a malformed request is caught here.
+    pub fn request(&mut self, method: &'static str, params: Value) -> Result<i64, Fault> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.send(message, Some(id))?;
+        Ok(id)
+    }
+
+    /// Sends a notification.
+    pub fn notify(&mut self, method: &'static str, params: Value) -> Result<(), Fault> {
+        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}), None)
+    }
+
+    /// Decodes, records and writes one message of the runner's; `id` is the runner's id
+    /// of a request, which the decoder hands back with the response.
+    fn send(&mut self, message: Value, id: Option<i64>) -> Result<(), Fault> {
+        let bytes = message.to_string().into_bytes();
+        let error = self.decoder.read(&bytes, Some(WireDirection::RunnerToAgent), id).report.error;
+        if let Some(error) = error {
+            // A runner that sends what its own decoder rejects has a bug; say it loudly.
+            self.note(&[format!("the runner's own message was rejected: {}", error.message)]);
+        }
+        // serde_json wrote it: one JSON value.
+        self.append_record(WireDirection::RunnerToAgent, &bytes, true);
+        let mut line = bytes;
+        line.push(b'\n');
+        self.messages_out += 1;
+        if self.harness.write(line) {
+            Ok(())
+        } else {
+            Err(Fault::WriteFailed)
+        }
+    }
+
+    /// The next message for the caller, answering the harness's own requests meanwhile.
+    /// Waits until `until` at most (and never past the session's deadline).
+    pub fn next(&mut self, until: Instant) -> Result<Incoming, Fault> {
+        loop {
+            let limit = until.min(self.deadline);
+            let deadline = self.deadline;
+            let expired = || {
+                if until >= deadline {
+                    Fault::Deadline
+                } else {
+                    Fault::Timeout
+                }
+            };
+            // Checked before reading too: a harness that floods stdout always has a line
+            // ready, and must not hold the runner past its time.
+            if Instant::now() >= limit {
+                return Err(expired());
+            }
+            // With a `wait_for_exit` outstanding, wake every 10 ms to see whether its
+            // terminal has exited.
+            self.answer_exit_waits()?;
+            let wake = if self.exit_waits.is_empty() { limit } else { limit.min(Instant::now() + Duration::from_millis(10)) };
+            let Some(event) = self.harness.next_event(wake) else {
+                if wake < limit {
+                    continue;
+                }
+                return Err(expired());
+            };
+            let bytes = match event {
+                Event::Line(bytes) => bytes,
+                Event::Oversize { bytes } => return Err(Fault::Oversize { bytes }),
+                Event::Closed => return Err(Fault::Closed),
+                Event::Failed(e) => return Err(Fault::ReadFailed(e)),
+            };
+            if bytes.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            self.messages_in += 1;
+            // A line's values are counted before it is decoded: a line of up to MAX_LINE
+            // bytes could otherwise hold millions of values, each a tree node and then a
+            // `Value`, gigabytes from one line.
+            if crate::relay::bounds::values_at_most(&bytes, crate::relay::bounds::MAX_VALUES) > crate::relay::bounds::MAX_VALUES {
+                self.append_record(WireDirection::AgentToRunner, &bytes, false);
+                let error = format!("a message of more than {} JSON values", crate::relay::bounds::MAX_VALUES);
+                return Err(Fault::Rejected { error, line: String::from_utf8_lossy(&bytes[..bytes.len().min(200)]).into_owned() });
+            }
+            let Decoded { report, answered, message } = self.decoder.read(&bytes, Some(WireDirection::AgentToRunner), None);
+            // An ignored update is read no further, so its members are not built either.
+            let message = message.filter(|_| report.ignored.is_none()).map(|tree| tree.to_value());
+            // An accepted line is one JSON value (the decoder's promise); a rejected one
+            // may be anything, and the record checks it.
+            self.append_record(WireDirection::AgentToRunner, &bytes, report.accepted);
+            if let Some(error) = &report.error {
+                if let DecodeError::UnknownMethod { method } = &error.error {
+                    if self.unknown_method(method, &bytes)? {
+                        continue;
+                    }
+                }
+                let line = String::from_utf8_lossy(&bytes[..bytes.len().min(200)]).into_owned();
+                return Err(Fault::Rejected { error: error.message.clone(), line });
+            }
+            self.note(&report.diagnostics);
+            if let Some(ignored) = report.ignored {
+                // Fail-open fidelity: the update is malformed and carries nothing the turn is
+                // judged on, so it is kept for the report and read no further.
+                if self.ignored.len() < MAX_DIAGNOSTICS {
+                    self.ignored.push(ignored);
+                }
+                continue;
+            }
+            let Some(message) = message else {
+                return Err(Fault::Rejected { error: String::from("accepted without its members"), line: String::new() });
+            };
+            match report.kind {
+                Some(Kind::Request) => self.answer(&message, &report)?,
+                Some(Kind::Notification) => {
+                    let method = message.get("method").and_then(Value::as_str).unwrap_or_default().to_owned();
+                    return Ok(Incoming::Notification { method, message, report });
+                }
+                // The decoder matched it by direction and id (`2.0` is the id `2`) and
+                // handed back the runner's id of the request it answers, if any.
+                Some(Kind::Response | Kind::ErrorResponse) => {
+                    return Ok(match answered {
+                        Some(id) => Incoming::Response { id, message, bytes, report },
+                        None => Incoming::Stray { message, report },
+                    });
+                }
+                None => return Err(Fault::Rejected { error: String::from("unclassified message"), line: String::new() }),
+            }
+        }
+    }
+
+    /// A request or notification of a method the decoder rejected as unknown (`bytes`, the
+    /// line): the `_`-prefixed ones are foreign extensions the decoder accepts, so this one
+    /// lacks the prefix and breaks ACP's grammar. It is recorded as a violation; a request is
+    /// answered -32601 (also logged with the client's requests), a notification (no `id`, or
+    /// a `null` one) is not. `false` when the line is no plain request or notification (a
+    /// `result` or `error` beside the method, an `id` that is no string or number): that stays
+    /// a rejection.
+    fn unknown_method(&mut self, method: &str, bytes: &[u8]) -> Result<bool, Fault> {
+        /// The members that say which message it is; the rest (`params`) is skipped unread.
+        #[derive(serde::Deserialize)]
+        struct Envelope<'a> {
+            #[serde(borrow)]
+            id: Option<&'a serde_json::value::RawValue>,
+            #[serde(borrow)]
+            result: Option<&'a serde_json::value::RawValue>,
+            #[serde(borrow)]
+            error: Option<&'a serde_json::value::RawValue>,
+        }
+        let Ok(envelope) = serde_json::from_slice::<Envelope>(bytes) else { return Ok(false) };
+        if envelope.result.is_some() || envelope.error.is_some() {
+            return Ok(false);
+        }
+        let id = match envelope.id.map(|raw| serde_json::from_str::<Value>(raw.get())) {
+            None => None,
+            Some(Ok(id @ (Value::String(_) | Value::Number(_)))) => Some(id),
+            Some(_) => return Ok(false),
+        };
+        let mut name = checkfu_wire::text::head(method, MAX_METHOD_NAME).to_owned();
+        if name.len() < method.len() {
+            name.push('…');
+        }
+        let unknown = format!("`{name}` is no ACP method, and without the `_` prefix it is no extension either");
+        let (kind, reason) = match &id {
+            Some(_) => (Kind::Request, format!("{unknown}; the request was answered -32601 (Method not found)")),
+            None => (Kind::Notification, format!("{unknown}; the notification was not answered")),
+        };
+        // Every one is answered; a harness repeating it is recorded up to the cap.
+        let kept = self.grammar_violations.len() < MAX_DIAGNOSTICS;
+        if kept {
+            self.grammar_violations.push(GrammarViolation { method: name.clone(), kind, reason });
+        }
+        if let Some(id) = id {
+            if kept {
+                self.client_requests.push(ClientRequest { method: name, outcome: "refused", detail: unknown.clone() });
+            }
+            self.respond(id, Err((client::METHOD_NOT_FOUND, unknown)))?;
+        }
+        Ok(true)
+    }
+
+    /// Keeps fail-open diagnostics, up to [`MAX_DIAGNOSTICS`]; past it they are counted.
+    fn note(&mut self, diagnostics: &[String]) {
+        for diagnostic in diagnostics {
+            if self.diagnostics.len() < MAX_DIAGNOSTICS {
+                self.diagnostics.push(diagnostic.clone());
+            } else {
+                self.diagnostics_dropped += 1;
+            }
+        }
+    }
+
+    /// Answers a request the harness made of the client.
+    fn answer(&mut self, message: &Value, report: &Report) -> Result<(), Fault> {
+        let method = message.get("method").and_then(Value::as_str).unwrap_or_default();
+        let params = message.get("params").unwrap_or(&Value::Null);
+        let id = message.get("id").cloned().unwrap_or(Value::Null);
+        let answer = if self.options.terminals && report.extension.is_none() && method.starts_with("terminal/") {
+            let log = |outcome, detail: String| ClientRequest { method: method.to_owned(), outcome, detail };
+            match self.terminals.handle(method, params, &self.workspace) {
+                Handled::WhenExited(terminal) => {
+                    self.client_requests.push(log("answered", format!("{terminal}: answered when it exits")));
+                    self.exit_waits.push((id, terminal));
+                    return Ok(());
+                }
+                Handled::Now(Ok(result)) => {
+                    self.client_requests.push(log("answered", result.to_string()));
+                    Ok(result)
+                }
+                Handled::Now(Err((code, why))) => {
+                    self.client_requests.push(log("refused", why.clone()));
+                    Err((code, why))
+                }
+            }
+        } else {
+            let (answer, log) = client::answer(method, params, report.extension.is_some(), self.options.permission, &self.workspace);
+            self.client_requests.push(log);
+            answer
+        };
+        self.respond(id, answer)
+    }
+
+    /// Sends the answers of `wait_for_exit` requests whose terminal has exited.
+    fn answer_exit_waits(&mut self) -> Result<(), Fault> {
+        let mut i = 0;
+        while i < self.exit_waits.len() {
+            match self.terminals.exited(&self.exit_waits[i].1) {
+                Some(result) => {
+                    let (id, _) = self.exit_waits.swap_remove(i);
+                    self.respond(id, Ok(result))?;
+                }
+                None => i += 1,
+            }
+        }
+        Ok(())
+    }
+
+    fn respond(&mut self, id: Value, answer: client::Answer) -> Result<(), Fault> {
+        let response = match answer {
+            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+            Err((code, text)) => json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": text}}),
+        };
+        self.send(response, None)
+    }
+
+    /// Records one line. `json` says it is known to be one JSON value (the runner wrote
+    /// it, or the decoder accepted it); otherwise the record finds out.
+    fn append_record(&mut self, direction: WireDirection, bytes: &[u8], json: bool) {
+        if self.record_truncated {
+            return;
+        }
+        if self.record.len() + bytes.len() > MAX_RECORD {
+            self.record_truncated = true;
+            return;
+        }
+        // A line that is one JSON value is recorded in a capture record; anything else
+        // (garbage on stdout) verbatim, where `decode` reads and rejects it as it is.
+        let value = if json {
+            Some(bytes.trim_ascii())
+        } else {
+            serde_json::from_slice::<&serde_json::value::RawValue>(bytes).ok().map(|raw| raw.get().as_bytes())
+        };
+        match value {
+            Some(value) => {
+                // The direction as captures spell it (`WireDirection`'s `Display`). Writing
+                // to a `Vec` cannot fail.
+                let _ = write!(self.record, "{{\"direction\":\"{direction}\",\"message\":");
+                self.record.extend_from_slice(value);
+                self.record.extend_from_slice(b"}\n");
+            }
+            None => {
+                self.record.extend_from_slice(bytes);
+                self.record.push(b'\n');
+            }
+        }
+    }
+
+    /// The recorded wire, and whether it was cut at [`MAX_RECORD`].
+    pub fn record(&self) -> (&[u8], bool) {
+        (&self.record, self.record_truncated)
+    }
+
+    /// Whether the harness has exited.
+    pub fn exit_status(&mut self) -> Option<std::process::ExitStatus> {
+        self.harness.exit_status()
+    }
+
+    /// The harness's stderr: bytes written in all, and its last [`process::STDERR_TAIL`] bytes.
+    pub fn stderr(&self) -> (u64, String) {
+        self.harness.stderr()
+    }
+
+    /// Ends the harness (see [`Harness::teardown`]) and every terminal it left running.
+    pub fn teardown(&mut self, grace: Duration) -> Teardown {
+        // Past the session's deadline there is no time for a clean exit on EOF: SIGTERM at
+        // once, so the report follows the deadline by the grace at most.
+        let teardown = if Instant::now() >= self.deadline { self.harness.terminate(grace) } else { self.harness.teardown(grace) };
+        self.terminals.kill_all();
+        teardown
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A session with a harness that writes `lines` and then waits for EOF.
+    fn session_writing(lines: &[&str]) -> Session {
+        let script = format!("printf '%s\\n' {}; cat > /dev/null", lines.iter().map(|l| format!("'{l}'")).collect::<Vec<_>>().join(" "));
+        let command = ["sh".into(), "-c".into(), script.into()];
+        let options = Options { permission: PermissionPolicy::Allow, terminals: false, deadline: Duration::from_secs(20) };
+        Session::start(&command, options).expect("the harness starts")
+    }
+
+    const CHUNK: &str = r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}}"#;
+
+    #[test]
+    fn an_unprefixed_unknown_method_is_answered_recorded_and_read_past() {
+        let mut session = session_writing(&[
+            r#"{"jsonrpc":"2.0","id":"q1","method":"craft/drainMidTurnQueue","params":{}}"#,
+            r#"{"jsonrpc":"2.0","method":"craft/note"}"#,
+            CHUNK,
+        ]);
+        let next = session.next(Instant::now() + Duration::from_secs(20));
+        assert!(matches!(next, Ok(Incoming::Notification { ref method, .. }) if method == "session/update"), "{next:?}");
+        let kinds: Vec<(&str, Kind)> = session.grammar_violations.iter().map(|v| (v.method.as_str(), v.kind)).collect();
+        assert_eq!(kinds, [("craft/drainMidTurnQueue", Kind::Request), ("craft/note", Kind::Notification)]);
+        let record = String::from_utf8_lossy(session.record().0).into_owned();
+        let answers: Vec<&str> = record.lines().filter(|l| l.contains(r#""direction":"runner_to_agent""#)).collect();
+        assert_eq!(answers.len(), 1, "only the request is answered: {record}");
+        assert!(answers[0].contains(r#""id":"q1""#) && answers[0].contains(r#""code":-32601"#), "{record}");
+        session.teardown(Duration::from_secs(1));
+    }
+
+    #[test]
+    fn an_unknown_method_that_is_no_plain_request_or_notification_stays_a_rejection() {
+        // (An `id` of another type the decoder refuses before it reads the method.)
+        let error = r#"{"jsonrpc":"2.0","id":1,"method":"craft/x","error":{"code":1,"message":"m"}}"#;
+        for line in [r#"{"jsonrpc":"2.0","id":1,"method":"craft/x","result":{}}"#, error] {
+            let mut session = session_writing(&[line, CHUNK]);
+            let next = session.next(Instant::now() + Duration::from_secs(20));
+            assert!(
+                matches!(next, Err(Fault::Rejected { ref error, .. }) if error.contains("unknown method `craft/x`")),
+                "{line}: {next:?}"
+            );
+            assert!(session.grammar_violations.is_empty());
+            session.teardown(Duration::from_secs(1));
+        }
+    }
+
+    #[test]
+    fn a_long_unknown_method_is_kept_cut() {
+        let method = format!("craft/{}", "é".repeat(200));
+        let request = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{method}"}}"#);
+        let mut session = session_writing(&[&request, CHUNK]);
+        assert!(session.next(Instant::now() + Duration::from_secs(20)).is_ok());
+        let kept = &session.grammar_violations[0].method;
+        assert!(
+            kept.len() <= MAX_METHOD_NAME + '…'.len_utf8() && kept.ends_with('…') && method.starts_with(kept.trim_end_matches('…')),
+            "{kept}"
+        );
+        session.teardown(Duration::from_secs(1));
+    }
+}

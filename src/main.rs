@@ -1,7 +1,0 @@
-//! The `checkfu-wire` command line.
-
-mod cli;
-
-fn main() {
-    std::process::exit(cli::run());
-}

@@ -1,0 +1,92 @@
+//! The probe's time overhead over the harness's own run, measured in the same run on the
+//! fixture agent (`checkfu-fixture-agent`) with turns of 20, 200 and 2000 rounds (`--turns N`: N subagents started and
+//! completed, N tool calls and settlements, about 4N updates) and no idle waits (`--settle 0`,
+//! `--mid-turn-wait-ms 0`):
+//!
+//! - `harness_alone`: the agent fed the runner's recorded messages (initialize, session/new,
+//!   prompt, steer, and the answers to its permission and `fs/*` requests) on stdin, its
+//!   stdout read until the prompt's answer, then stdin closed and the exit awaited: the
+//!   agent's own run with the least a client can do;
+//! - `probe_run`: `checkfu_wire_probe::run` on the same agent: spawn in a process group,
+//!   every message decoded and checked, the client side answered live, observations
+//!   normalized and judged, teardown with the group check.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use checkfu_wire_probe::{self as probe, ProbeOptions};
+
+const AGENT: &str = env!("CARGO_BIN_EXE_checkfu-fixture-agent");
+/// Turn lengths: the fixed cost of a session shows at 20, the per-message cost at 2000.
+const TURNS: [usize; 3] = [20, 200, 2000];
+
+fn agent_args(turns: usize) -> Vec<String> {
+    vec!["--turns".into(), turns.to_string(), "--mid-turn-wait-ms".into(), "0".into()]
+}
+
+fn main() {
+    divan::main();
+}
+
+fn options(turns: usize) -> ProbeOptions {
+    let mut command = vec![AGENT.into()];
+    command.extend(agent_args(turns).into_iter().map(Into::into));
+    let mut options = ProbeOptions::new(command);
+    options.settle = Duration::ZERO;
+    options.kill_grace = Duration::from_secs(2);
+    options
+}
+
+/// The runner's side of one probe run, as recorded: what the harness alone is fed.
+fn script(turns: usize) -> Vec<u8> {
+    let result = probe::run(&options(turns)).expect("probe runs");
+    assert!(result.passed(), "{}", result.to_text());
+    let mut script = Vec::new();
+    for line in result.record.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+        let record: serde_json::Value = serde_json::from_slice(line).expect("record line");
+        if record["direction"] == "runner_to_agent" {
+            script.extend_from_slice(record["message"].to_string().as_bytes());
+            script.push(b'\n');
+        }
+    }
+    script
+}
+
+#[divan::bench(sample_count = 30, args = TURNS)]
+fn harness_alone(bencher: divan::Bencher, turns: usize) {
+    let script = script(turns);
+    bencher.bench(|| {
+        let mut child = Command::new(AGENT)
+            .args(agent_args(turns))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("agent starts");
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin.write_all(&script).expect("script written");
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut lines = 0usize;
+        for line in stdout.lines() {
+            let line = line.expect("line");
+            lines += 1;
+            if line.contains("\"stopReason\"") {
+                break;
+            }
+        }
+        drop(stdin);
+        child.wait().expect("agent exits");
+        lines
+    });
+}
+
+#[divan::bench(sample_count = 30, args = TURNS)]
+fn probe_run(bencher: divan::Bencher, turns: usize) {
+    let options = options(turns);
+    bencher.bench(|| {
+        let result = probe::run(&options).expect("probe runs");
+        assert!(result.passed());
+        result.wire.messages_in
+    });
+}
