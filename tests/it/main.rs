@@ -11,6 +11,7 @@
 mod probe_support;
 mod support;
 
+mod book;
 #[cfg(feature = "probe")]
 mod catalog_facts;
 #[cfg(feature = "cli")]

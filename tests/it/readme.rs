@@ -1,6 +1,6 @@
-//! The README's examples of output are the output: each block is compared with what the
+//! The book's examples of output are the output: each block is compared with what the
 //! command it shows prints today, so an edit that changes the output fails here until the
-//! README says the same.
+//! chapter that shows it says the same.
 
 use crate::support;
 
@@ -11,11 +11,16 @@ use support::project::{project_root, scratch};
 
 const BIN: &str = env!("CARGO_BIN_EXE_checkfu-wire-dup");
 
-/// The ```text block that follows the first occurrence of `marker` in the README, without
-/// the indentation of its fence.
-fn block_after(marker: &str) -> String {
-    let readme = fs::read_to_string(project_root().join("README.md")).expect("read README.md");
-    let at = readme.find(marker).unwrap_or_else(|| panic!("README.md no longer contains {marker:?}"));
+/// A file of the repository, such as a chapter of the book under docs/.
+fn doc(path: &str) -> String {
+    fs::read_to_string(project_root().join(path)).unwrap_or_else(|e| panic!("read {path}: {e}"))
+}
+
+/// The ```text block that follows the first occurrence of `marker` in the chapter `path`,
+/// without the indentation of its fence.
+fn block_after(path: &str, marker: &str) -> String {
+    let readme = doc(path);
+    let at = readme.find(marker).unwrap_or_else(|| panic!("{path} no longer contains {marker:?}"));
     let mut lines = readme[at..].lines().skip_while(|l| l.trim() != "```text");
     let fence = lines.next().unwrap_or_else(|| panic!("no ```text block after {marker:?}"));
     let indent = fence.len() - fence.trim_start().len();
@@ -32,14 +37,14 @@ fn the_e0004_example_is_what_generate_prints_for_that_edit() {
     let dir = scratch();
     let catalog = dir.path().join("catalog/catalog.toml");
     let text = fs::read_to_string(&catalog).expect("read catalog");
-    // The edit the README describes: checkfu's ceiling promotes `interrupt`.
+    // The edit the chapter describes: checkfu's ceiling promotes `interrupt`.
     let entry = text.find("name = \"checkfu\"\nmode").expect("the checkfu entry");
     let at = text[entry..].find("interrupt = \"kill_only\"").expect("its interrupt ceiling") + entry;
     let edited = format!("{}interrupt = \"cooperative\"{}", &text[..at], &text[at + "interrupt = \"kill_only\"".len()..]);
     fs::write(&catalog, edited).expect("write catalog");
     let out = Command::new(BIN).args(["generate", "--root"]).arg(dir.path()).output().expect("run generate");
     assert_eq!(out.status.code(), Some(1));
-    assert_eq!(String::from_utf8_lossy(&out.stderr), block_after("2. Run `cargo run -- generate`"));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), block_after("docs/guide/changing-the-catalog.md", "2. Run `cargo run -- generate`"));
 }
 
 #[test]
@@ -51,12 +56,12 @@ fn the_decode_example_is_what_decode_prints() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(shown, block_after("a recorded exchange with three planted problems"));
+    assert_eq!(shown, block_after("docs/guide/decoding.md", "a recorded exchange with three planted problems"));
 }
 
 #[test]
 fn the_probe_test_count_is_current() {
-    let readme = fs::read_to_string(project_root().join("README.md")).expect("read README.md");
+    let readme = doc("docs/design/probe-run.md");
     let marker = "**Tests** (`tests/it/probe.rs`, ";
     let at = readme.find(marker).expect("the probe's test paragraph") + marker.len();
     let stated: usize = readme[at..].split(')').next().and_then(|n| n.parse().ok()).expect("a count");
@@ -84,7 +89,7 @@ fn the_probe_example_is_what_probe_prints_on_the_fixture_agent() {
     let out = Command::new(BIN).args(["probe", "--interrupt", "--", agent]).output().expect("run probe");
     assert_eq!(out.status.code(), Some(0));
     let printed = String::from_utf8_lossy(&out.stdout);
-    let block = block_after("On the fixture agent of the tests");
+    let block = block_after("docs/guide/probing-acp.md", "On the fixture agent of the tests");
     let shown = block.split_once('\n').map(|(command, rest)| {
         assert_eq!(command, "$ checkfu-wire probe --interrupt -- target/debug/checkfu-fixture-agent");
         rest
@@ -92,7 +97,7 @@ fn the_probe_example_is_what_probe_prints_on_the_fixture_agent() {
     let mut printed = steady(&printed);
     let mut shown = steady(shown.unwrap_or_default());
     // Without CAP_SYS_ADMIN the fence is a user namespace, or where that is refused too the
-    // proxy variables; the README shows the privileged namespace.
+    // proxy variables; the chapter shows the privileged namespace.
     if printed.contains("fence: user namespace") {
         shown = shown.replace("fence: network namespace", "fence: user namespace");
     }
