@@ -4,23 +4,319 @@
 pub const CATALOG_SHA256: &str = "16bb20cbe5113afdcd626a435b4bcb7dbf14923a7f6f7ac4dd0fe49078377eb6";
 /// ACP wire protocol version the driver speaks.
 pub const WIRE_PROTOCOL_VERSION: u32 = 1u32;
-/// Revision identities: name → literal.
-pub const REVISIONS: &[(&str, &str)] = &[
-    ("protocol", "acp-v1"),
-    ("driver", "checkfu:acp-v1@1"),
-    ("extension_vectors", "checkfu:acp-v1-extension-vectors@3"),
-    ("support", "checkfu:harness-support@1"),
-    ("experience", "checkfu:harness-experience-profiles@2"),
-    ("conformance", "checkfu:harness-conformance@9"),
-    ("conformance_case_set", "checkfu:harness-conformance-case-set@6"),
-    ("evidence_identity", "checkfu:harness-conformance-evidence-identity@2"),
-    ("evidence_manifest", "checkfu:conformance-evidence-manifest@6"),
-    ("readiness", "checkfu:harness-readiness@2"),
-    ("oneshot_protocol", "oneshot-v1"),
-    ("oneshot_driver", "checkfu:oneshot-v1@1"),
-    ("oneshot_stream", "checkfu:oneshot-stream-v1@1"),
-    ("oneshot_exchanges", "checkfu:oneshot-v1-process-exchanges@3"),
-];
+/// A revision identity of the catalog, by its key (`protocol`, `driver`, …).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Revision {
+    /// `protocol`.
+    Protocol,
+    /// `driver`.
+    Driver,
+    /// `extension_vectors`.
+    ExtensionVectors,
+    /// `support`.
+    Support,
+    /// `experience`.
+    Experience,
+    /// `conformance`.
+    Conformance,
+    /// `conformance_case_set`.
+    ConformanceCaseSet,
+    /// `evidence_identity`.
+    EvidenceIdentity,
+    /// `evidence_manifest`.
+    EvidenceManifest,
+    /// `readiness`.
+    Readiness,
+    /// `oneshot_protocol`.
+    OneshotProtocol,
+    /// `oneshot_driver`.
+    OneshotDriver,
+    /// `oneshot_stream`.
+    OneshotStream,
+    /// `oneshot_exchanges`.
+    OneshotExchanges,
+}
+impl Revision {
+    /// Every variant, in the catalog's order.
+    pub const ALL: &'static [Revision] = &[
+        Revision::Protocol,
+        Revision::Driver,
+        Revision::ExtensionVectors,
+        Revision::Support,
+        Revision::Experience,
+        Revision::Conformance,
+        Revision::ConformanceCaseSet,
+        Revision::EvidenceIdentity,
+        Revision::EvidenceManifest,
+        Revision::Readiness,
+        Revision::OneshotProtocol,
+        Revision::OneshotDriver,
+        Revision::OneshotStream,
+        Revision::OneshotExchanges,
+    ];
+    /// The name the catalog (and the wire) spells.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Revision::Protocol => "protocol",
+            Revision::Driver => "driver",
+            Revision::ExtensionVectors => "extension_vectors",
+            Revision::Support => "support",
+            Revision::Experience => "experience",
+            Revision::Conformance => "conformance",
+            Revision::ConformanceCaseSet => "conformance_case_set",
+            Revision::EvidenceIdentity => "evidence_identity",
+            Revision::EvidenceManifest => "evidence_manifest",
+            Revision::Readiness => "readiness",
+            Revision::OneshotProtocol => "oneshot_protocol",
+            Revision::OneshotDriver => "oneshot_driver",
+            Revision::OneshotStream => "oneshot_stream",
+            Revision::OneshotExchanges => "oneshot_exchanges",
+        }
+    }
+    /// The variant of a name; `None` for a name the catalog does not have.
+    pub fn from_name(name: &str) -> Option<Revision> {
+        match name {
+            "protocol" => Some(Revision::Protocol),
+            "driver" => Some(Revision::Driver),
+            "extension_vectors" => Some(Revision::ExtensionVectors),
+            "support" => Some(Revision::Support),
+            "experience" => Some(Revision::Experience),
+            "conformance" => Some(Revision::Conformance),
+            "conformance_case_set" => Some(Revision::ConformanceCaseSet),
+            "evidence_identity" => Some(Revision::EvidenceIdentity),
+            "evidence_manifest" => Some(Revision::EvidenceManifest),
+            "readiness" => Some(Revision::Readiness),
+            "oneshot_protocol" => Some(Revision::OneshotProtocol),
+            "oneshot_driver" => Some(Revision::OneshotDriver),
+            "oneshot_stream" => Some(Revision::OneshotStream),
+            "oneshot_exchanges" => Some(Revision::OneshotExchanges),
+            _ => None,
+        }
+    }
+    /// The identity's literal (`protocol` → `acp-v1`).
+    pub const fn literal(self) -> &'static str {
+        match self {
+            Revision::Protocol => "acp-v1",
+            Revision::Driver => "checkfu:acp-v1@1",
+            Revision::ExtensionVectors => "checkfu:acp-v1-extension-vectors@3",
+            Revision::Support => "checkfu:harness-support@1",
+            Revision::Experience => "checkfu:harness-experience-profiles@2",
+            Revision::Conformance => "checkfu:harness-conformance@9",
+            Revision::ConformanceCaseSet => "checkfu:harness-conformance-case-set@6",
+            Revision::EvidenceIdentity => {
+                "checkfu:harness-conformance-evidence-identity@2"
+            }
+            Revision::EvidenceManifest => "checkfu:conformance-evidence-manifest@6",
+            Revision::Readiness => "checkfu:harness-readiness@2",
+            Revision::OneshotProtocol => "oneshot-v1",
+            Revision::OneshotDriver => "checkfu:oneshot-v1@1",
+            Revision::OneshotStream => "checkfu:oneshot-stream-v1@1",
+            Revision::OneshotExchanges => "checkfu:oneshot-v1-process-exchanges@3",
+        }
+    }
+}
+impl core::fmt::Display for Revision {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+/// A release protocol of the catalog: the ACP driver's and the one-shot lane's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Protocol {
+    /// `acp-v1`.
+    AcpV1,
+    /// `oneshot-v1`.
+    OneshotV1,
+}
+impl Protocol {
+    /// Every variant, in the catalog's order.
+    pub const ALL: &'static [Protocol] = &[Protocol::AcpV1, Protocol::OneshotV1];
+    /// The name the catalog (and the wire) spells.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Protocol::AcpV1 => "acp-v1",
+            Protocol::OneshotV1 => "oneshot-v1",
+        }
+    }
+    /// The variant of a name; `None` for a name the catalog does not have.
+    pub fn from_name(name: &str) -> Option<Protocol> {
+        match name {
+            "acp-v1" => Some(Protocol::AcpV1),
+            "oneshot-v1" => Some(Protocol::OneshotV1),
+            _ => None,
+        }
+    }
+}
+impl core::fmt::Display for Protocol {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+/// A driver of the catalog.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Driver {
+    /// `checkfu:acp-v1@1`.
+    CheckfuAcpV11,
+}
+impl Driver {
+    /// Every variant, in the catalog's order.
+    pub const ALL: &'static [Driver] = &[Driver::CheckfuAcpV11];
+    /// The name the catalog (and the wire) spells.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Driver::CheckfuAcpV11 => "checkfu:acp-v1@1",
+        }
+    }
+    /// The variant of a name; `None` for a name the catalog does not have.
+    pub fn from_name(name: &str) -> Option<Driver> {
+        match name {
+            "checkfu:acp-v1@1" => Some(Driver::CheckfuAcpV11),
+            _ => None,
+        }
+    }
+}
+impl core::fmt::Display for Driver {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+/// A retention mode of a driver's envelopes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Retention {
+    /// `durable`.
+    Durable,
+    /// `ephemeral_zdr`.
+    EphemeralZdr,
+}
+impl Retention {
+    /// Every variant, in the catalog's order.
+    pub const ALL: &'static [Retention] = &[Retention::Durable, Retention::EphemeralZdr];
+    /// The name the catalog (and the wire) spells.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Retention::Durable => "durable",
+            Retention::EphemeralZdr => "ephemeral_zdr",
+        }
+    }
+    /// The variant of a name; `None` for a name the catalog does not have.
+    pub fn from_name(name: &str) -> Option<Retention> {
+        match name {
+            "durable" => Some(Retention::Durable),
+            "ephemeral_zdr" => Some(Retention::EphemeralZdr),
+            _ => None,
+        }
+    }
+}
+impl core::fmt::Display for Retention {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+/// A check of the conformance grammar.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Check {
+    /// `ready_handshake`.
+    ReadyHandshake,
+    /// `terminal_observation`.
+    TerminalObservation,
+    /// `tool_correlation`.
+    ToolCorrelation,
+    /// `steering_correlation`.
+    SteeringCorrelation,
+    /// `steering_delivered`.
+    SteeringDelivered,
+    /// `cooperative_interrupt_drained`.
+    CooperativeInterruptDrained,
+    /// `subagent_correlation`.
+    SubagentCorrelation,
+}
+impl Check {
+    /// Every variant, in the catalog's order.
+    pub const ALL: &'static [Check] = &[
+        Check::ReadyHandshake,
+        Check::TerminalObservation,
+        Check::ToolCorrelation,
+        Check::SteeringCorrelation,
+        Check::SteeringDelivered,
+        Check::CooperativeInterruptDrained,
+        Check::SubagentCorrelation,
+    ];
+    /// The name the catalog (and the wire) spells.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Check::ReadyHandshake => "ready_handshake",
+            Check::TerminalObservation => "terminal_observation",
+            Check::ToolCorrelation => "tool_correlation",
+            Check::SteeringCorrelation => "steering_correlation",
+            Check::SteeringDelivered => "steering_delivered",
+            Check::CooperativeInterruptDrained => "cooperative_interrupt_drained",
+            Check::SubagentCorrelation => "subagent_correlation",
+        }
+    }
+    /// The variant of a name; `None` for a name the catalog does not have.
+    pub fn from_name(name: &str) -> Option<Check> {
+        match name {
+            "ready_handshake" => Some(Check::ReadyHandshake),
+            "terminal_observation" => Some(Check::TerminalObservation),
+            "tool_correlation" => Some(Check::ToolCorrelation),
+            "steering_correlation" => Some(Check::SteeringCorrelation),
+            "steering_delivered" => Some(Check::SteeringDelivered),
+            "cooperative_interrupt_drained" => Some(Check::CooperativeInterruptDrained),
+            "subagent_correlation" => Some(Check::SubagentCorrelation),
+            _ => None,
+        }
+    }
+}
+impl core::fmt::Display for Check {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+/// A step the one-shot probe reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum OneshotStepName {
+    /// `prompt_exchange`.
+    PromptExchange,
+    /// `resume`.
+    Resume,
+    /// `output_schema`.
+    OutputSchema,
+    /// `teardown`.
+    Teardown,
+}
+impl OneshotStepName {
+    /// Every variant, in the catalog's order.
+    pub const ALL: &'static [OneshotStepName] = &[
+        OneshotStepName::PromptExchange,
+        OneshotStepName::Resume,
+        OneshotStepName::OutputSchema,
+        OneshotStepName::Teardown,
+    ];
+    /// The name the catalog (and the wire) spells.
+    pub const fn name(self) -> &'static str {
+        match self {
+            OneshotStepName::PromptExchange => "prompt_exchange",
+            OneshotStepName::Resume => "resume",
+            OneshotStepName::OutputSchema => "output_schema",
+            OneshotStepName::Teardown => "teardown",
+        }
+    }
+    /// The variant of a name; `None` for a name the catalog does not have.
+    pub fn from_name(name: &str) -> Option<OneshotStepName> {
+        match name {
+            "prompt_exchange" => Some(OneshotStepName::PromptExchange),
+            "resume" => Some(OneshotStepName::Resume),
+            "output_schema" => Some(OneshotStepName::OutputSchema),
+            "teardown" => Some(OneshotStepName::Teardown),
+            _ => None,
+        }
+    }
+}
+impl core::fmt::Display for OneshotStepName {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
 /// Capability axes, vocabularies weakest → strongest.
 pub const AXES: &[Axis] = &[
     Axis {
@@ -88,7 +384,7 @@ pub const AXES: &[Axis] = &[
 pub const ENVELOPES: &[Envelope] = &[
     Envelope {
         owner: "checkfu:acp-v1@1",
-        retention: Some("durable"),
+        retention: Some(Retention::Durable),
         values: &[
             ("event_fidelity", "structured"),
             ("continuation", "rebuild_only"),
@@ -103,7 +399,7 @@ pub const ENVELOPES: &[Envelope] = &[
     },
     Envelope {
         owner: "checkfu:acp-v1@1",
-        retention: Some("ephemeral_zdr"),
+        retention: Some(Retention::EphemeralZdr),
         values: &[
             ("event_fidelity", "structured"),
             ("continuation", "rebuild_only"),
@@ -298,37 +594,37 @@ pub const GATED_EMISSIONS: &[GatedEmission] = &[
 /// The conformance grammar's checks.
 pub const CONFORMANCE_CHECKS: &[ConformanceCheck] = &[
     ConformanceCheck {
-        name: "ready_handshake",
+        check: Check::ReadyHandshake,
         tristate: false,
         opt_in: false,
     },
     ConformanceCheck {
-        name: "terminal_observation",
+        check: Check::TerminalObservation,
         tristate: false,
         opt_in: false,
     },
     ConformanceCheck {
-        name: "tool_correlation",
+        check: Check::ToolCorrelation,
         tristate: false,
         opt_in: false,
     },
     ConformanceCheck {
-        name: "steering_correlation",
+        check: Check::SteeringCorrelation,
         tristate: false,
         opt_in: false,
     },
     ConformanceCheck {
-        name: "steering_delivered",
+        check: Check::SteeringDelivered,
         tristate: true,
         opt_in: false,
     },
     ConformanceCheck {
-        name: "cooperative_interrupt_drained",
+        check: Check::CooperativeInterruptDrained,
         tristate: true,
         opt_in: true,
     },
     ConformanceCheck {
-        name: "subagent_correlation",
+        check: Check::SubagentCorrelation,
         tristate: false,
         opt_in: false,
     },
@@ -338,7 +634,7 @@ pub const HARNESSES: &[Harness] = &[
     Harness {
         name: "hermes",
         mode: Mode::Packaged,
-        driver: Some("checkfu:acp-v1@1"),
+        driver: Some(Driver::CheckfuAcpV11),
         lane: None,
         declares: &[],
         ceiling: &[
@@ -360,7 +656,7 @@ pub const HARNESSES: &[Harness] = &[
     Harness {
         name: "pi",
         mode: Mode::Packaged,
-        driver: Some("checkfu:acp-v1@1"),
+        driver: Some(Driver::CheckfuAcpV11),
         lane: None,
         declares: &[],
         ceiling: &[
@@ -386,7 +682,7 @@ pub const HARNESSES: &[Harness] = &[
     Harness {
         name: "openclaw",
         mode: Mode::Packaged,
-        driver: Some("checkfu:acp-v1@1"),
+        driver: Some(Driver::CheckfuAcpV11),
         lane: None,
         declares: &[],
         ceiling: &[
@@ -408,7 +704,7 @@ pub const HARNESSES: &[Harness] = &[
     Harness {
         name: "opencode",
         mode: Mode::Packaged,
-        driver: Some("checkfu:acp-v1@1"),
+        driver: Some(Driver::CheckfuAcpV11),
         lane: None,
         declares: &[],
         ceiling: &[
@@ -430,7 +726,7 @@ pub const HARNESSES: &[Harness] = &[
     Harness {
         name: "cursor",
         mode: Mode::Packaged,
-        driver: Some("checkfu:acp-v1@1"),
+        driver: Some(Driver::CheckfuAcpV11),
         lane: None,
         declares: &[],
         ceiling: &[
@@ -452,7 +748,7 @@ pub const HARNESSES: &[Harness] = &[
     Harness {
         name: "claude-code",
         mode: Mode::Packaged,
-        driver: Some("checkfu:acp-v1@1"),
+        driver: Some(Driver::CheckfuAcpV11),
         lane: None,
         declares: &[("subagents", "observed")],
         ceiling: &[
@@ -475,7 +771,7 @@ pub const HARNESSES: &[Harness] = &[
     Harness {
         name: "codex",
         mode: Mode::Packaged,
-        driver: Some("checkfu:acp-v1@1"),
+        driver: Some(Driver::CheckfuAcpV11),
         lane: None,
         declares: &[],
         ceiling: &[
@@ -497,7 +793,7 @@ pub const HARNESSES: &[Harness] = &[
     Harness {
         name: "checkfu",
         mode: Mode::Packaged,
-        driver: Some("checkfu:acp-v1@1"),
+        driver: Some(Driver::CheckfuAcpV11),
         lane: None,
         declares: &[
             ("builtin_tool_scoping", "enforced"),
@@ -881,22 +1177,22 @@ pub const ONESHOT_DECLARES: &[OneshotMember] = &[
 /// The steps the one-shot probe reports, in report order.
 pub const ONESHOT_STEPS: &[OneshotStep] = &[
     OneshotStep {
-        name: "prompt_exchange",
+        step: OneshotStepName::PromptExchange,
         declared: None,
         given: None,
     },
     OneshotStep {
-        name: "resume",
+        step: OneshotStepName::Resume,
         declared: Some("resume_flag"),
         given: None,
     },
     OneshotStep {
-        name: "output_schema",
+        step: OneshotStepName::OutputSchema,
         declared: Some("output_schema_flag"),
         given: Some("--output-schema"),
     },
     OneshotStep {
-        name: "teardown",
+        step: OneshotStepName::Teardown,
         declared: None,
         given: None,
     },

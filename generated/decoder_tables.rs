@@ -166,9 +166,285 @@ pub const SLOTS: &[SlotDecoder] = &[
         requires: None,
     },
 ];
+/// A method the decoder knows (ACP's and the catalog's extension methods), by its wire name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Method {
+    /// `$/cancel_request`.
+    CancelRequest,
+    /// `authenticate`.
+    Authenticate,
+    /// `elicitation/complete`.
+    ElicitationComplete,
+    /// `elicitation/create`.
+    ElicitationCreate,
+    /// `fs/read_text_file`.
+    FsReadTextFile,
+    /// `fs/write_text_file`.
+    FsWriteTextFile,
+    /// `initialize`.
+    Initialize,
+    /// `logout`.
+    Logout,
+    /// `session/cancel`.
+    SessionCancel,
+    /// `session/close`.
+    SessionClose,
+    /// `session/delete`.
+    SessionDelete,
+    /// `session/list`.
+    SessionList,
+    /// `session/load`.
+    SessionLoad,
+    /// `session/new`.
+    SessionNew,
+    /// `session/prompt`.
+    SessionPrompt,
+    /// `session/request_permission`.
+    SessionRequestPermission,
+    /// `session/resume`.
+    SessionResume,
+    /// `session/set_config_option`.
+    SessionSetConfigOption,
+    /// `session/set_mode`.
+    SessionSetMode,
+    /// `session/update`.
+    SessionUpdate,
+    /// `terminal/create`.
+    TerminalCreate,
+    /// `terminal/kill`.
+    TerminalKill,
+    /// `terminal/output`.
+    TerminalOutput,
+    /// `terminal/release`.
+    TerminalRelease,
+    /// `terminal/wait_for_exit`.
+    TerminalWaitForExit,
+    /// `_checkfu/session/steer`.
+    CheckfuSessionSteer,
+    /// `_checkfu/session/interrupt`.
+    CheckfuSessionInterrupt,
+    /// `_goose/config/extensions`.
+    GooseConfigExtensions,
+    /// `_goose/extensions/add`.
+    GooseExtensionsAdd,
+    /// `_goose/extensions/remove`.
+    GooseExtensionsRemove,
+    /// `_goose/resource/read`.
+    GooseResourceRead,
+    /// `_goose/session/delete`.
+    GooseSessionDelete,
+    /// `_goose/session/export`.
+    GooseSessionExport,
+    /// `_goose/session/get`.
+    GooseSessionGet,
+    /// `_goose/session/import`.
+    GooseSessionImport,
+    /// `_goose/session/list`.
+    GooseSessionList,
+    /// `_goose/tools`.
+    GooseTools,
+    /// `_goose/working_dir/update`.
+    GooseWorkingDirUpdate,
+    /// `agent.spawn`.
+    AgentSpawn,
+    /// `agent.kill`.
+    AgentKill,
+    /// `agent.status`.
+    AgentStatus,
+    /// `task.submit`.
+    TaskSubmit,
+    /// `task.result`.
+    TaskResult,
+    /// `task.progress`.
+    TaskProgress,
+    /// `context.share`.
+    ContextShare,
+    /// `tool.invoke`.
+    ToolInvoke,
+    /// `tool.result`.
+    ToolResult,
+    /// `message.send`.
+    MessageSend,
+    /// `message.broadcast`.
+    MessageBroadcast,
+    /// `heartbeat`.
+    Heartbeat,
+}
+impl Method {
+    /// Every variant, in the catalog's order.
+    pub const ALL: &'static [Method] = &[
+        Method::CancelRequest,
+        Method::Authenticate,
+        Method::ElicitationComplete,
+        Method::ElicitationCreate,
+        Method::FsReadTextFile,
+        Method::FsWriteTextFile,
+        Method::Initialize,
+        Method::Logout,
+        Method::SessionCancel,
+        Method::SessionClose,
+        Method::SessionDelete,
+        Method::SessionList,
+        Method::SessionLoad,
+        Method::SessionNew,
+        Method::SessionPrompt,
+        Method::SessionRequestPermission,
+        Method::SessionResume,
+        Method::SessionSetConfigOption,
+        Method::SessionSetMode,
+        Method::SessionUpdate,
+        Method::TerminalCreate,
+        Method::TerminalKill,
+        Method::TerminalOutput,
+        Method::TerminalRelease,
+        Method::TerminalWaitForExit,
+        Method::CheckfuSessionSteer,
+        Method::CheckfuSessionInterrupt,
+        Method::GooseConfigExtensions,
+        Method::GooseExtensionsAdd,
+        Method::GooseExtensionsRemove,
+        Method::GooseResourceRead,
+        Method::GooseSessionDelete,
+        Method::GooseSessionExport,
+        Method::GooseSessionGet,
+        Method::GooseSessionImport,
+        Method::GooseSessionList,
+        Method::GooseTools,
+        Method::GooseWorkingDirUpdate,
+        Method::AgentSpawn,
+        Method::AgentKill,
+        Method::AgentStatus,
+        Method::TaskSubmit,
+        Method::TaskResult,
+        Method::TaskProgress,
+        Method::ContextShare,
+        Method::ToolInvoke,
+        Method::ToolResult,
+        Method::MessageSend,
+        Method::MessageBroadcast,
+        Method::Heartbeat,
+    ];
+    /// The name the catalog (and the wire) spells.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Method::CancelRequest => "$/cancel_request",
+            Method::Authenticate => "authenticate",
+            Method::ElicitationComplete => "elicitation/complete",
+            Method::ElicitationCreate => "elicitation/create",
+            Method::FsReadTextFile => "fs/read_text_file",
+            Method::FsWriteTextFile => "fs/write_text_file",
+            Method::Initialize => "initialize",
+            Method::Logout => "logout",
+            Method::SessionCancel => "session/cancel",
+            Method::SessionClose => "session/close",
+            Method::SessionDelete => "session/delete",
+            Method::SessionList => "session/list",
+            Method::SessionLoad => "session/load",
+            Method::SessionNew => "session/new",
+            Method::SessionPrompt => "session/prompt",
+            Method::SessionRequestPermission => "session/request_permission",
+            Method::SessionResume => "session/resume",
+            Method::SessionSetConfigOption => "session/set_config_option",
+            Method::SessionSetMode => "session/set_mode",
+            Method::SessionUpdate => "session/update",
+            Method::TerminalCreate => "terminal/create",
+            Method::TerminalKill => "terminal/kill",
+            Method::TerminalOutput => "terminal/output",
+            Method::TerminalRelease => "terminal/release",
+            Method::TerminalWaitForExit => "terminal/wait_for_exit",
+            Method::CheckfuSessionSteer => "_checkfu/session/steer",
+            Method::CheckfuSessionInterrupt => "_checkfu/session/interrupt",
+            Method::GooseConfigExtensions => "_goose/config/extensions",
+            Method::GooseExtensionsAdd => "_goose/extensions/add",
+            Method::GooseExtensionsRemove => "_goose/extensions/remove",
+            Method::GooseResourceRead => "_goose/resource/read",
+            Method::GooseSessionDelete => "_goose/session/delete",
+            Method::GooseSessionExport => "_goose/session/export",
+            Method::GooseSessionGet => "_goose/session/get",
+            Method::GooseSessionImport => "_goose/session/import",
+            Method::GooseSessionList => "_goose/session/list",
+            Method::GooseTools => "_goose/tools",
+            Method::GooseWorkingDirUpdate => "_goose/working_dir/update",
+            Method::AgentSpawn => "agent.spawn",
+            Method::AgentKill => "agent.kill",
+            Method::AgentStatus => "agent.status",
+            Method::TaskSubmit => "task.submit",
+            Method::TaskResult => "task.result",
+            Method::TaskProgress => "task.progress",
+            Method::ContextShare => "context.share",
+            Method::ToolInvoke => "tool.invoke",
+            Method::ToolResult => "tool.result",
+            Method::MessageSend => "message.send",
+            Method::MessageBroadcast => "message.broadcast",
+            Method::Heartbeat => "heartbeat",
+        }
+    }
+    /// The variant of a name; `None` for a name the catalog does not have.
+    pub fn from_name(name: &str) -> Option<Method> {
+        match name {
+            "$/cancel_request" => Some(Method::CancelRequest),
+            "authenticate" => Some(Method::Authenticate),
+            "elicitation/complete" => Some(Method::ElicitationComplete),
+            "elicitation/create" => Some(Method::ElicitationCreate),
+            "fs/read_text_file" => Some(Method::FsReadTextFile),
+            "fs/write_text_file" => Some(Method::FsWriteTextFile),
+            "initialize" => Some(Method::Initialize),
+            "logout" => Some(Method::Logout),
+            "session/cancel" => Some(Method::SessionCancel),
+            "session/close" => Some(Method::SessionClose),
+            "session/delete" => Some(Method::SessionDelete),
+            "session/list" => Some(Method::SessionList),
+            "session/load" => Some(Method::SessionLoad),
+            "session/new" => Some(Method::SessionNew),
+            "session/prompt" => Some(Method::SessionPrompt),
+            "session/request_permission" => Some(Method::SessionRequestPermission),
+            "session/resume" => Some(Method::SessionResume),
+            "session/set_config_option" => Some(Method::SessionSetConfigOption),
+            "session/set_mode" => Some(Method::SessionSetMode),
+            "session/update" => Some(Method::SessionUpdate),
+            "terminal/create" => Some(Method::TerminalCreate),
+            "terminal/kill" => Some(Method::TerminalKill),
+            "terminal/output" => Some(Method::TerminalOutput),
+            "terminal/release" => Some(Method::TerminalRelease),
+            "terminal/wait_for_exit" => Some(Method::TerminalWaitForExit),
+            "_checkfu/session/steer" => Some(Method::CheckfuSessionSteer),
+            "_checkfu/session/interrupt" => Some(Method::CheckfuSessionInterrupt),
+            "_goose/config/extensions" => Some(Method::GooseConfigExtensions),
+            "_goose/extensions/add" => Some(Method::GooseExtensionsAdd),
+            "_goose/extensions/remove" => Some(Method::GooseExtensionsRemove),
+            "_goose/resource/read" => Some(Method::GooseResourceRead),
+            "_goose/session/delete" => Some(Method::GooseSessionDelete),
+            "_goose/session/export" => Some(Method::GooseSessionExport),
+            "_goose/session/get" => Some(Method::GooseSessionGet),
+            "_goose/session/import" => Some(Method::GooseSessionImport),
+            "_goose/session/list" => Some(Method::GooseSessionList),
+            "_goose/tools" => Some(Method::GooseTools),
+            "_goose/working_dir/update" => Some(Method::GooseWorkingDirUpdate),
+            "agent.spawn" => Some(Method::AgentSpawn),
+            "agent.kill" => Some(Method::AgentKill),
+            "agent.status" => Some(Method::AgentStatus),
+            "task.submit" => Some(Method::TaskSubmit),
+            "task.result" => Some(Method::TaskResult),
+            "task.progress" => Some(Method::TaskProgress),
+            "context.share" => Some(Method::ContextShare),
+            "tool.invoke" => Some(Method::ToolInvoke),
+            "tool.result" => Some(Method::ToolResult),
+            "message.send" => Some(Method::MessageSend),
+            "message.broadcast" => Some(Method::MessageBroadcast),
+            "heartbeat" => Some(Method::Heartbeat),
+            _ => None,
+        }
+    }
+}
+impl core::fmt::Display for Method {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
 /// Every method the decoder knows, with its typed decoders.
 pub const METHODS: &[MethodDecoder] = &[
     MethodDecoder {
+        method: Method::CancelRequest,
         name: "$/cancel_request",
         source: "acp",
         side: Side::Protocol,
@@ -180,6 +456,7 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
+        method: Method::Authenticate,
         name: "authenticate",
         source: "acp",
         side: Side::Agent,
@@ -189,6 +466,7 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
+        method: Method::ElicitationComplete,
         name: "elicitation/complete",
         source: "acp",
         side: Side::Client,
@@ -200,6 +478,7 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
+        method: Method::ElicitationCreate,
         name: "elicitation/create",
         source: "acp",
         side: Side::Client,
@@ -213,6 +492,7 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
+        method: Method::FsReadTextFile,
         name: "fs/read_text_file",
         source: "acp",
         side: Side::Client,
@@ -222,6 +502,7 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
+        method: Method::FsWriteTextFile,
         name: "fs/write_text_file",
         source: "acp",
         side: Side::Client,
@@ -231,6 +512,7 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
+        method: Method::Initialize,
         name: "initialize",
         source: "acp",
         side: Side::Agent,
@@ -240,6 +522,7 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
+        method: Method::Logout,
         name: "logout",
         source: "acp",
         side: Side::Agent,
@@ -249,6 +532,7 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
+        method: Method::SessionCancel,
         name: "session/cancel",
         source: "acp",
         side: Side::Agent,
@@ -258,6 +542,7 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
+        method: Method::SessionClose,
         name: "session/close",
         source: "acp",
         side: Side::Agent,
@@ -267,6 +552,7 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
+        method: Method::SessionDelete,
         name: "session/delete",
         source: "acp",
         side: Side::Agent,
@@ -276,6 +562,7 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
+        method: Method::SessionList,
         name: "session/list",
         source: "acp",
         side: Side::Agent,
@@ -285,6 +572,7 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
+        method: Method::SessionLoad,
         name: "session/load",
         source: "acp",
         side: Side::Agent,
@@ -294,6 +582,7 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
+        method: Method::SessionNew,
         name: "session/new",
         source: "acp",
         side: Side::Agent,
@@ -303,6 +592,7 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
+        method: Method::SessionPrompt,
         name: "session/prompt",
         source: "acp",
         side: Side::Agent,
@@ -312,6 +602,7 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
+        method: Method::SessionRequestPermission,
         name: "session/request_permission",
         source: "acp",
         side: Side::Client,
@@ -325,6 +616,7 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
+        method: Method::SessionResume,
         name: "session/resume",
         source: "acp",
         side: Side::Agent,
@@ -334,6 +626,7 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
+        method: Method::SessionSetConfigOption,
         name: "session/set_config_option",
         source: "acp",
         side: Side::Agent,
@@ -347,6 +640,7 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
+        method: Method::SessionSetMode,
         name: "session/set_mode",
         source: "acp",
         side: Side::Agent,
@@ -356,6 +650,7 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
+        method: Method::SessionUpdate,
         name: "session/update",
         source: "acp",
         side: Side::Client,
@@ -365,6 +660,7 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
+        method: Method::TerminalCreate,
         name: "terminal/create",
         source: "acp",
         side: Side::Client,
@@ -374,6 +670,7 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
+        method: Method::TerminalKill,
         name: "terminal/kill",
         source: "acp",
         side: Side::Client,
@@ -383,6 +680,7 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
+        method: Method::TerminalOutput,
         name: "terminal/output",
         source: "acp",
         side: Side::Client,
@@ -392,6 +690,7 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
+        method: Method::TerminalRelease,
         name: "terminal/release",
         source: "acp",
         side: Side::Client,
@@ -403,6 +702,7 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
+        method: Method::TerminalWaitForExit,
         name: "terminal/wait_for_exit",
         source: "acp",
         side: Side::Client,
@@ -416,6 +716,7 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
+        method: Method::CheckfuSessionSteer,
         name: "_checkfu/session/steer",
         source: "checkfu",
         side: Side::Agent,
@@ -429,6 +730,7 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
+        method: Method::CheckfuSessionInterrupt,
         name: "_checkfu/session/interrupt",
         source: "checkfu",
         side: Side::Agent,
@@ -442,6 +744,7 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
+        method: Method::GooseConfigExtensions,
         name: "_goose/config/extensions",
         source: "goose",
         side: Side::Agent,
@@ -453,6 +756,7 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
+        method: Method::GooseExtensionsAdd,
         name: "_goose/extensions/add",
         source: "goose",
         side: Side::Agent,
@@ -464,6 +768,7 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
+        method: Method::GooseExtensionsRemove,
         name: "_goose/extensions/remove",
         source: "goose",
         side: Side::Agent,
@@ -475,6 +780,7 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
+        method: Method::GooseResourceRead,
         name: "_goose/resource/read",
         source: "goose",
         side: Side::Agent,
@@ -488,6 +794,7 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
+        method: Method::GooseSessionDelete,
         name: "_goose/session/delete",
         source: "goose",
         side: Side::Agent,
@@ -499,6 +806,7 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
+        method: Method::GooseSessionExport,
         name: "_goose/session/export",
         source: "goose",
         side: Side::Agent,
@@ -512,6 +820,7 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
+        method: Method::GooseSessionGet,
         name: "_goose/session/get",
         source: "goose",
         side: Side::Agent,
@@ -525,6 +834,7 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
+        method: Method::GooseSessionImport,
         name: "_goose/session/import",
         source: "goose",
         side: Side::Agent,
@@ -538,6 +848,7 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
+        method: Method::GooseSessionList,
         name: "_goose/session/list",
         source: "goose",
         side: Side::Agent,
@@ -549,6 +860,7 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
+        method: Method::GooseTools,
         name: "_goose/tools",
         source: "goose",
         side: Side::Agent,
@@ -562,6 +874,7 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
+        method: Method::GooseWorkingDirUpdate,
         name: "_goose/working_dir/update",
         source: "goose",
         side: Side::Agent,
@@ -573,6 +886,7 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
+        method: Method::AgentSpawn,
         name: "agent.spawn",
         source: "khy-os",
         side: Side::Agent,
@@ -586,6 +900,7 @@ pub const METHODS: &[MethodDecoder] = &[
         ),
     },
     MethodDecoder {
+        method: Method::AgentKill,
         name: "agent.kill",
         source: "khy-os",
         side: Side::Agent,
@@ -599,6 +914,7 @@ pub const METHODS: &[MethodDecoder] = &[
         ),
     },
     MethodDecoder {
+        method: Method::AgentStatus,
         name: "agent.status",
         source: "khy-os",
         side: Side::Agent,
@@ -612,6 +928,7 @@ pub const METHODS: &[MethodDecoder] = &[
         ),
     },
     MethodDecoder {
+        method: Method::TaskSubmit,
         name: "task.submit",
         source: "khy-os",
         side: Side::Agent,
@@ -625,6 +942,7 @@ pub const METHODS: &[MethodDecoder] = &[
         ),
     },
     MethodDecoder {
+        method: Method::TaskResult,
         name: "task.result",
         source: "khy-os",
         side: Side::Agent,
@@ -638,6 +956,7 @@ pub const METHODS: &[MethodDecoder] = &[
         ),
     },
     MethodDecoder {
+        method: Method::TaskProgress,
         name: "task.progress",
         source: "khy-os",
         side: Side::Agent,
@@ -651,6 +970,7 @@ pub const METHODS: &[MethodDecoder] = &[
         ),
     },
     MethodDecoder {
+        method: Method::ContextShare,
         name: "context.share",
         source: "khy-os",
         side: Side::Agent,
@@ -664,6 +984,7 @@ pub const METHODS: &[MethodDecoder] = &[
         ),
     },
     MethodDecoder {
+        method: Method::ToolInvoke,
         name: "tool.invoke",
         source: "khy-os",
         side: Side::Agent,
@@ -677,6 +998,7 @@ pub const METHODS: &[MethodDecoder] = &[
         ),
     },
     MethodDecoder {
+        method: Method::ToolResult,
         name: "tool.result",
         source: "khy-os",
         side: Side::Agent,
@@ -690,6 +1012,7 @@ pub const METHODS: &[MethodDecoder] = &[
         ),
     },
     MethodDecoder {
+        method: Method::MessageSend,
         name: "message.send",
         source: "khy-os",
         side: Side::Agent,
@@ -703,6 +1026,7 @@ pub const METHODS: &[MethodDecoder] = &[
         ),
     },
     MethodDecoder {
+        method: Method::MessageBroadcast,
         name: "message.broadcast",
         source: "khy-os",
         side: Side::Agent,
@@ -716,6 +1040,7 @@ pub const METHODS: &[MethodDecoder] = &[
         ),
     },
     MethodDecoder {
+        method: Method::Heartbeat,
         name: "heartbeat",
         source: "khy-os",
         side: Side::Agent,

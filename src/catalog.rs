@@ -38,7 +38,7 @@ impl Axis {
 pub struct Envelope {
     /// Driver or lane name.
     pub owner: &'static str,
-    pub retention: Option<&'static str>,
+    pub retention: Option<Retention>,
     /// (axis, value) in axis order.
     pub values: &'static [(&'static str, &'static str)],
 }
@@ -80,16 +80,23 @@ pub struct GatedEmission {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConformanceCheck {
-    pub name: &'static str,
+    pub check: Check,
     pub tristate: bool,
     pub opt_in: bool,
+}
+
+impl ConformanceCheck {
+    /// The check's name, as traces and reports spell it.
+    pub const fn name(&self) -> &'static str {
+        self.check.name()
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Harness {
     pub name: &'static str,
     pub mode: Mode,
-    pub driver: Option<&'static str>,
+    pub driver: Option<Driver>,
     pub lane: Option<&'static str>,
     pub declares: &'static [(&'static str, &'static str)],
     pub ceiling: &'static [(&'static str, &'static str)],
@@ -201,7 +208,7 @@ pub struct OneshotMember {
 /// A step of the one-shot probe's report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OneshotStep {
-    pub name: &'static str,
+    pub step: OneshotStepName,
     /// The declaration member the step needs: without it the step is omitted.
     pub declared: Option<&'static str>,
     /// The probe option the step needs besides the declaration: without it, omitted too.
@@ -220,11 +227,6 @@ pub struct OneshotEvent {
 }
 
 include!(concat!(env!("OUT_DIR"), "/generated/catalog_tables.rs"));
-
-/// The literal of the revision identity `name` (`protocol` → `acp-v1`), from [`REVISIONS`].
-pub fn revision(name: &str) -> Option<&'static str> {
-    REVISIONS.iter().find(|(key, _)| *key == name).map(|(_, literal)| *literal)
-}
 
 /// The axis of that name.
 pub fn axis(name: &str) -> Option<&'static Axis> {
@@ -263,6 +265,6 @@ pub fn reachable(harness: &str, provider: Option<&str>) -> Result<Option<bool>, 
 }
 
 /// The envelope row of a driver and retention mode.
-pub fn envelope(driver: &str, retention: &str) -> Option<&'static Envelope> {
-    ENVELOPES.iter().find(|e| e.owner == driver && e.retention == Some(retention))
+pub fn envelope(driver: Driver, retention: Retention) -> Option<&'static Envelope> {
+    ENVELOPES.iter().find(|e| e.owner == driver.name() && e.retention == Some(retention))
 }

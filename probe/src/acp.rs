@@ -23,19 +23,21 @@ use crate::plane::{catalog_entry, prepare, safe_output_schema, Plane};
 use crate::relay::{self, Relay, Script};
 use crate::result::{Admission, HarnessInfo, ProbeResult, Step, StepStatus, Wire};
 use crate::session::{self, Fault, Incoming, PermissionPolicy, Session};
-use crate::{ending, launch, result, verdict};
+use crate::{ending, launch, result, verdict, Progress};
 use checkfu_wire::admission::{self, AdmittedCapabilities};
 use checkfu_wire::catalog;
 use checkfu_wire::conformance::{self, normalize::Normalizer, Outcome};
-use checkfu_wire::decode::tables::{PROMPT_METHOD, PROTOCOL_VERSION, UPDATE_METHOD, VERSION_METHOD};
+use checkfu_wire::decode::tables::{Method, PROMPT_METHOD, PROTOCOL_VERSION, UPDATE_METHOD, VERSION_METHOD};
 
-const NEW_SESSION: &str = "session/new";
-const AUTHENTICATE: &str = "authenticate";
-const CANCEL_METHOD: &str = "session/cancel";
-const STEER_METHOD: &str = "_checkfu/session/steer";
-const INTERRUPT_METHOD: &str = "_checkfu/session/interrupt";
-const OPT_IN_INTERRUPT: &str = "cooperative_interrupt_drained";
-const READY_CHECK: &str = "ready_handshake";
+// The methods and checks this lane sends and reads, named by the generated enums (a
+// catalog that renamed one would not compile here).
+const NEW_SESSION: &str = Method::SessionNew.name();
+const AUTHENTICATE: &str = Method::Authenticate.name();
+const CANCEL_METHOD: &str = Method::SessionCancel.name();
+const STEER_METHOD: &str = Method::CheckfuSessionSteer.name();
+const INTERRUPT_METHOD: &str = Method::CheckfuSessionInterrupt.name();
+const OPT_IN_INTERRUPT: &str = catalog::Check::CooperativeInterruptDrained.name();
+const READY_CHECK: &str = catalog::Check::ReadyHandshake.name();
 /// The reason of every turn check when no prompt was sent.
 pub const NO_TURN: &str = "no turn was observed";
 
@@ -43,8 +45,8 @@ pub const NO_TURN: &str = "no turn was observed";
 #[derive(Clone, Debug)]
 pub struct ProbeOptions {
     pub command: Vec<OsString>,
-    pub driver: String,
-    pub retention: String,
+    pub driver: catalog::Driver,
+    pub retention: catalog::Retention,
     pub builtin_tools: Option<Vec<String>>,
     pub continuity: Option<String>,
     /// An `authMethods` id to `authenticate` with before `session/new`.
@@ -81,11 +83,15 @@ pub struct ProbeOptions {
 impl ProbeOptions {
     /// The defaults: the catalog's ACP driver, durable retention, 30 s steps, 120 s in all.
     pub fn new(command: Vec<OsString>) -> ProbeOptions {
-        let driver = catalog::revision("driver").unwrap_or_default();
+        // The catalog's ACP driver: the one its `driver` revision identity names (the
+        // catalog's first driver should the two ever disagree; an empty list of drivers does
+        // not compile).
+        const FIRST: catalog::Driver = catalog::Driver::ALL[0];
+        let driver = catalog::Driver::from_name(catalog::Revision::Driver.literal()).unwrap_or(FIRST);
         ProbeOptions {
             command,
-            driver: driver.to_owned(),
-            retention: String::from("durable"),
+            driver,
+            retention: catalog::Retention::Durable,
             builtin_tools: None,
             continuity: None,
             authenticate: None,
@@ -162,10 +168,11 @@ pub fn run(options: &ProbeOptions) -> Result<ProbeResult, UsageError> {
 }
 
 /// [`run`], telling `progress` each step as it ends (the text format prints them at once).
-pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(&str)) -> Result<ProbeResult, UsageError> {
+pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(Progress)) -> Result<ProbeResult, UsageError> {
     let entry = catalog_entry(options)?;
-    let envelope = catalog::envelope(&options.driver, &options.retention).ok_or_else(|| {
-        let known: Vec<String> = catalog::ENVELOPES.iter().map(|e| format!("{} / {}", e.owner, e.retention.unwrap_or("-"))).collect();
+    let envelope = catalog::envelope(options.driver, options.retention).ok_or_else(|| {
+        let known: Vec<String> =
+            catalog::ENVELOPES.iter().map(|e| format!("{} / {}", e.owner, e.retention.map_or("-", catalog::Retention::name))).collect();
         UsageError::Options(format!(
             "no envelope for driver `{}` with retention `{}` (the catalog has: {})",
             options.driver,
@@ -186,8 +193,9 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(&str)) -> Resul
     if let Some(first) = command.first_mut() {
         *first = launch::program(first, &std::env::current_dir().unwrap_or_default());
     }
-    // The banner shows the argv as it is run, placeholders expanded.
-    progress(&result::banner(&command));
+    // The start shows the argv as it is run, placeholders expanded.
+    let shown: Vec<String> = command.iter().map(|c| c.to_string_lossy().into_owned()).collect();
+    progress(Progress::Started { protocol: catalog::Protocol::AcpV1, command: &shown.join(" ") });
     let launch =
         session::Launch { env, netns: namespace.as_ref().map(session::fence::Namespace::join), cwd: Some(workspace.root().to_path_buf()) };
     let session_options = session::Options { permission: options.permission, terminals: options.terminals, deadline: options.deadline };
@@ -197,8 +205,8 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(&str)) -> Resul
     })?;
     let mut run = Run::new(session, options, nonce, progress);
     run.command = command;
-    run.admission.driver = options.driver.clone();
-    run.admission.retention = options.retention.clone();
+    run.admission.driver = options.driver.name().to_owned();
+    run.admission.retention = options.retention.name().to_owned();
     run.admission.judged_against = "envelope";
     run.admission.envelope = envelope.values.iter().map(|(a, v)| ((*a).to_owned(), json!(v))).collect();
     run.admission.ceiling = entry.map(|e| e.ceiling.iter().map(|(a, v)| ((*a).to_owned(), json!(v))).collect());
@@ -240,7 +248,7 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(&str)) -> Resul
 struct Run<'o, 'p> {
     session: Session,
     options: &'o ProbeOptions,
-    progress: &'p mut dyn FnMut(&str),
+    progress: &'p mut dyn FnMut(Progress),
     normalizer: Normalizer,
     steps: Vec<(&'static str, Step)>,
     admission: Admission,
@@ -262,7 +270,7 @@ struct Run<'o, 'p> {
 }
 
 impl<'o, 'p> Run<'o, 'p> {
-    fn new(session: Session, options: &'o ProbeOptions, nonce: String, progress: &'p mut dyn FnMut(&str)) -> Run<'o, 'p> {
+    fn new(session: Session, options: &'o ProbeOptions, nonce: String, progress: &'p mut dyn FnMut(Progress)) -> Run<'o, 'p> {
         Run {
             session,
             options,
@@ -290,13 +298,13 @@ impl<'o, 'p> Run<'o, 'p> {
             Err(reason) => (StepStatus::Failed, Some(reason)),
         };
         let step = Step { status, ms, reason };
-        (self.progress)(&result::step_line(name, &step));
+        (self.progress)(Progress::Step { name, step: &step });
         self.steps.push((name, step));
     }
 
     fn skip(&mut self, name: &'static str, reason: &str) {
         let step = Step { status: StepStatus::Skipped, ms: 0, reason: Some(reason.to_owned()) };
-        (self.progress)(&result::step_line(name, &step));
+        (self.progress)(Progress::Step { name, step: &step });
         self.steps.push((name, step));
     }
 
@@ -479,7 +487,7 @@ impl<'o, 'p> Run<'o, 'p> {
     fn run_turn(&mut self, admitted: &AdmittedCapabilities, session_id: &str, params: Value, until: Instant) -> Result<(), String> {
         let prompt = self.session.request(PROMPT_METHOD, params).map_err(|f| format!("session/prompt: {f}"))?;
         self.prompt_id = Some(prompt);
-        let steer = upgrade_admitted(admitted, "steering_delivered");
+        let steer = upgrade_admitted(admitted, catalog::Check::SteeringDelivered.name());
         let interrupt = self.options.interrupt && upgrade_admitted(admitted, OPT_IN_INTERRUPT);
         // The scripted inputs follow the prompt at once, in order (steer, then drain), so they
         // reach the live turn whatever the machine's load; the harness answers each.

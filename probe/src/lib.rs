@@ -11,7 +11,8 @@
 //! - [`relay`]: the governed model relay on 127.0.0.1 and its served-call record;
 //! - the lanes: [`acp`] (an ACP agent) and [`oneshot`] (a one-shot CLI), and what they share:
 //!   the plane a run stands on ([`launch`], [`model_plane`]), the recipe, the verdict on the
-//!   relay's record ([`verdict`]), the end of a run ([`ending`]) and the result ([`result`]).
+//!   relay's record ([`verdict`]), the end of a run ([`ending`]), what a run says as it goes
+//!   ([`progress`]) and the result ([`result`]).
 
 pub mod acp;
 pub mod ending;
@@ -19,6 +20,7 @@ pub mod launch;
 pub mod model_plane;
 pub mod oneshot;
 mod plane;
+pub mod progress;
 pub mod recipe;
 pub mod relay;
 pub mod result;
@@ -27,4 +29,5 @@ pub mod verdict;
 
 pub use acp::{fresh_nonce, run, run_with, ProbeOptions, UsageError, NO_TURN, TOKEN_FILE};
 pub(crate) use plane::{catalog_entry, prepare, safe_output_schema, Plane};
-pub use result::{ProbeResult, Step, StepStatus};
+pub use progress::Progress;
+pub use result::{ProbeResult, Report, Step, StepStatus};

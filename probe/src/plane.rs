@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::model_plane::Fence;
-use super::{fresh_nonce, launch, ProbeOptions, UsageError, TOKEN_FILE};
+use super::{fresh_nonce, launch, ProbeOptions, Progress, UsageError, TOKEN_FILE};
 use crate::relay::{self, Relay};
 use crate::session;
 use checkfu_wire::catalog;
@@ -60,25 +60,25 @@ pub(crate) struct Plane {
 pub(crate) fn prepare(
     options: &ProbeOptions,
     entry: Option<&catalog::Harness>,
-    progress: &mut dyn FnMut(&str),
+    progress: &mut dyn FnMut(Progress),
 ) -> Result<Plane, UsageError> {
     launch::check_options(options)?;
     if let Some(entry) = entry.filter(|e| e.blocked()) {
-        progress(&format!(
-            "note     the catalog marks `{}` blocked (supply {}, adoption {}): this run shows what the harness does, not that it can be adopted",
+        progress(Progress::Note(&format!(
+            "the catalog marks `{}` blocked (supply {}, adoption {}): this run shows what the harness does, not that it can be adopted",
             entry.name, entry.supply, entry.adoption
-        ));
+        )));
     }
     if let Some(entry) = entry {
         // The matrix's cell from the generated tables; an unknown provider is refused as the
         // relay refuses it (the catalog's one lookup, `catalog::reachable`).
         let cell = catalog::reachable(entry.name, options.provider.as_deref()).map_err(|e| UsageError::Options(e.to_string()))?;
         if cell == Some(false) {
-            progress(&format!(
-                "note     the reachability matrix marks `{}` unreachable through `{}`: the relay serves only that provider's paths",
+            progress(Progress::Note(&format!(
+                "the reachability matrix marks `{}` unreachable through `{}`: the relay serves only that provider's paths",
                 entry.name,
                 options.provider.as_deref().unwrap_or(catalog::UNLISTED_PROVIDER)
-            ));
+            )));
         }
     }
     let cannot_start = |what: &str, e: String| UsageError::CannotStart(format!("cannot prepare the session ({what}): {e}"));

@@ -12,8 +12,8 @@ const DURABLE: &str = r#"{"event_fidelity":"structured","continuation":"rebuild_
 const EPHEMERAL: &str = r#"{"event_fidelity":"structured","continuation":"rebuild_only","checkpoint":"none","approval_delivery":"end_reinject","interrupt":"kill_only","mid_run_input":"unsupported","model_control":"platform_enforced","usage_authority":"platform_observed","multiagent_shared_environment":"true"}"#;
 
 fn rows() -> [(&'static Envelope, &'static str); 2] {
-    let durable = catalog::envelope("checkfu:acp-v1@1", "durable").expect("durable row");
-    let ephemeral = catalog::envelope("checkfu:acp-v1@1", "ephemeral_zdr").expect("ephemeral_zdr row");
+    let durable = catalog::envelope(catalog::Driver::CheckfuAcpV11, catalog::Retention::Durable).expect("durable row");
+    let ephemeral = catalog::envelope(catalog::Driver::CheckfuAcpV11, catalog::Retention::EphemeralZdr).expect("ephemeral_zdr row");
     [(durable, DURABLE), (ephemeral, EPHEMERAL)]
 }
 
@@ -407,7 +407,7 @@ fn catalog_declarations_of_packaged_entries_are_admissible() {
     // driver, is admitted, and the subagents axis appears exactly when the entry declares it.
     for harness in catalog::HARNESSES.iter().filter(|h| h.mode == catalog::Mode::Packaged) {
         let members: serde_json::Map<String, Value> = harness.declares.iter().map(|(m, v)| ((*m).to_owned(), Value::from(*v))).collect();
-        for envelope in catalog::ENVELOPES.iter().filter(|e| Some(e.owner) == harness.driver) {
+        for envelope in catalog::ENVELOPES.iter().filter(|e| Some(e.owner) == harness.driver.map(catalog::Driver::name)) {
             let admitted = admit(envelope, &declaring(Value::Object(members.clone()))).expect(harness.name);
             let declares_subagents = harness.declares.iter().any(|(m, _)| *m == "subagents");
             assert_eq!(admitted.value("subagents").is_some(), declares_subagents, "{}", harness.name);

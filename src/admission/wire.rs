@@ -41,7 +41,7 @@ impl std::error::Error for WireAdmissionError {}
 /// use checkfu_wire::admission::admit_wire;
 /// use checkfu_wire::catalog;
 ///
-/// let envelope = catalog::envelope("checkfu:acp-v1@1", "durable").expect("a server envelope");
+/// let envelope = catalog::envelope(catalog::Driver::CheckfuAcpV11, catalog::Retention::Durable).expect("a server envelope");
 /// let response = br#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{},"_meta":{"checkfu.capabilities":{"subagents":"observed"}}}}"#;
 /// let admitted = admit_wire(envelope, response).expect("admitted");
 /// // One declared step above the envelope, and nothing else changed.

@@ -75,7 +75,7 @@ impl Header {
                     let Some(name) = name.as_str() else {
                         return Err(format!("header `opt_in` must list check names, found {name}"));
                     };
-                    let Some(check) = catalog::CONFORMANCE_CHECKS.iter().find(|c| c.name == name) else {
+                    let Some(check) = catalog::CONFORMANCE_CHECKS.iter().find(|c| c.name() == name) else {
                         return Err(format!("header `opt_in` names the unknown check {name:?}"));
                     };
                     if !check.opt_in {
@@ -105,7 +105,7 @@ impl Header {
 
     /// Whether the trace opts in to the check of that name.
     pub fn opts_in(&self, check: &str) -> bool {
-        self.opt_in.iter().any(|c| c.name == check)
+        self.opt_in.iter().any(|c| c.name() == check)
     }
 
     /// Whether a gated observation kind is admitted by the declaration; `true` for a kind no

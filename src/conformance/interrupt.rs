@@ -21,7 +21,7 @@ use super::report::{Faults, Outcome};
 use super::Check;
 
 /// The check's name, which is also the evidence name of its upgrade.
-pub const COOPERATIVE_INTERRUPT_DRAINED: &str = "cooperative_interrupt_drained";
+pub const COOPERATIVE_INTERRUPT_DRAINED: &str = crate::catalog::Check::CooperativeInterruptDrained.name();
 
 enum Drain {
     /// No request sent into the live turn yet.

@@ -47,7 +47,7 @@ mod tools;
 use std::fmt;
 use std::io::BufRead;
 
-use crate::catalog::{self, ConformanceCheck};
+use crate::catalog;
 use header::Header;
 use ids::Interner;
 use observation::Observation;
@@ -61,19 +61,19 @@ trait Check {
     fn finish(self: Box<Self>, observations: usize, ids: &Interner) -> Outcome;
 }
 
-/// The evaluator of a catalog check, by name. `None` for a check the catalog lists and this
-/// build does not implement; a unit test keeps that set empty.
-fn evaluator(check: &ConformanceCheck, header: &Header) -> Option<Box<dyn Check>> {
-    Some(match check.name {
-        "ready_handshake" => Box::<ready::ReadyHandshake>::default(),
-        "terminal_observation" => Box::<terminal::TerminalObservation>::default(),
-        "tool_correlation" => Box::<tools::ToolCorrelation>::default(),
-        "steering_correlation" => Box::new(steering::SteeringCorrelation::new(header)),
-        steering::STEERING_DELIVERED => Box::new(steering::SteeringDelivered::new(header)),
-        interrupt::COOPERATIVE_INTERRUPT_DRAINED => Box::new(interrupt::CooperativeInterruptDrained::new(header)),
-        "subagent_correlation" => Box::new(subagents::SubagentCorrelation::new(header)),
-        _ => return None,
-    })
+/// The evaluator of a catalog check. The match is exhaustive over the generated enum: a
+/// check added to the catalog does not compile here until it has an evaluator.
+fn evaluator(check: catalog::Check, header: &Header) -> Box<dyn Check> {
+    use catalog::Check as Name;
+    match check {
+        Name::ReadyHandshake => Box::<ready::ReadyHandshake>::default(),
+        Name::TerminalObservation => Box::<terminal::TerminalObservation>::default(),
+        Name::ToolCorrelation => Box::<tools::ToolCorrelation>::default(),
+        Name::SteeringCorrelation => Box::new(steering::SteeringCorrelation::new(header)),
+        Name::SteeringDelivered => Box::new(steering::SteeringDelivered::new(header)),
+        Name::CooperativeInterruptDrained => Box::new(interrupt::CooperativeInterruptDrained::new(header)),
+        Name::SubagentCorrelation => Box::new(subagents::SubagentCorrelation::new(header)),
+    }
 }
 
 /// Why a trace could not be checked.
@@ -141,8 +141,8 @@ pub fn check_reader<R: BufRead>(mut reader: R) -> Result<Report, TraceError> {
     }
     let header = Header::parse(&line).map_err(|message| TraceError { line: number, message })?;
 
-    let mut checks: Vec<(&'static str, Option<Box<dyn Check>>)> =
-        catalog::CONFORMANCE_CHECKS.iter().map(|c| (c.name, evaluator(c, &header))).collect();
+    let mut checks: Vec<(&'static str, Box<dyn Check>)> =
+        catalog::CONFORMANCE_CHECKS.iter().map(|c| (c.name(), evaluator(c.check, &header))).collect();
     let mut ids = Interner::default();
     let mut observations = 0usize;
     while next_line(&mut line, &mut number)? {
@@ -151,24 +151,12 @@ pub fn check_reader<R: BufRead>(mut reader: R) -> Result<Report, TraceError> {
         }
         let observation = Observation::parse(&line, &mut ids).map_err(|message| TraceError { line: number, message })?;
         for (_, check) in checks.iter_mut() {
-            if let Some(check) = check {
-                check.observe(observations, &observation, &ids);
-            }
+            check.observe(observations, &observation, &ids);
         }
         observations += 1;
     }
 
-    let checks = checks
-        .into_iter()
-        .map(|(name, check)| {
-            let outcome = match check {
-                Some(check) => check.finish(observations, &ids),
-                // Fail closed: a catalog check this build cannot evaluate is not a pass.
-                None => Outcome::Fail { reason: String::from("this build has no evaluator for the check"), at: None },
-            };
-            (name, outcome)
-        })
-        .collect();
+    let checks = checks.into_iter().map(|(name, check)| (name, check.finish(observations, &ids))).collect();
     Ok(Report { checks, observations })
 }
 

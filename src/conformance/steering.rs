@@ -27,7 +27,7 @@ use super::report::{Faults, Outcome};
 use super::Check;
 
 /// The name of the delivered check, which is also the evidence name of its upgrade.
-pub const STEERING_DELIVERED: &str = "steering_delivered";
+pub const STEERING_DELIVERED: &str = crate::catalog::Check::SteeringDelivered.name();
 
 /// The gate of the steering acknowledgement, described for messages.
 fn gate_text() -> String {

@@ -34,6 +34,7 @@ pub struct SlotDecoder {
 
 #[derive(Clone, Copy)]
 pub struct MethodDecoder {
+    pub method: Method,
     pub name: &'static str,
     /// `acp`, `checkfu`, or the method source of the catalog.
     pub source: &'static str,

@@ -61,12 +61,12 @@ fn expected_from_name(file: &str) -> (String, Option<Option<u64>>) {
 fn every_check_has_passing_and_failing_traces_and_each_gets_its_named_verdict() {
     let mut snapshot = BTreeMap::new();
     for check in catalog::CONFORMANCE_CHECKS {
-        let files = traces_in(check.name);
+        let files = traces_in(check.name());
         let statuses: Vec<String> = files.iter().map(|f| expected_from_name(f).0).collect();
-        assert!(statuses.iter().any(|s| s == "pass"), "{}: no passing trace", check.name);
-        assert!(statuses.iter().any(|s| s == "fail"), "{}: no failing trace", check.name);
+        assert!(statuses.iter().any(|s| s == "pass"), "{}: no passing trace", check.name());
+        assert!(statuses.iter().any(|s| s == "fail"), "{}: no failing trace", check.name());
         if check.tristate || check.opt_in {
-            assert!(statuses.iter().any(|s| s == "skip"), "{}: no skipped trace", check.name);
+            assert!(statuses.iter().any(|s| s == "skip"), "{}: no skipped trace", check.name());
         }
         for file in files {
             let output = conform(&[&file, "--format", "json"]);
@@ -74,10 +74,10 @@ fn every_check_has_passing_and_failing_traces_and_each_gets_its_named_verdict() 
                 .unwrap_or_else(|e| panic!("{file}: stdout is not JSON ({e}); stderr {}", String::from_utf8_lossy(&output.stderr)));
             let checks = report["checks"].as_object().unwrap_or_else(|| panic!("{file}: no checks object"));
             let names: Vec<&str> = checks.keys().map(String::as_str).collect();
-            let catalog_names: Vec<&str> = catalog::CONFORMANCE_CHECKS.iter().map(|c| c.name).collect();
+            let catalog_names: Vec<&str> = catalog::CONFORMANCE_CHECKS.iter().map(|c| c.name()).collect();
             assert_eq!(names, catalog_names, "{file}: all seven checks, in catalog order");
 
-            let verdict = &checks[check.name];
+            let verdict = &checks[check.name()];
             let (status, at) = expected_from_name(&file);
             assert_eq!(verdict["status"], json!(status), "{file}: {verdict}");
             match at {

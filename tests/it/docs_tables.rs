@@ -226,7 +226,7 @@ fn revision_literals_and_the_catalog_sha_are_code() {
     let page = page();
     let sha = checkfu_wire::catalog::CATALOG_SHA256;
     assert_eq!(sha.len(), 64);
-    let mut literals: Vec<String> = checkfu_wire::catalog::REVISIONS.iter().map(|(_, l)| l.to_string()).collect();
+    let mut literals: Vec<String> = checkfu_wire::catalog::Revision::ALL.iter().map(|r| r.literal().to_string()).collect();
     literals.push(format!("sha256:{sha}"));
     for literal in &literals {
         let mut found = false;

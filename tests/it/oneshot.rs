@@ -30,7 +30,7 @@ fn run(flags: &[&str], mode: &str) -> Run {
 /// The steps reported, which are always the catalog's (`[[oneshot.steps]]`) in its order.
 fn steps(run: &Run) -> Vec<String> {
     let reported: Vec<String> = run.json["steps"].as_object().map(|s| s.keys().cloned().collect()).unwrap_or_default();
-    let mut catalog = checkfu_wire::catalog::ONESHOT_STEPS.iter().map(|s| s.name);
+    let mut catalog = checkfu_wire::catalog::ONESHOT_STEPS.iter().map(|s| s.step.name());
     assert!(reported.iter().all(|r| catalog.any(|c| c == r)), "{reported:?} are not the catalog's steps in its order");
     reported
 }

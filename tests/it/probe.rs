@@ -469,7 +469,8 @@ fn usage_errors_exit_2_before_anything_starts() {
     std::fs::write(&unsafe_schema, r#"{"type": "array", "uniqueItems": true}"#).unwrap();
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["--", "/nonexistent/harness"], "cannot start"),
-        (vec!["--driver", "nope", "--", AGENT], "no envelope for driver"),
+        (vec!["--driver", "nope", "--", AGENT], "the catalog has no driver `nope`"),
+        (vec!["--retention", "forever", "--", AGENT], "the catalog has no retention mode `forever`"),
         (vec!["--continuity", "forever", "--", AGENT], "authority members are refused"),
         (vec!["--output-schema", unsafe_schema.to_str().unwrap(), "--", AGENT], "safety profile"),
         (vec!["--runtime-config", "{", "--", AGENT], "not JSON"),

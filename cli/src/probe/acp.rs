@@ -4,11 +4,12 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+use checkfu_wire::catalog::{Driver, Retention};
 use checkfu_wire_probe::recipe::Recipe;
 use checkfu_wire_probe::session::PermissionPolicy;
-use checkfu_wire_probe::{self as probe, ProbeOptions, UsageError};
+use checkfu_wire_probe::{self as probe, ProbeOptions, Progress, Report, UsageError};
 
-use super::{report, shared_options, usage, Format, Shared};
+use super::{shared_options, show, usage, Shared};
 
 /// The ACP lane's flags: the declaration's admission and the session's authority members.
 #[derive(clap::Args)]
@@ -17,11 +18,11 @@ use super::{report, shared_options, usage, Format, Shared};
 pub struct Flags {
     /// The driver whose envelope the declaration is admitted against (default: the catalog's
     /// ACP driver).
-    #[arg(long)]
-    pub driver: Option<String>,
+    #[arg(long, value_parser = driver)]
+    pub driver: Option<Driver>,
     /// The retention mode of the envelope.
-    #[arg(long, default_value = "durable")]
-    pub retention: String,
+    #[arg(long, value_parser = retention, default_value_t = Retention::Durable)]
+    pub retention: Retention,
     /// `checkfu.builtin_tools` for session/new: a comma-separated tool list.
     #[arg(long, value_delimiter = ',', num_args = 0..)]
     pub builtin_tools: Option<Vec<String>>,
@@ -51,17 +52,28 @@ pub struct Flags {
     pub record: Option<PathBuf>,
 }
 
-/// The ACP lane's release protocol, as the catalog names it (`acp-v1`).
-pub fn protocol() -> &'static str {
-    checkfu_wire::catalog::revision("protocol").expect("the catalog's revision identities name its protocol")
+/// `--driver`: a driver the catalog names.
+fn driver(text: &str) -> Result<Driver, String> {
+    Driver::from_name(text)
+        .ok_or_else(|| format!("the catalog has no driver `{text}` (it has: {})", names(Driver::ALL.iter().map(|d| d.name()))))
+}
+
+/// `--retention`: a retention mode of the catalog's envelopes.
+fn retention(text: &str) -> Result<Retention, String> {
+    Retention::from_name(text)
+        .ok_or_else(|| format!("the catalog has no retention mode `{text}` (it has: {})", names(Retention::ALL.iter().map(|r| r.name()))))
+}
+
+fn names<'a>(names: impl Iterator<Item = &'a str>) -> String {
+    names.collect::<Vec<_>>().join(", ")
 }
 
 /// Runs the ACP lane: `command` is what followed `--` (or the recipe's command).
-pub fn probe(shared: &Shared, flags: &Flags, command: Vec<OsString>, recipe: Option<Recipe>) -> i32 {
+pub fn probe(shared: &Shared, flags: &Flags, command: Vec<OsString>, recipe: Option<Recipe>) -> Result<Report, i32> {
     let command = match (&recipe, command.is_empty()) {
         (_, false) => command,
         (Some(recipe), true) => recipe.command.iter().map(OsString::from).collect(),
-        (None, true) => return usage("no harness command: give one after `--`, or a --recipe"),
+        (None, true) => return Err(usage("no harness command: give one after `--`, or a --recipe")),
     };
     let mut options = ProbeOptions::new(command);
     if let Some(recipe) = &recipe {
@@ -75,51 +87,32 @@ pub fn probe(shared: &Shared, flags: &Flags, command: Vec<OsString>, recipe: Opt
     // The entry's driver is the default driver of a bound run.
     if let Some(entry) = options.harness.as_deref().and_then(|n| checkfu_wire::catalog::HARNESSES.iter().find(|h| h.name == n)) {
         if let Some(driver) = entry.driver {
-            options.driver = driver.to_owned();
+            options.driver = driver;
         }
     }
-    if let Err(code) = shared_options(shared, &mut options) {
-        return code;
-    }
-    if let Some(driver) = flags.driver.clone() {
+    shared_options(shared, &mut options)?;
+    if let Some(driver) = flags.driver {
         options.driver = driver;
     }
-    options.retention = flags.retention.clone();
+    options.retention = flags.retention;
     options.builtin_tools = flags.builtin_tools.clone();
     options.continuity = flags.continuity.clone();
     options.authenticate = flags.authenticate.clone();
     if let Some(text) = &flags.runtime_config {
         match serde_json::from_str(text) {
             Ok(value) => options.runtime_config = Some(value),
-            Err(e) => return usage(format!("--runtime-config is not JSON: {e}")),
+            Err(e) => return Err(usage(format!("--runtime-config is not JSON: {e}"))),
         }
     }
     options.interrupt = flags.interrupt;
     options.permission = flags.permission.into();
     options.terminals = flags.allow_terminals;
 
-    // In text format the banner and each step are said as they happen, on stderr, so that
-    // a slow harness is never met with silence and `--format json` keeps stdout one object.
-    // The banner comes from the run, once the argv is expanded as it will be run.
-    let live = matches!(shared.format, Format::Text);
-    // Notes (a blocked entry, an unreachable cell) are said before the run in either format.
-    let mut progress = |line: &str| {
-        if live || line.starts_with("note ") {
-            eprintln!("{line}");
-        }
-    };
-    let result = match probe::run_with(&options, &mut progress) {
-        Ok(result) => result,
-        Err(e @ (UsageError::Options(_) | UsageError::CannotStart(_))) => return usage(e),
-    };
-    let calls = result.model_plane.as_ref().map(|p| p.calls_jsonl()).unwrap_or_default();
-    let files =
-        [(&flags.record, result.record.as_slice()), (&shared.trace, result.trace.as_bytes()), (&shared.record_model, calls.as_bytes())];
-    let rendered = match shared.format {
-        Format::Text => result.to_text(),
-        Format::Json => result.to_json(),
-    };
-    report(&files, &rendered, result.passed())
+    let mut progress = |event: Progress| show(shared.format, event);
+    match probe::run_with(&options, &mut progress) {
+        Ok(result) => Ok(Report::Acp(Box::new(result))),
+        Err(e @ (UsageError::Options(_) | UsageError::CannotStart(_))) => Err(usage(e)),
+    }
 }
 
 /// `--permission`: the probe's [`PermissionPolicy`] as the command line names it (the probe

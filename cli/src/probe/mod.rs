@@ -19,8 +19,10 @@ use std::time::Duration;
 use clap::parser::ValueSource;
 use clap::ArgMatches;
 
+use checkfu_wire::catalog::Protocol;
 use checkfu_wire_probe::recipe::Recipe;
-use checkfu_wire_probe::ProbeOptions;
+use checkfu_wire_probe::result::{step_line, QUALIFICATION};
+use checkfu_wire_probe::{ProbeOptions, Progress, Report};
 
 use super::conform::Format;
 
@@ -105,6 +107,27 @@ pub struct Shared {
 const ACP_FLAGS: &str = "acp-flags";
 const ONESHOT_FLAGS: &str = "oneshot-flags";
 
+/// How the command line shows a run's progress: in the text format every event, as it
+/// happens, on stderr (so a slow harness is never met with silence, and `--format json`
+/// keeps stdout one object); in the JSON format only the notes, which say what the catalog
+/// thinks of the run before it starts.
+pub(super) fn show(format: Format, event: Progress) {
+    let line = match event {
+        Progress::Note(text) => format!("note     {text}"),
+        _ if !matches!(format, Format::Text) => return,
+        Progress::Started { protocol, command } => {
+            // The ACP lane is the default one and says no protocol; every other says its own.
+            let lane = match protocol {
+                Protocol::AcpV1 => String::new(),
+                Protocol::OneshotV1 => format!(", protocol {protocol}"),
+            };
+            format!("checkfu-wire probe ({QUALIFICATION}: local feedback, never qualification){lane}: {command}")
+        }
+        Progress::Step { name, step } => step_line(name, step),
+    };
+    eprintln!("{line}");
+}
+
 /// The lanes' flags given on the command line (not defaulted), as the user wrote them
 /// (`--interrupt`), in the order the command declares them: read from clap's own groups, so
 /// a flag added to a lane's `Flags` is known here without a list to keep.
@@ -152,21 +175,27 @@ pub fn probe(args: Args, given: &Given) -> i32 {
         },
         None => None,
     };
-    let acp_v1 = acp::protocol();
     let protocol =
-        shared.protocol.clone().or_else(|| recipe.as_ref().and_then(|r| r.protocol.clone())).unwrap_or_else(|| acp_v1.to_owned());
-    if protocol == acp_v1 {
-        if let Some(flag) = given.oneshot.first() {
-            return usage(format!("{flag} is a oneshot-v1 flag; add --protocol oneshot-v1"));
+        shared.protocol.as_deref().or_else(|| recipe.as_ref().and_then(|r| r.protocol.as_deref())).unwrap_or(Protocol::AcpV1.name());
+    // Exhaustive over the catalog's protocols: a protocol added there has no lane until one
+    // is written here.
+    match Protocol::from_name(protocol) {
+        Some(Protocol::AcpV1) => {
+            if let Some(flag) = given.oneshot.first() {
+                return usage(format!("{flag} is a oneshot-v1 flag; add --protocol oneshot-v1"));
+            }
+            finish(&args, acp::probe(shared, &args.acp, args.command.clone(), recipe))
         }
-        acp::probe(shared, &args.acp, args.command, recipe)
-    } else if protocol == checkfu_wire::oneshot::PROTOCOL {
-        if let Some(flag) = given.acp.first() {
-            return usage(format!("{flag} belongs to the acp-v1 lane; a oneshot-v1 run has no ACP session"));
+        Some(Protocol::OneshotV1) => {
+            if let Some(flag) = given.acp.first() {
+                return usage(format!("{flag} belongs to the acp-v1 lane; a oneshot-v1 run has no ACP session"));
+            }
+            finish(&args, oneshot::probe(shared, &args.oneshot, &args.command, recipe))
         }
-        oneshot::probe(shared, &args.oneshot, &args.command, recipe)
-    } else {
-        usage(format!("--protocol {protocol}: known protocols are {acp_v1} and {}", checkfu_wire::oneshot::PROTOCOL))
+        None => {
+            let known: Vec<&str> = Protocol::ALL.iter().map(|p| p.name()).collect();
+            usage(format!("--protocol {protocol}: known protocols are {}", known.join(" and ")))
+        }
     }
 }
 
@@ -224,9 +253,22 @@ pub(super) fn usage(message: impl std::fmt::Display) -> i32 {
     2
 }
 
-/// Writes the output files (each whole or not at all), then the report, and gives the exit
-/// code: 0 passed, 1 failed, 2 when a file cannot be written.
-pub(super) fn report(files: &[(&Option<PathBuf>, &[u8])], rendered: &str, passed: bool) -> i32 {
+/// The end of every run, whichever lane: the output files (each whole or not at all), then
+/// the report, and the exit code: 0 passed, 1 failed, 2 a usage error (`Err`, already said)
+/// or a file that cannot be written.
+fn finish(args: &Args, report: Result<Report, i32>) -> i32 {
+    let report = match report {
+        Ok(report) => report,
+        Err(code) => return code,
+    };
+    let calls = report.model_calls();
+    let record = report.wire_record().unwrap_or_default();
+    let files =
+        [(&args.acp.record, record), (&args.shared.trace, report.trace().as_bytes()), (&args.shared.record_model, calls.as_bytes())];
+    let rendered = match args.shared.format {
+        Format::Text => report.to_text(),
+        Format::Json => report.to_json(),
+    };
     for (path, bytes) in files {
         if let Some(path) = path {
             if let Err(e) = write_whole(path, bytes) {
@@ -236,7 +278,7 @@ pub(super) fn report(files: &[(&Option<PathBuf>, &[u8])], rendered: &str, passed
         }
     }
     let _ = std::io::stdout().lock().write_all(rendered.as_bytes());
-    if passed {
+    if report.passed() {
         0
     } else {
         1

@@ -8,9 +8,9 @@ use std::ffi::OsString;
 use checkfu_wire::oneshot::{self, Declaration, OutputMode, OutputSchemaTransport, PromptTransport};
 use checkfu_wire_probe::oneshot::OneshotLaunch;
 use checkfu_wire_probe::recipe::Recipe;
-use checkfu_wire_probe::{ProbeOptions, UsageError};
+use checkfu_wire_probe::{ProbeOptions, Progress, Report, UsageError};
 
-use super::{report, shared_options, usage, Format, Shared};
+use super::{shared_options, show, usage, Shared};
 
 /// The one-shot lane's flags: the launch declaration's members, laid over the recipe's.
 #[derive(clap::Args)]
@@ -93,41 +93,22 @@ fn declaration(flags: &Flags, command: &[OsString], recipe: Option<&Recipe>) -> 
 
 /// Runs the one-shot lane: `command` is the entrypoint and its first arguments, when given
 /// after `--`.
-pub fn probe(shared: &Shared, flags: &Flags, command: &[OsString], recipe: Option<Recipe>) -> i32 {
+pub fn probe(shared: &Shared, flags: &Flags, command: &[OsString], recipe: Option<Recipe>) -> Result<Report, i32> {
     let declaration = match declaration(flags, command, recipe.as_ref()) {
         Ok(d) => d,
-        Err(e) => return usage(e),
+        Err(e) => return Err(usage(e)),
     };
     let refusals = declaration.check();
     if !refusals.is_empty() {
-        return usage(oneshot::DecodeError::Rules(refusals));
+        return Err(usage(oneshot::DecodeError::Rules(refusals)));
     }
     let launch = OneshotLaunch { declaration, base_dir: shared.recipe.as_ref().and_then(|p| p.parent()).map(|p| p.to_path_buf()) };
     let mut options = ProbeOptions::new(Vec::new());
     options.harness = shared.harness.clone().or_else(|| recipe.as_ref().and_then(|r| r.harness.clone()));
-    if let Err(code) = shared_options(shared, &mut options) {
-        return code;
+    shared_options(shared, &mut options)?;
+    let mut progress = |event: Progress| show(shared.format, event);
+    match checkfu_wire_probe::oneshot::run(&options, &launch, &mut progress) {
+        Ok(result) => Ok(Report::Oneshot(Box::new(result))),
+        Err(e @ (UsageError::Options(_) | UsageError::CannotStart(_))) => Err(usage(e)),
     }
-    let live = matches!(shared.format, Format::Text);
-    if live {
-        eprintln!(
-            "checkfu-wire probe (unsigned_local_only: local feedback, never qualification), protocol oneshot-v1: {}",
-            launch.declaration.entrypoint
-        );
-    }
-    let mut progress = |line: &str| {
-        if live {
-            eprintln!("{line}");
-        }
-    };
-    let result = match checkfu_wire_probe::oneshot::run(&options, &launch, &mut progress) {
-        Ok(result) => result,
-        Err(e @ (UsageError::Options(_) | UsageError::CannotStart(_))) => return usage(e),
-    };
-    let calls = result.model_plane.calls_jsonl();
-    let rendered = match shared.format {
-        Format::Text => result.to_text(),
-        Format::Json => result.to_json(),
-    };
-    report(&[(&shared.trace, result.trace().as_bytes()), (&shared.record_model, calls.as_bytes())], &rendered, result.passed())
 }

@@ -67,11 +67,19 @@ pub fn generate(plan: &Plan) -> TokenStream {
                 check: #check, safety_profile: #safety, requires: #requires }
         }
     });
+    let method_names: Vec<&str> = plan.methods.iter().map(|m| m.name.as_str()).collect();
+    let method_enum = super::tables::names::named_enum(
+        "Method",
+        " A method the decoder knows (ACP's and the catalog's extension methods), by its wire name.",
+        &method_names,
+        quote! {},
+    );
     let methods: Vec<TokenStream> = plan
         .methods
         .iter()
         .map(|m| {
             let (name, source, notification) = (&m.name, &m.source, m.notification);
+            let method = super::tables::names::path("Method", &method_names, name);
             let side = match m.side {
                 Side::Agent => quote! { Side::Agent },
                 Side::Client => quote! { Side::Client },
@@ -79,7 +87,7 @@ pub fn generate(plan: &Plan) -> TokenStream {
             };
             let (params_check, result_check, envelope_check) = (opt_checker(&m.params), opt_checker(&m.result), opt_checker(&m.envelope));
             quote! {
-                MethodDecoder { name: #name, source: #source, side: #side, notification: #notification,
+                MethodDecoder { method: #method, name: #name, source: #source, side: #side, notification: #notification,
                     params_check: #params_check, result_check: #result_check, envelope_check: #envelope_check }
             }
         })
@@ -117,6 +125,7 @@ pub fn generate(plan: &Plan) -> TokenStream {
         pub const FIDELITY_UPDATE_KINDS: &[&str] = &[#(#fidelity),*];
         /// Every `checkfu.*` slot and extension method, with its decode policy.
         pub const SLOTS: &[SlotDecoder] = &[#(#slots),*];
+        #method_enum
         /// Every method the decoder knows, with its typed decoders.
         pub const METHODS: &[MethodDecoder] = &[#(#methods),*];
         /// The method of that wire name.

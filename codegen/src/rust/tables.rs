@@ -4,8 +4,11 @@
 //!
 //! The types these constants use are defined in the runtime crate (`src/catalog.rs`); the
 //! generated file is included into that module. The model plane's facts (the `Dialect`
-//! enum, gateway routes, reachability) are written by [`routes`] from `catalog::routes`.
+//! enum, gateway routes, reachability) are written by [`routes`] from `catalog::routes`; the
+//! enums of every other kind of name (checks, one-shot steps, protocols, revision identities,
+//! drivers, retention modes) by [`names`].
 
+pub(super) mod names;
 mod routes;
 
 use proc_macro2::TokenStream;
@@ -48,11 +51,19 @@ pub fn generate(compiled: &Compiled) -> TokenStream {
         let in_envelope = a.in_envelope;
         quote! { Axis { name: #name, values: #values, absent: #absent, in_envelope: #in_envelope } }
     });
+    let driver_names: Vec<&str> = c.drivers.iter().map(|d| d.name.as_str()).collect();
+    let mut retention_names: Vec<&str> = Vec::new();
+    for e in c.drivers.iter().flat_map(|d| &d.envelopes) {
+        if !retention_names.contains(&e.retention.as_str()) {
+            retention_names.push(e.retention.as_str());
+        }
+    }
     let envelopes = c.drivers.iter().flat_map(|d| {
         let order = &order;
+        let retention_names = &retention_names;
         d.envelopes.iter().map(move |e| {
             let driver = d.name.as_str();
-            let retention = e.retention.as_str();
+            let retention = names::path("Retention", retention_names, e.retention.as_str());
             let values = pairs(&e.axes, order);
             quote! { Envelope { owner: #driver, retention: Some(#retention), values: #values } }
         })
@@ -92,9 +103,11 @@ pub fn generate(compiled: &Compiled) -> TokenStream {
         let members = strs(g.members.iter().map(|m| m.as_str()));
         quote! { GatedEmission { axis: #axis, value: #value, members: #members } }
     });
+    let check_names: Vec<&str> = c.conformance.iter().map(|k| k.name.as_str()).collect();
     let checks = c.conformance.iter().map(|k| {
-        let (name, tristate, opt_in) = (k.name.as_str(), k.tristate, k.opt_in);
-        quote! { ConformanceCheck { name: #name, tristate: #tristate, opt_in: #opt_in } }
+        let check = names::path("Check", &check_names, k.name.as_str());
+        let (tristate, opt_in) = (k.tristate, k.opt_in);
+        quote! { ConformanceCheck { check: #check, tristate: #tristate, opt_in: #opt_in } }
     });
     let harnesses = c.harnesses.iter().map(|h| {
         let name = h.name.as_str();
@@ -102,7 +115,10 @@ pub fn generate(compiled: &Compiled) -> TokenStream {
             Mode::Packaged => quote! { Mode::Packaged },
             Mode::Connected => quote! { Mode::Connected },
         };
-        let driver = opt(h.driver.as_ref().map(|d| d.as_str()));
+        let driver = match h.driver.as_ref().and_then(|d| names::path("Driver", &driver_names, d.as_str())) {
+            Some(driver) => quote! { Some(#driver) },
+            None => quote! { None },
+        };
         let lane = opt(h.lane.as_ref().map(|l| l.as_str()));
         let declares = h.declares.iter().map(|(m, v)| {
             let (m, v) = (m.as_str(), v.as_str());
@@ -146,7 +162,31 @@ pub fn generate(compiled: &Compiled) -> TokenStream {
         ("oneshot_stream", r.oneshot_stream.as_str()),
         ("oneshot_exchanges", r.oneshot_exchanges.as_str()),
     ];
-    let revisions = revisions.iter().map(|(k, v)| quote! { (#k, #v) });
+    let revision_names: Vec<&str> = revisions.iter().map(|(k, _)| *k).collect();
+    let revision_variants = names::variants(&revision_names);
+    let revision_literals = revisions.iter().map(|(_, v)| *v);
+    let revision_enum = names::named_enum(
+        "Revision",
+        " A revision identity of the catalog, by its key (`protocol`, `driver`, …).",
+        &revision_names,
+        quote! {
+            /// The identity's literal (`protocol` → `acp-v1`).
+            pub const fn literal(self) -> &'static str {
+                match self {
+                    #(Revision::#revision_variants => #revision_literals,)*
+                }
+            }
+        },
+    );
+    let protocol_enum = names::named_enum(
+        "Protocol",
+        " A release protocol of the catalog: the ACP driver's and the one-shot lane's.",
+        &[r.protocol.as_str(), c.oneshot.protocol.as_str()],
+        quote! {},
+    );
+    let check_enum = names::named_enum("Check", " A check of the conformance grammar.", &check_names, quote! {});
+    let driver_enum = names::named_enum("Driver", " A driver of the catalog.", &driver_names, quote! {});
+    let retention_enum = names::named_enum("Retention", " A retention mode of a driver's envelopes.", &retention_names, quote! {});
     let wire_version = r.wire_protocol_version.value;
     let lane = &c.oneshot;
     let (oneshot_protocol, oneshot_driver) = (lane.protocol.as_str(), lane.driver.as_str());
@@ -155,11 +195,13 @@ pub fn generate(compiled: &Compiled) -> TokenStream {
         let (member, values) = (member.as_str(), strs(values.iter().map(|v| v.as_str())));
         quote! { OneshotMember { member: #member, values: #values } }
     });
+    let step_names: Vec<&str> = lane.steps.iter().map(|s| s.name.as_str()).collect();
+    let step_enum = names::named_enum("OneshotStepName", " A step the one-shot probe reports.", &step_names, quote! {});
     let oneshot_steps = lane.steps.iter().map(|s| {
-        let name = s.name.as_str();
+        let name = names::path("OneshotStepName", &step_names, s.name.as_str());
         let declared = opt(s.declared.as_ref().map(|d| d.as_str()));
         let given = opt(s.given.as_ref().map(|g| g.as_str()));
-        quote! { OneshotStep { name: #name, declared: #declared, given: #given } }
+        quote! { OneshotStep { step: #name, declared: #declared, given: #given } }
     });
     let oneshot_events = lane.events.iter().map(|e| {
         let kind = e.kind.as_str();
@@ -174,8 +216,12 @@ pub fn generate(compiled: &Compiled) -> TokenStream {
         pub const CATALOG_SHA256: &str = #sha;
         /// ACP wire protocol version the driver speaks.
         pub const WIRE_PROTOCOL_VERSION: u32 = #wire_version;
-        /// Revision identities: name → literal.
-        pub const REVISIONS: &[(&str, &str)] = &[#(#revisions),*];
+        #revision_enum
+        #protocol_enum
+        #driver_enum
+        #retention_enum
+        #check_enum
+        #step_enum
         /// Capability axes, vocabularies weakest → strongest.
         pub const AXES: &[Axis] = &[#(#axes),*];
         /// Server-owned envelopes per driver and retention mode.

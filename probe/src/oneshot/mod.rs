@@ -27,8 +27,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{prepare, Plane, ProbeOptions, Step, StepStatus, UsageError};
+use super::{prepare, Plane, ProbeOptions, Progress, Step, StepStatus, UsageError};
 use crate::session::{self, Launch};
+use checkfu_wire::catalog::OneshotStepName as Name;
 use checkfu_wire::oneshot::{Declaration, PromptTransport};
 use judge::Served;
 pub use report::OneshotResult;
@@ -70,7 +71,7 @@ fn entrypoint(launch: &OneshotLaunch) -> String {
 }
 
 /// Runs the lane. `Err` only when the run cannot begin; every CLI behaviour is a result.
-pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn FnMut(&str)) -> Result<OneshotResult, UsageError> {
+pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn FnMut(Progress)) -> Result<OneshotResult, UsageError> {
     let declaration = &launch.declaration;
     let refusals = declaration.check();
     if !refusals.is_empty() {
@@ -92,6 +93,7 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
             "the declaration's home_files write into the fresh home, which --inherit-home turns off",
         )));
     }
+    progress(Progress::Started { protocol: checkfu_wire::catalog::Protocol::OneshotV1, command: &declaration.entrypoint });
     let deadline = Instant::now() + options.deadline;
     let Plane { workspace, nonce, namespace, fence, fence_note, relay, home, placeholders, mut env } = prepare(options, entry, progress)?;
     let scratch = Scratch(
@@ -140,7 +142,7 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
     let served: Vec<Served> = relay.calls(1).iter().map(Served::from).collect();
     let outcome = judge::prompt_exchange(&first.output, &first.exit, &served, &nonce, options.step_timeout.as_secs_f64());
     let first_reply = outcome.as_ref().ok().cloned();
-    lane.step("prompt_exchange", first.report.ms, outcome.map(|_| ()).map_err(|f| with_refusals(f, &relay, 1)));
+    lane.step(Name::PromptExchange, first.report.ms, outcome.map(|_| ()).map_err(|f| with_refusals(f, &relay, 1)));
     let first_session = first.output.stream.session_id.clone();
     let mut finished = vec![(first, served)];
 
@@ -150,7 +152,7 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
         let needs_id = flag.contains("{session_id}");
         match (needs_id, &first_session) {
             (true, None) => lane.step(
-                "resume",
+                Name::Resume,
                 0,
                 Err(String::from("the first run's stream reported no session id, which the resume flag needs; no second run was made")),
             ),
@@ -159,7 +161,7 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
                 relay.begin_turn(second_nonce.clone(), first_reply.iter().cloned().collect());
                 let session_id = first_session.clone().unwrap_or_default();
                 match placeholders.expand_with(flag, &[("session_id", &session_id)]) {
-                    Err(e) => lane.step("resume", 0, Err(format!("the resume flag cannot be expanded: {e}"))),
+                    Err(e) => lane.step(Name::Resume, 0, Err(format!("the resume flag cannot be expanded: {e}"))),
                     Ok(expanded) => {
                         let second = lane.run(2, &second_nonce, Some(expanded))?;
                         let served: Vec<Served> = relay.calls(2).iter().map(Served::from).collect();
@@ -171,7 +173,7 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
                             first_reply.as_deref(),
                             options.step_timeout.as_secs_f64(),
                         );
-                        lane.step("resume", second.report.ms, outcome.map(|_| ()).map_err(|f| with_refusals(f, &relay, 2)));
+                        lane.step(Name::Resume, second.report.ms, outcome.map(|_| ()).map_err(|f| with_refusals(f, &relay, 2)));
                         finished.push((second, served));
                     }
                 }
@@ -190,7 +192,7 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
                 break;
             }
         }
-        lane.step("output_schema", 0, outcome);
+        lane.step(Name::OutputSchema, 0, outcome);
     }
     let finished: Vec<process::Finished> = finished.into_iter().map(|(run, _)| run).collect();
 
@@ -200,7 +202,7 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
     drop(namespace);
     drop(home);
     drop(workspace);
-    lane.step("teardown", started.elapsed().as_millis() as u64, teardown.map_or(Ok(()), Err));
+    lane.step(Name::Teardown, started.elapsed().as_millis() as u64, teardown.map_or(Ok(()), Err));
 
     let delivered: Vec<&'static str> = record.calls.iter().filter_map(|c| c.structured_output).fold(Vec::new(), |mut v, way| {
         if !v.contains(&way) {
@@ -259,17 +261,18 @@ struct Lane<'a, 'p> {
     launch_spec: &'a Launch,
     deadline: Instant,
     steps: Vec<(&'static str, Step)>,
-    progress: &'p mut dyn FnMut(&str),
+    progress: &'p mut dyn FnMut(Progress),
 }
 
 impl Lane<'_, '_> {
-    fn step(&mut self, name: &'static str, ms: u64, outcome: Result<(), String>) {
+    fn step(&mut self, step: Name, ms: u64, outcome: Result<(), String>) {
+        let name = step.name();
         let (status, reason) = match outcome {
             Ok(()) => (StepStatus::Passed, None),
             Err(reason) => (StepStatus::Failed, Some(reason)),
         };
         let step = Step { status, ms, reason };
-        (self.progress)(&super::result::step_line(name, &step));
+        (self.progress)(Progress::Step { name, step: &step });
         self.steps.push((name, step));
     }
 

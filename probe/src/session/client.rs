@@ -10,6 +10,8 @@
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use checkfu_wire::decode::tables::Method;
+
 use super::workspace::{Refusal, Workspace};
 
 /// JSON-RPC "Method not found".
@@ -56,8 +58,8 @@ pub fn answer(method: &str, params: &Value, extension: bool, policy: PermissionP
     if extension {
         return refused(METHOD_NOT_FOUND, format!("extension method `{method}` is not supported by this client"));
     }
-    match method {
-        "session/request_permission" => {
+    match Method::from_name(method) {
+        Some(Method::SessionRequestPermission) => {
             let options = params.get("options").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
             let wanted: &[&str] = match policy {
                 PermissionPolicy::Allow => &["allow_once", "allow_always"],
@@ -73,7 +75,7 @@ pub fn answer(method: &str, params: &Value, extension: bool, policy: PermissionP
                 None => granted(json!({"outcome": {"outcome": "cancelled"}}), String::from("cancelled")),
             }
         }
-        "fs/read_text_file" => {
+        Some(Method::FsReadTextFile) => {
             let path = params.get("path").and_then(Value::as_str).unwrap_or_default();
             let line = params.get("line").and_then(Value::as_u64);
             let limit = params.get("limit").and_then(Value::as_u64);
@@ -82,7 +84,7 @@ pub fn answer(method: &str, params: &Value, extension: bool, policy: PermissionP
                 Err(refusal) => refused(refusal_code(&refusal), format!("{path}: {refusal}")),
             }
         }
-        "fs/write_text_file" => {
+        Some(Method::FsWriteTextFile) => {
             let path = params.get("path").and_then(Value::as_str).unwrap_or_default();
             let content = params.get("content").and_then(Value::as_str).unwrap_or_default();
             match workspace.write_text(path, content) {

@@ -33,6 +33,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use checkfu_wire::decode::tables::Method;
 use checkfu_wire::decode::{DecodeError, Decoded, Decoder, Kind, Report, WireDirection};
 pub use client::{ClientRequest, PermissionPolicy};
 pub use process::{Ending, Launch, Teardown};
@@ -393,9 +394,19 @@ impl Session {
         let method = message.get("method").and_then(Value::as_str).unwrap_or_default();
         let params = message.get("params").unwrap_or(&Value::Null);
         let id = message.get("id").cloned().unwrap_or(Value::Null);
-        let answer = if self.options.terminals && report.extension.is_none() && method.starts_with("terminal/") {
+        let terminal = match Method::from_name(method) {
+            Some(
+                m @ (Method::TerminalCreate
+                | Method::TerminalOutput
+                | Method::TerminalWaitForExit
+                | Method::TerminalKill
+                | Method::TerminalRelease),
+            ) if self.options.terminals && report.extension.is_none() => Some(m),
+            _ => None,
+        };
+        let answer = if let Some(terminal_method) = terminal {
             let log = |outcome, detail: String| ClientRequest { method: method.to_owned(), outcome, detail };
-            match self.terminals.handle(method, params, &self.workspace) {
+            match self.terminals.handle(terminal_method, params, &self.workspace) {
                 Handled::WhenExited(terminal) => {
                     self.client_requests.push(log("answered", format!("{terminal}: answered when it exits")));
                     self.exit_waits.push((id, terminal));

@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use checkfu_wire::decode::tables::Method;
+
 use super::client::{Answer, INVALID_PARAMS};
 use super::process::{drain, signal_group, working_directory, Tail};
 use super::workspace::Workspace;
@@ -107,8 +109,8 @@ fn exit_json(status: ExitStatus) -> Value {
 
 impl Terminals {
     /// Handles one `terminal/*` request.
-    pub fn handle(&mut self, method: &str, params: &Value, workspace: &Workspace) -> Handled {
-        if method == "terminal/create" {
+    pub fn handle(&mut self, method: Method, params: &Value, workspace: &Workspace) -> Handled {
+        if method == Method::TerminalCreate {
             return Handled::Now(self.create(params, workspace));
         }
         let id = params.get("terminalId").and_then(Value::as_str).unwrap_or_default().to_owned();
@@ -116,20 +118,20 @@ impl Terminals {
             return Handled::Now(Err((INVALID_PARAMS, format!("no terminal `{id}`"))));
         };
         Handled::Now(match method {
-            "terminal/output" => {
+            Method::TerminalOutput => {
                 let exit = terminal.poll().map(exit_json);
                 let output = terminal.output.lock().unwrap_or_else(|e| e.into_inner());
                 Ok(json!({"output": output.text(), "truncated": output.truncated(), "exitStatus": exit}))
             }
-            "terminal/wait_for_exit" => match terminal.poll() {
+            Method::TerminalWaitForExit => match terminal.poll() {
                 Some(status) => Ok(exit_json(status)),
                 None => return Handled::WhenExited(id),
             },
-            "terminal/kill" => {
+            Method::TerminalKill => {
                 terminal.kill();
                 Ok(json!({}))
             }
-            "terminal/release" => {
+            Method::TerminalRelease => {
                 terminal.kill();
                 self.open.remove(&id);
                 Ok(json!({}))
@@ -227,7 +229,7 @@ mod tests {
     /// has exited, as a harness's `wait_for_exit` then `output` sees it.
     fn output_after_exit(terminals: &mut Terminals, workspace: &Workspace, line: &str) -> Value {
         let params = serde_json::json!({"sessionId": "s", "command": "sh", "args": ["-c", line]});
-        let Handled::Now(Ok(created)) = terminals.handle("terminal/create", &params, workspace) else { panic!("created") };
+        let Handled::Now(Ok(created)) = terminals.handle(Method::TerminalCreate, &params, workspace) else { panic!("created") };
         let id = created["terminalId"].as_str().expect("id").to_owned();
         let until = Instant::now() + Duration::from_secs(20);
         while terminals.exited(&id).is_none() {
@@ -235,7 +237,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(2));
         }
         let Handled::Now(Ok(output)) =
-            terminals.handle("terminal/output", &serde_json::json!({"sessionId": "s", "terminalId": id}), workspace)
+            terminals.handle(Method::TerminalOutput, &serde_json::json!({"sessionId": "s", "terminalId": id}), workspace)
         else {
             panic!("output")
         };
@@ -285,7 +287,7 @@ mod tests {
         let workspace = Workspace::create().expect("workspace");
         let mut terminals = Terminals::default();
         let params = serde_json::json!({"sessionId": "s", "command": "printf '%s' one two"});
-        let Handled::Now(Ok(created)) = terminals.handle("terminal/create", &params, &workspace) else { panic!("created") };
+        let Handled::Now(Ok(created)) = terminals.handle(Method::TerminalCreate, &params, &workspace) else { panic!("created") };
         let id = created["terminalId"].as_str().expect("id").to_owned();
         let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
         while terminals.exited(&id).is_none() {
@@ -293,7 +295,7 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
         let Handled::Now(Ok(output)) =
-            terminals.handle("terminal/output", &serde_json::json!({"sessionId": "s", "terminalId": id}), &workspace)
+            terminals.handle(Method::TerminalOutput, &serde_json::json!({"sessionId": "s", "terminalId": id}), &workspace)
         else {
             panic!("output")
         };
