@@ -21,7 +21,7 @@ use serde_json::{json, Map, Value};
 use crate::model_plane::ModelPlane;
 use crate::plane::{catalog_entry, prepare, safe_output_schema, Plane};
 use crate::relay::{self, Relay, Script};
-use crate::result::{Admission, HarnessInfo, ProbeResult, Step, StepStatus, Wire};
+use crate::result::{Admission, HarnessInfo, ProbeResult, Wire};
 use crate::session::{self, Fault, Incoming, PermissionPolicy, Session};
 use crate::{ending, launch, result, verdict, Progress};
 use checkfu_wire::admission::{self, AdmittedCapabilities};
@@ -248,9 +248,8 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(Progress)) -> R
 struct Run<'o, 'p> {
     session: Session,
     options: &'o ProbeOptions,
-    progress: &'p mut dyn FnMut(Progress),
     normalizer: Normalizer,
-    steps: Vec<(&'static str, Step)>,
+    steps: ending::Steps<'p>,
     admission: Admission,
     agent_info: Value,
     nonce: String,
@@ -274,9 +273,8 @@ impl<'o, 'p> Run<'o, 'p> {
         Run {
             session,
             options,
-            progress,
             normalizer: Normalizer::new(),
-            steps: Vec::new(),
+            steps: ending::Steps::new(progress),
             admission: Admission::default(),
             agent_info: Value::Null,
             nonce,
@@ -292,20 +290,11 @@ impl<'o, 'p> Run<'o, 'p> {
     }
 
     fn step(&mut self, name: &'static str, started: Instant, outcome: Result<(), String>) {
-        let ms = started.elapsed().as_millis() as u64;
-        let (status, reason) = match outcome {
-            Ok(()) => (StepStatus::Passed, None),
-            Err(reason) => (StepStatus::Failed, Some(reason)),
-        };
-        let step = Step { status, ms, reason };
-        (self.progress)(Progress::Step { name, step: &step });
-        self.steps.push((name, step));
+        self.steps.ended(name, started.elapsed().as_millis() as u64, outcome);
     }
 
     fn skip(&mut self, name: &'static str, reason: &str) {
-        let step = Step { status: StepStatus::Skipped, ms: 0, reason: Some(reason.to_owned()) };
-        (self.progress)(Progress::Step { name, step: &step });
-        self.steps.push((name, step));
+        self.steps.skipped(name, reason);
     }
 
     fn step_deadline(&self) -> Instant {
@@ -573,7 +562,6 @@ impl<'o, 'p> Run<'o, 'p> {
                 }
             }
         }
-        let checks = serde_json::from_str::<Value>(&report.to_json()).map(|v| v["checks"].clone()).unwrap_or(Value::Null);
         if let Some(admitted) = admitted {
             self.admission.realized = realized(admitted, &report);
         }
@@ -606,18 +594,17 @@ impl<'o, 'p> Run<'o, 'p> {
         let mut header = serde_json::to_vec(&json!({"launch": {"command": harness.command, "pid": harness.pid}})).unwrap_or_default();
         header.push(b'\n');
         let record = [header.as_slice(), record].concat();
-        let steps = self.steps.iter().map(|(name, step)| ((*name).to_owned(), serde_json::to_value(step).unwrap_or(Value::Null))).collect();
+        let steps = ending::Steps::json(&self.steps.list);
         ProbeResult {
             qualification: result::QUALIFICATION,
             steps,
             admission: self.admission,
-            checks,
+            report,
             harness,
             nonce: self.nonce,
             client_requests: self.session.client_requests.clone(),
             wire,
-            report,
-            step_list: self.steps,
+            step_list: self.steps.list,
             trace,
             record,
             nonce_in_output: self.nonce_in_output,

@@ -134,14 +134,13 @@ pub struct ProbeResult {
     pub qualification: &'static str,
     pub steps: serde_json::Map<String, Value>,
     pub admission: Admission,
-    /// The seven checks as `conform --format json` prints them.
-    pub checks: Value,
+    /// The seven checks, written as `conform --format json` prints them.
+    #[serde(rename = "checks", serialize_with = "crate::ending::serialize_checks")]
+    pub report: ConformanceReport,
     pub harness: HarnessInfo,
     pub nonce: String,
     pub client_requests: Vec<ClientRequest>,
     pub wire: Wire,
-    #[serde(skip)]
-    pub report: ConformanceReport,
     #[serde(skip)]
     pub step_list: Vec<(&'static str, Step)>,
     /// The observation trace (`--trace`), and the recorded wire (`--record`).

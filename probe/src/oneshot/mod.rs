@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{prepare, Plane, ProbeOptions, Progress, Step, StepStatus, UsageError};
+use super::{prepare, Plane, ProbeOptions, Progress, UsageError};
 use crate::session::{self, Launch};
 use checkfu_wire::catalog::OneshotStepName as Name;
 use checkfu_wire::oneshot::{Declaration, PromptTransport};
@@ -134,8 +134,7 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
         placeholders: &placeholders,
         launch_spec: &launch_spec,
         deadline,
-        steps: Vec::new(),
-        progress,
+        steps: crate::ending::Steps::new(progress),
     };
     // Run 1: the prompt.
     let first = lane.run(1, &nonce, None)?;
@@ -222,7 +221,7 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
     if let Some(entry) = entry {
         plane.bind(entry, options.provider.as_deref(), None);
     }
-    let steps = std::mem::take(&mut lane.steps);
+    let steps = std::mem::take(&mut lane.steps.list);
     Ok(OneshotResult::new(
         declaration,
         steps,
@@ -260,20 +259,12 @@ struct Lane<'a, 'p> {
     placeholders: &'a super::launch::Placeholders,
     launch_spec: &'a Launch,
     deadline: Instant,
-    steps: Vec<(&'static str, Step)>,
-    progress: &'p mut dyn FnMut(Progress),
+    steps: crate::ending::Steps<'p>,
 }
 
 impl Lane<'_, '_> {
     fn step(&mut self, step: Name, ms: u64, outcome: Result<(), String>) {
-        let name = step.name();
-        let (status, reason) = match outcome {
-            Ok(()) => (StepStatus::Passed, None),
-            Err(reason) => (StepStatus::Failed, Some(reason)),
-        };
-        let step = Step { status, ms, reason };
-        (self.progress)(Progress::Step { name, step: &step });
-        self.steps.push((name, step));
+        self.steps.ended(step.name(), ms, outcome);
     }
 
     /// Run `number`: its prompt file, its argv (`{resume_flag}` dropped on the first run,

@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 
 use super::judge::{Exit, Output};
 use crate::session::process::{Event, Harness, Launch};
+use checkfu_wire::conformance::Report as ConformanceReport;
 use checkfu_wire::oneshot::{OutputMode, PromptTransport};
 
 /// The last bytes of stdout and stderr the report keeps.
@@ -45,8 +46,21 @@ pub struct RunReport {
     pub answer: String,
     /// The observations, as `conform` reads them.
     pub trace: String,
-    /// The conformance checks over that trace, as `conform --format json` prints them.
-    pub checks: Value,
+    /// The conformance checks over that trace, as `conform --format json` prints them;
+    /// `null` when the checker refused the trace (a fault of the normalizer, which
+    /// `trace_refused` then names, and which fails the run).
+    #[serde(serialize_with = "checks_map")]
+    pub checks: Option<ConformanceReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_refused: Option<String>,
+}
+
+/// The checks as `conform --format json` prints its `checks` member, or `null`.
+fn checks_map<S: serde::Serializer>(checks: &Option<ConformanceReport>, s: S) -> Result<S::Ok, S::Error> {
+    match checks {
+        None => s.serialize_none(),
+        Some(report) => crate::ending::serialize_checks(report, s),
+    }
 }
 
 /// A finished run: the report, and what the verdicts read.
@@ -135,10 +149,11 @@ pub fn run(spec: Spec<'_>) -> std::io::Result<Finished> {
     let teardown_fault = crate::ending::teardown_fault(&teardown, "CLI", "SIGTERM");
     let (stderr_bytes, stderr) = harness.stderr();
     let trace = output.normalizer.trace(&[], &[]);
-    // The trace is ours; a checker refusal of it would be a bug in the normalizer.
-    let checks = match checkfu_wire::conformance::check_str(&trace) {
-        Ok(report) => serde_json::from_str::<Value>(&report.to_json()).map(|v| v["checks"].clone()).unwrap_or(Value::Null),
-        Err(e) => panic!("the one-shot lane wrote a trace the checker refuses: {e}\n{trace}"),
+    // The trace is ours; a checker refusal of it would be a bug in the normalizer, said in
+    // the report (and failing the run) rather than taking the probe down.
+    let (checks, trace_refused) = match checkfu_wire::conformance::check_str(&trace) {
+        Ok(report) => (Some(report), None),
+        Err(e) => (None, Some(format!("the one-shot lane wrote a trace the checker refuses: {e}"))),
     };
     let report = RunReport {
         argv: spec.argv.clone(),
@@ -161,6 +176,7 @@ pub fn run(spec: Spec<'_>) -> std::io::Result<Finished> {
         answer: checkfu_wire::text::head(output.answer(), TAIL).to_owned(),
         trace,
         checks,
+        trace_refused,
     };
     Ok(Finished { report, output, exit, teardown_fault })
 }

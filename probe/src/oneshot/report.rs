@@ -13,6 +13,7 @@ use super::process::RunReport;
 use crate::model_plane::ModelPlane;
 use crate::result::{stderr_lines, step_line, QUALIFICATION};
 use crate::{Step, StepStatus};
+use checkfu_wire::conformance::Outcome;
 use checkfu_wire::oneshot::Declaration;
 
 #[derive(Debug, Serialize)]
@@ -48,7 +49,7 @@ impl OneshotResult {
         output_schema_delivery: Option<Vec<&'static str>>,
         model_plane: ModelPlane,
     ) -> OneshotResult {
-        let steps = step_list.iter().map(|(name, step)| ((*name).to_owned(), serde_json::to_value(step).unwrap_or(Value::Null))).collect();
+        let steps = crate::ending::Steps::json(&step_list);
         OneshotResult {
             qualification: QUALIFICATION,
             protocol: checkfu_wire::catalog::ONESHOT_PROTOCOL,
@@ -67,7 +68,7 @@ impl OneshotResult {
     /// Every step passed, no run's check failed, and the CLI matched its catalog entry.
     pub fn passed(&self) -> bool {
         self.step_list.iter().all(|(_, s)| s.status == StepStatus::Passed)
-            && self.runs.iter().all(|r| !checks_failed(&r.checks))
+            && self.runs.iter().all(|r| !checks_failed(r))
             && self.model_plane.mismatches().is_empty()
     }
 
@@ -117,12 +118,12 @@ impl OneshotResult {
         }
         out.push_str(&self.model_plane.summary());
         for (i, run) in self.runs.iter().enumerate() {
-            if checks_failed(&run.checks) {
-                for (name, check) in run.checks.as_object().into_iter().flatten() {
-                    if check.get("status").and_then(Value::as_str) == Some("fail") {
-                        let reason = check.get("reason").and_then(Value::as_str).unwrap_or("");
-                        let _ = writeln!(out, "check    run {}: {name} FAILED: {reason}", i + 1);
-                    }
+            if let Some(refused) = &run.trace_refused {
+                let _ = writeln!(out, "check    run {}: FAILED: {refused}", i + 1);
+            }
+            for (name, outcome) in run.checks.iter().flat_map(|c| &c.checks) {
+                if let Outcome::Fail { reason, .. } = outcome {
+                    let _ = writeln!(out, "check    run {}: {name} FAILED: {reason}", i + 1);
                 }
             }
         }
@@ -131,7 +132,7 @@ impl OneshotResult {
     }
 }
 
-/// Whether a `checks` object as `conform --format json` prints it holds a failure.
-fn checks_failed(checks: &Value) -> bool {
-    checks.as_object().is_some_and(|map| map.values().any(|c| c.get("status").and_then(Value::as_str) == Some("fail")))
+/// Whether a run's checks failed, or could not be made.
+fn checks_failed(run: &RunReport) -> bool {
+    run.checks.as_ref().is_none_or(|c| c.failed())
 }
