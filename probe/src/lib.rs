@@ -12,7 +12,8 @@
 //! - the lanes: [`acp`] (an ACP agent) and [`oneshot`] (a one-shot CLI), and what they share:
 //!   the plane a run stands on ([`launch`], [`model_plane`]), the recipe, the verdict on the
 //!   relay's record ([`verdict`]), the end of a run ([`ending`]), what a run says as it goes
-//!   ([`progress`]) and the result ([`result`]).
+//!   ([`progress`]), each lane's result ([`result`], [`oneshot`]) and the report of either
+//!   ([`report`]).
 
 pub mod acp;
 pub mod ending;
@@ -23,6 +24,7 @@ mod plane;
 pub mod progress;
 pub mod recipe;
 pub mod relay;
+pub mod report;
 pub mod result;
 pub mod session;
 pub mod verdict;
@@ -30,4 +32,5 @@ pub mod verdict;
 pub use acp::{fresh_nonce, run, run_with, ProbeOptions, UsageError, NO_TURN, TOKEN_FILE};
 pub(crate) use plane::{catalog_entry, prepare, safe_output_schema, Plane};
 pub use progress::Progress;
-pub use result::{ProbeResult, Report, Step, StepStatus};
+pub use report::Report;
+pub use result::{ProbeResult, Step, StepStatus};
