@@ -11,10 +11,14 @@
 //! - [`relay`]: the governed model relay on 127.0.0.1 and its served-call record;
 //! - the lanes: [`acp`] (an ACP agent) and [`oneshot`] (a one-shot CLI), and what they share:
 //!   the plane a run stands on ([`launch`], [`model_plane`]), the recipe, the verdict on the
-//!   relay's record ([`verdict`]), the end of a run ([`ending`]) and the result ([`result`]).
+//!   relay's record ([`verdict`]), the end of a run ([`ending`]) and the result ([`result`]);
+//! - [`image`]: the image lane's foundation: references pinned by digest, OCI layouts read
+//!   and unpacked in the crate, and buildah, skopeo, the registry, podman and docker driven
+//!   as external tools.
 
 pub mod acp;
 pub mod ending;
+pub mod image;
 pub mod launch;
 pub mod model_plane;
 pub mod oneshot;
