@@ -765,3 +765,376 @@ fn clear_lower(dir: &Path, placed: &HashSet<PathBuf>, depth: usize) -> io::Resul
     }
     Ok(())
 }
+
+/// Unit tests of our code on hand-made layouts: the hostile cases no real builder emits,
+/// and the opaque-directory marker, which buildah's `vfs` storage never emits (it writes a
+/// `.wh.` file per removed name instead; see the checkfu-wire-tests `image` module, which
+/// unpacks real buildah images).
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GZIP: &str = "application/vnd.oci.image.layer.v1.tar+gzip";
+    const TAR: &str = "application/vnd.oci.image.layer.v1.tar";
+
+    /// A tar entry written byte for byte (the `tar` crate's setters refuse `..`, which these
+    /// tests need to write).
+    fn entry(tar: &mut tar::Builder<Vec<u8>>, kind: tar::EntryType, path: &[u8], mode: u32, data: &[u8], link: &[u8]) {
+        let mut header = tar::Header::new_gnu();
+        header.as_gnu_mut().expect("gnu").name[..path.len()].copy_from_slice(path);
+        header.as_gnu_mut().expect("gnu").linkname[..link.len()].copy_from_slice(link);
+        header.set_entry_type(kind);
+        header.set_mode(mode);
+        header.set_size(data.len() as u64);
+        header.set_cksum();
+        tar.append(&header, data).expect("append");
+    }
+
+    fn file(tar: &mut tar::Builder<Vec<u8>>, path: &str, mode: u32, data: &[u8]) {
+        entry(tar, tar::EntryType::Regular, path.as_bytes(), mode, data, b"");
+    }
+
+    fn dir(tar: &mut tar::Builder<Vec<u8>>, path: &str, mode: u32) {
+        entry(tar, tar::EntryType::Directory, path.as_bytes(), mode, b"", b"");
+    }
+
+    fn link(tar: &mut tar::Builder<Vec<u8>>, kind: tar::EntryType, path: &str, target: &str) {
+        entry(tar, kind, path.as_bytes(), 0o777, b"", target.as_bytes());
+    }
+
+    fn tar_of(build: impl FnOnce(&mut tar::Builder<Vec<u8>>)) -> Vec<u8> {
+        let mut tar = tar::Builder::new(Vec::new());
+        build(&mut tar);
+        tar.into_inner().expect("tar")
+    }
+
+    fn gzip(bytes: &[u8]) -> Vec<u8> {
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut encoder, bytes).expect("gzip");
+        encoder.finish().expect("gzip")
+    }
+
+    /// A layout on disk, and the descriptors it was written with (for tests to break).
+    struct Fixture {
+        dir: tempfile::TempDir,
+        rootfs: tempfile::TempDir,
+    }
+
+    impl Fixture {
+        fn new() -> Fixture {
+            let dir = tempfile::tempdir().expect("tempdir");
+            fs::create_dir_all(dir.path().join("blobs/sha256")).expect("blobs");
+            fs::write(dir.path().join("oci-layout"), r#"{"imageLayoutVersion":"1.0.0"}"#).expect("oci-layout");
+            Fixture { dir, rootfs: tempfile::tempdir().expect("rootfs") }
+        }
+
+        fn blob(&self, bytes: &[u8]) -> Digest {
+            let digest = Digest::of(bytes);
+            fs::write(self.dir.path().join("blobs/sha256").join(digest.hex()), bytes).expect("blob");
+            digest
+        }
+
+        /// Writes the config, the manifest (layers as `(tar, media type)`, gzipped when the
+        /// type says so) and index.json; returns the manifest's digest.
+        fn image(&self, layers: &[(Vec<u8>, &str)]) -> Digest {
+            let mut descriptors = Vec::new();
+            let mut diff_ids = Vec::new();
+            for (tar, media_type) in layers {
+                let blob = if media_type.ends_with("gzip") { gzip(tar) } else { tar.clone() };
+                let digest = self.blob(&blob);
+                descriptors.push(serde_json::json!({"mediaType": media_type, "digest": digest.to_string(), "size": blob.len()}));
+                diff_ids.push(Digest::of(tar).to_string());
+            }
+            let config = serde_json::json!({
+                "architecture": host_architecture(), "os": "linux",
+                "config": {"Env": ["PATH=/bin", "A=1"], "Entrypoint": ["/bin/tool"], "Cmd": ["--help"], "WorkingDir": "/work", "User": "1000"},
+                "rootfs": {"type": "layers", "diff_ids": diff_ids},
+            })
+            .to_string();
+            let config_digest = self.blob(config.as_bytes());
+            let manifest = serde_json::json!({
+                "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": config_digest.to_string(), "size": config.len()},
+                "layers": descriptors,
+            })
+            .to_string();
+            let digest = self.blob(manifest.as_bytes());
+            self.index(&[(&digest, manifest.len(), "application/vnd.oci.image.manifest.v1+json")]);
+            digest
+        }
+
+        fn index(&self, manifests: &[(&Digest, usize, &str)]) {
+            let manifests: Vec<_> =
+                manifests.iter().map(|(d, size, t)| serde_json::json!({"mediaType": t, "digest": d.to_string(), "size": size})).collect();
+            let index = serde_json::json!({"schemaVersion": 2, "manifests": manifests}).to_string();
+            fs::write(self.dir.path().join("index.json"), index).expect("index.json");
+        }
+
+        fn unpack(&self, limits: Limits) -> Result<UnpackReport, LayoutError> {
+            let layout = OciLayout::open(self.dir.path())?;
+            let image = layout.image(Selector::Only)?;
+            layout.unpack(&image, self.rootfs.path(), limits)
+        }
+
+        fn root(&self, relative: &str) -> PathBuf {
+            self.rootfs.path().join(relative)
+        }
+    }
+
+    fn mode(path: &Path) -> u32 {
+        fs::symlink_metadata(path).expect("metadata").permissions().mode() & 0o7777
+    }
+
+    #[test]
+    fn layers_apply_in_order_with_file_and_opaque_whiteouts() {
+        let fixture = Fixture::new();
+        let lower = tar_of(|t| {
+            dir(t, "etc/", 0o755);
+            file(t, "etc/a", 0o644, b"a");
+            file(t, "/etc/b", 0o600, b"b");
+            dir(t, "./data/x/", 0o755);
+            file(t, "data/x/y", 0o755, b"y");
+            dir(t, "data/x/sub/", 0o755);
+            file(t, "data/x/sub/deep", 0o644, b"deep");
+            file(t, "bin/tool", 0o4755, b"#!");
+            link(t, tar::EntryType::Symlink, "bin/sh", "tool");
+            link(t, tar::EntryType::Link, "bin/hard", "bin/tool");
+            dir(t, "ro/", 0o555);
+            file(t, "ro/inside", 0o444, b"r");
+            entry(t, tar::EntryType::Fifo, b"dev/fifo", 0o644, b"", b"");
+            entry(t, tar::EntryType::Char, b"dev/null", 0o666, b"", b"");
+        });
+        let upper = tar_of(|t| {
+            file(t, "etc/.wh.a", 0, b"");
+            // Placed by this layer before the marker: the marker hides lower content only.
+            file(t, "data/x/new", 0o640, b"new");
+            file(t, "data/x/.wh..wh..opq", 0, b"");
+            file(t, "ro/later", 0o644, b"l");
+        });
+        fixture.image(&[(lower, GZIP), (upper, TAR)]);
+        let report = fixture.unpack(Limits::default()).expect("unpack");
+        assert_eq!((report.layers, report.whiteouts, report.opaque_directories, report.skipped_special), (2, 1, 1, 2));
+        assert_eq!((report.symlinks, report.hard_links), (1, 1));
+        assert!(!fixture.root("etc/a").exists());
+        assert_eq!(fs::read(fixture.root("etc/b")).unwrap(), b"b");
+        assert_eq!(mode(&fixture.root("etc/b")), 0o600);
+        assert!(!fixture.root("data/x/y").exists() && !fixture.root("data/x/sub").exists());
+        assert_eq!(fs::read(fixture.root("data/x/new")).unwrap(), b"new");
+        assert_eq!(mode(&fixture.root("data/x/new")), 0o640);
+        // setuid is dropped, the exec bits kept.
+        assert_eq!(mode(&fixture.root("bin/tool")), 0o755);
+        assert_eq!(fs::read_link(fixture.root("bin/sh")).unwrap(), Path::new("tool"));
+        use std::os::unix::fs::MetadataExt;
+        assert_eq!(fs::metadata(fixture.root("bin/hard")).unwrap().ino(), fs::metadata(fixture.root("bin/tool")).unwrap().ino());
+        // A read-only directory got its mode at the end, after a later layer wrote into it.
+        assert_eq!(mode(&fixture.root("ro")), 0o555);
+        assert_eq!(fs::read(fixture.root("ro/later")).unwrap(), b"l");
+        assert!(!fixture.root("dev/fifo").exists() && !fixture.root("dev/null").exists());
+        // And the lane removes such a tree, read-only directories included.
+        let rootfs = fixture.rootfs.path().to_owned();
+        super::super::remove_tree(&rootfs).expect("remove");
+        assert!(!rootfs.exists());
+    }
+
+    #[test]
+    fn the_config_is_read() {
+        let fixture = Fixture::new();
+        let manifest = fixture.image(&[(tar_of(|t| file(t, "f", 0o644, b"f")), GZIP)]);
+        let layout = OciLayout::open(fixture.dir.path()).unwrap();
+        let image = layout.image(Selector::Digest(&manifest)).unwrap();
+        assert_eq!(image.manifest_digest, manifest);
+        assert_eq!(image.config.env, ["PATH=/bin", "A=1"]);
+        assert_eq!(
+            (image.config.entrypoint.as_slice(), image.config.cmd.as_slice()),
+            (&["/bin/tool".to_owned()][..], &["--help".to_owned()][..])
+        );
+        assert_eq!((image.config.working_dir.as_deref(), image.config.user.as_deref()), (Some("/work"), Some("1000")));
+        let other = Digest::of(b"absent");
+        let error = layout.image(Selector::Digest(&other)).unwrap_err().to_string();
+        assert_eq!(error, format!("blob {other}: missing from {}/blobs/sha256", fixture.dir.path().display()));
+    }
+
+    #[test]
+    fn an_image_index_is_followed_to_this_platform() {
+        let fixture = Fixture::new();
+        let manifest = fixture.image(&[(tar_of(|t| file(t, "f", 0o644, b"f")), TAR)]);
+        let manifest_size = fs::metadata(fixture.dir.path().join("blobs/sha256").join(manifest.hex())).unwrap().len();
+        let index = |arch: &str| {
+            serde_json::json!({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": [
+                {"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": manifest.to_string(), "size": manifest_size,
+                 "platform": {"os": "linux", "architecture": arch}}]})
+            .to_string()
+        };
+        let good = index(host_architecture());
+        let good_digest = fixture.blob(good.as_bytes());
+        fixture.index(&[(&good_digest, good.len(), "application/vnd.oci.image.index.v1+json")]);
+        let layout = OciLayout::open(fixture.dir.path()).unwrap();
+        assert_eq!(layout.image(Selector::Digest(&good_digest)).unwrap().manifest_digest, manifest);
+        let foreign = index("s390x");
+        let foreign_digest = fixture.blob(foreign.as_bytes());
+        let error = layout.image(Selector::Digest(&foreign_digest)).unwrap_err().to_string();
+        assert_eq!(
+            error,
+            format!("blob {foreign_digest}: the image index has no linux/{} manifest (it has: linux/s390x)", host_architecture())
+        );
+    }
+
+    #[test]
+    fn a_dotdot_entry_is_refused() {
+        let fixture = Fixture::new();
+        let layer = tar_of(|t| file(t, "a/../../escaped", 0o644, b"x"));
+        let layer_digest = Digest::of(&gzip(&layer));
+        fixture.image(&[(layer, GZIP)]);
+        let error = fixture.unpack(Limits::default()).unwrap_err().to_string();
+        assert_eq!(error, format!("layer {layer_digest}, entry `a/../../escaped`: a `..` component: the entry would leave the root"));
+        let outside = fixture.rootfs.path().parent().unwrap().join("escaped");
+        assert!(!outside.exists());
+    }
+
+    #[test]
+    fn nothing_is_written_through_a_symlink_out_of_the_root() {
+        let outside = tempfile::tempdir().unwrap();
+        let fixture = Fixture::new();
+        let climbing = format!("..{}", "/..".repeat(20));
+        let lower = tar_of(|t| {
+            link(t, tar::EntryType::Symlink, "up", &climbing);
+            link(t, tar::EntryType::Symlink, "abs", &outside.path().display().to_string());
+            link(t, tar::EntryType::Symlink, "file-link", &outside.path().join("victim").display().to_string());
+        });
+        let upper = tar_of(|t| {
+            // An absolute target is the container's view: it lands inside the root.
+            file(t, "abs/inside", 0o644, b"x");
+            // The final component is replaced, never opened through the symlink.
+            file(t, "file-link", 0o644, b"x");
+        });
+        fixture.image(&[(lower.clone(), TAR), (upper, TAR)]);
+        fixture.unpack(Limits::default()).expect("unpack");
+        assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0, "nothing outside");
+        let inside = fixture.root(&format!("{}/inside", outside.path().display()).trim_start_matches('/').to_owned());
+        assert_eq!(fs::read(inside).unwrap(), b"x");
+        assert!(fs::symlink_metadata(fixture.root("file-link")).unwrap().is_file());
+
+        let fixture = Fixture::new();
+        let upper = tar_of(|t| file(t, "up/pwned", 0o644, b"x"));
+        let upper_digest = Digest::of(&upper);
+        fixture.image(&[(lower, TAR), (upper, TAR)]);
+        let error = fixture.unpack(Limits::default()).unwrap_err().to_string();
+        assert_eq!(error, format!("layer {upper_digest}, entry `up/pwned`: its parent resolves through a symlink out of the root"));
+        assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0, "nothing outside");
+    }
+
+    #[test]
+    fn a_hard_link_out_of_the_root_or_to_nothing_is_refused() {
+        let fixture = Fixture::new();
+        let layer = tar_of(|t| link(t, tar::EntryType::Link, "l", "../../etc/passwd"));
+        fixture.image(&[(layer, TAR)]);
+        let error = fixture.unpack(Limits::default()).unwrap_err().to_string();
+        assert!(error.ends_with("entry `l`: hard link target: a `..` component: the entry would leave the root"), "{error}");
+        let fixture = Fixture::new();
+        fixture.image(&[(tar_of(|t| link(t, tar::EntryType::Link, "l", "/etc/passwd")), TAR)]);
+        let error = fixture.unpack(Limits::default()).unwrap_err().to_string();
+        assert!(error.ends_with("entry `l`: the hard link's target is not in the image"), "{error}");
+    }
+
+    #[test]
+    fn a_blob_that_does_not_match_its_digest_or_size_is_refused() {
+        let fixture = Fixture::new();
+        let layer = tar_of(|t| file(t, "f", 0o644, b"original"));
+        let blob = gzip(&layer);
+        let digest = Digest::of(&blob);
+        fixture.image(&[(layer, GZIP)]);
+        let path = fixture.dir.path().join("blobs/sha256").join(digest.hex());
+        let mut tampered = blob.clone();
+        let last = tampered.len() - 1;
+        tampered[last] ^= 1;
+        fs::write(&path, &tampered).unwrap();
+        let error = fixture.unpack(Limits::default()).unwrap_err().to_string();
+        assert!(error.starts_with(&format!("blob {digest}: content does not match its digest (it hashes to sha256:")), "{error}");
+        assert_eq!(fs::read_dir(fixture.rootfs.path()).unwrap().count(), 0, "nothing applied from an unchecked blob");
+
+        tampered.push(0);
+        fs::write(&path, &tampered).unwrap();
+        let error = fixture.unpack(Limits::default()).unwrap_err().to_string();
+        assert_eq!(error, format!("blob {digest}: declared size {}, but the blob holds more", blob.len()));
+        tampered.truncate(10);
+        fs::write(&path, &tampered).unwrap();
+        let error = fixture.unpack(Limits::default()).unwrap_err().to_string();
+        assert_eq!(error, format!("blob {digest}: declared size {}, but the blob holds 10 bytes", blob.len()));
+    }
+
+    #[test]
+    fn a_manifest_whose_declared_size_differs_is_refused() {
+        let fixture = Fixture::new();
+        let manifest = fixture.image(&[(tar_of(|t| file(t, "f", 0o644, b"f")), TAR)]);
+        let size = fs::metadata(fixture.dir.path().join("blobs/sha256").join(manifest.hex())).unwrap().len() as usize;
+        fixture.index(&[(&manifest, size + 1, "application/vnd.oci.image.manifest.v1+json")]);
+        let error = OciLayout::open(fixture.dir.path()).unwrap().image(Selector::Only).unwrap_err().to_string();
+        assert_eq!(error, format!("blob {manifest}: declared size {}, but the blob holds {size} bytes", size + 1));
+    }
+
+    #[test]
+    fn a_diff_id_that_does_not_match_is_refused() {
+        let fixture = Fixture::new();
+        let layer = tar_of(|t| file(t, "f", 0o644, b"f"));
+        fixture.image(&[(layer, GZIP)]);
+        // Rewrite the layer as another valid blob under the manifest's own bookkeeping:
+        // digest and size match, the config's diff_id does not.
+        let layout = OciLayout::open(fixture.dir.path()).unwrap();
+        let mut image = layout.image(Selector::Only).unwrap();
+        let other = gzip(&tar_of(|t| file(t, "g", 0o644, b"g")));
+        image.layers[0] = Layer { digest: fixture.blob(&other), size: other.len() as u64, gzip: true };
+        let error = layout.unpack(&image, fixture.rootfs.path(), Limits::default()).unwrap_err().to_string();
+        assert!(error.contains("its decompressed content hashes to sha256:") && error.contains("but the config's diff_id is"), "{error}");
+    }
+
+    #[test]
+    fn the_caps_end_in_errors() {
+        let layer = tar_of(|t| {
+            file(t, "a", 0o644, &[7u8; 1000]);
+            file(t, "b", 0o644, &[7u8; 1000]);
+        });
+        let fixture = Fixture::new();
+        fixture.image(&[(layer.clone(), GZIP)]);
+        let limits = Limits { max_unpacked_bytes: 1500, ..Limits::default() };
+        let error = fixture.unpack(limits).unwrap_err().to_string();
+        assert!(error.ends_with("entry `b`: the image's files exceed the 1500-byte cap"), "{error}");
+
+        let fixture = Fixture::new();
+        fixture.image(&[(layer, GZIP)]);
+        let error = fixture.unpack(Limits { max_entries: 1, ..Limits::default() }).unwrap_err().to_string();
+        assert!(error.ends_with("more than 1 entries"), "{error}");
+
+        let fixture = Fixture::new();
+        fixture.image(&[(tar_of(|t| file(t, "a-rather-long-name", 0o644, b"")), TAR)]);
+        let error = fixture.unpack(Limits { max_path_bytes: 8, ..Limits::default() }).unwrap_err().to_string();
+        assert!(error.ends_with("entry `a-rather`: the path is 18 bytes, over the 8-byte cap"), "{error}");
+
+        // A decompression bomb: a small gzip blob of a long zero stream (tar's end blocks
+        // and then padding), stopped by the stream cap, not read to its end.
+        let fixture = Fixture::new();
+        let bomb = vec![0u8; 8 << 20];
+        fixture.image(&[(bomb, GZIP)]);
+        let limits = Limits { max_unpacked_bytes: 1024, max_entries: 16, max_path_bytes: 64 };
+        let error = fixture.unpack(limits).unwrap_err().to_string();
+        assert!(error.ends_with("the decompressed layers exceed 33792 bytes (content cap plus tar framing)"), "{error}");
+    }
+
+    #[test]
+    fn unsupported_layers_are_named() {
+        let fixture = Fixture::new();
+        let layer = tar_of(|t| file(t, "f", 0o644, b"f"));
+        let digest = Digest::of(&layer);
+        fixture.image(&[(layer, "application/vnd.oci.image.layer.v1.tar+zstd")]);
+        let error = OciLayout::open(fixture.dir.path()).unwrap().image(Selector::Only).unwrap_err().to_string();
+        assert_eq!(
+            error,
+            format!(
+                "blob {digest}: unsupported layer media type application/vnd.oci.image.layer.v1.tar+zstd: zstd layers are not supported (rebuild with gzip layers)"
+            )
+        );
+        let fixture = Fixture::new();
+        fs::remove_file(fixture.dir.path().join("oci-layout")).unwrap();
+        let error = OciLayout::open(fixture.dir.path()).unwrap_err().to_string();
+        assert!(error.starts_with("reading ") && error.contains("oci-layout"), "{error}");
+    }
+}
