@@ -1010,7 +1010,7 @@ mod tests {
         fixture.image(&[(lower.clone(), TAR), (upper, TAR)]);
         fixture.unpack(Limits::default()).expect("unpack");
         assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0, "nothing outside");
-        let inside = fixture.root(&format!("{}/inside", outside.path().display()).trim_start_matches('/').to_owned());
+        let inside = fixture.root(format!("{}/inside", outside.path().display()).trim_start_matches('/'));
         assert_eq!(fs::read(inside).unwrap(), b"x");
         assert!(fs::symlink_metadata(fixture.root("file-link")).unwrap().is_file());
 

@@ -6,7 +6,10 @@
 //! the tail of stderr, which a failure's error carries). A builder's storage is a temporary
 //! directory of ours (`--root`, `--runroot`, the `vfs` driver, which needs neither fuse nor
 //! overlay and works as root in a container), with `HOME`, `XDG_*`, `TMPDIR` and the
-//! `CONTAINERS_*` files pointed into it, so an ephemeral build leaves nothing on disk.
+//! `CONTAINERS_*` files pointed into it, so an ephemeral build leaves nothing on disk, with
+//! one exception no flag reaches: run as root, the containers library records which
+//! registry holds which blob digest in `/var/lib/containers/cache/blob-info-cache-v1.boltdb`
+//! (a small shared cache, not an image; as another user it goes under `HOME`, which is ours).
 
 use std::fmt;
 use std::io::{self, Read, Write};
@@ -355,6 +358,11 @@ impl Registry {
         format!("127.0.0.1:{}", self.port)
     }
 
+    /// The registry process's id (also its process group's), while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.0.child.id())
+    }
+
     /// Its store and config (removed when it stops).
     pub fn directory(&self) -> Option<&Path> {
         self.dir.as_ref().map(TempDir::path)
@@ -505,6 +513,9 @@ fn ephemeral_storage() -> Result<TempDir, ToolError> {
     std::fs::write(root.join("storage.conf"), conf).map_err(io_error("writing storage.conf"))?;
     // No search registries: an unqualified name never reaches out to a public registry.
     std::fs::write(root.join("registries.conf"), "unqualified-search-registries = []\n").map_err(io_error("writing registries.conf"))?;
+    // No credentials: the build pushes only to our loopback registry (buildah refuses an
+    // auth file that does not exist).
+    std::fs::write(root.join("auth.json"), "{\"auths\":{}}\n").map_err(io_error("writing auth.json"))?;
     Ok(storage)
 }
 
