@@ -26,6 +26,8 @@ fn optional_test_inputs() {
         // (docker-registry) and busybox-static, installed (`.ci/run`), then
         // CHECKFU_IMAGE_TOOLS=1.
         ("CHECKFU_IMAGE_TOOLS", "checkfu_image_tools"),
+        // podman as the image lane's builder (optional: apt-get install podman).
+        ("CHECKFU_PODMAN", "checkfu_podman"),
     ];
     for (variable, cfg) in inputs {
         println!("cargo:rerun-if-env-changed={variable}");

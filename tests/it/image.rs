@@ -4,8 +4,10 @@
 //! skopeo pulls them back by digest into an OCI layout, and the crate unpacks it.
 //!
 //! The tools come from Debian (`apt-get install buildah skopeo docker-registry
-//! busybox-static`); `CHECKFU_IMAGE_TOOLS=1` when the tests are built runs them (`.ci/run`
-//! does, and sets `CHECKFU_REQUIRE_IMAGE_TOOLS` so that there they cannot be ignored);
+//! busybox-static`, and podman for its own test); `CHECKFU_IMAGE_TOOLS=1` (and
+//! `CHECKFU_PODMAN=1`) when the tests are built runs them (`.ci/run` does, and sets
+//! `CHECKFU_REQUIRE_IMAGE_TOOLS` and `CHECKFU_REQUIRE_PODMAN` so that there they cannot be
+//! ignored);
 //! otherwise the runner lists them as ignored. The hostile layouts no real tool makes are
 //! the unpacker's unit tests (`probe/src/image/layout.rs`).
 
@@ -18,16 +20,20 @@ use std::time::{Duration, Instant};
 use checkfu_wire_probe::image::tools::{self, Builder, BuilderKind, Registry, RegistryOptions, ToolError};
 use checkfu_wire_probe::image::{ImageReference, Limits, OciLayout, Selector, TempDir};
 
-/// CI sets `CHECKFU_REQUIRE_IMAGE_TOOLS`: there the image tests must run; wherever they
-/// cannot, the runner lists them as ignored, never as passed.
+/// CI sets `CHECKFU_REQUIRE_IMAGE_TOOLS` (and `CHECKFU_REQUIRE_PODMAN`): there the image
+/// tests must run; wherever they cannot, the runner lists them as ignored, never as passed.
 #[test]
 fn the_image_tool_tests_are_ignored_exactly_where_they_cannot_run() {
     if std::env::var_os("CHECKFU_REQUIRE_IMAGE_TOOLS").is_some() && !cfg!(checkfu_image_tools) {
         panic!("CHECKFU_REQUIRE_IMAGE_TOOLS is set but CHECKFU_IMAGE_TOOLS was not when the tests were built");
     }
+    if std::env::var_os("CHECKFU_REQUIRE_PODMAN").is_some() && !cfg!(checkfu_podman) {
+        panic!("CHECKFU_REQUIRE_PODMAN is set but CHECKFU_PODMAN was not when the tests were built");
+    }
     let listed = Command::new(std::env::current_exe().expect("this test binary")).args(["--list", "--ignored"]).output().expect("list");
     let ignored = String::from_utf8_lossy(&listed.stdout).lines().filter(|l| l.starts_with("image::") && l.ends_with(": test")).count();
-    assert_eq!(ignored, if cfg!(checkfu_image_tools) { 0 } else { 3 });
+    let expected = if cfg!(checkfu_image_tools) { 0 } else { 3 } + if cfg!(checkfu_podman) { 0 } else { 1 };
+    assert_eq!(ignored, expected);
 }
 
 /// A build context in a temporary directory: busybox-static and the given files.
@@ -289,4 +295,34 @@ fn the_registry_binds_every_interface_only_when_asked() {
     );
     loopback.stop().expect("stop");
     everywhere.stop().expect("stop");
+}
+
+/// The same build, push and pull with podman as the builder (podman is optional:
+/// `CHECKFU_PODMAN=1` when the tests are built runs this).
+#[test]
+#[cfg_attr(not(checkfu_podman), ignore = "CHECKFU_PODMAN is not set: apt-get install podman, then set it (see .ci/run)")]
+fn podman_builds_and_pushes_through_the_same_functions() {
+    let builder = Builder::new(BuilderKind::Podman).expect("podman");
+    let storage = builder.storage().expect("storage").to_owned();
+    let context = context(
+        "FROM scratch\nCOPY busybox /bin/busybox\nRUN [\"/bin/busybox\", \"mkdir\", \"/made\"]\nENTRYPOINT [\"/bin/busybox\"]\n",
+        &[],
+    );
+    tools::build(&builder, context.path(), None, "localhost/checkfu-podman:1").expect("podman build");
+    let registry = Registry::start(RegistryOptions::default()).expect("registry");
+    let pushed = tools::push(&builder, "localhost/checkfu-podman:1", &registry).expect("podman push");
+    let work = TempDir::new("checkfu-image-work").expect("work");
+    tools::pull_to_layout(&pushed, &work.path().join("layout")).expect("pull");
+    let layout = OciLayout::open(&work.path().join("layout")).expect("layout");
+    let image = layout.image(Selector::Digest(pushed.digest())).expect("image");
+    assert_eq!(image.config.entrypoint, ["/bin/busybox"]);
+    std::fs::create_dir(work.path().join("rootfs")).expect("rootfs");
+    layout.unpack(&image, &work.path().join("rootfs"), Limits::default()).expect("unpack");
+    assert!(work.path().join("rootfs/made").is_dir() && work.path().join("rootfs/bin/busybox").is_file());
+    tools::remove_image(&builder, "localhost/checkfu-podman:1").expect("rmi");
+    assert_eq!(tools::list_images(&builder).expect("images"), Vec::<String>::new());
+    builder.remove_storage().expect("remove storage");
+    assert!(!storage.exists());
+    registry.stop().expect("stop");
+    work.remove().expect("remove work");
 }

@@ -484,6 +484,11 @@ impl Builder {
         let mut command = Command::new(&self.program);
         if let Some(storage) = self.storage() {
             command.arg("--root").arg(storage.join("root")).arg("--runroot").arg(storage.join("runroot")).args(["--storage-driver", "vfs"]);
+            if self.kind == BuilderKind::Podman {
+                // libpod's own state (`/run/libpod` for root) and its event log go with
+                // the storage too.
+                command.arg("--tmpdir").arg(storage.join("runroot").join("libpod")).args(["--events-backend", "none"]);
+            }
             contained_env(&mut command, storage);
         }
         command
