@@ -6,7 +6,7 @@ fn main() {
 }
 
 /// Tests that need what a machine may lack (the JSON-Schema-Test-Suite, an installed copy of
-/// the TypeScript SDK agent, the real agents, the model SDKs) are compiled as ignored, with
+/// the TypeScript SDK agent, the real agents, the model SDKs, the image tools) are compiled as ignored, with
 /// their reason, unless the variable naming it is set, so that the test runner never reports
 /// them as passed.
 fn optional_test_inputs() {
@@ -22,6 +22,12 @@ fn optional_test_inputs() {
         ("CHECKFU_REAL_ONESHOT", "checkfu_real_oneshot"),
         // Public schemas fetched by tests/public-schemas/fetch.sh DIR.
         ("CHECKFU_PUBLIC_SCHEMAS", "checkfu_public_schemas"),
+        // The image lane's tools: buildah, skopeo, the distribution registry
+        // (docker-registry) and busybox-static, installed (`.ci/run`), then
+        // CHECKFU_IMAGE_TOOLS=1.
+        ("CHECKFU_IMAGE_TOOLS", "checkfu_image_tools"),
+        // podman as the image lane's builder (optional: apt-get install podman).
+        ("CHECKFU_PODMAN", "checkfu_podman"),
     ];
     for (variable, cfg) in inputs {
         println!("cargo:rerun-if-env-changed={variable}");

@@ -14,9 +14,13 @@
 //!   relay's record ([`verdict`]), the end of a run ([`ending`]), what a run says as it goes
 //!   ([`progress`]), each lane's result ([`result`], [`oneshot`]) and the report of either
 //!   ([`report`]).
+//! - [`image`]: the image lane's foundation: references pinned by digest, OCI layouts read
+//!   and unpacked in the crate, and buildah, skopeo, the registry, podman and docker driven
+//!   as external tools.
 
 pub mod acp;
 pub mod ending;
+pub mod image;
 pub mod launch;
 pub mod model_plane;
 pub mod oneshot;

@@ -31,6 +31,8 @@ mod golden;
 #[cfg(feature = "probe")]
 mod golden_oneshot;
 mod hostile_schemas;
+#[cfg(feature = "probe")]
+mod image;
 mod json_schema_suite;
 #[cfg(feature = "cli")]
 mod lint_schema_cli;

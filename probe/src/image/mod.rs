@@ -1,0 +1,90 @@
+//! The image lane's foundation: images without a daemon.
+//!
+//! - [`reference`]: an image reference pinned by digest (`NAME@sha256:<64 hex>`);
+//! - [`layout`]: an OCI image layout read and unpacked in the crate (every blob checked
+//!   against its digest and size, layers applied in order with whiteouts, bounded);
+//! - [`tools`]: buildah, skopeo, the distribution registry, podman and docker, driven as the
+//!   external tools they are (bounded capture, every child reaped, nothing left on disk).
+//!
+//! An image is untrusted input: nothing here panics on it, every read of it is bounded, and
+//! an error names the blob or the entry at fault.
+
+pub mod layout;
+pub mod reference;
+pub mod tools;
+
+pub use layout::{ImageConfig, Limits, OciLayout, Selector, UnpackReport};
+pub use reference::{Digest, ImageReference, ReferenceError};
+
+use std::io;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+/// A directory the image lane made (a registry's store, a builder's storage, an unpacked
+/// root filesystem), removed with [`remove_tree`] when dropped.
+#[derive(Debug)]
+pub struct TempDir {
+    path: PathBuf,
+}
+
+impl TempDir {
+    /// A fresh private directory under the system's temporary directory.
+    pub fn new(prefix: &str) -> io::Result<TempDir> {
+        Ok(TempDir { path: crate::session::workspace::private_dir(prefix)? })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Removes it now, reporting a failure that dropping would swallow.
+    pub fn remove(self) -> io::Result<()> {
+        let path = self.path.clone();
+        std::mem::forget(self);
+        remove_tree(&path)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = remove_tree(&self.path);
+    }
+}
+
+/// Removes `path` and everything under it, without following symlinks. An image's
+/// directories may be read-only (`0555`), which stops an unprivileged `remove_dir_all`; a
+/// directory that refuses is made writable by its owner and the removal retried, so an
+/// unpacked root filesystem never stays behind.
+pub fn remove_tree(path: &Path) -> io::Result<()> {
+    match std::fs::remove_dir_all(path) {
+        Ok(()) => return Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(_) => {}
+    }
+    make_dirs_writable(path, 0)?;
+    match std::fs::remove_dir_all(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        other => other,
+    }
+}
+
+/// Deeper than any path an unpacked image can hold ([`layout::MAX_PATH_BYTES`] / 2).
+const MAX_REMOVE_DEPTH: usize = 4096;
+
+fn make_dirs_writable(dir: &Path, depth: usize) -> io::Result<()> {
+    let metadata = std::fs::symlink_metadata(dir)?;
+    if !metadata.is_dir() || depth > MAX_REMOVE_DEPTH {
+        return Ok(());
+    }
+    let mode = metadata.permissions().mode();
+    if mode & 0o700 != 0o700 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode | 0o700))?;
+    }
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            make_dirs_writable(&entry.path(), depth + 1)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,415 @@
+//! An image reference pinned by digest: `[REGISTRY/]REPOSITORY[:TAG]@sha256:<64 hex>`.
+//!
+//! The image lane runs immutable images only, so a reference without a digest is refused
+//! before anything starts, with a message naming what is wrong. The grammar is the
+//! distribution project's reference grammar (the one docker, podman, buildah and skopeo
+//! share): the registry is the first `/`-separated component when it contains `.` or `:` or
+//! is `localhost`; the repository is lowercase alphanumeric components separated by `.`,
+//! `_`, `__` or runs of `-`, joined by `/`.
+
+use std::fmt;
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+/// The longest repository name (registry included) the distribution grammar allows.
+const MAX_NAME_LEN: usize = 255;
+/// The longest tag the grammar allows (`[\w][\w.-]{0,127}`).
+const MAX_TAG_LEN: usize = 128;
+
+/// A sha256 content digest, `sha256:` and 64 lowercase hex digits (the only algorithm the
+/// lane accepts: it is what every registry and builder here produces, and what `sha2` checks).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Digest {
+    hex: String,
+}
+
+impl Digest {
+    /// Parses `sha256:<64 lowercase hex>`.
+    pub fn parse(text: &str) -> Result<Digest, ReferenceError> {
+        let Some((algorithm, hex)) = text.split_once(':') else {
+            return Err(ReferenceError::DigestFormat(text.to_owned()));
+        };
+        if algorithm != "sha256" {
+            return Err(ReferenceError::DigestAlgorithm(algorithm.to_owned()));
+        }
+        if hex.len() != 64 {
+            return Err(ReferenceError::DigestLength(hex.len()));
+        }
+        if let Some(bad) = hex.chars().find(|c| !matches!(c, '0'..='9' | 'a'..='f')) {
+            return Err(ReferenceError::DigestCharacter(bad));
+        }
+        Ok(Digest { hex: hex.to_owned() })
+    }
+
+    /// The digest of `bytes`.
+    pub fn of(bytes: &[u8]) -> Digest {
+        use sha2::Digest as _;
+        Digest::from_sha256(sha2::Sha256::digest(bytes).into())
+    }
+
+    /// The digest whose value is `raw`.
+    pub fn from_sha256(raw: [u8; 32]) -> Digest {
+        let mut hex = String::with_capacity(64);
+        for byte in raw {
+            hex.push_str(&format!("{byte:02x}"));
+        }
+        Digest { hex }
+    }
+
+    /// The 64 hex digits (a blob's file name in an OCI layout).
+    pub fn hex(&self) -> &str {
+        &self.hex
+    }
+}
+
+impl fmt::Display for Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "sha256:{}", self.hex)
+    }
+}
+
+/// A reference pinned by digest.
+///
+/// A reference with both a tag and a digest (`name:tag@sha256:…`) is accepted, as the
+/// distribution grammar allows, but the tag is ignored for pulling: the digest alone says
+/// what runs ([`ImageReference::pull_name`] leaves the tag out), so a tag that moved since
+/// cannot change the image.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImageReference {
+    registry: Option<String>,
+    repository: String,
+    tag: Option<String>,
+    digest: Digest,
+}
+
+/// Why a reference was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReferenceError {
+    Empty,
+    /// `name:tag` without `@sha256:…`.
+    TagWithoutDigest {
+        name: String,
+        tag: String,
+    },
+    /// A name without `@sha256:…`.
+    NoDigest(String),
+    /// The part after `@` is not `ALGORITHM:VALUE`.
+    DigestFormat(String),
+    DigestAlgorithm(String),
+    DigestLength(usize),
+    DigestCharacter(char),
+    EmptyRepository,
+    /// A repository component outside the grammar: the component, and why.
+    InvalidRepository {
+        component: String,
+        reason: &'static str,
+    },
+    NameTooLong(usize),
+    InvalidTag(String),
+    InvalidRegistry(String),
+}
+
+impl fmt::Display for ReferenceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReferenceError::Empty => write!(f, "the image reference is empty; give NAME@sha256:<64 hex>"),
+            ReferenceError::TagWithoutDigest { name, tag } => write!(
+                f,
+                "`{name}:{tag}` names a tag, not a digest: a tag can move, so pin the image as {name}@sha256:<64 hex> \
+                 (the digest `skopeo inspect` or the registry reports)"
+            ),
+            ReferenceError::NoDigest(name) => write!(f, "`{name}` has no digest: pin the image as {name}@sha256:<64 hex>"),
+            ReferenceError::DigestFormat(text) => write!(f, "the digest `{text}` is not sha256:<64 hex>"),
+            ReferenceError::DigestAlgorithm(algorithm) => {
+                write!(f, "the digest algorithm `{algorithm}` is not supported: only sha256 digests are accepted")
+            }
+            ReferenceError::DigestLength(length) => {
+                write!(f, "a sha256 digest has 64 hex digits, this one has {length}")
+            }
+            ReferenceError::DigestCharacter(c) => {
+                write!(f, "a sha256 digest is lowercase hex (0-9, a-f); it holds {c:?}")
+            }
+            ReferenceError::EmptyRepository => write!(f, "the image reference has an empty repository name"),
+            ReferenceError::InvalidRepository { component, reason } => {
+                write!(f, "the repository component `{component}` is invalid: {reason}")
+            }
+            ReferenceError::NameTooLong(length) => {
+                write!(f, "the repository name is {length} bytes long; at most {MAX_NAME_LEN} are allowed")
+            }
+            ReferenceError::InvalidTag(tag) => {
+                write!(f, "the tag `{tag}` is invalid: letters, digits, `_`, `.` and `-`, not starting with `.` or `-`, at most 128")
+            }
+            ReferenceError::InvalidRegistry(registry) => write!(f, "the registry `{registry}` is not HOST[:PORT]"),
+        }
+    }
+}
+
+impl std::error::Error for ReferenceError {}
+
+impl ImageReference {
+    /// Parses a reference; see the type's documentation for what is accepted.
+    pub fn parse(text: &str) -> Result<ImageReference, ReferenceError> {
+        if text.is_empty() {
+            return Err(ReferenceError::Empty);
+        }
+        let (name_and_tag, digest) = match text.split_once('@') {
+            Some((name, digest)) => (name, Some(digest)),
+            None => (text, None),
+        };
+        // The tag is after the last `:` that follows the last `/` (a registry's port is
+        // before a `/`).
+        let last_slash = name_and_tag.rfind('/').map_or(0, |i| i + 1);
+        let (name, tag) = match name_and_tag[last_slash..].rfind(':') {
+            Some(i) => (&name_and_tag[..last_slash + i], Some(&name_and_tag[last_slash + i + 1..])),
+            None => (name_and_tag, None),
+        };
+        let Some(digest) = digest else {
+            return Err(match tag {
+                Some(tag) => ReferenceError::TagWithoutDigest { name: name.to_owned(), tag: tag.to_owned() },
+                None => ReferenceError::NoDigest(name.to_owned()),
+            });
+        };
+        let digest = Digest::parse(digest)?;
+        if let Some(tag) = tag {
+            check_tag(tag)?;
+        }
+        if name.len() > MAX_NAME_LEN {
+            return Err(ReferenceError::NameTooLong(name.len()));
+        }
+        let (registry, repository) = match name.split_once('/') {
+            Some((first, rest)) if first.contains(['.', ':']) || first == "localhost" => (Some(first), rest),
+            _ => (None, name),
+        };
+        if let Some(registry) = registry {
+            check_registry(registry)?;
+        }
+        check_repository(repository)?;
+        Ok(ImageReference { registry: registry.map(str::to_owned), repository: repository.to_owned(), tag: tag.map(str::to_owned), digest })
+    }
+
+    /// The registry (`HOST[:PORT]`), when the reference names one (otherwise the tools'
+    /// default, Docker Hub).
+    pub fn registry(&self) -> Option<&str> {
+        self.registry.as_deref()
+    }
+
+    pub fn repository(&self) -> &str {
+        &self.repository
+    }
+
+    /// The tag given with the digest; never used to pull.
+    pub fn tag(&self) -> Option<&str> {
+        self.tag.as_deref()
+    }
+
+    pub fn digest(&self) -> &Digest {
+        &self.digest
+    }
+
+    /// `[REGISTRY/]REPOSITORY@sha256:…`, without the tag: what is pulled.
+    pub fn pull_name(&self) -> String {
+        match &self.registry {
+            Some(registry) => format!("{registry}/{}@{}", self.repository, self.digest),
+            None => format!("{}@{}", self.repository, self.digest),
+        }
+    }
+
+    /// Whether the registry is this machine's loopback (`localhost`, `127.0.0.0/8` or
+    /// `[::1]`, with or without a port): the only registries the lane talks plain HTTP to.
+    pub fn is_loopback_registry(&self) -> bool {
+        let Some(registry) = &self.registry else { return false };
+        let host = match registry.strip_prefix('[') {
+            Some(bracketed) => match bracketed.split_once(']') {
+                Some((inside, _)) => return inside.parse::<Ipv6Addr>().is_ok_and(|ip| ip.is_loopback()),
+                None => return false,
+            },
+            None => registry.split_once(':').map_or(registry.as_str(), |(host, _)| host),
+        };
+        host == "localhost" || host.parse::<Ipv4Addr>().is_ok_and(|ip| ip.is_loopback())
+    }
+}
+
+impl fmt::Display for ImageReference {
+    /// The reference as given, tag included.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(registry) = &self.registry {
+            write!(f, "{registry}/")?;
+        }
+        write!(f, "{}", self.repository)?;
+        if let Some(tag) = &self.tag {
+            write!(f, ":{tag}")?;
+        }
+        write!(f, "@{}", self.digest)
+    }
+}
+
+impl std::str::FromStr for ImageReference {
+    type Err = ReferenceError;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        ImageReference::parse(text)
+    }
+}
+
+fn check_tag(tag: &str) -> Result<(), ReferenceError> {
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let valid = tag.len() <= MAX_TAG_LEN && tag.chars().next().is_some_and(word) && tag.chars().all(|c| word(c) || c == '.' || c == '-');
+    if valid {
+        Ok(())
+    } else {
+        Err(ReferenceError::InvalidTag(tag.to_owned()))
+    }
+}
+
+/// `HOST[:PORT]`: a domain name (labels of letters, digits and inner `-`), an IPv4 address
+/// (which is a domain name by that rule), or a bracketed IPv6 address.
+fn check_registry(registry: &str) -> Result<(), ReferenceError> {
+    let invalid = || ReferenceError::InvalidRegistry(registry.to_owned());
+    let (host_ok, port) = match registry.strip_prefix('[') {
+        Some(bracketed) => {
+            let (inside, after) = bracketed.split_once(']').ok_or_else(invalid)?;
+            let port = match after {
+                "" => None,
+                _ => Some(after.strip_prefix(':').ok_or_else(invalid)?),
+            };
+            (inside.parse::<Ipv6Addr>().is_ok(), port)
+        }
+        None => {
+            let (host, port) = match registry.split_once(':') {
+                Some((host, port)) => (host, Some(port)),
+                None => (registry, None),
+            };
+            let label = |l: &str| {
+                !l.is_empty() && !l.starts_with('-') && !l.ends_with('-') && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+            };
+            (host.split('.').all(label), port)
+        }
+    };
+    let port_ok = port.is_none_or(|p| !p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit()));
+    if host_ok && port_ok {
+        Ok(())
+    } else {
+        Err(invalid())
+    }
+}
+
+/// Components of `[a-z0-9]+` joined by `.`, `_`, `__` or `-`+, themselves joined by `/`.
+fn check_repository(repository: &str) -> Result<(), ReferenceError> {
+    if repository.is_empty() {
+        return Err(ReferenceError::EmptyRepository);
+    }
+    for component in repository.split('/') {
+        let invalid = |reason| Err(ReferenceError::InvalidRepository { component: component.to_owned(), reason });
+        if component.is_empty() {
+            return invalid("empty (a doubled, leading or trailing `/`)");
+        }
+        if let Some(c) = component.chars().find(|c| !matches!(c, 'a'..='z' | '0'..='9' | '.' | '_' | '-')) {
+            return if c.is_ascii_uppercase() {
+                invalid("repository names are lowercase")
+            } else {
+                invalid("only lowercase letters, digits, `.`, `_`, `__` and `-` are allowed")
+            };
+        }
+        let bytes = component.as_bytes();
+        if !bytes[0].is_ascii_alphanumeric() || !bytes[bytes.len() - 1].is_ascii_alphanumeric() {
+            return invalid("it must start and end with a letter or digit");
+        }
+        // Separators between alphanumeric runs: `.`, `_`, `__`, or any run of `-`.
+        for separator in component.split(|c: char| c.is_ascii_alphanumeric()).filter(|s| !s.is_empty()) {
+            let ok = separator == "." || separator == "_" || separator == "__" || separator.bytes().all(|b| b == b'-');
+            if !ok {
+                return invalid("separators are `.`, `_`, `__` or dashes, one at a time");
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEX: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+    fn refused(text: &str) -> String {
+        ImageReference::parse(text).expect_err(text).to_string()
+    }
+
+    #[test]
+    fn accepted_references() {
+        let r = ImageReference::parse(&format!("busybox@sha256:{HEX}")).unwrap();
+        assert_eq!((r.registry(), r.repository(), r.tag()), (None, "busybox", None));
+        assert_eq!(r.digest().hex(), HEX);
+        assert!(!r.is_loopback_registry());
+
+        let r = ImageReference::parse(&format!("127.0.0.1:5000/team/app_x__y.z--w:v1.2@sha256:{HEX}")).unwrap();
+        assert_eq!((r.registry(), r.repository(), r.tag()), (Some("127.0.0.1:5000"), "team/app_x__y.z--w", Some("v1.2")));
+        assert_eq!(r.pull_name(), format!("127.0.0.1:5000/team/app_x__y.z--w@sha256:{HEX}"), "the tag is not pulled");
+        assert_eq!(r.to_string(), format!("127.0.0.1:5000/team/app_x__y.z--w:v1.2@sha256:{HEX}"));
+
+        let r = ImageReference::parse(&format!("ghcr.io/org/tool@sha256:{HEX}")).unwrap();
+        assert_eq!(r.registry(), Some("ghcr.io"));
+        // Without `.`/`:`, and not `localhost`, the first component is part of the repository.
+        let r = ImageReference::parse(&format!("library/busybox@sha256:{HEX}")).unwrap();
+        assert_eq!((r.registry(), r.repository()), (None, "library/busybox"));
+    }
+
+    #[test]
+    fn loopback_registries() {
+        for registry in ["localhost", "localhost:5000", "127.0.0.1", "127.0.0.1:5000", "127.1.2.3:80", "[::1]", "[::1]:5000"] {
+            let r = ImageReference::parse(&format!("{registry}/app@sha256:{HEX}")).unwrap();
+            assert!(r.is_loopback_registry(), "{registry}");
+        }
+        for registry in ["example.com", "10.0.0.1:5000", "localhost.example.com", "[::2]:5000", "128.0.0.1"] {
+            let r = ImageReference::parse(&format!("{registry}/app@sha256:{HEX}")).unwrap();
+            assert!(!r.is_loopback_registry(), "{registry}");
+        }
+    }
+
+    #[test]
+    fn refusals_name_what_is_wrong() {
+        assert_eq!(refused(""), "the image reference is empty; give NAME@sha256:<64 hex>");
+        assert!(refused("busybox:1.36").starts_with("`busybox:1.36` names a tag, not a digest"), "{}", refused("busybox:1.36"));
+        assert!(refused("localhost:5000/app:v1").contains("pin the image as localhost:5000/app@sha256:<64 hex>"));
+        assert_eq!(
+            refused("localhost:5000/app"),
+            "`localhost:5000/app` has no digest: pin the image as localhost:5000/app@sha256:<64 hex>"
+        );
+        assert_eq!(
+            refused(&format!("app@sha512:{HEX}{HEX}")),
+            "the digest algorithm `sha512` is not supported: only sha256 digests are accepted"
+        );
+        assert_eq!(refused(&format!("app@sha256:{}", &HEX[1..])), "a sha256 digest has 64 hex digits, this one has 63");
+        assert_eq!(refused(&format!("app@sha256:{HEX}0")), "a sha256 digest has 64 hex digits, this one has 65");
+        assert_eq!(refused(&format!("app@sha256:{}", HEX.to_uppercase())), "a sha256 digest is lowercase hex (0-9, a-f); it holds 'A'");
+        assert_eq!(refused(&format!("app@sha256:{}g", &HEX[1..])), "a sha256 digest is lowercase hex (0-9, a-f); it holds 'g'");
+        assert_eq!(refused(&format!("app@{HEX}")), format!("the digest `{HEX}` is not sha256:<64 hex>"));
+        assert_eq!(refused(&format!("@sha256:{HEX}")), "the image reference has an empty repository name");
+        assert_eq!(refused(&format!("localhost/@sha256:{HEX}")), "the image reference has an empty repository name");
+        assert_eq!(
+            refused(&format!("Busybox@sha256:{HEX}")),
+            "the repository component `Busybox` is invalid: repository names are lowercase"
+        );
+        assert_eq!(
+            refused(&format!("a//b@sha256:{HEX}")),
+            "the repository component `` is invalid: empty (a doubled, leading or trailing `/`)"
+        );
+        assert_eq!(
+            refused(&format!("app$@sha256:{HEX}")),
+            "the repository component `app$` is invalid: only lowercase letters, digits, `.`, `_`, `__` and `-` are allowed"
+        );
+        assert_eq!(
+            refused(&format!("-app@sha256:{HEX}")),
+            "the repository component `-app` is invalid: it must start and end with a letter or digit"
+        );
+        assert_eq!(
+            refused(&format!("a___b@sha256:{HEX}")),
+            "the repository component `a___b` is invalid: separators are `.`, `_`, `__` or dashes, one at a time"
+        );
+        assert_eq!(
+            refused(&format!("a._b@sha256:{HEX}")),
+            "the repository component `a._b` is invalid: separators are `.`, `_`, `__` or dashes, one at a time"
+        );
+        assert!(refused(&format!("{}@sha256:{HEX}", "a".repeat(256))).contains("256 bytes long"));
+        assert!(refused(&format!("app:.bad@sha256:{HEX}")).starts_with("the tag `.bad` is invalid"));
+        assert_eq!(refused(&format!("bad_host.x:port/app@sha256:{HEX}")), "the registry `bad_host.x:port` is not HOST[:PORT]");
+    }
+}

@@ -1,0 +1,713 @@
+//! buildah, skopeo, the CNCF distribution registry (Debian's `docker-registry`), podman and
+//! docker, driven as the external tools they are.
+//!
+//! Every child runs in its own process group and is killed and reaped on every path out
+//! (a timeout, an error, a drop): its output is captured up to a bound (the head of stdout,
+//! the tail of stderr, which a failure's error carries). A builder's storage is a temporary
+//! directory of ours (`--root`, `--runroot`, the `vfs` driver, which needs neither fuse nor
+//! overlay and works as root in a container), with `HOME`, `XDG_*`, `TMPDIR` and the
+//! `CONTAINERS_*` files pointed into it, so an ephemeral build leaves nothing on disk, with
+//! one exception no flag reaches: run as root, the containers library records which
+//! registry holds which blob digest in `/var/lib/containers/cache/blob-info-cache-v1.boltdb`
+//! (a small shared cache, not an image; as another user it goes under `HOME`, which is ours).
+
+use std::fmt;
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use super::reference::{Digest, ImageReference};
+use super::TempDir;
+
+/// The most of a tool's stdout kept (a digest, an inspect answer: small).
+const MAX_STDOUT: usize = 1 << 20;
+/// The most of a tool's stderr kept, from its end: where a failure's reason is.
+const MAX_STDERR: usize = 16 * 1024;
+/// How long a build, push or pull may take: a large base on a slow disk takes minutes.
+pub const TOOL_TIMEOUT: Duration = Duration::from_secs(20 * 60);
+/// How long a quick command (removing an image) may take.
+const QUICK_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long the registry may take to answer `GET /v2/` (it takes about 0.3 s).
+pub const REGISTRY_START_TIMEOUT: Duration = Duration::from_secs(10);
+/// Between SIGTERM and SIGKILL when the registry is stopped.
+const STOP_GRACE: Duration = Duration::from_secs(2);
+/// Ports tried when another process took the one we picked before the registry bound it.
+const PORT_ATTEMPTS: usize = 5;
+
+/// An external tool the image lane drives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tool {
+    Buildah,
+    Skopeo,
+    /// The CNCF distribution registry, `docker-registry serve CONFIG`.
+    Registry,
+    Podman,
+    Docker,
+}
+
+impl Tool {
+    /// The program's name on `PATH`.
+    pub fn program(self) -> &'static str {
+        match self {
+            Tool::Buildah => "buildah",
+            Tool::Skopeo => "skopeo",
+            Tool::Registry => "docker-registry",
+            Tool::Podman => "podman",
+            Tool::Docker => "docker",
+        }
+    }
+
+    /// The Debian package that installs it.
+    pub fn debian_package(self) -> &'static str {
+        match self {
+            Tool::Docker => "docker.io",
+            other => other.program(),
+        }
+    }
+
+    /// Its path on `PATH`.
+    pub fn find(self) -> Result<PathBuf, ToolError> {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        std::env::split_paths(&path)
+            .map(|dir| dir.join(self.program()))
+            .find(|candidate| is_executable(candidate))
+            .ok_or(ToolError::Missing { tool: self })
+    }
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Why a tool could not do its part.
+#[derive(Debug)]
+pub enum ToolError {
+    /// Not on `PATH`: the message names the package to install.
+    Missing {
+        tool: Tool,
+    },
+    /// It ran and failed: its own stderr (the tail) says why.
+    Failed {
+        tool: Tool,
+        action: String,
+        status: String,
+        stderr: String,
+    },
+    TimedOut {
+        tool: Tool,
+        action: String,
+        after: Duration,
+        stderr: String,
+    },
+    /// Running it, or preparing for it, failed on our side.
+    Io {
+        context: String,
+        source: io::Error,
+    },
+    /// The registry did not come up, or answered something unexpected.
+    Registry(String),
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ToolError::Missing { tool } => {
+                write!(f, "`{}` is not on PATH: install it (apt-get install {})", tool.program(), tool.debian_package())
+            }
+            ToolError::Failed { tool, action, status, stderr } => {
+                write!(f, "{} failed to {action} ({status}): {}", tool.program(), stderr.trim())
+            }
+            ToolError::TimedOut { tool, action, after, stderr } => {
+                write!(f, "{} did not {action} within {} s, and was killed: {}", tool.program(), after.as_secs(), stderr.trim())
+            }
+            ToolError::Io { context, source } => write!(f, "{context}: {source}"),
+            ToolError::Registry(message) => write!(f, "the temporary registry: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for ToolError {}
+
+fn io_error(context: impl Into<String>) -> impl FnOnce(io::Error) -> ToolError {
+    let context = context.into();
+    move |source| ToolError::Io { context, source }
+}
+
+/// A child in its own process group, killed (the whole group) and reaped when dropped.
+struct Reaped {
+    child: Child,
+    reaped: bool,
+}
+
+impl Reaped {
+    fn spawn(mut command: Command, tool: Tool) -> Result<Reaped, ToolError> {
+        use std::os::unix::process::CommandExt;
+        command.process_group(0);
+        let child = command.spawn().map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => ToolError::Missing { tool },
+            _ => ToolError::Io { context: format!("starting {}", tool.program()), source: e },
+        })?;
+        Ok(Reaped { child, reaped: false })
+    }
+
+    fn signal_group(&self, signal: libc::c_int) {
+        // The group is the child's pid (process_group(0)); until it is reaped the id
+        // cannot be reused, so this never signals a stranger.
+        if let Ok(pgid) = libc::pid_t::try_from(self.child.id()) {
+            // SAFETY: kill(2) with a negative pid signals a process group; no memory involved.
+            unsafe { libc::kill(-pgid, signal) };
+        }
+    }
+
+    /// Waits until `deadline`; `None` when it passed.
+    fn wait_until(&mut self, deadline: Instant) -> io::Result<Option<ExitStatus>> {
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                self.reaped = true;
+                return Ok(Some(status));
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(None);
+            }
+            std::thread::sleep((deadline - now).min(Duration::from_millis(10)));
+        }
+    }
+
+    /// SIGTERM, then SIGKILL after `grace`, to the whole group; then reaped.
+    fn stop(&mut self, grace: Duration) {
+        if !self.reaped {
+            self.signal_group(libc::SIGTERM);
+            if let Ok(Some(_)) = self.wait_until(Instant::now() + grace) {
+                // The leader is gone; its group may not be.
+            }
+        }
+        self.signal_group(libc::SIGKILL);
+        if !self.reaped {
+            let _ = self.child.wait();
+            self.reaped = true;
+        }
+    }
+}
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        // Stragglers of an exited leader are killed too: nothing the tool started stays.
+        self.signal_group(libc::SIGKILL);
+        if !self.reaped {
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Reads `stream` to its end on a thread, keeping the first `head` bytes or the last `tail`.
+fn capture(mut stream: impl Read + Send + 'static, keep_tail: bool, limit: usize) -> mpsc::Receiver<Vec<u8>> {
+    let (sender, receiver) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut kept: Vec<u8> = Vec::new();
+        let mut buffer = [0u8; 8192];
+        loop {
+            let n = match stream.read(&mut buffer) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            if keep_tail {
+                kept.extend_from_slice(&buffer[..n]);
+                if kept.len() > 2 * limit {
+                    kept.drain(..kept.len() - limit);
+                }
+            } else if kept.len() < limit {
+                let room = limit - kept.len();
+                kept.extend_from_slice(&buffer[..n.min(room)]);
+            }
+        }
+        if keep_tail && kept.len() > limit {
+            kept.drain(..kept.len() - limit);
+        }
+        let _ = sender.send(kept);
+    });
+    receiver
+}
+
+/// What a tool printed.
+#[derive(Debug)]
+pub struct Output {
+    pub stdout: Vec<u8>,
+    /// The tail of its stderr.
+    pub stderr: String,
+}
+
+/// Runs `command` to completion within `timeout`, killing and reaping it (and its group)
+/// otherwise; a non-zero exit is [`ToolError::Failed`] with the stderr's tail.
+fn run(tool: Tool, mut command: Command, action: &str, timeout: Duration) -> Result<Output, ToolError> {
+    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = Reaped::spawn(command, tool)?;
+    let stdout = capture(child.child.stdout.take().expect("piped"), false, MAX_STDOUT);
+    let stderr = capture(child.child.stderr.take().expect("piped"), true, MAX_STDERR);
+    let status = child.wait_until(Instant::now() + timeout).map_err(io_error(format!("waiting for {}", tool.program())))?;
+    if status.is_none() {
+        child.stop(Duration::ZERO);
+    }
+    // The group is killed before the pipes are read out: a straggler holding them open
+    // would otherwise keep the readers waiting.
+    drop(child);
+    let collect = |r: mpsc::Receiver<Vec<u8>>| r.recv_timeout(Duration::from_secs(5)).unwrap_or_default();
+    let (stdout, stderr) = (collect(stdout), String::from_utf8_lossy(&collect(stderr)).into_owned());
+    match status {
+        None => Err(ToolError::TimedOut { tool, action: action.to_owned(), after: timeout, stderr }),
+        Some(status) if !status.success() => Err(ToolError::Failed { tool, action: action.to_owned(), status: status.to_string(), stderr }),
+        Some(_) => Ok(Output { stdout, stderr }),
+    }
+}
+
+/// Where a temporary registry listens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RegistryOptions {
+    /// Bind every interface (`0.0.0.0`) instead of 127.0.0.1: only when the user asked
+    /// (`--allow-registry-all-interfaces`), since anyone who reaches the machine can then
+    /// read and write the images.
+    pub all_interfaces: bool,
+}
+
+/// A CNCF distribution registry serving for one run from a temporary store. Dropping it
+/// stops it (SIGTERM, then SIGKILL after a grace) and removes its store and config.
+#[derive(Debug)]
+pub struct Registry {
+    child: Option<ReapedDebug>,
+    port: u16,
+    dir: Option<TempDir>,
+}
+
+/// [`Reaped`] for a `Debug` holder.
+struct ReapedDebug(Reaped);
+
+impl fmt::Debug for ReapedDebug {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "registry pid {}", self.0.child.id())
+    }
+}
+
+impl Registry {
+    /// Starts `docker-registry serve` on a free port and waits until `GET /v2/` answers.
+    pub fn start(options: RegistryOptions) -> Result<Registry, ToolError> {
+        let program = Tool::Registry.find()?;
+        let dir = TempDir::new("checkfu-registry").map_err(io_error("making the registry's directory"))?;
+        let bind = if options.all_interfaces { IpAddr::V4(Ipv4Addr::UNSPECIFIED) } else { IpAddr::V4(Ipv4Addr::LOCALHOST) };
+        let mut last = String::new();
+        for _ in 0..PORT_ATTEMPTS {
+            // Not every registry version takes port 0: pick a free port, release it, and
+            // try another if something took it in between.
+            let port =
+                TcpListener::bind(SocketAddr::new(bind, 0)).and_then(|l| l.local_addr()).map_err(io_error("finding a free port"))?.port();
+            let config = dir.path().join("config.yml");
+            let store = dir.path().join("store");
+            let yaml = format!(
+                "version: 0.1\nlog:\n  level: warn\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: {}\n  \
+                 delete:\n    enabled: true\nhttp:\n  addr: {}\n",
+                yaml_string(&store.to_string_lossy()),
+                SocketAddr::new(bind, port)
+            );
+            std::fs::write(&config, yaml).map_err(io_error("writing the registry's config"))?;
+            let mut command = Command::new(&program);
+            command.arg("serve").arg(&config).current_dir(dir.path());
+            command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+            let mut child = Reaped::spawn(command, Tool::Registry)?;
+            let stderr = capture(child.child.stderr.take().expect("piped"), true, MAX_STDERR);
+            let deadline = Instant::now() + REGISTRY_START_TIMEOUT;
+            loop {
+                if answers_v2(port) {
+                    return Ok(Registry { child: Some(ReapedDebug(child)), port, dir: Some(dir) });
+                }
+                match child.wait_until((Instant::now() + Duration::from_millis(20)).min(deadline)) {
+                    Ok(Some(status)) => {
+                        drop(child);
+                        last = format!("it exited ({status}): {}", tail_text(&stderr));
+                        break;
+                    }
+                    Ok(None) if Instant::now() >= deadline => {
+                        child.stop(Duration::ZERO);
+                        drop(child);
+                        return Err(ToolError::Registry(format!(
+                            "it did not answer GET /v2/ within {} s: {}",
+                            REGISTRY_START_TIMEOUT.as_secs(),
+                            tail_text(&stderr)
+                        )));
+                    }
+                    Ok(None) => {}
+                    Err(e) => return Err(ToolError::Io { context: "waiting for the registry".to_owned(), source: e }),
+                }
+            }
+            if !last.contains("address already in use") {
+                return Err(ToolError::Registry(last));
+            }
+        }
+        Err(ToolError::Registry(format!("no free port after {PORT_ATTEMPTS} attempts: {last}")))
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// How this machine's tools reach it: `127.0.0.1:PORT` (a loopback registry, so plain
+    /// HTTP), whichever interfaces it listens on.
+    pub fn address(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// The registry process's id (also its process group's), while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.0.child.id())
+    }
+
+    /// Its store and config (removed when it stops).
+    pub fn directory(&self) -> Option<&Path> {
+        self.dir.as_ref().map(TempDir::path)
+    }
+
+    /// Stops it and removes its directory, reporting a removal that failed.
+    pub fn stop(mut self) -> Result<(), ToolError> {
+        if let Some(mut child) = self.child.take() {
+            child.0.stop(STOP_GRACE);
+        }
+        match self.dir.take() {
+            Some(dir) => dir.remove().map_err(io_error("removing the registry's store")),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            child.0.stop(STOP_GRACE);
+        }
+        // The store goes with `dir`, after the registry stopped writing to it.
+        self.dir.take();
+    }
+}
+
+fn tail_text(receiver: &mpsc::Receiver<Vec<u8>>) -> String {
+    let bytes = receiver.recv_timeout(Duration::from_secs(2)).unwrap_or_default();
+    String::from_utf8_lossy(&bytes).trim().to_owned()
+}
+
+/// A YAML double-quoted string.
+fn yaml_string(text: &str) -> String {
+    serde_json::Value::String(text.to_owned()).to_string()
+}
+
+/// Whether `GET /v2/` on 127.0.0.1:PORT answers 200 (the distribution API's version check).
+fn answers_v2(port: u16) -> bool {
+    let address = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port);
+    let Ok(mut stream) = TcpStream::connect_timeout(&address, Duration::from_millis(200)) else { return false };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
+    let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
+    let request = format!("GET /v2/ HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n");
+    if stream.write_all(request.as_bytes()).is_err() {
+        return false;
+    }
+    let mut head = [0u8; 16];
+    let mut read = 0;
+    while read < head.len() {
+        match stream.read(&mut head[read..]) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => read += n,
+        }
+    }
+    head[..read].starts_with(b"HTTP/1.1 200") || head[..read].starts_with(b"HTTP/1.0 200")
+}
+
+/// Which builder makes the image.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BuilderKind {
+    Buildah,
+    Podman,
+    Docker,
+}
+
+impl BuilderKind {
+    pub fn tool(self) -> Tool {
+        match self {
+            BuilderKind::Buildah => Tool::Buildah,
+            BuilderKind::Podman => Tool::Podman,
+            BuilderKind::Docker => Tool::Docker,
+        }
+    }
+}
+
+/// A builder found on `PATH`, with (for buildah and podman) storage of its own in a
+/// temporary directory, removed when it is dropped. docker builds through its daemon,
+/// whose storage is the daemon's: there [`remove_image`] is what cleans up.
+#[derive(Debug)]
+pub struct Builder {
+    kind: BuilderKind,
+    program: PathBuf,
+    storage: Option<TempDir>,
+}
+
+impl Builder {
+    /// `kind` from `PATH`.
+    pub fn new(kind: BuilderKind) -> Result<Builder, ToolError> {
+        let program = kind.tool().find()?;
+        let storage = match kind {
+            BuilderKind::Docker => None,
+            BuilderKind::Buildah | BuilderKind::Podman => Some(ephemeral_storage()?),
+        };
+        Ok(Builder { kind, program, storage })
+    }
+
+    /// The first of buildah, podman and docker on `PATH`.
+    pub fn detect() -> Result<Builder, ToolError> {
+        for kind in [BuilderKind::Buildah, BuilderKind::Podman, BuilderKind::Docker] {
+            if kind.tool().find().is_ok() {
+                return Builder::new(kind);
+            }
+        }
+        Err(ToolError::Missing { tool: Tool::Buildah })
+    }
+
+    pub fn kind(&self) -> BuilderKind {
+        self.kind
+    }
+
+    /// Its storage directory (buildah and podman).
+    pub fn storage(&self) -> Option<&Path> {
+        self.storage.as_ref().map(TempDir::path)
+    }
+
+    /// The builder's command with its storage flags and environment.
+    fn command(&self) -> Command {
+        let mut command = Command::new(&self.program);
+        if let Some(storage) = self.storage() {
+            command.arg("--root").arg(storage.join("root")).arg("--runroot").arg(storage.join("runroot")).args(["--storage-driver", "vfs"]);
+            if self.kind == BuilderKind::Podman {
+                // libpod's own state (`/run/libpod` for root) and its event log go with
+                // the storage too.
+                command.arg("--tmpdir").arg(storage.join("runroot").join("libpod")).args(["--events-backend", "none"]);
+            }
+            contained_env(&mut command, storage);
+        }
+        command
+    }
+
+    /// Removes its storage now, reporting a failure that dropping would swallow.
+    pub fn remove_storage(mut self) -> Result<(), ToolError> {
+        match self.storage.take() {
+            Some(storage) => storage.remove().map_err(io_error("removing the builder's storage")),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A temporary directory for a builder: storage, home, runtime and config files.
+fn ephemeral_storage() -> Result<TempDir, ToolError> {
+    let storage = TempDir::new("checkfu-build").map_err(io_error("making the builder's storage"))?;
+    let root = storage.path();
+    for dir in ["root", "runroot", "home", "run", "tmp", "config", "data"] {
+        std::fs::create_dir(root.join(dir)).map_err(io_error("making the builder's storage"))?;
+    }
+    let conf = format!(
+        "[storage]\ndriver = \"vfs\"\ngraphroot = {}\nrunroot = {}\n",
+        yaml_string(&root.join("root").to_string_lossy()),
+        yaml_string(&root.join("runroot").to_string_lossy())
+    );
+    std::fs::write(root.join("storage.conf"), conf).map_err(io_error("writing storage.conf"))?;
+    // No search registries: an unqualified name never reaches out to a public registry.
+    std::fs::write(root.join("registries.conf"), "unqualified-search-registries = []\n").map_err(io_error("writing registries.conf"))?;
+    // No credentials: the build pushes only to our loopback registry (buildah refuses an
+    // auth file that does not exist).
+    std::fs::write(root.join("auth.json"), "{\"auths\":{}}\n").map_err(io_error("writing auth.json"))?;
+    Ok(storage)
+}
+
+/// Points everything a containers tool reads or writes by default into `dir`.
+fn contained_env(command: &mut Command, dir: &Path) {
+    command
+        .env("HOME", dir.join("home"))
+        .env("XDG_RUNTIME_DIR", dir.join("run"))
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .env("XDG_DATA_HOME", dir.join("data"))
+        .env("TMPDIR", dir.join("tmp"))
+        .env("CONTAINERS_STORAGE_CONF", dir.join("storage.conf"))
+        .env("CONTAINERS_REGISTRIES_CONF", dir.join("registries.conf"))
+        .env("REGISTRY_AUTH_FILE", dir.join("auth.json"))
+        // crun and runc need cgroup controllers this kind of machine may not delegate
+        // ("cgroups in hybrid mode not supported"); a build's RUN steps need only a chroot.
+        .env("BUILDAH_ISOLATION", "chroot");
+}
+
+/// Builds `context_dir` (with `dockerfile`, or the context's own `Dockerfile`) into the
+/// local image `tag`, reproducibly (`--timestamp 0`, one layer for the build's steps).
+/// A failure carries the builder's own error.
+pub fn build(builder: &Builder, context_dir: &Path, dockerfile: Option<&Path>, tag: &str) -> Result<(), ToolError> {
+    let mut command = builder.command();
+    match builder.kind {
+        BuilderKind::Buildah => command.args(["bud", "--isolation", "chroot", "--timestamp", "0", "--layers=false"]),
+        BuilderKind::Podman => command.args(["build", "--isolation", "chroot", "--timestamp", "0", "--layers=false"]),
+        BuilderKind::Docker => command.args(["build", "--quiet"]),
+    };
+    if let Some(dockerfile) = dockerfile {
+        command.arg("-f").arg(dockerfile);
+    }
+    command.args(["-t", tag]).arg(context_dir);
+    run(builder.kind.tool(), command, &format!("build {}", context_dir.display()), TOOL_TIMEOUT).map(|_| ())
+}
+
+/// The repository a local tag is pushed as: the tag without its registry (`localhost/`)
+/// and without `:TAG`.
+fn remote_repository(tag: &str) -> &str {
+    let name = match tag.split_once('/') {
+        Some((first, rest)) if first.contains(['.', ':']) || first == "localhost" => rest,
+        _ => tag,
+    };
+    let last_slash = name.rfind('/').map_or(0, |i| i + 1);
+    match name[last_slash..].rfind(':') {
+        Some(i) => &name[..last_slash + i],
+        None => name,
+    }
+}
+
+/// Pushes the local image `tag` to `registry` and returns the pushed image pinned by the
+/// digest the builder reports (`127.0.0.1:PORT/NAME@sha256:…`).
+pub fn push(builder: &Builder, tag: &str, registry: &Registry) -> Result<ImageReference, ToolError> {
+    let repository = remote_repository(tag);
+    let destination = format!("{}/{repository}:latest", registry.address());
+    let action = format!("push {tag} to {destination}");
+    let digest = match builder.kind {
+        BuilderKind::Buildah | BuilderKind::Podman => {
+            let storage = builder.storage().ok_or_else(|| ToolError::Registry("the builder has no storage directory".to_owned()))?;
+            let digest_file = storage.join("tmp").join("pushed.digest");
+            let mut command = builder.command();
+            command
+                .arg("push")
+                .arg("--digestfile")
+                .arg(&digest_file)
+                .args(["--tls-verify=false", tag])
+                .arg(format!("docker://{destination}"));
+            run(builder.kind.tool(), command, &action, TOOL_TIMEOUT)?;
+            let text = std::fs::read_to_string(&digest_file).map_err(io_error("reading the pushed digest"))?;
+            let _ = std::fs::remove_file(&digest_file);
+            Digest::parse(text.trim()).map_err(|e| ToolError::Registry(format!("the pushed digest `{}`: {e}", text.trim())))?
+        }
+        BuilderKind::Docker => {
+            // docker pushes a name, so the image is tagged with the registry first; the
+            // daemon treats 127.0.0.0/8 as an insecure registry by default.
+            let mut tag_command = builder.command();
+            tag_command.args(["tag", tag, &destination]);
+            run(Tool::Docker, tag_command, &action, QUICK_TIMEOUT)?;
+            let mut command = builder.command();
+            command.args(["push", &destination]);
+            let pushed = run(Tool::Docker, command, &action, TOOL_TIMEOUT);
+            let mut untag = builder.command();
+            untag.args(["rmi", &destination]);
+            let _ = run(Tool::Docker, untag, "untag", QUICK_TIMEOUT);
+            let pushed = pushed?;
+            // docker push ends with `latest: digest: sha256:… size: N`.
+            let stdout = String::from_utf8_lossy(&pushed.stdout);
+            let digest = stdout.split_whitespace().skip_while(|w| *w != "digest:").nth(1).unwrap_or_default();
+            Digest::parse(digest).map_err(|e| ToolError::Registry(format!("docker push printed no digest ({e}): {}", stdout.trim())))?
+        }
+    };
+    ImageReference::parse(&format!("{}/{repository}@{digest}", registry.address()))
+        .map_err(|e| ToolError::Registry(format!("the pushed reference: {e}")))
+}
+
+/// Pulls `reference` by its digest into a new OCI layout at `dir` (which must not exist
+/// yet, or be empty) with skopeo, which checks the manifest against the digest. TLS is
+/// verified except for a loopback registry. A digest the registry does not have fails with
+/// the registry's answer (through skopeo's stderr).
+pub fn pull_to_layout(reference: &ImageReference, dir: &Path) -> Result<(), ToolError> {
+    let program = Tool::Skopeo.find()?;
+    let scratch = TempDir::new("checkfu-skopeo").map_err(io_error("making skopeo's home"))?;
+    for sub in ["home", "run", "tmp", "config", "data"] {
+        std::fs::create_dir(scratch.path().join(sub)).map_err(io_error("making skopeo's home"))?;
+    }
+    let mut command = Command::new(program);
+    command.arg("copy");
+    if reference.is_loopback_registry() {
+        command.arg("--src-tls-verify=false");
+    }
+    command.arg(format!("docker://{}", reference.pull_name())).arg(format!("oci:{}", dir.display()));
+    // skopeo's own cache and temporary files go to a directory removed afterwards; the
+    // user's registry credentials stay readable (a published image may need them).
+    command
+        .env("HOME", scratch.path().join("home"))
+        .env("TMPDIR", scratch.path().join("tmp"))
+        .env("XDG_RUNTIME_DIR", scratch.path().join("run"));
+    if let Some(auth) = user_auth_file() {
+        command.env("REGISTRY_AUTH_FILE", auth);
+    }
+    run(Tool::Skopeo, command, &format!("pull {}", reference.pull_name()), TOOL_TIMEOUT).map(|_| ())
+}
+
+/// The user's registry credentials, found where the containers tools look with the real
+/// `HOME` (which skopeo does not see here).
+fn user_auth_file() -> Option<PathBuf> {
+    if let Some(file) = std::env::var_os("REGISTRY_AUTH_FILE") {
+        return Some(PathBuf::from(file));
+    }
+    let runtime = std::env::var_os("XDG_RUNTIME_DIR").map(|d| PathBuf::from(d).join("containers/auth.json"));
+    let config = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config/containers/auth.json"));
+    [runtime, config].into_iter().flatten().find(|p| p.is_file())
+}
+
+/// Removes the local image `tag` from the builder's storage.
+pub fn remove_image(builder: &Builder, tag: &str) -> Result<(), ToolError> {
+    let mut command = builder.command();
+    match builder.kind {
+        BuilderKind::Buildah => command.args(["rmi", "--force", tag]),
+        BuilderKind::Podman | BuilderKind::Docker => command.args(["rmi", "--force", tag]),
+    };
+    run(builder.kind.tool(), command, &format!("remove {tag}"), QUICK_TIMEOUT).map(|_| ())
+}
+
+/// The local images in a builder's storage, as the builder lists them (one per line).
+pub fn list_images(builder: &Builder) -> Result<Vec<String>, ToolError> {
+    let mut command = builder.command();
+    match builder.kind {
+        BuilderKind::Buildah => command.args(["images", "--quiet", "--all"]),
+        BuilderKind::Podman | BuilderKind::Docker => command.args(["images", "--quiet", "--all"]),
+    };
+    let output = run(builder.kind.tool(), command, "list images", QUICK_TIMEOUT)?;
+    Ok(String::from_utf8_lossy(&output.stdout).lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_owned).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remote_repository_drops_registry_and_tag() {
+        assert_eq!(remote_repository("localhost/checkfu-probe:abc"), "checkfu-probe");
+        assert_eq!(remote_repository("checkfu/probe"), "checkfu/probe");
+        assert_eq!(remote_repository("127.0.0.1:5000/a/b:v1"), "a/b");
+    }
+
+    #[test]
+    fn a_missing_tool_names_its_package() {
+        let message = ToolError::Missing { tool: Tool::Registry }.to_string();
+        assert_eq!(message, "`docker-registry` is not on PATH: install it (apt-get install docker-registry)");
+        assert!(ToolError::Missing { tool: Tool::Docker }.to_string().ends_with("(apt-get install docker.io)"));
+    }
+
+    #[test]
+    fn a_failing_tool_carries_its_stderr_tail_and_a_slow_one_is_killed() {
+        let mut command = Command::new("sh");
+        command.args(["-c", "head -c 100000 /dev/zero | tr '\\0' x >&2; echo the-reason >&2; exit 3"]);
+        let error = run(Tool::Skopeo, command, "fail", Duration::from_secs(10)).unwrap_err();
+        let ToolError::Failed { stderr, status, .. } = &error else { panic!("{error}") };
+        assert!(stderr.len() <= MAX_STDERR && stderr.trim_end().ends_with("the-reason"), "{}", stderr.len());
+        assert!(status.contains('3'), "{status}");
+
+        let mut command = Command::new("sh");
+        command.args(["-c", "sleep 30 & sleep 30"]);
+        let started = Instant::now();
+        let error = run(Tool::Skopeo, command, "wait", Duration::from_millis(200)).unwrap_err();
+        assert!(matches!(error, ToolError::TimedOut { .. }), "{error}");
+        assert!(started.elapsed() < Duration::from_secs(10), "the group was killed, the pipes closed");
+    }
+}
