@@ -13,7 +13,7 @@
 //!   the plane a run stands on ([`launch`], [`model_plane`]), the recipe, the verdict on the
 //!   relay's record ([`verdict`]), the end of a run ([`ending`]), what a run says as it goes
 //!   ([`progress`]), each lane's result ([`result`], [`oneshot`]) and the report of either
-//!   ([`report`]).
+//!   ([`report`]);
 //! - [`image`]: the image lane's foundation: references pinned by digest, OCI layouts read
 //!   and unpacked in the crate, and buildah, skopeo, the registry, podman and docker driven
 //!   as external tools.

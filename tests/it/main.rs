@@ -33,6 +33,8 @@ mod golden_oneshot;
 mod hostile_schemas;
 #[cfg(feature = "probe")]
 mod image;
+#[cfg(feature = "cli")]
+mod image_lane;
 mod json_schema_suite;
 #[cfg(feature = "cli")]
 mod lint_schema_cli;

@@ -6,6 +6,7 @@
 use std::ffi::OsString;
 
 use checkfu_wire::oneshot::{self, Declaration, OutputMode, OutputSchemaTransport, PromptTransport};
+use checkfu_wire_probe::image::run::{Container, PullError};
 use checkfu_wire_probe::oneshot::OneshotLaunch;
 use checkfu_wire_probe::recipe::Recipe;
 use checkfu_wire_probe::{ProbeOptions, Progress, Report, UsageError};
@@ -51,8 +52,12 @@ fn word<T: serde::de::DeserializeOwned>(flag: &str, value: &str) -> Result<T, St
 
 /// The declaration: the recipe's, with every one-shot flag given laid over it; or the
 /// flags' alone.
-fn declaration(flags: &Flags, command: &[OsString], recipe: Option<&Recipe>) -> Result<Declaration, String> {
+/// `image_command` is the image's own Entrypoint and Cmd, the command when neither `--` nor
+/// a recipe gives one.
+fn declaration(flags: &Flags, command: &[OsString], recipe: Option<&Recipe>, image_command: &[String]) -> Result<Declaration, String> {
     let from_recipe = recipe.and_then(Recipe::oneshot);
+    let command: Vec<OsString> =
+        if command.is_empty() && from_recipe.is_none() { image_command.iter().map(OsString::from).collect() } else { command.to_vec() };
     let mut entrypoint = command.first().map(|c| c.to_string_lossy().into_owned());
     let mut argv: Vec<String> = command.iter().skip(1).map(|c| c.to_string_lossy().into_owned()).collect();
     argv.extend(flags.argv.iter().cloned());
@@ -94,7 +99,22 @@ fn declaration(flags: &Flags, command: &[OsString], recipe: Option<&Recipe>) -> 
 /// Runs the one-shot lane: `command` is the entrypoint and its first arguments, when given
 /// after `--`.
 pub fn probe(shared: &Shared, flags: &Flags, command: &[OsString], recipe: Option<Recipe>) -> Result<Report, i32> {
-    let declaration = match declaration(flags, command, recipe.as_ref()) {
+    // An image is pulled and unpacked first: its Entrypoint and Cmd are the default command.
+    let container = match &shared.image {
+        None => None,
+        Some(reference) => match Container::pull(reference) {
+            Ok(container) => Some(std::sync::Arc::new(container)),
+            Err(e @ PullError::Missing(_)) => return Err(usage(e)),
+            Err(PullError::Failed(e)) => {
+                eprintln!("error: {reference}: {e}");
+                return Err(1);
+            }
+        },
+    };
+    let image_command = container.as_ref().map(|c| c.default_command()).unwrap_or_default();
+    let entrypoint_flag: Vec<OsString> = shared.entrypoint.iter().map(OsString::from).chain(command.iter().cloned()).collect();
+    let command = if shared.entrypoint.is_some() { entrypoint_flag.as_slice() } else { command };
+    let declaration = match declaration(flags, command, recipe.as_ref(), &image_command) {
         Ok(d) => d,
         Err(e) => return Err(usage(e)),
     };
@@ -102,7 +122,8 @@ pub fn probe(shared: &Shared, flags: &Flags, command: &[OsString], recipe: Optio
     if !refusals.is_empty() {
         return Err(usage(oneshot::DecodeError::Rules(refusals)));
     }
-    let launch = OneshotLaunch { declaration, base_dir: shared.recipe.as_ref().and_then(|p| p.parent()).map(|p| p.to_path_buf()) };
+    let launch =
+        OneshotLaunch { declaration, base_dir: shared.recipe.as_ref().and_then(|p| p.parent()).map(|p| p.to_path_buf()), container };
     let mut options = ProbeOptions::new(Vec::new());
     options.harness = shared.harness.clone().or_else(|| recipe.as_ref().and_then(|r| r.harness.clone()));
     shared_options(shared, &mut options)?;

@@ -46,6 +46,8 @@ pub enum Tool {
     Registry,
     Podman,
     Docker,
+    /// bubblewrap, which runs an unpacked image's root filesystem (`image::run`).
+    Bubblewrap,
 }
 
 impl Tool {
@@ -57,6 +59,7 @@ impl Tool {
             Tool::Registry => "docker-registry",
             Tool::Podman => "podman",
             Tool::Docker => "docker",
+            Tool::Bubblewrap => "bwrap",
         }
     }
 
@@ -64,6 +67,7 @@ impl Tool {
     pub fn debian_package(self) -> &'static str {
         match self {
             Tool::Docker => "docker.io",
+            Tool::Bubblewrap => "bubblewrap",
             other => other.program(),
         }
     }

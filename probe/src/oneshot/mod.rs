@@ -40,6 +40,9 @@ pub use report::OneshotResult;
 pub struct OneshotLaunch {
     pub declaration: Declaration,
     pub base_dir: Option<PathBuf>,
+    /// The image the CLI runs in (`--image`): its entrypoint is a path inside it, and its
+    /// working directory the declaration's, else the image's.
+    pub container: Option<std::sync::Arc<crate::image::run::Container>>,
 }
 
 /// The diagnostic prompt of a run.
@@ -64,6 +67,10 @@ impl Drop for Scratch {
 /// is resolved first: against the recipe's directory, or the caller's own directory for one
 /// typed on the command line (so it means what it says). A bare name is looked up on `PATH`.
 fn entrypoint(launch: &OneshotLaunch) -> String {
+    if launch.container.is_some() {
+        // A path inside the image, as the image's own runtime reads it.
+        return launch.declaration.entrypoint.clone();
+    }
     let here = std::env::current_dir().unwrap_or_default();
     // The recipe's directory may itself be relative to the caller's.
     let base = launch.base_dir.as_ref().map_or_else(|| here.clone(), |b| here.join(b));
@@ -123,13 +130,27 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
         }
         None => None,
     };
+    if let Some(container) = &launch.container {
+        // The image's variables under the probe's own (its relay, key, home and fence win).
+        let image_env = container.env(&env);
+        env.extend(image_env);
+    }
     let launch_spec =
         Launch { env, netns: namespace.as_ref().map(session::fence::Namespace::join), cwd: Some(workspace.root().to_path_buf()) };
+    let working_directory = launch.container.as_ref().map(|c| c.working_directory(declaration.working_directory.as_deref()));
+    let workspace_root = workspace.root().to_path_buf();
+    let mut shared: Vec<PathBuf> = vec![workspace_root.clone(), scratch.0.clone()];
+    shared.extend(home.as_ref().map(|h| h.root().to_path_buf()));
 
     let mut lane = Lane {
         options,
         launch,
         scratch: &scratch,
+        container: launch
+            .container
+            .as_deref()
+            .zip(working_directory.as_deref())
+            .map(|(c, wd)| (c, wd, workspace_root.as_path(), shared.as_slice())),
         schema_path: schema_path.as_deref(),
         placeholders: &placeholders,
         launch_spec: &launch_spec,
@@ -222,7 +243,8 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
         plane.bind(entry, options.provider.as_deref(), None);
     }
     let steps = std::mem::take(&mut lane.steps.list);
-    Ok(OneshotResult::new(
+    let image = launch.container.as_ref().zip(working_directory.as_deref()).map(|(c, wd)| c.run_report(wd));
+    let mut result = OneshotResult::new(
         declaration,
         steps,
         finished.into_iter().map(|f| f.report).collect(),
@@ -230,7 +252,9 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
         resume_nonce,
         options.output_schema.is_some().then_some(delivered),
         plane,
-    ))
+    );
+    result.image = image;
+    Ok(result)
 }
 
 /// A failed step's reason, with the relay's refusals of the run named after it when they
@@ -260,6 +284,8 @@ struct Lane<'a, 'p> {
     launch_spec: &'a Launch,
     deadline: Instant,
     steps: crate::ending::Steps<'p>,
+    /// The image, its working directory, the workspace and the directories shared with it.
+    container: Option<(&'a crate::image::run::Container, &'a str, &'a std::path::Path, &'a [PathBuf])>,
 }
 
 impl Lane<'_, '_> {
@@ -292,6 +318,15 @@ impl Lane<'_, '_> {
         if let (Some(flag), Some(path)) = (&declaration.output_schema_flag, self.schema_path) {
             argv.push(flag.clone());
             argv.push(path.to_owned());
+        }
+        if let Some((container, working_directory, workspace, shared)) = self.container {
+            let inner: Vec<std::ffi::OsString> = argv.iter().map(std::ffi::OsString::from).collect();
+            let shared: Vec<&std::path::Path> = shared.iter().map(PathBuf::as_path).collect();
+            argv = container
+                .argv(&inner, workspace, working_directory, &shared)
+                .into_iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
         }
         let until = (Instant::now() + self.options.step_timeout).min(self.deadline);
         let spec = process::Spec {

@@ -35,6 +35,9 @@ pub struct OneshotResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_schema_delivery: Option<Vec<&'static str>>,
     pub model_plane: ModelPlane,
+    /// The image the CLI ran in (`--image`), and how.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image: Option<crate::image::run::ImageRun>,
     #[serde(skip)]
     pub step_list: Vec<(&'static str, Step)>,
 }
@@ -61,6 +64,7 @@ impl OneshotResult {
             resume_nonce,
             output_schema_delivery,
             model_plane,
+            image: None,
             step_list,
         }
     }
