@@ -34,19 +34,32 @@ const DOCKERFILE: &str = concat!(
     "ENTRYPOINT [\"/usr/local/bin/oneshot\"]\n",
 );
 
-/// Builds the CLI's image and pushes it to a fresh loopback registry: the registry (kept
-/// alive by the caller) and the pushed reference, pinned by digest.
-fn pushed_image() -> (Registry, ImageReference, Builder, TempDir) {
+/// The CLI's build context.
+fn build_context() -> TempDir {
     let context = TempDir::new("checkfu-image-lane").expect("context");
     std::fs::copy("/bin/busybox", context.path().join("busybox")).expect("busybox-static is installed at /bin/busybox");
     std::fs::write(context.path().join("oneshot"), CLI).expect("cli");
     std::fs::set_permissions(context.path().join("oneshot"), std::fs::Permissions::from_mode(0o755)).expect("mode");
     std::fs::write(context.path().join("Dockerfile"), DOCKERFILE).expect("Dockerfile");
+    context
+}
+
+/// Builds the CLI's image and pushes it to a fresh loopback registry: the registry (kept
+/// alive by the caller) and the pushed reference, pinned by digest.
+fn pushed_image() -> (Registry, ImageReference, Builder, TempDir) {
+    let context = build_context();
     let builder = Builder::new(BuilderKind::Buildah).expect("buildah");
     tools::build(&builder, context.path(), None, "localhost/checkfu-oneshot:1").expect("build");
     let registry = Registry::start(RegistryOptions::default()).expect("registry");
     let pushed = tools::push(&builder, "localhost/checkfu-oneshot:1", &registry).expect("push");
     (registry, pushed, builder, context)
+}
+
+/// The image-lane tests one at a time: each counts the image directories the probe left.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn run_image(reference: &str, more: &[&str]) -> Run {
@@ -74,6 +87,7 @@ fn image_dirs() -> Vec<String> {
     ignore = "CHECKFU_IMAGE_TOOLS is not set: apt-get install buildah skopeo docker-registry busybox-static bubblewrap (see .ci/run)"
 )]
 fn an_image_pinned_by_digest_runs_in_the_fence_and_is_judged_by_the_relay() {
+    let _serial = serial();
     let (registry, pushed, builder, _context) = pushed_image();
     let reference = pushed.to_string();
     let before = image_dirs();
@@ -89,6 +103,36 @@ fn an_image_pinned_by_digest_runs_in_the_fence_and_is_judged_by_the_relay() {
     // Nothing of the image stays on disk.
     let after: Vec<String> = image_dirs().into_iter().filter(|d| !before.contains(d)).collect();
     assert_eq!(after, Vec::<String>::new());
+
+    // The next steps of an image run without selectors: the exact add command, the
+    // missing flags, and the verify command as a template.
+    let next = &run.json["next"];
+    let add = next["add"].as_str().expect("add");
+    assert!(add.starts_with("checkfu harness add oci --name=checkfu-probe --protocol=oneshot-v1 --image="), "{add}");
+    assert!(add.contains(&format!("--image={reference}")) && add.contains("--prompt-transport=stdin"), "{add}");
+    assert!(!add.contains("--format") && !add.contains("--kill-grace"), "probe-only flags stay out: {add}");
+    assert_eq!(next["required_flags"], serde_json::json!(["--sandbox", "--model"]));
+    assert_eq!(next["verify_is_template"], true);
+    // With both selectors and the platform's URL: both commands exact, the URL kept.
+    let selected = run_image(&reference, &["--sandbox", "sb", "--model", "mr", "--api-url", "https://api.example"]);
+    assert_eq!(selected.status, 0, "{}", selected.pretty());
+    let next = &selected.json["next"];
+    assert_eq!(next["required_flags"], serde_json::json!([]));
+    assert_eq!(next["verify_is_template"], false);
+    assert_eq!(
+        next["verify"],
+        "checkfu harness verify checkfu-probe --sandbox=sb --model=mr --wait --api-url=https://api.example",
+        "{}",
+        selected.pretty()
+    );
+    assert!(next["add"].as_str().is_some_and(|a| a.contains("--sandbox=sb --model=mr --api-url=https://api.example")), "{next}");
+    // A connection file whose defaults hold both: nothing required, the file kept.
+    let connection = TempDir::new("checkfu-connection").expect("dir");
+    let file = connection.path().join("connection.json");
+    std::fs::write(&file, r#"{"defaults": {"sandbox": "sb", "model": "mr"}}"#).expect("write");
+    let from_file = run_image(&reference, &["--connection-file", file.to_str().expect("utf-8")]);
+    assert_eq!(from_file.json["next"]["required_flags"], serde_json::json!([]), "{}", from_file.pretty());
+    assert!(from_file.json["next"]["verify"].as_str().is_some_and(|v| v.contains("--connection-file=")), "{}", from_file.pretty());
 
     // The same image, whose CLI only echoes its prompt: the nonce is in the output, no
     // reply token is, and the relay served nothing.
@@ -118,4 +162,64 @@ fn a_reference_without_a_digest_is_refused_before_anything_starts() {
         assert!(run.stderr.contains(expected), "{reference}: {}", run.stderr);
         assert!(run.json.is_null(), "nothing ran");
     }
+}
+
+/// `--build-context`: built with buildah, pushed to a temporary loopback registry, pulled by
+/// the pushed digest and run; the result says how, and hands back the published-image
+/// retest, never an add command for the ephemeral image; nothing of it stays behind.
+#[test]
+#[cfg_attr(
+    not(checkfu_image_tools),
+    ignore = "CHECKFU_IMAGE_TOOLS is not set: apt-get install buildah skopeo docker-registry busybox-static bubblewrap (see .ci/run)"
+)]
+fn a_build_context_is_built_pushed_run_by_digest_and_retested_as_published() {
+    let _serial = serial();
+    let context = build_context();
+    let before = image_dirs();
+    let dir = context.path().to_str().expect("utf-8").to_owned();
+    let run = probe(
+        &[
+            "--protocol",
+            "oneshot-v1",
+            "--name",
+            "checkfu-oneshot",
+            "--build-context",
+            &dir,
+            "--builder",
+            "buildah",
+            "--prompt-transport",
+            "stdin",
+            "--output-mode",
+            "text",
+            "--sandbox",
+            "sb",
+        ],
+        &[],
+    );
+    assert_eq!(run.status, 0, "{}", run.pretty());
+    assert_eq!(run.json["steps"]["prompt_exchange"]["status"], "passed", "{}", run.pretty());
+    let built = &run.json["image"]["built"];
+    assert_eq!(built["builder"], "buildah");
+    let pushed = built["pushed"].as_str().expect("pushed");
+    assert!(pushed.starts_with("127.0.0.1:") && pushed.contains("/checkfu-oneshot@sha256:"), "{pushed}");
+    let digest = run.json["image"]["digest"].as_str().expect("digest");
+    assert!(pushed.ends_with(digest), "{pushed} ran as {digest}");
+    let next = &run.json["next"];
+    assert!(next.get("add").is_none() && next.get("verify").is_none(), "no add for an ephemeral image: {next}");
+    let retest = next["retest"].as_str().expect("retest");
+    assert!(retest.starts_with("checkfu-wire probe"), "{retest}");
+    assert!(retest.contains(&format!("--image=<published-name>@{digest}")), "{retest}");
+    assert!(!retest.contains("--build-context") && !retest.contains("--builder"), "{retest}");
+    assert!(retest.contains("--sandbox sb"), "the context kept: {retest}");
+    // The registry is stopped and the image, its layout and its root are gone.
+    let port: u16 = pushed.trim_start_matches("127.0.0.1:").split('/').next().and_then(|p| p.parse().ok()).expect("port");
+    assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err(), "the temporary registry still listens");
+    let after: Vec<String> = image_dirs().into_iter().filter(|d| !before.contains(d)).collect();
+    assert_eq!(after, Vec::<String>::new());
+
+    // A build that fails: exit 1 with the builder's own error.
+    std::fs::write(context.path().join("Dockerfile"), "FROM scratch\nCOPY nothing-here /x\n").expect("Dockerfile");
+    let broken = probe(&["--protocol", "oneshot-v1", "--build-context", &dir, "--prompt-transport", "stdin", "--output-mode", "text"], &[]);
+    assert_eq!(broken.status, 1, "{}", broken.stderr);
+    assert!(broken.stderr.contains("nothing-here"), "{}", broken.stderr);
 }

@@ -69,9 +69,17 @@ fn names<'a>(names: impl Iterator<Item = &'a str>) -> String {
 }
 
 /// Runs the ACP lane: `command` is what followed `--` (or the recipe's command).
-pub fn probe(shared: &Shared, flags: &Flags, command: Vec<OsString>, recipe: Option<Recipe>) -> Result<Report, i32> {
-    if shared.image.is_some() {
-        return Err(usage("--image runs a oneshot-v1 CLI; the acp-v1 lane does not run images yet (add --protocol oneshot-v1)"));
+pub fn probe(
+    shared: &Shared,
+    flags: &Flags,
+    image: &super::image::Flags,
+    command: Vec<OsString>,
+    recipe: Option<Recipe>,
+) -> Result<Report, i32> {
+    if image.wants_image() {
+        return Err(usage(
+            "--image and --build-context run a oneshot-v1 CLI; the acp-v1 lane does not run images yet (add --protocol oneshot-v1)",
+        ));
     }
     let command = match (&recipe, command.is_empty()) {
         (_, false) => command,

@@ -9,6 +9,7 @@
 //! cannot see) are refused by reading the same groups back ([`Given`]).
 
 mod acp;
+mod image;
 mod oneshot;
 
 use std::ffi::OsString;
@@ -20,7 +21,6 @@ use clap::parser::ValueSource;
 use clap::ArgMatches;
 
 use checkfu_wire::catalog::Protocol;
-use checkfu_wire_probe::image::ImageReference;
 use checkfu_wire_probe::recipe::Recipe;
 use checkfu_wire_probe::result::{step_line, QUALIFICATION};
 use checkfu_wire_probe::{ProbeOptions, Progress, Report};
@@ -35,6 +35,8 @@ pub struct Args {
     acp: acp::Flags,
     #[command(flatten)]
     oneshot: oneshot::Flags,
+    #[command(flatten)]
+    image: image::Flags,
     /// The harness command and its arguments, after `--` (optional with --recipe).
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<OsString>,
@@ -102,24 +104,11 @@ pub struct Shared {
     /// once per turn). Default: the recipe's, else `acp-v1`.
     #[arg(long, value_name = "acp-v1|oneshot-v1")]
     pub protocol: Option<String>,
-    /// Run the harness inside this image, pinned by digest (`NAME@sha256:<64 hex>`): pulled
-    /// from its registry (plain HTTP only for a loopback one), every blob checked, unpacked
-    /// and run by bubblewrap inside the probe's fence. oneshot-v1 only, for now.
-    #[arg(long, value_name = "NAME@sha256:DIGEST", value_parser = image_reference)]
-    pub image: Option<ImageReference>,
-    /// The harness's entrypoint inside the image (default: the image's Entrypoint and Cmd).
-    #[arg(long, value_name = "PATH", requires = "image")]
-    pub entrypoint: Option<String>,
 }
 
 /// The ids of the lanes' flag groups (`#[group(id = …)]` on each lane's `Flags`).
 const ACP_FLAGS: &str = "acp-flags";
 const ONESHOT_FLAGS: &str = "oneshot-flags";
-
-/// `--image`: a reference pinned by digest, refused before anything starts otherwise.
-fn image_reference(text: &str) -> Result<ImageReference, String> {
-    ImageReference::parse(text).map_err(|e| e.to_string())
-}
 
 /// How the command line shows a run's progress: in the text format every event, as it
 /// happens, on stderr (so a slow harness is never met with silence, and `--format json`
@@ -198,13 +187,13 @@ pub fn probe(args: Args, given: &Given) -> i32 {
             if let Some(flag) = given.oneshot.first() {
                 return usage(format!("{flag} is a oneshot-v1 flag; add --protocol oneshot-v1"));
             }
-            finish(&args, acp::probe(shared, &args.acp, args.command.clone(), recipe))
+            finish(&args, acp::probe(shared, &args.acp, &args.image, args.command.clone(), recipe))
         }
         Some(Protocol::OneshotV1) => {
             if let Some(flag) = given.acp.first() {
                 return usage(format!("{flag} belongs to the acp-v1 lane; a oneshot-v1 run has no ACP session"));
             }
-            finish(&args, oneshot::probe(shared, &args.oneshot, &args.command, recipe))
+            finish(&args, oneshot::probe(shared, &args.oneshot, &args.image, &args.command, recipe))
         }
         None => {
             let known: Vec<&str> = Protocol::ALL.iter().map(|p| p.name()).collect();

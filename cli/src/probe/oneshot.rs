@@ -6,7 +6,6 @@
 use std::ffi::OsString;
 
 use checkfu_wire::oneshot::{self, Declaration, OutputMode, OutputSchemaTransport, PromptTransport};
-use checkfu_wire_probe::image::run::{Container, PullError};
 use checkfu_wire_probe::oneshot::OneshotLaunch;
 use checkfu_wire_probe::recipe::Recipe;
 use checkfu_wire_probe::{ProbeOptions, Progress, Report, UsageError};
@@ -98,22 +97,20 @@ fn declaration(flags: &Flags, command: &[OsString], recipe: Option<&Recipe>, ima
 
 /// Runs the one-shot lane: `command` is the entrypoint and its first arguments, when given
 /// after `--`.
-pub fn probe(shared: &Shared, flags: &Flags, command: &[OsString], recipe: Option<Recipe>) -> Result<Report, i32> {
-    // An image is pulled and unpacked first: its Entrypoint and Cmd are the default command.
-    let container = match &shared.image {
-        None => None,
-        Some(reference) => match Container::pull(reference) {
-            Ok(container) => Some(std::sync::Arc::new(container)),
-            Err(e @ PullError::Missing(_)) => return Err(usage(e)),
-            Err(PullError::Failed(e)) => {
-                eprintln!("error: {reference}: {e}");
-                return Err(1);
-            }
-        },
-    };
+pub fn probe(
+    shared: &Shared,
+    flags: &Flags,
+    image: &super::image::Flags,
+    command: &[OsString],
+    recipe: Option<Recipe>,
+) -> Result<Report, i32> {
+    // An image is built or pulled, and unpacked, first: its Entrypoint and Cmd are the
+    // default command.
+    let prepared = image.prepare()?;
+    let container = prepared.as_ref().map(|p| p.container.clone());
     let image_command = container.as_ref().map(|c| c.default_command()).unwrap_or_default();
-    let entrypoint_flag: Vec<OsString> = shared.entrypoint.iter().map(OsString::from).chain(command.iter().cloned()).collect();
-    let command = if shared.entrypoint.is_some() { entrypoint_flag.as_slice() } else { command };
+    let entrypoint_flag: Vec<OsString> = image.entrypoint.iter().map(OsString::from).chain(command.iter().cloned()).collect();
+    let command = if image.entrypoint.is_some() { entrypoint_flag.as_slice() } else { command };
     let declaration = match declaration(flags, command, recipe.as_ref(), &image_command) {
         Ok(d) => d,
         Err(e) => return Err(usage(e)),
@@ -129,7 +126,13 @@ pub fn probe(shared: &Shared, flags: &Flags, command: &[OsString], recipe: Optio
     shared_options(shared, &mut options)?;
     let mut progress = |event: Progress| show(shared.format, event);
     match checkfu_wire_probe::oneshot::run(&options, &launch, &mut progress) {
-        Ok(result) => Ok(Report::Oneshot(Box::new(result))),
+        Ok(mut result) => {
+            if let (Some(image_run), Some(prepared)) = (result.image.as_mut(), &prepared) {
+                image_run.built = prepared.built.clone();
+            }
+            result.next = prepared.as_ref().map(|p| image.next_steps(p, result.passed()));
+            Ok(Report::Oneshot(Box::new(result)))
+        }
         Err(e @ (UsageError::Options(_) | UsageError::CannotStart(_))) => Err(usage(e)),
     }
 }

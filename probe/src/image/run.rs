@@ -63,6 +63,35 @@ pub struct ImageRun {
     pub runtime: &'static str,
     pub working_directory: String,
     pub unpacked_bytes: u64,
+    /// With `--build-context`: how the image was built and where it was pushed for this run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub built: Option<Ephemeral>,
+}
+
+/// What a result hands back after an image run, as the page's author path has it: after a
+/// build context, the retest against the published image; after an image, the `add` and
+/// `verify` commands, or the flags they still need.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct NextSteps {
+    /// The next step, in a sentence.
+    pub advice: String,
+    /// After a passing build-context run: the same command with `--image` in place of
+    /// `--build-context`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retest: Option<String>,
+    /// After an image run: the exact `checkfu harness add oci …` command.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub add: Option<String>,
+    /// After an image run: the `checkfu harness verify … --wait` command.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verify: Option<String>,
+    /// The verify command is a template (a selector is missing), not a step to run.
+    pub verify_is_template: bool,
+    /// The flags the add and verify commands still need (`--sandbox`, `--model`).
+    pub required_flags: Vec<&'static str>,
+    /// The temporary registry listened on every interface.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
 }
 
 impl Container {
@@ -150,6 +179,75 @@ impl Container {
             runtime: "bubblewrap",
             working_directory: working_directory.to_owned(),
             unpacked_bytes: self.unpacked_bytes,
+            built: None,
         }
+    }
+}
+
+/// Where the image of a `--build-context` run came from, for the report: built here, pushed
+/// to a registry that lived for this run only, so its reference is never one to register.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Ephemeral {
+    pub builder: &'static str,
+    pub context: String,
+    /// The reference the run pulled, on the temporary registry (gone now).
+    pub pushed: String,
+    /// The registry listened on every interface (`--allow-registry-all-interfaces`).
+    pub all_interfaces: bool,
+}
+
+/// What `--build-context` asks for.
+pub struct BuildRequest<'a> {
+    pub context: &'a Path,
+    pub dockerfile: Option<&'a Path>,
+    /// The builder (`--builder`); `None`: the first of buildah, podman and docker found.
+    pub builder: Option<tools::BuilderKind>,
+    pub all_interfaces: bool,
+    /// The image's name (`--name`), a repository name.
+    pub name: &'a str,
+}
+
+impl Container {
+    /// Builds the context with a real builder, pushes it to a temporary registry on
+    /// 127.0.0.1 (every interface only when asked), pulls back exactly the pushed digest and
+    /// unpacks it. The registry, the builder's image and its storage are gone when this
+    /// returns, whatever happened; the container keeps only its own root.
+    pub fn build(request: &BuildRequest<'_>) -> Result<(Container, Ephemeral), PullError> {
+        let missing = |e: tools::ToolError| match e {
+            tools::ToolError::Missing { .. } => PullError::Missing(e.to_string()),
+            other => PullError::Failed(other.to_string()),
+        };
+        // Every tool is found before anything is built.
+        Tool::Registry.find().map_err(missing)?;
+        Tool::Skopeo.find().map_err(missing)?;
+        Tool::Bubblewrap.find().map_err(missing)?;
+        let builder = match request.builder {
+            Some(kind) => tools::Builder::new(kind),
+            None => tools::Builder::detect(),
+        }
+        .map_err(missing)?;
+        let builder_name = builder.kind().tool().program();
+        let tag = format!("localhost/{}:checkfu-probe", request.name);
+        let built = tools::build(&builder, request.context, request.dockerfile, &tag).map_err(missing);
+        let pushed = built.and_then(|()| {
+            let registry = tools::Registry::start(tools::RegistryOptions { all_interfaces: request.all_interfaces }).map_err(missing)?;
+            let pushed = tools::push(&builder, &tag, &registry).map_err(missing)?;
+            // Pulled while the registry lives, then the registry goes.
+            let container = Container::pull(&pushed);
+            registry.stop().map_err(missing)?;
+            Ok((container?, pushed))
+        });
+        // The builder's image and storage go whether or not the build got that far.
+        let _ = tools::remove_image(&builder, &tag);
+        let removed = builder.remove_storage().map_err(missing);
+        let (container, pushed) = pushed?;
+        removed?;
+        let ephemeral = Ephemeral {
+            builder: builder_name,
+            context: request.context.display().to_string(),
+            pushed: pushed.to_string(),
+            all_interfaces: request.all_interfaces,
+        };
+        Ok((container, ephemeral))
     }
 }

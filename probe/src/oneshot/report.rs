@@ -38,6 +38,9 @@ pub struct OneshotResult {
     /// The image the CLI ran in (`--image`), and how.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub image: Option<crate::image::run::ImageRun>,
+    /// What to do next after an image run (`--image`, `--build-context`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next: Option<crate::image::run::NextSteps>,
     #[serde(skip)]
     pub step_list: Vec<(&'static str, Step)>,
 }
@@ -65,6 +68,7 @@ impl OneshotResult {
             output_schema_delivery,
             model_plane,
             image: None,
+            next: None,
             step_list,
         }
     }

@@ -1,0 +1,344 @@
+//! The image lane's flags (`--image`, `--build-context` and what goes with them), the image
+//! they make ready, and the next steps a result hands back: the page's author path, from a
+//! build context to a published image's `add` and `verify`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use checkfu_wire_probe::image::run::{BuildRequest, Container, Ephemeral, NextSteps, PullError};
+use checkfu_wire_probe::image::tools::BuilderKind;
+use checkfu_wire_probe::image::ImageReference;
+
+use super::usage;
+
+/// The image a harness runs in, and the selectors of the platform commands a result hands
+/// back.
+#[derive(clap::Args)]
+#[command(next_help_heading = "Images (oneshot-v1)")]
+pub struct Flags {
+    /// Run the harness inside this image, pinned by digest (`NAME@sha256:<64 hex>`): pulled
+    /// from its registry (plain HTTP only for a loopback one), every blob checked, unpacked
+    /// and run by bubblewrap inside the probe's fence.
+    #[arg(long, value_name = "NAME@sha256:DIGEST", value_parser = image_reference, conflicts_with = "build_context")]
+    pub image: Option<ImageReference>,
+    /// Build this context into an ephemeral image (a real builder: buildah, podman or docker),
+    /// push it to a temporary registry on 127.0.0.1 and run exactly the pushed digest.
+    #[arg(long, value_name = "DIR")]
+    pub build_context: Option<PathBuf>,
+    /// The Dockerfile of the build context (default: its `Dockerfile`).
+    #[arg(long, value_name = "FILE", requires = "build_context")]
+    pub dockerfile: Option<PathBuf>,
+    /// The builder (default: the first of buildah, podman and docker on PATH).
+    #[arg(long, value_enum, requires = "build_context")]
+    pub builder: Option<Builder>,
+    /// Let the temporary registry listen on every interface (anyone who reaches this machine
+    /// can then read and write its images while the run lasts).
+    #[arg(long, requires = "build_context")]
+    pub allow_registry_all_interfaces: bool,
+    /// The harness's entrypoint inside the image (default: the image's Entrypoint and Cmd).
+    #[arg(long, value_name = "PATH")]
+    pub entrypoint: Option<String>,
+    /// The harness's name: the built image's repository, and the profile's in the next steps.
+    #[arg(long, value_name = "NAME", default_value = "checkfu-probe")]
+    pub name: String,
+    /// The sandbox profile the `add` and `verify` commands name.
+    #[arg(long, value_name = "PROFILE")]
+    pub sandbox: Option<String>,
+    /// The model routing profile the `add` and `verify` commands name.
+    #[arg(long, value_name = "PROFILE")]
+    pub model: Option<String>,
+    /// A connection file whose `defaults` may hold `sandbox` and `model` (JSON:
+    /// `{"defaults": {"sandbox": "…", "model": "…"}}`); kept in the next steps.
+    #[arg(long, value_name = "FILE")]
+    pub connection_file: Option<PathBuf>,
+    /// The platform's API URL, kept in the next steps.
+    #[arg(long, value_name = "URL")]
+    pub api_url: Option<String>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum Builder {
+    Buildah,
+    Podman,
+    Docker,
+}
+
+/// `--image`: a reference pinned by digest, refused before anything starts otherwise.
+fn image_reference(text: &str) -> Result<ImageReference, String> {
+    ImageReference::parse(text).map_err(|e| e.to_string())
+}
+
+/// An image made ready for a run.
+pub struct Prepared {
+    pub container: Arc<Container>,
+    /// How it was built, for a `--build-context` run.
+    pub built: Option<Ephemeral>,
+    /// The selectors, from the flags or the connection file's defaults.
+    sandbox: Option<String>,
+    model: Option<String>,
+}
+
+impl Flags {
+    /// Whether the run is to be in an image.
+    pub fn wants_image(&self) -> bool {
+        self.image.is_some() || self.build_context.is_some()
+    }
+
+    /// Builds or pulls the image and unpacks it; `None` without `--image` or
+    /// `--build-context`. `Err` is the exit code, the reason said: 2 for a usage error or a
+    /// missing tool, 1 for a build, push or pull that failed (with the tool's own words).
+    pub fn prepare(&self) -> Result<Option<Prepared>, i32> {
+        if !self.wants_image() {
+            return Ok(None);
+        }
+        let (defaults_sandbox, defaults_model) = match &self.connection_file {
+            Some(path) => connection_defaults(path).map_err(usage)?,
+            None => (None, None),
+        };
+        let failed = |what: &str, e: PullError| match e {
+            PullError::Missing(m) => usage(m),
+            PullError::Failed(m) => {
+                eprintln!("error: {what}: {m}");
+                1
+            }
+        };
+        let (container, built) = match (&self.image, &self.build_context) {
+            (Some(reference), _) => (Container::pull(reference).map_err(|e| failed(&reference.to_string(), e))?, None),
+            (None, Some(context)) => {
+                if self.allow_registry_all_interfaces {
+                    eprintln!(
+                        "warning: --allow-registry-all-interfaces: the temporary registry listens on every interface while this \
+                         run lasts; anyone who reaches this machine can read and write its images"
+                    );
+                }
+                let request = BuildRequest {
+                    context,
+                    dockerfile: self.dockerfile.as_deref(),
+                    builder: self.builder.map(|b| match b {
+                        Builder::Buildah => BuilderKind::Buildah,
+                        Builder::Podman => BuilderKind::Podman,
+                        Builder::Docker => BuilderKind::Docker,
+                    }),
+                    all_interfaces: self.allow_registry_all_interfaces,
+                    name: &self.name,
+                };
+                let (container, built) = Container::build(&request).map_err(|e| failed(&context.display().to_string(), e))?;
+                (container, Some(built))
+            }
+            (None, None) => return Ok(None),
+        };
+        Ok(Some(Prepared {
+            container: Arc::new(container),
+            built,
+            sandbox: self.sandbox.clone().or(defaults_sandbox),
+            model: self.model.clone().or(defaults_model),
+        }))
+    }
+
+    /// The next steps of a result: after a build context, the published-image retest (only
+    /// when the run passed); after an image, the `add` command and the `verify` command, or
+    /// its template and the flags it still needs.
+    pub fn next_steps(&self, prepared: &Prepared, passed: bool) -> NextSteps {
+        let args: Vec<String> = std::env::args_os().skip(1).map(|a| a.to_string_lossy().into_owned()).collect();
+        let warning = prepared.built.as_ref().filter(|b| b.all_interfaces).map(|_| {
+            String::from("the temporary registry listened on every interface (--allow-registry-all-interfaces) while the run lasted")
+        });
+        if let Some(built) = &prepared.built {
+            let digest = built.pushed.rsplit_once('@').map_or("", |(_, d)| d);
+            if !passed {
+                return NextSteps {
+                    advice: String::from("fix what failed and run the build-context test again; publish only a passing image"),
+                    warning,
+                    ..NextSteps::default()
+                };
+            }
+            let published = format!("<published-name>@{digest}");
+            return NextSteps {
+                advice: format!(
+                    "publish the image (its digest is {digest} when pushed as built) and rerun the retest command with its \
+                     published name; the ephemeral localhost image is not one to register"
+                ),
+                retest: Some(command_line("checkfu-wire", &retest_args(&args, &published))),
+                warning,
+                ..NextSteps::default()
+            };
+        }
+        let mut required = Vec::new();
+        if prepared.sandbox.is_none() {
+            required.push("--sandbox");
+        }
+        if prepared.model.is_none() {
+            required.push("--model");
+        }
+        let context: Vec<String> = kept(&args, CONTEXT);
+        let mut add = vec![String::from("harness"), String::from("add"), String::from("oci"), format!("--name={}", self.name)];
+        add.extend(kept(&args, PROFILE));
+        add.extend(self.selectors());
+        add.extend(context.iter().cloned());
+        let mut verify = vec![String::from("harness"), String::from("verify"), self.name.clone()];
+        verify.extend(self.selectors());
+        for flag in &required {
+            verify.push(format!("{flag}=<{}>", if *flag == "--sandbox" { "sandbox-profile" } else { "model-routing-profile" }));
+        }
+        verify.push(String::from("--wait"));
+        verify.extend(context);
+        let advice = if !passed {
+            String::from("the image did not pass: fix it before adding it")
+        } else if required.is_empty() {
+            String::from("run the add command, then the verify command for server-owned, signed evidence")
+        } else {
+            format!("run the add command with {}; the verify command is a template until then", required.join(" and "))
+        };
+        NextSteps {
+            advice,
+            add: Some(command_line("checkfu", &add)),
+            verify: Some(command_line("checkfu", &verify)),
+            verify_is_template: !required.is_empty(),
+            required_flags: required,
+            warning,
+            ..NextSteps::default()
+        }
+    }
+
+    /// `--sandbox` and `--model` as given (those from a connection file stay in it).
+    fn selectors(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(sandbox) = &self.sandbox {
+            out.push(format!("--sandbox={sandbox}"));
+        }
+        if let Some(model) = &self.model {
+            out.push(format!("--model={model}"));
+        }
+        out
+    }
+}
+
+/// The flags a harness profile is made of: what `add` registers.
+/// (`--name` is always given, first: it defaults.)
+const PROFILE: &[&str] = &[
+    "--image",
+    "--entrypoint",
+    "--protocol",
+    "--arg",
+    "--argv",
+    "--prompt-transport",
+    "--output-mode",
+    "--resume-flag",
+    "--output-schema-flag",
+    "--output-schema-transport",
+    "--working-directory",
+];
+
+/// The platform context both commands keep.
+const CONTEXT: &[&str] = &["--api-url", "--connection-file"];
+
+/// The flags of a build context, which the retest replaces with `--image`.
+const BUILD: &[&str] = &["--build-context", "--dockerfile", "--builder"];
+const BUILD_SWITCHES: &[&str] = &["--allow-registry-all-interfaces"];
+
+/// The flags of `args` named in `names`, each as `--flag=value`, in the order given.
+fn kept(args: &[String], names: &[&str]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let arg = &args[i];
+        if arg == "--" {
+            break;
+        }
+        let (name, inline) = match arg.split_once('=') {
+            Some((n, v)) => (n, Some(v.to_owned())),
+            None => (arg.as_str(), None),
+        };
+        if names.contains(&name) {
+            let value = inline.or_else(|| {
+                i += 1;
+                args.get(i).cloned()
+            });
+            out.push(format!("{name}={}", value.unwrap_or_default()));
+        }
+        i += 1;
+    }
+    out
+}
+
+/// `args` with the build-context flags left out and `--image` in their place.
+fn retest_args(args: &[String], image: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    let mut placed = false;
+    while i < args.len() {
+        let arg = &args[i];
+        let name = arg.split_once('=').map_or(arg.as_str(), |(n, _)| n);
+        if BUILD.contains(&name) {
+            if !arg.contains('=') {
+                i += 1;
+            }
+            if name == "--build-context" && !placed {
+                out.push(format!("--image={image}"));
+                placed = true;
+            }
+        } else if !BUILD_SWITCHES.contains(&name) {
+            out.push(arg.clone());
+        }
+        i += 1;
+    }
+    out
+}
+
+/// A command as a shell reads it: each word quoted when it holds anything but plain
+/// characters.
+fn command_line(program: &str, args: &[String]) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c);
+    let mut words = vec![program.to_owned()];
+    for arg in args {
+        if !arg.is_empty() && arg.chars().all(plain) {
+            words.push(arg.clone());
+        } else {
+            words.push(format!("'{}'", arg.replace('\'', r"'\''")));
+        }
+    }
+    words.join(" ")
+}
+
+/// The `defaults` of a connection file: `sandbox` and `model`, each a string when present.
+fn connection_defaults(path: &std::path::Path) -> Result<(Option<String>, Option<String>), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("--connection-file {}: {e}", path.display()))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{}:{}:{}: not JSON: {e}", path.display(), e.line(), e.column()))?;
+    let defaults = value.get("defaults");
+    let member = |name: &str| -> Result<Option<String>, String> {
+        match defaults.and_then(|d| d.get(name)) {
+            None | Some(serde_json::Value::Null) => Ok(None),
+            Some(serde_json::Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(format!("{}: /defaults/{name} must be a string", path.display())),
+        }
+    };
+    Ok((member("sandbox")?, member("model")?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(text: &str) -> Vec<String> {
+        text.split(' ').map(String::from).collect()
+    }
+
+    #[test]
+    fn the_retest_replaces_the_build_context_with_the_image() {
+        let args = words("probe --name c --build-context ./c --dockerfile=./c/D --allow-registry-all-interfaces --protocol oneshot-v1 --argv={prompt_path}");
+        assert_eq!(
+            retest_args(&args, "<published-name>@sha256:ab"),
+            words("probe --name c --image=<published-name>@sha256:ab --protocol oneshot-v1 --argv={prompt_path}")
+        );
+    }
+
+    #[test]
+    fn add_keeps_the_profile_flags_as_given() {
+        let args =
+            words("probe --format json --name c --image r@sha256:ab --argv=--stream --argv {prompt_path} --deadline 3 --api-url https://x");
+        assert_eq!(kept(&args, PROFILE), words("--image=r@sha256:ab --argv=--stream --argv={prompt_path}"));
+        assert_eq!(kept(&args, CONTEXT), words("--api-url=https://x"));
+        assert_eq!(command_line("checkfu", &words("--argv={prompt_path} --x=it's")), "checkfu '--argv={prompt_path}' '--x=it'\\''s'");
+    }
+}
