@@ -78,6 +78,9 @@ pub struct ProbeOptions {
     pub netns: bool,
     /// Keep bounded copies of the model calls' bodies (`--record-model`).
     pub record_bodies: bool,
+    /// The image the agent runs in (`--image`, `--build-context`), and the working directory
+    /// given for it (else the image's): the command is then a path inside the image.
+    pub image: Option<(std::sync::Arc<crate::image::run::Container>, Option<String>)>,
 }
 
 impl ProbeOptions {
@@ -112,6 +115,7 @@ impl ProbeOptions {
             home_files: Vec::new(),
             netns: true,
             record_bodies: false,
+            image: None,
         }
     }
 }
@@ -182,7 +186,7 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(Progress)) -> R
     })?;
     relay::routes::for_provider(options.provider.as_deref()).map_err(UsageError::Options)?;
     let meta = authority_meta(options)?;
-    let Plane { workspace, nonce, namespace, fence, fence_note, relay, home, placeholders, env } = prepare(options, entry, progress)?;
+    let Plane { workspace, nonce, namespace, fence, fence_note, relay, home, placeholders, mut env } = prepare(options, entry, progress)?;
     let mut command = options
         .command
         .iter()
@@ -190,12 +194,25 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(Progress)) -> R
         .collect::<Result<Vec<OsString>, UsageError>>()?;
     // The agent starts in the workspace, as a one-shot CLI does: its `PWD` is the workspace,
     // and nothing of the caller's directory reaches it but a relative program path, resolved.
-    if let Some(first) = command.first_mut() {
+    // In an image the program is a path inside it, as the image's own runtime reads it.
+    if let (Some(first), None) = (command.first_mut(), &options.image) {
         *first = launch::program(first, &std::env::current_dir().unwrap_or_default());
     }
     // The start shows the argv as it is run, placeholders expanded.
     let shown: Vec<String> = command.iter().map(|c| c.to_string_lossy().into_owned()).collect();
     progress(Progress::Started { protocol: catalog::Protocol::AcpV1, command: &shown.join(" ") });
+    // In an image: bubblewrap over its root, the workspace at its working directory, and the
+    // image's variables under the probe's own.
+    let image_run = options.image.as_ref().map(|(container, given)| {
+        let working_directory = container.working_directory(given.as_deref());
+        let mut shared = vec![workspace.root().to_path_buf()];
+        shared.extend(home.as_ref().map(|h| h.root().to_path_buf()));
+        let shared: Vec<&std::path::Path> = shared.iter().map(std::path::PathBuf::as_path).collect();
+        command = container.argv(&command, workspace.root(), &working_directory, &shared);
+        let image_env = container.env(&env);
+        env.extend(image_env);
+        container.run_report(&working_directory)
+    });
     let launch =
         session::Launch { env, netns: namespace.as_ref().map(session::fence::Namespace::join), cwd: Some(workspace.root().to_path_buf()) };
     let session_options = session::Options { permission: options.permission, terminals: options.terminals, deadline: options.deadline };
@@ -223,6 +240,7 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(Progress)) -> R
         (_, _) => run.skip("prompt_exchange", "no session was started"),
     }
     let mut result = run.finish(admitted.as_ref());
+    result.image = image_run;
     // The harness is gone: stop the relay (closing whatever it left open) and read its record.
     let record = relay.stop();
     drop(namespace);
@@ -610,6 +628,8 @@ impl<'o, 'p> Run<'o, 'p> {
             nonce_in_output: self.nonce_in_output,
             reply_in_output: self.reply_in_output,
             model_plane: None,
+            image: None,
+            next: None,
         }
     }
 }

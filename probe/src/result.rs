@@ -154,6 +154,12 @@ pub struct ProbeResult {
     pub reply_in_output: Option<String>,
     /// What the relay served and refused, and the catalog binding (`--harness`).
     pub model_plane: Option<super::model_plane::ModelPlane>,
+    /// The image the agent ran in (`--image`, `--build-context`), and how.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image: Option<crate::image::run::ImageRun>,
+    /// What to do next after an image run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next: Option<crate::image::run::NextSteps>,
 }
 
 /// One step as the text format prints it.

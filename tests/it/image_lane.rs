@@ -223,3 +223,74 @@ fn a_build_context_is_built_pushed_run_by_digest_and_retested_as_published() {
     assert_eq!(broken.status, 1, "{}", broken.stderr);
     assert!(broken.stderr.contains("nothing-here"), "{}", broken.stderr);
 }
+
+/// A build context holding a real, dynamically linked ACP agent (the fixture agent) with the
+/// libraries `ldd` names, at their own paths, on `FROM scratch`.
+fn acp_context() -> TempDir {
+    let context = TempDir::new("checkfu-image-acp").expect("context");
+    let rootfs = context.path().join("rootfs");
+    let agent = std::path::Path::new(crate::probe_support::AGENT);
+    let place = |from: &std::path::Path, to: &str| {
+        let target = rootfs.join(to.trim_start_matches('/'));
+        std::fs::create_dir_all(target.parent().expect("parent")).expect("dirs");
+        std::fs::copy(from, &target).unwrap_or_else(|e| panic!("{}: {e}", from.display()));
+    };
+    place(agent, "/opt/custom/bin/acp-agent");
+    let listed = std::process::Command::new("ldd").arg(agent).output().expect("ldd");
+    for line in String::from_utf8_lossy(&listed.stdout).lines() {
+        // `libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x…)` or `/lib64/ld-linux-x86-64.so.2 (0x…)`.
+        let path = line.split("=>").last().and_then(|rest| rest.split_whitespace().next()).unwrap_or("");
+        if path.starts_with('/') {
+            place(std::path::Path::new(path), path);
+        }
+    }
+    std::fs::write(
+        context.path().join("Dockerfile"),
+        "FROM scratch\nCOPY rootfs/ /\nWORKDIR /workspace\nENTRYPOINT [\"/opt/custom/bin/acp-agent\"]\n",
+    )
+    .expect("Dockerfile");
+    context
+}
+
+/// The page's ACP wrapper path: a build context holding an ACP agent (its arguments refused
+/// when unknown, so `--arg` is seen to reach it), `--entrypoint` and `--arg`, run through initialize, session/new, the prompt exchange and teardown in the image.
+#[test]
+#[cfg_attr(
+    not(checkfu_image_tools),
+    ignore = "CHECKFU_IMAGE_TOOLS is not set: apt-get install buildah skopeo docker-registry busybox-static bubblewrap (see .ci/run)"
+)]
+fn an_acp_agent_in_a_built_image_passes_its_steps() {
+    let _serial = serial();
+    let context = acp_context();
+    let dir = context.path().to_str().expect("utf-8").to_owned();
+    let run = probe(
+        &[
+            "--name",
+            "custom-acp",
+            "--build-context",
+            &dir,
+            "--entrypoint",
+            "/opt/custom/bin/acp-agent",
+            "--protocol",
+            "acp-v1",
+            // The page's wrapper takes `--arg=--stdio`; the fixture agent takes `--turns N`.
+            "--arg=--turns",
+            "--arg=1",
+            "--working-directory",
+            "/workspace",
+        ],
+        &[],
+    );
+    assert_eq!(run.status, 0, "{}", run.pretty());
+    for step in ["initialize_handshake", "session_start", "prompt_exchange", "teardown"] {
+        assert_eq!(run.json["steps"][step]["status"], "passed", "{step}: {}", run.pretty());
+    }
+    assert!(run.json["steps"].get("resume").is_none() && run.json["steps"].get("output_schema").is_none());
+    assert_eq!(run.json["image"]["runtime"], "bubblewrap");
+    assert_eq!(run.json["image"]["working_directory"], "/workspace");
+    assert!(
+        run.json["next"]["retest"].as_str().is_some_and(|r| r.contains("--arg=--turns --arg=1") && r.contains("--image=")),
+        "{}",
+        run.pretty()
+    );
+}

@@ -16,6 +16,10 @@ use super::{shared_options, show, usage, Shared};
 #[group(id = "acp-flags", multiple = true, conflicts_with = "oneshot-flags")]
 #[command(next_help_heading = "ACP lane (acp-v1)")]
 pub struct Flags {
+    /// An argument for the agent, after its command (repeatable, in order): with --image,
+    /// after the image's entrypoint.
+    #[arg(long = "arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub arg: Vec<String>,
     /// The driver whose envelope the declaration is admitted against (default: the catalog's
     /// ACP driver).
     #[arg(long, value_parser = driver)]
@@ -76,17 +80,27 @@ pub fn probe(
     command: Vec<OsString>,
     recipe: Option<Recipe>,
 ) -> Result<Report, i32> {
-    if image.wants_image() {
-        return Err(usage(
-            "--image and --build-context run a oneshot-v1 CLI; the acp-v1 lane does not run images yet (add --protocol oneshot-v1)",
-        ));
-    }
-    let command = match (&recipe, command.is_empty()) {
-        (_, false) => command,
-        (Some(recipe), true) => recipe.command.iter().map(OsString::from).collect(),
-        (None, true) => return Err(usage("no harness command: give one after `--`, or a --recipe")),
+    // An image is built or pulled, and unpacked, first: its Entrypoint and Cmd are the
+    // default command; `--entrypoint` replaces the program, and `--arg` adds arguments.
+    let prepared = image.prepare()?;
+    let mut command = match (&recipe, command.is_empty(), &prepared) {
+        (_, false, _) => command,
+        (Some(recipe), true, _) => recipe.command.iter().map(OsString::from).collect(),
+        (None, true, Some(prepared)) => prepared.container.default_command().into_iter().map(OsString::from).collect(),
+        (None, true, None) => return Err(usage("no harness command: give one after `--`, or a --recipe")),
     };
+    if let Some(entrypoint) = &image.entrypoint {
+        match command.first_mut() {
+            Some(first) => *first = OsString::from(entrypoint),
+            None => command.push(OsString::from(entrypoint)),
+        }
+    }
+    command.extend(flags.arg.iter().map(OsString::from));
+    if command.is_empty() {
+        return Err(usage("no harness command: the image has no Entrypoint or Cmd; give --entrypoint"));
+    }
     let mut options = ProbeOptions::new(command);
+    options.image = prepared.as_ref().map(|p| (p.container.clone(), shared.working_directory.clone()));
     if let Some(recipe) = &recipe {
         options.harness = recipe.harness.clone();
         options.env = recipe.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
@@ -121,7 +135,13 @@ pub fn probe(
 
     let mut progress = |event: Progress| show(shared.format, event);
     match probe::run_with(&options, &mut progress) {
-        Ok(result) => Ok(Report::Acp(Box::new(result))),
+        Ok(mut result) => {
+            if let (Some(image_run), Some(prepared)) = (result.image.as_mut(), &prepared) {
+                image_run.built = prepared.built.clone();
+            }
+            result.next = prepared.as_ref().map(|p| image.next_steps(p, result.passed()));
+            Ok(Report::Acp(Box::new(result)))
+        }
         Err(e @ (UsageError::Options(_) | UsageError::CannotStart(_))) => Err(usage(e)),
     }
 }

@@ -14,7 +14,7 @@ use super::usage;
 /// The image a harness runs in, and the selectors of the platform commands a result hands
 /// back.
 #[derive(clap::Args)]
-#[command(next_help_heading = "Images (oneshot-v1)")]
+#[command(next_help_heading = "Images")]
 pub struct Flags {
     /// Run the harness inside this image, pinned by digest (`NAME@sha256:<64 hex>`): pulled
     /// from its registry (plain HTTP only for a loopback one), every blob checked, unpacked

@@ -104,6 +104,11 @@ pub struct Shared {
     /// once per turn). Default: the recipe's, else `acp-v1`.
     #[arg(long, value_name = "acp-v1|oneshot-v1")]
     pub protocol: Option<String>,
+    /// Where the Runner mounts the workspace. With --image or --build-context the probe
+    /// mounts it there and starts the harness in it (default: the image's WorkingDir); a
+    /// local one-shot CLI records it (it runs in the probe's fresh workspace).
+    #[arg(long, value_name = "DIR")]
+    pub working_directory: Option<String>,
 }
 
 /// The ids of the lanes' flag groups (`#[group(id = …)]` on each lane's `Flags`).

@@ -37,10 +37,6 @@ pub struct Flags {
     /// oneshot-v1: how the output schema reaches the CLI.
     #[arg(long, value_name = "argv_path")]
     pub output_schema_transport: Option<String>,
-    /// oneshot-v1: where the Runner mounts the workspace (recorded; the probe runs the CLI
-    /// in its fresh workspace).
-    #[arg(long, value_name = "DIR")]
-    pub working_directory: Option<String>,
 }
 
 /// Reads an enum flag by the declaration's own serde names, so the flag and the JSON
@@ -53,7 +49,13 @@ fn word<T: serde::de::DeserializeOwned>(flag: &str, value: &str) -> Result<T, St
 /// flags' alone.
 /// `image_command` is the image's own Entrypoint and Cmd, the command when neither `--` nor
 /// a recipe gives one.
-fn declaration(flags: &Flags, command: &[OsString], recipe: Option<&Recipe>, image_command: &[String]) -> Result<Declaration, String> {
+fn declaration(
+    flags: &Flags,
+    working_directory: Option<&str>,
+    command: &[OsString],
+    recipe: Option<&Recipe>,
+    image_command: &[String],
+) -> Result<Declaration, String> {
     let from_recipe = recipe.and_then(Recipe::oneshot);
     let command: Vec<OsString> =
         if command.is_empty() && from_recipe.is_none() { image_command.iter().map(OsString::from).collect() } else { command.to_vec() };
@@ -89,7 +91,7 @@ fn declaration(flags: &Flags, command: &[OsString], recipe: Option<&Recipe>, ima
         resume_flag: flags.resume_flag.clone().or_else(|| base.as_ref().and_then(|d| d.resume_flag.clone())),
         output_schema_flag: flags.output_schema_flag.clone().or_else(|| base.as_ref().and_then(|d| d.output_schema_flag.clone())),
         output_schema_transport,
-        working_directory: flags.working_directory.clone().or_else(|| base.as_ref().and_then(|d| d.working_directory.clone())),
+        working_directory: working_directory.map(str::to_owned).or_else(|| base.as_ref().and_then(|d| d.working_directory.clone())),
         env: base.as_ref().map(|d| d.env.clone()).unwrap_or_default(),
         home_files: base.as_ref().map(|d| d.home_files.clone()).unwrap_or_default(),
     })
@@ -111,7 +113,7 @@ pub fn probe(
     let image_command = container.as_ref().map(|c| c.default_command()).unwrap_or_default();
     let entrypoint_flag: Vec<OsString> = image.entrypoint.iter().map(OsString::from).chain(command.iter().cloned()).collect();
     let command = if image.entrypoint.is_some() { entrypoint_flag.as_slice() } else { command };
-    let declaration = match declaration(flags, command, recipe.as_ref(), &image_command) {
+    let declaration = match declaration(flags, shared.working_directory.as_deref(), command, recipe.as_ref(), &image_command) {
         Ok(d) => d,
         Err(e) => return Err(usage(e)),
     };
