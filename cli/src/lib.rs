@@ -3,6 +3,7 @@
 mod conform;
 mod decode;
 mod generate;
+mod init;
 mod probe;
 mod relay;
 
@@ -63,6 +64,10 @@ enum Command {
     /// (unsigned_local_only; exit 0 passed, 1 a step or check failed, 2 usage error or the
     /// command cannot be started).
     Probe(Box<probe::Args>),
+    /// Write the smallest runnable wrapper for a protocol (a Dockerfile, an entrypoint, a
+    /// recipe and a README) into a new or empty directory (exit 0 written, 1 cannot write, 2
+    /// usage error: a non-empty directory, no static busybox without --base).
+    Init(init::Args),
     /// Serve the probe's model relay alone until stdin closes (for checking a model client
     /// against it; prints where it listens, then its record).
     Relay(relay::Args),
@@ -92,6 +97,7 @@ pub fn run() -> i32 {
             probe::probe(*args, &probe::Given::read(command.find_subcommand("probe"), matches.subcommand_matches("probe")))
         }
         Command::Relay(args) => relay::relay(args),
+        Command::Init(args) => init::init(&args),
         Command::LintSchema { files, format } => {
             let json = matches!(format, conform::Format::Json);
             checkfu_wire_safety::run_cli(&files, json, &mut std::io::stdout().lock())

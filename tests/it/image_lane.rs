@@ -294,3 +294,88 @@ fn an_acp_agent_in_a_built_image_passes_its_steps() {
         run.pretty()
     );
 }
+
+/// `init oneshot` and `init acp`, then the page's own build-context commands, verbatim but
+/// for the program's name: both scaffolds pass every step their protocol has (the one-shot
+/// one its resume too), and `init` refuses a directory that holds anything.
+#[test]
+#[cfg_attr(
+    not(checkfu_image_tools),
+    ignore = "CHECKFU_IMAGE_TOOLS is not set: apt-get install buildah skopeo docker-registry busybox-static bubblewrap (see .ci/run)"
+)]
+fn both_scaffolds_pass_the_pages_commands() {
+    let _serial = serial();
+    let parent = TempDir::new("checkfu-init").expect("dir");
+    let init = |kind: &str, dir: &std::path::Path| {
+        std::process::Command::new(crate::probe_support::PROBE).args(["init", kind, "--directory"]).arg(dir).output().expect("init")
+    };
+    let oneshot = parent.path().join("custom-oneshot");
+    let made = init("oneshot", &oneshot);
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    for file in ["Dockerfile", "entrypoint.sh", "README.md", "recipe.json", "busybox"] {
+        assert!(oneshot.join(file).is_file(), "{file}");
+    }
+    let refused = init("oneshot", &oneshot);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("not empty"));
+
+    let dir = oneshot.to_str().expect("utf-8");
+    let run = probe(
+        &[
+            "--name",
+            "custom-oneshot",
+            "--build-context",
+            dir,
+            "--entrypoint",
+            "/opt/checkfu/bin/checkfu-oneshot",
+            "--protocol",
+            "oneshot-v1",
+            "--argv=--output-mode",
+            "--argv=stream_json",
+            "--argv=--prompt-path",
+            "--argv={prompt_path}",
+            "--argv={resume_flag}",
+            "--prompt-transport",
+            "argv_path",
+            "--output-mode",
+            "stream_json",
+            "--resume-flag=--resume",
+            "--output-schema-flag=--output-schema",
+            "--output-schema-transport",
+            "argv_path",
+            "--working-directory",
+            "/workspace",
+        ],
+        &[],
+    );
+    assert_eq!(run.status, 0, "{}", run.pretty());
+    for step in ["prompt_exchange", "resume", "teardown"] {
+        assert_eq!(run.json["steps"][step]["status"], "passed", "{step}: {}", run.pretty());
+    }
+    assert!(run.json["next"]["retest"].as_str().is_some_and(|r| r.contains("--image=")), "{}", run.pretty());
+
+    let acp = parent.path().join("custom-acp");
+    let made = init("acp", &acp);
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let dir = acp.to_str().expect("utf-8");
+    let run = probe(
+        &[
+            "--name",
+            "custom-acp",
+            "--build-context",
+            dir,
+            "--entrypoint",
+            "/opt/custom/bin/acp-agent",
+            "--protocol",
+            "acp-v1",
+            "--arg=--stdio",
+            "--working-directory",
+            "/workspace",
+        ],
+        &[],
+    );
+    assert_eq!(run.status, 0, "{}", run.pretty());
+    for step in ["initialize_handshake", "session_start", "prompt_exchange", "teardown"] {
+        assert_eq!(run.json["steps"][step]["status"], "passed", "{step}: {}", run.pretty());
+    }
+}
