@@ -261,6 +261,7 @@ impl ProbeResult {
             let _ = writeln!(out, "client   {} {}: {}", request.method, request.outcome, request.detail);
         }
         out.push_str(&self.report.to_text());
+        out.push_str(&crate::image::run::text_lines(self.image.as_ref(), self.next.as_ref()));
         let _ = writeln!(out, "{}", if self.passed() { "PASSED" } else { "FAILED" });
         out
     }

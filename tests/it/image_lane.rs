@@ -134,6 +134,17 @@ fn an_image_pinned_by_digest_runs_in_the_fence_and_is_judged_by_the_relay() {
     assert_eq!(from_file.json["next"]["required_flags"], serde_json::json!([]), "{}", from_file.pretty());
     assert!(from_file.json["next"]["verify"].as_str().is_some_and(|v| v.contains("--connection-file=")), "{}", from_file.pretty());
 
+    // The text report says which image ran, and the next steps.
+    let text = std::process::Command::new(crate::probe_support::PROBE)
+        .args(["probe", "--protocol", "oneshot-v1", "--image", &reference, "--prompt-transport", "stdin", "--output-mode", "text"])
+        .output()
+        .expect("probe");
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains(&format!("image    {reference} ({}, bubblewrap, in /workspace)", pushed.digest())), "{text}");
+    assert!(text.contains("next     add: checkfu harness add oci --name=checkfu-probe"), "{text}");
+    assert!(text.contains("next     verify (a template): checkfu harness verify checkfu-probe"), "{text}");
+    assert!(text.contains("next     required flags: --sandbox, --model"), "{text}");
+
     // The same image, whose CLI only echoes its prompt: the nonce is in the output, no
     // reply token is, and the relay served nothing.
     let echo = run_image(&reference, &["--argv=echo"]);

@@ -251,3 +251,32 @@ impl Container {
         Ok((container, ephemeral))
     }
 }
+
+/// The lines the text report adds for an image run: which image ran and how, then the next
+/// step (`image   …`, `next    …`).
+pub fn text_lines(image: Option<&ImageRun>, next: Option<&NextSteps>) -> String {
+    let mut out = String::new();
+    if let Some(image) = image {
+        out.push_str(&format!("image    {} ({}, {}, in {})\n", image.reference, image.digest, image.runtime, image.working_directory));
+        if let Some(built) = &image.built {
+            let exposed = if built.all_interfaces { ", registry on every interface" } else { "" };
+            out.push_str(&format!("image    built by {} from {}, pushed as {}{exposed}\n", built.builder, built.context, built.pushed));
+        }
+    }
+    if let Some(next) = next {
+        out.push_str(&format!("next     {}\n", next.advice));
+        for (label, command) in [("retest", &next.retest), ("add", &next.add), ("verify", &next.verify)] {
+            if let Some(command) = command {
+                let template = if label == "verify" && next.verify_is_template { " (a template)" } else { "" };
+                out.push_str(&format!("next     {label}{template}: {command}\n"));
+            }
+        }
+        if !next.required_flags.is_empty() {
+            out.push_str(&format!("next     required flags: {}\n", next.required_flags.join(", ")));
+        }
+        if let Some(warning) = &next.warning {
+            out.push_str(&format!("warning  {warning}\n"));
+        }
+    }
+    out
+}

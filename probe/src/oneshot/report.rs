@@ -135,6 +135,7 @@ impl OneshotResult {
                 }
             }
         }
+        out.push_str(&crate::image::run::text_lines(self.image.as_ref(), self.next.as_ref()));
         let _ = writeln!(out, "{}", if self.passed() { "PASSED" } else { "FAILED" });
         out
     }

@@ -1,0 +1,133 @@
+//! What the image lane costs over the process lane, on the same harness: the one-shot
+//! scaffold's `entrypoint.sh` (`checkfu-wire init oneshot`), run once as a local command
+//! (`busybox sh entrypoint.sh`) and once as an image built from the scaffold.
+//!
+//! Not a timing loop: each figure is whole operations, run a few times, the median kept.
+//! - `process`: `probe -- busybox sh entrypoint.sh …`, one turn with its resume;
+//! - `build`, `push`, `pull`, `unpack`: the image lane's parts, each by itself (buildah,
+//!   the temporary registry, skopeo by digest, the crate's unpacker);
+//! - `image`: `probe --image REF` with the same flags (pull, unpack and run);
+//! - `build-context`: `probe --build-context DIR` (build, push, pull, unpack and run).
+//!
+//! Needs buildah, skopeo, docker-registry, busybox-static and bubblewrap (`.ci/run` installs
+//! them). `cargo bench -p checkfu-wire-tests --bench image` prints the figures and the ratios
+//! against `process`.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use checkfu_wire_probe::image::tools::{self, Builder, BuilderKind, Registry, RegistryOptions};
+use checkfu_wire_probe::image::{Limits, OciLayout, Selector, TempDir};
+
+const PROBE: &str = env!("CARGO_BIN_EXE_checkfu-wire-dup");
+const RUNS: usize = 3;
+
+/// The scaffold's one-shot flags (the page's, with stdin-free argv_path and stream JSON).
+const FLAGS: &[&str] = &[
+    "--protocol",
+    "oneshot-v1",
+    "--argv=--output-mode",
+    "--argv=stream_json",
+    "--argv=--prompt-path",
+    "--argv={prompt_path}",
+    "--argv={resume_flag}",
+    "--prompt-transport",
+    "argv_path",
+    "--output-mode",
+    "stream_json",
+    "--resume-flag=--resume",
+    "--working-directory",
+    "/workspace",
+];
+
+fn probe(extra: &[&str], command: &[&str]) -> Duration {
+    let started = Instant::now();
+    let mut c = Command::new(PROBE);
+    c.args(["probe", "--format", "json"]).args(FLAGS).args(extra);
+    if !command.is_empty() {
+        c.arg("--").args(command);
+    }
+    let status = c.stdout(Stdio::null()).stderr(Stdio::null()).status().expect("the probe runs");
+    assert!(status.success(), "the probe failed: {extra:?} {command:?}");
+    started.elapsed()
+}
+
+fn median(mut values: Vec<Duration>) -> Duration {
+    values.sort_unstable();
+    values[values.len() / 2]
+}
+
+fn timed(mut f: impl FnMut() -> Duration) -> Duration {
+    median((0..RUNS).map(|_| f()).collect())
+}
+
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| t.lines().find_map(|l| l.strip_prefix("model name")).map(|m| m.trim_start_matches([' ', '\t', ':']).to_owned()));
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    format!("{} core(s), {}", cores, cpu.unwrap_or_else(|| String::from("unknown CPU")))
+}
+
+fn main() {
+    let parent = TempDir::new("checkfu-bench-image").expect("dir");
+    let scaffold = parent.path().join("scaffold");
+    let made = Command::new(PROBE).args(["init", "oneshot", "--directory"]).arg(&scaffold).output().expect("init");
+    assert!(made.status.success(), "init: {}", String::from_utf8_lossy(&made.stderr));
+    let script = scaffold.join("entrypoint.sh");
+    let busybox = scaffold.join("busybox");
+    let (busybox, script) = (busybox.to_str().expect("utf-8"), script.to_str().expect("utf-8"));
+
+    let process = timed(|| probe(&[], &[busybox, "sh", script]));
+
+    let builder = Builder::new(BuilderKind::Buildah).expect("buildah");
+    let build = timed(|| {
+        let started = Instant::now();
+        tools::build(&builder, &scaffold, None, "localhost/checkfu-bench:1").expect("build");
+        started.elapsed()
+    });
+    let registry = Registry::start(RegistryOptions::default()).expect("registry");
+    let mut pushed = None;
+    let push = timed(|| {
+        let started = Instant::now();
+        pushed = Some(tools::push(&builder, "localhost/checkfu-bench:1", &registry).expect("push"));
+        started.elapsed()
+    });
+    let pushed = pushed.expect("pushed");
+    let pull = timed(|| {
+        let dir = TempDir::new("checkfu-bench-layout").expect("dir");
+        let started = Instant::now();
+        tools::pull_to_layout(&pushed, &dir.path().join("layout")).expect("pull");
+        started.elapsed()
+    });
+    let unpack = timed(|| {
+        let dir = TempDir::new("checkfu-bench-unpack").expect("dir");
+        tools::pull_to_layout(&pushed, &dir.path().join("layout")).expect("pull");
+        let layout = OciLayout::open(&dir.path().join("layout")).expect("layout");
+        let image = layout.image(Selector::Only).expect("image");
+        let started = Instant::now();
+        layout.unpack(&image, &dir.path().join("rootfs"), Limits::default()).expect("unpack");
+        started.elapsed()
+    });
+    let reference = pushed.to_string();
+    let image = timed(|| probe(&["--image", &reference], &[]));
+    let context = scaffold.to_str().expect("utf-8");
+    let build_context = timed(|| probe(&["--build-context", context, "--entrypoint", "/opt/checkfu/bin/checkfu-oneshot"], &[]));
+    drop(registry);
+    let _ = tools::remove_image(&builder, "localhost/checkfu-bench:1");
+    let _ = builder.remove_storage();
+
+    println!("image lane over the process lane, {} (median of {RUNS}; one turn and its resume)", machine());
+    let ratio = |d: Duration| d.as_secs_f64() / process.as_secs_f64();
+    for (name, d) in [
+        ("process", process),
+        ("build", build),
+        ("push", push),
+        ("pull", pull),
+        ("unpack", unpack),
+        ("image", image),
+        ("build-context", build_context),
+    ] {
+        println!("{name:<14} {:>8.0} ms  {:>6.2}x process", d.as_secs_f64() * 1000.0, ratio(d));
+    }
+}
