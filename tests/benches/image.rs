@@ -105,6 +105,7 @@ fn main() {
         tools::pull_to_layout(&pushed, &dir.path().join("layout")).expect("pull");
         let layout = OciLayout::open(&dir.path().join("layout")).expect("layout");
         let image = layout.image(Selector::Only).expect("image");
+        std::fs::create_dir(dir.path().join("rootfs")).expect("rootfs");
         let started = Instant::now();
         layout.unpack(&image, &dir.path().join("rootfs"), Limits::default()).expect("unpack");
         started.elapsed()
