@@ -31,6 +31,11 @@ pub fn relay(args: Args) -> i32 {
         Ok(script) => script,
         Err(e) => return super::usage_error(e),
     };
+    // Refused before anything is written: the token file is written only for a relay that
+    // will serve.
+    if let Err(e) = relay::routes::for_provider(args.provider.as_deref()) {
+        return super::usage_error(e);
+    }
     let nonce = checkfu_wire_probe::fresh_nonce();
     let token = relay::token::mint(relay::token::FILE_TOKEN_PREFIX);
     let token_file = args.workspace.join(checkfu_wire_probe::TOKEN_FILE);
@@ -51,7 +56,10 @@ pub fn relay(args: Args) -> i32 {
     };
     let relay = match Relay::start(config) {
         Ok(relay) => relay,
-        Err(e) => return super::usage_error(e),
+        Err(e) => {
+            let _ = std::fs::remove_file(&token_file);
+            return super::usage_error(e);
+        }
     };
     let here =
         json!({"url": relay.url(), "api_key": key, "nonce": nonce, "token": token, "token_file": token_file, "provider": relay.provider()});
@@ -61,6 +69,8 @@ pub fn relay(args: Args) -> i32 {
     // Serve until stdin closes: the caller's way of saying it is done.
     let _ = std::io::stdin().lock().read_to_end(&mut Vec::new());
     let record = relay.stop();
+    // The token file is this run's: it goes with the relay.
+    let _ = std::fs::remove_file(&token_file);
     let _ = writeln!(out, "{}", serde_json::to_string(&record).unwrap_or_default());
     0
 }

@@ -205,10 +205,17 @@ fn fal_queue_is_refused_saying_so_and_an_unknown_provider_is_a_usage_error() {
     let (status, body) = raw(&served.addr(), &post("/fal-ai/flux/dev", &format!("Authorization: Key {key}\r\n"), "{}"));
     assert_eq!(status, 404, "{body}");
     served.stop();
-    let unknown =
-        Command::new(CLI).args(["relay", "--provider", "nobody", "--workspace", "/tmp"]).stdin(Stdio::null()).output().expect("runs");
+    let workspace = tempfile::tempdir().expect("workspace");
+    let unknown = Command::new(CLI)
+        .args(["relay", "--provider", "nobody", "--workspace"])
+        .arg(workspace.path())
+        .stdin(Stdio::null())
+        .output()
+        .expect("runs");
     assert_eq!(unknown.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("no provider `nobody`"));
+    // Refused before anything was written.
+    assert!(!workspace.path().join(checkfu_wire_probe::TOKEN_FILE).exists());
 }
 
 #[test]
