@@ -108,7 +108,9 @@ fn an_image_pinned_by_digest_runs_in_the_fence_and_is_judged_by_the_relay() {
     // missing flags, and the verify command as a template.
     let next = &run.json["next"];
     let add = next["add"].as_str().expect("add");
-    assert!(add.starts_with("checkfu harness add oci --name=checkfu-probe --protocol=oneshot-v1 --image="), "{add}");
+    assert!(add.starts_with("checkfu harness add oci --name=checkfu-probe --image="), "{add}");
+    // The harness as it ran: the image's own entrypoint, the declaration's members.
+    assert!(add.contains("--protocol=oneshot-v1 --entrypoint=/usr/local/bin/oneshot --prompt-transport=stdin --output-mode=text"), "{add}");
     assert!(add.contains(&format!("--image={reference}")) && add.contains("--prompt-transport=stdin"), "{add}");
     assert!(!add.contains("--format") && !add.contains("--kill-grace"), "probe-only flags stay out: {add}");
     assert_eq!(next["required_flags"], serde_json::json!(["--sandbox", "--model"]));

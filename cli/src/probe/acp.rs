@@ -139,7 +139,14 @@ pub fn probe(
             if let (Some(image_run), Some(prepared)) = (result.image.as_mut(), &prepared) {
                 image_run.built = prepared.built.clone();
             }
-            result.next = prepared.as_ref().map(|p| image.next_steps(p, result.passed()));
+            // The agent as it ran, inside the image: its program and arguments.
+            let mut profile = vec![format!("--protocol={}", checkfu_wire::catalog::Protocol::AcpV1)];
+            if let Some((program, args)) = options.command.split_first() {
+                profile.push(format!("--entrypoint={}", program.to_string_lossy()));
+                profile.extend(args.iter().map(|a| format!("--arg={}", a.to_string_lossy())));
+            }
+            profile.extend(shared.working_directory.iter().map(|d| format!("--working-directory={d}")));
+            result.next = prepared.as_ref().map(|p| image.next_steps(p, result.passed(), &profile));
             Ok(Report::Acp(Box::new(result)))
         }
         Err(e @ (UsageError::Options(_) | UsageError::CannotStart(_))) => Err(usage(e)),

@@ -138,7 +138,10 @@ impl Flags {
     /// The next steps of a result: after a build context, the published-image retest (only
     /// when the run passed); after an image, the `add` command and the `verify` command, or
     /// its template and the flags it still needs.
-    pub fn next_steps(&self, prepared: &Prepared, passed: bool) -> NextSteps {
+    /// `profile` is the harness as it ran, as the flags that register it (the lane knows it:
+    /// from the command line, the recipe or the image's own command): `--protocol`,
+    /// `--entrypoint`, and the lane's own (`--arg`, or the declaration's members).
+    pub fn next_steps(&self, prepared: &Prepared, passed: bool, profile: &[String]) -> NextSteps {
         let args: Vec<String> = std::env::args_os().skip(1).map(|a| a.to_string_lossy().into_owned()).collect();
         let warning = prepared.built.as_ref().filter(|b| b.all_interfaces).map(|_| {
             String::from("the temporary registry listened on every interface (--allow-registry-all-interfaces) while the run lasted")
@@ -172,7 +175,8 @@ impl Flags {
         }
         let context: Vec<String> = kept(&args, CONTEXT);
         let mut add = vec![String::from("harness"), String::from("add"), String::from("oci"), format!("--name={}", self.name)];
-        add.extend(kept(&args, PROFILE));
+        add.push(format!("--image={}", prepared.container.reference));
+        add.extend(profile.iter().cloned());
         add.extend(self.selectors());
         add.extend(context.iter().cloned());
         let mut verify = vec![String::from("harness"), String::from("verify"), self.name.clone()];
@@ -212,22 +216,6 @@ impl Flags {
         out
     }
 }
-
-/// The flags a harness profile is made of: what `add` registers.
-/// (`--name` is always given, first: it defaults.)
-const PROFILE: &[&str] = &[
-    "--image",
-    "--entrypoint",
-    "--protocol",
-    "--arg",
-    "--argv",
-    "--prompt-transport",
-    "--output-mode",
-    "--resume-flag",
-    "--output-schema-flag",
-    "--output-schema-transport",
-    "--working-directory",
-];
 
 /// The platform context both commands keep.
 const CONTEXT: &[&str] = &["--api-url", "--connection-file"];
@@ -334,10 +322,9 @@ mod tests {
     }
 
     #[test]
-    fn add_keeps_the_profile_flags_as_given() {
+    fn the_context_is_kept_as_given() {
         let args =
             words("probe --format json --name c --image r@sha256:ab --argv=--stream --argv {prompt_path} --deadline 3 --api-url https://x");
-        assert_eq!(kept(&args, PROFILE), words("--image=r@sha256:ab --argv=--stream --argv={prompt_path}"));
         assert_eq!(kept(&args, CONTEXT), words("--api-url=https://x"));
         assert_eq!(command_line("checkfu", &words("--argv={prompt_path} --x=it's")), "checkfu '--argv={prompt_path}' '--x=it'\\''s'");
     }

@@ -132,9 +132,32 @@ pub fn probe(
             if let (Some(image_run), Some(prepared)) = (result.image.as_mut(), &prepared) {
                 image_run.built = prepared.built.clone();
             }
-            result.next = prepared.as_ref().map(|p| image.next_steps(p, result.passed()));
+            let profile = profile(&result.declaration);
+            result.next = prepared.as_ref().map(|p| image.next_steps(p, result.passed(), &profile));
             Ok(Report::Oneshot(Box::new(result)))
         }
         Err(e @ (UsageError::Options(_) | UsageError::CannotStart(_))) => Err(usage(e)),
+    }
+}
+
+/// The declaration as the flags that register it (`checkfu harness add oci …`), whether it
+/// came from the command line, a recipe or the image's own command.
+fn profile(declaration: &Declaration) -> Vec<String> {
+    let mut flags = vec![format!("--protocol={}", oneshot::PROTOCOL), format!("--entrypoint={}", declaration.entrypoint)];
+    flags.extend(declaration.argv.iter().map(|a| format!("--argv={a}")));
+    flags.push(format!("--prompt-transport={}", spelled(&declaration.prompt_transport)));
+    flags.push(format!("--output-mode={}", spelled(&declaration.output_mode)));
+    flags.extend(declaration.resume_flag.iter().map(|f| format!("--resume-flag={f}")));
+    flags.extend(declaration.output_schema_flag.iter().map(|f| format!("--output-schema-flag={f}")));
+    flags.extend(declaration.output_schema_transport.iter().map(|t| format!("--output-schema-transport={}", spelled(t))));
+    flags.extend(declaration.working_directory.iter().map(|d| format!("--working-directory={d}")));
+    flags
+}
+
+/// An enum member of the declaration as the declaration (and so its flag) spells it.
+fn spelled<T: serde::Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(word)) => word,
+        other => other.map(|v| v.to_string()).unwrap_or_default(),
     }
 }
