@@ -12,8 +12,12 @@
 //!
 //! `cargo bench --bench hostile` prints the figures and the ratios against `plain`.
 
+#[path = "whole_runs.rs"]
+mod whole_runs;
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use whole_runs::{machine, median};
 
 const PROBE: &str = env!("CARGO_BIN_EXE_checkfu-wire-dup");
 const CLI: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixture-oneshot/cli.py");
@@ -42,19 +46,6 @@ fn run(harness: &str, env: &[(&str, &str)], extra: &[&str]) -> (u64, Duration, i
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-}
-
-fn median(mut values: Vec<u64>) -> u64 {
-    values.sort_unstable();
-    values[values.len() / 2]
-}
-
-fn machine() -> String {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|t| t.lines().find_map(|l| l.strip_prefix("model name")).map(|m| m.trim_start_matches([' ', '\t', ':']).to_owned()));
-    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-    format!("{} core(s), {}", cores, cpu.unwrap_or_else(|| String::from("unknown CPU")))
 }
 
 fn main() {

@@ -13,8 +13,12 @@
 //! them). `cargo bench -p checkfu-wire-tests --bench image` prints the figures and the ratios
 //! against `process`.
 
+#[path = "whole_runs.rs"]
+mod whole_runs;
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use whole_runs::{machine, median};
 
 use checkfu_wire_probe::image::tools::{self, Builder, BuilderKind, Registry, RegistryOptions};
 use checkfu_wire_probe::image::{Limits, OciLayout, Selector, TempDir};
@@ -52,21 +56,8 @@ fn probe(extra: &[&str], command: &[&str]) -> Duration {
     started.elapsed()
 }
 
-fn median(mut values: Vec<Duration>) -> Duration {
-    values.sort_unstable();
-    values[values.len() / 2]
-}
-
 fn timed(mut f: impl FnMut() -> Duration) -> Duration {
     median((0..RUNS).map(|_| f()).collect())
-}
-
-fn machine() -> String {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|t| t.lines().find_map(|l| l.strip_prefix("model name")).map(|m| m.trim_start_matches([' ', '\t', ':']).to_owned()));
-    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-    format!("{} core(s), {}", cores, cpu.unwrap_or_else(|| String::from("unknown CPU")))
 }
 
 fn main() {

@@ -136,9 +136,6 @@ pub fn probe(
     let mut progress = |event: Progress| show(shared.format, event);
     match probe::run_with(&options, &mut progress) {
         Ok(mut result) => {
-            if let (Some(image_run), Some(prepared)) = (result.image.as_mut(), &prepared) {
-                image_run.built = prepared.built.clone();
-            }
             // The agent as it ran, inside the image: its program and arguments.
             let mut profile = vec![format!("--protocol={}", checkfu_wire::catalog::Protocol::AcpV1)];
             if let Some((program, args)) = options.command.split_first() {

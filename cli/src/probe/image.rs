@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use checkfu_wire_probe::image::run::{BuildRequest, Container, Ephemeral, NextSteps, PullError};
+use checkfu_wire_probe::image::run::{BuildRequest, Container, NextSteps, PullError};
 use checkfu_wire_probe::image::tools::BuilderKind;
 use checkfu_wire_probe::image::ImageReference;
 
@@ -71,8 +71,6 @@ fn image_reference(text: &str) -> Result<ImageReference, String> {
 /// An image made ready for a run.
 pub struct Prepared {
     pub container: Arc<Container>,
-    /// How it was built, for a `--build-context` run.
-    pub built: Option<Ephemeral>,
     /// The selectors, from the flags or the connection file's defaults.
     sandbox: Option<String>,
     model: Option<String>,
@@ -102,8 +100,8 @@ impl Flags {
                 1
             }
         };
-        let (container, built) = match (&self.image, &self.build_context) {
-            (Some(reference), _) => (Container::pull(reference).map_err(|e| failed(&reference.to_string(), e))?, None),
+        let container = match (&self.image, &self.build_context) {
+            (Some(reference), _) => Container::pull(reference).map_err(|e| failed(&reference.to_string(), e))?,
             (None, Some(context)) => {
                 if self.allow_registry_all_interfaces {
                     eprintln!(
@@ -122,14 +120,12 @@ impl Flags {
                     all_interfaces: self.allow_registry_all_interfaces,
                     name: &self.name,
                 };
-                let (container, built) = Container::build(&request).map_err(|e| failed(&context.display().to_string(), e))?;
-                (container, Some(built))
+                Container::build(&request).map_err(|e| failed(&context.display().to_string(), e))?
             }
             (None, None) => return Ok(None),
         };
         Ok(Some(Prepared {
             container: Arc::new(container),
-            built,
             sandbox: self.sandbox.clone().or(defaults_sandbox),
             model: self.model.clone().or(defaults_model),
         }))
@@ -143,10 +139,10 @@ impl Flags {
     /// `--entrypoint`, and the lane's own (`--arg`, or the declaration's members).
     pub fn next_steps(&self, prepared: &Prepared, passed: bool, profile: &[String]) -> NextSteps {
         let args: Vec<String> = std::env::args_os().skip(1).map(|a| a.to_string_lossy().into_owned()).collect();
-        let warning = prepared.built.as_ref().filter(|b| b.all_interfaces).map(|_| {
+        let warning = prepared.container.built.as_ref().filter(|b| b.all_interfaces).map(|_| {
             String::from("the temporary registry listened on every interface (--allow-registry-all-interfaces) while the run lasted")
         });
-        if let Some(built) = &prepared.built {
+        if let Some(built) = &prepared.container.built {
             let digest = built.pushed.rsplit_once('@').map_or("", |(_, d)| d);
             if !passed {
                 return NextSteps {

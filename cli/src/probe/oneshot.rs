@@ -129,9 +129,6 @@ pub fn probe(
     let mut progress = |event: Progress| show(shared.format, event);
     match checkfu_wire_probe::oneshot::run(&options, &launch, &mut progress) {
         Ok(mut result) => {
-            if let (Some(image_run), Some(prepared)) = (result.image.as_mut(), &prepared) {
-                image_run.built = prepared.built.clone();
-            }
             let profile = profile(&result.declaration);
             result.next = prepared.as_ref().map(|p| image.next_steps(p, result.passed(), &profile));
             Ok(Report::Oneshot(Box::new(result)))

@@ -27,6 +27,17 @@ pub enum PullError {
     Failed(String),
 }
 
+/// A tool that is not installed is the user's to install (a usage error); any other failure
+/// of a tool is the run's, with the tool's own words.
+impl From<tools::ToolError> for PullError {
+    fn from(e: tools::ToolError) -> PullError {
+        match e {
+            tools::ToolError::Missing { .. } => PullError::Missing(e.to_string()),
+            other => PullError::Failed(other.to_string()),
+        }
+    }
+}
+
 impl From<String> for PullError {
     fn from(message: String) -> PullError {
         PullError::Failed(message)
@@ -51,6 +62,8 @@ pub struct Container {
     rootfs: TempDir,
     /// Bytes of file content unpacked.
     pub unpacked_bytes: u64,
+    /// How it was built, when it came from a build context.
+    pub built: Option<Ephemeral>,
 }
 
 /// What the report says of the image that ran.
@@ -99,15 +112,11 @@ impl Container {
     /// checks and unpacks it. Every error names what failed: the tool and its own message, or
     /// the blob or entry at fault.
     pub fn pull(reference: &ImageReference) -> Result<Container, PullError> {
-        let missing = |e: tools::ToolError| match e {
-            tools::ToolError::Missing { .. } => PullError::Missing(e.to_string()),
-            other => PullError::Failed(other.to_string()),
-        };
-        let bwrap = Tool::Bubblewrap.find().map_err(missing)?;
-        Tool::Skopeo.find().map_err(missing)?;
+        let bwrap = Tool::Bubblewrap.find()?;
+        Tool::Skopeo.find()?;
         let layout = TempDir::new("checkfu-image-layout").map_err(|e| format!("cannot make the image's layout directory: {e}"))?;
         let dir = layout.path().join("layout");
-        tools::pull_to_layout(reference, &dir).map_err(missing)?;
+        tools::pull_to_layout(reference, &dir)?;
         let oci = OciLayout::open(&dir).map_err(|e| e.to_string())?;
         // skopeo checked the manifest against the digest; the layout holds that one image.
         let image = oci.image(Selector::Only).map_err(|e| e.to_string())?;
@@ -118,7 +127,7 @@ impl Container {
         let report = oci.unpack(&image, rootfs.path(), Limits::default()).map_err(|e| e.to_string())?;
         drop(oci);
         layout.remove().map_err(|e| format!("cannot remove the image's layout: {e}"))?;
-        Ok(Container { reference: reference.clone(), config: image.config, bwrap, rootfs, unpacked_bytes: report.bytes })
+        Ok(Container { reference: reference.clone(), config: image.config, bwrap, rootfs, unpacked_bytes: report.bytes, built: None })
     }
 
     /// The command a harness runs by default: the image's `Entrypoint` then its `Cmd`, as a
@@ -179,7 +188,7 @@ impl Container {
             runtime: "bubblewrap",
             working_directory: working_directory.to_owned(),
             unpacked_bytes: self.unpacked_bytes,
-            built: None,
+            built: self.built.clone(),
         }
     }
 }
@@ -211,44 +220,40 @@ impl Container {
     /// Builds the context with a real builder, pushes it to a temporary registry on
     /// 127.0.0.1 (every interface only when asked), pulls back exactly the pushed digest and
     /// unpacks it. The registry, the builder's image and its storage are gone when this
-    /// returns, whatever happened; the container keeps only its own root.
-    pub fn build(request: &BuildRequest<'_>) -> Result<(Container, Ephemeral), PullError> {
-        let missing = |e: tools::ToolError| match e {
-            tools::ToolError::Missing { .. } => PullError::Missing(e.to_string()),
-            other => PullError::Failed(other.to_string()),
-        };
+    /// returns, whatever happened; the container keeps only its own root, and how it was
+    /// built (`built`).
+    pub fn build(request: &BuildRequest<'_>) -> Result<Container, PullError> {
         // Every tool is found before anything is built.
-        Tool::Registry.find().map_err(missing)?;
-        Tool::Skopeo.find().map_err(missing)?;
-        Tool::Bubblewrap.find().map_err(missing)?;
+        Tool::Registry.find()?;
+        Tool::Skopeo.find()?;
+        Tool::Bubblewrap.find()?;
         let builder = match request.builder {
             Some(kind) => tools::Builder::new(kind),
             None => tools::Builder::detect(),
-        }
-        .map_err(missing)?;
+        }?;
         let builder_name = builder.kind().tool().program();
         let tag = format!("localhost/{}:checkfu-probe", request.name);
-        let built = tools::build(&builder, request.context, request.dockerfile, &tag).map_err(missing);
+        let built = tools::build(&builder, request.context, request.dockerfile, &tag).map_err(PullError::from);
         let pushed = built.and_then(|()| {
-            let registry = tools::Registry::start(tools::RegistryOptions { all_interfaces: request.all_interfaces }).map_err(missing)?;
-            let pushed = tools::push(&builder, &tag, &registry).map_err(missing)?;
+            let registry = tools::Registry::start(tools::RegistryOptions { all_interfaces: request.all_interfaces })?;
+            let pushed = tools::push(&builder, &tag, &registry)?;
             // Pulled while the registry lives, then the registry goes.
             let container = Container::pull(&pushed);
-            registry.stop().map_err(missing)?;
+            registry.stop()?;
             Ok((container?, pushed))
         });
         // The builder's image and storage go whether or not the build got that far.
         let _ = tools::remove_image(&builder, &tag);
-        let removed = builder.remove_storage().map_err(missing);
-        let (container, pushed) = pushed?;
+        let removed = builder.remove_storage();
+        let (mut container, pushed): (Container, ImageReference) = pushed?;
         removed?;
-        let ephemeral = Ephemeral {
+        container.built = Some(Ephemeral {
             builder: builder_name,
             context: request.context.display().to_string(),
             pushed: pushed.to_string(),
             all_interfaces: request.all_interfaces,
-        };
-        Ok((container, ephemeral))
+        });
+        Ok(container)
     }
 }
 
