@@ -103,12 +103,13 @@ pub fn probe(
     shared: &Shared,
     flags: &Flags,
     image: &super::image::Flags,
+    line: &[super::Word],
     command: &[OsString],
     recipe: Option<Recipe>,
 ) -> Result<Report, i32> {
     // An image is built or pulled, and unpacked, first: its Entrypoint and Cmd are the
     // default command.
-    let prepared = image.prepare()?;
+    let prepared = image.prepare(line)?;
     let container = prepared.as_ref().map(|p| p.container.clone());
     let image_command = container.as_ref().map(|c| c.default_command()).unwrap_or_default();
     let entrypoint_flag: Vec<OsString> = image.entrypoint.iter().map(OsString::from).chain(command.iter().cloned()).collect();

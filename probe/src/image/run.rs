@@ -14,8 +14,9 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use super::layout::{ImageConfig, Limits, OciLayout, Selector};
+use super::layout::{ImageConfig, Limits};
 use super::reference::ImageReference;
+use super::source::{self, FetchError, Source};
 use super::tools::{self, Tool};
 use super::TempDir;
 
@@ -56,6 +57,8 @@ impl std::fmt::Display for PullError {
 #[derive(Debug)]
 pub struct Container {
     pub reference: ImageReference,
+    /// Where it was read from.
+    pub source: Source,
     pub config: ImageConfig,
     /// The bubblewrap that runs it.
     bwrap: PathBuf,
@@ -72,6 +75,8 @@ pub struct ImageRun {
     /// The reference as given, pinned by digest.
     pub reference: String,
     pub digest: String,
+    /// Where it was read from: `registry`, `podman`, `docker` or `oci:DIR`.
+    pub source: String,
     /// How it ran: `bubblewrap` over the unpacked root filesystem.
     pub runtime: &'static str,
     pub working_directory: String,
@@ -108,26 +113,36 @@ pub struct NextSteps {
 }
 
 impl Container {
-    /// Pulls `reference` by its digest (skopeo; plain HTTP only for a loopback registry),
-    /// checks and unpacks it. Every error names what failed: the tool and its own message, or
-    /// the blob or entry at fault.
-    pub fn pull(reference: &ImageReference) -> Result<Container, PullError> {
+    /// Reads `reference` from `source` (by default its registry, by skopeo; plain HTTP only
+    /// for a loopback registry), tied to its digest, and checks and unpacks it. Every error
+    /// names what failed: the tool and its own message, or the blob or entry at fault.
+    pub fn pull(reference: &ImageReference, source: &Source) -> Result<Container, PullError> {
         let bwrap = Tool::Bubblewrap.find()?;
-        Tool::Skopeo.find()?;
-        let layout = TempDir::new("checkfu-image-layout").map_err(|e| format!("cannot make the image's layout directory: {e}"))?;
-        let dir = layout.path().join("layout");
-        tools::pull_to_layout(reference, &dir)?;
-        let oci = OciLayout::open(&dir).map_err(|e| e.to_string())?;
-        // skopeo checked the manifest against the digest; the layout holds that one image.
-        let image = oci.image(Selector::Only).map_err(|e| e.to_string())?;
+        if !matches!(source, Source::Layout(_)) {
+            Tool::Skopeo.find()?;
+        }
+        let scratch = TempDir::new("checkfu-image-layout").map_err(|e| format!("cannot make the image's layout directory: {e}"))?;
+        let fetched = source::fetch(source, reference, &scratch.path().join("layout")).map_err(|e| match e {
+            FetchError::Tool(tool) => PullError::from(tool),
+            FetchError::Refused(message) => PullError::Failed(message),
+        })?;
+        let image = fetched.image;
         if image.config.os != "linux" {
             return Err(PullError::Failed(format!("{reference}: the image is for `{}`, not linux", image.config.os)));
         }
         let rootfs = TempDir::new("checkfu-image-rootfs").map_err(|e| format!("cannot make the image's root directory: {e}"))?;
-        let report = oci.unpack(&image, rootfs.path(), Limits::default()).map_err(|e| e.to_string())?;
-        drop(oci);
-        layout.remove().map_err(|e| format!("cannot remove the image's layout: {e}"))?;
-        Ok(Container { reference: reference.clone(), config: image.config, bwrap, rootfs, unpacked_bytes: report.bytes, built: None })
+        let report = fetched.layout.unpack(&image, rootfs.path(), Limits::default()).map_err(|e| e.to_string())?;
+        drop(fetched.layout);
+        scratch.remove().map_err(|e| format!("cannot remove the image's layout: {e}"))?;
+        Ok(Container {
+            reference: reference.clone(),
+            source: source.clone(),
+            config: image.config,
+            bwrap,
+            rootfs,
+            unpacked_bytes: report.bytes,
+            built: None,
+        })
     }
 
     /// The command a harness runs by default: the image's `Entrypoint` then its `Cmd`, as a
@@ -185,6 +200,7 @@ impl Container {
         ImageRun {
             reference: self.reference.to_string(),
             digest: self.reference.digest().to_string(),
+            source: self.source.to_string(),
             runtime: "bubblewrap",
             working_directory: working_directory.to_owned(),
             unpacked_bytes: self.unpacked_bytes,
@@ -238,7 +254,7 @@ impl Container {
             let registry = tools::Registry::start(tools::RegistryOptions { all_interfaces: request.all_interfaces })?;
             let pushed = tools::push(&builder, &tag, &registry)?;
             // Pulled while the registry lives, then the registry goes.
-            let container = Container::pull(&pushed);
+            let container = Container::pull(&pushed, &Source::Registry);
             registry.stop()?;
             Ok((container?, pushed))
         });
@@ -262,7 +278,10 @@ impl Container {
 pub fn text_lines(image: Option<&ImageRun>, next: Option<&NextSteps>) -> String {
     let mut out = String::new();
     if let Some(image) = image {
-        out.push_str(&format!("image    {} ({}, {}, in {})\n", image.reference, image.digest, image.runtime, image.working_directory));
+        out.push_str(&format!(
+            "image    {} ({}, from {}, {}, in {})\n",
+            image.reference, image.digest, image.source, image.runtime, image.working_directory
+        ));
         if let Some(built) = &image.built {
             let exposed = if built.all_interfaces { ", registry on every interface" } else { "" };
             out.push_str(&format!("image    built by {} from {}, pushed as {}{exposed}\n", built.builder, built.context, built.pushed));
