@@ -6,79 +6,15 @@
 //! prompt fails. Refusals: a reference without a digest (exit 2, nothing started) and a
 //! digest the registry does not have (exit 1, the registry's answer).
 
-use std::os::unix::fs::PermissionsExt;
-
-use checkfu_wire_probe::image::tools::{self, Builder, BuilderKind, Registry, RegistryOptions};
-use checkfu_wire_probe::image::{ImageReference, TempDir};
+use checkfu_wire_probe::image::TempDir;
 
 use crate::probe_support::{probe, Run};
-
-/// The CLI: reads the prompt on stdin and asks the model through the relay with busybox's
-/// wget, printing the answer's JSON (the reply is in it). `echo` prints the prompt instead.
-const CLI: &str = r#"#!/bin/sh
-prompt=$(tr '\n"\\' '   ')
-if [ "$1" = echo ]; then echo "$prompt"; exit 0; fi
-exec wget -q -Y off -O - --header 'Content-Type: application/json' \
-  --header "Authorization: Bearer $OPENAI_API_KEY" \
-  --post-data "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"$prompt\"}]}" \
-  "$OPENAI_BASE_URL/chat/completions"
-"#;
-
-const DOCKERFILE: &str = concat!(
-    "FROM scratch\n",
-    "COPY busybox /bin/busybox\n",
-    "RUN [\"/bin/busybox\", \"--install\", \"-s\", \"/bin\"]\n",
-    "COPY oneshot /usr/local/bin/oneshot\n",
-    "ENV PATH=/usr/local/bin:/bin\n",
-    "WORKDIR /workspace\n",
-    "ENTRYPOINT [\"/usr/local/bin/oneshot\"]\n",
-);
-
-/// The CLI's build context.
-fn build_context() -> TempDir {
-    let context = TempDir::new("checkfu-image-lane").expect("context");
-    std::fs::copy("/bin/busybox", context.path().join("busybox")).expect("busybox-static is installed at /bin/busybox");
-    std::fs::write(context.path().join("oneshot"), CLI).expect("cli");
-    std::fs::set_permissions(context.path().join("oneshot"), std::fs::Permissions::from_mode(0o755)).expect("mode");
-    std::fs::write(context.path().join("Dockerfile"), DOCKERFILE).expect("Dockerfile");
-    context
-}
-
-/// Builds the CLI's image and pushes it to a fresh loopback registry: the registry (kept
-/// alive by the caller) and the pushed reference, pinned by digest.
-fn pushed_image() -> (Registry, ImageReference, Builder, TempDir) {
-    let context = build_context();
-    let builder = Builder::new(BuilderKind::Buildah).expect("buildah");
-    tools::build(&builder, context.path(), None, "localhost/checkfu-oneshot:1").expect("build");
-    let registry = Registry::start(RegistryOptions::default()).expect("registry");
-    let pushed = tools::push(&builder, "localhost/checkfu-oneshot:1", &registry).expect("push");
-    (registry, pushed, builder, context)
-}
-
-/// The image-lane tests one at a time: each counts the image directories the probe left.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
+use crate::support::image::{busybox_cli_context, image_dirs, serial, RootContext, Served, PAGE_ONESHOT_FLAGS};
 
 fn run_image(reference: &str, more: &[&str]) -> Run {
     let mut options = vec!["--protocol", "oneshot-v1", "--image", reference, "--prompt-transport", "stdin", "--output-mode", "text"];
     options.extend_from_slice(more);
     probe(&options, &[])
-}
-
-/// The directories the probe made for images, left in the temporary directory.
-fn image_dirs() -> Vec<String> {
-    std::fs::read_dir(std::env::temp_dir())
-        .map(|entries| {
-            entries
-                .flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.starts_with("checkfu-image-rootfs-") || n.starts_with("checkfu-image-layout-"))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 #[test]
@@ -88,7 +24,9 @@ fn image_dirs() -> Vec<String> {
 )]
 fn an_image_pinned_by_digest_runs_in_the_fence_and_is_judged_by_the_relay() {
     let _serial = serial();
-    let (registry, pushed, builder, _context) = pushed_image();
+    let context = busybox_cli_context();
+    let served = Served::build(context.path(), "checkfu-oneshot");
+    let pushed = served.reference.clone();
     let reference = pushed.to_string();
     let before = image_dirs();
 
@@ -162,9 +100,7 @@ fn an_image_pinned_by_digest_runs_in_the_fence_and_is_judged_by_the_relay() {
     assert_eq!(gone.status, 1, "{}", gone.stderr);
     assert!(gone.stderr.contains("manifest unknown"), "{}", gone.stderr);
 
-    drop(registry);
-    tools::remove_image(&builder, "localhost/checkfu-oneshot:1").expect("rmi");
-    builder.remove_storage().expect("storage");
+    served.stop();
 }
 
 #[test]
@@ -187,7 +123,7 @@ fn a_reference_without_a_digest_is_refused_before_anything_starts() {
 )]
 fn a_build_context_is_built_pushed_run_by_digest_and_retested_as_published() {
     let _serial = serial();
-    let context = build_context();
+    let context = busybox_cli_context();
     let before = image_dirs();
     let dir = context.path().to_str().expect("utf-8").to_owned();
     let run = probe(
@@ -239,29 +175,11 @@ fn a_build_context_is_built_pushed_run_by_digest_and_retested_as_published() {
 
 /// A build context holding a real, dynamically linked ACP agent (the fixture agent) with the
 /// libraries `ldd` names, at their own paths, on `FROM scratch`.
-fn acp_context() -> TempDir {
-    let context = TempDir::new("checkfu-image-acp").expect("context");
-    let rootfs = context.path().join("rootfs");
-    let agent = std::path::Path::new(crate::probe_support::AGENT);
-    let place = |from: &std::path::Path, to: &str| {
-        let target = rootfs.join(to.trim_start_matches('/'));
-        std::fs::create_dir_all(target.parent().expect("parent")).expect("dirs");
-        std::fs::copy(from, &target).unwrap_or_else(|e| panic!("{}: {e}", from.display()));
-    };
-    place(agent, "/opt/custom/bin/acp-agent");
-    let listed = std::process::Command::new("ldd").arg(agent).output().expect("ldd");
-    for line in String::from_utf8_lossy(&listed.stdout).lines() {
-        // `libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x…)` or `/lib64/ld-linux-x86-64.so.2 (0x…)`.
-        let path = line.split("=>").last().and_then(|rest| rest.split_whitespace().next()).unwrap_or("");
-        if path.starts_with('/') {
-            place(std::path::Path::new(path), path);
-        }
-    }
-    std::fs::write(
-        context.path().join("Dockerfile"),
-        "FROM scratch\nCOPY rootfs/ /\nWORKDIR /workspace\nENTRYPOINT [\"/opt/custom/bin/acp-agent\"]\n",
-    )
-    .expect("Dockerfile");
+fn acp_context() -> RootContext {
+    let context = RootContext::new("checkfu-image-acp");
+    context
+        .program(std::path::Path::new(crate::probe_support::AGENT), "/opt/custom/bin/acp-agent")
+        .dockerfile("WORKDIR /workspace\nENTRYPOINT [\"/opt/custom/bin/acp-agent\"]\n");
     context
 }
 
@@ -333,34 +251,10 @@ fn both_scaffolds_pass_the_pages_commands() {
     assert!(String::from_utf8_lossy(&refused.stderr).contains("not empty"));
 
     let dir = oneshot.to_str().expect("utf-8");
-    let run = probe(
-        &[
-            "--name",
-            "custom-oneshot",
-            "--build-context",
-            dir,
-            "--entrypoint",
-            "/opt/checkfu/bin/checkfu-oneshot",
-            "--protocol",
-            "oneshot-v1",
-            "--argv=--output-mode",
-            "--argv=stream_json",
-            "--argv=--prompt-path",
-            "--argv={prompt_path}",
-            "--argv={resume_flag}",
-            "--prompt-transport",
-            "argv_path",
-            "--output-mode",
-            "stream_json",
-            "--resume-flag=--resume",
-            "--output-schema-flag=--output-schema",
-            "--output-schema-transport",
-            "argv_path",
-            "--working-directory",
-            "/workspace",
-        ],
-        &[],
-    );
+    let mut options = vec!["--name", "custom-oneshot", "--build-context", dir, "--entrypoint", "/opt/checkfu/bin/checkfu-oneshot"];
+    options.extend_from_slice(PAGE_ONESHOT_FLAGS);
+    options.extend_from_slice(&["--output-schema-flag=--output-schema", "--output-schema-transport", "argv_path"]);
+    let run = probe(&options, &[]);
     assert_eq!(run.status, 0, "{}", run.pretty());
     for step in ["prompt_exchange", "resume", "teardown"] {
         assert_eq!(run.json["steps"][step]["status"], "passed", "{step}: {}", run.pretty());
