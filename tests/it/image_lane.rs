@@ -309,12 +309,14 @@ fn tool(program: &str, args: &[&str], env: &[(&str, &std::path::Path)]) -> Strin
 )]
 fn an_image_is_read_from_an_oci_layout_directory_by_its_digest() {
     let _serial = serial();
-    let (registry, pushed, _builder, _context) = pushed_image();
+    let context = busybox_cli_context();
+    let served = Served::build(context.path(), "checkfu-oneshot");
+    let pushed = served.reference.clone();
     let layouts = TempDir::new("checkfu-test-layout").expect("dir");
     let dir = layouts.path().join("layout");
     let source = format!("docker://{}", pushed.pull_name());
     tool("skopeo", &["copy", "--src-tls-verify=false", &source, &format!("oci:{}", dir.display())], &[]);
-    registry.stop().expect("the registry stops");
+    served.stop();
     let from = format!("--image-source=oci:{}", dir.display());
     let before = image_dirs();
 
@@ -344,7 +346,8 @@ fn an_image_is_read_from_an_oci_layout_directory_by_its_digest() {
     let mut bytes = std::fs::read(manifest.path()).expect("layer");
     let last = bytes.len() - 1;
     bytes[last] ^= 1;
-    std::fs::set_permissions(manifest.path(), std::fs::Permissions::from_mode(0o644)).expect("writable");
+    std::fs::set_permissions(manifest.path(), <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o644))
+        .expect("writable");
     std::fs::write(manifest.path(), bytes).expect("changed");
     let changed = run_image(&pushed.to_string(), &[&from]);
     assert_eq!(changed.status, 1, "{}", changed.stderr);
@@ -360,7 +363,9 @@ fn an_image_is_read_from_an_oci_layout_directory_by_its_digest() {
 #[cfg_attr(not(checkfu_podman), ignore = "CHECKFU_PODMAN is not set: apt-get install podman, then set it (see .ci/run)")]
 fn an_image_is_read_from_podman_storage_by_its_digest() {
     let _serial = serial();
-    let (registry, pushed, _builder, _context) = pushed_image();
+    let context = busybox_cli_context();
+    let served = Served::build(context.path(), "checkfu-oneshot");
+    let pushed = served.reference.clone();
     let storage = TempDir::new("checkfu-test-storage").expect("storage");
     let conf = storage.path().join("storage.conf");
     std::fs::write(
@@ -370,7 +375,7 @@ fn an_image_is_read_from_podman_storage_by_its_digest() {
     .expect("storage.conf");
     let env = [("CONTAINERS_STORAGE_CONF", conf.as_path())];
     tool("podman", &["pull", "--quiet", "--tls-verify=false", &pushed.pull_name()], &env);
-    registry.stop().expect("the registry stops");
+    served.stop();
 
     let run = crate::probe_support::probe_env(
         &[
@@ -411,10 +416,12 @@ fn an_image_is_read_from_podman_storage_by_its_digest() {
 #[cfg_attr(not(checkfu_docker), ignore = "CHECKFU_DOCKER is not set: a docker daemon is needed (see .ci/run)")]
 fn an_image_is_read_from_the_docker_daemon_by_a_digest_it_pulled() {
     let _serial = serial();
-    let (registry, pushed, _builder, _context) = pushed_image();
+    let context = busybox_cli_context();
+    let served = Served::build(context.path(), "checkfu-oneshot");
+    let pushed = served.reference.clone();
     // docker treats 127.0.0.0/8 as an insecure registry by default.
     tool("docker", &["pull", "--quiet", &pushed.pull_name()], &[]);
-    registry.stop().expect("the registry stops");
+    served.stop();
     let run = run_image(&pushed.to_string(), &["--image-source", "docker"]);
     let other = format!("{}/{}@sha256:{}", pushed.registry().unwrap_or_default(), pushed.repository(), "2".repeat(64));
     let refused = run_image(&other, &["--image-source", "docker"]);
