@@ -14,6 +14,7 @@
 //! gives the same verdicts.
 
 use std::ffi::OsString;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
@@ -186,7 +187,8 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(Progress)) -> R
     })?;
     relay::routes::for_provider(options.provider.as_deref()).map_err(UsageError::Options)?;
     let meta = authority_meta(options)?;
-    let Plane { workspace, nonce, namespace, fence, fence_note, relay, home, placeholders, mut env } = prepare(options, entry, progress)?;
+    let Plane { mut workspace, nonce, namespace, fence, fence_note, relay, home, placeholders, mut env } =
+        prepare(options, entry, progress)?;
     let mut command = options
         .command
         .iter()
@@ -202,19 +204,40 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(Progress)) -> R
     let shown: Vec<String> = command.iter().map(|c| c.to_string_lossy().into_owned()).collect();
     progress(Progress::Started { protocol: catalog::Protocol::AcpV1, command: &shown.join(" ") });
     // In an image: bubblewrap over its root, the workspace at its working directory, and the
-    // image's variables under the probe's own.
+    // image's variables under the probe's own. The harness sees the workspace there, and its
+    // terminal commands run in the image too.
+    let mut inside = None;
     let image_run = options.image.as_ref().map(|(container, given)| {
         let working_directory = container.working_directory(given.as_deref());
         let mut shared = vec![workspace.root().to_path_buf()];
         shared.extend(home.as_ref().map(|h| h.root().to_path_buf()));
-        let shared: Vec<&std::path::Path> = shared.iter().map(std::path::PathBuf::as_path).collect();
-        command = container.argv(&command, workspace.root(), &working_directory, &shared);
+        let shared_paths: Vec<&std::path::Path> = shared.iter().map(std::path::PathBuf::as_path).collect();
+        command = container.argv(&command, workspace.root(), &working_directory, &shared_paths);
         let image_env = container.env(&env);
         env.extend(image_env);
+        let (in_image, root, directory) = (Arc::clone(container), workspace.root().to_path_buf(), working_directory.clone());
+        inside = Some(Arc::new(session::terminals::Inside {
+            argv: Box::new(move |command, cwd| {
+                let shared: Vec<&std::path::Path> = shared.iter().map(std::path::PathBuf::as_path).collect();
+                in_image.argv_in(command, &root, &directory, &shared, Some(cwd))
+            }),
+            env: env.clone(),
+        }));
         container.run_report(&working_directory)
     });
-    let launch =
-        session::Launch { env, netns: namespace.as_ref().map(session::fence::Namespace::join), cwd: Some(workspace.root().to_path_buf()) };
+    if let Some(image) = &image_run {
+        workspace.see_at(std::path::Path::new(&image.working_directory));
+        if image.working_directory != "/" {
+            env.push((OsString::from("PWD"), OsString::from(&image.working_directory)));
+        }
+    }
+    let launch = session::Launch {
+        env,
+        netns: namespace.as_ref().map(session::fence::Namespace::join),
+        cwd: Some(workspace.root().to_path_buf()),
+        clear_env: options.image.is_some(),
+        inside,
+    };
     let session_options = session::Options { permission: options.permission, terminals: options.terminals, deadline: options.deadline };
     let session = Session::start_in(workspace, &command, session_options, &launch).map_err(|e| {
         let command = options.command.first().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
@@ -417,7 +440,7 @@ impl<'o, 'p> Run<'o, 'p> {
 
     fn start_session(&mut self, meta: Map<String, Value>) -> Option<String> {
         let started = Instant::now();
-        let cwd = self.session.workspace().root().to_string_lossy().into_owned();
+        let cwd = self.session.workspace().harness_root().to_string_lossy().into_owned();
         let mut params = json!({"cwd": cwd, "mcpServers": []});
         if !meta.is_empty() {
             params["_meta"] = Value::Object(meta);

@@ -13,7 +13,7 @@
 //! `--flood-stdout` (endless valid updates), `--flood-big-chunks` (endless 64 KiB message chunks), `--foreign-extension` (an `_acme/progress`
 //! notification and request), `--unprefixed-method` (a vendor method without the `_`
 //! prefix, `craft/drainMidTurnQueue`, as a notification and a request mid-turn, as a
-//! current Qwen Code sends it; the turn then ends normally), `--use-terminal` (runs a command through `terminal/*`), `--stall-turn` (the turn ends only
+//! current Qwen Code sends it; the turn then ends normally), `--use-terminal` (runs a command through `terminal/*`; `--terminal-line TEXT` and `--terminal-cwd DIR` choose it), `--stall-turn` (the turn ends only
 //! on `session/cancel`),
 //! `--malformed-usage` (a `usage_update` with `"used": null` mid-turn, as a Claude adapter
 //! sends one when the model's usage lacks the cache counts), `--malformed-chunk` (an
@@ -58,6 +58,9 @@ struct Switches {
     foreign_extension: bool,
     unprefixed_method: bool,
     use_terminal: bool,
+    /// `--terminal-line TEXT`: the shell line the terminal runs; `--terminal-cwd DIR`: its `cwd`.
+    terminal_line: Option<String>,
+    terminal_cwd: Option<String>,
     stall_turn: bool,
     spawn_child: bool,
     hang: bool,
@@ -108,6 +111,11 @@ fn switches() -> Switches {
             "--foreign-extension" => s.foreign_extension = true,
             "--unprefixed-method" => s.unprefixed_method = true,
             "--use-terminal" => s.use_terminal = true,
+            "--terminal-line" => {
+                s.use_terminal = true;
+                s.terminal_line = args.next();
+            }
+            "--terminal-cwd" => s.terminal_cwd = args.next(),
             "--stall-turn" => s.stall_turn = true,
             "--spawn-child" => s.spawn_child = true,
             "--hang" => s.hang = true,
@@ -361,11 +369,12 @@ impl Agent {
             );
         }
         if self.s.use_terminal {
-            let created = self.call(
-                "terminal/create",
-                json!({"sessionId": session, "command": "sh",
-                "args": ["-c", "echo hello from a terminal; sleep 0.2; exit 3"], "outputByteLimit": 1000}),
-            );
+            let line = self.s.terminal_line.clone().unwrap_or_else(|| String::from("echo hello from a terminal; sleep 0.2; exit 3"));
+            let mut params = json!({"sessionId": session, "command": "sh", "args": ["-c", line], "outputByteLimit": 1000});
+            if let Some(cwd) = &self.s.terminal_cwd {
+                params["cwd"] = json!(cwd);
+            }
+            let created = self.call("terminal/create", params);
             let report = match created.pointer("/result/terminalId").cloned() {
                 Some(terminal) => {
                     let exit = self.call("terminal/wait_for_exit", json!({"sessionId": session, "terminalId": terminal}));

@@ -433,3 +433,51 @@ fn an_image_is_read_from_the_docker_daemon_by_a_digest_it_pulled() {
     assert_eq!(refused.status, 1, "{}", refused.stderr);
     assert!(refused.stderr.contains("docker"), "{}", refused.stderr);
 }
+
+/// `--allow-terminals` in an image: a `terminal/*` command runs in the harness's image (it
+/// reads a file only the image holds), from the working directory as the harness sees it,
+/// with the image's variables and not the caller's; a `cwd` the harness names inside the
+/// image is the workspace, and `session/new` hands the harness that directory.
+#[test]
+#[cfg_attr(
+    not(checkfu_image_tools),
+    ignore = "CHECKFU_IMAGE_TOOLS is not set: apt-get install buildah skopeo docker-registry busybox-static bubblewrap (see .ci/run)"
+)]
+fn an_acp_agents_terminals_run_in_its_image() {
+    let _serial = serial();
+    let context = RootContext::new("checkfu-image-terminal");
+    context.program(std::path::Path::new(crate::probe_support::AGENT), "/opt/custom/bin/acp-agent").busybox().dockerfile(
+        "COPY marker /etc/checkfu-marker\nENV FROM_IMAGE=yes\nWORKDIR /workspace\nENTRYPOINT [\"/opt/custom/bin/acp-agent\"]\n",
+    );
+    std::fs::write(context.path().join("marker"), "inside the image\n").expect("marker");
+    let dir = context.path().to_str().expect("utf-8").to_owned();
+    let record = TempDir::new("checkfu-terminal-record").expect("dir");
+    let record_file = record.path().join("record.jsonl");
+    // Set for the probe: it must not reach the command in the image.
+    let line = "cat /etc/checkfu-marker; pwd; echo \"image=$FROM_IMAGE caller=${CHECKFU_CALLER_ONLY:-unset}\"";
+    let run = crate::probe_support::probe_env(
+        &[
+            "--build-context",
+            &dir,
+            "--allow-terminals",
+            "--record",
+            record_file.to_str().expect("utf-8"),
+            "--arg=--terminal-line",
+            &format!("--arg={line}"),
+            "--arg=--terminal-cwd",
+            "--arg=/workspace",
+        ],
+        &[],
+        &[("CHECKFU_CALLER_ONLY", std::ffi::OsString::from("leaked"))],
+    );
+    assert_eq!(run.status, 0, "{}", run.pretty());
+    assert_eq!(run.json["client_requests"][0]["method"], "terminal/create", "{}", run.pretty());
+    assert_eq!(run.json["client_requests"][0]["outcome"], "answered", "{}", run.pretty());
+    let text = std::fs::read_to_string(&record_file).expect("record");
+    assert!(
+        text.contains(r#"(terminal exit 0 output \"inside the image\\n/workspace\\nimage=yes caller=unset\\n\")"#),
+        "the command ran in the image, in its working directory, without the caller's variables: {text}"
+    );
+    // The harness was handed the workspace where it sees it.
+    assert!(text.contains(r#""cwd":"/workspace""#), "{text}");
+}

@@ -53,6 +53,9 @@ impl std::fmt::Display for PullError {
     }
 }
 
+/// The `PATH` docker and podman give a container whose image sets none.
+const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
 /// An image ready to run: its unpacked root and its config.
 #[derive(Debug)]
 pub struct Container {
@@ -157,21 +160,43 @@ impl Container {
     }
 
     /// The image's `Env` as variables, each one the probe does not set itself (the probe's
-    /// relay URL, key, home and fence variables win over the image's).
+    /// relay URL, key, home and fence variables win over the image's), and the `PATH` a
+    /// container runtime gives an image that sets none. The harness starts from these and
+    /// the probe's alone: nothing else of the caller's environment enters the image.
     pub fn env(&self, probe: &[(OsString, OsString)]) -> Vec<(OsString, OsString)> {
-        self.config
+        let mut env: Vec<(OsString, OsString)> = self
+            .config
             .env
             .iter()
             .filter_map(|entry| entry.split_once('='))
             .filter(|(name, _)| !probe.iter().any(|(set, _)| set.as_os_str() == *name))
             .map(|(name, value)| (OsString::from(name), OsString::from(value)))
-            .collect()
+            .collect();
+        let has_path = |vars: &[(OsString, OsString)]| vars.iter().any(|(name, _)| name == "PATH");
+        if !has_path(&env) && !has_path(probe) {
+            env.push((OsString::from("PATH"), OsString::from(DEFAULT_PATH)));
+        }
+        env
     }
 
     /// The argv that runs `command` (the entrypoint and its arguments, as inside the image)
     /// in the container: bubblewrap's, with `workspace` at `working_directory` and each of
     /// `shared` (the workspace, the home, the lane's scratch directory) at its own path.
     pub fn argv(&self, command: &[OsString], workspace: &Path, working_directory: &str, shared: &[&Path]) -> Vec<OsString> {
+        self.argv_in(command, workspace, working_directory, shared, None)
+    }
+
+    /// [`Container::argv`], starting in `directory` (a path as seen inside) instead of the
+    /// working directory: how a harness's `terminal/*` command runs in its image, over the
+    /// same root and mounts.
+    pub fn argv_in(
+        &self,
+        command: &[OsString],
+        workspace: &Path,
+        working_directory: &str,
+        shared: &[&Path],
+        directory: Option<&Path>,
+    ) -> Vec<OsString> {
         let mut argv: Vec<OsString> = vec![self.bwrap.clone().into_os_string()];
         let mut flag = |items: &[&dyn AsRef<std::ffi::OsStr>]| argv.extend(items.iter().map(|i| i.as_ref().to_owned()));
         flag(&[&"--die-with-parent", &"--new-session"]);
@@ -184,11 +209,16 @@ impl Container {
         for dir in shared {
             flag(&[&"--bind", dir, dir]);
         }
+        let start = match directory {
+            Some(directory) => directory.as_os_str().to_owned(),
+            None if working_directory == "/" => workspace.as_os_str().to_owned(),
+            None => OsString::from(working_directory),
+        };
         if working_directory == "/" {
             // No working directory to mount it at: the harness starts in the workspace itself.
-            flag(&[&"--remount-ro", &"/", &"--chdir", &workspace]);
+            flag(&[&"--remount-ro", &"/", &"--chdir", &start]);
         } else {
-            flag(&[&"--bind", &workspace, &working_directory, &"--remount-ro", &"/", &"--chdir", &working_directory]);
+            flag(&[&"--bind", &workspace, &working_directory, &"--remount-ro", &"/", &"--chdir", &start]);
         }
         flag(&[&"--"]);
         argv.extend(command.iter().cloned());

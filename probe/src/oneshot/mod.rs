@@ -135,9 +135,18 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
         let image_env = container.env(&env);
         env.extend(image_env);
     }
-    let launch_spec =
-        Launch { env, netns: namespace.as_ref().map(session::fence::Namespace::join), cwd: Some(workspace.root().to_path_buf()) };
     let working_directory = launch.container.as_ref().map(|c| c.working_directory(declaration.working_directory.as_deref()));
+    // In an image the CLI's `PWD` is its working directory there, as a container runtime's.
+    if let Some(directory) = working_directory.as_ref().filter(|d| *d != "/") {
+        env.push((std::ffi::OsString::from("PWD"), std::ffi::OsString::from(directory)));
+    }
+    let launch_spec = Launch {
+        env,
+        netns: namespace.as_ref().map(session::fence::Namespace::join),
+        cwd: Some(workspace.root().to_path_buf()),
+        clear_env: launch.container.is_some(),
+        inside: None,
+    };
     let workspace_root = workspace.root().to_path_buf();
     let mut shared: Vec<PathBuf> = vec![workspace_root.clone(), scratch.0.clone()];
     shared.extend(home.as_ref().map(|h| h.root().to_path_buf()));

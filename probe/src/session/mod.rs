@@ -173,7 +173,7 @@ impl Session {
             options,
             deadline,
             next_id: 0,
-            terminals: Terminals::fenced(launch.netns),
+            terminals: Terminals::fenced(launch.netns, launch.inside.clone()),
             exit_waits: Vec::new(),
             record: Vec::new(),
             record_truncated: false,

@@ -137,6 +137,12 @@ pub struct Launch {
     pub netns: Option<super::fence::Join>,
     /// The directory it starts in, which its `PWD` names too; `None`: the caller's.
     pub cwd: Option<std::path::PathBuf>,
+    /// Start from an empty environment: only `env` (and `PWD`) reach the process. An image's
+    /// harness sees its image's variables and the probe's, as a container runtime gives
+    /// them, never the caller's (their `PATH`, certificates or tokens).
+    pub clear_env: bool,
+    /// The image the harness runs in: its `terminal/*` commands run there too.
+    pub inside: Option<std::sync::Arc<super::terminals::Inside>>,
 }
 
 impl Harness {
@@ -148,6 +154,9 @@ impl Harness {
         command.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
         if let Some(dir) = &launch.cwd {
             command.current_dir(dir);
+        }
+        if launch.clear_env {
+            command.env_clear();
         }
         // Before the launch's own variables, so an author's explicit `PWD` still wins.
         working_directory(&mut command, launch.cwd.as_deref());

@@ -9,7 +9,9 @@
 //! running the probe. It is off unless asked for.
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -84,12 +86,32 @@ pub struct Terminals {
     open: HashMap<String, Terminal>,
     /// The harness's network namespace: its commands run inside the same fence.
     netns: Option<super::fence::Join>,
+    /// The image the harness runs in, where its commands run too.
+    inside: Option<Arc<Inside>>,
+}
+
+/// How a terminal's command runs when the harness runs in an image: in the same image, as
+/// the harness would run it there, not on the machine running the probe.
+pub struct Inside {
+    /// The argv that runs `command` in the image with `cwd` (as the harness sees it) as its
+    /// directory.
+    pub argv: Box<dyn Fn(&[OsString], &Path) -> Vec<OsString> + Send + Sync>,
+    /// The variables the command starts from (the image's and the probe's), in place of the
+    /// caller's.
+    pub env: Vec<(OsString, OsString)>,
+}
+
+impl std::fmt::Debug for Inside {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inside").field("env", &self.env).finish_non_exhaustive()
+    }
 }
 
 impl Terminals {
-    /// Terminals whose commands join `netns` (the harness's fence), if any.
-    pub fn fenced(netns: Option<super::fence::Join>) -> Terminals {
-        Terminals { netns, ..Terminals::default() }
+    /// Terminals whose commands join `netns` (the harness's fence), if any, and run in the
+    /// harness's image, if it has one.
+    pub fn fenced(netns: Option<super::fence::Join>, inside: Option<Arc<Inside>>) -> Terminals {
+        Terminals { netns, inside, ..Terminals::default() }
     }
 }
 
@@ -151,18 +173,28 @@ impl Terminals {
         let limit = params.get("outputByteLimit").and_then(Value::as_u64).map_or(DEFAULT_LIMIT, |l| l as usize);
         // A command without `args` is a shell line, as ACP's reference client (Zed) runs it and
         // as claude-code-acp sends its Bash tool's command: run it with `sh -c`.
-        let mut spawn = if args.is_empty() && command.contains(char::is_whitespace) {
-            let mut shell = Command::new("sh");
-            shell.arg("-c").arg(command);
-            shell
+        let argv: Vec<OsString> = if args.is_empty() && command.contains(char::is_whitespace) {
+            ["sh", "-c", command].iter().map(OsString::from).collect()
         } else {
-            let mut direct = Command::new(command);
-            direct.args(&args);
-            direct
+            std::iter::once(command).chain(args.iter().copied()).map(OsString::from).collect()
         };
+        // In an image, the command runs in it, from the directory as the harness sees it.
+        let seen = workspace.harness_path(&cwd);
+        let argv = match &self.inside {
+            Some(inside) => (inside.argv)(&argv, &seen),
+            None => argv,
+        };
+        let Some((program, rest)) = argv.split_first() else {
+            return Err((INVALID_PARAMS, String::from("no command")));
+        };
+        let mut spawn = Command::new(program);
+        spawn.args(rest);
         spawn.current_dir(&cwd).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+        if let Some(inside) = &self.inside {
+            spawn.env_clear().envs(inside.env.iter().map(|(k, v)| (k, v)));
+        }
         // The command's `PWD` is its `cwd`, not the runner's; the harness's `env` may still set it.
-        working_directory(&mut spawn, Some(&cwd));
+        working_directory(&mut spawn, Some(&seen));
         for variable in params.get("env").and_then(Value::as_array).into_iter().flatten() {
             if let (Some(name), Some(value)) = (variable.get("name").and_then(Value::as_str), variable.get("value").and_then(Value::as_str))
             {

@@ -19,6 +19,9 @@ pub const MAX_READ: u64 = 16 * 1024 * 1024;
 #[derive(Debug)]
 pub struct Workspace {
     root: PathBuf,
+    /// Where the harness sees the workspace when that is not its own path: the working
+    /// directory of an image it runs in. Paths under it name the same files as under `root`.
+    alias: Option<PathBuf>,
 }
 
 /// Why an `fs/*` request was refused.
@@ -44,12 +47,42 @@ impl std::fmt::Display for Refusal {
 impl Workspace {
     /// Creates a fresh, private directory under the system's temporary directory.
     pub fn create() -> io::Result<Workspace> {
-        Ok(Workspace { root: private_dir("checkfu-probe")? })
+        Ok(Workspace { root: private_dir("checkfu-probe")?, alias: None })
     }
 
-    /// The resolved root, as handed to the harness.
+    /// The resolved root, on this machine.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// Says that the harness sees the workspace at `alias` (an image's working directory,
+    /// where the runner mounts it); `/` is no alias (the workspace is then seen at its own
+    /// path).
+    pub fn see_at(&mut self, alias: &Path) {
+        self.alias = Some(alias.to_path_buf()).filter(|a| a.is_absolute() && a != Path::new("/"));
+    }
+
+    /// The root as the harness sees it: its `cwd` in `session/new`.
+    pub fn harness_root(&self) -> &Path {
+        self.alias.as_deref().unwrap_or(&self.root)
+    }
+
+    /// A path under the root as the harness sees it.
+    pub fn harness_path(&self, path: &Path) -> PathBuf {
+        match (&self.alias, path.strip_prefix(&self.root)) {
+            (Some(alias), Ok(rest)) if rest.as_os_str().is_empty() => alias.clone(),
+            (Some(alias), Ok(rest)) => alias.join(rest),
+            _ => path.to_path_buf(),
+        }
+    }
+
+    /// A path the harness gave, on this machine: under the alias, the same place under the
+    /// root (lexically; what it then names is confined as any path is).
+    fn local(&self, path: &Path) -> PathBuf {
+        match self.alias.as_deref().map(|alias| path.strip_prefix(alias)) {
+            Some(Ok(rest)) => self.root.join(rest),
+            _ => path.to_path_buf(),
+        }
     }
 
     /// Resolves `path` for reading: it must name an existing file inside the workspace.
@@ -58,6 +91,7 @@ impl Workspace {
         if !path.is_absolute() {
             return Err(Refusal::NotAbsolute);
         }
+        let path = &self.local(path);
         match path.canonicalize() {
             Ok(resolved) if resolved.starts_with(&self.root) => Ok(resolved),
             Ok(_) => Err(Refusal::Outside),
@@ -74,6 +108,7 @@ impl Workspace {
         if !path.is_absolute() {
             return Err(Refusal::NotAbsolute);
         }
+        let path = &self.local(path);
         let (Some(parent), Some(Component::Normal(name))) = (path.parent(), path.components().next_back()) else {
             return Err(Refusal::Outside);
         };
@@ -182,5 +217,26 @@ mod tests {
         assert_eq!(ws.resolve_read(&format!("{}/missing", root.display())), Err(Refusal::NotFound));
         drop(ws);
         assert!(!root.exists());
+    }
+
+    #[test]
+    fn paths_under_the_alias_name_the_workspace_and_stay_confined() {
+        let mut ws = Workspace::create().expect("workspace");
+        let root = ws.root().to_path_buf();
+        fs::write(root.join("a.txt"), "one\n").expect("write");
+        ws.see_at(Path::new("/workspace"));
+        assert_eq!(ws.harness_root(), Path::new("/workspace"));
+        assert_eq!(ws.read_text("/workspace/a.txt", None, None).unwrap(), "one\n");
+        // The workspace's own path still works (the runner mounts it there too).
+        assert_eq!(ws.resolve_read(root.join("a.txt").to_str().unwrap()), Ok(root.join("a.txt")));
+        ws.write_text("/workspace/b.txt", "two").expect("write through the alias");
+        assert_eq!(fs::read_to_string(root.join("b.txt")).unwrap(), "two");
+        assert_eq!(ws.resolve_read("/workspace/../etc/hostname"), Err(Refusal::Outside));
+        assert_eq!(ws.resolve_read("/workspacex/a.txt"), Err(Refusal::Outside));
+        assert_eq!(ws.harness_path(&root.join("sub")), PathBuf::from("/workspace/sub"));
+        assert_eq!(ws.harness_path(&root), PathBuf::from("/workspace"));
+        // `/` is no alias: the harness sees the workspace at its own path.
+        ws.see_at(Path::new("/"));
+        assert_eq!(ws.harness_root(), root.as_path());
     }
 }
