@@ -90,12 +90,16 @@ pub struct Terminals {
     inside: Option<Arc<Inside>>,
 }
 
+/// Turns a command and its directory (as the harness sees it) into the argv that runs it in
+/// the harness's image.
+pub type InImage = Box<dyn Fn(&[OsString], &Path) -> Vec<OsString> + Send + Sync>;
+
 /// How a terminal's command runs when the harness runs in an image: in the same image, as
 /// the harness would run it there, not on the machine running the probe.
 pub struct Inside {
     /// The argv that runs `command` in the image with `cwd` (as the harness sees it) as its
     /// directory.
-    pub argv: Box<dyn Fn(&[OsString], &Path) -> Vec<OsString> + Send + Sync>,
+    pub argv: InImage,
     /// The variables the command starts from (the image's and the probe's), in place of the
     /// caller's.
     pub env: Vec<(OsString, OsString)>,
