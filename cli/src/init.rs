@@ -173,10 +173,10 @@ fn readme(kind: Kind, name: &str, entrypoint: &str) -> String {
 /// This machine's busybox, when it is static (no program interpreter): a `FROM scratch`
 /// image can run only that.
 fn static_busybox() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
+    // Debian's busybox-static is /bin/busybox, which PATH may not list.
     let candidates = [PathBuf::from("/bin/busybox"), PathBuf::from("/usr/bin/busybox")]
         .into_iter()
-        .chain(std::env::split_paths(&path).map(|d| d.join("busybox")));
+        .chain(checkfu_wire_probe::image::tools::on_path("busybox"));
     candidates.into_iter().find(|p| is_static_elf(p))
 }
 

@@ -74,12 +74,14 @@ impl Tool {
 
     /// Its path on `PATH`.
     pub fn find(self) -> Result<PathBuf, ToolError> {
-        let path = std::env::var_os("PATH").unwrap_or_default();
-        std::env::split_paths(&path)
-            .map(|dir| dir.join(self.program()))
-            .find(|candidate| is_executable(candidate))
-            .ok_or(ToolError::Missing { tool: self })
+        on_path(self.program()).into_iter().next().ok_or(ToolError::Missing { tool: self })
     }
+}
+
+/// Every executable file named `program` on `PATH`, in `PATH`'s order.
+pub fn on_path(program: &str) -> Vec<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path).map(|dir| dir.join(program)).filter(|candidate| is_executable(candidate)).collect()
 }
 
 fn is_executable(path: &Path) -> bool {
