@@ -259,7 +259,31 @@ fn both_scaffolds_pass_the_pages_commands() {
     for step in ["prompt_exchange", "resume", "teardown"] {
         assert_eq!(run.json["steps"][step]["status"], "passed", "{step}: {}", run.pretty());
     }
-    assert!(run.json["next"]["retest"].as_str().is_some_and(|r| r.contains("--image=")), "{}", run.pretty());
+    let retest = run.json["next"]["retest"].as_str().expect("retest").to_owned();
+    let built = run.json["image"]["digest"].as_str().expect("digest").to_owned();
+
+    // Published: the author builds the same context as the probe did and pushes it (here to a
+    // loopback registry); the digest is the one the retest names, and the printed retest, its
+    // name filled in, passes by that digest without rebuilding.
+    let published = Served::build(&oneshot, "custom-oneshot");
+    assert_eq!(published.reference.digest().to_string(), built, "the build is reproducible, so the retest's digest is the published one");
+    let name = format!("{}/{}", published.reference.registry().expect("registry"), published.reference.repository());
+    let command = retest.replace("<published-name>", &name);
+    let program = command.strip_prefix("checkfu-wire ").expect("the retest runs checkfu-wire");
+    let output = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("exec \"$0\" {program}"))
+        .arg(crate::probe_support::PROBE)
+        .output()
+        .expect("retest");
+    let again: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {command}"));
+    assert_eq!(output.status.code(), Some(0), "{command}: {again:#}");
+    assert_eq!(again["image"]["reference"], format!("{name}@{built}"), "{again:#}");
+    assert!(again["image"].get("built").is_none(), "not rebuilt: {again:#}");
+    for step in ["prompt_exchange", "resume", "teardown"] {
+        assert_eq!(again["steps"][step]["status"], "passed", "{step}: {again:#}");
+    }
+    assert!(again["next"]["add"].as_str().is_some_and(|a| a.contains(&format!("--image={name}@{built}"))), "{again:#}");
 
     let acp = parent.path().join("custom-acp");
     let made = init("acp", &acp);
