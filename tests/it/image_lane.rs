@@ -505,3 +505,31 @@ fn an_acp_agents_terminals_run_in_its_image() {
     // The harness was handed the workspace where it sees it.
     assert!(text.contains(r#""cwd":"/workspace""#), "{text}");
 }
+
+/// `--builder docker`: the daemon builds the context, pushes it to the probe's loopback
+/// registry (docker treats 127.0.0.0/8 as insecure), and the pushed digest runs; the daemon
+/// keeps neither the built image nor its registry tag afterwards.
+#[test]
+#[cfg_attr(not(checkfu_docker), ignore = "CHECKFU_DOCKER is not set: a docker daemon is needed (see .ci/run)")]
+fn docker_builds_a_context_that_runs_by_its_pushed_digest() {
+    let _serial = serial();
+    let images = || tool("docker", &["images", "--format", "{{.Repository}}:{{.Tag}}"], &[]);
+    let before = images();
+    let context = busybox_cli_context();
+    let dir = context.path().to_str().expect("utf-8");
+    let run = run_image_flags(&["--build-context", dir, "--builder", "docker", "--name", "checkfu-docker-built"]);
+    assert_eq!(run.status, 0, "{}", run.pretty());
+    assert_eq!(run.json["steps"]["prompt_exchange"]["status"], "passed", "{}", run.pretty());
+    assert_eq!(run.json["image"]["built"]["builder"], "docker", "{}", run.pretty());
+    let pushed = run.json["image"]["built"]["pushed"].as_str().expect("pushed");
+    assert!(pushed.starts_with("127.0.0.1:") && pushed.ends_with(run.json["image"]["digest"].as_str().expect("digest")), "{pushed}");
+    let after = images();
+    assert!(!after.contains("checkfu-docker-built"), "the daemon keeps the image: {after}");
+    assert_eq!(before.lines().count(), after.lines().count(), "{before} / {after}");
+}
+
+fn run_image_flags(flags: &[&str]) -> Run {
+    let mut options = vec!["--protocol", "oneshot-v1", "--prompt-transport", "stdin", "--output-mode", "text"];
+    options.extend_from_slice(flags);
+    probe(&options, &[])
+}
