@@ -12,6 +12,8 @@
 //! - Claude Code (`claude -p`, its native `claude` and the shim `recipes/oneshot/shims/` under
 //!   node) with `recipes/oneshot/claude-code.json`: prompt path, stream JSON, resume and the
 //!   output schema;
+//! - Codex (`codex exec`, its static `codex` and the shim under node) with
+//!   `recipes/oneshot/codex.json`: the same steps, the schema as `text.format`;
 //! - claude-code-acp (node) with `recipes/claude-code.json`: initialize, session/new, a
 //!   prompt turn with a tool call, teardown;
 //! - the busybox one-shot CLI of `image_lane.rs`, unprivileged, and its echo failing.
@@ -72,7 +74,7 @@ fn the_real_image_tests_are_ignored_exactly_where_they_cannot_run() {
     let listed = Command::new(std::env::current_exe().expect("this test binary")).args(["--list", "--ignored"]).output().expect("list");
     let ignored =
         String::from_utf8_lossy(&listed.stdout).lines().filter(|l| l.starts_with("image_real::") && l.ends_with(": test")).count();
-    let expected = usize::from(!cfg!(all(checkfu_image_tools, checkfu_real_oneshot)))
+    let expected = 2 * usize::from(!cfg!(all(checkfu_image_tools, checkfu_real_oneshot)))
         + usize::from(!cfg!(all(checkfu_image_tools, checkfu_real_agents)))
         + usize::from(!cfg!(checkfu_image_tools));
     assert_eq!(ignored, expected);
@@ -157,6 +159,67 @@ fn claude_code_passes_every_step_in_an_image_as_root_and_unprivileged() {
         times[0].as_secs_f64(),
         times[1].as_secs_f64()
     );
+}
+
+/// The shim's path inside the Codex image.
+const CODEX_SHIM: &str = "/opt/checkfu/shims/codex.mjs";
+
+/// Codex's image: node (for the shim), the installed `codex` (a static musl binary) on
+/// `PATH`, the shims, busybox.
+fn codex_context(installed: &Path) -> RootContext {
+    let binary = installed.join("node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex");
+    let shims = crate::support::project::project_root().join("recipes/oneshot/shims");
+    let context = RootContext::new("checkfu-image-codex");
+    context
+        .program(&node(), "/usr/bin/node")
+        .busybox()
+        .file(&binary, "/usr/local/bin/codex")
+        .tree(&shims, "/opt/checkfu/shims", &[])
+        .dockerfile(&format!("ENV PATH=/usr/local/bin:/usr/bin:/bin\nWORKDIR /workspace\nENTRYPOINT [\"{CODEX_SHIM}\"]\n"));
+    context
+}
+
+/// Codex (`codex exec`) inside an image, through its shim and recipe: every step the same
+/// CLI passes as a local process (its output schema as the Responses request's
+/// `text.format`), as root and then unprivileged.
+#[test]
+#[cfg_attr(
+    not(all(checkfu_image_tools, checkfu_real_oneshot)),
+    ignore = "needs CHECKFU_IMAGE_TOOLS (see .ci/run) and CHECKFU_REAL_ONESHOT (tests/real-agents/install-oneshot.sh DIR)"
+)]
+fn codex_passes_every_step_in_an_image_as_root_and_unprivileged() {
+    let _serial = serial();
+    let installed = PathBuf::from(std::env::var_os("CHECKFU_REAL_ONESHOT").expect("CHECKFU_REAL_ONESHOT"));
+    let before = leftovers();
+    let context = codex_context(&installed);
+    let served = Served::build(context.path(), "checkfu-codex");
+    drop(context);
+    let reference = served.reference.to_string();
+    let scratch = Scratch::new("image-real-codex");
+    std::fs::set_permissions(&scratch.0, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    let schema = scratch.path("answer.schema.json");
+    std::fs::write(&schema, ANSWER_SCHEMA).unwrap();
+    let recipe = format!("{}/recipes/oneshot/codex.json", crate::support::project::project_root().display());
+    let options = [
+        "--recipe",
+        &recipe,
+        "--image",
+        &reference,
+        "--entrypoint",
+        CODEX_SHIM,
+        "--output-schema",
+        &schema,
+        "--step-timeout",
+        "90",
+        "--deadline",
+        "300",
+    ];
+    for unprivileged in [false, true] {
+        let run = if unprivileged { probe_unprivileged(&options, &[], &[]) } else { probe(&options, &[]) };
+        passed_every_step(&run, "openai_responses", "text.format");
+        ran_in_the_image(&run, &served, unprivileged);
+    }
+    nothing_left(served, &before);
 }
 
 /// What every image run's result says: the image pinned by the pushed digest, run by
