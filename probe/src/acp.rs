@@ -201,20 +201,34 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(Progress)) -> R
     // The start shows the argv as it is run, placeholders expanded.
     let shown: Vec<String> = command.iter().map(|c| c.to_string_lossy().into_owned()).collect();
     progress(Progress::Started { protocol: catalog::Protocol::AcpV1, command: &shown.join(" ") });
-    // In an image: bubblewrap over its root, the workspace at its working directory, and the
-    // image's variables under the probe's own.
-    let image_run = options.image.as_ref().map(|(container, given)| {
-        let working_directory = container.working_directory(given.as_deref());
-        let mut shared = vec![workspace.root().to_path_buf()];
-        shared.extend(home.as_ref().map(|h| h.root().to_path_buf()));
-        let shared: Vec<&std::path::Path> = shared.iter().map(std::path::PathBuf::as_path).collect();
-        command = container.argv(&command, workspace.root(), &working_directory, &shared);
-        let image_env = container.env(&env);
-        env.extend(image_env);
-        container.run_report(&working_directory)
-    });
-    let launch =
-        session::Launch { env, netns: namespace.as_ref().map(session::fence::Namespace::join), cwd: Some(workspace.root().to_path_buf()) };
+    // In an image: its runtime's argv (bubblewrap or podman over its root, or docker), the
+    // workspace at its working directory, and the image's variables under the probe's own.
+    let mut container_run = None;
+    let mut joins_fence = true;
+    let image_run = match options.image.as_ref() {
+        None => None,
+        Some((container, given)) => {
+            let working_directory = container.working_directory(given.as_deref());
+            let mut shared = vec![workspace.root().to_path_buf()];
+            shared.extend(home.as_ref().map(|h| h.root().to_path_buf()));
+            let shared: Vec<&std::path::Path> = shared.iter().map(std::path::PathBuf::as_path).collect();
+            let image_env = container.env(&env);
+            env.extend(image_env);
+            let names = env.iter().map(|(name, _)| name.clone()).collect();
+            let join = namespace.as_ref().map(session::fence::Namespace::join);
+            let started = container
+                .start(&command, workspace.root(), &working_directory, &shared, names, relay.addr(), join)
+                .map_err(|e| UsageError::CannotStart(format!("cannot start the image: {e}")))?;
+            command = started.argv.clone();
+            env.extend(started.client_env.iter().cloned());
+            joins_fence = started.joins_fence;
+            let report = container.run_report(&working_directory, started.fence);
+            container_run = Some(started);
+            Some(report)
+        }
+    };
+    let netns = namespace.as_ref().filter(|_| joins_fence).map(session::fence::Namespace::join);
+    let launch = session::Launch { env, netns, cwd: Some(workspace.root().to_path_buf()) };
     let session_options = session::Options { permission: options.permission, terminals: options.terminals, deadline: options.deadline };
     let session = Session::start_in(workspace, &command, session_options, &launch).map_err(|e| {
         let command = options.command.first().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
@@ -222,6 +236,8 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(Progress)) -> R
     })?;
     let mut run = Run::new(session, options, nonce, progress);
     run.command = command;
+    run.container = container_run;
+    run.image = image_run;
     run.admission.driver = options.driver.name().to_owned();
     run.admission.retention = options.retention.name().to_owned();
     run.admission.judged_against = "envelope";
@@ -240,7 +256,6 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(Progress)) -> R
         (_, _) => run.skip("prompt_exchange", "no session was started"),
     }
     let mut result = run.finish(admitted.as_ref());
-    result.image = image_run;
     // The harness is gone: stop the relay (closing whatever it left open) and read its record.
     let record = relay.stop();
     drop(namespace);
@@ -284,6 +299,10 @@ struct Run<'o, 'p> {
     reply_in_output: Option<String>,
     /// The argv as run, placeholders expanded.
     command: Vec<OsString>,
+    /// The image's run, removed at teardown (its container, image, storage).
+    container: Option<crate::image::runtime::Started>,
+    /// What the report says of the image, with what removing its run failed on.
+    image: Option<crate::image::run::ImageRun>,
 }
 
 impl<'o, 'p> Run<'o, 'p> {
@@ -304,6 +323,8 @@ impl<'o, 'p> Run<'o, 'p> {
             nonce_in_output: false,
             reply_in_output: None,
             command: options.command.clone(),
+            container: None,
+            image: None,
         }
     }
 
@@ -559,7 +580,16 @@ impl<'o, 'p> Run<'o, 'p> {
     fn finish(mut self, admitted: Option<&AdmittedCapabilities>) -> ProbeResult {
         let started = Instant::now();
         let teardown = self.session.teardown(self.options.kill_grace);
-        let outcome = ending::teardown_fault(&teardown, "harness", "EOF on stdin and SIGTERM").map_or(Ok(()), Err);
+        let mut outcome = ending::teardown_fault(&teardown, "harness", "EOF on stdin and SIGTERM").map_or(Ok(()), Err);
+        // The runtime's client is gone; what it keeps (a container, an image) goes now.
+        if let Some(container) = self.container.take() {
+            if let Err(fault) = container.finish() {
+                if let Some(image) = &mut self.image {
+                    image.teardown_fault = Some(fault.clone());
+                }
+                outcome = outcome.and(Err(format!("the image's runtime left something behind: {fault}")));
+            }
+        }
         self.step("teardown", started, outcome);
 
         let declared: Vec<(&str, &str)> = admitted.map(|a| a.values().to_vec()).unwrap_or_default();
@@ -628,7 +658,7 @@ impl<'o, 'p> Run<'o, 'p> {
             nonce_in_output: self.nonce_in_output,
             reply_in_output: self.reply_in_output,
             model_plane: None,
-            image: None,
+            image: self.image,
             next: None,
         }
     }

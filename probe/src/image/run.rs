@@ -1,7 +1,8 @@
 //! Running an image pinned by digest: pulled by its digest into an OCI layout, unpacked in
-//! the crate, and run by bubblewrap over the unpacked root filesystem.
+//! the crate, and run by a runtime ([`super::runtime`]: bubblewrap or podman over the
+//! unpacked root filesystem, docker over the layout loaded into its daemon).
 //!
-//! bubblewrap is started the way every harness is ([`crate::session::process::Harness`]):
+//! With bubblewrap, the default: bubblewrap is started the way every harness is ([`crate::session::process::Harness`]):
 //! in the probe's process group, after joining the probe's loopback-only network namespace.
 //! It unshares every other namespace but the network, so the image's process sees only the
 //! fence the probe made, and reaches the relay as a local command does. The root is
@@ -9,13 +10,15 @@
 //! working directory and, like the fresh home and the lane's scratch files, at its own path
 //! too, so every placeholder the probe expanded names the same file inside and out.
 //! `--die-with-parent` ends the container with the probe, and both the layout and the root
-//! are removed when the [`Container`] drops.
+//! are removed when the [`Container`] drops. podman and docker keep the same promises
+//! (the fence, the mounts, the variables, the command); see [`super::runtime`].
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::layout::{ImageConfig, Limits, OciLayout, Selector};
 use super::reference::ImageReference;
+use super::runtime::{RunSpec, Runtime, RuntimeKind, Started};
 use super::tools::{self, Tool};
 use super::TempDir;
 
@@ -57,9 +60,11 @@ impl std::fmt::Display for PullError {
 pub struct Container {
     pub reference: ImageReference,
     pub config: ImageConfig,
-    /// The bubblewrap that runs it.
-    bwrap: PathBuf,
+    /// The runtime that runs it ([`Container::with_runtime`]).
+    runtime: Option<Runtime>,
     rootfs: TempDir,
+    /// The verified layout, kept only for a runtime that runs it (docker).
+    layout: Option<TempDir>,
     /// Bytes of file content unpacked.
     pub unpacked_bytes: u64,
     /// How it was built, when it came from a build context.
@@ -72,8 +77,16 @@ pub struct ImageRun {
     /// The reference as given, pinned by digest.
     pub reference: String,
     pub digest: String,
-    /// How it ran: `bubblewrap` over the unpacked root filesystem.
+    /// How it ran: `bubblewrap` or `podman` over the unpacked root filesystem, or `docker`.
     pub runtime: &'static str,
+    /// The runtime was the first found (`bubblewrap`, else `podman`, else `docker`), not
+    /// asked for with `--runtime`.
+    pub runtime_detected: bool,
+    /// Which fence held the harness and how it reached the relay.
+    pub fence: &'static str,
+    /// What removing the runtime's container, image or storage failed on, if it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub teardown_fault: Option<String>,
     pub working_directory: String,
     pub unpacked_bytes: u64,
     /// With `--build-context`: how the image was built and where it was pushed for this run.
@@ -112,7 +125,6 @@ impl Container {
     /// checks and unpacks it. Every error names what failed: the tool and its own message, or
     /// the blob or entry at fault.
     pub fn pull(reference: &ImageReference) -> Result<Container, PullError> {
-        let bwrap = Tool::Bubblewrap.find()?;
         Tool::Skopeo.find()?;
         let layout = TempDir::new("checkfu-image-layout").map_err(|e| format!("cannot make the image's layout directory: {e}"))?;
         let dir = layout.path().join("layout");
@@ -126,8 +138,33 @@ impl Container {
         let rootfs = TempDir::new("checkfu-image-rootfs").map_err(|e| format!("cannot make the image's root directory: {e}"))?;
         let report = oci.unpack(&image, rootfs.path(), Limits::default()).map_err(|e| e.to_string())?;
         drop(oci);
-        layout.remove().map_err(|e| format!("cannot remove the image's layout: {e}"))?;
-        Ok(Container { reference: reference.clone(), config: image.config, bwrap, rootfs, unpacked_bytes: report.bytes, built: None })
+        // The layout stays until the runtime is chosen: docker runs it ([`Container::with_runtime`]).
+        let layout = Some(layout);
+        Ok(Container {
+            reference: reference.clone(),
+            config: image.config,
+            runtime: None,
+            rootfs,
+            layout,
+            unpacked_bytes: report.bytes,
+            built: None,
+        })
+    }
+
+    /// The runtime that runs it; the layout is removed unless the runtime needs it.
+    pub fn with_runtime(mut self, runtime: Runtime) -> Result<Container, PullError> {
+        if !runtime.needs_layout() {
+            if let Some(layout) = self.layout.take() {
+                layout.remove().map_err(|e| format!("cannot remove the image's layout: {e}"))?;
+            }
+        }
+        self.runtime = Some(runtime);
+        Ok(self)
+    }
+
+    /// The runtime's kind (bubblewrap until one is chosen).
+    pub fn runtime(&self) -> RuntimeKind {
+        self.runtime.as_ref().map_or(RuntimeKind::Bubblewrap, |r| r.kind)
     }
 
     /// The command a harness runs by default: the image's `Entrypoint` then its `Cmd`, as a
@@ -153,39 +190,55 @@ impl Container {
             .collect()
     }
 
-    /// The argv that runs `command` (the entrypoint and its arguments, as inside the image)
-    /// in the container: bubblewrap's, with `workspace` at `working_directory` and each of
-    /// `shared` (the workspace, the home, the lane's scratch directory) at its own path.
-    pub fn argv(&self, command: &[OsString], workspace: &Path, working_directory: &str, shared: &[&Path]) -> Vec<OsString> {
-        let mut argv: Vec<OsString> = vec![self.bwrap.clone().into_os_string()];
-        let mut flag = |items: &[&dyn AsRef<std::ffi::OsStr>]| argv.extend(items.iter().map(|i| i.as_ref().to_owned()));
-        flag(&[&"--die-with-parent", &"--new-session"]);
-        // Every namespace but the network one, which is the probe's fence.
-        flag(&[&"--unshare-user-try", &"--unshare-ipc", &"--unshare-pid", &"--unshare-uts", &"--unshare-cgroup-try"]);
-        // The root is bound writable only until the mount points are made (an image need not
-        // hold its working directory), then made read-only; it is this run's own copy.
-        flag(&[&"--bind", &self.rootfs.path(), &"/"]);
-        flag(&[&"--dev", &"/dev", &"--proc", &"/proc", &"--tmpfs", &"/tmp"]);
-        for dir in shared {
-            flag(&[&"--bind", dir, dir]);
-        }
-        if working_directory == "/" {
-            // No working directory to mount it at: the harness starts in the workspace itself.
-            flag(&[&"--remount-ro", &"/", &"--chdir", &workspace]);
-        } else {
-            flag(&[&"--bind", &workspace, &working_directory, &"--remount-ro", &"/", &"--chdir", &working_directory]);
-        }
-        flag(&[&"--"]);
-        argv.extend(command.iter().cloned());
-        argv
+    /// Prepares one run of `command` (the entrypoint and its arguments, as inside the image)
+    /// with its runtime: `workspace` at `working_directory`, each of `shared` (the workspace,
+    /// the home, the lane's scratch directory) at its own path, the variables named
+    /// `env_names` passed by name, the relay at `relay` inside `fence`. The returned
+    /// [`Started`] holds the argv to spawn, and removes what the run leaves once finished.
+    #[allow(clippy::too_many_arguments)]
+    pub fn start(
+        &self,
+        command: &[OsString],
+        workspace: &Path,
+        working_directory: &str,
+        shared: &[&Path],
+        env_names: Vec<OsString>,
+        relay: std::net::SocketAddr,
+        fence: Option<crate::session::fence::Join>,
+    ) -> Result<Started, String> {
+        let detected;
+        let runtime = match &self.runtime {
+            Some(runtime) => runtime,
+            None => {
+                detected = Runtime::detect().map_err(|e| e.to_string())?;
+                &detected
+            }
+        };
+        let layout = self.layout.as_ref().map(|l| l.path().join("layout"));
+        let spec = RunSpec {
+            command,
+            rootfs: self.rootfs.path(),
+            layout: layout.as_deref(),
+            workspace,
+            working_directory,
+            shared,
+            env_names,
+            relay,
+            fence,
+        };
+        runtime.start(&spec)
     }
 
     /// What the report says of it.
-    pub fn run_report(&self, working_directory: &str) -> ImageRun {
+    /// `fence` is what the runtime said of it ([`Started::fence`]).
+    pub fn run_report(&self, working_directory: &str, fence: &'static str) -> ImageRun {
         ImageRun {
             reference: self.reference.to_string(),
             digest: self.reference.digest().to_string(),
-            runtime: "bubblewrap",
+            runtime: self.runtime().name(),
+            runtime_detected: self.runtime.as_ref().is_none_or(|r| r.detected),
+            fence,
+            teardown_fault: None,
             working_directory: working_directory.to_owned(),
             unpacked_bytes: self.unpacked_bytes,
             built: self.built.clone(),
@@ -226,7 +279,6 @@ impl Container {
         // Every tool is found before anything is built.
         Tool::Registry.find()?;
         Tool::Skopeo.find()?;
-        Tool::Bubblewrap.find()?;
         let builder = match request.builder {
             Some(kind) => tools::Builder::new(kind),
             None => tools::Builder::detect(),
@@ -263,6 +315,11 @@ pub fn text_lines(image: Option<&ImageRun>, next: Option<&NextSteps>) -> String 
     let mut out = String::new();
     if let Some(image) = image {
         out.push_str(&format!("image    {} ({}, {}, in {})\n", image.reference, image.digest, image.runtime, image.working_directory));
+        let how = if image.runtime_detected { "detected" } else { "asked for" };
+        out.push_str(&format!("image    runtime {} ({how}); fence: {}\n", image.runtime, image.fence));
+        if let Some(fault) = &image.teardown_fault {
+            out.push_str(&format!("image    teardown failed: {fault}\n"));
+        }
         if let Some(built) = &image.built {
             let exposed = if built.all_interfaces { ", registry on every interface" } else { "" };
             out.push_str(&format!("image    built by {} from {}, pushed as {}{exposed}\n", built.builder, built.context, built.pushed));

@@ -1,0 +1,502 @@
+//! The runtimes that run an image's harness (`--runtime`): bubblewrap over the unpacked
+//! root, podman over the same root (`--rootfs`), or docker over the image loaded into the
+//! user's daemon. One shape for all three: [`Runtime::start`] prepares what the runtime
+//! needs and hands back the argv the lane spawns as it spawns any harness (piped stdio, its
+//! own process group, the lane's deadline and teardown); [`Started::finish`] then removes
+//! whatever the runtime keeps after its client is gone (a container, an image, storage),
+//! whether the harness exited or the probe killed the client on a timeout.
+//!
+//! How each keeps the fence:
+//! - bubblewrap and podman are started inside the fence (the lane's `setns` before exec),
+//!   and neither makes a network namespace of its own (bubblewrap does not unshare it;
+//!   podman runs `--network host`, and its host is the fence), so 127.0.0.1 is the relay;
+//! - docker runs containers from its daemon, which the fence does not hold and which cannot
+//!   join a namespace by path. A pause container with no network (`--network none`: a
+//!   loopback only) holds the namespace; the probe binds the relay's port on its
+//!   127.0.0.1 ([`super::forward`]), and the harness joins it (`--network
+//!   container:<pause>`), so the relay URL works unchanged and nothing else is reachable.
+
+use std::ffi::OsString;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::forward::Forwarder;
+use super::tools::{self, Tool, ToolError};
+use super::TempDir;
+use crate::session::fence::Join;
+
+/// Which runtime runs the image.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RuntimeKind {
+    Bubblewrap,
+    Podman,
+    Docker,
+}
+
+impl RuntimeKind {
+    pub const ALL: [RuntimeKind; 3] = [RuntimeKind::Bubblewrap, RuntimeKind::Podman, RuntimeKind::Docker];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            RuntimeKind::Bubblewrap => "bubblewrap",
+            RuntimeKind::Podman => "podman",
+            RuntimeKind::Docker => "docker",
+        }
+    }
+
+    pub fn tool(self) -> Tool {
+        match self {
+            RuntimeKind::Bubblewrap => Tool::Bubblewrap,
+            RuntimeKind::Podman => Tool::Podman,
+            RuntimeKind::Docker => Tool::Docker,
+        }
+    }
+}
+
+/// The static busybox the docker pause container runs (`busybox sleep`), bind-mounted: an
+/// image need not hold any program that waits.
+pub const PAUSE_PROGRAM: &str = "/bin/busybox";
+
+/// A runtime found on `PATH`, and whether it was asked for or detected.
+#[derive(Clone, Debug)]
+pub struct Runtime {
+    pub kind: RuntimeKind,
+    program: PathBuf,
+    /// Chosen because it was the first found, not asked for (`--runtime`).
+    pub detected: bool,
+}
+
+impl Runtime {
+    /// `kind` from `PATH`, with what it needs besides: skopeo to load the image and a static
+    /// busybox for the pause container (docker).
+    pub fn find(kind: RuntimeKind) -> Result<Runtime, ToolError> {
+        let program = kind.tool().find()?;
+        if kind == RuntimeKind::Docker {
+            if !has_cap_sys_admin() {
+                return Err(ToolError::Io {
+                    context: String::from(
+                        "docker keeps the fence only through a pause container's network namespace, which the probe enters \
+                         (setns) to put the relay's port there; that takes CAP_SYS_ADMIN (root), which this process lacks: \
+                         run as root, or use --runtime bubblewrap or podman, which keep the fence as an ordinary user",
+                    ),
+                    source: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+                });
+            }
+            Tool::Skopeo.find()?;
+            if !Path::new(PAUSE_PROGRAM).is_file() {
+                return Err(ToolError::Io {
+                    context: format!("docker's pause container runs {PAUSE_PROGRAM} (apt-get install busybox-static)"),
+                    source: std::io::Error::from(std::io::ErrorKind::NotFound),
+                });
+            }
+        }
+        Ok(Runtime { kind, program, detected: false })
+    }
+
+    /// The first of bubblewrap, podman and docker on `PATH`.
+    pub fn detect() -> Result<Runtime, ToolError> {
+        for kind in RuntimeKind::ALL {
+            if kind.tool().find().is_ok() {
+                return Runtime::find(kind).map(|r| Runtime { detected: true, ..r });
+            }
+        }
+        Err(ToolError::Missing { tool: Tool::Bubblewrap })
+    }
+
+    /// Whether it runs the image from its layout (docker loads it into its daemon) rather
+    /// than from the unpacked root.
+    pub fn needs_layout(&self) -> bool {
+        self.kind == RuntimeKind::Docker
+    }
+
+    /// Prepares one run of `spec` and returns its argv. `Err`: what failed, in the tool's
+    /// own words, with whatever was made removed.
+    pub fn start(&self, spec: &RunSpec<'_>) -> Result<Started, String> {
+        match self.kind {
+            RuntimeKind::Bubblewrap => {
+                let fence = if spec.fence.is_some() { "the probe's network namespace, joined by bubblewrap" } else { NO_FENCE };
+                Ok(Started::plain(bubblewrap_argv(&self.program, spec), fence))
+            }
+            RuntimeKind::Podman => podman(&self.program, spec),
+            RuntimeKind::Docker => docker(&self.program, spec),
+        }
+    }
+}
+
+/// Where no network namespace could be made, bubblewrap and podman share the probe's own
+/// network; the proxy variables are then the only fence, as in the process lane.
+const NO_FENCE: &str = "none: the probe's own network (no namespace could be made), the proxy variables only";
+
+/// Whether this process has `CAP_SYS_ADMIN` in its effective set (`/proc/self/status`),
+/// which `setns` into another network namespace of the initial user namespace asks.
+fn has_cap_sys_admin() -> bool {
+    const CAP_SYS_ADMIN: u32 = 21;
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| status.lines().find_map(|l| l.strip_prefix("CapEff:").map(|v| v.trim().to_owned())))
+        .and_then(|hex| u64::from_str_radix(&hex, 16).ok())
+        .is_some_and(|caps| caps & (1 << CAP_SYS_ADMIN) != 0)
+}
+
+/// What a run of the image needs.
+pub struct RunSpec<'a> {
+    /// The entrypoint and its arguments, as inside the image.
+    pub command: &'a [OsString],
+    pub rootfs: &'a Path,
+    /// The verified OCI layout (docker only).
+    pub layout: Option<&'a Path>,
+    pub workspace: &'a Path,
+    pub working_directory: &'a str,
+    /// The directories mounted at their own paths: the workspace, the home, the lane's
+    /// scratch directory.
+    pub shared: &'a [&'a Path],
+    /// The names of the harness's variables (the probe's, then the image's): the client
+    /// passes each by name from its own environment (`-e NAME`), so no value, the relay's
+    /// key included, is ever on a command line.
+    pub env_names: Vec<OsString>,
+    /// The relay's listener, in the fence when there is one.
+    pub relay: SocketAddr,
+    /// The fence, when there is one.
+    pub fence: Option<Join>,
+}
+
+/// One run, prepared: the argv to spawn, and what to remove once its client has ended.
+#[derive(Debug)]
+pub struct Started {
+    pub argv: Vec<OsString>,
+    /// Variables for the client itself (the runtime's configuration), beside the harness's.
+    pub client_env: Vec<(OsString, OsString)>,
+    /// Whether the client is started inside the fence (bubblewrap, podman), or outside it
+    /// (docker's client talks to its daemon, which the fence would cut off over TCP).
+    pub joins_fence: bool,
+    /// Which fence held the harness, and how it reached the relay.
+    pub fence: &'static str,
+    cleanup: Cleanup,
+}
+
+#[derive(Debug)]
+enum Cleanup {
+    None,
+    Podman {
+        program: PathBuf,
+        globals: Vec<OsString>,
+        env: Vec<(OsString, OsString)>,
+        join: Option<Join>,
+        name: String,
+        dir: Option<TempDir>,
+    },
+    Docker {
+        program: PathBuf,
+        name: String,
+        pause: Option<String>,
+        image: Option<String>,
+        forwarder: Option<Forwarder>,
+        dir: Option<TempDir>,
+    },
+}
+
+impl Started {
+    fn plain(argv: Vec<OsString>, fence: &'static str) -> Started {
+        Started { argv, client_env: Vec::new(), joins_fence: true, fence, cleanup: Cleanup::None }
+    }
+
+    /// Removes what the runtime keeps after its client ended: the container (forced: a
+    /// killed client leaves it running), the pause container, the forwarder, the loaded
+    /// image, the temporary storage. Every step is tried; the first failure is returned.
+    pub fn finish(mut self) -> Result<(), String> {
+        self.clean()
+    }
+
+    fn clean(&mut self) -> Result<(), String> {
+        let mut first: Option<String> = None;
+        let mut keep = |r: Result<(), String>| {
+            if let Err(e) = r {
+                first.get_or_insert(e);
+            }
+        };
+        match std::mem::replace(&mut self.cleanup, Cleanup::None) {
+            Cleanup::None => {}
+            Cleanup::Podman { program, globals, env, join, name, dir } => {
+                let mut command = podman_command(&program, &globals, &env, join);
+                command.args(["rm", "--force", "--time", "0", &name]);
+                keep(forced_removal(Tool::Podman, command, &name));
+                if let Some(dir) = dir {
+                    keep(dir.remove().map_err(|e| format!("cannot remove podman's storage: {e}")));
+                }
+            }
+            Cleanup::Docker { program, name, pause, image, forwarder, dir } => {
+                keep(forced_removal(Tool::Docker, docker_command(&program, &["rm", "--force", &name]), &name));
+                if let Some(forwarder) = forwarder {
+                    forwarder.stop();
+                }
+                if let Some(pause) = pause {
+                    keep(forced_removal(Tool::Docker, docker_command(&program, &["rm", "--force", &pause]), &pause));
+                }
+                if let Some(image) = image {
+                    keep(forced_removal(Tool::Docker, docker_command(&program, &["rmi", "--force", &image]), &image));
+                }
+                if let Some(dir) = dir {
+                    keep(dir.remove().map_err(|e| format!("cannot remove the docker run's directory: {e}")));
+                }
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+}
+
+impl Drop for Started {
+    /// A run dropped without [`Started::finish`] (an error on the way) still leaves nothing.
+    fn drop(&mut self) {
+        let _ = self.clean();
+    }
+}
+
+/// `rm --force`: an object already gone (`--rm` removed it when the harness exited) is not
+/// a failure; anything else is, in the tool's words.
+fn forced_removal(tool: Tool, command: Command, what: &str) -> Result<(), String> {
+    match tools::run(tool, command, &format!("remove {what}"), tools::QUICK_TIMEOUT) {
+        Ok(_) => Ok(()),
+        Err(ToolError::Failed { stderr, .. }) if stderr.contains("No such") || stderr.contains("no such") => Ok(()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn os(items: &[&dyn AsRef<std::ffi::OsStr>]) -> Vec<OsString> {
+    items.iter().map(|i| i.as_ref().to_owned()).collect()
+}
+
+/// bubblewrap's argv: every namespace but the network one, which is the probe's fence; the
+/// root read-only; `/tmp` a fresh tmpfs; the shared directories at their own paths and the
+/// workspace at the working directory.
+fn bubblewrap_argv(bwrap: &Path, spec: &RunSpec<'_>) -> Vec<OsString> {
+    let mut argv: Vec<OsString> = vec![bwrap.as_os_str().to_owned()];
+    let mut flag = |items: &[&dyn AsRef<std::ffi::OsStr>]| argv.extend(os(items));
+    flag(&[&"--die-with-parent", &"--new-session"]);
+    flag(&[&"--unshare-user-try", &"--unshare-ipc", &"--unshare-pid", &"--unshare-uts", &"--unshare-cgroup-try"]);
+    // The root is bound writable only until the mount points are made (an image need not
+    // hold its working directory), then made read-only; it is this run's own copy.
+    flag(&[&"--bind", &spec.rootfs, &"/"]);
+    flag(&[&"--dev", &"/dev", &"--proc", &"/proc", &"--tmpfs", &"/tmp"]);
+    for dir in spec.shared {
+        flag(&[&"--bind", dir, dir]);
+    }
+    if spec.working_directory == "/" {
+        // No working directory to mount it at: the harness starts in the workspace itself.
+        flag(&[&"--remount-ro", &"/", &"--chdir", &spec.workspace]);
+    } else {
+        flag(&[&"--bind", &spec.workspace, &spec.working_directory, &"--remount-ro", &"/", &"--chdir", &spec.working_directory]);
+    }
+    flag(&[&"--"]);
+    argv.extend(spec.command.iter().cloned());
+    argv
+}
+
+/// The `run` flags podman and docker share: stdin kept open, an init as PID 1 (a harness
+/// that is PID 1 ignores SIGTERM), the probe's uid and gid (as bubblewrap keeps them, so the
+/// workspace's files stay the user's), a read-only root with a fresh `/tmp`, the mounts, the
+/// working directory and the variables by name.
+fn shared_run_flags(spec: &RunSpec<'_>, name: &str) -> Vec<OsString> {
+    // SAFETY: getuid and getgid cannot fail.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    let mut argv: Vec<OsString> = Vec::new();
+    argv.extend(os(&[&"run", &"--rm", &"--interactive", &"--init", &"--name", &name, &"--read-only", &"--tmpfs", &"/tmp"]));
+    argv.extend(os(&[&"--user", &format!("{uid}:{gid}")]));
+    // Network-wise the container has nothing but the fence: no DNS servers, no hosts.
+    let mut volume = |from: &Path, to: &dyn AsRef<std::ffi::OsStr>| {
+        let mut spec = from.as_os_str().to_owned();
+        spec.push(":");
+        spec.push(to);
+        argv.extend([OsString::from("--volume"), spec]);
+    };
+    for dir in spec.shared {
+        volume(dir, dir);
+    }
+    let working_directory: OsString = if spec.working_directory == "/" {
+        spec.workspace.as_os_str().to_owned()
+    } else {
+        volume(spec.workspace, &spec.working_directory);
+        OsString::from(spec.working_directory)
+    };
+    argv.extend([OsString::from("--workdir"), working_directory]);
+    for name in &spec.env_names {
+        argv.extend([OsString::from("--env"), name.clone()]);
+    }
+    argv
+}
+
+// --- podman -----------------------------------------------------------------------------
+
+/// The fence as podman keeps it.
+const PODMAN_FENCE: &str = "the probe's network namespace, joined by podman (--network host inside it)";
+
+/// podman with its global flags. In a fence made without privileges (a user namespace),
+/// through `unshare --mount`: see [`podman`].
+fn podman_prefix(program: &Path, globals: &[OsString], user_namespace: bool) -> Vec<OsString> {
+    let mut argv: Vec<OsString> = Vec::new();
+    if user_namespace {
+        argv.extend(os(&[&"unshare", &"--mount", &"--propagation", &"private", &"--"]));
+    }
+    argv.push(program.as_os_str().to_owned());
+    argv.extend(globals.iter().cloned());
+    argv
+}
+
+/// A podman command of the run's own (its removal), in the same namespaces as the run.
+fn podman_command(program: &Path, globals: &[OsString], env: &[(OsString, OsString)], join: Option<Join>) -> Command {
+    let user_namespace = join.is_some_and(|j| j.through_user_namespace());
+    let argv = podman_prefix(program, globals, user_namespace);
+    let mut command = Command::new(&argv[0]);
+    command.args(&argv[1..]).envs(env.iter().map(|(k, v)| (k, v)));
+    if let Some(join) = join.filter(|_| user_namespace) {
+        // SAFETY: only setns runs between fork and exec.
+        unsafe { std::os::unix::process::CommandExt::pre_exec(&mut command, move || crate::session::fence::join(join)) };
+    }
+    command
+}
+
+/// Whether the cgroup hierarchy is hybrid (v1 controllers beside a v2 mount at
+/// `/sys/fs/cgroup/unified`): crun refuses it ("cgroups in hybrid mode not supported").
+fn hybrid_cgroups() -> bool {
+    Path::new("/sys/fs/cgroup/unified/cgroup.controllers").exists()
+}
+
+fn podman(program: &Path, spec: &RunSpec<'_>) -> Result<Started, String> {
+    let dir = TempDir::new("checkfu-podman").map_err(|e| format!("cannot make podman's storage: {e}"))?;
+    let root = dir.path();
+    for sub in ["root", "runroot", "oci"] {
+        std::fs::create_dir(root.join(sub)).map_err(|e| format!("cannot make podman's storage: {e}"))?;
+    }
+    // No default ulimits: podman's built-in `nproc` one fails (EPERM) where the process
+    // lacks CAP_SYS_RESOURCE. File locks in the storage, not `/dev/shm/libpod_lock`, which
+    // outlives the run and which another user's podman may own. No event log.
+    std::fs::write(
+        root.join("containers.conf"),
+        "[containers]\ndefault_ulimits = []\n\n[engine]\nevents_logger = \"none\"\nlock_type = \"file\"\n",
+    )
+    .map_err(|e| format!("cannot write podman's containers.conf: {e}"))?;
+    let mut globals: Vec<OsString> = Vec::new();
+    globals.extend(os(&[&"--root", &root.join("root"), &"--runroot", &root.join("runroot")]));
+    globals.extend(os(&[&"--tmpdir", &root.join("runroot").join("libpod"), &"--storage-driver", &"vfs", &"--events-backend", &"none"]));
+    globals.extend(os(&[&"--cgroup-manager", &"cgroupfs"]));
+    // The OCI runtime's state goes into the storage too, not /run/runc or /run/crun.
+    let mut state = OsString::from("root=");
+    state.push(root.join("oci"));
+    globals.extend([OsString::from("--runtime-flag"), state]);
+    if hybrid_cgroups() && tools::on_path("runc").is_some() {
+        globals.extend(os(&[&"--runtime", &"runc"]));
+    }
+    let mut env: Vec<(OsString, OsString)> = vec![("CONTAINERS_CONF".into(), root.join("containers.conf").into())];
+    let join = spec.fence;
+    let user_namespace = join.is_some_and(|j| j.through_user_namespace());
+    if user_namespace {
+        // The fence made without privileges is a user namespace in which the probe's user is
+        // uid 0: podman, started in it, would take itself for root and fail on what only
+        // root may do. These are the variables podman sets when it re-executes itself in the
+        // user namespace it made for a rootless run; here that namespace is the fence's, so
+        // podman runs rootless inside it. It needs a mount namespace of its own there too,
+        // which `unshare --mount` makes (see `podman_command`).
+        // SAFETY: getuid and getgid cannot fail.
+        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        env.push(("_CONTAINERS_USERNS_CONFIGURED".into(), "done".into()));
+        env.push(("_CONTAINERS_ROOTLESS_UID".into(), uid.to_string().into()));
+        env.push(("_CONTAINERS_ROOTLESS_GID".into(), gid.to_string().into()));
+    }
+    let name = crate::relay::token::mint("checkfu-probe-");
+    let mut argv = podman_prefix(program, &globals, user_namespace);
+    let mut run = shared_run_flags(spec, &name);
+    // The host network is the namespace podman was started in: the fence.
+    run.extend(os(&[&"--network", &"host", &"--rootfs", &spec.rootfs]));
+    argv.extend(run);
+    argv.extend(spec.command.iter().cloned());
+    Ok(Started {
+        argv,
+        client_env: env.clone(),
+        joins_fence: true,
+        fence: if join.is_some() { PODMAN_FENCE } else { NO_FENCE },
+        cleanup: Cleanup::Podman { program: program.to_owned(), globals, env, join, name, dir: Some(dir) },
+    })
+}
+
+// --- docker -----------------------------------------------------------------------------
+
+/// The fence as docker keeps it.
+const DOCKER_FENCE: &str = "docker pause container's loopback, forwarded to the relay";
+
+fn docker_command(program: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(program);
+    command.args(args);
+    command
+}
+
+fn docker(program: &Path, spec: &RunSpec<'_>) -> Result<Started, String> {
+    let layout = spec.layout.ok_or("docker runs the image's layout, which was not kept")?;
+    let name = crate::relay::token::mint("checkfu-probe-");
+    let image = format!("{name}:run");
+    let pause = format!("{name}-pause");
+    let dir = TempDir::new("checkfu-docker").map_err(|e| format!("cannot make the docker run's directory: {e}"))?;
+    let archive = dir.path().join("image.tar");
+    let mut started = Started {
+        argv: Vec::new(),
+        client_env: Vec::new(),
+        joins_fence: false,
+        fence: DOCKER_FENCE,
+        cleanup: Cleanup::Docker {
+            program: program.to_owned(),
+            name: name.clone(),
+            pause: None,
+            image: None,
+            forwarder: None,
+            dir: Some(dir),
+        },
+    };
+    // The verified layout, as a docker archive the user's docker loads (through its own
+    // DOCKER_HOST or context, which skopeo's docker-daemon transport does not read).
+    let mut copy = Command::new(Tool::Skopeo.find().map_err(|e| e.to_string())?);
+    copy.arg("copy").arg(format!("oci:{}", layout.display())).arg(format!("docker-archive:{}:{image}", archive.display()));
+    tools::run(Tool::Skopeo, copy, "write the image as a docker archive", tools::TOOL_TIMEOUT).map_err(|e| e.to_string())?;
+    let mut load = Command::new(program);
+    load.arg("load").arg("--input").arg(&archive);
+    let loaded = tools::run(Tool::Docker, load, &format!("load {image}"), tools::TOOL_TIMEOUT);
+    if let Cleanup::Docker { image: slot, .. } = &mut started.cleanup {
+        *slot = Some(image.clone());
+    }
+    loaded.map_err(|e| e.to_string())?;
+    let _ = std::fs::remove_file(&archive);
+
+    // The pause container: no network but its loopback, a static busybox waiting.
+    let mut run = Command::new(program);
+    run.args(["run", "--detach", "--name", &pause, "--network", "none", "--read-only", "--log-driver", "none"]);
+    run.arg("--volume").arg(format!("{PAUSE_PROGRAM}:/checkfu-pause/busybox:ro"));
+    run.args(["--entrypoint", "/checkfu-pause/busybox", &image, "sleep", "2147483647"]);
+    let made = tools::run(Tool::Docker, run, "start the pause container", tools::QUICK_TIMEOUT);
+    if let Cleanup::Docker { pause: slot, .. } = &mut started.cleanup {
+        *slot = Some(pause.clone());
+    }
+    made.map_err(|e| e.to_string())?;
+    let inspect = tools::run(
+        Tool::Docker,
+        docker_command(program, &["inspect", "--format", "{{.State.Pid}}", &pause]),
+        "inspect the pause container",
+        tools::QUICK_TIMEOUT,
+    )
+    .map_err(|e| e.to_string())?;
+    let pid: u32 = String::from_utf8_lossy(&inspect.stdout).trim().parse().ok().filter(|p| *p > 0).ok_or_else(|| {
+        format!("the pause container has no process: docker inspect said `{}`", String::from_utf8_lossy(&inspect.stdout).trim())
+    })?;
+    let forwarder = Forwarder::start(&PathBuf::from(format!("/proc/{pid}/ns/net")), spec.relay, spec.fence.map(|j| j.net()))
+        .map_err(|e| format!("--runtime docker: {e}"))?;
+    if let Cleanup::Docker { forwarder: slot, .. } = &mut started.cleanup {
+        *slot = Some(forwarder);
+    }
+
+    let mut argv: Vec<OsString> = vec![program.as_os_str().to_owned()];
+    argv.extend(shared_run_flags(spec, &name));
+    argv.extend(os(&[&"--network", &format!("container:{pause}"), &"--log-driver", &"none"]));
+    let (entrypoint, args) = spec.command.split_first().ok_or("the harness has no command")?;
+    argv.extend([OsString::from("--entrypoint"), entrypoint.clone(), OsString::from(&image)]);
+    argv.extend(args.iter().cloned());
+    started.argv = argv;
+    Ok(started)
+}
