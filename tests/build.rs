@@ -28,6 +28,9 @@ fn optional_test_inputs() {
         ("CHECKFU_IMAGE_TOOLS", "checkfu_image_tools"),
         // podman as the image lane's builder (optional: apt-get install podman).
         ("CHECKFU_PODMAN", "checkfu_podman"),
+        // docker as the image lane's runtime: docker.io installed and DOCKER_HOST naming a
+        // running daemon (`.ci/run` starts one).
+        ("CHECKFU_DOCKER", "checkfu_docker"),
     ];
     for (variable, cfg) in inputs {
         println!("cargo:rerun-if-env-changed={variable}");

@@ -222,7 +222,7 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(Progress)) -> R
             command = started.argv.clone();
             env.extend(started.client_env.iter().cloned());
             joins_fence = started.joins_fence;
-            let report = container.run_report(&working_directory, started.fence);
+            let report = container.run_report(&working_directory, Some(&started));
             container_run = Some(started);
             Some(report)
         }

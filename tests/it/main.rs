@@ -35,6 +35,8 @@ mod hostile_schemas;
 mod image;
 #[cfg(feature = "cli")]
 mod image_lane;
+#[cfg(feature = "cli")]
+mod image_runtime;
 mod json_schema_suite;
 #[cfg(feature = "cli")]
 mod lint_schema_cli;

@@ -84,6 +84,10 @@ pub struct ImageRun {
     pub runtime_detected: bool,
     /// Which fence held the harness and how it reached the relay.
     pub fence: &'static str,
+    /// The container's name under podman or docker (the last run's, for a lane that runs
+    /// the image twice); its pause container is `<name>-pause`, its image `<name>:run`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub container: Option<String>,
     /// What removing the runtime's container, image or storage failed on, if it did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub teardown_fault: Option<String>,
@@ -230,14 +234,15 @@ impl Container {
     }
 
     /// What the report says of it.
-    /// `fence` is what the runtime said of it ([`Started::fence`]).
-    pub fn run_report(&self, working_directory: &str, fence: &'static str) -> ImageRun {
+    /// `started` is the run's, for what the runtime said of the fence and its container.
+    pub fn run_report(&self, working_directory: &str, started: Option<&Started>) -> ImageRun {
         ImageRun {
             reference: self.reference.to_string(),
             digest: self.reference.digest().to_string(),
             runtime: self.runtime().name(),
             runtime_detected: self.runtime.as_ref().is_none_or(|r| r.detected),
-            fence,
+            fence: started.map_or("", |s| s.fence),
+            container: started.and_then(|s| s.container.clone()),
             teardown_fault: None,
             working_directory: working_directory.to_owned(),
             unpacked_bytes: self.unpacked_bytes,

@@ -173,6 +173,8 @@ pub struct Started {
     pub joins_fence: bool,
     /// Which fence held the harness, and how it reached the relay.
     pub fence: &'static str,
+    /// The container's name (podman, docker): `checkfu-probe-<16 hex>`.
+    pub container: Option<String>,
     cleanup: Cleanup,
 }
 
@@ -199,7 +201,7 @@ enum Cleanup {
 
 impl Started {
     fn plain(argv: Vec<OsString>, fence: &'static str) -> Started {
-        Started { argv, client_env: Vec::new(), joins_fence: true, fence, cleanup: Cleanup::None }
+        Started { argv, client_env: Vec::new(), joins_fence: true, fence, container: None, cleanup: Cleanup::None }
     }
 
     /// Removes what the runtime keeps after its client ended: the container (forced: a
@@ -365,7 +367,8 @@ fn hybrid_cgroups() -> bool {
 fn podman(program: &Path, spec: &RunSpec<'_>) -> Result<Started, String> {
     let dir = TempDir::new("checkfu-podman").map_err(|e| format!("cannot make podman's storage: {e}"))?;
     let root = dir.path();
-    for sub in ["root", "runroot", "oci"] {
+    // Short names: podman refuses a run root of 50 characters or more (its sockets' paths).
+    for sub in ["root", "r", "oci"] {
         std::fs::create_dir(root.join(sub)).map_err(|e| format!("cannot make podman's storage: {e}"))?;
     }
     // No default ulimits: podman's built-in `nproc` one fails (EPERM) where the process
@@ -377,8 +380,8 @@ fn podman(program: &Path, spec: &RunSpec<'_>) -> Result<Started, String> {
     )
     .map_err(|e| format!("cannot write podman's containers.conf: {e}"))?;
     let mut globals: Vec<OsString> = Vec::new();
-    globals.extend(os(&[&"--root", &root.join("root"), &"--runroot", &root.join("runroot")]));
-    globals.extend(os(&[&"--tmpdir", &root.join("runroot").join("libpod"), &"--storage-driver", &"vfs", &"--events-backend", &"none"]));
+    globals.extend(os(&[&"--root", &root.join("root"), &"--runroot", &root.join("r")]));
+    globals.extend(os(&[&"--tmpdir", &root.join("r").join("libpod"), &"--storage-driver", &"vfs", &"--events-backend", &"none"]));
     globals.extend(os(&[&"--cgroup-manager", &"cgroupfs"]));
     // The OCI runtime's state goes into the storage too, not /run/runc or /run/crun.
     let mut state = OsString::from("root=");
@@ -415,6 +418,7 @@ fn podman(program: &Path, spec: &RunSpec<'_>) -> Result<Started, String> {
         client_env: env.clone(),
         joins_fence: true,
         fence: if join.is_some() { PODMAN_FENCE } else { NO_FENCE },
+        container: Some(name.clone()),
         cleanup: Cleanup::Podman { program: program.to_owned(), globals, env, join, name, dir: Some(dir) },
     })
 }
@@ -442,6 +446,7 @@ fn docker(program: &Path, spec: &RunSpec<'_>) -> Result<Started, String> {
         client_env: Vec::new(),
         joins_fence: false,
         fence: DOCKER_FENCE,
+        container: Some(name.clone()),
         cleanup: Cleanup::Docker {
             program: program.to_owned(),
             name: name.clone(),

@@ -247,13 +247,14 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
         plane.bind(entry, options.provider.as_deref(), None);
     }
     let steps = std::mem::take(&mut lane.steps.list);
-    let image_fence = lane.image_fence.unwrap_or_default();
+    let (image_fence, image_container) = lane.image_fence.take().unwrap_or_default();
     let image_fault = lane.image_fault.take();
-    let image = launch
-        .container
-        .as_ref()
-        .zip(working_directory.as_deref())
-        .map(|(c, wd)| crate::image::run::ImageRun { teardown_fault: image_fault, ..c.run_report(wd, image_fence) });
+    let image = launch.container.as_ref().zip(working_directory.as_deref()).map(|(c, wd)| crate::image::run::ImageRun {
+        fence: image_fence,
+        container: image_container,
+        teardown_fault: image_fault,
+        ..c.run_report(wd, None)
+    });
     let mut result = OneshotResult::new(
         declaration,
         steps,
@@ -300,7 +301,7 @@ struct Lane<'a, 'p> {
     relay: std::net::SocketAddr,
     fence: Option<session::fence::Join>,
     /// What the image's runtime said of the fence, and what removing a run failed on.
-    image_fence: Option<&'static str>,
+    image_fence: Option<(&'static str, Option<String>)>,
     image_fault: Option<String>,
 }
 
@@ -353,7 +354,7 @@ impl Lane<'_, '_> {
                 }
                 launch = std::borrow::Cow::Owned(own);
             }
-            self.image_fence = Some(started.fence);
+            self.image_fence = Some((started.fence, started.container.clone()));
             container_run = Some(started);
         }
         let until = (Instant::now() + self.options.step_timeout).min(self.deadline);
