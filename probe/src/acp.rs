@@ -214,10 +214,9 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(Progress)) -> R
             let shared: Vec<&std::path::Path> = shared.iter().map(std::path::PathBuf::as_path).collect();
             let image_env = container.env(&env);
             env.extend(image_env);
-            let names = env.iter().map(|(name, _)| name.clone()).collect();
             let join = namespace.as_ref().map(session::fence::Namespace::join);
             let started = container
-                .start(&command, workspace.root(), &working_directory, &shared, names, relay.addr(), join)
+                .start(&command, workspace.root(), &working_directory, &shared, &env, relay.addr(), join)
                 .map_err(|e| UsageError::CannotStart(format!("cannot start the image: {e}")))?;
             command = started.argv.clone();
             env.extend(started.client_env.iter().cloned());

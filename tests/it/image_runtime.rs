@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use checkfu_wire_probe::image::tools;
 
-use crate::probe_support::Run;
+use crate::probe_support::{assert_no_process_in_group, running_as_root, unprivileged, Run, NOBODY, PROBE};
 use crate::support::image::{pushed_image, run_image_env, serial};
 
 #[test]
@@ -85,27 +85,51 @@ impl HostListener {
 /// makes (the workspace, the home, the image's root and layout, a runtime's storage) is in
 /// it, so after a run it must be empty, whatever other tests do in the shared one. Its path is
 /// short: podman refuses a run root of 50 characters or more, and its storage is in here.
-struct RunTmp(std::path::PathBuf);
+/// With `unprivileged`, the probe runs as uid 65534 (`setpriv`, the tests running as root)
+/// with this directory, its own, as `TMPDIR` and `HOME`.
+struct RunTmp {
+    path: std::path::PathBuf,
+    unprivileged: bool,
+}
 
 impl RunTmp {
-    fn new() -> RunTmp {
-        let path = std::path::PathBuf::from(format!("/tmp/cf{}", std::process::id()));
+    fn new(unprivileged: bool) -> RunTmp {
+        let path = std::path::PathBuf::from(format!("/tmp/cf{:x}{}", std::process::id(), if unprivileged { "u" } else { "" }));
         std::fs::create_dir(&path).expect("tmp");
-        RunTmp(path)
+        if unprivileged {
+            let owned = Command::new("chown").arg(format!("{NOBODY}:{NOBODY}")).arg(&path).status().expect("chown");
+            assert!(owned.success());
+        }
+        RunTmp { path, unprivileged }
     }
 
     fn run(&self, reference: &str, more: &[&str]) -> Run {
-        run_image_env(reference, more, &[("TMPDIR", self.0.as_os_str().to_owned())])
+        if !self.unprivileged {
+            return run_image_env(reference, more, &[("TMPDIR", self.path.as_os_str().to_owned())]);
+        }
+        let mut command = unprivileged(PROBE);
+        command.args(["probe", "--format", "json", "--kill-grace", "0.5", "--protocol", "oneshot-v1", "--image", reference]);
+        command.args(["--prompt-transport", "stdin", "--output-mode", "text"]).args(more);
+        command.env("TMPDIR", &self.path).env("HOME", &self.path);
+        let output = command.output().expect("the probe runs");
+        let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or(serde_json::Value::Null);
+        for run in json["runs"].as_array().into_iter().flatten() {
+            if let Some(pid) = run["pid"].as_u64() {
+                assert_no_process_in_group(pid as i32);
+                assert_eq!(run["leftover_processes"], serde_json::json!([]));
+            }
+        }
+        Run { status: output.status.code().unwrap_or(-1), json, stderr: String::from_utf8_lossy(&output.stderr).into_owned() }
     }
 
     fn left(&self) -> Vec<String> {
-        std::fs::read_dir(&self.0).expect("tmp").flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect()
+        std::fs::read_dir(&self.path).expect("tmp").flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect()
     }
 }
 
 impl Drop for RunTmp {
     fn drop(&mut self) {
-        let _ = checkfu_wire_probe::image::remove_tree(&self.0);
+        let _ = checkfu_wire_probe::image::remove_tree(&self.path);
     }
 }
 
@@ -154,11 +178,11 @@ fn assert_nothing_of_the_run(run: &Run, runtime: &str, tmp: &RunTmp) {
 }
 
 /// The whole story for one runtime, on one pushed image.
-fn the_runtime_keeps_the_fence_and_leaves_nothing(runtime: &str) {
+fn the_runtime_keeps_the_fence_and_leaves_nothing(runtime: &str, as_nobody: bool) {
     let _serial = serial();
     let (registry, pushed, builder, _context) = pushed_image();
     let reference = pushed.to_string();
-    let tmp = RunTmp::new();
+    let tmp = RunTmp::new(as_nobody);
 
     let started = Instant::now();
     let run = tmp.run(&reference, &["--runtime", runtime]);
@@ -170,8 +194,12 @@ fn the_runtime_keeps_the_fence_and_leaves_nothing(runtime: &str) {
     let fence = run.json["image"]["fence"].as_str().expect("fence");
     if runtime == "docker" {
         assert_eq!(fence, "docker pause container's loopback, forwarded to the relay");
+    } else if as_nobody || !running_as_root() {
+        assert_eq!(fence, "the probe's user and network namespaces, joined by podman (rootless inside them, --network host)");
+        assert_eq!(run.json["model_plane"]["fence"], "user_namespace");
     } else {
-        assert!(fence.starts_with("the probe's network namespace, joined by podman"), "{fence}");
+        assert_eq!(fence, "the probe's network namespace, joined by podman (--network host inside it)");
+        assert_eq!(run.json["model_plane"]["fence"], "network_namespace");
     }
     assert_eq!(run.json["image"]["working_directory"], "/workspace");
     assert!(run.json["model_plane"]["calls"].as_array().is_some_and(|c| !c.is_empty()), "{}", run.pretty());
@@ -229,7 +257,18 @@ fn the_runtime_keeps_the_fence_and_leaves_nothing(runtime: &str) {
     ignore = "CHECKFU_IMAGE_TOOLS and CHECKFU_PODMAN are not both set: apt-get install podman and the image tools (see .ci/run)"
 )]
 fn podman_keeps_the_fence_and_leaves_nothing() {
-    the_runtime_keeps_the_fence_and_leaves_nothing("podman");
+    the_runtime_keeps_the_fence_and_leaves_nothing("podman", false);
+}
+
+/// podman as an ordinary user: rootless, inside the fence made without privileges. Where
+/// the tests do not run as root, the ordinary user is the one running them.
+#[test]
+#[cfg_attr(
+    not(all(checkfu_image_tools, checkfu_podman)),
+    ignore = "CHECKFU_IMAGE_TOOLS and CHECKFU_PODMAN are not both set: apt-get install podman and the image tools (see .ci/run)"
+)]
+fn podman_as_an_ordinary_user_keeps_the_fence_and_leaves_nothing() {
+    the_runtime_keeps_the_fence_and_leaves_nothing("podman", running_as_root());
 }
 
 #[test]
@@ -238,5 +277,27 @@ fn podman_keeps_the_fence_and_leaves_nothing() {
     ignore = "CHECKFU_IMAGE_TOOLS and CHECKFU_DOCKER are not both set: apt-get install docker.io, start a dockerd, export DOCKER_HOST (see .ci/run)"
 )]
 fn docker_keeps_the_fence_and_leaves_nothing() {
-    the_runtime_keeps_the_fence_and_leaves_nothing("docker");
+    the_runtime_keeps_the_fence_and_leaves_nothing("docker", false);
+}
+
+/// docker as an ordinary user: refused before anything is pulled, saying why (the probe
+/// cannot enter the pause container's network namespace), and naming what works instead.
+#[test]
+#[cfg_attr(
+    not(all(checkfu_image_tools, checkfu_docker)),
+    ignore = "CHECKFU_IMAGE_TOOLS and CHECKFU_DOCKER are not both set: apt-get install docker.io, start a dockerd, export DOCKER_HOST (see .ci/run)"
+)]
+fn docker_is_refused_to_an_ordinary_user() {
+    if !running_as_root() {
+        return;
+    }
+    let tmp = RunTmp::new(true);
+    let refused = tmp.run(
+        "127.0.0.1:5000/never-pulled@sha256:0000000000000000000000000000000000000000000000000000000000000000",
+        &["--runtime", "docker"],
+    );
+    assert_eq!(refused.status, 2, "{}", refused.stderr);
+    assert!(refused.stderr.contains("CAP_SYS_ADMIN") && refused.stderr.contains("--runtime bubblewrap or podman"), "{}", refused.stderr);
+    assert!(refused.json.is_null(), "nothing ran");
+    assert_eq!(tmp.left(), Vec::<String>::new());
 }

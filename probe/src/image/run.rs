@@ -206,7 +206,7 @@ impl Container {
         workspace: &Path,
         working_directory: &str,
         shared: &[&Path],
-        env_names: Vec<OsString>,
+        env: &[(OsString, OsString)],
         relay: std::net::SocketAddr,
         fence: Option<crate::session::fence::Join>,
     ) -> Result<Started, String> {
@@ -226,7 +226,7 @@ impl Container {
             workspace,
             working_directory,
             shared,
-            env_names,
+            env,
             relay,
             fence,
         };

@@ -152,10 +152,11 @@ pub struct RunSpec<'a> {
     /// The directories mounted at their own paths: the workspace, the home, the lane's
     /// scratch directory.
     pub shared: &'a [&'a Path],
-    /// The names of the harness's variables (the probe's, then the image's): the client
-    /// passes each by name from its own environment (`-e NAME`), so no value, the relay's
-    /// key included, is ever on a command line.
-    pub env_names: Vec<OsString>,
+    /// The harness's variables (the probe's, then the image's), which the lane sets in the
+    /// client's environment: the client passes each by name (`--env NAME`), so no value,
+    /// the relay's key included, is on a command line; only a variable the client's own
+    /// configuration also sets (podman's `TMPDIR` as an ordinary user) goes as `NAME=VALUE`.
+    pub env: &'a [(OsString, OsString)],
     /// The relay's listener, in the fence when there is one.
     pub relay: SocketAddr,
     /// The fence, when there is one.
@@ -299,12 +300,9 @@ fn bubblewrap_argv(bwrap: &Path, spec: &RunSpec<'_>) -> Vec<OsString> {
 /// that is PID 1 ignores SIGTERM), the probe's uid and gid (as bubblewrap keeps them, so the
 /// workspace's files stay the user's), a read-only root with a fresh `/tmp`, the mounts, the
 /// working directory and the variables by name.
-fn shared_run_flags(spec: &RunSpec<'_>, name: &str) -> Vec<OsString> {
-    // SAFETY: getuid and getgid cannot fail.
-    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+fn shared_run_flags(spec: &RunSpec<'_>, name: &str, user: &str, client_env: &[(OsString, OsString)]) -> Vec<OsString> {
     let mut argv: Vec<OsString> = Vec::new();
-    argv.extend(os(&[&"run", &"--rm", &"--interactive", &"--init", &"--name", &name, &"--read-only", &"--tmpfs", &"/tmp"]));
-    argv.extend(os(&[&"--user", &format!("{uid}:{gid}")]));
+    argv.extend(os(&[&"run", &"--rm", &"--interactive", &"--init", &"--name", &name, &"--read-only", &"--user", &user]));
     // Network-wise the container has nothing but the fence: no DNS servers, no hosts.
     let mut volume = |from: &Path, to: &dyn AsRef<std::ffi::OsStr>| {
         let mut spec = from.as_os_str().to_owned();
@@ -322,23 +320,43 @@ fn shared_run_flags(spec: &RunSpec<'_>, name: &str) -> Vec<OsString> {
         OsString::from(spec.working_directory)
     };
     argv.extend([OsString::from("--workdir"), working_directory]);
-    for name in &spec.env_names {
-        argv.extend([OsString::from("--env"), name.clone()]);
+    let mut seen: Vec<&OsString> = Vec::new();
+    for (name, value) in spec.env.iter().rev() {
+        // The last setting of a name is the one the client's environment holds.
+        if seen.contains(&name) {
+            continue;
+        }
+        seen.push(name);
+        let mut flag = name.clone();
+        if client_env.iter().any(|(own, _)| own == name) {
+            flag.push("=");
+            flag.push(value);
+        }
+        argv.extend([OsString::from("--env"), flag]);
     }
     argv
 }
 
+/// The probe's uid and gid, as `UID:GID`.
+fn own_user() -> String {
+    // SAFETY: getuid and getgid cannot fail.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    format!("{uid}:{gid}")
+}
+
 // --- podman -----------------------------------------------------------------------------
 
-/// The fence as podman keeps it.
+/// The fence as podman keeps it: as root, and as an ordinary user (rootless, in a user
+/// namespace of its own inside the fence's).
 const PODMAN_FENCE: &str = "the probe's network namespace, joined by podman (--network host inside it)";
+const PODMAN_USER_FENCE: &str = "the probe's user and network namespaces, joined by podman (rootless inside them, --network host)";
 
-/// podman with its global flags. In a fence made without privileges (a user namespace),
-/// through `unshare --mount`: see [`podman`].
+/// podman with its global flags. In a fence made without privileges, through `unshare`:
+/// see [`podman`].
 fn podman_prefix(program: &Path, globals: &[OsString], user_namespace: bool) -> Vec<OsString> {
     let mut argv: Vec<OsString> = Vec::new();
     if user_namespace {
-        argv.extend(os(&[&"unshare", &"--mount", &"--propagation", &"private", &"--"]));
+        argv.extend(os(&[&"unshare", &"--user", &"--map-root-user", &"--mount", &"--propagation", &"private", &"--"]));
     }
     argv.push(program.as_os_str().to_owned());
     argv.extend(globals.iter().cloned());
@@ -368,7 +386,7 @@ fn podman(program: &Path, spec: &RunSpec<'_>) -> Result<Started, String> {
     let dir = TempDir::new("checkfu-podman").map_err(|e| format!("cannot make podman's storage: {e}"))?;
     let root = dir.path();
     // Short names: podman refuses a run root of 50 characters or more (its sockets' paths).
-    for sub in ["root", "r", "oci"] {
+    for sub in ["root", "r", "oci", "xdg", "tmp"] {
         std::fs::create_dir(root.join(sub)).map_err(|e| format!("cannot make podman's storage: {e}"))?;
     }
     // No default ulimits: podman's built-in `nproc` one fails (EPERM) where the process
@@ -394,21 +412,31 @@ fn podman(program: &Path, spec: &RunSpec<'_>) -> Result<Started, String> {
     let join = spec.fence;
     let user_namespace = join.is_some_and(|j| j.through_user_namespace());
     if user_namespace {
-        // The fence made without privileges is a user namespace in which the probe's user is
-        // uid 0: podman, started in it, would take itself for root and fail on what only
-        // root may do. These are the variables podman sets when it re-executes itself in the
-        // user namespace it made for a rootless run; here that namespace is the fence's, so
-        // podman runs rootless inside it. It needs a mount namespace of its own there too,
-        // which `unshare --mount` makes (see `podman_command`).
+        // The fence made without privileges is a user namespace of the probe's user (its own
+        // uid mapped, no capability after exec), owning the fence's network namespace. A
+        // rootless podman makes its own user namespace outside any fence, so it would not
+        // run in this one; instead `unshare` makes a user namespace inside the fence (the
+        // user as uid 0 there) with a mount namespace of its own, which is what podman's
+        // rootless mode re-executes itself into, and these are the variables podman sets
+        // for itself when it has done so. It then runs rootless in the fence, `--network
+        // host` being the fence's network. Its runtime files and runc's temporary ones go
+        // into the storage (the defaults, `/run/user` and `/tmp`, need not be the user's).
         // SAFETY: getuid and getgid cannot fail.
         let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
         env.push(("_CONTAINERS_USERNS_CONFIGURED".into(), "done".into()));
         env.push(("_CONTAINERS_ROOTLESS_UID".into(), uid.to_string().into()));
         env.push(("_CONTAINERS_ROOTLESS_GID".into(), gid.to_string().into()));
+        env.push(("XDG_RUNTIME_DIR".into(), root.join("xdg").into()));
+        env.push(("TMPDIR".into(), root.join("tmp").into()));
     }
     let name = crate::relay::token::mint("checkfu-probe-");
     let mut argv = podman_prefix(program, &globals, user_namespace);
-    let mut run = shared_run_flags(spec, &name);
+    // Inside the user namespace `unshare` made, the probe's user is uid 0.
+    let user = if user_namespace { String::from("0:0") } else { own_user() };
+    let mut run = shared_run_flags(spec, &name, &user, &env);
+    // A fresh `/tmp` only, as bubblewrap makes: without `tmpcopyup`, which has runc copy
+    // the image's `/tmp` through the host's `/tmp` (an ordinary user may not write there).
+    run.extend(os(&[&"--read-only-tmpfs=false", &"--tmpfs", &"/tmp:rw,notmpcopyup"]));
     // The host network is the namespace podman was started in: the fence.
     run.extend(os(&[&"--network", &"host", &"--rootfs", &spec.rootfs]));
     argv.extend(run);
@@ -417,7 +445,11 @@ fn podman(program: &Path, spec: &RunSpec<'_>) -> Result<Started, String> {
         argv,
         client_env: env.clone(),
         joins_fence: true,
-        fence: if join.is_some() { PODMAN_FENCE } else { NO_FENCE },
+        fence: match join {
+            Some(_) if user_namespace => PODMAN_USER_FENCE,
+            Some(_) => PODMAN_FENCE,
+            None => NO_FENCE,
+        },
         container: Some(name.clone()),
         cleanup: Cleanup::Podman { program: program.to_owned(), globals, env, join, name, dir: Some(dir) },
     })
@@ -497,8 +529,8 @@ fn docker(program: &Path, spec: &RunSpec<'_>) -> Result<Started, String> {
     }
 
     let mut argv: Vec<OsString> = vec![program.as_os_str().to_owned()];
-    argv.extend(shared_run_flags(spec, &name));
-    argv.extend(os(&[&"--network", &format!("container:{pause}"), &"--log-driver", &"none"]));
+    argv.extend(shared_run_flags(spec, &name, &own_user(), &[]));
+    argv.extend(os(&[&"--tmpfs", &"/tmp", &"--network", &format!("container:{pause}"), &"--log-driver", &"none"]));
     let (entrypoint, args) = spec.command.split_first().ok_or("the harness has no command")?;
     argv.extend([OsString::from("--entrypoint"), entrypoint.clone(), OsString::from(&image)]);
     argv.extend(args.iter().cloned());

@@ -341,9 +341,8 @@ impl Lane<'_, '_> {
         if let Some((container, working_directory, workspace, shared)) = self.container {
             let inner: Vec<std::ffi::OsString> = argv.iter().map(std::ffi::OsString::from).collect();
             let shared: Vec<&std::path::Path> = shared.iter().map(PathBuf::as_path).collect();
-            let names = self.launch_spec.env.iter().map(|(name, _)| name.clone()).collect();
             let started = container
-                .start(&inner, workspace, working_directory, &shared, names, self.relay, self.fence)
+                .start(&inner, workspace, working_directory, &shared, &self.launch_spec.env, self.relay, self.fence)
                 .map_err(|e| UsageError::CannotStart(format!("cannot start the image: {e}")))?;
             argv = started.argv.iter().map(|a| a.to_string_lossy().into_owned()).collect();
             if !started.client_env.is_empty() || !started.joins_fence {
