@@ -9,8 +9,8 @@
 use checkfu_wire_probe::image::tools;
 use checkfu_wire_probe::image::TempDir;
 
+use crate::probe_support::image::{build_context, image_dirs, pushed_image, run_image, serial};
 use crate::probe_support::probe;
-use crate::support::image::{build_context, image_dirs, pushed_image, run_image, serial};
 
 #[test]
 #[cfg_attr(

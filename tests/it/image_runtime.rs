@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 
 use checkfu_wire_probe::image::tools;
 
+use crate::probe_support::image::{pushed_image, run_image_env, serial};
 use crate::probe_support::{assert_no_process_in_group, running_as_root, unprivileged, Run, NOBODY, PROBE};
-use crate::support::image::{pushed_image, run_image_env, serial};
 
 #[test]
 fn the_runtime_tests_are_ignored_exactly_where_they_cannot_run() {

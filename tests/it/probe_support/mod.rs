@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod image;
+
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::Command;

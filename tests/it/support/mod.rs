@@ -3,8 +3,6 @@
 
 pub mod compile;
 pub mod graphs;
-#[cfg(feature = "cli")]
-pub mod image;
 pub mod instances;
 pub mod oracle;
 pub mod project;

@@ -1,13 +1,14 @@
 //! The image lane's shared pieces: a busybox one-shot CLI built into an image by buildah
 //! and pushed to a loopback registry, the probe run on it, and the image directories a run
-//! may leave behind. Used by `image_lane` and `image_runtime`.
+//! may leave behind. Used by `image_lane` and `image_runtime` (here rather than in
+//! `support/`, which the benchmarks include too, because it runs the probe).
 
 use std::os::unix::fs::PermissionsExt;
 
 use checkfu_wire_probe::image::tools::{self, Builder, BuilderKind, Registry, RegistryOptions};
 use checkfu_wire_probe::image::{ImageReference, TempDir};
 
-use crate::probe_support::{probe_env, Run};
+use super::{probe_env, Run};
 
 /// The CLI: reads the prompt on stdin and asks the model through the relay with busybox's
 /// wget, printing the answer's JSON (the reply is in it). `echo` prints the prompt instead;
