@@ -177,3 +177,49 @@ fn pump(mut from: TcpStream, mut to: TcpStream) {
     }
     let _ = to.shutdown(Shutdown::Write);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The forwarder's own namespace as the target (entering it still takes CAP_SYS_ADMIN,
+    /// so as an ordinary user the refusal is what is checked): the relay on 127.0.0.2 at a
+    /// port, the forwarder on 127.0.0.1 at the same port, bytes both ways, and nothing
+    /// listening once it stops.
+    #[test]
+    fn it_pumps_both_ways_and_stops_listening() {
+        let relay = TcpListener::bind(("127.0.0.2", 0)).expect("relay");
+        let address = relay.local_addr().expect("addr");
+        std::thread::spawn(move || {
+            for stream in relay.incoming().flatten() {
+                let mut stream = stream;
+                let mut got = [0u8; 4];
+                if stream.read_exact(&mut got).is_ok() {
+                    let _ = stream.write_all(&[b"pong:".as_slice(), &got].concat());
+                }
+            }
+        });
+        let forwarder = match Forwarder::start(std::path::Path::new("/proc/self/ns/net"), address, None) {
+            Ok(forwarder) => forwarder,
+            Err(why) => {
+                // SAFETY: geteuid cannot fail.
+                assert_ne!(unsafe { libc::geteuid() }, 0, "root may enter: {why}");
+                assert!(why.contains("setns") && why.contains("CAP_SYS_ADMIN"), "{why}");
+                return;
+            }
+        };
+        for _ in 0..3 {
+            let mut client = TcpStream::connect(("127.0.0.1", address.port())).expect("the forwarder listens");
+            client.write_all(b"ping").expect("write");
+            let mut answer = Vec::new();
+            client.read_to_end(&mut answer).expect("read");
+            assert_eq!(answer, b"pong:ping");
+        }
+        let open = TcpStream::connect(("127.0.0.1", address.port())).expect("one left open");
+        forwarder.stop();
+        assert!(TcpStream::connect(("127.0.0.1", address.port())).is_err(), "nothing listens after stop");
+        let mut rest = Vec::new();
+        let _ = (&open).read_to_end(&mut rest);
+        assert!(rest.is_empty(), "the open connection was closed, not answered");
+    }
+}

@@ -537,3 +537,41 @@ fn docker(program: &Path, spec: &RunSpec<'_>) -> Result<Started, String> {
     started.argv = argv;
     Ok(started)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The relay's key never reaches a command line: variables go by name, the last value of
+    /// a name wins once, and only a name the client's own configuration sets goes with its
+    /// value (so the harness still gets its own).
+    #[test]
+    fn variables_go_by_name_unless_the_client_sets_them_too() {
+        let env: Vec<(OsString, OsString)> = vec![
+            ("OPENAI_API_KEY".into(), "sk-first".into()),
+            ("TMPDIR".into(), "/harness-tmp".into()),
+            ("OPENAI_API_KEY".into(), "sk-secret".into()),
+        ];
+        let workspace = Path::new("/w");
+        let shared = [workspace];
+        let spec = RunSpec {
+            command: &[],
+            rootfs: Path::new("/r"),
+            layout: None,
+            workspace,
+            working_directory: "/workspace",
+            shared: &shared,
+            env: &env,
+            relay: SocketAddr::from(([127, 0, 0, 1], 1)),
+            fence: None,
+        };
+        let argv = shared_run_flags(&spec, "checkfu-probe-x", "0:0", &[("TMPDIR".into(), "/podman-tmp".into())]);
+        let text: Vec<String> = argv.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        assert!(!text.iter().any(|a| a.contains("sk-")), "{text:?}");
+        let envs: Vec<&str> = text.windows(2).filter(|w| w[0] == "--env").map(|w| w[1].as_str()).collect();
+        assert_eq!(envs, ["OPENAI_API_KEY", "TMPDIR=/harness-tmp"]);
+        let volumes: Vec<&str> = text.windows(2).filter(|w| w[0] == "--volume").map(|w| w[1].as_str()).collect();
+        assert_eq!(volumes, ["/w:/w", "/w:/workspace"]);
+        assert!(text.windows(2).any(|w| w[0] == "--workdir" && w[1] == "/workspace"), "{text:?}");
+    }
+}
