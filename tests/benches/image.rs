@@ -17,6 +17,10 @@
 
 #[path = "whole_runs.rs"]
 mod whole_runs;
+// The image tests' helpers: this benchmark uses the page's one-shot flags.
+#[allow(dead_code)]
+#[path = "../it/support/image.rs"]
+mod image_support;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -28,23 +32,8 @@ use checkfu_wire_probe::image::{Limits, OciLayout, Selector, TempDir};
 const PROBE: &str = env!("CARGO_BIN_EXE_checkfu-wire-dup");
 const RUNS: usize = 3;
 
-/// The scaffold's one-shot flags (the page's, with stdin-free argv_path and stream JSON).
-const FLAGS: &[&str] = &[
-    "--protocol",
-    "oneshot-v1",
-    "--argv=--output-mode",
-    "--argv=stream_json",
-    "--argv=--prompt-path",
-    "--argv={prompt_path}",
-    "--argv={resume_flag}",
-    "--prompt-transport",
-    "argv_path",
-    "--output-mode",
-    "stream_json",
-    "--resume-flag=--resume",
-    "--working-directory",
-    "/workspace",
-];
+/// The scaffold's one-shot flags, as the page's build-context command gives them.
+use image_support::PAGE_ONESHOT_FLAGS as FLAGS;
 
 fn probe(extra: &[&str], command: &[&str]) -> Duration {
     let started = Instant::now();

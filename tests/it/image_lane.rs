@@ -6,11 +6,16 @@
 //! prompt fails. Refusals: a reference without a digest (exit 2, nothing started) and a
 //! digest the registry does not have (exit 1, the registry's answer).
 
-use checkfu_wire_probe::image::tools;
 use checkfu_wire_probe::image::TempDir;
 
-use crate::probe_support::image::{build_context, image_dirs, pushed_image, run_image, serial};
-use crate::probe_support::probe;
+use crate::probe_support::{probe, Run};
+use crate::support::image::{busybox_cli_context, image_dirs, serial, RootContext, Served, PAGE_ONESHOT_FLAGS};
+
+fn run_image(reference: &str, more: &[&str]) -> Run {
+    let mut options = vec!["--protocol", "oneshot-v1", "--image", reference, "--prompt-transport", "stdin", "--output-mode", "text"];
+    options.extend_from_slice(more);
+    probe(&options, &[])
+}
 
 #[test]
 #[cfg_attr(
@@ -19,7 +24,9 @@ use crate::probe_support::probe;
 )]
 fn an_image_pinned_by_digest_runs_in_the_fence_and_is_judged_by_the_relay() {
     let _serial = serial();
-    let (registry, pushed, builder, _context) = pushed_image();
+    let context = busybox_cli_context();
+    let served = Served::build(context.path(), "checkfu-oneshot");
+    let pushed = served.reference.clone();
     let reference = pushed.to_string();
     let before = image_dirs();
 
@@ -73,7 +80,7 @@ fn an_image_pinned_by_digest_runs_in_the_fence_and_is_judged_by_the_relay() {
         .output()
         .expect("probe");
     let text = String::from_utf8_lossy(&text.stdout);
-    assert!(text.contains(&format!("image    {reference} ({}, bubblewrap, in /workspace)", pushed.digest())), "{text}");
+    assert!(text.contains(&format!("image    {reference} ({}, from registry, bubblewrap, in /workspace)", pushed.digest())), "{text}");
     assert!(text.contains("next     add: checkfu harness add oci --name=checkfu-probe"), "{text}");
     assert!(text.contains("next     verify (a template): checkfu harness verify checkfu-probe"), "{text}");
     assert!(text.contains("next     required flags: --sandbox, --model"), "{text}");
@@ -93,9 +100,7 @@ fn an_image_pinned_by_digest_runs_in_the_fence_and_is_judged_by_the_relay() {
     assert_eq!(gone.status, 1, "{}", gone.stderr);
     assert!(gone.stderr.contains("manifest unknown"), "{}", gone.stderr);
 
-    drop(registry);
-    tools::remove_image(&builder, "localhost/checkfu-oneshot:1").expect("rmi");
-    builder.remove_storage().expect("storage");
+    served.stop();
 }
 
 #[test]
@@ -118,7 +123,7 @@ fn a_reference_without_a_digest_is_refused_before_anything_starts() {
 )]
 fn a_build_context_is_built_pushed_run_by_digest_and_retested_as_published() {
     let _serial = serial();
-    let context = build_context();
+    let context = busybox_cli_context();
     let before = image_dirs();
     let dir = context.path().to_str().expect("utf-8").to_owned();
     let run = probe(
@@ -154,7 +159,7 @@ fn a_build_context_is_built_pushed_run_by_digest_and_retested_as_published() {
     assert!(retest.starts_with("checkfu-wire probe"), "{retest}");
     assert!(retest.contains(&format!("--image=<published-name>@{digest}")), "{retest}");
     assert!(!retest.contains("--build-context") && !retest.contains("--builder"), "{retest}");
-    assert!(retest.contains("--sandbox sb"), "the context kept: {retest}");
+    assert!(retest.contains("--sandbox=sb"), "the context kept: {retest}");
     // The registry is stopped and the image, its layout and its root are gone.
     let port: u16 = pushed.trim_start_matches("127.0.0.1:").split('/').next().and_then(|p| p.parse().ok()).expect("port");
     assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err(), "the temporary registry still listens");
@@ -170,29 +175,11 @@ fn a_build_context_is_built_pushed_run_by_digest_and_retested_as_published() {
 
 /// A build context holding a real, dynamically linked ACP agent (the fixture agent) with the
 /// libraries `ldd` names, at their own paths, on `FROM scratch`.
-fn acp_context() -> TempDir {
-    let context = TempDir::new("checkfu-image-acp").expect("context");
-    let rootfs = context.path().join("rootfs");
-    let agent = std::path::Path::new(crate::probe_support::AGENT);
-    let place = |from: &std::path::Path, to: &str| {
-        let target = rootfs.join(to.trim_start_matches('/'));
-        std::fs::create_dir_all(target.parent().expect("parent")).expect("dirs");
-        std::fs::copy(from, &target).unwrap_or_else(|e| panic!("{}: {e}", from.display()));
-    };
-    place(agent, "/opt/custom/bin/acp-agent");
-    let listed = std::process::Command::new("ldd").arg(agent).output().expect("ldd");
-    for line in String::from_utf8_lossy(&listed.stdout).lines() {
-        // `libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x…)` or `/lib64/ld-linux-x86-64.so.2 (0x…)`.
-        let path = line.split("=>").last().and_then(|rest| rest.split_whitespace().next()).unwrap_or("");
-        if path.starts_with('/') {
-            place(std::path::Path::new(path), path);
-        }
-    }
-    std::fs::write(
-        context.path().join("Dockerfile"),
-        "FROM scratch\nCOPY rootfs/ /\nWORKDIR /workspace\nENTRYPOINT [\"/opt/custom/bin/acp-agent\"]\n",
-    )
-    .expect("Dockerfile");
+fn acp_context() -> RootContext {
+    let context = RootContext::new("checkfu-image-acp");
+    context
+        .program(std::path::Path::new(crate::probe_support::AGENT), "/opt/custom/bin/acp-agent")
+        .dockerfile("WORKDIR /workspace\nENTRYPOINT [\"/opt/custom/bin/acp-agent\"]\n");
     context
 }
 
@@ -264,34 +251,10 @@ fn both_scaffolds_pass_the_pages_commands() {
     assert!(String::from_utf8_lossy(&refused.stderr).contains("not empty"));
 
     let dir = oneshot.to_str().expect("utf-8");
-    let run = probe(
-        &[
-            "--name",
-            "custom-oneshot",
-            "--build-context",
-            dir,
-            "--entrypoint",
-            "/opt/checkfu/bin/checkfu-oneshot",
-            "--protocol",
-            "oneshot-v1",
-            "--argv=--output-mode",
-            "--argv=stream_json",
-            "--argv=--prompt-path",
-            "--argv={prompt_path}",
-            "--argv={resume_flag}",
-            "--prompt-transport",
-            "argv_path",
-            "--output-mode",
-            "stream_json",
-            "--resume-flag=--resume",
-            "--output-schema-flag=--output-schema",
-            "--output-schema-transport",
-            "argv_path",
-            "--working-directory",
-            "/workspace",
-        ],
-        &[],
-    );
+    let mut options = vec!["--name", "custom-oneshot", "--build-context", dir, "--entrypoint", "/opt/checkfu/bin/checkfu-oneshot"];
+    options.extend_from_slice(PAGE_ONESHOT_FLAGS);
+    options.extend_from_slice(&["--output-schema-flag=--output-schema", "--output-schema-transport", "argv_path"]);
+    let run = probe(&options, &[]);
     assert_eq!(run.status, 0, "{}", run.pretty());
     for step in ["prompt_exchange", "resume", "teardown"] {
         assert_eq!(run.json["steps"][step]["status"], "passed", "{step}: {}", run.pretty());
@@ -322,4 +285,151 @@ fn both_scaffolds_pass_the_pages_commands() {
     for step in ["initialize_handshake", "session_start", "prompt_exchange", "teardown"] {
         assert_eq!(run.json["steps"][step]["status"], "passed", "{step}: {}", run.pretty());
     }
+}
+
+/// A command of the test's own (skopeo, podman, docker) that must succeed.
+fn tool(program: &str, args: &[&str], env: &[(&str, &std::path::Path)]) -> String {
+    let mut command = std::process::Command::new(program);
+    command.args(args);
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let output = command.output().unwrap_or_else(|e| panic!("{program}: {e}"));
+    assert!(output.status.success(), "{program} {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// `--image-source oci:DIR`: an OCI layout on disk, found by the reference's digest and
+/// checked blob by blob; the directory is only read. A digest it does not hold, and a
+/// layer changed after the fact, are refused with what is at fault.
+#[test]
+#[cfg_attr(
+    not(checkfu_image_tools),
+    ignore = "CHECKFU_IMAGE_TOOLS is not set: apt-get install buildah skopeo docker-registry busybox-static bubblewrap (see .ci/run)"
+)]
+fn an_image_is_read_from_an_oci_layout_directory_by_its_digest() {
+    let _serial = serial();
+    let context = busybox_cli_context();
+    let served = Served::build(context.path(), "checkfu-oneshot");
+    let pushed = served.reference.clone();
+    let layouts = TempDir::new("checkfu-test-layout").expect("dir");
+    let dir = layouts.path().join("layout");
+    let source = format!("docker://{}", pushed.pull_name());
+    tool("skopeo", &["copy", "--src-tls-verify=false", &source, &format!("oci:{}", dir.display())], &[]);
+    served.stop();
+    let from = format!("--image-source=oci:{}", dir.display());
+    let before = image_dirs();
+
+    let run = run_image(&pushed.to_string(), &[&from]);
+    assert_eq!(run.status, 0, "{}", run.pretty());
+    assert_eq!(run.json["steps"]["prompt_exchange"]["status"], "passed", "{}", run.pretty());
+    assert_eq!(run.json["image"]["source"], format!("oci:{}", dir.display()));
+    assert_eq!(run.json["image"]["digest"], pushed.digest().to_string());
+    // Read from this machine: the platform still needs it published under that name.
+    let advice = run.json["next"]["advice"].as_str().expect("advice");
+    assert!(advice.contains("publish it as") && advice.contains(&pushed.pull_name()), "{advice}");
+    assert!(dir.join("index.json").is_file(), "the layout is only read");
+    assert_eq!(image_dirs().into_iter().filter(|d| !before.contains(d)).count(), 0, "nothing of the run stays");
+
+    // A digest the layout does not hold.
+    let absent = format!("{}/{}@sha256:{}", pushed.registry().unwrap_or_default(), pushed.repository(), "0".repeat(64));
+    let missing = run_image(&absent, &[&from]);
+    assert_eq!(missing.status, 1, "{}", missing.stderr);
+    assert!(missing.stderr.contains(&"0".repeat(64)), "names the digest: {}", missing.stderr);
+
+    // A layer changed after the fact: its blob no longer matches its digest.
+    let manifest = std::fs::read_dir(dir.join("blobs/sha256"))
+        .expect("blobs")
+        .flatten()
+        .max_by_key(|e| e.metadata().map(|m| m.len()).unwrap_or(0))
+        .expect("a layer");
+    let mut bytes = std::fs::read(manifest.path()).expect("layer");
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::set_permissions(manifest.path(), <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o644))
+        .expect("writable");
+    std::fs::write(manifest.path(), bytes).expect("changed");
+    let changed = run_image(&pushed.to_string(), &[&from]);
+    assert_eq!(changed.status, 1, "{}", changed.stderr);
+    let blob = manifest.file_name().to_string_lossy().into_owned();
+    assert!(changed.stderr.contains(&blob), "names the blob {blob}: {}", changed.stderr);
+    assert_eq!(image_dirs().into_iter().filter(|d| !before.contains(d)).count(), 0, "nothing stays after a refusal");
+}
+
+/// `--image-source podman`: the machine's containers storage (here a private one, through
+/// `CONTAINERS_STORAGE_CONF`, which podman and the probe's skopeo both read), resolved by
+/// the digest podman pulled it by, with its registry already gone.
+#[test]
+#[cfg_attr(not(checkfu_podman), ignore = "CHECKFU_PODMAN is not set: apt-get install podman, then set it (see .ci/run)")]
+fn an_image_is_read_from_podman_storage_by_its_digest() {
+    let _serial = serial();
+    let context = busybox_cli_context();
+    let served = Served::build(context.path(), "checkfu-oneshot");
+    let pushed = served.reference.clone();
+    let storage = TempDir::new("checkfu-test-storage").expect("storage");
+    let conf = storage.path().join("storage.conf");
+    std::fs::write(
+        &conf,
+        format!("[storage]\ndriver = \"vfs\"\ngraphroot = \"{0}/root\"\nrunroot = \"{0}/run\"\n", storage.path().display()),
+    )
+    .expect("storage.conf");
+    let env = [("CONTAINERS_STORAGE_CONF", conf.as_path())];
+    tool("podman", &["pull", "--quiet", "--tls-verify=false", &pushed.pull_name()], &env);
+    served.stop();
+
+    let run = crate::probe_support::probe_env(
+        &[
+            "--protocol",
+            "oneshot-v1",
+            "--image",
+            &pushed.to_string(),
+            "--image-source",
+            "podman",
+            "--prompt-transport",
+            "stdin",
+            "--output-mode",
+            "text",
+        ],
+        &[],
+        &[("CONTAINERS_STORAGE_CONF", conf.clone().into_os_string())],
+    );
+    assert_eq!(run.status, 0, "{}", run.pretty());
+    assert_eq!(run.json["steps"]["prompt_exchange"]["status"], "passed", "{}", run.pretty());
+    assert_eq!(run.json["image"]["source"], "podman");
+
+    // A digest the storage does not hold: podman's storage says so, through skopeo.
+    let absent = format!("{}/{}@sha256:{}", pushed.registry().unwrap_or_default(), pushed.repository(), "1".repeat(64));
+    let missing = crate::probe_support::probe_env(
+        &["--protocol", "oneshot-v1", "--image", &absent, "--image-source", "podman"],
+        &[],
+        &[("CONTAINERS_STORAGE_CONF", conf.clone().into_os_string())],
+    );
+    assert_eq!(missing.status, 1, "{}", missing.stderr);
+    assert!(missing.stderr.contains("does not resolve to an image"), "{}", missing.stderr);
+    // The storage was the test's; podman's files there may be read-only.
+    let _ = std::process::Command::new("podman").args(["rmi", "--all", "--force"]).env("CONTAINERS_STORAGE_CONF", &conf).output();
+}
+
+/// `--image-source docker`: the daemon's storage, by a digest the daemon pulled the image
+/// by; a digest it holds no image by is refused with the daemon's answer.
+#[test]
+#[cfg_attr(not(checkfu_docker), ignore = "CHECKFU_DOCKER is not set: a docker daemon is needed (see .ci/run)")]
+fn an_image_is_read_from_the_docker_daemon_by_a_digest_it_pulled() {
+    let _serial = serial();
+    let context = busybox_cli_context();
+    let served = Served::build(context.path(), "checkfu-oneshot");
+    let pushed = served.reference.clone();
+    // docker treats 127.0.0.0/8 as an insecure registry by default.
+    tool("docker", &["pull", "--quiet", &pushed.pull_name()], &[]);
+    served.stop();
+    let run = run_image(&pushed.to_string(), &["--image-source", "docker"]);
+    let other = format!("{}/{}@sha256:{}", pushed.registry().unwrap_or_default(), pushed.repository(), "2".repeat(64));
+    let refused = run_image(&other, &["--image-source", "docker"]);
+    let _ = std::process::Command::new("docker").args(["rmi", "--force", &pushed.pull_name()]).output();
+
+    assert_eq!(run.status, 0, "{}", run.pretty());
+    assert_eq!(run.json["steps"]["prompt_exchange"]["status"], "passed", "{}", run.pretty());
+    assert_eq!(run.json["image"]["source"], "docker");
+    assert_eq!(refused.status, 1, "{}", refused.stderr);
+    assert!(refused.stderr.contains("docker"), "{}", refused.stderr);
 }

@@ -1,5 +1,6 @@
 //! `probe --image … --runtime podman|docker` end to end, on the busybox one-shot image the
-//! image lane's tests build and serve from a loopback registry ([`crate::support::image`]).
+//! image lane's tests build and serve from a loopback registry ([`crate::support::image`]:
+//! its `escape` and `stubborn` modes are for these tests).
 //! For each runtime: the CLI passes by the relay's record, its echoing twin fails
 //! `prompt_exchange`, a CLI that tries the host's loopback and a non-loopback address of
 //! the host reaches neither (a listener there counts every connection), and a CLI that
@@ -18,10 +19,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use checkfu_wire_probe::image::tools;
+use crate::probe_support::{assert_no_process_in_group, probe_env, running_as_root, unprivileged, Run, NOBODY, PROBE};
+use crate::support::image::{busybox_cli_context, serial, Served};
 
-use crate::probe_support::image::{pushed_image, run_image_env, serial};
-use crate::probe_support::{assert_no_process_in_group, running_as_root, unprivileged, Run, NOBODY, PROBE};
+/// The busybox CLI's flags: the prompt on stdin, the answer as text.
+const CLI_FLAGS: &[&str] = &["--protocol", "oneshot-v1", "--prompt-transport", "stdin", "--output-mode", "text"];
 
 #[test]
 fn the_runtime_tests_are_ignored_exactly_where_they_cannot_run() {
@@ -104,12 +106,14 @@ impl RunTmp {
     }
 
     fn run(&self, reference: &str, more: &[&str]) -> Run {
+        let mut options = vec!["--image", reference];
+        options.extend_from_slice(CLI_FLAGS);
+        options.extend_from_slice(more);
         if !self.unprivileged {
-            return run_image_env(reference, more, &[("TMPDIR", self.path.as_os_str().to_owned())]);
+            return probe_env(&options, &[], &[("TMPDIR", self.path.as_os_str().to_owned())]);
         }
         let mut command = unprivileged(PROBE);
-        command.args(["probe", "--format", "json", "--kill-grace", "0.5", "--protocol", "oneshot-v1", "--image", reference]);
-        command.args(["--prompt-transport", "stdin", "--output-mode", "text"]).args(more);
+        command.args(["probe", "--format", "json", "--kill-grace", "0.5"]).args(&options);
         command.env("TMPDIR", &self.path).env("HOME", &self.path);
         let output = command.output().expect("the probe runs");
         let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or(serde_json::Value::Null);
@@ -180,8 +184,9 @@ fn assert_nothing_of_the_run(run: &Run, runtime: &str, tmp: &RunTmp) {
 /// The whole story for one runtime, on one pushed image.
 fn the_runtime_keeps_the_fence_and_leaves_nothing(runtime: &str, as_nobody: bool) {
     let _serial = serial();
-    let (registry, pushed, builder, _context) = pushed_image();
-    let reference = pushed.to_string();
+    let context = busybox_cli_context();
+    let served = Served::build(context.path(), "checkfu-oneshot");
+    let reference = served.reference.to_string();
     let tmp = RunTmp::new(as_nobody);
 
     let started = Instant::now();
@@ -246,9 +251,7 @@ fn the_runtime_keeps_the_fence_and_leaves_nothing(runtime: &str, as_nobody: bool
     assert_nothing_of_the_run(&stubborn, runtime, &tmp);
     eprintln!("{runtime}: a passing run took {passing:?}; the killed one {took:?}");
 
-    drop(registry);
-    tools::remove_image(&builder, "localhost/checkfu-oneshot:1").expect("rmi");
-    builder.remove_storage().expect("storage");
+    served.stop();
 }
 
 #[test]

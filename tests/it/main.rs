@@ -36,6 +36,8 @@ mod image;
 #[cfg(feature = "cli")]
 mod image_lane;
 #[cfg(feature = "cli")]
+mod image_real;
+#[cfg(feature = "cli")]
 mod image_runtime;
 mod json_schema_suite;
 #[cfg(feature = "cli")]

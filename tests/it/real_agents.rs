@@ -14,7 +14,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::Command;
 
-use probe_support::{assert_no_process_in_group, probe_env, unprivileged, unprivileged_uid, Scratch, PROBE};
+use probe_support::{assert_no_process_in_group, probe_env, probe_unprivileged, unprivileged, unprivileged_uid, Run, Scratch, PROBE};
 use serde_json::{json, Value};
 
 /// The agents' bin directory (the tests using it are ignored unless `CHECKFU_REAL_AGENTS`
@@ -47,17 +47,36 @@ fn path_with(bin: &std::path::Path) -> OsString {
     path
 }
 
-fn recipe(name: &str) -> String {
+pub(crate) fn recipe(name: &str) -> String {
     format!("{}/recipes/{name}.json", crate::support::project::project_root().display())
 }
 
 /// One agent, one script: every assertion the issue lists.
 fn turn(bin: &std::path::Path, entry: &str, dialect: &str, script: &str, declaration_mismatches: usize) {
+    turn_with(entry, dialect, script, declaration_mismatches, &[], &[("PATH", path_with(bin))], false);
+}
+
+/// [`turn`] with more options (`--image REF`: the agent inside an image) and the probe's
+/// variables, the probe run [`unprivileged`] when asked.
+pub(crate) fn turn_with(
+    entry: &str,
+    dialect: &str,
+    script: &str,
+    declaration_mismatches: usize,
+    more: &[&str],
+    env: &[(&str, OsString)],
+    unprivileged: bool,
+) -> Run {
     let scratch = Scratch::new(&format!("real-{entry}-{script}"));
+    if unprivileged {
+        // The unprivileged probe writes its record and trace here.
+        std::fs::set_permissions(&scratch.0, std::os::unix::fs::PermissionsExt::from_mode(0o777)).expect("chmod");
+    }
     let (record, trace) = (scratch.path("record.jsonl"), scratch.path("trace.jsonl"));
-    let options = [
+    let recipe = recipe(entry);
+    let mut options = vec![
         "--recipe",
-        &recipe(entry),
+        &recipe,
         "--model-script",
         script,
         "--record",
@@ -69,12 +88,16 @@ fn turn(bin: &std::path::Path, entry: &str, dialect: &str, script: &str, declara
         "--step-timeout",
         "90",
     ];
-    let run = probe_env(&options, &[], &[("PATH", path_with(bin))]);
+    options.extend_from_slice(more);
+    let run = if unprivileged { probe_unprivileged(&options, &[], env) } else { probe_env(&options, &[], env) };
     let context = format!("{entry} / {script}: {}", run.pretty());
     for step in ["initialize_handshake", "session_start", "prompt_exchange", "teardown"] {
         assert_eq!(run.step(step).0, "passed", "{step}: {context}");
     }
     let plane = run.plane();
+    if unprivileged {
+        assert_eq!(plane["fence"], "user_namespace", "{context}");
+    }
     assert_eq!(plane["nonce_at_relay"], true, "{context}");
     assert_eq!(plane["nonce_in_output"], true, "{context}");
     // The agent passed the model's answer on: the reply token the relay minted for the call.
@@ -108,6 +131,7 @@ fn turn(bin: &std::path::Path, entry: &str, dialect: &str, script: &str, declara
     let conform = Command::new(PROBE).args(["conform", "--format", "json", &trace]).output().expect("conform runs");
     let verdicts: Value = serde_json::from_slice(&conform.stdout).expect("conform JSON");
     assert_eq!(verdicts["checks"], run.json["checks"], "{context}");
+    run
 }
 
 #[test]

@@ -47,15 +47,22 @@ fn probe(name: &str, extra: &[&str]) -> Run {
     probe_env(&options, &[], &[("PATH", path_with(&bin))])
 }
 
+/// The structured answer every output_schema step asks for.
+pub(crate) const ANSWER_SCHEMA: &str =
+    r#"{"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"], "additionalProperties": false}"#;
+
 fn every_step(name: &str, dialect: &str, delivered_as: &str) {
     let scratch = Scratch::new(&format!("real-oneshot-{name}"));
     let schema = scratch.path("answer.schema.json");
-    std::fs::write(
-        &schema,
-        r#"{"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"], "additionalProperties": false}"#,
-    )
-    .unwrap();
+    std::fs::write(&schema, ANSWER_SCHEMA).unwrap();
     let run = probe(name, &["--output-schema", &schema]);
+    passed_every_step(&run, dialect, delivered_as);
+}
+
+/// A CLI's run with resume and an output schema passed every step, by the relay's record:
+/// each run's structured answer is a reply token the relay minted for a call of that run,
+/// the resume's request carried the first turn's reply, and nothing tried to leave.
+pub(crate) fn passed_every_step(run: &Run, dialect: &str, delivered_as: &str) {
     let context = run.pretty();
     assert_eq!(run.status, 0, "{context}");
     for step in ["prompt_exchange", "resume", "output_schema", "teardown"] {
@@ -182,11 +189,7 @@ fn both_clis_pass_every_step_unprivileged_offline() {
     let scratch = Scratch::new("real-oneshot-unprivileged");
     std::fs::set_permissions(&scratch.0, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
     let schema = scratch.path("answer.schema.json");
-    std::fs::write(
-        &schema,
-        r#"{"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"], "additionalProperties": false}"#,
-    )
-    .unwrap();
+    std::fs::write(&schema, ANSWER_SCHEMA).unwrap();
     for name in ["claude-code", "codex"] {
         let recipe = format!("{}/recipes/oneshot/{name}.json", crate::support::project::project_root().display());
         let mut command = unprivileged(PROBE);

@@ -77,12 +77,13 @@ pub fn probe(
     shared: &Shared,
     flags: &Flags,
     image: &super::image::Flags,
+    line: &[super::Word],
     command: Vec<OsString>,
     recipe: Option<Recipe>,
 ) -> Result<Report, i32> {
     // An image is built or pulled, and unpacked, first: its Entrypoint and Cmd are the
     // default command; `--entrypoint` replaces the program, and `--arg` adds arguments.
-    let prepared = image.prepare()?;
+    let prepared = image.prepare(line)?;
     let mut command = match (&recipe, command.is_empty(), &prepared) {
         (_, false, _) => command,
         (Some(recipe), true, _) => recipe.command.iter().map(OsString::from).collect(),

@@ -7,10 +7,11 @@ use std::sync::Arc;
 
 use checkfu_wire_probe::image::run::{BuildRequest, Container, NextSteps, PullError};
 use checkfu_wire_probe::image::runtime::{Runtime, RuntimeKind};
+use checkfu_wire_probe::image::source::Source;
 use checkfu_wire_probe::image::tools::BuilderKind;
 use checkfu_wire_probe::image::ImageReference;
 
-use super::usage;
+use super::{usage, Word};
 
 /// The image a harness runs in, and the selectors of the platform commands a result hands
 /// back.
@@ -22,6 +23,11 @@ pub struct Flags {
     /// and run by bubblewrap inside the probe's fence.
     #[arg(long, value_name = "NAME@sha256:DIGEST", value_parser = image_reference, conflicts_with = "build_context")]
     pub image: Option<ImageReference>,
+    /// Where `--image` is read from: its registry, the machine's podman (containers) storage,
+    /// the docker daemon's storage (an image it pulled or pushed by that digest), or an OCI
+    /// layout directory (`oci:DIR`).
+    #[arg(long, value_name = "SOURCE", value_parser = Source::parse, default_value = "registry", requires = "image")]
+    pub image_source: Source,
     /// Build this context into an ephemeral image (a real builder: buildah, podman or docker),
     /// push it to a temporary registry on 127.0.0.1 and run exactly the pushed digest.
     #[arg(long, value_name = "DIR")]
@@ -89,6 +95,8 @@ pub struct Prepared {
     /// The selectors, from the flags or the connection file's defaults.
     sandbox: Option<String>,
     model: Option<String>,
+    /// The command line that ran, for the retest and the context the next steps keep.
+    line: Vec<Word>,
 }
 
 impl Flags {
@@ -100,7 +108,8 @@ impl Flags {
     /// Builds or pulls the image and unpacks it; `None` without `--image` or
     /// `--build-context`. `Err` is the exit code, the reason said: 2 for a usage error or a
     /// missing tool, 1 for a build, push or pull that failed (with the tool's own words).
-    pub fn prepare(&self) -> Result<Option<Prepared>, i32> {
+    /// `line` is the command line that ran ([`super::Given::line`]).
+    pub fn prepare(&self, line: &[Word]) -> Result<Option<Prepared>, i32> {
         if !self.wants_image() {
             return Ok(None);
         }
@@ -126,7 +135,7 @@ impl Flags {
         }
         .map_err(|e| usage(format!("--runtime: {e}")))?;
         let container = match (&self.image, &self.build_context) {
-            (Some(reference), _) => Container::pull(reference).map_err(|e| failed(&reference.to_string(), e))?,
+            (Some(reference), _) => Container::pull(reference, &self.image_source).map_err(|e| failed(&reference.to_string(), e))?,
             (None, Some(context)) => {
                 if self.allow_registry_all_interfaces {
                     eprintln!(
@@ -149,11 +158,12 @@ impl Flags {
             }
             (None, None) => return Ok(None),
         };
-        let container = container.with_runtime(runtime).map_err(|e| failed("the image's runtime", e))?;
+        let container = container.with_runtime(runtime);
         Ok(Some(Prepared {
             container: Arc::new(container),
             sandbox: self.sandbox.clone().or(defaults_sandbox),
             model: self.model.clone().or(defaults_model),
+            line: line.to_vec(),
         }))
     }
 
@@ -164,7 +174,6 @@ impl Flags {
     /// from the command line, the recipe or the image's own command): `--protocol`,
     /// `--entrypoint`, and the lane's own (`--arg`, or the declaration's members).
     pub fn next_steps(&self, prepared: &Prepared, passed: bool, profile: &[String]) -> NextSteps {
-        let args: Vec<String> = std::env::args_os().skip(1).map(|a| a.to_string_lossy().into_owned()).collect();
         let warning = prepared.container.built.as_ref().filter(|b| b.all_interfaces).map(|_| {
             String::from("the temporary registry listened on every interface (--allow-registry-all-interfaces) while the run lasted")
         });
@@ -183,7 +192,7 @@ impl Flags {
                     "publish the image (its digest is {digest} when pushed as built) and rerun the retest command with its \
                      published name; the ephemeral localhost image is not one to register"
                 ),
-                retest: Some(command_line("checkfu-wire", &retest_args(&args, &published))),
+                retest: Some(command_line("checkfu-wire", &retest_args(&prepared.line, &published))),
                 warning,
                 ..NextSteps::default()
             };
@@ -195,7 +204,7 @@ impl Flags {
         if prepared.model.is_none() {
             required.push("--model");
         }
-        let context: Vec<String> = kept(&args, CONTEXT);
+        let context: Vec<String> = kept(&prepared.line, CONTEXT);
         let mut add = vec![String::from("harness"), String::from("add"), String::from("oci"), format!("--name={}", self.name)];
         add.push(format!("--image={}", prepared.container.reference));
         add.extend(profile.iter().cloned());
@@ -208,13 +217,22 @@ impl Flags {
         }
         verify.push(String::from("--wait"));
         verify.extend(context);
-        let advice = if !passed {
+        let mut advice = if !passed {
             String::from("the image did not pass: fix it before adding it")
         } else if required.is_empty() {
             String::from("run the add command, then the verify command for server-owned, signed evidence")
         } else {
             format!("run the add command with {}; the verify command is a template until then", required.join(" and "))
         };
+        // The platform pulls the reference from its registry: an image read from this
+        // machine's storage must be published there first.
+        if passed && prepared.container.source != Source::Registry {
+            advice = format!(
+                "it was read from {}: publish it as {} first, then {advice}",
+                prepared.container.source,
+                prepared.container.reference.pull_name()
+            );
+        }
         NextSteps {
             advice,
             add: Some(command_line("checkfu", &add)),
@@ -239,58 +257,27 @@ impl Flags {
     }
 }
 
-/// The platform context both commands keep.
-const CONTEXT: &[&str] = &["--api-url", "--connection-file"];
+/// The platform context both commands keep (clap's ids).
+const CONTEXT: &[&str] = &["api_url", "connection_file"];
 
-/// The flags of a build context, which the retest replaces with `--image`.
-const BUILD: &[&str] = &["--build-context", "--dockerfile", "--builder"];
-const BUILD_SWITCHES: &[&str] = &["--allow-registry-all-interfaces"];
+/// The flags of a build context, which the retest replaces with `--image` (clap's ids).
+const BUILD: &[&str] = &["build_context", "dockerfile", "builder", "allow_registry_all_interfaces"];
 
-/// The flags of `args` named in `names`, each as `--flag=value`, in the order given.
-fn kept(args: &[String], names: &[&str]) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < args.len() {
-        let arg = &args[i];
-        if arg == "--" {
-            break;
-        }
-        let (name, inline) = match arg.split_once('=') {
-            Some((n, v)) => (n, Some(v.to_owned())),
-            None => (arg.as_str(), None),
-        };
-        if names.contains(&name) {
-            let value = inline.or_else(|| {
-                i += 1;
-                args.get(i).cloned()
-            });
-            out.push(format!("{name}={}", value.unwrap_or_default()));
-        }
-        i += 1;
-    }
-    out
+/// The words of `line` whose argument is one of `ids`, in the order given.
+fn kept(line: &[Word], ids: &[&str]) -> Vec<String> {
+    line.iter().filter(|w| ids.contains(&w.id.as_str())).map(|w| w.text.clone()).collect()
 }
 
-/// `args` with the build-context flags left out and `--image` in their place.
-fn retest_args(args: &[String], image: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    let mut placed = false;
-    while i < args.len() {
-        let arg = &args[i];
-        let name = arg.split_once('=').map_or(arg.as_str(), |(n, _)| n);
-        if BUILD.contains(&name) {
-            if !arg.contains('=') {
-                i += 1;
-            }
-            if name == "--build-context" && !placed {
-                out.push(format!("--image={image}"));
-                placed = true;
-            }
-        } else if !BUILD_SWITCHES.contains(&name) {
-            out.push(arg.clone());
+/// The probe's command with the build-context flags left out and `--image` where
+/// `--build-context` was.
+fn retest_args(line: &[Word], image: &str) -> Vec<String> {
+    let mut out = vec![String::from("probe")];
+    for word in line {
+        if word.id == "build_context" {
+            out.push(format!("--image={image}"));
+        } else if !BUILD.contains(&word.id.as_str()) {
+            out.push(word.text.clone());
         }
-        i += 1;
     }
     out
 }
@@ -330,24 +317,34 @@ fn connection_defaults(path: &std::path::Path) -> Result<(Option<String>, Option
 mod tests {
     use super::*;
 
+    fn line(words: &[(&str, &str)]) -> Vec<Word> {
+        words.iter().map(|(id, text)| Word { id: (*id).to_owned(), text: (*text).to_owned() }).collect()
+    }
+
     fn words(text: &str) -> Vec<String> {
         text.split(' ').map(String::from).collect()
     }
 
     #[test]
     fn the_retest_replaces_the_build_context_with_the_image() {
-        let args = words("probe --name c --build-context ./c --dockerfile=./c/D --allow-registry-all-interfaces --protocol oneshot-v1 --argv={prompt_path}");
+        let given = line(&[
+            ("name", "--name=c"),
+            ("build_context", "--build-context=./c"),
+            ("dockerfile", "--dockerfile=./c/D"),
+            ("allow_registry_all_interfaces", "--allow-registry-all-interfaces"),
+            ("protocol", "--protocol=oneshot-v1"),
+            ("argv", "--argv={prompt_path}"),
+        ]);
         assert_eq!(
-            retest_args(&args, "<published-name>@sha256:ab"),
-            words("probe --name c --image=<published-name>@sha256:ab --protocol oneshot-v1 --argv={prompt_path}")
+            retest_args(&given, "<published-name>@sha256:ab"),
+            words("probe --name=c --image=<published-name>@sha256:ab --protocol=oneshot-v1 --argv={prompt_path}")
         );
     }
 
     #[test]
     fn the_context_is_kept_as_given() {
-        let args =
-            words("probe --format json --name c --image r@sha256:ab --argv=--stream --argv {prompt_path} --deadline 3 --api-url https://x");
-        assert_eq!(kept(&args, CONTEXT), words("--api-url=https://x"));
+        let given = line(&[("format", "--format=json"), ("api_url", "--api-url=https://x"), ("deadline", "--deadline=3")]);
+        assert_eq!(kept(&given, CONTEXT), words("--api-url=https://x"));
         assert_eq!(command_line("checkfu", &words("--argv={prompt_path} --x=it's")), "checkfu '--argv={prompt_path}' '--x=it'\\''s'");
     }
 }

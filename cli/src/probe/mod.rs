@@ -142,6 +142,17 @@ pub(super) fn show(format: Format, event: Progress) {
 pub struct Given {
     acp: Vec<String>,
     oneshot: Vec<String>,
+    /// The whole command line as clap read it, for the commands a result hands back.
+    pub line: Vec<Word>,
+}
+
+/// One word of the probe's command line as clap read it: the argument's id and the word
+/// written as `--long=value` (a switch as `--long`, a word after `--` as itself), so a
+/// command rebuilt from them says what the user said, whichever spelling they used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Word {
+    pub id: String,
+    pub text: String,
 }
 
 impl Given {
@@ -151,8 +162,46 @@ impl Given {
             (Some(command), Some(matches)) => given(command, matches, id),
             _ => Vec::new(),
         };
-        Given { acp: group(ACP_FLAGS), oneshot: group(ONESHOT_FLAGS) }
+        let line = match (command, matches) {
+            (Some(command), Some(matches)) => line(command, matches),
+            _ => Vec::new(),
+        };
+        Given { acp: group(ACP_FLAGS), oneshot: group(ONESHOT_FLAGS), line }
     }
+}
+
+/// Every argument given on the command line, one [`Word`] per value (per occurrence for a
+/// switch), in the order written; the words after `--` follow a `--` of their own.
+fn line(command: &clap::Command, matches: &ArgMatches) -> Vec<Word> {
+    let mut words: Vec<(usize, Word)> = Vec::new();
+    let mut trailing: Vec<(usize, Word)> = Vec::new();
+    for arg in command.get_arguments() {
+        let id = arg.get_id().as_str();
+        if matches.value_source(id) != Some(ValueSource::CommandLine) {
+            continue;
+        }
+        let indices: Vec<usize> = matches.indices_of(id).map(Iterator::collect).unwrap_or_default();
+        let word = |text: String| Word { id: id.to_owned(), text };
+        match (arg.get_long(), arg.get_action().takes_values()) {
+            (Some(long), true) => {
+                let values = matches.get_raw(id).into_iter().flatten();
+                words.extend(indices.into_iter().zip(values).map(|(i, v)| (i, word(format!("--{long}={}", v.to_string_lossy())))));
+            }
+            (Some(long), false) => words.extend(indices.into_iter().map(|i| (i, word(format!("--{long}"))))),
+            (None, _) => {
+                let values = matches.get_raw(id).into_iter().flatten();
+                trailing.extend(indices.into_iter().zip(values).map(|(i, v)| (i, word(v.to_string_lossy().into_owned()))));
+            }
+        }
+    }
+    words.sort_by_key(|(i, _)| *i);
+    trailing.sort_by_key(|(i, _)| *i);
+    let mut out: Vec<Word> = words.into_iter().map(|(_, w)| w).collect();
+    if !trailing.is_empty() {
+        out.push(Word { id: String::from("--"), text: String::from("--") });
+        out.extend(trailing.into_iter().map(|(_, w)| w));
+    }
+    out
 }
 
 fn given(command: &clap::Command, matches: &ArgMatches, group: &str) -> Vec<String> {
@@ -192,13 +241,13 @@ pub fn probe(args: Args, given: &Given) -> i32 {
             if let Some(flag) = given.oneshot.first() {
                 return usage(format!("{flag} is a oneshot-v1 flag; add --protocol oneshot-v1"));
             }
-            finish(&args, acp::probe(shared, &args.acp, &args.image, args.command.clone(), recipe))
+            finish(&args, acp::probe(shared, &args.acp, &args.image, &given.line, args.command.clone(), recipe))
         }
         Some(Protocol::OneshotV1) => {
             if let Some(flag) = given.acp.first() {
                 return usage(format!("{flag} belongs to the acp-v1 lane; a oneshot-v1 run has no ACP session"));
             }
-            finish(&args, oneshot::probe(shared, &args.oneshot, &args.image, &args.command, recipe))
+            finish(&args, oneshot::probe(shared, &args.oneshot, &args.image, &given.line, &args.command, recipe))
         }
         None => {
             let known: Vec<&str> = Protocol::ALL.iter().map(|p| p.name()).collect();

@@ -48,11 +48,14 @@ fn word<T: serde::de::DeserializeOwned>(flag: &str, value: &str) -> Result<T, St
 /// The declaration: the recipe's, with every one-shot flag given laid over it; or the
 /// flags' alone.
 /// `image_command` is the image's own Entrypoint and Cmd, the command when neither `--` nor
-/// a recipe gives one.
+/// a recipe gives one. `entrypoint_only`: `command` is `--entrypoint` alone, which replaces
+/// the program and keeps the recipe's arguments (as in the ACP lane), since the recipe's
+/// entrypoint names a file beside the recipe, not one in the image.
 fn declaration(
     flags: &Flags,
     working_directory: Option<&str>,
     command: &[OsString],
+    entrypoint_only: bool,
     recipe: Option<&Recipe>,
     image_command: &[String],
 ) -> Result<Declaration, String> {
@@ -82,7 +85,11 @@ fn declaration(
         None => base.as_ref().and_then(|d| d.output_schema_transport),
     };
     // A command line that gives arguments replaces the recipe's; one that gives none keeps them.
-    let argv = if argv.is_empty() && command.is_empty() { base.as_ref().map(|d| d.argv.clone()).unwrap_or_default() } else { argv };
+    let argv = if argv.is_empty() && (command.is_empty() || entrypoint_only) {
+        base.as_ref().map(|d| d.argv.clone()).unwrap_or_default()
+    } else {
+        argv
+    };
     Ok(Declaration {
         entrypoint,
         argv,
@@ -103,20 +110,23 @@ pub fn probe(
     shared: &Shared,
     flags: &Flags,
     image: &super::image::Flags,
+    line: &[super::Word],
     command: &[OsString],
     recipe: Option<Recipe>,
 ) -> Result<Report, i32> {
     // An image is built or pulled, and unpacked, first: its Entrypoint and Cmd are the
     // default command.
-    let prepared = image.prepare()?;
+    let prepared = image.prepare(line)?;
     let container = prepared.as_ref().map(|p| p.container.clone());
     let image_command = container.as_ref().map(|c| c.default_command()).unwrap_or_default();
     let entrypoint_flag: Vec<OsString> = image.entrypoint.iter().map(OsString::from).chain(command.iter().cloned()).collect();
+    let entrypoint_only = image.entrypoint.is_some() && command.is_empty();
     let command = if image.entrypoint.is_some() { entrypoint_flag.as_slice() } else { command };
-    let declaration = match declaration(flags, shared.working_directory.as_deref(), command, recipe.as_ref(), &image_command) {
-        Ok(d) => d,
-        Err(e) => return Err(usage(e)),
-    };
+    let declaration =
+        match declaration(flags, shared.working_directory.as_deref(), command, entrypoint_only, recipe.as_ref(), &image_command) {
+            Ok(d) => d,
+            Err(e) => return Err(usage(e)),
+        };
     let refusals = declaration.check();
     if !refusals.is_empty() {
         return Err(usage(oneshot::DecodeError::Rules(refusals)));

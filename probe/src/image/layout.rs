@@ -99,6 +99,11 @@ pub struct Image {
 }
 
 impl Image {
+    /// The config's `rootfs.diff_ids`, bottom first: what each layer decompresses to.
+    pub fn diff_ids(&self) -> &[Digest] {
+        &self.diff_ids
+    }
+
     /// The layers' digests, bottom first.
     pub fn layer_digests(&self) -> impl Iterator<Item = &Digest> {
         self.layers.iter().map(|l| &l.digest)

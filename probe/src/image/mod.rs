@@ -5,6 +5,8 @@
 //!   against its digest and size, layers applied in order with whiteouts, bounded);
 //! - [`tools`]: buildah, skopeo, the distribution registry, podman and docker, driven as the
 //!   external tools they are (bounded capture, every child reaped, nothing left on disk);
+//! - [`source`]: where `--image` is read from (its registry, podman's or docker's storage,
+//!   an OCI layout directory), tied to its digest;
 //! - [`run`]: an image pulled by its digest, unpacked, and run inside the probe's fence;
 //! - [`runtime`]: the runtime that runs it (bubblewrap, podman or docker), and
 //!   [`forward`]: the relay's port inside docker's pause container.
@@ -17,6 +19,7 @@ pub mod layout;
 pub mod reference;
 pub mod run;
 pub mod runtime;
+pub mod source;
 pub mod tools;
 
 pub use layout::{ImageConfig, Limits, OciLayout, Selector, UnpackReport};

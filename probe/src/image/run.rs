@@ -1,6 +1,6 @@
 //! Running an image pinned by digest: pulled by its digest into an OCI layout, unpacked in
-//! the crate, and run by a runtime ([`super::runtime`]: bubblewrap or podman over the
-//! unpacked root filesystem, docker over the layout loaded into its daemon).
+//! the crate, and run by a runtime over the unpacked root filesystem ([`super::runtime`]:
+//! bubblewrap, podman, or docker, which imports that root into its daemon).
 //!
 //! With bubblewrap, the default: bubblewrap is started the way every harness is ([`crate::session::process::Harness`]):
 //! in the probe's process group, after joining the probe's loopback-only network namespace.
@@ -16,9 +16,10 @@
 use std::ffi::OsString;
 use std::path::Path;
 
-use super::layout::{ImageConfig, Limits, OciLayout, Selector};
+use super::layout::{ImageConfig, Limits};
 use super::reference::ImageReference;
 use super::runtime::{RunSpec, Runtime, RuntimeKind, Started};
+use super::source::{self, FetchError, Source};
 use super::tools::{self, Tool};
 use super::TempDir;
 
@@ -59,12 +60,12 @@ impl std::fmt::Display for PullError {
 #[derive(Debug)]
 pub struct Container {
     pub reference: ImageReference,
+    /// Where it was read from.
+    pub source: Source,
     pub config: ImageConfig,
     /// The runtime that runs it ([`Container::with_runtime`]).
     runtime: Option<Runtime>,
     rootfs: TempDir,
-    /// The verified layout, kept only for a runtime that runs it (docker).
-    layout: Option<TempDir>,
     /// Bytes of file content unpacked.
     pub unpacked_bytes: u64,
     /// How it was built, when it came from a build context.
@@ -77,7 +78,10 @@ pub struct ImageRun {
     /// The reference as given, pinned by digest.
     pub reference: String,
     pub digest: String,
-    /// How it ran: `bubblewrap` or `podman` over the unpacked root filesystem, or `docker`.
+    /// Where it was read from: `registry`, `podman`, `docker` or `oci:DIR`.
+    pub source: String,
+    /// How it ran: `bubblewrap` or `podman` over the unpacked root filesystem, or `docker`
+    /// over that root imported into its daemon.
     pub runtime: &'static str,
     /// The runtime was the first found (`bubblewrap`, else `podman`, else `docker`), not
     /// asked for with `--runtime`.
@@ -125,50 +129,35 @@ pub struct NextSteps {
 }
 
 impl Container {
-    /// Pulls `reference` by its digest (skopeo; plain HTTP only for a loopback registry),
-    /// checks and unpacks it. Every error names what failed: the tool and its own message, or
-    /// the blob or entry at fault.
-    pub fn pull(reference: &ImageReference) -> Result<Container, PullError> {
-        Tool::Skopeo.find()?;
-        let layout = TempDir::new("checkfu-image-layout").map_err(|e| format!("cannot make the image's layout directory: {e}"))?;
-        let dir = layout.path().join("layout");
-        tools::pull_to_layout(reference, &dir)?;
-        let oci = OciLayout::open(&dir).map_err(|e| e.to_string())?;
-        // skopeo checked the manifest against the digest; the layout holds that one image.
-        let image = oci.image(Selector::Only).map_err(|e| e.to_string())?;
+    /// Reads `reference` from `source` (by default its registry, by skopeo; plain HTTP only
+    /// for a loopback registry), tied to its digest, and checks and unpacks it. Every error
+    /// names what failed: the tool and its own message, or the blob or entry at fault.
+    pub fn pull(reference: &ImageReference, source: &Source) -> Result<Container, PullError> {
+        if !matches!(source, Source::Layout(_)) {
+            Tool::Skopeo.find()?;
+        }
+        let scratch = TempDir::new("checkfu-image-layout").map_err(|e| format!("cannot make the image's layout directory: {e}"))?;
+        let fetched = source::fetch(source, reference, &scratch.path().join("layout")).map_err(|e| match e {
+            FetchError::Tool(tool) => PullError::from(tool),
+            FetchError::Refused(message) => PullError::Failed(message),
+        })?;
+        let image = fetched.image;
         if image.config.os != "linux" {
             return Err(PullError::Failed(format!("{reference}: the image is for `{}`, not linux", image.config.os)));
         }
         let rootfs = TempDir::new("checkfu-image-rootfs").map_err(|e| format!("cannot make the image's root directory: {e}"))?;
-        let report = oci.unpack(&image, rootfs.path(), Limits::default()).map_err(|e| e.to_string())?;
-        drop(oci);
-        // The layout stays until the runtime is chosen: docker runs it ([`Container::with_runtime`]).
-        let layout = Some(layout);
+        let report = fetched.layout.unpack(&image, rootfs.path(), Limits::default()).map_err(|e| e.to_string())?;
+        drop(fetched.layout);
+        scratch.remove().map_err(|e| format!("cannot remove the image's layout: {e}"))?;
         Ok(Container {
             reference: reference.clone(),
+            source: source.clone(),
             config: image.config,
             runtime: None,
             rootfs,
-            layout,
             unpacked_bytes: report.bytes,
             built: None,
         })
-    }
-
-    /// The runtime that runs it; the layout is removed unless the runtime needs it.
-    pub fn with_runtime(mut self, runtime: Runtime) -> Result<Container, PullError> {
-        if !runtime.needs_layout() {
-            if let Some(layout) = self.layout.take() {
-                layout.remove().map_err(|e| format!("cannot remove the image's layout: {e}"))?;
-            }
-        }
-        self.runtime = Some(runtime);
-        Ok(self)
-    }
-
-    /// The runtime's kind (bubblewrap until one is chosen).
-    pub fn runtime(&self) -> RuntimeKind {
-        self.runtime.as_ref().map_or(RuntimeKind::Bubblewrap, |r| r.kind)
     }
 
     /// The command a harness runs by default: the image's `Entrypoint` then its `Cmd`, as a
@@ -194,11 +183,23 @@ impl Container {
             .collect()
     }
 
+    /// The runtime that runs it (the CLI finds it before anything is pulled).
+    pub fn with_runtime(mut self, runtime: Runtime) -> Container {
+        self.runtime = Some(runtime);
+        self
+    }
+
+    /// The runtime's kind (bubblewrap until one is chosen).
+    pub fn runtime(&self) -> RuntimeKind {
+        self.runtime.as_ref().map_or(RuntimeKind::Bubblewrap, |r| r.kind)
+    }
+
     /// Prepares one run of `command` (the entrypoint and its arguments, as inside the image)
     /// with its runtime: `workspace` at `working_directory`, each of `shared` (the workspace,
-    /// the home, the lane's scratch directory) at its own path, the variables named
-    /// `env_names` passed by name, the relay at `relay` inside `fence`. The returned
-    /// [`Started`] holds the argv to spawn, and removes what the run leaves once finished.
+    /// the home, the lane's scratch directory) at its own path, the harness's variables
+    /// `env` (the client's environment holds them), the relay at `relay` inside `fence`.
+    /// The returned [`Started`] holds the argv to spawn, and removes what the run leaves
+    /// once finished.
     #[allow(clippy::too_many_arguments)]
     pub fn start(
         &self,
@@ -218,27 +219,17 @@ impl Container {
                 &detected
             }
         };
-        let layout = self.layout.as_ref().map(|l| l.path().join("layout"));
-        let spec = RunSpec {
-            command,
-            rootfs: self.rootfs.path(),
-            layout: layout.as_deref(),
-            workspace,
-            working_directory,
-            shared,
-            env,
-            relay,
-            fence,
-        };
+        let spec = RunSpec { command, rootfs: self.rootfs.path(), workspace, working_directory, shared, env, relay, fence };
         runtime.start(&spec)
     }
 
-    /// What the report says of it.
-    /// `started` is the run's, for what the runtime said of the fence and its container.
+    /// What the report says of it; `started` is the run's, for what the runtime said of the
+    /// fence and its container.
     pub fn run_report(&self, working_directory: &str, started: Option<&Started>) -> ImageRun {
         ImageRun {
             reference: self.reference.to_string(),
             digest: self.reference.digest().to_string(),
+            source: self.source.to_string(),
             runtime: self.runtime().name(),
             runtime_detected: self.runtime.as_ref().is_none_or(|r| r.detected),
             fence: started.map_or("", |s| s.fence),
@@ -295,7 +286,7 @@ impl Container {
             let registry = tools::Registry::start(tools::RegistryOptions { all_interfaces: request.all_interfaces })?;
             let pushed = tools::push(&builder, &tag, &registry)?;
             // Pulled while the registry lives, then the registry goes.
-            let container = Container::pull(&pushed);
+            let container = Container::pull(&pushed, &Source::Registry);
             registry.stop()?;
             Ok((container?, pushed))
         });
@@ -319,7 +310,10 @@ impl Container {
 pub fn text_lines(image: Option<&ImageRun>, next: Option<&NextSteps>) -> String {
     let mut out = String::new();
     if let Some(image) = image {
-        out.push_str(&format!("image    {} ({}, {}, in {})\n", image.reference, image.digest, image.runtime, image.working_directory));
+        out.push_str(&format!(
+            "image    {} ({}, from {}, {}, in {})\n",
+            image.reference, image.digest, image.source, image.runtime, image.working_directory
+        ));
         let how = if image.runtime_detected { "detected" } else { "asked for" };
         out.push_str(&format!("image    runtime {} ({how}); fence: {}\n", image.runtime, image.fence));
         if let Some(fault) = &image.teardown_fault {

@@ -1,6 +1,7 @@
 //! The runtimes that run an image's harness (`--runtime`): bubblewrap over the unpacked
-//! root, podman over the same root (`--rootfs`), or docker over the image loaded into the
-//! user's daemon. One shape for all three: [`Runtime::start`] prepares what the runtime
+//! root, podman over the same root (`--rootfs`), or docker over that root imported into the
+//! user's daemon (so every runtime runs the same verified files, wherever the image was read
+//! from). One shape for all three: [`Runtime::start`] prepares what the runtime
 //! needs and hands back the argv the lane spawns as it spawns any harness (piped stdio, its
 //! own process group, the lane's deadline and teardown); [`Started::finish`] then removes
 //! whatever the runtime keeps after its client is gone (a container, an image, storage),
@@ -69,8 +70,8 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    /// `kind` from `PATH`, with what it needs besides: skopeo to load the image and a static
-    /// busybox for the pause container (docker).
+    /// `kind` from `PATH`, with what it needs besides: for docker, `CAP_SYS_ADMIN` (to enter
+    /// the pause container's namespace) and a static busybox for the pause container.
     pub fn find(kind: RuntimeKind) -> Result<Runtime, ToolError> {
         let program = kind.tool().find()?;
         if kind == RuntimeKind::Docker {
@@ -84,7 +85,6 @@ impl Runtime {
                     source: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
                 });
             }
-            Tool::Skopeo.find()?;
             if !Path::new(PAUSE_PROGRAM).is_file() {
                 return Err(ToolError::Io {
                     context: format!("docker's pause container runs {PAUSE_PROGRAM} (apt-get install busybox-static)"),
@@ -103,12 +103,6 @@ impl Runtime {
             }
         }
         Err(ToolError::Missing { tool: Tool::Bubblewrap })
-    }
-
-    /// Whether it runs the image from its layout (docker loads it into its daemon) rather
-    /// than from the unpacked root.
-    pub fn needs_layout(&self) -> bool {
-        self.kind == RuntimeKind::Docker
     }
 
     /// Prepares one run of `spec` and returns its argv. `Err`: what failed, in the tool's
@@ -144,9 +138,8 @@ fn has_cap_sys_admin() -> bool {
 pub struct RunSpec<'a> {
     /// The entrypoint and its arguments, as inside the image.
     pub command: &'a [OsString],
+    /// The image's verified, unpacked root filesystem.
     pub rootfs: &'a Path,
-    /// The verified OCI layout (docker only).
-    pub layout: Option<&'a Path>,
     pub workspace: &'a Path,
     pub working_directory: &'a str,
     /// The directories mounted at their own paths: the workspace, the home, the lane's
@@ -467,12 +460,11 @@ fn docker_command(program: &Path, args: &[&str]) -> Command {
 }
 
 fn docker(program: &Path, spec: &RunSpec<'_>) -> Result<Started, String> {
-    let layout = spec.layout.ok_or("docker runs the image's layout, which was not kept")?;
     let name = crate::relay::token::mint("checkfu-probe-");
     let image = format!("{name}:run");
     let pause = format!("{name}-pause");
     let dir = TempDir::new("checkfu-docker").map_err(|e| format!("cannot make the docker run's directory: {e}"))?;
-    let archive = dir.path().join("image.tar");
+    let archive = dir.path().join("rootfs.tar");
     let mut started = Started {
         argv: Vec::new(),
         client_env: Vec::new(),
@@ -488,18 +480,19 @@ fn docker(program: &Path, spec: &RunSpec<'_>) -> Result<Started, String> {
             dir: Some(dir),
         },
     };
-    // The verified layout, as a docker archive the user's docker loads (through its own
-    // DOCKER_HOST or context, which skopeo's docker-daemon transport does not read).
-    let mut copy = Command::new(Tool::Skopeo.find().map_err(|e| e.to_string())?);
-    copy.arg("copy").arg(format!("oci:{}", layout.display())).arg(format!("docker-archive:{}:{image}", archive.display()));
-    tools::run(Tool::Skopeo, copy, "write the image as a docker archive", tools::TOOL_TIMEOUT).map_err(|e| e.to_string())?;
-    let mut load = Command::new(program);
-    load.arg("load").arg("--input").arg(&archive);
-    let loaded = tools::run(Tool::Docker, load, &format!("load {image}"), tools::TOOL_TIMEOUT);
+    // The verified, unpacked root, imported as the image's only layer: docker runs the same
+    // files bubblewrap and podman would, wherever the image was read from. Its config is not
+    // needed: the entrypoint, the variables, the working directory and the user are given.
+    let mut tar = Command::new("tar");
+    tar.arg("--create").arg("--numeric-owner").arg("--xattrs").arg("--file").arg(&archive).arg("--directory").arg(spec.rootfs).arg(".");
+    tools::run(Tool::Docker, tar, "archive the image's root (tar)", tools::TOOL_TIMEOUT).map_err(|e| e.to_string())?;
+    let mut import = Command::new(program);
+    import.arg("import").arg(&archive).arg(&image);
+    let imported = tools::run(Tool::Docker, import, &format!("import {image}"), tools::TOOL_TIMEOUT);
     if let Cleanup::Docker { image: slot, .. } = &mut started.cleanup {
         *slot = Some(image.clone());
     }
-    loaded.map_err(|e| e.to_string())?;
+    imported.map_err(|e| e.to_string())?;
     let _ = std::fs::remove_file(&archive);
 
     // The pause container: no network but its loopback, a static busybox waiting.
@@ -557,7 +550,6 @@ mod tests {
         let spec = RunSpec {
             command: &[],
             rootfs: Path::new("/r"),
-            layout: None,
             workspace,
             working_directory: "/workspace",
             shared: &shared,

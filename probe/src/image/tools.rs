@@ -631,6 +631,24 @@ pub fn push(builder: &Builder, tag: &str, registry: &Registry) -> Result<ImageRe
 /// verified except for a loopback registry. A digest the registry does not have fails with
 /// the registry's answer (through skopeo's stderr).
 pub fn pull_to_layout(reference: &ImageReference, dir: &Path) -> Result<(), ToolError> {
+    let source = format!("docker://{}", reference.pull_name());
+    copy_to_layout(&source, dir, Copy { insecure: reference.is_loopback_registry(), ..Copy::default() })
+}
+
+/// How skopeo reaches a copy's source.
+#[derive(Debug, Default)]
+pub struct Copy {
+    /// Plain HTTP (a loopback registry only).
+    pub insecure: bool,
+    /// The source is the user's own containers storage, found through their real `HOME`
+    /// and storage configuration, which skopeo must see.
+    pub user_storage: bool,
+    /// The docker daemon's address (`DOCKER_HOST`), which skopeo does not read itself.
+    pub daemon_host: Option<String>,
+}
+
+/// Copies `source` (a skopeo transport and reference) into a new OCI layout at `dir`.
+pub fn copy_to_layout(source: &str, dir: &Path, how: Copy) -> Result<(), ToolError> {
     let program = Tool::Skopeo.find()?;
     let scratch = TempDir::new("checkfu-skopeo").map_err(io_error("making skopeo's home"))?;
     for sub in ["home", "run", "tmp", "config", "data"] {
@@ -638,20 +656,31 @@ pub fn pull_to_layout(reference: &ImageReference, dir: &Path) -> Result<(), Tool
     }
     let mut command = Command::new(program);
     command.arg("copy");
-    if reference.is_loopback_registry() {
+    if how.insecure {
         command.arg("--src-tls-verify=false");
     }
-    command.arg(format!("docker://{}", reference.pull_name())).arg(format!("oci:{}", dir.display()));
+    if let Some(host) = &how.daemon_host {
+        command.arg("--src-daemon-host").arg(host);
+    }
+    command.arg(source).arg(format!("oci:{}", dir.display()));
     // skopeo's own cache and temporary files go to a directory removed afterwards; the
-    // user's registry credentials stay readable (a published image may need them).
-    command
-        .env("HOME", scratch.path().join("home"))
-        .env("TMPDIR", scratch.path().join("tmp"))
-        .env("XDG_RUNTIME_DIR", scratch.path().join("run"));
+    // user's registry credentials stay readable (a published image may need them). Reading
+    // the user's own storage needs their HOME, where rootless storage lives.
+    command.env("TMPDIR", scratch.path().join("tmp"));
+    if !how.user_storage {
+        command.env("HOME", scratch.path().join("home")).env("XDG_RUNTIME_DIR", scratch.path().join("run"));
+    }
     if let Some(auth) = user_auth_file() {
         command.env("REGISTRY_AUTH_FILE", auth);
     }
-    run(Tool::Skopeo, command, &format!("pull {}", reference.pull_name()), TOOL_TIMEOUT).map(|_| ())
+    run(Tool::Skopeo, command, &format!("copy {source}"), TOOL_TIMEOUT).map(|_| ())
+}
+
+/// What the docker daemon holds under a reference: `docker image inspect`'s answer, bounded.
+pub fn docker_inspect(reference: &str) -> Result<Vec<u8>, ToolError> {
+    let mut command = Command::new(Tool::Docker.find()?);
+    command.args(["image", "inspect", reference]);
+    run(Tool::Docker, command, &format!("inspect {reference}"), QUICK_TIMEOUT).map(|o| o.stdout)
 }
 
 /// The user's registry credentials, found where the containers tools look with the real

@@ -4,8 +4,6 @@
 
 #![allow(dead_code)]
 
-pub mod image;
-
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::Command;
@@ -48,7 +46,20 @@ impl Run {
 /// Runs the probe (`--format json`) with `options` and `harness` (after `--`, if any), with
 /// extra variables for the probe's own process.
 pub fn probe_env(options: &[&str], harness: &[&str], env: &[(&str, OsString)]) -> Run {
-    let mut command = Command::new(PROBE);
+    probe_with(Command::new(PROBE), options, harness, env)
+}
+
+/// [`probe_env`] run [`unprivileged`], its temporary files in `/tmp` (where that user may
+/// write).
+pub fn probe_unprivileged(options: &[&str], harness: &[&str], env: &[(&str, OsString)]) -> Run {
+    let mut command = unprivileged(PROBE);
+    command.env("TMPDIR", "/tmp");
+    probe_with(command, options, harness, env)
+}
+
+/// `command` (the probe, directly or through `setpriv`) with `probe --format json`, the
+/// options, the harness and the variables; then nothing of the run may be left.
+fn probe_with(mut command: Command, options: &[&str], harness: &[&str], env: &[(&str, OsString)]) -> Run {
     command.args(["probe", "--format", "json", "--kill-grace", "0.5"]);
     command.args(options);
     if !harness.is_empty() {

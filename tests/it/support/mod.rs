@@ -3,6 +3,8 @@
 
 pub mod compile;
 pub mod graphs;
+#[cfg(feature = "probe")]
+pub mod image;
 pub mod instances;
 pub mod oracle;
 pub mod project;

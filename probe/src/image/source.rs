@@ -1,0 +1,223 @@
+//! Where an `--image` comes from: its registry (the default), the containers storage that
+//! podman and buildah keep on this machine, the docker daemon's storage, or an OCI layout
+//! directory. Every source ends the same way: one image in an OCI layout, tied to the
+//! reference's digest, which [`super::run`] checks blob by blob and unpacks.
+//!
+//! How each source is tied to the digest:
+//! - a registry and containers storage: skopeo resolves `NAME@sha256:D` and checks the
+//!   manifest it copies against `D` (a digest the source does not hold is refused with the
+//!   tool's answer);
+//! - an OCI layout: the crate finds the manifest whose digest is `D` (in `index.json` or
+//!   among the blobs) and checks every blob itself;
+//! - docker: the daemon keeps no manifest, only the digests it pulled or pushed an image
+//!   by (`RepoDigests`). The daemon names the image it holds under `NAME@sha256:D`;
+//!   skopeo exports exactly that image (by its ID), and the export must hold the layers
+//!   (`rootfs.diff_ids`) and the command the daemon reports for it, each layer then checked
+//!   against its diff ID as it is unpacked.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use super::layout::{Image, OciLayout, Selector};
+use super::reference::{Digest, ImageReference};
+use super::tools::{self, ToolError};
+
+/// Where `--image` is read from.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Source {
+    /// The registry the reference names (plain HTTP only for a loopback one).
+    #[default]
+    Registry,
+    /// The containers storage podman and buildah use on this machine (the user's own).
+    Podman,
+    /// The docker daemon's storage (`DOCKER_HOST`, else the default socket).
+    Docker,
+    /// An OCI image layout directory.
+    Layout(PathBuf),
+}
+
+impl Source {
+    /// `registry`, `podman`, `docker` or `oci:DIR`.
+    pub fn parse(text: &str) -> Result<Source, String> {
+        match text {
+            "registry" => Ok(Source::Registry),
+            "podman" | "containers-storage" => Ok(Source::Podman),
+            "docker" => Ok(Source::Docker),
+            _ => match text.strip_prefix("oci:") {
+                Some("") => Err(String::from("`oci:` needs the layout's directory: oci:DIR")),
+                Some(dir) => Ok(Source::Layout(PathBuf::from(dir))),
+                None => Err(format!("`{text}` is not an image source: registry, podman, docker or oci:DIR")),
+            },
+        }
+    }
+
+    /// The word the report uses.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Source::Registry => "registry",
+            Source::Podman => "podman",
+            Source::Docker => "docker",
+            Source::Layout(_) => "oci-layout",
+        }
+    }
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Layout(dir) => write!(f, "oci:{}", dir.display()),
+            other => f.write_str(other.name()),
+        }
+    }
+}
+
+/// Why the image could not be read from its source.
+#[derive(Debug)]
+pub enum FetchError {
+    Tool(ToolError),
+    /// The source answered, and what it holds is not the image asked for, or is unreadable.
+    Refused(String),
+}
+
+impl From<ToolError> for FetchError {
+    fn from(e: ToolError) -> FetchError {
+        FetchError::Tool(e)
+    }
+}
+
+impl fmt::Display for FetchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FetchError::Tool(e) => e.fmt(f),
+            FetchError::Refused(message) => f.write_str(message),
+        }
+    }
+}
+
+/// The image found, checked against the reference, in a layout that is either the one the
+/// user gave (read only) or `scratch`, which the caller removes.
+pub struct Fetched {
+    pub layout: OciLayout,
+    pub image: Image,
+}
+
+/// Reads `reference` from `source` into an OCI layout (a copy under `scratch` for the
+/// tools' sources; the given directory itself for a layout) and resolves its image.
+pub fn fetch(source: &Source, reference: &ImageReference, scratch: &Path) -> Result<Fetched, FetchError> {
+    let refused = |e: super::layout::LayoutError| FetchError::Refused(e.to_string());
+    match source {
+        Source::Registry => {
+            tools::pull_to_layout(reference, scratch)?;
+            only(scratch)
+        }
+        Source::Podman => {
+            let name = format!("containers-storage:{}", reference.pull_name());
+            tools::copy_to_layout(&name, scratch, tools::Copy { user_storage: true, ..tools::Copy::default() })?;
+            only(scratch)
+        }
+        Source::Docker => docker(reference, scratch),
+        Source::Layout(dir) => {
+            let layout = OciLayout::open(dir).map_err(|e| FetchError::Refused(format!("oci:{}: {e}", dir.display())))?;
+            let image = layout.image(Selector::Digest(reference.digest())).map_err(refused)?;
+            Ok(Fetched { layout, image })
+        }
+    }
+}
+
+/// The one image a fresh copy holds (skopeo has checked it against the digest).
+fn only(dir: &Path) -> Result<Fetched, FetchError> {
+    let layout = OciLayout::open(dir).map_err(|e| FetchError::Refused(e.to_string()))?;
+    let image = layout.image(Selector::Only).map_err(|e| FetchError::Refused(e.to_string()))?;
+    Ok(Fetched { layout, image })
+}
+
+/// What `docker image inspect` says of an image, the members this needs.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct Inspected {
+    id: String,
+    #[serde(default)]
+    repo_digests: Vec<String>,
+    #[serde(default)]
+    config: Option<InspectedConfig>,
+    #[serde(default)]
+    root_f_s: Option<InspectedRoot>,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+struct InspectedConfig {
+    #[serde(default)]
+    entrypoint: Option<Vec<String>>,
+    #[serde(default)]
+    cmd: Option<Vec<String>>,
+    #[serde(default)]
+    env: Option<Vec<String>>,
+    #[serde(default)]
+    working_dir: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct InspectedRoot {
+    #[serde(default)]
+    layers: Vec<String>,
+}
+
+fn docker(reference: &ImageReference, scratch: &Path) -> Result<Fetched, FetchError> {
+    let asked = reference.pull_name();
+    let answer = tools::docker_inspect(&asked)?;
+    let inspected: Vec<Inspected> = serde_json::from_slice(&answer)
+        .map_err(|e| FetchError::Refused(format!("docker image inspect {asked}: not the answer expected: {e}")))?;
+    let [inspected] = <[Inspected; 1]>::try_from(inspected)
+        .map_err(|all| FetchError::Refused(format!("docker image inspect {asked}: {} images, not one", all.len())))?;
+    // The daemon resolves `NAME@sha256:D` only through the digests it pulled or pushed the
+    // image by; said again here so a daemon that matched loosely is not believed.
+    let digest = reference.digest().to_string();
+    if !inspected.repo_digests.iter().any(|d| d.rsplit_once('@').is_some_and(|(_, held)| held == digest)) {
+        return Err(FetchError::Refused(format!(
+            "the docker daemon holds no image pulled or pushed as {asked} (its digests: {}); an image built locally has a \
+             digest only once pushed",
+            if inspected.repo_digests.is_empty() { String::from("none") } else { inspected.repo_digests.join(", ") }
+        )));
+    }
+    let id = Digest::parse(&inspected.id).map_err(|e| FetchError::Refused(format!("docker's image ID `{}`: {e}", inspected.id)))?;
+    let how = tools::Copy { daemon_host: std::env::var("DOCKER_HOST").ok(), ..tools::Copy::default() };
+    tools::copy_to_layout(&format!("docker-daemon:{id}"), scratch, how)?;
+    let fetched = only(scratch)?;
+    // The export must be the image the daemon described: the same layers in order (each is
+    // checked against its diff ID when unpacked) and the same command and environment.
+    let layers: Vec<String> = fetched.image.diff_ids().iter().map(Digest::to_string).collect();
+    let expected = inspected.root_f_s.map(|r| r.layers).unwrap_or_default();
+    if layers != expected {
+        return Err(FetchError::Refused(format!(
+            "docker exported {asked} with layers {layers:?}, but the daemon lists {expected:?} for it"
+        )));
+    }
+    let config = inspected.config.unwrap_or_default();
+    let ours = &fetched.image.config;
+    let same = ours.entrypoint == config.entrypoint.unwrap_or_default()
+        && ours.cmd == config.cmd.unwrap_or_default()
+        && ours.env == config.env.unwrap_or_default()
+        && ours.working_dir.clone().unwrap_or_default() == config.working_dir.unwrap_or_default();
+    if !same {
+        return Err(FetchError::Refused(format!("docker exported {asked} with a config other than the one the daemon reports")));
+    }
+    Ok(fetched)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sources_are_parsed_and_refused_by_name() {
+        assert_eq!(Source::parse("registry"), Ok(Source::Registry));
+        assert_eq!(Source::parse("podman"), Ok(Source::Podman));
+        assert_eq!(Source::parse("docker"), Ok(Source::Docker));
+        assert_eq!(Source::parse("oci:/tmp/x"), Ok(Source::Layout(PathBuf::from("/tmp/x"))));
+        assert!(Source::parse("oci:").unwrap_err().contains("oci:DIR"));
+        assert!(Source::parse("quay").unwrap_err().contains("registry, podman, docker or oci:DIR"));
+        assert_eq!(Source::parse("oci:/tmp/x").map(|s| s.to_string()), Ok(String::from("oci:/tmp/x")));
+    }
+}
