@@ -218,12 +218,14 @@ impl Started {
                 let mut command = podman_command(&program, &globals, &env, join);
                 command.args(["rm", "--force", "--time", "0", &name]);
                 keep(forced_removal(Tool::Podman, command, &name));
+                keep(gone(&name));
                 if let Some(dir) = dir {
                     keep(dir.remove().map_err(|e| format!("cannot remove podman's storage: {e}")));
                 }
             }
             Cleanup::Docker { program, name, pause, image, forwarder, dir } => {
                 keep(forced_removal(Tool::Docker, docker_command(&program, &["rm", "--force", &name]), &name));
+                keep(gone(&name));
                 if let Some(forwarder) = forwarder {
                     forwarder.stop();
                 }
@@ -247,6 +249,38 @@ impl Drop for Started {
     fn drop(&mut self) {
         let _ = self.clean();
     }
+}
+
+/// Waits (a few seconds at most) until no process names the container `name` on its command
+/// line: podman's conmon, docker's shim and the init may outlive `rm` by a moment, and the
+/// run is over only when they are gone. `Err` names any still there.
+fn gone(name: &str) -> Result<(), String> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let left = processes_naming(name);
+        if left.is_empty() {
+            return Ok(());
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(format!("processes of {name} are still running: {}", left.join(", ")));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// The processes (pids) whose command line holds `name`.
+fn processes_naming(name: &str) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let me = std::process::id().to_string();
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_str().filter(|n| n.bytes().all(|b| b.is_ascii_digit()))?.to_owned();
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let named = cmdline.split(|b| *b == 0).any(|arg| arg.windows(name.len()).any(|w| w == name.as_bytes()));
+            (named && pid != me).then_some(pid)
+        })
+        .collect()
 }
 
 /// `rm --force`: an object already gone (`--rm` removed it when the harness exited) is not
