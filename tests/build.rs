@@ -28,7 +28,8 @@ fn optional_test_inputs() {
         ("CHECKFU_IMAGE_TOOLS", "checkfu_image_tools"),
         // podman as the image lane's builder (optional: apt-get install podman).
         ("CHECKFU_PODMAN", "checkfu_podman"),
-        // A docker daemon the tests may use (DOCKER_HOST, or the default socket).
+        // A docker daemon the tests may use (DOCKER_HOST, or the default socket): docker as
+        // an image source and as a runtime (`.ci/run` starts one).
         ("CHECKFU_DOCKER", "checkfu_docker"),
     ];
     for (variable, cfg) in inputs {

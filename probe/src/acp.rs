@@ -203,41 +203,51 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(Progress)) -> R
     // The start shows the argv as it is run, placeholders expanded.
     let shown: Vec<String> = command.iter().map(|c| c.to_string_lossy().into_owned()).collect();
     progress(Progress::Started { protocol: catalog::Protocol::AcpV1, command: &shown.join(" ") });
-    // In an image: bubblewrap over its root, the workspace at its working directory, and the
-    // image's variables under the probe's own. The harness sees the workspace there, and its
-    // terminal commands run in the image too.
+    // In an image: its runtime's argv (bubblewrap or podman over its root, or docker), the
+    // workspace at its working directory, and the image's variables under the probe's own.
+    // The harness sees the workspace at the working directory, and its terminal commands run
+    // in the image too.
+    let mut container_run = None;
+    let mut joins_fence = true;
+    let mut clear_env = false;
     let mut inside = None;
-    let image_run = options.image.as_ref().map(|(container, given)| {
-        let working_directory = container.working_directory(given.as_deref());
-        let mut shared = vec![workspace.root().to_path_buf()];
-        shared.extend(home.as_ref().map(|h| h.root().to_path_buf()));
-        let shared_paths: Vec<&std::path::Path> = shared.iter().map(std::path::PathBuf::as_path).collect();
-        command = container.argv(&command, workspace.root(), &working_directory, &shared_paths);
-        let image_env = container.env(&env);
-        env.extend(image_env);
-        let (in_image, root, directory) = (Arc::clone(container), workspace.root().to_path_buf(), working_directory.clone());
-        inside = Some(Arc::new(session::terminals::Inside {
-            argv: Box::new(move |command, cwd| {
-                let shared: Vec<&std::path::Path> = shared.iter().map(std::path::PathBuf::as_path).collect();
-                in_image.argv_in(command, &root, &directory, &shared, Some(cwd))
-            }),
-            env: env.clone(),
-        }));
-        container.run_report(&working_directory)
-    });
-    if let Some(image) = &image_run {
-        workspace.see_at(std::path::Path::new(&image.working_directory));
-        if image.working_directory != "/" {
-            env.push((OsString::from("PWD"), OsString::from(&image.working_directory)));
+    let image_run = match options.image.as_ref() {
+        None => None,
+        Some((container, given)) => {
+            let working_directory = container.working_directory(given.as_deref());
+            let mut shared = vec![workspace.root().to_path_buf()];
+            shared.extend(home.as_ref().map(|h| h.root().to_path_buf()));
+            let shared: Vec<&std::path::Path> = shared.iter().map(std::path::PathBuf::as_path).collect();
+            let image_env = container.env(&env);
+            env.extend(image_env);
+            let join = namespace.as_ref().map(session::fence::Namespace::join);
+            let started = container
+                .start(&command, workspace.root(), &working_directory, &shared, &env, relay.addr(), join)
+                .map_err(|e| UsageError::CannotStart(format!("cannot start the image: {e}")))?;
+            command = started.argv.clone();
+            env.extend(started.client_env.iter().cloned());
+            joins_fence = started.joins_fence;
+            // bubblewrap's client is the harness: it starts from the harness's variables
+            // only. podman's and docker's clients keep the caller's; the container gets the
+            // harness's by name.
+            clear_env = started.exec.is_bubblewrap();
+            let exec = started.exec.clone();
+            inside = Some(Arc::new(session::terminals::Inside {
+                argv: Box::new(move |command, directory| exec.argv(command, directory)),
+                env: if clear_env { env.clone() } else { started.client_env.clone() },
+                clear_env,
+            }));
+            workspace.see_at(std::path::Path::new(&working_directory));
+            if clear_env && working_directory != "/" {
+                env.push((OsString::from("PWD"), OsString::from(&working_directory)));
+            }
+            let report = container.run_report(&working_directory, Some(&started));
+            container_run = Some(started);
+            Some(report)
         }
-    }
-    let launch = session::Launch {
-        env,
-        netns: namespace.as_ref().map(session::fence::Namespace::join),
-        cwd: Some(workspace.root().to_path_buf()),
-        clear_env: options.image.is_some(),
-        inside,
     };
+    let netns = namespace.as_ref().filter(|_| joins_fence).map(session::fence::Namespace::join);
+    let launch = session::Launch { env, netns, cwd: Some(workspace.root().to_path_buf()), clear_env, inside };
     let session_options = session::Options { permission: options.permission, terminals: options.terminals, deadline: options.deadline };
     let session = Session::start_in(workspace, &command, session_options, &launch).map_err(|e| {
         let command = options.command.first().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
@@ -245,6 +255,8 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(Progress)) -> R
     })?;
     let mut run = Run::new(session, options, nonce, progress);
     run.command = command;
+    run.container = container_run;
+    run.image = image_run;
     run.admission.driver = options.driver.name().to_owned();
     run.admission.retention = options.retention.name().to_owned();
     run.admission.judged_against = "envelope";
@@ -263,7 +275,6 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(Progress)) -> R
         (_, _) => run.skip("prompt_exchange", "no session was started"),
     }
     let mut result = run.finish(admitted.as_ref());
-    result.image = image_run;
     // The harness is gone: stop the relay (closing whatever it left open) and read its record.
     let record = relay.stop();
     drop(namespace);
@@ -307,6 +318,10 @@ struct Run<'o, 'p> {
     reply_in_output: Option<String>,
     /// The argv as run, placeholders expanded.
     command: Vec<OsString>,
+    /// The image's run, removed at teardown (its container, image, storage).
+    container: Option<crate::image::runtime::Started>,
+    /// What the report says of the image, with what removing its run failed on.
+    image: Option<crate::image::run::ImageRun>,
 }
 
 impl<'o, 'p> Run<'o, 'p> {
@@ -327,6 +342,8 @@ impl<'o, 'p> Run<'o, 'p> {
             nonce_in_output: false,
             reply_in_output: None,
             command: options.command.clone(),
+            container: None,
+            image: None,
         }
     }
 
@@ -582,7 +599,16 @@ impl<'o, 'p> Run<'o, 'p> {
     fn finish(mut self, admitted: Option<&AdmittedCapabilities>) -> ProbeResult {
         let started = Instant::now();
         let teardown = self.session.teardown(self.options.kill_grace);
-        let outcome = ending::teardown_fault(&teardown, "harness", "EOF on stdin and SIGTERM").map_or(Ok(()), Err);
+        let mut outcome = ending::teardown_fault(&teardown, "harness", "EOF on stdin and SIGTERM").map_or(Ok(()), Err);
+        // The runtime's client is gone; what it keeps (a container, an image) goes now.
+        if let Some(container) = self.container.take() {
+            if let Err(fault) = container.finish() {
+                if let Some(image) = &mut self.image {
+                    image.teardown_fault = Some(fault.clone());
+                }
+                outcome = outcome.and(Err(format!("the image's runtime left something behind: {fault}")));
+            }
+        }
         self.step("teardown", started, outcome);
 
         let declared: Vec<(&str, &str)> = admitted.map(|a| a.values().to_vec()).unwrap_or_default();
@@ -651,7 +677,7 @@ impl<'o, 'p> Run<'o, 'p> {
             nonce_in_output: self.nonce_in_output,
             reply_in_output: self.reply_in_output,
             model_plane: None,
-            image: None,
+            image: self.image,
             next: None,
         }
     }

@@ -6,7 +6,9 @@
 //! - `process`: `probe -- busybox sh entrypoint.sh …`, one turn with its resume;
 //! - `build`, `push`, `pull`, `unpack`: the image lane's parts, each by itself (buildah,
 //!   the temporary registry, skopeo by digest, the crate's unpacker);
-//! - `image`: `probe --image REF` with the same flags (pull, unpack and run);
+//! - `image`: `probe --image REF` with the same flags (pull, unpack and run), under the
+//!   detected runtime (bubblewrap), and `image-podman`, `image-docker` under those (each
+//!   only when it is installed and, for docker, `DOCKER_HOST` or the default socket answers);
 //! - `build-context`: `probe --build-context DIR` (build, push, pull, unpack and run).
 //!
 //! Needs buildah, skopeo, docker-registry, busybox-static and bubblewrap (`.ci/run` installs
@@ -92,6 +94,15 @@ fn main() {
     });
     let reference = pushed.to_string();
     let image = timed(|| probe(&["--image", &reference], &[]));
+    let runs = |runtime: &str| -> bool {
+        let works = Command::new(runtime).arg(if runtime == "docker" { "version" } else { "--version" }).output();
+        works.is_ok_and(|o| o.status.success())
+    };
+    let under: Vec<(&str, Duration)> = [("image-podman", "podman"), ("image-docker", "docker")]
+        .into_iter()
+        .filter(|(_, runtime)| runs(runtime))
+        .map(|(name, runtime)| (name, timed(|| probe(&["--image", &reference, "--runtime", runtime], &[]))))
+        .collect();
     let context = scaffold.to_str().expect("utf-8");
     let build_context = timed(|| probe(&["--build-context", context, "--entrypoint", "/opt/checkfu/bin/checkfu-oneshot"], &[]));
     drop(registry);
@@ -108,7 +119,10 @@ fn main() {
         ("unpack", unpack),
         ("image", image),
         ("build-context", build_context),
-    ] {
+    ]
+    .into_iter()
+    .chain(under)
+    {
         println!("{name:<14} {:>8.0} ms  {:>6.2}x process", d.as_secs_f64() * 1000.0, ratio(d));
     }
 }

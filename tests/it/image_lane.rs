@@ -458,10 +458,11 @@ fn an_image_is_read_from_the_docker_daemon_by_a_digest_it_pulled() {
     assert!(refused.stderr.contains("docker"), "{}", refused.stderr);
 }
 
-/// `--allow-terminals` in an image: a `terminal/*` command runs in the harness's image (it
-/// reads a file only the image holds), from the working directory as the harness sees it,
-/// with the image's variables and not the caller's; a `cwd` the harness names inside the
-/// image is the workspace, and `session/new` hands the harness that directory.
+/// `--allow-terminals` in an image, under each runtime there is: a `terminal/*` command runs
+/// in the harness's image (it reads a file only the image holds), from the working directory
+/// as the harness sees it, with the image's variables and not the caller's; a `cwd` the
+/// harness names inside the image is the workspace, and `session/new` hands the harness that
+/// directory.
 #[test]
 #[cfg_attr(
     not(checkfu_image_tools),
@@ -474,36 +475,49 @@ fn an_acp_agents_terminals_run_in_its_image() {
         "COPY marker /etc/checkfu-marker\nENV FROM_IMAGE=yes\nWORKDIR /workspace\nENTRYPOINT [\"/opt/custom/bin/acp-agent\"]\n",
     );
     std::fs::write(context.path().join("marker"), "inside the image\n").expect("marker");
-    let dir = context.path().to_str().expect("utf-8").to_owned();
+    let served = Served::build(context.path(), "checkfu-terminal");
+    let reference = served.reference.to_string();
     let record = TempDir::new("checkfu-terminal-record").expect("dir");
     let record_file = record.path().join("record.jsonl");
     // Set for the probe: it must not reach the command in the image.
     let line = "cat /etc/checkfu-marker; pwd; echo \"image=$FROM_IMAGE caller=${CHECKFU_CALLER_ONLY:-unset}\"";
-    let run = crate::probe_support::probe_env(
-        &[
-            "--build-context",
-            &dir,
-            "--allow-terminals",
-            "--record",
-            record_file.to_str().expect("utf-8"),
-            "--arg=--terminal-line",
-            &format!("--arg={line}"),
-            "--arg=--terminal-cwd",
-            "--arg=/workspace",
-        ],
-        &[],
-        &[("CHECKFU_CALLER_ONLY", std::ffi::OsString::from("leaked"))],
-    );
-    assert_eq!(run.status, 0, "{}", run.pretty());
-    assert_eq!(run.json["client_requests"][0]["method"], "terminal/create", "{}", run.pretty());
-    assert_eq!(run.json["client_requests"][0]["outcome"], "answered", "{}", run.pretty());
-    let text = std::fs::read_to_string(&record_file).expect("record");
-    assert!(
-        text.contains(r#"(terminal exit 0 output \"inside the image\\n/workspace\\nimage=yes caller=unset\\n\")"#),
-        "the command ran in the image, in its working directory, without the caller's variables: {text}"
-    );
-    // The harness was handed the workspace where it sees it.
-    assert!(text.contains(r#""cwd":"/workspace""#), "{text}");
+    let mut runtimes = vec!["bubblewrap"];
+    if cfg!(checkfu_podman) {
+        runtimes.push("podman");
+    }
+    if cfg!(checkfu_docker) {
+        runtimes.push("docker");
+    }
+    for runtime in runtimes {
+        let run = crate::probe_support::probe_env(
+            &[
+                "--image",
+                &reference,
+                "--runtime",
+                runtime,
+                "--allow-terminals",
+                "--record",
+                record_file.to_str().expect("utf-8"),
+                "--arg=--terminal-line",
+                &format!("--arg={line}"),
+                "--arg=--terminal-cwd",
+                "--arg=/workspace",
+            ],
+            &[],
+            &[("CHECKFU_CALLER_ONLY", std::ffi::OsString::from("leaked"))],
+        );
+        assert_eq!(run.status, 0, "{runtime}: {}", run.pretty());
+        assert_eq!(run.json["image"]["runtime"], runtime);
+        assert_eq!(run.json["client_requests"][0]["method"], "terminal/create", "{}", run.pretty());
+        assert_eq!(run.json["client_requests"][0]["outcome"], "answered", "{}", run.pretty());
+        let text = std::fs::read_to_string(&record_file).expect("record");
+        assert!(
+            text.contains(r#"(terminal exit 0 output \"inside the image\\n/workspace\\nimage=yes caller=unset\\n\")"#),
+            "{runtime}: the command ran in the image, in its working directory, without the caller's variables: {text}"
+        );
+        // The harness was handed the workspace where it sees it.
+        assert!(text.contains(r#""cwd":"/workspace""#), "{text}");
+    }
 }
 
 /// `--builder docker`: the daemon builds the context, pushes it to the probe's loopback

@@ -37,6 +37,8 @@ mod image;
 mod image_lane;
 #[cfg(feature = "cli")]
 mod image_real;
+#[cfg(feature = "cli")]
+mod image_runtime;
 mod json_schema_suite;
 #[cfg(feature = "cli")]
 mod lint_schema_cli;

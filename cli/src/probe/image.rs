@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use checkfu_wire_probe::image::run::{BuildRequest, Container, NextSteps, PullError};
+use checkfu_wire_probe::image::runtime::{Runtime, RuntimeKind};
 use checkfu_wire_probe::image::source::Source;
 use checkfu_wire_probe::image::tools::BuilderKind;
 use checkfu_wire_probe::image::ImageReference;
@@ -41,6 +42,13 @@ pub struct Flags {
     /// can then read and write its images while the run lasts).
     #[arg(long, requires = "build_context")]
     pub allow_registry_all_interfaces: bool,
+    /// The runtime that runs the image (default: the first found of bubblewrap, podman and
+    /// docker): bubblewrap and podman run the unpacked root inside the probe's fence;
+    /// docker runs the image in its daemon (the user's: `DOCKER_HOST` or its default
+    /// socket), in a pause container's loopback to which the probe forwards the relay's port
+    /// (root only: the probe enters that namespace).
+    #[arg(long, value_enum)]
+    pub runtime: Option<RuntimeFlag>,
     /// The harness's entrypoint inside the image (default: the image's Entrypoint and Cmd).
     #[arg(long, value_name = "PATH")]
     pub entrypoint: Option<String>,
@@ -65,6 +73,13 @@ pub struct Flags {
 #[derive(Clone, Copy, clap::ValueEnum)]
 pub enum Builder {
     Buildah,
+    Podman,
+    Docker,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum RuntimeFlag {
+    Bubblewrap,
     Podman,
     Docker,
 }
@@ -109,6 +124,16 @@ impl Flags {
                 1
             }
         };
+        // The runtime is found before anything is pulled or built.
+        let runtime = match self.runtime {
+            Some(flag) => Runtime::find(match flag {
+                RuntimeFlag::Bubblewrap => RuntimeKind::Bubblewrap,
+                RuntimeFlag::Podman => RuntimeKind::Podman,
+                RuntimeFlag::Docker => RuntimeKind::Docker,
+            }),
+            None => Runtime::detect(),
+        }
+        .map_err(|e| usage(format!("--runtime: {e}")))?;
         let container = match (&self.image, &self.build_context) {
             (Some(reference), _) => Container::pull(reference, &self.image_source).map_err(|e| failed(&reference.to_string(), e))?,
             (None, Some(context)) => {
@@ -133,6 +158,7 @@ impl Flags {
             }
             (None, None) => return Ok(None),
         };
+        let container = container.with_runtime(runtime);
         Ok(Some(Prepared {
             container: Arc::new(container),
             sandbox: self.sandbox.clone().or(defaults_sandbox),

@@ -7,15 +7,18 @@
 //!   external tools they are (bounded capture, every child reaped, nothing left on disk);
 //! - [`source`]: where `--image` is read from (its registry, podman's or docker's storage,
 //!   an OCI layout directory), tied to its digest;
-//! - [`run`]: an image pulled by its digest, unpacked, and run by bubblewrap over its root
-//!   inside the probe's fence.
+//! - [`run`]: an image pulled by its digest, unpacked, and run inside the probe's fence;
+//! - [`runtime`]: the runtime that runs it (bubblewrap, podman or docker), and
+//!   [`forward`]: the relay's port inside docker's pause container.
 //!
 //! An image is untrusted input: nothing here panics on it, every read of it is bounded, and
 //! an error names the blob or the entry at fault.
 
+pub mod forward;
 pub mod layout;
 pub mod reference;
 pub mod run;
+pub mod runtime;
 pub mod source;
 pub mod tools;
 

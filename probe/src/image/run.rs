@@ -1,7 +1,8 @@
 //! Running an image pinned by digest: pulled by its digest into an OCI layout, unpacked in
-//! the crate, and run by bubblewrap over the unpacked root filesystem.
+//! the crate, and run by a runtime over the unpacked root filesystem ([`super::runtime`]:
+//! bubblewrap, podman, or docker, which imports that root into its daemon).
 //!
-//! bubblewrap is started the way every harness is ([`crate::session::process::Harness`]):
+//! With bubblewrap, the default: bubblewrap is started the way every harness is ([`crate::session::process::Harness`]):
 //! in the probe's process group, after joining the probe's loopback-only network namespace.
 //! It unshares every other namespace but the network, so the image's process sees only the
 //! fence the probe made, and reaches the relay as a local command does. The root is
@@ -9,13 +10,15 @@
 //! working directory and, like the fresh home and the lane's scratch files, at its own path
 //! too, so every placeholder the probe expanded names the same file inside and out.
 //! `--die-with-parent` ends the container with the probe, and both the layout and the root
-//! are removed when the [`Container`] drops.
+//! are removed when the [`Container`] drops. podman and docker keep the same promises
+//! (the fence, the mounts, the variables, the command); see [`super::runtime`].
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::layout::{ImageConfig, Limits};
 use super::reference::ImageReference;
+use super::runtime::{RunSpec, Runtime, RuntimeKind, Started};
 use super::source::{self, FetchError, Source};
 use super::tools::{self, Tool};
 use super::TempDir;
@@ -63,8 +66,8 @@ pub struct Container {
     /// Where it was read from.
     pub source: Source,
     pub config: ImageConfig,
-    /// The bubblewrap that runs it.
-    bwrap: PathBuf,
+    /// The runtime that runs it ([`Container::with_runtime`]).
+    runtime: Option<Runtime>,
     rootfs: TempDir,
     /// Bytes of file content unpacked.
     pub unpacked_bytes: u64,
@@ -80,8 +83,21 @@ pub struct ImageRun {
     pub digest: String,
     /// Where it was read from: `registry`, `podman`, `docker` or `oci:DIR`.
     pub source: String,
-    /// How it ran: `bubblewrap` over the unpacked root filesystem.
+    /// How it ran: `bubblewrap` or `podman` over the unpacked root filesystem, or `docker`
+    /// over that root imported into its daemon.
     pub runtime: &'static str,
+    /// The runtime was the first found (`bubblewrap`, else `podman`, else `docker`), not
+    /// asked for with `--runtime`.
+    pub runtime_detected: bool,
+    /// Which fence held the harness and how it reached the relay.
+    pub fence: &'static str,
+    /// The container's name under podman or docker (the last run's, for a lane that runs
+    /// the image twice); its pause container is `<name>-pause`, its image `<name>:run`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub container: Option<String>,
+    /// What removing the runtime's container, image or storage failed on, if it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub teardown_fault: Option<String>,
     pub working_directory: String,
     pub unpacked_bytes: u64,
     /// With `--build-context`: how the image was built and where it was pushed for this run.
@@ -120,7 +136,6 @@ impl Container {
     /// for a loopback registry), tied to its digest, and checks and unpacks it. Every error
     /// names what failed: the tool and its own message, or the blob or entry at fault.
     pub fn pull(reference: &ImageReference, source: &Source) -> Result<Container, PullError> {
-        let bwrap = Tool::Bubblewrap.find()?;
         if !matches!(source, Source::Layout(_)) {
             Tool::Skopeo.find()?;
         }
@@ -141,7 +156,7 @@ impl Container {
             reference: reference.clone(),
             source: source.clone(),
             config: image.config,
-            bwrap,
+            runtime: None,
             rootfs,
             unpacked_bytes: report.bytes,
             built: None,
@@ -179,59 +194,58 @@ impl Container {
         env
     }
 
-    /// The argv that runs `command` (the entrypoint and its arguments, as inside the image)
-    /// in the container: bubblewrap's, with `workspace` at `working_directory` and each of
-    /// `shared` (the workspace, the home, the lane's scratch directory) at its own path.
-    pub fn argv(&self, command: &[OsString], workspace: &Path, working_directory: &str, shared: &[&Path]) -> Vec<OsString> {
-        self.argv_in(command, workspace, working_directory, shared, None)
+    /// The runtime that runs it (the CLI finds it before anything is pulled).
+    pub fn with_runtime(mut self, runtime: Runtime) -> Container {
+        self.runtime = Some(runtime);
+        self
     }
 
-    /// [`Container::argv`], starting in `directory` (a path as seen inside) instead of the
-    /// working directory: how a harness's `terminal/*` command runs in its image, over the
-    /// same root and mounts.
-    pub fn argv_in(
+    /// The runtime's kind (bubblewrap until one is chosen).
+    pub fn runtime(&self) -> RuntimeKind {
+        self.runtime.as_ref().map_or(RuntimeKind::Bubblewrap, |r| r.kind)
+    }
+
+    /// Prepares one run of `command` (the entrypoint and its arguments, as inside the image)
+    /// with its runtime: `workspace` at `working_directory`, each of `shared` (the workspace,
+    /// the home, the lane's scratch directory) at its own path, the harness's variables
+    /// `env` (the client's environment holds them), the relay at `relay` inside `fence`.
+    /// The returned [`Started`] holds the argv to spawn, and removes what the run leaves
+    /// once finished.
+    #[allow(clippy::too_many_arguments)]
+    pub fn start(
         &self,
         command: &[OsString],
         workspace: &Path,
         working_directory: &str,
         shared: &[&Path],
-        directory: Option<&Path>,
-    ) -> Vec<OsString> {
-        let mut argv: Vec<OsString> = vec![self.bwrap.clone().into_os_string()];
-        let mut flag = |items: &[&dyn AsRef<std::ffi::OsStr>]| argv.extend(items.iter().map(|i| i.as_ref().to_owned()));
-        flag(&[&"--die-with-parent", &"--new-session"]);
-        // Every namespace but the network one, which is the probe's fence.
-        flag(&[&"--unshare-user-try", &"--unshare-ipc", &"--unshare-pid", &"--unshare-uts", &"--unshare-cgroup-try"]);
-        // The root is bound writable only until the mount points are made (an image need not
-        // hold its working directory), then made read-only; it is this run's own copy.
-        flag(&[&"--bind", &self.rootfs.path(), &"/"]);
-        flag(&[&"--dev", &"/dev", &"--proc", &"/proc", &"--tmpfs", &"/tmp"]);
-        for dir in shared {
-            flag(&[&"--bind", dir, dir]);
-        }
-        let start = match directory {
-            Some(directory) => directory.as_os_str().to_owned(),
-            None if working_directory == "/" => workspace.as_os_str().to_owned(),
-            None => OsString::from(working_directory),
+        env: &[(OsString, OsString)],
+        relay: std::net::SocketAddr,
+        fence: Option<crate::session::fence::Join>,
+    ) -> Result<Started, String> {
+        let detected;
+        let runtime = match &self.runtime {
+            Some(runtime) => runtime,
+            None => {
+                detected = Runtime::detect().map_err(|e| e.to_string())?;
+                &detected
+            }
         };
-        if working_directory == "/" {
-            // No working directory to mount it at: the harness starts in the workspace itself.
-            flag(&[&"--remount-ro", &"/", &"--chdir", &start]);
-        } else {
-            flag(&[&"--bind", &workspace, &working_directory, &"--remount-ro", &"/", &"--chdir", &start]);
-        }
-        flag(&[&"--"]);
-        argv.extend(command.iter().cloned());
-        argv
+        let spec = RunSpec { command, rootfs: self.rootfs.path(), workspace, working_directory, shared, env, relay, fence };
+        runtime.start(&spec)
     }
 
-    /// What the report says of it.
-    pub fn run_report(&self, working_directory: &str) -> ImageRun {
+    /// What the report says of it; `started` is the run's, for what the runtime said of the
+    /// fence and its container.
+    pub fn run_report(&self, working_directory: &str, started: Option<&Started>) -> ImageRun {
         ImageRun {
             reference: self.reference.to_string(),
             digest: self.reference.digest().to_string(),
             source: self.source.to_string(),
-            runtime: "bubblewrap",
+            runtime: self.runtime().name(),
+            runtime_detected: self.runtime.as_ref().is_none_or(|r| r.detected),
+            fence: started.map_or("", |s| s.fence),
+            container: started.and_then(|s| s.container.clone()),
+            teardown_fault: None,
             working_directory: working_directory.to_owned(),
             unpacked_bytes: self.unpacked_bytes,
             built: self.built.clone(),
@@ -272,7 +286,6 @@ impl Container {
         // Every tool is found before anything is built.
         Tool::Registry.find()?;
         Tool::Skopeo.find()?;
-        Tool::Bubblewrap.find()?;
         let builder = match request.builder {
             Some(kind) => tools::Builder::new(kind),
             None => tools::Builder::detect(),
@@ -312,6 +325,11 @@ pub fn text_lines(image: Option<&ImageRun>, next: Option<&NextSteps>) -> String 
             "image    {} ({}, from {}, {}, in {})\n",
             image.reference, image.digest, image.source, image.runtime, image.working_directory
         ));
+        let how = if image.runtime_detected { "detected" } else { "asked for" };
+        out.push_str(&format!("image    runtime {} ({how}); fence: {}\n", image.runtime, image.fence));
+        if let Some(fault) = &image.teardown_fault {
+            out.push_str(&format!("image    teardown failed: {fault}\n"));
+        }
         if let Some(built) = &image.built {
             let exposed = if built.all_interfaces { ", registry on every interface" } else { "" };
             out.push_str(&format!("image    built by {} from {}, pushed as {}{exposed}\n", built.builder, built.context, built.pushed));

@@ -29,7 +29,7 @@ const MAX_STDERR: usize = 16 * 1024;
 /// How long a build, push or pull may take: a large base on a slow disk takes minutes.
 pub const TOOL_TIMEOUT: Duration = Duration::from_secs(20 * 60);
 /// How long a quick command (removing an image) may take.
-const QUICK_TIMEOUT: Duration = Duration::from_secs(60);
+pub const QUICK_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long the registry may take to answer `GET /v2/` (it takes about 0.3 s).
 pub const REGISTRY_START_TIMEOUT: Duration = Duration::from_secs(10);
 /// Between SIGTERM and SIGKILL when the registry is stopped.
@@ -249,7 +249,7 @@ pub struct Output {
 
 /// Runs `command` to completion within `timeout`, killing and reaping it (and its group)
 /// otherwise; a non-zero exit is [`ToolError::Failed`] with the stderr's tail.
-fn run(tool: Tool, mut command: Command, action: &str, timeout: Duration) -> Result<Output, ToolError> {
+pub(super) fn run(tool: Tool, mut command: Command, action: &str, timeout: Duration) -> Result<Output, ToolError> {
     command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = Reaped::spawn(command, tool)?;
     let stdout = capture(child.child.stdout.take().expect("piped"), false, MAX_STDOUT);

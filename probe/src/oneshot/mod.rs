@@ -165,6 +165,10 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
         launch_spec: &launch_spec,
         deadline,
         steps: crate::ending::Steps::new(progress),
+        relay: relay.addr(),
+        fence: namespace.as_ref().map(session::fence::Namespace::join),
+        image_fence: None,
+        image_fault: None,
     };
     // Run 1: the prompt.
     let first = lane.run(1, &nonce, None)?;
@@ -252,7 +256,14 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
         plane.bind(entry, options.provider.as_deref(), None);
     }
     let steps = std::mem::take(&mut lane.steps.list);
-    let image = launch.container.as_ref().zip(working_directory.as_deref()).map(|(c, wd)| c.run_report(wd));
+    let (image_fence, image_container) = lane.image_fence.take().unwrap_or_default();
+    let image_fault = lane.image_fault.take();
+    let image = launch.container.as_ref().zip(working_directory.as_deref()).map(|(c, wd)| crate::image::run::ImageRun {
+        fence: image_fence,
+        container: image_container,
+        teardown_fault: image_fault,
+        ..c.run_report(wd, None)
+    });
     let mut result = OneshotResult::new(
         declaration,
         steps,
@@ -295,6 +306,12 @@ struct Lane<'a, 'p> {
     steps: crate::ending::Steps<'p>,
     /// The image, its working directory, the workspace and the directories shared with it.
     container: Option<(&'a crate::image::run::Container, &'a str, &'a std::path::Path, &'a [PathBuf])>,
+    /// The relay's listener and the fence, for the image's runtime.
+    relay: std::net::SocketAddr,
+    fence: Option<session::fence::Join>,
+    /// What the image's runtime said of the fence, and what removing a run failed on.
+    image_fence: Option<(&'static str, Option<String>)>,
+    image_fault: Option<String>,
 }
 
 impl Lane<'_, '_> {
@@ -328,19 +345,34 @@ impl Lane<'_, '_> {
             argv.push(flag.clone());
             argv.push(path.to_owned());
         }
+        let mut launch = std::borrow::Cow::Borrowed(self.launch_spec);
+        let mut container_run = None;
         if let Some((container, working_directory, workspace, shared)) = self.container {
             let inner: Vec<std::ffi::OsString> = argv.iter().map(std::ffi::OsString::from).collect();
             let shared: Vec<&std::path::Path> = shared.iter().map(PathBuf::as_path).collect();
-            argv = container
-                .argv(&inner, workspace, working_directory, &shared)
-                .into_iter()
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect();
+            let started = container
+                .start(&inner, workspace, working_directory, &shared, &self.launch_spec.env, self.relay, self.fence)
+                .map_err(|e| UsageError::CannotStart(format!("cannot start the image: {e}")))?;
+            argv = started.argv.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+            let client_is_harness = started.exec.is_bubblewrap();
+            if !started.client_env.is_empty() || !started.joins_fence || !client_is_harness {
+                let mut own = self.launch_spec.clone();
+                own.env.extend(started.client_env.iter().cloned());
+                if !started.joins_fence {
+                    own.netns = None;
+                }
+                // podman's and docker's clients keep the caller's environment (`DOCKER_HOST`,
+                // the `PATH` to their helpers); the container gets the harness's by name.
+                own.clear_env = client_is_harness;
+                launch = std::borrow::Cow::Owned(own);
+            }
+            self.image_fence = Some((started.fence, started.container.clone()));
+            container_run = Some(started);
         }
         let until = (Instant::now() + self.options.step_timeout).min(self.deadline);
         let spec = process::Spec {
             argv,
-            launch: self.launch_spec,
+            launch: &launch,
             transport: declaration.prompt_transport,
             prompt: &text,
             mode: declaration.output_mode,
@@ -349,6 +381,13 @@ impl Lane<'_, '_> {
             nonce,
         };
         let program = spec.argv[0].clone();
-        process::run(spec).map_err(|e| UsageError::CannotStart(format!("cannot start `{program}`: {e}")))
+        let mut finished = process::run(spec).map_err(|e| UsageError::CannotStart(format!("cannot start `{program}`: {e}")))?;
+        // The runtime's client is gone; what it keeps (a container, an image) goes now.
+        if let Some(Err(fault)) = container_run.map(crate::image::runtime::Started::finish) {
+            let fault = format!("the image's runtime left something behind: {fault}");
+            finished.teardown_fault = Some(finished.teardown_fault.map_or(fault.clone(), |f| format!("{f}; {fault}")));
+            self.image_fault.get_or_insert(fault);
+        }
+        Ok(finished)
     }
 }

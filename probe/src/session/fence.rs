@@ -52,6 +52,19 @@ pub struct Join {
     user: Option<RawFd>,
 }
 
+impl Join {
+    /// The network namespace's descriptor (a container runtime's forwarder dials the relay
+    /// from it).
+    pub fn net(&self) -> RawFd {
+        self.net
+    }
+
+    /// Whether it is joined through a user namespace (the fence made without privileges).
+    pub fn through_user_namespace(&self) -> bool {
+        self.user.is_some()
+    }
+}
+
 impl Namespace {
     /// Makes the namespace, with privileges if the probe has them, else in a user
     /// namespace; `Err` says why neither could be made here.

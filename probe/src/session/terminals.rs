@@ -100,9 +100,11 @@ pub struct Inside {
     /// The argv that runs `command` in the image with `cwd` (as the harness sees it) as its
     /// directory.
     pub argv: InImage,
-    /// The variables the command starts from (the image's and the probe's), in place of the
-    /// caller's.
+    /// Variables for the command's client: the harness's (the image's and the probe's), in
+    /// place of the caller's when `clear_env`; else the runtime client's own configuration,
+    /// over the caller's (podman and docker keep the container's variables themselves).
     pub env: Vec<(OsString, OsString)>,
+    pub clear_env: bool,
 }
 
 impl std::fmt::Debug for Inside {
@@ -195,7 +197,10 @@ impl Terminals {
         spawn.args(rest);
         spawn.current_dir(&cwd).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
         if let Some(inside) = &self.inside {
-            spawn.env_clear().envs(inside.env.iter().map(|(k, v)| (k, v)));
+            if inside.clear_env {
+                spawn.env_clear();
+            }
+            spawn.envs(inside.env.iter().map(|(k, v)| (k, v)));
         }
         // The command's `PWD` is its `cwd`, not the runner's; the harness's `env` may still set it.
         working_directory(&mut spawn, Some(&seen));

@@ -34,10 +34,19 @@ pub const PAGE_ONESHOT_FLAGS: &[&str] = &[
 
 /// A one-shot CLI in busybox-static's shell: reads the prompt on stdin and asks the model
 /// through the relay with busybox's wget, printing the answer's JSON (the reply is in it).
-/// `echo` prints the prompt instead.
+/// `echo` prints the prompt instead; `escape ADDR…` first tries to fetch `http://ADDR/` for
+/// each (saying `reached ADDR` when it could), then asks the relay; `stubborn` ignores
+/// SIGTERM and never ends (`tests/it/image_runtime.rs`).
 const BUSYBOX_CLI: &str = r#"#!/bin/sh
 prompt=$(tr '\n"\\' '   ')
 if [ "$1" = echo ]; then echo "$prompt"; exit 0; fi
+if [ "$1" = stubborn ]; then trap '' TERM; while :; do sleep 1; done; fi
+if [ "$1" = escape ]; then
+  shift
+  for address in "$@"; do
+    if wget -q -T 2 -Y off -O /dev/null "http://$address/" 2>/dev/null; then echo "reached $address" >&2; fi
+  done
+fi
 exec wget -q -Y off -O - --header 'Content-Type: application/json' \
   --header "Authorization: Bearer $OPENAI_API_KEY" \
   --post-data "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"$prompt\"}]}" \

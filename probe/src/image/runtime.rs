@@ -1,0 +1,673 @@
+//! The runtimes that run an image's harness (`--runtime`): bubblewrap over the unpacked
+//! root, podman over the same root (`--rootfs`), or docker over that root imported into the
+//! user's daemon (so every runtime runs the same verified files, wherever the image was read
+//! from). One shape for all three: [`Runtime::start`] prepares what the runtime
+//! needs and hands back the argv the lane spawns as it spawns any harness (piped stdio, its
+//! own process group, the lane's deadline and teardown); [`Started::finish`] then removes
+//! whatever the runtime keeps after its client is gone (a container, an image, storage),
+//! whether the harness exited or the probe killed the client on a timeout.
+//!
+//! How each keeps the fence:
+//! - bubblewrap and podman are started inside the fence (the lane's `setns` before exec),
+//!   and neither makes a network namespace of its own (bubblewrap does not unshare it;
+//!   podman runs `--network host`, and its host is the fence), so 127.0.0.1 is the relay;
+//! - docker runs containers from its daemon, which the fence does not hold and which cannot
+//!   join a namespace by path. A pause container with no network (`--network none`: a
+//!   loopback only) holds the namespace; the probe binds the relay's port on its
+//!   127.0.0.1 ([`super::forward`]), and the harness joins it (`--network
+//!   container:<pause>`), so the relay URL works unchanged and nothing else is reachable.
+
+use std::ffi::OsString;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::forward::Forwarder;
+use super::tools::{self, Tool, ToolError};
+use super::TempDir;
+use crate::session::fence::Join;
+
+/// Which runtime runs the image.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RuntimeKind {
+    Bubblewrap,
+    Podman,
+    Docker,
+}
+
+impl RuntimeKind {
+    pub const ALL: [RuntimeKind; 3] = [RuntimeKind::Bubblewrap, RuntimeKind::Podman, RuntimeKind::Docker];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            RuntimeKind::Bubblewrap => "bubblewrap",
+            RuntimeKind::Podman => "podman",
+            RuntimeKind::Docker => "docker",
+        }
+    }
+
+    pub fn tool(self) -> Tool {
+        match self {
+            RuntimeKind::Bubblewrap => Tool::Bubblewrap,
+            RuntimeKind::Podman => Tool::Podman,
+            RuntimeKind::Docker => Tool::Docker,
+        }
+    }
+}
+
+/// The static busybox the docker pause container runs (`busybox sleep`), bind-mounted: an
+/// image need not hold any program that waits.
+pub const PAUSE_PROGRAM: &str = "/bin/busybox";
+
+/// A runtime found on `PATH`, and whether it was asked for or detected.
+#[derive(Clone, Debug)]
+pub struct Runtime {
+    pub kind: RuntimeKind,
+    program: PathBuf,
+    /// Chosen because it was the first found, not asked for (`--runtime`).
+    pub detected: bool,
+}
+
+impl Runtime {
+    /// `kind` from `PATH`, with what it needs besides: for docker, `CAP_SYS_ADMIN` (to enter
+    /// the pause container's namespace) and a static busybox for the pause container.
+    pub fn find(kind: RuntimeKind) -> Result<Runtime, ToolError> {
+        let program = kind.tool().find()?;
+        if kind == RuntimeKind::Docker {
+            if !has_cap_sys_admin() {
+                return Err(ToolError::Io {
+                    context: String::from(
+                        "docker keeps the fence only through a pause container's network namespace, which the probe enters \
+                         (setns) to put the relay's port there; that takes CAP_SYS_ADMIN (root), which this process lacks: \
+                         run as root, or use --runtime bubblewrap or podman, which keep the fence as an ordinary user",
+                    ),
+                    source: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+                });
+            }
+            if !Path::new(PAUSE_PROGRAM).is_file() {
+                return Err(ToolError::Io {
+                    context: format!("docker's pause container runs {PAUSE_PROGRAM} (apt-get install busybox-static)"),
+                    source: std::io::Error::from(std::io::ErrorKind::NotFound),
+                });
+            }
+        }
+        Ok(Runtime { kind, program, detected: false })
+    }
+
+    /// The first of bubblewrap, podman and docker on `PATH`.
+    pub fn detect() -> Result<Runtime, ToolError> {
+        for kind in RuntimeKind::ALL {
+            if kind.tool().find().is_ok() {
+                return Runtime::find(kind).map(|r| Runtime { detected: true, ..r });
+            }
+        }
+        Err(ToolError::Missing { tool: Tool::Bubblewrap })
+    }
+
+    /// Prepares one run of `spec` and returns its argv. `Err`: what failed, in the tool's
+    /// own words, with whatever was made removed.
+    pub fn start(&self, spec: &RunSpec<'_>) -> Result<Started, String> {
+        match self.kind {
+            RuntimeKind::Bubblewrap => {
+                let fence = if spec.fence.is_some() { "the probe's network namespace, joined by bubblewrap" } else { NO_FENCE };
+                let exec = Exec::Bubblewrap {
+                    bwrap: self.program.clone(),
+                    rootfs: spec.rootfs.to_owned(),
+                    workspace: spec.workspace.to_owned(),
+                    working_directory: spec.working_directory.to_owned(),
+                    shared: spec.shared.iter().map(|p| p.to_path_buf()).collect(),
+                };
+                Ok(Started::plain(bubblewrap_argv(&self.program, spec), fence, exec))
+            }
+            RuntimeKind::Podman => podman(&self.program, spec),
+            RuntimeKind::Docker => docker(&self.program, spec),
+        }
+    }
+}
+
+/// Where no network namespace could be made, bubblewrap and podman share the probe's own
+/// network; the proxy variables are then the only fence, as in the process lane.
+const NO_FENCE: &str = "none: the probe's own network (no namespace could be made), the proxy variables only";
+
+/// Whether this process has `CAP_SYS_ADMIN` in its effective set (`/proc/self/status`),
+/// which `setns` into another network namespace of the initial user namespace asks.
+fn has_cap_sys_admin() -> bool {
+    const CAP_SYS_ADMIN: u32 = 21;
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| status.lines().find_map(|l| l.strip_prefix("CapEff:").map(|v| v.trim().to_owned())))
+        .and_then(|hex| u64::from_str_radix(&hex, 16).ok())
+        .is_some_and(|caps| caps & (1 << CAP_SYS_ADMIN) != 0)
+}
+
+/// What a run of the image needs.
+pub struct RunSpec<'a> {
+    /// The entrypoint and its arguments, as inside the image.
+    pub command: &'a [OsString],
+    /// The image's verified, unpacked root filesystem.
+    pub rootfs: &'a Path,
+    pub workspace: &'a Path,
+    pub working_directory: &'a str,
+    /// The directories mounted at their own paths: the workspace, the home, the lane's
+    /// scratch directory.
+    pub shared: &'a [&'a Path],
+    /// The harness's variables (the probe's, then the image's), which the lane sets in the
+    /// client's environment: the client passes each by name (`--env NAME`), so no value,
+    /// the relay's key included, is on a command line; only a variable the client's own
+    /// configuration also sets (podman's `TMPDIR` as an ordinary user) goes as `NAME=VALUE`.
+    pub env: &'a [(OsString, OsString)],
+    /// The relay's listener, in the fence when there is one.
+    pub relay: SocketAddr,
+    /// The fence, when there is one.
+    pub fence: Option<Join>,
+}
+
+/// One run, prepared: the argv to spawn, and what to remove once its client has ended.
+#[derive(Debug)]
+pub struct Started {
+    pub argv: Vec<OsString>,
+    /// Variables for the client itself (the runtime's configuration), beside the harness's.
+    pub client_env: Vec<(OsString, OsString)>,
+    /// Whether the client is started inside the fence (bubblewrap, podman), or outside it
+    /// (docker's client talks to its daemon, which the fence would cut off over TCP).
+    pub joins_fence: bool,
+    /// Which fence held the harness, and how it reached the relay.
+    pub fence: &'static str,
+    /// The container's name (podman, docker): `checkfu-probe-<16 hex>`.
+    pub container: Option<String>,
+    /// How a further command runs in the same container (a harness's `terminal/*`).
+    pub exec: Exec,
+    cleanup: Cleanup,
+}
+
+/// How a further command runs in a started image, beside its harness: what a harness's
+/// `terminal/*` commands run through, so they run where the harness does.
+#[derive(Clone, Debug)]
+pub enum Exec {
+    /// Another bubblewrap over the same root, with the same mounts, inside the same fence.
+    Bubblewrap { bwrap: PathBuf, rootfs: PathBuf, workspace: PathBuf, working_directory: String, shared: Vec<PathBuf> },
+    /// `podman exec` (its global flags, in the run's own namespaces) in the named container.
+    Podman { prefix: Vec<OsString>, user: String, name: String },
+    /// `docker exec` in the named container.
+    Docker { program: PathBuf, user: String, name: String },
+}
+
+impl Exec {
+    /// The argv that runs `command` in the container, from `directory` (a path as the
+    /// harness sees it). podman and docker keep the container's variables for it; for
+    /// bubblewrap, the caller gives the harness's.
+    pub fn argv(&self, command: &[OsString], directory: &Path) -> Vec<OsString> {
+        match self {
+            Exec::Bubblewrap { bwrap, rootfs, workspace, working_directory, shared } => {
+                let shared: Vec<&Path> = shared.iter().map(PathBuf::as_path).collect();
+                let spec = RunSpec {
+                    command,
+                    rootfs,
+                    workspace,
+                    working_directory,
+                    shared: &shared,
+                    env: &[],
+                    relay: SocketAddr::from(([127, 0, 0, 1], 0)),
+                    fence: None,
+                };
+                let mut argv = bubblewrap_argv(bwrap, &spec);
+                // The command's directory, not the harness's working directory.
+                if let Some(at) = argv.iter().position(|a| a == "--chdir") {
+                    argv[at + 1] = directory.as_os_str().to_owned();
+                }
+                argv
+            }
+            Exec::Podman { prefix, user, name } => {
+                let mut argv = prefix.clone();
+                argv.extend(os(&[&"exec", &"--interactive", &"--user", user, &"--workdir", &directory, name]));
+                argv.extend(command.iter().cloned());
+                argv
+            }
+            Exec::Docker { program, user, name } => {
+                let mut argv = vec![program.as_os_str().to_owned()];
+                argv.extend(os(&[&"exec", &"--interactive", &"--user", user, &"--workdir", &directory, name]));
+                argv.extend(command.iter().cloned());
+                argv
+            }
+        }
+    }
+
+    /// Whether the command's client is the command itself (bubblewrap), which starts from
+    /// the harness's variables only; podman's and docker's clients keep the caller's.
+    pub fn is_bubblewrap(&self) -> bool {
+        matches!(self, Exec::Bubblewrap { .. })
+    }
+}
+
+#[derive(Debug)]
+enum Cleanup {
+    None,
+    Podman {
+        program: PathBuf,
+        globals: Vec<OsString>,
+        env: Vec<(OsString, OsString)>,
+        join: Option<Join>,
+        name: String,
+        dir: Option<TempDir>,
+    },
+    Docker {
+        program: PathBuf,
+        name: String,
+        pause: Option<String>,
+        image: Option<String>,
+        forwarder: Option<Forwarder>,
+        dir: Option<TempDir>,
+    },
+}
+
+impl Started {
+    fn plain(argv: Vec<OsString>, fence: &'static str, exec: Exec) -> Started {
+        Started { argv, client_env: Vec::new(), joins_fence: true, fence, container: None, exec, cleanup: Cleanup::None }
+    }
+
+    /// Removes what the runtime keeps after its client ended: the container (forced: a
+    /// killed client leaves it running), the pause container, the forwarder, the loaded
+    /// image, the temporary storage. Every step is tried; the first failure is returned.
+    pub fn finish(mut self) -> Result<(), String> {
+        self.clean()
+    }
+
+    fn clean(&mut self) -> Result<(), String> {
+        let mut first: Option<String> = None;
+        let mut keep = |r: Result<(), String>| {
+            if let Err(e) = r {
+                first.get_or_insert(e);
+            }
+        };
+        match std::mem::replace(&mut self.cleanup, Cleanup::None) {
+            Cleanup::None => {}
+            Cleanup::Podman { program, globals, env, join, name, dir } => {
+                let mut command = podman_command(&program, &globals, &env, join);
+                command.args(["rm", "--force", "--time", "0", &name]);
+                keep(forced_removal(Tool::Podman, command, &name));
+                keep(gone(&name));
+                if let Some(dir) = dir {
+                    keep(dir.remove().map_err(|e| format!("cannot remove podman's storage: {e}")));
+                }
+            }
+            Cleanup::Docker { program, name, pause, image, forwarder, dir } => {
+                keep(forced_removal(Tool::Docker, docker_command(&program, &["rm", "--force", &name]), &name));
+                keep(gone(&name));
+                if let Some(forwarder) = forwarder {
+                    forwarder.stop();
+                }
+                if let Some(pause) = pause {
+                    keep(forced_removal(Tool::Docker, docker_command(&program, &["rm", "--force", &pause]), &pause));
+                }
+                if let Some(image) = image {
+                    keep(forced_removal(Tool::Docker, docker_command(&program, &["rmi", "--force", &image]), &image));
+                }
+                if let Some(dir) = dir {
+                    keep(dir.remove().map_err(|e| format!("cannot remove the docker run's directory: {e}")));
+                }
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+}
+
+impl Drop for Started {
+    /// A run dropped without [`Started::finish`] (an error on the way) still leaves nothing.
+    fn drop(&mut self) {
+        let _ = self.clean();
+    }
+}
+
+/// Waits (a few seconds at most) until no process names the container `name` on its command
+/// line: podman's conmon, docker's shim and the init may outlive `rm` by a moment, and the
+/// run is over only when they are gone. `Err` names any still there.
+fn gone(name: &str) -> Result<(), String> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let left = processes_naming(name);
+        if left.is_empty() {
+            return Ok(());
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(format!("processes of {name} are still running: {}", left.join(", ")));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// The processes (pids) whose command line holds `name`.
+fn processes_naming(name: &str) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let me = std::process::id().to_string();
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_str().filter(|n| n.bytes().all(|b| b.is_ascii_digit()))?.to_owned();
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let named = cmdline.split(|b| *b == 0).any(|arg| arg.windows(name.len()).any(|w| w == name.as_bytes()));
+            (named && pid != me).then_some(pid)
+        })
+        .collect()
+}
+
+/// `rm --force`: an object already gone (`--rm` removed it when the harness exited) is not
+/// a failure; anything else is, in the tool's words.
+fn forced_removal(tool: Tool, command: Command, what: &str) -> Result<(), String> {
+    match tools::run(tool, command, &format!("remove {what}"), tools::QUICK_TIMEOUT) {
+        Ok(_) => Ok(()),
+        Err(ToolError::Failed { stderr, .. }) if stderr.contains("No such") || stderr.contains("no such") => Ok(()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn os(items: &[&dyn AsRef<std::ffi::OsStr>]) -> Vec<OsString> {
+    items.iter().map(|i| i.as_ref().to_owned()).collect()
+}
+
+/// bubblewrap's argv: every namespace but the network one, which is the probe's fence; the
+/// root read-only; `/tmp` a fresh tmpfs; the shared directories at their own paths and the
+/// workspace at the working directory.
+fn bubblewrap_argv(bwrap: &Path, spec: &RunSpec<'_>) -> Vec<OsString> {
+    let mut argv: Vec<OsString> = vec![bwrap.as_os_str().to_owned()];
+    let mut flag = |items: &[&dyn AsRef<std::ffi::OsStr>]| argv.extend(os(items));
+    flag(&[&"--die-with-parent", &"--new-session"]);
+    flag(&[&"--unshare-user-try", &"--unshare-ipc", &"--unshare-pid", &"--unshare-uts", &"--unshare-cgroup-try"]);
+    // The root is bound writable only until the mount points are made (an image need not
+    // hold its working directory), then made read-only; it is this run's own copy.
+    flag(&[&"--bind", &spec.rootfs, &"/"]);
+    flag(&[&"--dev", &"/dev", &"--proc", &"/proc", &"--tmpfs", &"/tmp"]);
+    for dir in spec.shared {
+        flag(&[&"--bind", dir, dir]);
+    }
+    if spec.working_directory == "/" {
+        // No working directory to mount it at: the harness starts in the workspace itself.
+        flag(&[&"--remount-ro", &"/", &"--chdir", &spec.workspace]);
+    } else {
+        flag(&[&"--bind", &spec.workspace, &spec.working_directory, &"--remount-ro", &"/", &"--chdir", &spec.working_directory]);
+    }
+    flag(&[&"--"]);
+    argv.extend(spec.command.iter().cloned());
+    argv
+}
+
+/// The `run` flags podman and docker share: stdin kept open, an init as PID 1 (a harness
+/// that is PID 1 ignores SIGTERM), the probe's uid and gid (as bubblewrap keeps them, so the
+/// workspace's files stay the user's), a read-only root with a fresh `/tmp`, the mounts, the
+/// working directory and the variables by name.
+fn shared_run_flags(spec: &RunSpec<'_>, name: &str, user: &str, client_env: &[(OsString, OsString)]) -> Vec<OsString> {
+    let mut argv: Vec<OsString> = Vec::new();
+    argv.extend(os(&[&"run", &"--rm", &"--interactive", &"--init", &"--name", &name, &"--read-only", &"--user", &user]));
+    // Network-wise the container has nothing but the fence: no DNS servers, no hosts.
+    let mut volume = |from: &Path, to: &dyn AsRef<std::ffi::OsStr>| {
+        let mut spec = from.as_os_str().to_owned();
+        spec.push(":");
+        spec.push(to);
+        argv.extend([OsString::from("--volume"), spec]);
+    };
+    for dir in spec.shared {
+        volume(dir, dir);
+    }
+    let working_directory: OsString = if spec.working_directory == "/" {
+        spec.workspace.as_os_str().to_owned()
+    } else {
+        volume(spec.workspace, &spec.working_directory);
+        OsString::from(spec.working_directory)
+    };
+    argv.extend([OsString::from("--workdir"), working_directory]);
+    let mut seen: Vec<&OsString> = Vec::new();
+    for (name, value) in spec.env.iter().rev() {
+        // The last setting of a name is the one the client's environment holds.
+        if seen.contains(&name) {
+            continue;
+        }
+        seen.push(name);
+        let mut flag = name.clone();
+        if client_env.iter().any(|(own, _)| own == name) {
+            flag.push("=");
+            flag.push(value);
+        }
+        argv.extend([OsString::from("--env"), flag]);
+    }
+    argv
+}
+
+/// The probe's uid and gid, as `UID:GID`.
+fn own_user() -> String {
+    // SAFETY: getuid and getgid cannot fail.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    format!("{uid}:{gid}")
+}
+
+// --- podman -----------------------------------------------------------------------------
+
+/// The fence as podman keeps it: as root, and as an ordinary user (rootless, in a user
+/// namespace of its own inside the fence's).
+const PODMAN_FENCE: &str = "the probe's network namespace, joined by podman (--network host inside it)";
+const PODMAN_USER_FENCE: &str = "the probe's user and network namespaces, joined by podman (rootless inside them, --network host)";
+
+/// podman with its global flags. In a fence made without privileges, through `unshare`:
+/// see [`podman`].
+fn podman_prefix(program: &Path, globals: &[OsString], user_namespace: bool) -> Vec<OsString> {
+    let mut argv: Vec<OsString> = Vec::new();
+    if user_namespace {
+        argv.extend(os(&[&"unshare", &"--user", &"--map-root-user", &"--mount", &"--propagation", &"private", &"--"]));
+    }
+    argv.push(program.as_os_str().to_owned());
+    argv.extend(globals.iter().cloned());
+    argv
+}
+
+/// A podman command of the run's own (its removal), in the same namespaces as the run.
+fn podman_command(program: &Path, globals: &[OsString], env: &[(OsString, OsString)], join: Option<Join>) -> Command {
+    let user_namespace = join.is_some_and(|j| j.through_user_namespace());
+    let argv = podman_prefix(program, globals, user_namespace);
+    let mut command = Command::new(&argv[0]);
+    command.args(&argv[1..]).envs(env.iter().map(|(k, v)| (k, v)));
+    if let Some(join) = join.filter(|_| user_namespace) {
+        // SAFETY: only setns runs between fork and exec.
+        unsafe { std::os::unix::process::CommandExt::pre_exec(&mut command, move || crate::session::fence::join(join)) };
+    }
+    command
+}
+
+/// Whether the cgroup hierarchy is hybrid (v1 controllers beside a v2 mount at
+/// `/sys/fs/cgroup/unified`): crun refuses it ("cgroups in hybrid mode not supported").
+fn hybrid_cgroups() -> bool {
+    Path::new("/sys/fs/cgroup/unified/cgroup.controllers").exists()
+}
+
+fn podman(program: &Path, spec: &RunSpec<'_>) -> Result<Started, String> {
+    let dir = TempDir::new("checkfu-podman").map_err(|e| format!("cannot make podman's storage: {e}"))?;
+    let root = dir.path();
+    // Short names: podman refuses a run root of 50 characters or more (its sockets' paths).
+    for sub in ["root", "r", "oci", "xdg", "tmp"] {
+        std::fs::create_dir(root.join(sub)).map_err(|e| format!("cannot make podman's storage: {e}"))?;
+    }
+    // No default ulimits: podman's built-in `nproc` one fails (EPERM) where the process
+    // lacks CAP_SYS_RESOURCE. File locks in the storage, not `/dev/shm/libpod_lock`, which
+    // outlives the run and which another user's podman may own. No event log.
+    std::fs::write(
+        root.join("containers.conf"),
+        "[containers]\ndefault_ulimits = []\n\n[engine]\nevents_logger = \"none\"\nlock_type = \"file\"\n",
+    )
+    .map_err(|e| format!("cannot write podman's containers.conf: {e}"))?;
+    let mut globals: Vec<OsString> = Vec::new();
+    globals.extend(os(&[&"--root", &root.join("root"), &"--runroot", &root.join("r")]));
+    globals.extend(os(&[&"--tmpdir", &root.join("r").join("libpod"), &"--storage-driver", &"vfs", &"--events-backend", &"none"]));
+    globals.extend(os(&[&"--cgroup-manager", &"cgroupfs"]));
+    // The OCI runtime's state goes into the storage too, not /run/runc or /run/crun.
+    let mut state = OsString::from("root=");
+    state.push(root.join("oci"));
+    globals.extend([OsString::from("--runtime-flag"), state]);
+    if hybrid_cgroups() && !tools::on_path("runc").is_empty() {
+        globals.extend(os(&[&"--runtime", &"runc"]));
+    }
+    let mut env: Vec<(OsString, OsString)> = vec![("CONTAINERS_CONF".into(), root.join("containers.conf").into())];
+    let join = spec.fence;
+    let user_namespace = join.is_some_and(|j| j.through_user_namespace());
+    if user_namespace {
+        // The fence made without privileges is a user namespace of the probe's user (its own
+        // uid mapped, no capability after exec), owning the fence's network namespace. A
+        // rootless podman makes its own user namespace outside any fence, so it would not
+        // run in this one; instead `unshare` makes a user namespace inside the fence (the
+        // user as uid 0 there) with a mount namespace of its own, which is what podman's
+        // rootless mode re-executes itself into, and these are the variables podman sets
+        // for itself when it has done so. It then runs rootless in the fence, `--network
+        // host` being the fence's network. Its runtime files and runc's temporary ones go
+        // into the storage (the defaults, `/run/user` and `/tmp`, need not be the user's).
+        // SAFETY: getuid and getgid cannot fail.
+        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        env.push(("_CONTAINERS_USERNS_CONFIGURED".into(), "done".into()));
+        env.push(("_CONTAINERS_ROOTLESS_UID".into(), uid.to_string().into()));
+        env.push(("_CONTAINERS_ROOTLESS_GID".into(), gid.to_string().into()));
+        env.push(("XDG_RUNTIME_DIR".into(), root.join("xdg").into()));
+        env.push(("TMPDIR".into(), root.join("tmp").into()));
+    }
+    let name = crate::relay::token::mint("checkfu-probe-");
+    let mut argv = podman_prefix(program, &globals, user_namespace);
+    // Inside the user namespace `unshare` made, the probe's user is uid 0.
+    let user = if user_namespace { String::from("0:0") } else { own_user() };
+    let mut run = shared_run_flags(spec, &name, &user, &env);
+    // A fresh `/tmp` only, as bubblewrap makes: without `tmpcopyup`, which has runc copy
+    // the image's `/tmp` through the host's `/tmp` (an ordinary user may not write there).
+    run.extend(os(&[&"--read-only-tmpfs=false", &"--tmpfs", &"/tmp:rw,notmpcopyup"]));
+    // The host network is the namespace podman was started in: the fence.
+    run.extend(os(&[&"--network", &"host", &"--rootfs", &spec.rootfs]));
+    argv.extend(run);
+    argv.extend(spec.command.iter().cloned());
+    Ok(Started {
+        argv,
+        client_env: env.clone(),
+        joins_fence: true,
+        fence: match join {
+            Some(_) if user_namespace => PODMAN_USER_FENCE,
+            Some(_) => PODMAN_FENCE,
+            None => NO_FENCE,
+        },
+        container: Some(name.clone()),
+        exec: Exec::Podman { prefix: podman_prefix(program, &globals, user_namespace), user, name: name.clone() },
+        cleanup: Cleanup::Podman { program: program.to_owned(), globals, env, join, name, dir: Some(dir) },
+    })
+}
+
+// --- docker -----------------------------------------------------------------------------
+
+/// The fence as docker keeps it.
+const DOCKER_FENCE: &str = "docker pause container's loopback, forwarded to the relay";
+
+fn docker_command(program: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(program);
+    command.args(args);
+    command
+}
+
+fn docker(program: &Path, spec: &RunSpec<'_>) -> Result<Started, String> {
+    let name = crate::relay::token::mint("checkfu-probe-");
+    let image = format!("{name}:run");
+    let pause = format!("{name}-pause");
+    let dir = TempDir::new("checkfu-docker").map_err(|e| format!("cannot make the docker run's directory: {e}"))?;
+    let archive = dir.path().join("rootfs.tar");
+    let mut started = Started {
+        argv: Vec::new(),
+        client_env: Vec::new(),
+        joins_fence: false,
+        fence: DOCKER_FENCE,
+        container: Some(name.clone()),
+        exec: Exec::Docker { program: program.to_owned(), user: own_user(), name: name.clone() },
+        cleanup: Cleanup::Docker {
+            program: program.to_owned(),
+            name: name.clone(),
+            pause: None,
+            image: None,
+            forwarder: None,
+            dir: Some(dir),
+        },
+    };
+    // The verified, unpacked root, imported as the image's only layer: docker runs the same
+    // files bubblewrap and podman would, wherever the image was read from. Its config is not
+    // needed: the entrypoint, the variables, the working directory and the user are given.
+    let mut tar = Command::new("tar");
+    tar.arg("--create").arg("--numeric-owner").arg("--xattrs").arg("--file").arg(&archive).arg("--directory").arg(spec.rootfs).arg(".");
+    tools::run(Tool::Docker, tar, "archive the image's root (tar)", tools::TOOL_TIMEOUT).map_err(|e| e.to_string())?;
+    let mut import = Command::new(program);
+    import.arg("import").arg(&archive).arg(&image);
+    let imported = tools::run(Tool::Docker, import, &format!("import {image}"), tools::TOOL_TIMEOUT);
+    if let Cleanup::Docker { image: slot, .. } = &mut started.cleanup {
+        *slot = Some(image.clone());
+    }
+    imported.map_err(|e| e.to_string())?;
+    let _ = std::fs::remove_file(&archive);
+
+    // The pause container: no network but its loopback, a static busybox waiting.
+    let mut run = Command::new(program);
+    run.args(["run", "--detach", "--name", &pause, "--network", "none", "--read-only", "--log-driver", "none"]);
+    run.arg("--volume").arg(format!("{PAUSE_PROGRAM}:/checkfu-pause/busybox:ro"));
+    run.args(["--entrypoint", "/checkfu-pause/busybox", &image, "sleep", "2147483647"]);
+    let made = tools::run(Tool::Docker, run, "start the pause container", tools::QUICK_TIMEOUT);
+    if let Cleanup::Docker { pause: slot, .. } = &mut started.cleanup {
+        *slot = Some(pause.clone());
+    }
+    made.map_err(|e| e.to_string())?;
+    let inspect = tools::run(
+        Tool::Docker,
+        docker_command(program, &["inspect", "--format", "{{.State.Pid}}", &pause]),
+        "inspect the pause container",
+        tools::QUICK_TIMEOUT,
+    )
+    .map_err(|e| e.to_string())?;
+    let pid: u32 = String::from_utf8_lossy(&inspect.stdout).trim().parse().ok().filter(|p| *p > 0).ok_or_else(|| {
+        format!("the pause container has no process: docker inspect said `{}`", String::from_utf8_lossy(&inspect.stdout).trim())
+    })?;
+    let forwarder = Forwarder::start(&PathBuf::from(format!("/proc/{pid}/ns/net")), spec.relay, spec.fence.map(|j| j.net()))
+        .map_err(|e| format!("--runtime docker: {e}"))?;
+    if let Cleanup::Docker { forwarder: slot, .. } = &mut started.cleanup {
+        *slot = Some(forwarder);
+    }
+
+    let mut argv: Vec<OsString> = vec![program.as_os_str().to_owned()];
+    argv.extend(shared_run_flags(spec, &name, &own_user(), &[]));
+    argv.extend(os(&[&"--tmpfs", &"/tmp", &"--network", &format!("container:{pause}"), &"--log-driver", &"none"]));
+    let (entrypoint, args) = spec.command.split_first().ok_or("the harness has no command")?;
+    argv.extend([OsString::from("--entrypoint"), entrypoint.clone(), OsString::from(&image)]);
+    argv.extend(args.iter().cloned());
+    started.argv = argv;
+    Ok(started)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The relay's key never reaches a command line: variables go by name, the last value of
+    /// a name wins once, and only a name the client's own configuration sets goes with its
+    /// value (so the harness still gets its own).
+    #[test]
+    fn variables_go_by_name_unless_the_client_sets_them_too() {
+        let env: Vec<(OsString, OsString)> = vec![
+            ("OPENAI_API_KEY".into(), "sk-first".into()),
+            ("TMPDIR".into(), "/harness-tmp".into()),
+            ("OPENAI_API_KEY".into(), "sk-secret".into()),
+        ];
+        let workspace = Path::new("/w");
+        let shared = [workspace];
+        let spec = RunSpec {
+            command: &[],
+            rootfs: Path::new("/r"),
+            workspace,
+            working_directory: "/workspace",
+            shared: &shared,
+            env: &env,
+            relay: SocketAddr::from(([127, 0, 0, 1], 1)),
+            fence: None,
+        };
+        let argv = shared_run_flags(&spec, "checkfu-probe-x", "0:0", &[("TMPDIR".into(), "/podman-tmp".into())]);
+        let text: Vec<String> = argv.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        assert!(!text.iter().any(|a| a.contains("sk-")), "{text:?}");
+        let envs: Vec<&str> = text.windows(2).filter(|w| w[0] == "--env").map(|w| w[1].as_str()).collect();
+        assert_eq!(envs, ["OPENAI_API_KEY", "TMPDIR=/harness-tmp"]);
+        let volumes: Vec<&str> = text.windows(2).filter(|w| w[0] == "--volume").map(|w| w[1].as_str()).collect();
+        assert_eq!(volumes, ["/w:/w", "/w:/workspace"]);
+        assert!(text.windows(2).any(|w| w[0] == "--workdir" && w[1] == "/workspace"), "{text:?}");
+    }
+}
