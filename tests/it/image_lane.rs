@@ -111,6 +111,13 @@ fn a_reference_without_a_digest_is_refused_before_anything_starts() {
         assert!(run.stderr.contains(expected), "{reference}: {}", run.stderr);
         assert!(run.json.is_null(), "nothing ran");
     }
+    // An image's flags without an image: refused by the parser, naming what is missing.
+    for flags in [&["--runtime", "podman"][..], &["--image-source", "podman"]] {
+        let run = probe(&[&["--protocol", "oneshot-v1"][..], flags].concat(), &["true"]);
+        assert_eq!(run.status, 2, "{flags:?}: {}", run.stderr);
+        assert!(run.stderr.contains("--image"), "{flags:?}: {}", run.stderr);
+        assert!(run.json.is_null(), "nothing ran");
+    }
 }
 
 /// `--build-context`: built with buildah, pushed to a temporary loopback registry, pulled by

@@ -16,11 +16,11 @@ use super::{usage, Word};
 /// The image a harness runs in, and the selectors of the platform commands a result hands
 /// back.
 #[derive(clap::Args)]
-#[command(next_help_heading = "Images")]
+#[command(next_help_heading = "Images", group(clap::ArgGroup::new("image_lane").args(["image", "build_context"])))]
 pub struct Flags {
     /// Run the harness inside this image, pinned by digest (`NAME@sha256:<64 hex>`): pulled
-    /// from its registry (plain HTTP only for a loopback one), every blob checked, unpacked
-    /// and run by bubblewrap inside the probe's fence.
+    /// from its registry (plain HTTP only for a loopback one) or `--image-source`, every blob
+    /// checked, unpacked and run by `--runtime` inside the probe's fence.
     #[arg(long, value_name = "NAME@sha256:DIGEST", value_parser = image_reference, conflicts_with = "build_context")]
     pub image: Option<ImageReference>,
     /// Where `--image` is read from: its registry, the machine's podman (containers) storage,
@@ -47,7 +47,7 @@ pub struct Flags {
     /// docker runs the image in its daemon (the user's: `DOCKER_HOST` or its default
     /// socket), in a pause container's loopback to which the probe forwards the relay's port
     /// (root only: the probe enters that namespace).
-    #[arg(long, value_enum)]
+    #[arg(long, value_enum, requires = "image_lane")]
     pub runtime: Option<RuntimeFlag>,
     /// The harness's entrypoint inside the image (default: the image's Entrypoint and Cmd).
     #[arg(long, value_name = "PATH")]
