@@ -107,3 +107,65 @@ fn the_probe_example_is_what_probe_prints_on_the_fixture_agent() {
     }
     assert_eq!(printed, shown);
 }
+
+/// [`steady`], and what varies between two runs of the image lane: digests, ports, the
+/// probe's temporary directories, nonces and session ids; the published registry's address
+/// is the chapter's example registry.
+fn steady_image(text: &str, published: &str) -> String {
+    let text = text.replace(published, "registry.example/custom-oneshot");
+    let text = steady(&text);
+    let replace = |text: &str, pattern: &str, with: &str| regex::Regex::new(pattern).expect("regex").replace_all(text, with).into_owned();
+    let text = replace(&text, r"sha256:[0-9a-f]{64}", "sha256:DIGEST");
+    let text = replace(&text, r"127\.0\.0\.1:\d+", "127.0.0.1:PORT");
+    let text = replace(&text, r"/tmp/checkfu-([a-z-]+?)-\d+-\d+-[0-9a-f]+", "/tmp/checkfu-$1-N");
+    let text = replace(&text, r"/tmp/WORKSPACE", "/tmp/checkfu-probe-N");
+    let text = replace(&text, r"\bcf-[0-9a-f]{16}", "cf-NONCE");
+    replace(&text, r"session: s-\d+-\d+", "session: s-N")
+}
+
+/// The page's author path as the chapter walks it, with the output each command prints:
+/// `init oneshot`, the build-context run, the author's own build pushed to a registry, and
+/// the retest the first run printed, its published name filled in.
+#[test]
+#[cfg_attr(
+    not(checkfu_image_tools),
+    ignore = "CHECKFU_IMAGE_TOOLS is not set: apt-get install buildah skopeo docker-registry busybox-static bubblewrap (see .ci/run)"
+)]
+fn the_image_walkthrough_is_what_the_commands_print() {
+    let _serial = crate::support::image::serial();
+    let dir = scratch();
+    let run = |words: &[&str]| {
+        let out = Command::new(BIN).current_dir(dir.path()).args(words).output().expect("run");
+        assert_eq!(out.status.code(), Some(0), "{words:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let init = ["init", "oneshot", "--directory", "./custom-oneshot"];
+    let built = [
+        "probe",
+        "--recipe",
+        "./custom-oneshot/recipe.json",
+        "--build-context",
+        "./custom-oneshot",
+        "--name",
+        "custom-oneshot",
+        "--sandbox",
+        "standard",
+        "--model",
+        "relay-default",
+    ];
+    let mut shown = format!("$ checkfu-wire {}\n{}", init.join(" "), run(&init));
+    let first = run(&built);
+    shown.push_str(&format!("$ checkfu-wire {}\n{first}", built.join(" ")));
+    let retest = first.lines().find_map(|l| l.strip_prefix("next     retest: ")).expect("a retest line").to_owned();
+    // The author publishes the same context, built as the probe builds it.
+    let published = crate::support::image::Served::build(&dir.path().join("custom-oneshot"), "custom-oneshot");
+    let name = format!("{}/{}", published.reference.registry().expect("registry"), published.reference.repository());
+    let retest = retest.replace("<published-name>", &name);
+    let words = retest.strip_prefix("checkfu-wire ").expect("checkfu-wire");
+    let out = Command::new("sh").current_dir(dir.path()).arg("-c").arg(format!("exec \"$0\" {words}")).arg(BIN).output().expect("retest");
+    assert_eq!(out.status.code(), Some(0), "{retest}: {}", String::from_utf8_lossy(&out.stderr));
+    shown.push_str(&format!("$ {retest}\n{}", String::from_utf8_lossy(&out.stdout)));
+    let printed = steady_image(&shown, &name);
+    let block = block_after("docs/guide/probing-oneshot.md", "The page's path, end to end");
+    assert_eq!(printed, block, "the chapter's walkthrough is not what the commands print:\n{printed}");
+}

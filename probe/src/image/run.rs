@@ -321,10 +321,8 @@ impl Container {
 pub fn text_lines(image: Option<&ImageRun>, next: Option<&NextSteps>) -> String {
     let mut out = String::new();
     if let Some(image) = image {
-        out.push_str(&format!(
-            "image    {} ({}, from {}, {}, in {})\n",
-            image.reference, image.digest, image.source, image.runtime, image.working_directory
-        ));
+        // The reference holds the digest; the runtime has a line of its own.
+        out.push_str(&format!("image    {}, from {}, in {}\n", image.reference, image.source, image.working_directory));
         let how = if image.runtime_detected { "detected" } else { "asked for" };
         out.push_str(&format!("image    runtime {} ({how}); fence: {}\n", image.runtime, image.fence));
         if let Some(fault) = &image.teardown_fault {
