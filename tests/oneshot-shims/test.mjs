@@ -3,10 +3,10 @@
 // tests/real-agents/install-oneshot.sh) through each shim's translator, and each shim run whole
 // with a fake CLI (the CHECKFU_*_BIN override) that prints a fixture.
 // Run: node --test tests/oneshot-shims/
-import { test } from 'node:test';
+import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync, chmodSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync, chmodSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,6 +16,15 @@ import { codexArgv, codexTranslator } from '../../recipes/oneshot/shims/lib/code
 import { parseArgs } from '../../recipes/oneshot/shims/lib/common.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
+
+// Every temporary directory a test makes, removed when the file's tests are done.
+const made = [];
+after(() => made.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+function scratchDir() {
+  const dir = mkdtempSync(join(tmpdir(), 'shim-'));
+  made.push(dir);
+  return dir;
+}
 const root = join(here, '..', '..');
 const schema = JSON.parse(readFileSync(join(root, 'schemas', 'oneshot-stream-v1.schema.json'), 'utf8'));
 
@@ -142,7 +151,7 @@ test('claude: a Read tool call and its result correlate by id', () => {
 });
 
 test('claude: argv', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'shim-'));
+  const dir = scratchDir();
   writeFileSync(join(dir, 's.json'), '{\n  "type": "object"\n}\n');
   assert.deepEqual(claudeArgv({ resume: null, outputSchema: null }), ['-p', '--output-format', 'stream-json', '--verbose']);
   assert.deepEqual(claudeArgv({ resume: 'abc', outputSchema: join(dir, 's.json') }), ['-p', '--output-format', 'stream-json', '--verbose', '--resume', 'abc', '--json-schema', '{"type":"object"}']);
@@ -250,7 +259,7 @@ process.exit(Number(process.env.FAKE_EXIT ?? 0));
 }
 
 function runShim(shim, binEnv, fixture, args, { input, exit = 0 } = {}) {
-  const dir = mkdtempSync(join(tmpdir(), 'shim-'));
+  const dir = scratchDir();
   const log = join(dir, 'log.json');
   const result = spawnSync(join(root, 'recipes', 'oneshot', 'shims', shim), args, {
     cwd: dir,
@@ -264,7 +273,7 @@ function runShim(shim, binEnv, fixture, args, { input, exit = 0 } = {}) {
 }
 
 test('claude-code.mjs runs the CLI with the prompt file on stdin and exits 0 on a terminal', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'shim-'));
+  const dir = scratchDir();
   writeFileSync(join(dir, 'prompt.txt'), 'Reply with cf-97de06533ef3afd0.');
   const run = runShim('claude-code.mjs', 'CHECKFU_CLAUDE_BIN', 'claude-success.jsonl', ['--prompt-path', join(dir, 'prompt.txt'), '--resume=ed09']);
   assert.equal(run.status, 0);
@@ -311,7 +320,7 @@ test('a CLI that cannot start is exit 1 with nothing on stdout', () => {
 
 test('SIGTERM to a shim reaches the CLI, and the shim exits 1 with no terminal', async () => {
   const { spawn } = await import('node:child_process');
-  const dir = mkdtempSync(join(tmpdir(), 'shim-'));
+  const dir = scratchDir();
   const cli = join(dir, 'slow-cli.mjs');
   const mark = join(dir, 'signal.txt');
   writeFileSync(cli, `#!/usr/bin/env node
