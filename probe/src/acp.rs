@@ -232,7 +232,7 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(Progress)) -> R
             // harness's by name.
             clear_env = started.exec.is_bubblewrap();
             let exec = started.exec.clone();
-            inside = Some(Arc::new(session::terminals::Inside {
+            inside = Some(Arc::new(session::process::Inside {
                 argv: Box::new(move |command, directory| exec.argv(command, directory)),
                 env: if clear_env { env.clone() } else { started.client_env.clone() },
                 clear_env,

@@ -129,6 +129,29 @@ pub struct Harness {
     exited: Option<ExitStatus>,
 }
 
+/// Turns a command and its directory (as the harness sees it) into the argv that runs it in
+/// the harness's image.
+pub type InImage = Box<dyn Fn(&[std::ffi::OsString], &Path) -> Vec<std::ffi::OsString> + Send + Sync>;
+
+/// How a terminal's command runs when the harness runs in an image: in the same image, as
+/// the harness would run it there, not on the machine running the probe.
+pub struct Inside {
+    /// The argv that runs `command` in the image with `cwd` (as the harness sees it) as its
+    /// directory.
+    pub argv: InImage,
+    /// Variables for the command's client: the harness's (the image's and the probe's), in
+    /// place of the caller's when `clear_env`; else the runtime client's own configuration,
+    /// over the caller's (podman and docker keep the container's variables themselves).
+    pub env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    pub clear_env: bool,
+}
+
+impl std::fmt::Debug for Inside {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inside").field("env", &self.env).finish_non_exhaustive()
+    }
+}
+
 /// How the harness is started beyond its command: variables set in its environment (over
 /// the runner's own), and the network namespace it joins, if any.
 #[derive(Clone, Debug, Default)]
@@ -142,7 +165,7 @@ pub struct Launch {
     /// them, never the caller's (their `PATH`, certificates or tokens).
     pub clear_env: bool,
     /// The image the harness runs in: its `terminal/*` commands run there too.
-    pub inside: Option<std::sync::Arc<super::terminals::Inside>>,
+    pub inside: Option<std::sync::Arc<Inside>>,
 }
 
 impl Harness {

@@ -11,7 +11,6 @@
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -22,7 +21,7 @@ use serde_json::{json, Value};
 use checkfu_wire::decode::tables::Method;
 
 use super::client::{Answer, INVALID_PARAMS};
-use super::process::{drain, signal_group, working_directory, Tail};
+use super::process::{drain, signal_group, working_directory, Inside, Tail};
 use super::workspace::Workspace;
 
 /// Output kept when the harness sets no limit.
@@ -88,29 +87,6 @@ pub struct Terminals {
     netns: Option<super::fence::Join>,
     /// The image the harness runs in, where its commands run too.
     inside: Option<Arc<Inside>>,
-}
-
-/// Turns a command and its directory (as the harness sees it) into the argv that runs it in
-/// the harness's image.
-pub type InImage = Box<dyn Fn(&[OsString], &Path) -> Vec<OsString> + Send + Sync>;
-
-/// How a terminal's command runs when the harness runs in an image: in the same image, as
-/// the harness would run it there, not on the machine running the probe.
-pub struct Inside {
-    /// The argv that runs `command` in the image with `cwd` (as the harness sees it) as its
-    /// directory.
-    pub argv: InImage,
-    /// Variables for the command's client: the harness's (the image's and the probe's), in
-    /// place of the caller's when `clear_env`; else the runtime client's own configuration,
-    /// over the caller's (podman and docker keep the container's variables themselves).
-    pub env: Vec<(OsString, OsString)>,
-    pub clear_env: bool,
-}
-
-impl std::fmt::Debug for Inside {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Inside").field("env", &self.env).finish_non_exhaustive()
-    }
 }
 
 impl Terminals {
