@@ -187,8 +187,7 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(Progress)) -> R
     })?;
     relay::routes::for_provider(options.provider.as_deref()).map_err(UsageError::Options)?;
     let meta = authority_meta(options)?;
-    let Plane { mut workspace, nonce, namespace, fence, fence_note, relay, home, placeholders, mut env } =
-        prepare(options, entry, progress)?;
+    let Plane { mut workspace, nonce, namespace, fence, fence_note, relay, home, placeholders, env } = prepare(options, entry, progress)?;
     let mut command = options
         .command
         .iter()
@@ -207,10 +206,13 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(Progress)) -> R
     // workspace at its working directory, and the image's variables under the probe's own.
     // The harness sees the workspace at the working directory, and its terminal commands run
     // in the image too.
+    let mut launch = session::Launch {
+        env,
+        netns: namespace.as_ref().map(session::fence::Namespace::join),
+        cwd: Some(workspace.root().to_path_buf()),
+        ..session::Launch::default()
+    };
     let mut container_run = None;
-    let mut joins_fence = true;
-    let mut clear_env = false;
-    let mut inside = None;
     let image_run = match options.image.as_ref() {
         None => None,
         Some((container, given)) => {
@@ -218,36 +220,20 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(Progress)) -> R
             let mut shared = vec![workspace.root().to_path_buf()];
             shared.extend(home.as_ref().map(|h| h.root().to_path_buf()));
             let shared: Vec<&std::path::Path> = shared.iter().map(std::path::PathBuf::as_path).collect();
-            let image_env = container.env(&env);
-            env.extend(image_env);
-            let join = namespace.as_ref().map(session::fence::Namespace::join);
+            let image_env = container.env(&launch.env, &working_directory);
+            launch.env.extend(image_env);
             let started = container
-                .start(&command, workspace.root(), &working_directory, &shared, &env, relay.addr(), join)
+                .start(&command, workspace.root(), &working_directory, &shared, &launch.env, relay.addr(), launch.netns)
                 .map_err(|e| UsageError::CannotStart(format!("cannot start the image: {e}")))?;
             command = started.argv.clone();
-            env.extend(started.client_env.iter().cloned());
-            joins_fence = started.joins_fence;
-            // bubblewrap's client is the harness: it starts from the harness's variables
-            // only. podman's and docker's clients keep the caller's; the container gets the
-            // harness's by name.
-            clear_env = started.exec.is_bubblewrap();
-            let exec = started.exec.clone();
-            inside = Some(Arc::new(session::process::Inside {
-                argv: Box::new(move |command, directory| exec.argv(command, directory)),
-                env: if clear_env { env.clone() } else { started.client_env.clone() },
-                clear_env,
-            }));
+            launch.inside = Some(Arc::new(started.terminals(&launch.env)));
+            launch = started.client_launch(&launch);
             workspace.see_at(std::path::Path::new(&working_directory));
-            if clear_env && working_directory != "/" {
-                env.push((OsString::from("PWD"), OsString::from(&working_directory)));
-            }
             let report = container.run_report(&working_directory, Some(&started));
             container_run = Some(started);
             Some(report)
         }
     };
-    let netns = namespace.as_ref().filter(|_| joins_fence).map(session::fence::Namespace::join);
-    let launch = session::Launch { env, netns, cwd: Some(workspace.root().to_path_buf()), clear_env, inside };
     let session_options = session::Options { permission: options.permission, terminals: options.terminals, deadline: options.deadline };
     let session = Session::start_in(workspace, &command, session_options, &launch).map_err(|e| {
         let command = options.command.first().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();

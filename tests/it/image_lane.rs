@@ -9,12 +9,16 @@
 use checkfu_wire_probe::image::TempDir;
 
 use crate::probe_support::{probe, Run};
-use crate::support::image::{busybox_cli_context, image_dirs, serial, RootContext, Served, PAGE_ONESHOT_FLAGS};
+use crate::support::image::{busybox_cli_context, image_dirs, serial, tool, RootContext, Served, BUSYBOX_CLI_FLAGS, PAGE_ONESHOT_FLAGS};
 
+/// The busybox CLI's run with these flags.
+fn run_busybox_cli(flags: &[&str]) -> Run {
+    probe(&[BUSYBOX_CLI_FLAGS, flags].concat(), &[])
+}
+
+/// The busybox CLI's image `reference` run, with `more` flags.
 fn run_image(reference: &str, more: &[&str]) -> Run {
-    let mut options = vec!["--protocol", "oneshot-v1", "--image", reference, "--prompt-transport", "stdin", "--output-mode", "text"];
-    options.extend_from_slice(more);
-    probe(&options, &[])
+    run_busybox_cli(&[&["--image", reference][..], more].concat())
 }
 
 #[test]
@@ -76,7 +80,9 @@ fn an_image_pinned_by_digest_runs_in_the_fence_and_is_judged_by_the_relay() {
 
     // The text report says which image ran, and the next steps.
     let text = std::process::Command::new(crate::probe_support::PROBE)
-        .args(["probe", "--protocol", "oneshot-v1", "--image", &reference, "--prompt-transport", "stdin", "--output-mode", "text"])
+        .arg("probe")
+        .args(BUSYBOX_CLI_FLAGS)
+        .args(["--image", &reference])
         .output()
         .expect("probe");
     let text = String::from_utf8_lossy(&text.stdout);
@@ -134,25 +140,7 @@ fn a_build_context_is_built_pushed_run_by_digest_and_retested_as_published() {
     let context = busybox_cli_context();
     let before = image_dirs();
     let dir = context.path().to_str().expect("utf-8").to_owned();
-    let run = probe(
-        &[
-            "--protocol",
-            "oneshot-v1",
-            "--name",
-            "checkfu-oneshot",
-            "--build-context",
-            &dir,
-            "--builder",
-            "buildah",
-            "--prompt-transport",
-            "stdin",
-            "--output-mode",
-            "text",
-            "--sandbox",
-            "sb",
-        ],
-        &[],
-    );
+    let run = run_busybox_cli(&["--name", "checkfu-oneshot", "--build-context", &dir, "--builder", "buildah", "--sandbox", "sb"]);
     assert_eq!(run.status, 0, "{}", run.pretty());
     assert_eq!(run.json["steps"]["prompt_exchange"]["status"], "passed", "{}", run.pretty());
     let built = &run.json["image"]["built"];
@@ -176,7 +164,7 @@ fn a_build_context_is_built_pushed_run_by_digest_and_retested_as_published() {
 
     // A build that fails: exit 1 with the builder's own error.
     std::fs::write(context.path().join("Dockerfile"), "FROM scratch\nCOPY nothing-here /x\n").expect("Dockerfile");
-    let broken = probe(&["--protocol", "oneshot-v1", "--build-context", &dir, "--prompt-transport", "stdin", "--output-mode", "text"], &[]);
+    let broken = run_busybox_cli(&["--build-context", &dir]);
     assert_eq!(broken.status, 1, "{}", broken.stderr);
     assert!(broken.stderr.contains("nothing-here"), "{}", broken.stderr);
 }
@@ -319,18 +307,6 @@ fn both_scaffolds_pass_the_pages_commands() {
     }
 }
 
-/// A command of the test's own (skopeo, podman, docker) that must succeed.
-fn tool(program: &str, args: &[&str], env: &[(&str, &std::path::Path)]) -> String {
-    let mut command = std::process::Command::new(program);
-    command.args(args);
-    for (name, value) in env {
-        command.env(name, value);
-    }
-    let output = command.output().unwrap_or_else(|e| panic!("{program}: {e}"));
-    assert!(output.status.success(), "{program} {args:?}: {}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
 /// `--image-source oci:DIR`: an OCI layout on disk, found by the reference's digest and
 /// checked blob by blob; the directory is only read. A digest it does not hold, and a
 /// layer changed after the fact, are refused with what is at fault.
@@ -409,21 +385,11 @@ fn an_image_is_read_from_podman_storage_by_its_digest() {
     tool("podman", &["pull", "--quiet", "--tls-verify=false", &pushed.pull_name()], &env);
     served.stop();
 
+    let from_storage = [("CONTAINERS_STORAGE_CONF", conf.clone().into_os_string())];
     let run = crate::probe_support::probe_env(
-        &[
-            "--protocol",
-            "oneshot-v1",
-            "--image",
-            &pushed.to_string(),
-            "--image-source",
-            "podman",
-            "--prompt-transport",
-            "stdin",
-            "--output-mode",
-            "text",
-        ],
+        &[BUSYBOX_CLI_FLAGS, &["--image", &pushed.to_string(), "--image-source", "podman"]].concat(),
         &[],
-        &[("CONTAINERS_STORAGE_CONF", conf.clone().into_os_string())],
+        &from_storage,
     );
     assert_eq!(run.status, 0, "{}", run.pretty());
     assert_eq!(run.json["steps"]["prompt_exchange"]["status"], "passed", "{}", run.pretty());
@@ -431,11 +397,8 @@ fn an_image_is_read_from_podman_storage_by_its_digest() {
 
     // A digest the storage does not hold: podman's storage says so, through skopeo.
     let absent = format!("{}/{}@sha256:{}", pushed.registry().unwrap_or_default(), pushed.repository(), "1".repeat(64));
-    let missing = crate::probe_support::probe_env(
-        &["--protocol", "oneshot-v1", "--image", &absent, "--image-source", "podman"],
-        &[],
-        &[("CONTAINERS_STORAGE_CONF", conf.clone().into_os_string())],
-    );
+    let missing =
+        crate::probe_support::probe_env(&["--protocol", "oneshot-v1", "--image", &absent, "--image-source", "podman"], &[], &from_storage);
     assert_eq!(missing.status, 1, "{}", missing.stderr);
     assert!(missing.stderr.contains("does not resolve to an image"), "{}", missing.stderr);
     // The storage was the test's; podman's files there may be read-only.
@@ -539,7 +502,7 @@ fn docker_builds_a_context_that_runs_by_its_pushed_digest() {
     let before = images();
     let context = busybox_cli_context();
     let dir = context.path().to_str().expect("utf-8");
-    let run = run_image_flags(&["--build-context", dir, "--builder", "docker", "--name", "checkfu-docker-built"]);
+    let run = run_busybox_cli(&["--build-context", dir, "--builder", "docker", "--name", "checkfu-docker-built"]);
     assert_eq!(run.status, 0, "{}", run.pretty());
     assert_eq!(run.json["steps"]["prompt_exchange"]["status"], "passed", "{}", run.pretty());
     assert_eq!(run.json["image"]["built"]["builder"], "docker", "{}", run.pretty());
@@ -548,10 +511,4 @@ fn docker_builds_a_context_that_runs_by_its_pushed_digest() {
     let after = images();
     assert!(!after.contains("checkfu-docker-built"), "the daemon keeps the image: {after}");
     assert_eq!(before.lines().count(), after.lines().count(), "{before} / {after}");
-}
-
-fn run_image_flags(flags: &[&str]) -> Run {
-    let mut options = vec!["--protocol", "oneshot-v1", "--prompt-transport", "stdin", "--output-mode", "text"];
-    options.extend_from_slice(flags);
-    probe(&options, &[])
 }

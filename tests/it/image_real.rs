@@ -31,7 +31,7 @@ use serde_json::json;
 use crate::probe_support::{probe, probe_unprivileged, Run, Scratch};
 use crate::real_agents::turn_with;
 use crate::real_oneshot::{passed_every_step, ANSWER_SCHEMA};
-use crate::support::image::{busybox_cli_context, image_dirs_in, serial, RootContext, Served};
+use crate::support::image::{busybox_cli_context, image_dirs_in, serial, RootContext, Served, BUSYBOX_CLI_FLAGS};
 
 /// Where the image runs leave their roots and layouts: the tests' temporary directory, and
 /// `/tmp` for the unprivileged probe.
@@ -80,59 +80,46 @@ fn the_real_image_tests_are_ignored_exactly_where_they_cannot_run() {
     assert_eq!(ignored, expected);
 }
 
-/// The shim's path inside the Claude Code image.
-const CLAUDE_SHIM: &str = "/opt/checkfu/shims/claude-code.mjs";
-
-/// Claude Code's image: node (for the shim), the installed `@anthropic-ai/claude-code` (its
-/// native `claude`, with its libraries) as `claude` on `PATH`, the shims, busybox.
-fn claude_code_context(installed: &Path) -> RootContext {
-    let package = installed.join("node_modules/@anthropic-ai/claude-code");
+/// A one-shot CLI's image: node (for its shim), the recipes' shims at `/opt/checkfu/shims`
+/// with `recipe`'s as the entrypoint, busybox, and what `cli` adds (the CLI on `PATH`).
+fn shim_context(recipe: &str, cli: impl FnOnce(&RootContext)) -> RootContext {
     let shims = crate::support::project::project_root().join("recipes/oneshot/shims");
-    let context = RootContext::new("checkfu-image-claude-code");
-    context
-        .program(&node(), "/usr/bin/node")
-        .busybox()
-        .tree(&package, "/opt/claude-code/node_modules/@anthropic-ai/claude-code", &[])
-        .libraries(&package.join("bin/claude.exe"))
-        .link("/opt/claude-code/node_modules/@anthropic-ai/claude-code/bin/claude.exe", "/usr/local/bin/claude")
-        .tree(&shims, "/opt/checkfu/shims", &[])
-        .dockerfile(&format!("ENV PATH=/usr/local/bin:/usr/bin:/bin\nWORKDIR /workspace\nENTRYPOINT [\"{CLAUDE_SHIM}\"]\n"));
+    let context = RootContext::new(&format!("checkfu-image-{recipe}"));
+    context.program(&node(), "/usr/bin/node").busybox().tree(&shims, "/opt/checkfu/shims", &[]);
+    cli(&context);
+    context.dockerfile(&format!(
+        "ENV PATH=/usr/local/bin:/usr/bin:/bin\nWORKDIR /workspace\nENTRYPOINT [\"/opt/checkfu/shims/{recipe}.mjs\"]\n"
+    ));
     context
 }
 
-/// Claude Code (`claude -p`) inside an image, through its shim and recipe: every step the
-/// same CLI passes as a local process, as root and then unprivileged.
-#[test]
-#[cfg_attr(
-    not(all(checkfu_image_tools, checkfu_real_oneshot)),
-    ignore = "needs CHECKFU_IMAGE_TOOLS (see .ci/run) and CHECKFU_REAL_ONESHOT (tests/real-agents/install-oneshot.sh DIR)"
-)]
-fn claude_code_passes_every_step_in_an_image_as_root_and_unprivileged() {
-    let _serial = serial();
-    let installed = PathBuf::from(std::env::var_os("CHECKFU_REAL_ONESHOT").expect("CHECKFU_REAL_ONESHOT"));
+/// The one-shot CLI of `recipes/oneshot/{recipe}.json` inside `context`'s image, through its
+/// shim: every step the same CLI passes as a local process (`dialect`, the output schema
+/// delivered as `delivered_as`), as root and then unprivileged, and nothing left after.
+fn oneshot_cli_passes_every_step_in_an_image(recipe: &str, context: RootContext, dialect: &str, delivered_as: &str) {
     let before = leftovers();
     let started = Instant::now();
-    let context = claude_code_context(&installed);
     let bytes = context.bytes();
-    let served = Served::build(context.path(), "checkfu-claude-code");
+    let served = Served::build(context.path(), &format!("checkfu-{recipe}"));
     drop(context);
     let built = started.elapsed();
     let reference = served.reference.to_string();
 
-    let scratch = Scratch::new("image-real-claude-code");
+    let scratch = Scratch::new(&format!("image-real-{recipe}"));
     std::fs::set_permissions(&scratch.0, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
     let schema = scratch.path("answer.schema.json");
     std::fs::write(&schema, ANSWER_SCHEMA).unwrap();
-    let recipe = format!("{}/recipes/oneshot/claude-code.json", crate::support::project::project_root().display());
-    // The recipe's entrypoint is a file beside it; in the image the shim is at CLAUDE_SHIM.
-    // The recipe's arguments, env, resume and schema flags stay as declared.
+    let recipe_file = format!("{}/recipes/oneshot/{recipe}.json", crate::support::project::project_root().display());
+    // The recipe's entrypoint is a file beside it; in the image the shim is under
+    // /opt/checkfu/shims. The recipe's arguments, env, resume and schema flags stay as declared.
+    let shim = format!("/opt/checkfu/shims/{recipe}.mjs");
     let options = [
         "--recipe",
-        &recipe,
+        &recipe_file,
         "--image",
         &reference,
         "--entrypoint",
-        CLAUDE_SHIM,
+        &shim,
         "--output-schema",
         &schema,
         "--step-timeout",
@@ -145,15 +132,15 @@ fn claude_code_passes_every_step_in_an_image_as_root_and_unprivileged() {
         let started = Instant::now();
         let run = if unprivileged { probe_unprivileged(&options, &[], &[]) } else { probe(&options, &[]) };
         times.push(started.elapsed());
-        passed_every_step(&run, "anthropic_messages", "tool");
+        passed_every_step(&run, dialect, delivered_as);
         ran_in_the_image(&run, &served, unprivileged);
         // The recipe's arguments reached the shim inside the image.
         let argv = run.json["runs"][0]["argv"].as_array().expect("argv");
-        assert!(argv.contains(&json!(CLAUDE_SHIM)) && argv.contains(&json!("--prompt-path")), "{}", run.pretty());
+        assert!(argv.contains(&json!(shim)) && argv.contains(&json!("--prompt-path")), "{}", run.pretty());
     }
     nothing_left(served, &before);
     eprintln!(
-        "image_real: claude-code image ({} MB of files): built and pushed in {:.1} s; as root {:.1} s, as uid 65534 {:.1} s",
+        "image_real: {recipe} image ({} MB of files): built and pushed in {:.1} s; as root {:.1} s, as uid 65534 {:.1} s",
         bytes / 1_000_000,
         built.as_secs_f64(),
         times[0].as_secs_f64(),
@@ -161,27 +148,28 @@ fn claude_code_passes_every_step_in_an_image_as_root_and_unprivileged() {
     );
 }
 
-/// The shim's path inside the Codex image.
-const CODEX_SHIM: &str = "/opt/checkfu/shims/codex.mjs";
-
-/// Codex's image: node (for the shim), the installed `codex` (a static musl binary) on
-/// `PATH`, the shims, busybox.
-fn codex_context(installed: &Path) -> RootContext {
-    let binary = installed.join("node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex");
-    let shims = crate::support::project::project_root().join("recipes/oneshot/shims");
-    let context = RootContext::new("checkfu-image-codex");
-    context
-        .program(&node(), "/usr/bin/node")
-        .busybox()
-        .file(&binary, "/usr/local/bin/codex")
-        .tree(&shims, "/opt/checkfu/shims", &[])
-        .dockerfile(&format!("ENV PATH=/usr/local/bin:/usr/bin:/bin\nWORKDIR /workspace\nENTRYPOINT [\"{CODEX_SHIM}\"]\n"));
-    context
+/// Claude Code (`claude -p`) inside an image: its native `claude` with its libraries, as
+/// `claude` on `PATH`.
+#[test]
+#[cfg_attr(
+    not(all(checkfu_image_tools, checkfu_real_oneshot)),
+    ignore = "needs CHECKFU_IMAGE_TOOLS (see .ci/run) and CHECKFU_REAL_ONESHOT (tests/real-agents/install-oneshot.sh DIR)"
+)]
+fn claude_code_passes_every_step_in_an_image_as_root_and_unprivileged() {
+    let _serial = serial();
+    let installed = PathBuf::from(std::env::var_os("CHECKFU_REAL_ONESHOT").expect("CHECKFU_REAL_ONESHOT"));
+    let package = installed.join("node_modules/@anthropic-ai/claude-code");
+    let context = shim_context("claude-code", |context| {
+        context
+            .tree(&package, "/opt/claude-code/node_modules/@anthropic-ai/claude-code", &[])
+            .libraries(&package.join("bin/claude.exe"))
+            .link("/opt/claude-code/node_modules/@anthropic-ai/claude-code/bin/claude.exe", "/usr/local/bin/claude");
+    });
+    oneshot_cli_passes_every_step_in_an_image("claude-code", context, "anthropic_messages", "tool");
 }
 
-/// Codex (`codex exec`) inside an image, through its shim and recipe: every step the same
-/// CLI passes as a local process (its output schema as the Responses request's
-/// `text.format`), as root and then unprivileged.
+/// Codex (`codex exec`) inside an image: its static musl `codex` on `PATH`; the output
+/// schema reaches the model as the Responses request's `text.format`.
 #[test]
 #[cfg_attr(
     not(all(checkfu_image_tools, checkfu_real_oneshot)),
@@ -190,36 +178,11 @@ fn codex_context(installed: &Path) -> RootContext {
 fn codex_passes_every_step_in_an_image_as_root_and_unprivileged() {
     let _serial = serial();
     let installed = PathBuf::from(std::env::var_os("CHECKFU_REAL_ONESHOT").expect("CHECKFU_REAL_ONESHOT"));
-    let before = leftovers();
-    let context = codex_context(&installed);
-    let served = Served::build(context.path(), "checkfu-codex");
-    drop(context);
-    let reference = served.reference.to_string();
-    let scratch = Scratch::new("image-real-codex");
-    std::fs::set_permissions(&scratch.0, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
-    let schema = scratch.path("answer.schema.json");
-    std::fs::write(&schema, ANSWER_SCHEMA).unwrap();
-    let recipe = format!("{}/recipes/oneshot/codex.json", crate::support::project::project_root().display());
-    let options = [
-        "--recipe",
-        &recipe,
-        "--image",
-        &reference,
-        "--entrypoint",
-        CODEX_SHIM,
-        "--output-schema",
-        &schema,
-        "--step-timeout",
-        "90",
-        "--deadline",
-        "300",
-    ];
-    for unprivileged in [false, true] {
-        let run = if unprivileged { probe_unprivileged(&options, &[], &[]) } else { probe(&options, &[]) };
-        passed_every_step(&run, "openai_responses", "text.format");
-        ran_in_the_image(&run, &served, unprivileged);
-    }
-    nothing_left(served, &before);
+    let binary = installed.join("node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex");
+    let context = shim_context("codex", |context| {
+        context.file(&binary, "/usr/local/bin/codex");
+    });
+    oneshot_cli_passes_every_step_in_an_image("codex", context, "openai_responses", "text.format");
 }
 
 /// What every image run's result says: the image pinned by the pushed digest, run by
@@ -307,7 +270,7 @@ fn the_busybox_cli_image_runs_unprivileged_by_digest() {
     let context = busybox_cli_context();
     let served = Served::build(context.path(), "checkfu-oneshot-unprivileged");
     let reference = served.reference.to_string();
-    let options = ["--protocol", "oneshot-v1", "--image", &reference, "--prompt-transport", "stdin", "--output-mode", "text"];
+    let options = [BUSYBOX_CLI_FLAGS, &["--image", &reference]].concat();
     let run = probe_unprivileged(&options, &[], &[]);
     let context = run.pretty();
     assert_eq!(run.status, 0, "{context}");

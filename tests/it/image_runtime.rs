@@ -20,10 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::probe_support::{assert_no_process_in_group, probe_env, running_as_root, unprivileged, Run, NOBODY, PROBE};
-use crate::support::image::{busybox_cli_context, serial, Served};
-
-/// The busybox CLI's flags: the prompt on stdin, the answer as text.
-const CLI_FLAGS: &[&str] = &["--protocol", "oneshot-v1", "--prompt-transport", "stdin", "--output-mode", "text"];
+use crate::support::image::{busybox_cli_context, serial, tool, Served, BUSYBOX_CLI_FLAGS};
 
 #[test]
 fn the_runtime_tests_are_ignored_exactly_where_they_cannot_run() {
@@ -107,7 +104,7 @@ impl RunTmp {
 
     fn run(&self, reference: &str, more: &[&str]) -> Run {
         let mut options = vec!["--image", reference];
-        options.extend_from_slice(CLI_FLAGS);
+        options.extend_from_slice(BUSYBOX_CLI_FLAGS);
         options.extend_from_slice(more);
         if !self.unprivileged {
             return probe_env(&options, &[], &[("TMPDIR", self.path.as_os_str().to_owned())]);
@@ -153,9 +150,7 @@ fn processes_naming(container: &str) -> Vec<String> {
 
 /// A docker command for the tests' own look at the daemon.
 fn docker(args: &[&str]) -> String {
-    let output = Command::new("docker").args(args).output().expect("docker");
-    assert!(output.status.success(), "docker {args:?}: {}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8_lossy(&output.stdout).into_owned()
+    tool("docker", args, &[])
 }
 
 /// What a run of `runtime` must leave: nothing of its container anywhere, no new directory.

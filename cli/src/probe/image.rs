@@ -135,7 +135,9 @@ impl Flags {
         }
         .map_err(|e| usage(format!("--runtime: {e}")))?;
         let container = match (&self.image, &self.build_context) {
-            (Some(reference), _) => Container::pull(reference, &self.image_source).map_err(|e| failed(&reference.to_string(), e))?,
+            (Some(reference), _) => {
+                Container::pull(reference, &self.image_source, runtime).map_err(|e| failed(&reference.to_string(), e))?
+            }
             (None, Some(context)) => {
                 if self.allow_registry_all_interfaces {
                     eprintln!(
@@ -151,6 +153,7 @@ impl Flags {
                         Builder::Podman => BuilderKind::Podman,
                         Builder::Docker => BuilderKind::Docker,
                     }),
+                    runtime,
                     all_interfaces: self.allow_registry_all_interfaces,
                     name: &self.name,
                 };
@@ -158,7 +161,6 @@ impl Flags {
             }
             (None, None) => return Ok(None),
         };
-        let container = container.with_runtime(runtime);
         Ok(Some(Prepared {
             container: Arc::new(container),
             sandbox: self.sandbox.clone().or(defaults_sandbox),

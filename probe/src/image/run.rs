@@ -18,7 +18,7 @@ use std::path::Path;
 
 use super::layout::{ImageConfig, Limits};
 use super::reference::ImageReference;
-use super::runtime::{RunSpec, Runtime, RuntimeKind, Started};
+use super::runtime::{RunSpec, Runtime, Started};
 use super::source::{self, FetchError, Source};
 use super::tools::{self, Tool};
 use super::TempDir;
@@ -38,6 +38,16 @@ impl From<tools::ToolError> for PullError {
         match e {
             tools::ToolError::Missing { .. } => PullError::Missing(e.to_string()),
             other => PullError::Failed(other.to_string()),
+        }
+    }
+}
+
+/// A source's tool is a tool like any other; what a source refused is the run's failure.
+impl From<FetchError> for PullError {
+    fn from(e: FetchError) -> PullError {
+        match e {
+            FetchError::Tool(tool) => PullError::from(tool),
+            FetchError::Refused(message) => PullError::Failed(message),
         }
     }
 }
@@ -66,8 +76,8 @@ pub struct Container {
     /// Where it was read from.
     pub source: Source,
     pub config: ImageConfig,
-    /// The runtime that runs it ([`Container::with_runtime`]).
-    runtime: Option<Runtime>,
+    /// The runtime that runs it.
+    runtime: Runtime,
     rootfs: TempDir,
     /// Bytes of file content unpacked.
     pub unpacked_bytes: u64,
@@ -135,15 +145,12 @@ impl Container {
     /// Reads `reference` from `source` (by default its registry, by skopeo; plain HTTP only
     /// for a loopback registry), tied to its digest, and checks and unpacks it. Every error
     /// names what failed: the tool and its own message, or the blob or entry at fault.
-    pub fn pull(reference: &ImageReference, source: &Source) -> Result<Container, PullError> {
+    pub fn pull(reference: &ImageReference, source: &Source, runtime: Runtime) -> Result<Container, PullError> {
         if !matches!(source, Source::Layout(_)) {
             Tool::Skopeo.find()?;
         }
         let scratch = TempDir::new("checkfu-image-layout").map_err(|e| format!("cannot make the image's layout directory: {e}"))?;
-        let fetched = source::fetch(source, reference, &scratch.path().join("layout")).map_err(|e| match e {
-            FetchError::Tool(tool) => PullError::from(tool),
-            FetchError::Refused(message) => PullError::Failed(message),
-        })?;
+        let fetched = source::fetch(source, reference, &scratch.path().join("layout"))?;
         let image = fetched.image;
         if image.config.os != "linux" {
             return Err(PullError::Failed(format!("{reference}: the image is for `{}`, not linux", image.config.os)));
@@ -156,7 +163,7 @@ impl Container {
             reference: reference.clone(),
             source: source.clone(),
             config: image.config,
-            runtime: None,
+            runtime,
             rootfs,
             unpacked_bytes: report.bytes,
             built: None,
@@ -175,10 +182,12 @@ impl Container {
     }
 
     /// The image's `Env` as variables, each one the probe does not set itself (the probe's
-    /// relay URL, key, home and fence variables win over the image's), and the `PATH` a
-    /// container runtime gives an image that sets none. The harness starts from these and
-    /// the probe's alone: nothing else of the caller's environment enters the image.
-    pub fn env(&self, probe: &[(OsString, OsString)]) -> Vec<(OsString, OsString)> {
+    /// relay URL, key, home and fence variables win over the image's), the `PATH` a
+    /// container runtime gives an image that sets none, and `PWD`, the working directory
+    /// (none for `/`, where the harness starts in the workspace's own path). The harness
+    /// starts from these and the probe's alone: nothing else of the caller's environment
+    /// enters the image.
+    pub fn env(&self, probe: &[(OsString, OsString)], working_directory: &str) -> Vec<(OsString, OsString)> {
         let mut env: Vec<(OsString, OsString)> = self
             .config
             .env
@@ -191,18 +200,10 @@ impl Container {
         if !has_path(&env) && !has_path(probe) {
             env.push((OsString::from("PATH"), OsString::from(DEFAULT_PATH)));
         }
+        if working_directory != "/" {
+            env.push((OsString::from("PWD"), OsString::from(working_directory)));
+        }
         env
-    }
-
-    /// The runtime that runs it (the CLI finds it before anything is pulled).
-    pub fn with_runtime(mut self, runtime: Runtime) -> Container {
-        self.runtime = Some(runtime);
-        self
-    }
-
-    /// The runtime's kind (bubblewrap until one is chosen).
-    pub fn runtime(&self) -> RuntimeKind {
-        self.runtime.as_ref().map_or(RuntimeKind::Bubblewrap, |r| r.kind)
     }
 
     /// Prepares one run of `command` (the entrypoint and its arguments, as inside the image)
@@ -222,16 +223,8 @@ impl Container {
         relay: std::net::SocketAddr,
         fence: Option<crate::session::fence::Join>,
     ) -> Result<Started, String> {
-        let detected;
-        let runtime = match &self.runtime {
-            Some(runtime) => runtime,
-            None => {
-                detected = Runtime::detect().map_err(|e| e.to_string())?;
-                &detected
-            }
-        };
         let spec = RunSpec { command, rootfs: self.rootfs.path(), workspace, working_directory, shared, env, relay, fence };
-        runtime.start(&spec)
+        self.runtime.start(&spec)
     }
 
     /// What the report says of it; `started` is the run's, for what the runtime said of the
@@ -241,8 +234,8 @@ impl Container {
             reference: self.reference.to_string(),
             digest: self.reference.digest().to_string(),
             source: self.source.to_string(),
-            runtime: self.runtime().name(),
-            runtime_detected: self.runtime.as_ref().is_none_or(|r| r.detected),
+            runtime: self.runtime.kind.name(),
+            runtime_detected: self.runtime.detected,
             fence: started.map_or("", |s| s.fence),
             container: started.and_then(|s| s.container.clone()),
             teardown_fault: None,
@@ -271,6 +264,8 @@ pub struct BuildRequest<'a> {
     pub dockerfile: Option<&'a Path>,
     /// The builder (`--builder`); `None`: the first of buildah, podman and docker found.
     pub builder: Option<tools::BuilderKind>,
+    /// The runtime that will run the built image.
+    pub runtime: Runtime,
     pub all_interfaces: bool,
     /// The image's name (`--name`), a repository name.
     pub name: &'a str,
@@ -297,7 +292,7 @@ impl Container {
             let registry = tools::Registry::start(tools::RegistryOptions { all_interfaces: request.all_interfaces })?;
             let pushed = tools::push(&builder, &tag, &registry)?;
             // Pulled while the registry lives, then the registry goes.
-            let container = Container::pull(&pushed, &Source::Registry);
+            let container = Container::pull(&pushed, &Source::Registry, request.runtime.clone());
             registry.stop()?;
             Ok((container?, pushed))
         });

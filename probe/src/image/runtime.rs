@@ -26,6 +26,7 @@ use super::forward::Forwarder;
 use super::tools::{self, Tool, ToolError};
 use super::TempDir;
 use crate::session::fence::Join;
+use crate::session::process::{Inside, Launch};
 
 /// Which runtime runs the image.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -167,37 +168,37 @@ pub struct RunSpec<'a> {
 #[derive(Debug)]
 pub struct Started {
     pub argv: Vec<OsString>,
-    /// Variables for the client itself (the runtime's configuration), beside the harness's.
-    pub client_env: Vec<(OsString, OsString)>,
+    /// Variables for the client itself (the runtime's configuration), beside the harness's
+    /// ([`Started::client_launch`]).
+    client_env: Vec<(OsString, OsString)>,
     /// Whether the client is started inside the fence (bubblewrap, podman), or outside it
     /// (docker's client talks to its daemon, which the fence would cut off over TCP).
-    pub joins_fence: bool,
+    joins_fence: bool,
     /// Which fence held the harness, and how it reached the relay.
     pub fence: &'static str,
     /// The container's name (podman, docker): `checkfu-probe-<16 hex>`.
     pub container: Option<String>,
-    /// How a further command runs in the same container (a harness's `terminal/*`).
-    pub exec: Exec,
+    /// How a further command runs in the same container ([`Started::terminals`]).
+    exec: Exec,
     cleanup: Cleanup,
 }
 
 /// How a further command runs in a started image, beside its harness: what a harness's
 /// `terminal/*` commands run through, so they run where the harness does.
 #[derive(Clone, Debug)]
-pub enum Exec {
+enum Exec {
     /// Another bubblewrap over the same root, with the same mounts, inside the same fence.
     Bubblewrap { bwrap: PathBuf, rootfs: PathBuf, workspace: PathBuf, working_directory: String, shared: Vec<PathBuf> },
-    /// `podman exec` (its global flags, in the run's own namespaces) in the named container.
-    Podman { prefix: Vec<OsString>, user: String, name: String },
-    /// `docker exec` in the named container.
-    Docker { program: PathBuf, user: String, name: String },
+    /// `exec` in the named container through the runtime's client: podman (its global flags,
+    /// in the run's own namespaces) or docker.
+    Client { prefix: Vec<OsString>, user: String, name: String },
 }
 
 impl Exec {
     /// The argv that runs `command` in the container, from `directory` (a path as the
     /// harness sees it). podman and docker keep the container's variables for it; for
     /// bubblewrap, the caller gives the harness's.
-    pub fn argv(&self, command: &[OsString], directory: &Path) -> Vec<OsString> {
+    fn argv(&self, command: &[OsString], directory: &Path) -> Vec<OsString> {
         match self {
             Exec::Bubblewrap { bwrap, rootfs, workspace, working_directory, shared } => {
                 let shared: Vec<&Path> = shared.iter().map(PathBuf::as_path).collect();
@@ -218,25 +219,13 @@ impl Exec {
                 }
                 argv
             }
-            Exec::Podman { prefix, user, name } => {
+            Exec::Client { prefix, user, name } => {
                 let mut argv = prefix.clone();
                 argv.extend(os(&[&"exec", &"--interactive", &"--user", user, &"--workdir", &directory, name]));
                 argv.extend(command.iter().cloned());
                 argv
             }
-            Exec::Docker { program, user, name } => {
-                let mut argv = vec![program.as_os_str().to_owned()];
-                argv.extend(os(&[&"exec", &"--interactive", &"--user", user, &"--workdir", &directory, name]));
-                argv.extend(command.iter().cloned());
-                argv
-            }
         }
-    }
-
-    /// Whether the command's client is the command itself (bubblewrap), which starts from
-    /// the harness's variables only; podman's and docker's clients keep the caller's.
-    pub fn is_bubblewrap(&self) -> bool {
-        matches!(self, Exec::Bubblewrap { .. })
     }
 }
 
@@ -262,6 +251,33 @@ enum Cleanup {
 }
 
 impl Started {
+    /// How the runtime's client is launched for the harness `launch` describes: with the
+    /// runtime's own variables; inside the fence unless the client must reach its daemon
+    /// (docker); from the harness's variables alone when the client is the harness
+    /// (bubblewrap), over the caller's otherwise (podman's and docker's clients need theirs,
+    /// `DOCKER_HOST` and their helpers' `PATH`, and hand the container the harness's by name).
+    pub fn client_launch(&self, launch: &Launch) -> Launch {
+        let mut client = launch.clone();
+        client.env.extend(self.client_env.iter().cloned());
+        if !self.joins_fence {
+            client.netns = None;
+        }
+        client.clear_env = matches!(self.exec, Exec::Bubblewrap { .. });
+        client
+    }
+
+    /// Where the harness's `terminal/*` commands run: in the same container, their client
+    /// launched as the harness's is (`harness_env`: the harness's variables).
+    pub fn terminals(&self, harness_env: &[(OsString, OsString)]) -> Inside {
+        let exec = self.exec.clone();
+        let clear_env = matches!(exec, Exec::Bubblewrap { .. });
+        Inside {
+            argv: Box::new(move |command, directory| exec.argv(command, directory)),
+            env: if clear_env { harness_env.to_vec() } else { self.client_env.clone() },
+            clear_env,
+        }
+    }
+
     fn plain(argv: Vec<OsString>, fence: &'static str, exec: Exec) -> Started {
         Started { argv, client_env: Vec::new(), joins_fence: true, fence, container: None, exec, cleanup: Cleanup::None }
     }
@@ -546,7 +562,7 @@ fn podman(program: &Path, spec: &RunSpec<'_>) -> Result<Started, String> {
             None => NO_FENCE,
         },
         container: Some(name.clone()),
-        exec: Exec::Podman { prefix: podman_prefix(program, &globals, user_namespace), user, name: name.clone() },
+        exec: Exec::Client { prefix: podman_prefix(program, &globals, user_namespace), user, name: name.clone() },
         cleanup: Cleanup::Podman { program: program.to_owned(), globals, env, join, name, dir: Some(dir) },
     })
 }
@@ -574,7 +590,7 @@ fn docker(program: &Path, spec: &RunSpec<'_>) -> Result<Started, String> {
         joins_fence: false,
         fence: DOCKER_FENCE,
         container: Some(name.clone()),
-        exec: Exec::Docker { program: program.to_owned(), user: own_user(), name: name.clone() },
+        exec: Exec::Client { prefix: vec![program.as_os_str().to_owned()], user: own_user(), name: name.clone() },
         cleanup: Cleanup::Docker {
             program: program.to_owned(),
             name: name.clone(),

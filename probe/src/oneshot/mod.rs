@@ -130,22 +130,17 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
         }
         None => None,
     };
-    if let Some(container) = &launch.container {
-        // The image's variables under the probe's own (its relay, key, home and fence win).
-        let image_env = container.env(&env);
-        env.extend(image_env);
-    }
     let working_directory = launch.container.as_ref().map(|c| c.working_directory(declaration.working_directory.as_deref()));
-    // In an image the CLI's `PWD` is its working directory there, as a container runtime's.
-    if let Some(directory) = working_directory.as_ref().filter(|d| *d != "/") {
-        env.push((std::ffi::OsString::from("PWD"), std::ffi::OsString::from(directory)));
+    if let Some((container, directory)) = launch.container.as_ref().zip(working_directory.as_deref()) {
+        // The image's variables under the probe's own (its relay, key, home and fence win).
+        let image_env = container.env(&env, directory);
+        env.extend(image_env);
     }
     let launch_spec = Launch {
         env,
         netns: namespace.as_ref().map(session::fence::Namespace::join),
         cwd: Some(workspace.root().to_path_buf()),
-        clear_env: launch.container.is_some(),
-        inside: None,
+        ..Launch::default()
     };
     let workspace_root = workspace.root().to_path_buf();
     let mut shared: Vec<PathBuf> = vec![workspace_root.clone(), scratch.0.clone()];
@@ -354,18 +349,7 @@ impl Lane<'_, '_> {
                 .start(&inner, workspace, working_directory, &shared, &self.launch_spec.env, self.relay, self.fence)
                 .map_err(|e| UsageError::CannotStart(format!("cannot start the image: {e}")))?;
             argv = started.argv.iter().map(|a| a.to_string_lossy().into_owned()).collect();
-            let client_is_harness = started.exec.is_bubblewrap();
-            if !started.client_env.is_empty() || !started.joins_fence || !client_is_harness {
-                let mut own = self.launch_spec.clone();
-                own.env.extend(started.client_env.iter().cloned());
-                if !started.joins_fence {
-                    own.netns = None;
-                }
-                // podman's and docker's clients keep the caller's environment (`DOCKER_HOST`,
-                // the `PATH` to their helpers); the container gets the harness's by name.
-                own.clear_env = client_is_harness;
-                launch = std::borrow::Cow::Owned(own);
-            }
+            launch = std::borrow::Cow::Owned(started.client_launch(self.launch_spec));
             self.image_fence = Some((started.fence, started.container.clone()));
             container_run = Some(started);
         }

@@ -32,6 +32,10 @@ pub const PAGE_ONESHOT_FLAGS: &[&str] = &[
     "/workspace",
 ];
 
+/// The busybox CLI's flags ([`busybox_cli_context`]): the prompt on stdin, the answer as
+/// text.
+pub const BUSYBOX_CLI_FLAGS: &[&str] = &["--protocol", "oneshot-v1", "--prompt-transport", "stdin", "--output-mode", "text"];
+
 /// A one-shot CLI in busybox-static's shell: reads the prompt on stdin and asks the model
 /// through the relay with busybox's wget, printing the answer's JSON (the reply is in it).
 /// `echo` prints the prompt instead; `escape ADDR…` first tries to fetch `http://ADDR/` for
@@ -244,4 +248,12 @@ pub fn image_dirs_in(dir: &Path) -> Vec<String> {
 /// [`image_dirs_in`] the temporary directory.
 pub fn image_dirs() -> Vec<String> {
     image_dirs_in(&std::env::temp_dir())
+}
+
+/// A command of the test's own (skopeo, podman, docker) that must succeed: its stdout.
+pub fn tool(program: &str, args: &[&str], env: &[(&str, &Path)]) -> String {
+    let output =
+        std::process::Command::new(program).args(args).envs(env.iter().copied()).output().unwrap_or_else(|e| panic!("{program}: {e}"));
+    assert!(output.status.success(), "{program} {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8_lossy(&output.stdout).into_owned()
 }
