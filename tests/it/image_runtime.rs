@@ -111,7 +111,9 @@ impl RunTmp {
         }
         let mut command = unprivileged(PROBE);
         command.args(["probe", "--format", "json", "--kill-grace", "0.5"]).args(&options);
-        command.env("TMPDIR", &self.path).env("HOME", &self.path);
+        // The caller's HOME stays, as `setpriv` and `sudo -u` keep it: here root's, which
+        // uid 65534 cannot read (rootless podman once failed its teardown on it).
+        command.env("TMPDIR", &self.path);
         let output = command.output().expect("the probe runs");
         let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or(serde_json::Value::Null);
         for run in json["runs"].as_array().into_iter().flatten() {

@@ -497,7 +497,7 @@ fn podman(program: &Path, spec: &RunSpec<'_>) -> Result<Started, String> {
     let dir = TempDir::new("checkfu-podman").map_err(|e| format!("cannot make podman's storage: {e}"))?;
     let root = dir.path();
     // Short names: podman refuses a run root of 50 characters or more (its sockets' paths).
-    for sub in ["root", "r", "oci", "xdg", "tmp"] {
+    for sub in ["root", "r", "oci", "xdg", "tmp", "home"] {
         std::fs::create_dir(root.join(sub)).map_err(|e| format!("cannot make podman's storage: {e}"))?;
     }
     // No default ulimits: podman's built-in `nproc` one fails (EPERM) where the process
@@ -538,6 +538,10 @@ fn podman(program: &Path, spec: &RunSpec<'_>) -> Result<Started, String> {
         env.push(("_CONTAINERS_ROOTLESS_UID".into(), uid.to_string().into()));
         env.push(("_CONTAINERS_ROOTLESS_GID".into(), gid.to_string().into()));
         env.push(("XDG_RUNTIME_DIR".into(), root.join("xdg").into()));
+        // Rootless podman reads its user configuration under `HOME`; the caller's may be
+        // another user's (`sudo -u`, `setpriv` keep it) and unreadable, which failed its
+        // `rm` at teardown. The run's own directory holds none, so the defaults apply.
+        env.push(("HOME".into(), root.join("home").into()));
         env.push(("TMPDIR".into(), root.join("tmp").into()));
     }
     let name = crate::relay::token::mint("checkfu-probe-");
