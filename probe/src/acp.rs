@@ -216,17 +216,17 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(Progress)) -> R
     let image_run = match options.image.as_ref() {
         None => None,
         Some((container, given)) => {
-            let working_directory = container.working_directory(given.as_deref());
+            let working_directory = container.working_directory(given.as_deref()).map_err(UsageError::CannotStart)?;
             let mut shared = vec![workspace.root().to_path_buf()];
             shared.extend(home.as_ref().map(|h| h.root().to_path_buf()));
             let shared: Vec<&std::path::Path> = shared.iter().map(std::path::PathBuf::as_path).collect();
             let image_env = container.env(&launch.env, &working_directory);
             launch.env.extend(image_env);
-            let started = container
+            let mut started = container
                 .start(&command, workspace.root(), &working_directory, &shared, &launch.env, relay.addr(), launch.netns)
                 .map_err(|e| UsageError::CannotStart(format!("cannot start the image: {e}")))?;
             command = started.argv.clone();
-            launch.inside = Some(Arc::new(started.terminals(&launch.env)));
+            launch.inside = Some(Arc::new(started.terminals()));
             launch = started.client_launch(&launch);
             workspace.see_at(std::path::Path::new(&working_directory));
             let report = container.run_report(&working_directory, Some(&started));

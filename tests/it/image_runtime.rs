@@ -286,3 +286,143 @@ fn docker_is_refused_to_an_ordinary_user() {
     assert!(refused.json.is_null(), "nothing ran");
     assert_eq!(tmp.left(), Vec::<String>::new());
 }
+
+/// A directory outside every directory of the probe's, writable by anyone (so a host
+/// program run as uid 65534 could write there too), holding what a hostile image points its
+/// variables at; removed when dropped.
+struct Canary(std::path::PathBuf);
+
+impl Canary {
+    fn new(name: &str) -> Canary {
+        let path = std::path::PathBuf::from(format!("/tmp/checkfu-canary-{name}-{}", std::process::id()));
+        let _ = checkfu_wire_probe::image::remove_tree(&path);
+        std::fs::create_dir(&path).expect("canary");
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o777)).expect("chmod 777");
+        Canary(path)
+    }
+
+    fn entries(&self) -> Vec<String> {
+        let mut names: Vec<String> =
+            std::fs::read_dir(&self.0).expect("canary").flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        names
+    }
+}
+
+impl Drop for Canary {
+    fn drop(&mut self) {
+        let _ = checkfu_wire_probe::image::remove_tree(&self.0);
+    }
+}
+
+/// A preloadable library that, once loaded by any dynamically linked program, makes a file
+/// `preloaded-<pid>` in the canary; `None` without a C compiler.
+fn preload_library(canary: &Canary) -> Option<String> {
+    let source = canary.0.join("evil.c");
+    let library = canary.0.join("evil.so");
+    std::fs::write(
+        &source,
+        format!(
+            "#include <fcntl.h>\n#include <stdio.h>\n#include <unistd.h>\n__attribute__((constructor)) static void loaded(void) {{ char p[512]; snprintf(p, sizeof p, \"{}/preloaded-%d\", (int)getpid()); close(open(p, O_CREAT | O_WRONLY, 0666)); }}\n",
+            canary.0.display()
+        ),
+    )
+    .expect("evil.c");
+    let built = Command::new("cc").args(["-shared", "-fPIC", "-o"]).arg(&library).arg(&source).status().ok()?;
+    std::fs::remove_file(&source).expect("rm evil.c");
+    built.success().then(|| library.to_string_lossy().into_owned())
+}
+
+/// Builds the busybox CLI's image with `extra` Dockerfile lines appended.
+fn hostile_image(extra: &str, name: &str) -> Served {
+    let context = busybox_cli_context();
+    let dockerfile = context.path().join("Dockerfile");
+    let mut text = std::fs::read_to_string(&dockerfile).expect("Dockerfile");
+    text.push_str(extra);
+    std::fs::write(&dockerfile, text).expect("Dockerfile");
+    Served::build(context.path(), name)
+}
+
+/// The runtimes the hostile-image cases run under here: bubblewrap, and podman where it is
+/// built in; each as the user running the tests and as uid 65534.
+fn runtimes() -> Vec<(&'static str, bool)> {
+    let mut all = vec![("bubblewrap", false), ("bubblewrap", running_as_root())];
+    if cfg!(checkfu_podman) {
+        all.extend([("podman", false), ("podman", running_as_root())]);
+    }
+    all.dedup();
+    all
+}
+
+/// An image's variables configure its harness, never a program on the host: a `LD_PRELOAD`
+/// and `LD_DEBUG_OUTPUT` pointing at the host, and a `CONTAINER_HOST` that would switch
+/// podman to a remote service. bubblewrap, `unshare`, podman and conmon once started with
+/// them (the library ran in each, as root and as uid 65534). Now the run passes by the
+/// relay's record and nothing appears in the canary.
+#[test]
+#[cfg_attr(
+    not(checkfu_image_tools),
+    ignore = "CHECKFU_IMAGE_TOOLS is not set: apt-get install buildah skopeo docker-registry busybox-static bubblewrap (see .ci/run)"
+)]
+fn an_images_variables_reach_no_program_on_the_host() {
+    let _serial = serial();
+    let canary = Canary::new("env");
+    let preload = preload_library(&canary);
+    let mut env = format!("ENV LD_DEBUG=libs LD_DEBUG_OUTPUT={}/ld-debug CONTAINER_HOST=tcp://127.0.0.1:9\n", canary.0.display());
+    if let Some(library) = &preload {
+        env.push_str(&format!("ENV LD_PRELOAD={library}\n"));
+    }
+    let served = hostile_image(&env, "checkfu-hostile-env");
+    let reference = served.reference.to_string();
+    let expected: Vec<String> = preload.iter().map(|_| String::from("evil.so")).collect();
+    // The canary works: a dynamically linked host program given these variables writes
+    // there (so an empty canary below is not for want of a working library).
+    let control = Command::new("true").env("LD_DEBUG", "libs").env("LD_DEBUG_OUTPUT", canary.0.join("control")).status().expect("true");
+    assert!(control.success());
+    assert!(canary.entries().iter().any(|e| e.starts_with("control")), "LD_DEBUG_OUTPUT writes: {:?}", canary.entries());
+    for entry in canary.entries().into_iter().filter(|e| e.starts_with("control")) {
+        std::fs::remove_file(canary.0.join(entry)).expect("rm control");
+    }
+    for (runtime, unprivileged) in runtimes() {
+        let tmp = RunTmp::new(unprivileged);
+        let run = tmp.run(&reference, &["--runtime", runtime]);
+        let context = format!("{runtime}, unprivileged {unprivileged}: {}", run.pretty());
+        assert_eq!(run.status, 0, "{context}");
+        assert_eq!(run.json["steps"]["prompt_exchange"]["status"], "passed", "{context}");
+        assert_eq!(canary.entries(), expected, "a host program loaded or obeyed the image's variables: {context}");
+        assert_eq!(tmp.left(), Vec::<String>::new(), "{context}");
+    }
+}
+
+/// An image's working directory is made inside its root, never by a runtime on the host:
+/// `/workspace` a symlink climbing to a host directory (`../oldroot/…`, where bubblewrap once
+/// made the mount point before switching roots). The image is refused at pull time, exit 1,
+/// naming the path; a `--working-directory` that climbs is refused too; the host directory
+/// stays empty.
+#[test]
+#[cfg_attr(
+    not(checkfu_image_tools),
+    ignore = "CHECKFU_IMAGE_TOOLS is not set: apt-get install buildah skopeo docker-registry busybox-static bubblewrap (see .ci/run)"
+)]
+fn a_working_directory_that_climbs_out_of_the_image_is_refused() {
+    let _serial = serial();
+    let canary = Canary::new("workdir");
+    let climb = format!("../oldroot{}/escaped", canary.0.display());
+    // WORKDIR first makes the real directories; then one step (the builder remakes the
+    // working directory before each) turns `/workspace` into the link.
+    let extra = format!("WORKDIR /workspace/x/sub\nRUN [\"/bin/sh\", \"-c\", \"rm -rf /workspace && ln -s {climb} /workspace\"]\n");
+    let served = hostile_image(&extra, "checkfu-hostile-workdir");
+    let reference = served.reference.to_string();
+    for (runtime, unprivileged) in runtimes() {
+        let tmp = RunTmp::new(unprivileged);
+        let run = tmp.run(&reference, &["--runtime", runtime]);
+        let context = format!("{runtime}, unprivileged {unprivileged}: {}", run.stderr);
+        assert_eq!(run.status, 1, "{context}");
+        assert!(run.stderr.contains("/workspace/x/sub") && run.stderr.len() <= 1024, "{context}");
+        assert_eq!(canary.entries(), Vec::<String>::new(), "{context}");
+        let flag = tmp.run(&reference, &["--runtime", runtime, "--working-directory", "../oldroot/tmp"]);
+        assert_ne!(flag.status, 0, "{}", flag.pretty());
+        assert_eq!(canary.entries(), Vec::<String>::new());
+        assert_eq!(tmp.left(), Vec::<String>::new(), "{context}");
+    }
+}

@@ -120,7 +120,9 @@ fn steady_image(text: &str, published: &str) -> String {
     let text = replace(&text, r"/tmp/checkfu-([a-z-]+?)-\d+-\d+-[0-9a-f]+", "/tmp/checkfu-$1-N");
     let text = replace(&text, r"/tmp/WORKSPACE", "/tmp/checkfu-probe-N");
     let text = replace(&text, r"\bcf-[0-9a-f]{16}", "cf-NONCE");
-    replace(&text, r"session: s-\d+-\d+", "session: s-N")
+    let text = replace(&text, r"session: s-\d+-\d+", "session: s-N");
+    // The descriptor bubblewrap reads the harness's variables from: whichever is free.
+    replace(&text, r"--args \d+ ", "--args FD ")
 }
 
 /// The page's author path as the chapter walks it, with the output each command prints:

@@ -15,6 +15,8 @@
 //! an error names the blob or the entry at fault.
 
 pub mod forward;
+pub mod host_env;
+pub mod in_root;
 pub mod layout;
 pub mod reference;
 pub mod run;

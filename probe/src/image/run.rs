@@ -16,6 +16,8 @@
 use std::ffi::OsString;
 use std::path::Path;
 
+use super::host_env;
+use super::in_root;
 use super::layout::{ImageConfig, Limits};
 use super::reference::ImageReference;
 use super::runtime::{RunSpec, Runtime, Started};
@@ -155,10 +157,18 @@ impl Container {
         if image.config.os != "linux" {
             return Err(PullError::Failed(format!("{reference}: the image is for `{}`, not linux", image.config.os)));
         }
+        // Refused before anything is unpacked or started, naming the limit.
+        let command: Vec<String> = image.config.entrypoint.iter().chain(&image.config.cmd).cloned().collect();
+        host_env::check_image_config(&image.config.env, &command).map_err(PullError::Failed)?;
         let rootfs = TempDir::new("checkfu-image-rootfs").map_err(|e| format!("cannot make the image's root directory: {e}"))?;
         let report = fetched.layout.unpack(&image, rootfs.path(), Limits::default()).map_err(|e| e.to_string())?;
         drop(fetched.layout);
         scratch.remove().map_err(|e| format!("cannot remove the image's layout: {e}"))?;
+        // The image's own working directory is made inside its root now, and an image
+        // whose `WorkingDir` cannot be is refused before anything runs.
+        if let Some(working_dir) = image.config.working_dir.as_deref().filter(|d| !d.is_empty()) {
+            in_root::make_dir(rootfs.path(), working_dir).map_err(PullError::Failed)?;
+        }
         Ok(Container {
             reference: reference.clone(),
             source: source.clone(),
@@ -176,9 +186,15 @@ impl Container {
         self.config.entrypoint.iter().chain(&self.config.cmd).cloned().collect()
     }
 
-    /// The working directory: `given`, else the image's `WorkingDir`, else `/`.
-    pub fn working_directory(&self, given: Option<&str>) -> String {
-        given.map(str::to_owned).or_else(|| self.config.working_dir.clone().filter(|d| !d.is_empty())).unwrap_or_else(|| String::from("/"))
+    /// The working directory: `given`, else the image's `WorkingDir`, else `/`; made inside
+    /// the image's root ([`in_root::make_dir`]) and named with every symlink resolved, so
+    /// no runtime creates it. `Err` names the path and why it cannot be.
+    pub fn working_directory(&self, given: Option<&str>) -> Result<String, String> {
+        let wanted = given
+            .map(str::to_owned)
+            .or_else(|| self.config.working_dir.clone().filter(|d| !d.is_empty()))
+            .unwrap_or_else(|| String::from("/"));
+        in_root::make_dir(self.rootfs.path(), &wanted)
     }
 
     /// The image's `Env` as variables, each one the probe does not set itself (the probe's
@@ -223,6 +239,14 @@ impl Container {
         relay: std::net::SocketAddr,
         fence: Option<crate::session::fence::Join>,
     ) -> Result<Started, String> {
+        // Every mount point exists inside the root before the runtime starts, at exactly its
+        // path: a runtime then makes none itself from the image's paths.
+        for mount_point in [Path::new("/dev"), Path::new("/proc"), Path::new("/tmp")].into_iter().chain(shared.iter().copied()) {
+            in_root::make_mount_point(self.rootfs.path(), mount_point)?;
+        }
+        if in_root::make_dir(self.rootfs.path(), working_directory)? != working_directory {
+            return Err(format!("the working directory {working_directory} is not a directory of its own inside the image"));
+        }
         let spec = RunSpec { command, rootfs: self.rootfs.path(), workspace, working_directory, shared, env, relay, fence };
         self.runtime.start(&spec)
     }

@@ -18,15 +18,20 @@
 //!   container:<pause>`), so the relay URL works unchanged and nothing else is reachable.
 
 use std::ffi::OsString;
+use std::io::Write;
 use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Arc, Mutex};
 
 use super::forward::Forwarder;
+use super::host_env;
 use super::tools::{self, Tool, ToolError};
 use super::TempDir;
 use crate::session::fence::Join;
-use crate::session::process::{Inside, Launch};
+use crate::session::process::{InImageCommand, Inside, Launch};
 
 /// Which runtime runs the image.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -118,8 +123,11 @@ impl Runtime {
                     workspace: spec.workspace.to_owned(),
                     working_directory: spec.working_directory.to_owned(),
                     shared: spec.shared.iter().map(|p| p.to_path_buf()).collect(),
+                    env: spec.env.to_vec(),
                 };
-                Ok(Started::plain(bubblewrap_argv(&self.program, spec), fence, exec))
+                let (argv, inherit) =
+                    bubblewrap_argv(&self.program, spec).map_err(|e| format!("cannot pass the variables to bubblewrap: {e}"))?;
+                Ok(Started::plain(argv, inherit, fence, exec))
             }
             RuntimeKind::Podman => podman(&self.program, spec),
             RuntimeKind::Docker => docker(&self.program, spec),
@@ -153,10 +161,10 @@ pub struct RunSpec<'a> {
     /// The directories mounted at their own paths: the workspace, the home, the lane's
     /// scratch directory.
     pub shared: &'a [&'a Path],
-    /// The harness's variables (the probe's, then the image's), which the lane sets in the
-    /// client's environment: the client passes each by name (`--env NAME`), so no value,
-    /// the relay's key included, is on a command line; only a variable the client's own
-    /// configuration also sets (podman's `TMPDIR` as an ordinary user) goes as `NAME=VALUE`.
+    /// The harness's variables (the probe's, then the image's). They reach the harness
+    /// only, never the runtime's client on the host, and no value (the relay's key
+    /// included) is on a command line: bubblewrap reads them from a descriptor
+    /// (`--args`), podman and docker from a file of the run's own (`--env-file`).
     pub env: &'a [(OsString, OsString)],
     /// The relay's listener, in the fence when there is one.
     pub relay: SocketAddr,
@@ -168,8 +176,11 @@ pub struct RunSpec<'a> {
 #[derive(Debug)]
 pub struct Started {
     pub argv: Vec<OsString>,
-    /// Variables for the client itself (the runtime's configuration), beside the harness's
-    /// ([`Started::client_launch`]).
+    /// The descriptor bubblewrap reads the harness's variables from, which the client
+    /// inherits.
+    inherit: Option<OwnedFd>,
+    /// Variables for the client itself (the runtime's configuration), beside the caller's
+    /// allow-listed ones ([`Started::client_launch`]).
     client_env: Vec<(OsString, OsString)>,
     /// Whether the client is started inside the fence (bubblewrap, podman), or outside it
     /// (docker's client talks to its daemon, which the fence would cut off over TCP).
@@ -188,42 +199,61 @@ pub struct Started {
 #[derive(Clone, Debug)]
 enum Exec {
     /// Another bubblewrap over the same root, with the same mounts, inside the same fence.
-    Bubblewrap { bwrap: PathBuf, rootfs: PathBuf, workspace: PathBuf, working_directory: String, shared: Vec<PathBuf> },
+    Bubblewrap {
+        bwrap: PathBuf,
+        rootfs: PathBuf,
+        workspace: PathBuf,
+        working_directory: String,
+        shared: Vec<PathBuf>,
+        /// The harness's variables, which its commands start from.
+        env: Vec<(OsString, OsString)>,
+    },
     /// `exec` in the named container through the runtime's client: podman (its global flags,
     /// in the run's own namespaces) or docker.
     Client { prefix: Vec<OsString>, user: String, name: String },
 }
 
 impl Exec {
-    /// The argv that runs `command` in the container, from `directory` (a path as the
-    /// harness sees it). podman and docker keep the container's variables for it; for
-    /// bubblewrap, the caller gives the harness's.
-    fn argv(&self, command: &[OsString], directory: &Path) -> Vec<OsString> {
+    /// What runs `command` in the container, from `directory` (a path as the harness sees
+    /// it), with the harness's variables and then `own` (the command's own). podman and
+    /// docker keep the container's variables for it.
+    fn argv(&self, command: &[OsString], directory: &Path, own: &[(OsString, OsString)]) -> std::io::Result<InImageCommand> {
         match self {
-            Exec::Bubblewrap { bwrap, rootfs, workspace, working_directory, shared } => {
+            Exec::Bubblewrap { bwrap, rootfs, workspace, working_directory, shared, env } => {
                 let shared: Vec<&Path> = shared.iter().map(PathBuf::as_path).collect();
+                let mut env = env.clone();
+                env.extend(own.iter().cloned());
+                env.push((OsString::from("PWD"), directory.as_os_str().to_owned()));
                 let spec = RunSpec {
                     command,
                     rootfs,
                     workspace,
                     working_directory,
                     shared: &shared,
-                    env: &[],
+                    env: &env,
                     relay: SocketAddr::from(([127, 0, 0, 1], 0)),
                     fence: None,
                 };
-                let mut argv = bubblewrap_argv(bwrap, &spec);
+                let (mut argv, inherit) = bubblewrap_argv(bwrap, &spec)?;
                 // The command's directory, not the harness's working directory.
                 if let Some(at) = argv.iter().position(|a| a == "--chdir") {
                     argv[at + 1] = directory.as_os_str().to_owned();
                 }
-                argv
+                Ok(InImageCommand { argv, inherit: Some(inherit) })
             }
             Exec::Client { prefix, user, name } => {
                 let mut argv = prefix.clone();
-                argv.extend(os(&[&"exec", &"--interactive", &"--user", user, &"--workdir", &directory, name]));
+                argv.extend(os(&[&"exec", &"--interactive", &"--user", user, &"--workdir", &directory]));
+                // The command's own variables are the harness's request, not a secret.
+                for (key, value) in own {
+                    let mut pair = key.clone();
+                    pair.push("=");
+                    pair.push(value);
+                    argv.extend([OsString::from("--env"), pair]);
+                }
+                argv.push(OsString::from(name));
                 argv.extend(command.iter().cloned());
-                argv
+                Ok(InImageCommand { argv, inherit: None })
             }
         }
     }
@@ -251,35 +281,47 @@ enum Cleanup {
 }
 
 impl Started {
-    /// How the runtime's client is launched for the harness `launch` describes: with the
-    /// runtime's own variables; inside the fence unless the client must reach its daemon
-    /// (docker); from the harness's variables alone when the client is the harness
-    /// (bubblewrap), over the caller's otherwise (podman's and docker's clients need theirs,
-    /// `DOCKER_HOST` and their helpers' `PATH`, and hand the container the harness's by name).
-    pub fn client_launch(&self, launch: &Launch) -> Launch {
+    /// How the runtime's client is launched for the harness `launch` describes. The client
+    /// runs on the host, so it starts from the caller's allow-listed variables and the
+    /// runtime's own ([`host_env`]), from `/`: the harness's variables (the image's among
+    /// them) reach the harness only, through the argv's descriptor or file. It runs inside
+    /// the fence unless it must reach its daemon (docker).
+    pub fn client_launch(&mut self, launch: &Launch) -> Launch {
         let mut client = launch.clone();
-        client.env.extend(self.client_env.iter().cloned());
+        client.env = self.client_variables();
+        client.clear_env = true;
+        client.cwd = Some(PathBuf::from("/"));
         if !self.joins_fence {
             client.netns = None;
         }
-        client.clear_env = matches!(self.exec, Exec::Bubblewrap { .. });
+        client.inherit = self.inherit.take().map(|fd| Arc::new(Mutex::new(Some(fd))));
         client
     }
 
-    /// Where the harness's `terminal/*` commands run: in the same container, their client
-    /// launched as the harness's is (`harness_env`: the harness's variables).
-    pub fn terminals(&self, harness_env: &[(OsString, OsString)]) -> Inside {
-        let exec = self.exec.clone();
-        let clear_env = matches!(exec, Exec::Bubblewrap { .. });
-        Inside {
-            argv: Box::new(move |command, directory| exec.argv(command, directory)),
-            env: if clear_env { harness_env.to_vec() } else { self.client_env.clone() },
-            clear_env,
-        }
+    fn client_variables(&self) -> Vec<(OsString, OsString)> {
+        let mut env = host_env::from_caller();
+        env.extend(self.client_env.iter().cloned());
+        env
     }
 
-    fn plain(argv: Vec<OsString>, fence: &'static str, exec: Exec) -> Started {
-        Started { argv, client_env: Vec::new(), joins_fence: true, fence, container: None, exec, cleanup: Cleanup::None }
+    /// Where the harness's `terminal/*` commands run: in the same container, their client
+    /// launched as the harness's is.
+    pub fn terminals(&self) -> Inside {
+        let exec = self.exec.clone();
+        Inside { argv: Box::new(move |command, directory, own| exec.argv(command, directory, own)), env: self.client_variables() }
+    }
+
+    fn plain(argv: Vec<OsString>, inherit: OwnedFd, fence: &'static str, exec: Exec) -> Started {
+        Started {
+            argv,
+            inherit: Some(inherit),
+            client_env: Vec::new(),
+            joins_fence: true,
+            fence,
+            container: None,
+            exec,
+            cleanup: Cleanup::None,
+        }
     }
 
     /// Removes what the runtime keeps after its client ended: the container (forced: a
@@ -383,10 +425,32 @@ fn os(items: &[&dyn AsRef<std::ffi::OsStr>]) -> Vec<OsString> {
 
 /// bubblewrap's argv: every namespace but the network one, which is the probe's fence; the
 /// root read-only; `/tmp` a fresh tmpfs; the shared directories at their own paths and the
-/// workspace at the working directory.
-fn bubblewrap_argv(bwrap: &Path, spec: &RunSpec<'_>) -> Vec<OsString> {
+/// workspace at the working directory. The harness's variables (and `PWD`) are in the
+/// returned descriptor, which bubblewrap reads as further arguments (`--args`): the
+/// harness starts from them alone (`--clearenv`), while bubblewrap itself keeps the host's
+/// environment the lane gave it, and no value is on a command line.
+fn bubblewrap_argv(bwrap: &Path, spec: &RunSpec<'_>) -> std::io::Result<(Vec<OsString>, OwnedFd)> {
+    let mut setenv: Vec<u8> = b"--clearenv\0".to_vec();
+    let mut pwd_set = false;
+    for (name, value) in spec.env {
+        pwd_set |= name == "PWD";
+        for part in [b"--setenv".as_slice(), name.as_bytes(), value.as_bytes()] {
+            setenv.extend_from_slice(part);
+            setenv.push(0);
+        }
+    }
+    if !pwd_set {
+        // Where it starts: the working directory, or the workspace at its own path.
+        let pwd = if spec.working_directory == "/" { spec.workspace.as_os_str() } else { std::ffi::OsStr::new(spec.working_directory) };
+        for part in [b"--setenv".as_slice(), b"PWD", pwd.as_bytes()] {
+            setenv.extend_from_slice(part);
+            setenv.push(0);
+        }
+    }
+    let fd = sealed_arguments(&setenv)?;
     let mut argv: Vec<OsString> = vec![bwrap.as_os_str().to_owned()];
     let mut flag = |items: &[&dyn AsRef<std::ffi::OsStr>]| argv.extend(os(items));
+    flag(&[&"--args", &fd.as_raw_fd().to_string()]);
     flag(&[&"--die-with-parent", &"--new-session"]);
     flag(&[&"--unshare-user-try", &"--unshare-ipc", &"--unshare-pid", &"--unshare-uts", &"--unshare-cgroup-try"]);
     // The root is bound writable only until the mount points are made (an image need not
@@ -404,14 +468,31 @@ fn bubblewrap_argv(bwrap: &Path, spec: &RunSpec<'_>) -> Vec<OsString> {
     }
     flag(&[&"--"]);
     argv.extend(spec.command.iter().cloned());
-    argv
+    Ok((argv, fd))
+}
+
+/// An anonymous file holding `bytes`, read from its start, closed on exec unless the spawn
+/// hands it on ([`crate::session::process::inherit_fd`]).
+fn sealed_arguments(bytes: &[u8]) -> std::io::Result<OwnedFd> {
+    // SAFETY: memfd_create takes a NUL-terminated name and flags; the result is checked.
+    let raw = unsafe { libc::memfd_create(c"checkfu-bwrap-args".as_ptr(), libc::MFD_CLOEXEC) };
+    if raw < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor this function owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    let mut file = std::fs::File::from(fd);
+    file.write_all(bytes)?;
+    std::io::Seek::rewind(&mut file)?;
+    Ok(OwnedFd::from(file))
 }
 
 /// The `run` flags podman and docker share: stdin kept open, an init as PID 1 (a harness
 /// that is PID 1 ignores SIGTERM), the probe's uid and gid (as bubblewrap keeps them, so the
 /// workspace's files stay the user's), a read-only root with a fresh `/tmp`, the mounts, the
-/// working directory and the variables by name.
-fn shared_run_flags(spec: &RunSpec<'_>, name: &str, user: &str, client_env: &[(OsString, OsString)]) -> Vec<OsString> {
+/// working directory, and the variables from `env_file`, which this writes (a directory of
+/// the run's own, private to the user).
+fn shared_run_flags(spec: &RunSpec<'_>, name: &str, user: &str, env_file: &Path) -> Result<Vec<OsString>, String> {
     let mut argv: Vec<OsString> = Vec::new();
     argv.extend(os(&[&"run", &"--rm", &"--interactive", &"--init", &"--name", &name, &"--read-only", &"--user", &user]));
     // Network-wise the container has nothing but the fence: no DNS servers, no hosts.
@@ -431,21 +512,41 @@ fn shared_run_flags(spec: &RunSpec<'_>, name: &str, user: &str, client_env: &[(O
         OsString::from(spec.working_directory)
     };
     argv.extend([OsString::from("--workdir"), working_directory]);
+    // The last setting of a name wins, as in an environment; the values go into the file,
+    // except one that a line of it cannot hold (only an image's can be such).
     let mut seen: Vec<&OsString> = Vec::new();
+    let mut lines: Vec<u8> = Vec::new();
+    let mut on_command_line: Vec<OsString> = Vec::new();
     for (name, value) in spec.env.iter().rev() {
-        // The last setting of a name is the one the client's environment holds.
         if seen.contains(&name) {
             continue;
         }
         seen.push(name);
-        let mut flag = name.clone();
-        if client_env.iter().any(|(own, _)| own == name) {
-            flag.push("=");
-            flag.push(value);
+        if host_env::fits_env_file(name, value) {
+            lines.extend_from_slice(name.as_bytes());
+            lines.push(b'=');
+            lines.extend_from_slice(value.as_bytes());
+            lines.push(b'\n');
+        } else {
+            let mut pair = name.clone();
+            pair.push("=");
+            pair.push(value);
+            on_command_line.push(pair);
         }
-        argv.extend([OsString::from("--env"), flag]);
     }
-    argv
+    write_private(env_file, &lines).map_err(|e| format!("cannot write the harness's variables to {}: {e}", env_file.display()))?;
+    argv.extend([OsString::from("--env-file"), env_file.as_os_str().to_owned()]);
+    for pair in on_command_line {
+        argv.extend([OsString::from("--env"), pair]);
+    }
+    Ok(argv)
+}
+
+/// Writes `bytes` to a new file only its owner can read.
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
+    file.write_all(bytes)
 }
 
 /// The probe's uid and gid, as `UID:GID`.
@@ -478,7 +579,7 @@ fn podman_prefix(program: &Path, globals: &[OsString], user_namespace: bool) -> 
 fn podman_command(program: &Path, globals: &[OsString], env: &[(OsString, OsString)], join: Option<Join>) -> Command {
     let user_namespace = join.is_some_and(|j| j.through_user_namespace());
     let argv = podman_prefix(program, globals, user_namespace);
-    let mut command = Command::new(&argv[0]);
+    let mut command = host_env::command(&argv[0]);
     command.args(&argv[1..]).envs(env.iter().map(|(k, v)| (k, v)));
     if let Some(join) = join.filter(|_| user_namespace) {
         // SAFETY: only setns runs between fork and exec.
@@ -548,7 +649,7 @@ fn podman(program: &Path, spec: &RunSpec<'_>) -> Result<Started, String> {
     let mut argv = podman_prefix(program, &globals, user_namespace);
     // Inside the user namespace `unshare` made, the probe's user is uid 0.
     let user = if user_namespace { String::from("0:0") } else { own_user() };
-    let mut run = shared_run_flags(spec, &name, &user, &env);
+    let mut run = shared_run_flags(spec, &name, &user, &root.join("env"))?;
     // A fresh `/tmp` only, as bubblewrap makes: without `tmpcopyup`, which has runc copy
     // the image's `/tmp` through the host's `/tmp` (an ordinary user may not write there).
     run.extend(os(&[&"--read-only-tmpfs=false", &"--tmpfs", &"/tmp:rw,notmpcopyup"]));
@@ -558,6 +659,7 @@ fn podman(program: &Path, spec: &RunSpec<'_>) -> Result<Started, String> {
     argv.extend(spec.command.iter().cloned());
     Ok(Started {
         argv,
+        inherit: None,
         client_env: env.clone(),
         joins_fence: true,
         fence: match join {
@@ -577,7 +679,7 @@ fn podman(program: &Path, spec: &RunSpec<'_>) -> Result<Started, String> {
 const DOCKER_FENCE: &str = "docker pause container's loopback, forwarded to the relay";
 
 fn docker_command(program: &Path, args: &[&str]) -> Command {
-    let mut command = Command::new(program);
+    let mut command = host_env::command(program);
     command.args(args);
     command
 }
@@ -590,6 +692,7 @@ fn docker(program: &Path, spec: &RunSpec<'_>) -> Result<Started, String> {
     let archive = dir.path().join("rootfs.tar");
     let mut started = Started {
         argv: Vec::new(),
+        inherit: None,
         client_env: Vec::new(),
         joins_fence: false,
         fence: DOCKER_FENCE,
@@ -607,10 +710,10 @@ fn docker(program: &Path, spec: &RunSpec<'_>) -> Result<Started, String> {
     // The verified, unpacked root, imported as the image's only layer: docker runs the same
     // files bubblewrap and podman would, wherever the image was read from. Its config is not
     // needed: the entrypoint, the variables, the working directory and the user are given.
-    let mut tar = Command::new("tar");
+    let mut tar = host_env::command("tar");
     tar.arg("--create").arg("--numeric-owner").arg("--xattrs").arg("--file").arg(&archive).arg("--directory").arg(spec.rootfs).arg(".");
     tools::run(Tool::Docker, tar, "archive the image's root (tar)", tools::TOOL_TIMEOUT).map_err(|e| e.to_string())?;
-    let mut import = Command::new(program);
+    let mut import = host_env::command(program);
     import.arg("import").arg(&archive).arg(&image);
     let imported = tools::run(Tool::Docker, import, &format!("import {image}"), tools::TOOL_TIMEOUT);
     if let Cleanup::Docker { image: slot, .. } = &mut started.cleanup {
@@ -620,7 +723,7 @@ fn docker(program: &Path, spec: &RunSpec<'_>) -> Result<Started, String> {
     let _ = std::fs::remove_file(&archive);
 
     // The pause container: no network but its loopback, a static busybox waiting.
-    let mut run = Command::new(program);
+    let mut run = host_env::command(program);
     run.args(["run", "--detach", "--name", &pause, "--network", "none", "--read-only", "--log-driver", "none"]);
     run.arg("--volume").arg(format!("{PAUSE_PROGRAM}:/checkfu-pause/busybox:ro"));
     run.args(["--entrypoint", "/checkfu-pause/busybox", &image, "sleep", "2147483647"]);
@@ -645,8 +748,12 @@ fn docker(program: &Path, spec: &RunSpec<'_>) -> Result<Started, String> {
         *slot = Some(forwarder);
     }
 
+    let env_file = match &started.cleanup {
+        Cleanup::Docker { dir: Some(dir), .. } => dir.path().join("env"),
+        _ => return Err(String::from("the docker run has no directory of its own")),
+    };
     let mut argv: Vec<OsString> = vec![program.as_os_str().to_owned()];
-    argv.extend(shared_run_flags(spec, &name, &own_user(), &[]));
+    argv.extend(shared_run_flags(spec, &name, &own_user(), &env_file)?);
     argv.extend(os(&[&"--tmpfs", &"/tmp", &"--network", &format!("container:{pause}"), &"--log-driver", &"none"]));
     let (entrypoint, args) = spec.command.split_first().ok_or("the harness has no command")?;
     argv.extend([OsString::from("--entrypoint"), entrypoint.clone(), OsString::from(&image)]);
@@ -659,15 +766,16 @@ fn docker(program: &Path, spec: &RunSpec<'_>) -> Result<Started, String> {
 mod tests {
     use super::*;
 
-    /// The relay's key never reaches a command line: variables go by name, the last value of
-    /// a name wins once, and only a name the client's own configuration sets goes with its
-    /// value (so the harness still gets its own).
+    /// The relay's key never reaches a command line: the variables go into a private file,
+    /// the last value of a name wins once, and a value a line cannot hold goes on the command
+    /// line instead.
     #[test]
-    fn variables_go_by_name_unless_the_client_sets_them_too() {
+    fn variables_go_into_a_private_file_never_on_the_command_line() {
         let env: Vec<(OsString, OsString)> = vec![
             ("OPENAI_API_KEY".into(), "sk-first".into()),
             ("TMPDIR".into(), "/harness-tmp".into()),
             ("OPENAI_API_KEY".into(), "sk-secret".into()),
+            ("MULTI".into(), "two\nlines".into()),
         ];
         let workspace = Path::new("/w");
         let shared = [workspace];
@@ -681,13 +789,47 @@ mod tests {
             relay: SocketAddr::from(([127, 0, 0, 1], 1)),
             fence: None,
         };
-        let argv = shared_run_flags(&spec, "checkfu-probe-x", "0:0", &[("TMPDIR".into(), "/podman-tmp".into())]);
+        let dir = TempDir::new("checkfu-runtime-test").unwrap();
+        let file = dir.path().join("env");
+        let argv = shared_run_flags(&spec, "checkfu-probe-x", "0:0", &file).unwrap();
         let text: Vec<String> = argv.iter().map(|a| a.to_string_lossy().into_owned()).collect();
         assert!(!text.iter().any(|a| a.contains("sk-")), "{text:?}");
         let envs: Vec<&str> = text.windows(2).filter(|w| w[0] == "--env").map(|w| w[1].as_str()).collect();
-        assert_eq!(envs, ["OPENAI_API_KEY", "TMPDIR=/harness-tmp"]);
+        assert_eq!(envs, ["MULTI=two\nlines"]);
+        assert!(text.windows(2).any(|w| w[0] == "--env-file" && w[1] == file.to_string_lossy()), "{text:?}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "OPENAI_API_KEY=sk-secret\nTMPDIR=/harness-tmp\n");
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
         let volumes: Vec<&str> = text.windows(2).filter(|w| w[0] == "--volume").map(|w| w[1].as_str()).collect();
         assert_eq!(volumes, ["/w:/w", "/w:/workspace"]);
         assert!(text.windows(2).any(|w| w[0] == "--workdir" && w[1] == "/workspace"), "{text:?}");
+    }
+
+    /// bubblewrap's variables are in its `--args` descriptor, after `--clearenv`, never in
+    /// its argv.
+    #[test]
+    fn bubblewrap_reads_the_harness_variables_from_a_descriptor() {
+        let env: Vec<(OsString, OsString)> = vec![("OPENAI_API_KEY".into(), "sk-secret".into()), ("LD_PRELOAD".into(), "./evil.so".into())];
+        let workspace = Path::new("/w");
+        let spec = RunSpec {
+            command: &[OsString::from("/bin/sh")],
+            rootfs: Path::new("/r"),
+            workspace,
+            working_directory: "/",
+            shared: &[],
+            env: &env,
+            relay: SocketAddr::from(([127, 0, 0, 1], 1)),
+            fence: None,
+        };
+        let (argv, fd) = bubblewrap_argv(Path::new("/usr/bin/bwrap"), &spec).unwrap();
+        let text: Vec<String> = argv.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        assert!(!text.iter().any(|a| a.contains("sk-") || a.contains("evil")), "{text:?}");
+        assert_eq!(text[1..3], ["--args".to_owned(), fd.as_raw_fd().to_string()]);
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::fs::File::from(fd), &mut bytes).unwrap();
+        let args: Vec<&[u8]> = bytes.split(|b| *b == 0).collect();
+        assert_eq!(args[0], b"--clearenv");
+        assert!(args.windows(3).any(|w| w == [b"--setenv".as_slice(), b"LD_PRELOAD", b"./evil.so"]));
+        assert!(args.windows(3).any(|w| w == [b"--setenv".as_slice(), b"PWD", b"/w"]));
     }
 }

@@ -130,7 +130,12 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
         }
         None => None,
     };
-    let working_directory = launch.container.as_ref().map(|c| c.working_directory(declaration.working_directory.as_deref()));
+    let working_directory = launch
+        .container
+        .as_ref()
+        .map(|c| c.working_directory(declaration.working_directory.as_deref()))
+        .transpose()
+        .map_err(UsageError::CannotStart)?;
     if let Some((container, directory)) = launch.container.as_ref().zip(working_directory.as_deref()) {
         // The image's variables under the probe's own (its relay, key, home and fence win).
         let image_env = container.env(&env, directory);
@@ -345,7 +350,7 @@ impl Lane<'_, '_> {
         if let Some((container, working_directory, workspace, shared)) = self.container {
             let inner: Vec<std::ffi::OsString> = argv.iter().map(std::ffi::OsString::from).collect();
             let shared: Vec<&std::path::Path> = shared.iter().map(PathBuf::as_path).collect();
-            let started = container
+            let mut started = container
                 .start(&inner, workspace, working_directory, &shared, &self.launch_spec.env, self.relay, self.fence)
                 .map_err(|e| UsageError::CannotStart(format!("cannot start the image: {e}")))?;
             argv = started.argv.iter().map(|a| a.to_string_lossy().into_owned()).collect();

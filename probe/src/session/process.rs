@@ -129,9 +129,33 @@ pub struct Harness {
     exited: Option<ExitStatus>,
 }
 
-/// Turns a command and its directory (as the harness sees it) into the argv that runs it in
-/// the harness's image.
-pub type InImage = Box<dyn Fn(&[std::ffi::OsString], &Path) -> Vec<std::ffi::OsString> + Send + Sync>;
+/// Turns a command, its directory (as the harness sees it) and its own variables (a
+/// terminal's `env`) into what runs it in the harness's image.
+pub type InImage =
+    Box<dyn Fn(&[std::ffi::OsString], &Path, &[(std::ffi::OsString, std::ffi::OsString)]) -> io::Result<InImageCommand> + Send + Sync>;
+
+/// A command that runs in the harness's image: the runtime client's argv, and a descriptor
+/// the client reads its further arguments from (bubblewrap's `--args`: the harness's
+/// variables, kept off every command line), which the child inherits.
+pub struct InImageCommand {
+    pub argv: Vec<std::ffi::OsString>,
+    pub inherit: Option<std::os::fd::OwnedFd>,
+}
+
+/// Keeps `fd` (opened close-on-exec, so no other child inherits it) open across the exec
+/// of the command being built.
+pub fn inherit_fd(command: &mut Command, fd: std::os::fd::RawFd) {
+    // SAFETY: fcntl is async-signal-safe, and the descriptor stays open in the parent (its
+    // owner outlives the spawn), so the child's copy is the same file.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(command, move || {
+            if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    };
+}
 
 /// How a terminal's command runs when the harness runs in an image: in the same image, as
 /// the harness would run it there, not on the machine running the probe.
@@ -139,11 +163,10 @@ pub struct Inside {
     /// The argv that runs `command` in the image with `cwd` (as the harness sees it) as its
     /// directory.
     pub argv: InImage,
-    /// Variables for the command's client: the harness's (the image's and the probe's), in
-    /// place of the caller's when `clear_env`; else the runtime client's own configuration,
-    /// over the caller's (podman and docker keep the container's variables themselves).
+    /// Variables for the command's client, in place of the caller's: the runtime's own
+    /// configuration and the caller's allow-listed ones, never the image's
+    /// ([`crate::image::host_env`]).
     pub env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
-    pub clear_env: bool,
 }
 
 impl std::fmt::Debug for Inside {
@@ -166,6 +189,8 @@ pub struct Launch {
     pub clear_env: bool,
     /// The image the harness runs in: its `terminal/*` commands run there too.
     pub inside: Option<std::sync::Arc<Inside>>,
+    /// A descriptor the process inherits (bubblewrap's `--args`); taken by the spawn.
+    pub inherit: Option<std::sync::Arc<std::sync::Mutex<Option<std::os::fd::OwnedFd>>>>,
 }
 
 impl Harness {
@@ -191,7 +216,13 @@ impl Harness {
             // and exec; the descriptor is kept open by the caller's `Namespace`.
             unsafe { std::os::unix::process::CommandExt::pre_exec(&mut command, move || super::fence::join(fd)) };
         }
+        // Held until the spawn has happened, then closed: the child has its own copy.
+        let inherited = launch.inherit.as_ref().and_then(|slot| slot.lock().ok()?.take());
+        if let Some(fd) = &inherited {
+            inherit_fd(&mut command, std::os::fd::AsRawFd::as_raw_fd(fd));
+        }
         let mut child = command.spawn()?;
+        drop(inherited);
         let pid = child.id();
         let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take()) else {
             // Piped stdio is always present after a successful spawn.

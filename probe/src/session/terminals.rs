@@ -162,9 +162,22 @@ impl Terminals {
         };
         // In an image, the command runs in it, from the directory as the harness sees it.
         let seen = workspace.harness_path(&cwd);
-        let argv = match &self.inside {
-            Some(inside) => (inside.argv)(&argv, &seen),
-            None => argv,
+        // A terminal's own variables: for the command itself, inside the image when it runs
+        // in one (never for the runtime's client on the host).
+        let own_env: Vec<(OsString, OsString)> = params
+            .get("env")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|v| Some((OsString::from(v.get("name")?.as_str()?), OsString::from(v.get("value")?.as_str()?))))
+            .collect();
+        let (argv, inherit) = match &self.inside {
+            Some(inside) => {
+                let command =
+                    (inside.argv)(&argv, &seen, &own_env).map_err(|e| (-32603, format!("cannot run `{command}` in the image: {e}")))?;
+                (command.argv, command.inherit)
+            }
+            None => (argv, None),
         };
         let Some((program, rest)) = argv.split_first() else {
             return Err((INVALID_PARAMS, String::from("no command")));
@@ -173,18 +186,15 @@ impl Terminals {
         spawn.args(rest);
         spawn.current_dir(&cwd).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
         if let Some(inside) = &self.inside {
-            if inside.clear_env {
-                spawn.env_clear();
+            // The runtime's client runs on the host: its own variables only, from `/`.
+            spawn.env_clear().envs(inside.env.iter().map(|(k, v)| (k, v))).current_dir("/");
+            if let Some(fd) = &inherit {
+                super::process::inherit_fd(&mut spawn, std::os::fd::AsRawFd::as_raw_fd(fd));
             }
-            spawn.envs(inside.env.iter().map(|(k, v)| (k, v)));
-        }
-        // The command's `PWD` is its `cwd`, not the runner's; the harness's `env` may still set it.
-        working_directory(&mut spawn, Some(&seen));
-        for variable in params.get("env").and_then(Value::as_array).into_iter().flatten() {
-            if let (Some(name), Some(value)) = (variable.get("name").and_then(Value::as_str), variable.get("value").and_then(Value::as_str))
-            {
-                spawn.env(name, value);
-            }
+        } else {
+            // The command's `PWD` is its `cwd`, not the runner's; the harness's `env` may still set it.
+            working_directory(&mut spawn, Some(&seen));
+            spawn.envs(own_env.iter().map(|(k, v)| (k, v)));
         }
         if let Some(fd) = self.netns {
             // SAFETY: one async-signal-safe call (setns) between fork and exec.

@@ -1,0 +1,182 @@
+//! Directories the probe makes inside an unpacked root before any runtime starts: the
+//! working directory and the mount points, resolved as the container will see them.
+//!
+//! A runtime creates a missing mount point itself, and bubblewrap does so before it switches
+//! roots, while the host's root is still reachable: an image whose `WorkingDir` climbs out
+//! (`../oldroot/tmp/x`), or whose `/workspace` is a symlink to `../oldroot/…`, had it create
+//! those directories on the host. So every path is resolved here beneath the root by the
+//! kernel (`openat2` with `RESOLVE_IN_ROOT`: `..` and absolute symlinks stop at the root, as
+//! they do inside the container), missing directories are made there, and the runtime is
+//! given the result with every symlink already resolved, which exists: it creates nothing.
+
+use std::ffi::{CString, OsStr};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+
+/// The most components a working directory may have (a bound on the walk, far above any
+/// real image's).
+const MAX_COMPONENTS: usize = 256;
+
+/// Opens `path` (relative, no `..`) beneath `root` as a directory, the root being `/` for
+/// every symlink on the way.
+fn open_in_root(root: &OwnedFd, path: &Path) -> io::Result<OwnedFd> {
+    let text = if path.as_os_str().is_empty() { CString::new(".") } else { CString::new(path.as_os_str().as_bytes()) }
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: `open_how` is plain integers; all zero is its empty value.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64;
+    how.resolve = libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_MAGICLINKS | libc::RESOLVE_NO_XDEV;
+    // SAFETY: openat2 reads a NUL-terminated path and an `open_how` of the size given; the
+    // result is checked before it is owned.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            root.as_raw_fd(),
+            text.as_ptr(),
+            &how as *const libc::open_how,
+            std::mem::size_of::<libc::open_how>(),
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor this function owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// Where `fd` is, as a path inside `root` (both on the host).
+fn inside_path(fd: &OwnedFd, root: &Path) -> io::Result<String> {
+    let host = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))?;
+    let inside = host.strip_prefix(root).map_err(|_| io::Error::other(format!("{} is not inside the root", host.display())))?;
+    Ok(format!("/{}", inside.display()))
+}
+
+/// Makes the directory `path` names inside the image at `root` (an absolute path as the
+/// container sees it), and returns it with every symlink resolved. `Err` names the path and
+/// what is wrong: not absolute, a `..` component, a component that is not a directory or a
+/// symlink to nothing.
+pub fn make_dir(root: &Path, path: &str) -> Result<String, String> {
+    let refuse = |why: &str| format!("the directory {path:?} inside the image: {why}");
+    if path.len() > 4096 {
+        return Err(format!("a directory inside the image of {} bytes: at most 4096", path.len()));
+    }
+    let given = Path::new(path);
+    if !given.is_absolute() {
+        return Err(refuse("not an absolute path"));
+    }
+    let mut components = Vec::new();
+    for component in given.components() {
+        match component {
+            Component::RootDir | Component::CurDir => {}
+            Component::Normal(name) => components.push(name.to_owned()),
+            Component::ParentDir => return Err(refuse("it has a `..` component")),
+            Component::Prefix(_) => return Err(refuse("not a Unix path")),
+        }
+    }
+    if components.len() > MAX_COMPONENTS {
+        return Err(refuse(&format!("more than {MAX_COMPONENTS} components")));
+    }
+    let root = root.canonicalize().map_err(|e| format!("the image's root {}: {e}", root.display()))?;
+    let root_fd: OwnedFd = std::fs::File::open(&root).map_err(|e| format!("the image's root {}: {e}", root.display()))?.into();
+    let mut prefix = PathBuf::new();
+    let mut dir = open_in_root(&root_fd, &prefix).map_err(|e| refuse(&e.to_string()))?;
+    for name in &components {
+        prefix.push(name);
+        dir = match open_in_root(&root_fd, &prefix) {
+            Ok(fd) => fd,
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+                // The parent was resolved beneath the root; the name is made in it, not
+                // through any link (mkdirat never follows its last component).
+                mkdir_at(&dir, name).map_err(|e| match e.raw_os_error() {
+                    Some(libc::EEXIST) => refuse(&format!("{} is a symlink to nothing", prefix.display())),
+                    _ => refuse(&format!("cannot make {}: {e}", prefix.display())),
+                })?;
+                open_in_root(&root_fd, &prefix).map_err(|e| refuse(&e.to_string()))?
+            }
+            Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => return Err(refuse(&format!("{} is not a directory", prefix.display()))),
+            Err(e) => return Err(refuse(&format!("{}: {e}", prefix.display()))),
+        };
+    }
+    inside_path(&dir, &root).map_err(|e| refuse(&e.to_string()))
+}
+
+/// [`make_dir`] for a mount point that must be exactly `path` (a host directory the
+/// runtime binds at its own path, `/tmp`, `/dev`, `/proc`): a symlink on the way is refused.
+pub fn make_mount_point(root: &Path, path: &Path) -> Result<(), String> {
+    let text = path.to_str().ok_or_else(|| format!("the mount point {} is not UTF-8", path.display()))?;
+    let made = make_dir(root, text)?;
+    if Path::new(&made) != path {
+        return Err(format!("cannot mount {text} inside the image: the image has a symlink on the way (it resolves to {made})"));
+    }
+    Ok(())
+}
+
+fn mkdir_at(dir: &OwnedFd, name: &OsStr) -> io::Result<()> {
+    let name = CString::new(name.as_bytes()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // O_PATH descriptors may serve as the directory of *at calls.
+    // SAFETY: a NUL-terminated name and an open directory descriptor.
+    if unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), 0o755) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    fn scratch(name: &str) -> (crate::image::TempDir, PathBuf, PathBuf) {
+        let dir = crate::image::TempDir::new(&format!("checkfu-in-root-{name}")).unwrap();
+        let root = dir.path().join("root");
+        let outside = dir.path().join("outside");
+        std::fs::create_dir(&root).unwrap();
+        std::fs::create_dir(&outside).unwrap();
+        (dir, root, outside)
+    }
+
+    #[test]
+    fn a_working_directory_is_made_inside_the_root() {
+        let (_dir, root, _) = scratch("plain");
+        assert_eq!(make_dir(&root, "/workspace/x/sub").unwrap(), "/workspace/x/sub");
+        assert!(root.join("workspace/x/sub").is_dir());
+        assert_eq!(make_dir(&root, "/").unwrap(), "/");
+    }
+
+    #[test]
+    fn a_climbing_path_is_refused_and_a_climbing_symlink_stays_inside() {
+        let (_dir, root, outside) = scratch("climb");
+        for path in ["../oldroot/tmp/x/sub", "/workspace/../../x", "relative"] {
+            assert!(make_dir(&root, path).is_err(), "{path}");
+        }
+        // `/workspace` -> a path out of the root, relative and absolute: both resolve
+        // inside it, as they do in the container; nothing is made outside.
+        let up = format!("../../..{}", outside.display());
+        symlink(&up, root.join("workspace")).unwrap();
+        symlink(&outside, root.join("absolute")).unwrap();
+        // While the link's target does not exist inside the root, it is a link to nothing.
+        assert!(make_dir(&root, "/workspace/x/sub").is_err());
+        assert!(make_dir(&root, "/absolute/y").is_err());
+        // Once it does, the path is made there.
+        std::fs::create_dir_all(root.join(outside.strip_prefix("/").unwrap())).unwrap();
+        let made = make_dir(&root, "/workspace/x/sub").unwrap();
+        assert_eq!(made, format!("{}/x/sub", outside.display()));
+        assert!(root.join(made.trim_start_matches('/')).is_dir());
+        make_dir(&root, "/absolute/y").unwrap();
+        assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0, "nothing made outside the root");
+        assert!(make_mount_point(&root, Path::new("/workspace/x")).is_err());
+        make_mount_point(&root, &outside.join("x")).unwrap();
+    }
+
+    #[test]
+    fn a_file_or_a_dangling_link_on_the_way_is_refused() {
+        let (_dir, root, _) = scratch("file");
+        std::fs::write(root.join("file"), b"x").unwrap();
+        assert!(make_dir(&root, "/file/sub").unwrap_err().contains("not a directory"));
+        symlink("/nowhere/at/all", root.join("dangling")).unwrap();
+        let error = make_dir(&root, "/dangling").unwrap_err();
+        assert!(error.contains("nothing") || error.contains("No such"), "{error}");
+    }
+}
