@@ -664,6 +664,7 @@ impl<'o, 'p> Run<'o, 'p> {
             reply_in_output: self.reply_in_output,
             model_plane: None,
             image: self.image,
+            interrupted: crate::interrupt::received().map(crate::interrupt::name),
             next: None,
         }
     }

@@ -21,6 +21,7 @@
 pub mod acp;
 pub mod ending;
 pub mod image;
+pub mod interrupt;
 pub mod launch;
 pub mod model_plane;
 pub mod oneshot;

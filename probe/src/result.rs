@@ -157,6 +157,10 @@ pub struct ProbeResult {
     /// The image the agent ran in (`--image`, `--build-context`), and how.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub image: Option<crate::image::run::ImageRun>,
+    /// The signal that stopped the run (`SIGINT`, `SIGTERM`, `SIGHUP`), if one did
+    /// ([`crate::interrupt`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<&'static str>,
     /// What to do next after an image run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next: Option<crate::image::run::NextSteps>,
@@ -201,6 +205,7 @@ impl ProbeResult {
             && !self.report.failed()
             && self.wire.grammar_violations.is_empty()
             && self.model_plane.as_ref().is_none_or(|p| p.mismatches().is_empty())
+            && self.interrupted.is_none()
     }
 
     pub fn to_json(&self) -> String {
@@ -217,6 +222,9 @@ impl ProbeResult {
             (Value::String(n), _) => n.clone(),
             _ => String::from("(no agentInfo)"),
         };
+        if let Some(signal) = self.interrupted {
+            let _ = writeln!(out, "interrupted by {signal}: the run was stopped, torn down and cleaned up");
+        }
         let _ = writeln!(out, "harness  {agent}, pid {}, {}, exit {}", self.harness.pid, self.harness.ending, self.harness.exit);
         for (name, step) in &self.step_list {
             let _ = writeln!(out, "{}", step_line(name, step));

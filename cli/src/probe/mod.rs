@@ -217,6 +217,11 @@ fn given(command: &clap::Command, matches: &ArgMatches, group: &str) -> Vec<Stri
 
 /// `probe`: the outputs checked, the recipe read and the protocol chosen, then the lane.
 pub fn probe(args: Args, given: &Given) -> i32 {
+    // From here on SIGINT, SIGTERM and SIGHUP stop the run and its tools, which then tears
+    // down and reports as at its deadline (`checkfu_wire_probe::interrupt`).
+    if let Err(e) = checkfu_wire_probe::interrupt::install() {
+        eprintln!("warning: cannot listen for signals ({e}): an interrupted run may leave its temporary files");
+    }
     let shared = &args.shared;
     for (flag, path) in [("--record", &args.acp.record), ("--trace", &shared.trace), ("--record-model", &shared.record_model)] {
         if let Some(path) = path {
@@ -314,9 +319,17 @@ pub(super) fn usage(message: impl std::fmt::Display) -> i32 {
 /// the report, and the exit code: 0 passed, 1 failed, 2 a usage error (`Err`, already said)
 /// or a file that cannot be written.
 fn finish(args: &Args, report: Result<Report, i32>) -> i32 {
+    // A run a signal stopped ends with 128 plus its number, whatever else it came to.
+    let interrupted = checkfu_wire_probe::interrupt::received();
     let report = match report {
         Ok(report) => report,
-        Err(code) => return code,
+        Err(code) => {
+            if let Some(signal) = interrupted {
+                eprintln!("error: interrupted by {}", checkfu_wire_probe::interrupt::name(signal));
+                return checkfu_wire_probe::interrupt::exit_code(signal);
+            }
+            return code;
+        }
     };
     let calls = report.model_calls();
     let record = report.wire_record().unwrap_or_default();
@@ -335,7 +348,9 @@ fn finish(args: &Args, report: Result<Report, i32>) -> i32 {
         }
     }
     let _ = std::io::stdout().lock().write_all(rendered.as_bytes());
-    if report.passed() {
+    if let Some(signal) = interrupted {
+        checkfu_wire_probe::interrupt::exit_code(signal)
+    } else if report.passed() {
         0
     } else {
         1

@@ -41,6 +41,9 @@ pub struct OneshotResult {
     /// What to do next after an image run (`--image`, `--build-context`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next: Option<crate::image::run::NextSteps>,
+    /// The signal that stopped the run, if one did ([`crate::interrupt`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<&'static str>,
     #[serde(skip)]
     pub step_list: Vec<(&'static str, Step)>,
 }
@@ -69,6 +72,7 @@ impl OneshotResult {
             model_plane,
             image: None,
             next: None,
+            interrupted: crate::interrupt::received().map(crate::interrupt::name),
             step_list,
         }
     }
@@ -78,6 +82,7 @@ impl OneshotResult {
         self.step_list.iter().all(|(_, s)| s.status == StepStatus::Passed)
             && self.runs.iter().all(|r| !checks_failed(r))
             && self.model_plane.mismatches().is_empty()
+            && self.interrupted.is_none()
     }
 
     pub fn to_json(&self) -> String {
@@ -94,6 +99,9 @@ impl OneshotResult {
     pub fn to_text(&self) -> String {
         let mut out = String::new();
         let _ = writeln!(out, "checkfu-wire probe ({QUALIFICATION}: local feedback, never qualification), protocol {}", self.protocol);
+        if let Some(signal) = self.interrupted {
+            let _ = writeln!(out, "interrupted by {signal}: the run was stopped, torn down and cleaned up");
+        }
         for (i, run) in self.runs.iter().enumerate() {
             let _ = writeln!(out, "run {}    {}", i + 1, run.argv.join(" "));
             let kinds = if run.event_kinds.is_empty() { String::from("-") } else { run.event_kinds.join(", ") };

@@ -198,6 +198,7 @@ impl Harness {
     /// relative paths in the command mean what they mean to the person typing it), with a
     /// `PWD` that names it ([`working_directory`]), in a new process group whose id is its pid.
     pub fn spawn(program: &std::ffi::OsStr, args: &[std::ffi::OsString], launch: &Launch) -> io::Result<Harness> {
+        crate::interrupt::check("start the harness")?;
         let mut command = Command::new(program);
         command.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
         if let Some(dir) = &launch.cwd {
@@ -224,10 +225,11 @@ impl Harness {
         let mut child = command.spawn()?;
         drop(inherited);
         let pid = child.id();
+        crate::interrupt::register(pid);
         let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take()) else {
             // Piped stdio is always present after a successful spawn.
             let _ = child.kill();
-            let _ = child.wait();
+            crate::interrupt::reaping(pid, || ((), child.wait().is_ok()));
             return Err(io::Error::other("the harness's stdio was not piped"));
         };
         let (to_stdin, from_runner) = mpsc::channel::<Vec<u8>>();
@@ -276,7 +278,11 @@ impl Harness {
     /// Whether the harness has exited, without waiting.
     pub fn exit_status(&mut self) -> Option<ExitStatus> {
         if self.exited.is_none() {
-            self.exited = self.child.try_wait().ok().flatten();
+            let child = &mut self.child;
+            self.exited = crate::interrupt::reaping(self.pid, || {
+                let status = child.try_wait().ok().flatten();
+                (status, status.is_some())
+            });
         }
         self.exited
     }
@@ -340,7 +346,8 @@ impl Drop for Harness {
     fn drop(&mut self) {
         if self.exit_status().is_none() || !group_members(self.pid).is_empty() {
             signal_group(self.pid, libc::SIGKILL);
-            let _ = self.child.wait();
+            let child = &mut self.child;
+            crate::interrupt::reaping(self.pid, || ((), child.wait().is_ok()));
         }
     }
 }

@@ -1,0 +1,68 @@
+//! A signal ends a run as its deadline does: SIGINT, SIGTERM and SIGHUP sent to the probe
+//! mid-turn stop the harness's process group, the probe tears down and reports (JSON with
+//! `interrupted`), exits with 128 plus the signal's number, and leaves no process and no
+//! directory behind.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::probe_support::{assert_no_process_in_group, assert_nothing_left, PROBE};
+
+/// Starts the probe on a harness that never answers, sends `signal` once the harness runs,
+/// and returns the exit code and the JSON report.
+fn interrupted_run(signal: libc::c_int, protocol: &[&str]) -> (Option<i32>, Value, String) {
+    let mut command = Command::new(PROBE);
+    command.args(["probe", "--format", "json", "--kill-grace", "0.5", "--step-timeout", "60", "--deadline", "120"]);
+    command.args(protocol);
+    // The harness waits far beyond the test; only the signal can end the run in time.
+    command.args(["--", "sleep", "300"]);
+    let child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("probe starts");
+    let pid = child.id();
+    // Until the harness runs: a `sleep 300` whose parent is the probe.
+    let until = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < until && !has_sleeping_child(pid) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let sent = Instant::now();
+    // SAFETY: kill(2) on the probe this test started, still unreaped.
+    unsafe { libc::kill(pid as i32, signal) };
+    let output = child.wait_with_output().expect("probe ends");
+    assert!(sent.elapsed() < Duration::from_secs(15), "the run ended {:?} after the signal", sent.elapsed());
+    assert_nothing_left(pid);
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
+    (output.status.code(), json, String::from_utf8_lossy(&output.stderr).into_owned())
+}
+
+fn has_sleeping_child(parent: u32) -> bool {
+    std::fs::read_dir("/proc").into_iter().flatten().flatten().any(|entry| {
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        // The fields after the command's name: state, then the parent's pid.
+        let ppid = stat.rsplit_once(") ").and_then(|(_, rest)| rest.split(' ').nth(1)).and_then(|p| p.parse::<u32>().ok());
+        ppid == Some(parent) && cmdline.starts_with(b"sleep\0300")
+    })
+}
+
+#[test]
+fn sigint_stops_an_acp_run_which_reports_and_exits_130() {
+    let (code, json, stderr) = interrupted_run(libc::SIGINT, &[]);
+    assert_eq!(code, Some(130), "{stderr}");
+    assert_eq!(json["interrupted"], "SIGINT", "{json}\n{stderr}");
+    let pid = json["harness"]["pid"].as_u64().expect("the harness ran") as i32;
+    assert_no_process_in_group(pid);
+}
+
+#[test]
+fn sigterm_stops_a_oneshot_run_which_reports_and_exits_143() {
+    let (code, json, stderr) =
+        interrupted_run(libc::SIGTERM, &["--protocol", "oneshot-v1", "--prompt-transport", "stdin", "--output-mode", "text"]);
+    assert_eq!(code, Some(143), "{stderr}");
+    assert_eq!(json["interrupted"], "SIGTERM", "{json}\n{stderr}");
+    // One run only: nothing new starts after the signal (no resume run).
+    assert_eq!(json["runs"].as_array().map(Vec::len), Some(1), "{json}");
+    for run in json["runs"].as_array().into_iter().flatten() {
+        assert_no_process_in_group(run["pid"].as_u64().expect("pid") as i32);
+    }
+}
