@@ -41,7 +41,7 @@ fn has_sleeping_child(parent: u32) -> bool {
         let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
         // The fields after the command's name: state, then the parent's pid.
         let ppid = stat.rsplit_once(") ").and_then(|(_, rest)| rest.split(' ').nth(1)).and_then(|p| p.parse::<u32>().ok());
-        ppid == Some(parent) && cmdline.starts_with(b"sleep\0300")
+        ppid == Some(parent) && cmdline.starts_with(b"sleep\x00300")
     })
 }
 
