@@ -27,6 +27,7 @@ mod differential;
 mod docs_tables;
 #[cfg(feature = "exact-numbers")]
 mod exact_numbers;
+mod gates;
 mod golden;
 #[cfg(feature = "probe")]
 mod golden_oneshot;

@@ -12,24 +12,12 @@ use crate::probe_support;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use probe_support::{assert_no_process_in_group, assert_nothing_left, probe_env, unprivileged, Run, Scratch, PROBE};
+use probe_support::{assert_no_process_in_group, assert_nothing_left, probe_env, unprivileged, Run, Scratch, Staged, PROBE};
 use serde_json::{json, Value};
 
 fn clis() -> Option<PathBuf> {
     std::env::var_os("CHECKFU_REAL_ONESHOT").map(|dir| PathBuf::from(dir).join("node_modules/.bin"))
-}
-
-#[test]
-fn the_real_cli_tests_are_ignored_exactly_where_they_cannot_run() {
-    if std::env::var_os("CHECKFU_REQUIRE_REAL_ONESHOT").is_some() && !cfg!(checkfu_real_oneshot) {
-        panic!("CHECKFU_REQUIRE_REAL_ONESHOT is set but CHECKFU_REAL_ONESHOT was not when the tests were built");
-    }
-    let listed = Command::new(std::env::current_exe().expect("this test binary")).args(["--list", "--ignored"]).output().expect("list");
-    let ignored =
-        String::from_utf8_lossy(&listed.stdout).lines().filter(|l| l.starts_with("real_oneshot::") && l.contains("_offline")).count();
-    assert_eq!(ignored, if cfg!(checkfu_real_oneshot) { 0 } else { 6 });
 }
 
 fn path_with(bin: &Path) -> OsString {
@@ -191,8 +179,10 @@ fn both_clis_pass_every_step_unprivileged_offline() {
     let schema = scratch.path("answer.schema.json");
     std::fs::write(&schema, ANSWER_SCHEMA).unwrap();
     for name in ["claude-code", "codex"] {
-        let recipe = format!("{}/recipes/oneshot/{name}.json", crate::support::project::project_root().display());
-        let mut command = unprivileged(PROBE);
+        let staged = Staged::new(&format!("real-oneshot-{name}"));
+        let recipes = staged.tree(&crate::support::project::project_root().join("recipes/oneshot"));
+        let recipe = format!("{}/{name}.json", recipes.display());
+        let mut command = unprivileged(&staged.file(PROBE));
         command.args([
             "probe",
             "--format",

@@ -11,7 +11,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 
 use probe_support::{
-    assert_no_process_in_group, assert_nothing_left, running_as_root, unprivileged, unprivileged_uid, Scratch, AGENT, NOBODY, PROBE,
+    assert_no_process_in_group, assert_nothing_left, running_as_root, unprivileged, unprivileged_uid, Scratch, Staged, AGENT, NOBODY, PROBE,
 };
 use serde_json::Value;
 
@@ -37,10 +37,13 @@ fn an_unprivileged_probe_fences_the_harness_in_a_user_namespace() {
     // The unprivileged harness writes what it saw here.
     std::fs::set_permissions(&scratch.0, std::fs::Permissions::from_mode(0o777)).expect("chmod");
     let seen = scratch.path("seen.txt");
+    // What uid 65534 runs is staged where it can read it, wherever the clone is.
+    let staged = Staged::new("unprivileged-fence");
+    let agent = staged.file(AGENT);
     let script = format!(
-        "(id -u; if (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null; then echo reached; else echo unreachable; fi) > {seen}; exec {AGENT}"
+        "(id -u; if (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null; then echo reached; else echo unreachable; fi) > {seen}; exec {agent}"
     );
-    let mut command = unprivileged(PROBE);
+    let mut command = unprivileged(&staged.file(PROBE));
     command.args(["probe", "--format", "json", "--kill-grace", "0.5", "--step-timeout", "10", "--", "bash", "-c", &script]);
     // The probe's own temporary files go where the unprivileged user may write.
     command.env("TMPDIR", "/tmp");
@@ -88,11 +91,12 @@ fn an_unprivileged_oneshot_run_is_fenced_the_same_way() {
     let scratch = Scratch::new("unprivileged-oneshot");
     std::fs::set_permissions(&scratch.0, std::fs::Permissions::from_mode(0o777)).expect("chmod");
     let seen = scratch.path("seen.txt");
-    let cli = concat!(env!("CARGO_MANIFEST_DIR"), "/fixture-oneshot/cli.py");
+    let staged = Staged::new("unprivileged-oneshot");
+    let cli = staged.file(concat!(env!("CARGO_MANIFEST_DIR"), "/fixture-oneshot/cli.py"));
     let script = format!(
         "(id -u; if (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null; then echo reached; else echo unreachable; fi) > {seen}; exec {cli}"
     );
-    let mut command = unprivileged(PROBE);
+    let mut command = unprivileged(&staged.file(PROBE));
     command.args([
         "probe",
         "--format",
