@@ -796,4 +796,23 @@ mod tests {
         assert!(matches!(error, ToolError::TimedOut { .. }), "{error}");
         assert!(started.elapsed() < Duration::from_secs(10), "the group was killed, the pipes closed");
     }
+
+    #[test]
+    fn an_exited_leaders_stragglers_are_killed_before_it_is_reaped() {
+        // The leader exits at once; its straggler is killed while the leader is still an
+        // unreaped zombie holding the group's id.
+        let mut command = Command::new("sh");
+        command.args(["-c", "sleep 30 & echo $!"]);
+        let output = run(Tool::Skopeo, command, "leave a straggler", Duration::from_secs(10)).expect("runs");
+        let pid = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+        let gone = || {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .map_or(true, |s| s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z')))
+        };
+        let until = Instant::now() + Duration::from_secs(5);
+        while !gone() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(gone(), "the straggler {pid} was killed");
+    }
 }
