@@ -79,12 +79,12 @@ fn main() {
     let pull = timed(|| {
         let dir = TempDir::new("checkfu-bench-layout").expect("dir");
         let started = Instant::now();
-        tools::pull_to_layout(&pushed, &dir.path().join("layout")).expect("pull");
+        tools::pull_to_layout(&pushed, &dir.path().join("layout"), Instant::now() + tools::TOOL_TIMEOUT).expect("pull");
         started.elapsed()
     });
     let unpack = timed(|| {
         let dir = TempDir::new("checkfu-bench-unpack").expect("dir");
-        tools::pull_to_layout(&pushed, &dir.path().join("layout")).expect("pull");
+        tools::pull_to_layout(&pushed, &dir.path().join("layout"), Instant::now() + tools::TOOL_TIMEOUT).expect("pull");
         let layout = OciLayout::open(&dir.path().join("layout")).expect("layout");
         let image = layout.image(Selector::Only).expect("image");
         std::fs::create_dir(dir.path().join("rootfs")).expect("rootfs");
