@@ -91,7 +91,7 @@ pub fn pull(reference: &ImageReference, dir: &Path, deadline: Instant) -> Result
         .enable_io()
         .enable_time()
         .build()
-        .map_err(|e| PullFailure::new(format!("pulling {reference}: cannot start the client: {e}")))?;
+        .map_err(|e| PullFailure::new(format!("cannot start the client for {registry}: {e}")))?;
     let mut client = Client { registry, address, repository: reference.repository().to_owned(), token: None, current: String::new() };
     let outcome = runtime.block_on(async {
         let until = tokio::time::Instant::from_std(deadline);
@@ -100,10 +100,12 @@ pub fn pull(reference: &ImageReference, dir: &Path, deadline: Instant) -> Result
     // Dropping the runtime ends every connection still open.
     drop(runtime);
     match outcome {
-        Ok(result) => result.map_err(|e| PullFailure::new(format!("pulling {reference}: {e}"))),
+        // The caller names the reference; each message names the registry or the blob.
+        Ok(result) => result.map_err(PullFailure::new),
         Err(_) => Err(PullFailure::new(format!(
-            "pulling {reference}: the run's deadline (--deadline) passed, and the pull was cut off while {}",
-            if client.current.is_empty() { "starting" } else { &client.current }
+            "the run's deadline (--deadline) passed, and the pull from {} was cut off while {}",
+            client.registry,
+            if client.current.is_empty() { "connecting" } else { &client.current }
         ))),
     }
 }
