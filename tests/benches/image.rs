@@ -65,14 +65,14 @@ fn main() {
     let builder = Builder::new(BuilderKind::Buildah).expect("buildah");
     let build = timed(|| {
         let started = Instant::now();
-        tools::build(&builder, &scaffold, None, "localhost/checkfu-bench:1").expect("build");
+        tools::build(&builder, &scaffold, None, "localhost/checkfu-bench:1", Instant::now() + tools::TOOL_TIMEOUT).expect("build");
         started.elapsed()
     });
     let registry = Registry::start(RegistryOptions::default()).expect("registry");
     let mut pushed = None;
     let push = timed(|| {
         let started = Instant::now();
-        pushed = Some(tools::push(&builder, "localhost/checkfu-bench:1", &registry).expect("push"));
+        pushed = Some(tools::push(&builder, "localhost/checkfu-bench:1", &registry, Instant::now() + tools::TOOL_TIMEOUT).expect("push"));
         started.elapsed()
     });
     let pushed = pushed.expect("pushed");

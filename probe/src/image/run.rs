@@ -288,8 +288,8 @@ impl Container {
     /// 127.0.0.1 (every interface only when asked), pulls back exactly the pushed digest and
     /// unpacks it. The registry, the builder's image and its storage are gone when this
     /// returns, whatever happened; the container keeps only its own root, and how it was
-    /// built (`built`). The pull and the unpack end by `deadline` (the run's); the build
-    /// and the push by the tools' own limit.
+    /// built (`built`). The build, the push, the pull and the unpack end by `deadline` (the
+    /// run's).
     pub fn build(request: &BuildRequest<'_>, deadline: Instant) -> Result<Container, PullError> {
         // Every tool is found before anything is built (the pull from the loopback
         // registry is the probe's own).
@@ -300,10 +300,10 @@ impl Container {
         }?;
         let builder_name = builder.kind().tool().program();
         let tag = format!("localhost/{}:checkfu-probe", request.name);
-        let built = tools::build(&builder, request.context, request.dockerfile, &tag).map_err(PullError::from);
+        let built = tools::build(&builder, request.context, request.dockerfile, &tag, deadline).map_err(PullError::from);
         let pushed = built.and_then(|()| {
             let registry = tools::Registry::start(tools::RegistryOptions { all_interfaces: request.all_interfaces })?;
-            let pushed = tools::push(&builder, &tag, &registry)?;
+            let pushed = tools::push(&builder, &tag, &registry, deadline)?;
             // Pulled while the registry lives, then the registry goes.
             let container = Container::pull(&pushed, &Source::Registry, request.runtime.clone(), deadline);
             registry.stop()?;

@@ -318,6 +318,11 @@ pub(super) fn run_until(tool: Tool, mut command: Command, action: &str, deadline
     }
 }
 
+/// The sooner of the run's `deadline` and a tool's own `limit` from now.
+fn within(deadline: Instant, limit: Duration) -> Instant {
+    deadline.min(Instant::now() + limit)
+}
+
 /// Where a temporary registry listens.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RegistryOptions {
@@ -596,8 +601,8 @@ fn contained_env(command: &mut Command, dir: &Path) {
 
 /// Builds `context_dir` (with `dockerfile`, or the context's own `Dockerfile`) into the
 /// local image `tag`, reproducibly (`--timestamp 0`, one layer for the build's steps).
-/// A failure carries the builder's own error.
-pub fn build(builder: &Builder, context_dir: &Path, dockerfile: Option<&Path>, tag: &str) -> Result<(), ToolError> {
+/// A failure carries the builder's own error. It ends by `deadline` (the run's).
+pub fn build(builder: &Builder, context_dir: &Path, dockerfile: Option<&Path>, tag: &str, deadline: Instant) -> Result<(), ToolError> {
     let mut command = builder.command();
     match builder.kind {
         BuilderKind::Buildah => command.args(["bud", "--isolation", "chroot", "--timestamp", "0", "--layers=false"]),
@@ -608,7 +613,7 @@ pub fn build(builder: &Builder, context_dir: &Path, dockerfile: Option<&Path>, t
         command.arg("-f").arg(dockerfile);
     }
     command.args(["-t", tag]).arg(context_dir);
-    run(builder.kind.tool(), command, &format!("build {}", context_dir.display()), TOOL_TIMEOUT).map(|_| ())
+    run_until(builder.kind.tool(), command, &format!("build {}", context_dir.display()), within(deadline, TOOL_TIMEOUT)).map(|_| ())
 }
 
 /// The repository a local tag is pushed as: the tag without its registry (`localhost/`)
@@ -626,8 +631,8 @@ fn remote_repository(tag: &str) -> &str {
 }
 
 /// Pushes the local image `tag` to `registry` and returns the pushed image pinned by the
-/// digest the builder reports (`127.0.0.1:PORT/NAME@sha256:…`).
-pub fn push(builder: &Builder, tag: &str, registry: &Registry) -> Result<ImageReference, ToolError> {
+/// digest the builder reports (`127.0.0.1:PORT/NAME@sha256:…`), by `deadline` (the run's).
+pub fn push(builder: &Builder, tag: &str, registry: &Registry, deadline: Instant) -> Result<ImageReference, ToolError> {
     let repository = remote_repository(tag);
     let destination = format!("{}/{repository}:latest", registry.address());
     let action = format!("push {tag} to {destination}");
@@ -642,7 +647,7 @@ pub fn push(builder: &Builder, tag: &str, registry: &Registry) -> Result<ImageRe
                 .arg(&digest_file)
                 .args(["--tls-verify=false", tag])
                 .arg(format!("docker://{destination}"));
-            run(builder.kind.tool(), command, &action, TOOL_TIMEOUT)?;
+            run_until(builder.kind.tool(), command, &action, within(deadline, TOOL_TIMEOUT))?;
             let text = std::fs::read_to_string(&digest_file).map_err(io_error("reading the pushed digest"))?;
             let _ = std::fs::remove_file(&digest_file);
             Digest::parse(text.trim()).map_err(|e| ToolError::Registry(format!("the pushed digest `{}`: {e}", text.trim())))?
@@ -652,10 +657,10 @@ pub fn push(builder: &Builder, tag: &str, registry: &Registry) -> Result<ImageRe
             // daemon treats 127.0.0.0/8 as an insecure registry by default.
             let mut tag_command = builder.command();
             tag_command.args(["tag", tag, &destination]);
-            run(Tool::Docker, tag_command, &action, QUICK_TIMEOUT)?;
+            run_until(Tool::Docker, tag_command, &action, within(deadline, QUICK_TIMEOUT))?;
             let mut command = builder.command();
             command.args(["push", &destination]);
-            let pushed = run(Tool::Docker, command, &action, TOOL_TIMEOUT);
+            let pushed = run_until(Tool::Docker, command, &action, within(deadline, TOOL_TIMEOUT));
             let mut untag = builder.command();
             untag.args(["rmi", &destination]);
             let _ = run(Tool::Docker, untag, "untag", QUICK_TIMEOUT);
@@ -720,14 +725,14 @@ pub fn copy_to_layout(source: &str, dir: &Path, how: Copy, deadline: Instant) ->
     if let Some(auth) = user_auth_file() {
         command.env("REGISTRY_AUTH_FILE", auth);
     }
-    run_until(Tool::Skopeo, command, &format!("copy {source}"), deadline.min(Instant::now() + TOOL_TIMEOUT)).map(|_| ())
+    run_until(Tool::Skopeo, command, &format!("copy {source}"), within(deadline, TOOL_TIMEOUT)).map(|_| ())
 }
 
 /// What the docker daemon holds under a reference: `docker image inspect`'s answer, bounded.
 pub fn docker_inspect(reference: &str, deadline: Instant) -> Result<Vec<u8>, ToolError> {
     let mut command = Command::new(Tool::Docker.find()?);
     command.args(["image", "inspect", reference]);
-    run_until(Tool::Docker, command, &format!("inspect {reference}"), deadline.min(Instant::now() + QUICK_TIMEOUT)).map(|o| o.stdout)
+    run_until(Tool::Docker, command, &format!("inspect {reference}"), within(deadline, QUICK_TIMEOUT)).map(|o| o.stdout)
 }
 
 /// The user's registry credentials, found where the containers tools look with the real
