@@ -65,26 +65,26 @@ fn main() {
     let builder = Builder::new(BuilderKind::Buildah).expect("buildah");
     let build = timed(|| {
         let started = Instant::now();
-        tools::build(&builder, &scaffold, None, "localhost/checkfu-bench:1").expect("build");
+        tools::build(&builder, &scaffold, None, "localhost/checkfu-bench:1", Instant::now() + tools::TOOL_TIMEOUT).expect("build");
         started.elapsed()
     });
     let registry = Registry::start(RegistryOptions::default()).expect("registry");
     let mut pushed = None;
     let push = timed(|| {
         let started = Instant::now();
-        pushed = Some(tools::push(&builder, "localhost/checkfu-bench:1", &registry).expect("push"));
+        pushed = Some(tools::push(&builder, "localhost/checkfu-bench:1", &registry, Instant::now() + tools::TOOL_TIMEOUT).expect("push"));
         started.elapsed()
     });
     let pushed = pushed.expect("pushed");
     let pull = timed(|| {
         let dir = TempDir::new("checkfu-bench-layout").expect("dir");
         let started = Instant::now();
-        tools::pull_to_layout(&pushed, &dir.path().join("layout")).expect("pull");
+        tools::pull_to_layout(&pushed, &dir.path().join("layout"), Instant::now() + tools::TOOL_TIMEOUT).expect("pull");
         started.elapsed()
     });
     let unpack = timed(|| {
         let dir = TempDir::new("checkfu-bench-unpack").expect("dir");
-        tools::pull_to_layout(&pushed, &dir.path().join("layout")).expect("pull");
+        tools::pull_to_layout(&pushed, &dir.path().join("layout"), Instant::now() + tools::TOOL_TIMEOUT).expect("pull");
         let layout = OciLayout::open(&dir.path().join("layout")).expect("layout");
         let image = layout.image(Selector::Only).expect("image");
         std::fs::create_dir(dir.path().join("rootfs")).expect("rootfs");

@@ -89,7 +89,7 @@ fn a_built_image_round_trips_through_the_registry_and_unpacks_with_its_whiteouts
         &[("etc/a", "a\n", 0o644), ("etc/keep", "k\n", 0o600), ("data/x/y", "y\n", 0o755), ("gone/dir/f", "f\n", 0o644)],
     );
     let started = Instant::now();
-    tools::build(&builder, base.path(), None, "localhost/checkfu-base:1").expect("build the base");
+    tools::build(&builder, base.path(), None, "localhost/checkfu-base:1", Instant::now() + tools::TOOL_TIMEOUT).expect("build the base");
     let base_build = started.elapsed();
     // Each RUN runs busybox (the image's only program) through buildah's chroot isolation.
     let image = context(
@@ -109,7 +109,14 @@ fn a_built_image_round_trips_through_the_registry_and_unpacks_with_its_whiteouts
         &[],
     );
     let started = Instant::now();
-    tools::build(&builder, image.path(), Some(&image.path().join("Dockerfile")), "localhost/checkfu-image:1").expect("build the image");
+    tools::build(
+        &builder,
+        image.path(),
+        Some(&image.path().join("Dockerfile")),
+        "localhost/checkfu-image:1",
+        Instant::now() + tools::TOOL_TIMEOUT,
+    )
+    .expect("build the image");
     let build = started.elapsed();
 
     let started = Instant::now();
@@ -117,7 +124,7 @@ fn a_built_image_round_trips_through_the_registry_and_unpacks_with_its_whiteouts
     let registry_start = started.elapsed();
     let (port, registry_dir, registry_pid) = (registry.port(), registry.directory().expect("dir").to_owned(), registry.pid().expect("pid"));
     let started = Instant::now();
-    let pushed = tools::push(&builder, "localhost/checkfu-image:1", &registry).expect("push");
+    let pushed = tools::push(&builder, "localhost/checkfu-image:1", &registry, Instant::now() + tools::TOOL_TIMEOUT).expect("push");
     let push = started.elapsed();
     assert_eq!(pushed.registry(), Some(format!("127.0.0.1:{port}").as_str()));
     assert_eq!(pushed.repository(), "checkfu-image");
@@ -126,17 +133,19 @@ fn a_built_image_round_trips_through_the_registry_and_unpacks_with_its_whiteouts
     let work = TempDir::new("checkfu-image-work").expect("work");
     let layout_dir = work.path().join("layout");
     let started = Instant::now();
-    tools::pull_to_layout(&pushed, &layout_dir).expect("pull by digest");
+    tools::pull_to_layout(&pushed, &layout_dir, Instant::now() + tools::TOOL_TIMEOUT).expect("pull by digest");
     let pull = started.elapsed();
 
-    // A digest the registry does not have: the registry's own answer, through skopeo.
+    // A digest the registry does not have: the registry's own answer, quoted by the probe's
+    // client (a loopback registry is pulled by the probe, not by skopeo).
     let mut wrong = pushed.digest().hex().to_owned();
     let flipped = if wrong.starts_with('0') { "1" } else { "0" };
     wrong.replace_range(0..1, flipped);
     let missing = ImageReference::parse(&format!("127.0.0.1:{port}/checkfu-image@sha256:{wrong}")).expect("reference");
-    let error = tools::pull_to_layout(&missing, &work.path().join("missing")).expect_err("a digest the registry lacks");
-    let ToolError::Failed { stderr, .. } = &error else { panic!("{error}") };
-    assert!(stderr.contains("manifest unknown"), "{error}");
+    let error = tools::pull_to_layout(&missing, &work.path().join("missing"), Instant::now() + tools::TOOL_TIMEOUT)
+        .expect_err("a digest the registry lacks");
+    let ToolError::Pull(message) = &error else { panic!("{error}") };
+    assert!(message.contains("404") && message.contains("MANIFEST_UNKNOWN"), "{error}");
 
     let layout = OciLayout::open(&layout_dir).expect("layout");
     let selected = layout.image(Selector::Digest(pushed.digest())).expect("the pushed digest");
@@ -239,7 +248,8 @@ fn a_built_image_round_trips_through_the_registry_and_unpacks_with_its_whiteouts
 fn a_failing_build_carries_the_builders_error() {
     let builder = Builder::new(BuilderKind::Buildah).expect("buildah");
     let context = context("FROM scratch\nCOPY not-in-the-context /x\n", &[]);
-    let error = tools::build(&builder, context.path(), None, "localhost/checkfu-broken:1").expect_err("a failing build");
+    let error = tools::build(&builder, context.path(), None, "localhost/checkfu-broken:1", Instant::now() + tools::TOOL_TIMEOUT)
+        .expect_err("a failing build");
     let ToolError::Failed { tool, stderr, .. } = &error else { panic!("{error}") };
     assert_eq!(*tool, tools::Tool::Buildah);
     assert!(stderr.contains("not-in-the-context"), "{error}");
@@ -292,11 +302,11 @@ fn podman_builds_and_pushes_through_the_same_functions() {
         "FROM scratch\nCOPY busybox /bin/busybox\nRUN [\"/bin/busybox\", \"mkdir\", \"/made\"]\nENTRYPOINT [\"/bin/busybox\"]\n",
         &[],
     );
-    tools::build(&builder, context.path(), None, "localhost/checkfu-podman:1").expect("podman build");
+    tools::build(&builder, context.path(), None, "localhost/checkfu-podman:1", Instant::now() + tools::TOOL_TIMEOUT).expect("podman build");
     let registry = Registry::start(RegistryOptions::default()).expect("registry");
-    let pushed = tools::push(&builder, "localhost/checkfu-podman:1", &registry).expect("podman push");
+    let pushed = tools::push(&builder, "localhost/checkfu-podman:1", &registry, Instant::now() + tools::TOOL_TIMEOUT).expect("podman push");
     let work = TempDir::new("checkfu-image-work").expect("work");
-    tools::pull_to_layout(&pushed, &work.path().join("layout")).expect("pull");
+    tools::pull_to_layout(&pushed, &work.path().join("layout"), Instant::now() + tools::TOOL_TIMEOUT).expect("pull");
     let layout = OciLayout::open(&work.path().join("layout")).expect("layout");
     let image = layout.image(Selector::Digest(pushed.digest())).expect("image");
     assert_eq!(image.config.entrypoint, ["/bin/busybox"]);

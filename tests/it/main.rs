@@ -41,6 +41,8 @@ mod image_real;
 #[cfg(feature = "cli")]
 mod image_runtime;
 #[cfg(feature = "cli")]
+mod image_untrusted_registry;
+#[cfg(feature = "cli")]
 mod interrupt;
 mod json_schema_suite;
 #[cfg(feature = "cli")]

@@ -75,6 +75,7 @@ fn names<'a>(names: impl Iterator<Item = &'a str>) -> String {
 /// Runs the ACP lane: `command` is what followed `--` (or the recipe's command).
 pub fn probe(
     shared: &Shared,
+    started: std::time::Instant,
     flags: &Flags,
     image: &super::image::Flags,
     line: &[super::Word],
@@ -83,7 +84,7 @@ pub fn probe(
 ) -> Result<Report, i32> {
     // An image is built or pulled, and unpacked, first: its Entrypoint and Cmd are the
     // default command; `--entrypoint` replaces the program, and `--arg` adds arguments.
-    let prepared = image.prepare(line)?;
+    let prepared = image.prepare(line, shared.deadline(started))?;
     let mut command = match (&recipe, command.is_empty(), &prepared) {
         (_, false, _) => command,
         (Some(recipe), true, _) => recipe.command.iter().map(OsString::from).collect(),
@@ -116,7 +117,7 @@ pub fn probe(
             options.driver = driver;
         }
     }
-    shared_options(shared, &mut options)?;
+    shared_options(shared, started, &mut options)?;
     if let Some(driver) = flags.driver {
         options.driver = driver;
     }

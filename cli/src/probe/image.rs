@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Instant;
 
 use checkfu_wire_probe::image::run::{BuildRequest, Container, NextSteps, PullError};
 use checkfu_wire_probe::image::runtime::{Runtime, RuntimeKind};
@@ -108,8 +109,9 @@ impl Flags {
     /// Builds or pulls the image and unpacks it; `None` without `--image` or
     /// `--build-context`. `Err` is the exit code, the reason said: 2 for a usage error or a
     /// missing tool, 1 for a build, push or pull that failed (with the tool's own words).
-    /// `line` is the command line that ran ([`super::Given::line`]).
-    pub fn prepare(&self, line: &[Word]) -> Result<Option<Prepared>, i32> {
+    /// `line` is the command line that ran ([`super::Given::line`]). The pull and the unpack
+    /// end by `deadline`, the run's.
+    pub fn prepare(&self, line: &[Word], deadline: Instant) -> Result<Option<Prepared>, i32> {
         if !self.wants_image() {
             return Ok(None);
         }
@@ -136,7 +138,7 @@ impl Flags {
         .map_err(|e| usage(format!("--runtime: {e}")))?;
         let container = match (&self.image, &self.build_context) {
             (Some(reference), _) => {
-                Container::pull(reference, &self.image_source, runtime).map_err(|e| failed(&reference.to_string(), e))?
+                Container::pull(reference, &self.image_source, runtime, deadline).map_err(|e| failed(&reference.to_string(), e))?
             }
             (None, Some(context)) => {
                 if self.allow_registry_all_interfaces {
@@ -157,7 +159,7 @@ impl Flags {
                     all_interfaces: self.allow_registry_all_interfaces,
                     name: &self.name,
                 };
-                Container::build(&request).map_err(|e| failed(&context.display().to_string(), e))?
+                Container::build(&request, deadline).map_err(|e| failed(&context.display().to_string(), e))?
             }
             (None, None) => return Ok(None),
         };

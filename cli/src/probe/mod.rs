@@ -15,7 +15,7 @@ mod oneshot;
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use clap::parser::ValueSource;
 use clap::ArgMatches;
@@ -53,7 +53,8 @@ pub struct Shared {
     /// Seconds each step may take.
     #[arg(long, default_value_t = 30.0, value_parser = seconds)]
     pub step_timeout: f64,
-    /// Seconds the whole session may take.
+    /// Seconds the whole run may take: the image's build, pull and unpack included, then
+    /// the session in what remains.
     #[arg(long, default_value_t = 120.0, value_parser = seconds)]
     pub deadline: f64,
     /// Seconds the turn is still watched after its terminal, for late or duplicate emissions.
@@ -217,6 +218,9 @@ fn given(command: &clap::Command, matches: &ArgMatches, group: &str) -> Vec<Stri
 
 /// `probe`: the outputs checked, the recipe read and the protocol chosen, then the lane.
 pub fn probe(args: Args, given: &Given) -> i32 {
+    // `--deadline` counts from here, once: an image's pull and unpack spend the same budget
+    // the session then runs in.
+    let started = Instant::now();
     // From here on SIGINT, SIGTERM and SIGHUP stop the run and its tools, which then tears
     // down and reports as at its deadline (`checkfu_wire_probe::interrupt`).
     if let Err(e) = checkfu_wire_probe::interrupt::install() {
@@ -246,13 +250,13 @@ pub fn probe(args: Args, given: &Given) -> i32 {
             if let Some(flag) = given.oneshot.first() {
                 return usage(format!("{flag} is a oneshot-v1 flag; add --protocol oneshot-v1"));
             }
-            finish(&args, acp::probe(shared, &args.acp, &args.image, &given.line, args.command.clone(), recipe))
+            finish(&args, acp::probe(shared, started, &args.acp, &args.image, &given.line, args.command.clone(), recipe))
         }
         Some(Protocol::OneshotV1) => {
             if let Some(flag) = given.acp.first() {
                 return usage(format!("{flag} belongs to the acp-v1 lane; a oneshot-v1 run has no ACP session"));
             }
-            finish(&args, oneshot::probe(shared, &args.oneshot, &args.image, &given.line, &args.command, recipe))
+            finish(&args, oneshot::probe(shared, started, &args.oneshot, &args.image, &given.line, &args.command, recipe))
         }
         None => {
             let known: Vec<&str> = Protocol::ALL.iter().map(|p| p.name()).collect();
@@ -357,9 +361,18 @@ fn finish(args: &Args, report: Result<Report, i32>) -> i32 {
     }
 }
 
+impl Shared {
+    /// When the run must end: `--deadline` after `started`, the run's start.
+    pub(super) fn deadline(&self, started: Instant) -> Instant {
+        started + Duration::from_secs_f64(self.deadline)
+    }
+}
+
 /// The options both lanes take from the command line: the model plane, the harness's
-/// environment, the output schema and the times. `Err` is the exit code of a usage error.
-pub(super) fn shared_options(args: &Shared, options: &mut ProbeOptions) -> Result<(), i32> {
+/// environment, the output schema and the times; the session's deadline is what is left of
+/// `--deadline` since `started` (an image's pull and unpack spent the rest). `Err` is the
+/// exit code of a usage error.
+pub(super) fn shared_options(args: &Shared, started: Instant, options: &mut ProbeOptions) -> Result<(), i32> {
     options.env.extend(args.env.iter().cloned());
     options.home_files.extend(args.home_file.iter().cloned());
     options.provider = args.provider.clone();
@@ -381,7 +394,7 @@ pub(super) fn shared_options(args: &Shared, options: &mut ProbeOptions) -> Resul
         }
     }
     options.step_timeout = Duration::from_secs_f64(args.step_timeout);
-    options.deadline = Duration::from_secs_f64(args.deadline);
+    options.deadline = args.deadline(started).saturating_duration_since(Instant::now());
     options.settle = Duration::from_secs_f64(args.settle);
     options.kill_grace = Duration::from_secs_f64(args.kill_grace);
     Ok(())

@@ -108,6 +108,7 @@ fn declaration(
 /// after `--`.
 pub fn probe(
     shared: &Shared,
+    started: std::time::Instant,
     flags: &Flags,
     image: &super::image::Flags,
     line: &[super::Word],
@@ -116,7 +117,7 @@ pub fn probe(
 ) -> Result<Report, i32> {
     // An image is built or pulled, and unpacked, first: its Entrypoint and Cmd are the
     // default command.
-    let prepared = image.prepare(line)?;
+    let prepared = image.prepare(line, shared.deadline(started))?;
     let container = prepared.as_ref().map(|p| p.container.clone());
     let image_command = container.as_ref().map(|c| c.default_command()).unwrap_or_default();
     let entrypoint_flag: Vec<OsString> = image.entrypoint.iter().map(OsString::from).chain(command.iter().cloned()).collect();
@@ -135,7 +136,7 @@ pub fn probe(
         OneshotLaunch { declaration, base_dir: shared.recipe.as_ref().and_then(|p| p.parent()).map(|p| p.to_path_buf()), container };
     let mut options = ProbeOptions::new(Vec::new());
     options.harness = shared.harness.clone().or_else(|| recipe.as_ref().and_then(|r| r.harness.clone()));
-    shared_options(shared, &mut options)?;
+    shared_options(shared, started, &mut options)?;
     let mut progress = |event: Progress| show(shared.format, event);
     match checkfu_wire_probe::oneshot::run(&options, &launch, &mut progress) {
         Ok(mut result) => {

@@ -61,8 +61,16 @@ fn absolute_path_entries(path: &OsStr) -> OsString {
 /// A command for a host-side program: the caller's allow-listed variables only, started
 /// from `/` (never a directory the harness can write).
 pub fn command(program: impl AsRef<OsStr>) -> Command {
+    let mut command = tool(program);
+    command.current_dir("/");
+    command
+}
+
+/// [`command`] in the caller's own directory, for a tool given the caller's relative paths
+/// before any harness ran (a builder's context, a layout directory).
+pub fn tool(program: impl AsRef<OsStr>) -> Command {
     let mut command = Command::new(program);
-    command.env_clear().envs(from_caller()).current_dir("/");
+    command.env_clear().envs(from_caller());
     command
 }
 

@@ -16,6 +16,7 @@ use std::io::{self, Read, Seek};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use oci_spec::image::{Descriptor, ImageConfiguration, ImageIndex, ImageManifest};
 use sha2::Digest as _;
@@ -53,11 +54,14 @@ pub struct Limits {
     pub max_unpacked_bytes: u64,
     pub max_entries: u64,
     pub max_path_bytes: usize,
+    /// The run's deadline (`--deadline`): checking and unpacking stop at it with an error
+    /// naming the layer, so a large image cannot hold a run past it.
+    pub deadline: Option<Instant>,
 }
 
 impl Default for Limits {
     fn default() -> Limits {
-        Limits { max_unpacked_bytes: MAX_UNPACKED_BYTES, max_entries: MAX_ENTRIES, max_path_bytes: MAX_PATH_BYTES }
+        Limits { max_unpacked_bytes: MAX_UNPACKED_BYTES, max_entries: MAX_ENTRIES, max_path_bytes: MAX_PATH_BYTES, deadline: None }
     }
 }
 
@@ -316,7 +320,7 @@ impl OciLayout {
 
     /// Streams a layer blob through sha256 and checks its digest and size, before anything
     /// of it is applied; returns it rewound.
-    fn verified_layer(&self, layer: &Layer) -> Result<File, LayoutError> {
+    fn verified_layer(&self, layer: &Layer, deadline: Option<Instant>) -> Result<File, LayoutError> {
         let mut file = self.open_blob(&layer.digest)?;
         let mut hasher = sha2::Sha256::new();
         let mut buffer = vec![0u8; 64 * 1024];
@@ -331,6 +335,12 @@ impl OciLayout {
             };
             hasher.update(&buffer[..n]);
             total += n as u64;
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(blob_error(
+                    &layer.digest,
+                    format!("the run's deadline (--deadline) passed while checking it, at {total} of {} bytes", layer.size),
+                ));
+            }
         }
         if total != layer.size {
             return Err(blob_error(
@@ -354,7 +364,7 @@ impl OciLayout {
         let root = rootfs.canonicalize().map_err(io_error(format!("the root filesystem {}", rootfs.display())))?;
         let mut files = Vec::with_capacity(image.layers.len());
         for layer in &image.layers {
-            files.push(self.verified_layer(layer)?);
+            files.push(self.verified_layer(layer, limits.deadline)?);
         }
         let stream_cap = limits.max_unpacked_bytes.saturating_add(limits.max_entries.saturating_mul(FRAMING_PER_ENTRY));
         let mut unpacker = Unpacker { root, limits, report: UnpackReport::default(), dir_modes: HashMap::new(), streamed: 0 };
@@ -454,7 +464,7 @@ fn image_config(configuration: &ImageConfiguration) -> ImageConfig {
 }
 
 /// This machine's architecture as the image spec names it (Go's `GOARCH`).
-fn host_architecture() -> &'static str {
+pub(super) fn host_architecture() -> &'static str {
     match std::env::consts::ARCH {
         "x86_64" => "amd64",
         "aarch64" => "arm64",
@@ -639,6 +649,10 @@ impl Unpacker {
         for entry in archive.entries().map_err(layer_error)? {
             let mut entry = entry.map_err(layer_error)?;
             self.report.entries += 1;
+            if self.limits.deadline.is_some_and(|d| Instant::now() >= d) {
+                let problem = format!("the run's deadline (--deadline) passed while unpacking it, at entry {}", self.report.entries);
+                return Err(LayoutError::Layer { layer: layer.clone(), problem });
+            }
             if self.report.entries > self.limits.max_entries {
                 return Err(LayoutError::Layer { layer: layer.clone(), problem: format!("more than {} entries", self.limits.max_entries) });
             }
@@ -1245,7 +1259,7 @@ mod tests {
         let fixture = Fixture::new();
         let bomb = vec![0u8; 8 << 20];
         fixture.image(&[(bomb, GZIP)]);
-        let limits = Limits { max_unpacked_bytes: 1024, max_entries: 16, max_path_bytes: 64 };
+        let limits = Limits { max_unpacked_bytes: 1024, max_entries: 16, max_path_bytes: 64, deadline: None };
         let error = fixture.unpack(limits).unwrap_err().to_string();
         assert!(error.ends_with("the decompressed layers exceed 33792 bytes (content cap plus tar framing)"), "{error}");
     }

@@ -3,6 +3,8 @@
 //! - [`reference`]: an image reference pinned by digest (`NAME@sha256:<64 hex>`);
 //! - [`layout`]: an OCI image layout read and unpacked in the crate (every blob checked
 //!   against its digest and size, layers applied in order with whiteouts, bounded);
+//! - [`distribution`]: a loopback registry pulled by the probe itself over plain HTTP
+//!   (bounded, to the registry named only, by the run's deadline);
 //! - [`tools`]: buildah, skopeo, the distribution registry, podman and docker, driven as the
 //!   external tools they are (bounded capture, every child reaped, nothing left on disk);
 //! - [`source`]: where `--image` is read from (its registry, podman's or docker's storage,
@@ -14,6 +16,7 @@
 //! An image is untrusted input: nothing here panics on it, every read of it is bounded, and
 //! an error names the blob or the entry at fault.
 
+pub mod distribution;
 pub mod forward;
 pub mod host_env;
 pub mod in_root;

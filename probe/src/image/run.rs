@@ -15,6 +15,7 @@
 
 use std::ffi::OsString;
 use std::path::Path;
+use std::time::Instant;
 
 use super::host_env;
 use super::in_root;
@@ -144,15 +145,22 @@ pub struct NextSteps {
 }
 
 impl Container {
-    /// Reads `reference` from `source` (by default its registry, by skopeo; plain HTTP only
-    /// for a loopback registry), tied to its digest, and checks and unpacks it. Every error
-    /// names what failed: the tool and its own message, or the blob or entry at fault.
-    pub fn pull(reference: &ImageReference, source: &Source, runtime: Runtime) -> Result<Container, PullError> {
-        if !matches!(source, Source::Layout(_)) {
+    /// Reads `reference` from `source` (by default its registry: a loopback one by the
+    /// probe over plain HTTP, any other by skopeo with TLS verified), tied to its digest,
+    /// and checks and unpacks it, all by `deadline` (the run's `--deadline`). Every error
+    /// names what failed: the tool and its own message, the blob or entry at fault, or what
+    /// the deadline cut off.
+    pub fn pull(reference: &ImageReference, source: &Source, runtime: Runtime, deadline: Instant) -> Result<Container, PullError> {
+        let pulled_by_probe = match source {
+            Source::Registry => reference.is_loopback_registry(),
+            Source::Layout(_) => true,
+            Source::Podman | Source::Docker => false,
+        };
+        if !pulled_by_probe {
             Tool::Skopeo.find()?;
         }
         let scratch = TempDir::new("checkfu-image-layout").map_err(|e| format!("cannot make the image's layout directory: {e}"))?;
-        let fetched = source::fetch(source, reference, &scratch.path().join("layout"))?;
+        let fetched = source::fetch(source, reference, &scratch.path().join("layout"), deadline)?;
         let image = fetched.image;
         if image.config.os != "linux" {
             return Err(PullError::Failed(format!("{reference}: the image is for `{}`, not linux", image.config.os)));
@@ -161,7 +169,11 @@ impl Container {
         let command: Vec<String> = image.config.entrypoint.iter().chain(&image.config.cmd).cloned().collect();
         host_env::check_image_config(&image.config.env, &command).map_err(PullError::Failed)?;
         let rootfs = TempDir::new("checkfu-image-rootfs").map_err(|e| format!("cannot make the image's root directory: {e}"))?;
-        let report = fetched.layout.unpack(&image, rootfs.path(), Limits::default()).map_err(|e| e.to_string())?;
+        if Instant::now() >= deadline {
+            return Err(PullError::Failed(format!("{reference}: the run's deadline (--deadline) passed before the image was unpacked")));
+        }
+        let limits = Limits { deadline: Some(deadline), ..Limits::default() };
+        let report = fetched.layout.unpack(&image, rootfs.path(), limits).map_err(|e| e.to_string())?;
         drop(fetched.layout);
         scratch.remove().map_err(|e| format!("cannot remove the image's layout: {e}"))?;
         // The image's own working directory is made inside its root now, and an image
@@ -300,23 +312,24 @@ impl Container {
     /// 127.0.0.1 (every interface only when asked), pulls back exactly the pushed digest and
     /// unpacks it. The registry, the builder's image and its storage are gone when this
     /// returns, whatever happened; the container keeps only its own root, and how it was
-    /// built (`built`).
-    pub fn build(request: &BuildRequest<'_>) -> Result<Container, PullError> {
-        // Every tool is found before anything is built.
+    /// built (`built`). The build, the push, the pull and the unpack end by `deadline` (the
+    /// run's).
+    pub fn build(request: &BuildRequest<'_>, deadline: Instant) -> Result<Container, PullError> {
+        // Every tool is found before anything is built (the pull from the loopback
+        // registry is the probe's own).
         Tool::Registry.find()?;
-        Tool::Skopeo.find()?;
         let builder = match request.builder {
             Some(kind) => tools::Builder::new(kind),
             None => tools::Builder::detect(),
         }?;
         let builder_name = builder.kind().tool().program();
         let tag = format!("localhost/{}:checkfu-probe", request.name);
-        let built = tools::build(&builder, request.context, request.dockerfile, &tag).map_err(PullError::from);
+        let built = tools::build(&builder, request.context, request.dockerfile, &tag, deadline).map_err(PullError::from);
         let pushed = built.and_then(|()| {
             let registry = tools::Registry::start(tools::RegistryOptions { all_interfaces: request.all_interfaces })?;
-            let pushed = tools::push(&builder, &tag, &registry)?;
+            let pushed = tools::push(&builder, &tag, &registry, deadline)?;
             // Pulled while the registry lives, then the registry goes.
-            let container = Container::pull(&pushed, &Source::Registry, request.runtime.clone());
+            let container = Container::pull(&pushed, &Source::Registry, request.runtime.clone(), deadline);
             registry.stop()?;
             Ok((container?, pushed))
         });

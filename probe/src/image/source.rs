@@ -4,9 +4,11 @@
 //! reference's digest, which [`super::run`] checks blob by blob and unpacks.
 //!
 //! How each source is tied to the digest:
-//! - a registry and containers storage: skopeo resolves `NAME@sha256:D` and checks the
-//!   manifest it copies against `D` (a digest the source does not hold is refused with the
-//!   tool's answer);
+//! - a loopback registry: the probe's own client ([`super::distribution`]) fetches the
+//!   manifest `D` and checks it and every blob as it streams;
+//! - a remote registry and containers storage: skopeo resolves `NAME@sha256:D` and checks
+//!   the manifest it copies against `D` (a digest the source does not hold is refused with
+//!   the tool's answer);
 //! - an OCI layout: the crate finds the manifest whose digest is `D` (in `index.json` or
 //!   among the blobs) and checks every blob itself;
 //! - docker: the daemon keeps no manifest, only the digests it pulled or pushed an image
@@ -17,6 +19,7 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use super::layout::{Image, OciLayout, Selector};
 use super::reference::{Digest, ImageReference};
@@ -102,20 +105,21 @@ pub struct Fetched {
 }
 
 /// Reads `reference` from `source` into an OCI layout (a copy under `scratch` for the
-/// tools' sources; the given directory itself for a layout) and resolves its image.
-pub fn fetch(source: &Source, reference: &ImageReference, scratch: &Path) -> Result<Fetched, FetchError> {
+/// tools' sources; the given directory itself for a layout) and resolves its image. The
+/// copy ends by `deadline` (the run's), its tool killed then.
+pub fn fetch(source: &Source, reference: &ImageReference, scratch: &Path, deadline: Instant) -> Result<Fetched, FetchError> {
     let refused = |e: super::layout::LayoutError| FetchError::Refused(e.to_string());
     match source {
         Source::Registry => {
-            tools::pull_to_layout(reference, scratch)?;
+            tools::pull_to_layout(reference, scratch, deadline)?;
             only(scratch)
         }
         Source::Podman => {
             let name = format!("containers-storage:{}", reference.pull_name());
-            tools::copy_to_layout(&name, scratch, tools::Copy { user_storage: true, ..tools::Copy::default() })?;
+            tools::copy_to_layout(&name, scratch, tools::Copy { user_storage: true, ..tools::Copy::default() }, deadline)?;
             only(scratch)
         }
-        Source::Docker => docker(reference, scratch),
+        Source::Docker => docker(reference, scratch, deadline),
         Source::Layout(dir) => {
             let layout = OciLayout::open(dir).map_err(|e| FetchError::Refused(format!("oci:{}: {e}", dir.display())))?;
             let image = layout.image(Selector::Digest(reference.digest())).map_err(refused)?;
@@ -164,9 +168,9 @@ struct InspectedRoot {
     layers: Vec<String>,
 }
 
-fn docker(reference: &ImageReference, scratch: &Path) -> Result<Fetched, FetchError> {
+fn docker(reference: &ImageReference, scratch: &Path, deadline: Instant) -> Result<Fetched, FetchError> {
     let asked = reference.pull_name();
-    let answer = tools::docker_inspect(&asked)?;
+    let answer = tools::docker_inspect(&asked, deadline)?;
     let inspected: Vec<Inspected> = serde_json::from_slice(&answer)
         .map_err(|e| FetchError::Refused(format!("docker image inspect {asked}: not the answer expected: {e}")))?;
     let [inspected] = <[Inspected; 1]>::try_from(inspected)
@@ -183,7 +187,7 @@ fn docker(reference: &ImageReference, scratch: &Path) -> Result<Fetched, FetchEr
     }
     let id = Digest::parse(&inspected.id).map_err(|e| FetchError::Refused(format!("docker's image ID `{}`: {e}", inspected.id)))?;
     let how = tools::Copy { daemon_host: std::env::var("DOCKER_HOST").ok(), ..tools::Copy::default() };
-    tools::copy_to_layout(&format!("docker-daemon:{id}"), scratch, how)?;
+    tools::copy_to_layout(&format!("docker-daemon:{id}"), scratch, how, deadline)?;
     let fetched = only(scratch)?;
     // The export must be the image the daemon described: the same layers in order (each is
     // checked against its diff ID when unpacked) and the same command and environment.

@@ -116,6 +116,9 @@ pub enum ToolError {
     },
     /// The registry did not come up, or answered something unexpected.
     Registry(String),
+    /// The probe's own pull from a loopback registry failed: the message names the blob,
+    /// the host or the deadline.
+    Pull(String),
 }
 
 impl fmt::Display for ToolError {
@@ -128,10 +131,11 @@ impl fmt::Display for ToolError {
                 write!(f, "{} failed to {action} ({status}): {}", tool.program(), stderr.trim())
             }
             ToolError::TimedOut { tool, action, after, stderr } => {
-                write!(f, "{} did not {action} within {} s, and was killed: {}", tool.program(), after.as_secs(), stderr.trim())
+                write!(f, "{} did not {action} within {:.1} s, and was killed: {}", tool.program(), after.as_secs_f64(), stderr.trim())
             }
             ToolError::Io { context, source } => write!(f, "{context}: {source}"),
             ToolError::Registry(message) => write!(f, "the temporary registry: {message}"),
+            ToolError::Pull(message) => f.write_str(message),
         }
     }
 }
@@ -144,6 +148,12 @@ fn io_error(context: impl Into<String>) -> impl FnOnce(io::Error) -> ToolError {
 }
 
 /// A child in its own process group, killed (the whole group) and reaped when dropped.
+///
+/// The group's id is the leader's pid, which the kernel may give to another process once
+/// the leader is reaped and the group is empty (after pid wrap: `pid_max` is often 32768).
+/// So the group is only ever signalled while the leader is unreaped: its exit is observed
+/// with `waitid(WNOWAIT)`, which leaves it a zombie holding its pid, the group is killed,
+/// and only then is the leader reaped.
 struct Reaped {
     child: Child,
     reaped: bool,
@@ -157,24 +167,64 @@ impl Reaped {
             io::ErrorKind::NotFound => ToolError::Missing { tool },
             _ => ToolError::Io { context: format!("starting {}", tool.program()), source: e },
         })?;
+        // A signal to the probe stops the tool's whole group too (`crate::interrupt`).
+        crate::interrupt::register(child.id());
         Ok(Reaped { child, reaped: false })
     }
 
+    /// Signals the whole group, only while the leader is unreaped (see the type's doc).
     fn signal_group(&self, signal: libc::c_int) {
-        // The group is the child's pid (process_group(0)); until it is reaped the id
-        // cannot be reused, so this never signals a stranger.
+        if self.reaped {
+            return;
+        }
         if let Ok(pgid) = libc::pid_t::try_from(self.child.id()) {
             // SAFETY: kill(2) with a negative pid signals a process group; no memory involved.
             unsafe { libc::kill(-pgid, signal) };
         }
     }
 
-    /// Waits until `deadline`; `None` when it passed.
+    /// Whether the leader has exited, observed without reaping it.
+    fn has_exited(&self) -> io::Result<bool> {
+        if self.reaped {
+            return Ok(true);
+        }
+        let pid = libc::id_t::try_from(self.child.id()).map_err(|_| io::Error::other("a pid out of range"))?;
+        loop {
+            // SAFETY: siginfo_t is plain data, zeroed as waitid(2) asks for WNOHANG; the
+            // pointer is to a local that outlives the call.
+            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+            let status = unsafe { libc::waitid(libc::P_PID, pid, &mut info, libc::WEXITED | libc::WNOHANG | libc::WNOWAIT) };
+            if status == 0 {
+                // SAFETY: waitid filled `info` (si_pid is 0 when no child had exited).
+                return Ok(unsafe { info.si_pid() } != 0);
+            }
+            let error = io::Error::last_os_error();
+            if error.kind() != io::ErrorKind::Interrupted {
+                return Err(error);
+            }
+        }
+    }
+
+    /// Kills what is left of the group (stragglers of an exited leader included: nothing
+    /// the tool started stays), then reaps the leader.
+    fn reap(&mut self) -> io::Result<ExitStatus> {
+        self.signal_group(libc::SIGKILL);
+        let child = &mut self.child;
+        let status = crate::interrupt::reaping(child.id(), || {
+            let status = child.wait();
+            let reaped = status.is_ok();
+            (status, reaped)
+        })?;
+        self.reaped = true;
+        Ok(status)
+    }
+
+    /// Waits until `deadline`; `None` when it passed. An exited leader is reaped, its
+    /// group killed first.
     fn wait_until(&mut self, deadline: Instant) -> io::Result<Option<ExitStatus>> {
         loop {
-            if let Some(status) = self.child.try_wait()? {
-                self.reaped = true;
-                return Ok(Some(status));
+            if self.has_exited()? {
+                return self.reap().map(Some);
             }
             let now = Instant::now();
             if now >= deadline {
@@ -188,24 +238,18 @@ impl Reaped {
     fn stop(&mut self, grace: Duration) {
         if !self.reaped {
             self.signal_group(libc::SIGTERM);
-            if let Ok(Some(_)) = self.wait_until(Instant::now() + grace) {
-                // The leader is gone; its group may not be.
-            }
+            let _ = self.wait_until(Instant::now() + grace);
         }
-        self.signal_group(libc::SIGKILL);
         if !self.reaped {
-            let _ = self.child.wait();
-            self.reaped = true;
+            let _ = self.reap();
         }
     }
 }
 
 impl Drop for Reaped {
     fn drop(&mut self) {
-        // Stragglers of an exited leader are killed too: nothing the tool started stays.
-        self.signal_group(libc::SIGKILL);
         if !self.reaped {
-            let _ = self.child.wait();
+            let _ = self.reap();
         }
     }
 }
@@ -249,12 +293,23 @@ pub struct Output {
 
 /// Runs `command` to completion within `timeout`, killing and reaping it (and its group)
 /// otherwise; a non-zero exit is [`ToolError::Failed`] with the stderr's tail.
-pub(super) fn run(tool: Tool, mut command: Command, action: &str, timeout: Duration) -> Result<Output, ToolError> {
+pub(super) fn run(tool: Tool, command: Command, action: &str, timeout: Duration) -> Result<Output, ToolError> {
+    run_until(tool, command, action, Instant::now() + timeout)
+}
+
+/// [`run`] until `deadline` (the run's `--deadline`, or a tool's own limit): past it the
+/// tool's whole group is killed, and a deadline already passed starts nothing.
+pub(super) fn run_until(tool: Tool, mut command: Command, action: &str, deadline: Instant) -> Result<Output, ToolError> {
+    let started = Instant::now();
+    let timeout = deadline.saturating_duration_since(started);
+    if timeout.is_zero() {
+        return Err(ToolError::TimedOut { tool, action: action.to_owned(), after: timeout, stderr: String::from("(not started)") });
+    }
     command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = Reaped::spawn(command, tool)?;
     let stdout = capture(child.child.stdout.take().expect("piped"), false, MAX_STDOUT);
     let stderr = capture(child.child.stderr.take().expect("piped"), true, MAX_STDERR);
-    let status = child.wait_until(Instant::now() + timeout).map_err(io_error(format!("waiting for {}", tool.program())))?;
+    let status = child.wait_until(deadline).map_err(io_error(format!("waiting for {}", tool.program())))?;
     if status.is_none() {
         child.stop(Duration::ZERO);
     }
@@ -268,6 +323,11 @@ pub(super) fn run(tool: Tool, mut command: Command, action: &str, timeout: Durat
         Some(status) if !status.success() => Err(ToolError::Failed { tool, action: action.to_owned(), status: status.to_string(), stderr }),
         Some(_) => Ok(Output { stdout, stderr }),
     }
+}
+
+/// The sooner of the run's `deadline` and a tool's own `limit` from now.
+fn within(deadline: Instant, limit: Duration) -> Instant {
+    deadline.min(Instant::now() + limit)
 }
 
 /// Where a temporary registry listens.
@@ -318,7 +378,7 @@ impl Registry {
                 SocketAddr::new(bind, port)
             );
             std::fs::write(&config, yaml).map_err(io_error("writing the registry's config"))?;
-            let mut command = Command::new(&program);
+            let mut command = super::host_env::tool(&program);
             command.arg("serve").arg(&config).current_dir(dir.path());
             command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
             let mut child = Reaped::spawn(command, Tool::Registry)?;
@@ -487,7 +547,7 @@ impl Builder {
 
     /// The builder's command with its storage flags and environment.
     fn command(&self) -> Command {
-        let mut command = Command::new(&self.program);
+        let mut command = super::host_env::tool(&self.program);
         if let Some(storage) = self.storage() {
             command.arg("--root").arg(storage.join("root")).arg("--runroot").arg(storage.join("runroot")).args(["--storage-driver", "vfs"]);
             if self.kind == BuilderKind::Podman {
@@ -548,8 +608,8 @@ fn contained_env(command: &mut Command, dir: &Path) {
 
 /// Builds `context_dir` (with `dockerfile`, or the context's own `Dockerfile`) into the
 /// local image `tag`, reproducibly (`--timestamp 0`, one layer for the build's steps).
-/// A failure carries the builder's own error.
-pub fn build(builder: &Builder, context_dir: &Path, dockerfile: Option<&Path>, tag: &str) -> Result<(), ToolError> {
+/// A failure carries the builder's own error. It ends by `deadline` (the run's).
+pub fn build(builder: &Builder, context_dir: &Path, dockerfile: Option<&Path>, tag: &str, deadline: Instant) -> Result<(), ToolError> {
     let mut command = builder.command();
     match builder.kind {
         BuilderKind::Buildah => command.args(["bud", "--isolation", "chroot", "--timestamp", "0", "--layers=false"]),
@@ -560,7 +620,7 @@ pub fn build(builder: &Builder, context_dir: &Path, dockerfile: Option<&Path>, t
         command.arg("-f").arg(dockerfile);
     }
     command.args(["-t", tag]).arg(context_dir);
-    run(builder.kind.tool(), command, &format!("build {}", context_dir.display()), TOOL_TIMEOUT).map(|_| ())
+    run_until(builder.kind.tool(), command, &format!("build {}", context_dir.display()), within(deadline, TOOL_TIMEOUT)).map(|_| ())
 }
 
 /// The repository a local tag is pushed as: the tag without its registry (`localhost/`)
@@ -578,8 +638,8 @@ fn remote_repository(tag: &str) -> &str {
 }
 
 /// Pushes the local image `tag` to `registry` and returns the pushed image pinned by the
-/// digest the builder reports (`127.0.0.1:PORT/NAME@sha256:…`).
-pub fn push(builder: &Builder, tag: &str, registry: &Registry) -> Result<ImageReference, ToolError> {
+/// digest the builder reports (`127.0.0.1:PORT/NAME@sha256:…`), by `deadline` (the run's).
+pub fn push(builder: &Builder, tag: &str, registry: &Registry, deadline: Instant) -> Result<ImageReference, ToolError> {
     let repository = remote_repository(tag);
     let destination = format!("{}/{repository}:latest", registry.address());
     let action = format!("push {tag} to {destination}");
@@ -594,7 +654,7 @@ pub fn push(builder: &Builder, tag: &str, registry: &Registry) -> Result<ImageRe
                 .arg(&digest_file)
                 .args(["--tls-verify=false", tag])
                 .arg(format!("docker://{destination}"));
-            run(builder.kind.tool(), command, &action, TOOL_TIMEOUT)?;
+            run_until(builder.kind.tool(), command, &action, within(deadline, TOOL_TIMEOUT))?;
             let text = std::fs::read_to_string(&digest_file).map_err(io_error("reading the pushed digest"))?;
             let _ = std::fs::remove_file(&digest_file);
             Digest::parse(text.trim()).map_err(|e| ToolError::Registry(format!("the pushed digest `{}`: {e}", text.trim())))?
@@ -604,10 +664,10 @@ pub fn push(builder: &Builder, tag: &str, registry: &Registry) -> Result<ImageRe
             // daemon treats 127.0.0.0/8 as an insecure registry by default.
             let mut tag_command = builder.command();
             tag_command.args(["tag", tag, &destination]);
-            run(Tool::Docker, tag_command, &action, QUICK_TIMEOUT)?;
+            run_until(Tool::Docker, tag_command, &action, within(deadline, QUICK_TIMEOUT))?;
             let mut command = builder.command();
             command.args(["push", &destination]);
-            let pushed = run(Tool::Docker, command, &action, TOOL_TIMEOUT);
+            let pushed = run_until(Tool::Docker, command, &action, within(deadline, TOOL_TIMEOUT));
             let mut untag = builder.command();
             untag.args(["rmi", &destination]);
             let _ = run(Tool::Docker, untag, "untag", QUICK_TIMEOUT);
@@ -623,19 +683,24 @@ pub fn push(builder: &Builder, tag: &str, registry: &Registry) -> Result<ImageRe
 }
 
 /// Pulls `reference` by its digest into a new OCI layout at `dir` (which must not exist
-/// yet, or be empty) with skopeo, which checks the manifest against the digest. TLS is
-/// verified except for a loopback registry. A digest the registry does not have fails with
-/// the registry's answer (through skopeo's stderr).
-pub fn pull_to_layout(reference: &ImageReference, dir: &Path) -> Result<(), ToolError> {
+/// yet, or be empty) by `deadline`. A loopback registry is pulled by the probe itself over
+/// plain HTTP ([`super::distribution`]: every blob capped and checked as it streams, never
+/// a byte to another host); any other registry by skopeo with TLS verified, which checks
+/// the manifest against the digest. A digest the registry does not have fails with the
+/// registry's answer.
+pub fn pull_to_layout(reference: &ImageReference, dir: &Path, deadline: Instant) -> Result<(), ToolError> {
+    if reference.is_loopback_registry() {
+        return super::distribution::pull(reference, dir, deadline).map_err(|e| ToolError::Pull(e.to_string()));
+    }
     let source = format!("docker://{}", reference.pull_name());
-    copy_to_layout(&source, dir, Copy { insecure: reference.is_loopback_registry(), ..Copy::default() })
+    copy_to_layout(&source, dir, Copy::default(), deadline)
 }
 
-/// How skopeo reaches a copy's source.
+/// How skopeo reaches a copy's source. There is no plain-HTTP or unverified-TLS option:
+/// the only plain-HTTP registries the lane reads are loopback ones, which the probe pulls
+/// itself.
 #[derive(Debug, Default)]
 pub struct Copy {
-    /// Plain HTTP (a loopback registry only).
-    pub insecure: bool,
     /// The source is the user's own containers storage, found through their real `HOME`
     /// and storage configuration, which skopeo must see.
     pub user_storage: bool,
@@ -643,18 +708,16 @@ pub struct Copy {
     pub daemon_host: Option<String>,
 }
 
-/// Copies `source` (a skopeo transport and reference) into a new OCI layout at `dir`.
-pub fn copy_to_layout(source: &str, dir: &Path, how: Copy) -> Result<(), ToolError> {
+/// Copies `source` (a skopeo transport and reference) into a new OCI layout at `dir`, by
+/// `deadline` (skopeo's group is killed then).
+pub fn copy_to_layout(source: &str, dir: &Path, how: Copy, deadline: Instant) -> Result<(), ToolError> {
     let program = Tool::Skopeo.find()?;
     let scratch = TempDir::new("checkfu-skopeo").map_err(io_error("making skopeo's home"))?;
     for sub in ["home", "run", "tmp", "config", "data"] {
         std::fs::create_dir(scratch.path().join(sub)).map_err(io_error("making skopeo's home"))?;
     }
-    let mut command = Command::new(program);
+    let mut command = super::host_env::tool(program);
     command.arg("copy");
-    if how.insecure {
-        command.arg("--src-tls-verify=false");
-    }
     if let Some(host) = &how.daemon_host {
         command.arg("--src-daemon-host").arg(host);
     }
@@ -669,14 +732,14 @@ pub fn copy_to_layout(source: &str, dir: &Path, how: Copy) -> Result<(), ToolErr
     if let Some(auth) = user_auth_file() {
         command.env("REGISTRY_AUTH_FILE", auth);
     }
-    run(Tool::Skopeo, command, &format!("copy {source}"), TOOL_TIMEOUT).map(|_| ())
+    run_until(Tool::Skopeo, command, &format!("copy {source}"), within(deadline, TOOL_TIMEOUT)).map(|_| ())
 }
 
 /// What the docker daemon holds under a reference: `docker image inspect`'s answer, bounded.
-pub fn docker_inspect(reference: &str) -> Result<Vec<u8>, ToolError> {
-    let mut command = Command::new(Tool::Docker.find()?);
+pub fn docker_inspect(reference: &str, deadline: Instant) -> Result<Vec<u8>, ToolError> {
+    let mut command = super::host_env::tool(Tool::Docker.find()?);
     command.args(["image", "inspect", reference]);
-    run(Tool::Docker, command, &format!("inspect {reference}"), QUICK_TIMEOUT).map(|o| o.stdout)
+    run_until(Tool::Docker, command, &format!("inspect {reference}"), within(deadline, QUICK_TIMEOUT)).map(|o| o.stdout)
 }
 
 /// The user's registry credentials, found where the containers tools look with the real
@@ -712,37 +775,4 @@ pub fn list_images(builder: &Builder) -> Result<Vec<String>, ToolError> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn remote_repository_drops_registry_and_tag() {
-        assert_eq!(remote_repository("localhost/checkfu-probe:abc"), "checkfu-probe");
-        assert_eq!(remote_repository("checkfu/probe"), "checkfu/probe");
-        assert_eq!(remote_repository("127.0.0.1:5000/a/b:v1"), "a/b");
-    }
-
-    #[test]
-    fn a_missing_tool_names_its_package() {
-        let message = ToolError::Missing { tool: Tool::Registry }.to_string();
-        assert_eq!(message, "`docker-registry` is not on PATH: install it (apt-get install docker-registry)");
-        assert!(ToolError::Missing { tool: Tool::Docker }.to_string().ends_with("(apt-get install docker.io)"));
-    }
-
-    #[test]
-    fn a_failing_tool_carries_its_stderr_tail_and_a_slow_one_is_killed() {
-        let mut command = Command::new("sh");
-        command.args(["-c", "head -c 100000 /dev/zero | tr '\\0' x >&2; echo the-reason >&2; exit 3"]);
-        let error = run(Tool::Skopeo, command, "fail", Duration::from_secs(10)).unwrap_err();
-        let ToolError::Failed { stderr, status, .. } = &error else { panic!("{error}") };
-        assert!(stderr.len() <= MAX_STDERR && stderr.trim_end().ends_with("the-reason"), "{}", stderr.len());
-        assert!(status.contains('3'), "{status}");
-
-        let mut command = Command::new("sh");
-        command.args(["-c", "sleep 30 & sleep 30"]);
-        let started = Instant::now();
-        let error = run(Tool::Skopeo, command, "wait", Duration::from_millis(200)).unwrap_err();
-        assert!(matches!(error, ToolError::TimedOut { .. }), "{error}");
-        assert!(started.elapsed() < Duration::from_secs(10), "the group was killed, the pipes closed");
-    }
-}
+mod tests;

@@ -7,6 +7,7 @@
 //! file). Only `std` and the probe's image module: nothing of a test binary's own.
 
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use checkfu_wire_probe::image::tools::{self, Builder, BuilderKind, Registry, RegistryOptions};
 use checkfu_wire_probe::image::{ImageReference, TempDir};
@@ -195,9 +196,9 @@ impl Served {
     pub fn build(context: &Path, name: &str) -> Served {
         let builder = Builder::new(BuilderKind::Buildah).expect("buildah");
         let tag = format!("localhost/{name}:1");
-        tools::build(&builder, context, None, &tag).expect("build");
+        tools::build(&builder, context, None, &tag, Instant::now() + tools::TOOL_TIMEOUT).expect("build");
         let registry = Registry::start(RegistryOptions::default()).expect("registry");
-        let reference = tools::push(&builder, &tag, &registry).expect("push");
+        let reference = tools::push(&builder, &tag, &registry, Instant::now() + tools::TOOL_TIMEOUT).expect("push");
         Served { registry: Some(registry), reference, builder: Some(builder), tag }
     }
 

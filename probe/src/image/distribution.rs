@@ -1,0 +1,558 @@
+//! A small OCI distribution client for a loopback registry, over plain HTTP/1.1, writing a
+//! standard OCI image layout (`oci-layout`, `index.json`, `blobs/sha256/…`) that
+//! [`super::layout::OciLayout`] reads and checks again, unchanged.
+//!
+//! It exists because a registry is untrusted input and skopeo, given plain HTTP, follows a
+//! loopback registry's redirect or token realm to any host with TLS checks off, reads a
+//! blob past its declared size and waits on a trickling server for its own 20 minutes.
+//! Here:
+//! - every byte goes to the registry named and nowhere else: a redirect (`3xx Location`)
+//!   or a `Bearer` token realm on another `HOST:PORT` is refused, naming that host;
+//! - every body is capped as it streams: a manifest, index or config at the layout
+//!   reader's [`MAX_JSON_BYTES`], a blob at its descriptor's size (a `Content-Length` over
+//!   it is refused before a byte is read), and each is checked against its digest;
+//! - the free space at the destination is checked against the declared sizes before a
+//!   layer is fetched;
+//! - the whole pull ends at the run's deadline, whatever the server does.
+//!
+//! Remote registries are pulled by skopeo with TLS verified ([`super::tools`]).
+
+use std::fmt;
+use std::fs::File;
+use std::io::Write;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::Path;
+use std::time::Instant;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty};
+use hyper::body::Incoming;
+use hyper::header::{
+    HeaderMap, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, HOST, LOCATION, USER_AGENT, WWW_AUTHENTICATE,
+};
+use hyper::{Request, Response, StatusCode, Uri};
+use sha2::Digest as _;
+
+use super::layout::{host_architecture, MAX_JSON_BYTES};
+use super::reference::{Digest, ImageReference};
+
+/// What a manifest request accepts: OCI and Docker v2 manifests and their indexes.
+const MANIFEST_TYPES: &str = "application/vnd.oci.image.manifest.v1+json, application/vnd.oci.image.index.v1+json, \
+                              application/vnd.docker.distribution.manifest.v2+json, \
+                              application/vnd.docker.distribution.manifest.list.v2+json";
+/// Redirects followed for one request: a registry redirects a blob once, to its storage.
+const MAX_REDIRECTS: usize = 5;
+/// Image indexes nested in indexes (as the layout reader allows).
+const MAX_INDEX_DEPTH: usize = 4;
+/// The largest token answer read: real ones are a few KiB.
+const MAX_TOKEN_BYTES: u64 = 64 * 1024;
+/// The most of an error answer's body quoted in the error.
+const MAX_QUOTED: usize = 200;
+/// Every error is at most this long (the lane's bound on what it prints).
+const MAX_ERROR: usize = 1024;
+/// Platforms named when an index has none for this machine.
+const PLATFORMS_NAMED: usize = 5;
+
+/// Why a pull was refused or failed: one message of at most 1 KB naming the registry, the
+/// blob, the host or the deadline at fault.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PullFailure(String);
+
+impl PullFailure {
+    fn new(message: impl Into<String>) -> PullFailure {
+        let mut message = message.into();
+        if message.len() > MAX_ERROR {
+            let mut end = MAX_ERROR - 3;
+            while !message.is_char_boundary(end) {
+                end -= 1;
+            }
+            message.truncate(end);
+            message.push_str("...");
+        }
+        PullFailure(message)
+    }
+}
+
+impl fmt::Display for PullFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for PullFailure {}
+
+/// Pulls `reference` (whose registry must be this machine's loopback) by its digest into a
+/// new OCI layout at `dir`, by `deadline`.
+pub fn pull(reference: &ImageReference, dir: &Path, deadline: Instant) -> Result<(), PullFailure> {
+    let registry = reference.registry().unwrap_or_default().to_owned();
+    let address = loopback_address(&registry)
+        .ok_or_else(|| PullFailure::new(format!("{registry} is not a loopback registry: the probe pulls only those over plain HTTP")))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()
+        .map_err(|e| PullFailure::new(format!("cannot start the client for {registry}: {e}")))?;
+    let mut client = Client { registry, address, repository: reference.repository().to_owned(), token: None, current: String::new() };
+    let outcome = runtime.block_on(async {
+        let until = tokio::time::Instant::from_std(deadline);
+        tokio::time::timeout_at(until, client.pull(reference.digest(), dir)).await
+    });
+    // Dropping the runtime ends every connection still open.
+    drop(runtime);
+    match outcome {
+        // The caller names the reference; each message names the registry or the blob.
+        Ok(result) => result.map_err(PullFailure::new),
+        Err(_) => Err(PullFailure::new(format!(
+            "the run's deadline (--deadline) passed, and the pull from {} was cut off while {}",
+            client.registry,
+            if client.current.is_empty() { "connecting" } else { &client.current }
+        ))),
+    }
+}
+
+/// Where a loopback registry (`localhost`, `127.0.0.0/8` or `[::1]`, with an optional port;
+/// port 80 without one, as plain HTTP) is reached; `None` for any other.
+fn loopback_address(registry: &str) -> Option<SocketAddr> {
+    let (host, port) = match registry.strip_prefix('[') {
+        Some(bracketed) => {
+            let (inside, after) = bracketed.split_once(']')?;
+            (IpAddr::V6(inside.parse::<Ipv6Addr>().ok()?), after)
+        }
+        None => {
+            let (host, after) = registry.find(':').map_or((registry, ""), |i| registry.split_at(i));
+            let ip = match host {
+                "localhost" => IpAddr::V4(Ipv4Addr::LOCALHOST),
+                other => IpAddr::V4(other.parse::<Ipv4Addr>().ok()?),
+            };
+            (ip, after)
+        }
+    };
+    let port = match port.strip_prefix(':') {
+        Some(digits) => digits.parse::<u16>().ok()?,
+        None if port.is_empty() => 80,
+        None => return None,
+    };
+    host.is_loopback().then_some(SocketAddr::new(host, port))
+}
+
+/// A descriptor as a manifest or an index lists it: the members this client needs.
+#[derive(serde::Deserialize)]
+struct Descriptor {
+    digest: String,
+    size: u64,
+    #[serde(default)]
+    platform: Option<Platform>,
+}
+
+#[derive(serde::Deserialize)]
+struct Platform {
+    #[serde(default)]
+    os: String,
+    #[serde(default)]
+    architecture: String,
+}
+
+#[derive(serde::Deserialize)]
+struct Index {
+    manifests: Vec<Descriptor>,
+}
+
+#[derive(serde::Deserialize)]
+struct Manifest {
+    config: Descriptor,
+    layers: Vec<Descriptor>,
+}
+
+/// One pull's connection details and progress.
+struct Client {
+    /// `HOST[:PORT]` as the reference names it: the only authority requests go to.
+    registry: String,
+    address: SocketAddr,
+    repository: String,
+    /// A bearer token from the registry's own realm, once it asked for one.
+    token: Option<String>,
+    /// What the pull is doing, for the deadline's error.
+    current: String,
+}
+
+impl Client {
+    async fn pull(&mut self, digest: &Digest, dir: &Path) -> Result<(), String> {
+        let blobs = dir.join("blobs").join("sha256");
+        std::fs::create_dir_all(&blobs).map_err(|e| format!("cannot make {}: {e}", blobs.display()))?;
+        let (media_type, size) = self.manifest(digest, None, dir, 0).await?;
+        write_file(&dir.join("oci-layout"), br#"{"imageLayoutVersion":"1.0.0"}"#)?;
+        let index = serde_json::json!({
+            "schemaVersion": 2,
+            "manifests": [{"mediaType": media_type, "digest": digest.to_string(), "size": size}],
+        });
+        write_file(&dir.join("index.json"), index.to_string().as_bytes())
+    }
+
+    /// Fetches the manifest or index `digest` (its size checked when a descriptor declared
+    /// it), follows an index to this machine's platform, then fetches the config and the
+    /// layers. Returns the media type and size of what `digest` named.
+    async fn manifest(&mut self, digest: &Digest, declared: Option<u64>, dir: &Path, depth: usize) -> Result<(String, u64), String> {
+        self.current = format!("reading the manifest {digest}");
+        let path = format!("/v2/{}/manifests/{digest}", self.repository);
+        let response = self.get(&path, Some(MANIFEST_TYPES)).await?;
+        let header_type = response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+        let cap = declared.unwrap_or(MAX_JSON_BYTES);
+        if cap > MAX_JSON_BYTES {
+            return Err(format!("the manifest {digest} is declared at {cap} bytes, over the {MAX_JSON_BYTES}-byte cap"));
+        }
+        let bytes = read_capped(response, cap, &format!("the manifest {digest}")).await?;
+        if let Some(size) = declared.filter(|&s| s != bytes.len() as u64) {
+            return Err(format!("the manifest {digest} is declared at {size} bytes, but the registry sent {}", bytes.len()));
+        }
+        let actual = Digest::of(&bytes);
+        if &actual != digest {
+            return Err(format!("the registry sent a manifest for {digest} that hashes to {actual}"));
+        }
+        write_file(&dir.join("blobs").join("sha256").join(digest.hex()), &bytes)?;
+        let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| format!("the manifest {digest} is not JSON: {e}"))?;
+        let media_type = value.get("mediaType").and_then(|t| t.as_str()).map(str::to_owned).unwrap_or_else(|| {
+            let essence = header_type.split(';').next().unwrap_or_default().trim();
+            match essence {
+                "" if value.get("manifests").is_some() => String::from("application/vnd.oci.image.index.v1+json"),
+                "" => String::from("application/vnd.oci.image.manifest.v1+json"),
+                other => other.to_owned(),
+            }
+        });
+        if value.get("manifests").is_some() {
+            if depth >= MAX_INDEX_DEPTH {
+                return Err(format!("the index {digest}: image indexes nested deeper than {MAX_INDEX_DEPTH}"));
+            }
+            let index: Index = serde_json::from_value(value).map_err(|e| format!("the index {digest} is not an image index: {e}"))?;
+            let chosen = platform_manifest(&index, digest)?;
+            let chosen_digest = Digest::parse(&chosen.digest).map_err(|e| format!("the index {digest} lists `{}`: {e}", chosen.digest))?;
+            Box::pin(self.manifest(&chosen_digest, Some(chosen.size), dir, depth + 1)).await?;
+        } else {
+            let manifest: Manifest =
+                serde_json::from_value(value).map_err(|e| format!("the manifest {digest} is not an image manifest: {e}"))?;
+            self.image(&manifest, dir).await?;
+        }
+        Ok((media_type, bytes.len() as u64))
+    }
+
+    /// The config and the layers of `manifest`, after the free space was checked.
+    async fn image(&mut self, manifest: &Manifest, dir: &Path) -> Result<(), String> {
+        let mut declared: u64 = 0;
+        for descriptor in std::iter::once(&manifest.config).chain(&manifest.layers) {
+            declared = declared.checked_add(descriptor.size).ok_or("the manifest's declared sizes overflow")?;
+        }
+        let free = free_bytes(dir)?;
+        if declared > free {
+            return Err(format!("the image's blobs are declared at {declared} bytes, and {} has only {free} free", dir.display()));
+        }
+        if manifest.config.size > MAX_JSON_BYTES {
+            return Err(format!(
+                "the config {} is declared at {} bytes, over the {MAX_JSON_BYTES}-byte cap",
+                manifest.config.digest, manifest.config.size
+            ));
+        }
+        self.blob("config", &manifest.config, dir).await?;
+        for (n, layer) in manifest.layers.iter().enumerate() {
+            self.blob(&format!("layer {}", n + 1), layer, dir).await?;
+        }
+        Ok(())
+    }
+
+    /// Streams one blob into the layout: cut off past its declared size, hashed as it
+    /// streams, written under a temporary name and renamed once it checks.
+    async fn blob(&mut self, role: &str, descriptor: &Descriptor, dir: &Path) -> Result<(), String> {
+        let digest = Digest::parse(&descriptor.digest).map_err(|e| format!("the {role} `{}`: {e}", descriptor.digest))?;
+        let size = descriptor.size;
+        let blobs = dir.join("blobs").join("sha256");
+        let target = blobs.join(digest.hex());
+        if target.exists() {
+            // The same blob listed twice was fetched and checked already.
+            return Ok(());
+        }
+        self.current = format!("reading the {role} {digest} ({size} bytes declared)");
+        let response = self.get(&format!("/v2/{}/blobs/{digest}", self.repository), None).await?;
+        if let Some(length) = content_length(response.headers()) {
+            if length != size {
+                return Err(format!("the {role} {digest} is declared at {size} bytes, but the registry announced {length}: refused"));
+            }
+        }
+        let partial = blobs.join(format!("{}.partial", digest.hex()));
+        let mut file = File::create(&partial).map_err(|e| format!("cannot write {}: {e}", partial.display()))?;
+        let streamed = stream_into(response.into_body(), &mut file, size).await;
+        drop(file);
+        let checked = streamed.map_err(|e| format!("the {role} {digest}: {e}")).and_then(|(read, hash)| {
+            if read != size {
+                return Err(format!("the {role} {digest} is declared at {size} bytes, but the registry sent {read}"));
+            }
+            let actual = Digest::from_sha256(hash);
+            if actual != digest {
+                return Err(format!("the registry sent a {role} for {digest} that hashes to {actual}"));
+            }
+            Ok(())
+        });
+        match checked {
+            Ok(()) => std::fs::rename(&partial, &target).map_err(|e| format!("cannot write {}: {e}", target.display())),
+            Err(e) => {
+                let _ = std::fs::remove_file(&partial);
+                Err(e)
+            }
+        }
+    }
+
+    /// `GET path` on the registry, following redirects to the same `HOST:PORT` only and
+    /// answering a bearer challenge from the registry's own realm only; `Err` for any
+    /// answer but 200.
+    async fn get(&mut self, path: &str, accept: Option<&str>) -> Result<Response<Incoming>, String> {
+        let mut path = path.to_owned();
+        let mut authenticated = false;
+        for _ in 0..=MAX_REDIRECTS {
+            let response = self.send(&path, accept, self.token.clone()).await?;
+            let status = response.status();
+            if status == StatusCode::OK {
+                return Ok(response);
+            }
+            if status.is_redirection() {
+                let location = response.headers().get(LOCATION).and_then(|v| v.to_str().ok()).unwrap_or_default();
+                path = self.same_registry(location, "redirected")?;
+                continue;
+            }
+            if status == StatusCode::UNAUTHORIZED && !authenticated {
+                let challenge = response.headers().get(WWW_AUTHENTICATE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+                self.token = Some(self.bearer_token(&challenge).await?);
+                authenticated = true;
+                continue;
+            }
+            let quoted = read_capped(response, MAX_QUOTED as u64, "an error answer").await.unwrap_or_default();
+            let quoted: String = String::from_utf8_lossy(&quoted).chars().filter(|c| !c.is_control()).take(MAX_QUOTED).collect();
+            return Err(format!("the registry {} answered GET {path} with {status}: {quoted}", self.registry));
+        }
+        Err(format!("the registry {} redirected GET {path} more than {MAX_REDIRECTS} times", self.registry))
+    }
+
+    /// One request on a fresh connection to the registry.
+    async fn send(&self, path: &str, accept: Option<&str>, token: Option<String>) -> Result<Response<Incoming>, String> {
+        let stream = tokio::net::TcpStream::connect(self.address)
+            .await
+            .map_err(|e| format!("cannot connect to the registry {}: {e}", self.registry))?;
+        let (mut sender, connection) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .map_err(|e| format!("the registry {}: {e}", self.registry))?;
+        // The connection is driven by its own task, which ends when the response's body is
+        // read or dropped, or when the pull's runtime is dropped.
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        let mut request = Request::get(path).header(HOST, &self.registry).header(USER_AGENT, "checkfu-wire-probe");
+        if let Some(accept) = accept {
+            request = request.header(ACCEPT, accept);
+        }
+        if let Some(token) = token {
+            let value = HeaderValue::from_str(&format!("Bearer {token}"))
+                .map_err(|_| String::from("the registry's token is not a header value"))?;
+            request = request.header(AUTHORIZATION, value);
+        }
+        let request = request.body(Empty::<Bytes>::new()).map_err(|e| format!("GET {path}: {e}"))?;
+        sender.send_request(request).await.map_err(|e| format!("the registry {} (GET {path}): {e}", self.registry))
+    }
+
+    /// The path of `url` when it names the registry itself over plain HTTP (or is a path
+    /// on it); otherwise the refusal, naming the host it would have left for.
+    fn same_registry(&self, url: &str, how: &str) -> Result<String, String> {
+        if url.starts_with('/') && !url.starts_with("//") {
+            return Ok(url.to_owned());
+        }
+        let uri: Uri = url.parse().map_err(|_| format!("the registry {} {how} to `{}`, not a URL", self.registry, clip(url)))?;
+        let authority = uri.authority().map(|a| a.as_str().to_ascii_lowercase()).unwrap_or_default();
+        let scheme = uri.scheme_str().unwrap_or_default();
+        if scheme != "http" || !same_authority(&authority, &self.registry) {
+            return Err(format!(
+                "the registry {} {how} to {} ({}): refused, plain HTTP goes to the registry named and no other host",
+                self.registry,
+                clip(&authority),
+                clip(url)
+            ));
+        }
+        Ok(uri.path_and_query().map_or_else(|| String::from("/"), |p| p.as_str().to_owned()))
+    }
+
+    /// A token from the registry's own realm, for a `Bearer` challenge.
+    async fn bearer_token(&mut self, challenge: &str) -> Result<String, String> {
+        let Some(params) = challenge.strip_prefix("Bearer ").or_else(|| challenge.strip_prefix("bearer ")) else {
+            return Err(format!(
+                "the registry {} asks for credentials (`{}`), which the probe does not send",
+                self.registry,
+                clip(challenge)
+            ));
+        };
+        let params = challenge_params(params);
+        let realm = params.iter().find(|(k, _)| k == "realm").map(|(_, v)| v.as_str()).unwrap_or_default();
+        let mut path = self.same_registry(realm, "named its token realm")?;
+        let query: Vec<String> =
+            params.iter().filter(|(k, _)| k == "service" || k == "scope").map(|(k, v)| format!("{k}={}", percent_encode(v))).collect();
+        if !query.is_empty() {
+            path.push(if path.contains('?') { '&' } else { '?' });
+            path.push_str(&query.join("&"));
+        }
+        let response = self.send(&path, None, None).await?;
+        if response.status() != StatusCode::OK {
+            return Err(format!("the registry {}'s token realm answered {}", self.registry, response.status()));
+        }
+        let body = read_capped(response, MAX_TOKEN_BYTES, "the token answer").await?;
+        let value: serde_json::Value = serde_json::from_slice(&body).map_err(|e| format!("the token answer is not JSON: {e}"))?;
+        value
+            .get("token")
+            .or_else(|| value.get("access_token"))
+            .and_then(|t| t.as_str())
+            .map(str::to_owned)
+            .ok_or_else(|| String::from("the token answer holds no token"))
+    }
+}
+
+/// The manifest of an index for this machine's platform, as the layout reader selects it.
+fn platform_manifest<'a>(index: &'a Index, digest: &Digest) -> Result<&'a Descriptor, String> {
+    let architecture = host_architecture();
+    let found = index.manifests.iter().find(|m| m.platform.as_ref().is_some_and(|p| p.os == "linux" && p.architecture == architecture));
+    found.ok_or_else(|| {
+        let named: Vec<String> = index
+            .manifests
+            .iter()
+            .filter_map(|m| m.platform.as_ref())
+            .take(PLATFORMS_NAMED)
+            .map(|p| format!("{}/{}", clip(&p.os), clip(&p.architecture)))
+            .collect();
+        format!(
+            "the index {digest} has no linux/{architecture} manifest ({} listed, among them: {})",
+            index.manifests.len(),
+            named.join(", ")
+        )
+    })
+}
+
+/// Whether `authority` (from a URL) is the registry `HOST[:PORT]`, port 80 when absent.
+fn same_authority(authority: &str, registry: &str) -> bool {
+    let with_port = |text: &str| {
+        let text = text.to_ascii_lowercase();
+        let has_port = match text.rfind(']') {
+            Some(close) => text[close..].contains(':'),
+            None => text.contains(':'),
+        };
+        if has_port {
+            text
+        } else {
+            format!("{text}:80")
+        }
+    };
+    !authority.is_empty() && !authority.contains('@') && with_port(authority) == with_port(registry)
+}
+
+/// `key="value", key=value` pairs of a challenge, quoted values unescaped.
+fn challenge_params(text: &str) -> Vec<(String, String)> {
+    let mut params = Vec::new();
+    let mut chars = text.chars().peekable();
+    loop {
+        while chars.peek().is_some_and(|c| *c == ',' || c.is_whitespace()) {
+            chars.next();
+        }
+        let key: String = chars.by_ref().take_while(|c| *c != '=').collect::<String>().trim().to_ascii_lowercase();
+        if key.is_empty() {
+            return params;
+        }
+        let mut value = String::new();
+        if chars.peek() == Some(&'"') {
+            chars.next();
+            while let Some(c) = chars.next() {
+                match c {
+                    '\\' => value.extend(chars.next()),
+                    '"' => break,
+                    c => value.push(c),
+                }
+            }
+        } else {
+            while let Some(c) = chars.next_if(|c| *c != ',') {
+                value.push(c);
+            }
+            value = value.trim().to_owned();
+        }
+        params.push((key, value));
+    }
+}
+
+/// `text` percent-encoded as a query value (unreserved characters kept).
+fn percent_encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-_.~".contains(&byte) {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// `text` cut to a length an error can quote.
+fn clip(text: &str) -> String {
+    text.chars().filter(|c| !c.is_control()).take(MAX_QUOTED).collect()
+}
+
+fn content_length(headers: &HeaderMap) -> Option<u64> {
+    headers.get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse().ok())
+}
+
+/// A body read whole, at most `cap` bytes: a `Content-Length` over it is refused before a
+/// byte is read, and a longer body is cut off as it streams.
+async fn read_capped(response: Response<Incoming>, cap: u64, what: &str) -> Result<Vec<u8>, String> {
+    if let Some(length) = content_length(response.headers()).filter(|&l| l > cap) {
+        return Err(format!("{what} is announced at {length} bytes, over its cap of {cap}: refused"));
+    }
+    let mut body = response.into_body();
+    let mut bytes = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| format!("reading {what}: {e}"))?;
+        if let Ok(data) = frame.into_data() {
+            if bytes.len() as u64 + data.len() as u64 > cap {
+                return Err(format!("{what} runs past its cap of {cap} bytes: cut off"));
+            }
+            bytes.extend_from_slice(&data);
+        }
+    }
+    Ok(bytes)
+}
+
+/// Streams `body` into `file`, at most `size` bytes (one more is a cut-off), hashing it.
+/// Returns the bytes read and their sha256.
+async fn stream_into(mut body: Incoming, file: &mut File, size: u64) -> Result<(u64, [u8; 32]), String> {
+    let mut hasher = sha2::Sha256::new();
+    let mut read: u64 = 0;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| format!("reading after {read} bytes: {e}"))?;
+        let Ok(data) = frame.into_data() else { continue };
+        read = read.saturating_add(data.len() as u64);
+        if read > size {
+            return Err(format!("the registry sent more than the {size} bytes declared: cut off"));
+        }
+        hasher.update(&data);
+        file.write_all(&data).map_err(|e| format!("writing: {e}"))?;
+    }
+    Ok((read, hasher.finalize().into()))
+}
+
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    std::fs::write(path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// The bytes an unprivileged writer may still use on `dir`'s file system.
+fn free_bytes(dir: &Path) -> Result<u64, String> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).map_err(|_| format!("{} holds a NUL byte", dir.display()))?;
+    // SAFETY: statvfs is plain data; the path is a NUL-terminated string that outlives the
+    // call, and the result is read only when the call succeeded.
+    let mut stats: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(path.as_ptr(), &mut stats) } != 0 {
+        return Err(format!("cannot read the free space of {}: {}", dir.display(), std::io::Error::last_os_error()));
+    }
+    #[allow(clippy::unnecessary_cast)]
+    Ok((stats.f_bavail as u64).saturating_mul(stats.f_frsize as u64))
+}
+
+#[cfg(test)]
+mod tests;
