@@ -16,7 +16,7 @@ use crate::probe_support::{probe, Run};
 use crate::support::image::BUSYBOX_CLI_FLAGS;
 
 /// How the test registry answers a request for a path.
-enum Answer {
+pub(crate) enum Answer {
     /// A status line's code, extra headers and a body with its length.
     Full(u16, Vec<String>, Vec<u8>),
     /// 200 with the body's length, then the body a byte a second.
@@ -24,7 +24,7 @@ enum Answer {
 }
 
 /// A registry on `ip`, answering each request with `answer(path)`; counts connections.
-fn serve(ip: &str, answer: impl Fn(&str) -> Answer + Send + Sync + 'static) -> (SocketAddr, Arc<AtomicUsize>) {
+pub(crate) fn serve(ip: &str, answer: impl Fn(&str) -> Answer + Send + Sync + 'static) -> (SocketAddr, Arc<AtomicUsize>) {
     let listener = TcpListener::bind((ip, 0)).expect("bind the test registry");
     let address = listener.local_addr().expect("address");
     let connections = Arc::new(AtomicUsize::new(0));
@@ -74,7 +74,7 @@ fn respond(mut stream: TcpStream, answer: &dyn Fn(&str) -> Answer) {
 }
 
 /// A manifest (its blobs are never served whole here) and its digest.
-fn manifest() -> (Vec<u8>, Digest) {
+pub(crate) fn manifest() -> (Vec<u8>, Digest) {
     let manifest = serde_json::json!({
         "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
         "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": Digest::of(b"config").to_string(), "size": 6},

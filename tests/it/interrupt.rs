@@ -66,3 +66,38 @@ fn sigterm_stops_a_oneshot_run_which_reports_and_exits_143() {
         assert_no_process_in_group(run["pid"].as_u64().expect("pid") as i32);
     }
 }
+
+/// SIGINT in the middle of a pull (a registry trickling its manifest): the pull stops at
+/// once, the command exits 130 saying why, and the run's temporary directory is empty.
+#[test]
+#[cfg_attr(
+    not(checkfu_image_tools),
+    ignore = "CHECKFU_IMAGE_TOOLS is not set: apt-get install buildah skopeo docker-registry busybox-static bubblewrap (see .ci/run)"
+)]
+fn sigint_mid_pull_stops_it_and_leaves_nothing() {
+    use crate::image_untrusted_registry::{manifest, serve, Answer};
+    let (body, digest) = manifest();
+    let (address, _) = serve("127.0.0.1", move |path| {
+        if path.contains("/manifests/") {
+            Answer::Trickle(body.clone())
+        } else {
+            Answer::Full(404, Vec::new(), Vec::new())
+        }
+    });
+    let tmp = crate::probe_support::Scratch::new("interrupt-pull");
+    let mut command = Command::new(PROBE);
+    command.args(["probe", "--format", "json", "--deadline", "120"]).args(crate::support::image::BUSYBOX_CLI_FLAGS);
+    command.args(["--image", &format!("{address}/trickle@{digest}")]).env("TMPDIR", &tmp.0);
+    let child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("probe starts");
+    std::thread::sleep(Duration::from_millis(1500));
+    let sent = Instant::now();
+    // SAFETY: kill(2) on the probe this test started, still unreaped.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let output = child.wait_with_output().expect("probe ends");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(sent.elapsed() < Duration::from_secs(5), "the pull ended {:?} after the signal: {stderr}", sent.elapsed());
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted by SIGINT"), "{stderr}");
+    let left: Vec<_> = std::fs::read_dir(&tmp.0).expect("tmp").flatten().map(|e| e.file_name()).collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}

@@ -81,6 +81,15 @@ impl fmt::Display for PullFailure {
 
 impl std::error::Error for PullFailure {}
 
+/// How often a pull looks whether a signal stopped the run.
+const INTERRUPT_TICK: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Why a pull stopped before it ended.
+enum Stopped {
+    Deadline,
+    Interrupted,
+}
+
 /// Pulls `reference` (whose registry must be this machine's loopback) by its digest into a
 /// new OCI layout at `dir`, by `deadline`.
 pub fn pull(reference: &ImageReference, dir: &Path, deadline: Instant) -> Result<(), PullFailure> {
@@ -95,17 +104,32 @@ pub fn pull(reference: &ImageReference, dir: &Path, deadline: Instant) -> Result
     let mut client = Client { registry, address, repository: reference.repository().to_owned(), token: None, current: String::new() };
     let outcome = runtime.block_on(async {
         let until = tokio::time::Instant::from_std(deadline);
-        tokio::time::timeout_at(until, client.pull(reference.digest(), dir)).await
+        let mut pulling = std::pin::pin!(client.pull(reference.digest(), dir));
+        // Woken every tick to see whether a signal stopped the run (`crate::interrupt`).
+        loop {
+            let tick = (tokio::time::Instant::now() + INTERRUPT_TICK).min(until);
+            match tokio::time::timeout_at(tick, &mut pulling).await {
+                Ok(result) => return Ok(result),
+                Err(_) if crate::interrupt::received().is_some() => return Err(Stopped::Interrupted),
+                Err(_) if tokio::time::Instant::now() >= until => return Err(Stopped::Deadline),
+                Err(_) => {}
+            }
+        }
     });
     // Dropping the runtime ends every connection still open.
     drop(runtime);
+    let cut_off = if client.current.is_empty() { "connecting" } else { &client.current };
     match outcome {
         // The caller names the reference; each message names the registry or the blob.
         Ok(result) => result.map_err(PullFailure::new),
-        Err(_) => Err(PullFailure::new(format!(
-            "the run's deadline (--deadline) passed, and the pull from {} was cut off while {}",
-            client.registry,
-            if client.current.is_empty() { "connecting" } else { &client.current }
+        Err(Stopped::Deadline) => Err(PullFailure::new(format!(
+            "the run's deadline (--deadline) passed, and the pull from {} was cut off while {cut_off}",
+            client.registry
+        ))),
+        Err(Stopped::Interrupted) => Err(PullFailure::new(format!(
+            "interrupted by {}: the pull from {} was stopped while {cut_off}",
+            crate::interrupt::received().map_or("a signal", crate::interrupt::name),
+            client.registry
         ))),
     }
 }
