@@ -26,7 +26,6 @@ pub use layout::{ImageConfig, Limits, OciLayout, Selector, UnpackReport};
 pub use reference::{Digest, ImageReference, ReferenceError};
 
 use std::io;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 /// A directory the image lane made (a registry's store, a builder's storage, an unpacked
@@ -60,40 +59,9 @@ impl Drop for TempDir {
     }
 }
 
-/// Removes `path` and everything under it, without following symlinks. An image's
-/// directories may be read-only (`0555`), which stops an unprivileged `remove_dir_all`; a
-/// directory that refuses is made writable by its owner and the removal retried, so an
-/// unpacked root filesystem never stays behind.
-pub fn remove_tree(path: &Path) -> io::Result<()> {
-    match std::fs::remove_dir_all(path) {
-        Ok(()) => return Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(_) => {}
-    }
-    make_dirs_writable(path, 0)?;
-    match std::fs::remove_dir_all(path) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        other => other,
-    }
-}
-
-/// Deeper than any path an unpacked image can hold ([`layout::MAX_PATH_BYTES`] / 2).
-const MAX_REMOVE_DEPTH: usize = 4096;
-
-fn make_dirs_writable(dir: &Path, depth: usize) -> io::Result<()> {
-    let metadata = std::fs::symlink_metadata(dir)?;
-    if !metadata.is_dir() || depth > MAX_REMOVE_DEPTH {
-        return Ok(());
-    }
-    let mode = metadata.permissions().mode();
-    if mode & 0o700 != 0o700 {
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode | 0o700))?;
-    }
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        if entry.file_type()?.is_dir() {
-            make_dirs_writable(&entry.path(), depth + 1)?;
-        }
-    }
-    Ok(())
-}
+/// Removes `path` and everything under it, without following symlinks, at any depth with
+/// one open directory at a time. An image's directories may be read-only (`0555`) and a
+/// harness's may be unreadable (`000`): each directory is given its owner's permission
+/// back on the way down, so an unpacked root filesystem never stays behind; what still
+/// cannot be removed is an error naming it.
+pub use crate::dirfd::remove_tree;

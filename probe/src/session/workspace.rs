@@ -170,7 +170,9 @@ pub fn private_dir(prefix: &str) -> io::Result<PathBuf> {
 
 impl Drop for Workspace {
     fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.root);
+        // The harness may have made directories in it unreadable or unwritable (mode 000):
+        // the removal gives them back to their owner on the way down.
+        let _ = crate::dirfd::remove_tree(&self.root);
     }
 }
 
