@@ -21,18 +21,17 @@ use std::path::Path;
 #[derive(Debug)]
 pub struct Dir(OwnedFd);
 
-/// What `lstat` says of a name: the kind, the permission bits and the inode.
+/// What `lstat` says of a name: its kind and permission bits, and its inode.
 #[derive(Clone, Copy, Debug)]
 pub struct Stat {
     pub mode: u32,
     pub dev: u64,
     pub ino: u64,
-    pub size: u64,
 }
 
 impl Stat {
     fn of(st: &libc::stat) -> Stat {
-        Stat { mode: st.st_mode, dev: st.st_dev, ino: st.st_ino, size: u64::try_from(st.st_size).unwrap_or(0) }
+        Stat { mode: st.st_mode, dev: st.st_dev, ino: st.st_ino }
     }
 
     pub fn is_dir(&self) -> bool {
@@ -271,6 +270,13 @@ impl Dir {
         // SAFETY: `stream` came from `fdopendir` and is closed once.
         unsafe { libc::closedir(stream) };
         result.map(|()| entries)
+    }
+}
+
+impl From<OwnedFd> for Dir {
+    /// A descriptor the caller opened as a directory (`O_DIRECTORY`).
+    fn from(fd: OwnedFd) -> Dir {
+        Dir(fd)
     }
 }
 

@@ -1,8 +1,10 @@
 //! The image lane's foundation: images without a daemon.
 //!
 //! - [`reference`]: an image reference pinned by digest (`NAME@sha256:<64 hex>`);
-//! - [`layout`]: an OCI image layout read and unpacked in the crate (every blob checked
-//!   against its digest and size, layers applied in order with whiteouts, bounded);
+//! - [`layout`]: an OCI image layout read and unpacked in the crate (every blob a regular
+//!   file checked against its digest and size, layers applied in order with whiteouts,
+//!   bounded), its layers' tar streams watched by `tarstream` and their entries placed by
+//!   `unpack`, confined to the root by the kernel;
 //! - [`tools`]: buildah, skopeo, the distribution registry, podman and docker, driven as the
 //!   external tools they are (bounded capture, every child reaped, nothing left on disk);
 //! - [`source`]: where `--image` is read from (its registry, podman's or docker's storage,
@@ -14,13 +16,17 @@
 //! An image is untrusted input: nothing here panics on it, every read of it is bounded, and
 //! an error names the blob or the entry at fault.
 
+#[cfg(test)]
+mod fixture;
 pub mod forward;
 pub mod layout;
 pub mod reference;
 pub mod run;
 pub mod runtime;
 pub mod source;
+mod tarstream;
 pub mod tools;
+mod unpack;
 
 pub use layout::{ImageConfig, Limits, OciLayout, Selector, UnpackReport};
 pub use reference::{Digest, ImageReference, ReferenceError};
