@@ -640,6 +640,61 @@ mod tests {
     }
 
     #[test]
+    fn a_blob_that_is_not_a_regular_file_is_refused_before_it_is_read() {
+        let fixture = Fixture::new();
+        let layer = tar_of(|t| file(t, "f", 0o644, b"f"));
+        let digest = Digest::of(&layer);
+        fixture.image(&[(layer, TAR)]);
+        let layout = OciLayout::open(fixture.dir.path()).unwrap();
+        let mut image = layout.image(Selector::Only).unwrap();
+        let path = fixture.dir.path().join("blobs/sha256").join(digest.hex());
+        // A symlink to /dev/zero, declared at 64 GiB: once hashed for 83 s, now refused at
+        // its open.
+        image.layers[0].size = 64 << 30;
+        fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+        let error = layout.unpack(&image, fixture.rootfs.path(), Limits::default()).unwrap_err().to_string();
+        assert_eq!(error, format!("blob {digest}: a symbolic link, not a regular file: refused"));
+        // A FIFO, which no one writes: once a hang, now refused without waiting for a writer.
+        fs::remove_file(&path).unwrap();
+        let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o644) }, 0, "mkfifo");
+        let error = layout.unpack(&image, fixture.rootfs.path(), Limits::default()).unwrap_err().to_string();
+        assert_eq!(error, format!("blob {digest}: a FIFO, not a regular file: refused"));
+        // A directory in a blob's place.
+        fs::remove_file(&path).unwrap();
+        fs::create_dir(&path).unwrap();
+        let error = layout.unpack(&image, fixture.rootfs.path(), Limits::default()).unwrap_err().to_string();
+        assert_eq!(error, format!("blob {digest}: a directory, not a regular file: refused"));
+        assert_eq!(fs::read_dir(fixture.rootfs.path()).unwrap().count(), 0, "nothing applied");
+
+        // The manifest itself as a FIFO.
+        let fixture = Fixture::new();
+        let manifest = fixture.image(&[(tar_of(|t| file(t, "f", 0o644, b"f")), TAR)]);
+        let path = fixture.dir.path().join("blobs/sha256").join(manifest.hex());
+        fs::remove_file(&path).unwrap();
+        let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o644) }, 0, "mkfifo");
+        let error = OciLayout::open(fixture.dir.path()).unwrap().image(Selector::Digest(&manifest)).unwrap_err().to_string();
+        assert_eq!(error, format!("blob {manifest}: a FIFO, not a regular file: refused"));
+    }
+
+    #[test]
+    fn an_index_of_many_foreign_platforms_gives_a_short_error() {
+        let fixture = Fixture::new();
+        let manifest = fixture.image(&[(tar_of(|t| file(t, "f", 0o644, b"f")), TAR)]);
+        let one = serde_json::json!({"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": manifest.to_string(),
+            "size": 1, "platform": {"os": "linux", "architecture": "s390x"}});
+        let index = serde_json::json!({"schemaVersion": 2, "manifests": vec![one; 18_000]}).to_string();
+        let digest = fixture.blob(index.as_bytes());
+        let error = OciLayout::open(fixture.dir.path()).unwrap().image(Selector::Digest(&digest)).unwrap_err().to_string();
+        assert!(error.len() <= MAX_ERROR_BYTES, "{} bytes", error.len());
+        assert!(error.ends_with("(it has: linux/s390x, linux/s390x, linux/s390x, linux/s390x, linux/s390x, linux/s390x, linux/s390x, linux/s390x, and 17992 more)"), "{error}");
+    }
+
+    #[test]
     fn a_manifest_whose_declared_size_differs_is_refused() {
         let fixture = Fixture::new();
         let manifest = fixture.image(&[(tar_of(|t| file(t, "f", 0o644, b"f")), TAR)]);
