@@ -89,6 +89,10 @@ impl Unpacker {
         let mut archive = tar::Archive::new(stream);
         // What this layer placed: an opaque marker hides lower layers' content only.
         let mut placed: HashSet<PathId> = HashSet::new();
+        // The last entry's parent: a layer lists a directory's entries together, and
+        // placing an entry in a directory cannot change the path to it, so the next entry
+        // with the same parents needs no new walk. Anything else forgets it.
+        let mut parent: Option<(Vec<OsString>, Dir, PathId)> = None;
         for entry in archive.entries().map_err(layer_error)? {
             let mut entry = entry.map_err(layer_error)?;
             self.report.entries += 1;
@@ -115,6 +119,9 @@ impl Unpacker {
                 return Err(refuse("a non-directory entry names the root".to_owned()));
             };
             let name_bytes = name.as_bytes();
+            if name_bytes == OPAQUE || name_bytes.starts_with(WHITEOUT) {
+                parent = None;
+            }
             if name_bytes == OPAQUE {
                 let (dir, id) = self.make_dir(parents).map_err(&refuse)?;
                 dirfd::walk(dir, id, &mut ClearLower { placed: &placed })
@@ -168,9 +175,15 @@ impl Unpacker {
                 }
             }
             let mode = entry.header().mode().map_err(|e| refuse(format!("mode: {e}")))?;
-            let (dir, dir_id) = self.make_dir(parents).map_err(&refuse)?;
-            let id = child_id(&dir_id, name_bytes);
-            self.place(&dir, name, id, kind, mode, &mut entry).map_err(refuse)?;
+            if !matches!(&parent, Some((cached, _, _)) if cached.as_slice() == parents) {
+                let (dir, id) = self.make_dir(parents).map_err(&refuse)?;
+                parent = Some((parents.to_vec(), dir, id));
+            }
+            let Some((_, dir, dir_id)) = &parent else {
+                return Err(refuse("its parent directory could not be made".to_owned()));
+            };
+            let id = child_id(dir_id, name_bytes);
+            self.place(dir, name, id, kind, mode, &mut entry).map_err(refuse)?;
             placed.insert(id);
         }
         Ok(())
@@ -566,6 +579,27 @@ mod tests {
         }
         assert!(fs::symlink_metadata(fixture.root("a")).unwrap().file_type().is_symlink());
         assert!(fs::symlink_metadata(fixture.root("b")).unwrap().file_type().is_symlink());
+    }
+
+    #[test]
+    fn a_parent_replaced_within_a_layer_is_resolved_again() {
+        let outside = tempfile::tempdir().unwrap();
+        let fixture = Fixture::new();
+        let layer = tar_of(|t| {
+            dir(t, "a/", 0o755);
+            file(t, "a/x", 0o644, b"x");
+            link(t, tar::EntryType::Symlink, "a", "b");
+            dir(t, "b/", 0o755);
+            file(t, "a/y", 0o644, b"y");
+            link(t, tar::EntryType::Symlink, "b", &outside.path().display().to_string());
+            file(t, "a/z", 0o644, b"z");
+        });
+        fixture.image(&[(layer, TAR)]);
+        fixture.unpack(Limits::default()).expect("unpack");
+        assert!(fs::read(fixture.root("b/y")).is_err(), "b was replaced by a symlink");
+        let inside = fixture.root(outside.path().display().to_string().trim_start_matches('/'));
+        assert_eq!(fs::read(inside.join("z")).unwrap(), b"z");
+        assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0, "nothing outside");
     }
 
     #[test]
