@@ -40,6 +40,8 @@ mod image_lane;
 mod image_real;
 #[cfg(feature = "cli")]
 mod image_runtime;
+#[cfg(feature = "probe")]
+mod image_untrusted_layers;
 mod json_schema_suite;
 #[cfg(feature = "cli")]
 mod lint_schema_cli;
