@@ -115,6 +115,13 @@ impl Dir {
         openat(cwd(), &path, DIR_FLAGS, 0).map(Dir)
     }
 
+    /// Opens the directory at `path`, a path of the caller's own (a symlink in it, the last
+    /// component's included, is followed).
+    fn open_trusted(path: &Path) -> io::Result<Dir> {
+        let path = cstring(path.as_os_str().as_bytes())?;
+        openat(cwd(), &path, libc::O_RDONLY | libc::O_DIRECTORY, 0).map(Dir)
+    }
+
     pub fn as_fd(&self) -> BorrowedFd<'_> {
         self.0.as_fd()
     }
@@ -222,10 +229,14 @@ impl Dir {
             libc::syscall(libc::SYS_fchmodat2, self.0.as_raw_fd(), c_name.as_ptr(), mode as libc::mode_t, libc::AT_SYMLINK_NOFOLLOW)
         });
         match direct {
-            Err(e) if no_openat2(&e) => {}
-            other => return other.map(drop),
+            Err(e) if no_openat2(&e) => self.chmod_through_o_path(&c_name, mode),
+            other => other.map(drop),
         }
-        let fd = openat(self.as_fd(), &c_name, libc::O_PATH | libc::O_NOFOLLOW, 0)?;
+    }
+
+    /// [`Dir::chmod_at`] where the kernel has no `fchmodat2` (before Linux 6.6).
+    fn chmod_through_o_path(&self, c_name: &CStr, mode: u32) -> io::Result<()> {
+        let fd = openat(self.as_fd(), c_name, libc::O_PATH | libc::O_NOFOLLOW, 0)?;
         if fstat(fd.as_fd())?.is_symlink() {
             return Err(io::Error::from_raw_os_error(libc::ELOOP));
         }
@@ -297,6 +308,11 @@ fn fstat(fd: BorrowedFd<'_>) -> io::Result<Stat> {
 pub trait Visit {
     /// What the walk keeps for each directory it is inside (its name, a path id).
     type Level;
+    /// Whether each batch of a directory's entries is read from its start: right for a
+    /// visit that removes every entry it sees (what is left is what it has not seen),
+    /// and safe where removals move the positions of the entries after them (tmpfs
+    /// before Linux 6.6). Otherwise the walk resumes at the position it left.
+    const FROM_START: bool = false;
     /// `name` in `dir` (never `.` or `..`), as `lstat` saw it: `Some` to descend into it,
     /// which it must then be a directory the caller can search.
     fn child(&mut self, dir: &Dir, level: &Self::Level, name: &OsStr, stat: &Stat) -> io::Result<Option<Self::Level>>;
@@ -323,7 +339,8 @@ pub fn walk<V: Visit>(top: Dir, level: V::Level, visit: &mut V) -> io::Result<()
     let mut stack = vec![Frame { level, identity, offset: 0, batch: VecDeque::new(), exhausted: false }];
     while let Some(frame) = stack.last_mut() {
         if frame.batch.is_empty() && !frame.exhausted {
-            frame.batch = dir.entries_from(frame.offset, BATCH)?.into();
+            let offset = if V::FROM_START { 0 } else { frame.offset };
+            frame.batch = dir.entries_from(offset, BATCH)?.into();
             frame.exhausted = frame.batch.is_empty();
         }
         if let Some((name, next)) = frame.batch.pop_front() {
@@ -378,6 +395,7 @@ struct Removal;
 
 impl Visit for Removal {
     type Level = OsString;
+    const FROM_START: bool = true;
 
     fn child(&mut self, dir: &Dir, _: &OsString, name: &OsStr, stat: &Stat) -> io::Result<Option<OsString>> {
         if !stat.is_dir() {
@@ -413,17 +431,12 @@ fn restore_owner_access(dir: &Dir, name: &OsStr, stat: &Stat) -> io::Result<()> 
 /// directory its owner made unreadable or unwritable is given its owner's permission back.
 /// What cannot be removed is an error naming it.
 pub fn remove_at(parent: &Dir, name: &OsStr) -> io::Result<()> {
-    // A second pass covers entries a directory's positions skipped (a file system whose
-    // positions move when entries are removed); a third would find the same.
-    let mut last = Ok(());
-    for _ in 0..2 {
-        last = remove_once(parent, name);
-        match &last {
-            Err(e) if e.raw_os_error() == Some(libc::ENOTEMPTY) => continue,
-            _ => return last,
-        }
+    // A second pass covers an entry made while the first was under way; what is still
+    // there after it is the caller's to hear about.
+    match remove_once(parent, name) {
+        Err(e) if e.kind() == io::ErrorKind::DirectoryNotEmpty => remove_once(parent, name),
+        other => other,
     }
-    last
 }
 
 fn remove_once(parent: &Dir, name: &OsStr) -> io::Result<()> {
@@ -452,7 +465,7 @@ pub fn remove_tree(path: &Path) -> io::Result<()> {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{} is not a directory entry to remove", path.display())));
     };
     let parent = if parent.as_os_str().is_empty() { Path::new(".") } else { parent };
-    let parent = match Dir::open(parent) {
+    let parent = match Dir::open_trusted(parent) {
         Ok(parent) => parent,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(io::Error::new(e.kind(), format!("removing {}: {e}", path.display()))),
@@ -577,6 +590,24 @@ mod tests {
         let top = std::path::PathBuf::from(std::env::var_os("CHECKFU_DIRFD_TOP").expect("top"));
         let error = remove_tree(&top).expect_err("root's read-only directory stays").to_string();
         assert!(error.starts_with(&format!("removing {}: `f`: Permission denied", top.display())), "{error}");
+    }
+
+    #[test]
+    fn a_mode_is_set_through_o_path_on_the_directory_and_never_through_a_symlink() {
+        let base = tempfile::tempdir().expect("tempdir");
+        let outside = tempfile::tempdir().expect("outside");
+        std::fs::create_dir(base.path().join("d")).expect("dir");
+        std::os::unix::fs::symlink(outside.path(), base.path().join("link")).expect("symlink");
+        let before = std::fs::metadata(outside.path()).expect("outside").permissions().mode();
+        let dir = Dir::open(base.path()).expect("open");
+        dir.chmod_through_o_path(c"d", 0o500).expect("chmod");
+        assert_eq!(std::fs::metadata(base.path().join("d")).expect("d").permissions().mode() & 0o7777, 0o500);
+        let error = dir.chmod_through_o_path(c"link", 0o000).expect_err("a symlink is refused");
+        assert_eq!(error.raw_os_error(), Some(libc::ELOOP));
+        assert_eq!(std::fs::metadata(outside.path()).expect("outside").permissions().mode(), before);
+        let error = dir.chmod_at(OsStr::new("link"), 0o000).expect_err("a symlink is refused");
+        assert!(error.raw_os_error().is_some(), "{error}");
+        assert_eq!(std::fs::metadata(outside.path()).expect("outside").permissions().mode(), before);
     }
 
     trait UidGid {

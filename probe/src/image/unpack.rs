@@ -124,8 +124,16 @@ impl Unpacker {
             }
             if name_bytes == OPAQUE {
                 let (dir, id) = self.make_dir(parents).map_err(&refuse)?;
-                dirfd::walk(dir, id, &mut ClearLower { placed: &placed })
-                    .map_err(|e| refuse(format!("emptying the opaque directory: {e}")))?;
+                // Until a pass removes nothing: where removing an entry moves the positions
+                // of those after it (tmpfs before Linux 6.6), a pass may step over some.
+                loop {
+                    let mut clear = ClearLower { placed: &placed, removed: 0 };
+                    let top = dir.duplicate().map_err(|e| refuse(format!("emptying the opaque directory: {e}")))?;
+                    dirfd::walk(top, id, &mut clear).map_err(|e| refuse(format!("emptying the opaque directory: {e}")))?;
+                    if clear.removed == 0 {
+                        break;
+                    }
+                }
                 self.report.opaque_directories += 1;
                 continue;
             }
@@ -393,6 +401,8 @@ fn remove_any(dir: &Dir, name: &OsStr) -> io::Result<()> {
 /// lower layers put below it).
 struct ClearLower<'a> {
     placed: &'a HashSet<PathId>,
+    /// Entries removed in this pass.
+    removed: u64,
 }
 
 impl Visit for ClearLower<'_> {
@@ -402,6 +412,7 @@ impl Visit for ClearLower<'_> {
         let id = child_id(level, name.as_bytes());
         if !self.placed.contains(&id) {
             remove_any(dir, name)?;
+            self.removed += 1;
             return Ok(None);
         }
         Ok(stat.is_dir().then_some(id))
