@@ -222,6 +222,26 @@ mod tests {
     }
 
     #[test]
+    fn a_workspace_the_harness_locked_is_still_removed() {
+        // What a harness may leave: directories without their owner's permission (000, or
+        // write-only), deep, with files under them. (As an ordinary user this is the case
+        // that matters; `dirfd`'s tests run it as uid 65534.)
+        use std::os::unix::fs::PermissionsExt;
+        let ws = Workspace::create().expect("workspace");
+        let root = ws.root().to_path_buf();
+        let mut deep = root.join("locked");
+        for _ in 0..50 {
+            deep.push("d");
+        }
+        fs::create_dir_all(&deep).expect("dirs");
+        fs::write(deep.join("f"), "x").expect("file");
+        fs::set_permissions(root.join("locked/d"), fs::Permissions::from_mode(0o000)).expect("chmod");
+        fs::set_permissions(root.join("locked"), fs::Permissions::from_mode(0o200)).expect("chmod");
+        drop(ws);
+        assert!(!root.exists());
+    }
+
+    #[test]
     fn paths_under_the_alias_name_the_workspace_and_stay_confined() {
         let mut ws = Workspace::create().expect("workspace");
         let root = ws.root().to_path_buf();
