@@ -247,8 +247,15 @@ impl Dir {
 
     /// Up to `limit` entries from the directory position `offset` (0 is the start), with
     /// the position after each: a later call resumes there, so a walk never holds a
-    /// directory stream open while it is inside a child.
-    pub fn entries_from(&self, offset: i64, limit: usize) -> io::Result<Vec<(OsString, i64)>> {
+    /// directory stream open while it is inside a child. `sweep` sees each name as it is
+    /// read and may deal with it there (it returns `true`): such names are counted, not
+    /// returned, and do not count against `limit`.
+    pub fn entries_from(
+        &self,
+        offset: i64,
+        limit: usize,
+        mut sweep: impl FnMut(&OsStr) -> io::Result<bool>,
+    ) -> io::Result<(Vec<(OsString, i64)>, u64)> {
         let fd = openat(self.as_fd(), c".", DIR_FLAGS, 0)?;
         let raw = fd.as_raw_fd();
         // SAFETY: `fdopendir` takes the descriptor over; `closedir` below closes it.
@@ -258,6 +265,7 @@ impl Dir {
         }
         std::mem::forget(fd);
         let mut entries = Vec::new();
+        let mut swept = 0u64;
         // SAFETY: `stream` is a valid directory stream until `closedir`.
         unsafe { libc::seekdir(stream, offset as libc::c_long) };
         let result = loop {
@@ -274,13 +282,19 @@ impl Dir {
             }
             // SAFETY: `readdir` returned a valid entry whose name is NUL-terminated.
             let (name, next) = unsafe { (CStr::from_ptr((*entry).d_name.as_ptr()).to_bytes().to_vec(), (*entry).d_off) };
-            if name != b"." && name != b".." {
-                entries.push((<OsString as std::os::unix::ffi::OsStringExt>::from_vec(name), next));
+            if name == b"." || name == b".." {
+                continue;
+            }
+            let name = <OsString as std::os::unix::ffi::OsStringExt>::from_vec(name);
+            match sweep(&name) {
+                Ok(true) => swept += 1,
+                Ok(false) => entries.push((name, next)),
+                Err(e) => break Err(e),
             }
         };
         // SAFETY: `stream` came from `fdopendir` and is closed once.
         unsafe { libc::closedir(stream) };
-        result.map(|()| entries)
+        result.map(|()| (entries, swept))
     }
 }
 
@@ -313,6 +327,12 @@ pub trait Visit {
     /// and safe where removals move the positions of the entries after them (tmpfs
     /// before Linux 6.6). Otherwise the walk resumes at the position it left.
     const FROM_START: bool = false;
+    /// `name` in `dir` as the directory is read, before it is batched: `true` if it was
+    /// dealt with there (a file removed at once, so that a directory of a million files is
+    /// read once, not once per batch).
+    fn sweep(&mut self, _dir: &Dir, _name: &OsStr) -> io::Result<bool> {
+        Ok(false)
+    }
     /// `name` in `dir` (never `.` or `..`), as `lstat` saw it: `Some` to descend into it,
     /// which it must then be a directory the caller can search.
     fn child(&mut self, dir: &Dir, level: &Self::Level, name: &OsStr, stat: &Stat) -> io::Result<Option<Self::Level>>;
@@ -340,8 +360,11 @@ pub fn walk<V: Visit>(top: Dir, level: V::Level, visit: &mut V) -> io::Result<()
     while let Some(frame) = stack.last_mut() {
         if frame.batch.is_empty() && !frame.exhausted {
             let offset = if V::FROM_START { 0 } else { frame.offset };
-            frame.batch = dir.entries_from(offset, BATCH)?.into();
-            frame.exhausted = frame.batch.is_empty();
+            let (batch, swept) = dir.entries_from(offset, BATCH, |name| visit.sweep(&dir, name))?;
+            frame.batch = batch.into();
+            // Read from the start, a listing that dealt with names may have stepped over
+            // others: the directory is done once a listing finds nothing at all.
+            frame.exhausted = frame.batch.is_empty() && (swept == 0 || !V::FROM_START);
         }
         if let Some((name, next)) = frame.batch.pop_front() {
             frame.offset = next;
@@ -396,6 +419,15 @@ struct Removal;
 impl Visit for Removal {
     type Level = OsString;
     const FROM_START: bool = true;
+
+    fn sweep(&mut self, dir: &Dir, name: &OsStr) -> io::Result<bool> {
+        match dir.stat_at(name) {
+            Ok(stat) if stat.is_dir() => Ok(false),
+            Ok(_) => dir.unlink_at(name, false).map(|()| true).map_err(|e| named(name, e)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(true),
+            Err(e) => Err(named(name, e)),
+        }
+    }
 
     fn child(&mut self, dir: &Dir, _: &OsString, name: &OsStr, stat: &Stat) -> io::Result<Option<OsString>> {
         if !stat.is_dir() {

@@ -185,7 +185,9 @@ fn host_architecture() -> &'static str {
 fn in_child(test: &str, layout: &Path, nofile: u64) -> String {
     use std::os::unix::process::CommandExt;
     let mut command = Command::new(std::env::current_exe().expect("test binary"));
-    command.args(["--exact", &format!("image_untrusted_layers::{test}"), "--nocapture", "--test-threads=1"]).env(CHILD, layout);
+    command
+        .args(["--exact", &format!("image_untrusted_layers::{test}"), "--nocapture", "--test-threads=1", "--include-ignored"])
+        .env(CHILD, layout);
     // SAFETY: setrlimit is async-signal-safe; the closure touches nothing else.
     unsafe {
         command.pre_exec(move || {
