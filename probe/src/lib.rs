@@ -19,6 +19,7 @@
 //!   as external tools.
 
 pub mod acp;
+mod dirfd;
 pub mod ending;
 pub mod image;
 pub mod interrupt;

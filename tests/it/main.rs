@@ -40,6 +40,8 @@ mod image_lane;
 mod image_real;
 #[cfg(feature = "cli")]
 mod image_runtime;
+#[cfg(feature = "probe")]
+mod image_untrusted_layers;
 #[cfg(feature = "cli")]
 mod image_untrusted_registry;
 #[cfg(feature = "cli")]

@@ -1,10 +1,14 @@
 //! The image lane's foundation: images without a daemon.
 //!
 //! - [`reference`]: an image reference pinned by digest (`NAME@sha256:<64 hex>`);
-//! - [`layout`]: an OCI image layout read and unpacked in the crate (every blob checked
-//!   against its digest and size, layers applied in order with whiteouts, bounded);
+//! - [`layout`]: an OCI image layout read and unpacked in the crate (every blob a regular
+//!   file checked against its digest and size, layers applied in order with whiteouts,
+//!   bounded), its layers' tar streams watched by `tarstream` and their entries placed by
+//!   `unpack`, confined to the root by the kernel;
 //! - [`distribution`]: a loopback registry pulled by the probe itself over plain HTTP
 //!   (bounded, to the registry named only, by the run's deadline);
+//! - [`host_env`]: the environment of every program the lane starts on the host, which no
+//!   image sets; [`in_root`]: the working directory and mount points, made inside the root;
 //! - [`tools`]: buildah, skopeo, the distribution registry, podman and docker, driven as the
 //!   external tools they are (bounded capture, every child reaped, nothing left on disk);
 //! - [`source`]: where `--image` is read from (its registry, podman's or docker's storage,
@@ -17,6 +21,8 @@
 //! an error names the blob or the entry at fault.
 
 pub mod distribution;
+#[cfg(test)]
+mod fixture;
 pub mod forward;
 pub mod host_env;
 pub mod in_root;
@@ -25,13 +31,14 @@ pub mod reference;
 pub mod run;
 pub mod runtime;
 pub mod source;
+mod tarstream;
 pub mod tools;
+mod unpack;
 
 pub use layout::{ImageConfig, Limits, OciLayout, Selector, UnpackReport};
 pub use reference::{Digest, ImageReference, ReferenceError};
 
 use std::io;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 /// A directory the image lane made (a registry's store, a builder's storage, an unpacked
@@ -65,40 +72,9 @@ impl Drop for TempDir {
     }
 }
 
-/// Removes `path` and everything under it, without following symlinks. An image's
-/// directories may be read-only (`0555`), which stops an unprivileged `remove_dir_all`; a
-/// directory that refuses is made writable by its owner and the removal retried, so an
-/// unpacked root filesystem never stays behind.
-pub fn remove_tree(path: &Path) -> io::Result<()> {
-    match std::fs::remove_dir_all(path) {
-        Ok(()) => return Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(_) => {}
-    }
-    make_dirs_writable(path, 0)?;
-    match std::fs::remove_dir_all(path) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        other => other,
-    }
-}
-
-/// Deeper than any path an unpacked image can hold ([`layout::MAX_PATH_BYTES`] / 2).
-const MAX_REMOVE_DEPTH: usize = 4096;
-
-fn make_dirs_writable(dir: &Path, depth: usize) -> io::Result<()> {
-    let metadata = std::fs::symlink_metadata(dir)?;
-    if !metadata.is_dir() || depth > MAX_REMOVE_DEPTH {
-        return Ok(());
-    }
-    let mode = metadata.permissions().mode();
-    if mode & 0o700 != 0o700 {
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode | 0o700))?;
-    }
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        if entry.file_type()?.is_dir() {
-            make_dirs_writable(&entry.path(), depth + 1)?;
-        }
-    }
-    Ok(())
-}
+/// Removes `path` and everything under it, without following symlinks, at any depth with
+/// one open directory at a time. An image's directories may be read-only (`0555`) and a
+/// harness's may be unreadable (`000`): each directory is given its owner's permission
+/// back on the way down, so an unpacked root filesystem never stays behind; what still
+/// cannot be removed is an error naming it.
+pub use crate::dirfd::remove_tree;

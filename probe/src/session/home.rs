@@ -56,7 +56,9 @@ impl Home {
 
 impl Drop for Home {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
+        // The harness may have made directories in it unreadable or unwritable (mode 000):
+        // the removal gives them back to their owner on the way down.
+        let _ = crate::dirfd::remove_tree(&self.root);
     }
 }
 

@@ -170,7 +170,9 @@ pub fn private_dir(prefix: &str) -> io::Result<PathBuf> {
 
 impl Drop for Workspace {
     fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.root);
+        // The harness may have made directories in it unreadable or unwritable (mode 000):
+        // the removal gives them back to their owner on the way down.
+        let _ = crate::dirfd::remove_tree(&self.root);
     }
 }
 
@@ -215,6 +217,26 @@ mod tests {
         ws.write_text(&format!("{}/b.txt", root.display()), "hi").expect("write inside");
         assert_eq!(fs::read_to_string(root.join("b.txt")).unwrap(), "hi");
         assert_eq!(ws.resolve_read(&format!("{}/missing", root.display())), Err(Refusal::NotFound));
+        drop(ws);
+        assert!(!root.exists());
+    }
+
+    #[test]
+    fn a_workspace_the_harness_locked_is_still_removed() {
+        // What a harness may leave: directories without their owner's permission (000, or
+        // write-only), deep, with files under them. (As an ordinary user this is the case
+        // that matters; `dirfd`'s tests run it as uid 65534.)
+        use std::os::unix::fs::PermissionsExt;
+        let ws = Workspace::create().expect("workspace");
+        let root = ws.root().to_path_buf();
+        let mut deep = root.join("locked");
+        for _ in 0..50 {
+            deep.push("d");
+        }
+        fs::create_dir_all(&deep).expect("dirs");
+        fs::write(deep.join("f"), "x").expect("file");
+        fs::set_permissions(root.join("locked/d"), fs::Permissions::from_mode(0o000)).expect("chmod");
+        fs::set_permissions(root.join("locked"), fs::Permissions::from_mode(0o200)).expect("chmod");
         drop(ws);
         assert!(!root.exists());
     }

@@ -1,0 +1,681 @@
+//! The confined unpacker: a layer's tar entries placed into the root filesystem by
+//! directory descriptor, never by a path string joined onto the root.
+//!
+//! Each entry's parent is found one component at a time from the root's descriptor, each
+//! step a single name opened beneath the directory we hold with symlinks refused
+//! (`openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`), so the kernel keeps every lookup
+//! inside the root. A symlink on the way is followed as the container would see it (an
+//! absolute target from the root) by reading it and walking its target the same way; one
+//! that climbs above the root is refused. The entry is then made in that directory by
+//! name, with its mode applied through the new file's own descriptor.
+//!
+//! A directory whose image mode takes some of its owner's permission away (`0555`, `000`)
+//! keeps it until every layer is in, so no later entry is stopped; only then is its mode
+//! applied, by a walk that holds each directory by descriptor and never follows a symlink.
+//! A later layer that replaced a parent with a symlink to a host directory therefore
+//! changes nothing on the host.
+//!
+//! What the unpacker remembers is bounded by the entry cap, not by the paths' lengths:
+//! a directory or an entry is known by a 128-bit id, sha256 chained over its components.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::ffi::{OsStr, OsString};
+use std::io::{self, Read};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+
+use sha2::Digest as _;
+
+use super::layout::{LayoutError, Limits, UnpackReport};
+use super::reference::Digest;
+use crate::dirfd::{self, Dir, Stat, Visit};
+
+/// Symlinks followed while resolving one entry's parent directory (Linux's `MAXSYMLINKS`).
+const MAX_SYMLINK_HOPS: usize = 40;
+/// The name that marks its directory opaque: lower layers' content below it is hidden.
+const OPAQUE: &[u8] = b".wh..wh..opq";
+/// The prefix of a file whiteout: `.wh.NAME` removes `NAME`.
+const WHITEOUT: &[u8] = b".wh.";
+/// The most of an entry's path an error shows, so that an error stays short.
+const SHOWN_PATH_BYTES: usize = 256;
+/// The owner's read, write and search bits, which every directory keeps while layers are
+/// applied.
+const OWNER_ALL: u32 = 0o700;
+
+/// A path beneath the root, known by 128 bits of sha256 chained over its components (the
+/// parent's id, then the name): 16 bytes whatever the path's length, and no two paths of
+/// an image share one in practice.
+type PathId = [u8; 16];
+const ROOT_ID: PathId = [0; 16];
+
+fn child_id(parent: &PathId, name: &[u8]) -> PathId {
+    let mut hasher = sha2::Sha256::new();
+    hasher.update(parent);
+    hasher.update(name);
+    let digest = hasher.finalize();
+    let mut id = [0u8; 16];
+    id.copy_from_slice(&digest[..16]);
+    id
+}
+
+pub(super) struct Unpacker {
+    root: Dir,
+    limits: Limits,
+    pub(super) report: UnpackReport,
+    /// Directories whose image mode lacks some of [`OWNER_ALL`], with that mode: they keep
+    /// [`OWNER_ALL`] until [`Unpacker::finish`]. At most one per directory entry.
+    restricted: HashMap<PathId, u32>,
+    /// Directories made for entries' parents that no entry named: capped like entries.
+    made_parents: u64,
+    /// Decompressed bytes of the layers applied so far.
+    pub(super) streamed: u64,
+}
+
+/// What an entry wants at its path.
+enum Kind {
+    File,
+    Directory,
+    Symlink(OsString),
+    HardLink(Vec<OsString>),
+}
+
+impl Unpacker {
+    pub(super) fn new(root: Dir, limits: Limits) -> Unpacker {
+        Unpacker { root, limits, report: UnpackReport::default(), restricted: HashMap::new(), made_parents: 0, streamed: 0 }
+    }
+
+    pub(super) fn apply_layer(&mut self, stream: &mut dyn Read, layer: &Digest) -> Result<(), LayoutError> {
+        let layer_error = |e: io::Error| LayoutError::Layer { layer: layer.clone(), problem: format!("not a readable tar stream: {e}") };
+        let mut archive = tar::Archive::new(stream);
+        // What this layer placed: an opaque marker hides lower layers' content only.
+        let mut placed: HashSet<PathId> = HashSet::new();
+        // The last entry's parent: a layer lists a directory's entries together, and
+        // placing an entry in a directory cannot change the path to it, so the next entry
+        // with the same parents needs no new walk. Anything else forgets it.
+        let mut parent: Option<(Vec<OsString>, Dir, PathId)> = None;
+        for entry in archive.entries().map_err(layer_error)? {
+            let mut entry = entry.map_err(layer_error)?;
+            self.report.entries += 1;
+            if let Some(reason) = self.limits.stop_reason() {
+                let problem = format!("{reason} while unpacking it, at entry {}", self.report.entries);
+                return Err(LayoutError::Layer { layer: layer.clone(), problem });
+            }
+            if self.report.entries > self.limits.max_entries {
+                return Err(LayoutError::Layer { layer: layer.clone(), problem: format!("more than {} entries", self.limits.max_entries) });
+            }
+            let raw = entry.path_bytes().into_owned();
+            let shown_bytes = raw.len().min(self.limits.max_path_bytes).min(SHOWN_PATH_BYTES);
+            let mut shown = String::from_utf8_lossy(&raw[..shown_bytes]).into_owned();
+            if shown_bytes < raw.len().min(self.limits.max_path_bytes) {
+                shown.push('…');
+            }
+            let refuse = |problem: String| LayoutError::Entry { layer: layer.clone(), path: shown.clone(), problem };
+            if raw.len() > self.limits.max_path_bytes {
+                return Err(refuse(format!("the path is {} bytes, over the {}-byte cap", raw.len(), self.limits.max_path_bytes)));
+            }
+            let components = normalize(&raw).map_err(|p| refuse(p.to_owned()))?;
+            let header_type = entry.header().entry_type();
+            let Some((name, parents)) = components.split_last() else {
+                // `./` or `/`: the root itself, which we made.
+                if header_type.is_dir() {
+                    continue;
+                }
+                return Err(refuse("a non-directory entry names the root".to_owned()));
+            };
+            let name_bytes = name.as_bytes();
+            if name_bytes == OPAQUE || name_bytes.starts_with(WHITEOUT) {
+                parent = None;
+            }
+            if name_bytes == OPAQUE {
+                let (dir, id) = self.make_dir(parents).map_err(&refuse)?;
+                // Until a pass removes nothing: where removing an entry moves the positions
+                // of those after it (tmpfs before Linux 6.6), a pass may step over some.
+                loop {
+                    let mut clear = ClearLower { placed: &placed, removed: 0 };
+                    let top = dir.duplicate().map_err(|e| refuse(format!("emptying the opaque directory: {e}")))?;
+                    dirfd::walk(top, id, &mut clear).map_err(|e| refuse(format!("emptying the opaque directory: {e}")))?;
+                    if clear.removed == 0 {
+                        break;
+                    }
+                }
+                self.report.opaque_directories += 1;
+                continue;
+            }
+            if let Some(hidden) = name_bytes.strip_prefix(WHITEOUT) {
+                if hidden.is_empty() || hidden == b"." || hidden == b".." {
+                    return Err(refuse("a whiteout names no file".to_owned()));
+                }
+                if let Some((dir, _)) = self.resolve_dir(parents, false).map_err(&refuse)? {
+                    remove_any(&dir, OsStr::from_bytes(hidden)).map_err(|e| refuse(format!("applying the whiteout: {e}")))?;
+                }
+                self.report.whiteouts += 1;
+                continue;
+            }
+            use tar::EntryType as T;
+            let kind = match header_type {
+                T::Regular | T::Continuous => Kind::File,
+                T::Directory => Kind::Directory,
+                T::Symlink | T::Link => {
+                    let target = entry.link_name_bytes().map(|t| t.into_owned()).unwrap_or_default();
+                    if target.is_empty() || target.len() > self.limits.max_path_bytes {
+                        return Err(refuse(format!(
+                            "a link target of {} bytes (1 to {} allowed)",
+                            target.len(),
+                            self.limits.max_path_bytes
+                        )));
+                    }
+                    if header_type == T::Symlink {
+                        // A symlink's target may be anything: nothing is ever written through
+                        // one without resolving it inside the root.
+                        Kind::Symlink(OsStr::from_bytes(&target).to_owned())
+                    } else {
+                        Kind::HardLink(normalize(&target).map_err(|p| refuse(format!("hard link target: {p}")))?)
+                    }
+                }
+                T::Char | T::Block | T::Fifo => {
+                    self.report.skipped_special += 1;
+                    continue;
+                }
+                // pax global headers carry nothing we use.
+                T::XGlobalHeader => continue,
+                other => return Err(refuse(format!("unsupported entry type {other:?}"))),
+            };
+            if matches!(kind, Kind::File) {
+                self.report.bytes = self.report.bytes.saturating_add(entry.size());
+                if self.report.bytes > self.limits.max_unpacked_bytes {
+                    return Err(refuse(format!("the image's files exceed the {}-byte cap", self.limits.max_unpacked_bytes)));
+                }
+            }
+            let mode = entry.header().mode().map_err(|e| refuse(format!("mode: {e}")))?;
+            if !matches!(&parent, Some((cached, _, _)) if cached.as_slice() == parents) {
+                let (dir, id) = self.make_dir(parents).map_err(&refuse)?;
+                parent = Some((parents.to_vec(), dir, id));
+            }
+            let Some((_, dir, dir_id)) = &parent else {
+                return Err(refuse("its parent directory could not be made".to_owned()));
+            };
+            let id = child_id(dir_id, name_bytes);
+            self.place(dir, name, id, kind, mode, &mut entry).map_err(refuse)?;
+            placed.insert(id);
+        }
+        Ok(())
+    }
+
+    /// Makes `name` in `dir` what the entry says, replacing what a lower layer put there
+    /// (a directory stays a directory). Every mode is applied through the new entry's own
+    /// descriptor.
+    fn place(&mut self, dir: &Dir, name: &OsStr, id: PathId, kind: Kind, mode: u32, content: &mut dyn Read) -> Result<(), String> {
+        let existing = match dir.stat_at(name) {
+            Ok(stat) => Some(stat),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(format!("reading what is there: {e}")),
+        };
+        let keep_dir = matches!(kind, Kind::Directory) && existing.as_ref().is_some_and(Stat::is_dir);
+        if existing.is_some() && !keep_dir {
+            remove_any(dir, name).map_err(|e| format!("replacing what a lower layer put there: {e}"))?;
+        }
+        if !matches!(kind, Kind::Directory) {
+            self.restricted.remove(&id);
+        }
+        let written = match kind {
+            Kind::Directory => {
+                self.report.directories += 1;
+                // setuid and setgid are dropped; the sticky bit is kept.
+                let image_mode = mode & 0o1777;
+                let made = if keep_dir { Ok(()) } else { dir.mkdir_at(name, 0o700) };
+                let chmod = made.and_then(|()| dir.open_child(name)).and_then(|made| made.chmod(image_mode | OWNER_ALL));
+                if image_mode & OWNER_ALL == OWNER_ALL {
+                    self.restricted.remove(&id);
+                } else {
+                    self.restricted.insert(id, image_mode);
+                }
+                chmod
+            }
+            Kind::File => {
+                self.report.files += 1;
+                dir.create_file(name, 0o600).and_then(|mut file| {
+                    io::copy(content, &mut file)?;
+                    file.set_permissions(std::fs::Permissions::from_mode(mode & 0o777))
+                })
+            }
+            Kind::Symlink(target) => {
+                self.report.symlinks += 1;
+                dir.symlink_at(&target, name)
+            }
+            Kind::HardLink(target) => {
+                self.report.hard_links += 1;
+                let Some((target_name, target_parents)) = target.split_last() else {
+                    return Err("a hard link to the root".to_owned());
+                };
+                let Some((source, _)) = self.resolve_dir(target_parents, false).map_err(|p| format!("hard link target: {p}"))? else {
+                    return Err("the hard link's target is not in the image".to_owned());
+                };
+                match source.stat_at(target_name) {
+                    Ok(stat) if stat.is_dir() => return Err("a hard link to a directory".to_owned()),
+                    Ok(_) => dir.hard_link_at(&source, target_name, name),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => return Err("the hard link's target is not in the image".to_owned()),
+                    Err(e) => Err(e),
+                }
+            }
+        };
+        written.map_err(|e| format!("writing: {e}"))
+    }
+
+    /// The directory `components` name, inside the root, and its id: symlinks on the way are
+    /// followed as the container would see them (an absolute target from the root), but one
+    /// that would climb above the root is refused. Missing directories are made when
+    /// `create`, otherwise `None` is returned for them. Every step opens one name beneath a
+    /// directory we hold, refusing symlinks, so nothing is resolved outside the root.
+    fn resolve_dir(&mut self, components: &[OsString], create: bool) -> Result<Option<(Dir, PathId)>, String> {
+        let opening = |e: io::Error| format!("opening its parent directory: {e}");
+        let mut dir = self.root.duplicate().map_err(opening)?;
+        // The directories walked into, beneath the root: what `..` goes back along.
+        let mut path: Vec<(OsString, PathId)> = Vec::new();
+        let mut pending: VecDeque<OsString> = components.iter().cloned().collect();
+        let mut hops = 0;
+        while let Some(component) = pending.pop_front() {
+            let bytes = component.as_bytes();
+            if bytes.is_empty() || bytes == b"." {
+                continue;
+            }
+            if bytes == b".." {
+                if path.pop().is_none() {
+                    return Err("its parent resolves through a symlink out of the root".to_owned());
+                }
+                let names: Vec<&OsStr> = path.iter().map(|(name, _)| name.as_os_str()).collect();
+                dir = open_beneath(&self.root, &names).map_err(opening)?;
+                continue;
+            }
+            let id = child_id(path.last().map_or(&ROOT_ID, |(_, id)| id), bytes);
+            match dir.stat_at(&component) {
+                Ok(stat) if stat.is_symlink() => {
+                    hops += 1;
+                    if hops > MAX_SYMLINK_HOPS {
+                        return Err(format!("its parent resolves through more than {MAX_SYMLINK_HOPS} symlinks"));
+                    }
+                    let target = dir.read_link_at(&component).map_err(|e| format!("reading a symlink on its path: {e}"))?;
+                    if target.len() > self.limits.max_path_bytes {
+                        return Err("its parent is a symlink with an over-long target".to_owned());
+                    }
+                    if target.starts_with(b"/") {
+                        dir = self.root.duplicate().map_err(opening)?;
+                        path.clear();
+                    }
+                    for part in target.split(|b| *b == b'/').rev() {
+                        pending.push_front(OsStr::from_bytes(part).to_owned());
+                    }
+                }
+                Ok(stat) if stat.is_dir() => {
+                    dir = dir.open_child(&component).map_err(opening)?;
+                    path.push((component, id));
+                }
+                Ok(_) => return Err(format!("its parent `{}` is not a directory", shown_name(&component))),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    if !create {
+                        return Ok(None);
+                    }
+                    self.made_parents += 1;
+                    if self.made_parents > self.limits.max_entries {
+                        return Err(format!("more than {} directories made for entries' parents", self.limits.max_entries));
+                    }
+                    dir.mkdir_at(&component, 0o755).map_err(|e| format!("making its parent directory: {e}"))?;
+                    // A directory removed and made again is no longer the one whose mode
+                    // was recorded.
+                    self.restricted.remove(&id);
+                    dir = dir.open_child(&component).map_err(opening)?;
+                    path.push((component, id));
+                }
+                Err(e) => return Err(format!("reading its parent: {e}")),
+            }
+        }
+        let id = path.last().map_or(ROOT_ID, |(_, id)| *id);
+        Ok(Some((dir, id)))
+    }
+
+    /// [`Unpacker::resolve_dir`], making what is missing.
+    fn make_dir(&mut self, components: &[OsString]) -> Result<(Dir, PathId), String> {
+        self.resolve_dir(components, true)?.ok_or_else(|| "its parent directory could not be made".to_owned())
+    }
+
+    /// Gives the directories that were kept writable their image modes: a walk of the root
+    /// by descriptor, children first, so a read-only parent does not stop its children's
+    /// changes. A directory a later layer replaced (by a symlink to anywhere) is not
+    /// entered: the walk never follows a symlink.
+    pub(super) fn finish(self) -> Result<UnpackReport, LayoutError> {
+        if !self.restricted.is_empty() {
+            let root = self.root.duplicate().map_err(io_error)?;
+            dirfd::walk(root, ROOT_ID, &mut Restrict { modes: &self.restricted }).map_err(io_error)?;
+        }
+        Ok(self.report)
+    }
+}
+
+fn io_error(source: io::Error) -> LayoutError {
+    LayoutError::Io { context: "setting directory modes in the root filesystem".to_owned(), source }
+}
+
+/// `path`'s directory beneath `root`: by `openat2(RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS)`
+/// in one call, or a step at a time where the kernel has no `openat2` or the path is longer
+/// than it takes.
+fn open_beneath(root: &Dir, names: &[&OsStr]) -> io::Result<Dir> {
+    if names.is_empty() {
+        return root.duplicate();
+    }
+    let joined = names.iter().map(|n| n.as_bytes()).collect::<Vec<_>>().join(&b'/');
+    let resolve = libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
+    match dirfd::openat2(root.as_fd(), &joined, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, resolve) {
+        Ok(fd) => Ok(Dir::from(fd)),
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOSYS) | Some(libc::EPERM) | Some(libc::ENAMETOOLONG)) => {
+            let mut dir = root.duplicate()?;
+            for name in names {
+                dir = dir.open_child(name)?;
+            }
+            Ok(dir)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn shown_name(name: &OsStr) -> String {
+    let bytes = name.as_bytes();
+    String::from_utf8_lossy(&bytes[..bytes.len().min(SHOWN_PATH_BYTES)]).into_owned()
+}
+
+/// An entry path made relative: `/` and `.` components dropped, `..` refused.
+fn normalize(raw: &[u8]) -> Result<Vec<OsString>, &'static str> {
+    let mut components = Vec::new();
+    for part in raw.split(|b| *b == b'/') {
+        match part {
+            b"" | b"." => {}
+            b".." => return Err("a `..` component: the entry would leave the root"),
+            part => components.push(OsStr::from_bytes(part).to_owned()),
+        }
+    }
+    Ok(components)
+}
+
+/// Removes whatever `name` in `dir` is (a directory with its content), never following a
+/// symlink.
+fn remove_any(dir: &Dir, name: &OsStr) -> io::Result<()> {
+    dirfd::remove_at(dir, name)
+}
+
+/// Removes from an opaque directory everything this layer did not place; directories this
+/// layer placed are kept and cleared the same way (an opaque directory hides everything
+/// lower layers put below it).
+struct ClearLower<'a> {
+    placed: &'a HashSet<PathId>,
+    /// Entries removed in this pass.
+    removed: u64,
+}
+
+impl Visit for ClearLower<'_> {
+    type Level = PathId;
+
+    fn child(&mut self, dir: &Dir, level: &PathId, name: &OsStr, stat: &Stat) -> io::Result<Option<PathId>> {
+        let id = child_id(level, name.as_bytes());
+        if !self.placed.contains(&id) {
+            remove_any(dir, name)?;
+            self.removed += 1;
+            return Ok(None);
+        }
+        Ok(stat.is_dir().then_some(id))
+    }
+
+    fn leave(&mut self, _: &Dir, _: PathId, _: Option<&Dir>) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Applies the recorded modes, each through the descriptor of the directory it is for.
+struct Restrict<'a> {
+    modes: &'a HashMap<PathId, u32>,
+}
+
+impl Visit for Restrict<'_> {
+    type Level = PathId;
+
+    fn child(&mut self, _: &Dir, level: &PathId, name: &OsStr, stat: &Stat) -> io::Result<Option<PathId>> {
+        Ok(stat.is_dir().then(|| child_id(level, name.as_bytes())))
+    }
+
+    fn leave(&mut self, dir: &Dir, id: PathId, _: Option<&Dir>) -> io::Result<()> {
+        match self.modes.get(&id) {
+            Some(mode) => dir.chmod(*mode),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixture::*;
+    use super::super::reference::Digest;
+    use super::super::Limits;
+    use std::fs;
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::Path;
+
+    #[test]
+    fn layers_apply_in_order_with_file_and_opaque_whiteouts() {
+        let fixture = Fixture::new();
+        let lower = tar_of(|t| {
+            dir(t, "etc/", 0o755);
+            file(t, "etc/a", 0o644, b"a");
+            file(t, "/etc/b", 0o600, b"b");
+            dir(t, "./data/x/", 0o755);
+            file(t, "data/x/y", 0o755, b"y");
+            dir(t, "data/x/sub/", 0o755);
+            file(t, "data/x/sub/deep", 0o644, b"deep");
+            file(t, "bin/tool", 0o4755, b"#!");
+            link(t, tar::EntryType::Symlink, "bin/sh", "tool");
+            link(t, tar::EntryType::Link, "bin/hard", "bin/tool");
+            dir(t, "ro/", 0o555);
+            file(t, "ro/inside", 0o444, b"r");
+            entry(t, tar::EntryType::Fifo, b"dev/fifo", 0o644, b"", b"");
+            entry(t, tar::EntryType::Char, b"dev/null", 0o666, b"", b"");
+        });
+        let upper = tar_of(|t| {
+            file(t, "etc/.wh.a", 0, b"");
+            // Placed by this layer before the marker: the marker hides lower content only.
+            file(t, "data/x/new", 0o640, b"new");
+            file(t, "data/x/.wh..wh..opq", 0, b"");
+            file(t, "ro/later", 0o644, b"l");
+        });
+        fixture.image(&[(lower, GZIP), (upper, TAR)]);
+        let report = fixture.unpack(Limits::default()).expect("unpack");
+        assert_eq!((report.layers, report.whiteouts, report.opaque_directories, report.skipped_special), (2, 1, 1, 2));
+        assert_eq!((report.symlinks, report.hard_links), (1, 1));
+        assert!(!fixture.root("etc/a").exists());
+        assert_eq!(fs::read(fixture.root("etc/b")).unwrap(), b"b");
+        assert_eq!(mode(&fixture.root("etc/b")), 0o600);
+        assert!(!fixture.root("data/x/y").exists() && !fixture.root("data/x/sub").exists());
+        assert_eq!(fs::read(fixture.root("data/x/new")).unwrap(), b"new");
+        assert_eq!(mode(&fixture.root("data/x/new")), 0o640);
+        // setuid is dropped, the exec bits kept.
+        assert_eq!(mode(&fixture.root("bin/tool")), 0o755);
+        assert_eq!(fs::read_link(fixture.root("bin/sh")).unwrap(), Path::new("tool"));
+        use std::os::unix::fs::MetadataExt;
+        assert_eq!(fs::metadata(fixture.root("bin/hard")).unwrap().ino(), fs::metadata(fixture.root("bin/tool")).unwrap().ino());
+        // A read-only directory got its mode at the end, after a later layer wrote into it.
+        assert_eq!(mode(&fixture.root("ro")), 0o555);
+        assert_eq!(fs::read(fixture.root("ro/later")).unwrap(), b"l");
+        assert!(!fixture.root("dev/fifo").exists() && !fixture.root("dev/null").exists());
+        // And the lane removes such a tree, read-only directories included.
+        let rootfs = fixture.rootfs.path().to_owned();
+        super::super::remove_tree(&rootfs).expect("remove");
+        assert!(!rootfs.exists());
+    }
+
+    #[test]
+    fn a_dotdot_entry_is_refused() {
+        let fixture = Fixture::new();
+        let layer = tar_of(|t| file(t, "a/../../escaped", 0o644, b"x"));
+        let layer_digest = Digest::of(&gzip(&layer));
+        fixture.image(&[(layer, GZIP)]);
+        let error = fixture.unpack(Limits::default()).unwrap_err().to_string();
+        assert_eq!(error, format!("layer {layer_digest}, entry `a/../../escaped`: a `..` component: the entry would leave the root"));
+        let outside = fixture.rootfs.path().parent().unwrap().join("escaped");
+        assert!(!outside.exists());
+    }
+
+    #[test]
+    fn nothing_is_written_through_a_symlink_out_of_the_root() {
+        let outside = tempfile::tempdir().unwrap();
+        let fixture = Fixture::new();
+        let climbing = format!("..{}", "/..".repeat(20));
+        let lower = tar_of(|t| {
+            link(t, tar::EntryType::Symlink, "up", &climbing);
+            link(t, tar::EntryType::Symlink, "abs", &outside.path().display().to_string());
+            link(t, tar::EntryType::Symlink, "file-link", &outside.path().join("victim").display().to_string());
+        });
+        let upper = tar_of(|t| {
+            // An absolute target is the container's view: it lands inside the root.
+            file(t, "abs/inside", 0o644, b"x");
+            // The final component is replaced, never opened through the symlink.
+            file(t, "file-link", 0o644, b"x");
+        });
+        fixture.image(&[(lower.clone(), TAR), (upper, TAR)]);
+        fixture.unpack(Limits::default()).expect("unpack");
+        assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0, "nothing outside");
+        let inside = fixture.root(format!("{}/inside", outside.path().display()).trim_start_matches('/'));
+        assert_eq!(fs::read(inside).unwrap(), b"x");
+        assert!(fs::symlink_metadata(fixture.root("file-link")).unwrap().is_file());
+
+        let fixture = Fixture::new();
+        let upper = tar_of(|t| file(t, "up/pwned", 0o644, b"x"));
+        let upper_digest = Digest::of(&upper);
+        fixture.image(&[(lower, TAR), (upper, TAR)]);
+        let error = fixture.unpack(Limits::default()).unwrap_err().to_string();
+        assert_eq!(error, format!("layer {upper_digest}, entry `up/pwned`: its parent resolves through a symlink out of the root"));
+        assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0, "nothing outside");
+    }
+
+    #[test]
+    fn a_hard_link_out_of_the_root_or_to_nothing_is_refused() {
+        let fixture = Fixture::new();
+        let layer = tar_of(|t| link(t, tar::EntryType::Link, "l", "../../etc/passwd"));
+        fixture.image(&[(layer, TAR)]);
+        let error = fixture.unpack(Limits::default()).unwrap_err().to_string();
+        assert!(error.ends_with("entry `l`: hard link target: a `..` component: the entry would leave the root"), "{error}");
+        let fixture = Fixture::new();
+        fixture.image(&[(tar_of(|t| link(t, tar::EntryType::Link, "l", "/etc/passwd")), TAR)]);
+        let error = fixture.unpack(Limits::default()).unwrap_err().to_string();
+        assert!(error.ends_with("entry `l`: the hard link's target is not in the image"), "{error}");
+    }
+
+    #[test]
+    fn no_mode_lands_through_a_later_layers_symlink() {
+        // A lower layer makes `a/locked` (000) and `a/open` (777); an upper layer replaces
+        // `a` by a symlink to a directory outside the root that holds the same names. The
+        // modes must land on the image's directories, or nowhere: never on the canaries.
+        let outside = tempfile::tempdir().unwrap();
+        for name in ["locked", "open", "ro"] {
+            fs::create_dir(outside.path().join(name)).unwrap();
+            fs::set_permissions(outside.path().join(name), fs::Permissions::from_mode(0o750)).unwrap();
+        }
+        let fixture = Fixture::new();
+        let lower = tar_of(|t| {
+            dir(t, "a/", 0o755);
+            dir(t, "a/locked/", 0o000);
+            dir(t, "a/open/", 0o777);
+            dir(t, "a/ro/", 0o555);
+        });
+        let upper = tar_of(|t| {
+            link(t, tar::EntryType::Symlink, "a", &outside.path().display().to_string());
+            // And a relative climb, replacing a directory whose mode is still pending.
+            dir(t, "b/", 0o500);
+        });
+        let top = tar_of(|t| link(t, tar::EntryType::Symlink, "b", "../../../../../../../../../.."));
+        fixture.image(&[(lower, TAR), (upper, GZIP), (top, TAR)]);
+        fixture.unpack(Limits::default()).expect("unpack");
+        for name in ["locked", "open", "ro"] {
+            assert_eq!(mode(&outside.path().join(name)), 0o750, "the canary {name} kept its mode");
+        }
+        assert!(fs::symlink_metadata(fixture.root("a")).unwrap().file_type().is_symlink());
+        assert!(fs::symlink_metadata(fixture.root("b")).unwrap().file_type().is_symlink());
+    }
+
+    #[test]
+    fn a_parent_replaced_within_a_layer_is_resolved_again() {
+        let outside = tempfile::tempdir().unwrap();
+        let fixture = Fixture::new();
+        let layer = tar_of(|t| {
+            dir(t, "a/", 0o755);
+            file(t, "a/x", 0o644, b"x");
+            link(t, tar::EntryType::Symlink, "a", "b");
+            dir(t, "b/", 0o755);
+            file(t, "a/y", 0o644, b"y");
+            link(t, tar::EntryType::Symlink, "b", &outside.path().display().to_string());
+            file(t, "a/z", 0o644, b"z");
+        });
+        fixture.image(&[(layer, TAR)]);
+        fixture.unpack(Limits::default()).expect("unpack");
+        assert!(fs::read(fixture.root("b/y")).is_err(), "b was replaced by a symlink");
+        let inside = fixture.root(outside.path().display().to_string().trim_start_matches('/'));
+        assert_eq!(fs::read(inside.join("z")).unwrap(), b"z");
+        assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0, "nothing outside");
+    }
+
+    #[test]
+    fn modes_land_on_the_image_directories_once_every_layer_is_in() {
+        let fixture = Fixture::new();
+        let lower = tar_of(|t| {
+            dir(t, "x/", 0o000);
+            dir(t, "x/y/", 0o500);
+            dir(t, "sticky/", 0o1777);
+            dir(t, "suid/", 0o6755);
+        });
+        let upper = tar_of(|t| {
+            file(t, "x/y/z", 0o644, b"z");
+            // Removed and made again as a parent: the recorded mode was for the old one.
+            file(t, "x/.wh.y", 0, b"");
+            file(t, "x/y/again", 0o644, b"a");
+        });
+        fixture.image(&[(lower, TAR), (upper, TAR)]);
+        fixture.unpack(Limits::default()).expect("unpack");
+        assert_eq!(mode(&fixture.root("sticky")), 0o1777);
+        assert_eq!(mode(&fixture.root("suid")), 0o755);
+        assert_eq!(mode(&fixture.root("x")), 0o000);
+        fs::set_permissions(fixture.root("x"), fs::Permissions::from_mode(0o700)).unwrap();
+        assert_eq!(mode(&fixture.root("x/y")), 0o755);
+        assert_eq!(fs::read(fixture.root("x/y/again")).unwrap(), b"a");
+        super::super::remove_tree(fixture.rootfs.path()).expect("removed");
+    }
+
+    #[test]
+    fn an_entry_path_in_an_error_is_short() {
+        let fixture = Fixture::new();
+        let long = format!("{}/../x", "n".repeat(3000));
+        let mut layer = tar::Builder::new(Vec::new());
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Regular);
+        header.set_mode(0o644);
+        header.set_size(0);
+        layer.append_data(&mut header, "placeholder", &b""[..]).unwrap();
+        // The `tar` crate refuses `..` in a long name too: write the GNU record by hand.
+        let mut bytes = layer.into_inner().unwrap();
+        bytes.truncate(bytes.len() - 1024);
+        let mut record = long.clone().into_bytes();
+        record.push(0);
+        let mut long_header = tar::Header::new_gnu();
+        long_header.as_gnu_mut().unwrap().name[..13].copy_from_slice(b"././@LongLink");
+        long_header.set_entry_type(tar::EntryType::GNULongName);
+        long_header.set_size(record.len() as u64);
+        long_header.set_cksum();
+        bytes.extend_from_slice(long_header.as_bytes());
+        record.resize(record.len().div_ceil(512) * 512, 0);
+        bytes.extend(record);
+        let mut file_header = tar::Header::new_gnu();
+        file_header.as_gnu_mut().unwrap().name[..1].copy_from_slice(b"x");
+        file_header.set_entry_type(tar::EntryType::Regular);
+        file_header.set_size(0);
+        file_header.set_cksum();
+        bytes.extend_from_slice(file_header.as_bytes());
+        bytes.extend([0u8; 1024]);
+        fixture.image(&[(bytes, TAR)]);
+        let error = fixture.unpack(Limits::default()).unwrap_err().to_string();
+        assert!(error.len() <= 1024 && error.contains("nnnn…`"), "{} bytes: {error}", error.len());
+        assert!(error.ends_with("a `..` component: the entry would leave the root"), "{error}");
+    }
+}
