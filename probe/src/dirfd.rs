@@ -515,7 +515,12 @@ mod tests {
     /// changed limit, another user) stays out of this process's other tests.
     fn in_child(name: &str, uid: Option<u32>) {
         use std::os::unix::process::CommandExt;
-        let mut command = std::process::Command::new(std::env::current_exe().expect("test binary"));
+        let staged = uid.map(|_| readable_copy_of_this_binary());
+        let program = match &staged {
+            Some(staged) => staged.path().join("test-binary"),
+            None => std::env::current_exe().expect("test binary"),
+        };
+        let mut command = std::process::Command::new(program);
         command.args(["--exact", name, "--nocapture", "--test-threads=1"]).env("CHECKFU_DIRFD_CHILD", "1");
         if let Some(uid) = uid {
             command.uid(uid).gid(uid);
@@ -523,6 +528,16 @@ mod tests {
         let output = command.output().expect("child");
         let text = String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
         assert!(output.status.success() && text.contains("1 passed"), "the child failed:\n{text}");
+    }
+
+    /// A copy of this test binary in a directory of its own that anyone can read, as
+    /// `test-binary`: another user may not reach the binary where it is (a clone under a
+    /// 0700 home).
+    fn readable_copy_of_this_binary() -> crate::image::TempDir {
+        let staged = crate::image::TempDir::new("checkfu-dirfd-child").expect("staging dir");
+        std::fs::set_permissions(staged.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod 755");
+        std::fs::copy(std::env::current_exe().expect("test binary"), staged.path().join("test-binary")).expect("copy the test binary");
+        staged
     }
 
     fn is_child() -> bool {
@@ -607,7 +622,8 @@ mod tests {
             std::fs::write(top.join("roots/f"), "x").expect("file");
             std::fs::set_permissions(top.join("roots"), std::fs::Permissions::from_mode(0o555)).expect("chmod");
             std::fs::set_permissions(&top, std::fs::Permissions::from_mode(0o777)).expect("chmod");
-            let output = std::process::Command::new(std::env::current_exe().expect("exe"))
+            let staged = readable_copy_of_this_binary();
+            let output = std::process::Command::new(staged.path().join("test-binary"))
                 .args(["--exact", "dirfd::tests::what_cannot_be_removed_is_named", "--nocapture", "--test-threads=1"])
                 .env("CHECKFU_DIRFD_CHILD", "1")
                 .env("CHECKFU_DIRFD_TOP", &top)
