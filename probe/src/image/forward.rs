@@ -77,12 +77,20 @@ impl Forwarder {
         // SAFETY: the listener is open until the acceptor returns, which is joined below.
         unsafe { libc::shutdown(self.listener_fd, libc::SHUT_RDWR) };
         let _ = acceptor.join();
+        // A connection still being dialled registers its streams after this only to find
+        // `stopping` set under the same lock, and closes them itself.
         for stream in lock(&self.open).drain(..) {
             let _ = stream.shutdown(Shutdown::Both);
         }
-        let pumps: Vec<JoinHandle<()>> = lock(&self.pumps).drain(..).collect();
-        for pump in pumps {
-            let _ = pump.join();
+        // Joining a dialling thread may add the pump it started: join until none is left.
+        loop {
+            let pumps: Vec<JoinHandle<()>> = lock(&self.pumps).drain(..).collect();
+            if pumps.is_empty() {
+                break;
+            }
+            for pump in pumps {
+                let _ = pump.join();
+            }
         }
     }
 }
@@ -110,7 +118,7 @@ fn accept(
     listener: TcpListener,
     relay: SocketAddr,
     fence: Option<RawFd>,
-    stopping: &AtomicBool,
+    stopping: &Arc<AtomicBool>,
     open: &Arc<Mutex<Vec<TcpStream>>>,
     pumps: &Arc<Mutex<Vec<JoinHandle<()>>>>,
 ) {
@@ -130,7 +138,7 @@ fn accept(
                 continue;
             }
         }
-        let (kept, threads) = (Arc::clone(open), Arc::clone(pumps));
+        let (kept, threads, stop) = (Arc::clone(open), Arc::clone(pumps), Arc::clone(stopping));
         let pump = std::thread::Builder::new().name("forward-dial".into()).spawn(move || {
             // The fence's namespace, when there is one, is where the relay listens.
             if let Some(fd) = fence {
@@ -142,6 +150,13 @@ fn accept(
             let (Ok(inside_read), Ok(outside_read)) = (inside.try_clone(), outside.try_clone()) else { return };
             {
                 let mut open = lock(&kept);
+                if stop.load(Ordering::SeqCst) {
+                    // The forwarder stopped while this was dialled: its streams were never
+                    // in the list it closed.
+                    let _ = inside.shutdown(Shutdown::Both);
+                    let _ = outside.shutdown(Shutdown::Both);
+                    return;
+                }
                 open.retain(|s| s.peer_addr().is_ok());
                 for s in [&inside, &outside] {
                     if let Ok(clone) = s.try_clone() {
