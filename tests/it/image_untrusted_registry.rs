@@ -16,7 +16,7 @@ use crate::probe_support::{probe, Run};
 use crate::support::image::BUSYBOX_CLI_FLAGS;
 
 /// How the test registry answers a request for a path.
-pub(crate) enum Answer {
+enum Answer {
     /// A status line's code, extra headers and a body with its length.
     Full(u16, Vec<String>, Vec<u8>),
     /// 200 with the body's length, then the body a byte a second.
@@ -24,7 +24,7 @@ pub(crate) enum Answer {
 }
 
 /// A registry on `ip`, answering each request with `answer(path)`; counts connections.
-pub(crate) fn serve(ip: &str, answer: impl Fn(&str) -> Answer + Send + Sync + 'static) -> (SocketAddr, Arc<AtomicUsize>) {
+fn serve(ip: &str, answer: impl Fn(&str) -> Answer + Send + Sync + 'static) -> (SocketAddr, Arc<AtomicUsize>) {
     let listener = TcpListener::bind((ip, 0)).expect("bind the test registry");
     let address = listener.local_addr().expect("address");
     let connections = Arc::new(AtomicUsize::new(0));
@@ -74,7 +74,7 @@ fn respond(mut stream: TcpStream, answer: &dyn Fn(&str) -> Answer) {
 }
 
 /// A manifest (its blobs are never served whole here) and its digest.
-pub(crate) fn manifest() -> (Vec<u8>, Digest) {
+fn manifest() -> (Vec<u8>, Digest) {
     let manifest = serde_json::json!({
         "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
         "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": Digest::of(b"config").to_string(), "size": 6},
@@ -84,6 +84,20 @@ pub(crate) fn manifest() -> (Vec<u8>, Digest) {
     .into_bytes();
     let digest = Digest::of(&manifest);
     (manifest, digest)
+}
+
+/// A registry on loopback that trickles [`manifest`] a byte a second and has nothing else;
+/// the reference to pull from it.
+pub(crate) fn trickling_registry() -> String {
+    let (body, digest) = manifest();
+    let (address, _) = serve("127.0.0.1", move |path| {
+        if path.contains("/manifests/") {
+            Answer::Trickle(body.clone())
+        } else {
+            Answer::Full(404, Vec::new(), Vec::new())
+        }
+    });
+    format!("{address}/trickle@{digest}")
 }
 
 fn run_image(reference: &str, more: &[&str]) -> Run {
@@ -96,15 +110,9 @@ fn run_image(reference: &str, more: &[&str]) -> Run {
     ignore = "CHECKFU_IMAGE_TOOLS is not set: apt-get install buildah skopeo docker-registry busybox-static bubblewrap (see .ci/run)"
 )]
 fn a_trickling_registry_ends_at_the_runs_deadline() {
-    let (body, digest) = manifest();
-    let (address, _) = serve("127.0.0.1", move |path| {
-        if path.contains("/manifests/") {
-            Answer::Trickle(body.clone())
-        } else {
-            Answer::Full(404, Vec::new(), Vec::new())
-        }
-    });
-    let run = run_image(&format!("{address}/trickle@{digest}"), &["--deadline", "2"]);
+    let reference = trickling_registry();
+    let digest = reference.rsplit_once('@').map(|(_, d)| d.to_owned()).unwrap_or_default();
+    let run = run_image(&reference, &["--deadline", "2"]);
     assert_eq!(run.status, 1, "{}", run.stderr);
     assert!(run.stderr.contains("deadline") && run.stderr.contains(&format!("the manifest {digest}")), "{}", run.stderr);
     assert!(run.stderr.lines().all(|line| line.len() <= 1100), "{}", run.stderr);

@@ -75,19 +75,11 @@ fn sigterm_stops_a_oneshot_run_which_reports_and_exits_143() {
     ignore = "CHECKFU_IMAGE_TOOLS is not set: apt-get install buildah skopeo docker-registry busybox-static bubblewrap (see .ci/run)"
 )]
 fn sigint_mid_pull_stops_it_and_leaves_nothing() {
-    use crate::image_untrusted_registry::{manifest, serve, Answer};
-    let (body, digest) = manifest();
-    let (address, _) = serve("127.0.0.1", move |path| {
-        if path.contains("/manifests/") {
-            Answer::Trickle(body.clone())
-        } else {
-            Answer::Full(404, Vec::new(), Vec::new())
-        }
-    });
+    let reference = crate::image_untrusted_registry::trickling_registry();
     let tmp = crate::probe_support::Scratch::new("interrupt-pull");
     let mut command = Command::new(PROBE);
     command.args(["probe", "--format", "json", "--deadline", "120"]).args(crate::support::image::BUSYBOX_CLI_FLAGS);
-    command.args(["--image", &format!("{address}/trickle@{digest}")]).env("TMPDIR", &tmp.0);
+    command.args(["--image", &reference]).env("TMPDIR", &tmp.0);
     let child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("probe starts");
     std::thread::sleep(Duration::from_millis(1500));
     let sent = Instant::now();

@@ -9,11 +9,12 @@
 //! they do inside the container), missing directories are made there, and the runtime is
 //! given the result with every symlink already resolved, which exists: it creates nothing.
 
-use std::ffi::{CString, OsStr};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
+
+use crate::dirfd::{self, Dir};
 
 /// The most components a working directory may have (a bound on the walk, far above any
 /// real image's).
@@ -21,34 +22,15 @@ const MAX_COMPONENTS: usize = 256;
 
 /// Opens `path` (relative, no `..`) beneath `root` as a directory, the root being `/` for
 /// every symlink on the way.
-fn open_in_root(root: &OwnedFd, path: &Path) -> io::Result<OwnedFd> {
-    let text = if path.as_os_str().is_empty() { CString::new(".") } else { CString::new(path.as_os_str().as_bytes()) }
-        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-    // SAFETY: `open_how` is plain integers; all zero is its empty value.
-    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
-    how.flags = (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64;
-    how.resolve = libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_MAGICLINKS | libc::RESOLVE_NO_XDEV;
-    // SAFETY: openat2 reads a NUL-terminated path and an `open_how` of the size given; the
-    // result is checked before it is owned.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            root.as_raw_fd(),
-            text.as_ptr(),
-            &how as *const libc::open_how,
-            std::mem::size_of::<libc::open_how>(),
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a fresh descriptor this function owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+fn open_in_root(root: &Dir, path: &Path) -> io::Result<Dir> {
+    let text = if path.as_os_str().is_empty() { b".".as_slice() } else { path.as_os_str().as_bytes() };
+    let resolve = libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_MAGICLINKS | libc::RESOLVE_NO_XDEV;
+    dirfd::openat2(root.as_fd(), text, libc::O_RDONLY | libc::O_DIRECTORY, resolve).map(Dir::from)
 }
 
 /// Where `fd` is, as a path inside `root` (both on the host).
-fn inside_path(fd: &OwnedFd, root: &Path) -> io::Result<String> {
-    let host = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))?;
+fn inside_path(fd: &Dir, root: &Path) -> io::Result<String> {
+    let host = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_fd().as_raw_fd()))?;
     let inside = host.strip_prefix(root).map_err(|_| io::Error::other(format!("{} is not inside the root", host.display())))?;
     Ok(format!("/{}", inside.display()))
 }
@@ -79,7 +61,7 @@ pub fn make_dir(root: &Path, path: &str) -> Result<String, String> {
         return Err(refuse(&format!("more than {MAX_COMPONENTS} components")));
     }
     let root = root.canonicalize().map_err(|e| format!("the image's root {}: {e}", root.display()))?;
-    let root_fd: OwnedFd = std::fs::File::open(&root).map_err(|e| format!("the image's root {}: {e}", root.display()))?.into();
+    let root_fd = Dir::open(&root).map_err(|e| format!("the image's root {}: {e}", root.display()))?;
     let mut prefix = PathBuf::new();
     let mut dir = open_in_root(&root_fd, &prefix).map_err(|e| refuse(&e.to_string()))?;
     for name in &components {
@@ -89,7 +71,7 @@ pub fn make_dir(root: &Path, path: &str) -> Result<String, String> {
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
                 // The parent was resolved beneath the root; the name is made in it, not
                 // through any link (mkdirat never follows its last component).
-                mkdir_at(&dir, name).map_err(|e| match e.raw_os_error() {
+                dir.mkdir_at(name, 0o755).map_err(|e| match e.raw_os_error() {
                     Some(libc::EEXIST) => refuse(&format!("{} is a symlink to nothing", prefix.display())),
                     _ => refuse(&format!("cannot make {}: {e}", prefix.display())),
                 })?;
@@ -109,16 +91,6 @@ pub fn make_mount_point(root: &Path, path: &Path) -> Result<(), String> {
     let made = make_dir(root, text)?;
     if Path::new(&made) != path {
         return Err(format!("cannot mount {text} inside the image: the image has a symlink on the way (it resolves to {made})"));
-    }
-    Ok(())
-}
-
-fn mkdir_at(dir: &OwnedFd, name: &OsStr) -> io::Result<()> {
-    let name = CString::new(name.as_bytes()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-    // O_PATH descriptors may serve as the directory of *at calls.
-    // SAFETY: a NUL-terminated name and an open directory descriptor.
-    if unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), 0o755) } != 0 {
-        return Err(io::Error::last_os_error());
     }
     Ok(())
 }
