@@ -238,6 +238,15 @@ fn long_paths(test: &str, entries: usize) -> u64 {
         assert_eq!(report.files, entries as u64);
         return 0;
     }
+    let layout = long_paths_layout(entries);
+    let peak = peak_kib(&in_child(test, layout.path(), 1024));
+    eprintln!("{entries} entries with 3.9 KB paths: peak RSS {peak} kB");
+    peak
+}
+
+/// An OCI layout of one gzip layer: `entries` empty files 15 directories of 250 bytes deep
+/// (3.9 KB paths), and the digest of its one image's manifest.
+pub(crate) fn long_paths_layout(entries: usize) -> TempDir {
     let mut parent = Vec::new();
     for level in 0..15u8 {
         parent.extend(std::iter::repeat_n(b'a' + level, 250));
@@ -258,10 +267,7 @@ fn long_paths(test: &str, entries: usize) -> u64 {
         }
         Ok(())
     });
-    let layout = layout.finish();
-    let peak = peak_kib(&in_child(test, layout.path(), 1024));
-    eprintln!("{entries} entries with 3.9 KB paths: peak RSS {peak} kB");
-    peak
+    layout.finish()
 }
 
 #[test]

@@ -93,3 +93,47 @@ fn sigint_mid_pull_stops_it_and_leaves_nothing() {
     let left: Vec<_> = std::fs::read_dir(&tmp.0).expect("tmp").flatten().map(|e| e.file_name()).collect();
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+/// SIGINT in the middle of an unpack (200,000 entries read from an OCI layout directory,
+/// which takes tens of seconds): the unpack stops at the next entry, the command exits 130,
+/// and the half-made root and the layout copy are gone from the run's TMPDIR.
+#[test]
+#[cfg_attr(
+    not(checkfu_image_tools),
+    ignore = "CHECKFU_IMAGE_TOOLS is not set: apt-get install buildah skopeo docker-registry busybox-static bubblewrap (see .ci/run)"
+)]
+fn sigint_mid_unpack_stops_it_and_leaves_nothing() {
+    let layout = crate::image_untrusted_layers::long_paths_layout(200_000);
+    let index: Value = serde_json::from_slice(&std::fs::read(layout.path().join("index.json")).expect("index.json")).expect("JSON");
+    let digest = index["manifests"][0]["digest"].as_str().expect("the manifest's digest").to_owned();
+    let tmp = crate::probe_support::Scratch::new("interrupt-unpack");
+    let mut command = Command::new(PROBE);
+    command.args(["probe", "--format", "json", "--deadline", "600"]).args(crate::support::image::BUSYBOX_CLI_FLAGS);
+    command.arg(format!("--image=localhost/long-paths@{digest}")).arg(format!("--image-source=oci:{}", layout.path().display()));
+    command.env("TMPDIR", &tmp.0);
+    let child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("probe starts");
+    // Until the unpack has begun: the root being filled in the run's TMPDIR.
+    let until = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < until && !unpacking(&tmp.0) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let sent = Instant::now();
+    // SAFETY: kill(2) on the probe this test started, still unreaped.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let output = child.wait_with_output().expect("probe ends");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(sent.elapsed() < Duration::from_secs(5), "the unpack ended {:?} after the signal: {stderr}", sent.elapsed());
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted by SIGINT while unpacking"), "stopped in the unpack: {stderr}");
+    let left: Vec<_> = std::fs::read_dir(&tmp.0).expect("tmp").flatten().map(|e| e.file_name()).collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// Whether a root is being unpacked in `tmp`: a `checkfu-image-rootfs-…` with something in it.
+fn unpacking(tmp: &std::path::Path) -> bool {
+    std::fs::read_dir(tmp).into_iter().flatten().flatten().any(|entry| {
+        entry.file_name().to_string_lossy().starts_with("checkfu-image-rootfs-")
+            && std::fs::read_dir(entry.path()).is_ok_and(|mut d| d.next().is_some())
+    })
+}
