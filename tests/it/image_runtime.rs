@@ -426,3 +426,22 @@ fn a_working_directory_that_climbs_out_of_the_image_is_refused() {
         assert_eq!(tmp.left(), Vec::<String>::new(), "{context}");
     }
 }
+
+/// An image whose `Env` value holds NUL bytes, which bubblewrap (reading the harness's
+/// variables NUL-separated) would once have taken as its own options: `--bind / /host`
+/// puts the host's root inside. Refused before anything starts, exit 1, naming it.
+#[test]
+#[cfg_attr(
+    not(checkfu_image_tools),
+    ignore = "CHECKFU_IMAGE_TOOLS is not set: apt-get install buildah skopeo docker-registry busybox-static bubblewrap (see .ci/run)"
+)]
+fn an_image_variable_holding_nul_bytes_is_refused() {
+    let layout = crate::image_untrusted_layers::layout_with_env(&["A=x\0--bind\0/\0/host"]);
+    let index: serde_json::Value = serde_json::from_slice(&std::fs::read(layout.path().join("index.json")).expect("index")).expect("JSON");
+    let digest = index["manifests"][0]["digest"].as_str().expect("digest").to_owned();
+    let source = format!("--image-source=oci:{}", layout.path().display());
+    let run = probe_env(&[BUSYBOX_CLI_FLAGS, &["--image", &format!("localhost/nul@{digest}"), &source]].concat(), &[], &[]);
+    assert_eq!(run.status, 1, "{}", run.stderr);
+    assert!(run.stderr.contains("Env holds a NUL byte in entry 0") && run.stderr.len() <= 1024, "{}", run.stderr);
+    assert!(run.json.is_null(), "nothing ran");
+}

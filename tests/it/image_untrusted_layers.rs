@@ -124,8 +124,13 @@ impl Layout {
     }
 
     fn finish(self) -> TempDir {
+        self.finish_with(serde_json::json!({}))
+    }
+
+    /// The layout with `config` as the image's runtime config (`Env`, `WorkingDir`, …).
+    fn finish_with(self, config: serde_json::Value) -> TempDir {
         let config = serde_json::json!({
-            "architecture": host_architecture(), "os": "linux", "config": {},
+            "architecture": host_architecture(), "os": "linux", "config": config,
             "rootfs": {"type": "layers", "diff_ids": self.diff_ids},
         })
         .to_string();
@@ -242,6 +247,13 @@ fn long_paths(test: &str, entries: usize) -> u64 {
     let peak = peak_kib(&in_child(test, layout.path(), 1024));
     eprintln!("{entries} entries with 3.9 KB paths: peak RSS {peak} kB");
     peak
+}
+
+/// An OCI layout of one small layer (a file) whose image sets `env` (its `Env`).
+pub(crate) fn layout_with_env(env: &[&str]) -> TempDir {
+    let mut layout = Layout::new();
+    layout.layer(false, |tar| tar.entry(b"file", b'0', 0o644, b"x"));
+    layout.finish_with(serde_json::json!({ "Env": env }))
 }
 
 /// An OCI layout of one gzip layer: `entries` empty files 15 directories of 250 bytes deep

@@ -109,6 +109,13 @@ pub fn check_image_config(env: &[String], command: &[String]) -> Result<(), Stri
             command.len()
         ));
     }
+    // No process can hold a NUL in a variable or an argument, and bubblewrap reads the
+    // harness's variables NUL-separated: one inside a value would be read as further
+    // options of bubblewrap's own (`--bind / /host`).
+    if let Some(at) = env.iter().chain(command).position(|item| item.contains('\0')) {
+        let (what, index) = if at < env.len() { ("Env", at) } else { ("Entrypoint and Cmd", at - env.len()) };
+        return Err(format!("the image's {what} holds a NUL byte in entry {index}; no process can be given one"));
+    }
     Ok(())
 }
 
@@ -138,5 +145,8 @@ mod tests {
         let large = vec![format!("V={}", "x".repeat(MAX_IMAGE_ENV_BYTES))];
         assert!(check_image_config(&large, &[]).unwrap_err().contains("bytes"));
         assert!(check_image_config(&["PATH=/bin".into()], &["/bin/sh".into()]).is_ok());
+        let nul = check_image_config(&["A=x\0--bind\0/\0/host".into()], &[]).unwrap_err();
+        assert!(nul.contains("NUL") && nul.contains("Env"), "{nul}");
+        assert!(check_image_config(&[], &["/bin/sh".into(), "a\0b".into()]).unwrap_err().contains("Cmd"));
     }
 }

@@ -430,19 +430,19 @@ fn os(items: &[&dyn AsRef<std::ffi::OsStr>]) -> Vec<OsString> {
 /// harness starts from them alone (`--clearenv`), while bubblewrap itself keeps the host's
 /// environment the lane gave it, and no value is on a command line.
 fn bubblewrap_argv(bwrap: &Path, spec: &RunSpec<'_>) -> std::io::Result<(Vec<OsString>, OwnedFd)> {
+    // Where it starts, unless the variables say: the working directory, or the workspace at
+    // its own path.
+    let pwd = if spec.working_directory == "/" { spec.workspace.as_os_str() } else { std::ffi::OsStr::new(spec.working_directory) };
+    let pwd = (!spec.env.iter().any(|(name, _)| name == "PWD")).then_some((std::ffi::OsStr::new("PWD"), pwd));
     let mut setenv: Vec<u8> = b"--clearenv\0".to_vec();
-    let mut pwd_set = false;
-    for (name, value) in spec.env {
-        pwd_set |= name == "PWD";
-        for part in [b"--setenv".as_slice(), name.as_bytes(), value.as_bytes()] {
-            setenv.extend_from_slice(part);
-            setenv.push(0);
+    for (name, value) in spec.env.iter().map(|(n, v)| (n.as_os_str(), v.as_os_str())).chain(pwd) {
+        // The arguments are NUL-separated: a NUL inside a name or a value (an image's, a
+        // terminal's) would be read as options of bubblewrap's own.
+        if name.as_bytes().contains(&0) || value.as_bytes().contains(&0) {
+            let shown: String = name.to_string_lossy().chars().take(64).collect();
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("the variable {shown:?} holds a NUL byte")));
         }
-    }
-    if !pwd_set {
-        // Where it starts: the working directory, or the workspace at its own path.
-        let pwd = if spec.working_directory == "/" { spec.workspace.as_os_str() } else { std::ffi::OsStr::new(spec.working_directory) };
-        for part in [b"--setenv".as_slice(), b"PWD", pwd.as_bytes()] {
+        for part in [b"--setenv".as_slice(), name.as_bytes(), value.as_bytes()] {
             setenv.extend_from_slice(part);
             setenv.push(0);
         }
@@ -765,6 +765,7 @@ fn docker(program: &Path, spec: &RunSpec<'_>) -> Result<Started, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::ffi::OsStringExt;
 
     /// The relay's key never reaches a command line: the variables go into a private file,
     /// the last value of a name wins once, and a value a line cannot hold goes on the command
@@ -831,5 +832,11 @@ mod tests {
         assert_eq!(args[0], b"--clearenv");
         assert!(args.windows(3).any(|w| w == [b"--setenv".as_slice(), b"LD_PRELOAD", b"./evil.so"]));
         assert!(args.windows(3).any(|w| w == [b"--setenv".as_slice(), b"PWD", b"/w"]));
+
+        // A NUL in a value would be read as bubblewrap's own options: refused.
+        let hostile: Vec<(OsString, OsString)> = vec![("A".into(), OsString::from_vec(b"x\0--bind\0/\0/host".to_vec()))];
+        let spec = RunSpec { env: &hostile, ..spec };
+        let error = bubblewrap_argv(Path::new("/usr/bin/bwrap"), &spec).unwrap_err();
+        assert!(error.to_string().contains("\"A\" holds a NUL byte"), "{error}");
     }
 }
