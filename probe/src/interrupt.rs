@@ -91,7 +91,8 @@ pub fn check(what: &str) -> io::Result<()> {
 }
 
 /// Registers the group `pgid` (a child just spawned in a group of its own) for the watcher.
-/// A group spawned after a signal is signalled at once, so it does not outlive the run.
+/// One registered after a signal is not signalled (the teardown's own commands run then);
+/// [`check`] is what keeps anything else from starting.
 pub fn register(pgid: u32) {
     let Ok(group) = i32::try_from(pgid) else { return };
     let mut groups = GROUPS.lock().unwrap_or_else(|e| e.into_inner());

@@ -437,8 +437,7 @@ fn a_working_directory_that_climbs_out_of_the_image_is_refused() {
 )]
 fn an_image_variable_holding_nul_bytes_is_refused() {
     let layout = crate::image_untrusted_layers::layout_with_env(&["A=x\0--bind\0/\0/host"]);
-    let index: serde_json::Value = serde_json::from_slice(&std::fs::read(layout.path().join("index.json")).expect("index")).expect("JSON");
-    let digest = index["manifests"][0]["digest"].as_str().expect("digest").to_owned();
+    let digest = crate::image_untrusted_layers::manifest_digest(layout.path());
     let source = format!("--image-source=oci:{}", layout.path().display());
     let run = probe_env(&[BUSYBOX_CLI_FLAGS, &["--image", &format!("localhost/nul@{digest}"), &source]].concat(), &[], &[]);
     assert_eq!(run.status, 1, "{}", run.stderr);

@@ -249,6 +249,12 @@ fn long_paths(test: &str, entries: usize) -> u64 {
     peak
 }
 
+/// The digest of the one image in the OCI layout at `layout` (its `index.json`).
+pub(crate) fn manifest_digest(layout: &Path) -> String {
+    let index: serde_json::Value = serde_json::from_slice(&fs::read(layout.join("index.json")).expect("index.json")).expect("JSON");
+    index["manifests"][0]["digest"].as_str().expect("the manifest's digest").to_owned()
+}
+
 /// An OCI layout of one small layer (a file) whose image sets `env` (its `Env`).
 pub(crate) fn layout_with_env(env: &[&str]) -> TempDir {
     let mut layout = Layout::new();

@@ -25,14 +25,42 @@ fn interrupted_run(signal: libc::c_int, protocol: &[&str]) -> (Option<i32>, Valu
     while Instant::now() < until && !has_sleeping_child(pid) {
         std::thread::sleep(Duration::from_millis(20));
     }
-    let sent = Instant::now();
-    // SAFETY: kill(2) on the probe this test started, still unreaped.
-    unsafe { libc::kill(pid as i32, signal) };
-    let output = child.wait_with_output().expect("probe ends");
-    assert!(sent.elapsed() < Duration::from_secs(15), "the run ended {:?} after the signal", sent.elapsed());
+    let (output, took) = signal_and_wait(child, signal);
+    assert!(took < Duration::from_secs(15), "the run ended {took:?} after the signal");
     assert_nothing_left(pid);
     let json: Value = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
     (output.status.code(), json, String::from_utf8_lossy(&output.stderr).into_owned())
+}
+
+/// Sends `signal` to the probe `child`, waits for it, and says how long it took to end.
+fn signal_and_wait(child: std::process::Child, signal: libc::c_int) -> (std::process::Output, Duration) {
+    let sent = Instant::now();
+    // SAFETY: kill(2) on the probe this test started, still unreaped.
+    unsafe { libc::kill(child.id() as i32, signal) };
+    let output = child.wait_with_output().expect("probe ends");
+    (output, sent.elapsed())
+}
+
+/// Runs the probe on the busybox CLI's flags and `options` (an image to read) with a TMPDIR
+/// of its own, sends SIGINT once `ready` says so of that directory (or after 30 s), and
+/// holds it to ending within 5 s, exit 130, nothing left in the directory; its stderr.
+fn interrupted_image_run(options: &[String], ready: impl Fn(&std::path::Path) -> bool) -> String {
+    let tmp =
+        crate::probe_support::Scratch::new(&format!("interrupt-{}", std::thread::current().name().unwrap_or("image").replace("::", "-")));
+    let mut command = Command::new(PROBE);
+    command.args(["probe", "--format", "json", "--deadline", "600"]).args(crate::support::image::BUSYBOX_CLI_FLAGS).args(options);
+    let child = command.env("TMPDIR", &tmp.0).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("probe starts");
+    let until = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < until && !ready(&tmp.0) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (output, took) = signal_and_wait(child, libc::SIGINT);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(took < Duration::from_secs(5), "the run ended {took:?} after the signal: {stderr}");
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    let left: Vec<_> = std::fs::read_dir(&tmp.0).expect("tmp").flatten().map(|e| e.file_name()).collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    stderr
 }
 
 fn has_sleeping_child(parent: u32) -> bool {
@@ -76,22 +104,10 @@ fn sigterm_stops_a_oneshot_run_which_reports_and_exits_143() {
 )]
 fn sigint_mid_pull_stops_it_and_leaves_nothing() {
     let reference = crate::image_untrusted_registry::trickling_registry();
-    let tmp = crate::probe_support::Scratch::new("interrupt-pull");
-    let mut command = Command::new(PROBE);
-    command.args(["probe", "--format", "json", "--deadline", "120"]).args(crate::support::image::BUSYBOX_CLI_FLAGS);
-    command.args(["--image", &reference]).env("TMPDIR", &tmp.0);
-    let child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("probe starts");
-    std::thread::sleep(Duration::from_millis(1500));
-    let sent = Instant::now();
-    // SAFETY: kill(2) on the probe this test started, still unreaped.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let output = child.wait_with_output().expect("probe ends");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(sent.elapsed() < Duration::from_secs(5), "the pull ended {:?} after the signal: {stderr}", sent.elapsed());
-    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    // The manifest trickles a byte a second: 1.5 s in, the pull is under way.
+    let begun = Instant::now();
+    let stderr = interrupted_image_run(&[String::from("--image"), reference], |_| begun.elapsed() >= Duration::from_millis(1500));
     assert!(stderr.contains("interrupted by SIGINT"), "{stderr}");
-    let left: Vec<_> = std::fs::read_dir(&tmp.0).expect("tmp").flatten().map(|e| e.file_name()).collect();
-    assert!(left.is_empty(), "left behind: {left:?}");
 }
 
 /// SIGINT in the middle of an unpack (200,000 entries read from an OCI layout directory,
@@ -104,30 +120,17 @@ fn sigint_mid_pull_stops_it_and_leaves_nothing() {
 )]
 fn sigint_mid_unpack_stops_it_and_leaves_nothing() {
     let layout = crate::image_untrusted_layers::long_paths_layout(200_000);
-    let index: Value = serde_json::from_slice(&std::fs::read(layout.path().join("index.json")).expect("index.json")).expect("JSON");
-    let digest = index["manifests"][0]["digest"].as_str().expect("the manifest's digest").to_owned();
-    let tmp = crate::probe_support::Scratch::new("interrupt-unpack");
-    let mut command = Command::new(PROBE);
-    command.args(["probe", "--format", "json", "--deadline", "600"]).args(crate::support::image::BUSYBOX_CLI_FLAGS);
-    command.arg(format!("--image=localhost/long-paths@{digest}")).arg(format!("--image-source=oci:{}", layout.path().display()));
-    command.env("TMPDIR", &tmp.0);
-    let child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("probe starts");
-    // Until the unpack has begun: the root being filled in the run's TMPDIR.
-    let until = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < until && !unpacking(&tmp.0) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(500));
-    let sent = Instant::now();
-    // SAFETY: kill(2) on the probe this test started, still unreaped.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let output = child.wait_with_output().expect("probe ends");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(sent.elapsed() < Duration::from_secs(5), "the unpack ended {:?} after the signal: {stderr}", sent.elapsed());
-    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    let digest = crate::image_untrusted_layers::manifest_digest(layout.path());
+    let options = [format!("--image=localhost/long-paths@{digest}"), format!("--image-source=oci:{}", layout.path().display())];
+    // Once the root is being filled, and half a second into it.
+    let filling: std::cell::Cell<Option<Instant>> = std::cell::Cell::new(None);
+    let stderr = interrupted_image_run(&options, |tmp| {
+        if filling.get().is_none() && unpacking(tmp) {
+            filling.set(Some(Instant::now()));
+        }
+        filling.get().is_some_and(|t| t.elapsed() >= Duration::from_millis(500))
+    });
     assert!(stderr.contains("interrupted by SIGINT while unpacking"), "stopped in the unpack: {stderr}");
-    let left: Vec<_> = std::fs::read_dir(&tmp.0).expect("tmp").flatten().map(|e| e.file_name()).collect();
-    assert!(left.is_empty(), "left behind: {left:?}");
 }
 
 /// Whether a root is being unpacked in `tmp`: a `checkfu-image-rootfs-…` with something in it.

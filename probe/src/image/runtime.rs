@@ -690,6 +690,7 @@ fn docker(program: &Path, spec: &RunSpec<'_>) -> Result<Started, String> {
     let pause = format!("{name}-pause");
     let dir = TempDir::new("checkfu-docker").map_err(|e| format!("cannot make the docker run's directory: {e}"))?;
     let archive = dir.path().join("rootfs.tar");
+    let env_file = dir.path().join("env");
     let mut started = Started {
         argv: Vec::new(),
         inherit: None,
@@ -748,10 +749,6 @@ fn docker(program: &Path, spec: &RunSpec<'_>) -> Result<Started, String> {
         *slot = Some(forwarder);
     }
 
-    let env_file = match &started.cleanup {
-        Cleanup::Docker { dir: Some(dir), .. } => dir.path().join("env"),
-        _ => return Err(String::from("the docker run has no directory of its own")),
-    };
     let mut argv: Vec<OsString> = vec![program.as_os_str().to_owned()];
     argv.extend(shared_run_flags(spec, &name, &own_user(), &env_file)?);
     argv.extend(os(&[&"--tmpfs", &"/tmp", &"--network", &format!("container:{pause}"), &"--log-driver", &"none"]));

@@ -148,42 +148,33 @@ impl Drop for Scratch {
 /// Debian), so uid 65534 cannot run `target/debug/…` or read `tests/…` where they are. A test
 /// stages each such file first: a hard link where the file system allows one (the binaries
 /// are large), a copy otherwise, either way keeping its mode.
-pub struct Staged(PathBuf);
+pub struct Staged(Scratch);
 
 impl Staged {
     pub fn new(name: &str) -> Staged {
         static COUNT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("checkfu-test-staged-{name}-{}-{n}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("staging dir");
-        std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod 755");
-        Staged(dir)
+        let scratch = Scratch::new(&format!("staged-{name}-{n}"));
+        std::fs::set_permissions(&scratch.0, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod 755");
+        Staged(scratch)
     }
 
     /// `path` staged under its file name; the staged path.
     pub fn file(&self, path: &str) -> String {
         let from = std::path::Path::new(path);
-        let to = self.0.join(from.file_name().expect("a file name"));
+        let to = self.0 .0.join(from.file_name().expect("a file name"));
         if std::fs::hard_link(from, &to).is_err() {
             std::fs::copy(from, &to).unwrap_or_else(|e| panic!("staging {path}: {e}"));
         }
         to.to_string_lossy().into_owned()
     }
-}
 
-impl Staged {
     /// The directory `path` staged whole under its name (a recipe with the shims it names
     /// relative to itself); the staged directory.
     pub fn tree(&self, path: &std::path::Path) -> PathBuf {
-        let to = self.0.join(path.file_name().expect("a directory name"));
+        let to = self.0 .0.join(path.file_name().expect("a directory name"));
         crate::support::project::copy_dir(path, &to);
         to
-    }
-}
-
-impl Drop for Staged {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
