@@ -20,7 +20,7 @@
 use std::fmt;
 use std::fs::File;
 use std::io::Write;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Instant;
 
@@ -94,7 +94,8 @@ enum Stopped {
 /// new OCI layout at `dir`, by `deadline`.
 pub fn pull(reference: &ImageReference, dir: &Path, deadline: Instant) -> Result<(), PullFailure> {
     let registry = reference.registry().unwrap_or_default().to_owned();
-    let address = loopback_address(&registry)
+    let address = reference
+        .loopback_registry_address()
         .ok_or_else(|| PullFailure::new(format!("{registry} is not a loopback registry: the probe pulls only those over plain HTTP")))?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_io()
@@ -132,31 +133,6 @@ pub fn pull(reference: &ImageReference, dir: &Path, deadline: Instant) -> Result
             client.registry
         ))),
     }
-}
-
-/// Where a loopback registry (`localhost`, `127.0.0.0/8` or `[::1]`, with an optional port;
-/// port 80 without one, as plain HTTP) is reached; `None` for any other.
-fn loopback_address(registry: &str) -> Option<SocketAddr> {
-    let (host, port) = match registry.strip_prefix('[') {
-        Some(bracketed) => {
-            let (inside, after) = bracketed.split_once(']')?;
-            (IpAddr::V6(inside.parse::<Ipv6Addr>().ok()?), after)
-        }
-        None => {
-            let (host, after) = registry.find(':').map_or((registry, ""), |i| registry.split_at(i));
-            let ip = match host {
-                "localhost" => IpAddr::V4(Ipv4Addr::LOCALHOST),
-                other => IpAddr::V4(other.parse::<Ipv4Addr>().ok()?),
-            };
-            (ip, after)
-        }
-    };
-    let port = match port.strip_prefix(':') {
-        Some(digits) => digits.parse::<u16>().ok()?,
-        None if port.is_empty() => 80,
-        None => return None,
-    };
-    host.is_loopback().then_some(SocketAddr::new(host, port))
 }
 
 /// A descriptor as a manifest or an index lists it: the members this client needs.

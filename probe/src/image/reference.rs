@@ -8,7 +8,7 @@
 //! `_`, `__` or runs of `-`, joined by `/`.
 
 use std::fmt;
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 /// The longest repository name (registry included) the distribution grammar allows.
 const MAX_NAME_LEN: usize = 255;
@@ -216,16 +216,39 @@ impl ImageReference {
     /// Whether the registry is this machine's loopback (`localhost`, `127.0.0.0/8` or
     /// `[::1]`, with or without a port): the only registries the lane talks plain HTTP to.
     pub fn is_loopback_registry(&self) -> bool {
-        let Some(registry) = &self.registry else { return false };
-        let host = match registry.strip_prefix('[') {
-            Some(bracketed) => match bracketed.split_once(']') {
-                Some((inside, _)) => return inside.parse::<Ipv6Addr>().is_ok_and(|ip| ip.is_loopback()),
-                None => return false,
-            },
-            None => registry.split_once(':').map_or(registry.as_str(), |(host, _)| host),
-        };
-        host == "localhost" || host.parse::<Ipv4Addr>().is_ok_and(|ip| ip.is_loopback())
+        self.loopback_registry_address().is_some()
     }
+
+    /// Where the registry is reached when it is this machine's loopback; `None` for any
+    /// other ([`loopback_address`]).
+    pub fn loopback_registry_address(&self) -> Option<SocketAddr> {
+        self.registry.as_deref().and_then(loopback_address)
+    }
+}
+
+/// Where a loopback registry (`localhost`, `127.0.0.0/8` or `[::1]`, with an optional port;
+/// port 80 without one, as plain HTTP) is reached; `None` for any other.
+pub(super) fn loopback_address(registry: &str) -> Option<SocketAddr> {
+    let (host, port) = match registry.strip_prefix('[') {
+        Some(bracketed) => {
+            let (inside, after) = bracketed.split_once(']')?;
+            (IpAddr::V6(inside.parse::<Ipv6Addr>().ok()?), after)
+        }
+        None => {
+            let (host, after) = registry.find(':').map_or((registry, ""), |i| registry.split_at(i));
+            let ip = match host {
+                "localhost" => IpAddr::V4(Ipv4Addr::LOCALHOST),
+                other => IpAddr::V4(other.parse::<Ipv4Addr>().ok()?),
+            };
+            (ip, after)
+        }
+    };
+    let port = match port.strip_prefix(':') {
+        Some(digits) => digits.parse::<u16>().ok()?,
+        None if port.is_empty() => 80,
+        None => return None,
+    };
+    host.is_loopback().then_some(SocketAddr::new(host, port))
 }
 
 impl fmt::Display for ImageReference {

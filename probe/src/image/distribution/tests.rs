@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::image::layout::{Limits, OciLayout, Selector};
+use crate::image::reference::loopback_address;
 use std::io::Read;
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
