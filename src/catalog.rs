@@ -208,7 +208,7 @@ pub struct OneshotMember {
 /// A step of the one-shot probe's report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OneshotStep {
-    pub step: OneshotStepName,
+    pub step: StepName,
     /// The declaration member the step needs: without it the step is omitted.
     pub declared: Option<&'static str>,
     /// The probe option the step needs besides the declaration: without it, omitted too.

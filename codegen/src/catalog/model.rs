@@ -69,9 +69,20 @@ pub struct Catalog {
     pub unlisted_provider: UnlistedProvider,
     /// Where the golden wire vectors and their schema live.
     pub golden: Golden,
+    /// The steps the ACP lane's local diagnostic reports, in report order.
+    pub acp_steps: Vec<AcpStep>,
     /// The `oneshot-v1` lane: its protocol, driver, what a declaration may declare, the
     /// steps its probe reports and the stream events' observations.
     pub oneshot: Oneshot,
+}
+
+/// A step of the ACP lane's local diagnostic.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AcpStep {
+    pub name: Name,
+    /// When the step passes.
+    pub pass: String,
 }
 
 /// The golden wire vectors.

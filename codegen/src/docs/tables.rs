@@ -281,6 +281,15 @@ pub fn oneshot_steps(c: &Catalog) -> Table {
     t
 }
 
+/// The ACP lane's probe steps and when each passes (every one is reported).
+pub fn acp_passes(c: &Catalog) -> Table {
+    let mut t = Table::new(header(&["Step", "Passes when"]));
+    for s in &c.acp_steps {
+        t.rows.push(vec![Cell::code(s.name.as_str()), Cell::plain(s.pass.as_str())]);
+    }
+    t
+}
+
 /// The one-shot probe's steps and when each passes.
 pub fn oneshot_passes(c: &Catalog) -> Table {
     let mut t = Table::new(header(&["Step", "Passes when"]));

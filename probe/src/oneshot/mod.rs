@@ -29,7 +29,7 @@ use serde_json::Value;
 
 use super::{prepare, Plane, ProbeOptions, Progress, UsageError};
 use crate::session::{self, Launch};
-use checkfu_wire::catalog::OneshotStepName as Name;
+use checkfu_wire::catalog::StepName as Name;
 use checkfu_wire::oneshot::{Declaration, PromptTransport};
 use judge::Served;
 pub use report::OneshotResult;
