@@ -8,10 +8,12 @@
 //! observations judged by the seven conformance checks, and teardown. The result is
 //! `unsigned_local_only`: feedback for an author, never qualification.
 //!
-//! The wire runs through [`crate::session::Session`] (and so through the generated decoder);
-//! the observations are written by [`checkfu_wire::conformance::normalize`] and judged by parsing
-//! that very trace with [`checkfu_wire::conformance::check_str`], so `conform` on the `--trace` file
-//! gives the same verdicts.
+//! The lane supplies its steps and nothing else: the spine ([`crate::spine`]) makes the
+//! plane, starts the image and reports. The wire runs through [`crate::session::Session`]
+//! (and so through the generated decoder); the observations are written by
+//! [`checkfu_wire::conformance::normalize`] and judged by parsing that very trace with
+//! [`checkfu_wire::conformance::check_str`], so `conform` on the `--trace` file gives the same
+//! verdicts.
 
 use std::ffi::OsString;
 use std::sync::Arc;
@@ -19,14 +21,19 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 
-use crate::model_plane::ModelPlane;
-use crate::plane::{catalog_entry, prepare, safe_output_schema, Plane};
-use crate::relay::{self, Relay, Script};
-use crate::result::{Admission, HarnessInfo, ProbeResult, Wire};
+use crate::error::ProbeError;
+use crate::image::run::Container;
+use crate::options::{RunOptions, TOKEN_FILE};
+use crate::plane::safe_output_schema;
+use crate::relay::{Relay, Script};
+use crate::report::acp::{AcpReport, Admission, HarnessInfo, Wire};
+use crate::report::process::{teardown_fault, ProcessEnd};
+use crate::report::LaneReport;
 use crate::session::{self, Fault, Incoming, PermissionPolicy, Session};
-use crate::{ending, launch, result, verdict, Progress};
+use crate::stage::{LaneEnd, Stage};
+use crate::{launch, verdict};
 use checkfu_wire::admission::{self, AdmittedCapabilities};
-use checkfu_wire::catalog;
+use checkfu_wire::catalog::{self, StepName};
 use checkfu_wire::conformance::{self, normalize::Normalizer, Outcome};
 use checkfu_wire::decode::tables::{Method, PROMPT_METHOD, PROTOCOL_VERSION, UPDATE_METHOD, VERSION_METHOD};
 
@@ -42,104 +49,131 @@ const READY_CHECK: &str = catalog::Check::ReadyHandshake.name();
 /// The reason of every turn check when no prompt was sent.
 pub const NO_TURN: &str = "no turn was observed";
 
-/// What the probe is told.
+/// The ACP lane's own options.
 #[derive(Clone, Debug)]
-pub struct ProbeOptions {
+pub struct AcpOptions {
+    /// The agent's command, as given after `--`; empty: the recipe's, else the image's
+    /// Entrypoint and Cmd.
     pub command: Vec<OsString>,
-    pub driver: catalog::Driver,
+    /// The recipe's command.
+    pub recipe_command: Vec<String>,
+    /// `--entrypoint`: the program in place of the command's first word.
+    pub entrypoint: Option<String>,
+    /// `--arg`: arguments after the command, in order.
+    pub args: Vec<String>,
+    /// In an image, the working directory the agent starts in (else the image's).
+    pub working_directory: Option<String>,
+    /// The driver whose envelope admits the declaration; `None`: the bound entry's, else
+    /// the catalog's ACP driver.
+    pub driver: Option<catalog::Driver>,
     pub retention: catalog::Retention,
     pub builtin_tools: Option<Vec<String>>,
     pub continuity: Option<String>,
     /// An `authMethods` id to `authenticate` with before `session/new`.
     pub authenticate: Option<String>,
     pub runtime_config: Option<Value>,
-    pub output_schema: Option<Value>,
     pub interrupt: bool,
     pub permission: PermissionPolicy,
     /// Serve the harness's `terminal/*` requests (in the workspace; not a sandbox).
     pub terminals: bool,
-    pub step_timeout: Duration,
-    pub deadline: Duration,
     /// How long the turn is still watched after its terminal (late or duplicate emissions).
     pub settle: Duration,
-    /// How long teardown waits for an exit after closing stdin, and again after SIGTERM.
-    pub kill_grace: Duration,
-    /// The provider whose gateway allow-list the relay serves; `None`: the unlisted route.
-    pub provider: Option<String>,
-    pub model_script: Script,
-    /// The catalog entry the run is bound to (`--harness`).
-    pub harness: Option<String>,
-    /// Run the harness with the caller's own `HOME` instead of a fresh one.
-    pub inherit_home: bool,
-    /// Variables for the harness (after the probe's own, so they may override them).
-    pub env: Vec<(String, String)>,
-    /// Files written into the fresh home: (relative path, template).
-    pub home_files: Vec<(String, String)>,
-    /// Try to run the harness in a loopback-only network namespace.
-    pub netns: bool,
-    /// Keep bounded copies of the model calls' bodies (`--record-model`).
-    pub record_bodies: bool,
-    /// The image the agent runs in (`--image`, `--build-context`), and the working directory
-    /// given for it (else the image's): the command is then a path inside the image.
-    pub image: Option<(std::sync::Arc<crate::image::run::Container>, Option<String>)>,
 }
 
-impl ProbeOptions {
-    /// The defaults: the catalog's ACP driver, durable retention, 30 s steps, 120 s in all.
-    pub fn new(command: Vec<OsString>) -> ProbeOptions {
-        // The catalog's ACP driver: the one its `driver` revision identity names (the
-        // catalog's first driver should the two ever disagree; an empty list of drivers does
-        // not compile).
-        const FIRST: catalog::Driver = catalog::Driver::ALL[0];
-        let driver = catalog::Driver::from_name(catalog::Revision::Driver.literal()).unwrap_or(FIRST);
-        ProbeOptions {
+impl AcpOptions {
+    /// The defaults: durable retention, no authority members, permissions allowed.
+    pub fn new(command: Vec<OsString>) -> AcpOptions {
+        AcpOptions {
             command,
-            driver,
+            recipe_command: Vec::new(),
+            entrypoint: None,
+            args: Vec::new(),
+            working_directory: None,
+            driver: None,
             retention: catalog::Retention::Durable,
             builtin_tools: None,
             continuity: None,
             authenticate: None,
             runtime_config: None,
-            output_schema: None,
             interrupt: false,
             permission: PermissionPolicy::Allow,
             terminals: false,
-            step_timeout: Duration::from_secs(30),
-            deadline: Duration::from_secs(120),
             settle: Duration::from_millis(250),
-            kill_grace: Duration::from_secs(2),
-            provider: None,
-            model_script: Script::Nonce,
-            harness: None,
-            inherit_home: false,
-            env: Vec::new(),
-            home_files: Vec::new(),
-            netns: true,
-            record_bodies: false,
-            image: None,
         }
+    }
+
+    /// The driver of the run: `--driver`, else the bound entry's, else the catalog's ACP
+    /// driver (the one its `driver` revision identity names; the catalog's first driver
+    /// should the two ever disagree, and an empty list of drivers does not compile).
+    fn driver(&self, entry: Option<&catalog::Harness>) -> catalog::Driver {
+        const FIRST: catalog::Driver = catalog::Driver::ALL[0];
+        let default = catalog::Driver::from_name(catalog::Revision::Driver.literal()).unwrap_or(FIRST);
+        self.driver.or(entry.and_then(|e| e.driver)).unwrap_or(default)
+    }
+
+    /// The command as run: `--` or the recipe's or the image's, the program replaced by
+    /// `--entrypoint`, then `--arg`.
+    pub(crate) fn resolve_command(&self, image: Option<&Container>) -> Result<Vec<OsString>, ProbeError> {
+        let mut command = match (self.command.is_empty(), self.recipe_command.is_empty(), image) {
+            (false, _, _) => self.command.clone(),
+            (true, false, _) => self.recipe_command.iter().map(OsString::from).collect(),
+            (true, true, Some(image)) => image.default_command().into_iter().map(OsString::from).collect(),
+            (true, true, None) => return Err(ProbeError::Usage(String::from("no harness command: give one after `--`, or a --recipe"))),
+        };
+        if let Some(entrypoint) = &self.entrypoint {
+            match command.first_mut() {
+                Some(first) => *first = OsString::from(entrypoint),
+                None => command.push(OsString::from(entrypoint)),
+            }
+        }
+        command.extend(self.args.iter().map(OsString::from));
+        if command.is_empty() {
+            return Err(ProbeError::Usage(String::from("no harness command: the image has no Entrypoint or Cmd; give --entrypoint")));
+        }
+        Ok(command)
+    }
+
+    /// The agent as the flags that register it, inside its image.
+    pub(crate) fn profile(&self, command: &[OsString]) -> Vec<String> {
+        let mut profile = vec![format!("--protocol={}", catalog::Protocol::AcpV1)];
+        if let Some((program, args)) = command.split_first() {
+            profile.push(format!("--entrypoint={}", program.to_string_lossy()));
+            profile.extend(args.iter().map(|a| format!("--arg={}", a.to_string_lossy())));
+        }
+        profile.extend(self.working_directory.iter().map(|d| format!("--working-directory={d}")));
+        profile
     }
 }
 
-/// A run that could not begin: bad options, or a command that cannot be started.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum UsageError {
-    Options(String),
-    CannotStart(String),
+/// The lane's options checked before anything is pulled or started: the envelope the
+/// declaration is admitted against, and the authority members of `session/new`.
+pub(crate) struct Checked<'a> {
+    options: &'a AcpOptions,
+    driver: catalog::Driver,
+    envelope: &'static catalog::Envelope,
+    meta: Map<String, Value>,
 }
 
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            UsageError::Options(m) | UsageError::CannotStart(m) => f.write_str(m),
-        }
-    }
+/// Checks the lane's options against the catalog.
+pub(crate) fn check<'a>(options: &'a AcpOptions, run: &RunOptions, entry: Option<&catalog::Harness>) -> Result<Checked<'a>, ProbeError> {
+    let driver = options.driver(entry);
+    let envelope = catalog::envelope(driver, options.retention).ok_or_else(|| {
+        let known: Vec<String> =
+            catalog::ENVELOPES.iter().map(|e| format!("{} / {}", e.owner, e.retention.map_or("-", catalog::Retention::name))).collect();
+        ProbeError::Usage(format!(
+            "no envelope for driver `{driver}` with retention `{}` (the catalog has: {})",
+            options.retention,
+            known.join(", ")
+        ))
+    })?;
+    let meta = authority_meta(options, run)?;
+    Ok(Checked { options, driver, envelope, meta })
 }
 
 /// The `_meta` of `session/new`: the authority members from the options, each checked by
 /// the same decoder the harness's side will face (and the output schema by the safety
 /// profile), so a bad flag is a usage error before anything is started.
-fn authority_meta(options: &ProbeOptions) -> Result<Map<String, Value>, UsageError> {
+fn authority_meta(options: &AcpOptions, run: &RunOptions) -> Result<Map<String, Value>, ProbeError> {
     let mut meta = Map::new();
     if let Some(tools) = &options.builtin_tools {
         meta.insert("checkfu.builtin_tools".into(), json!(tools));
@@ -150,7 +184,7 @@ fn authority_meta(options: &ProbeOptions) -> Result<Map<String, Value>, UsageErr
     if let Some(config) = &options.runtime_config {
         meta.insert("checkfu.runtime_config".into(), config.clone());
     }
-    if let Some(schema) = &options.output_schema {
+    if let Some(schema) = &run.output_schema {
         safe_output_schema(schema)?;
         meta.insert("checkfu.output_schema".into(), schema.clone());
     }
@@ -159,135 +193,108 @@ fn authority_meta(options: &ProbeOptions) -> Result<Map<String, Value>, UsageErr
     let report =
         checkfu_wire::decode::Decoder::new().decode(probe.to_string().as_bytes(), Some(checkfu_wire::decode::WireDirection::RunnerToAgent));
     if let Some(error) = report.error {
-        return Err(UsageError::Options(format!("the session/new authority members are refused: {}", error.message)));
+        return Err(ProbeError::Usage(format!("the session/new authority members are refused: {}", error.message)));
     }
     Ok(meta)
 }
 
-/// The file of the `tool` script's second token, in the workspace.
-pub const TOKEN_FILE: &str = "checkfu-probe-token.txt";
-
-/// Runs the probe. `Err` only when the run cannot begin; every harness behaviour is a result.
-pub fn run(options: &ProbeOptions) -> Result<ProbeResult, UsageError> {
-    run_with(options, &mut |_| {})
-}
-
-/// [`run`], telling `progress` each step as it ends (the text format prints them at once).
-pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(Progress)) -> Result<ProbeResult, UsageError> {
-    let entry = catalog_entry(options)?;
-    let envelope = catalog::envelope(options.driver, options.retention).ok_or_else(|| {
-        let known: Vec<String> =
-            catalog::ENVELOPES.iter().map(|e| format!("{} / {}", e.owner, e.retention.map_or("-", catalog::Retention::name))).collect();
-        UsageError::Options(format!(
-            "no envelope for driver `{}` with retention `{}` (the catalog has: {})",
-            options.driver,
-            options.retention,
-            known.join(", ")
-        ))
-    })?;
-    relay::routes::for_provider(options.provider.as_deref()).map_err(UsageError::Options)?;
-    let meta = authority_meta(options)?;
-    let Plane { mut workspace, nonce, namespace, fence, fence_note, relay, home, placeholders, env } = prepare(options, entry, progress)?;
-    let mut command = options
-        .command
+/// The command as shown at the start and run: placeholders expanded, and outside an image a
+/// relative program resolved against the caller's directory (the agent starts in the
+/// workspace, as a one-shot CLI does, so nothing of the caller's directory reaches it but
+/// that path). In an image the program is a path inside it, as its runtime reads it.
+pub(crate) fn expand_command(
+    command: &[OsString],
+    placeholders: &launch::Placeholders,
+    in_image: bool,
+) -> Result<Vec<OsString>, ProbeError> {
+    let mut command = command
         .iter()
-        .map(|a| placeholders.expand_os(a).map_err(|e| UsageError::Options(format!("the harness command: {e}"))))
-        .collect::<Result<Vec<OsString>, UsageError>>()?;
-    // The agent starts in the workspace, as a one-shot CLI does: its `PWD` is the workspace,
-    // and nothing of the caller's directory reaches it but a relative program path, resolved.
-    // In an image the program is a path inside it, as the image's own runtime reads it.
-    if let (Some(first), None) = (command.first_mut(), &options.image) {
+        .map(|a| placeholders.expand_os(a).map_err(|e| ProbeError::Usage(format!("the harness command: {e}"))))
+        .collect::<Result<Vec<OsString>, ProbeError>>()?;
+    if let (Some(first), false) = (command.first_mut(), in_image) {
         *first = launch::program(first, &std::env::current_dir().unwrap_or_default());
     }
-    // The start shows the argv as it is run, placeholders expanded.
-    let shown: Vec<String> = command.iter().map(|c| c.to_string_lossy().into_owned()).collect();
-    progress(Progress::Started { protocol: catalog::Protocol::AcpV1, command: &shown.join(" ") });
-    // In an image: its runtime's argv (bubblewrap or podman over its root, or docker), the
-    // workspace at its working directory, and the image's variables under the probe's own.
-    // The harness sees the workspace at the working directory, and its terminal commands run
-    // in the image too.
-    let mut launch = session::Launch {
-        env,
-        netns: namespace.as_ref().map(session::fence::Namespace::join),
-        cwd: Some(workspace.root().to_path_buf()),
-        ..session::Launch::default()
-    };
-    let mut container_run = None;
-    let image_run = match options.image.as_ref() {
-        None => None,
-        Some((container, given)) => {
-            let working_directory = container.working_directory(given.as_deref()).map_err(UsageError::CannotStart)?;
-            let mut shared = vec![workspace.root().to_path_buf()];
-            shared.extend(home.as_ref().map(|h| h.root().to_path_buf()));
-            let shared: Vec<&std::path::Path> = shared.iter().map(std::path::PathBuf::as_path).collect();
-            let image_env = container.env(&launch.env, &working_directory);
-            launch.env.extend(image_env);
-            let mut started = container
-                .start(&command, workspace.root(), &working_directory, &shared, &launch.env, relay.addr(), launch.netns)
-                .map_err(|e| UsageError::CannotStart(format!("cannot start the image: {e}")))?;
-            command = started.argv.clone();
-            launch.inside = Some(Arc::new(started.terminals()));
-            launch = started.client_launch(&launch);
-            workspace.see_at(std::path::Path::new(&working_directory));
-            let report = container.run_report(&working_directory, Some(&started));
-            container_run = Some(started);
-            Some(report)
-        }
-    };
-    let session_options = session::Options { permission: options.permission, terminals: options.terminals, deadline: options.deadline };
-    let session = Session::start_in(workspace, &command, session_options, &launch).map_err(|e| {
-        let command = options.command.first().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
-        UsageError::CannotStart(format!("cannot start `{command}`: {e}"))
-    })?;
-    let mut run = Run::new(session, options, nonce, progress);
+    Ok(command)
+}
+
+/// Runs the lane's steps on `stage`: the agent started (in the image, when there is one),
+/// the handshake, the session, the prompt, and its own teardown.
+pub(crate) fn run(checked: Checked<'_>, command: Vec<OsString>, stage: &mut Stage<'_, '_>) -> Result<LaneEnd, ProbeError> {
+    let options = checked.options;
+    let (session, container) = start(options, &command, stage)?;
+    let mut run = Run::new(session, options, stage);
     run.command = command;
-    run.container = container_run;
-    run.image = image_run;
-    run.admission.driver = options.driver.name().to_owned();
+    run.container = container;
+    run.admission.driver = checked.driver.name().to_owned();
     run.admission.retention = options.retention.name().to_owned();
     run.admission.judged_against = "envelope";
-    run.admission.envelope = envelope.values.iter().map(|(a, v)| ((*a).to_owned(), json!(v))).collect();
-    run.admission.ceiling = entry.map(|e| e.ceiling.iter().map(|(a, v)| ((*a).to_owned(), json!(v))).collect());
-    let admitted = run.initialize(envelope);
+    run.admission.envelope = checked.envelope.values.iter().map(|(a, v)| ((*a).to_owned(), json!(v))).collect();
+    let admitted = run.initialize(checked.envelope);
     let session_id = match &admitted {
-        Some(_) => run.start_session(meta),
+        Some(_) => run.start_session(checked.meta),
         None => {
-            run.skip("session_start", "the initialize handshake failed");
+            run.stage.steps.skipped(StepName::SessionStart, "the initialize handshake failed");
             None
         }
     };
     match (&admitted, session_id) {
-        (Some(admitted), Some(session_id)) => run.prompt(admitted, &session_id, &relay),
-        (_, _) => run.skip("prompt_exchange", "no session was started"),
+        (Some(admitted), Some(session_id)) => run.prompt(admitted, &session_id),
+        (_, _) => run.stage.steps.skipped(StepName::PromptExchange, "no session was started"),
     }
-    let mut result = run.finish(admitted.as_ref());
-    // The harness is gone: stop the relay (closing whatever it left open) and read its record.
-    let record = relay.stop();
-    drop(namespace);
-    drop(home);
-    let mut plane = ModelPlane::new(
-        options.provider.as_deref().unwrap_or(catalog::UNLISTED_PROVIDER),
-        fence,
-        fence_note,
-        options.model_script.name(),
-        record,
-    );
-    plane.nonce_in_output = result.nonce_in_output;
-    plane.reply_in_output = result.reply_in_output.clone();
-    if let Some(entry) = entry {
-        plane.bind(entry, options.provider.as_deref(), Some(&result.admission.declaration));
-        result.admission.above_ceiling = result::AboveCeiling::of(entry, &result.admission.realized);
+    Ok(run.finish(admitted.as_ref()))
+}
+
+/// Starts the agent: in the image, its runtime's argv (bubblewrap or podman over its root,
+/// or docker), the workspace at its working directory, and the image's variables under the
+/// probe's own; the agent's terminal commands then run in the image too.
+fn start(
+    options: &AcpOptions,
+    command: &[OsString],
+    stage: &mut Stage<'_, '_>,
+) -> Result<(Session, Option<crate::image::runtime::Started>), ProbeError> {
+    let plane = &mut stage.plane;
+    let mut launch = session::Launch {
+        env: plane.env.clone(),
+        netns: plane.join(),
+        cwd: Some(plane.workspace_root.clone()),
+        ..session::Launch::default()
+    };
+    let mut argv = command.to_vec();
+    let mut started = None;
+    let mut workspace = plane.workspace.take().ok_or_else(|| ProbeError::CannotStart(String::from("the workspace is gone")))?;
+    if let Some(image) = stage.image.as_mut() {
+        let image_env = image.env(&launch.env);
+        launch.env.extend(image_env);
+        let mut running = match image.start(&argv, plane, &[], &launch.env) {
+            Ok(running) => running,
+            Err(e) => {
+                plane.workspace = Some(workspace);
+                return Err(e);
+            }
+        };
+        argv = running.argv.clone();
+        launch.inside = Some(Arc::new(running.terminals()));
+        launch = running.client_launch(&launch);
+        workspace.see_at(std::path::Path::new(&image.working_directory));
+        started = Some(running);
     }
-    result.model_plane = Some(plane);
-    Ok(result)
+    let session_options =
+        session::Options { permission: options.permission, terminals: options.terminals, deadline: stage.options.deadline.remaining() };
+    match Session::start_in(workspace, &argv, session_options, &launch) {
+        Ok(session) => Ok((session, started)),
+        Err(e) => {
+            let program = command.first().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
+            Err(ProbeError::CannotStart(format!("cannot start `{program}`: {e}")))
+        }
+    }
 }
 
 /// One run's state.
-struct Run<'o, 'p> {
+struct Run<'o, 's, 'a, 'p> {
     session: Session,
-    options: &'o ProbeOptions,
+    options: &'o AcpOptions,
+    stage: &'s mut Stage<'a, 'p>,
     normalizer: Normalizer,
-    steps: ending::Steps<'p>,
     admission: Admission,
     agent_info: Value,
     nonce: String,
@@ -306,17 +313,18 @@ struct Run<'o, 'p> {
     command: Vec<OsString>,
     /// The image's run, removed at teardown (its container, image, storage).
     container: Option<crate::image::runtime::Started>,
-    /// What the report says of the image, with what removing its run failed on.
-    image: Option<crate::image::run::ImageRun>,
+    /// The observation trace, once written.
+    trace: Option<String>,
 }
 
-impl<'o, 'p> Run<'o, 'p> {
-    fn new(session: Session, options: &'o ProbeOptions, nonce: String, progress: &'p mut dyn FnMut(Progress)) -> Run<'o, 'p> {
+impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
+    fn new(session: Session, options: &'o AcpOptions, stage: &'s mut Stage<'a, 'p>) -> Run<'o, 's, 'a, 'p> {
+        let nonce = stage.plane.nonce.clone();
         Run {
             session,
             options,
+            stage,
             normalizer: Normalizer::new(),
-            steps: ending::Steps::new(progress),
             admission: Admission::default(),
             agent_info: Value::Null,
             nonce,
@@ -327,22 +335,18 @@ impl<'o, 'p> Run<'o, 'p> {
             late_fault: None,
             nonce_in_output: false,
             reply_in_output: None,
-            command: options.command.clone(),
+            command: Vec::new(),
             container: None,
-            image: None,
+            trace: None,
         }
     }
 
-    fn step(&mut self, name: &'static str, started: Instant, outcome: Result<(), String>) {
-        self.steps.ended(name, started.elapsed().as_millis() as u64, outcome);
-    }
-
-    fn skip(&mut self, name: &'static str, reason: &str) {
-        self.steps.skipped(name, reason);
+    fn step(&mut self, name: StepName, started: Instant, outcome: Result<(), String>) {
+        self.stage.steps.ended(name, started.elapsed().as_millis() as u64, outcome);
     }
 
     fn step_deadline(&self) -> Instant {
-        Instant::now() + self.options.step_timeout
+        Instant::now() + self.stage.options.step_timeout
     }
 
     /// Waits for the answer to request `id`, handling everything else that arrives.
@@ -362,8 +366,10 @@ impl<'o, 'p> Run<'o, 'p> {
     /// A fault in the words of the probe, which knows the step's time.
     fn explain(&self, fault: &Fault) -> String {
         match fault {
-            Fault::Timeout => format!("no answer within {:.1} s (--step-timeout)", self.options.step_timeout.as_secs_f64()),
-            Fault::Deadline => format!("the session's deadline of {:.1} s passed (--deadline)", self.options.deadline.as_secs_f64()),
+            Fault::Timeout => format!("no answer within {:.1} s (--step-timeout)", self.stage.options.step_timeout.as_secs_f64()),
+            Fault::Deadline => {
+                format!("the run's deadline of {:.1} s passed (--deadline)", self.stage.options.deadline.given.as_secs_f64())
+            }
             other => other.to_string(),
         }
     }
@@ -415,12 +421,12 @@ impl<'o, 'p> Run<'o, 'p> {
         let (message, bytes) = match answer {
             Ok(answer) => answer,
             Err(reason) => {
-                self.step("initialize_handshake", started, Err(format!("initialize: {reason}")));
+                self.step(StepName::InitializeHandshake, started, Err(format!("initialize: {reason}")));
                 return None;
             }
         };
         if let Some(error) = message.get("error") {
-            self.step("initialize_handshake", started, Err(format!("initialize answered an error: {}", rpc_error(error))));
+            self.step(StepName::InitializeHandshake, started, Err(format!("initialize answered an error: {}", rpc_error(error))));
             return None;
         }
         self.agent_info = message.pointer("/result/agentInfo").cloned().unwrap_or(Value::Null);
@@ -430,12 +436,12 @@ impl<'o, 'p> Run<'o, 'p> {
                 self.admission.admitted_axes = admitted.promotions().iter().map(|u| u.axis).collect();
                 self.admission.admitted = admitted.values().iter().map(|(a, v)| ((*a).to_owned(), json!(v))).collect();
                 self.admission.mechanisms = admitted.mechanisms().iter().map(|(m, v)| (m.member.to_owned(), json!(v))).collect();
-                self.step("initialize_handshake", started, Ok(()));
+                self.step(StepName::InitializeHandshake, started, Ok(()));
                 Some(admitted)
             }
             Err(error) => {
                 self.admission.error = Some(error.to_string());
-                self.step("initialize_handshake", started, Err(format!("the declaration was refused: {error}")));
+                self.step(StepName::InitializeHandshake, started, Err(format!("the declaration was refused: {error}")));
                 None
             }
         }
@@ -460,7 +466,7 @@ impl<'o, 'p> Run<'o, 'p> {
                 Ok((message, _)) => message.get("error").map(|e| format!("authenticate ({method_id}) answered an error: {}", rpc_error(e))),
             };
             if let Some(reason) = refused {
-                self.step("session_start", started, Err(reason));
+                self.step(StepName::SessionStart, started, Err(reason));
                 return None;
             }
         }
@@ -476,20 +482,20 @@ impl<'o, 'p> Run<'o, 'p> {
         match outcome {
             Ok(id) => {
                 self.normalizer.ready();
-                self.step("session_start", started, Ok(()));
+                self.step(StepName::SessionStart, started, Ok(()));
                 Some(id)
             }
             Err(reason) => {
-                self.step("session_start", started, Err(reason));
+                self.step(StepName::SessionStart, started, Err(reason));
                 None
             }
         }
     }
 
-    fn prompt(&mut self, admitted: &AdmittedCapabilities, session_id: &str, relay: &Relay) {
+    fn prompt(&mut self, admitted: &AdmittedCapabilities, session_id: &str) {
         let started = Instant::now();
         let until = self.step_deadline();
-        let text = match self.options.model_script {
+        let text = match self.stage.options.model_script {
             Script::Tool => format!(
                 "Checkfu local diagnostic. Read the file {TOKEN_FILE} in the working directory, then reply with the nonce {} and end the turn.",
                 self.nonce
@@ -501,8 +507,9 @@ impl<'o, 'p> Run<'o, 'p> {
             // The turn itself failed: a refusal of the relay may be why (a path off the
             // allow-list, a missing key), so it is named after the fault.
             Err(fault) => Err((fault, true)),
-            Ok(()) => self.governed(relay).map_err(|miss| (miss.describe(&self.nonce), miss.refusals_may_cause())),
+            Ok(()) => self.governed().map_err(|miss| (miss.describe(&self.nonce), miss.refusals_may_cause())),
         };
+        let relay: &Relay = &self.stage.plane.relay;
         let outcome = outcome.map_err(|(reason, with_refusals)| {
             let (count, first) = relay.refusals(1);
             match verdict::refusal_context(count, first.as_ref()).filter(|_| with_refusals) {
@@ -514,7 +521,7 @@ impl<'o, 'p> Run<'o, 'p> {
             // A runner that gives up on a turn cancels it, as ACP asks, before tearing down.
             let _ = self.session.notify(CANCEL_METHOD, json!({"sessionId": session_id}));
         }
-        self.step("prompt_exchange", started, outcome);
+        self.step(StepName::PromptExchange, started, outcome);
     }
 
     fn run_turn(&mut self, admitted: &AdmittedCapabilities, session_id: &str, params: Value, until: Instant) -> Result<(), String> {
@@ -572,8 +579,8 @@ impl<'o, 'p> Run<'o, 'p> {
 
     /// The governed half of `prompt_exchange` ([`verdict`]): a served call carried the nonce
     /// in its latest user turn, and that call's reply token reached normalized output.
-    fn governed(&mut self, relay: &Relay) -> Result<(), verdict::Miss> {
-        let served: Vec<verdict::Served> = relay.calls(1).iter().map(verdict::Served::from).collect();
+    fn governed(&mut self) -> Result<(), verdict::Miss> {
+        let served: Vec<verdict::Served> = self.stage.plane.relay.calls(1).iter().map(verdict::Served::from).collect();
         let output = self.normalizer.output_text();
         self.nonce_in_output = output.contains(&self.nonce);
         let reached = verdict::exchange(&served, &self.nonce, &|text| output.contains(text))?;
@@ -581,57 +588,24 @@ impl<'o, 'p> Run<'o, 'p> {
         Ok(())
     }
 
-    /// Teardown, the checks over the trace, and the result.
-    fn finish(mut self, admitted: Option<&AdmittedCapabilities>) -> ProbeResult {
+    /// Teardown (the agent's, then its image's), the checks over the trace, and the lane's
+    /// members of the report.
+    fn finish(mut self, admitted: Option<&AdmittedCapabilities>) -> LaneEnd {
         let started = Instant::now();
-        let teardown = self.session.teardown(self.options.kill_grace);
-        let mut outcome = ending::teardown_fault(&teardown, "harness", "EOF on stdin and SIGTERM").map_or(Ok(()), Err);
+        let teardown = self.session.teardown(self.stage.options.kill_grace);
+        let mut outcome = teardown_fault(&teardown, "harness", "EOF on stdin and SIGTERM").map_or(Ok(()), Err);
         // The runtime's client is gone; what it keeps (a container, an image) goes now.
-        if let Some(container) = self.container.take() {
-            if let Err(fault) = container.finish() {
-                if let Some(image) = &mut self.image {
-                    image.teardown_fault = Some(fault.clone());
-                }
-                outcome = outcome.and(Err(format!("the image's runtime left something behind: {fault}")));
+        if let Some((container, image)) = self.container.take().zip(self.stage.image.as_mut()) {
+            if let Some(fault) = image.finish(container) {
+                outcome = outcome.and(Err(fault));
             }
         }
-        self.step("teardown", started, outcome);
-
-        let declared: Vec<(&str, &str)> = admitted.map(|a| a.values().to_vec()).unwrap_or_default();
-        let opt_in: &[&str] = if self.options.interrupt { &[OPT_IN_INTERRUPT] } else { &[] };
-        let trace = self.normalizer.trace(&declared, opt_in);
-        // The trace is ours; a checker refusal of it would be a bug in the normalizer.
-        let mut report = match conformance::check_str(&trace) {
-            Ok(report) => report,
-            Err(e) => panic!("the probe wrote a trace the checker refuses: {e}\n{trace}"),
-        };
-        if self.prompt_id.is_none() {
-            // No prompt was sent: a check over a turn that never happened is not passed (nor
-            // failed) but unexercised, a recorded skip. The handshake's check stays: the
-            // handshake did happen, or failed to.
-            for (name, outcome) in &mut report.checks {
-                if *name != READY_CHECK && !matches!(outcome, Outcome::Skip { .. }) {
-                    *outcome = Outcome::Skip { reason: String::from(NO_TURN) };
-                }
-            }
-        }
-        if let Some(admitted) = admitted {
-            self.admission.realized = realized(admitted, &report);
-        }
-
-        let (stderr_bytes, stderr_tail) = self.session.stderr();
-        let stderr_tail = ending::stderr_tail(&stderr_tail);
-        let exit = ending::exit_json(teardown.status);
+        let teardown_ms = started.elapsed().as_millis() as u64;
+        let report = self.checks(admitted);
         let harness = HarnessInfo {
             command: self.command.iter().map(|c| c.to_string_lossy().into_owned()).collect(),
-            pid: self.session.pid(),
             agent_info: self.agent_info.clone(),
-            exit,
-            ending: teardown.ending.name(),
-            reaped_children: teardown.reaped_children,
-            leftover_processes: teardown.leftover.clone(),
-            stderr_bytes,
-            stderr_tail,
+            process: ProcessEnd::of(self.session.pid(), &teardown, self.session.stderr()),
         };
         let (record, record_truncated) = self.session.record();
         let wire = Wire {
@@ -644,29 +618,50 @@ impl<'o, 'p> Run<'o, 'p> {
             grammar_violations: self.session.grammar_violations.clone(),
         };
         // The record opens with the launch: the argv as run, which `decode` skips.
-        let mut header = serde_json::to_vec(&json!({"launch": {"command": harness.command, "pid": harness.pid}})).unwrap_or_default();
+        let launch = json!({"launch": {"command": harness.command, "pid": harness.process.pid}});
+        let mut header = serde_json::to_vec(&launch).unwrap_or_default();
         header.push(b'\n');
         let record = [header.as_slice(), record].concat();
-        let steps = ending::Steps::json(&self.steps.list);
-        ProbeResult {
-            qualification: result::QUALIFICATION,
-            steps,
-            admission: self.admission,
-            report,
-            harness,
-            nonce: self.nonce,
-            client_requests: self.session.client_requests.clone(),
-            wire,
-            step_list: self.steps.list,
-            trace,
-            record,
+        let client_requests = self.session.client_requests.clone();
+        // The workspace goes back to the plane, whose removal is part of teardown.
+        self.stage.plane.workspace = Some(self.session.into_workspace());
+        let declaration = Some(self.admission.declaration.clone());
+        let trace = self.trace.take().unwrap_or_default();
+        let lane = AcpReport { admission: self.admission, report, harness, client_requests, wire, trace, record };
+        LaneEnd {
+            report: LaneReport::Acp(Box::new(lane)),
+            teardown: (teardown_ms, outcome),
             nonce_in_output: self.nonce_in_output,
             reply_in_output: self.reply_in_output,
-            model_plane: None,
-            image: self.image,
-            interrupted: crate::interrupt::received().map(crate::interrupt::name),
-            next: None,
+            declaration,
+            profile: Vec::new(),
         }
+    }
+
+    /// The seven checks over the trace (a check over a turn that never happened is a
+    /// recorded skip), and what the run realized of the admitted set.
+    fn checks(&mut self, admitted: Option<&AdmittedCapabilities>) -> conformance::Report {
+        let declared: Vec<(&str, &str)> = admitted.map(|a| a.values().to_vec()).unwrap_or_default();
+        let opt_in: &[&str] = if self.options.interrupt { &[OPT_IN_INTERRUPT] } else { &[] };
+        let trace = self.normalizer.trace(&declared, opt_in);
+        // The trace is ours; a checker refusal of it would be a bug in the normalizer.
+        let mut report = match conformance::check_str(&trace) {
+            Ok(report) => report,
+            Err(e) => panic!("the probe wrote a trace the checker refuses: {e}\n{trace}"),
+        };
+        if self.prompt_id.is_none() {
+            // The handshake's check stays: the handshake did happen, or failed to.
+            for (name, outcome) in &mut report.checks {
+                if *name != READY_CHECK && !matches!(outcome, Outcome::Skip { .. }) {
+                    *outcome = Outcome::Skip { reason: String::from(NO_TURN) };
+                }
+            }
+        }
+        if let Some(admitted) = admitted {
+            self.admission.realized = realized(admitted, &report);
+        }
+        self.trace = Some(trace);
+        report
     }
 }
 
@@ -701,9 +696,4 @@ fn rpc_error(error: &Value) -> String {
         Some(data) => format!("{code} {message:?} (data: {}…)", checkfu_wire::text::head(&data, 300)),
         None => format!("{code} {message:?}"),
     }
-}
-
-/// A fresh nonce, as the probe makes one per session (`cf-` and 16 hex digits).
-pub fn fresh_nonce() -> String {
-    relay::token::mint(relay::token::NONCE_PREFIX)
 }

@@ -92,20 +92,21 @@ impl Placeholders {
 /// Every template (the harness's arguments, `--env` values, `--home-file` templates) is
 /// checked before anything starts: an unknown placeholder is a usage error naming the flag
 /// and the placeholder, and so is a home file with no fresh home to go into.
-pub fn check_options(options: &super::ProbeOptions) -> Result<(), super::UsageError> {
+pub fn check_options(options: &crate::options::RunOptions, command: &[OsString]) -> Result<(), crate::error::ProbeError> {
+    use crate::error::ProbeError;
     if options.inherit_home && !options.home_files.is_empty() {
-        return Err(super::UsageError::Options(String::from("--home-file writes into the fresh home, which --inherit-home turns off")));
+        return Err(ProbeError::Usage(String::from("--home-file writes into the fresh home, which --inherit-home turns off")));
     }
-    for (i, arg) in options.command.iter().enumerate() {
+    for (i, arg) in command.iter().enumerate() {
         if let Some(text) = arg.to_str() {
-            check(text).map_err(|e| super::UsageError::Options(format!("the harness command's argument {i} `{text}`: {e}")))?;
+            check(text).map_err(|e| ProbeError::Usage(format!("the harness command's argument {i} `{text}`: {e}")))?;
         }
     }
     for (key, value) in &options.env {
-        check(value).map_err(|e| super::UsageError::Options(format!("--env {key}: {e}")))?;
+        check(value).map_err(|e| ProbeError::Usage(format!("--env {key}: {e}")))?;
     }
     for (path, template) in &options.home_files {
-        check(template).map_err(|e| super::UsageError::Options(format!("--home-file {path}: {e}")))?;
+        check(template).map_err(|e| ProbeError::Usage(format!("--home-file {path}: {e}")))?;
     }
     Ok(())
 }

@@ -6,37 +6,43 @@
 //! crate adds what only a live run needs, and the `checkfu-wire` binary (`checkfu-wire-cli`)
 //! is its command line.
 //!
-//! - [`session`]: the sandbox a harness runs in (process group, egress fence, fresh home,
-//!   workspace) and the ACP client that drives it over stdio;
-//! - [`relay`]: the governed model relay on 127.0.0.1 and its served-call record;
-//! - the lanes: [`acp`] (an ACP agent) and [`oneshot`] (a one-shot CLI), and what they share:
-//!   the plane a run stands on ([`launch`], [`model_plane`]), the recipe, the verdict on the
-//!   relay's record ([`verdict`]), the end of a run ([`ending`]), what a run says as it goes
-//!   ([`progress`]), each lane's result ([`result`], [`oneshot`]) and the report of either
-//!   ([`report`]);
-//! - [`image`]: the image lane's foundation: references pinned by digest, OCI layouts read
-//!   and unpacked in the crate, and buildah, skopeo, the registry, podman and docker driven
-//!   as external tools.
+//! The layers, each importing only from those below it:
+//! - the run, on top: [`plan`] (a run resolved once) and [`spine`] (one run, whichever lane);
+//! - the lanes: [`acp`] (an ACP agent) and [`oneshot`] (a one-shot CLI), each supplying its
+//!   steps;
+//! - what both lanes share: the options ([`options`]), the errors and exit statuses
+//!   ([`error`]), the plane a run stands on (`plane`, [`launch`], [`model_plane`]) and the
+//!   stage a lane runs on (`stage`), the recipe, the verdict on the relay's record
+//!   ([`verdict`]), what a run says as it goes ([`progress`]), and the report ([`report`]);
+//! - the foundations: [`session`] (the sandbox a harness runs in: process group, egress
+//!   fence, fresh home, workspace, and the ACP client that drives it over stdio), [`relay`]
+//!   (the governed model relay on 127.0.0.1 and its served-call record), and [`image`]
+//!   (references pinned by digest, OCI layouts read and unpacked in the crate, and
+//!   buildah, skopeo, the registry, podman and docker driven as external tools).
 
 pub mod acp;
 mod dirfd;
-pub mod ending;
+pub mod error;
 pub mod image;
 pub mod interrupt;
 pub mod launch;
 pub mod model_plane;
 pub mod oneshot;
+pub mod options;
+pub mod plan;
 mod plane;
 pub mod progress;
 pub mod recipe;
 pub mod relay;
 pub mod report;
-pub mod result;
 pub mod session;
+pub mod spine;
+mod stage;
 pub mod verdict;
 
-pub use acp::{fresh_nonce, run, run_with, ProbeOptions, UsageError, NO_TURN, TOKEN_FILE};
-pub(crate) use plane::{catalog_entry, prepare, safe_output_schema, Plane};
+pub use error::{exit_code, ProbeError};
+pub use options::{fresh_nonce, Deadline, RunOptions, TOKEN_FILE};
+pub use plan::Plan;
 pub use progress::Progress;
 pub use report::Report;
-pub use result::{ProbeResult, Step, StepStatus};
+pub use spine::run;

@@ -58,7 +58,7 @@ pub struct ModelPlane {
     /// (`null` when it held). Every key is present on every run, so a reader needs no
     /// per-run shape.
     pub fence_note: Option<String>,
-    pub script: &'static str,
+    pub script: relay::ScriptKind,
     pub calls: Vec<Call>,
     pub refused: Vec<Refusal>,
     pub egress_attempts: Vec<Egress>,
@@ -86,7 +86,7 @@ fn names(dialects: &[Dialect]) -> String {
 }
 
 impl ModelPlane {
-    pub fn new(provider: &str, fence: Fence, fence_note: Option<String>, script: &'static str, record: relay::Record) -> ModelPlane {
+    pub fn new(provider: &str, fence: Fence, fence_note: Option<String>, script: relay::ScriptKind, record: relay::Record) -> ModelPlane {
         let mut dialects_used: Vec<Dialect> = Vec::new();
         for call in &record.calls {
             if !dialects_used.contains(&call.dialect) {
@@ -176,7 +176,7 @@ impl ModelPlane {
             Fence::UserNamespace => "user namespace (only the relay reachable)",
             Fence::ProxyVariables => "proxy variables only",
         };
-        out.push_str(&format!("model    provider {}, script {}, fence: {fence}\n", self.provider, self.script));
+        out.push_str(&format!("model    provider {}, script {}, fence: {fence}\n", self.provider, self.script.name()));
         if let Some(note) = &self.fence_note {
             out.push_str(&format!("model    no namespace: {note}\n"));
         }
@@ -196,7 +196,7 @@ impl ModelPlane {
         if self.refused.len() > 5 {
             out.push_str(&format!("refused  … and {} more\n", self.refused.len() - 5));
         }
-        if self.script == "tool" {
+        if self.script == relay::ScriptKind::Tool {
             out.push_str(&format!("tool     called: {}, result returned: {}\n", yes(self.tool.called), yes(self.tool.result_returned)));
         }
         if let Some(binding) = &self.catalog {

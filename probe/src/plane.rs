@@ -1,25 +1,28 @@
-//! What both lanes of the probe stand on, made before a harness starts: the catalog entry
-//! a run is bound to, the checks of the author's templates and output schema, and the plane
-//! itself (the workspace, the nonce, the fence, the relay, the fresh home with its files,
-//! the placeholders and the environment).
+//! What both lanes stand on, made before a harness starts: the catalog entry a run is bound
+//! to, the checks of the author's templates and output schema, and the plane itself (the
+//! workspace, the nonce, the fence, the relay, the fresh home with its files, the
+//! placeholders and the environment).
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::Value;
 
-use super::model_plane::Fence;
-use super::{fresh_nonce, launch, ProbeOptions, Progress, UsageError, TOKEN_FILE};
+use crate::error::ProbeError;
+use crate::model_plane::Fence;
+use crate::options::{fresh_nonce, RunOptions, TOKEN_FILE};
 use crate::relay::{self, Relay};
-use crate::session;
+use crate::{launch, session, Progress};
 use checkfu_wire::catalog;
 
 /// An author's `--output-schema` must pass the safety profile before it reaches a harness,
 /// in either lane; the first violation is the usage error.
-pub(crate) fn safe_output_schema(schema: &Value) -> Result<(), UsageError> {
+pub(crate) fn safe_output_schema(schema: &Value) -> Result<(), ProbeError> {
     let verdict = checkfu_wire_safety::lint_value(schema);
     match verdict.violations.first() {
-        Some(v) => Err(UsageError::Options(format!(
+        Some(v) => Err(ProbeError::Usage(format!(
             "--output-schema fails the safety profile: {} at `{}`: {} ({} violation(s) in all; see `checkfu-wire lint-schema`)",
             v.rule,
             v.pointer,
@@ -31,20 +34,47 @@ pub(crate) fn safe_output_schema(schema: &Value) -> Result<(), UsageError> {
 }
 
 /// The catalog entry a run is bound to (`--harness`), if any.
-pub(crate) fn catalog_entry(options: &ProbeOptions) -> Result<Option<&'static catalog::Harness>, UsageError> {
-    match &options.harness {
-        Some(name) => Ok(Some(catalog::HARNESSES.iter().find(|h| h.name == name).ok_or_else(|| {
+pub(crate) fn catalog_entry(name: Option<&str>) -> Result<Option<&'static catalog::Harness>, ProbeError> {
+    let Some(name) = name else { return Ok(None) };
+    match catalog::HARNESSES.iter().find(|h| h.name == name) {
+        Some(entry) => Ok(Some(entry)),
+        None => {
             let known: Vec<&str> = catalog::HARNESSES.iter().map(|h| h.name).collect();
-            UsageError::Options(format!("no harness `{name}` in the catalog (it has: {})", known.join(", ")))
-        })?)),
-        None => Ok(None),
+            Err(ProbeError::Usage(format!("no harness `{name}` in the catalog (it has: {})", known.join(", "))))
+        }
     }
 }
 
-/// What both lanes stand on, made before the harness starts: the workspace, the nonce, the
-/// fence, the relay, the fresh home with its files, the placeholders and the environment.
+/// What the catalog says of a bound run before it starts: a blocked entry, or a provider
+/// the reachability matrix marks unreachable. An unknown provider is refused as the relay
+/// refuses it (the catalog's one lookup, `catalog::reachable`).
+pub(crate) fn binding_notes(
+    entry: &catalog::Harness,
+    provider: Option<&str>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(), ProbeError> {
+    if entry.blocked() {
+        progress(Progress::Note(&format!(
+            "the catalog marks `{}` blocked (supply {}, adoption {}): this run shows what the harness does, not that it can be adopted",
+            entry.name, entry.supply, entry.adoption
+        )));
+    }
+    let cell = catalog::reachable(entry.name, provider).map_err(|e| ProbeError::Usage(e.to_string()))?;
+    if cell == Some(false) {
+        progress(Progress::Note(&format!(
+            "the reachability matrix marks `{}` unreachable through `{}`: the relay serves only that provider's paths",
+            entry.name,
+            provider.unwrap_or(catalog::UNLISTED_PROVIDER)
+        )));
+    }
+    Ok(())
+}
+
+/// What both lanes stand on, made before the harness starts.
 pub(crate) struct Plane {
-    pub workspace: session::workspace::Workspace,
+    /// The workspace; a lane whose session holds it for a while gives it back.
+    pub workspace: Option<session::workspace::Workspace>,
+    pub workspace_root: PathBuf,
     pub nonce: String,
     pub namespace: Option<session::fence::Namespace>,
     pub fence: Fence,
@@ -55,39 +85,26 @@ pub(crate) struct Plane {
     pub env: Vec<(OsString, OsString)>,
 }
 
-/// Makes the [`Plane`], after checking every template of the options (so a bad one starts
-/// nothing), and says what the catalog entry's binding means before the run.
-pub(crate) fn prepare(
-    options: &ProbeOptions,
-    entry: Option<&catalog::Harness>,
-    progress: &mut dyn FnMut(Progress),
-) -> Result<Plane, UsageError> {
-    launch::check_options(options)?;
-    if let Some(entry) = entry.filter(|e| e.blocked()) {
-        progress(Progress::Note(&format!(
-            "the catalog marks `{}` blocked (supply {}, adoption {}): this run shows what the harness does, not that it can be adopted",
-            entry.name, entry.supply, entry.adoption
-        )));
+/// A lane's own variables and home files (a one-shot declaration's), written before the
+/// command line's, which may override them.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Declared<'a> {
+    pub env: Option<&'a BTreeMap<String, String>>,
+    pub home_files: Option<&'a BTreeMap<String, String>>,
+}
+
+impl Plane {
+    /// The fence a harness joins, when there is a namespace.
+    pub fn join(&self) -> Option<session::fence::Join> {
+        self.namespace.as_ref().map(session::fence::Namespace::join)
     }
-    if let Some(entry) = entry {
-        // The matrix's cell from the generated tables; an unknown provider is refused as the
-        // relay refuses it (the catalog's one lookup, `catalog::reachable`).
-        let cell = catalog::reachable(entry.name, options.provider.as_deref()).map_err(|e| UsageError::Options(e.to_string()))?;
-        if cell == Some(false) {
-            progress(Progress::Note(&format!(
-                "the reachability matrix marks `{}` unreachable through `{}`: the relay serves only that provider's paths",
-                entry.name,
-                options.provider.as_deref().unwrap_or(catalog::UNLISTED_PROVIDER)
-            )));
+
+    /// The fence's parts, made first: the namespace (and the relay's listener inside it),
+    /// or the proxy variables alone, and why.
+    fn fence(netns: bool) -> (Option<session::fence::Namespace>, Option<std::net::TcpListener>, Fence, Option<String>) {
+        if !netns {
+            return (None, None, Fence::ProxyVariables, Some(String::from("not asked for (--no-netns)")));
         }
-    }
-    let cannot_start = |what: &str, e: String| UsageError::CannotStart(format!("cannot prepare the session ({what}): {e}"));
-    let workspace = session::workspace::Workspace::create().map_err(|e| cannot_start("workspace", e.to_string()))?;
-    let nonce = fresh_nonce();
-    let token = relay::token::mint(relay::token::FILE_TOKEN_PREFIX);
-    let token_file = workspace.root().join(TOKEN_FILE);
-    std::fs::write(&token_file, relay::token::file_text(&token)).map_err(|e| cannot_start("token file", e.to_string()))?;
-    let (namespace, listener, fence, fence_note) = if options.netns {
         match session::fence::Namespace::create() {
             Ok((namespace, listener)) => {
                 let fence = match namespace.kind() {
@@ -98,45 +115,75 @@ pub(crate) fn prepare(
             }
             Err(why) => (None, None, Fence::ProxyVariables, Some(why)),
         }
-    } else {
-        (None, None, Fence::ProxyVariables, Some(String::from("not asked for (--no-netns)")))
-    };
-    // The lease key and the token are drawn apart from the nonce: knowing one tells nothing
-    // of the others.
-    let key = relay::token::mint(relay::token::KEY_PREFIX);
-    let relay = Relay::start(relay::Config {
-        provider: options.provider.clone(),
-        script: options.model_script.clone(),
-        nonce: nonce.clone(),
-        token,
-        token_file,
-        key,
-        stall: options.step_timeout.min(Duration::from_secs(10)),
-        listener,
-        record_bodies: options.record_bodies,
-    })
-    .map_err(|e| cannot_start("relay", e))?;
-    let home =
-        if options.inherit_home { None } else { Some(session::home::Home::create().map_err(|e| cannot_start("home", e.to_string()))?) };
-    let placeholders = launch::Placeholders {
-        relay_url: relay.url(),
-        api_key: relay.key().to_owned(),
-        workspace: workspace.root().to_string_lossy().into_owned(),
-        home: home.as_ref().map_or_else(|| std::env::var("HOME").unwrap_or_default(), |h| h.root().to_string_lossy().into_owned()),
-    };
-    // The templates were checked before anything started, so expanding cannot fail here;
-    // it is still a usage error rather than a panic if it does.
-    let expand = |what: &str, text: &str| placeholders.expand(text).map_err(|e| UsageError::Options(format!("{what}: {e}")));
-    if let Some(home) = &home {
-        for (path, template) in &options.home_files {
-            home.write(path, &expand(&format!("--home-file {path}"), template)?)
-                .map_err(|e| UsageError::Options(format!("--home-file {path}: {e}")))?;
+    }
+
+    /// Makes the plane. Every template was checked before ([`launch::check_options`]), so
+    /// nothing is started for a bad one.
+    pub fn prepare(options: &RunOptions, declared: Declared<'_>) -> Result<Plane, ProbeError> {
+        let cannot_start = |what: &str, e: String| ProbeError::CannotStart(format!("cannot prepare the session ({what}): {e}"));
+        let workspace = session::workspace::Workspace::create().map_err(|e| cannot_start("workspace", e.to_string()))?;
+        let nonce = fresh_nonce();
+        let token = relay::token::mint(relay::token::FILE_TOKEN_PREFIX);
+        let token_file = workspace.root().join(TOKEN_FILE);
+        std::fs::write(&token_file, relay::token::file_text(&token)).map_err(|e| cannot_start("token file", e.to_string()))?;
+        let (namespace, listener, fence, fence_note) = Plane::fence(options.netns);
+        // The lease key and the token are drawn apart from the nonce: knowing one tells
+        // nothing of the others.
+        let key = relay::token::mint(relay::token::KEY_PREFIX);
+        let relay = Relay::start(relay::Config {
+            provider: options.provider.clone(),
+            script: options.model_script.clone(),
+            nonce: nonce.clone(),
+            token,
+            token_file,
+            key,
+            stall: options.step_timeout.min(Duration::from_secs(10)),
+            listener,
+            record_bodies: options.record_bodies,
+        })
+        .map_err(|e| cannot_start("relay", e))?;
+        let home = match options.inherit_home {
+            true => None,
+            false => Some(session::home::Home::create().map_err(|e| cannot_start("home", e.to_string()))?),
+        };
+        let placeholders = launch::Placeholders {
+            relay_url: relay.url(),
+            api_key: relay.key().to_owned(),
+            workspace: workspace.root().to_string_lossy().into_owned(),
+            home: home.as_ref().map_or_else(|| std::env::var("HOME").unwrap_or_default(), |h| h.root().to_string_lossy().into_owned()),
+        };
+        let mut env: Vec<(OsString, OsString)> =
+            launch::conventional(&placeholders, home.as_ref()).into_iter().map(|(k, v)| (k.into(), v.into())).collect();
+        // The lane's own files and variables, then the command line's (which win).
+        let files = declared.home_files.into_iter().flatten().map(|(p, t)| (format!("home_files {p}"), p, t));
+        let files = files.chain(options.home_files.iter().map(|(p, t)| (format!("--home-file {p}"), p, t)));
+        if let Some(home) = &home {
+            for (label, path, template) in files {
+                let text = placeholders.expand(template).map_err(|e| ProbeError::Usage(format!("{label}: {e}")))?;
+                home.write(path, &text).map_err(|e| ProbeError::Usage(format!("{label}: {e}")))?;
+            }
         }
+        let vars = declared.env.into_iter().flatten().map(|(k, v)| (format!("env {k}"), k, v));
+        for (label, key, value) in vars.chain(options.env.iter().map(|(k, v)| (format!("--env {k}"), k, v))) {
+            let value = placeholders.expand(value).map_err(|e| ProbeError::Usage(format!("{label}: {e}")))?;
+            env.push((OsString::from(key), OsString::from(value)));
+        }
+        let workspace_root = workspace.root().to_path_buf();
+        Ok(Plane { workspace: Some(workspace), workspace_root, nonce, namespace, fence, fence_note, relay, home, placeholders, env })
     }
-    let mut env: Vec<(OsString, OsString)> =
-        launch::conventional(&placeholders, home.as_ref()).into_iter().map(|(k, v)| (k.into(), v.into())).collect();
-    for (key, value) in &options.env {
-        env.push((OsString::from(key), OsString::from(expand(&format!("--env {key}"), value)?)));
+
+    /// Removes what the plane made (the namespace, the home, the workspace), saying what
+    /// could not be removed: a run that leaves a directory behind has not torn down.
+    pub fn remove(self) -> (crate::relay::Record, Result<(), String>) {
+        let record = self.relay.stop();
+        drop(self.namespace);
+        let mut faults = Vec::new();
+        if let Some(Err(e)) = self.home.map(session::home::Home::remove) {
+            faults.push(format!("the fresh home could not be removed: {e}"));
+        }
+        if let Some(Err(e)) = self.workspace.map(session::workspace::Workspace::remove) {
+            faults.push(format!("the workspace could not be removed: {e}"));
+        }
+        (record, if faults.is_empty() { Ok(()) } else { Err(faults.join("; ")) })
     }
-    Ok(Plane { workspace, nonce, namespace, fence, fence_note, relay, home, placeholders, env })
 }

@@ -4,7 +4,7 @@
 
 use checkfu_wire::catalog::Protocol;
 
-use crate::Step;
+use crate::report::Step;
 
 /// One event of a run, in the order they happen: notes, then the start, then the steps.
 #[derive(Clone, Copy, Debug)]
@@ -16,5 +16,5 @@ pub enum Progress<'a> {
     /// (placeholders expanded) or the one-shot entrypoint.
     Started { protocol: Protocol, command: &'a str },
     /// A step ended (passed, failed or skipped).
-    Step { name: &'static str, step: &'a Step },
+    Step { name: checkfu_wire::catalog::StepName, step: &'a Step },
 }

@@ -7,7 +7,7 @@
 //!   prompt, steer, and the answers to its permission and `fs/*` requests) on stdin, its
 //!   stdout read until the prompt's answer, then stdin closed and the exit awaited: the
 //!   agent's own run with the least a client can do;
-//! - `probe_run`: `checkfu_wire_probe::run` on the same agent: spawn in a process group,
+//! - `probe_run`: `checkfu_wire_probe::run` (the spine) on the same agent: spawn in a process group,
 //!   every message decoded and checked, the client side answered live, observations
 //!   normalized and judged, teardown with the group check.
 
@@ -15,7 +15,10 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use checkfu_wire_probe::{self as probe, ProbeOptions};
+use checkfu_wire_probe::acp::AcpOptions;
+use checkfu_wire_probe::plan::{LanePlan, Plan};
+use checkfu_wire_probe::report::LaneReport;
+use checkfu_wire_probe::{self as probe, RunOptions};
 
 const AGENT: &str = env!("CARGO_BIN_EXE_checkfu-fixture-agent");
 /// Turn lengths: the fixed cost of a session shows at 20, the per-message cost at 2000.
@@ -29,21 +32,26 @@ fn main() {
     divan::main();
 }
 
-fn options(turns: usize) -> ProbeOptions {
+/// The plan of one run; made per run, since its deadline counts from when it is made.
+fn plan(turns: usize) -> Plan {
     let mut command = vec![AGENT.into()];
     command.extend(agent_args(turns).into_iter().map(Into::into));
-    let mut options = ProbeOptions::new(command);
+    let mut options = AcpOptions::new(command);
     options.settle = Duration::ZERO;
-    options.kill_grace = Duration::from_secs(2);
-    options
+    let run = RunOptions { kill_grace: Duration::from_secs(2), ..RunOptions::default() };
+    Plan { run, lane: LanePlan::Acp(options), image: None }
+}
+
+fn run(turns: usize) -> probe::Report {
+    probe::run(&plan(turns), &mut |_| {}).expect("probe runs")
 }
 
 /// The runner's side of one probe run, as recorded: what the harness alone is fed.
 fn script(turns: usize) -> Vec<u8> {
-    let result = probe::run(&options(turns)).expect("probe runs");
+    let result = run(turns);
     assert!(result.passed(), "{}", result.to_text());
     let mut script = Vec::new();
-    for line in result.record.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+    for line in result.wire_record().unwrap_or_default().split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
         let record: serde_json::Value = serde_json::from_slice(line).expect("record line");
         if record["direction"] == "runner_to_agent" {
             script.extend_from_slice(record["message"].to_string().as_bytes());
@@ -83,10 +91,12 @@ fn harness_alone(bencher: divan::Bencher, turns: usize) {
 
 #[divan::bench(sample_count = 30, args = TURNS)]
 fn probe_run(bencher: divan::Bencher, turns: usize) {
-    let options = options(turns);
     bencher.bench(|| {
-        let result = probe::run(&options).expect("probe runs");
+        let result = run(turns);
         assert!(result.passed());
-        result.wire.messages_in
+        match result.lane {
+            LaneReport::Acp(acp) => acp.wire.messages_in,
+            LaneReport::Oneshot(_) => 0,
+        }
     });
 }

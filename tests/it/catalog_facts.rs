@@ -105,7 +105,13 @@ fn the_probe_binding_reads_the_matrix() {
                 Some(_) => row.providers[column],
                 None => row.unlisted,
             };
-            let mut plane = ModelPlane::new(catalog::UNLISTED_PROVIDER, Fence::ProxyVariables, None, "nonce", Record::default());
+            let mut plane = ModelPlane::new(
+                catalog::UNLISTED_PROVIDER,
+                Fence::ProxyVariables,
+                None,
+                checkfu_wire_probe::relay::ScriptKind::Nonce,
+                Record::default(),
+            );
             plane.bind(harness, provider, None);
             let binding = plane.catalog.as_ref().expect("bound");
             assert_eq!(binding.reachable, expected, "{} through {provider:?}", harness.name);
@@ -138,7 +144,8 @@ fn the_probe_binding_compares_dialects_as_variants_and_reports_names() {
     // A dialect the entry does not declare, whichever the catalog's dialects are.
     let undeclared = *Dialect::ALL.iter().find(|d| !claude.dialects.contains(d)).expect("a dialect claude-code does not declare");
     let record = Record { calls: vec![spoke(undeclared)], ..Record::default() };
-    let mut plane = ModelPlane::new(catalog::UNLISTED_PROVIDER, Fence::ProxyVariables, None, "nonce", record);
+    let mut plane =
+        ModelPlane::new(catalog::UNLISTED_PROVIDER, Fence::ProxyVariables, None, checkfu_wire_probe::relay::ScriptKind::Nonce, record);
     plane.bind(claude, None, None);
     assert_eq!(plane.mismatches().len(), 1, "{:?}", plane.mismatches());
     assert!(plane.mismatches()[0].contains(&format!("`{}`", undeclared.name())), "{:?}", plane.mismatches());

@@ -1,15 +1,14 @@
 //! `probe` with `--protocol acp-v1` (the default): a live ACP session (see
 //! [`checkfu_wire_probe::acp`]).
 
-use std::ffi::OsString;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use checkfu_wire::catalog::{Driver, Retention};
+use checkfu_wire_probe::acp::AcpOptions;
 use checkfu_wire_probe::recipe::Recipe;
 use checkfu_wire_probe::session::PermissionPolicy;
-use checkfu_wire_probe::{self as probe, ProbeOptions, Progress, Report, UsageError};
-
-use super::{shared_options, show, usage, Shared};
+use checkfu_wire_probe::{ProbeError, RunOptions};
 
 /// The ACP lane's flags: the declaration's admission and the session's authority members.
 #[derive(clap::Args)]
@@ -72,84 +71,39 @@ fn names<'a>(names: impl Iterator<Item = &'a str>) -> String {
     names.collect::<Vec<_>>().join(", ")
 }
 
-/// Runs the ACP lane: `command` is what followed `--` (or the recipe's command).
-pub fn probe(
-    shared: &Shared,
-    started: std::time::Instant,
-    flags: &Flags,
-    image: &super::image::Flags,
-    line: &[super::Word],
-    command: Vec<OsString>,
-    recipe: Option<Recipe>,
-) -> Result<Report, i32> {
-    // An image is built or pulled, and unpacked, first: its Entrypoint and Cmd are the
-    // default command; `--entrypoint` replaces the program, and `--arg` adds arguments.
-    let prepared = image.prepare(line, shared.deadline(started))?;
-    let mut command = match (&recipe, command.is_empty(), &prepared) {
-        (_, false, _) => command,
-        (Some(recipe), true, _) => recipe.command.iter().map(OsString::from).collect(),
-        (None, true, Some(prepared)) => prepared.container.default_command().into_iter().map(OsString::from).collect(),
-        (None, true, None) => return Err(usage("no harness command: give one after `--`, or a --recipe")),
+/// The ACP lane's options from the command line and the recipe: the recipe's variables and
+/// home files go before the command line's (which may override them), and its harness is
+/// bound unless `--harness` names another.
+pub(super) fn options(args: &super::Args, recipe: Option<&Recipe>, run: &mut RunOptions) -> Result<AcpOptions, ProbeError> {
+    let flags = &args.acp;
+    if let Some(recipe) = recipe {
+        run.harness = args.shared.harness.clone().or_else(|| recipe.harness.clone());
+        let env = recipe.env.iter().map(|(k, v)| (k.clone(), v.clone()));
+        run.env = env.chain(run.env.drain(..)).collect();
+        let files = recipe.home_files.iter().map(|(k, v)| (k.clone(), v.clone()));
+        run.home_files = files.chain(run.home_files.drain(..)).collect();
+    }
+    let runtime_config = match &flags.runtime_config {
+        Some(text) => Some(serde_json::from_str(text).map_err(|e| ProbeError::Usage(format!("--runtime-config is not JSON: {e}")))?),
+        None => None,
     };
-    if let Some(entrypoint) = &image.entrypoint {
-        match command.first_mut() {
-            Some(first) => *first = OsString::from(entrypoint),
-            None => command.push(OsString::from(entrypoint)),
-        }
-    }
-    command.extend(flags.arg.iter().map(OsString::from));
-    if command.is_empty() {
-        return Err(usage("no harness command: the image has no Entrypoint or Cmd; give --entrypoint"));
-    }
-    let mut options = ProbeOptions::new(command);
-    options.image = prepared.as_ref().map(|p| (p.container.clone(), shared.working_directory.clone()));
-    if let Some(recipe) = &recipe {
-        options.harness = recipe.harness.clone();
-        options.env = recipe.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-        options.home_files = recipe.home_files.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    }
-    if shared.harness.is_some() {
-        options.harness = shared.harness.clone();
-    }
-    // The entry's driver is the default driver of a bound run.
-    if let Some(entry) = options.harness.as_deref().and_then(|n| checkfu_wire::catalog::HARNESSES.iter().find(|h| h.name == n)) {
-        if let Some(driver) = entry.driver {
-            options.driver = driver;
-        }
-    }
-    shared_options(shared, started, &mut options)?;
-    if let Some(driver) = flags.driver {
-        options.driver = driver;
-    }
-    options.retention = flags.retention;
-    options.builtin_tools = flags.builtin_tools.clone();
-    options.continuity = flags.continuity.clone();
-    options.authenticate = flags.authenticate.clone();
-    if let Some(text) = &flags.runtime_config {
-        match serde_json::from_str(text) {
-            Ok(value) => options.runtime_config = Some(value),
-            Err(e) => return Err(usage(format!("--runtime-config is not JSON: {e}"))),
-        }
-    }
-    options.interrupt = flags.interrupt;
-    options.permission = flags.permission.into();
-    options.terminals = flags.allow_terminals;
-
-    let mut progress = |event: Progress| show(shared.format, event);
-    match probe::run_with(&options, &mut progress) {
-        Ok(mut result) => {
-            // The agent as it ran, inside the image: its program and arguments.
-            let mut profile = vec![format!("--protocol={}", checkfu_wire::catalog::Protocol::AcpV1)];
-            if let Some((program, args)) = options.command.split_first() {
-                profile.push(format!("--entrypoint={}", program.to_string_lossy()));
-                profile.extend(args.iter().map(|a| format!("--arg={}", a.to_string_lossy())));
-            }
-            profile.extend(shared.working_directory.iter().map(|d| format!("--working-directory={d}")));
-            result.next = prepared.as_ref().map(|p| image.next_steps(p, result.passed(), &profile));
-            Ok(Report::Acp(Box::new(result)))
-        }
-        Err(e @ (UsageError::Options(_) | UsageError::CannotStart(_))) => Err(usage(e)),
-    }
+    Ok(AcpOptions {
+        command: args.command.clone(),
+        recipe_command: recipe.map(|r| r.command.clone()).unwrap_or_default(),
+        entrypoint: args.image.entrypoint.clone(),
+        args: flags.arg.clone(),
+        working_directory: args.shared.working_directory.clone(),
+        driver: flags.driver,
+        retention: flags.retention,
+        builtin_tools: flags.builtin_tools.clone(),
+        continuity: flags.continuity.clone(),
+        authenticate: flags.authenticate.clone(),
+        runtime_config,
+        interrupt: flags.interrupt,
+        permission: flags.permission.into(),
+        terminals: flags.allow_terminals,
+        settle: Duration::from_secs_f64(args.shared.settle),
+    })
 }
 
 /// `--permission`: the probe's [`PermissionPolicy`] as the command line names it (the probe

@@ -3,16 +3,16 @@
 //! build context to a published image's `add` and `verify`.
 
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Instant;
 
-use checkfu_wire_probe::image::run::{BuildRequest, Container, NextSteps, PullError};
-use checkfu_wire_probe::image::runtime::{Runtime, RuntimeKind};
+use checkfu_wire_probe::image::run::{ImageRun, NextSteps};
+use checkfu_wire_probe::image::runtime::RuntimeKind;
 use checkfu_wire_probe::image::source::Source;
 use checkfu_wire_probe::image::tools::BuilderKind;
 use checkfu_wire_probe::image::ImageReference;
+use checkfu_wire_probe::plan::{BuildPlan, ImagePlan, ImageSource};
+use checkfu_wire_probe::ProbeError;
 
-use super::{usage, Word};
+use super::Word;
 
 /// The image a harness runs in, and the selectors of the platform commands a result hands
 /// back.
@@ -90,99 +90,80 @@ fn image_reference(text: &str) -> Result<ImageReference, String> {
     ImageReference::parse(text).map_err(|e| e.to_string())
 }
 
-/// An image made ready for a run.
-pub struct Prepared {
-    pub container: Arc<Container>,
-    /// The selectors, from the flags or the connection file's defaults.
+/// Who registers the image afterwards, and how: what the next steps of an image run name.
+pub struct Registration {
+    /// The harness's name (`--name`).
+    name: String,
+    /// The selectors as given (`--sandbox`, `--model`)...
     sandbox: Option<String>,
     model: Option<String>,
+    /// ...and as the connection file's defaults complete them.
+    has_sandbox: bool,
+    has_model: bool,
+    /// The image as given (`--image`), with where it was read from; `None` after a build.
+    pulled: Option<(ImageReference, Source)>,
     /// The command line that ran, for the retest and the context the next steps keep.
     line: Vec<Word>,
 }
 
 impl Flags {
-    /// Whether the run is to be in an image.
-    pub fn wants_image(&self) -> bool {
-        self.image.is_some() || self.build_context.is_some()
+    /// The image of the run, when `--image` or `--build-context` asks for one.
+    pub fn plan(&self) -> Option<ImagePlan> {
+        let source = match (&self.image, &self.build_context) {
+            (Some(reference), _) => ImageSource::Pull { reference: reference.clone(), from: self.image_source.clone() },
+            (None, Some(context)) => ImageSource::Build(BuildPlan {
+                context: context.clone(),
+                dockerfile: self.dockerfile.clone(),
+                builder: self.builder.map(|b| match b {
+                    Builder::Buildah => BuilderKind::Buildah,
+                    Builder::Podman => BuilderKind::Podman,
+                    Builder::Docker => BuilderKind::Docker,
+                }),
+                all_interfaces: self.allow_registry_all_interfaces,
+                name: self.name.clone(),
+            }),
+            (None, None) => return None,
+        };
+        let runtime = self.runtime.map(|flag| match flag {
+            RuntimeFlag::Bubblewrap => RuntimeKind::Bubblewrap,
+            RuntimeFlag::Podman => RuntimeKind::Podman,
+            RuntimeFlag::Docker => RuntimeKind::Docker,
+        });
+        Some(ImagePlan { source, runtime })
     }
 
-    /// Builds or pulls the image and unpacks it; `None` without `--image` or
-    /// `--build-context`. `Err` is the exit code, the reason said: 2 for a usage error or a
-    /// missing tool, 1 for a build, push or pull that failed (with the tool's own words).
-    /// `line` is the command line that ran ([`super::Given::line`]). The pull and the unpack
-    /// end by `deadline`, the run's.
-    pub fn prepare(&self, line: &[Word], deadline: Instant) -> Result<Option<Prepared>, i32> {
-        if !self.wants_image() {
-            return Ok(None);
-        }
+    /// Who registers the image: the name, the selectors (the connection file's defaults
+    /// read now, so a bad file is a usage error before anything starts) and the command
+    /// line. `line` is the command line that ran ([`super::Given::line`]).
+    pub fn registration(&self, line: &[Word]) -> Result<Registration, ProbeError> {
         let (defaults_sandbox, defaults_model) = match &self.connection_file {
-            Some(path) => connection_defaults(path).map_err(usage)?,
+            Some(path) => connection_defaults(path).map_err(ProbeError::Usage)?,
             None => (None, None),
         };
-        let failed = |what: &str, e: PullError| match e {
-            PullError::Missing(m) => usage(m),
-            PullError::Failed(m) => {
-                eprintln!("error: {what}: {m}");
-                1
-            }
-        };
-        // The runtime is found before anything is pulled or built.
-        let runtime = match self.runtime {
-            Some(flag) => Runtime::find(match flag {
-                RuntimeFlag::Bubblewrap => RuntimeKind::Bubblewrap,
-                RuntimeFlag::Podman => RuntimeKind::Podman,
-                RuntimeFlag::Docker => RuntimeKind::Docker,
-            }),
-            None => Runtime::detect(),
-        }
-        .map_err(|e| usage(format!("--runtime: {e}")))?;
-        let container = match (&self.image, &self.build_context) {
-            (Some(reference), _) => {
-                Container::pull(reference, &self.image_source, runtime, deadline).map_err(|e| failed(&reference.to_string(), e))?
-            }
-            (None, Some(context)) => {
-                if self.allow_registry_all_interfaces {
-                    eprintln!(
-                        "warning: --allow-registry-all-interfaces: the temporary registry listens on every interface while this \
-                         run lasts; anyone who reaches this machine can read and write its images"
-                    );
-                }
-                let request = BuildRequest {
-                    context,
-                    dockerfile: self.dockerfile.as_deref(),
-                    builder: self.builder.map(|b| match b {
-                        Builder::Buildah => BuilderKind::Buildah,
-                        Builder::Podman => BuilderKind::Podman,
-                        Builder::Docker => BuilderKind::Docker,
-                    }),
-                    runtime,
-                    all_interfaces: self.allow_registry_all_interfaces,
-                    name: &self.name,
-                };
-                Container::build(&request, deadline).map_err(|e| failed(&context.display().to_string(), e))?
-            }
-            (None, None) => return Ok(None),
-        };
-        Ok(Some(Prepared {
-            container: Arc::new(container),
-            sandbox: self.sandbox.clone().or(defaults_sandbox),
-            model: self.model.clone().or(defaults_model),
+        Ok(Registration {
+            name: self.name.clone(),
+            sandbox: self.sandbox.clone(),
+            model: self.model.clone(),
+            has_sandbox: self.sandbox.is_some() || defaults_sandbox.is_some(),
+            has_model: self.model.is_some() || defaults_model.is_some(),
+            pulled: self.image.clone().map(|r| (r, self.image_source.clone())),
             line: line.to_vec(),
-        }))
+        })
     }
+}
 
+impl Registration {
     /// The next steps of a result: after a build context, the published-image retest (only
     /// when the run passed); after an image, the `add` command and the `verify` command, or
     /// its template and the flags it still needs.
     /// `profile` is the harness as it ran, as the flags that register it (the lane knows it:
     /// from the command line, the recipe or the image's own command): `--protocol`,
     /// `--entrypoint`, and the lane's own (`--arg`, or the declaration's members).
-    pub fn next_steps(&self, prepared: &Prepared, passed: bool, profile: &[String]) -> NextSteps {
-        let warning = prepared.container.built.as_ref().filter(|b| b.all_interfaces).map(|_| {
+    pub fn next_steps(&self, image: &ImageRun, passed: bool, profile: &[String]) -> NextSteps {
+        let warning = image.built.as_ref().filter(|b| b.all_interfaces).map(|_| {
             String::from("the temporary registry listened on every interface (--allow-registry-all-interfaces) while the run lasted")
         });
-        if let Some(built) = &prepared.container.built {
-            let digest = built.pushed.rsplit_once('@').map_or("", |(_, d)| d);
+        let Some((reference, source)) = &self.pulled else {
             if !passed {
                 return NextSteps {
                     advice: String::from("fix what failed and run the build-context test again; publish only a passing image"),
@@ -190,27 +171,28 @@ impl Flags {
                     ..NextSteps::default()
                 };
             }
+            let digest = &image.digest;
             let published = format!("<published-name>@{digest}");
             return NextSteps {
                 advice: format!(
                     "publish the image (its digest is {digest} when pushed as built) and rerun the retest command with its \
                      published name; the ephemeral localhost image is not one to register"
                 ),
-                retest: Some(command_line("checkfu-wire", &retest_args(&prepared.line, &published))),
+                retest: Some(command_line("checkfu-wire", &retest_args(&self.line, &published))),
                 warning,
                 ..NextSteps::default()
             };
-        }
+        };
         let mut required = Vec::new();
-        if prepared.sandbox.is_none() {
+        if !self.has_sandbox {
             required.push("--sandbox");
         }
-        if prepared.model.is_none() {
+        if !self.has_model {
             required.push("--model");
         }
-        let context: Vec<String> = kept(&prepared.line, CONTEXT);
+        let context: Vec<String> = kept(&self.line, CONTEXT);
         let mut add = vec![String::from("harness"), String::from("add"), String::from("oci"), format!("--name={}", self.name)];
-        add.push(format!("--image={}", prepared.container.reference));
+        add.push(format!("--image={reference}"));
         add.extend(profile.iter().cloned());
         add.extend(self.selectors());
         add.extend(context.iter().cloned());
@@ -230,12 +212,8 @@ impl Flags {
         };
         // The platform pulls the reference from its registry: an image read from this
         // machine's storage must be published there first.
-        if passed && prepared.container.source != Source::Registry {
-            advice = format!(
-                "it was read from {}: publish it as {} first, then {advice}",
-                prepared.container.source,
-                prepared.container.reference.pull_name()
-            );
+        if passed && *source != Source::Registry {
+            advice = format!("it was read from {source}: publish it as {} first, then {advice}", reference.pull_name());
         }
         NextSteps {
             advice,

@@ -1,12 +1,15 @@
 //! `probe [OPTIONS] -- COMMAND [ARGS...]`: the live local diagnostic (see
-//! [`checkfu_wire_probe`]). Exit 0 when every step and check passed, 1 when the harness
-//! failed one, 2 on a usage error or when the command cannot be started.
+//! [`checkfu_wire_probe`]). The command line is resolved once into a typed plan
+//! ([`Invocation`]), which the probe's spine runs; exit statuses come from
+//! [`checkfu_wire_probe::exit_code`]: 0 when every step and check passed, 1 when the harness
+//! failed one, 2 on a usage error, 128 plus the signal's number when one stopped the run.
 //!
-//! The flags are three sets: what both lanes take ([`Shared`]), the ACP lane's
-//! ([`acp::Flags`]) and the one-shot lane's ([`oneshot::Flags`]). Each lane's set is a clap
-//! group that conflicts with the other's, so the parser refuses a mix; a lane's flags given
-//! to the other lane's protocol (chosen by `--protocol` or the recipe, which the parser
-//! cannot see) are refused by reading the same groups back ([`Given`]).
+//! The flags are four sets: what both lanes take ([`Shared`]), the ACP lane's
+//! ([`acp::Flags`]), the one-shot lane's ([`oneshot::Flags`]) and the image's
+//! ([`image::Flags`]). Each lane's set is a clap group that conflicts with the other's, so
+//! the parser refuses a mix; a lane's flags given to the other lane's protocol (chosen by
+//! `--protocol` or the recipe, which the parser cannot see) are refused by reading the same
+//! groups back ([`Given`]).
 
 mod acp;
 mod image;
@@ -21,9 +24,10 @@ use clap::parser::ValueSource;
 use clap::ArgMatches;
 
 use checkfu_wire::catalog::Protocol;
+use checkfu_wire_probe::plan::{LanePlan, Plan};
 use checkfu_wire_probe::recipe::Recipe;
-use checkfu_wire_probe::result::{step_line, QUALIFICATION};
-use checkfu_wire_probe::{ProbeOptions, Progress, Report};
+use checkfu_wire_probe::report::{steps::line as step_line, QUALIFICATION};
+use checkfu_wire_probe::{Deadline, ProbeError, Progress, Report, RunOptions};
 
 use super::conform::Format;
 
@@ -103,8 +107,8 @@ pub struct Shared {
     pub format: Format,
     /// The release protocol: `acp-v1` (a live ACP session) or `oneshot-v1` (a CLI run
     /// once per turn). Default: the recipe's, else `acp-v1`.
-    #[arg(long, value_name = "acp-v1|oneshot-v1")]
-    pub protocol: Option<String>,
+    #[arg(long, value_name = "acp-v1|oneshot-v1", value_parser = protocol)]
+    pub protocol: Option<Protocol>,
     /// Where the Runner mounts the workspace. With --image or --build-context the probe
     /// mounts it there and starts the harness in it (default: the image's WorkingDir); a
     /// local one-shot CLI records it (it runs in the probe's fresh workspace).
@@ -216,7 +220,8 @@ fn given(command: &clap::Command, matches: &ArgMatches, group: &str) -> Vec<Stri
         .collect()
 }
 
-/// `probe`: the outputs checked, the recipe read and the protocol chosen, then the lane.
+/// `probe`: the command line resolved into a plan, the run, its outputs, and the exit
+/// status.
 pub fn probe(args: Args, given: &Given) -> i32 {
     // `--deadline` counts from here, once: an image's pull and unpack spend the same budget
     // the session then runs in.
@@ -226,43 +231,110 @@ pub fn probe(args: Args, given: &Given) -> i32 {
     if let Err(e) = checkfu_wire_probe::interrupt::install() {
         eprintln!("warning: cannot listen for signals ({e}): an interrupted run may leave its temporary files");
     }
-    let shared = &args.shared;
-    for (flag, path) in [("--record", &args.acp.record), ("--trace", &shared.trace), ("--record-model", &shared.record_model)] {
-        if let Some(path) = path {
-            if let Err(e) = writable(flag, path) {
-                return usage(e);
-            }
+    let outcome = Invocation::read(&args, given, started).and_then(|invocation| invocation.run());
+    match &outcome {
+        Ok(report) => {
+            let rendered = match args.shared.format {
+                Format::Text => report.to_text(),
+                Format::Json => report.to_json(),
+            };
+            let _ = std::io::stdout().lock().write_all(rendered.as_bytes());
         }
+        // A run a signal stopped says so, whatever else it came to.
+        Err(_) if checkfu_wire_probe::interrupt::received().is_some() => {
+            let signal = checkfu_wire_probe::interrupt::received().map(checkfu_wire_probe::interrupt::name).unwrap_or_default();
+            eprintln!("error: interrupted by {signal}");
+        }
+        Err(e) => eprintln!("error: {e}"),
     }
-    let recipe = match &shared.recipe {
-        Some(path) => match Recipe::load(path) {
-            Ok(recipe) => Some(recipe),
-            Err(e) => return usage(e),
-        },
-        None => None,
-    };
-    let protocol =
-        shared.protocol.as_deref().or_else(|| recipe.as_ref().and_then(|r| r.protocol.as_deref())).unwrap_or(Protocol::AcpV1.name());
-    // Exhaustive over the catalog's protocols: a protocol added there has no lane until one
-    // is written here.
-    match Protocol::from_name(protocol) {
-        Some(Protocol::AcpV1) => {
-            if let Some(flag) = given.oneshot.first() {
-                return usage(format!("{flag} is a oneshot-v1 flag; add --protocol oneshot-v1"));
+    checkfu_wire_probe::exit_code(outcome.as_ref())
+}
+
+/// A probe run as the command line asks for it: the plan the spine runs, the files it
+/// writes, how it shows its progress, and who registers its image afterwards.
+pub struct Invocation {
+    plan: Plan,
+    outputs: Outputs,
+    format: Format,
+    registration: Option<image::Registration>,
+}
+
+/// The files a run writes, each whole or not at all, checked before anything starts.
+struct Outputs {
+    trace: Option<PathBuf>,
+    record: Option<PathBuf>,
+    record_model: Option<PathBuf>,
+}
+
+impl Invocation {
+    /// Reads the command line once: the outputs checked, the recipe read, the protocol
+    /// chosen, and each lane's flags turned into its options.
+    fn read(args: &Args, given: &Given, started: Instant) -> Result<Invocation, ProbeError> {
+        let shared = &args.shared;
+        let outputs = Outputs { trace: shared.trace.clone(), record: args.acp.record.clone(), record_model: shared.record_model.clone() };
+        for (flag, path) in [("--record", &outputs.record), ("--trace", &outputs.trace), ("--record-model", &outputs.record_model)] {
+            if let Some(path) = path {
+                writable(flag, path).map_err(ProbeError::Usage)?;
             }
-            finish(&args, acp::probe(shared, started, &args.acp, &args.image, &given.line, args.command.clone(), recipe))
         }
-        Some(Protocol::OneshotV1) => {
-            if let Some(flag) = given.acp.first() {
-                return usage(format!("{flag} belongs to the acp-v1 lane; a oneshot-v1 run has no ACP session"));
+        let recipe = shared.recipe.as_deref().map(Recipe::load).transpose().map_err(|e| ProbeError::Usage(e.to_string()))?;
+        let protocol = match (shared.protocol, recipe.as_ref().and_then(|r| r.protocol)) {
+            (Some(protocol), _) | (None, Some(protocol)) => protocol,
+            (None, None) => Protocol::AcpV1,
+        };
+        let mut run = shared.run_options(started)?;
+        // Exhaustive over the catalog's protocols: a protocol added there has no lane until
+        // one is written here.
+        let lane = match protocol {
+            Protocol::AcpV1 => {
+                if let Some(flag) = given.oneshot.first() {
+                    return Err(ProbeError::Usage(format!("{flag} is a oneshot-v1 flag; add --protocol oneshot-v1")));
+                }
+                LanePlan::Acp(acp::options(args, recipe.as_ref(), &mut run)?)
             }
-            finish(&args, oneshot::probe(shared, started, &args.oneshot, &args.image, &given.line, &args.command, recipe))
-        }
-        None => {
-            let known: Vec<&str> = Protocol::ALL.iter().map(|p| p.name()).collect();
-            usage(format!("--protocol {protocol}: known protocols are {}", known.join(" and ")))
-        }
+            Protocol::OneshotV1 => {
+                if let Some(flag) = given.acp.first() {
+                    return Err(ProbeError::Usage(format!("{flag} belongs to the acp-v1 lane; a oneshot-v1 run has no ACP session")));
+                }
+                run.harness = shared.harness.clone().or_else(|| recipe.as_ref().and_then(|r| r.harness.clone()));
+                LanePlan::Oneshot(oneshot::plan(args, recipe.as_ref()))
+            }
+        };
+        let image = args.image.plan();
+        let registration = image.is_some().then(|| args.image.registration(&given.line)).transpose()?;
+        Ok(Invocation { plan: Plan { run, lane, image }, outputs, format: shared.format, registration })
     }
+
+    /// Runs the plan, hands back the next steps of an image run, and writes the outputs.
+    fn run(self) -> Result<Report, ProbeError> {
+        let format = self.format;
+        let mut progress = |event: Progress| show(format, event);
+        let mut report = checkfu_wire_probe::run(&self.plan, &mut progress)?;
+        if let (Some(registration), Some(image)) = (&self.registration, &report.image) {
+            report.next = Some(registration.next_steps(image, report.passed(), &report.profile));
+        }
+        let calls = report.model_calls();
+        let record = report.wire_record().unwrap_or_default();
+        let files = [
+            (&self.outputs.record, record),
+            (&self.outputs.trace, report.trace().as_bytes()),
+            (&self.outputs.record_model, calls.as_bytes()),
+        ];
+        for (path, bytes) in files {
+            if let Some(path) = path {
+                write_whole(path, bytes).map_err(|source| ProbeError::Output { path: path.clone(), source })?;
+            }
+        }
+        Ok(report)
+    }
+}
+
+/// `--protocol`: a release protocol the catalog names.
+fn protocol(text: &str) -> Result<Protocol, String> {
+    Protocol::from_name(text).ok_or_else(|| {
+        let known: Vec<&str> = Protocol::ALL.iter().map(|p| p.name()).collect();
+        format!("known protocols are {}", known.join(" and "))
+    })
 }
 
 fn pair(text: &str) -> Result<(String, String), String> {
@@ -314,90 +386,35 @@ pub(super) fn seconds(text: &str) -> Result<f64, String> {
     }
 }
 
-pub(super) fn usage(message: impl std::fmt::Display) -> i32 {
-    eprintln!("error: {message}");
-    2
-}
-
-/// The end of every run, whichever lane: the output files (each whole or not at all), then
-/// the report, and the exit code: 0 passed, 1 failed, 2 a usage error (`Err`, already said)
-/// or a file that cannot be written.
-fn finish(args: &Args, report: Result<Report, i32>) -> i32 {
-    // A run a signal stopped ends with 128 plus its number, whatever else it came to.
-    let interrupted = checkfu_wire_probe::interrupt::received();
-    let report = match report {
-        Ok(report) => report,
-        Err(code) => {
-            if let Some(signal) = interrupted {
-                eprintln!("error: interrupted by {}", checkfu_wire_probe::interrupt::name(signal));
-                return checkfu_wire_probe::interrupt::exit_code(signal);
-            }
-            return code;
-        }
-    };
-    let calls = report.model_calls();
-    let record = report.wire_record().unwrap_or_default();
-    let files =
-        [(&args.acp.record, record), (&args.shared.trace, report.trace().as_bytes()), (&args.shared.record_model, calls.as_bytes())];
-    let rendered = match args.shared.format {
-        Format::Text => report.to_text(),
-        Format::Json => report.to_json(),
-    };
-    for (path, bytes) in files {
-        if let Some(path) = path {
-            if let Err(e) = write_whole(path, bytes) {
-                eprintln!("error: cannot write {}: {e}", path.display());
-                return 2;
-            }
-        }
-    }
-    let _ = std::io::stdout().lock().write_all(rendered.as_bytes());
-    if let Some(signal) = interrupted {
-        checkfu_wire_probe::interrupt::exit_code(signal)
-    } else if report.passed() {
-        0
-    } else {
-        1
-    }
-}
-
 impl Shared {
-    /// When the run must end: `--deadline` after `started`, the run's start.
-    pub(super) fn deadline(&self, started: Instant) -> Instant {
-        started + Duration::from_secs_f64(self.deadline)
-    }
-}
-
-/// The options both lanes take from the command line: the model plane, the harness's
-/// environment, the output schema and the times; the session's deadline is what is left of
-/// `--deadline` since `started` (an image's pull and unpack spent the rest). `Err` is the
-/// exit code of a usage error.
-pub(super) fn shared_options(args: &Shared, started: Instant, options: &mut ProbeOptions) -> Result<(), i32> {
-    options.env.extend(args.env.iter().cloned());
-    options.home_files.extend(args.home_file.iter().cloned());
-    options.provider = args.provider.clone();
-    options.inherit_home = args.inherit_home;
-    options.netns = !args.no_netns;
-    options.record_bodies = args.record_model.is_some();
-    options.model_script = match checkfu_wire_probe::relay::Script::parse(&args.model_script) {
-        Ok(script) => script,
-        Err(e) => return Err(usage(e)),
-    };
-    if let Some(path) = &args.output_schema {
-        let bytes = match std::fs::read(path) {
-            Ok(bytes) => bytes,
-            Err(e) => return Err(usage(format!("cannot read {}: {e}", path.display()))),
+    /// The options both lanes take: the model plane, the harness's environment, the output
+    /// schema and the times; `--deadline` counts from `started`, the run's start.
+    fn run_options(&self, started: Instant) -> Result<RunOptions, ProbeError> {
+        let model_script = checkfu_wire_probe::relay::Script::parse(&self.model_script).map_err(ProbeError::Usage)?;
+        let output_schema = match &self.output_schema {
+            Some(path) => {
+                let bytes = std::fs::read(path).map_err(|e| ProbeError::Usage(format!("cannot read {}: {e}", path.display())))?;
+                let value = serde_json::from_slice(&bytes)
+                    .map_err(|e| ProbeError::Usage(format!("{}:{}:{}: not JSON: {e}", path.display(), e.line(), e.column())))?;
+                Some(value)
+            }
+            None => None,
         };
-        match serde_json::from_slice(&bytes) {
-            Ok(value) => options.output_schema = Some(value),
-            Err(e) => return Err(usage(format!("{}:{}:{}: not JSON: {e}", path.display(), e.line(), e.column()))),
-        }
+        Ok(RunOptions {
+            harness: self.harness.clone(),
+            provider: self.provider.clone(),
+            model_script,
+            output_schema,
+            inherit_home: self.inherit_home,
+            env: self.env.clone(),
+            home_files: self.home_file.clone(),
+            netns: !self.no_netns,
+            record_bodies: self.record_model.is_some(),
+            step_timeout: Duration::from_secs_f64(self.step_timeout),
+            deadline: Deadline::from(started, Duration::from_secs_f64(self.deadline)),
+            kill_grace: Duration::from_secs_f64(self.kill_grace),
+        })
     }
-    options.step_timeout = Duration::from_secs_f64(args.step_timeout);
-    options.deadline = args.deadline(started).saturating_duration_since(Instant::now());
-    options.settle = Duration::from_secs_f64(args.settle);
-    options.kill_grace = Duration::from_secs_f64(args.kill_grace);
-    Ok(())
 }
 
 /// Writes a file whole or not at all: a temporary file beside it, then a rename.

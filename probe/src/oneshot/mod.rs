@@ -13,37 +13,30 @@
 //! - `output_schema` (an output-schema flag is declared and `--output-schema` given): every
 //!   run's final answer is a structured value the relay served in that run, and validates
 //!   against the schema;
-//! - `teardown`: every run ended and nothing of its process group survived.
+//! - `teardown`: every run ended and nothing of its process group survived (the spine adds
+//!   what the plane left).
 //!
 //! The verdicts are [`judge`]'s, the same functions the golden process exchanges are held
 //! to. No ACP step or admission is reported here.
 
 pub mod judge;
+mod plan;
 pub mod process;
-pub mod report;
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
-use super::{prepare, Plane, ProbeOptions, Progress, UsageError};
+use crate::error::ProbeError;
+use crate::options::{fresh_nonce, RunOptions};
+use crate::report::oneshot::OneshotReport;
+use crate::report::LaneReport;
 use crate::session::{self, Launch};
+use crate::stage::{LaneEnd, Stage};
 use checkfu_wire::catalog::StepName as Name;
 use checkfu_wire::oneshot::{Declaration, PromptTransport};
 use judge::Served;
-pub use report::OneshotResult;
-
-/// The one-shot launch the probe is given: the declaration, and the directory a relative
-/// entrypoint is resolved against (the recipe's).
-#[derive(Clone, Debug)]
-pub struct OneshotLaunch {
-    pub declaration: Declaration,
-    pub base_dir: Option<PathBuf>,
-    /// The image the CLI runs in (`--image`): its entrypoint is a path inside it, and its
-    /// working directory the declaration's, else the image's.
-    pub container: Option<std::sync::Arc<crate::image::run::Container>>,
-}
+pub use plan::OneshotPlan;
 
 /// The diagnostic prompt of a run.
 pub fn prompt(nonce: &str, second: bool) -> String {
@@ -63,218 +56,138 @@ impl Drop for Scratch {
     }
 }
 
-/// The entrypoint as run. The CLI starts in the workspace, so a relative path with a `/`
-/// is resolved first: against the recipe's directory, or the caller's own directory for one
-/// typed on the command line (so it means what it says). A bare name is looked up on `PATH`.
-fn entrypoint(launch: &OneshotLaunch) -> String {
-    if launch.container.is_some() {
-        // A path inside the image, as the image's own runtime reads it.
-        return launch.declaration.entrypoint.clone();
-    }
-    let here = std::env::current_dir().unwrap_or_default();
-    // The recipe's directory may itself be relative to the caller's.
-    let base = launch.base_dir.as_ref().map_or_else(|| here.clone(), |b| here.join(b));
-    super::launch::program(launch.declaration.entrypoint.as_ref(), &base).to_string_lossy().into_owned()
+/// The lane's options checked before anything is pulled or started: the output schema,
+/// compiled for its step.
+pub(crate) struct Checked {
+    validator: Option<jsonschema::Validator>,
 }
 
-/// Runs the lane. `Err` only when the run cannot begin; every CLI behaviour is a result.
-pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn FnMut(Progress)) -> Result<OneshotResult, UsageError> {
-    let declaration = &launch.declaration;
-    let refusals = declaration.check();
-    if !refusals.is_empty() {
-        return Err(UsageError::Options(checkfu_wire::oneshot::DecodeError::Rules(refusals).to_string()));
-    }
-    let entry = super::catalog_entry(options)?;
-    crate::relay::routes::for_provider(options.provider.as_deref()).map_err(UsageError::Options)?;
-    let validator = match (&options.output_schema, &declaration.output_schema_flag) {
-        (Some(_), None) => {
-            return Err(UsageError::Options(String::from(
-                "--output-schema was given, but the declaration has no output_schema_flag: the CLI has no way to receive it",
-            )))
+/// Checks what does not wait for the declaration: the author's output schema passes the
+/// safety profile and compiles.
+pub(crate) fn check(run: &RunOptions) -> Result<Checked, ProbeError> {
+    let validator = match &run.output_schema {
+        Some(schema) => {
+            crate::plane::safe_output_schema(schema)?;
+            let compiled = jsonschema::validator_for(schema);
+            Some(compiled.map_err(|e| ProbeError::Usage(format!("--output-schema cannot be compiled: {e}")))?)
         }
-        (Some(schema), Some(_)) => Some(output_validator(schema)?),
-        (None, _) => None,
+        None => None,
     };
-    if options.inherit_home && !declaration.home_files.is_empty() {
-        return Err(UsageError::Options(String::from(
+    Ok(Checked { validator })
+}
+
+/// What the declaration asks of the options, once it is resolved.
+pub(crate) fn check_declaration(declaration: &Declaration, run: &RunOptions) -> Result<(), ProbeError> {
+    if run.output_schema.is_some() && declaration.output_schema_flag.is_none() {
+        return Err(ProbeError::Usage(String::from(
+            "--output-schema was given, but the declaration has no output_schema_flag: the CLI has no way to receive it",
+        )));
+    }
+    if run.inherit_home && !declaration.home_files.is_empty() {
+        return Err(ProbeError::Usage(String::from(
             "the declaration's home_files write into the fresh home, which --inherit-home turns off",
         )));
     }
-    progress(Progress::Started { protocol: checkfu_wire::catalog::Protocol::OneshotV1, command: &declaration.entrypoint });
-    let deadline = Instant::now() + options.deadline;
-    let Plane { workspace, nonce, namespace, fence, fence_note, relay, home, placeholders, mut env } = prepare(options, entry, progress)?;
+    Ok(())
+}
+
+/// The entrypoint as run. The CLI starts in the workspace, so a relative path with a `/`
+/// is resolved first: against the recipe's directory, or the caller's own directory for one
+/// typed on the command line (so it means what it says). A bare name is looked up on `PATH`.
+/// In an image it is a path inside it, as the image's own runtime reads it.
+fn entrypoint(declaration: &Declaration, base_dir: Option<&PathBuf>, in_image: bool) -> String {
+    if in_image {
+        return declaration.entrypoint.clone();
+    }
+    let here = std::env::current_dir().unwrap_or_default();
+    // The recipe's directory may itself be relative to the caller's.
+    let base = base_dir.map_or_else(|| here.clone(), |b| here.join(b));
+    crate::launch::program(declaration.entrypoint.as_ref(), &base).to_string_lossy().into_owned()
+}
+
+/// Runs the lane's steps on `stage`: the first run and its prompt exchange, the resume when
+/// declared, the output schema when declared and given, and the runs' own teardown.
+pub(crate) fn run(
+    checked: Checked,
+    plan: &OneshotPlan,
+    declaration: Declaration,
+    stage: &mut Stage<'_, '_>,
+) -> Result<LaneEnd, ProbeError> {
     let scratch = Scratch(
-        session::workspace::private_dir("checkfu-oneshot").map_err(|e| UsageError::CannotStart(format!("cannot prepare the run: {e}")))?,
+        session::workspace::private_dir("checkfu-oneshot").map_err(|e| ProbeError::CannotStart(format!("cannot prepare the run: {e}")))?,
     );
-    // The declaration's own files and variables, then the command line's (which win).
-    if let Some(home) = &home {
-        for (path, template) in &declaration.home_files {
-            let text = placeholders.expand_with(template, &[]).map_err(|e| UsageError::Options(format!("home_files {path}: {e}")))?;
-            home.write(path, &text).map_err(|e| UsageError::Options(format!("home_files {path}: {e}")))?;
-        }
-    }
-    let mut declared_env = Vec::new();
-    for (name, template) in &declaration.env {
-        let value = placeholders.expand_with(template, &[]).map_err(|e| UsageError::Options(format!("env {name}: {e}")))?;
-        declared_env.push((name.into(), value.into()));
-    }
-    let command_line_env = env.split_off(env.len() - options.env.len());
-    env.extend(declared_env);
-    env.extend(command_line_env);
-    let schema_path = match &options.output_schema {
+    let schema_path = match &stage.options.output_schema {
         Some(schema) => {
             let path = scratch.0.join("output-schema.json");
             std::fs::write(&path, schema.to_string())
-                .map_err(|e| UsageError::CannotStart(format!("cannot write the output schema: {e}")))?;
+                .map_err(|e| ProbeError::CannotStart(format!("cannot write the output schema: {e}")))?;
             Some(path.to_string_lossy().into_owned())
         }
         None => None,
     };
-    let working_directory = launch
-        .container
-        .as_ref()
-        .map(|c| c.working_directory(declaration.working_directory.as_deref()))
-        .transpose()
-        .map_err(UsageError::CannotStart)?;
-    if let Some((container, directory)) = launch.container.as_ref().zip(working_directory.as_deref()) {
+    let mut env = stage.plane.env.clone();
+    if let Some(image) = &stage.image {
         // The image's variables under the probe's own (its relay, key, home and fence win).
-        let image_env = container.env(&env, directory);
+        let image_env = image.env(&env);
         env.extend(image_env);
     }
-    let launch_spec = Launch {
-        env,
-        netns: namespace.as_ref().map(session::fence::Namespace::join),
-        cwd: Some(workspace.root().to_path_buf()),
-        ..Launch::default()
-    };
-    let workspace_root = workspace.root().to_path_buf();
-    let mut shared: Vec<PathBuf> = vec![workspace_root.clone(), scratch.0.clone()];
-    shared.extend(home.as_ref().map(|h| h.root().to_path_buf()));
-
+    let launch_spec = Launch { env, netns: stage.plane.join(), cwd: Some(stage.plane.workspace_root.clone()), ..Launch::default() };
+    let entrypoint = entrypoint(&declaration, plan.base_dir.as_ref(), stage.image.is_some());
     let mut lane = Lane {
-        options,
-        launch,
+        stage,
+        declaration: &declaration,
+        entrypoint,
         scratch: &scratch,
-        container: launch
-            .container
-            .as_deref()
-            .zip(working_directory.as_deref())
-            .map(|(c, wd)| (c, wd, workspace_root.as_path(), shared.as_slice())),
         schema_path: schema_path.as_deref(),
-        placeholders: &placeholders,
         launch_spec: &launch_spec,
-        deadline,
-        steps: crate::ending::Steps::new(progress),
-        relay: relay.addr(),
-        fence: namespace.as_ref().map(session::fence::Namespace::join),
-        image_fence: None,
-        image_fault: None,
+        faults: Vec::new(),
     };
-    // Run 1: the prompt.
+    let nonce = lane.stage.plane.nonce.clone();
     let first = lane.run(1, &nonce, None)?;
-    let served: Vec<Served> = relay.calls(1).iter().map(Served::from).collect();
-    let outcome = judge::prompt_exchange(&first.output, &first.exit, &served, &nonce, options.step_timeout.as_secs_f64());
+    let served: Vec<Served> = lane.stage.plane.relay.calls(1).iter().map(Served::from).collect();
+    let timeout = lane.stage.options.step_timeout.as_secs_f64();
+    let outcome = judge::prompt_exchange(&first.output, &first.exit, &served, &nonce, timeout);
     let first_reply = outcome.as_ref().ok().cloned();
-    lane.step(Name::PromptExchange, first.report.ms, outcome.map(|_| ()).map_err(|f| with_refusals(f, &relay, 1)));
-    let first_session = first.output.stream.session_id.clone();
+    let outcome = outcome.map(|_| ()).map_err(|f| with_refusals(f, &lane.stage.plane.relay, 1));
+    lane.stage.steps.ended(Name::PromptExchange, first.report.ms, outcome);
+    let nonce_in_output = first.output.carries(&nonce);
     let mut finished = vec![(first, served)];
-
-    // Run 2: the resume, when declared.
-    let mut resume_nonce = None;
-    if let Some(flag) = &declaration.resume_flag {
-        let needs_id = flag.contains("{session_id}");
-        match (needs_id, &first_session) {
-            (true, None) => lane.step(
-                Name::Resume,
-                0,
-                Err(String::from("the first run's stream reported no session id, which the resume flag needs; no second run was made")),
-            ),
-            _ => {
-                let second_nonce = super::fresh_nonce();
-                relay.begin_turn(second_nonce.clone(), first_reply.iter().cloned().collect());
-                let session_id = first_session.clone().unwrap_or_default();
-                match placeholders.expand_with(flag, &[("session_id", &session_id)]) {
-                    Err(e) => lane.step(Name::Resume, 0, Err(format!("the resume flag cannot be expanded: {e}"))),
-                    Ok(expanded) => {
-                        let second = lane.run(2, &second_nonce, Some(expanded))?;
-                        let served: Vec<Served> = relay.calls(2).iter().map(Served::from).collect();
-                        let outcome = judge::resume(
-                            &second.output,
-                            &second.exit,
-                            &served,
-                            &second_nonce,
-                            first_reply.as_deref(),
-                            options.step_timeout.as_secs_f64(),
-                        );
-                        lane.step(Name::Resume, second.report.ms, outcome.map(|_| ()).map_err(|f| with_refusals(f, &relay, 2)));
-                        finished.push((second, served));
-                    }
-                }
-                resume_nonce = Some(second_nonce);
-            }
-        }
+    let resume_nonce = lane.resume(&mut finished, first_reply.as_deref())?;
+    if let Some(validator) = &checked.validator {
+        lane.output_schema(validator, &finished);
     }
-
-    // The output schema, when declared and given: every run's answer is a structured value
-    // the relay served in that run, and validates.
-    if let Some(validator) = &validator {
-        let mut outcome = Ok(());
-        for (i, (run, served)) in finished.iter().enumerate() {
-            if let Err(e) = judge::output_schema(run.output.answer(), validator, served) {
-                outcome = Err(if finished.len() > 1 { format!("run {}: {e}", i + 1) } else { e });
-                break;
-            }
-        }
-        lane.step(Name::OutputSchema, 0, outcome);
-    }
-    let finished: Vec<process::Finished> = finished.into_iter().map(|(run, _)| run).collect();
-
     let started = Instant::now();
-    let teardown = finished.iter().enumerate().find_map(|(i, r)| r.teardown_fault.as_ref().map(|f| format!("run {}: {f}", i + 1)));
-    let record = relay.stop();
-    drop(namespace);
-    drop(home);
-    drop(workspace);
-    lane.step(Name::Teardown, started.elapsed().as_millis() as u64, teardown.map_or(Ok(()), Err));
-
-    let delivered: Vec<&'static str> = record.calls.iter().filter_map(|c| c.structured_output).fold(Vec::new(), |mut v, way| {
-        if !v.contains(&way) {
-            v.push(way);
-        }
-        v
-    });
-    let mut plane = super::model_plane::ModelPlane::new(
-        options.provider.as_deref().unwrap_or(checkfu_wire::catalog::UNLISTED_PROVIDER),
-        fence,
-        fence_note,
-        options.model_script.name(),
-        record,
-    );
-    plane.nonce_in_output = finished.first().is_some_and(|r| r.output.carries(&nonce));
-    plane.reply_in_output = first_reply;
-    if let Some(entry) = entry {
-        plane.bind(entry, options.provider.as_deref(), None);
-    }
-    let steps = std::mem::take(&mut lane.steps.list);
-    let (image_fence, image_container) = lane.image_fence.take().unwrap_or_default();
-    let image_fault = lane.image_fault.take();
-    let image = launch.container.as_ref().zip(working_directory.as_deref()).map(|(c, wd)| crate::image::run::ImageRun {
-        fence: image_fence,
-        container: image_container,
-        teardown_fault: image_fault,
-        ..c.run_report(wd, None)
-    });
-    let mut result = OneshotResult::new(
-        declaration,
-        steps,
-        finished.into_iter().map(|f| f.report).collect(),
-        nonce,
+    let teardown = finished.iter().enumerate().find_map(|(i, (r, _))| r.teardown_fault.as_ref().map(|f| format!("run {}: {f}", i + 1)));
+    let teardown = teardown.or_else(|| lane.faults.first().cloned()).map_or(Ok(()), Err);
+    let delivered = lane.stage.options.output_schema.is_some().then(|| delivery(&lane.stage.plane.relay, finished.len()));
+    let report = OneshotReport {
+        driver: checkfu_wire::catalog::ONESHOT_DRIVER,
+        declaration: declaration.clone(),
+        runs: finished.into_iter().map(|(f, _)| f.report).collect(),
         resume_nonce,
-        options.output_schema.is_some().then_some(delivered),
-        plane,
-    );
-    result.image = image;
-    Ok(result)
+        output_schema_delivery: delivered,
+    };
+    Ok(LaneEnd {
+        report: LaneReport::Oneshot(Box::new(report)),
+        teardown: (started.elapsed().as_millis() as u64, teardown),
+        nonce_in_output,
+        reply_in_output: first_reply,
+        declaration: None,
+        profile: plan::profile(&declaration),
+    })
+}
+
+/// How the output schema reached the model in the calls of the lane's `runs` turns, each
+/// way once.
+fn delivery(relay: &crate::relay::Relay, runs: usize) -> Vec<&'static str> {
+    let mut ways: Vec<&'static str> = Vec::new();
+    let calls: Vec<_> = (1..=runs).flat_map(|turn| relay.calls(turn)).collect();
+    for way in calls.iter().filter_map(|c| c.structured_output) {
+        if !ways.contains(&way) {
+            ways.push(way);
+        }
+    }
+    ways
 }
 
 /// A failed step's reason, with the relay's refusals of the run named after it when they
@@ -282,63 +195,92 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
 /// refusal beside a turn the model did answer is not why the turn failed.
 fn with_refusals(failed: judge::Failed, relay: &crate::relay::Relay, turn: usize) -> String {
     let (count, first) = relay.refusals(turn);
-    match super::verdict::refusal_context(count, first.as_ref()).filter(|_| failed.refusals_may_cause) {
+    match crate::verdict::refusal_context(count, first.as_ref()).filter(|_| failed.refusals_may_cause) {
         Some(context) => format!("{}; {context}", failed.reason),
         None => failed.reason,
     }
 }
 
-/// The author's output schema, checked by the safety profile, compiled for the step.
-fn output_validator(schema: &Value) -> Result<jsonschema::Validator, UsageError> {
-    super::safe_output_schema(schema)?;
-    jsonschema::validator_for(schema).map_err(|e| UsageError::Options(format!("--output-schema cannot be compiled: {e}")))
-}
-
 /// The lane's state across its runs.
-struct Lane<'a, 'p> {
-    options: &'a ProbeOptions,
-    launch: &'a OneshotLaunch,
-    scratch: &'a Scratch,
-    schema_path: Option<&'a str>,
-    placeholders: &'a super::launch::Placeholders,
-    launch_spec: &'a Launch,
-    deadline: Instant,
-    steps: crate::ending::Steps<'p>,
-    /// The image, its working directory, the workspace and the directories shared with it.
-    container: Option<(&'a crate::image::run::Container, &'a str, &'a std::path::Path, &'a [PathBuf])>,
-    /// The relay's listener and the fence, for the image's runtime.
-    relay: std::net::SocketAddr,
-    fence: Option<session::fence::Join>,
-    /// What the image's runtime said of the fence, and what removing a run failed on.
-    image_fence: Option<(&'static str, Option<String>)>,
-    image_fault: Option<String>,
+struct Lane<'l, 's, 'p> {
+    stage: &'l mut Stage<'s, 'p>,
+    declaration: &'l Declaration,
+    /// The entrypoint as run (resolved outside an image).
+    entrypoint: String,
+    scratch: &'l Scratch,
+    schema_path: Option<&'l str>,
+    launch_spec: &'l Launch,
+    /// What removing an image's run failed on.
+    faults: Vec<String>,
 }
 
-impl Lane<'_, '_> {
-    fn step(&mut self, step: Name, ms: u64, outcome: Result<(), String>) {
-        self.steps.ended(step.name(), ms, outcome);
+type Run = (process::Finished, Vec<Served>);
+
+impl Lane<'_, '_, '_> {
+    /// Run 2, when a resume flag is declared: the resume step, and its nonce.
+    fn resume(&mut self, finished: &mut Vec<Run>, first_reply: Option<&str>) -> Result<Option<String>, ProbeError> {
+        let Some(flag) = self.declaration.resume_flag.clone() else { return Ok(None) };
+        let first_session = finished[0].0.output.stream.session_id.clone();
+        if flag.contains("{session_id}") && first_session.is_none() {
+            let reason = "the first run's stream reported no session id, which the resume flag needs; no second run was made";
+            self.stage.steps.ended(Name::Resume, 0, Err(String::from(reason)));
+            return Ok(None);
+        }
+        let second_nonce = fresh_nonce();
+        self.stage.plane.relay.begin_turn(second_nonce.clone(), first_reply.iter().map(|r| (*r).to_owned()).collect());
+        let session_id = first_session.unwrap_or_default();
+        let expanded = match self.stage.plane.placeholders.expand_with(&flag, &[("session_id", &session_id)]) {
+            Ok(expanded) => expanded,
+            Err(e) => {
+                self.stage.steps.ended(Name::Resume, 0, Err(format!("the resume flag cannot be expanded: {e}")));
+                return Ok(Some(second_nonce));
+            }
+        };
+        let second = self.run(2, &second_nonce, Some(expanded))?;
+        let served: Vec<Served> = self.stage.plane.relay.calls(2).iter().map(Served::from).collect();
+        let timeout = self.stage.options.step_timeout.as_secs_f64();
+        let outcome = judge::resume(&second.output, &second.exit, &served, &second_nonce, first_reply, timeout);
+        let outcome = outcome.map(|_| ()).map_err(|f| with_refusals(f, &self.stage.plane.relay, 2));
+        self.stage.steps.ended(Name::Resume, second.report.ms, outcome);
+        finished.push((second, served));
+        Ok(Some(second_nonce))
+    }
+
+    /// The output schema step: every run's answer is a structured value the relay served in
+    /// that run, and validates.
+    fn output_schema(&mut self, validator: &jsonschema::Validator, finished: &[Run]) {
+        let mut outcome = Ok(());
+        for (i, (run, served)) in finished.iter().enumerate() {
+            if let Err(e) = judge::output_schema(run.output.answer(), validator, served) {
+                outcome = Err(if finished.len() > 1 { format!("run {}: {e}", i + 1) } else { e });
+                break;
+            }
+        }
+        self.stage.steps.ended(Name::OutputSchema, 0, outcome);
     }
 
     /// Run `number`: its prompt file, its argv (`{resume_flag}` dropped on the first run,
     /// the expanded flag on the second), then the process.
-    fn run(&mut self, number: usize, nonce: &str, resume: Option<String>) -> Result<process::Finished, UsageError> {
-        let declaration = &self.launch.declaration;
+    fn run(&mut self, number: usize, nonce: &str, resume: Option<String>) -> Result<process::Finished, ProbeError> {
+        let declaration = self.declaration;
         let text = prompt(nonce, number > 1);
         let prompt_path = self.scratch.0.join(format!("prompt-{number}.txt"));
         if declaration.prompt_transport == PromptTransport::ArgvPath {
-            std::fs::write(&prompt_path, &text).map_err(|e| UsageError::CannotStart(format!("cannot write the prompt file: {e}")))?;
+            std::fs::write(&prompt_path, &text).map_err(|e| ProbeError::CannotStart(format!("cannot write the prompt file: {e}")))?;
         }
         let prompt_path = prompt_path.to_string_lossy().into_owned();
-        let mut argv = vec![entrypoint(self.launch)];
+        let mut argv = vec![self.entrypoint.clone()];
         for arg in &declaration.argv {
             if arg == "{resume_flag}" {
                 argv.extend(resume.clone());
                 continue;
             }
             let expanded = self
+                .stage
+                .plane
                 .placeholders
                 .expand_with(arg, &[("prompt_path", &prompt_path)])
-                .map_err(|e| UsageError::Options(format!("argv {arg:?}: {e}")))?;
+                .map_err(|e| ProbeError::Usage(format!("argv {arg:?}: {e}")))?;
             argv.push(expanded);
         }
         if let (Some(flag), Some(path)) = (&declaration.output_schema_flag, self.schema_path) {
@@ -347,18 +289,15 @@ impl Lane<'_, '_> {
         }
         let mut launch = std::borrow::Cow::Borrowed(self.launch_spec);
         let mut container_run = None;
-        if let Some((container, working_directory, workspace, shared)) = self.container {
-            let inner: Vec<std::ffi::OsString> = argv.iter().map(std::ffi::OsString::from).collect();
-            let shared: Vec<&std::path::Path> = shared.iter().map(PathBuf::as_path).collect();
-            let mut started = container
-                .start(&inner, workspace, working_directory, &shared, &self.launch_spec.env, self.relay, self.fence)
-                .map_err(|e| UsageError::CannotStart(format!("cannot start the image: {e}")))?;
+        if let Some(image) = self.stage.image.as_mut() {
+            let inner: Vec<OsString> = argv.iter().map(OsString::from).collect();
+            let mut started = image.start(&inner, &self.stage.plane, &[self.scratch.0.as_path()], &self.launch_spec.env)?;
             argv = started.argv.iter().map(|a| a.to_string_lossy().into_owned()).collect();
             launch = std::borrow::Cow::Owned(started.client_launch(self.launch_spec));
-            self.image_fence = Some((started.fence, started.container.clone()));
             container_run = Some(started);
         }
-        let until = (Instant::now() + self.options.step_timeout).min(self.deadline);
+        let options = self.stage.options;
+        let until = (Instant::now() + options.step_timeout).min(options.deadline.at);
         let spec = process::Spec {
             argv,
             launch: &launch,
@@ -366,16 +305,16 @@ impl Lane<'_, '_> {
             prompt: &text,
             mode: declaration.output_mode,
             until,
-            kill_grace: self.options.kill_grace.min(Duration::from_secs(30)),
+            kill_grace: options.kill_grace.min(Duration::from_secs(30)),
             nonce,
         };
         let program = spec.argv[0].clone();
-        let mut finished = process::run(spec).map_err(|e| UsageError::CannotStart(format!("cannot start `{program}`: {e}")))?;
+        let mut finished = process::run(spec).map_err(|e| ProbeError::CannotStart(format!("cannot start `{program}`: {e}")))?;
         // The runtime's client is gone; what it keeps (a container, an image) goes now.
-        if let Some(Err(fault)) = container_run.map(crate::image::runtime::Started::finish) {
-            let fault = format!("the image's runtime left something behind: {fault}");
+        let image = self.stage.image.as_mut();
+        if let Some(fault) = container_run.zip(image).and_then(|(started, image)| image.finish(started)) {
             finished.teardown_fault = Some(finished.teardown_fault.map_or(fault.clone(), |f| format!("{f}; {fault}")));
-            self.image_fault.get_or_insert(fault);
+            self.faults.push(fault);
         }
         Ok(finished)
     }

@@ -5,63 +5,16 @@
 use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::judge::{Exit, Output};
+use crate::report::oneshot::RunReport;
+use crate::report::process::{teardown_fault, ProcessEnd};
 use crate::session::process::{Event, Harness, Launch};
-use checkfu_wire::conformance::Report as ConformanceReport;
 use checkfu_wire::oneshot::{OutputMode, PromptTransport};
 
-/// The last bytes of stdout and stderr the report keeps.
-const TAIL: usize = 4096;
-
-/// What one run was, as the report shows it.
-#[derive(Debug, Serialize)]
-pub struct RunReport {
-    /// The entrypoint and its arguments, as run (placeholders expanded).
-    pub argv: Vec<String>,
-    /// What was written to stdin (`null`: the prompt went by file, and stdin was closed).
-    pub stdin: Option<String>,
-    pub nonce: String,
-    pub pid: u32,
-    /// `{"code": n}` or `{"signal": n}`; `null` if it could not be reaped.
-    pub exit: Value,
-    pub timed_out: bool,
-    /// How it ended (`exited_before_teardown`: on its own, as a one-shot CLI should).
-    pub ending: &'static str,
-    pub reaped_children: usize,
-    pub leftover_processes: Vec<u32>,
-    pub ms: u64,
-    pub stdout_bytes: u64,
-    pub stderr_bytes: u64,
-    pub stderr_tail: String,
-    /// The session id its stream reported (stream mode).
-    pub session_id: Option<String>,
-    /// The stream's event kinds in order of first appearance (stream mode).
-    pub event_kinds: Vec<&'static str>,
-    pub stream_errors: Vec<String>,
-    pub malformed_lines: Vec<Value>,
-    /// The final answer (its first 4 KiB).
-    pub answer: String,
-    /// The observations, as `conform` reads them.
-    pub trace: String,
-    /// The conformance checks over that trace, as `conform --format json` prints them;
-    /// `null` when the checker refused the trace (a fault of the normalizer, which
-    /// `trace_refused` then names, and which fails the run).
-    #[serde(serialize_with = "checks_map")]
-    pub checks: Option<ConformanceReport>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub trace_refused: Option<String>,
-}
-
-/// The checks as `conform --format json` prints its `checks` member, or `null`.
-fn checks_map<S: serde::Serializer>(checks: &Option<ConformanceReport>, s: S) -> Result<S::Ok, S::Error> {
-    match checks {
-        None => s.serialize_none(),
-        Some(report) => crate::ending::serialize_checks(report, s),
-    }
-}
+/// The most of a CLI's answer the report keeps (its first bytes).
+const ANSWER_HEAD: usize = 4096;
 
 /// A finished run: the report, and what the verdicts read.
 pub struct Finished {
@@ -146,8 +99,7 @@ pub fn run(spec: Spec<'_>) -> std::io::Result<Finished> {
         timed_out,
     };
     output.end(&exit);
-    let teardown_fault = crate::ending::teardown_fault(&teardown, "CLI", "SIGTERM");
-    let (stderr_bytes, stderr) = harness.stderr();
+    let teardown_fault = teardown_fault(&teardown, "CLI", "SIGTERM");
     let trace = output.normalizer.trace(&[], &[]);
     // The trace is ours; a checker refusal of it would be a bug in the normalizer, said in
     // the report (and failing the run) rather than taking the probe down.
@@ -159,21 +111,15 @@ pub fn run(spec: Spec<'_>) -> std::io::Result<Finished> {
         argv: spec.argv.clone(),
         stdin,
         nonce: spec.nonce.to_owned(),
-        pid: harness.pid(),
-        exit: crate::ending::exit_json(status),
+        process: ProcessEnd::of(harness.pid(), &teardown, harness.stderr()),
         timed_out,
-        ending: teardown.ending.name(),
-        reaped_children: teardown.reaped_children,
-        leftover_processes: teardown.leftover.clone(),
         ms: started.elapsed().as_millis() as u64,
         stdout_bytes: output.stdout_bytes,
-        stderr_bytes,
-        stderr_tail: crate::ending::stderr_tail(&stderr),
         session_id: output.stream.session_id.clone(),
         event_kinds: output.stream.kinds.clone(),
         stream_errors: output.stream.errors.clone(),
         malformed_lines: output.stream.malformed.iter().take(20).map(|(line, why)| json!({"line": line, "why": why})).collect(),
-        answer: checkfu_wire::text::head(output.answer(), TAIL).to_owned(),
+        answer: checkfu_wire::text::head(output.answer(), ANSWER_HEAD).to_owned(),
         trace,
         checks,
         trace_refused,

@@ -70,7 +70,7 @@ use serde_json::Value;
 use checkfu_wire::catalog::Route;
 use dialect::{ErrorShape, Ids, Served};
 pub use record::{Call, Egress, Entry, Record, Refusal};
-pub use script::{Model, Script};
+pub use script::{Model, Script, ScriptKind};
 pub use structured::digest;
 
 /// The largest request body the relay reads.

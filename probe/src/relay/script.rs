@@ -63,11 +63,31 @@ impl Script {
         }
     }
 
-    pub fn name(&self) -> &'static str {
+    /// Which script it is, as a report names it.
+    pub fn kind(&self) -> ScriptKind {
         match self {
-            Script::Nonce => "nonce",
-            Script::Tool => "tool",
-            Script::Replies(_) => "file",
+            Script::Nonce => ScriptKind::Nonce,
+            Script::Tool => ScriptKind::Tool,
+            Script::Replies(_) => ScriptKind::File,
+        }
+    }
+}
+
+/// Which script a run's model played, as a report names it (`nonce`, `tool`, `file`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScriptKind {
+    Nonce,
+    Tool,
+    File,
+}
+
+impl ScriptKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ScriptKind::Nonce => "nonce",
+            ScriptKind::Tool => "tool",
+            ScriptKind::File => "file",
         }
     }
 }

@@ -29,6 +29,13 @@ impl Home {
         &self.root
     }
 
+    /// Removes it now, saying what could not be removed (dropping it says nothing).
+    pub fn remove(mut self) -> io::Result<()> {
+        // Dropping it with an empty root removes nothing: the removal is this one.
+        let root = std::mem::take(&mut self.root);
+        crate::dirfd::remove_tree(&root)
+    }
+
     /// The XDG base directories inside it, as `(variable, path)`.
     pub fn xdg(&self) -> [(&'static str, PathBuf); 4] {
         [
@@ -58,7 +65,9 @@ impl Drop for Home {
     fn drop(&mut self) {
         // The harness may have made directories in it unreadable or unwritable (mode 000):
         // the removal gives them back to their owner on the way down.
-        let _ = crate::dirfd::remove_tree(&self.root);
+        if !self.root.as_os_str().is_empty() {
+            let _ = crate::dirfd::remove_tree(&self.root);
+        }
     }
 }
 

@@ -191,6 +191,12 @@ impl Session {
         &self.workspace
     }
 
+    /// The workspace back, once the session is over (after [`Session::teardown`]), so its
+    /// removal can be reported.
+    pub fn into_workspace(self) -> Workspace {
+        self.workspace
+    }
+
     pub fn pid(&self) -> u32 {
         self.harness.pid()
     }

@@ -23,8 +23,9 @@ use std::time::{Duration, Instant};
 /// line is a fault, reported without ever holding it in memory.
 pub const MAX_LINE: usize = 16 * 1024 * 1024;
 
-/// How much of the harness's stderr is kept (its last bytes), whatever it writes.
-pub const STDERR_TAIL: usize = 64 * 1024;
+/// How much of a harness's stderr is kept (its last bytes), whatever it writes: what a
+/// report shows of it, in either lane, and no more is held.
+pub const STDERR_TAIL: usize = 4096;
 
 /// Lines read ahead of the runner. Bounded, so a flooding harness waits on its pipe instead
 /// of growing the runner's memory.

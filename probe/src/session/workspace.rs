@@ -55,6 +55,13 @@ impl Workspace {
         &self.root
     }
 
+    /// Removes it now, saying what could not be removed (dropping it says nothing).
+    pub fn remove(mut self) -> io::Result<()> {
+        // Dropping it with an empty root removes nothing: the removal is this one.
+        let root = std::mem::take(&mut self.root);
+        crate::dirfd::remove_tree(&root)
+    }
+
     /// Says that the harness sees the workspace at `alias` (an image's working directory,
     /// where the runner mounts it); `/` is no alias (the workspace is then seen at its own
     /// path).
@@ -172,7 +179,9 @@ impl Drop for Workspace {
     fn drop(&mut self) {
         // The harness may have made directories in it unreadable or unwritable (mode 000):
         // the removal gives them back to their owner on the way down.
-        let _ = crate::dirfd::remove_tree(&self.root);
+        if !self.root.as_os_str().is_empty() {
+            let _ = crate::dirfd::remove_tree(&self.root);
+        }
     }
 }
 

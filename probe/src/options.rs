@@ -1,0 +1,87 @@
+//! What both lanes take: the catalog binding, the model plane, the harness's environment
+//! and files, the output schema, and the times. Each lane's own options are the lane's
+//! ([`crate::acp::AcpOptions`], [`crate::oneshot::OneshotPlan`]).
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::relay::{self, Script};
+
+/// The options of a run that both lanes read.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// The catalog entry the run is bound to (`--harness`).
+    pub harness: Option<String>,
+    /// The provider whose gateway allow-list the relay serves; `None`: the unlisted route.
+    pub provider: Option<String>,
+    pub model_script: Script,
+    /// The author's output schema (`--output-schema`), checked by the safety profile.
+    pub output_schema: Option<Value>,
+    /// Run the harness with the caller's own `HOME` instead of a fresh one.
+    pub inherit_home: bool,
+    /// Variables for the harness (after the probe's own, so they may override them): a
+    /// recipe's, then the command line's.
+    pub env: Vec<(String, String)>,
+    /// Files written into the fresh home: (relative path, template), a recipe's then the
+    /// command line's.
+    pub home_files: Vec<(String, String)>,
+    /// Try to run the harness in a loopback-only network namespace.
+    pub netns: bool,
+    /// Keep bounded copies of the model calls' bodies (`--record-model`).
+    pub record_bodies: bool,
+    pub step_timeout: Duration,
+    pub deadline: Deadline,
+    /// How long teardown waits for an exit after closing stdin, and again after SIGTERM.
+    pub kill_grace: Duration,
+}
+
+/// When the whole run must end (`--deadline`): an image's build, pull and unpack spend the
+/// same budget the harness then runs in.
+#[derive(Clone, Copy, Debug)]
+pub struct Deadline {
+    pub at: Instant,
+    /// The budget as given, for what a report says of it.
+    pub given: Duration,
+}
+
+impl Deadline {
+    /// `given` from `start`.
+    pub fn from(start: Instant, given: Duration) -> Deadline {
+        Deadline { at: start + given, given }
+    }
+
+    /// What is left of it.
+    pub fn remaining(&self) -> Duration {
+        self.at.saturating_duration_since(Instant::now())
+    }
+}
+
+impl Default for RunOptions {
+    /// Unbound, the unlisted provider, the `nonce` script, a fresh home in a network
+    /// namespace, 30 s steps and 120 s in all.
+    fn default() -> RunOptions {
+        RunOptions {
+            harness: None,
+            provider: None,
+            model_script: Script::Nonce,
+            output_schema: None,
+            inherit_home: false,
+            env: Vec::new(),
+            home_files: Vec::new(),
+            netns: true,
+            record_bodies: false,
+            step_timeout: Duration::from_secs(30),
+            deadline: Deadline::from(Instant::now(), Duration::from_secs(120)),
+            kill_grace: Duration::from_secs(2),
+        }
+    }
+}
+
+/// The file of the `tool` script's second token, in the workspace.
+pub const TOKEN_FILE: &str = "checkfu-probe-token.txt";
+
+/// A fresh nonce, as the probe makes one per session (`cf-` and 16 hex digits).
+pub fn fresh_nonce() -> String {
+    relay::token::mint(relay::token::NONCE_PREFIX)
+}

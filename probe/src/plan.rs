@@ -1,0 +1,121 @@
+//! A run resolved once: what the command line (or any caller) asks for, as one typed plan
+//! the spine runs. The plan holds the lane and its options, the options both lanes share,
+//! the image and where it comes from, and who registers it afterwards. Nothing reads the
+//! command line again once the plan is made.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use crate::acp::AcpOptions;
+use crate::error::ProbeError;
+use crate::image::run::{BuildRequest, Container, PullError};
+use crate::image::runtime::{Runtime, RuntimeKind};
+use crate::image::source::Source;
+use crate::image::tools::BuilderKind;
+use crate::image::ImageReference;
+use crate::oneshot::OneshotPlan;
+use crate::options::RunOptions;
+use crate::Progress;
+use checkfu_wire::catalog::Protocol;
+
+/// A run, resolved.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub run: RunOptions,
+    pub lane: LanePlan,
+    /// The image the harness runs in, when one is asked for.
+    pub image: Option<ImagePlan>,
+}
+
+/// The lane a run takes, with its own options.
+#[derive(Clone, Debug)]
+pub enum LanePlan {
+    Acp(AcpOptions),
+    Oneshot(OneshotPlan),
+}
+
+impl LanePlan {
+    pub fn protocol(&self) -> Protocol {
+        match self {
+            LanePlan::Acp(_) => Protocol::AcpV1,
+            LanePlan::Oneshot(_) => Protocol::OneshotV1,
+        }
+    }
+}
+
+/// The image a harness runs in: where it comes from, and the runtime that runs it.
+#[derive(Clone, Debug)]
+pub struct ImagePlan {
+    pub source: ImageSource,
+    /// The runtime asked for (`--runtime`); `None`: the first found.
+    pub runtime: Option<RuntimeKind>,
+}
+
+/// Where the image comes from.
+#[derive(Clone, Debug)]
+pub enum ImageSource {
+    /// An image pinned by digest, read from `from` (`--image`, `--image-source`).
+    Pull { reference: ImageReference, from: Source },
+    /// A build context built into an ephemeral image (`--build-context`).
+    Build(BuildPlan),
+}
+
+/// What `--build-context` asks for.
+#[derive(Clone, Debug)]
+pub struct BuildPlan {
+    pub context: PathBuf,
+    pub dockerfile: Option<PathBuf>,
+    /// The builder; `None`: the first of buildah, podman and docker found.
+    pub builder: Option<BuilderKind>,
+    /// The temporary registry listens on every interface.
+    pub all_interfaces: bool,
+    /// The image's repository name (`--name`).
+    pub name: String,
+}
+
+impl ImagePlan {
+    /// Builds or pulls the image and unpacks it, by `deadline` (the run's). A tool that is
+    /// not installed is the user's to install; a build, push or pull that failed is the
+    /// run's failure, with the tool's own words.
+    pub(crate) fn prepare(&self, deadline: Instant, progress: &mut dyn FnMut(Progress)) -> Result<Container, ProbeError> {
+        // The runtime is found before anything is pulled or built.
+        let runtime = match self.runtime {
+            Some(kind) => Runtime::find(kind),
+            None => Runtime::detect(),
+        }
+        .map_err(|e| ProbeError::Usage(format!("--runtime: {e}")))?;
+        let failed = |what: String, e: PullError| match e {
+            PullError::Missing(m) => ProbeError::MissingTool(m),
+            PullError::Failed(reason) => ProbeError::Image { what, reason },
+        };
+        match &self.source {
+            ImageSource::Pull { reference, from } => {
+                Container::pull(reference, from, runtime, deadline).map_err(|e| failed(reference.to_string(), e))
+            }
+            ImageSource::Build(build) => {
+                if build.all_interfaces {
+                    progress(Progress::Note(
+                        "--allow-registry-all-interfaces: the temporary registry listens on every interface while this run lasts; \
+                         anyone who reaches this machine can read and write its images",
+                    ));
+                }
+                let request = BuildRequest {
+                    context: &build.context,
+                    dockerfile: build.dockerfile.as_deref(),
+                    builder: build.builder,
+                    runtime,
+                    all_interfaces: build.all_interfaces,
+                    name: &build.name,
+                };
+                Container::build(&request, deadline).map_err(|e| failed(build.context.display().to_string(), e))
+            }
+        }
+    }
+}
+
+impl Plan {
+    /// When the run must end.
+    pub fn deadline(&self) -> Instant {
+        self.run.deadline.at
+    }
+}

@@ -1,0 +1,127 @@
+//! What the ACP lane adds to a report: the admission of the harness's declaration, the seven
+//! conformance checks, the harness as the run saw it, the client requests it made, and the
+//! wire's counts.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::process::ProcessEnd;
+use crate::session::ClientRequest;
+use checkfu_wire::conformance::Report as ConformanceReport;
+
+/// The ACP lane's members of the report.
+#[derive(Clone, Debug, Serialize)]
+pub struct AcpReport {
+    pub admission: Admission,
+    /// The seven checks, written as `conform --format json` prints them.
+    #[serde(rename = "checks", serialize_with = "super::process::serialize_checks")]
+    pub report: ConformanceReport,
+    pub harness: HarnessInfo,
+    pub client_requests: Vec<ClientRequest>,
+    pub wire: Wire,
+    /// The observation trace (`--trace`), and the recorded wire (`--record`).
+    #[serde(skip)]
+    pub trace: String,
+    #[serde(skip)]
+    pub record: Vec<u8>,
+}
+
+/// The handshake's admission: what the harness declared, what was admitted, what is realized.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Admission {
+    pub driver: String,
+    pub retention: String,
+    /// The `checkfu.capabilities` member as the harness sent it (`null`: none).
+    pub declaration: Value,
+    /// The axes the declaration raised above the envelope.
+    pub admitted_axes: Vec<&'static str>,
+    /// The admitted capability set, axis → value.
+    pub admitted: Map<String, Value>,
+    /// Mechanism members recorded (they promote nothing).
+    pub mechanisms: Map<String, Value>,
+    /// The set with each evidence-gated promotion kept only if its case passed in this run.
+    /// Local and unsigned: indicative, never a qualification.
+    pub realized: Map<String, Value>,
+    /// What the run was judged against: always `envelope`, the driver envelope raised by
+    /// the declaration (`admitted`). The entry's ceiling is what the catalog says an
+    /// integration realizes, and is reported beside it, not judged.
+    pub judged_against: &'static str,
+    /// The driver envelope for the retention, axis → value.
+    pub envelope: Map<String, Value>,
+    /// With `--harness`: the entry's catalog ceiling, axis → value (`null` without).
+    pub ceiling: Option<Map<String, Value>>,
+    /// The axes on which `realized` is above the entry's ceiling: legal (a ceiling may sit
+    /// below the envelope), but the catalog promises less than this run showed.
+    pub above_ceiling: Vec<AboveCeiling>,
+    /// Why admission refused the handshake, when it did.
+    pub error: Option<String>,
+}
+
+/// One axis where the run realized more than the entry's ceiling allows.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct AboveCeiling {
+    pub axis: String,
+    pub realized: String,
+    pub ceiling: String,
+}
+
+impl AboveCeiling {
+    /// The axes on which `realized` is stronger than the entry's ceiling, by the axis's own
+    /// order (an axis the ceiling omits stands at its `absent` value).
+    pub fn of(entry: &checkfu_wire::catalog::Harness, realized: &Map<String, Value>) -> Vec<AboveCeiling> {
+        let mut above = Vec::new();
+        for (axis, value) in realized {
+            let (Some(axis), Some(value)) = (checkfu_wire::catalog::axis(axis), value.as_str()) else { continue };
+            let Some(ceiling) = entry.ceiling.iter().find(|(a, _)| *a == axis.name).map(|(_, v)| *v).or(axis.absent) else { continue };
+            let rank = |v: &str| axis.values.iter().position(|x| *x == v);
+            if let (Some(got), Some(cap)) = (rank(value), rank(ceiling)) {
+                if got > cap {
+                    above.push(AboveCeiling { axis: axis.name.to_owned(), realized: value.to_owned(), ceiling: ceiling.to_owned() });
+                }
+            }
+        }
+        above
+    }
+}
+
+/// The harness as the run saw it.
+#[derive(Clone, Debug, Serialize)]
+pub struct HarnessInfo {
+    pub command: Vec<String>,
+    /// `agentInfo` from the initialize response (`null`: not reported).
+    pub agent_info: Value,
+    #[serde(flatten)]
+    pub process: ProcessEnd,
+}
+
+/// Counts of the wire.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Wire {
+    pub messages_in: usize,
+    pub messages_out: usize,
+    /// The record was cut at its size limit.
+    pub record_truncated: bool,
+    /// Fail-open diagnostics of accepted messages (the first 1000).
+    pub diagnostics: Vec<String>,
+    /// How many more there were.
+    pub diagnostics_dropped: usize,
+    /// Harness updates of an optional-fidelity kind that failed their schema, with the
+    /// decoder's reason: ignored for the verdict (fidelity is fail-open).
+    pub ignored: Vec<checkfu_wire::decode::IgnoredFidelity>,
+    /// Messages that broke the ACP grammar and were read past (a method without the `_` of
+    /// an extension, answered -32601): each fails the run, while the turn's steps are still
+    /// judged.
+    pub grammar_violations: Vec<crate::session::GrammarViolation>,
+}
+
+impl AcpReport {
+    /// The first thing besides a step that fails the run: a failed check, then a broken
+    /// grammar.
+    pub fn first_failure(&self) -> Option<String> {
+        let check = self.report.checks.iter().find_map(|(name, outcome)| match outcome {
+            checkfu_wire::conformance::Outcome::Fail { reason, .. } => Some(format!("check {name}: {reason}")),
+            _ => None,
+        });
+        check.or_else(|| self.wire.grammar_violations.first().map(|v| format!("grammar violated: {}", v.reason)))
+    }
+}

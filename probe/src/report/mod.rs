@@ -1,0 +1,130 @@
+//! The report of a probe run, whichever lane ran: one [`Report`] with the members both lanes
+//! have (the steps, the nonce, the model plane, the image and what to do next), then the
+//! lane's own ([`acp::AcpReport`], [`oneshot::OneshotReport`]). It is the one type every
+//! run ends with, written as one JSON object (`--format json`) or a few lines
+//! ([`text`]).
+//!
+//! - [`steps`]: each step's record and the bookkeeping both lanes share;
+//! - [`process`]: how a harness process ended, as both lanes report it.
+
+pub mod acp;
+pub mod oneshot;
+pub mod process;
+pub mod steps;
+mod text;
+
+use serde::{Serialize, Serializer};
+
+use crate::image::run::{ImageRun, NextSteps};
+use crate::model_plane::ModelPlane;
+use checkfu_wire::catalog::{Protocol, StepName};
+pub use steps::{Step, StepStatus, Steps};
+
+/// The qualification every local result carries: useful author feedback, never evidence.
+pub const QUALIFICATION: &str = "unsigned_local_only";
+
+/// The result of a probe run.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub qualification: &'static str,
+    /// The lane that ran (`acp-v1`, `oneshot-v1`).
+    #[serde(serialize_with = "protocol_name")]
+    pub protocol: Protocol,
+    /// Name → step, in the order they ended.
+    #[serde(rename = "steps", serialize_with = "steps_map")]
+    pub steps: Vec<(StepName, Step)>,
+    #[serde(flatten)]
+    pub lane: LaneReport,
+    pub nonce: String,
+    /// What the relay served and refused, and the catalog binding (`--harness`).
+    pub model_plane: ModelPlane,
+    /// The image the harness ran in (`--image`, `--build-context`), and how.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image: Option<ImageRun>,
+    /// The signal that stopped the run (`SIGINT`, `SIGTERM`, `SIGHUP`), if one did
+    /// ([`crate::interrupt`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<&'static str>,
+    /// What to do next after an image run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next: Option<NextSteps>,
+    /// The harness as the flags that register it (`--protocol`, `--entrypoint`, the lane's
+    /// own), for the next steps.
+    #[serde(skip)]
+    pub profile: Vec<String>,
+}
+
+/// The lane's own members, written beside the shared ones.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum LaneReport {
+    Acp(Box<acp::AcpReport>),
+    Oneshot(Box<oneshot::OneshotReport>),
+}
+
+fn protocol_name<S: Serializer>(protocol: &Protocol, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(protocol.name())
+}
+
+fn steps_map<S: Serializer>(list: &[(StepName, Step)], s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut map = s.serialize_map(Some(list.len()))?;
+    for (name, step) in list {
+        map.serialize_entry(name.name(), step)?;
+    }
+    map.end()
+}
+
+impl Report {
+    /// Every step passed, no check failed, the harness kept to its grammar, it matched its
+    /// catalog entry, and no signal stopped the run.
+    pub fn passed(&self) -> bool {
+        self.first_failure().is_none()
+    }
+
+    /// What failed the run first, in one line: a step, then a check or the grammar, then
+    /// the catalog binding, then a signal; `None` when it passed.
+    pub fn first_failure(&self) -> Option<String> {
+        let step = self.steps.iter().find(|(_, s)| s.status == StepStatus::Failed);
+        if let Some((name, step)) = step {
+            return Some(format!("step {name}: {}", step.reason.as_deref().unwrap_or("failed")));
+        }
+        let lane = match &self.lane {
+            LaneReport::Acp(r) => r.first_failure(),
+            LaneReport::Oneshot(r) => r.first_failure(),
+        };
+        lane.or_else(|| self.model_plane.mismatches().first().map(|m| format!("catalog: {m}")))
+            .or_else(|| self.interrupted.map(|signal| format!("interrupted by {signal}")))
+    }
+
+    pub fn to_json(&self) -> String {
+        let mut text = serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+        text.push('\n');
+        text
+    }
+
+    pub fn to_text(&self) -> String {
+        text::render(self)
+    }
+
+    /// The observation trace `--trace` writes (the one-shot lane's first run's).
+    pub fn trace(&self) -> &str {
+        match &self.lane {
+            LaneReport::Acp(r) => &r.trace,
+            LaneReport::Oneshot(r) => r.trace(),
+        }
+    }
+
+    /// The recorded wire `--record` writes; `None` for a lane without an ACP wire.
+    pub fn wire_record(&self) -> Option<&[u8]> {
+        match &self.lane {
+            LaneReport::Acp(r) => Some(&r.record),
+            LaneReport::Oneshot(_) => None,
+        }
+    }
+
+    /// The model calls the relay served, as `--record-model` writes them (JSON Lines).
+    pub fn model_calls(&self) -> String {
+        self.model_plane.calls_jsonl()
+    }
+}

@@ -1,0 +1,156 @@
+//! One run, whichever lane: plan → checks → image (when asked) → plane → the lane's steps →
+//! teardown → model plane → the report. The catalog lookup, the route check, the image's
+//! preparation and removal, the plane and the model plane happen here, once; a lane
+//! supplies its steps and nothing else ([`crate::acp`], [`crate::oneshot`]).
+//!
+//! What a run says as it goes is one event type ([`Progress`]), produced here and by the
+//! lanes and consumed by the caller, which decides what to show.
+
+use std::ffi::OsString;
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::error::ProbeError;
+use crate::model_plane::ModelPlane;
+use crate::options::RunOptions;
+use crate::plan::{LanePlan, Plan};
+use crate::plane::{binding_notes, catalog_entry, Declared, Plane};
+use crate::report::acp::AboveCeiling;
+use crate::report::{LaneReport, Report, Steps, QUALIFICATION};
+use crate::stage::{ImageStage, LaneEnd, Stage};
+use crate::{acp, launch, oneshot, Progress};
+use checkfu_wire::catalog::{self, StepName};
+use checkfu_wire::oneshot::Declaration;
+
+/// A lane made ready: its options checked and its command or declaration resolved.
+enum Ready<'a> {
+    Acp { checked: acp::Checked<'a>, command: Vec<OsString>, working_directory: Option<&'a str> },
+    Oneshot { checked: oneshot::Checked, plan: &'a oneshot::OneshotPlan, declaration: Declaration },
+}
+
+impl Ready<'_> {
+    /// The lane's own variables and home files (a declaration's).
+    fn declared(&self) -> Declared<'_> {
+        match self {
+            Ready::Acp { .. } => Declared::default(),
+            Ready::Oneshot { declaration, .. } => Declared { env: Some(&declaration.env), home_files: Some(&declaration.home_files) },
+        }
+    }
+
+    /// The working directory asked for in an image (else the image's).
+    fn working_directory(&self) -> Option<&str> {
+        match self {
+            Ready::Acp { working_directory, .. } => *working_directory,
+            Ready::Oneshot { declaration, .. } => declaration.working_directory.as_deref(),
+        }
+    }
+}
+
+/// Runs `plan`, telling `progress` each event as it happens. `Err` only when the run cannot
+/// begin, or its image cannot be made ready; every harness behaviour is a report.
+pub fn run(plan: &Plan, progress: &mut dyn FnMut(Progress)) -> Result<Report, ProbeError> {
+    let options = &plan.run;
+    let entry = catalog_entry(options.harness.as_deref())?;
+    crate::relay::routes::for_provider(options.provider.as_deref()).map_err(ProbeError::Usage)?;
+    // The lane's options are checked before an image is built or pulled, so a bad flag
+    // costs nothing; the command or declaration, which the image's may be, after.
+    let prepare = |progress: &mut dyn FnMut(Progress)| match &plan.image {
+        Some(image) => image.prepare(plan.deadline(), progress).map(|c| Some(Arc::new(c))),
+        None => Ok(None),
+    };
+    let (ready, container) = match &plan.lane {
+        LanePlan::Acp(acp_options) => {
+            let checked = acp::check(acp_options, options, entry)?;
+            let container = prepare(progress)?;
+            let command = acp_options.resolve_command(container.as_deref())?;
+            (Ready::Acp { checked, command, working_directory: acp_options.working_directory.as_deref() }, container)
+        }
+        LanePlan::Oneshot(oneshot_plan) => {
+            let checked = oneshot::check(options)?;
+            let container = prepare(progress)?;
+            let image_command = container.as_ref().map(|c| c.default_command()).unwrap_or_default();
+            let declaration = oneshot_plan.resolve(&image_command)?;
+            oneshot::check_declaration(&declaration, options)?;
+            (Ready::Oneshot { checked, plan: oneshot_plan, declaration }, container)
+        }
+    };
+    let command: &[OsString] = match &ready {
+        Ready::Acp { command, .. } => command,
+        Ready::Oneshot { .. } => &[],
+    };
+    launch::check_options(options, command)?;
+    if let Some(entry) = entry {
+        binding_notes(entry, options.provider.as_deref(), progress)?;
+    }
+    let image = container.map(|c| ImageStage::new(c, ready.working_directory())).transpose()?;
+    let plane = Plane::prepare(options, ready.declared())?;
+    steps(plan, entry, ready, Stage { options, plane, steps: Steps::new(progress), image })
+}
+
+/// The lane's steps on the stage, then the run's end.
+fn steps(plan: &Plan, entry: Option<&'static catalog::Harness>, ready: Ready<'_>, mut stage: Stage<'_, '_>) -> Result<Report, ProbeError> {
+    let protocol = plan.lane.protocol();
+    let end = match ready {
+        Ready::Acp { checked, command, .. } => {
+            let profile = match &plan.lane {
+                LanePlan::Acp(acp_options) => acp_options.profile(&command),
+                LanePlan::Oneshot(_) => Vec::new(),
+            };
+            let command = acp::expand_command(&command, &stage.plane.placeholders, stage.image.is_some())?;
+            let shown: Vec<String> = command.iter().map(|c| c.to_string_lossy().into_owned()).collect();
+            stage.steps.tell(Progress::Started { protocol, command: &shown.join(" ") });
+            LaneEnd { profile, ..acp::run(checked, command, &mut stage)? }
+        }
+        Ready::Oneshot { checked, plan: oneshot_plan, declaration } => {
+            stage.steps.tell(Progress::Started { protocol, command: &declaration.entrypoint });
+            oneshot::run(checked, oneshot_plan, declaration, &mut stage)?
+        }
+    };
+    Ok(finish(&plan.run, protocol, entry, stage, end))
+}
+
+/// Teardown (the lane's, then the plane's), the model plane with the relay's record, the
+/// catalog binding, and the report.
+fn finish(
+    options: &RunOptions,
+    protocol: catalog::Protocol,
+    entry: Option<&'static catalog::Harness>,
+    stage: Stage<'_, '_>,
+    end: LaneEnd,
+) -> Report {
+    let Stage { plane, mut steps, image, .. } = stage;
+    let started = Instant::now();
+    let (fence, fence_note, nonce) = (plane.fence, plane.fence_note.clone(), plane.nonce.clone());
+    let (record, removed) = plane.remove();
+    let (lane_ms, lane_teardown) = end.teardown;
+    let teardown = match (lane_teardown, removed) {
+        (Err(a), Err(b)) => Err(format!("{a}; {b}")),
+        (lane, removed) => lane.and(removed),
+    };
+    steps.ended(StepName::Teardown, lane_ms + started.elapsed().as_millis() as u64, teardown);
+    let provider = options.provider.as_deref().unwrap_or(catalog::UNLISTED_PROVIDER);
+    let mut model_plane = ModelPlane::new(provider, fence, fence_note, options.model_script.kind(), record);
+    model_plane.nonce_in_output = end.nonce_in_output;
+    model_plane.reply_in_output = end.reply_in_output;
+    let mut lane = end.report;
+    if let Some(entry) = entry {
+        model_plane.bind(entry, options.provider.as_deref(), end.declaration.as_ref());
+        if let LaneReport::Acp(report) = &mut lane {
+            let admission = &mut report.admission;
+            admission.ceiling = Some(entry.ceiling.iter().map(|(a, v)| ((*a).to_owned(), serde_json::json!(v))).collect());
+            admission.above_ceiling = AboveCeiling::of(entry, &admission.realized);
+        }
+    }
+    Report {
+        qualification: QUALIFICATION,
+        protocol,
+        steps: steps.list,
+        lane,
+        nonce,
+        model_plane,
+        image: image.map(|i| i.report),
+        interrupted: crate::interrupt::received().map(crate::interrupt::name),
+        next: None,
+        profile: end.profile,
+    }
+}
