@@ -56,39 +56,7 @@ pub fn run(spec: Spec<'_>) -> std::io::Result<Finished> {
     // Closed at once either way: a CLI given its prompt by file must not wait on stdin.
     harness.close_stdin();
     let mut output = Output::new(spec.mode);
-    let mut timed_out = false;
-    // A CLI that exits while something it started still holds stdout open has still ended
-    // its run: its output counts as read 1 s after its exit (what it left is torn down with
-    // its group), rather than the run being taken for a hang.
-    let mut exited_at: Option<Instant> = None;
-    loop {
-        let poll = (Instant::now() + Duration::from_millis(200)).min(spec.until);
-        match harness.next_event(poll) {
-            Some(Event::Line(line)) => output.line(&line),
-            Some(Event::Oversize { bytes }) => output.oversize(bytes),
-            Some(Event::Closed | Event::Failed(_)) => break,
-            None if Instant::now() >= spec.until => {
-                timed_out = true;
-                break;
-            }
-            None => {
-                if exited_at.is_none() && harness.exit_status().is_some() {
-                    exited_at = Some(Instant::now());
-                }
-                if exited_at.is_some_and(|at| at.elapsed() >= Duration::from_secs(1)) {
-                    break;
-                }
-            }
-        }
-    }
-    // Stdout is closed; the CLI should be exiting. Wait for it until the step's time.
-    while !timed_out && harness.exit_status().is_none() {
-        if Instant::now() >= spec.until {
-            timed_out = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    let timed_out = read_until_exit(&mut harness, &mut output, spec.until);
     // Its stdin was closed at the start: a CLI still running when its time is up gets SIGTERM
     // at once, so the report follows the step's time (or the deadline) by the grace at most.
     let teardown = if timed_out { harness.terminate(spec.kill_grace) } else { harness.teardown(spec.kill_grace) };
@@ -125,4 +93,43 @@ pub fn run(spec: Spec<'_>) -> std::io::Result<Finished> {
         trace_refused,
     };
     Ok(Finished { report, output, exit, teardown_fault })
+}
+
+/// Reads the CLI's stdout into `output` until it closes, then waits for its exit, both by
+/// `until`; whether its time ran out first.
+fn read_until_exit(harness: &mut Harness, output: &mut Output, until: Instant) -> bool {
+    let mut timed_out = false;
+    // A CLI that exits while something it started still holds stdout open has still ended
+    // its run: its output counts as read 1 s after its exit (what it left is torn down with
+    // its group), rather than the run being taken for a hang.
+    let mut exited_at: Option<Instant> = None;
+    loop {
+        let poll = (Instant::now() + Duration::from_millis(200)).min(until);
+        match harness.next_event(poll) {
+            Some(Event::Line(line)) => output.line(&line),
+            Some(Event::Oversize { bytes }) => output.oversize(bytes),
+            Some(Event::Closed | Event::Failed(_)) => break,
+            None if Instant::now() >= until => {
+                timed_out = true;
+                break;
+            }
+            None => {
+                if exited_at.is_none() && harness.exit_status().is_some() {
+                    exited_at = Some(Instant::now());
+                }
+                if exited_at.is_some_and(|at| at.elapsed() >= Duration::from_secs(1)) {
+                    break;
+                }
+            }
+        }
+    }
+    // Stdout is closed; the CLI should be exiting. Wait for it until the step's time.
+    while !timed_out && harness.exit_status().is_none() {
+        if Instant::now() >= until {
+            timed_out = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    timed_out
 }

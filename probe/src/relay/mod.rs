@@ -499,8 +499,28 @@ fn fresh_reply_token(body: &[u8]) -> String {
 }
 
 async fn handle(activity: &Activity, request: Request<Incoming>) -> Response<Full<Bytes>> {
-    let shared = &activity.shared;
     let started = Instant::now();
+    match admit(activity, request).await {
+        Ok(admitted) => serve(activity, admitted, started),
+        Err(refused) => refused,
+    }
+}
+
+/// A call the gateway admitted, with its body read: what [`serve`] answers.
+struct Admitted<'a> {
+    path: String,
+    dialect: Served,
+    shape: ErrorShape,
+    body: Bytes,
+    /// The call's share of the bodies held at once, kept until it is answered.
+    _permit: tokio::sync::SemaphorePermit<'a>,
+}
+
+/// The gateway's checks, in order (another host, a path off the allow-list, a dialect not
+/// served, a method, the key, the body's size and time), and the body read; a refusal is
+/// the answer, recorded.
+async fn admit<'a>(activity: &'a Activity, request: Request<Incoming>) -> Result<Admitted<'a>, Response<Full<Bytes>>> {
+    let shared = &activity.shared;
     let uri = request.uri().clone();
     let shape = guessed_shape(&request);
     if request.method() == Method::CONNECT || uri.authority().is_some() {
@@ -510,56 +530,77 @@ async fn handle(activity: &Activity, request: Request<Incoming>) -> Response<Ful
         shared.record().egress(&host, port);
         let reason =
             format!("the relay forwards to no other host ({} {} refused)", request.method(), record::capped(&target, record::MAX_NAME));
-        return refuse(activity, &target, shape, 403, "permission_error", reason);
+        return Err(refuse(activity, &target, shape, 403, "permission_error", reason));
     }
     let path = uri.path().to_owned();
     let Some(route) = routes::matching(shared.routes, &path).copied() else {
         let reason = format!("`{}` is not on the gateway allow-list of this provider", record::capped(&path, record::MAX_NAME));
-        return refuse(activity, &path, shape, 404, "not_found_error", reason);
+        return Err(refuse(activity, &path, shape, 404, "not_found_error", reason));
     };
     let Some(dialect) = Served::of(route.dialect) else {
         let reason = format!("the `{}` dialect is a queue protocol this relay does not serve", route.dialect.name());
-        return refuse(activity, &path, shape, 501, "not_supported_error", reason);
+        return Err(refuse(activity, &path, shape, 501, "not_supported_error", reason));
     };
     let shape = ErrorShape::from(dialect);
     if request.method() != Method::POST {
         let reason = format!("{} is not allowed on `{path}`: the gateway takes POST", request.method());
-        return refuse(activity, &path, shape, 405, "invalid_request_error", reason);
+        return Err(refuse(activity, &path, shape, 405, "invalid_request_error", reason));
     }
     if !carries_key(&request, &shared.key) {
-        return refuse(activity, &path, shape, 401, "authentication_error", String::from("the call does not carry this session's key"));
+        return Err(refuse(
+            activity,
+            &path,
+            shape,
+            401,
+            "authentication_error",
+            String::from("the call does not carry this session's key"),
+        ));
     }
     let declared = request.headers().get(hyper::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > MAX_BODY as u64) {
         let reason = format!("the body is {} bytes, more than the relay's {MAX_BODY}", declared.unwrap_or_default());
-        return refuse(activity, &path, shape, 413, "request_too_large", reason);
+        return Err(refuse(activity, &path, shape, 413, "request_too_large", reason));
     }
     let stall = shared.stall;
     // At most MAX_BODIES_READ bodies are held at once; the permit is kept until the answer
     // is made, so a parse never runs beside more bodies than that.
-    let Ok(Ok(_permit)) = tokio::time::timeout(stall, shared.bodies.acquire()).await else {
+    let Ok(Ok(permit)) = tokio::time::timeout(stall, shared.bodies.acquire()).await else {
         let reason = format!("{MAX_BODIES_READ} other request bodies were being read for {:.1} s", stall.as_secs_f64());
-        return refuse(activity, &path, shape, 503, "overloaded_error", reason);
+        return Err(refuse(activity, &path, shape, 503, "overloaded_error", reason));
     };
     let body = match tokio::time::timeout(stall, Limited::new(request.into_body(), MAX_BODY).collect()).await {
         Err(_) => {
-            return refuse(
+            return Err(refuse(
                 activity,
                 &path,
                 shape,
                 408,
                 "timeout_error",
                 format!("the client stalled: no complete body within {:.1} s", stall.as_secs_f64()),
-            )
+            ))
         }
         Ok(Err(error)) if error.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
-            return refuse(activity, &path, shape, 413, "request_too_large", format!("the body is more than the relay's {MAX_BODY} bytes"));
+            return Err(refuse(
+                activity,
+                &path,
+                shape,
+                413,
+                "request_too_large",
+                format!("the body is more than the relay's {MAX_BODY} bytes"),
+            ));
         }
         Ok(Err(error)) => {
-            return refuse(activity, &path, shape, 400, "invalid_request_error", format!("the body could not be read: {error}"))
+            return Err(refuse(activity, &path, shape, 400, "invalid_request_error", format!("the body could not be read: {error}")))
         }
         Ok(Ok(collected)) => collected.to_bytes(),
     };
+    Ok(Admitted { path, dialect, shape, body, _permit: permit })
+}
+
+/// Answers an admitted call with the model's reply, in its dialect, and records it.
+fn serve(activity: &Activity, admitted: Admitted<'_>, started: Instant) -> Response<Full<Bytes>> {
+    let shared = &activity.shared;
+    let Admitted { path, dialect, shape, body, _permit } = admitted;
     let values = bounds::values_at_most(&body, bounds::MAX_VALUES);
     if values > bounds::MAX_VALUES {
         let reason = format!("the body holds more than {} JSON values", bounds::MAX_VALUES);

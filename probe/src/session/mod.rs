@@ -246,91 +246,102 @@ impl Session {
     /// Waits until `until` at most (and never past the session's deadline).
     pub fn next(&mut self, until: Instant) -> Result<Incoming, Fault> {
         loop {
-            let limit = until.min(self.deadline);
-            let deadline = self.deadline;
-            let expired = || {
-                if until >= deadline {
-                    Fault::Deadline
-                } else {
-                    Fault::Timeout
-                }
-            };
-            // Checked before reading too: a harness that floods stdout always has a line
-            // ready, and must not hold the runner past its time.
-            if Instant::now() >= limit {
-                return Err(expired());
+            let Some(bytes) = self.read_line(until)? else { continue };
+            if let Some(incoming) = self.receive(bytes)? {
+                return Ok(incoming);
             }
-            // With a `wait_for_exit` outstanding, wake every 10 ms to see whether its
-            // terminal has exited.
-            self.answer_exit_waits()?;
-            let wake = if self.exit_waits.is_empty() { limit } else { limit.min(Instant::now() + Duration::from_millis(10)) };
-            let Some(event) = self.harness.next_event(wake) else {
-                if wake < limit {
-                    continue;
-                }
-                return Err(expired());
-            };
-            let bytes = match event {
-                Event::Line(bytes) => bytes,
-                Event::Oversize { bytes } => return Err(Fault::Oversize { bytes }),
-                Event::Closed => return Err(Fault::Closed),
-                Event::Failed(e) => return Err(Fault::ReadFailed(e)),
-            };
-            if bytes.iter().all(u8::is_ascii_whitespace) {
-                continue;
+        }
+    }
+
+    /// The harness's next line by `until` (never past the session's deadline), answering
+    /// `wait_for_exit` requests meanwhile; `None` when there is nothing to read yet, or the
+    /// line is blank.
+    fn read_line(&mut self, until: Instant) -> Result<Option<Vec<u8>>, Fault> {
+        let limit = until.min(self.deadline);
+        let deadline = self.deadline;
+        let expired = || {
+            if until >= deadline {
+                Fault::Deadline
+            } else {
+                Fault::Timeout
             }
-            self.messages_in += 1;
-            // A line's values are counted before it is decoded: a line of up to MAX_LINE
-            // bytes could otherwise hold millions of values, each a tree node and then a
-            // `Value`, gigabytes from one line.
-            if crate::relay::bounds::values_at_most(&bytes, crate::relay::bounds::MAX_VALUES) > crate::relay::bounds::MAX_VALUES {
-                self.append_record(WireDirection::AgentToRunner, &bytes, false);
-                let error = format!("a message of more than {} JSON values", crate::relay::bounds::MAX_VALUES);
-                return Err(Fault::Rejected { error, line: String::from_utf8_lossy(&bytes[..bytes.len().min(200)]).into_owned() });
+        };
+        // Checked before reading too: a harness that floods stdout always has a line
+        // ready, and must not hold the runner past its time.
+        if Instant::now() >= limit {
+            return Err(expired());
+        }
+        // With a `wait_for_exit` outstanding, wake every 10 ms to see whether its
+        // terminal has exited.
+        self.answer_exit_waits()?;
+        let wake = if self.exit_waits.is_empty() { limit } else { limit.min(Instant::now() + Duration::from_millis(10)) };
+        let Some(event) = self.harness.next_event(wake) else {
+            if wake < limit {
+                return Ok(None);
             }
-            let Decoded { report, answered, message } = self.decoder.read(&bytes, Some(WireDirection::AgentToRunner), None);
-            // An ignored update is read no further, so its members are not built either.
-            let message = message.filter(|_| report.ignored.is_none()).map(|tree| tree.to_value());
-            // An accepted line is one JSON value (the decoder's promise); a rejected one
-            // may be anything, and the record checks it.
-            self.append_record(WireDirection::AgentToRunner, &bytes, report.accepted);
-            if let Some(error) = &report.error {
-                if let DecodeError::UnknownMethod { method } = &error.error {
-                    if self.unknown_method(method, &bytes)? {
-                        continue;
-                    }
+            return Err(expired());
+        };
+        let bytes = match event {
+            Event::Line(bytes) => bytes,
+            Event::Oversize { bytes } => return Err(Fault::Oversize { bytes }),
+            Event::Closed => return Err(Fault::Closed),
+            Event::Failed(e) => return Err(Fault::ReadFailed(e)),
+        };
+        Ok(Some(bytes).filter(|b| !b.iter().all(u8::is_ascii_whitespace)))
+    }
+
+    /// One line of the harness's, decoded and recorded: a message for the caller, or
+    /// `None` when it was the harness's own request (answered) or an ignored update.
+    fn receive(&mut self, bytes: Vec<u8>) -> Result<Option<Incoming>, Fault> {
+        self.messages_in += 1;
+        // A line's values are counted before it is decoded: a line of up to MAX_LINE
+        // bytes could otherwise hold millions of values, each a tree node and then a
+        // `Value`, gigabytes from one line.
+        if crate::relay::bounds::values_at_most(&bytes, crate::relay::bounds::MAX_VALUES) > crate::relay::bounds::MAX_VALUES {
+            self.append_record(WireDirection::AgentToRunner, &bytes, false);
+            let error = format!("a message of more than {} JSON values", crate::relay::bounds::MAX_VALUES);
+            return Err(Fault::Rejected { error, line: String::from_utf8_lossy(&bytes[..bytes.len().min(200)]).into_owned() });
+        }
+        let Decoded { report, answered, message } = self.decoder.read(&bytes, Some(WireDirection::AgentToRunner), None);
+        // An ignored update is read no further, so its members are not built either.
+        let message = message.filter(|_| report.ignored.is_none()).map(|tree| tree.to_value());
+        // An accepted line is one JSON value (the decoder's promise); a rejected one
+        // may be anything, and the record checks it.
+        self.append_record(WireDirection::AgentToRunner, &bytes, report.accepted);
+        if let Some(error) = &report.error {
+            if let DecodeError::UnknownMethod { method } = &error.error {
+                if self.unknown_method(method, &bytes)? {
+                    return Ok(None);
                 }
-                let line = String::from_utf8_lossy(&bytes[..bytes.len().min(200)]).into_owned();
-                return Err(Fault::Rejected { error: error.message.clone(), line });
             }
-            self.note(&report.diagnostics);
-            if let Some(ignored) = report.ignored {
-                // Fail-open fidelity: the update is malformed and carries nothing the turn is
-                // judged on, so it is kept for the report and read no further.
-                if self.ignored.len() < MAX_DIAGNOSTICS {
-                    self.ignored.push(ignored);
-                }
-                continue;
+            let line = String::from_utf8_lossy(&bytes[..bytes.len().min(200)]).into_owned();
+            return Err(Fault::Rejected { error: error.message.clone(), line });
+        }
+        self.note(&report.diagnostics);
+        if let Some(ignored) = report.ignored {
+            // Fail-open fidelity: the update is malformed and carries nothing the turn is
+            // judged on, so it is kept for the report and read no further.
+            if self.ignored.len() < MAX_DIAGNOSTICS {
+                self.ignored.push(ignored);
             }
-            let Some(message) = message else {
-                return Err(Fault::Rejected { error: String::from("accepted without its members"), line: String::new() });
-            };
-            match report.kind {
-                Some(Kind::Request) => self.answer(&message, &report)?,
-                Some(Kind::Notification) => {
-                    let method = message.get("method").and_then(Value::as_str).unwrap_or_default().to_owned();
-                    return Ok(Incoming::Notification { method, message, report });
-                }
-                // The decoder matched it by direction and id (`2.0` is the id `2`) and
-                // handed back the runner's id of the request it answers, if any.
-                Some(Kind::Response | Kind::ErrorResponse) => {
-                    return Ok(match answered {
-                        Some(id) => Incoming::Response { id, message, bytes, report },
-                        None => Incoming::Stray { message, report },
-                    });
-                }
-                None => return Err(Fault::Rejected { error: String::from("unclassified message"), line: String::new() }),
+            return Ok(None);
+        }
+        let Some(message) = message else {
+            return Err(Fault::Rejected { error: String::from("accepted without its members"), line: String::new() });
+        };
+        match report.kind {
+            Some(Kind::Request) => self.answer(&message, &report).map(|()| None),
+            Some(Kind::Notification) => {
+                let method = message.get("method").and_then(Value::as_str).unwrap_or_default().to_owned();
+                Ok(Some(Incoming::Notification { method, message, report }))
             }
+            // The decoder matched it by direction and id (`2.0` is the id `2`) and
+            // handed back the runner's id of the request it answers, if any.
+            Some(Kind::Response | Kind::ErrorResponse) => Ok(Some(match answered {
+                Some(id) => Incoming::Response { id, message, bytes, report },
+                None => Incoming::Stray { message, report },
+            })),
+            None => Err(Fault::Rejected { error: String::from("unclassified message"), line: String::new() }),
         }
     }
 
