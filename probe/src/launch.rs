@@ -26,10 +26,22 @@ pub struct Placeholders {
     pub home: String,
 }
 
+/// A template names a placeholder the probe does not have.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown placeholder `{{{name}}}` (the placeholders are {known}; `{{{{{name}}}}}` writes it as text)", known = known_names())]
+pub struct UnknownPlaceholder {
+    pub name: String,
+}
+
+/// The placeholders, as a template writes them.
+fn known_names() -> String {
+    NAMES.iter().map(|n| format!("{{{n}}}")).collect::<Vec<_>>().join(", ")
+}
+
 /// Expands `text`, looking each name up with `value`; `Err` names the first unknown
 /// placeholder. The grammar is the one `oneshot-v1` declarations are decoded by
 /// (`checkfu_wire_vocab::oneshot::pieces`), so every lane reads a template alike.
-fn render(text: &str, value: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+fn render(text: &str, value: &dyn Fn(&str) -> Option<String>) -> Result<String, UnknownPlaceholder> {
     use checkfu_wire_vocab::oneshot::{pieces, Piece};
     let mut out = String::with_capacity(text.len());
     for piece in pieces(text) {
@@ -37,13 +49,7 @@ fn render(text: &str, value: &dyn Fn(&str) -> Option<String>) -> Result<String, 
             Piece::Text(t) => out.push_str(&t),
             Piece::Placeholder(name) => match value(name) {
                 Some(v) => out.push_str(&v),
-                None => {
-                    let known: Vec<String> = NAMES.iter().map(|n| format!("{{{n}}}")).collect();
-                    return Err(format!(
-                        "unknown placeholder `{{{name}}}` (the placeholders are {}; `{{{{{name}}}}}` writes it as text)",
-                        known.join(", ")
-                    ));
-                }
+                None => return Err(UnknownPlaceholder { name: name.to_owned() }),
             },
         }
     }
@@ -52,12 +58,12 @@ fn render(text: &str, value: &dyn Fn(&str) -> Option<String>) -> Result<String, 
 
 /// Whether every placeholder of `text` is known. Checked before anything starts, when the
 /// values are not known yet.
-pub fn check(text: &str) -> Result<(), String> {
+pub fn check(text: &str) -> Result<(), UnknownPlaceholder> {
     render(text, &|name| NAMES.contains(&name).then(String::new)).map(|_| ())
 }
 
 impl Placeholders {
-    pub fn expand(&self, text: &str) -> Result<String, String> {
+    pub fn expand(&self, text: &str) -> Result<String, UnknownPlaceholder> {
         self.expand_with(text, &[])
     }
 
@@ -74,14 +80,14 @@ impl Placeholders {
 
     /// [`Placeholders::expand`], with the one-shot lane's own placeholders (`extra`:
     /// `{prompt_path}`, `{session_id}`) known too.
-    pub fn expand_with(&self, text: &str, extra: &[(&str, &str)]) -> Result<String, String> {
+    pub fn expand_with(&self, text: &str, extra: &[(&str, &str)]) -> Result<String, UnknownPlaceholder> {
         render(text, &|name| {
             extra.iter().find(|(n, _)| *n == name).map(|(_, v)| (*v).to_owned()).or_else(|| self.value(name).map(str::to_owned))
         })
     }
 
     /// An argument, expanded when it is UTF-8 (anything else cannot hold a placeholder).
-    pub fn expand_os(&self, arg: &std::ffi::OsStr) -> Result<OsString, String> {
+    pub fn expand_os(&self, arg: &std::ffi::OsStr) -> Result<OsString, UnknownPlaceholder> {
         match arg.to_str() {
             Some(text) => self.expand(text).map(OsString::from),
             None => Ok(arg.to_owned()),
@@ -176,12 +182,12 @@ mod tests {
 
     #[test]
     fn an_unknown_placeholder_is_an_error_that_names_it() {
-        let unknown = check("x {relay_ur} y").expect_err("unknown");
+        let unknown = check("x {relay_ur} y").expect_err("unknown").to_string();
         assert!(
             unknown.contains("`{relay_ur}`") && unknown.contains("{relay_url}") && unknown.contains("`{{relay_ur}}` writes it as text"),
             "{unknown}"
         );
-        assert!(check("{\"a\": {\"b\": \"{Home}\"}}").expect_err("unknown").contains("`{Home}`"), "names are case-sensitive");
+        assert!(check("{\"a\": {\"b\": \"{Home}\"}}").expect_err("unknown").name == "Home", "names are case-sensitive");
         for good in
             ["{relay_url}", "{{}}", "plain", "{home}/{{x}}", "é{api_key}é", "{\"a\": 1}", "a}", "{home", "{}", "{ home }", "${{HOME}}"]
         {

@@ -113,7 +113,7 @@ impl Plane {
                 };
                 (Some(namespace), Some(listener), fence, None)
             }
-            Err(why) => (None, None, Fence::ProxyVariables, Some(why)),
+            Err(why) => (None, None, Fence::ProxyVariables, Some(why.to_string())),
         }
     }
 
@@ -141,7 +141,7 @@ impl Plane {
             listener,
             record_bodies: options.record_bodies,
         })
-        .map_err(|e| cannot_start("relay", e))?;
+        .map_err(|e| cannot_start("relay", e.to_string()))?;
         let home = match options.inherit_home {
             true => None,
             false => Some(session::home::Home::create().map_err(|e| cannot_start("home", e.to_string()))?),

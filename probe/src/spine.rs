@@ -51,7 +51,7 @@ impl Ready<'_> {
 pub fn run(plan: &Plan, progress: &mut dyn FnMut(Progress)) -> Result<Report, ProbeError> {
     let options = &plan.run;
     let entry = catalog_entry(options.harness.as_deref())?;
-    crate::relay::routes::for_provider(options.provider.as_deref()).map_err(ProbeError::Usage)?;
+    crate::relay::routes::for_provider(options.provider.as_deref()).map_err(|e| ProbeError::Usage(e.to_string()))?;
     // The lane's options are checked before an image is built or pulled, so a bad flag
     // costs nothing; the command or declaration, which the image's may be, after.
     let prepare = |progress: &mut dyn FnMut(Progress)| match &plan.image {

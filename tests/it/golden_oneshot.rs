@@ -146,7 +146,8 @@ fn every_golden_exchange_gives_its_observations_and_verdicts() {
             }
         }
         if let Some(validator) = &validator {
-            let outcome = answers.iter().try_for_each(|(answer, served)| judge::output_schema(answer, validator, served));
+            let outcome =
+                answers.iter().try_for_each(|(answer, served)| judge::output_schema(answer, validator, served)).map_err(|f| f.reason);
             verdicts.insert("output_schema".to_owned(), verdict(outcome));
         }
         if bless {

@@ -47,6 +47,7 @@ mod image_untrusted_registry;
 #[cfg(feature = "cli")]
 mod interrupt;
 mod json_schema_suite;
+mod layers;
 #[cfg(feature = "cli")]
 mod lint_schema_cli;
 #[cfg(feature = "cli")]

@@ -235,7 +235,12 @@ fn declarations_the_decoder_refuses_start_nothing() {
     assert!(acp_only.stderr.contains("--retention belongs to the acp-v1 lane"), "{}", acp_only.stderr);
     let mode = run(&["--prompt-transport", "file", "--output-mode", "text"], "good");
     assert_eq!(mode.status, 2);
-    assert!(mode.stderr.contains("--prompt-transport file"), "{}", mode.stderr);
+    // Read by the parser, in the declaration's own words.
+    assert!(
+        mode.stderr.contains("invalid value 'file' for '--prompt-transport") && mode.stderr.contains("expected `stdin` or `argv_path`"),
+        "{}",
+        mode.stderr
+    );
     let no_protocol = probe(&["--output-mode", "text"], &[CLI]);
     assert_eq!(no_protocol.status, 2);
     assert!(no_protocol.stderr.contains("--output-mode is a oneshot-v1 flag"), "{}", no_protocol.stderr);

@@ -390,7 +390,7 @@ impl Shared {
     /// The options both lanes take: the model plane, the harness's environment, the output
     /// schema and the times; `--deadline` counts from `started`, the run's start.
     fn run_options(&self, started: Instant) -> Result<RunOptions, ProbeError> {
-        let model_script = checkfu_wire_probe::relay::Script::parse(&self.model_script).map_err(ProbeError::Usage)?;
+        let model_script = checkfu_wire_probe::relay::Script::parse(&self.model_script).map_err(|e| ProbeError::Usage(e.to_string()))?;
         let output_schema = match &self.output_schema {
             Some(path) => {
                 let bytes = std::fs::read(path).map_err(|e| ProbeError::Usage(format!("cannot read {}: {e}", path.display())))?;

@@ -110,7 +110,8 @@ impl Output {
 
 /// A failed step: its reason, the deciding fact first, and whether the relay's refusals
 /// of the run may be why (then the lane names them after it).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
 pub struct Failed {
     pub reason: String,
     pub refusals_may_cause: bool,
@@ -192,26 +193,27 @@ pub fn resume(
 /// `output_schema`: the final answer is JSON, it validates against the schema, and it is a
 /// structured value the relay served (the same JSON, keys in any order): a value the
 /// harness made up, or changed, fails even when it validates.
-pub fn output_schema(answer: &str, validator: &jsonschema::Validator, served: &[Served]) -> Result<(), String> {
+pub fn output_schema(answer: &str, validator: &jsonschema::Validator, served: &[Served]) -> Result<(), Failed> {
+    let failed = |reason: String| Failed::new(reason, false);
     let value: Value = serde_json::from_str(answer.trim()).map_err(|e| {
         let shown: String = answer.chars().take(120).collect();
-        format!("the final answer is not JSON ({e}): {shown:?}")
+        failed(format!("the final answer is not JSON ({e}): {shown:?}"))
     })?;
     let errors: Vec<String> = validator.iter_errors(&value).take(5).map(|e| format!("{} at `{}`", e, e.instance_path())).collect();
     if !errors.is_empty() {
-        return Err(format!("the final answer breaks the output schema: {}", errors.join("; ")));
+        return Err(failed(format!("the final answer breaks the output schema: {}", errors.join("; "))));
     }
     let digest = crate::relay::digest(&value);
     if served.iter().any(|c| c.structured_digest.as_deref() == Some(digest.as_str())) {
         Ok(())
     } else if served.iter().all(|c| c.structured_digest.is_none()) {
-        Err(String::from(
+        Err(failed(String::from(
             "the final answer validates, but the relay served no structured value in this run: the model was never asked for one",
-        ))
+        )))
     } else {
-        Err(String::from(
+        Err(failed(String::from(
             "the final answer validates, but it is not the structured value the relay served: the harness made it up or changed it",
-        ))
+        )))
     }
 }
 
@@ -258,7 +260,7 @@ mod tests {
         let served = serde_json::json!({"answer": TOKEN, "n": 1});
         let call = Served { structured_digest: Some(crate::relay::digest(&served)), ..answered(false) };
         assert_eq!(output_schema(&format!(r#"{{"n": 1.0, "answer": "{TOKEN}"}}"#), &validator, std::slice::from_ref(&call)), Ok(()));
-        let made_up = output_schema(r#"{"answer": "mine"}"#, &validator, &[call]).unwrap_err();
+        let made_up = output_schema(r#"{"answer": "mine"}"#, &validator, &[call]).unwrap_err().reason;
         assert!(made_up.contains("not the structured value the relay served"), "{made_up}");
     }
 }

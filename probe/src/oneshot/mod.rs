@@ -252,7 +252,7 @@ impl Lane<'_, '_, '_> {
         let mut outcome = Ok(());
         for (i, (run, served)) in finished.iter().enumerate() {
             if let Err(e) = judge::output_schema(run.output.answer(), validator, served) {
-                outcome = Err(if finished.len() > 1 { format!("run {}: {e}", i + 1) } else { e });
+                outcome = Err(if finished.len() > 1 { format!("run {}: {e}", i + 1) } else { e.reason });
                 break;
             }
         }

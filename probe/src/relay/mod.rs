@@ -157,20 +157,32 @@ impl Shared {
     }
 }
 
+/// Why the relay could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum RelayError {
+    #[error(transparent)]
+    Route(#[from] routes::RouteError),
+    #[error("the relay listens on loopback only, not on {0}")]
+    NotLoopback(SocketAddr),
+    #[error("the relay {what}: {source}")]
+    Io { what: &'static str, source: std::io::Error },
+}
+
 impl Relay {
     /// Starts serving. Errors: an unknown provider, a listener not on a loopback address, or
     /// a socket or thread that cannot be made.
-    pub fn start(config: Config) -> Result<Relay, String> {
+    pub fn start(config: Config) -> Result<Relay, RelayError> {
         let routes = routes::for_provider(config.provider.as_deref())?;
+        let socket = |what: &'static str| move |source| RelayError::Io { what, source };
         let listener = match config.listener {
             Some(listener) => listener,
-            None => TcpListener::bind(("127.0.0.1", 0)).map_err(|e| format!("the relay cannot listen on 127.0.0.1: {e}"))?,
+            None => TcpListener::bind(("127.0.0.1", 0)).map_err(socket("cannot listen on 127.0.0.1"))?,
         };
-        let addr = listener.local_addr().map_err(|e| format!("the relay's socket has no address: {e}"))?;
+        let addr = listener.local_addr().map_err(socket("has no socket address"))?;
         if !addr.ip().is_loopback() {
-            return Err(format!("the relay listens on loopback only, not on {addr}"));
+            return Err(RelayError::NotLoopback(addr));
         }
-        listener.set_nonblocking(true).map_err(|e| format!("the relay's socket: {e}"))?;
+        listener.set_nonblocking(true).map_err(socket("cannot make its socket non-blocking"))?;
         let shared = Arc::new(Shared {
             routes,
             key: config.key.clone(),
@@ -183,11 +195,8 @@ impl Relay {
             record: Mutex::new(Record::new()),
         });
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_io()
-            .enable_time()
-            .build()
-            .map_err(|e| format!("the relay's runtime: {e}"))?;
+        let runtime =
+            tokio::runtime::Builder::new_current_thread().enable_io().enable_time().build().map_err(socket("cannot make its runtime"))?;
         let serving = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("model-relay".into())
@@ -200,7 +209,7 @@ impl Relay {
                 // Dropping the runtime here cancels every connection still open.
                 drop(runtime);
             })
-            .map_err(|e| format!("the relay's thread: {e}"))?;
+            .map_err(socket("cannot start its thread"))?;
         Ok(Relay { addr, key: config.key, provider: config.provider, shared, stop: Some(stop), thread: Some(thread) })
     }
 

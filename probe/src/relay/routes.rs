@@ -6,9 +6,15 @@ use checkfu_wire::catalog::{self, Route};
 
 /// The routes of `provider`, or of the unlisted-provider route when `None`. An unknown name
 /// is refused with the known ones, as everywhere the catalog is read.
-pub fn for_provider(provider: Option<&str>) -> Result<&'static [Route], String> {
-    catalog::gateway_routes(provider).map_err(|unknown| format!("{unknown}; omit --provider for the unlisted-provider route"))
+pub fn for_provider(provider: Option<&str>) -> Result<&'static [Route], RouteError> {
+    catalog::gateway_routes(provider).map_err(RouteError)
 }
+
+/// A provider the catalog does not have, refused with the ones it has and the way to the
+/// unlisted-provider route.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}; omit --provider for the unlisted-provider route")]
+pub struct RouteError(pub catalog::UnknownProvider);
 
 /// The route a request path takes (its query string already removed), if any.
 pub fn matching<'r>(routes: &'r [Route], path: &str) -> Option<&'r Route> {
@@ -26,7 +32,7 @@ mod tests {
         for provider in catalog::GATEWAY_ROUTES {
             assert_eq!(for_provider(Some(provider.provider)).expect("listed"), provider.routes);
         }
-        let refused = for_provider(Some("nobody")).expect_err("unknown");
+        let refused = for_provider(Some("nobody")).expect_err("unknown").to_string();
         assert!(refused.contains("no provider `nobody`") && refused.contains("omit --provider"), "{refused}");
     }
 

@@ -34,6 +34,19 @@ use serde_json::{json, Value};
 use super::dialect::{Reply, Tool, Turn};
 use super::token::{self, NONCE_PREFIX};
 
+/// A model script that cannot be played, naming its file.
+#[derive(Debug, thiserror::Error)]
+pub enum ScriptError {
+    #[error("cannot read the model script `{path}`: {source}")]
+    Read { path: String, source: std::io::Error },
+    #[error("the model script `{path}` is not JSON: {source}")]
+    NotJson { path: String, source: serde_json::Error },
+    #[error("the model script `{path}` is not a JSON list of replies")]
+    NotAList { path: String },
+    #[error("the model script `{path}`, reply {index}: {reason}")]
+    Reply { path: String, index: usize, reason: String },
+}
+
 /// A script, as `--model-script` names it.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Script {
@@ -45,18 +58,17 @@ pub enum Script {
 impl Script {
     /// Parses `nonce`, `tool`, or reads a file of replies (checked now, so a bad file is a
     /// usage error before anything starts).
-    pub fn parse(spec: &str) -> Result<Script, String> {
+    pub fn parse(spec: &str) -> Result<Script, ScriptError> {
         match spec {
             "nonce" => Ok(Script::Nonce),
             "tool" => Ok(Script::Tool),
             path => {
-                let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read the model script `{path}`: {e}"))?;
-                let value: Value = serde_json::from_str(&text).map_err(|e| format!("the model script `{path}` is not JSON: {e}"))?;
-                let Value::Array(replies) = value else {
-                    return Err(format!("the model script `{path}` is not a JSON list of replies"));
-                };
-                for (i, reply) in replies.iter().enumerate() {
-                    scripted(reply).map_err(|e| format!("the model script `{path}`, reply {i}: {e}"))?;
+                let file = || path.to_owned();
+                let text = std::fs::read_to_string(path).map_err(|source| ScriptError::Read { path: file(), source })?;
+                let value: Value = serde_json::from_str(&text).map_err(|source| ScriptError::NotJson { path: file(), source })?;
+                let Value::Array(replies) = value else { return Err(ScriptError::NotAList { path: file() }) };
+                for (index, reply) in replies.iter().enumerate() {
+                    scripted(reply).map_err(|reason| ScriptError::Reply { path: file(), index, reason })?;
                 }
                 Ok(Script::Replies(replies))
             }

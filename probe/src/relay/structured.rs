@@ -174,23 +174,23 @@ fn user_text(content: Option<&Value>) -> bool {
 }
 
 /// Why no instance was built.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Miss {
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Miss {
     /// This part of the schema has no finite instance here (a `$ref` cycle, or deeper than
     /// [`MAX_DEPTH`]): an optional member or another alternative may do without it.
+    #[error("{0}")]
     Impossible(String),
     /// A budget is spent: the whole instance is refused.
+    #[error("{0}")]
     Budget(String),
 }
 
 /// A bounded instance of `schema` (a document: `$ref`s resolve against it) whose strings
 /// are `text` where their bounds allow. `Err` says why none was built: a budget spent, or
 /// no finite instance.
-pub fn instance(schema: &Value, text: &str) -> Result<Value, String> {
+pub fn instance(schema: &Value, text: &str) -> Result<Value, Miss> {
     let mut generator = Generator { document: schema, text, values: 0, bytes: 0, work: 0, building: Vec::new() };
-    generator.value(schema, 0).map_err(|miss| match miss {
-        Miss::Impossible(why) | Miss::Budget(why) => why,
-    })
+    generator.value(schema, 0)
 }
 
 struct Generator<'d> {
@@ -715,16 +715,16 @@ mod tests {
         let leaf = json!({"type": "string"});
         let level = |items: Value| json!({"type": "array", "minItems": 1024, "items": items});
         let bomb = level(level(level(leaf)));
-        let why = instance(&bomb, NONCE).expect_err("refused");
+        let why = instance(&bomb, NONCE).expect_err("refused").to_string();
         assert!(why.contains("more than 20000 values"), "{why}");
         // Strings of a gigabyte each.
         let wide = json!({"type": "array", "minItems": 1000, "items": {"type": "string", "minLength": 1_000_000}});
-        assert!(instance(&wide, NONCE).expect_err("refused").contains("larger than"));
+        assert!(instance(&wide, NONCE).expect_err("refused").to_string().contains("larger than"));
         // allOf members that each copy a large properties map, many times over.
         let properties: Map<String, Value> = (0..5_000).map(|i| (format!("p{i}"), json!({"type": "string"}))).collect();
         let member = json!({"properties": properties});
         let copies = json!({"allOf": vec![member; 400]});
-        assert!(instance(&copies, NONCE).expect_err("refused").contains("keyword copies"));
+        assert!(instance(&copies, NONCE).expect_err("refused").to_string().contains("keyword copies"));
     }
 
     #[test]
@@ -732,7 +732,7 @@ mod tests {
         let required = json!({"$ref": "#/$defs/n", "$defs": {"n": {"type": "object", "properties": {
             "a": {"$ref": "#/$defs/n"}, "b": {"$ref": "#/$defs/n"}}, "required": ["a", "b"]}}});
         let started = std::time::Instant::now();
-        let why = instance(&required, NONCE).expect_err("no finite instance");
+        let why = instance(&required, NONCE).expect_err("no finite instance").to_string();
         assert!(why.contains("cycle"), "{why}");
         assert!(started.elapsed() < std::time::Duration::from_secs(2));
         let pure = json!({"$ref": "#/$defs/a", "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}});

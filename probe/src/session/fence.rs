@@ -37,6 +37,17 @@ pub enum Kind {
     User,
 }
 
+/// Why no namespace could be made here: the proxy variables are then the only fence.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NoNamespace {
+    /// Neither a network namespace nor, without privileges, a user namespace holding one.
+    #[error("{privileged}; and without privileges: {unprivileged}")]
+    Refused { privileged: String, unprivileged: String },
+    /// The thread that enters the namespace could not run.
+    #[error("{0}")]
+    Thread(String),
+}
+
 /// A loopback-only network namespace and the relay's listener inside it.
 #[derive(Debug)]
 pub struct Namespace {
@@ -68,18 +79,18 @@ impl Join {
 impl Namespace {
     /// Makes the namespace, with privileges if the probe has them, else in a user
     /// namespace; `Err` says why neither could be made here.
-    pub fn create() -> Result<(Namespace, TcpListener), String> {
+    pub fn create() -> Result<(Namespace, TcpListener), NoNamespace> {
         let made = std::thread::Builder::new()
             .name("fence".into())
             .spawn(enter_and_bind)
-            .map_err(|e| format!("cannot start the fence's thread: {e}"))?
+            .map_err(|e| NoNamespace::Thread(format!("cannot start the fence's thread: {e}")))?
             .join()
-            .map_err(|_| String::from("the fence's thread panicked"))?;
+            .map_err(|_| NoNamespace::Thread(String::from("the fence's thread panicked")))?;
         match made {
             Ok((net, listener)) => Ok((Namespace { net, user: None }, listener)),
             Err(privileged) => match user::create() {
                 Ok((user, net, listener)) => Ok((Namespace { net, user: Some(user) }, listener)),
-                Err(unprivileged) => Err(format!("{privileged}; and without privileges: {unprivileged}")),
+                Err(unprivileged) => Err(NoNamespace::Refused { privileged: privileged.to_string(), unprivileged }),
             },
         }
     }
@@ -172,7 +183,7 @@ mod tests {
         let (namespace, inside) = match Namespace::create() {
             Ok(made) => made,
             // Where neither way is allowed there is nothing to test; the probe reports this case.
-            Err(why) if why.contains("Operation not permitted") => return,
+            Err(why) if why.to_string().contains("Operation not permitted") => return,
             Err(why) => panic!("{why}"),
         };
         let inside_port = inside.local_addr().expect("addr").port();
@@ -197,7 +208,7 @@ mod tests {
         let (userns, net, inside) = match user::create() {
             Ok(made) => made,
             // User namespaces refused on this machine: the probe reports this case.
-            Err(why) if why.contains("unshare") => return,
+            Err(why) if why.to_string().contains("unshare") => return,
             Err(why) => panic!("{why}"),
         };
         let namespace = Namespace { net, user: Some(userns) };

@@ -7,6 +7,17 @@ use std::path::{Component, Path, PathBuf};
 
 use super::workspace;
 
+/// A file that cannot be written into the home.
+#[derive(Debug, thiserror::Error)]
+pub enum HomeFileError {
+    #[error("`{0}` is not a relative path inside the home (no `/` at the start, no `..`)")]
+    Outside(String),
+    #[error("cannot create {}: {source}", path.display())]
+    Create { path: PathBuf, source: io::Error },
+    #[error("cannot write {}: {source}", path.display())]
+    Write { path: PathBuf, source: io::Error },
+}
+
 /// A directory made for one session's harness and removed with it.
 #[derive(Debug)]
 pub struct Home {
@@ -48,16 +59,16 @@ impl Home {
 
     /// Writes `contents` at `relative` inside the home; the path must stay inside it
     /// (relative, no `..`), and its directories are made.
-    pub fn write(&self, relative: &str, contents: &str) -> Result<(), String> {
+    pub fn write(&self, relative: &str, contents: &str) -> Result<(), HomeFileError> {
         let path = Path::new(relative);
         if relative.is_empty() || !path.components().all(|c| matches!(c, Component::Normal(_))) {
-            return Err(format!("`{relative}` is not a relative path inside the home (no `/` at the start, no `..`)"));
+            return Err(HomeFileError::Outside(relative.to_owned()));
         }
         let target = self.root.join(path);
         if let Some(parent) = target.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+            std::fs::create_dir_all(parent).map_err(|source| HomeFileError::Create { path: parent.to_path_buf(), source })?;
         }
-        std::fs::write(&target, contents).map_err(|e| format!("cannot write {}: {e}", target.display()))
+        std::fs::write(&target, contents).map_err(|source| HomeFileError::Write { path: target, source })
     }
 }
 

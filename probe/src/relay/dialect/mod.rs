@@ -51,7 +51,7 @@ impl Served {
     }
 
     /// Reads a request body (already parsed as JSON) into a [`Turn`].
-    pub fn read(self, body: &Value) -> Result<Turn, String> {
+    pub(crate) fn read(self, body: &Value) -> Result<Turn, String> {
         let object = body.as_object().ok_or("the request body is not a JSON object")?;
         let model = object.get("model").and_then(Value::as_str).ok_or("the request has no string `model`")?.to_owned();
         let stream = match object.get("stream") {

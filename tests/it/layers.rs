@@ -1,0 +1,121 @@
+//! The probe's shape, held by its source: the layers of the probe crate import only from
+//! below them, and no function of the probe or its command line runs over 80 lines.
+//!
+//! Both are read from the source as rustfmt writes it (a function's closing brace is alone
+//! on a line at the indentation of its `fn`), so the checks need no parser of their own.
+
+use std::path::{Path, PathBuf};
+
+/// The longest function the probe's crates may hold, in lines from its `fn` to its brace.
+const MAX_FUNCTION_LINES: usize = 80;
+
+/// The probe crate's modules above the shared layer: the run (`plan`, `spine`, `lib`) and
+/// the two lanes. Every other module is shared, and may name none of them.
+const ABOVE_SHARED: &[&str] = &["lib.rs", "plan.rs", "spine.rs", "acp.rs", "oneshot"];
+
+/// What a shared module must not name: a lane, or the run above the lanes.
+const LANES_AND_RUN: &[&str] = &["crate::acp", "crate::oneshot", "crate::plan", "crate::spine", "crate::{acp", "crate::{oneshot"];
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the tests crate is in the workspace").to_path_buf()
+}
+
+/// Every `.rs` file under `dir`, sorted.
+fn sources(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("a source directory").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The functions of `text` longer than the limit: (line of the `fn`, name, lines).
+fn long_functions(text: &str) -> Vec<(usize, String, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut long = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let trimmed = line.trim_start();
+        let indent = &line[..line.len() - trimmed.len()];
+        let Some(at) = trimmed.find("fn ") else { continue };
+        let head = &trimmed[..at];
+        let is_item = head
+            .split_whitespace()
+            .all(|w| matches!(w, "pub" | "const" | "async" | "unsafe" | "extern" | "\"C\"") || w.starts_with("pub("));
+        if !is_item || trimmed.starts_with("//") {
+            continue;
+        }
+        // A one-line function, or a declaration without a body, has no closing line.
+        let signature_end =
+            lines[i..].iter().position(|l| l.trim_end().ends_with('{') || l.trim_end().ends_with(';') || l.trim_end().ends_with('}'));
+        let Some(offset) = signature_end else { continue };
+        if !lines[i + offset].trim_end().ends_with('{') {
+            continue;
+        }
+        let closing = format!("{indent}}}");
+        if let Some(end) = lines[i + 1..].iter().position(|l| *l == closing) {
+            let length = end + 2;
+            if length > MAX_FUNCTION_LINES {
+                let name = trimmed[at + 3..].split(|c: char| !c.is_alphanumeric() && c != '_').next().unwrap_or_default().to_owned();
+                long.push((i + 1, name, length));
+            }
+        }
+    }
+    long
+}
+
+#[test]
+fn no_function_of_the_probe_or_its_command_line_runs_over_80_lines() {
+    let root = workspace();
+    let mut long = Vec::new();
+    for dir in ["probe/src", "cli/src"] {
+        for path in sources(&root.join(dir)) {
+            let text = std::fs::read_to_string(&path).expect("a source file");
+            for (line, name, length) in long_functions(&text) {
+                long.push(format!("{}:{line}: `{name}` is {length} lines", path.strip_prefix(&root).unwrap_or(&path).display()));
+            }
+        }
+    }
+    assert!(long.is_empty(), "functions over {MAX_FUNCTION_LINES} lines:\n{}", long.join("\n"));
+}
+
+#[test]
+fn the_length_check_finds_a_long_function_and_passes_a_short_one() {
+    let body = "    let x = 1;\n".repeat(MAX_FUNCTION_LINES);
+    let long = format!("pub(crate) fn long() {{\n{body}}}\n\nfn short() -> u8 {{ 1 }}\n");
+    assert_eq!(long_functions(&long), vec![(1, String::from("long"), MAX_FUNCTION_LINES + 2)]);
+    let methods = "impl X {\n    fn a(&self) {\n        b();\n    }\n\n    fn c(&self) -> u8 { 2 }\n}\n";
+    assert!(long_functions(methods).is_empty());
+}
+
+#[test]
+fn the_probes_shared_modules_import_nothing_from_either_lane() {
+    let src = workspace().join("probe/src");
+    let mut found = Vec::new();
+    for path in sources(&src) {
+        let relative = path.strip_prefix(&src).unwrap_or(&path);
+        let top = relative.components().next().map(|c| c.as_os_str().to_string_lossy().into_owned()).unwrap_or_default();
+        if ABOVE_SHARED.contains(&top.as_str()) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("a source file");
+        for (i, line) in text.lines().enumerate() {
+            let code = line.trim_start();
+            if code.starts_with("//") {
+                continue;
+            }
+            if let Some(name) = LANES_AND_RUN.iter().find(|n| code.contains(*n)) {
+                found.push(format!("probe/src/{}:{}: names `{name}`", relative.display(), i + 1));
+            }
+        }
+    }
+    assert!(found.is_empty(), "shared modules that reach up into a lane or the run:\n{}", found.join("\n"));
+}
