@@ -21,8 +21,8 @@ use oci_spec::image::{Descriptor, ImageConfiguration, ImageIndex, ImageManifest}
 use sha2::Digest as _;
 
 use super::reference::Digest;
+pub use super::tarframe::MAX_METADATA_BYTES;
 use super::tarstream::Capped;
-pub use super::tarstream::MAX_METADATA_BYTES;
 use super::unpack::Unpacker;
 use crate::dirfd::Dir;
 
@@ -465,7 +465,7 @@ impl OciLayout {
             });
         }
         if let Some(problem) = stream.refused.take() {
-            return Err(LayoutError::Layer { layer: layer.digest.clone(), problem });
+            return Err(LayoutError::Layer { layer: layer.digest.clone(), problem: problem.to_string() });
         }
         drained?;
         unpacker.streamed += stream.read;
