@@ -36,8 +36,8 @@ mod tarstream;
 pub mod tools;
 mod unpack;
 
-pub use layout::{ImageConfig, Limits, OciLayout, Selector, UnpackReport};
-pub use reference::{Digest, ImageReference, ReferenceError};
+pub use layout::{Limits, OciLayout, Selector, UnpackReport};
+pub use reference::{digest_from_sha256, digest_of, sha256_digest, Digest, ImageReference, ReferenceError};
 
 use std::io;
 use std::path::{Path, PathBuf};

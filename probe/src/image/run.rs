@@ -19,7 +19,9 @@ use std::time::Instant;
 
 use super::host_env;
 use super::in_root;
-use super::layout::{ImageConfig, Limits};
+use oci_spec::image::{Config, Os};
+
+use super::layout::Limits;
 use super::reference::ImageReference;
 use super::runtime::{RunSpec, Runtime, Started};
 use super::source::{self, FetchError, Source};
@@ -69,6 +71,12 @@ impl std::fmt::Display for PullError {
     }
 }
 
+/// An image's `Entrypoint` then its `Cmd`, as a container runtime runs them (an absent one
+/// is empty).
+fn command_of(config: &Config) -> Vec<String> {
+    config.entrypoint().iter().flatten().chain(config.cmd().iter().flatten()).cloned().collect()
+}
+
 /// The `PATH` docker and podman give a container whose image sets none.
 const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
@@ -78,7 +86,9 @@ pub struct Container {
     pub reference: ImageReference,
     /// Where it was read from.
     pub source: Source,
-    pub config: ImageConfig,
+    /// The image config's runtime part (`Env`, `Entrypoint`, `Cmd`, `WorkingDir`, `User`),
+    /// empty when the image has none; its `os` was checked to be linux.
+    pub config: Config,
     /// The runtime that runs it.
     runtime: Runtime,
     rootfs: TempDir,
@@ -162,12 +172,12 @@ impl Container {
         let scratch = TempDir::new("checkfu-image-layout").map_err(|e| format!("cannot make the image's layout directory: {e}"))?;
         let fetched = source::fetch(source, reference, &scratch.path().join("layout"), deadline)?;
         let image = fetched.image;
-        if image.config.os != "linux" {
-            return Err(PullError::Failed(format!("{reference}: the image is for `{}`, not linux", image.config.os)));
+        if *image.config.os() != Os::Linux {
+            return Err(PullError::Failed(format!("{reference}: the image is for `{}`, not linux", image.config.os())));
         }
+        let config = image.config.config().clone().unwrap_or_default();
         // Refused before anything is unpacked or started, naming the limit.
-        let command: Vec<String> = image.config.entrypoint.iter().chain(&image.config.cmd).cloned().collect();
-        host_env::check_image_config(&image.config.env, &command).map_err(PullError::Failed)?;
+        host_env::check_image_config(config.env().as_deref().unwrap_or_default(), &command_of(&config)).map_err(PullError::Failed)?;
         let rootfs = TempDir::new("checkfu-image-rootfs").map_err(|e| format!("cannot make the image's root directory: {e}"))?;
         if Instant::now() >= deadline {
             return Err(PullError::Failed(format!("{reference}: the run's deadline (--deadline) passed before the image was unpacked")));
@@ -178,13 +188,13 @@ impl Container {
         scratch.remove().map_err(|e| format!("cannot remove the image's layout: {e}"))?;
         // The image's own working directory is made inside its root now, and an image
         // whose `WorkingDir` cannot be is refused before anything runs.
-        if let Some(working_dir) = image.config.working_dir.as_deref().filter(|d| !d.is_empty()) {
+        if let Some(working_dir) = config.working_dir().as_deref().filter(|d| !d.is_empty()) {
             in_root::make_dir(rootfs.path(), working_dir).map_err(PullError::Failed)?;
         }
         Ok(Container {
             reference: reference.clone(),
             source: source.clone(),
-            config: image.config,
+            config,
             runtime,
             rootfs,
             unpacked_bytes: report.bytes,
@@ -195,7 +205,7 @@ impl Container {
     /// The command a harness runs by default: the image's `Entrypoint` then its `Cmd`, as a
     /// container runtime runs them.
     pub fn default_command(&self) -> Vec<String> {
-        self.config.entrypoint.iter().chain(&self.config.cmd).cloned().collect()
+        command_of(&self.config)
     }
 
     /// The working directory: `given`, else the image's `WorkingDir`, else `/`; made inside
@@ -204,7 +214,7 @@ impl Container {
     pub fn working_directory(&self, given: Option<&str>) -> Result<String, String> {
         let wanted = given
             .map(str::to_owned)
-            .or_else(|| self.config.working_dir.clone().filter(|d| !d.is_empty()))
+            .or_else(|| self.config.working_dir().clone().filter(|d| !d.is_empty()))
             .unwrap_or_else(|| String::from("/"));
         in_root::make_dir(self.rootfs.path(), &wanted)
     }
@@ -218,8 +228,9 @@ impl Container {
     pub fn env(&self, probe: &[(OsString, OsString)], working_directory: &str) -> Vec<(OsString, OsString)> {
         let mut env: Vec<(OsString, OsString)> = self
             .config
-            .env
+            .env()
             .iter()
+            .flatten()
             .filter_map(|entry| entry.split_once('='))
             .filter(|(name, _)| !probe.iter().any(|(set, _)| set.as_os_str() == *name))
             .map(|(name, value)| (OsString::from(name), OsString::from(value)))

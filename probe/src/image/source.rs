@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use super::layout::{Image, OciLayout, Selector};
-use super::reference::{Digest, ImageReference};
+use super::reference::{sha256_digest, Digest, ImageReference};
 use super::tools::{self, ToolError};
 
 /// Where `--image` is read from.
@@ -185,7 +185,7 @@ fn docker(reference: &ImageReference, scratch: &Path, deadline: Instant) -> Resu
             if inspected.repo_digests.is_empty() { String::from("none") } else { inspected.repo_digests.join(", ") }
         )));
     }
-    let id = Digest::parse(&inspected.id).map_err(|e| FetchError::Refused(format!("docker's image ID `{}`: {e}", inspected.id)))?;
+    let id = sha256_digest(&inspected.id).map_err(|e| FetchError::Refused(format!("docker's image ID `{}`: {e}", inspected.id)))?;
     let how = tools::Copy { daemon_host: std::env::var("DOCKER_HOST").ok(), ..tools::Copy::default() };
     tools::copy_to_layout(&format!("docker-daemon:{id}"), scratch, how, deadline)?;
     let fetched = only(scratch)?;
@@ -199,11 +199,11 @@ fn docker(reference: &ImageReference, scratch: &Path, deadline: Instant) -> Resu
         )));
     }
     let config = inspected.config.unwrap_or_default();
-    let ours = &fetched.image.config;
-    let same = ours.entrypoint == config.entrypoint.unwrap_or_default()
-        && ours.cmd == config.cmd.unwrap_or_default()
-        && ours.env == config.env.unwrap_or_default()
-        && ours.working_dir.clone().unwrap_or_default() == config.working_dir.unwrap_or_default();
+    let ours = fetched.image.config.config().clone().unwrap_or_default();
+    let same = ours.entrypoint().clone().unwrap_or_default() == config.entrypoint.unwrap_or_default()
+        && ours.cmd().clone().unwrap_or_default() == config.cmd.unwrap_or_default()
+        && ours.env().clone().unwrap_or_default() == config.env.unwrap_or_default()
+        && ours.working_dir().clone().unwrap_or_default() == config.working_dir.unwrap_or_default();
     if !same {
         return Err(FetchError::Refused(format!("docker exported {asked} with a config other than the one the daemon reports")));
     }

@@ -19,7 +19,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use super::reference::{Digest, ImageReference};
+use super::reference::{sha256_digest, ImageReference};
 use super::TempDir;
 
 /// The most of a tool's stdout kept (a digest, an inspect answer: small).
@@ -657,7 +657,7 @@ pub fn push(builder: &Builder, tag: &str, registry: &Registry, deadline: Instant
             run_until(builder.kind.tool(), command, &action, within(deadline, TOOL_TIMEOUT))?;
             let text = std::fs::read_to_string(&digest_file).map_err(io_error("reading the pushed digest"))?;
             let _ = std::fs::remove_file(&digest_file);
-            Digest::parse(text.trim()).map_err(|e| ToolError::Registry(format!("the pushed digest `{}`: {e}", text.trim())))?
+            sha256_digest(text.trim()).map_err(|e| ToolError::Registry(format!("the pushed digest `{}`: {e}", text.trim())))?
         }
         BuilderKind::Docker => {
             // docker pushes a name, so the image is tagged with the registry first; the
@@ -675,7 +675,7 @@ pub fn push(builder: &Builder, tag: &str, registry: &Registry, deadline: Instant
             // docker push ends with `latest: digest: sha256:… size: N`.
             let stdout = String::from_utf8_lossy(&pushed.stdout);
             let digest = stdout.split_whitespace().skip_while(|w| *w != "digest:").nth(1).unwrap_or_default();
-            Digest::parse(digest).map_err(|e| ToolError::Registry(format!("docker push printed no digest ({e}): {}", stdout.trim())))?
+            sha256_digest(digest).map_err(|e| ToolError::Registry(format!("docker push printed no digest ({e}): {}", stdout.trim())))?
         }
     };
     ImageReference::parse(&format!("{}/{repository}@{digest}", registry.address()))

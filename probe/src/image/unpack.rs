@@ -450,7 +450,7 @@ impl Visit for Restrict<'_> {
 #[cfg(test)]
 mod tests {
     use super::super::fixture::*;
-    use super::super::reference::Digest;
+    use super::super::reference::digest_of;
     use super::super::Limits;
     use std::fs;
     use std::os::unix::fs::PermissionsExt;
@@ -511,7 +511,7 @@ mod tests {
     fn a_dotdot_entry_is_refused() {
         let fixture = Fixture::new();
         let layer = tar_of(|t| file(t, "a/../../escaped", 0o644, b"x"));
-        let layer_digest = Digest::of(&gzip(&layer));
+        let layer_digest = digest_of(&gzip(&layer));
         fixture.image(&[(layer, GZIP)]);
         let error = fixture.unpack(Limits::default()).unwrap_err().to_string();
         assert_eq!(error, format!("layer {layer_digest}, entry `a/../../escaped`: a `..` component: the entry would leave the root"));
@@ -544,7 +544,7 @@ mod tests {
 
         let fixture = Fixture::new();
         let upper = tar_of(|t| file(t, "up/pwned", 0o644, b"x"));
-        let upper_digest = Digest::of(&upper);
+        let upper_digest = digest_of(&upper);
         fixture.image(&[(lower, TAR), (upper, TAR)]);
         let error = fixture.unpack(Limits::default()).unwrap_err().to_string();
         assert_eq!(error, format!("layer {upper_digest}, entry `up/pwned`: its parent resolves through a symlink out of the root"));
