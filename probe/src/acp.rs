@@ -216,7 +216,7 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(Progress)) -> R
     let image_run = match options.image.as_ref() {
         None => None,
         Some((container, given)) => {
-            let working_directory = container.working_directory(given.as_deref()).map_err(UsageError::CannotStart)?;
+            let working_directory = container.working_directory(given.as_deref()).map_err(|e| UsageError::CannotStart(e.to_string()))?;
             let mut shared = vec![workspace.root().to_path_buf()];
             shared.extend(home.as_ref().map(|h| h.root().to_path_buf()));
             let shared: Vec<&std::path::Path> = shared.iter().map(std::path::PathBuf::as_path).collect();
@@ -590,7 +590,7 @@ impl<'o, 'p> Run<'o, 'p> {
         if let Some(container) = self.container.take() {
             if let Err(fault) = container.finish() {
                 if let Some(image) = &mut self.image {
-                    image.teardown_fault = Some(fault.clone());
+                    image.teardown_fault = Some(fault.to_string());
                 }
                 outcome = outcome.and(Err(format!("the image's runtime left something behind: {fault}")));
             }

@@ -17,7 +17,6 @@
 //!
 //! Remote registries are pulled by skopeo with TLS verified ([`super::tools`]).
 
-use std::fmt;
 use std::fs::File;
 use std::io::Write;
 use std::net::SocketAddr;
@@ -57,7 +56,8 @@ const PLATFORMS_NAMED: usize = 5;
 
 /// Why a pull was refused or failed: one message of at most 1 KB naming the registry, the
 /// blob, the host or the deadline at fault.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
 pub struct PullFailure(String);
 
 impl PullFailure {
@@ -74,14 +74,6 @@ impl PullFailure {
         PullFailure(message)
     }
 }
-
-impl fmt::Display for PullFailure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for PullFailure {}
 
 /// How often a pull looks whether a signal stopped the run.
 const INTERRUPT_TICK: std::time::Duration = std::time::Duration::from_millis(50);

@@ -140,32 +140,25 @@ pub struct UnpackReport {
     pub bytes: u64,
 }
 
-/// Why a layout could not be read or unpacked.
-#[derive(Debug)]
+/// Why a layout could not be read or unpacked. Every message is at most
+/// [`MAX_ERROR_BYTES`] long ([`bounded`]): a hostile image names its own blobs and entries.
+#[derive(Debug, thiserror::Error)]
 pub enum LayoutError {
     /// The layout's own files (`oci-layout`, `index.json`) or the file system.
+    #[error("{}", bounded(format!("{context}: {source}")))]
     Io { context: String, source: io::Error },
     /// The layout is not a usable OCI layout, or does not hold what was asked.
+    #[error("{}", bounded(.0.clone()))]
     Layout(String),
     /// A blob that is missing, of the wrong size or digest, malformed or unsupported.
+    #[error("{}", bounded(format!("blob {digest}: {problem}")))]
     Blob { digest: String, problem: String },
     /// A layer entry that was refused.
+    #[error("{}", bounded(format!("layer {layer}, entry `{path}`: {problem}")))]
     Entry { layer: Digest, path: String, problem: String },
     /// A layer that is not a readable tar stream, or breaks a [`Limits`] cap.
+    #[error("{}", bounded(format!("layer {layer}: {problem}")))]
     Layer { layer: Digest, problem: String },
-}
-
-impl fmt::Display for LayoutError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let text = match self {
-            LayoutError::Io { context, source } => format!("{context}: {source}"),
-            LayoutError::Layout(message) => message.clone(),
-            LayoutError::Blob { digest, problem } => format!("blob {digest}: {problem}"),
-            LayoutError::Entry { layer, path, problem } => format!("layer {layer}, entry `{path}`: {problem}"),
-            LayoutError::Layer { layer, problem } => format!("layer {layer}: {problem}"),
-        };
-        f.write_str(&bounded(text))
-    }
 }
 
 /// `text` cut to [`MAX_ERROR_BYTES`] at a character boundary, marked where it was cut.
@@ -181,8 +174,6 @@ fn bounded(mut text: String) -> String {
     text.push('…');
     text
 }
-
-impl std::error::Error for LayoutError {}
 
 fn io_error(context: impl Into<String>) -> impl FnOnce(io::Error) -> LayoutError {
     let context = context.into();

@@ -90,57 +90,27 @@ fn is_executable(path: &Path) -> bool {
 }
 
 /// Why a tool could not do its part.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum ToolError {
     /// Not on `PATH`: the message names the package to install.
-    Missing {
-        tool: Tool,
-    },
+    #[error("`{}` is not on PATH: install it (apt-get install {})", tool.program(), tool.debian_package())]
+    Missing { tool: Tool },
     /// It ran and failed: its own stderr (the tail) says why.
-    Failed {
-        tool: Tool,
-        action: String,
-        status: String,
-        stderr: String,
-    },
-    TimedOut {
-        tool: Tool,
-        action: String,
-        after: Duration,
-        stderr: String,
-    },
+    #[error("{} failed to {action} ({status}): {}", tool.program(), stderr.trim())]
+    Failed { tool: Tool, action: String, status: String, stderr: String },
+    #[error("{} did not {action} within {:.1} s, and was killed: {}", tool.program(), after.as_secs_f64(), stderr.trim())]
+    TimedOut { tool: Tool, action: String, after: Duration, stderr: String },
     /// Running it, or preparing for it, failed on our side.
-    Io {
-        context: String,
-        source: io::Error,
-    },
+    #[error("{context}: {source}")]
+    Io { context: String, source: io::Error },
     /// The registry did not come up, or answered something unexpected.
+    #[error("the temporary registry: {0}")]
     Registry(String),
     /// The probe's own pull from a loopback registry failed: the message names the blob,
     /// the host or the deadline.
+    #[error("{0}")]
     Pull(String),
 }
-
-impl fmt::Display for ToolError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ToolError::Missing { tool } => {
-                write!(f, "`{}` is not on PATH: install it (apt-get install {})", tool.program(), tool.debian_package())
-            }
-            ToolError::Failed { tool, action, status, stderr } => {
-                write!(f, "{} failed to {action} ({status}): {}", tool.program(), stderr.trim())
-            }
-            ToolError::TimedOut { tool, action, after, stderr } => {
-                write!(f, "{} did not {action} within {:.1} s, and was killed: {}", tool.program(), after.as_secs_f64(), stderr.trim())
-            }
-            ToolError::Io { context, source } => write!(f, "{context}: {source}"),
-            ToolError::Registry(message) => write!(f, "the temporary registry: {message}"),
-            ToolError::Pull(message) => f.write_str(message),
-        }
-    }
-}
-
-impl std::error::Error for ToolError {}
 
 fn io_error(context: impl Into<String>) -> impl FnOnce(io::Error) -> ToolError {
     let context = context.into();

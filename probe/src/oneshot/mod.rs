@@ -135,7 +135,7 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
         .as_ref()
         .map(|c| c.working_directory(declaration.working_directory.as_deref()))
         .transpose()
-        .map_err(UsageError::CannotStart)?;
+        .map_err(|e| UsageError::CannotStart(e.to_string()))?;
     if let Some((container, directory)) = launch.container.as_ref().zip(working_directory.as_deref()) {
         // The image's variables under the probe's own (its relay, key, home and fence win).
         let image_env = container.env(&env, directory);
