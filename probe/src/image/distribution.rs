@@ -32,15 +32,17 @@ use hyper::header::{
 use hyper::{Request, Response, StatusCode, Uri};
 use sha2::Digest as _;
 
-use oci_spec::image::{Descriptor, ImageIndex, ImageManifest, MediaType};
+use oci_spec::image::{Descriptor, ImageIndex, ImageManifest, MediaType, ToDockerV2S2};
 
 use super::layout::{host_platform, MAX_JSON_BYTES};
 use super::reference::{digest_from_sha256, digest_of, sha256_digest, Digest, ImageReference};
 
 /// What a manifest request accepts: OCI and Docker v2 manifests and their indexes.
-const MANIFEST_TYPES: &str = "application/vnd.oci.image.manifest.v1+json, application/vnd.oci.image.index.v1+json, \
-                              application/vnd.docker.distribution.manifest.v2+json, \
-                              application/vnd.docker.distribution.manifest.list.v2+json";
+fn manifest_types() -> String {
+    let oci = [MediaType::ImageManifest, MediaType::ImageIndex];
+    let docker = oci.iter().filter_map(|t| t.to_docker_v2s2().ok().map(str::to_owned));
+    oci.iter().map(MediaType::to_string).chain(docker).collect::<Vec<_>>().join(", ")
+}
 /// Redirects followed for one request: a registry redirects a blob once, to its storage.
 const MAX_REDIRECTS: usize = 5;
 /// Image indexes nested in indexes (as the layout reader allows).
@@ -160,7 +162,7 @@ impl Client {
     async fn manifest(&mut self, digest: &Digest, declared: Option<u64>, dir: &Path, depth: usize) -> Result<(MediaType, u64), String> {
         self.current = format!("reading the manifest {digest}");
         let path = format!("/v2/{}/manifests/{digest}", self.repository);
-        let response = self.get(&path, Some(MANIFEST_TYPES)).await?;
+        let response = self.get(&path, Some(&manifest_types())).await?;
         let header_type = response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
         let cap = declared.unwrap_or(MAX_JSON_BYTES);
         if cap > MAX_JSON_BYTES {

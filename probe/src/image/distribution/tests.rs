@@ -353,3 +353,12 @@ fn only_loopback_registries_are_pulled_and_challenges_parse() {
     assert!(!same_authority("user@127.0.0.1:80", "127.0.0.1:80"));
     assert!(PullFailure::new("x".repeat(5000)).to_string().len() <= MAX_ERROR);
 }
+
+#[test]
+fn manifest_requests_accept_oci_and_docker_manifests_and_indexes() {
+    assert_eq!(
+        manifest_types(),
+        "application/vnd.oci.image.manifest.v1+json, application/vnd.oci.image.index.v1+json, \
+         application/vnd.docker.distribution.manifest.v2+json, application/vnd.docker.distribution.manifest.list.v2+json"
+    );
+}
