@@ -141,7 +141,7 @@ pub struct UnpackReport {
 }
 
 /// Why a layout could not be read or unpacked. Every message is at most
-/// [`MAX_ERROR_BYTES`] long ([`bounded`]): a hostile image names its own blobs and entries.
+/// [`MAX_ERROR_BYTES`] long, cut where it must be: a hostile image names its own blobs and entries.
 #[derive(Debug, thiserror::Error)]
 pub enum LayoutError {
     /// The layout's own files (`oci-layout`, `index.json`) or the file system.
