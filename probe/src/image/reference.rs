@@ -6,6 +6,12 @@
 //! share): the registry is the first `/`-separated component when it contains `.` or `:` or
 //! is `localhost`; the repository is lowercase alphanumeric components separated by `.`,
 //! `_`, `__` or runs of `-`, joined by `/`.
+//!
+//! The types are oci-spec's: [`ImageReference`] is a thin newtype over its
+//! `distribution::Reference` that enforces the pin, and [`Digest`] is its digest, which the
+//! lane builds and accepts for sha256 only ([`sha256_digest`], [`digest_of`]). The lane's own
+//! checks stay in front of oci-spec's parsers because they refuse what those accept and
+//! name what is wrong (see [`ImageReference`]).
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
