@@ -132,6 +132,26 @@ proptest! {
         let bytes = archive(&entries);
         prop_assert_eq!(framing_reading(&bytes, &pieces).expect("no record is over the cap"), tar_reading(&bytes));
     }
+
+    /// A layer is untrusted: whatever its bytes, the framing ends (it never panics, and each
+    /// header it reports lies within what it was fed).
+    #[test]
+    fn any_bytes_are_followed_without_a_panic(
+        entries in proptest::collection::vec(generated(), 0..6),
+        damage in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..16),
+        pieces in proptest::collection::vec(1usize..1500, 1..8),
+    ) {
+        let mut bytes = archive(&entries);
+        for (at, byte) in damage {
+            if !bytes.is_empty() {
+                let at = at.index(bytes.len());
+                bytes[at] = byte;
+            }
+        }
+        if let Ok(found) = framing_reading(&bytes, &pieces) {
+            prop_assert!(found.iter().all(|h| h.position + 512 <= bytes.len() as u64));
+        }
+    }
 }
 
 #[test]
