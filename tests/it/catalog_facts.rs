@@ -161,7 +161,7 @@ fn an_unknown_provider_has_one_answer() {
     let relay = routes::for_provider(Some("nobody")).expect_err("the relay refuses it");
     let table = catalog::gateway_routes(Some("nobody")).expect_err("the tables refuse it");
     let cell = catalog::reachable("claude-code", Some("nobody")).expect_err("the matrix refuses it");
-    for said in [relay, table.to_string(), cell.to_string()] {
+    for said in [relay.to_string(), table.to_string(), cell.to_string()] {
         assert!(said.contains("no provider `nobody` in the catalog"), "{said}");
         for known in GATEWAY_ROUTES {
             assert!(said.contains(known.provider), "{said} lists `{}`", known.provider);

@@ -138,7 +138,7 @@ fn a_built_image_round_trips_through_the_registry_and_unpacks_with_its_whiteouts
 
     // A digest the registry does not have: the registry's own answer, quoted by the probe's
     // client (a loopback registry is pulled by the probe, not by skopeo).
-    let mut wrong = pushed.digest().hex().to_owned();
+    let mut wrong = pushed.digest().digest().to_owned();
     let flipped = if wrong.starts_with('0') { "1" } else { "0" };
     wrong.replace_range(0..1, flipped);
     let missing = ImageReference::parse(&format!("127.0.0.1:{port}/checkfu-image@sha256:{wrong}")).expect("reference");
@@ -151,18 +151,20 @@ fn a_built_image_round_trips_through_the_registry_and_unpacks_with_its_whiteouts
     let selected = layout.image(Selector::Digest(pushed.digest())).expect("the pushed digest");
     let only = layout.image(Selector::Only).expect("the only manifest");
     assert_eq!((&selected.manifest_digest, &only.manifest_digest), (pushed.digest(), pushed.digest()));
-    assert_eq!(selected.config.entrypoint, ["/bin/busybox", "echo"]);
-    assert_eq!(selected.config.cmd, ["hi"]);
-    assert!(selected.config.env.iter().any(|e| e == "GREETING=hello"), "{:?}", selected.config.env);
-    assert_eq!(selected.config.working_dir.as_deref(), Some("/work"));
-    assert_eq!((selected.config.os.as_str(), selected.config.user.as_deref()), ("linux", None));
+    let config = selected.config.config().clone().unwrap_or_default();
+    assert_eq!(config.entrypoint().clone().unwrap_or_default(), ["/bin/busybox", "echo"]);
+    assert_eq!(config.cmd().clone().unwrap_or_default(), ["hi"]);
+    let env = config.env().clone().unwrap_or_default();
+    assert!(env.iter().any(|e| e == "GREETING=hello"), "{env:?}");
+    assert_eq!(config.working_dir().as_deref(), Some("/work"));
+    assert_eq!((selected.config.os().to_string(), config.user().as_deref().filter(|u| !u.is_empty())), ("linux".to_owned(), None));
 
     // What buildah (vfs storage) really emits for the removals: a `.wh.` file per removed
     // name, and no opaque marker even where a directory was removed and made again (the
     // marker is covered by the unpacker's unit tests).
     let layers: Vec<_> = selected.layer_digests().cloned().collect();
     assert_eq!(layers.len(), 2, "the base's layer and the image's one (--layers=false)");
-    let mut whiteouts = whiteouts_in(&layout_dir.join("blobs/sha256").join(layers[1].hex()));
+    let mut whiteouts = whiteouts_in(&layout_dir.join("blobs/sha256").join(layers[1].digest()));
     whiteouts.sort();
     assert_eq!(whiteouts, [".wh.gone", "data/x/.wh.y", "etc/.wh.a"]);
 
@@ -309,7 +311,7 @@ fn podman_builds_and_pushes_through_the_same_functions() {
     tools::pull_to_layout(&pushed, &work.path().join("layout"), Instant::now() + tools::TOOL_TIMEOUT).expect("pull");
     let layout = OciLayout::open(&work.path().join("layout")).expect("layout");
     let image = layout.image(Selector::Digest(pushed.digest())).expect("image");
-    assert_eq!(image.config.entrypoint, ["/bin/busybox"]);
+    assert_eq!(image.config.config().as_ref().and_then(|c| c.entrypoint().clone()).unwrap_or_default(), ["/bin/busybox"]);
     std::fs::create_dir(work.path().join("rootfs")).expect("rootfs");
     layout.unpack(&image, &work.path().join("rootfs"), Limits::default()).expect("unpack");
     assert!(work.path().join("rootfs/made").is_dir() && work.path().join("rootfs/bin/busybox").is_file());

@@ -99,7 +99,7 @@ fn an_image_pinned_by_digest_runs_in_the_fence_and_is_judged_by_the_relay() {
     assert_eq!(echo.json["steps"]["prompt_exchange"]["status"], "failed", "{}", echo.pretty());
 
     // A digest the registry does not have: exit 1 with the registry's answer.
-    let mut wrong = pushed.digest().hex().to_owned();
+    let mut wrong = pushed.digest().digest().to_owned();
     let flipped = if wrong.ends_with('0') { '1' } else { '0' };
     wrong.replace_range(wrong.len() - 1.., &flipped.to_string());
     let missing = format!("{}/{}@sha256:{wrong}", pushed.registry().expect("registry"), pushed.repository());

@@ -13,7 +13,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use checkfu_wire_probe::image::{Digest, Limits, OciLayout, Selector, TempDir};
+use checkfu_wire_probe::image::{digest_of, sha256_digest, Digest, Limits, OciLayout, Selector, TempDir};
 use sha2::Digest as _;
 
 /// The environment variable that tells this binary it is the child, naming the layout.
@@ -76,7 +76,7 @@ impl<W: Write> TarWriter<W> {
     /// Ends the archive; returns the writer and the diff_id.
     fn finish(mut self) -> io::Result<(W, Digest)> {
         self.write(&[0u8; 1024])?;
-        let diff_id = Digest::parse(&format!("sha256:{:x}", self.hasher.finalize())).map_err(|e| io::Error::other(e.to_string()))?;
+        let diff_id = sha256_digest(&format!("sha256:{:x}", self.hasher.finalize())).map_err(|e| io::Error::other(e.to_string()))?;
         Ok((self.out, diff_id))
     }
 }
@@ -97,8 +97,8 @@ impl Layout {
     }
 
     fn blob(&self, bytes: &[u8]) -> Digest {
-        let digest = Digest::of(bytes);
-        fs::write(self.dir.path().join("blobs/sha256").join(digest.hex()), bytes).expect("blob");
+        let digest = digest_of(bytes);
+        fs::write(self.dir.path().join("blobs/sha256").join(digest.digest()), bytes).expect("blob");
         digest
     }
 

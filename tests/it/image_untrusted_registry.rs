@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use checkfu_wire_probe::image::Digest;
+use checkfu_wire_probe::image::{digest_of, Digest};
 
 use crate::probe_support::{probe, Run};
 use crate::support::image::BUSYBOX_CLI_FLAGS;
@@ -77,12 +77,12 @@ fn respond(mut stream: TcpStream, answer: &dyn Fn(&str) -> Answer) {
 fn manifest() -> (Vec<u8>, Digest) {
     let manifest = serde_json::json!({
         "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
-        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": Digest::of(b"config").to_string(), "size": 6},
-        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": Digest::of(b"layer").to_string(), "size": 5}],
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": digest_of(b"config").to_string(), "size": 6},
+        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": digest_of(b"layer").to_string(), "size": 5}],
     })
     .to_string()
     .into_bytes();
-    let digest = Digest::of(&manifest);
+    let digest = digest_of(&manifest);
     (manifest, digest)
 }
 

@@ -17,7 +17,6 @@
 //!
 //! Remote registries are pulled by skopeo with TLS verified ([`super::tools`]).
 
-use std::fmt;
 use std::fs::File;
 use std::io::Write;
 use std::net::SocketAddr;
@@ -33,13 +32,17 @@ use hyper::header::{
 use hyper::{Request, Response, StatusCode, Uri};
 use sha2::Digest as _;
 
-use super::layout::{host_architecture, MAX_JSON_BYTES};
-use super::reference::{Digest, ImageReference};
+use oci_spec::image::{Descriptor, ImageIndex, ImageManifest, MediaType, ToDockerV2S2};
+
+use super::layout::{host_platform, MAX_JSON_BYTES};
+use super::reference::{digest_from_sha256, digest_of, sha256_digest, Digest, ImageReference};
 
 /// What a manifest request accepts: OCI and Docker v2 manifests and their indexes.
-const MANIFEST_TYPES: &str = "application/vnd.oci.image.manifest.v1+json, application/vnd.oci.image.index.v1+json, \
-                              application/vnd.docker.distribution.manifest.v2+json, \
-                              application/vnd.docker.distribution.manifest.list.v2+json";
+fn manifest_types() -> String {
+    let oci = [MediaType::ImageManifest, MediaType::ImageIndex];
+    let docker = oci.iter().filter_map(|t| t.to_docker_v2s2().ok().map(str::to_owned));
+    oci.iter().map(MediaType::to_string).chain(docker).collect::<Vec<_>>().join(", ")
+}
 /// Redirects followed for one request: a registry redirects a blob once, to its storage.
 const MAX_REDIRECTS: usize = 5;
 /// Image indexes nested in indexes (as the layout reader allows).
@@ -55,7 +58,8 @@ const PLATFORMS_NAMED: usize = 5;
 
 /// Why a pull was refused or failed: one message of at most 1 KB naming the registry, the
 /// blob, the host or the deadline at fault.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
 pub struct PullFailure(String);
 
 impl PullFailure {
@@ -72,14 +76,6 @@ impl PullFailure {
         PullFailure(message)
     }
 }
-
-impl fmt::Display for PullFailure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for PullFailure {}
 
 /// How often a pull looks whether a signal stopped the run.
 const INTERRUPT_TICK: std::time::Duration = std::time::Duration::from_millis(50);
@@ -135,34 +131,6 @@ pub fn pull(reference: &ImageReference, dir: &Path, deadline: Instant) -> Result
     }
 }
 
-/// A descriptor as a manifest or an index lists it: the members this client needs.
-#[derive(serde::Deserialize)]
-struct Descriptor {
-    digest: String,
-    size: u64,
-    #[serde(default)]
-    platform: Option<Platform>,
-}
-
-#[derive(serde::Deserialize)]
-struct Platform {
-    #[serde(default)]
-    os: String,
-    #[serde(default)]
-    architecture: String,
-}
-
-#[derive(serde::Deserialize)]
-struct Index {
-    manifests: Vec<Descriptor>,
-}
-
-#[derive(serde::Deserialize)]
-struct Manifest {
-    config: Descriptor,
-    layers: Vec<Descriptor>,
-}
-
 /// One pull's connection details and progress.
 struct Client {
     /// `HOST[:PORT]` as the reference names it: the only authority requests go to.
@@ -183,7 +151,7 @@ impl Client {
         write_file(&dir.join("oci-layout"), br#"{"imageLayoutVersion":"1.0.0"}"#)?;
         let index = serde_json::json!({
             "schemaVersion": 2,
-            "manifests": [{"mediaType": media_type, "digest": digest.to_string(), "size": size}],
+            "manifests": [{"mediaType": media_type.to_string(), "digest": digest.to_string(), "size": size}],
         });
         write_file(&dir.join("index.json"), index.to_string().as_bytes())
     }
@@ -191,10 +159,10 @@ impl Client {
     /// Fetches the manifest or index `digest` (its size checked when a descriptor declared
     /// it), follows an index to this machine's platform, then fetches the config and the
     /// layers. Returns the media type and size of what `digest` named.
-    async fn manifest(&mut self, digest: &Digest, declared: Option<u64>, dir: &Path, depth: usize) -> Result<(String, u64), String> {
+    async fn manifest(&mut self, digest: &Digest, declared: Option<u64>, dir: &Path, depth: usize) -> Result<(MediaType, u64), String> {
         self.current = format!("reading the manifest {digest}");
         let path = format!("/v2/{}/manifests/{digest}", self.repository);
-        let response = self.get(&path, Some(MANIFEST_TYPES)).await?;
+        let response = self.get(&path, Some(&manifest_types())).await?;
         let header_type = response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
         let cap = declared.unwrap_or(MAX_JSON_BYTES);
         if cap > MAX_JSON_BYTES {
@@ -204,30 +172,33 @@ impl Client {
         if let Some(size) = declared.filter(|&s| s != bytes.len() as u64) {
             return Err(format!("the manifest {digest} is declared at {size} bytes, but the registry sent {}", bytes.len()));
         }
-        let actual = Digest::of(&bytes);
+        let actual = digest_of(&bytes);
         if &actual != digest {
             return Err(format!("the registry sent a manifest for {digest} that hashes to {actual}"));
         }
-        write_file(&dir.join("blobs").join("sha256").join(digest.hex()), &bytes)?;
+        write_file(&dir.join("blobs").join("sha256").join(digest.digest()), &bytes)?;
+        // Parsed once: the JSON value becomes oci-spec's index or manifest.
         let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| format!("the manifest {digest} is not JSON: {e}"))?;
-        let media_type = value.get("mediaType").and_then(|t| t.as_str()).map(str::to_owned).unwrap_or_else(|| {
-            let essence = header_type.split(';').next().unwrap_or_default().trim();
-            match essence {
-                "" if value.get("manifests").is_some() => String::from("application/vnd.oci.image.index.v1+json"),
-                "" => String::from("application/vnd.oci.image.manifest.v1+json"),
-                other => other.to_owned(),
-            }
-        });
-        if value.get("manifests").is_some() {
+        let is_index = value.get("manifests").is_some();
+        let media_type = match value.get("mediaType").and_then(|t| t.as_str()) {
+            Some(declared) => MediaType::from(declared),
+            None => match header_type.split(';').next().unwrap_or_default().trim() {
+                "" if is_index => MediaType::ImageIndex,
+                "" => MediaType::ImageManifest,
+                other => MediaType::from(other),
+            },
+        };
+        if is_index {
             if depth >= MAX_INDEX_DEPTH {
                 return Err(format!("the index {digest}: image indexes nested deeper than {MAX_INDEX_DEPTH}"));
             }
-            let index: Index = serde_json::from_value(value).map_err(|e| format!("the index {digest} is not an image index: {e}"))?;
+            let index: ImageIndex = serde_json::from_value(value).map_err(|e| format!("the index {digest} is not an image index: {e}"))?;
             let chosen = platform_manifest(&index, digest)?;
-            let chosen_digest = Digest::parse(&chosen.digest).map_err(|e| format!("the index {digest} lists `{}`: {e}", chosen.digest))?;
-            Box::pin(self.manifest(&chosen_digest, Some(chosen.size), dir, depth + 1)).await?;
+            let listed = chosen.digest().to_string();
+            let chosen_digest = sha256_digest(&listed).map_err(|e| format!("the index {digest} lists `{listed}`: {e}"))?;
+            Box::pin(self.manifest(&chosen_digest, Some(chosen.size()), dir, depth + 1)).await?;
         } else {
-            let manifest: Manifest =
+            let manifest: ImageManifest =
                 serde_json::from_value(value).map_err(|e| format!("the manifest {digest} is not an image manifest: {e}"))?;
             self.image(&manifest, dir).await?;
         }
@@ -235,23 +206,24 @@ impl Client {
     }
 
     /// The config and the layers of `manifest`, after the free space was checked.
-    async fn image(&mut self, manifest: &Manifest, dir: &Path) -> Result<(), String> {
+    async fn image(&mut self, manifest: &ImageManifest, dir: &Path) -> Result<(), String> {
         let mut declared: u64 = 0;
-        for descriptor in std::iter::once(&manifest.config).chain(&manifest.layers) {
-            declared = declared.checked_add(descriptor.size).ok_or("the manifest's declared sizes overflow")?;
+        for descriptor in std::iter::once(manifest.config()).chain(manifest.layers()) {
+            declared = declared.checked_add(descriptor.size()).ok_or("the manifest's declared sizes overflow")?;
         }
         let free = free_bytes(dir)?;
         if declared > free {
             return Err(format!("the image's blobs are declared at {declared} bytes, and {} has only {free} free", dir.display()));
         }
-        if manifest.config.size > MAX_JSON_BYTES {
+        if manifest.config().size() > MAX_JSON_BYTES {
             return Err(format!(
                 "the config {} is declared at {} bytes, over the {MAX_JSON_BYTES}-byte cap",
-                manifest.config.digest, manifest.config.size
+                manifest.config().digest(),
+                manifest.config().size()
             ));
         }
-        self.blob("config", &manifest.config, dir).await?;
-        for (n, layer) in manifest.layers.iter().enumerate() {
+        self.blob("config", manifest.config(), dir).await?;
+        for (n, layer) in manifest.layers().iter().enumerate() {
             self.blob(&format!("layer {}", n + 1), layer, dir).await?;
         }
         Ok(())
@@ -260,10 +232,11 @@ impl Client {
     /// Streams one blob into the layout: cut off past its declared size, hashed as it
     /// streams, written under a temporary name and renamed once it checks.
     async fn blob(&mut self, role: &str, descriptor: &Descriptor, dir: &Path) -> Result<(), String> {
-        let digest = Digest::parse(&descriptor.digest).map_err(|e| format!("the {role} `{}`: {e}", descriptor.digest))?;
-        let size = descriptor.size;
+        let listed = descriptor.digest().to_string();
+        let digest = sha256_digest(&listed).map_err(|e| format!("the {role} `{listed}`: {e}"))?;
+        let size = descriptor.size();
         let blobs = dir.join("blobs").join("sha256");
-        let target = blobs.join(digest.hex());
+        let target = blobs.join(digest.digest());
         if target.exists() {
             // The same blob listed twice was fetched and checked already.
             return Ok(());
@@ -275,7 +248,7 @@ impl Client {
                 return Err(format!("the {role} {digest} is declared at {size} bytes, but the registry announced {length}: refused"));
             }
         }
-        let partial = blobs.join(format!("{}.partial", digest.hex()));
+        let partial = blobs.join(format!("{}.partial", digest.digest()));
         let mut file = File::create(&partial).map_err(|e| format!("cannot write {}: {e}", partial.display()))?;
         let streamed = stream_into(response.into_body(), &mut file, size).await;
         drop(file);
@@ -283,7 +256,7 @@ impl Client {
             if read != size {
                 return Err(format!("the {role} {digest} is declared at {size} bytes, but the registry sent {read}"));
             }
-            let actual = Digest::from_sha256(hash);
+            let actual = digest_from_sha256(hash);
             if actual != digest {
                 return Err(format!("the registry sent a {role} for {digest} that hashes to {actual}"));
             }
@@ -408,22 +381,18 @@ impl Client {
 }
 
 /// The manifest of an index for this machine's platform, as the layout reader selects it.
-fn platform_manifest<'a>(index: &'a Index, digest: &Digest) -> Result<&'a Descriptor, String> {
-    let architecture = host_architecture();
-    let found = index.manifests.iter().find(|m| m.platform.as_ref().is_some_and(|p| p.os == "linux" && p.architecture == architecture));
+fn platform_manifest<'a>(index: &'a ImageIndex, digest: &Digest) -> Result<&'a Descriptor, String> {
+    let (os, architecture) = host_platform();
+    let manifests = index.manifests();
+    let found = manifests.iter().find(|m| m.platform().as_ref().is_some_and(|p| *p.os() == os && *p.architecture() == architecture));
     found.ok_or_else(|| {
-        let named: Vec<String> = index
-            .manifests
+        let named: Vec<String> = manifests
             .iter()
-            .filter_map(|m| m.platform.as_ref())
+            .filter_map(|m| m.platform().as_ref())
             .take(PLATFORMS_NAMED)
-            .map(|p| format!("{}/{}", clip(&p.os), clip(&p.architecture)))
+            .map(|p| format!("{}/{}", clip(&p.os().to_string()), clip(&p.architecture().to_string())))
             .collect();
-        format!(
-            "the index {digest} has no linux/{architecture} manifest ({} listed, among them: {})",
-            index.manifests.len(),
-            named.join(", ")
-        )
+        format!("the index {digest} has no {os}/{architecture} manifest ({} listed, among them: {})", manifests.len(), named.join(", "))
     })
 }
 

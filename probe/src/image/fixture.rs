@@ -5,8 +5,8 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use super::layout::{host_architecture, LayoutError, Limits, OciLayout, Selector, UnpackReport};
-use super::reference::Digest;
+use super::layout::{host_platform, LayoutError, Limits, OciLayout, Selector, UnpackReport};
+use super::reference::{digest_of, Digest};
 
 pub const GZIP: &str = "application/vnd.oci.image.layer.v1.tar+gzip";
 pub const TAR: &str = "application/vnd.oci.image.layer.v1.tar";
@@ -63,8 +63,8 @@ impl Fixture {
     }
 
     pub fn blob(&self, bytes: &[u8]) -> Digest {
-        let digest = Digest::of(bytes);
-        fs::write(self.dir.path().join("blobs/sha256").join(digest.hex()), bytes).expect("blob");
+        let digest = digest_of(bytes);
+        fs::write(self.dir.path().join("blobs/sha256").join(digest.digest()), bytes).expect("blob");
         digest
     }
 
@@ -77,10 +77,10 @@ impl Fixture {
             let blob = if media_type.ends_with("gzip") { gzip(tar) } else { tar.clone() };
             let digest = self.blob(&blob);
             descriptors.push(serde_json::json!({"mediaType": media_type, "digest": digest.to_string(), "size": blob.len()}));
-            diff_ids.push(Digest::of(tar).to_string());
+            diff_ids.push(digest_of(tar).to_string());
         }
         let config = serde_json::json!({
-            "architecture": host_architecture(), "os": "linux",
+            "architecture": host_platform().1.to_string(), "os": "linux",
             "config": {"Env": ["PATH=/bin", "A=1"], "Entrypoint": ["/bin/tool"], "Cmd": ["--help"], "WorkingDir": "/work", "User": "1000"},
             "rootfs": {"type": "layers", "diff_ids": diff_ids},
         })

@@ -22,6 +22,21 @@ pub const MAX_CONNECTIONS: usize = 64;
 /// The buffer of each direction of each connection.
 const BUFFER: usize = 16 * 1024;
 
+/// Why a forwarder could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ForwardError {
+    #[error("cannot open {}: {source}", namespace.display())]
+    Namespace { namespace: std::path::PathBuf, source: io::Error },
+    #[error("cannot enter the pause container's network namespace (setns: {0}); it takes CAP_SYS_ADMIN, which root has")]
+    Enter(io::Error),
+    #[error("cannot listen on the pause container's 127.0.0.1:{port}: {source}")]
+    Listen { port: u16, source: io::Error },
+    #[error("cannot start the forwarder: {0}")]
+    Thread(io::Error),
+    #[error("the forwarder's thread panicked")]
+    Panicked,
+}
+
 /// A running forwarder; [`Forwarder::stop`] (or dropping it) ends it.
 #[derive(Debug)]
 pub struct Forwarder {
@@ -37,21 +52,19 @@ impl Forwarder {
     /// `/proc/PID/ns/net` path) and forwards each connection to `relay`, dialled from the
     /// namespace `fence` (a descriptor of the fence's network namespace; `None`: the probe's
     /// own). `Err` says why, `setns` refused included.
-    pub fn start(namespace: &std::path::Path, relay: SocketAddr, fence: Option<RawFd>) -> Result<Forwarder, String> {
-        let file = std::fs::File::open(namespace).map_err(|e| format!("cannot open {}: {e}", namespace.display()))?;
+    pub fn start(namespace: &std::path::Path, relay: SocketAddr, fence: Option<RawFd>) -> Result<Forwarder, ForwardError> {
+        let file = std::fs::File::open(namespace).map_err(|source| ForwardError::Namespace { namespace: namespace.to_owned(), source })?;
         let target = OwnedFd::from(file);
         let port = relay.port();
         let listener = std::thread::Builder::new()
             .name("forward-bind".into())
-            .spawn(move || -> Result<TcpListener, String> {
-                enter(target.as_raw_fd()).map_err(|e| {
-                    format!("cannot enter the pause container's network namespace (setns: {e}); it takes CAP_SYS_ADMIN, which root has")
-                })?;
-                TcpListener::bind(("127.0.0.1", port)).map_err(|e| format!("cannot listen on the pause container's 127.0.0.1:{port}: {e}"))
+            .spawn(move || -> Result<TcpListener, ForwardError> {
+                enter(target.as_raw_fd()).map_err(ForwardError::Enter)?;
+                TcpListener::bind(("127.0.0.1", port)).map_err(|source| ForwardError::Listen { port, source })
             })
-            .map_err(|e| format!("cannot start the forwarder: {e}"))?
+            .map_err(ForwardError::Thread)?
             .join()
-            .map_err(|_| String::from("the forwarder's thread panicked"))??;
+            .map_err(|_| ForwardError::Panicked)??;
         let listener_fd = listener.as_raw_fd();
         let stopping = Arc::new(AtomicBool::new(false));
         let open: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
@@ -60,7 +73,7 @@ impl Forwarder {
         let acceptor = std::thread::Builder::new()
             .name("forward-accept".into())
             .spawn(move || accept(listener, relay, fence, &stop, &kept, &threads))
-            .map_err(|e| format!("cannot start the forwarder: {e}"))?;
+            .map_err(ForwardError::Thread)?;
         Ok(Forwarder { listener_fd, stopping, open, acceptor: Some(acceptor), pumps })
     }
 
@@ -217,6 +230,7 @@ mod tests {
         let forwarder = match Forwarder::start(std::path::Path::new("/proc/self/ns/net"), address, None) {
             Ok(forwarder) => forwarder,
             Err(why) => {
+                let why = why.to_string();
                 // SAFETY: geteuid cannot fail.
                 assert_ne!(unsafe { libc::geteuid() }, 0, "root may enter: {why}");
                 assert!(why.contains("setns") && why.contains("CAP_SYS_ADMIN"), "{why}");

@@ -92,29 +92,44 @@ pub fn fits_env_file(name: &OsStr, value: &OsStr) -> bool {
 pub const MAX_IMAGE_ENV_ENTRIES: usize = 4096;
 pub const MAX_IMAGE_ENV_BYTES: usize = 256 << 10;
 
+/// Why an image's config cannot be run: over a limit, or holding what no process can be
+/// given.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigRefused {
+    #[error("the image sets {0} variables (Env); the probe runs at most {MAX_IMAGE_ENV_ENTRIES}")]
+    TooManyVariables(usize),
+    #[error("the image's variables (Env) are {0} bytes; the probe runs at most {MAX_IMAGE_ENV_BYTES}")]
+    VariablesTooLarge(usize),
+    #[error(
+        "the image's Entrypoint and Cmd are {arguments} arguments, {bytes} bytes; the probe runs at most \
+         {MAX_IMAGE_ENV_ENTRIES} and {MAX_IMAGE_ENV_BYTES}"
+    )]
+    CommandTooLarge { arguments: usize, bytes: usize },
+    /// `what` is `Env` or `Entrypoint and Cmd`.
+    #[error("the image's {what} holds a NUL byte in entry {index}; no process can be given one")]
+    Nul { what: &'static str, index: usize },
+}
+
 /// Refuses an image whose `Env`, `Entrypoint` and `Cmd` are over those limits, naming the
 /// limit, before any program starts.
-pub fn check_image_config(env: &[String], command: &[String]) -> Result<(), String> {
+pub fn check_image_config(env: &[String], command: &[String]) -> Result<(), ConfigRefused> {
     if env.len() > MAX_IMAGE_ENV_ENTRIES {
-        return Err(format!("the image sets {} variables (Env); the probe runs at most {MAX_IMAGE_ENV_ENTRIES}", env.len()));
+        return Err(ConfigRefused::TooManyVariables(env.len()));
     }
     let bytes: usize = env.iter().map(|e| e.len() + 1).sum();
     if bytes > MAX_IMAGE_ENV_BYTES {
-        return Err(format!("the image's variables (Env) are {bytes} bytes; the probe runs at most {MAX_IMAGE_ENV_BYTES}"));
+        return Err(ConfigRefused::VariablesTooLarge(bytes));
     }
     let command_bytes: usize = command.iter().map(|a| a.len() + 1).sum();
     if command.len() > MAX_IMAGE_ENV_ENTRIES || command_bytes > MAX_IMAGE_ENV_BYTES {
-        return Err(format!(
-            "the image's Entrypoint and Cmd are {} arguments, {command_bytes} bytes; the probe runs at most {MAX_IMAGE_ENV_ENTRIES} and {MAX_IMAGE_ENV_BYTES}",
-            command.len()
-        ));
+        return Err(ConfigRefused::CommandTooLarge { arguments: command.len(), bytes: command_bytes });
     }
     // No process can hold a NUL in a variable or an argument, and bubblewrap reads the
     // harness's variables NUL-separated: one inside a value would be read as further
     // options of bubblewrap's own (`--bind / /host`).
     if let Some(at) = env.iter().chain(command).position(|item| item.contains('\0')) {
         let (what, index) = if at < env.len() { ("Env", at) } else { ("Entrypoint and Cmd", at - env.len()) };
-        return Err(format!("the image's {what} holds a NUL byte in entry {index}; no process can be given one"));
+        return Err(ConfigRefused::Nul { what, index });
     }
     Ok(())
 }
@@ -140,13 +155,13 @@ mod tests {
     #[test]
     fn too_many_variables_are_refused_naming_the_limit() {
         let many: Vec<String> = (0..=MAX_IMAGE_ENV_ENTRIES).map(|i| format!("V{i}=x")).collect();
-        let error = check_image_config(&many, &[]).unwrap_err();
+        let error = check_image_config(&many, &[]).unwrap_err().to_string();
         assert!(error.contains(&MAX_IMAGE_ENV_ENTRIES.to_string()) && error.len() < 1024, "{error}");
         let large = vec![format!("V={}", "x".repeat(MAX_IMAGE_ENV_BYTES))];
-        assert!(check_image_config(&large, &[]).unwrap_err().contains("bytes"));
+        assert!(check_image_config(&large, &[]).unwrap_err().to_string().contains("bytes"));
         assert!(check_image_config(&["PATH=/bin".into()], &["/bin/sh".into()]).is_ok());
-        let nul = check_image_config(&["A=x\0--bind\0/\0/host".into()], &[]).unwrap_err();
+        let nul = check_image_config(&["A=x\0--bind\0/\0/host".into()], &[]).unwrap_err().to_string();
         assert!(nul.contains("NUL") && nul.contains("Env"), "{nul}");
-        assert!(check_image_config(&[], &["/bin/sh".into(), "a\0b".into()]).unwrap_err().contains("Cmd"));
+        assert!(check_image_config(&[], &["/bin/sh".into(), "a\0b".into()]).unwrap_err().to_string().contains("Cmd"));
     }
 }

@@ -35,14 +35,30 @@ fn inside_path(fd: &Dir, root: &Path) -> io::Result<String> {
     Ok(format!("/{}", inside.display()))
 }
 
+/// Why a directory could not be made inside the image: each names the path and what is
+/// wrong with it.
+#[derive(Debug, thiserror::Error)]
+pub enum InRootError {
+    #[error("a directory inside the image of {0} bytes: at most 4096")]
+    TooLong(usize),
+    #[error("the directory {path:?} inside the image: {why}")]
+    Refused { path: String, why: String },
+    #[error("the image's root {}: {source}", root.display())]
+    Root { root: PathBuf, source: io::Error },
+    #[error("the mount point {} is not UTF-8", .0.display())]
+    NotUtf8(PathBuf),
+    #[error("cannot mount {path} inside the image: the image has a symlink on the way (it resolves to {resolved})")]
+    SymlinkOnTheWay { path: String, resolved: String },
+}
+
 /// Makes the directory `path` names inside the image at `root` (an absolute path as the
 /// container sees it), and returns it with every symlink resolved. `Err` names the path and
 /// what is wrong: not absolute, a `..` component, a component that is not a directory or a
 /// symlink to nothing.
-pub fn make_dir(root: &Path, path: &str) -> Result<String, String> {
-    let refuse = |why: &str| format!("the directory {path:?} inside the image: {why}");
+pub fn make_dir(root: &Path, path: &str) -> Result<String, InRootError> {
+    let refuse = |why: &str| InRootError::Refused { path: path.to_owned(), why: why.to_owned() };
     if path.len() > 4096 {
-        return Err(format!("a directory inside the image of {} bytes: at most 4096", path.len()));
+        return Err(InRootError::TooLong(path.len()));
     }
     let given = Path::new(path);
     if !given.is_absolute() {
@@ -60,8 +76,8 @@ pub fn make_dir(root: &Path, path: &str) -> Result<String, String> {
     if components.len() > MAX_COMPONENTS {
         return Err(refuse(&format!("more than {MAX_COMPONENTS} components")));
     }
-    let root = root.canonicalize().map_err(|e| format!("the image's root {}: {e}", root.display()))?;
-    let root_fd = Dir::open(&root).map_err(|e| format!("the image's root {}: {e}", root.display()))?;
+    let root = root.canonicalize().map_err(|source| InRootError::Root { root: root.to_owned(), source })?;
+    let root_fd = Dir::open(&root).map_err(|source| InRootError::Root { root: root.clone(), source })?;
     let mut prefix = PathBuf::new();
     let mut dir = open_in_root(&root_fd, &prefix).map_err(|e| refuse(&e.to_string()))?;
     for name in &components {
@@ -86,11 +102,11 @@ pub fn make_dir(root: &Path, path: &str) -> Result<String, String> {
 
 /// [`make_dir`] for a mount point that must be exactly `path` (a host directory the
 /// runtime binds at its own path, `/tmp`, `/dev`, `/proc`): a symlink on the way is refused.
-pub fn make_mount_point(root: &Path, path: &Path) -> Result<(), String> {
-    let text = path.to_str().ok_or_else(|| format!("the mount point {} is not UTF-8", path.display()))?;
+pub fn make_mount_point(root: &Path, path: &Path) -> Result<(), InRootError> {
+    let text = path.to_str().ok_or_else(|| InRootError::NotUtf8(path.to_owned()))?;
     let made = make_dir(root, text)?;
     if Path::new(&made) != path {
-        return Err(format!("cannot mount {text} inside the image: the image has a symlink on the way (it resolves to {made})"));
+        return Err(InRootError::SymlinkOnTheWay { path: text.to_owned(), resolved: made });
     }
     Ok(())
 }
@@ -146,9 +162,9 @@ mod tests {
     fn a_file_or_a_dangling_link_on_the_way_is_refused() {
         let (_dir, root, _) = scratch("file");
         std::fs::write(root.join("file"), b"x").unwrap();
-        assert!(make_dir(&root, "/file/sub").unwrap_err().contains("not a directory"));
+        assert!(make_dir(&root, "/file/sub").unwrap_err().to_string().contains("not a directory"));
         symlink("/nowhere/at/all", root.join("dangling")).unwrap();
-        let error = make_dir(&root, "/dangling").unwrap_err();
+        let error = make_dir(&root, "/dangling").unwrap_err().to_string();
         assert!(error.contains("nothing") || error.contains("No such"), "{error}");
     }
 }

@@ -17,12 +17,12 @@ use std::io::{self, Read};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use oci_spec::image::{Descriptor, ImageConfiguration, ImageIndex, ImageManifest};
+use oci_spec::image::{Arch, Descriptor, ImageConfiguration, ImageIndex, ImageManifest, MediaType, Os, ToDockerV2S2};
 use sha2::Digest as _;
 
-use super::reference::Digest;
+use super::reference::{digest_from_sha256, digest_of, is_sha256, sha256_digest, Digest};
+pub use super::tarframe::MAX_METADATA_BYTES;
 use super::tarstream::Capped;
-pub use super::tarstream::MAX_METADATA_BYTES;
 use super::unpack::Unpacker;
 use crate::dirfd::Dir;
 
@@ -89,27 +89,14 @@ pub enum Selector<'a> {
     Only,
 }
 
-/// What a container runtime reads from the image's config.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ImageConfig {
-    /// `NAME=VALUE` entries, in order.
-    pub env: Vec<String>,
-    /// Empty when the image has none (a runtime treats absent and empty alike).
-    pub entrypoint: Vec<String>,
-    pub cmd: Vec<String>,
-    pub working_dir: Option<String>,
-    pub user: Option<String>,
-    pub architecture: String,
-    pub os: String,
-}
-
 /// A manifest resolved to its config and layers, every one of them checked.
 #[derive(Clone, Debug)]
 pub struct Image {
     /// The manifest's own digest (the platform's manifest when an index was followed).
     pub manifest_digest: Digest,
     pub config_digest: Digest,
-    pub config: ImageConfig,
+    /// The image's config (its `os` is checked by the caller, which knows what runs it).
+    pub config: ImageConfiguration,
     layers: Vec<Layer>,
     /// The config's `rootfs.diff_ids`: each layer's decompressed digest.
     diff_ids: Vec<Digest>,
@@ -153,32 +140,25 @@ pub struct UnpackReport {
     pub bytes: u64,
 }
 
-/// Why a layout could not be read or unpacked.
-#[derive(Debug)]
+/// Why a layout could not be read or unpacked. Every message is at most
+/// [`MAX_ERROR_BYTES`] long, cut where it must be: a hostile image names its own blobs and entries.
+#[derive(Debug, thiserror::Error)]
 pub enum LayoutError {
     /// The layout's own files (`oci-layout`, `index.json`) or the file system.
+    #[error("{}", bounded(format!("{context}: {source}")))]
     Io { context: String, source: io::Error },
     /// The layout is not a usable OCI layout, or does not hold what was asked.
+    #[error("{}", bounded(.0.clone()))]
     Layout(String),
     /// A blob that is missing, of the wrong size or digest, malformed or unsupported.
+    #[error("{}", bounded(format!("blob {digest}: {problem}")))]
     Blob { digest: String, problem: String },
     /// A layer entry that was refused.
+    #[error("{}", bounded(format!("layer {layer}, entry `{path}`: {problem}")))]
     Entry { layer: Digest, path: String, problem: String },
     /// A layer that is not a readable tar stream, or breaks a [`Limits`] cap.
+    #[error("{}", bounded(format!("layer {layer}: {problem}")))]
     Layer { layer: Digest, problem: String },
-}
-
-impl fmt::Display for LayoutError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let text = match self {
-            LayoutError::Io { context, source } => format!("{context}: {source}"),
-            LayoutError::Layout(message) => message.clone(),
-            LayoutError::Blob { digest, problem } => format!("blob {digest}: {problem}"),
-            LayoutError::Entry { layer, path, problem } => format!("layer {layer}, entry `{path}`: {problem}"),
-            LayoutError::Layer { layer, problem } => format!("layer {layer}: {problem}"),
-        };
-        f.write_str(&bounded(text))
-    }
 }
 
 /// `text` cut to [`MAX_ERROR_BYTES`] at a character boundary, marked where it was cut.
@@ -194,8 +174,6 @@ fn bounded(mut text: String) -> String {
     text.push('…');
     text
 }
-
-impl std::error::Error for LayoutError {}
 
 fn io_error(context: impl Into<String>) -> impl FnOnce(io::Error) -> LayoutError {
     let context = context.into();
@@ -248,59 +226,52 @@ impl OciLayout {
                 }
             },
             Selector::Digest(wanted) => {
-                let listed = self.index.manifests().iter().find(|d| d.digest().as_ref() == wanted.to_string());
+                let listed = self.index.manifests().iter().find(|d| d.digest() == wanted);
                 (wanted.clone(), listed.map(|d| d.size()))
             }
         };
         self.resolve(&digest, size, 0)
     }
 
+    /// The image `digest` names: a manifest, or an image index followed to this machine's
+    /// platform. The blob is read once and parsed once: its JSON is read into a value, and
+    /// that value, not the bytes again, becomes oci-spec's index or manifest.
     fn resolve(&self, digest: &Digest, size: Option<u64>, depth: usize) -> Result<Image, LayoutError> {
         let bytes = self.read_json_blob(digest, size)?;
         let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| blob_error(digest, format!("not JSON: {e}")))?;
+        drop(bytes);
         if value.get("manifests").is_some() {
             if depth >= MAX_INDEX_DEPTH {
                 return Err(blob_error(digest, format!("image indexes nested deeper than {MAX_INDEX_DEPTH}")));
             }
-            let index = ImageIndex::from_reader(&bytes[..]).map_err(|e| blob_error(digest, format!("not an image index: {e}")))?;
-            let (os, architecture) = ("linux", host_architecture());
-            let chosen = index
-                .manifests()
-                .iter()
-                .find(|m| m.platform().as_ref().is_some_and(|p| p.os().to_string() == os && p.architecture().to_string() == architecture));
-            let Some(chosen) = chosen else {
-                let platforms = index.manifests().iter().filter_map(|m| m.platform().as_ref());
-                let count = platforms.clone().count();
-                let mut available: Vec<String> =
-                    platforms.take(SHOWN_PLATFORMS).map(|p| format!("{}/{}", p.os(), p.architecture())).collect();
-                if count > SHOWN_PLATFORMS {
-                    available.push(format!("and {} more", count - SHOWN_PLATFORMS));
-                }
-                return Err(blob_error(
-                    digest,
-                    format!("the image index has no {os}/{architecture} manifest (it has: {})", available.join(", ")),
-                ));
-            };
+            let index: ImageIndex = serde_json::from_value(value).map_err(|e| blob_error(digest, format!("not an image index: {e}")))?;
+            let chosen = platform_manifest(&index, digest)?;
             return self.resolve(&descriptor_digest(chosen)?, Some(chosen.size()), depth + 1);
         }
         if value.get("layers").is_none() {
             return Err(blob_error(digest, "neither an image manifest nor an image index"));
         }
-        let manifest = ImageManifest::from_reader(&bytes[..]).map_err(|e| blob_error(digest, format!("not an image manifest: {e}")))?;
+        let manifest: ImageManifest =
+            serde_json::from_value(value).map_err(|e| blob_error(digest, format!("not an image manifest: {e}")))?;
+        self.image_of(digest, &manifest)
+    }
+
+    /// The config and layers `manifest` lists, checked.
+    fn image_of(&self, digest: &Digest, manifest: &ImageManifest) -> Result<Image, LayoutError> {
         let config_digest = descriptor_digest(manifest.config())?;
-        let config_type = manifest.config().media_type().to_string();
-        if !matches!(config_type.as_str(), "application/vnd.oci.image.config.v1+json" | "application/vnd.docker.container.image.v1+json") {
+        let config_type = manifest.config().media_type();
+        if !is_image_config(config_type) {
             return Err(blob_error(&config_digest, format!("the manifest's config has media type {config_type}, not an image config")));
         }
         let config_bytes = self.read_json_blob(&config_digest, Some(manifest.config().size()))?;
-        let configuration = ImageConfiguration::from_reader(&config_bytes[..])
-            .map_err(|e| blob_error(&config_digest, format!("not an image config: {e}")))?;
+        let config: ImageConfiguration =
+            serde_json::from_slice(&config_bytes).map_err(|e| blob_error(&config_digest, format!("not an image config: {e}")))?;
         let layers = manifest.layers().iter().map(layer_of).collect::<Result<Vec<_>, _>>()?;
-        let diff_ids = configuration
+        let diff_ids = config
             .rootfs()
             .diff_ids()
             .iter()
-            .map(|d| Digest::parse(d).map_err(|e| blob_error(&config_digest, format!("diff_id {d}: {e}"))))
+            .map(|d| sha256_digest(d).map_err(|e| blob_error(&config_digest, format!("diff_id {d}: {e}"))))
             .collect::<Result<Vec<_>, _>>()?;
         if diff_ids.len() != layers.len() {
             return Err(blob_error(
@@ -308,12 +279,13 @@ impl OciLayout {
                 format!("the config lists {} diff_ids for the manifest's {} layers", diff_ids.len(), layers.len()),
             ));
         }
-        Ok(Image { manifest_digest: digest.clone(), config_digest, config: image_config(&configuration), layers, diff_ids })
+        Ok(Image { manifest_digest: digest.clone(), config_digest, config, layers, diff_ids })
     }
 
     fn blob_path(&self, digest: &Digest) -> PathBuf {
-        // The hex is checked (64 lowercase hex digits), so it is a plain file name.
-        self.dir.join("blobs").join("sha256").join(digest.hex())
+        // Only a sha256 digest is opened ([`OciLayout::open_blob`]), whose value oci-spec
+        // has checked to be 64 lowercase hex digits: a plain file name.
+        self.dir.join("blobs").join("sha256").join(digest.digest())
     }
 
     /// A JSON blob, read whole (at most [`MAX_JSON_BYTES`]) and checked against its digest
@@ -334,7 +306,7 @@ impl OciLayout {
             }
             _ => {}
         }
-        let actual = Digest::of(&bytes);
+        let actual = digest_of(&bytes);
         if &actual != digest {
             return Err(blob_error(digest, format!("content does not match its digest (it hashes to {actual})")));
         }
@@ -347,6 +319,9 @@ impl OciLayout {
     /// writer; `fstat` then says what it is before one byte is read. Returns the file's
     /// identity (device and inode) with it.
     fn open_blob(&self, digest: &Digest, size: Option<u64>) -> Result<(File, (u64, u64)), LayoutError> {
+        if !is_sha256(digest) {
+            return Err(blob_error(digest, "not a sha256 digest: an OCI layout here holds sha256 blobs only"));
+        }
         let file = File::options()
             .read(true)
             .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
@@ -465,11 +440,11 @@ impl OciLayout {
             });
         }
         if let Some(problem) = stream.refused.take() {
-            return Err(LayoutError::Layer { layer: layer.digest.clone(), problem });
+            return Err(LayoutError::Layer { layer: layer.digest.clone(), problem: problem.to_string() });
         }
         drained?;
         unpacker.streamed += stream.read;
-        let actual = Digest::from_sha256(std::mem::take(&mut stream.hasher).finalize().into());
+        let actual = digest_from_sha256(std::mem::take(&mut stream.hasher).finalize().into());
         if &actual != diff_id {
             return Err(LayoutError::Layer {
                 layer: layer.digest.clone(),
@@ -500,7 +475,7 @@ impl<R: Read> Hashed<R> {
                 format!("declared size {}, but the blob holds {}", layer.size, size_text(self.total, layer.size)),
             ));
         }
-        let actual = Digest::from_sha256(self.hasher.finalize().into());
+        let actual = digest_from_sha256(self.hasher.finalize().into());
         if actual != layer.digest {
             return Err(blob_error(&layer.digest, format!("content does not match its digest (it hashes to {actual})")));
         }
@@ -538,53 +513,65 @@ fn read_capped(path: &Path, cap: u64) -> Result<Vec<u8>, LayoutError> {
 
 fn descriptor_digest(descriptor: &Descriptor) -> Result<Digest, LayoutError> {
     let text = descriptor.digest().to_string();
-    Digest::parse(&text).map_err(|e| blob_error(&text, e.to_string()))
+    sha256_digest(&text).map_err(|e| blob_error(&text, e.to_string()))
 }
+
+/// The platform this machine runs: linux on its own architecture, as the image spec names
+/// it (Go's `GOARCH`, which oci-spec's default `Arch` follows).
+pub(super) fn host_platform() -> (Os, Arch) {
+    (Os::Linux, Arch::default())
+}
+
+/// The manifest `index` lists for [`host_platform`]; the error names the platforms it has
+/// (at most [`SHOWN_PLATFORMS`], so that a hostile index cannot make it long).
+fn platform_manifest<'a>(index: &'a ImageIndex, digest: &Digest) -> Result<&'a Descriptor, LayoutError> {
+    let (os, architecture) = host_platform();
+    let chosen =
+        index.manifests().iter().find(|m| m.platform().as_ref().is_some_and(|p| *p.os() == os && *p.architecture() == architecture));
+    chosen.ok_or_else(|| {
+        let platforms = index.manifests().iter().filter_map(|m| m.platform().as_ref());
+        let count = platforms.clone().count();
+        let mut available: Vec<String> = platforms.take(SHOWN_PLATFORMS).map(|p| format!("{}/{}", p.os(), p.architecture())).collect();
+        if count > SHOWN_PLATFORMS {
+            available.push(format!("and {} more", count - SHOWN_PLATFORMS));
+        }
+        blob_error(digest, format!("the image index has no {os}/{architecture} manifest (it has: {})", available.join(", ")))
+    })
+}
+
+/// Whether a config descriptor's media type is an image config: OCI's, or Docker's (which
+/// oci-spec reads as `Other` and names with `to_docker_v2s2`).
+fn is_image_config(media_type: &MediaType) -> bool {
+    match media_type {
+        MediaType::ImageConfig => true,
+        MediaType::Other(other) => MediaType::ImageConfig.to_docker_v2s2().is_ok_and(|docker| docker == other),
+        _ => false,
+    }
+}
+
+/// Docker's uncompressed and foreign gzip layer types, which oci-spec has no name for
+/// (its `to_docker_v2s2` names only Docker's gzip layer).
+const DOCKER_TAR_LAYER: &str = "application/vnd.docker.image.rootfs.diff.tar";
+const DOCKER_FOREIGN_GZIP_LAYER: &str = "application/vnd.docker.image.rootfs.foreign.diff.tar.gzip";
 
 fn layer_of(descriptor: &Descriptor) -> Result<Layer, LayoutError> {
     let digest = descriptor_digest(descriptor)?;
-    let media_type = descriptor.media_type().to_string();
-    let gzip = match media_type.as_str() {
-        "application/vnd.oci.image.layer.v1.tar"
-        | "application/vnd.oci.image.layer.nondistributable.v1.tar"
-        | "application/vnd.docker.image.rootfs.diff.tar" => false,
-        "application/vnd.oci.image.layer.v1.tar+gzip"
-        | "application/vnd.oci.image.layer.nondistributable.v1.tar+gzip"
-        | "application/vnd.docker.image.rootfs.diff.tar.gzip"
-        | "application/vnd.docker.image.rootfs.foreign.diff.tar.gzip" => true,
-        zstd if zstd.ends_with("+zstd") || zstd.ends_with(".zstd") => {
-            return Err(blob_error(
-                &digest,
-                format!("unsupported layer media type {zstd}: zstd layers are not supported (rebuild with gzip layers)"),
-            ))
-        }
+    let media_type = descriptor.media_type();
+    let docker_gzip = MediaType::ImageLayerGzip.to_docker_v2s2().ok();
+    let gzip = match media_type {
+        MediaType::ImageLayer | MediaType::ImageLayerNonDistributable => false,
+        MediaType::ImageLayerGzip | MediaType::ImageLayerNonDistributableGzip => true,
+        MediaType::Other(other) if other == DOCKER_TAR_LAYER => false,
+        MediaType::Other(other) if other == DOCKER_FOREIGN_GZIP_LAYER || Some(other.as_str()) == docker_gzip => true,
+        MediaType::ImageLayerZstd | MediaType::ImageLayerNonDistributableZstd => return Err(zstd_layer(&digest, media_type)),
+        MediaType::Other(other) if other.ends_with("+zstd") || other.ends_with(".zstd") => return Err(zstd_layer(&digest, media_type)),
         other => return Err(blob_error(&digest, format!("unsupported layer media type {other}"))),
     };
     Ok(Layer { digest, size: descriptor.size(), gzip })
 }
 
-fn image_config(configuration: &ImageConfiguration) -> ImageConfig {
-    let config = configuration.config().clone().unwrap_or_default();
-    ImageConfig {
-        env: config.env().clone().unwrap_or_default(),
-        entrypoint: config.entrypoint().clone().unwrap_or_default(),
-        cmd: config.cmd().clone().unwrap_or_default(),
-        working_dir: config.working_dir().clone().filter(|w| !w.is_empty()),
-        user: config.user().clone().filter(|u| !u.is_empty()),
-        architecture: configuration.architecture().to_string(),
-        os: configuration.os().to_string(),
-    }
-}
-
-/// This machine's architecture as the image spec names it (Go's `GOARCH`).
-pub(super) fn host_architecture() -> &'static str {
-    match std::env::consts::ARCH {
-        "x86_64" => "amd64",
-        "aarch64" => "arm64",
-        "x86" => "386",
-        "powerpc64" => "ppc64le",
-        other => other,
-    }
+fn zstd_layer(digest: &Digest, media_type: &MediaType) -> LayoutError {
+    blob_error(digest, format!("unsupported layer media type {media_type}: zstd layers are not supported (rebuild with gzip layers)"))
 }
 
 /// Unit tests of our code on hand-made layouts ([`super::fixture`]): the layout, its blobs
@@ -602,29 +589,35 @@ mod tests {
         let layout = OciLayout::open(fixture.dir.path()).unwrap();
         let image = layout.image(Selector::Digest(&manifest)).unwrap();
         assert_eq!(image.manifest_digest, manifest);
-        assert_eq!(image.config.env, ["PATH=/bin", "A=1"]);
+        let config = image.config.config().clone().unwrap_or_default();
+        assert_eq!(config.env().as_deref(), Some(&["PATH=/bin".to_owned(), "A=1".to_owned()][..]));
         assert_eq!(
-            (image.config.entrypoint.as_slice(), image.config.cmd.as_slice()),
-            (&["/bin/tool".to_owned()][..], &["--help".to_owned()][..])
+            (config.entrypoint().as_deref(), config.cmd().as_deref()),
+            (Some(&["/bin/tool".to_owned()][..]), Some(&["--help".to_owned()][..]))
         );
-        assert_eq!((image.config.working_dir.as_deref(), image.config.user.as_deref()), (Some("/work"), Some("1000")));
-        let other = Digest::of(b"absent");
+        assert_eq!((config.working_dir().as_deref(), config.user().as_deref()), (Some("/work"), Some("1000")));
+        assert_eq!((image.config.os(), image.config.architecture()), (&Os::Linux, &host_platform().1));
+        let other = digest_of(b"absent");
         let error = layout.image(Selector::Digest(&other)).unwrap_err().to_string();
         assert_eq!(error, format!("blob {other}: missing from {}/blobs/sha256", fixture.dir.path().display()));
+        // oci-spec's digest may name another algorithm; a layout here holds sha256 blobs.
+        let sha512: Digest = format!("sha512:{}", "ab".repeat(64)).parse().unwrap();
+        let error = layout.image(Selector::Digest(&sha512)).unwrap_err().to_string();
+        assert_eq!(error, format!("blob {sha512}: not a sha256 digest: an OCI layout here holds sha256 blobs only"));
     }
 
     #[test]
     fn an_image_index_is_followed_to_this_platform() {
         let fixture = Fixture::new();
         let manifest = fixture.image(&[(tar_of(|t| file(t, "f", 0o644, b"f")), TAR)]);
-        let manifest_size = fs::metadata(fixture.dir.path().join("blobs/sha256").join(manifest.hex())).unwrap().len();
+        let manifest_size = fs::metadata(fixture.dir.path().join("blobs/sha256").join(manifest.digest())).unwrap().len();
         let index = |arch: &str| {
             serde_json::json!({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": [
                 {"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": manifest.to_string(), "size": manifest_size,
                  "platform": {"os": "linux", "architecture": arch}}]})
             .to_string()
         };
-        let good = index(host_architecture());
+        let good = index(&host_platform().1.to_string());
         let good_digest = fixture.blob(good.as_bytes());
         fixture.index(&[(&good_digest, good.len(), "application/vnd.oci.image.index.v1+json")]);
         let layout = OciLayout::open(fixture.dir.path()).unwrap();
@@ -634,7 +627,7 @@ mod tests {
         let error = layout.image(Selector::Digest(&foreign_digest)).unwrap_err().to_string();
         assert_eq!(
             error,
-            format!("blob {foreign_digest}: the image index has no linux/{} manifest (it has: linux/s390x)", host_architecture())
+            format!("blob {foreign_digest}: the image index has no linux/{} manifest (it has: linux/s390x)", host_platform().1)
         );
     }
 
@@ -643,9 +636,9 @@ mod tests {
         let fixture = Fixture::new();
         let layer = tar_of(|t| file(t, "f", 0o644, b"original"));
         let blob = gzip(&layer);
-        let digest = Digest::of(&blob);
+        let digest = digest_of(&blob);
         fixture.image(&[(layer, GZIP)]);
-        let path = fixture.dir.path().join("blobs/sha256").join(digest.hex());
+        let path = fixture.dir.path().join("blobs/sha256").join(digest.digest());
         let mut tampered = blob.clone();
         let last = tampered.len() - 1;
         tampered[last] ^= 1;
@@ -668,11 +661,11 @@ mod tests {
     fn a_blob_that_is_not_a_regular_file_is_refused_before_it_is_read() {
         let fixture = Fixture::new();
         let layer = tar_of(|t| file(t, "f", 0o644, b"f"));
-        let digest = Digest::of(&layer);
+        let digest = digest_of(&layer);
         fixture.image(&[(layer, TAR)]);
         let layout = OciLayout::open(fixture.dir.path()).unwrap();
         let mut image = layout.image(Selector::Only).unwrap();
-        let path = fixture.dir.path().join("blobs/sha256").join(digest.hex());
+        let path = fixture.dir.path().join("blobs/sha256").join(digest.digest());
         // A symlink to /dev/zero, declared at 64 GiB: once hashed for 83 s, now refused at
         // its open.
         image.layers[0].size = 64 << 30;
@@ -697,7 +690,7 @@ mod tests {
         // The manifest itself as a FIFO.
         let fixture = Fixture::new();
         let manifest = fixture.image(&[(tar_of(|t| file(t, "f", 0o644, b"f")), TAR)]);
-        let path = fixture.dir.path().join("blobs/sha256").join(manifest.hex());
+        let path = fixture.dir.path().join("blobs/sha256").join(manifest.digest());
         fs::remove_file(&path).unwrap();
         let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
         // SAFETY: a NUL-terminated path.
@@ -723,7 +716,7 @@ mod tests {
     fn a_manifest_whose_declared_size_differs_is_refused() {
         let fixture = Fixture::new();
         let manifest = fixture.image(&[(tar_of(|t| file(t, "f", 0o644, b"f")), TAR)]);
-        let size = fs::metadata(fixture.dir.path().join("blobs/sha256").join(manifest.hex())).unwrap().len() as usize;
+        let size = fs::metadata(fixture.dir.path().join("blobs/sha256").join(manifest.digest())).unwrap().len() as usize;
         fixture.index(&[(&manifest, size + 1, "application/vnd.oci.image.manifest.v1+json")]);
         let error = OciLayout::open(fixture.dir.path()).unwrap().image(Selector::Only).unwrap_err().to_string();
         assert_eq!(error, format!("blob {manifest}: declared size {}, but the blob holds {size} bytes", size + 1));
@@ -780,7 +773,7 @@ mod tests {
     fn unsupported_layers_are_named() {
         let fixture = Fixture::new();
         let layer = tar_of(|t| file(t, "f", 0o644, b"f"));
-        let digest = Digest::of(&layer);
+        let digest = digest_of(&layer);
         fixture.image(&[(layer, "application/vnd.oci.image.layer.v1.tar+zstd")]);
         let error = OciLayout::open(fixture.dir.path()).unwrap().image(Selector::Only).unwrap_err().to_string();
         assert_eq!(

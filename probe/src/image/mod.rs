@@ -3,8 +3,8 @@
 //! - [`reference`]: an image reference pinned by digest (`NAME@sha256:<64 hex>`);
 //! - [`layout`]: an OCI image layout read and unpacked in the crate (every blob a regular
 //!   file checked against its digest and size, layers applied in order with whiteouts,
-//!   bounded), its layers' tar streams watched by `tarstream` and their entries placed by
-//!   `unpack`, confined to the root by the kernel;
+//!   bounded), its layers' tar streams watched by `tarstream` at the framing `tarframe`
+//!   reads, and their entries placed by `unpack`, confined to the root by the kernel;
 //! - [`distribution`]: a loopback registry pulled by the probe itself over plain HTTP
 //!   (bounded, to the registry named only, by the run's deadline);
 //! - [`host_env`]: the environment of every program the lane starts on the host, which no
@@ -31,12 +31,13 @@ pub mod reference;
 pub mod run;
 pub mod runtime;
 pub mod source;
+mod tarframe;
 mod tarstream;
 pub mod tools;
 mod unpack;
 
-pub use layout::{ImageConfig, Limits, OciLayout, Selector, UnpackReport};
-pub use reference::{Digest, ImageReference, ReferenceError};
+pub use layout::{Limits, OciLayout, Selector, UnpackReport};
+pub use reference::{digest_from_sha256, digest_of, sha256_digest, Digest, ImageReference, ReferenceError};
 
 use std::io;
 use std::path::{Path, PathBuf};

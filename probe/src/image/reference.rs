@@ -6,144 +6,134 @@
 //! share): the registry is the first `/`-separated component when it contains `.` or `:` or
 //! is `localhost`; the repository is lowercase alphanumeric components separated by `.`,
 //! `_`, `__` or runs of `-`, joined by `/`.
+//!
+//! The types are oci-spec's: [`ImageReference`] is a thin newtype over its
+//! `distribution::Reference` that enforces the pin, and [`Digest`] is its digest, which the
+//! lane builds and accepts for sha256 only ([`sha256_digest`], [`digest_of`]). The lane's own
+//! checks stay in front of oci-spec's parsers because they refuse what those accept and
+//! name what is wrong (see [`ImageReference`]).
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+use oci_spec::distribution::{ParseError, Reference};
 
 /// The longest repository name (registry included) the distribution grammar allows.
 const MAX_NAME_LEN: usize = 255;
 /// The longest tag the grammar allows (`[\w][\w.-]{0,127}`).
 const MAX_TAG_LEN: usize = 128;
 
-/// A sha256 content digest, `sha256:` and 64 lowercase hex digits (the only algorithm the
-/// lane accepts: it is what every registry and builder here produces, and what `sha2` checks).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Digest {
-    hex: String,
-}
+/// oci-spec's digest. The lane uses it for sha256 digests only (see [`sha256_digest`]).
+pub use oci_spec::image::Digest;
+use oci_spec::image::DigestAlgorithm;
 
-impl Digest {
-    /// Parses `sha256:<64 lowercase hex>`.
-    pub fn parse(text: &str) -> Result<Digest, ReferenceError> {
-        let Some((algorithm, hex)) = text.split_once(':') else {
-            return Err(ReferenceError::DigestFormat(text.to_owned()));
-        };
-        if algorithm != "sha256" {
-            return Err(ReferenceError::DigestAlgorithm(algorithm.to_owned()));
-        }
-        if hex.len() != 64 {
-            return Err(ReferenceError::DigestLength(hex.len()));
-        }
-        if let Some(bad) = hex.chars().find(|c| !matches!(c, '0'..='9' | 'a'..='f')) {
-            return Err(ReferenceError::DigestCharacter(bad));
-        }
-        Ok(Digest { hex: hex.to_owned() })
-    }
-
-    /// The digest of `bytes`.
-    pub fn of(bytes: &[u8]) -> Digest {
-        use sha2::Digest as _;
-        Digest::from_sha256(sha2::Sha256::digest(bytes).into())
-    }
-
-    /// The digest whose value is `raw`.
-    pub fn from_sha256(raw: [u8; 32]) -> Digest {
-        let mut hex = String::with_capacity(64);
-        for byte in raw {
-            hex.push_str(&format!("{byte:02x}"));
-        }
-        Digest { hex }
-    }
-
-    /// The 64 hex digits (a blob's file name in an OCI layout).
-    pub fn hex(&self) -> &str {
-        &self.hex
-    }
-}
-
-impl fmt::Display for Digest {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "sha256:{}", self.hex)
-    }
-}
-
-/// A reference pinned by digest.
+/// Parses `sha256:<64 lowercase hex>` into oci-spec's [`Digest`].
 ///
-/// A reference with both a tag and a digest (`name:tag@sha256:…`) is accepted, as the
-/// distribution grammar allows, but the tag is ignored for pulling: the digest alone says
-/// what runs ([`ImageReference::pull_name`] leaves the tag out), so a tag that moved since
-/// cannot change the image.
+/// oci-spec's own parser accepts any algorithm (sha512, or a name it does not know) and
+/// says only that a digest is invalid. The lane accepts sha256 alone, because a digest
+/// names a blob under `blobs/sha256/` and is checked with `sha2`, and its refusals say what
+/// is wrong; so the checks below come first, and oci-spec's parser last.
+pub fn sha256_digest(text: &str) -> Result<Digest, ReferenceError> {
+    let Some((algorithm, hex)) = text.split_once(':') else {
+        return Err(ReferenceError::DigestFormat(text.to_owned()));
+    };
+    if DigestAlgorithm::from(algorithm) != DigestAlgorithm::Sha256 {
+        return Err(ReferenceError::DigestAlgorithm(algorithm.to_owned()));
+    }
+    if hex.len() != 64 {
+        return Err(ReferenceError::DigestLength(hex.len()));
+    }
+    if let Some(bad) = hex.chars().find(|c| !matches!(c, '0'..='9' | 'a'..='f')) {
+        return Err(ReferenceError::DigestCharacter(bad));
+    }
+    text.parse().map_err(|_| ReferenceError::DigestFormat(text.to_owned()))
+}
+
+/// Whether `digest` is one the lane uses: sha256 (whose value oci-spec has checked to be
+/// 64 lowercase hex digits, so it is a plain file name under `blobs/sha256/`).
+pub fn is_sha256(digest: &Digest) -> bool {
+    *digest.algorithm() == DigestAlgorithm::Sha256
+}
+
+/// The sha256 digest of `bytes`.
+pub fn digest_of(bytes: &[u8]) -> Digest {
+    use sha2::Digest as _;
+    digest_from_sha256(sha2::Sha256::digest(bytes).into())
+}
+
+/// The sha256 digest whose value is `raw`.
+pub fn digest_from_sha256(raw: [u8; 32]) -> Digest {
+    let mut text = String::with_capacity(71);
+    text.push_str("sha256:");
+    for byte in raw {
+        text.push_str(&format!("{byte:02x}"));
+    }
+    // 64 lowercase hex digits after `sha256:` are a digest by oci-spec's grammar, whatever
+    // the bytes; this cannot fail.
+    text.parse().expect("sha256: and 64 lowercase hex digits are a digest")
+}
+
+/// A reference pinned by digest: oci-spec's [`Reference`], which the lane accepts only with
+/// a sha256 digest and keeps as given.
+///
+/// oci-spec's parser alone is not enough here: it accepts a reference without a digest
+/// (defaulting the tag to `latest`, which can move), any digest algorithm and uppercase
+/// hex, a port of any length, and it has no bracketed IPv6 host (the lane's `[::1]`
+/// loopback registry). Its errors do not say which part is wrong. So a reference passes
+/// the lane's own checks, which name what is wrong, and then oci-spec's grammar.
+///
+/// The reference is kept as given, not normalized to `docker.io/library/…`: what the
+/// report prints and the retest repeats is what the user wrote, and the tools apply the
+/// same default. A reference with both a tag and a digest (`name:tag@sha256:…`) is
+/// accepted, as the distribution grammar allows, but the tag is ignored for pulling: the
+/// digest alone says what runs ([`ImageReference::pull_name`] leaves the tag out), so a tag
+/// that moved since cannot change the image.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ImageReference {
-    registry: Option<String>,
-    repository: String,
-    tag: Option<String>,
+    /// The registry is empty when the reference names none (the tools' default, Docker
+    /// Hub); the digest is [`ImageReference::digest`]'s text.
+    reference: Reference,
     digest: Digest,
 }
 
 /// Why a reference was refused.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ReferenceError {
+    #[error("the image reference is empty; give NAME@sha256:<64 hex>")]
     Empty,
     /// `name:tag` without `@sha256:…`.
-    TagWithoutDigest {
-        name: String,
-        tag: String,
-    },
+    #[error(
+        "`{name}:{tag}` names a tag, not a digest: a tag can move, so pin the image as {name}@sha256:<64 hex> \
+         (the digest `skopeo inspect` or the registry reports)"
+    )]
+    TagWithoutDigest { name: String, tag: String },
     /// A name without `@sha256:…`.
+    #[error("`{0}` has no digest: pin the image as {0}@sha256:<64 hex>")]
     NoDigest(String),
     /// The part after `@` is not `ALGORITHM:VALUE`.
+    #[error("the digest `{0}` is not sha256:<64 hex>")]
     DigestFormat(String),
+    #[error("the digest algorithm `{0}` is not supported: only sha256 digests are accepted")]
     DigestAlgorithm(String),
+    #[error("a sha256 digest has 64 hex digits, this one has {0}")]
     DigestLength(usize),
+    #[error("a sha256 digest is lowercase hex (0-9, a-f); it holds {0:?}")]
     DigestCharacter(char),
+    #[error("the image reference has an empty repository name")]
     EmptyRepository,
     /// A repository component outside the grammar: the component, and why.
-    InvalidRepository {
-        component: String,
-        reason: &'static str,
-    },
+    #[error("the repository component `{component}` is invalid: {reason}")]
+    InvalidRepository { component: String, reason: &'static str },
+    #[error("the repository name is {0} bytes long; at most {MAX_NAME_LEN} are allowed")]
     NameTooLong(usize),
+    #[error("the tag `{0}` is invalid: letters, digits, `_`, `.` and `-`, not starting with `.` or `-`, at most 128")]
     InvalidTag(String),
+    #[error("the registry `{0}` is not HOST[:PORT]")]
     InvalidRegistry(String),
+    /// What the lane's checks let through and oci-spec's grammar did not: its reason.
+    #[error("`{reference}` is not an image reference: {reason}")]
+    Grammar { reference: String, reason: String },
 }
-
-impl fmt::Display for ReferenceError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ReferenceError::Empty => write!(f, "the image reference is empty; give NAME@sha256:<64 hex>"),
-            ReferenceError::TagWithoutDigest { name, tag } => write!(
-                f,
-                "`{name}:{tag}` names a tag, not a digest: a tag can move, so pin the image as {name}@sha256:<64 hex> \
-                 (the digest `skopeo inspect` or the registry reports)"
-            ),
-            ReferenceError::NoDigest(name) => write!(f, "`{name}` has no digest: pin the image as {name}@sha256:<64 hex>"),
-            ReferenceError::DigestFormat(text) => write!(f, "the digest `{text}` is not sha256:<64 hex>"),
-            ReferenceError::DigestAlgorithm(algorithm) => {
-                write!(f, "the digest algorithm `{algorithm}` is not supported: only sha256 digests are accepted")
-            }
-            ReferenceError::DigestLength(length) => {
-                write!(f, "a sha256 digest has 64 hex digits, this one has {length}")
-            }
-            ReferenceError::DigestCharacter(c) => {
-                write!(f, "a sha256 digest is lowercase hex (0-9, a-f); it holds {c:?}")
-            }
-            ReferenceError::EmptyRepository => write!(f, "the image reference has an empty repository name"),
-            ReferenceError::InvalidRepository { component, reason } => {
-                write!(f, "the repository component `{component}` is invalid: {reason}")
-            }
-            ReferenceError::NameTooLong(length) => {
-                write!(f, "the repository name is {length} bytes long; at most {MAX_NAME_LEN} are allowed")
-            }
-            ReferenceError::InvalidTag(tag) => {
-                write!(f, "the tag `{tag}` is invalid: letters, digits, `_`, `.` and `-`, not starting with `.` or `-`, at most 128")
-            }
-            ReferenceError::InvalidRegistry(registry) => write!(f, "the registry `{registry}` is not HOST[:PORT]"),
-        }
-    }
-}
-
-impl std::error::Error for ReferenceError {}
 
 impl ImageReference {
     /// Parses a reference; see the type's documentation for what is accepted.
@@ -168,7 +158,7 @@ impl ImageReference {
                 None => ReferenceError::NoDigest(name.to_owned()),
             });
         };
-        let digest = Digest::parse(digest)?;
+        let digest = sha256_digest(digest)?;
         if let Some(tag) = tag {
             check_tag(tag)?;
         }
@@ -183,34 +173,37 @@ impl ImageReference {
             check_registry(registry)?;
         }
         check_repository(repository)?;
-        Ok(ImageReference { registry: registry.map(str::to_owned), repository: repository.to_owned(), tag: tag.map(str::to_owned), digest })
+        let reference = with_oci_grammar(text, registry, repository, tag, &digest)?;
+        Ok(ImageReference { reference, digest })
     }
 
     /// The registry (`HOST[:PORT]`), when the reference names one (otherwise the tools'
     /// default, Docker Hub).
     pub fn registry(&self) -> Option<&str> {
-        self.registry.as_deref()
+        Some(self.reference.registry()).filter(|r| !r.is_empty())
     }
 
     pub fn repository(&self) -> &str {
-        &self.repository
+        self.reference.repository()
     }
 
     /// The tag given with the digest; never used to pull.
     pub fn tag(&self) -> Option<&str> {
-        self.tag.as_deref()
+        self.reference.tag()
     }
 
     pub fn digest(&self) -> &Digest {
         &self.digest
     }
 
+    /// oci-spec's reference, as given (with an empty registry when none was named).
+    pub fn as_oci(&self) -> &Reference {
+        &self.reference
+    }
+
     /// `[REGISTRY/]REPOSITORY@sha256:…`, without the tag: what is pulled.
     pub fn pull_name(&self) -> String {
-        match &self.registry {
-            Some(registry) => format!("{registry}/{}@{}", self.repository, self.digest),
-            None => format!("{}@{}", self.repository, self.digest),
-        }
+        self.reference.clone_with_digest(self.digest.to_string()).to_string()
     }
 
     /// Whether the registry is this machine's loopback (`localhost`, `127.0.0.0/8` or
@@ -222,8 +215,35 @@ impl ImageReference {
     /// Where the registry is reached when it is this machine's loopback; `None` for any
     /// other ([`loopback_address`]).
     pub fn loopback_registry_address(&self) -> Option<SocketAddr> {
-        self.registry.as_deref().and_then(loopback_address)
+        self.registry().and_then(loopback_address)
     }
+}
+
+/// oci-spec's reading of a reference the lane's checks passed, holding the parts as given.
+///
+/// Its grammar has no bracketed IPv6 host, so such a registry is read as `localhost` (a
+/// host it accepts in the same place) and put back afterwards; the lane has checked it.
+fn with_oci_grammar(
+    text: &str,
+    registry: Option<&str>,
+    repository: &str,
+    tag: Option<&str>,
+    digest: &Digest,
+) -> Result<Reference, ReferenceError> {
+    let stand_in = match registry {
+        Some(host) if host.starts_with('[') => text.replacen(host, "localhost", 1),
+        _ => text.to_owned(),
+    };
+    // Its repository is normalized (`busybox` becomes `library/busybox` under
+    // `docker.io`); the lane keeps the one given, which this grammar accepted.
+    stand_in
+        .parse::<Reference>()
+        .map_err(|reason: ParseError| ReferenceError::Grammar { reference: text.to_owned(), reason: reason.to_string() })?;
+    let registry = registry.unwrap_or_default().to_owned();
+    Ok(match tag {
+        Some(tag) => Reference::with_tag_and_digest(registry, repository.to_owned(), tag.to_owned(), digest.to_string()),
+        None => Reference::with_digest(registry, repository.to_owned(), digest.to_string()),
+    })
 }
 
 /// Where a loopback registry (`localhost`, `127.0.0.0/8` or `[::1]`, with an optional port;
@@ -254,14 +274,7 @@ pub(super) fn loopback_address(registry: &str) -> Option<SocketAddr> {
 impl fmt::Display for ImageReference {
     /// The reference as given, tag included.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Some(registry) = &self.registry {
-            write!(f, "{registry}/")?;
-        }
-        write!(f, "{}", self.repository)?;
-        if let Some(tag) = &self.tag {
-            write!(f, ":{tag}")?;
-        }
-        write!(f, "@{}", self.digest)
+        self.reference.fmt(f)
     }
 }
 
@@ -360,7 +373,7 @@ mod tests {
     fn accepted_references() {
         let r = ImageReference::parse(&format!("busybox@sha256:{HEX}")).unwrap();
         assert_eq!((r.registry(), r.repository(), r.tag()), (None, "busybox", None));
-        assert_eq!(r.digest().hex(), HEX);
+        assert_eq!(r.digest().digest(), HEX);
         assert!(!r.is_loopback_registry());
 
         let r = ImageReference::parse(&format!("127.0.0.1:5000/team/app_x__y.z--w:v1.2@sha256:{HEX}")).unwrap();
@@ -373,6 +386,37 @@ mod tests {
         // Without `.`/`:`, and not `localhost`, the first component is part of the repository.
         let r = ImageReference::parse(&format!("library/busybox@sha256:{HEX}")).unwrap();
         assert_eq!((r.registry(), r.repository()), (None, "library/busybox"));
+    }
+
+    #[test]
+    fn the_reference_is_oci_specs_kept_as_given() {
+        let r = ImageReference::parse(&format!("busybox:1.36@sha256:{HEX}")).unwrap();
+        assert_eq!((r.as_oci().registry(), r.as_oci().repository(), r.as_oci().tag()), ("", "busybox", Some("1.36")));
+        assert_eq!(r.as_oci().digest(), Some(r.digest().as_ref()));
+        assert_eq!(r.pull_name(), format!("busybox@sha256:{HEX}"));
+        let r = ImageReference::parse(&format!("[::1]:5000/app@sha256:{HEX}")).unwrap();
+        assert_eq!((r.registry(), r.to_string()), (Some("[::1]:5000"), format!("[::1]:5000/app@sha256:{HEX}")));
+        // What the lane's checks pass and oci-spec's grammar refuses: a Docker Hub name
+        // that is over 255 bytes once oci-spec puts it under `library/`.
+        let long = "a".repeat(250);
+        assert_eq!(
+            refused(&format!("{long}@sha256:{HEX}")),
+            format!("`{long}@sha256:{HEX}` is not an image reference: repository name must not be more than 255 characters")
+        );
+    }
+
+    #[test]
+    fn digests_are_oci_specs_and_sha256_only() {
+        let digest = sha256_digest(&format!("sha256:{HEX}")).unwrap();
+        assert!(is_sha256(&digest));
+        assert_eq!((digest.digest(), digest.to_string()), (HEX, format!("sha256:{HEX}")));
+        assert_eq!(digest_of(b""), sha256_digest("sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855").unwrap());
+        let sha512: Digest = format!("sha512:{HEX}{HEX}").parse().expect("oci-spec accepts sha512");
+        assert!(!is_sha256(&sha512));
+        assert_eq!(
+            sha256_digest(sha512.as_ref()).unwrap_err().to_string(),
+            "the digest algorithm `sha512` is not supported: only sha256 digests are accepted"
+        );
     }
 
     #[test]

@@ -19,18 +19,23 @@ use std::time::Instant;
 
 use super::host_env;
 use super::in_root;
-use super::layout::{ImageConfig, Limits};
+use oci_spec::image::{Config, Os};
+
+use super::in_root::InRootError;
+use super::layout::Limits;
 use super::reference::ImageReference;
-use super::runtime::{RunSpec, Runtime, Started};
-use super::source::{self, FetchError, Source};
+use super::runtime::{RunSpec, Runtime, RuntimeError, Started};
+use super::source::{self, Source, SourceError};
 use super::tools::{self, Tool};
 use super::TempDir;
 
 /// Why an image could not be made ready: a tool is missing (a usage error: install it), or
 /// the pull, a check or the unpack failed (the run's failure, with the tool's own answer).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum PullError {
+    #[error("{0}")]
     Missing(String),
+    #[error("{0}")]
     Failed(String),
 }
 
@@ -46,11 +51,12 @@ impl From<tools::ToolError> for PullError {
 }
 
 /// A source's tool is a tool like any other; what a source refused is the run's failure.
-impl From<FetchError> for PullError {
-    fn from(e: FetchError) -> PullError {
+impl From<SourceError> for PullError {
+    fn from(e: SourceError) -> PullError {
         match e {
-            FetchError::Tool(tool) => PullError::from(tool),
-            FetchError::Refused(message) => PullError::Failed(message),
+            SourceError::Tool(tool) => PullError::from(tool),
+            SourceError::Refused(message) => PullError::Failed(message),
+            other @ (SourceError::NoLayoutDirectory | SourceError::Unknown(_)) => PullError::Failed(other.to_string()),
         }
     }
 }
@@ -61,12 +67,10 @@ impl From<String> for PullError {
     }
 }
 
-impl std::fmt::Display for PullError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            PullError::Missing(m) | PullError::Failed(m) => f.write_str(m),
-        }
-    }
+/// An image's `Entrypoint` then its `Cmd`, as a container runtime runs them (an absent one
+/// is empty).
+fn command_of(config: &Config) -> Vec<String> {
+    config.entrypoint().iter().flatten().chain(config.cmd().iter().flatten()).cloned().collect()
 }
 
 /// The `PATH` docker and podman give a container whose image sets none.
@@ -78,7 +82,9 @@ pub struct Container {
     pub reference: ImageReference,
     /// Where it was read from.
     pub source: Source,
-    pub config: ImageConfig,
+    /// The image config's runtime part (`Env`, `Entrypoint`, `Cmd`, `WorkingDir`, `User`),
+    /// empty when the image has none; its `os` was checked to be linux.
+    pub config: Config,
     /// The runtime that runs it.
     runtime: Runtime,
     rootfs: TempDir,
@@ -162,12 +168,13 @@ impl Container {
         let scratch = TempDir::new("checkfu-image-layout").map_err(|e| format!("cannot make the image's layout directory: {e}"))?;
         let fetched = source::fetch(source, reference, &scratch.path().join("layout"), deadline)?;
         let image = fetched.image;
-        if image.config.os != "linux" {
-            return Err(PullError::Failed(format!("{reference}: the image is for `{}`, not linux", image.config.os)));
+        if *image.config.os() != Os::Linux {
+            return Err(PullError::Failed(format!("{reference}: the image is for `{}`, not linux", image.config.os())));
         }
+        let config = image.config.config().clone().unwrap_or_default();
         // Refused before anything is unpacked or started, naming the limit.
-        let command: Vec<String> = image.config.entrypoint.iter().chain(&image.config.cmd).cloned().collect();
-        host_env::check_image_config(&image.config.env, &command).map_err(PullError::Failed)?;
+        host_env::check_image_config(config.env().as_deref().unwrap_or_default(), &command_of(&config))
+            .map_err(|e| PullError::Failed(e.to_string()))?;
         let rootfs = TempDir::new("checkfu-image-rootfs").map_err(|e| format!("cannot make the image's root directory: {e}"))?;
         if Instant::now() >= deadline {
             return Err(PullError::Failed(format!("{reference}: the run's deadline (--deadline) passed before the image was unpacked")));
@@ -178,13 +185,13 @@ impl Container {
         scratch.remove().map_err(|e| format!("cannot remove the image's layout: {e}"))?;
         // The image's own working directory is made inside its root now, and an image
         // whose `WorkingDir` cannot be is refused before anything runs.
-        if let Some(working_dir) = image.config.working_dir.as_deref().filter(|d| !d.is_empty()) {
-            in_root::make_dir(rootfs.path(), working_dir).map_err(PullError::Failed)?;
+        if let Some(working_dir) = config.working_dir().as_deref().filter(|d| !d.is_empty()) {
+            in_root::make_dir(rootfs.path(), working_dir).map_err(|e| PullError::Failed(e.to_string()))?;
         }
         Ok(Container {
             reference: reference.clone(),
             source: source.clone(),
-            config: image.config,
+            config,
             runtime,
             rootfs,
             unpacked_bytes: report.bytes,
@@ -195,16 +202,16 @@ impl Container {
     /// The command a harness runs by default: the image's `Entrypoint` then its `Cmd`, as a
     /// container runtime runs them.
     pub fn default_command(&self) -> Vec<String> {
-        self.config.entrypoint.iter().chain(&self.config.cmd).cloned().collect()
+        command_of(&self.config)
     }
 
     /// The working directory: `given`, else the image's `WorkingDir`, else `/`; made inside
     /// the image's root ([`in_root::make_dir`]) and named with every symlink resolved, so
     /// no runtime creates it. `Err` names the path and why it cannot be.
-    pub fn working_directory(&self, given: Option<&str>) -> Result<String, String> {
+    pub fn working_directory(&self, given: Option<&str>) -> Result<String, InRootError> {
         let wanted = given
             .map(str::to_owned)
-            .or_else(|| self.config.working_dir.clone().filter(|d| !d.is_empty()))
+            .or_else(|| self.config.working_dir().clone().filter(|d| !d.is_empty()))
             .unwrap_or_else(|| String::from("/"));
         in_root::make_dir(self.rootfs.path(), &wanted)
     }
@@ -218,8 +225,9 @@ impl Container {
     pub fn env(&self, probe: &[(OsString, OsString)], working_directory: &str) -> Vec<(OsString, OsString)> {
         let mut env: Vec<(OsString, OsString)> = self
             .config
-            .env
+            .env()
             .iter()
+            .flatten()
             .filter_map(|entry| entry.split_once('='))
             .filter(|(name, _)| !probe.iter().any(|(set, _)| set.as_os_str() == *name))
             .map(|(name, value)| (OsString::from(name), OsString::from(value)))
@@ -250,14 +258,14 @@ impl Container {
         env: &[(OsString, OsString)],
         relay: std::net::SocketAddr,
         fence: Option<crate::session::fence::Join>,
-    ) -> Result<Started, String> {
+    ) -> Result<Started, RuntimeError> {
         // Every mount point exists inside the root before the runtime starts, at exactly its
         // path: a runtime then makes none itself from the image's paths.
         for mount_point in [Path::new("/dev"), Path::new("/proc"), Path::new("/tmp")].into_iter().chain(shared.iter().copied()) {
             in_root::make_mount_point(self.rootfs.path(), mount_point)?;
         }
         if in_root::make_dir(self.rootfs.path(), working_directory)? != working_directory {
-            return Err(format!("the working directory {working_directory} is not a directory of its own inside the image"));
+            return Err(RuntimeError::WorkingDirectory(working_directory.to_owned()));
         }
         let spec = RunSpec { command, rootfs: self.rootfs.path(), workspace, working_directory, shared, env, relay, fence };
         self.runtime.start(&spec)

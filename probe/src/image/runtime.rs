@@ -33,6 +33,22 @@ use super::TempDir;
 use crate::session::fence::Join;
 use crate::session::process::{InImageCommand, Inside, Launch};
 
+/// Why a run could not be prepared, or what its teardown left behind.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// A mount point or the working directory could not be made inside the image.
+    #[error(transparent)]
+    InRoot(#[from] super::in_root::InRootError),
+    #[error("the working directory {0} is not a directory of its own inside the image")]
+    WorkingDirectory(String),
+    /// The runtime could not be prepared: what failed, in the tool's own words.
+    #[error("{0}")]
+    Start(String),
+    /// Removing what the runtime keeps failed: the first failure, naming what is left.
+    #[error("{0}")]
+    Teardown(String),
+}
+
 /// Which runtime runs the image.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -113,7 +129,7 @@ impl Runtime {
 
     /// Prepares one run of `spec` and returns its argv. `Err`: what failed, in the tool's
     /// own words, with whatever was made removed.
-    pub fn start(&self, spec: &RunSpec<'_>) -> Result<Started, String> {
+    pub fn start(&self, spec: &RunSpec<'_>) -> Result<Started, RuntimeError> {
         match self.kind {
             RuntimeKind::Bubblewrap => {
                 let fence = if spec.fence.is_some() { "the probe's network namespace, joined by bubblewrap" } else { NO_FENCE };
@@ -125,12 +141,12 @@ impl Runtime {
                     shared: spec.shared.iter().map(|p| p.to_path_buf()).collect(),
                     env: spec.env.to_vec(),
                 };
-                let (argv, inherit) =
-                    bubblewrap_argv(&self.program, spec).map_err(|e| format!("cannot pass the variables to bubblewrap: {e}"))?;
+                let (argv, inherit) = bubblewrap_argv(&self.program, spec)
+                    .map_err(|e| RuntimeError::Start(format!("cannot pass the variables to bubblewrap: {e}")))?;
                 Ok(Started::plain(argv, inherit, fence, exec))
             }
-            RuntimeKind::Podman => podman(&self.program, spec),
-            RuntimeKind::Docker => docker(&self.program, spec),
+            RuntimeKind::Podman => podman(&self.program, spec).map_err(RuntimeError::Start),
+            RuntimeKind::Docker => docker(&self.program, spec).map_err(RuntimeError::Start),
         }
     }
 }
@@ -327,8 +343,8 @@ impl Started {
     /// Removes what the runtime keeps after its client ended: the container (forced: a
     /// killed client leaves it running), the pause container, the forwarder, the loaded
     /// image, the temporary storage. Every step is tried; the first failure is returned.
-    pub fn finish(mut self) -> Result<(), String> {
-        self.clean()
+    pub fn finish(mut self) -> Result<(), RuntimeError> {
+        self.clean().map_err(RuntimeError::Teardown)
     }
 
     fn clean(&mut self) -> Result<(), String> {

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use super::layout::{Image, OciLayout, Selector};
-use super::reference::{Digest, ImageReference};
+use super::reference::{sha256_digest, Digest, ImageReference};
 use super::tools::{self, ToolError};
 
 /// Where `--image` is read from.
@@ -41,15 +41,15 @@ pub enum Source {
 
 impl Source {
     /// `registry`, `podman`, `docker` or `oci:DIR`.
-    pub fn parse(text: &str) -> Result<Source, String> {
+    pub fn parse(text: &str) -> Result<Source, SourceError> {
         match text {
             "registry" => Ok(Source::Registry),
             "podman" | "containers-storage" => Ok(Source::Podman),
             "docker" => Ok(Source::Docker),
             _ => match text.strip_prefix("oci:") {
-                Some("") => Err(String::from("`oci:` needs the layout's directory: oci:DIR")),
+                Some("") => Err(SourceError::NoLayoutDirectory),
                 Some(dir) => Ok(Source::Layout(PathBuf::from(dir))),
-                None => Err(format!("`{text}` is not an image source: registry, podman, docker or oci:DIR")),
+                None => Err(SourceError::Unknown(text.to_owned())),
             },
         }
     }
@@ -74,27 +74,19 @@ impl fmt::Display for Source {
     }
 }
 
-/// Why the image could not be read from its source.
-#[derive(Debug)]
-pub enum FetchError {
-    Tool(ToolError),
+/// Why a source was not understood (`--image-source`), or the image could not be read
+/// from it.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error("`oci:` needs the layout's directory: oci:DIR")]
+    NoLayoutDirectory,
+    #[error("`{0}` is not an image source: registry, podman, docker or oci:DIR")]
+    Unknown(String),
+    #[error(transparent)]
+    Tool(#[from] ToolError),
     /// The source answered, and what it holds is not the image asked for, or is unreadable.
+    #[error("{0}")]
     Refused(String),
-}
-
-impl From<ToolError> for FetchError {
-    fn from(e: ToolError) -> FetchError {
-        FetchError::Tool(e)
-    }
-}
-
-impl fmt::Display for FetchError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            FetchError::Tool(e) => e.fmt(f),
-            FetchError::Refused(message) => f.write_str(message),
-        }
-    }
 }
 
 /// The image found, checked against the reference, in a layout that is either the one the
@@ -107,8 +99,8 @@ pub struct Fetched {
 /// Reads `reference` from `source` into an OCI layout (a copy under `scratch` for the
 /// tools' sources; the given directory itself for a layout) and resolves its image. The
 /// copy ends by `deadline` (the run's), its tool killed then.
-pub fn fetch(source: &Source, reference: &ImageReference, scratch: &Path, deadline: Instant) -> Result<Fetched, FetchError> {
-    let refused = |e: super::layout::LayoutError| FetchError::Refused(e.to_string());
+pub fn fetch(source: &Source, reference: &ImageReference, scratch: &Path, deadline: Instant) -> Result<Fetched, SourceError> {
+    let refused = |e: super::layout::LayoutError| SourceError::Refused(e.to_string());
     match source {
         Source::Registry => {
             tools::pull_to_layout(reference, scratch, deadline)?;
@@ -121,7 +113,7 @@ pub fn fetch(source: &Source, reference: &ImageReference, scratch: &Path, deadli
         }
         Source::Docker => docker(reference, scratch, deadline),
         Source::Layout(dir) => {
-            let layout = OciLayout::open(dir).map_err(|e| FetchError::Refused(format!("oci:{}: {e}", dir.display())))?;
+            let layout = OciLayout::open(dir).map_err(|e| SourceError::Refused(format!("oci:{}: {e}", dir.display())))?;
             let image = layout.image(Selector::Digest(reference.digest())).map_err(refused)?;
             Ok(Fetched { layout, image })
         }
@@ -129,9 +121,9 @@ pub fn fetch(source: &Source, reference: &ImageReference, scratch: &Path, deadli
 }
 
 /// The one image a fresh copy holds (skopeo has checked it against the digest).
-fn only(dir: &Path) -> Result<Fetched, FetchError> {
-    let layout = OciLayout::open(dir).map_err(|e| FetchError::Refused(e.to_string()))?;
-    let image = layout.image(Selector::Only).map_err(|e| FetchError::Refused(e.to_string()))?;
+fn only(dir: &Path) -> Result<Fetched, SourceError> {
+    let layout = OciLayout::open(dir).map_err(|e| SourceError::Refused(e.to_string()))?;
+    let image = layout.image(Selector::Only).map_err(|e| SourceError::Refused(e.to_string()))?;
     Ok(Fetched { layout, image })
 }
 
@@ -168,24 +160,24 @@ struct InspectedRoot {
     layers: Vec<String>,
 }
 
-fn docker(reference: &ImageReference, scratch: &Path, deadline: Instant) -> Result<Fetched, FetchError> {
+fn docker(reference: &ImageReference, scratch: &Path, deadline: Instant) -> Result<Fetched, SourceError> {
     let asked = reference.pull_name();
     let answer = tools::docker_inspect(&asked, deadline)?;
     let inspected: Vec<Inspected> = serde_json::from_slice(&answer)
-        .map_err(|e| FetchError::Refused(format!("docker image inspect {asked}: not the answer expected: {e}")))?;
+        .map_err(|e| SourceError::Refused(format!("docker image inspect {asked}: not the answer expected: {e}")))?;
     let [inspected] = <[Inspected; 1]>::try_from(inspected)
-        .map_err(|all| FetchError::Refused(format!("docker image inspect {asked}: {} images, not one", all.len())))?;
+        .map_err(|all| SourceError::Refused(format!("docker image inspect {asked}: {} images, not one", all.len())))?;
     // The daemon resolves `NAME@sha256:D` only through the digests it pulled or pushed the
     // image by; said again here so a daemon that matched loosely is not believed.
     let digest = reference.digest().to_string();
     if !inspected.repo_digests.iter().any(|d| d.rsplit_once('@').is_some_and(|(_, held)| held == digest)) {
-        return Err(FetchError::Refused(format!(
+        return Err(SourceError::Refused(format!(
             "the docker daemon holds no image pulled or pushed as {asked} (its digests: {}); an image built locally has a \
              digest only once pushed",
             if inspected.repo_digests.is_empty() { String::from("none") } else { inspected.repo_digests.join(", ") }
         )));
     }
-    let id = Digest::parse(&inspected.id).map_err(|e| FetchError::Refused(format!("docker's image ID `{}`: {e}", inspected.id)))?;
+    let id = sha256_digest(&inspected.id).map_err(|e| SourceError::Refused(format!("docker's image ID `{}`: {e}", inspected.id)))?;
     let how = tools::Copy { daemon_host: std::env::var("DOCKER_HOST").ok(), ..tools::Copy::default() };
     tools::copy_to_layout(&format!("docker-daemon:{id}"), scratch, how, deadline)?;
     let fetched = only(scratch)?;
@@ -194,18 +186,18 @@ fn docker(reference: &ImageReference, scratch: &Path, deadline: Instant) -> Resu
     let layers: Vec<String> = fetched.image.diff_ids().iter().map(Digest::to_string).collect();
     let expected = inspected.root_f_s.map(|r| r.layers).unwrap_or_default();
     if layers != expected {
-        return Err(FetchError::Refused(format!(
+        return Err(SourceError::Refused(format!(
             "docker exported {asked} with layers {layers:?}, but the daemon lists {expected:?} for it"
         )));
     }
     let config = inspected.config.unwrap_or_default();
-    let ours = &fetched.image.config;
-    let same = ours.entrypoint == config.entrypoint.unwrap_or_default()
-        && ours.cmd == config.cmd.unwrap_or_default()
-        && ours.env == config.env.unwrap_or_default()
-        && ours.working_dir.clone().unwrap_or_default() == config.working_dir.unwrap_or_default();
+    let ours = fetched.image.config.config().clone().unwrap_or_default();
+    let same = ours.entrypoint().clone().unwrap_or_default() == config.entrypoint.unwrap_or_default()
+        && ours.cmd().clone().unwrap_or_default() == config.cmd.unwrap_or_default()
+        && ours.env().clone().unwrap_or_default() == config.env.unwrap_or_default()
+        && ours.working_dir().clone().unwrap_or_default() == config.working_dir.unwrap_or_default();
     if !same {
-        return Err(FetchError::Refused(format!("docker exported {asked} with a config other than the one the daemon reports")));
+        return Err(SourceError::Refused(format!("docker exported {asked} with a config other than the one the daemon reports")));
     }
     Ok(fetched)
 }
@@ -216,12 +208,12 @@ mod tests {
 
     #[test]
     fn sources_are_parsed_and_refused_by_name() {
-        assert_eq!(Source::parse("registry"), Ok(Source::Registry));
-        assert_eq!(Source::parse("podman"), Ok(Source::Podman));
-        assert_eq!(Source::parse("docker"), Ok(Source::Docker));
-        assert_eq!(Source::parse("oci:/tmp/x"), Ok(Source::Layout(PathBuf::from("/tmp/x"))));
-        assert!(Source::parse("oci:").unwrap_err().contains("oci:DIR"));
-        assert!(Source::parse("quay").unwrap_err().contains("registry, podman, docker or oci:DIR"));
-        assert_eq!(Source::parse("oci:/tmp/x").map(|s| s.to_string()), Ok(String::from("oci:/tmp/x")));
+        assert_eq!(Source::parse("registry").ok(), Some(Source::Registry));
+        assert_eq!(Source::parse("podman").ok(), Some(Source::Podman));
+        assert_eq!(Source::parse("docker").ok(), Some(Source::Docker));
+        assert_eq!(Source::parse("oci:/tmp/x").ok(), Some(Source::Layout(PathBuf::from("/tmp/x"))));
+        assert!(Source::parse("oci:").unwrap_err().to_string().contains("oci:DIR"));
+        assert!(Source::parse("quay").unwrap_err().to_string().contains("registry, podman, docker or oci:DIR"));
+        assert_eq!(Source::parse("oci:/tmp/x").map(|s| s.to_string()).ok(), Some(String::from("oci:/tmp/x")));
     }
 }

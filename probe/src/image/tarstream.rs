@@ -1,16 +1,18 @@
 //! A layer's decompressed tar stream as the unpacker reads it: hashed for the config's
 //! diff_id, capped so that a decompression bomb ends in an error, and watched at tar's own
-//! framing so that a metadata record the `tar` reader would hold whole in memory (a pax
-//! header, a GNU long name) is refused before the reader allocates for it.
+//! framing ([`super::tarframe`]) so that a metadata record the `tar` reader would hold whole
+//! in memory (a pax header, a GNU long name) is refused before the reader allocates for it.
 
 use std::io::{self, Read};
 
 use sha2::Digest as _;
 
+use super::tarframe::{Framing, FramingError};
+
 /// A decompressed layer stream: hashed (for the diff_id), capped, so that a decompression
 /// bomb ends in an error, and watched at tar's framing, so that a metadata record the tar
 /// reader would hold in memory whole (a pax header, a GNU long name or link) is refused
-/// over [`MAX_METADATA_BYTES`] before the reader allocates for it.
+/// over [`super::tarframe::MAX_METADATA_BYTES`] before the reader allocates for it.
 pub(super) struct Capped<R> {
     inner: R,
     pub(super) hasher: sha2::Sha256,
@@ -21,7 +23,7 @@ pub(super) struct Capped<R> {
     pub(super) exceeded: bool,
     framing: Framing,
     /// Why the framing watch stopped the stream.
-    pub(super) refused: Option<String>,
+    pub(super) refused: Option<FramingError>,
 }
 
 impl<R: Read> Capped<R> {
@@ -38,122 +40,13 @@ impl<R: Read> Read for Capped<R> {
             self.exceeded = true;
             return Err(io::Error::other("the decompressed layer stream is over its cap"));
         }
-        if let Err(problem) = self.framing.feed(&buf[..n]) {
+        if let Err(problem) = self.framing.feed(&buf[..n], &mut |_| {}) {
             self.refused = Some(problem.clone());
             return Err(io::Error::other(problem));
         }
         self.hasher.update(&buf[..n]);
         Ok(n)
     }
-}
-
-/// The largest pax header or GNU long-name record: a path of at most [`super::layout::MAX_PATH_BYTES`] and
-/// a few attributes (file capabilities, an ACL) are far below it.
-pub const MAX_METADATA_BYTES: u64 = 1 << 20;
-
-/// Where tar's 512-byte headers are in a stream, followed as it passes: each header's size
-/// (or the size a pax record gave it) says how far the next one is.
-#[derive(Default)]
-struct Framing {
-    header: Vec<u8>,
-    /// Content and padding bytes before the next header.
-    skip: u64,
-    /// A pax record being collected (its `size` applies to the next entry).
-    pax: Option<Vec<u8>>,
-    pax_remaining: u64,
-    pax_size: Option<u64>,
-}
-
-impl Framing {
-    fn feed(&mut self, mut data: &[u8]) -> Result<(), String> {
-        while !data.is_empty() {
-            if self.skip > 0 {
-                let take = usize::try_from(self.skip).unwrap_or(usize::MAX).min(data.len());
-                if let Some(pax) = &mut self.pax {
-                    let keep = usize::try_from(self.pax_remaining).unwrap_or(usize::MAX).min(take);
-                    pax.extend_from_slice(&data[..keep]);
-                    self.pax_remaining -= keep as u64;
-                    if self.pax_remaining == 0 {
-                        self.pax_size = pax_size(pax);
-                        self.pax = None;
-                    }
-                }
-                self.skip -= take as u64;
-                data = &data[take..];
-                continue;
-            }
-            let take = (512 - self.header.len()).min(data.len());
-            self.header.extend_from_slice(&data[..take]);
-            data = &data[take..];
-            if self.header.len() == 512 {
-                let header = std::mem::take(&mut self.header);
-                self.header_done(&header)?;
-            }
-        }
-        Ok(())
-    }
-
-    fn header_done(&mut self, header: &[u8]) -> Result<(), String> {
-        if header.iter().all(|b| *b == 0) {
-            return Ok(());
-        }
-        let kind = header[156];
-        // A malformed size is the tar reader's to report; here it only ends the watch.
-        let Some(mut size) = header_size(&header[124..136]) else {
-            self.skip = u64::MAX;
-            return Ok(());
-        };
-        if matches!(kind, b'x' | b'L' | b'K') {
-            if size > MAX_METADATA_BYTES {
-                let what = if kind == b'x' { "pax header" } else { "GNU long name" };
-                return Err(format!("a {what} record of {size} bytes, over the {MAX_METADATA_BYTES}-byte cap"));
-            }
-            if kind == b'x' && size > 0 {
-                self.pax = Some(Vec::with_capacity(size as usize));
-                self.pax_remaining = size;
-            }
-        } else if let Some(pax_size) = self.pax_size.take() {
-            size = pax_size;
-        }
-        self.skip = size.div_ceil(512).saturating_mul(512);
-        Ok(())
-    }
-}
-
-/// A tar size field: octal digits, or base-256 when its first byte's high bit is set.
-fn header_size(field: &[u8]) -> Option<u64> {
-    if field.first()? & 0x80 != 0 {
-        let mut value: u64 = u64::from(field[0] & 0x7f);
-        for byte in &field[1..] {
-            value = value.checked_mul(256)?.checked_add(u64::from(*byte))?;
-        }
-        return Some(value);
-    }
-    let digits: Vec<u8> = field.iter().copied().filter(|b| *b != 0 && *b != b' ').collect();
-    if digits.is_empty() {
-        return Some(0);
-    }
-    u64::from_str_radix(std::str::from_utf8(&digits).ok()?, 8).ok()
-}
-
-/// The `size` a pax record (`LEN key=value\n` records) gives the next entry.
-fn pax_size(records: &[u8]) -> Option<u64> {
-    let mut rest = records;
-    let mut size = None;
-    while !rest.is_empty() {
-        let space = rest.iter().position(|b| *b == b' ')?;
-        let length: usize = std::str::from_utf8(&rest[..space]).ok()?.parse().ok()?;
-        if length <= space || length > rest.len() {
-            return size;
-        }
-        let record = &rest[space + 1..length];
-        let record = record.strip_suffix(b"\n").unwrap_or(record);
-        if let Some(value) = record.strip_prefix(b"size=") {
-            size = std::str::from_utf8(value).ok()?.parse().ok();
-        }
-        rest = &rest[length..];
-    }
-    size
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use super::reference::{Digest, ImageReference};
+use super::reference::{sha256_digest, ImageReference};
 use super::TempDir;
 
 /// The most of a tool's stdout kept (a digest, an inspect answer: small).
@@ -90,57 +90,27 @@ fn is_executable(path: &Path) -> bool {
 }
 
 /// Why a tool could not do its part.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum ToolError {
     /// Not on `PATH`: the message names the package to install.
-    Missing {
-        tool: Tool,
-    },
+    #[error("`{}` is not on PATH: install it (apt-get install {})", tool.program(), tool.debian_package())]
+    Missing { tool: Tool },
     /// It ran and failed: its own stderr (the tail) says why.
-    Failed {
-        tool: Tool,
-        action: String,
-        status: String,
-        stderr: String,
-    },
-    TimedOut {
-        tool: Tool,
-        action: String,
-        after: Duration,
-        stderr: String,
-    },
+    #[error("{} failed to {action} ({status}): {}", tool.program(), stderr.trim())]
+    Failed { tool: Tool, action: String, status: String, stderr: String },
+    #[error("{} did not {action} within {:.1} s, and was killed: {}", tool.program(), after.as_secs_f64(), stderr.trim())]
+    TimedOut { tool: Tool, action: String, after: Duration, stderr: String },
     /// Running it, or preparing for it, failed on our side.
-    Io {
-        context: String,
-        source: io::Error,
-    },
+    #[error("{context}: {source}")]
+    Io { context: String, source: io::Error },
     /// The registry did not come up, or answered something unexpected.
+    #[error("the temporary registry: {0}")]
     Registry(String),
     /// The probe's own pull from a loopback registry failed: the message names the blob,
     /// the host or the deadline.
+    #[error("{0}")]
     Pull(String),
 }
-
-impl fmt::Display for ToolError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ToolError::Missing { tool } => {
-                write!(f, "`{}` is not on PATH: install it (apt-get install {})", tool.program(), tool.debian_package())
-            }
-            ToolError::Failed { tool, action, status, stderr } => {
-                write!(f, "{} failed to {action} ({status}): {}", tool.program(), stderr.trim())
-            }
-            ToolError::TimedOut { tool, action, after, stderr } => {
-                write!(f, "{} did not {action} within {:.1} s, and was killed: {}", tool.program(), after.as_secs_f64(), stderr.trim())
-            }
-            ToolError::Io { context, source } => write!(f, "{context}: {source}"),
-            ToolError::Registry(message) => write!(f, "the temporary registry: {message}"),
-            ToolError::Pull(message) => f.write_str(message),
-        }
-    }
-}
-
-impl std::error::Error for ToolError {}
 
 fn io_error(context: impl Into<String>) -> impl FnOnce(io::Error) -> ToolError {
     let context = context.into();
@@ -657,7 +627,7 @@ pub fn push(builder: &Builder, tag: &str, registry: &Registry, deadline: Instant
             run_until(builder.kind.tool(), command, &action, within(deadline, TOOL_TIMEOUT))?;
             let text = std::fs::read_to_string(&digest_file).map_err(io_error("reading the pushed digest"))?;
             let _ = std::fs::remove_file(&digest_file);
-            Digest::parse(text.trim()).map_err(|e| ToolError::Registry(format!("the pushed digest `{}`: {e}", text.trim())))?
+            sha256_digest(text.trim()).map_err(|e| ToolError::Registry(format!("the pushed digest `{}`: {e}", text.trim())))?
         }
         BuilderKind::Docker => {
             // docker pushes a name, so the image is tagged with the registry first; the
@@ -675,7 +645,7 @@ pub fn push(builder: &Builder, tag: &str, registry: &Registry, deadline: Instant
             // docker push ends with `latest: digest: sha256:… size: N`.
             let stdout = String::from_utf8_lossy(&pushed.stdout);
             let digest = stdout.split_whitespace().skip_while(|w| *w != "digest:").nth(1).unwrap_or_default();
-            Digest::parse(digest).map_err(|e| ToolError::Registry(format!("docker push printed no digest ({e}): {}", stdout.trim())))?
+            sha256_digest(digest).map_err(|e| ToolError::Registry(format!("docker push printed no digest ({e}): {}", stdout.trim())))?
         }
     };
     ImageReference::parse(&format!("{}/{repository}@{digest}", registry.address()))

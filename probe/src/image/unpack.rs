@@ -104,11 +104,7 @@ impl Unpacker {
                 return Err(LayoutError::Layer { layer: layer.clone(), problem: format!("more than {} entries", self.limits.max_entries) });
             }
             let raw = entry.path_bytes().into_owned();
-            let shown_bytes = raw.len().min(self.limits.max_path_bytes).min(SHOWN_PATH_BYTES);
-            let mut shown = String::from_utf8_lossy(&raw[..shown_bytes]).into_owned();
-            if shown_bytes < raw.len().min(self.limits.max_path_bytes) {
-                shown.push('…');
-            }
+            let shown = self.shown_path(&raw);
             let refuse = |problem: String| LayoutError::Entry { layer: layer.clone(), path: shown.clone(), problem };
             if raw.len() > self.limits.max_path_bytes {
                 return Err(refuse(format!("the path is {} bytes, over the {}-byte cap", raw.len(), self.limits.max_path_bytes)));
@@ -123,62 +119,18 @@ impl Unpacker {
                 return Err(refuse("a non-directory entry names the root".to_owned()));
             };
             let name_bytes = name.as_bytes();
-            if name_bytes == OPAQUE || name_bytes.starts_with(WHITEOUT) {
-                parent = None;
-            }
             if name_bytes == OPAQUE {
-                let (dir, id) = self.make_dir(parents).map_err(&refuse)?;
-                // Until a pass removes nothing: where removing an entry moves the positions
-                // of those after it (tmpfs before Linux 6.6), a pass may step over some.
-                loop {
-                    let mut clear = ClearLower { placed: &placed, removed: 0 };
-                    let top = dir.duplicate().map_err(|e| refuse(format!("emptying the opaque directory: {e}")))?;
-                    dirfd::walk(top, id, &mut clear).map_err(|e| refuse(format!("emptying the opaque directory: {e}")))?;
-                    if clear.removed == 0 {
-                        break;
-                    }
-                }
-                self.report.opaque_directories += 1;
+                parent = None;
+                self.opaque(parents, &placed).map_err(refuse)?;
                 continue;
             }
             if let Some(hidden) = name_bytes.strip_prefix(WHITEOUT) {
-                if hidden.is_empty() || hidden == b"." || hidden == b".." {
-                    return Err(refuse("a whiteout names no file".to_owned()));
-                }
-                if let Some((dir, _)) = self.resolve_dir(parents, false).map_err(&refuse)? {
-                    remove_any(&dir, OsStr::from_bytes(hidden)).map_err(|e| refuse(format!("applying the whiteout: {e}")))?;
-                }
-                self.report.whiteouts += 1;
+                parent = None;
+                self.whiteout(parents, hidden).map_err(refuse)?;
                 continue;
             }
-            use tar::EntryType as T;
-            let kind = match header_type {
-                T::Regular | T::Continuous => Kind::File,
-                T::Directory => Kind::Directory,
-                T::Symlink | T::Link => {
-                    let target = entry.link_name_bytes().map(|t| t.into_owned()).unwrap_or_default();
-                    if target.is_empty() || target.len() > self.limits.max_path_bytes {
-                        return Err(refuse(format!(
-                            "a link target of {} bytes (1 to {} allowed)",
-                            target.len(),
-                            self.limits.max_path_bytes
-                        )));
-                    }
-                    if header_type == T::Symlink {
-                        // A symlink's target may be anything: nothing is ever written through
-                        // one without resolving it inside the root.
-                        Kind::Symlink(OsStr::from_bytes(&target).to_owned())
-                    } else {
-                        Kind::HardLink(normalize(&target).map_err(|p| refuse(format!("hard link target: {p}")))?)
-                    }
-                }
-                T::Char | T::Block | T::Fifo => {
-                    self.report.skipped_special += 1;
-                    continue;
-                }
-                // pax global headers carry nothing we use.
-                T::XGlobalHeader => continue,
-                other => return Err(refuse(format!("unsupported entry type {other:?}"))),
+            let Some(kind) = self.kind_of(&entry).map_err(&refuse)? else {
+                continue;
             };
             if matches!(kind, Kind::File) {
                 self.report.bytes = self.report.bytes.saturating_add(entry.size());
@@ -199,6 +151,78 @@ impl Unpacker {
             placed.insert(id);
         }
         Ok(())
+    }
+
+    /// At most [`SHOWN_PATH_BYTES`] of an entry's path, for an error, marked where cut.
+    fn shown_path(&self, raw: &[u8]) -> String {
+        let shown_bytes = raw.len().min(self.limits.max_path_bytes).min(SHOWN_PATH_BYTES);
+        let mut shown = String::from_utf8_lossy(&raw[..shown_bytes]).into_owned();
+        if shown_bytes < raw.len().min(self.limits.max_path_bytes) {
+            shown.push('…');
+        }
+        shown
+    }
+
+    /// An opaque marker in `parents`: what lower layers put in that directory goes, what
+    /// this layer `placed` stays.
+    fn opaque(&mut self, parents: &[OsString], placed: &HashSet<PathId>) -> Result<(), String> {
+        let (dir, id) = self.make_dir(parents)?;
+        // Until a pass removes nothing: where removing an entry moves the positions of
+        // those after it (tmpfs before Linux 6.6), a pass may step over some.
+        loop {
+            let mut clear = ClearLower { placed, removed: 0 };
+            let top = dir.duplicate().map_err(|e| format!("emptying the opaque directory: {e}"))?;
+            dirfd::walk(top, id, &mut clear).map_err(|e| format!("emptying the opaque directory: {e}"))?;
+            if clear.removed == 0 {
+                break;
+            }
+        }
+        self.report.opaque_directories += 1;
+        Ok(())
+    }
+
+    /// A whiteout of `hidden` in `parents`: it goes, if a lower layer put it there.
+    fn whiteout(&mut self, parents: &[OsString], hidden: &[u8]) -> Result<(), String> {
+        if hidden.is_empty() || hidden == b"." || hidden == b".." {
+            return Err("a whiteout names no file".to_owned());
+        }
+        if let Some((dir, _)) = self.resolve_dir(parents, false)? {
+            remove_any(&dir, OsStr::from_bytes(hidden)).map_err(|e| format!("applying the whiteout: {e}"))?;
+        }
+        self.report.whiteouts += 1;
+        Ok(())
+    }
+
+    /// What `entry` wants at its path; `None` for an entry that places nothing (a device
+    /// node or FIFO, which an unprivileged sandbox cannot make, or a pax global header).
+    fn kind_of(&mut self, entry: &tar::Entry<'_, &mut dyn Read>) -> Result<Option<Kind>, String> {
+        use tar::EntryType as T;
+        let header_type = entry.header().entry_type();
+        let kind = match header_type {
+            T::Regular | T::Continuous => Kind::File,
+            T::Directory => Kind::Directory,
+            T::Symlink | T::Link => {
+                let target = entry.link_name_bytes().map(|t| t.into_owned()).unwrap_or_default();
+                if target.is_empty() || target.len() > self.limits.max_path_bytes {
+                    return Err(format!("a link target of {} bytes (1 to {} allowed)", target.len(), self.limits.max_path_bytes));
+                }
+                if header_type == T::Symlink {
+                    // A symlink's target may be anything: nothing is ever written through one
+                    // without resolving it inside the root.
+                    Kind::Symlink(OsStr::from_bytes(&target).to_owned())
+                } else {
+                    Kind::HardLink(normalize(&target).map_err(|p| format!("hard link target: {p}"))?)
+                }
+            }
+            T::Char | T::Block | T::Fifo => {
+                self.report.skipped_special += 1;
+                return Ok(None);
+            }
+            // pax global headers carry nothing we use.
+            T::XGlobalHeader => return Ok(None),
+            other => return Err(format!("unsupported entry type {other:?}")),
+        };
+        Ok(Some(kind))
     }
 
     /// Makes `name` in `dir` what the entry says, replacing what a lower layer put there
@@ -450,7 +474,7 @@ impl Visit for Restrict<'_> {
 #[cfg(test)]
 mod tests {
     use super::super::fixture::*;
-    use super::super::reference::Digest;
+    use super::super::reference::digest_of;
     use super::super::Limits;
     use std::fs;
     use std::os::unix::fs::PermissionsExt;
@@ -511,7 +535,7 @@ mod tests {
     fn a_dotdot_entry_is_refused() {
         let fixture = Fixture::new();
         let layer = tar_of(|t| file(t, "a/../../escaped", 0o644, b"x"));
-        let layer_digest = Digest::of(&gzip(&layer));
+        let layer_digest = digest_of(&gzip(&layer));
         fixture.image(&[(layer, GZIP)]);
         let error = fixture.unpack(Limits::default()).unwrap_err().to_string();
         assert_eq!(error, format!("layer {layer_digest}, entry `a/../../escaped`: a `..` component: the entry would leave the root"));
@@ -544,7 +568,7 @@ mod tests {
 
         let fixture = Fixture::new();
         let upper = tar_of(|t| file(t, "up/pwned", 0o644, b"x"));
-        let upper_digest = Digest::of(&upper);
+        let upper_digest = digest_of(&upper);
         fixture.image(&[(lower, TAR), (upper, TAR)]);
         let error = fixture.unpack(Limits::default()).unwrap_err().to_string();
         assert_eq!(error, format!("layer {upper_digest}, entry `up/pwned`: its parent resolves through a symlink out of the root"));

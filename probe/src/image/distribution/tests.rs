@@ -127,30 +127,30 @@ impl TestImage {
         encoder.write_all(&tar).expect("gzip");
         let layer = encoder.finish().expect("gzip");
         let config = serde_json::json!({
-            "architecture": host_architecture(), "os": "linux",
+            "architecture": host_platform().1.to_string(), "os": "linux",
             "config": {"Cmd": ["/bin/true"]},
-            "rootfs": {"type": "layers", "diff_ids": [Digest::of(&tar).to_string()]},
+            "rootfs": {"type": "layers", "diff_ids": [digest_of(&tar).to_string()]},
         })
         .to_string()
         .into_bytes();
         let manifest = serde_json::json!({
             "schemaVersion": 2, "mediaType": MANIFEST,
-            "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": Digest::of(&config).to_string(), "size": config.len()},
-            "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": Digest::of(&layer).to_string(), "size": layer.len()}],
+            "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": digest_of(&config).to_string(), "size": config.len()},
+            "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": digest_of(&layer).to_string(), "size": layer.len()}],
         })
         .to_string()
         .into_bytes();
         let index = serde_json::json!({
             "schemaVersion": 2, "mediaType": INDEX,
             "manifests": [
-                {"mediaType": MANIFEST, "digest": Digest::of(b"elsewhere").to_string(), "size": 9, "platform": {"os": "plan9", "architecture": "mips"}},
-                {"mediaType": MANIFEST, "digest": Digest::of(&manifest).to_string(), "size": manifest.len(), "platform": {"os": "linux", "architecture": host_architecture()}},
+                {"mediaType": MANIFEST, "digest": digest_of(b"elsewhere").to_string(), "size": 9, "platform": {"os": "plan9", "architecture": "mips"}},
+                {"mediaType": MANIFEST, "digest": digest_of(&manifest).to_string(), "size": manifest.len(), "platform": {"os": "linux", "architecture": host_platform().1.to_string()}},
             ],
         })
         .to_string()
         .into_bytes();
-        let (manifest_digest, index_digest, layer_digest) = (Digest::of(&manifest), Digest::of(&index), Digest::of(&layer));
-        let blobs = [config, layer, manifest, index].into_iter().map(|b| (Digest::of(&b), b)).collect();
+        let (manifest_digest, index_digest, layer_digest) = (digest_of(&manifest), digest_of(&index), digest_of(&layer));
+        let blobs = [config, layer, manifest, index].into_iter().map(|b| (digest_of(&b), b)).collect();
         TestImage { blobs, manifest: manifest_digest, index: index_digest, layer: layer_digest }
     }
 
@@ -204,7 +204,7 @@ fn a_good_pull_through_an_index_unpacks() {
     let dir = work.path().join("layout");
     pull_within(reference(&server, &image.index), &dir, Duration::from_secs(30)).expect("pull");
     assert_eq!(unpacked_hello(&dir), "hello from the registry\n");
-    assert!(!server.asked(&Digest::of(b"elsewhere").to_string()), "the foreign platform's manifest is not fetched");
+    assert!(!server.asked(digest_of(b"elsewhere").as_ref()), "the foreign platform's manifest is not fetched");
 }
 
 #[test]
@@ -246,8 +246,8 @@ fn an_endless_layer_is_cut_off_at_its_declared_size() {
     let message = error.to_string();
     assert!(message.contains(&image.layer.to_string()) && message.contains("more than the") && message.contains("cut off"), "{message}");
     assert!(message.len() <= MAX_ERROR);
-    let partial = work.path().join("layout/blobs/sha256").join(format!("{}.partial", image.layer.hex()));
-    assert!(!partial.exists() && !work.path().join("layout/blobs/sha256").join(image.layer.hex()).exists());
+    let partial = work.path().join("layout/blobs/sha256").join(format!("{}.partial", image.layer.digest()));
+    assert!(!partial.exists() && !work.path().join("layout/blobs/sha256").join(image.layer.digest()).exists());
 }
 
 #[test]
@@ -313,15 +313,15 @@ fn a_token_realm_on_another_host_is_refused_naming_it() {
 #[test]
 fn layers_larger_than_the_free_space_are_not_fetched() {
     let config = br#"{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}}"#.to_vec();
-    let huge = Digest::of(b"huge");
+    let huge = digest_of(b"huge");
     let manifest = serde_json::json!({
         "schemaVersion": 2, "mediaType": MANIFEST,
-        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": Digest::of(&config).to_string(), "size": config.len()},
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": digest_of(&config).to_string(), "size": config.len()},
         "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": huge.to_string(), "size": 1u64 << 62}],
     })
     .to_string()
     .into_bytes();
-    let manifest_digest = Digest::of(&manifest);
+    let manifest_digest = digest_of(&manifest);
     let served = manifest.clone();
     let server = Server::start("127.0.0.1", move |path, _| {
         if path.contains("/manifests/") {
@@ -352,4 +352,13 @@ fn only_loopback_registries_are_pulled_and_challenges_parse() {
     assert!(same_authority("127.0.0.1", "127.0.0.1:80") && !same_authority("127.0.0.1:81", "127.0.0.1:80"));
     assert!(!same_authority("user@127.0.0.1:80", "127.0.0.1:80"));
     assert!(PullFailure::new("x".repeat(5000)).to_string().len() <= MAX_ERROR);
+}
+
+#[test]
+fn manifest_requests_accept_oci_and_docker_manifests_and_indexes() {
+    assert_eq!(
+        manifest_types(),
+        "application/vnd.oci.image.manifest.v1+json, application/vnd.oci.image.index.v1+json, \
+         application/vnd.docker.distribution.manifest.v2+json, application/vnd.docker.distribution.manifest.list.v2+json"
+    );
 }
