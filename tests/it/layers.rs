@@ -96,8 +96,14 @@ fn the_length_check_finds_a_long_function_and_passes_a_short_one() {
     assert!(long_functions(methods).is_empty());
 }
 
+/// Whether `code` names the module path `name` (`crate::plan`, not `crate::plane`).
+fn names(code: &str, name: &str) -> bool {
+    code.match_indices(name).any(|(at, _)| !code[at + name.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_'))
+}
+
 #[test]
 fn the_probes_shared_modules_import_nothing_from_either_lane() {
+    assert!(names("use crate::plan::Plan;", "crate::plan") && !names("use crate::plane::Plane;", "crate::plan"));
     let src = workspace().join("probe/src");
     let mut found = Vec::new();
     for path in sources(&src) {
@@ -112,7 +118,7 @@ fn the_probes_shared_modules_import_nothing_from_either_lane() {
             if code.starts_with("//") {
                 continue;
             }
-            if let Some(name) = LANES_AND_RUN.iter().find(|n| code.contains(*n)) {
+            if let Some(name) = LANES_AND_RUN.iter().find(|n| names(code, n)) {
                 found.push(format!("probe/src/{}:{}: names `{name}`", relative.display(), i + 1));
             }
         }
