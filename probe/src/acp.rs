@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Map, Value};
 
 use crate::error::ProbeError;
-use crate::image::run::Container;
+use crate::image::run::PreparedImage;
 use crate::options::{RunOptions, TOKEN_FILE};
 use crate::plane::safe_output_schema;
 use crate::relay::{Relay, Script};
@@ -113,7 +113,7 @@ impl AcpOptions {
 
     /// The command as run: `--` or the recipe's or the image's, the program replaced by
     /// `--entrypoint`, then `--arg`.
-    pub(crate) fn resolve_command(&self, image: Option<&Container>) -> Result<Vec<OsString>, ProbeError> {
+    pub(crate) fn resolve_command(&self, image: Option<&PreparedImage>) -> Result<Vec<OsString>, ProbeError> {
         let mut command = match (self.command.is_empty(), self.recipe_command.is_empty(), image) {
             (false, _, _) => self.command.clone(),
             (true, false, _) => self.recipe_command.iter().map(OsString::from).collect(),
@@ -251,7 +251,7 @@ fn start(
     options: &AcpOptions,
     command: &[OsString],
     stage: &mut Stage<'_, '_>,
-) -> Result<(Session, Option<crate::image::runtime::Started>), ProbeError> {
+) -> Result<(Session, Option<crate::image::runtime::RunningContainer>), ProbeError> {
     let plane = &mut stage.plane;
     let mut launch = session::Launch {
         env: plane.env.clone(),
@@ -312,7 +312,7 @@ struct Run<'o, 's, 'a, 'p> {
     /// The argv as run, placeholders expanded.
     command: Vec<OsString>,
     /// The image's run, removed at teardown (its container, image, storage).
-    container: Option<crate::image::runtime::Started>,
+    container: Option<crate::image::runtime::RunningContainer>,
     /// The observation trace, once written.
     trace: Option<String>,
 }

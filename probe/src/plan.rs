@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use crate::acp::AcpOptions;
 use crate::error::ProbeError;
-use crate::image::run::{BuildRequest, Container, PullError};
+use crate::image::run::{BuildRequest, PreparedImage, PullError};
 use crate::image::runtime::{Runtime, RuntimeKind};
 use crate::image::source::Source;
 use crate::image::tools::BuilderKind;
@@ -77,7 +77,7 @@ impl ImagePlan {
     /// Builds or pulls the image and unpacks it, by `deadline` (the run's). A tool that is
     /// not installed is the user's to install; a build, push or pull that failed is the
     /// run's failure, with the tool's own words.
-    pub(crate) fn prepare(&self, deadline: Instant, progress: &mut dyn FnMut(Progress)) -> Result<Container, ProbeError> {
+    pub(crate) fn prepare(&self, deadline: Instant, progress: &mut dyn FnMut(Progress)) -> Result<PreparedImage, ProbeError> {
         // The runtime is found before anything is pulled or built.
         let runtime = match self.runtime {
             Some(kind) => Runtime::find(kind),
@@ -90,7 +90,7 @@ impl ImagePlan {
         };
         match &self.source {
             ImageSource::Pull { reference, from } => {
-                Container::pull(reference, from, runtime, deadline).map_err(|e| failed(reference.to_string(), e))
+                PreparedImage::pull(reference, from, runtime, deadline).map_err(|e| failed(reference.to_string(), e))
             }
             ImageSource::Build(build) => {
                 if build.all_interfaces {
@@ -107,7 +107,7 @@ impl ImagePlan {
                     all_interfaces: build.all_interfaces,
                     name: &build.name,
                 };
-                Container::build(&request, deadline).map_err(|e| failed(build.context.display().to_string(), e))
+                PreparedImage::build(&request, deadline).map_err(|e| failed(build.context.display().to_string(), e))
             }
         }
     }

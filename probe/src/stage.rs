@@ -6,8 +6,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::error::ProbeError;
-use crate::image::run::{Container, ImageRun};
-use crate::image::runtime::Started;
+use crate::image::run::{ImageRun, PreparedImage};
+use crate::image::runtime::RunningContainer;
 use crate::options::RunOptions;
 use crate::plane::Plane;
 use crate::report::{LaneReport, Steps};
@@ -37,7 +37,7 @@ pub(crate) struct LaneEnd {
 
 /// The image a lane runs its harness in: prepared once, started once per process.
 pub(crate) struct ImageStage {
-    pub container: Arc<Container>,
+    pub container: Arc<PreparedImage>,
     pub working_directory: String,
     /// What the report says of it; each start and finish adds to it.
     pub report: ImageRun,
@@ -45,7 +45,7 @@ pub(crate) struct ImageStage {
 
 impl ImageStage {
     /// `given` is the working directory asked for (else the image's).
-    pub fn new(container: Arc<Container>, given: Option<&str>) -> Result<ImageStage, ProbeError> {
+    pub fn new(container: Arc<PreparedImage>, given: Option<&str>) -> Result<ImageStage, ProbeError> {
         let working_directory = container.working_directory(given).map_err(|e| ProbeError::CannotStart(e.to_string()))?;
         let report = container.run_report(&working_directory, None);
         Ok(ImageStage { container, working_directory, report })
@@ -64,7 +64,7 @@ impl ImageStage {
         plane: &Plane,
         scratch: &[&Path],
         env: &[(OsString, OsString)],
-    ) -> Result<Started, ProbeError> {
+    ) -> Result<RunningContainer, ProbeError> {
         let mut shared: Vec<&Path> = vec![plane.workspace_root.as_path()];
         shared.extend(scratch);
         shared.extend(plane.home.as_ref().map(|h| h.root()));
@@ -72,14 +72,14 @@ impl ImageStage {
             .container
             .start(command, &plane.workspace_root, &self.working_directory, &shared, env, plane.relay.addr(), plane.join())
             .map_err(|e| ProbeError::CannotStart(format!("cannot start the image: {e}")))?;
-        self.report.fence = started.fence;
+        self.report.fence = Some(started.fence);
         self.report.container = started.container.clone();
         Ok(started)
     }
 
     /// Removes what the runtime keeps of a run (a container, an image); what it could not
     /// remove is a teardown fault, kept in the report.
-    pub fn finish(&mut self, started: Started) -> Option<String> {
+    pub fn finish(&mut self, started: RunningContainer) -> Option<String> {
         let fault = started.finish().err()?;
         self.report.teardown_fault.get_or_insert_with(|| fault.to_string());
         Some(format!("the image's runtime left something behind: {fault}"))

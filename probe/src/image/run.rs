@@ -10,7 +10,7 @@
 //! working directory and, like the fresh home and the lane's scratch files, at its own path
 //! too, so every placeholder the probe expanded names the same file inside and out.
 //! `--die-with-parent` ends the container with the probe, and both the layout and the root
-//! are removed when the [`Container`] drops. podman and docker keep the same promises
+//! are removed when the [`PreparedImage`] drops. podman and docker keep the same promises
 //! (the fence, the mounts, the variables, the command); see [`super::runtime`].
 
 use std::ffi::OsString;
@@ -24,7 +24,7 @@ use oci_spec::image::{Config, Os};
 use super::in_root::InRootError;
 use super::layout::Limits;
 use super::reference::ImageReference;
-use super::runtime::{RunSpec, Runtime, RuntimeError, Started};
+use super::runtime::{ImageFence, RunSpec, RunningContainer, Runtime, RuntimeError, RuntimeKind};
 use super::source::{self, Source, SourceError};
 use super::tools::{self, Tool};
 use super::TempDir;
@@ -78,7 +78,7 @@ const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
 
 /// An image ready to run: its unpacked root and its config.
 #[derive(Debug)]
-pub struct Container {
+pub struct PreparedImage {
     pub reference: ImageReference,
     /// Where it was read from.
     pub source: Source,
@@ -101,15 +101,17 @@ pub struct ImageRun {
     pub reference: String,
     pub digest: String,
     /// Where it was read from: `registry`, `podman`, `docker` or `oci:DIR`.
-    pub source: String,
+    #[serde(serialize_with = "as_text")]
+    pub source: Source,
     /// How it ran: `bubblewrap` or `podman` over the unpacked root filesystem, or `docker`
     /// over that root imported into its daemon.
-    pub runtime: &'static str,
+    pub runtime: RuntimeKind,
     /// The runtime was the first found (`bubblewrap`, else `podman`, else `docker`), not
     /// asked for with `--runtime`.
     pub runtime_detected: bool,
-    /// Which fence held the harness and how it reached the relay.
-    pub fence: &'static str,
+    /// Which fence held the harness and how it reached the relay (`""` before it started).
+    #[serde(serialize_with = "fence_or_empty")]
+    pub fence: Option<ImageFence>,
     /// The container's name under podman or docker (the last run's, for a lane that runs
     /// the image twice); its pause container is `<name>-pause`, its image `<name>:run`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -122,6 +124,16 @@ pub struct ImageRun {
     /// With `--build-context`: how the image was built and where it was pushed for this run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub built: Option<Ephemeral>,
+}
+
+/// A value as its `Display` writes it.
+fn as_text<T: std::fmt::Display, S: serde::Serializer>(value: &T, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(value)
+}
+
+/// The fence as the report says it; `""` for a run that never started its container.
+fn fence_or_empty<S: serde::Serializer>(fence: &Option<ImageFence>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(fence.map_or("", ImageFence::describe))
 }
 
 /// What a result hands back after an image run, as the page's author path has it: after a
@@ -150,13 +162,13 @@ pub struct NextSteps {
     pub warning: Option<String>,
 }
 
-impl Container {
+impl PreparedImage {
     /// Reads `reference` from `source` (by default its registry: a loopback one by the
     /// probe over plain HTTP, any other by skopeo with TLS verified), tied to its digest,
     /// and checks and unpacks it, all by `deadline` (the run's `--deadline`). Every error
     /// names what failed: the tool and its own message, the blob or entry at fault, or what
     /// the deadline cut off.
-    pub fn pull(reference: &ImageReference, source: &Source, runtime: Runtime, deadline: Instant) -> Result<Container, PullError> {
+    pub fn pull(reference: &ImageReference, source: &Source, runtime: Runtime, deadline: Instant) -> Result<PreparedImage, PullError> {
         let pulled_by_probe = match source {
             Source::Registry => reference.is_loopback_registry(),
             Source::Layout(_) => true,
@@ -188,7 +200,7 @@ impl Container {
         if let Some(working_dir) = config.working_dir().as_deref().filter(|d| !d.is_empty()) {
             in_root::make_dir(rootfs.path(), working_dir).map_err(|e| PullError::Failed(e.to_string()))?;
         }
-        Ok(Container {
+        Ok(PreparedImage {
             reference: reference.clone(),
             source: source.clone(),
             config,
@@ -246,7 +258,7 @@ impl Container {
     /// with its runtime: `workspace` at `working_directory`, each of `shared` (the workspace,
     /// the home, the lane's scratch directory) at its own path, the harness's variables
     /// `env` (the client's environment holds them), the relay at `relay` inside `fence`.
-    /// The returned [`Started`] holds the argv to spawn, and removes what the run leaves
+    /// The returned [`RunningContainer`] holds the argv to spawn, and removes what the run leaves
     /// once finished.
     #[allow(clippy::too_many_arguments)]
     pub fn start(
@@ -258,7 +270,7 @@ impl Container {
         env: &[(OsString, OsString)],
         relay: std::net::SocketAddr,
         fence: Option<crate::session::fence::Join>,
-    ) -> Result<Started, RuntimeError> {
+    ) -> Result<RunningContainer, RuntimeError> {
         // Every mount point exists inside the root before the runtime starts, at exactly its
         // path: a runtime then makes none itself from the image's paths.
         for mount_point in [Path::new("/dev"), Path::new("/proc"), Path::new("/tmp")].into_iter().chain(shared.iter().copied()) {
@@ -273,14 +285,14 @@ impl Container {
 
     /// What the report says of it; `started` is the run's, for what the runtime said of the
     /// fence and its container.
-    pub fn run_report(&self, working_directory: &str, started: Option<&Started>) -> ImageRun {
+    pub fn run_report(&self, working_directory: &str, started: Option<&RunningContainer>) -> ImageRun {
         ImageRun {
             reference: self.reference.to_string(),
             digest: self.reference.digest().to_string(),
-            source: self.source.to_string(),
-            runtime: self.runtime.kind.name(),
+            source: self.source.clone(),
+            runtime: self.runtime.kind,
             runtime_detected: self.runtime.detected,
-            fence: started.map_or("", |s| s.fence),
+            fence: started.map(|s| s.fence),
             container: started.and_then(|s| s.container.clone()),
             teardown_fault: None,
             working_directory: working_directory.to_owned(),
@@ -294,7 +306,7 @@ impl Container {
 /// to a registry that lived for this run only, so its reference is never one to register.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Ephemeral {
-    pub builder: &'static str,
+    pub builder: tools::BuilderKind,
     pub context: String,
     /// The reference the run pulled, on the temporary registry (gone now).
     pub pushed: String,
@@ -315,14 +327,14 @@ pub struct BuildRequest<'a> {
     pub name: &'a str,
 }
 
-impl Container {
+impl PreparedImage {
     /// Builds the context with a real builder, pushes it to a temporary registry on
     /// 127.0.0.1 (every interface only when asked), pulls back exactly the pushed digest and
     /// unpacks it. The registry, the builder's image and its storage are gone when this
     /// returns, whatever happened; the container keeps only its own root, and how it was
     /// built (`built`). The build, the push, the pull and the unpack end by `deadline` (the
     /// run's).
-    pub fn build(request: &BuildRequest<'_>, deadline: Instant) -> Result<Container, PullError> {
+    pub fn build(request: &BuildRequest<'_>, deadline: Instant) -> Result<PreparedImage, PullError> {
         // Every tool is found before anything is built (the pull from the loopback
         // registry is the probe's own).
         Tool::Registry.find()?;
@@ -330,24 +342,24 @@ impl Container {
             Some(kind) => tools::Builder::new(kind),
             None => tools::Builder::detect(),
         }?;
-        let builder_name = builder.kind().tool().program();
+        let builder_kind = builder.kind();
         let tag = format!("localhost/{}:checkfu-probe", request.name);
         let built = tools::build(&builder, request.context, request.dockerfile, &tag, deadline).map_err(PullError::from);
         let pushed = built.and_then(|()| {
             let registry = tools::Registry::start(tools::RegistryOptions { all_interfaces: request.all_interfaces })?;
             let pushed = tools::push(&builder, &tag, &registry, deadline)?;
             // Pulled while the registry lives, then the registry goes.
-            let container = Container::pull(&pushed, &Source::Registry, request.runtime.clone(), deadline);
+            let container = PreparedImage::pull(&pushed, &Source::Registry, request.runtime.clone(), deadline);
             registry.stop()?;
             Ok((container?, pushed))
         });
         // The builder's image and storage go whether or not the build got that far.
         let _ = tools::remove_image(&builder, &tag);
         let removed = builder.remove_storage();
-        let (mut container, pushed): (Container, ImageReference) = pushed?;
+        let (mut container, pushed): (PreparedImage, ImageReference) = pushed?;
         removed?;
         container.built = Some(Ephemeral {
-            builder: builder_name,
+            builder: builder_kind,
             context: request.context.display().to_string(),
             pushed: pushed.to_string(),
             all_interfaces: request.all_interfaces,
@@ -364,13 +376,22 @@ pub fn text_lines(image: Option<&ImageRun>, next: Option<&NextSteps>) -> String 
         // The reference holds the digest; the runtime has a line of its own.
         out.push_str(&format!("image    {}, from {}, in {}\n", image.reference, image.source, image.working_directory));
         let how = if image.runtime_detected { "detected" } else { "asked for" };
-        out.push_str(&format!("image    runtime {} ({how}); fence: {}\n", image.runtime, image.fence));
+        out.push_str(&format!(
+            "image    runtime {} ({how}); fence: {}\n",
+            image.runtime.name(),
+            image.fence.map_or("", ImageFence::describe)
+        ));
         if let Some(fault) = &image.teardown_fault {
             out.push_str(&format!("image    teardown failed: {fault}\n"));
         }
         if let Some(built) = &image.built {
             let exposed = if built.all_interfaces { ", registry on every interface" } else { "" };
-            out.push_str(&format!("image    built by {} from {}, pushed as {}{exposed}\n", built.builder, built.context, built.pushed));
+            out.push_str(&format!(
+                "image    built by {} from {}, pushed as {}{exposed}\n",
+                built.builder.tool().program(),
+                built.context,
+                built.pushed
+            ));
         }
     }
     if let Some(next) = next {

@@ -3,7 +3,7 @@
 //! user's daemon (so every runtime runs the same verified files, wherever the image was read
 //! from). One shape for all three: [`Runtime::start`] prepares what the runtime
 //! needs and hands back the argv the lane spawns as it spawns any harness (piped stdio, its
-//! own process group, the lane's deadline and teardown); [`Started::finish`] then removes
+//! own process group, the lane's deadline and teardown); [`RunningContainer::finish`] then removes
 //! whatever the runtime keeps after its client is gone (a container, an image, storage),
 //! whether the harness exited or the probe killed the client on a timeout.
 //!
@@ -129,10 +129,10 @@ impl Runtime {
 
     /// Prepares one run of `spec` and returns its argv. `Err`: what failed, in the tool's
     /// own words, with whatever was made removed.
-    pub fn start(&self, spec: &RunSpec<'_>) -> Result<Started, RuntimeError> {
+    pub fn start(&self, spec: &RunSpec<'_>) -> Result<RunningContainer, RuntimeError> {
         match self.kind {
             RuntimeKind::Bubblewrap => {
-                let fence = if spec.fence.is_some() { "the probe's network namespace, joined by bubblewrap" } else { NO_FENCE };
+                let fence = if spec.fence.is_some() { ImageFence::Bubblewrap } else { ImageFence::None };
                 let exec = Exec::Bubblewrap {
                     bwrap: self.program.clone(),
                     rootfs: spec.rootfs.to_owned(),
@@ -143,7 +143,7 @@ impl Runtime {
                 };
                 let (argv, inherit) = bubblewrap_argv(&self.program, spec)
                     .map_err(|e| RuntimeError::Start(format!("cannot pass the variables to bubblewrap: {e}")))?;
-                Ok(Started::plain(argv, inherit, fence, exec))
+                Ok(RunningContainer::plain(argv, inherit, fence, exec))
             }
             RuntimeKind::Podman => podman(&self.program, spec).map_err(RuntimeError::Start),
             RuntimeKind::Docker => docker(&self.program, spec).map_err(RuntimeError::Start),
@@ -151,9 +151,40 @@ impl Runtime {
     }
 }
 
-/// Where no network namespace could be made, bubblewrap and podman share the probe's own
-/// network; the proxy variables are then the only fence, as in the process lane.
-const NO_FENCE: &str = "none: the probe's own network (no namespace could be made), the proxy variables only";
+/// Which fence held an image's harness, and how it reached the relay.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImageFence {
+    /// bubblewrap joined the probe's network namespace.
+    Bubblewrap,
+    /// podman joined the probe's network namespace (`--network host` inside it).
+    Podman,
+    /// podman joined the probe's user and network namespaces (rootless inside them).
+    PodmanUser,
+    /// docker's pause container's loopback, to which the probe forwards the relay's port.
+    DockerPause,
+    /// Where no network namespace could be made, bubblewrap and podman share the probe's
+    /// own network; the proxy variables are then the only fence, as in the process lane.
+    None,
+}
+
+impl ImageFence {
+    /// The fence in a sentence, as the report says it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ImageFence::Bubblewrap => "the probe's network namespace, joined by bubblewrap",
+            ImageFence::Podman => "the probe's network namespace, joined by podman (--network host inside it)",
+            ImageFence::PodmanUser => "the probe's user and network namespaces, joined by podman (rootless inside them, --network host)",
+            ImageFence::DockerPause => "docker pause container's loopback, forwarded to the relay",
+            ImageFence::None => "none: the probe's own network (no namespace could be made), the proxy variables only",
+        }
+    }
+}
+
+impl serde::Serialize for ImageFence {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.describe())
+    }
+}
 
 /// Whether this process has `CAP_SYS_ADMIN` in its effective set (`/proc/self/status`),
 /// which `setns` into another network namespace of the initial user namespace asks.
@@ -190,22 +221,22 @@ pub struct RunSpec<'a> {
 
 /// One run, prepared: the argv to spawn, and what to remove once its client has ended.
 #[derive(Debug)]
-pub struct Started {
+pub struct RunningContainer {
     pub argv: Vec<OsString>,
     /// The descriptor bubblewrap reads the harness's variables from, which the client
     /// inherits.
     inherit: Option<OwnedFd>,
     /// Variables for the client itself (the runtime's configuration), beside the caller's
-    /// allow-listed ones ([`Started::client_launch`]).
+    /// allow-listed ones ([`RunningContainer::client_launch`]).
     client_env: Vec<(OsString, OsString)>,
     /// Whether the client is started inside the fence (bubblewrap, podman), or outside it
     /// (docker's client talks to its daemon, which the fence would cut off over TCP).
     joins_fence: bool,
     /// Which fence held the harness, and how it reached the relay.
-    pub fence: &'static str,
+    pub fence: ImageFence,
     /// The container's name (podman, docker): `checkfu-probe-<16 hex>`.
     pub container: Option<String>,
-    /// How a further command runs in the same container ([`Started::terminals`]).
+    /// How a further command runs in the same container ([`RunningContainer::terminals`]).
     exec: Exec,
     cleanup: Cleanup,
 }
@@ -296,7 +327,7 @@ enum Cleanup {
     },
 }
 
-impl Started {
+impl RunningContainer {
     /// How the runtime's client is launched for the harness `launch` describes. The client
     /// runs on the host, so it starts from the caller's allow-listed variables and the
     /// runtime's own ([`host_env`]), from `/`: the harness's variables (the image's among
@@ -327,8 +358,8 @@ impl Started {
         Inside { argv: Box::new(move |command, directory, own| exec.argv(command, directory, own)), env: self.client_variables() }
     }
 
-    fn plain(argv: Vec<OsString>, inherit: OwnedFd, fence: &'static str, exec: Exec) -> Started {
-        Started {
+    fn plain(argv: Vec<OsString>, inherit: OwnedFd, fence: ImageFence, exec: Exec) -> RunningContainer {
+        RunningContainer {
             argv,
             inherit: Some(inherit),
             client_env: Vec::new(),
@@ -386,8 +417,8 @@ impl Started {
     }
 }
 
-impl Drop for Started {
-    /// A run dropped without [`Started::finish`] (an error on the way) still leaves nothing.
+impl Drop for RunningContainer {
+    /// A run dropped without [`RunningContainer::finish`] (an error on the way) still leaves nothing.
     fn drop(&mut self) {
         let _ = self.clean();
     }
@@ -574,11 +605,6 @@ fn own_user() -> String {
 
 // --- podman -----------------------------------------------------------------------------
 
-/// The fence as podman keeps it: as root, and as an ordinary user (rootless, in a user
-/// namespace of its own inside the fence's).
-const PODMAN_FENCE: &str = "the probe's network namespace, joined by podman (--network host inside it)";
-const PODMAN_USER_FENCE: &str = "the probe's user and network namespaces, joined by podman (rootless inside them, --network host)";
-
 /// podman with its global flags. In a fence made without privileges, through `unshare`:
 /// see [`podman`].
 fn podman_prefix(program: &Path, globals: &[OsString], user_namespace: bool) -> Vec<OsString> {
@@ -610,7 +636,7 @@ fn hybrid_cgroups() -> bool {
     Path::new("/sys/fs/cgroup/unified/cgroup.controllers").exists()
 }
 
-fn podman(program: &Path, spec: &RunSpec<'_>) -> Result<Started, String> {
+fn podman(program: &Path, spec: &RunSpec<'_>) -> Result<RunningContainer, String> {
     let dir = TempDir::new("checkfu-podman").map_err(|e| format!("cannot make podman's storage: {e}"))?;
     let root = dir.path();
     // Short names: podman refuses a run root of 50 characters or more (its sockets' paths).
@@ -673,15 +699,15 @@ fn podman(program: &Path, spec: &RunSpec<'_>) -> Result<Started, String> {
     run.extend(os(&[&"--network", &"host", &"--rootfs", &spec.rootfs]));
     argv.extend(run);
     argv.extend(spec.command.iter().cloned());
-    Ok(Started {
+    Ok(RunningContainer {
         argv,
         inherit: None,
         client_env: env.clone(),
         joins_fence: true,
         fence: match join {
-            Some(_) if user_namespace => PODMAN_USER_FENCE,
-            Some(_) => PODMAN_FENCE,
-            None => NO_FENCE,
+            Some(_) if user_namespace => ImageFence::PodmanUser,
+            Some(_) => ImageFence::Podman,
+            None => ImageFence::None,
         },
         container: Some(name.clone()),
         exec: Exec::Client { prefix: podman_prefix(program, &globals, user_namespace), user, name: name.clone() },
@@ -691,28 +717,25 @@ fn podman(program: &Path, spec: &RunSpec<'_>) -> Result<Started, String> {
 
 // --- docker -----------------------------------------------------------------------------
 
-/// The fence as docker keeps it.
-const DOCKER_FENCE: &str = "docker pause container's loopback, forwarded to the relay";
-
 fn docker_command(program: &Path, args: &[&str]) -> Command {
     let mut command = host_env::command(program);
     command.args(args);
     command
 }
 
-fn docker(program: &Path, spec: &RunSpec<'_>) -> Result<Started, String> {
+fn docker(program: &Path, spec: &RunSpec<'_>) -> Result<RunningContainer, String> {
     let name = crate::relay::token::mint("checkfu-probe-");
     let image = format!("{name}:run");
     let pause = format!("{name}-pause");
     let dir = TempDir::new("checkfu-docker").map_err(|e| format!("cannot make the docker run's directory: {e}"))?;
     let archive = dir.path().join("rootfs.tar");
     let env_file = dir.path().join("env");
-    let mut started = Started {
+    let mut started = RunningContainer {
         argv: Vec::new(),
         inherit: None,
         client_env: Vec::new(),
         joins_fence: false,
-        fence: DOCKER_FENCE,
+        fence: ImageFence::DockerPause,
         container: Some(name.clone()),
         exec: Exec::Client { prefix: vec![program.as_os_str().to_owned()], user: own_user(), name: name.clone() },
         cleanup: Cleanup::Docker {

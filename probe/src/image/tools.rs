@@ -457,8 +457,10 @@ fn answers_v2(port: u16) -> bool {
     head[..read].starts_with(b"HTTP/1.1 200") || head[..read].starts_with(b"HTTP/1.0 200")
 }
 
-/// Which builder makes the image.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Which builder makes the image; a report names it by its program (`buildah`, `podman`,
+/// `docker`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum BuilderKind {
     Buildah,
     Podman,
