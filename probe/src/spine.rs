@@ -24,8 +24,19 @@ use checkfu_wire::oneshot::Declaration;
 
 /// A lane made ready: its options checked and its command or declaration resolved.
 enum Ready<'a> {
-    Acp { checked: acp::Checked<'a>, command: Vec<OsString>, working_directory: Option<&'a str> },
-    Oneshot { checked: oneshot::Checked, plan: &'a oneshot::OneshotPlan, declaration: Declaration },
+    /// The agent's command (placeholders not yet expanded) and, for the next steps, the
+    /// flags that register it.
+    Acp {
+        checked: acp::Checked<'a>,
+        command: Vec<OsString>,
+        profile: Vec<String>,
+        working_directory: Option<&'a str>,
+    },
+    Oneshot {
+        checked: oneshot::Checked,
+        plan: &'a oneshot::OneshotPlan,
+        declaration: Declaration,
+    },
 }
 
 impl Ready<'_> {
@@ -63,7 +74,8 @@ pub fn run(plan: &Plan, progress: &mut dyn FnMut(Progress)) -> Result<Report, Pr
             let checked = acp::check(acp_options, options, entry)?;
             let container = prepare(progress)?;
             let command = acp_options.resolve_command(container.as_deref())?;
-            (Ready::Acp { checked, command, working_directory: acp_options.working_directory.as_deref() }, container)
+            let profile = acp_options.profile(&command);
+            (Ready::Acp { checked, command, profile, working_directory: acp_options.working_directory.as_deref() }, container)
         }
         LanePlan::Oneshot(oneshot_plan) => {
             let checked = oneshot::check(options)?;
@@ -91,11 +103,7 @@ pub fn run(plan: &Plan, progress: &mut dyn FnMut(Progress)) -> Result<Report, Pr
 fn steps(plan: &Plan, entry: Option<&'static catalog::Harness>, ready: Ready<'_>, mut stage: Stage<'_, '_>) -> Result<Report, ProbeError> {
     let protocol = plan.lane.protocol();
     let end = match ready {
-        Ready::Acp { checked, command, .. } => {
-            let profile = match &plan.lane {
-                LanePlan::Acp(acp_options) => acp_options.profile(&command),
-                LanePlan::Oneshot(_) => Vec::new(),
-            };
+        Ready::Acp { checked, command, profile, .. } => {
             let command = acp::expand_command(&command, &stage.plane.placeholders, stage.image.is_some())?;
             let shown: Vec<String> = command.iter().map(|c| c.to_string_lossy().into_owned()).collect();
             stage.steps.tell(Progress::Started { protocol, command: &shown.join(" ") });
