@@ -240,12 +240,13 @@ pub fn probe(args: Args, given: &Given) -> i32 {
             };
             let _ = std::io::stdout().lock().write_all(rendered.as_bytes());
         }
-        // A run a signal stopped says so, whatever else it came to.
-        Err(_) if checkfu_wire_probe::interrupt::received().is_some() => {
-            let signal = checkfu_wire_probe::interrupt::received().map(checkfu_wire_probe::interrupt::name).unwrap_or_default();
-            eprintln!("error: interrupted by {signal}");
+        Err(e) => {
+            eprintln!("error: {e}");
+            // A run a signal stopped says so last, whatever else it came to.
+            if let Some(signal) = checkfu_wire_probe::interrupt::received() {
+                eprintln!("error: interrupted by {}", checkfu_wire_probe::interrupt::name(signal));
+            }
         }
-        Err(e) => eprintln!("error: {e}"),
     }
     checkfu_wire_probe::exit_code(outcome.as_ref())
 }
