@@ -14,6 +14,7 @@
 //!   relay's record ([`verdict`]), the end of a run ([`ending`]), what a run says as it goes
 //!   ([`progress`]), each lane's result ([`result`], [`oneshot`]) and the report of either
 //!   ([`report`]);
+//! - [`next`]: the next steps an image run hands back (publish, retest, `add`, `verify`);
 //! - [`image`]: the image lane's foundation: references pinned by digest, OCI layouts read
 //!   and unpacked in the crate, and buildah, skopeo, the registry, podman and docker driven
 //!   as external tools.
@@ -25,6 +26,7 @@ pub mod image;
 pub mod interrupt;
 pub mod launch;
 pub mod model_plane;
+pub mod next;
 pub mod oneshot;
 mod plane;
 pub mod progress;

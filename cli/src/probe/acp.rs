@@ -145,7 +145,9 @@ pub fn probe(
                 profile.extend(args.iter().map(|a| format!("--arg={}", a.to_string_lossy())));
             }
             profile.extend(shared.working_directory.iter().map(|d| format!("--working-directory={d}")));
-            result.next = prepared.as_ref().map(|p| image.next_steps(p, result.passed(), &profile));
+            let env = super::image::settings(recipe.iter().flat_map(|r| &r.env), &shared.env);
+            let home_files = super::image::settings(recipe.iter().flat_map(|r| &r.home_files), &shared.home_file);
+            result.next = prepared.as_ref().map(|p| image.next_steps(p, result.passed(), &profile, env, home_files));
             Ok(Report::Acp(Box::new(result)))
         }
         Err(e @ (UsageError::Options(_) | UsageError::CannotStart(_))) => Err(usage(e)),

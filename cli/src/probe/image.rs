@@ -6,11 +6,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use checkfu_wire_probe::image::run::{BuildRequest, Container, NextSteps, PullError};
+use checkfu_wire_probe::image::run::{BuildRequest, Container, PullError};
 use checkfu_wire_probe::image::runtime::{Runtime, RuntimeKind};
 use checkfu_wire_probe::image::source::Source;
 use checkfu_wire_probe::image::tools::BuilderKind;
 use checkfu_wire_probe::image::ImageReference;
+use checkfu_wire_probe::next::{self, Built, Facts, NextSteps, Origin, RetestWord, Selector, Setting};
 
 use super::{usage, Word};
 
@@ -171,94 +172,56 @@ impl Flags {
         }))
     }
 
-    /// The next steps of a result: after a build context, the published-image retest (only
-    /// when the run passed); after an image, the `add` command and the `verify` command, or
-    /// its template and the flags it still needs.
+    /// The next steps of a result ([`next::next_steps`]), from the run as it ran.
     /// `profile` is the harness as it ran, as the flags that register it (the lane knows it:
     /// from the command line, the recipe or the image's own command): `--protocol`,
-    /// `--entrypoint`, and the lane's own (`--arg`, or the declaration's members).
-    pub fn next_steps(&self, prepared: &Prepared, passed: bool, profile: &[String]) -> NextSteps {
-        let warning = prepared.container.built.as_ref().filter(|b| b.all_interfaces).map(|_| {
-            String::from("the temporary registry listened on every interface (--allow-registry-all-interfaces) while the run lasted")
-        });
-        if let Some(built) = &prepared.container.built {
-            let digest = built.pushed.rsplit_once('@').map_or("", |(_, d)| d);
-            if !passed {
-                return NextSteps {
-                    advice: String::from("fix what failed and run the build-context test again; publish only a passing image"),
-                    warning,
-                    ..NextSteps::default()
-                };
-            }
-            let published = format!("<published-name>@{digest}");
-            return NextSteps {
-                advice: format!(
-                    "publish the image (its digest is {digest} when pushed as built) and rerun the retest command with its \
-                     published name; the ephemeral localhost image is not one to register"
-                ),
-                retest: Some(command_line("checkfu-wire", &retest_args(&prepared.line, &published))),
-                warning,
-                ..NextSteps::default()
-            };
-        }
-        let mut required = Vec::new();
-        if prepared.sandbox.is_none() {
-            required.push("--sandbox");
-        }
-        if prepared.model.is_none() {
-            required.push("--model");
-        }
-        let context: Vec<String> = kept(&prepared.line, CONTEXT);
-        let mut add = vec![String::from("harness"), String::from("add"), String::from("oci"), format!("--name={}", self.name)];
-        add.push(format!("--image={}", prepared.container.reference));
-        add.extend(profile.iter().cloned());
-        add.extend(self.selectors());
-        add.extend(context.iter().cloned());
-        let mut verify = vec![String::from("harness"), String::from("verify"), self.name.clone()];
-        verify.extend(self.selectors());
-        for flag in &required {
-            verify.push(format!("{flag}=<{}>", if *flag == "--sandbox" { "sandbox-profile" } else { "model-routing-profile" }));
-        }
-        verify.push(String::from("--wait"));
-        verify.extend(context);
-        let mut advice = if !passed {
-            String::from("the image did not pass: fix it before adding it")
-        } else if required.is_empty() {
-            String::from("run the add command, then the verify command for server-owned, signed evidence")
-        } else {
-            format!("run the add command with {}; the verify command is a template until then", required.join(" and "))
+    /// `--entrypoint`, and the lane's own (`--arg`, or the declaration's members). `env` and
+    /// `home_files` are the variables and home files the run used ([`settings`]).
+    pub fn next_steps(
+        &self,
+        prepared: &Prepared,
+        passed: bool,
+        profile: &[String],
+        env: Vec<Setting>,
+        home_files: Vec<Setting>,
+    ) -> NextSteps {
+        let selector = |flag: &Option<String>, resolved: &Option<String>| match (flag, resolved) {
+            (Some(value), _) => Selector::Given(value.clone()),
+            (None, Some(_)) => Selector::InConnectionFile,
+            (None, None) => Selector::Missing,
         };
-        // The platform pulls the reference from its registry: an image read from this
-        // machine's storage must be published there first.
-        if passed && prepared.container.source != Source::Registry {
-            advice = format!(
-                "it was read from {}: publish it as {} first, then {advice}",
-                prepared.container.source,
-                prepared.container.reference.pull_name()
-            );
-        }
-        NextSteps {
-            advice,
-            add: Some(command_line("checkfu", &add)),
-            verify: Some(command_line("checkfu", &verify)),
-            verify_is_template: !required.is_empty(),
-            required_flags: required,
-            warning,
-            ..NextSteps::default()
-        }
+        let container = &prepared.container;
+        next::next_steps(&Facts {
+            name: self.name.clone(),
+            reference: container.reference.clone(),
+            source: container.source.clone(),
+            built: container
+                .built
+                .clone()
+                .map(|ephemeral| Built { ephemeral, dockerfile: self.dockerfile.as_ref().map(|d| d.display().to_string()) }),
+            passed,
+            profile: profile.to_vec(),
+            sandbox: selector(&self.sandbox, &prepared.sandbox),
+            model: selector(&self.model, &prepared.model),
+            context: kept(&prepared.line, CONTEXT),
+            retest: retest_words(&prepared.line),
+            env,
+            home_files,
+        })
     }
+}
 
-    /// `--sandbox` and `--model` as given (those from a connection file stay in it).
-    fn selectors(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        if let Some(sandbox) = &self.sandbox {
-            out.push(format!("--sandbox={sandbox}"));
-        }
-        if let Some(model) = &self.model {
-            out.push(format!("--model={model}"));
-        }
-        out
-    }
+/// The variables or home files a run used: `recipe`'s, but those the command line's
+/// `given` replaced, then `given`.
+pub fn settings<'a>(recipe: impl IntoIterator<Item = (&'a String, &'a String)>, given: &[(String, String)]) -> Vec<Setting> {
+    let setting = |name: &str, template: &str, origin| Setting { name: name.to_owned(), template: template.to_owned(), origin };
+    let mut out: Vec<Setting> = recipe
+        .into_iter()
+        .filter(|(name, _)| !given.iter().any(|(n, _)| n == *name))
+        .map(|(name, template)| setting(name, template, Origin::Recipe))
+        .collect();
+    out.extend(given.iter().map(|(name, template)| setting(name, template, Origin::CommandLine)));
+    out
 }
 
 /// The platform context both commands keep (clap's ids).
@@ -267,38 +230,18 @@ const CONTEXT: &[&str] = &["api_url", "connection_file"];
 /// The flags of a build context, which the retest replaces with `--image` (clap's ids).
 const BUILD: &[&str] = &["build_context", "dockerfile", "builder", "allow_registry_all_interfaces"];
 
+/// The probe's command for the retest: the build-context flags left out, and `--image`
+/// where `--build-context` was.
+fn retest_words(line: &[Word]) -> Vec<RetestWord> {
+    line.iter()
+        .filter(|w| w.id == "build_context" || !BUILD.contains(&w.id.as_str()))
+        .map(|w| if w.id == "build_context" { RetestWord::Image } else { RetestWord::Kept(w.text.clone()) })
+        .collect()
+}
+
 /// The words of `line` whose argument is one of `ids`, in the order given.
 fn kept(line: &[Word], ids: &[&str]) -> Vec<String> {
     line.iter().filter(|w| ids.contains(&w.id.as_str())).map(|w| w.text.clone()).collect()
-}
-
-/// The probe's command with the build-context flags left out and `--image` where
-/// `--build-context` was.
-fn retest_args(line: &[Word], image: &str) -> Vec<String> {
-    let mut out = vec![String::from("probe")];
-    for word in line {
-        if word.id == "build_context" {
-            out.push(format!("--image={image}"));
-        } else if !BUILD.contains(&word.id.as_str()) {
-            out.push(word.text.clone());
-        }
-    }
-    out
-}
-
-/// A command as a shell reads it: each word quoted when it holds anything but plain
-/// characters.
-fn command_line(program: &str, args: &[String]) -> String {
-    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c);
-    let mut words = vec![program.to_owned()];
-    for arg in args {
-        if !arg.is_empty() && arg.chars().all(plain) {
-            words.push(arg.clone());
-        } else {
-            words.push(format!("'{}'", arg.replace('\'', r"'\''")));
-        }
-    }
-    words.join(" ")
 }
 
 /// The `defaults` of a connection file: `sandbox` and `model`, each a string when present.
@@ -336,19 +279,25 @@ mod tests {
             ("build_context", "--build-context=./c"),
             ("dockerfile", "--dockerfile=./c/D"),
             ("allow_registry_all_interfaces", "--allow-registry-all-interfaces"),
-            ("protocol", "--protocol=oneshot-v1"),
+            ("env", "--env=FOO=bar"),
             ("argv", "--argv={prompt_path}"),
         ]);
-        assert_eq!(
-            retest_args(&given, "<published-name>@sha256:ab"),
-            words("probe --name=c --image=<published-name>@sha256:ab --protocol=oneshot-v1 --argv={prompt_path}")
-        );
+        let kept = |t: &str| RetestWord::Kept(t.to_owned());
+        assert_eq!(retest_words(&given), vec![kept("--name=c"), RetestWord::Image, kept("--env=FOO=bar"), kept("--argv={prompt_path}")]);
+    }
+
+    #[test]
+    fn the_command_lines_settings_replace_the_recipes_of_the_same_name() {
+        let recipe: std::collections::BTreeMap<String, String> =
+            [("A", "1"), ("B", "2")].into_iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect();
+        let given = vec![(String::from("B"), String::from("3"))];
+        let names: Vec<(String, String, Origin)> = settings(&recipe, &given).into_iter().map(|s| (s.name, s.template, s.origin)).collect();
+        assert_eq!(names, vec![("A".into(), "1".into(), Origin::Recipe), ("B".into(), "3".into(), Origin::CommandLine)]);
     }
 
     #[test]
     fn the_context_is_kept_as_given() {
         let given = line(&[("format", "--format=json"), ("api_url", "--api-url=https://x"), ("deadline", "--deadline=3")]);
         assert_eq!(kept(&given, CONTEXT), words("--api-url=https://x"));
-        assert_eq!(command_line("checkfu", &words("--argv={prompt_path} --x=it's")), "checkfu '--argv={prompt_path}' '--x=it'\\''s'");
     }
 }

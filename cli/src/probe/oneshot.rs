@@ -141,7 +141,10 @@ pub fn probe(
     match checkfu_wire_probe::oneshot::run(&options, &launch, &mut progress) {
         Ok(mut result) => {
             let profile = profile(&result.declaration);
-            result.next = prepared.as_ref().map(|p| image.next_steps(p, result.passed(), &profile));
+            // The declaration's own settings are the recipe's (no flag sets them).
+            let env = super::image::settings(&result.declaration.env, &shared.env);
+            let home_files = super::image::settings(&result.declaration.home_files, &shared.home_file);
+            result.next = prepared.as_ref().map(|p| image.next_steps(p, result.passed(), &profile, env, home_files));
             Ok(Report::Oneshot(Box::new(result)))
         }
         Err(e @ (UsageError::Options(_) | UsageError::CannotStart(_))) => Err(usage(e)),
