@@ -187,7 +187,8 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(Progress)) -> R
     })?;
     relay::routes::for_provider(options.provider.as_deref()).map_err(UsageError::Options)?;
     let meta = authority_meta(options)?;
-    let Plane { mut workspace, nonce, namespace, fence, fence_note, relay, home, placeholders, env } = prepare(options, entry, progress)?;
+    let Plane { mut workspace, nonce, namespace, fence, fence_note, relay, home, placeholders, env, warnings } =
+        prepare(options, entry, progress)?;
     let mut command = options
         .command
         .iter()
@@ -279,6 +280,7 @@ pub fn run_with(options: &ProbeOptions, progress: &mut dyn FnMut(Progress)) -> R
         result.admission.above_ceiling = result::AboveCeiling::of(entry, &result.admission.realized);
     }
     result.model_plane = Some(plane);
+    result.warnings = warnings;
     Ok(result)
 }
 
@@ -666,6 +668,7 @@ impl<'o, 'p> Run<'o, 'p> {
             image: self.image,
             interrupted: crate::interrupt::received().map(crate::interrupt::name),
             next: None,
+            warnings: Vec::new(),
         }
     }
 }

@@ -14,12 +14,14 @@
 //!   relay's record ([`verdict`]), the end of a run ([`ending`]), what a run says as it goes
 //!   ([`progress`]), each lane's result ([`result`], [`oneshot`]) and the report of either
 //!   ([`report`]);
-//! - [`next`]: the next steps an image run hands back (publish, retest, `add`, `verify`);
+//! - [`next`]: the next steps an image run hands back (publish, retest, `add`, `verify`),
+//!   and [`config_file`], the warning for a home file that does not parse as its format;
 //! - [`image`]: the image lane's foundation: references pinned by digest, OCI layouts read
 //!   and unpacked in the crate, and buildah, skopeo, the registry, podman and docker driven
 //!   as external tools.
 
 pub mod acp;
+pub mod config_file;
 mod dirfd;
 pub mod ending;
 pub mod image;

@@ -53,6 +53,9 @@ pub(crate) struct Plane {
     pub home: Option<session::home::Home>,
     pub placeholders: launch::Placeholders,
     pub env: Vec<(OsString, OsString)>,
+    /// The home files that do not parse as the format their name says
+    /// ([`crate::config_file`]), for the report.
+    pub warnings: Vec<String>,
 }
 
 /// Makes the [`Plane`], after checking every template of the options (so a bad one starts
@@ -127,10 +130,12 @@ pub(crate) fn prepare(
     // The templates were checked before anything started, so expanding cannot fail here;
     // it is still a usage error rather than a panic if it does.
     let expand = |what: &str, text: &str| placeholders.expand(text).map_err(|e| UsageError::Options(format!("{what}: {e}")));
+    let mut warnings = Vec::new();
     if let Some(home) = &home {
         for (path, template) in &options.home_files {
-            home.write(path, &expand(&format!("--home-file {path}"), template)?)
-                .map_err(|e| UsageError::Options(format!("--home-file {path}: {e}")))?;
+            let text = expand(&format!("--home-file {path}"), template)?;
+            warnings.extend(crate::config_file::check(path, &text).map(|w| w.to_string()));
+            home.write(path, &text).map_err(|e| UsageError::Options(format!("--home-file {path}: {e}")))?;
         }
     }
     let mut env: Vec<(OsString, OsString)> =
@@ -138,5 +143,5 @@ pub(crate) fn prepare(
     for (key, value) in &options.env {
         env.push((OsString::from(key), OsString::from(expand(&format!("--env {key}"), value)?)));
     }
-    Ok(Plane { workspace, nonce, namespace, fence, fence_note, relay, home, placeholders, env })
+    Ok(Plane { workspace, nonce, namespace, fence, fence_note, relay, home, placeholders, env, warnings })
 }

@@ -164,6 +164,10 @@ pub struct ProbeResult {
     /// What to do next after an image run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next: Option<crate::image::run::NextSteps>,
+    /// What the run did that may not be what was meant, though it judges nothing: a home
+    /// file that does not parse as its format ([`crate::config_file`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// One step as the text format prints it.
@@ -261,6 +265,9 @@ impl ProbeResult {
         for ignored in &self.wire.ignored {
             let _ =
                 writeln!(out, "warning  ignored a malformed `{}` update (optional fidelity, not judged): {}", ignored.kind, ignored.reason);
+        }
+        for warning in &self.warnings {
+            let _ = writeln!(out, "warning  {warning}");
         }
         for violation in &self.wire.grammar_violations {
             let _ = writeln!(out, "grammar  violated: {}", violation.reason);

@@ -102,7 +102,8 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
     }
     progress(Progress::Started { protocol: checkfu_wire::catalog::Protocol::OneshotV1, command: &declaration.entrypoint });
     let deadline = Instant::now() + options.deadline;
-    let Plane { workspace, nonce, namespace, fence, fence_note, relay, home, placeholders, mut env } = prepare(options, entry, progress)?;
+    let Plane { workspace, nonce, namespace, fence, fence_note, relay, home, placeholders, mut env, mut warnings } =
+        prepare(options, entry, progress)?;
     let scratch = Scratch(
         session::workspace::private_dir("checkfu-oneshot").map_err(|e| UsageError::CannotStart(format!("cannot prepare the run: {e}")))?,
     );
@@ -110,6 +111,7 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
     if let Some(home) = &home {
         for (path, template) in &declaration.home_files {
             let text = placeholders.expand_with(template, &[]).map_err(|e| UsageError::Options(format!("home_files {path}: {e}")))?;
+            warnings.extend(crate::config_file::check(path, &text).map(|w| w.to_string()));
             home.write(path, &text).map_err(|e| UsageError::Options(format!("home_files {path}: {e}")))?;
         }
     }
@@ -274,6 +276,7 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
         plane,
     );
     result.image = image;
+    result.warnings = warnings;
     Ok(result)
 }
 

@@ -44,6 +44,10 @@ pub struct OneshotResult {
     /// The signal that stopped the run, if one did ([`crate::interrupt`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interrupted: Option<&'static str>,
+    /// What the run did that may not be what was meant, though it judges nothing: a home
+    /// file that does not parse as its format ([`crate::config_file`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     #[serde(skip)]
     pub step_list: Vec<(&'static str, Step)>,
 }
@@ -73,6 +77,7 @@ impl OneshotResult {
             image: None,
             next: None,
             interrupted: crate::interrupt::received().map(crate::interrupt::name),
+            warnings: Vec::new(),
             step_list,
         }
     }
@@ -133,6 +138,9 @@ impl OneshotResult {
             let _ = writeln!(out, "schema   reached the model as: {ways}");
         }
         out.push_str(&self.model_plane.summary());
+        for warning in &self.warnings {
+            let _ = writeln!(out, "warning  {warning}");
+        }
         for (i, run) in self.runs.iter().enumerate() {
             if let Some(refused) = &run.trace_refused {
                 let _ = writeln!(out, "check    run {}: FAILED: {refused}", i + 1);
