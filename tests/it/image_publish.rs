@@ -42,7 +42,11 @@ fn builder_env(dir: &Path, registry: &str) -> Vec<(&'static str, std::path::Path
     let registries = format!("unqualified-search-registries = []\n[[registry]]\nlocation = \"{registry}\"\ninsecure = true\n");
     std::fs::write(dir.join("registries.conf"), registries).expect("registries.conf");
     std::fs::write(dir.join("auth.json"), "{\"auths\":{}}\n").expect("auth.json");
+    // podman's own state and event log go there too.
+    let engine = format!("[engine]\nevents_logger = \"none\"\ntmp_dir = \"{}/run/libpod\"\n", dir.display());
+    std::fs::write(dir.join("containers.conf"), engine).expect("containers.conf");
     vec![
+        ("CONTAINERS_CONF", dir.join("containers.conf")),
         ("CONTAINERS_STORAGE_CONF", dir.join("storage.conf")),
         ("CONTAINERS_REGISTRIES_CONF", dir.join("registries.conf")),
         ("REGISTRY_AUTH_FILE", dir.join("auth.json")),
@@ -58,6 +62,23 @@ fn builder_env(dir: &Path, registry: &str) -> Vec<(&'static str, std::path::Path
     ignore = "CHECKFU_IMAGE_TOOLS is not set: apt-get install buildah skopeo docker-registry busybox-static bubblewrap (see .ci/run)"
 )]
 fn the_printed_publish_commands_push_the_digest_the_retest_names() {
+    publish_as_printed("buildah");
+}
+
+/// The same with podman as the builder: its `build` and `push`, as printed, reproduce the
+/// digest its build had in the probe.
+#[test]
+#[cfg_attr(
+    not(all(checkfu_image_tools, checkfu_podman)),
+    ignore = "CHECKFU_IMAGE_TOOLS and CHECKFU_PODMAN are not both set: apt-get install podman and the image tools (see .ci/run)"
+)]
+fn podmans_printed_publish_commands_push_the_digest_the_retest_names() {
+    publish_as_printed("podman");
+}
+
+/// `init`, its printed command built by `builder`, the printed publish commands and the
+/// printed retest.
+fn publish_as_printed(builder: &str) {
     let _serial = serial();
     let parent = TempDir::new("checkfu-publish").expect("dir");
     let scaffold = parent.path().join("custom-oneshot");
@@ -67,7 +88,8 @@ fn the_printed_publish_commands_push_the_digest_the_retest_names() {
     let test = printed.lines().find_map(|l| l.strip_prefix("next     checkfu-wire ")).expect("init prints the next command");
 
     // The printed command, with a variable and a home file the image does not hold.
-    let command = format!("exec \"$0\" {test} --format=json --builder=buildah --env=CHECKFU_EXTRA=1 '--home-file=cfg/x.json={{\"a\": 1}}'");
+    let command =
+        format!("exec \"$0\" {test} --format=json --builder={builder} --env=CHECKFU_EXTRA=1 '--home-file=cfg/x.json={{\"a\": 1}}'");
     let run = report(&shell(&command, &[]), &command);
     let next = &run["next"];
     let digest = run["image"]["digest"].as_str().expect("digest").to_owned();
@@ -82,7 +104,9 @@ fn the_printed_publish_commands_push_the_digest_the_retest_names() {
     assert_eq!((&publish["digest"], &publish["reproduces_digest"]), (&json!(digest), &json!(true)), "{next:#}");
     let build = publish["build"].as_str().expect("build");
     let push = publish["push"].as_str().expect("push");
-    assert!(build.starts_with("buildah bud --isolation chroot --timestamp 0 --layers=false -t '<published-name>' "), "{build}");
+    let verb = if builder == "podman" { "build" } else { "bud" };
+    let flags = format!("{builder} {verb} --isolation chroot --timestamp 0 --layers=false -t '<published-name>' ");
+    assert!(build.starts_with(&flags), "{build}");
 
     // The scaffold's README carries the same commands, for its own directory.
     let readme = std::fs::read_to_string(scaffold.join("README.md")).expect("README");
