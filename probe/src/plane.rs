@@ -130,18 +130,31 @@ pub(crate) fn prepare(
     // The templates were checked before anything started, so expanding cannot fail here;
     // it is still a usage error rather than a panic if it does.
     let expand = |what: &str, text: &str| placeholders.expand(text).map_err(|e| UsageError::Options(format!("{what}: {e}")));
-    let mut warnings = Vec::new();
-    if let Some(home) = &home {
-        for (path, template) in &options.home_files {
-            let text = expand(&format!("--home-file {path}"), template)?;
-            warnings.extend(crate::config_file::check(path, &text).map(|w| w.to_string()));
-            home.write(path, &text).map_err(|e| UsageError::Options(format!("--home-file {path}: {e}")))?;
-        }
-    }
+    let files = options.home_files.iter().map(|(path, template)| (path, template));
+    let warnings = home.as_ref().map(|h| write_home_files(h, files, "--home-file", &placeholders)).transpose()?.unwrap_or_default();
     let mut env: Vec<(OsString, OsString)> =
         launch::conventional(&placeholders, home.as_ref()).into_iter().map(|(k, v)| (k.into(), v.into())).collect();
     for (key, value) in &options.env {
         env.push((OsString::from(key), OsString::from(expand(&format!("--env {key}"), value)?)));
     }
     Ok(Plane { workspace, nonce, namespace, fence, fence_note, relay, home, placeholders, env, warnings })
+}
+
+/// Writes `files` (relative path, template) into `home`, their placeholders expanded; `flag`
+/// names where they came from in an error. Returns the warning of each file that does not
+/// parse as the format its name says ([`crate::config_file`]): it is written as given all
+/// the same, since the harness may read it otherwise.
+pub(crate) fn write_home_files<'a>(
+    home: &session::home::Home,
+    files: impl IntoIterator<Item = (&'a String, &'a String)>,
+    flag: &str,
+    placeholders: &launch::Placeholders,
+) -> Result<Vec<String>, UsageError> {
+    let mut warnings = Vec::new();
+    for (path, template) in files {
+        let text = placeholders.expand(template).map_err(|e| UsageError::Options(format!("{flag} {path}: {e}")))?;
+        warnings.extend(crate::config_file::check(path, &text).map(|w| w.to_string()));
+        home.write(path, &text).map_err(|e| UsageError::Options(format!("{flag} {path}: {e}")))?;
+    }
+    Ok(warnings)
 }

@@ -109,11 +109,7 @@ pub fn run(options: &ProbeOptions, launch: &OneshotLaunch, progress: &mut dyn Fn
     );
     // The declaration's own files and variables, then the command line's (which win).
     if let Some(home) = &home {
-        for (path, template) in &declaration.home_files {
-            let text = placeholders.expand_with(template, &[]).map_err(|e| UsageError::Options(format!("home_files {path}: {e}")))?;
-            warnings.extend(crate::config_file::check(path, &text).map(|w| w.to_string()));
-            home.write(path, &text).map_err(|e| UsageError::Options(format!("home_files {path}: {e}")))?;
-        }
+        warnings.extend(crate::plane::write_home_files(home, &declaration.home_files, "home_files", &placeholders)?);
     }
     let mut declared_env = Vec::new();
     for (name, template) in &declaration.env {
