@@ -18,10 +18,11 @@
 //! to the very value the probe gives it (`OPENAI_BASE_URL={relay_url}/v1`) changes nothing
 //! in the run, so nothing is lost by not carrying it. And the relay's own values,
 //! `{relay_url}` and `{api_key}`, are the platform's to supply: its relay and its key differ
-//! from run to run, and it gives them to every harness itself, as the probe does, in
-//! `ANTHROPIC_BASE_URL`, `ANTHROPIC_API_KEY`, `OPENAI_BASE_URL` and `OPENAI_API_KEY`. A
-//! setting that holds one of them cannot be baked with its value, so the advice then says to
-//! bake one that reads those variables when the harness starts.
+//! from run to run, and it hands them to the harness itself (the probe, standing in for it,
+//! sets `ANTHROPIC_BASE_URL`, `ANTHROPIC_API_KEY`, `OPENAI_BASE_URL` and `OPENAI_API_KEY`).
+//! A setting that holds one of them is still listed, since `add` does not carry it either,
+//! but it cannot be baked with its value, so the advice then says to bake one that reads
+//! those variables when the harness starts.
 
 use std::fmt::Write as _;
 
@@ -371,9 +372,9 @@ fn bake_advice(not_carried: &[NotCarried]) -> String {
     let relay_values = not_carried.iter().any(|n| n.value.contains("{relay_url}") || n.value.contains("{api_key}"));
     if relay_values {
         advice.push_str(
-            "; {relay_url} and {api_key} are the platform's to supply, differently each run, in ANTHROPIC_BASE_URL, \
-             ANTHROPIC_API_KEY, OPENAI_BASE_URL and OPENAI_API_KEY: bake a setting that reads those variables when the harness \
-             starts, not their values",
+            "; {relay_url} and {api_key} are the platform's to supply, differently each run (the probe sets them in \
+             ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY, OPENAI_BASE_URL and OPENAI_API_KEY): bake a setting that reads those \
+             variables when the harness starts, not their values",
         );
     }
     advice
