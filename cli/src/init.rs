@@ -11,6 +11,9 @@
 
 use std::path::{Path, PathBuf};
 
+use checkfu_wire_probe::image::tools::BuilderKind;
+use checkfu_wire_probe::next::{command_line, publish_commands};
+
 /// The one-shot wrapper the page's build-context example runs.
 const ONESHOT_SCRIPT: &str = include_str!("init/oneshot.sh");
 /// The ACP wrapper.
@@ -47,6 +50,11 @@ pub fn init(args: &Args) -> i32 {
             for file in written {
                 println!("wrote {}", args.directory.join(file).display());
             }
+            let name = scaffold_name(&args.directory);
+            let context = args.directory.display().to_string();
+            let (program, words) = probe_command(args.kind, &name, &context);
+            println!("next     {}", command_line(program, &words));
+            println!("next     then publish the image and retest it, as {} says", args.directory.join("README.md").display());
             0
         }
         Err((code, message)) => {
@@ -75,7 +83,7 @@ fn write(args: &Args) -> Result<Vec<&'static str>, (i32, String)> {
             ),
         ))?),
     };
-    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| String::from("custom"));
+    let name = scaffold_name(dir);
     let (script, entrypoint) = match args.kind {
         Kind::Oneshot => (ONESHOT_SCRIPT, ONESHOT_ENTRYPOINT),
         Kind::Acp => (ACP_SCRIPT, ACP_ENTRYPOINT),
@@ -83,7 +91,7 @@ fn write(args: &Args) -> Result<Vec<&'static str>, (i32, String)> {
     let mut files: Vec<(&'static str, Vec<u8>, u32)> = vec![
         ("Dockerfile", dockerfile(args.base.as_deref(), entrypoint).into_bytes(), 0o644),
         ("entrypoint.sh", script.as_bytes().to_vec(), 0o755),
-        ("README.md", readme(args.kind, &name, entrypoint).into_bytes(), 0o644),
+        ("README.md", readme(args.kind, &name).into_bytes(), 0o644),
     ];
     if let Some(busybox) = &busybox {
         let bytes = std::fs::read(busybox).map_err(|e| (1, format!("{}: {e}", busybox.display())))?;
@@ -150,23 +158,74 @@ fn oneshot_recipe(entrypoint: &str) -> String {
     text
 }
 
-fn readme(kind: Kind, name: &str, entrypoint: &str) -> String {
-    let (protocol, flags) = match kind {
+/// The scaffold's name: its directory's.
+fn scaffold_name(dir: &Path) -> String {
+    dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| String::from("custom"))
+}
+
+/// The page's build-context command for the scaffold `name` of `kind` in `context`: the
+/// program and its words.
+fn probe_command(kind: Kind, name: &str, context: &str) -> (&'static str, Vec<String>) {
+    let (protocol, entrypoint, flags): (&str, &str, &[&str]) = match kind {
         Kind::Oneshot => (
             "oneshot-v1",
-            "  --argv=--output-mode \\\n  --argv=stream_json \\\n  --argv=--prompt-path \\\n  --argv='{prompt_path}' \\\n  \
-             --argv='{resume_flag}' \\\n  --prompt-transport argv_path \\\n  --output-mode stream_json \\\n  --resume-flag=--resume \\\n  \
-             --output-schema-flag=--output-schema \\\n  --output-schema-transport argv_path \\\n",
+            ONESHOT_ENTRYPOINT,
+            &[
+                "--argv=--output-mode",
+                "--argv=stream_json",
+                "--argv=--prompt-path",
+                "--argv={prompt_path}",
+                "--argv={resume_flag}",
+                "--prompt-transport=argv_path",
+                "--output-mode=stream_json",
+                "--resume-flag=--resume",
+                "--output-schema-flag=--output-schema",
+                "--output-schema-transport=argv_path",
+            ],
         ),
-        Kind::Acp => ("acp-v1", ""),
+        Kind::Acp => ("acp-v1", ACP_ENTRYPOINT, &[]),
     };
+    let mut words = vec![String::from("probe"), format!("--name={name}"), format!("--build-context={context}")];
+    words.extend([format!("--entrypoint={entrypoint}"), format!("--protocol={protocol}")]);
+    words.extend(flags.iter().map(|f| (*f).to_owned()));
+    words.push(String::from("--working-directory=/workspace"));
+    (PROBE, words)
+}
+
+/// The probe's program, as the commands name it.
+const PROBE: &str = "checkfu-wire";
+
+/// A command written over several lines, one flag a line, as a README shows it.
+fn shown(program: &str, words: &[String]) -> String {
+    let quoted = command_line(program, words);
+    // Every word but the program and `probe` starts with `--` and holds no space once
+    // quoted, so the lines break before each flag.
+    quoted.replace(" --", " \\\n      --").replace(" '--", " \\\n      '--")
+}
+
+fn readme(kind: Kind, name: &str) -> String {
+    let protocol = match kind {
+        Kind::Oneshot => "oneshot-v1",
+        Kind::Acp => "acp-v1",
+    };
+    let (program, words) = probe_command(kind, name, ".");
+    let buildah = publish_commands(BuilderKind::Buildah, ".", None);
+    let podman = publish_commands(BuilderKind::Podman, ".", None);
     format!(
         "# {name}\n\nThe smallest {protocol} wrapper: `entrypoint.sh` answers through the model endpoint it is given \
          (`OPENAI_BASE_URL`, `OPENAI_API_KEY`). Replace its model call with your harness.\n\nTest the build context (an \
-         ephemeral image on a loopback-only registry):\n\n    checkfu-wire probe \\\n  --name {name} \\\n  --build-context . \\\n  \
-         --entrypoint {entrypoint} \\\n  --protocol {protocol} \\\n{flags}  --working-directory /workspace\n\nThen publish the \
-         image and repeat the command with `--image <name>@sha256:<digest>` in place of `--build-context`, as the result's \
-         `next.retest` says.\n"
+         ephemeral image on a loopback-only registry), from this directory:\n\n    {}\n\nWhen it passes, publish the image \
+         where the platform can pull it, built as the probe built it, so that its digest is the one the result's \
+         `next.retest` names (`next.publish` has these commands too). Fill in `<published-name>` \
+         (`registry.example/team/{name}`):\n\n    {}\n    {}\n\nor with podman, if the probe built with podman:\n\n    \
+         {}\n    {}\n\nThen run `next.retest` with the same name: the same command with \
+         `--image <published-name>@sha256:<digest>` in place of `--build-context`. It hands back the `checkfu harness add oci` \
+         command that registers the image.\n",
+        shown(program, &words),
+        buildah.build,
+        buildah.push,
+        podman.build,
+        podman.push
     )
 }
 
@@ -202,4 +261,25 @@ fn is_static_elf(path: &Path) -> bool {
             None => false,
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_readme_carries_the_test_the_publish_commands_and_the_retest() {
+        let readme = readme(Kind::Oneshot, "custom-oneshot");
+        assert!(readme.contains("    checkfu-wire probe \\\n      --name=custom-oneshot \\\n      --build-context=. \\\n"), "{readme}");
+        assert!(readme.contains("      '--argv={prompt_path}' \\\n"), "{readme}");
+        assert!(readme.contains("    buildah bud --isolation chroot --timestamp 0 --layers=false -t '<published-name>' .\n"), "{readme}");
+        assert!(readme.contains("    buildah push '<published-name>' 'docker://<published-name>'\n"), "{readme}");
+        assert!(readme.contains("    podman build --isolation chroot --timestamp 0 --layers=false -t '<published-name>' .\n"), "{readme}");
+        let (program, words) = probe_command(Kind::Acp, "custom-acp", "./custom-acp");
+        assert_eq!(
+            command_line(program, &words),
+            "checkfu-wire probe --name=custom-acp --build-context=./custom-acp --entrypoint=/opt/custom/bin/acp-agent \
+             --protocol=acp-v1 --working-directory=/workspace"
+        );
+    }
 }

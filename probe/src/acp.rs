@@ -15,6 +15,7 @@
 //! [`checkfu_wire::conformance::check_str`], so `conform` on the `--trace` file gives the same
 //! verdicts.
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -57,6 +58,10 @@ pub struct AcpOptions {
     pub command: Vec<OsString>,
     /// The recipe's command.
     pub recipe_command: Vec<String>,
+    /// The recipe's variables and home files, written before the command line's (which
+    /// may override them).
+    pub recipe_env: BTreeMap<String, String>,
+    pub recipe_home_files: BTreeMap<String, String>,
     /// `--entrypoint`: the program in place of the command's first word.
     pub entrypoint: Option<String>,
     /// `--arg`: arguments after the command, in order.
@@ -86,6 +91,8 @@ impl AcpOptions {
         AcpOptions {
             command,
             recipe_command: Vec::new(),
+            recipe_env: BTreeMap::new(),
+            recipe_home_files: BTreeMap::new(),
             entrypoint: None,
             args: Vec::new(),
             working_directory: None,
@@ -167,6 +174,15 @@ pub(crate) fn check<'a>(options: &'a AcpOptions, run: &RunOptions, entry: Option
         ))
     })?;
     let meta = authority_meta(options, run)?;
+    if run.inherit_home && !options.recipe_home_files.is_empty() {
+        return Err(ProbeError::Usage(String::from("the recipe's home_files write into the fresh home, which --inherit-home turns off")));
+    }
+    for (key, value) in &options.recipe_env {
+        launch::check(value).map_err(|e| ProbeError::Usage(format!("env {key}: {e}")))?;
+    }
+    for (path, template) in &options.recipe_home_files {
+        launch::check(template).map_err(|e| ProbeError::Usage(format!("home_files {path}: {e}")))?;
+    }
     Ok(Checked { options, driver, envelope, meta })
 }
 

@@ -13,7 +13,9 @@
 //! - what both lanes share: the options ([`options`]), the errors and exit statuses
 //!   ([`error`]), the plane a run stands on (`plane`, [`launch`], [`model_plane`]) and the
 //!   stage a lane runs on (`stage`), the recipe, the verdict on the relay's record
-//!   ([`verdict`]), what a run says as it goes ([`progress`]), and the report ([`report`]);
+//!   ([`verdict`]), what a run says as it goes ([`progress`]), the report ([`report`]), the
+//!   next steps an image run hands back ([`next`]), and the warning for a home file that
+//!   does not parse as its format ([`config_file`]);
 //! - the foundations: [`session`] (the sandbox a harness runs in: process group, egress
 //!   fence, fresh home, workspace, and the ACP client that drives it over stdio), [`relay`]
 //!   (the governed model relay on 127.0.0.1 and its served-call record), and [`image`]
@@ -21,12 +23,14 @@
 //!   buildah, skopeo, the registry, podman and docker driven as external tools).
 
 pub mod acp;
+pub mod config_file;
 mod dirfd;
 pub mod error;
 pub mod image;
 pub mod interrupt;
 pub mod launch;
 pub mod model_plane;
+pub mod next;
 pub mod oneshot;
 pub mod options;
 pub mod plan;

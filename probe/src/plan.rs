@@ -1,6 +1,6 @@
 //! A run resolved once: what the command line (or any caller) asks for, as one typed plan
 //! the spine runs. The plan holds the lane and its options, the options both lanes share,
-//! the image and where it comes from, and who registers it afterwards. Nothing reads the
+//! the image and where it comes from, and who registers it afterwards ([`Registration`]). Nothing reads the
 //! command line again once the plan is made.
 
 use std::path::PathBuf;
@@ -13,6 +13,7 @@ use crate::image::runtime::{Runtime, RuntimeKind};
 use crate::image::source::Source;
 use crate::image::tools::BuilderKind;
 use crate::image::ImageReference;
+use crate::next::{RetestWord, Selector};
 use crate::oneshot::OneshotPlan;
 use crate::options::RunOptions;
 use crate::Progress;
@@ -25,6 +26,24 @@ pub struct Plan {
     pub lane: LanePlan,
     /// The image the harness runs in, when one is asked for.
     pub image: Option<ImagePlan>,
+    /// Who registers the image afterwards: what an image run's next steps name.
+    pub registration: Option<Registration>,
+}
+
+/// Who registers an image afterwards, and how: the members of an image run's next steps
+/// that the run itself does not know ([`crate::next::Facts`] holds the rest).
+#[derive(Clone, Debug)]
+pub struct Registration {
+    /// The harness's name (`--name`).
+    pub name: String,
+    pub sandbox: Selector,
+    pub model: Selector,
+    /// The platform context both commands keep (`--api-url=…`, `--connection-file=…`).
+    pub context: Vec<String>,
+    /// The probe's command line, for the retest.
+    pub retest: Vec<RetestWord>,
+    /// `--dockerfile`, as given, for the publish commands.
+    pub dockerfile: Option<String>,
 }
 
 /// The lane a run takes, with its own options.

@@ -83,6 +83,9 @@ pub(crate) struct Plane {
     pub home: Option<session::home::Home>,
     pub placeholders: launch::Placeholders,
     pub env: Vec<(OsString, OsString)>,
+    /// What writing the home files noticed: a config file that does not parse as its
+    /// format ([`crate::config_file`]), for the report.
+    pub warnings: Vec<String>,
 }
 
 /// A lane's own variables and home files (a one-shot declaration's), written before the
@@ -157,9 +160,11 @@ impl Plane {
         // The lane's own files and variables, then the command line's (which win).
         let files = declared.home_files.into_iter().flatten().map(|(p, t)| (format!("home_files {p}"), p, t));
         let files = files.chain(options.home_files.iter().map(|(p, t)| (format!("--home-file {p}"), p, t)));
+        let mut warnings = Vec::new();
         if let Some(home) = &home {
             for (label, path, template) in files {
                 let text = placeholders.expand(template).map_err(|e| ProbeError::Usage(format!("{label}: {e}")))?;
+                warnings.extend(crate::config_file::check(path, &text).map(|w| w.to_string()));
                 home.write(path, &text).map_err(|e| ProbeError::Usage(format!("{label}: {e}")))?;
             }
         }
@@ -169,7 +174,19 @@ impl Plane {
             env.push((OsString::from(key), OsString::from(value)));
         }
         let workspace_root = workspace.root().to_path_buf();
-        Ok(Plane { workspace: Some(workspace), workspace_root, nonce, namespace, fence, fence_note, relay, home, placeholders, env })
+        Ok(Plane {
+            workspace: Some(workspace),
+            workspace_root,
+            nonce,
+            namespace,
+            fence,
+            fence_note,
+            relay,
+            home,
+            placeholders,
+            env,
+            warnings,
+        })
     }
 
     /// Removes what the plane made (the namespace, the home, the workspace), saying what

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::error::ProbeError;
+use crate::image::run::PreparedImage;
 use crate::model_plane::ModelPlane;
 use crate::options::RunOptions;
 use crate::plan::{LanePlan, Plan};
@@ -18,7 +19,7 @@ use crate::plane::{binding_notes, catalog_entry, Declared, Plane};
 use crate::report::acp::AboveCeiling;
 use crate::report::{LaneReport, Report, Steps, QUALIFICATION};
 use crate::stage::{ImageStage, LaneEnd, Stage};
-use crate::{acp, launch, oneshot, Progress};
+use crate::{acp, launch, next, oneshot, Progress};
 use checkfu_wire::catalog::{self, StepName};
 use checkfu_wire::oneshot::Declaration;
 
@@ -30,7 +31,7 @@ enum Ready<'a> {
         checked: acp::Checked<'a>,
         command: Vec<OsString>,
         profile: Vec<String>,
-        working_directory: Option<&'a str>,
+        options: &'a acp::AcpOptions,
     },
     Oneshot {
         checked: oneshot::Checked,
@@ -43,7 +44,7 @@ impl Ready<'_> {
     /// The lane's own variables and home files (a declaration's).
     fn declared(&self) -> Declared<'_> {
         match self {
-            Ready::Acp { .. } => Declared::default(),
+            Ready::Acp { options, .. } => Declared { env: Some(&options.recipe_env), home_files: Some(&options.recipe_home_files) },
             Ready::Oneshot { declaration, .. } => Declared { env: Some(&declaration.env), home_files: Some(&declaration.home_files) },
         }
     }
@@ -51,7 +52,7 @@ impl Ready<'_> {
     /// The working directory asked for in an image (else the image's).
     fn working_directory(&self) -> Option<&str> {
         match self {
-            Ready::Acp { working_directory, .. } => *working_directory,
+            Ready::Acp { options, .. } => options.working_directory.as_deref(),
             Ready::Oneshot { declaration, .. } => declaration.working_directory.as_deref(),
         }
     }
@@ -75,7 +76,7 @@ pub fn run(plan: &Plan, progress: &mut dyn FnMut(Progress)) -> Result<Report, Pr
             let container = prepare(progress)?;
             let command = acp_options.resolve_command(container.as_deref())?;
             let profile = acp_options.profile(&command);
-            (Ready::Acp { checked, command, profile, working_directory: acp_options.working_directory.as_deref() }, container)
+            (Ready::Acp { checked, command, profile, options: acp_options }, container)
         }
         LanePlan::Oneshot(oneshot_plan) => {
             let checked = oneshot::check(options)?;
@@ -95,12 +96,53 @@ pub fn run(plan: &Plan, progress: &mut dyn FnMut(Progress)) -> Result<Report, Pr
         binding_notes(entry, options.provider.as_deref(), progress)?;
     }
     let image = container.map(|c| ImageStage::new(c, ready.working_directory())).transpose()?;
-    let plane = Plane::prepare(options, ready.declared())?;
-    steps(plan, entry, ready, Stage { options, plane, steps: Steps::new(progress), image })
+    let declared = ready.declared();
+    let settings = Settings {
+        env: next::settings(declared.env.into_iter().flatten(), &options.env),
+        home_files: next::settings(declared.home_files.into_iter().flatten(), &options.home_files),
+    };
+    let plane = Plane::prepare(options, declared)?;
+    let report = steps(plan, entry, ready, Stage { options, plane, steps: Steps::new(progress), image })?;
+    Ok(report.0.with_next(plan, report.1.as_deref(), settings))
 }
 
-/// The lane's steps on the stage, then the run's end.
-fn steps(plan: &Plan, entry: Option<&'static catalog::Harness>, ready: Ready<'_>, mut stage: Stage<'_, '_>) -> Result<Report, ProbeError> {
+/// The variables and home files the run used beyond the probe's own, for the next steps.
+struct Settings {
+    env: Vec<next::Setting>,
+    home_files: Vec<next::Setting>,
+}
+
+impl Report {
+    /// The next steps of an image run (`image`, the prepared image it ran), from the plan's
+    /// registration and what the run used.
+    fn with_next(mut self, plan: &Plan, image: Option<&PreparedImage>, settings: Settings) -> Report {
+        let (Some(registration), Some(image)) = (&plan.registration, image) else { return self };
+        let built = image.built.clone().map(|ephemeral| next::Built { ephemeral, dockerfile: registration.dockerfile.clone() });
+        self.next = Some(next::next_steps(&next::Facts {
+            name: registration.name.clone(),
+            reference: image.reference.clone(),
+            source: image.source.clone(),
+            built,
+            passed: self.passed(),
+            profile: self.profile.clone(),
+            sandbox: registration.sandbox.clone(),
+            model: registration.model.clone(),
+            context: registration.context.clone(),
+            retest: registration.retest.clone(),
+            env: settings.env,
+            home_files: settings.home_files,
+        }));
+        self
+    }
+}
+
+/// The lane's steps on the stage, then the run's end; with the report, the image it ran.
+fn steps(
+    plan: &Plan,
+    entry: Option<&'static catalog::Harness>,
+    ready: Ready<'_>,
+    mut stage: Stage<'_, '_>,
+) -> Result<(Report, Option<Arc<PreparedImage>>), ProbeError> {
     let protocol = plan.lane.protocol();
     let end = match ready {
         Ready::Acp { checked, command, profile, .. } => {
@@ -114,7 +156,8 @@ fn steps(plan: &Plan, entry: Option<&'static catalog::Harness>, ready: Ready<'_>
             oneshot::run(checked, oneshot_plan, declaration, &mut stage)?
         }
     };
-    Ok(finish(&plan.run, protocol, entry, stage, end))
+    let image = stage.image.as_ref().map(|i| Arc::clone(&i.container));
+    Ok((finish(&plan.run, protocol, entry, stage, end), image))
 }
 
 /// Teardown (the lane's, then the plane's), the model plane with the relay's record, the
@@ -127,6 +170,7 @@ fn finish(
     end: LaneEnd,
 ) -> Report {
     let Stage { plane, mut steps, image, .. } = stage;
+    let warnings = plane.warnings.clone();
     let started = Instant::now();
     let (fence, fence_note, nonce) = (plane.fence, plane.fence_note.clone(), plane.nonce.clone());
     let (record, removed) = plane.remove();
@@ -159,6 +203,7 @@ fn finish(
         image: image.map(|i| i.report),
         interrupted: crate::interrupt::received().map(crate::interrupt::name),
         next: None,
+        warnings,
         profile: end.profile,
     }
 }

@@ -39,7 +39,7 @@ fn plan(turns: usize) -> Plan {
     let mut options = AcpOptions::new(command);
     options.settle = Duration::ZERO;
     let run = RunOptions { kill_grace: Duration::from_secs(2), ..RunOptions::default() };
-    Plan { run, lane: LanePlan::Acp(options), image: None }
+    Plan { run, lane: LanePlan::Acp(options), image: None, registration: None }
 }
 
 fn run(turns: usize) -> probe::Report {

@@ -205,6 +205,8 @@ fn an_acp_agent_in_a_built_image_passes_its_steps() {
             "--arg=1",
             "--working-directory",
             "/workspace",
+            // A variable the image does not set, which `add` cannot carry.
+            "--env=CHECKFU_ACP_EXTRA=1",
         ],
         &[],
     );
@@ -212,6 +214,11 @@ fn an_acp_agent_in_a_built_image_passes_its_steps() {
     for step in ["initialize_handshake", "session_start", "prompt_exchange", "teardown"] {
         assert_eq!(run.json["steps"][step]["status"], "passed", "{step}: {}", run.pretty());
     }
+    assert_eq!(run.json["next"]["add_is_exact"], false, "{}", run.pretty());
+    assert_eq!(
+        run.json["next"]["not_carried"],
+        serde_json::json!([{"flag": "--env", "value": "CHECKFU_ACP_EXTRA=1", "origin": "command_line"}])
+    );
     assert!(run.json["steps"].get("resume").is_none() && run.json["steps"].get("output_schema").is_none());
     assert_eq!(run.json["image"]["runtime"], "bubblewrap");
     assert_eq!(run.json["image"]["working_directory"], "/workspace");

@@ -37,6 +37,8 @@ mod image;
 #[cfg(feature = "cli")]
 mod image_lane;
 #[cfg(feature = "cli")]
+mod image_publish;
+#[cfg(feature = "cli")]
 mod image_real;
 #[cfg(feature = "cli")]
 mod image_runtime;

@@ -153,6 +153,10 @@ fn the_harness_gets_a_fresh_home_the_relay_and_expanded_placeholders() {
     assert!(lines[4].contains("127.0.0.1"));
     assert_eq!(lines[5], format!("{}/x", lines[1]));
     assert!(lines[6].starts_with("key = \"cfk") && lines[6].contains("ws = \"/"), "{}", lines[6]);
+    // Two keys on one line are not TOML: the file is written as given, and the report says
+    // where the parser stopped.
+    let warning = run.json["warnings"][0].as_str().unwrap_or_default();
+    assert!(warning.starts_with("the home file conf/a.toml does not parse as TOML at line 1, column "), "{}", run.pretty());
     assert_eq!(lines[7], home, "{{home}} expanded in an argument");
     assert!(!std::path::Path::new(home).exists(), "the home went with the session");
 }

@@ -441,4 +441,32 @@ fn a_real_json_config_passes_through_home_file_at_file_with_only_its_placeholder
         "the file as written, but for the placeholder"
     );
     assert_eq!(parsed["literal"], "{api_key}");
+    assert!(run.json.get("warnings").is_none(), "a config that parses has no warning: {}", run.pretty());
+}
+
+/// A JSON home file in the old doubled-brace form is written as given, which is not JSON:
+/// the run still judges the CLI, and the report names the file, where the parser stopped,
+/// and the old form, in JSON and in text.
+#[test]
+fn a_home_file_that_does_not_parse_as_its_format_is_a_warning() {
+    let home_file = r#"cfg/x.json={{"a": "{relay_url}"}}"#;
+    let flags: Vec<&str> = TEXT.iter().copied().chain(["--home-file", home_file]).collect();
+    let run = run(&flags, "good");
+    assert_eq!(run.status, 0, "a warning judges nothing: {}", run.pretty());
+    let warnings = run.json["warnings"].as_array().cloned().unwrap_or_default();
+    assert_eq!(warnings.len(), 1, "{}", run.pretty());
+    let warning = warnings[0].as_str().unwrap_or_default();
+    assert!(warning.starts_with("the home file cfg/x.json does not parse as JSON at line 1, column 2: "), "{warning}");
+    assert!(warning.contains("the old doubled-brace form"), "{warning}");
+    let mut options = oneshot(&flags);
+    options.insert(0, String::from("probe"));
+    let text = std::process::Command::new(probe_support::PROBE)
+        .args(&options)
+        .arg("--")
+        .arg(CLI)
+        .env("CHECKFU_FIXTURE_MODE", "good")
+        .output()
+        .expect("probe");
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains(&format!("warning  {warning}\n")), "{text}");
 }

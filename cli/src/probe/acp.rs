@@ -71,17 +71,13 @@ fn names<'a>(names: impl Iterator<Item = &'a str>) -> String {
     names.collect::<Vec<_>>().join(", ")
 }
 
-/// The ACP lane's options from the command line and the recipe: the recipe's variables and
-/// home files go before the command line's (which may override them), and its harness is
-/// bound unless `--harness` names another.
+/// The ACP lane's options from the command line and the recipe: the recipe's command,
+/// variables and home files (written before the command line's, which may override them),
+/// and its harness, bound unless `--harness` names another.
 pub(super) fn options(args: &super::Args, recipe: Option<&Recipe>, run: &mut RunOptions) -> Result<AcpOptions, ProbeError> {
     let flags = &args.acp;
     if let Some(recipe) = recipe {
         run.harness = args.shared.harness.clone().or_else(|| recipe.harness.clone());
-        let env = recipe.env.iter().map(|(k, v)| (k.clone(), v.clone()));
-        run.env = env.chain(run.env.drain(..)).collect();
-        let files = recipe.home_files.iter().map(|(k, v)| (k.clone(), v.clone()));
-        run.home_files = files.chain(run.home_files.drain(..)).collect();
     }
     let runtime_config = match &flags.runtime_config {
         Some(text) => Some(serde_json::from_str(text).map_err(|e| ProbeError::Usage(format!("--runtime-config is not JSON: {e}")))?),
@@ -90,6 +86,8 @@ pub(super) fn options(args: &super::Args, recipe: Option<&Recipe>, run: &mut Run
     Ok(AcpOptions {
         command: args.command.clone(),
         recipe_command: recipe.map(|r| r.command.clone()).unwrap_or_default(),
+        recipe_env: recipe.map(|r| r.env.clone()).unwrap_or_default(),
+        recipe_home_files: recipe.map(|r| r.home_files.clone()).unwrap_or_default(),
         entrypoint: args.image.entrypoint.clone(),
         args: flags.arg.clone(),
         working_directory: args.shared.working_directory.clone(),

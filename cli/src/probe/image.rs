@@ -4,12 +4,12 @@
 
 use std::path::PathBuf;
 
-use checkfu_wire_probe::image::run::{ImageRun, NextSteps};
 use checkfu_wire_probe::image::runtime::RuntimeKind;
 use checkfu_wire_probe::image::source::Source;
 use checkfu_wire_probe::image::tools::BuilderKind;
 use checkfu_wire_probe::image::ImageReference;
-use checkfu_wire_probe::plan::{BuildPlan, ImagePlan, ImageSource};
+use checkfu_wire_probe::next::{RetestWord, Selector};
+use checkfu_wire_probe::plan::{BuildPlan, ImagePlan, ImageSource, Registration};
 use checkfu_wire_probe::ProbeError;
 
 use super::Word;
@@ -90,22 +90,6 @@ fn image_reference(text: &str) -> Result<ImageReference, String> {
     ImageReference::parse(text).map_err(|e| e.to_string())
 }
 
-/// Who registers the image afterwards, and how: what the next steps of an image run name.
-pub struct Registration {
-    /// The harness's name (`--name`).
-    name: String,
-    /// The selectors as given (`--sandbox`, `--model`)...
-    sandbox: Option<String>,
-    model: Option<String>,
-    /// ...and as the connection file's defaults complete them.
-    has_sandbox: bool,
-    has_model: bool,
-    /// The image as given (`--image`), with where it was read from; `None` after a build.
-    pulled: Option<(ImageReference, Source)>,
-    /// The command line that ran, for the retest and the context the next steps keep.
-    line: Vec<Word>,
-}
-
 impl Flags {
     /// The image of the run, when `--image` or `--build-context` asks for one.
     pub fn plan(&self) -> Option<ImagePlan> {
@@ -133,109 +117,26 @@ impl Flags {
     }
 
     /// Who registers the image: the name, the selectors (the connection file's defaults
-    /// read now, so a bad file is a usage error before anything starts) and the command
-    /// line. `line` is the command line that ran ([`super::Given::line`]).
+    /// read now, so a bad file is a usage error before anything starts), the context and the
+    /// retest's words. `line` is the command line that ran ([`super::Given::line`]).
     pub fn registration(&self, line: &[Word]) -> Result<Registration, ProbeError> {
         let (defaults_sandbox, defaults_model) = match &self.connection_file {
             Some(path) => connection_defaults(path).map_err(ProbeError::Usage)?,
             None => (None, None),
         };
+        let selector = |flag: &Option<String>, default: Option<String>| match (flag, default) {
+            (Some(value), _) => Selector::Given(value.clone()),
+            (None, Some(_)) => Selector::InConnectionFile,
+            (None, None) => Selector::Missing,
+        };
         Ok(Registration {
             name: self.name.clone(),
-            sandbox: self.sandbox.clone(),
-            model: self.model.clone(),
-            has_sandbox: self.sandbox.is_some() || defaults_sandbox.is_some(),
-            has_model: self.model.is_some() || defaults_model.is_some(),
-            pulled: self.image.clone().map(|r| (r, self.image_source.clone())),
-            line: line.to_vec(),
+            sandbox: selector(&self.sandbox, defaults_sandbox),
+            model: selector(&self.model, defaults_model),
+            context: kept(line, CONTEXT),
+            retest: retest_words(line),
+            dockerfile: self.dockerfile.as_ref().map(|d| d.display().to_string()),
         })
-    }
-}
-
-impl Registration {
-    /// The next steps of a result: after a build context, the published-image retest (only
-    /// when the run passed); after an image, the `add` command and the `verify` command, or
-    /// its template and the flags it still needs.
-    /// `profile` is the harness as it ran, as the flags that register it (the lane knows it:
-    /// from the command line, the recipe or the image's own command): `--protocol`,
-    /// `--entrypoint`, and the lane's own (`--arg`, or the declaration's members).
-    pub fn next_steps(&self, image: &ImageRun, passed: bool, profile: &[String]) -> NextSteps {
-        let warning = image.built.as_ref().filter(|b| b.all_interfaces).map(|_| {
-            String::from("the temporary registry listened on every interface (--allow-registry-all-interfaces) while the run lasted")
-        });
-        let Some((reference, source)) = &self.pulled else {
-            if !passed {
-                return NextSteps {
-                    advice: String::from("fix what failed and run the build-context test again; publish only a passing image"),
-                    warning,
-                    ..NextSteps::default()
-                };
-            }
-            let digest = &image.digest;
-            let published = format!("<published-name>@{digest}");
-            return NextSteps {
-                advice: format!(
-                    "publish the image (its digest is {digest} when pushed as built) and rerun the retest command with its \
-                     published name; the ephemeral localhost image is not one to register"
-                ),
-                retest: Some(command_line("checkfu-wire", &retest_args(&self.line, &published))),
-                warning,
-                ..NextSteps::default()
-            };
-        };
-        let mut required = Vec::new();
-        if !self.has_sandbox {
-            required.push("--sandbox");
-        }
-        if !self.has_model {
-            required.push("--model");
-        }
-        let context: Vec<String> = kept(&self.line, CONTEXT);
-        let mut add = vec![String::from("harness"), String::from("add"), String::from("oci"), format!("--name={}", self.name)];
-        add.push(format!("--image={reference}"));
-        add.extend(profile.iter().cloned());
-        add.extend(self.selectors());
-        add.extend(context.iter().cloned());
-        let mut verify = vec![String::from("harness"), String::from("verify"), self.name.clone()];
-        verify.extend(self.selectors());
-        for flag in &required {
-            verify.push(format!("{flag}=<{}>", if *flag == "--sandbox" { "sandbox-profile" } else { "model-routing-profile" }));
-        }
-        verify.push(String::from("--wait"));
-        verify.extend(context);
-        let mut advice = if !passed {
-            String::from("the image did not pass: fix it before adding it")
-        } else if required.is_empty() {
-            String::from("run the add command, then the verify command for server-owned, signed evidence")
-        } else {
-            format!("run the add command with {}; the verify command is a template until then", required.join(" and "))
-        };
-        // The platform pulls the reference from its registry: an image read from this
-        // machine's storage must be published there first.
-        if passed && *source != Source::Registry {
-            advice = format!("it was read from {source}: publish it as {} first, then {advice}", reference.pull_name());
-        }
-        NextSteps {
-            advice,
-            add: Some(command_line("checkfu", &add)),
-            verify: Some(command_line("checkfu", &verify)),
-            verify_is_template: !required.is_empty(),
-            required_flags: required,
-            warning,
-            ..NextSteps::default()
-        }
-    }
-
-    /// `--sandbox` and `--model` as given (those from a connection file stay in it).
-    fn selectors(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        if let Some(sandbox) = &self.sandbox {
-            out.push(format!("--sandbox={sandbox}"));
-        }
-        if let Some(model) = &self.model {
-            out.push(format!("--model={model}"));
-        }
-        out
     }
 }
 
@@ -250,33 +151,13 @@ fn kept(line: &[Word], ids: &[&str]) -> Vec<String> {
     line.iter().filter(|w| ids.contains(&w.id.as_str())).map(|w| w.text.clone()).collect()
 }
 
-/// The probe's command with the build-context flags left out and `--image` where
-/// `--build-context` was.
-fn retest_args(line: &[Word], image: &str) -> Vec<String> {
-    let mut out = vec![String::from("probe")];
-    for word in line {
-        if word.id == "build_context" {
-            out.push(format!("--image={image}"));
-        } else if !BUILD.contains(&word.id.as_str()) {
-            out.push(word.text.clone());
-        }
-    }
-    out
-}
-
-/// A command as a shell reads it: each word quoted when it holds anything but plain
-/// characters.
-fn command_line(program: &str, args: &[String]) -> String {
-    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c);
-    let mut words = vec![program.to_owned()];
-    for arg in args {
-        if !arg.is_empty() && arg.chars().all(plain) {
-            words.push(arg.clone());
-        } else {
-            words.push(format!("'{}'", arg.replace('\'', r"'\''")));
-        }
-    }
-    words.join(" ")
+/// The probe's command for the retest: the build-context flags left out, and `--image`
+/// where `--build-context` was.
+fn retest_words(line: &[Word]) -> Vec<RetestWord> {
+    line.iter()
+        .filter(|w| w.id == "build_context" || !BUILD.contains(&w.id.as_str()))
+        .map(|w| if w.id == "build_context" { RetestWord::Image } else { RetestWord::Kept(w.text.clone()) })
+        .collect()
 }
 
 /// The `defaults` of a connection file: `sandbox` and `model`, each a string when present.
@@ -303,10 +184,6 @@ mod tests {
         words.iter().map(|(id, text)| Word { id: (*id).to_owned(), text: (*text).to_owned() }).collect()
     }
 
-    fn words(text: &str) -> Vec<String> {
-        text.split(' ').map(String::from).collect()
-    }
-
     #[test]
     fn the_retest_replaces_the_build_context_with_the_image() {
         let given = line(&[
@@ -314,19 +191,16 @@ mod tests {
             ("build_context", "--build-context=./c"),
             ("dockerfile", "--dockerfile=./c/D"),
             ("allow_registry_all_interfaces", "--allow-registry-all-interfaces"),
-            ("protocol", "--protocol=oneshot-v1"),
+            ("env", "--env=FOO=bar"),
             ("argv", "--argv={prompt_path}"),
         ]);
-        assert_eq!(
-            retest_args(&given, "<published-name>@sha256:ab"),
-            words("probe --name=c --image=<published-name>@sha256:ab --protocol=oneshot-v1 --argv={prompt_path}")
-        );
+        let kept = |t: &str| RetestWord::Kept(t.to_owned());
+        assert_eq!(retest_words(&given), vec![kept("--name=c"), RetestWord::Image, kept("--env=FOO=bar"), kept("--argv={prompt_path}")]);
     }
 
     #[test]
     fn the_context_is_kept_as_given() {
         let given = line(&[("format", "--format=json"), ("api_url", "--api-url=https://x"), ("deadline", "--deadline=3")]);
-        assert_eq!(kept(&given, CONTEXT), words("--api-url=https://x"));
-        assert_eq!(command_line("checkfu", &words("--argv={prompt_path} --x=it's")), "checkfu '--argv={prompt_path}' '--x=it'\\''s'");
+        assert_eq!(kept(&given, CONTEXT), vec![String::from("--api-url=https://x")]);
     }
 }

@@ -251,13 +251,12 @@ pub fn probe(args: Args, given: &Given) -> i32 {
     checkfu_wire_probe::exit_code(outcome.as_ref())
 }
 
-/// A probe run as the command line asks for it: the plan the spine runs, the files it
-/// writes, how it shows its progress, and who registers its image afterwards.
+/// A probe run as the command line asks for it: the plan the spine runs (who registers an
+/// image afterwards included), the files it writes, and how it shows its progress.
 pub struct Invocation {
     plan: Plan,
     outputs: Outputs,
     format: Format,
-    registration: Option<image::Registration>,
 }
 
 /// The files a run writes, each whole or not at all, checked before anything starts.
@@ -303,17 +302,14 @@ impl Invocation {
         };
         let image = args.image.plan();
         let registration = image.is_some().then(|| args.image.registration(&given.line)).transpose()?;
-        Ok(Invocation { plan: Plan { run, lane, image }, outputs, format: shared.format, registration })
+        Ok(Invocation { plan: Plan { run, lane, image, registration }, outputs, format: shared.format })
     }
 
-    /// Runs the plan, hands back the next steps of an image run, and writes the outputs.
+    /// Runs the plan (the report holds an image run's next steps), and writes the outputs.
     fn run(self) -> Result<Report, ProbeError> {
         let format = self.format;
         let mut progress = |event: Progress| show(format, event);
-        let mut report = checkfu_wire_probe::run(&self.plan, &mut progress)?;
-        if let (Some(registration), Some(image)) = (&self.registration, &report.image) {
-            report.next = Some(registration.next_steps(image, report.passed(), &report.profile));
-        }
+        let report = checkfu_wire_probe::run(&self.plan, &mut progress)?;
         let calls = report.model_calls();
         let record = report.wire_record().unwrap_or_default();
         let files = [

@@ -136,32 +136,6 @@ fn fence_or_empty<S: serde::Serializer>(fence: &Option<ImageFence>, s: S) -> Res
     s.serialize_str(fence.map_or("", ImageFence::describe))
 }
 
-/// What a result hands back after an image run, as the page's author path has it: after a
-/// build context, the retest against the published image; after an image, the `add` and
-/// `verify` commands, or the flags they still need.
-#[derive(Clone, Debug, Default, serde::Serialize)]
-pub struct NextSteps {
-    /// The next step, in a sentence.
-    pub advice: String,
-    /// After a passing build-context run: the same command with `--image` in place of
-    /// `--build-context`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub retest: Option<String>,
-    /// After an image run: the exact `checkfu harness add oci …` command.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub add: Option<String>,
-    /// After an image run: the `checkfu harness verify … --wait` command.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub verify: Option<String>,
-    /// The verify command is a template (a selector is missing), not a step to run.
-    pub verify_is_template: bool,
-    /// The flags the add and verify commands still need (`--sandbox`, `--model`).
-    pub required_flags: Vec<&'static str>,
-    /// The temporary registry listened on every interface.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub warning: Option<String>,
-}
-
 impl PreparedImage {
     /// Reads `reference` from `source` (by default its registry: a loopback one by the
     /// probe over plain HTTP, any other by skopeo with TLS verified), tied to its digest,
@@ -368,9 +342,8 @@ impl PreparedImage {
     }
 }
 
-/// The lines the text report adds for an image run: which image ran and how, then the next
-/// step (`image   …`, `next    …`).
-pub fn text_lines(image: Option<&ImageRun>, next: Option<&NextSteps>) -> String {
+/// The lines the text report adds for an image run: which image ran and how (`image   …`).
+pub fn text_lines(image: Option<&ImageRun>) -> String {
     let mut out = String::new();
     if let Some(image) = image {
         // The reference holds the digest; the runtime has a line of its own.
@@ -392,21 +365,6 @@ pub fn text_lines(image: Option<&ImageRun>, next: Option<&NextSteps>) -> String 
                 built.context,
                 built.pushed
             ));
-        }
-    }
-    if let Some(next) = next {
-        out.push_str(&format!("next     {}\n", next.advice));
-        for (label, command) in [("retest", &next.retest), ("add", &next.add), ("verify", &next.verify)] {
-            if let Some(command) = command {
-                let template = if label == "verify" && next.verify_is_template { " (a template)" } else { "" };
-                out.push_str(&format!("next     {label}{template}: {command}\n"));
-            }
-        }
-        if !next.required_flags.is_empty() {
-            out.push_str(&format!("next     required flags: {}\n", next.required_flags.join(", ")));
-        }
-        if let Some(warning) = &next.warning {
-            out.push_str(&format!("warning  {warning}\n"));
         }
     }
     out

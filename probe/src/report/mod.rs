@@ -15,8 +15,9 @@ mod text;
 
 use serde::{Serialize, Serializer};
 
-use crate::image::run::{ImageRun, NextSteps};
+use crate::image::run::ImageRun;
 use crate::model_plane::ModelPlane;
+use crate::next::NextSteps;
 use checkfu_wire::catalog::{Protocol, StepName};
 pub use steps::{Step, StepStatus, Steps};
 
@@ -48,6 +49,10 @@ pub struct Report {
     /// What to do next after an image run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next: Option<NextSteps>,
+    /// What the run noticed that may explain a failure without failing it: a home file that
+    /// does not parse as its format ([`crate::config_file`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     /// The harness as the flags that register it (`--protocol`, `--entrypoint`, the lane's
     /// own), for the next steps.
     #[serde(skip)]

@@ -53,7 +53,13 @@ pub(super) fn render(report: &Report) -> String {
         LaneReport::Acp(r) => acp_tail(&mut out, r, report),
         LaneReport::Oneshot(r) => oneshot_tail(&mut out, r),
     }
-    out.push_str(&crate::image::run::text_lines(report.image.as_ref(), report.next.as_ref()));
+    for warning in &report.warnings {
+        let _ = writeln!(out, "warning  {warning}");
+    }
+    out.push_str(&crate::image::run::text_lines(report.image.as_ref()));
+    if let Some(next) = &report.next {
+        out.push_str(&next.to_text());
+    }
     match report.first_failure() {
         None => out.push_str("PASSED\n"),
         // The cause is the last line, where a reader of a long report looks first.
