@@ -19,7 +19,8 @@ use crate::image::run::ImageRun;
 use crate::model_plane::ModelPlane;
 use crate::next::NextSteps;
 use checkfu_wire::catalog::{Protocol, StepName};
-pub use steps::{Step, StepStatus, Steps};
+pub(crate) use steps::Steps;
+pub use steps::{Step, StepStatus};
 
 /// The qualification every local result carries: useful author feedback, never evidence.
 pub const QUALIFICATION: &str = "unsigned_local_only";

@@ -22,8 +22,9 @@ pub struct Step {
     pub reason: Option<String>,
 }
 
-/// The steps of a run in the order they ended, each told to the caller as it ends.
-pub struct Steps<'p> {
+/// The steps of a run in the order they ended, each told to the caller as it ends (the
+/// lanes' bookkeeping, inside the crate).
+pub(crate) struct Steps<'p> {
     pub list: Vec<(StepName, Step)>,
     progress: &'p mut dyn FnMut(Progress),
 }
