@@ -273,6 +273,34 @@ fn a_stream_cut_stops_mid_stream_and_every_fault_is_recorded_as_written() {
 }
 
 #[test]
+fn a_cut_answer_to_a_client_that_never_reads_is_closed_within_the_stall_time() {
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("script.json");
+    std::fs::write(&file, r#"[{"fault": "stream_cut", "after_events": 2}, {"text": "{reply_token}"}]"#).expect("script");
+    let served = serve(&file.to_string_lossy(), &["--stall-seconds", "1"]);
+    let key = served.here["api_key"].as_str().expect("key").to_owned();
+    // The model name comes back in the first event: 20 MB, more than the sockets hold, so
+    // the relay is left writing to a client that reads nothing. With a stall time past the
+    // client's wait (tried: 9 s) it reads all of it.
+    let model = "m".repeat(20 << 20);
+    let body = format!(r#"{{"model": "{model}", "stream": true, "messages": [{{"role": "user", "content": "hi"}}]}}"#);
+    let mut stream = TcpStream::connect(served.addr()).expect("connect");
+    let _ = stream.write_all(&post("/v1/messages", &format!("x-api-key: {key}\r\n"), &body));
+    std::thread::sleep(Duration::from_secs(3));
+    stream.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
+    let started = std::time::Instant::now();
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    assert!(started.elapsed() < Duration::from_secs(10), "the connection was closed, not left open");
+    assert!(answer.len() < model.len(), "the relay gave up on the answer: {} bytes read", answer.len());
+    let plain = r#"{"model": "m", "messages": [{"role": "user", "content": "hi"}]}"#;
+    let (status, text) = raw(&served.addr(), &post("/v1/messages", &format!("x-api-key: {key}\r\n"), plain));
+    assert_eq!(status, 200, "the relay still serves: {text}");
+    let record = served.stop();
+    assert_eq!(record["calls"][0]["fault"], "stream_cut");
+}
+
+#[test]
 fn everything_else_is_refused_with_a_status_in_the_dialects_error_shape_and_recorded() {
     let served = serve("nonce", &["--stall-seconds", "1"]);
     let addr = served.addr();

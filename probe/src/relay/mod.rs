@@ -309,7 +309,7 @@ async fn accept(listener: tokio::net::TcpListener, shared: Arc<Shared>) {
         open.fetch_add(1, Ordering::Relaxed);
         let open = Arc::clone(&open);
         let activity = Arc::new(Activity::new(Arc::clone(&shared)));
-        let stream = Watched { inner: stream, activity: Arc::clone(&activity) };
+        let stream = Watched { inner: stream, activity: Arc::clone(&activity), cut_deadline: None };
         let shared = Arc::clone(&shared);
         tokio::spawn(async move {
             let service_activity = Arc::clone(&activity);
@@ -343,11 +343,20 @@ struct Activity {
     pending: Mutex<VecDeque<Entry>>,
     /// A status hyper wrote on its own (an unreadable request head), with no entry pending.
     automatic: Mutex<Option<u16>>,
+    /// An answer cut by the model script was handed to hyper: the connection is then closed
+    /// within the stall time, whether or not the client reads ([`Watched`]).
+    cut: AtomicBool,
 }
 
 impl Activity {
     fn new(shared: Arc<Shared>) -> Activity {
-        Activity { shared, read_after_write: AtomicBool::new(false), pending: Mutex::new(VecDeque::new()), automatic: Mutex::new(None) }
+        Activity {
+            shared,
+            read_after_write: AtomicBool::new(false),
+            pending: Mutex::new(VecDeque::new()),
+            automatic: Mutex::new(None),
+            cut: AtomicBool::new(false),
+        }
     }
 
     fn mid_request(&self) -> bool {
@@ -419,6 +428,27 @@ impl Drop for Activity {
 struct Watched {
     inner: tokio::net::TcpStream,
     activity: Arc<Activity>,
+    /// When a cut answer's connection is closed at the latest: a client that stops reading
+    /// would otherwise keep hyper writing the part before the cut, and the connection open.
+    cut_deadline: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl Watched {
+    /// Whether a cut answer has held this connection for the stall time; polling registers
+    /// the waker, so a write that waits on a client that never reads is woken to fail.
+    fn past_cut_deadline(&mut self, cx: &mut std::task::Context<'_>) -> bool {
+        if self.cut_deadline.is_none() && self.activity.cut.load(Ordering::Relaxed) {
+            self.cut_deadline = Some(Box::pin(tokio::time::sleep(self.activity.shared.stall)));
+        }
+        match &mut self.cut_deadline {
+            Some(deadline) => std::future::Future::poll(deadline.as_mut(), cx).is_ready(),
+            None => false,
+        }
+    }
+}
+
+fn cut_closed() -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::TimedOut, "a cut answer held the connection for the stall time")
 }
 
 /// The status of an HTTP/1.x response head at the start of `bytes`.
@@ -449,6 +479,9 @@ impl tokio::io::AsyncWrite for Watched {
         cx: &mut std::task::Context<'_>,
         buf: &[u8],
     ) -> std::task::Poll<std::io::Result<usize>> {
+        if self.past_cut_deadline(cx) {
+            return std::task::Poll::Ready(Err(cut_closed()));
+        }
         let polled = std::pin::Pin::new(&mut self.inner).poll_write(cx, buf);
         if matches!(polled, std::task::Poll::Ready(Ok(n)) if n > 0) {
             self.activity.read_after_write.store(false, Ordering::Relaxed);
@@ -462,6 +495,9 @@ impl tokio::io::AsyncWrite for Watched {
     }
 
     fn poll_flush(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<()>> {
+        if self.past_cut_deadline(cx) {
+            return std::task::Poll::Ready(Err(cut_closed()));
+        }
         std::pin::Pin::new(&mut self.inner).poll_flush(cx)
     }
 
@@ -672,6 +708,9 @@ fn serve(activity: &Activity, admitted: Admitted<'_>, started: Instant) -> Respo
     drop(body);
     let entry = shared.record().call(call);
     activity.expect(entry);
+    if rendered.cut {
+        activity.cut.store(true, Ordering::Relaxed);
+    }
     rendered.into_response()
 }
 
