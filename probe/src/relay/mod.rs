@@ -515,7 +515,10 @@ fn refuse(activity: &Activity, path: &str, shape: ErrorShape, status: u16, kind:
 }
 
 fn answer(status: u16, content_type: &str, body: String) -> Response<AnswerBody> {
-    let mut response = Response::new(AnswerBody::whole(body));
+    with_content_type(Response::new(AnswerBody::whole(body)), status, content_type)
+}
+
+fn with_content_type(mut response: Response<AnswerBody>, status: u16, content_type: &str) -> Response<AnswerBody> {
     *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     if let Ok(value) = hyper::header::HeaderValue::from_str(content_type) {
         response.headers_mut().insert(hyper::header::CONTENT_TYPE, value);
@@ -726,9 +729,8 @@ struct Rendered {
 
 impl Rendered {
     fn into_response(self) -> Response<AnswerBody> {
-        let cut = self.cut;
-        let mut response = answer(self.status, self.content_type, String::new());
-        *response.body_mut() = if cut { AnswerBody::cut(self.text) } else { AnswerBody::whole(self.text) };
+        let body = if self.cut { AnswerBody::cut(self.text) } else { AnswerBody::whole(self.text) };
+        let mut response = with_content_type(Response::new(body), self.status, self.content_type);
         for (name, value) in self.headers {
             if let Ok(value) = hyper::header::HeaderValue::from_str(&value) {
                 response.headers_mut().insert(name, value);
