@@ -15,8 +15,8 @@ pub struct Args {
     /// The provider whose gateway allow-list is served (default: the unlisted-provider route).
     #[arg(long, value_name = "NAME")]
     provider: Option<String>,
-    /// The replay model's script: `nonce`, `tool`, or a JSON file of replies.
-    #[arg(long, value_name = "nonce|tool|FILE", default_value = "nonce")]
+    /// The replay model's script: `nonce`, `tool`, `faults`, or a JSON file of replies (and faults).
+    #[arg(long, value_name = "nonce|tool|faults|FILE", default_value = "nonce")]
     model_script: String,
     /// The directory the `tool` script's token file is written into (it must exist).
     #[arg(long, value_name = "DIR")]

@@ -3,7 +3,9 @@
 //! answer against the SDK's response models and fails on any member left unset), and every refusal
 //! (another path, another method, CONNECT and absolute-form targets, a missing key, fal's
 //! queue, an oversized body, malformed JSON, a client that stalls), each answered with a
-//! status and recorded.
+//! status and recorded. Faults (`relay::fault`): each in its provider's shape, classified by
+//! the SDKs as their own error classes and retried where they retry, and a stream cut that
+//! really stops mid-stream.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -118,6 +120,184 @@ fn the_official_sdks_parse_every_dialect_json_and_streaming_text_and_tool_calls(
         assert_eq!(refused.len(), 6, "the six unauthorized calls, and no idle keep-alive connection counted as a stall: {refused:?}");
         assert!(refused.iter().all(|r| r["status"] == 401), "{refused:?}");
     }
+}
+
+/// Runs `check_sdk.py` against a relay serving `script`, with `args`; returns its summary and
+/// the relay's record.
+fn check_sdk_against(script: &str, args: &[&str]) -> (Value, Value) {
+    let served = serve(script, &[]);
+    let h = &served.here;
+    let output = Command::new("python3")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/relay-sdk/check_sdk.py"))
+        .args(["--base-url", h["url"].as_str().unwrap_or_default(), "--api-key", h["api_key"].as_str().unwrap_or_default()])
+        .args(["--nonce", h["nonce"].as_str().unwrap_or_default(), "--token", h["token"].as_str().unwrap_or_default()])
+        .arg("--workspace")
+        .arg(&served.dir)
+        .args(args)
+        .output()
+        .expect("python3 runs");
+    let summary = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(output.status.success(), "{script} {args:?}: {summary}\n{}", String::from_utf8_lossy(&output.stderr));
+    (serde_json::from_str(summary.trim()).expect("one JSON line"), served.stop())
+}
+
+/// The record's calls as (fault, status) pairs.
+fn faults_and_statuses(record: &Value) -> Vec<(Value, Value)> {
+    record["calls"].as_array().expect("calls").iter().map(|c| (c["fault"].clone(), c["status"].clone())).collect()
+}
+
+/// Each 429's next call began at least its `retry-after` (1 s) later: the SDK waited.
+fn retries_waited(record: &Value) {
+    let calls = record["calls"].as_array().expect("calls");
+    for pair in calls.windows(2) {
+        if pair[0]["fault"] == "rate_limit" && pair[1]["fault"].is_null() {
+            let waited = pair[1]["started_ms"].as_u64().unwrap_or(0) - pair[0]["started_ms"].as_u64().unwrap_or(0);
+            assert!(waited >= 1000, "a retry {waited} ms after a retry-after of 1 s: {pair:?}");
+        }
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(checkfu_relay_sdk),
+    ignore = "CHECKFU_RELAY_SDK is not set: pip install -r tests/relay-sdk/requirements.txt, then set CHECKFU_RELAY_SDK=1"
+)]
+fn the_official_sdks_classify_every_fault_and_retry_the_transient_ones() {
+    let script = Command::new("python3")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/relay-sdk/check_sdk.py"))
+        .arg("--fault-shapes-script")
+        .output()
+        .expect("python3 runs");
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("fault-shapes.json");
+    std::fs::write(&file, &script.stdout).expect("the script");
+    let (summary, record) = check_sdk_against(&file.to_string_lossy(), &["--script", "fault-shapes"]);
+    assert_eq!((summary["passed"].as_u64(), summary["failed"].as_u64()), (Some(6), Some(0)), "3 dialects × (JSON, stream)");
+    for check in summary["checks"].as_array().expect("checks") {
+        let anthropic = check["dialect"] == "anthropic_messages";
+        let raised = &check["raised"];
+        assert_eq!(raised["rate_limit"], "RateLimitError");
+        assert_eq!(raised["overloaded"], if anthropic { "OverloadedError" } else { "InternalServerError" });
+        assert_eq!((&raised["server_error"], &raised["context_overflow"]), (&"InternalServerError".into(), &"BadRequestError".into()));
+        let retried = &check["sdk_retried"];
+        assert!(["rate_limit", "overloaded", "server_error"].iter().all(|f| retried[f] == true), "{check}");
+        assert_eq!(retried["context_overflow"], false, "a 400 is not retried: {check}");
+        // A cut before the answer began is retried; one mid-stream is the caller's to retry.
+        assert_eq!(retried["stream_cut"], check["stream"] == false, "{check}");
+    }
+    let calls = record["calls"].as_array().expect("calls");
+    assert_eq!(calls.len(), 90, "every fault and answer served once: {record}");
+    let statuses: Vec<(Value, Value)> = faults_and_statuses(&record);
+    for (fault, status) in &statuses {
+        let expected: &[u64] = match fault.as_str() {
+            Some("rate_limit") => &[429],
+            Some("overloaded") => &[529, 503],
+            Some("server_error") => &[500],
+            Some("context_overflow") => &[400],
+            _ => &[200],
+        };
+        assert!(status.as_u64().is_some_and(|s| expected.contains(&s)), "{fault} written as {status}");
+    }
+    assert!(calls
+        .iter()
+        .filter(|c| c["fault"] == "stream_cut")
+        .all(|c| c["events_sent"] == if c["stream"] == true { 2.into() } else { Value::Null }));
+    assert!(calls.iter().all(|c| c["fault"].is_null() == c["reply_token"].is_string()), "only answers carry a reply token");
+    retries_waited(&record);
+}
+
+#[test]
+#[cfg_attr(
+    not(checkfu_relay_sdk),
+    ignore = "CHECKFU_RELAY_SDK is not set: pip install -r tests/relay-sdk/requirements.txt, then set CHECKFU_RELAY_SDK=1"
+)]
+fn the_faults_script_is_survived_by_an_sdk_that_retries_in_every_dialect() {
+    for (dialect, overloaded) in [("anthropic_messages", 529), ("openai_chat", 503), ("openai_responses", 503)] {
+        let (summary, record) = check_sdk_against("faults", &["--script", "faults", "--only", dialect]);
+        assert_eq!((summary["passed"].as_u64(), summary["failed"].as_u64()), (Some(4), Some(0)), "{summary}");
+        let null = Value::Null;
+        let expected: Vec<(Value, Value)> = [
+            ("rate_limit".into(), 429),
+            (null.clone(), 200),
+            ("overloaded".into(), overloaded),
+            (null.clone(), 200),
+            ("server_error".into(), 500),
+            (null.clone(), 200),
+            ("stream_cut".into(), 200),
+            (null, 200),
+        ]
+        .into_iter()
+        .map(|(fault, status): (Value, u16)| (fault, status.into()))
+        .collect();
+        assert_eq!(faults_and_statuses(&record), expected, "{dialect}");
+        retries_waited(&record);
+    }
+}
+
+#[test]
+fn a_stream_cut_stops_mid_stream_and_every_fault_is_recorded_as_written() {
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("script.json");
+    let entries = r#"[{"fault": "stream_cut", "after_events": 3}, {"fault": "rate_limit", "retry_after": 7},
+        {"fault": "context_overflow", "maximum": 1000}, {"text": "{reply_token}"}]"#;
+    std::fs::write(&file, entries).expect("script");
+    let served = serve(&file.to_string_lossy(), &[]);
+    let key = served.here["api_key"].as_str().expect("key").to_owned();
+    let header = format!("x-api-key: {key}\r\n");
+    let body = r#"{"model": "m", "stream": true, "messages": [{"role": "user", "content": "hi"}]}"#;
+    let started = std::time::Instant::now();
+    let (status, cut) = raw(&served.addr(), &post("/v1/messages", &header, body));
+    assert!(started.elapsed() < Duration::from_secs(5), "the cut closed the connection at once");
+    assert_eq!(status, 200);
+    assert_eq!(cut.matches("event: ").count(), 3, "three events, then nothing: {cut}");
+    assert!(!cut.contains("message_stop") && !cut.ends_with("0\r\n\r\n"), "no clean end: {cut:?}");
+    let mut stream = TcpStream::connect(served.addr()).expect("connect");
+    stream.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
+    let _ = stream.write_all(&post("/v1/messages", &header, body));
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 429 ") && answer.to_ascii_lowercase().contains("\r\nretry-after: 7\r\n"), "{answer}");
+    let (status, overflow) = raw(&served.addr(), &post("/v1/messages", &header, body));
+    assert_eq!(status, 400);
+    assert!(overflow.contains("prompt is too long: ") && overflow.contains(" tokens > 1000 maximum"), "{overflow}");
+    let (status, _) = raw(&served.addr(), &post("/v1/messages", &header, body));
+    assert_eq!(status, 200);
+    let record = served.stop();
+    let calls = record["calls"].as_array().expect("calls");
+    let kinds: Vec<&Value> = calls.iter().map(|c| &c["fault"]).collect();
+    assert_eq!(kinds, [&Value::from("stream_cut"), &"rate_limit".into(), &"context_overflow".into(), &Value::Null]);
+    assert_eq!((&calls[0]["status"], &calls[0]["events_sent"]), (&Value::from(200), &Value::from(3)));
+    assert_eq!((&calls[1]["status"], &calls[2]["status"]), (&Value::from(429), &Value::from(400)));
+    assert!(calls.windows(2).all(|w| w[0]["started_ms"].as_u64() <= w[1]["started_ms"].as_u64()), "{calls:?}");
+    assert_eq!(record["refused"], serde_json::json!([]));
+}
+
+#[test]
+fn a_cut_answer_to_a_client_that_never_reads_is_closed_within_the_stall_time() {
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("script.json");
+    std::fs::write(&file, r#"[{"fault": "stream_cut", "after_events": 2}, {"text": "{reply_token}"}]"#).expect("script");
+    let served = serve(&file.to_string_lossy(), &["--stall-seconds", "1"]);
+    let key = served.here["api_key"].as_str().expect("key").to_owned();
+    // The model name comes back in the first event: 20 MB, more than the sockets hold, so
+    // the relay is left writing to a client that reads nothing. With a stall time past the
+    // client's wait (tried: 9 s) it reads all of it.
+    let model = "m".repeat(20 << 20);
+    let body = format!(r#"{{"model": "{model}", "stream": true, "messages": [{{"role": "user", "content": "hi"}}]}}"#);
+    let mut stream = TcpStream::connect(served.addr()).expect("connect");
+    let _ = stream.write_all(&post("/v1/messages", &format!("x-api-key: {key}\r\n"), &body));
+    std::thread::sleep(Duration::from_secs(3));
+    stream.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
+    let started = std::time::Instant::now();
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    assert!(started.elapsed() < Duration::from_secs(10), "the connection was closed, not left open");
+    assert!(answer.len() < model.len(), "the relay gave up on the answer: {} bytes read", answer.len());
+    let plain = r#"{"model": "m", "messages": [{"role": "user", "content": "hi"}]}"#;
+    let (status, text) = raw(&served.addr(), &post("/v1/messages", &format!("x-api-key: {key}\r\n"), plain));
+    assert_eq!(status, 200, "the relay still serves: {text}");
+    let record = served.stop();
+    assert_eq!(record["calls"][0]["fault"], "stream_cut");
 }
 
 #[test]

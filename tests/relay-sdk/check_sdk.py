@@ -3,7 +3,8 @@
 
 Usage:
   check_sdk.py --base-url URL --api-key KEY --nonce NONCE --token TOKEN \
-               --workspace DIR --script nonce|tool [--model NAME]
+               --workspace DIR --script nonce|tool|faults|fault-shapes [--only DIALECT] [--model NAME]
+  check_sdk.py --fault-shapes-script     prints the model script `fault-shapes` expects
 
 URL is the relay's root, e.g. http://127.0.0.1:PORT (no path, as `{relay_url}`); the Anthropic
 client is given URL and the OpenAI clients URL/v1, which is where each SDK expects its base.
@@ -22,6 +23,19 @@ with the SDK's raw `create(stream=True)` and every event is walked as parsed. Te
 answers both (the `tool` script gives a tool answer, then a text one).
 Then, per dialect, a call with no credentials and one with a wrong key must each raise the
 SDK's AuthenticationError (HTTP 401) with an error body in the dialect's own shape.
+
+Faults (the relay's `fault` script entries and its built-in `faults` script):
+  fault-shapes: the relay plays the script `--fault-shapes-script` prints, a block of
+         FAULT_BLOCK per dialect and mode. Each fault is met once by a client that does not
+         retry (max_retries=0), which must raise the SDK's own class for it (RateLimitError with
+         the `retry-after` header, OverloadedError or InternalServerError, BadRequestError with
+         the context-length code or message, a connection error for a cut), and once by a client
+         that retries (max_retries=2), which must retry each transient fault and then return the
+         answer that follows it. A context overflow must not be retried. A stream cut mid-stream
+         is not retried by either SDK (the answer had begun): the caller's own retry then gets
+         the answer.
+  faults: the built-in script, through one dialect (`--only`): four calls by a client that
+         retries, each of which must end in an answer carrying the nonce.
 
 `check_sdk.py --self-test` checks the walk itself on models built here.
 
@@ -150,8 +164,8 @@ def tool_arguments(raw, where):
 
 # ---------------------------------------------------------------- Anthropic Messages
 
-def anthropic_client(args, api_key):
-    return anthropic.Anthropic(base_url=args.anthropic_base, api_key=api_key, max_retries=0, timeout=TIMEOUT_S)
+def anthropic_client(args, api_key, max_retries=0):
+    return anthropic.Anthropic(base_url=args.anthropic_base, api_key=api_key, max_retries=max_retries, timeout=TIMEOUT_S)
 
 
 def anthropic_turn(client, args, stream, **params):
@@ -209,8 +223,8 @@ def anthropic_error_shape(body):
 
 # ---------------------------------------------------------------- OpenAI Chat Completions
 
-def openai_client(args, api_key):
-    return openai.OpenAI(base_url=args.openai_base, api_key=api_key, max_retries=0, timeout=TIMEOUT_S)
+def openai_client(args, api_key, max_retries=0):
+    return openai.OpenAI(base_url=args.openai_base, api_key=api_key, max_retries=max_retries, timeout=TIMEOUT_S)
 
 
 def chat_turn(client, args, stream, **params):
@@ -323,6 +337,160 @@ def responses_call(client, args):
                             extra_headers={"Authorization": openai.Omit()} if client.api_key is None else None)
 
 
+# ---------------------------------------------------------------- faults
+
+def anthropic_answer(client, args, stream):
+    params = dict(model=args.model, max_tokens=MAX_TOKENS, messages=[{"role": "user", "content": prompt_text(args)}])
+    if not stream:
+        return anthropic_text(client.messages.create(**params))
+    with client.messages.stream(**params) as events:
+        return "".join(events.text_stream)
+
+
+def chat_answer(client, args, stream):
+    params = dict(model=args.model, messages=[{"role": "user", "content": prompt_text(args)}])
+    if not stream:
+        return client.chat.completions.create(**params).choices[0].message.content
+    with client.chat.completions.stream(**params) as events:
+        for _ in events:
+            pass
+        return events.get_final_completion().choices[0].message.content
+
+
+def responses_answer(client, args, stream):
+    params = dict(model=args.model, input=prompt_text(args))
+    if not stream:
+        return client.responses.create(**params).output_text
+    with client.responses.stream(**params) as events:
+        for _ in events:
+            pass
+        return events.get_final_response().output_text
+
+
+ANSWER = {"text": "The nonce is {nonce}. The reply token is {reply_token}."}
+OVERFLOW = {"fault": "context_overflow", "tokens": 250000, "maximum": 200000}
+# One block per dialect and mode: (what is checked, the entries the relay plays for it).
+FAULT_BLOCK = [
+    ("raise rate_limit", [{"fault": "rate_limit", "retry_after": 1}]),
+    ("raise overloaded", [{"fault": "overloaded"}]),
+    ("raise server_error", [{"fault": "server_error"}]),
+    ("raise context_overflow", [OVERFLOW]),
+    ("raise stream_cut", [{"fault": "stream_cut", "after_events": 2}]),
+    ("retry rate_limit", [{"fault": "rate_limit", "retry_after": 1}, ANSWER]),
+    ("retry overloaded", [{"fault": "overloaded"}, ANSWER]),
+    ("retry server_error", [{"fault": "server_error"}, ANSWER]),
+    ("retry stream_cut", [{"fault": "stream_cut", "after_events": 2}, ANSWER]),
+    ("retry context_overflow", [OVERFLOW, ANSWER]),
+]
+
+
+def fault_shapes_script():
+    entries = []
+    for _dialect in DIALECTS:
+        for _stream in (False, True):
+            for _, block in FAULT_BLOCK:
+                entries.extend(block)
+    return entries
+
+
+def error_class(error):
+    """The SDK's class for an error, or the transport's (module and name) when the SDK let it
+    through unwrapped, as the Anthropic SDK does for a stream that breaks mid-way."""
+    kind = type(error)
+    return kind.__name__ if kind.__module__.split(".")[0] in ("anthropic", "openai") else f"{kind.__module__}.{kind.__name__}"
+
+
+def expected_raise(sdk, dialect, fault, stream, error):
+    """Whether `error` is the SDK's own class for `fault`, with the shape the provider sends."""
+    if fault == "stream_cut":
+        # A cut before the answer began (a JSON answer read whole) is a connection error; one
+        # mid-stream is what the SDK's stream reader raises: the connection error (openai) or
+        # the transport's RemoteProtocolError, which the Anthropic SDK lets through.
+        return isinstance(error, sdk.APIConnectionError) or type(error).__name__ == "RemoteProtocolError"
+    if not isinstance(error, sdk.APIStatusError):
+        return False
+    anthropic_side = dialect == "anthropic_messages"
+    if fault == "rate_limit":
+        return isinstance(error, sdk.RateLimitError) and error.status_code == 429 and error.response.headers.get("retry-after") == "1"
+    if fault == "overloaded":
+        if anthropic_side:
+            return isinstance(error, sdk.OverloadedError) and error.status_code == 529 and error.body["error"]["type"] == "overloaded_error"
+        return isinstance(error, sdk.InternalServerError) and error.status_code == 503
+    if fault == "server_error":
+        return type(error) is sdk.InternalServerError and error.status_code == 500
+    if anthropic_side:
+        message = error.body["error"]["message"]
+        return isinstance(error, sdk.BadRequestError) and message == "prompt is too long: 250000 tokens > 200000 maximum"
+    return isinstance(error, sdk.BadRequestError) and error.code == "context_length_exceeded"
+
+
+def check_fault_case(args, dialect, sdk, make_client, answer, stream, case):
+    """One case of FAULT_BLOCK; returns the SDK's class for the fault (raise) or whether the SDK
+    itself retried it (retry)."""
+    action, fault = case.split(" ")
+    if action == "raise":
+        try:
+            answer(make_client(args, args.api_key, 0), args, stream)
+        except Exception as error:
+            expect(expected_raise(sdk, dialect, fault, stream, error), f"{fault}: not the SDK's class or shape: {describe(error)}")
+            return error_class(error)
+        raise CheckFailed(f"{fault}: the call succeeded; expected an error")
+    client = make_client(args, args.api_key, 2)
+    if fault == "context_overflow":
+        try:
+            answer(client, args, stream)
+            raise CheckFailed("context_overflow: the call succeeded, so the SDK retried a 400")
+        except sdk.BadRequestError:
+            pass
+        expect_nonce(answer(client, args, stream), args, "the answer after the overflow")
+        return False
+    try:
+        expect_nonce(answer(client, args, stream), args, f"{fault}: the answer after the retry")
+        return True
+    except Exception as error:
+        expect(fault == "stream_cut" and stream, f"{fault}: the SDK did not retry to the answer: {describe(error)}")
+    # A stream that broke mid-way is not retried by the SDK; the caller retries, as a harness does.
+    expect_nonce(answer(client, args, stream), args, "stream_cut: the caller's retry")
+    return False
+
+
+def check_fault_shapes(args):
+    results = []
+    for dialect, _check, sdk, make_client, _call, _shape in DIALECTS:
+        answer = FAULT_ANSWERS[dialect]
+        for stream in (False, True):
+            entry = {"dialect": dialect, "stream": stream, "raised": {}, "sdk_retried": {}}
+            try:
+                for case, _ in FAULT_BLOCK:
+                    outcome = check_fault_case(args, dialect, sdk, make_client, answer, stream, case)
+                    action, fault = case.split(" ")
+                    entry["raised" if action == "raise" else "sdk_retried"][fault] = outcome
+                entry["ok"] = True
+            except Exception as error:
+                entry.update(ok=False, error=describe(error))
+            results.append(entry)
+    return results
+
+
+def check_builtin_faults(args):
+    """The built-in `faults` script through one dialect: each call meets one transient fault,
+    which the SDK retries, and ends in the answer that follows it."""
+    results = []
+    for dialect, _check, sdk, make_client, _call, _shape in DIALECTS:
+        if dialect != args.only:
+            continue
+        client = make_client(args, args.api_key, 2)
+        for index, fault in enumerate(["rate_limit", "overloaded", "server_error", "stream_cut"]):
+            entry = {"dialect": dialect, "stream": False, "call": index + 1, "fault": fault}
+            try:
+                expect_nonce(FAULT_ANSWERS[dialect](client, args, False), args, f"{fault}: the answer after the retry")
+                entry["ok"] = True
+            except Exception as error:
+                entry.update(ok=False, error=describe(error))
+            results.append(entry)
+    return results
+
+
 # ---------------------------------------------------------------- driver
 
 DIALECTS = [
@@ -331,6 +499,9 @@ DIALECTS = [
     ("openai_chat", check_chat, openai, openai_client, chat_call, openai_error_shape),
     ("openai_responses", check_responses, openai, openai_client, responses_call, openai_error_shape),
 ]
+
+
+FAULT_ANSWERS = {"anthropic_messages": anthropic_answer, "openai_chat": chat_answer, "openai_responses": responses_answer}
 
 
 def describe(error):
@@ -395,7 +566,8 @@ def parse_args(argv):
     parser.add_argument("--nonce", required=True)
     parser.add_argument("--token", required=True)
     parser.add_argument("--workspace", required=True)
-    parser.add_argument("--script", required=True, choices=["nonce", "tool"])
+    parser.add_argument("--script", required=True, choices=["nonce", "tool", "faults", "fault-shapes"])
+    parser.add_argument("--only", choices=[d[0] for d in DIALECTS], help="the one dialect `--script faults` checks")
     parser.add_argument("--model", default="checkfu-replay", help="model name sent in every request")
     args = parser.parse_args(argv)
     root = args.base_url.rstrip("/")
@@ -413,7 +585,16 @@ def parse_args(argv):
 def main(argv):
     if argv == ["--self-test"]:
         return self_test()
+    if argv == ["--fault-shapes-script"]:
+        print(json.dumps(fault_shapes_script()))
+        return 0
     args = parse_args(argv)
+    if args.script == "faults" and args.only is None:
+        print("check_sdk: --script faults needs --only DIALECT", file=sys.stderr)
+        return 2
+    if args.script in ("faults", "fault-shapes"):
+        results = check_builtin_faults(args) if args.script == "faults" else check_fault_shapes(args)
+        return summarize(args, results)
     results = []
     for dialect, check, sdk, make_client, call, shape in DIALECTS:
         for stream in (False, True):
@@ -434,6 +615,10 @@ def main(argv):
             except Exception as error:
                 entry.update(ok=False, error=describe(error))
             results.append(entry)
+    return summarize(args, results)
+
+
+def summarize(args, results):
     failed = [r for r in results if not r["ok"]]
     summary = {
         "ok": not failed,
@@ -445,7 +630,7 @@ def main(argv):
     }
     print(json.dumps(summary))
     for r in failed:
-        where = r["dialect"] + (f" stream={r['stream']}" if "stream" in r else f" auth={r['auth']}")
+        where = r["dialect"] + (f" stream={r['stream']}" if "stream" in r else f" auth={r['auth']}") + (f" call={r['call']}" if "call" in r else "")
         print(f"check_sdk: FAILED {where}: {r['error']}", file=sys.stderr)
     return 0 if not failed else 1
 

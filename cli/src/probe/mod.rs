@@ -74,8 +74,8 @@ pub struct Shared {
     /// unlisted-provider route, a compatible customer endpoint).
     #[arg(long, value_name = "NAME")]
     pub provider: Option<String>,
-    /// The replay model's script: `nonce`, `tool`, or a JSON file of replies.
-    #[arg(long, value_name = "nonce|tool|FILE", default_value = "nonce")]
+    /// The replay model's script: `nonce`, `tool`, `faults`, or a JSON file of replies (and faults).
+    #[arg(long, value_name = "nonce|tool|faults|FILE", default_value = "nonce")]
     pub model_script: String,
     /// Bind the run to this catalog entry: its driver, its declaration and its dialects are
     /// compared with what the harness does.

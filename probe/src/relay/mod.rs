@@ -21,6 +21,7 @@
 //! | malformed JSON, or a body the dialect cannot read | 400 |
 //! | an output schema past the replay model's budgets, or with no finite instance | 400 |
 //! | a model script that has no reply left | 500 |
+//! | a call the model script fails ([`fault`]) | its fault's status, or a stream cut short |
 //! | more than [`MAX_BODIES_READ`] bodies being read at once for the configured time | 503 |
 //! | a connection past [`MAX_CONNECTIONS`] open at once | closed unread |
 //! | a request head hyper cannot read | what hyper answers: 400, 414 or 431 |
@@ -46,6 +47,7 @@
 
 pub mod bounds;
 pub mod dialect;
+pub mod fault;
 pub mod record;
 pub mod routes;
 pub mod script;
@@ -62,15 +64,17 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::Value;
 
 use checkfu_wire::catalog::Route;
-use dialect::{ErrorShape, Ids, Served};
+use dialect::{ErrorShape, Ids, Reply, Served, Turn};
+pub use fault::FaultKind;
+use fault::{AnswerBody, Fault};
 pub use record::{Call, Egress, Entry, Record, Refusal};
-pub use script::{Model, Script, ScriptKind};
+pub use script::{Model, Played, Script, ScriptKind};
 pub use structured::digest;
 
 /// The largest request body the relay reads.
@@ -131,6 +135,8 @@ struct Shared {
     model: Model,
     record_bodies: bool,
     stall: Duration,
+    /// When the relay started: each call's `started_ms` counts from here.
+    epoch: Instant,
     sequence: AtomicUsize,
     bodies: tokio::sync::Semaphore,
     turn: Mutex<TurnState>,
@@ -189,6 +195,7 @@ impl Relay {
             model: Model::new(config.script, config.token, config.token_file),
             record_bodies: config.record_bodies,
             stall: config.stall,
+            epoch: Instant::now(),
             sequence: AtomicUsize::new(0),
             bodies: tokio::sync::Semaphore::new(MAX_BODIES_READ),
             turn: Mutex::new(TurnState { nonce: config.nonce, earlier_replies: Vec::new() }),
@@ -302,7 +309,7 @@ async fn accept(listener: tokio::net::TcpListener, shared: Arc<Shared>) {
         open.fetch_add(1, Ordering::Relaxed);
         let open = Arc::clone(&open);
         let activity = Arc::new(Activity::new(Arc::clone(&shared)));
-        let stream = Watched { inner: stream, activity: Arc::clone(&activity) };
+        let stream = Watched { inner: stream, activity: Arc::clone(&activity), cut_deadline: None };
         let shared = Arc::clone(&shared);
         tokio::spawn(async move {
             let service_activity = Arc::clone(&activity);
@@ -336,11 +343,20 @@ struct Activity {
     pending: Mutex<VecDeque<Entry>>,
     /// A status hyper wrote on its own (an unreadable request head), with no entry pending.
     automatic: Mutex<Option<u16>>,
+    /// An answer cut by the model script was handed to hyper: the connection is then closed
+    /// within the stall time, whether or not the client reads ([`Watched`]).
+    cut: AtomicBool,
 }
 
 impl Activity {
     fn new(shared: Arc<Shared>) -> Activity {
-        Activity { shared, read_after_write: AtomicBool::new(false), pending: Mutex::new(VecDeque::new()), automatic: Mutex::new(None) }
+        Activity {
+            shared,
+            read_after_write: AtomicBool::new(false),
+            pending: Mutex::new(VecDeque::new()),
+            automatic: Mutex::new(None),
+            cut: AtomicBool::new(false),
+        }
     }
 
     fn mid_request(&self) -> bool {
@@ -412,6 +428,27 @@ impl Drop for Activity {
 struct Watched {
     inner: tokio::net::TcpStream,
     activity: Arc<Activity>,
+    /// When a cut answer's connection is closed at the latest: a client that stops reading
+    /// would otherwise keep hyper writing the part before the cut, and the connection open.
+    cut_deadline: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl Watched {
+    /// Whether a cut answer has held this connection for the stall time; polling registers
+    /// the waker, so a write that waits on a client that never reads is woken to fail.
+    fn past_cut_deadline(&mut self, cx: &mut std::task::Context<'_>) -> bool {
+        if self.cut_deadline.is_none() && self.activity.cut.load(Ordering::Relaxed) {
+            self.cut_deadline = Some(Box::pin(tokio::time::sleep(self.activity.shared.stall)));
+        }
+        match &mut self.cut_deadline {
+            Some(deadline) => std::future::Future::poll(deadline.as_mut(), cx).is_ready(),
+            None => false,
+        }
+    }
+}
+
+fn cut_closed() -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::TimedOut, "a cut answer held the connection for the stall time")
 }
 
 /// The status of an HTTP/1.x response head at the start of `bytes`.
@@ -442,6 +479,9 @@ impl tokio::io::AsyncWrite for Watched {
         cx: &mut std::task::Context<'_>,
         buf: &[u8],
     ) -> std::task::Poll<std::io::Result<usize>> {
+        if self.past_cut_deadline(cx) {
+            return std::task::Poll::Ready(Err(cut_closed()));
+        }
         let polled = std::pin::Pin::new(&mut self.inner).poll_write(cx, buf);
         if matches!(polled, std::task::Poll::Ready(Ok(n)) if n > 0) {
             self.activity.read_after_write.store(false, Ordering::Relaxed);
@@ -455,6 +495,9 @@ impl tokio::io::AsyncWrite for Watched {
     }
 
     fn poll_flush(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<()>> {
+        if self.past_cut_deadline(cx) {
+            return std::task::Poll::Ready(Err(cut_closed()));
+        }
         std::pin::Pin::new(&mut self.inner).poll_flush(cx)
     }
 
@@ -464,15 +507,18 @@ impl tokio::io::AsyncWrite for Watched {
 }
 
 /// A refusal's answer, recorded.
-fn refuse(activity: &Activity, path: &str, shape: ErrorShape, status: u16, kind: &str, reason: String) -> Response<Full<Bytes>> {
+fn refuse(activity: &Activity, path: &str, shape: ErrorShape, status: u16, kind: &str, reason: String) -> Response<AnswerBody> {
     let body = shape.body(kind, &record::capped(&reason, record::MAX_REASON)).to_string();
     let entry = activity.shared.record().refuse(path, Some(status), &reason);
     activity.expect(entry);
     answer(status, "application/json", body)
 }
 
-fn answer(status: u16, content_type: &str, body: String) -> Response<Full<Bytes>> {
-    let mut response = Response::new(Full::new(Bytes::from(body)));
+fn answer(status: u16, content_type: &str, body: String) -> Response<AnswerBody> {
+    with_content_type(Response::new(AnswerBody::whole(body)), status, content_type)
+}
+
+fn with_content_type(mut response: Response<AnswerBody>, status: u16, content_type: &str) -> Response<AnswerBody> {
     *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     if let Ok(value) = hyper::header::HeaderValue::from_str(content_type) {
         response.headers_mut().insert(hyper::header::CONTENT_TYPE, value);
@@ -507,7 +553,7 @@ fn fresh_reply_token(body: &[u8]) -> String {
     }
 }
 
-async fn handle(activity: &Activity, request: Request<Incoming>) -> Response<Full<Bytes>> {
+async fn handle(activity: &Activity, request: Request<Incoming>) -> Response<AnswerBody> {
     let started = Instant::now();
     match admit(activity, request).await {
         Ok(admitted) => serve(activity, admitted, started),
@@ -528,7 +574,7 @@ struct Admitted<'a> {
 /// The gateway's checks, in order (another host, a path off the allow-list, a dialect not
 /// served, a method, the key, the body's size and time), and the body read; a refusal is
 /// the answer, recorded.
-async fn admit<'a>(activity: &'a Activity, request: Request<Incoming>) -> Result<Admitted<'a>, Response<Full<Bytes>>> {
+async fn admit<'a>(activity: &'a Activity, request: Request<Incoming>) -> Result<Admitted<'a>, Response<AnswerBody>> {
     let shared = &activity.shared;
     let uri = request.uri().clone();
     let shape = guessed_shape(&request);
@@ -606,8 +652,9 @@ async fn admit<'a>(activity: &'a Activity, request: Request<Incoming>) -> Result
     Ok(Admitted { path, dialect, shape, body, _permit: permit })
 }
 
-/// Answers an admitted call with the model's reply, in its dialect, and records it.
-fn serve(activity: &Activity, admitted: Admitted<'_>, started: Instant) -> Response<Full<Bytes>> {
+/// Answers an admitted call with the model's reply, or fails it as the script says, in its
+/// dialect, and records it.
+fn serve(activity: &Activity, admitted: Admitted<'_>, started: Instant) -> Response<AnswerBody> {
     let shared = &activity.shared;
     let Admitted { path, dialect, shape, body, _permit } = admitted;
     let values = bounds::values_at_most(&body, bounds::MAX_VALUES);
@@ -630,42 +677,117 @@ fn serve(activity: &Activity, admitted: Admitted<'_>, started: Instant) -> Respo
     let earlier_reply_in_request = state.earlier_replies.iter().any(|t| bounds::strings_contain(&json, t));
     drop(json);
     let reply_token = fresh_reply_token(&body);
-    let (reply, decision) = match shared.model.reply(&turn, &reply_token) {
+    let (played, decision) = match shared.model.reply(&turn, &reply_token) {
         Ok(answer) => answer,
         Err(unanswered) => return refuse(activity, &path, shape, unanswered.status, unanswered.kind, unanswered.reason),
     };
     let sequence = shared.sequence.fetch_add(1, Ordering::Relaxed) + 1;
-    let ids = Ids::new(sequence);
-    let (content_type, text) = if turn.stream {
-        ("text/event-stream", dialect.render_sse(&reply, &turn, &ids))
-    } else {
-        ("application/json", dialect.render_json(&reply, &turn, &ids).to_string())
-    };
-    let carries_token = match &reply {
-        dialect::Reply::Text(text) => text.contains(&reply_token),
-        dialect::Reply::ToolCall { input, .. } => bounds::strings_contain(input, &reply_token),
-    };
-    let call = Call {
+    let mut call = Call {
         dialect: dialect.dialect(),
         path: record::capped(&path, record::MAX_NAME),
         model: record::capped(&turn.model, record::MAX_NAME),
         stream: turn.stream,
-        status: Some(200),
+        status: None,
         closed: None,
-        ms: started.elapsed().as_millis() as u64,
+        started_ms: started.saturating_duration_since(shared.epoch).as_millis() as u64,
+        ms: 0,
         nonce_in_request,
         turn: turn_number,
         earlier_reply_in_request,
-        reply_token: carries_token.then_some(reply_token),
+        reply_token: None,
+        fault: None,
+        events_sent: None,
         structured_output: decision.structured_output,
         structured_digest: decision.structured_digest,
         tool_called: decision.tool_called.map(|t| record::capped(&t, record::MAX_NAME)),
         token_returned: decision.token_returned,
-        bodies: shared.record_bodies.then(|| record::Bodies::new(&body, &text)),
+        bodies: None,
     };
+    let rendered = render(dialect, &played, &turn, &Ids::new(sequence), reply_token, &mut call);
+    call.status = Some(rendered.status);
+    call.ms = started.elapsed().as_millis() as u64;
+    call.bodies = shared.record_bodies.then(|| record::Bodies::new(&body, &rendered.text));
     drop(turn);
     drop(body);
     let entry = shared.record().call(call);
     activity.expect(entry);
-    answer(200, content_type, text)
+    if rendered.cut {
+        activity.cut.store(true, Ordering::Relaxed);
+    }
+    rendered.into_response()
+}
+
+/// An answer made and not yet sent: what the record keeps of it, and what goes out.
+struct Rendered {
+    status: u16,
+    content_type: &'static str,
+    headers: Vec<(&'static str, String)>,
+    /// The body, or for a cut answer the part of it that is sent.
+    text: String,
+    cut: bool,
+}
+
+impl Rendered {
+    fn into_response(self) -> Response<AnswerBody> {
+        let body = if self.cut { AnswerBody::cut(self.text) } else { AnswerBody::whole(self.text) };
+        let mut response = with_content_type(Response::new(body), self.status, self.content_type);
+        for (name, value) in self.headers {
+            if let Ok(value) = hyper::header::HeaderValue::from_str(&value) {
+                response.headers_mut().insert(name, value);
+            }
+        }
+        response
+    }
+}
+
+/// What the model played, rendered in the call's dialect, with what the record says of it.
+fn render(dialect: Served, played: &Played, turn: &Turn, ids: &Ids, reply_token: String, call: &mut Call) -> Rendered {
+    let content_type = if turn.stream { "text/event-stream" } else { "application/json" };
+    let whole = |reply: &Reply| {
+        if turn.stream {
+            dialect.render_sse(reply, turn, ids)
+        } else {
+            dialect.render_json(reply, turn, ids).to_string()
+        }
+    };
+    let reply = match played {
+        Played::Reply(reply) => reply,
+        Played::Fault(fault) => {
+            call.fault = Some(fault.kind());
+            return failed(dialect, *fault, turn, ids, call, whole);
+        }
+    };
+    let carries_token = match reply {
+        Reply::Text(text) => text.contains(&reply_token),
+        Reply::ToolCall { input, .. } => bounds::strings_contain(input, &reply_token),
+    };
+    call.reply_token = carries_token.then_some(reply_token);
+    Rendered { status: 200, content_type, headers: Vec::new(), text: whole(reply), cut: false }
+}
+
+/// A fault's answer: the dialect's error, or for a stream cut the part of an ordinary answer
+/// that is sent before the connection closes. The cut answer carries no reply token, so a
+/// harness that passes on what it got of it has nothing to show.
+fn failed(dialect: Served, fault: Fault, turn: &Turn, ids: &Ids, call: &mut Call, whole: impl Fn(&Reply) -> String) -> Rendered {
+    if let Fault::StreamCut { after_events } = fault {
+        let unfinished = Reply::Text(String::from("This answer is cut off before its reply token."));
+        let (part, sent) = fault::cut(&whole(&unfinished), turn.stream, after_events);
+        call.events_sent = sent;
+        let content_type = if turn.stream { "text/event-stream" } else { "application/json" };
+        return Rendered { status: 200, content_type, headers: Vec::new(), text: part, cut: true };
+    }
+    match dialect.render_failure(fault, turn, ids) {
+        Some(failure) => Rendered {
+            status: failure.status,
+            content_type: "application/json",
+            headers: failure.headers,
+            text: failure.body.to_string(),
+            cut: false,
+        },
+        // Only a stream cut renders no failure, and it was answered above.
+        None => {
+            let text = ErrorShape::from(dialect).body("api_error", "the model script failed this call").to_string();
+            Rendered { status: 500, content_type: "application/json", headers: Vec::new(), text, cut: false }
+        }
+    }
 }

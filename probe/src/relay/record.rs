@@ -48,6 +48,9 @@ pub struct Call {
     /// Why no answer reached the client, when none did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub closed: Option<String>,
+    /// When the call's request arrived, in milliseconds since the relay started: what a
+    /// retry's wait (against a `retry-after`) is measured with.
+    pub started_ms: u64,
     pub ms: u64,
     /// The session's nonce is in the request's latest user turn (its text, JSON escapes
     /// decoded; not a system message, metadata or a tool definition).
@@ -60,6 +63,13 @@ pub struct Call {
     /// The token the relay minted for this call and put in its answer (`null` when the
     /// answer carried none: a tool call, or a scripted reply without `{reply_token}`).
     pub reply_token: Option<String>,
+    /// The fault the model script failed the call with (`relay::fault`); `null` for an
+    /// answer. `status` is then the fault's, as written (200 for a stream cut).
+    pub fault: Option<super::fault::FaultKind>,
+    /// For a stream cut of an event stream: how many server-sent events went out before the
+    /// connection was closed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub events_sent: Option<usize>,
     /// How the request asked for a structured answer (an output schema), if it did:
     /// `tool`, `response_format`, `text.format`, … (`relay::structured`).
     #[serde(skip_serializing_if = "Option::is_none")]

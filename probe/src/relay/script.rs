@@ -24,7 +24,12 @@
 //!   `{reply_token}`, `{token}` and `{token_file}` are expanded in every string. A reply
 //!   without `{reply_token}` carries none, so a turn answered only by such replies cannot
 //!   pass `prompt_exchange`. A call past the end is an error the relay answers with status
-//!   500.
+//!   500. An entry `{"fault": …}` fails its call instead of answering it ([`super::fault`]).
+//! - `faults` plays [`super::fault::SEQUENCE`]: each transient fault (a rate limit, an
+//!   overload, a server error, a stream cut), each followed by an answer as under `nonce`,
+//!   then answers as `nonce` does. Only calls whose latest user turn carries a nonce play
+//!   it: a side call (a title, a token count) is answered as under `nonce` and leaves the
+//!   sequence where it was, so the faults fall on the turn's own calls.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -32,6 +37,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde_json::{json, Value};
 
 use super::dialect::{Reply, Tool, Turn};
+use super::fault::{self, Fault};
 use super::token::{self, NONCE_PREFIX};
 
 /// A model script that cannot be played, naming its file.
@@ -52,16 +58,18 @@ pub enum ScriptError {
 pub enum Script {
     Nonce,
     Tool,
+    Faults,
     Replies(Vec<Value>),
 }
 
 impl Script {
-    /// Parses `nonce`, `tool`, or reads a file of replies (checked now, so a bad file is a
+    /// Parses `nonce`, `tool`, `faults`, or reads a file of replies (checked now, so a bad file is a
     /// usage error before anything starts).
     pub fn parse(spec: &str) -> Result<Script, ScriptError> {
         match spec {
             "nonce" => Ok(Script::Nonce),
             "tool" => Ok(Script::Tool),
+            "faults" => Ok(Script::Faults),
             path => {
                 let file = || path.to_owned();
                 let text = std::fs::read_to_string(path).map_err(|source| ScriptError::Read { path: file(), source })?;
@@ -80,17 +88,20 @@ impl Script {
         match self {
             Script::Nonce => ScriptKind::Nonce,
             Script::Tool => ScriptKind::Tool,
+            Script::Faults => ScriptKind::Faults,
             Script::Replies(_) => ScriptKind::File,
         }
     }
 }
 
-/// Which script a run's model played, as a report names it (`nonce`, `tool`, `file`).
+/// Which script a run's model played, as a report names it (`nonce`, `tool`, `faults`,
+/// `file`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ScriptKind {
     Nonce,
     Tool,
+    Faults,
     File,
 }
 
@@ -99,13 +110,29 @@ impl ScriptKind {
         match self {
             ScriptKind::Nonce => "nonce",
             ScriptKind::Tool => "tool",
+            ScriptKind::Faults => "faults",
             ScriptKind::File => "file",
         }
     }
 }
 
+/// What the model does with one call: answer it, or fail it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Played {
+    Reply(Reply),
+    Fault(Fault),
+}
+
+/// One scripted entry read from a file: a reply, or a fault.
+fn scripted(entry: &Value) -> Result<Played, String> {
+    match entry.as_object() {
+        Some(members) if members.contains_key("fault") => Fault::from_entry(members).map(Played::Fault),
+        _ => scripted_reply(entry).map(Played::Reply),
+    }
+}
+
 /// One scripted reply read from a file.
-fn scripted(reply: &Value) -> Result<Reply, String> {
+fn scripted_reply(reply: &Value) -> Result<Reply, String> {
     if let Some(text) = reply.get("text").and_then(Value::as_str) {
         return Ok(Reply::Text(text.to_owned()));
     }
@@ -117,7 +144,7 @@ fn scripted(reply: &Value) -> Result<Reply, String> {
         }
         return Ok(Reply::ToolCall { name: name.to_owned(), input });
     }
-    Err(String::from("a reply is {\"text\": …} or {\"tool_call\": {\"name\": …, \"input\": {…}}}"))
+    Err(String::from("an entry is {\"text\": …}, {\"tool_call\": {\"name\": …, \"input\": {…}}} or {\"fault\": …}"))
 }
 
 /// One session's model: the script, the token file, and how far a file script has been
@@ -166,8 +193,9 @@ impl Model {
         &self.token_file
     }
 
-    /// The answer to one call, whose reply token is `reply_token`.
-    pub fn reply(&self, turn: &Turn, reply_token: &str) -> Result<(Reply, Decision), Unanswered> {
+    /// What the model does with one call, whose reply token is `reply_token`: its answer, or
+    /// the fault the script fails it with.
+    pub fn reply(&self, turn: &Turn, reply_token: &str) -> Result<(Played, Decision), Unanswered> {
         let token_returned = !self.token.is_empty() && turn.tool_results.iter().any(|r| r.contains(&self.token));
         let structured_output = turn.structured.as_ref().map(|s| s.way);
         let mut decision = Decision { tool_called: None, token_returned, structured_output, structured_digest: None };
@@ -184,20 +212,29 @@ impl Model {
                 Some(reply) => reply,
                 None => Reply::Text(String::from("None of the offered tools reads a file or runs a shell command.")),
             },
+            // A side call leaves the sequence where it was (the module's documentation).
+            Script::Faults if nonce.is_none() => final_reply(turn, reply_token, &mut decision)?,
+            Script::Faults => match fault::SEQUENCE.get(self.played.fetch_add(1, Ordering::Relaxed)) {
+                Some(Some(fault)) => return Ok((Played::Fault(*fault), decision)),
+                _ => final_reply(turn, reply_token, &mut decision)?,
+            },
             Script::Replies(replies) => {
                 let played = self.played.fetch_add(1, Ordering::Relaxed);
-                let Some(reply) = replies.get(played) else {
+                let Some(entry) = replies.get(played) else {
                     let reason = format!("the model script has {} replies and this is call {}", replies.len(), played + 1);
                     return Err(Unanswered { status: 500, kind: "api_error", reason });
                 };
-                let expanded = self.expand(reply, nonce.unwrap_or_default(), reply_token);
-                scripted(&expanded).map_err(|reason| Unanswered { status: 500, kind: "api_error", reason })?
+                let expanded = self.expand(entry, nonce.unwrap_or_default(), reply_token);
+                match scripted(&expanded).map_err(|reason| Unanswered { status: 500, kind: "api_error", reason })? {
+                    Played::Reply(reply) => reply,
+                    fault @ Played::Fault(_) => return Ok((fault, decision)),
+                }
             }
         };
         if let Reply::ToolCall { name, .. } = &reply {
             decision.tool_called = Some(name.clone());
         }
-        Ok((reply, decision))
+        Ok((Played::Reply(reply), decision))
     }
 
     fn expand(&self, value: &Value, nonce: &str, reply_token: &str) -> Value {
@@ -320,7 +357,10 @@ mod tests {
 
     impl Model {
         fn reply_to(&self, turn: &Turn) -> Result<(Reply, Decision), Unanswered> {
-            self.reply(turn, REPLY)
+            match self.reply(turn, REPLY)? {
+                (Played::Reply(reply), decision) => Ok((reply, decision)),
+                (Played::Fault(fault), _) => panic!("a fault where a reply was expected: {fault:?}"),
+            }
         }
     }
 
@@ -419,5 +459,39 @@ mod tests {
         assert_eq!(model.reply_to(&t).expect("first").0, Reply::ToolCall { name: "x".into(), input: json!({"p": "/f"}) });
         assert_eq!(model.reply_to(&t).expect("second").0, Reply::Text(format!("n=cf-3333333333333333 r={REPLY}")));
         assert_eq!(model.reply_to(&t).map(|_| ()).unwrap_err().status, 500);
+    }
+
+    #[test]
+    fn a_file_script_fails_calls_where_it_says() {
+        let entries = vec![json!({"fault": "rate_limit", "retry_after": 3}), json!({"text": "r={reply_token}"})];
+        let model = Model::new(Script::Replies(entries), "t".into(), PathBuf::from("/f"));
+        let t = turn(&["cf-3333333333333333"], &[], vec![]);
+        assert_eq!(model.reply(&t, REPLY).expect("first").0, Played::Fault(Fault::RateLimit { retry_after: 3 }));
+        assert_eq!(model.reply_to(&t).expect("second").0, Reply::Text(format!("r={REPLY}")));
+        let dir = tempfile::tempdir().expect("dir");
+        let file = dir.path().join("s.json");
+        std::fs::write(&file, r#"[{"fault": "stream_cut", "after_events": "two"}]"#).expect("write");
+        let refused = Script::parse(&file.to_string_lossy()).unwrap_err().to_string();
+        assert!(refused.contains("reply 0") && refused.contains("after_events"), "{refused}");
+    }
+
+    #[test]
+    fn the_faults_script_alternates_faults_and_answers_on_the_turns_calls_only() {
+        let model = Model::new(Script::parse("faults").expect("built in"), String::new(), PathBuf::from("/f"));
+        assert_eq!(Script::Faults.kind().name(), "faults");
+        let prompt = turn(&["cf-5555555555555555"], &[], vec![]);
+        let side = turn(&["Write a title for this chat"], &[], vec![]);
+        let mut played = Vec::new();
+        for _ in 0..fault::SEQUENCE.len() + 2 {
+            // A side call between every two calls moves nothing.
+            assert!(matches!(model.reply(&side, REPLY).expect("side").0, Played::Reply(Reply::Text(_))));
+            played.push(model.reply(&prompt, REPLY).expect("turn").0);
+        }
+        let answer = Played::Reply(Reply::Text(format!("The nonce is cf-5555555555555555. The reply token is {REPLY}.")));
+        let faults: Vec<Option<Fault>> = played.iter().map(|p| if let Played::Fault(f) = p { Some(*f) } else { None }).collect();
+        assert_eq!(&faults[..fault::SEQUENCE.len()], &fault::SEQUENCE);
+        assert!(played.iter().enumerate().all(|(i, p)| i % 2 == 0 && i < 8 || *p == answer), "{played:?}");
+        let kinds: Vec<_> = fault::SEQUENCE.iter().flatten().map(|f| f.kind()).collect();
+        assert!(kinds.iter().all(|k| k.transient()) && kinds.len() == 4);
     }
 }

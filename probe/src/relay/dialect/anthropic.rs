@@ -11,7 +11,8 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{content_text, event, tokens, Ids, Reply, Tool, Turn};
+use super::super::fault::Fault;
+use super::{content_text, event, tokens, Failure, Ids, Reply, Tool, Turn};
 
 pub(super) fn read(body: &Map<String, Value>, turn: &mut Turn) -> Result<(), String> {
     let messages = body.get("messages").and_then(Value::as_array).ok_or("the request has no `messages` array")?;
@@ -177,6 +178,28 @@ pub(super) fn sse(reply: &Reply, turn: &Turn, ids: &Ids) -> String {
     out
 }
 
+/// A fault's error answer, as the API sends it: `{"type": "error", "error": {"type",
+/// "message"}, "request_id"}`, the id also in the `request-id` header the SDK reads.
+/// `overflow` gives the prompt's length in tokens from the window and the entry's count.
+pub(super) fn failure(fault: Fault, overflow: impl Fn(u64, Option<u64>) -> u64, ids: &Ids) -> Failure {
+    let mut headers = vec![("request-id", ids.request())];
+    let (status, kind, message) = match fault {
+        Fault::RateLimit { retry_after } => {
+            headers.push(("retry-after", retry_after.to_string()));
+            let message = "Number of requests has exceeded your per-minute rate limit (https://docs.claude.com/en/api/rate-limits). \
+                           You can see the response headers for current usage. Please try again later.";
+            (429, "rate_limit_error", message.to_owned())
+        }
+        Fault::Overloaded => (529, "overloaded_error", String::from("Overloaded")),
+        Fault::ContextOverflow { tokens, maximum } => {
+            (400, "invalid_request_error", format!("prompt is too long: {} tokens > {maximum} maximum", overflow(maximum, tokens)))
+        }
+        Fault::ServerError | Fault::StreamCut { .. } => (500, "api_error", String::from("Internal server error")),
+    };
+    let body = json!({"type": "error", "error": {"type": kind, "message": message}, "request_id": ids.request()});
+    Failure { status, headers, body }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,6 +231,28 @@ mod tests {
         assert_eq!(
             names,
             ["message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop"]
+        );
+    }
+
+    #[test]
+    fn faults_answer_in_the_apis_error_shape() {
+        let ids = Ids::new(3);
+        let overflow = |maximum: u64, tokens: Option<u64>| tokens.unwrap_or(maximum + 1);
+        let limited = failure(Fault::RateLimit { retry_after: 4 }, overflow, &ids);
+        assert_eq!(limited.status, 429);
+        assert!(
+            limited.headers.contains(&("retry-after", "4".into())) && limited.headers.contains(&("request-id", "req_cfrelay000003".into()))
+        );
+        assert_eq!(limited.body["error"]["type"], "rate_limit_error");
+        assert_eq!(limited.body["request_id"], "req_cfrelay000003");
+        let overloaded = failure(Fault::Overloaded, overflow, &ids);
+        assert_eq!((overloaded.status, overloaded.body["error"]["type"].as_str()), (529, Some("overloaded_error")));
+        assert_eq!(failure(Fault::ServerError, overflow, &ids).status, 500);
+        let long = failure(Fault::ContextOverflow { tokens: Some(250_000), maximum: 200_000 }, overflow, &ids);
+        assert_eq!(long.status, 400);
+        assert_eq!(
+            long.body["error"],
+            json!({"type": "invalid_request_error", "message": "prompt is too long: 250000 tokens > 200000 maximum"})
         );
     }
 }

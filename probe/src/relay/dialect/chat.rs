@@ -132,6 +132,15 @@ pub(super) fn sse(reply: &Reply, turn: &Turn, ids: &Ids) -> String {
     out
 }
 
+/// A context overflow's `param` and message on Chat Completions.
+pub(super) fn overflow(tokens: u64, maximum: u64) -> (&'static str, String) {
+    let message = format!(
+        "This model's maximum context length is {maximum} tokens. However, your messages resulted in {tokens} tokens. \
+         Please reduce the length of the messages."
+    );
+    ("messages", message)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

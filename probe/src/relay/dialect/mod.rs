@@ -14,6 +14,8 @@ use serde_json::Value;
 
 use checkfu_wire::catalog::Dialect;
 
+use super::fault::Fault;
+
 /// A catalog dialect the relay serves. The catalog's [`Dialect`] names the dialects; this
 /// enum is the subset the relay can answer, mapped by a `match` on the generated enum (a
 /// dialect added to the catalog fails to compile here until the relay decides on it).
@@ -86,6 +88,59 @@ impl Served {
             Served::OpenaiResponses => responses::sse(reply, turn, ids),
         }
     }
+
+    /// A fault's error answer, in the provider's shape; `None` for a stream cut, which is
+    /// the dialect's ordinary answer cut short ([`super::fault::cut`]).
+    pub fn render_failure(self, fault: Fault, turn: &Turn, ids: &Ids) -> Option<Failure> {
+        let overflow = |maximum: u64, tokens: Option<u64>| tokens.unwrap_or(maximum + prompt_tokens(turn));
+        let (param, message) = match (self, fault) {
+            (_, Fault::StreamCut { .. }) => return None,
+            (Served::AnthropicMessages, fault) => return Some(anthropic::failure(fault, overflow, ids)),
+            (Served::OpenaiChat, Fault::ContextOverflow { tokens, maximum }) => chat::overflow(overflow(maximum, tokens), maximum),
+            (Served::OpenaiResponses, Fault::ContextOverflow { .. }) => responses::overflow(),
+            (_, fault) => return Some(openai_failure(fault, turn, ids)),
+        };
+        let body = openai_error(&message, "invalid_request_error", Value::from(param), Value::from("context_length_exceeded"));
+        Some(Failure { status: 400, headers: vec![("x-request-id", ids.request())], body })
+    }
+}
+
+/// A failed call's answer as its provider sends it: the status, the headers beside the
+/// content type (`retry-after`, the request id each SDK reads into its error), the body.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Failure {
+    pub status: u16,
+    pub headers: Vec<(&'static str, String)>,
+    pub body: Value,
+}
+
+/// OpenAI's error body: `{"error": {"message", "type", "param", "code"}}`.
+fn openai_error(message: &str, kind: &str, param: Value, code: Value) -> Value {
+    serde_json::json!({"error": {"message": message, "type": kind, "param": param, "code": code}})
+}
+
+/// The OpenAI family's transient faults, the same on Chat Completions and Responses.
+fn openai_failure(fault: Fault, turn: &Turn, ids: &Ids) -> Failure {
+    let mut headers = vec![("x-request-id", ids.request())];
+    let (status, body) = match fault {
+        Fault::RateLimit { retry_after } => {
+            headers.push(("retry-after", retry_after.to_string()));
+            let message = format!(
+                "Rate limit reached for {} in organization org-checkfu on requests per min (RPM): Limit 1, Used 1, Requested 1. \
+                 Please try again in {retry_after}s. Visit https://platform.openai.com/account/rate-limits to learn more.",
+                super::record::capped(&turn.model, super::record::MAX_NAME)
+            );
+            (429, openai_error(&message, "requests", Value::Null, Value::from("rate_limit_exceeded")))
+        }
+        Fault::Overloaded => {
+            (503, openai_error("The engine is currently overloaded, please try again later.", "server_error", Value::Null, Value::Null))
+        }
+        _ => {
+            let message = "The server had an error while processing your request. Sorry about that!";
+            (500, openai_error(message, "server_error", Value::Null, Value::Null))
+        }
+    };
+    Failure { status, headers, body }
 }
 
 /// Which family's error shape a refusal is written in.
@@ -169,6 +224,11 @@ impl Ids {
     pub fn new(sequence: usize) -> Ids {
         Ids { message: format!("cfrelay{sequence:06}"), item: format!("cfitem{sequence:06}"), call: format!("cfcall{sequence:06}") }
     }
+
+    /// The request id a failed call's answer carries (`request-id`, `x-request-id`).
+    pub fn request(&self) -> String {
+        format!("req_{}", self.message)
+    }
 }
 
 /// The text of a content value that is a string or a list of typed parts (`text`,
@@ -198,6 +258,12 @@ pub(crate) fn tokens(text: &str) -> u64 {
     (text.len() as u64).div_ceil(4).max(1)
 }
 
+/// The request's size in tokens as the usage members count it: its user texts and tool
+/// results, a quarter of their bytes each.
+pub(crate) fn prompt_tokens(turn: &Turn) -> u64 {
+    turn.user_texts.iter().chain(&turn.tool_results).map(|t| tokens(t)).sum::<u64>().max(1)
+}
+
 /// One server-sent event: `event:` when the dialect names its events, then `data:`.
 pub(crate) fn event(out: &mut String, name: Option<&str>, data: &Value) {
     if let Some(name) = name {
@@ -213,4 +279,47 @@ pub(crate) fn event(out: &mut String, name: Option<&str>, data: &Value) {
 /// The tool's input as the JSON text the OpenAI dialects carry in `arguments`.
 pub(crate) fn arguments(input: &Value) -> String {
     input.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn openai_faults_answer_in_its_error_shape_on_both_dialects() {
+        let turn = Turn { model: "gpt-x".into(), user_texts: vec!["x".repeat(400)], ..Turn::default() };
+        let ids = Ids::new(9);
+        for dialect in [Served::OpenaiChat, Served::OpenaiResponses] {
+            let render = |fault| dialect.render_failure(fault, &turn, &ids).expect("an error answer");
+            let limited = render(Fault::RateLimit { retry_after: 2 });
+            assert_eq!(limited.status, 429);
+            assert!(
+                limited.headers.contains(&("retry-after", "2".into()))
+                    && limited.headers.contains(&("x-request-id", "req_cfrelay000009".into()))
+            );
+            assert_eq!(
+                (limited.body["error"]["code"].as_str(), limited.body["error"]["type"].as_str()),
+                (Some("rate_limit_exceeded"), Some("requests"))
+            );
+            assert!(limited.body["error"]["message"].as_str().is_some_and(|m| m.contains("gpt-x") && m.contains("try again in 2s")));
+            let overloaded = render(Fault::Overloaded);
+            assert_eq!((overloaded.status, overloaded.body["error"]["type"].as_str()), (503, Some("server_error")));
+            assert_eq!(render(Fault::ServerError).status, 500);
+            let long = render(Fault::ContextOverflow { tokens: None, maximum: 1000 });
+            assert_eq!(long.status, 400);
+            assert_eq!(long.body["error"]["code"], "context_length_exceeded");
+            assert_eq!(long.body["error"]["type"], "invalid_request_error");
+            assert!(dialect.render_failure(Fault::StreamCut { after_events: 1 }, &turn, &ids).is_none());
+        }
+        let chat = Served::OpenaiChat.render_failure(Fault::ContextOverflow { tokens: None, maximum: 1000 }, &turn, &ids).expect("answer");
+        assert_eq!(chat.body["error"]["param"], "messages");
+        // The window plus the request's own estimate: 400 bytes are 100 tokens.
+        assert!(chat.body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("is 1000 tokens") && m.contains("resulted in 1100 tokens")));
+        let responses =
+            Served::OpenaiResponses.render_failure(Fault::ContextOverflow { tokens: None, maximum: 1 }, &turn, &ids).expect("answer");
+        assert_eq!(responses.body["error"]["param"], json!("input"));
+    }
 }

@@ -181,6 +181,11 @@ pub(super) fn sse(reply: &Reply, turn: &Turn, ids: &Ids) -> String {
     events.out
 }
 
+/// A context overflow's `param` and message on Responses, which names no counts.
+pub(super) fn overflow() -> (&'static str, String) {
+    ("input", String::from("Your input exceeds the context window of this model. Please adjust your input and try again."))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
