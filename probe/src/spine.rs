@@ -174,6 +174,11 @@ fn finish(
     let started = Instant::now();
     let (fence, fence_note, nonce) = (plane.fence, plane.fence_note.clone(), plane.nonce.clone());
     let (record, removed) = plane.remove();
+    // Under a script that fails calls, the record says whether the harness recovered: a
+    // step of the run, judged before teardown like the lane's own.
+    if options.model_script.fails_calls() {
+        steps.ended(StepName::ModelRecovery, 0, crate::verdict::recovery(&record.calls, end.reply_in_output.is_some()));
+    }
     let (lane_ms, lane_teardown) = end.teardown;
     let teardown = match (lane_teardown, removed) {
         (Err(a), Err(b)) => Err(format!("{a}; {b}")),

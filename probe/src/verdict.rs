@@ -127,3 +127,45 @@ mod tests {
         assert!(!miss.refusals_may_cause());
     }
 }
+
+/// How much earlier than its `retry-after` a retry may start and still count as having
+/// waited: the record's clock has whole milliseconds.
+const RETRY_AFTER_SLACK_MS: u64 = 10;
+
+/// `model_recovery`, under a script that fails calls: every transient fault (a rate limit,
+/// an overload, a server error, a stream cut) was retried, a later call of the same turn
+/// following it, and a rate limit not before its `retry-after` had passed; and the turn's
+/// answer still reached the output (`answered`: a reply token did). `calls` are the record's,
+/// in the order they arrived. The failure names the fault the harness did not survive.
+pub fn recovery(calls: &[Call], answered: bool) -> Result<(), String> {
+    if !calls.iter().any(|c| c.fault.is_some()) {
+        return Err(format!(
+            "the script failed no call: the harness made {} model call(s), none of them one the script fails",
+            calls.len()
+        ));
+    }
+    for (i, call) in calls.iter().enumerate() {
+        let Some(fault) = call.fault.filter(|f| f.transient()) else { continue };
+        let status = call.status.map_or_else(|| String::from("no status"), |s| format!("status {s}"));
+        let Some(retry) = calls[i + 1..].iter().find(|c| c.turn == call.turn) else {
+            return Err(format!(
+                "the harness gave up on the {} of call {} ({status}): it made no model call after it in that turn",
+                fault.name(),
+                i + 1
+            ));
+        };
+        if let Some(seconds) = call.retry_after {
+            let waited = retry.started_ms.saturating_sub(call.started_ms);
+            if waited + RETRY_AFTER_SLACK_MS < u64::from(seconds) * 1000 {
+                return Err(format!(
+                    "the harness retried the rate limit of call {} after {waited} ms, before its retry-after of {seconds} s had passed",
+                    i + 1
+                ));
+            }
+        }
+    }
+    if !answered {
+        return Err(String::from("the harness retried every fault, but no reply token of the turn's answer reached its output"));
+    }
+    Ok(())
+}

@@ -72,6 +72,10 @@ struct Switches {
     egress: bool,
     malformed_body: bool,
     huge_body: bool,
+    /// `--retry`: a transient fault of a model call (429, 500, 503, 529, an answer cut
+    /// short) is retried, after its `retry-after`; `--retry-early`: retried at once, the
+    /// `retry-after` ignored (a hostile twin).
+    retry: Option<model::Retry>,
     turns: usize,
     mid_turn_wait_ms: u64,
 }
@@ -127,6 +131,8 @@ fn switches() -> Switches {
             "--egress" => s.egress = true,
             "--malformed-body" => s.malformed_body = true,
             "--huge-body" => s.huge_body = true,
+            "--retry" => s.retry = Some(model::Retry::AfterRetryAfter),
+            "--retry-early" => s.retry = Some(model::Retry::AtOnce),
             other => {
                 eprintln!("fixture agent: unknown switch {other}");
                 std::process::exit(2);
@@ -478,6 +484,7 @@ impl Agent {
             notes.push_str(&format!(" (egress answered {:?})", model::try_egress("api.example.com")));
         }
         let mut conversation = model::Conversation::new(dialect, key, prompt);
+        conversation.retry = self.s.retry;
         if self.s.malformed_body {
             let answer = model::post(&addr, "/v1/chat/completions", &conversation.headers(), b"{\"model\": ");
             notes.push_str(&format!(" (malformed body answered {:?})", answer.map(|a| a.0)));

@@ -51,6 +51,30 @@ pub fn relay_addr() -> Option<String> {
 
 /// One POST; the status and the body.
 pub fn post(addr: &str, path: &str, headers: &[(&str, String)], body: &[u8]) -> Result<(u16, Vec<u8>), String> {
+    post_reading(addr, path, headers, body).map(|answer| (answer.status, answer.body))
+}
+
+/// An answer as read: its status, its `retry-after` (seconds), its body.
+pub struct Received {
+    pub status: u16,
+    pub retry_after: Option<u64>,
+    pub body: Vec<u8>,
+}
+
+/// How a model call's transient faults are retried.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Retry {
+    /// After the `retry-after` the answer asked for (100 ms without one), as a client should.
+    AfterRetryAfter,
+    /// At once, whatever the answer asked (a hostile twin).
+    AtOnce,
+}
+
+/// The most attempts of one model call under `--retry`.
+const ATTEMPTS: usize = 6;
+
+/// One POST, read whole.
+fn post_reading(addr: &str, path: &str, headers: &[(&str, String)], body: &[u8]) -> Result<Received, String> {
     let mut stream = TcpStream::connect(addr).map_err(|e| format!("connect {addr}: {e}"))?;
     let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
     let mut head = format!(
@@ -65,23 +89,30 @@ pub fn post(addr: &str, path: &str, headers: &[(&str, String)], body: &[u8]) -> 
     // A relay that refuses a body by its declared length answers before reading it and
     // closes; the write then fails, and the answer is still there to read.
     let _ = stream.write_all(body);
-    read_answer(&mut stream)
+    read_whole(&mut stream)
 }
 
 /// Reads a whole answer to EOF and splits off its status line and headers.
-pub fn read_answer(stream: &mut TcpStream) -> Result<(u16, Vec<u8>), String> {
+fn read_whole(stream: &mut TcpStream) -> Result<Received, String> {
     let mut raw = Vec::new();
     let _ = stream.read_to_end(&mut raw);
     let split = raw.windows(4).position(|w| w == b"\r\n\r\n").ok_or("no complete answer")?;
     let head = String::from_utf8_lossy(&raw[..split]);
     let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).ok_or("no status")?;
-    Ok((status, raw[split + 4..].to_vec()))
+    let retry_after = head
+        .lines()
+        .filter_map(|line| line.split_once(':'))
+        .find(|(name, _)| name.trim().eq_ignore_ascii_case("retry-after"))
+        .and_then(|(_, value)| value.trim().parse().ok());
+    Ok(Received { status, retry_after, body: raw[split + 4..].to_vec() })
 }
 
 /// A conversation with the model in one dialect.
 pub struct Conversation {
     pub dialect: Dialect,
     pub key: Option<String>,
+    /// Whether, and how, a transient fault is retried (`None`: it ends the turn).
+    pub retry: Option<Retry>,
     history: Vec<Value>,
 }
 
@@ -93,7 +124,7 @@ impl Conversation {
             Dialect::Anthropic | Dialect::Chat => json!({"role": "user", "content": prompt}),
             Dialect::Responses => json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]}),
         };
-        Conversation { dialect, key, history: vec![first] }
+        Conversation { dialect, key, retry: None, history: vec![first] }
     }
 
     fn body(&self) -> Value {
@@ -118,15 +149,25 @@ impl Conversation {
 
     pub fn ask(&mut self, addr: &str) -> Answer {
         let body = self.body().to_string();
-        let (status, bytes) = match post(addr, self.dialect.path(), &self.headers(), body.as_bytes()) {
-            Ok(answer) => answer,
-            Err(e) => return Answer::Refused(0, e),
+        let mut attempt = 0;
+        let (status, answer, text) = loop {
+            attempt += 1;
+            let read = match post_reading(addr, self.dialect.path(), &self.headers(), body.as_bytes()) {
+                Ok(read) => read,
+                Err(e) => return Answer::Refused(0, e),
+            };
+            let text = String::from_utf8_lossy(&read.body).into_owned();
+            let answer = (read.status == 200).then(|| serde_json::from_str::<Value>(&text).ok()).flatten();
+            // A fault worth another try: a rate limit, an overload, a server error, or an
+            // answer cut short (a 200 whose JSON never ends).
+            let transient = matches!(read.status, 429 | 500 | 503 | 529) || (read.status == 200 && answer.is_none());
+            match self.retry.filter(|_| transient && attempt < ATTEMPTS) {
+                Some(Retry::AfterRetryAfter) => std::thread::sleep(Duration::from_millis(read.retry_after.map_or(100, |s| s * 1000))),
+                Some(Retry::AtOnce) => {}
+                None => break (read.status, answer, text),
+            }
         };
-        let text = String::from_utf8_lossy(&bytes).into_owned();
-        if status != 200 {
-            return Answer::Refused(status, text);
-        }
-        let Ok(answer) = serde_json::from_str::<Value>(&text) else { return Answer::Refused(status, text) };
+        let Some(answer) = answer.filter(|_| status == 200) else { return Answer::Refused(status, text) };
         let answer = self.read(&answer);
         if let Answer::Tool { id, name, input } = &answer {
             self.history.push(match self.dialect {

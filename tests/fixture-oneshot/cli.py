@@ -14,6 +14,9 @@ it misbehave in the ways real CLIs were seen to:
   stream-error  the stream reports an error event after the answer, exit 0
   no-terminal   the stream never ends its turn, exit 0
   leave-child   answers, then exits leaving a child that holds stdout open
+CHECKFU_FIXTURE_RETRY makes it retry a model call's transient faults (429, 500, 503, 529, an
+answer cut short): `after` waits the answer's retry-after (0.1 s without one), as a client
+should; `early` retries at once (a hostile twin).
 CHECKFU_FIXTURE_SEEN=FILE makes it write what it was started with into FILE, as JSON: its
 PWD and OLDPWD (null when unset), its working directory, and every file in $HOME but its own
 sessions ({"pwd", "oldpwd", "cwd", "home": {relative path: text}}).
@@ -89,7 +92,11 @@ def report_seen(path):
         json.dump(seen, out)
 
 
-def post(url, body, key):
+RETRY = os.environ.get("CHECKFU_FIXTURE_RETRY")
+TRANSIENT = (429, 500, 503, 529)
+
+
+def post_once(url, body, key):
     req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST")
     req.add_header("content-type", "application/json")
     req.add_header("x-api-key", key)
@@ -97,6 +104,27 @@ def post(url, body, key):
     req.add_header("anthropic-version", "2023-06-01")
     with urllib.request.urlopen(req, timeout=30) as r:
         return json.load(r)
+
+
+def post(url, body, key):
+    """One model call; under CHECKFU_FIXTURE_RETRY its transient faults are tried again."""
+    import http.client
+    import time
+    for attempt in range(6):
+        last = attempt == 5 or RETRY is None
+        try:
+            return post_once(url, body, key)
+        except urllib.error.HTTPError as e:
+            if last or e.code not in TRANSIENT:
+                raise
+            wait = float(e.headers.get("retry-after") or 0.1)
+        except (ValueError, http.client.HTTPException, ConnectionError):
+            # An answer cut short: its JSON never ends, or its chunks stop mid-way.
+            if last:
+                raise
+            wait = 0.1
+        if RETRY == "after":
+            time.sleep(wait)
 
 
 def ask(messages, schema):

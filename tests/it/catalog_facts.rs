@@ -137,6 +137,7 @@ fn the_probe_binding_compares_dialects_as_variants_and_reports_names() {
         earlier_reply_in_request: false,
         reply_token: None,
         fault: None,
+        retry_after: None,
         events_sent: None,
         structured_output: None,
         structured_digest: None,

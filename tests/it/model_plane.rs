@@ -337,3 +337,42 @@ fn a_passing_turn_shows_the_reply_token_the_model_answered_with() {
     assert_eq!(run.plane()["calls"][0]["reply_token"], json!(token));
     assert!(token.starts_with("cfr-") && !token.contains(run.json["nonce"].as_str().unwrap_or("-")));
 }
+
+/// The `faults` script's first fault is a rate limit with `retry-after: 1`: the agent's
+/// recovery is judged by the record alone (`model_recovery`), in every dialect.
+#[test]
+fn a_harness_that_retries_after_retry_after_recovers_from_the_faults_script() {
+    for dialect in ["anthropic_messages", "openai_chat", "openai_responses"] {
+        let run = probe(&["--model-script", "faults"], &agent(&["--dialect", dialect, "--retry"]));
+        assert_eq!(run.status, 0, "{dialect}: {}", run.pretty());
+        assert_eq!(run.step("model_recovery").0, "passed", "{dialect}: {}", run.pretty());
+        let calls = run.plane()["calls"].as_array().expect("calls").clone();
+        assert_eq!(
+            (calls[0]["fault"].as_str(), calls[0]["status"].as_u64(), calls[0]["retry_after"].as_u64()),
+            (Some("rate_limit"), Some(429), Some(1))
+        );
+        let waited = calls[1]["started_ms"].as_u64().unwrap_or(0) - calls[0]["started_ms"].as_u64().unwrap_or(0);
+        assert!(waited >= 1000 && calls[1]["fault"].is_null(), "{dialect}: the retry waited {waited} ms: {calls:?}");
+        // The step is the run's: before teardown, after the lane's own.
+        let steps: Vec<&String> = run.json["steps"].as_object().expect("steps").keys().collect();
+        assert_eq!(steps, ["initialize_handshake", "session_start", "prompt_exchange", "model_recovery", "teardown"]);
+    }
+}
+
+#[test]
+fn a_harness_that_retries_before_retry_after_or_gives_up_fails_model_recovery_naming_the_fault() {
+    let early = probe(&["--model-script", "faults"], &agent(&["--retry-early"]));
+    assert_eq!(early.status, 1, "{}", early.pretty());
+    let (status, reason) = early.step("model_recovery");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("retried the rate limit of call 1 after") && reason.contains("before its retry-after of 1 s"), "{reason}");
+
+    let gave_up = probe(&["--model-script", "faults"], &agent(&[]));
+    assert_eq!(gave_up.status, 1, "{}", gave_up.pretty());
+    let (status, reason) = gave_up.step("model_recovery");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("gave up on the rate_limit of call 1 (status 429)"), "{reason}");
+    // No script that fails calls, no step.
+    let plain = probe(&[], &agent(&[]));
+    assert!(plain.json["steps"].get("model_recovery").is_none(), "{}", plain.pretty());
+}

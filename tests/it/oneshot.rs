@@ -470,3 +470,29 @@ fn a_home_file_that_does_not_parse_as_its_format_is_a_warning() {
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains(&format!("warning  {warning}\n")), "{text}");
 }
+
+/// `model_recovery` in the one-shot lane: the `faults` script's rate limit, retried after its
+/// `retry-after`, passes; retried at once, or not at all, fails naming the fault.
+#[test]
+fn model_recovery_is_judged_on_the_record_in_the_oneshot_lane() {
+    let options = oneshot(&with(&TEXT, &["--model-script", "faults"]));
+    let options: Vec<&str> = options.iter().map(String::as_str).collect();
+    let retry = |how: &str| {
+        let mut env = vec![("CHECKFU_FIXTURE_MODE", OsString::from("good"))];
+        if !how.is_empty() {
+            env.push(("CHECKFU_FIXTURE_RETRY", OsString::from(how)));
+        }
+        probe_env(&options, &[CLI], &env)
+    };
+    let after = retry("after");
+    assert_eq!(after.status, 0, "{}", after.pretty());
+    let reported: Vec<&String> = after.json["steps"].as_object().expect("steps").keys().collect();
+    assert_eq!(reported, ["prompt_exchange", "model_recovery", "teardown"]);
+    assert_eq!(after.plane()["calls"][0]["fault"], "rate_limit");
+    let early = retry("early");
+    assert_eq!(early.status, 1, "{}", early.pretty());
+    assert!(early.step("model_recovery").1.contains("before its retry-after of 1 s"), "{}", early.pretty());
+    let gave_up = retry("");
+    assert_eq!(gave_up.status, 1, "{}", gave_up.pretty());
+    assert!(gave_up.step("model_recovery").1.contains("gave up on the rate_limit of call 1"), "{}", gave_up.pretty());
+}

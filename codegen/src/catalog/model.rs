@@ -71,6 +71,8 @@ pub struct Catalog {
     pub golden: Golden,
     /// The steps the ACP lane's local diagnostic reports, in report order.
     pub acp_steps: Vec<AcpStep>,
+    /// The steps the probe reports in either lane, after the lane's own.
+    pub run_steps: Vec<RunStep>,
     /// The `oneshot-v1` lane: its protocol, driver, what a declaration may declare, the
     /// steps its probe reports and the stream events' observations.
     pub oneshot: Oneshot,
@@ -81,6 +83,17 @@ pub struct Catalog {
 #[serde(deny_unknown_fields)]
 pub struct AcpStep {
     pub name: Name,
+    /// When the step passes.
+    pub pass: String,
+}
+
+/// A step the probe reports in either lane, only when it is given what the step names.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunStep {
+    pub name: Name,
+    /// The probe option the step needs (without it, it is not reported).
+    pub given: Name,
     /// When the step passes.
     pub pass: String,
 }

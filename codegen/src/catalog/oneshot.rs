@@ -48,6 +48,7 @@ impl Validator<'_> {
         self.oneshot_declares();
         self.unique("one-shot step", lane.steps.iter().map(|s| &s.name));
         self.unique("ACP step", self.index.catalog.acp_steps.iter().map(|s| &s.name));
+        self.unique("run step", self.index.catalog.run_steps.iter().map(|s| &s.name));
         let optional = members(&authoring_schema()).optional;
         for step in &lane.steps {
             if let Some(member) = &step.declared {

@@ -107,6 +107,7 @@ pub fn render(compiled: &Compiled, templates: &Templates, acp_grammar: &serde_js
         oneshot_schema => crate::ONESHOT_SCHEMA_OUT,
         oneshot_declares => tables::oneshot_declares(c),
         acp_passes => tables::acp_passes(c),
+        run_passes => tables::run_passes(c),
         oneshot_steps => tables::oneshot_steps(c),
         oneshot_passes => tables::oneshot_passes(c),
         oneshot_events => tables::oneshot_events(c),

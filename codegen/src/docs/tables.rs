@@ -290,6 +290,15 @@ pub fn acp_passes(c: &Catalog) -> Table {
     t
 }
 
+/// The steps either lane reports when given what they name, and when each passes.
+pub fn run_passes(c: &Catalog) -> Table {
+    let mut t = Table::new(header(&["Step", "Reported with", "Passes when"]));
+    for s in &c.run_steps {
+        t.rows.push(vec![Cell::code(s.name.as_str()), Cell::code(s.given.as_str()), Cell::plain(s.pass.as_str())]);
+    }
+    t
+}
+
 /// The one-shot probe's steps and when each passes.
 pub fn oneshot_passes(c: &Catalog) -> Table {
     let mut t = Table::new(header(&["Step", "Passes when"]));

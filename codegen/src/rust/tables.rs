@@ -195,16 +195,17 @@ pub fn generate(compiled: &Compiled) -> TokenStream {
         let (member, values) = (member.as_str(), strs(values.iter().map(|v| v.as_str())));
         quote! { OneshotMember { member: #member, values: #values } }
     });
-    // One name enum for both lanes' steps: the ACP lane's in its order, then the one-shot
-    // lane's that the ACP lane does not have.
+    // One name enum for every step: the ACP lane's in its order, then the steps of either
+    // lane and the one-shot lane's that the ACP lane does not have.
     let mut step_names: Vec<&str> = c.acp_steps.iter().map(|s| s.name.as_str()).collect();
-    for step in &lane.steps {
-        if !step_names.contains(&step.name.as_str()) {
-            step_names.push(step.name.as_str());
+    for step in c.run_steps.iter().map(|s| &s.name).chain(lane.steps.iter().map(|s| &s.name)) {
+        if !step_names.contains(&step.as_str()) {
+            step_names.push(step.as_str());
         }
     }
     let step_enum = names::named_enum("StepName", " A step the probe reports, in either lane.", &step_names, quote! {});
     let acp_steps = c.acp_steps.iter().map(|s| names::path("StepName", &step_names, s.name.as_str()));
+    let run_steps = c.run_steps.iter().map(|s| names::path("StepName", &step_names, s.name.as_str()));
     let oneshot_steps = lane.steps.iter().map(|s| {
         let name = names::path("StepName", &step_names, s.name.as_str());
         let declared = opt(s.declared.as_ref().map(|d| d.as_str()));
@@ -265,6 +266,9 @@ pub fn generate(compiled: &Compiled) -> TokenStream {
         pub const ONESHOT_DECLARES: &[OneshotMember] = &[#(#oneshot_declares),*];
         /// The steps the ACP lane's probe reports, in report order.
         pub const ACP_STEPS: &[StepName] = &[#(#acp_steps),*];
+        /// The steps the probe reports in either lane, after the lane's own, when given what
+        /// they name.
+        pub const RUN_STEPS: &[StepName] = &[#(#run_steps),*];
         /// The steps the one-shot probe reports, in report order.
         pub const ONESHOT_STEPS: &[OneshotStep] = &[#(#oneshot_steps),*];
         /// Normalized stream event kind → the observation it becomes.

@@ -96,6 +96,14 @@ impl Fault {
         }
     }
 
+    /// The seconds a rate limit asks the client to wait; `None` for any other fault.
+    pub fn retry_after(self) -> Option<u32> {
+        match self {
+            Fault::RateLimit { retry_after } => Some(retry_after),
+            _ => None,
+        }
+    }
+
     /// Reads a script entry that holds `fault`. Members the fault does not take are refused,
     /// so a misspelt `retry_after` is a usage error, not a silent default.
     pub(crate) fn from_entry(entry: &Map<String, Value>) -> Result<Fault, String> {

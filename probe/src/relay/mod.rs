@@ -696,6 +696,7 @@ fn serve(activity: &Activity, admitted: Admitted<'_>, started: Instant) -> Respo
         earlier_reply_in_request,
         reply_token: None,
         fault: None,
+        retry_after: None,
         events_sent: None,
         structured_output: decision.structured_output,
         structured_digest: decision.structured_digest,
@@ -754,6 +755,7 @@ fn render(dialect: Served, played: &Played, turn: &Turn, ids: &Ids, reply_token:
         Played::Reply(reply) => reply,
         Played::Fault(fault) => {
             call.fault = Some(fault.kind());
+            call.retry_after = fault.retry_after();
             return failed(dialect, *fault, turn, ids, call, whole);
         }
     };

@@ -66,6 +66,10 @@ pub struct Call {
     /// The fault the model script failed the call with (`relay::fault`); `null` for an
     /// answer. `status` is then the fault's, as written (200 for a stream cut).
     pub fault: Option<super::fault::FaultKind>,
+    /// For a rate limit: the `retry-after` it asked for, in seconds (what a retry's wait is
+    /// held to).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after: Option<u32>,
     /// For a stream cut of an event stream: how many server-sent events went out before the
     /// connection was closed.
     #[serde(skip_serializing_if = "Option::is_none")]

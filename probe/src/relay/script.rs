@@ -83,6 +83,16 @@ impl Script {
         }
     }
 
+    /// Whether it fails calls: the built-in `faults`, or a file with a `fault` entry. A run
+    /// under such a script is judged on its recovery too (`model_recovery`).
+    pub fn fails_calls(&self) -> bool {
+        match self {
+            Script::Faults => true,
+            Script::Replies(replies) => replies.iter().any(|r| r.get("fault").is_some()),
+            Script::Nonce | Script::Tool => false,
+        }
+    }
+
     /// Which script it is, as a report names it.
     pub fn kind(&self) -> ScriptKind {
         match self {
