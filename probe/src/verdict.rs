@@ -99,35 +99,6 @@ pub fn refusal_context(count: usize, first: Option<&Refusal>) -> Option<String> 
     Some(format!("the relay refused during the turn: {} {}: {}{more}", first.status_text(), first.path, first.reason))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const NONCE: &str = "cf-0000000000000001";
-    const TOKEN: &str = "cfr-00000000000000aa";
-
-    fn call(nonce: bool, token: Option<&str>) -> Served {
-        Served { nonce_in_request: nonce, reply_token: token.map(str::to_owned), ..Served::default() }
-    }
-
-    #[test]
-    fn only_the_answer_to_the_prompt_passes() {
-        let output = format!("The nonce is {NONCE}. The reply token is {TOKEN}.");
-        let reached = |t: &str| output.contains(t);
-        assert_eq!(exchange(&[call(true, Some(TOKEN))], NONCE, &reached), Ok(TOKEN.to_owned()));
-        // The token of a call that did not carry the prompt (a decoy, a side call) proves nothing.
-        assert_eq!(exchange(&[call(false, Some(TOKEN))], NONCE, &reached), Err(Miss::NoPrompt { served: 1, echoed: true }));
-        assert_eq!(exchange(&[], NONCE, &reached), Err(Miss::NoCall { echoed: true }));
-        // An echo of the prompt: the nonce is there, the token is not.
-        let echo = format!("You asked: reply with the nonce {NONCE}");
-        let echoed = |t: &str| echo.contains(t);
-        let miss = exchange(&[call(true, Some(TOKEN))], NONCE, &echoed).unwrap_err();
-        assert_eq!(miss, Miss::NoAnswer { tokens: vec![TOKEN.to_owned()], echoed: true });
-        assert!(miss.describe(NONCE).starts_with("no reply token of the model's answer"), "{}", miss.describe(NONCE));
-        assert!(!miss.refusals_may_cause());
-    }
-}
-
 /// How much earlier than its `retry-after` a retry may start and still count as having
 /// waited: the record's clock has whole milliseconds.
 const RETRY_AFTER_SLACK_MS: u64 = 10;
@@ -168,4 +139,74 @@ pub fn recovery(calls: &[Call], answered: bool) -> Result<(), String> {
         return Err(String::from("the harness retried every fault, but no reply token of the turn's answer reached its output"));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NONCE: &str = "cf-0000000000000001";
+    const TOKEN: &str = "cfr-00000000000000aa";
+
+    fn call(nonce: bool, token: Option<&str>) -> Served {
+        Served { nonce_in_request: nonce, reply_token: token.map(str::to_owned), ..Served::default() }
+    }
+
+    #[test]
+    fn only_the_answer_to_the_prompt_passes() {
+        let output = format!("The nonce is {NONCE}. The reply token is {TOKEN}.");
+        let reached = |t: &str| output.contains(t);
+        assert_eq!(exchange(&[call(true, Some(TOKEN))], NONCE, &reached), Ok(TOKEN.to_owned()));
+        // The token of a call that did not carry the prompt (a decoy, a side call) proves nothing.
+        assert_eq!(exchange(&[call(false, Some(TOKEN))], NONCE, &reached), Err(Miss::NoPrompt { served: 1, echoed: true }));
+        assert_eq!(exchange(&[], NONCE, &reached), Err(Miss::NoCall { echoed: true }));
+        // An echo of the prompt: the nonce is there, the token is not.
+        let echo = format!("You asked: reply with the nonce {NONCE}");
+        let echoed = |t: &str| echo.contains(t);
+        let miss = exchange(&[call(true, Some(TOKEN))], NONCE, &echoed).unwrap_err();
+        assert_eq!(miss, Miss::NoAnswer { tokens: vec![TOKEN.to_owned()], echoed: true });
+        assert!(miss.describe(NONCE).starts_with("no reply token of the model's answer"), "{}", miss.describe(NONCE));
+        assert!(!miss.refusals_may_cause());
+    }
+
+    fn served(turn: usize, started_ms: u64, fault: Option<crate::relay::FaultKind>, retry_after: Option<u32>) -> Call {
+        Call {
+            dialect: checkfu_wire::catalog::Dialect::OpenaiChat,
+            path: String::from("/v1/chat/completions"),
+            model: String::from("m"),
+            stream: false,
+            status: Some(if fault.is_some() { 429 } else { 200 }),
+            closed: None,
+            started_ms,
+            ms: 1,
+            nonce_in_request: true,
+            turn,
+            earlier_reply_in_request: false,
+            reply_token: None,
+            fault,
+            retry_after,
+            events_sent: None,
+            structured_output: None,
+            structured_digest: None,
+            tool_called: None,
+            token_returned: false,
+            bodies: None,
+        }
+    }
+
+    #[test]
+    fn recovery_asks_a_later_call_in_the_turn_and_a_wait_for_a_rate_limit() {
+        use crate::relay::FaultKind::{ContextOverflow, RateLimit, ServerError};
+        let waited = [served(1, 0, Some(RateLimit), Some(1)), served(1, 1000, None, None)];
+        assert_eq!(recovery(&waited, true), Ok(()));
+        assert!(recovery(&waited, false).expect_err("no answer").contains("no reply token"));
+        let early = [served(1, 0, Some(RateLimit), Some(1)), served(1, 400, None, None)];
+        assert!(recovery(&early, true).expect_err("early").contains("after 400 ms, before its retry-after of 1 s"));
+        // A call in another turn is no retry of this one.
+        let elsewhere = [served(1, 0, Some(ServerError), None), served(2, 5000, None, None)];
+        assert!(recovery(&elsewhere, true).expect_err("gave up").contains("gave up on the server_error of call 1"));
+        // An overflow is not transient: nothing asks for its retry.
+        assert_eq!(recovery(&[served(1, 0, Some(ContextOverflow), None)], true), Ok(()));
+        assert!(recovery(&[served(1, 0, None, None)], true).expect_err("no fault").contains("failed no call"));
+    }
 }
