@@ -331,6 +331,9 @@ struct Run<'o, 's, 'a, 'p> {
     container: Option<crate::image::runtime::RunningContainer>,
     /// The observation trace, once written.
     trace: Option<String>,
+    /// The prompt's answer's `checkfu.turn`, with the turn's milliseconds from the prompt's
+    /// sending to its answer.
+    turn_claim: Option<(Value, u64)>,
 }
 
 impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
@@ -354,6 +357,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             command: Vec::new(),
             container: None,
             trace: None,
+            turn_claim: None,
         }
     }
 
@@ -541,6 +545,9 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
     }
 
     fn run_turn(&mut self, admitted: &AdmittedCapabilities, session_id: &str, params: Value, until: Instant) -> Result<(), String> {
+        // The turn's time starts before the prompt is written: the harness may begin (and
+        // measure its own `wall_time_ms`) while the probe still records what it sent.
+        let sent = Instant::now();
         let prompt = self.session.request(PROMPT_METHOD, params).map_err(|f| format!("session/prompt: {f}"))?;
         self.prompt_id = Some(prompt);
         let steer = upgrade_admitted(admitted, catalog::Check::SteeringDelivered.name());
@@ -564,6 +571,9 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         let answer = self.wait_for(prompt, until);
         let (message, _) = answer.map_err(|reason| format!("session/prompt: {reason}"))?;
         self.turn_open = false;
+        // What the harness says of its own turn, and how long the turn took as the probe saw
+        // it: both are set against the relay's record at the end.
+        self.turn_claim = message.pointer("/result/_meta/checkfu.turn").cloned().map(|claim| (claim, sent.elapsed().as_millis() as u64));
         self.terminal(&message);
         // The turn is over; watch it a little longer for late or duplicate emissions.
         let settle_until = Instant::now() + self.options.settle;
@@ -643,7 +653,9 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         self.stage.plane.workspace = Some(self.session.into_workspace());
         let declaration = Some(self.admission.declaration.clone());
         let trace = self.trace.take().unwrap_or_default();
-        let lane = AcpReport { admission: self.admission, report, harness, client_requests, wire, trace, record };
+        let calls = self.stage.plane.relay.calls(1);
+        let turn_telemetry = self.turn_claim.take().map(|(claim, turn_ms)| crate::verdict::telemetry(claim, turn_ms, &calls));
+        let lane = AcpReport { admission: self.admission, report, harness, client_requests, wire, turn_telemetry, trace, record };
         LaneEnd {
             report: LaneReport::Acp(Box::new(lane)),
             teardown: (teardown_ms, outcome),

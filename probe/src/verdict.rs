@@ -12,7 +12,10 @@
 //! A failure names its deciding fact first; the relay's refusals are added as context only
 //! where they can be its cause (no call served, or none carrying the nonce).
 
-use crate::relay::{Call, Refusal};
+use serde_json::Value;
+
+use crate::relay::{Call, FaultKind, Refusal};
+use crate::report::acp::{RecordedTurn, TurnTelemetry};
 
 /// One served call as the verdicts read it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -139,6 +142,37 @@ pub fn recovery(calls: &[Call], answered: bool) -> Result<(), String> {
         return Err(String::from("the harness retried every fault, but no reply token of the turn's answer reached its output"));
     }
     Ok(())
+}
+
+/// The harness's `checkfu.turn` (`claim`) set against the record of its turn (`calls`:
+/// the calls the relay served in it) and the turn's `turn_ms` as the probe saw it: each
+/// counter the claim holds must be the record's (`model_calls`, `model_transient_retries`,
+/// `model_overflow_recoveries`), and its `wall_time_ms` must fit inside the turn.
+pub fn telemetry(claim: Value, turn_ms: u64, calls: &[Call]) -> TurnTelemetry {
+    let followed = |kind: fn(FaultKind) -> bool| {
+        calls.iter().enumerate().filter(|(i, c)| c.fault.is_some_and(kind) && calls[i + 1..].iter().any(|l| l.turn == c.turn)).count()
+            as u64
+    };
+    let recorded = RecordedTurn {
+        model_calls: calls.len() as u64,
+        model_transient_retries: followed(FaultKind::transient),
+        model_overflow_recoveries: followed(|f| f == FaultKind::ContextOverflow),
+        turn_ms,
+    };
+    let mut mismatches = Vec::new();
+    for (counter, value) in [
+        ("model_calls", recorded.model_calls),
+        ("model_transient_retries", recorded.model_transient_retries),
+        ("model_overflow_recoveries", recorded.model_overflow_recoveries),
+    ] {
+        if let Some(claimed) = claim.get(counter).and_then(Value::as_u64).filter(|c| *c != value) {
+            mismatches.push(format!("{counter} claimed {claimed}, recorded {value}"));
+        }
+    }
+    if let Some(wall) = claim.get("wall_time_ms").and_then(Value::as_u64).filter(|w| *w > turn_ms) {
+        mismatches.push(format!("wall_time_ms claimed {wall}, longer than the turn's {turn_ms} ms from the prompt to its answer"));
+    }
+    TurnTelemetry { claimed: claim, recorded, mismatches }
 }
 
 #[cfg(test)]

@@ -76,6 +76,8 @@ struct Switches {
     /// short) is retried, after its `retry-after`; `--retry-early`: retried at once, the
     /// `retry-after` ignored (a hostile twin).
     retry: Option<model::Retry>,
+    /// `--lie-turn`: the turn's `checkfu.turn` claims no model call (a hostile twin).
+    lie_turn: bool,
     turns: usize,
     mid_turn_wait_ms: u64,
 }
@@ -133,6 +135,7 @@ fn switches() -> Switches {
             "--huge-body" => s.huge_body = true,
             "--retry" => s.retry = Some(model::Retry::AfterRetryAfter),
             "--retry-early" => s.retry = Some(model::Retry::AtOnce),
+            "--lie-turn" => s.lie_turn = true,
             other => {
                 eprintln!("fixture agent: unknown switch {other}");
                 std::process::exit(2);
@@ -154,6 +157,9 @@ struct Agent {
     cwd: String,
     silent: bool,
     authenticated: bool,
+    /// The turn's model calls as this agent made them, for its `checkfu.turn`: every POST,
+    /// the transient faults it retried, and when the turn began.
+    usage: model::Usage,
 }
 
 impl Agent {
@@ -292,6 +298,8 @@ impl Agent {
 
     fn turn(&mut self, id: &Value, prompt: &str) {
         let session = "fixture-1";
+        let began = std::time::Instant::now();
+        self.usage = model::Usage::default();
         let emits_subagents = self.s.declare.iter().any(|m| m == "subagents") || self.s.undeclared_emission;
         if self.s.flood_stderr {
             let block = vec![b'e'; 64 * 1024];
@@ -462,9 +470,12 @@ impl Agent {
                 _ => {}
             }
         }
+        // What the turn did, as it did it; `--lie-turn` claims no model call at all.
+        let calls = if self.s.lie_turn { 0 } else { self.usage.calls };
         let result = json!({"stopReason": if interrupted { "cancelled" } else { "end_turn" },
             "_meta": {"checkfu.turn": {"execution": "shell", "shell_commands": 1, "filesystem_commands": 2, "mcp_calls": 0,
-                "model_calls": 1, "wall_time_ms": 20, "model_transient_retries": 0, "model_overflow_recoveries": 0}}});
+                "model_calls": calls, "wall_time_ms": began.elapsed().as_millis() as u64,
+                "model_transient_retries": self.usage.transient_retries, "model_overflow_recoveries": 0}}});
         self.respond(id, result.clone());
         if self.s.duplicate_terminal {
             self.respond(id, result);
@@ -495,7 +506,9 @@ impl Agent {
             notes.push_str(&format!(" (100 MB body answered {:?})", answer.map(|a| a.0)));
         }
         for round in 0..4 {
-            match conversation.ask(&addr) {
+            let answer = conversation.ask(&addr);
+            self.usage = conversation.usage;
+            match answer {
                 model::Answer::Text(text) => return text + &notes,
                 model::Answer::Refused(status, body) => return format!("(the model call was refused: {status} {body}){notes}"),
                 model::Answer::Tool { id, name, input } => {
@@ -546,6 +559,7 @@ fn main() {
         cwd: String::from("/"),
         silent: false,
         authenticated: false,
+        usage: model::Usage::default(),
     };
     agent.run();
 }

@@ -70,6 +70,15 @@ pub enum Retry {
     AtOnce,
 }
 
+/// A turn's model calls as the agent made them, for its `checkfu.turn`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Usage {
+    /// Every call the model served (an answer or a fault), retries included.
+    pub calls: u64,
+    /// The transient faults that were tried again.
+    pub transient_retries: u64,
+}
+
 /// The most attempts of one model call under `--retry`.
 const ATTEMPTS: usize = 6;
 
@@ -113,6 +122,8 @@ pub struct Conversation {
     pub key: Option<String>,
     /// Whether, and how, a transient fault is retried (`None`: it ends the turn).
     pub retry: Option<Retry>,
+    /// The calls made so far.
+    pub usage: Usage,
     history: Vec<Value>,
 }
 
@@ -124,7 +135,7 @@ impl Conversation {
             Dialect::Anthropic | Dialect::Chat => json!({"role": "user", "content": prompt}),
             Dialect::Responses => json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]}),
         };
-        Conversation { dialect, key, retry: None, history: vec![first] }
+        Conversation { dialect, key, retry: None, usage: Usage::default(), history: vec![first] }
     }
 
     fn body(&self) -> Value {
@@ -156,12 +167,17 @@ impl Conversation {
                 Ok(read) => read,
                 Err(e) => return Answer::Refused(0, e),
             };
+            // A call the gateway refused (no key, a path off its list) never reached the
+            // model: `checkfu.turn` counts the calls the model served, faults included.
+            self.usage.calls += u64::from(!matches!(read.status, 401 | 403 | 404 | 405 | 408 | 413 | 501));
             let text = String::from_utf8_lossy(&read.body).into_owned();
             let answer = (read.status == 200).then(|| serde_json::from_str::<Value>(&text).ok()).flatten();
             // A fault worth another try: a rate limit, an overload, a server error, or an
             // answer cut short (a 200 whose JSON never ends).
             let transient = matches!(read.status, 429 | 500 | 503 | 529) || (read.status == 200 && answer.is_none());
-            match self.retry.filter(|_| transient && attempt < ATTEMPTS) {
+            let retry = self.retry.filter(|_| transient && attempt < ATTEMPTS);
+            self.usage.transient_retries += u64::from(retry.is_some());
+            match retry {
                 Some(Retry::AfterRetryAfter) => std::thread::sleep(Duration::from_millis(read.retry_after.map_or(100, |s| s * 1000))),
                 Some(Retry::AtOnce) => {}
                 None => break (read.status, answer, text),

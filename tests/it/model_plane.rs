@@ -376,3 +376,26 @@ fn a_harness_that_retries_before_retry_after_or_gives_up_fails_model_recovery_na
     let plain = probe(&[], &agent(&[]));
     assert!(plain.json["steps"].get("model_recovery").is_none(), "{}", plain.pretty());
 }
+
+/// `checkfu.turn` set against the record: the fixture agent's honest counters agree with it
+/// (a retried rate limit included), and its twin that claims no model call fails the run,
+/// naming the counter, the claim and the record.
+#[test]
+fn the_turns_telemetry_is_held_to_the_relays_record() {
+    let honest = probe(&["--model-script", "faults"], &agent(&["--retry"]));
+    assert_eq!(honest.status, 0, "{}", honest.pretty());
+    let telemetry = &honest.json["turn_telemetry"];
+    assert_eq!(telemetry["recorded"]["model_calls"], 2, "{telemetry}");
+    assert_eq!(telemetry["recorded"]["model_transient_retries"], 1, "{telemetry}");
+    assert_eq!(telemetry["claimed"]["model_calls"], 2, "{telemetry}");
+    assert_eq!(telemetry["mismatches"], json!([]));
+    assert!(telemetry["claimed"]["wall_time_ms"].as_u64() <= telemetry["recorded"]["turn_ms"].as_u64(), "{telemetry}");
+
+    let liar = probe(&[], &agent(&["--lie-turn"]));
+    assert_eq!(liar.status, 1, "{}", liar.pretty());
+    assert_eq!(liar.json["turn_telemetry"]["mismatches"], json!(["model_calls claimed 0, recorded 1"]));
+    // Every step passed: the lie alone fails the run.
+    for step in ["initialize_handshake", "session_start", "prompt_exchange", "teardown"] {
+        assert_eq!(liar.step(step).0, "passed", "{step}: {}", liar.pretty());
+    }
+}

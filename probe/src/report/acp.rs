@@ -19,11 +19,40 @@ pub struct AcpReport {
     pub harness: HarnessInfo,
     pub client_requests: Vec<ClientRequest>,
     pub wire: Wire,
+    /// The harness's `checkfu.turn` set against the relay's record, when it sent one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turn_telemetry: Option<TurnTelemetry>,
     /// The observation trace (`--trace`), and the recorded wire (`--record`).
     #[serde(skip)]
     pub trace: String,
     #[serde(skip)]
     pub record: Vec<u8>,
+}
+
+/// What a harness said of its turn (`checkfu.turn`) and what the relay's record shows.
+#[derive(Clone, Debug, Serialize)]
+pub struct TurnTelemetry {
+    /// The `checkfu.turn` member as the harness sent it.
+    pub claimed: Value,
+    /// The same counters from the record of the turn.
+    pub recorded: RecordedTurn,
+    /// Each counter the claim gets wrong: its name, the claimed and the recorded value. Each
+    /// fails the run.
+    pub mismatches: Vec<String>,
+}
+
+/// A turn's counters as the relay's record shows them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct RecordedTurn {
+    /// The calls the relay served in the turn, faults included.
+    pub model_calls: u64,
+    /// The transient faults a later call of the turn retried.
+    pub model_transient_retries: u64,
+    /// The context overflows a later call of the turn followed.
+    pub model_overflow_recoveries: u64,
+    /// The milliseconds from the prompt's sending to its answer: the most `wall_time_ms`
+    /// can be.
+    pub turn_ms: u64,
 }
 
 /// The handshake's admission: what the harness declared, what was admitted, what is realized.
@@ -116,12 +145,14 @@ pub struct Wire {
 
 impl AcpReport {
     /// The first thing besides a step that fails the run: a failed check, then a broken
-    /// grammar.
+    /// grammar, then a turn the harness misreported.
     pub fn first_failure(&self) -> Option<String> {
         let check = self.report.checks.iter().find_map(|(name, outcome)| match outcome {
             checkfu_wire::conformance::Outcome::Fail { reason, .. } => Some(format!("check {name}: {reason}")),
             _ => None,
         });
-        check.or_else(|| self.wire.grammar_violations.first().map(|v| format!("grammar violated: {}", v.reason)))
+        check
+            .or_else(|| self.wire.grammar_violations.first().map(|v| format!("grammar violated: {}", v.reason)))
+            .or_else(|| self.turn_telemetry.as_ref().and_then(|t| t.mismatches.first()).map(|m| format!("checkfu.turn: {m}")))
     }
 }

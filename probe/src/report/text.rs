@@ -111,6 +111,9 @@ fn acp_tail(out: &mut String, r: &AcpReport, report: &Report) {
     for violation in &r.wire.grammar_violations {
         let _ = writeln!(out, "grammar  violated: {}", violation.reason);
     }
+    for mismatch in r.turn_telemetry.iter().flat_map(|t| &t.mismatches) {
+        let _ = writeln!(out, "turn     checkfu.turn {mismatch}");
+    }
     for request in &r.client_requests {
         let _ = writeln!(out, "client   {} {}: {}", request.method, request.outcome, request.detail);
     }

@@ -45,6 +45,7 @@ const app = acp.agent({ name: "checkfu-probe-ts-agent" })
     const { sessionId } = params;
     const cwd = sessions.get(sessionId);
     if (cwd === undefined) throw acp.RequestError.sessionNotFound(sessionId);
+    const began = Date.now();
     const said = params.prompt.filter((b) => b.type === "text").map((b) => b.text).join(" ");
     await update(client, sessionId, { sessionUpdate: "agent_message_chunk", content: text(await askModel(said)) });
     const sub = { "checkfu.subagent": { phase: "activity", subagent: "worker-1" } };
@@ -74,7 +75,9 @@ const app = acp.agent({ name: "checkfu-probe-ts-agent" })
     await sleep(150);
     return {
       stopReason: "end_turn",
-      _meta: { "checkfu.turn": { execution: "shell", shell_commands: 0, filesystem_commands: 2, mcp_calls: 0, model_calls: 0, wall_time_ms: 150 } },
+      // The turn as it was: one model call, and the time it took (the probe checks both
+      // against the relay's record).
+      _meta: { "checkfu.turn": { execution: "shell", shell_commands: 0, filesystem_commands: 2, mcp_calls: 0, model_calls: 1, wall_time_ms: Date.now() - began } },
     };
   })
   .onRequest("_checkfu/session/steer", (p) => p, () => ({ disposition: "queued" }))
