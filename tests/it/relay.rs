@@ -286,6 +286,12 @@ fn a_cut_answer_to_a_client_that_never_reads_is_closed_within_the_stall_time() {
     let body = format!(r#"{{"model": "{model}", "stream": true, "messages": [{{"role": "user", "content": "hi"}}]}}"#);
     let mut stream = TcpStream::connect(served.addr()).expect("connect");
     let _ = stream.write_all(&post("/v1/messages", &format!("x-api-key: {key}\r\n"), &body));
+    // The relay reads and checks 20 MB first, which a loaded machine makes slow: the client
+    // stops reading only once the answer has begun (its first byte waits, unread), and then
+    // for three stall times.
+    stream.set_read_timeout(Some(Duration::from_secs(60))).expect("timeout");
+    let mut first = [0u8; 1];
+    assert_eq!(stream.peek(&mut first).expect("the answer begins"), 1);
     std::thread::sleep(Duration::from_secs(3));
     stream.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
     let started = std::time::Instant::now();
