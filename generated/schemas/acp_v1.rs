@@ -466,186 +466,27 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/ToolKind/oneOf/0`.
-    fn node_44(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("read")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolKind/oneOf/1`.
-    fn node_45(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("edit")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolKind/oneOf/2`.
-    fn node_46(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("delete")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolKind/oneOf/3`.
-    fn node_47(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("move")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolKind/oneOf/4`.
-    fn node_48(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("search")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolKind/oneOf/5`.
-    fn node_49(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("execute")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolKind/oneOf/6`.
-    fn node_50(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("think")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolKind/oneOf/7`.
-    fn node_51(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("fetch")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolKind/oneOf/8`.
-    fn node_52(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("switch_mode")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolKind/oneOf/9`.
-    fn node_53(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("other")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/ToolKind` of the input schema.
     pub fn check_ToolKind(v: &Json<'_>) -> Result<(), Invalid> {
-        if [
-            node_44(v).is_ok(),
-            node_45(v).is_ok(),
-            node_46(v).is_ok(),
-            node_47(v).is_ok(),
-            node_48(v).is_ok(),
-            node_49(v).is_ok(),
-            node_50(v).is_ok(),
-            node_51(v).is_ok(),
-            node_52(v).is_ok(),
-            node_53(v).is_ok(),
-        ]
-            .iter()
-            .filter(|ok| **ok)
-            .count() != 1
-        {
+        if !matches!(
+            v.as_str(), Some("read" | "edit" | "delete" | "move" | "search" | "execute" |
+            "think" | "fetch" | "switch_mode" | "other")
+        ) {
             return Err(Invalid::new("does not match exactly one of the allowed shapes"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolCallStatus/oneOf/0`.
-    fn node_54(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("pending")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolCallStatus/oneOf/1`.
-    fn node_55(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("in_progress")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolCallStatus/oneOf/2`.
-    fn node_56(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("completed")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolCallStatus/oneOf/3`.
-    fn node_57(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("failed")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
     /// Checks a value against `#/$defs/ToolCallStatus` of the input schema.
     pub fn check_ToolCallStatus(v: &Json<'_>) -> Result<(), Invalid> {
-        if [
-            node_54(v).is_ok(),
-            node_55(v).is_ok(),
-            node_56(v).is_ok(),
-            node_57(v).is_ok(),
-        ]
-            .iter()
-            .filter(|ok| **ok)
-            .count() != 1
-        {
+        if !matches!(
+            v.as_str(), Some("pending" | "in_progress" | "completed" | "failed")
+        ) {
             return Err(Invalid::new("does not match exactly one of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ToolCallContent/oneOf/0/properties/type`.
-    fn node_58(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_44(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -666,7 +507,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_58(p).map_err(|e| e.at("type"))?;
+                        node_44(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -681,7 +522,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ToolCallContent/oneOf/1/properties/type`.
-    fn node_59(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_45(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -702,7 +543,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_59(p).map_err(|e| e.at("type"))?;
+                        node_45(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -717,7 +558,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ToolCallContent/oneOf/2/properties/type`.
-    fn node_60(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_46(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -738,7 +579,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_60(p).map_err(|e| e.at("type"))?;
+                        node_46(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -775,7 +616,7 @@ pub mod checks {
         )
     }
     /// Checks `#/$defs/ContentBlock/oneOf/0/properties/type`.
-    fn node_61(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_47(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -796,7 +637,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_61(p).map_err(|e| e.at("type"))?;
+                        node_47(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -811,7 +652,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ContentBlock/oneOf/1/properties/type`.
-    fn node_62(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_48(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -832,7 +673,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_62(p).map_err(|e| e.at("type"))?;
+                        node_48(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -847,7 +688,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ContentBlock/oneOf/2/properties/type`.
-    fn node_63(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_49(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -868,7 +709,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_63(p).map_err(|e| e.at("type"))?;
+                        node_49(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -883,7 +724,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ContentBlock/oneOf/3/properties/type`.
-    fn node_64(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_50(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -904,7 +745,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_64(p).map_err(|e| e.at("type"))?;
+                        node_50(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -919,7 +760,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ContentBlock/oneOf/4/properties/type`.
-    fn node_65(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_51(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -940,7 +781,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_65(p).map_err(|e| e.at("type"))?;
+                        node_51(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -979,7 +820,7 @@ pub mod checks {
         )
     }
     /// Checks `#/$defs/Annotations/properties/audience`.
-    fn node_66(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_52(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array() || v.is_null()) {
             return Err(Invalid::new("expected array or null"));
         }
@@ -993,21 +834,21 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/Annotations/properties/lastModified`.
-    fn node_67(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_53(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/Annotations/properties/priority`.
-    fn node_68(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_54(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_number() || v.is_null()) {
             return Err(Invalid::new("expected number or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/Annotations/properties/_meta`.
-    fn node_69(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_55(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -1027,25 +868,25 @@ pub mod checks {
                         #[allow(unused_mut)]
                         let mut matched = match &**k {
                             "audience" => {
-                                if let Err(e) = node_66(p) {
+                                if let Err(e) = node_52(p) {
                                     crate::exact::lenient(e.at("audience"))?;
                                 }
                                 true
                             }
                             "lastModified" => {
-                                if let Err(e) = node_67(p) {
+                                if let Err(e) = node_53(p) {
                                     crate::exact::lenient(e.at("lastModified"))?;
                                 }
                                 true
                             }
                             "priority" => {
-                                if let Err(e) = node_68(p) {
+                                if let Err(e) = node_54(p) {
                                     crate::exact::lenient(e.at("priority"))?;
                                 }
                                 true
                             }
                             "_meta" => {
-                                if let Err(e) = node_69(p) {
+                                if let Err(e) = node_55(p) {
                                     crate::exact::lenient(e.at("_meta"))?;
                                 }
                                 true
@@ -1059,57 +900,36 @@ pub mod checks {
             },
         )
     }
-    /// Checks `#/$defs/Role/oneOf/0`.
-    fn node_70(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("assistant")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Role/oneOf/1`.
-    fn node_71(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("user")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/Role` of the input schema.
     pub fn check_Role(v: &Json<'_>) -> Result<(), Invalid> {
-        if [node_70(v).is_ok(), node_71(v).is_ok()].iter().filter(|ok| **ok).count() != 1
-        {
+        if !matches!(v.as_str(), Some("assistant" | "user")) {
             return Err(Invalid::new("does not match exactly one of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/TextContent/properties/annotations/anyOf/1`.
-    fn node_72(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_56(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/TextContent/properties/annotations`.
-    fn node_73(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_Annotations(v).is_ok() || node_72(v).is_ok()) {
+    fn node_57(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_Annotations(v).is_ok() || node_56(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/TextContent/properties/text`.
-    fn node_74(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_58(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/TextContent/properties/_meta`.
-    fn node_75(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_59(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -1126,18 +946,18 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "annotations" => {
-                        if let Err(e) = node_73(p) {
+                        if let Err(e) = node_57(p) {
                             crate::exact::lenient(e.at("annotations"))?;
                         }
                         true
                     }
                     "text" => {
                         seen |= 2u128;
-                        node_74(p).map_err(|e| e.at("text"))?;
+                        node_58(p).map_err(|e| e.at("text"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_75(p) {
+                        if let Err(e) = node_59(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -1153,42 +973,42 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ImageContent/properties/annotations/anyOf/1`.
-    fn node_76(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_60(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ImageContent/properties/annotations`.
-    fn node_77(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_Annotations(v).is_ok() || node_76(v).is_ok()) {
+    fn node_61(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_Annotations(v).is_ok() || node_60(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ImageContent/properties/data`.
-    fn node_78(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_62(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ImageContent/properties/mimeType`.
-    fn node_79(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_63(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ImageContent/properties/uri`.
-    fn node_80(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_64(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ImageContent/properties/_meta`.
-    fn node_81(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_65(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -1205,29 +1025,29 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "annotations" => {
-                        if let Err(e) = node_77(p) {
+                        if let Err(e) = node_61(p) {
                             crate::exact::lenient(e.at("annotations"))?;
                         }
                         true
                     }
                     "data" => {
                         seen |= 2u128;
-                        node_78(p).map_err(|e| e.at("data"))?;
+                        node_62(p).map_err(|e| e.at("data"))?;
                         true
                     }
                     "mimeType" => {
                         seen |= 4u128;
-                        node_79(p).map_err(|e| e.at("mimeType"))?;
+                        node_63(p).map_err(|e| e.at("mimeType"))?;
                         true
                     }
                     "uri" => {
-                        if let Err(e) = node_80(p) {
+                        if let Err(e) = node_64(p) {
                             crate::exact::lenient(e.at("uri"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_81(p) {
+                        if let Err(e) = node_65(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -1246,35 +1066,35 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/AudioContent/properties/annotations/anyOf/1`.
-    fn node_82(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_66(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/AudioContent/properties/annotations`.
-    fn node_83(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_Annotations(v).is_ok() || node_82(v).is_ok()) {
+    fn node_67(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_Annotations(v).is_ok() || node_66(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/AudioContent/properties/data`.
-    fn node_84(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_68(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/AudioContent/properties/mimeType`.
-    fn node_85(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_69(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/AudioContent/properties/_meta`.
-    fn node_86(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_70(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -1291,23 +1111,23 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "annotations" => {
-                        if let Err(e) = node_83(p) {
+                        if let Err(e) = node_67(p) {
                             crate::exact::lenient(e.at("annotations"))?;
                         }
                         true
                     }
                     "data" => {
                         seen |= 2u128;
-                        node_84(p).map_err(|e| e.at("data"))?;
+                        node_68(p).map_err(|e| e.at("data"))?;
                         true
                     }
                     "mimeType" => {
                         seen |= 4u128;
-                        node_85(p).map_err(|e| e.at("mimeType"))?;
+                        node_69(p).map_err(|e| e.at("mimeType"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_86(p) {
+                        if let Err(e) = node_70(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -1326,63 +1146,63 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ResourceLink/properties/annotations/anyOf/1`.
-    fn node_87(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_71(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ResourceLink/properties/annotations`.
-    fn node_88(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_Annotations(v).is_ok() || node_87(v).is_ok()) {
+    fn node_72(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_Annotations(v).is_ok() || node_71(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ResourceLink/properties/description`.
-    fn node_89(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_73(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ResourceLink/properties/mimeType`.
-    fn node_90(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_74(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ResourceLink/properties/name`.
-    fn node_91(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_75(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ResourceLink/properties/size`.
-    fn node_92(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_76(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v) || v.is_null()) {
             return Err(Invalid::new("expected integer or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ResourceLink/properties/title`.
-    fn node_93(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_77(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ResourceLink/properties/uri`.
-    fn node_94(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_78(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ResourceLink/properties/_meta`.
-    fn node_95(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_79(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -1399,47 +1219,47 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "annotations" => {
-                        if let Err(e) = node_88(p) {
+                        if let Err(e) = node_72(p) {
                             crate::exact::lenient(e.at("annotations"))?;
                         }
                         true
                     }
                     "description" => {
-                        if let Err(e) = node_89(p) {
+                        if let Err(e) = node_73(p) {
                             crate::exact::lenient(e.at("description"))?;
                         }
                         true
                     }
                     "mimeType" => {
-                        if let Err(e) = node_90(p) {
+                        if let Err(e) = node_74(p) {
                             crate::exact::lenient(e.at("mimeType"))?;
                         }
                         true
                     }
                     "name" => {
                         seen |= 8u128;
-                        node_91(p).map_err(|e| e.at("name"))?;
+                        node_75(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "size" => {
-                        if let Err(e) = node_92(p) {
+                        if let Err(e) = node_76(p) {
                             crate::exact::lenient(e.at("size"))?;
                         }
                         true
                     }
                     "title" => {
-                        if let Err(e) = node_93(p) {
+                        if let Err(e) = node_77(p) {
                             crate::exact::lenient(e.at("title"))?;
                         }
                         true
                     }
                     "uri" => {
                         seen |= 64u128;
-                        node_94(p).map_err(|e| e.at("uri"))?;
+                        node_78(p).map_err(|e| e.at("uri"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_95(p) {
+                        if let Err(e) = node_79(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -1458,45 +1278,45 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/EmbeddedResourceResource/anyOf/0`.
-    fn node_96(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_80(v: &Json<'_>) -> Result<(), Invalid> {
         check_TextResourceContents(v)?;
         Ok(())
     }
     /// Checks `#/$defs/EmbeddedResourceResource/anyOf/1`.
-    fn node_97(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_81(v: &Json<'_>) -> Result<(), Invalid> {
         check_BlobResourceContents(v)?;
         Ok(())
     }
     /// Checks a value against `#/$defs/EmbeddedResourceResource` of the input schema.
     pub fn check_EmbeddedResourceResource(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_96(v).is_ok() || node_97(v).is_ok()) {
+        if !(false || node_80(v).is_ok() || node_81(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/TextResourceContents/properties/mimeType`.
-    fn node_98(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_82(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/TextResourceContents/properties/text`.
-    fn node_99(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_83(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/TextResourceContents/properties/uri`.
-    fn node_100(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_84(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/TextResourceContents/properties/_meta`.
-    fn node_101(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_85(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -1513,23 +1333,23 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "mimeType" => {
-                        if let Err(e) = node_98(p) {
+                        if let Err(e) = node_82(p) {
                             crate::exact::lenient(e.at("mimeType"))?;
                         }
                         true
                     }
                     "text" => {
                         seen |= 2u128;
-                        node_99(p).map_err(|e| e.at("text"))?;
+                        node_83(p).map_err(|e| e.at("text"))?;
                         true
                     }
                     "uri" => {
                         seen |= 4u128;
-                        node_100(p).map_err(|e| e.at("uri"))?;
+                        node_84(p).map_err(|e| e.at("uri"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_101(p) {
+                        if let Err(e) = node_85(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -1548,28 +1368,28 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/BlobResourceContents/properties/blob`.
-    fn node_102(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_86(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/BlobResourceContents/properties/mimeType`.
-    fn node_103(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_87(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/BlobResourceContents/properties/uri`.
-    fn node_104(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_88(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/BlobResourceContents/properties/_meta`.
-    fn node_105(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_89(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -1587,22 +1407,22 @@ pub mod checks {
                 let mut matched = match &**k {
                     "blob" => {
                         seen |= 1u128;
-                        node_102(p).map_err(|e| e.at("blob"))?;
+                        node_86(p).map_err(|e| e.at("blob"))?;
                         true
                     }
                     "mimeType" => {
-                        if let Err(e) = node_103(p) {
+                        if let Err(e) = node_87(p) {
                             crate::exact::lenient(e.at("mimeType"))?;
                         }
                         true
                     }
                     "uri" => {
                         seen |= 4u128;
-                        node_104(p).map_err(|e| e.at("uri"))?;
+                        node_88(p).map_err(|e| e.at("uri"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_105(p) {
+                        if let Err(e) = node_89(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -1621,26 +1441,26 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/EmbeddedResource/properties/annotations/anyOf/1`.
-    fn node_106(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_90(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/EmbeddedResource/properties/annotations`.
-    fn node_107(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_Annotations(v).is_ok() || node_106(v).is_ok()) {
+    fn node_91(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_Annotations(v).is_ok() || node_90(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/EmbeddedResource/properties/resource`.
-    fn node_108(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_92(v: &Json<'_>) -> Result<(), Invalid> {
         check_EmbeddedResourceResource(v)?;
         Ok(())
     }
     /// Checks `#/$defs/EmbeddedResource/properties/_meta`.
-    fn node_109(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_93(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -1657,18 +1477,18 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "annotations" => {
-                        if let Err(e) = node_107(p) {
+                        if let Err(e) = node_91(p) {
                             crate::exact::lenient(e.at("annotations"))?;
                         }
                         true
                     }
                     "resource" => {
                         seen |= 2u128;
-                        node_108(p).map_err(|e| e.at("resource"))?;
+                        node_92(p).map_err(|e| e.at("resource"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_109(p) {
+                        if let Err(e) = node_93(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -1684,12 +1504,12 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/Content/properties/content`.
-    fn node_110(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_94(v: &Json<'_>) -> Result<(), Invalid> {
         check_ContentBlock(v)?;
         Ok(())
     }
     /// Checks `#/$defs/Content/properties/_meta`.
-    fn node_111(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_95(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -1707,11 +1527,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "content" => {
                         seen |= 1u128;
-                        node_110(p).map_err(|e| e.at("content"))?;
+                        node_94(p).map_err(|e| e.at("content"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_111(p) {
+                        if let Err(e) = node_95(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -1727,28 +1547,28 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/Diff/properties/path`.
-    fn node_112(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_96(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/Diff/properties/oldText`.
-    fn node_113(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_97(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/Diff/properties/newText`.
-    fn node_114(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_98(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/Diff/properties/_meta`.
-    fn node_115(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_99(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -1766,22 +1586,22 @@ pub mod checks {
                 let mut matched = match &**k {
                     "path" => {
                         seen |= 1u128;
-                        node_112(p).map_err(|e| e.at("path"))?;
+                        node_96(p).map_err(|e| e.at("path"))?;
                         true
                     }
                     "oldText" => {
-                        if let Err(e) = node_113(p) {
+                        if let Err(e) = node_97(p) {
                             crate::exact::lenient(e.at("oldText"))?;
                         }
                         true
                     }
                     "newText" => {
                         seen |= 4u128;
-                        node_114(p).map_err(|e| e.at("newText"))?;
+                        node_98(p).map_err(|e| e.at("newText"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_115(p) {
+                        if let Err(e) = node_99(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -1807,12 +1627,12 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/Terminal/properties/terminalId`.
-    fn node_116(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_100(v: &Json<'_>) -> Result<(), Invalid> {
         check_TerminalId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/Terminal/properties/_meta`.
-    fn node_117(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_101(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -1830,11 +1650,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "terminalId" => {
                         seen |= 1u128;
-                        node_116(p).map_err(|e| e.at("terminalId"))?;
+                        node_100(p).map_err(|e| e.at("terminalId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_117(p) {
+                        if let Err(e) = node_101(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -1850,14 +1670,14 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ToolCallLocation/properties/path`.
-    fn node_118(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_102(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ToolCallLocation/properties/line`.
-    fn node_119(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_103(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v) || v.is_null()) {
             return Err(Invalid::new("expected integer or null"));
         }
@@ -1872,7 +1692,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ToolCallLocation/properties/_meta`.
-    fn node_120(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_104(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -1890,17 +1710,17 @@ pub mod checks {
                 let mut matched = match &**k {
                     "path" => {
                         seen |= 1u128;
-                        node_118(p).map_err(|e| e.at("path"))?;
+                        node_102(p).map_err(|e| e.at("path"))?;
                         true
                     }
                     "line" => {
-                        if let Err(e) = node_119(p) {
+                        if let Err(e) = node_103(p) {
                             crate::exact::lenient(e.at("line"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_120(p) {
+                        if let Err(e) = node_104(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -1916,24 +1736,24 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/PermissionOption/properties/optionId`.
-    fn node_121(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_105(v: &Json<'_>) -> Result<(), Invalid> {
         check_PermissionOptionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/PermissionOption/properties/name`.
-    fn node_122(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_106(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/PermissionOption/properties/kind`.
-    fn node_123(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_107(v: &Json<'_>) -> Result<(), Invalid> {
         check_PermissionOptionKind(v)?;
         Ok(())
     }
     /// Checks `#/$defs/PermissionOption/properties/_meta`.
-    fn node_124(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_108(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -1951,21 +1771,21 @@ pub mod checks {
                 let mut matched = match &**k {
                     "optionId" => {
                         seen |= 1u128;
-                        node_121(p).map_err(|e| e.at("optionId"))?;
+                        node_105(p).map_err(|e| e.at("optionId"))?;
                         true
                     }
                     "name" => {
                         seen |= 2u128;
-                        node_122(p).map_err(|e| e.at("name"))?;
+                        node_106(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "kind" => {
                         seen |= 4u128;
-                        node_123(p).map_err(|e| e.at("kind"))?;
+                        node_107(p).map_err(|e| e.at("kind"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_124(p) {
+                        if let Err(e) = node_108(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -1993,95 +1813,49 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/PermissionOptionKind/oneOf/0`.
-    fn node_125(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("allow_once")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/PermissionOptionKind/oneOf/1`.
-    fn node_126(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("allow_always")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/PermissionOptionKind/oneOf/2`.
-    fn node_127(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("reject_once")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/PermissionOptionKind/oneOf/3`.
-    fn node_128(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("reject_always")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/PermissionOptionKind` of the input schema.
     pub fn check_PermissionOptionKind(v: &Json<'_>) -> Result<(), Invalid> {
-        if [
-            node_125(v).is_ok(),
-            node_126(v).is_ok(),
-            node_127(v).is_ok(),
-            node_128(v).is_ok(),
-        ]
-            .iter()
-            .filter(|ok| **ok)
-            .count() != 1
-        {
+        if !matches!(
+            v.as_str(), Some("allow_once" | "allow_always" | "reject_once" |
+            "reject_always")
+        ) {
             return Err(Invalid::new("does not match exactly one of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/CreateTerminalRequest/properties/sessionId`.
-    fn node_129(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_109(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/CreateTerminalRequest/properties/command`.
-    fn node_130(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_110(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/CreateTerminalRequest/properties/args/items`.
-    fn node_131(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_111(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/CreateTerminalRequest/properties/args`.
-    fn node_132(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_112(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_131(item).map_err(|e| e.at(i.to_string()))?;
+                node_111(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
     }
     /// Checks `#/$defs/CreateTerminalRequest/properties/env`.
-    fn node_133(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_113(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -2093,14 +1867,14 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CreateTerminalRequest/properties/cwd`.
-    fn node_134(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_114(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/CreateTerminalRequest/properties/outputByteLimit`.
-    fn node_135(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_115(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v) || v.is_null()) {
             return Err(Invalid::new("expected integer or null"));
         }
@@ -2115,7 +1889,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CreateTerminalRequest/properties/_meta`.
-    fn node_136(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_116(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -2133,38 +1907,38 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_129(p).map_err(|e| e.at("sessionId"))?;
+                        node_109(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "command" => {
                         seen |= 2u128;
-                        node_130(p).map_err(|e| e.at("command"))?;
+                        node_110(p).map_err(|e| e.at("command"))?;
                         true
                     }
                     "args" => {
-                        match node_132(p) {
+                        match node_112(p) {
                             Err(e) if p.is_null() => crate::exact::lenient(e.at("args"))?,
                             other => other.map_err(|e| e.at("args"))?,
                         }
                         true
                     }
                     "env" => {
-                        match node_133(p) {
+                        match node_113(p) {
                             Err(e) if p.is_null() => crate::exact::lenient(e.at("env"))?,
                             other => other.map_err(|e| e.at("env"))?,
                         }
                         true
                     }
                     "cwd" => {
-                        node_134(p).map_err(|e| e.at("cwd"))?;
+                        node_114(p).map_err(|e| e.at("cwd"))?;
                         true
                     }
                     "outputByteLimit" => {
-                        node_135(p).map_err(|e| e.at("outputByteLimit"))?;
+                        node_115(p).map_err(|e| e.at("outputByteLimit"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_136(p) {
+                        if let Err(e) = node_116(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -2183,21 +1957,21 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/EnvVariable/properties/name`.
-    fn node_137(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_117(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/EnvVariable/properties/value`.
-    fn node_138(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_118(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/EnvVariable/properties/_meta`.
-    fn node_139(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_119(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -2215,16 +1989,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "name" => {
                         seen |= 1u128;
-                        node_137(p).map_err(|e| e.at("name"))?;
+                        node_117(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "value" => {
                         seen |= 2u128;
-                        node_138(p).map_err(|e| e.at("value"))?;
+                        node_118(p).map_err(|e| e.at("value"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_139(p) {
+                        if let Err(e) = node_119(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -2243,17 +2017,17 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/TerminalOutputRequest/properties/sessionId`.
-    fn node_140(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_120(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/TerminalOutputRequest/properties/terminalId`.
-    fn node_141(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_121(v: &Json<'_>) -> Result<(), Invalid> {
         check_TerminalId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/TerminalOutputRequest/properties/_meta`.
-    fn node_142(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_122(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -2271,16 +2045,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_140(p).map_err(|e| e.at("sessionId"))?;
+                        node_120(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "terminalId" => {
                         seen |= 2u128;
-                        node_141(p).map_err(|e| e.at("terminalId"))?;
+                        node_121(p).map_err(|e| e.at("terminalId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_142(p) {
+                        if let Err(e) = node_122(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -2299,17 +2073,17 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ReleaseTerminalRequest/properties/sessionId`.
-    fn node_143(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_123(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ReleaseTerminalRequest/properties/terminalId`.
-    fn node_144(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_124(v: &Json<'_>) -> Result<(), Invalid> {
         check_TerminalId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ReleaseTerminalRequest/properties/_meta`.
-    fn node_145(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_125(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -2327,16 +2101,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_143(p).map_err(|e| e.at("sessionId"))?;
+                        node_123(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "terminalId" => {
                         seen |= 2u128;
-                        node_144(p).map_err(|e| e.at("terminalId"))?;
+                        node_124(p).map_err(|e| e.at("terminalId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_145(p) {
+                        if let Err(e) = node_125(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -2355,17 +2129,17 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/WaitForTerminalExitRequest/properties/sessionId`.
-    fn node_146(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_126(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/WaitForTerminalExitRequest/properties/terminalId`.
-    fn node_147(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_127(v: &Json<'_>) -> Result<(), Invalid> {
         check_TerminalId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/WaitForTerminalExitRequest/properties/_meta`.
-    fn node_148(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_128(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -2383,16 +2157,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_146(p).map_err(|e| e.at("sessionId"))?;
+                        node_126(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "terminalId" => {
                         seen |= 2u128;
-                        node_147(p).map_err(|e| e.at("terminalId"))?;
+                        node_127(p).map_err(|e| e.at("terminalId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_148(p) {
+                        if let Err(e) = node_128(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -2411,17 +2185,17 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/KillTerminalRequest/properties/sessionId`.
-    fn node_149(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_129(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/KillTerminalRequest/properties/terminalId`.
-    fn node_150(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_130(v: &Json<'_>) -> Result<(), Invalid> {
         check_TerminalId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/KillTerminalRequest/properties/_meta`.
-    fn node_151(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_131(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -2439,16 +2213,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_149(p).map_err(|e| e.at("sessionId"))?;
+                        node_129(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "terminalId" => {
                         seen |= 2u128;
-                        node_150(p).map_err(|e| e.at("terminalId"))?;
+                        node_130(p).map_err(|e| e.at("terminalId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_151(p) {
+                        if let Err(e) = node_131(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -2467,7 +2241,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CreateElicitationRequest/anyOf/0/properties/mode`.
-    fn node_152(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_132(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -2488,7 +2262,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "mode" => {
                         seen |= 1u128;
-                        node_152(p).map_err(|e| e.at("mode"))?;
+                        node_132(p).map_err(|e| e.at("mode"))?;
                         true
                     }
                     _ => false,
@@ -2503,7 +2277,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CreateElicitationRequest/anyOf/1/properties/mode`.
-    fn node_153(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_133(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -2524,7 +2298,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "mode" => {
                         seen |= 1u128;
-                        node_153(p).map_err(|e| e.at("mode"))?;
+                        node_133(p).map_err(|e| e.at("mode"))?;
                         true
                     }
                     _ => false,
@@ -2539,7 +2313,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CreateElicitationRequest/anyOf/2/not/anyOf/0/properties/mode`.
-    fn node_154(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_134(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -2562,7 +2336,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "mode" => {
                         seen |= 1u128;
-                        node_154(p).map_err(|e| e.at("mode"))?;
+                        node_134(p).map_err(|e| e.at("mode"))?;
                         true
                     }
                     _ => false,
@@ -2576,7 +2350,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CreateElicitationRequest/anyOf/2/not/anyOf/1/properties/mode`.
-    fn node_155(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_135(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -2599,7 +2373,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "mode" => {
                         seen |= 1u128;
-                        node_155(p).map_err(|e| e.at("mode"))?;
+                        node_135(p).map_err(|e| e.at("mode"))?;
                         true
                     }
                     _ => false,
@@ -2613,24 +2387,24 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CreateElicitationRequest/anyOf/2/properties/mode`.
-    fn node_156(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_136(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/CreateElicitationRequest/anyOf/2/anyOf/0`.
-    fn node_157(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_137(v: &Json<'_>) -> Result<(), Invalid> {
         check_ElicitationSessionScope(v)?;
         Ok(())
     }
     /// Checks `#/$defs/CreateElicitationRequest/anyOf/2/anyOf/1`.
-    fn node_158(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_138(v: &Json<'_>) -> Result<(), Invalid> {
         check_ElicitationRequestScope(v)?;
         Ok(())
     }
     /// Checks `#/$defs/CreateElicitationRequest/anyOf/2/not`.
-    fn node_159(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_139(v: &Json<'_>) -> Result<(), Invalid> {
         match v.get("mode").and_then(Json::as_str) {
             Some("form") => check_CreateElicitationRequestVariant2NotForm(v)?,
             Some("url") => check_CreateElicitationRequestVariant2NotUrl(v)?,
@@ -2650,7 +2424,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "mode" => {
                         seen |= 1u128;
-                        node_156(p).map_err(|e| e.at("mode"))?;
+                        node_136(p).map_err(|e| e.at("mode"))?;
                         true
                     }
                     _ => false,
@@ -2661,23 +2435,23 @@ pub mod checks {
                 return Err(Invalid::new("missing required property `mode`"));
             }
         }
-        if !(false || node_157(v).is_ok() || node_158(v).is_ok()) {
+        if !(false || node_137(v).is_ok() || node_138(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
-        if node_159(v).is_ok() {
+        if node_139(v).is_ok() {
             return Err(Invalid::new("matches a shape that is not allowed"));
         }
         Ok(())
     }
     /// Checks `#/$defs/CreateElicitationRequest/properties/message`.
-    fn node_160(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_140(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/CreateElicitationRequest/properties/_meta`.
-    fn node_161(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_141(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -2695,11 +2469,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "message" => {
                         seen |= 1u128;
-                        node_160(p).map_err(|e| e.at("message"))?;
+                        node_140(p).map_err(|e| e.at("message"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_161(p) {
+                        if let Err(e) = node_141(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -2721,20 +2495,20 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ElicitationSessionScope/properties/sessionId`.
-    fn node_162(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_142(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ElicitationSessionScope/properties/toolCallId/anyOf/1`.
-    fn node_163(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_143(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ElicitationSessionScope/properties/toolCallId`.
-    fn node_164(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_ToolCallId(v).is_ok() || node_163(v).is_ok()) {
+    fn node_144(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_ToolCallId(v).is_ok() || node_143(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
@@ -2755,11 +2529,11 @@ pub mod checks {
                         let mut matched = match &**k {
                             "sessionId" => {
                                 seen |= 1u128;
-                                node_162(p).map_err(|e| e.at("sessionId"))?;
+                                node_142(p).map_err(|e| e.at("sessionId"))?;
                                 true
                             }
                             "toolCallId" => {
-                                if let Err(e) = node_164(p) {
+                                if let Err(e) = node_144(p) {
                                     crate::exact::lenient(e.at("toolCallId"))?;
                                 }
                                 true
@@ -2779,7 +2553,7 @@ pub mod checks {
         )
     }
     /// Checks `#/$defs/ElicitationRequestScope/properties/requestId`.
-    fn node_165(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_145(v: &Json<'_>) -> Result<(), Invalid> {
         check_RequestId(v)?;
         Ok(())
     }
@@ -2799,7 +2573,7 @@ pub mod checks {
                         let mut matched = match &**k {
                             "requestId" => {
                                 seen |= 1u128;
-                                node_165(p).map_err(|e| e.at("requestId"))?;
+                                node_145(p).map_err(|e| e.at("requestId"))?;
                                 true
                             }
                             _ => false,
@@ -2833,45 +2607,45 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ElicitationSchema/properties/type`.
-    fn node_166(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_146(v: &Json<'_>) -> Result<(), Invalid> {
         check_ElicitationSchemaType(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ElicitationSchema/properties/title`.
-    fn node_167(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_147(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ElicitationSchema/properties/required/items`.
-    fn node_168(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_148(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ElicitationSchema/properties/required`.
-    fn node_169(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_149(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array() || v.is_null()) {
             return Err(Invalid::new("expected array or null"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_168(item).map_err(|e| e.at(i.to_string()))?;
+                node_148(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
     }
     /// Checks `#/$defs/ElicitationSchema/properties/description`.
-    fn node_170(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_150(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ElicitationSchema/properties/_meta`.
-    fn node_171(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_151(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -2887,13 +2661,13 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "type" => {
-                        if let Err(e) = node_166(p) {
+                        if let Err(e) = node_146(p) {
                             crate::exact::lenient(e.at("type"))?;
                         }
                         true
                     }
                     "title" => {
-                        if let Err(e) = node_167(p) {
+                        if let Err(e) = node_147(p) {
                             crate::exact::lenient(e.at("title"))?;
                         }
                         true
@@ -2904,17 +2678,17 @@ pub mod checks {
                         true
                     }
                     "required" => {
-                        node_169(p).map_err(|e| e.at("required"))?;
+                        node_149(p).map_err(|e| e.at("required"))?;
                         true
                     }
                     "description" => {
-                        if let Err(e) = node_170(p) {
+                        if let Err(e) = node_150(p) {
                             crate::exact::lenient(e.at("description"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_171(p) {
+                        if let Err(e) = node_151(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -2926,25 +2700,15 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/ElicitationSchemaType/oneOf/0`.
-    fn node_172(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("object")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/ElicitationSchemaType` of the input schema.
     pub fn check_ElicitationSchemaType(v: &Json<'_>) -> Result<(), Invalid> {
-        if [node_172(v).is_ok()].iter().filter(|ok| **ok).count() != 1 {
+        if !matches!(v.as_str(), Some("object")) {
             return Err(Invalid::new("does not match exactly one of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ElicitationPropertySchema/anyOf/0/properties/type`.
-    fn node_173(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_152(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -2965,7 +2729,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_173(p).map_err(|e| e.at("type"))?;
+                        node_152(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -2980,7 +2744,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ElicitationPropertySchema/anyOf/1/properties/type`.
-    fn node_174(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_153(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -3001,7 +2765,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_174(p).map_err(|e| e.at("type"))?;
+                        node_153(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -3016,7 +2780,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ElicitationPropertySchema/anyOf/2/properties/type`.
-    fn node_175(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_154(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -3037,7 +2801,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_175(p).map_err(|e| e.at("type"))?;
+                        node_154(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -3052,7 +2816,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ElicitationPropertySchema/anyOf/3/properties/type`.
-    fn node_176(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_155(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -3073,7 +2837,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_176(p).map_err(|e| e.at("type"))?;
+                        node_155(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -3088,7 +2852,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ElicitationPropertySchema/anyOf/4/properties/type`.
-    fn node_177(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_156(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -3109,7 +2873,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_177(p).map_err(|e| e.at("type"))?;
+                        node_156(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -3124,7 +2888,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ElicitationPropertySchema/anyOf/5/not/anyOf/0/properties/type`.
-    fn node_178(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_157(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -3147,7 +2911,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_178(p).map_err(|e| e.at("type"))?;
+                        node_157(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -3161,7 +2925,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ElicitationPropertySchema/anyOf/5/not/anyOf/1/properties/type`.
-    fn node_179(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_158(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -3184,7 +2948,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_179(p).map_err(|e| e.at("type"))?;
+                        node_158(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -3198,7 +2962,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ElicitationPropertySchema/anyOf/5/not/anyOf/2/properties/type`.
-    fn node_180(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_159(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -3221,7 +2985,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_180(p).map_err(|e| e.at("type"))?;
+                        node_159(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -3235,7 +2999,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ElicitationPropertySchema/anyOf/5/not/anyOf/3/properties/type`.
-    fn node_181(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_160(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -3258,7 +3022,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_181(p).map_err(|e| e.at("type"))?;
+                        node_160(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -3272,7 +3036,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ElicitationPropertySchema/anyOf/5/not/anyOf/4/properties/type`.
-    fn node_182(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_161(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -3295,7 +3059,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_182(p).map_err(|e| e.at("type"))?;
+                        node_161(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -3309,14 +3073,14 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ElicitationPropertySchema/anyOf/5/properties/type`.
-    fn node_183(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_162(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ElicitationPropertySchema/anyOf/5/not`.
-    fn node_184(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_163(v: &Json<'_>) -> Result<(), Invalid> {
         match v.get("type").and_then(Json::as_str) {
             Some("string") => check_ElicitationPropertySchemaVariant5NotString(v)?,
             Some("number") => check_ElicitationPropertySchemaVariant5NotNumber(v)?,
@@ -3339,7 +3103,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_183(p).map_err(|e| e.at("type"))?;
+                        node_162(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -3350,7 +3114,7 @@ pub mod checks {
                 return Err(Invalid::new("missing required property `type`"));
             }
         }
-        if node_184(v).is_ok() {
+        if node_163(v).is_ok() {
             return Err(Invalid::new("matches a shape that is not allowed"));
         }
         Ok(())
@@ -3368,85 +3132,36 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/StringFormat/oneOf/0`.
-    fn node_185(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("email")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/StringFormat/oneOf/1`.
-    fn node_186(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("uri")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/StringFormat/oneOf/2`.
-    fn node_187(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("date")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/StringFormat/oneOf/3`.
-    fn node_188(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("date-time")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/StringFormat` of the input schema.
     pub fn check_StringFormat(v: &Json<'_>) -> Result<(), Invalid> {
-        if [
-            node_185(v).is_ok(),
-            node_186(v).is_ok(),
-            node_187(v).is_ok(),
-            node_188(v).is_ok(),
-        ]
-            .iter()
-            .filter(|ok| **ok)
-            .count() != 1
-        {
+        if !matches!(v.as_str(), Some("email" | "uri" | "date" | "date-time")) {
             return Err(Invalid::new("does not match exactly one of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/EnumOption/properties/const`.
-    fn node_189(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_164(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/EnumOption/properties/title`.
-    fn node_190(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_165(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/EnumOption/properties/description`.
-    fn node_191(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_166(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/EnumOption/properties/_meta`.
-    fn node_192(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_167(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -3464,22 +3179,22 @@ pub mod checks {
                 let mut matched = match &**k {
                     "const" => {
                         seen |= 1u128;
-                        node_189(p).map_err(|e| e.at("const"))?;
+                        node_164(p).map_err(|e| e.at("const"))?;
                         true
                     }
                     "title" => {
                         seen |= 2u128;
-                        node_190(p).map_err(|e| e.at("title"))?;
+                        node_165(p).map_err(|e| e.at("title"))?;
                         true
                     }
                     "description" => {
-                        if let Err(e) = node_191(p) {
+                        if let Err(e) = node_166(p) {
                             crate::exact::lenient(e.at("description"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_192(p) {
+                        if let Err(e) = node_167(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -3498,21 +3213,21 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/StringPropertySchema/properties/title`.
-    fn node_193(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_168(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/StringPropertySchema/properties/description`.
-    fn node_194(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_169(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/StringPropertySchema/properties/minLength`.
-    fn node_195(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_170(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v) || v.is_null()) {
             return Err(Invalid::new("expected integer or null"));
         }
@@ -3527,7 +3242,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/StringPropertySchema/properties/maxLength`.
-    fn node_196(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_171(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v) || v.is_null()) {
             return Err(Invalid::new("expected integer or null"));
         }
@@ -3542,54 +3257,54 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/StringPropertySchema/properties/pattern`.
-    fn node_197(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_172(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/StringPropertySchema/properties/format/anyOf/1`.
-    fn node_198(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_173(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/StringPropertySchema/properties/format`.
-    fn node_199(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_StringFormat(v).is_ok() || node_198(v).is_ok()) {
+    fn node_174(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_StringFormat(v).is_ok() || node_173(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/StringPropertySchema/properties/default`.
-    fn node_200(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_175(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/StringPropertySchema/properties/enum/items`.
-    fn node_201(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_176(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/StringPropertySchema/properties/enum`.
-    fn node_202(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_177(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array() || v.is_null()) {
             return Err(Invalid::new("expected array or null"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_201(item).map_err(|e| e.at(i.to_string()))?;
+                node_176(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
     }
     /// Checks `#/$defs/StringPropertySchema/properties/oneOf`.
-    fn node_203(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_178(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array() || v.is_null()) {
             return Err(Invalid::new("expected array or null"));
         }
@@ -3601,7 +3316,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/StringPropertySchema/properties/_meta`.
-    fn node_204(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_179(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -3617,49 +3332,49 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "title" => {
-                        if let Err(e) = node_193(p) {
+                        if let Err(e) = node_168(p) {
                             crate::exact::lenient(e.at("title"))?;
                         }
                         true
                     }
                     "description" => {
-                        if let Err(e) = node_194(p) {
+                        if let Err(e) = node_169(p) {
                             crate::exact::lenient(e.at("description"))?;
                         }
                         true
                     }
                     "minLength" => {
-                        node_195(p).map_err(|e| e.at("minLength"))?;
+                        node_170(p).map_err(|e| e.at("minLength"))?;
                         true
                     }
                     "maxLength" => {
-                        node_196(p).map_err(|e| e.at("maxLength"))?;
+                        node_171(p).map_err(|e| e.at("maxLength"))?;
                         true
                     }
                     "pattern" => {
-                        node_197(p).map_err(|e| e.at("pattern"))?;
+                        node_172(p).map_err(|e| e.at("pattern"))?;
                         true
                     }
                     "format" => {
-                        node_199(p).map_err(|e| e.at("format"))?;
+                        node_174(p).map_err(|e| e.at("format"))?;
                         true
                     }
                     "default" => {
-                        if let Err(e) = node_200(p) {
+                        if let Err(e) = node_175(p) {
                             crate::exact::lenient(e.at("default"))?;
                         }
                         true
                     }
                     "enum" => {
-                        node_202(p).map_err(|e| e.at("enum"))?;
+                        node_177(p).map_err(|e| e.at("enum"))?;
                         true
                     }
                     "oneOf" => {
-                        node_203(p).map_err(|e| e.at("oneOf"))?;
+                        node_178(p).map_err(|e| e.at("oneOf"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_204(p) {
+                        if let Err(e) = node_179(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -3672,42 +3387,42 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/NumberPropertySchema/properties/title`.
-    fn node_205(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_180(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/NumberPropertySchema/properties/description`.
-    fn node_206(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_181(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/NumberPropertySchema/properties/minimum`.
-    fn node_207(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_182(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_number() || v.is_null()) {
             return Err(Invalid::new("expected number or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/NumberPropertySchema/properties/maximum`.
-    fn node_208(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_183(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_number() || v.is_null()) {
             return Err(Invalid::new("expected number or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/NumberPropertySchema/properties/default`.
-    fn node_209(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_184(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_number() || v.is_null()) {
             return Err(Invalid::new("expected number or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/NumberPropertySchema/properties/_meta`.
-    fn node_210(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_185(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -3723,33 +3438,33 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "title" => {
-                        if let Err(e) = node_205(p) {
+                        if let Err(e) = node_180(p) {
                             crate::exact::lenient(e.at("title"))?;
                         }
                         true
                     }
                     "description" => {
-                        if let Err(e) = node_206(p) {
+                        if let Err(e) = node_181(p) {
                             crate::exact::lenient(e.at("description"))?;
                         }
                         true
                     }
                     "minimum" => {
-                        node_207(p).map_err(|e| e.at("minimum"))?;
+                        node_182(p).map_err(|e| e.at("minimum"))?;
                         true
                     }
                     "maximum" => {
-                        node_208(p).map_err(|e| e.at("maximum"))?;
+                        node_183(p).map_err(|e| e.at("maximum"))?;
                         true
                     }
                     "default" => {
-                        if let Err(e) = node_209(p) {
+                        if let Err(e) = node_184(p) {
                             crate::exact::lenient(e.at("default"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_210(p) {
+                        if let Err(e) = node_185(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -3762,42 +3477,42 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/IntegerPropertySchema/properties/title`.
-    fn node_211(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_186(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/IntegerPropertySchema/properties/description`.
-    fn node_212(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_187(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/IntegerPropertySchema/properties/minimum`.
-    fn node_213(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_188(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v) || v.is_null()) {
             return Err(Invalid::new("expected integer or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/IntegerPropertySchema/properties/maximum`.
-    fn node_214(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_189(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v) || v.is_null()) {
             return Err(Invalid::new("expected integer or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/IntegerPropertySchema/properties/default`.
-    fn node_215(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_190(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v) || v.is_null()) {
             return Err(Invalid::new("expected integer or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/IntegerPropertySchema/properties/_meta`.
-    fn node_216(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_191(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -3813,33 +3528,33 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "title" => {
-                        if let Err(e) = node_211(p) {
+                        if let Err(e) = node_186(p) {
                             crate::exact::lenient(e.at("title"))?;
                         }
                         true
                     }
                     "description" => {
-                        if let Err(e) = node_212(p) {
+                        if let Err(e) = node_187(p) {
                             crate::exact::lenient(e.at("description"))?;
                         }
                         true
                     }
                     "minimum" => {
-                        node_213(p).map_err(|e| e.at("minimum"))?;
+                        node_188(p).map_err(|e| e.at("minimum"))?;
                         true
                     }
                     "maximum" => {
-                        node_214(p).map_err(|e| e.at("maximum"))?;
+                        node_189(p).map_err(|e| e.at("maximum"))?;
                         true
                     }
                     "default" => {
-                        if let Err(e) = node_215(p) {
+                        if let Err(e) = node_190(p) {
                             crate::exact::lenient(e.at("default"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_216(p) {
+                        if let Err(e) = node_191(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -3852,28 +3567,28 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/BooleanPropertySchema/properties/title`.
-    fn node_217(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_192(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/BooleanPropertySchema/properties/description`.
-    fn node_218(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_193(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/BooleanPropertySchema/properties/default`.
-    fn node_219(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_194(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_boolean() || v.is_null()) {
             return Err(Invalid::new("expected boolean or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/BooleanPropertySchema/properties/_meta`.
-    fn node_220(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_195(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -3889,25 +3604,25 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "title" => {
-                        if let Err(e) = node_217(p) {
+                        if let Err(e) = node_192(p) {
                             crate::exact::lenient(e.at("title"))?;
                         }
                         true
                     }
                     "description" => {
-                        if let Err(e) = node_218(p) {
+                        if let Err(e) = node_193(p) {
                             crate::exact::lenient(e.at("description"))?;
                         }
                         true
                     }
                     "default" => {
-                        if let Err(e) = node_219(p) {
+                        if let Err(e) = node_194(p) {
                             crate::exact::lenient(e.at("default"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_220(p) {
+                        if let Err(e) = node_195(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -3920,7 +3635,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/MultiSelectItems/anyOf/0/properties/type`.
-    fn node_221(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_196(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -3941,7 +3656,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_221(p).map_err(|e| e.at("type"))?;
+                        node_196(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -3956,7 +3671,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/MultiSelectItems/anyOf/1/not/anyOf/0/properties/type`.
-    fn node_222(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_197(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -3977,7 +3692,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_222(p).map_err(|e| e.at("type"))?;
+                        node_197(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -3991,14 +3706,14 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/MultiSelectItems/anyOf/1/properties/type`.
-    fn node_223(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_198(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/MultiSelectItems/anyOf/1/not`.
-    fn node_224(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_199(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || check_MultiSelectItemsVariant1NotString(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
@@ -4016,7 +3731,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_223(p).map_err(|e| e.at("type"))?;
+                        node_198(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -4027,46 +3742,46 @@ pub mod checks {
                 return Err(Invalid::new("missing required property `type`"));
             }
         }
-        if node_224(v).is_ok() {
+        if node_199(v).is_ok() {
             return Err(Invalid::new("matches a shape that is not allowed"));
         }
         Ok(())
     }
     /// Checks `#/$defs/MultiSelectItems/anyOf/2`.
-    fn node_225(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_200(v: &Json<'_>) -> Result<(), Invalid> {
         check_TitledMultiSelectItems(v)?;
         Ok(())
     }
     /// Checks a value against `#/$defs/MultiSelectItems` of the input schema.
     pub fn check_MultiSelectItems(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || check_MultiSelectItemsString(v).is_ok()
-            || check_MultiSelectItemsVariant1(v).is_ok() || node_225(v).is_ok())
+            || check_MultiSelectItemsVariant1(v).is_ok() || node_200(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/StringMultiSelectItems/properties/enum/items`.
-    fn node_226(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_201(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/StringMultiSelectItems/properties/enum`.
-    fn node_227(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_202(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_226(item).map_err(|e| e.at(i.to_string()))?;
+                node_201(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
     }
     /// Checks `#/$defs/StringMultiSelectItems/properties/_meta`.
-    fn node_228(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_203(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -4084,11 +3799,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "enum" => {
                         seen |= 1u128;
-                        node_227(p).map_err(|e| e.at("enum"))?;
+                        node_202(p).map_err(|e| e.at("enum"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_228(p) {
+                        if let Err(e) = node_203(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -4104,7 +3819,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/TitledMultiSelectItems/properties/anyOf`.
-    fn node_229(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_204(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -4116,7 +3831,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/TitledMultiSelectItems/properties/_meta`.
-    fn node_230(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_205(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -4134,11 +3849,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "anyOf" => {
                         seen |= 1u128;
-                        node_229(p).map_err(|e| e.at("anyOf"))?;
+                        node_204(p).map_err(|e| e.at("anyOf"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_230(p) {
+                        if let Err(e) = node_205(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -4154,21 +3869,21 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/MultiSelectPropertySchema/properties/title`.
-    fn node_231(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_206(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/MultiSelectPropertySchema/properties/description`.
-    fn node_232(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_207(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/MultiSelectPropertySchema/properties/minItems`.
-    fn node_233(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_208(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v) || v.is_null()) {
             return Err(Invalid::new("expected integer or null"));
         }
@@ -4183,7 +3898,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/MultiSelectPropertySchema/properties/maxItems`.
-    fn node_234(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_209(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v) || v.is_null()) {
             return Err(Invalid::new("expected integer or null"));
         }
@@ -4198,25 +3913,25 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/MultiSelectPropertySchema/properties/items`.
-    fn node_235(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_210(v: &Json<'_>) -> Result<(), Invalid> {
         check_MultiSelectItems(v)?;
         Ok(())
     }
     /// Checks `#/$defs/MultiSelectPropertySchema/properties/default/items`.
-    fn node_236(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_211(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/MultiSelectPropertySchema/properties/default`.
-    fn node_237(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_212(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array() || v.is_null()) {
             return Err(Invalid::new("expected array or null"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                if let Err(e) = node_236(item) {
+                if let Err(e) = node_211(item) {
                     crate::exact::lenient(e.at(i.to_string()))?;
                 }
             }
@@ -4224,7 +3939,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/MultiSelectPropertySchema/properties/_meta`.
-    fn node_238(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_213(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -4241,38 +3956,38 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "title" => {
-                        if let Err(e) = node_231(p) {
+                        if let Err(e) = node_206(p) {
                             crate::exact::lenient(e.at("title"))?;
                         }
                         true
                     }
                     "description" => {
-                        if let Err(e) = node_232(p) {
+                        if let Err(e) = node_207(p) {
                             crate::exact::lenient(e.at("description"))?;
                         }
                         true
                     }
                     "minItems" => {
-                        node_233(p).map_err(|e| e.at("minItems"))?;
+                        node_208(p).map_err(|e| e.at("minItems"))?;
                         true
                     }
                     "maxItems" => {
-                        node_234(p).map_err(|e| e.at("maxItems"))?;
+                        node_209(p).map_err(|e| e.at("maxItems"))?;
                         true
                     }
                     "items" => {
                         seen |= 16u128;
-                        node_235(p).map_err(|e| e.at("items"))?;
+                        node_210(p).map_err(|e| e.at("items"))?;
                         true
                     }
                     "default" => {
-                        if let Err(e) = node_237(p) {
+                        if let Err(e) = node_212(p) {
                             crate::exact::lenient(e.at("default"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_238(p) {
+                        if let Err(e) = node_213(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -4288,17 +4003,17 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ElicitationFormMode/properties/requestedSchema`.
-    fn node_239(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_214(v: &Json<'_>) -> Result<(), Invalid> {
         check_ElicitationSchema(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ElicitationFormMode/anyOf/0`.
-    fn node_240(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_215(v: &Json<'_>) -> Result<(), Invalid> {
         check_ElicitationSessionScope(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ElicitationFormMode/anyOf/1`.
-    fn node_241(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_216(v: &Json<'_>) -> Result<(), Invalid> {
         check_ElicitationRequestScope(v)?;
         Ok(())
     }
@@ -4314,7 +4029,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "requestedSchema" => {
                         seen |= 1u128;
-                        node_239(p).map_err(|e| e.at("requestedSchema"))?;
+                        node_214(p).map_err(|e| e.at("requestedSchema"))?;
                         true
                     }
                     _ => false,
@@ -4325,7 +4040,7 @@ pub mod checks {
                 return Err(Invalid::new("missing required property `requestedSchema`"));
             }
         }
-        if !(false || node_240(v).is_ok() || node_241(v).is_ok()) {
+        if !(false || node_215(v).is_ok() || node_216(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
@@ -4338,24 +4053,24 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ElicitationUrlMode/properties/elicitationId`.
-    fn node_242(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_217(v: &Json<'_>) -> Result<(), Invalid> {
         check_ElicitationId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ElicitationUrlMode/properties/url`.
-    fn node_243(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_218(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ElicitationUrlMode/anyOf/0`.
-    fn node_244(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_219(v: &Json<'_>) -> Result<(), Invalid> {
         check_ElicitationSessionScope(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ElicitationUrlMode/anyOf/1`.
-    fn node_245(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_220(v: &Json<'_>) -> Result<(), Invalid> {
         check_ElicitationRequestScope(v)?;
         Ok(())
     }
@@ -4371,12 +4086,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "elicitationId" => {
                         seen |= 1u128;
-                        node_242(p).map_err(|e| e.at("elicitationId"))?;
+                        node_217(p).map_err(|e| e.at("elicitationId"))?;
                         true
                     }
                     "url" => {
                         seen |= 2u128;
-                        node_243(p).map_err(|e| e.at("url"))?;
+                        node_218(p).map_err(|e| e.at("url"))?;
                         true
                     }
                     _ => false,
@@ -4390,23 +4105,23 @@ pub mod checks {
                 return Err(Invalid::new("missing required property `url`"));
             }
         }
-        if !(false || node_244(v).is_ok() || node_245(v).is_ok()) {
+        if !(false || node_219(v).is_ok() || node_220(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/InitializeResponse/properties/protocolVersion`.
-    fn node_263(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_238(v: &Json<'_>) -> Result<(), Invalid> {
         check_ProtocolVersion(v)?;
         Ok(())
     }
     /// Checks `#/$defs/InitializeResponse/properties/agentCapabilities`.
-    fn node_264(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_239(v: &Json<'_>) -> Result<(), Invalid> {
         check_AgentCapabilities(v)?;
         Ok(())
     }
     /// Checks `#/$defs/InitializeResponse/properties/authMethods`.
-    fn node_265(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_240(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -4420,21 +4135,21 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/InitializeResponse/properties/agentInfo/anyOf/1`.
-    fn node_266(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_241(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/InitializeResponse/properties/agentInfo`.
-    fn node_267(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_Implementation(v).is_ok() || node_266(v).is_ok()) {
+    fn node_242(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_Implementation(v).is_ok() || node_241(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/InitializeResponse/properties/_meta`.
-    fn node_268(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_243(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -4452,29 +4167,29 @@ pub mod checks {
                 let mut matched = match &**k {
                     "protocolVersion" => {
                         seen |= 1u128;
-                        node_263(p).map_err(|e| e.at("protocolVersion"))?;
+                        node_238(p).map_err(|e| e.at("protocolVersion"))?;
                         true
                     }
                     "agentCapabilities" => {
-                        if let Err(e) = node_264(p) {
+                        if let Err(e) = node_239(p) {
                             crate::exact::lenient(e.at("agentCapabilities"))?;
                         }
                         true
                     }
                     "authMethods" => {
-                        if let Err(e) = node_265(p) {
+                        if let Err(e) = node_240(p) {
                             crate::exact::lenient(e.at("authMethods"))?;
                         }
                         true
                     }
                     "agentInfo" => {
-                        if let Err(e) = node_267(p) {
+                        if let Err(e) = node_242(p) {
                             crate::exact::lenient(e.at("agentInfo"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_268(p) {
+                        if let Err(e) = node_243(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -4511,34 +4226,34 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/AgentCapabilities/properties/loadSession`.
-    fn node_269(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_244(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_boolean()) {
             return Err(Invalid::new("expected boolean"));
         }
         Ok(())
     }
     /// Checks `#/$defs/AgentCapabilities/properties/promptCapabilities`.
-    fn node_270(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_245(v: &Json<'_>) -> Result<(), Invalid> {
         check_PromptCapabilities(v)?;
         Ok(())
     }
     /// Checks `#/$defs/AgentCapabilities/properties/mcpCapabilities`.
-    fn node_271(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_246(v: &Json<'_>) -> Result<(), Invalid> {
         check_McpCapabilities(v)?;
         Ok(())
     }
     /// Checks `#/$defs/AgentCapabilities/properties/sessionCapabilities`.
-    fn node_272(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_247(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionCapabilities(v)?;
         Ok(())
     }
     /// Checks `#/$defs/AgentCapabilities/properties/auth`.
-    fn node_273(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_248(v: &Json<'_>) -> Result<(), Invalid> {
         check_AgentAuthCapabilities(v)?;
         Ok(())
     }
     /// Checks `#/$defs/AgentCapabilities/properties/_meta`.
-    fn node_274(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_249(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -4554,37 +4269,37 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "loadSession" => {
-                        if let Err(e) = node_269(p) {
+                        if let Err(e) = node_244(p) {
                             crate::exact::lenient(e.at("loadSession"))?;
                         }
                         true
                     }
                     "promptCapabilities" => {
-                        if let Err(e) = node_270(p) {
+                        if let Err(e) = node_245(p) {
                             crate::exact::lenient(e.at("promptCapabilities"))?;
                         }
                         true
                     }
                     "mcpCapabilities" => {
-                        if let Err(e) = node_271(p) {
+                        if let Err(e) = node_246(p) {
                             crate::exact::lenient(e.at("mcpCapabilities"))?;
                         }
                         true
                     }
                     "sessionCapabilities" => {
-                        if let Err(e) = node_272(p) {
+                        if let Err(e) = node_247(p) {
                             crate::exact::lenient(e.at("sessionCapabilities"))?;
                         }
                         true
                     }
                     "auth" => {
-                        if let Err(e) = node_273(p) {
+                        if let Err(e) = node_248(p) {
                             crate::exact::lenient(e.at("auth"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_274(p) {
+                        if let Err(e) = node_249(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -4597,28 +4312,28 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/PromptCapabilities/properties/image`.
-    fn node_275(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_250(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_boolean()) {
             return Err(Invalid::new("expected boolean"));
         }
         Ok(())
     }
     /// Checks `#/$defs/PromptCapabilities/properties/audio`.
-    fn node_276(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_251(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_boolean()) {
             return Err(Invalid::new("expected boolean"));
         }
         Ok(())
     }
     /// Checks `#/$defs/PromptCapabilities/properties/embeddedContext`.
-    fn node_277(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_252(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_boolean()) {
             return Err(Invalid::new("expected boolean"));
         }
         Ok(())
     }
     /// Checks `#/$defs/PromptCapabilities/properties/_meta`.
-    fn node_278(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_253(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -4634,25 +4349,25 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "image" => {
-                        if let Err(e) = node_275(p) {
+                        if let Err(e) = node_250(p) {
                             crate::exact::lenient(e.at("image"))?;
                         }
                         true
                     }
                     "audio" => {
-                        if let Err(e) = node_276(p) {
+                        if let Err(e) = node_251(p) {
                             crate::exact::lenient(e.at("audio"))?;
                         }
                         true
                     }
                     "embeddedContext" => {
-                        if let Err(e) = node_277(p) {
+                        if let Err(e) = node_252(p) {
                             crate::exact::lenient(e.at("embeddedContext"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_278(p) {
+                        if let Err(e) = node_253(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -4665,21 +4380,21 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/McpCapabilities/properties/http`.
-    fn node_279(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_254(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_boolean()) {
             return Err(Invalid::new("expected boolean"));
         }
         Ok(())
     }
     /// Checks `#/$defs/McpCapabilities/properties/sse`.
-    fn node_280(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_255(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_boolean()) {
             return Err(Invalid::new("expected boolean"));
         }
         Ok(())
     }
     /// Checks `#/$defs/McpCapabilities/properties/_meta`.
-    fn node_281(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_256(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -4695,19 +4410,19 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "http" => {
-                        if let Err(e) = node_279(p) {
+                        if let Err(e) = node_254(p) {
                             crate::exact::lenient(e.at("http"))?;
                         }
                         true
                     }
                     "sse" => {
-                        if let Err(e) = node_280(p) {
+                        if let Err(e) = node_255(p) {
                             crate::exact::lenient(e.at("sse"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_281(p) {
+                        if let Err(e) = node_256(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -4720,81 +4435,81 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionCapabilities/properties/list/anyOf/1`.
-    fn node_282(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_257(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionCapabilities/properties/list`.
-    fn node_283(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_SessionListCapabilities(v).is_ok() || node_282(v).is_ok()) {
+    fn node_258(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_SessionListCapabilities(v).is_ok() || node_257(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionCapabilities/properties/delete/anyOf/1`.
-    fn node_284(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_259(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionCapabilities/properties/delete`.
-    fn node_285(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_SessionDeleteCapabilities(v).is_ok() || node_284(v).is_ok())
+    fn node_260(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_SessionDeleteCapabilities(v).is_ok() || node_259(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionCapabilities/properties/additionalDirectories/anyOf/1`.
-    fn node_286(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_261(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionCapabilities/properties/additionalDirectories`.
-    fn node_287(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_262(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || check_SessionAdditionalDirectoriesCapabilities(v).is_ok()
-            || node_286(v).is_ok())
+            || node_261(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionCapabilities/properties/resume/anyOf/1`.
-    fn node_288(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_263(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionCapabilities/properties/resume`.
-    fn node_289(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_SessionResumeCapabilities(v).is_ok() || node_288(v).is_ok())
+    fn node_264(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_SessionResumeCapabilities(v).is_ok() || node_263(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionCapabilities/properties/close/anyOf/1`.
-    fn node_290(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_265(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionCapabilities/properties/close`.
-    fn node_291(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_SessionCloseCapabilities(v).is_ok() || node_290(v).is_ok()) {
+    fn node_266(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_SessionCloseCapabilities(v).is_ok() || node_265(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionCapabilities/properties/_meta`.
-    fn node_292(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_267(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -4810,37 +4525,37 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "list" => {
-                        if let Err(e) = node_283(p) {
+                        if let Err(e) = node_258(p) {
                             crate::exact::lenient(e.at("list"))?;
                         }
                         true
                     }
                     "delete" => {
-                        if let Err(e) = node_285(p) {
+                        if let Err(e) = node_260(p) {
                             crate::exact::lenient(e.at("delete"))?;
                         }
                         true
                     }
                     "additionalDirectories" => {
-                        if let Err(e) = node_287(p) {
+                        if let Err(e) = node_262(p) {
                             crate::exact::lenient(e.at("additionalDirectories"))?;
                         }
                         true
                     }
                     "resume" => {
-                        if let Err(e) = node_289(p) {
+                        if let Err(e) = node_264(p) {
                             crate::exact::lenient(e.at("resume"))?;
                         }
                         true
                     }
                     "close" => {
-                        if let Err(e) = node_291(p) {
+                        if let Err(e) = node_266(p) {
                             crate::exact::lenient(e.at("close"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_292(p) {
+                        if let Err(e) = node_267(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -4853,7 +4568,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionListCapabilities/properties/_meta`.
-    fn node_293(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_268(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -4869,7 +4584,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_293(p) {
+                        if let Err(e) = node_268(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -4882,7 +4597,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionDeleteCapabilities/properties/_meta`.
-    fn node_294(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_269(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -4898,7 +4613,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_294(p) {
+                        if let Err(e) = node_269(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -4911,7 +4626,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionAdditionalDirectoriesCapabilities/properties/_meta`.
-    fn node_295(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_270(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -4929,7 +4644,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_295(p) {
+                        if let Err(e) = node_270(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -4942,7 +4657,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionResumeCapabilities/properties/_meta`.
-    fn node_296(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_271(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -4958,7 +4673,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_296(p) {
+                        if let Err(e) = node_271(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -4971,7 +4686,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionCloseCapabilities/properties/_meta`.
-    fn node_297(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_272(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -4987,7 +4702,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_297(p) {
+                        if let Err(e) = node_272(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -5000,21 +4715,21 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/AgentAuthCapabilities/properties/logout/anyOf/1`.
-    fn node_298(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_273(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/AgentAuthCapabilities/properties/logout`.
-    fn node_299(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_LogoutCapabilities(v).is_ok() || node_298(v).is_ok()) {
+    fn node_274(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_LogoutCapabilities(v).is_ok() || node_273(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/AgentAuthCapabilities/properties/_meta`.
-    fn node_300(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_275(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -5030,13 +4745,13 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "logout" => {
-                        if let Err(e) = node_299(p) {
+                        if let Err(e) = node_274(p) {
                             crate::exact::lenient(e.at("logout"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_300(p) {
+                        if let Err(e) = node_275(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -5049,7 +4764,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/LogoutCapabilities/properties/_meta`.
-    fn node_301(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_276(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -5065,7 +4780,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_301(p) {
+                        if let Err(e) = node_276(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -5078,7 +4793,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/AuthMethod/anyOf/0/properties/type`.
-    fn node_302(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_277(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -5099,7 +4814,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_302(p).map_err(|e| e.at("type"))?;
+                        node_277(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -5114,13 +4829,13 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/AuthMethod/anyOf/1`.
-    fn node_303(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_278(v: &Json<'_>) -> Result<(), Invalid> {
         check_AuthMethodAgent(v)?;
         Ok(())
     }
     /// Checks a value against `#/$defs/AuthMethod` of the input schema.
     pub fn check_AuthMethod(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_DefsAuthMethodAnyOfN0(v).is_ok() || node_303(v).is_ok()) {
+        if !(false || check_DefsAuthMethodAnyOfN0(v).is_ok() || node_278(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
@@ -5133,7 +4848,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/AuthMethodTerminal/properties/env/additionalProperties`.
-    fn node_304(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_279(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -5149,52 +4864,52 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_304(p).map_err(|e| e.at(k.to_string()))?;
+                    node_279(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
         }
         Ok(())
     }
     /// Checks `#/$defs/AuthMethodTerminal/properties/id`.
-    fn node_305(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_280(v: &Json<'_>) -> Result<(), Invalid> {
         check_AuthMethodId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/AuthMethodTerminal/properties/name`.
-    fn node_306(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_281(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/AuthMethodTerminal/properties/description`.
-    fn node_307(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_282(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/AuthMethodTerminal/properties/args/items`.
-    fn node_308(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_283(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/AuthMethodTerminal/properties/args`.
-    fn node_309(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_284(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_308(item).map_err(|e| e.at(i.to_string()))?;
+                node_283(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
     }
     /// Checks `#/$defs/AuthMethodTerminal/properties/_meta`.
-    fn node_310(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_285(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -5212,22 +4927,22 @@ pub mod checks {
                 let mut matched = match &**k {
                     "id" => {
                         seen |= 1u128;
-                        node_305(p).map_err(|e| e.at("id"))?;
+                        node_280(p).map_err(|e| e.at("id"))?;
                         true
                     }
                     "name" => {
                         seen |= 2u128;
-                        node_306(p).map_err(|e| e.at("name"))?;
+                        node_281(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "description" => {
-                        if let Err(e) = node_307(p) {
+                        if let Err(e) = node_282(p) {
                             crate::exact::lenient(e.at("description"))?;
                         }
                         true
                     }
                     "args" => {
-                        match node_309(p) {
+                        match node_284(p) {
                             Err(e) if p.is_null() => crate::exact::lenient(e.at("args"))?,
                             other => other.map_err(|e| e.at("args"))?,
                         }
@@ -5238,7 +4953,7 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_310(p) {
+                        if let Err(e) = node_285(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -5257,26 +4972,26 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/AuthMethodAgent/properties/id`.
-    fn node_311(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_286(v: &Json<'_>) -> Result<(), Invalid> {
         check_AuthMethodId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/AuthMethodAgent/properties/name`.
-    fn node_312(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_287(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/AuthMethodAgent/properties/description`.
-    fn node_313(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_288(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/AuthMethodAgent/properties/_meta`.
-    fn node_314(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_289(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -5294,22 +5009,22 @@ pub mod checks {
                 let mut matched = match &**k {
                     "id" => {
                         seen |= 1u128;
-                        node_311(p).map_err(|e| e.at("id"))?;
+                        node_286(p).map_err(|e| e.at("id"))?;
                         true
                     }
                     "name" => {
                         seen |= 2u128;
-                        node_312(p).map_err(|e| e.at("name"))?;
+                        node_287(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "description" => {
-                        if let Err(e) = node_313(p) {
+                        if let Err(e) = node_288(p) {
                             crate::exact::lenient(e.at("description"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_314(p) {
+                        if let Err(e) = node_289(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -5328,28 +5043,28 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/Implementation/properties/name`.
-    fn node_315(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_290(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/Implementation/properties/title`.
-    fn node_316(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_291(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/Implementation/properties/version`.
-    fn node_317(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_292(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/Implementation/properties/_meta`.
-    fn node_318(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_293(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -5367,22 +5082,22 @@ pub mod checks {
                 let mut matched = match &**k {
                     "name" => {
                         seen |= 1u128;
-                        node_315(p).map_err(|e| e.at("name"))?;
+                        node_290(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "title" => {
-                        if let Err(e) = node_316(p) {
+                        if let Err(e) = node_291(p) {
                             crate::exact::lenient(e.at("title"))?;
                         }
                         true
                     }
                     "version" => {
                         seen |= 4u128;
-                        node_317(p).map_err(|e| e.at("version"))?;
+                        node_292(p).map_err(|e| e.at("version"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_318(p) {
+                        if let Err(e) = node_293(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -5401,7 +5116,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/AuthenticateResponse/properties/_meta`.
-    fn node_319(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_294(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -5417,7 +5132,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_319(p) {
+                        if let Err(e) = node_294(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -5430,7 +5145,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/LogoutResponse/properties/_meta`.
-    fn node_320(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_295(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -5446,7 +5161,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_320(p) {
+                        if let Err(e) = node_295(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -5459,26 +5174,26 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/NewSessionResponse/properties/sessionId`.
-    fn node_321(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_296(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/NewSessionResponse/properties/modes/anyOf/1`.
-    fn node_322(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_297(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/NewSessionResponse/properties/modes`.
-    fn node_323(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_SessionModeState(v).is_ok() || node_322(v).is_ok()) {
+    fn node_298(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_SessionModeState(v).is_ok() || node_297(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/NewSessionResponse/properties/configOptions`.
-    fn node_324(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_299(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array() || v.is_null()) {
             return Err(Invalid::new("expected array or null"));
         }
@@ -5492,7 +5207,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/NewSessionResponse/properties/_meta`.
-    fn node_325(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_300(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -5510,23 +5225,23 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_321(p).map_err(|e| e.at("sessionId"))?;
+                        node_296(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "modes" => {
-                        if let Err(e) = node_323(p) {
+                        if let Err(e) = node_298(p) {
                             crate::exact::lenient(e.at("modes"))?;
                         }
                         true
                     }
                     "configOptions" => {
-                        if let Err(e) = node_324(p) {
+                        if let Err(e) = node_299(p) {
                             crate::exact::lenient(e.at("configOptions"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_325(p) {
+                        if let Err(e) = node_300(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -5542,12 +5257,12 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionModeState/properties/currentModeId`.
-    fn node_326(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_301(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionModeId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/SessionModeState/properties/availableModes`.
-    fn node_327(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_302(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -5561,7 +5276,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionModeState/properties/_meta`.
-    fn node_328(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_303(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -5583,18 +5298,18 @@ pub mod checks {
                         let mut matched = match &**k {
                             "currentModeId" => {
                                 seen |= 1u128;
-                                node_326(p).map_err(|e| e.at("currentModeId"))?;
+                                node_301(p).map_err(|e| e.at("currentModeId"))?;
                                 true
                             }
                             "availableModes" => {
                                 seen |= 2u128;
-                                if let Err(e) = node_327(p) {
+                                if let Err(e) = node_302(p) {
                                     crate::exact::lenient(e.at("availableModes"))?;
                                 }
                                 true
                             }
                             "_meta" => {
-                                if let Err(e) = node_328(p) {
+                                if let Err(e) = node_303(p) {
                                     crate::exact::lenient(e.at("_meta"))?;
                                 }
                                 true
@@ -5626,26 +5341,26 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionMode/properties/id`.
-    fn node_329(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_304(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionModeId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/SessionMode/properties/name`.
-    fn node_330(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_305(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionMode/properties/description`.
-    fn node_331(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_306(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionMode/properties/_meta`.
-    fn node_332(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_307(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -5663,22 +5378,22 @@ pub mod checks {
                 let mut matched = match &**k {
                     "id" => {
                         seen |= 1u128;
-                        node_329(p).map_err(|e| e.at("id"))?;
+                        node_304(p).map_err(|e| e.at("id"))?;
                         true
                     }
                     "name" => {
                         seen |= 2u128;
-                        node_330(p).map_err(|e| e.at("name"))?;
+                        node_305(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "description" => {
-                        if let Err(e) = node_331(p) {
+                        if let Err(e) = node_306(p) {
                             crate::exact::lenient(e.at("description"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_332(p) {
+                        if let Err(e) = node_307(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -5697,7 +5412,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigOption/oneOf/0/properties/type`.
-    fn node_333(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_308(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -5718,7 +5433,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_333(p).map_err(|e| e.at("type"))?;
+                        node_308(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -5733,7 +5448,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigOption/oneOf/1/properties/type`.
-    fn node_334(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_309(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -5754,7 +5469,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_334(p).map_err(|e| e.at("type"))?;
+                        node_309(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -5769,42 +5484,42 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigOption/properties/id`.
-    fn node_335(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_310(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionConfigId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigOption/properties/name`.
-    fn node_336(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_311(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigOption/properties/description`.
-    fn node_337(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_312(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigOption/properties/category/anyOf/1`.
-    fn node_338(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_313(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigOption/properties/category`.
-    fn node_339(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_314(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || check_SessionConfigOptionCategory(v).is_ok()
-            || node_338(v).is_ok())
+            || node_313(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigOption/properties/_meta`.
-    fn node_340(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_315(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -5826,28 +5541,28 @@ pub mod checks {
                         let mut matched = match &**k {
                             "id" => {
                                 seen |= 1u128;
-                                node_335(p).map_err(|e| e.at("id"))?;
+                                node_310(p).map_err(|e| e.at("id"))?;
                                 true
                             }
                             "name" => {
                                 seen |= 2u128;
-                                node_336(p).map_err(|e| e.at("name"))?;
+                                node_311(p).map_err(|e| e.at("name"))?;
                                 true
                             }
                             "description" => {
-                                if let Err(e) = node_337(p) {
+                                if let Err(e) = node_312(p) {
                                     crate::exact::lenient(e.at("description"))?;
                                 }
                                 true
                             }
                             "category" => {
-                                if let Err(e) = node_339(p) {
+                                if let Err(e) = node_314(p) {
                                     crate::exact::lenient(e.at("category"))?;
                                 }
                                 true
                             }
                             "_meta" => {
-                                if let Err(e) = node_340(p) {
+                                if let Err(e) = node_315(p) {
                                     crate::exact::lenient(e.at("_meta"))?;
                                 }
                                 true
@@ -5886,7 +5601,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigOptionCategory/anyOf/0`.
-    fn node_341(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_316(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -5896,7 +5611,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigOptionCategory/anyOf/1`.
-    fn node_342(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_317(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -5906,7 +5621,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigOptionCategory/anyOf/2`.
-    fn node_343(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_318(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -5916,7 +5631,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigOptionCategory/anyOf/3`.
-    fn node_344(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_319(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -5926,7 +5641,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigOptionCategory/anyOf/4`.
-    fn node_345(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_320(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -5934,8 +5649,8 @@ pub mod checks {
     }
     /// Checks a value against `#/$defs/SessionConfigOptionCategory` of the input schema.
     pub fn check_SessionConfigOptionCategory(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_341(v).is_ok() || node_342(v).is_ok() || node_343(v).is_ok()
-            || node_344(v).is_ok() || node_345(v).is_ok())
+        if !(false || node_316(v).is_ok() || node_317(v).is_ok() || node_318(v).is_ok()
+            || node_319(v).is_ok() || node_320(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
@@ -5949,7 +5664,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigSelectOptions/anyOf/0`.
-    fn node_346(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_321(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -5961,7 +5676,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigSelectOptions/anyOf/1`.
-    fn node_347(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_322(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -5974,32 +5689,32 @@ pub mod checks {
     }
     /// Checks a value against `#/$defs/SessionConfigSelectOptions` of the input schema.
     pub fn check_SessionConfigSelectOptions(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_346(v).is_ok() || node_347(v).is_ok()) {
+        if !(false || node_321(v).is_ok() || node_322(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigSelectOption/properties/value`.
-    fn node_348(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_323(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionConfigValueId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigSelectOption/properties/name`.
-    fn node_349(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_324(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigSelectOption/properties/description`.
-    fn node_350(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_325(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigSelectOption/properties/_meta`.
-    fn node_351(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_326(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -6021,22 +5736,22 @@ pub mod checks {
                         let mut matched = match &**k {
                             "value" => {
                                 seen |= 1u128;
-                                node_348(p).map_err(|e| e.at("value"))?;
+                                node_323(p).map_err(|e| e.at("value"))?;
                                 true
                             }
                             "name" => {
                                 seen |= 2u128;
-                                node_349(p).map_err(|e| e.at("name"))?;
+                                node_324(p).map_err(|e| e.at("name"))?;
                                 true
                             }
                             "description" => {
-                                if let Err(e) = node_350(p) {
+                                if let Err(e) = node_325(p) {
                                     crate::exact::lenient(e.at("description"))?;
                                 }
                                 true
                             }
                             "_meta" => {
-                                if let Err(e) = node_351(p) {
+                                if let Err(e) = node_326(p) {
                                     crate::exact::lenient(e.at("_meta"))?;
                                 }
                                 true
@@ -6057,19 +5772,19 @@ pub mod checks {
         )
     }
     /// Checks `#/$defs/SessionConfigSelectGroup/properties/group`.
-    fn node_352(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_327(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionConfigGroupId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigSelectGroup/properties/name`.
-    fn node_353(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_328(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigSelectGroup/properties/options`.
-    fn node_354(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_329(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -6083,7 +5798,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigSelectGroup/properties/_meta`.
-    fn node_355(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_330(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -6101,23 +5816,23 @@ pub mod checks {
                 let mut matched = match &**k {
                     "group" => {
                         seen |= 1u128;
-                        node_352(p).map_err(|e| e.at("group"))?;
+                        node_327(p).map_err(|e| e.at("group"))?;
                         true
                     }
                     "name" => {
                         seen |= 2u128;
-                        node_353(p).map_err(|e| e.at("name"))?;
+                        node_328(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "options" => {
                         seen |= 4u128;
-                        if let Err(e) = node_354(p) {
+                        if let Err(e) = node_329(p) {
                             crate::exact::lenient(e.at("options"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_355(p) {
+                        if let Err(e) = node_330(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -6146,12 +5861,12 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigSelect/properties/currentValue`.
-    fn node_356(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_331(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionConfigValueId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigSelect/properties/options`.
-    fn node_357(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_332(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionConfigSelectOptions(v)?;
         Ok(())
     }
@@ -6167,12 +5882,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "currentValue" => {
                         seen |= 1u128;
-                        node_356(p).map_err(|e| e.at("currentValue"))?;
+                        node_331(p).map_err(|e| e.at("currentValue"))?;
                         true
                     }
                     "options" => {
                         seen |= 2u128;
-                        node_357(p).map_err(|e| e.at("options"))?;
+                        node_332(p).map_err(|e| e.at("options"))?;
                         true
                     }
                     _ => false,
@@ -6189,7 +5904,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigBoolean/properties/currentValue`.
-    fn node_358(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_333(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_boolean()) {
             return Err(Invalid::new("expected boolean"));
         }
@@ -6207,7 +5922,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "currentValue" => {
                         seen |= 1u128;
-                        node_358(p).map_err(|e| e.at("currentValue"))?;
+                        node_333(p).map_err(|e| e.at("currentValue"))?;
                         true
                     }
                     _ => false,
@@ -6221,21 +5936,21 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/LoadSessionResponse/properties/modes/anyOf/1`.
-    fn node_359(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_334(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/LoadSessionResponse/properties/modes`.
-    fn node_360(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_SessionModeState(v).is_ok() || node_359(v).is_ok()) {
+    fn node_335(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_SessionModeState(v).is_ok() || node_334(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/LoadSessionResponse/properties/configOptions`.
-    fn node_361(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_336(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array() || v.is_null()) {
             return Err(Invalid::new("expected array or null"));
         }
@@ -6249,7 +5964,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/LoadSessionResponse/properties/_meta`.
-    fn node_362(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_337(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -6265,19 +5980,19 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "modes" => {
-                        if let Err(e) = node_360(p) {
+                        if let Err(e) = node_335(p) {
                             crate::exact::lenient(e.at("modes"))?;
                         }
                         true
                     }
                     "configOptions" => {
-                        if let Err(e) = node_361(p) {
+                        if let Err(e) = node_336(p) {
                             crate::exact::lenient(e.at("configOptions"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_362(p) {
+                        if let Err(e) = node_337(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -6290,7 +6005,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ListSessionsResponse/properties/sessions`.
-    fn node_363(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_338(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -6304,14 +6019,14 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ListSessionsResponse/properties/nextCursor`.
-    fn node_364(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_339(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ListSessionsResponse/properties/_meta`.
-    fn node_365(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_340(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -6329,19 +6044,19 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessions" => {
                         seen |= 1u128;
-                        if let Err(e) = node_363(p) {
+                        if let Err(e) = node_338(p) {
                             crate::exact::lenient(e.at("sessions"))?;
                         }
                         true
                     }
                     "nextCursor" => {
-                        if let Err(e) = node_364(p) {
+                        if let Err(e) = node_339(p) {
                             crate::exact::lenient(e.at("nextCursor"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_365(p) {
+                        if let Err(e) = node_340(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -6357,32 +6072,32 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionInfo/properties/sessionId`.
-    fn node_366(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_341(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/SessionInfo/properties/cwd`.
-    fn node_367(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_342(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionInfo/properties/additionalDirectories/items`.
-    fn node_368(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_343(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionInfo/properties/additionalDirectories`.
-    fn node_369(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_344(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                if let Err(e) = node_368(item) {
+                if let Err(e) = node_343(item) {
                     crate::exact::lenient(e.at(i.to_string()))?;
                 }
             }
@@ -6390,21 +6105,21 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionInfo/properties/title`.
-    fn node_370(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_345(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionInfo/properties/updatedAt`.
-    fn node_371(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_346(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionInfo/properties/_meta`.
-    fn node_372(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_347(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -6422,34 +6137,34 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_366(p).map_err(|e| e.at("sessionId"))?;
+                        node_341(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "cwd" => {
                         seen |= 2u128;
-                        node_367(p).map_err(|e| e.at("cwd"))?;
+                        node_342(p).map_err(|e| e.at("cwd"))?;
                         true
                     }
                     "additionalDirectories" => {
-                        if let Err(e) = node_369(p) {
+                        if let Err(e) = node_344(p) {
                             crate::exact::lenient(e.at("additionalDirectories"))?;
                         }
                         true
                     }
                     "title" => {
-                        if let Err(e) = node_370(p) {
+                        if let Err(e) = node_345(p) {
                             crate::exact::lenient(e.at("title"))?;
                         }
                         true
                     }
                     "updatedAt" => {
-                        if let Err(e) = node_371(p) {
+                        if let Err(e) = node_346(p) {
                             crate::exact::lenient(e.at("updatedAt"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_372(p) {
+                        if let Err(e) = node_347(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -6468,7 +6183,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/DeleteSessionResponse/properties/_meta`.
-    fn node_373(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_348(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -6484,7 +6199,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_373(p) {
+                        if let Err(e) = node_348(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -6497,21 +6212,21 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ResumeSessionResponse/properties/modes/anyOf/1`.
-    fn node_374(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_349(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ResumeSessionResponse/properties/modes`.
-    fn node_375(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_SessionModeState(v).is_ok() || node_374(v).is_ok()) {
+    fn node_350(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_SessionModeState(v).is_ok() || node_349(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ResumeSessionResponse/properties/configOptions`.
-    fn node_376(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_351(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array() || v.is_null()) {
             return Err(Invalid::new("expected array or null"));
         }
@@ -6525,7 +6240,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ResumeSessionResponse/properties/_meta`.
-    fn node_377(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_352(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -6541,19 +6256,19 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "modes" => {
-                        if let Err(e) = node_375(p) {
+                        if let Err(e) = node_350(p) {
                             crate::exact::lenient(e.at("modes"))?;
                         }
                         true
                     }
                     "configOptions" => {
-                        if let Err(e) = node_376(p) {
+                        if let Err(e) = node_351(p) {
                             crate::exact::lenient(e.at("configOptions"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_377(p) {
+                        if let Err(e) = node_352(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -6566,7 +6281,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CloseSessionResponse/properties/_meta`.
-    fn node_378(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_353(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -6582,7 +6297,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_378(p) {
+                        if let Err(e) = node_353(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -6595,7 +6310,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SetSessionModeResponse/properties/_meta`.
-    fn node_379(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_354(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -6611,7 +6326,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_379(p) {
+                        if let Err(e) = node_354(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -6624,7 +6339,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SetSessionConfigOptionResponse/properties/configOptions`.
-    fn node_380(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_355(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -6638,7 +6353,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SetSessionConfigOptionResponse/properties/_meta`.
-    fn node_381(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_356(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -6656,13 +6371,13 @@ pub mod checks {
                 let mut matched = match &**k {
                     "configOptions" => {
                         seen |= 1u128;
-                        if let Err(e) = node_380(p) {
+                        if let Err(e) = node_355(p) {
                             crate::exact::lenient(e.at("configOptions"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_381(p) {
+                        if let Err(e) = node_356(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -6678,12 +6393,12 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/PromptResponse/properties/stopReason`.
-    fn node_382(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_357(v: &Json<'_>) -> Result<(), Invalid> {
         check_StopReason(v)?;
         Ok(())
     }
     /// Checks `#/$defs/PromptResponse/properties/_meta`.
-    fn node_383(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_358(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -6701,11 +6416,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "stopReason" => {
                         seen |= 1u128;
-                        node_382(p).map_err(|e| e.at("stopReason"))?;
+                        node_357(p).map_err(|e| e.at("stopReason"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_383(p) {
+                        if let Err(e) = node_358(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -6720,85 +6435,28 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/StopReason/oneOf/0`.
-    fn node_384(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("end_turn")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/StopReason/oneOf/1`.
-    fn node_385(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("max_tokens")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/StopReason/oneOf/2`.
-    fn node_386(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("max_turn_requests")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/StopReason/oneOf/3`.
-    fn node_387(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("refusal")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/StopReason/oneOf/4`.
-    fn node_388(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("cancelled")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/StopReason` of the input schema.
     pub fn check_StopReason(v: &Json<'_>) -> Result<(), Invalid> {
-        if [
-            node_384(v).is_ok(),
-            node_385(v).is_ok(),
-            node_386(v).is_ok(),
-            node_387(v).is_ok(),
-            node_388(v).is_ok(),
-        ]
-            .iter()
-            .filter(|ok| **ok)
-            .count() != 1
-        {
+        if !matches!(
+            v.as_str(), Some("end_turn" | "max_tokens" | "max_turn_requests" | "refusal"
+            | "cancelled")
+        ) {
             return Err(Invalid::new("does not match exactly one of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionNotification/properties/sessionId`.
-    fn node_408(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_378(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/SessionNotification/properties/update`.
-    fn node_409(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_379(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionUpdate(v)?;
         Ok(())
     }
     /// Checks `#/$defs/SessionNotification/properties/_meta`.
-    fn node_410(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_380(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -6816,16 +6474,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_408(p).map_err(|e| e.at("sessionId"))?;
+                        node_378(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "update" => {
                         seen |= 2u128;
-                        node_409(p).map_err(|e| e.at("update"))?;
+                        node_379(p).map_err(|e| e.at("update"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_410(p) {
+                        if let Err(e) = node_380(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -6844,7 +6502,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionUpdate/oneOf/0/properties/sessionUpdate`.
-    fn node_411(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_381(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -6865,7 +6523,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_411(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_381(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -6880,7 +6538,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionUpdate/oneOf/1/properties/sessionUpdate`.
-    fn node_412(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_382(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -6901,7 +6559,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_412(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_382(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -6916,7 +6574,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionUpdate/oneOf/2/properties/sessionUpdate`.
-    fn node_413(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_383(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -6937,7 +6595,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_413(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_383(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -6952,7 +6610,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionUpdate/oneOf/3/properties/sessionUpdate`.
-    fn node_414(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_384(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -6973,7 +6631,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_414(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_384(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -6988,7 +6646,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionUpdate/oneOf/4/properties/sessionUpdate`.
-    fn node_415(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_385(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -7009,7 +6667,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_415(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_385(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -7024,7 +6682,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionUpdate/oneOf/5/properties/sessionUpdate`.
-    fn node_416(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_386(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -7045,7 +6703,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_416(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_386(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -7060,7 +6718,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionUpdate/oneOf/6/properties/sessionUpdate`.
-    fn node_417(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_387(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -7083,7 +6741,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_417(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_387(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -7098,7 +6756,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionUpdate/oneOf/7/properties/sessionUpdate`.
-    fn node_418(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_388(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -7119,7 +6777,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_418(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_388(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -7134,7 +6792,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionUpdate/oneOf/8/properties/sessionUpdate`.
-    fn node_419(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_389(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -7155,7 +6813,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_419(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_389(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -7170,7 +6828,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionUpdate/oneOf/9/properties/sessionUpdate`.
-    fn node_420(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_390(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -7191,7 +6849,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_420(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_390(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -7206,7 +6864,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionUpdate/oneOf/10/properties/sessionUpdate`.
-    fn node_421(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_391(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -7227,7 +6885,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_421(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_391(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -7242,7 +6900,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionUpdate/oneOf/11/properties/sessionUpdate`.
-    fn node_422(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_392(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -7263,7 +6921,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_422(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_392(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -7278,7 +6936,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionUpdate/oneOf/12/properties/sessionUpdate`.
-    fn node_423(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_393(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -7299,7 +6957,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_423(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_393(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -7314,7 +6972,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionUpdate/oneOf/13/properties/sessionUpdate`.
-    fn node_424(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_394(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -7337,7 +6995,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_424(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_394(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -7388,26 +7046,26 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ContentChunk/properties/content`.
-    fn node_425(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_395(v: &Json<'_>) -> Result<(), Invalid> {
         check_ContentBlock(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ContentChunk/properties/messageId/anyOf/1`.
-    fn node_426(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_396(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ContentChunk/properties/messageId`.
-    fn node_427(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_MessageId(v).is_ok() || node_426(v).is_ok()) {
+    fn node_397(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_MessageId(v).is_ok() || node_396(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ContentChunk/properties/_meta`.
-    fn node_428(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_398(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -7429,17 +7087,17 @@ pub mod checks {
                         let mut matched = match &**k {
                             "content" => {
                                 seen |= 1u128;
-                                node_425(p).map_err(|e| e.at("content"))?;
+                                node_395(p).map_err(|e| e.at("content"))?;
                                 true
                             }
                             "messageId" => {
-                                if let Err(e) = node_427(p) {
+                                if let Err(e) = node_397(p) {
                                     crate::exact::lenient(e.at("messageId"))?;
                                 }
                                 true
                             }
                             "_meta" => {
-                                if let Err(e) = node_428(p) {
+                                if let Err(e) = node_398(p) {
                                     crate::exact::lenient(e.at("_meta"))?;
                                 }
                                 true
@@ -7457,36 +7115,36 @@ pub mod checks {
         )
     }
     /// Checks `#/$defs/ToolCall/properties/toolCallId`.
-    fn node_429(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_399(v: &Json<'_>) -> Result<(), Invalid> {
         check_ToolCallId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ToolCall/properties/title`.
-    fn node_430(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_400(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ToolCall/properties/name`.
-    fn node_431(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_401(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ToolCall/properties/kind`.
-    fn node_432(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_402(v: &Json<'_>) -> Result<(), Invalid> {
         check_ToolKind(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ToolCall/properties/status`.
-    fn node_433(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_403(v: &Json<'_>) -> Result<(), Invalid> {
         check_ToolCallStatus(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ToolCall/properties/content`.
-    fn node_434(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_404(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -7500,7 +7158,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ToolCall/properties/locations`.
-    fn node_435(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_405(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -7514,15 +7172,15 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ToolCall/properties/rawInput`.
-    fn node_436(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_406(v: &Json<'_>) -> Result<(), Invalid> {
         Ok(())
     }
     /// Checks `#/$defs/ToolCall/properties/rawOutput`.
-    fn node_437(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_407(v: &Json<'_>) -> Result<(), Invalid> {
         Ok(())
     }
     /// Checks `#/$defs/ToolCall/properties/_meta`.
-    fn node_438(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_408(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -7540,58 +7198,58 @@ pub mod checks {
                 let mut matched = match &**k {
                     "toolCallId" => {
                         seen |= 1u128;
-                        node_429(p).map_err(|e| e.at("toolCallId"))?;
+                        node_399(p).map_err(|e| e.at("toolCallId"))?;
                         true
                     }
                     "title" => {
                         seen |= 2u128;
-                        node_430(p).map_err(|e| e.at("title"))?;
+                        node_400(p).map_err(|e| e.at("title"))?;
                         true
                     }
                     "name" => {
-                        if let Err(e) = node_431(p) {
+                        if let Err(e) = node_401(p) {
                             crate::exact::lenient(e.at("name"))?;
                         }
                         true
                     }
                     "kind" => {
-                        if let Err(e) = node_432(p) {
+                        if let Err(e) = node_402(p) {
                             crate::exact::lenient(e.at("kind"))?;
                         }
                         true
                     }
                     "status" => {
-                        if let Err(e) = node_433(p) {
+                        if let Err(e) = node_403(p) {
                             crate::exact::lenient(e.at("status"))?;
                         }
                         true
                     }
                     "content" => {
-                        if let Err(e) = node_434(p) {
+                        if let Err(e) = node_404(p) {
                             crate::exact::lenient(e.at("content"))?;
                         }
                         true
                     }
                     "locations" => {
-                        if let Err(e) = node_435(p) {
+                        if let Err(e) = node_405(p) {
                             crate::exact::lenient(e.at("locations"))?;
                         }
                         true
                     }
                     "rawInput" => {
-                        if let Err(e) = node_436(p) {
+                        if let Err(e) = node_406(p) {
                             crate::exact::lenient(e.at("rawInput"))?;
                         }
                         true
                     }
                     "rawOutput" => {
-                        if let Err(e) = node_437(p) {
+                        if let Err(e) = node_407(p) {
                             crate::exact::lenient(e.at("rawOutput"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_438(p) {
+                        if let Err(e) = node_408(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -7610,24 +7268,24 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/PlanEntry/properties/content`.
-    fn node_439(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_409(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/PlanEntry/properties/priority`.
-    fn node_440(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_410(v: &Json<'_>) -> Result<(), Invalid> {
         check_PlanEntryPriority(v)?;
         Ok(())
     }
     /// Checks `#/$defs/PlanEntry/properties/status`.
-    fn node_441(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_411(v: &Json<'_>) -> Result<(), Invalid> {
         check_PlanEntryStatus(v)?;
         Ok(())
     }
     /// Checks `#/$defs/PlanEntry/properties/_meta`.
-    fn node_442(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_412(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -7645,21 +7303,21 @@ pub mod checks {
                 let mut matched = match &**k {
                     "content" => {
                         seen |= 1u128;
-                        node_439(p).map_err(|e| e.at("content"))?;
+                        node_409(p).map_err(|e| e.at("content"))?;
                         true
                     }
                     "priority" => {
                         seen |= 2u128;
-                        node_440(p).map_err(|e| e.at("priority"))?;
+                        node_410(p).map_err(|e| e.at("priority"))?;
                         true
                     }
                     "status" => {
                         seen |= 4u128;
-                        node_441(p).map_err(|e| e.at("status"))?;
+                        node_411(p).map_err(|e| e.at("status"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_442(p) {
+                        if let Err(e) = node_412(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -7680,90 +7338,22 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/PlanEntryPriority/oneOf/0`.
-    fn node_443(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("high")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/PlanEntryPriority/oneOf/1`.
-    fn node_444(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("medium")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/PlanEntryPriority/oneOf/2`.
-    fn node_445(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("low")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/PlanEntryPriority` of the input schema.
     pub fn check_PlanEntryPriority(v: &Json<'_>) -> Result<(), Invalid> {
-        if [node_443(v).is_ok(), node_444(v).is_ok(), node_445(v).is_ok()]
-            .iter()
-            .filter(|ok| **ok)
-            .count() != 1
-        {
+        if !matches!(v.as_str(), Some("high" | "medium" | "low")) {
             return Err(Invalid::new("does not match exactly one of the allowed shapes"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/PlanEntryStatus/oneOf/0`.
-    fn node_446(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("pending")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/PlanEntryStatus/oneOf/1`.
-    fn node_447(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("in_progress")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/PlanEntryStatus/oneOf/2`.
-    fn node_448(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("completed")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
     /// Checks a value against `#/$defs/PlanEntryStatus` of the input schema.
     pub fn check_PlanEntryStatus(v: &Json<'_>) -> Result<(), Invalid> {
-        if [node_446(v).is_ok(), node_447(v).is_ok(), node_448(v).is_ok()]
-            .iter()
-            .filter(|ok| **ok)
-            .count() != 1
-        {
+        if !matches!(v.as_str(), Some("pending" | "in_progress" | "completed")) {
             return Err(Invalid::new("does not match exactly one of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/Plan/properties/entries`.
-    fn node_449(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_413(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -7777,7 +7367,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/Plan/properties/_meta`.
-    fn node_450(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_414(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -7795,13 +7385,13 @@ pub mod checks {
                 let mut matched = match &**k {
                     "entries" => {
                         seen |= 1u128;
-                        if let Err(e) = node_449(p) {
+                        if let Err(e) = node_413(p) {
                             crate::exact::lenient(e.at("entries"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_450(p) {
+                        if let Err(e) = node_414(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -7817,35 +7407,35 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/AvailableCommand/properties/name`.
-    fn node_451(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_415(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/AvailableCommand/properties/description`.
-    fn node_452(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_416(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/AvailableCommand/properties/input/anyOf/1`.
-    fn node_453(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_417(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/AvailableCommand/properties/input`.
-    fn node_454(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_AvailableCommandInput(v).is_ok() || node_453(v).is_ok()) {
+    fn node_418(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_AvailableCommandInput(v).is_ok() || node_417(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/AvailableCommand/properties/_meta`.
-    fn node_455(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_419(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -7863,22 +7453,22 @@ pub mod checks {
                 let mut matched = match &**k {
                     "name" => {
                         seen |= 1u128;
-                        node_451(p).map_err(|e| e.at("name"))?;
+                        node_415(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "description" => {
                         seen |= 2u128;
-                        node_452(p).map_err(|e| e.at("description"))?;
+                        node_416(p).map_err(|e| e.at("description"))?;
                         true
                     }
                     "input" => {
-                        if let Err(e) = node_454(p) {
+                        if let Err(e) = node_418(p) {
                             crate::exact::lenient(e.at("input"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_455(p) {
+                        if let Err(e) = node_419(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -7897,26 +7487,26 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/AvailableCommandInput/anyOf/0`.
-    fn node_456(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_420(v: &Json<'_>) -> Result<(), Invalid> {
         check_UnstructuredCommandInput(v)?;
         Ok(())
     }
     /// Checks a value against `#/$defs/AvailableCommandInput` of the input schema.
     pub fn check_AvailableCommandInput(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_456(v).is_ok()) {
+        if !(false || node_420(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/UnstructuredCommandInput/properties/hint`.
-    fn node_457(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_421(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/UnstructuredCommandInput/properties/_meta`.
-    fn node_458(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_422(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -7934,11 +7524,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "hint" => {
                         seen |= 1u128;
-                        node_457(p).map_err(|e| e.at("hint"))?;
+                        node_421(p).map_err(|e| e.at("hint"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_458(p) {
+                        if let Err(e) = node_422(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -7954,7 +7544,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/AvailableCommandsUpdate/properties/availableCommands`.
-    fn node_459(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_423(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -7968,7 +7558,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/AvailableCommandsUpdate/properties/_meta`.
-    fn node_460(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_424(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -7986,13 +7576,13 @@ pub mod checks {
                 let mut matched = match &**k {
                     "availableCommands" => {
                         seen |= 1u128;
-                        if let Err(e) = node_459(p) {
+                        if let Err(e) = node_423(p) {
                             crate::exact::lenient(e.at("availableCommands"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_460(p) {
+                        if let Err(e) = node_424(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -8010,12 +7600,12 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CurrentModeUpdate/properties/currentModeId`.
-    fn node_461(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_425(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionModeId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/CurrentModeUpdate/properties/_meta`.
-    fn node_462(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_426(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -8033,11 +7623,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "currentModeId" => {
                         seen |= 1u128;
-                        node_461(p).map_err(|e| e.at("currentModeId"))?;
+                        node_425(p).map_err(|e| e.at("currentModeId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_462(p) {
+                        if let Err(e) = node_426(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -8053,7 +7643,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ConfigOptionUpdate/properties/configOptions`.
-    fn node_463(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_427(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -8067,7 +7657,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ConfigOptionUpdate/properties/_meta`.
-    fn node_464(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_428(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -8085,13 +7675,13 @@ pub mod checks {
                 let mut matched = match &**k {
                     "configOptions" => {
                         seen |= 1u128;
-                        if let Err(e) = node_463(p) {
+                        if let Err(e) = node_427(p) {
                             crate::exact::lenient(e.at("configOptions"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_464(p) {
+                        if let Err(e) = node_428(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -8107,21 +7697,21 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionInfoUpdate/properties/title`.
-    fn node_465(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_429(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionInfoUpdate/properties/updatedAt`.
-    fn node_466(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_430(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionInfoUpdate/properties/_meta`.
-    fn node_467(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_431(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -8137,19 +7727,19 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "title" => {
-                        if let Err(e) = node_465(p) {
+                        if let Err(e) = node_429(p) {
                             crate::exact::lenient(e.at("title"))?;
                         }
                         true
                     }
                     "updatedAt" => {
-                        if let Err(e) = node_466(p) {
+                        if let Err(e) = node_430(p) {
                             crate::exact::lenient(e.at("updatedAt"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_467(p) {
+                        if let Err(e) = node_431(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -8162,21 +7752,21 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/Cost/properties/amount`.
-    fn node_468(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_432(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_number()) {
             return Err(Invalid::new("expected number"));
         }
         Ok(())
     }
     /// Checks `#/$defs/Cost/properties/currency`.
-    fn node_469(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_433(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/Cost/properties/_meta`.
-    fn node_470(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_434(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -8194,16 +7784,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "amount" => {
                         seen |= 1u128;
-                        node_468(p).map_err(|e| e.at("amount"))?;
+                        node_432(p).map_err(|e| e.at("amount"))?;
                         true
                     }
                     "currency" => {
                         seen |= 2u128;
-                        node_469(p).map_err(|e| e.at("currency"))?;
+                        node_433(p).map_err(|e| e.at("currency"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_470(p) {
+                        if let Err(e) = node_434(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -8222,7 +7812,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/UsageUpdate/properties/used`.
-    fn node_471(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_435(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v)) {
             return Err(Invalid::new("expected integer"));
         }
@@ -8237,7 +7827,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/UsageUpdate/properties/size`.
-    fn node_472(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_436(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v)) {
             return Err(Invalid::new("expected integer"));
         }
@@ -8252,21 +7842,21 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/UsageUpdate/properties/cost/anyOf/1`.
-    fn node_473(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_437(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/UsageUpdate/properties/cost`.
-    fn node_474(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_Cost(v).is_ok() || node_473(v).is_ok()) {
+    fn node_438(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_Cost(v).is_ok() || node_437(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/UsageUpdate/properties/_meta`.
-    fn node_475(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_439(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -8284,22 +7874,22 @@ pub mod checks {
                 let mut matched = match &**k {
                     "used" => {
                         seen |= 1u128;
-                        node_471(p).map_err(|e| e.at("used"))?;
+                        node_435(p).map_err(|e| e.at("used"))?;
                         true
                     }
                     "size" => {
                         seen |= 2u128;
-                        node_472(p).map_err(|e| e.at("size"))?;
+                        node_436(p).map_err(|e| e.at("size"))?;
                         true
                     }
                     "cost" => {
-                        if let Err(e) = node_474(p) {
+                        if let Err(e) = node_438(p) {
                             crate::exact::lenient(e.at("cost"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_475(p) {
+                        if let Err(e) = node_439(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -8318,7 +7908,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/NoticeSeverity/anyOf/0`.
-    fn node_476(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_440(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -8328,7 +7918,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/NoticeSeverity/anyOf/1`.
-    fn node_477(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_441(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -8338,7 +7928,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/NoticeSeverity/anyOf/2`.
-    fn node_478(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_442(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -8348,7 +7938,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/NoticeSeverity/anyOf/3`.
-    fn node_479(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_443(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -8356,20 +7946,20 @@ pub mod checks {
     }
     /// Checks a value against `#/$defs/NoticeSeverity` of the input schema.
     pub fn check_NoticeSeverity(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_476(v).is_ok() || node_477(v).is_ok() || node_478(v).is_ok()
-            || node_479(v).is_ok())
+        if !(false || node_440(v).is_ok() || node_441(v).is_ok() || node_442(v).is_ok()
+            || node_443(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/Notice/properties/severity`.
-    fn node_480(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_444(v: &Json<'_>) -> Result<(), Invalid> {
         check_NoticeSeverity(v)?;
         Ok(())
     }
     /// Checks `#/$defs/Notice/properties/title`.
-    fn node_481(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_445(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -8381,14 +7971,14 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/Notice/properties/description`.
-    fn node_482(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_446(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/Notice/properties/_meta`.
-    fn node_483(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_447(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -8406,22 +7996,22 @@ pub mod checks {
                 let mut matched = match &**k {
                     "severity" => {
                         seen |= 1u128;
-                        node_480(p).map_err(|e| e.at("severity"))?;
+                        node_444(p).map_err(|e| e.at("severity"))?;
                         true
                     }
                     "title" => {
                         seen |= 2u128;
-                        node_481(p).map_err(|e| e.at("title"))?;
+                        node_445(p).map_err(|e| e.at("title"))?;
                         true
                     }
                     "description" => {
-                        if let Err(e) = node_482(p) {
+                        if let Err(e) = node_446(p) {
                             crate::exact::lenient(e.at("description"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_483(p) {
+                        if let Err(e) = node_447(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -8447,7 +8037,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CompactionStatus/anyOf/0`.
-    fn node_484(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_448(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -8457,7 +8047,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CompactionStatus/anyOf/1`.
-    fn node_485(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_449(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -8467,7 +8057,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CompactionStatus/anyOf/2`.
-    fn node_486(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_450(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -8477,7 +8067,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CompactionStatus/anyOf/3`.
-    fn node_487(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_451(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -8487,7 +8077,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CompactionStatus/anyOf/4`.
-    fn node_488(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_452(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -8495,25 +8085,25 @@ pub mod checks {
     }
     /// Checks a value against `#/$defs/CompactionStatus` of the input schema.
     pub fn check_CompactionStatus(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_484(v).is_ok() || node_485(v).is_ok() || node_486(v).is_ok()
-            || node_487(v).is_ok() || node_488(v).is_ok())
+        if !(false || node_448(v).is_ok() || node_449(v).is_ok() || node_450(v).is_ok()
+            || node_451(v).is_ok() || node_452(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/CompactionUpdate/properties/compactionId`.
-    fn node_489(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_453(v: &Json<'_>) -> Result<(), Invalid> {
         check_CompactionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/CompactionUpdate/properties/status`.
-    fn node_490(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_454(v: &Json<'_>) -> Result<(), Invalid> {
         check_CompactionStatus(v)?;
         Ok(())
     }
     /// Checks `#/$defs/CompactionUpdate/properties/summary`.
-    fn node_491(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_455(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array() || v.is_null()) {
             return Err(Invalid::new("expected array or null"));
         }
@@ -8527,14 +8117,14 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CompactionUpdate/properties/error`.
-    fn node_492(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_456(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/CompactionUpdate/properties/_meta`.
-    fn node_493(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_457(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -8552,28 +8142,28 @@ pub mod checks {
                 let mut matched = match &**k {
                     "compactionId" => {
                         seen |= 1u128;
-                        node_489(p).map_err(|e| e.at("compactionId"))?;
+                        node_453(p).map_err(|e| e.at("compactionId"))?;
                         true
                     }
                     "status" => {
                         seen |= 2u128;
-                        node_490(p).map_err(|e| e.at("status"))?;
+                        node_454(p).map_err(|e| e.at("status"))?;
                         true
                     }
                     "summary" => {
-                        if let Err(e) = node_491(p) {
+                        if let Err(e) = node_455(p) {
                             crate::exact::lenient(e.at("summary"))?;
                         }
                         true
                     }
                     "error" => {
-                        if let Err(e) = node_492(p) {
+                        if let Err(e) = node_456(p) {
                             crate::exact::lenient(e.at("error"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_493(p) {
+                        if let Err(e) = node_457(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -8592,17 +8182,17 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CompactionSummaryChunk/properties/compactionId`.
-    fn node_494(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_458(v: &Json<'_>) -> Result<(), Invalid> {
         check_CompactionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/CompactionSummaryChunk/properties/content`.
-    fn node_495(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_459(v: &Json<'_>) -> Result<(), Invalid> {
         check_ContentBlock(v)?;
         Ok(())
     }
     /// Checks `#/$defs/CompactionSummaryChunk/properties/_meta`.
-    fn node_496(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_460(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -8620,16 +8210,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "compactionId" => {
                         seen |= 1u128;
-                        node_494(p).map_err(|e| e.at("compactionId"))?;
+                        node_458(p).map_err(|e| e.at("compactionId"))?;
                         true
                     }
                     "content" => {
                         seen |= 2u128;
-                        node_495(p).map_err(|e| e.at("content"))?;
+                        node_459(p).map_err(|e| e.at("content"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_496(p) {
+                        if let Err(e) = node_460(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -8648,12 +8238,12 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CompleteElicitationNotification/properties/elicitationId`.
-    fn node_497(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_461(v: &Json<'_>) -> Result<(), Invalid> {
         check_ElicitationId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/CompleteElicitationNotification/properties/_meta`.
-    fn node_498(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_462(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -8671,11 +8261,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "elicitationId" => {
                         seen |= 1u128;
-                        node_497(p).map_err(|e| e.at("elicitationId"))?;
+                        node_461(p).map_err(|e| e.at("elicitationId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_498(p) {
+                        if let Err(e) = node_462(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -8691,31 +8281,31 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/InitializeRequest/properties/protocolVersion`.
-    fn node_517(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_481(v: &Json<'_>) -> Result<(), Invalid> {
         check_ProtocolVersion(v)?;
         Ok(())
     }
     /// Checks `#/$defs/InitializeRequest/properties/clientCapabilities`.
-    fn node_518(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_482(v: &Json<'_>) -> Result<(), Invalid> {
         check_ClientCapabilities(v)?;
         Ok(())
     }
     /// Checks `#/$defs/InitializeRequest/properties/clientInfo/anyOf/1`.
-    fn node_519(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_483(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/InitializeRequest/properties/clientInfo`.
-    fn node_520(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_Implementation(v).is_ok() || node_519(v).is_ok()) {
+    fn node_484(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_Implementation(v).is_ok() || node_483(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/InitializeRequest/properties/_meta`.
-    fn node_521(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_485(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -8733,23 +8323,23 @@ pub mod checks {
                 let mut matched = match &**k {
                     "protocolVersion" => {
                         seen |= 1u128;
-                        node_517(p).map_err(|e| e.at("protocolVersion"))?;
+                        node_481(p).map_err(|e| e.at("protocolVersion"))?;
                         true
                     }
                     "clientCapabilities" => {
-                        if let Err(e) = node_518(p) {
+                        if let Err(e) = node_482(p) {
                             crate::exact::lenient(e.at("clientCapabilities"))?;
                         }
                         true
                     }
                     "clientInfo" => {
-                        if let Err(e) = node_520(p) {
+                        if let Err(e) = node_484(p) {
                             crate::exact::lenient(e.at("clientInfo"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_521(p) {
+                        if let Err(e) = node_485(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -8765,53 +8355,53 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ClientCapabilities/properties/fs`.
-    fn node_522(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_486(v: &Json<'_>) -> Result<(), Invalid> {
         check_FileSystemCapabilities(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ClientCapabilities/properties/terminal`.
-    fn node_523(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_487(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_boolean()) {
             return Err(Invalid::new("expected boolean"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ClientCapabilities/properties/session/anyOf/1`.
-    fn node_524(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_488(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ClientCapabilities/properties/session`.
-    fn node_525(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_ClientSessionCapabilities(v).is_ok() || node_524(v).is_ok())
+    fn node_489(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_ClientSessionCapabilities(v).is_ok() || node_488(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ClientCapabilities/properties/auth`.
-    fn node_526(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_490(v: &Json<'_>) -> Result<(), Invalid> {
         check_AuthCapabilities(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ClientCapabilities/properties/elicitation/anyOf/1`.
-    fn node_527(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_491(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ClientCapabilities/properties/elicitation`.
-    fn node_528(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_ElicitationCapabilities(v).is_ok() || node_527(v).is_ok()) {
+    fn node_492(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_ElicitationCapabilities(v).is_ok() || node_491(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ClientCapabilities/properties/_meta`.
-    fn node_529(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_493(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -8827,37 +8417,37 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "fs" => {
-                        if let Err(e) = node_522(p) {
+                        if let Err(e) = node_486(p) {
                             crate::exact::lenient(e.at("fs"))?;
                         }
                         true
                     }
                     "terminal" => {
-                        if let Err(e) = node_523(p) {
+                        if let Err(e) = node_487(p) {
                             crate::exact::lenient(e.at("terminal"))?;
                         }
                         true
                     }
                     "session" => {
-                        if let Err(e) = node_525(p) {
+                        if let Err(e) = node_489(p) {
                             crate::exact::lenient(e.at("session"))?;
                         }
                         true
                     }
                     "auth" => {
-                        if let Err(e) = node_526(p) {
+                        if let Err(e) = node_490(p) {
                             crate::exact::lenient(e.at("auth"))?;
                         }
                         true
                     }
                     "elicitation" => {
-                        if let Err(e) = node_528(p) {
+                        if let Err(e) = node_492(p) {
                             crate::exact::lenient(e.at("elicitation"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_529(p) {
+                        if let Err(e) = node_493(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -8870,21 +8460,21 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/FileSystemCapabilities/properties/readTextFile`.
-    fn node_530(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_494(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_boolean()) {
             return Err(Invalid::new("expected boolean"));
         }
         Ok(())
     }
     /// Checks `#/$defs/FileSystemCapabilities/properties/writeTextFile`.
-    fn node_531(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_495(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_boolean()) {
             return Err(Invalid::new("expected boolean"));
         }
         Ok(())
     }
     /// Checks `#/$defs/FileSystemCapabilities/properties/_meta`.
-    fn node_532(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_496(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -8900,19 +8490,19 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "readTextFile" => {
-                        if let Err(e) = node_530(p) {
+                        if let Err(e) = node_494(p) {
                             crate::exact::lenient(e.at("readTextFile"))?;
                         }
                         true
                     }
                     "writeTextFile" => {
-                        if let Err(e) = node_531(p) {
+                        if let Err(e) = node_495(p) {
                             crate::exact::lenient(e.at("writeTextFile"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_532(p) {
+                        if let Err(e) = node_496(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -8925,51 +8515,51 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ClientSessionCapabilities/properties/compaction/anyOf/1`.
-    fn node_533(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_497(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ClientSessionCapabilities/properties/compaction`.
-    fn node_534(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_CompactionCapabilities(v).is_ok() || node_533(v).is_ok()) {
+    fn node_498(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_CompactionCapabilities(v).is_ok() || node_497(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ClientSessionCapabilities/properties/configOptions/anyOf/1`.
-    fn node_535(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_499(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ClientSessionCapabilities/properties/configOptions`.
-    fn node_536(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_500(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || check_SessionConfigOptionsCapabilities(v).is_ok()
-            || node_535(v).is_ok())
+            || node_499(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ClientSessionCapabilities/properties/notices/anyOf/1`.
-    fn node_537(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_501(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ClientSessionCapabilities/properties/notices`.
-    fn node_538(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_NoticeCapabilities(v).is_ok() || node_537(v).is_ok()) {
+    fn node_502(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_NoticeCapabilities(v).is_ok() || node_501(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ClientSessionCapabilities/properties/_meta`.
-    fn node_539(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_503(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -8985,25 +8575,25 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "compaction" => {
-                        if let Err(e) = node_534(p) {
+                        if let Err(e) = node_498(p) {
                             crate::exact::lenient(e.at("compaction"))?;
                         }
                         true
                     }
                     "configOptions" => {
-                        if let Err(e) = node_536(p) {
+                        if let Err(e) = node_500(p) {
                             crate::exact::lenient(e.at("configOptions"))?;
                         }
                         true
                     }
                     "notices" => {
-                        if let Err(e) = node_538(p) {
+                        if let Err(e) = node_502(p) {
                             crate::exact::lenient(e.at("notices"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_539(p) {
+                        if let Err(e) = node_503(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -9023,23 +8613,23 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigOptionsCapabilities/properties/boolean/anyOf/1`.
-    fn node_540(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_504(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigOptionsCapabilities/properties/boolean`.
-    fn node_541(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_505(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || check_BooleanConfigOptionCapabilities(v).is_ok()
-            || node_540(v).is_ok())
+            || node_504(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigOptionsCapabilities/properties/_meta`.
-    fn node_542(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_506(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -9055,13 +8645,13 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "boolean" => {
-                        if let Err(e) = node_541(p) {
+                        if let Err(e) = node_505(p) {
                             crate::exact::lenient(e.at("boolean"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_542(p) {
+                        if let Err(e) = node_506(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -9074,7 +8664,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/BooleanConfigOptionCapabilities/properties/_meta`.
-    fn node_543(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_507(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -9090,7 +8680,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_543(p) {
+                        if let Err(e) = node_507(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -9110,14 +8700,14 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/AuthCapabilities/properties/terminal`.
-    fn node_544(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_508(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_boolean()) {
             return Err(Invalid::new("expected boolean"));
         }
         Ok(())
     }
     /// Checks `#/$defs/AuthCapabilities/properties/_meta`.
-    fn node_545(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_509(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -9133,13 +8723,13 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "terminal" => {
-                        if let Err(e) = node_544(p) {
+                        if let Err(e) = node_508(p) {
                             crate::exact::lenient(e.at("terminal"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_545(p) {
+                        if let Err(e) = node_509(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -9152,38 +8742,38 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ElicitationCapabilities/properties/form/anyOf/1`.
-    fn node_546(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_510(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ElicitationCapabilities/properties/form`.
-    fn node_547(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_511(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || check_ElicitationFormCapabilities(v).is_ok()
-            || node_546(v).is_ok())
+            || node_510(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ElicitationCapabilities/properties/url/anyOf/1`.
-    fn node_548(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_512(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ElicitationCapabilities/properties/url`.
-    fn node_549(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_ElicitationUrlCapabilities(v).is_ok() || node_548(v).is_ok())
+    fn node_513(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_ElicitationUrlCapabilities(v).is_ok() || node_512(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ElicitationCapabilities/properties/_meta`.
-    fn node_550(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_514(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -9199,19 +8789,19 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "form" => {
-                        if let Err(e) = node_547(p) {
+                        if let Err(e) = node_511(p) {
                             crate::exact::lenient(e.at("form"))?;
                         }
                         true
                     }
                     "url" => {
-                        if let Err(e) = node_549(p) {
+                        if let Err(e) = node_513(p) {
                             crate::exact::lenient(e.at("url"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_550(p) {
+                        if let Err(e) = node_514(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -9224,7 +8814,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ElicitationFormCapabilities/properties/_meta`.
-    fn node_551(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_515(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -9240,7 +8830,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_551(p) {
+                        if let Err(e) = node_515(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -9253,7 +8843,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ElicitationUrlCapabilities/properties/_meta`.
-    fn node_552(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_516(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -9269,7 +8859,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_552(p) {
+                        if let Err(e) = node_516(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -9282,12 +8872,12 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/AuthenticateRequest/properties/methodId`.
-    fn node_553(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_517(v: &Json<'_>) -> Result<(), Invalid> {
         check_AuthMethodId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/AuthenticateRequest/properties/_meta`.
-    fn node_554(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_518(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -9305,11 +8895,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "methodId" => {
                         seen |= 1u128;
-                        node_553(p).map_err(|e| e.at("methodId"))?;
+                        node_517(p).map_err(|e| e.at("methodId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_554(p) {
+                        if let Err(e) = node_518(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -9325,7 +8915,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/LogoutRequest/properties/_meta`.
-    fn node_555(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_519(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -9341,7 +8931,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_555(p) {
+                        if let Err(e) = node_519(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -9354,33 +8944,33 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/NewSessionRequest/properties/cwd`.
-    fn node_556(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_520(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/NewSessionRequest/properties/additionalDirectories/items`.
-    fn node_557(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_521(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/NewSessionRequest/properties/additionalDirectories`.
-    fn node_558(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_522(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_557(item).map_err(|e| e.at(i.to_string()))?;
+                node_521(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
     }
     /// Checks `#/$defs/NewSessionRequest/properties/mcpServers`.
-    fn node_559(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_523(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -9392,7 +8982,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/NewSessionRequest/properties/_meta`.
-    fn node_560(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_524(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -9410,11 +9000,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "cwd" => {
                         seen |= 1u128;
-                        node_556(p).map_err(|e| e.at("cwd"))?;
+                        node_520(p).map_err(|e| e.at("cwd"))?;
                         true
                     }
                     "additionalDirectories" => {
-                        match node_558(p) {
+                        match node_522(p) {
                             Err(e) if p.is_null() => {
                                 crate::exact::lenient(e.at("additionalDirectories"))?
                             }
@@ -9424,7 +9014,7 @@ pub mod checks {
                     }
                     "mcpServers" => {
                         seen |= 4u128;
-                        match node_559(p) {
+                        match node_523(p) {
                             Err(e) if p.is_null() => {
                                 crate::exact::lenient(e.at("mcpServers"))?
                             }
@@ -9433,7 +9023,7 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_560(p) {
+                        if let Err(e) = node_524(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -9452,7 +9042,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/McpServer/anyOf/0/properties/type`.
-    fn node_561(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_525(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -9473,7 +9063,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_561(p).map_err(|e| e.at("type"))?;
+                        node_525(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -9488,7 +9078,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/McpServer/anyOf/1/properties/type`.
-    fn node_562(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_526(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -9509,7 +9099,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_562(p).map_err(|e| e.at("type"))?;
+                        node_526(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -9524,7 +9114,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/McpServer/anyOf/2`.
-    fn node_563(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_527(v: &Json<'_>) -> Result<(), Invalid> {
         check_McpServerStdio(v)?;
         Ok(())
     }
@@ -9535,7 +9125,7 @@ pub mod checks {
             v,
             |v: &Json<'_>| -> Result<(), Invalid> {
                 if !(false || check_DefsMcpServerAnyOfN0(v).is_ok()
-                    || check_DefsMcpServerAnyOfN1(v).is_ok() || node_563(v).is_ok())
+                    || check_DefsMcpServerAnyOfN1(v).is_ok() || node_527(v).is_ok())
                 {
                     return Err(Invalid::new("matches none of the allowed shapes"));
                 }
@@ -9544,21 +9134,21 @@ pub mod checks {
         )
     }
     /// Checks `#/$defs/HttpHeader/properties/name`.
-    fn node_564(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_528(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/HttpHeader/properties/value`.
-    fn node_565(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_529(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/HttpHeader/properties/_meta`.
-    fn node_566(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_530(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -9576,16 +9166,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "name" => {
                         seen |= 1u128;
-                        node_564(p).map_err(|e| e.at("name"))?;
+                        node_528(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "value" => {
                         seen |= 2u128;
-                        node_565(p).map_err(|e| e.at("value"))?;
+                        node_529(p).map_err(|e| e.at("value"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_566(p) {
+                        if let Err(e) = node_530(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -9604,21 +9194,21 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/McpServerHttp/properties/name`.
-    fn node_567(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_531(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/McpServerHttp/properties/url`.
-    fn node_568(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_532(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/McpServerHttp/properties/headers`.
-    fn node_569(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_533(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -9630,7 +9220,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/McpServerHttp/properties/_meta`.
-    fn node_570(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_534(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -9648,17 +9238,17 @@ pub mod checks {
                 let mut matched = match &**k {
                     "name" => {
                         seen |= 1u128;
-                        node_567(p).map_err(|e| e.at("name"))?;
+                        node_531(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "url" => {
                         seen |= 2u128;
-                        node_568(p).map_err(|e| e.at("url"))?;
+                        node_532(p).map_err(|e| e.at("url"))?;
                         true
                     }
                     "headers" => {
                         seen |= 4u128;
-                        match node_569(p) {
+                        match node_533(p) {
                             Err(e) if p.is_null() => {
                                 crate::exact::lenient(e.at("headers"))?
                             }
@@ -9667,7 +9257,7 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_570(p) {
+                        if let Err(e) = node_534(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -9689,21 +9279,21 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/McpServerSse/properties/name`.
-    fn node_571(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_535(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/McpServerSse/properties/url`.
-    fn node_572(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_536(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/McpServerSse/properties/headers`.
-    fn node_573(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_537(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -9715,7 +9305,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/McpServerSse/properties/_meta`.
-    fn node_574(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_538(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -9733,17 +9323,17 @@ pub mod checks {
                 let mut matched = match &**k {
                     "name" => {
                         seen |= 1u128;
-                        node_571(p).map_err(|e| e.at("name"))?;
+                        node_535(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "url" => {
                         seen |= 2u128;
-                        node_572(p).map_err(|e| e.at("url"))?;
+                        node_536(p).map_err(|e| e.at("url"))?;
                         true
                     }
                     "headers" => {
                         seen |= 4u128;
-                        match node_573(p) {
+                        match node_537(p) {
                             Err(e) if p.is_null() => {
                                 crate::exact::lenient(e.at("headers"))?
                             }
@@ -9752,7 +9342,7 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_574(p) {
+                        if let Err(e) = node_538(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -9774,40 +9364,40 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/McpServerStdio/properties/name`.
-    fn node_575(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_539(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/McpServerStdio/properties/command`.
-    fn node_576(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_540(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/McpServerStdio/properties/args/items`.
-    fn node_577(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_541(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/McpServerStdio/properties/args`.
-    fn node_578(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_542(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_577(item).map_err(|e| e.at(i.to_string()))?;
+                node_541(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
     }
     /// Checks `#/$defs/McpServerStdio/properties/env`.
-    fn node_579(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_543(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -9819,7 +9409,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/McpServerStdio/properties/_meta`.
-    fn node_580(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_544(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -9837,17 +9427,17 @@ pub mod checks {
                 let mut matched = match &**k {
                     "name" => {
                         seen |= 1u128;
-                        node_575(p).map_err(|e| e.at("name"))?;
+                        node_539(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "command" => {
                         seen |= 2u128;
-                        node_576(p).map_err(|e| e.at("command"))?;
+                        node_540(p).map_err(|e| e.at("command"))?;
                         true
                     }
                     "args" => {
                         seen |= 4u128;
-                        match node_578(p) {
+                        match node_542(p) {
                             Err(e) if p.is_null() => crate::exact::lenient(e.at("args"))?,
                             other => other.map_err(|e| e.at("args"))?,
                         }
@@ -9855,14 +9445,14 @@ pub mod checks {
                     }
                     "env" => {
                         seen |= 8u128;
-                        match node_579(p) {
+                        match node_543(p) {
                             Err(e) if p.is_null() => crate::exact::lenient(e.at("env"))?,
                             other => other.map_err(|e| e.at("env"))?,
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_580(p) {
+                        if let Err(e) = node_544(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -9887,7 +9477,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/LoadSessionRequest/properties/mcpServers`.
-    fn node_581(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_545(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -9899,38 +9489,38 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/LoadSessionRequest/properties/cwd`.
-    fn node_582(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_546(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/LoadSessionRequest/properties/additionalDirectories/items`.
-    fn node_583(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_547(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/LoadSessionRequest/properties/additionalDirectories`.
-    fn node_584(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_548(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_583(item).map_err(|e| e.at(i.to_string()))?;
+                node_547(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
     }
     /// Checks `#/$defs/LoadSessionRequest/properties/sessionId`.
-    fn node_585(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_549(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/LoadSessionRequest/properties/_meta`.
-    fn node_586(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_550(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -9948,7 +9538,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "mcpServers" => {
                         seen |= 1u128;
-                        match node_581(p) {
+                        match node_545(p) {
                             Err(e) if p.is_null() => {
                                 crate::exact::lenient(e.at("mcpServers"))?
                             }
@@ -9958,11 +9548,11 @@ pub mod checks {
                     }
                     "cwd" => {
                         seen |= 2u128;
-                        node_582(p).map_err(|e| e.at("cwd"))?;
+                        node_546(p).map_err(|e| e.at("cwd"))?;
                         true
                     }
                     "additionalDirectories" => {
-                        match node_584(p) {
+                        match node_548(p) {
                             Err(e) if p.is_null() => {
                                 crate::exact::lenient(e.at("additionalDirectories"))?
                             }
@@ -9972,11 +9562,11 @@ pub mod checks {
                     }
                     "sessionId" => {
                         seen |= 8u128;
-                        node_585(p).map_err(|e| e.at("sessionId"))?;
+                        node_549(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_586(p) {
+                        if let Err(e) = node_550(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -9998,21 +9588,21 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ListSessionsRequest/properties/cwd`.
-    fn node_587(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_551(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ListSessionsRequest/properties/cursor`.
-    fn node_588(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_552(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ListSessionsRequest/properties/_meta`.
-    fn node_589(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_553(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -10028,15 +9618,15 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "cwd" => {
-                        node_587(p).map_err(|e| e.at("cwd"))?;
+                        node_551(p).map_err(|e| e.at("cwd"))?;
                         true
                     }
                     "cursor" => {
-                        node_588(p).map_err(|e| e.at("cursor"))?;
+                        node_552(p).map_err(|e| e.at("cursor"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_589(p) {
+                        if let Err(e) = node_553(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -10049,12 +9639,12 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/DeleteSessionRequest/properties/sessionId`.
-    fn node_590(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_554(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/DeleteSessionRequest/properties/_meta`.
-    fn node_591(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_555(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -10072,11 +9662,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_590(p).map_err(|e| e.at("sessionId"))?;
+                        node_554(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_591(p) {
+                        if let Err(e) = node_555(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -10092,38 +9682,38 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ResumeSessionRequest/properties/sessionId`.
-    fn node_592(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_556(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ResumeSessionRequest/properties/cwd`.
-    fn node_593(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_557(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ResumeSessionRequest/properties/additionalDirectories/items`.
-    fn node_594(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_558(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ResumeSessionRequest/properties/additionalDirectories`.
-    fn node_595(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_559(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_594(item).map_err(|e| e.at(i.to_string()))?;
+                node_558(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
     }
     /// Checks `#/$defs/ResumeSessionRequest/properties/mcpServers`.
-    fn node_596(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_560(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -10135,7 +9725,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ResumeSessionRequest/properties/_meta`.
-    fn node_597(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_561(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -10153,16 +9743,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_592(p).map_err(|e| e.at("sessionId"))?;
+                        node_556(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "cwd" => {
                         seen |= 2u128;
-                        node_593(p).map_err(|e| e.at("cwd"))?;
+                        node_557(p).map_err(|e| e.at("cwd"))?;
                         true
                     }
                     "additionalDirectories" => {
-                        match node_595(p) {
+                        match node_559(p) {
                             Err(e) if p.is_null() => {
                                 crate::exact::lenient(e.at("additionalDirectories"))?
                             }
@@ -10171,7 +9761,7 @@ pub mod checks {
                         true
                     }
                     "mcpServers" => {
-                        match node_596(p) {
+                        match node_560(p) {
                             Err(e) if p.is_null() => {
                                 crate::exact::lenient(e.at("mcpServers"))?
                             }
@@ -10180,7 +9770,7 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_597(p) {
+                        if let Err(e) = node_561(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -10199,12 +9789,12 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CloseSessionRequest/properties/sessionId`.
-    fn node_598(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_562(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/CloseSessionRequest/properties/_meta`.
-    fn node_599(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_563(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -10222,11 +9812,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_598(p).map_err(|e| e.at("sessionId"))?;
+                        node_562(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_599(p) {
+                        if let Err(e) = node_563(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -10242,17 +9832,17 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SetSessionModeRequest/properties/sessionId`.
-    fn node_600(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_564(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/SetSessionModeRequest/properties/modeId`.
-    fn node_601(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_565(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionModeId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/SetSessionModeRequest/properties/_meta`.
-    fn node_602(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_566(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -10270,16 +9860,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_600(p).map_err(|e| e.at("sessionId"))?;
+                        node_564(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "modeId" => {
                         seen |= 2u128;
-                        node_601(p).map_err(|e| e.at("modeId"))?;
+                        node_565(p).map_err(|e| e.at("modeId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_602(p) {
+                        if let Err(e) = node_566(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -10298,7 +9888,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SetSessionConfigOptionRequest/anyOf/0/properties/type`.
-    fn node_603(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_567(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -10308,7 +9898,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SetSessionConfigOptionRequest/anyOf/0/properties/value`.
-    fn node_604(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_568(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_boolean()) {
             return Err(Invalid::new("expected boolean"));
         }
@@ -10328,12 +9918,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_603(p).map_err(|e| e.at("type"))?;
+                        node_567(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     "value" => {
                         seen |= 2u128;
-                        node_604(p).map_err(|e| e.at("value"))?;
+                        node_568(p).map_err(|e| e.at("value"))?;
                         true
                     }
                     _ => false,
@@ -10350,7 +9940,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SetSessionConfigOptionRequest/anyOf/1/properties/value`.
-    fn node_605(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_569(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionConfigValueId(v)?;
         Ok(())
     }
@@ -10368,7 +9958,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "value" => {
                         seen |= 1u128;
-                        node_605(p).map_err(|e| e.at("value"))?;
+                        node_569(p).map_err(|e| e.at("value"))?;
                         true
                     }
                     _ => false,
@@ -10382,17 +9972,17 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SetSessionConfigOptionRequest/properties/sessionId`.
-    fn node_606(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_570(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/SetSessionConfigOptionRequest/properties/configId`.
-    fn node_607(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_571(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionConfigId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/SetSessionConfigOptionRequest/properties/_meta`.
-    fn node_608(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_572(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -10410,16 +10000,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_606(p).map_err(|e| e.at("sessionId"))?;
+                        node_570(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "configId" => {
                         seen |= 2u128;
-                        node_607(p).map_err(|e| e.at("configId"))?;
+                        node_571(p).map_err(|e| e.at("configId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_608(p) {
+                        if let Err(e) = node_572(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -10443,12 +10033,12 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/PromptRequest/properties/sessionId`.
-    fn node_609(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_573(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/PromptRequest/properties/prompt`.
-    fn node_610(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_574(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -10460,7 +10050,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/PromptRequest/properties/_meta`.
-    fn node_611(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_575(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -10478,16 +10068,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_609(p).map_err(|e| e.at("sessionId"))?;
+                        node_573(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "prompt" => {
                         seen |= 2u128;
-                        node_610(p).map_err(|e| e.at("prompt"))?;
+                        node_574(p).map_err(|e| e.at("prompt"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_611(p) {
+                        if let Err(e) = node_575(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -10506,7 +10096,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/WriteTextFileResponse/properties/_meta`.
-    fn node_626(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_590(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -10522,7 +10112,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_626(p) {
+                        if let Err(e) = node_590(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -10535,14 +10125,14 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ReadTextFileResponse/properties/content`.
-    fn node_627(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_591(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ReadTextFileResponse/properties/_meta`.
-    fn node_628(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_592(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -10560,11 +10150,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "content" => {
                         seen |= 1u128;
-                        node_627(p).map_err(|e| e.at("content"))?;
+                        node_591(p).map_err(|e| e.at("content"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_628(p) {
+                        if let Err(e) = node_592(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -10580,12 +10170,12 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/RequestPermissionResponse/properties/outcome`.
-    fn node_629(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_593(v: &Json<'_>) -> Result<(), Invalid> {
         check_RequestPermissionOutcome(v)?;
         Ok(())
     }
     /// Checks `#/$defs/RequestPermissionResponse/properties/_meta`.
-    fn node_630(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_594(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -10603,11 +10193,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "outcome" => {
                         seen |= 1u128;
-                        node_629(p).map_err(|e| e.at("outcome"))?;
+                        node_593(p).map_err(|e| e.at("outcome"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_630(p) {
+                        if let Err(e) = node_594(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -10623,7 +10213,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/RequestPermissionOutcome/oneOf/0/properties/outcome`.
-    fn node_631(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_595(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -10644,7 +10234,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "outcome" => {
                         seen |= 1u128;
-                        node_631(p).map_err(|e| e.at("outcome"))?;
+                        node_595(p).map_err(|e| e.at("outcome"))?;
                         true
                     }
                     _ => false,
@@ -10658,7 +10248,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/RequestPermissionOutcome/oneOf/1/properties/outcome`.
-    fn node_632(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_596(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -10679,7 +10269,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "outcome" => {
                         seen |= 1u128;
-                        node_632(p).map_err(|e| e.at("outcome"))?;
+                        node_596(p).map_err(|e| e.at("outcome"))?;
                         true
                     }
                     _ => false,
@@ -10707,12 +10297,12 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SelectedPermissionOutcome/properties/optionId`.
-    fn node_633(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_597(v: &Json<'_>) -> Result<(), Invalid> {
         check_PermissionOptionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/SelectedPermissionOutcome/properties/_meta`.
-    fn node_634(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_598(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -10730,11 +10320,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "optionId" => {
                         seen |= 1u128;
-                        node_633(p).map_err(|e| e.at("optionId"))?;
+                        node_597(p).map_err(|e| e.at("optionId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_634(p) {
+                        if let Err(e) = node_598(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -10750,12 +10340,12 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CreateTerminalResponse/properties/terminalId`.
-    fn node_635(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_599(v: &Json<'_>) -> Result<(), Invalid> {
         check_TerminalId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/CreateTerminalResponse/properties/_meta`.
-    fn node_636(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_600(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -10773,11 +10363,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "terminalId" => {
                         seen |= 1u128;
-                        node_635(p).map_err(|e| e.at("terminalId"))?;
+                        node_599(p).map_err(|e| e.at("terminalId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_636(p) {
+                        if let Err(e) = node_600(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -10793,35 +10383,35 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/TerminalOutputResponse/properties/output`.
-    fn node_637(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_601(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/TerminalOutputResponse/properties/truncated`.
-    fn node_638(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_602(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_boolean()) {
             return Err(Invalid::new("expected boolean"));
         }
         Ok(())
     }
     /// Checks `#/$defs/TerminalOutputResponse/properties/exitStatus/anyOf/1`.
-    fn node_639(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_603(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/TerminalOutputResponse/properties/exitStatus`.
-    fn node_640(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_TerminalExitStatus(v).is_ok() || node_639(v).is_ok()) {
+    fn node_604(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_TerminalExitStatus(v).is_ok() || node_603(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/TerminalOutputResponse/properties/_meta`.
-    fn node_641(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_605(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -10839,22 +10429,22 @@ pub mod checks {
                 let mut matched = match &**k {
                     "output" => {
                         seen |= 1u128;
-                        node_637(p).map_err(|e| e.at("output"))?;
+                        node_601(p).map_err(|e| e.at("output"))?;
                         true
                     }
                     "truncated" => {
                         seen |= 2u128;
-                        node_638(p).map_err(|e| e.at("truncated"))?;
+                        node_602(p).map_err(|e| e.at("truncated"))?;
                         true
                     }
                     "exitStatus" => {
-                        if let Err(e) = node_640(p) {
+                        if let Err(e) = node_604(p) {
                             crate::exact::lenient(e.at("exitStatus"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_641(p) {
+                        if let Err(e) = node_605(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -10873,7 +10463,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/TerminalExitStatus/properties/exitCode`.
-    fn node_642(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_606(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v) || v.is_null()) {
             return Err(Invalid::new("expected integer or null"));
         }
@@ -10888,14 +10478,14 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/TerminalExitStatus/properties/signal`.
-    fn node_643(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_607(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/TerminalExitStatus/properties/_meta`.
-    fn node_644(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_608(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -10911,19 +10501,19 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "exitCode" => {
-                        if let Err(e) = node_642(p) {
+                        if let Err(e) = node_606(p) {
                             crate::exact::lenient(e.at("exitCode"))?;
                         }
                         true
                     }
                     "signal" => {
-                        if let Err(e) = node_643(p) {
+                        if let Err(e) = node_607(p) {
                             crate::exact::lenient(e.at("signal"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_644(p) {
+                        if let Err(e) = node_608(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -10936,7 +10526,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ReleaseTerminalResponse/properties/_meta`.
-    fn node_645(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_609(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -10952,7 +10542,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_645(p) {
+                        if let Err(e) = node_609(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -10965,7 +10555,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/WaitForTerminalExitResponse/properties/exitCode`.
-    fn node_646(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_610(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v) || v.is_null()) {
             return Err(Invalid::new("expected integer or null"));
         }
@@ -10980,14 +10570,14 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/WaitForTerminalExitResponse/properties/signal`.
-    fn node_647(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_611(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/WaitForTerminalExitResponse/properties/_meta`.
-    fn node_648(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_612(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -11003,19 +10593,19 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "exitCode" => {
-                        if let Err(e) = node_646(p) {
+                        if let Err(e) = node_610(p) {
                             crate::exact::lenient(e.at("exitCode"))?;
                         }
                         true
                     }
                     "signal" => {
-                        if let Err(e) = node_647(p) {
+                        if let Err(e) = node_611(p) {
                             crate::exact::lenient(e.at("signal"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_648(p) {
+                        if let Err(e) = node_612(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -11028,7 +10618,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/KillTerminalResponse/properties/_meta`.
-    fn node_649(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_613(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -11044,7 +10634,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_649(p) {
+                        if let Err(e) = node_613(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -11057,7 +10647,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CreateElicitationResponse/anyOf/0/properties/action`.
-    fn node_650(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_614(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -11078,7 +10668,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "action" => {
                         seen |= 1u128;
-                        node_650(p).map_err(|e| e.at("action"))?;
+                        node_614(p).map_err(|e| e.at("action"))?;
                         true
                     }
                     _ => false,
@@ -11093,7 +10683,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CreateElicitationResponse/anyOf/1/properties/action`.
-    fn node_651(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_615(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -11114,7 +10704,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "action" => {
                         seen |= 1u128;
-                        node_651(p).map_err(|e| e.at("action"))?;
+                        node_615(p).map_err(|e| e.at("action"))?;
                         true
                     }
                     _ => false,
@@ -11128,7 +10718,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CreateElicitationResponse/anyOf/2/properties/action`.
-    fn node_652(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_616(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -11149,7 +10739,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "action" => {
                         seen |= 1u128;
-                        node_652(p).map_err(|e| e.at("action"))?;
+                        node_616(p).map_err(|e| e.at("action"))?;
                         true
                     }
                     _ => false,
@@ -11163,7 +10753,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CreateElicitationResponse/anyOf/3/not/anyOf/0/properties/action`.
-    fn node_653(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_617(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -11186,7 +10776,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "action" => {
                         seen |= 1u128;
-                        node_653(p).map_err(|e| e.at("action"))?;
+                        node_617(p).map_err(|e| e.at("action"))?;
                         true
                     }
                     _ => false,
@@ -11200,7 +10790,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CreateElicitationResponse/anyOf/3/not/anyOf/1/properties/action`.
-    fn node_654(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_618(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -11223,7 +10813,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "action" => {
                         seen |= 1u128;
-                        node_654(p).map_err(|e| e.at("action"))?;
+                        node_618(p).map_err(|e| e.at("action"))?;
                         true
                     }
                     _ => false,
@@ -11237,7 +10827,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CreateElicitationResponse/anyOf/3/not/anyOf/2/properties/action`.
-    fn node_655(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_619(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -11260,7 +10850,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "action" => {
                         seen |= 1u128;
-                        node_655(p).map_err(|e| e.at("action"))?;
+                        node_619(p).map_err(|e| e.at("action"))?;
                         true
                     }
                     _ => false,
@@ -11274,14 +10864,14 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CreateElicitationResponse/anyOf/3/properties/action`.
-    fn node_656(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_620(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/CreateElicitationResponse/anyOf/3/not`.
-    fn node_657(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_621(v: &Json<'_>) -> Result<(), Invalid> {
         match v.get("action").and_then(Json::as_str) {
             Some("accept") => check_CreateElicitationResponseVariant3NotAccept(v)?,
             Some("decline") => check_CreateElicitationResponseVariant3NotDecline(v)?,
@@ -11302,7 +10892,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "action" => {
                         seen |= 1u128;
-                        node_656(p).map_err(|e| e.at("action"))?;
+                        node_620(p).map_err(|e| e.at("action"))?;
                         true
                     }
                     _ => false,
@@ -11313,13 +10903,13 @@ pub mod checks {
                 return Err(Invalid::new("missing required property `action`"));
             }
         }
-        if node_657(v).is_ok() {
+        if node_621(v).is_ok() {
             return Err(Invalid::new("matches a shape that is not allowed"));
         }
         Ok(())
     }
     /// Checks `#/$defs/CreateElicitationResponse/properties/_meta`.
-    fn node_658(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_622(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -11335,7 +10925,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_658(p) {
+                        if let Err(e) = node_622(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -11355,63 +10945,63 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ElicitationContentValue/anyOf/0`.
-    fn node_659(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_623(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ElicitationContentValue/anyOf/1`.
-    fn node_660(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_624(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v)) {
             return Err(Invalid::new("expected integer"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ElicitationContentValue/anyOf/2`.
-    fn node_661(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_625(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_number()) {
             return Err(Invalid::new("expected number"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ElicitationContentValue/anyOf/3`.
-    fn node_662(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_626(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_boolean()) {
             return Err(Invalid::new("expected boolean"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ElicitationContentValue/anyOf/4/items`.
-    fn node_663(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_627(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ElicitationContentValue/anyOf/4`.
-    fn node_664(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_628(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_663(item).map_err(|e| e.at(i.to_string()))?;
+                node_627(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
     }
     /// Checks a value against `#/$defs/ElicitationContentValue` of the input schema.
     pub fn check_ElicitationContentValue(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_659(v).is_ok() || node_660(v).is_ok() || node_661(v).is_ok()
-            || node_662(v).is_ok() || node_664(v).is_ok())
+        if !(false || node_623(v).is_ok() || node_624(v).is_ok() || node_625(v).is_ok()
+            || node_626(v).is_ok() || node_628(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ElicitationAcceptAction/properties/content`.
-    fn node_665(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_629(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -11436,7 +11026,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "content" => {
-                        node_665(p).map_err(|e| e.at("content"))?;
+                        node_629(p).map_err(|e| e.at("content"))?;
                         true
                     }
                     _ => false,
@@ -11447,12 +11037,12 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CancelNotification/properties/sessionId`.
-    fn node_672(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_636(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/CancelNotification/properties/_meta`.
-    fn node_673(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_637(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -11470,11 +11060,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_672(p).map_err(|e| e.at("sessionId"))?;
+                        node_636(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_673(p) {
+                        if let Err(e) = node_637(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -11490,12 +11080,12 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CancelRequestNotification/properties/requestId`.
-    fn node_674(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_638(v: &Json<'_>) -> Result<(), Invalid> {
         check_RequestId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/CancelRequestNotification/properties/_meta`.
-    fn node_675(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_639(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -11513,11 +11103,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "requestId" => {
                         seen |= 1u128;
-                        node_674(p).map_err(|e| e.at("requestId"))?;
+                        node_638(p).map_err(|e| e.at("requestId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_675(p) {
+                        if let Err(e) = node_639(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true

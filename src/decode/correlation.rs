@@ -55,7 +55,7 @@ pub(super) struct Correlation {
     /// Keyed by the id's kind and value (`IdKey`, held inline: no allocation per
     /// request), so `1`, `1.0` and `10e-1` are one id, and two integers are one id only
     /// when every digit agrees.
-    pending: HashMap<PendingKey, Pending>,
+    pending: Pendings,
     /// Requests seen so far, for `Pending::serial`.
     requests: Serial,
 }
@@ -84,11 +84,74 @@ impl Hash for PendingKey {
     }
 }
 
+/// Pending requests held in a short list before a table are searched by comparing keys;
+/// a real stream has a handful pending at a time, and comparing a few short keys cost less
+/// than hashing one with SipHash (about 5% of decoding a turn of real SDK traffic went to
+/// the hashing). Past this many the list moves into the table, so a peer that leaves
+/// thousands of requests unanswered still costs one keyed hash per message, not a search.
+const LISTED: usize = 8;
+
+/// The pending requests: in `listed` while there are at most [`LISTED`], else all in
+/// `hashed` (one of the two is always empty), keyed by the same `PendingKey` either way.
+#[derive(Default)]
+struct Pendings {
+    listed: Vec<(PendingKey, Pending)>,
+    hashed: HashMap<PendingKey, Pending>,
+}
+
+impl Pendings {
+    fn len(&self) -> usize {
+        self.listed.len() + self.hashed.len()
+    }
+
+    /// The request pending under `id` that flowed `direction`; the id's bytes are compared
+    /// as they are, without building a key, while the list holds them.
+    fn get(&self, direction: WireDirection, id: &[u8]) -> Option<&Pending> {
+        if self.hashed.is_empty() {
+            self.listed.iter().find(|(k, _)| k.0 == direction && k.1.as_slice() == id).map(|(_, p)| p)
+        } else {
+            self.hashed.get(&PendingKey(direction, IdKey::from_slice(id)))
+        }
+    }
+
+    /// Keeps `pending` under `key`, and gives back the request it replaced.
+    fn insert(&mut self, key: PendingKey, pending: Pending) -> Option<Pending> {
+        if !self.hashed.is_empty() {
+            return self.hashed.insert(key, pending);
+        }
+        if let Some((_, held)) = self.listed.iter_mut().find(|(k, _)| *k == key) {
+            return Some(std::mem::replace(held, pending));
+        }
+        if self.listed.len() < LISTED {
+            self.listed.push((key, pending));
+        } else {
+            self.hashed.extend(self.listed.drain(..));
+            self.hashed.insert(key, pending);
+        }
+        None
+    }
+
+    /// Takes the request pending under `key`. The list's order means nothing (a
+    /// request's serial says which is more recent), so the last one fills the gap.
+    fn remove(&mut self, key: &PendingKey) -> Option<Pending> {
+        if !self.hashed.is_empty() {
+            return self.hashed.remove(key);
+        }
+        let at = self.listed.iter().position(|(k, _)| k == key)?;
+        Some(self.listed.swap_remove(at).1)
+    }
+
+    fn clear(&mut self) {
+        self.listed.clear();
+        self.hashed.clear();
+    }
+}
+
 impl Correlation {
     /// The method of the request pending under `id` that flowed `asked`, if it is a
     /// method the tables know.
     pub fn method(&self, asked: WireDirection, id: &[u8]) -> Option<&'static MethodDecoder> {
-        self.pending.get(&PendingKey(asked, IdKey::from_slice(id))).and_then(|p| p.method)
+        self.pending.get(asked, id).and_then(|p| p.method)
     }
 
     /// Remembers a request that flowed `direction` for its response. A second request
@@ -135,7 +198,7 @@ impl Correlation {
         }
         let to_agent = PendingKey(WireDirection::RunnerToAgent, id.clone());
         let to_runner = PendingKey(WireDirection::AgentToRunner, id);
-        let key = match (self.pending.get(&to_agent).copied(), self.pending.get(&to_runner).copied()) {
+        let key = match (self.pending.get(to_agent.0, &to_agent.1).copied(), self.pending.get(to_runner.0, &to_runner.1).copied()) {
             (None, None) => return None,
             (Some(_), None) => to_agent,
             (None, Some(_)) => to_runner,
@@ -232,6 +295,34 @@ mod tests {
         assert!(c.answer(id("u0"), Some(WireDirection::AgentToRunner), |_| false, &mut report).is_none());
         assert_eq!(c.len(), 0);
         assert!(report.diagnostics.is_empty(), "{:?}", report.diagnostics);
+    }
+
+    /// Past the short list the requests move into the table and back into the list once
+    /// the table is empty; either way each answer finds its own request, replacements
+    /// included.
+    #[test]
+    fn many_pending_requests_answer_as_few_do() {
+        let mut c = Correlation::default();
+        let mut report = Report::default();
+        for round in 0..2 {
+            let count = 3 * LISTED;
+            let serials: Vec<_> = (0..count)
+                .map(|i| {
+                    let to_agent = remember(&mut c, WireDirection::RunnerToAgent, &format!("u{i}"), None, &mut report);
+                    (to_agent, remember(&mut c, WireDirection::AgentToRunner, &format!("u{i}"), None, &mut report))
+                })
+                .collect();
+            assert_eq!(c.len(), 2 * count, "round {round}");
+            let again = remember(&mut c, WireDirection::RunnerToAgent, "u0", None, &mut report);
+            assert_eq!(c.len(), 2 * count, "a replacement is not a new request");
+            for (i, (to_agent, to_runner)) in serials.iter().enumerate().rev() {
+                let (p, _) = c.answer(id(&format!("u{i}")), Some(WireDirection::RunnerToAgent), |_| false, &mut report).expect("pending");
+                assert_eq!(p.serial, *to_runner);
+                let (p, _) = c.answer(id(&format!("u{i}")), Some(WireDirection::AgentToRunner), |_| false, &mut report).expect("pending");
+                assert_eq!(p.serial, if i == 0 { again } else { *to_agent });
+            }
+            assert_eq!(c.len(), 0, "round {round}");
+        }
     }
 
     #[test]

@@ -173,6 +173,13 @@ pub fn number_key<E: de::Error>(n: JsonNumber<'_>) -> Result<IdKey, E> {
 }
 
 fn key(kind: u8, value: &[u8]) -> IdKey {
+    // Written into an inline buffer whole when it fits (every id of real traffic):
+    // pushing the kind and extending by the value cost a capacity check and a move each.
+    let mut buf = [kind; 22];
+    if let Some(rest) = buf.get_mut(1..=value.len()) {
+        rest.copy_from_slice(value);
+        return IdKey::from_buf_and_len(buf, value.len() + 1);
+    }
     let mut key = IdKey::new();
     key.push(kind);
     key.extend_from_slice(value);

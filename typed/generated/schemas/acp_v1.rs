@@ -5321,186 +5321,27 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/ToolKind/oneOf/0`.
-    fn node_44(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("read")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolKind/oneOf/1`.
-    fn node_45(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("edit")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolKind/oneOf/2`.
-    fn node_46(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("delete")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolKind/oneOf/3`.
-    fn node_47(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("move")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolKind/oneOf/4`.
-    fn node_48(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("search")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolKind/oneOf/5`.
-    fn node_49(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("execute")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolKind/oneOf/6`.
-    fn node_50(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("think")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolKind/oneOf/7`.
-    fn node_51(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("fetch")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolKind/oneOf/8`.
-    fn node_52(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("switch_mode")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolKind/oneOf/9`.
-    fn node_53(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("other")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/ToolKind` of the input schema.
     pub fn check_ToolKind(v: &Json<'_>) -> Result<(), Invalid> {
-        if [
-            node_44(v).is_ok(),
-            node_45(v).is_ok(),
-            node_46(v).is_ok(),
-            node_47(v).is_ok(),
-            node_48(v).is_ok(),
-            node_49(v).is_ok(),
-            node_50(v).is_ok(),
-            node_51(v).is_ok(),
-            node_52(v).is_ok(),
-            node_53(v).is_ok(),
-        ]
-            .iter()
-            .filter(|ok| **ok)
-            .count() != 1
-        {
+        if !matches!(
+            v.as_str(), Some("read" | "edit" | "delete" | "move" | "search" | "execute" |
+            "think" | "fetch" | "switch_mode" | "other")
+        ) {
             return Err(Invalid::new("does not match exactly one of the allowed shapes"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolCallStatus/oneOf/0`.
-    fn node_54(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("pending")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolCallStatus/oneOf/1`.
-    fn node_55(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("in_progress")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolCallStatus/oneOf/2`.
-    fn node_56(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("completed")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolCallStatus/oneOf/3`.
-    fn node_57(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("failed")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
     /// Checks a value against `#/$defs/ToolCallStatus` of the input schema.
     pub fn check_ToolCallStatus(v: &Json<'_>) -> Result<(), Invalid> {
-        if [
-            node_54(v).is_ok(),
-            node_55(v).is_ok(),
-            node_56(v).is_ok(),
-            node_57(v).is_ok(),
-        ]
-            .iter()
-            .filter(|ok| **ok)
-            .count() != 1
-        {
+        if !matches!(
+            v.as_str(), Some("pending" | "in_progress" | "completed" | "failed")
+        ) {
             return Err(Invalid::new("does not match exactly one of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ToolCallContent/oneOf/0/properties/type`.
-    fn node_58(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_44(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -5521,7 +5362,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_58(p).map_err(|e| e.at("type"))?;
+                        node_44(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -5536,7 +5377,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ToolCallContent/oneOf/1/properties/type`.
-    fn node_59(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_45(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -5557,7 +5398,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_59(p).map_err(|e| e.at("type"))?;
+                        node_45(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -5572,7 +5413,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ToolCallContent/oneOf/2/properties/type`.
-    fn node_60(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_46(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -5593,7 +5434,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_60(p).map_err(|e| e.at("type"))?;
+                        node_46(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -5630,7 +5471,7 @@ pub mod checks {
         )
     }
     /// Checks `#/$defs/ContentBlock/oneOf/0/properties/type`.
-    fn node_61(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_47(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -5651,7 +5492,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_61(p).map_err(|e| e.at("type"))?;
+                        node_47(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -5666,7 +5507,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ContentBlock/oneOf/1/properties/type`.
-    fn node_62(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_48(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -5687,7 +5528,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_62(p).map_err(|e| e.at("type"))?;
+                        node_48(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -5702,7 +5543,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ContentBlock/oneOf/2/properties/type`.
-    fn node_63(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_49(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -5723,7 +5564,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_63(p).map_err(|e| e.at("type"))?;
+                        node_49(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -5738,7 +5579,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ContentBlock/oneOf/3/properties/type`.
-    fn node_64(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_50(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -5759,7 +5600,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_64(p).map_err(|e| e.at("type"))?;
+                        node_50(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -5774,7 +5615,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ContentBlock/oneOf/4/properties/type`.
-    fn node_65(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_51(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -5795,7 +5636,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_65(p).map_err(|e| e.at("type"))?;
+                        node_51(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -5834,7 +5675,7 @@ pub mod checks {
         )
     }
     /// Checks `#/$defs/Annotations/properties/audience`.
-    fn node_66(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_52(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array() || v.is_null()) {
             return Err(Invalid::new("expected array or null"));
         }
@@ -5848,21 +5689,21 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/Annotations/properties/lastModified`.
-    fn node_67(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_53(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/Annotations/properties/priority`.
-    fn node_68(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_54(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_number() || v.is_null()) {
             return Err(Invalid::new("expected number or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/Annotations/properties/_meta`.
-    fn node_69(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_55(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -5882,25 +5723,25 @@ pub mod checks {
                         #[allow(unused_mut)]
                         let mut matched = match &**k {
                             "audience" => {
-                                if let Err(e) = node_66(p) {
+                                if let Err(e) = node_52(p) {
                                     crate::exact::lenient(e.at("audience"))?;
                                 }
                                 true
                             }
                             "lastModified" => {
-                                if let Err(e) = node_67(p) {
+                                if let Err(e) = node_53(p) {
                                     crate::exact::lenient(e.at("lastModified"))?;
                                 }
                                 true
                             }
                             "priority" => {
-                                if let Err(e) = node_68(p) {
+                                if let Err(e) = node_54(p) {
                                     crate::exact::lenient(e.at("priority"))?;
                                 }
                                 true
                             }
                             "_meta" => {
-                                if let Err(e) = node_69(p) {
+                                if let Err(e) = node_55(p) {
                                     crate::exact::lenient(e.at("_meta"))?;
                                 }
                                 true
@@ -5914,57 +5755,36 @@ pub mod checks {
             },
         )
     }
-    /// Checks `#/$defs/Role/oneOf/0`.
-    fn node_70(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("assistant")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Role/oneOf/1`.
-    fn node_71(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("user")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/Role` of the input schema.
     pub fn check_Role(v: &Json<'_>) -> Result<(), Invalid> {
-        if [node_70(v).is_ok(), node_71(v).is_ok()].iter().filter(|ok| **ok).count() != 1
-        {
+        if !matches!(v.as_str(), Some("assistant" | "user")) {
             return Err(Invalid::new("does not match exactly one of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/TextContent/properties/annotations/anyOf/1`.
-    fn node_72(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_56(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/TextContent/properties/annotations`.
-    fn node_73(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_Annotations(v).is_ok() || node_72(v).is_ok()) {
+    fn node_57(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_Annotations(v).is_ok() || node_56(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/TextContent/properties/text`.
-    fn node_74(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_58(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/TextContent/properties/_meta`.
-    fn node_75(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_59(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -5981,18 +5801,18 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "annotations" => {
-                        if let Err(e) = node_73(p) {
+                        if let Err(e) = node_57(p) {
                             crate::exact::lenient(e.at("annotations"))?;
                         }
                         true
                     }
                     "text" => {
                         seen |= 2u128;
-                        node_74(p).map_err(|e| e.at("text"))?;
+                        node_58(p).map_err(|e| e.at("text"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_75(p) {
+                        if let Err(e) = node_59(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -6008,42 +5828,42 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ImageContent/properties/annotations/anyOf/1`.
-    fn node_76(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_60(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ImageContent/properties/annotations`.
-    fn node_77(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_Annotations(v).is_ok() || node_76(v).is_ok()) {
+    fn node_61(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_Annotations(v).is_ok() || node_60(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ImageContent/properties/data`.
-    fn node_78(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_62(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ImageContent/properties/mimeType`.
-    fn node_79(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_63(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ImageContent/properties/uri`.
-    fn node_80(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_64(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ImageContent/properties/_meta`.
-    fn node_81(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_65(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -6060,29 +5880,29 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "annotations" => {
-                        if let Err(e) = node_77(p) {
+                        if let Err(e) = node_61(p) {
                             crate::exact::lenient(e.at("annotations"))?;
                         }
                         true
                     }
                     "data" => {
                         seen |= 2u128;
-                        node_78(p).map_err(|e| e.at("data"))?;
+                        node_62(p).map_err(|e| e.at("data"))?;
                         true
                     }
                     "mimeType" => {
                         seen |= 4u128;
-                        node_79(p).map_err(|e| e.at("mimeType"))?;
+                        node_63(p).map_err(|e| e.at("mimeType"))?;
                         true
                     }
                     "uri" => {
-                        if let Err(e) = node_80(p) {
+                        if let Err(e) = node_64(p) {
                             crate::exact::lenient(e.at("uri"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_81(p) {
+                        if let Err(e) = node_65(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -6101,35 +5921,35 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/AudioContent/properties/annotations/anyOf/1`.
-    fn node_82(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_66(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/AudioContent/properties/annotations`.
-    fn node_83(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_Annotations(v).is_ok() || node_82(v).is_ok()) {
+    fn node_67(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_Annotations(v).is_ok() || node_66(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/AudioContent/properties/data`.
-    fn node_84(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_68(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/AudioContent/properties/mimeType`.
-    fn node_85(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_69(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/AudioContent/properties/_meta`.
-    fn node_86(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_70(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -6146,23 +5966,23 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "annotations" => {
-                        if let Err(e) = node_83(p) {
+                        if let Err(e) = node_67(p) {
                             crate::exact::lenient(e.at("annotations"))?;
                         }
                         true
                     }
                     "data" => {
                         seen |= 2u128;
-                        node_84(p).map_err(|e| e.at("data"))?;
+                        node_68(p).map_err(|e| e.at("data"))?;
                         true
                     }
                     "mimeType" => {
                         seen |= 4u128;
-                        node_85(p).map_err(|e| e.at("mimeType"))?;
+                        node_69(p).map_err(|e| e.at("mimeType"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_86(p) {
+                        if let Err(e) = node_70(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -6181,63 +6001,63 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ResourceLink/properties/annotations/anyOf/1`.
-    fn node_87(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_71(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ResourceLink/properties/annotations`.
-    fn node_88(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_Annotations(v).is_ok() || node_87(v).is_ok()) {
+    fn node_72(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_Annotations(v).is_ok() || node_71(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ResourceLink/properties/description`.
-    fn node_89(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_73(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ResourceLink/properties/mimeType`.
-    fn node_90(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_74(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ResourceLink/properties/name`.
-    fn node_91(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_75(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ResourceLink/properties/size`.
-    fn node_92(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_76(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v) || v.is_null()) {
             return Err(Invalid::new("expected integer or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ResourceLink/properties/title`.
-    fn node_93(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_77(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ResourceLink/properties/uri`.
-    fn node_94(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_78(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ResourceLink/properties/_meta`.
-    fn node_95(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_79(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -6254,47 +6074,47 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "annotations" => {
-                        if let Err(e) = node_88(p) {
+                        if let Err(e) = node_72(p) {
                             crate::exact::lenient(e.at("annotations"))?;
                         }
                         true
                     }
                     "description" => {
-                        if let Err(e) = node_89(p) {
+                        if let Err(e) = node_73(p) {
                             crate::exact::lenient(e.at("description"))?;
                         }
                         true
                     }
                     "mimeType" => {
-                        if let Err(e) = node_90(p) {
+                        if let Err(e) = node_74(p) {
                             crate::exact::lenient(e.at("mimeType"))?;
                         }
                         true
                     }
                     "name" => {
                         seen |= 8u128;
-                        node_91(p).map_err(|e| e.at("name"))?;
+                        node_75(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "size" => {
-                        if let Err(e) = node_92(p) {
+                        if let Err(e) = node_76(p) {
                             crate::exact::lenient(e.at("size"))?;
                         }
                         true
                     }
                     "title" => {
-                        if let Err(e) = node_93(p) {
+                        if let Err(e) = node_77(p) {
                             crate::exact::lenient(e.at("title"))?;
                         }
                         true
                     }
                     "uri" => {
                         seen |= 64u128;
-                        node_94(p).map_err(|e| e.at("uri"))?;
+                        node_78(p).map_err(|e| e.at("uri"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_95(p) {
+                        if let Err(e) = node_79(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -6313,45 +6133,45 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/EmbeddedResourceResource/anyOf/0`.
-    fn node_96(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_80(v: &Json<'_>) -> Result<(), Invalid> {
         check_TextResourceContents(v)?;
         Ok(())
     }
     /// Checks `#/$defs/EmbeddedResourceResource/anyOf/1`.
-    fn node_97(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_81(v: &Json<'_>) -> Result<(), Invalid> {
         check_BlobResourceContents(v)?;
         Ok(())
     }
     /// Checks a value against `#/$defs/EmbeddedResourceResource` of the input schema.
     pub fn check_EmbeddedResourceResource(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_96(v).is_ok() || node_97(v).is_ok()) {
+        if !(false || node_80(v).is_ok() || node_81(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/TextResourceContents/properties/mimeType`.
-    fn node_98(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_82(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/TextResourceContents/properties/text`.
-    fn node_99(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_83(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/TextResourceContents/properties/uri`.
-    fn node_100(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_84(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/TextResourceContents/properties/_meta`.
-    fn node_101(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_85(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -6368,23 +6188,23 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "mimeType" => {
-                        if let Err(e) = node_98(p) {
+                        if let Err(e) = node_82(p) {
                             crate::exact::lenient(e.at("mimeType"))?;
                         }
                         true
                     }
                     "text" => {
                         seen |= 2u128;
-                        node_99(p).map_err(|e| e.at("text"))?;
+                        node_83(p).map_err(|e| e.at("text"))?;
                         true
                     }
                     "uri" => {
                         seen |= 4u128;
-                        node_100(p).map_err(|e| e.at("uri"))?;
+                        node_84(p).map_err(|e| e.at("uri"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_101(p) {
+                        if let Err(e) = node_85(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -6403,28 +6223,28 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/BlobResourceContents/properties/blob`.
-    fn node_102(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_86(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/BlobResourceContents/properties/mimeType`.
-    fn node_103(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_87(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/BlobResourceContents/properties/uri`.
-    fn node_104(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_88(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/BlobResourceContents/properties/_meta`.
-    fn node_105(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_89(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -6442,22 +6262,22 @@ pub mod checks {
                 let mut matched = match &**k {
                     "blob" => {
                         seen |= 1u128;
-                        node_102(p).map_err(|e| e.at("blob"))?;
+                        node_86(p).map_err(|e| e.at("blob"))?;
                         true
                     }
                     "mimeType" => {
-                        if let Err(e) = node_103(p) {
+                        if let Err(e) = node_87(p) {
                             crate::exact::lenient(e.at("mimeType"))?;
                         }
                         true
                     }
                     "uri" => {
                         seen |= 4u128;
-                        node_104(p).map_err(|e| e.at("uri"))?;
+                        node_88(p).map_err(|e| e.at("uri"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_105(p) {
+                        if let Err(e) = node_89(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -6476,26 +6296,26 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/EmbeddedResource/properties/annotations/anyOf/1`.
-    fn node_106(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_90(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/EmbeddedResource/properties/annotations`.
-    fn node_107(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_Annotations(v).is_ok() || node_106(v).is_ok()) {
+    fn node_91(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_Annotations(v).is_ok() || node_90(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/EmbeddedResource/properties/resource`.
-    fn node_108(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_92(v: &Json<'_>) -> Result<(), Invalid> {
         check_EmbeddedResourceResource(v)?;
         Ok(())
     }
     /// Checks `#/$defs/EmbeddedResource/properties/_meta`.
-    fn node_109(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_93(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -6512,18 +6332,18 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "annotations" => {
-                        if let Err(e) = node_107(p) {
+                        if let Err(e) = node_91(p) {
                             crate::exact::lenient(e.at("annotations"))?;
                         }
                         true
                     }
                     "resource" => {
                         seen |= 2u128;
-                        node_108(p).map_err(|e| e.at("resource"))?;
+                        node_92(p).map_err(|e| e.at("resource"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_109(p) {
+                        if let Err(e) = node_93(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -6539,12 +6359,12 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/Content/properties/content`.
-    fn node_110(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_94(v: &Json<'_>) -> Result<(), Invalid> {
         check_ContentBlock(v)?;
         Ok(())
     }
     /// Checks `#/$defs/Content/properties/_meta`.
-    fn node_111(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_95(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -6562,11 +6382,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "content" => {
                         seen |= 1u128;
-                        node_110(p).map_err(|e| e.at("content"))?;
+                        node_94(p).map_err(|e| e.at("content"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_111(p) {
+                        if let Err(e) = node_95(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -6582,28 +6402,28 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/Diff/properties/path`.
-    fn node_112(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_96(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/Diff/properties/oldText`.
-    fn node_113(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_97(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/Diff/properties/newText`.
-    fn node_114(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_98(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/Diff/properties/_meta`.
-    fn node_115(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_99(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -6621,22 +6441,22 @@ pub mod checks {
                 let mut matched = match &**k {
                     "path" => {
                         seen |= 1u128;
-                        node_112(p).map_err(|e| e.at("path"))?;
+                        node_96(p).map_err(|e| e.at("path"))?;
                         true
                     }
                     "oldText" => {
-                        if let Err(e) = node_113(p) {
+                        if let Err(e) = node_97(p) {
                             crate::exact::lenient(e.at("oldText"))?;
                         }
                         true
                     }
                     "newText" => {
                         seen |= 4u128;
-                        node_114(p).map_err(|e| e.at("newText"))?;
+                        node_98(p).map_err(|e| e.at("newText"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_115(p) {
+                        if let Err(e) = node_99(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -6662,12 +6482,12 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/Terminal/properties/terminalId`.
-    fn node_116(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_100(v: &Json<'_>) -> Result<(), Invalid> {
         check_TerminalId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/Terminal/properties/_meta`.
-    fn node_117(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_101(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -6685,11 +6505,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "terminalId" => {
                         seen |= 1u128;
-                        node_116(p).map_err(|e| e.at("terminalId"))?;
+                        node_100(p).map_err(|e| e.at("terminalId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_117(p) {
+                        if let Err(e) = node_101(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -6705,14 +6525,14 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ToolCallLocation/properties/path`.
-    fn node_118(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_102(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ToolCallLocation/properties/line`.
-    fn node_119(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_103(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v) || v.is_null()) {
             return Err(Invalid::new("expected integer or null"));
         }
@@ -6727,7 +6547,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ToolCallLocation/properties/_meta`.
-    fn node_120(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_104(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -6745,17 +6565,17 @@ pub mod checks {
                 let mut matched = match &**k {
                     "path" => {
                         seen |= 1u128;
-                        node_118(p).map_err(|e| e.at("path"))?;
+                        node_102(p).map_err(|e| e.at("path"))?;
                         true
                     }
                     "line" => {
-                        if let Err(e) = node_119(p) {
+                        if let Err(e) = node_103(p) {
                             crate::exact::lenient(e.at("line"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_120(p) {
+                        if let Err(e) = node_104(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -6771,24 +6591,24 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/PermissionOption/properties/optionId`.
-    fn node_121(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_105(v: &Json<'_>) -> Result<(), Invalid> {
         check_PermissionOptionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/PermissionOption/properties/name`.
-    fn node_122(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_106(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/PermissionOption/properties/kind`.
-    fn node_123(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_107(v: &Json<'_>) -> Result<(), Invalid> {
         check_PermissionOptionKind(v)?;
         Ok(())
     }
     /// Checks `#/$defs/PermissionOption/properties/_meta`.
-    fn node_124(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_108(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -6806,21 +6626,21 @@ pub mod checks {
                 let mut matched = match &**k {
                     "optionId" => {
                         seen |= 1u128;
-                        node_121(p).map_err(|e| e.at("optionId"))?;
+                        node_105(p).map_err(|e| e.at("optionId"))?;
                         true
                     }
                     "name" => {
                         seen |= 2u128;
-                        node_122(p).map_err(|e| e.at("name"))?;
+                        node_106(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "kind" => {
                         seen |= 4u128;
-                        node_123(p).map_err(|e| e.at("kind"))?;
+                        node_107(p).map_err(|e| e.at("kind"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_124(p) {
+                        if let Err(e) = node_108(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -6848,95 +6668,49 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/PermissionOptionKind/oneOf/0`.
-    fn node_125(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("allow_once")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/PermissionOptionKind/oneOf/1`.
-    fn node_126(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("allow_always")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/PermissionOptionKind/oneOf/2`.
-    fn node_127(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("reject_once")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/PermissionOptionKind/oneOf/3`.
-    fn node_128(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("reject_always")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/PermissionOptionKind` of the input schema.
     pub fn check_PermissionOptionKind(v: &Json<'_>) -> Result<(), Invalid> {
-        if [
-            node_125(v).is_ok(),
-            node_126(v).is_ok(),
-            node_127(v).is_ok(),
-            node_128(v).is_ok(),
-        ]
-            .iter()
-            .filter(|ok| **ok)
-            .count() != 1
-        {
+        if !matches!(
+            v.as_str(), Some("allow_once" | "allow_always" | "reject_once" |
+            "reject_always")
+        ) {
             return Err(Invalid::new("does not match exactly one of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/CreateTerminalRequest/properties/sessionId`.
-    fn node_129(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_109(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/CreateTerminalRequest/properties/command`.
-    fn node_130(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_110(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/CreateTerminalRequest/properties/args/items`.
-    fn node_131(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_111(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/CreateTerminalRequest/properties/args`.
-    fn node_132(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_112(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_131(item).map_err(|e| e.at(i.to_string()))?;
+                node_111(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
     }
     /// Checks `#/$defs/CreateTerminalRequest/properties/env`.
-    fn node_133(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_113(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -6948,14 +6722,14 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CreateTerminalRequest/properties/cwd`.
-    fn node_134(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_114(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/CreateTerminalRequest/properties/outputByteLimit`.
-    fn node_135(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_115(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v) || v.is_null()) {
             return Err(Invalid::new("expected integer or null"));
         }
@@ -6970,7 +6744,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CreateTerminalRequest/properties/_meta`.
-    fn node_136(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_116(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -6988,38 +6762,38 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_129(p).map_err(|e| e.at("sessionId"))?;
+                        node_109(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "command" => {
                         seen |= 2u128;
-                        node_130(p).map_err(|e| e.at("command"))?;
+                        node_110(p).map_err(|e| e.at("command"))?;
                         true
                     }
                     "args" => {
-                        match node_132(p) {
+                        match node_112(p) {
                             Err(e) if p.is_null() => crate::exact::lenient(e.at("args"))?,
                             other => other.map_err(|e| e.at("args"))?,
                         }
                         true
                     }
                     "env" => {
-                        match node_133(p) {
+                        match node_113(p) {
                             Err(e) if p.is_null() => crate::exact::lenient(e.at("env"))?,
                             other => other.map_err(|e| e.at("env"))?,
                         }
                         true
                     }
                     "cwd" => {
-                        node_134(p).map_err(|e| e.at("cwd"))?;
+                        node_114(p).map_err(|e| e.at("cwd"))?;
                         true
                     }
                     "outputByteLimit" => {
-                        node_135(p).map_err(|e| e.at("outputByteLimit"))?;
+                        node_115(p).map_err(|e| e.at("outputByteLimit"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_136(p) {
+                        if let Err(e) = node_116(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -7038,21 +6812,21 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/EnvVariable/properties/name`.
-    fn node_137(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_117(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/EnvVariable/properties/value`.
-    fn node_138(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_118(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/EnvVariable/properties/_meta`.
-    fn node_139(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_119(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -7070,16 +6844,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "name" => {
                         seen |= 1u128;
-                        node_137(p).map_err(|e| e.at("name"))?;
+                        node_117(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "value" => {
                         seen |= 2u128;
-                        node_138(p).map_err(|e| e.at("value"))?;
+                        node_118(p).map_err(|e| e.at("value"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_139(p) {
+                        if let Err(e) = node_119(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -7098,17 +6872,17 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/TerminalOutputRequest/properties/sessionId`.
-    fn node_140(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_120(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/TerminalOutputRequest/properties/terminalId`.
-    fn node_141(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_121(v: &Json<'_>) -> Result<(), Invalid> {
         check_TerminalId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/TerminalOutputRequest/properties/_meta`.
-    fn node_142(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_122(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -7126,16 +6900,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_140(p).map_err(|e| e.at("sessionId"))?;
+                        node_120(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "terminalId" => {
                         seen |= 2u128;
-                        node_141(p).map_err(|e| e.at("terminalId"))?;
+                        node_121(p).map_err(|e| e.at("terminalId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_142(p) {
+                        if let Err(e) = node_122(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -7154,17 +6928,17 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ReleaseTerminalRequest/properties/sessionId`.
-    fn node_143(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_123(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ReleaseTerminalRequest/properties/terminalId`.
-    fn node_144(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_124(v: &Json<'_>) -> Result<(), Invalid> {
         check_TerminalId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ReleaseTerminalRequest/properties/_meta`.
-    fn node_145(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_125(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -7182,16 +6956,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_143(p).map_err(|e| e.at("sessionId"))?;
+                        node_123(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "terminalId" => {
                         seen |= 2u128;
-                        node_144(p).map_err(|e| e.at("terminalId"))?;
+                        node_124(p).map_err(|e| e.at("terminalId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_145(p) {
+                        if let Err(e) = node_125(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -7210,17 +6984,17 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/WaitForTerminalExitRequest/properties/sessionId`.
-    fn node_146(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_126(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/WaitForTerminalExitRequest/properties/terminalId`.
-    fn node_147(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_127(v: &Json<'_>) -> Result<(), Invalid> {
         check_TerminalId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/WaitForTerminalExitRequest/properties/_meta`.
-    fn node_148(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_128(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -7238,16 +7012,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_146(p).map_err(|e| e.at("sessionId"))?;
+                        node_126(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "terminalId" => {
                         seen |= 2u128;
-                        node_147(p).map_err(|e| e.at("terminalId"))?;
+                        node_127(p).map_err(|e| e.at("terminalId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_148(p) {
+                        if let Err(e) = node_128(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -7266,17 +7040,17 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/KillTerminalRequest/properties/sessionId`.
-    fn node_149(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_129(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/KillTerminalRequest/properties/terminalId`.
-    fn node_150(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_130(v: &Json<'_>) -> Result<(), Invalid> {
         check_TerminalId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/KillTerminalRequest/properties/_meta`.
-    fn node_151(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_131(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -7294,16 +7068,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_149(p).map_err(|e| e.at("sessionId"))?;
+                        node_129(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "terminalId" => {
                         seen |= 2u128;
-                        node_150(p).map_err(|e| e.at("terminalId"))?;
+                        node_130(p).map_err(|e| e.at("terminalId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_151(p) {
+                        if let Err(e) = node_131(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -7322,7 +7096,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CreateElicitationRequest/anyOf/0/properties/mode`.
-    fn node_152(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_132(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -7343,7 +7117,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "mode" => {
                         seen |= 1u128;
-                        node_152(p).map_err(|e| e.at("mode"))?;
+                        node_132(p).map_err(|e| e.at("mode"))?;
                         true
                     }
                     _ => false,
@@ -7358,7 +7132,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CreateElicitationRequest/anyOf/1/properties/mode`.
-    fn node_153(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_133(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -7379,7 +7153,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "mode" => {
                         seen |= 1u128;
-                        node_153(p).map_err(|e| e.at("mode"))?;
+                        node_133(p).map_err(|e| e.at("mode"))?;
                         true
                     }
                     _ => false,
@@ -7394,7 +7168,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CreateElicitationRequest/anyOf/2/not/anyOf/0/properties/mode`.
-    fn node_154(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_134(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -7417,7 +7191,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "mode" => {
                         seen |= 1u128;
-                        node_154(p).map_err(|e| e.at("mode"))?;
+                        node_134(p).map_err(|e| e.at("mode"))?;
                         true
                     }
                     _ => false,
@@ -7431,7 +7205,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CreateElicitationRequest/anyOf/2/not/anyOf/1/properties/mode`.
-    fn node_155(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_135(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -7454,7 +7228,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "mode" => {
                         seen |= 1u128;
-                        node_155(p).map_err(|e| e.at("mode"))?;
+                        node_135(p).map_err(|e| e.at("mode"))?;
                         true
                     }
                     _ => false,
@@ -7468,24 +7242,24 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CreateElicitationRequest/anyOf/2/properties/mode`.
-    fn node_156(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_136(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/CreateElicitationRequest/anyOf/2/anyOf/0`.
-    fn node_157(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_137(v: &Json<'_>) -> Result<(), Invalid> {
         check_ElicitationSessionScope(v)?;
         Ok(())
     }
     /// Checks `#/$defs/CreateElicitationRequest/anyOf/2/anyOf/1`.
-    fn node_158(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_138(v: &Json<'_>) -> Result<(), Invalid> {
         check_ElicitationRequestScope(v)?;
         Ok(())
     }
     /// Checks `#/$defs/CreateElicitationRequest/anyOf/2/not`.
-    fn node_159(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_139(v: &Json<'_>) -> Result<(), Invalid> {
         match v.get("mode").and_then(Json::as_str) {
             Some("form") => check_CreateElicitationRequestVariant2NotForm(v)?,
             Some("url") => check_CreateElicitationRequestVariant2NotUrl(v)?,
@@ -7505,7 +7279,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "mode" => {
                         seen |= 1u128;
-                        node_156(p).map_err(|e| e.at("mode"))?;
+                        node_136(p).map_err(|e| e.at("mode"))?;
                         true
                     }
                     _ => false,
@@ -7516,23 +7290,23 @@ pub mod checks {
                 return Err(Invalid::new("missing required property `mode`"));
             }
         }
-        if !(false || node_157(v).is_ok() || node_158(v).is_ok()) {
+        if !(false || node_137(v).is_ok() || node_138(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
-        if node_159(v).is_ok() {
+        if node_139(v).is_ok() {
             return Err(Invalid::new("matches a shape that is not allowed"));
         }
         Ok(())
     }
     /// Checks `#/$defs/CreateElicitationRequest/properties/message`.
-    fn node_160(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_140(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/CreateElicitationRequest/properties/_meta`.
-    fn node_161(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_141(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -7550,11 +7324,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "message" => {
                         seen |= 1u128;
-                        node_160(p).map_err(|e| e.at("message"))?;
+                        node_140(p).map_err(|e| e.at("message"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_161(p) {
+                        if let Err(e) = node_141(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -7576,20 +7350,20 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ElicitationSessionScope/properties/sessionId`.
-    fn node_162(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_142(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ElicitationSessionScope/properties/toolCallId/anyOf/1`.
-    fn node_163(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_143(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ElicitationSessionScope/properties/toolCallId`.
-    fn node_164(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_ToolCallId(v).is_ok() || node_163(v).is_ok()) {
+    fn node_144(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_ToolCallId(v).is_ok() || node_143(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
@@ -7610,11 +7384,11 @@ pub mod checks {
                         let mut matched = match &**k {
                             "sessionId" => {
                                 seen |= 1u128;
-                                node_162(p).map_err(|e| e.at("sessionId"))?;
+                                node_142(p).map_err(|e| e.at("sessionId"))?;
                                 true
                             }
                             "toolCallId" => {
-                                if let Err(e) = node_164(p) {
+                                if let Err(e) = node_144(p) {
                                     crate::exact::lenient(e.at("toolCallId"))?;
                                 }
                                 true
@@ -7634,7 +7408,7 @@ pub mod checks {
         )
     }
     /// Checks `#/$defs/ElicitationRequestScope/properties/requestId`.
-    fn node_165(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_145(v: &Json<'_>) -> Result<(), Invalid> {
         check_RequestId(v)?;
         Ok(())
     }
@@ -7654,7 +7428,7 @@ pub mod checks {
                         let mut matched = match &**k {
                             "requestId" => {
                                 seen |= 1u128;
-                                node_165(p).map_err(|e| e.at("requestId"))?;
+                                node_145(p).map_err(|e| e.at("requestId"))?;
                                 true
                             }
                             _ => false,
@@ -7688,45 +7462,45 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ElicitationSchema/properties/type`.
-    fn node_166(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_146(v: &Json<'_>) -> Result<(), Invalid> {
         check_ElicitationSchemaType(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ElicitationSchema/properties/title`.
-    fn node_167(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_147(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ElicitationSchema/properties/required/items`.
-    fn node_168(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_148(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ElicitationSchema/properties/required`.
-    fn node_169(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_149(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array() || v.is_null()) {
             return Err(Invalid::new("expected array or null"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_168(item).map_err(|e| e.at(i.to_string()))?;
+                node_148(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
     }
     /// Checks `#/$defs/ElicitationSchema/properties/description`.
-    fn node_170(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_150(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ElicitationSchema/properties/_meta`.
-    fn node_171(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_151(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -7742,13 +7516,13 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "type" => {
-                        if let Err(e) = node_166(p) {
+                        if let Err(e) = node_146(p) {
                             crate::exact::lenient(e.at("type"))?;
                         }
                         true
                     }
                     "title" => {
-                        if let Err(e) = node_167(p) {
+                        if let Err(e) = node_147(p) {
                             crate::exact::lenient(e.at("title"))?;
                         }
                         true
@@ -7759,17 +7533,17 @@ pub mod checks {
                         true
                     }
                     "required" => {
-                        node_169(p).map_err(|e| e.at("required"))?;
+                        node_149(p).map_err(|e| e.at("required"))?;
                         true
                     }
                     "description" => {
-                        if let Err(e) = node_170(p) {
+                        if let Err(e) = node_150(p) {
                             crate::exact::lenient(e.at("description"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_171(p) {
+                        if let Err(e) = node_151(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -7781,25 +7555,15 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/ElicitationSchemaType/oneOf/0`.
-    fn node_172(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("object")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/ElicitationSchemaType` of the input schema.
     pub fn check_ElicitationSchemaType(v: &Json<'_>) -> Result<(), Invalid> {
-        if [node_172(v).is_ok()].iter().filter(|ok| **ok).count() != 1 {
+        if !matches!(v.as_str(), Some("object")) {
             return Err(Invalid::new("does not match exactly one of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ElicitationPropertySchema/anyOf/0/properties/type`.
-    fn node_173(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_152(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -7820,7 +7584,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_173(p).map_err(|e| e.at("type"))?;
+                        node_152(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -7835,7 +7599,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ElicitationPropertySchema/anyOf/1/properties/type`.
-    fn node_174(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_153(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -7856,7 +7620,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_174(p).map_err(|e| e.at("type"))?;
+                        node_153(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -7871,7 +7635,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ElicitationPropertySchema/anyOf/2/properties/type`.
-    fn node_175(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_154(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -7892,7 +7656,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_175(p).map_err(|e| e.at("type"))?;
+                        node_154(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -7907,7 +7671,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ElicitationPropertySchema/anyOf/3/properties/type`.
-    fn node_176(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_155(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -7928,7 +7692,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_176(p).map_err(|e| e.at("type"))?;
+                        node_155(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -7943,7 +7707,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ElicitationPropertySchema/anyOf/4/properties/type`.
-    fn node_177(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_156(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -7964,7 +7728,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_177(p).map_err(|e| e.at("type"))?;
+                        node_156(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -7979,7 +7743,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ElicitationPropertySchema/anyOf/5/not/anyOf/0/properties/type`.
-    fn node_178(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_157(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -8002,7 +7766,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_178(p).map_err(|e| e.at("type"))?;
+                        node_157(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -8016,7 +7780,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ElicitationPropertySchema/anyOf/5/not/anyOf/1/properties/type`.
-    fn node_179(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_158(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -8039,7 +7803,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_179(p).map_err(|e| e.at("type"))?;
+                        node_158(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -8053,7 +7817,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ElicitationPropertySchema/anyOf/5/not/anyOf/2/properties/type`.
-    fn node_180(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_159(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -8076,7 +7840,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_180(p).map_err(|e| e.at("type"))?;
+                        node_159(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -8090,7 +7854,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ElicitationPropertySchema/anyOf/5/not/anyOf/3/properties/type`.
-    fn node_181(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_160(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -8113,7 +7877,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_181(p).map_err(|e| e.at("type"))?;
+                        node_160(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -8127,7 +7891,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ElicitationPropertySchema/anyOf/5/not/anyOf/4/properties/type`.
-    fn node_182(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_161(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -8150,7 +7914,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_182(p).map_err(|e| e.at("type"))?;
+                        node_161(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -8164,14 +7928,14 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ElicitationPropertySchema/anyOf/5/properties/type`.
-    fn node_183(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_162(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ElicitationPropertySchema/anyOf/5/not`.
-    fn node_184(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_163(v: &Json<'_>) -> Result<(), Invalid> {
         match v.get("type").and_then(Json::as_str) {
             Some("string") => check_ElicitationPropertySchemaVariant5NotString(v)?,
             Some("number") => check_ElicitationPropertySchemaVariant5NotNumber(v)?,
@@ -8194,7 +7958,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_183(p).map_err(|e| e.at("type"))?;
+                        node_162(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -8205,7 +7969,7 @@ pub mod checks {
                 return Err(Invalid::new("missing required property `type`"));
             }
         }
-        if node_184(v).is_ok() {
+        if node_163(v).is_ok() {
             return Err(Invalid::new("matches a shape that is not allowed"));
         }
         Ok(())
@@ -8223,85 +7987,36 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/StringFormat/oneOf/0`.
-    fn node_185(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("email")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/StringFormat/oneOf/1`.
-    fn node_186(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("uri")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/StringFormat/oneOf/2`.
-    fn node_187(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("date")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/StringFormat/oneOf/3`.
-    fn node_188(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("date-time")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/StringFormat` of the input schema.
     pub fn check_StringFormat(v: &Json<'_>) -> Result<(), Invalid> {
-        if [
-            node_185(v).is_ok(),
-            node_186(v).is_ok(),
-            node_187(v).is_ok(),
-            node_188(v).is_ok(),
-        ]
-            .iter()
-            .filter(|ok| **ok)
-            .count() != 1
-        {
+        if !matches!(v.as_str(), Some("email" | "uri" | "date" | "date-time")) {
             return Err(Invalid::new("does not match exactly one of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/EnumOption/properties/const`.
-    fn node_189(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_164(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/EnumOption/properties/title`.
-    fn node_190(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_165(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/EnumOption/properties/description`.
-    fn node_191(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_166(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/EnumOption/properties/_meta`.
-    fn node_192(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_167(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -8319,22 +8034,22 @@ pub mod checks {
                 let mut matched = match &**k {
                     "const" => {
                         seen |= 1u128;
-                        node_189(p).map_err(|e| e.at("const"))?;
+                        node_164(p).map_err(|e| e.at("const"))?;
                         true
                     }
                     "title" => {
                         seen |= 2u128;
-                        node_190(p).map_err(|e| e.at("title"))?;
+                        node_165(p).map_err(|e| e.at("title"))?;
                         true
                     }
                     "description" => {
-                        if let Err(e) = node_191(p) {
+                        if let Err(e) = node_166(p) {
                             crate::exact::lenient(e.at("description"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_192(p) {
+                        if let Err(e) = node_167(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -8353,21 +8068,21 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/StringPropertySchema/properties/title`.
-    fn node_193(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_168(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/StringPropertySchema/properties/description`.
-    fn node_194(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_169(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/StringPropertySchema/properties/minLength`.
-    fn node_195(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_170(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v) || v.is_null()) {
             return Err(Invalid::new("expected integer or null"));
         }
@@ -8382,7 +8097,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/StringPropertySchema/properties/maxLength`.
-    fn node_196(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_171(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v) || v.is_null()) {
             return Err(Invalid::new("expected integer or null"));
         }
@@ -8397,54 +8112,54 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/StringPropertySchema/properties/pattern`.
-    fn node_197(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_172(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/StringPropertySchema/properties/format/anyOf/1`.
-    fn node_198(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_173(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/StringPropertySchema/properties/format`.
-    fn node_199(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_StringFormat(v).is_ok() || node_198(v).is_ok()) {
+    fn node_174(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_StringFormat(v).is_ok() || node_173(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/StringPropertySchema/properties/default`.
-    fn node_200(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_175(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/StringPropertySchema/properties/enum/items`.
-    fn node_201(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_176(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/StringPropertySchema/properties/enum`.
-    fn node_202(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_177(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array() || v.is_null()) {
             return Err(Invalid::new("expected array or null"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_201(item).map_err(|e| e.at(i.to_string()))?;
+                node_176(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
     }
     /// Checks `#/$defs/StringPropertySchema/properties/oneOf`.
-    fn node_203(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_178(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array() || v.is_null()) {
             return Err(Invalid::new("expected array or null"));
         }
@@ -8456,7 +8171,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/StringPropertySchema/properties/_meta`.
-    fn node_204(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_179(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -8472,49 +8187,49 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "title" => {
-                        if let Err(e) = node_193(p) {
+                        if let Err(e) = node_168(p) {
                             crate::exact::lenient(e.at("title"))?;
                         }
                         true
                     }
                     "description" => {
-                        if let Err(e) = node_194(p) {
+                        if let Err(e) = node_169(p) {
                             crate::exact::lenient(e.at("description"))?;
                         }
                         true
                     }
                     "minLength" => {
-                        node_195(p).map_err(|e| e.at("minLength"))?;
+                        node_170(p).map_err(|e| e.at("minLength"))?;
                         true
                     }
                     "maxLength" => {
-                        node_196(p).map_err(|e| e.at("maxLength"))?;
+                        node_171(p).map_err(|e| e.at("maxLength"))?;
                         true
                     }
                     "pattern" => {
-                        node_197(p).map_err(|e| e.at("pattern"))?;
+                        node_172(p).map_err(|e| e.at("pattern"))?;
                         true
                     }
                     "format" => {
-                        node_199(p).map_err(|e| e.at("format"))?;
+                        node_174(p).map_err(|e| e.at("format"))?;
                         true
                     }
                     "default" => {
-                        if let Err(e) = node_200(p) {
+                        if let Err(e) = node_175(p) {
                             crate::exact::lenient(e.at("default"))?;
                         }
                         true
                     }
                     "enum" => {
-                        node_202(p).map_err(|e| e.at("enum"))?;
+                        node_177(p).map_err(|e| e.at("enum"))?;
                         true
                     }
                     "oneOf" => {
-                        node_203(p).map_err(|e| e.at("oneOf"))?;
+                        node_178(p).map_err(|e| e.at("oneOf"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_204(p) {
+                        if let Err(e) = node_179(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -8527,42 +8242,42 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/NumberPropertySchema/properties/title`.
-    fn node_205(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_180(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/NumberPropertySchema/properties/description`.
-    fn node_206(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_181(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/NumberPropertySchema/properties/minimum`.
-    fn node_207(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_182(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_number() || v.is_null()) {
             return Err(Invalid::new("expected number or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/NumberPropertySchema/properties/maximum`.
-    fn node_208(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_183(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_number() || v.is_null()) {
             return Err(Invalid::new("expected number or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/NumberPropertySchema/properties/default`.
-    fn node_209(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_184(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_number() || v.is_null()) {
             return Err(Invalid::new("expected number or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/NumberPropertySchema/properties/_meta`.
-    fn node_210(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_185(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -8578,33 +8293,33 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "title" => {
-                        if let Err(e) = node_205(p) {
+                        if let Err(e) = node_180(p) {
                             crate::exact::lenient(e.at("title"))?;
                         }
                         true
                     }
                     "description" => {
-                        if let Err(e) = node_206(p) {
+                        if let Err(e) = node_181(p) {
                             crate::exact::lenient(e.at("description"))?;
                         }
                         true
                     }
                     "minimum" => {
-                        node_207(p).map_err(|e| e.at("minimum"))?;
+                        node_182(p).map_err(|e| e.at("minimum"))?;
                         true
                     }
                     "maximum" => {
-                        node_208(p).map_err(|e| e.at("maximum"))?;
+                        node_183(p).map_err(|e| e.at("maximum"))?;
                         true
                     }
                     "default" => {
-                        if let Err(e) = node_209(p) {
+                        if let Err(e) = node_184(p) {
                             crate::exact::lenient(e.at("default"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_210(p) {
+                        if let Err(e) = node_185(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -8617,42 +8332,42 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/IntegerPropertySchema/properties/title`.
-    fn node_211(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_186(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/IntegerPropertySchema/properties/description`.
-    fn node_212(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_187(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/IntegerPropertySchema/properties/minimum`.
-    fn node_213(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_188(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v) || v.is_null()) {
             return Err(Invalid::new("expected integer or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/IntegerPropertySchema/properties/maximum`.
-    fn node_214(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_189(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v) || v.is_null()) {
             return Err(Invalid::new("expected integer or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/IntegerPropertySchema/properties/default`.
-    fn node_215(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_190(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v) || v.is_null()) {
             return Err(Invalid::new("expected integer or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/IntegerPropertySchema/properties/_meta`.
-    fn node_216(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_191(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -8668,33 +8383,33 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "title" => {
-                        if let Err(e) = node_211(p) {
+                        if let Err(e) = node_186(p) {
                             crate::exact::lenient(e.at("title"))?;
                         }
                         true
                     }
                     "description" => {
-                        if let Err(e) = node_212(p) {
+                        if let Err(e) = node_187(p) {
                             crate::exact::lenient(e.at("description"))?;
                         }
                         true
                     }
                     "minimum" => {
-                        node_213(p).map_err(|e| e.at("minimum"))?;
+                        node_188(p).map_err(|e| e.at("minimum"))?;
                         true
                     }
                     "maximum" => {
-                        node_214(p).map_err(|e| e.at("maximum"))?;
+                        node_189(p).map_err(|e| e.at("maximum"))?;
                         true
                     }
                     "default" => {
-                        if let Err(e) = node_215(p) {
+                        if let Err(e) = node_190(p) {
                             crate::exact::lenient(e.at("default"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_216(p) {
+                        if let Err(e) = node_191(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -8707,28 +8422,28 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/BooleanPropertySchema/properties/title`.
-    fn node_217(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_192(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/BooleanPropertySchema/properties/description`.
-    fn node_218(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_193(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/BooleanPropertySchema/properties/default`.
-    fn node_219(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_194(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_boolean() || v.is_null()) {
             return Err(Invalid::new("expected boolean or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/BooleanPropertySchema/properties/_meta`.
-    fn node_220(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_195(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -8744,25 +8459,25 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "title" => {
-                        if let Err(e) = node_217(p) {
+                        if let Err(e) = node_192(p) {
                             crate::exact::lenient(e.at("title"))?;
                         }
                         true
                     }
                     "description" => {
-                        if let Err(e) = node_218(p) {
+                        if let Err(e) = node_193(p) {
                             crate::exact::lenient(e.at("description"))?;
                         }
                         true
                     }
                     "default" => {
-                        if let Err(e) = node_219(p) {
+                        if let Err(e) = node_194(p) {
                             crate::exact::lenient(e.at("default"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_220(p) {
+                        if let Err(e) = node_195(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -8775,7 +8490,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/MultiSelectItems/anyOf/0/properties/type`.
-    fn node_221(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_196(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -8796,7 +8511,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_221(p).map_err(|e| e.at("type"))?;
+                        node_196(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -8811,7 +8526,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/MultiSelectItems/anyOf/1/not/anyOf/0/properties/type`.
-    fn node_222(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_197(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -8832,7 +8547,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_222(p).map_err(|e| e.at("type"))?;
+                        node_197(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -8846,14 +8561,14 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/MultiSelectItems/anyOf/1/properties/type`.
-    fn node_223(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_198(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/MultiSelectItems/anyOf/1/not`.
-    fn node_224(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_199(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || check_MultiSelectItemsVariant1NotString(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
@@ -8871,7 +8586,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_223(p).map_err(|e| e.at("type"))?;
+                        node_198(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -8882,46 +8597,46 @@ pub mod checks {
                 return Err(Invalid::new("missing required property `type`"));
             }
         }
-        if node_224(v).is_ok() {
+        if node_199(v).is_ok() {
             return Err(Invalid::new("matches a shape that is not allowed"));
         }
         Ok(())
     }
     /// Checks `#/$defs/MultiSelectItems/anyOf/2`.
-    fn node_225(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_200(v: &Json<'_>) -> Result<(), Invalid> {
         check_TitledMultiSelectItems(v)?;
         Ok(())
     }
     /// Checks a value against `#/$defs/MultiSelectItems` of the input schema.
     pub fn check_MultiSelectItems(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || check_MultiSelectItemsString(v).is_ok()
-            || check_MultiSelectItemsVariant1(v).is_ok() || node_225(v).is_ok())
+            || check_MultiSelectItemsVariant1(v).is_ok() || node_200(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/StringMultiSelectItems/properties/enum/items`.
-    fn node_226(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_201(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/StringMultiSelectItems/properties/enum`.
-    fn node_227(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_202(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_226(item).map_err(|e| e.at(i.to_string()))?;
+                node_201(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
     }
     /// Checks `#/$defs/StringMultiSelectItems/properties/_meta`.
-    fn node_228(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_203(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -8939,11 +8654,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "enum" => {
                         seen |= 1u128;
-                        node_227(p).map_err(|e| e.at("enum"))?;
+                        node_202(p).map_err(|e| e.at("enum"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_228(p) {
+                        if let Err(e) = node_203(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -8959,7 +8674,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/TitledMultiSelectItems/properties/anyOf`.
-    fn node_229(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_204(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -8971,7 +8686,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/TitledMultiSelectItems/properties/_meta`.
-    fn node_230(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_205(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -8989,11 +8704,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "anyOf" => {
                         seen |= 1u128;
-                        node_229(p).map_err(|e| e.at("anyOf"))?;
+                        node_204(p).map_err(|e| e.at("anyOf"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_230(p) {
+                        if let Err(e) = node_205(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -9009,21 +8724,21 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/MultiSelectPropertySchema/properties/title`.
-    fn node_231(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_206(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/MultiSelectPropertySchema/properties/description`.
-    fn node_232(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_207(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/MultiSelectPropertySchema/properties/minItems`.
-    fn node_233(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_208(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v) || v.is_null()) {
             return Err(Invalid::new("expected integer or null"));
         }
@@ -9038,7 +8753,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/MultiSelectPropertySchema/properties/maxItems`.
-    fn node_234(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_209(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v) || v.is_null()) {
             return Err(Invalid::new("expected integer or null"));
         }
@@ -9053,25 +8768,25 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/MultiSelectPropertySchema/properties/items`.
-    fn node_235(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_210(v: &Json<'_>) -> Result<(), Invalid> {
         check_MultiSelectItems(v)?;
         Ok(())
     }
     /// Checks `#/$defs/MultiSelectPropertySchema/properties/default/items`.
-    fn node_236(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_211(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/MultiSelectPropertySchema/properties/default`.
-    fn node_237(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_212(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array() || v.is_null()) {
             return Err(Invalid::new("expected array or null"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                if let Err(e) = node_236(item) {
+                if let Err(e) = node_211(item) {
                     crate::exact::lenient(e.at(i.to_string()))?;
                 }
             }
@@ -9079,7 +8794,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/MultiSelectPropertySchema/properties/_meta`.
-    fn node_238(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_213(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -9096,38 +8811,38 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "title" => {
-                        if let Err(e) = node_231(p) {
+                        if let Err(e) = node_206(p) {
                             crate::exact::lenient(e.at("title"))?;
                         }
                         true
                     }
                     "description" => {
-                        if let Err(e) = node_232(p) {
+                        if let Err(e) = node_207(p) {
                             crate::exact::lenient(e.at("description"))?;
                         }
                         true
                     }
                     "minItems" => {
-                        node_233(p).map_err(|e| e.at("minItems"))?;
+                        node_208(p).map_err(|e| e.at("minItems"))?;
                         true
                     }
                     "maxItems" => {
-                        node_234(p).map_err(|e| e.at("maxItems"))?;
+                        node_209(p).map_err(|e| e.at("maxItems"))?;
                         true
                     }
                     "items" => {
                         seen |= 16u128;
-                        node_235(p).map_err(|e| e.at("items"))?;
+                        node_210(p).map_err(|e| e.at("items"))?;
                         true
                     }
                     "default" => {
-                        if let Err(e) = node_237(p) {
+                        if let Err(e) = node_212(p) {
                             crate::exact::lenient(e.at("default"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_238(p) {
+                        if let Err(e) = node_213(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -9143,17 +8858,17 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ElicitationFormMode/properties/requestedSchema`.
-    fn node_239(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_214(v: &Json<'_>) -> Result<(), Invalid> {
         check_ElicitationSchema(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ElicitationFormMode/anyOf/0`.
-    fn node_240(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_215(v: &Json<'_>) -> Result<(), Invalid> {
         check_ElicitationSessionScope(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ElicitationFormMode/anyOf/1`.
-    fn node_241(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_216(v: &Json<'_>) -> Result<(), Invalid> {
         check_ElicitationRequestScope(v)?;
         Ok(())
     }
@@ -9169,7 +8884,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "requestedSchema" => {
                         seen |= 1u128;
-                        node_239(p).map_err(|e| e.at("requestedSchema"))?;
+                        node_214(p).map_err(|e| e.at("requestedSchema"))?;
                         true
                     }
                     _ => false,
@@ -9180,7 +8895,7 @@ pub mod checks {
                 return Err(Invalid::new("missing required property `requestedSchema`"));
             }
         }
-        if !(false || node_240(v).is_ok() || node_241(v).is_ok()) {
+        if !(false || node_215(v).is_ok() || node_216(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
@@ -9193,24 +8908,24 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ElicitationUrlMode/properties/elicitationId`.
-    fn node_242(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_217(v: &Json<'_>) -> Result<(), Invalid> {
         check_ElicitationId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ElicitationUrlMode/properties/url`.
-    fn node_243(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_218(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ElicitationUrlMode/anyOf/0`.
-    fn node_244(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_219(v: &Json<'_>) -> Result<(), Invalid> {
         check_ElicitationSessionScope(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ElicitationUrlMode/anyOf/1`.
-    fn node_245(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_220(v: &Json<'_>) -> Result<(), Invalid> {
         check_ElicitationRequestScope(v)?;
         Ok(())
     }
@@ -9226,12 +8941,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "elicitationId" => {
                         seen |= 1u128;
-                        node_242(p).map_err(|e| e.at("elicitationId"))?;
+                        node_217(p).map_err(|e| e.at("elicitationId"))?;
                         true
                     }
                     "url" => {
                         seen |= 2u128;
-                        node_243(p).map_err(|e| e.at("url"))?;
+                        node_218(p).map_err(|e| e.at("url"))?;
                         true
                     }
                     _ => false,
@@ -9245,7 +8960,7 @@ pub mod checks {
                 return Err(Invalid::new("missing required property `url`"));
             }
         }
-        if !(false || node_244(v).is_ok() || node_245(v).is_ok()) {
+        if !(false || node_219(v).is_ok() || node_220(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
@@ -9255,82 +8970,82 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/AgentResponse/anyOf/0/properties/id`.
-    fn node_246(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_221(v: &Json<'_>) -> Result<(), Invalid> {
         check_RequestId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/AgentResponse/anyOf/0/properties/result/anyOf/0`.
-    fn node_247(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_222(v: &Json<'_>) -> Result<(), Invalid> {
         check_InitializeResponse(v)?;
         Ok(())
     }
     /// Checks `#/$defs/AgentResponse/anyOf/0/properties/result/anyOf/1`.
-    fn node_248(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_223(v: &Json<'_>) -> Result<(), Invalid> {
         check_AuthenticateResponse(v)?;
         Ok(())
     }
     /// Checks `#/$defs/AgentResponse/anyOf/0/properties/result/anyOf/2`.
-    fn node_249(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_224(v: &Json<'_>) -> Result<(), Invalid> {
         check_LogoutResponse(v)?;
         Ok(())
     }
     /// Checks `#/$defs/AgentResponse/anyOf/0/properties/result/anyOf/3`.
-    fn node_250(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_225(v: &Json<'_>) -> Result<(), Invalid> {
         check_NewSessionResponse(v)?;
         Ok(())
     }
     /// Checks `#/$defs/AgentResponse/anyOf/0/properties/result/anyOf/4`.
-    fn node_251(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_226(v: &Json<'_>) -> Result<(), Invalid> {
         check_LoadSessionResponse(v)?;
         Ok(())
     }
     /// Checks `#/$defs/AgentResponse/anyOf/0/properties/result/anyOf/5`.
-    fn node_252(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_227(v: &Json<'_>) -> Result<(), Invalid> {
         check_ListSessionsResponse(v)?;
         Ok(())
     }
     /// Checks `#/$defs/AgentResponse/anyOf/0/properties/result/anyOf/6`.
-    fn node_253(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_228(v: &Json<'_>) -> Result<(), Invalid> {
         check_DeleteSessionResponse(v)?;
         Ok(())
     }
     /// Checks `#/$defs/AgentResponse/anyOf/0/properties/result/anyOf/7`.
-    fn node_254(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_229(v: &Json<'_>) -> Result<(), Invalid> {
         check_ResumeSessionResponse(v)?;
         Ok(())
     }
     /// Checks `#/$defs/AgentResponse/anyOf/0/properties/result/anyOf/8`.
-    fn node_255(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_230(v: &Json<'_>) -> Result<(), Invalid> {
         check_CloseSessionResponse(v)?;
         Ok(())
     }
     /// Checks `#/$defs/AgentResponse/anyOf/0/properties/result/anyOf/9`.
-    fn node_256(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_231(v: &Json<'_>) -> Result<(), Invalid> {
         check_SetSessionModeResponse(v)?;
         Ok(())
     }
     /// Checks `#/$defs/AgentResponse/anyOf/0/properties/result/anyOf/10`.
-    fn node_257(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_232(v: &Json<'_>) -> Result<(), Invalid> {
         check_SetSessionConfigOptionResponse(v)?;
         Ok(())
     }
     /// Checks `#/$defs/AgentResponse/anyOf/0/properties/result/anyOf/11`.
-    fn node_258(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_233(v: &Json<'_>) -> Result<(), Invalid> {
         check_PromptResponse(v)?;
         Ok(())
     }
     /// Checks `#/$defs/AgentResponse/anyOf/0/properties/result/anyOf/12`.
-    fn node_259(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_234(v: &Json<'_>) -> Result<(), Invalid> {
         check_ExtResponse(v)?;
         Ok(())
     }
     /// Checks `#/$defs/AgentResponse/anyOf/0/properties/result`.
-    fn node_260(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_247(v).is_ok() || node_248(v).is_ok() || node_249(v).is_ok()
-            || node_250(v).is_ok() || node_251(v).is_ok() || node_252(v).is_ok()
-            || node_253(v).is_ok() || node_254(v).is_ok() || node_255(v).is_ok()
-            || node_256(v).is_ok() || node_257(v).is_ok() || node_258(v).is_ok()
-            || node_259(v).is_ok())
+    fn node_235(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || node_222(v).is_ok() || node_223(v).is_ok() || node_224(v).is_ok()
+            || node_225(v).is_ok() || node_226(v).is_ok() || node_227(v).is_ok()
+            || node_228(v).is_ok() || node_229(v).is_ok() || node_230(v).is_ok()
+            || node_231(v).is_ok() || node_232(v).is_ok() || node_233(v).is_ok()
+            || node_234(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
@@ -9348,12 +9063,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "id" => {
                         seen |= 1u128;
-                        node_246(p).map_err(|e| e.at("id"))?;
+                        node_221(p).map_err(|e| e.at("id"))?;
                         true
                     }
                     "result" => {
                         seen |= 2u128;
-                        node_260(p).map_err(|e| e.at("result"))?;
+                        node_235(p).map_err(|e| e.at("result"))?;
                         true
                     }
                     _ => false,
@@ -9370,12 +9085,12 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/AgentResponse/anyOf/1/properties/id`.
-    fn node_261(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_236(v: &Json<'_>) -> Result<(), Invalid> {
         check_RequestId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/AgentResponse/anyOf/1/properties/error`.
-    fn node_262(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_237(v: &Json<'_>) -> Result<(), Invalid> {
         check_Error(v)?;
         Ok(())
     }
@@ -9391,12 +9106,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "id" => {
                         seen |= 1u128;
-                        node_261(p).map_err(|e| e.at("id"))?;
+                        node_236(p).map_err(|e| e.at("id"))?;
                         true
                     }
                     "error" => {
                         seen |= 2u128;
-                        node_262(p).map_err(|e| e.at("error"))?;
+                        node_237(p).map_err(|e| e.at("error"))?;
                         true
                     }
                     _ => false,
@@ -9422,17 +9137,17 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/InitializeResponse/properties/protocolVersion`.
-    fn node_263(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_238(v: &Json<'_>) -> Result<(), Invalid> {
         check_ProtocolVersion(v)?;
         Ok(())
     }
     /// Checks `#/$defs/InitializeResponse/properties/agentCapabilities`.
-    fn node_264(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_239(v: &Json<'_>) -> Result<(), Invalid> {
         check_AgentCapabilities(v)?;
         Ok(())
     }
     /// Checks `#/$defs/InitializeResponse/properties/authMethods`.
-    fn node_265(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_240(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -9446,21 +9161,21 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/InitializeResponse/properties/agentInfo/anyOf/1`.
-    fn node_266(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_241(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/InitializeResponse/properties/agentInfo`.
-    fn node_267(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_Implementation(v).is_ok() || node_266(v).is_ok()) {
+    fn node_242(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_Implementation(v).is_ok() || node_241(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/InitializeResponse/properties/_meta`.
-    fn node_268(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_243(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -9478,29 +9193,29 @@ pub mod checks {
                 let mut matched = match &**k {
                     "protocolVersion" => {
                         seen |= 1u128;
-                        node_263(p).map_err(|e| e.at("protocolVersion"))?;
+                        node_238(p).map_err(|e| e.at("protocolVersion"))?;
                         true
                     }
                     "agentCapabilities" => {
-                        if let Err(e) = node_264(p) {
+                        if let Err(e) = node_239(p) {
                             crate::exact::lenient(e.at("agentCapabilities"))?;
                         }
                         true
                     }
                     "authMethods" => {
-                        if let Err(e) = node_265(p) {
+                        if let Err(e) = node_240(p) {
                             crate::exact::lenient(e.at("authMethods"))?;
                         }
                         true
                     }
                     "agentInfo" => {
-                        if let Err(e) = node_267(p) {
+                        if let Err(e) = node_242(p) {
                             crate::exact::lenient(e.at("agentInfo"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_268(p) {
+                        if let Err(e) = node_243(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -9537,34 +9252,34 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/AgentCapabilities/properties/loadSession`.
-    fn node_269(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_244(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_boolean()) {
             return Err(Invalid::new("expected boolean"));
         }
         Ok(())
     }
     /// Checks `#/$defs/AgentCapabilities/properties/promptCapabilities`.
-    fn node_270(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_245(v: &Json<'_>) -> Result<(), Invalid> {
         check_PromptCapabilities(v)?;
         Ok(())
     }
     /// Checks `#/$defs/AgentCapabilities/properties/mcpCapabilities`.
-    fn node_271(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_246(v: &Json<'_>) -> Result<(), Invalid> {
         check_McpCapabilities(v)?;
         Ok(())
     }
     /// Checks `#/$defs/AgentCapabilities/properties/sessionCapabilities`.
-    fn node_272(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_247(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionCapabilities(v)?;
         Ok(())
     }
     /// Checks `#/$defs/AgentCapabilities/properties/auth`.
-    fn node_273(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_248(v: &Json<'_>) -> Result<(), Invalid> {
         check_AgentAuthCapabilities(v)?;
         Ok(())
     }
     /// Checks `#/$defs/AgentCapabilities/properties/_meta`.
-    fn node_274(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_249(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -9580,37 +9295,37 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "loadSession" => {
-                        if let Err(e) = node_269(p) {
+                        if let Err(e) = node_244(p) {
                             crate::exact::lenient(e.at("loadSession"))?;
                         }
                         true
                     }
                     "promptCapabilities" => {
-                        if let Err(e) = node_270(p) {
+                        if let Err(e) = node_245(p) {
                             crate::exact::lenient(e.at("promptCapabilities"))?;
                         }
                         true
                     }
                     "mcpCapabilities" => {
-                        if let Err(e) = node_271(p) {
+                        if let Err(e) = node_246(p) {
                             crate::exact::lenient(e.at("mcpCapabilities"))?;
                         }
                         true
                     }
                     "sessionCapabilities" => {
-                        if let Err(e) = node_272(p) {
+                        if let Err(e) = node_247(p) {
                             crate::exact::lenient(e.at("sessionCapabilities"))?;
                         }
                         true
                     }
                     "auth" => {
-                        if let Err(e) = node_273(p) {
+                        if let Err(e) = node_248(p) {
                             crate::exact::lenient(e.at("auth"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_274(p) {
+                        if let Err(e) = node_249(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -9623,28 +9338,28 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/PromptCapabilities/properties/image`.
-    fn node_275(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_250(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_boolean()) {
             return Err(Invalid::new("expected boolean"));
         }
         Ok(())
     }
     /// Checks `#/$defs/PromptCapabilities/properties/audio`.
-    fn node_276(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_251(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_boolean()) {
             return Err(Invalid::new("expected boolean"));
         }
         Ok(())
     }
     /// Checks `#/$defs/PromptCapabilities/properties/embeddedContext`.
-    fn node_277(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_252(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_boolean()) {
             return Err(Invalid::new("expected boolean"));
         }
         Ok(())
     }
     /// Checks `#/$defs/PromptCapabilities/properties/_meta`.
-    fn node_278(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_253(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -9660,25 +9375,25 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "image" => {
-                        if let Err(e) = node_275(p) {
+                        if let Err(e) = node_250(p) {
                             crate::exact::lenient(e.at("image"))?;
                         }
                         true
                     }
                     "audio" => {
-                        if let Err(e) = node_276(p) {
+                        if let Err(e) = node_251(p) {
                             crate::exact::lenient(e.at("audio"))?;
                         }
                         true
                     }
                     "embeddedContext" => {
-                        if let Err(e) = node_277(p) {
+                        if let Err(e) = node_252(p) {
                             crate::exact::lenient(e.at("embeddedContext"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_278(p) {
+                        if let Err(e) = node_253(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -9691,21 +9406,21 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/McpCapabilities/properties/http`.
-    fn node_279(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_254(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_boolean()) {
             return Err(Invalid::new("expected boolean"));
         }
         Ok(())
     }
     /// Checks `#/$defs/McpCapabilities/properties/sse`.
-    fn node_280(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_255(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_boolean()) {
             return Err(Invalid::new("expected boolean"));
         }
         Ok(())
     }
     /// Checks `#/$defs/McpCapabilities/properties/_meta`.
-    fn node_281(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_256(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -9721,19 +9436,19 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "http" => {
-                        if let Err(e) = node_279(p) {
+                        if let Err(e) = node_254(p) {
                             crate::exact::lenient(e.at("http"))?;
                         }
                         true
                     }
                     "sse" => {
-                        if let Err(e) = node_280(p) {
+                        if let Err(e) = node_255(p) {
                             crate::exact::lenient(e.at("sse"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_281(p) {
+                        if let Err(e) = node_256(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -9746,81 +9461,81 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionCapabilities/properties/list/anyOf/1`.
-    fn node_282(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_257(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionCapabilities/properties/list`.
-    fn node_283(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_SessionListCapabilities(v).is_ok() || node_282(v).is_ok()) {
+    fn node_258(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_SessionListCapabilities(v).is_ok() || node_257(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionCapabilities/properties/delete/anyOf/1`.
-    fn node_284(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_259(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionCapabilities/properties/delete`.
-    fn node_285(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_SessionDeleteCapabilities(v).is_ok() || node_284(v).is_ok())
+    fn node_260(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_SessionDeleteCapabilities(v).is_ok() || node_259(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionCapabilities/properties/additionalDirectories/anyOf/1`.
-    fn node_286(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_261(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionCapabilities/properties/additionalDirectories`.
-    fn node_287(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_262(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || check_SessionAdditionalDirectoriesCapabilities(v).is_ok()
-            || node_286(v).is_ok())
+            || node_261(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionCapabilities/properties/resume/anyOf/1`.
-    fn node_288(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_263(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionCapabilities/properties/resume`.
-    fn node_289(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_SessionResumeCapabilities(v).is_ok() || node_288(v).is_ok())
+    fn node_264(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_SessionResumeCapabilities(v).is_ok() || node_263(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionCapabilities/properties/close/anyOf/1`.
-    fn node_290(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_265(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionCapabilities/properties/close`.
-    fn node_291(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_SessionCloseCapabilities(v).is_ok() || node_290(v).is_ok()) {
+    fn node_266(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_SessionCloseCapabilities(v).is_ok() || node_265(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionCapabilities/properties/_meta`.
-    fn node_292(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_267(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -9836,37 +9551,37 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "list" => {
-                        if let Err(e) = node_283(p) {
+                        if let Err(e) = node_258(p) {
                             crate::exact::lenient(e.at("list"))?;
                         }
                         true
                     }
                     "delete" => {
-                        if let Err(e) = node_285(p) {
+                        if let Err(e) = node_260(p) {
                             crate::exact::lenient(e.at("delete"))?;
                         }
                         true
                     }
                     "additionalDirectories" => {
-                        if let Err(e) = node_287(p) {
+                        if let Err(e) = node_262(p) {
                             crate::exact::lenient(e.at("additionalDirectories"))?;
                         }
                         true
                     }
                     "resume" => {
-                        if let Err(e) = node_289(p) {
+                        if let Err(e) = node_264(p) {
                             crate::exact::lenient(e.at("resume"))?;
                         }
                         true
                     }
                     "close" => {
-                        if let Err(e) = node_291(p) {
+                        if let Err(e) = node_266(p) {
                             crate::exact::lenient(e.at("close"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_292(p) {
+                        if let Err(e) = node_267(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -9879,7 +9594,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionListCapabilities/properties/_meta`.
-    fn node_293(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_268(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -9895,7 +9610,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_293(p) {
+                        if let Err(e) = node_268(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -9908,7 +9623,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionDeleteCapabilities/properties/_meta`.
-    fn node_294(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_269(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -9924,7 +9639,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_294(p) {
+                        if let Err(e) = node_269(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -9937,7 +9652,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionAdditionalDirectoriesCapabilities/properties/_meta`.
-    fn node_295(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_270(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -9955,7 +9670,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_295(p) {
+                        if let Err(e) = node_270(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -9968,7 +9683,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionResumeCapabilities/properties/_meta`.
-    fn node_296(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_271(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -9984,7 +9699,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_296(p) {
+                        if let Err(e) = node_271(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -9997,7 +9712,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionCloseCapabilities/properties/_meta`.
-    fn node_297(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_272(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -10013,7 +9728,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_297(p) {
+                        if let Err(e) = node_272(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -10026,21 +9741,21 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/AgentAuthCapabilities/properties/logout/anyOf/1`.
-    fn node_298(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_273(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/AgentAuthCapabilities/properties/logout`.
-    fn node_299(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_LogoutCapabilities(v).is_ok() || node_298(v).is_ok()) {
+    fn node_274(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_LogoutCapabilities(v).is_ok() || node_273(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/AgentAuthCapabilities/properties/_meta`.
-    fn node_300(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_275(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -10056,13 +9771,13 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "logout" => {
-                        if let Err(e) = node_299(p) {
+                        if let Err(e) = node_274(p) {
                             crate::exact::lenient(e.at("logout"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_300(p) {
+                        if let Err(e) = node_275(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -10075,7 +9790,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/LogoutCapabilities/properties/_meta`.
-    fn node_301(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_276(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -10091,7 +9806,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_301(p) {
+                        if let Err(e) = node_276(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -10104,7 +9819,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/AuthMethod/anyOf/0/properties/type`.
-    fn node_302(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_277(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -10125,7 +9840,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_302(p).map_err(|e| e.at("type"))?;
+                        node_277(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -10140,13 +9855,13 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/AuthMethod/anyOf/1`.
-    fn node_303(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_278(v: &Json<'_>) -> Result<(), Invalid> {
         check_AuthMethodAgent(v)?;
         Ok(())
     }
     /// Checks a value against `#/$defs/AuthMethod` of the input schema.
     pub fn check_AuthMethod(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_DefsAuthMethodAnyOfN0(v).is_ok() || node_303(v).is_ok()) {
+        if !(false || check_DefsAuthMethodAnyOfN0(v).is_ok() || node_278(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
@@ -10159,7 +9874,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/AuthMethodTerminal/properties/env/additionalProperties`.
-    fn node_304(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_279(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -10175,52 +9890,52 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_304(p).map_err(|e| e.at(k.to_string()))?;
+                    node_279(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
         }
         Ok(())
     }
     /// Checks `#/$defs/AuthMethodTerminal/properties/id`.
-    fn node_305(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_280(v: &Json<'_>) -> Result<(), Invalid> {
         check_AuthMethodId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/AuthMethodTerminal/properties/name`.
-    fn node_306(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_281(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/AuthMethodTerminal/properties/description`.
-    fn node_307(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_282(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/AuthMethodTerminal/properties/args/items`.
-    fn node_308(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_283(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/AuthMethodTerminal/properties/args`.
-    fn node_309(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_284(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_308(item).map_err(|e| e.at(i.to_string()))?;
+                node_283(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
     }
     /// Checks `#/$defs/AuthMethodTerminal/properties/_meta`.
-    fn node_310(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_285(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -10238,22 +9953,22 @@ pub mod checks {
                 let mut matched = match &**k {
                     "id" => {
                         seen |= 1u128;
-                        node_305(p).map_err(|e| e.at("id"))?;
+                        node_280(p).map_err(|e| e.at("id"))?;
                         true
                     }
                     "name" => {
                         seen |= 2u128;
-                        node_306(p).map_err(|e| e.at("name"))?;
+                        node_281(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "description" => {
-                        if let Err(e) = node_307(p) {
+                        if let Err(e) = node_282(p) {
                             crate::exact::lenient(e.at("description"))?;
                         }
                         true
                     }
                     "args" => {
-                        match node_309(p) {
+                        match node_284(p) {
                             Err(e) if p.is_null() => crate::exact::lenient(e.at("args"))?,
                             other => other.map_err(|e| e.at("args"))?,
                         }
@@ -10264,7 +9979,7 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_310(p) {
+                        if let Err(e) = node_285(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -10283,26 +9998,26 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/AuthMethodAgent/properties/id`.
-    fn node_311(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_286(v: &Json<'_>) -> Result<(), Invalid> {
         check_AuthMethodId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/AuthMethodAgent/properties/name`.
-    fn node_312(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_287(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/AuthMethodAgent/properties/description`.
-    fn node_313(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_288(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/AuthMethodAgent/properties/_meta`.
-    fn node_314(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_289(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -10320,22 +10035,22 @@ pub mod checks {
                 let mut matched = match &**k {
                     "id" => {
                         seen |= 1u128;
-                        node_311(p).map_err(|e| e.at("id"))?;
+                        node_286(p).map_err(|e| e.at("id"))?;
                         true
                     }
                     "name" => {
                         seen |= 2u128;
-                        node_312(p).map_err(|e| e.at("name"))?;
+                        node_287(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "description" => {
-                        if let Err(e) = node_313(p) {
+                        if let Err(e) = node_288(p) {
                             crate::exact::lenient(e.at("description"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_314(p) {
+                        if let Err(e) = node_289(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -10354,28 +10069,28 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/Implementation/properties/name`.
-    fn node_315(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_290(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/Implementation/properties/title`.
-    fn node_316(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_291(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/Implementation/properties/version`.
-    fn node_317(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_292(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/Implementation/properties/_meta`.
-    fn node_318(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_293(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -10393,22 +10108,22 @@ pub mod checks {
                 let mut matched = match &**k {
                     "name" => {
                         seen |= 1u128;
-                        node_315(p).map_err(|e| e.at("name"))?;
+                        node_290(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "title" => {
-                        if let Err(e) = node_316(p) {
+                        if let Err(e) = node_291(p) {
                             crate::exact::lenient(e.at("title"))?;
                         }
                         true
                     }
                     "version" => {
                         seen |= 4u128;
-                        node_317(p).map_err(|e| e.at("version"))?;
+                        node_292(p).map_err(|e| e.at("version"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_318(p) {
+                        if let Err(e) = node_293(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -10427,7 +10142,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/AuthenticateResponse/properties/_meta`.
-    fn node_319(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_294(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -10443,7 +10158,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_319(p) {
+                        if let Err(e) = node_294(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -10456,7 +10171,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/LogoutResponse/properties/_meta`.
-    fn node_320(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_295(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -10472,7 +10187,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_320(p) {
+                        if let Err(e) = node_295(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -10485,26 +10200,26 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/NewSessionResponse/properties/sessionId`.
-    fn node_321(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_296(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/NewSessionResponse/properties/modes/anyOf/1`.
-    fn node_322(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_297(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/NewSessionResponse/properties/modes`.
-    fn node_323(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_SessionModeState(v).is_ok() || node_322(v).is_ok()) {
+    fn node_298(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_SessionModeState(v).is_ok() || node_297(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/NewSessionResponse/properties/configOptions`.
-    fn node_324(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_299(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array() || v.is_null()) {
             return Err(Invalid::new("expected array or null"));
         }
@@ -10518,7 +10233,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/NewSessionResponse/properties/_meta`.
-    fn node_325(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_300(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -10536,23 +10251,23 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_321(p).map_err(|e| e.at("sessionId"))?;
+                        node_296(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "modes" => {
-                        if let Err(e) = node_323(p) {
+                        if let Err(e) = node_298(p) {
                             crate::exact::lenient(e.at("modes"))?;
                         }
                         true
                     }
                     "configOptions" => {
-                        if let Err(e) = node_324(p) {
+                        if let Err(e) = node_299(p) {
                             crate::exact::lenient(e.at("configOptions"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_325(p) {
+                        if let Err(e) = node_300(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -10568,12 +10283,12 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionModeState/properties/currentModeId`.
-    fn node_326(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_301(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionModeId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/SessionModeState/properties/availableModes`.
-    fn node_327(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_302(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -10587,7 +10302,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionModeState/properties/_meta`.
-    fn node_328(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_303(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -10609,18 +10324,18 @@ pub mod checks {
                         let mut matched = match &**k {
                             "currentModeId" => {
                                 seen |= 1u128;
-                                node_326(p).map_err(|e| e.at("currentModeId"))?;
+                                node_301(p).map_err(|e| e.at("currentModeId"))?;
                                 true
                             }
                             "availableModes" => {
                                 seen |= 2u128;
-                                if let Err(e) = node_327(p) {
+                                if let Err(e) = node_302(p) {
                                     crate::exact::lenient(e.at("availableModes"))?;
                                 }
                                 true
                             }
                             "_meta" => {
-                                if let Err(e) = node_328(p) {
+                                if let Err(e) = node_303(p) {
                                     crate::exact::lenient(e.at("_meta"))?;
                                 }
                                 true
@@ -10652,26 +10367,26 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionMode/properties/id`.
-    fn node_329(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_304(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionModeId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/SessionMode/properties/name`.
-    fn node_330(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_305(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionMode/properties/description`.
-    fn node_331(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_306(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionMode/properties/_meta`.
-    fn node_332(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_307(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -10689,22 +10404,22 @@ pub mod checks {
                 let mut matched = match &**k {
                     "id" => {
                         seen |= 1u128;
-                        node_329(p).map_err(|e| e.at("id"))?;
+                        node_304(p).map_err(|e| e.at("id"))?;
                         true
                     }
                     "name" => {
                         seen |= 2u128;
-                        node_330(p).map_err(|e| e.at("name"))?;
+                        node_305(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "description" => {
-                        if let Err(e) = node_331(p) {
+                        if let Err(e) = node_306(p) {
                             crate::exact::lenient(e.at("description"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_332(p) {
+                        if let Err(e) = node_307(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -10723,7 +10438,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigOption/oneOf/0/properties/type`.
-    fn node_333(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_308(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -10744,7 +10459,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_333(p).map_err(|e| e.at("type"))?;
+                        node_308(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -10759,7 +10474,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigOption/oneOf/1/properties/type`.
-    fn node_334(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_309(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -10780,7 +10495,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_334(p).map_err(|e| e.at("type"))?;
+                        node_309(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -10795,42 +10510,42 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigOption/properties/id`.
-    fn node_335(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_310(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionConfigId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigOption/properties/name`.
-    fn node_336(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_311(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigOption/properties/description`.
-    fn node_337(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_312(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigOption/properties/category/anyOf/1`.
-    fn node_338(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_313(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigOption/properties/category`.
-    fn node_339(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_314(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || check_SessionConfigOptionCategory(v).is_ok()
-            || node_338(v).is_ok())
+            || node_313(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigOption/properties/_meta`.
-    fn node_340(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_315(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -10852,28 +10567,28 @@ pub mod checks {
                         let mut matched = match &**k {
                             "id" => {
                                 seen |= 1u128;
-                                node_335(p).map_err(|e| e.at("id"))?;
+                                node_310(p).map_err(|e| e.at("id"))?;
                                 true
                             }
                             "name" => {
                                 seen |= 2u128;
-                                node_336(p).map_err(|e| e.at("name"))?;
+                                node_311(p).map_err(|e| e.at("name"))?;
                                 true
                             }
                             "description" => {
-                                if let Err(e) = node_337(p) {
+                                if let Err(e) = node_312(p) {
                                     crate::exact::lenient(e.at("description"))?;
                                 }
                                 true
                             }
                             "category" => {
-                                if let Err(e) = node_339(p) {
+                                if let Err(e) = node_314(p) {
                                     crate::exact::lenient(e.at("category"))?;
                                 }
                                 true
                             }
                             "_meta" => {
-                                if let Err(e) = node_340(p) {
+                                if let Err(e) = node_315(p) {
                                     crate::exact::lenient(e.at("_meta"))?;
                                 }
                                 true
@@ -10912,7 +10627,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigOptionCategory/anyOf/0`.
-    fn node_341(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_316(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -10922,7 +10637,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigOptionCategory/anyOf/1`.
-    fn node_342(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_317(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -10932,7 +10647,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigOptionCategory/anyOf/2`.
-    fn node_343(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_318(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -10942,7 +10657,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigOptionCategory/anyOf/3`.
-    fn node_344(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_319(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -10952,7 +10667,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigOptionCategory/anyOf/4`.
-    fn node_345(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_320(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -10960,8 +10675,8 @@ pub mod checks {
     }
     /// Checks a value against `#/$defs/SessionConfigOptionCategory` of the input schema.
     pub fn check_SessionConfigOptionCategory(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_341(v).is_ok() || node_342(v).is_ok() || node_343(v).is_ok()
-            || node_344(v).is_ok() || node_345(v).is_ok())
+        if !(false || node_316(v).is_ok() || node_317(v).is_ok() || node_318(v).is_ok()
+            || node_319(v).is_ok() || node_320(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
@@ -10975,7 +10690,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigSelectOptions/anyOf/0`.
-    fn node_346(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_321(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -10987,7 +10702,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigSelectOptions/anyOf/1`.
-    fn node_347(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_322(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -11000,32 +10715,32 @@ pub mod checks {
     }
     /// Checks a value against `#/$defs/SessionConfigSelectOptions` of the input schema.
     pub fn check_SessionConfigSelectOptions(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_346(v).is_ok() || node_347(v).is_ok()) {
+        if !(false || node_321(v).is_ok() || node_322(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigSelectOption/properties/value`.
-    fn node_348(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_323(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionConfigValueId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigSelectOption/properties/name`.
-    fn node_349(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_324(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigSelectOption/properties/description`.
-    fn node_350(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_325(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigSelectOption/properties/_meta`.
-    fn node_351(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_326(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -11047,22 +10762,22 @@ pub mod checks {
                         let mut matched = match &**k {
                             "value" => {
                                 seen |= 1u128;
-                                node_348(p).map_err(|e| e.at("value"))?;
+                                node_323(p).map_err(|e| e.at("value"))?;
                                 true
                             }
                             "name" => {
                                 seen |= 2u128;
-                                node_349(p).map_err(|e| e.at("name"))?;
+                                node_324(p).map_err(|e| e.at("name"))?;
                                 true
                             }
                             "description" => {
-                                if let Err(e) = node_350(p) {
+                                if let Err(e) = node_325(p) {
                                     crate::exact::lenient(e.at("description"))?;
                                 }
                                 true
                             }
                             "_meta" => {
-                                if let Err(e) = node_351(p) {
+                                if let Err(e) = node_326(p) {
                                     crate::exact::lenient(e.at("_meta"))?;
                                 }
                                 true
@@ -11083,19 +10798,19 @@ pub mod checks {
         )
     }
     /// Checks `#/$defs/SessionConfigSelectGroup/properties/group`.
-    fn node_352(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_327(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionConfigGroupId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigSelectGroup/properties/name`.
-    fn node_353(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_328(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigSelectGroup/properties/options`.
-    fn node_354(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_329(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -11109,7 +10824,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigSelectGroup/properties/_meta`.
-    fn node_355(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_330(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -11127,23 +10842,23 @@ pub mod checks {
                 let mut matched = match &**k {
                     "group" => {
                         seen |= 1u128;
-                        node_352(p).map_err(|e| e.at("group"))?;
+                        node_327(p).map_err(|e| e.at("group"))?;
                         true
                     }
                     "name" => {
                         seen |= 2u128;
-                        node_353(p).map_err(|e| e.at("name"))?;
+                        node_328(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "options" => {
                         seen |= 4u128;
-                        if let Err(e) = node_354(p) {
+                        if let Err(e) = node_329(p) {
                             crate::exact::lenient(e.at("options"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_355(p) {
+                        if let Err(e) = node_330(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -11172,12 +10887,12 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigSelect/properties/currentValue`.
-    fn node_356(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_331(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionConfigValueId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigSelect/properties/options`.
-    fn node_357(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_332(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionConfigSelectOptions(v)?;
         Ok(())
     }
@@ -11193,12 +10908,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "currentValue" => {
                         seen |= 1u128;
-                        node_356(p).map_err(|e| e.at("currentValue"))?;
+                        node_331(p).map_err(|e| e.at("currentValue"))?;
                         true
                     }
                     "options" => {
                         seen |= 2u128;
-                        node_357(p).map_err(|e| e.at("options"))?;
+                        node_332(p).map_err(|e| e.at("options"))?;
                         true
                     }
                     _ => false,
@@ -11215,7 +10930,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigBoolean/properties/currentValue`.
-    fn node_358(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_333(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_boolean()) {
             return Err(Invalid::new("expected boolean"));
         }
@@ -11233,7 +10948,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "currentValue" => {
                         seen |= 1u128;
-                        node_358(p).map_err(|e| e.at("currentValue"))?;
+                        node_333(p).map_err(|e| e.at("currentValue"))?;
                         true
                     }
                     _ => false,
@@ -11247,21 +10962,21 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/LoadSessionResponse/properties/modes/anyOf/1`.
-    fn node_359(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_334(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/LoadSessionResponse/properties/modes`.
-    fn node_360(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_SessionModeState(v).is_ok() || node_359(v).is_ok()) {
+    fn node_335(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_SessionModeState(v).is_ok() || node_334(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/LoadSessionResponse/properties/configOptions`.
-    fn node_361(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_336(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array() || v.is_null()) {
             return Err(Invalid::new("expected array or null"));
         }
@@ -11275,7 +10990,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/LoadSessionResponse/properties/_meta`.
-    fn node_362(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_337(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -11291,19 +11006,19 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "modes" => {
-                        if let Err(e) = node_360(p) {
+                        if let Err(e) = node_335(p) {
                             crate::exact::lenient(e.at("modes"))?;
                         }
                         true
                     }
                     "configOptions" => {
-                        if let Err(e) = node_361(p) {
+                        if let Err(e) = node_336(p) {
                             crate::exact::lenient(e.at("configOptions"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_362(p) {
+                        if let Err(e) = node_337(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -11316,7 +11031,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ListSessionsResponse/properties/sessions`.
-    fn node_363(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_338(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -11330,14 +11045,14 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ListSessionsResponse/properties/nextCursor`.
-    fn node_364(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_339(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ListSessionsResponse/properties/_meta`.
-    fn node_365(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_340(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -11355,19 +11070,19 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessions" => {
                         seen |= 1u128;
-                        if let Err(e) = node_363(p) {
+                        if let Err(e) = node_338(p) {
                             crate::exact::lenient(e.at("sessions"))?;
                         }
                         true
                     }
                     "nextCursor" => {
-                        if let Err(e) = node_364(p) {
+                        if let Err(e) = node_339(p) {
                             crate::exact::lenient(e.at("nextCursor"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_365(p) {
+                        if let Err(e) = node_340(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -11383,32 +11098,32 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionInfo/properties/sessionId`.
-    fn node_366(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_341(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/SessionInfo/properties/cwd`.
-    fn node_367(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_342(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionInfo/properties/additionalDirectories/items`.
-    fn node_368(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_343(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionInfo/properties/additionalDirectories`.
-    fn node_369(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_344(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                if let Err(e) = node_368(item) {
+                if let Err(e) = node_343(item) {
                     crate::exact::lenient(e.at(i.to_string()))?;
                 }
             }
@@ -11416,21 +11131,21 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionInfo/properties/title`.
-    fn node_370(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_345(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionInfo/properties/updatedAt`.
-    fn node_371(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_346(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionInfo/properties/_meta`.
-    fn node_372(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_347(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -11448,34 +11163,34 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_366(p).map_err(|e| e.at("sessionId"))?;
+                        node_341(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "cwd" => {
                         seen |= 2u128;
-                        node_367(p).map_err(|e| e.at("cwd"))?;
+                        node_342(p).map_err(|e| e.at("cwd"))?;
                         true
                     }
                     "additionalDirectories" => {
-                        if let Err(e) = node_369(p) {
+                        if let Err(e) = node_344(p) {
                             crate::exact::lenient(e.at("additionalDirectories"))?;
                         }
                         true
                     }
                     "title" => {
-                        if let Err(e) = node_370(p) {
+                        if let Err(e) = node_345(p) {
                             crate::exact::lenient(e.at("title"))?;
                         }
                         true
                     }
                     "updatedAt" => {
-                        if let Err(e) = node_371(p) {
+                        if let Err(e) = node_346(p) {
                             crate::exact::lenient(e.at("updatedAt"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_372(p) {
+                        if let Err(e) = node_347(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -11494,7 +11209,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/DeleteSessionResponse/properties/_meta`.
-    fn node_373(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_348(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -11510,7 +11225,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_373(p) {
+                        if let Err(e) = node_348(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -11523,21 +11238,21 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ResumeSessionResponse/properties/modes/anyOf/1`.
-    fn node_374(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_349(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ResumeSessionResponse/properties/modes`.
-    fn node_375(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_SessionModeState(v).is_ok() || node_374(v).is_ok()) {
+    fn node_350(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_SessionModeState(v).is_ok() || node_349(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ResumeSessionResponse/properties/configOptions`.
-    fn node_376(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_351(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array() || v.is_null()) {
             return Err(Invalid::new("expected array or null"));
         }
@@ -11551,7 +11266,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ResumeSessionResponse/properties/_meta`.
-    fn node_377(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_352(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -11567,19 +11282,19 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "modes" => {
-                        if let Err(e) = node_375(p) {
+                        if let Err(e) = node_350(p) {
                             crate::exact::lenient(e.at("modes"))?;
                         }
                         true
                     }
                     "configOptions" => {
-                        if let Err(e) = node_376(p) {
+                        if let Err(e) = node_351(p) {
                             crate::exact::lenient(e.at("configOptions"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_377(p) {
+                        if let Err(e) = node_352(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -11592,7 +11307,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CloseSessionResponse/properties/_meta`.
-    fn node_378(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_353(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -11608,7 +11323,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_378(p) {
+                        if let Err(e) = node_353(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -11621,7 +11336,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SetSessionModeResponse/properties/_meta`.
-    fn node_379(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_354(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -11637,7 +11352,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_379(p) {
+                        if let Err(e) = node_354(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -11650,7 +11365,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SetSessionConfigOptionResponse/properties/configOptions`.
-    fn node_380(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_355(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -11664,7 +11379,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SetSessionConfigOptionResponse/properties/_meta`.
-    fn node_381(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_356(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -11682,13 +11397,13 @@ pub mod checks {
                 let mut matched = match &**k {
                     "configOptions" => {
                         seen |= 1u128;
-                        if let Err(e) = node_380(p) {
+                        if let Err(e) = node_355(p) {
                             crate::exact::lenient(e.at("configOptions"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_381(p) {
+                        if let Err(e) = node_356(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -11704,12 +11419,12 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/PromptResponse/properties/stopReason`.
-    fn node_382(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_357(v: &Json<'_>) -> Result<(), Invalid> {
         check_StopReason(v)?;
         Ok(())
     }
     /// Checks `#/$defs/PromptResponse/properties/_meta`.
-    fn node_383(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_358(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -11727,11 +11442,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "stopReason" => {
                         seen |= 1u128;
-                        node_382(p).map_err(|e| e.at("stopReason"))?;
+                        node_357(p).map_err(|e| e.at("stopReason"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_383(p) {
+                        if let Err(e) = node_358(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -11746,69 +11461,12 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/StopReason/oneOf/0`.
-    fn node_384(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("end_turn")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/StopReason/oneOf/1`.
-    fn node_385(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("max_tokens")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/StopReason/oneOf/2`.
-    fn node_386(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("max_turn_requests")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/StopReason/oneOf/3`.
-    fn node_387(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("refusal")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/StopReason/oneOf/4`.
-    fn node_388(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("cancelled")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/StopReason` of the input schema.
     pub fn check_StopReason(v: &Json<'_>) -> Result<(), Invalid> {
-        if [
-            node_384(v).is_ok(),
-            node_385(v).is_ok(),
-            node_386(v).is_ok(),
-            node_387(v).is_ok(),
-            node_388(v).is_ok(),
-        ]
-            .iter()
-            .filter(|ok| **ok)
-            .count() != 1
-        {
+        if !matches!(
+            v.as_str(), Some("end_turn" | "max_tokens" | "max_turn_requests" | "refusal"
+            | "cancelled")
+        ) {
             return Err(Invalid::new("does not match exactly one of the allowed shapes"));
         }
         Ok(())
@@ -11818,19 +11476,19 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/Error/properties/code`.
-    fn node_389(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_359(v: &Json<'_>) -> Result<(), Invalid> {
         check_ErrorCode(v)?;
         Ok(())
     }
     /// Checks `#/$defs/Error/properties/message`.
-    fn node_390(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_360(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/Error/properties/data`.
-    fn node_391(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_361(v: &Json<'_>) -> Result<(), Invalid> {
         Ok(())
     }
     /// Checks a value against `#/$defs/Error` of the input schema.
@@ -11849,16 +11507,16 @@ pub mod checks {
                         let mut matched = match &**k {
                             "code" => {
                                 seen |= 1u128;
-                                node_389(p).map_err(|e| e.at("code"))?;
+                                node_359(p).map_err(|e| e.at("code"))?;
                                 true
                             }
                             "message" => {
                                 seen |= 2u128;
-                                node_390(p).map_err(|e| e.at("message"))?;
+                                node_360(p).map_err(|e| e.at("message"))?;
                                 true
                             }
                             "data" => {
-                                if let Err(e) = node_391(p) {
+                                if let Err(e) = node_361(p) {
                                     crate::exact::lenient(e.at("data"))?;
                                 }
                                 true
@@ -11879,7 +11537,7 @@ pub mod checks {
         )
     }
     /// Checks `#/$defs/ErrorCode/anyOf/0`.
-    fn node_392(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_362(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v)) {
             return Err(Invalid::new("expected integer"));
         }
@@ -11889,7 +11547,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ErrorCode/anyOf/1`.
-    fn node_393(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_363(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v)) {
             return Err(Invalid::new("expected integer"));
         }
@@ -11899,7 +11557,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ErrorCode/anyOf/2`.
-    fn node_394(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_364(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v)) {
             return Err(Invalid::new("expected integer"));
         }
@@ -11909,7 +11567,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ErrorCode/anyOf/3`.
-    fn node_395(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_365(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v)) {
             return Err(Invalid::new("expected integer"));
         }
@@ -11919,7 +11577,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ErrorCode/anyOf/4`.
-    fn node_396(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_366(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v)) {
             return Err(Invalid::new("expected integer"));
         }
@@ -11929,7 +11587,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ErrorCode/anyOf/5`.
-    fn node_397(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_367(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v)) {
             return Err(Invalid::new("expected integer"));
         }
@@ -11939,7 +11597,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ErrorCode/anyOf/6`.
-    fn node_398(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_368(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v)) {
             return Err(Invalid::new("expected integer"));
         }
@@ -11949,7 +11607,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ErrorCode/anyOf/7`.
-    fn node_399(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_369(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v)) {
             return Err(Invalid::new("expected integer"));
         }
@@ -11959,7 +11617,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ErrorCode/anyOf/8`.
-    fn node_400(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_370(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v)) {
             return Err(Invalid::new("expected integer"));
         }
@@ -11967,54 +11625,54 @@ pub mod checks {
     }
     /// Checks a value against `#/$defs/ErrorCode` of the input schema.
     pub fn check_ErrorCode(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_392(v).is_ok() || node_393(v).is_ok() || node_394(v).is_ok()
-            || node_395(v).is_ok() || node_396(v).is_ok() || node_397(v).is_ok()
-            || node_398(v).is_ok() || node_399(v).is_ok() || node_400(v).is_ok())
+        if !(false || node_362(v).is_ok() || node_363(v).is_ok() || node_364(v).is_ok()
+            || node_365(v).is_ok() || node_366(v).is_ok() || node_367(v).is_ok()
+            || node_368(v).is_ok() || node_369(v).is_ok() || node_370(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/AgentNotification/properties/method`.
-    fn node_401(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_371(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/AgentNotification/properties/params/anyOf/0/anyOf/0`.
-    fn node_402(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_372(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionNotification(v)?;
         Ok(())
     }
     /// Checks `#/$defs/AgentNotification/properties/params/anyOf/0/anyOf/1`.
-    fn node_403(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_373(v: &Json<'_>) -> Result<(), Invalid> {
         check_CompleteElicitationNotification(v)?;
         Ok(())
     }
     /// Checks `#/$defs/AgentNotification/properties/params/anyOf/0/anyOf/2`.
-    fn node_404(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_374(v: &Json<'_>) -> Result<(), Invalid> {
         check_ExtNotification(v)?;
         Ok(())
     }
     /// Checks `#/$defs/AgentNotification/properties/params/anyOf/0`.
-    fn node_405(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_402(v).is_ok() || node_403(v).is_ok() || node_404(v).is_ok())
+    fn node_375(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || node_372(v).is_ok() || node_373(v).is_ok() || node_374(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/AgentNotification/properties/params/anyOf/1`.
-    fn node_406(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_376(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/AgentNotification/properties/params`.
-    fn node_407(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_405(v).is_ok() || node_406(v).is_ok()) {
+    fn node_377(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || node_375(v).is_ok() || node_376(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
@@ -12031,11 +11689,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "method" => {
                         seen |= 1u128;
-                        node_401(p).map_err(|e| e.at("method"))?;
+                        node_371(p).map_err(|e| e.at("method"))?;
                         true
                     }
                     "params" => {
-                        node_407(p).map_err(|e| e.at("params"))?;
+                        node_377(p).map_err(|e| e.at("params"))?;
                         true
                     }
                     _ => false,
@@ -12049,17 +11707,17 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionNotification/properties/sessionId`.
-    fn node_408(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_378(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/SessionNotification/properties/update`.
-    fn node_409(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_379(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionUpdate(v)?;
         Ok(())
     }
     /// Checks `#/$defs/SessionNotification/properties/_meta`.
-    fn node_410(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_380(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -12077,16 +11735,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_408(p).map_err(|e| e.at("sessionId"))?;
+                        node_378(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "update" => {
                         seen |= 2u128;
-                        node_409(p).map_err(|e| e.at("update"))?;
+                        node_379(p).map_err(|e| e.at("update"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_410(p) {
+                        if let Err(e) = node_380(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -12105,7 +11763,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionUpdate/oneOf/0/properties/sessionUpdate`.
-    fn node_411(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_381(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -12126,7 +11784,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_411(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_381(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -12141,7 +11799,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionUpdate/oneOf/1/properties/sessionUpdate`.
-    fn node_412(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_382(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -12162,7 +11820,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_412(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_382(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -12177,7 +11835,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionUpdate/oneOf/2/properties/sessionUpdate`.
-    fn node_413(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_383(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -12198,7 +11856,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_413(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_383(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -12213,7 +11871,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionUpdate/oneOf/3/properties/sessionUpdate`.
-    fn node_414(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_384(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -12234,7 +11892,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_414(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_384(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -12249,7 +11907,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionUpdate/oneOf/4/properties/sessionUpdate`.
-    fn node_415(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_385(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -12270,7 +11928,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_415(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_385(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -12285,7 +11943,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionUpdate/oneOf/5/properties/sessionUpdate`.
-    fn node_416(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_386(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -12306,7 +11964,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_416(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_386(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -12321,7 +11979,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionUpdate/oneOf/6/properties/sessionUpdate`.
-    fn node_417(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_387(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -12344,7 +12002,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_417(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_387(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -12359,7 +12017,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionUpdate/oneOf/7/properties/sessionUpdate`.
-    fn node_418(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_388(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -12380,7 +12038,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_418(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_388(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -12395,7 +12053,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionUpdate/oneOf/8/properties/sessionUpdate`.
-    fn node_419(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_389(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -12416,7 +12074,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_419(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_389(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -12431,7 +12089,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionUpdate/oneOf/9/properties/sessionUpdate`.
-    fn node_420(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_390(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -12452,7 +12110,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_420(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_390(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -12467,7 +12125,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionUpdate/oneOf/10/properties/sessionUpdate`.
-    fn node_421(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_391(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -12488,7 +12146,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_421(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_391(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -12503,7 +12161,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionUpdate/oneOf/11/properties/sessionUpdate`.
-    fn node_422(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_392(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -12524,7 +12182,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_422(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_392(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -12539,7 +12197,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionUpdate/oneOf/12/properties/sessionUpdate`.
-    fn node_423(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_393(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -12560,7 +12218,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_423(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_393(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -12575,7 +12233,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionUpdate/oneOf/13/properties/sessionUpdate`.
-    fn node_424(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_394(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -12598,7 +12256,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_424(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_394(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -12649,26 +12307,26 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ContentChunk/properties/content`.
-    fn node_425(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_395(v: &Json<'_>) -> Result<(), Invalid> {
         check_ContentBlock(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ContentChunk/properties/messageId/anyOf/1`.
-    fn node_426(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_396(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ContentChunk/properties/messageId`.
-    fn node_427(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_MessageId(v).is_ok() || node_426(v).is_ok()) {
+    fn node_397(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_MessageId(v).is_ok() || node_396(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ContentChunk/properties/_meta`.
-    fn node_428(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_398(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -12690,17 +12348,17 @@ pub mod checks {
                         let mut matched = match &**k {
                             "content" => {
                                 seen |= 1u128;
-                                node_425(p).map_err(|e| e.at("content"))?;
+                                node_395(p).map_err(|e| e.at("content"))?;
                                 true
                             }
                             "messageId" => {
-                                if let Err(e) = node_427(p) {
+                                if let Err(e) = node_397(p) {
                                     crate::exact::lenient(e.at("messageId"))?;
                                 }
                                 true
                             }
                             "_meta" => {
-                                if let Err(e) = node_428(p) {
+                                if let Err(e) = node_398(p) {
                                     crate::exact::lenient(e.at("_meta"))?;
                                 }
                                 true
@@ -12718,36 +12376,36 @@ pub mod checks {
         )
     }
     /// Checks `#/$defs/ToolCall/properties/toolCallId`.
-    fn node_429(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_399(v: &Json<'_>) -> Result<(), Invalid> {
         check_ToolCallId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ToolCall/properties/title`.
-    fn node_430(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_400(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ToolCall/properties/name`.
-    fn node_431(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_401(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ToolCall/properties/kind`.
-    fn node_432(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_402(v: &Json<'_>) -> Result<(), Invalid> {
         check_ToolKind(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ToolCall/properties/status`.
-    fn node_433(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_403(v: &Json<'_>) -> Result<(), Invalid> {
         check_ToolCallStatus(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ToolCall/properties/content`.
-    fn node_434(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_404(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -12761,7 +12419,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ToolCall/properties/locations`.
-    fn node_435(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_405(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -12775,15 +12433,15 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ToolCall/properties/rawInput`.
-    fn node_436(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_406(v: &Json<'_>) -> Result<(), Invalid> {
         Ok(())
     }
     /// Checks `#/$defs/ToolCall/properties/rawOutput`.
-    fn node_437(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_407(v: &Json<'_>) -> Result<(), Invalid> {
         Ok(())
     }
     /// Checks `#/$defs/ToolCall/properties/_meta`.
-    fn node_438(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_408(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -12801,58 +12459,58 @@ pub mod checks {
                 let mut matched = match &**k {
                     "toolCallId" => {
                         seen |= 1u128;
-                        node_429(p).map_err(|e| e.at("toolCallId"))?;
+                        node_399(p).map_err(|e| e.at("toolCallId"))?;
                         true
                     }
                     "title" => {
                         seen |= 2u128;
-                        node_430(p).map_err(|e| e.at("title"))?;
+                        node_400(p).map_err(|e| e.at("title"))?;
                         true
                     }
                     "name" => {
-                        if let Err(e) = node_431(p) {
+                        if let Err(e) = node_401(p) {
                             crate::exact::lenient(e.at("name"))?;
                         }
                         true
                     }
                     "kind" => {
-                        if let Err(e) = node_432(p) {
+                        if let Err(e) = node_402(p) {
                             crate::exact::lenient(e.at("kind"))?;
                         }
                         true
                     }
                     "status" => {
-                        if let Err(e) = node_433(p) {
+                        if let Err(e) = node_403(p) {
                             crate::exact::lenient(e.at("status"))?;
                         }
                         true
                     }
                     "content" => {
-                        if let Err(e) = node_434(p) {
+                        if let Err(e) = node_404(p) {
                             crate::exact::lenient(e.at("content"))?;
                         }
                         true
                     }
                     "locations" => {
-                        if let Err(e) = node_435(p) {
+                        if let Err(e) = node_405(p) {
                             crate::exact::lenient(e.at("locations"))?;
                         }
                         true
                     }
                     "rawInput" => {
-                        if let Err(e) = node_436(p) {
+                        if let Err(e) = node_406(p) {
                             crate::exact::lenient(e.at("rawInput"))?;
                         }
                         true
                     }
                     "rawOutput" => {
-                        if let Err(e) = node_437(p) {
+                        if let Err(e) = node_407(p) {
                             crate::exact::lenient(e.at("rawOutput"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_438(p) {
+                        if let Err(e) = node_408(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -12871,24 +12529,24 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/PlanEntry/properties/content`.
-    fn node_439(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_409(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/PlanEntry/properties/priority`.
-    fn node_440(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_410(v: &Json<'_>) -> Result<(), Invalid> {
         check_PlanEntryPriority(v)?;
         Ok(())
     }
     /// Checks `#/$defs/PlanEntry/properties/status`.
-    fn node_441(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_411(v: &Json<'_>) -> Result<(), Invalid> {
         check_PlanEntryStatus(v)?;
         Ok(())
     }
     /// Checks `#/$defs/PlanEntry/properties/_meta`.
-    fn node_442(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_412(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -12906,21 +12564,21 @@ pub mod checks {
                 let mut matched = match &**k {
                     "content" => {
                         seen |= 1u128;
-                        node_439(p).map_err(|e| e.at("content"))?;
+                        node_409(p).map_err(|e| e.at("content"))?;
                         true
                     }
                     "priority" => {
                         seen |= 2u128;
-                        node_440(p).map_err(|e| e.at("priority"))?;
+                        node_410(p).map_err(|e| e.at("priority"))?;
                         true
                     }
                     "status" => {
                         seen |= 4u128;
-                        node_441(p).map_err(|e| e.at("status"))?;
+                        node_411(p).map_err(|e| e.at("status"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_442(p) {
+                        if let Err(e) = node_412(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -12941,90 +12599,22 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/PlanEntryPriority/oneOf/0`.
-    fn node_443(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("high")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/PlanEntryPriority/oneOf/1`.
-    fn node_444(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("medium")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/PlanEntryPriority/oneOf/2`.
-    fn node_445(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("low")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/PlanEntryPriority` of the input schema.
     pub fn check_PlanEntryPriority(v: &Json<'_>) -> Result<(), Invalid> {
-        if [node_443(v).is_ok(), node_444(v).is_ok(), node_445(v).is_ok()]
-            .iter()
-            .filter(|ok| **ok)
-            .count() != 1
-        {
+        if !matches!(v.as_str(), Some("high" | "medium" | "low")) {
             return Err(Invalid::new("does not match exactly one of the allowed shapes"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/PlanEntryStatus/oneOf/0`.
-    fn node_446(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("pending")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/PlanEntryStatus/oneOf/1`.
-    fn node_447(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("in_progress")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/PlanEntryStatus/oneOf/2`.
-    fn node_448(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("completed")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
     /// Checks a value against `#/$defs/PlanEntryStatus` of the input schema.
     pub fn check_PlanEntryStatus(v: &Json<'_>) -> Result<(), Invalid> {
-        if [node_446(v).is_ok(), node_447(v).is_ok(), node_448(v).is_ok()]
-            .iter()
-            .filter(|ok| **ok)
-            .count() != 1
-        {
+        if !matches!(v.as_str(), Some("pending" | "in_progress" | "completed")) {
             return Err(Invalid::new("does not match exactly one of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/Plan/properties/entries`.
-    fn node_449(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_413(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -13038,7 +12628,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/Plan/properties/_meta`.
-    fn node_450(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_414(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -13056,13 +12646,13 @@ pub mod checks {
                 let mut matched = match &**k {
                     "entries" => {
                         seen |= 1u128;
-                        if let Err(e) = node_449(p) {
+                        if let Err(e) = node_413(p) {
                             crate::exact::lenient(e.at("entries"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_450(p) {
+                        if let Err(e) = node_414(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -13078,35 +12668,35 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/AvailableCommand/properties/name`.
-    fn node_451(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_415(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/AvailableCommand/properties/description`.
-    fn node_452(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_416(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/AvailableCommand/properties/input/anyOf/1`.
-    fn node_453(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_417(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/AvailableCommand/properties/input`.
-    fn node_454(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_AvailableCommandInput(v).is_ok() || node_453(v).is_ok()) {
+    fn node_418(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_AvailableCommandInput(v).is_ok() || node_417(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/AvailableCommand/properties/_meta`.
-    fn node_455(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_419(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -13124,22 +12714,22 @@ pub mod checks {
                 let mut matched = match &**k {
                     "name" => {
                         seen |= 1u128;
-                        node_451(p).map_err(|e| e.at("name"))?;
+                        node_415(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "description" => {
                         seen |= 2u128;
-                        node_452(p).map_err(|e| e.at("description"))?;
+                        node_416(p).map_err(|e| e.at("description"))?;
                         true
                     }
                     "input" => {
-                        if let Err(e) = node_454(p) {
+                        if let Err(e) = node_418(p) {
                             crate::exact::lenient(e.at("input"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_455(p) {
+                        if let Err(e) = node_419(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -13158,26 +12748,26 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/AvailableCommandInput/anyOf/0`.
-    fn node_456(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_420(v: &Json<'_>) -> Result<(), Invalid> {
         check_UnstructuredCommandInput(v)?;
         Ok(())
     }
     /// Checks a value against `#/$defs/AvailableCommandInput` of the input schema.
     pub fn check_AvailableCommandInput(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_456(v).is_ok()) {
+        if !(false || node_420(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/UnstructuredCommandInput/properties/hint`.
-    fn node_457(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_421(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/UnstructuredCommandInput/properties/_meta`.
-    fn node_458(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_422(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -13195,11 +12785,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "hint" => {
                         seen |= 1u128;
-                        node_457(p).map_err(|e| e.at("hint"))?;
+                        node_421(p).map_err(|e| e.at("hint"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_458(p) {
+                        if let Err(e) = node_422(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -13215,7 +12805,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/AvailableCommandsUpdate/properties/availableCommands`.
-    fn node_459(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_423(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -13229,7 +12819,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/AvailableCommandsUpdate/properties/_meta`.
-    fn node_460(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_424(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -13247,13 +12837,13 @@ pub mod checks {
                 let mut matched = match &**k {
                     "availableCommands" => {
                         seen |= 1u128;
-                        if let Err(e) = node_459(p) {
+                        if let Err(e) = node_423(p) {
                             crate::exact::lenient(e.at("availableCommands"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_460(p) {
+                        if let Err(e) = node_424(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -13271,12 +12861,12 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CurrentModeUpdate/properties/currentModeId`.
-    fn node_461(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_425(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionModeId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/CurrentModeUpdate/properties/_meta`.
-    fn node_462(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_426(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -13294,11 +12884,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "currentModeId" => {
                         seen |= 1u128;
-                        node_461(p).map_err(|e| e.at("currentModeId"))?;
+                        node_425(p).map_err(|e| e.at("currentModeId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_462(p) {
+                        if let Err(e) = node_426(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -13314,7 +12904,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ConfigOptionUpdate/properties/configOptions`.
-    fn node_463(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_427(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -13328,7 +12918,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ConfigOptionUpdate/properties/_meta`.
-    fn node_464(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_428(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -13346,13 +12936,13 @@ pub mod checks {
                 let mut matched = match &**k {
                     "configOptions" => {
                         seen |= 1u128;
-                        if let Err(e) = node_463(p) {
+                        if let Err(e) = node_427(p) {
                             crate::exact::lenient(e.at("configOptions"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_464(p) {
+                        if let Err(e) = node_428(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -13368,21 +12958,21 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionInfoUpdate/properties/title`.
-    fn node_465(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_429(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionInfoUpdate/properties/updatedAt`.
-    fn node_466(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_430(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionInfoUpdate/properties/_meta`.
-    fn node_467(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_431(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -13398,19 +12988,19 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "title" => {
-                        if let Err(e) = node_465(p) {
+                        if let Err(e) = node_429(p) {
                             crate::exact::lenient(e.at("title"))?;
                         }
                         true
                     }
                     "updatedAt" => {
-                        if let Err(e) = node_466(p) {
+                        if let Err(e) = node_430(p) {
                             crate::exact::lenient(e.at("updatedAt"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_467(p) {
+                        if let Err(e) = node_431(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -13423,21 +13013,21 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/Cost/properties/amount`.
-    fn node_468(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_432(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_number()) {
             return Err(Invalid::new("expected number"));
         }
         Ok(())
     }
     /// Checks `#/$defs/Cost/properties/currency`.
-    fn node_469(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_433(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/Cost/properties/_meta`.
-    fn node_470(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_434(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -13455,16 +13045,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "amount" => {
                         seen |= 1u128;
-                        node_468(p).map_err(|e| e.at("amount"))?;
+                        node_432(p).map_err(|e| e.at("amount"))?;
                         true
                     }
                     "currency" => {
                         seen |= 2u128;
-                        node_469(p).map_err(|e| e.at("currency"))?;
+                        node_433(p).map_err(|e| e.at("currency"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_470(p) {
+                        if let Err(e) = node_434(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -13483,7 +13073,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/UsageUpdate/properties/used`.
-    fn node_471(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_435(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v)) {
             return Err(Invalid::new("expected integer"));
         }
@@ -13498,7 +13088,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/UsageUpdate/properties/size`.
-    fn node_472(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_436(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v)) {
             return Err(Invalid::new("expected integer"));
         }
@@ -13513,21 +13103,21 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/UsageUpdate/properties/cost/anyOf/1`.
-    fn node_473(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_437(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/UsageUpdate/properties/cost`.
-    fn node_474(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_Cost(v).is_ok() || node_473(v).is_ok()) {
+    fn node_438(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_Cost(v).is_ok() || node_437(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/UsageUpdate/properties/_meta`.
-    fn node_475(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_439(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -13545,22 +13135,22 @@ pub mod checks {
                 let mut matched = match &**k {
                     "used" => {
                         seen |= 1u128;
-                        node_471(p).map_err(|e| e.at("used"))?;
+                        node_435(p).map_err(|e| e.at("used"))?;
                         true
                     }
                     "size" => {
                         seen |= 2u128;
-                        node_472(p).map_err(|e| e.at("size"))?;
+                        node_436(p).map_err(|e| e.at("size"))?;
                         true
                     }
                     "cost" => {
-                        if let Err(e) = node_474(p) {
+                        if let Err(e) = node_438(p) {
                             crate::exact::lenient(e.at("cost"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_475(p) {
+                        if let Err(e) = node_439(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -13579,7 +13169,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/NoticeSeverity/anyOf/0`.
-    fn node_476(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_440(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -13589,7 +13179,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/NoticeSeverity/anyOf/1`.
-    fn node_477(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_441(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -13599,7 +13189,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/NoticeSeverity/anyOf/2`.
-    fn node_478(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_442(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -13609,7 +13199,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/NoticeSeverity/anyOf/3`.
-    fn node_479(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_443(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -13617,20 +13207,20 @@ pub mod checks {
     }
     /// Checks a value against `#/$defs/NoticeSeverity` of the input schema.
     pub fn check_NoticeSeverity(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_476(v).is_ok() || node_477(v).is_ok() || node_478(v).is_ok()
-            || node_479(v).is_ok())
+        if !(false || node_440(v).is_ok() || node_441(v).is_ok() || node_442(v).is_ok()
+            || node_443(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/Notice/properties/severity`.
-    fn node_480(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_444(v: &Json<'_>) -> Result<(), Invalid> {
         check_NoticeSeverity(v)?;
         Ok(())
     }
     /// Checks `#/$defs/Notice/properties/title`.
-    fn node_481(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_445(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -13642,14 +13232,14 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/Notice/properties/description`.
-    fn node_482(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_446(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/Notice/properties/_meta`.
-    fn node_483(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_447(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -13667,22 +13257,22 @@ pub mod checks {
                 let mut matched = match &**k {
                     "severity" => {
                         seen |= 1u128;
-                        node_480(p).map_err(|e| e.at("severity"))?;
+                        node_444(p).map_err(|e| e.at("severity"))?;
                         true
                     }
                     "title" => {
                         seen |= 2u128;
-                        node_481(p).map_err(|e| e.at("title"))?;
+                        node_445(p).map_err(|e| e.at("title"))?;
                         true
                     }
                     "description" => {
-                        if let Err(e) = node_482(p) {
+                        if let Err(e) = node_446(p) {
                             crate::exact::lenient(e.at("description"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_483(p) {
+                        if let Err(e) = node_447(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -13708,7 +13298,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CompactionStatus/anyOf/0`.
-    fn node_484(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_448(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -13718,7 +13308,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CompactionStatus/anyOf/1`.
-    fn node_485(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_449(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -13728,7 +13318,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CompactionStatus/anyOf/2`.
-    fn node_486(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_450(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -13738,7 +13328,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CompactionStatus/anyOf/3`.
-    fn node_487(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_451(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -13748,7 +13338,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CompactionStatus/anyOf/4`.
-    fn node_488(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_452(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -13756,25 +13346,25 @@ pub mod checks {
     }
     /// Checks a value against `#/$defs/CompactionStatus` of the input schema.
     pub fn check_CompactionStatus(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_484(v).is_ok() || node_485(v).is_ok() || node_486(v).is_ok()
-            || node_487(v).is_ok() || node_488(v).is_ok())
+        if !(false || node_448(v).is_ok() || node_449(v).is_ok() || node_450(v).is_ok()
+            || node_451(v).is_ok() || node_452(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/CompactionUpdate/properties/compactionId`.
-    fn node_489(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_453(v: &Json<'_>) -> Result<(), Invalid> {
         check_CompactionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/CompactionUpdate/properties/status`.
-    fn node_490(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_454(v: &Json<'_>) -> Result<(), Invalid> {
         check_CompactionStatus(v)?;
         Ok(())
     }
     /// Checks `#/$defs/CompactionUpdate/properties/summary`.
-    fn node_491(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_455(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array() || v.is_null()) {
             return Err(Invalid::new("expected array or null"));
         }
@@ -13788,14 +13378,14 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CompactionUpdate/properties/error`.
-    fn node_492(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_456(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/CompactionUpdate/properties/_meta`.
-    fn node_493(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_457(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -13813,28 +13403,28 @@ pub mod checks {
                 let mut matched = match &**k {
                     "compactionId" => {
                         seen |= 1u128;
-                        node_489(p).map_err(|e| e.at("compactionId"))?;
+                        node_453(p).map_err(|e| e.at("compactionId"))?;
                         true
                     }
                     "status" => {
                         seen |= 2u128;
-                        node_490(p).map_err(|e| e.at("status"))?;
+                        node_454(p).map_err(|e| e.at("status"))?;
                         true
                     }
                     "summary" => {
-                        if let Err(e) = node_491(p) {
+                        if let Err(e) = node_455(p) {
                             crate::exact::lenient(e.at("summary"))?;
                         }
                         true
                     }
                     "error" => {
-                        if let Err(e) = node_492(p) {
+                        if let Err(e) = node_456(p) {
                             crate::exact::lenient(e.at("error"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_493(p) {
+                        if let Err(e) = node_457(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -13853,17 +13443,17 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CompactionSummaryChunk/properties/compactionId`.
-    fn node_494(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_458(v: &Json<'_>) -> Result<(), Invalid> {
         check_CompactionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/CompactionSummaryChunk/properties/content`.
-    fn node_495(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_459(v: &Json<'_>) -> Result<(), Invalid> {
         check_ContentBlock(v)?;
         Ok(())
     }
     /// Checks `#/$defs/CompactionSummaryChunk/properties/_meta`.
-    fn node_496(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_460(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -13881,16 +13471,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "compactionId" => {
                         seen |= 1u128;
-                        node_494(p).map_err(|e| e.at("compactionId"))?;
+                        node_458(p).map_err(|e| e.at("compactionId"))?;
                         true
                     }
                     "content" => {
                         seen |= 2u128;
-                        node_495(p).map_err(|e| e.at("content"))?;
+                        node_459(p).map_err(|e| e.at("content"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_496(p) {
+                        if let Err(e) = node_460(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -13909,12 +13499,12 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CompleteElicitationNotification/properties/elicitationId`.
-    fn node_497(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_461(v: &Json<'_>) -> Result<(), Invalid> {
         check_ElicitationId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/CompleteElicitationNotification/properties/_meta`.
-    fn node_498(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_462(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -13932,11 +13522,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "elicitationId" => {
                         seen |= 1u128;
-                        node_497(p).map_err(|e| e.at("elicitationId"))?;
+                        node_461(p).map_err(|e| e.at("elicitationId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_498(p) {
+                        if let Err(e) = node_462(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -13956,104 +13546,104 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ClientRequest/properties/id`.
-    fn node_499(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_463(v: &Json<'_>) -> Result<(), Invalid> {
         check_RequestId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ClientRequest/properties/method`.
-    fn node_500(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_464(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ClientRequest/properties/params/anyOf/0/anyOf/0`.
-    fn node_501(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_465(v: &Json<'_>) -> Result<(), Invalid> {
         check_InitializeRequest(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ClientRequest/properties/params/anyOf/0/anyOf/1`.
-    fn node_502(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_466(v: &Json<'_>) -> Result<(), Invalid> {
         check_AuthenticateRequest(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ClientRequest/properties/params/anyOf/0/anyOf/2`.
-    fn node_503(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_467(v: &Json<'_>) -> Result<(), Invalid> {
         check_LogoutRequest(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ClientRequest/properties/params/anyOf/0/anyOf/3`.
-    fn node_504(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_468(v: &Json<'_>) -> Result<(), Invalid> {
         check_NewSessionRequest(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ClientRequest/properties/params/anyOf/0/anyOf/4`.
-    fn node_505(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_469(v: &Json<'_>) -> Result<(), Invalid> {
         check_LoadSessionRequest(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ClientRequest/properties/params/anyOf/0/anyOf/5`.
-    fn node_506(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_470(v: &Json<'_>) -> Result<(), Invalid> {
         check_ListSessionsRequest(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ClientRequest/properties/params/anyOf/0/anyOf/6`.
-    fn node_507(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_471(v: &Json<'_>) -> Result<(), Invalid> {
         check_DeleteSessionRequest(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ClientRequest/properties/params/anyOf/0/anyOf/7`.
-    fn node_508(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_472(v: &Json<'_>) -> Result<(), Invalid> {
         check_ResumeSessionRequest(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ClientRequest/properties/params/anyOf/0/anyOf/8`.
-    fn node_509(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_473(v: &Json<'_>) -> Result<(), Invalid> {
         check_CloseSessionRequest(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ClientRequest/properties/params/anyOf/0/anyOf/9`.
-    fn node_510(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_474(v: &Json<'_>) -> Result<(), Invalid> {
         check_SetSessionModeRequest(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ClientRequest/properties/params/anyOf/0/anyOf/10`.
-    fn node_511(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_475(v: &Json<'_>) -> Result<(), Invalid> {
         check_SetSessionConfigOptionRequest(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ClientRequest/properties/params/anyOf/0/anyOf/11`.
-    fn node_512(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_476(v: &Json<'_>) -> Result<(), Invalid> {
         check_PromptRequest(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ClientRequest/properties/params/anyOf/0/anyOf/12`.
-    fn node_513(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_477(v: &Json<'_>) -> Result<(), Invalid> {
         check_ExtRequest(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ClientRequest/properties/params/anyOf/0`.
-    fn node_514(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_501(v).is_ok() || node_502(v).is_ok() || node_503(v).is_ok()
-            || node_504(v).is_ok() || node_505(v).is_ok() || node_506(v).is_ok()
-            || node_507(v).is_ok() || node_508(v).is_ok() || node_509(v).is_ok()
-            || node_510(v).is_ok() || node_511(v).is_ok() || node_512(v).is_ok()
-            || node_513(v).is_ok())
+    fn node_478(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || node_465(v).is_ok() || node_466(v).is_ok() || node_467(v).is_ok()
+            || node_468(v).is_ok() || node_469(v).is_ok() || node_470(v).is_ok()
+            || node_471(v).is_ok() || node_472(v).is_ok() || node_473(v).is_ok()
+            || node_474(v).is_ok() || node_475(v).is_ok() || node_476(v).is_ok()
+            || node_477(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ClientRequest/properties/params/anyOf/1`.
-    fn node_515(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_479(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ClientRequest/properties/params`.
-    fn node_516(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_514(v).is_ok() || node_515(v).is_ok()) {
+    fn node_480(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || node_478(v).is_ok() || node_479(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
@@ -14070,16 +13660,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "id" => {
                         seen |= 1u128;
-                        node_499(p).map_err(|e| e.at("id"))?;
+                        node_463(p).map_err(|e| e.at("id"))?;
                         true
                     }
                     "method" => {
                         seen |= 2u128;
-                        node_500(p).map_err(|e| e.at("method"))?;
+                        node_464(p).map_err(|e| e.at("method"))?;
                         true
                     }
                     "params" => {
-                        node_516(p).map_err(|e| e.at("params"))?;
+                        node_480(p).map_err(|e| e.at("params"))?;
                         true
                     }
                     _ => false,
@@ -14096,31 +13686,31 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/InitializeRequest/properties/protocolVersion`.
-    fn node_517(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_481(v: &Json<'_>) -> Result<(), Invalid> {
         check_ProtocolVersion(v)?;
         Ok(())
     }
     /// Checks `#/$defs/InitializeRequest/properties/clientCapabilities`.
-    fn node_518(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_482(v: &Json<'_>) -> Result<(), Invalid> {
         check_ClientCapabilities(v)?;
         Ok(())
     }
     /// Checks `#/$defs/InitializeRequest/properties/clientInfo/anyOf/1`.
-    fn node_519(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_483(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/InitializeRequest/properties/clientInfo`.
-    fn node_520(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_Implementation(v).is_ok() || node_519(v).is_ok()) {
+    fn node_484(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_Implementation(v).is_ok() || node_483(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/InitializeRequest/properties/_meta`.
-    fn node_521(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_485(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -14138,23 +13728,23 @@ pub mod checks {
                 let mut matched = match &**k {
                     "protocolVersion" => {
                         seen |= 1u128;
-                        node_517(p).map_err(|e| e.at("protocolVersion"))?;
+                        node_481(p).map_err(|e| e.at("protocolVersion"))?;
                         true
                     }
                     "clientCapabilities" => {
-                        if let Err(e) = node_518(p) {
+                        if let Err(e) = node_482(p) {
                             crate::exact::lenient(e.at("clientCapabilities"))?;
                         }
                         true
                     }
                     "clientInfo" => {
-                        if let Err(e) = node_520(p) {
+                        if let Err(e) = node_484(p) {
                             crate::exact::lenient(e.at("clientInfo"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_521(p) {
+                        if let Err(e) = node_485(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -14170,53 +13760,53 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ClientCapabilities/properties/fs`.
-    fn node_522(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_486(v: &Json<'_>) -> Result<(), Invalid> {
         check_FileSystemCapabilities(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ClientCapabilities/properties/terminal`.
-    fn node_523(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_487(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_boolean()) {
             return Err(Invalid::new("expected boolean"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ClientCapabilities/properties/session/anyOf/1`.
-    fn node_524(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_488(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ClientCapabilities/properties/session`.
-    fn node_525(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_ClientSessionCapabilities(v).is_ok() || node_524(v).is_ok())
+    fn node_489(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_ClientSessionCapabilities(v).is_ok() || node_488(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ClientCapabilities/properties/auth`.
-    fn node_526(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_490(v: &Json<'_>) -> Result<(), Invalid> {
         check_AuthCapabilities(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ClientCapabilities/properties/elicitation/anyOf/1`.
-    fn node_527(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_491(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ClientCapabilities/properties/elicitation`.
-    fn node_528(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_ElicitationCapabilities(v).is_ok() || node_527(v).is_ok()) {
+    fn node_492(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_ElicitationCapabilities(v).is_ok() || node_491(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ClientCapabilities/properties/_meta`.
-    fn node_529(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_493(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -14232,37 +13822,37 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "fs" => {
-                        if let Err(e) = node_522(p) {
+                        if let Err(e) = node_486(p) {
                             crate::exact::lenient(e.at("fs"))?;
                         }
                         true
                     }
                     "terminal" => {
-                        if let Err(e) = node_523(p) {
+                        if let Err(e) = node_487(p) {
                             crate::exact::lenient(e.at("terminal"))?;
                         }
                         true
                     }
                     "session" => {
-                        if let Err(e) = node_525(p) {
+                        if let Err(e) = node_489(p) {
                             crate::exact::lenient(e.at("session"))?;
                         }
                         true
                     }
                     "auth" => {
-                        if let Err(e) = node_526(p) {
+                        if let Err(e) = node_490(p) {
                             crate::exact::lenient(e.at("auth"))?;
                         }
                         true
                     }
                     "elicitation" => {
-                        if let Err(e) = node_528(p) {
+                        if let Err(e) = node_492(p) {
                             crate::exact::lenient(e.at("elicitation"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_529(p) {
+                        if let Err(e) = node_493(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -14275,21 +13865,21 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/FileSystemCapabilities/properties/readTextFile`.
-    fn node_530(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_494(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_boolean()) {
             return Err(Invalid::new("expected boolean"));
         }
         Ok(())
     }
     /// Checks `#/$defs/FileSystemCapabilities/properties/writeTextFile`.
-    fn node_531(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_495(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_boolean()) {
             return Err(Invalid::new("expected boolean"));
         }
         Ok(())
     }
     /// Checks `#/$defs/FileSystemCapabilities/properties/_meta`.
-    fn node_532(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_496(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -14305,19 +13895,19 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "readTextFile" => {
-                        if let Err(e) = node_530(p) {
+                        if let Err(e) = node_494(p) {
                             crate::exact::lenient(e.at("readTextFile"))?;
                         }
                         true
                     }
                     "writeTextFile" => {
-                        if let Err(e) = node_531(p) {
+                        if let Err(e) = node_495(p) {
                             crate::exact::lenient(e.at("writeTextFile"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_532(p) {
+                        if let Err(e) = node_496(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -14330,51 +13920,51 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ClientSessionCapabilities/properties/compaction/anyOf/1`.
-    fn node_533(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_497(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ClientSessionCapabilities/properties/compaction`.
-    fn node_534(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_CompactionCapabilities(v).is_ok() || node_533(v).is_ok()) {
+    fn node_498(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_CompactionCapabilities(v).is_ok() || node_497(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ClientSessionCapabilities/properties/configOptions/anyOf/1`.
-    fn node_535(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_499(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ClientSessionCapabilities/properties/configOptions`.
-    fn node_536(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_500(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || check_SessionConfigOptionsCapabilities(v).is_ok()
-            || node_535(v).is_ok())
+            || node_499(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ClientSessionCapabilities/properties/notices/anyOf/1`.
-    fn node_537(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_501(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ClientSessionCapabilities/properties/notices`.
-    fn node_538(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_NoticeCapabilities(v).is_ok() || node_537(v).is_ok()) {
+    fn node_502(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_NoticeCapabilities(v).is_ok() || node_501(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ClientSessionCapabilities/properties/_meta`.
-    fn node_539(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_503(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -14390,25 +13980,25 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "compaction" => {
-                        if let Err(e) = node_534(p) {
+                        if let Err(e) = node_498(p) {
                             crate::exact::lenient(e.at("compaction"))?;
                         }
                         true
                     }
                     "configOptions" => {
-                        if let Err(e) = node_536(p) {
+                        if let Err(e) = node_500(p) {
                             crate::exact::lenient(e.at("configOptions"))?;
                         }
                         true
                     }
                     "notices" => {
-                        if let Err(e) = node_538(p) {
+                        if let Err(e) = node_502(p) {
                             crate::exact::lenient(e.at("notices"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_539(p) {
+                        if let Err(e) = node_503(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -14428,23 +14018,23 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigOptionsCapabilities/properties/boolean/anyOf/1`.
-    fn node_540(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_504(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigOptionsCapabilities/properties/boolean`.
-    fn node_541(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_505(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || check_BooleanConfigOptionCapabilities(v).is_ok()
-            || node_540(v).is_ok())
+            || node_504(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigOptionsCapabilities/properties/_meta`.
-    fn node_542(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_506(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -14460,13 +14050,13 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "boolean" => {
-                        if let Err(e) = node_541(p) {
+                        if let Err(e) = node_505(p) {
                             crate::exact::lenient(e.at("boolean"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_542(p) {
+                        if let Err(e) = node_506(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -14479,7 +14069,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/BooleanConfigOptionCapabilities/properties/_meta`.
-    fn node_543(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_507(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -14495,7 +14085,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_543(p) {
+                        if let Err(e) = node_507(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -14515,14 +14105,14 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/AuthCapabilities/properties/terminal`.
-    fn node_544(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_508(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_boolean()) {
             return Err(Invalid::new("expected boolean"));
         }
         Ok(())
     }
     /// Checks `#/$defs/AuthCapabilities/properties/_meta`.
-    fn node_545(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_509(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -14538,13 +14128,13 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "terminal" => {
-                        if let Err(e) = node_544(p) {
+                        if let Err(e) = node_508(p) {
                             crate::exact::lenient(e.at("terminal"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_545(p) {
+                        if let Err(e) = node_509(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -14557,38 +14147,38 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ElicitationCapabilities/properties/form/anyOf/1`.
-    fn node_546(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_510(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ElicitationCapabilities/properties/form`.
-    fn node_547(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_511(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || check_ElicitationFormCapabilities(v).is_ok()
-            || node_546(v).is_ok())
+            || node_510(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ElicitationCapabilities/properties/url/anyOf/1`.
-    fn node_548(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_512(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ElicitationCapabilities/properties/url`.
-    fn node_549(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_ElicitationUrlCapabilities(v).is_ok() || node_548(v).is_ok())
+    fn node_513(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_ElicitationUrlCapabilities(v).is_ok() || node_512(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ElicitationCapabilities/properties/_meta`.
-    fn node_550(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_514(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -14604,19 +14194,19 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "form" => {
-                        if let Err(e) = node_547(p) {
+                        if let Err(e) = node_511(p) {
                             crate::exact::lenient(e.at("form"))?;
                         }
                         true
                     }
                     "url" => {
-                        if let Err(e) = node_549(p) {
+                        if let Err(e) = node_513(p) {
                             crate::exact::lenient(e.at("url"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_550(p) {
+                        if let Err(e) = node_514(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -14629,7 +14219,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ElicitationFormCapabilities/properties/_meta`.
-    fn node_551(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_515(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -14645,7 +14235,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_551(p) {
+                        if let Err(e) = node_515(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -14658,7 +14248,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ElicitationUrlCapabilities/properties/_meta`.
-    fn node_552(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_516(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -14674,7 +14264,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_552(p) {
+                        if let Err(e) = node_516(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -14687,12 +14277,12 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/AuthenticateRequest/properties/methodId`.
-    fn node_553(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_517(v: &Json<'_>) -> Result<(), Invalid> {
         check_AuthMethodId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/AuthenticateRequest/properties/_meta`.
-    fn node_554(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_518(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -14710,11 +14300,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "methodId" => {
                         seen |= 1u128;
-                        node_553(p).map_err(|e| e.at("methodId"))?;
+                        node_517(p).map_err(|e| e.at("methodId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_554(p) {
+                        if let Err(e) = node_518(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -14730,7 +14320,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/LogoutRequest/properties/_meta`.
-    fn node_555(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_519(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -14746,7 +14336,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_555(p) {
+                        if let Err(e) = node_519(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -14759,33 +14349,33 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/NewSessionRequest/properties/cwd`.
-    fn node_556(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_520(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/NewSessionRequest/properties/additionalDirectories/items`.
-    fn node_557(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_521(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/NewSessionRequest/properties/additionalDirectories`.
-    fn node_558(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_522(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_557(item).map_err(|e| e.at(i.to_string()))?;
+                node_521(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
     }
     /// Checks `#/$defs/NewSessionRequest/properties/mcpServers`.
-    fn node_559(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_523(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -14797,7 +14387,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/NewSessionRequest/properties/_meta`.
-    fn node_560(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_524(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -14815,11 +14405,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "cwd" => {
                         seen |= 1u128;
-                        node_556(p).map_err(|e| e.at("cwd"))?;
+                        node_520(p).map_err(|e| e.at("cwd"))?;
                         true
                     }
                     "additionalDirectories" => {
-                        match node_558(p) {
+                        match node_522(p) {
                             Err(e) if p.is_null() => {
                                 crate::exact::lenient(e.at("additionalDirectories"))?
                             }
@@ -14829,7 +14419,7 @@ pub mod checks {
                     }
                     "mcpServers" => {
                         seen |= 4u128;
-                        match node_559(p) {
+                        match node_523(p) {
                             Err(e) if p.is_null() => {
                                 crate::exact::lenient(e.at("mcpServers"))?
                             }
@@ -14838,7 +14428,7 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_560(p) {
+                        if let Err(e) = node_524(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -14857,7 +14447,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/McpServer/anyOf/0/properties/type`.
-    fn node_561(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_525(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -14878,7 +14468,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_561(p).map_err(|e| e.at("type"))?;
+                        node_525(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -14893,7 +14483,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/McpServer/anyOf/1/properties/type`.
-    fn node_562(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_526(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -14914,7 +14504,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_562(p).map_err(|e| e.at("type"))?;
+                        node_526(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -14929,7 +14519,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/McpServer/anyOf/2`.
-    fn node_563(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_527(v: &Json<'_>) -> Result<(), Invalid> {
         check_McpServerStdio(v)?;
         Ok(())
     }
@@ -14940,7 +14530,7 @@ pub mod checks {
             v,
             |v: &Json<'_>| -> Result<(), Invalid> {
                 if !(false || check_DefsMcpServerAnyOfN0(v).is_ok()
-                    || check_DefsMcpServerAnyOfN1(v).is_ok() || node_563(v).is_ok())
+                    || check_DefsMcpServerAnyOfN1(v).is_ok() || node_527(v).is_ok())
                 {
                     return Err(Invalid::new("matches none of the allowed shapes"));
                 }
@@ -14949,21 +14539,21 @@ pub mod checks {
         )
     }
     /// Checks `#/$defs/HttpHeader/properties/name`.
-    fn node_564(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_528(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/HttpHeader/properties/value`.
-    fn node_565(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_529(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/HttpHeader/properties/_meta`.
-    fn node_566(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_530(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -14981,16 +14571,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "name" => {
                         seen |= 1u128;
-                        node_564(p).map_err(|e| e.at("name"))?;
+                        node_528(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "value" => {
                         seen |= 2u128;
-                        node_565(p).map_err(|e| e.at("value"))?;
+                        node_529(p).map_err(|e| e.at("value"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_566(p) {
+                        if let Err(e) = node_530(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -15009,21 +14599,21 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/McpServerHttp/properties/name`.
-    fn node_567(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_531(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/McpServerHttp/properties/url`.
-    fn node_568(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_532(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/McpServerHttp/properties/headers`.
-    fn node_569(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_533(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -15035,7 +14625,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/McpServerHttp/properties/_meta`.
-    fn node_570(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_534(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -15053,17 +14643,17 @@ pub mod checks {
                 let mut matched = match &**k {
                     "name" => {
                         seen |= 1u128;
-                        node_567(p).map_err(|e| e.at("name"))?;
+                        node_531(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "url" => {
                         seen |= 2u128;
-                        node_568(p).map_err(|e| e.at("url"))?;
+                        node_532(p).map_err(|e| e.at("url"))?;
                         true
                     }
                     "headers" => {
                         seen |= 4u128;
-                        match node_569(p) {
+                        match node_533(p) {
                             Err(e) if p.is_null() => {
                                 crate::exact::lenient(e.at("headers"))?
                             }
@@ -15072,7 +14662,7 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_570(p) {
+                        if let Err(e) = node_534(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -15094,21 +14684,21 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/McpServerSse/properties/name`.
-    fn node_571(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_535(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/McpServerSse/properties/url`.
-    fn node_572(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_536(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/McpServerSse/properties/headers`.
-    fn node_573(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_537(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -15120,7 +14710,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/McpServerSse/properties/_meta`.
-    fn node_574(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_538(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -15138,17 +14728,17 @@ pub mod checks {
                 let mut matched = match &**k {
                     "name" => {
                         seen |= 1u128;
-                        node_571(p).map_err(|e| e.at("name"))?;
+                        node_535(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "url" => {
                         seen |= 2u128;
-                        node_572(p).map_err(|e| e.at("url"))?;
+                        node_536(p).map_err(|e| e.at("url"))?;
                         true
                     }
                     "headers" => {
                         seen |= 4u128;
-                        match node_573(p) {
+                        match node_537(p) {
                             Err(e) if p.is_null() => {
                                 crate::exact::lenient(e.at("headers"))?
                             }
@@ -15157,7 +14747,7 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_574(p) {
+                        if let Err(e) = node_538(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -15179,40 +14769,40 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/McpServerStdio/properties/name`.
-    fn node_575(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_539(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/McpServerStdio/properties/command`.
-    fn node_576(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_540(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/McpServerStdio/properties/args/items`.
-    fn node_577(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_541(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/McpServerStdio/properties/args`.
-    fn node_578(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_542(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_577(item).map_err(|e| e.at(i.to_string()))?;
+                node_541(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
     }
     /// Checks `#/$defs/McpServerStdio/properties/env`.
-    fn node_579(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_543(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -15224,7 +14814,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/McpServerStdio/properties/_meta`.
-    fn node_580(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_544(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -15242,17 +14832,17 @@ pub mod checks {
                 let mut matched = match &**k {
                     "name" => {
                         seen |= 1u128;
-                        node_575(p).map_err(|e| e.at("name"))?;
+                        node_539(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "command" => {
                         seen |= 2u128;
-                        node_576(p).map_err(|e| e.at("command"))?;
+                        node_540(p).map_err(|e| e.at("command"))?;
                         true
                     }
                     "args" => {
                         seen |= 4u128;
-                        match node_578(p) {
+                        match node_542(p) {
                             Err(e) if p.is_null() => crate::exact::lenient(e.at("args"))?,
                             other => other.map_err(|e| e.at("args"))?,
                         }
@@ -15260,14 +14850,14 @@ pub mod checks {
                     }
                     "env" => {
                         seen |= 8u128;
-                        match node_579(p) {
+                        match node_543(p) {
                             Err(e) if p.is_null() => crate::exact::lenient(e.at("env"))?,
                             other => other.map_err(|e| e.at("env"))?,
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_580(p) {
+                        if let Err(e) = node_544(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -15292,7 +14882,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/LoadSessionRequest/properties/mcpServers`.
-    fn node_581(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_545(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -15304,38 +14894,38 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/LoadSessionRequest/properties/cwd`.
-    fn node_582(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_546(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/LoadSessionRequest/properties/additionalDirectories/items`.
-    fn node_583(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_547(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/LoadSessionRequest/properties/additionalDirectories`.
-    fn node_584(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_548(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_583(item).map_err(|e| e.at(i.to_string()))?;
+                node_547(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
     }
     /// Checks `#/$defs/LoadSessionRequest/properties/sessionId`.
-    fn node_585(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_549(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/LoadSessionRequest/properties/_meta`.
-    fn node_586(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_550(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -15353,7 +14943,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "mcpServers" => {
                         seen |= 1u128;
-                        match node_581(p) {
+                        match node_545(p) {
                             Err(e) if p.is_null() => {
                                 crate::exact::lenient(e.at("mcpServers"))?
                             }
@@ -15363,11 +14953,11 @@ pub mod checks {
                     }
                     "cwd" => {
                         seen |= 2u128;
-                        node_582(p).map_err(|e| e.at("cwd"))?;
+                        node_546(p).map_err(|e| e.at("cwd"))?;
                         true
                     }
                     "additionalDirectories" => {
-                        match node_584(p) {
+                        match node_548(p) {
                             Err(e) if p.is_null() => {
                                 crate::exact::lenient(e.at("additionalDirectories"))?
                             }
@@ -15377,11 +14967,11 @@ pub mod checks {
                     }
                     "sessionId" => {
                         seen |= 8u128;
-                        node_585(p).map_err(|e| e.at("sessionId"))?;
+                        node_549(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_586(p) {
+                        if let Err(e) = node_550(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -15403,21 +14993,21 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ListSessionsRequest/properties/cwd`.
-    fn node_587(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_551(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ListSessionsRequest/properties/cursor`.
-    fn node_588(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_552(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ListSessionsRequest/properties/_meta`.
-    fn node_589(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_553(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -15433,15 +15023,15 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "cwd" => {
-                        node_587(p).map_err(|e| e.at("cwd"))?;
+                        node_551(p).map_err(|e| e.at("cwd"))?;
                         true
                     }
                     "cursor" => {
-                        node_588(p).map_err(|e| e.at("cursor"))?;
+                        node_552(p).map_err(|e| e.at("cursor"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_589(p) {
+                        if let Err(e) = node_553(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -15454,12 +15044,12 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/DeleteSessionRequest/properties/sessionId`.
-    fn node_590(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_554(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/DeleteSessionRequest/properties/_meta`.
-    fn node_591(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_555(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -15477,11 +15067,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_590(p).map_err(|e| e.at("sessionId"))?;
+                        node_554(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_591(p) {
+                        if let Err(e) = node_555(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -15497,38 +15087,38 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ResumeSessionRequest/properties/sessionId`.
-    fn node_592(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_556(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ResumeSessionRequest/properties/cwd`.
-    fn node_593(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_557(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ResumeSessionRequest/properties/additionalDirectories/items`.
-    fn node_594(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_558(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ResumeSessionRequest/properties/additionalDirectories`.
-    fn node_595(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_559(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_594(item).map_err(|e| e.at(i.to_string()))?;
+                node_558(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
     }
     /// Checks `#/$defs/ResumeSessionRequest/properties/mcpServers`.
-    fn node_596(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_560(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -15540,7 +15130,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ResumeSessionRequest/properties/_meta`.
-    fn node_597(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_561(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -15558,16 +15148,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_592(p).map_err(|e| e.at("sessionId"))?;
+                        node_556(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "cwd" => {
                         seen |= 2u128;
-                        node_593(p).map_err(|e| e.at("cwd"))?;
+                        node_557(p).map_err(|e| e.at("cwd"))?;
                         true
                     }
                     "additionalDirectories" => {
-                        match node_595(p) {
+                        match node_559(p) {
                             Err(e) if p.is_null() => {
                                 crate::exact::lenient(e.at("additionalDirectories"))?
                             }
@@ -15576,7 +15166,7 @@ pub mod checks {
                         true
                     }
                     "mcpServers" => {
-                        match node_596(p) {
+                        match node_560(p) {
                             Err(e) if p.is_null() => {
                                 crate::exact::lenient(e.at("mcpServers"))?
                             }
@@ -15585,7 +15175,7 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_597(p) {
+                        if let Err(e) = node_561(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -15604,12 +15194,12 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CloseSessionRequest/properties/sessionId`.
-    fn node_598(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_562(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/CloseSessionRequest/properties/_meta`.
-    fn node_599(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_563(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -15627,11 +15217,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_598(p).map_err(|e| e.at("sessionId"))?;
+                        node_562(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_599(p) {
+                        if let Err(e) = node_563(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -15647,17 +15237,17 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SetSessionModeRequest/properties/sessionId`.
-    fn node_600(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_564(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/SetSessionModeRequest/properties/modeId`.
-    fn node_601(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_565(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionModeId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/SetSessionModeRequest/properties/_meta`.
-    fn node_602(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_566(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -15675,16 +15265,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_600(p).map_err(|e| e.at("sessionId"))?;
+                        node_564(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "modeId" => {
                         seen |= 2u128;
-                        node_601(p).map_err(|e| e.at("modeId"))?;
+                        node_565(p).map_err(|e| e.at("modeId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_602(p) {
+                        if let Err(e) = node_566(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -15703,7 +15293,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SetSessionConfigOptionRequest/anyOf/0/properties/type`.
-    fn node_603(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_567(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -15713,7 +15303,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SetSessionConfigOptionRequest/anyOf/0/properties/value`.
-    fn node_604(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_568(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_boolean()) {
             return Err(Invalid::new("expected boolean"));
         }
@@ -15733,12 +15323,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_603(p).map_err(|e| e.at("type"))?;
+                        node_567(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     "value" => {
                         seen |= 2u128;
-                        node_604(p).map_err(|e| e.at("value"))?;
+                        node_568(p).map_err(|e| e.at("value"))?;
                         true
                     }
                     _ => false,
@@ -15755,7 +15345,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SetSessionConfigOptionRequest/anyOf/1/properties/value`.
-    fn node_605(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_569(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionConfigValueId(v)?;
         Ok(())
     }
@@ -15773,7 +15363,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "value" => {
                         seen |= 1u128;
-                        node_605(p).map_err(|e| e.at("value"))?;
+                        node_569(p).map_err(|e| e.at("value"))?;
                         true
                     }
                     _ => false,
@@ -15787,17 +15377,17 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SetSessionConfigOptionRequest/properties/sessionId`.
-    fn node_606(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_570(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/SetSessionConfigOptionRequest/properties/configId`.
-    fn node_607(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_571(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionConfigId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/SetSessionConfigOptionRequest/properties/_meta`.
-    fn node_608(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_572(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -15815,16 +15405,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_606(p).map_err(|e| e.at("sessionId"))?;
+                        node_570(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "configId" => {
                         seen |= 2u128;
-                        node_607(p).map_err(|e| e.at("configId"))?;
+                        node_571(p).map_err(|e| e.at("configId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_608(p) {
+                        if let Err(e) = node_572(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -15848,12 +15438,12 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/PromptRequest/properties/sessionId`.
-    fn node_609(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_573(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/PromptRequest/properties/prompt`.
-    fn node_610(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_574(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -15865,7 +15455,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/PromptRequest/properties/_meta`.
-    fn node_611(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_575(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -15883,16 +15473,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_609(p).map_err(|e| e.at("sessionId"))?;
+                        node_573(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "prompt" => {
                         seen |= 2u128;
-                        node_610(p).map_err(|e| e.at("prompt"))?;
+                        node_574(p).map_err(|e| e.at("prompt"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_611(p) {
+                        if let Err(e) = node_575(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -15911,66 +15501,66 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ClientResponse/anyOf/0/properties/id`.
-    fn node_612(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_576(v: &Json<'_>) -> Result<(), Invalid> {
         check_RequestId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ClientResponse/anyOf/0/properties/result/anyOf/0`.
-    fn node_613(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_577(v: &Json<'_>) -> Result<(), Invalid> {
         check_WriteTextFileResponse(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ClientResponse/anyOf/0/properties/result/anyOf/1`.
-    fn node_614(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_578(v: &Json<'_>) -> Result<(), Invalid> {
         check_ReadTextFileResponse(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ClientResponse/anyOf/0/properties/result/anyOf/2`.
-    fn node_615(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_579(v: &Json<'_>) -> Result<(), Invalid> {
         check_RequestPermissionResponse(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ClientResponse/anyOf/0/properties/result/anyOf/3`.
-    fn node_616(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_580(v: &Json<'_>) -> Result<(), Invalid> {
         check_CreateTerminalResponse(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ClientResponse/anyOf/0/properties/result/anyOf/4`.
-    fn node_617(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_581(v: &Json<'_>) -> Result<(), Invalid> {
         check_TerminalOutputResponse(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ClientResponse/anyOf/0/properties/result/anyOf/5`.
-    fn node_618(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_582(v: &Json<'_>) -> Result<(), Invalid> {
         check_ReleaseTerminalResponse(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ClientResponse/anyOf/0/properties/result/anyOf/6`.
-    fn node_619(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_583(v: &Json<'_>) -> Result<(), Invalid> {
         check_WaitForTerminalExitResponse(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ClientResponse/anyOf/0/properties/result/anyOf/7`.
-    fn node_620(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_584(v: &Json<'_>) -> Result<(), Invalid> {
         check_KillTerminalResponse(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ClientResponse/anyOf/0/properties/result/anyOf/8`.
-    fn node_621(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_585(v: &Json<'_>) -> Result<(), Invalid> {
         check_CreateElicitationResponse(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ClientResponse/anyOf/0/properties/result/anyOf/9`.
-    fn node_622(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_586(v: &Json<'_>) -> Result<(), Invalid> {
         check_ExtResponse(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ClientResponse/anyOf/0/properties/result`.
-    fn node_623(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_613(v).is_ok() || node_614(v).is_ok() || node_615(v).is_ok()
-            || node_616(v).is_ok() || node_617(v).is_ok() || node_618(v).is_ok()
-            || node_619(v).is_ok() || node_620(v).is_ok() || node_621(v).is_ok()
-            || node_622(v).is_ok())
+    fn node_587(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || node_577(v).is_ok() || node_578(v).is_ok() || node_579(v).is_ok()
+            || node_580(v).is_ok() || node_581(v).is_ok() || node_582(v).is_ok()
+            || node_583(v).is_ok() || node_584(v).is_ok() || node_585(v).is_ok()
+            || node_586(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
@@ -15988,12 +15578,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "id" => {
                         seen |= 1u128;
-                        node_612(p).map_err(|e| e.at("id"))?;
+                        node_576(p).map_err(|e| e.at("id"))?;
                         true
                     }
                     "result" => {
                         seen |= 2u128;
-                        node_623(p).map_err(|e| e.at("result"))?;
+                        node_587(p).map_err(|e| e.at("result"))?;
                         true
                     }
                     _ => false,
@@ -16010,12 +15600,12 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ClientResponse/anyOf/1/properties/id`.
-    fn node_624(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_588(v: &Json<'_>) -> Result<(), Invalid> {
         check_RequestId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ClientResponse/anyOf/1/properties/error`.
-    fn node_625(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_589(v: &Json<'_>) -> Result<(), Invalid> {
         check_Error(v)?;
         Ok(())
     }
@@ -16031,12 +15621,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "id" => {
                         seen |= 1u128;
-                        node_624(p).map_err(|e| e.at("id"))?;
+                        node_588(p).map_err(|e| e.at("id"))?;
                         true
                     }
                     "error" => {
                         seen |= 2u128;
-                        node_625(p).map_err(|e| e.at("error"))?;
+                        node_589(p).map_err(|e| e.at("error"))?;
                         true
                     }
                     _ => false,
@@ -16062,7 +15652,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/WriteTextFileResponse/properties/_meta`.
-    fn node_626(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_590(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -16078,7 +15668,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_626(p) {
+                        if let Err(e) = node_590(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -16091,14 +15681,14 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ReadTextFileResponse/properties/content`.
-    fn node_627(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_591(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ReadTextFileResponse/properties/_meta`.
-    fn node_628(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_592(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -16116,11 +15706,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "content" => {
                         seen |= 1u128;
-                        node_627(p).map_err(|e| e.at("content"))?;
+                        node_591(p).map_err(|e| e.at("content"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_628(p) {
+                        if let Err(e) = node_592(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -16136,12 +15726,12 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/RequestPermissionResponse/properties/outcome`.
-    fn node_629(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_593(v: &Json<'_>) -> Result<(), Invalid> {
         check_RequestPermissionOutcome(v)?;
         Ok(())
     }
     /// Checks `#/$defs/RequestPermissionResponse/properties/_meta`.
-    fn node_630(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_594(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -16159,11 +15749,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "outcome" => {
                         seen |= 1u128;
-                        node_629(p).map_err(|e| e.at("outcome"))?;
+                        node_593(p).map_err(|e| e.at("outcome"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_630(p) {
+                        if let Err(e) = node_594(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -16179,7 +15769,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/RequestPermissionOutcome/oneOf/0/properties/outcome`.
-    fn node_631(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_595(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -16200,7 +15790,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "outcome" => {
                         seen |= 1u128;
-                        node_631(p).map_err(|e| e.at("outcome"))?;
+                        node_595(p).map_err(|e| e.at("outcome"))?;
                         true
                     }
                     _ => false,
@@ -16214,7 +15804,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/RequestPermissionOutcome/oneOf/1/properties/outcome`.
-    fn node_632(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_596(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -16235,7 +15825,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "outcome" => {
                         seen |= 1u128;
-                        node_632(p).map_err(|e| e.at("outcome"))?;
+                        node_596(p).map_err(|e| e.at("outcome"))?;
                         true
                     }
                     _ => false,
@@ -16263,12 +15853,12 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SelectedPermissionOutcome/properties/optionId`.
-    fn node_633(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_597(v: &Json<'_>) -> Result<(), Invalid> {
         check_PermissionOptionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/SelectedPermissionOutcome/properties/_meta`.
-    fn node_634(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_598(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -16286,11 +15876,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "optionId" => {
                         seen |= 1u128;
-                        node_633(p).map_err(|e| e.at("optionId"))?;
+                        node_597(p).map_err(|e| e.at("optionId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_634(p) {
+                        if let Err(e) = node_598(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -16306,12 +15896,12 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CreateTerminalResponse/properties/terminalId`.
-    fn node_635(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_599(v: &Json<'_>) -> Result<(), Invalid> {
         check_TerminalId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/CreateTerminalResponse/properties/_meta`.
-    fn node_636(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_600(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -16329,11 +15919,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "terminalId" => {
                         seen |= 1u128;
-                        node_635(p).map_err(|e| e.at("terminalId"))?;
+                        node_599(p).map_err(|e| e.at("terminalId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_636(p) {
+                        if let Err(e) = node_600(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -16349,35 +15939,35 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/TerminalOutputResponse/properties/output`.
-    fn node_637(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_601(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/TerminalOutputResponse/properties/truncated`.
-    fn node_638(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_602(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_boolean()) {
             return Err(Invalid::new("expected boolean"));
         }
         Ok(())
     }
     /// Checks `#/$defs/TerminalOutputResponse/properties/exitStatus/anyOf/1`.
-    fn node_639(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_603(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/TerminalOutputResponse/properties/exitStatus`.
-    fn node_640(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_TerminalExitStatus(v).is_ok() || node_639(v).is_ok()) {
+    fn node_604(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_TerminalExitStatus(v).is_ok() || node_603(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/TerminalOutputResponse/properties/_meta`.
-    fn node_641(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_605(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -16395,22 +15985,22 @@ pub mod checks {
                 let mut matched = match &**k {
                     "output" => {
                         seen |= 1u128;
-                        node_637(p).map_err(|e| e.at("output"))?;
+                        node_601(p).map_err(|e| e.at("output"))?;
                         true
                     }
                     "truncated" => {
                         seen |= 2u128;
-                        node_638(p).map_err(|e| e.at("truncated"))?;
+                        node_602(p).map_err(|e| e.at("truncated"))?;
                         true
                     }
                     "exitStatus" => {
-                        if let Err(e) = node_640(p) {
+                        if let Err(e) = node_604(p) {
                             crate::exact::lenient(e.at("exitStatus"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_641(p) {
+                        if let Err(e) = node_605(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -16429,7 +16019,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/TerminalExitStatus/properties/exitCode`.
-    fn node_642(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_606(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v) || v.is_null()) {
             return Err(Invalid::new("expected integer or null"));
         }
@@ -16444,14 +16034,14 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/TerminalExitStatus/properties/signal`.
-    fn node_643(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_607(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/TerminalExitStatus/properties/_meta`.
-    fn node_644(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_608(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -16467,19 +16057,19 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "exitCode" => {
-                        if let Err(e) = node_642(p) {
+                        if let Err(e) = node_606(p) {
                             crate::exact::lenient(e.at("exitCode"))?;
                         }
                         true
                     }
                     "signal" => {
-                        if let Err(e) = node_643(p) {
+                        if let Err(e) = node_607(p) {
                             crate::exact::lenient(e.at("signal"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_644(p) {
+                        if let Err(e) = node_608(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -16492,7 +16082,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ReleaseTerminalResponse/properties/_meta`.
-    fn node_645(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_609(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -16508,7 +16098,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_645(p) {
+                        if let Err(e) = node_609(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -16521,7 +16111,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/WaitForTerminalExitResponse/properties/exitCode`.
-    fn node_646(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_610(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v) || v.is_null()) {
             return Err(Invalid::new("expected integer or null"));
         }
@@ -16536,14 +16126,14 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/WaitForTerminalExitResponse/properties/signal`.
-    fn node_647(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_611(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string() || v.is_null()) {
             return Err(Invalid::new("expected string or null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/WaitForTerminalExitResponse/properties/_meta`.
-    fn node_648(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_612(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -16559,19 +16149,19 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "exitCode" => {
-                        if let Err(e) = node_646(p) {
+                        if let Err(e) = node_610(p) {
                             crate::exact::lenient(e.at("exitCode"))?;
                         }
                         true
                     }
                     "signal" => {
-                        if let Err(e) = node_647(p) {
+                        if let Err(e) = node_611(p) {
                             crate::exact::lenient(e.at("signal"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_648(p) {
+                        if let Err(e) = node_612(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -16584,7 +16174,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/KillTerminalResponse/properties/_meta`.
-    fn node_649(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_613(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -16600,7 +16190,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_649(p) {
+                        if let Err(e) = node_613(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -16613,7 +16203,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CreateElicitationResponse/anyOf/0/properties/action`.
-    fn node_650(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_614(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -16634,7 +16224,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "action" => {
                         seen |= 1u128;
-                        node_650(p).map_err(|e| e.at("action"))?;
+                        node_614(p).map_err(|e| e.at("action"))?;
                         true
                     }
                     _ => false,
@@ -16649,7 +16239,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CreateElicitationResponse/anyOf/1/properties/action`.
-    fn node_651(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_615(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -16670,7 +16260,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "action" => {
                         seen |= 1u128;
-                        node_651(p).map_err(|e| e.at("action"))?;
+                        node_615(p).map_err(|e| e.at("action"))?;
                         true
                     }
                     _ => false,
@@ -16684,7 +16274,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CreateElicitationResponse/anyOf/2/properties/action`.
-    fn node_652(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_616(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -16705,7 +16295,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "action" => {
                         seen |= 1u128;
-                        node_652(p).map_err(|e| e.at("action"))?;
+                        node_616(p).map_err(|e| e.at("action"))?;
                         true
                     }
                     _ => false,
@@ -16719,7 +16309,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CreateElicitationResponse/anyOf/3/not/anyOf/0/properties/action`.
-    fn node_653(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_617(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -16742,7 +16332,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "action" => {
                         seen |= 1u128;
-                        node_653(p).map_err(|e| e.at("action"))?;
+                        node_617(p).map_err(|e| e.at("action"))?;
                         true
                     }
                     _ => false,
@@ -16756,7 +16346,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CreateElicitationResponse/anyOf/3/not/anyOf/1/properties/action`.
-    fn node_654(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_618(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -16779,7 +16369,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "action" => {
                         seen |= 1u128;
-                        node_654(p).map_err(|e| e.at("action"))?;
+                        node_618(p).map_err(|e| e.at("action"))?;
                         true
                     }
                     _ => false,
@@ -16793,7 +16383,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CreateElicitationResponse/anyOf/3/not/anyOf/2/properties/action`.
-    fn node_655(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_619(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -16816,7 +16406,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "action" => {
                         seen |= 1u128;
-                        node_655(p).map_err(|e| e.at("action"))?;
+                        node_619(p).map_err(|e| e.at("action"))?;
                         true
                     }
                     _ => false,
@@ -16830,14 +16420,14 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CreateElicitationResponse/anyOf/3/properties/action`.
-    fn node_656(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_620(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/CreateElicitationResponse/anyOf/3/not`.
-    fn node_657(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_621(v: &Json<'_>) -> Result<(), Invalid> {
         match v.get("action").and_then(Json::as_str) {
             Some("accept") => check_CreateElicitationResponseVariant3NotAccept(v)?,
             Some("decline") => check_CreateElicitationResponseVariant3NotDecline(v)?,
@@ -16858,7 +16448,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "action" => {
                         seen |= 1u128;
-                        node_656(p).map_err(|e| e.at("action"))?;
+                        node_620(p).map_err(|e| e.at("action"))?;
                         true
                     }
                     _ => false,
@@ -16869,13 +16459,13 @@ pub mod checks {
                 return Err(Invalid::new("missing required property `action`"));
             }
         }
-        if node_657(v).is_ok() {
+        if node_621(v).is_ok() {
             return Err(Invalid::new("matches a shape that is not allowed"));
         }
         Ok(())
     }
     /// Checks `#/$defs/CreateElicitationResponse/properties/_meta`.
-    fn node_658(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_622(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -16891,7 +16481,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_658(p) {
+                        if let Err(e) = node_622(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -16911,63 +16501,63 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ElicitationContentValue/anyOf/0`.
-    fn node_659(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_623(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ElicitationContentValue/anyOf/1`.
-    fn node_660(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_624(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v)) {
             return Err(Invalid::new("expected integer"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ElicitationContentValue/anyOf/2`.
-    fn node_661(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_625(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_number()) {
             return Err(Invalid::new("expected number"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ElicitationContentValue/anyOf/3`.
-    fn node_662(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_626(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_boolean()) {
             return Err(Invalid::new("expected boolean"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ElicitationContentValue/anyOf/4/items`.
-    fn node_663(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_627(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ElicitationContentValue/anyOf/4`.
-    fn node_664(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_628(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_663(item).map_err(|e| e.at(i.to_string()))?;
+                node_627(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
     }
     /// Checks a value against `#/$defs/ElicitationContentValue` of the input schema.
     pub fn check_ElicitationContentValue(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_659(v).is_ok() || node_660(v).is_ok() || node_661(v).is_ok()
-            || node_662(v).is_ok() || node_664(v).is_ok())
+        if !(false || node_623(v).is_ok() || node_624(v).is_ok() || node_625(v).is_ok()
+            || node_626(v).is_ok() || node_628(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ElicitationAcceptAction/properties/content`.
-    fn node_665(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_629(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -16992,7 +16582,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "content" => {
-                        node_665(p).map_err(|e| e.at("content"))?;
+                        node_629(p).map_err(|e| e.at("content"))?;
                         true
                     }
                     _ => false,
@@ -17003,39 +16593,39 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ClientNotification/properties/method`.
-    fn node_666(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_630(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ClientNotification/properties/params/anyOf/0/anyOf/0`.
-    fn node_667(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_631(v: &Json<'_>) -> Result<(), Invalid> {
         check_CancelNotification(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ClientNotification/properties/params/anyOf/0/anyOf/1`.
-    fn node_668(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_632(v: &Json<'_>) -> Result<(), Invalid> {
         check_ExtNotification(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ClientNotification/properties/params/anyOf/0`.
-    fn node_669(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_667(v).is_ok() || node_668(v).is_ok()) {
+    fn node_633(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || node_631(v).is_ok() || node_632(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ClientNotification/properties/params/anyOf/1`.
-    fn node_670(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_634(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ClientNotification/properties/params`.
-    fn node_671(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_669(v).is_ok() || node_670(v).is_ok()) {
+    fn node_635(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || node_633(v).is_ok() || node_634(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
@@ -17052,11 +16642,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "method" => {
                         seen |= 1u128;
-                        node_666(p).map_err(|e| e.at("method"))?;
+                        node_630(p).map_err(|e| e.at("method"))?;
                         true
                     }
                     "params" => {
-                        node_671(p).map_err(|e| e.at("params"))?;
+                        node_635(p).map_err(|e| e.at("params"))?;
                         true
                     }
                     _ => false,
@@ -17070,12 +16660,12 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CancelNotification/properties/sessionId`.
-    fn node_672(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_636(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/CancelNotification/properties/_meta`.
-    fn node_673(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_637(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -17093,11 +16683,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_672(p).map_err(|e| e.at("sessionId"))?;
+                        node_636(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_673(p) {
+                        if let Err(e) = node_637(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -17113,12 +16703,12 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CancelRequestNotification/properties/requestId`.
-    fn node_674(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_638(v: &Json<'_>) -> Result<(), Invalid> {
         check_RequestId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/CancelRequestNotification/properties/_meta`.
-    fn node_675(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_639(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -17136,11 +16726,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "requestId" => {
                         seen |= 1u128;
-                        node_674(p).map_err(|e| e.at("requestId"))?;
+                        node_638(p).map_err(|e| e.at("requestId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_675(p) {
+                        if let Err(e) = node_639(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -17156,7 +16746,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/anyOf/0/properties/jsonrpc`.
-    fn node_676(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_640(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -17166,17 +16756,17 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/anyOf/0/anyOf/0`.
-    fn node_677(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_641(v: &Json<'_>) -> Result<(), Invalid> {
         check_AgentRequest(v)?;
         Ok(())
     }
     /// Checks `#/anyOf/0/anyOf/1`.
-    fn node_678(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_642(v: &Json<'_>) -> Result<(), Invalid> {
         check_AgentResponse(v)?;
         Ok(())
     }
     /// Checks `#/anyOf/0/anyOf/2`.
-    fn node_679(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_643(v: &Json<'_>) -> Result<(), Invalid> {
         check_AgentNotification(v)?;
         Ok(())
     }
@@ -17192,7 +16782,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "jsonrpc" => {
                         seen |= 1u128;
-                        node_676(p).map_err(|e| e.at("jsonrpc"))?;
+                        node_640(p).map_err(|e| e.at("jsonrpc"))?;
                         true
                     }
                     _ => false,
@@ -17203,14 +16793,14 @@ pub mod checks {
                 return Err(Invalid::new("missing required property `jsonrpc`"));
             }
         }
-        if !(false || node_677(v).is_ok() || node_678(v).is_ok() || node_679(v).is_ok())
+        if !(false || node_641(v).is_ok() || node_642(v).is_ok() || node_643(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/anyOf/1/properties/jsonrpc`.
-    fn node_680(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_644(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -17220,17 +16810,17 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/anyOf/1/anyOf/0`.
-    fn node_681(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_645(v: &Json<'_>) -> Result<(), Invalid> {
         check_ClientRequest(v)?;
         Ok(())
     }
     /// Checks `#/anyOf/1/anyOf/1`.
-    fn node_682(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_646(v: &Json<'_>) -> Result<(), Invalid> {
         check_ClientResponse(v)?;
         Ok(())
     }
     /// Checks `#/anyOf/1/anyOf/2`.
-    fn node_683(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_647(v: &Json<'_>) -> Result<(), Invalid> {
         check_ClientNotification(v)?;
         Ok(())
     }
@@ -17246,7 +16836,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "jsonrpc" => {
                         seen |= 1u128;
-                        node_680(p).map_err(|e| e.at("jsonrpc"))?;
+                        node_644(p).map_err(|e| e.at("jsonrpc"))?;
                         true
                     }
                     _ => false,
@@ -17257,14 +16847,14 @@ pub mod checks {
                 return Err(Invalid::new("missing required property `jsonrpc`"));
             }
         }
-        if !(false || node_681(v).is_ok() || node_682(v).is_ok() || node_683(v).is_ok())
+        if !(false || node_645(v).is_ok() || node_646(v).is_ok() || node_647(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/anyOf/2/properties/jsonrpc`.
-    fn node_684(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_648(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -17274,34 +16864,34 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/anyOf/2/properties/method`.
-    fn node_685(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_649(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/anyOf/2/properties/params/anyOf/0/anyOf/0`.
-    fn node_686(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_650(v: &Json<'_>) -> Result<(), Invalid> {
         check_CancelRequestNotification(v)?;
         Ok(())
     }
     /// Checks `#/anyOf/2/properties/params/anyOf/0`.
-    fn node_687(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_686(v).is_ok()) {
+    fn node_651(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || node_650(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/anyOf/2/properties/params/anyOf/1`.
-    fn node_688(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_652(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/anyOf/2/properties/params`.
-    fn node_689(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_687(v).is_ok() || node_688(v).is_ok()) {
+    fn node_653(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || node_651(v).is_ok() || node_652(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
@@ -17318,16 +16908,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "jsonrpc" => {
                         seen |= 1u128;
-                        node_684(p).map_err(|e| e.at("jsonrpc"))?;
+                        node_648(p).map_err(|e| e.at("jsonrpc"))?;
                         true
                     }
                     "method" => {
                         seen |= 2u128;
-                        node_685(p).map_err(|e| e.at("method"))?;
+                        node_649(p).map_err(|e| e.at("method"))?;
                         true
                     }
                     "params" => {
-                        node_689(p).map_err(|e| e.at("params"))?;
+                        node_653(p).map_err(|e| e.at("params"))?;
                         true
                     }
                     _ => false,

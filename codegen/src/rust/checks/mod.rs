@@ -258,6 +258,12 @@ impl Emitter<'_> {
                 self.unsupported(&format!("{pointer}/{key}"), format!("`{key}` must be a non-empty array"));
                 continue;
             };
+            if key != "allOf" {
+                if let Some(constants) = string_constants(members) {
+                    checks.push(constant_union(key, &constants));
+                    continue;
+                }
+            }
             let fns: Vec<Ident> = members.iter().enumerate().map(|(i, m)| self.child(m, &format!("{pointer}/{key}/{i}"))).collect();
             if key != "allOf" {
                 if let Some((property, tags)) = discriminator(members, self.defs) {
@@ -415,6 +421,41 @@ fn discriminator(members: &[Value], defs: &Map<String, Value>) -> Option<(String
         let distinct = tags.iter().enumerate().all(|(i, t)| !tags[..i].contains(t));
         distinct.then(|| (property.clone(), tags))
     })
+}
+
+/// The strings of a union whose alternatives are each a string constant and nothing else
+/// (an ACP enumeration such as `ToolKind` or `StopReason`), when they are all different.
+/// Then a value matches exactly one alternative when it is one of the strings and none
+/// otherwise, so `anyOf` and `oneOf` alike are decided by comparing the value with each,
+/// without running every alternative's check and building (then dropping) an error for
+/// each that fails. Alternatives that are references are left to the general path.
+fn string_constants(members: &[Value]) -> Option<Vec<String>> {
+    let constant = |member: &Value| -> Option<String> {
+        let object = member.as_object()?;
+        let plain = object.keys().all(|k| k == "const" || k == "type" || ANNOTATIONS.contains(&k.as_str()));
+        let string = object.get("type").is_none_or(|t| t == "string");
+        match object.get("const") {
+            Some(Value::String(value)) if plain && string => Some(value.clone()),
+            _ => None,
+        }
+    };
+    let constants: Vec<String> = members.iter().map(constant).collect::<Option<_>>()?;
+    let distinct = constants.iter().enumerate().all(|(i, c)| !constants[..i].contains(c));
+    distinct.then_some(constants)
+}
+
+/// `anyOf`/`oneOf` of string constants ([`string_constants`]): the union's own error,
+/// where the general path reports it, when the value is none of them.
+fn constant_union(key: &str, constants: &[String]) -> TokenStream {
+    let message = match key {
+        "anyOf" => "matches none of the allowed shapes",
+        _ => "does not match exactly one of the allowed shapes",
+    };
+    quote! {
+        if !matches!(v.as_str(), Some(#(#constants)|*)) {
+            return Err(Invalid::new(#message));
+        }
+    }
 }
 
 /// `anyOf`/`oneOf` by the discriminator: only the alternative the tag names is checked,

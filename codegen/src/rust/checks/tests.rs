@@ -29,3 +29,24 @@ fn a_union_is_dispatched_only_when_its_tag_decides_it() {
         assert_eq!(discriminator(&members, defs), None, "{members:?}");
     }
 }
+
+#[test]
+fn a_union_of_string_constants_is_one_comparison_only_when_nothing_else_decides() {
+    let members = [json!({"type": "string", "const": "read", "description": "Reading."}), json!({"const": "edit", "title": "Edit"})];
+    assert_eq!(string_constants(&members), Some(vec!["read".to_string(), "edit".to_string()]));
+    let declined = [
+        // The same constant twice: a `oneOf` of them matches nothing, an `anyOf` something.
+        vec![json!({"const": "a"}), json!({"type": "string", "const": "a"})],
+        // Another keyword beside the constant, which the comparison would not check.
+        vec![json!({"const": "a"}), json!({"const": "b", "maxLength": 0})],
+        // A type that is not (only) a string.
+        vec![json!({"const": "a"}), json!({"type": ["string", "null"], "const": "b"})],
+        // A constant that is not a string.
+        vec![json!({"const": "a"}), json!({"const": 1})],
+        // A reference, left to the general path and its memoized checks.
+        vec![json!({"const": "a"}), json!({"$ref": "#/$defs/B"})],
+    ];
+    for members in declined {
+        assert_eq!(string_constants(&members), None, "{members:?}");
+    }
+}
