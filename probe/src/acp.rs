@@ -237,9 +237,9 @@ pub(crate) fn expand_command(
 /// the handshake, the session, the prompt, and its own teardown.
 pub(crate) fn run(checked: Checked<'_>, command: Vec<OsString>, stage: &mut Stage<'_, '_>) -> Result<LaneEnd, ProbeError> {
     let options = checked.options;
-    let (session, container) = start(options, &command, stage)?;
+    let Started { session, container, argv } = start(options, &command, stage)?;
     let mut run = Run::new(session, options, stage);
-    run.command = command;
+    run.command = argv;
     run.container = container;
     run.admission.driver = checked.driver.name().to_owned();
     run.admission.retention = options.retention.name().to_owned();
@@ -263,11 +263,7 @@ pub(crate) fn run(checked: Checked<'_>, command: Vec<OsString>, stage: &mut Stag
 /// Starts the agent: in the image, its runtime's argv (bubblewrap or podman over its root,
 /// or docker), the workspace at its working directory, and the image's variables under the
 /// probe's own; the agent's terminal commands then run in the image too.
-fn start(
-    options: &AcpOptions,
-    command: &[OsString],
-    stage: &mut Stage<'_, '_>,
-) -> Result<(Session, Option<crate::image::runtime::RunningContainer>), ProbeError> {
+fn start(options: &AcpOptions, command: &[OsString], stage: &mut Stage<'_, '_>) -> Result<Started, ProbeError> {
     let plane = &mut stage.plane;
     let mut launch = session::Launch {
         env: plane.env.clone(),
@@ -297,12 +293,20 @@ fn start(
     let session_options =
         session::Options { permission: options.permission, terminals: options.terminals, deadline: stage.options.deadline.remaining() };
     match Session::start_in(workspace, &argv, session_options, &launch) {
-        Ok(session) => Ok((session, started)),
+        Ok(session) => Ok(Started { session, container: started, argv }),
         Err(e) => {
             let program = command.first().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
             Err(ProbeError::CannotStart(format!("cannot start `{program}`: {e}")))
         }
     }
+}
+
+/// The agent as started: its session, the image's run when there is one, and the argv as
+/// spawned (in an image, its runtime's, which the report and the record show).
+struct Started {
+    session: Session,
+    container: Option<crate::image::runtime::RunningContainer>,
+    argv: Vec<OsString>,
 }
 
 /// One run's state.

@@ -222,6 +222,11 @@ fn an_acp_agent_in_a_built_image_passes_its_steps() {
     assert!(run.json["steps"].get("resume").is_none() && run.json["steps"].get("output_schema").is_none());
     assert_eq!(run.json["image"]["runtime"], "bubblewrap");
     assert_eq!(run.json["image"]["working_directory"], "/workspace");
+    // The harness's argv as spawned: bubblewrap's, over the image's root, ending with the
+    // agent's own command as inside the image.
+    let command = run.json["harness"]["command"].as_array().expect("command");
+    assert!(command.first().and_then(|c| c.as_str()).is_some_and(|c| c.ends_with("bwrap")), "{}", run.pretty());
+    assert_eq!(command.last(), Some(&serde_json::json!("1")), "{}", run.pretty());
     assert!(
         run.json["next"]["retest"].as_str().is_some_and(|r| r.contains("--arg=--turns --arg=1") && r.contains("--image=")),
         "{}",
