@@ -102,6 +102,12 @@ pub fn refusal_context(count: usize, first: Option<&Refusal>) -> Option<String> 
     Some(format!("the relay refused during the turn: {} {}: {}{more}", first.status_text(), first.path, first.reason))
 }
 
+/// The call that retried call `i`: the next call of the same turn, if the harness made one.
+/// `recovery` and `telemetry` count a retry by this one rule.
+fn retried_by(calls: &[Call], i: usize) -> Option<&Call> {
+    calls.get(i + 1..)?.iter().find(|c| c.turn == calls[i].turn)
+}
+
 /// How much earlier than its `retry-after` a retry may start and still count as having
 /// waited: the record's clock has whole milliseconds.
 const RETRY_AFTER_SLACK_MS: u64 = 10;
@@ -121,7 +127,7 @@ pub fn recovery(calls: &[Call], answered: bool) -> Result<(), String> {
     for (i, call) in calls.iter().enumerate() {
         let Some(fault) = call.fault.filter(|f| f.transient()) else { continue };
         let status = call.status.map_or_else(|| String::from("no status"), |s| format!("status {s}"));
-        let Some(retry) = calls[i + 1..].iter().find(|c| c.turn == call.turn) else {
+        let Some(retry) = retried_by(calls, i) else {
             return Err(format!(
                 "the harness gave up on the {} of call {} ({status}): it made no model call after it in that turn",
                 fault.name(),
@@ -150,8 +156,7 @@ pub fn recovery(calls: &[Call], answered: bool) -> Result<(), String> {
 /// `model_overflow_recoveries`), and its `wall_time_ms` must fit inside the turn.
 pub fn telemetry(claim: Value, turn_ms: u64, calls: &[Call]) -> TurnTelemetry {
     let followed = |kind: fn(FaultKind) -> bool| {
-        calls.iter().enumerate().filter(|(i, c)| c.fault.is_some_and(kind) && calls[i + 1..].iter().any(|l| l.turn == c.turn)).count()
-            as u64
+        (0..calls.len()).filter(|&i| calls[i].fault.is_some_and(kind) && retried_by(calls, i).is_some()).count() as u64
     };
     let recorded = RecordedTurn {
         model_calls: calls.len() as u64,

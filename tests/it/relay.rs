@@ -94,23 +94,9 @@ fn the_official_sdks_parse_every_dialect_json_and_streaming_text_and_tool_calls(
         .expect("python3 runs");
     assert!(walk.status.success(), "{}{}", String::from_utf8_lossy(&walk.stdout), String::from_utf8_lossy(&walk.stderr));
     for script in ["nonce", "tool"] {
-        let served = serve(script, &[]);
-        let h = &served.here;
-        let output = Command::new("python3")
-            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/relay-sdk/check_sdk.py"))
-            .args(["--base-url", h["url"].as_str().unwrap_or_default(), "--api-key", h["api_key"].as_str().unwrap_or_default()])
-            .args(["--nonce", h["nonce"].as_str().unwrap_or_default(), "--token", h["token"].as_str().unwrap_or_default()])
-            .arg("--workspace")
-            .arg(&served.dir)
-            .args(["--script", script])
-            .output()
-            .expect("python3 runs");
-        let summary = String::from_utf8_lossy(&output.stdout).into_owned();
-        assert!(output.status.success(), "{script}: {summary}\n{}", String::from_utf8_lossy(&output.stderr));
-        let summary: Value = serde_json::from_str(summary.trim()).expect("one JSON line");
+        let (summary, record) = check_sdk_against(script, &["--script", script]);
         assert_eq!(summary["failed"], 0);
         assert_eq!(summary["passed"], 12, "3 dialects × (JSON, stream, no key, wrong key)");
-        let record = served.stop();
         let calls = record["calls"].as_array().expect("calls");
         let per_turn = if script == "tool" { 2 } else { 1 };
         // Per dialect: JSON, the SDK's stream helper, and the raw stream walked event by event.

@@ -140,7 +140,6 @@ pub(crate) fn run(
         scratch: &scratch,
         schema_path: schema_path.as_deref(),
         launch_spec: &launch_spec,
-        faults: Vec::new(),
     };
     let nonce = lane.stage.plane.nonce.clone();
     let first = lane.run(1, &nonce, None)?;
@@ -157,8 +156,9 @@ pub(crate) fn run(
         lane.output_schema(validator, &finished);
     }
     let started = Instant::now();
+    // A run's teardown fault holds what removing its image's run failed on too.
     let teardown = finished.iter().enumerate().find_map(|(i, (r, _))| r.teardown_fault.as_ref().map(|f| format!("run {}: {f}", i + 1)));
-    let teardown = teardown.or_else(|| lane.faults.first().cloned()).map_or(Ok(()), Err);
+    let teardown = teardown.map_or(Ok(()), Err);
     let delivered = lane.stage.options.output_schema.is_some().then(|| delivery(&lane.stage.plane.relay, finished.len()));
     let report = OneshotReport {
         driver: checkfu_wire::catalog::ONESHOT_DRIVER,
@@ -210,8 +210,6 @@ struct Lane<'l, 's, 'p> {
     scratch: &'l Scratch,
     schema_path: Option<&'l str>,
     launch_spec: &'l Launch,
-    /// What removing an image's run failed on.
-    faults: Vec<String>,
 }
 
 type Run = (process::Finished, Vec<Served>);
@@ -314,7 +312,6 @@ impl Lane<'_, '_, '_> {
         let image = self.stage.image.as_mut();
         if let Some(fault) = container_run.zip(image).and_then(|(started, image)| image.finish(started)) {
             finished.teardown_fault = Some(finished.teardown_fault.map_or(fault.clone(), |f| format!("{f}; {fault}")));
-            self.faults.push(fault);
         }
         Ok(finished)
     }

@@ -2,7 +2,6 @@
 //! the caller as it ends), and the line the text format prints for one.
 
 use serde::Serialize;
-use serde_json::{Map, Value};
 
 use crate::Progress;
 use checkfu_wire::catalog::StepName;
@@ -57,11 +56,6 @@ impl<'p> Steps<'p> {
         (self.progress)(Progress::Step { name, step: &step });
         self.list.push((name, step));
     }
-}
-
-/// The `steps` member of the JSON report: name → step, in the order they ended.
-pub fn json(list: &[(StepName, Step)]) -> Map<String, Value> {
-    list.iter().map(|(name, step)| (name.name().to_owned(), serde_json::to_value(step).unwrap_or(Value::Null))).collect()
 }
 
 /// One step as the text format prints it.
