@@ -15,6 +15,9 @@
 //! [`checkfu_wire::conformance::check_str`], so `conform` on the `--trace` file gives the same
 //! verdicts.
 
+mod cancel;
+mod flight;
+
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::sync::Arc;
@@ -27,7 +30,7 @@ use crate::image::run::PreparedImage;
 use crate::options::{RunOptions, TOKEN_FILE};
 use crate::plane::safe_output_schema;
 use crate::relay::{Relay, Script};
-use crate::report::acp::{AcpReport, Admission, HarnessInfo, Wire};
+use crate::report::acp::{AcpReport, Admission, Cancellation, Drain, HarnessInfo, Wire};
 use crate::report::process::{teardown_fault, ProcessEnd};
 use crate::report::LaneReport;
 use crate::session::{self, Fault, Incoming, PermissionPolicy, Session};
@@ -47,6 +50,9 @@ const STEER_METHOD: &str = Method::CheckfuSessionSteer.name();
 const INTERRUPT_METHOD: &str = Method::CheckfuSessionInterrupt.name();
 const OPT_IN_INTERRUPT: &str = catalog::Check::CooperativeInterruptDrained.name();
 const READY_CHECK: &str = catalog::Check::ReadyHandshake.name();
+/// How the drain's turn is paced: 20 words of lead before the nonce answer, in 20 pieces
+/// one event every 100 ms (about 2.5 s), or held whole for 2 s.
+const DRAIN_PACE: crate::relay::Pace = crate::relay::Pace { interval: Duration::from_millis(100), pieces: 20, lead: 20 };
 /// The reason of every turn check when no prompt was sent.
 pub const NO_TURN: &str = "no turn was observed";
 
@@ -78,6 +84,8 @@ pub struct AcpOptions {
     pub authenticate: Option<String>,
     pub runtime_config: Option<Value>,
     pub interrupt: bool,
+    /// Run the `cancellation` step after the prompt (on by default).
+    pub cancellation: bool,
     pub permission: PermissionPolicy,
     /// Serve the harness's `terminal/*` requests (in the workspace; not a sandbox).
     pub terminals: bool,
@@ -103,6 +111,7 @@ impl AcpOptions {
             authenticate: None,
             runtime_config: None,
             interrupt: false,
+            cancellation: true,
             permission: PermissionPolicy::Allow,
             terminals: false,
             settle: Duration::from_millis(250),
@@ -254,8 +263,14 @@ pub(crate) fn run(checked: Checked<'_>, command: Vec<OsString>, stage: &mut Stag
         }
     };
     match (&admitted, session_id) {
-        (Some(admitted), Some(session_id)) => run.prompt(admitted, &session_id),
-        (_, _) => run.stage.steps.skipped(StepName::PromptExchange, "no session was started"),
+        (Some(admitted), Some(session_id)) => {
+            run.prompt(admitted, &session_id);
+            run.cancellation(&session_id);
+        }
+        (_, _) => {
+            run.stage.steps.skipped(StepName::PromptExchange, "no session was started");
+            run.stage.steps.skipped(StepName::Cancellation, "no session was started");
+        }
     }
     Ok(run.finish(admitted.as_ref()))
 }
@@ -338,6 +353,9 @@ struct Run<'o, 's, 'a, 'p> {
     /// The prompt's answer's `checkfu.turn`, with the turn's milliseconds from the prompt's
     /// sending to its answer.
     turn_claim: Option<(Value, u64)>,
+    /// The `cancellation` step's facts, and the scripted drain's.
+    cancellation: Option<Cancellation>,
+    drain: Option<Drain>,
 }
 
 impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
@@ -362,6 +380,8 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             container: None,
             trace: None,
             turn_claim: None,
+            cancellation: None,
+            drain: None,
         }
     }
 
@@ -416,6 +436,10 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
                 } else if Some(id) == self.interrupt_id {
                     if let Some(disposition) = message.pointer("/result/disposition").and_then(Value::as_str) {
                         self.normalizer.interrupt_ack(disposition);
+                        let now_ms = self.stage.plane.relay.now_ms();
+                        if let Some(drain) = self.drain.as_mut().filter(|_| disposition == "draining") {
+                            drain.ack_ms.get_or_insert(now_ms);
+                        }
                     }
                 }
             }
@@ -552,12 +576,16 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         // The turn's time starts before the prompt is written: the harness may begin (and
         // measure its own `wall_time_ms`) while the probe still records what it sent.
         let sent = Instant::now();
+        let interrupt = self.options.interrupt && upgrade_admitted(admitted, OPT_IN_INTERRUPT);
+        if interrupt {
+            // The drain goes out while a model answer streams, so there is something to drain.
+            self.stage.plane.relay.pace(Some(DRAIN_PACE));
+        }
         let prompt = self.session.request(PROMPT_METHOD, params).map_err(|f| format!("session/prompt: {f}"))?;
         self.prompt_id = Some(prompt);
         let steer = upgrade_admitted(admitted, catalog::Check::SteeringDelivered.name());
-        let interrupt = self.options.interrupt && upgrade_admitted(admitted, OPT_IN_INTERRUPT);
-        // The scripted inputs follow the prompt at once, in order (steer, then drain), so they
-        // reach the live turn whatever the machine's load; the harness answers each.
+        // The steer follows the prompt at once, so it reaches the live turn whatever the
+        // machine's load; the harness answers it.
         if steer {
             let event = format!("probe-steer-{}", self.nonce);
             let params = json!({"sessionId": session_id, "id": event, "content": "Keep the reply to the nonce only."});
@@ -565,15 +593,13 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             self.normalizer.steer_input(&event);
             self.steer = Some((id, event));
         }
-        if interrupt {
-            let id =
-                self.session.request(INTERRUPT_METHOD, json!({"sessionId": session_id})).map_err(|f| format!("{INTERRUPT_METHOD}: {f}"))?;
-            self.normalizer.interrupt_request();
-            self.interrupt_id = Some(id);
-        }
         self.turn_open = true;
-        let answer = self.wait_for(prompt, until);
-        let (message, _) = answer.map_err(|reason| format!("session/prompt: {reason}"))?;
+        let answer = match interrupt {
+            true => self.drain_turn(prompt, session_id, sent, until),
+            false => self.wait_for(prompt, until).map(|(message, _)| message),
+        };
+        self.stage.plane.relay.pace(None);
+        let message = answer.map_err(|reason| format!("session/prompt: {reason}"))?;
         self.turn_open = false;
         // What the harness says of its own turn, and how long the turn took as the probe saw
         // it: both are set against the relay's record at the end.
@@ -605,6 +631,22 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             return Err(String::from("session/prompt answered without a stop reason"));
         }
         Ok(())
+    }
+
+    /// The turn of a scripted drain: the interrupt once a model answer is in flight
+    /// ([`flight`]), then the prompt's answer. A turn answered before any model answer was in
+    /// flight gets no interrupt (the drain check then skips: nothing was sent).
+    fn drain_turn(&mut self, prompt: i64, session_id: &str, sent: Instant, until: Instant) -> Result<Value, String> {
+        let trigger = match self.wait_for_flight(prompt, 1, true, until) {
+            flight::Flight::InFlight(trigger) => trigger,
+            flight::Flight::Answered(message) => return Ok(message),
+            flight::Flight::Failed(reason) => return Err(reason),
+        };
+        let id = self.session.request(INTERRUPT_METHOD, json!({"sessionId": session_id})).map_err(|f| format!("{INTERRUPT_METHOD}: {f}"))?;
+        self.normalizer.interrupt_request();
+        self.interrupt_id = Some(id);
+        self.drain = Some(Drain { trigger, interrupt_after_ms: sent.elapsed().as_millis() as u64, ack_ms: None });
+        self.wait_for(prompt, until).map(|(message, _)| message)
     }
 
     /// The governed half of `prompt_exchange` ([`verdict`]): a served call carried the nonce
@@ -659,7 +701,9 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         let trace = self.trace.take().unwrap_or_default();
         let calls = self.stage.plane.relay.calls(1);
         let turn_telemetry = self.turn_claim.take().map(|(claim, turn_ms)| crate::verdict::telemetry(claim, turn_ms, &calls));
-        let lane = AcpReport { admission: self.admission, report, harness, client_requests, wire, turn_telemetry, trace, record };
+        let (cancellation, drain) = (self.cancellation.take(), self.drain.take());
+        let lane =
+            AcpReport { admission: self.admission, report, harness, client_requests, wire, turn_telemetry, cancellation, drain, trace, record };
         LaneEnd {
             report: LaneReport::Acp(Box::new(lane)),
             teardown: (teardown_ms, outcome),
@@ -689,11 +733,28 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
                 }
             }
         }
+        self.judge_drain(&mut report);
         if let Some(admitted) = admitted {
             self.admission.realized = realized(admitted, &report);
         }
         self.trace = Some(trace);
         report
+    }
+}
+
+impl Run<'_, '_, '_, '_> {
+    /// The drain's case passes on the trace (`draining`, then a terminal) only if the relay's
+    /// record agrees that nothing was cut off ([`verdict::in_flight::drained`]).
+    fn judge_drain(&self, report: &mut conformance::Report) {
+        let Some(ack_ms) = self.drain.as_ref().and_then(|d| d.ack_ms) else { return };
+        let calls = self.stage.plane.relay.calls(1);
+        let output = self.normalizer.output_text();
+        let Err(reason) = verdict::in_flight::drained(&calls, ack_ms, &|text| output.contains(text)) else { return };
+        for (name, outcome) in &mut report.checks {
+            if *name == OPT_IN_INTERRUPT && *outcome == Outcome::Pass {
+                *outcome = Outcome::Fail { reason: reason.clone(), at: None };
+            }
+        }
     }
 }
 

@@ -12,6 +12,8 @@
 //! A failure names its deciding fact first; the relay's refusals are added as context only
 //! where they can be its cause (no call served, or none carrying the nonce).
 
+pub mod in_flight;
+
 use serde_json::Value;
 
 use crate::relay::{Call, FaultKind, Refusal};
@@ -181,7 +183,7 @@ pub fn telemetry(claim: Value, turn_ms: u64, calls: &[Call]) -> TurnTelemetry {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     const NONCE: &str = "cf-0000000000000001";
@@ -208,7 +210,7 @@ mod tests {
         assert!(!miss.refusals_may_cause());
     }
 
-    fn served(turn: usize, started_ms: u64, fault: Option<crate::relay::FaultKind>, retry_after: Option<u32>) -> Call {
+    pub(crate) fn served(turn: usize, started_ms: u64, fault: Option<crate::relay::FaultKind>, retry_after: Option<u32>) -> Call {
         Call {
             dialect: checkfu_wire::catalog::Dialect::OpenaiChat,
             path: String::from("/v1/chat/completions"),
@@ -225,6 +227,7 @@ mod tests {
             fault,
             retry_after,
             events_sent: None,
+            paced: None,
             structured_output: None,
             structured_digest: None,
             tool_called: None,

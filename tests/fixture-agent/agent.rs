@@ -26,6 +26,14 @@
 //! (calls without the session's key), `--egress` (asks the proxy for a tunnel to an outside
 //! host), `--malformed-body` and `--huge-body` (100 MB) before its real call. For the benchmark, `--turns N` (repeat the turn's updates N times) and
 //! `--mid-turn-wait-ms MS` (how long the turn stays open for a steer or interrupt; 150).
+//!
+//! While a model call is in flight it reads the client too: `session/cancel` closes the call
+//! and the turn answers `cancelled`; a cooperative interrupt is acknowledged `draining`, the
+//! call finishes and its answer is passed on whole, then the turn stops. Hostile twins of
+//! that: `--ignore-cancel` (the call runs on and the turn ends `end_turn`),
+//! `--call-after-cancel` (one more model call after the cancel, then `cancelled`),
+//! `--truncate-drain` (acknowledges `draining`, then closes the call and drops its answer),
+//! `--call-after-drain` (one more model call after the drained answer).
 
 #[path = "model.rs"]
 mod model;
@@ -78,6 +86,10 @@ struct Switches {
     retry: Option<model::Retry>,
     /// `--lie-turn`: the turn's `checkfu.turn` claims no model call (a hostile twin).
     lie_turn: bool,
+    ignore_cancel: bool,
+    call_after_cancel: bool,
+    truncate_drain: bool,
+    call_after_drain: bool,
     turns: usize,
     mid_turn_wait_ms: u64,
 }
@@ -136,6 +148,10 @@ fn switches() -> Switches {
             "--retry" => s.retry = Some(model::Retry::AfterRetryAfter),
             "--retry-early" => s.retry = Some(model::Retry::AtOnce),
             "--lie-turn" => s.lie_turn = true,
+            "--ignore-cancel" => s.ignore_cancel = true,
+            "--call-after-cancel" => s.call_after_cancel = true,
+            "--truncate-drain" => s.truncate_drain = true,
+            "--call-after-drain" => s.call_after_drain = true,
             other => {
                 eprintln!("fixture agent: unknown switch {other}");
                 std::process::exit(2);
@@ -160,6 +176,15 @@ struct Agent {
     /// The turn's model calls as this agent made them, for its `checkfu.turn`: every POST,
     /// the transient faults it retried, and when the turn began.
     usage: model::Usage,
+    /// What the client asked while the turn's model calls were in flight.
+    mid_call: MidCall,
+}
+
+/// A cancel or a drain that arrived while a model call was in flight.
+#[derive(Clone, Copy, Debug, Default)]
+struct MidCall {
+    cancelled: bool,
+    draining: bool,
 }
 
 impl Agent {
@@ -300,6 +325,7 @@ impl Agent {
         let session = "fixture-1";
         let began = std::time::Instant::now();
         self.usage = model::Usage::default();
+        self.mid_call = MidCall::default();
         let emits_subagents = self.s.declare.iter().any(|m| m == "subagents") || self.s.undeclared_emission;
         if self.s.flood_stderr {
             let block = vec![b'e'; 64 * 1024];
@@ -312,6 +338,21 @@ impl Agent {
             let _ = std::process::Command::new("sleep").arg("600").spawn();
         }
         let answer = if self.s.no_model { format!("You said: {prompt}") } else { self.ask_model(session, prompt) };
+        if self.mid_call.cancelled && !self.s.ignore_cancel {
+            if self.s.call_after_cancel {
+                // The hostile twin forgets the cancel for one more call.
+                self.mid_call = MidCall::default();
+                self.ask_model(session, "Summarize what was done before the cancel.");
+            }
+            let calls = self.usage.calls;
+            self.respond(id, json!({"stopReason": "cancelled", "_meta": {"checkfu.turn": {"execution": "shell", "shell_commands": 0,
+                "filesystem_commands": 0, "mcp_calls": 0, "model_calls": calls, "wall_time_ms": began.elapsed().as_millis() as u64,
+                "model_transient_retries": self.usage.transient_retries, "model_overflow_recoveries": 0}}}));
+            return;
+        }
+        if self.mid_call.draining && self.s.call_after_drain {
+            self.ask_model(session, "And one more thing.");
+        }
         // The model was asked, and its answer thrown away: the prompt goes back instead.
         let answer = if self.s.echo_prompt { format!("You said: {prompt}") } else { answer };
         let echo = if self.s.no_nonce { String::from("I will not repeat that.") } else { answer };
@@ -455,7 +496,7 @@ impl Agent {
             "_meta": {"checkfu.journal_checkpoint": {"status": "checkpoint", "version": 1, "state": "c3RhdGU="},
                       "checkfu.compaction": {"strategy": "summarize", "tokens_before": 9000, "tokens_after": 1200, "compacted_messages": 14}}}));
         // The turn stays live a little while for mid-turn input: a steer, an interrupt.
-        let mut interrupted = false;
+        let mut interrupted = self.mid_call.draining;
         while let Some(message) = self.receive(Some(Duration::from_millis(self.s.mid_turn_wait_ms))) {
             let mid_id = message.get("id").cloned().unwrap_or(Value::Null);
             match message.get("method").and_then(Value::as_str) {
@@ -506,7 +547,7 @@ impl Agent {
             notes.push_str(&format!(" (100 MB body answered {:?})", answer.map(|a| a.0)));
         }
         for round in 0..4 {
-            let answer = conversation.ask(&addr);
+            let answer = self.ask_watching(&mut conversation, &addr);
             self.usage = conversation.usage;
             match answer {
                 model::Answer::Text(text) => return text + &notes,
@@ -523,6 +564,50 @@ impl Agent {
             }
         }
         String::from("(the model kept calling tools)")
+    }
+}
+
+impl Agent {
+    /// One model call, reading the client meanwhile: a cancel closes the call (unless
+    /// `--ignore-cancel`), a cooperative interrupt is acknowledged `draining` and the call
+    /// runs on (unless `--truncate-drain`); anything else is set aside for later.
+    fn ask_watching(&mut self, conversation: &mut model::Conversation, addr: &str) -> model::Answer {
+        let in_flight = conversation.in_flight.clone();
+        if self.mid_call.cancelled && !self.s.ignore_cancel {
+            in_flight.abort();
+        }
+        std::thread::scope(|scope| {
+            let call = scope.spawn(|| conversation.ask(addr));
+            while !call.is_finished() {
+                let message = match self.input.recv_timeout(Duration::from_millis(20)) {
+                    Ok(message) => message,
+                    Err(RecvTimeoutError::Timeout) => continue,
+                    // The client is gone: the call is finished with nothing to do.
+                    Err(RecvTimeoutError::Disconnected) => {
+                        in_flight.abort();
+                        break;
+                    }
+                };
+                match message.get("method").and_then(Value::as_str) {
+                    Some("session/cancel") => {
+                        self.mid_call.cancelled = true;
+                        if !self.s.ignore_cancel {
+                            in_flight.abort();
+                        }
+                    }
+                    Some("_checkfu/session/interrupt") if self.s.declare.iter().any(|m| m == "interrupt") => {
+                        let id = message.get("id").cloned().unwrap_or(Value::Null);
+                        self.respond(&id, json!({"disposition": "draining"}));
+                        self.mid_call.draining = true;
+                        if self.s.truncate_drain {
+                            in_flight.abort();
+                        }
+                    }
+                    _ => self.deferred.push_back(message),
+                }
+            }
+            call.join().unwrap_or_else(|_| model::Answer::Refused(0, String::from("the model call panicked")))
+        })
     }
 }
 
@@ -560,6 +645,7 @@ fn main() {
         silent: false,
         authenticated: false,
         usage: model::Usage::default(),
+        mid_call: MidCall::default(),
     };
     agent.run();
 }

@@ -6,6 +6,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -82,9 +83,42 @@ pub struct Usage {
 /// The most attempts of one model call under `--retry`.
 const ATTEMPTS: usize = 6;
 
+/// The connection of the model call in flight, which another thread can close: how an
+/// agent stops a call when its turn is cancelled.
+#[derive(Clone, Default)]
+pub struct InFlight(Arc<Mutex<(Option<TcpStream>, bool)>>);
+
+impl InFlight {
+    /// Closes the call in flight, and every later one of the conversation at once.
+    pub fn abort(&self) {
+        let mut state = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        state.1 = true;
+        if let Some(stream) = state.0.take() {
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+        }
+    }
+
+    fn aborted(&self) -> bool {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).1
+    }
+
+    fn started(&self, stream: &TcpStream) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).0 = stream.try_clone().ok();
+    }
+}
+
 /// One POST, read whole.
 fn post_reading(addr: &str, path: &str, headers: &[(&str, String)], body: &[u8]) -> Result<Received, String> {
+    post_watched(addr, path, headers, body, &InFlight::default())
+}
+
+/// One POST, read whole, its connection left in `in_flight` for another thread to close.
+fn post_watched(addr: &str, path: &str, headers: &[(&str, String)], body: &[u8], in_flight: &InFlight) -> Result<Received, String> {
+    if in_flight.aborted() {
+        return Err(String::from("aborted"));
+    }
     let mut stream = TcpStream::connect(addr).map_err(|e| format!("connect {addr}: {e}"))?;
+    in_flight.started(&stream);
     let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
     let mut head = format!(
         "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
@@ -124,6 +158,8 @@ pub struct Conversation {
     pub retry: Option<Retry>,
     /// The calls made so far.
     pub usage: Usage,
+    /// The call in flight, for a cancel to close.
+    pub in_flight: InFlight,
     history: Vec<Value>,
 }
 
@@ -135,7 +171,7 @@ impl Conversation {
             Dialect::Anthropic | Dialect::Chat => json!({"role": "user", "content": prompt}),
             Dialect::Responses => json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]}),
         };
-        Conversation { dialect, key, retry: None, usage: Usage::default(), history: vec![first] }
+        Conversation { dialect, key, retry: None, usage: Usage::default(), in_flight: InFlight::default(), history: vec![first] }
     }
 
     fn body(&self) -> Value {
@@ -163,7 +199,7 @@ impl Conversation {
         let mut attempt = 0;
         let (status, answer, text) = loop {
             attempt += 1;
-            let read = match post_reading(addr, self.dialect.path(), &self.headers(), body.as_bytes()) {
+            let read = match post_watched(addr, self.dialect.path(), &self.headers(), body.as_bytes(), &self.in_flight) {
                 Ok(read) => read,
                 Err(e) => return Answer::Refused(0, e),
             };

@@ -139,6 +139,7 @@ fn the_probe_binding_compares_dialects_as_variants_and_reports_names() {
         fault: None,
         retry_after: None,
         events_sent: None,
+        paced: None,
         structured_output: None,
         structured_digest: None,
         tool_called: None,

@@ -43,6 +43,10 @@ pub struct Flags {
     /// opt in to its check.
     #[arg(long)]
     pub interrupt: bool,
+    /// Skip the `cancellation` step (a second prompt, cancelled with `session/cancel` while
+    /// the model's answer streams).
+    #[arg(long)]
+    pub no_cancellation: bool,
     /// How permission requests are answered.
     #[arg(long, value_enum, default_value = "allow")]
     pub permission: Permission,
@@ -98,6 +102,7 @@ pub(super) fn options(args: &super::Args, recipe: Option<&Recipe>, run: &mut Run
         authenticate: flags.authenticate.clone(),
         runtime_config,
         interrupt: flags.interrupt,
+        cancellation: !flags.no_cancellation,
         permission: flags.permission.into(),
         terminals: flags.allow_terminals,
         settle: Duration::from_secs_f64(args.shared.settle),

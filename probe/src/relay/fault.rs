@@ -187,7 +187,12 @@ pub struct CutError;
 /// sent, then after [`CUT_PAUSE`] the connection closed).
 pub enum AnswerBody {
     Whole(Option<Bytes>),
-    Cut { sent: Option<Bytes>, pause: Option<Pin<Box<tokio::time::Sleep>>> },
+    Cut {
+        sent: Option<Bytes>,
+        pause: Option<Pin<Box<tokio::time::Sleep>>>,
+    },
+    /// Sent one event at a time ([`super::pace`]).
+    Paced(Box<super::pace::PacedBody>),
 }
 
 impl AnswerBody {
@@ -218,11 +223,15 @@ impl Body for AnswerBody {
                     Poll::Pending => Poll::Pending,
                 }
             }
+            AnswerBody::Paced(body) => Pin::new(body.as_mut()).poll_frame(cx),
         }
     }
 
     fn is_end_stream(&self) -> bool {
-        matches!(self, AnswerBody::Whole(None))
+        match self {
+            AnswerBody::Paced(body) => body.is_end_stream(),
+            other => matches!(other, AnswerBody::Whole(None)),
+        }
     }
 
     fn size_hint(&self) -> SizeHint {
@@ -230,7 +239,7 @@ impl Body for AnswerBody {
             AnswerBody::Whole(Some(bytes)) => SizeHint::with_exact(bytes.len() as u64),
             AnswerBody::Whole(None) => SizeHint::with_exact(0),
             // Unknown: hyper sends it chunked, so closing early is visibly incomplete.
-            AnswerBody::Cut { .. } => SizeHint::default(),
+            AnswerBody::Cut { .. } | AnswerBody::Paced(_) => SizeHint::default(),
         }
     }
 }

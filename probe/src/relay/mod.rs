@@ -48,6 +48,7 @@
 pub mod bounds;
 pub mod dialect;
 pub mod fault;
+pub mod pace;
 pub mod record;
 pub mod routes;
 pub mod script;
@@ -73,6 +74,7 @@ use checkfu_wire::catalog::Route;
 use dialect::{ErrorShape, Ids, Reply, Served, Turn};
 pub use fault::FaultKind;
 use fault::{AnswerBody, Fault};
+pub use pace::{Pace, PaceEnd, Paced};
 pub use record::{Call, Egress, Entry, Record, Refusal};
 pub use script::{Model, Played, Script, ScriptKind};
 pub use structured::digest;
@@ -150,6 +152,8 @@ struct TurnState {
     /// The reply tokens of the turn before that reached its output (`Relay::begin_turn`):
     /// a resumed session's request carries one of them if the model's answer came back.
     earlier_replies: Vec<String>,
+    /// How the turn's text answers are paced, when they are ([`pace`]).
+    pace: Option<Pace>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -198,7 +202,7 @@ impl Relay {
             epoch: Instant::now(),
             sequence: AtomicUsize::new(0),
             bodies: tokio::sync::Semaphore::new(MAX_BODIES_READ),
-            turn: Mutex::new(TurnState { nonce: config.nonce, earlier_replies: Vec::new() }),
+            turn: Mutex::new(TurnState { nonce: config.nonce, earlier_replies: Vec::new(), pace: None }),
             record: Mutex::new(Record::new()),
         });
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -224,8 +228,24 @@ impl Relay {
     /// for; `earlier_replies` are the reply tokens of the turn before that reached its
     /// output, looked for as the model's earlier answer (`earlier_reply_in_request`).
     pub fn begin_turn(&self, nonce: String, earlier_replies: Vec<String>) {
-        *lock(&self.shared.turn) = TurnState { nonce, earlier_replies };
+        *lock(&self.shared.turn) = TurnState { nonce, earlier_replies, pace: None };
         self.shared.record().turn += 1;
+    }
+
+    /// Paces the current turn's text answers from now on ([`pace`]); `None` stops pacing.
+    pub fn pace(&self, pace: Option<Pace>) {
+        lock(&self.shared.turn).pace = pace.map(Pace::bounded);
+    }
+
+    /// The relay's clock: milliseconds since it started, as the record's `started_ms` and a
+    /// paced answer's `ended_ms` count them.
+    pub fn now_ms(&self) -> u64 {
+        self.shared.epoch.elapsed().as_millis() as u64
+    }
+
+    /// The current turn, from 1.
+    pub fn turn(&self) -> usize {
+        self.shared.record().turn
     }
 
     /// `http://127.0.0.1:PORT`, with no path and no trailing slash.
@@ -681,6 +701,11 @@ fn serve(activity: &Activity, admitted: Admitted<'_>, started: Instant) -> Respo
         Ok(answer) => answer,
         Err(unanswered) => return refuse(activity, &path, shape, unanswered.status, unanswered.kind, unanswered.reason),
     };
+    // A paced turn's text answers get their lead; a tool call or a fault is never paced.
+    let (played, pace) = match (played, state.pace) {
+        (Played::Reply(Reply::Text(text)), Some(pace)) => (Played::Reply(Reply::Text(pace.text(&text))), Some(pace)),
+        (played, _) => (played, None),
+    };
     let sequence = shared.sequence.fetch_add(1, Ordering::Relaxed) + 1;
     let mut call = Call {
         dialect: dialect.dialect(),
@@ -698,16 +723,34 @@ fn serve(activity: &Activity, admitted: Admitted<'_>, started: Instant) -> Respo
         fault: None,
         retry_after: None,
         events_sent: None,
+        paced: None,
         structured_output: decision.structured_output,
         structured_digest: decision.structured_digest,
         tool_called: decision.tool_called.map(|t| record::capped(&t, record::MAX_NAME)),
         token_returned: decision.token_returned,
         bodies: None,
     };
-    let rendered = render(dialect, &played, &turn, &Ids::new(sequence), reply_token, &mut call);
+    let pieces = pace.map_or(1, |p| p.pieces);
+    let rendered = render(dialect, &played, &turn, &Ids::new(sequence), reply_token, pieces, &mut call);
     call.status = Some(rendered.status);
     call.ms = started.elapsed().as_millis() as u64;
     call.bodies = shared.record_bodies.then(|| record::Bodies::new(&body, &rendered.text));
+    let paced = pace.map(|pace| {
+        let body = pace::PacedBody::new(rendered.text.clone(), turn.stream, pace, Arc::clone(shared));
+        let text = match &played {
+            Played::Reply(Reply::Text(text)) => record::capped(text, record::MAX_REASON),
+            _ => String::new(),
+        };
+        call.paced = Some(Paced {
+            events: body.events(),
+            events_sent: 0,
+            interval_ms: pace.interval.as_millis() as u64,
+            ended: PaceEnd::Open,
+            ended_ms: None,
+            text,
+        });
+        body
+    });
     drop(turn);
     drop(body);
     let entry = shared.record().call(call);
@@ -715,7 +758,13 @@ fn serve(activity: &Activity, admitted: Admitted<'_>, started: Instant) -> Respo
     if rendered.cut {
         activity.cut.store(true, Ordering::Relaxed);
     }
-    rendered.into_response()
+    match paced {
+        Some(mut body) => {
+            body.log_to(entry);
+            with_content_type(Response::new(AnswerBody::Paced(Box::new(body))), rendered.status, rendered.content_type)
+        }
+        None => rendered.into_response(),
+    }
 }
 
 /// An answer made and not yet sent: what the record keeps of it, and what goes out.
@@ -742,11 +791,11 @@ impl Rendered {
 }
 
 /// What the model played, rendered in the call's dialect, with what the record says of it.
-fn render(dialect: Served, played: &Played, turn: &Turn, ids: &Ids, reply_token: String, call: &mut Call) -> Rendered {
+fn render(dialect: Served, played: &Played, turn: &Turn, ids: &Ids, reply_token: String, pieces: usize, call: &mut Call) -> Rendered {
     let content_type = if turn.stream { "text/event-stream" } else { "application/json" };
     let whole = |reply: &Reply| {
         if turn.stream {
-            dialect.render_sse(reply, turn, ids)
+            dialect.render_sse(reply, turn, ids, pieces)
         } else {
             dialect.render_json(reply, turn, ids).to_string()
         }

@@ -74,6 +74,9 @@ pub struct Call {
     /// connection was closed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub events_sent: Option<usize>,
+    /// For a paced answer ([`super::pace`]): its events, how many went out, how it ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paced: Option<super::pace::Paced>,
     /// How the request asked for a structured answer (an output schema), if it did:
     /// `tool`, `response_format`, `text.format`, … (`relay::structured`).
     #[serde(skip_serializing_if = "Option::is_none")]

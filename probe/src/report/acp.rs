@@ -22,11 +22,60 @@ pub struct AcpReport {
     /// The harness's `checkfu.turn` set against the relay's record, when it sent one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub turn_telemetry: Option<TurnTelemetry>,
+    /// The `cancellation` step's facts, when it ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cancellation: Option<Cancellation>,
+    /// The scripted drain's facts, when the interrupt was sent (`--interrupt`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drain: Option<Drain>,
     /// The observation trace (`--trace`), and the recorded wire (`--record`).
     #[serde(skip)]
     pub trace: String,
     #[serde(skip)]
     pub record: Vec<u8>,
+}
+
+/// What the probe waited for before it stopped a turn mid-flight (a cancel, a drain).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MidTurn {
+    /// A chunk of the agent's message reached the client while a paced model answer was
+    /// streaming.
+    FirstChunk,
+    /// A paced model answer was in flight for a while and no chunk came (a harness that
+    /// does not stream, or streams nothing until the answer is whole).
+    CallInFlight,
+}
+
+/// The `cancellation` step as the run saw it: when the cancel went out and why, how long the
+/// agent took to answer it, and what the relay's record shows after it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Cancellation {
+    pub trigger: MidTurn,
+    /// From the second prompt's sending to the cancel's.
+    pub cancel_after_ms: u64,
+    /// From the cancel to the prompt's answer: how long the agent took to settle (`null`:
+    /// no answer within the window).
+    pub settle_ms: Option<u64>,
+    /// The answer's stop reason (`null`: no answer, or an error).
+    pub stop_reason: Option<String>,
+    /// Model calls that started after the cancel.
+    pub calls_after_cancel: usize,
+    /// Paced model answers still streaming after the agent answered.
+    pub streams_open: usize,
+    /// Permission requests the probe answered `cancelled` after the cancel.
+    pub permissions_cancelled: usize,
+}
+
+/// The scripted drain: when the interrupt went out, and when it was acknowledged.
+#[derive(Clone, Debug, Serialize)]
+pub struct Drain {
+    pub trigger: MidTurn,
+    /// From the prompt's sending to the interrupt's.
+    pub interrupt_after_ms: u64,
+    /// When the harness acknowledged it, in the relay's clock (`null`: it did not).
+    #[serde(skip)]
+    pub ack_ms: Option<u64>,
 }
 
 /// What a harness said of its turn (`checkfu.turn`) and what the relay's record shows.

@@ -216,6 +216,12 @@ impl Session {
         Ok(id)
     }
 
+    /// Answers every permission request from now on `cancelled`: what ACP asks of a client
+    /// once it has cancelled the turn, whatever the policy was.
+    pub fn cancel_permissions(&mut self) {
+        self.options.permission = PermissionPolicy::Cancel;
+    }
+
     /// Sends a notification.
     pub fn notify(&mut self, method: &'static str, params: Value) -> Result<(), Fault> {
         self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}), None)

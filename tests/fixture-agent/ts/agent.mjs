@@ -3,12 +3,14 @@
 // native steering in checkfu.capabilities, answers the prompt with what the model behind the
 // probe's relay says (Node's own fetch, Chat Completions as plain JSON), runs one subagent with a tool call that asks permission and writes and reads
 // a file in the session's cwd, acknowledges a steer through the SDK's extension-request
-// handler, and ends the turn with checkfu.turn telemetry.
+// handler, and ends the turn with checkfu.turn telemetry. A session/cancel aborts the model
+// call in flight (fetch's AbortSignal) and the turn answers `cancelled`, as ACP asks.
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 
 const M = acp.methods;
 const sessions = new Map(); // sessionId -> cwd
+const inFlight = new Map(); // sessionId -> the AbortController of its turn
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const text = (t) => ({ type: "text", text: t });
 
@@ -18,9 +20,10 @@ async function update(client, sessionId, u) {
 
 // One call to the model the probe's relay serves: OPENAI_BASE_URL and OPENAI_API_KEY are set by
 // the probe.
-async function askModel(said) {
+async function askModel(said, signal) {
   const response = await fetch(`${process.env.OPENAI_BASE_URL}/chat/completions`, {
     method: "POST",
+    signal,
     headers: { "content-type": "application/json", authorization: `Bearer ${process.env.OPENAI_API_KEY}` },
     body: JSON.stringify({ model: "ts-fixture", messages: [{ role: "user", content: said }] }),
   });
@@ -47,7 +50,18 @@ const app = acp.agent({ name: "checkfu-probe-ts-agent" })
     if (cwd === undefined) throw acp.RequestError.sessionNotFound(sessionId);
     const began = Date.now();
     const said = params.prompt.filter((b) => b.type === "text").map((b) => b.text).join(" ");
-    await update(client, sessionId, { sessionUpdate: "agent_message_chunk", content: text(await askModel(said)) });
+    const turn = new AbortController();
+    inFlight.set(sessionId, turn);
+    let answer;
+    try {
+      answer = await askModel(said, turn.signal);
+    } catch (error) {
+      if (turn.signal.aborted) return { stopReason: "cancelled" };
+      throw error;
+    } finally {
+      inFlight.delete(sessionId);
+    }
+    await update(client, sessionId, { sessionUpdate: "agent_message_chunk", content: text(answer) });
     const sub = { "checkfu.subagent": { phase: "activity", subagent: "worker-1" } };
     await update(client, sessionId, {
       sessionUpdate: "session_info_update", updatedAt: new Date().toISOString(),
@@ -81,7 +95,7 @@ const app = acp.agent({ name: "checkfu-probe-ts-agent" })
     };
   })
   .onRequest("_checkfu/session/steer", (p) => p, () => ({ disposition: "queued" }))
-  .onNotification(M.agent.session.cancel, () => {});
+  .onNotification(M.agent.session.cancel, ({ params }) => inFlight.get(params.sessionId)?.abort());
 
 const stream = acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin));
 const conn = app.connect(stream);

@@ -154,19 +154,24 @@ pub(super) fn json(reply: &Reply, turn: &Turn, ids: &Ids) -> Value {
     message(turn, ids, json!([block(reply, ids)]), Some(stop_reason(reply)), usage(input_tokens(turn), output_tokens(reply)))
 }
 
-pub(super) fn sse(reply: &Reply, turn: &Turn, ids: &Ids) -> String {
+pub(super) fn sse(reply: &Reply, turn: &Turn, ids: &Ids, pieces: usize) -> String {
     let mut out = String::new();
     // As the API streams it: the input counted at the start, one output token so far.
     let start = json!({"type": "message_start", "message": message(turn, ids, json!([]), None, usage(input_tokens(turn), 1))});
     event(&mut out, Some("message_start"), &start);
-    let (opening, delta) = match reply {
-        Reply::Text(text) => (json!({"type": "text", "text": "", "citations": null}), json!({"type": "text_delta", "text": text})),
+    let (opening, deltas) = match reply {
+        Reply::Text(text) => (
+            json!({"type": "text", "text": "", "citations": null}),
+            super::text_pieces(text, pieces).into_iter().map(|piece| json!({"type": "text_delta", "text": piece})).collect(),
+        ),
         Reply::ToolCall { name, input } => {
-            (tool_use(name, json!({}), ids), json!({"type": "input_json_delta", "partial_json": input.to_string()}))
+            (tool_use(name, json!({}), ids), vec![json!({"type": "input_json_delta", "partial_json": input.to_string()})])
         }
     };
     event(&mut out, Some("content_block_start"), &json!({"type": "content_block_start", "index": 0, "content_block": opening}));
-    event(&mut out, Some("content_block_delta"), &json!({"type": "content_block_delta", "index": 0, "delta": delta}));
+    for delta in deltas {
+        event(&mut out, Some("content_block_delta"), &json!({"type": "content_block_delta", "index": 0, "delta": delta}));
+    }
     event(&mut out, Some("content_block_stop"), &json!({"type": "content_block_stop", "index": 0}));
     let finish = json!({
         "type": "message_delta",
@@ -226,7 +231,7 @@ mod tests {
     #[test]
     fn the_stream_opens_and_closes_in_the_sdk_order() {
         let turn = Turn { model: "m".into(), ..Turn::default() };
-        let body = sse(&Reply::Text("hi".into()), &turn, &Ids::new(1));
+        let body = sse(&Reply::Text("hi".into()), &turn, &Ids::new(1), 1);
         let names: Vec<&str> = body.lines().filter_map(|l| l.strip_prefix("event: ")).collect();
         assert_eq!(
             names,

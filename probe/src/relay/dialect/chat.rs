@@ -112,18 +112,20 @@ fn choice(delta: Value, finish: Option<&str>) -> Value {
     json!([{"index": 0, "delta": members, "finish_reason": finish, "logprobs": null}])
 }
 
-pub(super) fn sse(reply: &Reply, turn: &Turn, ids: &Ids) -> String {
+pub(super) fn sse(reply: &Reply, turn: &Turn, ids: &Ids, pieces: usize) -> String {
     let mut out = String::new();
     event(&mut out, None, &chunk(turn, ids, choice(json!({"role": "assistant", "content": ""}), None), Value::Null));
-    let delta = match reply {
-        Reply::Text(text) => json!({"content": text}),
+    let deltas = match reply {
+        Reply::Text(text) => super::text_pieces(text, pieces).into_iter().map(|piece| json!({"content": piece})).collect(),
         Reply::ToolCall { name, input } => {
             let mut calls = tool_calls(name, input, ids);
             calls[0]["index"] = json!(0);
-            json!({"tool_calls": calls})
+            vec![json!({"tool_calls": calls})]
         }
     };
-    event(&mut out, None, &chunk(turn, ids, choice(delta, None), Value::Null));
+    for delta in deltas {
+        event(&mut out, None, &chunk(turn, ids, choice(delta, None), Value::Null));
+    }
     event(&mut out, None, &chunk(turn, ids, choice(json!({}), Some(finish_reason(reply))), Value::Null));
     if turn.include_usage {
         event(&mut out, None, &chunk(turn, ids, json!([]), usage(reply, turn)));
@@ -165,7 +167,7 @@ mod tests {
     #[test]
     fn the_stream_ends_with_done() {
         let turn = Turn { model: "m".into(), ..Turn::default() };
-        let body = sse(&Reply::Text("hi".into()), &turn, &Ids::new(1));
+        let body = sse(&Reply::Text("hi".into()), &turn, &Ids::new(1), 1);
         assert!(body.ends_with("data: [DONE]\n\n"));
         assert_eq!(body.matches("chat.completion.chunk").count(), 3);
         assert!(!body.contains("prompt_tokens"), "no usage unless asked for: {body}");
@@ -176,7 +178,7 @@ mod tests {
         let body = json!({"model": "m", "stream": true, "stream_options": {"include_usage": true}, "messages": [{"role": "user", "content": "hello"}]});
         let turn = super::super::Served::OpenaiChat.read(&body).expect("reads");
         assert!(turn.include_usage);
-        let stream = sse(&Reply::Text("hi".into()), &turn, &Ids::new(1));
+        let stream = sse(&Reply::Text("hi".into()), &turn, &Ids::new(1), 1);
         let chunks: Vec<Value> = stream
             .lines()
             .filter_map(|l| l.strip_prefix("data: "))

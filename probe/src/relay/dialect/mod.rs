@@ -80,12 +80,14 @@ impl Served {
         }
     }
 
-    /// The answer as a `text/event-stream` body.
-    pub fn render_sse(self, reply: &Reply, turn: &Turn, ids: &Ids) -> String {
+    /// The answer as a `text/event-stream` body, a text answer's deltas split into at most
+    /// `pieces` (at least one) at word boundaries: a paced answer ([`super::pace`]) streams
+    /// many, an ordinary one a single delta.
+    pub fn render_sse(self, reply: &Reply, turn: &Turn, ids: &Ids, pieces: usize) -> String {
         match self {
-            Served::AnthropicMessages => anthropic::sse(reply, turn, ids),
-            Served::OpenaiChat => chat::sse(reply, turn, ids),
-            Served::OpenaiResponses => responses::sse(reply, turn, ids),
+            Served::AnthropicMessages => anthropic::sse(reply, turn, ids, pieces),
+            Served::OpenaiChat => chat::sse(reply, turn, ids, pieces),
+            Served::OpenaiResponses => responses::sse(reply, turn, ids, pieces),
         }
     }
 
@@ -103,6 +105,28 @@ impl Served {
         let body = openai_error(&message, "invalid_request_error", Value::from(param), Value::from("context_length_exceeded"));
         Some(Failure { status: 400, headers: vec![("x-request-id", ids.request())], body })
     }
+}
+
+/// `text` cut into at most `pieces` consecutive parts (at least one) at word boundaries,
+/// each part holding about as many words (a part ends after its last word's space), so the
+/// parts joined are `text` again and there are `pieces` of them when it has as many words.
+pub(super) fn text_pieces(text: &str, pieces: usize) -> Vec<&str> {
+    let ends: Vec<usize> = text
+        .split_inclusive(' ')
+        .scan(0, |at, word| {
+            *at += word.len();
+            Some(*at)
+        })
+        .collect();
+    let count = pieces.clamp(1, ends.len().max(1));
+    let mut parts = Vec::with_capacity(count);
+    let mut start = 0;
+    for part in 1..=count {
+        let end = if part == count { text.len() } else { ends[part * ends.len() / count - 1] };
+        parts.push(&text[start..end]);
+        start = end;
+    }
+    parts
 }
 
 /// A failed call's answer as its provider sends it: the status, the headers beside the
@@ -285,6 +309,20 @@ pub(crate) fn arguments(input: &Value) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn text_pieces_join_to_the_text_and_split_at_spaces() {
+        let text = "one two three four five six seven eight";
+        for pieces in [0, 1, 2, 3, 8, 50] {
+            let parts = text_pieces(text, pieces);
+            assert_eq!(parts.concat(), text, "{pieces}");
+            assert!(parts.len() <= pieces.max(1), "{pieces}: {parts:?}");
+            assert!(parts[..parts.len() - 1].iter().all(|p| p.ends_with(' ')), "{pieces}: {parts:?}");
+        }
+        assert_eq!(text_pieces(text, 8).len(), 8);
+        assert_eq!(text_pieces("", 4), [""]);
+        assert_eq!(text_pieces("é ü", 2), ["é ", "ü"]);
+    }
 
     #[test]
     fn openai_faults_answer_in_its_error_shape_on_both_dialects() {

@@ -151,7 +151,7 @@ fn members(value: Value) -> Map<String, Value> {
     }
 }
 
-pub(super) fn sse(reply: &Reply, turn: &Turn, ids: &Ids) -> String {
+pub(super) fn sse(reply: &Reply, turn: &Turn, ids: &Ids, pieces: usize) -> String {
     let mut events = Events { out: String::new(), next: 0 };
     events.push("response.created", members(json!({"response": response(reply, turn, ids, false)})));
     events.push("response.in_progress", members(json!({"response": response(reply, turn, ids, false)})));
@@ -165,7 +165,9 @@ pub(super) fn sse(reply: &Reply, turn: &Turn, ids: &Ids) -> String {
                 map
             };
             events.push("response.content_part.added", with(json!({"part": output_text("")})));
-            events.push("response.output_text.delta", with(json!({"delta": text, "logprobs": []})));
+            for piece in super::text_pieces(text, pieces) {
+                events.push("response.output_text.delta", with(json!({"delta": piece, "logprobs": []})));
+            }
             events.push("response.output_text.done", with(json!({"text": text, "logprobs": []})));
             events.push("response.content_part.done", with(json!({"part": output_text(text)})));
         }
@@ -211,7 +213,7 @@ mod tests {
     #[test]
     fn the_stream_is_numbered_and_completes() {
         let turn = Turn { model: "m".into(), ..Turn::default() };
-        let body = sse(&Reply::ToolCall { name: "f".into(), input: json!({"a": 1}) }, &turn, &Ids::new(1));
+        let body = sse(&Reply::ToolCall { name: "f".into(), input: json!({"a": 1}) }, &turn, &Ids::new(1), 1);
         let names: Vec<&str> = body.lines().filter_map(|l| l.strip_prefix("event: ")).collect();
         assert_eq!(names.first(), Some(&"response.created"));
         assert_eq!(names.last(), Some(&"response.completed"));

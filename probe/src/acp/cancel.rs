@@ -1,0 +1,173 @@
+//! The `cancellation` step: does the agent stop when the client cancels?
+//!
+//! ACP says a client cancels a prompt turn with the `session/cancel` notification, and that
+//! the agent then stops its model requests and tool calls as soon as it can and answers the
+//! prompt with the stop reason `cancelled`; the client answers every permission request
+//! still pending `cancelled`. The step tests that on every ACP agent, after
+//! `prompt_exchange`:
+//! 1. a second prompt, in a turn of its own in the relay's record, whose answer the relay
+//!    paces ([`PACE`]: about nine seconds of stream);
+//! 2. `session/cancel` once that answer is in flight ([`super::flight`]); from then on the
+//!    session answers permission requests `cancelled`;
+//! 3. the prompt must be answered `cancelled` within [`WINDOW`], no model call may start
+//!    after the cancel, and the paced answer must not still be streaming to the agent once
+//!    it has answered (it closed the stream; [`crate::verdict::in_flight`]).
+//!
+//! The turn is outside the conformance checks' trace: they judge the first turn. The facts
+//! (what the cancel waited for, how long the agent took to settle) go in the report.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::flight::Flight;
+use super::{rpc_error, Run, CANCEL_METHOD};
+use crate::relay::{Pace, PaceEnd, Script};
+use crate::report::acp::Cancellation;
+use crate::report::steps::StepStatus;
+use crate::session::{Fault, Incoming};
+use crate::verdict::in_flight::AfterStop;
+use checkfu_wire::catalog::StepName;
+use checkfu_wire::decode::tables::{Method, PROMPT_METHOD};
+
+/// The second prompt's answer: 40 words of lead before the nonce answer, streamed in 40
+/// pieces one event every 200 ms (about 9 s), or held whole for 8 s. Far longer than the
+/// window after the first chunk, so an agent that ignores the cancel is still streaming
+/// when it is judged.
+pub(super) const PACE: Pace = Pace { interval: Duration::from_millis(200), pieces: 40, lead: 40 };
+
+/// How long the agent has, from the cancel, to answer the prompt.
+pub(super) const WINDOW: Duration = Duration::from_secs(5);
+
+/// After the answer, how long a paced stream has to be seen closed: the relay learns that
+/// the client left at its next write (one pace interval), so a few intervals suffice.
+const CLOSE_GRACE: Duration = Duration::from_millis(1000);
+
+const PERMISSION_METHOD: &str = Method::SessionRequestPermission.name();
+
+impl Run<'_, '_, '_, '_> {
+    /// Runs the step, or says why it is skipped.
+    pub(super) fn cancellation(&mut self, session_id: &str) {
+        let exchanged = self.stage.steps.list.iter().any(|(name, step)| *name == StepName::PromptExchange && step.status == StepStatus::Passed);
+        let skip = if !self.options.cancellation {
+            Some("--no-cancellation was given")
+        } else if !exchanged {
+            Some("prompt_exchange did not pass")
+        } else if matches!(self.stage.options.model_script, Script::Replies(_)) {
+            Some("the model script is a file of replies: a second prompt would spend them")
+        } else {
+            None
+        };
+        if let Some(reason) = skip {
+            self.stage.steps.skipped(StepName::Cancellation, reason);
+            return;
+        }
+        let started = Instant::now();
+        let outcome = self.cancel_turn(session_id);
+        self.stage.plane.relay.pace(None);
+        self.step(StepName::Cancellation, started, outcome);
+    }
+
+    fn cancel_turn(&mut self, session_id: &str) -> Result<(), String> {
+        let nonce = crate::options::fresh_nonce();
+        let relay = &self.stage.plane.relay;
+        relay.begin_turn(nonce.clone(), Vec::new());
+        let turn = relay.turn();
+        relay.pace(Some(PACE));
+        let text = format!("Checkfu local diagnostic, cancellation. Reply with the nonce {nonce} and end the turn.");
+        let until = self.step_deadline();
+        let sent = Instant::now();
+        let params = json!({"sessionId": session_id, "prompt": [{"type": "text", "text": text}]});
+        let prompt = self.session.request(PROMPT_METHOD, params).map_err(|f| format!("session/prompt: {f}"))?;
+        let trigger = match self.wait_for_flight(prompt, turn, false, until) {
+            Flight::InFlight(trigger) => trigger,
+            Flight::Answered(message) => {
+                return Err(format!("the prompt was answered ({}) before a model answer was in flight to cancel", answer_words(&message)))
+            }
+            Flight::Failed(reason) => return Err(format!("no model answer was in flight to cancel: {reason}")),
+        };
+        self.session.notify(CANCEL_METHOD, json!({"sessionId": session_id})).map_err(|f| format!("{CANCEL_METHOD}: {f}"))?;
+        self.session.cancel_permissions();
+        let cancelled = Instant::now();
+        let cancel_ms = self.stage.plane.relay.now_ms();
+        let requests_before = self.session.client_requests.len();
+        let answer = self.answer_to(prompt, (cancelled + WINDOW).min(until));
+        let settle_ms = answer.is_ok().then(|| cancelled.elapsed().as_millis() as u64);
+        if answer.is_ok() {
+            self.let_streams_close(turn);
+        }
+        let after = AfterStop::of(&self.stage.plane.relay.calls(turn), cancel_ms);
+        let stop_reason = answer.as_ref().ok().and_then(|m| m.pointer("/result/stopReason")).and_then(Value::as_str).map(str::to_owned);
+        let permissions_cancelled =
+            self.session.client_requests[requests_before..].iter().filter(|r| r.method == PERMISSION_METHOD).count();
+        self.cancellation = Some(Cancellation {
+            trigger,
+            cancel_after_ms: cancelled.duration_since(sent).as_millis() as u64,
+            settle_ms,
+            stop_reason: stop_reason.clone(),
+            calls_after_cancel: after.calls_after,
+            streams_open: after.streams_open,
+            permissions_cancelled,
+        });
+        judge(answer, stop_reason.as_deref(), &after)
+    }
+
+    /// The answer to `prompt` by `until`, reading past everything else (the session still
+    /// answers the agent's own requests, permission requests `cancelled`).
+    fn answer_to(&mut self, prompt: i64, until: Instant) -> Result<Value, String> {
+        loop {
+            match self.session.next(until) {
+                Ok(Incoming::Response { id, message, .. }) if id == prompt => return Ok(message),
+                Ok(_) => {}
+                Err(Fault::Timeout) => return Err(format!("no answer within {:.1} s of the cancel", WINDOW.as_secs_f64())),
+                Err(fault) => return Err(self.explain(&fault)),
+            }
+        }
+    }
+
+    /// Reads past what arrives until no paced answer of `turn` is streaming, or
+    /// [`CLOSE_GRACE`] has passed.
+    fn let_streams_close(&mut self, turn: usize) {
+        let until = Instant::now() + CLOSE_GRACE;
+        let open = |run: &Self| run.stage.plane.relay.calls(turn).iter().any(|c| c.paced.as_ref().is_some_and(|p| p.ended == PaceEnd::Open));
+        while open(self) && Instant::now() < until {
+            if let Err(Fault::Timeout) | Ok(_) = self.session.next((Instant::now() + Duration::from_millis(50)).min(until)) {
+                continue;
+            }
+            break;
+        }
+    }
+}
+
+/// The step's verdict, the deciding fact first: a model call after the cancel (the agent
+/// went on working), then the answer (none, an error, another stop reason), then a stream
+/// the agent still read after answering.
+fn judge(answer: Result<Value, String>, stop_reason: Option<&str>, after: &AfterStop) -> Result<(), String> {
+    if after.calls_after > 0 {
+        return after.fault("cancel").map_or(Ok(()), Err);
+    }
+    let message = match answer {
+        Ok(message) => message,
+        Err(reason) if after.streams_open > 0 => {
+            return Err(format!("the cancelled prompt was not answered ({reason}), and the model's answer was still in flight to the agent"))
+        }
+        Err(reason) => return Err(format!("the cancelled prompt was not answered: {reason}")),
+    };
+    if let Some(error) = message.get("error") {
+        return Err(format!("the cancelled prompt was answered with an error, not `cancelled`: {}", rpc_error(error)));
+    }
+    match stop_reason {
+        Some("cancelled") => after.fault("cancel").map_or(Ok(()), Err),
+        Some(other) => Err(format!("the cancelled prompt was answered `{other}`, not `cancelled`")),
+        None => Err(String::from("the cancelled prompt was answered without a stop reason")),
+    }
+}
+
+/// A prompt's answer in a few words: its stop reason, or its error.
+fn answer_words(message: &Value) -> String {
+    match (message.pointer("/result/stopReason").and_then(Value::as_str), message.get("error")) {
+        (Some(stop), _) => format!("`{stop}`"),
+        (None, Some(error)) => format!("error {}", rpc_error(error)),
+        (None, None) => String::from("without a stop reason"),
+    }
+}

@@ -1,0 +1,115 @@
+//! What became of the model calls in flight when the probe stopped a turn: with ACP's
+//! `session/cancel`, or a declared cooperative interrupt (`_checkfu/session/interrupt`).
+//!
+//! Both are judged from the relay's record, with the relay's clock (`started_ms`, a paced
+//! answer's `ended_ms`), never from what the harness says:
+//! - a cancelled turn starts no model call after the cancel, and no paced answer is still
+//!   streaming once the harness has answered `cancelled` (it closed the stream, or the stream
+//!   had finished);
+//! - a drained turn starts no model call after the drain was acknowledged, and every paced
+//!   answer of the turn was streamed to its end and reached the session's updates whole:
+//!   draining lets the work in flight finish, it does not cut it off.
+
+use crate::relay::{Call, PaceEnd};
+
+/// The calls of a turn after the probe stopped it at `at_ms` (the relay's clock).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AfterStop {
+    /// Calls whose request arrived after the stop, and how long after the first of them came.
+    pub calls_after: usize,
+    pub first_after_ms: Option<u64>,
+    /// Paced answers still streaming when the record was read.
+    pub streams_open: usize,
+}
+
+impl AfterStop {
+    pub fn of(calls: &[Call], at_ms: u64) -> AfterStop {
+        let after: Vec<u64> = calls.iter().filter(|c| c.started_ms > at_ms).map(|c| c.started_ms - at_ms).collect();
+        AfterStop {
+            calls_after: after.len(),
+            first_after_ms: after.iter().copied().min(),
+            streams_open: calls.iter().filter(|c| c.paced.as_ref().is_some_and(|p| p.ended == PaceEnd::Open)).count(),
+        }
+    }
+
+    /// The first thing wrong, in words: a call after the stop, then a stream left open.
+    pub fn fault(&self, stop: &str) -> Option<String> {
+        if let Some(ms) = self.first_after_ms {
+            let more = if self.calls_after > 1 { format!(" ({} calls in all)", self.calls_after) } else { String::new() };
+            return Some(format!("a model call started {ms} ms after the {stop}{more}"));
+        }
+        (self.streams_open > 0).then(|| format!("the model's answer was still in flight to the harness after the {stop}"))
+    }
+}
+
+/// Whether a drain acknowledged at `ack_ms` let the turn's model output through whole:
+/// no call after the acknowledgement, every paced answer streamed to its end, and each one's
+/// text in the session's updates (`reached`).
+pub fn drained(calls: &[Call], ack_ms: u64, reached: &dyn Fn(&str) -> bool) -> Result<(), String> {
+    let after = AfterStop::of(calls, ack_ms);
+    if let Some(ms) = after.first_after_ms {
+        return Err(format!("a model call started {ms} ms after the drain was acknowledged"));
+    }
+    let paced: Vec<_> = calls.iter().filter_map(|c| c.paced.as_ref()).collect();
+    if paced.is_empty() {
+        return Err(String::from("no model answer was in flight to drain"));
+    }
+    for answer in paced {
+        match answer.ended {
+            PaceEnd::Finished => {}
+            PaceEnd::Closed => {
+                return Err(format!(
+                    "the harness closed the model's stream after {} of its {} events: the drain cut the answer off",
+                    answer.events_sent, answer.events
+                ))
+            }
+            PaceEnd::Open => return Err(String::from("the model's answer was still streaming when the turn ended")),
+        }
+        if !reached(&answer.text) {
+            return Err(String::from(
+                "the model's answer was streamed whole, but not all of it reached the session's updates: the drain truncated it",
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::relay::Paced;
+
+    fn call(started_ms: u64, paced: Option<(PaceEnd, usize)>) -> Call {
+        let mut call = crate::verdict::tests::served(1, started_ms, None, None);
+        call.paced = paced.map(|(ended, events_sent)| Paced {
+            events: 10,
+            events_sent,
+            interval_ms: 100,
+            ended,
+            ended_ms: None,
+            text: String::from("paced-1 The nonce is N."),
+        });
+        call
+    }
+
+    #[test]
+    fn a_cancel_is_judged_on_calls_after_it_then_streams_left_open() {
+        let calls = [call(100, Some((PaceEnd::Closed, 3))), call(900, None), call(950, None)];
+        let after = AfterStop::of(&calls, 500);
+        assert_eq!((after.calls_after, after.first_after_ms, after.streams_open), (2, Some(400), 0));
+        assert_eq!(after.fault("cancel").as_deref(), Some("a model call started 400 ms after the cancel (2 calls in all)"));
+        let open = AfterStop::of(&[call(100, Some((PaceEnd::Open, 3)))], 500);
+        assert!(open.fault("cancel").expect("open").contains("still streaming"));
+        assert_eq!(AfterStop::of(&[call(100, Some((PaceEnd::Finished, 10)))], 500).fault("cancel"), None);
+    }
+
+    #[test]
+    fn a_drain_passes_only_when_the_answer_ran_to_its_end_and_reached_the_updates() {
+        let whole = |text: &str| text == "paced-1 The nonce is N.";
+        assert_eq!(drained(&[call(100, Some((PaceEnd::Finished, 10)))], 500, &whole), Ok(()));
+        assert!(drained(&[call(100, Some((PaceEnd::Closed, 4)))], 500, &whole).unwrap_err().contains("after 4 of its 10 events"));
+        assert!(drained(&[call(100, Some((PaceEnd::Finished, 10)))], 500, &|_| false).unwrap_err().contains("truncated"));
+        assert!(drained(&[call(100, Some((PaceEnd::Finished, 10))), call(700, None)], 500, &whole).unwrap_err().contains("200 ms after"));
+        assert!(drained(&[call(100, None)], 500, &whole).unwrap_err().contains("no model answer"));
+    }
+}
