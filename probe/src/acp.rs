@@ -642,7 +642,8 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             flight::Flight::Answered(message) => return Ok(message),
             flight::Flight::Failed(reason) => return Err(reason),
         };
-        let id = self.session.request(INTERRUPT_METHOD, json!({"sessionId": session_id})).map_err(|f| format!("{INTERRUPT_METHOD}: {f}"))?;
+        let id =
+            self.session.request(INTERRUPT_METHOD, json!({"sessionId": session_id})).map_err(|f| format!("{INTERRUPT_METHOD}: {f}"))?;
         self.normalizer.interrupt_request();
         self.interrupt_id = Some(id);
         self.drain = Some(Drain { trigger, interrupt_after_ms: sent.elapsed().as_millis() as u64, ack_ms: None });
@@ -702,8 +703,18 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         let calls = self.stage.plane.relay.calls(1);
         let turn_telemetry = self.turn_claim.take().map(|(claim, turn_ms)| crate::verdict::telemetry(claim, turn_ms, &calls));
         let (cancellation, drain) = (self.cancellation.take(), self.drain.take());
-        let lane =
-            AcpReport { admission: self.admission, report, harness, client_requests, wire, turn_telemetry, cancellation, drain, trace, record };
+        let lane = AcpReport {
+            admission: self.admission,
+            report,
+            harness,
+            client_requests,
+            wire,
+            turn_telemetry,
+            cancellation,
+            drain,
+            trace,
+            record,
+        };
         LaneEnd {
             report: LaneReport::Acp(Box::new(lane)),
             teardown: (teardown_ms, outcome),

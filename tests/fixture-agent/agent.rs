@@ -32,6 +32,8 @@
 //! call finishes and its answer is passed on whole, then the turn stops. Hostile twins of
 //! that: `--ignore-cancel` (the call runs on and the turn ends `end_turn`),
 //! `--call-after-cancel` (one more model call after the cancel, then `cancelled`),
+//! `--ask-after-cancel` (not hostile: a permission request after the cancel, which the client
+//! must answer `cancelled`),
 //! `--truncate-drain` (acknowledges `draining`, then closes the call and drops its answer),
 //! `--call-after-drain` (one more model call after the drained answer).
 
@@ -88,6 +90,7 @@ struct Switches {
     lie_turn: bool,
     ignore_cancel: bool,
     call_after_cancel: bool,
+    ask_after_cancel: bool,
     truncate_drain: bool,
     call_after_drain: bool,
     turns: usize,
@@ -150,6 +153,7 @@ fn switches() -> Switches {
             "--lie-turn" => s.lie_turn = true,
             "--ignore-cancel" => s.ignore_cancel = true,
             "--call-after-cancel" => s.call_after_cancel = true,
+            "--ask-after-cancel" => s.ask_after_cancel = true,
             "--truncate-drain" => s.truncate_drain = true,
             "--call-after-drain" => s.call_after_drain = true,
             other => {
@@ -339,15 +343,28 @@ impl Agent {
         }
         let answer = if self.s.no_model { format!("You said: {prompt}") } else { self.ask_model(session, prompt) };
         if self.mid_call.cancelled && !self.s.ignore_cancel {
+            if self.s.ask_after_cancel {
+                // A tool that was about to run asks anyway: the client must answer `cancelled`.
+                let asked = self.call(
+                    "session/request_permission",
+                    json!({"sessionId": session, "toolCall": {"toolCallId": "late-1", "title": "Write notes", "kind": "edit", "status": "pending"},
+                        "options": [{"optionId": "allow", "name": "Allow", "kind": "allow_once"}]}),
+                );
+                let outcome = asked.pointer("/result/outcome/outcome").and_then(Value::as_str).unwrap_or("none").to_owned();
+                self.update(session, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": format!(" (late permission: {outcome})")}}));
+            }
             if self.s.call_after_cancel {
                 // The hostile twin forgets the cancel for one more call.
                 self.mid_call = MidCall::default();
                 self.ask_model(session, "Summarize what was done before the cancel.");
             }
             let calls = self.usage.calls;
-            self.respond(id, json!({"stopReason": "cancelled", "_meta": {"checkfu.turn": {"execution": "shell", "shell_commands": 0,
+            self.respond(
+                id,
+                json!({"stopReason": "cancelled", "_meta": {"checkfu.turn": {"execution": "shell", "shell_commands": 0,
                 "filesystem_commands": 0, "mcp_calls": 0, "model_calls": calls, "wall_time_ms": began.elapsed().as_millis() as u64,
-                "model_transient_retries": self.usage.transient_retries, "model_overflow_recoveries": 0}}}));
+                "model_transient_retries": self.usage.transient_retries, "model_overflow_recoveries": 0}}}),
+            );
             return;
         }
         if self.mid_call.draining && self.s.call_after_drain {

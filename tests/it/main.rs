@@ -12,6 +12,8 @@ mod probe_support;
 mod support;
 
 mod book;
+#[cfg(feature = "cli")]
+mod cancellation;
 #[cfg(feature = "probe")]
 mod catalog_facts;
 #[cfg(feature = "cli")]

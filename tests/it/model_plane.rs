@@ -40,7 +40,8 @@ fn a_turn_goes_through_the_relay_in_each_dialect() {
 fn the_tool_script_reads_the_token_file_and_then_answers_with_the_nonce() {
     let scratch = Scratch::new("tool-script");
     let model = scratch.path("model.jsonl");
-    let run = probe(&["--model-script", "tool", "--record-model", &model], &agent(&["--dialect", "openai_responses"]));
+    // One turn: the cancellation step's second prompt would add its own calls.
+    let run = probe(&["--model-script", "tool", "--record-model", &model, "--no-cancellation"], &agent(&["--dialect", "openai_responses"]));
     assert_eq!(run.status, 0, "{}", run.pretty());
     assert_eq!(run.plane()["tool"], json!({"called": true, "result_returned": true}));
     assert_eq!(run.check("tool_correlation"), "pass");
@@ -101,7 +102,8 @@ fn a_call_without_the_key_is_refused_and_recorded() {
 
 #[test]
 fn an_egress_attempt_is_refused_recorded_and_not_fatal() {
-    let run = probe(&[], &agent(&["--egress"]));
+    // One turn: the cancellation step's second prompt would try again.
+    let run = probe(&["--no-cancellation"], &agent(&["--egress"]));
     assert_eq!(run.status, 0, "{}", run.pretty());
     assert_eq!(run.plane()["egress_attempts"], json!([{"host": "api.example.com", "port": 443}]));
     assert_eq!(refused_statuses(run.plane()), vec![403]);
@@ -120,11 +122,12 @@ fn a_nonce_answered_without_any_model_call_fails_the_exchange() {
 
 #[test]
 fn a_malformed_body_and_a_100_mb_body_are_refused_and_the_turn_goes_on() {
-    let run = probe(&[], &agent(&["--malformed-body"]));
+    // One turn each: the cancellation step's second prompt would send its bodies again.
+    let run = probe(&["--no-cancellation"], &agent(&["--malformed-body"]));
     assert_eq!(run.status, 0, "{}", run.pretty());
     assert_eq!(refused_statuses(run.plane()), vec![400]);
     assert!(run.plane()["refused"][0]["reason"].as_str().unwrap_or_default().contains("not JSON"));
-    let run = probe(&[], &agent(&["--huge-body"]));
+    let run = probe(&["--no-cancellation"], &agent(&["--huge-body"]));
     assert_eq!(run.status, 0, "{}", run.pretty());
     assert_eq!(refused_statuses(run.plane()), vec![413]);
     assert_eq!(run.plane()["calls"].as_array().map(Vec::len), Some(1));
@@ -355,7 +358,7 @@ fn a_harness_that_retries_after_retry_after_recovers_from_the_faults_script() {
         assert!(waited >= 1000 && calls[1]["fault"].is_null(), "{dialect}: the retry waited {waited} ms: {calls:?}");
         // The step is the run's: before teardown, after the lane's own.
         let steps: Vec<&String> = run.json["steps"].as_object().expect("steps").keys().collect();
-        assert_eq!(steps, ["initialize_handshake", "session_start", "prompt_exchange", "model_recovery", "teardown"]);
+        assert_eq!(steps, ["initialize_handshake", "session_start", "prompt_exchange", "cancellation", "model_recovery", "teardown"]);
     }
 }
 

@@ -364,7 +364,8 @@ fn an_echo_of_the_runners_request_is_rejected() {
 
 #[test]
 fn a_stderr_flood_is_drained_and_only_its_tail_kept() {
-    let run = probe(&[], &agent(&["--flood-stderr"]));
+    // One turn: the cancellation step's second prompt would flood again.
+    let run = probe(&["--no-cancellation"], &agent(&["--flood-stderr"]));
     assert_eq!(run.status, 0);
     assert_eq!(run.json["harness"]["stderr_bytes"], 8 * 1024 * 1024);
     assert!(run.json["harness"]["stderr_tail"].as_str().unwrap().len() <= 4096);
@@ -516,6 +517,9 @@ fn an_agent_written_with_the_official_typescript_sdk_passes() {
     assert_eq!(run.json["harness"]["agent_info"]["name"], "checkfu-probe-ts-agent");
     assert_eq!(run.check("steering_delivered"), "pass");
     assert_eq!(run.check("subagent_correlation"), "pass");
+    // Its prompt handler aborts the model call on session/cancel and answers `cancelled`.
+    assert_eq!(run.step("cancellation").0, "passed", "{}", run.pretty());
+    assert_eq!(run.json["cancellation"]["stop_reason"], "cancelled");
     let decoded = Command::new(PROBE).arg("decode").arg(&record).output().expect("decode");
     assert!(decoded.status.success(), "{}", String::from_utf8_lossy(&decoded.stdout));
 }

@@ -80,9 +80,13 @@ pub(crate) fn turn_with(
     options.extend_from_slice(more);
     let run = if unprivileged { probe_unprivileged(&options, &[], env) } else { probe_env(&options, &[], env) };
     let context = format!("{entry} / {script}: {}", run.pretty());
-    for step in ["initialize_handshake", "session_start", "prompt_exchange", "teardown"] {
+    for step in ["initialize_handshake", "session_start", "prompt_exchange", "cancellation", "teardown"] {
         assert_eq!(run.step(step).0, "passed", "{step}: {context}");
     }
+    // Both agents stream: the cancel went out on the first words of the model's answer,
+    // and the agent closed that stream.
+    assert_eq!(run.json["cancellation"]["trigger"], "first_chunk", "{context}");
+    assert_eq!(run.json["cancellation"]["stop_reason"], "cancelled", "{context}");
     let plane = run.plane();
     if unprivileged {
         assert_eq!(plane["fence"], "user_namespace", "{context}");

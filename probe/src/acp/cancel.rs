@@ -48,7 +48,8 @@ const PERMISSION_METHOD: &str = Method::SessionRequestPermission.name();
 impl Run<'_, '_, '_, '_> {
     /// Runs the step, or says why it is skipped.
     pub(super) fn cancellation(&mut self, session_id: &str) {
-        let exchanged = self.stage.steps.list.iter().any(|(name, step)| *name == StepName::PromptExchange && step.status == StepStatus::Passed);
+        let exchanged =
+            self.stage.steps.list.iter().any(|(name, step)| *name == StepName::PromptExchange && step.status == StepStatus::Passed);
         let skip = if !self.options.cancellation {
             Some("--no-cancellation was given")
         } else if !exchanged {
@@ -129,7 +130,8 @@ impl Run<'_, '_, '_, '_> {
     /// [`CLOSE_GRACE`] has passed.
     fn let_streams_close(&mut self, turn: usize) {
         let until = Instant::now() + CLOSE_GRACE;
-        let open = |run: &Self| run.stage.plane.relay.calls(turn).iter().any(|c| c.paced.as_ref().is_some_and(|p| p.ended == PaceEnd::Open));
+        let open =
+            |run: &Self| run.stage.plane.relay.calls(turn).iter().any(|c| c.paced.as_ref().is_some_and(|p| p.ended == PaceEnd::Open));
         while open(self) && Instant::now() < until {
             if let Err(Fault::Timeout) | Ok(_) = self.session.next((Instant::now() + Duration::from_millis(50)).min(until)) {
                 continue;
@@ -149,7 +151,9 @@ fn judge(answer: Result<Value, String>, stop_reason: Option<&str>, after: &After
     let message = match answer {
         Ok(message) => message,
         Err(reason) if after.streams_open > 0 => {
-            return Err(format!("the cancelled prompt was not answered ({reason}), and the model's answer was still in flight to the agent"))
+            return Err(format!(
+                "the cancelled prompt was not answered ({reason}), and the model's answer was still in flight to the agent"
+            ))
         }
         Err(reason) => return Err(format!("the cancelled prompt was not answered: {reason}")),
     };

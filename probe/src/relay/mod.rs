@@ -735,22 +735,7 @@ fn serve(activity: &Activity, admitted: Admitted<'_>, started: Instant) -> Respo
     call.status = Some(rendered.status);
     call.ms = started.elapsed().as_millis() as u64;
     call.bodies = shared.record_bodies.then(|| record::Bodies::new(&body, &rendered.text));
-    let paced = pace.map(|pace| {
-        let body = pace::PacedBody::new(rendered.text.clone(), turn.stream, pace, Arc::clone(shared));
-        let text = match &played {
-            Played::Reply(Reply::Text(text)) => record::capped(text, record::MAX_REASON),
-            _ => String::new(),
-        };
-        call.paced = Some(Paced {
-            events: body.events(),
-            events_sent: 0,
-            interval_ms: pace.interval.as_millis() as u64,
-            ended: PaceEnd::Open,
-            ended_ms: None,
-            text,
-        });
-        body
-    });
+    let paced = pace.map(|pace| pace::PacedBody::for_call(&rendered.text, &played, turn.stream, pace, Arc::clone(shared), &mut call));
     drop(turn);
     drop(body);
     let entry = shared.record().call(call);

@@ -24,8 +24,10 @@ use bytes::Bytes;
 use hyper::body::{Frame, SizeHint};
 use serde::Serialize;
 
+use super::dialect::Reply;
 use super::fault::CutError;
-use super::record::Entry;
+use super::record::{self, Call, Entry};
+use super::script::Played;
 use super::Shared;
 
 /// The longest interval between two paced events.
@@ -33,6 +35,10 @@ pub const MAX_INTERVAL: Duration = Duration::from_secs(1);
 
 /// The most pieces a paced answer's text is split into.
 pub const MAX_PIECES: usize = 200;
+
+/// The most bytes the record keeps of a paced answer's text: a lead of [`MAX_PIECES`] words
+/// and a script's answer fit whole.
+pub const MAX_TEXT: usize = 8 * 1024;
 
 /// How a turn's text answers are paced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,7 +55,7 @@ pub struct Pace {
 impl Pace {
     /// `pace` within the bounds.
     pub fn bounded(self) -> Pace {
-        Pace { interval: self.interval.min(MAX_INTERVAL), pieces: self.pieces.clamp(1, MAX_PIECES), lead: self.lead.min(MAX_PIECES * 4) }
+        Pace { interval: self.interval.min(MAX_INTERVAL), pieces: self.pieces.clamp(1, MAX_PIECES), lead: self.lead.min(MAX_PIECES) }
     }
 
     /// The script's answer with the lead before it.
@@ -110,7 +116,7 @@ impl PacedBody {
     /// The events of `answer` (an event stream: each ends with a blank line, one sent per
     /// interval; a JSON answer: one event, held as long as the stream of `pieces` deltas
     /// would take).
-    pub(super) fn new(answer: String, stream: bool, pace: Pace, shared: Arc<Shared>) -> PacedBody {
+    fn new(answer: String, stream: bool, pace: Pace, shared: Arc<Shared>) -> PacedBody {
         let events: std::collections::VecDeque<Bytes> = if stream {
             let mut events = std::collections::VecDeque::new();
             let mut start = 0;
@@ -130,9 +136,22 @@ impl PacedBody {
         PacedBody { events, interval, pause: None, sent: 0, shared, entry: None, ended: false, exact }
     }
 
-    /// How many events the answer has.
-    pub(super) fn events(&self) -> usize {
-        self.events.len()
+    /// The paced body of a call's rendered answer, its [`Paced`] entry put in `call`.
+    pub(super) fn for_call(rendered: &str, played: &Played, stream: bool, pace: Pace, shared: Arc<Shared>, call: &mut Call) -> PacedBody {
+        let body = PacedBody::new(rendered.to_owned(), stream, pace, shared);
+        let text = match played {
+            Played::Reply(Reply::Text(text)) => record::capped(text, MAX_TEXT),
+            _ => String::new(),
+        };
+        call.paced = Some(Paced {
+            events: body.events.len(),
+            events_sent: 0,
+            interval_ms: pace.interval.as_millis() as u64,
+            ended: PaceEnd::Open,
+            ended_ms: None,
+            text,
+        });
+        body
     }
 
     /// The record's entry that this answer's progress is written to.
@@ -232,7 +251,8 @@ mod tests {
     /// Posts a streamed Messages request; reads `events` server-sent events (all when
     /// `None`), then closes. The text deltas read, joined.
     fn read_stream(relay: &Relay, events: Option<usize>) -> String {
-        let body = r#"{"model": "m", "stream": true, "max_tokens": 9, "messages": [{"role": "user", "content": "Say cf-0123456789abcdef"}]}"#;
+        let body =
+            r#"{"model": "m", "stream": true, "max_tokens": 9, "messages": [{"role": "user", "content": "Say cf-0123456789abcdef"}]}"#;
         let mut stream = std::net::TcpStream::connect(relay.addr()).expect("connect");
         stream.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
         let head = format!(

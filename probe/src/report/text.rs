@@ -114,6 +114,22 @@ fn acp_tail(out: &mut String, r: &AcpReport, report: &Report) {
     for mismatch in r.turn_telemetry.iter().flat_map(|t| &t.mismatches) {
         let _ = writeln!(out, "turn     checkfu.turn {mismatch}");
     }
+    if let Some(c) = &r.cancellation {
+        let answered = match (&c.stop_reason, c.settle_ms) {
+            (Some(stop), Some(ms)) => format!("answered `{stop}` {ms} ms later"),
+            (None, Some(ms)) => format!("answered without a stop reason {ms} ms later"),
+            (_, None) => String::from("no answer in the window"),
+        };
+        let trigger = match c.trigger {
+            crate::report::acp::MidTurn::FirstChunk => "on the first streamed words",
+            crate::report::acp::MidTurn::CallInFlight => "while the model call was held",
+        };
+        let _ = writeln!(
+            out,
+            "cancel   sent {trigger}, {} ms into the second prompt; {answered}; {} model call(s) after it, {} answer(s) still in flight",
+            c.cancel_after_ms, c.calls_after_cancel, c.streams_open
+        );
+    }
     for request in &r.client_requests {
         let _ = writeln!(out, "client   {} {}: {}", request.method, request.outcome, request.detail);
     }
