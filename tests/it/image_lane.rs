@@ -211,7 +211,7 @@ fn an_acp_agent_in_a_built_image_passes_its_steps() {
         &[],
     );
     assert_eq!(run.status, 0, "{}", run.pretty());
-    for step in ["initialize_handshake", "session_start", "prompt_exchange", "teardown"] {
+    for step in ["initialize_handshake", "session_start", "prompt_exchange", "cancellation", "teardown"] {
         assert_eq!(run.json["steps"][step]["status"], "passed", "{step}: {}", run.pretty());
     }
     assert_eq!(run.json["next"]["add_is_exact"], false, "{}", run.pretty());
@@ -314,7 +314,7 @@ fn both_scaffolds_pass_the_pages_commands() {
         &[],
     );
     assert_eq!(run.status, 0, "{}", run.pretty());
-    for step in ["initialize_handshake", "session_start", "prompt_exchange", "teardown"] {
+    for step in ["initialize_handshake", "session_start", "prompt_exchange", "cancellation", "teardown"] {
         assert_eq!(run.json["steps"][step]["status"], "passed", "{step}: {}", run.pretty());
     }
 }

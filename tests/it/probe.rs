@@ -77,7 +77,7 @@ fn a_well_behaved_harness_passes_and_the_probe_agrees_with_decode_and_conform() 
     let run = probe(&["--interrupt", "--record", record.to_str().unwrap(), "--trace", trace.to_str().unwrap()], &agent(&[]));
     assert_eq!(run.status, 0, "{}", serde_json::to_string_pretty(&run.json).unwrap());
     assert_eq!(run.json["qualification"], "unsigned_local_only");
-    for step in ["initialize_handshake", "session_start", "prompt_exchange", "teardown"] {
+    for step in ["initialize_handshake", "session_start", "prompt_exchange", "cancellation", "teardown"] {
         assert_eq!(run.step(step).0, "passed", "{step}");
     }
     for check in [

@@ -184,7 +184,7 @@ fn both_agents_take_a_turn_unprivileged_fenced_through_the_relay() {
         if let Some(pid) = json["harness"]["pid"].as_u64() {
             assert_no_process_in_group(pid as i32);
         }
-        for step in ["initialize_handshake", "session_start", "prompt_exchange", "teardown"] {
+        for step in ["initialize_handshake", "session_start", "prompt_exchange", "cancellation", "teardown"] {
             assert_eq!(json["steps"][step]["status"], "passed", "{step}: {context}");
         }
         let plane = &json["model_plane"];
