@@ -17,6 +17,7 @@
 
 mod cancel;
 mod flight;
+mod live;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -50,9 +51,6 @@ const STEER_METHOD: &str = Method::CheckfuSessionSteer.name();
 const INTERRUPT_METHOD: &str = Method::CheckfuSessionInterrupt.name();
 const OPT_IN_INTERRUPT: &str = catalog::Check::CooperativeInterruptDrained.name();
 const READY_CHECK: &str = catalog::Check::ReadyHandshake.name();
-/// How the drain's turn is paced: 20 words of lead before the nonce answer, in 20 pieces
-/// one event every 100 ms (about 2.5 s), or held whole for 2 s.
-const DRAIN_PACE: crate::relay::Pace = crate::relay::Pace { interval: Duration::from_millis(100), pieces: 20, lead: 20 };
 /// The reason of every turn check when no prompt was sent.
 pub const NO_TURN: &str = "no turn was observed";
 
@@ -356,6 +354,10 @@ struct Run<'o, 's, 'a, 'p> {
     /// The `cancellation` step's facts, and the scripted drain's.
     cancellation: Option<Cancellation>,
     drain: Option<Drain>,
+    /// The scripted steer: when it was sent, and its acknowledgement with when it came (the
+    /// relay's clock).
+    steer_sent_ms: Option<u64>,
+    steer_ack: Option<(String, u64)>,
 }
 
 impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
@@ -382,6 +384,8 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             turn_claim: None,
             cancellation: None,
             drain: None,
+            steer_sent_ms: None,
+            steer_ack: None,
         }
     }
 
@@ -432,6 +436,8 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
                 } else if let Some((_, event)) = self.steer.clone().filter(|(steer, _)| *steer == id) {
                     if let Some(disposition) = message.pointer("/result/disposition").and_then(Value::as_str) {
                         self.normalizer.steering(&event, disposition);
+                        let now_ms = self.stage.plane.relay.now_ms();
+                        self.steer_ack.get_or_insert_with(|| (disposition.to_owned(), now_ms));
                     }
                 } else if Some(id) == self.interrupt_id {
                     if let Some(disposition) = message.pointer("/result/disposition").and_then(Value::as_str) {
@@ -576,28 +582,18 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         // The turn's time starts before the prompt is written: the harness may begin (and
         // measure its own `wall_time_ms`) while the probe still records what it sent.
         let sent = Instant::now();
-        let interrupt = self.options.interrupt && upgrade_admitted(admitted, OPT_IN_INTERRUPT);
-        if interrupt {
-            // The drain goes out while a model answer streams, so there is something to drain.
-            self.stage.plane.relay.pace(Some(DRAIN_PACE));
+        let inputs = live::Inputs {
+            steer: upgrade_admitted(admitted, catalog::Check::SteeringDelivered.name()),
+            interrupt: self.options.interrupt && upgrade_admitted(admitted, OPT_IN_INTERRUPT),
+        };
+        if inputs.steer || inputs.interrupt {
+            // The scripted inputs go out while a model answer is in flight ([`live`]).
+            self.stage.plane.relay.pace(Some(live::TURN_PACE));
         }
         let prompt = self.session.request(PROMPT_METHOD, params).map_err(|f| format!("session/prompt: {f}"))?;
         self.prompt_id = Some(prompt);
-        let steer = upgrade_admitted(admitted, catalog::Check::SteeringDelivered.name());
-        // The steer follows the prompt at once, so it reaches the live turn whatever the
-        // machine's load; the harness answers it.
-        if steer {
-            let event = format!("probe-steer-{}", self.nonce);
-            let params = json!({"sessionId": session_id, "id": event, "content": "Keep the reply to the nonce only."});
-            let id = self.session.request(STEER_METHOD, params).map_err(|f| format!("{STEER_METHOD}: {f}"))?;
-            self.normalizer.steer_input(&event);
-            self.steer = Some((id, event));
-        }
         self.turn_open = true;
-        let answer = match interrupt {
-            true => self.drain_turn(prompt, session_id, sent, until),
-            false => self.wait_for(prompt, until).map(|(message, _)| message),
-        };
+        let answer = self.live_turn(prompt, session_id, sent, inputs, until);
         self.stage.plane.relay.pace(None);
         let message = answer.map_err(|reason| format!("session/prompt: {reason}"))?;
         self.turn_open = false;
@@ -631,23 +627,6 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             return Err(String::from("session/prompt answered without a stop reason"));
         }
         Ok(())
-    }
-
-    /// The turn of a scripted drain: the interrupt once a model answer is in flight
-    /// ([`flight`]), then the prompt's answer. A turn answered before any model answer was in
-    /// flight gets no interrupt (the drain check then skips: nothing was sent).
-    fn drain_turn(&mut self, prompt: i64, session_id: &str, sent: Instant, until: Instant) -> Result<Value, String> {
-        let trigger = match self.wait_for_flight(prompt, 1, true, until) {
-            flight::Flight::InFlight(trigger) => trigger,
-            flight::Flight::Answered(message) => return Ok(message),
-            flight::Flight::Failed(reason) => return Err(reason),
-        };
-        let id =
-            self.session.request(INTERRUPT_METHOD, json!({"sessionId": session_id})).map_err(|f| format!("{INTERRUPT_METHOD}: {f}"))?;
-        self.normalizer.interrupt_request();
-        self.interrupt_id = Some(id);
-        self.drain = Some(Drain { trigger, interrupt_after_ms: sent.elapsed().as_millis() as u64, ack_ms: None });
-        self.wait_for(prompt, until).map(|(message, _)| message)
     }
 
     /// The governed half of `prompt_exchange` ([`verdict`]): a served call carried the nonce
@@ -745,6 +724,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             }
         }
         self.judge_drain(&mut report);
+        self.judge_steer(&mut report);
         if let Some(admitted) = admitted {
             self.admission.realized = realized(admitted, &report);
         }
@@ -757,13 +737,36 @@ impl Run<'_, '_, '_, '_> {
     /// The drain's case passes on the trace (`draining`, then a terminal) only if the relay's
     /// record agrees that nothing was cut off ([`verdict::in_flight::drained`]).
     fn judge_drain(&self, report: &mut conformance::Report) {
-        let Some(ack_ms) = self.drain.as_ref().and_then(|d| d.ack_ms) else { return };
+        let Some((sent_ms, ack_ms)) = self.drain.as_ref().and_then(|d| Some((d.sent_ms, d.ack_ms?))) else { return };
         let calls = self.stage.plane.relay.calls(1);
         let output = self.normalizer.output_text();
-        let Err(reason) = verdict::in_flight::drained(&calls, ack_ms, &|text| output.contains(text)) else { return };
+        let Err(reason) = verdict::in_flight::drained(&calls, sent_ms, ack_ms, &|text| output.contains(text)) else { return };
         for (name, outcome) in &mut report.checks {
             if *name == OPT_IN_INTERRUPT && *outcome == Outcome::Pass {
                 *outcome = Outcome::Fail { reason: reason.clone(), at: None };
+            }
+        }
+    }
+}
+
+impl Run<'_, '_, '_, '_> {
+    /// The steer's case passes on the trace (acknowledged in the live turn) only if the
+    /// relay's record shows its content reaching the model as the acknowledgement promised
+    /// ([`verdict::steer`]).
+    fn judge_steer(&self, report: &mut conformance::Report) {
+        let (Some(sent_ms), Some((disposition, _))) = (self.steer_sent_ms, &self.steer_ack) else { return };
+        let relay = &self.stage.plane.relay;
+        let calls: Vec<_> = (1..=relay.turn()).flat_map(|turn| relay.calls(turn)).collect();
+        let reach = verdict::steer::reached(&calls, 1, sent_ms, disposition, relay.turn() > 1);
+        let replaced = match reach {
+            verdict::steer::SteerReach::Reached => return,
+            verdict::steer::SteerReach::Missed(reason) => Outcome::Fail { reason, at: None },
+            verdict::steer::SteerReach::Unprovable(reason) => Outcome::Skip { reason },
+        };
+        let name = catalog::Check::SteeringDelivered.name();
+        for (check, outcome) in &mut report.checks {
+            if *check == name && *outcome == Outcome::Pass {
+                *outcome = replaced.clone();
             }
         }
     }

@@ -13,6 +13,7 @@
 //! where they can be its cause (no call served, or none carrying the nonce).
 
 pub mod in_flight;
+pub mod steer;
 
 use serde_json::Value;
 
@@ -223,6 +224,7 @@ pub(crate) mod tests {
             nonce_in_request: true,
             turn,
             earlier_reply_in_request: false,
+            steer_in_request: false,
             reply_token: None,
             fault,
             retry_after,

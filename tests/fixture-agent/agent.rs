@@ -35,7 +35,10 @@
 //! `--ask-after-cancel` (not hostile: a permission request after the cancel, which the client
 //! must answer `cancelled`),
 //! `--truncate-drain` (acknowledges `draining`, then closes the call and drops its answer),
-//! `--call-after-drain` (one more model call after the drained answer).
+//! `--call-after-drain` (one more model call after the drained answer). A steer that arrives
+//! while a model call is in flight is acknowledged `delivered` and goes to the model in the
+//! turn's next request (after the model's answer, a request with the steer as the user's
+//! words); `--drop-steer` acknowledges it and never passes it on (a hostile twin).
 
 #[path = "model.rs"]
 mod model;
@@ -91,6 +94,7 @@ struct Switches {
     ignore_cancel: bool,
     call_after_cancel: bool,
     ask_after_cancel: bool,
+    drop_steer: bool,
     truncate_drain: bool,
     call_after_drain: bool,
     turns: usize,
@@ -154,6 +158,7 @@ fn switches() -> Switches {
             "--ignore-cancel" => s.ignore_cancel = true,
             "--call-after-cancel" => s.call_after_cancel = true,
             "--ask-after-cancel" => s.ask_after_cancel = true,
+            "--drop-steer" => s.drop_steer = true,
             "--truncate-drain" => s.truncate_drain = true,
             "--call-after-drain" => s.call_after_drain = true,
             other => {
@@ -182,6 +187,8 @@ struct Agent {
     usage: model::Usage,
     /// What the client asked while the turn's model calls were in flight.
     mid_call: MidCall,
+    /// A steer acknowledged `delivered` and not yet passed to the model.
+    pending_steer: Option<String>,
 }
 
 /// A cancel or a drain that arrived while a model call was in flight.
@@ -567,7 +574,14 @@ impl Agent {
             let answer = self.ask_watching(&mut conversation, &addr);
             self.usage = conversation.usage;
             match answer {
-                model::Answer::Text(text) => return text + &notes,
+                model::Answer::Text(text) => {
+                    let steer =
+                        self.pending_steer.take().filter(|_| !self.s.drop_steer && !self.mid_call.draining && !self.mid_call.cancelled);
+                    let Some(steer) = steer else { return text + &notes };
+                    // The model's answer is shown, then the steer goes to it as the user's words.
+                    self.update(session, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}));
+                    conversation.follow_up(&text, &steer);
+                }
                 model::Answer::Refused(status, body) => return format!("(the model call was refused: {status} {body}){notes}"),
                 model::Answer::Tool { id, name, input } => {
                     let call = format!("model-call-{round}");
@@ -611,6 +625,11 @@ impl Agent {
                         if !self.s.ignore_cancel {
                             in_flight.abort();
                         }
+                    }
+                    Some("_checkfu/session/steer") => {
+                        let id = message.get("id").cloned().unwrap_or(Value::Null);
+                        self.steer(&id);
+                        self.pending_steer = message.pointer("/params/content").and_then(Value::as_str).map(str::to_owned);
                     }
                     Some("_checkfu/session/interrupt") if self.s.declare.iter().any(|m| m == "interrupt") => {
                         let id = message.get("id").cloned().unwrap_or(Value::Null);
@@ -663,6 +682,7 @@ fn main() {
         authenticated: false,
         usage: model::Usage::default(),
         mid_call: MidCall::default(),
+        pending_steer: None,
     };
     agent.run();
 }

@@ -263,6 +263,20 @@ impl Conversation {
         }
     }
 
+    /// Goes on after the model's `answer` with the user's `words` (a steer passed on).
+    pub fn follow_up(&mut self, answer: &str, words: &str) {
+        match self.dialect {
+            Dialect::Anthropic | Dialect::Chat => {
+                self.history.push(json!({"role": "assistant", "content": answer}));
+                self.history.push(json!({"role": "user", "content": words}));
+            }
+            Dialect::Responses => {
+                self.history.push(json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": answer}]}));
+                self.history.push(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": words}]}));
+            }
+        }
+    }
+
     /// Sends a tool's result back in the dialect's way.
     pub fn tool_result(&mut self, id: &str, output: &str) {
         self.history.push(match self.dialect {

@@ -135,6 +135,7 @@ fn the_probe_binding_compares_dialects_as_variants_and_reports_names() {
         nonce_in_request: true,
         turn: 1,
         earlier_reply_in_request: false,
+        steer_in_request: false,
         reply_token: None,
         fault: None,
         retry_after: None,

@@ -12,8 +12,6 @@ mod probe_support;
 mod support;
 
 mod book;
-#[cfg(feature = "cli")]
-mod cancellation;
 #[cfg(feature = "probe")]
 mod catalog_facts;
 #[cfg(feature = "cli")]
@@ -54,6 +52,8 @@ mod json_schema_suite;
 mod layers;
 #[cfg(feature = "cli")]
 mod lint_schema_cli;
+#[cfg(feature = "cli")]
+mod mid_turn;
 #[cfg(feature = "cli")]
 mod model_plane;
 #[cfg(feature = "cli")]

@@ -520,6 +520,11 @@ fn an_agent_written_with_the_official_typescript_sdk_passes() {
     // Its prompt handler aborts the model call on session/cancel and answers `cancelled`.
     assert_eq!(run.step("cancellation").0, "passed", "{}", run.pretty());
     assert_eq!(run.json["cancellation"]["stop_reason"], "cancelled");
+    // It acknowledges the steer `queued`, and the next turn's request (the cancellation
+    // step's prompt) carries it: what `steering_delivered` passed on.
+    let calls = run.plane()["calls"].as_array().cloned().unwrap_or_default();
+    let carried: Vec<(u64, bool)> = calls.iter().map(|c| (c["turn"].as_u64().unwrap_or(0), c["steer_in_request"] == true)).collect();
+    assert_eq!(carried, [(1, false), (2, true)], "{}", run.pretty());
     let decoded = Command::new(PROBE).arg("decode").arg(&record).output().expect("decode");
     assert!(decoded.status.success(), "{}", String::from_utf8_lossy(&decoded.stdout));
 }

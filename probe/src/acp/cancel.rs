@@ -32,8 +32,8 @@ use checkfu_wire::decode::tables::{Method, PROMPT_METHOD};
 
 /// The second prompt's answer: 40 words of lead before the nonce answer, streamed in 40
 /// pieces one event every 200 ms (about 9 s), or held whole for 8 s. Far longer than the
-/// window after the first chunk, so an agent that ignores the cancel is still streaming
-/// when it is judged.
+/// window after the cancel (which goes out on the first words, or 0.5 s into a held call),
+/// so an agent that ignores the cancel is still streaming when it is judged.
 pub(super) const PACE: Pace = Pace { interval: Duration::from_millis(200), pieces: 40, lead: 40 };
 
 /// How long the agent has, from the cancel, to answer the prompt.
@@ -80,7 +80,7 @@ impl Run<'_, '_, '_, '_> {
         let sent = Instant::now();
         let params = json!({"sessionId": session_id, "prompt": [{"type": "text", "text": text}]});
         let prompt = self.session.request(PROMPT_METHOD, params).map_err(|f| format!("session/prompt: {f}"))?;
-        let trigger = match self.wait_for_flight(prompt, turn, false, until) {
+        let trigger = match self.wait_for_flight(prompt, turn, 0, false, until) {
             Flight::InFlight(trigger) => trigger,
             Flight::Answered(message) => {
                 return Err(format!("the prompt was answered ({}) before a model answer was in flight to cancel", answer_words(&message)))

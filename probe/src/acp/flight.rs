@@ -1,5 +1,5 @@
-//! Waiting for a model call in flight: the moment the probe stops a turn mid-answer, with
-//! `session/cancel` ([`super::cancel`]) or a cooperative interrupt (the drain).
+//! Waiting for a model call in flight: the moment the probe acts on a turn mid-answer, with
+//! `session/cancel` ([`super::cancel`]), a steer or a cooperative interrupt ([`super::live`]).
 //!
 //! The relay paces the turn's text answers ([`crate::relay::pace`]), so a model call stays in
 //! flight for seconds. The probe acts once one is in flight and either a chunk of the agent's
@@ -19,7 +19,7 @@ use crate::session::{Fault, Incoming};
 use checkfu_wire::decode::tables::UPDATE_METHOD;
 
 /// How long a paced call is held with no chunk before the probe acts anyway.
-pub(super) const HELD: Duration = Duration::from_millis(1500);
+pub(super) const HELD: Duration = Duration::from_millis(500);
 
 /// How often the relay's record is looked at while waiting.
 const POLL: Duration = Duration::from_millis(50);
@@ -35,17 +35,22 @@ pub(super) enum Flight {
 }
 
 impl Run<'_, '_, '_, '_> {
-    /// Waits until a paced model call of `turn` is in flight (see the module), the prompt
-    /// `prompt` is answered, or `until`. With `observe`, what arrives meanwhile goes to the
-    /// observations as usual; without, it is read past (a turn outside the checks' trace).
-    pub(super) fn wait_for_flight(&mut self, prompt: i64, turn: usize, observe: bool, until: Instant) -> Flight {
+    /// Waits until a paced model call of `turn` that started at `not_before_ms` or later (the
+    /// relay's clock) is in flight (see the module), the prompt `prompt` is answered, or
+    /// `until`. With `observe`, what arrives meanwhile goes to the observations as usual;
+    /// without, it is read past (a turn outside the checks' trace).
+    pub(super) fn wait_for_flight(&mut self, prompt: i64, turn: usize, not_before_ms: u64, observe: bool, until: Instant) -> Flight {
         // The relay's clock when the latest chunk of the agent's message arrived.
         let mut chunk_ms: Option<u64> = None;
         loop {
             let relay = &self.stage.plane.relay;
             let now_ms = relay.now_ms();
-            let in_flight =
-                relay.calls(turn).iter().filter(|c| c.paced.as_ref().is_some_and(|p| p.ended == PaceEnd::Open)).map(|c| c.started_ms).min();
+            let in_flight = relay
+                .calls(turn)
+                .iter()
+                .filter(|c| c.started_ms >= not_before_ms && c.paced.as_ref().is_some_and(|p| p.ended == PaceEnd::Open))
+                .map(|c| c.started_ms)
+                .min();
             if let Some(started) = in_flight {
                 if chunk_ms.is_some_and(|at| at >= started) {
                     return Flight::InFlight(MidTurn::FirstChunk);

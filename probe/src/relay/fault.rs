@@ -239,7 +239,8 @@ impl Body for AnswerBody {
             AnswerBody::Whole(Some(bytes)) => SizeHint::with_exact(bytes.len() as u64),
             AnswerBody::Whole(None) => SizeHint::with_exact(0),
             // Unknown: hyper sends it chunked, so closing early is visibly incomplete.
-            AnswerBody::Cut { .. } | AnswerBody::Paced(_) => SizeHint::default(),
+            AnswerBody::Cut { .. } => SizeHint::default(),
+            AnswerBody::Paced(body) => body.size_hint(),
         }
     }
 }

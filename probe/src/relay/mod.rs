@@ -143,6 +143,9 @@ struct Shared {
     bodies: tokio::sync::Semaphore,
     turn: Mutex<TurnState>,
     record: Mutex<Record>,
+    /// The token of a steer the probe sent, looked for in every request from then on
+    /// (`steer_in_request`), whichever turn it comes in.
+    steer: Mutex<Option<String>>,
 }
 
 /// The probe's current turn, as the relay judges requests by it.
@@ -204,6 +207,7 @@ impl Relay {
             bodies: tokio::sync::Semaphore::new(MAX_BODIES_READ),
             turn: Mutex::new(TurnState { nonce: config.nonce, earlier_replies: Vec::new(), pace: None }),
             record: Mutex::new(Record::new()),
+            steer: Mutex::new(None),
         });
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let runtime =
@@ -241,6 +245,11 @@ impl Relay {
     /// paced answer's `ended_ms` count them.
     pub fn now_ms(&self) -> u64 {
         self.shared.epoch.elapsed().as_millis() as u64
+    }
+
+    /// Looks for `token` (a steer's) in every request from now on.
+    pub fn watch_steer(&self, token: String) {
+        *lock(&self.shared.steer) = Some(token);
     }
 
     /// The current turn, from 1.
@@ -695,15 +704,18 @@ fn serve(activity: &Activity, admitted: Admitted<'_>, started: Instant) -> Respo
     let (state, turn_number) = (lock(&shared.turn).clone(), shared.record().turn);
     let nonce_in_request = !state.nonce.is_empty() && turn.latest_user_text().is_some_and(|t| t.contains(&state.nonce));
     let earlier_reply_in_request = state.earlier_replies.iter().any(|t| bounds::strings_contain(&json, t));
+    let steer_in_request = lock(&shared.steer).as_ref().is_some_and(|t| bounds::strings_contain(&json, t));
     drop(json);
     let reply_token = fresh_reply_token(&body);
     let (played, decision) = match shared.model.reply(&turn, &reply_token) {
         Ok(answer) => answer,
         Err(unanswered) => return refuse(activity, &path, shape, unanswered.status, unanswered.kind, unanswered.reason),
     };
-    // A paced turn's text answers get their lead; a tool call or a fault is never paced.
+    // A paced turn's text answers get their lead; a tool call is held as long; a fault is
+    // never paced.
     let (played, pace) = match (played, state.pace) {
         (Played::Reply(Reply::Text(text)), Some(pace)) => (Played::Reply(Reply::Text(pace.text(&text))), Some(pace)),
+        (played @ Played::Reply(Reply::ToolCall { .. }), Some(pace)) => (played, Some(pace)),
         (played, _) => (played, None),
     };
     let sequence = shared.sequence.fetch_add(1, Ordering::Relaxed) + 1;
@@ -719,6 +731,7 @@ fn serve(activity: &Activity, admitted: Admitted<'_>, started: Instant) -> Respo
         nonce_in_request,
         turn: turn_number,
         earlier_reply_in_request,
+        steer_in_request,
         reply_token: None,
         fault: None,
         retry_after: None,

@@ -6,7 +6,8 @@
 //! turn is then preceded by [`Pace::lead`] words, its deltas split into [`Pace::pieces`], and
 //! its events sent one per [`Pace::interval`]. An answer asked for as one JSON document is
 //! held for the same time and sent whole: a client that does not stream still has a call in
-//! flight for as long. A tool call or a fault is never paced.
+//! flight for as long. A tool call's events are paced too (a round the relay holds); a fault
+//! is never paced.
 //!
 //! The call's [`Paced`] entry in the record says how many events there were, how many went
 //! out, and how the stream ended: `finished` (every event sent), `closed` (the body was

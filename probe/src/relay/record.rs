@@ -60,6 +60,10 @@ pub struct Call {
     /// A reply token of the turn before (one that reached that turn's output) is in the
     /// request: the model's earlier answer, not only the user's prompt, came back to it.
     pub earlier_reply_in_request: bool,
+    /// The token of the steer the probe sent is in the request (in any string): the steer
+    /// reached the model. Written only when true.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub steer_in_request: bool,
     /// The token the relay minted for this call and put in its answer (`null` when the
     /// answer carried none: a tool call, or a scripted reply without `{reply_token}`).
     pub reply_token: Option<String>,

@@ -14,6 +14,8 @@ pub const NONCE_PREFIX: &str = "cf-";
 pub const REPLY_PREFIX: &str = "cfr-";
 /// The prefix of the `tool` script's file token.
 pub const FILE_TOKEN_PREFIX: &str = "cft-";
+/// The prefix of the token a scripted steer carries, looked for in later requests.
+pub const STEER_PREFIX: &str = "cfs-";
 /// The prefix of a session's lease key.
 pub const KEY_PREFIX: &str = "cfk-";
 /// The hex digits after the prefix.

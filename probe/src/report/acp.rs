@@ -73,6 +73,9 @@ pub struct Drain {
     pub trigger: MidTurn,
     /// From the prompt's sending to the interrupt's.
     pub interrupt_after_ms: u64,
+    /// When it was sent, in the relay's clock.
+    #[serde(skip)]
+    pub sent_ms: u64,
     /// When the harness acknowledged it, in the relay's clock (`null`: it did not).
     #[serde(skip)]
     pub ack_ms: Option<u64>,

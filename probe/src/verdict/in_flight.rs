@@ -42,15 +42,16 @@ impl AfterStop {
     }
 }
 
-/// Whether a drain acknowledged at `ack_ms` let the turn's model output through whole:
-/// no call after the acknowledgement, every paced answer streamed to its end, and each one's
-/// text in the session's updates (`reached`).
-pub fn drained(calls: &[Call], ack_ms: u64, reached: &dyn Fn(&str) -> bool) -> Result<(), String> {
+/// Whether a drain sent at `sent_ms` and acknowledged at `ack_ms` let the turn's model output
+/// through whole: no call after the acknowledgement, and every paced answer still in flight
+/// when the drain was sent streamed to its end, its text (if any) in the session's updates
+/// (`reached`). An answer that had ended before the drain is not the drain's to judge.
+pub fn drained(calls: &[Call], sent_ms: u64, ack_ms: u64, reached: &dyn Fn(&str) -> bool) -> Result<(), String> {
     let after = AfterStop::of(calls, ack_ms);
     if let Some(ms) = after.first_after_ms {
         return Err(format!("a model call started {ms} ms after the drain was acknowledged"));
     }
-    let paced: Vec<_> = calls.iter().filter_map(|c| c.paced.as_ref()).collect();
+    let paced: Vec<_> = calls.iter().filter_map(|c| c.paced.as_ref()).filter(|p| p.ended_ms.is_none_or(|ended| ended >= sent_ms)).collect();
     if paced.is_empty() {
         return Err(String::from("no model answer was in flight to drain"));
     }
@@ -63,9 +64,9 @@ pub fn drained(calls: &[Call], ack_ms: u64, reached: &dyn Fn(&str) -> bool) -> R
                     answer.events_sent, answer.events
                 ))
             }
-            PaceEnd::Open => return Err(String::from("the model's answer was still streaming when the turn ended")),
+            PaceEnd::Open => return Err(String::from("the model's answer was still in flight when the turn ended")),
         }
-        if !reached(&answer.text) {
+        if !answer.text.is_empty() && !reached(&answer.text) {
             return Err(String::from(
                 "the model's answer was streamed whole, but not all of it reached the session's updates: the drain truncated it",
             ));
@@ -86,7 +87,7 @@ mod tests {
             events_sent,
             interval_ms: 100,
             ended,
-            ended_ms: None,
+            ended_ms: (ended != PaceEnd::Open).then_some(started_ms + 1000),
             text: String::from("paced-1 The nonce is N."),
         });
         call
@@ -99,17 +100,24 @@ mod tests {
         assert_eq!((after.calls_after, after.first_after_ms, after.streams_open), (2, Some(400), 0));
         assert_eq!(after.fault("cancel").as_deref(), Some("a model call started 400 ms after the cancel (2 calls in all)"));
         let open = AfterStop::of(&[call(100, Some((PaceEnd::Open, 3)))], 500);
-        assert!(open.fault("cancel").expect("open").contains("still streaming"));
+        assert!(open.fault("cancel").expect("open").contains("still in flight"));
         assert_eq!(AfterStop::of(&[call(100, Some((PaceEnd::Finished, 10)))], 500).fault("cancel"), None);
     }
 
     #[test]
     fn a_drain_passes_only_when_the_answer_ran_to_its_end_and_reached_the_updates() {
         let whole = |text: &str| text == "paced-1 The nonce is N.";
-        assert_eq!(drained(&[call(100, Some((PaceEnd::Finished, 10)))], 500, &whole), Ok(()));
-        assert!(drained(&[call(100, Some((PaceEnd::Closed, 4)))], 500, &whole).unwrap_err().contains("after 4 of its 10 events"));
-        assert!(drained(&[call(100, Some((PaceEnd::Finished, 10)))], 500, &|_| false).unwrap_err().contains("truncated"));
-        assert!(drained(&[call(100, Some((PaceEnd::Finished, 10))), call(700, None)], 500, &whole).unwrap_err().contains("200 ms after"));
-        assert!(drained(&[call(100, None)], 500, &whole).unwrap_err().contains("no model answer"));
+        // Sent at 400, acknowledged at 500; each paced answer ends 1000 ms after it started.
+        assert_eq!(drained(&[call(100, Some((PaceEnd::Finished, 10)))], 400, 500, &whole), Ok(()));
+        assert!(drained(&[call(100, Some((PaceEnd::Closed, 4)))], 400, 500, &whole).unwrap_err().contains("after 4 of its 10 events"));
+        assert!(drained(&[call(100, Some((PaceEnd::Finished, 10)))], 400, 500, &|_| false).unwrap_err().contains("truncated"));
+        let later = [call(100, Some((PaceEnd::Finished, 10))), call(700, None)];
+        assert!(drained(&later, 400, 500, &whole).unwrap_err().contains("200 ms after"));
+        assert!(drained(&[call(100, None)], 400, 500, &whole).unwrap_err().contains("no model answer"));
+        // An answer that ended before the drain was sent (a round the turn had finished) is
+        // not the drain's, however it ended.
+        let earlier = [call(0, Some((PaceEnd::Closed, 3))), call(1100, Some((PaceEnd::Finished, 10)))];
+        assert_eq!(drained(&earlier, 1500, 1600, &whole), Ok(()));
+        assert_eq!(drained(&earlier[..1], 1500, 1600, &whole).unwrap_err(), "no model answer was in flight to drain");
     }
 }

@@ -4,13 +4,15 @@
 // probe's relay says (Node's own fetch, Chat Completions as plain JSON), runs one subagent with a tool call that asks permission and writes and reads
 // a file in the session's cwd, acknowledges a steer through the SDK's extension-request
 // handler, and ends the turn with checkfu.turn telemetry. A session/cancel aborts the model
-// call in flight (fetch's AbortSignal) and the turn answers `cancelled`, as ACP asks.
+// call in flight (fetch's AbortSignal) and the turn answers `cancelled`, as ACP asks. A steer is
+// acknowledged `queued` and goes to the model with the next prompt, before it.
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 
 const M = acp.methods;
 const sessions = new Map(); // sessionId -> cwd
 const inFlight = new Map(); // sessionId -> the AbortController of its turn
+const queued = new Map(); // sessionId -> the steers' contents, for its next prompt
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const text = (t) => ({ type: "text", text: t });
 
@@ -20,12 +22,12 @@ async function update(client, sessionId, u) {
 
 // One call to the model the probe's relay serves: OPENAI_BASE_URL and OPENAI_API_KEY are set by
 // the probe.
-async function askModel(said, signal) {
+async function askModel(said, signal, before = []) {
   const response = await fetch(`${process.env.OPENAI_BASE_URL}/chat/completions`, {
     method: "POST",
     signal,
     headers: { "content-type": "application/json", authorization: `Bearer ${process.env.OPENAI_API_KEY}` },
-    body: JSON.stringify({ model: "ts-fixture", messages: [{ role: "user", content: said }] }),
+    body: JSON.stringify({ model: "ts-fixture", messages: [...before, said].map((content) => ({ role: "user", content })) }),
   });
   if (!response.ok) return `(the model call was refused: ${response.status})`;
   const answer = await response.json();
@@ -54,7 +56,9 @@ const app = acp.agent({ name: "checkfu-probe-ts-agent" })
     inFlight.set(sessionId, turn);
     let answer;
     try {
-      answer = await askModel(said, turn.signal);
+      const steers = queued.get(sessionId) ?? [];
+      queued.delete(sessionId);
+      answer = await askModel(said, turn.signal, steers);
     } catch (error) {
       if (turn.signal.aborted) return { stopReason: "cancelled" };
       throw error;
@@ -94,7 +98,10 @@ const app = acp.agent({ name: "checkfu-probe-ts-agent" })
       _meta: { "checkfu.turn": { execution: "shell", shell_commands: 0, filesystem_commands: 2, mcp_calls: 0, model_calls: 1, wall_time_ms: Date.now() - began } },
     };
   })
-  .onRequest("_checkfu/session/steer", (p) => p, () => ({ disposition: "queued" }))
+  .onRequest("_checkfu/session/steer", (p) => p, ({ params }) => {
+    queued.set(params.sessionId, [...(queued.get(params.sessionId) ?? []), params.content]);
+    return { disposition: "queued" };
+  })
   .onNotification(M.agent.session.cancel, ({ params }) => inFlight.get(params.sessionId)?.abort());
 
 const stream = acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin));

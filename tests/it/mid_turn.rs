@@ -1,10 +1,12 @@
-//! The probe stops turns mid-flight and judges what the agent did by the relay's record: the
-//! `cancellation` step (ACP's `session/cancel` during a paced model answer, on every ACP
-//! run) and the truncation-safe drain (a declared cooperative interrupt during one, with
-//! `--interrupt`). The fixture agent passes both; each hostile twin fails, named for what it
-//! did: ignoring the cancel, calling the model after it, cutting a drained answer off,
-//! calling the model after the drain. The real agents' cancellation is held in
-//! `real_agents.rs`, the TypeScript SDK agent's in `probe.rs`.
+//! The probe acts on turns mid-flight and judges what the agent did by the relay's record:
+//! the `cancellation` step (ACP's `session/cancel` during a paced model answer, on every ACP
+//! run), the truncation-safe drain (a declared cooperative interrupt during one, with
+//! `--interrupt`) and the steer proven by the model (its content in a later request). The
+//! fixture agent passes all three; each hostile twin fails, named for what it did: ignoring
+//! the cancel, calling the model after it, cutting a drained answer off, calling the model
+//! after the drain, acknowledging a steer it never passes on. The real agents' cancellation
+//! is held in `real_agents.rs`, the TypeScript SDK agent's (and its queued steer) in
+//! `probe.rs`.
 
 use serde_json::Value;
 
@@ -18,10 +20,15 @@ fn probe(options: &[&str], switches: &[&str]) -> Run {
     probe_support::probe(&options, &harness)
 }
 
-/// The calls of the cancelled turn (the run's second), as the record has them.
-fn second_turn(run: &Run) -> Vec<Value> {
+/// The calls of one turn of the run, as the record has them (the cancelled turn is the
+/// second).
+fn calls_of(run: &Run, turn: u64) -> Vec<Value> {
     let calls = run.plane()["calls"].as_array().cloned().unwrap_or_default();
-    calls.into_iter().filter(|c| c["turn"] == 2).collect()
+    calls.into_iter().filter(|c| c["turn"] == turn).collect()
+}
+
+fn second_turn(run: &Run) -> Vec<Value> {
+    calls_of(run, 2)
 }
 
 #[test]
@@ -96,7 +103,12 @@ fn a_drain_that_lets_the_answer_finish_passes_and_one_that_cuts_it_off_fails() {
     assert_eq!(honest.status, 0, "{}", honest.pretty());
     assert_eq!(honest.check("cooperative_interrupt_drained"), "pass");
     assert_eq!(honest.json["drain"]["trigger"], "call_in_flight");
-    let paced = &honest.plane()["calls"][0]["paced"];
+    // The steer went first and was delivered, so the drain waited for the request that
+    // carried it, and let that answer run to its end.
+    let first = calls_of(&honest, 1);
+    assert_eq!(first.len(), 2, "{first:?}");
+    let paced = &first[1]["paced"];
+    assert_eq!(first[1]["steer_in_request"], true, "{first:?}");
     assert_eq!((paced["ended"].as_str(), &paced["events_sent"]), (Some("finished"), &paced["events"]), "{paced}");
 
     let cut = probe(&["--interrupt"], &["--truncate-drain"]);
@@ -115,4 +127,26 @@ fn a_drain_followed_by_another_model_call_fails_naming_it() {
     assert_eq!(run.check("cooperative_interrupt_drained"), "fail");
     let reason = run.check_reason("cooperative_interrupt_drained");
     assert!(reason.starts_with("a model call started ") && reason.ends_with("after the drain was acknowledged"), "{reason}");
+}
+
+#[test]
+fn a_delivered_steer_passes_only_when_a_later_request_of_the_turn_carries_it() {
+    let run = probe(&["--no-cancellation"], &[]);
+    assert_eq!(run.status, 0, "{}", run.pretty());
+    assert_eq!(run.check("steering_delivered"), "pass");
+    let first = calls_of(&run, 1);
+    // The prompt's call, then the one the agent made with the steer as the user's words.
+    let carried: Vec<bool> = first.iter().map(|c| c["steer_in_request"] == true).collect();
+    assert_eq!(carried, [false, true], "{first:?}");
+
+    let dropped = probe(&["--no-cancellation"], &["--drop-steer"]);
+    assert_eq!(dropped.status, 1, "{}", dropped.pretty());
+    assert_eq!(dropped.check("steering_delivered"), "fail");
+    assert_eq!(
+        dropped.check_reason("steering_delivered"),
+        "the steer was acknowledged `delivered`, but no later model request of the turn carried it"
+    );
+    // Acknowledged, so the trace alone would pass it; the record says it never reached the model.
+    assert_eq!(dropped.check("steering_correlation"), "pass");
+    assert_eq!(dropped.json["admission"]["realized"]["mid_run_input"], "unsupported");
 }

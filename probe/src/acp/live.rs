@@ -1,0 +1,126 @@
+//! The scripted inputs of the first turn, sent while a model answer is in flight: the steer
+//! (when `mid_run_input: native` was admitted) and the drain (with `--interrupt`, when
+//! `interrupt: cooperative` was admitted).
+//!
+//! The relay paces the turn ([`TURN_PACE`]), and each input waits for a paced call in flight
+//! ([`super::flight`]), so it meets a model round the relay is holding, not a turn with nothing
+//! yet to steer or drain. The steer goes first. A steer acknowledged `delivered` goes into the
+//! running turn, so the harness's next model request should carry it: when a drain is to
+//! follow, it waits for that next request in flight, and drains it. Otherwise the drain goes
+//! out at once, on the round in flight. Without a drain, pacing stops once the steer is out.
+//! Whether the steer reached the model and the drain kept every byte is judged at the end,
+//! from the relay's record ([`crate::verdict::steer`], [`crate::verdict::in_flight`]).
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::flight::Flight;
+use super::{Run, INTERRUPT_METHOD, STEER_METHOD};
+use crate::relay::token::{self, STEER_PREFIX};
+use crate::relay::Pace;
+use crate::report::acp::Drain;
+use crate::session::{Fault, Incoming};
+
+/// How the first turn is paced when it carries a scripted input: 10 words of lead before the
+/// nonce answer, in 10 pieces one event every 100 ms (about 1.5 s of stream), or held whole
+/// for 1 s; a tool call's round is held as long.
+pub(super) const TURN_PACE: Pace = Pace { interval: Duration::from_millis(100), pieces: 10, lead: 10 };
+
+/// How long the drain waits for the steer's acknowledgement before it goes out anyway (an
+/// unanswered steer fails its own check).
+const ACK_WAIT: Duration = Duration::from_secs(2);
+
+/// Which scripted inputs the turn carries.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Inputs {
+    pub steer: bool,
+    pub interrupt: bool,
+}
+
+impl Run<'_, '_, '_, '_> {
+    /// The first turn from its prompt (sent at `sent`) to its answer, the scripted inputs
+    /// sent as the module says.
+    pub(super) fn live_turn(
+        &mut self,
+        prompt: i64,
+        session_id: &str,
+        sent: Instant,
+        inputs: Inputs,
+        until: Instant,
+    ) -> Result<Value, String> {
+        let mut not_before_ms = 0;
+        if inputs.steer {
+            match self.wait_for_flight(prompt, 1, 0, true, until) {
+                Flight::InFlight(_) => {}
+                Flight::Answered(message) => return Ok(message),
+                Flight::Failed(reason) => return Err(reason),
+            }
+            self.send_steer(session_id)?;
+            if !inputs.interrupt {
+                self.stage.plane.relay.pace(None);
+                return self.wait_for(prompt, until).map(|(message, _)| message);
+            }
+            match self.wait_for_steer_ack(prompt, (Instant::now() + ACK_WAIT).min(until))? {
+                SteerWait::Answered(message) => return Ok(message),
+                SteerWait::Acknowledged { delivered: true, at_ms } => not_before_ms = at_ms,
+                SteerWait::Acknowledged { .. } | SteerWait::Unanswered => {}
+            }
+        }
+        if inputs.interrupt {
+            let trigger = match self.wait_for_flight(prompt, 1, not_before_ms, true, until) {
+                Flight::InFlight(trigger) => trigger,
+                Flight::Answered(message) => return Ok(message),
+                Flight::Failed(reason) => return Err(reason),
+            };
+            let id =
+                self.session.request(INTERRUPT_METHOD, json!({"sessionId": session_id})).map_err(|f| format!("{INTERRUPT_METHOD}: {f}"))?;
+            self.normalizer.interrupt_request();
+            self.interrupt_id = Some(id);
+            let sent_ms = self.stage.plane.relay.now_ms();
+            self.drain = Some(Drain { trigger, interrupt_after_ms: sent.elapsed().as_millis() as u64, sent_ms, ack_ms: None });
+        }
+        self.wait_for(prompt, until).map(|(message, _)| message)
+    }
+
+    /// Sends the steer, its content carrying a token the relay then looks for in every
+    /// request.
+    fn send_steer(&mut self, session_id: &str) -> Result<(), String> {
+        let mark = token::mint(STEER_PREFIX);
+        let event = format!("probe-steer-{}", self.nonce);
+        let content = format!("Keep the reply to the nonce only (steer {mark}).");
+        let relay = &self.stage.plane.relay;
+        relay.watch_steer(mark);
+        self.steer_sent_ms = Some(relay.now_ms());
+        let params = json!({"sessionId": session_id, "id": event, "content": content});
+        let id = self.session.request(STEER_METHOD, params).map_err(|f| format!("{STEER_METHOD}: {f}"))?;
+        self.normalizer.steer_input(&event);
+        self.steer = Some((id, event));
+        Ok(())
+    }
+
+    /// Reads the turn until the steer is acknowledged, the prompt answered, or `until`.
+    fn wait_for_steer_ack(&mut self, prompt: i64, until: Instant) -> Result<SteerWait, String> {
+        loop {
+            if let Some((disposition, at_ms)) = &self.steer_ack {
+                return Ok(SteerWait::Acknowledged { delivered: disposition == "delivered", at_ms: *at_ms });
+            }
+            match self.session.next(until) {
+                Ok(Incoming::Response { id, message, .. }) if id == prompt => return Ok(SteerWait::Answered(message)),
+                Ok(incoming) => self.dispatch(incoming),
+                Err(Fault::Timeout) => return Ok(SteerWait::Unanswered),
+                Err(fault) => return Err(self.explain(&fault)),
+            }
+            if self.normalizer.full() {
+                return Err(self.normalizer.over_budget("harness"));
+            }
+        }
+    }
+}
+
+/// How waiting for the steer's acknowledgement ended.
+enum SteerWait {
+    Acknowledged { delivered: bool, at_ms: u64 },
+    Unanswered,
+    Answered(Value),
+}

@@ -1,0 +1,74 @@
+//! Whether a scripted steer reached the model, as its acknowledgement promised.
+//!
+//! The steer's content carries a token the relay looks for in every later request
+//! (`steer_in_request` in the record). A steer acknowledged `delivered` went into the running
+//! turn: a model request of that turn made after the steer was sent must carry it. One
+//! acknowledged `queued` waits for the next user turn: a request of that turn must carry it.
+//! An acknowledgement is otherwise only the harness's word.
+
+use crate::relay::Call;
+
+/// What the record shows of the steer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SteerReach {
+    /// A request that should carry it did.
+    Reached,
+    /// None did: the deciding fact, in words.
+    Missed(String),
+    /// Nothing could show it (a queued steer and no next turn): why.
+    Unprovable(String),
+}
+
+/// Judges a steer sent at `sent_ms` (the relay's clock) in `turn` and acknowledged
+/// `disposition`, against every call of the run; `next_turn_ran` says whether the probe made
+/// another turn after it.
+pub fn reached(calls: &[Call], turn: usize, sent_ms: u64, disposition: &str, next_turn_ran: bool) -> SteerReach {
+    match disposition {
+        "delivered" => {
+            if calls.iter().any(|c| c.turn == turn && c.started_ms >= sent_ms && c.steer_in_request) {
+                SteerReach::Reached
+            } else {
+                SteerReach::Missed(String::from(
+                    "the steer was acknowledged `delivered`, but no later model request of the turn carried it",
+                ))
+            }
+        }
+        "queued" if !next_turn_ran => SteerReach::Unprovable(String::from(
+            "the steer was acknowledged `queued`, and no next turn ran to carry it (the cancellation step's prompt is that turn)",
+        )),
+        "queued" => {
+            if calls.iter().any(|c| c.turn == turn + 1 && c.steer_in_request) {
+                SteerReach::Reached
+            } else {
+                SteerReach::Missed(String::from("the steer was acknowledged `queued`, but no model request of the next turn carried it"))
+            }
+        }
+        // A refusal is the trace's to judge; nothing was promised.
+        _ => SteerReach::Reached,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(turn: usize, started_ms: u64, steer: bool) -> Call {
+        let mut call = crate::verdict::tests::served(turn, started_ms, None, None);
+        call.steer_in_request = steer;
+        call
+    }
+
+    #[test]
+    fn a_delivered_steer_needs_a_later_request_of_its_turn_and_a_queued_one_the_next_turn() {
+        let forwarded = [call(1, 0, false), call(1, 900, true)];
+        assert_eq!(reached(&forwarded, 1, 500, "delivered", false), SteerReach::Reached);
+        // Carried only by a request made before the steer was sent: impossible, and no proof.
+        assert!(matches!(reached(&[call(1, 100, true)], 1, 500, "delivered", true), SteerReach::Missed(_)));
+        // A delivered steer that shows up only in the next turn was queued, not delivered.
+        assert!(matches!(reached(&[call(1, 0, false), call(2, 900, true)], 1, 500, "delivered", true), SteerReach::Missed(_)));
+        assert_eq!(reached(&[call(1, 0, false), call(2, 900, true)], 1, 500, "queued", true), SteerReach::Reached);
+        assert!(matches!(reached(&[call(1, 0, false), call(2, 900, false)], 1, 500, "queued", true), SteerReach::Missed(_)));
+        assert!(matches!(reached(&[call(1, 0, false)], 1, 500, "queued", false), SteerReach::Unprovable(_)));
+        assert_eq!(reached(&[], 1, 500, "refused", true), SteerReach::Reached);
+    }
+}
