@@ -40,8 +40,12 @@ fn a_turn_goes_through_the_relay_in_each_dialect() {
 fn the_tool_script_reads_the_token_file_and_then_answers_with_the_nonce() {
     let scratch = Scratch::new("tool-script");
     let model = scratch.path("model.jsonl");
-    // One turn: the cancellation step's second prompt would add its own calls.
-    let run = probe(&["--model-script", "tool", "--record-model", &model, "--no-cancellation"], &agent(&["--dialect", "openai_responses"]));
+    // One turn, and no steer: the cancellation step's second prompt, and a steer's request,
+    // would add calls of their own.
+    let run = probe(
+        &["--model-script", "tool", "--record-model", &model, "--no-cancellation"],
+        &agent(&["--dialect", "openai_responses", "--declare", "subagents"]),
+    );
     assert_eq!(run.status, 0, "{}", run.pretty());
     assert_eq!(run.plane()["tool"], json!({"called": true, "result_returned": true}));
     assert_eq!(run.check("tool_correlation"), "pass");
@@ -122,12 +126,13 @@ fn a_nonce_answered_without_any_model_call_fails_the_exchange() {
 
 #[test]
 fn a_malformed_body_and_a_100_mb_body_are_refused_and_the_turn_goes_on() {
-    // One turn each: the cancellation step's second prompt would send its bodies again.
-    let run = probe(&["--no-cancellation"], &agent(&["--malformed-body"]));
+    // One turn each, and no steer: the cancellation step's second prompt would send its
+    // bodies again, and a steer's request would be a call more.
+    let run = probe(&["--no-cancellation"], &agent(&["--malformed-body", "--declare", "subagents"]));
     assert_eq!(run.status, 0, "{}", run.pretty());
     assert_eq!(refused_statuses(run.plane()), vec![400]);
     assert!(run.plane()["refused"][0]["reason"].as_str().unwrap_or_default().contains("not JSON"));
-    let run = probe(&["--no-cancellation"], &agent(&["--huge-body"]));
+    let run = probe(&["--no-cancellation"], &agent(&["--huge-body", "--declare", "subagents"]));
     assert_eq!(run.status, 0, "{}", run.pretty());
     assert_eq!(refused_statuses(run.plane()), vec![413]);
     assert_eq!(run.plane()["calls"].as_array().map(Vec::len), Some(1));
@@ -321,7 +326,8 @@ fn tmpdir_is_inside_the_fresh_home_unless_env_sets_it() {
 
 #[test]
 fn an_agent_that_asks_the_model_and_sends_the_prompt_back_fails_the_exchange() {
-    let run = probe(&[], &agent(&["--echo-prompt"]));
+    // No steer: the agent shows the model's first answer before it passes a steer on.
+    let run = probe(&[], &agent(&["--echo-prompt", "--declare", "subagents"]));
     assert_eq!(run.status, 1, "{}", run.pretty());
     assert_eq!(run.plane()["nonce_at_relay"], true, "the model was asked");
     assert_eq!(run.plane()["nonce_in_output"], true, "and the prompt's nonce was sent back");
@@ -385,7 +391,8 @@ fn a_harness_that_retries_before_retry_after_or_gives_up_fails_model_recovery_na
 /// naming the counter, the claim and the record.
 #[test]
 fn the_turns_telemetry_is_held_to_the_relays_record() {
-    let honest = probe(&["--model-script", "faults"], &agent(&["--retry"]));
+    // No steer: its request would be a third call (counted alike by both, but not this test's).
+    let honest = probe(&["--model-script", "faults"], &agent(&["--retry", "--declare", "subagents"]));
     assert_eq!(honest.status, 0, "{}", honest.pretty());
     let telemetry = &honest.json["turn_telemetry"];
     assert_eq!(telemetry["recorded"]["model_calls"], 2, "{telemetry}");
@@ -394,7 +401,7 @@ fn the_turns_telemetry_is_held_to_the_relays_record() {
     assert_eq!(telemetry["mismatches"], json!([]));
     assert!(telemetry["claimed"]["wall_time_ms"].as_u64() <= telemetry["recorded"]["turn_ms"].as_u64(), "{telemetry}");
 
-    let liar = probe(&[], &agent(&["--lie-turn"]));
+    let liar = probe(&[], &agent(&["--lie-turn", "--declare", "subagents"]));
     assert_eq!(liar.status, 1, "{}", liar.pretty());
     assert_eq!(liar.json["turn_telemetry"]["mismatches"], json!(["model_calls claimed 0, recorded 1"]));
     // Every step passed: the lie alone fails the run.

@@ -374,7 +374,8 @@ fn a_stderr_flood_is_drained_and_only_its_tail_kept() {
 #[test]
 fn a_stdout_flood_is_cut_at_the_step_timeout() {
     let started = Instant::now();
-    let run = probe(&["--step-timeout", "1"], &agent(&["--flood-stdout"]));
+    // No steer: the probe would hold the model's answer until it is sent.
+    let run = probe(&["--step-timeout", "1"], &agent(&["--flood-stdout", "--declare", "subagents"]));
     assert_eq!(run.status, 1);
     let (status, reason) = run.step("prompt_exchange");
     assert_eq!(status, "failed");

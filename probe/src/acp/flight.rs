@@ -3,10 +3,11 @@
 //!
 //! The relay paces the turn's text answers ([`crate::relay::pace`]), so a model call stays in
 //! flight for seconds. The probe acts once one is in flight and either a chunk of the agent's
-//! message (not an empty one) has reached the client since the call began (the model's first words got through:
-//! [`MidTurn::FirstChunk`]), or the call has been held [`HELD`] with no chunk (a harness that
-//! does not stream: [`MidTurn::CallInFlight`]). A chunk before any model call (an agent's own
-//! "thinking…") does not count: there is nothing in flight yet to stop.
+//! message whose text is words of that call's answer has reached the client since the call
+//! began (the model's first words got through: [`MidTurn::FirstChunk`]), or the call has been
+//! held [`HELD`] with no such chunk (a harness that does not stream:
+//! [`MidTurn::CallInFlight`]). A chunk of the agent's own ("thinking…") or of an earlier
+//! answer does not count.
 
 use std::time::{Duration, Instant};
 
@@ -20,6 +21,9 @@ use checkfu_wire::decode::tables::UPDATE_METHOD;
 
 /// How long a paced call is held with no chunk before the probe acts anyway.
 pub(super) const HELD: Duration = Duration::from_millis(500);
+
+/// The most bytes of a chunk compared with the answer in flight (its start says enough).
+const MAX_CHUNK: usize = 256;
 
 /// How often the relay's record is looked at while waiting.
 const POLL: Duration = Duration::from_millis(50);
@@ -40,19 +44,21 @@ impl Run<'_, '_, '_, '_> {
     /// `until`. With `observe`, what arrives meanwhile goes to the observations as usual;
     /// without, it is read past (a turn outside the checks' trace).
     pub(super) fn wait_for_flight(&mut self, prompt: i64, turn: usize, not_before_ms: u64, observe: bool, until: Instant) -> Flight {
-        // The relay's clock when the latest chunk of the agent's message arrived.
-        let mut chunk_ms: Option<u64> = None;
+        // The latest chunk of the agent's message: the relay's clock when it arrived, its text.
+        let mut chunk: Option<(u64, String)> = None;
         loop {
             let relay = &self.stage.plane.relay;
             let now_ms = relay.now_ms();
-            let in_flight = relay
-                .calls(turn)
+            let calls = relay.calls(turn);
+            let in_flight = calls
                 .iter()
-                .filter(|c| c.started_ms >= not_before_ms && c.paced.as_ref().is_some_and(|p| p.ended == PaceEnd::Open))
-                .map(|c| c.started_ms)
-                .min();
-            if let Some(started) = in_flight {
-                if chunk_ms.is_some_and(|at| at >= started) {
+                .filter(|c| c.started_ms >= not_before_ms)
+                .filter_map(|c| Some((c.started_ms, c.paced.as_ref().filter(|p| p.ended == PaceEnd::Open)?)))
+                .min_by_key(|(started, _)| *started);
+            if let Some((started, paced)) = in_flight {
+                // The chunk came after the call began and holds words of its answer: the
+                // model's words got through (not the agent's own, nor an earlier answer's).
+                if chunk.as_ref().is_some_and(|(at, text)| *at >= started && paced.text.contains(text.as_str())) {
                     return Flight::InFlight(MidTurn::FirstChunk);
                 }
                 if now_ms.saturating_sub(started) >= HELD.as_millis() as u64 {
@@ -64,8 +70,8 @@ impl Run<'_, '_, '_, '_> {
                 Ok(Incoming::Response { id, message, .. }) if id == prompt => return Flight::Answered(message),
                 Ok(incoming) => {
                     if let Incoming::Notification { method, message, .. } = &incoming {
-                        if method == UPDATE_METHOD && is_message_chunk(message) {
-                            chunk_ms = Some(self.stage.plane.relay.now_ms());
+                        if let Some(text) = chunk_text(message).filter(|_| method == UPDATE_METHOD) {
+                            chunk = Some((self.stage.plane.relay.now_ms(), checkfu_wire::text::head(text, MAX_CHUNK).to_owned()));
                         }
                     }
                     if observe {
@@ -82,13 +88,11 @@ impl Run<'_, '_, '_, '_> {
     }
 }
 
-/// Whether a `session/update` carries a chunk of the agent's message with something in it
-/// (Claude Code sends an empty text chunk as the model's content block opens, before any
-/// word of it).
-fn is_message_chunk(message: &Value) -> bool {
-    let update = message.pointer("/params/update");
-    let kind = update.and_then(|u| u.get("sessionUpdate")).and_then(Value::as_str);
-    let content = update.and_then(|u| u.get("content"));
-    let empty_text = content.and_then(|c| c.get("text")).and_then(Value::as_str).is_some_and(str::is_empty);
-    kind == Some("agent_message_chunk") && content.is_some() && !empty_text
+/// The text of a `session/update` that carries a chunk of the agent's message with something
+/// in it (Claude Code sends an empty text chunk as the model's content block opens, before
+/// any word of it).
+fn chunk_text(message: &Value) -> Option<&str> {
+    let update = message.pointer("/params/update")?;
+    (update.get("sessionUpdate")?.as_str()? == "agent_message_chunk").then_some(())?;
+    update.pointer("/content/text")?.as_str().filter(|text| !text.trim().is_empty())
 }

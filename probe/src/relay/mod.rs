@@ -711,13 +711,7 @@ fn serve(activity: &Activity, admitted: Admitted<'_>, started: Instant) -> Respo
         Ok(answer) => answer,
         Err(unanswered) => return refuse(activity, &path, shape, unanswered.status, unanswered.kind, unanswered.reason),
     };
-    // A paced turn's text answers get their lead; a tool call is held as long; a fault is
-    // never paced.
-    let (played, pace) = match (played, state.pace) {
-        (Played::Reply(Reply::Text(text)), Some(pace)) => (Played::Reply(Reply::Text(pace.text(&text))), Some(pace)),
-        (played @ Played::Reply(Reply::ToolCall { .. }), Some(pace)) => (played, Some(pace)),
-        (played, _) => (played, None),
-    };
+    let (played, pace) = pace::apply(played, state.pace);
     let sequence = shared.sequence.fetch_add(1, Ordering::Relaxed) + 1;
     let mut call = Call {
         dialect: dialect.dialect(),

@@ -70,6 +70,16 @@ impl Pace {
     }
 }
 
+/// What a paced turn plays: a text answer with its lead, a tool call as it is (its round held
+/// as long), a fault never paced.
+pub(super) fn apply(played: Played, pace: Option<Pace>) -> (Played, Option<Pace>) {
+    match (played, pace) {
+        (Played::Reply(Reply::Text(text)), Some(pace)) => (Played::Reply(Reply::Text(pace.text(&text))), Some(pace)),
+        (played @ Played::Reply(Reply::ToolCall { .. }), Some(pace)) => (played, Some(pace)),
+        (played, _) => (played, None),
+    }
+}
+
 /// How a paced stream ended, as the record says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
