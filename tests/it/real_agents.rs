@@ -1,7 +1,8 @@
 //! The probe on real ACP agents that nobody here wrote, offline, through the relay:
 //! `@zed-industries/claude-code-acp` 0.16.2 (Anthropic Messages) and
 //! `@zed-industries/codex-acp` 0.16.0 (OpenAI Responses), each with its launch recipe
-//! (`recipes/`) and both model scripts. Installed by `tests/real-agents/install.sh DIR`;
+//! (`recipes/`) and both model scripts, and fault scripts on them and on
+//! `@zed-industries/claude-agent-acp` 0.23.1 (with claude-code-acp's recipe). Installed by `tests/real-agents/install.sh DIR`;
 //! `CHECKFU_REAL_AGENTS=DIR` when the tests are built runs them (`.ci/run` does, and sets
 //! `CHECKFU_REQUIRE_REAL_AGENTS` so that there they cannot be ignored); otherwise the runner
 //! lists them as ignored. Both agents also take a turn with the probe unprivileged (uid
@@ -280,4 +281,23 @@ fn real_agents_recover_from_faults_as_their_records_show() {
     let retry = calls.iter().rev().find(|c| c["nonce_in_request"] == true).expect("a retry");
     assert_eq!((&retry["stream"], retry["reply_token"].is_string()), (&json!(false), true), "{}", cut.pretty());
     assert!(reason.contains("retried the stream_cut") && reason.contains("no reply token"), "{}", cut.pretty());
+}
+
+/// claude-agent-acp 0.23.1, Zed's newer adapter, meets a stream cut as claude-code-acp does:
+/// its SDK retries without a stream, and the answer to that retry never reaches the client.
+#[test]
+#[cfg_attr(not(checkfu_real_agents), ignore = "CHECKFU_REAL_AGENTS is not set: run tests/real-agents/install.sh DIR and set it to DIR")]
+fn claude_agent_acp_loses_the_answer_to_its_retry_of_a_cut_stream() {
+    let dir = std::env::var_os("CHECKFU_REAL_AGENTS").map(PathBuf::from).expect(IGNORED);
+    let bin = dir.join("claude-agent-acp/node_modules/.bin");
+    let scratch = Scratch::new("real-claude-agent-acp-stream-cut");
+    let script = one_fault(&scratch, json!({"fault": "stream_cut", "after_events": 2}));
+    let cut = recovery_run(&bin, "claude-code", &script, &["claude-agent-acp"]);
+    let (status, reason) = recovery_as_recorded(&cut);
+    assert_eq!(status, "failed");
+    let calls = cut.plane()["calls"].as_array().expect("calls");
+    let retry = calls.iter().rev().find(|c| c["nonce_in_request"] == true).expect("a retry");
+    assert_eq!((&retry["stream"], retry["reply_token"].is_string()), (&json!(false), true), "{}", cut.pretty());
+    assert!(reason.contains("retried the stream_cut") && reason.contains("no reply token"), "{}", cut.pretty());
+    assert_eq!(cut.step("prompt_exchange").0, "failed", "{}", cut.pretty());
 }

@@ -282,3 +282,34 @@ fn qwen_code_goes_on_from_a_cut_stream_without_the_prompt() {
         calls[1..].iter().any(|c| c["nonce_in_request"] == false && c["reply_token"].as_str().is_some_and(|t| answer.contains(t)));
     assert!(went_on, "{}", run.pretty());
 }
+
+/// Qwen Code over ACP (`qwen --acp`, the package this lane installs) with the built-in
+/// `faults` script: it waits out the rate limit and answers, as the record shows.
+#[test]
+#[cfg_attr(
+    not(checkfu_real_oneshot),
+    ignore = "CHECKFU_REAL_ONESHOT is not set: run tests/real-agents/install-oneshot.sh DIR and set it to DIR"
+)]
+fn qwen_code_over_acp_waits_out_the_faults_scripts_rate_limit() {
+    let bin = clis().expect("CHECKFU_REAL_ONESHOT");
+    let options = [
+        "--env",
+        "OPENAI_MODEL=stub",
+        "--env",
+        "QWEN_USAGE_STATISTICS_ENABLED=false",
+        "--env",
+        "QWEN_TELEMETRY_ENABLED=false",
+        "--model-script",
+        "faults",
+        "--step-timeout",
+        "90",
+    ];
+    let run = probe_env(&options, &["qwen", "--acp"], &[("PATH", path_with(&bin))]);
+    if let Some(pid) = run.json["harness"]["pid"].as_u64() {
+        assert_no_process_in_group(pid as i32);
+    }
+    assert_eq!(run.step("prompt_exchange").0, "passed", "{}", run.pretty());
+    assert_eq!(run.plane()["dialects_used"], json!(["openai_chat"]), "{}", run.pretty());
+    assert_eq!(crate::real_agents::recovery_as_recorded(&run).0, "passed", "{}", run.pretty());
+    assert_eq!(run.plane()["calls"][0]["fault"], "rate_limit", "{}", run.pretty());
+}
