@@ -120,9 +120,10 @@ const RETRY_AFTER_SLACK_MS: u64 = 10;
 
 /// `model_recovery`, under a script that fails calls: every transient fault (a rate limit,
 /// an overload, a server error, a stream cut) was retried, a later call of the same turn
-/// following it, and a rate limit not before its `retry-after` had passed; and the turn's
-/// answer still reached the output (`answered`: a reply token did). `calls` are the record's,
-/// in the order they arrived. The failure names the fault the harness did not survive.
+/// asking again what it asked ([`retried_by`]), and a rate limit not before its
+/// `retry-after` had passed; and the turn's answer still reached the output (`answered`: a
+/// reply token did). `calls` are the record's, in the order they arrived. The failure names
+/// the fault the harness did not survive.
 pub fn recovery(calls: &[Call], answered: bool) -> Result<(), String> {
     if !calls.iter().any(|c| c.fault.is_some()) {
         return Err(format!(
