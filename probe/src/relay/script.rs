@@ -27,7 +27,7 @@
 //!   500. An entry `{"fault": …}` fails its call instead of answering it ([`super::fault`]),
 //!   and only a call whose latest user turn carries a nonce plays it: a side call that meets
 //!   it is answered as under `nonce` and leaves it in place, as under `faults`, so a fault
-//!   falls on the turn's own call. (Claude Code's adapter sends a side call some 30 ms
+//!   falls on the turn's own call. (Claude Code's adapter sends a side call 40–230 ms
 //!   before the turn's call; it took a file's first fault in every run.)
 //! - `faults` plays [`super::fault::SEQUENCE`]: each transient fault (a rate limit, an
 //!   overload, a server error, a stream cut), each followed by an answer as under `nonce`,
