@@ -105,10 +105,16 @@ pub fn refusal_context(count: usize, first: Option<&Refusal>) -> Option<String> 
     Some(format!("the relay refused during the turn: {} {}: {}{more}", first.status_text(), first.path, first.reason))
 }
 
-/// The call that retried call `i`: the next call of the same turn, if the harness made one.
-/// `recovery` and `telemetry` count a retry by this one rule.
-fn retried_by(calls: &[Call], i: usize) -> Option<&Call> {
-    calls.get(i + 1..)?.iter().find(|c| c.turn == calls[i].turn)
+/// The call that retried call `i`: the next call of the same turn that asked what call `i`
+/// asked, if the harness made one. A retry sends the same request again, so it carries the
+/// prompt in its latest user turn exactly when call `i` did: a call of the turn that does not
+/// (a side call, or a request to go on from where a cut answer stopped, as Qwen Code 0.24.4
+/// sends after a stream cut: "The connection dropped mid-response. Resume directly …", the cut
+/// text as the assistant's) is no retry of it: the record keeps no bodies to tell a faithful
+/// continuation from a side call. `recovery` and `telemetry` count a retry by this one rule.
+fn retried_by(calls: &[Call], i: usize) -> Option<usize> {
+    let failed = &calls[i];
+    (i + 1..calls.len()).find(|&j| calls[j].turn == failed.turn && calls[j].nonce_in_request == failed.nonce_in_request)
 }
 
 /// How much earlier than its `retry-after` a retry may start and still count as having
@@ -117,9 +123,10 @@ const RETRY_AFTER_SLACK_MS: u64 = 10;
 
 /// `model_recovery`, under a script that fails calls: every transient fault (a rate limit,
 /// an overload, a server error, a stream cut) was retried, a later call of the same turn
-/// following it, and a rate limit not before its `retry-after` had passed; and the turn's
-/// answer still reached the output (`answered`: a reply token did). `calls` are the record's,
-/// in the order they arrived. The failure names the fault the harness did not survive.
+/// asking again what it asked ([`retried_by`]), and a rate limit not before its
+/// `retry-after` had passed; and the turn's answer still reached the output (`answered`: a
+/// reply token did). `calls` are the record's, in the order they arrived. The failure names
+/// the fault the harness did not survive.
 pub fn recovery(calls: &[Call], answered: bool) -> Result<(), String> {
     if !calls.iter().any(|c| c.fault.is_some()) {
         return Err(format!(
@@ -130,11 +137,21 @@ pub fn recovery(calls: &[Call], answered: bool) -> Result<(), String> {
     for (i, call) in calls.iter().enumerate() {
         let Some(fault) = call.fault.filter(|f| f.transient()) else { continue };
         let status = call.status.map_or_else(|| String::from("no status"), |s| format!("status {s}"));
-        let Some(retry) = retried_by(calls, i) else {
+        let Some(retry) = retried_by(calls, i).map(|j| &calls[j]) else {
+            let after = calls[i + 1..].iter().filter(|c| c.turn == call.turn).count();
+            let (name, number) = (fault.name(), i + 1);
+            if after == 0 {
+                return Err(format!(
+                    "the harness gave up on the {name} of call {number} ({status}): it made no model call after it in that turn"
+                ));
+            }
+            let asked = if call.nonce_in_request {
+                "carried the prompt again (a side call, or a request to go on from a cut answer, is no retry)"
+            } else {
+                "was a side call like it"
+            };
             return Err(format!(
-                "the harness gave up on the {} of call {} ({status}): it made no model call after it in that turn",
-                fault.name(),
-                i + 1
+                "the harness did not retry the {name} of call {number} ({status}): none of the {after} model call(s) after it in that turn {asked}"
             ));
         };
         if let Some(seconds) = call.retry_after {
@@ -148,9 +165,33 @@ pub fn recovery(calls: &[Call], answered: bool) -> Result<(), String> {
         }
     }
     if !answered {
-        return Err(String::from("the harness retried every fault, but no reply token of the turn's answer reached its output"));
+        return Err(unanswered(calls));
     }
     Ok(())
+}
+
+/// Why a run whose transient faults were all retried still failed its recovery: no reply
+/// token of the first turn's answer (the one `answered` is about) reached the output. Names
+/// the last fault served in that turn and what the harness did after it, since that is the
+/// one it did not get past: a context overflow is not retried by a harness that cannot
+/// shorten its request, and a retried fault can still lose its answer on the way out.
+fn unanswered(calls: &[Call]) -> String {
+    let first = calls.first().map_or(1, |c| c.turn);
+    let last = calls.iter().enumerate().rev().find_map(|(i, c)| c.fault.filter(|_| c.turn == first).map(|f| (i, f)));
+    let Some((i, fault)) = last else {
+        return String::from("no reply token of the turn's answer reached the output, and no call of that turn met a fault");
+    };
+    let status = calls[i].status.map_or_else(|| String::from("no status"), |s| format!("status {s}"));
+    let what = format!("the {} of call {} ({status})", fault.name(), i + 1);
+    match retried_by(calls, i) {
+        Some(j) => {
+            let answer = calls[j].reply_token.as_deref().map_or_else(String::new, |t| format!(", answered with {t}"));
+            format!("the harness retried {what} with call {}{answer}, but no reply token of the turn's answer reached its output", j + 1)
+        }
+        None => format!(
+            "the harness did not recover from {what}: no later call of that turn asked it again, and no reply token of the turn's answer reached its output"
+        ),
+    }
 }
 
 /// The harness's `checkfu.turn` (`claim`) set against the record of its turn (`calls`:
@@ -252,5 +293,55 @@ pub(crate) mod tests {
         // An overflow is not transient: nothing asks for its retry.
         assert_eq!(recovery(&[served(1, 0, Some(ContextOverflow), None)], true), Ok(()));
         assert!(recovery(&[served(1, 0, None, None)], true).expect_err("no fault").contains("failed no call"));
+    }
+
+    /// A call that does not ask again what the failed call asked is no retry of it. Seen on
+    /// Qwen Code 0.24.4: after a stream cut it asked the model to go on from the cut text,
+    /// then made a side call (its memory), neither carrying the prompt.
+    #[test]
+    fn a_retry_asks_again_what_the_failed_call_asked() {
+        use crate::relay::FaultKind::{RateLimit, StreamCut};
+        let without_prompt = |started_ms| Call { nonce_in_request: false, ..served(1, started_ms, None, None) };
+        let continued = [served(1, 0, Some(StreamCut), None), without_prompt(900), without_prompt(1200)];
+        let reason = recovery(&continued, false).expect_err("not retried");
+        assert!(
+            reason.contains("did not retry the stream_cut of call 1")
+                && reason.contains("none of the 2 model call(s) after it in that turn carried the prompt again"),
+            "{reason}"
+        );
+        assert_eq!(telemetry(serde_json::json!({}), 5000, &continued).recorded.model_transient_retries, 0);
+        // The same calls with the prompt asked again: a retry, counted as one.
+        let retried = [served(1, 0, Some(StreamCut), None), without_prompt(900), served(1, 1200, None, None)];
+        assert_eq!(recovery(&retried, true), Ok(()));
+        assert_eq!(telemetry(serde_json::json!({}), 5000, &retried).recorded.model_transient_retries, 1);
+        // A side call's fault is retried by a side call, not by the turn's own call.
+        let side = [Call { nonce_in_request: false, ..served(1, 0, Some(RateLimit), Some(1)) }, served(1, 2000, None, None)];
+        assert!(recovery(&side, true)
+            .expect_err("side call dropped")
+            .contains("none of the 1 model call(s) after it in that turn was a side call like it"));
+    }
+
+    #[test]
+    fn an_unanswered_turn_names_its_last_fault_and_what_followed() {
+        use crate::relay::FaultKind::{ContextOverflow, RateLimit, StreamCut};
+        // An overflow the harness did not shorten and send again.
+        let overflow = [served(1, 0, Some(ContextOverflow), None)];
+        let reason = recovery(&overflow, false).expect_err("unanswered");
+        assert!(
+            reason.starts_with("the harness did not recover from the context_overflow of call 1") && reason.contains("no later call"),
+            "{reason}"
+        );
+        // A stream cut retried and answered, whose answer never reached the output (seen on
+        // claude-agent-acp 0.23.1, whose non-streamed retry's text it did not pass on).
+        let answer = Call { reply_token: Some(TOKEN.to_owned()), ..served(1, 100, None, None) };
+        let lost = [served(1, 0, Some(StreamCut), None), answer];
+        let reason = recovery(&lost, false).expect_err("unanswered");
+        assert!(
+            reason.contains(&format!("retried the stream_cut of call 1 (status 429) with call 2, answered with {TOKEN}, but")),
+            "{reason}"
+        );
+        // The turn in question is the first: a later turn's fault is not named.
+        let later = [served(1, 0, None, None), served(2, 10, Some(RateLimit), Some(1)), served(2, 1010, None, None)];
+        assert!(recovery(&later, false).expect_err("unanswered").contains("no call of that turn met a fault"));
     }
 }

@@ -1,7 +1,8 @@
 //! The probe on real ACP agents that nobody here wrote, offline, through the relay:
 //! `@zed-industries/claude-code-acp` 0.16.2 (Anthropic Messages) and
 //! `@zed-industries/codex-acp` 0.16.0 (OpenAI Responses), each with its launch recipe
-//! (`recipes/`) and both model scripts. Installed by `tests/real-agents/install.sh DIR`;
+//! (`recipes/`) and both model scripts, and fault scripts on them and on
+//! `@zed-industries/claude-agent-acp` 0.23.1 (with claude-code-acp's recipe). Installed by `tests/real-agents/install.sh DIR`;
 //! `CHECKFU_REAL_AGENTS=DIR` when the tests are built runs them (`.ci/run` does, and sets
 //! `CHECKFU_REQUIRE_REAL_AGENTS` so that there they cannot be ignored); otherwise the runner
 //! lists them as ignored. Both agents also take a turn with the probe unprivileged (uid
@@ -196,4 +197,111 @@ fn both_agents_take_a_turn_unprivileged_fenced_through_the_relay() {
         assert_eq!(lines.get(1).copied(), Some("unreachable"), "the host's 127.0.0.1:{port} from inside: {text}");
     }
     assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_ok(), "reachable from outside: the check is not vacuous");
+}
+
+/// `model_recovery` as the relay's record (a report's `model_plane`) shows it, worked out here
+/// apart from the probe's `verdict::recovery`: the status the step must have, and the call
+/// (from 1) whose fault a failure must name. A transient fault is recovered when a later call
+/// of its turn asks again what it asked (the prompt when it carried it), a rate limit's not
+/// before its `retry_after`; the turn is answered when a reply token reached the output; a
+/// failure after every retry names the first turn's last fault.
+pub(crate) fn recovery_in_record(plane: &Value) -> (&'static str, Option<usize>) {
+    let calls = plane["calls"].as_array().expect("calls");
+    let ms = |call: &Value| call["started_ms"].as_u64().expect("started_ms");
+    for (i, call) in calls.iter().enumerate() {
+        if call["fault"].is_null() || call["fault"] == "context_overflow" {
+            continue;
+        }
+        let again = |c: &&Value| c["turn"] == call["turn"] && c["nonce_in_request"] == call["nonce_in_request"];
+        let Some(retry) = calls[i + 1..].iter().find(again) else { return ("failed", Some(i + 1)) };
+        if call["retry_after"].as_u64().is_some_and(|s| ms(retry) + 10 < ms(call) + s * 1000) {
+            return ("failed", Some(i + 1));
+        }
+    }
+    if plane["reply_in_output"].is_string() {
+        return ("passed", None);
+    }
+    let first = calls.first().map(|c| c["turn"].clone()).unwrap_or_default();
+    ("failed", calls.iter().rposition(|c| c["fault"].is_string() && c["turn"] == first).map(|i| i + 1))
+}
+
+/// The run's `model_recovery` is what its record shows ([`recovery_in_record`]), a failure
+/// naming the call the record says; and a fault fell on a call of the turn, so the verdict is
+/// about the turn. Returns the status and the reason.
+pub(crate) fn recovery_as_recorded(run: &Run) -> (String, String) {
+    let context = run.pretty();
+    let calls = run.plane()["calls"].as_array().expect("calls");
+    assert!(calls.iter().any(|c| c["fault"].is_string() && c["nonce_in_request"] == true), "a fault on the turn's call: {context}");
+    let (status, named) = recovery_in_record(run.plane());
+    let (step, reason) = run.step("model_recovery");
+    assert_eq!(step, status, "the verdict the record shows: {context}");
+    if let Some(call) = named {
+        let fault = calls[call - 1]["fault"].as_str().expect("a fault");
+        let named = format!("{} of call {call} ", fault.replace("rate_limit", "rate limit"));
+        assert!(reason.contains(&named) || reason.contains(&format!("{fault} of call {call} ")), "names {named}: {context}");
+    }
+    (step.to_owned(), reason.to_owned())
+}
+
+/// A fault script's run of a real agent through its recipe, judged by the record alone.
+fn recovery_run(bin: &std::path::Path, entry: &str, script: &str, command: &[&str]) -> Run {
+    let recipe = recipe(entry);
+    let options = ["--recipe", &recipe, "--model-script", script, "--deadline", "180", "--step-timeout", "90"];
+    let run = probe_env(&options, command, &[("PATH", path_with(bin))]);
+    if let Some(pid) = run.json["harness"]["pid"].as_u64() {
+        assert_no_process_in_group(pid as i32);
+    }
+    run
+}
+
+/// A script file: one fault entry, then answers as `nonce` gives them.
+fn one_fault(scratch: &Scratch, fault: Value) -> String {
+    let answer = json!({"text": "The nonce is {nonce}. The reply token is {reply_token}."});
+    let file = scratch.path("fault.json");
+    std::fs::write(&file, json!([fault, answer, answer, answer]).to_string()).expect("script");
+    file
+}
+
+/// The faults on the two agents, as the record shows them (docs/measurements/fault-recovery.md):
+/// claude-code-acp waits out the `faults` script's rate limit and answers; codex-acp 0.16.0
+/// gives up on a 429 with no second call ("exceeded retry limit, last status: 429"); and
+/// claude-code-acp retries a stream cut without a stream, whose answer it never passes on.
+#[test]
+#[cfg_attr(not(checkfu_real_agents), ignore = "CHECKFU_REAL_AGENTS is not set: run tests/real-agents/install.sh DIR and set it to DIR")]
+fn real_agents_recover_from_faults_as_their_records_show() {
+    let bin = agents().expect(IGNORED);
+    let claude = recovery_run(&bin, "claude-code", "faults", &[]);
+    assert_eq!(claude.step("prompt_exchange").0, "passed", "{}", claude.pretty());
+    assert_eq!(recovery_as_recorded(&claude).0, "passed");
+    let codex = recovery_run(&bin, "codex", "faults", &[]);
+    let (status, reason) = recovery_as_recorded(&codex);
+    assert_eq!(status, "failed");
+    assert!(reason.contains("gave up on the rate_limit of call 1 (status 429)"), "{}", codex.pretty());
+    let scratch = Scratch::new("real-claude-code-stream-cut");
+    let cut = recovery_run(&bin, "claude-code", &one_fault(&scratch, json!({"fault": "stream_cut", "after_events": 2})), &[]);
+    let (status, reason) = recovery_as_recorded(&cut);
+    assert_eq!(status, "failed");
+    let calls = cut.plane()["calls"].as_array().expect("calls");
+    let retry = calls.iter().rev().find(|c| c["nonce_in_request"] == true).expect("a retry");
+    assert_eq!((&retry["stream"], retry["reply_token"].is_string()), (&json!(false), true), "{}", cut.pretty());
+    assert!(reason.contains("retried the stream_cut") && reason.contains("no reply token"), "{}", cut.pretty());
+}
+
+/// claude-agent-acp 0.23.1, Zed's newer adapter, meets a stream cut as claude-code-acp does:
+/// its SDK retries without a stream, and the answer to that retry never reaches the client.
+#[test]
+#[cfg_attr(not(checkfu_real_agents), ignore = "CHECKFU_REAL_AGENTS is not set: run tests/real-agents/install.sh DIR and set it to DIR")]
+fn claude_agent_acp_loses_the_answer_to_its_retry_of_a_cut_stream() {
+    let dir = std::env::var_os("CHECKFU_REAL_AGENTS").map(PathBuf::from).expect(IGNORED);
+    let bin = dir.join("claude-agent-acp/node_modules/.bin");
+    let scratch = Scratch::new("real-claude-agent-acp-stream-cut");
+    let script = one_fault(&scratch, json!({"fault": "stream_cut", "after_events": 2}));
+    let cut = recovery_run(&bin, "claude-code", &script, &["claude-agent-acp"]);
+    let (status, reason) = recovery_as_recorded(&cut);
+    assert_eq!(status, "failed");
+    let calls = cut.plane()["calls"].as_array().expect("calls");
+    let retry = calls.iter().rev().find(|c| c["nonce_in_request"] == true).expect("a retry");
+    assert_eq!((&retry["stream"], retry["reply_token"].is_string()), (&json!(false), true), "{}", cut.pretty());
+    assert!(reason.contains("retried the stream_cut") && reason.contains("no reply token"), "{}", cut.pretty());
+    assert_eq!(cut.step("prompt_exchange").0, "failed", "{}", cut.pretty());
 }

@@ -218,3 +218,98 @@ fn both_clis_pass_every_step_unprivileged_offline() {
         assert_eq!(json["model_plane"]["egress_attempts"], json!([]), "{context}");
     }
 }
+
+/// The built-in `faults` script on both CLIs through their recipes: each run's first call
+/// meets the script's next fault (the first run's a rate limit, the resume's an overload),
+/// and `model_recovery` is what the record shows: both wait out the rate limit, retry the
+/// overload and answer (docs/measurements/fault-recovery.md).
+#[test]
+#[cfg_attr(
+    not(checkfu_real_oneshot),
+    ignore = "CHECKFU_REAL_ONESHOT is not set: run tests/real-agents/install-oneshot.sh DIR and set it to DIR"
+)]
+fn both_clis_recover_from_the_faults_script_as_their_records_show() {
+    for name in ["claude-code", "codex"] {
+        let run = probe(name, &["--model-script", "faults"]);
+        let faults: Vec<&Value> =
+            run.plane()["calls"].as_array().expect("calls").iter().map(|c| &c["fault"]).filter(|f| f.is_string()).collect();
+        assert_eq!(faults, [&json!("rate_limit"), &json!("overloaded")], "{name}: {}", run.pretty());
+        assert_eq!(crate::real_agents::recovery_as_recorded(&run).0, "passed", "{name}");
+    }
+}
+
+/// Qwen Code 0.24.4 meets a stream cut by asking the model to go on from the cut text ("The
+/// connection dropped mid-response. Resume directly …"), without the prompt: no retry by the
+/// record's rule, and the run fails `model_recovery` saying so.
+#[test]
+#[cfg_attr(
+    not(checkfu_real_oneshot),
+    ignore = "CHECKFU_REAL_ONESHOT is not set: run tests/real-agents/install-oneshot.sh DIR and set it to DIR"
+)]
+fn qwen_code_goes_on_from_a_cut_stream_without_the_prompt() {
+    let bin = clis().expect("CHECKFU_REAL_ONESHOT");
+    let scratch = Scratch::new("real-oneshot-qwen-cut");
+    let script = scratch.path("cut.json");
+    let answer = json!({"text": "The nonce is {nonce}. The reply token is {reply_token}."});
+    std::fs::write(&script, json!([{"fault": "stream_cut", "after_events": 2}, answer, answer, answer]).to_string()).expect("script");
+    let options = [
+        "--protocol",
+        "oneshot-v1",
+        "--prompt-transport",
+        "stdin",
+        "--output-mode",
+        "text",
+        "--argv=-p",
+        "--env",
+        "OPENAI_MODEL=stub",
+        "--env",
+        "QWEN_USAGE_STATISTICS_ENABLED=false",
+        "--env",
+        "QWEN_TELEMETRY_ENABLED=false",
+        "--model-script",
+        &script,
+        "--step-timeout",
+        "90",
+    ];
+    let run = probe_env(&options, &["qwen"], &[("PATH", path_with(&bin))]);
+    let (status, reason) = crate::real_agents::recovery_as_recorded(&run);
+    assert_eq!(status, "failed", "{}", run.pretty());
+    assert!(reason.contains("did not retry the stream_cut of call 1") && reason.contains("carried the prompt again"), "{}", run.pretty());
+    // It did go on: a later call of the turn, without the prompt, whose token reached the output.
+    let calls = run.plane()["calls"].as_array().expect("calls");
+    let answer = run.json["runs"][0]["answer"].as_str().unwrap_or_default();
+    let went_on =
+        calls[1..].iter().any(|c| c["nonce_in_request"] == false && c["reply_token"].as_str().is_some_and(|t| answer.contains(t)));
+    assert!(went_on, "{}", run.pretty());
+}
+
+/// Qwen Code over ACP (`qwen --acp`, the package this lane installs) with the built-in
+/// `faults` script: it waits out the rate limit and answers, as the record shows.
+#[test]
+#[cfg_attr(
+    not(checkfu_real_oneshot),
+    ignore = "CHECKFU_REAL_ONESHOT is not set: run tests/real-agents/install-oneshot.sh DIR and set it to DIR"
+)]
+fn qwen_code_over_acp_waits_out_the_faults_scripts_rate_limit() {
+    let bin = clis().expect("CHECKFU_REAL_ONESHOT");
+    let options = [
+        "--env",
+        "OPENAI_MODEL=stub",
+        "--env",
+        "QWEN_USAGE_STATISTICS_ENABLED=false",
+        "--env",
+        "QWEN_TELEMETRY_ENABLED=false",
+        "--model-script",
+        "faults",
+        "--step-timeout",
+        "90",
+    ];
+    let run = probe_env(&options, &["qwen", "--acp"], &[("PATH", path_with(&bin))]);
+    if let Some(pid) = run.json["harness"]["pid"].as_u64() {
+        assert_no_process_in_group(pid as i32);
+    }
+    assert_eq!(run.step("prompt_exchange").0, "passed", "{}", run.pretty());
+    assert_eq!(run.plane()["dialects_used"], json!(["openai_chat"]), "{}", run.pretty());
+    assert_eq!(crate::real_agents::recovery_as_recorded(&run).0, "passed", "{}", run.pretty());
+    assert_eq!(run.plane()["calls"][0]["fault"], "rate_limit", "{}", run.pretty());
+}

@@ -230,7 +230,8 @@ fn a_stream_cut_stops_mid_stream_and_every_fault_is_recorded_as_written() {
     let served = serve(&file.to_string_lossy(), &[]);
     let key = served.here["api_key"].as_str().expect("key").to_owned();
     let header = format!("x-api-key: {key}\r\n");
-    let body = r#"{"model": "m", "stream": true, "messages": [{"role": "user", "content": "hi"}]}"#;
+    // A fault entry waits for a call carrying a nonce, as a turn's own call does.
+    let body = r#"{"model": "m", "stream": true, "messages": [{"role": "user", "content": "hi cf-0123456789abcdef"}]}"#;
     let started = std::time::Instant::now();
     let (status, cut) = raw(&served.addr(), &post("/v1/messages", &header, body));
     assert!(started.elapsed() < Duration::from_secs(5), "the cut closed the connection at once");
@@ -269,7 +270,7 @@ fn a_cut_answer_to_a_client_that_never_reads_is_closed_within_the_stall_time() {
     // the relay is left writing to a client that reads nothing. With a stall time past the
     // client's wait (tried: 9 s) it reads all of it.
     let model = "m".repeat(20 << 20);
-    let body = format!(r#"{{"model": "{model}", "stream": true, "messages": [{{"role": "user", "content": "hi"}}]}}"#);
+    let body = format!(r#"{{"model": "{model}", "stream": true, "messages": [{{"role": "user", "content": "hi cf-0123456789abcdef"}}]}}"#);
     let mut stream = TcpStream::connect(served.addr()).expect("connect");
     let _ = stream.write_all(&post("/v1/messages", &format!("x-api-key: {key}\r\n"), &body));
     // The relay reads and checks 20 MB first, which a loaded machine makes slow: the client

@@ -6,6 +6,11 @@
 #                                           the Anthropic Messages API via ANTHROPIC_BASE_URL)
 #   DIR/node_modules/.bin/codex-acp         (node launcher for the native codex-acp binary; speaks
 #                                           the OpenAI Responses API via a CODEX_HOME config.toml)
+#   DIR/claude-agent-acp/node_modules/.bin/claude-agent-acp
+#                                           (Zed's newer adapter around the Claude Agent SDK, run
+#                                           with claude-code-acp's recipe; a tree of its own, since
+#                                           it pins another SDK and the image tests copy DIR's
+#                                           node_modules; about 5 s and 34 MB to download)
 # codex-acp's shell tool needs `bwrap` (apt package bubblewrap) on PATH; this script does not
 # install system packages. Running it again with the same pins changes nothing.
 set -euo pipefail
@@ -19,9 +24,13 @@ mkdir -p "$dir"
 npm install --prefix "$dir" --no-audit --no-fund --silent --save-exact \
   "@zed-industries/claude-code-acp@0.16.2" \
   "@zed-industries/codex-acp@0.16.0"
-for bin in claude-code-acp codex-acp; do
-  if [ ! -x "$dir/node_modules/.bin/$bin" ]; then
-    echo "install.sh: $dir/node_modules/.bin/$bin is missing after npm install" >&2
+mkdir -p "$dir/claude-agent-acp"
+[ -f "$dir/claude-agent-acp/package.json" ] || echo '{"private":true}' > "$dir/claude-agent-acp/package.json"
+npm install --prefix "$dir/claude-agent-acp" --no-audit --no-fund --silent --save-exact \
+  "@zed-industries/claude-agent-acp@0.23.1"
+for bin in node_modules/.bin/claude-code-acp node_modules/.bin/codex-acp claude-agent-acp/node_modules/.bin/claude-agent-acp; do
+  if [ ! -x "$dir/$bin" ]; then
+    echo "install.sh: $dir/$bin is missing after npm install" >&2
     exit 1
   fi
 done

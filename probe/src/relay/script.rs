@@ -24,7 +24,11 @@
 //!   `{reply_token}`, `{token}` and `{token_file}` are expanded in every string. A reply
 //!   without `{reply_token}` carries none, so a turn answered only by such replies cannot
 //!   pass `prompt_exchange`. A call past the end is an error the relay answers with status
-//!   500. An entry `{"fault": …}` fails its call instead of answering it ([`super::fault`]).
+//!   500. An entry `{"fault": …}` fails its call instead of answering it ([`super::fault`]),
+//!   and only a call whose latest user turn carries a nonce plays it: a side call that meets
+//!   it is answered as under `nonce` and leaves it in place, as under `faults`, so a fault
+//!   falls on the turn's own call. (Claude Code's adapter sends a side call 40–230 ms
+//!   before the turn's call; it took a file's first fault in every run.)
 //! - `faults` plays [`super::fault::SEQUENCE`]: each transient fault (a rate limit, an
 //!   overload, a server error, a stream cut), each followed by an answer as under `nonce`,
 //!   then answers as `nonce` does. Only calls whose latest user turn carries a nonce play
@@ -229,7 +233,10 @@ impl Model {
                 _ => final_reply(turn, reply_token, &mut decision)?,
             },
             Script::Replies(replies) => {
-                let played = self.played.fetch_add(1, Ordering::Relaxed);
+                let Some(played) = self.next_entry(replies, nonce.is_some()) else {
+                    // A side call meeting a fault entry (the module's documentation).
+                    return Ok((Played::Reply(final_reply(turn, reply_token, &mut decision)?), decision));
+                };
                 let Some(entry) = replies.get(played) else {
                     let reason = format!("the model script has {} replies and this is call {}", replies.len(), played + 1);
                     return Err(Unanswered { status: 500, kind: "api_error", reason });
@@ -245,6 +252,23 @@ impl Model {
             decision.tool_called = Some(name.clone());
         }
         Ok((Played::Reply(reply), decision))
+    }
+
+    /// The index of the file entry this call plays, taken: the next one, unless that is a
+    /// fault and the call is a side call (`prompted` false), which leaves it for the turn's
+    /// own call (`None`). Taken by compare-and-swap, so two calls at once never play one
+    /// entry; the loop goes round only when another call took an entry meanwhile.
+    fn next_entry(&self, replies: &[Value], prompted: bool) -> Option<usize> {
+        let mut at = self.played.load(Ordering::Relaxed);
+        loop {
+            if !prompted && replies.get(at).is_some_and(|e| e.get("fault").is_some()) {
+                return None;
+            }
+            match self.played.compare_exchange_weak(at, at + 1, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return Some(at),
+                Err(now) => at = now,
+            }
+        }
     }
 
     fn expand(&self, value: &Value, nonce: &str, reply_token: &str) -> Value {
@@ -483,6 +507,25 @@ mod tests {
         std::fs::write(&file, r#"[{"fault": "stream_cut", "after_events": "two"}]"#).expect("write");
         let refused = Script::parse(&file.to_string_lossy()).unwrap_err().to_string();
         assert!(refused.contains("reply 0") && refused.contains("after_events"), "{refused}");
+    }
+
+    #[test]
+    fn a_file_scripts_fault_waits_for_the_turns_own_call() {
+        let entries = vec![json!({"fault": "overloaded"}), json!({"text": "r={reply_token}"}), json!({"text": "side"})];
+        let model = Model::new(Script::Replies(entries), "t".into(), PathBuf::from("/f"));
+        let prompt = turn(&["cf-3333333333333333"], &[], vec![]);
+        let side = turn(&["Write a title for this chat"], &[], vec![]);
+        // The side call first, as claude-code-acp sends it: answered as under `nonce`, the
+        // fault left in place for the turn's call.
+        assert_eq!(
+            model.reply_to(&side).expect("side").0,
+            Reply::Text(format!("No nonce was found in the latest user turn. The reply token is {REPLY}."))
+        );
+        assert_eq!(model.reply(&prompt, REPLY).expect("turn").0, Played::Fault(Fault::Overloaded));
+        // A text entry is still played by whichever call comes, a side call too.
+        assert_eq!(model.reply_to(&prompt).expect("retry").0, Reply::Text(format!("r={REPLY}")));
+        assert_eq!(model.reply_to(&side).expect("side").0, Reply::Text(String::from("side")));
+        assert_eq!(model.reply_to(&side).map(|_| ()).unwrap_err().status, 500, "then past the end");
     }
 
     #[test]

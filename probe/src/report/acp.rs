@@ -98,9 +98,10 @@ pub struct TurnTelemetry {
 pub struct RecordedTurn {
     /// The calls the relay served in the turn, faults included.
     pub model_calls: u64,
-    /// The transient faults a later call of the turn retried.
+    /// The transient faults a later call of the turn retried (asking again what the failed call
+    /// asked: `verdict::retried_by`).
     pub model_transient_retries: u64,
-    /// The context overflows a later call of the turn followed.
+    /// The context overflows a later call of the turn followed, by the same rule.
     pub model_overflow_recoveries: u64,
     /// The milliseconds from the prompt's sending to its answer: the most `wall_time_ms`
     /// can be.
