@@ -5,8 +5,9 @@
 //! prompt with the stop reason `cancelled`; the client answers every permission request
 //! still pending `cancelled`. The step tests that on every ACP agent, after
 //! `prompt_exchange`:
-//! 1. a second prompt, in a turn of its own in the relay's record, whose answer the relay
-//!    paces ([`PACE`]: about nine seconds of stream);
+//! 1. a second prompt, in a turn of its own in the relay's record, answered as the `nonce`
+//!    script does whatever the script (its faults and replies are the first turn's), the
+//!    answer paced ([`PACE`]: about nine seconds of stream);
 //! 2. `session/cancel` once that answer is in flight ([`super::flight`]); from then on the
 //!    session answers permission requests `cancelled`;
 //! 3. the prompt must be answered `cancelled` within [`WINDOW`], no model call may start
@@ -22,7 +23,7 @@ use serde_json::{json, Value};
 
 use super::flight::Flight;
 use super::{rpc_error, Run, CANCEL_METHOD};
-use crate::relay::{Pace, PaceEnd, Script};
+use crate::relay::{Pace, PaceEnd};
 use crate::report::acp::Cancellation;
 use crate::report::steps::StepStatus;
 use crate::session::{Fault, Incoming};
@@ -54,8 +55,6 @@ impl Run<'_, '_, '_, '_> {
             Some("--no-cancellation was given")
         } else if !exchanged {
             Some("prompt_exchange did not pass")
-        } else if matches!(self.stage.options.model_script, Script::Replies(_)) {
-            Some("the model script is a file of replies: a second prompt would spend them")
         } else {
             None
         };
@@ -74,6 +73,7 @@ impl Run<'_, '_, '_, '_> {
         let relay = &self.stage.plane.relay;
         relay.begin_turn(nonce.clone(), Vec::new());
         let turn = relay.turn();
+        relay.answer_plainly();
         relay.pace(Some(PACE));
         let text = format!("Checkfu local diagnostic, cancellation. Reply with the nonce {nonce} and end the turn.");
         let until = self.step_deadline();

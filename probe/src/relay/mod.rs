@@ -157,6 +157,8 @@ struct TurnState {
     earlier_replies: Vec<String>,
     /// How the turn's text answers are paced, when they are ([`pace`]).
     pace: Option<Pace>,
+    /// Answer the turn as the `nonce` script does, whatever the script ([`Relay::answer_plainly`]).
+    plain: bool,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -205,7 +207,7 @@ impl Relay {
             epoch: Instant::now(),
             sequence: AtomicUsize::new(0),
             bodies: tokio::sync::Semaphore::new(MAX_BODIES_READ),
-            turn: Mutex::new(TurnState { nonce: config.nonce, earlier_replies: Vec::new(), pace: None }),
+            turn: Mutex::new(TurnState { nonce: config.nonce, earlier_replies: Vec::new(), pace: None, plain: false }),
             record: Mutex::new(Record::new()),
             steer: Mutex::new(None),
         });
@@ -232,7 +234,7 @@ impl Relay {
     /// for; `earlier_replies` are the reply tokens of the turn before that reached its
     /// output, looked for as the model's earlier answer (`earlier_reply_in_request`).
     pub fn begin_turn(&self, nonce: String, earlier_replies: Vec<String>) {
-        *lock(&self.shared.turn) = TurnState { nonce, earlier_replies, pace: None };
+        *lock(&self.shared.turn) = TurnState { nonce, earlier_replies, pace: None, plain: false };
         self.shared.record().turn += 1;
     }
 
@@ -245,6 +247,13 @@ impl Relay {
     /// paced answer's `ended_ms` count them.
     pub fn now_ms(&self) -> u64 {
         self.shared.epoch.elapsed().as_millis() as u64
+    }
+
+    /// Answers the current turn's calls as the `nonce` script does: a turn the probe adds for
+    /// a check of its own (the cancellation's) leaves the script's faults, tool calls and
+    /// replies to the turns they were written for.
+    pub fn answer_plainly(&self) {
+        lock(&self.shared.turn).plain = true;
     }
 
     /// Looks for `token` (a steer's) in every request from now on.
@@ -707,7 +716,7 @@ fn serve(activity: &Activity, admitted: Admitted<'_>, started: Instant) -> Respo
     let steer_in_request = lock(&shared.steer).as_ref().is_some_and(|t| bounds::strings_contain(&json, t));
     drop(json);
     let reply_token = fresh_reply_token(&body);
-    let (played, decision) = match shared.model.reply(&turn, &reply_token) {
+    let (played, decision) = match shared.model.reply(&turn, &reply_token, state.plain) {
         Ok(answer) => answer,
         Err(unanswered) => return refuse(activity, &path, shape, unanswered.status, unanswered.kind, unanswered.reason),
     };

@@ -209,12 +209,15 @@ impl Model {
 
     /// What the model does with one call, whose reply token is `reply_token`: its answer, or
     /// the fault the script fails it with.
-    pub fn reply(&self, turn: &Turn, reply_token: &str) -> Result<(Played, Decision), Unanswered> {
+    pub fn reply(&self, turn: &Turn, reply_token: &str, plain: bool) -> Result<(Played, Decision), Unanswered> {
         let token_returned = !self.token.is_empty() && turn.tool_results.iter().any(|r| r.contains(&self.token));
         let structured_output = turn.structured.as_ref().map(|s| s.way);
         let mut decision = Decision { tool_called: None, token_returned, structured_output, structured_digest: None };
         let nonce = latest_nonce(turn);
-        let reply = match &self.script {
+        // A plain turn is answered as under `nonce`: the script's faults, tool calls and
+        // replies stay for the turns it was written for.
+        let script = if plain { &Script::Nonce } else { &self.script };
+        let reply = match script {
             Script::Nonce => final_reply(turn, reply_token, &mut decision)?,
             Script::Tool if token_returned => final_reply(turn, reply_token, &mut decision)?,
             Script::Tool if turn.tools.is_empty() => final_reply(turn, reply_token, &mut decision)?,
@@ -391,7 +394,7 @@ mod tests {
 
     impl Model {
         fn reply_to(&self, turn: &Turn) -> Result<(Reply, Decision), Unanswered> {
-            match self.reply(turn, REPLY)? {
+            match self.reply(turn, REPLY, false)? {
                 (Played::Reply(reply), decision) => Ok((reply, decision)),
                 (Played::Fault(fault), _) => panic!("a fault where a reply was expected: {fault:?}"),
             }
@@ -500,7 +503,7 @@ mod tests {
         let entries = vec![json!({"fault": "rate_limit", "retry_after": 3}), json!({"text": "r={reply_token}"})];
         let model = Model::new(Script::Replies(entries), "t".into(), PathBuf::from("/f"));
         let t = turn(&["cf-3333333333333333"], &[], vec![]);
-        assert_eq!(model.reply(&t, REPLY).expect("first").0, Played::Fault(Fault::RateLimit { retry_after: 3 }));
+        assert_eq!(model.reply(&t, REPLY, false).expect("first").0, Played::Fault(Fault::RateLimit { retry_after: 3 }));
         assert_eq!(model.reply_to(&t).expect("second").0, Reply::Text(format!("r={REPLY}")));
         let dir = tempfile::tempdir().expect("dir");
         let file = dir.path().join("s.json");
@@ -521,11 +524,21 @@ mod tests {
             model.reply_to(&side).expect("side").0,
             Reply::Text(format!("No nonce was found in the latest user turn. The reply token is {REPLY}."))
         );
-        assert_eq!(model.reply(&prompt, REPLY).expect("turn").0, Played::Fault(Fault::Overloaded));
+        assert_eq!(model.reply(&prompt, REPLY, false).expect("turn").0, Played::Fault(Fault::Overloaded));
         // A text entry is still played by whichever call comes, a side call too.
         assert_eq!(model.reply_to(&prompt).expect("retry").0, Reply::Text(format!("r={REPLY}")));
         assert_eq!(model.reply_to(&side).expect("side").0, Reply::Text(String::from("side")));
         assert_eq!(model.reply_to(&side).map(|_| ()).unwrap_err().status, 500, "then past the end");
+    }
+
+    #[test]
+    fn a_plain_turn_is_answered_as_nonce_and_leaves_the_script_where_it_was() {
+        let entries = vec![json!({"fault": "overloaded"}), json!({"text": "r={reply_token}"})];
+        let model = Model::new(Script::Replies(entries), "t".into(), PathBuf::from("/f"));
+        let prompt = turn(&["cf-3333333333333333"], &[], vec![]);
+        let plain = model.reply(&prompt, REPLY, true).expect("plain").0;
+        assert_eq!(plain, Played::Reply(Reply::Text(format!("The nonce is cf-3333333333333333. The reply token is {REPLY}."))));
+        assert_eq!(model.reply(&prompt, REPLY, false).expect("turn").0, Played::Fault(Fault::Overloaded), "the first entry is still next");
     }
 
     #[test]
@@ -537,8 +550,8 @@ mod tests {
         let mut played = Vec::new();
         for _ in 0..fault::SEQUENCE.len() + 2 {
             // A side call between every two calls moves nothing.
-            assert!(matches!(model.reply(&side, REPLY).expect("side").0, Played::Reply(Reply::Text(_))));
-            played.push(model.reply(&prompt, REPLY).expect("turn").0);
+            assert!(matches!(model.reply(&side, REPLY, false).expect("side").0, Played::Reply(Reply::Text(_))));
+            played.push(model.reply(&prompt, REPLY, false).expect("turn").0);
         }
         let answer = Played::Reply(Reply::Text(format!("The nonce is cf-5555555555555555. The reply token is {REPLY}.")));
         let faults: Vec<Option<Fault>> = played.iter().map(|p| if let Played::Fault(f) = p { Some(*f) } else { None }).collect();
