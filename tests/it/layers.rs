@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 const MAX_FUNCTION_LINES: usize = 80;
 
 /// The probe crate's modules above the shared layer: the run (`plan`, `spine`, `lib`) and
-/// the two lanes. Every other module is shared, and may name none of them.
-const ABOVE_SHARED: &[&str] = &["lib.rs", "plan.rs", "spine.rs", "acp.rs", "oneshot"];
+/// the two lanes (the ACP lane's submodules in `acp/`). Every other module is shared, and may
+/// name none of them.
+const ABOVE_SHARED: &[&str] = &["lib.rs", "plan.rs", "spine.rs", "acp.rs", "acp", "oneshot"];
 
 /// What a shared module must not name: a lane, or the run above the lanes.
 const LANES_AND_RUN: &[&str] = &["crate::acp", "crate::oneshot", "crate::plan", "crate::spine", "crate::{acp", "crate::{oneshot"];
