@@ -4,7 +4,8 @@
 //!
 //! The probe sets a [`Pace`] for a turn ([`super::Relay::pace`]). Every text answer of that
 //! turn is then preceded by [`Pace::lead`] words, its deltas split into [`Pace::pieces`], and
-//! its events sent one per [`Pace::interval`]. An answer asked for as one JSON document is
+//! its events sent one per [`Pace::interval`] (the stream's opening events, before the first
+//! delta, at once, as a provider opens its stream). An answer asked for as one JSON document is
 //! held for the same time and sent whole: a client that does not stream still has a call in
 //! flight for as long. A tool call's events are paced too (a round the relay holds); a fault
 //! is never paced.
@@ -116,6 +117,8 @@ pub struct PacedBody {
     interval: Duration,
     pause: Option<Pin<Box<tokio::time::Sleep>>>,
     sent: usize,
+    /// The opening events, sent without a pause.
+    opening: usize,
     shared: Arc<Shared>,
     entry: Option<Entry>,
     ended: bool,
@@ -144,7 +147,10 @@ impl PacedBody {
         };
         let interval = if stream { pace.interval } else { pace.interval * pace.pieces as u32 };
         let exact = (!stream).then(|| events.iter().map(|e| e.len() as u64).sum());
-        PacedBody { events, interval, pause: None, sent: 0, shared, entry: None, ended: false, exact }
+        // A provider opens its stream at once (message_start, response.created, …) and then
+        // streams the content: the events before the first delta go without a pause.
+        let opening = if stream { events.iter().take_while(|e| memchr::memmem::find(e, b"delta").is_none()).count() } else { 0 };
+        PacedBody { events, interval, pause: None, sent: 0, opening, shared, entry: None, ended: false, exact }
     }
 
     /// The paced body of a call's rendered answer, its [`Paced`] entry put in `call`.
@@ -197,13 +203,16 @@ impl hyper::body::Body for PacedBody {
             }
             return Poll::Ready(None);
         }
-        // Each event waits its interval first (made here, inside the runtime that polls).
-        let interval = this.interval;
-        let pause = this.pause.get_or_insert_with(|| Box::pin(tokio::time::sleep(interval)));
-        if pause.as_mut().poll(cx).is_pending() {
-            return Poll::Pending;
+        // Each event after the opening waits its interval first (made here, inside the runtime
+        // that polls).
+        if this.sent >= this.opening {
+            let interval = this.interval;
+            let pause = this.pause.get_or_insert_with(|| Box::pin(tokio::time::sleep(interval)));
+            if pause.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            this.pause = None;
         }
-        this.pause = None;
         let Some(event) = this.events.pop_front() else { return Poll::Ready(None) };
         this.sent += 1;
         if this.events.is_empty() {
