@@ -513,9 +513,14 @@ fn text_output_is_for_a_person() {
 fn an_agent_written_with_the_official_typescript_sdk_passes() {
     let agent = std::env::var("CHECKFU_TS_AGENT").expect("CHECKFU_TS_AGENT was set when the tests were built, and is not now");
     let record = temp_file("ts.record.jsonl");
-    let run = probe(&["--record", record.to_str().unwrap()], &["node", &agent]);
+    // Under the faults script and with the drain: it retries, drains and cancels as well.
+    let run = probe(&["--record", record.to_str().unwrap(), "--interrupt", "--model-script", "faults"], &["node", &agent]);
     assert_eq!(run.status, 0, "{}", serde_json::to_string_pretty(&run.json).unwrap());
     assert_eq!(run.json["harness"]["agent_info"]["name"], "checkfu-probe-ts-agent");
+    assert_eq!(run.step("model_recovery").0, "passed", "{}", run.pretty());
+    assert_eq!(run.json["turn_telemetry"]["mismatches"], serde_json::json!([]), "{}", run.pretty());
+    assert_eq!(run.json["turn_telemetry"]["recorded"]["model_transient_retries"], 1, "{}", run.pretty());
+    assert_eq!(run.check("cooperative_interrupt_drained"), "pass");
     assert_eq!(run.check("steering_delivered"), "pass");
     assert_eq!(run.check("subagent_correlation"), "pass");
     // Its prompt handler aborts the model call on session/cancel and answers `cancelled`.
@@ -525,7 +530,8 @@ fn an_agent_written_with_the_official_typescript_sdk_passes() {
     // step's prompt) carries it: what `steering_delivered` passed on.
     let calls = run.plane()["calls"].as_array().cloned().unwrap_or_default();
     let carried: Vec<(u64, bool)> = calls.iter().map(|c| (c["turn"].as_u64().unwrap_or(0), c["steer_in_request"] == true)).collect();
-    assert_eq!(carried, [(1, false), (2, true)], "{}", run.pretty());
+    // The rate limit and its retry, then the second turn's call.
+    assert_eq!(carried, [(1, false), (1, false), (2, true)], "{}", run.pretty());
     let decoded = Command::new(PROBE).arg("decode").arg(&record).output().expect("decode");
     assert!(decoded.status.success(), "{}", String::from_utf8_lossy(&decoded.stdout));
 }

@@ -284,7 +284,8 @@ fn qwen_code_goes_on_from_a_cut_stream_without_the_prompt() {
 }
 
 /// Qwen Code over ACP (`qwen --acp`, the package this lane installs) with the built-in
-/// `faults` script: it waits out the rate limit and answers, as the record shows.
+/// `faults` script: it waits out the rate limit and answers, as the record shows, and its
+/// second prompt, cancelled mid-answer, ends `cancelled`.
 #[test]
 #[cfg_attr(
     not(checkfu_real_oneshot),
@@ -312,4 +313,7 @@ fn qwen_code_over_acp_waits_out_the_faults_scripts_rate_limit() {
     assert_eq!(run.plane()["dialects_used"], json!(["openai_chat"]), "{}", run.pretty());
     assert_eq!(crate::real_agents::recovery_as_recorded(&run).0, "passed", "{}", run.pretty());
     assert_eq!(run.plane()["calls"][0]["fault"], "rate_limit", "{}", run.pretty());
+    // Over ACP it is judged on cancellation too: it stops the streamed answer and says so.
+    assert_eq!(run.step("cancellation").0, "passed", "{}", run.pretty());
+    assert_eq!(run.json["cancellation"]["stop_reason"], "cancelled", "{}", run.pretty());
 }
