@@ -1,7 +1,8 @@
 //! `cooperative_interrupt_drained`: tri-state and opt-in.
 //!
-//! Skipped unless the header opts in (the case stays opt-in until a truncation-safe drain
-//! probe exists), and skipped when the interrupt axis is not declared at the value of the
+//! Skipped unless the header opts in (the page keeps the case opt-in; the probe's drain also
+//! judges the relay's record, so that a drain that truncates the model's answer fails:
+//! `checkfu-wire-probe`'s `verdict::in_flight`), and skipped when the interrupt axis is not declared at the value of the
 //! declaration upgrade whose evidence this check is (interrupt → cooperative): the case is
 //! defined only for a declared cooperative interrupt.
 //!

@@ -91,6 +91,9 @@ struct Switches {
     retry: Option<model::Retry>,
     /// `--lie-turn`: the turn's `checkfu.turn` claims no model call (a hostile twin).
     lie_turn: bool,
+    /// `--inflate-turn`: the turn's `checkfu.turn` claims two calls and a retry more than it
+    /// made (a hostile twin).
+    inflate_turn: bool,
     ignore_cancel: bool,
     call_after_cancel: bool,
     ask_after_cancel: bool,
@@ -155,6 +158,7 @@ fn switches() -> Switches {
             "--retry" => s.retry = Some(model::Retry::AfterRetryAfter),
             "--retry-early" => s.retry = Some(model::Retry::AtOnce),
             "--lie-turn" => s.lie_turn = true,
+            "--inflate-turn" => s.inflate_turn = true,
             "--ignore-cancel" => s.ignore_cancel = true,
             "--call-after-cancel" => s.call_after_cancel = true,
             "--ask-after-cancel" => s.ask_after_cancel = true,
@@ -535,12 +539,14 @@ impl Agent {
                 _ => {}
             }
         }
-        // What the turn did, as it did it; `--lie-turn` claims no model call at all.
-        let calls = if self.s.lie_turn { 0 } else { self.usage.calls };
+        // What the turn did, as it did it; `--lie-turn` claims no model call at all,
+        // `--inflate-turn` more than it made.
+        let inflated = u64::from(self.s.inflate_turn);
+        let calls = if self.s.lie_turn { 0 } else { self.usage.calls + 2 * inflated };
         let result = json!({"stopReason": if interrupted { "cancelled" } else { "end_turn" },
             "_meta": {"checkfu.turn": {"execution": "shell", "shell_commands": 1, "filesystem_commands": 2, "mcp_calls": 0,
                 "model_calls": calls, "wall_time_ms": began.elapsed().as_millis() as u64,
-                "model_transient_retries": self.usage.transient_retries, "model_overflow_recoveries": 0}}});
+                "model_transient_retries": self.usage.transient_retries + inflated, "model_overflow_recoveries": 0}}});
         self.respond(id, result.clone());
         if self.s.duplicate_terminal {
             self.respond(id, result);

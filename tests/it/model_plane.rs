@@ -408,4 +408,11 @@ fn the_turns_telemetry_is_held_to_the_relays_record() {
     for step in ["initialize_handshake", "session_start", "prompt_exchange", "teardown"] {
         assert_eq!(liar.step(step).0, "passed", "{step}: {}", liar.pretty());
     }
+    // The other way: more calls and a retry it never made, each counter named.
+    let inflated = probe(&[], &agent(&["--inflate-turn", "--declare", "subagents"]));
+    assert_eq!(inflated.status, 1, "{}", inflated.pretty());
+    assert_eq!(
+        inflated.json["turn_telemetry"]["mismatches"],
+        json!(["model_calls claimed 3, recorded 1", "model_transient_retries claimed 1, recorded 0"])
+    );
 }
