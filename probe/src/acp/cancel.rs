@@ -81,7 +81,7 @@ impl Run<'_, '_, '_, '_> {
         let params = json!({"sessionId": session_id, "prompt": [{"type": "text", "text": text}]});
         let prompt = self.session.request(PROMPT_METHOD, params).map_err(|f| format!("session/prompt: {f}"))?;
         let trigger = match self.wait_for_flight(prompt, turn, 0, false, until) {
-            Flight::InFlight(trigger) => trigger,
+            Flight::Act(trigger) => trigger,
             Flight::Answered(message) => {
                 return Err(format!("the prompt was answered ({}) before a model answer was in flight to cancel", answer_words(&message)))
             }

@@ -31,7 +31,7 @@ const POLL: Duration = Duration::from_millis(50);
 /// How the wait ended.
 pub(super) enum Flight {
     /// A paced call is in flight: act now.
-    InFlight(MidTurn),
+    Act(MidTurn),
     /// The prompt was answered first (its message).
     Answered(Value),
     /// The session failed, or the step's time ran out (in words).
@@ -59,10 +59,10 @@ impl Run<'_, '_, '_, '_> {
                 // The chunk came after the call began and holds words of its answer: the
                 // model's words got through (not the agent's own, nor an earlier answer's).
                 if chunk.as_ref().is_some_and(|(at, text)| *at >= started && paced.text.contains(text.as_str())) {
-                    return Flight::InFlight(MidTurn::FirstChunk);
+                    return Flight::Act(MidTurn::FirstChunk);
                 }
                 if now_ms.saturating_sub(started) >= HELD.as_millis() as u64 {
-                    return Flight::InFlight(MidTurn::CallInFlight);
+                    return Flight::Act(MidTurn::CallInFlight);
                 }
             }
             let poll = (Instant::now() + POLL).min(until);

@@ -52,7 +52,7 @@ impl Run<'_, '_, '_, '_> {
         let mut not_before_ms = 0;
         if inputs.steer {
             match self.wait_for_flight(prompt, 1, 0, true, until) {
-                Flight::InFlight(_) => {}
+                Flight::Act(_) => {}
                 Flight::Answered(message) => return Ok(message),
                 Flight::Failed(reason) => return Err(reason),
             }
@@ -69,7 +69,7 @@ impl Run<'_, '_, '_, '_> {
         }
         if inputs.interrupt {
             let trigger = match self.wait_for_flight(prompt, 1, not_before_ms, true, until) {
-                Flight::InFlight(trigger) => trigger,
+                Flight::Act(trigger) => trigger,
                 Flight::Answered(message) => return Ok(message),
                 Flight::Failed(reason) => return Err(reason),
             };

@@ -135,11 +135,11 @@ impl PacedBody {
             let mut events = std::collections::VecDeque::new();
             let mut start = 0;
             for (at, _) in answer.match_indices("\n\n") {
-                events.push_back(Bytes::copy_from_slice(answer[start..at + 2].as_bytes()));
+                events.push_back(Bytes::copy_from_slice(&answer.as_bytes()[start..at + 2]));
                 start = at + 2;
             }
             if start < answer.len() {
-                events.push_back(Bytes::copy_from_slice(answer[start..].as_bytes()));
+                events.push_back(Bytes::copy_from_slice(&answer.as_bytes()[start..]));
             }
             events
         } else {
