@@ -733,45 +733,6 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
     }
 }
 
-impl Run<'_, '_, '_, '_> {
-    /// The drain's case passes on the trace (`draining`, then a terminal) only if the relay's
-    /// record agrees that nothing was cut off ([`verdict::in_flight::drained`]).
-    fn judge_drain(&self, report: &mut conformance::Report) {
-        let Some((sent_ms, ack_ms)) = self.drain.as_ref().and_then(|d| Some((d.sent_ms, d.ack_ms?))) else { return };
-        let calls = self.stage.plane.relay.calls(1);
-        let output = self.normalizer.output_text();
-        let Err(reason) = verdict::in_flight::drained(&calls, sent_ms, ack_ms, &|text| output.contains(text)) else { return };
-        for (name, outcome) in &mut report.checks {
-            if *name == OPT_IN_INTERRUPT && *outcome == Outcome::Pass {
-                *outcome = Outcome::Fail { reason: reason.clone(), at: None };
-            }
-        }
-    }
-}
-
-impl Run<'_, '_, '_, '_> {
-    /// The steer's case passes on the trace (acknowledged in the live turn) only if the
-    /// relay's record shows its content reaching the model as the acknowledgement promised
-    /// ([`verdict::steer`]).
-    fn judge_steer(&self, report: &mut conformance::Report) {
-        let (Some(sent_ms), Some((disposition, _))) = (self.steer_sent_ms, &self.steer_ack) else { return };
-        let relay = &self.stage.plane.relay;
-        let calls: Vec<_> = (1..=relay.turn()).flat_map(|turn| relay.calls(turn)).collect();
-        let reach = verdict::steer::reached(&calls, 1, sent_ms, disposition, relay.turn() > 1);
-        let replaced = match reach {
-            verdict::steer::SteerReach::Reached => return,
-            verdict::steer::SteerReach::Missed(reason) => Outcome::Fail { reason, at: None },
-            verdict::steer::SteerReach::Unprovable(reason) => Outcome::Skip { reason },
-        };
-        let name = catalog::Check::SteeringDelivered.name();
-        for (check, outcome) in &mut report.checks {
-            if *check == name && *outcome == Outcome::Pass {
-                *outcome = replaced.clone();
-            }
-        }
-    }
-}
-
 /// Whether the declaration admitted the upgrade whose evidence is `check`.
 fn upgrade_admitted(admitted: &AdmittedCapabilities, check: &str) -> bool {
     catalog::UPGRADES.iter().filter(|u| u.evidence == Some(check)).any(|u| admitted.value(u.axis) == Some(u.to))

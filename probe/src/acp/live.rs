@@ -16,11 +16,13 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::flight::Flight;
-use super::{Run, INTERRUPT_METHOD, STEER_METHOD};
+use super::{Run, INTERRUPT_METHOD, OPT_IN_INTERRUPT, STEER_METHOD};
 use crate::relay::token::{self, STEER_PREFIX};
 use crate::relay::Pace;
 use crate::report::acp::Drain;
 use crate::session::{Fault, Incoming};
+use checkfu_wire::catalog;
+use checkfu_wire::conformance::{self, Outcome};
 
 /// How the first turn is paced when it carries a scripted input: 10 words of lead before the
 /// nonce answer, in 10 pieces one event every 100 ms (about 1.5 s of stream), or held whole
@@ -113,6 +115,43 @@ impl Run<'_, '_, '_, '_> {
             }
             if self.normalizer.full() {
                 return Err(self.normalizer.over_budget("harness"));
+            }
+        }
+    }
+}
+
+impl Run<'_, '_, '_, '_> {
+    /// The drain's case passes on the trace (`draining`, then a terminal) only if the relay's
+    /// record agrees that nothing was cut off ([`crate::verdict::in_flight::drained`]).
+    pub(super) fn judge_drain(&self, report: &mut conformance::Report) {
+        let Some((sent_ms, ack_ms)) = self.drain.as_ref().and_then(|d| Some((d.sent_ms, d.ack_ms?))) else { return };
+        let calls = self.stage.plane.relay.calls(1);
+        let output = self.normalizer.output_text();
+        let Err(reason) = crate::verdict::in_flight::drained(&calls, sent_ms, ack_ms, &|text| output.contains(text)) else { return };
+        for (name, outcome) in &mut report.checks {
+            if *name == OPT_IN_INTERRUPT && *outcome == Outcome::Pass {
+                *outcome = Outcome::Fail { reason: reason.clone(), at: None };
+            }
+        }
+    }
+
+    /// The steer's case passes on the trace (acknowledged in the live turn) only if the
+    /// relay's record shows its content reaching the model as the acknowledgement promised
+    /// ([`crate::verdict::steer`]).
+    pub(super) fn judge_steer(&self, report: &mut conformance::Report) {
+        let (Some(sent_ms), Some((disposition, _))) = (self.steer_sent_ms, &self.steer_ack) else { return };
+        let relay = &self.stage.plane.relay;
+        let calls: Vec<_> = (1..=relay.turn()).flat_map(|turn| relay.calls(turn)).collect();
+        let reach = crate::verdict::steer::reached(&calls, 1, sent_ms, disposition, relay.turn() > 1);
+        let replaced = match reach {
+            crate::verdict::steer::SteerReach::Reached => return,
+            crate::verdict::steer::SteerReach::Missed(reason) => Outcome::Fail { reason, at: None },
+            crate::verdict::steer::SteerReach::Unprovable(reason) => Outcome::Skip { reason },
+        };
+        let name = catalog::Check::SteeringDelivered.name();
+        for (check, outcome) in &mut report.checks {
+            if *check == name && *outcome == Outcome::Pass {
+                *outcome = replaced.clone();
             }
         }
     }
