@@ -646,3 +646,80 @@ pub fn age(epoch_seconds: u64) -> Duration {
     let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     Duration::from_secs(now.saturating_sub(epoch_seconds))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_are_read_in_powers_of_1024() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("10G"), Ok(10 << 30));
+        assert_eq!(parse_size("512MiB"), Ok(512 << 20));
+        assert_eq!(parse_size("3k"), Ok(3 << 10));
+        assert!(parse_size("ten").unwrap_err().contains("not a size"));
+        assert!(parse_size("1P").unwrap_err().contains("unit"));
+        assert!(parse_size("99999999999T").unwrap_err().contains("too large"));
+    }
+
+    #[test]
+    fn only_paths_strictly_below_tmp_are_the_runs_tmpfs() {
+        assert!(under_tmp(Path::new("/tmp/checkfu-probe-1")));
+        assert!(!under_tmp(Path::new("/tmp")));
+        assert!(!under_tmp(Path::new("/tmpx/a")));
+        assert!(!under_tmp(Path::new("/tmp/../etc")));
+        assert!(!under_tmp(Path::new("/var/tmp/a")));
+    }
+
+    #[test]
+    fn the_seal_holds_for_the_same_tree_and_moves_with_any_change() {
+        let dir = TempDir::new("checkfu-store-seal").unwrap();
+        let root = dir.path().join("root");
+        fs::create_dir_all(root.join("bin")).unwrap();
+        fs::write(root.join("bin/cli"), b"#!/bin/sh\necho hi\n").unwrap();
+        std::os::unix::fs::symlink("cli", root.join("bin/link")).unwrap();
+        let config = Config::default();
+        let sealed = seal(&root, "sha256:aa", &config).unwrap();
+        assert_eq!(sealed.names, 4, "the root, bin, cli and link");
+        assert_eq!(seal(&root, "sha256:aa", &config).unwrap().seal, sealed.seal);
+        assert_ne!(seal(&root, "sha256:bb", &config).unwrap().seal, sealed.seal, "another digest");
+        // The same length, the modification time set back: the change time still moves.
+        let cli = root.join("bin/cli");
+        let modified = fs::metadata(&cli).unwrap().modified().unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        fs::write(&cli, b"#!/bin/sh\necho ho\n").unwrap();
+        File::options().write(true).open(&cli).unwrap().set_modified(modified).unwrap();
+        assert_ne!(seal(&root, "sha256:aa", &config).unwrap().seal, sealed.seal);
+    }
+
+    #[test]
+    fn an_entry_without_its_description_or_of_another_digest_is_not_taken() {
+        let dir = TempDir::new("checkfu-store-open").unwrap();
+        let store = Store::open(&StorePlan { dir: dir.path().join("images"), max_bytes: 1 << 30 }).unwrap();
+        let digest = crate::image::digest_of(b"image");
+        let pending = store.begin().unwrap();
+        fs::write(pending.root().join("file"), b"x").unwrap();
+        let new = NewEntry { digest: &digest, reference: String::from("r"), config: &Config::default(), unpacked_bytes: 1 };
+        let entry = store.commit(pending, &new).map_err(|(_, why)| why).unwrap();
+        drop(entry);
+        assert!(matches!(store.lookup(&digest), Lookup::Hit(_)));
+        let other = crate::image::digest_of(b"other");
+        fs::rename(store.entry_dir(&digest.to_string()), store.entry_dir(&other.to_string())).unwrap();
+        let Lookup::Miss(Some(why)) = store.lookup(&other) else { panic!("taken") };
+        assert!(why.contains("another format or digest") && why.contains("removed"), "{why}");
+        assert!(store.list().unwrap().is_empty());
+    }
+
+    #[test]
+    fn an_entry_in_use_is_not_pruned() {
+        let dir = TempDir::new("checkfu-store-held").unwrap();
+        let store = Store::open(&StorePlan { dir: dir.path().join("images"), max_bytes: 1 << 30 }).unwrap();
+        let digest = crate::image::digest_of(b"held");
+        let new = NewEntry { digest: &digest, reference: String::from("r"), config: &Config::default(), unpacked_bytes: 0 };
+        let held = store.commit(store.begin().unwrap(), &new).map_err(|(_, why)| why).unwrap();
+        let pruned = store.prune(&[]).unwrap();
+        assert_eq!(pruned.in_use, vec![digest.to_string()]);
+        drop(held);
+        assert_eq!(store.prune(&[]).unwrap().removed, vec![digest.to_string()]);
+    }
+}
