@@ -113,8 +113,8 @@ impl ImagePlan {
         match &self.source {
             ImageSource::Pull { reference, from } => {
                 let (store, off) = self.open_store(runtime.kind);
-                let mut prepared =
-                    PreparedImage::pull(reference, from, runtime, store.as_ref(), deadline).map_err(|e| failed(reference.to_string(), e))?;
+                let mut prepared = PreparedImage::pull(reference, from, runtime, store.as_ref(), deadline)
+                    .map_err(|e| failed(reference.to_string(), e))?;
                 if prepared.cache == ImageCache::Off {
                     prepared.cache_detail = off;
                 }

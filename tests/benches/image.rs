@@ -38,8 +38,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use whole_runs::{machine, median};
 
-use checkfu_wire_probe::image::tools::{self, Builder, BuilderKind, Registry, RegistryOptions};
 use checkfu_wire_probe::image::store::{self, Lookup, Store, StorePlan};
+use checkfu_wire_probe::image::tools::{self, Builder, BuilderKind, Registry, RegistryOptions};
 use checkfu_wire_probe::image::{Limits, OciLayout, Selector, TempDir};
 
 const PROBE: &str = env!("CARGO_BIN_EXE_checkfu-wire-dup");
@@ -218,10 +218,18 @@ fn real_cli(parent: &Path) -> Option<()> {
     }
     served.stop();
     let (process, first, second, check) = (median(process), median(first), median(second), median(check));
-    println!("\nClaude Code (recipes/oneshot/claude-code.json: two runs and the schema), {} MB image, {} (median of {RUNS})", bytes / 1_000_000, machine());
+    println!(
+        "\nClaude Code (recipes/oneshot/claude-code.json: two runs and the schema), {} MB image, {} (median of {RUNS})",
+        bytes / 1_000_000,
+        machine()
+    );
     let row = |name: &str, d: Duration| {
         let over = d.as_secs_f64() - process.as_secs_f64();
-        println!("{name:<14} {:>8.0} ms  {:>6.2}x process  {over:>+7.2} s over it", d.as_secs_f64() * 1000.0, d.as_secs_f64() / process.as_secs_f64());
+        println!(
+            "{name:<14} {:>8.0} ms  {:>6.2}x process  {over:>+7.2} s over it",
+            d.as_secs_f64() * 1000.0,
+            d.as_secs_f64() / process.as_secs_f64()
+        );
     };
     row("process", process);
     row("image first", first);

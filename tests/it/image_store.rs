@@ -164,7 +164,8 @@ fn a_stored_digest_is_a_hit_and_an_entry_changed_or_cut_short_is_pulled_again() 
     std::fs::remove_file(cut.join("entry.json")).expect("no marker");
     assert_eq!(passed_with(&run_stored(&store, &reference, &[]), "miss"), "");
     assert!(!cut.exists(), "the cut-short write stayed");
-    let left: Vec<String> = std::fs::read_dir(&store).expect("store").flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    let left: Vec<String> =
+        std::fs::read_dir(&store).expect("store").flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
     assert_eq!(left, vec![entry.file_name().expect("name").to_string_lossy().into_owned()]);
 
     // As uid 65534, with a store of its own: a miss, then a hit.
@@ -234,7 +235,7 @@ fn the_bound_evicts_the_least_recently_used_and_ls_and_prune_show_and_empty_the_
         assert!(text.contains(&format!("{}  {reference}", reference.digest())), "{text}");
     }
     assert!(text.contains("2 image(s)"), "{text}");
-    let (status, pruned) = image_command(&store, &["prune", &second.reference.digest().to_string()]);
+    let (status, pruned) = image_command(&store, &["prune", second.reference.digest().as_ref()]);
     assert_eq!(status, 0, "{pruned}");
     assert!(pruned.contains(&format!("removed {}", second.reference.digest())) && pruned.contains("1 image(s) removed"), "{pruned}");
     assert!(entry_of(&store, &first).exists() && !entry_of(&store, &second).exists());

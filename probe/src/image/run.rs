@@ -103,7 +103,7 @@ pub struct PreparedImage {
 #[derive(Debug)]
 enum Root {
     Own { _dir: TempDir, path: PathBuf },
-    Stored(super::store::Entry),
+    Stored(Box<super::store::Entry>),
 }
 
 impl Root {
@@ -285,7 +285,12 @@ impl PreparedImage {
     }
 
     /// A run of a stored entry: nothing pulled, checked or unpacked.
-    fn stored(reference: &ImageReference, source: &Source, runtime: Runtime, entry: super::store::Entry) -> Result<PreparedImage, PullError> {
+    fn stored(
+        reference: &ImageReference,
+        source: &Source,
+        runtime: Runtime,
+        entry: Box<super::store::Entry>,
+    ) -> Result<PreparedImage, PullError> {
         let config = entry.meta.config.clone();
         host_env::check_image_config(config.env().as_deref().unwrap_or_default(), &command_of(&config))
             .map_err(|e| PullError::Failed(e.to_string()))?;

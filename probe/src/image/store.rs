@@ -151,7 +151,7 @@ pub struct Store {
 /// What a run found in the store for its digest.
 pub enum Lookup {
     /// Whole and unchanged.
-    Hit(Entry),
+    Hit(Box<Entry>),
     /// Not there; or there and removed, for the reason given.
     Miss(Option<String>),
 }
@@ -226,7 +226,8 @@ impl Store {
             return Err(store.error(format!("not a directory of uid {uid}'s own (a symlink, or another user's)")));
         }
         if meta.mode() & 0o777 != 0o700 {
-            fs::set_permissions(&plan.dir, fs::Permissions::from_mode(0o700)).map_err(|e| store.error(format!("cannot make it 0700: {e}")))?;
+            fs::set_permissions(&plan.dir, fs::Permissions::from_mode(0o700))
+                .map_err(|e| store.error(format!("cannot make it 0700: {e}")))?;
         }
         store.sweep_temporaries();
         Ok(store)
@@ -247,14 +248,14 @@ impl Store {
     /// The entry of `digest`, if it is whole and its seal holds; an entry that is not is
     /// removed (unless another run holds it), and the reason given.
     pub fn lookup(&self, digest: &Digest) -> Lookup {
-        let dir = self.entry_dir(&digest.to_string());
+        let dir = self.entry_dir(digest.as_ref());
         if fs::symlink_metadata(&dir).is_err() {
             return Lookup::Miss(None);
         }
         match Entry::open_checked(&dir, digest) {
             Ok(entry) => {
                 touch(&dir.join(USED));
-                Lookup::Hit(entry)
+                Lookup::Hit(Box::new(entry))
             }
             Err(why) => {
                 let removed = match self.remove_entry(&dir) {
@@ -275,7 +276,10 @@ impl Store {
         let path = self.dir.join(name);
         fs::DirBuilder::new().mode(0o700).create(&path).map_err(|e| self.error(format!("cannot make a directory in it: {e}")))?;
         let dir = TempDir::adopt(path);
-        fs::DirBuilder::new().mode(0o755).create(dir.path().join(ROOT)).map_err(|e| self.error(format!("cannot make a root in it: {e}")))?;
+        fs::DirBuilder::new()
+            .mode(0o755)
+            .create(dir.path().join(ROOT))
+            .map_err(|e| self.error(format!("cannot make a root in it: {e}")))?;
         Ok(Pending { dir })
     }
 
@@ -283,13 +287,14 @@ impl Store {
     /// `Err` hands the pending entry back (the run uses it and removes it) with why it was
     /// not stored: larger than the bound, no room (entries in use), stored meanwhile by
     /// another run, or a failure of the filesystem.
-    pub fn commit(&self, pending: Pending, new: &NewEntry<'_>) -> Result<Entry, (Pending, String)> {
-        let sealed = match seal(&pending.root(), &new.digest.to_string(), new.config) {
+    pub fn commit(&self, pending: Pending, new: &NewEntry<'_>) -> Result<Box<Entry>, (Pending, String)> {
+        let sealed = match seal(&pending.root(), new.digest.as_ref(), new.config) {
             Ok(sealed) => sealed,
             Err(e) => return Err((pending, format!("not stored: its root could not be sealed: {e}"))),
         };
         if sealed.disk_bytes > self.max_bytes {
-            let why = format!("not stored: its {} bytes exceed the store's bound of {} (--image-cache-max)", sealed.disk_bytes, self.max_bytes);
+            let why =
+                format!("not stored: its {} bytes exceed the store's bound of {} (--image-cache-max)", sealed.disk_bytes, self.max_bytes);
             return Err((pending, why));
         }
         let meta = Meta {
@@ -313,14 +318,14 @@ impl Store {
             Ok(lock) => lock,
             Err(e) => return Err((pending, format!("not stored: cannot lock its description: {e}"))),
         };
-        let target = self.entry_dir(&new.digest.to_string());
+        let target = self.entry_dir(new.digest.as_ref());
         // `rename` refuses a target directory that is not empty: a run that stored the same
         // digest meanwhile keeps its entry, and this run uses its own root, then removes it.
         if let Err(e) = fs::rename(pending.dir.path(), &target) {
             return Err((pending, format!("not stored: {}: {e}", target.display())));
         }
         pending.dir.keep();
-        Ok(Entry { dir: target, meta, lock: Mutex::new(lock) })
+        Ok(Box::new(Entry { dir: target, meta, lock: Mutex::new(lock) }))
     }
 
     /// The entries, least recently used first.
@@ -480,9 +485,8 @@ impl Entry {
 /// A path strictly below `/tmp`, with no `..`: inside the container, on the run's tmpfs.
 fn under_tmp(path: &Path) -> bool {
     use std::path::Component;
-    path.strip_prefix("/tmp").is_ok_and(|rest| {
-        !rest.as_os_str().is_empty() && rest.components().all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
-    })
+    path.strip_prefix("/tmp")
+        .is_ok_and(|rest| !rest.as_os_str().is_empty() && rest.components().all(|c| matches!(c, Component::Normal(_) | Component::CurDir)))
 }
 
 fn unique() -> u64 {
@@ -704,7 +708,7 @@ mod tests {
         drop(entry);
         assert!(matches!(store.lookup(&digest), Lookup::Hit(_)));
         let other = crate::image::digest_of(b"other");
-        fs::rename(store.entry_dir(&digest.to_string()), store.entry_dir(&other.to_string())).unwrap();
+        fs::rename(store.entry_dir(digest.as_ref()), store.entry_dir(other.as_ref())).unwrap();
         let Lookup::Miss(Some(why)) = store.lookup(&other) else { panic!("taken") };
         assert!(why.contains("another format or digest") && why.contains("removed"), "{why}");
         assert!(store.list().unwrap().is_empty());
