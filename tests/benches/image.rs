@@ -70,6 +70,9 @@ fn main() {
     if !std::env::args().any(|a| a == "claude-code") {
         busybox_scaffold(parent.path());
     }
+    for names in [1_000, 30_000] {
+        println!("seal check of an entry of {names} names: {:.1} ms", seal_check_of(parent.path(), names).as_secs_f64() * 1000.0);
+    }
     if real_cli(parent.path()).is_none() {
         println!("\nClaude Code: CHECKFU_REAL_ONESHOT is not set (tests/real-agents/install-oneshot.sh DIR), not measured");
     }
@@ -203,6 +206,7 @@ fn real_cli(parent: &Path) -> Option<()> {
 
     // Interleaved, so that the machine's other load falls on all three alike.
     let (mut process, mut first, mut second, mut check) = (vec![], vec![], vec![], vec![]);
+    let mut names = 0;
     for round in 0..RUNS {
         let store = parent.join(format!("claude-store-{round}"));
         let store_flag = format!("--image-cache={}", store.display());
@@ -211,9 +215,10 @@ fn real_cli(parent: &Path) -> Option<()> {
         second.push(run(&[&in_image[..], &[&store_flag]].concat()));
         let opened = Store::open(&StorePlan { dir: store.clone(), max_bytes: store::DEFAULT_MAX_BYTES }).expect("store");
         let started = Instant::now();
-        let hit = matches!(opened.lookup(served.reference.digest()), Lookup::Hit(_));
+        let Lookup::Hit(entry) = opened.lookup(served.reference.digest()) else { panic!("the stored entry's seal holds") };
         check.push(started.elapsed());
-        assert!(hit, "the stored entry's seal holds");
+        names = entry.meta.names;
+        drop(entry);
         let _ = opened.prune(&[]);
     }
     served.stop();
@@ -234,8 +239,31 @@ fn real_cli(parent: &Path) -> Option<()> {
     row("process", process);
     row("image first", first);
     row("image second", second);
-    println!("{:<14} {:>8.0} ms", "seal check", check.as_secs_f64() * 1000.0);
+    println!("{:<14} {:>8.2} ms  ({names} names in the entry)", "seal check", check.as_secs_f64() * 1000.0);
     Some(())
+}
+
+/// What the store's check costs by the number of names, on an entry of `names` small files
+/// in directories of 100 (a node_modules' shape): the median of [`RUNS`] lookups.
+fn seal_check_of(parent: &Path, names: usize) -> Duration {
+    let store = Store::open(&StorePlan { dir: parent.join(format!("seal-{names}")), max_bytes: store::DEFAULT_MAX_BYTES }).expect("store");
+    let pending = store.begin().expect("begin");
+    for i in 0..names {
+        let dir = pending.root().join(format!("d{}", i / 100));
+        std::fs::create_dir_all(&dir).expect("dir");
+        std::fs::write(dir.join(format!("f{i}.js")), i.to_string()).expect("file");
+    }
+    let digest = checkfu_wire_probe::image::digest_of(format!("seal-{names}").as_bytes());
+    let config = store::Config::default();
+    let new = store::NewEntry { digest: &digest, reference: String::from("bench"), config: &config, unpacked_bytes: 0 };
+    drop(store.commit(pending, &new).map_err(|(_, why)| why).expect("stored"));
+    let checked = timed(|| {
+        let started = Instant::now();
+        assert!(matches!(store.lookup(&digest), Lookup::Hit(_)), "the seal holds");
+        started.elapsed()
+    });
+    let _ = store.prune(&[]);
+    checked
 }
 
 /// `node` as this machine runs it: the first on `PATH`.

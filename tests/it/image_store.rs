@@ -14,7 +14,7 @@ use std::process::Command;
 
 use checkfu_wire_probe::image::TempDir;
 
-use crate::probe_support::{probe, probe_unprivileged, running_as_root, Run, NOBODY, PROBE};
+use crate::probe_support::{probe, probe_env, probe_unprivileged, running_as_root, Run, NOBODY, PROBE};
 use crate::support::image::{busybox_cli_context, serial, Served, BUSYBOX_CLI_FLAGS};
 
 /// The busybox CLI's image `reference` run with the store at `store`, and `more` flags.
@@ -125,6 +125,21 @@ fn a_stored_digest_is_a_hit_and_an_entry_changed_or_cut_short_is_pulled_again() 
     assert!(!answer.contains("wrote") && !answer.contains("chmod") && !answer.contains("mkdir"), "{answer}");
     assert_eq!(tree(&entry), before, "the run changed the stored entry");
     assert_eq!(passed_with(&run_stored(&store, &reference, &[]), "hit"), "");
+
+    // A TMPDIR outside /tmp: the run's own mount points are made in the entry before it
+    // (the image holds no /var), and gone after it.
+    let outside = PathBuf::from(format!("/var/tmp/checkfu-store-test-{}", std::process::id()));
+    std::fs::create_dir_all(&outside).expect("a TMPDIR outside /tmp");
+    let store_text = store.to_str().expect("utf-8");
+    let elsewhere = probe_env(
+        &[BUSYBOX_CLI_FLAGS, &["--image", &reference, "--image-cache", store_text]].concat(),
+        &[],
+        &[("TMPDIR", outside.clone().into_os_string())],
+    );
+    let _ = std::fs::remove_dir_all(&outside);
+    assert_eq!(passed_with(&elsewhere, "hit"), "");
+    assert_eq!(tree(&entry), before, "the run's mount points stayed in the entry");
+    assert_eq!(passed_with(&run_stored(&store, &reference, &[]), "hit"), "", "the entry was sealed again");
 
     // Each change is caught, the entry removed and the image pulled and stored again.
     let root = entry.join("root");

@@ -9,8 +9,10 @@
 //! read-only; `/tmp` is a fresh tmpfs; the probe's workspace is mounted read-write at the
 //! working directory and, like the fresh home and the lane's scratch files, at its own path
 //! too, so every placeholder the probe expanded names the same file inside and out.
-//! `--die-with-parent` ends the container with the probe, and both the layout and the root
-//! are removed when the [`PreparedImage`] drops. podman and docker keep the same promises
+//! `--die-with-parent` ends the container with the probe, and the layout is removed once
+//! unpacked. With the image store ([`super::store`], bubblewrap only) the root is an entry
+//! of the store, kept for the next run of the digest and bound read-only from the start;
+//! without it, the root is the run's own and removed when the [`PreparedImage`] drops. podman and docker keep the same promises
 //! (the fence, the mounts, the variables, the command); see [`super::runtime`].
 
 use std::ffi::OsString;

@@ -40,7 +40,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
-use oci_spec::image::Config;
+pub use oci_spec::image::Config;
 use sha2::Digest as _;
 
 use super::in_root::{self, InRootError};
@@ -164,6 +164,9 @@ pub struct Entry {
     pub meta: Meta,
     /// `entry.json`, locked shared; rewritten (and locked again) when the entry is resealed.
     lock: Mutex<File>,
+    /// The directories this run made in the root for its own mount points (paths inside
+    /// it, in the order made), removed when the run is done.
+    made: Mutex<Vec<PathBuf>>,
 }
 
 /// An entry being written: `.tmp-…/root`, removed when dropped unless committed.
@@ -325,7 +328,7 @@ impl Store {
             return Err((pending, format!("not stored: {}: {e}", target.display())));
         }
         pending.dir.keep();
-        Ok(Box::new(Entry { dir: target, meta, lock: Mutex::new(lock) }))
+        Ok(Box::new(Entry { dir: target, meta, lock: Mutex::new(lock), made: Mutex::default() }))
     }
 
     /// The entries, least recently used first.
@@ -439,7 +442,7 @@ impl Entry {
         if sealed.seal != meta.seal {
             return Err(String::from("changed since it was stored (its seal does not match)"));
         }
-        Ok(Entry { dir: dir.to_owned(), meta, lock: Mutex::new(lock) })
+        Ok(Entry { dir: dir.to_owned(), meta, lock: Mutex::new(lock), made: Mutex::default() })
     }
 
     /// The unpacked root, which a run binds read-only.
@@ -461,12 +464,25 @@ impl Entry {
         Ok(made)
     }
 
-    /// [`in_root::make_mount_point`] on the stored root, as [`Entry::make_dir`].
+    /// [`in_root::make_mount_point`] on the stored root, as [`Entry::make_dir`]; what it
+    /// makes is removed again when the run is done (the run's own paths under a `TMPDIR`
+    /// outside `/tmp` would otherwise pile up in the entry, one set per run).
     pub fn make_mount_point(&self, path: &Path) -> Result<(), InRootError> {
         if under_tmp(path) || in_root::find_mount_point(&self.root(), path)? {
             return Ok(());
         }
+        let mut missing = Vec::new();
+        let mut prefix = PathBuf::from("/");
+        for component in path.components().skip(1) {
+            prefix.push(component);
+            if !missing.is_empty() || !in_root::find_mount_point(&self.root(), &prefix)? {
+                missing.push(prefix.clone());
+            }
+        }
         in_root::make_mount_point(&self.root(), path)?;
+        if let Ok(mut made) = self.made.lock() {
+            made.extend(missing);
+        }
         self.reseal().map_err(|e| InRootError::Root { root: self.root(), source: e })
     }
 
@@ -479,6 +495,25 @@ impl Entry {
         write_meta(&self.dir, &meta)?;
         *lock = lock_shared(&self.dir.join(META))?;
         Ok(())
+    }
+}
+
+impl Drop for Entry {
+    /// Removes the mount points this run made (empty once its runtime is gone), deepest
+    /// first, and seals the entry again. Best effort: an entry left changed fails its seal
+    /// on the next run and is pulled again.
+    fn drop(&mut self) {
+        let made = self.made.get_mut().map(std::mem::take).unwrap_or_default();
+        if made.is_empty() {
+            return;
+        }
+        let root = self.root();
+        for dir in made.iter().rev() {
+            if let Ok(inside) = dir.strip_prefix("/") {
+                let _ = fs::remove_dir(root.join(inside));
+            }
+        }
+        let _ = self.reseal();
     }
 }
 
