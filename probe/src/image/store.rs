@@ -229,6 +229,14 @@ impl Store {
             return Err(store.error(format!("not a directory of uid {uid}'s own (a symlink, or another user's)")));
         }
         if meta.mode() & 0o777 != 0o700 {
+            // A directory of other things given by mistake (`--image-cache ~`) is not made
+            // private behind the user's back.
+            if !holds_only_entries(&plan.dir) {
+                return Err(store.error(format!(
+                    "mode {:o}, and it holds files that are not the store's: give a directory of its own",
+                    meta.mode() & 0o777
+                )));
+            }
             fs::set_permissions(&plan.dir, fs::Permissions::from_mode(0o700))
                 .map_err(|e| store.error(format!("cannot make it 0700: {e}")))?;
         }
@@ -517,6 +525,13 @@ impl Drop for Entry {
     }
 }
 
+/// Whether `dir` holds nothing but what a store holds (entries, `.tmp-` directories).
+fn holds_only_entries(dir: &Path) -> bool {
+    fs::read_dir(dir).is_ok_and(|items| {
+        items.flatten().all(|item| item.file_name().to_str().is_some_and(|n| n.starts_with("sha256-") || n.starts_with(TEMP_PREFIX)))
+    })
+}
+
 /// A path strictly below `/tmp`, with no `..`: inside the container, on the run's tmpfs.
 fn under_tmp(path: &Path) -> bool {
     use std::path::Component;
@@ -747,6 +762,24 @@ mod tests {
         let Lookup::Miss(Some(why)) = store.lookup(&other) else { panic!("taken") };
         assert!(why.contains("another format or digest") && why.contains("removed"), "{why}");
         assert!(store.list().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_directory_of_other_files_is_not_taken_for_a_store() {
+        let dir = TempDir::new("checkfu-store-other").unwrap();
+        let other = dir.path().join("home");
+        fs::create_dir(&other).unwrap();
+        fs::write(other.join("notes.txt"), b"mine").unwrap();
+        fs::set_permissions(&other, fs::Permissions::from_mode(0o755)).unwrap();
+        let refused = Store::open(&StorePlan { dir: other.clone(), max_bytes: 1 << 30 }).unwrap_err();
+        assert!(refused.to_string().contains("not the store's"), "{refused}");
+        assert_eq!(fs::metadata(&other).unwrap().mode() & 0o777, 0o755, "left as it was");
+        // An empty one is made private.
+        let empty = dir.path().join("empty");
+        fs::create_dir(&empty).unwrap();
+        fs::set_permissions(&empty, fs::Permissions::from_mode(0o755)).unwrap();
+        Store::open(&StorePlan { dir: empty.clone(), max_bytes: 1 << 30 }).unwrap();
+        assert_eq!(fs::metadata(&empty).unwrap().mode() & 0o777, 0o700);
     }
 
     #[test]
