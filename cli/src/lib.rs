@@ -3,6 +3,7 @@
 mod conform;
 mod decode;
 mod generate;
+mod image;
 mod init;
 mod probe;
 mod relay;
@@ -68,6 +69,8 @@ enum Command {
     /// recipe and a README) into a new or empty directory (exit 0 written, 1 cannot write, 2
     /// usage error: a non-empty directory, no static busybox without --base).
     Init(init::Args),
+    /// Show (`ls`) and empty (`prune`) the store of images the probe ran by digest.
+    Image(image::Args),
     /// Serve the probe's model relay alone until stdin closes (for checking a model client
     /// against it; prints where it listens, then its record).
     Relay(relay::Args),
@@ -97,6 +100,7 @@ pub fn run() -> i32 {
             probe::probe(*args, &probe::Given::read(command.find_subcommand("probe"), matches.subcommand_matches("probe")))
         }
         Command::Relay(args) => relay::relay(args),
+        Command::Image(args) => image::image(args),
         Command::Init(args) => init::init(&args),
         Command::LintSchema { files, format } => {
             let json = matches!(format, conform::Format::Json);

@@ -11,6 +11,7 @@ use crate::error::ProbeError;
 use crate::image::run::{BuildRequest, PreparedImage, PullError};
 use crate::image::runtime::{Runtime, RuntimeKind};
 use crate::image::source::Source;
+use crate::image::store::{ImageCache, Store, StorePlan};
 use crate::image::tools::BuilderKind;
 use crate::image::ImageReference;
 use crate::next::{RetestWord, Selector};
@@ -68,6 +69,8 @@ pub struct ImagePlan {
     pub source: ImageSource,
     /// The runtime asked for (`--runtime`); `None`: the first found.
     pub runtime: Option<RuntimeKind>,
+    /// The image store (`--image-cache`, `--image-cache-max`); `None`: `--no-image-cache`.
+    pub store: Option<StorePlan>,
 }
 
 /// Where the image comes from.
@@ -109,7 +112,13 @@ impl ImagePlan {
         };
         match &self.source {
             ImageSource::Pull { reference, from } => {
-                PreparedImage::pull(reference, from, runtime, deadline).map_err(|e| failed(reference.to_string(), e))
+                let (store, off) = self.open_store(runtime.kind);
+                let mut prepared = PreparedImage::pull(reference, from, runtime, store.as_ref(), deadline)
+                    .map_err(|e| failed(reference.to_string(), e))?;
+                if prepared.cache == ImageCache::Off {
+                    prepared.cache_detail = off;
+                }
+                Ok(prepared)
             }
             ImageSource::Build(build) => {
                 if build.all_interfaces {
@@ -126,8 +135,29 @@ impl ImagePlan {
                     all_interfaces: build.all_interfaces,
                     name: &build.name,
                 };
-                PreparedImage::build(&request, deadline).map_err(|e| failed(build.context.display().to_string(), e))
+                let mut prepared = PreparedImage::build(&request, deadline).map_err(|e| failed(build.context.display().to_string(), e))?;
+                prepared.cache_detail = Some(String::from("a build context's image is ephemeral"));
+                Ok(prepared)
             }
+        }
+    }
+}
+
+impl ImagePlan {
+    /// The store a pull by digest uses, or why none: asked off, or a runtime other than
+    /// bubblewrap (podman's `--rootfs` may make its own files in the root it is given, and
+    /// docker imports the root into its daemon anyway), or a store that cannot be opened
+    /// (the run then goes on without it, and says why).
+    fn open_store(&self, runtime: RuntimeKind) -> (Option<Store>, Option<String>) {
+        let Some(plan) = &self.store else {
+            return (None, Some(String::from("--no-image-cache")));
+        };
+        if runtime != RuntimeKind::Bubblewrap {
+            return (None, Some(format!("the image store serves bubblewrap runs only; this run's runtime is {}", runtime.name())));
+        }
+        match Store::open(plan) {
+            Ok(store) => (Some(store), None),
+            Err(e) => (None, Some(e.to_string())),
         }
     }
 }

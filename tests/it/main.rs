@@ -42,6 +42,8 @@ mod image_publish;
 mod image_real;
 #[cfg(feature = "cli")]
 mod image_runtime;
+#[cfg(feature = "cli")]
+mod image_store;
 #[cfg(feature = "probe")]
 mod image_untrusted_layers;
 #[cfg(feature = "cli")]

@@ -119,6 +119,7 @@ fn steady_image(text: &str, published: &str) -> String {
     let text = steady(&text);
     let replace = |text: &str, pattern: &str, with: &str| regex::Regex::new(pattern).expect("regex").replace_all(text, with).into_owned();
     let text = replace(&text, r"sha256:[0-9a-f]{64}", "sha256:DIGEST");
+    let text = replace(&text, r"images/sha256-[0-9a-f]{64}/", "images/sha256-DIGEST/");
     let text = replace(&text, r"127\.0\.0\.1:\d+", "127.0.0.1:PORT");
     let text = replace(&text, r"/tmp/checkfu-([a-z-]+?)-\d+-\d+-[0-9a-f]+", "/tmp/checkfu-$1-N");
     let text = replace(&text, r"/tmp/WORKSPACE", "/tmp/checkfu-probe-N");
@@ -139,8 +140,10 @@ fn steady_image(text: &str, published: &str) -> String {
 fn the_image_walkthrough_is_what_the_commands_print() {
     let _serial = crate::support::image::serial();
     let dir = scratch();
+    // An image store of the walkthrough's own, shown as the user's default (`~/.cache`).
+    let cache = dir.path().join("cache");
     let run = |words: &[&str]| {
-        let out = Command::new(BIN).current_dir(dir.path()).args(words).output().expect("run");
+        let out = Command::new(BIN).current_dir(dir.path()).env("XDG_CACHE_HOME", &cache).args(words).output().expect("run");
         assert_eq!(out.status.code(), Some(0), "{words:?}: {}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
@@ -167,10 +170,17 @@ fn the_image_walkthrough_is_what_the_commands_print() {
     let name = format!("{}/{}", published.reference.registry().expect("registry"), published.reference.repository());
     let retest = retest.replace("<published-name>", &name);
     let words = retest.strip_prefix("checkfu-wire ").expect("checkfu-wire");
-    let out = Command::new("sh").current_dir(dir.path()).arg("-c").arg(format!("exec \"$0\" {words}")).arg(BIN).output().expect("retest");
+    let out = Command::new("sh")
+        .current_dir(dir.path())
+        .env("XDG_CACHE_HOME", &cache)
+        .arg("-c")
+        .arg(format!("exec \"$0\" {words}"))
+        .arg(BIN)
+        .output()
+        .expect("retest");
     assert_eq!(out.status.code(), Some(0), "{retest}: {}", String::from_utf8_lossy(&out.stderr));
     shown.push_str(&format!("$ {retest}\n{}", String::from_utf8_lossy(&out.stdout)));
-    let printed = steady_image(&shown, &name);
+    let printed = steady_image(&shown.replace(cache.to_str().expect("utf-8"), "~/.cache"), &name);
     let block = block_after("docs/guide/probing-oneshot.md", "The page's path, end to end");
     assert_eq!(printed, block, "the chapter's walkthrough is not what the commands print:\n{printed}");
 }

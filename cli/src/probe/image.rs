@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use checkfu_wire_probe::image::runtime::RuntimeKind;
 use checkfu_wire_probe::image::source::Source;
+use checkfu_wire_probe::image::store::{self, StorePlan};
 use checkfu_wire_probe::image::tools::BuilderKind;
 use checkfu_wire_probe::image::ImageReference;
 use checkfu_wire_probe::next::{RetestWord, Selector};
@@ -50,6 +51,19 @@ pub struct Flags {
     /// (root only: the probe enters that namespace).
     #[arg(long, value_enum, requires = "image_lane")]
     pub runtime: Option<RuntimeFlag>,
+    /// Where images run by digest are kept unpacked between runs, so the next run of the
+    /// same digest skips the pull, the checks and the unpack (default:
+    /// `$XDG_CACHE_HOME/checkfu-wire/images`, else `~/.cache/checkfu-wire/images`). Used
+    /// with the bubblewrap runtime; each entry is sealed and checked before a run.
+    #[arg(long, value_name = "DIR", conflicts_with = "no_image_cache")]
+    pub image_cache: Option<PathBuf>,
+    /// Do not use the image store: pull, check and unpack the image for this run alone.
+    #[arg(long)]
+    pub no_image_cache: bool,
+    /// The image store's bound (bytes, or with K, M, G, T: powers of 1024); the least
+    /// recently used entries go to keep it, and a larger image is run without being stored.
+    #[arg(long, value_name = "SIZE", value_parser = store::parse_size, default_value = "10G")]
+    pub image_cache_max: u64,
     /// The harness's entrypoint inside the image (default: the image's Entrypoint and Cmd).
     #[arg(long, value_name = "PATH")]
     pub entrypoint: Option<String>,
@@ -113,7 +127,17 @@ impl Flags {
             RuntimeFlag::Podman => RuntimeKind::Podman,
             RuntimeFlag::Docker => RuntimeKind::Docker,
         });
-        Some(ImagePlan { source, runtime })
+        Some(ImagePlan { source, runtime, store: self.store_plan() })
+    }
+
+    /// The image store asked for; `None` with `--no-image-cache`, or when no directory is
+    /// given and the user has no cache directory (no absolute `XDG_CACHE_HOME` or `HOME`).
+    fn store_plan(&self) -> Option<StorePlan> {
+        if self.no_image_cache {
+            return None;
+        }
+        let dir = self.image_cache.clone().or_else(StorePlan::default_dir)?;
+        Some(StorePlan { dir, max_bytes: self.image_cache_max })
     }
 
     /// Who registers the image: the name, the selectors (the connection file's defaults

@@ -57,6 +57,19 @@ pub enum InRootError {
 /// symlink to nothing.
 pub fn make_dir(root: &Path, path: &str) -> Result<String, InRootError> {
     let refuse = |why: &str| InRootError::Refused { path: path.to_owned(), why: why.to_owned() };
+    resolve_dir(root, path, true)?.ok_or_else(|| refuse("it could not be made"))
+}
+
+/// [`make_dir`] without making anything: `None` when a component is missing. A root the
+/// probe must not write (a stored image's, [`super::store`]) is asked this first.
+pub fn find_dir(root: &Path, path: &str) -> Result<Option<String>, InRootError> {
+    resolve_dir(root, path, false)
+}
+
+/// Resolves `path` beneath `root` as the container sees it, making each missing component
+/// when `create` (else answering `None` at the first one missing).
+fn resolve_dir(root: &Path, path: &str, create: bool) -> Result<Option<String>, InRootError> {
+    let refuse = |why: &str| InRootError::Refused { path: path.to_owned(), why: why.to_owned() };
     if path.len() > 4096 {
         return Err(InRootError::TooLong(path.len()));
     }
@@ -84,6 +97,7 @@ pub fn make_dir(root: &Path, path: &str) -> Result<String, InRootError> {
         prefix.push(name);
         dir = match open_in_root(&root_fd, &prefix) {
             Ok(fd) => fd,
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) && !create => return Ok(None),
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
                 // The parent was resolved beneath the root; the name is made in it, not
                 // through any link (mkdirat never follows its last component).
@@ -97,7 +111,7 @@ pub fn make_dir(root: &Path, path: &str) -> Result<String, InRootError> {
             Err(e) => return Err(refuse(&format!("{}: {e}", prefix.display()))),
         };
     }
-    inside_path(&dir, &root).map_err(|e| refuse(&e.to_string()))
+    inside_path(&dir, &root).map(Some).map_err(|e| refuse(&e.to_string()))
 }
 
 /// [`make_dir`] for a mount point that must be exactly `path` (a host directory the
@@ -105,8 +119,21 @@ pub fn make_dir(root: &Path, path: &str) -> Result<String, InRootError> {
 pub fn make_mount_point(root: &Path, path: &Path) -> Result<(), InRootError> {
     let text = path.to_str().ok_or_else(|| InRootError::NotUtf8(path.to_owned()))?;
     let made = make_dir(root, text)?;
-    if Path::new(&made) != path {
-        return Err(InRootError::SymlinkOnTheWay { path: text.to_owned(), resolved: made });
+    exactly(text, made)
+}
+
+/// [`make_mount_point`] without making anything: `false` when a component is missing.
+pub fn find_mount_point(root: &Path, path: &Path) -> Result<bool, InRootError> {
+    let text = path.to_str().ok_or_else(|| InRootError::NotUtf8(path.to_owned()))?;
+    match find_dir(root, text)? {
+        Some(found) => exactly(text, found).map(|()| true),
+        None => Ok(false),
+    }
+}
+
+fn exactly(path: &str, resolved: String) -> Result<(), InRootError> {
+    if Path::new(&resolved) != Path::new(path) {
+        return Err(InRootError::SymlinkOnTheWay { path: path.to_owned(), resolved });
     }
     Ok(())
 }

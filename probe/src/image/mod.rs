@@ -14,6 +14,7 @@
 //! - [`source`]: where `--image` is read from (its registry, podman's or docker's storage,
 //!   an OCI layout directory), tied to its digest;
 //! - [`run`]: an image pulled by its digest, unpacked, and run inside the probe's fence;
+//! - [`store`]: the images pulled by digest, kept unpacked and sealed between runs;
 //! - [`runtime`]: the runtime that runs it (bubblewrap, podman or docker), and
 //!   [`forward`]: the relay's port inside docker's pause container.
 //!
@@ -31,6 +32,7 @@ pub mod reference;
 pub mod run;
 pub mod runtime;
 pub mod source;
+pub mod store;
 mod tarframe;
 mod tarstream;
 pub mod tools;
@@ -53,6 +55,19 @@ impl TempDir {
     /// A fresh private directory under the system's temporary directory.
     pub fn new(prefix: &str) -> io::Result<TempDir> {
         Ok(TempDir { path: crate::session::workspace::private_dir(prefix)? })
+    }
+
+    /// A directory the caller just made, removed with it from now on.
+    pub(crate) fn adopt(path: PathBuf) -> TempDir {
+        TempDir { path }
+    }
+
+    /// Keeps the directory: it is no longer removed when this drops (an image store's
+    /// entry, renamed into place).
+    pub(crate) fn keep(self) -> PathBuf {
+        let path = self.path.clone();
+        std::mem::forget(self);
+        path
     }
 
     pub fn path(&self) -> &Path {

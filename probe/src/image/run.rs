@@ -9,12 +9,14 @@
 //! read-only; `/tmp` is a fresh tmpfs; the probe's workspace is mounted read-write at the
 //! working directory and, like the fresh home and the lane's scratch files, at its own path
 //! too, so every placeholder the probe expanded names the same file inside and out.
-//! `--die-with-parent` ends the container with the probe, and both the layout and the root
-//! are removed when the [`PreparedImage`] drops. podman and docker keep the same promises
+//! `--die-with-parent` ends the container with the probe, and the layout is removed once
+//! unpacked. With the image store ([`super::store`], bubblewrap only) the root is an entry
+//! of the store, kept for the next run of the digest and bound read-only from the start;
+//! without it, the root is the run's own and removed when the [`PreparedImage`] drops. podman and docker keep the same promises
 //! (the fence, the mounts, the variables, the command); see [`super::runtime`].
 
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use super::host_env;
@@ -26,6 +28,7 @@ use super::layout::Limits;
 use super::reference::ImageReference;
 use super::runtime::{ImageFence, RunSpec, RunningContainer, Runtime, RuntimeError, RuntimeKind};
 use super::source::{self, Source, SourceError};
+use super::store::{ImageCache, Lookup, NewEntry, Pending, Store};
 use super::tools::{self, Tool};
 use super::TempDir;
 
@@ -87,11 +90,75 @@ pub struct PreparedImage {
     pub config: Config,
     /// The runtime that runs it.
     runtime: Runtime,
-    rootfs: TempDir,
+    root: Root,
     /// Bytes of file content unpacked.
     pub unpacked_bytes: u64,
     /// How it was built, when it came from a build context.
     pub built: Option<Ephemeral>,
+    /// Whether it came from the image store, and why not when it did not.
+    pub cache: ImageCache,
+    pub cache_detail: Option<String>,
+}
+
+/// The root filesystem a run binds: this run's own (removed when it drops), or an entry of
+/// the image store, bound read-only and never written by a run.
+#[derive(Debug)]
+enum Root {
+    Own { _dir: TempDir, path: PathBuf },
+    Stored(Box<super::store::Entry>),
+}
+
+impl Root {
+    fn path(&self) -> PathBuf {
+        match self {
+            Root::Own { path, .. } => path.clone(),
+            Root::Stored(entry) => entry.root(),
+        }
+    }
+
+    fn make_dir(&self, path: &str) -> Result<String, InRootError> {
+        match self {
+            Root::Own { path: root, .. } => in_root::make_dir(root, path),
+            Root::Stored(entry) => entry.make_dir(path),
+        }
+    }
+
+    fn make_mount_point(&self, path: &Path) -> Result<(), InRootError> {
+        match self {
+            Root::Own { path: root, .. } => in_root::make_mount_point(root, path),
+            Root::Stored(entry) => entry.make_mount_point(path),
+        }
+    }
+}
+
+/// Where the layers are unpacked: a directory of the run's own, or an entry of the store
+/// being written.
+enum Unpacking<'a> {
+    Own(TempDir),
+    Pending(&'a Store, Pending),
+}
+
+impl Unpacking<'_> {
+    /// The run's root from what was unpacked at `root`: this run's own directory; or, with
+    /// a store, the entry committed (a miss), or kept as this run's own when it could not
+    /// be stored, with why (after `removed`, why a stored entry was removed).
+    fn settle(self, root: PathBuf, new: &NewEntry<'_>, removed: Option<String>) -> Result<(Root, ImageCache, Option<String>), PullError> {
+        let (store, pending) = match self {
+            Unpacking::Own(dir) => return Ok((Root::Own { _dir: dir, path: root }, ImageCache::Off, None)),
+            Unpacking::Pending(store, pending) => (store, pending),
+        };
+        // The mount points every run needs are made now: a run of the stored root makes none.
+        for mount_point in ["/dev", "/proc", "/tmp"] {
+            in_root::make_mount_point(&root, Path::new(mount_point)).map_err(|e| PullError::Failed(e.to_string()))?;
+        }
+        match store.commit(pending, new) {
+            Ok(entry) => Ok((Root::Stored(entry), ImageCache::Miss, removed)),
+            Err((pending, why)) => {
+                let detail = removed.map_or(why.clone(), |r| format!("{r}; {why}"));
+                Ok((Root::Own { _dir: pending.into_dir(), path: root }, ImageCache::Miss, Some(detail)))
+            }
+        }
+    }
 }
 
 /// What the report says of the image that ran.
@@ -121,6 +188,12 @@ pub struct ImageRun {
     pub teardown_fault: Option<String>,
     pub working_directory: String,
     pub unpacked_bytes: u64,
+    /// Whether the image came from the store (`hit`), was pulled and stored (`miss`), or
+    /// the store was not used (`off`).
+    pub cache: ImageCache,
+    /// Why a stored entry was removed, the image not stored, or the store not used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_detail: Option<String>,
     /// With `--build-context`: how the image was built and where it was pushed for this run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub built: Option<Ephemeral>,
@@ -142,7 +215,20 @@ impl PreparedImage {
     /// and checks and unpacks it, all by `deadline` (the run's `--deadline`). Every error
     /// names what failed: the tool and its own message, the blob or entry at fault, or what
     /// the deadline cut off.
-    pub fn pull(reference: &ImageReference, source: &Source, runtime: Runtime, deadline: Instant) -> Result<PreparedImage, PullError> {
+    pub fn pull(
+        reference: &ImageReference,
+        source: &Source,
+        runtime: Runtime,
+        store: Option<&Store>,
+        deadline: Instant,
+    ) -> Result<PreparedImage, PullError> {
+        let mut removed = None;
+        if let Some(store) = store {
+            match store.lookup(reference.digest()) {
+                Lookup::Hit(entry) => return PreparedImage::stored(reference, source, runtime, entry),
+                Lookup::Miss(why) => removed = why,
+            }
+        }
         let pulled_by_probe = match source {
             Source::Registry => reference.is_loopback_registry(),
             Source::Layout(_) => true,
@@ -161,27 +247,65 @@ impl PreparedImage {
         // Refused before anything is unpacked or started, naming the limit.
         host_env::check_image_config(config.env().as_deref().unwrap_or_default(), &command_of(&config))
             .map_err(|e| PullError::Failed(e.to_string()))?;
-        let rootfs = TempDir::new("checkfu-image-rootfs").map_err(|e| format!("cannot make the image's root directory: {e}"))?;
+        let (unpacking, root) = match store {
+            Some(store) => {
+                let pending = store.begin().map_err(|e| e.to_string())?;
+                let root = pending.root();
+                (Unpacking::Pending(store, pending), root)
+            }
+            None => {
+                let own = TempDir::new("checkfu-image-rootfs").map_err(|e| format!("cannot make the image's root directory: {e}"))?;
+                let root = own.path().to_owned();
+                (Unpacking::Own(own), root)
+            }
+        };
         if Instant::now() >= deadline {
             return Err(PullError::Failed(format!("{reference}: the run's deadline (--deadline) passed before the image was unpacked")));
         }
         let limits = Limits { deadline: Some(deadline), ..Limits::default() };
-        let report = fetched.layout.unpack(&image, rootfs.path(), limits).map_err(|e| e.to_string())?;
+        let report = fetched.layout.unpack(&image, &root, limits).map_err(|e| e.to_string())?;
         drop(fetched.layout);
         scratch.remove().map_err(|e| format!("cannot remove the image's layout: {e}"))?;
         // The image's own working directory is made inside its root now, and an image
         // whose `WorkingDir` cannot be is refused before anything runs.
         if let Some(working_dir) = config.working_dir().as_deref().filter(|d| !d.is_empty()) {
-            in_root::make_dir(rootfs.path(), working_dir).map_err(|e| PullError::Failed(e.to_string()))?;
+            in_root::make_dir(&root, working_dir).map_err(|e| PullError::Failed(e.to_string()))?;
         }
+        let new = NewEntry { digest: reference.digest(), reference: reference.to_string(), config: &config, unpacked_bytes: report.bytes };
+        let (root, cache, cache_detail) = unpacking.settle(root, &new, removed)?;
         Ok(PreparedImage {
             reference: reference.clone(),
             source: source.clone(),
             config,
             runtime,
-            rootfs,
+            root,
             unpacked_bytes: report.bytes,
             built: None,
+            cache,
+            cache_detail,
+        })
+    }
+
+    /// A run of a stored entry: nothing pulled, checked or unpacked.
+    fn stored(
+        reference: &ImageReference,
+        source: &Source,
+        runtime: Runtime,
+        entry: Box<super::store::Entry>,
+    ) -> Result<PreparedImage, PullError> {
+        let config = entry.meta.config.clone();
+        host_env::check_image_config(config.env().as_deref().unwrap_or_default(), &command_of(&config))
+            .map_err(|e| PullError::Failed(e.to_string()))?;
+        Ok(PreparedImage {
+            reference: reference.clone(),
+            source: source.clone(),
+            config,
+            runtime,
+            unpacked_bytes: entry.meta.unpacked_bytes,
+            root: Root::Stored(entry),
+            built: None,
+            cache: ImageCache::Hit,
+            cache_detail: None,
         })
     }
 
@@ -199,7 +323,7 @@ impl PreparedImage {
             .map(str::to_owned)
             .or_else(|| self.config.working_dir().clone().filter(|d| !d.is_empty()))
             .unwrap_or_else(|| String::from("/"));
-        in_root::make_dir(self.rootfs.path(), &wanted)
+        self.root.make_dir(&wanted)
     }
 
     /// The image's `Env` as variables, each one the probe does not set itself (the probe's
@@ -248,12 +372,14 @@ impl PreparedImage {
         // Every mount point exists inside the root before the runtime starts, at exactly its
         // path: a runtime then makes none itself from the image's paths.
         for mount_point in [Path::new("/dev"), Path::new("/proc"), Path::new("/tmp")].into_iter().chain(shared.iter().copied()) {
-            in_root::make_mount_point(self.rootfs.path(), mount_point)?;
+            self.root.make_mount_point(mount_point)?;
         }
-        if in_root::make_dir(self.rootfs.path(), working_directory)? != working_directory {
+        if self.root.make_dir(working_directory)? != working_directory {
             return Err(RuntimeError::WorkingDirectory(working_directory.to_owned()));
         }
-        let spec = RunSpec { command, rootfs: self.rootfs.path(), workspace, working_directory, shared, env, relay, fence };
+        let rootfs = self.root.path();
+        let read_only_root = matches!(self.root, Root::Stored(_));
+        let spec = RunSpec { command, rootfs: &rootfs, read_only_root, workspace, working_directory, shared, env, relay, fence };
         self.runtime.start(&spec)
     }
 
@@ -271,6 +397,8 @@ impl PreparedImage {
             teardown_fault: None,
             working_directory: working_directory.to_owned(),
             unpacked_bytes: self.unpacked_bytes,
+            cache: self.cache,
+            cache_detail: self.cache_detail.clone(),
             built: self.built.clone(),
         }
     }
@@ -323,7 +451,8 @@ impl PreparedImage {
             let registry = tools::Registry::start(tools::RegistryOptions { all_interfaces: request.all_interfaces })?;
             let pushed = tools::push(&builder, &tag, &registry, deadline)?;
             // Pulled while the registry lives, then the registry goes.
-            let container = PreparedImage::pull(&pushed, &Source::Registry, request.runtime.clone(), deadline);
+            // A build context's image is ephemeral: never stored.
+            let container = PreparedImage::pull(&pushed, &Source::Registry, request.runtime.clone(), None, deadline);
             registry.stop()?;
             Ok((container?, pushed))
         });
@@ -349,6 +478,8 @@ pub fn text_lines(image: Option<&ImageRun>) -> String {
         // The reference holds the digest; the runtime has a line of its own.
         out.push_str(&format!("image    {}, from {}, in {}\n", image.reference, image.source, image.working_directory));
         let how = if image.runtime_detected { "detected" } else { "asked for" };
+        let detail = image.cache_detail.as_deref().map(|d| format!(" ({d})")).unwrap_or_default();
+        out.push_str(&format!("image    store: {}{detail}\n", image.cache.name()));
         out.push_str(&format!(
             "image    runtime {} ({how}); fence: {}\n",
             image.runtime.name(),

@@ -136,6 +136,7 @@ impl Runtime {
                 let exec = Exec::Bubblewrap {
                     bwrap: self.program.clone(),
                     rootfs: spec.rootfs.to_owned(),
+                    read_only_root: spec.read_only_root,
                     workspace: spec.workspace.to_owned(),
                     working_directory: spec.working_directory.to_owned(),
                     shared: spec.shared.iter().map(|p| p.to_path_buf()).collect(),
@@ -203,6 +204,9 @@ pub struct RunSpec<'a> {
     pub command: &'a [OsString],
     /// The image's verified, unpacked root filesystem.
     pub rootfs: &'a Path,
+    /// The root is a stored entry ([`super::store`]), bound read-only from the start (every
+    /// mount point already in it, or on the run's tmpfs); else it is the run's own copy.
+    pub read_only_root: bool,
     pub workspace: &'a Path,
     pub working_directory: &'a str,
     /// The directories mounted at their own paths: the workspace, the home, the lane's
@@ -249,6 +253,7 @@ enum Exec {
     Bubblewrap {
         bwrap: PathBuf,
         rootfs: PathBuf,
+        read_only_root: bool,
         workspace: PathBuf,
         working_directory: String,
         shared: Vec<PathBuf>,
@@ -266,7 +271,7 @@ impl Exec {
     /// docker keep the container's variables for it.
     fn argv(&self, command: &[OsString], directory: &Path, own: &[(OsString, OsString)]) -> std::io::Result<InImageCommand> {
         match self {
-            Exec::Bubblewrap { bwrap, rootfs, workspace, working_directory, shared, env } => {
+            Exec::Bubblewrap { bwrap, rootfs, read_only_root, workspace, working_directory, shared, env } => {
                 let shared: Vec<&Path> = shared.iter().map(PathBuf::as_path).collect();
                 let mut env = env.clone();
                 env.extend(own.iter().cloned());
@@ -274,6 +279,7 @@ impl Exec {
                 let spec = RunSpec {
                     command,
                     rootfs,
+                    read_only_root: *read_only_root,
                     workspace,
                     working_directory,
                     shared: &shared,
@@ -500,9 +506,12 @@ fn bubblewrap_argv(bwrap: &Path, spec: &RunSpec<'_>) -> std::io::Result<(Vec<OsS
     flag(&[&"--args", &fd.as_raw_fd().to_string()]);
     flag(&[&"--die-with-parent", &"--new-session"]);
     flag(&[&"--unshare-user-try", &"--unshare-ipc", &"--unshare-pid", &"--unshare-uts", &"--unshare-cgroup-try"]);
-    // The root is bound writable only until the mount points are made (an image need not
-    // hold its working directory), then made read-only; it is this run's own copy.
-    flag(&[&"--bind", &spec.rootfs, &"/"]);
+    // The run's own copy of the root is bound writable only until the mount points are made
+    // (an image need not hold its working directory), then made read-only. A stored root is
+    // read-only from the start: the store's entry already holds its mount points, and a
+    // run's own paths under /tmp are made on its tmpfs.
+    let bind = if spec.read_only_root { "--ro-bind" } else { "--bind" };
+    flag(&[&bind, &spec.rootfs, &"/"]);
     flag(&[&"--dev", &"/dev", &"--proc", &"/proc", &"--tmpfs", &"/tmp"]);
     for dir in spec.shared {
         flag(&[&"--bind", dir, dir]);
@@ -819,6 +828,7 @@ mod tests {
         let spec = RunSpec {
             command: &[],
             rootfs: Path::new("/r"),
+            read_only_root: false,
             workspace,
             working_directory: "/workspace",
             shared: &shared,
@@ -851,6 +861,7 @@ mod tests {
         let spec = RunSpec {
             command: &[OsString::from("/bin/sh")],
             rootfs: Path::new("/r"),
+            read_only_root: false,
             workspace,
             working_directory: "/",
             shared: &[],
