@@ -338,6 +338,9 @@ struct Run<'o, 's, 'a, 'p> {
     /// The prompt's answer's `checkfu.turn`, with the turn's milliseconds from the prompt's
     /// sending to its answer.
     turn_claim: Option<(Value, u64)>,
+    /// The `checkfu.compaction` members of the harness's updates, set against the record
+    /// under an enforced window ([`verdict::compaction`]).
+    compaction_claims: verdict::compaction::Claims,
 }
 
 impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
@@ -362,6 +365,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             container: None,
             trace: None,
             turn_claim: None,
+            compaction_claims: verdict::compaction::Claims::default(),
         }
     }
 
@@ -404,6 +408,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             Incoming::Notification { method, message, report } => {
                 if method == UPDATE_METHOD {
                     self.normalizer.update(&report, &message);
+                    self.compaction_claims.note(&message);
                 }
             }
             Incoming::Response { id, message, .. } => {
@@ -632,6 +637,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         }
         let teardown_ms = started.elapsed().as_millis() as u64;
         let report = self.checks(admitted);
+        let context_compaction = self.context_compaction();
         let harness = HarnessInfo {
             command: self.command.iter().map(|c| c.to_string_lossy().into_owned()).collect(),
             agent_info: self.agent_info.clone(),
@@ -659,7 +665,17 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         let trace = self.trace.take().unwrap_or_default();
         let calls = self.stage.plane.relay.calls(1);
         let turn_telemetry = self.turn_claim.take().map(|(claim, turn_ms)| crate::verdict::telemetry(claim, turn_ms, &calls));
-        let lane = AcpReport { admission: self.admission, report, harness, client_requests, wire, turn_telemetry, trace, record };
+        let lane = AcpReport {
+            admission: self.admission,
+            report,
+            harness,
+            client_requests,
+            wire,
+            turn_telemetry,
+            context_compaction,
+            trace,
+            record,
+        };
         LaneEnd {
             report: LaneReport::Acp(Box::new(lane)),
             teardown: (teardown_ms, outcome),
@@ -668,6 +684,16 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             declaration,
             profile: Vec::new(),
         }
+    }
+
+    /// Under an enforced window, once a prompt was sent: the turn's compaction against the
+    /// relay's record of it, under the policy the runtime config admitted.
+    fn context_compaction(&mut self) -> Option<verdict::compaction::CompactionCheck> {
+        let window = self.stage.options.context_window.filter(|_| self.prompt_id.is_some())?;
+        let policy = self.options.runtime_config.as_ref().and_then(verdict::compaction::Policy::of);
+        let claims = std::mem::take(&mut self.compaction_claims);
+        let calls = self.stage.plane.relay.calls(1);
+        Some(verdict::compaction::judge(window, policy, claims, &calls, self.reply_in_output.is_some()))
     }
 
     /// The seven checks over the trace (a check over a turn that never happened is a

@@ -12,6 +12,8 @@
 //! A failure names its deciding fact first; the relay's refusals are added as context only
 //! where they can be its cause (no call served, or none carrying the nonce).
 
+pub mod compaction;
+
 use serde_json::Value;
 
 use crate::relay::{Call, FaultKind, Refusal};
@@ -103,7 +105,7 @@ pub fn refusal_context(count: usize, first: Option<&Refusal>) -> Option<String> 
 }
 
 /// The call that retried call `i`: the next call of the same turn, if the harness made one.
-/// `recovery` and `telemetry` count a retry by this one rule.
+/// `recovery`, `telemetry` and `compaction` count a retry by this one rule.
 fn retried_by(calls: &[Call], i: usize) -> Option<&Call> {
     calls.get(i + 1..)?.iter().find(|c| c.turn == calls[i].turn)
 }
@@ -208,7 +210,7 @@ mod tests {
         assert!(!miss.refusals_may_cause());
     }
 
-    fn served(turn: usize, started_ms: u64, fault: Option<crate::relay::FaultKind>, retry_after: Option<u32>) -> Call {
+    pub(super) fn served(turn: usize, started_ms: u64, fault: Option<crate::relay::FaultKind>, retry_after: Option<u32>) -> Call {
         Call {
             dialect: checkfu_wire::catalog::Dialect::OpenaiChat,
             path: String::from("/v1/chat/completions"),
@@ -230,6 +232,8 @@ mod tests {
             tool_called: None,
             token_returned: false,
             bodies: None,
+            estimated_tokens: 10,
+            messages: 1,
         }
     }
 

@@ -22,6 +22,10 @@ pub struct AcpReport {
     /// The harness's `checkfu.turn` set against the relay's record, when it sent one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub turn_telemetry: Option<TurnTelemetry>,
+    /// Under an enforced context window: the turn's overflows and compactions as the relay
+    /// recorded them, and the harness's `checkfu.compaction` claims set against them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_compaction: Option<crate::verdict::compaction::CompactionCheck>,
     /// The observation trace (`--trace`), and the recorded wire (`--record`).
     #[serde(skip)]
     pub trace: String,
