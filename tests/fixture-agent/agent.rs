@@ -1,6 +1,6 @@
 //! A small ACP agent over stdio for the probe's tests and benchmark: it declares and emits
 //! every Checkfu extension (the declaration, subagent lifecycle, steer and interrupt
-//! acknowledgements, turn telemetry, a journal checkpoint, a compaction), uses the client's
+//! acknowledgements, turn telemetry, a journal checkpoint, a compaction when it makes one), uses the client's
 //! permission and `fs/*` methods inside its workspace, and echoes the prompt (so the probe's
 //! nonce reaches its output). Switches make it misbehave in one way each:
 //!
@@ -19,7 +19,10 @@
 //! sends one when the model's usage lacks the cache counts), `--malformed-chunk` (an
 //! `agent_message_chunk` whose content is not a content block),
 //! `--spawn-child` (leaves a `sleep` in its process group), `--hang` (ignores EOF and
-//! SIGTERM), `--no-nonce`. Its answer comes from the model behind the probe's relay
+//! SIGTERM), `--no-nonce`. Under a `checkfu.runtime_config` that admits a compaction
+//! policy it compacts on a context-length error (`compaction.rs`); `--history N` opens the
+//! conversation with N earlier exchanges to compact, `--lie-compaction count|tokens`
+//! misreports the compaction. Its answer comes from the model behind the probe's relay
 //! (`model.rs`), in `--dialect NAME` (`openai_chat` by default), with switches for a model
 //! plane that misbehaves: `--no-model` (answers the nonce without any model call),
 //! `--echo-prompt` (asks the model, then sends the prompt back as its message), `--no-key`
@@ -27,6 +30,8 @@
 //! host), `--malformed-body` and `--huge-body` (100 MB) before its real call. For the benchmark, `--turns N` (repeat the turn's updates N times) and
 //! `--mid-turn-wait-ms MS` (how long the turn stays open for a steer or interrupt; 150).
 
+#[path = "compaction.rs"]
+mod compaction;
 #[path = "model.rs"]
 mod model;
 
@@ -78,6 +83,11 @@ struct Switches {
     retry: Option<model::Retry>,
     /// `--lie-turn`: the turn's `checkfu.turn` claims no model call (a hostile twin).
     lie_turn: bool,
+    /// `--history N`: the conversation opens with N earlier exchanges, which a compaction
+    /// may drop; `--lie-compaction count|tokens`: its `checkfu.compaction` misreports the
+    /// messages dropped or the tokens before (a hostile twin).
+    history: usize,
+    lie_compaction: Option<compaction::Lie>,
     turns: usize,
     mid_turn_wait_ms: u64,
 }
@@ -136,6 +146,8 @@ fn switches() -> Switches {
             "--retry" => s.retry = Some(model::Retry::AfterRetryAfter),
             "--retry-early" => s.retry = Some(model::Retry::AtOnce),
             "--lie-turn" => s.lie_turn = true,
+            "--history" => s.history = args.next().and_then(|n| n.parse().ok()).unwrap_or(0),
+            "--lie-compaction" => s.lie_compaction = args.next().as_deref().and_then(compaction::Lie::parse),
             other => {
                 eprintln!("fixture agent: unknown switch {other}");
                 std::process::exit(2);
@@ -160,6 +172,8 @@ struct Agent {
     /// The turn's model calls as this agent made them, for its `checkfu.turn`: every POST,
     /// the transient faults it retried, and when the turn began.
     usage: model::Usage,
+    /// The session's `checkfu.runtime_config`, as `session/new` gave it.
+    runtime_config: Option<Value>,
 }
 
 impl Agent {
@@ -248,6 +262,7 @@ impl Agent {
                         self.fail(&id, -32000, "Authentication required");
                     } else {
                         self.cwd = message.pointer("/params/cwd").and_then(Value::as_str).unwrap_or("/").to_owned();
+                        self.runtime_config = message.pointer("/params/_meta/checkfu.runtime_config").cloned();
                         self.respond(&id, json!({"sessionId": "fixture-1"}));
                     }
                 }
@@ -451,9 +466,11 @@ impl Agent {
                 );
             }
         }
-        self.update(session, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": " Done."},
-            "_meta": {"checkfu.journal_checkpoint": {"status": "checkpoint", "version": 1, "state": "c3RhdGU="},
-                      "checkfu.compaction": {"strategy": "summarize", "tokens_before": 9000, "tokens_after": 1200, "compacted_messages": 14}}}));
+        self.update(
+            session,
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": " Done."},
+            "_meta": {"checkfu.journal_checkpoint": {"status": "checkpoint", "version": 1, "state": "c3RhdGU="}}}),
+        );
         // The turn stays live a little while for mid-turn input: a steer, an interrupt.
         let mut interrupted = false;
         while let Some(message) = self.receive(Some(Duration::from_millis(self.s.mid_turn_wait_ms))) {
@@ -475,7 +492,7 @@ impl Agent {
         let result = json!({"stopReason": if interrupted { "cancelled" } else { "end_turn" },
             "_meta": {"checkfu.turn": {"execution": "shell", "shell_commands": 1, "filesystem_commands": 2, "mcp_calls": 0,
                 "model_calls": calls, "wall_time_ms": began.elapsed().as_millis() as u64,
-                "model_transient_retries": self.usage.transient_retries, "model_overflow_recoveries": 0}}});
+                "model_transient_retries": self.usage.transient_retries, "model_overflow_recoveries": self.usage.overflow_recoveries}}});
         self.respond(id, result.clone());
         if self.s.duplicate_terminal {
             self.respond(id, result);
@@ -496,6 +513,8 @@ impl Agent {
         }
         let mut conversation = model::Conversation::new(dialect, key, prompt);
         conversation.retry = self.s.retry;
+        conversation.reload(compaction::earlier_exchanges(self.s.history));
+        conversation.policy = compaction::Policy::of(self.runtime_config.as_ref());
         if self.s.malformed_body {
             let answer = model::post(&addr, "/v1/chat/completions", &conversation.headers(), b"{\"model\": ");
             notes.push_str(&format!(" (malformed body answered {:?})", answer.map(|a| a.0)));
@@ -508,6 +527,11 @@ impl Agent {
         for round in 0..4 {
             let answer = conversation.ask(&addr);
             self.usage = conversation.usage;
+            // Each compaction is said as it is known: after the call that needed it.
+            for done in std::mem::take(&mut conversation.compactions) {
+                let claim = done.claim("truncate_oldest", self.s.lie_compaction);
+                self.update(session, json!({"sessionUpdate": "session_info_update", "updatedAt": "2026-12-01T00:00:00Z", "_meta": {"checkfu.compaction": claim}}));
+            }
             match answer {
                 model::Answer::Text(text) => return text + &notes,
                 model::Answer::Refused(status, body) => return format!("(the model call was refused: {status} {body}){notes}"),
@@ -560,6 +584,7 @@ fn main() {
         silent: false,
         authenticated: false,
         usage: model::Usage::default(),
+        runtime_config: None,
     };
     agent.run();
 }
