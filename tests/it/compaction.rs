@@ -122,3 +122,24 @@ fn a_policy_outside_the_slots_schema_is_a_usage_error_before_anything_starts() {
     assert_eq!(run.status, 2, "{}", run.pretty());
     assert!(run.stderr.contains("the session/new authority members are refused"), "{}", run.stderr);
 }
+
+/// The TypeScript SDK agent (`tests/fixture-agent/ts/agent.mjs`) compacts the same way, by
+/// the relay's published rule: its claim agrees with the record. Run when `CHECKFU_TS_AGENT`
+/// names an installed copy, as `.ci/run` makes one.
+#[test]
+#[cfg_attr(
+    not(checkfu_ts_agent),
+    ignore = "CHECKFU_TS_AGENT is not set: run tests/fixture-agent/ts/install.sh DIR and set it to DIR/agent.mjs"
+)]
+fn the_typescript_sdk_agent_compacts_honestly_too() {
+    let agent = std::env::var("CHECKFU_TS_AGENT").expect("CHECKFU_TS_AGENT was set when the tests were built, and is not now");
+    let run = probe(&windowed(true), &["node", &agent, "--history", HISTORY]);
+    assert_eq!(run.status, 0, "{}", run.pretty());
+    assert_eq!(run.step("context_compaction"), ("passed", ""));
+    let check = &run.json["context_compaction"];
+    assert_eq!(check["claimed"].as_array().map(Vec::len), Some(1), "{check}");
+    assert_eq!(check["claimed"][0]["tokens_before"], check["recorded"][0]["tokens_before"], "{check}");
+    assert_eq!(check["mismatches"], json!([]));
+    assert_eq!(run.json["turn_telemetry"]["claimed"]["model_overflow_recoveries"], 1);
+    assert_eq!(run.json["turn_telemetry"]["mismatches"], json!([]));
+}

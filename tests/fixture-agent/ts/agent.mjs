@@ -4,29 +4,85 @@
 // probe's relay says (Node's own fetch, Chat Completions as plain JSON), runs one subagent with a tool call that asks permission and writes and reads
 // a file in the session's cwd, acknowledges a steer through the SDK's extension-request
 // handler, and ends the turn with checkfu.turn telemetry.
+//
+// `--history N` opens each conversation with N earlier exchanges. Under a
+// checkfu.runtime_config that admits a compaction policy, a context-length error of the model
+// makes it drop its oldest messages until they fit the window (by the relay's published rule:
+// four bytes a token over every string of the message list), report that in
+// checkfu.compaction and ask again; without a policy it must not compact, and does not.
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 
 const M = acp.methods;
-const sessions = new Map(); // sessionId -> cwd
+const sessions = new Map(); // sessionId -> { cwd, runtimeConfig }
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const text = (t) => ({ type: "text", text: t });
+const historyAt = process.argv.indexOf("--history");
+const HISTORY = historyAt > 0 ? Number(process.argv[historyAt + 1]) || 0 : 0;
+const ATTEMPTS = 6;
 
 async function update(client, sessionId, u) {
   await client.notify(M.client.session.update, { sessionId, update: u });
 }
 
-// One call to the model the probe's relay serves: OPENAI_BASE_URL and OPENAI_API_KEY are set by
-// the probe.
-async function askModel(said) {
-  const response = await fetch(`${process.env.OPENAI_BASE_URL}/chat/completions`, {
-    method: "POST",
-    headers: { "content-type": "application/json", authorization: `Bearer ${process.env.OPENAI_API_KEY}` },
-    body: JSON.stringify({ model: "ts-fixture", messages: [{ role: "user", content: said }] }),
-  });
-  if (!response.ok) return `(the model call was refused: ${response.status})`;
-  const answer = await response.json();
-  return answer.choices?.[0]?.message?.content ?? "(no answer)";
+// The relay's rule: the UTF-8 bytes of every string in the messages, four a token, rounded up.
+function estimate(messages) {
+  const bytes = (v) =>
+    typeof v === "string" ? Buffer.byteLength(v, "utf8")
+    : Array.isArray(v) ? v.reduce((n, x) => n + bytes(x), 0)
+    : v !== null && typeof v === "object" ? Object.values(v).reduce((n, x) => n + bytes(x), 0)
+    : 0;
+  return Math.ceil(bytes(messages) / 4);
+}
+
+// Drops the oldest messages before the latest user message until the rest fits `window`,
+// starting at a user message; null when even the latest user message does not fit.
+function truncateOldest(messages, window) {
+  const before = estimate(messages);
+  const last = messages.map((m) => m.role).lastIndexOf("user");
+  for (let from = 1; from <= last; from++) {
+    if (messages[from].role === "user" && estimate(messages.slice(from)) <= window) {
+      const kept = messages.slice(from);
+      return { kept, claim: { strategy: "truncate_oldest", tokens_before: before, tokens_after: estimate(kept), compacted_messages: from } };
+    }
+  }
+  return null;
+}
+
+const filler = "The notes from the earlier session list the files that were read, the commands that ran and what each one printed. ";
+function earlierExchanges(count) {
+  return Array.from({ length: count }, (_, k) => [
+    { role: "user", content: `Earlier request ${k}: summarize the notes. ${filler.repeat(2)}` },
+    { role: "assistant", content: `Earlier answer ${k}: ${filler.repeat(2)}` },
+  ]).flat();
+}
+
+// The model the probe's relay serves (OPENAI_BASE_URL and OPENAI_API_KEY are set by the
+// probe), asked until it answers or the turn cannot go on; `turn` counts the calls and the
+// overflows compacted past, and `report` says each compaction.
+async function askModel(said, runtimeConfig, turn, report) {
+  let messages = [...earlierExchanges(HISTORY), { role: "user", content: said }];
+  const window = runtimeConfig?.context_window;
+  for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
+    const response = await fetch(`${process.env.OPENAI_BASE_URL}/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${process.env.OPENAI_API_KEY}` },
+      body: JSON.stringify({ model: "ts-fixture", messages }),
+    });
+    turn.calls += 1;
+    if (response.ok) {
+      const answer = await response.json();
+      return answer.choices?.[0]?.message?.content ?? "(no answer)";
+    }
+    const body = await response.text();
+    const overflow = response.status === 400 && body.includes("context_length_exceeded");
+    const compacted = overflow && runtimeConfig?.compaction && window ? truncateOldest(messages, window) : null;
+    if (!compacted) return `(the model call was refused: ${response.status})`;
+    messages = compacted.kept;
+    turn.overflowRecoveries += 1;
+    await report(compacted.claim);
+  }
+  return "(the model kept refusing)";
 }
 
 const app = acp.agent({ name: "checkfu-probe-ts-agent" })
@@ -38,16 +94,21 @@ const app = acp.agent({ name: "checkfu-probe-ts-agent" })
   }))
   .onRequest(M.agent.session.new, ({ params }) => {
     const sessionId = `ts-${sessions.size + 1}`;
-    sessions.set(sessionId, params.cwd);
+    sessions.set(sessionId, { cwd: params.cwd, runtimeConfig: params._meta?.["checkfu.runtime_config"] });
     return { sessionId };
   })
   .onRequest(M.agent.session.prompt, async ({ params, client }) => {
     const { sessionId } = params;
-    const cwd = sessions.get(sessionId);
-    if (cwd === undefined) throw acp.RequestError.sessionNotFound(sessionId);
+    const session = sessions.get(sessionId);
+    if (session === undefined) throw acp.RequestError.sessionNotFound(sessionId);
+    const { cwd, runtimeConfig } = session;
     const began = Date.now();
     const said = params.prompt.filter((b) => b.type === "text").map((b) => b.text).join(" ");
-    await update(client, sessionId, { sessionUpdate: "agent_message_chunk", content: text(await askModel(said)) });
+    const turn = { calls: 0, overflowRecoveries: 0 };
+    const report = (claim) =>
+      update(client, sessionId, { sessionUpdate: "session_info_update", updatedAt: new Date().toISOString(), _meta: { "checkfu.compaction": claim } });
+    const answer = await askModel(said, runtimeConfig, turn, report);
+    await update(client, sessionId, { sessionUpdate: "agent_message_chunk", content: text(answer) });
     const sub = { "checkfu.subagent": { phase: "activity", subagent: "worker-1" } };
     await update(client, sessionId, {
       sessionUpdate: "session_info_update", updatedAt: new Date().toISOString(),
@@ -75,9 +136,10 @@ const app = acp.agent({ name: "checkfu-probe-ts-agent" })
     await sleep(150);
     return {
       stopReason: "end_turn",
-      // The turn as it was: one model call, and the time it took (the probe checks both
-      // against the relay's record).
-      _meta: { "checkfu.turn": { execution: "shell", shell_commands: 0, filesystem_commands: 2, mcp_calls: 0, model_calls: 1, wall_time_ms: Date.now() - began } },
+      // The turn as it was: its model calls, the overflows it compacted past, and the time it
+      // took (the probe checks each against the relay's record).
+      _meta: { "checkfu.turn": { execution: "shell", shell_commands: 0, filesystem_commands: 2, mcp_calls: 0, model_calls: turn.calls,
+        model_overflow_recoveries: turn.overflowRecoveries, wall_time_ms: Date.now() - began } },
     };
   })
   .onRequest("_checkfu/session/steer", (p) => p, () => ({ disposition: "queued" }))
