@@ -266,7 +266,7 @@ fn recovered(check: &CompactionCheck, calls: &[Call], answered: bool) -> Verdict
     for (i, call) in calls.iter().enumerate().filter(|(_, c)| c.fault == Some(FaultKind::ContextOverflow)) {
         let Some(record) = check.recorded.iter().find(|r| r.call == i + 1) else {
             return Verdict::Failed(format!(
-                "the harness gave up after the context overflow of call {} ({} tokens past the window of {}): it made no model call after it in the turn",
+                "the harness gave up after the context overflow of call {} ({} tokens, past the window of {}): it made no model call after it in the turn",
                 i + 1,
                 call.estimated_tokens,
                 check.window
