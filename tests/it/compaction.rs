@@ -91,8 +91,9 @@ fn a_lie_in_checkfu_compaction_fails_naming_the_counter_the_claim_and_the_record
 #[test]
 fn without_a_compaction_policy_the_overflow_stands_and_the_harness_does_not_compact() {
     // The runtime config names the window and no policy: the agent must not compact, and
-    // does not; the turn then has no answer, which prompt_exchange says.
-    let run = probe(&windowed(false), &agent(&[]));
+    // does not; the turn then has no answer, which prompt_exchange says. The window given in
+    // --runtime-config is enforced as --context-window's is.
+    let run = probe(&["--runtime-config", r#"{"context_window": 400}"#], &agent(&[]));
     assert_eq!(run.status, 1, "{}", run.pretty());
     assert_eq!(run.step("context_compaction").0, "passed", "{}", run.pretty());
     assert_eq!(run.step("prompt_exchange").0, "failed");
@@ -100,12 +101,24 @@ fn without_a_compaction_policy_the_overflow_stands_and_the_harness_does_not_comp
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0]["fault"], "context_overflow");
     assert_eq!(run.json["context_compaction"]["policy"], Value::Null);
+    assert_eq!(run.json["context_compaction"]["window"], 400);
+    let windowed = probe(&windowed(false), &agent(&[]));
+    assert_eq!((windowed.step("context_compaction").0, windowed.step("prompt_exchange").0), ("passed", "failed"));
 }
 
 #[test]
 fn a_window_nothing_reaches_is_a_skip_and_no_window_no_step() {
-    let run = probe(&["--context-window", "100000", "--compaction", "truncate_oldest"], &agent(&[]));
+    let scratch = probe_support::Scratch::new("compaction-meta");
+    let record = scratch.path("record.jsonl");
+    let run = probe(&["--context-window", "100000", "--compaction", "truncate_oldest", "--record", &record], &agent(&[]));
     assert_eq!(run.status, 0, "{}", run.pretty());
+    // The window and the policy went to the harness as checkfu.runtime_config.
+    let text = std::fs::read_to_string(&record).expect("record");
+    let new_session = text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).find(|l| l["message"]["method"] == "session/new");
+    assert_eq!(
+        new_session.expect("session/new recorded")["message"]["params"]["_meta"]["checkfu.runtime_config"],
+        json!({"context_window": 100000, "compaction": {"strategy": "truncate_oldest", "trigger_tokens": 100000}})
+    );
     let (status, reason) = run.step("context_compaction");
     assert_eq!(status, "skipped");
     assert!(reason.starts_with("no request reached the window of 100000 tokens (the largest the relay estimated was "), "{reason}");

@@ -114,6 +114,10 @@ fn acp_tail(out: &mut String, r: &AcpReport, report: &Report) {
     for mismatch in r.turn_telemetry.iter().flat_map(|t| &t.mismatches) {
         let _ = writeln!(out, "turn     checkfu.turn {mismatch}");
     }
+    // Every way a compaction claim differs from the record (the step names the first).
+    for mismatch in r.context_compaction.iter().flat_map(|c| &c.mismatches) {
+        let _ = writeln!(out, "turn     {mismatch}");
+    }
     for request in &r.client_requests {
         let _ = writeln!(out, "client   {} {}: {}", request.method, request.outcome, request.detail);
     }
