@@ -478,6 +478,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
 
     fn start_session(&mut self, meta: Map<String, Value>) -> Option<String> {
         let started = Instant::now();
+        let authority = authority_note(&meta);
         let cwd = self.session.workspace().harness_root().to_string_lossy().into_owned();
         let mut params = json!({"cwd": cwd, "mcpServers": []});
         if !meta.is_empty() {
@@ -503,7 +504,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         let outcome = match answer {
             Err(reason) => Err(format!("session/new: {reason}")),
             Ok((message, _)) => match (message.get("error"), message.pointer("/result/sessionId").and_then(Value::as_str)) {
-                (Some(error), _) => Err(format!("session/new answered an error: {}", rpc_error(error))),
+                (Some(error), _) => Err(format!("session/new answered an error: {}{authority}", rpc_error(error))),
                 (None, Some(id)) => Ok(id.to_owned()),
                 (None, None) => Err(String::from("session/new answered without a sessionId")),
             },
@@ -721,6 +722,16 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         self.trace = Some(trace);
         report
     }
+}
+
+/// What a refused `session/new` carried, for its reason: authority members are fail-closed, so
+/// a harness that does not take one refuses the session (`""` when none was sent).
+fn authority_note(meta: &Map<String, Value>) -> String {
+    if meta.is_empty() {
+        return String::new();
+    }
+    let keys: Vec<&str> = meta.keys().map(String::as_str).collect();
+    format!(" (it carried the authority members {}, which a harness that does not take them must refuse)", keys.join(", "))
 }
 
 /// Whether the declaration admitted the upgrade whose evidence is `check`.

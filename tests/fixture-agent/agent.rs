@@ -22,7 +22,7 @@
 //! SIGTERM), `--no-nonce`. Under a `checkfu.runtime_config` that admits a compaction
 //! policy it compacts on a context-length error (`compaction.rs`); `--history N` opens the
 //! conversation with N earlier exchanges to compact, `--lie-compaction count|tokens`
-//! misreports the compaction. Its answer comes from the model behind the probe's relay
+//! misreports the compaction, `--refuse-runtime-config` refuses a session that carries one. Its answer comes from the model behind the probe's relay
 //! (`model.rs`), in `--dialect NAME` (`openai_chat` by default), with switches for a model
 //! plane that misbehaves: `--no-model` (answers the nonce without any model call),
 //! `--echo-prompt` (asks the model, then sends the prompt back as its message), `--no-key`
@@ -88,6 +88,9 @@ struct Switches {
     /// messages dropped or the tokens before (a hostile twin).
     history: usize,
     lie_compaction: Option<compaction::Lie>,
+    /// `--refuse-runtime-config`: a `session/new` carrying `checkfu.runtime_config` is refused,
+    /// as a harness that does not take it must (authority is fail-closed).
+    refuse_runtime_config: bool,
     turns: usize,
     mid_turn_wait_ms: u64,
 }
@@ -146,6 +149,7 @@ fn switches() -> Switches {
             "--retry" => s.retry = Some(model::Retry::AfterRetryAfter),
             "--retry-early" => s.retry = Some(model::Retry::AtOnce),
             "--lie-turn" => s.lie_turn = true,
+            "--refuse-runtime-config" => s.refuse_runtime_config = true,
             "--history" => s.history = args.next().and_then(|n| n.parse().ok()).unwrap_or(0),
             "--lie-compaction" => s.lie_compaction = args.next().as_deref().and_then(compaction::Lie::parse),
             other => {
@@ -258,8 +262,11 @@ impl Agent {
                     }
                 }
                 Some("session/new") => {
+                    let runtime_config = message.pointer("/params/_meta/checkfu.runtime_config").is_some();
                     if self.s.need_credentials && !self.authenticated {
                         self.fail(&id, -32000, "Authentication required");
+                    } else if self.s.refuse_runtime_config && runtime_config {
+                        self.fail(&id, -32602, "checkfu.runtime_config is not supported");
                     } else {
                         self.cwd = message.pointer("/params/cwd").and_then(Value::as_str).unwrap_or("/").to_owned();
                         self.runtime_config = message.pointer("/params/_meta/checkfu.runtime_config").cloned();

@@ -156,3 +156,17 @@ fn the_typescript_sdk_agent_compacts_honestly_too() {
     assert_eq!(run.json["turn_telemetry"]["claimed"]["model_overflow_recoveries"], 1);
     assert_eq!(run.json["turn_telemetry"]["mismatches"], json!([]));
 }
+
+/// Authority is fail-closed: a harness that does not take `checkfu.runtime_config` refuses
+/// `session/new`, which `session_start` reports naming the member; no turn, so the step is a
+/// skip.
+#[test]
+fn a_harness_that_does_not_take_the_runtime_config_refuses_the_session() {
+    let run = probe(&windowed(true), &agent(&["--refuse-runtime-config"]));
+    assert_eq!(run.status, 1, "{}", run.pretty());
+    let (status, reason) = run.step("session_start");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("not supported") && reason.contains("carried the authority members checkfu.runtime_config"), "{reason}");
+    assert_eq!(run.step("context_compaction"), ("skipped", "no turn was observed"));
+    assert_eq!(run.plane()["calls"], json!([]));
+}
