@@ -170,3 +170,16 @@ fn a_harness_that_does_not_take_the_runtime_config_refuses_the_session() {
     assert_eq!(run.step("context_compaction"), ("skipped", "no turn was observed"));
     assert_eq!(run.plane()["calls"], json!([]));
 }
+
+/// The probe's compaction strategies are the slots' schema's, in its order (the schema is the
+/// project's: `schemas/checkfu-slots.schema.json`, `CompactionStrategy`).
+#[test]
+fn the_strategies_the_step_reads_are_the_slots_schemas() {
+    use checkfu_wire_probe::verdict::compaction::Strategy;
+    let path = crate::support::project::project_root().join("schemas/checkfu-slots.schema.json");
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).expect("the schema")).expect("JSON");
+    let names: Vec<&str> = Strategy::ALL.iter().map(|s| s.name()).collect();
+    assert_eq!(schema["$defs"]["CompactionStrategy"]["enum"], json!(names));
+    assert!(names.iter().all(|n| Strategy::of(&Value::from(*n)).is_some_and(|s| s.name() == *n)));
+    assert_eq!(Strategy::of(&json!("forget_everything")), None);
+}

@@ -43,10 +43,39 @@ pub const TOLERANCE_TOKENS: u64 = 32;
 /// that often under one window).
 pub const MAX_CLAIMS: usize = 64;
 
+/// A bounded compaction strategy, as the slots' schema names them (`CompactionStrategy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Strategy {
+    Summarize,
+    TruncateOldest,
+}
+
+impl Strategy {
+    /// The strategy a JSON value names; `None` for any other value.
+    pub fn of(value: &Value) -> Option<Strategy> {
+        match value.as_str()? {
+            "summarize" => Some(Strategy::Summarize),
+            "truncate_oldest" => Some(Strategy::TruncateOldest),
+            _ => None,
+        }
+    }
+
+    /// Every strategy, in the schema's order.
+    pub const ALL: [Strategy; 2] = [Strategy::Summarize, Strategy::TruncateOldest];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::Summarize => "summarize",
+            Strategy::TruncateOldest => "truncate_oldest",
+        }
+    }
+}
+
 /// The compaction policy `checkfu.runtime_config` admitted, as the step reads it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Policy {
-    pub strategy: String,
+    pub strategy: Strategy,
     pub trigger_tokens: u64,
 }
 
@@ -54,7 +83,7 @@ impl Policy {
     /// The policy of a runtime config (`None`: it admits none, or it is not one).
     pub fn of(runtime_config: &Value) -> Option<Policy> {
         let policy = runtime_config.get("compaction")?;
-        Some(Policy { strategy: policy.get("strategy")?.as_str()?.to_owned(), trigger_tokens: policy.get("trigger_tokens")?.as_u64()? })
+        Some(Policy { strategy: Strategy::of(policy.get("strategy")?)?, trigger_tokens: policy.get("trigger_tokens")?.as_u64()? })
     }
 }
 
@@ -62,7 +91,7 @@ impl Policy {
 /// the decoder already said why).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Claim {
-    pub strategy: String,
+    pub strategy: Strategy,
     pub tokens_before: u64,
     pub tokens_after: u64,
     pub compacted_messages: u64,
@@ -71,7 +100,7 @@ pub struct Claim {
 impl Claim {
     pub fn of(value: &Value) -> Option<Claim> {
         Some(Claim {
-            strategy: value.get("strategy")?.as_str()?.to_owned(),
+            strategy: Strategy::of(value.get("strategy")?)?,
             tokens_before: value.get("tokens_before")?.as_u64()?,
             tokens_after: value.get("tokens_after")?.as_u64()?,
             compacted_messages: value.get("compacted_messages")?.as_u64()?,
@@ -196,7 +225,7 @@ pub fn mismatches(claims: &[Claim], recorded: &[Recorded], policy: Option<&Polic
             }
         }
         if let Some(policy) = policy.filter(|p| p.strategy != claim.strategy) {
-            out.push(format!("{name}: strategy claimed {}, admitted {}", claim.strategy, policy.strategy));
+            out.push(format!("{name}: strategy claimed {}, admitted {}", claim.strategy.name(), policy.strategy.name()));
         }
     }
     out
@@ -235,7 +264,8 @@ fn verdict(check: &CompactionCheck, calls: &[Call], answered: bool) -> Verdict {
         if let Some(claim) = check.claimed.first() {
             return Verdict::Failed(format!(
                 "checkfu.runtime_config admitted no compaction policy, so the harness must not compact, and it claims a {} compaction of {} message(s)",
-                claim.strategy, claim.compacted_messages
+                claim.strategy.name(),
+                claim.compacted_messages
             ));
         }
         if let Some(r) = compacted {
@@ -302,7 +332,7 @@ mod tests {
     }
 
     fn claim(compacted: u64, before: u64, after: u64) -> Claim {
-        Claim { strategy: String::from("truncate_oldest"), tokens_before: before, tokens_after: after, compacted_messages: compacted }
+        Claim { strategy: Strategy::TruncateOldest, tokens_before: before, tokens_after: after, compacted_messages: compacted }
     }
 
     fn claims(kept: Vec<Claim>, dropped: usize) -> Claims {
@@ -310,7 +340,7 @@ mod tests {
     }
 
     fn policy() -> Option<Policy> {
-        Some(Policy { strategy: String::from("truncate_oldest"), trigger_tokens: 500 })
+        Some(Policy { strategy: Strategy::TruncateOldest, trigger_tokens: 500 })
     }
 
     /// A turn whose first request (17 messages, 900 tokens) overflowed a window of 500, and
@@ -346,7 +376,7 @@ mod tests {
         let unrecorded = judge(500, policy(), claims(vec![claim(12, 900, 300), claim(1, 300, 200)], 0), &compacted_turn(), true);
         let Verdict::Failed(reason) = unrecorded.verdict else { panic!("an unrecorded claim passed") };
         assert!(reason.contains("#2 claims 1 message(s) compacted") && reason.contains("shows no compaction #2"), "{reason}");
-        let strategy = Claim { strategy: String::from("summarize"), ..claim(12, 900, 300) };
+        let strategy = Claim { strategy: Strategy::Summarize, ..claim(12, 900, 300) };
         assert_eq!(
             judge(500, policy(), claims(vec![strategy], 0), &compacted_turn(), true).mismatches,
             ["checkfu.compaction #1: strategy claimed summarize, admitted truncate_oldest"]
@@ -414,7 +444,7 @@ mod tests {
         assert_eq!(Claim::of(&value).map(|c| c.compacted_messages), Some(2));
         assert_eq!(Claim::of(&serde_json::json!({"strategy": "summarize", "tokens_before": -5})), None);
         let config = serde_json::json!({"context_window": 500, "compaction": {"strategy": "truncate_oldest", "trigger_tokens": 400}});
-        assert_eq!(Policy::of(&config), Some(Policy { strategy: String::from("truncate_oldest"), trigger_tokens: 400 }));
+        assert_eq!(Policy::of(&config), Some(Policy { strategy: Strategy::TruncateOldest, trigger_tokens: 400 }));
         assert_eq!(Policy::of(&serde_json::json!({"context_window": 500})), None);
         let mut noted = Claims::default();
         let update = |meta: Value| serde_json::json!({"method": "session/update", "params": {"sessionId": "s", "update": {"sessionUpdate": "agent_message_chunk", "_meta": meta}}});
