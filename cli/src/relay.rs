@@ -24,6 +24,10 @@ pub struct Args {
     /// Seconds a client may take to send its headers, and then its body.
     #[arg(long, default_value_t = 10)]
     stall_seconds: u64,
+    /// Enforce a context window, in tokens of the relay's estimate: a request past it is
+    /// answered with the dialect's context-length error.
+    #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    context_window: Option<u64>,
 }
 
 pub fn relay(args: Args) -> i32 {
@@ -53,6 +57,7 @@ pub fn relay(args: Args) -> i32 {
         stall: Duration::from_secs(args.stall_seconds.max(1)),
         listener: None,
         record_bodies: false,
+        context_window: args.context_window,
     };
     let relay = match Relay::start(config) {
         Ok(relay) => relay,

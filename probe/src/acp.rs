@@ -358,6 +358,9 @@ struct Run<'o, 's, 'a, 'p> {
     /// relay's clock).
     steer_sent_ms: Option<u64>,
     steer_ack: Option<(String, u64)>,
+    /// The `checkfu.compaction` members of the harness's updates, set against the record
+    /// under an enforced window ([`verdict::compaction`]).
+    compaction_claims: verdict::compaction::Claims,
 }
 
 impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
@@ -386,6 +389,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             drain: None,
             steer_sent_ms: None,
             steer_ack: None,
+            compaction_claims: verdict::compaction::Claims::default(),
         }
     }
 
@@ -428,6 +432,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             Incoming::Notification { method, message, report } => {
                 if method == UPDATE_METHOD {
                     self.normalizer.update(&report, &message);
+                    self.compaction_claims.note(&message);
                 }
             }
             Incoming::Response { id, message, .. } => {
@@ -503,6 +508,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
 
     fn start_session(&mut self, meta: Map<String, Value>) -> Option<String> {
         let started = Instant::now();
+        let authority = authority_note(&meta);
         let cwd = self.session.workspace().harness_root().to_string_lossy().into_owned();
         let mut params = json!({"cwd": cwd, "mcpServers": []});
         if !meta.is_empty() {
@@ -528,7 +534,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         let outcome = match answer {
             Err(reason) => Err(format!("session/new: {reason}")),
             Ok((message, _)) => match (message.get("error"), message.pointer("/result/sessionId").and_then(Value::as_str)) {
-                (Some(error), _) => Err(format!("session/new answered an error: {}", rpc_error(error))),
+                (Some(error), _) => Err(format!("session/new answered an error: {}{authority}", rpc_error(error))),
                 (None, Some(id)) => Ok(id.to_owned()),
                 (None, None) => Err(String::from("session/new answered without a sessionId")),
             },
@@ -654,6 +660,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         }
         let teardown_ms = started.elapsed().as_millis() as u64;
         let report = self.checks(admitted);
+        let context_compaction = self.context_compaction();
         let harness = HarnessInfo {
             command: self.command.iter().map(|c| c.to_string_lossy().into_owned()).collect(),
             agent_info: self.agent_info.clone(),
@@ -691,6 +698,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             turn_telemetry,
             cancellation,
             drain,
+            context_compaction,
             trace,
             record,
         };
@@ -702,6 +710,16 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             declaration,
             profile: Vec::new(),
         }
+    }
+
+    /// Under an enforced window, once a prompt was sent: the turn's compaction against the
+    /// relay's record of it, under the policy the runtime config admitted.
+    fn context_compaction(&mut self) -> Option<verdict::compaction::CompactionCheck> {
+        let window = self.stage.options.context_window.filter(|_| self.prompt_id.is_some())?;
+        let policy = self.options.runtime_config.as_ref().and_then(verdict::compaction::Policy::of);
+        let claims = std::mem::take(&mut self.compaction_claims);
+        let calls = self.stage.plane.relay.calls(1);
+        Some(verdict::compaction::judge(window, policy, claims, &calls, self.reply_in_output.is_some()))
     }
 
     /// The seven checks over the trace (a check over a turn that never happened is a
@@ -731,6 +749,16 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         self.trace = Some(trace);
         report
     }
+}
+
+/// What a refused `session/new` carried, for its reason: authority members are fail-closed, so
+/// a harness that does not take one refuses the session (`""` when none was sent).
+fn authority_note(meta: &Map<String, Value>) -> String {
+    if meta.is_empty() {
+        return String::new();
+    }
+    let keys: Vec<&str> = meta.keys().map(String::as_str).collect();
+    format!(" (it carried the authority members {}, which a harness that does not take them must refuse)", keys.join(", "))
 }
 
 /// Whether the declaration admitted the upgrade whose evidence is `check`.

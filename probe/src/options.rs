@@ -30,6 +30,9 @@ pub struct RunOptions {
     pub netns: bool,
     /// Keep bounded copies of the model calls' bodies (`--record-model`).
     pub record_bodies: bool,
+    /// The context window the relay enforces (the ACP lane's `checkfu.runtime_config`
+    /// tells the harness the same window): `None`, no window.
+    pub context_window: Option<u64>,
     pub step_timeout: Duration,
     pub deadline: Deadline,
     /// How long teardown waits for an exit after closing stdin, and again after SIGTERM.
@@ -71,6 +74,7 @@ impl Default for RunOptions {
             home_files: Vec::new(),
             netns: true,
             record_bodies: false,
+            context_window: None,
             step_timeout: Duration::from_secs(30),
             deadline: Deadline::from(Instant::now(), Duration::from_secs(120)),
             kill_grace: Duration::from_secs(2),

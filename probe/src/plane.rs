@@ -143,6 +143,7 @@ impl Plane {
             stall: options.step_timeout.min(Duration::from_secs(10)),
             listener,
             record_bodies: options.record_bodies,
+            context_window: options.context_window,
         })
         .map_err(|e| cannot_start("relay", e.to_string()))?;
         let home = match options.inherit_home {

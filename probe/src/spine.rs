@@ -160,6 +160,22 @@ fn steps(
     Ok((finish(&plan.run, protocol, entry, stage, end), image))
 }
 
+/// `context_compaction`, under an enforced window: the lane's check of the turn (ACP, once
+/// a prompt was sent), else a skip saying why.
+fn context_compaction(steps: &mut Steps<'_>, lane: &LaneReport) {
+    use crate::verdict::compaction::Verdict;
+    let check = match lane {
+        LaneReport::Acp(report) => report.context_compaction.as_ref(),
+        _ => None,
+    };
+    match check.map(|c| &c.verdict) {
+        Some(Verdict::Passed) => steps.ended(StepName::ContextCompaction, 0, Ok(())),
+        Some(Verdict::Failed(reason)) => steps.ended(StepName::ContextCompaction, 0, Err(reason.clone())),
+        Some(Verdict::Skipped(reason)) => steps.skipped(StepName::ContextCompaction, reason),
+        None => steps.skipped(StepName::ContextCompaction, acp::NO_TURN),
+    }
+}
+
 /// Teardown (the lane's, then the plane's), the model plane with the relay's record, the
 /// catalog binding, and the report.
 fn finish(
@@ -178,6 +194,9 @@ fn finish(
     // step of the run, judged before teardown like the lane's own.
     if options.model_script.fails_calls() {
         steps.ended(StepName::ModelRecovery, 0, crate::verdict::recovery(&record.calls, end.reply_in_output.is_some()));
+    }
+    if options.context_window.is_some() {
+        context_compaction(&mut steps, &end.report);
     }
     let (lane_ms, lane_teardown) = end.teardown;
     let teardown = match (lane_teardown, removed) {

@@ -12,6 +12,7 @@
 //! A failure names its deciding fact first; the relay's refusals are added as context only
 //! where they can be its cause (no call served, or none carrying the nonce).
 
+pub mod compaction;
 pub mod in_flight;
 pub mod steer;
 
@@ -276,6 +277,8 @@ pub(crate) mod tests {
             tool_called: None,
             token_returned: false,
             bodies: None,
+            estimated_tokens: 10,
+            messages: 1,
         }
     }
 

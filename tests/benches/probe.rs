@@ -10,6 +10,12 @@
 //! - `probe_run`: `checkfu_wire_probe::run` (the spine) on the same agent: spawn in a process group,
 //!   every message decoded and checked, the client side answered live, observations
 //!   normalized and judged, teardown with the group check.
+//! - `compaction`: the cost of `context_compaction` on the fixture agent opening its
+//!   conversation with 8 earlier exchanges (`--history 8`, about 1100 tokens by the relay's
+//!   estimate): `windowed`, under `--context-window 400 --compaction truncate_oldest` (the
+//!   first call answered with a context overflow, the agent's compaction and second call, the
+//!   claim judged against the record), against `unwindowed`, the same agent without a window
+//!   (one call).
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -98,5 +104,30 @@ fn probe_run(bencher: divan::Bencher, turns: usize) {
             LaneReport::Acp(acp) => acp.wire.messages_in,
             LaneReport::Oneshot(_) => 0,
         }
+    });
+}
+
+/// A plan of one turn of the agent with 8 earlier exchanges, with a window of 400 and a
+/// `truncate_oldest` policy or without.
+fn compaction_plan(windowed: bool) -> Plan {
+    let command = [AGENT, "--history", "8", "--mid-turn-wait-ms", "0"].iter().map(Into::into).collect();
+    let mut options = AcpOptions::new(command);
+    options.settle = Duration::ZERO;
+    let mut run = RunOptions { kill_grace: Duration::from_secs(2), ..RunOptions::default() };
+    if windowed {
+        options.runtime_config =
+            Some(serde_json::json!({"context_window": 400, "compaction": {"strategy": "truncate_oldest", "trigger_tokens": 400}}));
+        run.context_window = Some(400);
+    }
+    Plan { run, lane: LanePlan::Acp(options), image: None, registration: None }
+}
+
+#[divan::bench(sample_count = 100, args = ["unwindowed", "windowed"])]
+fn compaction(bencher: divan::Bencher, case: &str) {
+    let windowed = case == "windowed";
+    bencher.bench(|| {
+        let result = probe::run(&compaction_plan(windowed), &mut |_| {}).expect("probe runs");
+        assert!(result.passed(), "{}", result.to_text());
+        result.model_plane.calls.len()
     });
 }

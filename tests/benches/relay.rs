@@ -9,6 +9,9 @@
 //!   same size as the relay's, then closes: what any HTTP call over loopback costs here.
 //! - `relay_start_stop`: starting a relay (thread, runtime, socket) and stopping it, against
 //!   `bind_floor`: binding and dropping a loopback listener.
+//! - `estimate`: the relay's size estimate (`relay::estimate`, made for every call since the
+//!   context window came) of a parsed Chat Completions body of N messages of about 400 bytes,
+//!   against `parse_floor`: parsing that body, which every call pays anyway.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -35,6 +38,7 @@ fn config() -> Config {
         stall: Duration::from_secs(10),
         listener: None,
         record_bodies: false,
+        context_window: None,
     }
 }
 
@@ -147,4 +151,27 @@ fn relay_start_stop() {
 fn bind_floor() {
     let listener = TcpListener::bind(("127.0.0.1", 0)).expect("bind");
     divan::black_box(listener.local_addr().ok());
+}
+
+/// Message counts of the estimated bodies: about 4 KB, 400 KB and 8 MB.
+const MESSAGES: [usize; 3] = [10, 1_000, 20_000];
+
+fn chat_body(messages: usize) -> Vec<u8> {
+    let list: Vec<serde_json::Value> = (0..messages)
+        .map(|k| serde_json::json!({"role": if k % 2 == 0 { "user" } else { "assistant" }, "content": format!("{k} {}", "words ".repeat(64))}))
+        .collect();
+    serde_json::json!({"model": "m", "messages": list}).to_string().into_bytes()
+}
+
+#[divan::bench(args = MESSAGES, sample_count = 30)]
+fn estimate(bencher: divan::Bencher, messages: usize) {
+    let body: serde_json::Value = serde_json::from_slice(&chat_body(messages)).expect("JSON");
+    let object = body.as_object().expect("object");
+    bencher.bench(|| checkfu_wire_probe::relay::estimate::of(checkfu_wire_probe::relay::dialect::Served::OpenaiChat, object));
+}
+
+#[divan::bench(args = MESSAGES, sample_count = 30)]
+fn parse_floor(bencher: divan::Bencher, messages: usize) {
+    let bytes = chat_body(messages);
+    bencher.bench(|| serde_json::from_slice::<serde_json::Value>(&bytes).expect("JSON"));
 }

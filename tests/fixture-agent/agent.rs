@@ -1,6 +1,6 @@
 //! A small ACP agent over stdio for the probe's tests and benchmark: it declares and emits
 //! every Checkfu extension (the declaration, subagent lifecycle, steer and interrupt
-//! acknowledgements, turn telemetry, a journal checkpoint, a compaction), uses the client's
+//! acknowledgements, turn telemetry, a journal checkpoint, a compaction when it makes one), uses the client's
 //! permission and `fs/*` methods inside its workspace, and echoes the prompt (so the probe's
 //! nonce reaches its output). Switches make it misbehave in one way each:
 //!
@@ -19,7 +19,10 @@
 //! sends one when the model's usage lacks the cache counts), `--malformed-chunk` (an
 //! `agent_message_chunk` whose content is not a content block),
 //! `--spawn-child` (leaves a `sleep` in its process group), `--hang` (ignores EOF and
-//! SIGTERM), `--no-nonce`. Its answer comes from the model behind the probe's relay
+//! SIGTERM), `--no-nonce`. Under a `checkfu.runtime_config` that admits a compaction
+//! policy it compacts on a context-length error (`compaction.rs`); `--history N` opens the
+//! conversation with N earlier exchanges to compact, `--lie-compaction count|tokens`
+//! misreports the compaction, `--refuse-runtime-config` refuses a session that carries one. Its answer comes from the model behind the probe's relay
 //! (`model.rs`), in `--dialect NAME` (`openai_chat` by default), with switches for a model
 //! plane that misbehaves: `--no-model` (answers the nonce without any model call),
 //! `--echo-prompt` (asks the model, then sends the prompt back as its message), `--no-key`
@@ -40,6 +43,8 @@
 //! turn's next request (after the model's answer, a request with the steer as the user's
 //! words); `--drop-steer` acknowledges it and never passes it on (a hostile twin).
 
+#[path = "compaction.rs"]
+mod compaction;
 #[path = "model.rs"]
 mod model;
 
@@ -100,6 +105,14 @@ struct Switches {
     drop_steer: bool,
     truncate_drain: bool,
     call_after_drain: bool,
+    /// `--history N`: the conversation opens with N earlier exchanges, which a compaction
+    /// may drop; `--lie-compaction count|tokens`: its `checkfu.compaction` misreports the
+    /// messages dropped or the tokens before (a hostile twin).
+    history: usize,
+    lie_compaction: Option<compaction::Lie>,
+    /// `--refuse-runtime-config`: a `session/new` carrying `checkfu.runtime_config` is refused,
+    /// as a harness that does not take it must (authority is fail-closed).
+    refuse_runtime_config: bool,
     turns: usize,
     mid_turn_wait_ms: u64,
 }
@@ -165,6 +178,9 @@ fn switches() -> Switches {
             "--drop-steer" => s.drop_steer = true,
             "--truncate-drain" => s.truncate_drain = true,
             "--call-after-drain" => s.call_after_drain = true,
+            "--refuse-runtime-config" => s.refuse_runtime_config = true,
+            "--history" => s.history = args.next().and_then(|n| n.parse().ok()).unwrap_or(0),
+            "--lie-compaction" => s.lie_compaction = args.next().as_deref().and_then(compaction::Lie::parse),
             other => {
                 eprintln!("fixture agent: unknown switch {other}");
                 std::process::exit(2);
@@ -193,6 +209,8 @@ struct Agent {
     mid_call: MidCall,
     /// A steer acknowledged `delivered` and not yet passed to the model.
     pending_steer: Option<String>,
+    /// The session's `checkfu.runtime_config`, as `session/new` gave it.
+    runtime_config: Option<Value>,
 }
 
 /// A cancel or a drain that arrived while a model call was in flight.
@@ -284,10 +302,14 @@ impl Agent {
                     }
                 }
                 Some("session/new") => {
+                    let runtime_config = message.pointer("/params/_meta/checkfu.runtime_config").is_some();
                     if self.s.need_credentials && !self.authenticated {
                         self.fail(&id, -32000, "Authentication required");
+                    } else if self.s.refuse_runtime_config && runtime_config {
+                        self.fail(&id, -32602, "checkfu.runtime_config is not supported");
                     } else {
                         self.cwd = message.pointer("/params/cwd").and_then(Value::as_str).unwrap_or("/").to_owned();
+                        self.runtime_config = message.pointer("/params/_meta/checkfu.runtime_config").cloned();
                         self.respond(&id, json!({"sessionId": "fixture-1"}));
                     }
                 }
@@ -520,9 +542,11 @@ impl Agent {
                 );
             }
         }
-        self.update(session, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": " Done."},
-            "_meta": {"checkfu.journal_checkpoint": {"status": "checkpoint", "version": 1, "state": "c3RhdGU="},
-                      "checkfu.compaction": {"strategy": "summarize", "tokens_before": 9000, "tokens_after": 1200, "compacted_messages": 14}}}));
+        self.update(
+            session,
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": " Done."},
+            "_meta": {"checkfu.journal_checkpoint": {"status": "checkpoint", "version": 1, "state": "c3RhdGU="}}}),
+        );
         // The turn stays live a little while for mid-turn input: a steer, an interrupt.
         let mut interrupted = self.mid_call.draining;
         while let Some(message) = self.receive(Some(Duration::from_millis(self.s.mid_turn_wait_ms))) {
@@ -546,7 +570,7 @@ impl Agent {
         let result = json!({"stopReason": if interrupted { "cancelled" } else { "end_turn" },
             "_meta": {"checkfu.turn": {"execution": "shell", "shell_commands": 1, "filesystem_commands": 2, "mcp_calls": 0,
                 "model_calls": calls, "wall_time_ms": began.elapsed().as_millis() as u64,
-                "model_transient_retries": self.usage.transient_retries + inflated, "model_overflow_recoveries": 0}}});
+                "model_transient_retries": self.usage.transient_retries + inflated, "model_overflow_recoveries": self.usage.overflow_recoveries}}});
         self.respond(id, result.clone());
         if self.s.duplicate_terminal {
             self.respond(id, result);
@@ -567,6 +591,8 @@ impl Agent {
         }
         let mut conversation = model::Conversation::new(dialect, key, prompt);
         conversation.retry = self.s.retry;
+        conversation.reload(compaction::earlier_exchanges(self.s.history));
+        conversation.policy = compaction::Policy::of(self.runtime_config.as_ref());
         if self.s.malformed_body {
             let answer = model::post(&addr, "/v1/chat/completions", &conversation.headers(), b"{\"model\": ");
             notes.push_str(&format!(" (malformed body answered {:?})", answer.map(|a| a.0)));
@@ -579,6 +605,11 @@ impl Agent {
         for round in 0..4 {
             let answer = self.ask_watching(&mut conversation, &addr);
             self.usage = conversation.usage;
+            // Each compaction is said as it is known: after the call that needed it.
+            for done in std::mem::take(&mut conversation.compactions) {
+                let claim = done.claim("truncate_oldest", self.s.lie_compaction);
+                self.update(session, json!({"sessionUpdate": "session_info_update", "updatedAt": "2026-12-01T00:00:00Z", "_meta": {"checkfu.compaction": claim}}));
+            }
             match answer {
                 model::Answer::Text(text) => {
                     let steer =
@@ -689,6 +720,7 @@ fn main() {
         usage: model::Usage::default(),
         mid_call: MidCall::default(),
         pending_steer: None,
+        runtime_config: None,
     };
     agent.run();
 }

@@ -11,6 +11,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use super::compaction;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Dialect {
     Anthropic,
@@ -78,6 +80,8 @@ pub struct Usage {
     pub calls: u64,
     /// The transient faults that were tried again.
     pub transient_retries: u64,
+    /// The context overflows it compacted its way past and asked again.
+    pub overflow_recoveries: u64,
 }
 
 /// The most attempts of one model call under `--retry`.
@@ -160,6 +164,10 @@ pub struct Conversation {
     pub usage: Usage,
     /// The call in flight, for a cancel to close.
     pub in_flight: InFlight,
+    /// The compaction policy admitted (`None`: a context overflow ends the turn), and the
+    /// compactions made, not yet reported.
+    pub policy: Option<compaction::Policy>,
+    pub compactions: Vec<compaction::Compacted>,
     history: Vec<Value>,
 }
 
@@ -171,7 +179,21 @@ impl Conversation {
             Dialect::Anthropic | Dialect::Chat => json!({"role": "user", "content": prompt}),
             Dialect::Responses => json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]}),
         };
-        Conversation { dialect, key, retry: None, usage: Usage::default(), in_flight: InFlight::default(), history: vec![first] }
+        Conversation {
+            dialect,
+            key,
+            retry: None,
+            usage: Usage::default(),
+            in_flight: InFlight::default(),
+            policy: None,
+            compactions: Vec::new(),
+            history: vec![first],
+        }
+    }
+
+    /// Opens the conversation with earlier messages, before the prompt.
+    pub fn reload(&mut self, earlier: Vec<Value>) {
+        self.history.splice(0..0, earlier);
     }
 
     fn body(&self) -> Value {
@@ -195,7 +217,7 @@ impl Conversation {
     }
 
     pub fn ask(&mut self, addr: &str) -> Answer {
-        let body = self.body().to_string();
+        let mut body = self.body().to_string();
         let mut attempt = 0;
         let (status, answer, text) = loop {
             attempt += 1;
@@ -207,6 +229,16 @@ impl Conversation {
             // model: `checkfu.turn` counts the calls the model served, faults included.
             self.usage.calls += u64::from(!matches!(read.status, 401 | 403 | 404 | 405 | 408 | 413 | 501));
             let text = String::from_utf8_lossy(&read.body).into_owned();
+            // Past the window: compact under the admitted policy, and ask again.
+            if compaction::is_overflow(read.status, &text) && attempt < ATTEMPTS {
+                let window = self.policy.as_ref().map(|p| p.window);
+                if let Some(done) = window.and_then(|w| compaction::truncate_oldest(&mut self.history, w)) {
+                    self.compactions.push(done);
+                    self.usage.overflow_recoveries += 1;
+                    body = self.body().to_string();
+                    continue;
+                }
+            }
             let answer = (read.status == 200).then(|| serde_json::from_str::<Value>(&text).ok()).flatten();
             // A fault worth another try: a rate limit, an overload, a server error, or an
             // answer cut short (a 200 whose JSON never ends).

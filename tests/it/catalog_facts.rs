@@ -146,6 +146,8 @@ fn the_probe_binding_compares_dialects_as_variants_and_reports_names() {
         tool_called: None,
         token_returned: false,
         bodies: None,
+        estimated_tokens: 1,
+        messages: 1,
     };
     // A dialect the entry does not declare, whichever the catalog's dialects are.
     let undeclared = *Dialect::ALL.iter().find(|d| !claude.dialects.contains(d)).expect("a dialect claude-code does not declare");

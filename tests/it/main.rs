@@ -17,6 +17,8 @@ mod catalog_facts;
 #[cfg(feature = "cli")]
 mod cli_generate;
 #[cfg(feature = "cli")]
+mod compaction;
+#[cfg(feature = "cli")]
 mod conform_cli;
 #[cfg(feature = "cli")]
 mod decode_cli;

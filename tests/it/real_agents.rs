@@ -305,3 +305,30 @@ fn claude_agent_acp_loses_the_answer_to_its_retry_of_a_cut_stream() {
     assert!(reason.contains("retried the stream_cut") && reason.contains("no reply token"), "{}", cut.pretty());
     assert_eq!(cut.step("prompt_exchange").0, "failed", "{}", cut.pretty());
 }
+
+/// Both agents under a window smaller than their first request (their system prompts alone
+/// pass it), with a compaction policy admitted: neither refuses `checkfu.runtime_config` (they
+/// do not know it), neither compacts on the context-length error, and `context_compaction`
+/// says each gave up after the overflow the relay recorded, while `prompt_exchange` fails on
+/// the turn the agent ended. What the adapters do today, held so a change shows.
+#[test]
+#[cfg_attr(not(checkfu_real_agents), ignore = "CHECKFU_REAL_AGENTS is not set: run tests/real-agents/install.sh DIR and set it to DIR")]
+fn both_agents_meet_an_enforced_window_and_do_not_compact() {
+    let bin = agents().expect(IGNORED);
+    for entry in ["claude-code", "codex"] {
+        let recipe = recipe(entry);
+        let options =
+            ["--recipe", &recipe, "--context-window", "2000", "--compaction", "summarize", "--deadline", "180", "--step-timeout", "90"];
+        let run = probe_env(&options, &[], &[("PATH", path_with(&bin))]);
+        let context = format!("{entry}: {}", run.pretty());
+        assert_eq!(run.step("session_start").0, "passed", "{context}");
+        assert_eq!(run.step("prompt_exchange").0, "failed", "{context}");
+        let (status, reason) = run.step("context_compaction");
+        assert_eq!(status, "failed", "{context}");
+        assert!(reason.starts_with("the harness gave up after the context overflow of call"), "{context}");
+        let calls = run.plane()["calls"].as_array().cloned().unwrap_or_default();
+        let overflowed = calls.iter().find(|c| c["fault"] == "context_overflow").expect(&context);
+        assert!(overflowed["status"] == 400 && overflowed["estimated_tokens"].as_u64() > Some(2000), "{context}");
+        assert_eq!(run.json["context_compaction"]["claimed"], json!([]), "{context}");
+    }
+}

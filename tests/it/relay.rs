@@ -455,3 +455,41 @@ fn the_record_says_the_status_that_was_sent_or_that_none_was() {
     assert!(answer.starts_with(b"HTTP/1.1 400 "), "{}", String::from_utf8_lossy(&answer));
     assert_eq!(half_body["status"], 400, "{half_body}");
 }
+
+/// `--context-window`: a request past the window, by the relay's estimate, is answered with
+/// the dialect's context-length error naming that estimate, recorded as a `context_overflow`
+/// fault; one within it is answered as ever. The script is not asked for the refused ones.
+#[test]
+fn an_enforced_window_answers_past_it_with_each_dialects_context_length_error() {
+    let served = serve("nonce", &["--context-window", "20"]);
+    let key = served.here["api_key"].as_str().expect("key").to_owned();
+    // "user" and 200 bytes: 204 bytes, 51 tokens; "user" and "hi": 6 bytes, 2 tokens.
+    let long = "x".repeat(200);
+    let cases = [
+        ("/v1/messages", format!("x-api-key: {key}\r\n"), "messages", "prompt is too long: 51 tokens > 20 maximum"),
+        (
+            "/v1/chat/completions",
+            format!("Authorization: Bearer {key}\r\n"),
+            "messages",
+            "maximum context length is 20 tokens. However, your messages resulted in 51 tokens",
+        ),
+        ("/v1/responses", format!("Authorization: Bearer {key}\r\n"), "input", "context_length_exceeded"),
+    ];
+    for (path, header, list, said) in &cases {
+        let body = |text: &str| serde_json::json!({"model": "m", *list: [{"role": "user", "content": text}]}).to_string();
+        let (status, answer) = raw(&served.addr(), &post(path, header, &body(&long)));
+        assert_eq!(status, 400, "{path}: {answer}");
+        assert!(answer.contains(said), "{path}: {answer}");
+        let (status, answer) = raw(&served.addr(), &post(path, header, &body("hi")));
+        assert_eq!(status, 200, "{path}: {answer}");
+    }
+    let record = served.stop();
+    let calls = record["calls"].as_array().expect("calls");
+    let seen: Vec<(Value, Value, Value, Value)> =
+        calls.iter().map(|c| (c["status"].clone(), c["fault"].clone(), c["estimated_tokens"].clone(), c["messages"].clone())).collect();
+    let refused = (Value::from(400), Value::from("context_overflow"), Value::from(51), Value::from(1));
+    let answered = (Value::from(200), Value::Null, Value::from(2), Value::from(1));
+    assert_eq!(seen, [refused.clone(), answered.clone(), refused.clone(), answered.clone(), refused, answered]);
+    // The answered calls carry the script's reply token: the overflows used up no reply.
+    assert!(calls.iter().filter(|c| c["status"] == 200).all(|c| c["reply_token"].is_string()), "{calls:?}");
+}

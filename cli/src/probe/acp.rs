@@ -36,9 +36,24 @@ pub struct Flags {
     /// `checkfu.continuity` for session/new.
     #[arg(long)]
     pub continuity: Option<String>,
-    /// `checkfu.runtime_config` for session/new, as JSON (`{"context_window": 200000}`).
+    /// `checkfu.runtime_config` for session/new, as JSON (`{"context_window": 200000}`); its
+    /// `context_window`, when it has one, is the window the relay enforces.
     #[arg(long)]
     pub runtime_config: Option<String>,
+    /// The model's context window, in tokens of the relay's estimate: sent as
+    /// `checkfu.runtime_config`, enforced by the relay (a request past it is answered with
+    /// the dialect's context-length error), and judged by the `context_compaction` step.
+    #[arg(long, value_name = "TOKENS", conflicts_with = "runtime_config", value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    pub context_window: Option<u64>,
+    /// The compaction policy admitted with --context-window: its strategy (`truncate_oldest`
+    /// or `summarize`). Without it, the runtime config admits none: the harness must not
+    /// compact.
+    #[arg(long, value_name = "STRATEGY", requires = "context_window")]
+    pub compaction: Option<String>,
+    /// The policy's `trigger_tokens`: the estimate at which the harness may compact
+    /// (default: the window).
+    #[arg(long, value_name = "TOKENS", requires = "compaction", value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    pub compaction_trigger: Option<u64>,
     /// Send a scripted cooperative interrupt (when `interrupt: cooperative` was admitted) and
     /// opt in to its check.
     #[arg(long)]
@@ -83,10 +98,15 @@ pub(super) fn options(args: &super::Args, recipe: Option<&Recipe>, run: &mut Run
     if let Some(recipe) = recipe {
         run.harness = args.shared.harness.clone().or_else(|| recipe.harness.clone());
     }
-    let runtime_config = match &flags.runtime_config {
-        Some(text) => Some(serde_json::from_str(text).map_err(|e| ProbeError::Usage(format!("--runtime-config is not JSON: {e}")))?),
-        None => None,
+    let runtime_config = match (&flags.runtime_config, flags.context_window) {
+        (Some(text), _) => Some(
+            serde_json::from_str::<serde_json::Value>(text).map_err(|e| ProbeError::Usage(format!("--runtime-config is not JSON: {e}")))?,
+        ),
+        (None, Some(window)) => Some(runtime_config(window, flags)),
+        (None, None) => None,
     };
+    // The window the harness is told is the one the relay holds it to.
+    run.context_window = runtime_config.as_ref().and_then(|c| c.get("context_window")).and_then(serde_json::Value::as_u64);
     Ok(AcpOptions {
         command: args.command.clone(),
         recipe_command: recipe.map(|r| r.command.clone()).unwrap_or_default(),
@@ -107,6 +127,17 @@ pub(super) fn options(args: &super::Args, recipe: Option<&Recipe>, run: &mut Run
         terminals: flags.allow_terminals,
         settle: Duration::from_secs_f64(args.shared.settle),
     })
+}
+
+/// `checkfu.runtime_config` from --context-window, --compaction and --compaction-trigger
+/// (checked against the slot's schema with the other authority members, before anything
+/// starts).
+fn runtime_config(window: u64, flags: &Flags) -> serde_json::Value {
+    let mut config = serde_json::json!({"context_window": window});
+    if let Some(strategy) = &flags.compaction {
+        config["compaction"] = serde_json::json!({"strategy": strategy, "trigger_tokens": flags.compaction_trigger.unwrap_or(window)});
+    }
+    config
 }
 
 /// `--permission`: the probe's [`PermissionPolicy`] as the command line names it (the probe

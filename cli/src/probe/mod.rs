@@ -407,6 +407,7 @@ impl Shared {
             home_files: self.home_file.clone(),
             netns: !self.no_netns,
             record_bodies: self.record_model.is_some(),
+            context_window: None,
             step_timeout: Duration::from_secs_f64(self.step_timeout),
             deadline: Deadline::from(started, Duration::from_secs_f64(self.deadline)),
             kill_grace: Duration::from_secs_f64(self.kill_grace),

@@ -22,6 +22,7 @@
 //! | an output schema past the replay model's budgets, or with no finite instance | 400 |
 //! | a model script that has no reply left | 500 |
 //! | a call the model script fails ([`fault`]) | its fault's status, or a stream cut short |
+//! | a call past the enforced context window (its size by [`estimate`]) | 400, the dialect's context-length error, recorded as a `context_overflow` fault |
 //! | more than [`MAX_BODIES_READ`] bodies being read at once for the configured time | 503 |
 //! | a connection past [`MAX_CONNECTIONS`] open at once | closed unread |
 //! | a request head hyper cannot read | what hyper answers: 400, 414 or 431 |
@@ -47,6 +48,7 @@
 
 pub mod bounds;
 pub mod dialect;
+pub mod estimate;
 pub mod fault;
 pub mod pace;
 pub mod record;
@@ -117,6 +119,10 @@ pub struct Config {
     pub listener: Option<TcpListener>,
     /// Keep bounded copies of each call's bodies (`--record-model`).
     pub record_bodies: bool,
+    /// The context window the relay enforces, in tokens of its own estimate
+    /// ([`estimate`]): a request past it is answered with the dialect's context-length
+    /// error, recorded as a `context_overflow` fault, and the script is not asked.
+    pub context_window: Option<u64>,
 }
 
 /// A running relay.
@@ -137,6 +143,7 @@ struct Shared {
     model: Model,
     record_bodies: bool,
     stall: Duration,
+    context_window: Option<u64>,
     /// When the relay started: each call's `started_ms` counts from here.
     epoch: Instant,
     sequence: AtomicUsize,
@@ -204,6 +211,7 @@ impl Relay {
             model: Model::new(config.script, config.token, config.token_file),
             record_bodies: config.record_bodies,
             stall: config.stall,
+            context_window: config.context_window,
             epoch: Instant::now(),
             sequence: AtomicUsize::new(0),
             bodies: tokio::sync::Semaphore::new(MAX_BODIES_READ),
@@ -714,11 +722,15 @@ fn serve(activity: &Activity, admitted: Admitted<'_>, started: Instant) -> Respo
     let nonce_in_request = !state.nonce.is_empty() && turn.latest_user_text().is_some_and(|t| t.contains(&state.nonce));
     let earlier_reply_in_request = state.earlier_replies.iter().any(|t| bounds::strings_contain(&json, t));
     let steer_in_request = lock(&shared.steer).as_ref().is_some_and(|t| bounds::strings_contain(&json, t));
+    let size = json.as_object().map(|body| estimate::of(dialect, body)).unwrap_or_default();
     drop(json);
     let reply_token = fresh_reply_token(&body);
-    let (played, decision) = match shared.model.reply(&turn, &reply_token, state.plain) {
-        Ok(answer) => answer,
-        Err(unanswered) => return refuse(activity, &path, shape, unanswered.status, unanswered.kind, unanswered.reason),
+    let (played, decision) = match enforced_overflow(shared.context_window, size) {
+        Some(overflow) => (overflow, script::Decision::default()),
+        None => match shared.model.reply(&turn, &reply_token, state.plain) {
+            Ok(answer) => answer,
+            Err(unanswered) => return refuse(activity, &path, shape, unanswered.status, unanswered.kind, unanswered.reason),
+        },
     };
     let (played, pace) = pace::apply(played, state.pace);
     let sequence = shared.sequence.fetch_add(1, Ordering::Relaxed) + 1;
@@ -745,6 +757,8 @@ fn serve(activity: &Activity, admitted: Admitted<'_>, started: Instant) -> Respo
         tool_called: decision.tool_called.map(|t| record::capped(&t, record::MAX_NAME)),
         token_returned: decision.token_returned,
         bodies: None,
+        estimated_tokens: size.tokens,
+        messages: size.messages,
     };
     let pieces = pace.map_or(1, |p| p.pieces);
     let rendered = render(dialect, &played, &turn, &Ids::new(sequence), reply_token, pieces, &mut call);
@@ -766,6 +780,14 @@ fn serve(activity: &Activity, admitted: Admitted<'_>, started: Instant) -> Respo
         }
         None => rendered.into_response(),
     }
+}
+
+/// The overflow a request past the enforced window is answered with, naming the relay's
+/// estimate and the window (a script is not asked: the provider refuses before its model
+/// sees the request); `None` within the window, or without one.
+fn enforced_overflow(window: Option<u64>, size: estimate::Size) -> Option<Played> {
+    let maximum = window.filter(|w| size.tokens > *w)?;
+    Some(Played::Fault(Fault::ContextOverflow { tokens: Some(size.tokens), maximum }))
 }
 
 /// An answer made and not yet sent: what the record keeps of it, and what goes out.

@@ -264,6 +264,7 @@ mod tests {
             stall: Duration::from_secs(5),
             listener: None,
             record_bodies: false,
+            context_window: None,
         })
         .expect("relay")
     }

@@ -98,6 +98,11 @@ pub struct Call {
     /// The bodies, kept for `--record-model` only.
     #[serde(skip)]
     pub bodies: Option<Bodies>,
+    /// The request's size in tokens by the relay's own estimate (`relay::estimate`): what
+    /// an enforced context window is held against.
+    pub estimated_tokens: u64,
+    /// The entries of the request's message list (`relay::estimate`).
+    pub messages: usize,
 }
 
 /// A call's request and answer as `--record-model` keeps them: each cut at

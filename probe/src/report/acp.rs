@@ -28,6 +28,10 @@ pub struct AcpReport {
     /// The scripted drain's facts, when the interrupt was sent (`--interrupt`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub drain: Option<Drain>,
+    /// Under an enforced context window: the turn's overflows and compactions as the relay
+    /// recorded them, and the harness's `checkfu.compaction` claims set against them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_compaction: Option<crate::verdict::compaction::CompactionCheck>,
     /// The observation trace (`--trace`), and the recorded wire (`--record`).
     #[serde(skip)]
     pub trace: String,

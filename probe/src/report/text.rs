@@ -130,6 +130,10 @@ fn acp_tail(out: &mut String, r: &AcpReport, report: &Report) {
             c.cancel_after_ms, c.calls_after_cancel, c.streams_open
         );
     }
+    // Every way a compaction claim differs from the record (the step names the first).
+    for mismatch in r.context_compaction.iter().flat_map(|c| &c.mismatches) {
+        let _ = writeln!(out, "turn     {mismatch}");
+    }
     for request in &r.client_requests {
         let _ = writeln!(out, "client   {} {}: {}", request.method, request.outcome, request.detail);
     }

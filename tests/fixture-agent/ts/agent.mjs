@@ -1,55 +1,116 @@
 // The probe's fixture agent written with the official TypeScript ACP SDK
-// (@agentclientprotocol/sdk 2.4.0, installed by install.sh). It declares subagents and
-// native steering in checkfu.capabilities, answers the prompt with what the model behind the
-// probe's relay says (Node's own fetch, Chat Completions as plain JSON), runs one subagent with a tool call that asks permission and writes and reads
-// a file in the session's cwd, acknowledges a steer through the SDK's extension-request
-// handler, and ends the turn with checkfu.turn telemetry counted as it went. A transient fault
-// (429, 500, 503, 529, or an answer cut short) is retried after its retry-after. A session/cancel
-// aborts the model call in flight (fetch's AbortSignal) and the turn answers `cancelled`, as ACP
-// asks. A steer is acknowledged `queued` and goes to the model with the next prompt, before it.
-// It declares a cooperative interrupt: acknowledged `draining`, the model call in flight runs to
-// its end, its answer is shown whole, and the turn stops there.
+// (@agentclientprotocol/sdk 2.4.0, installed by install.sh). It declares subagents, native
+// steering and a cooperative interrupt in checkfu.capabilities, answers the prompt with what the
+// model behind the probe's relay says (Node's own fetch, Chat Completions as plain JSON), runs
+// one subagent with a tool call that asks permission and writes and reads a file in the
+// session's cwd, acknowledges a steer through the SDK's extension-request handler, and ends the
+// turn with checkfu.turn telemetry counted as it went.
+//
+// A transient fault (429, 500, 503, 529, or an answer cut short) is retried after its
+// retry-after. A session/cancel aborts the model call in flight (fetch's AbortSignal) and the
+// turn answers `cancelled`, as ACP asks. A steer is acknowledged `queued` and goes to the model
+// with the next prompt, before it. A cooperative interrupt is acknowledged `draining`: the model
+// call in flight runs to its end, its answer is shown whole, and the turn stops there.
+//
+// `--history N` opens each conversation with N earlier exchanges. Under a
+// checkfu.runtime_config that admits a compaction policy, a context-length error of the model
+// makes it drop its oldest messages until they fit the window (by the relay's published rule:
+// four bytes a token over every string of the message list), report that in
+// checkfu.compaction and ask again; without a policy it must not compact, and does not.
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 
 const M = acp.methods;
-const sessions = new Map(); // sessionId -> cwd
+const sessions = new Map(); // sessionId -> { cwd, runtimeConfig }
 const inFlight = new Map(); // sessionId -> the AbortController of its turn
 const queued = new Map(); // sessionId -> the steers' contents, for its next prompt
 const draining = new Set(); // sessionIds whose turn drains
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const text = (t) => ({ type: "text", text: t });
+const historyAt = process.argv.indexOf("--history");
+const HISTORY = historyAt > 0 ? Number(process.argv[historyAt + 1]) || 0 : 0;
+const ATTEMPTS = 6;
 
 async function update(client, sessionId, u) {
   await client.notify(M.client.session.update, { sessionId, update: u });
 }
 
-// The model the probe's relay serves: OPENAI_BASE_URL and OPENAI_API_KEY are set by the probe.
-// Each call it served counts (faults too); a transient fault is tried again, up to 4 times.
-async function askModel(said, signal, before, usage) {
-  for (let attempt = 1; ; attempt++) {
+// The relay's rule: the UTF-8 bytes of every string in the messages, four a token, rounded up.
+function estimate(messages) {
+  const bytes = (v) =>
+    typeof v === "string" ? Buffer.byteLength(v, "utf8")
+    : Array.isArray(v) ? v.reduce((n, x) => n + bytes(x), 0)
+    : v !== null && typeof v === "object" ? Object.values(v).reduce((n, x) => n + bytes(x), 0)
+    : 0;
+  return Math.ceil(bytes(messages) / 4);
+}
+
+// Drops the oldest messages before the latest user message until the rest fits `window`,
+// starting at a user message; null when even the latest user message does not fit.
+function truncateOldest(messages, window) {
+  const before = estimate(messages);
+  const last = messages.map((m) => m.role).lastIndexOf("user");
+  for (let from = 1; from <= last; from++) {
+    if (messages[from].role === "user" && estimate(messages.slice(from)) <= window) {
+      const kept = messages.slice(from);
+      return { kept, claim: { strategy: "truncate_oldest", tokens_before: before, tokens_after: estimate(kept), compacted_messages: from } };
+    }
+  }
+  return null;
+}
+
+const filler = "The notes from the earlier session list the files that were read, the commands that ran and what each one printed. ";
+function earlierExchanges(count) {
+  return Array.from({ length: count }, (_, k) => [
+    { role: "user", content: `Earlier request ${k}: summarize the notes. ${filler.repeat(2)}` },
+    { role: "assistant", content: `Earlier answer ${k}: ${filler.repeat(2)}` },
+  ]).flat();
+}
+
+// A wait the turn's cancel can cut short.
+function wait(ms, signal) {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener("abort", () => (clearTimeout(timer), reject(signal.reason)), { once: true });
+  });
+}
+
+// The model the probe's relay serves (OPENAI_BASE_URL and OPENAI_API_KEY are set by the
+// probe), asked until it answers or the turn cannot go on: a transient fault is tried again
+// after its retry-after, a context overflow compacted past under a policy. `turn` counts the
+// calls the relay served (faults too), the retries and the overflows compacted past; `report`
+// says each compaction; `before` are queued steers, sent before the prompt.
+async function askModel(said, before, runtimeConfig, turn, report, signal) {
+  let messages = [...earlierExchanges(HISTORY), ...[...before, said].map((content) => ({ role: "user", content }))];
+  const window = runtimeConfig?.context_window;
+  for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
     const response = await fetch(`${process.env.OPENAI_BASE_URL}/chat/completions`, {
       method: "POST",
       signal,
       headers: { "content-type": "application/json", authorization: `Bearer ${process.env.OPENAI_API_KEY}` },
-      body: JSON.stringify({ model: "ts-fixture", messages: [...before, said].map((content) => ({ role: "user", content })) }),
+      body: JSON.stringify({ model: "ts-fixture", messages }),
     });
-    usage.calls += 1;
-    let answer = null;
-    if (response.ok) answer = await response.json().catch(() => null);
-    else await response.body?.cancel();
-    const transient = [429, 500, 503, 529].includes(response.status) || (response.ok && answer === null);
-    if (!transient || attempt === 4) {
-      if (answer === null) return `(the model call failed: ${response.status})`;
-      return answer.choices?.[0]?.message?.content ?? "(no answer)";
+    turn.calls += 1;
+    if (response.ok) {
+      const answer = await response.json().catch(() => null);
+      if (answer !== null) return answer.choices?.[0]?.message?.content ?? "(no answer)";
     }
-    usage.retries += 1;
-    const wait = Number(response.headers.get("retry-after") ?? "0.1") * 1000;
-    await new Promise((resolve, reject) => {
-      const timer = setTimeout(resolve, wait);
-      signal.addEventListener("abort", () => (clearTimeout(timer), reject(signal.reason)), { once: true });
-    });
+    const body = response.ok ? "" : await response.text();
+    if ([429, 500, 503, 529].includes(response.status) || response.ok) {
+      // A transient fault, or an answer cut short: the same request again, after the wait.
+      if (attempt === ATTEMPTS) break;
+      turn.retries += 1;
+      await wait(Number(response.headers.get("retry-after") ?? "0.1") * 1000, signal);
+      continue;
+    }
+    const overflow = response.status === 400 && body.includes("context_length_exceeded");
+    const compacted = overflow && runtimeConfig?.compaction && window ? truncateOldest(messages, window) : null;
+    if (!compacted) return `(the model call was refused: ${response.status})`;
+    messages = compacted.kept;
+    turn.overflowRecoveries += 1;
+    await report(compacted.claim);
   }
+  return "(the model kept refusing)";
 }
 
 const app = acp.agent({ name: "checkfu-probe-ts-agent" })
@@ -61,28 +122,34 @@ const app = acp.agent({ name: "checkfu-probe-ts-agent" })
   }))
   .onRequest(M.agent.session.new, ({ params }) => {
     const sessionId = `ts-${sessions.size + 1}`;
-    sessions.set(sessionId, params.cwd);
+    sessions.set(sessionId, { cwd: params.cwd, runtimeConfig: params._meta?.["checkfu.runtime_config"] });
     return { sessionId };
   })
   .onRequest(M.agent.session.prompt, async ({ params, client }) => {
     const { sessionId } = params;
-    const cwd = sessions.get(sessionId);
-    if (cwd === undefined) throw acp.RequestError.sessionNotFound(sessionId);
+    const session = sessions.get(sessionId);
+    if (session === undefined) throw acp.RequestError.sessionNotFound(sessionId);
+    const { cwd, runtimeConfig } = session;
     const began = Date.now();
     const said = params.prompt.filter((b) => b.type === "text").map((b) => b.text).join(" ");
-    const turn = new AbortController();
-    inFlight.set(sessionId, turn);
-    draining.delete(sessionId);
-    const usage = { calls: 0, retries: 0 };
+    const turn = { calls: 0, retries: 0, overflowRecoveries: 0 };
+    // The turn as it was: its model calls, retries and overflows compacted past, and the time it
+    // took (the probe checks each against the relay's record).
     const telemetry = () => ({ "checkfu.turn": { execution: "shell", shell_commands: 0, filesystem_commands: 2, mcp_calls: 0,
-      model_calls: usage.calls, model_transient_retries: usage.retries, model_overflow_recoveries: 0, wall_time_ms: Date.now() - began } });
+      model_calls: turn.calls, model_transient_retries: turn.retries, model_overflow_recoveries: turn.overflowRecoveries,
+      wall_time_ms: Date.now() - began } });
+    const report = (claim) =>
+      update(client, sessionId, { sessionUpdate: "session_info_update", updatedAt: new Date().toISOString(), _meta: { "checkfu.compaction": claim } });
+    const abort = new AbortController();
+    inFlight.set(sessionId, abort);
+    draining.delete(sessionId);
     let answer;
     try {
       const steers = queued.get(sessionId) ?? [];
       queued.delete(sessionId);
-      answer = await askModel(said, turn.signal, steers, usage);
+      answer = await askModel(said, steers, runtimeConfig, turn, report, abort.signal);
     } catch (error) {
-      if (turn.signal.aborted) return { stopReason: "cancelled" };
+      if (abort.signal.aborted) return { stopReason: "cancelled" };
       throw error;
     } finally {
       inFlight.delete(sessionId);
@@ -115,8 +182,6 @@ const app = acp.agent({ name: "checkfu-probe-ts-agent" })
     });
     // Mid-turn input (the probe's scripted steer) is acknowledged while the turn is live.
     await sleep(150);
-    // The turn as it was: the model calls and retries counted, the time it took (the probe
-    // checks them against the relay's record).
     return { stopReason: "end_turn", _meta: telemetry() };
   })
   .onRequest("_checkfu/session/steer", (p) => p, ({ params }) => {
