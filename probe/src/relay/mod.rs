@@ -725,12 +725,9 @@ fn serve(activity: &Activity, admitted: Admitted<'_>, started: Instant) -> Respo
     let size = json.as_object().map(|body| estimate::of(dialect, body)).unwrap_or_default();
     drop(json);
     let reply_token = fresh_reply_token(&body);
-    let (played, decision) = match enforced_overflow(shared.context_window, size) {
-        Some(overflow) => (overflow, script::Decision::default()),
-        None => match shared.model.reply(&turn, &reply_token, state.plain) {
-            Ok(answer) => answer,
-            Err(unanswered) => return refuse(activity, &path, shape, unanswered.status, unanswered.kind, unanswered.reason),
-        },
+    let (played, decision) = match play(shared, size, &turn, &reply_token, state.plain) {
+        Ok(answer) => answer,
+        Err(unanswered) => return refuse(activity, &path, shape, unanswered.status, unanswered.kind, unanswered.reason),
     };
     let (played, pace) = pace::apply(played, state.pace);
     let sequence = shared.sequence.fetch_add(1, Ordering::Relaxed) + 1;
@@ -788,6 +785,21 @@ fn serve(activity: &Activity, admitted: Admitted<'_>, started: Instant) -> Respo
 fn enforced_overflow(window: Option<u64>, size: estimate::Size) -> Option<Played> {
     let maximum = window.filter(|w| size.tokens > *w)?;
     Some(Played::Fault(Fault::ContextOverflow { tokens: Some(size.tokens), maximum }))
+}
+
+/// What a call gets: the enforced window's overflow when it is past the window (no scripted
+/// reply is used up), else the model's play (as `nonce` plays it in a plain turn).
+fn play(
+    shared: &Shared,
+    size: estimate::Size,
+    turn: &Turn,
+    reply_token: &str,
+    plain: bool,
+) -> Result<(Played, script::Decision), script::Unanswered> {
+    match enforced_overflow(shared.context_window, size) {
+        Some(overflow) => Ok((overflow, script::Decision::default())),
+        None => shared.model.reply(turn, reply_token, plain),
+    }
 }
 
 /// An answer made and not yet sent: what the record keeps of it, and what goes out.
