@@ -254,6 +254,18 @@ fn recovery_run(bin: &std::path::Path, entry: &str, script: &str, command: &[&st
     run
 }
 
+/// What both Claude adapters do with a stream cut, as the record shows: `model_recovery` fails,
+/// naming the cut, because the retry (made without a stream) was answered with a reply token
+/// that never reached the output.
+fn assert_cut_retry_lost(cut: &Run) {
+    let (status, reason) = recovery_as_recorded(cut);
+    assert_eq!(status, "failed");
+    let calls = cut.plane()["calls"].as_array().expect("calls");
+    let retry = calls.iter().rev().find(|c| c["nonce_in_request"] == true).expect("a retry");
+    assert_eq!((&retry["stream"], retry["reply_token"].is_string()), (&json!(false), true), "{}", cut.pretty());
+    assert!(reason.contains("retried the stream_cut") && reason.contains("no reply token"), "{}", cut.pretty());
+}
+
 /// A script file: one fault entry, then answers as `nonce` gives them.
 fn one_fault(scratch: &Scratch, fault: Value) -> String {
     let answer = json!({"text": "The nonce is {nonce}. The reply token is {reply_token}."});
@@ -279,12 +291,7 @@ fn real_agents_recover_from_faults_as_their_records_show() {
     assert!(reason.contains("gave up on the rate_limit of call 1 (status 429)"), "{}", codex.pretty());
     let scratch = Scratch::new("real-claude-code-stream-cut");
     let cut = recovery_run(&bin, "claude-code", &one_fault(&scratch, json!({"fault": "stream_cut", "after_events": 2})), &[]);
-    let (status, reason) = recovery_as_recorded(&cut);
-    assert_eq!(status, "failed");
-    let calls = cut.plane()["calls"].as_array().expect("calls");
-    let retry = calls.iter().rev().find(|c| c["nonce_in_request"] == true).expect("a retry");
-    assert_eq!((&retry["stream"], retry["reply_token"].is_string()), (&json!(false), true), "{}", cut.pretty());
-    assert!(reason.contains("retried the stream_cut") && reason.contains("no reply token"), "{}", cut.pretty());
+    assert_cut_retry_lost(&cut);
 }
 
 /// claude-agent-acp 0.23.1, Zed's newer adapter, meets a stream cut as claude-code-acp does:
@@ -297,12 +304,7 @@ fn claude_agent_acp_loses_the_answer_to_its_retry_of_a_cut_stream() {
     let scratch = Scratch::new("real-claude-agent-acp-stream-cut");
     let script = one_fault(&scratch, json!({"fault": "stream_cut", "after_events": 2}));
     let cut = recovery_run(&bin, "claude-code", &script, &["claude-agent-acp"]);
-    let (status, reason) = recovery_as_recorded(&cut);
-    assert_eq!(status, "failed");
-    let calls = cut.plane()["calls"].as_array().expect("calls");
-    let retry = calls.iter().rev().find(|c| c["nonce_in_request"] == true).expect("a retry");
-    assert_eq!((&retry["stream"], retry["reply_token"].is_string()), (&json!(false), true), "{}", cut.pretty());
-    assert!(reason.contains("retried the stream_cut") && reason.contains("no reply token"), "{}", cut.pretty());
+    assert_cut_retry_lost(&cut);
     assert_eq!(cut.step("prompt_exchange").0, "failed", "{}", cut.pretty());
 }
 

@@ -128,6 +128,25 @@ fn codex_with_a_failing_model_fails_offline() {
     failing_model("codex");
 }
 
+/// Qwen Code's one-shot floor with the generic flags: the prompt on stdin, text out, `-p`.
+/// It needs a model name to pick its OpenAI-compatible auth; the two others only stop its
+/// usage statistics (which the relay would refuse and record).
+const QWEN_ONESHOT: [&str; 13] = [
+    "--protocol",
+    "oneshot-v1",
+    "--prompt-transport",
+    "stdin",
+    "--output-mode",
+    "text",
+    "--argv=-p",
+    "--env",
+    "OPENAI_MODEL=stub",
+    "--env",
+    "QWEN_USAGE_STATISTICS_ENABLED=false",
+    "--env",
+    "QWEN_TELEMETRY_ENABLED=false",
+];
+
 #[test]
 #[cfg_attr(
     not(checkfu_real_oneshot),
@@ -135,25 +154,7 @@ fn codex_with_a_failing_model_fails_offline() {
 )]
 fn qwen_code_passes_the_stdin_text_floor_with_generic_flags_offline() {
     let bin = clis().expect("CHECKFU_REAL_ONESHOT");
-    let options = [
-        "--protocol",
-        "oneshot-v1",
-        "--prompt-transport",
-        "stdin",
-        "--output-mode",
-        "text",
-        "--argv=-p",
-        // Qwen Code needs a model name to pick its OpenAI-compatible auth; the two others only
-        // stop its usage statistics (which the relay would refuse and record).
-        "--env",
-        "OPENAI_MODEL=stub",
-        "--env",
-        "QWEN_USAGE_STATISTICS_ENABLED=false",
-        "--env",
-        "QWEN_TELEMETRY_ENABLED=false",
-        "--step-timeout",
-        "90",
-    ];
+    let options = [QWEN_ONESHOT.as_slice(), &["--step-timeout", "90"]].concat();
     let run = probe_env(&options, &["qwen"], &[("PATH", path_with(&bin))]);
     let context = run.pretty();
     assert_eq!(run.status, 0, "{context}");
@@ -252,25 +253,7 @@ fn qwen_code_goes_on_from_a_cut_stream_without_the_prompt() {
     let script = scratch.path("cut.json");
     let answer = json!({"text": "The nonce is {nonce}. The reply token is {reply_token}."});
     std::fs::write(&script, json!([{"fault": "stream_cut", "after_events": 2}, answer, answer, answer]).to_string()).expect("script");
-    let options = [
-        "--protocol",
-        "oneshot-v1",
-        "--prompt-transport",
-        "stdin",
-        "--output-mode",
-        "text",
-        "--argv=-p",
-        "--env",
-        "OPENAI_MODEL=stub",
-        "--env",
-        "QWEN_USAGE_STATISTICS_ENABLED=false",
-        "--env",
-        "QWEN_TELEMETRY_ENABLED=false",
-        "--model-script",
-        &script,
-        "--step-timeout",
-        "90",
-    ];
+    let options = [QWEN_ONESHOT.as_slice(), &["--model-script", &script, "--step-timeout", "90"]].concat();
     let run = probe_env(&options, &["qwen"], &[("PATH", path_with(&bin))]);
     let (status, reason) = crate::real_agents::recovery_as_recorded(&run);
     assert_eq!(status, "failed", "{}", run.pretty());
