@@ -39,6 +39,7 @@ use crate::stage::{LaneEnd, Stage};
 use crate::{launch, verdict};
 use checkfu_wire::admission::{self, AdmittedCapabilities};
 use checkfu_wire::catalog::{self, StepName};
+use checkfu_wire::conformance::observation::{InterruptAck, SteerAck};
 use checkfu_wire::conformance::{self, normalize::Normalizer, Outcome};
 use checkfu_wire::decode::tables::{Method, PROMPT_METHOD, PROTOCOL_VERSION, UPDATE_METHOD, VERSION_METHOD};
 
@@ -357,7 +358,7 @@ struct Run<'o, 's, 'a, 'p> {
     /// The scripted steer: when it was sent, and its acknowledgement with when it came (the
     /// relay's clock).
     steer_sent_ms: Option<u64>,
-    steer_ack: Option<(String, u64)>,
+    steer_ack: Option<(SteerAck, u64)>,
     /// The `checkfu.compaction` members of the harness's updates, set against the record
     /// under an enforced window ([`verdict::compaction`]).
     compaction_claims: verdict::compaction::Claims,
@@ -442,13 +443,16 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
                     if let Some(disposition) = message.pointer("/result/disposition").and_then(Value::as_str) {
                         self.normalizer.steering(&event, disposition);
                         let now_ms = self.stage.plane.relay.now_ms();
-                        self.steer_ack.get_or_insert_with(|| (disposition.to_owned(), now_ms));
+                        if let Some(ack) = SteerAck::from_name(disposition) {
+                            self.steer_ack.get_or_insert((ack, now_ms));
+                        }
                     }
                 } else if Some(id) == self.interrupt_id {
                     if let Some(disposition) = message.pointer("/result/disposition").and_then(Value::as_str) {
                         self.normalizer.interrupt_ack(disposition);
                         let now_ms = self.stage.plane.relay.now_ms();
-                        if let Some(drain) = self.drain.as_mut().filter(|_| disposition == "draining") {
+                        let draining = InterruptAck::from_name(disposition) == Some(InterruptAck::Draining);
+                        if let Some(drain) = self.drain.as_mut().filter(|_| draining) {
                             drain.ack_ms.get_or_insert(now_ms);
                         }
                     }

@@ -167,10 +167,7 @@ impl Normalizer {
         };
         match update.get("sessionUpdate").and_then(Value::as_str) {
             Some("agent_message_chunk") => {
-                let text = match update.pointer("/content/type").and_then(Value::as_str) {
-                    Some("text") => update.pointer("/content/text").and_then(Value::as_str).unwrap_or_default(),
-                    _ => "",
-                };
+                let text = message_chunk_text(update).unwrap_or_default();
                 if self.push(with(json!({"kind": "output", "text": text}))) {
                     self.output.push_str(text);
                 }
@@ -257,6 +254,19 @@ impl Normalizer {
 
 fn settled(update: &Value) -> bool {
     matches!(update.get("status").and_then(Value::as_str), Some("completed" | "failed"))
+}
+
+/// The text an `agent_message_chunk` update adds to the normalized output (its text content;
+/// other content adds none), `None` for any other update. The probe reads a chunk's words by
+/// it too, while it waits for a model answer in flight.
+pub fn message_chunk_text(update: &Value) -> Option<&str> {
+    if update.get("sessionUpdate").and_then(Value::as_str) != Some("agent_message_chunk") {
+        return None;
+    }
+    Some(match update.pointer("/content/type").and_then(Value::as_str) {
+        Some("text") => update.pointer("/content/text").and_then(Value::as_str).unwrap_or_default(),
+        _ => "",
+    })
 }
 
 #[cfg(test)]

@@ -114,11 +114,34 @@ pub enum SteerAck {
     Refused,
 }
 
+impl SteerAck {
+    /// The acknowledgement a steer's `disposition` names (`delivered`, `queued`, `refused`).
+    pub fn from_name(name: &str) -> Option<SteerAck> {
+        match name {
+            "delivered" => Some(SteerAck::Delivered),
+            "queued" => Some(SteerAck::Queued),
+            "refused" => Some(SteerAck::Refused),
+            _ => None,
+        }
+    }
+}
+
 /// The harness's answer to a drain request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum InterruptAck {
     Draining,
     Refused,
+}
+
+impl InterruptAck {
+    /// The answer a drain's `disposition` names (`draining`, `refused`).
+    pub fn from_name(name: &str) -> Option<InterruptAck> {
+        match name {
+            "draining" => Some(InterruptAck::Draining),
+            "refused" => Some(InterruptAck::Refused),
+            _ => None,
+        }
+    }
 }
 
 /// How a subagent settled.
@@ -268,21 +291,16 @@ impl RawObservation {
             Kind::SteerInput => Observation::SteerInput { event: intern(ids, required(raw.event.take(), "event")?)? },
             Kind::Steering => {
                 let disposition = required(raw.disposition.take(), "disposition")?;
-                let disposition = match disposition.as_str() {
-                    "delivered" => SteerAck::Delivered,
-                    "queued" => SteerAck::Queued,
-                    "refused" => SteerAck::Refused,
-                    other => return Err(bad_value(kind, "disposition", other, "delivered, queued, refused")),
+                let Some(disposition) = SteerAck::from_name(&disposition) else {
+                    return Err(bad_value(kind, "disposition", &disposition, "delivered, queued, refused"));
                 };
                 Observation::Steering { event: intern(ids, required(raw.event.take(), "event")?)?, disposition }
             }
             Kind::InterruptRequest => Observation::InterruptRequest,
             Kind::InterruptAck => {
                 let disposition = required(raw.disposition.take(), "disposition")?;
-                let disposition = match disposition.as_str() {
-                    "draining" => InterruptAck::Draining,
-                    "refused" => InterruptAck::Refused,
-                    other => return Err(bad_value(kind, "disposition", other, "draining, refused")),
+                let Some(disposition) = InterruptAck::from_name(&disposition) else {
+                    return Err(bad_value(kind, "disposition", &disposition, "draining, refused"));
                 };
                 Observation::InterruptAck { disposition }
             }

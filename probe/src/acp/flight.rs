@@ -17,6 +17,7 @@ use super::Run;
 use crate::relay::PaceEnd;
 use crate::report::acp::MidTurn;
 use crate::session::{Fault, Incoming};
+use checkfu_wire::conformance::normalize;
 use checkfu_wire::decode::tables::UPDATE_METHOD;
 
 /// How long a paced call is held with no chunk before the probe acts anyway.
@@ -88,11 +89,9 @@ impl Run<'_, '_, '_, '_> {
     }
 }
 
-/// The text of a `session/update` that carries a chunk of the agent's message with something
-/// in it (Claude Code sends an empty text chunk as the model's content block opens, before
-/// any word of it).
+/// The words of a `session/update` that carries a chunk of the agent's message, as the
+/// normalized output takes them, when there are any (Claude Code sends an empty text chunk as
+/// the model's content block opens, before any word of it).
 fn chunk_text(message: &Value) -> Option<&str> {
-    let update = message.pointer("/params/update")?;
-    (update.get("sessionUpdate")?.as_str()? == "agent_message_chunk").then_some(())?;
-    update.pointer("/content/text")?.as_str().filter(|text| !text.trim().is_empty())
+    message.pointer("/params/update").and_then(normalize::message_chunk_text).filter(|text| !text.trim().is_empty())
 }

@@ -22,6 +22,7 @@ use crate::relay::Pace;
 use crate::report::acp::Drain;
 use crate::session::{Fault, Incoming};
 use checkfu_wire::catalog;
+use checkfu_wire::conformance::observation::SteerAck;
 use checkfu_wire::conformance::{self, Outcome};
 
 /// How the first turn is paced when it carries a scripted input: 10 words of lead before the
@@ -104,8 +105,8 @@ impl Run<'_, '_, '_, '_> {
     /// Reads the turn until the steer is acknowledged, the prompt answered, or `until`.
     fn wait_for_steer_ack(&mut self, prompt: i64, until: Instant) -> Result<SteerWait, String> {
         loop {
-            if let Some((disposition, at_ms)) = &self.steer_ack {
-                return Ok(SteerWait::Acknowledged { delivered: disposition == "delivered", at_ms: *at_ms });
+            if let Some((ack, at_ms)) = self.steer_ack {
+                return Ok(SteerWait::Acknowledged { delivered: ack == SteerAck::Delivered, at_ms });
             }
             match self.session.next(until) {
                 Ok(Incoming::Response { id, message, .. }) if id == prompt => return Ok(SteerWait::Answered(message)),
@@ -128,32 +129,30 @@ impl Run<'_, '_, '_, '_> {
         let calls = self.stage.plane.relay.calls(1);
         let output = self.normalizer.output_text();
         let Err(reason) = crate::verdict::in_flight::drained(&calls, sent_ms, ack_ms, &|text| output.contains(text)) else { return };
-        for (name, outcome) in &mut report.checks {
-            if *name == OPT_IN_INTERRUPT && *outcome == Outcome::Pass {
-                *outcome = Outcome::Fail { reason: reason.clone(), at: None };
-            }
-        }
+        overrule_pass(report, OPT_IN_INTERRUPT, Outcome::Fail { reason, at: None });
     }
 
     /// The steer's case passes on the trace (acknowledged in the live turn) only if the
     /// relay's record shows its content reaching the model as the acknowledgement promised
     /// ([`crate::verdict::steer`]).
     pub(super) fn judge_steer(&self, report: &mut conformance::Report) {
-        let (Some(sent_ms), Some((disposition, _))) = (self.steer_sent_ms, &self.steer_ack) else { return };
+        let (Some(sent_ms), Some((ack, _))) = (self.steer_sent_ms, self.steer_ack) else { return };
         let relay = &self.stage.plane.relay;
         let calls: Vec<_> = (1..=relay.turn()).flat_map(|turn| relay.calls(turn)).collect();
-        let reach = crate::verdict::steer::reached(&calls, 1, sent_ms, disposition, relay.turn() > 1);
+        let reach = crate::verdict::steer::reached(&calls, 1, sent_ms, ack, relay.turn() > 1);
         let replaced = match reach {
             crate::verdict::steer::SteerReach::Reached => return,
             crate::verdict::steer::SteerReach::Missed(reason) => Outcome::Fail { reason, at: None },
             crate::verdict::steer::SteerReach::Unprovable(reason) => Outcome::Skip { reason },
         };
-        let name = catalog::Check::SteeringDelivered.name();
-        for (check, outcome) in &mut report.checks {
-            if *check == name && *outcome == Outcome::Pass {
-                *outcome = replaced.clone();
-            }
-        }
+        overrule_pass(report, catalog::Check::SteeringDelivered.name(), replaced);
+    }
+}
+
+/// A check the trace passed, given the outcome the relay's record decides instead.
+fn overrule_pass(report: &mut conformance::Report, check: &str, record_says: Outcome) {
+    if let Some((_, outcome)) = report.checks.iter_mut().find(|(name, outcome)| *name == check && *outcome == Outcome::Pass) {
+        *outcome = record_says;
     }
 }
 

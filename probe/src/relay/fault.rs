@@ -169,12 +169,19 @@ pub fn cut(answer: &str, stream: bool, after_events: usize) -> (String, Option<u
     if !stream {
         return (checkfu_wire::text::head(answer, answer.len() / 2).to_owned(), None);
     }
-    // Every event ends with a blank line, and the data of none holds one (JSON escapes its
-    // newlines), so the ends of the events are the blank lines.
-    let ends: Vec<usize> = answer.match_indices("\n\n").map(|(at, _)| at + 2).collect();
-    let sent = after_events.min(ends.len().saturating_sub(1));
-    let upto = if sent == 0 { 0 } else { ends[sent - 1] };
+    let events = sse_events(answer);
+    let whole = events.iter().filter(|event| event.ends_with("\n\n")).count();
+    let sent = after_events.min(whole.saturating_sub(1));
+    let upto: usize = events[..sent].iter().map(|e| e.len()).sum();
     (answer[..upto].to_owned(), Some(sent))
+}
+
+/// An event stream's events, in order, each with the blank line that ends it (a last part
+/// without one is an event too). Every event ends with a blank line, and the data of none
+/// holds one (JSON escapes its newlines), so the blank lines are where events end. A cut
+/// ([`cut`]) and a paced answer ([`super::pace`]) both split a stream here.
+pub fn sse_events(stream: &str) -> Vec<&str> {
+    stream.split_inclusive("\n\n").collect()
 }
 
 /// Why a cut answer's body ended: the script asked for it. hyper then closes the connection

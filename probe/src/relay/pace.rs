@@ -132,16 +132,7 @@ impl PacedBody {
     /// would take).
     fn new(answer: String, stream: bool, pace: Pace, shared: Arc<Shared>) -> PacedBody {
         let events: std::collections::VecDeque<Bytes> = if stream {
-            let mut events = std::collections::VecDeque::new();
-            let mut start = 0;
-            for (at, _) in answer.match_indices("\n\n") {
-                events.push_back(Bytes::copy_from_slice(&answer.as_bytes()[start..at + 2]));
-                start = at + 2;
-            }
-            if start < answer.len() {
-                events.push_back(Bytes::copy_from_slice(&answer.as_bytes()[start..]));
-            }
-            events
+            super::fault::sse_events(&answer).into_iter().map(|event| Bytes::copy_from_slice(event.as_bytes())).collect()
         } else {
             std::collections::VecDeque::from([Bytes::from(answer)])
         };

@@ -7,6 +7,7 @@
 //! An acknowledgement is otherwise only the harness's word.
 
 use crate::relay::Call;
+use checkfu_wire::conformance::observation::SteerAck;
 
 /// What the record shows of the steer.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -19,12 +20,12 @@ pub enum SteerReach {
     Unprovable(String),
 }
 
-/// Judges a steer sent at `sent_ms` (the relay's clock) in `turn` and acknowledged
-/// `disposition`, against every call of the run; `next_turn_ran` says whether the probe made
-/// another turn after it.
-pub fn reached(calls: &[Call], turn: usize, sent_ms: u64, disposition: &str, next_turn_ran: bool) -> SteerReach {
-    match disposition {
-        "delivered" => {
+/// Judges a steer sent at `sent_ms` (the relay's clock) in `turn` and acknowledged `ack`,
+/// against every call of the run; `next_turn_ran` says whether the probe made another turn
+/// after it.
+pub fn reached(calls: &[Call], turn: usize, sent_ms: u64, ack: SteerAck, next_turn_ran: bool) -> SteerReach {
+    match ack {
+        SteerAck::Delivered => {
             if calls.iter().any(|c| c.turn == turn && c.started_ms >= sent_ms && c.steer_in_request) {
                 SteerReach::Reached
             } else {
@@ -33,10 +34,10 @@ pub fn reached(calls: &[Call], turn: usize, sent_ms: u64, disposition: &str, nex
                 ))
             }
         }
-        "queued" if !next_turn_ran => SteerReach::Unprovable(String::from(
+        SteerAck::Queued if !next_turn_ran => SteerReach::Unprovable(String::from(
             "the steer was acknowledged `queued`, and no next turn ran to carry it (the cancellation step's prompt is that turn)",
         )),
-        "queued" => {
+        SteerAck::Queued => {
             if calls.iter().any(|c| c.turn == turn + 1 && c.steer_in_request) {
                 SteerReach::Reached
             } else {
@@ -44,7 +45,7 @@ pub fn reached(calls: &[Call], turn: usize, sent_ms: u64, disposition: &str, nex
             }
         }
         // A refusal is the trace's to judge; nothing was promised.
-        _ => SteerReach::Reached,
+        SteerAck::Refused => SteerReach::Reached,
     }
 }
 
@@ -61,14 +62,14 @@ mod tests {
     #[test]
     fn a_delivered_steer_needs_a_later_request_of_its_turn_and_a_queued_one_the_next_turn() {
         let forwarded = [call(1, 0, false), call(1, 900, true)];
-        assert_eq!(reached(&forwarded, 1, 500, "delivered", false), SteerReach::Reached);
+        assert_eq!(reached(&forwarded, 1, 500, SteerAck::Delivered, false), SteerReach::Reached);
         // Carried only by a request made before the steer was sent: impossible, and no proof.
-        assert!(matches!(reached(&[call(1, 100, true)], 1, 500, "delivered", true), SteerReach::Missed(_)));
+        assert!(matches!(reached(&[call(1, 100, true)], 1, 500, SteerAck::Delivered, true), SteerReach::Missed(_)));
         // A delivered steer that shows up only in the next turn was queued, not delivered.
-        assert!(matches!(reached(&[call(1, 0, false), call(2, 900, true)], 1, 500, "delivered", true), SteerReach::Missed(_)));
-        assert_eq!(reached(&[call(1, 0, false), call(2, 900, true)], 1, 500, "queued", true), SteerReach::Reached);
-        assert!(matches!(reached(&[call(1, 0, false), call(2, 900, false)], 1, 500, "queued", true), SteerReach::Missed(_)));
-        assert!(matches!(reached(&[call(1, 0, false)], 1, 500, "queued", false), SteerReach::Unprovable(_)));
-        assert_eq!(reached(&[], 1, 500, "refused", true), SteerReach::Reached);
+        assert!(matches!(reached(&[call(1, 0, false), call(2, 900, true)], 1, 500, SteerAck::Delivered, true), SteerReach::Missed(_)));
+        assert_eq!(reached(&[call(1, 0, false), call(2, 900, true)], 1, 500, SteerAck::Queued, true), SteerReach::Reached);
+        assert!(matches!(reached(&[call(1, 0, false), call(2, 900, false)], 1, 500, SteerAck::Queued, true), SteerReach::Missed(_)));
+        assert!(matches!(reached(&[call(1, 0, false)], 1, 500, SteerAck::Queued, false), SteerReach::Unprovable(_)));
+        assert_eq!(reached(&[], 1, 500, SteerAck::Refused, true), SteerReach::Reached);
     }
 }
