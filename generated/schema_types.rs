@@ -75,6 +75,7 @@ pub mod goose_acp_extensions {
 pub mod khy_os_acp_message {
     include!(concat!(env!("OUT_DIR"), "/generated/schemas/khy_os_acp_message.rs"));
 }
+#[cfg(feature = "oneshot")]
 /// The checks the runtime reaches, generated from `schemas/oneshot-stream-v1.schema.json`.
 #[allow(
     clippy::all,

@@ -11,9 +11,11 @@
 
 pub mod admission;
 pub mod catalog;
+#[cfg(feature = "conformance")]
 pub mod conformance;
 pub mod decode;
 pub mod exact;
+#[cfg(feature = "oneshot")]
 pub mod oneshot;
 #[cfg(test)]
 mod regeneration;

@@ -144,11 +144,14 @@ pub fn generate(root: &Path) -> Result<Generation, Diagnostics> {
     let pins = plan.as_ref().map(|p| p.pins.clone()).unwrap_or_default();
     // What the runtime serves is the catalog's: its tables' definitions and the one-shot
     // stream schema are the roots of what it compiles.
-    let roots = match (&plan, &loaded) {
-        (Some(plan), Some((compiled, _))) => rust::plan::reach::roots(plan, compiled.catalog.oneshot.stream_schema.as_str()),
+    let (roots, oneshot_only) = match (&plan, &loaded) {
+        (Some(plan), Some((compiled, _))) => {
+            let stream = compiled.catalog.oneshot.stream_schema.as_str();
+            (rust::plan::reach::roots(plan, stream), rust::plan::reach::oneshot_only(plan, stream))
+        }
         _ => Default::default(),
     };
-    let types = schema_types(&schemas, &pins, &roots, &mut warnings, &mut diagnostics.sources);
+    let types = schema_types(&schemas, &pins, &roots, oneshot_only.as_deref(), &mut warnings, &mut diagnostics.sources);
     collect(&mut diagnostics, &mut outputs, types);
     let (Some((compiled, file)), Some(plan)) = (loaded, plan) else {
         return Err(diagnostics);
@@ -253,6 +256,7 @@ fn schema_types(
     schemas: &schema::SchemaSet,
     pins: &rust::plan::Pins,
     roots: &rust::plan::reach::Roots,
+    oneshot_only: Option<&str>,
     warnings: &mut Vec<String>,
     sources: &mut diagnostic::Sources,
 ) -> Result<Vec<Output>, Vec<Diagnostic>> {
@@ -291,16 +295,19 @@ fn schema_types(
         warnings.extend(generated.warnings);
         let ident = quote::format_ident!("{}", generated.module);
         let include = format!("/{}/{}.rs", SCHEMA_MODULES_DIR, generated.module);
+        // A module only the one-shot stream reader reaches is compiled with the reader.
+        let gate = (oneshot_only == Some(generated.module.as_str())).then(|| quote::quote! { #[cfg(feature = "oneshot")] });
         let modules = [
-            (Some(generated.tokens), TYPED_SCHEMA_MODULES_DIR, &mut typed, " Types and checks generated from"),
-            (generated.runtime, SCHEMA_MODULES_DIR, &mut runtime, " The checks the runtime reaches, generated from"),
+            (Some(generated.tokens), TYPED_SCHEMA_MODULES_DIR, &mut typed, " Types and checks generated from", None),
+            (generated.runtime, SCHEMA_MODULES_DIR, &mut runtime, " The checks the runtime reaches, generated from", gate),
         ];
-        for (tokens, dir, index, what) in modules {
+        for (tokens, dir, index, what, gate) in modules {
             let Some(tokens) = tokens else { continue };
             file_of(format!("{dir}/{}.rs", generated.module), tokens, file, &mut errors);
             let doc = format!("{what} `schemas/{}`.", crate::rust::doc_safe(file));
             // Both indexes include from their own crate's `OUT_DIR/generated/schemas/`.
             index.push(quote::quote! {
+                #gate
                 #[doc = #doc]
                 #[allow(clippy::all, clippy::pedantic, dead_code, unused_imports, unused_variables, unused_mut, non_snake_case, non_camel_case_types, irrefutable_let_patterns)]
                 pub mod #ident {

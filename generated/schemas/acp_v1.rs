@@ -2,58 +2,602 @@
 
 pub mod checks {
     use crate::exact::{Invalid, Json};
-    /// Checks `#/$defs/RequestId/anyOf/0`.
-    fn node_16(v: &Json<'_>) -> Result<(), Invalid> {
+    /// Checks `#/$defs/AgentRequest/properties/method`, and every node of this schema with the same check.
+    fn node_2(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/AgentRequest/properties/params/anyOf/1`, and every node of this schema with the same check.
+    fn node_14(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_null()) {
             return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
-    /// Checks `#/$defs/RequestId/anyOf/1`.
-    fn node_17(v: &Json<'_>) -> Result<(), Invalid> {
+    /// Checks `#/$defs/RequestId/anyOf/1`, and every node of this schema with the same check.
+    fn node_16(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v)) {
             return Err(Invalid::new("expected integer"));
         }
         Ok(())
     }
-    /// Checks `#/$defs/RequestId/anyOf/2`.
+    /// Checks `#/$defs/WriteTextFileRequest/properties/_meta`, and every node of this schema with the same check.
     fn node_18(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_object() || v.is_null()) {
+            return Err(Invalid::new("expected object or null"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/ReadTextFileRequest/properties/line`, and every node of this schema with the same check.
+    fn node_20(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || crate::exact::is_integer(v) || v.is_null()) {
+            return Err(Invalid::new("expected integer or null"));
+        }
+        if let Json::Number(n) = v {
+            if matches!(
+                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
+                ::std::cmp::Ordering::Less
+            ) {
+                return Err(Invalid::new("below the minimum"));
+            }
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/ToolCallUpdate/properties/title`, and every node of this schema with the same check.
+    fn node_27(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string() || v.is_null()) {
+            return Err(Invalid::new("expected string or null"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/ToolCallUpdate/properties/rawInput`, and every node of this schema with the same check.
+    fn node_30(v: &Json<'_>) -> Result<(), Invalid> {
+        Ok(())
+    }
+    /// Checks `#/$defs/ToolCallContent/oneOf/0/properties/type`, and every node of this schema with the same check.
+    fn node_31(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("content")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/ToolCallContent/oneOf/1/properties/type`, and every node of this schema with the same check.
+    fn node_32(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("diff")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/ToolCallContent/oneOf/2/properties/type`, and every node of this schema with the same check.
+    fn node_33(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("terminal")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/ContentBlock/oneOf/0/properties/type`, and every node of this schema with the same check.
+    fn node_34(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("text")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/ContentBlock/oneOf/1/properties/type`, and every node of this schema with the same check.
+    fn node_35(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("image")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/ContentBlock/oneOf/2/properties/type`, and every node of this schema with the same check.
+    fn node_36(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("audio")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/ContentBlock/oneOf/3/properties/type`, and every node of this schema with the same check.
+    fn node_37(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("resource_link")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/ContentBlock/oneOf/4/properties/type`, and every node of this schema with the same check.
+    fn node_38(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("resource")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/Annotations/properties/priority`, and every node of this schema with the same check.
+    fn node_40(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_number() || v.is_null()) {
+            return Err(Invalid::new("expected number or null"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/ResourceLink/properties/size`, and every node of this schema with the same check.
+    fn node_45(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || crate::exact::is_integer(v) || v.is_null()) {
+            return Err(Invalid::new("expected integer or null"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/CreateElicitationRequest/anyOf/0/properties/mode`, and every node of this schema with the same check.
+    fn node_65(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("form")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/CreateElicitationRequest/anyOf/1/properties/mode`, and every node of this schema with the same check.
+    fn node_66(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("url")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/ElicitationPropertySchema/anyOf/0/properties/type`, and every node of this schema with the same check.
+    fn node_75(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("string")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/ElicitationPropertySchema/anyOf/1/properties/type`, and every node of this schema with the same check.
+    fn node_76(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("number")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/ElicitationPropertySchema/anyOf/2/properties/type`, and every node of this schema with the same check.
+    fn node_77(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("integer")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/ElicitationPropertySchema/anyOf/3/properties/type`, and every node of this schema with the same check.
+    fn node_78(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("boolean")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/ElicitationPropertySchema/anyOf/4/properties/type`, and every node of this schema with the same check.
+    fn node_79(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("array")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/BooleanPropertySchema/properties/default`, and every node of this schema with the same check.
+    fn node_84(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_boolean() || v.is_null()) {
+            return Err(Invalid::new("expected boolean or null"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/AgentCapabilities/properties/loadSession`, and every node of this schema with the same check.
+    fn node_118(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_boolean()) {
+            return Err(Invalid::new("expected boolean"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/SessionConfigOption/oneOf/0/properties/type`, and every node of this schema with the same check.
+    fn node_139(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("select")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/SessionConfigOptionCategory/anyOf/0`, and every node of this schema with the same check.
+    fn node_142(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("mode")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/SessionConfigOptionCategory/anyOf/1`, and every node of this schema with the same check.
+    fn node_143(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("model")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/SessionConfigOptionCategory/anyOf/2`, and every node of this schema with the same check.
+    fn node_144(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("model_config")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/SessionConfigOptionCategory/anyOf/3`, and every node of this schema with the same check.
+    fn node_145(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("thought_level")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/SessionUpdate/oneOf/0/properties/sessionUpdate`, and every node of this schema with the same check.
+    fn node_178(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("user_message_chunk")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/SessionUpdate/oneOf/1/properties/sessionUpdate`, and every node of this schema with the same check.
+    fn node_179(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("agent_message_chunk")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/SessionUpdate/oneOf/2/properties/sessionUpdate`, and every node of this schema with the same check.
+    fn node_180(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("agent_thought_chunk")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/SessionUpdate/oneOf/3/properties/sessionUpdate`, and every node of this schema with the same check.
+    fn node_181(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("tool_call")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/SessionUpdate/oneOf/4/properties/sessionUpdate`, and every node of this schema with the same check.
+    fn node_182(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("tool_call_update")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/SessionUpdate/oneOf/5/properties/sessionUpdate`, and every node of this schema with the same check.
+    fn node_183(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("plan")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/SessionUpdate/oneOf/6/properties/sessionUpdate`, and every node of this schema with the same check.
+    fn node_184(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("available_commands_update")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/SessionUpdate/oneOf/7/properties/sessionUpdate`, and every node of this schema with the same check.
+    fn node_185(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("current_mode_update")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/SessionUpdate/oneOf/8/properties/sessionUpdate`, and every node of this schema with the same check.
+    fn node_186(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("config_option_update")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/SessionUpdate/oneOf/9/properties/sessionUpdate`, and every node of this schema with the same check.
+    fn node_187(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("session_info_update")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/SessionUpdate/oneOf/10/properties/sessionUpdate`, and every node of this schema with the same check.
+    fn node_188(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("usage_update")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/SessionUpdate/oneOf/11/properties/sessionUpdate`, and every node of this schema with the same check.
+    fn node_189(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("notice")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/SessionUpdate/oneOf/12/properties/sessionUpdate`, and every node of this schema with the same check.
+    fn node_190(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("compaction_update")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/SessionUpdate/oneOf/13/properties/sessionUpdate`, and every node of this schema with the same check.
+    fn node_191(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("compaction_summary_chunk")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/Cost/properties/amount`, and every node of this schema with the same check.
+    fn node_207(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_number()) {
+            return Err(Invalid::new("expected number"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/UsageUpdate/properties/used`, and every node of this schema with the same check.
+    fn node_208(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || crate::exact::is_integer(v)) {
+            return Err(Invalid::new("expected integer"));
+        }
+        if let Json::Number(n) = v {
+            if matches!(
+                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
+                ::std::cmp::Ordering::Less
+            ) {
+                return Err(Invalid::new("below the minimum"));
+            }
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/NoticeSeverity/anyOf/0`, and every node of this schema with the same check.
+    fn node_210(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("info")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/NoticeSeverity/anyOf/1`, and every node of this schema with the same check.
+    fn node_211(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("warning")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/NoticeSeverity/anyOf/2`, and every node of this schema with the same check.
+    fn node_212(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("error")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/Notice/properties/title`, and every node of this schema with the same check.
+    fn node_214(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if let Some(s) = v.as_str() {
+            if s.len() < 1usize || (s.len() / 4 < 1usize && s.chars().count() < 1usize) {
+                return Err(Invalid::new("too short"));
+            }
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/CompactionStatus/anyOf/0`, and every node of this schema with the same check.
+    fn node_215(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("in_progress")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/CompactionStatus/anyOf/1`, and every node of this schema with the same check.
+    fn node_216(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("completed")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/CompactionStatus/anyOf/2`, and every node of this schema with the same check.
+    fn node_217(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("failed")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/CompactionStatus/anyOf/3`, and every node of this schema with the same check.
+    fn node_218(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("cancelled")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/McpServer/anyOf/0/properties/type`, and every node of this schema with the same check.
+    fn node_257(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("http")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/McpServer/anyOf/1/properties/type`, and every node of this schema with the same check.
+    fn node_258(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("sse")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/RequestPermissionOutcome/oneOf/1/properties/outcome`, and every node of this schema with the same check.
+    fn node_294(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("selected")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/CreateElicitationResponse/anyOf/0/properties/action`, and every node of this schema with the same check.
+    fn node_298(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("accept")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/CreateElicitationResponse/anyOf/1/properties/action`, and every node of this schema with the same check.
+    fn node_299(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("decline")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/CreateElicitationResponse/anyOf/2/properties/action`, and every node of this schema with the same check.
+    fn node_300(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("cancel")) {
+            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
     /// Checks a value against `#/$defs/RequestId` of the input schema.
     pub fn check_RequestId(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_16(v).is_ok() || node_17(v).is_ok() || node_18(v).is_ok()) {
+        if !(false || node_14(v).is_ok() || node_16(v).is_ok() || node_2(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/WriteTextFileRequest/properties/sessionId`.
-    fn node_19(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_17(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/WriteTextFileRequest/properties/path`.
-    fn node_20(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/WriteTextFileRequest/properties/content`.
-    fn node_21(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/WriteTextFileRequest/properties/_meta`.
-    fn node_22(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/WriteTextFileRequest` of the input schema.
@@ -68,21 +612,21 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_19(p).map_err(|e| e.at("sessionId"))?;
+                        node_17(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "path" => {
                         seen |= 2u128;
-                        node_20(p).map_err(|e| e.at("path"))?;
+                        node_2(p).map_err(|e| e.at("path"))?;
                         true
                     }
                     "content" => {
                         seen |= 4u128;
-                        node_21(p).map_err(|e| e.at("content"))?;
+                        node_2(p).map_err(|e| e.at("content"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_22(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -111,52 +655,8 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ReadTextFileRequest/properties/sessionId`.
-    fn node_23(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_19(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/ReadTextFileRequest/properties/path`.
-    fn node_24(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ReadTextFileRequest/properties/line`.
-    fn node_25(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || crate::exact::is_integer(v) || v.is_null()) {
-            return Err(Invalid::new("expected integer or null"));
-        }
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ReadTextFileRequest/properties/limit`.
-    fn node_26(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || crate::exact::is_integer(v) || v.is_null()) {
-            return Err(Invalid::new("expected integer or null"));
-        }
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ReadTextFileRequest/properties/_meta`.
-    fn node_27(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/ReadTextFileRequest` of the input schema.
@@ -171,24 +671,24 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_23(p).map_err(|e| e.at("sessionId"))?;
+                        node_19(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "path" => {
                         seen |= 2u128;
-                        node_24(p).map_err(|e| e.at("path"))?;
+                        node_2(p).map_err(|e| e.at("path"))?;
                         true
                     }
                     "line" => {
-                        node_25(p).map_err(|e| e.at("line"))?;
+                        node_20(p).map_err(|e| e.at("line"))?;
                         true
                     }
                     "limit" => {
-                        node_26(p).map_err(|e| e.at("limit"))?;
+                        node_20(p).map_err(|e| e.at("limit"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_27(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -207,17 +707,17 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/RequestPermissionRequest/properties/sessionId`.
-    fn node_28(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_21(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/RequestPermissionRequest/properties/toolCall`.
-    fn node_29(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_22(v: &Json<'_>) -> Result<(), Invalid> {
         check_ToolCallUpdate(v)?;
         Ok(())
     }
     /// Checks `#/$defs/RequestPermissionRequest/properties/options`.
-    fn node_30(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_23(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -225,13 +725,6 @@ pub mod checks {
             for (i, item) in a.iter().enumerate().skip(0usize) {
                 check_PermissionOption(item).map_err(|e| e.at(i.to_string()))?;
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/RequestPermissionRequest/properties/_meta`.
-    fn node_31(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -247,21 +740,21 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_28(p).map_err(|e| e.at("sessionId"))?;
+                        node_21(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "toolCall" => {
                         seen |= 2u128;
-                        node_29(p).map_err(|e| e.at("toolCall"))?;
+                        node_22(p).map_err(|e| e.at("toolCall"))?;
                         true
                     }
                     "options" => {
                         seen |= 4u128;
-                        node_30(p).map_err(|e| e.at("options"))?;
+                        node_23(p).map_err(|e| e.at("options"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_31(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -283,54 +776,26 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ToolCallUpdate/properties/toolCallId`.
-    fn node_32(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_24(v: &Json<'_>) -> Result<(), Invalid> {
         check_ToolCallId(v)?;
         Ok(())
     }
-    /// Checks `#/$defs/ToolCallUpdate/properties/kind/anyOf/1`.
-    fn node_33(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_null()) {
-            return Err(Invalid::new("expected null"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/ToolCallUpdate/properties/kind`.
-    fn node_34(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_ToolKind(v).is_ok() || node_33(v).is_ok()) {
+    fn node_25(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_ToolKind(v).is_ok() || node_14(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolCallUpdate/properties/status/anyOf/1`.
-    fn node_35(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_null()) {
-            return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ToolCallUpdate/properties/status`.
-    fn node_36(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_ToolCallStatus(v).is_ok() || node_35(v).is_ok()) {
+    fn node_26(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_ToolCallStatus(v).is_ok() || node_14(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
-    /// Checks `#/$defs/ToolCallUpdate/properties/title`.
-    fn node_37(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolCallUpdate/properties/name`.
-    fn node_38(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/ToolCallUpdate/properties/content`.
-    fn node_39(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_28(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array() || v.is_null()) {
             return Err(Invalid::new("expected array or null"));
         }
@@ -344,7 +809,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ToolCallUpdate/properties/locations`.
-    fn node_40(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_29(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array() || v.is_null()) {
             return Err(Invalid::new("expected array or null"));
         }
@@ -354,21 +819,6 @@ pub mod checks {
                     crate::exact::lenient(e.at(i.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolCallUpdate/properties/rawInput`.
-    fn node_41(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolCallUpdate/properties/rawOutput`.
-    fn node_42(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolCallUpdate/properties/_meta`.
-    fn node_43(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -388,59 +838,59 @@ pub mod checks {
                         let mut matched = match &**k {
                             "toolCallId" => {
                                 seen |= 1u128;
-                                node_32(p).map_err(|e| e.at("toolCallId"))?;
+                                node_24(p).map_err(|e| e.at("toolCallId"))?;
                                 true
                             }
                             "kind" => {
-                                if let Err(e) = node_34(p) {
+                                if let Err(e) = node_25(p) {
                                     crate::exact::lenient(e.at("kind"))?;
                                 }
                                 true
                             }
                             "status" => {
-                                if let Err(e) = node_36(p) {
+                                if let Err(e) = node_26(p) {
                                     crate::exact::lenient(e.at("status"))?;
                                 }
                                 true
                             }
                             "title" => {
-                                if let Err(e) = node_37(p) {
+                                if let Err(e) = node_27(p) {
                                     crate::exact::lenient(e.at("title"))?;
                                 }
                                 true
                             }
                             "name" => {
-                                if let Err(e) = node_38(p) {
+                                if let Err(e) = node_27(p) {
                                     crate::exact::lenient(e.at("name"))?;
                                 }
                                 true
                             }
                             "content" => {
-                                if let Err(e) = node_39(p) {
+                                if let Err(e) = node_28(p) {
                                     crate::exact::lenient(e.at("content"))?;
                                 }
                                 true
                             }
                             "locations" => {
-                                if let Err(e) = node_40(p) {
+                                if let Err(e) = node_29(p) {
                                     crate::exact::lenient(e.at("locations"))?;
                                 }
                                 true
                             }
                             "rawInput" => {
-                                if let Err(e) = node_41(p) {
+                                if let Err(e) = node_30(p) {
                                     crate::exact::lenient(e.at("rawInput"))?;
                                 }
                                 true
                             }
                             "rawOutput" => {
-                                if let Err(e) = node_42(p) {
+                                if let Err(e) = node_30(p) {
                                     crate::exact::lenient(e.at("rawOutput"))?;
                                 }
                                 true
                             }
                             "_meta" => {
-                                if let Err(e) = node_43(p) {
+                                if let Err(e) = node_18(p) {
                                     crate::exact::lenient(e.at("_meta"))?;
                                 }
                                 true
@@ -485,16 +935,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/ToolCallContent/oneOf/0/properties/type`.
-    fn node_44(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("content")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/ToolCallContent/oneOf/0` of the input schema.
     pub fn check_ToolCallContentContent(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -507,7 +947,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_44(p).map_err(|e| e.at("type"))?;
+                        node_31(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -519,16 +959,6 @@ pub mod checks {
             }
         }
         check_Content(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolCallContent/oneOf/1/properties/type`.
-    fn node_45(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("diff")) {
-            return Err(Invalid::new("not the constant value"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/ToolCallContent/oneOf/1` of the input schema.
@@ -543,7 +973,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_45(p).map_err(|e| e.at("type"))?;
+                        node_32(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -555,16 +985,6 @@ pub mod checks {
             }
         }
         check_Diff(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolCallContent/oneOf/2/properties/type`.
-    fn node_46(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("terminal")) {
-            return Err(Invalid::new("not the constant value"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/ToolCallContent/oneOf/2` of the input schema.
@@ -579,7 +999,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_46(p).map_err(|e| e.at("type"))?;
+                        node_33(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -615,16 +1035,6 @@ pub mod checks {
             },
         )
     }
-    /// Checks `#/$defs/ContentBlock/oneOf/0/properties/type`.
-    fn node_47(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("text")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/ContentBlock/oneOf/0` of the input schema.
     pub fn check_ContentBlockText(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -637,7 +1047,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_47(p).map_err(|e| e.at("type"))?;
+                        node_34(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -649,16 +1059,6 @@ pub mod checks {
             }
         }
         check_TextContent(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/ContentBlock/oneOf/1/properties/type`.
-    fn node_48(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("image")) {
-            return Err(Invalid::new("not the constant value"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/ContentBlock/oneOf/1` of the input schema.
@@ -673,7 +1073,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_48(p).map_err(|e| e.at("type"))?;
+                        node_35(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -685,16 +1085,6 @@ pub mod checks {
             }
         }
         check_ImageContent(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/ContentBlock/oneOf/2/properties/type`.
-    fn node_49(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("audio")) {
-            return Err(Invalid::new("not the constant value"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/ContentBlock/oneOf/2` of the input schema.
@@ -709,7 +1099,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_49(p).map_err(|e| e.at("type"))?;
+                        node_36(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -721,16 +1111,6 @@ pub mod checks {
             }
         }
         check_AudioContent(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/ContentBlock/oneOf/3/properties/type`.
-    fn node_50(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("resource_link")) {
-            return Err(Invalid::new("not the constant value"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/ContentBlock/oneOf/3` of the input schema.
@@ -745,7 +1125,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_50(p).map_err(|e| e.at("type"))?;
+                        node_37(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -757,16 +1137,6 @@ pub mod checks {
             }
         }
         check_ResourceLink(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/ContentBlock/oneOf/4/properties/type`.
-    fn node_51(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("resource")) {
-            return Err(Invalid::new("not the constant value"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/ContentBlock/oneOf/4` of the input schema.
@@ -781,7 +1151,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_51(p).map_err(|e| e.at("type"))?;
+                        node_38(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -820,7 +1190,7 @@ pub mod checks {
         )
     }
     /// Checks `#/$defs/Annotations/properties/audience`.
-    fn node_52(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_39(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array() || v.is_null()) {
             return Err(Invalid::new("expected array or null"));
         }
@@ -830,27 +1200,6 @@ pub mod checks {
                     crate::exact::lenient(e.at(i.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Annotations/properties/lastModified`.
-    fn node_53(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Annotations/properties/priority`.
-    fn node_54(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_number() || v.is_null()) {
-            return Err(Invalid::new("expected number or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Annotations/properties/_meta`.
-    fn node_55(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -868,25 +1217,25 @@ pub mod checks {
                         #[allow(unused_mut)]
                         let mut matched = match &**k {
                             "audience" => {
-                                if let Err(e) = node_52(p) {
+                                if let Err(e) = node_39(p) {
                                     crate::exact::lenient(e.at("audience"))?;
                                 }
                                 true
                             }
                             "lastModified" => {
-                                if let Err(e) = node_53(p) {
+                                if let Err(e) = node_27(p) {
                                     crate::exact::lenient(e.at("lastModified"))?;
                                 }
                                 true
                             }
                             "priority" => {
-                                if let Err(e) = node_54(p) {
+                                if let Err(e) = node_40(p) {
                                     crate::exact::lenient(e.at("priority"))?;
                                 }
                                 true
                             }
                             "_meta" => {
-                                if let Err(e) = node_55(p) {
+                                if let Err(e) = node_18(p) {
                                     crate::exact::lenient(e.at("_meta"))?;
                                 }
                                 true
@@ -907,31 +1256,10 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/TextContent/properties/annotations/anyOf/1`.
-    fn node_56(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_null()) {
-            return Err(Invalid::new("expected null"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/TextContent/properties/annotations`.
-    fn node_57(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_Annotations(v).is_ok() || node_56(v).is_ok()) {
+    fn node_41(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_Annotations(v).is_ok() || node_14(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/TextContent/properties/text`.
-    fn node_58(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/TextContent/properties/_meta`.
-    fn node_59(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -946,18 +1274,18 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "annotations" => {
-                        if let Err(e) = node_57(p) {
+                        if let Err(e) = node_41(p) {
                             crate::exact::lenient(e.at("annotations"))?;
                         }
                         true
                     }
                     "text" => {
                         seen |= 2u128;
-                        node_58(p).map_err(|e| e.at("text"))?;
+                        node_2(p).map_err(|e| e.at("text"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_59(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -972,45 +1300,10 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/ImageContent/properties/annotations/anyOf/1`.
-    fn node_60(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_null()) {
-            return Err(Invalid::new("expected null"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/ImageContent/properties/annotations`.
-    fn node_61(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_Annotations(v).is_ok() || node_60(v).is_ok()) {
+    fn node_42(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_Annotations(v).is_ok() || node_14(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ImageContent/properties/data`.
-    fn node_62(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ImageContent/properties/mimeType`.
-    fn node_63(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ImageContent/properties/uri`.
-    fn node_64(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ImageContent/properties/_meta`.
-    fn node_65(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -1025,29 +1318,29 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "annotations" => {
-                        if let Err(e) = node_61(p) {
+                        if let Err(e) = node_42(p) {
                             crate::exact::lenient(e.at("annotations"))?;
                         }
                         true
                     }
                     "data" => {
                         seen |= 2u128;
-                        node_62(p).map_err(|e| e.at("data"))?;
+                        node_2(p).map_err(|e| e.at("data"))?;
                         true
                     }
                     "mimeType" => {
                         seen |= 4u128;
-                        node_63(p).map_err(|e| e.at("mimeType"))?;
+                        node_2(p).map_err(|e| e.at("mimeType"))?;
                         true
                     }
                     "uri" => {
-                        if let Err(e) = node_64(p) {
+                        if let Err(e) = node_27(p) {
                             crate::exact::lenient(e.at("uri"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_65(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -1065,38 +1358,10 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/AudioContent/properties/annotations/anyOf/1`.
-    fn node_66(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_null()) {
-            return Err(Invalid::new("expected null"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/AudioContent/properties/annotations`.
-    fn node_67(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_Annotations(v).is_ok() || node_66(v).is_ok()) {
+    fn node_43(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_Annotations(v).is_ok() || node_14(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/AudioContent/properties/data`.
-    fn node_68(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/AudioContent/properties/mimeType`.
-    fn node_69(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/AudioContent/properties/_meta`.
-    fn node_70(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -1111,23 +1376,23 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "annotations" => {
-                        if let Err(e) = node_67(p) {
+                        if let Err(e) = node_43(p) {
                             crate::exact::lenient(e.at("annotations"))?;
                         }
                         true
                     }
                     "data" => {
                         seen |= 2u128;
-                        node_68(p).map_err(|e| e.at("data"))?;
+                        node_2(p).map_err(|e| e.at("data"))?;
                         true
                     }
                     "mimeType" => {
                         seen |= 4u128;
-                        node_69(p).map_err(|e| e.at("mimeType"))?;
+                        node_2(p).map_err(|e| e.at("mimeType"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_70(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -1145,66 +1410,10 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/ResourceLink/properties/annotations/anyOf/1`.
-    fn node_71(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_null()) {
-            return Err(Invalid::new("expected null"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/ResourceLink/properties/annotations`.
-    fn node_72(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_Annotations(v).is_ok() || node_71(v).is_ok()) {
+    fn node_44(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_Annotations(v).is_ok() || node_14(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ResourceLink/properties/description`.
-    fn node_73(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ResourceLink/properties/mimeType`.
-    fn node_74(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ResourceLink/properties/name`.
-    fn node_75(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ResourceLink/properties/size`.
-    fn node_76(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || crate::exact::is_integer(v) || v.is_null()) {
-            return Err(Invalid::new("expected integer or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ResourceLink/properties/title`.
-    fn node_77(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ResourceLink/properties/uri`.
-    fn node_78(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ResourceLink/properties/_meta`.
-    fn node_79(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -1219,47 +1428,47 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "annotations" => {
-                        if let Err(e) = node_72(p) {
+                        if let Err(e) = node_44(p) {
                             crate::exact::lenient(e.at("annotations"))?;
                         }
                         true
                     }
                     "description" => {
-                        if let Err(e) = node_73(p) {
+                        if let Err(e) = node_27(p) {
                             crate::exact::lenient(e.at("description"))?;
                         }
                         true
                     }
                     "mimeType" => {
-                        if let Err(e) = node_74(p) {
+                        if let Err(e) = node_27(p) {
                             crate::exact::lenient(e.at("mimeType"))?;
                         }
                         true
                     }
                     "name" => {
                         seen |= 8u128;
-                        node_75(p).map_err(|e| e.at("name"))?;
+                        node_2(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "size" => {
-                        if let Err(e) = node_76(p) {
+                        if let Err(e) = node_45(p) {
                             crate::exact::lenient(e.at("size"))?;
                         }
                         true
                     }
                     "title" => {
-                        if let Err(e) = node_77(p) {
+                        if let Err(e) = node_27(p) {
                             crate::exact::lenient(e.at("title"))?;
                         }
                         true
                     }
                     "uri" => {
                         seen |= 64u128;
-                        node_78(p).map_err(|e| e.at("uri"))?;
+                        node_2(p).map_err(|e| e.at("uri"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_79(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -1278,47 +1487,19 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/EmbeddedResourceResource/anyOf/0`.
-    fn node_80(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_46(v: &Json<'_>) -> Result<(), Invalid> {
         check_TextResourceContents(v)?;
         Ok(())
     }
     /// Checks `#/$defs/EmbeddedResourceResource/anyOf/1`.
-    fn node_81(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_47(v: &Json<'_>) -> Result<(), Invalid> {
         check_BlobResourceContents(v)?;
         Ok(())
     }
     /// Checks a value against `#/$defs/EmbeddedResourceResource` of the input schema.
     pub fn check_EmbeddedResourceResource(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_80(v).is_ok() || node_81(v).is_ok()) {
+        if !(false || node_46(v).is_ok() || node_47(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/TextResourceContents/properties/mimeType`.
-    fn node_82(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/TextResourceContents/properties/text`.
-    fn node_83(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/TextResourceContents/properties/uri`.
-    fn node_84(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/TextResourceContents/properties/_meta`.
-    fn node_85(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -1333,23 +1514,23 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "mimeType" => {
-                        if let Err(e) = node_82(p) {
+                        if let Err(e) = node_27(p) {
                             crate::exact::lenient(e.at("mimeType"))?;
                         }
                         true
                     }
                     "text" => {
                         seen |= 2u128;
-                        node_83(p).map_err(|e| e.at("text"))?;
+                        node_2(p).map_err(|e| e.at("text"))?;
                         true
                     }
                     "uri" => {
                         seen |= 4u128;
-                        node_84(p).map_err(|e| e.at("uri"))?;
+                        node_2(p).map_err(|e| e.at("uri"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_85(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -1367,34 +1548,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/BlobResourceContents/properties/blob`.
-    fn node_86(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/BlobResourceContents/properties/mimeType`.
-    fn node_87(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/BlobResourceContents/properties/uri`.
-    fn node_88(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/BlobResourceContents/properties/_meta`.
-    fn node_89(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/BlobResourceContents` of the input schema.
     pub fn check_BlobResourceContents(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -1407,22 +1560,22 @@ pub mod checks {
                 let mut matched = match &**k {
                     "blob" => {
                         seen |= 1u128;
-                        node_86(p).map_err(|e| e.at("blob"))?;
+                        node_2(p).map_err(|e| e.at("blob"))?;
                         true
                     }
                     "mimeType" => {
-                        if let Err(e) = node_87(p) {
+                        if let Err(e) = node_27(p) {
                             crate::exact::lenient(e.at("mimeType"))?;
                         }
                         true
                     }
                     "uri" => {
                         seen |= 4u128;
-                        node_88(p).map_err(|e| e.at("uri"))?;
+                        node_2(p).map_err(|e| e.at("uri"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_89(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -1440,30 +1593,16 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/EmbeddedResource/properties/annotations/anyOf/1`.
-    fn node_90(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_null()) {
-            return Err(Invalid::new("expected null"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/EmbeddedResource/properties/annotations`.
-    fn node_91(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_Annotations(v).is_ok() || node_90(v).is_ok()) {
+    fn node_48(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_Annotations(v).is_ok() || node_14(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/EmbeddedResource/properties/resource`.
-    fn node_92(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_49(v: &Json<'_>) -> Result<(), Invalid> {
         check_EmbeddedResourceResource(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/EmbeddedResource/properties/_meta`.
-    fn node_93(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/EmbeddedResource` of the input schema.
@@ -1477,18 +1616,18 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "annotations" => {
-                        if let Err(e) = node_91(p) {
+                        if let Err(e) = node_48(p) {
                             crate::exact::lenient(e.at("annotations"))?;
                         }
                         true
                     }
                     "resource" => {
                         seen |= 2u128;
-                        node_92(p).map_err(|e| e.at("resource"))?;
+                        node_49(p).map_err(|e| e.at("resource"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_93(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -1504,15 +1643,8 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/Content/properties/content`.
-    fn node_94(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_50(v: &Json<'_>) -> Result<(), Invalid> {
         check_ContentBlock(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/Content/properties/_meta`.
-    fn node_95(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/Content` of the input schema.
@@ -1527,11 +1659,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "content" => {
                         seen |= 1u128;
-                        node_94(p).map_err(|e| e.at("content"))?;
+                        node_50(p).map_err(|e| e.at("content"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_95(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -1543,34 +1675,6 @@ pub mod checks {
             if seen & 1u128 == 0 {
                 return Err(Invalid::new("missing required property `content`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Diff/properties/path`.
-    fn node_96(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Diff/properties/oldText`.
-    fn node_97(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Diff/properties/newText`.
-    fn node_98(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Diff/properties/_meta`.
-    fn node_99(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -1586,22 +1690,22 @@ pub mod checks {
                 let mut matched = match &**k {
                     "path" => {
                         seen |= 1u128;
-                        node_96(p).map_err(|e| e.at("path"))?;
+                        node_2(p).map_err(|e| e.at("path"))?;
                         true
                     }
                     "oldText" => {
-                        if let Err(e) = node_97(p) {
+                        if let Err(e) = node_27(p) {
                             crate::exact::lenient(e.at("oldText"))?;
                         }
                         true
                     }
                     "newText" => {
                         seen |= 4u128;
-                        node_98(p).map_err(|e| e.at("newText"))?;
+                        node_2(p).map_err(|e| e.at("newText"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_99(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -1627,15 +1731,8 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/Terminal/properties/terminalId`.
-    fn node_100(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_51(v: &Json<'_>) -> Result<(), Invalid> {
         check_TerminalId(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/Terminal/properties/_meta`.
-    fn node_101(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/Terminal` of the input schema.
@@ -1650,11 +1747,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "terminalId" => {
                         seen |= 1u128;
-                        node_100(p).map_err(|e| e.at("terminalId"))?;
+                        node_51(p).map_err(|e| e.at("terminalId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_101(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -1666,35 +1763,6 @@ pub mod checks {
             if seen & 1u128 == 0 {
                 return Err(Invalid::new("missing required property `terminalId`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolCallLocation/properties/path`.
-    fn node_102(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolCallLocation/properties/line`.
-    fn node_103(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || crate::exact::is_integer(v) || v.is_null()) {
-            return Err(Invalid::new("expected integer or null"));
-        }
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolCallLocation/properties/_meta`.
-    fn node_104(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -1710,17 +1778,17 @@ pub mod checks {
                 let mut matched = match &**k {
                     "path" => {
                         seen |= 1u128;
-                        node_102(p).map_err(|e| e.at("path"))?;
+                        node_2(p).map_err(|e| e.at("path"))?;
                         true
                     }
                     "line" => {
-                        if let Err(e) = node_103(p) {
+                        if let Err(e) = node_20(p) {
                             crate::exact::lenient(e.at("line"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_104(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -1736,27 +1804,13 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/PermissionOption/properties/optionId`.
-    fn node_105(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_52(v: &Json<'_>) -> Result<(), Invalid> {
         check_PermissionOptionId(v)?;
         Ok(())
     }
-    /// Checks `#/$defs/PermissionOption/properties/name`.
-    fn node_106(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/PermissionOption/properties/kind`.
-    fn node_107(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_53(v: &Json<'_>) -> Result<(), Invalid> {
         check_PermissionOptionKind(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/PermissionOption/properties/_meta`.
-    fn node_108(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/PermissionOption` of the input schema.
@@ -1771,21 +1825,21 @@ pub mod checks {
                 let mut matched = match &**k {
                     "optionId" => {
                         seen |= 1u128;
-                        node_105(p).map_err(|e| e.at("optionId"))?;
+                        node_52(p).map_err(|e| e.at("optionId"))?;
                         true
                     }
                     "name" => {
                         seen |= 2u128;
-                        node_106(p).map_err(|e| e.at("name"))?;
+                        node_2(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "kind" => {
                         seen |= 4u128;
-                        node_107(p).map_err(|e| e.at("kind"))?;
+                        node_53(p).map_err(|e| e.at("kind"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_108(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -1824,38 +1878,24 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CreateTerminalRequest/properties/sessionId`.
-    fn node_109(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_54(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
-    /// Checks `#/$defs/CreateTerminalRequest/properties/command`.
-    fn node_110(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/CreateTerminalRequest/properties/args/items`.
-    fn node_111(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/CreateTerminalRequest/properties/args`.
-    fn node_112(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_55(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_111(item).map_err(|e| e.at(i.to_string()))?;
+                node_2(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
     }
     /// Checks `#/$defs/CreateTerminalRequest/properties/env`.
-    fn node_113(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_56(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -1863,35 +1903,6 @@ pub mod checks {
             for (i, item) in a.iter().enumerate().skip(0usize) {
                 check_EnvVariable(item).map_err(|e| e.at(i.to_string()))?;
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/CreateTerminalRequest/properties/cwd`.
-    fn node_114(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/CreateTerminalRequest/properties/outputByteLimit`.
-    fn node_115(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || crate::exact::is_integer(v) || v.is_null()) {
-            return Err(Invalid::new("expected integer or null"));
-        }
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/CreateTerminalRequest/properties/_meta`.
-    fn node_116(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -1907,38 +1918,38 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_109(p).map_err(|e| e.at("sessionId"))?;
+                        node_54(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "command" => {
                         seen |= 2u128;
-                        node_110(p).map_err(|e| e.at("command"))?;
+                        node_2(p).map_err(|e| e.at("command"))?;
                         true
                     }
                     "args" => {
-                        match node_112(p) {
+                        match node_55(p) {
                             Err(e) if p.is_null() => crate::exact::lenient(e.at("args"))?,
                             other => other.map_err(|e| e.at("args"))?,
                         }
                         true
                     }
                     "env" => {
-                        match node_113(p) {
+                        match node_56(p) {
                             Err(e) if p.is_null() => crate::exact::lenient(e.at("env"))?,
                             other => other.map_err(|e| e.at("env"))?,
                         }
                         true
                     }
                     "cwd" => {
-                        node_114(p).map_err(|e| e.at("cwd"))?;
+                        node_27(p).map_err(|e| e.at("cwd"))?;
                         true
                     }
                     "outputByteLimit" => {
-                        node_115(p).map_err(|e| e.at("outputByteLimit"))?;
+                        node_20(p).map_err(|e| e.at("outputByteLimit"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_116(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -1956,27 +1967,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/EnvVariable/properties/name`.
-    fn node_117(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/EnvVariable/properties/value`.
-    fn node_118(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/EnvVariable/properties/_meta`.
-    fn node_119(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/EnvVariable` of the input schema.
     pub fn check_EnvVariable(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -1989,16 +1979,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "name" => {
                         seen |= 1u128;
-                        node_117(p).map_err(|e| e.at("name"))?;
+                        node_2(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "value" => {
                         seen |= 2u128;
-                        node_118(p).map_err(|e| e.at("value"))?;
+                        node_2(p).map_err(|e| e.at("value"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_119(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -2017,20 +2007,13 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/TerminalOutputRequest/properties/sessionId`.
-    fn node_120(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_57(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/TerminalOutputRequest/properties/terminalId`.
-    fn node_121(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_58(v: &Json<'_>) -> Result<(), Invalid> {
         check_TerminalId(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/TerminalOutputRequest/properties/_meta`.
-    fn node_122(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/TerminalOutputRequest` of the input schema.
@@ -2045,16 +2028,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_120(p).map_err(|e| e.at("sessionId"))?;
+                        node_57(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "terminalId" => {
                         seen |= 2u128;
-                        node_121(p).map_err(|e| e.at("terminalId"))?;
+                        node_58(p).map_err(|e| e.at("terminalId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_122(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -2073,20 +2056,13 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ReleaseTerminalRequest/properties/sessionId`.
-    fn node_123(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_59(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ReleaseTerminalRequest/properties/terminalId`.
-    fn node_124(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_60(v: &Json<'_>) -> Result<(), Invalid> {
         check_TerminalId(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/ReleaseTerminalRequest/properties/_meta`.
-    fn node_125(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/ReleaseTerminalRequest` of the input schema.
@@ -2101,16 +2077,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_123(p).map_err(|e| e.at("sessionId"))?;
+                        node_59(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "terminalId" => {
                         seen |= 2u128;
-                        node_124(p).map_err(|e| e.at("terminalId"))?;
+                        node_60(p).map_err(|e| e.at("terminalId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_125(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -2129,20 +2105,13 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/WaitForTerminalExitRequest/properties/sessionId`.
-    fn node_126(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_61(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/WaitForTerminalExitRequest/properties/terminalId`.
-    fn node_127(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_62(v: &Json<'_>) -> Result<(), Invalid> {
         check_TerminalId(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/WaitForTerminalExitRequest/properties/_meta`.
-    fn node_128(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/WaitForTerminalExitRequest` of the input schema.
@@ -2157,16 +2126,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_126(p).map_err(|e| e.at("sessionId"))?;
+                        node_61(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "terminalId" => {
                         seen |= 2u128;
-                        node_127(p).map_err(|e| e.at("terminalId"))?;
+                        node_62(p).map_err(|e| e.at("terminalId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_128(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -2185,20 +2154,13 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/KillTerminalRequest/properties/sessionId`.
-    fn node_129(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_63(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/KillTerminalRequest/properties/terminalId`.
-    fn node_130(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_64(v: &Json<'_>) -> Result<(), Invalid> {
         check_TerminalId(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/KillTerminalRequest/properties/_meta`.
-    fn node_131(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/KillTerminalRequest` of the input schema.
@@ -2213,16 +2175,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_129(p).map_err(|e| e.at("sessionId"))?;
+                        node_63(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "terminalId" => {
                         seen |= 2u128;
-                        node_130(p).map_err(|e| e.at("terminalId"))?;
+                        node_64(p).map_err(|e| e.at("terminalId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_131(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -2240,16 +2202,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/CreateElicitationRequest/anyOf/0/properties/mode`.
-    fn node_132(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("form")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/CreateElicitationRequest/anyOf/0` of the input schema.
     pub fn check_CreateElicitationRequestForm(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -2262,7 +2214,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "mode" => {
                         seen |= 1u128;
-                        node_132(p).map_err(|e| e.at("mode"))?;
+                        node_65(p).map_err(|e| e.at("mode"))?;
                         true
                     }
                     _ => false,
@@ -2274,16 +2226,6 @@ pub mod checks {
             }
         }
         check_ElicitationFormMode(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/CreateElicitationRequest/anyOf/1/properties/mode`.
-    fn node_133(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("url")) {
-            return Err(Invalid::new("not the constant value"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/CreateElicitationRequest/anyOf/1` of the input schema.
@@ -2298,7 +2240,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "mode" => {
                         seen |= 1u128;
-                        node_133(p).map_err(|e| e.at("mode"))?;
+                        node_66(p).map_err(|e| e.at("mode"))?;
                         true
                     }
                     _ => false,
@@ -2310,16 +2252,6 @@ pub mod checks {
             }
         }
         check_ElicitationUrlMode(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/CreateElicitationRequest/anyOf/2/not/anyOf/0/properties/mode`.
-    fn node_134(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("form")) {
-            return Err(Invalid::new("not the constant value"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/CreateElicitationRequest/anyOf/2/not/anyOf/0` of the input schema.
@@ -2336,7 +2268,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "mode" => {
                         seen |= 1u128;
-                        node_134(p).map_err(|e| e.at("mode"))?;
+                        node_65(p).map_err(|e| e.at("mode"))?;
                         true
                     }
                     _ => false,
@@ -2346,16 +2278,6 @@ pub mod checks {
             if seen & 1u128 == 0 {
                 return Err(Invalid::new("missing required property `mode`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/CreateElicitationRequest/anyOf/2/not/anyOf/1/properties/mode`.
-    fn node_135(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("url")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -2373,7 +2295,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "mode" => {
                         seen |= 1u128;
-                        node_135(p).map_err(|e| e.at("mode"))?;
+                        node_66(p).map_err(|e| e.at("mode"))?;
                         true
                     }
                     _ => false,
@@ -2386,25 +2308,18 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/CreateElicitationRequest/anyOf/2/properties/mode`.
-    fn node_136(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/CreateElicitationRequest/anyOf/2/anyOf/0`.
-    fn node_137(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_67(v: &Json<'_>) -> Result<(), Invalid> {
         check_ElicitationSessionScope(v)?;
         Ok(())
     }
     /// Checks `#/$defs/CreateElicitationRequest/anyOf/2/anyOf/1`.
-    fn node_138(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_68(v: &Json<'_>) -> Result<(), Invalid> {
         check_ElicitationRequestScope(v)?;
         Ok(())
     }
     /// Checks `#/$defs/CreateElicitationRequest/anyOf/2/not`.
-    fn node_139(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_69(v: &Json<'_>) -> Result<(), Invalid> {
         match v.get("mode").and_then(Json::as_str) {
             Some("form") => check_CreateElicitationRequestVariant2NotForm(v)?,
             Some("url") => check_CreateElicitationRequestVariant2NotUrl(v)?,
@@ -2424,7 +2339,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "mode" => {
                         seen |= 1u128;
-                        node_136(p).map_err(|e| e.at("mode"))?;
+                        node_2(p).map_err(|e| e.at("mode"))?;
                         true
                     }
                     _ => false,
@@ -2435,25 +2350,11 @@ pub mod checks {
                 return Err(Invalid::new("missing required property `mode`"));
             }
         }
-        if !(false || node_137(v).is_ok() || node_138(v).is_ok()) {
+        if !(false || node_67(v).is_ok() || node_68(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
-        if node_139(v).is_ok() {
+        if node_69(v).is_ok() {
             return Err(Invalid::new("matches a shape that is not allowed"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/CreateElicitationRequest/properties/message`.
-    fn node_140(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/CreateElicitationRequest/properties/_meta`.
-    fn node_141(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -2469,11 +2370,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "message" => {
                         seen |= 1u128;
-                        node_140(p).map_err(|e| e.at("message"))?;
+                        node_2(p).map_err(|e| e.at("message"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_141(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -2495,20 +2396,13 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ElicitationSessionScope/properties/sessionId`.
-    fn node_142(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_70(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
-    /// Checks `#/$defs/ElicitationSessionScope/properties/toolCallId/anyOf/1`.
-    fn node_143(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_null()) {
-            return Err(Invalid::new("expected null"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/ElicitationSessionScope/properties/toolCallId`.
-    fn node_144(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_ToolCallId(v).is_ok() || node_143(v).is_ok()) {
+    fn node_71(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_ToolCallId(v).is_ok() || node_14(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
@@ -2529,11 +2423,11 @@ pub mod checks {
                         let mut matched = match &**k {
                             "sessionId" => {
                                 seen |= 1u128;
-                                node_142(p).map_err(|e| e.at("sessionId"))?;
+                                node_70(p).map_err(|e| e.at("sessionId"))?;
                                 true
                             }
                             "toolCallId" => {
-                                if let Err(e) = node_144(p) {
+                                if let Err(e) = node_71(p) {
                                     crate::exact::lenient(e.at("toolCallId"))?;
                                 }
                                 true
@@ -2553,7 +2447,7 @@ pub mod checks {
         )
     }
     /// Checks `#/$defs/ElicitationRequestScope/properties/requestId`.
-    fn node_145(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_72(v: &Json<'_>) -> Result<(), Invalid> {
         check_RequestId(v)?;
         Ok(())
     }
@@ -2573,7 +2467,7 @@ pub mod checks {
                         let mut matched = match &**k {
                             "requestId" => {
                                 seen |= 1u128;
-                                node_145(p).map_err(|e| e.at("requestId"))?;
+                                node_72(p).map_err(|e| e.at("requestId"))?;
                                 true
                             }
                             _ => false,
@@ -2607,47 +2501,19 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ElicitationSchema/properties/type`.
-    fn node_146(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_73(v: &Json<'_>) -> Result<(), Invalid> {
         check_ElicitationSchemaType(v)?;
         Ok(())
     }
-    /// Checks `#/$defs/ElicitationSchema/properties/title`.
-    fn node_147(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ElicitationSchema/properties/required/items`.
-    fn node_148(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/ElicitationSchema/properties/required`.
-    fn node_149(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_74(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array() || v.is_null()) {
             return Err(Invalid::new("expected array or null"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_148(item).map_err(|e| e.at(i.to_string()))?;
+                node_2(item).map_err(|e| e.at(i.to_string()))?;
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ElicitationSchema/properties/description`.
-    fn node_150(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ElicitationSchema/properties/_meta`.
-    fn node_151(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -2661,13 +2527,13 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "type" => {
-                        if let Err(e) = node_146(p) {
+                        if let Err(e) = node_73(p) {
                             crate::exact::lenient(e.at("type"))?;
                         }
                         true
                     }
                     "title" => {
-                        if let Err(e) = node_147(p) {
+                        if let Err(e) = node_27(p) {
                             crate::exact::lenient(e.at("title"))?;
                         }
                         true
@@ -2678,17 +2544,17 @@ pub mod checks {
                         true
                     }
                     "required" => {
-                        node_149(p).map_err(|e| e.at("required"))?;
+                        node_74(p).map_err(|e| e.at("required"))?;
                         true
                     }
                     "description" => {
-                        if let Err(e) = node_150(p) {
+                        if let Err(e) = node_27(p) {
                             crate::exact::lenient(e.at("description"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_151(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -2707,16 +2573,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/ElicitationPropertySchema/anyOf/0/properties/type`.
-    fn node_152(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("string")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/ElicitationPropertySchema/anyOf/0` of the input schema.
     pub fn check_ElicitationPropertySchemaString(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -2729,7 +2585,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_152(p).map_err(|e| e.at("type"))?;
+                        node_75(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -2741,16 +2597,6 @@ pub mod checks {
             }
         }
         check_StringPropertySchema(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/ElicitationPropertySchema/anyOf/1/properties/type`.
-    fn node_153(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("number")) {
-            return Err(Invalid::new("not the constant value"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/ElicitationPropertySchema/anyOf/1` of the input schema.
@@ -2765,7 +2611,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_153(p).map_err(|e| e.at("type"))?;
+                        node_76(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -2777,16 +2623,6 @@ pub mod checks {
             }
         }
         check_NumberPropertySchema(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/ElicitationPropertySchema/anyOf/2/properties/type`.
-    fn node_154(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("integer")) {
-            return Err(Invalid::new("not the constant value"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/ElicitationPropertySchema/anyOf/2` of the input schema.
@@ -2801,7 +2637,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_154(p).map_err(|e| e.at("type"))?;
+                        node_77(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -2813,16 +2649,6 @@ pub mod checks {
             }
         }
         check_IntegerPropertySchema(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/ElicitationPropertySchema/anyOf/3/properties/type`.
-    fn node_155(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("boolean")) {
-            return Err(Invalid::new("not the constant value"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/ElicitationPropertySchema/anyOf/3` of the input schema.
@@ -2837,7 +2663,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_155(p).map_err(|e| e.at("type"))?;
+                        node_78(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -2849,16 +2675,6 @@ pub mod checks {
             }
         }
         check_BooleanPropertySchema(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/ElicitationPropertySchema/anyOf/4/properties/type`.
-    fn node_156(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("array")) {
-            return Err(Invalid::new("not the constant value"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/ElicitationPropertySchema/anyOf/4` of the input schema.
@@ -2873,7 +2689,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_156(p).map_err(|e| e.at("type"))?;
+                        node_79(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -2885,16 +2701,6 @@ pub mod checks {
             }
         }
         check_MultiSelectPropertySchema(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/ElicitationPropertySchema/anyOf/5/not/anyOf/0/properties/type`.
-    fn node_157(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("string")) {
-            return Err(Invalid::new("not the constant value"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/ElicitationPropertySchema/anyOf/5/not/anyOf/0` of the input schema.
@@ -2911,7 +2717,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_157(p).map_err(|e| e.at("type"))?;
+                        node_75(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -2921,16 +2727,6 @@ pub mod checks {
             if seen & 1u128 == 0 {
                 return Err(Invalid::new("missing required property `type`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ElicitationPropertySchema/anyOf/5/not/anyOf/1/properties/type`.
-    fn node_158(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("number")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -2948,7 +2744,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_158(p).map_err(|e| e.at("type"))?;
+                        node_76(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -2958,16 +2754,6 @@ pub mod checks {
             if seen & 1u128 == 0 {
                 return Err(Invalid::new("missing required property `type`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ElicitationPropertySchema/anyOf/5/not/anyOf/2/properties/type`.
-    fn node_159(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("integer")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -2985,7 +2771,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_159(p).map_err(|e| e.at("type"))?;
+                        node_77(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -2995,16 +2781,6 @@ pub mod checks {
             if seen & 1u128 == 0 {
                 return Err(Invalid::new("missing required property `type`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ElicitationPropertySchema/anyOf/5/not/anyOf/3/properties/type`.
-    fn node_160(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("boolean")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -3022,7 +2798,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_160(p).map_err(|e| e.at("type"))?;
+                        node_78(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -3032,16 +2808,6 @@ pub mod checks {
             if seen & 1u128 == 0 {
                 return Err(Invalid::new("missing required property `type`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ElicitationPropertySchema/anyOf/5/not/anyOf/4/properties/type`.
-    fn node_161(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("array")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -3059,7 +2825,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_161(p).map_err(|e| e.at("type"))?;
+                        node_79(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -3072,15 +2838,8 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/ElicitationPropertySchema/anyOf/5/properties/type`.
-    fn node_162(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/ElicitationPropertySchema/anyOf/5/not`.
-    fn node_163(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_80(v: &Json<'_>) -> Result<(), Invalid> {
         match v.get("type").and_then(Json::as_str) {
             Some("string") => check_ElicitationPropertySchemaVariant5NotString(v)?,
             Some("number") => check_ElicitationPropertySchemaVariant5NotNumber(v)?,
@@ -3103,7 +2862,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_162(p).map_err(|e| e.at("type"))?;
+                        node_2(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -3114,7 +2873,7 @@ pub mod checks {
                 return Err(Invalid::new("missing required property `type`"));
             }
         }
-        if node_163(v).is_ok() {
+        if node_80(v).is_ok() {
             return Err(Invalid::new("matches a shape that is not allowed"));
         }
         Ok(())
@@ -3139,34 +2898,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/EnumOption/properties/const`.
-    fn node_164(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/EnumOption/properties/title`.
-    fn node_165(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/EnumOption/properties/description`.
-    fn node_166(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/EnumOption/properties/_meta`.
-    fn node_167(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/EnumOption` of the input schema.
     pub fn check_EnumOption(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -3179,22 +2910,22 @@ pub mod checks {
                 let mut matched = match &**k {
                     "const" => {
                         seen |= 1u128;
-                        node_164(p).map_err(|e| e.at("const"))?;
+                        node_2(p).map_err(|e| e.at("const"))?;
                         true
                     }
                     "title" => {
                         seen |= 2u128;
-                        node_165(p).map_err(|e| e.at("title"))?;
+                        node_2(p).map_err(|e| e.at("title"))?;
                         true
                     }
                     "description" => {
-                        if let Err(e) = node_166(p) {
+                        if let Err(e) = node_27(p) {
                             crate::exact::lenient(e.at("description"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_167(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -3212,99 +2943,27 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/StringPropertySchema/properties/title`.
-    fn node_168(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/StringPropertySchema/properties/description`.
-    fn node_169(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/StringPropertySchema/properties/minLength`.
-    fn node_170(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || crate::exact::is_integer(v) || v.is_null()) {
-            return Err(Invalid::new("expected integer or null"));
-        }
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/StringPropertySchema/properties/maxLength`.
-    fn node_171(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || crate::exact::is_integer(v) || v.is_null()) {
-            return Err(Invalid::new("expected integer or null"));
-        }
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/StringPropertySchema/properties/pattern`.
-    fn node_172(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/StringPropertySchema/properties/format/anyOf/1`.
-    fn node_173(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_null()) {
-            return Err(Invalid::new("expected null"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/StringPropertySchema/properties/format`.
-    fn node_174(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_StringFormat(v).is_ok() || node_173(v).is_ok()) {
+    fn node_81(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_StringFormat(v).is_ok() || node_14(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
-    /// Checks `#/$defs/StringPropertySchema/properties/default`.
-    fn node_175(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/StringPropertySchema/properties/enum/items`.
-    fn node_176(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/StringPropertySchema/properties/enum`.
-    fn node_177(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_82(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array() || v.is_null()) {
             return Err(Invalid::new("expected array or null"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_176(item).map_err(|e| e.at(i.to_string()))?;
+                node_2(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
     }
     /// Checks `#/$defs/StringPropertySchema/properties/oneOf`.
-    fn node_178(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_83(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array() || v.is_null()) {
             return Err(Invalid::new("expected array or null"));
         }
@@ -3312,13 +2971,6 @@ pub mod checks {
             for (i, item) in a.iter().enumerate().skip(0usize) {
                 check_EnumOption(item).map_err(|e| e.at(i.to_string()))?;
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/StringPropertySchema/properties/_meta`.
-    fn node_179(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -3332,49 +2984,49 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "title" => {
-                        if let Err(e) = node_168(p) {
+                        if let Err(e) = node_27(p) {
                             crate::exact::lenient(e.at("title"))?;
                         }
                         true
                     }
                     "description" => {
-                        if let Err(e) = node_169(p) {
+                        if let Err(e) = node_27(p) {
                             crate::exact::lenient(e.at("description"))?;
                         }
                         true
                     }
                     "minLength" => {
-                        node_170(p).map_err(|e| e.at("minLength"))?;
+                        node_20(p).map_err(|e| e.at("minLength"))?;
                         true
                     }
                     "maxLength" => {
-                        node_171(p).map_err(|e| e.at("maxLength"))?;
+                        node_20(p).map_err(|e| e.at("maxLength"))?;
                         true
                     }
                     "pattern" => {
-                        node_172(p).map_err(|e| e.at("pattern"))?;
+                        node_27(p).map_err(|e| e.at("pattern"))?;
                         true
                     }
                     "format" => {
-                        node_174(p).map_err(|e| e.at("format"))?;
+                        node_81(p).map_err(|e| e.at("format"))?;
                         true
                     }
                     "default" => {
-                        if let Err(e) = node_175(p) {
+                        if let Err(e) = node_27(p) {
                             crate::exact::lenient(e.at("default"))?;
                         }
                         true
                     }
                     "enum" => {
-                        node_177(p).map_err(|e| e.at("enum"))?;
+                        node_82(p).map_err(|e| e.at("enum"))?;
                         true
                     }
                     "oneOf" => {
-                        node_178(p).map_err(|e| e.at("oneOf"))?;
+                        node_83(p).map_err(|e| e.at("oneOf"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_179(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -3383,48 +3035,6 @@ pub mod checks {
                 };
                 if !matched {}
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/NumberPropertySchema/properties/title`.
-    fn node_180(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/NumberPropertySchema/properties/description`.
-    fn node_181(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/NumberPropertySchema/properties/minimum`.
-    fn node_182(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_number() || v.is_null()) {
-            return Err(Invalid::new("expected number or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/NumberPropertySchema/properties/maximum`.
-    fn node_183(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_number() || v.is_null()) {
-            return Err(Invalid::new("expected number or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/NumberPropertySchema/properties/default`.
-    fn node_184(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_number() || v.is_null()) {
-            return Err(Invalid::new("expected number or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/NumberPropertySchema/properties/_meta`.
-    fn node_185(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -3438,33 +3048,33 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "title" => {
-                        if let Err(e) = node_180(p) {
+                        if let Err(e) = node_27(p) {
                             crate::exact::lenient(e.at("title"))?;
                         }
                         true
                     }
                     "description" => {
-                        if let Err(e) = node_181(p) {
+                        if let Err(e) = node_27(p) {
                             crate::exact::lenient(e.at("description"))?;
                         }
                         true
                     }
                     "minimum" => {
-                        node_182(p).map_err(|e| e.at("minimum"))?;
+                        node_40(p).map_err(|e| e.at("minimum"))?;
                         true
                     }
                     "maximum" => {
-                        node_183(p).map_err(|e| e.at("maximum"))?;
+                        node_40(p).map_err(|e| e.at("maximum"))?;
                         true
                     }
                     "default" => {
-                        if let Err(e) = node_184(p) {
+                        if let Err(e) = node_40(p) {
                             crate::exact::lenient(e.at("default"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_185(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -3473,48 +3083,6 @@ pub mod checks {
                 };
                 if !matched {}
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/IntegerPropertySchema/properties/title`.
-    fn node_186(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/IntegerPropertySchema/properties/description`.
-    fn node_187(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/IntegerPropertySchema/properties/minimum`.
-    fn node_188(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || crate::exact::is_integer(v) || v.is_null()) {
-            return Err(Invalid::new("expected integer or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/IntegerPropertySchema/properties/maximum`.
-    fn node_189(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || crate::exact::is_integer(v) || v.is_null()) {
-            return Err(Invalid::new("expected integer or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/IntegerPropertySchema/properties/default`.
-    fn node_190(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || crate::exact::is_integer(v) || v.is_null()) {
-            return Err(Invalid::new("expected integer or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/IntegerPropertySchema/properties/_meta`.
-    fn node_191(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -3528,33 +3096,33 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "title" => {
-                        if let Err(e) = node_186(p) {
+                        if let Err(e) = node_27(p) {
                             crate::exact::lenient(e.at("title"))?;
                         }
                         true
                     }
                     "description" => {
-                        if let Err(e) = node_187(p) {
+                        if let Err(e) = node_27(p) {
                             crate::exact::lenient(e.at("description"))?;
                         }
                         true
                     }
                     "minimum" => {
-                        node_188(p).map_err(|e| e.at("minimum"))?;
+                        node_45(p).map_err(|e| e.at("minimum"))?;
                         true
                     }
                     "maximum" => {
-                        node_189(p).map_err(|e| e.at("maximum"))?;
+                        node_45(p).map_err(|e| e.at("maximum"))?;
                         true
                     }
                     "default" => {
-                        if let Err(e) = node_190(p) {
+                        if let Err(e) = node_45(p) {
                             crate::exact::lenient(e.at("default"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_191(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -3563,34 +3131,6 @@ pub mod checks {
                 };
                 if !matched {}
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/BooleanPropertySchema/properties/title`.
-    fn node_192(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/BooleanPropertySchema/properties/description`.
-    fn node_193(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/BooleanPropertySchema/properties/default`.
-    fn node_194(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_boolean() || v.is_null()) {
-            return Err(Invalid::new("expected boolean or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/BooleanPropertySchema/properties/_meta`.
-    fn node_195(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -3604,25 +3144,25 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "title" => {
-                        if let Err(e) = node_192(p) {
+                        if let Err(e) = node_27(p) {
                             crate::exact::lenient(e.at("title"))?;
                         }
                         true
                     }
                     "description" => {
-                        if let Err(e) = node_193(p) {
+                        if let Err(e) = node_27(p) {
                             crate::exact::lenient(e.at("description"))?;
                         }
                         true
                     }
                     "default" => {
-                        if let Err(e) = node_194(p) {
+                        if let Err(e) = node_84(p) {
                             crate::exact::lenient(e.at("default"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_195(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -3631,16 +3171,6 @@ pub mod checks {
                 };
                 if !matched {}
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/MultiSelectItems/anyOf/0/properties/type`.
-    fn node_196(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("string")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -3656,7 +3186,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_196(p).map_err(|e| e.at("type"))?;
+                        node_75(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -3668,16 +3198,6 @@ pub mod checks {
             }
         }
         check_StringMultiSelectItems(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/MultiSelectItems/anyOf/1/not/anyOf/0/properties/type`.
-    fn node_197(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("string")) {
-            return Err(Invalid::new("not the constant value"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/MultiSelectItems/anyOf/1/not/anyOf/0` of the input schema.
@@ -3692,7 +3212,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_197(p).map_err(|e| e.at("type"))?;
+                        node_75(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -3705,15 +3225,8 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/MultiSelectItems/anyOf/1/properties/type`.
-    fn node_198(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/MultiSelectItems/anyOf/1/not`.
-    fn node_199(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_85(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || check_MultiSelectItemsVariant1NotString(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
@@ -3731,7 +3244,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_198(p).map_err(|e| e.at("type"))?;
+                        node_2(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -3742,48 +3255,34 @@ pub mod checks {
                 return Err(Invalid::new("missing required property `type`"));
             }
         }
-        if node_199(v).is_ok() {
+        if node_85(v).is_ok() {
             return Err(Invalid::new("matches a shape that is not allowed"));
         }
         Ok(())
     }
     /// Checks `#/$defs/MultiSelectItems/anyOf/2`.
-    fn node_200(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_86(v: &Json<'_>) -> Result<(), Invalid> {
         check_TitledMultiSelectItems(v)?;
         Ok(())
     }
     /// Checks a value against `#/$defs/MultiSelectItems` of the input schema.
     pub fn check_MultiSelectItems(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || check_MultiSelectItemsString(v).is_ok()
-            || check_MultiSelectItemsVariant1(v).is_ok() || node_200(v).is_ok())
+            || check_MultiSelectItemsVariant1(v).is_ok() || node_86(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
-    /// Checks `#/$defs/StringMultiSelectItems/properties/enum/items`.
-    fn node_201(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/StringMultiSelectItems/properties/enum`.
-    fn node_202(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_87(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_201(item).map_err(|e| e.at(i.to_string()))?;
+                node_2(item).map_err(|e| e.at(i.to_string()))?;
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/StringMultiSelectItems/properties/_meta`.
-    fn node_203(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -3799,11 +3298,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "enum" => {
                         seen |= 1u128;
-                        node_202(p).map_err(|e| e.at("enum"))?;
+                        node_87(p).map_err(|e| e.at("enum"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_203(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -3819,7 +3318,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/TitledMultiSelectItems/properties/anyOf`.
-    fn node_204(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_88(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -3827,13 +3326,6 @@ pub mod checks {
             for (i, item) in a.iter().enumerate().skip(0usize) {
                 check_EnumOption(item).map_err(|e| e.at(i.to_string()))?;
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/TitledMultiSelectItems/properties/_meta`.
-    fn node_205(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -3849,11 +3341,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "anyOf" => {
                         seen |= 1u128;
-                        node_204(p).map_err(|e| e.at("anyOf"))?;
+                        node_88(p).map_err(|e| e.at("anyOf"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_205(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -3868,80 +3360,22 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/MultiSelectPropertySchema/properties/title`.
-    fn node_206(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/MultiSelectPropertySchema/properties/description`.
-    fn node_207(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/MultiSelectPropertySchema/properties/minItems`.
-    fn node_208(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || crate::exact::is_integer(v) || v.is_null()) {
-            return Err(Invalid::new("expected integer or null"));
-        }
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/MultiSelectPropertySchema/properties/maxItems`.
-    fn node_209(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || crate::exact::is_integer(v) || v.is_null()) {
-            return Err(Invalid::new("expected integer or null"));
-        }
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/MultiSelectPropertySchema/properties/items`.
-    fn node_210(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_89(v: &Json<'_>) -> Result<(), Invalid> {
         check_MultiSelectItems(v)?;
         Ok(())
     }
-    /// Checks `#/$defs/MultiSelectPropertySchema/properties/default/items`.
-    fn node_211(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/MultiSelectPropertySchema/properties/default`.
-    fn node_212(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_90(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array() || v.is_null()) {
             return Err(Invalid::new("expected array or null"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                if let Err(e) = node_211(item) {
+                if let Err(e) = node_2(item) {
                     crate::exact::lenient(e.at(i.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/MultiSelectPropertySchema/properties/_meta`.
-    fn node_213(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -3956,38 +3390,38 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "title" => {
-                        if let Err(e) = node_206(p) {
+                        if let Err(e) = node_27(p) {
                             crate::exact::lenient(e.at("title"))?;
                         }
                         true
                     }
                     "description" => {
-                        if let Err(e) = node_207(p) {
+                        if let Err(e) = node_27(p) {
                             crate::exact::lenient(e.at("description"))?;
                         }
                         true
                     }
                     "minItems" => {
-                        node_208(p).map_err(|e| e.at("minItems"))?;
+                        node_20(p).map_err(|e| e.at("minItems"))?;
                         true
                     }
                     "maxItems" => {
-                        node_209(p).map_err(|e| e.at("maxItems"))?;
+                        node_20(p).map_err(|e| e.at("maxItems"))?;
                         true
                     }
                     "items" => {
                         seen |= 16u128;
-                        node_210(p).map_err(|e| e.at("items"))?;
+                        node_89(p).map_err(|e| e.at("items"))?;
                         true
                     }
                     "default" => {
-                        if let Err(e) = node_212(p) {
+                        if let Err(e) = node_90(p) {
                             crate::exact::lenient(e.at("default"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_213(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -4003,17 +3437,17 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ElicitationFormMode/properties/requestedSchema`.
-    fn node_214(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_91(v: &Json<'_>) -> Result<(), Invalid> {
         check_ElicitationSchema(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ElicitationFormMode/anyOf/0`.
-    fn node_215(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_92(v: &Json<'_>) -> Result<(), Invalid> {
         check_ElicitationSessionScope(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ElicitationFormMode/anyOf/1`.
-    fn node_216(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_93(v: &Json<'_>) -> Result<(), Invalid> {
         check_ElicitationRequestScope(v)?;
         Ok(())
     }
@@ -4029,7 +3463,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "requestedSchema" => {
                         seen |= 1u128;
-                        node_214(p).map_err(|e| e.at("requestedSchema"))?;
+                        node_91(p).map_err(|e| e.at("requestedSchema"))?;
                         true
                     }
                     _ => false,
@@ -4040,7 +3474,7 @@ pub mod checks {
                 return Err(Invalid::new("missing required property `requestedSchema`"));
             }
         }
-        if !(false || node_215(v).is_ok() || node_216(v).is_ok()) {
+        if !(false || node_92(v).is_ok() || node_93(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
@@ -4053,24 +3487,17 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ElicitationUrlMode/properties/elicitationId`.
-    fn node_217(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_94(v: &Json<'_>) -> Result<(), Invalid> {
         check_ElicitationId(v)?;
         Ok(())
     }
-    /// Checks `#/$defs/ElicitationUrlMode/properties/url`.
-    fn node_218(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/ElicitationUrlMode/anyOf/0`.
-    fn node_219(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_95(v: &Json<'_>) -> Result<(), Invalid> {
         check_ElicitationSessionScope(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ElicitationUrlMode/anyOf/1`.
-    fn node_220(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_96(v: &Json<'_>) -> Result<(), Invalid> {
         check_ElicitationRequestScope(v)?;
         Ok(())
     }
@@ -4086,12 +3513,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "elicitationId" => {
                         seen |= 1u128;
-                        node_217(p).map_err(|e| e.at("elicitationId"))?;
+                        node_94(p).map_err(|e| e.at("elicitationId"))?;
                         true
                     }
                     "url" => {
                         seen |= 2u128;
-                        node_218(p).map_err(|e| e.at("url"))?;
+                        node_2(p).map_err(|e| e.at("url"))?;
                         true
                     }
                     _ => false,
@@ -4105,23 +3532,23 @@ pub mod checks {
                 return Err(Invalid::new("missing required property `url`"));
             }
         }
-        if !(false || node_219(v).is_ok() || node_220(v).is_ok()) {
+        if !(false || node_95(v).is_ok() || node_96(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/InitializeResponse/properties/protocolVersion`.
-    fn node_238(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_114(v: &Json<'_>) -> Result<(), Invalid> {
         check_ProtocolVersion(v)?;
         Ok(())
     }
     /// Checks `#/$defs/InitializeResponse/properties/agentCapabilities`.
-    fn node_239(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_115(v: &Json<'_>) -> Result<(), Invalid> {
         check_AgentCapabilities(v)?;
         Ok(())
     }
     /// Checks `#/$defs/InitializeResponse/properties/authMethods`.
-    fn node_240(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_116(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -4134,24 +3561,10 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/InitializeResponse/properties/agentInfo/anyOf/1`.
-    fn node_241(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_null()) {
-            return Err(Invalid::new("expected null"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/InitializeResponse/properties/agentInfo`.
-    fn node_242(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_Implementation(v).is_ok() || node_241(v).is_ok()) {
+    fn node_117(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_Implementation(v).is_ok() || node_14(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/InitializeResponse/properties/_meta`.
-    fn node_243(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -4167,29 +3580,29 @@ pub mod checks {
                 let mut matched = match &**k {
                     "protocolVersion" => {
                         seen |= 1u128;
-                        node_238(p).map_err(|e| e.at("protocolVersion"))?;
+                        node_114(p).map_err(|e| e.at("protocolVersion"))?;
                         true
                     }
                     "agentCapabilities" => {
-                        if let Err(e) = node_239(p) {
+                        if let Err(e) = node_115(p) {
                             crate::exact::lenient(e.at("agentCapabilities"))?;
                         }
                         true
                     }
                     "authMethods" => {
-                        if let Err(e) = node_240(p) {
+                        if let Err(e) = node_116(p) {
                             crate::exact::lenient(e.at("authMethods"))?;
                         }
                         true
                     }
                     "agentInfo" => {
-                        if let Err(e) = node_242(p) {
+                        if let Err(e) = node_117(p) {
                             crate::exact::lenient(e.at("agentInfo"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_243(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -4225,38 +3638,24 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/AgentCapabilities/properties/loadSession`.
-    fn node_244(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_boolean()) {
-            return Err(Invalid::new("expected boolean"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/AgentCapabilities/properties/promptCapabilities`.
-    fn node_245(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_119(v: &Json<'_>) -> Result<(), Invalid> {
         check_PromptCapabilities(v)?;
         Ok(())
     }
     /// Checks `#/$defs/AgentCapabilities/properties/mcpCapabilities`.
-    fn node_246(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_120(v: &Json<'_>) -> Result<(), Invalid> {
         check_McpCapabilities(v)?;
         Ok(())
     }
     /// Checks `#/$defs/AgentCapabilities/properties/sessionCapabilities`.
-    fn node_247(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_121(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionCapabilities(v)?;
         Ok(())
     }
     /// Checks `#/$defs/AgentCapabilities/properties/auth`.
-    fn node_248(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_122(v: &Json<'_>) -> Result<(), Invalid> {
         check_AgentAuthCapabilities(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/AgentCapabilities/properties/_meta`.
-    fn node_249(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/AgentCapabilities` of the input schema.
@@ -4269,37 +3668,37 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "loadSession" => {
-                        if let Err(e) = node_244(p) {
+                        if let Err(e) = node_118(p) {
                             crate::exact::lenient(e.at("loadSession"))?;
                         }
                         true
                     }
                     "promptCapabilities" => {
-                        if let Err(e) = node_245(p) {
+                        if let Err(e) = node_119(p) {
                             crate::exact::lenient(e.at("promptCapabilities"))?;
                         }
                         true
                     }
                     "mcpCapabilities" => {
-                        if let Err(e) = node_246(p) {
+                        if let Err(e) = node_120(p) {
                             crate::exact::lenient(e.at("mcpCapabilities"))?;
                         }
                         true
                     }
                     "sessionCapabilities" => {
-                        if let Err(e) = node_247(p) {
+                        if let Err(e) = node_121(p) {
                             crate::exact::lenient(e.at("sessionCapabilities"))?;
                         }
                         true
                     }
                     "auth" => {
-                        if let Err(e) = node_248(p) {
+                        if let Err(e) = node_122(p) {
                             crate::exact::lenient(e.at("auth"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_249(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -4308,34 +3707,6 @@ pub mod checks {
                 };
                 if !matched {}
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/PromptCapabilities/properties/image`.
-    fn node_250(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_boolean()) {
-            return Err(Invalid::new("expected boolean"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/PromptCapabilities/properties/audio`.
-    fn node_251(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_boolean()) {
-            return Err(Invalid::new("expected boolean"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/PromptCapabilities/properties/embeddedContext`.
-    fn node_252(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_boolean()) {
-            return Err(Invalid::new("expected boolean"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/PromptCapabilities/properties/_meta`.
-    fn node_253(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -4349,25 +3720,25 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "image" => {
-                        if let Err(e) = node_250(p) {
+                        if let Err(e) = node_118(p) {
                             crate::exact::lenient(e.at("image"))?;
                         }
                         true
                     }
                     "audio" => {
-                        if let Err(e) = node_251(p) {
+                        if let Err(e) = node_118(p) {
                             crate::exact::lenient(e.at("audio"))?;
                         }
                         true
                     }
                     "embeddedContext" => {
-                        if let Err(e) = node_252(p) {
+                        if let Err(e) = node_118(p) {
                             crate::exact::lenient(e.at("embeddedContext"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_253(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -4376,27 +3747,6 @@ pub mod checks {
                 };
                 if !matched {}
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/McpCapabilities/properties/http`.
-    fn node_254(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_boolean()) {
-            return Err(Invalid::new("expected boolean"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/McpCapabilities/properties/sse`.
-    fn node_255(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_boolean()) {
-            return Err(Invalid::new("expected boolean"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/McpCapabilities/properties/_meta`.
-    fn node_256(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -4410,19 +3760,19 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "http" => {
-                        if let Err(e) = node_254(p) {
+                        if let Err(e) = node_118(p) {
                             crate::exact::lenient(e.at("http"))?;
                         }
                         true
                     }
                     "sse" => {
-                        if let Err(e) = node_255(p) {
+                        if let Err(e) = node_118(p) {
                             crate::exact::lenient(e.at("sse"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_256(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -4434,84 +3784,40 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/SessionCapabilities/properties/list/anyOf/1`.
-    fn node_257(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_null()) {
-            return Err(Invalid::new("expected null"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/SessionCapabilities/properties/list`.
-    fn node_258(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_SessionListCapabilities(v).is_ok() || node_257(v).is_ok()) {
+    fn node_123(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_SessionListCapabilities(v).is_ok() || node_14(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionCapabilities/properties/delete/anyOf/1`.
-    fn node_259(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_null()) {
-            return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionCapabilities/properties/delete`.
-    fn node_260(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_SessionDeleteCapabilities(v).is_ok() || node_259(v).is_ok())
-        {
+    fn node_124(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_SessionDeleteCapabilities(v).is_ok() || node_14(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionCapabilities/properties/additionalDirectories/anyOf/1`.
-    fn node_261(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_null()) {
-            return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionCapabilities/properties/additionalDirectories`.
-    fn node_262(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_125(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || check_SessionAdditionalDirectoriesCapabilities(v).is_ok()
-            || node_261(v).is_ok())
+            || node_14(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionCapabilities/properties/resume/anyOf/1`.
-    fn node_263(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_null()) {
-            return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionCapabilities/properties/resume`.
-    fn node_264(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_SessionResumeCapabilities(v).is_ok() || node_263(v).is_ok())
-        {
+    fn node_126(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_SessionResumeCapabilities(v).is_ok() || node_14(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionCapabilities/properties/close/anyOf/1`.
-    fn node_265(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_null()) {
-            return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionCapabilities/properties/close`.
-    fn node_266(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_SessionCloseCapabilities(v).is_ok() || node_265(v).is_ok()) {
+    fn node_127(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_SessionCloseCapabilities(v).is_ok() || node_14(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionCapabilities/properties/_meta`.
-    fn node_267(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -4525,37 +3831,37 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "list" => {
-                        if let Err(e) = node_258(p) {
+                        if let Err(e) = node_123(p) {
                             crate::exact::lenient(e.at("list"))?;
                         }
                         true
                     }
                     "delete" => {
-                        if let Err(e) = node_260(p) {
+                        if let Err(e) = node_124(p) {
                             crate::exact::lenient(e.at("delete"))?;
                         }
                         true
                     }
                     "additionalDirectories" => {
-                        if let Err(e) = node_262(p) {
+                        if let Err(e) = node_125(p) {
                             crate::exact::lenient(e.at("additionalDirectories"))?;
                         }
                         true
                     }
                     "resume" => {
-                        if let Err(e) = node_264(p) {
+                        if let Err(e) = node_126(p) {
                             crate::exact::lenient(e.at("resume"))?;
                         }
                         true
                     }
                     "close" => {
-                        if let Err(e) = node_266(p) {
+                        if let Err(e) = node_127(p) {
                             crate::exact::lenient(e.at("close"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_267(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -4564,13 +3870,6 @@ pub mod checks {
                 };
                 if !matched {}
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionListCapabilities/properties/_meta`.
-    fn node_268(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -4584,7 +3883,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_268(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -4593,13 +3892,6 @@ pub mod checks {
                 };
                 if !matched {}
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionDeleteCapabilities/properties/_meta`.
-    fn node_269(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -4613,7 +3905,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_269(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -4622,13 +3914,6 @@ pub mod checks {
                 };
                 if !matched {}
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionAdditionalDirectoriesCapabilities/properties/_meta`.
-    fn node_270(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -4644,7 +3929,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_270(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -4653,13 +3938,6 @@ pub mod checks {
                 };
                 if !matched {}
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionResumeCapabilities/properties/_meta`.
-    fn node_271(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -4673,7 +3951,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_271(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -4682,13 +3960,6 @@ pub mod checks {
                 };
                 if !matched {}
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionCloseCapabilities/properties/_meta`.
-    fn node_272(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -4702,7 +3973,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_272(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -4714,24 +3985,10 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/AgentAuthCapabilities/properties/logout/anyOf/1`.
-    fn node_273(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_null()) {
-            return Err(Invalid::new("expected null"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/AgentAuthCapabilities/properties/logout`.
-    fn node_274(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_LogoutCapabilities(v).is_ok() || node_273(v).is_ok()) {
+    fn node_128(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_LogoutCapabilities(v).is_ok() || node_14(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/AgentAuthCapabilities/properties/_meta`.
-    fn node_275(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -4745,13 +4002,13 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "logout" => {
-                        if let Err(e) = node_274(p) {
+                        if let Err(e) = node_128(p) {
                             crate::exact::lenient(e.at("logout"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_275(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -4760,13 +4017,6 @@ pub mod checks {
                 };
                 if !matched {}
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/LogoutCapabilities/properties/_meta`.
-    fn node_276(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -4780,7 +4030,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_276(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -4789,16 +4039,6 @@ pub mod checks {
                 };
                 if !matched {}
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/AuthMethod/anyOf/0/properties/type`.
-    fn node_277(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("terminal")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -4814,7 +4054,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_277(p).map_err(|e| e.at("type"))?;
+                        node_33(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -4829,26 +4069,19 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/AuthMethod/anyOf/1`.
-    fn node_278(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_129(v: &Json<'_>) -> Result<(), Invalid> {
         check_AuthMethodAgent(v)?;
         Ok(())
     }
     /// Checks a value against `#/$defs/AuthMethod` of the input schema.
     pub fn check_AuthMethod(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_DefsAuthMethodAnyOfN0(v).is_ok() || node_278(v).is_ok()) {
+        if !(false || check_DefsAuthMethodAnyOfN0(v).is_ok() || node_129(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks a value against `#/$defs/AuthMethodId` of the input schema.
     pub fn check_AuthMethodId(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/AuthMethodTerminal/properties/env/additionalProperties`.
-    fn node_279(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -4864,54 +4097,26 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_279(p).map_err(|e| e.at(k.to_string()))?;
+                    node_2(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
         }
         Ok(())
     }
     /// Checks `#/$defs/AuthMethodTerminal/properties/id`.
-    fn node_280(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_130(v: &Json<'_>) -> Result<(), Invalid> {
         check_AuthMethodId(v)?;
         Ok(())
     }
-    /// Checks `#/$defs/AuthMethodTerminal/properties/name`.
-    fn node_281(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/AuthMethodTerminal/properties/description`.
-    fn node_282(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/AuthMethodTerminal/properties/args/items`.
-    fn node_283(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/AuthMethodTerminal/properties/args`.
-    fn node_284(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_131(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_283(item).map_err(|e| e.at(i.to_string()))?;
+                node_2(item).map_err(|e| e.at(i.to_string()))?;
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/AuthMethodTerminal/properties/_meta`.
-    fn node_285(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -4927,22 +4132,22 @@ pub mod checks {
                 let mut matched = match &**k {
                     "id" => {
                         seen |= 1u128;
-                        node_280(p).map_err(|e| e.at("id"))?;
+                        node_130(p).map_err(|e| e.at("id"))?;
                         true
                     }
                     "name" => {
                         seen |= 2u128;
-                        node_281(p).map_err(|e| e.at("name"))?;
+                        node_2(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "description" => {
-                        if let Err(e) = node_282(p) {
+                        if let Err(e) = node_27(p) {
                             crate::exact::lenient(e.at("description"))?;
                         }
                         true
                     }
                     "args" => {
-                        match node_284(p) {
+                        match node_131(p) {
                             Err(e) if p.is_null() => crate::exact::lenient(e.at("args"))?,
                             other => other.map_err(|e| e.at("args"))?,
                         }
@@ -4953,7 +4158,7 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_285(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -4972,29 +4177,8 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/AuthMethodAgent/properties/id`.
-    fn node_286(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_132(v: &Json<'_>) -> Result<(), Invalid> {
         check_AuthMethodId(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/AuthMethodAgent/properties/name`.
-    fn node_287(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/AuthMethodAgent/properties/description`.
-    fn node_288(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/AuthMethodAgent/properties/_meta`.
-    fn node_289(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/AuthMethodAgent` of the input schema.
@@ -5009,22 +4193,22 @@ pub mod checks {
                 let mut matched = match &**k {
                     "id" => {
                         seen |= 1u128;
-                        node_286(p).map_err(|e| e.at("id"))?;
+                        node_132(p).map_err(|e| e.at("id"))?;
                         true
                     }
                     "name" => {
                         seen |= 2u128;
-                        node_287(p).map_err(|e| e.at("name"))?;
+                        node_2(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "description" => {
-                        if let Err(e) = node_288(p) {
+                        if let Err(e) = node_27(p) {
                             crate::exact::lenient(e.at("description"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_289(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -5042,34 +4226,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/Implementation/properties/name`.
-    fn node_290(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Implementation/properties/title`.
-    fn node_291(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Implementation/properties/version`.
-    fn node_292(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Implementation/properties/_meta`.
-    fn node_293(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/Implementation` of the input schema.
     pub fn check_Implementation(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -5082,22 +4238,22 @@ pub mod checks {
                 let mut matched = match &**k {
                     "name" => {
                         seen |= 1u128;
-                        node_290(p).map_err(|e| e.at("name"))?;
+                        node_2(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "title" => {
-                        if let Err(e) = node_291(p) {
+                        if let Err(e) = node_27(p) {
                             crate::exact::lenient(e.at("title"))?;
                         }
                         true
                     }
                     "version" => {
                         seen |= 4u128;
-                        node_292(p).map_err(|e| e.at("version"))?;
+                        node_2(p).map_err(|e| e.at("version"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_293(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -5115,13 +4271,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/AuthenticateResponse/properties/_meta`.
-    fn node_294(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/AuthenticateResponse` of the input schema.
     pub fn check_AuthenticateResponse(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -5132,7 +4281,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_294(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -5141,13 +4290,6 @@ pub mod checks {
                 };
                 if !matched {}
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/LogoutResponse/properties/_meta`.
-    fn node_295(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -5161,7 +4303,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_295(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -5174,26 +4316,19 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/NewSessionResponse/properties/sessionId`.
-    fn node_296(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_133(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
-    /// Checks `#/$defs/NewSessionResponse/properties/modes/anyOf/1`.
-    fn node_297(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_null()) {
-            return Err(Invalid::new("expected null"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/NewSessionResponse/properties/modes`.
-    fn node_298(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_SessionModeState(v).is_ok() || node_297(v).is_ok()) {
+    fn node_134(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_SessionModeState(v).is_ok() || node_14(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/NewSessionResponse/properties/configOptions`.
-    fn node_299(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_135(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array() || v.is_null()) {
             return Err(Invalid::new("expected array or null"));
         }
@@ -5203,13 +4338,6 @@ pub mod checks {
                     crate::exact::lenient(e.at(i.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/NewSessionResponse/properties/_meta`.
-    fn node_300(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -5225,23 +4353,23 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_296(p).map_err(|e| e.at("sessionId"))?;
+                        node_133(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "modes" => {
-                        if let Err(e) = node_298(p) {
+                        if let Err(e) = node_134(p) {
                             crate::exact::lenient(e.at("modes"))?;
                         }
                         true
                     }
                     "configOptions" => {
-                        if let Err(e) = node_299(p) {
+                        if let Err(e) = node_135(p) {
                             crate::exact::lenient(e.at("configOptions"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_300(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -5257,12 +4385,12 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionModeState/properties/currentModeId`.
-    fn node_301(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_136(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionModeId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/SessionModeState/properties/availableModes`.
-    fn node_302(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_137(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -5272,13 +4400,6 @@ pub mod checks {
                     crate::exact::lenient(e.at(i.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionModeState/properties/_meta`.
-    fn node_303(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -5298,18 +4419,18 @@ pub mod checks {
                         let mut matched = match &**k {
                             "currentModeId" => {
                                 seen |= 1u128;
-                                node_301(p).map_err(|e| e.at("currentModeId"))?;
+                                node_136(p).map_err(|e| e.at("currentModeId"))?;
                                 true
                             }
                             "availableModes" => {
                                 seen |= 2u128;
-                                if let Err(e) = node_302(p) {
+                                if let Err(e) = node_137(p) {
                                     crate::exact::lenient(e.at("availableModes"))?;
                                 }
                                 true
                             }
                             "_meta" => {
-                                if let Err(e) = node_303(p) {
+                                if let Err(e) = node_18(p) {
                                     crate::exact::lenient(e.at("_meta"))?;
                                 }
                                 true
@@ -5341,29 +4462,8 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionMode/properties/id`.
-    fn node_304(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_138(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionModeId(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionMode/properties/name`.
-    fn node_305(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionMode/properties/description`.
-    fn node_306(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionMode/properties/_meta`.
-    fn node_307(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/SessionMode` of the input schema.
@@ -5378,22 +4478,22 @@ pub mod checks {
                 let mut matched = match &**k {
                     "id" => {
                         seen |= 1u128;
-                        node_304(p).map_err(|e| e.at("id"))?;
+                        node_138(p).map_err(|e| e.at("id"))?;
                         true
                     }
                     "name" => {
                         seen |= 2u128;
-                        node_305(p).map_err(|e| e.at("name"))?;
+                        node_2(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "description" => {
-                        if let Err(e) = node_306(p) {
+                        if let Err(e) = node_27(p) {
                             crate::exact::lenient(e.at("description"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_307(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -5411,16 +4511,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/SessionConfigOption/oneOf/0/properties/type`.
-    fn node_308(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("select")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/SessionConfigOption/oneOf/0` of the input schema.
     pub fn check_SessionConfigOptionSelect(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -5433,7 +4523,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_308(p).map_err(|e| e.at("type"))?;
+                        node_139(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -5445,16 +4535,6 @@ pub mod checks {
             }
         }
         check_SessionConfigSelect(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionConfigOption/oneOf/1/properties/type`.
-    fn node_309(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("boolean")) {
-            return Err(Invalid::new("not the constant value"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/SessionConfigOption/oneOf/1` of the input schema.
@@ -5469,7 +4549,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_309(p).map_err(|e| e.at("type"))?;
+                        node_78(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -5484,44 +4564,15 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigOption/properties/id`.
-    fn node_310(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_140(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionConfigId(v)?;
         Ok(())
     }
-    /// Checks `#/$defs/SessionConfigOption/properties/name`.
-    fn node_311(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionConfigOption/properties/description`.
-    fn node_312(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionConfigOption/properties/category/anyOf/1`.
-    fn node_313(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_null()) {
-            return Err(Invalid::new("expected null"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/SessionConfigOption/properties/category`.
-    fn node_314(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_SessionConfigOptionCategory(v).is_ok()
-            || node_313(v).is_ok())
+    fn node_141(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_SessionConfigOptionCategory(v).is_ok() || node_14(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionConfigOption/properties/_meta`.
-    fn node_315(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -5541,28 +4592,28 @@ pub mod checks {
                         let mut matched = match &**k {
                             "id" => {
                                 seen |= 1u128;
-                                node_310(p).map_err(|e| e.at("id"))?;
+                                node_140(p).map_err(|e| e.at("id"))?;
                                 true
                             }
                             "name" => {
                                 seen |= 2u128;
-                                node_311(p).map_err(|e| e.at("name"))?;
+                                node_2(p).map_err(|e| e.at("name"))?;
                                 true
                             }
                             "description" => {
-                                if let Err(e) = node_312(p) {
+                                if let Err(e) = node_27(p) {
                                     crate::exact::lenient(e.at("description"))?;
                                 }
                                 true
                             }
                             "category" => {
-                                if let Err(e) = node_314(p) {
+                                if let Err(e) = node_141(p) {
                                     crate::exact::lenient(e.at("category"))?;
                                 }
                                 true
                             }
                             "_meta" => {
-                                if let Err(e) = node_315(p) {
+                                if let Err(e) = node_18(p) {
                                     crate::exact::lenient(e.at("_meta"))?;
                                 }
                                 true
@@ -5600,57 +4651,10 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/SessionConfigOptionCategory/anyOf/0`.
-    fn node_316(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("mode")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionConfigOptionCategory/anyOf/1`.
-    fn node_317(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("model")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionConfigOptionCategory/anyOf/2`.
-    fn node_318(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("model_config")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionConfigOptionCategory/anyOf/3`.
-    fn node_319(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("thought_level")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionConfigOptionCategory/anyOf/4`.
-    fn node_320(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/SessionConfigOptionCategory` of the input schema.
     pub fn check_SessionConfigOptionCategory(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_316(v).is_ok() || node_317(v).is_ok() || node_318(v).is_ok()
-            || node_319(v).is_ok() || node_320(v).is_ok())
+        if !(false || node_142(v).is_ok() || node_143(v).is_ok() || node_144(v).is_ok()
+            || node_145(v).is_ok() || node_2(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
@@ -5664,7 +4668,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigSelectOptions/anyOf/0`.
-    fn node_321(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_146(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -5676,7 +4680,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigSelectOptions/anyOf/1`.
-    fn node_322(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_147(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -5689,35 +4693,14 @@ pub mod checks {
     }
     /// Checks a value against `#/$defs/SessionConfigSelectOptions` of the input schema.
     pub fn check_SessionConfigSelectOptions(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_321(v).is_ok() || node_322(v).is_ok()) {
+        if !(false || node_146(v).is_ok() || node_147(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigSelectOption/properties/value`.
-    fn node_323(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_148(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionConfigValueId(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionConfigSelectOption/properties/name`.
-    fn node_324(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionConfigSelectOption/properties/description`.
-    fn node_325(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionConfigSelectOption/properties/_meta`.
-    fn node_326(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/SessionConfigSelectOption` of the input schema.
@@ -5736,22 +4719,22 @@ pub mod checks {
                         let mut matched = match &**k {
                             "value" => {
                                 seen |= 1u128;
-                                node_323(p).map_err(|e| e.at("value"))?;
+                                node_148(p).map_err(|e| e.at("value"))?;
                                 true
                             }
                             "name" => {
                                 seen |= 2u128;
-                                node_324(p).map_err(|e| e.at("name"))?;
+                                node_2(p).map_err(|e| e.at("name"))?;
                                 true
                             }
                             "description" => {
-                                if let Err(e) = node_325(p) {
+                                if let Err(e) = node_27(p) {
                                     crate::exact::lenient(e.at("description"))?;
                                 }
                                 true
                             }
                             "_meta" => {
-                                if let Err(e) = node_326(p) {
+                                if let Err(e) = node_18(p) {
                                     crate::exact::lenient(e.at("_meta"))?;
                                 }
                                 true
@@ -5772,19 +4755,12 @@ pub mod checks {
         )
     }
     /// Checks `#/$defs/SessionConfigSelectGroup/properties/group`.
-    fn node_327(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_149(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionConfigGroupId(v)?;
         Ok(())
     }
-    /// Checks `#/$defs/SessionConfigSelectGroup/properties/name`.
-    fn node_328(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/SessionConfigSelectGroup/properties/options`.
-    fn node_329(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_150(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -5794,13 +4770,6 @@ pub mod checks {
                     crate::exact::lenient(e.at(i.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionConfigSelectGroup/properties/_meta`.
-    fn node_330(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -5816,23 +4785,23 @@ pub mod checks {
                 let mut matched = match &**k {
                     "group" => {
                         seen |= 1u128;
-                        node_327(p).map_err(|e| e.at("group"))?;
+                        node_149(p).map_err(|e| e.at("group"))?;
                         true
                     }
                     "name" => {
                         seen |= 2u128;
-                        node_328(p).map_err(|e| e.at("name"))?;
+                        node_2(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "options" => {
                         seen |= 4u128;
-                        if let Err(e) = node_329(p) {
+                        if let Err(e) = node_150(p) {
                             crate::exact::lenient(e.at("options"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_330(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -5861,12 +4830,12 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigSelect/properties/currentValue`.
-    fn node_331(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_151(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionConfigValueId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/SessionConfigSelect/properties/options`.
-    fn node_332(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_152(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionConfigSelectOptions(v)?;
         Ok(())
     }
@@ -5882,12 +4851,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "currentValue" => {
                         seen |= 1u128;
-                        node_331(p).map_err(|e| e.at("currentValue"))?;
+                        node_151(p).map_err(|e| e.at("currentValue"))?;
                         true
                     }
                     "options" => {
                         seen |= 2u128;
-                        node_332(p).map_err(|e| e.at("options"))?;
+                        node_152(p).map_err(|e| e.at("options"))?;
                         true
                     }
                     _ => false,
@@ -5903,13 +4872,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/SessionConfigBoolean/properties/currentValue`.
-    fn node_333(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_boolean()) {
-            return Err(Invalid::new("expected boolean"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/SessionConfigBoolean` of the input schema.
     pub fn check_SessionConfigBoolean(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -5922,7 +4884,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "currentValue" => {
                         seen |= 1u128;
-                        node_333(p).map_err(|e| e.at("currentValue"))?;
+                        node_118(p).map_err(|e| e.at("currentValue"))?;
                         true
                     }
                     _ => false,
@@ -5935,22 +4897,15 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/LoadSessionResponse/properties/modes/anyOf/1`.
-    fn node_334(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_null()) {
-            return Err(Invalid::new("expected null"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/LoadSessionResponse/properties/modes`.
-    fn node_335(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_SessionModeState(v).is_ok() || node_334(v).is_ok()) {
+    fn node_153(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_SessionModeState(v).is_ok() || node_14(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/LoadSessionResponse/properties/configOptions`.
-    fn node_336(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_154(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array() || v.is_null()) {
             return Err(Invalid::new("expected array or null"));
         }
@@ -5960,13 +4915,6 @@ pub mod checks {
                     crate::exact::lenient(e.at(i.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/LoadSessionResponse/properties/_meta`.
-    fn node_337(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -5980,19 +4928,19 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "modes" => {
-                        if let Err(e) = node_335(p) {
+                        if let Err(e) = node_153(p) {
                             crate::exact::lenient(e.at("modes"))?;
                         }
                         true
                     }
                     "configOptions" => {
-                        if let Err(e) = node_336(p) {
+                        if let Err(e) = node_154(p) {
                             crate::exact::lenient(e.at("configOptions"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_337(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -6005,7 +4953,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ListSessionsResponse/properties/sessions`.
-    fn node_338(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_155(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -6015,20 +4963,6 @@ pub mod checks {
                     crate::exact::lenient(e.at(i.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ListSessionsResponse/properties/nextCursor`.
-    fn node_339(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ListSessionsResponse/properties/_meta`.
-    fn node_340(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -6044,19 +4978,19 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessions" => {
                         seen |= 1u128;
-                        if let Err(e) = node_338(p) {
+                        if let Err(e) = node_155(p) {
                             crate::exact::lenient(e.at("sessions"))?;
                         }
                         true
                     }
                     "nextCursor" => {
-                        if let Err(e) = node_339(p) {
+                        if let Err(e) = node_27(p) {
                             crate::exact::lenient(e.at("nextCursor"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_340(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -6072,56 +5006,21 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionInfo/properties/sessionId`.
-    fn node_341(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_156(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
-    /// Checks `#/$defs/SessionInfo/properties/cwd`.
-    fn node_342(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionInfo/properties/additionalDirectories/items`.
-    fn node_343(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/SessionInfo/properties/additionalDirectories`.
-    fn node_344(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_157(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                if let Err(e) = node_343(item) {
+                if let Err(e) = node_2(item) {
                     crate::exact::lenient(e.at(i.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionInfo/properties/title`.
-    fn node_345(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionInfo/properties/updatedAt`.
-    fn node_346(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionInfo/properties/_meta`.
-    fn node_347(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -6137,34 +5036,34 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_341(p).map_err(|e| e.at("sessionId"))?;
+                        node_156(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "cwd" => {
                         seen |= 2u128;
-                        node_342(p).map_err(|e| e.at("cwd"))?;
+                        node_2(p).map_err(|e| e.at("cwd"))?;
                         true
                     }
                     "additionalDirectories" => {
-                        if let Err(e) = node_344(p) {
+                        if let Err(e) = node_157(p) {
                             crate::exact::lenient(e.at("additionalDirectories"))?;
                         }
                         true
                     }
                     "title" => {
-                        if let Err(e) = node_345(p) {
+                        if let Err(e) = node_27(p) {
                             crate::exact::lenient(e.at("title"))?;
                         }
                         true
                     }
                     "updatedAt" => {
-                        if let Err(e) = node_346(p) {
+                        if let Err(e) = node_27(p) {
                             crate::exact::lenient(e.at("updatedAt"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_347(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -6182,13 +5081,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/DeleteSessionResponse/properties/_meta`.
-    fn node_348(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/DeleteSessionResponse` of the input schema.
     pub fn check_DeleteSessionResponse(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -6199,7 +5091,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_348(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -6211,22 +5103,15 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/ResumeSessionResponse/properties/modes/anyOf/1`.
-    fn node_349(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_null()) {
-            return Err(Invalid::new("expected null"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/ResumeSessionResponse/properties/modes`.
-    fn node_350(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_SessionModeState(v).is_ok() || node_349(v).is_ok()) {
+    fn node_158(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_SessionModeState(v).is_ok() || node_14(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ResumeSessionResponse/properties/configOptions`.
-    fn node_351(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_159(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array() || v.is_null()) {
             return Err(Invalid::new("expected array or null"));
         }
@@ -6236,13 +5121,6 @@ pub mod checks {
                     crate::exact::lenient(e.at(i.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ResumeSessionResponse/properties/_meta`.
-    fn node_352(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -6256,19 +5134,19 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "modes" => {
-                        if let Err(e) = node_350(p) {
+                        if let Err(e) = node_158(p) {
                             crate::exact::lenient(e.at("modes"))?;
                         }
                         true
                     }
                     "configOptions" => {
-                        if let Err(e) = node_351(p) {
+                        if let Err(e) = node_159(p) {
                             crate::exact::lenient(e.at("configOptions"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_352(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -6277,13 +5155,6 @@ pub mod checks {
                 };
                 if !matched {}
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/CloseSessionResponse/properties/_meta`.
-    fn node_353(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -6297,7 +5168,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_353(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -6306,13 +5177,6 @@ pub mod checks {
                 };
                 if !matched {}
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/SetSessionModeResponse/properties/_meta`.
-    fn node_354(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -6326,7 +5190,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_354(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -6339,7 +5203,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SetSessionConfigOptionResponse/properties/configOptions`.
-    fn node_355(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_160(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -6349,13 +5213,6 @@ pub mod checks {
                     crate::exact::lenient(e.at(i.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/SetSessionConfigOptionResponse/properties/_meta`.
-    fn node_356(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -6371,13 +5228,13 @@ pub mod checks {
                 let mut matched = match &**k {
                     "configOptions" => {
                         seen |= 1u128;
-                        if let Err(e) = node_355(p) {
+                        if let Err(e) = node_160(p) {
                             crate::exact::lenient(e.at("configOptions"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_356(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -6393,15 +5250,8 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/PromptResponse/properties/stopReason`.
-    fn node_357(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_161(v: &Json<'_>) -> Result<(), Invalid> {
         check_StopReason(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/PromptResponse/properties/_meta`.
-    fn node_358(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/PromptResponse` of the input schema.
@@ -6416,11 +5266,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "stopReason" => {
                         seen |= 1u128;
-                        node_357(p).map_err(|e| e.at("stopReason"))?;
+                        node_161(p).map_err(|e| e.at("stopReason"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_358(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -6446,20 +5296,13 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SessionNotification/properties/sessionId`.
-    fn node_378(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_176(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/SessionNotification/properties/update`.
-    fn node_379(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_177(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionUpdate(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionNotification/properties/_meta`.
-    fn node_380(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/SessionNotification` of the input schema.
@@ -6474,16 +5317,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_378(p).map_err(|e| e.at("sessionId"))?;
+                        node_176(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "update" => {
                         seen |= 2u128;
-                        node_379(p).map_err(|e| e.at("update"))?;
+                        node_177(p).map_err(|e| e.at("update"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_380(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -6501,16 +5344,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/SessionUpdate/oneOf/0/properties/sessionUpdate`.
-    fn node_381(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("user_message_chunk")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/SessionUpdate/oneOf/0` of the input schema.
     pub fn check_SessionUpdateUserMessageChunk(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -6523,7 +5356,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_381(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_178(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -6535,16 +5368,6 @@ pub mod checks {
             }
         }
         check_ContentChunk(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionUpdate/oneOf/1/properties/sessionUpdate`.
-    fn node_382(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("agent_message_chunk")) {
-            return Err(Invalid::new("not the constant value"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/SessionUpdate/oneOf/1` of the input schema.
@@ -6559,7 +5382,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_382(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_179(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -6571,16 +5394,6 @@ pub mod checks {
             }
         }
         check_ContentChunk(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionUpdate/oneOf/2/properties/sessionUpdate`.
-    fn node_383(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("agent_thought_chunk")) {
-            return Err(Invalid::new("not the constant value"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/SessionUpdate/oneOf/2` of the input schema.
@@ -6595,7 +5408,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_383(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_180(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -6607,16 +5420,6 @@ pub mod checks {
             }
         }
         check_ContentChunk(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionUpdate/oneOf/3/properties/sessionUpdate`.
-    fn node_384(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("tool_call")) {
-            return Err(Invalid::new("not the constant value"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/SessionUpdate/oneOf/3` of the input schema.
@@ -6631,7 +5434,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_384(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_181(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -6643,16 +5446,6 @@ pub mod checks {
             }
         }
         check_ToolCall(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionUpdate/oneOf/4/properties/sessionUpdate`.
-    fn node_385(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("tool_call_update")) {
-            return Err(Invalid::new("not the constant value"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/SessionUpdate/oneOf/4` of the input schema.
@@ -6667,7 +5460,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_385(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_182(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -6679,16 +5472,6 @@ pub mod checks {
             }
         }
         check_ToolCallUpdate(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionUpdate/oneOf/5/properties/sessionUpdate`.
-    fn node_386(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("plan")) {
-            return Err(Invalid::new("not the constant value"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/SessionUpdate/oneOf/5` of the input schema.
@@ -6703,7 +5486,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_386(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_183(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -6715,16 +5498,6 @@ pub mod checks {
             }
         }
         check_Plan(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionUpdate/oneOf/6/properties/sessionUpdate`.
-    fn node_387(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("available_commands_update")) {
-            return Err(Invalid::new("not the constant value"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/SessionUpdate/oneOf/6` of the input schema.
@@ -6741,7 +5514,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_387(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_184(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -6753,16 +5526,6 @@ pub mod checks {
             }
         }
         check_AvailableCommandsUpdate(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionUpdate/oneOf/7/properties/sessionUpdate`.
-    fn node_388(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("current_mode_update")) {
-            return Err(Invalid::new("not the constant value"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/SessionUpdate/oneOf/7` of the input schema.
@@ -6777,7 +5540,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_388(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_185(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -6789,16 +5552,6 @@ pub mod checks {
             }
         }
         check_CurrentModeUpdate(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionUpdate/oneOf/8/properties/sessionUpdate`.
-    fn node_389(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("config_option_update")) {
-            return Err(Invalid::new("not the constant value"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/SessionUpdate/oneOf/8` of the input schema.
@@ -6813,7 +5566,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_389(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_186(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -6825,16 +5578,6 @@ pub mod checks {
             }
         }
         check_ConfigOptionUpdate(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionUpdate/oneOf/9/properties/sessionUpdate`.
-    fn node_390(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("session_info_update")) {
-            return Err(Invalid::new("not the constant value"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/SessionUpdate/oneOf/9` of the input schema.
@@ -6849,7 +5592,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_390(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_187(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -6861,16 +5604,6 @@ pub mod checks {
             }
         }
         check_SessionInfoUpdate(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionUpdate/oneOf/10/properties/sessionUpdate`.
-    fn node_391(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("usage_update")) {
-            return Err(Invalid::new("not the constant value"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/SessionUpdate/oneOf/10` of the input schema.
@@ -6885,7 +5618,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_391(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_188(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -6897,16 +5630,6 @@ pub mod checks {
             }
         }
         check_UsageUpdate(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionUpdate/oneOf/11/properties/sessionUpdate`.
-    fn node_392(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("notice")) {
-            return Err(Invalid::new("not the constant value"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/SessionUpdate/oneOf/11` of the input schema.
@@ -6921,7 +5644,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_392(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_189(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -6933,16 +5656,6 @@ pub mod checks {
             }
         }
         check_Notice(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionUpdate/oneOf/12/properties/sessionUpdate`.
-    fn node_393(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("compaction_update")) {
-            return Err(Invalid::new("not the constant value"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/SessionUpdate/oneOf/12` of the input schema.
@@ -6957,7 +5670,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_393(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_190(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -6969,16 +5682,6 @@ pub mod checks {
             }
         }
         check_CompactionUpdate(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionUpdate/oneOf/13/properties/sessionUpdate`.
-    fn node_394(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("compaction_summary_chunk")) {
-            return Err(Invalid::new("not the constant value"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/SessionUpdate/oneOf/13` of the input schema.
@@ -6995,7 +5698,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_394(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_191(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     _ => false,
@@ -7046,28 +5749,14 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ContentChunk/properties/content`.
-    fn node_395(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_192(v: &Json<'_>) -> Result<(), Invalid> {
         check_ContentBlock(v)?;
         Ok(())
     }
-    /// Checks `#/$defs/ContentChunk/properties/messageId/anyOf/1`.
-    fn node_396(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_null()) {
-            return Err(Invalid::new("expected null"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/ContentChunk/properties/messageId`.
-    fn node_397(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_MessageId(v).is_ok() || node_396(v).is_ok()) {
+    fn node_193(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_MessageId(v).is_ok() || node_14(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ContentChunk/properties/_meta`.
-    fn node_398(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -7087,17 +5776,17 @@ pub mod checks {
                         let mut matched = match &**k {
                             "content" => {
                                 seen |= 1u128;
-                                node_395(p).map_err(|e| e.at("content"))?;
+                                node_192(p).map_err(|e| e.at("content"))?;
                                 true
                             }
                             "messageId" => {
-                                if let Err(e) = node_397(p) {
+                                if let Err(e) = node_193(p) {
                                     crate::exact::lenient(e.at("messageId"))?;
                                 }
                                 true
                             }
                             "_meta" => {
-                                if let Err(e) = node_398(p) {
+                                if let Err(e) = node_18(p) {
                                     crate::exact::lenient(e.at("_meta"))?;
                                 }
                                 true
@@ -7115,36 +5804,22 @@ pub mod checks {
         )
     }
     /// Checks `#/$defs/ToolCall/properties/toolCallId`.
-    fn node_399(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_194(v: &Json<'_>) -> Result<(), Invalid> {
         check_ToolCallId(v)?;
         Ok(())
     }
-    /// Checks `#/$defs/ToolCall/properties/title`.
-    fn node_400(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolCall/properties/name`.
-    fn node_401(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/ToolCall/properties/kind`.
-    fn node_402(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_195(v: &Json<'_>) -> Result<(), Invalid> {
         check_ToolKind(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ToolCall/properties/status`.
-    fn node_403(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_196(v: &Json<'_>) -> Result<(), Invalid> {
         check_ToolCallStatus(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ToolCall/properties/content`.
-    fn node_404(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_197(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -7158,7 +5833,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ToolCall/properties/locations`.
-    fn node_405(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_198(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -7168,21 +5843,6 @@ pub mod checks {
                     crate::exact::lenient(e.at(i.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolCall/properties/rawInput`.
-    fn node_406(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolCall/properties/rawOutput`.
-    fn node_407(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolCall/properties/_meta`.
-    fn node_408(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -7198,58 +5858,58 @@ pub mod checks {
                 let mut matched = match &**k {
                     "toolCallId" => {
                         seen |= 1u128;
-                        node_399(p).map_err(|e| e.at("toolCallId"))?;
+                        node_194(p).map_err(|e| e.at("toolCallId"))?;
                         true
                     }
                     "title" => {
                         seen |= 2u128;
-                        node_400(p).map_err(|e| e.at("title"))?;
+                        node_2(p).map_err(|e| e.at("title"))?;
                         true
                     }
                     "name" => {
-                        if let Err(e) = node_401(p) {
+                        if let Err(e) = node_27(p) {
                             crate::exact::lenient(e.at("name"))?;
                         }
                         true
                     }
                     "kind" => {
-                        if let Err(e) = node_402(p) {
+                        if let Err(e) = node_195(p) {
                             crate::exact::lenient(e.at("kind"))?;
                         }
                         true
                     }
                     "status" => {
-                        if let Err(e) = node_403(p) {
+                        if let Err(e) = node_196(p) {
                             crate::exact::lenient(e.at("status"))?;
                         }
                         true
                     }
                     "content" => {
-                        if let Err(e) = node_404(p) {
+                        if let Err(e) = node_197(p) {
                             crate::exact::lenient(e.at("content"))?;
                         }
                         true
                     }
                     "locations" => {
-                        if let Err(e) = node_405(p) {
+                        if let Err(e) = node_198(p) {
                             crate::exact::lenient(e.at("locations"))?;
                         }
                         true
                     }
                     "rawInput" => {
-                        if let Err(e) = node_406(p) {
+                        if let Err(e) = node_30(p) {
                             crate::exact::lenient(e.at("rawInput"))?;
                         }
                         true
                     }
                     "rawOutput" => {
-                        if let Err(e) = node_407(p) {
+                        if let Err(e) = node_30(p) {
                             crate::exact::lenient(e.at("rawOutput"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_408(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -7267,28 +5927,14 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/PlanEntry/properties/content`.
-    fn node_409(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/PlanEntry/properties/priority`.
-    fn node_410(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_199(v: &Json<'_>) -> Result<(), Invalid> {
         check_PlanEntryPriority(v)?;
         Ok(())
     }
     /// Checks `#/$defs/PlanEntry/properties/status`.
-    fn node_411(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_200(v: &Json<'_>) -> Result<(), Invalid> {
         check_PlanEntryStatus(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/PlanEntry/properties/_meta`.
-    fn node_412(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/PlanEntry` of the input schema.
@@ -7303,21 +5949,21 @@ pub mod checks {
                 let mut matched = match &**k {
                     "content" => {
                         seen |= 1u128;
-                        node_409(p).map_err(|e| e.at("content"))?;
+                        node_2(p).map_err(|e| e.at("content"))?;
                         true
                     }
                     "priority" => {
                         seen |= 2u128;
-                        node_410(p).map_err(|e| e.at("priority"))?;
+                        node_199(p).map_err(|e| e.at("priority"))?;
                         true
                     }
                     "status" => {
                         seen |= 4u128;
-                        node_411(p).map_err(|e| e.at("status"))?;
+                        node_200(p).map_err(|e| e.at("status"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_412(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -7353,7 +5999,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/Plan/properties/entries`.
-    fn node_413(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_201(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -7363,13 +6009,6 @@ pub mod checks {
                     crate::exact::lenient(e.at(i.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Plan/properties/_meta`.
-    fn node_414(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -7385,13 +6024,13 @@ pub mod checks {
                 let mut matched = match &**k {
                     "entries" => {
                         seen |= 1u128;
-                        if let Err(e) = node_413(p) {
+                        if let Err(e) = node_201(p) {
                             crate::exact::lenient(e.at("entries"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_414(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -7406,38 +6045,10 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/AvailableCommand/properties/name`.
-    fn node_415(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/AvailableCommand/properties/description`.
-    fn node_416(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/AvailableCommand/properties/input/anyOf/1`.
-    fn node_417(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_null()) {
-            return Err(Invalid::new("expected null"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/AvailableCommand/properties/input`.
-    fn node_418(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_AvailableCommandInput(v).is_ok() || node_417(v).is_ok()) {
+    fn node_202(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_AvailableCommandInput(v).is_ok() || node_14(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/AvailableCommand/properties/_meta`.
-    fn node_419(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -7453,22 +6064,22 @@ pub mod checks {
                 let mut matched = match &**k {
                     "name" => {
                         seen |= 1u128;
-                        node_415(p).map_err(|e| e.at("name"))?;
+                        node_2(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "description" => {
                         seen |= 2u128;
-                        node_416(p).map_err(|e| e.at("description"))?;
+                        node_2(p).map_err(|e| e.at("description"))?;
                         true
                     }
                     "input" => {
-                        if let Err(e) = node_418(p) {
+                        if let Err(e) = node_202(p) {
                             crate::exact::lenient(e.at("input"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_419(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -7487,28 +6098,14 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/AvailableCommandInput/anyOf/0`.
-    fn node_420(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_203(v: &Json<'_>) -> Result<(), Invalid> {
         check_UnstructuredCommandInput(v)?;
         Ok(())
     }
     /// Checks a value against `#/$defs/AvailableCommandInput` of the input schema.
     pub fn check_AvailableCommandInput(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_420(v).is_ok()) {
+        if !(false || node_203(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/UnstructuredCommandInput/properties/hint`.
-    fn node_421(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/UnstructuredCommandInput/properties/_meta`.
-    fn node_422(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -7524,11 +6121,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "hint" => {
                         seen |= 1u128;
-                        node_421(p).map_err(|e| e.at("hint"))?;
+                        node_2(p).map_err(|e| e.at("hint"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_422(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -7544,7 +6141,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/AvailableCommandsUpdate/properties/availableCommands`.
-    fn node_423(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_204(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -7554,13 +6151,6 @@ pub mod checks {
                     crate::exact::lenient(e.at(i.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/AvailableCommandsUpdate/properties/_meta`.
-    fn node_424(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -7576,13 +6166,13 @@ pub mod checks {
                 let mut matched = match &**k {
                     "availableCommands" => {
                         seen |= 1u128;
-                        if let Err(e) = node_423(p) {
+                        if let Err(e) = node_204(p) {
                             crate::exact::lenient(e.at("availableCommands"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_424(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -7600,15 +6190,8 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CurrentModeUpdate/properties/currentModeId`.
-    fn node_425(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_205(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionModeId(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/CurrentModeUpdate/properties/_meta`.
-    fn node_426(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/CurrentModeUpdate` of the input schema.
@@ -7623,11 +6206,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "currentModeId" => {
                         seen |= 1u128;
-                        node_425(p).map_err(|e| e.at("currentModeId"))?;
+                        node_205(p).map_err(|e| e.at("currentModeId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_426(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -7643,7 +6226,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ConfigOptionUpdate/properties/configOptions`.
-    fn node_427(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_206(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -7653,13 +6236,6 @@ pub mod checks {
                     crate::exact::lenient(e.at(i.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ConfigOptionUpdate/properties/_meta`.
-    fn node_428(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -7675,13 +6251,13 @@ pub mod checks {
                 let mut matched = match &**k {
                     "configOptions" => {
                         seen |= 1u128;
-                        if let Err(e) = node_427(p) {
+                        if let Err(e) = node_206(p) {
                             crate::exact::lenient(e.at("configOptions"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_428(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -7696,27 +6272,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/SessionInfoUpdate/properties/title`.
-    fn node_429(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionInfoUpdate/properties/updatedAt`.
-    fn node_430(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionInfoUpdate/properties/_meta`.
-    fn node_431(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/SessionInfoUpdate` of the input schema.
     pub fn check_SessionInfoUpdate(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -7727,19 +6282,19 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "title" => {
-                        if let Err(e) = node_429(p) {
+                        if let Err(e) = node_27(p) {
                             crate::exact::lenient(e.at("title"))?;
                         }
                         true
                     }
                     "updatedAt" => {
-                        if let Err(e) = node_430(p) {
+                        if let Err(e) = node_27(p) {
                             crate::exact::lenient(e.at("updatedAt"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_431(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -7748,27 +6303,6 @@ pub mod checks {
                 };
                 if !matched {}
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Cost/properties/amount`.
-    fn node_432(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_number()) {
-            return Err(Invalid::new("expected number"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Cost/properties/currency`.
-    fn node_433(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Cost/properties/_meta`.
-    fn node_434(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -7784,16 +6318,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "amount" => {
                         seen |= 1u128;
-                        node_432(p).map_err(|e| e.at("amount"))?;
+                        node_207(p).map_err(|e| e.at("amount"))?;
                         true
                     }
                     "currency" => {
                         seen |= 2u128;
-                        node_433(p).map_err(|e| e.at("currency"))?;
+                        node_2(p).map_err(|e| e.at("currency"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_434(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -7811,54 +6345,10 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/UsageUpdate/properties/used`.
-    fn node_435(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || crate::exact::is_integer(v)) {
-            return Err(Invalid::new("expected integer"));
-        }
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/UsageUpdate/properties/size`.
-    fn node_436(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || crate::exact::is_integer(v)) {
-            return Err(Invalid::new("expected integer"));
-        }
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/UsageUpdate/properties/cost/anyOf/1`.
-    fn node_437(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_null()) {
-            return Err(Invalid::new("expected null"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/UsageUpdate/properties/cost`.
-    fn node_438(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_Cost(v).is_ok() || node_437(v).is_ok()) {
+    fn node_209(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_Cost(v).is_ok() || node_14(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/UsageUpdate/properties/_meta`.
-    fn node_439(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -7874,22 +6364,22 @@ pub mod checks {
                 let mut matched = match &**k {
                     "used" => {
                         seen |= 1u128;
-                        node_435(p).map_err(|e| e.at("used"))?;
+                        node_208(p).map_err(|e| e.at("used"))?;
                         true
                     }
                     "size" => {
                         seen |= 2u128;
-                        node_436(p).map_err(|e| e.at("size"))?;
+                        node_208(p).map_err(|e| e.at("size"))?;
                         true
                     }
                     "cost" => {
-                        if let Err(e) = node_438(p) {
+                        if let Err(e) = node_209(p) {
                             crate::exact::lenient(e.at("cost"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_439(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -7907,81 +6397,18 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/NoticeSeverity/anyOf/0`.
-    fn node_440(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("info")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/NoticeSeverity/anyOf/1`.
-    fn node_441(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("warning")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/NoticeSeverity/anyOf/2`.
-    fn node_442(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("error")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/NoticeSeverity/anyOf/3`.
-    fn node_443(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/NoticeSeverity` of the input schema.
     pub fn check_NoticeSeverity(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_440(v).is_ok() || node_441(v).is_ok() || node_442(v).is_ok()
-            || node_443(v).is_ok())
+        if !(false || node_210(v).is_ok() || node_211(v).is_ok() || node_212(v).is_ok()
+            || node_2(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/Notice/properties/severity`.
-    fn node_444(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_213(v: &Json<'_>) -> Result<(), Invalid> {
         check_NoticeSeverity(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/Notice/properties/title`.
-    fn node_445(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if let Some(s) = v.as_str() {
-            if s.len() < 1usize || (s.len() / 4 < 1usize && s.chars().count() < 1usize) {
-                return Err(Invalid::new("too short"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Notice/properties/description`.
-    fn node_446(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Notice/properties/_meta`.
-    fn node_447(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/Notice` of the input schema.
@@ -7996,22 +6423,22 @@ pub mod checks {
                 let mut matched = match &**k {
                     "severity" => {
                         seen |= 1u128;
-                        node_444(p).map_err(|e| e.at("severity"))?;
+                        node_213(p).map_err(|e| e.at("severity"))?;
                         true
                     }
                     "title" => {
                         seen |= 2u128;
-                        node_445(p).map_err(|e| e.at("title"))?;
+                        node_214(p).map_err(|e| e.at("title"))?;
                         true
                     }
                     "description" => {
-                        if let Err(e) = node_446(p) {
+                        if let Err(e) = node_27(p) {
                             crate::exact::lenient(e.at("description"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_447(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -8036,74 +6463,27 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/CompactionStatus/anyOf/0`.
-    fn node_448(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("in_progress")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/CompactionStatus/anyOf/1`.
-    fn node_449(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("completed")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/CompactionStatus/anyOf/2`.
-    fn node_450(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("failed")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/CompactionStatus/anyOf/3`.
-    fn node_451(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("cancelled")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/CompactionStatus/anyOf/4`.
-    fn node_452(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/CompactionStatus` of the input schema.
     pub fn check_CompactionStatus(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_448(v).is_ok() || node_449(v).is_ok() || node_450(v).is_ok()
-            || node_451(v).is_ok() || node_452(v).is_ok())
+        if !(false || node_215(v).is_ok() || node_216(v).is_ok() || node_217(v).is_ok()
+            || node_218(v).is_ok() || node_2(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/CompactionUpdate/properties/compactionId`.
-    fn node_453(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_219(v: &Json<'_>) -> Result<(), Invalid> {
         check_CompactionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/CompactionUpdate/properties/status`.
-    fn node_454(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_220(v: &Json<'_>) -> Result<(), Invalid> {
         check_CompactionStatus(v)?;
         Ok(())
     }
     /// Checks `#/$defs/CompactionUpdate/properties/summary`.
-    fn node_455(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_221(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array() || v.is_null()) {
             return Err(Invalid::new("expected array or null"));
         }
@@ -8113,20 +6493,6 @@ pub mod checks {
                     crate::exact::lenient(e.at(i.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/CompactionUpdate/properties/error`.
-    fn node_456(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/CompactionUpdate/properties/_meta`.
-    fn node_457(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -8142,28 +6508,28 @@ pub mod checks {
                 let mut matched = match &**k {
                     "compactionId" => {
                         seen |= 1u128;
-                        node_453(p).map_err(|e| e.at("compactionId"))?;
+                        node_219(p).map_err(|e| e.at("compactionId"))?;
                         true
                     }
                     "status" => {
                         seen |= 2u128;
-                        node_454(p).map_err(|e| e.at("status"))?;
+                        node_220(p).map_err(|e| e.at("status"))?;
                         true
                     }
                     "summary" => {
-                        if let Err(e) = node_455(p) {
+                        if let Err(e) = node_221(p) {
                             crate::exact::lenient(e.at("summary"))?;
                         }
                         true
                     }
                     "error" => {
-                        if let Err(e) = node_456(p) {
+                        if let Err(e) = node_27(p) {
                             crate::exact::lenient(e.at("error"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_457(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -8182,20 +6548,13 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CompactionSummaryChunk/properties/compactionId`.
-    fn node_458(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_222(v: &Json<'_>) -> Result<(), Invalid> {
         check_CompactionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/CompactionSummaryChunk/properties/content`.
-    fn node_459(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_223(v: &Json<'_>) -> Result<(), Invalid> {
         check_ContentBlock(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/CompactionSummaryChunk/properties/_meta`.
-    fn node_460(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/CompactionSummaryChunk` of the input schema.
@@ -8210,16 +6569,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "compactionId" => {
                         seen |= 1u128;
-                        node_458(p).map_err(|e| e.at("compactionId"))?;
+                        node_222(p).map_err(|e| e.at("compactionId"))?;
                         true
                     }
                     "content" => {
                         seen |= 2u128;
-                        node_459(p).map_err(|e| e.at("content"))?;
+                        node_223(p).map_err(|e| e.at("content"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_460(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -8238,15 +6597,8 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CompleteElicitationNotification/properties/elicitationId`.
-    fn node_461(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_224(v: &Json<'_>) -> Result<(), Invalid> {
         check_ElicitationId(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/CompleteElicitationNotification/properties/_meta`.
-    fn node_462(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/CompleteElicitationNotification` of the input schema.
@@ -8261,11 +6613,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "elicitationId" => {
                         seen |= 1u128;
-                        node_461(p).map_err(|e| e.at("elicitationId"))?;
+                        node_224(p).map_err(|e| e.at("elicitationId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_462(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -8281,33 +6633,19 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/InitializeRequest/properties/protocolVersion`.
-    fn node_481(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_241(v: &Json<'_>) -> Result<(), Invalid> {
         check_ProtocolVersion(v)?;
         Ok(())
     }
     /// Checks `#/$defs/InitializeRequest/properties/clientCapabilities`.
-    fn node_482(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_242(v: &Json<'_>) -> Result<(), Invalid> {
         check_ClientCapabilities(v)?;
         Ok(())
     }
-    /// Checks `#/$defs/InitializeRequest/properties/clientInfo/anyOf/1`.
-    fn node_483(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_null()) {
-            return Err(Invalid::new("expected null"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/InitializeRequest/properties/clientInfo`.
-    fn node_484(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_Implementation(v).is_ok() || node_483(v).is_ok()) {
+    fn node_243(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_Implementation(v).is_ok() || node_14(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/InitializeRequest/properties/_meta`.
-    fn node_485(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -8323,23 +6661,23 @@ pub mod checks {
                 let mut matched = match &**k {
                     "protocolVersion" => {
                         seen |= 1u128;
-                        node_481(p).map_err(|e| e.at("protocolVersion"))?;
+                        node_241(p).map_err(|e| e.at("protocolVersion"))?;
                         true
                     }
                     "clientCapabilities" => {
-                        if let Err(e) = node_482(p) {
+                        if let Err(e) = node_242(p) {
                             crate::exact::lenient(e.at("clientCapabilities"))?;
                         }
                         true
                     }
                     "clientInfo" => {
-                        if let Err(e) = node_484(p) {
+                        if let Err(e) = node_243(p) {
                             crate::exact::lenient(e.at("clientInfo"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_485(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -8355,55 +6693,26 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ClientCapabilities/properties/fs`.
-    fn node_486(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_244(v: &Json<'_>) -> Result<(), Invalid> {
         check_FileSystemCapabilities(v)?;
         Ok(())
     }
-    /// Checks `#/$defs/ClientCapabilities/properties/terminal`.
-    fn node_487(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_boolean()) {
-            return Err(Invalid::new("expected boolean"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ClientCapabilities/properties/session/anyOf/1`.
-    fn node_488(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_null()) {
-            return Err(Invalid::new("expected null"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/ClientCapabilities/properties/session`.
-    fn node_489(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_ClientSessionCapabilities(v).is_ok() || node_488(v).is_ok())
-        {
+    fn node_245(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_ClientSessionCapabilities(v).is_ok() || node_14(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ClientCapabilities/properties/auth`.
-    fn node_490(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_246(v: &Json<'_>) -> Result<(), Invalid> {
         check_AuthCapabilities(v)?;
         Ok(())
     }
-    /// Checks `#/$defs/ClientCapabilities/properties/elicitation/anyOf/1`.
-    fn node_491(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_null()) {
-            return Err(Invalid::new("expected null"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/ClientCapabilities/properties/elicitation`.
-    fn node_492(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_ElicitationCapabilities(v).is_ok() || node_491(v).is_ok()) {
+    fn node_247(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_ElicitationCapabilities(v).is_ok() || node_14(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ClientCapabilities/properties/_meta`.
-    fn node_493(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -8417,37 +6726,37 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "fs" => {
-                        if let Err(e) = node_486(p) {
+                        if let Err(e) = node_244(p) {
                             crate::exact::lenient(e.at("fs"))?;
                         }
                         true
                     }
                     "terminal" => {
-                        if let Err(e) = node_487(p) {
+                        if let Err(e) = node_118(p) {
                             crate::exact::lenient(e.at("terminal"))?;
                         }
                         true
                     }
                     "session" => {
-                        if let Err(e) = node_489(p) {
+                        if let Err(e) = node_245(p) {
                             crate::exact::lenient(e.at("session"))?;
                         }
                         true
                     }
                     "auth" => {
-                        if let Err(e) = node_490(p) {
+                        if let Err(e) = node_246(p) {
                             crate::exact::lenient(e.at("auth"))?;
                         }
                         true
                     }
                     "elicitation" => {
-                        if let Err(e) = node_492(p) {
+                        if let Err(e) = node_247(p) {
                             crate::exact::lenient(e.at("elicitation"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_493(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -8456,27 +6765,6 @@ pub mod checks {
                 };
                 if !matched {}
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/FileSystemCapabilities/properties/readTextFile`.
-    fn node_494(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_boolean()) {
-            return Err(Invalid::new("expected boolean"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/FileSystemCapabilities/properties/writeTextFile`.
-    fn node_495(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_boolean()) {
-            return Err(Invalid::new("expected boolean"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/FileSystemCapabilities/properties/_meta`.
-    fn node_496(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -8490,19 +6778,19 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "readTextFile" => {
-                        if let Err(e) = node_494(p) {
+                        if let Err(e) = node_118(p) {
                             crate::exact::lenient(e.at("readTextFile"))?;
                         }
                         true
                     }
                     "writeTextFile" => {
-                        if let Err(e) = node_495(p) {
+                        if let Err(e) = node_118(p) {
                             crate::exact::lenient(e.at("writeTextFile"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_496(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -8514,54 +6802,26 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/ClientSessionCapabilities/properties/compaction/anyOf/1`.
-    fn node_497(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_null()) {
-            return Err(Invalid::new("expected null"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/ClientSessionCapabilities/properties/compaction`.
-    fn node_498(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_CompactionCapabilities(v).is_ok() || node_497(v).is_ok()) {
+    fn node_248(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_CompactionCapabilities(v).is_ok() || node_14(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
-    /// Checks `#/$defs/ClientSessionCapabilities/properties/configOptions/anyOf/1`.
-    fn node_499(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_null()) {
-            return Err(Invalid::new("expected null"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/ClientSessionCapabilities/properties/configOptions`.
-    fn node_500(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_249(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || check_SessionConfigOptionsCapabilities(v).is_ok()
-            || node_499(v).is_ok())
+            || node_14(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
-    /// Checks `#/$defs/ClientSessionCapabilities/properties/notices/anyOf/1`.
-    fn node_501(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_null()) {
-            return Err(Invalid::new("expected null"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/ClientSessionCapabilities/properties/notices`.
-    fn node_502(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_NoticeCapabilities(v).is_ok() || node_501(v).is_ok()) {
+    fn node_250(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_NoticeCapabilities(v).is_ok() || node_14(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ClientSessionCapabilities/properties/_meta`.
-    fn node_503(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -8575,25 +6835,25 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "compaction" => {
-                        if let Err(e) = node_498(p) {
+                        if let Err(e) = node_248(p) {
                             crate::exact::lenient(e.at("compaction"))?;
                         }
                         true
                     }
                     "configOptions" => {
-                        if let Err(e) = node_500(p) {
+                        if let Err(e) = node_249(p) {
                             crate::exact::lenient(e.at("configOptions"))?;
                         }
                         true
                     }
                     "notices" => {
-                        if let Err(e) = node_502(p) {
+                        if let Err(e) = node_250(p) {
                             crate::exact::lenient(e.at("notices"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_503(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -8612,26 +6872,12 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/SessionConfigOptionsCapabilities/properties/boolean/anyOf/1`.
-    fn node_504(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_null()) {
-            return Err(Invalid::new("expected null"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/SessionConfigOptionsCapabilities/properties/boolean`.
-    fn node_505(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_251(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || check_BooleanConfigOptionCapabilities(v).is_ok()
-            || node_504(v).is_ok())
+            || node_14(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/SessionConfigOptionsCapabilities/properties/_meta`.
-    fn node_506(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -8645,13 +6891,13 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "boolean" => {
-                        if let Err(e) = node_505(p) {
+                        if let Err(e) = node_251(p) {
                             crate::exact::lenient(e.at("boolean"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_506(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -8660,13 +6906,6 @@ pub mod checks {
                 };
                 if !matched {}
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/BooleanConfigOptionCapabilities/properties/_meta`.
-    fn node_507(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -8680,7 +6919,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_507(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -8699,20 +6938,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/AuthCapabilities/properties/terminal`.
-    fn node_508(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_boolean()) {
-            return Err(Invalid::new("expected boolean"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/AuthCapabilities/properties/_meta`.
-    fn node_509(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/AuthCapabilities` of the input schema.
     pub fn check_AuthCapabilities(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -8723,13 +6948,13 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "terminal" => {
-                        if let Err(e) = node_508(p) {
+                        if let Err(e) = node_118(p) {
                             crate::exact::lenient(e.at("terminal"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_509(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -8741,41 +6966,19 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/ElicitationCapabilities/properties/form/anyOf/1`.
-    fn node_510(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_null()) {
-            return Err(Invalid::new("expected null"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/ElicitationCapabilities/properties/form`.
-    fn node_511(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_ElicitationFormCapabilities(v).is_ok()
-            || node_510(v).is_ok())
+    fn node_252(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_ElicitationFormCapabilities(v).is_ok() || node_14(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ElicitationCapabilities/properties/url/anyOf/1`.
-    fn node_512(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_null()) {
-            return Err(Invalid::new("expected null"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ElicitationCapabilities/properties/url`.
-    fn node_513(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_ElicitationUrlCapabilities(v).is_ok() || node_512(v).is_ok())
+    fn node_253(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_ElicitationUrlCapabilities(v).is_ok() || node_14(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ElicitationCapabilities/properties/_meta`.
-    fn node_514(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -8789,19 +6992,19 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "form" => {
-                        if let Err(e) = node_511(p) {
+                        if let Err(e) = node_252(p) {
                             crate::exact::lenient(e.at("form"))?;
                         }
                         true
                     }
                     "url" => {
-                        if let Err(e) = node_513(p) {
+                        if let Err(e) = node_253(p) {
                             crate::exact::lenient(e.at("url"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_514(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -8810,13 +7013,6 @@ pub mod checks {
                 };
                 if !matched {}
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ElicitationFormCapabilities/properties/_meta`.
-    fn node_515(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -8830,7 +7026,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_515(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -8839,13 +7035,6 @@ pub mod checks {
                 };
                 if !matched {}
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ElicitationUrlCapabilities/properties/_meta`.
-    fn node_516(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -8859,7 +7048,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_516(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -8872,15 +7061,8 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/AuthenticateRequest/properties/methodId`.
-    fn node_517(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_254(v: &Json<'_>) -> Result<(), Invalid> {
         check_AuthMethodId(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/AuthenticateRequest/properties/_meta`.
-    fn node_518(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/AuthenticateRequest` of the input schema.
@@ -8895,11 +7077,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "methodId" => {
                         seen |= 1u128;
-                        node_517(p).map_err(|e| e.at("methodId"))?;
+                        node_254(p).map_err(|e| e.at("methodId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_518(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -8914,13 +7096,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/LogoutRequest/properties/_meta`.
-    fn node_519(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/LogoutRequest` of the input schema.
     pub fn check_LogoutRequest(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -8931,7 +7106,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_519(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -8943,34 +7118,20 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/NewSessionRequest/properties/cwd`.
-    fn node_520(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/NewSessionRequest/properties/additionalDirectories/items`.
-    fn node_521(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/NewSessionRequest/properties/additionalDirectories`.
-    fn node_522(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_255(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_521(item).map_err(|e| e.at(i.to_string()))?;
+                node_2(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
     }
     /// Checks `#/$defs/NewSessionRequest/properties/mcpServers`.
-    fn node_523(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_256(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -8978,13 +7139,6 @@ pub mod checks {
             for (i, item) in a.iter().enumerate().skip(0usize) {
                 check_McpServer(item).map_err(|e| e.at(i.to_string()))?;
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/NewSessionRequest/properties/_meta`.
-    fn node_524(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -9000,11 +7154,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "cwd" => {
                         seen |= 1u128;
-                        node_520(p).map_err(|e| e.at("cwd"))?;
+                        node_2(p).map_err(|e| e.at("cwd"))?;
                         true
                     }
                     "additionalDirectories" => {
-                        match node_522(p) {
+                        match node_255(p) {
                             Err(e) if p.is_null() => {
                                 crate::exact::lenient(e.at("additionalDirectories"))?
                             }
@@ -9014,7 +7168,7 @@ pub mod checks {
                     }
                     "mcpServers" => {
                         seen |= 4u128;
-                        match node_523(p) {
+                        match node_256(p) {
                             Err(e) if p.is_null() => {
                                 crate::exact::lenient(e.at("mcpServers"))?
                             }
@@ -9023,7 +7177,7 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_524(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -9041,16 +7195,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/McpServer/anyOf/0/properties/type`.
-    fn node_525(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("http")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/McpServer/anyOf/0` of the input schema.
     pub fn check_DefsMcpServerAnyOfN0(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -9063,7 +7207,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_525(p).map_err(|e| e.at("type"))?;
+                        node_257(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -9075,16 +7219,6 @@ pub mod checks {
             }
         }
         check_McpServerHttp(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/McpServer/anyOf/1/properties/type`.
-    fn node_526(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("sse")) {
-            return Err(Invalid::new("not the constant value"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/McpServer/anyOf/1` of the input schema.
@@ -9099,7 +7233,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_526(p).map_err(|e| e.at("type"))?;
+                        node_258(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -9114,7 +7248,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/McpServer/anyOf/2`.
-    fn node_527(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_259(v: &Json<'_>) -> Result<(), Invalid> {
         check_McpServerStdio(v)?;
         Ok(())
     }
@@ -9125,34 +7259,13 @@ pub mod checks {
             v,
             |v: &Json<'_>| -> Result<(), Invalid> {
                 if !(false || check_DefsMcpServerAnyOfN0(v).is_ok()
-                    || check_DefsMcpServerAnyOfN1(v).is_ok() || node_527(v).is_ok())
+                    || check_DefsMcpServerAnyOfN1(v).is_ok() || node_259(v).is_ok())
                 {
                     return Err(Invalid::new("matches none of the allowed shapes"));
                 }
                 Ok(())
             },
         )
-    }
-    /// Checks `#/$defs/HttpHeader/properties/name`.
-    fn node_528(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/HttpHeader/properties/value`.
-    fn node_529(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/HttpHeader/properties/_meta`.
-    fn node_530(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
-        Ok(())
     }
     /// Checks a value against `#/$defs/HttpHeader` of the input schema.
     pub fn check_HttpHeader(v: &Json<'_>) -> Result<(), Invalid> {
@@ -9166,16 +7279,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "name" => {
                         seen |= 1u128;
-                        node_528(p).map_err(|e| e.at("name"))?;
+                        node_2(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "value" => {
                         seen |= 2u128;
-                        node_529(p).map_err(|e| e.at("value"))?;
+                        node_2(p).map_err(|e| e.at("value"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_530(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -9193,22 +7306,8 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/McpServerHttp/properties/name`.
-    fn node_531(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/McpServerHttp/properties/url`.
-    fn node_532(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/McpServerHttp/properties/headers`.
-    fn node_533(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_260(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -9216,13 +7315,6 @@ pub mod checks {
             for (i, item) in a.iter().enumerate().skip(0usize) {
                 check_HttpHeader(item).map_err(|e| e.at(i.to_string()))?;
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/McpServerHttp/properties/_meta`.
-    fn node_534(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -9238,17 +7330,17 @@ pub mod checks {
                 let mut matched = match &**k {
                     "name" => {
                         seen |= 1u128;
-                        node_531(p).map_err(|e| e.at("name"))?;
+                        node_2(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "url" => {
                         seen |= 2u128;
-                        node_532(p).map_err(|e| e.at("url"))?;
+                        node_2(p).map_err(|e| e.at("url"))?;
                         true
                     }
                     "headers" => {
                         seen |= 4u128;
-                        match node_533(p) {
+                        match node_260(p) {
                             Err(e) if p.is_null() => {
                                 crate::exact::lenient(e.at("headers"))?
                             }
@@ -9257,7 +7349,7 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_534(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -9278,22 +7370,8 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/McpServerSse/properties/name`.
-    fn node_535(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/McpServerSse/properties/url`.
-    fn node_536(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/McpServerSse/properties/headers`.
-    fn node_537(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_261(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -9301,13 +7379,6 @@ pub mod checks {
             for (i, item) in a.iter().enumerate().skip(0usize) {
                 check_HttpHeader(item).map_err(|e| e.at(i.to_string()))?;
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/McpServerSse/properties/_meta`.
-    fn node_538(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -9323,17 +7394,17 @@ pub mod checks {
                 let mut matched = match &**k {
                     "name" => {
                         seen |= 1u128;
-                        node_535(p).map_err(|e| e.at("name"))?;
+                        node_2(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "url" => {
                         seen |= 2u128;
-                        node_536(p).map_err(|e| e.at("url"))?;
+                        node_2(p).map_err(|e| e.at("url"))?;
                         true
                     }
                     "headers" => {
                         seen |= 4u128;
-                        match node_537(p) {
+                        match node_261(p) {
                             Err(e) if p.is_null() => {
                                 crate::exact::lenient(e.at("headers"))?
                             }
@@ -9342,7 +7413,7 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_538(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -9363,41 +7434,20 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/McpServerStdio/properties/name`.
-    fn node_539(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/McpServerStdio/properties/command`.
-    fn node_540(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/McpServerStdio/properties/args/items`.
-    fn node_541(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/McpServerStdio/properties/args`.
-    fn node_542(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_262(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_541(item).map_err(|e| e.at(i.to_string()))?;
+                node_2(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
     }
     /// Checks `#/$defs/McpServerStdio/properties/env`.
-    fn node_543(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_263(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -9405,13 +7455,6 @@ pub mod checks {
             for (i, item) in a.iter().enumerate().skip(0usize) {
                 check_EnvVariable(item).map_err(|e| e.at(i.to_string()))?;
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/McpServerStdio/properties/_meta`.
-    fn node_544(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -9427,17 +7470,17 @@ pub mod checks {
                 let mut matched = match &**k {
                     "name" => {
                         seen |= 1u128;
-                        node_539(p).map_err(|e| e.at("name"))?;
+                        node_2(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "command" => {
                         seen |= 2u128;
-                        node_540(p).map_err(|e| e.at("command"))?;
+                        node_2(p).map_err(|e| e.at("command"))?;
                         true
                     }
                     "args" => {
                         seen |= 4u128;
-                        match node_542(p) {
+                        match node_262(p) {
                             Err(e) if p.is_null() => crate::exact::lenient(e.at("args"))?,
                             other => other.map_err(|e| e.at("args"))?,
                         }
@@ -9445,14 +7488,14 @@ pub mod checks {
                     }
                     "env" => {
                         seen |= 8u128;
-                        match node_543(p) {
+                        match node_263(p) {
                             Err(e) if p.is_null() => crate::exact::lenient(e.at("env"))?,
                             other => other.map_err(|e| e.at("env"))?,
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_544(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -9477,7 +7520,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/LoadSessionRequest/properties/mcpServers`.
-    fn node_545(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_264(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -9488,42 +7531,21 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/LoadSessionRequest/properties/cwd`.
-    fn node_546(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/LoadSessionRequest/properties/additionalDirectories/items`.
-    fn node_547(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/LoadSessionRequest/properties/additionalDirectories`.
-    fn node_548(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_265(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_547(item).map_err(|e| e.at(i.to_string()))?;
+                node_2(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
     }
     /// Checks `#/$defs/LoadSessionRequest/properties/sessionId`.
-    fn node_549(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_266(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/LoadSessionRequest/properties/_meta`.
-    fn node_550(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/LoadSessionRequest` of the input schema.
@@ -9538,7 +7560,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "mcpServers" => {
                         seen |= 1u128;
-                        match node_545(p) {
+                        match node_264(p) {
                             Err(e) if p.is_null() => {
                                 crate::exact::lenient(e.at("mcpServers"))?
                             }
@@ -9548,11 +7570,11 @@ pub mod checks {
                     }
                     "cwd" => {
                         seen |= 2u128;
-                        node_546(p).map_err(|e| e.at("cwd"))?;
+                        node_2(p).map_err(|e| e.at("cwd"))?;
                         true
                     }
                     "additionalDirectories" => {
-                        match node_548(p) {
+                        match node_265(p) {
                             Err(e) if p.is_null() => {
                                 crate::exact::lenient(e.at("additionalDirectories"))?
                             }
@@ -9562,11 +7584,11 @@ pub mod checks {
                     }
                     "sessionId" => {
                         seen |= 8u128;
-                        node_549(p).map_err(|e| e.at("sessionId"))?;
+                        node_266(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_550(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -9587,27 +7609,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/ListSessionsRequest/properties/cwd`.
-    fn node_551(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ListSessionsRequest/properties/cursor`.
-    fn node_552(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ListSessionsRequest/properties/_meta`.
-    fn node_553(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/ListSessionsRequest` of the input schema.
     pub fn check_ListSessionsRequest(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -9618,15 +7619,15 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "cwd" => {
-                        node_551(p).map_err(|e| e.at("cwd"))?;
+                        node_27(p).map_err(|e| e.at("cwd"))?;
                         true
                     }
                     "cursor" => {
-                        node_552(p).map_err(|e| e.at("cursor"))?;
+                        node_27(p).map_err(|e| e.at("cursor"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_553(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -9639,15 +7640,8 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/DeleteSessionRequest/properties/sessionId`.
-    fn node_554(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_267(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/DeleteSessionRequest/properties/_meta`.
-    fn node_555(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/DeleteSessionRequest` of the input schema.
@@ -9662,11 +7656,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_554(p).map_err(|e| e.at("sessionId"))?;
+                        node_267(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_555(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -9682,38 +7676,24 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/ResumeSessionRequest/properties/sessionId`.
-    fn node_556(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_268(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
-    /// Checks `#/$defs/ResumeSessionRequest/properties/cwd`.
-    fn node_557(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ResumeSessionRequest/properties/additionalDirectories/items`.
-    fn node_558(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/ResumeSessionRequest/properties/additionalDirectories`.
-    fn node_559(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_269(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_558(item).map_err(|e| e.at(i.to_string()))?;
+                node_2(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
     }
     /// Checks `#/$defs/ResumeSessionRequest/properties/mcpServers`.
-    fn node_560(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_270(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -9721,13 +7701,6 @@ pub mod checks {
             for (i, item) in a.iter().enumerate().skip(0usize) {
                 check_McpServer(item).map_err(|e| e.at(i.to_string()))?;
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ResumeSessionRequest/properties/_meta`.
-    fn node_561(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -9743,16 +7716,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_556(p).map_err(|e| e.at("sessionId"))?;
+                        node_268(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "cwd" => {
                         seen |= 2u128;
-                        node_557(p).map_err(|e| e.at("cwd"))?;
+                        node_2(p).map_err(|e| e.at("cwd"))?;
                         true
                     }
                     "additionalDirectories" => {
-                        match node_559(p) {
+                        match node_269(p) {
                             Err(e) if p.is_null() => {
                                 crate::exact::lenient(e.at("additionalDirectories"))?
                             }
@@ -9761,7 +7734,7 @@ pub mod checks {
                         true
                     }
                     "mcpServers" => {
-                        match node_560(p) {
+                        match node_270(p) {
                             Err(e) if p.is_null() => {
                                 crate::exact::lenient(e.at("mcpServers"))?
                             }
@@ -9770,7 +7743,7 @@ pub mod checks {
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_561(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -9789,15 +7762,8 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CloseSessionRequest/properties/sessionId`.
-    fn node_562(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_271(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/CloseSessionRequest/properties/_meta`.
-    fn node_563(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/CloseSessionRequest` of the input schema.
@@ -9812,11 +7778,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_562(p).map_err(|e| e.at("sessionId"))?;
+                        node_271(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_563(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -9832,20 +7798,13 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SetSessionModeRequest/properties/sessionId`.
-    fn node_564(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_272(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/SetSessionModeRequest/properties/modeId`.
-    fn node_565(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_273(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionModeId(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/SetSessionModeRequest/properties/_meta`.
-    fn node_566(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/SetSessionModeRequest` of the input schema.
@@ -9860,16 +7819,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_564(p).map_err(|e| e.at("sessionId"))?;
+                        node_272(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "modeId" => {
                         seen |= 2u128;
-                        node_565(p).map_err(|e| e.at("modeId"))?;
+                        node_273(p).map_err(|e| e.at("modeId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_566(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -9887,23 +7846,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/SetSessionConfigOptionRequest/anyOf/0/properties/type`.
-    fn node_567(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("boolean")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/SetSessionConfigOptionRequest/anyOf/0/properties/value`.
-    fn node_568(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_boolean()) {
-            return Err(Invalid::new("expected boolean"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/SetSessionConfigOptionRequest/anyOf/0` of the input schema.
     pub fn check_SetSessionConfigOptionRequestBoolean(
         v: &Json<'_>,
@@ -9918,12 +7860,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_567(p).map_err(|e| e.at("type"))?;
+                        node_78(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     "value" => {
                         seen |= 2u128;
-                        node_568(p).map_err(|e| e.at("value"))?;
+                        node_118(p).map_err(|e| e.at("value"))?;
                         true
                     }
                     _ => false,
@@ -9940,7 +7882,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SetSessionConfigOptionRequest/anyOf/1/properties/value`.
-    fn node_569(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_274(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionConfigValueId(v)?;
         Ok(())
     }
@@ -9958,7 +7900,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "value" => {
                         seen |= 1u128;
-                        node_569(p).map_err(|e| e.at("value"))?;
+                        node_274(p).map_err(|e| e.at("value"))?;
                         true
                     }
                     _ => false,
@@ -9972,20 +7914,13 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SetSessionConfigOptionRequest/properties/sessionId`.
-    fn node_570(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_275(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/SetSessionConfigOptionRequest/properties/configId`.
-    fn node_571(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_276(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionConfigId(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/SetSessionConfigOptionRequest/properties/_meta`.
-    fn node_572(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/SetSessionConfigOptionRequest` of the input schema.
@@ -10000,16 +7935,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_570(p).map_err(|e| e.at("sessionId"))?;
+                        node_275(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "configId" => {
                         seen |= 2u128;
-                        node_571(p).map_err(|e| e.at("configId"))?;
+                        node_276(p).map_err(|e| e.at("configId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_572(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -10033,12 +7968,12 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/PromptRequest/properties/sessionId`.
-    fn node_573(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_277(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
         Ok(())
     }
     /// Checks `#/$defs/PromptRequest/properties/prompt`.
-    fn node_574(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_278(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -10046,13 +7981,6 @@ pub mod checks {
             for (i, item) in a.iter().enumerate().skip(0usize) {
                 check_ContentBlock(item).map_err(|e| e.at(i.to_string()))?;
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/PromptRequest/properties/_meta`.
-    fn node_575(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -10068,16 +7996,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_573(p).map_err(|e| e.at("sessionId"))?;
+                        node_277(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "prompt" => {
                         seen |= 2u128;
-                        node_574(p).map_err(|e| e.at("prompt"))?;
+                        node_278(p).map_err(|e| e.at("prompt"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_575(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -10095,13 +8023,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/WriteTextFileResponse/properties/_meta`.
-    fn node_590(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/WriteTextFileResponse` of the input schema.
     pub fn check_WriteTextFileResponse(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -10112,7 +8033,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_590(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -10121,20 +8042,6 @@ pub mod checks {
                 };
                 if !matched {}
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ReadTextFileResponse/properties/content`.
-    fn node_591(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ReadTextFileResponse/properties/_meta`.
-    fn node_592(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -10150,11 +8057,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "content" => {
                         seen |= 1u128;
-                        node_591(p).map_err(|e| e.at("content"))?;
+                        node_2(p).map_err(|e| e.at("content"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_592(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -10170,15 +8077,8 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/RequestPermissionResponse/properties/outcome`.
-    fn node_593(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_293(v: &Json<'_>) -> Result<(), Invalid> {
         check_RequestPermissionOutcome(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/RequestPermissionResponse/properties/_meta`.
-    fn node_594(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/RequestPermissionResponse` of the input schema.
@@ -10193,11 +8093,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "outcome" => {
                         seen |= 1u128;
-                        node_593(p).map_err(|e| e.at("outcome"))?;
+                        node_293(p).map_err(|e| e.at("outcome"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_594(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -10209,16 +8109,6 @@ pub mod checks {
             if seen & 1u128 == 0 {
                 return Err(Invalid::new("missing required property `outcome`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/RequestPermissionOutcome/oneOf/0/properties/outcome`.
-    fn node_595(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("cancelled")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -10234,7 +8124,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "outcome" => {
                         seen |= 1u128;
-                        node_595(p).map_err(|e| e.at("outcome"))?;
+                        node_218(p).map_err(|e| e.at("outcome"))?;
                         true
                     }
                     _ => false,
@@ -10244,16 +8134,6 @@ pub mod checks {
             if seen & 1u128 == 0 {
                 return Err(Invalid::new("missing required property `outcome`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/RequestPermissionOutcome/oneOf/1/properties/outcome`.
-    fn node_596(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("selected")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -10269,7 +8149,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "outcome" => {
                         seen |= 1u128;
-                        node_596(p).map_err(|e| e.at("outcome"))?;
+                        node_294(p).map_err(|e| e.at("outcome"))?;
                         true
                     }
                     _ => false,
@@ -10297,15 +8177,8 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/SelectedPermissionOutcome/properties/optionId`.
-    fn node_597(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_295(v: &Json<'_>) -> Result<(), Invalid> {
         check_PermissionOptionId(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/SelectedPermissionOutcome/properties/_meta`.
-    fn node_598(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/SelectedPermissionOutcome` of the input schema.
@@ -10320,11 +8193,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "optionId" => {
                         seen |= 1u128;
-                        node_597(p).map_err(|e| e.at("optionId"))?;
+                        node_295(p).map_err(|e| e.at("optionId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_598(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -10340,15 +8213,8 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CreateTerminalResponse/properties/terminalId`.
-    fn node_599(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_296(v: &Json<'_>) -> Result<(), Invalid> {
         check_TerminalId(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/CreateTerminalResponse/properties/_meta`.
-    fn node_600(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/CreateTerminalResponse` of the input schema.
@@ -10363,11 +8229,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "terminalId" => {
                         seen |= 1u128;
-                        node_599(p).map_err(|e| e.at("terminalId"))?;
+                        node_296(p).map_err(|e| e.at("terminalId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_600(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -10382,38 +8248,10 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/TerminalOutputResponse/properties/output`.
-    fn node_601(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/TerminalOutputResponse/properties/truncated`.
-    fn node_602(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_boolean()) {
-            return Err(Invalid::new("expected boolean"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/TerminalOutputResponse/properties/exitStatus/anyOf/1`.
-    fn node_603(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_null()) {
-            return Err(Invalid::new("expected null"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/TerminalOutputResponse/properties/exitStatus`.
-    fn node_604(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || check_TerminalExitStatus(v).is_ok() || node_603(v).is_ok()) {
+    fn node_297(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || check_TerminalExitStatus(v).is_ok() || node_14(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/TerminalOutputResponse/properties/_meta`.
-    fn node_605(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -10429,22 +8267,22 @@ pub mod checks {
                 let mut matched = match &**k {
                     "output" => {
                         seen |= 1u128;
-                        node_601(p).map_err(|e| e.at("output"))?;
+                        node_2(p).map_err(|e| e.at("output"))?;
                         true
                     }
                     "truncated" => {
                         seen |= 2u128;
-                        node_602(p).map_err(|e| e.at("truncated"))?;
+                        node_118(p).map_err(|e| e.at("truncated"))?;
                         true
                     }
                     "exitStatus" => {
-                        if let Err(e) = node_604(p) {
+                        if let Err(e) = node_297(p) {
                             crate::exact::lenient(e.at("exitStatus"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_605(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -10462,35 +8300,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/TerminalExitStatus/properties/exitCode`.
-    fn node_606(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || crate::exact::is_integer(v) || v.is_null()) {
-            return Err(Invalid::new("expected integer or null"));
-        }
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/TerminalExitStatus/properties/signal`.
-    fn node_607(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/TerminalExitStatus/properties/_meta`.
-    fn node_608(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/TerminalExitStatus` of the input schema.
     pub fn check_TerminalExitStatus(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -10501,19 +8310,19 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "exitCode" => {
-                        if let Err(e) = node_606(p) {
+                        if let Err(e) = node_20(p) {
                             crate::exact::lenient(e.at("exitCode"))?;
                         }
                         true
                     }
                     "signal" => {
-                        if let Err(e) = node_607(p) {
+                        if let Err(e) = node_27(p) {
                             crate::exact::lenient(e.at("signal"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_608(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -10522,13 +8331,6 @@ pub mod checks {
                 };
                 if !matched {}
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ReleaseTerminalResponse/properties/_meta`.
-    fn node_609(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -10542,7 +8344,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_609(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -10551,35 +8353,6 @@ pub mod checks {
                 };
                 if !matched {}
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/WaitForTerminalExitResponse/properties/exitCode`.
-    fn node_610(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || crate::exact::is_integer(v) || v.is_null()) {
-            return Err(Invalid::new("expected integer or null"));
-        }
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/WaitForTerminalExitResponse/properties/signal`.
-    fn node_611(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_null()) {
-            return Err(Invalid::new("expected string or null"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/WaitForTerminalExitResponse/properties/_meta`.
-    fn node_612(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -10593,19 +8366,19 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "exitCode" => {
-                        if let Err(e) = node_610(p) {
+                        if let Err(e) = node_20(p) {
                             crate::exact::lenient(e.at("exitCode"))?;
                         }
                         true
                     }
                     "signal" => {
-                        if let Err(e) = node_611(p) {
+                        if let Err(e) = node_27(p) {
                             crate::exact::lenient(e.at("signal"))?;
                         }
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_612(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -10614,13 +8387,6 @@ pub mod checks {
                 };
                 if !matched {}
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/KillTerminalResponse/properties/_meta`.
-    fn node_613(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -10634,7 +8400,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_613(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -10643,16 +8409,6 @@ pub mod checks {
                 };
                 if !matched {}
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/CreateElicitationResponse/anyOf/0/properties/action`.
-    fn node_614(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("accept")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -10668,7 +8424,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "action" => {
                         seen |= 1u128;
-                        node_614(p).map_err(|e| e.at("action"))?;
+                        node_298(p).map_err(|e| e.at("action"))?;
                         true
                     }
                     _ => false,
@@ -10680,16 +8436,6 @@ pub mod checks {
             }
         }
         check_ElicitationAcceptAction(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/CreateElicitationResponse/anyOf/1/properties/action`.
-    fn node_615(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("decline")) {
-            return Err(Invalid::new("not the constant value"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/CreateElicitationResponse/anyOf/1` of the input schema.
@@ -10704,7 +8450,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "action" => {
                         seen |= 1u128;
-                        node_615(p).map_err(|e| e.at("action"))?;
+                        node_299(p).map_err(|e| e.at("action"))?;
                         true
                     }
                     _ => false,
@@ -10714,16 +8460,6 @@ pub mod checks {
             if seen & 1u128 == 0 {
                 return Err(Invalid::new("missing required property `action`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/CreateElicitationResponse/anyOf/2/properties/action`.
-    fn node_616(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("cancel")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -10739,7 +8475,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "action" => {
                         seen |= 1u128;
-                        node_616(p).map_err(|e| e.at("action"))?;
+                        node_300(p).map_err(|e| e.at("action"))?;
                         true
                     }
                     _ => false,
@@ -10749,16 +8485,6 @@ pub mod checks {
             if seen & 1u128 == 0 {
                 return Err(Invalid::new("missing required property `action`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/CreateElicitationResponse/anyOf/3/not/anyOf/0/properties/action`.
-    fn node_617(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("accept")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -10776,7 +8502,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "action" => {
                         seen |= 1u128;
-                        node_617(p).map_err(|e| e.at("action"))?;
+                        node_298(p).map_err(|e| e.at("action"))?;
                         true
                     }
                     _ => false,
@@ -10786,16 +8512,6 @@ pub mod checks {
             if seen & 1u128 == 0 {
                 return Err(Invalid::new("missing required property `action`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/CreateElicitationResponse/anyOf/3/not/anyOf/1/properties/action`.
-    fn node_618(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("decline")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -10813,7 +8529,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "action" => {
                         seen |= 1u128;
-                        node_618(p).map_err(|e| e.at("action"))?;
+                        node_299(p).map_err(|e| e.at("action"))?;
                         true
                     }
                     _ => false,
@@ -10823,16 +8539,6 @@ pub mod checks {
             if seen & 1u128 == 0 {
                 return Err(Invalid::new("missing required property `action`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/CreateElicitationResponse/anyOf/3/not/anyOf/2/properties/action`.
-    fn node_619(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("cancel")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -10850,7 +8556,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "action" => {
                         seen |= 1u128;
-                        node_619(p).map_err(|e| e.at("action"))?;
+                        node_300(p).map_err(|e| e.at("action"))?;
                         true
                     }
                     _ => false,
@@ -10863,15 +8569,8 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/CreateElicitationResponse/anyOf/3/properties/action`.
-    fn node_620(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/CreateElicitationResponse/anyOf/3/not`.
-    fn node_621(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_301(v: &Json<'_>) -> Result<(), Invalid> {
         match v.get("action").and_then(Json::as_str) {
             Some("accept") => check_CreateElicitationResponseVariant3NotAccept(v)?,
             Some("decline") => check_CreateElicitationResponseVariant3NotDecline(v)?,
@@ -10892,7 +8591,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "action" => {
                         seen |= 1u128;
-                        node_620(p).map_err(|e| e.at("action"))?;
+                        node_2(p).map_err(|e| e.at("action"))?;
                         true
                     }
                     _ => false,
@@ -10903,15 +8602,8 @@ pub mod checks {
                 return Err(Invalid::new("missing required property `action`"));
             }
         }
-        if node_621(v).is_ok() {
+        if node_301(v).is_ok() {
             return Err(Invalid::new("matches a shape that is not allowed"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/CreateElicitationResponse/properties/_meta`.
-    fn node_622(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
         }
         Ok(())
     }
@@ -10925,7 +8617,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "_meta" => {
-                        if let Err(e) = node_622(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -10944,64 +8636,29 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/ElicitationContentValue/anyOf/0`.
-    fn node_623(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ElicitationContentValue/anyOf/1`.
-    fn node_624(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || crate::exact::is_integer(v)) {
-            return Err(Invalid::new("expected integer"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ElicitationContentValue/anyOf/2`.
-    fn node_625(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_number()) {
-            return Err(Invalid::new("expected number"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ElicitationContentValue/anyOf/3`.
-    fn node_626(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_boolean()) {
-            return Err(Invalid::new("expected boolean"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ElicitationContentValue/anyOf/4/items`.
-    fn node_627(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/ElicitationContentValue/anyOf/4`.
-    fn node_628(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_302(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_627(item).map_err(|e| e.at(i.to_string()))?;
+                node_2(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
     }
     /// Checks a value against `#/$defs/ElicitationContentValue` of the input schema.
     pub fn check_ElicitationContentValue(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_623(v).is_ok() || node_624(v).is_ok() || node_625(v).is_ok()
-            || node_626(v).is_ok() || node_628(v).is_ok())
+        if !(false || node_2(v).is_ok() || node_16(v).is_ok() || node_207(v).is_ok()
+            || node_118(v).is_ok() || node_302(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
     /// Checks `#/$defs/ElicitationAcceptAction/properties/content`.
-    fn node_629(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_303(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object() || v.is_null()) {
             return Err(Invalid::new("expected object or null"));
         }
@@ -11026,7 +8683,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "content" => {
-                        node_629(p).map_err(|e| e.at("content"))?;
+                        node_303(p).map_err(|e| e.at("content"))?;
                         true
                     }
                     _ => false,
@@ -11037,15 +8694,8 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CancelNotification/properties/sessionId`.
-    fn node_636(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_308(v: &Json<'_>) -> Result<(), Invalid> {
         check_SessionId(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/CancelNotification/properties/_meta`.
-    fn node_637(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/CancelNotification` of the input schema.
@@ -11060,11 +8710,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_636(p).map_err(|e| e.at("sessionId"))?;
+                        node_308(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_637(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true
@@ -11080,15 +8730,8 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/$defs/CancelRequestNotification/properties/requestId`.
-    fn node_638(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_309(v: &Json<'_>) -> Result<(), Invalid> {
         check_RequestId(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/CancelRequestNotification/properties/_meta`.
-    fn node_639(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
         Ok(())
     }
     /// Checks a value against `#/$defs/CancelRequestNotification` of the input schema.
@@ -11103,11 +8746,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "requestId" => {
                         seen |= 1u128;
-                        node_638(p).map_err(|e| e.at("requestId"))?;
+                        node_309(p).map_err(|e| e.at("requestId"))?;
                         true
                     }
                     "_meta" => {
-                        if let Err(e) = node_639(p) {
+                        if let Err(e) = node_18(p) {
                             crate::exact::lenient(e.at("_meta"))?;
                         }
                         true

@@ -2,8 +2,15 @@
 
 pub mod checks {
     use crate::exact::{Invalid, Json};
-    /// Checks `#/$defs/Objects_/properties/result/properties/_meta/properties/checkfu.capabilities/properties/subagents`.
-    fn node_6(v: &Json<'_>) -> Result<(), Invalid> {
+    /// Checks `#/$defs/Union_/anyOf/1`, and every node of this schema with the same check.
+    fn node_2(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/Objects_/properties/result/properties/_meta/properties/checkfu.capabilities/properties/subagents`, and every node of this schema with the same check.
+    fn node_4(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -12,8 +19,8 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/Objects_/properties/result/properties/_meta/properties/checkfu.capabilities/properties/steer`.
-    fn node_7(v: &Json<'_>) -> Result<(), Invalid> {
+    /// Checks `#/$defs/Objects_/properties/result/properties/_meta/properties/checkfu.capabilities/properties/steer`, and every node of this schema with the same check.
+    fn node_5(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -22,8 +29,8 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/Objects_/properties/result/properties/_meta/properties/checkfu.capabilities/properties/interrupt`.
-    fn node_8(v: &Json<'_>) -> Result<(), Invalid> {
+    /// Checks `#/$defs/Objects_/properties/result/properties/_meta/properties/checkfu.capabilities/properties/interrupt`, and every node of this schema with the same check.
+    fn node_6(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -32,8 +39,8 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/Objects_/properties/result/properties/_meta/properties/checkfu.capabilities/properties/builtin_tool_scoping`.
-    fn node_9(v: &Json<'_>) -> Result<(), Invalid> {
+    /// Checks `#/$defs/Objects_/properties/result/properties/_meta/properties/checkfu.capabilities/properties/builtin_tool_scoping`, and every node of this schema with the same check.
+    fn node_7(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -42,8 +49,8 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/Objects_/properties/result/properties/_meta/properties/checkfu.capabilities/properties/structured_output`.
-    fn node_10(v: &Json<'_>) -> Result<(), Invalid> {
+    /// Checks `#/$defs/Objects_/properties/result/properties/_meta/properties/checkfu.capabilities/properties/structured_output`, and every node of this schema with the same check.
+    fn node_8(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -54,8 +61,8 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/Objects_/properties/result/properties/_meta/properties/checkfu.capabilities/properties/staged_files`.
-    fn node_11(v: &Json<'_>) -> Result<(), Invalid> {
+    /// Checks `#/$defs/Objects_/properties/result/properties/_meta/properties/checkfu.capabilities/properties/staged_files`, and every node of this schema with the same check.
+    fn node_9(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
@@ -64,12 +71,169 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/Objects_/properties/result/properties/_meta/properties/checkfu.capabilities/properties/native_checkpoint`.
-    fn node_12(v: &Json<'_>) -> Result<(), Invalid> {
+    /// Checks `#/$defs/Objects_/properties/result/properties/_meta/properties/checkfu.capabilities/properties/native_checkpoint`, and every node of this schema with the same check.
+    fn node_10(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         if !(false || v.as_str() == Some("external_custody")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/0/properties/phase`, and every node of this schema with the same check.
+    fn node_13(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("started")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/0/properties/subagent/allOf/0`, and every node of this schema with the same check.
+    fn node_14(v: &Json<'_>) -> Result<(), Invalid> {
+        if let Some(s) = v.as_str() {
+            if s.len() < 1usize || (s.len() / 4 < 1usize && s.chars().count() < 1usize) {
+                return Err(Invalid::new("too short"));
+            }
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/0/properties/subagent/allOf/1`, and every node of this schema with the same check.
+    fn node_15(v: &Json<'_>) -> Result<(), Invalid> {
+        if let Some(s) = v.as_str() {
+            if s.len() > 256usize
+                && (s.len() / 4 > 256usize || s.chars().count() > 256usize)
+            {
+                return Err(Invalid::new("too long"));
+            }
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/1/properties/phase`, and every node of this schema with the same check.
+    fn node_18(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("activity")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/2/properties/phase`, and every node of this schema with the same check.
+    fn node_20(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("completed")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/2/properties/disposition`, and every node of this schema with the same check.
+    fn node_22(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("completed") || v.as_str() == Some("failed")
+            || v.as_str() == Some("canceled"))
+        {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/vectors/items/anyOf/3/properties/wire/properties/params/properties/_meta/properties/checkfu.builtin_tools/items`, and every node of this schema with the same check.
+    fn node_29(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("bash") || v.as_str() == Some("read")
+            || v.as_str() == Some("write") || v.as_str() == Some("edit")
+            || v.as_str() == Some("web_search") || v.as_str() == Some("web_fetch"))
+        {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/vectors/items/anyOf/4/properties/wire/properties/params/properties/_meta/properties/checkfu.output_schema/anyOf/0`, and every node of this schema with the same check.
+    fn node_34(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_boolean()) {
+            return Err(Invalid::new("expected boolean"));
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/execution`, and every node of this schema with the same check.
+    fn node_40(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("shell") || v.as_str() == Some("model_only")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/shell_commands/allOf/0`, and every node of this schema with the same check.
+    fn node_41(v: &Json<'_>) -> Result<(), Invalid> {
+        if let Json::Number(n) = v {
+            if matches!(
+                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
+                ::std::cmp::Ordering::Less
+            ) {
+                return Err(Invalid::new("below the minimum"));
+            }
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/shell_commands/allOf/1`, and every node of this schema with the same check.
+    fn node_42(v: &Json<'_>) -> Result<(), Invalid> {
+        if let Json::Number(n) = v {
+            if matches!(
+                crate ::exact::compare_number(n, crate ::exact::Num::Int(1000000i128)),
+                ::std::cmp::Ordering::Greater
+            ) {
+                return Err(Invalid::new("above the maximum"));
+            }
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/wall_time_ms/allOf/1`, and every node of this schema with the same check.
+    fn node_47(v: &Json<'_>) -> Result<(), Invalid> {
+        if let Json::Number(n) = v {
+            if matches!(
+                crate ::exact::compare_number(n, crate ::exact::Num::Int(604800000i128)),
+                ::std::cmp::Ordering::Greater
+            ) {
+                return Err(Invalid::new("above the maximum"));
+            }
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/model_transient_retries/anyOf/1`, and every node of this schema with the same check.
+    fn node_50(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_null()) {
+            return Err(Invalid::new("expected null"));
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/vectors/items/anyOf/10/properties/wire/properties/result/properties/disposition`, and every node of this schema with the same check.
+    fn node_60(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("delivered") || v.as_str() == Some("queued")
+            || v.as_str() == Some("refused"))
+        {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/vectors/items/anyOf/12/properties/wire/properties/result/properties/disposition`, and every node of this schema with the same check.
+    fn node_65(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("draining") || v.as_str() == Some("refused")) {
             return Err(Invalid::new("not one of the allowed values"));
         }
         Ok(())
@@ -84,31 +248,31 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "subagents" => {
-                        node_6(p).map_err(|e| e.at("subagents"))?;
+                        node_4(p).map_err(|e| e.at("subagents"))?;
                         true
                     }
                     "steer" => {
-                        node_7(p).map_err(|e| e.at("steer"))?;
+                        node_5(p).map_err(|e| e.at("steer"))?;
                         true
                     }
                     "interrupt" => {
-                        node_8(p).map_err(|e| e.at("interrupt"))?;
+                        node_6(p).map_err(|e| e.at("interrupt"))?;
                         true
                     }
                     "builtin_tool_scoping" => {
-                        node_9(p).map_err(|e| e.at("builtin_tool_scoping"))?;
+                        node_7(p).map_err(|e| e.at("builtin_tool_scoping"))?;
                         true
                     }
                     "structured_output" => {
-                        node_10(p).map_err(|e| e.at("structured_output"))?;
+                        node_8(p).map_err(|e| e.at("structured_output"))?;
                         true
                     }
                     "staged_files" => {
-                        node_11(p).map_err(|e| e.at("staged_files"))?;
+                        node_9(p).map_err(|e| e.at("staged_files"))?;
                         true
                     }
                     "native_checkpoint" => {
-                        node_12(p).map_err(|e| e.at("native_checkpoint"))?;
+                        node_10(p).map_err(|e| e.at("native_checkpoint"))?;
                         true
                     }
                     _ => false,
@@ -126,79 +290,22 @@ pub mod checks {
     pub fn check_JsonValue(v: &Json<'_>) -> Result<(), Invalid> {
         Ok(())
     }
-    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/0/properties/phase`.
-    fn node_15(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("started")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/0/properties/subagent/allOf/0`.
-    fn node_16(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Some(s) = v.as_str() {
-            if s.len() < 1usize || (s.len() / 4 < 1usize && s.chars().count() < 1usize) {
-                return Err(Invalid::new("too short"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/0/properties/subagent/allOf/1`.
-    fn node_17(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Some(s) = v.as_str() {
-            if s.len() > 256usize
-                && (s.len() / 4 > 256usize || s.chars().count() > 256usize)
-            {
-                return Err(Invalid::new("too long"));
-            }
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/0/properties/subagent`.
-    fn node_18(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_16(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
-        node_16(v)?;
-        node_17(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/0/properties/name/allOf/0`.
-    fn node_19(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Some(s) = v.as_str() {
-            if s.len() < 1usize || (s.len() / 4 < 1usize && s.chars().count() < 1usize) {
-                return Err(Invalid::new("too short"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/0/properties/name/allOf/1`.
-    fn node_20(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Some(s) = v.as_str() {
-            if s.len() > 256usize
-                && (s.len() / 4 > 256usize || s.chars().count() > 256usize)
-            {
-                return Err(Invalid::new("too long"));
-            }
-        }
+        node_14(v)?;
+        node_15(v)?;
         Ok(())
     }
     /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/0/properties/name`.
-    fn node_21(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_17(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
-        node_19(v)?;
-        node_20(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/0/properties/description`.
-    fn node_22(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
+        node_14(v)?;
+        node_15(v)?;
         Ok(())
     }
     /// Checks a value against `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/0` of the input schema.
@@ -213,21 +320,21 @@ pub mod checks {
                 let mut matched = match &**k {
                     "phase" => {
                         seen |= 1u128;
-                        node_15(p).map_err(|e| e.at("phase"))?;
+                        node_13(p).map_err(|e| e.at("phase"))?;
                         true
                     }
                     "subagent" => {
                         seen |= 2u128;
-                        node_18(p).map_err(|e| e.at("subagent"))?;
+                        node_16(p).map_err(|e| e.at("subagent"))?;
                         true
                     }
                     "name" => {
                         seen |= 4u128;
-                        node_21(p).map_err(|e| e.at("name"))?;
+                        node_17(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "description" => {
-                        node_22(p).map_err(|e| e.at("description"))?;
+                        node_2(p).map_err(|e| e.at("description"))?;
                         true
                     }
                     _ => false,
@@ -250,43 +357,13 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/1/properties/phase`.
-    fn node_23(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("activity")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/1/properties/subagent/allOf/0`.
-    fn node_24(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Some(s) = v.as_str() {
-            if s.len() < 1usize || (s.len() / 4 < 1usize && s.chars().count() < 1usize) {
-                return Err(Invalid::new("too short"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/1/properties/subagent/allOf/1`.
-    fn node_25(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Some(s) = v.as_str() {
-            if s.len() > 256usize
-                && (s.len() / 4 > 256usize || s.chars().count() > 256usize)
-            {
-                return Err(Invalid::new("too long"));
-            }
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/1/properties/subagent`.
-    fn node_26(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_19(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
-        node_24(v)?;
-        node_25(v)?;
+        node_14(v)?;
+        node_15(v)?;
         Ok(())
     }
     /// Checks a value against `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/1` of the input schema.
@@ -301,12 +378,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "phase" => {
                         seen |= 1u128;
-                        node_23(p).map_err(|e| e.at("phase"))?;
+                        node_18(p).map_err(|e| e.at("phase"))?;
                         true
                     }
                     "subagent" => {
                         seen |= 2u128;
-                        node_26(p).map_err(|e| e.at("subagent"))?;
+                        node_19(p).map_err(|e| e.at("subagent"))?;
                         true
                     }
                     _ => false,
@@ -326,55 +403,13 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/2/properties/phase`.
-    fn node_27(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("completed")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/2/properties/subagent/allOf/0`.
-    fn node_28(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Some(s) = v.as_str() {
-            if s.len() < 1usize || (s.len() / 4 < 1usize && s.chars().count() < 1usize) {
-                return Err(Invalid::new("too short"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/2/properties/subagent/allOf/1`.
-    fn node_29(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Some(s) = v.as_str() {
-            if s.len() > 256usize
-                && (s.len() / 4 > 256usize || s.chars().count() > 256usize)
-            {
-                return Err(Invalid::new("too long"));
-            }
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/2/properties/subagent`.
-    fn node_30(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_21(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
-        node_28(v)?;
-        node_29(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/2/properties/disposition`.
-    fn node_31(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("completed") || v.as_str() == Some("failed")
-            || v.as_str() == Some("canceled"))
-        {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
+        node_14(v)?;
+        node_15(v)?;
         Ok(())
     }
     /// Checks a value against `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/2` of the input schema.
@@ -389,17 +424,17 @@ pub mod checks {
                 let mut matched = match &**k {
                     "phase" => {
                         seen |= 1u128;
-                        node_27(p).map_err(|e| e.at("phase"))?;
+                        node_20(p).map_err(|e| e.at("phase"))?;
                         true
                     }
                     "subagent" => {
                         seen |= 2u128;
-                        node_30(p).map_err(|e| e.at("subagent"))?;
+                        node_21(p).map_err(|e| e.at("subagent"))?;
                         true
                     }
                     "disposition" => {
                         seen |= 4u128;
-                        node_31(p).map_err(|e| e.at("disposition"))?;
+                        node_22(p).map_err(|e| e.at("disposition"))?;
                         true
                     }
                     _ => false,
@@ -432,19 +467,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/properties/vectors/items/anyOf/3/properties/wire/properties/params/properties/_meta/properties/checkfu.builtin_tools/items`.
-    fn node_43(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("bash") || v.as_str() == Some("read")
-            || v.as_str() == Some("write") || v.as_str() == Some("edit")
-            || v.as_str() == Some("web_search") || v.as_str() == Some("web_fetch"))
-        {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/properties/vectors/items/anyOf/3/properties/wire/properties/params/properties/_meta/properties/checkfu.builtin_tools` of the input schema.
     pub fn check_CheckfuBuiltinTools(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
@@ -452,7 +474,7 @@ pub mod checks {
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_43(item).map_err(|e| e.at(i.to_string()))?;
+                node_29(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
@@ -473,286 +495,87 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/properties/vectors/items/anyOf/4/properties/wire/properties/params/properties/_meta/properties/checkfu.output_schema/anyOf/0`.
-    fn node_50(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_boolean()) {
-            return Err(Invalid::new("expected boolean"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/properties/vectors/items/anyOf/4/properties/wire/properties/params/properties/_meta/properties/checkfu.output_schema` of the input schema.
     pub fn check_CheckfuOutputSchema(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_50(v).is_ok() || check_CheckfuOutputSchemaVariant1(v).is_ok())
+        if !(false || node_34(v).is_ok() || check_CheckfuOutputSchemaVariant1(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
-    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/execution`.
-    fn node_63(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("shell") || v.as_str() == Some("model_only")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/shell_commands/allOf/0`.
-    fn node_64(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/shell_commands/allOf/1`.
-    fn node_65(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(1000000i128)),
-                ::std::cmp::Ordering::Greater
-            ) {
-                return Err(Invalid::new("above the maximum"));
-            }
-        }
-        Ok(())
-    }
     /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/shell_commands`.
-    fn node_66(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_43(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v)) {
             return Err(Invalid::new("expected integer"));
         }
-        node_64(v)?;
-        node_65(v)?;
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/filesystem_commands/allOf/0`.
-    fn node_67(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/filesystem_commands/allOf/1`.
-    fn node_68(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(1000000i128)),
-                ::std::cmp::Ordering::Greater
-            ) {
-                return Err(Invalid::new("above the maximum"));
-            }
-        }
+        node_41(v)?;
+        node_42(v)?;
         Ok(())
     }
     /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/filesystem_commands`.
-    fn node_69(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_44(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v)) {
             return Err(Invalid::new("expected integer"));
         }
-        node_67(v)?;
-        node_68(v)?;
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/mcp_calls/allOf/0`.
-    fn node_70(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/mcp_calls/allOf/1`.
-    fn node_71(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(1000000i128)),
-                ::std::cmp::Ordering::Greater
-            ) {
-                return Err(Invalid::new("above the maximum"));
-            }
-        }
+        node_41(v)?;
+        node_42(v)?;
         Ok(())
     }
     /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/mcp_calls`.
-    fn node_72(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_45(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v)) {
             return Err(Invalid::new("expected integer"));
         }
-        node_70(v)?;
-        node_71(v)?;
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/model_calls/allOf/0`.
-    fn node_73(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/model_calls/allOf/1`.
-    fn node_74(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(1000000i128)),
-                ::std::cmp::Ordering::Greater
-            ) {
-                return Err(Invalid::new("above the maximum"));
-            }
-        }
+        node_41(v)?;
+        node_42(v)?;
         Ok(())
     }
     /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/model_calls`.
-    fn node_75(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_46(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v)) {
             return Err(Invalid::new("expected integer"));
         }
-        node_73(v)?;
-        node_74(v)?;
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/wall_time_ms/allOf/0`.
-    fn node_76(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/wall_time_ms/allOf/1`.
-    fn node_77(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(604800000i128)),
-                ::std::cmp::Ordering::Greater
-            ) {
-                return Err(Invalid::new("above the maximum"));
-            }
-        }
+        node_41(v)?;
+        node_42(v)?;
         Ok(())
     }
     /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/wall_time_ms`.
-    fn node_78(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_48(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v)) {
             return Err(Invalid::new("expected integer"));
         }
-        node_76(v)?;
-        node_77(v)?;
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/model_transient_retries/anyOf/0/allOf/0`.
-    fn node_79(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/model_transient_retries/anyOf/0/allOf/1`.
-    fn node_80(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(1000000i128)),
-                ::std::cmp::Ordering::Greater
-            ) {
-                return Err(Invalid::new("above the maximum"));
-            }
-        }
+        node_41(v)?;
+        node_47(v)?;
         Ok(())
     }
     /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/model_transient_retries/anyOf/0`.
-    fn node_81(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_49(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v)) {
             return Err(Invalid::new("expected integer"));
         }
-        node_79(v)?;
-        node_80(v)?;
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/model_transient_retries/anyOf/1`.
-    fn node_82(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_null()) {
-            return Err(Invalid::new("expected null"));
-        }
+        node_41(v)?;
+        node_42(v)?;
         Ok(())
     }
     /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/model_transient_retries`.
-    fn node_83(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_81(v).is_ok() || node_82(v).is_ok()) {
+    fn node_51(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || node_49(v).is_ok() || node_50(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
-    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/model_overflow_recoveries/anyOf/0/allOf/0`.
-    fn node_84(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/model_overflow_recoveries/anyOf/0/allOf/1`.
-    fn node_85(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(1000000i128)),
-                ::std::cmp::Ordering::Greater
-            ) {
-                return Err(Invalid::new("above the maximum"));
-            }
-        }
-        Ok(())
-    }
     /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/model_overflow_recoveries/anyOf/0`.
-    fn node_86(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_52(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v)) {
             return Err(Invalid::new("expected integer"));
         }
-        node_84(v)?;
-        node_85(v)?;
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/model_overflow_recoveries/anyOf/1`.
-    fn node_87(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_null()) {
-            return Err(Invalid::new("expected null"));
-        }
+        node_41(v)?;
+        node_42(v)?;
         Ok(())
     }
     /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/model_overflow_recoveries`.
-    fn node_88(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_86(v).is_ok() || node_87(v).is_ok()) {
+    fn node_53(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || node_52(v).is_ok() || node_50(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
@@ -769,40 +592,40 @@ pub mod checks {
                 let mut matched = match &**k {
                     "execution" => {
                         seen |= 1u128;
-                        node_63(p).map_err(|e| e.at("execution"))?;
+                        node_40(p).map_err(|e| e.at("execution"))?;
                         true
                     }
                     "shell_commands" => {
                         seen |= 2u128;
-                        node_66(p).map_err(|e| e.at("shell_commands"))?;
+                        node_43(p).map_err(|e| e.at("shell_commands"))?;
                         true
                     }
                     "filesystem_commands" => {
                         seen |= 4u128;
-                        node_69(p).map_err(|e| e.at("filesystem_commands"))?;
+                        node_44(p).map_err(|e| e.at("filesystem_commands"))?;
                         true
                     }
                     "mcp_calls" => {
                         seen |= 8u128;
-                        node_72(p).map_err(|e| e.at("mcp_calls"))?;
+                        node_45(p).map_err(|e| e.at("mcp_calls"))?;
                         true
                     }
                     "model_calls" => {
                         seen |= 16u128;
-                        node_75(p).map_err(|e| e.at("model_calls"))?;
+                        node_46(p).map_err(|e| e.at("model_calls"))?;
                         true
                     }
                     "wall_time_ms" => {
                         seen |= 32u128;
-                        node_78(p).map_err(|e| e.at("wall_time_ms"))?;
+                        node_48(p).map_err(|e| e.at("wall_time_ms"))?;
                         true
                     }
                     "model_transient_retries" => {
-                        node_83(p).map_err(|e| e.at("model_transient_retries"))?;
+                        node_51(p).map_err(|e| e.at("model_transient_retries"))?;
                         true
                     }
                     "model_overflow_recoveries" => {
-                        node_88(p).map_err(|e| e.at("model_overflow_recoveries"))?;
+                        node_53(p).map_err(|e| e.at("model_overflow_recoveries"))?;
                         true
                     }
                     _ => false,
@@ -836,45 +659,20 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/properties/vectors/items/anyOf/9/properties/wire/properties/params/properties/sessionId/allOf/0`.
-    fn node_93(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Some(s) = v.as_str() {
-            if s.len() < 1usize || (s.len() / 4 < 1usize && s.chars().count() < 1usize) {
-                return Err(Invalid::new("too short"));
-            }
-        }
-        Ok(())
-    }
     /// Checks `#/properties/vectors/items/anyOf/9/properties/wire/properties/params/properties/sessionId`.
-    fn node_94(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_56(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
-        node_93(v)?;
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/9/properties/wire/properties/params/properties/id/allOf/0`.
-    fn node_95(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Some(s) = v.as_str() {
-            if s.len() < 1usize || (s.len() / 4 < 1usize && s.chars().count() < 1usize) {
-                return Err(Invalid::new("too short"));
-            }
-        }
+        node_14(v)?;
         Ok(())
     }
     /// Checks `#/properties/vectors/items/anyOf/9/properties/wire/properties/params/properties/id`.
-    fn node_96(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_57(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
-        node_95(v)?;
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/9/properties/wire/properties/params/properties/content`.
-    fn node_97(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
+        node_14(v)?;
         Ok(())
     }
     /// Checks a value against `#/properties/vectors/items/anyOf/9/properties/wire/properties/params` of the input schema.
@@ -889,17 +687,17 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_94(p).map_err(|e| e.at("sessionId"))?;
+                        node_56(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "id" => {
                         seen |= 2u128;
-                        node_96(p).map_err(|e| e.at("id"))?;
+                        node_57(p).map_err(|e| e.at("id"))?;
                         true
                     }
                     "content" => {
                         seen |= 4u128;
-                        node_97(p).map_err(|e| e.at("content"))?;
+                        node_2(p).map_err(|e| e.at("content"))?;
                         true
                     }
                     _ => false,
@@ -922,18 +720,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/properties/vectors/items/anyOf/10/properties/wire/properties/result/properties/disposition`.
-    fn node_102(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("delivered") || v.as_str() == Some("queued")
-            || v.as_str() == Some("refused"))
-        {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/properties/vectors/items/anyOf/10/properties/wire/properties/result` of the input schema.
     pub fn check_CheckfuSessionSteerResult(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -946,7 +732,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "disposition" => {
                         seen |= 1u128;
-                        node_102(p).map_err(|e| e.at("disposition"))?;
+                        node_60(p).map_err(|e| e.at("disposition"))?;
                         true
                     }
                     _ => false,
@@ -963,21 +749,12 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/properties/vectors/items/anyOf/11/properties/wire/properties/params/properties/sessionId/allOf/0`.
-    fn node_106(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Some(s) = v.as_str() {
-            if s.len() < 1usize || (s.len() / 4 < 1usize && s.chars().count() < 1usize) {
-                return Err(Invalid::new("too short"));
-            }
-        }
-        Ok(())
-    }
     /// Checks `#/properties/vectors/items/anyOf/11/properties/wire/properties/params/properties/sessionId`.
-    fn node_107(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_62(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
-        node_106(v)?;
+        node_14(v)?;
         Ok(())
     }
     /// Checks a value against `#/properties/vectors/items/anyOf/11/properties/wire/properties/params` of the input schema.
@@ -992,7 +769,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_107(p).map_err(|e| e.at("sessionId"))?;
+                        node_62(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     _ => false,
@@ -1009,16 +786,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/properties/vectors/items/anyOf/12/properties/wire/properties/result/properties/disposition`.
-    fn node_112(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("draining") || v.as_str() == Some("refused")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/properties/vectors/items/anyOf/12/properties/wire/properties/result` of the input schema.
     pub fn check_CheckfuSessionInterruptResult(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -1031,7 +798,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "disposition" => {
                         seen |= 1u128;
-                        node_112(p).map_err(|e| e.at("disposition"))?;
+                        node_65(p).map_err(|e| e.at("disposition"))?;
                         true
                     }
                     _ => false,

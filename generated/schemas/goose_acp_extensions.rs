@@ -2,15 +2,22 @@
 
 pub mod checks {
     use crate::exact::{Invalid, Json};
-    /// Checks `#/$defs/AddExtensionRequest/properties/session_id`.
+    /// Checks `#/$defs/AddExtensionRequest/properties/session_id`, and every node of this schema with the same check.
     fn node_1(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
-    /// Checks `#/$defs/AddExtensionRequest/properties/config`.
+    /// Checks `#/$defs/AddExtensionRequest/properties/config`, and every node of this schema with the same check.
     fn node_2(v: &Json<'_>) -> Result<(), Invalid> {
+        Ok(())
+    }
+    /// Checks `#/$defs/GetSessionRequest/properties/include_messages`, and every node of this schema with the same check.
+    fn node_5(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_boolean()) {
+            return Err(Invalid::new("expected boolean"));
+        }
         Ok(())
     }
     /// Checks a value against `#/$defs/AddExtensionRequest` of the input schema.
@@ -46,20 +53,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/RemoveExtensionRequest/properties/session_id`.
-    fn node_3(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/RemoveExtensionRequest/properties/name`.
-    fn node_4(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/RemoveExtensionRequest` of the input schema.
     pub fn check_RemoveExtensionRequest(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -72,12 +65,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "session_id" => {
                         seen |= 1u128;
-                        node_3(p).map_err(|e| e.at("session_id"))?;
+                        node_1(p).map_err(|e| e.at("session_id"))?;
                         true
                     }
                     "name" => {
                         seen |= 2u128;
-                        node_4(p).map_err(|e| e.at("name"))?;
+                        node_1(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     _ => false,
@@ -93,13 +86,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/GetToolsRequest/properties/session_id`.
-    fn node_5(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/GetToolsRequest` of the input schema.
     pub fn check_GetToolsRequest(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -112,7 +98,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "session_id" => {
                         seen |= 1u128;
-                        node_5(p).map_err(|e| e.at("session_id"))?;
+                        node_1(p).map_err(|e| e.at("session_id"))?;
                         true
                     }
                     _ => false,
@@ -125,18 +111,14 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/GetToolsResponse/properties/tools/items`.
-    fn node_6(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks `#/$defs/GetToolsResponse/properties/tools`.
-    fn node_7(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_3(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_6(item).map_err(|e| e.at(i.to_string()))?;
+                node_2(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
@@ -153,7 +135,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "tools" => {
                         seen |= 1u128;
-                        node_7(p).map_err(|e| e.at("tools"))?;
+                        node_3(p).map_err(|e| e.at("tools"))?;
                         true
                     }
                     _ => false,
@@ -163,27 +145,6 @@ pub mod checks {
             if seen & 1u128 == 0 {
                 return Err(Invalid::new("missing required property `tools`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ReadResourceRequest/properties/session_id`.
-    fn node_8(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ReadResourceRequest/properties/uri`.
-    fn node_9(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ReadResourceRequest/properties/extension_name`.
-    fn node_10(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
@@ -199,17 +160,17 @@ pub mod checks {
                 let mut matched = match &**k {
                     "session_id" => {
                         seen |= 1u128;
-                        node_8(p).map_err(|e| e.at("session_id"))?;
+                        node_1(p).map_err(|e| e.at("session_id"))?;
                         true
                     }
                     "uri" => {
                         seen |= 2u128;
-                        node_9(p).map_err(|e| e.at("uri"))?;
+                        node_1(p).map_err(|e| e.at("uri"))?;
                         true
                     }
                     "extension_name" => {
                         seen |= 4u128;
-                        node_10(p).map_err(|e| e.at("extension_name"))?;
+                        node_1(p).map_err(|e| e.at("extension_name"))?;
                         true
                     }
                     _ => false,
@@ -228,10 +189,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/ReadResourceResponse/properties/result`.
-    fn node_11(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks a value against `#/$defs/ReadResourceResponse` of the input schema.
     pub fn check_ReadResourceResponse(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -244,7 +201,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "result" => {
                         seen |= 1u128;
-                        node_11(p).map_err(|e| e.at("result"))?;
+                        node_2(p).map_err(|e| e.at("result"))?;
                         true
                     }
                     _ => false,
@@ -254,20 +211,6 @@ pub mod checks {
             if seen & 1u128 == 0 {
                 return Err(Invalid::new("missing required property `result`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/UpdateWorkingDirRequest/properties/session_id`.
-    fn node_12(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/UpdateWorkingDirRequest/properties/working_dir`.
-    fn node_13(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
@@ -283,12 +226,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "session_id" => {
                         seen |= 1u128;
-                        node_12(p).map_err(|e| e.at("session_id"))?;
+                        node_1(p).map_err(|e| e.at("session_id"))?;
                         true
                     }
                     "working_dir" => {
                         seen |= 2u128;
-                        node_13(p).map_err(|e| e.at("working_dir"))?;
+                        node_1(p).map_err(|e| e.at("working_dir"))?;
                         true
                     }
                     _ => false,
@@ -304,18 +247,14 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/ListSessionsResponse/properties/sessions/items`.
-    fn node_14(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks `#/$defs/ListSessionsResponse/properties/sessions`.
-    fn node_15(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_4(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_14(item).map_err(|e| e.at(i.to_string()))?;
+                node_2(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
@@ -332,7 +271,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessions" => {
                         seen |= 1u128;
-                        node_15(p).map_err(|e| e.at("sessions"))?;
+                        node_4(p).map_err(|e| e.at("sessions"))?;
                         true
                     }
                     _ => false,
@@ -342,20 +281,6 @@ pub mod checks {
             if seen & 1u128 == 0 {
                 return Err(Invalid::new("missing required property `sessions`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/GetSessionRequest/properties/session_id`.
-    fn node_16(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/GetSessionRequest/properties/include_messages`.
-    fn node_17(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_boolean()) {
-            return Err(Invalid::new("expected boolean"));
         }
         Ok(())
     }
@@ -371,11 +296,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "session_id" => {
                         seen |= 1u128;
-                        node_16(p).map_err(|e| e.at("session_id"))?;
+                        node_1(p).map_err(|e| e.at("session_id"))?;
                         true
                     }
                     "include_messages" => {
-                        node_17(p).map_err(|e| e.at("include_messages"))?;
+                        node_5(p).map_err(|e| e.at("include_messages"))?;
                         true
                     }
                     _ => false,
@@ -386,10 +311,6 @@ pub mod checks {
                 return Err(Invalid::new("missing required property `session_id`"));
             }
         }
-        Ok(())
-    }
-    /// Checks `#/$defs/GetSessionResponse/properties/session`.
-    fn node_18(v: &Json<'_>) -> Result<(), Invalid> {
         Ok(())
     }
     /// Checks a value against `#/$defs/GetSessionResponse` of the input schema.
@@ -404,7 +325,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "session" => {
                         seen |= 1u128;
-                        node_18(p).map_err(|e| e.at("session"))?;
+                        node_2(p).map_err(|e| e.at("session"))?;
                         true
                     }
                     _ => false,
@@ -414,13 +335,6 @@ pub mod checks {
             if seen & 1u128 == 0 {
                 return Err(Invalid::new("missing required property `session`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/DeleteSessionRequest/properties/session_id`.
-    fn node_19(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
@@ -436,7 +350,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "session_id" => {
                         seen |= 1u128;
-                        node_19(p).map_err(|e| e.at("session_id"))?;
+                        node_1(p).map_err(|e| e.at("session_id"))?;
                         true
                     }
                     _ => false,
@@ -446,13 +360,6 @@ pub mod checks {
             if seen & 1u128 == 0 {
                 return Err(Invalid::new("missing required property `session_id`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ExportSessionRequest/properties/session_id`.
-    fn node_20(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
@@ -468,7 +375,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "session_id" => {
                         seen |= 1u128;
-                        node_20(p).map_err(|e| e.at("session_id"))?;
+                        node_1(p).map_err(|e| e.at("session_id"))?;
                         true
                     }
                     _ => false,
@@ -478,13 +385,6 @@ pub mod checks {
             if seen & 1u128 == 0 {
                 return Err(Invalid::new("missing required property `session_id`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ExportSessionResponse/properties/data`.
-    fn node_21(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
@@ -500,7 +400,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "data" => {
                         seen |= 1u128;
-                        node_21(p).map_err(|e| e.at("data"))?;
+                        node_1(p).map_err(|e| e.at("data"))?;
                         true
                     }
                     _ => false,
@@ -510,13 +410,6 @@ pub mod checks {
             if seen & 1u128 == 0 {
                 return Err(Invalid::new("missing required property `data`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ImportSessionRequest/properties/data`.
-    fn node_22(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
@@ -532,7 +425,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "data" => {
                         seen |= 1u128;
-                        node_22(p).map_err(|e| e.at("data"))?;
+                        node_1(p).map_err(|e| e.at("data"))?;
                         true
                     }
                     _ => false,
@@ -543,10 +436,6 @@ pub mod checks {
                 return Err(Invalid::new("missing required property `data`"));
             }
         }
-        Ok(())
-    }
-    /// Checks `#/$defs/ImportSessionResponse/properties/session`.
-    fn node_23(v: &Json<'_>) -> Result<(), Invalid> {
         Ok(())
     }
     /// Checks a value against `#/$defs/ImportSessionResponse` of the input schema.
@@ -561,7 +450,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "session" => {
                         seen |= 1u128;
-                        node_23(p).map_err(|e| e.at("session"))?;
+                        node_2(p).map_err(|e| e.at("session"))?;
                         true
                     }
                     _ => false,
@@ -574,37 +463,26 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/GetExtensionsResponse/properties/extensions/items`.
-    fn node_24(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks `#/$defs/GetExtensionsResponse/properties/extensions`.
-    fn node_25(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_6(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_24(item).map_err(|e| e.at(i.to_string()))?;
+                node_2(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
     }
-    /// Checks `#/$defs/GetExtensionsResponse/properties/warnings/items`.
-    fn node_26(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/GetExtensionsResponse/properties/warnings`.
-    fn node_27(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_7(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_26(item).map_err(|e| e.at(i.to_string()))?;
+                node_1(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
@@ -621,12 +499,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "extensions" => {
                         seen |= 1u128;
-                        node_25(p).map_err(|e| e.at("extensions"))?;
+                        node_6(p).map_err(|e| e.at("extensions"))?;
                         true
                     }
                     "warnings" => {
                         seen |= 2u128;
-                        node_27(p).map_err(|e| e.at("warnings"))?;
+                        node_7(p).map_err(|e| e.at("warnings"))?;
                         true
                     }
                     _ => false,

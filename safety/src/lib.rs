@@ -24,6 +24,7 @@
 pub mod limits;
 pub mod report;
 
+#[cfg(feature = "cli")]
 mod cli;
 mod extent;
 mod node;
@@ -34,6 +35,7 @@ mod walker;
 
 use serde_json::Value;
 
+#[cfg(feature = "cli")]
 pub use cli::run_cli;
 pub use extent::raw_depth;
 pub use node::{MapMembers, Node, Object, View};

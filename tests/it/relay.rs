@@ -29,7 +29,10 @@ fn serve(script: &str, extra: &[&str]) -> Served {
     // other's workspace before its relay wrote the token there).
     static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("checkfu-relay-test-{}-{script}-{n}", std::process::id()));
+    // A script given as a path is named by its file name: its slashes would otherwise nest
+    // the directory, and the cleanup would leave the parents behind in the temporary dir.
+    let name = std::path::Path::new(script).file_name().map_or_else(|| script.into(), |name| name.to_string_lossy());
+    let dir = std::env::temp_dir().join(format!("checkfu-relay-test-{}-{name}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     let mut child = Command::new(CLI)
         .args(["relay", "--model-script", script, "--workspace"])

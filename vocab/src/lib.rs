@@ -13,6 +13,7 @@
 use serde::{Deserialize, Serialize};
 
 pub mod decimal;
+#[cfg(feature = "oneshot")]
 pub mod oneshot;
 pub mod schema_syntax;
 

@@ -63,5 +63,6 @@ fn every_runtime_check_is_the_typed_crates_check_of_that_name() {
             compared += 1;
         }
     }
-    assert!(compared > 1000, "compared {compared} items");
+    // 603 items when node functions with one body were first shared (1,100 and more before).
+    assert!(compared > 500, "compared {compared} items");
 }

@@ -655,17 +655,529 @@ pub mod types {
 pub mod checks {
     use serde_json::Value;
     use crate::exact::{Invalid, Json};
-    /// Checks `#/$defs/Union_/anyOf/0`.
+    /// Checks `#/$defs/Union_/anyOf/0`, and every node of this schema with the same check.
     fn node_1(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v)) {
             return Err(Invalid::new("expected integer"));
         }
         Ok(())
     }
-    /// Checks `#/$defs/Union_/anyOf/1`.
+    /// Checks `#/$defs/Union_/anyOf/1`, and every node of this schema with the same check.
     fn node_2(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/Objects_/properties/result/properties/agentCapabilities/properties/mcpCapabilities/properties/http`, and every node of this schema with the same check.
+    fn node_3(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_boolean()) {
+            return Err(Invalid::new("expected boolean"));
+        }
+        if !(false || v.as_bool() == Some(true)) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/Objects_/properties/result/properties/_meta/properties/checkfu.capabilities/properties/subagents`, and every node of this schema with the same check.
+    fn node_4(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("observed")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/Objects_/properties/result/properties/_meta/properties/checkfu.capabilities/properties/steer`, and every node of this schema with the same check.
+    fn node_5(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("native")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/Objects_/properties/result/properties/_meta/properties/checkfu.capabilities/properties/interrupt`, and every node of this schema with the same check.
+    fn node_6(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("cooperative")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/Objects_/properties/result/properties/_meta/properties/checkfu.capabilities/properties/builtin_tool_scoping`, and every node of this schema with the same check.
+    fn node_7(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("enforced")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/Objects_/properties/result/properties/_meta/properties/checkfu.capabilities/properties/structured_output`, and every node of this schema with the same check.
+    fn node_8(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("response_format")
+            || v.as_str() == Some("submit_tool"))
+        {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/Objects_/properties/result/properties/_meta/properties/checkfu.capabilities/properties/staged_files`, and every node of this schema with the same check.
+    fn node_9(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("resource_links")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/Objects_/properties/result/properties/_meta/properties/checkfu.capabilities/properties/native_checkpoint`, and every node of this schema with the same check.
+    fn node_10(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("external_custody")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/Objects_/properties/result/properties/protocolVersion`, and every node of this schema with the same check.
+    fn node_11(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_number()) {
+            return Err(Invalid::new("expected number"));
+        }
+        if !(false || crate::exact::number_is(v, crate::exact::Num::Int(1i128))) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/Objects_/properties/jsonrpc`, and every node of this schema with the same check.
+    fn node_12(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("2.0")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/0/properties/phase`, and every node of this schema with the same check.
+    fn node_13(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("started")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/0/properties/subagent/allOf/0`, and every node of this schema with the same check.
+    fn node_14(v: &Json<'_>) -> Result<(), Invalid> {
+        if let Some(s) = v.as_str() {
+            if s.len() < 1usize || (s.len() / 4 < 1usize && s.chars().count() < 1usize) {
+                return Err(Invalid::new("too short"));
+            }
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/0/properties/subagent/allOf/1`, and every node of this schema with the same check.
+    fn node_15(v: &Json<'_>) -> Result<(), Invalid> {
+        if let Some(s) = v.as_str() {
+            if s.len() > 256usize
+                && (s.len() / 4 > 256usize || s.chars().count() > 256usize)
+            {
+                return Err(Invalid::new("too long"));
+            }
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/1/properties/phase`, and every node of this schema with the same check.
+    fn node_18(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("activity")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/2/properties/phase`, and every node of this schema with the same check.
+    fn node_20(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("completed")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/2/properties/disposition`, and every node of this schema with the same check.
+    fn node_22(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("completed") || v.as_str() == Some("failed")
+            || v.as_str() == Some("canceled"))
+        {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/sessionUpdate`, and every node of this schema with the same check.
+    fn node_23(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("session_info_update")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/Objects_1/properties/method`, and every node of this schema with the same check.
+    fn node_24(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("session/update")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/vectors/items/anyOf/0/properties/name`, and every node of this schema with the same check.
+    fn node_25(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("initialize.full-declaration")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/vectors/items/anyOf/0/properties/direction`, and every node of this schema with the same check.
+    fn node_26(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("agent_to_runner")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/vectors/items/anyOf/1/properties/name`, and every node of this schema with the same check.
+    fn node_27(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("initialize.subagents-declaration")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/vectors/items/anyOf/2/properties/name`, and every node of this schema with the same check.
+    fn node_28(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("initialize.controls-declaration")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/vectors/items/anyOf/3/properties/wire/properties/params/properties/_meta/properties/checkfu.builtin_tools/items`, and every node of this schema with the same check.
+    fn node_29(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("bash") || v.as_str() == Some("read")
+            || v.as_str() == Some("write") || v.as_str() == Some("edit")
+            || v.as_str() == Some("web_search") || v.as_str() == Some("web_fetch"))
+        {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/vectors/items/anyOf/3/properties/wire/properties/method`, and every node of this schema with the same check.
+    fn node_31(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("session/new")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/vectors/items/anyOf/3/properties/name`, and every node of this schema with the same check.
+    fn node_32(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("session.new.builtin-tools")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/vectors/items/anyOf/3/properties/direction`, and every node of this schema with the same check.
+    fn node_33(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("runner_to_agent")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/vectors/items/anyOf/4/properties/wire/properties/params/properties/_meta/properties/checkfu.output_schema/anyOf/0`, and every node of this schema with the same check.
+    fn node_34(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_boolean()) {
+            return Err(Invalid::new("expected boolean"));
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/vectors/items/anyOf/4/properties/name`, and every node of this schema with the same check.
+    fn node_36(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("session.new.output-schema")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/vectors/items/anyOf/5/properties/name`, and every node of this schema with the same check.
+    fn node_37(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("session.update.subagent-started")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/vectors/items/anyOf/6/properties/name`, and every node of this schema with the same check.
+    fn node_38(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("session.update.subagent-activity")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/vectors/items/anyOf/7/properties/name`, and every node of this schema with the same check.
+    fn node_39(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("session.update.subagent-completed")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/execution`, and every node of this schema with the same check.
+    fn node_40(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("shell") || v.as_str() == Some("model_only")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/shell_commands/allOf/0`, and every node of this schema with the same check.
+    fn node_41(v: &Json<'_>) -> Result<(), Invalid> {
+        if let Json::Number(n) = v {
+            if matches!(
+                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
+                ::std::cmp::Ordering::Less
+            ) {
+                return Err(Invalid::new("below the minimum"));
+            }
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/shell_commands/allOf/1`, and every node of this schema with the same check.
+    fn node_42(v: &Json<'_>) -> Result<(), Invalid> {
+        if let Json::Number(n) = v {
+            if matches!(
+                crate ::exact::compare_number(n, crate ::exact::Num::Int(1000000i128)),
+                ::std::cmp::Ordering::Greater
+            ) {
+                return Err(Invalid::new("above the maximum"));
+            }
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/wall_time_ms/allOf/1`, and every node of this schema with the same check.
+    fn node_47(v: &Json<'_>) -> Result<(), Invalid> {
+        if let Json::Number(n) = v {
+            if matches!(
+                crate ::exact::compare_number(n, crate ::exact::Num::Int(604800000i128)),
+                ::std::cmp::Ordering::Greater
+            ) {
+                return Err(Invalid::new("above the maximum"));
+            }
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/model_transient_retries/anyOf/1`, and every node of this schema with the same check.
+    fn node_50(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_null()) {
+            return Err(Invalid::new("expected null"));
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/stopReason`, and every node of this schema with the same check.
+    fn node_54(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("end_turn")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/vectors/items/anyOf/8/properties/name`, and every node of this schema with the same check.
+    fn node_55(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("session.prompt.turn-telemetry")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/vectors/items/anyOf/9/properties/wire/properties/method`, and every node of this schema with the same check.
+    fn node_58(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("_checkfu/session/steer")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/vectors/items/anyOf/9/properties/name`, and every node of this schema with the same check.
+    fn node_59(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("extension.steer.request")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/vectors/items/anyOf/10/properties/wire/properties/result/properties/disposition`, and every node of this schema with the same check.
+    fn node_60(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("delivered") || v.as_str() == Some("queued")
+            || v.as_str() == Some("refused"))
+        {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/vectors/items/anyOf/10/properties/name`, and every node of this schema with the same check.
+    fn node_61(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("extension.steer.response")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/vectors/items/anyOf/11/properties/wire/properties/method`, and every node of this schema with the same check.
+    fn node_63(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("_checkfu/session/interrupt")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/vectors/items/anyOf/11/properties/name`, and every node of this schema with the same check.
+    fn node_64(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("extension.interrupt.request")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/vectors/items/anyOf/12/properties/wire/properties/result/properties/disposition`, and every node of this schema with the same check.
+    fn node_65(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("draining") || v.as_str() == Some("refused")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/vectors/items/anyOf/12/properties/name`, and every node of this schema with the same check.
+    fn node_66(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("extension.interrupt.response")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/schema_id`, and every node of this schema with the same check.
+    fn node_67(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false
+            || v.as_str()
+                == Some("https://docs.checkfu.com/harness-acp-v1-extension.schema.json"))
+        {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/revision`, and every node of this schema with the same check.
+    fn node_68(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("checkfu:acp-v1-extension-vectors@3")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/protocol`, and every node of this schema with the same check.
+    fn node_69(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("acp-v1")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/driver_version`, and every node of this schema with the same check.
+    fn node_70(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("checkfu:acp-v1@1")) {
+            return Err(Invalid::new("not one of the allowed values"));
         }
         Ok(())
     }
@@ -673,16 +1185,6 @@ pub mod checks {
     pub fn check_Union(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || node_1(v).is_ok() || node_2(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Objects_/properties/result/properties/agentCapabilities/properties/mcpCapabilities/properties/http`.
-    fn node_3(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_boolean()) {
-            return Err(Invalid::new("expected boolean"));
-        }
-        if !(false || v.as_bool() == Some(true)) {
-            return Err(Invalid::new("not one of the allowed values"));
         }
         Ok(())
     }
@@ -747,20 +1249,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/Objects_/properties/result/properties/agentInfo/properties/name`.
-    fn node_4(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Objects_/properties/result/properties/agentInfo/properties/version`.
-    fn node_5(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/Objects_/properties/result/properties/agentInfo` of the input schema.
     pub fn check_ObjectsResultAgentInfo(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -773,12 +1261,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "name" => {
                         seen |= 1u128;
-                        node_4(p).map_err(|e| e.at("name"))?;
+                        node_2(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "version" => {
                         seen |= 2u128;
-                        node_5(p).map_err(|e| e.at("version"))?;
+                        node_2(p).map_err(|e| e.at("version"))?;
                         true
                     }
                     _ => false,
@@ -798,78 +1286,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/Objects_/properties/result/properties/_meta/properties/checkfu.capabilities/properties/subagents`.
-    fn node_6(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("observed")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Objects_/properties/result/properties/_meta/properties/checkfu.capabilities/properties/steer`.
-    fn node_7(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("native")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Objects_/properties/result/properties/_meta/properties/checkfu.capabilities/properties/interrupt`.
-    fn node_8(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("cooperative")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Objects_/properties/result/properties/_meta/properties/checkfu.capabilities/properties/builtin_tool_scoping`.
-    fn node_9(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("enforced")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Objects_/properties/result/properties/_meta/properties/checkfu.capabilities/properties/structured_output`.
-    fn node_10(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("response_format")
-            || v.as_str() == Some("submit_tool"))
-        {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Objects_/properties/result/properties/_meta/properties/checkfu.capabilities/properties/staged_files`.
-    fn node_11(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("resource_links")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Objects_/properties/result/properties/_meta/properties/checkfu.capabilities/properties/native_checkpoint`.
-    fn node_12(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("external_custody")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/Objects_/properties/result/properties/_meta/properties/checkfu.capabilities` of the input schema.
     pub fn check_CheckfuCapabilities(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -880,31 +1296,31 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "subagents" => {
-                        node_6(p).map_err(|e| e.at("subagents"))?;
+                        node_4(p).map_err(|e| e.at("subagents"))?;
                         true
                     }
                     "steer" => {
-                        node_7(p).map_err(|e| e.at("steer"))?;
+                        node_5(p).map_err(|e| e.at("steer"))?;
                         true
                     }
                     "interrupt" => {
-                        node_8(p).map_err(|e| e.at("interrupt"))?;
+                        node_6(p).map_err(|e| e.at("interrupt"))?;
                         true
                     }
                     "builtin_tool_scoping" => {
-                        node_9(p).map_err(|e| e.at("builtin_tool_scoping"))?;
+                        node_7(p).map_err(|e| e.at("builtin_tool_scoping"))?;
                         true
                     }
                     "structured_output" => {
-                        node_10(p).map_err(|e| e.at("structured_output"))?;
+                        node_8(p).map_err(|e| e.at("structured_output"))?;
                         true
                     }
                     "staged_files" => {
-                        node_11(p).map_err(|e| e.at("staged_files"))?;
+                        node_9(p).map_err(|e| e.at("staged_files"))?;
                         true
                     }
                     "native_checkpoint" => {
-                        node_12(p).map_err(|e| e.at("native_checkpoint"))?;
+                        node_10(p).map_err(|e| e.at("native_checkpoint"))?;
                         true
                     }
                     _ => false,
@@ -950,16 +1366,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/Objects_/properties/result/properties/protocolVersion`.
-    fn node_13(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_number()) {
-            return Err(Invalid::new("expected number"));
-        }
-        if !(false || crate::exact::number_is(v, crate::exact::Num::Int(1i128))) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/Objects_/properties/result` of the input schema.
     pub fn check_ObjectsResult(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -972,7 +1378,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "protocolVersion" => {
                         seen |= 1u128;
-                        node_13(p).map_err(|e| e.at("protocolVersion"))?;
+                        node_11(p).map_err(|e| e.at("protocolVersion"))?;
                         true
                     }
                     "agentCapabilities" => {
@@ -1016,16 +1422,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/Objects_/properties/jsonrpc`.
-    fn node_14(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("2.0")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/Objects_` of the input schema.
     pub fn check_Objects(v: &Json<'_>) -> Result<(), Invalid> {
         crate::exact::memoized(
@@ -1042,7 +1438,7 @@ pub mod checks {
                         let mut matched = match &**k {
                             "jsonrpc" => {
                                 seen |= 1u128;
-                                node_14(p).map_err(|e| e.at("jsonrpc"))?;
+                                node_12(p).map_err(|e| e.at("jsonrpc"))?;
                                 true
                             }
                             "id" => {
@@ -1081,79 +1477,22 @@ pub mod checks {
     pub fn check_JsonValue(v: &Json<'_>) -> Result<(), Invalid> {
         Ok(())
     }
-    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/0/properties/phase`.
-    fn node_15(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("started")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/0/properties/subagent/allOf/0`.
-    fn node_16(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Some(s) = v.as_str() {
-            if s.len() < 1usize || (s.len() / 4 < 1usize && s.chars().count() < 1usize) {
-                return Err(Invalid::new("too short"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/0/properties/subagent/allOf/1`.
-    fn node_17(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Some(s) = v.as_str() {
-            if s.len() > 256usize
-                && (s.len() / 4 > 256usize || s.chars().count() > 256usize)
-            {
-                return Err(Invalid::new("too long"));
-            }
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/0/properties/subagent`.
-    fn node_18(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_16(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
-        node_16(v)?;
-        node_17(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/0/properties/name/allOf/0`.
-    fn node_19(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Some(s) = v.as_str() {
-            if s.len() < 1usize || (s.len() / 4 < 1usize && s.chars().count() < 1usize) {
-                return Err(Invalid::new("too short"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/0/properties/name/allOf/1`.
-    fn node_20(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Some(s) = v.as_str() {
-            if s.len() > 256usize
-                && (s.len() / 4 > 256usize || s.chars().count() > 256usize)
-            {
-                return Err(Invalid::new("too long"));
-            }
-        }
+        node_14(v)?;
+        node_15(v)?;
         Ok(())
     }
     /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/0/properties/name`.
-    fn node_21(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_17(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
-        node_19(v)?;
-        node_20(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/0/properties/description`.
-    fn node_22(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
+        node_14(v)?;
+        node_15(v)?;
         Ok(())
     }
     /// Checks a value against `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/0` of the input schema.
@@ -1168,21 +1507,21 @@ pub mod checks {
                 let mut matched = match &**k {
                     "phase" => {
                         seen |= 1u128;
-                        node_15(p).map_err(|e| e.at("phase"))?;
+                        node_13(p).map_err(|e| e.at("phase"))?;
                         true
                     }
                     "subagent" => {
                         seen |= 2u128;
-                        node_18(p).map_err(|e| e.at("subagent"))?;
+                        node_16(p).map_err(|e| e.at("subagent"))?;
                         true
                     }
                     "name" => {
                         seen |= 4u128;
-                        node_21(p).map_err(|e| e.at("name"))?;
+                        node_17(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "description" => {
-                        node_22(p).map_err(|e| e.at("description"))?;
+                        node_2(p).map_err(|e| e.at("description"))?;
                         true
                     }
                     _ => false,
@@ -1205,43 +1544,13 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/1/properties/phase`.
-    fn node_23(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("activity")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/1/properties/subagent/allOf/0`.
-    fn node_24(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Some(s) = v.as_str() {
-            if s.len() < 1usize || (s.len() / 4 < 1usize && s.chars().count() < 1usize) {
-                return Err(Invalid::new("too short"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/1/properties/subagent/allOf/1`.
-    fn node_25(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Some(s) = v.as_str() {
-            if s.len() > 256usize
-                && (s.len() / 4 > 256usize || s.chars().count() > 256usize)
-            {
-                return Err(Invalid::new("too long"));
-            }
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/1/properties/subagent`.
-    fn node_26(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_19(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
-        node_24(v)?;
-        node_25(v)?;
+        node_14(v)?;
+        node_15(v)?;
         Ok(())
     }
     /// Checks a value against `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/1` of the input schema.
@@ -1256,12 +1565,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "phase" => {
                         seen |= 1u128;
-                        node_23(p).map_err(|e| e.at("phase"))?;
+                        node_18(p).map_err(|e| e.at("phase"))?;
                         true
                     }
                     "subagent" => {
                         seen |= 2u128;
-                        node_26(p).map_err(|e| e.at("subagent"))?;
+                        node_19(p).map_err(|e| e.at("subagent"))?;
                         true
                     }
                     _ => false,
@@ -1281,55 +1590,13 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/2/properties/phase`.
-    fn node_27(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("completed")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/2/properties/subagent/allOf/0`.
-    fn node_28(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Some(s) = v.as_str() {
-            if s.len() < 1usize || (s.len() / 4 < 1usize && s.chars().count() < 1usize) {
-                return Err(Invalid::new("too short"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/2/properties/subagent/allOf/1`.
-    fn node_29(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Some(s) = v.as_str() {
-            if s.len() > 256usize
-                && (s.len() / 4 > 256usize || s.chars().count() > 256usize)
-            {
-                return Err(Invalid::new("too long"));
-            }
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/2/properties/subagent`.
-    fn node_30(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_21(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
-        node_28(v)?;
-        node_29(v)?;
-        Ok(())
-    }
-    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/2/properties/disposition`.
-    fn node_31(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("completed") || v.as_str() == Some("failed")
-            || v.as_str() == Some("canceled"))
-        {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
+        node_14(v)?;
+        node_15(v)?;
         Ok(())
     }
     /// Checks a value against `#/$defs/Objects_1/properties/params/properties/update/properties/_meta/properties/checkfu.subagent/anyOf/2` of the input schema.
@@ -1344,17 +1611,17 @@ pub mod checks {
                 let mut matched = match &**k {
                     "phase" => {
                         seen |= 1u128;
-                        node_27(p).map_err(|e| e.at("phase"))?;
+                        node_20(p).map_err(|e| e.at("phase"))?;
                         true
                     }
                     "subagent" => {
                         seen |= 2u128;
-                        node_30(p).map_err(|e| e.at("subagent"))?;
+                        node_21(p).map_err(|e| e.at("subagent"))?;
                         true
                     }
                     "disposition" => {
                         seen |= 4u128;
-                        node_31(p).map_err(|e| e.at("disposition"))?;
+                        node_22(p).map_err(|e| e.at("disposition"))?;
                         true
                     }
                     _ => false,
@@ -1416,23 +1683,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/sessionUpdate`.
-    fn node_32(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("session_info_update")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Objects_1/properties/params/properties/update/properties/updatedAt`.
-    fn node_33(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/Objects_1/properties/params/properties/update` of the input schema.
     pub fn check_Objects1ParamsUpdate(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -1445,12 +1695,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionUpdate" => {
                         seen |= 1u128;
-                        node_32(p).map_err(|e| e.at("sessionUpdate"))?;
+                        node_23(p).map_err(|e| e.at("sessionUpdate"))?;
                         true
                     }
                     "updatedAt" => {
                         seen |= 2u128;
-                        node_33(p).map_err(|e| e.at("updatedAt"))?;
+                        node_2(p).map_err(|e| e.at("updatedAt"))?;
                         true
                     }
                     "_meta" => {
@@ -1478,13 +1728,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/Objects_1/properties/params/properties/sessionId`.
-    fn node_34(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/Objects_1/properties/params` of the input schema.
     pub fn check_Objects1Params(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -1497,7 +1740,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_34(p).map_err(|e| e.at("sessionId"))?;
+                        node_2(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "update" => {
@@ -1522,26 +1765,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/Objects_1/properties/jsonrpc`.
-    fn node_35(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("2.0")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Objects_1/properties/method`.
-    fn node_36(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("session/update")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/Objects_1` of the input schema.
     pub fn check_Objects1(v: &Json<'_>) -> Result<(), Invalid> {
         crate::exact::memoized(
@@ -1558,12 +1781,12 @@ pub mod checks {
                         let mut matched = match &**k {
                             "jsonrpc" => {
                                 seen |= 1u128;
-                                node_35(p).map_err(|e| e.at("jsonrpc"))?;
+                                node_12(p).map_err(|e| e.at("jsonrpc"))?;
                                 true
                             }
                             "method" => {
                                 seen |= 2u128;
-                                node_36(p).map_err(|e| e.at("method"))?;
+                                node_24(p).map_err(|e| e.at("method"))?;
                                 true
                             }
                             "params" => {
@@ -1593,26 +1816,6 @@ pub mod checks {
             },
         )
     }
-    /// Checks `#/properties/vectors/items/anyOf/0/properties/name`.
-    fn node_37(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("initialize.full-declaration")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/0/properties/direction`.
-    fn node_38(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("agent_to_runner")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/properties/vectors/items/anyOf/0` of the input schema.
     pub fn check_AcpV1ExtensionVectorsVectorsItemInitializeFullDeclaration(
         v: &Json<'_>,
@@ -1627,12 +1830,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "name" => {
                         seen |= 1u128;
-                        node_37(p).map_err(|e| e.at("name"))?;
+                        node_25(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "direction" => {
                         seen |= 2u128;
-                        node_38(p).map_err(|e| e.at("direction"))?;
+                        node_26(p).map_err(|e| e.at("direction"))?;
                         true
                     }
                     "wire" => {
@@ -1657,26 +1860,6 @@ pub mod checks {
             if seen & 4u128 == 0 {
                 return Err(Invalid::new("missing required property `wire`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/1/properties/name`.
-    fn node_39(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("initialize.subagents-declaration")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/1/properties/direction`.
-    fn node_40(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("agent_to_runner")) {
-            return Err(Invalid::new("not one of the allowed values"));
         }
         Ok(())
     }
@@ -1694,12 +1877,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "name" => {
                         seen |= 1u128;
-                        node_39(p).map_err(|e| e.at("name"))?;
+                        node_27(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "direction" => {
                         seen |= 2u128;
-                        node_40(p).map_err(|e| e.at("direction"))?;
+                        node_26(p).map_err(|e| e.at("direction"))?;
                         true
                     }
                     "wire" => {
@@ -1724,26 +1907,6 @@ pub mod checks {
             if seen & 4u128 == 0 {
                 return Err(Invalid::new("missing required property `wire`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/2/properties/name`.
-    fn node_41(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("initialize.controls-declaration")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/2/properties/direction`.
-    fn node_42(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("agent_to_runner")) {
-            return Err(Invalid::new("not one of the allowed values"));
         }
         Ok(())
     }
@@ -1761,12 +1924,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "name" => {
                         seen |= 1u128;
-                        node_41(p).map_err(|e| e.at("name"))?;
+                        node_28(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "direction" => {
                         seen |= 2u128;
-                        node_42(p).map_err(|e| e.at("direction"))?;
+                        node_26(p).map_err(|e| e.at("direction"))?;
                         true
                     }
                     "wire" => {
@@ -1794,19 +1957,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/properties/vectors/items/anyOf/3/properties/wire/properties/params/properties/_meta/properties/checkfu.builtin_tools/items`.
-    fn node_43(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("bash") || v.as_str() == Some("read")
-            || v.as_str() == Some("write") || v.as_str() == Some("edit")
-            || v.as_str() == Some("web_search") || v.as_str() == Some("web_fetch"))
-        {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/properties/vectors/items/anyOf/3/properties/wire/properties/params/properties/_meta/properties/checkfu.builtin_tools` of the input schema.
     pub fn check_CheckfuBuiltinTools(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
@@ -1814,7 +1964,7 @@ pub mod checks {
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_43(item).map_err(|e| e.at(i.to_string()))?;
+                node_29(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
@@ -1853,15 +2003,8 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/properties/vectors/items/anyOf/3/properties/wire/properties/params/properties/cwd`.
-    fn node_44(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks `#/properties/vectors/items/anyOf/3/properties/wire/properties/params/properties/mcpServers`.
-    fn node_45(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_30(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -1884,12 +2027,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "cwd" => {
                         seen |= 1u128;
-                        node_44(p).map_err(|e| e.at("cwd"))?;
+                        node_2(p).map_err(|e| e.at("cwd"))?;
                         true
                     }
                     "mcpServers" => {
                         seen |= 2u128;
-                        node_45(p).map_err(|e| e.at("mcpServers"))?;
+                        node_30(p).map_err(|e| e.at("mcpServers"))?;
                         true
                     }
                     "_meta" => {
@@ -1918,26 +2061,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/properties/vectors/items/anyOf/3/properties/wire/properties/jsonrpc`.
-    fn node_46(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("2.0")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/3/properties/wire/properties/method`.
-    fn node_47(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("session/new")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/properties/vectors/items/anyOf/3/properties/wire` of the input schema.
     pub fn check_WireSessionNewBuiltinTools(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -1950,7 +2073,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "jsonrpc" => {
                         seen |= 1u128;
-                        node_46(p).map_err(|e| e.at("jsonrpc"))?;
+                        node_12(p).map_err(|e| e.at("jsonrpc"))?;
                         true
                     }
                     "id" => {
@@ -1960,7 +2083,7 @@ pub mod checks {
                     }
                     "method" => {
                         seen |= 4u128;
-                        node_47(p).map_err(|e| e.at("method"))?;
+                        node_31(p).map_err(|e| e.at("method"))?;
                         true
                     }
                     "params" => {
@@ -1992,26 +2115,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/properties/vectors/items/anyOf/3/properties/name`.
-    fn node_48(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("session.new.builtin-tools")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/3/properties/direction`.
-    fn node_49(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("runner_to_agent")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/properties/vectors/items/anyOf/3` of the input schema.
     pub fn check_AcpV1ExtensionVectorsVectorsItemSessionNewBuiltinTools(
         v: &Json<'_>,
@@ -2026,12 +2129,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "name" => {
                         seen |= 1u128;
-                        node_48(p).map_err(|e| e.at("name"))?;
+                        node_32(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "direction" => {
                         seen |= 2u128;
-                        node_49(p).map_err(|e| e.at("direction"))?;
+                        node_33(p).map_err(|e| e.at("direction"))?;
                         true
                     }
                     "wire" => {
@@ -2075,16 +2178,9 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/properties/vectors/items/anyOf/4/properties/wire/properties/params/properties/_meta/properties/checkfu.output_schema/anyOf/0`.
-    fn node_50(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_boolean()) {
-            return Err(Invalid::new("expected boolean"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/properties/vectors/items/anyOf/4/properties/wire/properties/params/properties/_meta/properties/checkfu.output_schema` of the input schema.
     pub fn check_CheckfuOutputSchema(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_50(v).is_ok() || check_CheckfuOutputSchemaVariant1(v).is_ok())
+        if !(false || node_34(v).is_ok() || check_CheckfuOutputSchemaVariant1(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
@@ -2124,15 +2220,8 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/properties/vectors/items/anyOf/4/properties/wire/properties/params/properties/cwd`.
-    fn node_51(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks `#/properties/vectors/items/anyOf/4/properties/wire/properties/params/properties/mcpServers`.
-    fn node_52(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_35(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -2155,12 +2244,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "cwd" => {
                         seen |= 1u128;
-                        node_51(p).map_err(|e| e.at("cwd"))?;
+                        node_2(p).map_err(|e| e.at("cwd"))?;
                         true
                     }
                     "mcpServers" => {
                         seen |= 2u128;
-                        node_52(p).map_err(|e| e.at("mcpServers"))?;
+                        node_35(p).map_err(|e| e.at("mcpServers"))?;
                         true
                     }
                     "_meta" => {
@@ -2189,26 +2278,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/properties/vectors/items/anyOf/4/properties/wire/properties/jsonrpc`.
-    fn node_53(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("2.0")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/4/properties/wire/properties/method`.
-    fn node_54(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("session/new")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/properties/vectors/items/anyOf/4/properties/wire` of the input schema.
     pub fn check_WireSessionNewOutputSchema(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -2221,7 +2290,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "jsonrpc" => {
                         seen |= 1u128;
-                        node_53(p).map_err(|e| e.at("jsonrpc"))?;
+                        node_12(p).map_err(|e| e.at("jsonrpc"))?;
                         true
                     }
                     "id" => {
@@ -2231,7 +2300,7 @@ pub mod checks {
                     }
                     "method" => {
                         seen |= 4u128;
-                        node_54(p).map_err(|e| e.at("method"))?;
+                        node_31(p).map_err(|e| e.at("method"))?;
                         true
                     }
                     "params" => {
@@ -2263,26 +2332,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/properties/vectors/items/anyOf/4/properties/name`.
-    fn node_55(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("session.new.output-schema")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/4/properties/direction`.
-    fn node_56(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("runner_to_agent")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/properties/vectors/items/anyOf/4` of the input schema.
     pub fn check_AcpV1ExtensionVectorsVectorsItemSessionNewOutputSchema(
         v: &Json<'_>,
@@ -2297,12 +2346,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "name" => {
                         seen |= 1u128;
-                        node_55(p).map_err(|e| e.at("name"))?;
+                        node_36(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "direction" => {
                         seen |= 2u128;
-                        node_56(p).map_err(|e| e.at("direction"))?;
+                        node_33(p).map_err(|e| e.at("direction"))?;
                         true
                     }
                     "wire" => {
@@ -2330,26 +2379,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/properties/vectors/items/anyOf/5/properties/name`.
-    fn node_57(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("session.update.subagent-started")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/5/properties/direction`.
-    fn node_58(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("agent_to_runner")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/properties/vectors/items/anyOf/5` of the input schema.
     pub fn check_AcpV1ExtensionVectorsVectorsItemSessionUpdateSubagentStarted(
         v: &Json<'_>,
@@ -2364,12 +2393,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "name" => {
                         seen |= 1u128;
-                        node_57(p).map_err(|e| e.at("name"))?;
+                        node_37(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "direction" => {
                         seen |= 2u128;
-                        node_58(p).map_err(|e| e.at("direction"))?;
+                        node_26(p).map_err(|e| e.at("direction"))?;
                         true
                     }
                     "wire" => {
@@ -2394,26 +2423,6 @@ pub mod checks {
             if seen & 4u128 == 0 {
                 return Err(Invalid::new("missing required property `wire`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/6/properties/name`.
-    fn node_59(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("session.update.subagent-activity")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/6/properties/direction`.
-    fn node_60(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("agent_to_runner")) {
-            return Err(Invalid::new("not one of the allowed values"));
         }
         Ok(())
     }
@@ -2431,12 +2440,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "name" => {
                         seen |= 1u128;
-                        node_59(p).map_err(|e| e.at("name"))?;
+                        node_38(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "direction" => {
                         seen |= 2u128;
-                        node_60(p).map_err(|e| e.at("direction"))?;
+                        node_26(p).map_err(|e| e.at("direction"))?;
                         true
                     }
                     "wire" => {
@@ -2461,26 +2470,6 @@ pub mod checks {
             if seen & 4u128 == 0 {
                 return Err(Invalid::new("missing required property `wire`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/7/properties/name`.
-    fn node_61(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("session.update.subagent-completed")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/7/properties/direction`.
-    fn node_62(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("agent_to_runner")) {
-            return Err(Invalid::new("not one of the allowed values"));
         }
         Ok(())
     }
@@ -2498,12 +2487,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "name" => {
                         seen |= 1u128;
-                        node_61(p).map_err(|e| e.at("name"))?;
+                        node_39(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "direction" => {
                         seen |= 2u128;
-                        node_62(p).map_err(|e| e.at("direction"))?;
+                        node_26(p).map_err(|e| e.at("direction"))?;
                         true
                     }
                     "wire" => {
@@ -2531,271 +2520,79 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/execution`.
-    fn node_63(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("shell") || v.as_str() == Some("model_only")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/shell_commands/allOf/0`.
-    fn node_64(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/shell_commands/allOf/1`.
-    fn node_65(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(1000000i128)),
-                ::std::cmp::Ordering::Greater
-            ) {
-                return Err(Invalid::new("above the maximum"));
-            }
-        }
-        Ok(())
-    }
     /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/shell_commands`.
-    fn node_66(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_43(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v)) {
             return Err(Invalid::new("expected integer"));
         }
-        node_64(v)?;
-        node_65(v)?;
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/filesystem_commands/allOf/0`.
-    fn node_67(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/filesystem_commands/allOf/1`.
-    fn node_68(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(1000000i128)),
-                ::std::cmp::Ordering::Greater
-            ) {
-                return Err(Invalid::new("above the maximum"));
-            }
-        }
+        node_41(v)?;
+        node_42(v)?;
         Ok(())
     }
     /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/filesystem_commands`.
-    fn node_69(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_44(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v)) {
             return Err(Invalid::new("expected integer"));
         }
-        node_67(v)?;
-        node_68(v)?;
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/mcp_calls/allOf/0`.
-    fn node_70(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/mcp_calls/allOf/1`.
-    fn node_71(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(1000000i128)),
-                ::std::cmp::Ordering::Greater
-            ) {
-                return Err(Invalid::new("above the maximum"));
-            }
-        }
+        node_41(v)?;
+        node_42(v)?;
         Ok(())
     }
     /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/mcp_calls`.
-    fn node_72(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_45(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v)) {
             return Err(Invalid::new("expected integer"));
         }
-        node_70(v)?;
-        node_71(v)?;
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/model_calls/allOf/0`.
-    fn node_73(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/model_calls/allOf/1`.
-    fn node_74(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(1000000i128)),
-                ::std::cmp::Ordering::Greater
-            ) {
-                return Err(Invalid::new("above the maximum"));
-            }
-        }
+        node_41(v)?;
+        node_42(v)?;
         Ok(())
     }
     /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/model_calls`.
-    fn node_75(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_46(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v)) {
             return Err(Invalid::new("expected integer"));
         }
-        node_73(v)?;
-        node_74(v)?;
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/wall_time_ms/allOf/0`.
-    fn node_76(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/wall_time_ms/allOf/1`.
-    fn node_77(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(604800000i128)),
-                ::std::cmp::Ordering::Greater
-            ) {
-                return Err(Invalid::new("above the maximum"));
-            }
-        }
+        node_41(v)?;
+        node_42(v)?;
         Ok(())
     }
     /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/wall_time_ms`.
-    fn node_78(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_48(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v)) {
             return Err(Invalid::new("expected integer"));
         }
-        node_76(v)?;
-        node_77(v)?;
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/model_transient_retries/anyOf/0/allOf/0`.
-    fn node_79(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/model_transient_retries/anyOf/0/allOf/1`.
-    fn node_80(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(1000000i128)),
-                ::std::cmp::Ordering::Greater
-            ) {
-                return Err(Invalid::new("above the maximum"));
-            }
-        }
+        node_41(v)?;
+        node_47(v)?;
         Ok(())
     }
     /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/model_transient_retries/anyOf/0`.
-    fn node_81(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_49(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v)) {
             return Err(Invalid::new("expected integer"));
         }
-        node_79(v)?;
-        node_80(v)?;
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/model_transient_retries/anyOf/1`.
-    fn node_82(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_null()) {
-            return Err(Invalid::new("expected null"));
-        }
+        node_41(v)?;
+        node_42(v)?;
         Ok(())
     }
     /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/model_transient_retries`.
-    fn node_83(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_81(v).is_ok() || node_82(v).is_ok()) {
+    fn node_51(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || node_49(v).is_ok() || node_50(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
-    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/model_overflow_recoveries/anyOf/0/allOf/0`.
-    fn node_84(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/model_overflow_recoveries/anyOf/0/allOf/1`.
-    fn node_85(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(1000000i128)),
-                ::std::cmp::Ordering::Greater
-            ) {
-                return Err(Invalid::new("above the maximum"));
-            }
-        }
-        Ok(())
-    }
     /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/model_overflow_recoveries/anyOf/0`.
-    fn node_86(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_52(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v)) {
             return Err(Invalid::new("expected integer"));
         }
-        node_84(v)?;
-        node_85(v)?;
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/model_overflow_recoveries/anyOf/1`.
-    fn node_87(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_null()) {
-            return Err(Invalid::new("expected null"));
-        }
+        node_41(v)?;
+        node_42(v)?;
         Ok(())
     }
     /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/_meta/properties/checkfu.turn/properties/model_overflow_recoveries`.
-    fn node_88(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_86(v).is_ok() || node_87(v).is_ok()) {
+    fn node_53(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || node_52(v).is_ok() || node_50(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
@@ -2812,40 +2609,40 @@ pub mod checks {
                 let mut matched = match &**k {
                     "execution" => {
                         seen |= 1u128;
-                        node_63(p).map_err(|e| e.at("execution"))?;
+                        node_40(p).map_err(|e| e.at("execution"))?;
                         true
                     }
                     "shell_commands" => {
                         seen |= 2u128;
-                        node_66(p).map_err(|e| e.at("shell_commands"))?;
+                        node_43(p).map_err(|e| e.at("shell_commands"))?;
                         true
                     }
                     "filesystem_commands" => {
                         seen |= 4u128;
-                        node_69(p).map_err(|e| e.at("filesystem_commands"))?;
+                        node_44(p).map_err(|e| e.at("filesystem_commands"))?;
                         true
                     }
                     "mcp_calls" => {
                         seen |= 8u128;
-                        node_72(p).map_err(|e| e.at("mcp_calls"))?;
+                        node_45(p).map_err(|e| e.at("mcp_calls"))?;
                         true
                     }
                     "model_calls" => {
                         seen |= 16u128;
-                        node_75(p).map_err(|e| e.at("model_calls"))?;
+                        node_46(p).map_err(|e| e.at("model_calls"))?;
                         true
                     }
                     "wall_time_ms" => {
                         seen |= 32u128;
-                        node_78(p).map_err(|e| e.at("wall_time_ms"))?;
+                        node_48(p).map_err(|e| e.at("wall_time_ms"))?;
                         true
                     }
                     "model_transient_retries" => {
-                        node_83(p).map_err(|e| e.at("model_transient_retries"))?;
+                        node_51(p).map_err(|e| e.at("model_transient_retries"))?;
                         true
                     }
                     "model_overflow_recoveries" => {
-                        node_88(p).map_err(|e| e.at("model_overflow_recoveries"))?;
+                        node_53(p).map_err(|e| e.at("model_overflow_recoveries"))?;
                         true
                     }
                     _ => false,
@@ -2910,16 +2707,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/result/properties/stopReason`.
-    fn node_89(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("end_turn")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/properties/vectors/items/anyOf/8/properties/wire/properties/result` of the input schema.
     pub fn check_WireSessionPromptTurnTelemetryResult(
         v: &Json<'_>,
@@ -2934,7 +2721,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "stopReason" => {
                         seen |= 1u128;
-                        node_89(p).map_err(|e| e.at("stopReason"))?;
+                        node_54(p).map_err(|e| e.at("stopReason"))?;
                         true
                     }
                     "_meta" => {
@@ -2960,16 +2747,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/properties/vectors/items/anyOf/8/properties/wire/properties/jsonrpc`.
-    fn node_90(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("2.0")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/properties/vectors/items/anyOf/8/properties/wire` of the input schema.
     pub fn check_WireSessionPromptTurnTelemetry(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -2982,7 +2759,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "jsonrpc" => {
                         seen |= 1u128;
-                        node_90(p).map_err(|e| e.at("jsonrpc"))?;
+                        node_12(p).map_err(|e| e.at("jsonrpc"))?;
                         true
                     }
                     "id" => {
@@ -3016,26 +2793,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/properties/vectors/items/anyOf/8/properties/name`.
-    fn node_91(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("session.prompt.turn-telemetry")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/8/properties/direction`.
-    fn node_92(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("agent_to_runner")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/properties/vectors/items/anyOf/8` of the input schema.
     pub fn check_AcpV1ExtensionVectorsVectorsItemSessionPromptTurnTelemetry(
         v: &Json<'_>,
@@ -3050,12 +2807,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "name" => {
                         seen |= 1u128;
-                        node_91(p).map_err(|e| e.at("name"))?;
+                        node_55(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "direction" => {
                         seen |= 2u128;
-                        node_92(p).map_err(|e| e.at("direction"))?;
+                        node_26(p).map_err(|e| e.at("direction"))?;
                         true
                     }
                     "wire" => {
@@ -3084,45 +2841,20 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/properties/vectors/items/anyOf/9/properties/wire/properties/params/properties/sessionId/allOf/0`.
-    fn node_93(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Some(s) = v.as_str() {
-            if s.len() < 1usize || (s.len() / 4 < 1usize && s.chars().count() < 1usize) {
-                return Err(Invalid::new("too short"));
-            }
-        }
-        Ok(())
-    }
     /// Checks `#/properties/vectors/items/anyOf/9/properties/wire/properties/params/properties/sessionId`.
-    fn node_94(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_56(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
-        node_93(v)?;
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/9/properties/wire/properties/params/properties/id/allOf/0`.
-    fn node_95(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Some(s) = v.as_str() {
-            if s.len() < 1usize || (s.len() / 4 < 1usize && s.chars().count() < 1usize) {
-                return Err(Invalid::new("too short"));
-            }
-        }
+        node_14(v)?;
         Ok(())
     }
     /// Checks `#/properties/vectors/items/anyOf/9/properties/wire/properties/params/properties/id`.
-    fn node_96(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_57(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
-        node_95(v)?;
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/9/properties/wire/properties/params/properties/content`.
-    fn node_97(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
+        node_14(v)?;
         Ok(())
     }
     /// Checks a value against `#/properties/vectors/items/anyOf/9/properties/wire/properties/params` of the input schema.
@@ -3137,17 +2869,17 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_94(p).map_err(|e| e.at("sessionId"))?;
+                        node_56(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     "id" => {
                         seen |= 2u128;
-                        node_96(p).map_err(|e| e.at("id"))?;
+                        node_57(p).map_err(|e| e.at("id"))?;
                         true
                     }
                     "content" => {
                         seen |= 4u128;
-                        node_97(p).map_err(|e| e.at("content"))?;
+                        node_2(p).map_err(|e| e.at("content"))?;
                         true
                     }
                     _ => false,
@@ -3170,26 +2902,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/properties/vectors/items/anyOf/9/properties/wire/properties/jsonrpc`.
-    fn node_98(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("2.0")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/9/properties/wire/properties/method`.
-    fn node_99(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("_checkfu/session/steer")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/properties/vectors/items/anyOf/9/properties/wire` of the input schema.
     pub fn check_WireExtensionSteerRequest(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -3202,7 +2914,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "jsonrpc" => {
                         seen |= 1u128;
-                        node_98(p).map_err(|e| e.at("jsonrpc"))?;
+                        node_12(p).map_err(|e| e.at("jsonrpc"))?;
                         true
                     }
                     "id" => {
@@ -3212,7 +2924,7 @@ pub mod checks {
                     }
                     "method" => {
                         seen |= 4u128;
-                        node_99(p).map_err(|e| e.at("method"))?;
+                        node_58(p).map_err(|e| e.at("method"))?;
                         true
                     }
                     "params" => {
@@ -3243,26 +2955,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/properties/vectors/items/anyOf/9/properties/name`.
-    fn node_100(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("extension.steer.request")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/9/properties/direction`.
-    fn node_101(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("runner_to_agent")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/properties/vectors/items/anyOf/9` of the input schema.
     pub fn check_AcpV1ExtensionVectorsVectorsItemExtensionSteerRequest(
         v: &Json<'_>,
@@ -3277,12 +2969,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "name" => {
                         seen |= 1u128;
-                        node_100(p).map_err(|e| e.at("name"))?;
+                        node_59(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "direction" => {
                         seen |= 2u128;
-                        node_101(p).map_err(|e| e.at("direction"))?;
+                        node_33(p).map_err(|e| e.at("direction"))?;
                         true
                     }
                     "wire" => {
@@ -3310,18 +3002,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/properties/vectors/items/anyOf/10/properties/wire/properties/result/properties/disposition`.
-    fn node_102(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("delivered") || v.as_str() == Some("queued")
-            || v.as_str() == Some("refused"))
-        {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/properties/vectors/items/anyOf/10/properties/wire/properties/result` of the input schema.
     pub fn check_CheckfuSessionSteerResult(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -3334,7 +3014,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "disposition" => {
                         seen |= 1u128;
-                        node_102(p).map_err(|e| e.at("disposition"))?;
+                        node_60(p).map_err(|e| e.at("disposition"))?;
                         true
                     }
                     _ => false,
@@ -3351,16 +3031,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/properties/vectors/items/anyOf/10/properties/wire/properties/jsonrpc`.
-    fn node_103(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("2.0")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/properties/vectors/items/anyOf/10/properties/wire` of the input schema.
     pub fn check_WireExtensionSteerResponse(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -3373,7 +3043,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "jsonrpc" => {
                         seen |= 1u128;
-                        node_103(p).map_err(|e| e.at("jsonrpc"))?;
+                        node_12(p).map_err(|e| e.at("jsonrpc"))?;
                         true
                     }
                     "id" => {
@@ -3406,26 +3076,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/properties/vectors/items/anyOf/10/properties/name`.
-    fn node_104(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("extension.steer.response")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/10/properties/direction`.
-    fn node_105(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("agent_to_runner")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/properties/vectors/items/anyOf/10` of the input schema.
     pub fn check_AcpV1ExtensionVectorsVectorsItemExtensionSteerResponse(
         v: &Json<'_>,
@@ -3440,12 +3090,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "name" => {
                         seen |= 1u128;
-                        node_104(p).map_err(|e| e.at("name"))?;
+                        node_61(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "direction" => {
                         seen |= 2u128;
-                        node_105(p).map_err(|e| e.at("direction"))?;
+                        node_26(p).map_err(|e| e.at("direction"))?;
                         true
                     }
                     "wire" => {
@@ -3473,21 +3123,12 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/properties/vectors/items/anyOf/11/properties/wire/properties/params/properties/sessionId/allOf/0`.
-    fn node_106(v: &Json<'_>) -> Result<(), Invalid> {
-        if let Some(s) = v.as_str() {
-            if s.len() < 1usize || (s.len() / 4 < 1usize && s.chars().count() < 1usize) {
-                return Err(Invalid::new("too short"));
-            }
-        }
-        Ok(())
-    }
     /// Checks `#/properties/vectors/items/anyOf/11/properties/wire/properties/params/properties/sessionId`.
-    fn node_107(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_62(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
-        node_106(v)?;
+        node_14(v)?;
         Ok(())
     }
     /// Checks a value against `#/properties/vectors/items/anyOf/11/properties/wire/properties/params` of the input schema.
@@ -3502,7 +3143,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessionId" => {
                         seen |= 1u128;
-                        node_107(p).map_err(|e| e.at("sessionId"))?;
+                        node_62(p).map_err(|e| e.at("sessionId"))?;
                         true
                     }
                     _ => false,
@@ -3519,26 +3160,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/properties/vectors/items/anyOf/11/properties/wire/properties/jsonrpc`.
-    fn node_108(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("2.0")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/11/properties/wire/properties/method`.
-    fn node_109(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("_checkfu/session/interrupt")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/properties/vectors/items/anyOf/11/properties/wire` of the input schema.
     pub fn check_WireExtensionInterruptRequest(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -3551,7 +3172,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "jsonrpc" => {
                         seen |= 1u128;
-                        node_108(p).map_err(|e| e.at("jsonrpc"))?;
+                        node_12(p).map_err(|e| e.at("jsonrpc"))?;
                         true
                     }
                     "id" => {
@@ -3561,7 +3182,7 @@ pub mod checks {
                     }
                     "method" => {
                         seen |= 4u128;
-                        node_109(p).map_err(|e| e.at("method"))?;
+                        node_63(p).map_err(|e| e.at("method"))?;
                         true
                     }
                     "params" => {
@@ -3593,26 +3214,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/properties/vectors/items/anyOf/11/properties/name`.
-    fn node_110(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("extension.interrupt.request")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/11/properties/direction`.
-    fn node_111(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("runner_to_agent")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/properties/vectors/items/anyOf/11` of the input schema.
     pub fn check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptRequest(
         v: &Json<'_>,
@@ -3627,12 +3228,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "name" => {
                         seen |= 1u128;
-                        node_110(p).map_err(|e| e.at("name"))?;
+                        node_64(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "direction" => {
                         seen |= 2u128;
-                        node_111(p).map_err(|e| e.at("direction"))?;
+                        node_33(p).map_err(|e| e.at("direction"))?;
                         true
                     }
                     "wire" => {
@@ -3661,16 +3262,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/properties/vectors/items/anyOf/12/properties/wire/properties/result/properties/disposition`.
-    fn node_112(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("draining") || v.as_str() == Some("refused")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/properties/vectors/items/anyOf/12/properties/wire/properties/result` of the input schema.
     pub fn check_CheckfuSessionInterruptResult(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -3683,7 +3274,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "disposition" => {
                         seen |= 1u128;
-                        node_112(p).map_err(|e| e.at("disposition"))?;
+                        node_65(p).map_err(|e| e.at("disposition"))?;
                         true
                     }
                     _ => false,
@@ -3700,16 +3291,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/properties/vectors/items/anyOf/12/properties/wire/properties/jsonrpc`.
-    fn node_113(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("2.0")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/properties/vectors/items/anyOf/12/properties/wire` of the input schema.
     pub fn check_WireExtensionInterruptResponse(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -3722,7 +3303,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "jsonrpc" => {
                         seen |= 1u128;
-                        node_113(p).map_err(|e| e.at("jsonrpc"))?;
+                        node_12(p).map_err(|e| e.at("jsonrpc"))?;
                         true
                     }
                     "id" => {
@@ -3756,26 +3337,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/properties/vectors/items/anyOf/12/properties/name`.
-    fn node_114(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("extension.interrupt.response")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/vectors/items/anyOf/12/properties/direction`.
-    fn node_115(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("agent_to_runner")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/properties/vectors/items/anyOf/12` of the input schema.
     pub fn check_AcpV1ExtensionVectorsVectorsItemExtensionInterruptResponse(
         v: &Json<'_>,
@@ -3790,12 +3351,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "name" => {
                         seen |= 1u128;
-                        node_114(p).map_err(|e| e.at("name"))?;
+                        node_66(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "direction" => {
                         seen |= 2u128;
-                        node_115(p).map_err(|e| e.at("direction"))?;
+                        node_26(p).map_err(|e| e.at("direction"))?;
                         true
                     }
                     "wire" => {
@@ -3824,61 +3385,8 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/properties/schema_id`.
-    fn node_116(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false
-            || v.as_str()
-                == Some("https://docs.checkfu.com/harness-acp-v1-extension.schema.json"))
-        {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/revision`.
-    fn node_117(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("checkfu:acp-v1-extension-vectors@3")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/protocol`.
-    fn node_118(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("acp-v1")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/wire_protocol_version`.
-    fn node_119(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_number()) {
-            return Err(Invalid::new("expected number"));
-        }
-        if !(false || crate::exact::number_is(v, crate::exact::Num::Int(1i128))) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/driver_version`.
-    fn node_120(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("checkfu:acp-v1@1")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
     /// Checks `#/properties/vectors/items`.
-    fn node_121(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_71(v: &Json<'_>) -> Result<(), Invalid> {
         match v.get("name").and_then(Json::as_str) {
             Some("initialize.full-declaration") => {
                 check_AcpV1ExtensionVectorsVectorsItemInitializeFullDeclaration(v)?
@@ -3924,13 +3432,13 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/properties/vectors`.
-    fn node_122(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_72(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_121(item).map_err(|e| e.at(i.to_string()))?;
+                node_71(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
@@ -3947,32 +3455,32 @@ pub mod checks {
                 let mut matched = match &**k {
                     "schema_id" => {
                         seen |= 1u128;
-                        node_116(p).map_err(|e| e.at("schema_id"))?;
+                        node_67(p).map_err(|e| e.at("schema_id"))?;
                         true
                     }
                     "revision" => {
                         seen |= 2u128;
-                        node_117(p).map_err(|e| e.at("revision"))?;
+                        node_68(p).map_err(|e| e.at("revision"))?;
                         true
                     }
                     "protocol" => {
                         seen |= 4u128;
-                        node_118(p).map_err(|e| e.at("protocol"))?;
+                        node_69(p).map_err(|e| e.at("protocol"))?;
                         true
                     }
                     "wire_protocol_version" => {
                         seen |= 8u128;
-                        node_119(p).map_err(|e| e.at("wire_protocol_version"))?;
+                        node_11(p).map_err(|e| e.at("wire_protocol_version"))?;
                         true
                     }
                     "driver_version" => {
                         seen |= 16u128;
-                        node_120(p).map_err(|e| e.at("driver_version"))?;
+                        node_70(p).map_err(|e| e.at("driver_version"))?;
                         true
                     }
                     "vectors" => {
                         seen |= 32u128;
-                        node_122(p).map_err(|e| e.at("vectors"))?;
+                        node_72(p).map_err(|e| e.at("vectors"))?;
                         true
                     }
                     _ => false,

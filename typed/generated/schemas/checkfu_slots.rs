@@ -234,6 +234,139 @@ pub mod types {
 pub mod checks {
     use serde_json::Value;
     use crate::exact::{Invalid, Json};
+    /// Checks `#/$defs/RuntimeConfig/properties/compaction/properties/trigger_tokens`, and every node of this schema with the same check.
+    fn node_1(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || crate::exact::is_integer(v)) {
+            return Err(Invalid::new("expected integer"));
+        }
+        if let Json::Number(n) = v {
+            if matches!(
+                crate ::exact::compare_number(n, crate ::exact::Num::Int(1i128)),
+                ::std::cmp::Ordering::Less
+            ) {
+                return Err(Invalid::new("below the minimum"));
+            }
+            if matches!(
+                crate ::exact::compare_number(n, crate ::exact::Num::Int(100000000i128)),
+                ::std::cmp::Ordering::Greater
+            ) {
+                return Err(Invalid::new("above the maximum"));
+            }
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/Resume/properties/version`, and every node of this schema with the same check.
+    fn node_2(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || crate::exact::is_integer(v)) {
+            return Err(Invalid::new("expected integer"));
+        }
+        if let Json::Number(n) = v {
+            if matches!(
+                crate ::exact::compare_number(n, crate ::exact::Num::Int(1i128)),
+                ::std::cmp::Ordering::Less
+            ) {
+                return Err(Invalid::new("below the minimum"));
+            }
+            if matches!(
+                crate ::exact::compare_number(n, crate ::exact::Num::Int(65535i128)),
+                ::std::cmp::Ordering::Greater
+            ) {
+                return Err(Invalid::new("above the maximum"));
+            }
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/Resume/properties/state`, and every node of this schema with the same check.
+    fn node_3(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if let Some(s) = v.as_str() {
+            if s.len() > 8388608usize
+                && (s.len() / 4 > 8388608usize || s.chars().count() > 8388608usize)
+            {
+                return Err(Invalid::new("too long"));
+            }
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/JournalCheckpoint/anyOf/0/properties/status`, and every node of this schema with the same check.
+    fn node_4(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("checkpoint")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/JournalCheckpoint/anyOf/1/properties/status`, and every node of this schema with the same check.
+    fn node_5(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("too_large")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/JournalCheckpoint/anyOf/1/properties/size_bytes`, and every node of this schema with the same check.
+    fn node_6(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || crate::exact::is_integer(v)) {
+            return Err(Invalid::new("expected integer"));
+        }
+        if let Json::Number(n) = v {
+            if matches!(
+                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
+                ::std::cmp::Ordering::Less
+            ) {
+                return Err(Invalid::new("below the minimum"));
+            }
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/Compaction/properties/tokens_before`, and every node of this schema with the same check.
+    fn node_7(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || crate::exact::is_integer(v)) {
+            return Err(Invalid::new("expected integer"));
+        }
+        if let Json::Number(n) = v {
+            if matches!(
+                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
+                ::std::cmp::Ordering::Less
+            ) {
+                return Err(Invalid::new("below the minimum"));
+            }
+            if matches!(
+                crate ::exact::compare_number(n, crate ::exact::Num::Int(100000000i128)),
+                ::std::cmp::Ordering::Greater
+            ) {
+                return Err(Invalid::new("above the maximum"));
+            }
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/Compaction/properties/compacted_messages`, and every node of this schema with the same check.
+    fn node_8(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || crate::exact::is_integer(v)) {
+            return Err(Invalid::new("expected integer"));
+        }
+        if let Json::Number(n) = v {
+            if matches!(
+                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
+                ::std::cmp::Ordering::Less
+            ) {
+                return Err(Invalid::new("below the minimum"));
+            }
+            if matches!(
+                crate ::exact::compare_number(n, crate ::exact::Num::Int(1000000i128)),
+                ::std::cmp::Ordering::Greater
+            ) {
+                return Err(Invalid::new("above the maximum"));
+            }
+        }
+        Ok(())
+    }
     /// Checks a value against `#/$defs/Continuity` of the input schema.
     pub fn check_Continuity(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
@@ -256,27 +389,6 @@ pub mod checks {
             || v.as_str() == Some("truncate_oldest"))
         {
             return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/RuntimeConfig/properties/compaction/properties/trigger_tokens`.
-    fn node_1(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || crate::exact::is_integer(v)) {
-            return Err(Invalid::new("expected integer"));
-        }
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(1i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(100000000i128)),
-                ::std::cmp::Ordering::Greater
-            ) {
-                return Err(Invalid::new("above the maximum"));
-            }
         }
         Ok(())
     }
@@ -317,27 +429,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/RuntimeConfig/properties/context_window`.
-    fn node_2(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || crate::exact::is_integer(v)) {
-            return Err(Invalid::new("expected integer"));
-        }
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(1i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(100000000i128)),
-                ::std::cmp::Ordering::Greater
-            ) {
-                return Err(Invalid::new("above the maximum"));
-            }
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/RuntimeConfig` of the input schema.
     pub fn check_RuntimeConfig(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -350,7 +441,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "context_window" => {
                         seen |= 1u128;
-                        node_2(p).map_err(|e| e.at("context_window"))?;
+                        node_1(p).map_err(|e| e.at("context_window"))?;
                         true
                     }
                     "compaction" => {
@@ -372,41 +463,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/Resume/properties/version`.
-    fn node_3(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || crate::exact::is_integer(v)) {
-            return Err(Invalid::new("expected integer"));
-        }
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(1i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(65535i128)),
-                ::std::cmp::Ordering::Greater
-            ) {
-                return Err(Invalid::new("above the maximum"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Resume/properties/state`.
-    fn node_4(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if let Some(s) = v.as_str() {
-            if s.len() > 8388608usize
-                && (s.len() / 4 > 8388608usize || s.chars().count() > 8388608usize)
-            {
-                return Err(Invalid::new("too long"));
-            }
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/Resume` of the input schema.
     pub fn check_Resume(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -419,12 +475,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "version" => {
                         seen |= 1u128;
-                        node_3(p).map_err(|e| e.at("version"))?;
+                        node_2(p).map_err(|e| e.at("version"))?;
                         true
                     }
                     "state" => {
                         seen |= 2u128;
-                        node_4(p).map_err(|e| e.at("state"))?;
+                        node_3(p).map_err(|e| e.at("state"))?;
                         true
                     }
                     _ => false,
@@ -444,51 +500,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/JournalCheckpoint/anyOf/0/properties/status`.
-    fn node_5(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("checkpoint")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/JournalCheckpoint/anyOf/0/properties/version`.
-    fn node_6(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || crate::exact::is_integer(v)) {
-            return Err(Invalid::new("expected integer"));
-        }
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(1i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(65535i128)),
-                ::std::cmp::Ordering::Greater
-            ) {
-                return Err(Invalid::new("above the maximum"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/JournalCheckpoint/anyOf/0/properties/state`.
-    fn node_7(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if let Some(s) = v.as_str() {
-            if s.len() > 8388608usize
-                && (s.len() / 4 > 8388608usize || s.chars().count() > 8388608usize)
-            {
-                return Err(Invalid::new("too long"));
-            }
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/JournalCheckpoint/anyOf/0` of the input schema.
     pub fn check_JournalCheckpointCheckpoint(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -501,17 +512,17 @@ pub mod checks {
                 let mut matched = match &**k {
                     "status" => {
                         seen |= 1u128;
-                        node_5(p).map_err(|e| e.at("status"))?;
+                        node_4(p).map_err(|e| e.at("status"))?;
                         true
                     }
                     "version" => {
                         seen |= 2u128;
-                        node_6(p).map_err(|e| e.at("version"))?;
+                        node_2(p).map_err(|e| e.at("version"))?;
                         true
                     }
                     "state" => {
                         seen |= 4u128;
-                        node_7(p).map_err(|e| e.at("state"))?;
+                        node_3(p).map_err(|e| e.at("state"))?;
                         true
                     }
                     _ => false,
@@ -534,52 +545,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/JournalCheckpoint/anyOf/1/properties/status`.
-    fn node_8(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("too_large")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/JournalCheckpoint/anyOf/1/properties/version`.
-    fn node_9(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || crate::exact::is_integer(v)) {
-            return Err(Invalid::new("expected integer"));
-        }
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(1i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(65535i128)),
-                ::std::cmp::Ordering::Greater
-            ) {
-                return Err(Invalid::new("above the maximum"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/JournalCheckpoint/anyOf/1/properties/size_bytes`.
-    fn node_10(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || crate::exact::is_integer(v)) {
-            return Err(Invalid::new("expected integer"));
-        }
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/JournalCheckpoint/anyOf/1` of the input schema.
     pub fn check_JournalCheckpointTooLarge(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -592,17 +557,17 @@ pub mod checks {
                 let mut matched = match &**k {
                     "status" => {
                         seen |= 1u128;
-                        node_8(p).map_err(|e| e.at("status"))?;
+                        node_5(p).map_err(|e| e.at("status"))?;
                         true
                     }
                     "version" => {
                         seen |= 2u128;
-                        node_9(p).map_err(|e| e.at("version"))?;
+                        node_2(p).map_err(|e| e.at("version"))?;
                         true
                     }
                     "size_bytes" => {
                         seen |= 4u128;
-                        node_10(p).map_err(|e| e.at("size_bytes"))?;
+                        node_6(p).map_err(|e| e.at("size_bytes"))?;
                         true
                     }
                     _ => false,
@@ -634,69 +599,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/Compaction/properties/tokens_before`.
-    fn node_11(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || crate::exact::is_integer(v)) {
-            return Err(Invalid::new("expected integer"));
-        }
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(100000000i128)),
-                ::std::cmp::Ordering::Greater
-            ) {
-                return Err(Invalid::new("above the maximum"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Compaction/properties/tokens_after`.
-    fn node_12(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || crate::exact::is_integer(v)) {
-            return Err(Invalid::new("expected integer"));
-        }
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(100000000i128)),
-                ::std::cmp::Ordering::Greater
-            ) {
-                return Err(Invalid::new("above the maximum"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Compaction/properties/compacted_messages`.
-    fn node_13(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || crate::exact::is_integer(v)) {
-            return Err(Invalid::new("expected integer"));
-        }
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(1000000i128)),
-                ::std::cmp::Ordering::Greater
-            ) {
-                return Err(Invalid::new("above the maximum"));
-            }
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/Compaction` of the input schema.
     pub fn check_Compaction(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -714,17 +616,17 @@ pub mod checks {
                     }
                     "tokens_before" => {
                         seen |= 2u128;
-                        node_11(p).map_err(|e| e.at("tokens_before"))?;
+                        node_7(p).map_err(|e| e.at("tokens_before"))?;
                         true
                     }
                     "tokens_after" => {
                         seen |= 4u128;
-                        node_12(p).map_err(|e| e.at("tokens_after"))?;
+                        node_7(p).map_err(|e| e.at("tokens_after"))?;
                         true
                     }
                     "compacted_messages" => {
                         seen |= 8u128;
-                        node_13(p).map_err(|e| e.at("compacted_messages"))?;
+                        node_8(p).map_err(|e| e.at("compacted_messages"))?;
                         true
                     }
                     _ => false,

@@ -299,15 +299,36 @@ pub mod types {
 pub mod checks {
     use serde_json::Value;
     use crate::exact::{Invalid, Json};
-    /// Checks `#/$defs/AddExtensionRequest/properties/session_id`.
+    /// Checks `#/$defs/AddExtensionRequest/properties/session_id`, and every node of this schema with the same check.
     fn node_1(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
-    /// Checks `#/$defs/AddExtensionRequest/properties/config`.
+    /// Checks `#/$defs/AddExtensionRequest/properties/config`, and every node of this schema with the same check.
     fn node_2(v: &Json<'_>) -> Result<(), Invalid> {
+        Ok(())
+    }
+    /// Checks `#/$defs/GetSessionRequest/properties/include_messages`, and every node of this schema with the same check.
+    fn node_5(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_boolean()) {
+            return Err(Invalid::new("expected boolean"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/ExtRequest/properties/params/anyOf/1`, and every node of this schema with the same check.
+    fn node_18(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_object() || v.is_null()) {
+            return Err(Invalid::new("expected object or null"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/ExtResponse/anyOf/1/properties/error/properties/code`, and every node of this schema with the same check.
+    fn node_30(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || crate::exact::is_integer(v)) {
+            return Err(Invalid::new("expected integer"));
+        }
         Ok(())
     }
     /// Checks a value against `#/$defs/AddExtensionRequest` of the input schema.
@@ -350,20 +371,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/RemoveExtensionRequest/properties/session_id`.
-    fn node_3(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/RemoveExtensionRequest/properties/name`.
-    fn node_4(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/RemoveExtensionRequest` of the input schema.
     pub fn check_RemoveExtensionRequest(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -376,12 +383,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "session_id" => {
                         seen |= 1u128;
-                        node_3(p).map_err(|e| e.at("session_id"))?;
+                        node_1(p).map_err(|e| e.at("session_id"))?;
                         true
                     }
                     "name" => {
                         seen |= 2u128;
-                        node_4(p).map_err(|e| e.at("name"))?;
+                        node_1(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     _ => false,
@@ -397,13 +404,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/GetToolsRequest/properties/session_id`.
-    fn node_5(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/GetToolsRequest` of the input schema.
     pub fn check_GetToolsRequest(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -416,7 +416,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "session_id" => {
                         seen |= 1u128;
-                        node_5(p).map_err(|e| e.at("session_id"))?;
+                        node_1(p).map_err(|e| e.at("session_id"))?;
                         true
                     }
                     _ => false,
@@ -429,18 +429,14 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/GetToolsResponse/properties/tools/items`.
-    fn node_6(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks `#/$defs/GetToolsResponse/properties/tools`.
-    fn node_7(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_3(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_6(item).map_err(|e| e.at(i.to_string()))?;
+                node_2(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
@@ -457,7 +453,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "tools" => {
                         seen |= 1u128;
-                        node_7(p).map_err(|e| e.at("tools"))?;
+                        node_3(p).map_err(|e| e.at("tools"))?;
                         true
                     }
                     _ => false,
@@ -467,27 +463,6 @@ pub mod checks {
             if seen & 1u128 == 0 {
                 return Err(Invalid::new("missing required property `tools`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ReadResourceRequest/properties/session_id`.
-    fn node_8(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ReadResourceRequest/properties/uri`.
-    fn node_9(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ReadResourceRequest/properties/extension_name`.
-    fn node_10(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
@@ -503,17 +478,17 @@ pub mod checks {
                 let mut matched = match &**k {
                     "session_id" => {
                         seen |= 1u128;
-                        node_8(p).map_err(|e| e.at("session_id"))?;
+                        node_1(p).map_err(|e| e.at("session_id"))?;
                         true
                     }
                     "uri" => {
                         seen |= 2u128;
-                        node_9(p).map_err(|e| e.at("uri"))?;
+                        node_1(p).map_err(|e| e.at("uri"))?;
                         true
                     }
                     "extension_name" => {
                         seen |= 4u128;
-                        node_10(p).map_err(|e| e.at("extension_name"))?;
+                        node_1(p).map_err(|e| e.at("extension_name"))?;
                         true
                     }
                     _ => false,
@@ -532,10 +507,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/ReadResourceResponse/properties/result`.
-    fn node_11(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks a value against `#/$defs/ReadResourceResponse` of the input schema.
     pub fn check_ReadResourceResponse(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -548,7 +519,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "result" => {
                         seen |= 1u128;
-                        node_11(p).map_err(|e| e.at("result"))?;
+                        node_2(p).map_err(|e| e.at("result"))?;
                         true
                     }
                     _ => false,
@@ -558,20 +529,6 @@ pub mod checks {
             if seen & 1u128 == 0 {
                 return Err(Invalid::new("missing required property `result`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/UpdateWorkingDirRequest/properties/session_id`.
-    fn node_12(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/UpdateWorkingDirRequest/properties/working_dir`.
-    fn node_13(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
@@ -587,12 +544,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "session_id" => {
                         seen |= 1u128;
-                        node_12(p).map_err(|e| e.at("session_id"))?;
+                        node_1(p).map_err(|e| e.at("session_id"))?;
                         true
                     }
                     "working_dir" => {
                         seen |= 2u128;
-                        node_13(p).map_err(|e| e.at("working_dir"))?;
+                        node_1(p).map_err(|e| e.at("working_dir"))?;
                         true
                     }
                     _ => false,
@@ -608,18 +565,14 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/ListSessionsResponse/properties/sessions/items`.
-    fn node_14(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks `#/$defs/ListSessionsResponse/properties/sessions`.
-    fn node_15(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_4(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_14(item).map_err(|e| e.at(i.to_string()))?;
+                node_2(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
@@ -636,7 +589,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "sessions" => {
                         seen |= 1u128;
-                        node_15(p).map_err(|e| e.at("sessions"))?;
+                        node_4(p).map_err(|e| e.at("sessions"))?;
                         true
                     }
                     _ => false,
@@ -646,20 +599,6 @@ pub mod checks {
             if seen & 1u128 == 0 {
                 return Err(Invalid::new("missing required property `sessions`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/GetSessionRequest/properties/session_id`.
-    fn node_16(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/GetSessionRequest/properties/include_messages`.
-    fn node_17(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_boolean()) {
-            return Err(Invalid::new("expected boolean"));
         }
         Ok(())
     }
@@ -675,11 +614,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "session_id" => {
                         seen |= 1u128;
-                        node_16(p).map_err(|e| e.at("session_id"))?;
+                        node_1(p).map_err(|e| e.at("session_id"))?;
                         true
                     }
                     "include_messages" => {
-                        node_17(p).map_err(|e| e.at("include_messages"))?;
+                        node_5(p).map_err(|e| e.at("include_messages"))?;
                         true
                     }
                     _ => false,
@@ -690,10 +629,6 @@ pub mod checks {
                 return Err(Invalid::new("missing required property `session_id`"));
             }
         }
-        Ok(())
-    }
-    /// Checks `#/$defs/GetSessionResponse/properties/session`.
-    fn node_18(v: &Json<'_>) -> Result<(), Invalid> {
         Ok(())
     }
     /// Checks a value against `#/$defs/GetSessionResponse` of the input schema.
@@ -708,7 +643,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "session" => {
                         seen |= 1u128;
-                        node_18(p).map_err(|e| e.at("session"))?;
+                        node_2(p).map_err(|e| e.at("session"))?;
                         true
                     }
                     _ => false,
@@ -718,13 +653,6 @@ pub mod checks {
             if seen & 1u128 == 0 {
                 return Err(Invalid::new("missing required property `session`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/DeleteSessionRequest/properties/session_id`.
-    fn node_19(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
@@ -740,7 +668,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "session_id" => {
                         seen |= 1u128;
-                        node_19(p).map_err(|e| e.at("session_id"))?;
+                        node_1(p).map_err(|e| e.at("session_id"))?;
                         true
                     }
                     _ => false,
@@ -750,13 +678,6 @@ pub mod checks {
             if seen & 1u128 == 0 {
                 return Err(Invalid::new("missing required property `session_id`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ExportSessionRequest/properties/session_id`.
-    fn node_20(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
@@ -772,7 +693,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "session_id" => {
                         seen |= 1u128;
-                        node_20(p).map_err(|e| e.at("session_id"))?;
+                        node_1(p).map_err(|e| e.at("session_id"))?;
                         true
                     }
                     _ => false,
@@ -782,13 +703,6 @@ pub mod checks {
             if seen & 1u128 == 0 {
                 return Err(Invalid::new("missing required property `session_id`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ExportSessionResponse/properties/data`.
-    fn node_21(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
@@ -804,7 +718,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "data" => {
                         seen |= 1u128;
-                        node_21(p).map_err(|e| e.at("data"))?;
+                        node_1(p).map_err(|e| e.at("data"))?;
                         true
                     }
                     _ => false,
@@ -814,13 +728,6 @@ pub mod checks {
             if seen & 1u128 == 0 {
                 return Err(Invalid::new("missing required property `data`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ImportSessionRequest/properties/data`.
-    fn node_22(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
@@ -836,7 +743,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "data" => {
                         seen |= 1u128;
-                        node_22(p).map_err(|e| e.at("data"))?;
+                        node_1(p).map_err(|e| e.at("data"))?;
                         true
                     }
                     _ => false,
@@ -847,10 +754,6 @@ pub mod checks {
                 return Err(Invalid::new("missing required property `data`"));
             }
         }
-        Ok(())
-    }
-    /// Checks `#/$defs/ImportSessionResponse/properties/session`.
-    fn node_23(v: &Json<'_>) -> Result<(), Invalid> {
         Ok(())
     }
     /// Checks a value against `#/$defs/ImportSessionResponse` of the input schema.
@@ -865,7 +768,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "session" => {
                         seen |= 1u128;
-                        node_23(p).map_err(|e| e.at("session"))?;
+                        node_2(p).map_err(|e| e.at("session"))?;
                         true
                     }
                     _ => false,
@@ -878,37 +781,26 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/GetExtensionsResponse/properties/extensions/items`.
-    fn node_24(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks `#/$defs/GetExtensionsResponse/properties/extensions`.
-    fn node_25(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_6(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_24(item).map_err(|e| e.at(i.to_string()))?;
+                node_2(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
     }
-    /// Checks `#/$defs/GetExtensionsResponse/properties/warnings/items`.
-    fn node_26(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/GetExtensionsResponse/properties/warnings`.
-    fn node_27(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_7(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_26(item).map_err(|e| e.at(i.to_string()))?;
+                node_1(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
@@ -925,12 +817,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "extensions" => {
                         seen |= 1u128;
-                        node_25(p).map_err(|e| e.at("extensions"))?;
+                        node_6(p).map_err(|e| e.at("extensions"))?;
                         true
                     }
                     "warnings" => {
                         seen |= 2u128;
-                        node_27(p).map_err(|e| e.at("warnings"))?;
+                        node_7(p).map_err(|e| e.at("warnings"))?;
                         true
                     }
                     _ => false,
@@ -946,85 +838,64 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/ExtRequest/properties/id`.
-    fn node_28(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ExtRequest/properties/method`.
-    fn node_29(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/ExtRequest/properties/params/anyOf/0/anyOf/0`.
-    fn node_30(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_8(v: &Json<'_>) -> Result<(), Invalid> {
         check_AddExtensionRequest(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ExtRequest/properties/params/anyOf/0/anyOf/1`.
-    fn node_31(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_9(v: &Json<'_>) -> Result<(), Invalid> {
         check_RemoveExtensionRequest(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ExtRequest/properties/params/anyOf/0/anyOf/2`.
-    fn node_32(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_10(v: &Json<'_>) -> Result<(), Invalid> {
         check_GetToolsRequest(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ExtRequest/properties/params/anyOf/0/anyOf/3`.
-    fn node_33(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_11(v: &Json<'_>) -> Result<(), Invalid> {
         check_ReadResourceRequest(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ExtRequest/properties/params/anyOf/0/anyOf/4`.
-    fn node_34(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_12(v: &Json<'_>) -> Result<(), Invalid> {
         check_UpdateWorkingDirRequest(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ExtRequest/properties/params/anyOf/0/anyOf/5`.
-    fn node_35(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_13(v: &Json<'_>) -> Result<(), Invalid> {
         check_GetSessionRequest(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ExtRequest/properties/params/anyOf/0/anyOf/6`.
-    fn node_36(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_14(v: &Json<'_>) -> Result<(), Invalid> {
         check_DeleteSessionRequest(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ExtRequest/properties/params/anyOf/0/anyOf/7`.
-    fn node_37(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_15(v: &Json<'_>) -> Result<(), Invalid> {
         check_ExportSessionRequest(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ExtRequest/properties/params/anyOf/0/anyOf/8`.
-    fn node_38(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_16(v: &Json<'_>) -> Result<(), Invalid> {
         check_ImportSessionRequest(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ExtRequest/properties/params/anyOf/0`.
-    fn node_39(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_30(v).is_ok() || node_31(v).is_ok() || node_32(v).is_ok()
-            || node_33(v).is_ok() || node_34(v).is_ok() || node_35(v).is_ok()
-            || node_36(v).is_ok() || node_37(v).is_ok() || node_38(v).is_ok())
+    fn node_17(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || node_8(v).is_ok() || node_9(v).is_ok() || node_10(v).is_ok()
+            || node_11(v).is_ok() || node_12(v).is_ok() || node_13(v).is_ok()
+            || node_14(v).is_ok() || node_15(v).is_ok() || node_16(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
-    /// Checks `#/$defs/ExtRequest/properties/params/anyOf/1`.
-    fn node_40(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_object() || v.is_null()) {
-            return Err(Invalid::new("expected object or null"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/ExtRequest/properties/params`.
-    fn node_41(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_39(v).is_ok() || node_40(v).is_ok()) {
+    fn node_19(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || node_17(v).is_ok() || node_18(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
@@ -1041,16 +912,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "id" => {
                         seen |= 1u128;
-                        node_28(p).map_err(|e| e.at("id"))?;
+                        node_1(p).map_err(|e| e.at("id"))?;
                         true
                     }
                     "method" => {
                         seen |= 2u128;
-                        node_29(p).map_err(|e| e.at("method"))?;
+                        node_1(p).map_err(|e| e.at("method"))?;
                         true
                     }
                     "params" => {
-                        node_41(p).map_err(|e| e.at("params"))?;
+                        node_19(p).map_err(|e| e.at("params"))?;
                         true
                     }
                     _ => false,
@@ -1066,70 +937,59 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/ExtResponse/anyOf/0/properties/id`.
-    fn node_42(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks `#/$defs/ExtResponse/anyOf/0/properties/result/anyOf/0/anyOf/0`.
-    fn node_43(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_20(v: &Json<'_>) -> Result<(), Invalid> {
         check_EmptyResponse(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ExtResponse/anyOf/0/properties/result/anyOf/0/anyOf/1`.
-    fn node_44(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_21(v: &Json<'_>) -> Result<(), Invalid> {
         check_GetToolsResponse(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ExtResponse/anyOf/0/properties/result/anyOf/0/anyOf/2`.
-    fn node_45(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_22(v: &Json<'_>) -> Result<(), Invalid> {
         check_ReadResourceResponse(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ExtResponse/anyOf/0/properties/result/anyOf/0/anyOf/3`.
-    fn node_46(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_23(v: &Json<'_>) -> Result<(), Invalid> {
         check_ListSessionsResponse(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ExtResponse/anyOf/0/properties/result/anyOf/0/anyOf/4`.
-    fn node_47(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_24(v: &Json<'_>) -> Result<(), Invalid> {
         check_GetSessionResponse(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ExtResponse/anyOf/0/properties/result/anyOf/0/anyOf/5`.
-    fn node_48(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_25(v: &Json<'_>) -> Result<(), Invalid> {
         check_ExportSessionResponse(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ExtResponse/anyOf/0/properties/result/anyOf/0/anyOf/6`.
-    fn node_49(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_26(v: &Json<'_>) -> Result<(), Invalid> {
         check_ImportSessionResponse(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ExtResponse/anyOf/0/properties/result/anyOf/0/anyOf/7`.
-    fn node_50(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_27(v: &Json<'_>) -> Result<(), Invalid> {
         check_GetExtensionsResponse(v)?;
         Ok(())
     }
     /// Checks `#/$defs/ExtResponse/anyOf/0/properties/result/anyOf/0`.
-    fn node_51(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_43(v).is_ok() || node_44(v).is_ok() || node_45(v).is_ok()
-            || node_46(v).is_ok() || node_47(v).is_ok() || node_48(v).is_ok()
-            || node_49(v).is_ok() || node_50(v).is_ok())
+    fn node_28(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || node_20(v).is_ok() || node_21(v).is_ok() || node_22(v).is_ok()
+            || node_23(v).is_ok() || node_24(v).is_ok() || node_25(v).is_ok()
+            || node_26(v).is_ok() || node_27(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
     }
-    /// Checks `#/$defs/ExtResponse/anyOf/0/properties/result/anyOf/1`.
-    fn node_52(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks `#/$defs/ExtResponse/anyOf/0/properties/result`.
-    fn node_53(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_51(v).is_ok() || node_52(v).is_ok()) {
+    fn node_29(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || node_28(v).is_ok() || node_2(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())
@@ -1146,11 +1006,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "id" => {
                         seen |= 1u128;
-                        node_42(p).map_err(|e| e.at("id"))?;
+                        node_1(p).map_err(|e| e.at("id"))?;
                         true
                     }
                     "result" => {
-                        node_53(p).map_err(|e| e.at("result"))?;
+                        node_29(p).map_err(|e| e.at("result"))?;
                         true
                     }
                     _ => false,
@@ -1161,24 +1021,6 @@ pub mod checks {
                 return Err(Invalid::new("missing required property `id`"));
             }
         }
-        Ok(())
-    }
-    /// Checks `#/$defs/ExtResponse/anyOf/1/properties/error/properties/code`.
-    fn node_54(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || crate::exact::is_integer(v)) {
-            return Err(Invalid::new("expected integer"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ExtResponse/anyOf/1/properties/error/properties/message`.
-    fn node_55(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ExtResponse/anyOf/1/properties/error/properties/data`.
-    fn node_56(v: &Json<'_>) -> Result<(), Invalid> {
         Ok(())
     }
     /// Checks a value against `#/$defs/ExtResponse/anyOf/1/properties/error` of the input schema.
@@ -1193,16 +1035,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "code" => {
                         seen |= 1u128;
-                        node_54(p).map_err(|e| e.at("code"))?;
+                        node_30(p).map_err(|e| e.at("code"))?;
                         true
                     }
                     "message" => {
                         seen |= 2u128;
-                        node_55(p).map_err(|e| e.at("message"))?;
+                        node_1(p).map_err(|e| e.at("message"))?;
                         true
                     }
                     "data" => {
-                        node_56(p).map_err(|e| e.at("data"))?;
+                        node_2(p).map_err(|e| e.at("data"))?;
                         true
                     }
                     _ => false,
@@ -1215,13 +1057,6 @@ pub mod checks {
             if seen & 2u128 == 0 {
                 return Err(Invalid::new("missing required property `message`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ExtResponse/anyOf/1/properties/id`.
-    fn node_57(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
@@ -1242,7 +1077,7 @@ pub mod checks {
                     }
                     "id" => {
                         seen |= 2u128;
-                        node_57(p).map_err(|e| e.at("id"))?;
+                        node_1(p).map_err(|e| e.at("id"))?;
                         true
                     }
                     _ => false,
@@ -1268,18 +1103,18 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/anyOf/0`.
-    fn node_58(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_31(v: &Json<'_>) -> Result<(), Invalid> {
         check_ExtRequest(v)?;
         Ok(())
     }
     /// Checks `#/anyOf/1`.
-    fn node_59(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_32(v: &Json<'_>) -> Result<(), Invalid> {
         check_ExtResponse(v)?;
         Ok(())
     }
     /// Checks a value against `#` of the input schema.
     pub fn check_GooseAcpExtensions(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || node_58(v).is_ok() || node_59(v).is_ok()) {
+        if !(false || node_31(v).is_ok() || node_32(v).is_ok()) {
             return Err(Invalid::new("matches none of the allowed shapes"));
         }
         Ok(())

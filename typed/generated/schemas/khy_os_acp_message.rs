@@ -389,22 +389,106 @@ pub mod types {
 pub mod checks {
     use serde_json::Value;
     use crate::exact::{Invalid, Json};
-    /// Checks `#/$defs/Error/properties/code`.
+    /// Checks `#/$defs/Error/properties/code`, and every node of this schema with the same check.
     fn node_1(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || crate::exact::is_integer(v)) {
             return Err(Invalid::new("expected integer"));
         }
         Ok(())
     }
-    /// Checks `#/$defs/Error/properties/message`.
+    /// Checks `#/$defs/Error/properties/message`, and every node of this schema with the same check.
     fn node_2(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
-    /// Checks `#/$defs/Error/properties/data`.
+    /// Checks `#/$defs/Error/properties/data`, and every node of this schema with the same check.
     fn node_3(v: &Json<'_>) -> Result<(), Invalid> {
+        Ok(())
+    }
+    /// Checks `#/$defs/AgentSpawnParams/properties/processMode`, and every node of this schema with the same check.
+    fn node_4(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_boolean()) {
+            return Err(Invalid::new("expected boolean"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/TaskProgressParams/properties/progress`, and every node of this schema with the same check.
+    fn node_5(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_number()) {
+            return Err(Invalid::new("expected number"));
+        }
+        if let Json::Number(n) = v {
+            if matches!(
+                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
+                ::std::cmp::Ordering::Less
+            ) {
+                return Err(Invalid::new("below the minimum"));
+            }
+            if matches!(
+                crate ::exact::compare_number(n, crate ::exact::Num::Int(1i128)),
+                ::std::cmp::Ordering::Greater
+            ) {
+                return Err(Invalid::new("above the maximum"));
+            }
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/ContextShareParams/properties/scope`, and every node of this schema with the same check.
+    fn node_6(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("session") || v.as_str() == Some("persistent"))
+        {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/MessageSendParams/properties/type`, and every node of this schema with the same check.
+    fn node_7(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("signal") || v.as_str() == Some("query")
+            || v.as_str() == Some("alert") || v.as_str() == Some("context")
+            || v.as_str() == Some("insight"))
+        {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/jsonrpc`, and every node of this schema with the same check.
+    fn node_8(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(v.as_str() == Some("2.0")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/id`, and every node of this schema with the same check.
+    fn node_9(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string() || v.is_number()) {
+            return Err(Invalid::new("expected string or number"));
+        }
+        Ok(())
+    }
+    /// Checks `#/properties/method`, and every node of this schema with the same check.
+    fn node_10(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("agent.spawn")
+            || v.as_str() == Some("agent.kill") || v.as_str() == Some("agent.status")
+            || v.as_str() == Some("task.submit") || v.as_str() == Some("task.result")
+            || v.as_str() == Some("task.progress") || v.as_str() == Some("context.share")
+            || v.as_str() == Some("tool.invoke") || v.as_str() == Some("tool.result")
+            || v.as_str() == Some("message.send")
+            || v.as_str() == Some("message.broadcast")
+            || v.as_str() == Some("heartbeat"))
+        {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
         Ok(())
     }
     /// Checks a value against `#/$defs/Error` of the input schema.
@@ -451,27 +535,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/AgentSpawnParams/properties/role`.
-    fn node_4(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/AgentSpawnParams/properties/parentId`.
-    fn node_5(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/AgentSpawnParams/properties/processMode`.
-    fn node_6(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_boolean()) {
-            return Err(Invalid::new("expected boolean"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/AgentSpawnParams` of the input schema.
     pub fn check_AgentSpawnParams(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -484,11 +547,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "role" => {
                         seen |= 1u128;
-                        node_4(p).map_err(|e| e.at("role"))?;
+                        node_2(p).map_err(|e| e.at("role"))?;
                         true
                     }
                     "parentId" => {
-                        node_5(p).map_err(|e| e.at("parentId"))?;
+                        node_2(p).map_err(|e| e.at("parentId"))?;
                         true
                     }
                     "config" => {
@@ -496,7 +559,7 @@ pub mod checks {
                         true
                     }
                     "processMode" => {
-                        node_6(p).map_err(|e| e.at("processMode"))?;
+                        node_4(p).map_err(|e| e.at("processMode"))?;
                         true
                     }
                     _ => false,
@@ -506,20 +569,6 @@ pub mod checks {
             if seen & 1u128 == 0 {
                 return Err(Invalid::new("missing required property `role`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/AgentKillParams/properties/agentId`.
-    fn node_7(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/AgentKillParams/properties/reason`.
-    fn node_8(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
@@ -535,11 +584,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "agentId" => {
                         seen |= 1u128;
-                        node_7(p).map_err(|e| e.at("agentId"))?;
+                        node_2(p).map_err(|e| e.at("agentId"))?;
                         true
                     }
                     "reason" => {
-                        node_8(p).map_err(|e| e.at("reason"))?;
+                        node_2(p).map_err(|e| e.at("reason"))?;
                         true
                     }
                     _ => false,
@@ -549,13 +598,6 @@ pub mod checks {
             if seen & 1u128 == 0 {
                 return Err(Invalid::new("missing required property `agentId`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/AgentStatusParams/properties/agentId`.
-    fn node_9(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
@@ -569,7 +611,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "agentId" => {
-                        node_9(p).map_err(|e| e.at("agentId"))?;
+                        node_2(p).map_err(|e| e.at("agentId"))?;
                         true
                     }
                     _ => false,
@@ -586,27 +628,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/TaskSubmitParams/properties/agentId`.
-    fn node_10(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/TaskSubmitParams/properties/prompt`.
-    fn node_11(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/TaskSubmitParams/properties/correlationId`.
-    fn node_12(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/TaskSubmitParams` of the input schema.
     pub fn check_TaskSubmitParams(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -619,12 +640,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "agentId" => {
                         seen |= 1u128;
-                        node_10(p).map_err(|e| e.at("agentId"))?;
+                        node_2(p).map_err(|e| e.at("agentId"))?;
                         true
                     }
                     "prompt" => {
                         seen |= 2u128;
-                        node_11(p).map_err(|e| e.at("prompt"))?;
+                        node_2(p).map_err(|e| e.at("prompt"))?;
                         true
                     }
                     "context" => {
@@ -632,7 +653,7 @@ pub mod checks {
                         true
                     }
                     "correlationId" => {
-                        node_12(p).map_err(|e| e.at("correlationId"))?;
+                        node_2(p).map_err(|e| e.at("correlationId"))?;
                         true
                     }
                     _ => false,
@@ -655,24 +676,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/TaskResultParams/properties/agentId`.
-    fn node_13(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/TaskResultParams/properties/correlationId`.
-    fn node_14(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/TaskResultParams/properties/output`.
-    fn node_15(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks a value against `#/$defs/TaskResultParams` of the input schema.
     pub fn check_TaskResultParams(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -685,16 +688,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "agentId" => {
                         seen |= 1u128;
-                        node_13(p).map_err(|e| e.at("agentId"))?;
+                        node_2(p).map_err(|e| e.at("agentId"))?;
                         true
                     }
                     "correlationId" => {
                         seen |= 2u128;
-                        node_14(p).map_err(|e| e.at("correlationId"))?;
+                        node_2(p).map_err(|e| e.at("correlationId"))?;
                         true
                     }
                     "output" => {
-                        node_15(p).map_err(|e| e.at("output"))?;
+                        node_3(p).map_err(|e| e.at("output"))?;
                         true
                     }
                     "metrics" => {
@@ -714,48 +717,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/TaskProgressParams/properties/agentId`.
-    fn node_16(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/TaskProgressParams/properties/correlationId`.
-    fn node_17(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/TaskProgressParams/properties/chunk`.
-    fn node_18(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/TaskProgressParams/properties/progress`.
-    fn node_19(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_number()) {
-            return Err(Invalid::new("expected number"));
-        }
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(1i128)),
-                ::std::cmp::Ordering::Greater
-            ) {
-                return Err(Invalid::new("above the maximum"));
-            }
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/TaskProgressParams` of the input schema.
     pub fn check_TaskProgressParams(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -768,20 +729,20 @@ pub mod checks {
                 let mut matched = match &**k {
                     "agentId" => {
                         seen |= 1u128;
-                        node_16(p).map_err(|e| e.at("agentId"))?;
+                        node_2(p).map_err(|e| e.at("agentId"))?;
                         true
                     }
                     "correlationId" => {
                         seen |= 2u128;
-                        node_17(p).map_err(|e| e.at("correlationId"))?;
+                        node_2(p).map_err(|e| e.at("correlationId"))?;
                         true
                     }
                     "chunk" => {
-                        node_18(p).map_err(|e| e.at("chunk"))?;
+                        node_2(p).map_err(|e| e.at("chunk"))?;
                         true
                     }
                     "progress" => {
-                        node_19(p).map_err(|e| e.at("progress"))?;
+                        node_5(p).map_err(|e| e.at("progress"))?;
                         true
                     }
                     _ => false,
@@ -797,35 +758,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/ContextShareParams/properties/fromAgent`.
-    fn node_20(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ContextShareParams/properties/key`.
-    fn node_21(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ContextShareParams/properties/value`.
-    fn node_22(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
-    /// Checks `#/$defs/ContextShareParams/properties/scope`.
-    fn node_23(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("session") || v.as_str() == Some("persistent"))
-        {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/ContextShareParams` of the input schema.
     pub fn check_ContextShareParams(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -838,21 +770,21 @@ pub mod checks {
                 let mut matched = match &**k {
                     "fromAgent" => {
                         seen |= 1u128;
-                        node_20(p).map_err(|e| e.at("fromAgent"))?;
+                        node_2(p).map_err(|e| e.at("fromAgent"))?;
                         true
                     }
                     "key" => {
                         seen |= 2u128;
-                        node_21(p).map_err(|e| e.at("key"))?;
+                        node_2(p).map_err(|e| e.at("key"))?;
                         true
                     }
                     "value" => {
                         seen |= 4u128;
-                        node_22(p).map_err(|e| e.at("value"))?;
+                        node_3(p).map_err(|e| e.at("value"))?;
                         true
                     }
                     "scope" => {
-                        node_23(p).map_err(|e| e.at("scope"))?;
+                        node_6(p).map_err(|e| e.at("scope"))?;
                         true
                     }
                     _ => false,
@@ -878,20 +810,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/ToolInvokeParams/properties/agentId`.
-    fn node_24(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolInvokeParams/properties/tool`.
-    fn node_25(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/ToolInvokeParams` of the input schema.
     pub fn check_ToolInvokeParams(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -904,12 +822,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "agentId" => {
                         seen |= 1u128;
-                        node_24(p).map_err(|e| e.at("agentId"))?;
+                        node_2(p).map_err(|e| e.at("agentId"))?;
                         true
                     }
                     "tool" => {
                         seen |= 2u128;
-                        node_25(p).map_err(|e| e.at("tool"))?;
+                        node_2(p).map_err(|e| e.at("tool"))?;
                         true
                     }
                     "input" => {
@@ -933,31 +851,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/ToolResultParams/properties/agentId`.
-    fn node_26(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolResultParams/properties/tool`.
-    fn node_27(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolResultParams/properties/output`.
-    fn node_28(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolResultParams/properties/error`.
-    fn node_29(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/ToolResultParams` of the input schema.
     pub fn check_ToolResultParams(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -970,20 +863,20 @@ pub mod checks {
                 let mut matched = match &**k {
                     "agentId" => {
                         seen |= 1u128;
-                        node_26(p).map_err(|e| e.at("agentId"))?;
+                        node_2(p).map_err(|e| e.at("agentId"))?;
                         true
                     }
                     "tool" => {
                         seen |= 2u128;
-                        node_27(p).map_err(|e| e.at("tool"))?;
+                        node_2(p).map_err(|e| e.at("tool"))?;
                         true
                     }
                     "output" => {
-                        node_28(p).map_err(|e| e.at("output"))?;
+                        node_3(p).map_err(|e| e.at("output"))?;
                         true
                     }
                     "error" => {
-                        node_29(p).map_err(|e| e.at("error"))?;
+                        node_2(p).map_err(|e| e.at("error"))?;
                         true
                     }
                     _ => false,
@@ -1006,40 +899,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/MessageSendParams/properties/from`.
-    fn node_30(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/MessageSendParams/properties/to`.
-    fn node_31(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/MessageSendParams/properties/type`.
-    fn node_32(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("signal") || v.as_str() == Some("query")
-            || v.as_str() == Some("alert") || v.as_str() == Some("context")
-            || v.as_str() == Some("insight"))
-        {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/MessageSendParams/properties/correlationId`.
-    fn node_33(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/MessageSendParams` of the input schema.
     pub fn check_MessageSendParams(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -1052,17 +911,17 @@ pub mod checks {
                 let mut matched = match &**k {
                     "from" => {
                         seen |= 1u128;
-                        node_30(p).map_err(|e| e.at("from"))?;
+                        node_2(p).map_err(|e| e.at("from"))?;
                         true
                     }
                     "to" => {
                         seen |= 2u128;
-                        node_31(p).map_err(|e| e.at("to"))?;
+                        node_2(p).map_err(|e| e.at("to"))?;
                         true
                     }
                     "type" => {
                         seen |= 4u128;
-                        node_32(p).map_err(|e| e.at("type"))?;
+                        node_7(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     "payload" => {
@@ -1071,7 +930,7 @@ pub mod checks {
                         true
                     }
                     "correlationId" => {
-                        node_33(p).map_err(|e| e.at("correlationId"))?;
+                        node_2(p).map_err(|e| e.at("correlationId"))?;
                         true
                     }
                     _ => false,
@@ -1100,20 +959,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/MessageBroadcastParams/properties/from`.
-    fn node_34(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/MessageBroadcastParams/properties/type`.
-    fn node_35(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/MessageBroadcastParams` of the input schema.
     pub fn check_MessageBroadcastParams(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -1126,12 +971,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "from" => {
                         seen |= 1u128;
-                        node_34(p).map_err(|e| e.at("from"))?;
+                        node_2(p).map_err(|e| e.at("from"))?;
                         true
                     }
                     "type" => {
                         seen |= 2u128;
-                        node_35(p).map_err(|e| e.at("type"))?;
+                        node_2(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     "payload" => {
@@ -1163,42 +1008,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/properties/jsonrpc`.
-    fn node_36(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(v.as_str() == Some("2.0")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/id`.
-    fn node_37(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || v.is_number()) {
-            return Err(Invalid::new("expected string or number"));
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/method`.
-    fn node_38(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("agent.spawn")
-            || v.as_str() == Some("agent.kill") || v.as_str() == Some("agent.status")
-            || v.as_str() == Some("task.submit") || v.as_str() == Some("task.result")
-            || v.as_str() == Some("task.progress") || v.as_str() == Some("context.share")
-            || v.as_str() == Some("tool.invoke") || v.as_str() == Some("tool.result")
-            || v.as_str() == Some("message.send")
-            || v.as_str() == Some("message.broadcast")
-            || v.as_str() == Some("heartbeat"))
-        {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/properties/result`.
-    fn node_39(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks a value against `#` of the input schema.
     pub fn check_KhyOsAcpMessage(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -1211,16 +1020,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "jsonrpc" => {
                         seen |= 1u128;
-                        node_36(p).map_err(|e| e.at("jsonrpc"))?;
+                        node_8(p).map_err(|e| e.at("jsonrpc"))?;
                         true
                     }
                     "id" => {
-                        node_37(p).map_err(|e| e.at("id"))?;
+                        node_9(p).map_err(|e| e.at("id"))?;
                         true
                     }
                     "method" => {
                         seen |= 4u128;
-                        node_38(p).map_err(|e| e.at("method"))?;
+                        node_10(p).map_err(|e| e.at("method"))?;
                         true
                     }
                     "params" => {
@@ -1228,7 +1037,7 @@ pub mod checks {
                         true
                     }
                     "result" => {
-                        node_39(p).map_err(|e| e.at("result"))?;
+                        node_3(p).map_err(|e| e.at("result"))?;
                         true
                     }
                     "error" => {

@@ -3039,26 +3039,14 @@ pub mod types {
 pub mod checks {
     use serde_json::Value;
     use crate::exact::{Invalid, Json};
-    /// Checks `#/definitions/Annotations/properties/audience`.
-    fn node_1(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_array()) {
-            return Err(Invalid::new("expected array"));
-        }
-        if let Some(a) = v.as_array() {
-            for (i, item) in a.iter().enumerate().skip(0usize) {
-                check_Role(item).map_err(|e| e.at(i.to_string()))?;
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/Annotations/properties/lastModified`.
+    /// Checks `#/definitions/Annotations/properties/lastModified`, and every node of this schema with the same check.
     fn node_2(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
-    /// Checks `#/definitions/Annotations/properties/priority`.
+    /// Checks `#/definitions/Annotations/properties/priority`, and every node of this schema with the same check.
     fn node_3(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_number()) {
             return Err(Invalid::new("expected number"));
@@ -3075,6 +3063,456 @@ pub mod checks {
                 ::std::cmp::Ordering::Greater
             ) {
                 return Err(Invalid::new("above the maximum"));
+            }
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/AudioContent/properties/_meta/additionalProperties`, and every node of this schema with the same check.
+    fn node_4(v: &Json<'_>) -> Result<(), Invalid> {
+        Ok(())
+    }
+    /// Checks `#/definitions/AudioContent/properties/type`, and every node of this schema with the same check.
+    fn node_5(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("audio")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/BooleanSchema/properties/default`, and every node of this schema with the same check.
+    fn node_6(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_boolean()) {
+            return Err(Invalid::new("expected boolean"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/BooleanSchema/properties/type`, and every node of this schema with the same check.
+    fn node_7(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("boolean")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/CallToolRequest/properties/method`, and every node of this schema with the same check.
+    fn node_8(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("tools/call")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/CancelledNotification/properties/method`, and every node of this schema with the same check.
+    fn node_10(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("notifications/cancelled")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/CompleteRequest/properties/method`, and every node of this schema with the same check.
+    fn node_12(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("completion/complete")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/CompleteResult/properties/completion/properties/total`, and every node of this schema with the same check.
+    fn node_13(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || crate::exact::is_integer(v)) {
+            return Err(Invalid::new("expected integer"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/CreateMessageRequest/properties/params/properties/includeContext`, and every node of this schema with the same check.
+    fn node_15(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("allServers") || v.as_str() == Some("none")
+            || v.as_str() == Some("thisServer"))
+        {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/CreateMessageRequest/properties/params/properties/temperature`, and every node of this schema with the same check.
+    fn node_18(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_number()) {
+            return Err(Invalid::new("expected number"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/CreateMessageRequest/properties/method`, and every node of this schema with the same check.
+    fn node_19(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("sampling/createMessage")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/ElicitRequest/properties/params/properties/requestedSchema/properties/type`, and every node of this schema with the same check.
+    fn node_22(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("object")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/ElicitRequest/properties/method`, and every node of this schema with the same check.
+    fn node_23(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("elicitation/create")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/ElicitResult/properties/content/additionalProperties`, and every node of this schema with the same check.
+    fn node_24(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string() || crate::exact::is_integer(v) || v.is_boolean()) {
+            return Err(Invalid::new("expected string or integer or boolean"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/ElicitResult/properties/action`, and every node of this schema with the same check.
+    fn node_25(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("accept") || v.as_str() == Some("cancel")
+            || v.as_str() == Some("decline"))
+        {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/EmbeddedResource/properties/type`, and every node of this schema with the same check.
+    fn node_27(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("resource")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/EnumSchema/properties/type`, and every node of this schema with the same check.
+    fn node_30(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("string")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/GetPromptRequest/properties/method`, and every node of this schema with the same check.
+    fn node_31(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("prompts/get")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/ImageContent/properties/type`, and every node of this schema with the same check.
+    fn node_33(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("image")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/InitializeRequest/properties/method`, and every node of this schema with the same check.
+    fn node_34(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("initialize")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/InitializedNotification/properties/method`, and every node of this schema with the same check.
+    fn node_35(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("notifications/initialized")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/JSONRPCError/properties/jsonrpc`, and every node of this schema with the same check.
+    fn node_36(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("2.0")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/ListPromptsRequest/properties/method`, and every node of this schema with the same check.
+    fn node_37(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("prompts/list")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/ListResourceTemplatesRequest/properties/method`, and every node of this schema with the same check.
+    fn node_39(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("resources/templates/list")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/ListResourcesRequest/properties/method`, and every node of this schema with the same check.
+    fn node_41(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("resources/list")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/ListRootsRequest/properties/method`, and every node of this schema with the same check.
+    fn node_43(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("roots/list")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/ListToolsRequest/properties/method`, and every node of this schema with the same check.
+    fn node_45(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("tools/list")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/LoggingMessageNotification/properties/method`, and every node of this schema with the same check.
+    fn node_47(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("notifications/message")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/NumberSchema/properties/type`, and every node of this schema with the same check.
+    fn node_49(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("integer") || v.as_str() == Some("number")) {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/PingRequest/properties/method`, and every node of this schema with the same check.
+    fn node_50(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("ping")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/ProgressNotification/properties/method`, and every node of this schema with the same check.
+    fn node_51(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("notifications/progress")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/PromptListChangedNotification/properties/method`, and every node of this schema with the same check.
+    fn node_53(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("notifications/prompts/list_changed")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/PromptReference/properties/type`, and every node of this schema with the same check.
+    fn node_54(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("ref/prompt")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/ReadResourceRequest/properties/method`, and every node of this schema with the same check.
+    fn node_55(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("resources/read")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/ResourceLink/properties/type`, and every node of this schema with the same check.
+    fn node_58(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("resource_link")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/ResourceListChangedNotification/properties/method`, and every node of this schema with the same check.
+    fn node_59(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("notifications/resources/list_changed")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/ResourceTemplateReference/properties/type`, and every node of this schema with the same check.
+    fn node_60(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("ref/resource")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/ResourceUpdatedNotification/properties/method`, and every node of this schema with the same check.
+    fn node_61(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("notifications/resources/updated")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/RootsListChangedNotification/properties/method`, and every node of this schema with the same check.
+    fn node_62(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("notifications/roots/list_changed")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/SetLevelRequest/properties/method`, and every node of this schema with the same check.
+    fn node_64(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("logging/setLevel")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/StringSchema/properties/format`, and every node of this schema with the same check.
+    fn node_65(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(false || v.as_str() == Some("date") || v.as_str() == Some("date-time")
+            || v.as_str() == Some("email") || v.as_str() == Some("uri"))
+        {
+            return Err(Invalid::new("not one of the allowed values"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/SubscribeRequest/properties/method`, and every node of this schema with the same check.
+    fn node_66(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("resources/subscribe")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/TextContent/properties/type`, and every node of this schema with the same check.
+    fn node_67(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("text")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/ToolListChangedNotification/properties/method`, and every node of this schema with the same check.
+    fn node_70(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("notifications/tools/list_changed")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/UnsubscribeRequest/properties/method`, and every node of this schema with the same check.
+    fn node_71(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if !(v.as_str() == Some("resources/unsubscribe")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/definitions/Annotations/properties/audience`.
+    fn node_1(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_array()) {
+            return Err(Invalid::new("expected array"));
+        }
+        if let Some(a) = v.as_array() {
+            for (i, item) in a.iter().enumerate().skip(0usize) {
+                check_Role(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
@@ -3113,10 +3551,6 @@ pub mod checks {
             },
         )
     }
-    /// Checks `#/definitions/AudioContent/properties/_meta/additionalProperties`.
-    fn node_4(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks a value against `#/definitions/AudioContent/properties/_meta` of the input schema.
     pub fn check_AudioContentMeta(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -3130,30 +3564,6 @@ pub mod checks {
                     node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/AudioContent/properties/data`.
-    fn node_5(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/AudioContent/properties/mimeType`.
-    fn node_6(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/AudioContent/properties/type`.
-    fn node_7(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("audio")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -3181,17 +3591,17 @@ pub mod checks {
                             }
                             "data" => {
                                 seen |= 4u128;
-                                node_5(p).map_err(|e| e.at("data"))?;
+                                node_2(p).map_err(|e| e.at("data"))?;
                                 true
                             }
                             "mimeType" => {
                                 seen |= 8u128;
-                                node_6(p).map_err(|e| e.at("mimeType"))?;
+                                node_2(p).map_err(|e| e.at("mimeType"))?;
                                 true
                             }
                             "type" => {
                                 seen |= 16u128;
-                                node_7(p).map_err(|e| e.at("type"))?;
+                                node_5(p).map_err(|e| e.at("type"))?;
                                 true
                             }
                             _ => false,
@@ -3212,20 +3622,6 @@ pub mod checks {
             },
         )
     }
-    /// Checks `#/definitions/BaseMetadata/properties/name`.
-    fn node_8(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/BaseMetadata/properties/title`.
-    fn node_9(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/definitions/BaseMetadata` of the input schema.
     pub fn check_BaseMetadata(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -3238,11 +3634,11 @@ pub mod checks {
                 let mut matched = match &**k {
                     "name" => {
                         seen |= 1u128;
-                        node_8(p).map_err(|e| e.at("name"))?;
+                        node_2(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "title" => {
-                        node_9(p).map_err(|e| e.at("title"))?;
+                        node_2(p).map_err(|e| e.at("title"))?;
                         true
                     }
                     _ => false,
@@ -3255,10 +3651,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/BlobResourceContents/properties/_meta/additionalProperties`.
-    fn node_10(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks a value against `#/definitions/BlobResourceContents/properties/_meta` of the input schema.
     pub fn check_BlobResourceContentsMeta(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -3269,30 +3661,9 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_10(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/BlobResourceContents/properties/blob`.
-    fn node_11(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/BlobResourceContents/properties/mimeType`.
-    fn node_12(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/BlobResourceContents/properties/uri`.
-    fn node_13(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
@@ -3317,16 +3688,16 @@ pub mod checks {
                             }
                             "blob" => {
                                 seen |= 2u128;
-                                node_11(p).map_err(|e| e.at("blob"))?;
+                                node_2(p).map_err(|e| e.at("blob"))?;
                                 true
                             }
                             "mimeType" => {
-                                node_12(p).map_err(|e| e.at("mimeType"))?;
+                                node_2(p).map_err(|e| e.at("mimeType"))?;
                                 true
                             }
                             "uri" => {
                                 seen |= 8u128;
-                                node_13(p).map_err(|e| e.at("uri"))?;
+                                node_2(p).map_err(|e| e.at("uri"))?;
                                 true
                             }
                             _ => false,
@@ -3344,37 +3715,6 @@ pub mod checks {
             },
         )
     }
-    /// Checks `#/definitions/BooleanSchema/properties/default`.
-    fn node_14(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_boolean()) {
-            return Err(Invalid::new("expected boolean"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/BooleanSchema/properties/description`.
-    fn node_15(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/BooleanSchema/properties/title`.
-    fn node_16(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/BooleanSchema/properties/type`.
-    fn node_17(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("boolean")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/definitions/BooleanSchema` of the input schema.
     pub fn check_BooleanSchema(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -3386,20 +3726,20 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "default" => {
-                        node_14(p).map_err(|e| e.at("default"))?;
+                        node_6(p).map_err(|e| e.at("default"))?;
                         true
                     }
                     "description" => {
-                        node_15(p).map_err(|e| e.at("description"))?;
+                        node_2(p).map_err(|e| e.at("description"))?;
                         true
                     }
                     "title" => {
-                        node_16(p).map_err(|e| e.at("title"))?;
+                        node_2(p).map_err(|e| e.at("title"))?;
                         true
                     }
                     "type" => {
                         seen |= 8u128;
-                        node_17(p).map_err(|e| e.at("type"))?;
+                        node_7(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -3412,10 +3752,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/CallToolRequest/properties/params/properties/arguments/additionalProperties`.
-    fn node_18(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks a value against `#/definitions/CallToolRequest/properties/params/properties/arguments` of the input schema.
     pub fn check_CallToolRequestParamsArguments(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -3426,16 +3762,9 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_18(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/CallToolRequest/properties/params/properties/name`.
-    fn node_19(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
@@ -3456,7 +3785,7 @@ pub mod checks {
                     }
                     "name" => {
                         seen |= 2u128;
-                        node_19(p).map_err(|e| e.at("name"))?;
+                        node_2(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     _ => false,
@@ -3466,16 +3795,6 @@ pub mod checks {
             if seen & 2u128 == 0 {
                 return Err(Invalid::new("missing required property `name`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/CallToolRequest/properties/method`.
-    fn node_20(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("tools/call")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -3491,7 +3810,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "method" => {
                         seen |= 1u128;
-                        node_20(p).map_err(|e| e.at("method"))?;
+                        node_8(p).map_err(|e| e.at("method"))?;
                         true
                     }
                     "params" => {
@@ -3512,10 +3831,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/CallToolResult/properties/_meta/additionalProperties`.
-    fn node_21(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks a value against `#/definitions/CallToolResult/properties/_meta` of the input schema.
     pub fn check_CallToolResultMeta(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -3526,14 +3841,10 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_21(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
         }
-        Ok(())
-    }
-    /// Checks `#/definitions/CallToolResult/properties/structuredContent/additionalProperties`.
-    fn node_22(v: &Json<'_>) -> Result<(), Invalid> {
         Ok(())
     }
     /// Checks a value against `#/definitions/CallToolResult/properties/structuredContent` of the input schema.
@@ -3546,14 +3857,14 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_22(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
         }
         Ok(())
     }
     /// Checks `#/definitions/CallToolResult/properties/content`.
-    fn node_23(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_9(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -3561,13 +3872,6 @@ pub mod checks {
             for (i, item) in a.iter().enumerate().skip(0usize) {
                 check_ContentBlock(item).map_err(|e| e.at(i.to_string()))?;
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/CallToolResult/properties/isError`.
-    fn node_24(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_boolean()) {
-            return Err(Invalid::new("expected boolean"));
         }
         Ok(())
     }
@@ -3587,11 +3891,11 @@ pub mod checks {
                     }
                     "content" => {
                         seen |= 2u128;
-                        node_23(p).map_err(|e| e.at("content"))?;
+                        node_9(p).map_err(|e| e.at("content"))?;
                         true
                     }
                     "isError" => {
-                        node_24(p).map_err(|e| e.at("isError"))?;
+                        node_6(p).map_err(|e| e.at("isError"))?;
                         true
                     }
                     "structuredContent" => {
@@ -3609,13 +3913,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/CancelledNotification/properties/params/properties/reason`.
-    fn node_25(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/definitions/CancelledNotification/properties/params` of the input schema.
     pub fn check_CancelledNotificationParams(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -3627,7 +3924,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "reason" => {
-                        node_25(p).map_err(|e| e.at("reason"))?;
+                        node_2(p).map_err(|e| e.at("reason"))?;
                         true
                     }
                     "requestId" => {
@@ -3642,16 +3939,6 @@ pub mod checks {
             if seen & 2u128 == 0 {
                 return Err(Invalid::new("missing required property `requestId`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/CancelledNotification/properties/method`.
-    fn node_26(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("notifications/cancelled")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -3671,7 +3958,7 @@ pub mod checks {
                         let mut matched = match &**k {
                             "method" => {
                                 seen |= 1u128;
-                                node_26(p).map_err(|e| e.at("method"))?;
+                                node_10(p).map_err(|e| e.at("method"))?;
                                 true
                             }
                             "params" => {
@@ -3728,13 +4015,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/ClientCapabilities/properties/roots/properties/listChanged`.
-    fn node_27(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_boolean()) {
-            return Err(Invalid::new("expected boolean"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/definitions/ClientCapabilities/properties/roots` of the input schema.
     pub fn check_ClientCapabilitiesRoots(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -3745,7 +4025,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "listChanged" => {
-                        node_27(p).map_err(|e| e.at("listChanged"))?;
+                        node_6(p).map_err(|e| e.at("listChanged"))?;
                         true
                     }
                     _ => false,
@@ -3839,20 +4119,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/CompleteRequest/properties/params/properties/argument/properties/name`.
-    fn node_28(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/CompleteRequest/properties/params/properties/argument/properties/value`.
-    fn node_29(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/definitions/CompleteRequest/properties/params/properties/argument` of the input schema.
     pub fn check_CompleteRequestParamsArgument(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -3865,12 +4131,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "name" => {
                         seen |= 1u128;
-                        node_28(p).map_err(|e| e.at("name"))?;
+                        node_2(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "value" => {
                         seen |= 2u128;
-                        node_29(p).map_err(|e| e.at("value"))?;
+                        node_2(p).map_err(|e| e.at("value"))?;
                         true
                     }
                     _ => false,
@@ -3886,13 +4152,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/CompleteRequest/properties/params/properties/context/properties/arguments/additionalProperties`.
-    fn node_30(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/definitions/CompleteRequest/properties/params/properties/context/properties/arguments` of the input schema.
     pub fn check_CompleteRequestParamsContextArguments(
         v: &Json<'_>,
@@ -3905,7 +4164,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_30(p).map_err(|e| e.at(k.to_string()))?;
+                    node_2(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
         }
@@ -3933,7 +4192,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/definitions/CompleteRequest/properties/params/properties/ref`.
-    fn node_31(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_11(v: &Json<'_>) -> Result<(), Invalid> {
         match v.get("type").and_then(Json::as_str) {
             Some("ref/prompt") => check_PromptReference(v)?,
             Some("ref/resource") => check_ResourceTemplateReference(v)?,
@@ -3964,7 +4223,7 @@ pub mod checks {
                     }
                     "ref" => {
                         seen |= 4u128;
-                        node_31(p).map_err(|e| e.at("ref"))?;
+                        node_11(p).map_err(|e| e.at("ref"))?;
                         true
                     }
                     _ => false,
@@ -3980,16 +4239,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/CompleteRequest/properties/method`.
-    fn node_32(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("completion/complete")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/definitions/CompleteRequest` of the input schema.
     pub fn check_CompleteRequest(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -4002,7 +4251,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "method" => {
                         seen |= 1u128;
-                        node_32(p).map_err(|e| e.at("method"))?;
+                        node_12(p).map_err(|e| e.at("method"))?;
                         true
                     }
                     "params" => {
@@ -4023,10 +4272,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/CompleteResult/properties/_meta/additionalProperties`.
-    fn node_33(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks a value against `#/definitions/CompleteResult/properties/_meta` of the input schema.
     pub fn check_CompleteResultMeta(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -4037,41 +4282,20 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_33(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
         }
         Ok(())
     }
-    /// Checks `#/definitions/CompleteResult/properties/completion/properties/hasMore`.
-    fn node_34(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_boolean()) {
-            return Err(Invalid::new("expected boolean"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/CompleteResult/properties/completion/properties/total`.
-    fn node_35(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || crate::exact::is_integer(v)) {
-            return Err(Invalid::new("expected integer"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/CompleteResult/properties/completion/properties/values/items`.
-    fn node_36(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks `#/definitions/CompleteResult/properties/completion/properties/values`.
-    fn node_37(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_14(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_36(item).map_err(|e| e.at(i.to_string()))?;
+                node_2(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
@@ -4087,16 +4311,16 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "hasMore" => {
-                        node_34(p).map_err(|e| e.at("hasMore"))?;
+                        node_6(p).map_err(|e| e.at("hasMore"))?;
                         true
                     }
                     "total" => {
-                        node_35(p).map_err(|e| e.at("total"))?;
+                        node_13(p).map_err(|e| e.at("total"))?;
                         true
                     }
                     "values" => {
                         seen |= 4u128;
-                        node_37(p).map_err(|e| e.at("values"))?;
+                        node_14(p).map_err(|e| e.at("values"))?;
                         true
                     }
                     _ => false,
@@ -4166,27 +4390,8 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/CreateMessageRequest/properties/params/properties/includeContext`.
-    fn node_38(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("allServers") || v.as_str() == Some("none")
-            || v.as_str() == Some("thisServer"))
-        {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/CreateMessageRequest/properties/params/properties/maxTokens`.
-    fn node_39(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || crate::exact::is_integer(v)) {
-            return Err(Invalid::new("expected integer"));
-        }
-        Ok(())
-    }
     /// Checks `#/definitions/CreateMessageRequest/properties/params/properties/messages`.
-    fn node_40(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_16(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -4197,36 +4402,15 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/CreateMessageRequest/properties/params/properties/stopSequences/items`.
-    fn node_41(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks `#/definitions/CreateMessageRequest/properties/params/properties/stopSequences`.
-    fn node_42(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_17(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_41(item).map_err(|e| e.at(i.to_string()))?;
+                node_2(item).map_err(|e| e.at(i.to_string()))?;
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/CreateMessageRequest/properties/params/properties/systemPrompt`.
-    fn node_43(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/CreateMessageRequest/properties/params/properties/temperature`.
-    fn node_44(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_number()) {
-            return Err(Invalid::new("expected number"));
         }
         Ok(())
     }
@@ -4241,17 +4425,17 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "includeContext" => {
-                        node_38(p).map_err(|e| e.at("includeContext"))?;
+                        node_15(p).map_err(|e| e.at("includeContext"))?;
                         true
                     }
                     "maxTokens" => {
                         seen |= 2u128;
-                        node_39(p).map_err(|e| e.at("maxTokens"))?;
+                        node_13(p).map_err(|e| e.at("maxTokens"))?;
                         true
                     }
                     "messages" => {
                         seen |= 4u128;
-                        node_40(p).map_err(|e| e.at("messages"))?;
+                        node_16(p).map_err(|e| e.at("messages"))?;
                         true
                     }
                     "metadata" => {
@@ -4264,15 +4448,15 @@ pub mod checks {
                         true
                     }
                     "stopSequences" => {
-                        node_42(p).map_err(|e| e.at("stopSequences"))?;
+                        node_17(p).map_err(|e| e.at("stopSequences"))?;
                         true
                     }
                     "systemPrompt" => {
-                        node_43(p).map_err(|e| e.at("systemPrompt"))?;
+                        node_2(p).map_err(|e| e.at("systemPrompt"))?;
                         true
                     }
                     "temperature" => {
-                        node_44(p).map_err(|e| e.at("temperature"))?;
+                        node_18(p).map_err(|e| e.at("temperature"))?;
                         true
                     }
                     _ => false,
@@ -4288,16 +4472,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/CreateMessageRequest/properties/method`.
-    fn node_45(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("sampling/createMessage")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/definitions/CreateMessageRequest` of the input schema.
     pub fn check_CreateMessageRequest(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -4310,7 +4484,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "method" => {
                         seen |= 1u128;
-                        node_45(p).map_err(|e| e.at("method"))?;
+                        node_19(p).map_err(|e| e.at("method"))?;
                         true
                     }
                     "params" => {
@@ -4331,10 +4505,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/CreateMessageResult/properties/_meta/additionalProperties`.
-    fn node_46(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks a value against `#/definitions/CreateMessageResult/properties/_meta` of the input schema.
     pub fn check_CreateMessageResultMeta(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -4345,33 +4515,19 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_46(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
         }
         Ok(())
     }
     /// Checks `#/definitions/CreateMessageResult/properties/content`.
-    fn node_47(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_20(v: &Json<'_>) -> Result<(), Invalid> {
         match v.get("type").and_then(Json::as_str) {
             Some("text") => check_TextContent(v)?,
             Some("image") => check_ImageContent(v)?,
             Some("audio") => check_AudioContent(v)?,
             _ => return Err(Invalid::new("matches none of the allowed shapes")),
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/CreateMessageResult/properties/model`.
-    fn node_48(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/CreateMessageResult/properties/stopReason`.
-    fn node_49(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
@@ -4391,12 +4547,12 @@ pub mod checks {
                     }
                     "content" => {
                         seen |= 2u128;
-                        node_47(p).map_err(|e| e.at("content"))?;
+                        node_20(p).map_err(|e| e.at("content"))?;
                         true
                     }
                     "model" => {
                         seen |= 4u128;
-                        node_48(p).map_err(|e| e.at("model"))?;
+                        node_2(p).map_err(|e| e.at("model"))?;
                         true
                     }
                     "role" => {
@@ -4405,7 +4561,7 @@ pub mod checks {
                         true
                     }
                     "stopReason" => {
-                        node_49(p).map_err(|e| e.at("stopReason"))?;
+                        node_2(p).map_err(|e| e.at("stopReason"))?;
                         true
                     }
                     _ => false,
@@ -4449,32 +4605,15 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/ElicitRequest/properties/params/properties/requestedSchema/properties/required/items`.
-    fn node_50(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks `#/definitions/ElicitRequest/properties/params/properties/requestedSchema/properties/required`.
-    fn node_51(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_21(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_50(item).map_err(|e| e.at(i.to_string()))?;
+                node_2(item).map_err(|e| e.at(i.to_string()))?;
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ElicitRequest/properties/params/properties/requestedSchema/properties/type`.
-    fn node_52(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("object")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -4497,12 +4636,12 @@ pub mod checks {
                         true
                     }
                     "required" => {
-                        node_51(p).map_err(|e| e.at("required"))?;
+                        node_21(p).map_err(|e| e.at("required"))?;
                         true
                     }
                     "type" => {
                         seen |= 4u128;
-                        node_52(p).map_err(|e| e.at("type"))?;
+                        node_22(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -4518,13 +4657,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/ElicitRequest/properties/params/properties/message`.
-    fn node_53(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/definitions/ElicitRequest/properties/params` of the input schema.
     pub fn check_ElicitRequestParams(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -4537,7 +4669,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "message" => {
                         seen |= 1u128;
-                        node_53(p).map_err(|e| e.at("message"))?;
+                        node_2(p).map_err(|e| e.at("message"))?;
                         true
                     }
                     "requestedSchema" => {
@@ -4559,16 +4691,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/ElicitRequest/properties/method`.
-    fn node_54(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("elicitation/create")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/definitions/ElicitRequest` of the input schema.
     pub fn check_ElicitRequest(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -4581,7 +4703,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "method" => {
                         seen |= 1u128;
-                        node_54(p).map_err(|e| e.at("method"))?;
+                        node_23(p).map_err(|e| e.at("method"))?;
                         true
                     }
                     "params" => {
@@ -4602,10 +4724,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/ElicitResult/properties/_meta/additionalProperties`.
-    fn node_55(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks a value against `#/definitions/ElicitResult/properties/_meta` of the input schema.
     pub fn check_ElicitResultMeta(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -4616,16 +4734,9 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_55(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ElicitResult/properties/content/additionalProperties`.
-    fn node_56(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string() || crate::exact::is_integer(v) || v.is_boolean()) {
-            return Err(Invalid::new("expected string or integer or boolean"));
         }
         Ok(())
     }
@@ -4639,21 +4750,9 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_56(p).map_err(|e| e.at(k.to_string()))?;
+                    node_24(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ElicitResult/properties/action`.
-    fn node_57(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("accept") || v.as_str() == Some("cancel")
-            || v.as_str() == Some("decline"))
-        {
-            return Err(Invalid::new("not one of the allowed values"));
         }
         Ok(())
     }
@@ -4673,7 +4772,7 @@ pub mod checks {
                     }
                     "action" => {
                         seen |= 2u128;
-                        node_57(p).map_err(|e| e.at("action"))?;
+                        node_25(p).map_err(|e| e.at("action"))?;
                         true
                     }
                     "content" => {
@@ -4690,10 +4789,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/EmbeddedResource/properties/_meta/additionalProperties`.
-    fn node_58(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks a value against `#/definitions/EmbeddedResource/properties/_meta` of the input schema.
     pub fn check_EmbeddedResourceMeta(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -4704,28 +4799,18 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_58(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
         }
         Ok(())
     }
     /// Checks `#/definitions/EmbeddedResource/properties/resource`.
-    fn node_59(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_26(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || check_TextResourceContents(v).is_ok()
             || check_BlobResourceContents(v).is_ok())
         {
             return Err(Invalid::new("matches none of the allowed shapes"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/EmbeddedResource/properties/type`.
-    fn node_60(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("resource")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -4749,12 +4834,12 @@ pub mod checks {
                     }
                     "resource" => {
                         seen |= 4u128;
-                        node_59(p).map_err(|e| e.at("resource"))?;
+                        node_26(p).map_err(|e| e.at("resource"))?;
                         true
                     }
                     "type" => {
                         seen |= 8u128;
-                        node_60(p).map_err(|e| e.at("type"))?;
+                        node_27(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -4775,65 +4860,27 @@ pub mod checks {
         check_Result(v)?;
         Ok(())
     }
-    /// Checks `#/definitions/EnumSchema/properties/description`.
-    fn node_61(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/EnumSchema/properties/enum/items`.
-    fn node_62(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks `#/definitions/EnumSchema/properties/enum`.
-    fn node_63(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_28(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_62(item).map_err(|e| e.at(i.to_string()))?;
+                node_2(item).map_err(|e| e.at(i.to_string()))?;
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/EnumSchema/properties/enumNames/items`.
-    fn node_64(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
     /// Checks `#/definitions/EnumSchema/properties/enumNames`.
-    fn node_65(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_29(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_64(item).map_err(|e| e.at(i.to_string()))?;
+                node_2(item).map_err(|e| e.at(i.to_string()))?;
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/EnumSchema/properties/title`.
-    fn node_66(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/EnumSchema/properties/type`.
-    fn node_67(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("string")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -4848,25 +4895,25 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "description" => {
-                        node_61(p).map_err(|e| e.at("description"))?;
+                        node_2(p).map_err(|e| e.at("description"))?;
                         true
                     }
                     "enum" => {
                         seen |= 2u128;
-                        node_63(p).map_err(|e| e.at("enum"))?;
+                        node_28(p).map_err(|e| e.at("enum"))?;
                         true
                     }
                     "enumNames" => {
-                        node_65(p).map_err(|e| e.at("enumNames"))?;
+                        node_29(p).map_err(|e| e.at("enumNames"))?;
                         true
                     }
                     "title" => {
-                        node_66(p).map_err(|e| e.at("title"))?;
+                        node_2(p).map_err(|e| e.at("title"))?;
                         true
                     }
                     "type" => {
                         seen |= 16u128;
-                        node_67(p).map_err(|e| e.at("type"))?;
+                        node_30(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -4882,13 +4929,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/GetPromptRequest/properties/params/properties/arguments/additionalProperties`.
-    fn node_68(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/definitions/GetPromptRequest/properties/params/properties/arguments` of the input schema.
     pub fn check_GetPromptRequestParamsArguments(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -4899,16 +4939,9 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_68(p).map_err(|e| e.at(k.to_string()))?;
+                    node_2(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/GetPromptRequest/properties/params/properties/name`.
-    fn node_69(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
@@ -4929,7 +4962,7 @@ pub mod checks {
                     }
                     "name" => {
                         seen |= 2u128;
-                        node_69(p).map_err(|e| e.at("name"))?;
+                        node_2(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     _ => false,
@@ -4939,16 +4972,6 @@ pub mod checks {
             if seen & 2u128 == 0 {
                 return Err(Invalid::new("missing required property `name`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/GetPromptRequest/properties/method`.
-    fn node_70(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("prompts/get")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -4964,7 +4987,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "method" => {
                         seen |= 1u128;
-                        node_70(p).map_err(|e| e.at("method"))?;
+                        node_31(p).map_err(|e| e.at("method"))?;
                         true
                     }
                     "params" => {
@@ -4985,10 +5008,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/GetPromptResult/properties/_meta/additionalProperties`.
-    fn node_71(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks a value against `#/definitions/GetPromptResult/properties/_meta` of the input schema.
     pub fn check_GetPromptResultMeta(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -4999,21 +5018,14 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_71(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
         }
         Ok(())
     }
-    /// Checks `#/definitions/GetPromptResult/properties/description`.
-    fn node_72(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks `#/definitions/GetPromptResult/properties/messages`.
-    fn node_73(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_32(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -5039,12 +5051,12 @@ pub mod checks {
                         true
                     }
                     "description" => {
-                        node_72(p).map_err(|e| e.at("description"))?;
+                        node_2(p).map_err(|e| e.at("description"))?;
                         true
                     }
                     "messages" => {
                         seen |= 4u128;
-                        node_73(p).map_err(|e| e.at("messages"))?;
+                        node_32(p).map_err(|e| e.at("messages"))?;
                         true
                     }
                     _ => false,
@@ -5057,10 +5069,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/ImageContent/properties/_meta/additionalProperties`.
-    fn node_74(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks a value against `#/definitions/ImageContent/properties/_meta` of the input schema.
     pub fn check_ImageContentMeta(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -5071,33 +5079,9 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_74(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ImageContent/properties/data`.
-    fn node_75(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ImageContent/properties/mimeType`.
-    fn node_76(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ImageContent/properties/type`.
-    fn node_77(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("image")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -5125,17 +5109,17 @@ pub mod checks {
                             }
                             "data" => {
                                 seen |= 4u128;
-                                node_75(p).map_err(|e| e.at("data"))?;
+                                node_2(p).map_err(|e| e.at("data"))?;
                                 true
                             }
                             "mimeType" => {
                                 seen |= 8u128;
-                                node_76(p).map_err(|e| e.at("mimeType"))?;
+                                node_2(p).map_err(|e| e.at("mimeType"))?;
                                 true
                             }
                             "type" => {
                                 seen |= 16u128;
-                                node_77(p).map_err(|e| e.at("type"))?;
+                                node_33(p).map_err(|e| e.at("type"))?;
                                 true
                             }
                             _ => false,
@@ -5156,27 +5140,6 @@ pub mod checks {
             },
         )
     }
-    /// Checks `#/definitions/Implementation/properties/name`.
-    fn node_78(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/Implementation/properties/title`.
-    fn node_79(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/Implementation/properties/version`.
-    fn node_80(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/definitions/Implementation` of the input schema.
     pub fn check_Implementation(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -5189,16 +5152,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "name" => {
                         seen |= 1u128;
-                        node_78(p).map_err(|e| e.at("name"))?;
+                        node_2(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "title" => {
-                        node_79(p).map_err(|e| e.at("title"))?;
+                        node_2(p).map_err(|e| e.at("title"))?;
                         true
                     }
                     "version" => {
                         seen |= 4u128;
-                        node_80(p).map_err(|e| e.at("version"))?;
+                        node_2(p).map_err(|e| e.at("version"))?;
                         true
                     }
                     _ => false,
@@ -5211,13 +5174,6 @@ pub mod checks {
             if seen & 4u128 == 0 {
                 return Err(Invalid::new("missing required property `version`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/InitializeRequest/properties/params/properties/protocolVersion`.
-    fn node_81(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
@@ -5243,7 +5199,7 @@ pub mod checks {
                     }
                     "protocolVersion" => {
                         seen |= 4u128;
-                        node_81(p).map_err(|e| e.at("protocolVersion"))?;
+                        node_2(p).map_err(|e| e.at("protocolVersion"))?;
                         true
                     }
                     _ => false,
@@ -5262,16 +5218,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/InitializeRequest/properties/method`.
-    fn node_82(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("initialize")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/definitions/InitializeRequest` of the input schema.
     pub fn check_InitializeRequest(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -5284,7 +5230,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "method" => {
                         seen |= 1u128;
-                        node_82(p).map_err(|e| e.at("method"))?;
+                        node_34(p).map_err(|e| e.at("method"))?;
                         true
                     }
                     "params" => {
@@ -5305,10 +5251,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/InitializeResult/properties/_meta/additionalProperties`.
-    fn node_83(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks a value against `#/definitions/InitializeResult/properties/_meta` of the input schema.
     pub fn check_InitializeResultMeta(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -5319,23 +5261,9 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_83(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/InitializeResult/properties/instructions`.
-    fn node_84(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/InitializeResult/properties/protocolVersion`.
-    fn node_85(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
@@ -5359,12 +5287,12 @@ pub mod checks {
                         true
                     }
                     "instructions" => {
-                        node_84(p).map_err(|e| e.at("instructions"))?;
+                        node_2(p).map_err(|e| e.at("instructions"))?;
                         true
                     }
                     "protocolVersion" => {
                         seen |= 8u128;
-                        node_85(p).map_err(|e| e.at("protocolVersion"))?;
+                        node_2(p).map_err(|e| e.at("protocolVersion"))?;
                         true
                     }
                     "serverInfo" => {
@@ -5388,10 +5316,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/InitializedNotification/properties/params/properties/_meta/additionalProperties`.
-    fn node_86(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks a value against `#/definitions/InitializedNotification/properties/params/properties/_meta` of the input schema.
     pub fn check_InitializedNotificationParamsMeta(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -5402,14 +5326,10 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_86(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
         }
-        Ok(())
-    }
-    /// Checks `#/definitions/InitializedNotification/properties/params/additionalProperties`.
-    fn node_87(v: &Json<'_>) -> Result<(), Invalid> {
         Ok(())
     }
     /// Checks a value against `#/definitions/InitializedNotification/properties/params` of the input schema.
@@ -5429,19 +5349,9 @@ pub mod checks {
                     _ => false,
                 };
                 if !matched {
-                    node_87(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/InitializedNotification/properties/method`.
-    fn node_88(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("notifications/initialized")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -5457,7 +5367,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "method" => {
                         seen |= 1u128;
-                        node_88(p).map_err(|e| e.at("method"))?;
+                        node_35(p).map_err(|e| e.at("method"))?;
                         true
                     }
                     "params" => {
@@ -5475,24 +5385,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/JSONRPCError/properties/error/properties/code`.
-    fn node_89(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || crate::exact::is_integer(v)) {
-            return Err(Invalid::new("expected integer"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/JSONRPCError/properties/error/properties/data`.
-    fn node_90(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
-    /// Checks `#/definitions/JSONRPCError/properties/error/properties/message`.
-    fn node_91(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/definitions/JSONRPCError/properties/error` of the input schema.
     pub fn check_JSONRPCErrorError(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -5505,16 +5397,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "code" => {
                         seen |= 1u128;
-                        node_89(p).map_err(|e| e.at("code"))?;
+                        node_13(p).map_err(|e| e.at("code"))?;
                         true
                     }
                     "data" => {
-                        node_90(p).map_err(|e| e.at("data"))?;
+                        node_4(p).map_err(|e| e.at("data"))?;
                         true
                     }
                     "message" => {
                         seen |= 4u128;
-                        node_91(p).map_err(|e| e.at("message"))?;
+                        node_2(p).map_err(|e| e.at("message"))?;
                         true
                     }
                     _ => false,
@@ -5527,16 +5419,6 @@ pub mod checks {
             if seen & 4u128 == 0 {
                 return Err(Invalid::new("missing required property `message`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/JSONRPCError/properties/jsonrpc`.
-    fn node_92(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("2.0")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -5562,7 +5444,7 @@ pub mod checks {
                     }
                     "jsonrpc" => {
                         seen |= 4u128;
-                        node_92(p).map_err(|e| e.at("jsonrpc"))?;
+                        node_36(p).map_err(|e| e.at("jsonrpc"))?;
                         true
                     }
                     _ => false,
@@ -5591,10 +5473,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/JSONRPCNotification/properties/params/properties/_meta/additionalProperties`.
-    fn node_93(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks a value against `#/definitions/JSONRPCNotification/properties/params/properties/_meta` of the input schema.
     pub fn check_JSONRPCNotificationParamsMeta(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -5605,14 +5483,10 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_93(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
         }
-        Ok(())
-    }
-    /// Checks `#/definitions/JSONRPCNotification/properties/params/additionalProperties`.
-    fn node_94(v: &Json<'_>) -> Result<(), Invalid> {
         Ok(())
     }
     /// Checks a value against `#/definitions/JSONRPCNotification/properties/params` of the input schema.
@@ -5632,26 +5506,9 @@ pub mod checks {
                     _ => false,
                 };
                 if !matched {
-                    node_94(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/JSONRPCNotification/properties/jsonrpc`.
-    fn node_95(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("2.0")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/JSONRPCNotification/properties/method`.
-    fn node_96(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
@@ -5667,12 +5524,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "jsonrpc" => {
                         seen |= 1u128;
-                        node_95(p).map_err(|e| e.at("jsonrpc"))?;
+                        node_36(p).map_err(|e| e.at("jsonrpc"))?;
                         true
                     }
                     "method" => {
                         seen |= 2u128;
-                        node_96(p).map_err(|e| e.at("method"))?;
+                        node_2(p).map_err(|e| e.at("method"))?;
                         true
                     }
                     "params" => {
@@ -5692,10 +5549,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/JSONRPCRequest/properties/params/properties/_meta/additionalProperties`.
-    fn node_97(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks a value against `#/definitions/JSONRPCRequest/properties/params/properties/_meta` of the input schema.
     pub fn check_JSONRPCRequestParamsMeta(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -5712,14 +5565,10 @@ pub mod checks {
                     _ => false,
                 };
                 if !matched {
-                    node_97(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
         }
-        Ok(())
-    }
-    /// Checks `#/definitions/JSONRPCRequest/properties/params/additionalProperties`.
-    fn node_98(v: &Json<'_>) -> Result<(), Invalid> {
         Ok(())
     }
     /// Checks a value against `#/definitions/JSONRPCRequest/properties/params` of the input schema.
@@ -5738,26 +5587,9 @@ pub mod checks {
                     _ => false,
                 };
                 if !matched {
-                    node_98(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/JSONRPCRequest/properties/jsonrpc`.
-    fn node_99(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("2.0")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/JSONRPCRequest/properties/method`.
-    fn node_100(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
@@ -5778,12 +5610,12 @@ pub mod checks {
                     }
                     "jsonrpc" => {
                         seen |= 2u128;
-                        node_99(p).map_err(|e| e.at("jsonrpc"))?;
+                        node_36(p).map_err(|e| e.at("jsonrpc"))?;
                         true
                     }
                     "method" => {
                         seen |= 4u128;
-                        node_100(p).map_err(|e| e.at("method"))?;
+                        node_2(p).map_err(|e| e.at("method"))?;
                         true
                     }
                     "params" => {
@@ -5806,16 +5638,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/JSONRPCResponse/properties/jsonrpc`.
-    fn node_101(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("2.0")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/definitions/JSONRPCResponse` of the input schema.
     pub fn check_JSONRPCResponse(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -5833,7 +5655,7 @@ pub mod checks {
                     }
                     "jsonrpc" => {
                         seen |= 2u128;
-                        node_101(p).map_err(|e| e.at("jsonrpc"))?;
+                        node_36(p).map_err(|e| e.at("jsonrpc"))?;
                         true
                     }
                     "result" => {
@@ -5857,13 +5679,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/ListPromptsRequest/properties/params/properties/cursor`.
-    fn node_102(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/definitions/ListPromptsRequest/properties/params` of the input schema.
     pub fn check_ListPromptsRequestParams(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -5874,23 +5689,13 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "cursor" => {
-                        node_102(p).map_err(|e| e.at("cursor"))?;
+                        node_2(p).map_err(|e| e.at("cursor"))?;
                         true
                     }
                     _ => false,
                 };
                 if !matched {}
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ListPromptsRequest/properties/method`.
-    fn node_103(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("prompts/list")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -5906,7 +5711,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "method" => {
                         seen |= 1u128;
-                        node_103(p).map_err(|e| e.at("method"))?;
+                        node_37(p).map_err(|e| e.at("method"))?;
                         true
                     }
                     "params" => {
@@ -5923,10 +5728,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/ListPromptsResult/properties/_meta/additionalProperties`.
-    fn node_104(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks a value against `#/definitions/ListPromptsResult/properties/_meta` of the input schema.
     pub fn check_ListPromptsResultMeta(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -5937,21 +5738,14 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_104(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
         }
         Ok(())
     }
-    /// Checks `#/definitions/ListPromptsResult/properties/nextCursor`.
-    fn node_105(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks `#/definitions/ListPromptsResult/properties/prompts`.
-    fn node_106(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_38(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -5977,12 +5771,12 @@ pub mod checks {
                         true
                     }
                     "nextCursor" => {
-                        node_105(p).map_err(|e| e.at("nextCursor"))?;
+                        node_2(p).map_err(|e| e.at("nextCursor"))?;
                         true
                     }
                     "prompts" => {
                         seen |= 4u128;
-                        node_106(p).map_err(|e| e.at("prompts"))?;
+                        node_38(p).map_err(|e| e.at("prompts"))?;
                         true
                     }
                     _ => false,
@@ -5992,13 +5786,6 @@ pub mod checks {
             if seen & 4u128 == 0 {
                 return Err(Invalid::new("missing required property `prompts`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ListResourceTemplatesRequest/properties/params/properties/cursor`.
-    fn node_107(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
@@ -6014,23 +5801,13 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "cursor" => {
-                        node_107(p).map_err(|e| e.at("cursor"))?;
+                        node_2(p).map_err(|e| e.at("cursor"))?;
                         true
                     }
                     _ => false,
                 };
                 if !matched {}
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ListResourceTemplatesRequest/properties/method`.
-    fn node_108(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("resources/templates/list")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -6046,7 +5823,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "method" => {
                         seen |= 1u128;
-                        node_108(p).map_err(|e| e.at("method"))?;
+                        node_39(p).map_err(|e| e.at("method"))?;
                         true
                     }
                     "params" => {
@@ -6064,10 +5841,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/ListResourceTemplatesResult/properties/_meta/additionalProperties`.
-    fn node_109(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks a value against `#/definitions/ListResourceTemplatesResult/properties/_meta` of the input schema.
     pub fn check_ListResourceTemplatesResultMeta(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -6078,21 +5851,14 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_109(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
         }
         Ok(())
     }
-    /// Checks `#/definitions/ListResourceTemplatesResult/properties/nextCursor`.
-    fn node_110(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks `#/definitions/ListResourceTemplatesResult/properties/resourceTemplates`.
-    fn node_111(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_40(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -6119,12 +5885,12 @@ pub mod checks {
                         true
                     }
                     "nextCursor" => {
-                        node_110(p).map_err(|e| e.at("nextCursor"))?;
+                        node_2(p).map_err(|e| e.at("nextCursor"))?;
                         true
                     }
                     "resourceTemplates" => {
                         seen |= 4u128;
-                        node_111(p).map_err(|e| e.at("resourceTemplates"))?;
+                        node_40(p).map_err(|e| e.at("resourceTemplates"))?;
                         true
                     }
                     _ => false,
@@ -6139,13 +5905,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/ListResourcesRequest/properties/params/properties/cursor`.
-    fn node_112(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/definitions/ListResourcesRequest/properties/params` of the input schema.
     pub fn check_ListResourcesRequestParams(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -6156,23 +5915,13 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "cursor" => {
-                        node_112(p).map_err(|e| e.at("cursor"))?;
+                        node_2(p).map_err(|e| e.at("cursor"))?;
                         true
                     }
                     _ => false,
                 };
                 if !matched {}
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ListResourcesRequest/properties/method`.
-    fn node_113(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("resources/list")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -6188,7 +5937,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "method" => {
                         seen |= 1u128;
-                        node_113(p).map_err(|e| e.at("method"))?;
+                        node_41(p).map_err(|e| e.at("method"))?;
                         true
                     }
                     "params" => {
@@ -6205,10 +5954,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/ListResourcesResult/properties/_meta/additionalProperties`.
-    fn node_114(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks a value against `#/definitions/ListResourcesResult/properties/_meta` of the input schema.
     pub fn check_ListResourcesResultMeta(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -6219,21 +5964,14 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_114(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
         }
         Ok(())
     }
-    /// Checks `#/definitions/ListResourcesResult/properties/nextCursor`.
-    fn node_115(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks `#/definitions/ListResourcesResult/properties/resources`.
-    fn node_116(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_42(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -6259,12 +5997,12 @@ pub mod checks {
                         true
                     }
                     "nextCursor" => {
-                        node_115(p).map_err(|e| e.at("nextCursor"))?;
+                        node_2(p).map_err(|e| e.at("nextCursor"))?;
                         true
                     }
                     "resources" => {
                         seen |= 4u128;
-                        node_116(p).map_err(|e| e.at("resources"))?;
+                        node_42(p).map_err(|e| e.at("resources"))?;
                         true
                     }
                     _ => false,
@@ -6275,10 +6013,6 @@ pub mod checks {
                 return Err(Invalid::new("missing required property `resources`"));
             }
         }
-        Ok(())
-    }
-    /// Checks `#/definitions/ListRootsRequest/properties/params/properties/_meta/additionalProperties`.
-    fn node_117(v: &Json<'_>) -> Result<(), Invalid> {
         Ok(())
     }
     /// Checks a value against `#/definitions/ListRootsRequest/properties/params/properties/_meta` of the input schema.
@@ -6297,14 +6031,10 @@ pub mod checks {
                     _ => false,
                 };
                 if !matched {
-                    node_117(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
         }
-        Ok(())
-    }
-    /// Checks `#/definitions/ListRootsRequest/properties/params/additionalProperties`.
-    fn node_118(v: &Json<'_>) -> Result<(), Invalid> {
         Ok(())
     }
     /// Checks a value against `#/definitions/ListRootsRequest/properties/params` of the input schema.
@@ -6323,19 +6053,9 @@ pub mod checks {
                     _ => false,
                 };
                 if !matched {
-                    node_118(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ListRootsRequest/properties/method`.
-    fn node_119(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("roots/list")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -6351,7 +6071,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "method" => {
                         seen |= 1u128;
-                        node_119(p).map_err(|e| e.at("method"))?;
+                        node_43(p).map_err(|e| e.at("method"))?;
                         true
                     }
                     "params" => {
@@ -6368,10 +6088,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/ListRootsResult/properties/_meta/additionalProperties`.
-    fn node_120(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks a value against `#/definitions/ListRootsResult/properties/_meta` of the input schema.
     pub fn check_ListRootsResultMeta(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -6382,14 +6098,14 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_120(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
         }
         Ok(())
     }
     /// Checks `#/definitions/ListRootsResult/properties/roots`.
-    fn node_121(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_44(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -6416,7 +6132,7 @@ pub mod checks {
                     }
                     "roots" => {
                         seen |= 2u128;
-                        node_121(p).map_err(|e| e.at("roots"))?;
+                        node_44(p).map_err(|e| e.at("roots"))?;
                         true
                     }
                     _ => false,
@@ -6426,13 +6142,6 @@ pub mod checks {
             if seen & 2u128 == 0 {
                 return Err(Invalid::new("missing required property `roots`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ListToolsRequest/properties/params/properties/cursor`.
-    fn node_122(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
@@ -6446,23 +6155,13 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "cursor" => {
-                        node_122(p).map_err(|e| e.at("cursor"))?;
+                        node_2(p).map_err(|e| e.at("cursor"))?;
                         true
                     }
                     _ => false,
                 };
                 if !matched {}
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ListToolsRequest/properties/method`.
-    fn node_123(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("tools/list")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -6478,7 +6177,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "method" => {
                         seen |= 1u128;
-                        node_123(p).map_err(|e| e.at("method"))?;
+                        node_45(p).map_err(|e| e.at("method"))?;
                         true
                     }
                     "params" => {
@@ -6495,10 +6194,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/ListToolsResult/properties/_meta/additionalProperties`.
-    fn node_124(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks a value against `#/definitions/ListToolsResult/properties/_meta` of the input schema.
     pub fn check_ListToolsResultMeta(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -6509,21 +6204,14 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_124(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
         }
         Ok(())
     }
-    /// Checks `#/definitions/ListToolsResult/properties/nextCursor`.
-    fn node_125(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks `#/definitions/ListToolsResult/properties/tools`.
-    fn node_126(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_46(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -6549,12 +6237,12 @@ pub mod checks {
                         true
                     }
                     "nextCursor" => {
-                        node_125(p).map_err(|e| e.at("nextCursor"))?;
+                        node_2(p).map_err(|e| e.at("nextCursor"))?;
                         true
                     }
                     "tools" => {
                         seen |= 4u128;
-                        node_126(p).map_err(|e| e.at("tools"))?;
+                        node_46(p).map_err(|e| e.at("tools"))?;
                         true
                     }
                     _ => false,
@@ -6581,17 +6269,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/LoggingMessageNotification/properties/params/properties/data`.
-    fn node_127(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
-    /// Checks `#/definitions/LoggingMessageNotification/properties/params/properties/logger`.
-    fn node_128(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/definitions/LoggingMessageNotification/properties/params` of the input schema.
     pub fn check_LoggingMessageNotificationParams(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -6604,7 +6281,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "data" => {
                         seen |= 1u128;
-                        node_127(p).map_err(|e| e.at("data"))?;
+                        node_4(p).map_err(|e| e.at("data"))?;
                         true
                     }
                     "level" => {
@@ -6613,7 +6290,7 @@ pub mod checks {
                         true
                     }
                     "logger" => {
-                        node_128(p).map_err(|e| e.at("logger"))?;
+                        node_2(p).map_err(|e| e.at("logger"))?;
                         true
                     }
                     _ => false,
@@ -6629,16 +6306,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/LoggingMessageNotification/properties/method`.
-    fn node_129(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("notifications/message")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/definitions/LoggingMessageNotification` of the input schema.
     pub fn check_LoggingMessageNotification(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -6651,7 +6318,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "method" => {
                         seen |= 1u128;
-                        node_129(p).map_err(|e| e.at("method"))?;
+                        node_47(p).map_err(|e| e.at("method"))?;
                         true
                     }
                     "params" => {
@@ -6673,13 +6340,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/ModelHint/properties/name`.
-    fn node_130(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/definitions/ModelHint` of the input schema.
     pub fn check_ModelHint(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -6690,7 +6350,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "name" => {
-                        node_130(p).map_err(|e| e.at("name"))?;
+                        node_2(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     _ => false,
@@ -6700,77 +6360,14 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/ModelPreferences/properties/costPriority`.
-    fn node_131(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_number()) {
-            return Err(Invalid::new("expected number"));
-        }
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(1i128)),
-                ::std::cmp::Ordering::Greater
-            ) {
-                return Err(Invalid::new("above the maximum"));
-            }
-        }
-        Ok(())
-    }
     /// Checks `#/definitions/ModelPreferences/properties/hints`.
-    fn node_132(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_48(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
                 check_ModelHint(item).map_err(|e| e.at(i.to_string()))?;
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ModelPreferences/properties/intelligencePriority`.
-    fn node_133(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_number()) {
-            return Err(Invalid::new("expected number"));
-        }
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(1i128)),
-                ::std::cmp::Ordering::Greater
-            ) {
-                return Err(Invalid::new("above the maximum"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ModelPreferences/properties/speedPriority`.
-    fn node_134(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_number()) {
-            return Err(Invalid::new("expected number"));
-        }
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(1i128)),
-                ::std::cmp::Ordering::Greater
-            ) {
-                return Err(Invalid::new("above the maximum"));
             }
         }
         Ok(())
@@ -6785,19 +6382,19 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "costPriority" => {
-                        node_131(p).map_err(|e| e.at("costPriority"))?;
+                        node_3(p).map_err(|e| e.at("costPriority"))?;
                         true
                     }
                     "hints" => {
-                        node_132(p).map_err(|e| e.at("hints"))?;
+                        node_48(p).map_err(|e| e.at("hints"))?;
                         true
                     }
                     "intelligencePriority" => {
-                        node_133(p).map_err(|e| e.at("intelligencePriority"))?;
+                        node_3(p).map_err(|e| e.at("intelligencePriority"))?;
                         true
                     }
                     "speedPriority" => {
-                        node_134(p).map_err(|e| e.at("speedPriority"))?;
+                        node_3(p).map_err(|e| e.at("speedPriority"))?;
                         true
                     }
                     _ => false,
@@ -6805,10 +6402,6 @@ pub mod checks {
                 if !matched {}
             }
         }
-        Ok(())
-    }
-    /// Checks `#/definitions/Notification/properties/params/properties/_meta/additionalProperties`.
-    fn node_135(v: &Json<'_>) -> Result<(), Invalid> {
         Ok(())
     }
     /// Checks a value against `#/definitions/Notification/properties/params/properties/_meta` of the input schema.
@@ -6821,14 +6414,10 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_135(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
         }
-        Ok(())
-    }
-    /// Checks `#/definitions/Notification/properties/params/additionalProperties`.
-    fn node_136(v: &Json<'_>) -> Result<(), Invalid> {
         Ok(())
     }
     /// Checks a value against `#/definitions/Notification/properties/params` of the input schema.
@@ -6847,16 +6436,9 @@ pub mod checks {
                     _ => false,
                 };
                 if !matched {
-                    node_136(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/Notification/properties/method`.
-    fn node_137(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
@@ -6872,7 +6454,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "method" => {
                         seen |= 1u128;
-                        node_137(p).map_err(|e| e.at("method"))?;
+                        node_2(p).map_err(|e| e.at("method"))?;
                         true
                     }
                     "params" => {
@@ -6889,44 +6471,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/NumberSchema/properties/description`.
-    fn node_138(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/NumberSchema/properties/maximum`.
-    fn node_139(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || crate::exact::is_integer(v)) {
-            return Err(Invalid::new("expected integer"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/NumberSchema/properties/minimum`.
-    fn node_140(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || crate::exact::is_integer(v)) {
-            return Err(Invalid::new("expected integer"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/NumberSchema/properties/title`.
-    fn node_141(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/NumberSchema/properties/type`.
-    fn node_142(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("integer") || v.as_str() == Some("number")) {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/definitions/NumberSchema` of the input schema.
     pub fn check_NumberSchema(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -6938,24 +6482,24 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "description" => {
-                        node_138(p).map_err(|e| e.at("description"))?;
+                        node_2(p).map_err(|e| e.at("description"))?;
                         true
                     }
                     "maximum" => {
-                        node_139(p).map_err(|e| e.at("maximum"))?;
+                        node_13(p).map_err(|e| e.at("maximum"))?;
                         true
                     }
                     "minimum" => {
-                        node_140(p).map_err(|e| e.at("minimum"))?;
+                        node_13(p).map_err(|e| e.at("minimum"))?;
                         true
                     }
                     "title" => {
-                        node_141(p).map_err(|e| e.at("title"))?;
+                        node_2(p).map_err(|e| e.at("title"))?;
                         true
                     }
                     "type" => {
                         seen |= 16u128;
-                        node_142(p).map_err(|e| e.at("type"))?;
+                        node_49(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -6965,13 +6509,6 @@ pub mod checks {
             if seen & 16u128 == 0 {
                 return Err(Invalid::new("missing required property `type`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/PaginatedRequest/properties/params/properties/cursor`.
-    fn node_143(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
@@ -6985,20 +6522,13 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "cursor" => {
-                        node_143(p).map_err(|e| e.at("cursor"))?;
+                        node_2(p).map_err(|e| e.at("cursor"))?;
                         true
                     }
                     _ => false,
                 };
                 if !matched {}
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/PaginatedRequest/properties/method`.
-    fn node_144(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
@@ -7014,7 +6544,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "method" => {
                         seen |= 1u128;
-                        node_144(p).map_err(|e| e.at("method"))?;
+                        node_2(p).map_err(|e| e.at("method"))?;
                         true
                     }
                     "params" => {
@@ -7031,10 +6561,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/PaginatedResult/properties/_meta/additionalProperties`.
-    fn node_145(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks a value against `#/definitions/PaginatedResult/properties/_meta` of the input schema.
     pub fn check_PaginatedResultMeta(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -7045,16 +6571,9 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_145(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/PaginatedResult/properties/nextCursor`.
-    fn node_146(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
@@ -7072,7 +6591,7 @@ pub mod checks {
                         true
                     }
                     "nextCursor" => {
-                        node_146(p).map_err(|e| e.at("nextCursor"))?;
+                        node_2(p).map_err(|e| e.at("nextCursor"))?;
                         true
                     }
                     _ => false,
@@ -7080,10 +6599,6 @@ pub mod checks {
                 if !matched {}
             }
         }
-        Ok(())
-    }
-    /// Checks `#/definitions/PingRequest/properties/params/properties/_meta/additionalProperties`.
-    fn node_147(v: &Json<'_>) -> Result<(), Invalid> {
         Ok(())
     }
     /// Checks a value against `#/definitions/PingRequest/properties/params/properties/_meta` of the input schema.
@@ -7102,14 +6617,10 @@ pub mod checks {
                     _ => false,
                 };
                 if !matched {
-                    node_147(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
         }
-        Ok(())
-    }
-    /// Checks `#/definitions/PingRequest/properties/params/additionalProperties`.
-    fn node_148(v: &Json<'_>) -> Result<(), Invalid> {
         Ok(())
     }
     /// Checks a value against `#/definitions/PingRequest/properties/params` of the input schema.
@@ -7128,19 +6639,9 @@ pub mod checks {
                     _ => false,
                 };
                 if !matched {
-                    node_148(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/PingRequest/properties/method`.
-    fn node_149(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("ping")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -7160,7 +6661,7 @@ pub mod checks {
                         let mut matched = match &**k {
                             "method" => {
                                 seen |= 1u128;
-                                node_149(p).map_err(|e| e.at("method"))?;
+                                node_50(p).map_err(|e| e.at("method"))?;
                                 true
                             }
                             "params" => {
@@ -7188,27 +6689,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/ProgressNotification/properties/params/properties/message`.
-    fn node_150(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ProgressNotification/properties/params/properties/progress`.
-    fn node_151(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_number()) {
-            return Err(Invalid::new("expected number"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ProgressNotification/properties/params/properties/total`.
-    fn node_152(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_number()) {
-            return Err(Invalid::new("expected number"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/definitions/ProgressNotification/properties/params` of the input schema.
     pub fn check_ProgressNotificationParams(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -7220,12 +6700,12 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "message" => {
-                        node_150(p).map_err(|e| e.at("message"))?;
+                        node_2(p).map_err(|e| e.at("message"))?;
                         true
                     }
                     "progress" => {
                         seen |= 2u128;
-                        node_151(p).map_err(|e| e.at("progress"))?;
+                        node_18(p).map_err(|e| e.at("progress"))?;
                         true
                     }
                     "progressToken" => {
@@ -7234,7 +6714,7 @@ pub mod checks {
                         true
                     }
                     "total" => {
-                        node_152(p).map_err(|e| e.at("total"))?;
+                        node_18(p).map_err(|e| e.at("total"))?;
                         true
                     }
                     _ => false,
@@ -7247,16 +6727,6 @@ pub mod checks {
             if seen & 4u128 == 0 {
                 return Err(Invalid::new("missing required property `progressToken`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ProgressNotification/properties/method`.
-    fn node_153(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("notifications/progress")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -7276,7 +6746,7 @@ pub mod checks {
                         let mut matched = match &**k {
                             "method" => {
                                 seen |= 1u128;
-                                node_153(p).map_err(|e| e.at("method"))?;
+                                node_51(p).map_err(|e| e.at("method"))?;
                                 true
                             }
                             "params" => {
@@ -7307,10 +6777,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/Prompt/properties/_meta/additionalProperties`.
-    fn node_154(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks a value against `#/definitions/Prompt/properties/_meta` of the input schema.
     pub fn check_PromptMeta(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -7321,14 +6787,14 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_154(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
         }
         Ok(())
     }
     /// Checks `#/definitions/Prompt/properties/arguments`.
-    fn node_155(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_52(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
@@ -7336,27 +6802,6 @@ pub mod checks {
             for (i, item) in a.iter().enumerate().skip(0usize) {
                 check_PromptArgument(item).map_err(|e| e.at(i.to_string()))?;
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/Prompt/properties/description`.
-    fn node_156(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/Prompt/properties/name`.
-    fn node_157(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/Prompt/properties/title`.
-    fn node_158(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
@@ -7375,20 +6820,20 @@ pub mod checks {
                         true
                     }
                     "arguments" => {
-                        node_155(p).map_err(|e| e.at("arguments"))?;
+                        node_52(p).map_err(|e| e.at("arguments"))?;
                         true
                     }
                     "description" => {
-                        node_156(p).map_err(|e| e.at("description"))?;
+                        node_2(p).map_err(|e| e.at("description"))?;
                         true
                     }
                     "name" => {
                         seen |= 8u128;
-                        node_157(p).map_err(|e| e.at("name"))?;
+                        node_2(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "title" => {
-                        node_158(p).map_err(|e| e.at("title"))?;
+                        node_2(p).map_err(|e| e.at("title"))?;
                         true
                     }
                     _ => false,
@@ -7398,34 +6843,6 @@ pub mod checks {
             if seen & 8u128 == 0 {
                 return Err(Invalid::new("missing required property `name`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/PromptArgument/properties/description`.
-    fn node_159(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/PromptArgument/properties/name`.
-    fn node_160(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/PromptArgument/properties/required`.
-    fn node_161(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_boolean()) {
-            return Err(Invalid::new("expected boolean"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/PromptArgument/properties/title`.
-    fn node_162(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
@@ -7440,20 +6857,20 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "description" => {
-                        node_159(p).map_err(|e| e.at("description"))?;
+                        node_2(p).map_err(|e| e.at("description"))?;
                         true
                     }
                     "name" => {
                         seen |= 2u128;
-                        node_160(p).map_err(|e| e.at("name"))?;
+                        node_2(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "required" => {
-                        node_161(p).map_err(|e| e.at("required"))?;
+                        node_6(p).map_err(|e| e.at("required"))?;
                         true
                     }
                     "title" => {
-                        node_162(p).map_err(|e| e.at("title"))?;
+                        node_2(p).map_err(|e| e.at("title"))?;
                         true
                     }
                     _ => false,
@@ -7464,10 +6881,6 @@ pub mod checks {
                 return Err(Invalid::new("missing required property `name`"));
             }
         }
-        Ok(())
-    }
-    /// Checks `#/definitions/PromptListChangedNotification/properties/params/properties/_meta/additionalProperties`.
-    fn node_163(v: &Json<'_>) -> Result<(), Invalid> {
         Ok(())
     }
     /// Checks a value against `#/definitions/PromptListChangedNotification/properties/params/properties/_meta` of the input schema.
@@ -7482,14 +6895,10 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_163(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
         }
-        Ok(())
-    }
-    /// Checks `#/definitions/PromptListChangedNotification/properties/params/additionalProperties`.
-    fn node_164(v: &Json<'_>) -> Result<(), Invalid> {
         Ok(())
     }
     /// Checks a value against `#/definitions/PromptListChangedNotification/properties/params` of the input schema.
@@ -7511,19 +6920,9 @@ pub mod checks {
                     _ => false,
                 };
                 if !matched {
-                    node_164(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/PromptListChangedNotification/properties/method`.
-    fn node_165(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("notifications/prompts/list_changed")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -7539,7 +6938,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "method" => {
                         seen |= 1u128;
-                        node_165(p).map_err(|e| e.at("method"))?;
+                        node_53(p).map_err(|e| e.at("method"))?;
                         true
                     }
                     "params" => {
@@ -7590,30 +6989,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/PromptReference/properties/name`.
-    fn node_166(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/PromptReference/properties/title`.
-    fn node_167(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/PromptReference/properties/type`.
-    fn node_168(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("ref/prompt")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/definitions/PromptReference` of the input schema.
     pub fn check_PromptReference(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -7626,16 +7001,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "name" => {
                         seen |= 1u128;
-                        node_166(p).map_err(|e| e.at("name"))?;
+                        node_2(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "title" => {
-                        node_167(p).map_err(|e| e.at("title"))?;
+                        node_2(p).map_err(|e| e.at("title"))?;
                         true
                     }
                     "type" => {
                         seen |= 4u128;
-                        node_168(p).map_err(|e| e.at("type"))?;
+                        node_54(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -7651,13 +7026,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/ReadResourceRequest/properties/params/properties/uri`.
-    fn node_169(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/definitions/ReadResourceRequest/properties/params` of the input schema.
     pub fn check_ReadResourceRequestParams(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -7670,7 +7038,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "uri" => {
                         seen |= 1u128;
-                        node_169(p).map_err(|e| e.at("uri"))?;
+                        node_2(p).map_err(|e| e.at("uri"))?;
                         true
                     }
                     _ => false,
@@ -7680,16 +7048,6 @@ pub mod checks {
             if seen & 1u128 == 0 {
                 return Err(Invalid::new("missing required property `uri`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ReadResourceRequest/properties/method`.
-    fn node_170(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("resources/read")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -7705,7 +7063,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "method" => {
                         seen |= 1u128;
-                        node_170(p).map_err(|e| e.at("method"))?;
+                        node_55(p).map_err(|e| e.at("method"))?;
                         true
                     }
                     "params" => {
@@ -7726,10 +7084,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/ReadResourceResult/properties/_meta/additionalProperties`.
-    fn node_171(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks a value against `#/definitions/ReadResourceResult/properties/_meta` of the input schema.
     pub fn check_ReadResourceResultMeta(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -7740,14 +7094,14 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_171(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
         }
         Ok(())
     }
     /// Checks `#/definitions/ReadResourceResult/properties/contents/items`.
-    fn node_172(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_56(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || check_TextResourceContents(v).is_ok()
             || check_BlobResourceContents(v).is_ok())
         {
@@ -7756,13 +7110,13 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/definitions/ReadResourceResult/properties/contents`.
-    fn node_173(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_57(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_172(item).map_err(|e| e.at(i.to_string()))?;
+                node_56(item).map_err(|e| e.at(i.to_string()))?;
             }
         }
         Ok(())
@@ -7783,7 +7137,7 @@ pub mod checks {
                     }
                     "contents" => {
                         seen |= 2u128;
-                        node_173(p).map_err(|e| e.at("contents"))?;
+                        node_57(p).map_err(|e| e.at("contents"))?;
                         true
                     }
                     _ => false,
@@ -7794,10 +7148,6 @@ pub mod checks {
                 return Err(Invalid::new("missing required property `contents`"));
             }
         }
-        Ok(())
-    }
-    /// Checks `#/definitions/Request/properties/params/properties/_meta/additionalProperties`.
-    fn node_174(v: &Json<'_>) -> Result<(), Invalid> {
         Ok(())
     }
     /// Checks a value against `#/definitions/Request/properties/params/properties/_meta` of the input schema.
@@ -7816,14 +7166,10 @@ pub mod checks {
                     _ => false,
                 };
                 if !matched {
-                    node_174(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
         }
-        Ok(())
-    }
-    /// Checks `#/definitions/Request/properties/params/additionalProperties`.
-    fn node_175(v: &Json<'_>) -> Result<(), Invalid> {
         Ok(())
     }
     /// Checks a value against `#/definitions/Request/properties/params` of the input schema.
@@ -7842,16 +7188,9 @@ pub mod checks {
                     _ => false,
                 };
                 if !matched {
-                    node_175(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/Request/properties/method`.
-    fn node_176(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
@@ -7867,7 +7206,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "method" => {
                         seen |= 1u128;
-                        node_176(p).map_err(|e| e.at("method"))?;
+                        node_2(p).map_err(|e| e.at("method"))?;
                         true
                     }
                     "params" => {
@@ -7891,10 +7230,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/Resource/properties/_meta/additionalProperties`.
-    fn node_177(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks a value against `#/definitions/Resource/properties/_meta` of the input schema.
     pub fn check_ResourceMeta(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -7905,51 +7240,9 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_177(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/Resource/properties/description`.
-    fn node_178(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/Resource/properties/mimeType`.
-    fn node_179(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/Resource/properties/name`.
-    fn node_180(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/Resource/properties/size`.
-    fn node_181(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || crate::exact::is_integer(v)) {
-            return Err(Invalid::new("expected integer"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/Resource/properties/title`.
-    fn node_182(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/Resource/properties/uri`.
-    fn node_183(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
@@ -7972,29 +7265,29 @@ pub mod checks {
                         true
                     }
                     "description" => {
-                        node_178(p).map_err(|e| e.at("description"))?;
+                        node_2(p).map_err(|e| e.at("description"))?;
                         true
                     }
                     "mimeType" => {
-                        node_179(p).map_err(|e| e.at("mimeType"))?;
+                        node_2(p).map_err(|e| e.at("mimeType"))?;
                         true
                     }
                     "name" => {
                         seen |= 16u128;
-                        node_180(p).map_err(|e| e.at("name"))?;
+                        node_2(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "size" => {
-                        node_181(p).map_err(|e| e.at("size"))?;
+                        node_13(p).map_err(|e| e.at("size"))?;
                         true
                     }
                     "title" => {
-                        node_182(p).map_err(|e| e.at("title"))?;
+                        node_2(p).map_err(|e| e.at("title"))?;
                         true
                     }
                     "uri" => {
                         seen |= 128u128;
-                        node_183(p).map_err(|e| e.at("uri"))?;
+                        node_2(p).map_err(|e| e.at("uri"))?;
                         true
                     }
                     _ => false,
@@ -8010,10 +7303,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/ResourceContents/properties/_meta/additionalProperties`.
-    fn node_184(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks a value against `#/definitions/ResourceContents/properties/_meta` of the input schema.
     pub fn check_ResourceContentsMeta(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -8024,23 +7313,9 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_184(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ResourceContents/properties/mimeType`.
-    fn node_185(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ResourceContents/properties/uri`.
-    fn node_186(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
@@ -8059,12 +7334,12 @@ pub mod checks {
                         true
                     }
                     "mimeType" => {
-                        node_185(p).map_err(|e| e.at("mimeType"))?;
+                        node_2(p).map_err(|e| e.at("mimeType"))?;
                         true
                     }
                     "uri" => {
                         seen |= 4u128;
-                        node_186(p).map_err(|e| e.at("uri"))?;
+                        node_2(p).map_err(|e| e.at("uri"))?;
                         true
                     }
                     _ => false,
@@ -8077,10 +7352,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/ResourceLink/properties/_meta/additionalProperties`.
-    fn node_187(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks a value against `#/definitions/ResourceLink/properties/_meta` of the input schema.
     pub fn check_ResourceLinkMeta(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -8091,61 +7362,9 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_187(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ResourceLink/properties/description`.
-    fn node_188(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ResourceLink/properties/mimeType`.
-    fn node_189(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ResourceLink/properties/name`.
-    fn node_190(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ResourceLink/properties/size`.
-    fn node_191(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || crate::exact::is_integer(v)) {
-            return Err(Invalid::new("expected integer"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ResourceLink/properties/title`.
-    fn node_192(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ResourceLink/properties/type`.
-    fn node_193(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("resource_link")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ResourceLink/properties/uri`.
-    fn node_194(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
@@ -8168,34 +7387,34 @@ pub mod checks {
                         true
                     }
                     "description" => {
-                        node_188(p).map_err(|e| e.at("description"))?;
+                        node_2(p).map_err(|e| e.at("description"))?;
                         true
                     }
                     "mimeType" => {
-                        node_189(p).map_err(|e| e.at("mimeType"))?;
+                        node_2(p).map_err(|e| e.at("mimeType"))?;
                         true
                     }
                     "name" => {
                         seen |= 16u128;
-                        node_190(p).map_err(|e| e.at("name"))?;
+                        node_2(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "size" => {
-                        node_191(p).map_err(|e| e.at("size"))?;
+                        node_13(p).map_err(|e| e.at("size"))?;
                         true
                     }
                     "title" => {
-                        node_192(p).map_err(|e| e.at("title"))?;
+                        node_2(p).map_err(|e| e.at("title"))?;
                         true
                     }
                     "type" => {
                         seen |= 128u128;
-                        node_193(p).map_err(|e| e.at("type"))?;
+                        node_58(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     "uri" => {
                         seen |= 256u128;
-                        node_194(p).map_err(|e| e.at("uri"))?;
+                        node_2(p).map_err(|e| e.at("uri"))?;
                         true
                     }
                     _ => false,
@@ -8214,10 +7433,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/ResourceListChangedNotification/properties/params/properties/_meta/additionalProperties`.
-    fn node_195(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks a value against `#/definitions/ResourceListChangedNotification/properties/params/properties/_meta` of the input schema.
     pub fn check_ResourceListChangedNotificationParamsMeta(
         v: &Json<'_>,
@@ -8230,14 +7445,10 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_195(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
         }
-        Ok(())
-    }
-    /// Checks `#/definitions/ResourceListChangedNotification/properties/params/additionalProperties`.
-    fn node_196(v: &Json<'_>) -> Result<(), Invalid> {
         Ok(())
     }
     /// Checks a value against `#/definitions/ResourceListChangedNotification/properties/params` of the input schema.
@@ -8259,19 +7470,9 @@ pub mod checks {
                     _ => false,
                 };
                 if !matched {
-                    node_196(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ResourceListChangedNotification/properties/method`.
-    fn node_197(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("notifications/resources/list_changed")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -8287,7 +7488,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "method" => {
                         seen |= 1u128;
-                        node_197(p).map_err(|e| e.at("method"))?;
+                        node_59(p).map_err(|e| e.at("method"))?;
                         true
                     }
                     "params" => {
@@ -8305,10 +7506,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/ResourceTemplate/properties/_meta/additionalProperties`.
-    fn node_198(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks a value against `#/definitions/ResourceTemplate/properties/_meta` of the input schema.
     pub fn check_ResourceTemplateMeta(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -8319,44 +7516,9 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_198(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ResourceTemplate/properties/description`.
-    fn node_199(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ResourceTemplate/properties/mimeType`.
-    fn node_200(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ResourceTemplate/properties/name`.
-    fn node_201(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ResourceTemplate/properties/title`.
-    fn node_202(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ResourceTemplate/properties/uriTemplate`.
-    fn node_203(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
@@ -8379,25 +7541,25 @@ pub mod checks {
                         true
                     }
                     "description" => {
-                        node_199(p).map_err(|e| e.at("description"))?;
+                        node_2(p).map_err(|e| e.at("description"))?;
                         true
                     }
                     "mimeType" => {
-                        node_200(p).map_err(|e| e.at("mimeType"))?;
+                        node_2(p).map_err(|e| e.at("mimeType"))?;
                         true
                     }
                     "name" => {
                         seen |= 16u128;
-                        node_201(p).map_err(|e| e.at("name"))?;
+                        node_2(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "title" => {
-                        node_202(p).map_err(|e| e.at("title"))?;
+                        node_2(p).map_err(|e| e.at("title"))?;
                         true
                     }
                     "uriTemplate" => {
                         seen |= 64u128;
-                        node_203(p).map_err(|e| e.at("uriTemplate"))?;
+                        node_2(p).map_err(|e| e.at("uriTemplate"))?;
                         true
                     }
                     _ => false,
@@ -8413,23 +7575,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/ResourceTemplateReference/properties/type`.
-    fn node_204(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("ref/resource")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ResourceTemplateReference/properties/uri`.
-    fn node_205(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/definitions/ResourceTemplateReference` of the input schema.
     pub fn check_ResourceTemplateReference(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -8442,12 +7587,12 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_204(p).map_err(|e| e.at("type"))?;
+                        node_60(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     "uri" => {
                         seen |= 2u128;
-                        node_205(p).map_err(|e| e.at("uri"))?;
+                        node_2(p).map_err(|e| e.at("uri"))?;
                         true
                     }
                     _ => false,
@@ -8463,13 +7608,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/ResourceUpdatedNotification/properties/params/properties/uri`.
-    fn node_206(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/definitions/ResourceUpdatedNotification/properties/params` of the input schema.
     pub fn check_ResourceUpdatedNotificationParams(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -8482,7 +7620,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "uri" => {
                         seen |= 1u128;
-                        node_206(p).map_err(|e| e.at("uri"))?;
+                        node_2(p).map_err(|e| e.at("uri"))?;
                         true
                     }
                     _ => false,
@@ -8492,16 +7630,6 @@ pub mod checks {
             if seen & 1u128 == 0 {
                 return Err(Invalid::new("missing required property `uri`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ResourceUpdatedNotification/properties/method`.
-    fn node_207(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("notifications/resources/updated")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -8517,7 +7645,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "method" => {
                         seen |= 1u128;
-                        node_207(p).map_err(|e| e.at("method"))?;
+                        node_61(p).map_err(|e| e.at("method"))?;
                         true
                     }
                     "params" => {
@@ -8539,10 +7667,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/Result/properties/_meta/additionalProperties`.
-    fn node_208(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks a value against `#/definitions/Result/properties/_meta` of the input schema.
     pub fn check_ResultMeta(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -8553,14 +7677,10 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_208(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
         }
-        Ok(())
-    }
-    /// Checks `#/definitions/Result/additionalProperties`.
-    fn node_209(v: &Json<'_>) -> Result<(), Invalid> {
         Ok(())
     }
     /// Checks a value against `#/definitions/Result` of the input schema.
@@ -8583,7 +7703,7 @@ pub mod checks {
                             _ => false,
                         };
                         if !matched {
-                            node_209(p).map_err(|e| e.at(k.to_string()))?;
+                            node_4(p).map_err(|e| e.at(k.to_string()))?;
                         }
                     }
                 }
@@ -8601,10 +7721,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/Root/properties/_meta/additionalProperties`.
-    fn node_210(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks a value against `#/definitions/Root/properties/_meta` of the input schema.
     pub fn check_RootMeta(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -8615,23 +7731,9 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_210(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/Root/properties/name`.
-    fn node_211(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/Root/properties/uri`.
-    fn node_212(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
@@ -8650,12 +7752,12 @@ pub mod checks {
                         true
                     }
                     "name" => {
-                        node_211(p).map_err(|e| e.at("name"))?;
+                        node_2(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "uri" => {
                         seen |= 4u128;
-                        node_212(p).map_err(|e| e.at("uri"))?;
+                        node_2(p).map_err(|e| e.at("uri"))?;
                         true
                     }
                     _ => false,
@@ -8666,10 +7768,6 @@ pub mod checks {
                 return Err(Invalid::new("missing required property `uri`"));
             }
         }
-        Ok(())
-    }
-    /// Checks `#/definitions/RootsListChangedNotification/properties/params/properties/_meta/additionalProperties`.
-    fn node_213(v: &Json<'_>) -> Result<(), Invalid> {
         Ok(())
     }
     /// Checks a value against `#/definitions/RootsListChangedNotification/properties/params/properties/_meta` of the input schema.
@@ -8684,14 +7782,10 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_213(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
         }
-        Ok(())
-    }
-    /// Checks `#/definitions/RootsListChangedNotification/properties/params/additionalProperties`.
-    fn node_214(v: &Json<'_>) -> Result<(), Invalid> {
         Ok(())
     }
     /// Checks a value against `#/definitions/RootsListChangedNotification/properties/params` of the input schema.
@@ -8713,19 +7807,9 @@ pub mod checks {
                     _ => false,
                 };
                 if !matched {
-                    node_214(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/RootsListChangedNotification/properties/method`.
-    fn node_215(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("notifications/roots/list_changed")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -8741,7 +7825,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "method" => {
                         seen |= 1u128;
-                        node_215(p).map_err(|e| e.at("method"))?;
+                        node_62(p).map_err(|e| e.at("method"))?;
                         true
                     }
                     "params" => {
@@ -8760,7 +7844,7 @@ pub mod checks {
         Ok(())
     }
     /// Checks `#/definitions/SamplingMessage/properties/content`.
-    fn node_216(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_63(v: &Json<'_>) -> Result<(), Invalid> {
         match v.get("type").and_then(Json::as_str) {
             Some("text") => check_TextContent(v)?,
             Some("image") => check_ImageContent(v)?,
@@ -8781,7 +7865,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "content" => {
                         seen |= 1u128;
-                        node_216(p).map_err(|e| e.at("content"))?;
+                        node_63(p).map_err(|e| e.at("content"))?;
                         true
                     }
                     "role" => {
@@ -8842,13 +7926,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/ServerCapabilities/properties/prompts/properties/listChanged`.
-    fn node_217(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_boolean()) {
-            return Err(Invalid::new("expected boolean"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/definitions/ServerCapabilities/properties/prompts` of the input schema.
     pub fn check_ServerCapabilitiesPrompts(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -8859,27 +7936,13 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "listChanged" => {
-                        node_217(p).map_err(|e| e.at("listChanged"))?;
+                        node_6(p).map_err(|e| e.at("listChanged"))?;
                         true
                     }
                     _ => false,
                 };
                 if !matched {}
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ServerCapabilities/properties/resources/properties/listChanged`.
-    fn node_218(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_boolean()) {
-            return Err(Invalid::new("expected boolean"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ServerCapabilities/properties/resources/properties/subscribe`.
-    fn node_219(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_boolean()) {
-            return Err(Invalid::new("expected boolean"));
         }
         Ok(())
     }
@@ -8893,24 +7956,17 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "listChanged" => {
-                        node_218(p).map_err(|e| e.at("listChanged"))?;
+                        node_6(p).map_err(|e| e.at("listChanged"))?;
                         true
                     }
                     "subscribe" => {
-                        node_219(p).map_err(|e| e.at("subscribe"))?;
+                        node_6(p).map_err(|e| e.at("subscribe"))?;
                         true
                     }
                     _ => false,
                 };
                 if !matched {}
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ServerCapabilities/properties/tools/properties/listChanged`.
-    fn node_220(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_boolean()) {
-            return Err(Invalid::new("expected boolean"));
         }
         Ok(())
     }
@@ -8924,7 +7980,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "listChanged" => {
-                        node_220(p).map_err(|e| e.at("listChanged"))?;
+                        node_6(p).map_err(|e| e.at("listChanged"))?;
                         true
                     }
                     _ => false,
@@ -9048,16 +8104,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/SetLevelRequest/properties/method`.
-    fn node_221(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("logging/setLevel")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/definitions/SetLevelRequest` of the input schema.
     pub fn check_SetLevelRequest(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -9070,7 +8116,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "method" => {
                         seen |= 1u128;
-                        node_221(p).map_err(|e| e.at("method"))?;
+                        node_64(p).map_err(|e| e.at("method"))?;
                         true
                     }
                     "params" => {
@@ -9091,56 +8137,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/StringSchema/properties/description`.
-    fn node_222(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/StringSchema/properties/format`.
-    fn node_223(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(false || v.as_str() == Some("date") || v.as_str() == Some("date-time")
-            || v.as_str() == Some("email") || v.as_str() == Some("uri"))
-        {
-            return Err(Invalid::new("not one of the allowed values"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/StringSchema/properties/maxLength`.
-    fn node_224(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || crate::exact::is_integer(v)) {
-            return Err(Invalid::new("expected integer"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/StringSchema/properties/minLength`.
-    fn node_225(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || crate::exact::is_integer(v)) {
-            return Err(Invalid::new("expected integer"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/StringSchema/properties/title`.
-    fn node_226(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/StringSchema/properties/type`.
-    fn node_227(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("string")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/definitions/StringSchema` of the input schema.
     pub fn check_StringSchema(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -9152,28 +8148,28 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "description" => {
-                        node_222(p).map_err(|e| e.at("description"))?;
+                        node_2(p).map_err(|e| e.at("description"))?;
                         true
                     }
                     "format" => {
-                        node_223(p).map_err(|e| e.at("format"))?;
+                        node_65(p).map_err(|e| e.at("format"))?;
                         true
                     }
                     "maxLength" => {
-                        node_224(p).map_err(|e| e.at("maxLength"))?;
+                        node_13(p).map_err(|e| e.at("maxLength"))?;
                         true
                     }
                     "minLength" => {
-                        node_225(p).map_err(|e| e.at("minLength"))?;
+                        node_13(p).map_err(|e| e.at("minLength"))?;
                         true
                     }
                     "title" => {
-                        node_226(p).map_err(|e| e.at("title"))?;
+                        node_2(p).map_err(|e| e.at("title"))?;
                         true
                     }
                     "type" => {
                         seen |= 32u128;
-                        node_227(p).map_err(|e| e.at("type"))?;
+                        node_30(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -9183,13 +8179,6 @@ pub mod checks {
             if seen & 32u128 == 0 {
                 return Err(Invalid::new("missing required property `type`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/SubscribeRequest/properties/params/properties/uri`.
-    fn node_228(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
@@ -9205,7 +8194,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "uri" => {
                         seen |= 1u128;
-                        node_228(p).map_err(|e| e.at("uri"))?;
+                        node_2(p).map_err(|e| e.at("uri"))?;
                         true
                     }
                     _ => false,
@@ -9215,16 +8204,6 @@ pub mod checks {
             if seen & 1u128 == 0 {
                 return Err(Invalid::new("missing required property `uri`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/SubscribeRequest/properties/method`.
-    fn node_229(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("resources/subscribe")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -9240,7 +8219,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "method" => {
                         seen |= 1u128;
-                        node_229(p).map_err(|e| e.at("method"))?;
+                        node_66(p).map_err(|e| e.at("method"))?;
                         true
                     }
                     "params" => {
@@ -9261,10 +8240,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/TextContent/properties/_meta/additionalProperties`.
-    fn node_230(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks a value against `#/definitions/TextContent/properties/_meta` of the input schema.
     pub fn check_TextContentMeta(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -9275,26 +8250,9 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_230(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/TextContent/properties/text`.
-    fn node_231(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/TextContent/properties/type`.
-    fn node_232(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("text")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -9322,12 +8280,12 @@ pub mod checks {
                             }
                             "text" => {
                                 seen |= 4u128;
-                                node_231(p).map_err(|e| e.at("text"))?;
+                                node_2(p).map_err(|e| e.at("text"))?;
                                 true
                             }
                             "type" => {
                                 seen |= 8u128;
-                                node_232(p).map_err(|e| e.at("type"))?;
+                                node_67(p).map_err(|e| e.at("type"))?;
                                 true
                             }
                             _ => false,
@@ -9345,10 +8303,6 @@ pub mod checks {
             },
         )
     }
-    /// Checks `#/definitions/TextResourceContents/properties/_meta/additionalProperties`.
-    fn node_233(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks a value against `#/definitions/TextResourceContents/properties/_meta` of the input schema.
     pub fn check_TextResourceContentsMeta(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -9359,30 +8313,9 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_233(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/TextResourceContents/properties/mimeType`.
-    fn node_234(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/TextResourceContents/properties/text`.
-    fn node_235(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/TextResourceContents/properties/uri`.
-    fn node_236(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
@@ -9406,17 +8339,17 @@ pub mod checks {
                                 true
                             }
                             "mimeType" => {
-                                node_234(p).map_err(|e| e.at("mimeType"))?;
+                                node_2(p).map_err(|e| e.at("mimeType"))?;
                                 true
                             }
                             "text" => {
                                 seen |= 4u128;
-                                node_235(p).map_err(|e| e.at("text"))?;
+                                node_2(p).map_err(|e| e.at("text"))?;
                                 true
                             }
                             "uri" => {
                                 seen |= 8u128;
-                                node_236(p).map_err(|e| e.at("uri"))?;
+                                node_2(p).map_err(|e| e.at("uri"))?;
                                 true
                             }
                             _ => false,
@@ -9434,10 +8367,6 @@ pub mod checks {
             },
         )
     }
-    /// Checks `#/definitions/Tool/properties/_meta/additionalProperties`.
-    fn node_237(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks a value against `#/definitions/Tool/properties/_meta` of the input schema.
     pub fn check_ToolMeta(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -9448,7 +8377,7 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_237(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
         }
@@ -9478,32 +8407,15 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/Tool/properties/inputSchema/properties/required/items`.
-    fn node_238(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks `#/definitions/Tool/properties/inputSchema/properties/required`.
-    fn node_239(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_68(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_238(item).map_err(|e| e.at(i.to_string()))?;
+                node_2(item).map_err(|e| e.at(i.to_string()))?;
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/Tool/properties/inputSchema/properties/type`.
-    fn node_240(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("object")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -9523,12 +8435,12 @@ pub mod checks {
                         true
                     }
                     "required" => {
-                        node_239(p).map_err(|e| e.at("required"))?;
+                        node_68(p).map_err(|e| e.at("required"))?;
                         true
                     }
                     "type" => {
                         seen |= 4u128;
-                        node_240(p).map_err(|e| e.at("type"))?;
+                        node_22(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -9565,32 +8477,15 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/Tool/properties/outputSchema/properties/required/items`.
-    fn node_241(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks `#/definitions/Tool/properties/outputSchema/properties/required`.
-    fn node_242(v: &Json<'_>) -> Result<(), Invalid> {
+    fn node_69(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_array()) {
             return Err(Invalid::new("expected array"));
         }
         if let Some(a) = v.as_array() {
             for (i, item) in a.iter().enumerate().skip(0usize) {
-                node_241(item).map_err(|e| e.at(i.to_string()))?;
+                node_2(item).map_err(|e| e.at(i.to_string()))?;
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/Tool/properties/outputSchema/properties/type`.
-    fn node_243(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("object")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -9610,12 +8505,12 @@ pub mod checks {
                         true
                     }
                     "required" => {
-                        node_242(p).map_err(|e| e.at("required"))?;
+                        node_69(p).map_err(|e| e.at("required"))?;
                         true
                     }
                     "type" => {
                         seen |= 4u128;
-                        node_243(p).map_err(|e| e.at("type"))?;
+                        node_22(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     _ => false,
@@ -9625,27 +8520,6 @@ pub mod checks {
             if seen & 4u128 == 0 {
                 return Err(Invalid::new("missing required property `type`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/Tool/properties/description`.
-    fn node_244(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/Tool/properties/name`.
-    fn node_245(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/Tool/properties/title`.
-    fn node_246(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
         }
         Ok(())
     }
@@ -9668,7 +8542,7 @@ pub mod checks {
                         true
                     }
                     "description" => {
-                        node_244(p).map_err(|e| e.at("description"))?;
+                        node_2(p).map_err(|e| e.at("description"))?;
                         true
                     }
                     "inputSchema" => {
@@ -9678,7 +8552,7 @@ pub mod checks {
                     }
                     "name" => {
                         seen |= 16u128;
-                        node_245(p).map_err(|e| e.at("name"))?;
+                        node_2(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "outputSchema" => {
@@ -9686,7 +8560,7 @@ pub mod checks {
                         true
                     }
                     "title" => {
-                        node_246(p).map_err(|e| e.at("title"))?;
+                        node_2(p).map_err(|e| e.at("title"))?;
                         true
                     }
                     _ => false,
@@ -9702,41 +8576,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/ToolAnnotations/properties/destructiveHint`.
-    fn node_247(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_boolean()) {
-            return Err(Invalid::new("expected boolean"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ToolAnnotations/properties/idempotentHint`.
-    fn node_248(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_boolean()) {
-            return Err(Invalid::new("expected boolean"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ToolAnnotations/properties/openWorldHint`.
-    fn node_249(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_boolean()) {
-            return Err(Invalid::new("expected boolean"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ToolAnnotations/properties/readOnlyHint`.
-    fn node_250(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_boolean()) {
-            return Err(Invalid::new("expected boolean"));
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ToolAnnotations/properties/title`.
-    fn node_251(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/definitions/ToolAnnotations` of the input schema.
     pub fn check_ToolAnnotations(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -9747,23 +8586,23 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = match &**k {
                     "destructiveHint" => {
-                        node_247(p).map_err(|e| e.at("destructiveHint"))?;
+                        node_6(p).map_err(|e| e.at("destructiveHint"))?;
                         true
                     }
                     "idempotentHint" => {
-                        node_248(p).map_err(|e| e.at("idempotentHint"))?;
+                        node_6(p).map_err(|e| e.at("idempotentHint"))?;
                         true
                     }
                     "openWorldHint" => {
-                        node_249(p).map_err(|e| e.at("openWorldHint"))?;
+                        node_6(p).map_err(|e| e.at("openWorldHint"))?;
                         true
                     }
                     "readOnlyHint" => {
-                        node_250(p).map_err(|e| e.at("readOnlyHint"))?;
+                        node_6(p).map_err(|e| e.at("readOnlyHint"))?;
                         true
                     }
                     "title" => {
-                        node_251(p).map_err(|e| e.at("title"))?;
+                        node_2(p).map_err(|e| e.at("title"))?;
                         true
                     }
                     _ => false,
@@ -9771,10 +8610,6 @@ pub mod checks {
                 if !matched {}
             }
         }
-        Ok(())
-    }
-    /// Checks `#/definitions/ToolListChangedNotification/properties/params/properties/_meta/additionalProperties`.
-    fn node_252(v: &Json<'_>) -> Result<(), Invalid> {
         Ok(())
     }
     /// Checks a value against `#/definitions/ToolListChangedNotification/properties/params/properties/_meta` of the input schema.
@@ -9789,14 +8624,10 @@ pub mod checks {
                 #[allow(unused_mut)]
                 let mut matched = false;
                 if !matched {
-                    node_252(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
         }
-        Ok(())
-    }
-    /// Checks `#/definitions/ToolListChangedNotification/properties/params/additionalProperties`.
-    fn node_253(v: &Json<'_>) -> Result<(), Invalid> {
         Ok(())
     }
     /// Checks a value against `#/definitions/ToolListChangedNotification/properties/params` of the input schema.
@@ -9816,19 +8647,9 @@ pub mod checks {
                     _ => false,
                 };
                 if !matched {
-                    node_253(p).map_err(|e| e.at(k.to_string()))?;
+                    node_4(p).map_err(|e| e.at(k.to_string()))?;
                 }
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/ToolListChangedNotification/properties/method`.
-    fn node_254(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("notifications/tools/list_changed")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -9844,7 +8665,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "method" => {
                         seen |= 1u128;
-                        node_254(p).map_err(|e| e.at("method"))?;
+                        node_70(p).map_err(|e| e.at("method"))?;
                         true
                     }
                     "params" => {
@@ -9862,13 +8683,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/definitions/UnsubscribeRequest/properties/params/properties/uri`.
-    fn node_255(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/definitions/UnsubscribeRequest/properties/params` of the input schema.
     pub fn check_UnsubscribeRequestParams(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -9881,7 +8695,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "uri" => {
                         seen |= 1u128;
-                        node_255(p).map_err(|e| e.at("uri"))?;
+                        node_2(p).map_err(|e| e.at("uri"))?;
                         true
                     }
                     _ => false,
@@ -9891,16 +8705,6 @@ pub mod checks {
             if seen & 1u128 == 0 {
                 return Err(Invalid::new("missing required property `uri`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/definitions/UnsubscribeRequest/properties/method`.
-    fn node_256(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if !(v.as_str() == Some("resources/unsubscribe")) {
-            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -9916,7 +8720,7 @@ pub mod checks {
                 let mut matched = match &**k {
                     "method" => {
                         seen |= 1u128;
-                        node_256(p).map_err(|e| e.at("method"))?;
+                        node_71(p).map_err(|e| e.at("method"))?;
                         true
                     }
                     "params" => {

@@ -182,14 +182,14 @@ pub mod types {
 pub mod checks {
     use serde_json::Value;
     use crate::exact::{Invalid, Json};
-    /// Checks `#/$defs/Session/properties/type`.
+    /// Checks `#/$defs/Session/properties/type`, and every node of this schema with the same check.
     fn node_1(v: &Json<'_>) -> Result<(), Invalid> {
         if !(v.as_str() == Some("session")) {
             return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
-    /// Checks `#/$defs/Session/properties/session_id`.
+    /// Checks `#/$defs/Session/properties/session_id`, and every node of this schema with the same check.
     fn node_2(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_string()) {
             return Err(Invalid::new("expected string"));
@@ -203,6 +203,100 @@ pub mod checks {
             {
                 return Err(Invalid::new("too long"));
             }
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/TextDelta/properties/type`, and every node of this schema with the same check.
+    fn node_3(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(v.as_str() == Some("text_delta")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/TextDelta/properties/text`, and every node of this schema with the same check.
+    fn node_4(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/Text/properties/type`, and every node of this schema with the same check.
+    fn node_5(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(v.as_str() == Some("text")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/ToolUse/properties/type`, and every node of this schema with the same check.
+    fn node_6(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(v.as_str() == Some("tool_use")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/ToolUse/properties/id`, and every node of this schema with the same check.
+    fn node_7(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_string()) {
+            return Err(Invalid::new("expected string"));
+        }
+        if let Some(s) = v.as_str() {
+            if s.len() < 1usize || (s.len() / 4 < 1usize && s.chars().count() < 1usize) {
+                return Err(Invalid::new("too short"));
+            }
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/ToolUse/properties/input`, and every node of this schema with the same check.
+    fn node_8(v: &Json<'_>) -> Result<(), Invalid> {
+        Ok(())
+    }
+    /// Checks `#/$defs/ToolResult/properties/type`, and every node of this schema with the same check.
+    fn node_9(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(v.as_str() == Some("tool_result")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/ToolResult/properties/is_error`, and every node of this schema with the same check.
+    fn node_10(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || v.is_boolean()) {
+            return Err(Invalid::new("expected boolean"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/Usage/properties/type`, and every node of this schema with the same check.
+    fn node_11(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(v.as_str() == Some("usage")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/Usage/properties/input_tokens`, and every node of this schema with the same check.
+    fn node_12(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(false || crate::exact::is_integer(v)) {
+            return Err(Invalid::new("expected integer"));
+        }
+        if let Json::Number(n) = v {
+            if matches!(
+                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
+                ::std::cmp::Ordering::Less
+            ) {
+                return Err(Invalid::new("below the minimum"));
+            }
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/Error/properties/type`, and every node of this schema with the same check.
+    fn node_13(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(v.as_str() == Some("error")) {
+            return Err(Invalid::new("not the constant value"));
+        }
+        Ok(())
+    }
+    /// Checks `#/$defs/Terminal/properties/type`, and every node of this schema with the same check.
+    fn node_14(v: &Json<'_>) -> Result<(), Invalid> {
+        if !(v.as_str() == Some("terminal")) {
+            return Err(Invalid::new("not the constant value"));
         }
         Ok(())
     }
@@ -243,20 +337,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/TextDelta/properties/type`.
-    fn node_3(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(v.as_str() == Some("text_delta")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/TextDelta/properties/text`.
-    fn node_4(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/TextDelta` of the input schema.
     pub fn check_TextDelta(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -294,20 +374,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/Text/properties/type`.
-    fn node_5(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(v.as_str() == Some("text")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Text/properties/text`.
-    fn node_6(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/Text` of the input schema.
     pub fn check_Text(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -325,7 +391,7 @@ pub mod checks {
                     }
                     "text" => {
                         seen |= 2u128;
-                        node_6(p).map_err(|e| e.at("text"))?;
+                        node_4(p).map_err(|e| e.at("text"))?;
                         true
                     }
                     _ => false,
@@ -345,36 +411,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/ToolUse/properties/type`.
-    fn node_7(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(v.as_str() == Some("tool_use")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolUse/properties/id`.
-    fn node_8(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if let Some(s) = v.as_str() {
-            if s.len() < 1usize || (s.len() / 4 < 1usize && s.chars().count() < 1usize) {
-                return Err(Invalid::new("too short"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolUse/properties/name`.
-    fn node_9(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolUse/properties/input`.
-    fn node_10(v: &Json<'_>) -> Result<(), Invalid> {
-        Ok(())
-    }
     /// Checks a value against `#/$defs/ToolUse` of the input schema.
     pub fn check_ToolUse(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -387,20 +423,20 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_7(p).map_err(|e| e.at("type"))?;
+                        node_6(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     "id" => {
                         seen |= 2u128;
-                        node_8(p).map_err(|e| e.at("id"))?;
+                        node_7(p).map_err(|e| e.at("id"))?;
                         true
                     }
                     "name" => {
-                        node_9(p).map_err(|e| e.at("name"))?;
+                        node_4(p).map_err(|e| e.at("name"))?;
                         true
                     }
                     "input" => {
-                        node_10(p).map_err(|e| e.at("input"))?;
+                        node_8(p).map_err(|e| e.at("input"))?;
                         true
                     }
                     _ => false,
@@ -417,32 +453,6 @@ pub mod checks {
             if seen & 2u128 == 0 {
                 return Err(Invalid::new("missing required property `id`"));
             }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolResult/properties/type`.
-    fn node_11(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(v.as_str() == Some("tool_result")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolResult/properties/id`.
-    fn node_12(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if let Some(s) = v.as_str() {
-            if s.len() < 1usize || (s.len() / 4 < 1usize && s.chars().count() < 1usize) {
-                return Err(Invalid::new("too short"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/ToolResult/properties/is_error`.
-    fn node_13(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_boolean()) {
-            return Err(Invalid::new("expected boolean"));
         }
         Ok(())
     }
@@ -458,16 +468,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_11(p).map_err(|e| e.at("type"))?;
+                        node_9(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     "id" => {
                         seen |= 2u128;
-                        node_12(p).map_err(|e| e.at("id"))?;
+                        node_7(p).map_err(|e| e.at("id"))?;
                         true
                     }
                     "is_error" => {
-                        node_13(p).map_err(|e| e.at("is_error"))?;
+                        node_10(p).map_err(|e| e.at("is_error"))?;
                         true
                     }
                     _ => false,
@@ -483,73 +493,6 @@ pub mod checks {
             }
             if seen & 2u128 == 0 {
                 return Err(Invalid::new("missing required property `id`"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Usage/properties/type`.
-    fn node_14(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(v.as_str() == Some("usage")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Usage/properties/input_tokens`.
-    fn node_15(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || crate::exact::is_integer(v)) {
-            return Err(Invalid::new("expected integer"));
-        }
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Usage/properties/output_tokens`.
-    fn node_16(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || crate::exact::is_integer(v)) {
-            return Err(Invalid::new("expected integer"));
-        }
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Usage/properties/cache_read_input_tokens`.
-    fn node_17(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || crate::exact::is_integer(v)) {
-            return Err(Invalid::new("expected integer"));
-        }
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Usage/properties/cache_creation_input_tokens`.
-    fn node_18(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || crate::exact::is_integer(v)) {
-            return Err(Invalid::new("expected integer"));
-        }
-        if let Json::Number(n) = v {
-            if matches!(
-                crate ::exact::compare_number(n, crate ::exact::Num::Int(0i128)),
-                ::std::cmp::Ordering::Less
-            ) {
-                return Err(Invalid::new("below the minimum"));
             }
         }
         Ok(())
@@ -566,23 +509,23 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_14(p).map_err(|e| e.at("type"))?;
+                        node_11(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     "input_tokens" => {
-                        node_15(p).map_err(|e| e.at("input_tokens"))?;
+                        node_12(p).map_err(|e| e.at("input_tokens"))?;
                         true
                     }
                     "output_tokens" => {
-                        node_16(p).map_err(|e| e.at("output_tokens"))?;
+                        node_12(p).map_err(|e| e.at("output_tokens"))?;
                         true
                     }
                     "cache_read_input_tokens" => {
-                        node_17(p).map_err(|e| e.at("cache_read_input_tokens"))?;
+                        node_12(p).map_err(|e| e.at("cache_read_input_tokens"))?;
                         true
                     }
                     "cache_creation_input_tokens" => {
-                        node_18(p).map_err(|e| e.at("cache_creation_input_tokens"))?;
+                        node_12(p).map_err(|e| e.at("cache_creation_input_tokens"))?;
                         true
                     }
                     _ => false,
@@ -599,27 +542,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/Error/properties/type`.
-    fn node_19(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(v.as_str() == Some("error")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Error/properties/message`.
-    fn node_20(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Error/properties/code`.
-    fn node_21(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/Error` of the input schema.
     pub fn check_Error(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -632,16 +554,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_19(p).map_err(|e| e.at("type"))?;
+                        node_13(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     "message" => {
                         seen |= 2u128;
-                        node_20(p).map_err(|e| e.at("message"))?;
+                        node_4(p).map_err(|e| e.at("message"))?;
                         true
                     }
                     "code" => {
-                        node_21(p).map_err(|e| e.at("code"))?;
+                        node_4(p).map_err(|e| e.at("code"))?;
                         true
                     }
                     _ => false,
@@ -661,32 +583,6 @@ pub mod checks {
         }
         Ok(())
     }
-    /// Checks `#/$defs/Terminal/properties/type`.
-    fn node_22(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(v.as_str() == Some("terminal")) {
-            return Err(Invalid::new("not the constant value"));
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Terminal/properties/stop_reason`.
-    fn node_23(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        if let Some(s) = v.as_str() {
-            if s.len() < 1usize || (s.len() / 4 < 1usize && s.chars().count() < 1usize) {
-                return Err(Invalid::new("too short"));
-            }
-        }
-        Ok(())
-    }
-    /// Checks `#/$defs/Terminal/properties/result`.
-    fn node_24(v: &Json<'_>) -> Result<(), Invalid> {
-        if !(false || v.is_string()) {
-            return Err(Invalid::new("expected string"));
-        }
-        Ok(())
-    }
     /// Checks a value against `#/$defs/Terminal` of the input schema.
     pub fn check_Terminal(v: &Json<'_>) -> Result<(), Invalid> {
         if !(false || v.is_object()) {
@@ -699,16 +595,16 @@ pub mod checks {
                 let mut matched = match &**k {
                     "type" => {
                         seen |= 1u128;
-                        node_22(p).map_err(|e| e.at("type"))?;
+                        node_14(p).map_err(|e| e.at("type"))?;
                         true
                     }
                     "stop_reason" => {
                         seen |= 2u128;
-                        node_23(p).map_err(|e| e.at("stop_reason"))?;
+                        node_7(p).map_err(|e| e.at("stop_reason"))?;
                         true
                     }
                     "result" => {
-                        node_24(p).map_err(|e| e.at("result"))?;
+                        node_4(p).map_err(|e| e.at("result"))?;
                         true
                     }
                     _ => false,

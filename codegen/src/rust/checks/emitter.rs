@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 use serde_json::{Map, Value};
 
@@ -36,6 +36,11 @@ pub(super) struct Emitter<'d> {
     pub(super) deferred: BTreeSet<(String, String)>,
     /// The callees in `DEFERRED`, in table order.
     pub(super) table: Vec<String>,
+    /// Node functions that read nothing but the value (no other function, no static), by
+    /// their body: written once per schema and called wherever that body recurs.
+    pub(super) shared: BTreeMap<String, Ident>,
+    /// Those functions, in the order they were first needed (see `Checks::shared`).
+    pub(super) shared_items: Vec<(Ident, TokenStream)>,
 }
 
 /// A non-negative integer keyword value (`3` or `3.0`).

@@ -82,6 +82,8 @@ pub const REFUSED: &[&str] = &["$dynamicRef", "$recursiveRef", "$recursiveAnchor
 
 use crate::rust::names::{decode_fn, def_fn};
 
+
+
 /// Checks and decoders for every definition, or every unsupported construct.
 pub fn generate(normalized: &Normalized) -> Result<Checks, Vec<Unsupported>> {
     let defs = &normalized.defs;
@@ -96,6 +98,8 @@ pub fn generate(normalized: &Normalized) -> Result<Checks, Vec<Unsupported>> {
         calling: BTreeSet::new(),
         deferred: crate::rust::plan::indirection::cuts(&call_graph(defs)),
         table: Vec::new(),
+        shared: BTreeMap::new(),
+        shared_items: Vec::new(),
     };
     let mut decoders = Vec::new();
     let mut table = Vec::new();
@@ -145,7 +149,7 @@ pub fn generate(normalized: &Normalized) -> Result<Checks, Vec<Unsupported>> {
             pub fn #check(v: &Json<'_>) -> Result<(), Invalid> { #body }
         };
     }
-    Ok(Checks { statics: e.statics, functions: e.functions, deferred: e.table, decoders, definitions: table })
+    Ok(Checks { statics: e.statics, shared: e.shared_items, functions: e.functions, deferred: e.table, decoders, definitions: table })
 }
 
 impl Emitter<'_> {
@@ -178,8 +182,30 @@ impl Emitter<'_> {
             }
         }
         let body = self.body(schema, pointer);
+        // A body that reads only the value (a type test, bounds, an enum: no call, no
+        // static) is the same check wherever it recurs, as `_meta`'s "object or null" does
+        // in nearly every definition: one function, owned by no definition, serves them all.
+        let text = body.to_string();
+        let alone = !["node_", "check_", "STATIC_", "deferred", "memoized"].iter().any(|callee| text.contains(callee));
+        if alone {
+            if let Some(name) = self.shared.get(&text) {
+                return name.clone();
+            }
+        }
         self.counter += 1;
         let name = format_ident!("node_{}", self.counter);
+        if alone {
+            let doc = format!(" Checks `#{}`, and every node of this schema with the same check.", crate::rust::doc_safe(pointer));
+            self.shared.insert(text, name.clone());
+            self.shared_items.push((
+                name.clone(),
+                quote! {
+                    #[doc = #doc]
+                    fn #name(v: &Json<'_>) -> Result<(), Invalid> { #body }
+                },
+            ));
+            return name;
+        }
         let doc = format!(" Checks `#{}`.", crate::rust::doc_safe(pointer));
         let owner = self.owner();
         self.functions.push((

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Ident, TokenStream, TokenTree};
 use quote::{format_ident, quote};
 
 use crate::rust::names::def_fn;
@@ -14,6 +14,9 @@ use crate::rust::names::def_fn;
 pub struct Checks {
     /// `(owner, item)`: the statics the checks read.
     pub(super) statics: Vec<(String, TokenStream)>,
+    /// `(name, item)`: the node functions no definition owns, each written once and called
+    /// from wherever its body recurs (`Emitter::child`).
+    pub(super) shared: Vec<(Ident, TokenStream)>,
     /// `(owner, item)`: check functions, node functions and the `deferred_*` calls, in order.
     pub(super) functions: Vec<(String, TokenStream)>,
     /// The callees of `DEFERRED`, in table order.
@@ -28,6 +31,7 @@ impl Checks {
     /// Every check, decoder and `DEFINITIONS`: the module `checkfu-wire-typed` compiles.
     pub fn full(&self) -> TokenStream {
         let statics = self.statics.iter().map(|(_, item)| item);
+        let shared = self.shared.iter().map(|(_, item)| item);
         let functions = self.functions.iter().map(|(_, item)| item);
         let table = self.table(|_| true);
         let (decoders, definitions) = (&self.decoders, &self.definitions);
@@ -35,6 +39,7 @@ impl Checks {
             use serde_json::Value;
             use crate::exact::{Invalid, Json};
             #(#statics)*
+            #(#shared)*
             #(#functions)*
             #table
             #(#decoders)*
@@ -53,6 +58,13 @@ impl Checks {
             items.iter().filter(|(owner, _)| reached.contains(owner)).map(|(_, item)| item.clone()).collect()
         };
         let (statics, functions) = (keep(&self.statics), keep(&self.functions));
+        // A shared function is kept when a kept function names it.
+        let called: BTreeSet<String> = functions
+            .iter()
+            .flat_map(|item| item.clone())
+            .flat_map(|tree| idents(tree))
+            .collect();
+        let shared: Vec<&TokenStream> = self.shared.iter().filter(|(name, _)| called.contains(&name.to_string())).map(|(_, item)| item).collect();
         let table = self.table(|name| reached.contains(name));
         let stub = if self.deferred.iter().any(|name| !reached.contains(name)) {
             quote! {
@@ -68,6 +80,7 @@ impl Checks {
         quote! {
             use crate::exact::{Invalid, Json};
             #(#statics)*
+            #(#shared)*
             #(#functions)*
             #stub
             #table
@@ -86,5 +99,14 @@ impl Checks {
             /// rather than by name, so that rustc does not walk the whole chain at once.
             static DEFERRED: [fn(&Json<'_>) -> Result<(), Invalid>; #length] = [#(#entries),*];
         }
+    }
+}
+
+/// Every identifier in `tree`, groups included.
+fn idents(tree: TokenTree) -> Vec<String> {
+    match tree {
+        TokenTree::Ident(ident) => vec![ident.to_string()],
+        TokenTree::Group(group) => group.stream().into_iter().flat_map(idents).collect(),
+        _ => Vec::new(),
     }
 }

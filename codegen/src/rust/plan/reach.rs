@@ -27,6 +27,17 @@ pub fn roots(plan: &Plan, oneshot_stream: &str) -> Roots {
     roots
 }
 
+/// The module of the one-shot stream schema `oneshot_stream` when nothing but the one-shot
+/// stream reader reaches it (no decoder table names one of its definitions): the runtime
+/// compiles it only with its `oneshot` feature, as it does the reader.
+pub fn oneshot_only(plan: &Plan, oneshot_stream: &str) -> Option<String> {
+    let (module, _) = crate::rust::names::names(oneshot_stream);
+    let slots = plan.slots.iter().flat_map(|s| [Some(&s.payload), s.result.as_ref()]);
+    let methods = plan.methods.iter().flat_map(|m| [m.params.as_ref(), m.result.as_ref(), m.envelope.as_ref()]);
+    let named_by_tables = slots.chain(methods).flatten().any(|def| def.module == module);
+    (!named_by_tables).then_some(module)
+}
+
 /// The definitions `roots` lead to in a schema's call graph (`calls::call_graph`),
 /// themselves included: closed under calls, so every check they call is among them.
 pub fn closure(graph: &BTreeMap<String, Vec<String>>, roots: &BTreeSet<String>) -> BTreeSet<String> {
