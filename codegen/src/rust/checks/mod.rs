@@ -82,8 +82,6 @@ pub const REFUSED: &[&str] = &["$dynamicRef", "$recursiveRef", "$recursiveAnchor
 
 use crate::rust::names::{decode_fn, def_fn};
 
-
-
 /// Checks and decoders for every definition, or every unsupported construct.
 pub fn generate(normalized: &Normalized) -> Result<Checks, Vec<Unsupported>> {
     let defs = &normalized.defs;
