@@ -258,6 +258,10 @@ fn a_stream_cut_stops_mid_stream_and_every_fault_is_recorded_as_written() {
     assert_eq!(kinds, [&Value::from("stream_cut"), &"rate_limit".into(), &"context_overflow".into(), &Value::Null]);
     assert_eq!((&calls[0]["status"], &calls[0]["events_sent"]), (&Value::from(200), &Value::from(3)));
     assert_eq!((&calls[1]["status"], &calls[2]["status"]), (&Value::from(429), &Value::from(400)));
+    // The scripted overflow names no length: the error names the window plus the relay's own
+    // estimate of the request, the one the record keeps.
+    let estimated = calls[2]["estimated_tokens"].as_u64().expect("an estimate");
+    assert!(overflow.contains(&format!("prompt is too long: {} tokens > 1000 maximum", 1000 + estimated)), "{estimated}: {overflow}");
     assert!(calls.windows(2).all(|w| w[0]["started_ms"].as_u64() <= w[1]["started_ms"].as_u64()), "{calls:?}");
     assert_eq!(record["refused"], serde_json::json!([]));
 }

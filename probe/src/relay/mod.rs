@@ -729,6 +729,7 @@ fn serve(activity: &Activity, admitted: Admitted<'_>, started: Instant) -> Respo
         Ok(answer) => answer,
         Err(unanswered) => return refuse(activity, &path, shape, unanswered.status, unanswered.kind, unanswered.reason),
     };
+    let played = sized(played, size);
     let (played, pace) = pace::apply(played, state.pace);
     let sequence = shared.sequence.fetch_add(1, Ordering::Relaxed) + 1;
     let mut call = Call {
@@ -776,6 +777,18 @@ fn serve(activity: &Activity, admitted: Admitted<'_>, started: Instant) -> Respo
             with_content_type(Response::new(AnswerBody::Paced(Box::new(body))), rendered.status, rendered.content_type)
         }
         None => rendered.into_response(),
+    }
+}
+
+/// A scripted overflow that names no length gets the window plus the request's own
+/// estimate ([`estimate`]), the rule the enforced window and the record's
+/// `estimated_tokens` use, so an error never names a length by another rule.
+fn sized(played: Played, size: estimate::Size) -> Played {
+    match played {
+        Played::Fault(Fault::ContextOverflow { tokens: None, maximum }) => {
+            Played::Fault(Fault::ContextOverflow { tokens: Some(maximum.saturating_add(size.tokens.max(1))), maximum })
+        }
+        other => other,
     }
 }
 

@@ -59,7 +59,7 @@ impl Checks {
         };
         let (statics, functions) = (keep(&self.statics), keep(&self.functions));
         // A shared function is kept when a kept function names it.
-        let called: BTreeSet<String> = functions.iter().flat_map(|item| item.clone()).flat_map(|tree| idents(tree)).collect();
+        let called: BTreeSet<String> = functions.iter().flat_map(|item| item.clone()).flat_map(idents).collect();
         let shared: Vec<&TokenStream> =
             self.shared.iter().filter(|(name, _)| called.contains(&name.to_string())).map(|(_, item)| item).collect();
         let table = self.table(|name| reached.contains(name));

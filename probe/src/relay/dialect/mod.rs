@@ -94,7 +94,9 @@ impl Served {
     /// A fault's error answer, in the provider's shape; `None` for a stream cut, which is
     /// the dialect's ordinary answer cut short ([`super::fault::cut`]).
     pub fn render_failure(self, fault: Fault, turn: &Turn, ids: &Ids) -> Option<Failure> {
-        let overflow = |maximum: u64, tokens: Option<u64>| tokens.unwrap_or(maximum + prompt_tokens(turn));
+        // The relay names the length (`relay::sized`: the window plus its estimate of the
+        // request); a length left unnamed is just past the window.
+        let overflow = |maximum: u64, tokens: Option<u64>| tokens.unwrap_or(maximum.saturating_add(1));
         let (param, message) = match (self, fault) {
             (_, Fault::StreamCut { .. }) => return None,
             (Served::AnthropicMessages, fault) => return Some(anthropic::failure(fault, overflow, ids)),
@@ -282,12 +284,6 @@ pub(crate) fn tokens(text: &str) -> u64 {
     (text.len() as u64).div_ceil(4).max(1)
 }
 
-/// The request's size in tokens as the usage members count it: its user texts and tool
-/// results, a quarter of their bytes each.
-pub(crate) fn prompt_tokens(turn: &Turn) -> u64 {
-    turn.user_texts.iter().chain(&turn.tool_results).map(|t| tokens(t)).sum::<u64>().max(1)
-}
-
 /// One server-sent event: `event:` when the dialect names its events, then `data:`.
 pub(crate) fn event(out: &mut String, name: Option<&str>, data: &Value) {
     if let Some(name) = name {
@@ -352,10 +348,10 @@ mod tests {
         }
         let chat = Served::OpenaiChat.render_failure(Fault::ContextOverflow { tokens: None, maximum: 1000 }, &turn, &ids).expect("answer");
         assert_eq!(chat.body["error"]["param"], "messages");
-        // The window plus the request's own estimate: 400 bytes are 100 tokens.
+        // A length the relay did not name: just past the window.
         assert!(chat.body["error"]["message"]
             .as_str()
-            .is_some_and(|m| m.contains("is 1000 tokens") && m.contains("resulted in 1100 tokens")));
+            .is_some_and(|m| m.contains("is 1000 tokens") && m.contains("resulted in 1001 tokens")));
         let responses =
             Served::OpenaiResponses.render_failure(Fault::ContextOverflow { tokens: None, maximum: 1 }, &turn, &ids).expect("answer");
         assert_eq!(responses.body["error"]["param"], json!("input"));
