@@ -13,7 +13,7 @@
 //! it returns, so no answer outlives the tree it was about: a node's address is its
 //! identity only while the tree stands.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -38,8 +38,6 @@ type Key = (u32, usize, usize);
 const LISTED: usize = 16;
 
 struct Table {
-    /// Memoized checks running on this thread, outermost included.
-    running: usize,
     listed: Vec<(Key, Result<(), Invalid>)>,
     /// Every answer once there are more than [`LISTED`] (the list is then empty).
     hashed: HashMap<Key, Result<(), Invalid>, BuildHasherDefault<AddressHasher>>,
@@ -72,36 +70,42 @@ impl Table {
 thread_local! {
     // Built constant, so an access needs no check that it was initialized.
     static TABLE: RefCell<Table> = const {
-        RefCell::new(Table { running: 0, listed: Vec::new(), hashed: HashMap::with_hasher(BuildHasherDefault::new()) })
+        RefCell::new(Table { listed: Vec::new(), hashed: HashMap::with_hasher(BuildHasherDefault::new()) })
     };
+    /// Memoized checks running on this thread, outermost included. Kept apart from the
+    /// table, in a `Cell` without a destructor (read without the registration check the
+    /// table's thread-local needs): the outermost check, most of them, asks nothing of
+    /// the table, which is empty then.
+    static RUNNING: Cell<usize> = const { Cell::new(0) };
+    /// Whether the table may hold answers, so an outermost check that asked no nested
+    /// question leaves the table alone.
+    static FILLED: Cell<bool> = const { Cell::new(false) };
 }
 
 /// `check(v)` for definition number `definition`, answered from the table when it was
 /// asked about this node before during the same outermost check.
 pub fn memoized(definition: u32, v: &Json<'_>, check: impl FnOnce(&Json<'_>) -> Result<(), Invalid>) -> Result<(), Invalid> {
-    let (at, len) = identity(v);
-    let key = (definition, at, len);
-    let known = TABLE.with(|table| {
-        let mut table = table.borrow_mut();
-        let known = table.get(&key).cloned();
-        if known.is_none() {
-            table.running += 1;
+    let running = RUNNING.with(Cell::get);
+    if running == 0 {
+        // The outermost check: the table is empty, and is emptied again when it returns.
+        RUNNING.with(|r| r.set(1));
+        let answer = check(v);
+        RUNNING.with(|r| r.set(0));
+        if FILLED.with(|f| f.replace(false)) {
+            TABLE.with(|table| table.borrow_mut().clear());
         }
-        known
-    });
-    if let Some(answer) = known {
         return answer;
     }
+    let (at, len) = identity(v);
+    let key = (definition, at, len);
+    if let Some(answer) = TABLE.with(|table| table.borrow().get(&key).cloned()) {
+        return answer;
+    }
+    RUNNING.with(|r| r.set(running + 1));
     let answer = check(v);
-    TABLE.with(|table| {
-        let mut table = table.borrow_mut();
-        table.running -= 1;
-        if table.running == 0 {
-            table.clear();
-        } else {
-            table.insert(key, answer.clone());
-        }
-    });
+    RUNNING.with(|r| r.set(running));
+    TABLE.with(|table| table.borrow_mut().insert(key, answer.clone()));
+    FILLED.with(|f| f.set(true));
     answer
 }
 
@@ -163,7 +167,7 @@ mod tests {
         assert_eq!(runs.get(), 3);
         TABLE.with(|table| {
             let table = table.borrow();
-            assert!(table.listed.is_empty() && table.hashed.is_empty() && table.running == 0);
+            assert!(table.listed.is_empty() && table.hashed.is_empty() && RUNNING.with(Cell::get) == 0);
         });
     }
 

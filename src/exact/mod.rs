@@ -95,6 +95,10 @@ pub mod leniency {
 
     thread_local! {
         static ACTIVE: Cell<bool> = const { Cell::new(false) };
+        /// Whether `NOTES` may hold anything: a `Cell` without a destructor is read
+        /// without the registration check a `Vec`'s thread-local needs, and most
+        /// messages drop nothing.
+        static NOTED: Cell<bool> = const { Cell::new(false) };
         static NOTES: RefCell<Vec<Invalid>> = const { RefCell::new(Vec::new()) };
     }
 
@@ -103,7 +107,8 @@ pub mod leniency {
         let was = ACTIVE.with(|a| a.replace(true));
         let value = f();
         ACTIVE.with(|a| a.set(was));
-        let notes = if was { Vec::new() } else { NOTES.with(|n| std::mem::take(&mut *n.borrow_mut())) };
+        let notes =
+            if was || !NOTED.with(|n| n.replace(false)) { Vec::new() } else { NOTES.with(|n| std::mem::take(&mut *n.borrow_mut())) };
         (value, notes)
     }
 
@@ -111,6 +116,7 @@ pub mod leniency {
     pub fn lenient(e: Invalid) -> Result<(), Invalid> {
         if ACTIVE.with(Cell::get) {
             NOTES.with(|n| n.borrow_mut().push(e));
+            NOTED.with(|n| n.set(true));
             Ok(())
         } else {
             Err(e)
