@@ -116,6 +116,33 @@ fn downstream_example_compiles_no_regex_engine_and_no_libc() {
     assert!(probe.contains("libc"), "libc not in {probe:?}");
 }
 
+/// The features `package` is built with in `cargo tree`'s view of `manifest` with `args`.
+fn features_of(manifest: &Path, package: &str, args: &[&str]) -> BTreeSet<String> {
+    let text = cargo_tree(manifest, &["-e", "normal,build", "-i", package, "--format", "{p} {f}"], args);
+    let line = text.lines().find(|line| line.starts_with(&format!("{package} v"))).unwrap_or_else(|| panic!("{package} in {text}"));
+    line.rsplit_once(") ").map_or("", |(_, features)| features).split(',').filter(|f| !f.is_empty()).map(String::from).collect()
+}
+
+/// A crate that only decodes compiles neither the conformance checker, the one-shot stream
+/// reader (with the one-shot declaration) nor the `lint-schema` command: what took its build
+/// under three times a serde crate's (docs/measurements/build-cost.md). The probe's and the
+/// command's builds have them, so the reading finds them when they are there.
+#[test]
+fn downstream_example_compiles_no_conformance_checker_one_shot_reader_or_lint_command() {
+    let downstream = root().join("examples/downstream/Cargo.toml");
+    let workspace = root().join("Cargo.toml");
+    for (package, features) in
+        [("checkfu-wire", &["conformance", "oneshot"][..]), ("checkfu-wire-vocab", &["oneshot"]), ("checkfu-wire-safety", &["cli"])]
+    {
+        let decode_only = features_of(&downstream, package, &[]);
+        let with_them = features_of(&workspace, package, &["-p", "checkfu-wire-cli"]);
+        for feature in features {
+            assert!(!decode_only.contains(*feature), "{package} has {feature} in the downstream build: {decode_only:?}");
+            assert!(with_them.contains(*feature), "{package} lacks {feature} in the command's build: {with_them:?}");
+        }
+    }
+}
+
 /// Without `regenerate` the build script only copies the checked-in Rust and has no
 /// dependency: no crate is compiled a second time, for the host, to run it.
 #[test]
