@@ -87,14 +87,11 @@ thread_local! {
 pub fn memoized(definition: u32, v: &Json<'_>, check: impl FnOnce(&Json<'_>) -> Result<(), Invalid>) -> Result<(), Invalid> {
     let running = RUNNING.with(Cell::get);
     if running == 0 {
-        // The outermost check: the table is empty, and is emptied again when it returns.
+        // The outermost check: the table is empty, and is emptied again when it returns,
+        // or when it unwinds (see `Outermost`).
         RUNNING.with(|r| r.set(1));
-        let answer = check(v);
-        RUNNING.with(|r| r.set(0));
-        if FILLED.with(|f| f.replace(false)) {
-            TABLE.with(|table| table.borrow_mut().clear());
-        }
-        return answer;
+        let _outermost = Outermost;
+        return check(v);
     }
     let (at, len) = identity(v);
     let key = (definition, at, len);
@@ -107,6 +104,22 @@ pub fn memoized(definition: u32, v: &Json<'_>, check: impl FnOnce(&Json<'_>) -> 
     TABLE.with(|table| table.borrow_mut().insert(key, answer.clone()));
     FILLED.with(|f| f.set(true));
     answer
+}
+
+/// Ends the outermost check however it ends. Were a check to panic and a caller to catch
+/// it, a count left raised would make every later check on the thread a nested one, and
+/// the table's answers about the dead tree's addresses would answer questions about the
+/// next tree built at the same addresses.
+struct Outermost;
+
+impl Drop for Outermost {
+    fn drop(&mut self) {
+        RUNNING.with(|r| r.set(0));
+        if FILLED.with(|f| f.replace(false)) {
+            // No borrow of the table is held across a check, so none is held here.
+            TABLE.with(|table| table.borrow_mut().clear());
+        }
+    }
 }
 
 /// The keys are a small number and two addresses: SipHash's resistance to chosen keys
@@ -169,6 +182,24 @@ mod tests {
             let table = table.borrow();
             assert!(table.listed.is_empty() && table.hashed.is_empty() && RUNNING.with(Cell::get) == 0);
         });
+    }
+
+    /// A check that panics, caught by its caller, leaves no answer behind: the next
+    /// outermost check asks afresh about a node at the same address.
+    #[test]
+    fn a_caught_panic_leaves_the_table_empty_and_no_check_running() {
+        let arena = Bump::new();
+        let tree = Json::parse(r#"{"a": 1}"#, &arena).expect("JSON");
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            memoized(1, &tree, |v| {
+                let _ = memoized(2, v, |_| Err(Invalid::new("stale")));
+                panic!("a check that panics");
+            })
+        }));
+        assert!(caught.is_err());
+        assert_eq!(RUNNING.with(Cell::get), 0);
+        assert!(memoized(2, &tree, |_| Ok(())).is_ok(), "asked afresh, not answered from the dead check's table");
+        TABLE.with(|table| assert!(table.borrow().listed.is_empty()));
     }
 
     #[test]

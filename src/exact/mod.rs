@@ -103,6 +103,7 @@ pub mod leniency {
     }
 
     /// Runs `f` reading leniently; returns its value and what was dropped.
+    #[inline(always)]
     pub fn reading<T>(f: impl FnOnce() -> T) -> (T, Vec<Invalid>) {
         let was = ACTIVE.with(|a| a.replace(true));
         let value = f();
