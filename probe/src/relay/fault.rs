@@ -81,7 +81,7 @@ pub enum Fault {
     /// not ask for a stream gets the first half of its JSON answer, then the same close.
     StreamCut { after_events: usize },
     /// 400: the request is `tokens` long, past a context window of `maximum`; `tokens`
-    /// defaults to the window plus the request's own estimate (`relay::sized`, by the rule
+    /// defaults to the window plus the request's own estimate (`relay::play`, by the rule
     /// of [`super::estimate`]).
     ContextOverflow { tokens: Option<u64>, maximum: u64 },
 }

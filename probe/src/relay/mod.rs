@@ -729,7 +729,6 @@ fn serve(activity: &Activity, admitted: Admitted<'_>, started: Instant) -> Respo
         Ok(answer) => answer,
         Err(unanswered) => return refuse(activity, &path, shape, unanswered.status, unanswered.kind, unanswered.reason),
     };
-    let played = sized(played, size);
     let (played, pace) = pace::apply(played, state.pace);
     let sequence = shared.sequence.fetch_add(1, Ordering::Relaxed) + 1;
     let mut call = Call {
@@ -780,28 +779,10 @@ fn serve(activity: &Activity, admitted: Admitted<'_>, started: Instant) -> Respo
     }
 }
 
-/// A scripted overflow that names no length gets the window plus the request's own
-/// estimate ([`estimate`]), the rule the enforced window and the record's
-/// `estimated_tokens` use, so an error never names a length by another rule.
-fn sized(played: Played, size: estimate::Size) -> Played {
-    match played {
-        Played::Fault(Fault::ContextOverflow { tokens: None, maximum }) => {
-            Played::Fault(Fault::ContextOverflow { tokens: Some(maximum.saturating_add(size.tokens.max(1))), maximum })
-        }
-        other => other,
-    }
-}
-
-/// The overflow a request past the enforced window is answered with, naming the relay's
-/// estimate and the window (a script is not asked: the provider refuses before its model
-/// sees the request); `None` within the window, or without one.
-fn enforced_overflow(window: Option<u64>, size: estimate::Size) -> Option<Played> {
-    let maximum = window.filter(|w| size.tokens > *w)?;
-    Some(Played::Fault(Fault::ContextOverflow { tokens: Some(size.tokens), maximum }))
-}
-
 /// What a call gets: the enforced window's overflow when it is past the window (no scripted
-/// reply is used up), else the model's play (as `nonce` plays it in a plain turn).
+/// reply is used up), else the model's play (as `nonce` plays it in a plain turn). Both
+/// overflows name their length here, by the request's own estimate ([`estimate`]), the rule
+/// of the record's `estimated_tokens`, so an error never names a length by another rule.
 fn play(
     shared: &Shared,
     size: estimate::Size,
@@ -809,10 +790,20 @@ fn play(
     reply_token: &str,
     plain: bool,
 ) -> Result<(Played, script::Decision), script::Unanswered> {
-    match enforced_overflow(shared.context_window, size) {
-        Some(overflow) => Ok((overflow, script::Decision::default())),
-        None => shared.model.reply(turn, reply_token, plain),
+    // Past the enforced window the provider refuses before its model sees the request: no
+    // script is asked, and the request is as long as the estimate says.
+    if let Some(maximum) = shared.context_window.filter(|window| size.tokens > *window) {
+        return Ok((Played::Fault(Fault::ContextOverflow { tokens: Some(size.tokens), maximum }), script::Decision::default()));
     }
+    let (played, decision) = shared.model.reply(turn, reply_token, plain)?;
+    // A scripted overflow that names no length is the window plus the estimate.
+    let played = match played {
+        Played::Fault(Fault::ContextOverflow { tokens: None, maximum }) => {
+            Played::Fault(Fault::ContextOverflow { tokens: Some(maximum.saturating_add(size.tokens.max(1))), maximum })
+        }
+        other => other,
+    };
+    Ok((played, decision))
 }
 
 /// An answer made and not yet sent: what the record keeps of it, and what goes out.

@@ -150,6 +150,15 @@ pub fn generate(normalized: &Normalized) -> Result<Checks, Vec<Unsupported>> {
     Ok(Checks { statics: e.statics, shared: e.shared_items, functions: e.functions, deferred: e.table, decoders, definitions: table })
 }
 
+/// Whether a node's `body` reads only the value: none of its identifiers names an item the
+/// checks emit (`node_*`, `check_*`, `STATIC_*`, `deferred_*`) or their memo table
+/// (`crate::exact::memoized`). Only identifiers count, as `Checks::reached` counts them, so
+/// a string literal that happens to spell one (a `const`, a pattern, a message) does not.
+fn reads_only_the_value(body: &TokenStream) -> bool {
+    const EMITTED: [&str; 5] = ["node_", "check_", "STATIC_", "deferred", "memoized"];
+    !body.clone().into_iter().flat_map(module::idents).any(|ident| EMITTED.iter().any(|emitted| ident.contains(emitted)))
+}
+
 impl Emitter<'_> {
     /// The definition whose check is being emitted: every item is emitted inside one.
     fn owner(&self) -> String {
@@ -183,8 +192,8 @@ impl Emitter<'_> {
         // A body that reads only the value (a type test, bounds, an enum: no call, no
         // static) is the same check wherever it recurs, as `_meta`'s "object or null" does
         // in nearly every definition: one function, owned by no definition, serves them all.
+        let alone = reads_only_the_value(&body);
         let text = body.to_string();
-        let alone = !["node_", "check_", "STATIC_", "deferred", "memoized"].iter().any(|callee| text.contains(callee));
         if alone {
             if let Some(name) = self.shared.get(&text) {
                 return name.clone();

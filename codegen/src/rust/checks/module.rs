@@ -99,8 +99,8 @@ impl Checks {
     }
 }
 
-/// Every identifier in `tree`, groups included.
-fn idents(tree: TokenTree) -> Vec<String> {
+/// Every identifier in `tree`, groups included (literals are not identifiers).
+pub(super) fn idents(tree: TokenTree) -> Vec<String> {
     match tree {
         TokenTree::Ident(ident) => vec![ident.to_string()],
         TokenTree::Group(group) => group.stream().into_iter().flat_map(idents).collect(),

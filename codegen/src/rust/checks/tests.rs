@@ -50,3 +50,28 @@ fn a_union_of_string_constants_is_one_comparison_only_when_nothing_else_decides(
         assert_eq!(string_constants(&members), None, "{members:?}");
     }
 }
+
+#[test]
+fn a_body_is_shared_by_what_it_calls_not_by_what_its_literals_spell() {
+    let node = json!({"type": "object", "properties": {"q": {"type": "string"}}});
+    let defs = json!({"A": {"type": "object", "properties": {
+        // Literals spelling a node function, a check and a static: still read only the value.
+        "x": {"const": "node_1 check_A STATIC_1 deferred memoized"},
+        "y": {"const": "node_1 check_A STATIC_1 deferred memoized"},
+        // Calls the node function of `q`: owned by `A`, not shared.
+        "z": node,
+    }}});
+    let normalized = Normalized {
+        root_name: "A".to_string(),
+        defs: defs.as_object().expect("object").clone(),
+        origins: BTreeMap::new(),
+        errors: Vec::new(),
+    };
+    let checks = generate(&normalized).expect("checks");
+    let shared: Vec<String> = checks.shared.iter().map(|(_, item)| item.to_string()).collect();
+    assert_eq!(shared.len(), 2, "{shared:#?}");
+    assert!(shared[0].contains("node_1 check_A STATIC_1 deferred memoized"), "{shared:#?}");
+    let owned: Vec<String> = checks.functions.iter().map(|(owner, item)| format!("{owner}: {item}")).collect();
+    assert_eq!(owned.len(), 2, "{owned:#?}");
+    assert!(owned[0].starts_with("A: ") && owned[0].contains("properties/z"), "{owned:#?}");
+}

@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::model::Plan;
+use super::model::{Def, Plan};
 
 /// Module name → the definitions whose checks the runtime calls directly.
 pub type Roots = BTreeMap<String, BTreeSet<String>>;
@@ -17,9 +17,7 @@ pub type Roots = BTreeMap<String, BTreeSet<String>>;
 /// the one-shot stream schema `oneshot_stream` (a file under `schemas/`).
 pub fn roots(plan: &Plan, oneshot_stream: &str) -> Roots {
     let mut roots = Roots::new();
-    let slots = plan.slots.iter().flat_map(|s| [Some(&s.payload), s.result.as_ref()]);
-    let methods = plan.methods.iter().flat_map(|m| [m.params.as_ref(), m.result.as_ref(), m.envelope.as_ref()]);
-    for def in slots.chain(methods).flatten() {
+    for def in table_defs(plan) {
         roots.entry(def.module.clone()).or_default().insert(def.name.clone());
     }
     let (module, root) = crate::rust::names::names(oneshot_stream);
@@ -32,10 +30,16 @@ pub fn roots(plan: &Plan, oneshot_stream: &str) -> Roots {
 /// compiles it only with its `oneshot` feature, as it does the reader.
 pub fn oneshot_only(plan: &Plan, oneshot_stream: &str) -> Option<String> {
     let (module, _) = crate::rust::names::names(oneshot_stream);
+    let named_by_tables = table_defs(plan).any(|def| def.module == module);
+    (!named_by_tables).then_some(module)
+}
+
+/// The definitions the decoder tables name: every slot's payload and result, every method's
+/// params, result and envelope.
+fn table_defs(plan: &Plan) -> impl Iterator<Item = &Def> {
     let slots = plan.slots.iter().flat_map(|s| [Some(&s.payload), s.result.as_ref()]);
     let methods = plan.methods.iter().flat_map(|m| [m.params.as_ref(), m.result.as_ref(), m.envelope.as_ref()]);
-    let named_by_tables = slots.chain(methods).flatten().any(|def| def.module == module);
-    (!named_by_tables).then_some(module)
+    slots.chain(methods).flatten()
 }
 
 /// The definitions `roots` lead to in a schema's call graph (`calls::call_graph`),

@@ -94,8 +94,8 @@ impl Served {
     /// A fault's error answer, in the provider's shape; `None` for a stream cut, which is
     /// the dialect's ordinary answer cut short ([`super::fault::cut`]).
     pub fn render_failure(self, fault: Fault, turn: &Turn, ids: &Ids) -> Option<Failure> {
-        // The relay names the length (`relay::sized`: the window plus its estimate of the
-        // request); a length left unnamed is just past the window.
+        // The relay always names the length (`relay::play`, by its estimate of the request);
+        // a length left unnamed, as this module's tests leave it, is just past the window.
         let overflow = |maximum: u64, tokens: Option<u64>| tokens.unwrap_or(maximum.saturating_add(1));
         let (param, message) = match (self, fault) {
             (_, Fault::StreamCut { .. }) => return None,
