@@ -163,34 +163,38 @@ impl<'a, M: Copy> Parts<'a, M> {
         // In document order, as the envelope pass meets them: whether a body is wanted
         // whole depends on the method or id read before it.
         for (key, value) in members {
-            match *key {
-                "jsonrpc" => self.jsonrpc = Some(value.as_str() == Some("2.0")),
-                "id" => match id_key(value) {
+            // Tested in the order members come on the wire, each test a length and a word:
+            // a `match` became a jump table on the length, an indirect branch whose target
+            // changed with every member.
+            let key = *key;
+            if key == "jsonrpc" {
+                self.jsonrpc = Some(value.as_str() == Some("2.0"));
+            } else if key == "id" {
+                match id_key(value) {
                     Some(id) => self.id = Some(id),
                     None => return false,
-                },
-                "method" => {
-                    let Json::String(name) = value else { return false };
-                    self.method = Some(name);
-                    self.known = trees.method(name);
                 }
-                "params" => {
-                    let wanted = trees.whole() || self.known.is_some_and(|m| trees.params(m));
-                    if !self.params.read_tree(value, wanted, arena) {
-                        return false;
-                    }
+            } else if key == "method" {
+                let Json::String(name) = value else { return false };
+                self.method = Some(name);
+                self.known = trees.method(name);
+            } else if key == "params" {
+                let wanted = trees.whole() || self.known.is_some_and(|m| trees.params(m));
+                if !self.params.read_tree(value, wanted, arena) {
+                    return false;
                 }
-                "result" => {
-                    let wanted = trees.whole() || self.id.as_ref().is_some_and(|id| trees.result(id));
-                    if !self.result.read_tree(value, wanted, arena) {
-                        return false;
-                    }
+            } else if key == "result" {
+                let wanted = trees.whole() || self.id.as_ref().is_some_and(|id| trees.result(id));
+                if !self.result.read_tree(value, wanted, arena) {
+                    return false;
                 }
-                "error" if self.error.is_none() => match ErrorMember::from_tree(value) {
+            } else if key == "error" && self.error.is_none() {
+                match ErrorMember::from_tree(value) {
                     Some(error) => self.error = Some(error),
                     None => return false,
-                },
-                _ => return false,
+                }
+            } else {
+                return false;
             }
         }
         self.whole = Some(tree);
