@@ -712,7 +712,7 @@ fn serve(activity: &Activity, admitted: Admitted<'_>, started: Instant) -> Respo
         Ok(json) => json,
         Err(error) => return refuse(activity, &path, shape, 400, "invalid_request_error", format!("the body is not JSON: {error}")),
     };
-    let turn = match dialect.read(&json) {
+    let mut turn = match dialect.read(&json) {
         Ok(turn) => turn,
         Err(reason) => {
             return refuse(activity, &path, shape, 400, "invalid_request_error", format!("not a {} request: {reason}", dialect.name()))
@@ -723,6 +723,7 @@ fn serve(activity: &Activity, admitted: Admitted<'_>, started: Instant) -> Respo
     let earlier_reply_in_request = state.earlier_replies.iter().any(|t| bounds::strings_contain(&json, t));
     let steer_in_request = lock(&shared.steer).as_ref().is_some_and(|t| bounds::strings_contain(&json, t));
     let size = json.as_object().map(|body| estimate::of(dialect, body)).unwrap_or_default();
+    turn.input_tokens = size.tokens;
     drop(json);
     let reply_token = fresh_reply_token(&body);
     let (played, decision) = match play(shared, size, &turn, &reply_token, state.plain) {

@@ -383,6 +383,7 @@ mod tests {
             tool_results: results.iter().map(|s| s.to_string()).collect(),
             tools,
             structured: None,
+            input_tokens: 0,
         }
     }
 

@@ -12,7 +12,7 @@
 use serde_json::{json, Map, Value};
 
 use super::super::fault::Fault;
-use super::{content_text, event, tokens, Failure, Ids, Reply, Tool, Turn};
+use super::{content_text, event, Failure, Ids, Reply, Tool, Turn};
 
 pub(super) fn read(body: &Map<String, Value>, turn: &mut Turn) -> Result<(), String> {
     let messages = body.get("messages").and_then(Value::as_array).ok_or("the request has no `messages` array")?;
@@ -139,25 +139,16 @@ fn stop_reason(reply: &Reply) -> &'static str {
     }
 }
 
-fn output_tokens(reply: &Reply) -> u64 {
-    match reply {
-        Reply::Text(text) => tokens(text),
-        Reply::ToolCall { input, .. } => tokens(&input.to_string()),
-    }
-}
-
-fn input_tokens(turn: &Turn) -> u64 {
-    turn.user_texts.iter().chain(&turn.tool_results).map(|t| tokens(t)).sum::<u64>().max(1)
-}
-
 pub(super) fn json(reply: &Reply, turn: &Turn, ids: &Ids) -> Value {
-    message(turn, ids, json!([block(reply, ids)]), Some(stop_reason(reply)), usage(input_tokens(turn), output_tokens(reply)))
+    let (input, output) = super::usage_tokens(reply, turn);
+    message(turn, ids, json!([block(reply, ids)]), Some(stop_reason(reply)), usage(input, output))
 }
 
 pub(super) fn sse(reply: &Reply, turn: &Turn, ids: &Ids, pieces: usize) -> String {
     let mut out = String::new();
     // As the API streams it: the input counted at the start, one output token so far.
-    let start = json!({"type": "message_start", "message": message(turn, ids, json!([]), None, usage(input_tokens(turn), 1))});
+    let (input, output) = super::usage_tokens(reply, turn);
+    let start = json!({"type": "message_start", "message": message(turn, ids, json!([]), None, usage(input, 1))});
     event(&mut out, Some("message_start"), &start);
     let (opening, deltas) = match reply {
         Reply::Text(text) => (
@@ -176,7 +167,7 @@ pub(super) fn sse(reply: &Reply, turn: &Turn, ids: &Ids, pieces: usize) -> Strin
     let finish = json!({
         "type": "message_delta",
         "delta": {"stop_reason": stop_reason(reply), "stop_sequence": null, "stop_details": null, "container": null},
-        "usage": delta_usage(input_tokens(turn), output_tokens(reply)),
+        "usage": delta_usage(input, output),
     });
     event(&mut out, Some("message_delta"), &finish);
     event(&mut out, Some("message_stop"), &json!({"type": "message_stop"}));

@@ -11,7 +11,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{arguments, content_text, event, tokens, Ids, Reply, Tool, Turn};
+use super::{arguments, content_text, event, Ids, Reply, Tool, Turn};
 
 pub(super) fn read(body: &Map<String, Value>, turn: &mut Turn) -> Result<(), String> {
     let messages = body.get("messages").and_then(Value::as_array).ok_or("the request has no `messages` array")?;
@@ -44,11 +44,7 @@ fn finish_reason(reply: &Reply) -> &'static str {
 }
 
 fn usage(reply: &Reply, turn: &Turn) -> Value {
-    let prompt: u64 = turn.user_texts.iter().chain(&turn.tool_results).map(|t| tokens(t)).sum::<u64>().max(1);
-    let completion = match reply {
-        Reply::Text(text) => tokens(text),
-        Reply::ToolCall { input, .. } => tokens(&input.to_string()),
-    };
+    let (prompt, completion) = super::usage_tokens(reply, turn);
     json!({
         "prompt_tokens": prompt,
         "completion_tokens": completion,

@@ -213,6 +213,11 @@ pub struct Turn {
     pub tools: Vec<Tool>,
     /// The output schema the request asks the answer to follow, and how it asks.
     pub structured: Option<super::structured::Structured>,
+    /// The request's length in tokens by the relay's own estimate ([`super::estimate`]):
+    /// what the answer's usage reports as its input, so a client that compacts by the usage
+    /// it is told sees the measure the enforced window and the record use. Set by the relay
+    /// once the request is read.
+    pub input_tokens: u64,
 }
 
 impl Turn {
@@ -284,6 +289,17 @@ pub(crate) fn tokens(text: &str) -> u64 {
     (text.len() as u64).div_ceil(4).max(1)
 }
 
+/// The usage an answer reports: the request's estimated length as its input (at least one
+/// token, as a real provider never reports none), and the reply's text or tool input as its
+/// output.
+pub(crate) fn usage_tokens(reply: &Reply, turn: &Turn) -> (u64, u64) {
+    let output = match reply {
+        Reply::Text(text) => tokens(text),
+        Reply::ToolCall { input, .. } => tokens(&input.to_string()),
+    };
+    (turn.input_tokens.max(1), output)
+}
+
 /// One server-sent event: `event:` when the dialect names its events, then `data:`.
 pub(crate) fn event(out: &mut String, name: Option<&str>, data: &Value) {
     if let Some(name) = name {
@@ -318,6 +334,26 @@ mod tests {
         assert_eq!(text_pieces(text, 8).len(), 8);
         assert_eq!(text_pieces("", 4), [""]);
         assert_eq!(text_pieces("é ü", 2), ["é ", "ü"]);
+    }
+
+    /// Every dialect reports the request's estimated length as the answer's input, JSON and
+    /// streamed alike, whatever the request's user texts add up to.
+    #[test]
+    fn usage_reports_the_estimate_as_the_input() {
+        let turn = Turn { model: "m".into(), user_texts: vec!["x".repeat(400)], input_tokens: 4321, ..Turn::default() };
+        let reply = Reply::Text("an answer".into());
+        let ids = Ids::new(1);
+        for (dialect, member) in
+            [(Served::AnthropicMessages, "input_tokens"), (Served::OpenaiChat, "prompt_tokens"), (Served::OpenaiResponses, "input_tokens")]
+        {
+            let body = dialect.render_json(&reply, &turn, &ids);
+            let usage = body.get("usage").or_else(|| body.pointer("/response/usage")).expect("a usage member");
+            assert_eq!(usage[member], 4321, "{dialect:?}: {body}");
+        }
+        let streamed = Served::AnthropicMessages.render_sse(&reply, &turn, &ids, 2);
+        assert_eq!(streamed.matches("\"input_tokens\":4321").count(), 2, "message_start and message_delta: {streamed}");
+        let unset = Turn { model: "m".into(), ..Turn::default() };
+        assert_eq!(Served::OpenaiChat.render_json(&reply, &unset, &ids)["usage"]["prompt_tokens"], 1, "never none");
     }
 
     #[test]

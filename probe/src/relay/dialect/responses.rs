@@ -11,7 +11,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{arguments, content_text, event, tokens, Ids, Reply, Tool, Turn};
+use super::{arguments, content_text, event, Ids, Reply, Tool, Turn};
 
 pub(super) fn read(body: &Map<String, Value>, turn: &mut Turn) -> Result<(), String> {
     match body.get("input") {
@@ -68,11 +68,7 @@ fn output_text(text: &str) -> Value {
 }
 
 fn usage(reply: &Reply, turn: &Turn) -> Value {
-    let input: u64 = turn.user_texts.iter().chain(&turn.tool_results).map(|t| tokens(t)).sum::<u64>().max(1);
-    let output = match reply {
-        Reply::Text(text) => tokens(text),
-        Reply::ToolCall { input, .. } => tokens(&input.to_string()),
-    };
+    let (input, output) = super::usage_tokens(reply, turn);
     json!({
         "input_tokens": input,
         "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0, "cache_write_tokens_details": {"ttl_12h_tokens": 0, "ttl_30m_tokens": 0}},
