@@ -536,6 +536,52 @@ fn an_agent_written_with_the_official_typescript_sdk_passes() {
     assert!(decoded.status.success(), "{}", String::from_utf8_lossy(&decoded.stdout));
 }
 
+/// The TypeScript SDK agent's hostile twins: each says in its own trace what the honest
+/// agent says (a turn's counters, `cancelled`, `draining`, `queued`), and each fails on the
+/// relay's record, naming what it did. Run when `CHECKFU_TS_AGENT` names an installed copy.
+#[test]
+#[cfg_attr(
+    not(checkfu_ts_agent),
+    ignore = "CHECKFU_TS_AGENT is not set: run tests/fixture-agent/ts/install.sh DIR and set it to DIR/agent.mjs"
+)]
+fn the_typescript_sdk_agents_hostile_twins_each_fail_on_the_record() {
+    let agent = std::env::var("CHECKFU_TS_AGENT").expect("CHECKFU_TS_AGENT was set when the tests were built, and is not now");
+    let twin = |options: &[&str], flag: &str| probe(options, &["node", &agent, flag]);
+
+    let liar = twin(&[], "--lie-turn");
+    assert_eq!(liar.status, 1, "{}", liar.pretty());
+    assert_eq!(liar.json["turn_telemetry"]["mismatches"], serde_json::json!(["model_calls claimed 0, recorded 1"]));
+    assert_eq!(liar.step("cancellation").0, "passed", "the lie alone fails the run: {}", liar.pretty());
+
+    let deaf = twin(&[], "--ignore-cancel");
+    assert_eq!(deaf.status, 1, "{}", deaf.pretty());
+    let (status, reason) = deaf.step("cancellation");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("not answered") && reason.contains("still in flight"), "{reason}");
+
+    let late = twin(&[], "--call-after-cancel");
+    assert_eq!(late.status, 1, "{}", late.pretty());
+    let (status, reason) = late.step("cancellation");
+    assert_eq!(status, "failed");
+    assert!(reason.starts_with("a model call started ") && reason.ends_with(" ms after the cancel"), "{reason}");
+
+    let cut = twin(&["--interrupt"], "--truncate-drain");
+    assert_eq!(cut.status, 1, "{}", cut.pretty());
+    assert_eq!(cut.check("cooperative_interrupt_drained"), "fail");
+    let reason = cut.check_reason("cooperative_interrupt_drained");
+    assert!(reason.contains("cut the answer off"), "{reason}");
+
+    let dropped = twin(&[], "--drop-steer");
+    assert_eq!(dropped.status, 1, "{}", dropped.pretty());
+    assert_eq!(dropped.check("steering_delivered"), "fail");
+    assert_eq!(
+        dropped.check_reason("steering_delivered"),
+        "the steer was acknowledged `queued`, but no model request of the next turn carried it"
+    );
+    // Acknowledged, so the trace alone would pass it.
+    assert_eq!(dropped.check("steering_correlation"), "pass");
+}
+
 #[test]
 fn the_agent_starts_in_the_workspace_with_its_pwd_and_no_oldpwd() {
     let scratch = probe_support::Scratch::new("acp-pwd");
