@@ -7,7 +7,9 @@
 //! `CHECKFU_REQUIRE_REAL_AGENTS` so that there they cannot be ignored); otherwise the runner
 //! lists them as ignored. Both agents also take a turn with the probe unprivileged (uid
 //! 65534 through `setpriv` when the tests run as root), fenced in a user namespace from
-//! which the host's loopback is out of reach.
+//! which the host's loopback is out of reach. OpenCode, Kilo and GitHub Copilot CLI (each
+//! pinned by the same script, in a tree of their own) take a turn and a cancel with generic
+//! flags only.
 
 use crate::probe_support;
 
@@ -332,5 +334,47 @@ fn both_agents_meet_an_enforced_window_and_do_not_compact() {
         let overflowed = calls.iter().find(|c| c["fault"] == "context_overflow").expect(&context);
         assert!(overflowed["status"] == 400 && overflowed["estimated_tokens"].as_u64() > Some(2000), "{context}");
         assert_eq!(run.json["context_compaction"]["claimed"], json!([]), "{context}");
+    }
+}
+
+/// Three more ACP agents nobody here configured, each launched with the generic flags a harness
+/// author would pass, its provider pointed at the relay by a home file or variables: OpenCode
+/// 1.18.33 and Kilo 7.7.9 (`acp`; an OpenAI-compatible provider in their config speaks Chat
+/// Completions) and GitHub Copilot CLI 1.0.102 (`--acp`, its bring-your-own-key variables). Each
+/// takes a turn, passes the model's answer on, and when its second prompt is cancelled on the
+/// first streamed words answers `cancelled` having closed the model's stream, with no call after.
+#[test]
+#[cfg_attr(not(checkfu_real_agents), ignore = "CHECKFU_REAL_AGENTS is not set: run tests/real-agents/install.sh DIR and set it to DIR")]
+fn opencode_kilo_and_copilot_take_a_turn_and_stop_on_the_cancel() {
+    let dir = PathBuf::from(std::env::var_os("CHECKFU_REAL_AGENTS").expect(IGNORED)).join("more/node_modules");
+    let provider = r#"{"provider": {"relay": {"npm": "@ai-sdk/openai-compatible", "name": "relay", "options": {"baseURL": "{relay_url}/v1", "apiKey": "{api_key}"}, "models": {"stub": {"name": "stub"}}}}, "model": "relay/stub", "autoupdate": false, "share": "disabled"}"#;
+    let (opencode_config, kilo_config) =
+        (format!(".config/opencode/opencode.json={provider}"), format!(".config/kilo/kilo.json={provider}"));
+    let binary = |path: &str| dir.join(path).to_string_lossy().into_owned();
+    let (opencode, kilo, copilot) =
+        (binary("opencode-linux-x64/bin/opencode"), binary("@kilocode/cli-linux-x64/bin/kilo"), binary(".bin/copilot"));
+    let copilot_env =
+        ["--env", "COPILOT_PROVIDER_BASE_URL={relay_url}/v1", "--env", "COPILOT_PROVIDER_API_KEY={api_key}", "--env", "COPILOT_MODEL=stub"];
+    let agents: [(&str, Vec<&str>, Vec<&str>); 3] = [
+        ("OpenCode", vec!["--home-file", &opencode_config], vec![&opencode, "acp"]),
+        ("Kilo", vec!["--home-file", &kilo_config], vec![&kilo, "acp"]),
+        ("Copilot", copilot_env.to_vec(), vec![&copilot, "--acp"]),
+    ];
+    for (name, mut options, command) in agents {
+        options.extend(["--deadline", "180", "--step-timeout", "90"]);
+        let run = probe_env(&options, &command, &[]);
+        let context = format!("{name}: {}", run.pretty());
+        assert_eq!(run.status, 0, "{context}");
+        for step in ["initialize_handshake", "session_start", "prompt_exchange", "cancellation", "teardown"] {
+            assert_eq!(run.step(step).0, "passed", "{step}: {context}");
+        }
+        let cancel = &run.json["cancellation"];
+        assert_eq!(cancel["trigger"], "first_chunk", "{context}");
+        assert_eq!(cancel["stop_reason"], "cancelled", "{context}");
+        assert_eq!((cancel["calls_after_cancel"].as_u64(), cancel["streams_open"].as_u64()), (Some(0), Some(0)), "{context}");
+        let plane = run.plane();
+        assert_eq!((&plane["nonce_at_relay"], &plane["nonce_in_output"]), (&json!(true), &json!(true)), "{context}");
+        assert!(plane["reply_in_output"].as_str().is_some_and(|t| t.starts_with("cfr-")), "{context}");
+        assert_eq!(plane["dialects_used"], json!(["openai_chat"]), "{context}");
     }
 }
