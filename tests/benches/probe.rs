@@ -16,6 +16,9 @@
 //!   first call answered with a context overflow, the agent's compaction and second call, the
 //!   claim judged against the record), against `unwindowed`, the same agent without a window
 //!   (one call).
+//! - `drain`: what `--interrupt` adds to a run of the fixture agent (`drained`: the first
+//!   turn's answer paced, the interrupt sent while it streams, the drain judged against the
+//!   record), against the same run without it (`undrained`). Both run the cancellation step.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -127,6 +130,26 @@ fn compaction(bencher: divan::Bencher, case: &str) {
     let windowed = case == "windowed";
     bencher.bench(|| {
         let result = probe::run(&compaction_plan(windowed), &mut |_| {}).expect("probe runs");
+        assert!(result.passed(), "{}", result.to_text());
+        result.model_plane.calls.len()
+    });
+}
+
+/// One turn of the fixture agent, with the cooperative interrupt or without it.
+fn drain_plan(drained: bool) -> Plan {
+    let command = [AGENT, "--mid-turn-wait-ms", "0"].iter().map(Into::into).collect();
+    let mut options = AcpOptions::new(command);
+    options.settle = Duration::ZERO;
+    options.interrupt = drained;
+    let run = RunOptions { kill_grace: Duration::from_secs(2), ..RunOptions::default() };
+    Plan { run, lane: LanePlan::Acp(options), image: None, registration: None }
+}
+
+#[divan::bench(sample_count = 10, args = ["undrained", "drained"])]
+fn drain(bencher: divan::Bencher, case: &str) {
+    let drained = case == "drained";
+    bencher.bench(|| {
+        let result = probe::run(&drain_plan(drained), &mut |_| {}).expect("probe runs");
         assert!(result.passed(), "{}", result.to_text());
         result.model_plane.calls.len()
     });

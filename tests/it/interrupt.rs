@@ -121,7 +121,13 @@ fn sigint_mid_pull_stops_it_and_leaves_nothing() {
 fn sigint_mid_unpack_stops_it_and_leaves_nothing() {
     let layout = crate::image_untrusted_layers::long_paths_layout(200_000);
     let digest = crate::image_untrusted_layers::manifest_digest(layout.path());
-    let options = [format!("--image=localhost/long-paths@{digest}"), format!("--image-source=oci:{}", layout.path().display())];
+    // Without the store, the root is made in the run's TMPDIR, which the test watches (with
+    // it, the unpack goes into the store: the test below).
+    let options = [
+        format!("--image=localhost/long-paths@{digest}"),
+        format!("--image-source=oci:{}", layout.path().display()),
+        String::from("--no-image-cache"),
+    ];
     // Once the root is being filled, and half a second into it.
     let filling: std::cell::Cell<Option<Instant>> = std::cell::Cell::new(None);
     let stderr = interrupted_image_run(&options, |tmp| {
@@ -131,6 +137,47 @@ fn sigint_mid_unpack_stops_it_and_leaves_nothing() {
         filling.get().is_some_and(|t| t.elapsed() >= Duration::from_millis(500))
     });
     assert!(stderr.contains("interrupted by SIGINT while unpacking"), "stopped in the unpack: {stderr}");
+}
+
+/// SIGINT in the middle of an unpack into the image store: the entry being written goes with
+/// the run, so the store holds no entry and no `.tmp-` directory afterwards, and `image ls`
+/// lists nothing.
+#[test]
+#[cfg_attr(
+    not(checkfu_image_tools),
+    ignore = "CHECKFU_IMAGE_TOOLS is not set: apt-get install buildah skopeo docker-registry busybox-static bubblewrap (see .ci/run)"
+)]
+fn sigint_mid_unpack_into_the_store_leaves_no_entry() {
+    let layout = crate::image_untrusted_layers::long_paths_layout(200_000);
+    let digest = crate::image_untrusted_layers::manifest_digest(layout.path());
+    let store_dir = crate::probe_support::Scratch::new("interrupt-store");
+    let store = store_dir.path("images");
+    let options = [
+        format!("--image=localhost/long-paths@{digest}"),
+        format!("--image-source=oci:{}", layout.path().display()),
+        format!("--image-cache={store}"),
+    ];
+    let filling: std::cell::Cell<Option<Instant>> = std::cell::Cell::new(None);
+    let stderr = interrupted_image_run(&options, |_| {
+        if filling.get().is_none() && writing_an_entry(std::path::Path::new(&store)) {
+            filling.set(Some(Instant::now()));
+        }
+        filling.get().is_some_and(|t| t.elapsed() >= Duration::from_millis(500))
+    });
+    assert!(stderr.contains("interrupted by SIGINT while unpacking"), "stopped in the unpack: {stderr}");
+    let left: Vec<_> = std::fs::read_dir(&store).expect("the store").flatten().map(|e| e.file_name()).collect();
+    assert!(left.is_empty(), "the store kept {left:?}");
+    let listed = Command::new(PROBE).args(["image", "ls", "--image-cache", &store]).output().expect("image ls");
+    assert!(listed.status.success(), "{listed:?}");
+    assert!(!String::from_utf8_lossy(&listed.stdout).contains(&digest), "{}", String::from_utf8_lossy(&listed.stdout));
+}
+
+/// Whether the store at `store` is writing an entry: a `.tmp-…/root` with something in it.
+fn writing_an_entry(store: &std::path::Path) -> bool {
+    std::fs::read_dir(store).into_iter().flatten().flatten().any(|entry| {
+        entry.file_name().to_string_lossy().starts_with(".tmp-")
+            && std::fs::read_dir(entry.path().join("root")).is_ok_and(|mut d| d.next().is_some())
+    })
 }
 
 /// Whether a root is being unpacked in `tmp`: a `checkfu-image-rootfs-…` with something in it.
