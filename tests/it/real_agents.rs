@@ -298,6 +298,7 @@ fn real_agents_recover_from_faults_as_their_records_show() {
 
 /// claude-agent-acp 0.23.1, Zed's newer adapter, meets a stream cut as claude-code-acp does:
 /// its SDK retries without a stream, and the answer to that retry never reaches the client.
+/// Without the fault it passes, its cancel included.
 #[test]
 #[cfg_attr(not(checkfu_real_agents), ignore = "CHECKFU_REAL_AGENTS is not set: run tests/real-agents/install.sh DIR and set it to DIR")]
 fn claude_agent_acp_loses_the_answer_to_its_retry_of_a_cut_stream() {
@@ -308,6 +309,17 @@ fn claude_agent_acp_loses_the_answer_to_its_retry_of_a_cut_stream() {
     let cut = recovery_run(&bin, "claude-code", &script, &["claude-agent-acp"]);
     assert_cut_retry_lost(&cut);
     assert_eq!(cut.step("prompt_exchange").0, "failed", "{}", cut.pretty());
+    // Without the fault it takes the turn, and its second prompt, cancelled on the first
+    // streamed words, is answered `cancelled` with the model's stream closed.
+    // (The run exits 1 all the same: like claude-code-acp, it does not declare the subagents
+    // the catalog's `claude-code` entry declares.)
+    let plain = recovery_run(&bin, "claude-code", "nonce", &["claude-agent-acp"]);
+    for step in ["prompt_exchange", "cancellation", "teardown"] {
+        assert_eq!(plain.step(step).0, "passed", "{step}: {}", plain.pretty());
+    }
+    let cancel = &plain.json["cancellation"];
+    assert_eq!((cancel["trigger"].as_str(), cancel["stop_reason"].as_str()), (Some("first_chunk"), Some("cancelled")), "{cancel}");
+    assert_eq!((cancel["calls_after_cancel"].as_u64(), cancel["streams_open"].as_u64()), (Some(0), Some(0)), "{cancel}");
 }
 
 /// Both agents under a window smaller than their first request (their system prompts alone
