@@ -71,11 +71,23 @@ impl Fixture {
     /// Writes the config, the manifest (layers as `(tar, media type)`, gzipped when the
     /// type says so) and index.json; returns the manifest's digest.
     pub fn image(&self, layers: &[(Vec<u8>, &str)]) -> Digest {
+        let blobs: Vec<_> = layers
+            .iter()
+            .map(|(tar, media_type)| {
+                let blob = if media_type.ends_with("gzip") { gzip(tar) } else { tar.clone() };
+                (blob, tar.clone(), *media_type)
+            })
+            .collect();
+        self.image_blobs(&blobs)
+    }
+
+    /// [`Fixture::image`] with each layer's blob given as written (`(blob, decompressed
+    /// stream, media type)`): a gzip of several members, say.
+    pub fn image_blobs(&self, layers: &[(Vec<u8>, Vec<u8>, &str)]) -> Digest {
         let mut descriptors = Vec::new();
         let mut diff_ids = Vec::new();
-        for (tar, media_type) in layers {
-            let blob = if media_type.ends_with("gzip") { gzip(tar) } else { tar.clone() };
-            let digest = self.blob(&blob);
+        for (blob, tar, media_type) in layers {
+            let digest = self.blob(blob);
             descriptors.push(serde_json::json!({"mediaType": media_type, "digest": digest.to_string(), "size": blob.len()}));
             diff_ids.push(digest_of(tar).to_string());
         }

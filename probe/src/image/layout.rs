@@ -21,7 +21,7 @@ use oci_spec::image::{Arch, Descriptor, ImageConfiguration, ImageIndex, ImageMan
 use sha2::Digest as _;
 
 use super::reference::{digest_from_sha256, digest_of, is_sha256, sha256_digest, Digest};
-pub use super::tarframe::MAX_METADATA_BYTES;
+pub use super::tarentry::MAX_METADATA_BYTES;
 use super::tarstream::Capped;
 use super::unpack::Unpacker;
 use crate::dirfd::Dir;
@@ -423,14 +423,14 @@ impl OciLayout {
         diff_id: &Digest,
         stream_cap: u64,
     ) -> Result<(), LayoutError> {
-        let decompressed: Box<dyn Read + '_> = if layer.gzip { Box::new(flate2::read::GzDecoder::new(raw)) } else { Box::new(raw) };
+        let decompressed: Box<dyn Read + '_> = if layer.gzip { Box::new(flate2::read::MultiGzDecoder::new(raw)) } else { Box::new(raw) };
         let mut stream = Capped::new(decompressed, stream_cap - unpacker.streamed);
         let applied = unpacker.apply_layer(&mut stream, &layer.digest);
-        // Past the tar's end-of-archive blocks the stream may hold padding: read it out
-        // (bounded by the cap) so that the diff_id covers the whole stream.
+        // Past the tar's end-of-archive block the stream may hold padding: read it out
+        // (bounded by the cap) so that the diff_id covers the whole stream, and refuse
+        // anything but zeros, which other tar readers would read on into.
         let drained = applied.and_then(|()| {
-            io::copy(&mut stream, &mut io::sink())
-                .map(|_| ())
+            super::tarentry::drain_padding(&mut stream)
                 .map_err(|e| LayoutError::Layer { layer: layer.digest.clone(), problem: e.to_string() })
         });
         if stream.exceeded {
@@ -438,9 +438,6 @@ impl OciLayout {
                 layer: layer.digest.clone(),
                 problem: format!("the decompressed layers exceed {stream_cap} bytes (content cap plus tar framing)"),
             });
-        }
-        if let Some(problem) = stream.refused.take() {
-            return Err(LayoutError::Layer { layer: layer.digest.clone(), problem: problem.to_string() });
         }
         drained?;
         unpacker.streamed += stream.read;

@@ -3,8 +3,10 @@
 //! - [`reference`]: an image reference pinned by digest (`NAME@sha256:<64 hex>`);
 //! - [`layout`]: an OCI image layout read and unpacked in the crate (every blob a regular
 //!   file checked against its digest and size, layers applied in order with whiteouts,
-//!   bounded), its layers' tar streams watched by `tarstream` at the framing `tarframe`
-//!   reads, and their entries placed by `unpack`, confined to the root by the kernel;
+//!   bounded), its layers' tar streams hashed and capped by `tarstream`, read by the `tar` crate
+//!   alone and composed into entries by `tarentry` (whatever tar readers could read
+//!   differently refused), and their entries placed by `unpack`, confined to the root by
+//!   the kernel;
 //! - [`distribution`]: a loopback registry pulled by the probe itself over plain HTTP
 //!   (bounded, to the registry named only, by the run's deadline);
 //! - [`host_env`]: the environment of every program the lane starts on the host, which no
@@ -33,7 +35,7 @@ pub mod run;
 pub mod runtime;
 pub mod source;
 pub mod store;
-mod tarframe;
+mod tarentry;
 mod tarstream;
 pub mod tools;
 mod unpack;

@@ -28,6 +28,7 @@ use sha2::Digest as _;
 
 use super::layout::{LayoutError, Limits, UnpackReport};
 use super::reference::Digest;
+use super::tarentry::{Composer, EntryType};
 use crate::dirfd::{self, Dir, Stat, Visit};
 
 /// Symlinks followed while resolving one entry's parent directory (Linux's `MAXSYMLINKS`).
@@ -89,31 +90,50 @@ impl Unpacker {
         let mut archive = tar::Archive::new(stream);
         // What this layer placed: an opaque marker hides lower layers' content only.
         let mut placed: HashSet<PathId> = HashSet::new();
+        // Directories an opaque marker of this layer emptied: nothing of a lower layer is
+        // left below them, so no later marker walks them again.
+        let mut cleared: HashSet<PathId> = HashSet::new();
         // The last entry's parent: a layer lists a directory's entries together, and
         // placing an entry in a directory cannot change the path to it, so the next entry
         // with the same parents needs no new walk. Anything else forgets it.
         let mut parent: Option<(Vec<OsString>, Dir, PathId)> = None;
-        for entry in archive.entries().map_err(layer_error)? {
+        // Raw records: the `tar` crate frames the stream, [`Composer`] reads the records
+        // that describe an entry, each capped before it is read.
+        let mut composer = Composer::default();
+        let mut records: u64 = 0;
+        for entry in archive.entries().map_err(layer_error)?.raw(true) {
             let mut entry = entry.map_err(layer_error)?;
-            self.report.entries += 1;
+            records += 1;
             if let Some(reason) = self.limits.stop_reason() {
                 let problem = format!("{reason} while unpacking it, at entry {}", self.report.entries);
                 return Err(LayoutError::Layer { layer: layer.clone(), problem });
             }
+            // Describing records are capped with the entries: each is a header at least.
+            if records > self.limits.max_entries.saturating_mul(4) {
+                return Err(LayoutError::Layer { layer: layer.clone(), problem: format!("more than {} tar records", self.limits.max_entries.saturating_mul(4)) });
+            }
+            let composed = match composer.next(&mut entry) {
+                Ok(Some(composed)) => composed,
+                Ok(None) => continue,
+                Err(problem) => {
+                    let raw = entry.header().path_bytes().into_owned();
+                    return Err(LayoutError::Entry { layer: layer.clone(), path: self.shown_path(&raw), problem: problem.to_string() });
+                }
+            };
+            self.report.entries += 1;
             if self.report.entries > self.limits.max_entries {
                 return Err(LayoutError::Layer { layer: layer.clone(), problem: format!("more than {} entries", self.limits.max_entries) });
             }
-            let raw = entry.path_bytes().into_owned();
+            let raw = composed.path;
             let shown = self.shown_path(&raw);
             let refuse = |problem: String| LayoutError::Entry { layer: layer.clone(), path: shown.clone(), problem };
             if raw.len() > self.limits.max_path_bytes {
                 return Err(refuse(format!("the path is {} bytes, over the {}-byte cap", raw.len(), self.limits.max_path_bytes)));
             }
             let components = normalize(&raw).map_err(|p| refuse(p.to_owned()))?;
-            let header_type = entry.header().entry_type();
             let Some((name, parents)) = components.split_last() else {
                 // `./` or `/`: the root itself, which we made.
-                if header_type.is_dir() {
+                if composed.entry_type == EntryType::Directory {
                     continue;
                 }
                 return Err(refuse("a non-directory entry names the root".to_owned()));
@@ -121,7 +141,7 @@ impl Unpacker {
             let name_bytes = name.as_bytes();
             if name_bytes == OPAQUE {
                 parent = None;
-                self.opaque(parents, &placed).map_err(refuse)?;
+                self.opaque(parents, &placed, &mut cleared).map_err(refuse)?;
                 continue;
             }
             if let Some(hidden) = name_bytes.strip_prefix(WHITEOUT) {
@@ -129,16 +149,15 @@ impl Unpacker {
                 self.whiteout(parents, hidden).map_err(refuse)?;
                 continue;
             }
-            let Some(kind) = self.kind_of(&entry).map_err(&refuse)? else {
+            let Some(kind) = self.kind_of(composed.entry_type, &composed.link).map_err(&refuse)? else {
                 continue;
             };
             if matches!(kind, Kind::File) {
-                self.report.bytes = self.report.bytes.saturating_add(entry.size());
+                self.report.bytes = self.report.bytes.saturating_add(composed.size);
                 if self.report.bytes > self.limits.max_unpacked_bytes {
                     return Err(refuse(format!("the image's files exceed the {}-byte cap", self.limits.max_unpacked_bytes)));
                 }
             }
-            let mode = entry.header().mode().map_err(|e| refuse(format!("mode: {e}")))?;
             if !matches!(&parent, Some((cached, _, _)) if cached.as_slice() == parents) {
                 let (dir, id) = self.make_dir(parents).map_err(&refuse)?;
                 parent = Some((parents.to_vec(), dir, id));
@@ -147,10 +166,10 @@ impl Unpacker {
                 return Err(refuse("its parent directory could not be made".to_owned()));
             };
             let id = child_id(dir_id, name_bytes);
-            self.place(dir, name, id, kind, mode, &mut entry).map_err(refuse)?;
+            self.place(dir, name, id, kind, composed.mode, &mut entry).map_err(refuse)?;
             placed.insert(id);
         }
-        Ok(())
+        composer.finish().map_err(|problem| LayoutError::Layer { layer: layer.clone(), problem: problem.to_string() })
     }
 
     /// At most [`SHOWN_PATH_BYTES`] of an entry's path, for an error, marked where cut.
@@ -164,20 +183,27 @@ impl Unpacker {
     }
 
     /// An opaque marker in `parents`: what lower layers put in that directory goes, what
-    /// this layer `placed` stays.
-    fn opaque(&mut self, parents: &[OsString], placed: &HashSet<PathId>) -> Result<(), String> {
-        let (dir, id) = self.make_dir(parents)?;
+    /// this layer `placed` stays. A directory this layer already emptied, or one below it,
+    /// holds nothing of a lower layer: it is not walked again, so the markers of a layer
+    /// cost no more than the entries it holds, however they nest or repeat.
+    fn opaque(&mut self, parents: &[OsString], placed: &HashSet<PathId>, cleared: &mut HashSet<PathId>) -> Result<(), String> {
+        let (dir, chain) = self.resolve_chain(parents, true)?.ok_or_else(|| "its parent directory could not be made".to_owned())?;
+        self.report.opaque_directories += 1;
+        if chain.iter().any(|id| cleared.contains(id)) {
+            return Ok(());
+        }
+        let id = chain.last().copied().unwrap_or(ROOT_ID);
         // Until a pass removes nothing: where removing an entry moves the positions of
         // those after it (tmpfs before Linux 6.6), a pass may step over some.
         loop {
-            let mut clear = ClearLower { placed, removed: 0 };
+            let mut clear = ClearLower { placed, cleared, removed: 0 };
             let top = dir.duplicate().map_err(|e| format!("emptying the opaque directory: {e}"))?;
             dirfd::walk(top, id, &mut clear).map_err(|e| format!("emptying the opaque directory: {e}"))?;
             if clear.removed == 0 {
                 break;
             }
         }
-        self.report.opaque_directories += 1;
+        cleared.insert(id);
         Ok(())
     }
 
@@ -193,34 +219,28 @@ impl Unpacker {
         Ok(())
     }
 
-    /// What `entry` wants at its path; `None` for an entry that places nothing (a device
-    /// node or FIFO, which an unprivileged sandbox cannot make, or a pax global header).
-    fn kind_of(&mut self, entry: &tar::Entry<'_, &mut dyn Read>) -> Result<Option<Kind>, String> {
-        use tar::EntryType as T;
-        let header_type = entry.header().entry_type();
-        let kind = match header_type {
-            T::Regular | T::Continuous => Kind::File,
-            T::Directory => Kind::Directory,
-            T::Symlink | T::Link => {
-                let target = entry.link_name_bytes().map(|t| t.into_owned()).unwrap_or_default();
+    /// What an entry of `entry_type` wants at its path; `None` for an entry that places
+    /// nothing (a device node or FIFO, which an unprivileged sandbox cannot make).
+    fn kind_of(&mut self, entry_type: EntryType, target: &[u8]) -> Result<Option<Kind>, String> {
+        let kind = match entry_type {
+            EntryType::File => Kind::File,
+            EntryType::Directory => Kind::Directory,
+            EntryType::Symlink | EntryType::HardLink => {
                 if target.is_empty() || target.len() > self.limits.max_path_bytes {
                     return Err(format!("a link target of {} bytes (1 to {} allowed)", target.len(), self.limits.max_path_bytes));
                 }
-                if header_type == T::Symlink {
+                if entry_type == EntryType::Symlink {
                     // A symlink's target may be anything: nothing is ever written through one
                     // without resolving it inside the root.
-                    Kind::Symlink(OsStr::from_bytes(&target).to_owned())
+                    Kind::Symlink(OsStr::from_bytes(target).to_owned())
                 } else {
-                    Kind::HardLink(normalize(&target).map_err(|p| format!("hard link target: {p}"))?)
+                    Kind::HardLink(normalize(target).map_err(|p| format!("hard link target: {p}"))?)
                 }
             }
-            T::Char | T::Block | T::Fifo => {
+            EntryType::Special => {
                 self.report.skipped_special += 1;
                 return Ok(None);
             }
-            // pax global headers carry nothing we use.
-            T::XGlobalHeader => return Ok(None),
-            other => return Err(format!("unsupported entry type {other:?}")),
         };
         Ok(Some(kind))
     }
@@ -291,6 +311,13 @@ impl Unpacker {
     /// `create`, otherwise `None` is returned for them. Every step opens one name beneath a
     /// directory we hold, refusing symlinks, so nothing is resolved outside the root.
     fn resolve_dir(&mut self, components: &[OsString], create: bool) -> Result<Option<(Dir, PathId)>, String> {
+        let resolved = self.resolve_chain(components, create)?;
+        Ok(resolved.map(|(dir, chain)| (dir, chain.last().copied().unwrap_or(ROOT_ID))))
+    }
+
+    /// [`Unpacker::resolve_dir`], with the ids of the directories from the root's child
+    /// down to the one resolved (empty for the root).
+    fn resolve_chain(&mut self, components: &[OsString], create: bool) -> Result<Option<(Dir, Vec<PathId>)>, String> {
         let opening = |e: io::Error| format!("opening its parent directory: {e}");
         let mut dir = self.root.duplicate().map_err(opening)?;
         // The directories walked into, beneath the root: what `..` goes back along.
@@ -352,8 +379,7 @@ impl Unpacker {
                 Err(e) => return Err(format!("reading its parent: {e}")),
             }
         }
-        let id = path.last().map_or(ROOT_ID, |(_, id)| *id);
-        Ok(Some((dir, id)))
+        Ok(Some((dir, path.into_iter().map(|(_, id)| id).collect())))
     }
 
     /// [`Unpacker::resolve_dir`], making what is missing.
@@ -429,6 +455,8 @@ fn remove_any(dir: &Dir, name: &OsStr) -> io::Result<()> {
 /// lower layers put below it).
 struct ClearLower<'a> {
     placed: &'a HashSet<PathId>,
+    /// Directories an earlier marker of this layer emptied: not entered.
+    cleared: &'a HashSet<PathId>,
     /// Entries removed in this pass.
     removed: u64,
 }
@@ -443,7 +471,7 @@ impl Visit for ClearLower<'_> {
             self.removed += 1;
             return Ok(None);
         }
-        Ok(stat.is_dir().then_some(id))
+        Ok((stat.is_dir() && !self.cleared.contains(&id)).then_some(id))
     }
 
     fn leave(&mut self, _: &Dir, _: PathId, _: Option<&Dir>) -> io::Result<()> {
