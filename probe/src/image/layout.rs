@@ -134,6 +134,9 @@ pub struct UnpackReport {
     pub whiteouts: u64,
     /// `.wh..wh..opq` entries applied.
     pub opaque_directories: u64,
+    /// Names the opaque markers' walks looked at: at most about one per entry placed and
+    /// one per entry a marker removed, however the markers nest or repeat.
+    pub opaque_visits: u64,
     /// Device nodes and fifos, which an unprivileged sandbox cannot create: skipped.
     pub skipped_special: u64,
     /// File content written.

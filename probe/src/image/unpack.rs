@@ -196,9 +196,10 @@ impl Unpacker {
         // Until a pass removes nothing: where removing an entry moves the positions of
         // those after it (tmpfs before Linux 6.6), a pass may step over some.
         loop {
-            let mut clear = ClearLower { placed, cleared, removed: 0 };
+            let mut clear = ClearLower { placed, cleared, removed: 0, visited: 0 };
             let top = dir.duplicate().map_err(|e| format!("emptying the opaque directory: {e}"))?;
             dirfd::walk(top, id, &mut clear).map_err(|e| format!("emptying the opaque directory: {e}"))?;
+            self.report.opaque_visits += clear.visited;
             if clear.removed == 0 {
                 break;
             }
@@ -459,12 +460,15 @@ struct ClearLower<'a> {
     cleared: &'a HashSet<PathId>,
     /// Entries removed in this pass.
     removed: u64,
+    /// Names looked at in this pass.
+    visited: u64,
 }
 
 impl Visit for ClearLower<'_> {
     type Level = PathId;
 
     fn child(&mut self, dir: &Dir, level: &PathId, name: &OsStr, stat: &Stat) -> io::Result<Option<PathId>> {
+        self.visited += 1;
         let id = child_id(level, name.as_bytes());
         if !self.placed.contains(&id) {
             remove_any(dir, name)?;
@@ -557,6 +561,40 @@ mod tests {
         let rootfs = fixture.rootfs.path().to_owned();
         super::super::remove_tree(&rootfs).expect("remove");
         assert!(!rootfs.exists());
+    }
+
+    #[test]
+    fn opaque_markers_cost_what_their_layer_holds() {
+        // 200 files at the bottom of a chain 30 directories deep, then a marker in every
+        // directory of the chain, deepest first, then each repeated: without the record
+        // of what the layer already emptied, each marker walks everything below it again
+        // (30 x 200 visits and more).
+        let depth = 30;
+        let chain: Vec<String> = (1..=depth).map(|n| vec!["a"; n].join("/")).collect();
+        let lower = tar_of(|t| file(t, &format!("{}/lower", chain[depth - 1]), 0o644, b"l"));
+        let upper = tar_of(|t| {
+            for path in &chain {
+                dir(t, &format!("{path}/"), 0o755);
+            }
+            for n in 0..200 {
+                file(t, &format!("{}/f{n}", chain[depth - 1]), 0o644, b"u");
+            }
+            for _ in 0..2 {
+                for dir in chain.iter().rev() {
+                    file(t, &format!("{dir}/.wh..wh..opq"), 0, b"");
+                }
+            }
+        });
+        let fixture = Fixture::new();
+        fixture.image(&[(lower, TAR), (upper, TAR)]);
+        let report = fixture.unpack(Limits::default()).expect("unpack");
+        assert_eq!(report.opaque_directories, 2 * depth as u64);
+        assert!(!fixture.root(&format!("{}/lower", chain[depth - 1])).exists());
+        assert!(fixture.root(&format!("{}/f199", chain[depth - 1])).is_file());
+        // The deepest marker looks at its 201 names, and at the 200 left in a second pass
+        // (its first removed one); each shallower one at its one subdirectory, which it
+        // does not enter; no repeat looks at anything.
+        assert_eq!(report.opaque_visits, 201 + 200 + (depth as u64 - 1), "{} visits", report.opaque_visits);
     }
 
     #[test]
