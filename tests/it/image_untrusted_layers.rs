@@ -39,15 +39,22 @@ impl<W: Write> TarWriter<W> {
     }
 
     fn header(&mut self, name: &[u8], kind: u8, mode: u32, size: u64) -> io::Result<()> {
+        let mut size_field = [0u8; 12];
+        size_field.copy_from_slice(format!("{size:011o}\0").as_bytes());
+        self.raw_header(name, kind, mode, &size_field, b"ustar  \0")
+    }
+
+    /// A header with its size field and magic as given, byte for byte.
+    fn raw_header(&mut self, name: &[u8], kind: u8, mode: u32, size_field: &[u8; 12], magic: &[u8; 8]) -> io::Result<()> {
         let mut header = [0u8; 512];
         header[..name.len()].copy_from_slice(name);
         header[100..108].copy_from_slice(format!("{mode:07o}\0").as_bytes());
         header[108..116].copy_from_slice(b"0000000\0");
         header[116..124].copy_from_slice(b"0000000\0");
-        header[124..136].copy_from_slice(format!("{size:011o}\0").as_bytes());
+        header[124..136].copy_from_slice(size_field);
         header[136..148].copy_from_slice(b"00000000000\0");
         header[156] = kind;
-        header[257..265].copy_from_slice(b"ustar  \0");
+        header[257..265].copy_from_slice(magic);
         header[148..156].copy_from_slice(b"        ");
         let sum: u32 = header.iter().map(|b| u32::from(*b)).sum();
         header[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
@@ -345,4 +352,117 @@ fn a_tree_1900_deep_unpacks_and_is_removed_at_1024_open_files() {
     });
     let layout = layout.finish();
     in_child("a_tree_1900_deep_unpacks_and_is_removed_at_1024_open_files", layout.path(), 1024);
+}
+
+/// Writes `bytes` zeros as content, a MiB at a time.
+fn zeros(tar: &mut TarWriter<&mut dyn Write>, bytes: u64) -> io::Result<()> {
+    let chunk = vec![0u8; 1 << 20];
+    let mut left = bytes;
+    while left > 0 {
+        let n = left.min(chunk.len() as u64);
+        tar.write(&chunk[..n as usize])?;
+        left -= n;
+    }
+    Ok(())
+}
+
+/// The encodings on which a second tar parser and the `tar` crate once disagreed, each
+/// followed by a GiB the `tar` crate would have read into memory as a long name: each
+/// is refused in its child process at its header, at a peak RSS far below 512 MB.
+#[test]
+fn tar_encodings_readers_disagree_on_are_refused_in_bounded_memory() {
+    const GIB: u64 = 1 << 30;
+    const USTAR: &[u8; 8] = b"ustar\000";
+    const GNU: &[u8; 8] = b"ustar  \0";
+    if let Some(layout) = child_layout() {
+        let rootfs = TempDir::new("checkfu-untrusted-rootfs").expect("rootfs");
+        let layout = OciLayout::open(&layout).expect("layout");
+        let image = layout.image(Selector::Only).expect("image");
+        let error = layout.unpack(&image, rootfs.path(), Limits::default()).expect_err("refused");
+        let status = fs::read_to_string("/proc/self/status").expect("status");
+        let peak = status.lines().find(|l| l.starts_with("VmHWM:")).expect("VmHWM");
+        println!("REFUSED {error}");
+        println!("PEAK {}", peak.trim_start_matches("VmHWM:").trim());
+        return;
+    }
+    type Build = Box<dyn Fn(&mut TarWriter<&mut dyn Write>) -> io::Result<()>>;
+    let octal = |size: u64| -> [u8; 12] {
+        let mut field = [0u8; 12];
+        field.copy_from_slice(format!("{size:011o}\0").as_bytes());
+        field
+    };
+    let pax = |records: &'static [u8]| -> Build {
+        Box::new(move |tar| {
+            let mut field = [0u8; 12];
+            field.copy_from_slice(format!("{:011o}\0", records.len()).as_bytes());
+            tar.raw_header(b"PaxHeaders/f", b'x', 0o644, &field, USTAR)?;
+            tar.padded(records)?;
+            tar.raw_header(b"././@LongLink", b'L', 0o644, &octal(GIB), GNU)?;
+            zeros(tar, GIB)
+        })
+    };
+    let cases: Vec<(&str, Build, &str)> = vec![
+        (
+            "a NUL inside an octal size",
+            Box::new(move |tar| {
+                tar.raw_header(b"././@LongLink", b'L', 0o644, b"000\x0010000000", GNU)?;
+                zeros(tar, GIB)
+            }),
+            "its header's size field is not a canonical octal or base-256 number",
+        ),
+        (
+            "a base-256 size with high bytes set",
+            Box::new(move |tar| {
+                tar.raw_header(b"././@LongLink", b'L', 0o644, b"\x80\x01\0\0\0\0\0\0\x40\0\0\0", GNU)?;
+                zeros(tar, GIB)
+            }),
+            "its header's size field is not a canonical octal or base-256 number",
+        ),
+        ("two pax size records", pax(b"10 size=0\n12 size=512\n"), "pax header: the keyword `size` is repeated"),
+        ("a pax record without a space", pax(b"11size=512\n"), "pax header: a record without its length"),
+        ("a pax record split by newlines", pax(b"6 a=b\n\n12 size=512\n"), "pax header: a record's length is not a decimal number"),
+        (
+            "a GiB long name, canonically sized",
+            Box::new(move |tar| {
+                tar.raw_header(b"././@LongLink", b'L', 0o644, &octal(GIB), GNU)?;
+                zeros(tar, GIB)
+            }),
+            "a GNU long name record of 1073741824 bytes, over the 1048576-byte cap",
+        ),
+        (
+            "a GNU sparse file with 600,000 extension headers",
+            Box::new(|tar| {
+                let mut header = [0u8; 512];
+                header[..1].copy_from_slice(b"s");
+                header[100..108].copy_from_slice(b"0000644\0");
+                header[108..124].copy_from_slice(b"0000000\x000000000\0");
+                header[124..136].copy_from_slice(b"00000000000\0");
+                header[136..148].copy_from_slice(b"00000000000\0");
+                header[156] = b'S';
+                header[257..265].copy_from_slice(GNU);
+                header[482] = 1;
+                header[148..156].copy_from_slice(b"        ");
+                let sum: u32 = header.iter().map(|b| u32::from(*b)).sum();
+                header[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+                tar.write(&header)?;
+                let mut extension = [0u8; 512];
+                extension[504] = 1;
+                for _ in 0..600_000 {
+                    tar.write(&extension)?;
+                }
+                Ok(())
+            }),
+            "a GNU sparse file, which the runtimes unpack differently",
+        ),
+    ];
+    for (what, build, refusal) in cases {
+        let mut layout = Layout::new();
+        layout.layer(true, |tar| build(tar));
+        let layout = layout.finish();
+        let output = in_child("tar_encodings_readers_disagree_on_are_refused_in_bounded_memory", layout.path(), 1024);
+        let peak = peak_kib(&output);
+        eprintln!("{what}: refused at a peak RSS of {peak} kB");
+        assert!(output.contains(refusal), "{what}: {output}");
+        assert!(peak <= 512 * 1024, "{what}: peak RSS {peak} kB is over 512 MB");
+    }
 }

@@ -152,7 +152,10 @@ impl Composer {
                 // change an entry is refused, and the rest carry nothing the probe uses.
                 let records = parse_pax(&read_record(entry, "pax global header", size)?)?;
                 if let Some((key, _)) = records.iter().find(|(key, _)| key != b"comment" && !is_informational(key)) {
-                    return Err(TarError::Pax(format!("a global `{}` record, which readers apply differently", String::from_utf8_lossy(key))));
+                    return Err(TarError::Pax(format!(
+                        "a global `{}` record, which readers apply differently",
+                        String::from_utf8_lossy(key)
+                    )));
                 }
                 Ok(None)
             }
@@ -374,7 +377,9 @@ fn check_pax_value(key: &[u8], value: &[u8], shown: &str) -> Result<(), TarError
         b"path" | b"linkpath" if value.is_empty() || value.contains(&0) => malformed(),
         b"size" | b"uid" | b"gid" if decimal(value).is_none() => malformed(),
         b"mtime" | b"atime" | b"ctime" if !is_time(value) => malformed(),
-        _ if key.starts_with(b"GNU.sparse.") => Err(TarError::Unsupported("a GNU sparse file, which the runtimes unpack differently".to_owned())),
+        _ if key.starts_with(b"GNU.sparse.") => {
+            Err(TarError::Unsupported("a GNU sparse file, which the runtimes unpack differently".to_owned()))
+        }
         _ => Ok(()),
     }
 }

@@ -110,7 +110,10 @@ impl Unpacker {
             }
             // Describing records are capped with the entries: each is a header at least.
             if records > self.limits.max_entries.saturating_mul(4) {
-                return Err(LayoutError::Layer { layer: layer.clone(), problem: format!("more than {} tar records", self.limits.max_entries.saturating_mul(4)) });
+                return Err(LayoutError::Layer {
+                    layer: layer.clone(),
+                    problem: format!("more than {} tar records", self.limits.max_entries.saturating_mul(4)),
+                });
             }
             let composed = match composer.next(&mut entry) {
                 Ok(Some(composed)) => composed,
