@@ -420,3 +420,68 @@ proptest! {
         refused_or_as_gnu_tar(&mutated);
     }
 }
+
+/// A tree with what real archives carry: long names (over 100 and over 255 bytes), a
+/// name only ustar's prefix can hold, symlinks, a hard link, UTF-8 names, odd modes.
+fn real_tree(root: &Path, long: bool) {
+    use std::os::unix::fs::symlink;
+    let deep = if long { format!("{}/{}", "p".repeat(90), "q".repeat(90)) } else { "p/q".to_owned() };
+    fs::create_dir_all(root.join(&deep)).unwrap();
+    fs::write(root.join(&deep).join("file"), b"deep").unwrap();
+    fs::write(root.join("plain"), vec![7u8; 5000]).unwrap();
+    fs::set_permissions(root.join("plain"), fs::Permissions::from_mode(0o751)).unwrap();
+    fs::write(root.join("ünïcode"), b"u").unwrap();
+    fs::hard_link(root.join("plain"), root.join("hard")).unwrap();
+    symlink("plain", root.join("rel")).unwrap();
+    symlink("/etc/passwd", root.join("abs")).unwrap();
+    if long {
+        fs::write(root.join("n".repeat(200)), b"long name").unwrap();
+        symlink("t".repeat(300), root.join("long-target")).unwrap();
+    }
+    fs::create_dir(root.join("ro")).unwrap();
+    fs::write(root.join("ro/inside"), b"r").unwrap();
+    fs::set_permissions(root.join("ro"), fs::Permissions::from_mode(0o555)).unwrap();
+}
+
+/// Archives written by real writers, GNU tar in each of its formats and Python's
+/// `tarfile` in each of its own, unpack to the tree GNU tar unpacks from them.
+#[test]
+fn archives_from_gnu_tar_and_python_unpack_as_gnu_tar_unpacks_them() {
+    let formats: [(&str, bool); 5] = [("gnu", true), ("oldgnu", true), ("posix", true), ("ustar", false), ("v7", false)];
+    for (format, long) in formats {
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("source");
+        fs::create_dir(&source).unwrap();
+        real_tree(&source, long);
+        let archive = dir.path().join("a.tar");
+        let written = Command::new("tar")
+            .args([&format!("--format={format}"), "--sort=name", "-cf"])
+            .arg(&archive)
+            .arg("-C")
+            .arg(&source)
+            .arg(".")
+            .output()
+            .expect("GNU tar runs");
+        assert!(written.status.success(), "{format}: {}", String::from_utf8_lossy(&written.stderr));
+        let layer = fs::read(&archive).unwrap();
+        assert_eq!(refused_or_as_gnu_tar(&layer), None, "GNU tar's {format} format is unpacked");
+        fs::set_permissions(source.join("ro"), fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let python = r#"
+import sys, tarfile
+with tarfile.open(sys.argv[2], "w", format=getattr(tarfile, sys.argv[3])) as t:
+    t.add(sys.argv[1], arcname=".")
+"#;
+    for format in ["GNU_FORMAT", "PAX_FORMAT", "USTAR_FORMAT"] {
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("source");
+        fs::create_dir(&source).unwrap();
+        real_tree(&source, format != "USTAR_FORMAT");
+        let archive = dir.path().join("a.tar");
+        let written = Command::new("python3").args(["-c", python]).arg(&source).arg(&archive).arg(format).output().expect("python3 runs");
+        assert!(written.status.success(), "{format}: {}", String::from_utf8_lossy(&written.stderr));
+        let layer = fs::read(&archive).unwrap();
+        assert_eq!(refused_or_as_gnu_tar(&layer), None, "Python's {format} is unpacked");
+        fs::set_permissions(source.join("ro"), fs::Permissions::from_mode(0o755)).unwrap();
+    }
+}
