@@ -23,6 +23,7 @@ use sha2::Digest as _;
 use super::reference::{digest_from_sha256, digest_of, is_sha256, sha256_digest, Digest};
 pub use super::tarentry::MAX_METADATA_BYTES;
 use super::tarstream::Capped;
+pub use super::unpack::EntryProblem;
 use super::unpack::Unpacker;
 use crate::dirfd::Dir;
 
@@ -158,7 +159,7 @@ pub enum LayoutError {
     Blob { digest: String, problem: String },
     /// A layer entry that was refused.
     #[error("{}", bounded(format!("layer {layer}, entry `{path}`: {problem}")))]
-    Entry { layer: Digest, path: String, problem: String },
+    Entry { layer: Digest, path: String, problem: Box<EntryProblem> },
     /// A layer that is not a readable tar stream, or breaks a [`Limits`] cap.
     #[error("{}", bounded(format!("layer {layer}: {problem}")))]
     Layer { layer: Digest, problem: String },

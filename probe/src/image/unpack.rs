@@ -28,8 +28,57 @@ use sha2::Digest as _;
 
 use super::layout::{LayoutError, Limits, UnpackReport};
 use super::reference::Digest;
-use super::tarentry::{Composer, EntryType};
+use super::tarentry::{Composer, EntryType, TarError};
 use crate::dirfd::{self, Dir, Stat, Visit};
+
+/// Why an entry was refused: what [`LayoutError::Entry`] says of it.
+#[derive(Debug, thiserror::Error)]
+pub enum EntryProblem {
+    /// What the tar reader refused.
+    #[error(transparent)]
+    Tar(#[from] TarError),
+    #[error("a `..` component: the entry would leave the root")]
+    DotDot,
+    #[error("the path is {len} bytes, over the {cap}-byte cap")]
+    PathTooLong { len: usize, cap: usize },
+    #[error("a non-directory entry names the root")]
+    NonDirectoryRoot,
+    #[error("a whiteout names no file")]
+    EmptyWhiteout,
+    #[error("the image's files exceed the {cap}-byte cap")]
+    TooManyBytes { cap: u64 },
+    #[error("a link target of {len} bytes (1 to {cap} allowed)")]
+    LinkTarget { len: usize, cap: usize },
+    /// The target of a hard link, refused as an entry's own path would be.
+    #[error("hard link target: {0}")]
+    HardLinkTarget(#[source] Box<EntryProblem>),
+    #[error("a hard link to the root")]
+    HardLinkToRoot,
+    #[error("a hard link to a directory")]
+    HardLinkToDirectory,
+    #[error("the hard link's target is not in the image")]
+    HardLinkMissing,
+    #[error("its parent resolves through a symlink out of the root")]
+    ParentEscapes,
+    #[error("its parent resolves through more than {MAX_SYMLINK_HOPS} symlinks")]
+    TooManySymlinks,
+    #[error("its parent is a symlink with an over-long target")]
+    LongSymlinkTarget,
+    #[error("its parent `{0}` is not a directory")]
+    ParentNotDirectory(String),
+    #[error("more than {0} directories made for entries' parents")]
+    TooManyParents(u64),
+    #[error("its parent directory could not be made")]
+    NoParent,
+    /// The file system refused a step: `doing` says which.
+    #[error("{doing}: {source}")]
+    Io { doing: &'static str, source: io::Error },
+}
+
+/// An [`EntryProblem::Io`] for `doing`.
+fn failed(doing: &'static str) -> impl Fn(io::Error) -> EntryProblem + Copy {
+    move |source| EntryProblem::Io { doing, source }
+}
 
 /// Symlinks followed while resolving one entry's parent directory (Linux's `MAXSYMLINKS`).
 const MAX_SYMLINK_HOPS: usize = 40;
@@ -120,7 +169,11 @@ impl Unpacker {
                 Ok(None) => continue,
                 Err(problem) => {
                     let raw = entry.header().path_bytes().into_owned();
-                    return Err(LayoutError::Entry { layer: layer.clone(), path: self.shown_path(&raw), problem: problem.to_string() });
+                    return Err(LayoutError::Entry {
+                        layer: layer.clone(),
+                        path: self.shown_path(&raw),
+                        problem: Box::new(problem.into()),
+                    });
                 }
             };
             self.report.entries += 1;
@@ -129,17 +182,18 @@ impl Unpacker {
             }
             let raw = composed.path;
             let shown = self.shown_path(&raw);
-            let refuse = |problem: String| LayoutError::Entry { layer: layer.clone(), path: shown.clone(), problem };
+            let refuse =
+                |problem: EntryProblem| LayoutError::Entry { layer: layer.clone(), path: shown.clone(), problem: Box::new(problem) };
             if raw.len() > self.limits.max_path_bytes {
-                return Err(refuse(format!("the path is {} bytes, over the {}-byte cap", raw.len(), self.limits.max_path_bytes)));
+                return Err(refuse(EntryProblem::PathTooLong { len: raw.len(), cap: self.limits.max_path_bytes }));
             }
-            let components = normalize(&raw).map_err(|p| refuse(p.to_owned()))?;
+            let components = normalize(&raw).map_err(refuse)?;
             let Some((name, parents)) = components.split_last() else {
                 // `./` or `/`: the root itself, which we made.
                 if composed.entry_type == EntryType::Directory {
                     continue;
                 }
-                return Err(refuse("a non-directory entry names the root".to_owned()));
+                return Err(refuse(EntryProblem::NonDirectoryRoot));
             };
             let name_bytes = name.as_bytes();
             if name_bytes == OPAQUE {
@@ -158,7 +212,7 @@ impl Unpacker {
             if matches!(kind, Kind::File) {
                 self.report.bytes = self.report.bytes.saturating_add(composed.size);
                 if self.report.bytes > self.limits.max_unpacked_bytes {
-                    return Err(refuse(format!("the image's files exceed the {}-byte cap", self.limits.max_unpacked_bytes)));
+                    return Err(refuse(EntryProblem::TooManyBytes { cap: self.limits.max_unpacked_bytes }));
                 }
             }
             if !matches!(&parent, Some((cached, _, _)) if cached.as_slice() == parents) {
@@ -166,7 +220,7 @@ impl Unpacker {
                 parent = Some((parents.to_vec(), dir, id));
             }
             let Some((_, dir, dir_id)) = &parent else {
-                return Err(refuse("its parent directory could not be made".to_owned()));
+                return Err(refuse(EntryProblem::NoParent));
             };
             let id = child_id(dir_id, name_bytes);
             self.place(dir, name, id, kind, composed.mode, &mut entry).map_err(refuse)?;
@@ -189,8 +243,8 @@ impl Unpacker {
     /// this layer `placed` stays. A directory this layer already emptied, or one below it,
     /// holds nothing of a lower layer: it is not walked again, so the markers of a layer
     /// cost no more than the entries it holds, however they nest or repeat.
-    fn opaque(&mut self, parents: &[OsString], placed: &HashSet<PathId>, cleared: &mut HashSet<PathId>) -> Result<(), String> {
-        let (dir, chain) = self.resolve_chain(parents, true)?.ok_or_else(|| "its parent directory could not be made".to_owned())?;
+    fn opaque(&mut self, parents: &[OsString], placed: &HashSet<PathId>, cleared: &mut HashSet<PathId>) -> Result<(), EntryProblem> {
+        let (dir, chain) = self.resolve_chain(parents, true)?.ok_or(EntryProblem::NoParent)?;
         self.report.opaque_directories += 1;
         if chain.iter().any(|id| cleared.contains(id)) {
             return Ok(());
@@ -200,8 +254,8 @@ impl Unpacker {
         // those after it (tmpfs before Linux 6.6), a pass may step over some.
         loop {
             let mut clear = ClearLower { placed, cleared, removed: 0, visited: 0 };
-            let top = dir.duplicate().map_err(|e| format!("emptying the opaque directory: {e}"))?;
-            dirfd::walk(top, id, &mut clear).map_err(|e| format!("emptying the opaque directory: {e}"))?;
+            let top = dir.duplicate().map_err(failed("emptying the opaque directory"))?;
+            dirfd::walk(top, id, &mut clear).map_err(failed("emptying the opaque directory"))?;
             self.report.opaque_visits += clear.visited;
             if clear.removed == 0 {
                 break;
@@ -212,12 +266,12 @@ impl Unpacker {
     }
 
     /// A whiteout of `hidden` in `parents`: it goes, if a lower layer put it there.
-    fn whiteout(&mut self, parents: &[OsString], hidden: &[u8]) -> Result<(), String> {
+    fn whiteout(&mut self, parents: &[OsString], hidden: &[u8]) -> Result<(), EntryProblem> {
         if hidden.is_empty() || hidden == b"." || hidden == b".." {
-            return Err("a whiteout names no file".to_owned());
+            return Err(EntryProblem::EmptyWhiteout);
         }
         if let Some((dir, _)) = self.resolve_dir(parents, false)? {
-            remove_any(&dir, OsStr::from_bytes(hidden)).map_err(|e| format!("applying the whiteout: {e}"))?;
+            remove_any(&dir, OsStr::from_bytes(hidden)).map_err(failed("applying the whiteout"))?;
         }
         self.report.whiteouts += 1;
         Ok(())
@@ -225,20 +279,20 @@ impl Unpacker {
 
     /// What an entry of `entry_type` wants at its path; `None` for an entry that places
     /// nothing (a device node or FIFO, which an unprivileged sandbox cannot make).
-    fn kind_of(&mut self, entry_type: EntryType, target: &[u8]) -> Result<Option<Kind>, String> {
+    fn kind_of(&mut self, entry_type: EntryType, target: &[u8]) -> Result<Option<Kind>, EntryProblem> {
         let kind = match entry_type {
             EntryType::File => Kind::File,
             EntryType::Directory => Kind::Directory,
             EntryType::Symlink | EntryType::HardLink => {
                 if target.is_empty() || target.len() > self.limits.max_path_bytes {
-                    return Err(format!("a link target of {} bytes (1 to {} allowed)", target.len(), self.limits.max_path_bytes));
+                    return Err(EntryProblem::LinkTarget { len: target.len(), cap: self.limits.max_path_bytes });
                 }
                 if entry_type == EntryType::Symlink {
                     // A symlink's target may be anything: nothing is ever written through one
                     // without resolving it inside the root.
                     Kind::Symlink(OsStr::from_bytes(target).to_owned())
                 } else {
-                    Kind::HardLink(normalize(target).map_err(|p| format!("hard link target: {p}"))?)
+                    Kind::HardLink(normalize(target).map_err(|p| EntryProblem::HardLinkTarget(Box::new(p)))?)
                 }
             }
             EntryType::Special => {
@@ -252,15 +306,15 @@ impl Unpacker {
     /// Makes `name` in `dir` what the entry says, replacing what a lower layer put there
     /// (a directory stays a directory). Every mode is applied through the new entry's own
     /// descriptor.
-    fn place(&mut self, dir: &Dir, name: &OsStr, id: PathId, kind: Kind, mode: u32, content: &mut dyn Read) -> Result<(), String> {
+    fn place(&mut self, dir: &Dir, name: &OsStr, id: PathId, kind: Kind, mode: u32, content: &mut dyn Read) -> Result<(), EntryProblem> {
         let existing = match dir.stat_at(name) {
             Ok(stat) => Some(stat),
             Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-            Err(e) => return Err(format!("reading what is there: {e}")),
+            Err(e) => return Err(failed("reading what is there")(e)),
         };
         let keep_dir = matches!(kind, Kind::Directory) && existing.as_ref().is_some_and(Stat::is_dir);
         if existing.is_some() && !keep_dir {
-            remove_any(dir, name).map_err(|e| format!("replacing what a lower layer put there: {e}"))?;
+            remove_any(dir, name).map_err(failed("replacing what a lower layer put there"))?;
         }
         if !matches!(kind, Kind::Directory) {
             self.restricted.remove(&id);
@@ -293,20 +347,21 @@ impl Unpacker {
             Kind::HardLink(target) => {
                 self.report.hard_links += 1;
                 let Some((target_name, target_parents)) = target.split_last() else {
-                    return Err("a hard link to the root".to_owned());
+                    return Err(EntryProblem::HardLinkToRoot);
                 };
-                let Some((source, _)) = self.resolve_dir(target_parents, false).map_err(|p| format!("hard link target: {p}"))? else {
-                    return Err("the hard link's target is not in the image".to_owned());
+                let Some((source, _)) = self.resolve_dir(target_parents, false).map_err(|p| EntryProblem::HardLinkTarget(Box::new(p)))?
+                else {
+                    return Err(EntryProblem::HardLinkMissing);
                 };
                 match source.stat_at(target_name) {
-                    Ok(stat) if stat.is_dir() => return Err("a hard link to a directory".to_owned()),
+                    Ok(stat) if stat.is_dir() => return Err(EntryProblem::HardLinkToDirectory),
                     Ok(_) => dir.hard_link_at(&source, target_name, name),
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => return Err("the hard link's target is not in the image".to_owned()),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(EntryProblem::HardLinkMissing),
                     Err(e) => Err(e),
                 }
             }
         };
-        written.map_err(|e| format!("writing: {e}"))
+        written.map_err(failed("writing"))
     }
 
     /// The directory `components` name, inside the root, and its id: symlinks on the way are
@@ -314,15 +369,15 @@ impl Unpacker {
     /// that would climb above the root is refused. Missing directories are made when
     /// `create`, otherwise `None` is returned for them. Every step opens one name beneath a
     /// directory we hold, refusing symlinks, so nothing is resolved outside the root.
-    fn resolve_dir(&mut self, components: &[OsString], create: bool) -> Result<Option<(Dir, PathId)>, String> {
+    fn resolve_dir(&mut self, components: &[OsString], create: bool) -> Result<Option<(Dir, PathId)>, EntryProblem> {
         let resolved = self.resolve_chain(components, create)?;
         Ok(resolved.map(|(dir, chain)| (dir, chain.last().copied().unwrap_or(ROOT_ID))))
     }
 
     /// [`Unpacker::resolve_dir`], with the ids of the directories from the root's child
     /// down to the one resolved (empty for the root).
-    fn resolve_chain(&mut self, components: &[OsString], create: bool) -> Result<Option<(Dir, Vec<PathId>)>, String> {
-        let opening = |e: io::Error| format!("opening its parent directory: {e}");
+    fn resolve_chain(&mut self, components: &[OsString], create: bool) -> Result<Option<(Dir, Vec<PathId>)>, EntryProblem> {
+        let opening = failed("opening its parent directory");
         let mut dir = self.root.duplicate().map_err(opening)?;
         // The directories walked into, beneath the root: what `..` goes back along.
         let mut path: Vec<(OsString, PathId)> = Vec::new();
@@ -335,7 +390,7 @@ impl Unpacker {
             }
             if bytes == b".." {
                 if path.pop().is_none() {
-                    return Err("its parent resolves through a symlink out of the root".to_owned());
+                    return Err(EntryProblem::ParentEscapes);
                 }
                 let names: Vec<&OsStr> = path.iter().map(|(name, _)| name.as_os_str()).collect();
                 dir = open_beneath(&self.root, &names).map_err(opening)?;
@@ -346,11 +401,11 @@ impl Unpacker {
                 Ok(stat) if stat.is_symlink() => {
                     hops += 1;
                     if hops > MAX_SYMLINK_HOPS {
-                        return Err(format!("its parent resolves through more than {MAX_SYMLINK_HOPS} symlinks"));
+                        return Err(EntryProblem::TooManySymlinks);
                     }
-                    let target = dir.read_link_at(&component).map_err(|e| format!("reading a symlink on its path: {e}"))?;
+                    let target = dir.read_link_at(&component).map_err(failed("reading a symlink on its path"))?;
                     if target.len() > self.limits.max_path_bytes {
-                        return Err("its parent is a symlink with an over-long target".to_owned());
+                        return Err(EntryProblem::LongSymlinkTarget);
                     }
                     if target.starts_with(b"/") {
                         dir = self.root.duplicate().map_err(opening)?;
@@ -364,31 +419,31 @@ impl Unpacker {
                     dir = dir.open_child(&component).map_err(opening)?;
                     path.push((component, id));
                 }
-                Ok(_) => return Err(format!("its parent `{}` is not a directory", shown_name(&component))),
+                Ok(_) => return Err(EntryProblem::ParentNotDirectory(shown_name(&component))),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {
                     if !create {
                         return Ok(None);
                     }
                     self.made_parents += 1;
                     if self.made_parents > self.limits.max_entries {
-                        return Err(format!("more than {} directories made for entries' parents", self.limits.max_entries));
+                        return Err(EntryProblem::TooManyParents(self.limits.max_entries));
                     }
-                    dir.mkdir_at(&component, 0o755).map_err(|e| format!("making its parent directory: {e}"))?;
+                    dir.mkdir_at(&component, 0o755).map_err(failed("making its parent directory"))?;
                     // A directory removed and made again is no longer the one whose mode
                     // was recorded.
                     self.restricted.remove(&id);
                     dir = dir.open_child(&component).map_err(opening)?;
                     path.push((component, id));
                 }
-                Err(e) => return Err(format!("reading its parent: {e}")),
+                Err(e) => return Err(failed("reading its parent")(e)),
             }
         }
         Ok(Some((dir, path.into_iter().map(|(_, id)| id).collect())))
     }
 
     /// [`Unpacker::resolve_dir`], making what is missing.
-    fn make_dir(&mut self, components: &[OsString]) -> Result<(Dir, PathId), String> {
-        self.resolve_dir(components, true)?.ok_or_else(|| "its parent directory could not be made".to_owned())
+    fn make_dir(&mut self, components: &[OsString]) -> Result<(Dir, PathId), EntryProblem> {
+        self.resolve_dir(components, true)?.ok_or(EntryProblem::NoParent)
     }
 
     /// Gives the directories that were kept writable their image modes: a walk of the root
@@ -436,12 +491,12 @@ fn shown_name(name: &OsStr) -> String {
 }
 
 /// An entry path made relative: `/` and `.` components dropped, `..` refused.
-fn normalize(raw: &[u8]) -> Result<Vec<OsString>, &'static str> {
+fn normalize(raw: &[u8]) -> Result<Vec<OsString>, EntryProblem> {
     let mut components = Vec::new();
     for part in raw.split(|b| *b == b'/') {
         match part {
             b"" | b"." => {}
-            b".." => return Err("a `..` component: the entry would leave the root"),
+            b".." => return Err(EntryProblem::DotDot),
             part => components.push(OsStr::from_bytes(part).to_owned()),
         }
     }
