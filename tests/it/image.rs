@@ -322,3 +322,59 @@ fn podman_builds_and_pushes_through_the_same_functions() {
     registry.stop().expect("stop");
     work.remove().expect("remove work");
 }
+
+/// The files a real tree holds, made by real tools: busybox-static, GNU tar's archive of it,
+/// and bgzip (htslib's BGZF: a gzip stream of many members, as eStargz layers are).
+fn bgzip_layer() -> (TempDir, Vec<u8>, Vec<u8>) {
+    let dir = TempDir::new("checkfu-image-bgzip").expect("dir");
+    let source = dir.path().join("source");
+    std::fs::create_dir_all(source.join("bin")).expect("bin");
+    std::fs::copy("/bin/busybox", source.join("bin/busybox")).expect("busybox-static is installed at /bin/busybox");
+    std::os::unix::fs::symlink("busybox", source.join("bin/sh")).expect("symlink");
+    std::fs::create_dir_all(source.join("etc")).expect("etc");
+    std::fs::write(source.join("etc/motd"), "hello\n").expect("motd");
+    let tar = dir.path().join("layer.tar");
+    let status = Command::new("tar").args(["--format=posix", "--sort=name", "-cf"]).arg(&tar).arg("-C").arg(&source).arg(".").status();
+    assert!(status.expect("GNU tar").success());
+    let out = Command::new("bgzip").arg("-c").arg(&tar).output().expect("bgzip (apt-get install tabix)");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    (dir, std::fs::read(&tar).expect("tar"), out.stdout)
+}
+
+/// A gzip layer of many members (bgzip's BGZF, as eStargz writes them) is read member after
+/// member, as containerd and podman read it, and unpacks to the tree GNU tar unpacks;
+/// a config whose diff_id covers only the first member is refused, naming the diff_id.
+#[test]
+#[cfg_attr(
+    not(checkfu_image_tools),
+    ignore = "CHECKFU_IMAGE_TOOLS is not set: apt-get install buildah skopeo docker-registry busybox-static tabix (see .ci/run)"
+)]
+fn a_multi_member_gzip_layer_is_read_whole() {
+    use std::io::Read;
+    let (dir, tar, blob) = bgzip_layer();
+    // One member is what a single-member reader sees: far less than the tar.
+    let mut first = Vec::new();
+    flate2::read::GzDecoder::new(&blob[..]).read_to_end(&mut first).expect("first member");
+    assert!(first.len() < tar.len() / 4, "bgzip wrote {} bytes in its first member of {}", first.len(), tar.len());
+
+    let layout = crate::image_untrusted_layers::layout_with_blob(&blob, &tar, true);
+    let opened = OciLayout::open(layout.path()).expect("layout");
+    let image = opened.image(Selector::Only).expect("image");
+    let rootfs = TempDir::new("checkfu-image-rootfs").expect("rootfs");
+    opened.unpack(&image, rootfs.path(), Limits::default()).expect("every member unpacked");
+    let by_gnu_tar = dir.path().join("by-gnu-tar");
+    std::fs::create_dir(&by_gnu_tar).expect("dir");
+    let status = Command::new("tar").arg("-xpf").arg(dir.path().join("layer.tar")).arg("-C").arg(&by_gnu_tar).status();
+    assert!(status.expect("GNU tar").success());
+    assert_eq!(tree(rootfs.path()), tree(&by_gnu_tar));
+    let echoed = Command::new(rootfs.path().join("bin/busybox")).args(["echo", "ran"]).output().expect("the unpacked busybox runs");
+    assert_eq!(String::from_utf8_lossy(&echoed.stdout), "ran\n");
+
+    // The diff_id of the first member alone: the probe reads on, and says what differs.
+    let layout = crate::image_untrusted_layers::layout_with_blob(&blob, &first, true);
+    let opened = OciLayout::open(layout.path()).expect("layout");
+    let image = opened.image(Selector::Only).expect("image");
+    let rootfs = TempDir::new("checkfu-image-rootfs").expect("rootfs");
+    let error = opened.unpack(&image, rootfs.path(), Limits::default()).expect_err("refused").to_string();
+    assert!(error.contains("its decompressed content hashes to sha256:") && error.contains("but the config's diff_id is"), "{error}");
+}

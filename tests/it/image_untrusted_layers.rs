@@ -262,6 +262,16 @@ pub(crate) fn manifest_digest(layout: &Path) -> String {
     index["manifests"][0]["digest"].as_str().expect("the manifest's digest").to_owned()
 }
 
+/// An OCI layout of one layer given as its blob (`gzip`: a gzip media type) and the
+/// decompressed stream its config's diff_id is computed over.
+pub(crate) fn layout_with_blob(blob: &[u8], decompressed: &[u8], gzip: bool) -> TempDir {
+    let mut layout = Layout::new();
+    let digest = layout.blob(blob);
+    layout.layers.push(serde_json::json!({"mediaType": if gzip { GZIP } else { TAR }, "digest": digest.to_string(), "size": blob.len()}));
+    layout.diff_ids.push(digest_of(decompressed).to_string());
+    layout.finish()
+}
+
 /// An OCI layout of one small layer (a file) whose image sets `env` (its `Env`).
 pub(crate) fn layout_with_env(env: &[&str]) -> TempDir {
     let mut layout = Layout::new();
