@@ -37,7 +37,7 @@ pub mod plan;
 mod plane;
 pub mod progress;
 pub mod recipe;
-pub mod relay;
+pub use checkfu_wire_relay as relay;
 pub mod report;
 pub mod session;
 pub mod spine;

@@ -241,7 +241,7 @@ impl Drop for PacedBody {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::relay::{Config, Relay, Script};
+    use crate::{Config, Relay, Script};
     use std::io::{Read, Write};
 
     fn relay() -> Relay {
