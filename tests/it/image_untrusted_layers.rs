@@ -382,7 +382,7 @@ fn zeros(tar: &mut TarWriter<&mut dyn Write>, bytes: u64) -> io::Result<()> {
 #[test]
 fn tar_encodings_readers_disagree_on_are_refused_in_bounded_memory() {
     const GIB: u64 = 1 << 30;
-    const USTAR: &[u8; 8] = b"ustar\000";
+    const USTAR: &[u8; 8] = b"ustar\x0000";
     const GNU: &[u8; 8] = b"ustar  \0";
     if let Some(layout) = child_layout() {
         let rootfs = TempDir::new("checkfu-untrusted-rootfs").expect("rootfs");

@@ -84,8 +84,11 @@ pub struct Composed {
 pub struct Composer {
     long_name: Option<Vec<u8>>,
     long_link: Option<Vec<u8>>,
-    pax: Option<Vec<(Vec<u8>, Vec<u8>)>>,
+    pax: Option<PaxRecords>,
 }
+
+/// A pax header's records, keyword and value, in order.
+type PaxRecords = Vec<(Vec<u8>, Vec<u8>)>;
 
 /// A header's numeric fields that every reader parses: name, offset and width.
 const NUMERIC_FIELDS: [(&str, usize, usize); 6] =
@@ -190,12 +193,10 @@ impl Composer {
             match key.as_slice() {
                 b"path" => pax_path = Some(value.clone()),
                 b"linkpath" => pax_link = Some(value.clone()),
-                b"size" => {
-                    // Every size the probe accepts fits the header's own field: a pax size is
-                    // only the same number again, or the readers frame the stream apart.
-                    if decimal(value) != Some(size) {
-                        return Err(TarError::Pax("its `size` is not the header's size".to_owned()));
-                    }
+                // Every size the probe accepts fits the header's own field: a pax size is
+                // only the same number again, or the readers frame the stream apart.
+                b"size" if decimal(value) != Some(size) => {
+                    return Err(TarError::Pax("its `size` is not the header's size".to_owned()));
                 }
                 _ => {}
             }
@@ -331,9 +332,9 @@ fn long_name(mut record: Vec<u8>) -> Option<Vec<u8>> {
 
 /// Pax records (`LEN key=value\n`), each whole and well formed, no keyword twice, and none
 /// that changes how the entry is unpacked in a way the `tar` crate's raw reading would not.
-fn parse_pax(bytes: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, TarError> {
+fn parse_pax(bytes: &[u8]) -> Result<PaxRecords, TarError> {
     let problem = |text: &str| Err(TarError::Pax(text.to_owned()));
-    let mut records: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    let mut records: PaxRecords = Vec::new();
     let mut rest = bytes;
     while !rest.is_empty() {
         let Some(space) = rest.iter().position(|b| *b == b' ') else {
