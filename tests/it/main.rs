@@ -37,6 +37,8 @@ mod hostile_schemas;
 #[cfg(feature = "probe")]
 mod image;
 #[cfg(feature = "cli")]
+mod image_caps;
+#[cfg(feature = "cli")]
 mod image_lane;
 #[cfg(feature = "cli")]
 mod image_publish;

@@ -505,7 +505,24 @@ fn bubblewrap_argv(bwrap: &Path, spec: &RunSpec<'_>) -> std::io::Result<(Vec<OsS
     let mut flag = |items: &[&dyn AsRef<std::ffi::OsStr>]| argv.extend(os(items));
     flag(&[&"--args", &fd.as_raw_fd().to_string()]);
     flag(&[&"--die-with-parent", &"--new-session"]);
-    flag(&[&"--unshare-user-try", &"--unshare-ipc", &"--unshare-pid", &"--unshare-uts", &"--unshare-cgroup-try"]);
+    // The harness holds no capability, whoever runs the probe: with one (bubblewrap keeps
+    // them all for root), it could remount the read-only root writable, or mount over what
+    // the probe set up, and as uid 0 then write the stored image or the host's files. An
+    // ordinary user's bubblewrap drops them anyway; `ALL` also empties the bounding set, and
+    // bubblewrap always sets no_new_privs, so a setuid or file-capability program in the
+    // image gains none back. Root gets a user namespace of its own too (`--unshare-user`,
+    // which bubblewrap otherwise skips for root), so the harness is not in the host's user
+    // namespace; `-try` stays for an ordinary user, whose bubblewrap makes one anyway
+    // (it is not setuid) and would fail with `--unshare-user` only where it cannot run.
+    // A user namespace the harness makes itself (`unshare -Urm`) gives it capabilities
+    // there, but over copies of these mounts that the kernel locks: a read-only bind
+    // inherited into a less privileged namespace stays read-only and cannot be unmounted to
+    // uncover what is beneath. So an ordinary user's harness may still sandbox its own
+    // tools (bubblewrap in bubblewrap); root's cannot make one at all, as mapping uid 0
+    // takes `CAP_SETFCAP`, which it no longer has.
+    let user_namespace = if running_as_root() { "--unshare-user" } else { "--unshare-user-try" };
+    flag(&[&"--cap-drop", &"ALL"]);
+    flag(&[&user_namespace, &"--unshare-ipc", &"--unshare-pid", &"--unshare-uts", &"--unshare-cgroup-try"]);
     // The run's own copy of the root is bound writable only until the mount points are made
     // (an image need not hold its working directory), then made read-only. A stored root is
     // read-only from the start: the store's entry already holds its mount points, and a
@@ -551,6 +568,11 @@ fn sealed_arguments(bytes: &[u8]) -> std::io::Result<OwnedFd> {
 fn shared_run_flags(spec: &RunSpec<'_>, name: &str, user: &str, env_file: &Path) -> Result<Vec<OsString>, String> {
     let mut argv: Vec<OsString> = Vec::new();
     argv.extend(os(&[&"run", &"--rm", &"--interactive", &"--init", &"--name", &name, &"--read-only", &"--user", &user]));
+    // No capability, and none regained through a setuid or file-capability program in the
+    // image (no_new_privs): the runtimes' default set (`CAP_DAC_OVERRIDE`, `CAP_CHOWN`,
+    // `CAP_SETUID`, `CAP_SYS_CHROOT`, …) would let a harness running as root override every
+    // permission on the directories the probe shares with it.
+    argv.extend(os(&[&"--cap-drop=all", &"--security-opt=no-new-privileges"]));
     // Network-wise the container has nothing but the fence: no DNS servers, no hosts.
     let mut volume = |from: &Path, to: &dyn AsRef<std::ffi::OsStr>| {
         let mut spec = from.as_os_str().to_owned();
@@ -603,6 +625,12 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
     let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
     file.write_all(bytes)
+}
+
+/// Whether the probe runs as uid 0 (its effective uid, which bubblewrap checks).
+fn running_as_root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() == 0 }
 }
 
 /// The probe's uid and gid, as `UID:GID`.
@@ -774,6 +802,8 @@ fn docker(program: &Path, spec: &RunSpec<'_>) -> Result<RunningContainer, String
     // The pause container: no network but its loopback, a static busybox waiting.
     let mut run = host_env::command(program);
     run.args(["run", "--detach", "--name", &pause, "--network", "none", "--read-only", "--log-driver", "none"]);
+    // It only sleeps: no capability, as the harness that joins its namespace has none.
+    run.args(["--cap-drop=all", "--security-opt=no-new-privileges"]);
     run.arg("--volume").arg(format!("{PAUSE_PROGRAM}:/checkfu-pause/busybox:ro"));
     run.args(["--entrypoint", "/checkfu-pause/busybox", &image, "sleep", "2147483647"]);
     let made = tools::run(Tool::Docker, run, "start the pause container", tools::QUICK_TIMEOUT);
@@ -849,6 +879,8 @@ mod tests {
         assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
         let volumes: Vec<&str> = text.windows(2).filter(|w| w[0] == "--volume").map(|w| w[1].as_str()).collect();
         assert_eq!(volumes, ["/w:/w", "/w:/workspace"]);
+        // No capability, none regained through a setuid program.
+        assert!(text.iter().any(|a| a == "--cap-drop=all") && text.iter().any(|a| a == "--security-opt=no-new-privileges"), "{text:?}");
         assert!(text.windows(2).any(|w| w[0] == "--workdir" && w[1] == "/workspace"), "{text:?}");
     }
 
@@ -879,6 +911,12 @@ mod tests {
         assert_eq!(args[0], b"--clearenv");
         assert!(args.windows(3).any(|w| w == [b"--setenv".as_slice(), b"LD_PRELOAD", b"./evil.so"]));
         assert!(args.windows(3).any(|w| w == [b"--setenv".as_slice(), b"PWD", b"/w"]));
+
+        // No capability in the sandbox, whoever runs the probe; root's harness in a user
+        // namespace of its own.
+        assert!(text.windows(2).any(|w| w == ["--cap-drop", "ALL"]), "{text:?}");
+        let user_namespace = if running_as_root() { "--unshare-user" } else { "--unshare-user-try" };
+        assert!(text.iter().any(|a| a == user_namespace), "{text:?}");
 
         // A NUL in a value would be read as bubblewrap's own options: refused.
         let hostile: Vec<(OsString, OsString)> = vec![("A".into(), OsString::from_vec(b"x\0--bind\0/\0/host".to_vec()))];
