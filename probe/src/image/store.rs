@@ -950,14 +950,40 @@ struct Sealed {
 
 /// The seal over the root `root`: sha256 of the digest, the config, and the sorted digests
 /// of every name's listing line (see the module's comment for what a line holds), each
-/// regular file's content read through a descriptor; stops at `until`.
+/// regular file's content read through a descriptor; stops at `until`. The walk opens each
+/// file and hands it to [`hashers`] threads (one per core, at most [`MAX_HASHERS`]), which
+/// read and hash while it goes on: the content is what costs (see
+/// `docs/measurements/performance.md`).
 fn seal(root: Dir, digest: &str, config: &Config, until: Until) -> io::Result<Sealed> {
     let max_names = Limits::default().max_entries.saturating_add(SEALED_NAMES_OVER_ENTRIES);
     let top = root.stat()?;
-    let mut sealer = Sealer { lines: Vec::new(), disk_bytes: 0, max_names, until, buffer: vec![0; READ_CHUNK] };
-    sealer.lines.push(line(Path::new(""), &top, None));
-    dirfd::walk(root, PathBuf::new(), &mut sealer)?;
-    let Sealer { mut lines, disk_bytes, .. } = sealer;
+    let (jobs, queue) = std::sync::mpsc::sync_channel::<Job>(QUEUED_FILES);
+    let queue = Mutex::new(queue);
+    let (walked, hashed) = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..hashers()).map(|_| scope.spawn(|| hash_files(&queue, until))).collect();
+        let mut sealer = Sealer { lines: Vec::new(), files: Vec::new(), disk_bytes: 0, max_names, until, jobs };
+        sealer.lines.push(line(Path::new(""), &top, None));
+        let walked = dirfd::walk(root, PathBuf::new(), &mut sealer).map(|()| sealer.done());
+        // The sender went with the sealer: the workers finish the queue and end.
+        let mut hashed = Vec::new();
+        for worker in workers {
+            match worker.join() {
+                Ok(Ok(mut part)) => hashed.append(&mut part),
+                Ok(Err(e)) => return (walked, Err(e)),
+                Err(_) => return (walked, Err(io::Error::other("a hashing thread panicked"))),
+            }
+        }
+        (walked, Ok(hashed))
+    });
+    let (mut lines, files, disk_bytes) = walked?;
+    let mut hashed = hashed?;
+    hashed.sort_unstable_by_key(|(slot, _)| *slot);
+    if hashed.len() != files.len() {
+        return Err(io::Error::other("a file's content was not read"));
+    }
+    for ((path, stat), (_, content)) in files.iter().zip(&hashed) {
+        lines.push(line(path, stat, Some(content)));
+    }
     lines.sort_unstable();
     let mut hasher = sha2::Sha256::new();
     hasher.update(b"checkfu-wire image store seal 2\0");
@@ -971,13 +997,86 @@ fn seal(root: Dir, digest: &str, config: &Config, until: Until) -> io::Result<Se
     Ok(Sealed { seal, disk_bytes, names: lines.len() as u64 })
 }
 
-/// The walk of [`seal`]: a listing line per name, each file's content read.
+/// The most threads that hash files' content.
+const MAX_HASHERS: usize = 4;
+/// Files opened and waiting for a hasher: what bounds the descriptors a seal holds.
+const QUEUED_FILES: usize = 64;
+
+fn hashers() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, MAX_HASHERS)
+}
+
+/// A regular file the walk opened (checked to be the file it listed), for a hasher.
+struct Job {
+    slot: usize,
+    file: File,
+    size: u64,
+    name: OsString,
+}
+
+/// A hasher: reads and hashes each queued file, answering its slot and content digest;
+/// the first failure (a read, a size other than listed, the deadline) ends the seal.
+fn hash_files(queue: &Mutex<std::sync::mpsc::Receiver<Job>>, until: Until) -> io::Result<Vec<(usize, Vec<u8>)>> {
+    let mut buffer = vec![0; READ_CHUNK];
+    let mut hashed = Vec::new();
+    let mut failed = None;
+    loop {
+        let job = match queue.lock() {
+            Ok(queue) => queue.recv(),
+            Err(_) => break,
+        };
+        let Ok(mut job) = job else { break };
+        // After a failure the queue is still drained (each file closed), so the walk never
+        // waits on a full queue.
+        if failed.is_none() {
+            match content(&mut job.file, job.size, &mut buffer, until) {
+                Ok(digest) => hashed.push((job.slot, digest.to_vec())),
+                Err(e) => failed = Some(dirfd::named(&job.name, e)),
+            }
+        }
+    }
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(hashed),
+    }
+}
+
+/// The sha256 of `file`'s content, which must be `size` bytes.
+fn content(file: &mut File, size: u64, buffer: &mut [u8], until: Until) -> io::Result<[u8; 32]> {
+    let mut hasher = sha2::Sha256::new();
+    let mut read: u64 = 0;
+    loop {
+        until.check()?;
+        let n = match file.read(buffer) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        hasher.update(&buffer[..n]);
+        read = read.saturating_add(n as u64);
+    }
+    if read != size {
+        return Err(io::Error::other(format!("{read} bytes read, {size} listed: it changed while it was sealed")));
+    }
+    Ok(hasher.finalize().into())
+}
+
+/// The walk of [`seal`]: a listing line per name but regular files, whose paths and stats
+/// wait (by slot) for their content's digest.
 struct Sealer {
     lines: Vec<[u8; 32]>,
+    files: Vec<(PathBuf, Stat)>,
     disk_bytes: u64,
     max_names: u64,
     until: Until,
-    buffer: Vec<u8>,
+    jobs: std::sync::mpsc::SyncSender<Job>,
+}
+
+impl Sealer {
+    fn done(self) -> (Vec<[u8; 32]>, Vec<(PathBuf, Stat)>, u64) {
+        (self.lines, self.files, self.disk_bytes)
+    }
 }
 
 impl Visit for Sealer {
@@ -987,51 +1086,30 @@ impl Visit for Sealer {
         self.until.check()?;
         let path = level.join(name);
         self.disk_bytes = self.disk_bytes.saturating_add(stat.blocks.saturating_mul(512));
-        let extra = if stat.is_file() {
-            Some(self.content(dir, name, stat).map_err(|e| dirfd::named(name, e))?.to_vec())
-        } else if stat.is_symlink() {
-            Some(dir.read_link_at(name).map_err(|e| dirfd::named(name, e))?)
-        } else {
-            None
-        };
-        self.lines.push(line(&path, stat, extra.as_deref()));
-        if self.lines.len() as u64 > self.max_names {
+        if (self.lines.len() + self.files.len()) as u64 >= self.max_names {
             return Err(io::Error::other(format!("more than {} names", self.max_names)));
         }
+        if stat.is_file() {
+            let file = dir.open_file(name, libc::O_RDONLY, 0).map_err(|e| dirfd::named(name, e))?;
+            let opened = dirfd::fstat(file.as_fd()).map_err(|e| dirfd::named(name, e))?;
+            if opened.identity() != stat.identity() || !opened.is_file() {
+                return Err(dirfd::named(name, io::Error::other("replaced while it was sealed")));
+            }
+            let job = Job { slot: self.files.len(), file, size: stat.size, name: name.to_owned() };
+            self.files.push((path, *stat));
+            // A send fails only once every hasher has stopped: the join says why.
+            if self.jobs.send(job).is_err() {
+                return Err(io::Error::other("the hashing threads stopped"));
+            }
+            return Ok(None);
+        }
+        let target = if stat.is_symlink() { Some(dir.read_link_at(name).map_err(|e| dirfd::named(name, e))?) } else { None };
+        self.lines.push(line(&path, stat, target.as_deref()));
         Ok(stat.is_dir().then_some(path))
     }
 
     fn leave(&mut self, _: &Dir, _: PathBuf, _: Option<&Dir>) -> io::Result<()> {
         Ok(())
-    }
-}
-
-impl Sealer {
-    /// The sha256 of the regular file `name`'s content, read through a descriptor that is
-    /// checked to be the file listed, to its listed size.
-    fn content(&mut self, dir: &Dir, name: &OsStr, listed: &Stat) -> io::Result<[u8; 32]> {
-        let mut file = dir.open_file(name, libc::O_RDONLY, 0)?;
-        let stat = dirfd::fstat(file.as_fd())?;
-        if stat.identity() != listed.identity() || !stat.is_file() {
-            return Err(io::Error::other("replaced while it was sealed"));
-        }
-        let mut hasher = sha2::Sha256::new();
-        let mut read: u64 = 0;
-        loop {
-            self.until.check()?;
-            let n = match file.read(&mut self.buffer) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
-            hasher.update(&self.buffer[..n]);
-            read = read.saturating_add(n as u64);
-        }
-        if read != listed.size {
-            return Err(io::Error::other(format!("{read} bytes read, {} listed: it changed while it was sealed", listed.size)));
-        }
-        Ok(hasher.finalize().into())
     }
 }
 
@@ -1440,6 +1518,64 @@ mod tests {
         drop(dir);
     }
 
+    /// Runs the test `name` again as uid 65534 (nobody) in a copy of this test binary
+    /// anyone can read, with `CHECKFU_STORE_CHILD` set to `base`: a directory nobody owns,
+    /// in a parent anyone can search.
+    fn as_nobody(name: &str, base: &Path) {
+        use std::os::unix::process::CommandExt;
+        let staged = TempDir::new("checkfu-store-child").unwrap();
+        fs::set_permissions(staged.path(), fs::Permissions::from_mode(0o755)).unwrap();
+        let binary = staged.path().join("test-binary");
+        fs::copy(std::env::current_exe().unwrap(), &binary).unwrap();
+        let output = std::process::Command::new(&binary)
+            .args(["--exact", name, "--nocapture", "--test-threads=1"])
+            .env("CHECKFU_STORE_CHILD", base)
+            .env_remove("HOME")
+            .uid(65534)
+            .gid(65534)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success() && text.contains("1 passed"), "the child failed:\n{text}");
+    }
+
+    #[test]
+    fn as_another_user_its_own_store_is_used_and_roots_refused() {
+        let Some(base) = std::env::var_os("CHECKFU_STORE_CHILD").map(PathBuf::from) else {
+            if !is_root() {
+                return;
+            }
+            let dir = TempDir::new("checkfu-store-nobody").unwrap();
+            fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+            let base = dir.path().join("nobody");
+            fs::create_dir(&base).unwrap();
+            chown(&base, 65534);
+            // root's own store, next to nobody's, 0755: nobody may read it, not use it.
+            fs::create_dir(dir.path().join("roots")).unwrap();
+            fs::set_permissions(dir.path().join("roots"), fs::Permissions::from_mode(0o755)).unwrap();
+            return as_nobody("image::store::tests::as_another_user_its_own_store_is_used_and_roots_refused", &base);
+        };
+        assert_eq!(euid(), 65534);
+        let refused = Store::open(&plan(base.parent().unwrap().join("roots"))).unwrap_err().to_string();
+        assert!(refused.contains("owned by uid 0, not by uid 65534"), "{refused}");
+        let store = Store::open(&plan(base.join("images"))).unwrap();
+        let digest = crate::image::digest_of(b"nobody");
+        let pending = store.begin().unwrap();
+        fs::write(pending.root().join("cli"), b"#!/bin/sh\n").unwrap();
+        let new = NewEntry { digest: &digest, reference: String::from("r"), config: &Config::default(), unpacked_bytes: 1 };
+        drop(store.commit(pending, &new, None).map_err(|(_, why)| why).unwrap());
+        assert!(matches!(store.lookup(&digest, None), Lookup::Hit(_)));
+        let cli = entry_path(&store, &digest).join("root/cli");
+        let modified = fs::metadata(&cli).unwrap().modified().unwrap();
+        fs::write(&cli, b"#!/bin/XX\n").unwrap();
+        File::options().write(true).open(&cli).unwrap().set_modified(modified).unwrap();
+        assert!(missed(&store, &digest).contains("changed since it was stored"));
+        // A store dir of its own left 0777: refused, as it is.
+        fs::set_permissions(base.join("images"), fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(Store::open(&plan(base.join("images"))).unwrap_err().to_string().contains("mode 777"));
+        assert_eq!(mode(&base.join("images")), 0o777);
+    }
+
     #[test]
     fn an_entry_in_use_is_not_pruned() {
         let dir = TempDir::new("checkfu-store-held").unwrap();
@@ -1451,5 +1587,46 @@ mod tests {
         assert_eq!(pruned.in_use, vec![digest.to_string()]);
         drop(held);
         assert_eq!(store.prune(&[]).unwrap().removed, vec![digest.to_string()]);
+    }
+}
+
+#[cfg(test)]
+mod measure {
+    use super::*;
+
+    /// `CHECKFU_STORE_MEASURE=DIR`: a lookup of an entry holding a copy of DIR, five times.
+    #[test]
+    #[ignore = "a measurement: CHECKFU_STORE_MEASURE=DIR"]
+    fn lookup_of_a_large_root() {
+        let Some(source) = std::env::var_os("CHECKFU_STORE_MEASURE") else { return };
+        let dir = TempDir::new("checkfu-store-measure").unwrap();
+        let store = Store::open(&StorePlan { dir: dir.path().join("images"), max_bytes: u64::MAX }).unwrap();
+        let pending = store.begin().unwrap();
+        let copied = std::process::Command::new("cp")
+            .arg("-a")
+            .arg(format!("{}/.", Path::new(&source).display()))
+            .arg(pending.root())
+            .status()
+            .unwrap();
+        assert!(copied.success());
+        let digest = crate::image::digest_of(b"measure");
+        let new = NewEntry { digest: &digest, reference: String::from("m"), config: &Config::default(), unpacked_bytes: 0 };
+        let started = Instant::now();
+        let entry = store.commit(pending, &new, None).map_err(|(_, why)| why).unwrap();
+        println!("commit {:?} ({} names, {} disk bytes)", started.elapsed(), entry.meta.names, entry.meta.disk_bytes);
+        drop(entry);
+        let buffer = vec![7u8; 116_000_000];
+        let started = Instant::now();
+        let mut hasher = sha2::Sha256::new();
+        for chunk in buffer.chunks(READ_CHUNK) {
+            hasher.update(chunk);
+        }
+        let _ = hasher.finalize();
+        println!("sha256 of 116 MB in memory {:?}", started.elapsed());
+        for _ in 0..5 {
+            let started = Instant::now();
+            assert!(matches!(store.lookup(&digest, None), Lookup::Hit(_)));
+            println!("lookup {:?}", started.elapsed());
+        }
     }
 }
