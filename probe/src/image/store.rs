@@ -237,6 +237,8 @@ pub struct Entry {
     /// The private copy of the root's directories this run uses instead of the stored root
     /// ([`Entry::make_dir`]), removed when the run is done.
     copy: Mutex<Option<TempDir>>,
+    /// When making that copy must stop: the deadline the entry was looked up or stored by.
+    until: Until,
 }
 
 /// An entry being written: `.tmp-…/root`, removed when dropped unless committed.
@@ -381,7 +383,7 @@ impl Store {
             Ok((meta, lock)) => {
                 touch(&dir);
                 let path = self.dir.join(&name);
-                Lookup::Hit(Box::new(Entry { dir: path, store: self.dir.clone(), meta, _lock: lock, copy: Mutex::default() }))
+                Lookup::Hit(Box::new(Entry { dir: path, store: self.dir.clone(), meta, _lock: lock, copy: Mutex::default(), until }))
             }
             Err(Checked::Busy) => Lookup::Miss(Some(String::from("the stored entry is being removed by another run; not used"))),
             Err(Checked::Stopped(e)) => Lookup::Miss(Some(format!("the stored entry was not checked: {e}"))),
@@ -509,7 +511,7 @@ impl Store {
             return Err((pending, format!("not stored: {}: {e}", target.display())));
         }
         pending.dir.keep();
-        Ok(Box::new(Entry { dir: target, store: self.dir.clone(), meta, _lock: lock, copy: Mutex::default() }))
+        Ok(Box::new(Entry { dir: target, store: self.dir.clone(), meta, _lock: lock, copy: Mutex::default(), until: Until(deadline) }))
     }
 
     /// The entries, least recently used first; names that are not entries of the user's
@@ -707,7 +709,7 @@ impl Entry {
         holder.mkdir_at(OsStr::new(ROOT), 0o700).map_err(failed)?;
         let top = holder.open_child(OsStr::new(ROOT)).map_err(failed)?;
         let level = (top.duplicate().map_err(failed)?, mode);
-        dirfd::walk(source, level, &mut Mirror).map_err(failed)?;
+        dirfd::walk(source, level, &mut Mirror(self.until)).map_err(failed)?;
         let root = made.path().join(ROOT);
         *copy = Some(made);
         Ok(root)
@@ -717,13 +719,13 @@ impl Entry {
 /// Makes a tree of the same directories (each made writable first, then given its mode
 /// when left), symlinks and hard links to every other file: what [`Entry::private_root`]
 /// walks the stored root with. Its level is the copy's directory and the mode it takes.
-struct Mirror;
+struct Mirror(Until);
 
 impl Visit for Mirror {
     type Level = (Dir, u32);
 
     fn child(&mut self, dir: &Dir, level: &(Dir, u32), name: &OsStr, stat: &Stat) -> io::Result<Option<(Dir, u32)>> {
-        crate::interrupt::check("copying the stored root")?;
+        self.0.check()?;
         let target = &level.0;
         if stat.is_dir() {
             target.mkdir_at(name, 0o700).map_err(|e| dirfd::named(name, e))?;
@@ -1252,6 +1254,9 @@ mod tests {
         fs::remove_file(root.join("bin/link")).unwrap();
         std::os::unix::fs::symlink("other", root.join("bin/link")).unwrap();
         assert_ne!(sealed("sha256:aa").seal, first.seal, "a symlink's target");
+        // A FIFO in the root is listed, never opened: the seal does not wait for a writer.
+        assert!(std::process::Command::new("mkfifo").arg(root.join("fifo")).status().unwrap().success());
+        assert_eq!(sealed("sha256:aa").names, 5);
     }
 
     #[test]
