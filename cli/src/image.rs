@@ -79,7 +79,9 @@ fn ls(store: &Store, format: crate::conform::Format) -> i32 {
             ago(store::age(entry.last_used).as_secs()),
         );
     }
-    println!("{} image(s), {}", listed.len(), size(listed.iter().map(|l| l.disk_bytes).sum()));
+    // Skipped names are not the user's images: not counted.
+    let images = listed.iter().filter(|l| l.skipped.is_none()).count();
+    println!("{images} image(s), {}", size(listed.iter().map(|l| l.disk_bytes).sum()));
     0
 }
 
