@@ -1499,6 +1499,42 @@ mod tests {
     }
 
     #[test]
+    fn a_lookup_after_a_signal_stops_and_leaves_the_entry() {
+        // The signal is recorded for the whole process: the test runs again in a child.
+        if std::env::var_os("CHECKFU_STORE_SIGNAL").is_none() {
+            let output = std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", "image::store::tests::a_lookup_after_a_signal_stops_and_leaves_the_entry", "--nocapture"])
+                .env("CHECKFU_STORE_SIGNAL", "1")
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
+            assert!(output.status.success() && text.contains("1 passed"), "the child failed:\n{text}");
+            return;
+        }
+        let (_dir, store, digest) = stored("checkfu-store-signal", "signal");
+        crate::interrupt::install().unwrap();
+        // SAFETY: raise(2) of a signal the handler just installed records.
+        assert_eq!(unsafe { libc::raise(libc::SIGINT) }, 0);
+        while crate::interrupt::received().is_none() {
+            std::thread::yield_now();
+        }
+        let why = missed(&store, &digest);
+        assert!(why.contains("interrupted by SIGINT") && why.contains("not checked"), "{why}");
+        assert!(entry_path(&store, &digest).join(META).is_file(), "the entry stayed");
+        assert!(store.list().unwrap_err().to_string().contains("interrupted by SIGINT"));
+    }
+
+    #[test]
+    fn a_description_over_its_bound_is_not_read() {
+        let (_dir, store, digest) = stored("checkfu-store-large", "large");
+        let meta = entry_path(&store, &digest).join(META);
+        let file = File::options().write(true).open(&meta).unwrap();
+        file.set_len(MAX_META_BYTES + 1).unwrap();
+        let why = missed(&store, &digest);
+        assert!(why.contains(&format!("{META} is over {MAX_META_BYTES} bytes")) && why.contains("removed"), "{why}");
+    }
+
+    #[test]
     fn a_directory_a_run_needs_is_made_in_a_private_copy_never_in_the_stored_root() {
         let (dir, store, digest) = stored("checkfu-store-copy", "copy");
         let stored_root = entry_path(&store, &digest).join(ROOT);
