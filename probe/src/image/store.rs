@@ -466,9 +466,11 @@ impl Store {
                 return Err((pending, why));
             }
         };
-        let root = match dir.open_child(OsStr::new(ROOT)) {
+        // Checked as a lookup checks it: a root a lookup would never take (an image whose `/`
+        // anyone can write) is not stored, to be pulled, stored and removed at every run.
+        let root = match open_owned_child(&dir, OsStr::new(ROOT), self.euid) {
             Ok(root) => root,
-            Err(e) => return Err((pending, format!("not stored: cannot open its root: {e}"))),
+            Err(why) => return Err((pending, format!("not stored: its root is not an entry's: {why}"))),
         };
         let sealed = match seal(root, new.digest.as_ref(), new.config, Until(deadline)) {
             Ok(sealed) => sealed,
@@ -616,7 +618,7 @@ impl Store {
         };
         let held = match dir.open_file(OsStr::new(META), libc::O_RDONLY, 0) {
             Ok(file) if dirfd::fstat(file.as_fd()).is_ok_and(|s| s.is_file()) => {
-                if !try_lock(&file, libc::LOCK_EX)? {
+                if !lock_exclusive_soon(&file)? {
                     return Ok(None);
                 }
                 Some(file)
@@ -941,6 +943,27 @@ fn try_lock(file: &File, operation: libc::c_int) -> io::Result<bool> {
         return Ok(false);
     }
     Err(error)
+}
+
+/// Times [`lock_exclusive_soon`] tries, and how long it waits between tries.
+const EXCLUSIVE_TRIES: u32 = 5;
+const EXCLUSIVE_PAUSE: Duration = Duration::from_millis(20);
+
+/// Takes `file`'s exclusive lock, trying a few times over [`EXCLUSIVE_TRIES`] pauses:
+/// `false` when a run still holds it. A lock is held by every process that has the open
+/// description, and a child the probe (or any thread of it) has just forked holds a copy of
+/// each of its descriptors until it executes its program: a run that let go of an entry
+/// moments ago may still seem to hold it for that long.
+fn lock_exclusive_soon(file: &File) -> io::Result<bool> {
+    for attempt in 0..EXCLUSIVE_TRIES {
+        if try_lock(file, libc::LOCK_EX)? {
+            return Ok(true);
+        }
+        if attempt + 1 < EXCLUSIVE_TRIES {
+            std::thread::sleep(EXCLUSIVE_PAUSE);
+        }
+    }
+    Ok(false)
 }
 
 /// A root's seal, with what its walk counted.
@@ -1522,6 +1545,20 @@ mod tests {
         assert!(why.contains("interrupted by SIGINT") && why.contains("not checked"), "{why}");
         assert!(entry_path(&store, &digest).join(META).is_file(), "the entry stayed");
         assert!(store.list().unwrap_err().to_string().contains("interrupted by SIGINT"));
+    }
+
+    #[test]
+    fn a_root_anyone_can_write_is_not_stored() {
+        let dir = TempDir::new("checkfu-store-wide-root").unwrap();
+        let store = Store::open(&plan(dir.path().join("images"))).unwrap();
+        let digest = crate::image::digest_of(b"wide");
+        let pending = store.begin().unwrap();
+        fs::set_permissions(pending.root(), fs::Permissions::from_mode(0o777)).unwrap();
+        let new = NewEntry { digest: &digest, reference: String::from("r"), config: &Config::default(), unpacked_bytes: 0 };
+        let Err((pending, why)) = store.commit(pending, &new, None) else { panic!("stored") };
+        assert!(why.contains("not stored: its root is not an entry's") && why.contains("writable by group or others"), "{why}");
+        assert!(pending.root().is_dir(), "handed back for the run");
+        assert!(!entry_path(&store, &digest).exists());
     }
 
     #[test]
