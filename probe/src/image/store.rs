@@ -26,7 +26,8 @@
 //!   as skipped, saying why; `prune` and eviction leave what is not the user's own (a
 //!   symlink, another user's directory) where it is, and say so, and remove only the
 //!   user's own directories. The entry's last use is marked on its `used` file, opened
-//!   beneath the entry's descriptor with `O_NOFOLLOW`: a symlink there is not followed.
+//!   beneath the entry's descriptor with `O_NOFOLLOW`: a symlink there is not followed. A
+//!   root a lookup would not take (an image whose `/` anyone can write) is not stored.
 //! - The root's content. At commit, the seal is a sha256 over the tree's listing: every
 //!   name's path, type, mode, owner, size and symlink target, and every regular file's
 //!   content, each file read through a descriptor opened beneath its directory without
