@@ -66,6 +66,10 @@ fn ls(store: &Store, format: crate::conform::Format) -> i32 {
     }
     println!("store {}", store.dir().display());
     for entry in &listed {
+        if let Some(why) = &entry.skipped {
+            println!("{}  skipped: not an entry of the user's own ({why}); never used or removed", entry.digest);
+            continue;
+        }
         let state = if entry.whole { "" } else { "  (not whole: removed by the next run of it)" };
         println!(
             "{}  {}  {}  used {} ago{state}",
@@ -75,7 +79,9 @@ fn ls(store: &Store, format: crate::conform::Format) -> i32 {
             ago(store::age(entry.last_used).as_secs()),
         );
     }
-    println!("{} image(s), {}", listed.len(), size(listed.iter().map(|l| l.disk_bytes).sum()));
+    // Skipped names are not the user's images: not counted.
+    let images = listed.iter().filter(|l| l.skipped.is_none()).count();
+    println!("{images} image(s), {}", size(listed.iter().map(|l| l.disk_bytes).sum()));
     0
 }
 
@@ -87,6 +93,9 @@ fn prune(store: &Store, digests: &[Digest]) -> i32 {
             }
             for digest in &pruned.in_use {
                 println!("kept {digest}: a running probe holds it");
+            }
+            for (digest, why) in &pruned.skipped {
+                println!("skipped {digest}: not an entry of the user's own ({why}); left as it is");
             }
             println!("{} image(s) removed, {} freed", pruned.removed.len(), size(pruned.freed_bytes));
             0

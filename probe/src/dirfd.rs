@@ -21,17 +21,36 @@ use std::path::Path;
 #[derive(Debug)]
 pub struct Dir(OwnedFd);
 
-/// What `lstat` says of a name: its kind and permission bits, and its inode.
+/// What `lstat` says of a name: its kind and permission bits, its inode, its owner, its
+/// size and its modification time (seconds since the epoch).
 #[derive(Clone, Copy, Debug)]
 pub struct Stat {
     pub mode: u32,
     pub dev: u64,
     pub ino: u64,
+    pub uid: u32,
+    pub gid: u32,
+    pub size: u64,
+    pub blocks: u64,
+    pub mtime: i64,
 }
 
 impl Stat {
     fn of(st: &libc::stat) -> Stat {
-        Stat { mode: st.st_mode, dev: st.st_dev, ino: st.st_ino }
+        Stat {
+            mode: st.st_mode,
+            dev: st.st_dev,
+            ino: st.st_ino,
+            uid: st.st_uid,
+            gid: st.st_gid,
+            size: u64::try_from(st.st_size).unwrap_or(0),
+            blocks: u64::try_from(st.st_blocks).unwrap_or(0),
+            mtime: st.st_mtime,
+        }
+    }
+
+    pub fn is_file(&self) -> bool {
+        self.mode & libc::S_IFMT == libc::S_IFREG
     }
 
     pub fn is_dir(&self) -> bool {
@@ -158,6 +177,26 @@ impl Dir {
         openat(self.as_fd(), &name, flags, mode).map(File::from)
     }
 
+    /// Opens the file `name` in this directory with `flags` (`O_RDONLY`, `O_WRONLY`, with
+    /// `O_CREAT` making it `mode`), never following a symlink in its place (`ELOOP`) and
+    /// never blocking on a FIFO or a device in its place (`O_NONBLOCK`): the caller
+    /// [`fstat`]s what it got before it reads a byte.
+    pub fn open_file(&self, name: &OsStr, flags: libc::c_int, mode: libc::mode_t) -> io::Result<File> {
+        let bytes = name.as_bytes();
+        if bytes.is_empty() || bytes == b"." || bytes == b".." || bytes.contains(&b'/') {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a single file name"));
+        }
+        let flags = flags | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY;
+        if flags & libc::O_CREAT != 0 {
+            // openat2 takes no mode here: `openat` with O_NOFOLLOW refuses a symlink as well.
+            return openat(self.as_fd(), &cstring(bytes)?, flags, mode).map(File::from);
+        }
+        match openat2(self.as_fd(), bytes, flags, libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS) {
+            Err(e) if no_openat2(&e) => openat(self.as_fd(), &cstring(bytes)?, flags, 0).map(File::from),
+            other => other.map(File::from),
+        }
+    }
+
     /// `lstat` of `name` in this directory.
     pub fn stat_at(&self, name: &OsStr) -> io::Result<Stat> {
         let name = cstring(name.as_bytes())?;
@@ -203,6 +242,15 @@ impl Dir {
         })?;
         buffer.truncate(usize::try_from(n).unwrap_or(0));
         Ok(buffer)
+    }
+
+    /// Renames `from` to `to`, both in this directory (neither is followed if a symlink;
+    /// a directory `to` must be empty).
+    pub fn rename_at(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
+        let (from, to) = (cstring(from.as_bytes())?, cstring(to.as_bytes())?);
+        let fd = self.0.as_raw_fd();
+        // SAFETY: both names are NUL-terminated.
+        retry(|| unsafe { libc::renameat(fd, from.as_ptr(), fd, to.as_ptr()) as libc::c_long }).map(drop)
     }
 
     /// Removes `name`: a directory (empty) when `directory`, anything else otherwise.
@@ -310,7 +358,8 @@ fn cwd() -> BorrowedFd<'static> {
     unsafe { BorrowedFd::borrow_raw(libc::AT_FDCWD) }
 }
 
-fn fstat(fd: BorrowedFd<'_>) -> io::Result<Stat> {
+/// `fstat` of an open descriptor.
+pub fn fstat(fd: BorrowedFd<'_>) -> io::Result<Stat> {
     // SAFETY: all zeroes is a valid `stat`, which the call then fills.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: `st` is writable.

@@ -215,7 +215,7 @@ fn real_cli(parent: &Path) -> Option<()> {
         second.push(run(&[&in_image[..], &[&store_flag]].concat()));
         let opened = Store::open(&StorePlan { dir: store.clone(), max_bytes: store::DEFAULT_MAX_BYTES }).expect("store");
         let started = Instant::now();
-        let Lookup::Hit(entry) = opened.lookup(served.reference.digest()) else { panic!("the stored entry's seal holds") };
+        let Lookup::Hit(entry) = opened.lookup(served.reference.digest(), None) else { panic!("the stored entry's seal holds") };
         check.push(started.elapsed());
         names = entry.meta.names;
         drop(entry);
@@ -256,10 +256,10 @@ fn seal_check_of(parent: &Path, names: usize) -> Duration {
     let digest = checkfu_wire_probe::image::digest_of(format!("seal-{names}").as_bytes());
     let config = store::Config::default();
     let new = store::NewEntry { digest: &digest, reference: String::from("bench"), config: &config, unpacked_bytes: 0 };
-    drop(store.commit(pending, &new).map_err(|(_, why)| why).expect("stored"));
+    drop(store.commit(pending, &new, None).map_err(|(_, why)| why).expect("stored"));
     let checked = timed(|| {
         let started = Instant::now();
-        assert!(matches!(store.lookup(&digest), Lookup::Hit(_)), "the seal holds");
+        assert!(matches!(store.lookup(&digest, None), Lookup::Hit(_)), "the seal holds");
         started.elapsed()
     });
     let _ = store.prune(&[]);

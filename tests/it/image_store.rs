@@ -1,11 +1,12 @@
 //! The image store end to end, on real images (buildah builds the busybox CLI, the
 //! distribution registry serves it on loopback, bubblewrap runs it): the first run of a
 //! digest pulls and stores it (`image.cache: miss`), the next is a hit and passes; an entry
-//! changed in any of the ways the seal is for (a file's content, its length, its mode, a
-//! file added, the completion marker gone), and a write cut short, are found, removed and
-//! pulled again; a run cannot write into the stored root; the bound evicts the least
-//! recently used; `image ls` and `image prune` show and empty the store. As root and, for
-//! the hit, as uid 65534.
+//! changed in any of the ways the seal is for (a file's content with its size and times
+//! kept, its length, its mode, a file added, the completion marker gone), and a write cut
+//! short, are found, removed and pulled again; a run cannot write into the stored root, nor
+//! does the probe for a run that needs a directory the entry lacks; a store others can
+//! write is refused and left as it is; the bound evicts the least recently used; `image
+//! ls` and `image prune` show and empty the store. As root and, for the hit, as uid 65534.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -126,8 +127,9 @@ fn a_stored_digest_is_a_hit_and_an_entry_changed_or_cut_short_is_pulled_again() 
     assert_eq!(tree(&entry), before, "the run changed the stored entry");
     assert_eq!(passed_with(&run_stored(&store, &reference, &[]), "hit"), "");
 
-    // A TMPDIR outside /tmp: the run's own mount points are made in the entry before it
-    // (the image holds no /var), and gone after it.
+    // A TMPDIR outside /tmp: the run's own mount points (the image holds no /var) are made
+    // in a private copy of the root's directories, for that run alone; the stored entry,
+    // its description and its seal included, is as it was, and the next run a hit.
     let outside = PathBuf::from(format!("/var/tmp/checkfu-store-test-{}", std::process::id()));
     std::fs::create_dir_all(&outside).expect("a TMPDIR outside /tmp");
     let store_text = store.to_str().expect("utf-8");
@@ -138,15 +140,11 @@ fn a_stored_digest_is_a_hit_and_an_entry_changed_or_cut_short_is_pulled_again() 
     );
     let _ = std::fs::remove_dir_all(&outside);
     assert_eq!(passed_with(&elsewhere, "hit"), "");
-    // The root as it was (its description holds the new seal).
-    let root_before: BTreeMap<String, String> =
-        before.iter().filter(|(k, _)| k.starts_with("root/")).map(|(k, v)| (k.clone(), v.clone())).collect();
-    assert_eq!(
-        tree(&entry.join("root")).into_iter().map(|(k, v)| (format!("root/{k}"), v)).collect::<BTreeMap<_, _>>(),
-        root_before,
-        "the run's mount points stayed in the entry"
-    );
-    assert_eq!(passed_with(&run_stored(&store, &reference, &[]), "hit"), "", "the entry was sealed again");
+    assert_eq!(tree(&entry), before, "the run wrote the stored entry");
+    let left: Vec<String> =
+        std::fs::read_dir(&store).expect("store").flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(left, vec![entry.file_name().expect("name").to_string_lossy().into_owned()], "the private copy stayed");
+    assert_eq!(passed_with(&run_stored(&store, &reference, &[]), "hit"), "");
 
     // Each change is caught, the entry removed and the image pulled and stored again.
     let root = entry.join("root");
@@ -157,7 +155,7 @@ fn a_stored_digest_is_a_hit_and_an_entry_changed_or_cut_short_is_pulled_again() 
             let mut bytes = std::fs::read(&cli).expect("read");
             bytes[0] ^= 0x01;
             std::fs::write(&cli, &bytes).expect("write");
-            // Only the change time, which no caller can set, still tells.
+            // Its size and times tell nothing: its content does.
             std::fs::File::options().write(true).open(&cli).and_then(|f| f.set_modified(modified)).expect("set the mtime back");
         }),
         ("a truncated file", &|| {
@@ -189,6 +187,17 @@ fn a_stored_digest_is_a_hit_and_an_entry_changed_or_cut_short_is_pulled_again() 
     let left: Vec<String> =
         std::fs::read_dir(&store).expect("store").flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
     assert_eq!(left, vec![entry.file_name().expect("name").to_string_lossy().into_owned()]);
+
+    // A store anyone can write is refused, never chmod'ed: the run goes on without it and
+    // says why; `image ls` refuses it too, naming it.
+    let shared = dir.path().join("shared");
+    std::fs::create_dir(&shared).expect("dir");
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    let detail = passed_with(&run_stored(&shared, &reference, &[]), "off");
+    assert!(detail.contains(&format!("{} is mode 777: writable by group or others", shared.display())), "{detail}");
+    assert_eq!(std::fs::metadata(&shared).expect("shared").mode() & 0o7777, 0o777, "left as it was");
+    let (status, text) = image_command(&shared, &["ls"]);
+    assert!(status == 2 && text.contains("writable by group or others"), "{text}");
 
     // As uid 65534, with a store of its own: a miss, then a hit.
     if running_as_root() {

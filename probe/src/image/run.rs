@@ -101,7 +101,8 @@ pub struct PreparedImage {
 }
 
 /// The root filesystem a run binds: this run's own (removed when it drops), or an entry of
-/// the image store, bound read-only and never written by a run.
+/// the image store, bound read-only and never written by a run (a directory it lacks is
+/// made in a private copy of it, [`super::store::Entry::make_dir`]).
 #[derive(Debug)]
 enum Root {
     Own { _dir: TempDir, path: PathBuf },
@@ -142,7 +143,13 @@ impl Unpacking<'_> {
     /// The run's root from what was unpacked at `root`: this run's own directory; or, with
     /// a store, the entry committed (a miss), or kept as this run's own when it could not
     /// be stored, with why (after `removed`, why a stored entry was removed).
-    fn settle(self, root: PathBuf, new: &NewEntry<'_>, removed: Option<String>) -> Result<(Root, ImageCache, Option<String>), PullError> {
+    fn settle(
+        self,
+        root: PathBuf,
+        new: &NewEntry<'_>,
+        removed: Option<String>,
+        deadline: Instant,
+    ) -> Result<(Root, ImageCache, Option<String>), PullError> {
         let (store, pending) = match self {
             Unpacking::Own(dir) => return Ok((Root::Own { _dir: dir, path: root }, ImageCache::Off, None)),
             Unpacking::Pending(store, pending) => (store, pending),
@@ -151,7 +158,7 @@ impl Unpacking<'_> {
         for mount_point in ["/dev", "/proc", "/tmp"] {
             in_root::make_mount_point(&root, Path::new(mount_point)).map_err(|e| PullError::Failed(e.to_string()))?;
         }
-        match store.commit(pending, new) {
+        match store.commit(pending, new, Some(deadline)) {
             Ok(entry) => Ok((Root::Stored(entry), ImageCache::Miss, removed)),
             Err((pending, why)) => {
                 let detail = removed.map_or(why.clone(), |r| format!("{r}; {why}"));
@@ -224,7 +231,7 @@ impl PreparedImage {
     ) -> Result<PreparedImage, PullError> {
         let mut removed = None;
         if let Some(store) = store {
-            match store.lookup(reference.digest()) {
+            match store.lookup(reference.digest(), Some(deadline)) {
                 Lookup::Hit(entry) => return PreparedImage::stored(reference, source, runtime, entry),
                 Lookup::Miss(why) => removed = why,
             }
@@ -272,7 +279,7 @@ impl PreparedImage {
             in_root::make_dir(&root, working_dir).map_err(|e| PullError::Failed(e.to_string()))?;
         }
         let new = NewEntry { digest: reference.digest(), reference: reference.to_string(), config: &config, unpacked_bytes: report.bytes };
-        let (root, cache, cache_detail) = unpacking.settle(root, &new, removed)?;
+        let (root, cache, cache_detail) = unpacking.settle(root, &new, removed, deadline)?;
         Ok(PreparedImage {
             reference: reference.clone(),
             source: source.clone(),
