@@ -1003,12 +1003,26 @@ fn seal(root: Dir, digest: &str, config: &Config, until: Until) -> io::Result<Se
     });
     let (mut lines, files, disk_bytes) = walked?;
     let mut hashed = hashed?;
-    hashed.sort_unstable_by_key(|(slot, _)| *slot);
-    if hashed.len() != files.len() {
-        return Err(io::Error::other("a file's content was not read"));
+    hashed.sort_unstable_by_key(|(slot, part, _)| (*slot, *part));
+    // A file's content digest: sha256 over its parts' digests, in order.
+    let mut parts = hashed.into_iter().peekable();
+    for (slot, (path, stat)) in files.iter().enumerate() {
+        let mut file_hasher = sha2::Sha256::new();
+        let mut expected = 0;
+        while let Some((_, part, digest)) = parts.next_if(|(at, _, _)| *at == slot) {
+            if part != expected {
+                return Err(io::Error::other("a part of a file's content was not read"));
+            }
+            file_hasher.update(digest);
+            expected += 1;
+        }
+        if expected != parts_of(stat.size) {
+            return Err(io::Error::other("a file's content was not read"));
+        }
+        lines.push(line(path, stat, Some(&file_hasher.finalize())));
     }
-    for ((path, stat), (_, content)) in files.iter().zip(&hashed) {
-        lines.push(line(path, stat, Some(content)));
+    if parts.next().is_some() {
+        return Err(io::Error::other("a part was read for no file"));
     }
     lines.sort_unstable();
     let mut hasher = sha2::Sha256::new();
@@ -1032,17 +1046,29 @@ fn hashers() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, MAX_HASHERS)
 }
 
-/// A regular file the walk opened (checked to be the file it listed), for a hasher.
+/// The bytes of a file one hasher reads and hashes at a time: a large file is hashed by
+/// every core at once, part by part (a single 500 MB file otherwise costs one core's pass).
+const PART_BYTES: u64 = 4 << 20;
+
+/// How many parts a file of `size` bytes is hashed in: one at least, for an empty file.
+fn parts_of(size: u64) -> usize {
+    usize::try_from(size.div_ceil(PART_BYTES).max(1)).unwrap_or(usize::MAX)
+}
+
+/// A part of a regular file the walk opened (checked to be the file it listed), for a
+/// hasher; the last part also checks that the file ends where it was listed to.
 struct Job {
     slot: usize,
-    file: File,
+    part: usize,
+    file: std::sync::Arc<File>,
     size: u64,
     name: OsString,
 }
 
-/// A hasher: reads and hashes each queued file, answering its slot and content digest;
-/// the first failure (a read, a size other than listed, the deadline) ends the seal.
-fn hash_files(queue: &Mutex<std::sync::mpsc::Receiver<Job>>, until: Until) -> io::Result<Vec<(usize, Vec<u8>)>> {
+/// A hasher: reads and hashes each queued part, answering its file's slot, the part and
+/// its digest; the first failure (a read, a size other than listed, the deadline) ends the
+/// seal.
+fn hash_files(queue: &Mutex<std::sync::mpsc::Receiver<Job>>, until: Until) -> io::Result<Vec<(usize, usize, [u8; 32])>> {
     let mut buffer = vec![0; READ_CHUNK];
     let mut hashed = Vec::new();
     let mut failed = None;
@@ -1051,12 +1077,12 @@ fn hash_files(queue: &Mutex<std::sync::mpsc::Receiver<Job>>, until: Until) -> io
             Ok(queue) => queue.recv(),
             Err(_) => break,
         };
-        let Ok(mut job) = job else { break };
+        let Ok(job) = job else { break };
         // After a failure the queue is still drained (each file closed), so the walk never
         // waits on a full queue.
         if failed.is_none() {
-            match content(&mut job.file, job.size, &mut buffer, until) {
-                Ok(digest) => hashed.push((job.slot, digest.to_vec())),
+            match content(&job, &mut buffer, until) {
+                Ok(digest) => hashed.push((job.slot, job.part, digest)),
                 Err(e) => failed = Some(dirfd::named(&job.name, e)),
             }
         }
@@ -1067,23 +1093,40 @@ fn hash_files(queue: &Mutex<std::sync::mpsc::Receiver<Job>>, until: Until) -> io
     }
 }
 
-/// The sha256 of `file`'s content, which must be `size` bytes.
-fn content(file: &mut File, size: u64, buffer: &mut [u8], until: Until) -> io::Result<[u8; 32]> {
+/// The sha256 of one part of a file's content, read at its offset (`pread`, so that
+/// hashers share the descriptor); the part must be whole, and the last must end the file.
+fn content(job: &Job, buffer: &mut [u8], until: Until) -> io::Result<[u8; 32]> {
+    use std::os::unix::fs::FileExt;
+    let start = (job.part as u64).saturating_mul(PART_BYTES);
+    let end = start.saturating_add(PART_BYTES).min(job.size);
     let mut hasher = sha2::Sha256::new();
-    let mut read: u64 = 0;
-    loop {
+    let mut at = start;
+    while at < end {
         until.check()?;
-        let n = match file.read(buffer) {
+        let want = usize::try_from(end - at).unwrap_or(usize::MAX).min(buffer.len());
+        let n = match job.file.read_at(&mut buffer[..want], at) {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
         hasher.update(&buffer[..n]);
-        read = read.saturating_add(n as u64);
+        at += n as u64;
     }
-    if read != size {
-        return Err(io::Error::other(format!("{read} bytes read, {size} listed: it changed while it was sealed")));
+    let changed = || io::Error::other(format!("{at} bytes read, {} listed: it changed while it was sealed", job.size));
+    if at != end {
+        return Err(changed());
+    }
+    if end == job.size {
+        let mut past = [0u8; 1];
+        loop {
+            match job.file.read_at(&mut past, end) {
+                Ok(0) => break,
+                Ok(_) => return Err(changed()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
     }
     Ok(hasher.finalize().into())
 }
@@ -1121,11 +1164,14 @@ impl Visit for Sealer {
             if opened.identity() != stat.identity() || !opened.is_file() {
                 return Err(dirfd::named(name, io::Error::other("replaced while it was sealed")));
             }
-            let job = Job { slot: self.files.len(), file, size: stat.size, name: name.to_owned() };
+            let (slot, file) = (self.files.len(), std::sync::Arc::new(file));
             self.files.push((path, *stat));
-            // A send fails only once every hasher has stopped: the join says why.
-            if self.jobs.send(job).is_err() {
-                return Err(io::Error::other("the hashing threads stopped"));
+            for part in 0..parts_of(stat.size) {
+                let job = Job { slot, part, file: std::sync::Arc::clone(&file), size: stat.size, name: name.to_owned() };
+                // A send fails only once every hasher has stopped: the join says why.
+                if self.jobs.send(job).is_err() {
+                    return Err(io::Error::other("the hashing threads stopped"));
+                }
             }
             return Ok(None);
         }
@@ -1410,6 +1456,28 @@ mod tests {
         unsafe { libc::munmap(mapped, 4096) };
         let why = missed(&store, &digest);
         assert!(why.contains("changed since it was stored"), "{why}");
+    }
+
+    #[test]
+    fn a_change_in_any_part_of_a_large_file_is_caught() {
+        // 9 MiB: three parts, each hashed by whichever hasher takes it.
+        let size = 9 << 20;
+        for changed_at in [0, (4 << 20) + 7, size - 1] {
+            let dir = TempDir::new("checkfu-store-parts").unwrap();
+            let store = Store::open(&plan(dir.path().join("images"))).unwrap();
+            let digest = crate::image::digest_of(b"parts");
+            let pending = store.begin().unwrap();
+            let path = pending.root().join("big");
+            fs::write(&path, vec![b'a'; size as usize]).unwrap();
+            let new = NewEntry { digest: &digest, reference: String::from("r"), config: &Config::default(), unpacked_bytes: size };
+            drop(store.commit(pending, &new, None).map_err(|(_, why)| why).unwrap());
+            assert!(matches!(store.lookup(&digest, None), Lookup::Hit(_)), "a whole file of three parts is a hit");
+            let stored = entry_path(&store, &digest).join("root/big");
+            use std::os::unix::fs::FileExt;
+            File::options().write(true).open(&stored).unwrap().write_at(b"b", changed_at).unwrap();
+            let why = missed(&store, &digest);
+            assert!(why.contains("changed since it was stored"), "byte {changed_at}: {why}");
+        }
     }
 
     #[test]
