@@ -28,7 +28,7 @@ use sha2::Digest as _;
 
 use super::layout::{LayoutError, Limits, UnpackReport};
 use super::reference::Digest;
-use super::tarentry::{Composer, EntryType, TarError};
+use super::tarentry::{Composed, Composer, EntryType, TarError};
 use crate::dirfd::{self, Dir, Stat, Visit};
 
 /// Why an entry was refused: what [`LayoutError::Entry`] says of it.
@@ -121,6 +121,20 @@ pub(super) struct Unpacker {
     pub(super) streamed: u64,
 }
 
+/// What the entries of one layer share while it is applied.
+#[derive(Default)]
+struct LayerState {
+    /// What this layer placed: an opaque marker hides lower layers' content only.
+    placed: HashSet<PathId>,
+    /// Directories an opaque marker of this layer emptied: nothing of a lower layer is left
+    /// below them, so no later marker walks them again.
+    cleared: HashSet<PathId>,
+    /// The last entry's parent: a layer lists a directory's entries together, and placing
+    /// an entry in a directory cannot change the path to it, so the next entry with the same
+    /// parents needs no new walk. Anything else forgets it.
+    parent: Option<(Vec<OsString>, Dir, PathId)>,
+}
+
 /// What an entry wants at its path.
 enum Kind {
     File,
@@ -137,15 +151,7 @@ impl Unpacker {
     pub(super) fn apply_layer(&mut self, stream: &mut dyn Read, layer: &Digest) -> Result<(), LayoutError> {
         let layer_error = |e: io::Error| LayoutError::Layer { layer: layer.clone(), problem: format!("not a readable tar stream: {e}") };
         let mut archive = tar::Archive::new(stream);
-        // What this layer placed: an opaque marker hides lower layers' content only.
-        let mut placed: HashSet<PathId> = HashSet::new();
-        // Directories an opaque marker of this layer emptied: nothing of a lower layer is
-        // left below them, so no later marker walks them again.
-        let mut cleared: HashSet<PathId> = HashSet::new();
-        // The last entry's parent: a layer lists a directory's entries together, and
-        // placing an entry in a directory cannot change the path to it, so the next entry
-        // with the same parents needs no new walk. Anything else forgets it.
-        let mut parent: Option<(Vec<OsString>, Dir, PathId)> = None;
+        let mut state = LayerState::default();
         // Raw records: the `tar` crate frames the stream, [`Composer`] reads the records
         // that describe an entry, each capped before it is read.
         let mut composer = Composer::default();
@@ -164,69 +170,67 @@ impl Unpacker {
                     problem: format!("more than {} tar records", self.limits.max_entries.saturating_mul(4)),
                 });
             }
+            let refused =
+                |path: String, problem: EntryProblem| LayoutError::Entry { layer: layer.clone(), path, problem: Box::new(problem) };
             let composed = match composer.next(&mut entry) {
                 Ok(Some(composed)) => composed,
                 Ok(None) => continue,
-                Err(problem) => {
-                    let raw = entry.header().path_bytes().into_owned();
-                    return Err(LayoutError::Entry {
-                        layer: layer.clone(),
-                        path: self.shown_path(&raw),
-                        problem: Box::new(problem.into()),
-                    });
-                }
+                Err(problem) => return Err(refused(self.shown_path(&entry.header().path_bytes()), problem.into())),
             };
             self.report.entries += 1;
             if self.report.entries > self.limits.max_entries {
                 return Err(LayoutError::Layer { layer: layer.clone(), problem: format!("more than {} entries", self.limits.max_entries) });
             }
-            let raw = composed.path;
-            let shown = self.shown_path(&raw);
-            let refuse =
-                |problem: EntryProblem| LayoutError::Entry { layer: layer.clone(), path: shown.clone(), problem: Box::new(problem) };
-            if raw.len() > self.limits.max_path_bytes {
-                return Err(refuse(EntryProblem::PathTooLong { len: raw.len(), cap: self.limits.max_path_bytes }));
-            }
-            let components = normalize(&raw).map_err(refuse)?;
-            let Some((name, parents)) = components.split_last() else {
-                // `./` or `/`: the root itself, which we made.
-                if composed.entry_type == EntryType::Directory {
-                    continue;
-                }
-                return Err(refuse(EntryProblem::NonDirectoryRoot));
-            };
-            let name_bytes = name.as_bytes();
-            if name_bytes == OPAQUE {
-                parent = None;
-                self.opaque(parents, &placed, &mut cleared).map_err(refuse)?;
-                continue;
-            }
-            if let Some(hidden) = name_bytes.strip_prefix(WHITEOUT) {
-                parent = None;
-                self.whiteout(parents, hidden).map_err(refuse)?;
-                continue;
-            }
-            let Some(kind) = self.kind_of(composed.entry_type, &composed.link).map_err(&refuse)? else {
-                continue;
-            };
-            if matches!(kind, Kind::File) {
-                self.report.bytes = self.report.bytes.saturating_add(composed.size);
-                if self.report.bytes > self.limits.max_unpacked_bytes {
-                    return Err(refuse(EntryProblem::TooManyBytes { cap: self.limits.max_unpacked_bytes }));
-                }
-            }
-            if !matches!(&parent, Some((cached, _, _)) if cached.as_slice() == parents) {
-                let (dir, id) = self.make_dir(parents).map_err(&refuse)?;
-                parent = Some((parents.to_vec(), dir, id));
-            }
-            let Some((_, dir, dir_id)) = &parent else {
-                return Err(refuse(EntryProblem::NoParent));
-            };
-            let id = child_id(dir_id, name_bytes);
-            self.place(dir, name, id, kind, composed.mode, &mut entry).map_err(refuse)?;
-            placed.insert(id);
+            let shown = self.shown_path(&composed.path);
+            self.apply_entry(&mut state, composed, &mut entry).map_err(|problem| refused(shown, problem))?;
         }
         composer.finish().map_err(|problem| LayoutError::Layer { layer: layer.clone(), problem: problem.to_string() })
+    }
+
+    /// Places one composed entry of the layer (or applies its whiteout), reading its
+    /// content from `content`.
+    fn apply_entry(&mut self, state: &mut LayerState, composed: Composed, content: &mut dyn Read) -> Result<(), EntryProblem> {
+        let raw = composed.path;
+        if raw.len() > self.limits.max_path_bytes {
+            return Err(EntryProblem::PathTooLong { len: raw.len(), cap: self.limits.max_path_bytes });
+        }
+        let components = normalize(&raw)?;
+        let Some((name, parents)) = components.split_last() else {
+            // `./` or `/`: the root itself, which we made.
+            if composed.entry_type == EntryType::Directory {
+                return Ok(());
+            }
+            return Err(EntryProblem::NonDirectoryRoot);
+        };
+        let name_bytes = name.as_bytes();
+        if name_bytes == OPAQUE {
+            state.parent = None;
+            return self.opaque(parents, &state.placed, &mut state.cleared);
+        }
+        if let Some(hidden) = name_bytes.strip_prefix(WHITEOUT) {
+            state.parent = None;
+            return self.whiteout(parents, hidden);
+        }
+        let Some(kind) = self.kind_of(composed.entry_type, &composed.link)? else {
+            return Ok(());
+        };
+        if matches!(kind, Kind::File) {
+            self.report.bytes = self.report.bytes.saturating_add(composed.size);
+            if self.report.bytes > self.limits.max_unpacked_bytes {
+                return Err(EntryProblem::TooManyBytes { cap: self.limits.max_unpacked_bytes });
+            }
+        }
+        if !matches!(&state.parent, Some((cached, _, _)) if cached.as_slice() == parents) {
+            let (dir, id) = self.make_dir(parents)?;
+            state.parent = Some((parents.to_vec(), dir, id));
+        }
+        let Some((_, dir, dir_id)) = &state.parent else {
+            return Err(EntryProblem::NoParent);
+        };
+        let id = child_id(dir_id, name_bytes);
+        self.place(dir, name, id, kind, composed.mode, content)?;
+        state.placed.insert(id);
+        Ok(())
     }
 
     /// At most [`SHOWN_PATH_BYTES`] of an entry's path, for an error, marked where cut.
