@@ -65,7 +65,8 @@ pub struct Report {
     pub profile: Vec<String>,
 }
 
-/// The lane's own members, written beside the shared ones.
+/// The lane's own members, written beside the shared ones. An enum for serialization and for
+/// the report's own readers; the spine asks it only through its methods.
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
 pub enum LaneReport {
