@@ -17,6 +17,7 @@
 
 mod cancel;
 mod flight;
+mod lane;
 mod live;
 
 use std::collections::BTreeMap;
@@ -52,8 +53,8 @@ const STEER_METHOD: &str = Method::CheckfuSessionSteer.name();
 const INTERRUPT_METHOD: &str = Method::CheckfuSessionInterrupt.name();
 const OPT_IN_INTERRUPT: &str = catalog::Check::CooperativeInterruptDrained.name();
 const READY_CHECK: &str = catalog::Check::ReadyHandshake.name();
-/// The reason of every turn check when no prompt was sent.
-pub const NO_TURN: &str = "no turn was observed";
+/// The reason of every turn check when no prompt was sent (the report's: the spine uses it too).
+pub use crate::report::NO_TURN;
 
 /// The ACP lane's own options.
 #[derive(Clone, Debug)]

@@ -28,6 +28,7 @@ mod dirfd;
 pub mod error;
 pub mod image;
 pub mod interrupt;
+mod lane;
 pub mod launch;
 pub mod model_plane;
 pub mod next;

@@ -14,6 +14,7 @@ use crate::image::source::Source;
 use crate::image::store::{ImageCache, Store, StorePlan};
 use crate::image::tools::BuilderKind;
 use crate::image::ImageReference;
+use crate::lane::Lane;
 use crate::next::{RetestWord, Selector};
 use crate::oneshot::OneshotPlan;
 use crate::options::RunOptions;
@@ -47,7 +48,8 @@ pub struct Registration {
     pub dockerfile: Option<String>,
 }
 
-/// The lane a run takes, with its own options.
+/// The lane a run takes, with its own options. The one place that knows every lane: the
+/// spine runs whichever it holds through [`LanePlan::lane`].
 #[derive(Clone, Debug)]
 pub enum LanePlan {
     Acp(AcpOptions),
@@ -56,9 +58,14 @@ pub enum LanePlan {
 
 impl LanePlan {
     pub fn protocol(&self) -> Protocol {
+        self.lane().protocol()
+    }
+
+    /// The lane, as the interface the spine runs.
+    pub(crate) fn lane(&self) -> &dyn Lane {
         match self {
-            LanePlan::Acp(_) => Protocol::AcpV1,
-            LanePlan::Oneshot(_) => Protocol::OneshotV1,
+            LanePlan::Acp(options) => options,
+            LanePlan::Oneshot(plan) => plan,
         }
     }
 }

@@ -1,62 +1,27 @@
 //! One run, whichever lane: plan → checks → image (when asked) → plane → the lane's steps →
 //! teardown → model plane → the report. The catalog lookup, the route check, the image's
 //! preparation and removal, the plane and the model plane happen here, once; a lane
-//! supplies its steps and nothing else ([`crate::acp`], [`crate::oneshot`]).
+//! supplies its steps and nothing else, through the interface of [`crate::lane`]. The spine
+//! names no lane: the plan hands it one ([`crate::plan::LanePlan::lane`]), and what it
+//! needs of the lane's report it asks of [`LaneReport`]'s methods.
 //!
 //! What a run says as it goes is one event type ([`Progress`]), produced here and by the
 //! lanes and consumed by the caller, which decides what to show.
 
-use std::ffi::OsString;
 use std::sync::Arc;
 use std::time::Instant;
 
 use crate::error::ProbeError;
 use crate::image::run::PreparedImage;
+use crate::lane::ReadyLane;
 use crate::model_plane::ModelPlane;
 use crate::options::RunOptions;
-use crate::plan::{LanePlan, Plan};
-use crate::plane::{binding_notes, catalog_entry, Declared, Plane};
-use crate::report::acp::AboveCeiling;
-use crate::report::{LaneReport, Report, Steps, QUALIFICATION};
+use crate::plan::Plan;
+use crate::plane::{binding_notes, catalog_entry, Plane};
+use crate::report::{LaneReport, Report, Steps, NO_TURN, QUALIFICATION};
 use crate::stage::{ImageStage, LaneEnd, Stage};
-use crate::{acp, launch, next, oneshot, Progress};
+use crate::{launch, next, Progress};
 use checkfu_wire::catalog::{self, StepName};
-use checkfu_wire::oneshot::Declaration;
-
-/// A lane made ready: its options checked and its command or declaration resolved.
-enum Ready<'a> {
-    /// The agent's command (placeholders not yet expanded) and, for the next steps, the
-    /// flags that register it.
-    Acp {
-        checked: acp::Checked<'a>,
-        command: Vec<OsString>,
-        profile: Vec<String>,
-        options: &'a acp::AcpOptions,
-    },
-    Oneshot {
-        checked: oneshot::Checked,
-        plan: &'a oneshot::OneshotPlan,
-        declaration: Declaration,
-    },
-}
-
-impl Ready<'_> {
-    /// The lane's own variables and home files (a declaration's).
-    fn declared(&self) -> Declared<'_> {
-        match self {
-            Ready::Acp { options, .. } => Declared { env: Some(&options.recipe_env), home_files: Some(&options.recipe_home_files) },
-            Ready::Oneshot { declaration, .. } => Declared { env: Some(&declaration.env), home_files: Some(&declaration.home_files) },
-        }
-    }
-
-    /// The working directory asked for in an image (else the image's).
-    fn working_directory(&self) -> Option<&str> {
-        match self {
-            Ready::Acp { options, .. } => options.working_directory.as_deref(),
-            Ready::Oneshot { declaration, .. } => declaration.working_directory.as_deref(),
-        }
-    }
-}
 
 /// Runs `plan`, telling `progress` each event as it happens. `Err` only when the run cannot
 /// begin, or its image cannot be made ready; every harness behaviour is a report.
@@ -66,32 +31,13 @@ pub fn run(plan: &Plan, progress: &mut dyn FnMut(Progress)) -> Result<Report, Pr
     crate::relay::routes::for_provider(options.provider.as_deref()).map_err(|e| ProbeError::Usage(e.to_string()))?;
     // The lane's options are checked before an image is built or pulled, so a bad flag
     // costs nothing; the command or declaration, which the image's may be, after.
-    let prepare = |progress: &mut dyn FnMut(Progress)| match &plan.image {
-        Some(image) => image.prepare(plan.deadline(), progress).map(|c| Some(Arc::new(c))),
-        None => Ok(None),
+    let checked = plan.lane.lane().check(options, entry)?;
+    let container = match &plan.image {
+        Some(image) => Some(Arc::new(image.prepare(plan.deadline(), progress)?)),
+        None => None,
     };
-    let (ready, container) = match &plan.lane {
-        LanePlan::Acp(acp_options) => {
-            let checked = acp::check(acp_options, options, entry)?;
-            let container = prepare(progress)?;
-            let command = acp_options.resolve_command(container.as_deref())?;
-            let profile = acp_options.profile(&command);
-            (Ready::Acp { checked, command, profile, options: acp_options }, container)
-        }
-        LanePlan::Oneshot(oneshot_plan) => {
-            let checked = oneshot::check(options)?;
-            let container = prepare(progress)?;
-            let image_command = container.as_ref().map(|c| c.default_command()).unwrap_or_default();
-            let declaration = oneshot_plan.resolve(&image_command)?;
-            oneshot::check_declaration(&declaration, options)?;
-            (Ready::Oneshot { checked, plan: oneshot_plan, declaration }, container)
-        }
-    };
-    let command: &[OsString] = match &ready {
-        Ready::Acp { command, .. } => command,
-        Ready::Oneshot { .. } => &[],
-    };
-    launch::check_options(options, command)?;
+    let ready = checked.prepare(options, container.as_deref())?;
+    launch::check_options(options, ready.command())?;
     if let Some(entry) = entry {
         binding_notes(entry, options.provider.as_deref(), progress)?;
     }
@@ -140,39 +86,23 @@ impl Report {
 fn steps(
     plan: &Plan,
     entry: Option<&'static catalog::Harness>,
-    ready: Ready<'_>,
+    ready: Box<dyn ReadyLane + '_>,
     mut stage: Stage<'_, '_>,
 ) -> Result<(Report, Option<Arc<PreparedImage>>), ProbeError> {
-    let protocol = plan.lane.protocol();
-    let end = match ready {
-        Ready::Acp { checked, command, profile, .. } => {
-            let command = acp::expand_command(&command, &stage.plane.placeholders, stage.image.is_some())?;
-            let shown: Vec<String> = command.iter().map(|c| c.to_string_lossy().into_owned()).collect();
-            stage.steps.tell(Progress::Started { protocol, command: &shown.join(" ") });
-            LaneEnd { profile, ..acp::run(checked, command, &mut stage)? }
-        }
-        Ready::Oneshot { checked, plan: oneshot_plan, declaration } => {
-            stage.steps.tell(Progress::Started { protocol, command: &declaration.entrypoint });
-            oneshot::run(checked, oneshot_plan, declaration, &mut stage)?
-        }
-    };
+    let end = ready.run(&mut stage)?;
     let image = stage.image.as_ref().map(|i| Arc::clone(&i.container));
-    Ok((finish(&plan.run, protocol, entry, stage, end), image))
+    Ok((finish(&plan.run, plan.lane.protocol(), entry, stage, end), image))
 }
 
-/// `context_compaction`, under an enforced window: the lane's check of the turn (ACP, once
-/// a prompt was sent), else a skip saying why.
+/// `context_compaction`, under an enforced window: the lane's check of the turn, else a
+/// skip saying why.
 fn context_compaction(steps: &mut Steps<'_>, lane: &LaneReport) {
     use crate::verdict::compaction::Verdict;
-    let check = match lane {
-        LaneReport::Acp(report) => report.context_compaction.as_ref(),
-        _ => None,
-    };
-    match check.map(|c| &c.verdict) {
+    match lane.context_compaction().map(|c| &c.verdict) {
         Some(Verdict::Passed) => steps.ended(StepName::ContextCompaction, 0, Ok(())),
         Some(Verdict::Failed(reason)) => steps.ended(StepName::ContextCompaction, 0, Err(reason.clone())),
         Some(Verdict::Skipped(reason)) => steps.skipped(StepName::ContextCompaction, reason),
-        None => steps.skipped(StepName::ContextCompaction, acp::NO_TURN),
+        None => steps.skipped(StepName::ContextCompaction, NO_TURN),
     }
 }
 
@@ -211,11 +141,7 @@ fn finish(
     let mut lane = end.report;
     if let Some(entry) = entry {
         model_plane.bind(entry, options.provider.as_deref(), end.declaration.as_ref());
-        if let LaneReport::Acp(report) = &mut lane {
-            let admission = &mut report.admission;
-            admission.ceiling = Some(entry.ceiling.iter().map(|(a, v)| ((*a).to_owned(), serde_json::json!(v))).collect());
-            admission.above_ceiling = AboveCeiling::of(entry, &admission.realized);
-        }
+        lane.bind_ceiling(entry);
     }
     Report {
         qualification: QUALIFICATION,

@@ -20,6 +20,7 @@
 //! to. No ACP step or admission is reported here.
 
 pub mod judge;
+mod lane;
 mod plan;
 pub mod process;
 

@@ -143,6 +143,15 @@ pub struct Admission {
     pub error: Option<String>,
 }
 
+impl Admission {
+    /// Sets `entry`'s catalog ceiling beside the realized set, and the axes the run realized
+    /// above it. Reported, not judged: the run was judged against the envelope.
+    pub(crate) fn bind_ceiling(&mut self, entry: &checkfu_wire::catalog::Harness) {
+        self.ceiling = Some(entry.ceiling.iter().map(|(a, v)| ((*a).to_owned(), serde_json::json!(v))).collect());
+        self.above_ceiling = AboveCeiling::of(entry, &self.realized);
+    }
+}
+
 /// One axis where the run realized more than the entry's ceiling allows.
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
 pub struct AboveCeiling {

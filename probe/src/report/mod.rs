@@ -18,12 +18,17 @@ use serde::{Serialize, Serializer};
 use crate::image::run::ImageRun;
 use crate::model_plane::ModelPlane;
 use crate::next::NextSteps;
-use checkfu_wire::catalog::{Protocol, StepName};
+use crate::verdict::compaction::CompactionCheck;
+use checkfu_wire::catalog::{self, Protocol, StepName};
 pub(crate) use steps::Steps;
 pub use steps::{Step, StepStatus};
 
 /// The qualification every local result carries: useful author feedback, never evidence.
 pub const QUALIFICATION: &str = "unsigned_local_only";
+
+/// The reason of every turn check when no prompt was sent (and of `context_compaction` for a
+/// lane that judged no turn's compaction).
+pub const NO_TURN: &str = "no turn was observed";
 
 /// The result of a probe run.
 #[derive(Debug, Serialize)]
@@ -60,12 +65,33 @@ pub struct Report {
     pub profile: Vec<String>,
 }
 
-/// The lane's own members, written beside the shared ones.
+/// The lane's own members, written beside the shared ones. An enum for serialization and for
+/// the report's own readers; the spine asks it only through its methods.
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
 pub enum LaneReport {
     Acp(Box<acp::AcpReport>),
     Oneshot(Box<oneshot::OneshotReport>),
+}
+
+impl LaneReport {
+    /// The lane's check of the turn's compaction under an enforced window, when it made one
+    /// (the ACP lane, once a prompt was sent).
+    pub(crate) fn context_compaction(&self) -> Option<&CompactionCheck> {
+        match self {
+            LaneReport::Acp(r) => r.context_compaction.as_ref(),
+            LaneReport::Oneshot(_) => None,
+        }
+    }
+
+    /// Sets the catalog entry's ceiling beside what the run realized (`--harness`). Only the
+    /// ACP lane admits a declaration, so only its report has a realized set to hold to it.
+    pub(crate) fn bind_ceiling(&mut self, entry: &catalog::Harness) {
+        match self {
+            LaneReport::Acp(r) => r.admission.bind_ceiling(entry),
+            LaneReport::Oneshot(_) => {}
+        }
+    }
 }
 
 fn protocol_name<S: Serializer>(protocol: &Protocol, s: S) -> Result<S::Ok, S::Error> {
