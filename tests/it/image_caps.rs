@@ -168,7 +168,10 @@ fn tree(base: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
         } else {
             String::new()
         };
-        out.insert(key, format!("{:o} {} {} {content}", meta.mode(), meta.size(), meta.ctime()));
+        // No change time: a run whose `TMPDIR` the entry lacks runs in a private copy whose
+        // files are hard links to the stored ones, and a link moves the inode's change time
+        // (its link count), not its content or mode.
+        out.insert(key, format!("{:o} {} {content}", meta.mode(), meta.size()));
         if meta.is_dir() {
             tree(base, &path, out);
         }
