@@ -194,7 +194,8 @@ fn finish(
     // Under a script that fails calls, the record says whether the harness recovered: a
     // step of the run, judged before teardown like the lane's own.
     if options.model_script.fails_calls() {
-        steps.ended(StepName::ModelRecovery, 0, crate::verdict::recovery(&record.calls, end.reply_in_output.is_some()));
+        let recovered = crate::verdict::recovery(&record.calls, end.reply_in_output.is_some()).map_err(|e| e.to_string());
+        steps.ended(StepName::ModelRecovery, 0, recovered);
     }
     if options.context_window.is_some() {
         context_compaction(&mut steps, &end.report);
