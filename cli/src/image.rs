@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use checkfu_wire_probe::image::store::{self, Store, StorePlan};
-use checkfu_wire_probe::image::{sha256_digest, Digest};
+use checkfu_wire_probe::image::{sha256_digest, Digest, ReferenceError};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -34,8 +34,8 @@ enum Command {
     },
 }
 
-fn digest(text: &str) -> Result<Digest, String> {
-    sha256_digest(text).map_err(|e| e.to_string())
+fn digest(text: &str) -> Result<Digest, ReferenceError> {
+    sha256_digest(text)
 }
 
 pub fn image(args: Args) -> i32 {

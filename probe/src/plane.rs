@@ -192,16 +192,33 @@ impl Plane {
 
     /// Removes what the plane made (the namespace, the home, the workspace), saying what
     /// could not be removed: a run that leaves a directory behind has not torn down.
-    pub fn remove(self) -> (crate::relay::Record, Result<(), String>) {
+    pub fn remove(self) -> (crate::relay::Record, Result<(), LeftBehind>) {
         let record = self.relay.stop();
         drop(self.namespace);
-        let mut faults = Vec::new();
-        if let Some(Err(e)) = self.home.map(session::home::Home::remove) {
-            faults.push(format!("the fresh home could not be removed: {e}"));
-        }
-        if let Some(Err(e)) = self.workspace.map(session::workspace::Workspace::remove) {
-            faults.push(format!("the workspace could not be removed: {e}"));
-        }
-        (record, if faults.is_empty() { Ok(()) } else { Err(faults.join("; ")) })
+        let home = self.home.map(session::home::Home::remove).and_then(Result::err);
+        let workspace = self.workspace.map(session::workspace::Workspace::remove).and_then(Result::err);
+        let removed = match (home, workspace) {
+            (None, None) => Ok(()),
+            (Some(home), None) => Err(LeftBehind::Home(home)),
+            (None, Some(workspace)) => Err(LeftBehind::Workspace(workspace)),
+            (Some(home), Some(workspace)) => Err(LeftBehind::Both { home, workspace }),
+        };
+        (record, removed)
     }
+}
+
+/// What the plane could not remove at teardown.
+#[derive(Debug, thiserror::Error)]
+pub enum LeftBehind {
+    #[error("the fresh home could not be removed: {0}")]
+    Home(#[source] std::io::Error),
+    #[error("the workspace could not be removed: {0}")]
+    Workspace(#[source] std::io::Error),
+    /// Both (the cause: the home's, removed first).
+    #[error("the fresh home could not be removed: {home}; the workspace could not be removed: {workspace}")]
+    Both {
+        #[source]
+        home: std::io::Error,
+        workspace: std::io::Error,
+    },
 }

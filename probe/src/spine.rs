@@ -120,10 +120,12 @@ fn finish(
     let started = Instant::now();
     let (fence, fence_note, nonce) = (plane.fence, plane.fence_note.clone(), plane.nonce.clone());
     let (record, removed) = plane.remove();
+    let removed = removed.map_err(|e| e.to_string());
     // Under a script that fails calls, the record says whether the harness recovered: a
     // step of the run, judged before teardown like the lane's own.
     if options.model_script.fails_calls() {
-        steps.ended(StepName::ModelRecovery, 0, crate::verdict::recovery(&record.calls, end.reply_in_output.is_some()));
+        let recovered = crate::verdict::recovery(&record.calls, end.reply_in_output.is_some()).map_err(|e| e.to_string());
+        steps.ended(StepName::ModelRecovery, 0, recovered);
     }
     if options.context_window.is_some() {
         context_compaction(&mut steps, &end.report);

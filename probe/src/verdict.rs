@@ -122,46 +122,59 @@ fn retried_by(calls: &[Call], i: usize) -> Option<usize> {
 /// waited: the record's clock has whole milliseconds.
 const RETRY_AFTER_SLACK_MS: u64 = 10;
 
+/// Why `model_recovery` failed: the fault the harness did not survive, in words.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NoRecovery {
+    #[error("the script failed no call: the harness made {calls} model call(s), none of them one the script fails")]
+    NoFault { calls: usize },
+    #[error("the harness gave up on the {fault} of call {call} ({status}): it made no model call after it in that turn")]
+    GaveUp { fault: &'static str, call: usize, status: String },
+    #[error(
+        "the harness did not retry the {fault} of call {call} ({status}): none of the {after} model call(s) after it in that turn {asked}"
+    )]
+    NotRetried { fault: &'static str, call: usize, status: String, after: usize, asked: &'static str },
+    #[error("the harness retried the rate limit of call {call} after {waited} ms, before its retry-after of {seconds} s had passed")]
+    Early { call: usize, waited: u64, seconds: u32 },
+    #[error("no reply token of the turn's answer reached the output, and no call of that turn met a fault")]
+    UnansweredWithoutFault,
+    #[error("the harness retried {what} with call {retry}{answer}, but no reply token of the turn's answer reached its output")]
+    AnswerLost { what: String, retry: usize, answer: String },
+    #[error(
+        "the harness did not recover from {what}: no later call of that turn asked it again, and no reply token of the turn's answer reached its output"
+    )]
+    NotRecovered { what: String },
+}
+
 /// `model_recovery`, under a script that fails calls: every transient fault (a rate limit,
 /// an overload, a server error, a stream cut) was retried, a later call of the same turn
 /// asking again what it asked ([`retried_by`]), and a rate limit not before its
 /// `retry-after` had passed; and the turn's answer still reached the output (`answered`: a
 /// reply token did). `calls` are the record's, in the order they arrived. The failure names
 /// the fault the harness did not survive.
-pub fn recovery(calls: &[Call], answered: bool) -> Result<(), String> {
+pub fn recovery(calls: &[Call], answered: bool) -> Result<(), NoRecovery> {
     if !calls.iter().any(|c| c.fault.is_some()) {
-        return Err(format!(
-            "the script failed no call: the harness made {} model call(s), none of them one the script fails",
-            calls.len()
-        ));
+        return Err(NoRecovery::NoFault { calls: calls.len() });
     }
     for (i, call) in calls.iter().enumerate() {
         let Some(fault) = call.fault.filter(|f| f.transient()) else { continue };
         let status = call.status.map_or_else(|| String::from("no status"), |s| format!("status {s}"));
         let Some(retry) = retried_by(calls, i).map(|j| &calls[j]) else {
             let after = calls[i + 1..].iter().filter(|c| c.turn == call.turn).count();
-            let (name, number) = (fault.name(), i + 1);
+            let (fault, number) = (fault.name(), i + 1);
             if after == 0 {
-                return Err(format!(
-                    "the harness gave up on the {name} of call {number} ({status}): it made no model call after it in that turn"
-                ));
+                return Err(NoRecovery::GaveUp { fault, call: number, status });
             }
             let asked = if call.nonce_in_request {
                 "carried the prompt again (a side call, or a request to go on from a cut answer, is no retry)"
             } else {
                 "was a side call like it"
             };
-            return Err(format!(
-                "the harness did not retry the {name} of call {number} ({status}): none of the {after} model call(s) after it in that turn {asked}"
-            ));
+            return Err(NoRecovery::NotRetried { fault, call: number, status, after, asked });
         };
         if let Some(seconds) = call.retry_after {
             let waited = retry.started_ms.saturating_sub(call.started_ms);
             if waited + RETRY_AFTER_SLACK_MS < u64::from(seconds) * 1000 {
-                return Err(format!(
-                    "the harness retried the rate limit of call {} after {waited} ms, before its retry-after of {seconds} s had passed",
-                    i + 1
-                ));
+                return Err(NoRecovery::Early { call: i + 1, waited, seconds });
             }
         }
     }
@@ -176,22 +189,20 @@ pub fn recovery(calls: &[Call], answered: bool) -> Result<(), String> {
 /// the last fault served in that turn and what the harness did after it, since that is the
 /// one it did not get past: a context overflow is not retried by a harness that cannot
 /// shorten its request, and a retried fault can still lose its answer on the way out.
-fn unanswered(calls: &[Call]) -> String {
+fn unanswered(calls: &[Call]) -> NoRecovery {
     let first = calls.first().map_or(1, |c| c.turn);
     let last = calls.iter().enumerate().rev().find_map(|(i, c)| c.fault.filter(|_| c.turn == first).map(|f| (i, f)));
     let Some((i, fault)) = last else {
-        return String::from("no reply token of the turn's answer reached the output, and no call of that turn met a fault");
+        return NoRecovery::UnansweredWithoutFault;
     };
     let status = calls[i].status.map_or_else(|| String::from("no status"), |s| format!("status {s}"));
     let what = format!("the {} of call {} ({status})", fault.name(), i + 1);
     match retried_by(calls, i) {
         Some(j) => {
             let answer = calls[j].reply_token.as_deref().map_or_else(String::new, |t| format!(", answered with {t}"));
-            format!("the harness retried {what} with call {}{answer}, but no reply token of the turn's answer reached its output", j + 1)
+            NoRecovery::AnswerLost { what, retry: j + 1, answer }
         }
-        None => format!(
-            "the harness did not recover from {what}: no later call of that turn asked it again, and no reply token of the turn's answer reached its output"
-        ),
+        None => NoRecovery::NotRecovered { what },
     }
 }
 
@@ -287,15 +298,15 @@ pub(crate) mod tests {
         use crate::relay::FaultKind::{ContextOverflow, RateLimit, ServerError};
         let waited = [served(1, 0, Some(RateLimit), Some(1)), served(1, 1000, None, None)];
         assert_eq!(recovery(&waited, true), Ok(()));
-        assert!(recovery(&waited, false).expect_err("no answer").contains("no reply token"));
+        assert!(recovery(&waited, false).expect_err("no answer").to_string().contains("no reply token"));
         let early = [served(1, 0, Some(RateLimit), Some(1)), served(1, 400, None, None)];
-        assert!(recovery(&early, true).expect_err("early").contains("after 400 ms, before its retry-after of 1 s"));
+        assert!(recovery(&early, true).expect_err("early").to_string().contains("after 400 ms, before its retry-after of 1 s"));
         // A call in another turn is no retry of this one.
         let elsewhere = [served(1, 0, Some(ServerError), None), served(2, 5000, None, None)];
-        assert!(recovery(&elsewhere, true).expect_err("gave up").contains("gave up on the server_error of call 1"));
+        assert!(recovery(&elsewhere, true).expect_err("gave up").to_string().contains("gave up on the server_error of call 1"));
         // An overflow is not transient: nothing asks for its retry.
         assert_eq!(recovery(&[served(1, 0, Some(ContextOverflow), None)], true), Ok(()));
-        assert!(recovery(&[served(1, 0, None, None)], true).expect_err("no fault").contains("failed no call"));
+        assert!(recovery(&[served(1, 0, None, None)], true).expect_err("no fault").to_string().contains("failed no call"));
     }
 
     /// A call that does not ask again what the failed call asked is no retry of it. Seen on
@@ -306,7 +317,7 @@ pub(crate) mod tests {
         use crate::relay::FaultKind::{RateLimit, StreamCut};
         let without_prompt = |started_ms| Call { nonce_in_request: false, ..served(1, started_ms, None, None) };
         let continued = [served(1, 0, Some(StreamCut), None), without_prompt(900), without_prompt(1200)];
-        let reason = recovery(&continued, false).expect_err("not retried");
+        let reason = recovery(&continued, false).expect_err("not retried").to_string();
         assert!(
             reason.contains("did not retry the stream_cut of call 1")
                 && reason.contains("none of the 2 model call(s) after it in that turn carried the prompt again"),
@@ -321,6 +332,7 @@ pub(crate) mod tests {
         let side = [Call { nonce_in_request: false, ..served(1, 0, Some(RateLimit), Some(1)) }, served(1, 2000, None, None)];
         assert!(recovery(&side, true)
             .expect_err("side call dropped")
+            .to_string()
             .contains("none of the 1 model call(s) after it in that turn was a side call like it"));
     }
 
@@ -329,7 +341,7 @@ pub(crate) mod tests {
         use crate::relay::FaultKind::{ContextOverflow, RateLimit, StreamCut};
         // An overflow the harness did not shorten and send again.
         let overflow = [served(1, 0, Some(ContextOverflow), None)];
-        let reason = recovery(&overflow, false).expect_err("unanswered");
+        let reason = recovery(&overflow, false).expect_err("unanswered").to_string();
         assert!(
             reason.starts_with("the harness did not recover from the context_overflow of call 1") && reason.contains("no later call"),
             "{reason}"
@@ -338,13 +350,13 @@ pub(crate) mod tests {
         // claude-agent-acp 0.23.1, whose non-streamed retry's text it did not pass on).
         let answer = Call { reply_token: Some(TOKEN.to_owned()), ..served(1, 100, None, None) };
         let lost = [served(1, 0, Some(StreamCut), None), answer];
-        let reason = recovery(&lost, false).expect_err("unanswered");
+        let reason = recovery(&lost, false).expect_err("unanswered").to_string();
         assert!(
             reason.contains(&format!("retried the stream_cut of call 1 (status 429) with call 2, answered with {TOKEN}, but")),
             "{reason}"
         );
         // The turn in question is the first: a later turn's fault is not named.
         let later = [served(1, 0, None, None), served(2, 10, Some(RateLimit), Some(1)), served(2, 1010, None, None)];
-        assert!(recovery(&later, false).expect_err("unanswered").contains("no call of that turn met a fault"));
+        assert!(recovery(&later, false).expect_err("unanswered").to_string().contains("no call of that turn met a fault"));
     }
 }

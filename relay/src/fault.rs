@@ -107,8 +107,8 @@ impl Fault {
 
     /// Reads a script entry that holds `fault`. Members the fault does not take are refused,
     /// so a misspelt `retry_after` is a usage error, not a silent default.
-    pub(crate) fn from_entry(entry: &Map<String, Value>) -> Result<Fault, String> {
-        let name = entry.get("fault").and_then(Value::as_str).ok_or("`fault` is not a string")?;
+    pub(crate) fn from_entry(entry: &Map<String, Value>) -> Result<Fault, FaultError> {
+        let name = entry.get("fault").and_then(Value::as_str).ok_or(FaultError::NotAString)?;
         let (fault, takes): (Fault, &[&str]) = match name {
             "rate_limit" => {
                 (Fault::RateLimit { retry_after: bounded(entry, "retry_after", 1, u64::from(MAX_RETRY_AFTER))? as u32 }, &["retry_after"])
@@ -123,28 +123,41 @@ impl Fault {
                     Some(_) => Some(bounded(entry, "tokens", 0, u64::from(u32::MAX))?),
                 };
                 if tokens.is_some_and(|t| t <= maximum) {
-                    return Err(format!("`tokens` must be more than `maximum` ({maximum}): the prompt is too long"));
+                    return Err(FaultError::NotTooLong { maximum });
                 }
                 (Fault::ContextOverflow { tokens, maximum }, &["tokens", "maximum"])
             }
-            other => {
-                return Err(format!("unknown fault `{other}`: one of rate_limit, overloaded, server_error, stream_cut, context_overflow"))
-            }
+            other => return Err(FaultError::Unknown { name: other.to_owned() }),
         };
         if let Some(extra) = entry.keys().find(|k| k.as_str() != "fault" && !takes.contains(&k.as_str())) {
-            return Err(format!("the `{name}` fault takes no `{extra}`"));
+            return Err(FaultError::Extra { fault: name.to_owned(), member: extra.clone() });
         }
         Ok(fault)
     }
 }
 
+/// Why a script entry that holds `fault` is not a fault the relay can play.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FaultError {
+    #[error("`fault` is not a string")]
+    NotAString,
+    #[error("unknown fault `{name}`: one of rate_limit, overloaded, server_error, stream_cut, context_overflow")]
+    Unknown { name: String },
+    #[error("`{key}` is not an integer from 0 to {max}")]
+    OutOfBounds { key: String, max: u64 },
+    #[error("`tokens` must be more than `maximum` ({maximum}): the prompt is too long")]
+    NotTooLong { maximum: u64 },
+    #[error("the `{fault}` fault takes no `{member}`")]
+    Extra { fault: String, member: String },
+}
+
 /// An entry's integer member `key`, `default` when absent, refused past `max`.
-fn bounded(entry: &Map<String, Value>, key: &str, default: u64, max: u64) -> Result<u64, String> {
+fn bounded(entry: &Map<String, Value>, key: &str, default: u64, max: u64) -> Result<u64, FaultError> {
     match entry.get(key) {
         None => Ok(default),
         Some(value) => match value.as_u64() {
             Some(n) if n <= max => Ok(n),
-            _ => Err(format!("`{key}` is not an integer from 0 to {max}")),
+            _ => Err(FaultError::OutOfBounds { key: key.to_owned(), max }),
         },
     }
 }
@@ -258,7 +271,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn entry(value: Value) -> Result<Fault, String> {
+    fn entry(value: Value) -> Result<Fault, FaultError> {
         Fault::from_entry(value.as_object().expect("object"))
     }
 
@@ -270,9 +283,9 @@ mod tests {
         assert_eq!(entry(json!({"fault": "context_overflow"})), Ok(Fault::ContextOverflow { tokens: None, maximum: DEFAULT_MAXIMUM }));
         assert!(entry(json!({"fault": "rate_limit", "retry_after": 601})).is_err());
         assert!(entry(json!({"fault": "rate_limit", "retry_after": -1})).is_err());
-        assert!(entry(json!({"fault": "rate_limit", "retry-after": 1})).unwrap_err().contains("retry-after"));
+        assert!(entry(json!({"fault": "rate_limit", "retry-after": 1})).unwrap_err().to_string().contains("retry-after"));
         assert!(entry(json!({"fault": "context_overflow", "tokens": 10, "maximum": 10})).is_err());
-        assert!(entry(json!({"fault": "teapot"})).unwrap_err().contains("unknown fault"));
+        assert!(entry(json!({"fault": "teapot"})).unwrap_err().to_string().contains("unknown fault"));
         assert_eq!(serde_json::to_value(FaultKind::ContextOverflow).expect("JSON"), json!("context_overflow"));
     }
 

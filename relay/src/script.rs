@@ -41,7 +41,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde_json::{json, Value};
 
 use super::dialect::{Reply, Tool, Turn};
-use super::fault::{self, Fault};
+use super::fault::{self, Fault, FaultError};
 use super::token::{self, NONCE_PREFIX};
 
 /// A model script that cannot be played, naming its file.
@@ -54,7 +54,25 @@ pub enum ScriptError {
     #[error("the model script `{path}` is not a JSON list of replies")]
     NotAList { path: String },
     #[error("the model script `{path}`, reply {index}: {reason}")]
-    Reply { path: String, index: usize, reason: String },
+    Reply {
+        path: String,
+        index: usize,
+        #[source]
+        reason: EntryError,
+    },
+}
+
+/// Why a model script's entry is neither a reply nor a fault the relay can play.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EntryError {
+    #[error("{0}")]
+    Fault(#[from] FaultError),
+    #[error("`tool_call` has no string `name`")]
+    ToolCallWithoutName,
+    #[error("`tool_call.input` is not an object")]
+    ToolCallInputNotObject,
+    #[error("an entry is {{\"text\": …}}, {{\"tool_call\": {{\"name\": …, \"input\": {{…}}}}}} or {{\"fault\": …}}")]
+    NeitherReplyNorFault,
 }
 
 /// A script, as `--model-script` names it.
@@ -138,27 +156,27 @@ pub enum Played {
 }
 
 /// One scripted entry read from a file: a reply, or a fault.
-fn scripted(entry: &Value) -> Result<Played, String> {
+fn scripted(entry: &Value) -> Result<Played, EntryError> {
     match entry.as_object() {
-        Some(members) if members.contains_key("fault") => Fault::from_entry(members).map(Played::Fault),
+        Some(members) if members.contains_key("fault") => Ok(Played::Fault(Fault::from_entry(members)?)),
         _ => scripted_reply(entry).map(Played::Reply),
     }
 }
 
 /// One scripted reply read from a file.
-fn scripted_reply(reply: &Value) -> Result<Reply, String> {
+fn scripted_reply(reply: &Value) -> Result<Reply, EntryError> {
     if let Some(text) = reply.get("text").and_then(Value::as_str) {
         return Ok(Reply::Text(text.to_owned()));
     }
     if let Some(call) = reply.get("tool_call") {
-        let name = call.get("name").and_then(Value::as_str).ok_or("`tool_call` has no string `name`")?;
+        let name = call.get("name").and_then(Value::as_str).ok_or(EntryError::ToolCallWithoutName)?;
         let input = call.get("input").cloned().unwrap_or_else(|| json!({}));
         if !input.is_object() {
-            return Err(String::from("`tool_call.input` is not an object"));
+            return Err(EntryError::ToolCallInputNotObject);
         }
         return Ok(Reply::ToolCall { name: name.to_owned(), input });
     }
-    Err(String::from("an entry is {\"text\": …}, {\"tool_call\": {\"name\": …, \"input\": {…}}} or {\"fault\": …}"))
+    Err(EntryError::NeitherReplyNorFault)
 }
 
 /// One session's model: the script, the token file, and how far a file script has been
@@ -245,7 +263,7 @@ impl Model {
                     return Err(Unanswered { status: 500, kind: "api_error", reason });
                 };
                 let expanded = self.expand(entry, nonce.unwrap_or_default(), reply_token);
-                match scripted(&expanded).map_err(|reason| Unanswered { status: 500, kind: "api_error", reason })? {
+                match scripted(&expanded).map_err(|error| Unanswered { status: 500, kind: "api_error", reason: error.to_string() })? {
                     Played::Reply(reply) => reply,
                     fault @ Played::Fault(_) => return Ok((fault, decision)),
                 }
@@ -373,6 +391,18 @@ fn choose_tool(tools: &[Tool], file: &Path) -> Option<Reply> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The entry errors read as they always have, a fault's own reason included.
+    #[test]
+    fn entry_errors_keep_their_texts() {
+        let reason = |entry: Value| scripted(&entry).expect_err("refused").to_string();
+        assert_eq!(reason(json!({"neither": 1})), r#"an entry is {"text": …}, {"tool_call": {"name": …, "input": {…}}} or {"fault": …}"#);
+        assert_eq!(reason(json!({"tool_call": {}})), "`tool_call` has no string `name`");
+        assert_eq!(reason(json!({"tool_call": {"name": "n", "input": 1}})), "`tool_call.input` is not an object");
+        assert_eq!(reason(json!({"fault": "overloaded", "x": 1})), "the `overloaded` fault takes no `x`");
+        let fault = scripted(&json!({"fault": 1})).expect_err("refused");
+        assert_eq!(std::error::Error::source(&fault).map(ToString::to_string).as_deref(), Some("`fault` is not a string"));
+    }
 
     fn turn(user: &[&str], results: &[&str], tools: Vec<Tool>) -> Turn {
         Turn {

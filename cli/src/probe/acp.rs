@@ -75,15 +75,23 @@ pub struct Flags {
 }
 
 /// `--driver`: a driver the catalog names.
-fn driver(text: &str) -> Result<Driver, String> {
-    Driver::from_name(text)
-        .ok_or_else(|| format!("the catalog has no driver `{text}` (it has: {})", names(Driver::ALL.iter().map(|d| d.name()))))
+fn driver(text: &str) -> Result<Driver, UnknownName> {
+    Driver::from_name(text).ok_or_else(|| UnknownName::Driver { text: text.to_owned(), known: names(Driver::ALL.iter().map(|d| d.name())) })
 }
 
 /// `--retention`: a retention mode of the catalog's envelopes.
-fn retention(text: &str) -> Result<Retention, String> {
+fn retention(text: &str) -> Result<Retention, UnknownName> {
     Retention::from_name(text)
-        .ok_or_else(|| format!("the catalog has no retention mode `{text}` (it has: {})", names(Retention::ALL.iter().map(|r| r.name()))))
+        .ok_or_else(|| UnknownName::Retention { text: text.to_owned(), known: names(Retention::ALL.iter().map(|r| r.name())) })
+}
+
+/// A `--driver` or `--retention` the catalog does not name, and the names it has.
+#[derive(Debug, thiserror::Error)]
+enum UnknownName {
+    #[error("the catalog has no driver `{text}` (it has: {known})")]
+    Driver { text: String, known: String },
+    #[error("the catalog has no retention mode `{text}` (it has: {known})")]
+    Retention { text: String, known: String },
 }
 
 fn names<'a>(names: impl Iterator<Item = &'a str>) -> String {

@@ -8,7 +8,7 @@ use checkfu_wire_probe::image::runtime::RuntimeKind;
 use checkfu_wire_probe::image::source::Source;
 use checkfu_wire_probe::image::store::{self, StorePlan};
 use checkfu_wire_probe::image::tools::BuilderKind;
-use checkfu_wire_probe::image::ImageReference;
+use checkfu_wire_probe::image::{ImageReference, ReferenceError};
 use checkfu_wire_probe::next::{RetestWord, Selector};
 use checkfu_wire_probe::plan::{BuildPlan, ImagePlan, ImageSource, Registration};
 use checkfu_wire_probe::ProbeError;
@@ -100,8 +100,8 @@ pub enum RuntimeFlag {
 }
 
 /// `--image`: a reference pinned by digest, refused before anything starts otherwise.
-fn image_reference(text: &str) -> Result<ImageReference, String> {
-    ImageReference::parse(text).map_err(|e| e.to_string())
+fn image_reference(text: &str) -> Result<ImageReference, ReferenceError> {
+    ImageReference::parse(text)
 }
 
 impl Flags {
@@ -145,7 +145,7 @@ impl Flags {
     /// retest's words. `line` is the command line that ran ([`super::Given::line`]).
     pub fn registration(&self, line: &[Word]) -> Result<Registration, ProbeError> {
         let (defaults_sandbox, defaults_model) = match &self.connection_file {
-            Some(path) => connection_defaults(path).map_err(ProbeError::Usage)?,
+            Some(path) => connection_defaults(path).map_err(|e| ProbeError::Usage(e.to_string()))?,
             None => (None, None),
         };
         let selector = |flag: &Option<String>, default: Option<String>| match (flag, default) {
@@ -185,19 +185,30 @@ fn retest_words(line: &[Word]) -> Vec<RetestWord> {
 }
 
 /// The `defaults` of a connection file: `sandbox` and `model`, each a string when present.
-fn connection_defaults(path: &std::path::Path) -> Result<(Option<String>, Option<String>), String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("--connection-file {}: {e}", path.display()))?;
-    let value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| format!("{}:{}:{}: not JSON: {e}", path.display(), e.line(), e.column()))?;
+fn connection_defaults(path: &std::path::Path) -> Result<(Option<String>, Option<String>), ConnectionFileError> {
+    let file = || path.to_owned();
+    let text = std::fs::read_to_string(path).map_err(|source| ConnectionFileError::Read { path: file(), source })?;
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(|source| ConnectionFileError::NotJson { path: file(), source })?;
     let defaults = value.get("defaults");
-    let member = |name: &str| -> Result<Option<String>, String> {
+    let member = |name: &'static str| -> Result<Option<String>, ConnectionFileError> {
         match defaults.and_then(|d| d.get(name)) {
             None | Some(serde_json::Value::Null) => Ok(None),
             Some(serde_json::Value::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(format!("{}: /defaults/{name} must be a string", path.display())),
+            Some(_) => Err(ConnectionFileError::NotAString { path: file(), name }),
         }
     };
     Ok((member("sandbox")?, member("model")?))
+}
+
+/// Why a connection file's defaults cannot be read.
+#[derive(Debug, thiserror::Error)]
+enum ConnectionFileError {
+    #[error("--connection-file {}: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{}:{}:{}: not JSON: {source}", path.display(), source.line(), source.column())]
+    NotJson { path: PathBuf, source: serde_json::Error },
+    #[error("{}: /defaults/{name} must be a string", path.display())]
+    NotAString { path: PathBuf, name: &'static str },
 }
 
 #[cfg(test)]

@@ -274,7 +274,7 @@ impl Invocation {
         let outputs = Outputs { trace: shared.trace.clone(), record: args.acp.record.clone(), record_model: shared.record_model.clone() };
         for (flag, path) in [("--record", &outputs.record), ("--trace", &outputs.trace), ("--record-model", &outputs.record_model)] {
             if let Some(path) = path {
-                writable(flag, path).map_err(ProbeError::Usage)?;
+                writable(flag, path).map_err(|e| ProbeError::Usage(e.to_string()))?;
             }
         }
         let recipe = shared.recipe.as_deref().map(Recipe::load).transpose().map_err(|e| ProbeError::Usage(e.to_string()))?;
@@ -327,24 +327,48 @@ impl Invocation {
 }
 
 /// `--protocol`: a release protocol the catalog names.
-fn protocol(text: &str) -> Result<Protocol, String> {
+fn protocol(text: &str) -> Result<Protocol, FlagError> {
     Protocol::from_name(text).ok_or_else(|| {
         let known: Vec<&str> = Protocol::ALL.iter().map(|p| p.name()).collect();
-        format!("known protocols are {}", known.join(" and "))
+        FlagError::UnknownProtocol { known: known.join(" and ") }
     })
 }
 
-fn pair(text: &str) -> Result<(String, String), String> {
+fn pair(text: &str) -> Result<(String, String), FlagError> {
     match text.split_once('=') {
         Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
-        _ => Err(format!("`{text}` is not KEY=VALUE")),
+        _ => Err(FlagError::NotPair { text: text.to_owned() }),
     }
+}
+
+/// A flag's value that does not read (clap prints it after the flag's name).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum FlagError {
+    #[error("known protocols are {known}")]
+    UnknownProtocol { known: String },
+    #[error("`{text}` is not KEY=VALUE")]
+    NotPair { text: String },
+    #[error("cannot read the template `{file}` (`@` reads a file; `@@` writes a literal `@`): {source}")]
+    Template { file: String, source: std::io::Error },
+    #[error("`{text}` is not a number of seconds between 0 and 86400")]
+    Seconds { text: String },
+}
+
+/// An output path that cannot be written, found before anything starts.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum Unwritable {
+    #[error("{flag} {}: is a directory", path.display())]
+    Directory { flag: String, path: PathBuf },
+    #[error("{flag} {}: {} is not a directory", path.display(), parent.display())]
+    ParentNotDirectory { flag: String, path: PathBuf, parent: PathBuf },
+    #[error("{flag} {}: cannot use {}: {source}", path.display(), parent.display())]
+    Parent { flag: String, path: PathBuf, parent: PathBuf, source: std::io::Error },
 }
 
 /// `RELPATH=TEMPLATE`, with curl's convention for the value: `@FILE` reads the template from
 /// FILE, `@@…` is a template that starts with `@`. So a config file's path is never
 /// written into the home as the file's content.
-pub(super) fn home_file(text: &str) -> Result<(String, String), String> {
+pub(super) fn home_file(text: &str) -> Result<(String, String), FlagError> {
     let (path, value) = pair(text)?;
     if let Some(literal) = value.strip_prefix("@@") {
         return Ok((path, format!("@{literal}")));
@@ -352,7 +376,7 @@ pub(super) fn home_file(text: &str) -> Result<(String, String), String> {
     match value.strip_prefix('@') {
         Some(file) => match std::fs::read_to_string(file) {
             Ok(template) => Ok((path, template)),
-            Err(e) => Err(format!("cannot read the template `{file}` (`@` reads a file; `@@` writes a literal `@`): {e}")),
+            Err(source) => Err(FlagError::Template { file: file.to_owned(), source }),
         },
         None => Ok((path, value)),
     }
@@ -361,9 +385,9 @@ pub(super) fn home_file(text: &str) -> Result<(String, String), String> {
 /// An output path is checked before anything starts: its directory must exist, and the
 /// path must not be a directory, so a run is never thrown away at the end for want of a
 /// place to write it.
-pub(super) fn writable(flag: &str, path: &Path) -> Result<(), String> {
+pub(super) fn writable(flag: &str, path: &Path) -> Result<(), Unwritable> {
     if path.is_dir() {
-        return Err(format!("{flag} {}: is a directory", path.display()));
+        return Err(Unwritable::Directory { flag: flag.to_owned(), path: path.to_owned() });
     }
     let parent = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
@@ -371,15 +395,15 @@ pub(super) fn writable(flag: &str, path: &Path) -> Result<(), String> {
     };
     match std::fs::metadata(parent) {
         Ok(meta) if meta.is_dir() => Ok(()),
-        Ok(_) => Err(format!("{flag} {}: {} is not a directory", path.display(), parent.display())),
-        Err(e) => Err(format!("{flag} {}: cannot use {}: {e}", path.display(), parent.display())),
+        Ok(_) => Err(Unwritable::ParentNotDirectory { flag: flag.to_owned(), path: path.to_owned(), parent: parent.to_owned() }),
+        Err(source) => Err(Unwritable::Parent { flag: flag.to_owned(), path: path.to_owned(), parent: parent.to_owned(), source }),
     }
 }
 
-pub(super) fn seconds(text: &str) -> Result<f64, String> {
+pub(super) fn seconds(text: &str) -> Result<f64, FlagError> {
     match text.parse::<f64>() {
         Ok(s) if (0.0..=86_400.0).contains(&s) => Ok(s),
-        _ => Err(format!("`{text}` is not a number of seconds between 0 and 86400")),
+        _ => Err(FlagError::Seconds { text: text.to_owned() }),
     }
 }
 

@@ -35,8 +35,8 @@ pub struct Flags {
 
 /// Reads an enum flag by the declaration's own serde names, so the flag and the JSON
 /// declaration take exactly the same words.
-fn word<T: serde::de::DeserializeOwned>(value: &str) -> Result<T, String> {
-    serde_json::from_value(serde_json::Value::String(value.to_owned())).map_err(|e| e.to_string())
+fn word<T: serde::de::DeserializeOwned>(value: &str) -> Result<T, serde_json::Error> {
+    serde_json::from_value(serde_json::Value::String(value.to_owned()))
 }
 
 /// The one-shot lane's plan from the command line and the recipe's declaration.

@@ -129,7 +129,7 @@ impl Run<'_, '_, '_, '_> {
         let calls = self.stage.plane.relay.calls(1);
         let output = self.normalizer.output_text();
         let Err(reason) = crate::verdict::in_flight::drained(&calls, sent_ms, ack_ms, &|text| output.contains(text)) else { return };
-        overrule_pass(report, OPT_IN_INTERRUPT, Outcome::Fail { reason, at: None });
+        overrule_pass(report, OPT_IN_INTERRUPT, Outcome::Fail { reason: reason.to_string(), at: None });
     }
 
     /// The steer's case passes on the trace (acknowledged in the live turn) only if the

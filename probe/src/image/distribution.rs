@@ -20,22 +20,24 @@
 use std::fs::File;
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Incoming;
 use hyper::header::{
-    HeaderMap, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, HOST, LOCATION, USER_AGENT, WWW_AUTHENTICATE,
+    HeaderMap, HeaderValue, InvalidHeaderValue, ACCEPT, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, HOST, LOCATION, USER_AGENT,
+    WWW_AUTHENTICATE,
 };
+use hyper::http::uri::InvalidUri;
 use hyper::{Request, Response, StatusCode, Uri};
 use sha2::Digest as _;
 
 use oci_spec::image::{Descriptor, ImageIndex, ImageManifest, MediaType, ToDockerV2S2};
 
 use super::layout::{host_platform, MAX_JSON_BYTES};
-use super::reference::{digest_from_sha256, digest_of, sha256_digest, Digest, ImageReference};
+use super::reference::{digest_from_sha256, digest_of, sha256_digest, Digest, ImageReference, ReferenceError};
 
 /// What a manifest request accepts: OCI and Docker v2 manifests and their indexes.
 fn manifest_types() -> String {
@@ -57,14 +59,18 @@ const MAX_ERROR: usize = 1024;
 const PLATFORMS_NAMED: usize = 5;
 
 /// Why a pull was refused or failed: one message of at most 1 KB naming the registry, the
-/// blob, the host or the deadline at fault.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct PullFailure(String);
+/// blob, the host or the deadline at fault, and the whole cause behind it.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct PullFailure {
+    message: String,
+    #[source]
+    cause: Box<DistributionError>,
+}
 
 impl PullFailure {
-    fn new(message: impl Into<String>) -> PullFailure {
-        let mut message = message.into();
+    fn new(cause: DistributionError) -> PullFailure {
+        let mut message = cause.to_string();
         if message.len() > MAX_ERROR {
             let mut end = MAX_ERROR - 3;
             while !message.is_char_boundary(end) {
@@ -73,8 +79,139 @@ impl PullFailure {
             message.truncate(end);
             message.push_str("...");
         }
-        PullFailure(message)
+        PullFailure { message, cause: Box::new(cause) }
     }
+
+    /// What failed, in full.
+    pub fn cause(&self) -> &DistributionError {
+        &self.cause
+    }
+}
+
+/// What refused or failed a pull, each naming the registry, the blob, the host or the
+/// deadline at fault; [`PullFailure`] bounds its message.
+#[derive(Debug, thiserror::Error)]
+pub enum DistributionError {
+    #[error("{registry} is not a loopback registry: the probe pulls only those over plain HTTP")]
+    NotLoopback { registry: String },
+    #[error("cannot start the client for {registry}: {source}")]
+    ClientStart { registry: String, source: std::io::Error },
+    #[error("the run's deadline (--deadline) passed, and the pull from {registry} was cut off while {cut_off}")]
+    Deadline { registry: String, cut_off: String },
+    #[error("interrupted by {signal}: the pull from {registry} was stopped while {cut_off}")]
+    Interrupted { signal: &'static str, registry: String, cut_off: String },
+    #[error("cannot make {}: {source}", path.display())]
+    MakeDir { path: PathBuf, source: std::io::Error },
+    #[error("cannot write {}: {source}", path.display())]
+    Write { path: PathBuf, source: std::io::Error },
+    #[error("the manifest {digest} is declared at {cap} bytes, over the {}-byte cap", MAX_JSON_BYTES)]
+    ManifestOverCap { digest: Digest, cap: u64 },
+    #[error("the manifest {digest} is declared at {size} bytes, but the registry sent {sent}")]
+    ManifestSize { digest: Digest, size: u64, sent: usize },
+    #[error("the registry sent a manifest for {digest} that hashes to {actual}")]
+    ManifestDigest { digest: Digest, actual: Digest },
+    #[error("the manifest {digest} is not JSON: {source}")]
+    ManifestNotJson { digest: Digest, source: serde_json::Error },
+    #[error("the index {digest}: image indexes nested deeper than {}", MAX_INDEX_DEPTH)]
+    IndexTooDeep { digest: Digest },
+    #[error("the index {digest} is not an image index: {source}")]
+    NotAnIndex { digest: Digest, source: serde_json::Error },
+    #[error("the index {digest} lists `{listed}`: {source}")]
+    IndexListing { digest: Digest, listed: String, source: Box<ReferenceError> },
+    /// `platform`: this machine's, `OS/ARCHITECTURE`.
+    #[error("the index {digest} has no {platform} manifest ({listed} listed, among them: {named})")]
+    NoPlatform { digest: Digest, platform: String, listed: usize, named: String },
+    #[error("the manifest {digest} is not an image manifest: {source}")]
+    NotAManifest { digest: Digest, source: serde_json::Error },
+    #[error("the manifest's declared sizes overflow")]
+    SizesOverflow,
+    #[error("the image's blobs are declared at {declared} bytes, and {} has only {free} free", dir.display())]
+    NoRoom { declared: u64, dir: PathBuf, free: u64 },
+    #[error("the config {digest} is declared at {size} bytes, over the {}-byte cap", MAX_JSON_BYTES)]
+    ConfigOverCap { digest: String, size: u64 },
+    #[error("the {role} `{listed}`: {source}")]
+    BlobListing { role: Role, listed: String, source: Box<ReferenceError> },
+    #[error("the {role} {digest} is declared at {size} bytes, but the registry announced {length}: refused")]
+    BlobAnnounced { role: Role, digest: Digest, size: u64, length: u64 },
+    #[error("the {role} {digest}: {source}")]
+    BlobStream { role: Role, digest: Digest, source: StreamError },
+    #[error("the {role} {digest} is declared at {size} bytes, but the registry sent {read}")]
+    BlobSize { role: Role, digest: Digest, size: u64, read: u64 },
+    #[error("the registry sent a {role} for {digest} that hashes to {actual}")]
+    BlobDigest { role: Role, digest: Digest, actual: Digest },
+    #[error("the registry {registry} answered GET {path} with {status}: {quoted}")]
+    Answered { registry: String, path: String, status: StatusCode, quoted: String },
+    #[error("the registry {registry} redirected GET {path} more than {} times", MAX_REDIRECTS)]
+    Redirects { registry: String, path: String },
+    #[error("cannot connect to the registry {registry}: {source}")]
+    Connect { registry: String, source: std::io::Error },
+    #[error("the registry {registry}: {source}")]
+    Handshake { registry: String, source: hyper::Error },
+    #[error("the registry's token is not a header value")]
+    TokenNotHeader(#[source] InvalidHeaderValue),
+    #[error("GET {path}: {source}")]
+    Request { path: String, source: hyper::http::Error },
+    #[error("the registry {registry} (GET {path}): {source}")]
+    Send { registry: String, path: String, source: hyper::Error },
+    #[error("the registry {registry} {how} to `{url}`, not a URL")]
+    NotAUrl {
+        registry: String,
+        how: &'static str,
+        url: String,
+        #[source]
+        source: InvalidUri,
+    },
+    #[error("the registry {registry} {how} to {authority} ({url}): refused, plain HTTP goes to the registry named and no other host")]
+    OtherHost { registry: String, how: &'static str, authority: String, url: String },
+    #[error("the registry {registry} asks for credentials (`{challenge}`), which the probe does not send")]
+    Credentials { registry: String, challenge: String },
+    #[error("the registry {registry}'s token realm answered {status}")]
+    RealmAnswered { registry: String, status: StatusCode },
+    #[error("the token answer is not JSON: {0}")]
+    TokenNotJson(#[source] serde_json::Error),
+    #[error("the token answer holds no token")]
+    NoToken,
+    #[error("{what} is announced at {length} bytes, over its cap of {cap}: refused")]
+    Announced { what: String, length: u64, cap: u64 },
+    #[error("reading {what}: {source}")]
+    Reading { what: String, source: hyper::Error },
+    #[error("{what} runs past its cap of {cap} bytes: cut off")]
+    PastCap { what: String, cap: u64 },
+    #[error("{} holds a NUL byte", dir.display())]
+    NulInPath {
+        dir: PathBuf,
+        #[source]
+        source: std::ffi::NulError,
+    },
+    #[error("cannot read the free space of {}: {source}", dir.display())]
+    FreeSpace { dir: PathBuf, source: std::io::Error },
+}
+
+/// Which blob of a manifest a blob is: its config, or its layer N (from 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    Config,
+    Layer(usize),
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Role::Config => f.write_str("config"),
+            Role::Layer(n) => write!(f, "layer {n}"),
+        }
+    }
+}
+
+/// Why a blob's body stopped streaming into its file.
+#[derive(Debug, thiserror::Error)]
+pub enum StreamError {
+    #[error("reading after {read} bytes: {source}")]
+    Reading { read: u64, source: hyper::Error },
+    #[error("the registry sent more than the {size} bytes declared: cut off")]
+    PastSize { size: u64 },
+    #[error("writing: {0}")]
+    Writing(#[source] std::io::Error),
 }
 
 /// How often a pull looks whether a signal stopped the run.
@@ -92,12 +229,12 @@ pub fn pull(reference: &ImageReference, dir: &Path, deadline: Instant) -> Result
     let registry = reference.registry().unwrap_or_default().to_owned();
     let address = reference
         .loopback_registry_address()
-        .ok_or_else(|| PullFailure::new(format!("{registry} is not a loopback registry: the probe pulls only those over plain HTTP")))?;
+        .ok_or_else(|| PullFailure::new(DistributionError::NotLoopback { registry: registry.clone() }))?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()
         .build()
-        .map_err(|e| PullFailure::new(format!("cannot start the client for {registry}: {e}")))?;
+        .map_err(|source| PullFailure::new(DistributionError::ClientStart { registry: registry.clone(), source }))?;
     let mut client = Client { registry, address, repository: reference.repository().to_owned(), token: None, current: String::new() };
     let outcome = runtime.block_on(async {
         let until = tokio::time::Instant::from_std(deadline);
@@ -115,19 +252,17 @@ pub fn pull(reference: &ImageReference, dir: &Path, deadline: Instant) -> Result
     });
     // Dropping the runtime ends every connection still open.
     drop(runtime);
-    let cut_off = if client.current.is_empty() { "connecting" } else { &client.current };
+    let cut_off = if client.current.is_empty() { String::from("connecting") } else { client.current };
+    let registry = client.registry;
     match outcome {
         // The caller names the reference; each message names the registry or the blob.
         Ok(result) => result.map_err(PullFailure::new),
-        Err(Stopped::Deadline) => Err(PullFailure::new(format!(
-            "the run's deadline (--deadline) passed, and the pull from {} was cut off while {cut_off}",
-            client.registry
-        ))),
-        Err(Stopped::Interrupted) => Err(PullFailure::new(format!(
-            "interrupted by {}: the pull from {} was stopped while {cut_off}",
-            crate::interrupt::received().map_or("a signal", crate::interrupt::name),
-            client.registry
-        ))),
+        Err(Stopped::Deadline) => Err(PullFailure::new(DistributionError::Deadline { registry, cut_off })),
+        Err(Stopped::Interrupted) => Err(PullFailure::new(DistributionError::Interrupted {
+            signal: crate::interrupt::received().map_or("a signal", crate::interrupt::name),
+            registry,
+            cut_off,
+        })),
     }
 }
 
@@ -144,9 +279,9 @@ struct Client {
 }
 
 impl Client {
-    async fn pull(&mut self, digest: &Digest, dir: &Path) -> Result<(), String> {
+    async fn pull(&mut self, digest: &Digest, dir: &Path) -> Result<(), DistributionError> {
         let blobs = dir.join("blobs").join("sha256");
-        std::fs::create_dir_all(&blobs).map_err(|e| format!("cannot make {}: {e}", blobs.display()))?;
+        std::fs::create_dir_all(&blobs).map_err(|source| DistributionError::MakeDir { path: blobs.clone(), source })?;
         let (media_type, size) = self.manifest(digest, None, dir, 0).await?;
         write_file(&dir.join("oci-layout"), br#"{"imageLayoutVersion":"1.0.0"}"#)?;
         let index = serde_json::json!({
@@ -159,26 +294,33 @@ impl Client {
     /// Fetches the manifest or index `digest` (its size checked when a descriptor declared
     /// it), follows an index to this machine's platform, then fetches the config and the
     /// layers. Returns the media type and size of what `digest` named.
-    async fn manifest(&mut self, digest: &Digest, declared: Option<u64>, dir: &Path, depth: usize) -> Result<(MediaType, u64), String> {
+    async fn manifest(
+        &mut self,
+        digest: &Digest,
+        declared: Option<u64>,
+        dir: &Path,
+        depth: usize,
+    ) -> Result<(MediaType, u64), DistributionError> {
         self.current = format!("reading the manifest {digest}");
         let path = format!("/v2/{}/manifests/{digest}", self.repository);
         let response = self.get(&path, Some(&manifest_types())).await?;
         let header_type = response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
         let cap = declared.unwrap_or(MAX_JSON_BYTES);
         if cap > MAX_JSON_BYTES {
-            return Err(format!("the manifest {digest} is declared at {cap} bytes, over the {MAX_JSON_BYTES}-byte cap"));
+            return Err(DistributionError::ManifestOverCap { digest: digest.clone(), cap });
         }
         let bytes = read_capped(response, cap, &format!("the manifest {digest}")).await?;
         if let Some(size) = declared.filter(|&s| s != bytes.len() as u64) {
-            return Err(format!("the manifest {digest} is declared at {size} bytes, but the registry sent {}", bytes.len()));
+            return Err(DistributionError::ManifestSize { digest: digest.clone(), size, sent: bytes.len() });
         }
         let actual = digest_of(&bytes);
         if &actual != digest {
-            return Err(format!("the registry sent a manifest for {digest} that hashes to {actual}"));
+            return Err(DistributionError::ManifestDigest { digest: digest.clone(), actual });
         }
         write_file(&dir.join("blobs").join("sha256").join(digest.digest()), &bytes)?;
         // Parsed once: the JSON value becomes oci-spec's index or manifest.
-        let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| format!("the manifest {digest} is not JSON: {e}"))?;
+        let value: serde_json::Value =
+            serde_json::from_slice(&bytes).map_err(|source| DistributionError::ManifestNotJson { digest: digest.clone(), source })?;
         let is_index = value.get("manifests").is_some();
         let media_type = match value.get("mediaType").and_then(|t| t.as_str()) {
             Some(declared) => MediaType::from(declared),
@@ -190,50 +332,58 @@ impl Client {
         };
         if is_index {
             if depth >= MAX_INDEX_DEPTH {
-                return Err(format!("the index {digest}: image indexes nested deeper than {MAX_INDEX_DEPTH}"));
+                return Err(DistributionError::IndexTooDeep { digest: digest.clone() });
             }
-            let index: ImageIndex = serde_json::from_value(value).map_err(|e| format!("the index {digest} is not an image index: {e}"))?;
+            let index: ImageIndex =
+                serde_json::from_value(value).map_err(|source| DistributionError::NotAnIndex { digest: digest.clone(), source })?;
             let chosen = platform_manifest(&index, digest)?;
             let listed = chosen.digest().to_string();
-            let chosen_digest = sha256_digest(&listed).map_err(|e| format!("the index {digest} lists `{listed}`: {e}"))?;
+            let chosen_digest = sha256_digest(&listed).map_err(|source| DistributionError::IndexListing {
+                digest: digest.clone(),
+                listed: listed.clone(),
+                source: Box::new(source),
+            })?;
             Box::pin(self.manifest(&chosen_digest, Some(chosen.size()), dir, depth + 1)).await?;
         } else {
             let manifest: ImageManifest =
-                serde_json::from_value(value).map_err(|e| format!("the manifest {digest} is not an image manifest: {e}"))?;
+                serde_json::from_value(value).map_err(|source| DistributionError::NotAManifest { digest: digest.clone(), source })?;
             self.image(&manifest, dir).await?;
         }
         Ok((media_type, bytes.len() as u64))
     }
 
     /// The config and the layers of `manifest`, after the free space was checked.
-    async fn image(&mut self, manifest: &ImageManifest, dir: &Path) -> Result<(), String> {
+    async fn image(&mut self, manifest: &ImageManifest, dir: &Path) -> Result<(), DistributionError> {
         let mut declared: u64 = 0;
         for descriptor in std::iter::once(manifest.config()).chain(manifest.layers()) {
-            declared = declared.checked_add(descriptor.size()).ok_or("the manifest's declared sizes overflow")?;
+            declared = declared.checked_add(descriptor.size()).ok_or(DistributionError::SizesOverflow)?;
         }
         let free = free_bytes(dir)?;
         if declared > free {
-            return Err(format!("the image's blobs are declared at {declared} bytes, and {} has only {free} free", dir.display()));
+            return Err(DistributionError::NoRoom { declared, dir: dir.to_owned(), free });
         }
         if manifest.config().size() > MAX_JSON_BYTES {
-            return Err(format!(
-                "the config {} is declared at {} bytes, over the {MAX_JSON_BYTES}-byte cap",
-                manifest.config().digest(),
-                manifest.config().size()
-            ));
+            return Err(DistributionError::ConfigOverCap {
+                digest: manifest.config().digest().to_string(),
+                size: manifest.config().size(),
+            });
         }
-        self.blob("config", manifest.config(), dir).await?;
+        self.blob(Role::Config, manifest.config(), dir).await?;
         for (n, layer) in manifest.layers().iter().enumerate() {
-            self.blob(&format!("layer {}", n + 1), layer, dir).await?;
+            self.blob(Role::Layer(n + 1), layer, dir).await?;
         }
         Ok(())
     }
 
     /// Streams one blob into the layout: cut off past its declared size, hashed as it
     /// streams, written under a temporary name and renamed once it checks.
-    async fn blob(&mut self, role: &str, descriptor: &Descriptor, dir: &Path) -> Result<(), String> {
+    async fn blob(&mut self, role: Role, descriptor: &Descriptor, dir: &Path) -> Result<(), DistributionError> {
         let listed = descriptor.digest().to_string();
-        let digest = sha256_digest(&listed).map_err(|e| format!("the {role} `{listed}`: {e}"))?;
+        let digest = sha256_digest(&listed).map_err(|source| DistributionError::BlobListing {
+            role,
+            listed: listed.clone(),
+            source: Box::new(source),
+        })?;
         let size = descriptor.size();
         let blobs = dir.join("blobs").join("sha256");
         let target = blobs.join(digest.digest());
@@ -245,25 +395,23 @@ impl Client {
         let response = self.get(&format!("/v2/{}/blobs/{digest}", self.repository), None).await?;
         if let Some(length) = content_length(response.headers()) {
             if length != size {
-                return Err(format!("the {role} {digest} is declared at {size} bytes, but the registry announced {length}: refused"));
+                return Err(DistributionError::BlobAnnounced { role, digest, size, length });
             }
         }
         let partial = blobs.join(format!("{}.partial", digest.digest()));
-        let mut file = File::create(&partial).map_err(|e| format!("cannot write {}: {e}", partial.display()))?;
+        let mut file = File::create(&partial).map_err(|source| DistributionError::Write { path: partial.clone(), source })?;
         let streamed = stream_into(response.into_body(), &mut file, size).await;
         drop(file);
-        let checked = streamed.map_err(|e| format!("the {role} {digest}: {e}")).and_then(|(read, hash)| {
-            if read != size {
-                return Err(format!("the {role} {digest} is declared at {size} bytes, but the registry sent {read}"));
-            }
-            let actual = digest_from_sha256(hash);
-            if actual != digest {
-                return Err(format!("the registry sent a {role} for {digest} that hashes to {actual}"));
-            }
-            Ok(())
-        });
+        let checked = match streamed {
+            Err(source) => Err(DistributionError::BlobStream { role, digest, source }),
+            Ok((read, _)) if read != size => Err(DistributionError::BlobSize { role, digest, size, read }),
+            Ok((_, hash)) => match digest_from_sha256(hash) {
+                actual if actual != digest => Err(DistributionError::BlobDigest { role, digest, actual }),
+                _ => Ok(()),
+            },
+        };
         match checked {
-            Ok(()) => std::fs::rename(&partial, &target).map_err(|e| format!("cannot write {}: {e}", target.display())),
+            Ok(()) => std::fs::rename(&partial, &target).map_err(|source| DistributionError::Write { path: target, source }),
             Err(e) => {
                 let _ = std::fs::remove_file(&partial);
                 Err(e)
@@ -274,7 +422,7 @@ impl Client {
     /// `GET path` on the registry, following redirects to the same `HOST:PORT` only and
     /// answering a bearer challenge from the registry's own realm only; `Err` for any
     /// answer but 200.
-    async fn get(&mut self, path: &str, accept: Option<&str>) -> Result<Response<Incoming>, String> {
+    async fn get(&mut self, path: &str, accept: Option<&str>) -> Result<Response<Incoming>, DistributionError> {
         let mut path = path.to_owned();
         let mut authenticated = false;
         for _ in 0..=MAX_REDIRECTS {
@@ -296,19 +444,20 @@ impl Client {
             }
             let quoted = read_capped(response, MAX_QUOTED as u64, "an error answer").await.unwrap_or_default();
             let quoted: String = String::from_utf8_lossy(&quoted).chars().filter(|c| !c.is_control()).take(MAX_QUOTED).collect();
-            return Err(format!("the registry {} answered GET {path} with {status}: {quoted}", self.registry));
+            return Err(DistributionError::Answered { registry: self.registry.clone(), path, status, quoted });
         }
-        Err(format!("the registry {} redirected GET {path} more than {MAX_REDIRECTS} times", self.registry))
+        Err(DistributionError::Redirects { registry: self.registry.clone(), path })
     }
 
     /// One request on a fresh connection to the registry.
-    async fn send(&self, path: &str, accept: Option<&str>, token: Option<String>) -> Result<Response<Incoming>, String> {
+    async fn send(&self, path: &str, accept: Option<&str>, token: Option<String>) -> Result<Response<Incoming>, DistributionError> {
+        let registry = || self.registry.clone();
         let stream = tokio::net::TcpStream::connect(self.address)
             .await
-            .map_err(|e| format!("cannot connect to the registry {}: {e}", self.registry))?;
+            .map_err(|source| DistributionError::Connect { registry: registry(), source })?;
         let (mut sender, connection) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
             .await
-            .map_err(|e| format!("the registry {}: {e}", self.registry))?;
+            .map_err(|source| DistributionError::Handshake { registry: registry(), source })?;
         // The connection is driven by its own task, which ends when the response's body is
         // read or dropped, or when the pull's runtime is dropped.
         tokio::spawn(async move {
@@ -319,42 +468,33 @@ impl Client {
             request = request.header(ACCEPT, accept);
         }
         if let Some(token) = token {
-            let value = HeaderValue::from_str(&format!("Bearer {token}"))
-                .map_err(|_| String::from("the registry's token is not a header value"))?;
+            let value = HeaderValue::from_str(&format!("Bearer {token}")).map_err(DistributionError::TokenNotHeader)?;
             request = request.header(AUTHORIZATION, value);
         }
-        let request = request.body(Empty::<Bytes>::new()).map_err(|e| format!("GET {path}: {e}"))?;
-        sender.send_request(request).await.map_err(|e| format!("the registry {} (GET {path}): {e}", self.registry))
+        let request = request.body(Empty::<Bytes>::new()).map_err(|source| DistributionError::Request { path: path.to_owned(), source })?;
+        sender.send_request(request).await.map_err(|source| DistributionError::Send { registry: registry(), path: path.to_owned(), source })
     }
 
     /// The path of `url` when it names the registry itself over plain HTTP (or is a path
     /// on it); otherwise the refusal, naming the host it would have left for.
-    fn same_registry(&self, url: &str, how: &str) -> Result<String, String> {
+    fn same_registry(&self, url: &str, how: &'static str) -> Result<String, DistributionError> {
         if url.starts_with('/') && !url.starts_with("//") {
             return Ok(url.to_owned());
         }
-        let uri: Uri = url.parse().map_err(|_| format!("the registry {} {how} to `{}`, not a URL", self.registry, clip(url)))?;
+        let uri: Uri =
+            url.parse().map_err(|source| DistributionError::NotAUrl { registry: self.registry.clone(), how, url: clip(url), source })?;
         let authority = uri.authority().map(|a| a.as_str().to_ascii_lowercase()).unwrap_or_default();
         let scheme = uri.scheme_str().unwrap_or_default();
         if scheme != "http" || !same_authority(&authority, &self.registry) {
-            return Err(format!(
-                "the registry {} {how} to {} ({}): refused, plain HTTP goes to the registry named and no other host",
-                self.registry,
-                clip(&authority),
-                clip(url)
-            ));
+            return Err(DistributionError::OtherHost { registry: self.registry.clone(), how, authority: clip(&authority), url: clip(url) });
         }
         Ok(uri.path_and_query().map_or_else(|| String::from("/"), |p| p.as_str().to_owned()))
     }
 
     /// A token from the registry's own realm, for a `Bearer` challenge.
-    async fn bearer_token(&mut self, challenge: &str) -> Result<String, String> {
+    async fn bearer_token(&mut self, challenge: &str) -> Result<String, DistributionError> {
         let Some(params) = challenge.strip_prefix("Bearer ").or_else(|| challenge.strip_prefix("bearer ")) else {
-            return Err(format!(
-                "the registry {} asks for credentials (`{}`), which the probe does not send",
-                self.registry,
-                clip(challenge)
-            ));
+            return Err(DistributionError::Credentials { registry: self.registry.clone(), challenge: clip(challenge) });
         };
         let params = challenge_params(params);
         let realm = params.iter().find(|(k, _)| k == "realm").map(|(_, v)| v.as_str()).unwrap_or_default();
@@ -367,21 +507,21 @@ impl Client {
         }
         let response = self.send(&path, None, None).await?;
         if response.status() != StatusCode::OK {
-            return Err(format!("the registry {}'s token realm answered {}", self.registry, response.status()));
+            return Err(DistributionError::RealmAnswered { registry: self.registry.clone(), status: response.status() });
         }
         let body = read_capped(response, MAX_TOKEN_BYTES, "the token answer").await?;
-        let value: serde_json::Value = serde_json::from_slice(&body).map_err(|e| format!("the token answer is not JSON: {e}"))?;
+        let value: serde_json::Value = serde_json::from_slice(&body).map_err(DistributionError::TokenNotJson)?;
         value
             .get("token")
             .or_else(|| value.get("access_token"))
             .and_then(|t| t.as_str())
             .map(str::to_owned)
-            .ok_or_else(|| String::from("the token answer holds no token"))
+            .ok_or(DistributionError::NoToken)
     }
 }
 
 /// The manifest of an index for this machine's platform, as the layout reader selects it.
-fn platform_manifest<'a>(index: &'a ImageIndex, digest: &Digest) -> Result<&'a Descriptor, String> {
+fn platform_manifest<'a>(index: &'a ImageIndex, digest: &Digest) -> Result<&'a Descriptor, DistributionError> {
     let (os, architecture) = host_platform();
     let manifests = index.manifests();
     let found = manifests.iter().find(|m| m.platform().as_ref().is_some_and(|p| *p.os() == os && *p.architecture() == architecture));
@@ -392,7 +532,12 @@ fn platform_manifest<'a>(index: &'a ImageIndex, digest: &Digest) -> Result<&'a D
             .take(PLATFORMS_NAMED)
             .map(|p| format!("{}/{}", clip(&p.os().to_string()), clip(&p.architecture().to_string())))
             .collect();
-        format!("the index {digest} has no {os}/{architecture} manifest ({} listed, among them: {})", manifests.len(), named.join(", "))
+        DistributionError::NoPlatform {
+            digest: digest.clone(),
+            platform: format!("{os}/{architecture}"),
+            listed: manifests.len(),
+            named: named.join(", "),
+        }
     })
 }
 
@@ -469,17 +614,17 @@ fn content_length(headers: &HeaderMap) -> Option<u64> {
 
 /// A body read whole, at most `cap` bytes: a `Content-Length` over it is refused before a
 /// byte is read, and a longer body is cut off as it streams.
-async fn read_capped(response: Response<Incoming>, cap: u64, what: &str) -> Result<Vec<u8>, String> {
+async fn read_capped(response: Response<Incoming>, cap: u64, what: &str) -> Result<Vec<u8>, DistributionError> {
     if let Some(length) = content_length(response.headers()).filter(|&l| l > cap) {
-        return Err(format!("{what} is announced at {length} bytes, over its cap of {cap}: refused"));
+        return Err(DistributionError::Announced { what: what.to_owned(), length, cap });
     }
     let mut body = response.into_body();
     let mut bytes = Vec::new();
     while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| format!("reading {what}: {e}"))?;
+        let frame = frame.map_err(|source| DistributionError::Reading { what: what.to_owned(), source })?;
         if let Ok(data) = frame.into_data() {
             if bytes.len() as u64 + data.len() as u64 > cap {
-                return Err(format!("{what} runs past its cap of {cap} bytes: cut off"));
+                return Err(DistributionError::PastCap { what: what.to_owned(), cap });
             }
             bytes.extend_from_slice(&data);
         }
@@ -489,35 +634,36 @@ async fn read_capped(response: Response<Incoming>, cap: u64, what: &str) -> Resu
 
 /// Streams `body` into `file`, at most `size` bytes (one more is a cut-off), hashing it.
 /// Returns the bytes read and their sha256.
-async fn stream_into(mut body: Incoming, file: &mut File, size: u64) -> Result<(u64, [u8; 32]), String> {
+async fn stream_into(mut body: Incoming, file: &mut File, size: u64) -> Result<(u64, [u8; 32]), StreamError> {
     let mut hasher = sha2::Sha256::new();
     let mut read: u64 = 0;
     while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| format!("reading after {read} bytes: {e}"))?;
+        let frame = frame.map_err(|source| StreamError::Reading { read, source })?;
         let Ok(data) = frame.into_data() else { continue };
         read = read.saturating_add(data.len() as u64);
         if read > size {
-            return Err(format!("the registry sent more than the {size} bytes declared: cut off"));
+            return Err(StreamError::PastSize { size });
         }
         hasher.update(&data);
-        file.write_all(&data).map_err(|e| format!("writing: {e}"))?;
+        file.write_all(&data).map_err(StreamError::Writing)?;
     }
     Ok((read, hasher.finalize().into()))
 }
 
-fn write_file(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    std::fs::write(path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), DistributionError> {
+    std::fs::write(path, bytes).map_err(|source| DistributionError::Write { path: path.to_owned(), source })
 }
 
 /// The bytes an unprivileged writer may still use on `dir`'s file system.
-fn free_bytes(dir: &Path) -> Result<u64, String> {
+fn free_bytes(dir: &Path) -> Result<u64, DistributionError> {
     use std::os::unix::ffi::OsStrExt;
-    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).map_err(|_| format!("{} holds a NUL byte", dir.display()))?;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes())
+        .map_err(|source| DistributionError::NulInPath { dir: dir.to_owned(), source })?;
     // SAFETY: statvfs is plain data; the path is a NUL-terminated string that outlives the
     // call, and the result is read only when the call succeeded.
     let mut stats: libc::statvfs = unsafe { std::mem::zeroed() };
     if unsafe { libc::statvfs(path.as_ptr(), &mut stats) } != 0 {
-        return Err(format!("cannot read the free space of {}: {}", dir.display(), std::io::Error::last_os_error()));
+        return Err(DistributionError::FreeSpace { dir: dir.to_owned(), source: std::io::Error::last_os_error() });
     }
     #[allow(clippy::unnecessary_cast)]
     Ok((stats.f_bavail as u64).saturating_mul(stats.f_frsize as u64))

@@ -25,6 +25,8 @@
 #[path = "fence_user.rs"]
 mod user;
 
+pub use user::UserNamespaceError;
+
 use std::net::TcpListener;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
@@ -38,14 +40,32 @@ pub enum Kind {
 }
 
 /// Why no namespace could be made here: the proxy variables are then the only fence.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum NoNamespace {
-    /// Neither a network namespace nor, without privileges, a user namespace holding one.
+    /// Neither a network namespace nor, without privileges, a user namespace holding one
+    /// (the cause: the user namespace's, the way tried last).
     #[error("{privileged}; and without privileges: {unprivileged}")]
-    Refused { privileged: String, unprivileged: String },
-    /// The thread that enters the namespace could not run.
-    #[error("{0}")]
-    Thread(String),
+    Refused {
+        privileged: NetworkNamespaceError,
+        #[source]
+        unprivileged: UserNamespaceError,
+    },
+    /// The thread that enters the namespace could not start.
+    #[error("cannot start the fence's thread: {0}")]
+    Thread(#[source] std::io::Error),
+    /// The thread that enters the namespace panicked.
+    #[error("the fence's thread panicked")]
+    ThreadPanicked,
+}
+
+/// Why the probe could not make a network namespace of its own (it needs `CAP_SYS_ADMIN`).
+#[derive(Debug, thiserror::Error)]
+pub enum NetworkNamespaceError {
+    /// A system call failed: what it was for, and its errno.
+    #[error("{what}: {source}")]
+    Call { what: &'static str, source: std::io::Error },
+    #[error("cannot listen on the namespace's 127.0.0.1: {0}")]
+    Listen(#[source] std::io::Error),
 }
 
 /// A loopback-only network namespace and the relay's listener inside it.
@@ -83,14 +103,14 @@ impl Namespace {
         let made = std::thread::Builder::new()
             .name("fence".into())
             .spawn(enter_and_bind)
-            .map_err(|e| NoNamespace::Thread(format!("cannot start the fence's thread: {e}")))?
+            .map_err(NoNamespace::Thread)?
             .join()
-            .map_err(|_| NoNamespace::Thread(String::from("the fence's thread panicked")))?;
+            .map_err(|_| NoNamespace::ThreadPanicked)?;
         match made {
             Ok((net, listener)) => Ok((Namespace { net, user: None }, listener)),
             Err(privileged) => match user::create() {
                 Ok((user, net, listener)) => Ok((Namespace { net, user: Some(user) }, listener)),
-                Err(unprivileged) => Err(NoNamespace::Refused { privileged: privileged.to_string(), unprivileged }),
+                Err(unprivileged) => Err(NoNamespace::Refused { privileged, unprivileged }),
             },
         }
     }
@@ -109,18 +129,19 @@ impl Namespace {
     }
 }
 
-fn errno(what: &str) -> String {
-    format!("{what}: {}", std::io::Error::last_os_error())
+/// The system call for `what` that just failed, with its errno.
+fn errno(what: &'static str) -> NetworkNamespaceError {
+    NetworkNamespaceError::Call { what, source: std::io::Error::last_os_error() }
 }
 
 /// Runs on a thread of its own, which ends in the new namespace and is then dropped.
-fn enter_and_bind() -> Result<(OwnedFd, TcpListener), String> {
+fn enter_and_bind() -> Result<(OwnedFd, TcpListener), NetworkNamespaceError> {
     // SAFETY: unshare takes a flag word and touches only this thread's namespaces.
     if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
         return Err(errno("unshare(CLONE_NEWNET) failed"));
     }
     raise_loopback()?;
-    let listener = TcpListener::bind(("127.0.0.1", 0)).map_err(|e| format!("cannot listen on the namespace's 127.0.0.1: {e}"))?;
+    let listener = TcpListener::bind(("127.0.0.1", 0)).map_err(NetworkNamespaceError::Listen)?;
     let path = c"/proc/thread-self/ns/net";
     // SAFETY: a NUL-terminated path and plain flags; the result is checked.
     let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
@@ -132,7 +153,7 @@ fn enter_and_bind() -> Result<(OwnedFd, TcpListener), String> {
 }
 
 /// Sets `IFF_UP` on `lo`: a new namespace's loopback starts down.
-fn raise_loopback() -> Result<(), String> {
+fn raise_loopback() -> Result<(), NetworkNamespaceError> {
     // SAFETY: a datagram socket for interface ioctls; closed below.
     let socket = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
     if socket < 0 {

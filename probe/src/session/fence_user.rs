@@ -23,8 +23,24 @@ const STEPS: [&str; 9] = [
     "sending the descriptors back",
 ];
 
+/// Why the probe's user could not make a user namespace holding a network namespace.
+#[derive(Debug, thiserror::Error)]
+pub enum UserNamespaceError {
+    #[error("socketpair: {0}")]
+    SocketPair(#[source] std::io::Error),
+    #[error("fork: {0}")]
+    Fork(#[source] std::io::Error),
+    #[error("receiving from the fence's child: {0}")]
+    Receive(#[source] std::io::Error),
+    /// The child's step of [`STEPS`] that failed, and its errno.
+    #[error("{step} failed: {source}")]
+    Step { step: &'static str, source: std::io::Error },
+    #[error("the fence's child ended without an answer")]
+    NoAnswer,
+}
+
 /// Makes the namespaces; `Ok((user, net, listener))`.
-pub(super) fn create() -> Result<(OwnedFd, OwnedFd, TcpListener), String> {
+pub(super) fn create() -> Result<(OwnedFd, OwnedFd, TcpListener), UserNamespaceError> {
     // Everything the child writes is prepared here, before the fork.
     // SAFETY: getuid and getgid cannot fail.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
@@ -33,7 +49,7 @@ pub(super) fn create() -> Result<(OwnedFd, OwnedFd, TcpListener), String> {
     let mut pair = [0 as RawFd; 2];
     // SAFETY: socketpair fills two descriptors into the array on success.
     if unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0, pair.as_mut_ptr()) } != 0 {
-        return Err(format!("socketpair: {}", std::io::Error::last_os_error()));
+        return Err(UserNamespaceError::SocketPair(std::io::Error::last_os_error()));
     }
     // SAFETY: both descriptors were just made and are owned by nothing else.
     let (parent, child) = unsafe { (OwnedFd::from_raw_fd(pair[0]), OwnedFd::from_raw_fd(pair[1])) };
@@ -41,7 +57,7 @@ pub(super) fn create() -> Result<(OwnedFd, OwnedFd, TcpListener), String> {
     // ends in `_exit`; it never returns into Rust code of the parent's.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
-        return Err(format!("fork: {}", std::io::Error::last_os_error()));
+        return Err(UserNamespaceError::Fork(std::io::Error::last_os_error()));
     }
     if pid == 0 {
         let outcome = in_child(child.as_raw_fd(), uid_map.as_bytes(), gid_map.as_bytes());
@@ -197,7 +213,7 @@ fn send(socket: RawFd, fds: [RawFd; 3]) -> Result<(), i32> {
 }
 
 /// Reads the child's answer: three descriptors, or the step that failed and its errno.
-fn receive(socket: RawFd) -> Result<(OwnedFd, OwnedFd, TcpListener), String> {
+fn receive(socket: RawFd) -> Result<(OwnedFd, OwnedFd, TcpListener), UserNamespaceError> {
     let mut data = [0u8; 5];
     let mut control = [0u64; CONTROL / 8];
     // SAFETY: as in `send`; the descriptors received are taken into OwnedFd at once, and
@@ -211,7 +227,7 @@ fn receive(socket: RawFd) -> Result<(OwnedFd, OwnedFd, TcpListener), String> {
         message.msg_controllen = CONTROL as _;
         let read = libc::recvmsg(socket, &mut message, libc::MSG_CMSG_CLOEXEC);
         if read < 0 {
-            return Err(format!("receiving from the fence's child: {}", std::io::Error::last_os_error()));
+            return Err(UserNamespaceError::Receive(std::io::Error::last_os_error()));
         }
         let mut fds = Vec::new();
         let header = libc::CMSG_FIRSTHDR(&message);
@@ -229,8 +245,8 @@ fn receive(socket: RawFd) -> Result<(OwnedFd, OwnedFd, TcpListener), String> {
         (5, _) => {
             let step = STEPS.get(usize::from(data[0])).copied().unwrap_or("an unknown step");
             let errno = i32::from_ne_bytes([data[1], data[2], data[3], data[4]]);
-            Err(format!("{step} failed: {}", std::io::Error::from_raw_os_error(errno)))
+            Err(UserNamespaceError::Step { step, source: std::io::Error::from_raw_os_error(errno) })
         }
-        _ => Err(String::from("the fence's child ended without an answer")),
+        _ => Err(UserNamespaceError::NoAnswer),
     }
 }

@@ -42,34 +42,42 @@ impl AfterStop {
     }
 }
 
+/// Why a drain did not let the turn's model output through whole.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NotDrained {
+    #[error("a model call started {ms} ms after the drain was acknowledged")]
+    CallAfter { ms: u64 },
+    #[error("no model answer was in flight to drain")]
+    NothingInFlight,
+    #[error("the harness closed the model's stream after {sent} of its {events} events: the drain cut the answer off")]
+    Closed { sent: usize, events: usize },
+    #[error("the model's answer was still in flight when the turn ended")]
+    StillInFlight,
+    #[error("the model's answer was streamed whole, but not all of it reached the session's updates: the drain truncated it")]
+    Truncated,
+}
+
 /// Whether a drain sent at `sent_ms` and acknowledged at `ack_ms` let the turn's model output
 /// through whole: no call after the acknowledgement, and every paced answer still in flight
 /// when the drain was sent streamed to its end, its text (if any) in the session's updates
 /// (`reached`). An answer that had ended before the drain is not the drain's to judge.
-pub fn drained(calls: &[Call], sent_ms: u64, ack_ms: u64, reached: &dyn Fn(&str) -> bool) -> Result<(), String> {
+pub fn drained(calls: &[Call], sent_ms: u64, ack_ms: u64, reached: &dyn Fn(&str) -> bool) -> Result<(), NotDrained> {
     let after = AfterStop::of(calls, ack_ms);
     if let Some(ms) = after.first_after_ms {
-        return Err(format!("a model call started {ms} ms after the drain was acknowledged"));
+        return Err(NotDrained::CallAfter { ms });
     }
     let paced: Vec<_> = calls.iter().filter_map(|c| c.paced.as_ref()).filter(|p| p.ended_ms.is_none_or(|ended| ended >= sent_ms)).collect();
     if paced.is_empty() {
-        return Err(String::from("no model answer was in flight to drain"));
+        return Err(NotDrained::NothingInFlight);
     }
     for answer in paced {
         match answer.ended {
             PaceEnd::Finished => {}
-            PaceEnd::Closed => {
-                return Err(format!(
-                    "the harness closed the model's stream after {} of its {} events: the drain cut the answer off",
-                    answer.events_sent, answer.events
-                ))
-            }
-            PaceEnd::Open => return Err(String::from("the model's answer was still in flight when the turn ended")),
+            PaceEnd::Closed => return Err(NotDrained::Closed { sent: answer.events_sent, events: answer.events }),
+            PaceEnd::Open => return Err(NotDrained::StillInFlight),
         }
         if !answer.text.is_empty() && !reached(&answer.text) {
-            return Err(String::from(
-                "the model's answer was streamed whole, but not all of it reached the session's updates: the drain truncated it",
-            ));
+            return Err(NotDrained::Truncated);
         }
     }
     Ok(())
@@ -109,15 +117,18 @@ mod tests {
         let whole = |text: &str| text == "paced-1 The nonce is N.";
         // Sent at 400, acknowledged at 500; each paced answer ends 1000 ms after it started.
         assert_eq!(drained(&[call(100, Some((PaceEnd::Finished, 10)))], 400, 500, &whole), Ok(()));
-        assert!(drained(&[call(100, Some((PaceEnd::Closed, 4)))], 400, 500, &whole).unwrap_err().contains("after 4 of its 10 events"));
-        assert!(drained(&[call(100, Some((PaceEnd::Finished, 10)))], 400, 500, &|_| false).unwrap_err().contains("truncated"));
+        assert!(drained(&[call(100, Some((PaceEnd::Closed, 4)))], 400, 500, &whole)
+            .unwrap_err()
+            .to_string()
+            .contains("after 4 of its 10 events"));
+        assert!(drained(&[call(100, Some((PaceEnd::Finished, 10)))], 400, 500, &|_| false).unwrap_err().to_string().contains("truncated"));
         let later = [call(100, Some((PaceEnd::Finished, 10))), call(700, None)];
-        assert!(drained(&later, 400, 500, &whole).unwrap_err().contains("200 ms after"));
-        assert!(drained(&[call(100, None)], 400, 500, &whole).unwrap_err().contains("no model answer"));
+        assert!(drained(&later, 400, 500, &whole).unwrap_err().to_string().contains("200 ms after"));
+        assert!(drained(&[call(100, None)], 400, 500, &whole).unwrap_err().to_string().contains("no model answer"));
         // An answer that ended before the drain was sent (a round the turn had finished) is
         // not the drain's, however it ended.
         let earlier = [call(0, Some((PaceEnd::Closed, 3))), call(1100, Some((PaceEnd::Finished, 10)))];
         assert_eq!(drained(&earlier, 1500, 1600, &whole), Ok(()));
-        assert_eq!(drained(&earlier[..1], 1500, 1600, &whole).unwrap_err(), "no model answer was in flight to drain");
+        assert_eq!(drained(&earlier[..1], 1500, 1600, &whole).unwrap_err().to_string(), "no model answer was in flight to drain");
     }
 }

@@ -12,10 +12,10 @@
 use serde_json::{json, Map, Value};
 
 use super::super::fault::Fault;
-use super::{content_text, event, Failure, Ids, Reply, Tool, Turn};
+use super::{content_text, event, Failure, Ids, Reply, RequestError, Tool, Turn};
 
-pub(super) fn read(body: &Map<String, Value>, turn: &mut Turn) -> Result<(), String> {
-    let messages = body.get("messages").and_then(Value::as_array).ok_or("the request has no `messages` array")?;
+pub(super) fn read(body: &Map<String, Value>, turn: &mut Turn) -> Result<(), RequestError> {
+    let messages = body.get("messages").and_then(Value::as_array).ok_or(RequestError::NoMessages)?;
     for message in messages {
         if message.get("role").and_then(Value::as_str) != Some("user") {
             continue;

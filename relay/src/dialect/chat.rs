@@ -11,10 +11,10 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{arguments, content_text, event, Ids, Reply, Tool, Turn};
+use super::{arguments, content_text, event, Ids, Reply, RequestError, Tool, Turn};
 
-pub(super) fn read(body: &Map<String, Value>, turn: &mut Turn) -> Result<(), String> {
-    let messages = body.get("messages").and_then(Value::as_array).ok_or("the request has no `messages` array")?;
+pub(super) fn read(body: &Map<String, Value>, turn: &mut Turn) -> Result<(), RequestError> {
+    let messages = body.get("messages").and_then(Value::as_array).ok_or(RequestError::NoMessages)?;
     turn.include_usage = body.get("stream_options").and_then(|o| o.get("include_usage")).and_then(Value::as_bool).unwrap_or(false);
     for message in messages {
         let content = message.get("content").map(content_text).unwrap_or_default();

@@ -53,13 +53,13 @@ impl Served {
     }
 
     /// Reads a request body (already parsed as JSON) into a [`Turn`].
-    pub(crate) fn read(self, body: &Value) -> Result<Turn, String> {
-        let object = body.as_object().ok_or("the request body is not a JSON object")?;
-        let model = object.get("model").and_then(Value::as_str).ok_or("the request has no string `model`")?.to_owned();
+    pub(crate) fn read(self, body: &Value) -> Result<Turn, RequestError> {
+        let object = body.as_object().ok_or(RequestError::NotAnObject)?;
+        let model = object.get("model").and_then(Value::as_str).ok_or(RequestError::NoModel)?.to_owned();
         let stream = match object.get("stream") {
             None | Some(Value::Null) => false,
             Some(Value::Bool(b)) => *b,
-            Some(_) => return Err(String::from("`stream` is not a boolean")),
+            Some(_) => return Err(RequestError::StreamNotBoolean),
         };
         let mut turn = Turn { model, stream, ..Turn::default() };
         match self {
@@ -129,6 +129,24 @@ pub(super) fn text_pieces(text: &str, pieces: usize) -> Vec<&str> {
         start = end;
     }
     parts
+}
+
+/// Why a request body is not a request of its dialect: the reason the relay's 400 answer
+/// gives after "not a <dialect> request: ".
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RequestError {
+    #[error("the request body is not a JSON object")]
+    NotAnObject,
+    #[error("the request has no string `model`")]
+    NoModel,
+    #[error("`stream` is not a boolean")]
+    StreamNotBoolean,
+    /// Anthropic Messages and Chat Completions.
+    #[error("the request has no `messages` array")]
+    NoMessages,
+    /// Responses.
+    #[error("the request has no `input` string or list")]
+    NoInput,
 }
 
 /// A failed call's answer as its provider sends it: the status, the headers beside the

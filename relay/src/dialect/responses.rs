@@ -11,9 +11,9 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{arguments, content_text, event, Ids, Reply, Tool, Turn};
+use super::{arguments, content_text, event, Ids, Reply, RequestError, Tool, Turn};
 
-pub(super) fn read(body: &Map<String, Value>, turn: &mut Turn) -> Result<(), String> {
+pub(super) fn read(body: &Map<String, Value>, turn: &mut Turn) -> Result<(), RequestError> {
     match body.get("input") {
         Some(Value::String(text)) => turn.user_texts.push(text.clone()),
         Some(Value::Array(items)) => {
@@ -30,7 +30,7 @@ pub(super) fn read(body: &Map<String, Value>, turn: &mut Turn) -> Result<(), Str
                 }
             }
         }
-        _ => return Err(String::from("the request has no `input` string or list")),
+        _ => return Err(RequestError::NoInput),
     }
     if let Some(tools) = body.get("tools").and_then(Value::as_array) {
         for tool in tools {
