@@ -14,6 +14,10 @@ pub struct Args {
     /// `~/.cache/checkfu-wire/images`), as `probe --image-cache` takes it.
     #[arg(long, value_name = "DIR", global = true)]
     image_cache: Option<PathBuf>,
+    /// Stop listing or pruning after this many seconds (exit 2), as at a signal; an entry
+    /// being removed then is removed whole or left for the next prune.
+    #[arg(long, value_name = "SECONDS", global = true)]
+    deadline: Option<f64>,
 }
 
 #[derive(clap::Subcommand)]
@@ -43,8 +47,12 @@ pub fn image(args: Args) -> i32 {
         return crate::usage_error("no image store: give --image-cache DIR (neither XDG_CACHE_HOME nor HOME is an absolute path)");
     };
     // The bound matters only when storing; listing and pruning never add.
+    let deadline = match args.deadline.map(std::time::Duration::try_from_secs_f64).transpose() {
+        Ok(seconds) => seconds.map(|s| std::time::Instant::now() + s),
+        Err(_) => return crate::usage_error("--deadline takes a number of seconds, 0 or more"),
+    };
     let store = match Store::open(&StorePlan { dir, max_bytes: store::DEFAULT_MAX_BYTES }) {
-        Ok(store) => store,
+        Ok(store) => store.with_deadline(deadline),
         Err(e) => return crate::usage_error(e),
     };
     match args.command {

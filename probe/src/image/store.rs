@@ -215,6 +215,8 @@ pub struct Store {
     fd: Dir,
     euid: u32,
     max_bytes: u64,
+    /// When `image ls` and `image prune` stop (`--deadline`), beside a signal.
+    deadline: Option<Instant>,
 }
 
 /// What a run found in the store for its digest.
@@ -327,13 +329,19 @@ impl Store {
             std::path::absolute(&plan.dir).map_err(|source| StoreError::Io { dir: plan.dir.clone(), path: plan.dir.clone(), source })?;
         let euid = euid();
         let fd = open_trusted(&dir, euid)?;
-        let store = Store { dir, fd, euid, max_bytes: plan.max_bytes };
+        let store = Store { dir, fd, euid, max_bytes: plan.max_bytes, deadline: None };
         store.sweep_temporaries();
         Ok(store)
     }
 
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The store, with listing and pruning stopped at `deadline` as at a signal.
+    pub fn with_deadline(mut self, deadline: Option<Instant>) -> Store {
+        self.deadline = deadline;
+        self
     }
 
     fn io_error(&self, name: &str, source: io::Error) -> StoreError {
@@ -518,11 +526,11 @@ impl Store {
     }
 
     /// The entries, least recently used first; names that are not entries of the user's
-    /// own are listed as skipped. Stops at a signal.
+    /// own are listed as skipped. Stops at a signal, and at the store's deadline.
     pub fn list(&self) -> Result<Vec<Listed>, StoreError> {
         let mut listed = Vec::new();
         for name in self.names()? {
-            crate::interrupt::check("image ls").map_err(|e| self.io_error("", e))?;
+            Until(self.deadline).check().map_err(|e| self.io_error("", e))?;
             let Some(hex) = name.to_str().and_then(|n| n.strip_prefix(ENTRY_PREFIX)) else { continue };
             let digest = format!("sha256:{hex}");
             let dir = match self.open_entry_dir(&name) {
@@ -563,12 +571,12 @@ impl Store {
 
     /// Removes every entry of the user's own (or those of `only`) that no running probe
     /// holds, and what interrupted writes left; what is not the user's own is skipped.
-    /// Stops at a signal.
+    /// Stops between entries at a signal, and at the store's deadline.
     pub fn prune(&self, only: &[Digest]) -> Result<Pruned, StoreError> {
         self.sweep_temporaries();
         let mut pruned = Pruned::default();
         for listed in self.list()? {
-            crate::interrupt::check("image prune").map_err(|e| self.io_error("", e))?;
+            Until(self.deadline).check().map_err(|e| self.io_error("", e))?;
             if !only.is_empty() && !only.iter().any(|d| d.to_string() == listed.digest) {
                 continue;
             }
@@ -1456,6 +1464,18 @@ mod tests {
         unsafe { libc::munmap(mapped, 4096) };
         let why = missed(&store, &digest);
         assert!(why.contains("changed since it was stored"), "{why}");
+    }
+
+    #[test]
+    fn listing_and_pruning_stop_at_the_deadline_and_leave_the_entries() {
+        let (_dir, store, digest) = stored("checkfu-store-ls-deadline", "deadline");
+        let store = store.with_deadline(Some(Instant::now()));
+        let why = store.list().unwrap_err().to_string();
+        assert!(why.contains("deadline"), "{why}");
+        let why = store.prune(&[]).unwrap_err().to_string();
+        assert!(why.contains("deadline"), "{why}");
+        assert!(entry_path(&store, &digest).join("root").is_dir(), "the entry stays");
+        assert_eq!(store.with_deadline(None).list().unwrap().len(), 1);
     }
 
     #[test]
