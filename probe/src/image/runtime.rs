@@ -42,11 +42,47 @@ pub enum RuntimeError {
     #[error("the working directory {0} is not a directory of its own inside the image")]
     WorkingDirectory(String),
     /// The runtime could not be prepared: what failed, in the tool's own words.
-    #[error("{0}")]
-    Start(String),
+    #[error(transparent)]
+    Start(#[from] StartError),
     /// Removing what the runtime keeps failed: the first failure, naming what is left.
-    #[error("{0}")]
-    Teardown(String),
+    #[error(transparent)]
+    Teardown(#[from] TeardownError),
+}
+
+/// Why podman or docker could not be made ready for the harness.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// A directory or file of the run's own could not be made.
+    #[error("cannot {doing}: {source}")]
+    Io { doing: String, source: std::io::Error },
+    /// The runtime's own tool failed, in its words.
+    #[error(transparent)]
+    Tool(#[from] ToolError),
+    #[error("the pause container has no process: docker inspect said `{0}`")]
+    NoPauseProcess(String),
+    /// The relay's port could not be forwarded into docker's pause container.
+    #[error("--runtime docker: {0}")]
+    Forward(#[source] super::forward::ForwardError),
+    #[error("the harness has no command")]
+    NoCommand,
+}
+
+/// A [`StartError::Io`] for `doing`.
+fn cannot(doing: impl Into<String>) -> impl FnOnce(std::io::Error) -> StartError {
+    let doing = doing.into();
+    move |source| StartError::Io { doing, source }
+}
+
+/// What removing a runtime's leftovers could not do.
+#[derive(Debug, thiserror::Error)]
+pub enum TeardownError {
+    /// `rm --force` of a container or an image failed, in the tool's words.
+    #[error(transparent)]
+    Removal(#[from] ToolError),
+    #[error("processes of {name} are still running: {}", .pids.join(", "))]
+    StillRunning { name: String, pids: Vec<String> },
+    #[error("cannot remove {what}: {source}")]
+    Storage { what: &'static str, source: std::io::Error },
 }
 
 /// Which runtime runs the image.
@@ -142,8 +178,8 @@ impl Runtime {
                     shared: spec.shared.iter().map(|p| p.to_path_buf()).collect(),
                     env: spec.env.to_vec(),
                 };
-                let (argv, inherit) = bubblewrap_argv(&self.program, spec)
-                    .map_err(|e| RuntimeError::Start(format!("cannot pass the variables to bubblewrap: {e}")))?;
+                let (argv, inherit) =
+                    bubblewrap_argv(&self.program, spec).map_err(|e| RuntimeError::Start(cannot("pass the variables to bubblewrap")(e)))?;
                 Ok(RunningContainer::plain(argv, inherit, fence, exec))
             }
             RuntimeKind::Podman => podman(&self.program, spec).map_err(RuntimeError::Start),
@@ -384,9 +420,9 @@ impl RunningContainer {
         self.clean().map_err(RuntimeError::Teardown)
     }
 
-    fn clean(&mut self) -> Result<(), String> {
-        let mut first: Option<String> = None;
-        let mut keep = |r: Result<(), String>| {
+    fn clean(&mut self) -> Result<(), TeardownError> {
+        let mut first: Option<TeardownError> = None;
+        let mut keep = |r: Result<(), TeardownError>| {
             if let Err(e) = r {
                 first.get_or_insert(e);
             }
@@ -399,7 +435,7 @@ impl RunningContainer {
                 keep(forced_removal(Tool::Podman, command, &name));
                 keep(gone(&name));
                 if let Some(dir) = dir {
-                    keep(dir.remove().map_err(|e| format!("cannot remove podman's storage: {e}")));
+                    keep(dir.remove().map_err(|source| TeardownError::Storage { what: "podman's storage", source }));
                 }
             }
             Cleanup::Docker { program, name, pause, image, forwarder, dir } => {
@@ -415,7 +451,7 @@ impl RunningContainer {
                     keep(forced_removal(Tool::Docker, docker_command(&program, &["rmi", "--force", &image]), &image));
                 }
                 if let Some(dir) = dir {
-                    keep(dir.remove().map_err(|e| format!("cannot remove the docker run's directory: {e}")));
+                    keep(dir.remove().map_err(|source| TeardownError::Storage { what: "the docker run's directory", source }));
                 }
             }
         }
@@ -433,7 +469,7 @@ impl Drop for RunningContainer {
 /// Waits (a few seconds at most) until no process names the container `name` on its command
 /// line: podman's conmon, docker's shim and the init may outlive `rm` by a moment, and the
 /// run is over only when they are gone. `Err` names any still there.
-fn gone(name: &str) -> Result<(), String> {
+fn gone(name: &str) -> Result<(), TeardownError> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     loop {
         let left = processes_naming(name);
@@ -441,7 +477,7 @@ fn gone(name: &str) -> Result<(), String> {
             return Ok(());
         }
         if std::time::Instant::now() >= deadline {
-            return Err(format!("processes of {name} are still running: {}", left.join(", ")));
+            return Err(TeardownError::StillRunning { name: name.to_owned(), pids: left });
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
@@ -464,11 +500,11 @@ fn processes_naming(name: &str) -> Vec<String> {
 
 /// `rm --force`: an object already gone (`--rm` removed it when the harness exited) is not
 /// a failure; anything else is, in the tool's words.
-fn forced_removal(tool: Tool, command: Command, what: &str) -> Result<(), String> {
+fn forced_removal(tool: Tool, command: Command, what: &str) -> Result<(), TeardownError> {
     match tools::run(tool, command, &format!("remove {what}"), tools::QUICK_TIMEOUT) {
         Ok(_) => Ok(()),
         Err(ToolError::Failed { stderr, .. }) if stderr.contains("No such") || stderr.contains("no such") => Ok(()),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -565,7 +601,7 @@ fn sealed_arguments(bytes: &[u8]) -> std::io::Result<OwnedFd> {
 /// workspace's files stay the user's), a read-only root with a fresh `/tmp`, the mounts, the
 /// working directory, and the variables from `env_file`, which this writes (a directory of
 /// the run's own, private to the user).
-fn shared_run_flags(spec: &RunSpec<'_>, name: &str, user: &str, env_file: &Path) -> Result<Vec<OsString>, String> {
+fn shared_run_flags(spec: &RunSpec<'_>, name: &str, user: &str, env_file: &Path) -> Result<Vec<OsString>, StartError> {
     let mut argv: Vec<OsString> = Vec::new();
     argv.extend(os(&[&"run", &"--rm", &"--interactive", &"--init", &"--name", &name, &"--read-only", &"--user", &user]));
     // No capability, and none regained through a setuid or file-capability program in the
@@ -612,7 +648,7 @@ fn shared_run_flags(spec: &RunSpec<'_>, name: &str, user: &str, env_file: &Path)
             on_command_line.push(pair);
         }
     }
-    write_private(env_file, &lines).map_err(|e| format!("cannot write the harness's variables to {}: {e}", env_file.display()))?;
+    write_private(env_file, &lines).map_err(cannot(format!("write the harness's variables to {}", env_file.display())))?;
     argv.extend([OsString::from("--env-file"), env_file.as_os_str().to_owned()]);
     for pair in on_command_line {
         argv.extend([OsString::from("--env"), pair]);
@@ -673,12 +709,12 @@ fn hybrid_cgroups() -> bool {
     Path::new("/sys/fs/cgroup/unified/cgroup.controllers").exists()
 }
 
-fn podman(program: &Path, spec: &RunSpec<'_>) -> Result<RunningContainer, String> {
-    let dir = TempDir::new("checkfu-podman").map_err(|e| format!("cannot make podman's storage: {e}"))?;
+fn podman(program: &Path, spec: &RunSpec<'_>) -> Result<RunningContainer, StartError> {
+    let dir = TempDir::new("checkfu-podman").map_err(cannot("make podman's storage"))?;
     let root = dir.path();
     // Short names: podman refuses a run root of 50 characters or more (its sockets' paths).
     for sub in ["root", "r", "oci", "xdg", "tmp", "home"] {
-        std::fs::create_dir(root.join(sub)).map_err(|e| format!("cannot make podman's storage: {e}"))?;
+        std::fs::create_dir(root.join(sub)).map_err(cannot("make podman's storage"))?;
     }
     // No default ulimits: podman's built-in `nproc` one fails (EPERM) where the process
     // lacks CAP_SYS_RESOURCE. File locks in the storage, not `/dev/shm/libpod_lock`, which
@@ -687,7 +723,7 @@ fn podman(program: &Path, spec: &RunSpec<'_>) -> Result<RunningContainer, String
         root.join("containers.conf"),
         "[containers]\ndefault_ulimits = []\n\n[engine]\nevents_logger = \"none\"\nlock_type = \"file\"\n",
     )
-    .map_err(|e| format!("cannot write podman's containers.conf: {e}"))?;
+    .map_err(cannot("write podman's containers.conf"))?;
     let mut globals: Vec<OsString> = Vec::new();
     globals.extend(os(&[&"--root", &root.join("root"), &"--runroot", &root.join("r")]));
     globals.extend(os(&[&"--tmpdir", &root.join("r").join("libpod"), &"--storage-driver", &"vfs", &"--events-backend", &"none"]));
@@ -760,11 +796,11 @@ fn docker_command(program: &Path, args: &[&str]) -> Command {
     command
 }
 
-fn docker(program: &Path, spec: &RunSpec<'_>) -> Result<RunningContainer, String> {
+fn docker(program: &Path, spec: &RunSpec<'_>) -> Result<RunningContainer, StartError> {
     let name = crate::relay::token::mint("checkfu-probe-");
     let image = format!("{name}:run");
     let pause = format!("{name}-pause");
-    let dir = TempDir::new("checkfu-docker").map_err(|e| format!("cannot make the docker run's directory: {e}"))?;
+    let dir = TempDir::new("checkfu-docker").map_err(cannot("make the docker run's directory"))?;
     let archive = dir.path().join("rootfs.tar");
     let env_file = dir.path().join("env");
     let mut started = RunningContainer {
@@ -789,14 +825,14 @@ fn docker(program: &Path, spec: &RunSpec<'_>) -> Result<RunningContainer, String
     // needed: the entrypoint, the variables, the working directory and the user are given.
     let mut tar = host_env::command("tar");
     tar.arg("--create").arg("--numeric-owner").arg("--xattrs").arg("--file").arg(&archive).arg("--directory").arg(spec.rootfs).arg(".");
-    tools::run(Tool::Docker, tar, "archive the image's root (tar)", tools::TOOL_TIMEOUT).map_err(|e| e.to_string())?;
+    tools::run(Tool::Docker, tar, "archive the image's root (tar)", tools::TOOL_TIMEOUT)?;
     let mut import = host_env::command(program);
     import.arg("import").arg(&archive).arg(&image);
     let imported = tools::run(Tool::Docker, import, &format!("import {image}"), tools::TOOL_TIMEOUT);
     if let Cleanup::Docker { image: slot, .. } = &mut started.cleanup {
         *slot = Some(image.clone());
     }
-    imported.map_err(|e| e.to_string())?;
+    imported?;
     let _ = std::fs::remove_file(&archive);
 
     // The pause container: no network but its loopback, a static busybox waiting.
@@ -810,19 +846,21 @@ fn docker(program: &Path, spec: &RunSpec<'_>) -> Result<RunningContainer, String
     if let Cleanup::Docker { pause: slot, .. } = &mut started.cleanup {
         *slot = Some(pause.clone());
     }
-    made.map_err(|e| e.to_string())?;
+    made?;
     let inspect = tools::run(
         Tool::Docker,
         docker_command(program, &["inspect", "--format", "{{.State.Pid}}", &pause]),
         "inspect the pause container",
         tools::QUICK_TIMEOUT,
-    )
-    .map_err(|e| e.to_string())?;
-    let pid: u32 = String::from_utf8_lossy(&inspect.stdout).trim().parse().ok().filter(|p| *p > 0).ok_or_else(|| {
-        format!("the pause container has no process: docker inspect said `{}`", String::from_utf8_lossy(&inspect.stdout).trim())
-    })?;
+    )?;
+    let pid: u32 = String::from_utf8_lossy(&inspect.stdout)
+        .trim()
+        .parse()
+        .ok()
+        .filter(|p| *p > 0)
+        .ok_or_else(|| StartError::NoPauseProcess(String::from_utf8_lossy(&inspect.stdout).trim().to_owned()))?;
     let forwarder = Forwarder::start(&PathBuf::from(format!("/proc/{pid}/ns/net")), spec.relay, spec.fence.map(|j| j.net()))
-        .map_err(|e| format!("--runtime docker: {e}"))?;
+        .map_err(StartError::Forward)?;
     if let Cleanup::Docker { forwarder: slot, .. } = &mut started.cleanup {
         *slot = Some(forwarder);
     }
@@ -830,7 +868,7 @@ fn docker(program: &Path, spec: &RunSpec<'_>) -> Result<RunningContainer, String
     let mut argv: Vec<OsString> = vec![program.as_os_str().to_owned()];
     argv.extend(shared_run_flags(spec, &name, &own_user(), &env_file)?);
     argv.extend(os(&[&"--tmpfs", &"/tmp", &"--network", &format!("container:{pause}"), &"--log-driver", &"none"]));
-    let (entrypoint, args) = spec.command.split_first().ok_or("the harness has no command")?;
+    let (entrypoint, args) = spec.command.split_first().ok_or(StartError::NoCommand)?;
     argv.extend([OsString::from("--entrypoint"), entrypoint.clone(), OsString::from(&image)]);
     argv.extend(args.iter().cloned());
     started.argv = argv;
