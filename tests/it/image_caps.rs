@@ -14,12 +14,12 @@
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::probe_support::{probe_env, probe_unprivileged, running_as_root, Run, NOBODY};
-use crate::support::image::{busybox_cli_context, serial, Served, BUSYBOX_CLI_FLAGS};
+use crate::support::image::{busybox_cli_context, contents, serial, Served, BUSYBOX_CLI_FLAGS};
 
 /// The attempts, in busybox's shell: each prints `ESCAPED <what>` if it worked. The ones
 /// that would take the harness's own root or `/proc` away (when they work) come last, so
@@ -142,7 +142,7 @@ impl Place {
         let store = self.base.join("store");
         for entry in std::fs::read_dir(&store).into_iter().flatten().flatten() {
             if entry.file_name().to_string_lossy().starts_with("sha256-") {
-                tree(&store, &entry.path().join("root"), &mut out);
+                contents(&store, &entry.path().join("root"), &mut out);
             }
         }
         out
@@ -153,28 +153,6 @@ impl Drop for Place {
     fn drop(&mut self) {
         let _ = checkfu_wire_probe::image::remove_tree(&self.base);
         let _ = checkfu_wire_probe::image::remove_tree(&self.tmp);
-    }
-}
-
-fn tree(base: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
-    for entry in std::fs::read_dir(dir).expect("read_dir").flatten() {
-        let path = entry.path();
-        let meta = std::fs::symlink_metadata(&path).expect("lstat");
-        let key = path.strip_prefix(base).expect("inside").display().to_string();
-        let content = if meta.is_file() {
-            checkfu_wire_probe::image::digest_of(&std::fs::read(&path).expect("read")).to_string()
-        } else if meta.file_type().is_symlink() {
-            std::fs::read_link(&path).expect("readlink").display().to_string()
-        } else {
-            String::new()
-        };
-        // No change time: a run whose `TMPDIR` the entry lacks runs in a private copy whose
-        // files are hard links to the stored ones, and a link moves the inode's change time
-        // (its link count), not its content or mode.
-        out.insert(key, format!("{:o} {} {content}", meta.mode(), meta.size()));
-        if meta.is_dir() {
-            tree(base, &path, out);
-        }
     }
 }
 

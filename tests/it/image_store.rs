@@ -16,7 +16,7 @@ use std::process::Command;
 use checkfu_wire_probe::image::TempDir;
 
 use crate::probe_support::{probe, probe_env, probe_unprivileged, running_as_root, Run, NOBODY, PROBE};
-use crate::support::image::{busybox_cli_context, serial, Served, BUSYBOX_CLI_FLAGS};
+use crate::support::image::{busybox_cli_context, contents, serial, Served, BUSYBOX_CLI_FLAGS};
 
 /// The busybox CLI's image `reference` run with the store at `store`, and `more` flags.
 fn run_stored(store: &Path, reference: &str, more: &[&str]) -> Run {
@@ -40,26 +40,8 @@ fn entry_of(store: &Path, served: &Served) -> PathBuf {
 /// Every name under `root` with its kind, mode, size and content digest: what a run of the
 /// entry must leave as it was.
 fn tree(root: &Path) -> BTreeMap<String, String> {
-    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
-        for entry in std::fs::read_dir(dir).expect("read_dir").flatten() {
-            let path = entry.path();
-            let meta = std::fs::symlink_metadata(&path).expect("lstat");
-            let key = path.strip_prefix(root).expect("inside").display().to_string();
-            let content = if meta.is_file() {
-                format!("{}", checkfu_wire_probe::image::digest_of(&std::fs::read(&path).expect("read")))
-            } else if meta.file_type().is_symlink() {
-                std::fs::read_link(&path).expect("readlink").display().to_string()
-            } else {
-                String::new()
-            };
-            out.insert(key, format!("{:o} {} {content}", meta.mode(), meta.size()));
-            if meta.is_dir() {
-                walk(root, &path, out);
-            }
-        }
-    }
     let mut out = BTreeMap::new();
-    walk(root, root, &mut out);
+    contents(root, root, &mut out);
     out
 }
 

@@ -6,6 +6,7 @@
 //! page's one-shot flags, which the benchmark shares (`tests/benches/image.rs` includes this
 //! file). Only `std` and the probe's image module: nothing of a test binary's own.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -257,4 +258,27 @@ pub fn tool(program: &str, args: &[&str], env: &[(&str, &Path)]) -> String {
         std::process::Command::new(program).args(args).envs(env.iter().copied()).output().unwrap_or_else(|e| panic!("{program}: {e}"));
     assert!(output.status.success(), "{program} {args:?}: {}", String::from_utf8_lossy(&output.stderr));
     String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Every name under `dir`, keyed by its path below `base`, with its mode, size and content
+/// (a file's digest, a symlink's target): what a run must leave of a stored root. No times:
+/// a run's private copy hard-links the stored files, which moves their change times only.
+pub fn contents(base: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
+    use std::os::unix::fs::MetadataExt;
+    for entry in std::fs::read_dir(dir).expect("read_dir").flatten() {
+        let path = entry.path();
+        let meta = std::fs::symlink_metadata(&path).expect("lstat");
+        let key = path.strip_prefix(base).expect("inside").display().to_string();
+        let content = if meta.is_file() {
+            checkfu_wire_probe::image::digest_of(&std::fs::read(&path).expect("read")).to_string()
+        } else if meta.file_type().is_symlink() {
+            std::fs::read_link(&path).expect("readlink").display().to_string()
+        } else {
+            String::new()
+        };
+        out.insert(key, format!("{:o} {} {content}", meta.mode(), meta.size()));
+        if meta.is_dir() {
+            contents(base, &path, out);
+        }
+    }
 }

@@ -16,19 +16,16 @@ use super::{canonical_number, parse_pax, TarError, MAX_METADATA_BYTES};
 /// A raw GNU header of `kind` with `size`, for records the `tar` crate's builder would not
 /// write as given.
 fn raw_header(kind: u8, name: &[u8], size: u64) -> Vec<u8> {
-    let mut header = tar::Header::new_gnu();
-    header.as_gnu_mut().expect("gnu").name[..name.len()].copy_from_slice(name);
-    header.set_entry_type(tar::EntryType::new(kind));
-    header.set_mode(0o644);
-    header.set_size(size);
-    header.set_cksum();
-    header.as_bytes().to_vec()
+    header_of(tar::Header::new_gnu(), kind, name, size)
 }
 
 /// A raw ustar header (pax records ride on these).
 fn ustar_header(kind: u8, name: &[u8], size: u64) -> Vec<u8> {
-    let mut header = tar::Header::new_ustar();
-    header.as_ustar_mut().expect("ustar").name[..name.len()].copy_from_slice(name);
+    header_of(tar::Header::new_ustar(), kind, name, size)
+}
+
+fn header_of(mut header: tar::Header, kind: u8, name: &[u8], size: u64) -> Vec<u8> {
+    header.as_old_mut().name[..name.len()].copy_from_slice(name);
     header.set_entry_type(tar::EntryType::new(kind));
     header.set_mode(0o644);
     header.set_size(size);
