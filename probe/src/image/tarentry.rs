@@ -162,12 +162,12 @@ impl Composer {
                 }
                 Ok(None)
             }
-            _ => self.compose(entry, type_flag, size, format).map(Some),
+            _ => self.compose(entry, type_flag, size).map(Some),
         }
     }
 
     /// The entry `type_flag` starts, with the records before it applied.
-    fn compose<R: Read>(&mut self, entry: &tar::Entry<'_, R>, type_flag: u8, size: u64, format: Format) -> Result<Composed, TarError> {
+    fn compose<R: Read>(&mut self, entry: &tar::Entry<'_, R>, type_flag: u8, size: u64) -> Result<Composed, TarError> {
         let entry_type = match type_flag {
             b'0' | 0 => EntryType::File,
             b'5' => EntryType::Directory,
@@ -204,7 +204,9 @@ impl Composer {
         let path = match (long_name, pax_path) {
             (Some(_), Some(_)) => return Err(TarError::Misplaced("both a GNU long name and a pax `path` name the entry")),
             (Some(name), None) | (None, Some(name)) => name,
-            (None, None) => header_path(header, format),
+            // The header's own path, ustar's prefix joined on: [`format_of`] has refused
+            // the layouts whose prefix readers take differently.
+            (None, None) => header.path_bytes().into_owned(),
         };
         let link = match (long_link, pax_link) {
             (Some(_), Some(_)) => return Err(TarError::Misplaced("both a GNU long link and a pax `linkpath` name the target")),
@@ -257,24 +259,6 @@ fn format_of(header: &[u8]) -> Result<Format, TarError> {
         (magic, version) if magic.iter().chain(version).all(|b| *b == 0) => Ok(Format::V7),
         _ => Err(TarError::Magic),
     }
-}
-
-/// The header's own path: ustar's prefix and name joined, or the name.
-fn header_path(header: &tar::Header, format: Format) -> Vec<u8> {
-    let bytes = header.as_bytes();
-    let name = until_nul(&bytes[0..100]);
-    let prefix = until_nul(&bytes[345..500]);
-    if format == Format::Ustar && !prefix.is_empty() {
-        let mut path = prefix.to_vec();
-        path.push(b'/');
-        path.extend_from_slice(name);
-        return path;
-    }
-    name.to_vec()
-}
-
-fn until_nul(field: &[u8]) -> &[u8] {
-    field.iter().position(|b| *b == 0).map_or(field, |end| &field[..end])
 }
 
 /// The number in a header's numeric field, when every reader reads that number from it:
