@@ -24,10 +24,9 @@
 
 pub mod acp;
 pub mod config_file;
-mod dirfd;
 pub mod error;
 pub mod image;
-pub mod interrupt;
+pub use checkfu_wire_sandbox::interrupt;
 mod lane;
 pub mod launch;
 pub mod model_plane;

@@ -76,7 +76,7 @@ pub(crate) struct Plane {
     pub workspace: Option<session::workspace::Workspace>,
     pub workspace_root: PathBuf,
     pub nonce: String,
-    pub namespace: Option<session::fence::Namespace>,
+    pub namespace: Option<checkfu_wire_sandbox::fence::Namespace>,
     pub fence: Fence,
     pub fence_note: Option<String>,
     pub relay: Relay,
@@ -98,21 +98,21 @@ pub(crate) struct Declared<'a> {
 
 impl Plane {
     /// The fence a harness joins, when there is a namespace.
-    pub fn join(&self) -> Option<session::fence::Join> {
-        self.namespace.as_ref().map(session::fence::Namespace::join)
+    pub fn join(&self) -> Option<checkfu_wire_sandbox::fence::Join> {
+        self.namespace.as_ref().map(checkfu_wire_sandbox::fence::Namespace::join)
     }
 
     /// The fence's parts, made first: the namespace (and the relay's listener inside it),
     /// or the proxy variables alone, and why.
-    fn fence(netns: bool) -> (Option<session::fence::Namespace>, Option<std::net::TcpListener>, Fence, Option<String>) {
+    fn fence(netns: bool) -> (Option<checkfu_wire_sandbox::fence::Namespace>, Option<std::net::TcpListener>, Fence, Option<String>) {
         if !netns {
             return (None, None, Fence::ProxyVariables, Some(String::from("not asked for (--no-netns)")));
         }
-        match session::fence::Namespace::create() {
+        match checkfu_wire_sandbox::fence::Namespace::create() {
             Ok((namespace, listener)) => {
                 let fence = match namespace.kind() {
-                    session::fence::Kind::Network => Fence::NetworkNamespace,
-                    session::fence::Kind::User => Fence::UserNamespace,
+                    checkfu_wire_sandbox::fence::Kind::Network => Fence::NetworkNamespace,
+                    checkfu_wire_sandbox::fence::Kind::User => Fence::UserNamespace,
                 };
                 (Some(namespace), Some(listener), fence, None)
             }

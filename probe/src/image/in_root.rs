@@ -14,7 +14,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
-use crate::dirfd::{self, Dir};
+use checkfu_wire_sandbox::dir::{self as dirfd, Dir};
 
 /// The most components a working directory may have (a bound on the walk, far above any
 /// real image's).

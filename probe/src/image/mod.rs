@@ -43,56 +43,5 @@ mod unpack;
 pub use layout::{Limits, OciLayout, Selector, UnpackReport};
 pub use reference::{digest_from_sha256, digest_of, sha256_digest, Digest, ImageReference, ReferenceError};
 
-use std::io;
-use std::path::{Path, PathBuf};
-
-/// A directory the image lane made (a registry's store, a builder's storage, an unpacked
-/// root filesystem), removed with [`remove_tree`] when dropped.
-#[derive(Debug)]
-pub struct TempDir {
-    path: PathBuf,
-}
-
-impl TempDir {
-    /// A fresh private directory under the system's temporary directory.
-    pub fn new(prefix: &str) -> io::Result<TempDir> {
-        Ok(TempDir { path: crate::session::workspace::private_dir(prefix)? })
-    }
-
-    /// A directory the caller just made, removed with it from now on.
-    pub(crate) fn adopt(path: PathBuf) -> TempDir {
-        TempDir { path }
-    }
-
-    /// Keeps the directory: it is no longer removed when this drops (an image store's
-    /// entry, renamed into place).
-    pub(crate) fn keep(self) -> PathBuf {
-        let path = self.path.clone();
-        std::mem::forget(self);
-        path
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Removes it now, reporting a failure that dropping would swallow.
-    pub fn remove(self) -> io::Result<()> {
-        let path = self.path.clone();
-        std::mem::forget(self);
-        remove_tree(&path)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = remove_tree(&self.path);
-    }
-}
-
-/// Removes `path` and everything under it, without following symlinks, at any depth with
-/// one open directory at a time. An image's directories may be read-only (`0555`) and a
-/// harness's may be unreadable (`000`): each directory is given its owner's permission
-/// back on the way down, so an unpacked root filesystem never stays behind; what still
-/// cannot be removed is an error naming it.
-pub use crate::dirfd::remove_tree;
+pub use checkfu_wire_sandbox::dir::remove_tree;
+pub use checkfu_wire_sandbox::tempdir::TempDir;

@@ -374,7 +374,7 @@ impl PreparedImage {
         shared: &[&Path],
         env: &[(OsString, OsString)],
         relay: std::net::SocketAddr,
-        fence: Option<crate::session::fence::Join>,
+        fence: Option<checkfu_wire_sandbox::fence::Join>,
     ) -> Result<RunningContainer, RuntimeError> {
         // Every mount point exists inside the root before the runtime starts, at exactly its
         // path: a runtime then makes none itself from the image's paths.

@@ -30,8 +30,8 @@ use super::forward::Forwarder;
 use super::host_env;
 use super::tools::{self, Tool, ToolError};
 use super::TempDir;
-use crate::session::fence::Join;
 use crate::session::process::{InImageCommand, Inside, Launch};
+use checkfu_wire_sandbox::fence::Join;
 
 /// Why a run could not be prepared, or what its teardown left behind.
 #[derive(Debug, thiserror::Error)]
@@ -697,8 +697,7 @@ fn podman_command(program: &Path, globals: &[OsString], env: &[(OsString, OsStri
     let mut command = host_env::command(&argv[0]);
     command.args(&argv[1..]).envs(env.iter().map(|(k, v)| (k, v)));
     if let Some(join) = join.filter(|_| user_namespace) {
-        // SAFETY: only setns runs between fork and exec.
-        unsafe { std::os::unix::process::CommandExt::pre_exec(&mut command, move || crate::session::fence::join(join)) };
+        checkfu_wire_sandbox::fence::join_on_exec(&mut command, join);
     }
     command
 }

@@ -82,7 +82,7 @@ use super::in_root::{self, InRootError};
 use super::layout::Limits;
 use super::reference::Digest;
 use super::TempDir;
-use crate::dirfd::{self, Dir, Stat, Visit};
+use checkfu_wire_sandbox::dir::{self as dirfd, Dir, Stat, Visit};
 
 /// The store's bound when none is given (`--image-cache-max`): 10 GiB.
 pub const DEFAULT_MAX_BYTES: u64 = 10 << 30;

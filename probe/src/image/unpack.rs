@@ -29,7 +29,7 @@ use sha2::Digest as _;
 use super::layout::{LayoutError, Limits, UnpackReport};
 use super::reference::Digest;
 use super::tarentry::{Composed, Composer, EntryType, TarError};
-use crate::dirfd::{self, Dir, Stat, Visit};
+use checkfu_wire_sandbox::dir::{self as dirfd, Dir, Stat, Visit};
 
 /// Why an entry was refused: what [`LayoutError::Entry`] says of it.
 #[derive(Debug, thiserror::Error)]

@@ -44,7 +44,7 @@ impl Home {
     pub fn remove(mut self) -> io::Result<()> {
         // Dropping it with an empty root removes nothing: the removal is this one.
         let root = std::mem::take(&mut self.root);
-        crate::dirfd::remove_tree(&root)
+        checkfu_wire_sandbox::dir::remove_tree(&root)
     }
 
     /// The XDG base directories inside it, as `(variable, path)`.
@@ -77,7 +77,7 @@ impl Drop for Home {
         // The harness may have made directories in it unreadable or unwritable (mode 000):
         // the removal gives them back to their owner on the way down.
         if !self.root.as_os_str().is_empty() {
-            let _ = crate::dirfd::remove_tree(&self.root);
+            let _ = checkfu_wire_sandbox::dir::remove_tree(&self.root);
         }
     }
 }

@@ -22,7 +22,7 @@
 //! not at all), so the turn goes on and the caller can still judge the rest of it.
 
 pub mod client;
-pub mod fence;
+pub use checkfu_wire_sandbox::fence;
 pub mod home;
 pub mod process;
 pub mod terminals;

@@ -181,7 +181,7 @@ impl std::fmt::Debug for Inside {
 #[derive(Clone, Debug, Default)]
 pub struct Launch {
     pub env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
-    pub netns: Option<super::fence::Join>,
+    pub netns: Option<checkfu_wire_sandbox::fence::Join>,
     /// The directory it starts in, which its `PWD` names too; `None`: the caller's.
     pub cwd: Option<std::path::PathBuf>,
     /// Start from an empty environment: only `env` (and `PWD`) reach the process. An image's
@@ -214,9 +214,7 @@ impl Harness {
             command.env(key, value);
         }
         if let Some(fd) = launch.netns {
-            // SAFETY: the closure makes one async-signal-safe call (setns) between fork
-            // and exec; the descriptor is kept open by the caller's `Namespace`.
-            unsafe { std::os::unix::process::CommandExt::pre_exec(&mut command, move || super::fence::join(fd)) };
+            checkfu_wire_sandbox::fence::join_on_exec(&mut command, fd);
         }
         // Held until the spawn has happened, then closed: the child has its own copy.
         let inherited = launch.inherit.as_ref().and_then(|slot| slot.lock().ok()?.take());

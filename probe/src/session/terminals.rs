@@ -84,7 +84,7 @@ pub struct Terminals {
     next: u64,
     open: HashMap<String, Terminal>,
     /// The harness's network namespace: its commands run inside the same fence.
-    netns: Option<super::fence::Join>,
+    netns: Option<checkfu_wire_sandbox::fence::Join>,
     /// The image the harness runs in, where its commands run too.
     inside: Option<Arc<Inside>>,
 }
@@ -92,7 +92,7 @@ pub struct Terminals {
 impl Terminals {
     /// Terminals whose commands join `netns` (the harness's fence), if any, and run in the
     /// harness's image, if it has one.
-    pub fn fenced(netns: Option<super::fence::Join>, inside: Option<Arc<Inside>>) -> Terminals {
+    pub fn fenced(netns: Option<checkfu_wire_sandbox::fence::Join>, inside: Option<Arc<Inside>>) -> Terminals {
         Terminals { netns, inside, ..Terminals::default() }
     }
 }
@@ -197,8 +197,7 @@ impl Terminals {
             spawn.envs(own_env.iter().map(|(k, v)| (k, v)));
         }
         if let Some(fd) = self.netns {
-            // SAFETY: one async-signal-safe call (setns) between fork and exec.
-            unsafe { std::os::unix::process::CommandExt::pre_exec(&mut spawn, move || super::fence::join(fd)) };
+            checkfu_wire_sandbox::fence::join_on_exec(&mut spawn, fd);
         }
         let mut child = spawn.spawn().map_err(|e| (-32603, format!("cannot run `{command}`: {e}")))?;
         let output = Arc::new(Mutex::new(Tail::new(limit)));

@@ -6,11 +6,10 @@
 //! own resolved root. A write resolves the parent directory and then opens the file with
 //! `O_NOFOLLOW`, so a symlink planted in place of the file is refused rather than followed.
 
-use std::fs::{self, OpenOptions};
+use std::fs::OpenOptions;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The largest file a harness may read through `fs/read_text_file`.
 pub const MAX_READ: u64 = 16 * 1024 * 1024;
@@ -59,7 +58,7 @@ impl Workspace {
     pub fn remove(mut self) -> io::Result<()> {
         // Dropping it with an empty root removes nothing: the removal is this one.
         let root = std::mem::take(&mut self.root);
-        crate::dirfd::remove_tree(&root)
+        checkfu_wire_sandbox::dir::remove_tree(&root)
     }
 
     /// Says that the harness sees the workspace at `alias` (an image's working directory,
@@ -155,32 +154,14 @@ impl Workspace {
     }
 }
 
-/// A fresh directory under the system's temporary directory, readable by its owner only,
-/// named `PREFIX-PID-N-NANOS`; returned resolved.
-pub fn private_dir(prefix: &str) -> io::Result<PathBuf> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let base = std::env::temp_dir();
-    for _ in 0..64 {
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
-        let name = format!("{prefix}-{}-{}-{nanos:08x}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed));
-        let path = base.join(name);
-        let mut builder = fs::DirBuilder::new();
-        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-        match builder.create(&path) {
-            Ok(()) => return path.canonicalize(),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Err(io::Error::other("could not create a unique private directory"))
-}
+pub use checkfu_wire_sandbox::tempdir::private_dir;
 
 impl Drop for Workspace {
     fn drop(&mut self) {
         // The harness may have made directories in it unreadable or unwritable (mode 000):
         // the removal gives them back to their owner on the way down.
         if !self.root.as_os_str().is_empty() {
-            let _ = crate::dirfd::remove_tree(&self.root);
+            let _ = checkfu_wire_sandbox::dir::remove_tree(&self.root);
         }
     }
 }
@@ -203,6 +184,7 @@ fn lexically_inside(path: &Path, root: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     #[test]
     fn confinement_holds_against_dotdot_symlinks_and_relative_paths() {

@@ -22,7 +22,6 @@
 //! Where neither is allowed (user namespaces disabled, or a seccomp profile refusing
 //! `unshare`), the proxy variables are the only fence, and the report says why.
 
-#[path = "fence_user.rs"]
 mod user;
 
 pub use user::UserNamespaceError;
@@ -179,10 +178,19 @@ fn raise_loopback() -> Result<(), NetworkNamespaceError> {
     Ok(())
 }
 
+/// Has `command`'s child join the namespace between fork and exec, before anything of the
+/// program runs. The caller keeps the [`Namespace`] (whose descriptors `to` names) open
+/// until the spawn has returned.
+pub fn join_on_exec(command: &mut std::process::Command, to: Join) {
+    // SAFETY: the closure makes only async-signal-safe calls (setns, and reading errno) in
+    // the forked child, and touches no lock or allocation of the parent's.
+    unsafe { std::os::unix::process::CommandExt::pre_exec(command, move || join(to)) };
+}
+
 /// Joins the namespace: called in the child between fork and exec, so it may only make
 /// async-signal-safe calls (`setns` is one). The user namespace first: joining it gives the
 /// child the capability the network namespace it owns asks of `setns`.
-pub(crate) fn join(to: Join) -> std::io::Result<()> {
+fn join(to: Join) -> std::io::Result<()> {
     for (fd, kind) in [(to.user, libc::CLONE_NEWUSER), (Some(to.net), libc::CLONE_NEWNET)] {
         let Some(fd) = fd else { continue };
         // SAFETY: setns on a descriptor the parent keeps open across the fork.

@@ -582,8 +582,8 @@ mod tests {
     /// A copy of this test binary in a directory of its own that anyone can read, as
     /// `test-binary`: another user may not reach the binary where it is (a clone under a
     /// 0700 home).
-    fn readable_copy_of_this_binary() -> crate::image::TempDir {
-        let staged = crate::image::TempDir::new("checkfu-dirfd-child").expect("staging dir");
+    fn readable_copy_of_this_binary() -> crate::tempdir::TempDir {
+        let staged = crate::tempdir::TempDir::new("checkfu-dirfd-child").expect("staging dir");
         std::fs::set_permissions(staged.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod 755");
         std::fs::copy(std::env::current_exe().expect("test binary"), staged.path().join("test-binary")).expect("copy the test binary");
         staged
@@ -602,7 +602,7 @@ mod tests {
     #[test]
     fn a_tree_1900_deep_is_removed_at_1024_open_files() {
         if !is_child() {
-            return in_child("dirfd::tests::a_tree_1900_deep_is_removed_at_1024_open_files", None);
+            return in_child("dir::tests::a_tree_1900_deep_is_removed_at_1024_open_files", None);
         }
         limit_open_files(1024);
         let base = tempfile::tempdir().expect("tempdir");
@@ -630,7 +630,7 @@ mod tests {
         // user's, so root runs it again as uid 65534 (nobody).
         // SAFETY: a plain call.
         if !is_child() && unsafe { libc::geteuid() } == 0 {
-            return in_child("dirfd::tests::a_mode_000_tree_made_by_its_owner_is_removed", Some(65534));
+            return in_child("dir::tests::a_mode_000_tree_made_by_its_owner_is_removed", Some(65534));
         }
         let base = tempfile::tempdir().expect("tempdir");
         let top = base.path().join("workspace");
