@@ -30,6 +30,7 @@ use serde_json::{json, Map, Value};
 use crate::error::ProbeError;
 use crate::image::run::PreparedImage;
 use crate::options::{RunOptions, TOKEN_FILE};
+use crate::outcome::{Kind, Outcome, Reason};
 use crate::plane::safe_output_schema;
 use crate::relay::{Relay, Script};
 use crate::report::acp::{AcpReport, Admission, Cancellation, Drain, HarnessInfo, Wire};
@@ -41,7 +42,7 @@ use crate::{launch, verdict};
 use checkfu_wire::admission::{self, AdmittedCapabilities};
 use checkfu_wire::catalog::{self, StepName};
 use checkfu_wire::conformance::observation::{InterruptAck, SteerAck};
-use checkfu_wire::conformance::{self, normalize::Normalizer, Outcome};
+use checkfu_wire::conformance::{self, normalize::Normalizer, Outcome as Check};
 use checkfu_wire::decode::tables::{Method, PROMPT_METHOD, PROTOCOL_VERSION, UPDATE_METHOD, VERSION_METHOD};
 
 // The methods and checks this lane sends and reads, named by the generated enums (a
@@ -340,7 +341,7 @@ struct Run<'o, 's, 'a, 'p> {
     /// The prompt was sent and not yet answered.
     turn_open: bool,
     /// A harness fault seen while a step was not waiting (during the settle window).
-    late_fault: Option<String>,
+    late_fault: Option<Reason>,
     nonce_in_output: bool,
     /// The reply token that reached normalized output, when one did.
     reply_in_output: Option<String>,
@@ -395,7 +396,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         }
     }
 
-    fn step(&mut self, name: StepName, started: Instant, outcome: Result<(), String>) {
+    fn step(&mut self, name: StepName, started: Instant, outcome: impl Into<Outcome>) {
         self.stage.steps.ended(name, started.elapsed().as_millis() as u64, outcome);
     }
 
@@ -403,8 +404,14 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         Instant::now() + self.stage.options.step_timeout
     }
 
+    /// Sends request `method` and waits for its answer by `until`.
+    fn ask(&mut self, method: &'static str, params: Value, until: Instant) -> Result<(Value, Vec<u8>), Reason> {
+        let id = self.session.request(method, params).map_err(|f| Reason::new(Kind::Harness, f))?;
+        self.wait_for(id, until)
+    }
+
     /// Waits for the answer to request `id`, handling everything else that arrives.
-    fn wait_for(&mut self, id: i64, until: Instant) -> Result<(Value, Vec<u8>), String> {
+    fn wait_for(&mut self, id: i64, until: Instant) -> Result<(Value, Vec<u8>), Reason> {
         loop {
             match self.session.next(until) {
                 Ok(Incoming::Response { id: got, message, bytes, .. }) if got == id => return Ok((message, bytes)),
@@ -412,20 +419,26 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
                 Err(fault) => return Err(self.explain(&fault)),
             }
             if self.normalizer.full() {
-                return Err(self.normalizer.over_budget("harness"));
+                return Err(self.over_budget());
             }
         }
     }
 
     /// A fault in the words of the probe, which knows the step's time.
-    fn explain(&self, fault: &Fault) -> String {
-        match fault {
+    fn explain(&self, fault: &Fault) -> Reason {
+        let words = match fault {
             Fault::Timeout => format!("no answer within {:.1} s (--step-timeout)", self.stage.options.step_timeout.as_secs_f64()),
             Fault::Deadline => {
                 format!("the run's deadline of {:.1} s passed (--deadline)", self.stage.options.deadline.given.as_secs_f64())
             }
             other => other.to_string(),
-        }
+        };
+        Reason::new(Kind::Harness, words)
+    }
+
+    /// The harness sent more in one turn than the probe keeps.
+    fn over_budget(&self) -> Reason {
+        Reason::new(Kind::Harness, self.normalizer.over_budget("harness"))
     }
 
     /// What a message means for the observations.
@@ -481,16 +494,16 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             "clientInfo": {"name": "checkfu-wire probe", "version": env!("CARGO_PKG_VERSION")},
         });
         let until = self.step_deadline();
-        let answer = self.session.request(VERSION_METHOD, params).map_err(|f| f.to_string()).and_then(|id| self.wait_for(id, until));
-        let (message, bytes) = match answer {
+        let (message, bytes) = match self.ask(VERSION_METHOD, params, until) {
             Ok(answer) => answer,
             Err(reason) => {
-                self.step(StepName::InitializeHandshake, started, Err(format!("initialize: {reason}")));
+                self.step(StepName::InitializeHandshake, started, Outcome::Failed(reason.within("initialize")));
                 return None;
             }
         };
         if let Some(error) = message.get("error") {
-            self.step(StepName::InitializeHandshake, started, Err(format!("initialize answered an error: {}", rpc_error(error))));
+            let reason = format!("initialize answered an error: {}", rpc_error(error));
+            self.step(StepName::InitializeHandshake, started, Outcome::failed(Kind::Answer, reason));
             return None;
         }
         self.agent_info = message.pointer("/result/agentInfo").cloned().unwrap_or(Value::Null);
@@ -500,12 +513,13 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
                 self.admission.admitted_axes = admitted.promotions().iter().map(|u| u.axis).collect();
                 self.admission.admitted = admitted.values().iter().map(|(a, v)| ((*a).to_owned(), json!(v))).collect();
                 self.admission.mechanisms = admitted.mechanisms().iter().map(|(m, v)| (m.member.to_owned(), json!(v))).collect();
-                self.step(StepName::InitializeHandshake, started, Ok(()));
+                self.step(StepName::InitializeHandshake, started, Outcome::Passed);
                 Some(admitted)
             }
             Err(error) => {
                 self.admission.error = Some(error.to_string());
-                self.step(StepName::InitializeHandshake, started, Err(format!("the declaration was refused: {error}")));
+                let reason = format!("the declaration was refused: {error}");
+                self.step(StepName::InitializeHandshake, started, Outcome::failed(Kind::Declaration, reason));
                 None
             }
         }
@@ -521,37 +535,35 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         }
         let until = self.step_deadline();
         if let Some(method_id) = self.options.authenticate.clone() {
-            let answer = self
-                .session
-                .request(AUTHENTICATE, json!({"methodId": method_id}))
-                .map_err(|f| f.to_string())
-                .and_then(|id| self.wait_for(id, until));
-            let refused = match answer {
-                Err(reason) => Some(format!("authenticate: {reason}")),
-                Ok((message, _)) => message.get("error").map(|e| format!("authenticate ({method_id}) answered an error: {}", rpc_error(e))),
+            let refused = match self.ask(AUTHENTICATE, json!({"methodId": method_id}), until) {
+                Err(reason) => Some(reason.within("authenticate")),
+                Ok((message, _)) => message
+                    .get("error")
+                    .map(|e| Reason::new(Kind::Answer, format!("authenticate ({method_id}) answered an error: {}", rpc_error(e)))),
             };
             if let Some(reason) = refused {
-                self.step(StepName::SessionStart, started, Err(reason));
+                self.step(StepName::SessionStart, started, Outcome::Failed(reason));
                 return None;
             }
         }
-        let answer = self.session.request(NEW_SESSION, params).map_err(|f| f.to_string()).and_then(|id| self.wait_for(id, until));
-        let outcome = match answer {
-            Err(reason) => Err(format!("session/new: {reason}")),
+        let outcome = match self.ask(NEW_SESSION, params, until) {
+            Err(reason) => Err(reason.within("session/new")),
             Ok((message, _)) => match (message.get("error"), message.pointer("/result/sessionId").and_then(Value::as_str)) {
-                (Some(error), _) => Err(format!("session/new answered an error: {}{authority}", rpc_error(error))),
+                (Some(error), _) => {
+                    Err(Reason::new(Kind::Answer, format!("session/new answered an error: {}{authority}", rpc_error(error))))
+                }
                 (None, Some(id)) => Ok(id.to_owned()),
-                (None, None) => Err(String::from("session/new answered without a sessionId")),
+                (None, None) => Err(Reason::new(Kind::Answer, "session/new answered without a sessionId")),
             },
         };
         match outcome {
             Ok(id) => {
                 self.normalizer.ready();
-                self.step(StepName::SessionStart, started, Ok(()));
+                self.step(StepName::SessionStart, started, Outcome::Passed);
                 Some(id)
             }
             Err(reason) => {
-                self.step(StepName::SessionStart, started, Err(reason));
+                self.step(StepName::SessionStart, started, Outcome::Failed(reason));
                 None
             }
         }
@@ -568,20 +580,12 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             _ => format!("Checkfu local diagnostic. Reply with the nonce {} and end the turn.", self.nonce),
         };
         let params = json!({"sessionId": session_id, "prompt": [{"type": "text", "text": text}]});
-        let outcome = match self.run_turn(admitted, session_id, params, until) {
-            // The turn itself failed: a refusal of the relay may be why (a path off the
-            // allow-list, a missing key), so it is named after the fault.
-            Err(fault) => Err((fault, true)),
-            Ok(()) => self.governed().map_err(|miss| (miss.describe(&self.nonce), miss.refusals_may_cause())),
-        };
+        // A turn that failed names the relay's refusals after its fault when they may be why
+        // (a path off the allow-list, a missing key): its reason's kind says when.
+        let outcome =
+            self.run_turn(admitted, session_id, params, until).and_then(|()| self.governed().map_err(|miss| miss.reason(&self.nonce)));
         let relay: &Relay = &self.stage.plane.relay;
-        let outcome = outcome.map_err(|(reason, with_refusals)| {
-            let (count, first) = relay.refusals(1);
-            match verdict::refusal_context(count, first.as_ref()).filter(|_| with_refusals) {
-                Some(context) => format!("{reason}; {context}"),
-                None => reason,
-            }
-        });
+        let outcome = outcome.map_err(|reason| verdict::with_refusals(reason, relay, 1));
         if outcome.is_err() && self.turn_open {
             // A runner that gives up on a turn cancels it, as ACP asks, before tearing down.
             let _ = self.session.notify(CANCEL_METHOD, json!({"sessionId": session_id}));
@@ -589,7 +593,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         self.step(StepName::PromptExchange, started, outcome);
     }
 
-    fn run_turn(&mut self, admitted: &AdmittedCapabilities, session_id: &str, params: Value, until: Instant) -> Result<(), String> {
+    fn run_turn(&mut self, admitted: &AdmittedCapabilities, session_id: &str, params: Value, until: Instant) -> Result<(), Reason> {
         // The turn's time starts before the prompt is written: the harness may begin (and
         // measure its own `wall_time_ms`) while the probe still records what it sent.
         let sent = Instant::now();
@@ -601,12 +605,12 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             // The scripted inputs go out while a model answer is in flight ([`live`]).
             self.stage.plane.relay.pace(Some(live::TURN_PACE));
         }
-        let prompt = self.session.request(PROMPT_METHOD, params).map_err(|f| format!("session/prompt: {f}"))?;
+        let prompt = self.session.request(PROMPT_METHOD, params).map_err(|f| Reason::new(Kind::Harness, f).within(PROMPT_METHOD))?;
         self.prompt_id = Some(prompt);
         self.turn_open = true;
         let answer = self.live_turn(prompt, session_id, sent, inputs, until);
         self.stage.plane.relay.pace(None);
-        let message = answer.map_err(|reason| format!("session/prompt: {reason}"))?;
+        let message = answer.map_err(|reason| reason.within(PROMPT_METHOD))?;
         self.turn_open = false;
         // What the harness says of its own turn, and how long the turn took as the probe saw
         // it: both are set against the relay's record at the end.
@@ -617,25 +621,25 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         loop {
             match self.session.next(settle_until) {
                 Ok(_) if self.normalizer.full() => {
-                    self.late_fault = Some(self.normalizer.over_budget("harness"));
+                    self.late_fault = Some(self.over_budget());
                     break;
                 }
                 Ok(incoming) => self.dispatch(incoming),
                 Err(Fault::Timeout | Fault::Deadline | Fault::Closed) => break,
                 Err(fault) => {
-                    self.late_fault = Some(fault.to_string());
+                    self.late_fault = Some(Reason::new(Kind::Harness, fault));
                     break;
                 }
             }
         }
         if let Some(error) = message.get("error") {
-            return Err(format!("session/prompt answered an error: {}", rpc_error(error)));
+            return Err(Reason::new(Kind::Answer, format!("session/prompt answered an error: {}", rpc_error(error))));
         }
-        if let Some(fault) = &self.late_fault {
-            return Err(format!("after the turn: {fault}"));
+        if let Some(fault) = self.late_fault.clone() {
+            return Err(fault.within("after the turn"));
         }
         if message.pointer("/result/stopReason").and_then(Value::as_str).is_none() {
-            return Err(String::from("session/prompt answered without a stop reason"));
+            return Err(Reason::new(Kind::Answer, "session/prompt answered without a stop reason"));
         }
         Ok(())
     }
@@ -656,11 +660,12 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
     fn finish(mut self, admitted: Option<&AdmittedCapabilities>) -> LaneEnd {
         let started = Instant::now();
         let teardown = self.session.teardown(self.stage.options.kill_grace);
-        let mut outcome = teardown_fault(&teardown, "harness", "EOF on stdin and SIGTERM").map_or(Ok(()), Err);
-        // The runtime's client is gone; what it keeps (a container, an image) goes now.
+        let mut outcome = teardown_fault(&teardown, "harness", "EOF on stdin and SIGTERM").map_or(Outcome::Passed, Outcome::Failed);
+        // The runtime's client is gone; what it keeps (a container, an image) goes now. The
+        // agent's own fault, when it left one, is the one the step names.
         if let Some((container, image)) = self.container.take().zip(self.stage.image.as_mut()) {
-            if let Some(fault) = image.finish(container) {
-                outcome = outcome.and(Err(fault));
+            if let Some(fault) = image.finish(container).filter(|_| outcome.passed()) {
+                outcome = Outcome::Failed(fault);
             }
         }
         let teardown_ms = started.elapsed().as_millis() as u64;
@@ -741,8 +746,8 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         if self.prompt_id.is_none() {
             // The handshake's check stays: the handshake did happen, or failed to.
             for (name, outcome) in &mut report.checks {
-                if *name != READY_CHECK && !matches!(outcome, Outcome::Skip { .. }) {
-                    *outcome = Outcome::Skip { reason: String::from(NO_TURN) };
+                if *name != READY_CHECK && !matches!(outcome, Check::Skip { .. }) {
+                    *outcome = Check::Skip { reason: String::from(NO_TURN) };
                 }
             }
         }
@@ -780,7 +785,7 @@ fn realized(admitted: &AdmittedCapabilities, report: &conformance::Report) -> Ma
         .map(|(axis, value)| {
             let pending = admitted.promotions().iter().find(|u| u.axis == *axis && u.evidence.is_some());
             let value = match pending {
-                Some(u) if report.outcome(u.evidence.unwrap_or_default()) != Some(&Outcome::Pass) => u.from,
+                Some(u) if report.outcome(u.evidence.unwrap_or_default()) != Some(&Check::Pass) => u.from,
                 _ => value,
             };
             ((*axis).to_owned(), json!(value))

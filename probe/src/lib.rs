@@ -33,6 +33,7 @@ pub mod model_plane;
 pub mod next;
 pub mod oneshot;
 pub mod options;
+pub mod outcome;
 pub mod plan;
 mod plane;
 pub mod progress;

@@ -16,6 +16,7 @@ use crate::image::run::PreparedImage;
 use crate::lane::ReadyLane;
 use crate::model_plane::ModelPlane;
 use crate::options::RunOptions;
+use crate::outcome::{Kind, Outcome, Reason};
 use crate::plan::Plan;
 use crate::plane::{binding_notes, catalog_entry, Plane};
 use crate::report::{LaneReport, Report, Steps, NO_TURN, QUALIFICATION};
@@ -97,13 +98,8 @@ fn steps(
 /// `context_compaction`, under an enforced window: the lane's check of the turn, else a
 /// skip saying why.
 fn context_compaction(steps: &mut Steps<'_>, lane: &LaneReport) {
-    use crate::verdict::compaction::Verdict;
-    match lane.context_compaction().map(|c| &c.verdict) {
-        Some(Verdict::Passed) => steps.ended(StepName::ContextCompaction, 0, Ok(())),
-        Some(Verdict::Failed(reason)) => steps.ended(StepName::ContextCompaction, 0, Err(reason.clone())),
-        Some(Verdict::Skipped(reason)) => steps.skipped(StepName::ContextCompaction, reason),
-        None => steps.skipped(StepName::ContextCompaction, NO_TURN),
-    }
+    let outcome = lane.context_compaction().map_or_else(|| Outcome::skipped(NO_TURN), |c| c.verdict.clone());
+    steps.ended(StepName::ContextCompaction, 0, outcome);
 }
 
 /// Teardown (the lane's, then the plane's), the model plane with the relay's record, the
@@ -120,21 +116,18 @@ fn finish(
     let started = Instant::now();
     let (fence, fence_note, nonce) = (plane.fence, plane.fence_note.clone(), plane.nonce.clone());
     let (record, removed) = plane.remove();
-    let removed = removed.map_err(|e| e.to_string());
+    let removed = removed.map_or_else(|e| Outcome::failed(Kind::Teardown, e), |()| Outcome::Passed);
     // Under a script that fails calls, the record says whether the harness recovered: a
     // step of the run, judged before teardown like the lane's own.
     if options.model_script.fails_calls() {
-        let recovered = crate::verdict::recovery(&record.calls, end.reply_in_output.is_some()).map_err(|e| e.to_string());
+        let recovered = crate::verdict::recovery(&record.calls, end.reply_in_output.is_some()).map_err(|e| Reason::new(Kind::Recovery, e));
         steps.ended(StepName::ModelRecovery, 0, recovered);
     }
     if options.context_window.is_some() {
         context_compaction(&mut steps, &end.report);
     }
     let (lane_ms, lane_teardown) = end.teardown;
-    let teardown = match (lane_teardown, removed) {
-        (Err(a), Err(b)) => Err(format!("{a}; {b}")),
-        (lane, removed) => lane.and(removed),
-    };
+    let teardown = lane_teardown.and_also(removed);
     steps.ended(StepName::Teardown, lane_ms + started.elapsed().as_millis() as u64, teardown);
     let provider = options.provider.as_deref().unwrap_or(catalog::UNLISTED_PROVIDER);
     let mut model_plane = ModelPlane::new(provider, fence, fence_note, options.model_script.kind(), record);

@@ -9,6 +9,7 @@ use crate::error::ProbeError;
 use crate::image::run::{ImageRun, PreparedImage};
 use crate::image::runtime::RunningContainer;
 use crate::options::RunOptions;
+use crate::outcome::{Kind, Outcome, Reason};
 use crate::plane::Plane;
 use crate::report::{LaneReport, Steps};
 
@@ -24,8 +25,8 @@ pub(crate) struct Stage<'a, 'p> {
 /// model plane's verdict reads of its output.
 pub(crate) struct LaneEnd {
     pub report: LaneReport,
-    /// How long the lane's teardown took, and what went wrong in it.
-    pub teardown: (u64, Result<(), String>),
+    /// How long the lane's teardown took, and how it ended.
+    pub teardown: (u64, Outcome),
     pub nonce_in_output: bool,
     /// The reply token that reached the output, when one did.
     pub reply_in_output: Option<String>,
@@ -79,9 +80,9 @@ impl ImageStage {
 
     /// Removes what the runtime keeps of a run (a container, an image); what it could not
     /// remove is a teardown fault, kept in the report.
-    pub fn finish(&mut self, started: RunningContainer) -> Option<String> {
+    pub fn finish(&mut self, started: RunningContainer) -> Option<Reason> {
         let fault = started.finish().err()?;
         self.report.teardown_fault.get_or_insert_with(|| fault.to_string());
-        Some(format!("the image's runtime left something behind: {fault}"))
+        Some(Reason::new(Kind::Teardown, format!("the image's runtime left something behind: {fault}")))
     }
 }

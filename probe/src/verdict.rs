@@ -18,7 +18,8 @@ pub mod steer;
 
 use serde_json::Value;
 
-use crate::relay::{Call, FaultKind, Refusal};
+use crate::outcome::{Kind, Reason};
+use crate::relay::{Call, FaultKind, Refusal, Relay};
 use crate::report::acp::{RecordedTurn, TurnTelemetry};
 
 /// One served call as the verdicts read it.
@@ -55,9 +56,18 @@ pub enum Miss {
 }
 
 impl Miss {
-    /// Whether a refusal of the relay can be the cause: the model was never asked.
-    pub fn refusals_may_cause(&self) -> bool {
-        !matches!(self, Miss::NoAnswer { .. })
+    /// The kind of the deciding fact: the model was never asked (a refusal of the relay can
+    /// be the cause), or its answer did not reach the output.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Miss::NoCall { .. } | Miss::NoPrompt { .. } => Kind::Unasked,
+            Miss::NoAnswer { .. } => Kind::Unanswered,
+        }
+    }
+
+    /// The miss as a step's reason.
+    pub fn reason(&self, nonce: &str) -> Reason {
+        Reason::new(self.kind(), self.describe(nonce))
     }
 
     /// The deciding fact in words, then whether the output echoes the nonce.
@@ -104,6 +114,17 @@ pub fn refusal_context(count: usize, first: Option<&Refusal>) -> Option<String> 
     let first = first?;
     let more = if count > 1 { format!(" (and {} more)", count - 1) } else { String::new() };
     Some(format!("the relay refused during the turn: {} {}: {}{more}", first.status_text(), first.path, first.reason))
+}
+
+/// A failed step's reason, with the relay's refusals of `turn` named after it when they may
+/// be its cause (its kind says): a harness whose calls were refused should be told which
+/// ones, but a refusal beside a turn the model did answer is not why the turn failed.
+pub fn with_refusals(reason: Reason, relay: &Relay, turn: usize) -> Reason {
+    let (count, first) = relay.refusals(turn);
+    match refusal_context(count, first.as_ref()).filter(|_| reason.kind.refusals_may_cause()) {
+        Some(context) => reason.then(context),
+        None => reason,
+    }
 }
 
 /// The call that retried call `i`: the next call of the same turn that asked what call `i`
@@ -261,7 +282,7 @@ pub(crate) mod tests {
         let miss = exchange(&[call(true, Some(TOKEN))], NONCE, &echoed).unwrap_err();
         assert_eq!(miss, Miss::NoAnswer { tokens: vec![TOKEN.to_owned()], echoed: true });
         assert!(miss.describe(NONCE).starts_with("no reply token of the model's answer"), "{}", miss.describe(NONCE));
-        assert!(!miss.refusals_may_cause());
+        assert!(!miss.kind().refusals_may_cause());
     }
 
     pub(crate) fn served(turn: usize, started_ms: u64, fault: Option<crate::relay::FaultKind>, retry_after: Option<u32>) -> Call {

@@ -139,7 +139,7 @@ fn every_golden_exchange_gives_its_observations_and_verdicts() {
             if i == 0 {
                 first_reply = outcome.1.as_ref().ok().cloned();
             }
-            verdicts.insert(outcome.0.to_owned(), verdict(outcome.1.map(|_| ()).map_err(|f| f.reason)));
+            verdicts.insert(outcome.0.to_owned(), verdict(outcome.1.map(|_| ()).map_err(|f| f.to_string())));
             answers.push((output.answer().to_owned(), served));
             if declaration.output_mode == OutputMode::Text {
                 assert_eq!(output.answer().trim_end(), run["stdout"].as_str().unwrap().trim_end(), "{name}: text mode's answer is stdout");
@@ -147,7 +147,7 @@ fn every_golden_exchange_gives_its_observations_and_verdicts() {
         }
         if let Some(validator) = &validator {
             let outcome =
-                answers.iter().try_for_each(|(answer, served)| judge::output_schema(answer, validator, served)).map_err(|f| f.reason);
+                answers.iter().try_for_each(|(answer, served)| judge::output_schema(answer, validator, served)).map_err(|f| f.to_string());
             verdicts.insert("output_schema".to_owned(), verdict(outcome));
         }
         if bless {

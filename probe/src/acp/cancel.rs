@@ -23,9 +23,9 @@ use serde_json::{json, Value};
 
 use super::flight::Flight;
 use super::{rpc_error, Run, CANCEL_METHOD};
+use crate::outcome::{Kind, Outcome, Reason};
 use crate::relay::{Pace, PaceEnd};
 use crate::report::acp::Cancellation;
-use crate::report::steps::StepStatus;
 use crate::session::{Fault, Incoming};
 use crate::verdict::in_flight::AfterStop;
 use checkfu_wire::catalog::StepName;
@@ -49,8 +49,7 @@ const PERMISSION_METHOD: &str = Method::SessionRequestPermission.name();
 impl Run<'_, '_, '_, '_> {
     /// Runs the step, or says why it is skipped.
     pub(super) fn cancellation(&mut self, session_id: &str) {
-        let exchanged =
-            self.stage.steps.list.iter().any(|(name, step)| *name == StepName::PromptExchange && step.status == StepStatus::Passed);
+        let exchanged = self.stage.steps.passed(StepName::PromptExchange);
         let skip = if !self.options.cancellation {
             Some("--no-cancellation was given")
         } else if !exchanged {
@@ -63,12 +62,13 @@ impl Run<'_, '_, '_, '_> {
             return;
         }
         let started = Instant::now();
-        let outcome = self.cancel_turn(session_id);
+        let outcome = self.cancel_turn(session_id).unwrap_or_else(Outcome::Failed);
         self.stage.plane.relay.pace(None);
         self.step(StepName::Cancellation, started, outcome);
     }
 
-    fn cancel_turn(&mut self, session_id: &str) -> Result<(), String> {
+    /// The cancelled turn's outcome; `Err` when it could not be cancelled at all.
+    fn cancel_turn(&mut self, session_id: &str) -> Result<Outcome, Reason> {
         let nonce = crate::options::fresh_nonce();
         let relay = &self.stage.plane.relay;
         relay.begin_turn(nonce.clone(), Vec::new());
@@ -79,15 +79,17 @@ impl Run<'_, '_, '_, '_> {
         let until = self.step_deadline();
         let sent = Instant::now();
         let params = json!({"sessionId": session_id, "prompt": [{"type": "text", "text": text}]});
-        let prompt = self.session.request(PROMPT_METHOD, params).map_err(|f| format!("session/prompt: {f}"))?;
+        let harness = |what: &str, fault: Fault| Reason::new(Kind::Harness, fault).within(what);
+        let prompt = self.session.request(PROMPT_METHOD, params).map_err(|f| harness(PROMPT_METHOD, f))?;
         let trigger = match self.wait_for_flight(prompt, turn, 0, false, until) {
             Flight::Act(trigger) => trigger,
             Flight::Answered(message) => {
-                return Err(format!("the prompt was answered ({}) before a model answer was in flight to cancel", answer_words(&message)))
+                let words = format!("the prompt was answered ({}) before a model answer was in flight to cancel", answer_words(&message));
+                return Err(Reason::new(Kind::Answer, words));
             }
-            Flight::Failed(reason) => return Err(format!("no model answer was in flight to cancel: {reason}")),
+            Flight::Failed(reason) => return Err(reason.within("no model answer was in flight to cancel")),
         };
-        self.session.notify(CANCEL_METHOD, json!({"sessionId": session_id})).map_err(|f| format!("{CANCEL_METHOD}: {f}"))?;
+        self.session.notify(CANCEL_METHOD, json!({"sessionId": session_id})).map_err(|f| harness(CANCEL_METHOD, f))?;
         self.session.cancel_permissions();
         let cancelled = Instant::now();
         let cancel_ms = self.stage.plane.relay.now_ms();
@@ -110,17 +112,19 @@ impl Run<'_, '_, '_, '_> {
             streams_open: after.streams_open,
             permissions_cancelled,
         });
-        judge(answer, stop_reason.as_deref(), &after)
+        Ok(judge(answer, stop_reason.as_deref(), &after))
     }
 
     /// The answer to `prompt` by `until`, reading past everything else (the session still
     /// answers the agent's own requests, permission requests `cancelled`).
-    fn answer_to(&mut self, prompt: i64, until: Instant) -> Result<Value, String> {
+    fn answer_to(&mut self, prompt: i64, until: Instant) -> Result<Value, Reason> {
         loop {
             match self.session.next(until) {
                 Ok(Incoming::Response { id, message, .. }) if id == prompt => return Ok(message),
                 Ok(_) => {}
-                Err(Fault::Timeout) => return Err(format!("no answer within {:.1} s of the cancel", WINDOW.as_secs_f64())),
+                Err(Fault::Timeout) => {
+                    return Err(Reason::new(Kind::Harness, format!("no answer within {:.1} s of the cancel", WINDOW.as_secs_f64())))
+                }
                 Err(fault) => return Err(self.explain(&fault)),
             }
         }
@@ -144,26 +148,30 @@ impl Run<'_, '_, '_, '_> {
 /// The step's verdict, the deciding fact first: a model call after the cancel (the agent
 /// went on working), then the answer (none, an error, another stop reason), then a stream
 /// the agent still read after answering.
-fn judge(answer: Result<Value, String>, stop_reason: Option<&str>, after: &AfterStop) -> Result<(), String> {
+fn judge(answer: Result<Value, Reason>, stop_reason: Option<&str>, after: &AfterStop) -> Outcome {
+    let after_stop = || after.fault("cancel").map_or(Outcome::Passed, Outcome::Failed);
     if after.calls_after > 0 {
-        return after.fault("cancel").map_or(Ok(()), Err);
+        return after_stop();
     }
     let message = match answer {
         Ok(message) => message,
         Err(reason) if after.streams_open > 0 => {
-            return Err(format!(
-                "the cancelled prompt was not answered ({reason}), and the model's answer was still in flight to the agent"
-            ))
+            let words =
+                format!("the cancelled prompt was not answered ({reason}), and the model's answer was still in flight to the agent");
+            return Outcome::failed(Kind::MidTurn, words);
         }
-        Err(reason) => return Err(format!("the cancelled prompt was not answered: {reason}")),
+        Err(reason) => return Outcome::Failed(reason.within("the cancelled prompt was not answered")),
     };
     if let Some(error) = message.get("error") {
-        return Err(format!("the cancelled prompt was answered with an error, not `cancelled`: {}", rpc_error(error)));
+        return Outcome::failed(
+            Kind::Answer,
+            format!("the cancelled prompt was answered with an error, not `cancelled`: {}", rpc_error(error)),
+        );
     }
     match stop_reason {
-        Some("cancelled") => after.fault("cancel").map_or(Ok(()), Err),
-        Some(other) => Err(format!("the cancelled prompt was answered `{other}`, not `cancelled`")),
-        None => Err(String::from("the cancelled prompt was answered without a stop reason")),
+        Some("cancelled") => after_stop(),
+        Some(other) => Outcome::failed(Kind::Answer, format!("the cancelled prompt was answered `{other}`, not `cancelled`")),
+        None => Outcome::failed(Kind::Answer, "the cancelled prompt was answered without a stop reason"),
     }
 }
 

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::Run;
+use crate::outcome::Reason;
 use crate::relay::PaceEnd;
 use crate::report::acp::MidTurn;
 use crate::session::{Fault, Incoming};
@@ -35,8 +36,8 @@ pub(super) enum Flight {
     Act(MidTurn),
     /// The prompt was answered first (its message).
     Answered(Value),
-    /// The session failed, or the step's time ran out (in words).
-    Failed(String),
+    /// The session failed, or the step's time ran out.
+    Failed(Reason),
 }
 
 impl Run<'_, '_, '_, '_> {
@@ -83,7 +84,7 @@ impl Run<'_, '_, '_, '_> {
                 Err(fault) => return Flight::Failed(self.explain(&fault)),
             }
             if observe && self.normalizer.full() {
-                return Flight::Failed(self.normalizer.over_budget("harness"));
+                return Flight::Failed(self.over_budget());
             }
         }
     }

@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 
 use super::flight::Flight;
 use super::{Run, INTERRUPT_METHOD, OPT_IN_INTERRUPT, STEER_METHOD};
+use crate::outcome::{Kind, Reason};
 use crate::relay::token::{self, STEER_PREFIX};
 use crate::relay::Pace;
 use crate::report::acp::Drain;
@@ -51,7 +52,7 @@ impl Run<'_, '_, '_, '_> {
         sent: Instant,
         inputs: Inputs,
         until: Instant,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, Reason> {
         let mut not_before_ms = 0;
         if inputs.steer {
             match self.wait_for_flight(prompt, 1, 0, true, until) {
@@ -76,8 +77,10 @@ impl Run<'_, '_, '_, '_> {
                 Flight::Answered(message) => return Ok(message),
                 Flight::Failed(reason) => return Err(reason),
             };
-            let id =
-                self.session.request(INTERRUPT_METHOD, json!({"sessionId": session_id})).map_err(|f| format!("{INTERRUPT_METHOD}: {f}"))?;
+            let id = self
+                .session
+                .request(INTERRUPT_METHOD, json!({"sessionId": session_id}))
+                .map_err(|f| Reason::new(Kind::Harness, f).within(INTERRUPT_METHOD))?;
             self.normalizer.interrupt_request();
             self.interrupt_id = Some(id);
             let sent_ms = self.stage.plane.relay.now_ms();
@@ -88,7 +91,7 @@ impl Run<'_, '_, '_, '_> {
 
     /// Sends the steer, its content carrying a token the relay then looks for in every
     /// request.
-    fn send_steer(&mut self, session_id: &str) -> Result<(), String> {
+    fn send_steer(&mut self, session_id: &str) -> Result<(), Reason> {
         let mark = token::mint(STEER_PREFIX);
         let event = format!("probe-steer-{}", self.nonce);
         let content = format!("Keep the reply to the nonce only (steer {mark}).");
@@ -96,14 +99,14 @@ impl Run<'_, '_, '_, '_> {
         relay.watch_steer(mark);
         self.steer_sent_ms = Some(relay.now_ms());
         let params = json!({"sessionId": session_id, "id": event, "content": content});
-        let id = self.session.request(STEER_METHOD, params).map_err(|f| format!("{STEER_METHOD}: {f}"))?;
+        let id = self.session.request(STEER_METHOD, params).map_err(|f| Reason::new(Kind::Harness, f).within(STEER_METHOD))?;
         self.normalizer.steer_input(&event);
         self.steer = Some((id, event));
         Ok(())
     }
 
     /// Reads the turn until the steer is acknowledged, the prompt answered, or `until`.
-    fn wait_for_steer_ack(&mut self, prompt: i64, until: Instant) -> Result<SteerWait, String> {
+    fn wait_for_steer_ack(&mut self, prompt: i64, until: Instant) -> Result<SteerWait, Reason> {
         loop {
             if let Some((ack, at_ms)) = self.steer_ack {
                 return Ok(SteerWait::Acknowledged { delivered: ack == SteerAck::Delivered, at_ms });
@@ -115,7 +118,7 @@ impl Run<'_, '_, '_, '_> {
                 Err(fault) => return Err(self.explain(&fault)),
             }
             if self.normalizer.full() {
-                return Err(self.normalizer.over_budget("harness"));
+                return Err(self.over_budget());
             }
         }
     }
@@ -140,12 +143,9 @@ impl Run<'_, '_, '_, '_> {
         let relay = &self.stage.plane.relay;
         let calls: Vec<_> = (1..=relay.turn()).flat_map(|turn| relay.calls(turn)).collect();
         let reach = crate::verdict::steer::reached(&calls, 1, sent_ms, ack, relay.turn() > 1);
-        let replaced = match reach {
-            crate::verdict::steer::SteerReach::Reached => return,
-            crate::verdict::steer::SteerReach::Missed(reason) => Outcome::Fail { reason, at: None },
-            crate::verdict::steer::SteerReach::Unprovable(reason) => Outcome::Skip { reason },
-        };
-        overrule_pass(report, catalog::Check::SteeringDelivered.name(), replaced);
+        if !reach.passed() {
+            overrule_pass(report, catalog::Check::SteeringDelivered.name(), reach.to_check());
+        }
     }
 }
 

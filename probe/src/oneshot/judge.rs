@@ -9,6 +9,7 @@
 
 use serde_json::Value;
 
+use crate::outcome::{Kind, Reason};
 use crate::verdict;
 pub use crate::verdict::Served;
 use checkfu_wire::conformance::normalize::Normalizer;
@@ -108,56 +109,39 @@ impl Output {
     }
 }
 
-/// A failed step: its reason, the deciding fact first, and whether the relay's refusals
-/// of the run may be why (then the lane names them after it).
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{reason}")]
-pub struct Failed {
-    pub reason: String,
-    pub refusals_may_cause: bool,
-}
-
-impl Failed {
-    fn new(reason: String, refusals_may_cause: bool) -> Failed {
-        Failed { reason, refusals_may_cause }
-    }
-}
-
 /// Why the run itself did not complete a turn: it hung, was killed, exited non-zero, or (in
 /// stream mode) its stream is malformed, reported an error or never ended.
-fn run_fault(output: &Output, exit: &Exit, step_timeout: f64) -> Option<String> {
-    if exit.timed_out {
-        return Some(format!("the CLI did not exit within {step_timeout:.1} s (--step-timeout); it was stopped"));
-    }
-    if output.normalizer.full() {
-        return Some(output.normalizer.over_budget("CLI"));
-    }
-    if output.mode == OutputMode::StreamJson {
-        if let Some(fault) = output.stream.fault() {
-            return Some(fault);
+fn run_fault(output: &Output, exit: &Exit, step_timeout: f64) -> Option<Reason> {
+    let words = if exit.timed_out {
+        format!("the CLI did not exit within {step_timeout:.1} s (--step-timeout); it was stopped")
+    } else if output.normalizer.full() {
+        output.normalizer.over_budget("CLI")
+    } else if let Some(fault) = output.stream.fault().filter(|_| output.mode == OutputMode::StreamJson) {
+        fault
+    } else {
+        match (exit.code, exit.signal) {
+            (Some(0), _) => return None,
+            (Some(code), _) => format!("the CLI exited with status {code}"),
+            (None, Some(signal)) => format!("the CLI was ended by signal {signal}"),
+            (None, None) => String::from("the CLI's exit status could not be read"),
         }
-    }
-    match (exit.code, exit.signal) {
-        (Some(0), _) => None,
-        (Some(code), _) => Some(format!("the CLI exited with status {code}")),
-        (None, Some(signal)) => Some(format!("the CLI was ended by signal {signal}")),
-        (None, None) => Some(String::from("the CLI's exit status could not be read")),
-    }
+    };
+    Some(Reason::new(Kind::Harness, words))
 }
 
 /// `prompt_exchange`: the run completed a turn, a call the relay served carried the nonce
 /// in its latest user turn, and that call's reply token reached normalized output. `Ok`
-/// holds the reply token that did.
-pub fn prompt_exchange(output: &Output, exit: &Exit, served: &[Served], nonce: &str, step_timeout: f64) -> Result<String, Failed> {
+/// holds the reply token that did. A run that did not complete its turn fails on that, the
+/// miss that may explain it after it.
+pub fn prompt_exchange(output: &Output, exit: &Exit, served: &[Served], nonce: &str, step_timeout: f64) -> Result<String, Reason> {
     let exchange = verdict::exchange(served, nonce, &|text| output.carries(text));
     if let Some(fault) = run_fault(output, exit, step_timeout) {
-        let context = match &exchange {
-            Err(miss) if miss.refusals_may_cause() => format!("; {}", miss.describe(nonce)),
-            _ => String::new(),
-        };
-        return Err(Failed::new(format!("{fault}{context}"), true));
+        return Err(match &exchange {
+            Err(miss) if miss.kind().refusals_may_cause() => fault.then(miss.describe(nonce)),
+            _ => fault,
+        });
     }
-    exchange.map_err(|miss| Failed::new(miss.describe(nonce), miss.refusals_may_cause()))
+    exchange.map_err(|miss| miss.reason(nonce))
 }
 
 /// `resume`: the second run completed its own turn (its prompt answered by the model, the
@@ -171,21 +155,20 @@ pub fn resume(
     nonce: &str,
     first_reply: Option<&str>,
     step_timeout: f64,
-) -> Result<String, Failed> {
-    let reached = prompt_exchange(output, exit, served, nonce, step_timeout)
-        .map_err(|f| Failed::new(format!("the second run: {}", f.reason), f.refusals_may_cause))?;
+) -> Result<String, Reason> {
+    let reached = prompt_exchange(output, exit, served, nonce, step_timeout).map_err(|f| f.within("the second run"))?;
     let Some(first_reply) = first_reply else {
-        return Err(Failed::new(
-            String::from("the first run's output carried no reply token of the model, so there is no answer to resume from"),
-            false,
+        return Err(Reason::new(
+            Kind::Continuity,
+            "the first run's output carried no reply token of the model, so there is no answer to resume from",
         ));
     };
     if served.iter().any(|c| c.earlier_reply_in_request) {
         Ok(reached)
     } else {
-        Err(Failed::new(
+        Err(Reason::new(
+            Kind::Continuity,
             format!("no call of the second run carried the first run's reply token {first_reply}: the resumed session did not hold the model's first answer"),
-            false,
         ))
     }
 }
@@ -193,8 +176,8 @@ pub fn resume(
 /// `output_schema`: the final answer is JSON, it validates against the schema, and it is a
 /// structured value the relay served (the same JSON, keys in any order): a value the
 /// harness made up, or changed, fails even when it validates.
-pub fn output_schema(answer: &str, validator: &jsonschema::Validator, served: &[Served]) -> Result<(), Failed> {
-    let failed = |reason: String| Failed::new(reason, false);
+pub fn output_schema(answer: &str, validator: &jsonschema::Validator, served: &[Served]) -> Result<(), Reason> {
+    let failed = |words: String| Reason::new(Kind::Unanswered, words);
     let value: Value = serde_json::from_str(answer.trim()).map_err(|e| {
         let shown: String = answer.chars().take(120).collect();
         failed(format!("the final answer is not JSON ({e}): {shown:?}"))
@@ -242,14 +225,14 @@ mod tests {
         let served = [answered(false)];
         assert_eq!(prompt_exchange(&text(TOKEN), &ok, &served, NONCE, 30.0), Ok(TOKEN.to_owned()));
         let echo = prompt_exchange(&text(&format!("Reply with the nonce {NONCE}")), &ok, &served, NONCE, 30.0).unwrap_err();
-        assert!(echo.reason.starts_with("no reply token of the model's answer") && echo.reason.contains("echo"), "{echo:?}");
-        assert!(!echo.refusals_may_cause);
+        assert!(echo.words().starts_with("no reply token of the model's answer") && echo.words().contains("echo"), "{echo:?}");
+        assert!(!echo.kind.refusals_may_cause());
         let failed = prompt_exchange(&text("API Error: 500"), &ok, &[], NONCE, 30.0).unwrap_err();
-        assert!(failed.reason.starts_with("no call reached the model"), "{failed:?}");
+        assert!(failed.words().starts_with("no call reached the model"), "{failed:?}");
         let hung = prompt_exchange(&text(""), &Exit { timed_out: true, ..Exit::default() }, &[], NONCE, 2.0).unwrap_err();
-        assert!(hung.reason.starts_with("the CLI did not exit within 2.0 s"), "{hung:?}");
+        assert!(hung.words().starts_with("the CLI did not exit within 2.0 s"), "{hung:?}");
         let lost = resume(&text(TOKEN), &ok, &[answered(false)], NONCE, Some("cfr-1111111111111111"), 30.0).unwrap_err();
-        assert!(lost.reason.contains("did not hold the model's first answer"), "{lost:?}");
+        assert!(lost.words().contains("did not hold the model's first answer"), "{lost:?}");
         assert_eq!(resume(&text(TOKEN), &ok, &[answered(true)], NONCE, Some("cfr-1111111111111111"), 30.0), Ok(TOKEN.to_owned()));
     }
 
@@ -260,7 +243,7 @@ mod tests {
         let served = serde_json::json!({"answer": TOKEN, "n": 1});
         let call = Served { structured_digest: Some(crate::relay::digest(&served)), ..answered(false) };
         assert_eq!(output_schema(&format!(r#"{{"n": 1.0, "answer": "{TOKEN}"}}"#), &validator, std::slice::from_ref(&call)), Ok(()));
-        let made_up = output_schema(r#"{"answer": "mine"}"#, &validator, &[call]).unwrap_err().reason;
+        let made_up = output_schema(r#"{"answer": "mine"}"#, &validator, &[call]).unwrap_err().to_string();
         assert!(made_up.contains("not the structured value the relay served"), "{made_up}");
     }
 }

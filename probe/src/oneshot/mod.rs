@@ -30,10 +30,12 @@ use std::time::{Duration, Instant};
 
 use crate::error::ProbeError;
 use crate::options::{fresh_nonce, RunOptions};
+use crate::outcome::{Kind, Outcome};
 use crate::report::oneshot::OneshotReport;
 use crate::report::LaneReport;
 use crate::session::{self, Launch};
 use crate::stage::{LaneEnd, Stage};
+use crate::verdict;
 use checkfu_wire::catalog::StepName as Name;
 use checkfu_wire::oneshot::{Declaration, PromptTransport};
 use judge::Served;
@@ -148,7 +150,7 @@ pub(crate) fn run(
     let timeout = lane.stage.options.step_timeout.as_secs_f64();
     let outcome = judge::prompt_exchange(&first.output, &first.exit, &served, &nonce, timeout);
     let first_reply = outcome.as_ref().ok().cloned();
-    let outcome = outcome.map(|_| ()).map_err(|f| with_refusals(f, &lane.stage.plane.relay, 1));
+    let outcome = outcome.map(|_| ()).map_err(|f| verdict::with_refusals(f, &lane.stage.plane.relay, 1));
     lane.stage.steps.ended(Name::PromptExchange, first.report.ms, outcome);
     let nonce_in_output = first.output.carries(&nonce);
     let mut finished = vec![(first, served)];
@@ -158,8 +160,8 @@ pub(crate) fn run(
     }
     let started = Instant::now();
     // A run's teardown fault holds what removing its image's run failed on too.
-    let teardown = finished.iter().enumerate().find_map(|(i, (r, _))| r.teardown_fault.as_ref().map(|f| format!("run {}: {f}", i + 1)));
-    let teardown = teardown.map_or(Ok(()), Err);
+    let teardown = finished.iter().enumerate().find_map(|(i, (r, _))| r.teardown_fault.clone().map(|f| f.within(format!("run {}", i + 1))));
+    let teardown = teardown.map_or(Outcome::Passed, Outcome::Failed);
     let delivered = lane.stage.options.output_schema.is_some().then(|| delivery(&lane.stage.plane.relay, finished.len()));
     let report = OneshotReport {
         driver: checkfu_wire::catalog::ONESHOT_DRIVER,
@@ -191,17 +193,6 @@ fn delivery(relay: &crate::relay::Relay, runs: usize) -> Vec<&'static str> {
     ways
 }
 
-/// A failed step's reason, with the relay's refusals of the run named after it when they
-/// may be its cause: a CLI whose calls were refused should be told which ones, but a
-/// refusal beside a turn the model did answer is not why the turn failed.
-fn with_refusals(failed: judge::Failed, relay: &crate::relay::Relay, turn: usize) -> String {
-    let (count, first) = relay.refusals(turn);
-    match crate::verdict::refusal_context(count, first.as_ref()).filter(|_| failed.refusals_may_cause) {
-        Some(context) => format!("{}; {context}", failed.reason),
-        None => failed.reason,
-    }
-}
-
 /// The lane's state across its runs.
 struct Lane<'l, 's, 'p> {
     stage: &'l mut Stage<'s, 'p>,
@@ -222,7 +213,7 @@ impl Lane<'_, '_, '_> {
         let first_session = finished[0].0.output.stream.session_id.clone();
         if flag.contains("{session_id}") && first_session.is_none() {
             let reason = "the first run's stream reported no session id, which the resume flag needs; no second run was made";
-            self.stage.steps.ended(Name::Resume, 0, Err(String::from(reason)));
+            self.stage.steps.ended(Name::Resume, 0, Outcome::failed(Kind::Continuity, reason));
             return Ok(None);
         }
         let second_nonce = fresh_nonce();
@@ -231,7 +222,11 @@ impl Lane<'_, '_, '_> {
         let expanded = match self.stage.plane.placeholders.expand_with(&flag, &[("session_id", &session_id)]) {
             Ok(expanded) => expanded,
             Err(e) => {
-                self.stage.steps.ended(Name::Resume, 0, Err(format!("the resume flag cannot be expanded: {e}")));
+                self.stage.steps.ended(
+                    Name::Resume,
+                    0,
+                    Outcome::failed(Kind::Continuity, format!("the resume flag cannot be expanded: {e}")),
+                );
                 return Ok(Some(second_nonce));
             }
         };
@@ -239,7 +234,7 @@ impl Lane<'_, '_, '_> {
         let served: Vec<Served> = self.stage.plane.relay.calls(2).iter().map(Served::from).collect();
         let timeout = self.stage.options.step_timeout.as_secs_f64();
         let outcome = judge::resume(&second.output, &second.exit, &served, &second_nonce, first_reply, timeout);
-        let outcome = outcome.map(|_| ()).map_err(|f| with_refusals(f, &self.stage.plane.relay, 2));
+        let outcome = outcome.map(|_| ()).map_err(|f| verdict::with_refusals(f, &self.stage.plane.relay, 2));
         self.stage.steps.ended(Name::Resume, second.report.ms, outcome);
         finished.push((second, served));
         Ok(Some(second_nonce))
@@ -248,10 +243,10 @@ impl Lane<'_, '_, '_> {
     /// The output schema step: every run's answer is a structured value the relay served in
     /// that run, and validates.
     fn output_schema(&mut self, validator: &jsonschema::Validator, finished: &[Run]) {
-        let mut outcome = Ok(());
+        let mut outcome = Outcome::Passed;
         for (i, (run, served)) in finished.iter().enumerate() {
             if let Err(e) = judge::output_schema(run.output.answer(), validator, served) {
-                outcome = Err(if finished.len() > 1 { format!("run {}: {e}", i + 1) } else { e.reason });
+                outcome = Outcome::Failed(if finished.len() > 1 { e.within(format!("run {}", i + 1)) } else { e });
                 break;
             }
         }
@@ -312,7 +307,10 @@ impl Lane<'_, '_, '_> {
         // The runtime's client is gone; what it keeps (a container, an image) goes now.
         let image = self.stage.image.as_mut();
         if let Some(fault) = container_run.zip(image).and_then(|(started, image)| image.finish(started)) {
-            finished.teardown_fault = Some(finished.teardown_fault.map_or(fault.clone(), |f| format!("{f}; {fault}")));
+            finished.teardown_fault = Some(match finished.teardown_fault.take() {
+                Some(own) => own.then(fault),
+                None => fault,
+            });
         }
         Ok(finished)
     }

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::judge::{Exit, Output};
+use crate::outcome::Reason;
 use crate::report::oneshot::RunReport;
 use crate::report::process::{teardown_fault, ProcessEnd};
 use crate::session::process::{Event, Harness, Launch};
@@ -23,7 +24,7 @@ pub struct Finished {
     pub exit: Exit,
     /// Teardown found a process of the group that would not die, or had to kill the CLI
     /// after SIGTERM.
-    pub teardown_fault: Option<String>,
+    pub teardown_fault: Option<Reason>,
 }
 
 /// How to run it.

@@ -18,6 +18,7 @@ use serde::{Serialize, Serializer};
 use crate::image::run::ImageRun;
 use crate::model_plane::ModelPlane;
 use crate::next::NextSteps;
+use crate::outcome::Outcome;
 use crate::verdict::compaction::CompactionCheck;
 use checkfu_wire::catalog::{self, Protocol, StepName};
 pub(crate) use steps::Steps;
@@ -117,9 +118,12 @@ impl Report {
     /// What failed the run first, in one line: a step, then a check or the grammar, then
     /// the catalog binding, then a signal; `None` when it passed.
     pub fn first_failure(&self) -> Option<String> {
-        let step = self.steps.iter().find(|(_, s)| s.status == StepStatus::Failed);
-        if let Some((name, step)) = step {
-            return Some(format!("step {name}: {}", step.reason.as_deref().unwrap_or("failed")));
+        let step = self.steps.iter().find_map(|(name, s)| match &s.outcome {
+            Outcome::Failed(reason) => Some((name, reason)),
+            _ => None,
+        });
+        if let Some((name, reason)) = step {
+            return Some(format!("step {name}: {reason}"));
         }
         let lane = match &self.lane {
             LaneReport::Acp(r) => r.first_failure(),

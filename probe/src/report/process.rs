@@ -7,6 +7,7 @@ use std::process::ExitStatus;
 use serde::{Serialize, Serializer};
 use serde_json::{json, Value};
 
+use crate::outcome::{Kind, Reason};
 use crate::session::{Ending, Teardown};
 
 /// The end of one harness process: the members both lanes report for it.
@@ -50,15 +51,17 @@ impl ProcessEnd {
 /// Why a teardown is a failed step, if it is: a process of the group survived it, or the
 /// harness had to be killed or could not be reaped. `who` names the harness (`harness`,
 /// `CLI`); `ignored` what it ignored before SIGKILL.
-pub fn teardown_fault(teardown: &Teardown, who: &str, ignored: &str) -> Option<String> {
-    if !teardown.leftover.is_empty() {
-        return Some(format!("processes of the {who}'s group survived teardown: {:?}", teardown.leftover));
-    }
-    match teardown.ending {
-        Ending::Killed => Some(format!("the {who} ignored {ignored}; it was killed")),
-        Ending::Unreaped => Some(format!("the {who} could not be reaped after SIGKILL")),
-        _ => None,
-    }
+pub fn teardown_fault(teardown: &Teardown, who: &str, ignored: &str) -> Option<Reason> {
+    let words = if !teardown.leftover.is_empty() {
+        format!("processes of the {who}'s group survived teardown: {:?}", teardown.leftover)
+    } else {
+        match teardown.ending {
+            Ending::Killed => format!("the {who} ignored {ignored}; it was killed"),
+            Ending::Unreaped => format!("the {who} could not be reaped after SIGKILL"),
+            _ => return None,
+        }
+    };
+    Some(Reason::new(Kind::Teardown, words))
 }
 
 /// An exit as the report writes it: `{"code": n}`, `{"signal": n}`, or `null` when the

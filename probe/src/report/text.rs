@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::acp::AcpReport;
 use super::oneshot::OneshotReport;
 use super::process::stderr_lines;
-use super::{steps, LaneReport, Report, StepStatus, QUALIFICATION};
+use super::{steps, LaneReport, Report, QUALIFICATION};
 use checkfu_wire::catalog::Protocol;
 use checkfu_wire::conformance::Outcome;
 
@@ -30,7 +30,7 @@ pub(super) fn render(report: &Report) -> String {
     for (name, step) in &report.steps {
         let _ = writeln!(out, "{}", steps::line(*name, step));
     }
-    if report.steps.iter().any(|(_, s)| s.status == StepStatus::Failed) {
+    if report.steps.iter().any(|(_, s)| s.outcome.is_failed()) {
         match &report.lane {
             LaneReport::Acp(r) => out.push_str(&stderr_lines("", &r.harness.process.stderr_tail)),
             LaneReport::Oneshot(r) => {

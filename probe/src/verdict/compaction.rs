@@ -28,6 +28,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::outcome::{Kind, Outcome};
 use crate::relay::{Call, FaultKind};
 
 /// How far a claimed token estimate may be from the relay's, in percent of the relay's: a
@@ -159,18 +160,15 @@ pub struct CompactionCheck {
     /// Each way a claim differs from the record: the claim, the counter, the claimed and the
     /// recorded value.
     pub mismatches: Vec<String>,
-    /// The step's verdict.
+    /// The step's verdict: skipped when there was nothing to judge (no request reached the
+    /// window, and nothing was claimed).
     #[serde(skip)]
-    pub verdict: Verdict,
+    pub verdict: Outcome,
 }
 
-/// The step's outcome.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Verdict {
-    Passed,
-    Failed(String),
-    /// Nothing to judge: no request reached the window, and nothing was claimed.
-    Skipped(String),
+/// A failure of the step, in `words`.
+fn failed(words: impl std::fmt::Display) -> Outcome {
+    Outcome::failed(Kind::Compaction, words)
 }
 
 /// Whether `claimed` is within the tolerance of the relay's `recorded` estimate.
@@ -248,54 +246,54 @@ pub fn judge(window: u64, policy: Option<Policy>, claims: Claims, calls: &[Call]
         claims_dropped: claims.dropped,
         recorded,
         mismatches,
-        verdict: Verdict::Passed,
+        verdict: Outcome::Passed,
     };
     check.verdict = verdict(&check, calls, answered);
     check
 }
 
 /// The verdict of a check whose facts are gathered.
-fn verdict(check: &CompactionCheck, calls: &[Call], answered: bool) -> Verdict {
+fn verdict(check: &CompactionCheck, calls: &[Call], answered: bool) -> Outcome {
     if check.claims_dropped > 0 {
-        return Verdict::Failed(format!("the harness sent more than {MAX_CLAIMS} checkfu.compaction members in one turn"));
+        return failed(format!("the harness sent more than {MAX_CLAIMS} checkfu.compaction members in one turn"));
     }
     let compacted = check.recorded.iter().find(|r| r.tokens_after < r.tokens_before);
     if check.policy.is_none() {
         if let Some(claim) = check.claimed.first() {
-            return Verdict::Failed(format!(
+            return failed(format!(
                 "checkfu.runtime_config admitted no compaction policy, so the harness must not compact, and it claims a {} compaction of {} message(s)",
                 claim.strategy.name(),
                 claim.compacted_messages
             ));
         }
         if let Some(r) = compacted {
-            return Verdict::Failed(format!(
+            return failed(format!(
                 "checkfu.runtime_config admitted no compaction policy, so the harness must not compact, and after the context overflow of call {} ({} tokens, {} messages) it sent {} tokens in {} messages",
                 r.call, r.tokens_before, r.messages_before, r.tokens_after, r.messages_after
             ));
         }
     }
     if let Some(first) = check.mismatches.first() {
-        return Verdict::Failed(first.clone());
+        return failed(first);
     }
     if check.overflows == 0 {
-        return Verdict::Skipped(format!(
+        return Outcome::Skipped(format!(
             "no request reached the window of {} tokens (the largest the relay estimated was {}), and no compaction was claimed",
             check.window, check.largest_estimate
         ));
     }
     if check.policy.is_none() {
-        return Verdict::Passed;
+        return Outcome::Passed;
     }
     recovered(check, calls, answered)
 }
 
 /// Under an admitted policy: every overflow was followed by a smaller request, and the
 /// turn's answer reached the output.
-fn recovered(check: &CompactionCheck, calls: &[Call], answered: bool) -> Verdict {
+fn recovered(check: &CompactionCheck, calls: &[Call], answered: bool) -> Outcome {
     for (i, call) in calls.iter().enumerate().filter(|(_, c)| c.fault == Some(FaultKind::ContextOverflow)) {
         let Some(record) = check.recorded.iter().find(|r| r.call == i + 1) else {
-            return Verdict::Failed(format!(
+            return failed(format!(
                 "the harness gave up after the context overflow of call {} ({} tokens, past the window of {}): it made no model call after it in the turn",
                 i + 1,
                 call.estimated_tokens,
@@ -303,7 +301,7 @@ fn recovered(check: &CompactionCheck, calls: &[Call], answered: bool) -> Verdict
             ));
         };
         if record.tokens_after >= record.tokens_before {
-            return Verdict::Failed(format!(
+            return failed(format!(
                 "the harness did not compact after the context overflow of call {}: the call after it was {} tokens in {} messages, not fewer than {} tokens in {}",
                 i + 1,
                 record.tokens_after,
@@ -314,9 +312,9 @@ fn recovered(check: &CompactionCheck, calls: &[Call], answered: bool) -> Verdict
         }
     }
     if !answered {
-        return Verdict::Failed(String::from("the harness compacted, but no reply token of the turn's answer reached its output"));
+        return failed(String::from("the harness compacted, but no reply token of the turn's answer reached its output"));
     }
-    Verdict::Passed
+    Outcome::Passed
 }
 
 #[cfg(test)]
@@ -352,13 +350,13 @@ mod tests {
     #[test]
     fn an_honest_compaction_passes_and_is_recorded() {
         let check = judge(500, policy(), claims(vec![claim(12, 880, 310)], 0), &compacted_turn(), true);
-        assert_eq!(check.verdict, Verdict::Passed, "{:?}", check.mismatches);
+        assert_eq!(check.verdict, Outcome::Passed, "{:?}", check.mismatches);
         assert_eq!(
             check.recorded,
             vec![Recorded { call: 1, messages_before: 17, messages_after: 5, tokens_before: 900, tokens_after: 300 }]
         );
         // A compaction the harness does not claim is no failure: fidelity is fail-open.
-        assert_eq!(judge(500, policy(), claims(vec![], 0), &compacted_turn(), true).verdict, Verdict::Passed);
+        assert_eq!(judge(500, policy(), claims(vec![], 0), &compacted_turn(), true).verdict, Outcome::Passed);
     }
 
     #[test]
@@ -366,15 +364,15 @@ mod tests {
         let count = judge(500, policy(), claims(vec![claim(13, 900, 300)], 0), &compacted_turn(), true);
         assert_eq!(
             count.verdict,
-            Verdict::Failed(String::from(
-                "checkfu.compaction #1: compacted_messages claimed 13, recorded 12 (call 1 had 17 messages, the call after it 5)"
-            ))
+            failed("checkfu.compaction #1: compacted_messages claimed 13, recorded 12 (call 1 had 17 messages, the call after it 5)")
         );
         let tokens = judge(500, policy(), claims(vec![claim(12, 9000, 300)], 0), &compacted_turn(), true);
-        let Verdict::Failed(reason) = tokens.verdict else { panic!("a lie passed") };
+        let Outcome::Failed(reason) = tokens.verdict else { panic!("a lie passed") };
+        let reason = reason.words();
         assert!(reason.starts_with("checkfu.compaction #1: tokens_before claimed 9000, recorded 900"), "{reason}");
         let unrecorded = judge(500, policy(), claims(vec![claim(12, 900, 300), claim(1, 300, 200)], 0), &compacted_turn(), true);
-        let Verdict::Failed(reason) = unrecorded.verdict else { panic!("an unrecorded claim passed") };
+        let Outcome::Failed(reason) = unrecorded.verdict else { panic!("an unrecorded claim passed") };
+        let reason = reason.words();
         assert!(reason.contains("#2 claims 1 message(s) compacted") && reason.contains("shows no compaction #2"), "{reason}");
         let strategy = Claim { strategy: Strategy::Summarize, ..claim(12, 900, 300) };
         assert_eq!(
@@ -393,27 +391,29 @@ mod tests {
     #[test]
     fn under_a_policy_the_harness_must_compact_and_still_answer() {
         let gave_up = judge(500, policy(), claims(vec![], 0), &[call(1, Some(ContextOverflow), 17, 900)], false);
-        let Verdict::Failed(reason) = gave_up.verdict else { panic!("giving up passed") };
+        let Outcome::Failed(reason) = gave_up.verdict else { panic!("giving up passed") };
+        let reason = reason.words();
         assert!(reason.starts_with("the harness gave up after the context overflow of call 1 (900 tokens"), "{reason}");
         let same = [call(1, Some(ContextOverflow), 17, 900), call(1, Some(ContextOverflow), 17, 900)];
-        let Verdict::Failed(reason) = judge(500, policy(), claims(vec![], 0), &same, false).verdict else {
+        let Outcome::Failed(reason) = judge(500, policy(), claims(vec![], 0), &same, false).verdict else {
             panic!("the same request passed")
         };
+        let reason = reason.words();
         assert!(reason.starts_with("the harness did not compact after the context overflow of call 1"), "{reason}");
         let unanswered = judge(500, policy(), claims(vec![], 0), &compacted_turn(), false);
-        assert_eq!(
-            unanswered.verdict,
-            Verdict::Failed(String::from("the harness compacted, but no reply token of the turn's answer reached its output"))
-        );
+        assert_eq!(unanswered.verdict, failed("the harness compacted, but no reply token of the turn's answer reached its output"));
         // A retry in another turn is no compaction of this one.
         let elsewhere = [call(1, Some(ContextOverflow), 17, 900), call(2, None, 5, 300)];
-        assert!(matches!(judge(500, policy(), claims(vec![], 0), &elsewhere, true).verdict, Verdict::Failed(r) if r.contains("gave up")));
+        assert!(
+            matches!(judge(500, policy(), claims(vec![], 0), &elsewhere, true).verdict, Outcome::Failed(r) if r.words().contains("gave up"))
+        );
     }
 
     #[test]
     fn without_a_policy_the_harness_must_not_compact() {
         let compacted = judge(500, None, claims(vec![], 0), &compacted_turn(), true);
-        let Verdict::Failed(reason) = compacted.verdict else { panic!("an unadmitted compaction passed") };
+        let Outcome::Failed(reason) = compacted.verdict else { panic!("an unadmitted compaction passed") };
+        let reason = reason.words();
         assert!(
             reason.contains(
                 "must not compact, and after the context overflow of call 1 (900 tokens, 17 messages) it sent 300 tokens in 5 messages"
@@ -421,9 +421,9 @@ mod tests {
             "{reason}"
         );
         let claimed = judge(500, None, claims(vec![claim(12, 900, 300)], 0), &[call(1, None, 1, 10)], true);
-        assert!(matches!(claimed.verdict, Verdict::Failed(r) if r.contains("claims a truncate_oldest compaction of 12")));
+        assert!(matches!(claimed.verdict, Outcome::Failed(r) if r.words().contains("claims a truncate_oldest compaction of 12")));
         // The overflow stood: the harness obeyed (the turn's failure is prompt_exchange's).
-        assert_eq!(judge(500, None, claims(vec![], 0), &[call(1, Some(ContextOverflow), 17, 900)], false).verdict, Verdict::Passed);
+        assert_eq!(judge(500, None, claims(vec![], 0), &[call(1, Some(ContextOverflow), 17, 900)], false).verdict, Outcome::Passed);
     }
 
     #[test]
@@ -431,11 +431,13 @@ mod tests {
         let calls = [call(1, Some(RateLimit), 1, 40), call(1, None, 1, 40)];
         assert_eq!(
             judge(500, policy(), claims(vec![], 0), &calls, true).verdict,
-            Verdict::Skipped(String::from(
+            Outcome::Skipped(String::from(
                 "no request reached the window of 500 tokens (the largest the relay estimated was 40), and no compaction was claimed"
             ))
         );
-        assert!(matches!(judge(500, policy(), claims(vec![], 1), &calls, true).verdict, Verdict::Failed(r) if r.contains("more than 64")));
+        assert!(
+            matches!(judge(500, policy(), claims(vec![], 1), &calls, true).verdict, Outcome::Failed(r) if r.words().contains("more than 64"))
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //!   answer of the turn was streamed to its end and reached the session's updates whole:
 //!   draining lets the work in flight finish, it does not cut it off.
 
+use crate::outcome::{Kind, Reason};
 use crate::relay::{Call, PaceEnd};
 
 /// The calls of a turn after the probe stopped it at `at_ms` (the relay's clock).
@@ -32,13 +33,14 @@ impl AfterStop {
         }
     }
 
-    /// The first thing wrong, in words: a call after the stop, then a stream left open.
-    pub fn fault(&self, stop: &str) -> Option<String> {
+    /// The first thing wrong: a call after the stop, then a stream left open.
+    pub fn fault(&self, stop: &str) -> Option<Reason> {
         if let Some(ms) = self.first_after_ms {
             let more = if self.calls_after > 1 { format!(" ({} calls in all)", self.calls_after) } else { String::new() };
-            return Some(format!("a model call started {ms} ms after the {stop}{more}"));
+            return Some(Reason::new(Kind::MidTurn, format!("a model call started {ms} ms after the {stop}{more}")));
         }
-        (self.streams_open > 0).then(|| format!("the model's answer was still in flight to the harness after the {stop}"))
+        (self.streams_open > 0)
+            .then(|| Reason::new(Kind::MidTurn, format!("the model's answer was still in flight to the harness after the {stop}")))
     }
 }
 
@@ -106,9 +108,12 @@ mod tests {
         let calls = [call(100, Some((PaceEnd::Closed, 3))), call(900, None), call(950, None)];
         let after = AfterStop::of(&calls, 500);
         assert_eq!((after.calls_after, after.first_after_ms, after.streams_open), (2, Some(400), 0));
-        assert_eq!(after.fault("cancel").as_deref(), Some("a model call started 400 ms after the cancel (2 calls in all)"));
+        assert_eq!(
+            after.fault("cancel").as_ref().map(Reason::words),
+            Some("a model call started 400 ms after the cancel (2 calls in all)")
+        );
         let open = AfterStop::of(&[call(100, Some((PaceEnd::Open, 3)))], 500);
-        assert!(open.fault("cancel").expect("open").contains("still in flight"));
+        assert!(open.fault("cancel").expect("open").words().contains("still in flight"));
         assert_eq!(AfterStop::of(&[call(100, Some((PaceEnd::Finished, 10)))], 500).fault("cancel"), None);
     }
 

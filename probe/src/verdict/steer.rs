@@ -6,46 +6,35 @@
 //! acknowledged `queued` waits for the next user turn: a request of that turn must carry it.
 //! An acknowledgement is otherwise only the harness's word.
 
+use crate::outcome::{Kind, Outcome};
 use crate::relay::Call;
 use checkfu_wire::conformance::observation::SteerAck;
 
-/// What the record shows of the steer.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SteerReach {
-    /// A request that should carry it did.
-    Reached,
-    /// None did: the deciding fact, in words.
-    Missed(String),
-    /// Nothing could show it (a queued steer and no next turn): why.
-    Unprovable(String),
-}
-
 /// Judges a steer sent at `sent_ms` (the relay's clock) in `turn` and acknowledged `ack`,
 /// against every call of the run; `next_turn_ran` says whether the probe made another turn
-/// after it.
-pub fn reached(calls: &[Call], turn: usize, sent_ms: u64, ack: SteerAck, next_turn_ran: bool) -> SteerReach {
+/// after it. It passes when a request that should carry it did, fails when none did, and is
+/// skipped when nothing could show it (a queued steer and no next turn).
+pub fn reached(calls: &[Call], turn: usize, sent_ms: u64, ack: SteerAck, next_turn_ran: bool) -> Outcome {
     match ack {
         SteerAck::Delivered => {
             if calls.iter().any(|c| c.turn == turn && c.started_ms >= sent_ms && c.steer_in_request) {
-                SteerReach::Reached
+                Outcome::Passed
             } else {
-                SteerReach::Missed(String::from(
-                    "the steer was acknowledged `delivered`, but no later model request of the turn carried it",
-                ))
+                Outcome::failed(Kind::MidTurn, "the steer was acknowledged `delivered`, but no later model request of the turn carried it")
             }
         }
-        SteerAck::Queued if !next_turn_ran => SteerReach::Unprovable(String::from(
+        SteerAck::Queued if !next_turn_ran => Outcome::skipped(
             "the steer was acknowledged `queued`, and no next turn ran to carry it (the cancellation step's prompt is that turn)",
-        )),
+        ),
         SteerAck::Queued => {
             if calls.iter().any(|c| c.turn == turn + 1 && c.steer_in_request) {
-                SteerReach::Reached
+                Outcome::Passed
             } else {
-                SteerReach::Missed(String::from("the steer was acknowledged `queued`, but no model request of the next turn carried it"))
+                Outcome::failed(Kind::MidTurn, "the steer was acknowledged `queued`, but no model request of the next turn carried it")
             }
         }
         // A refusal is the trace's to judge; nothing was promised.
-        SteerAck::Refused => SteerReach::Reached,
+        SteerAck::Refused => Outcome::Passed,
     }
 }
 
@@ -62,14 +51,14 @@ mod tests {
     #[test]
     fn a_delivered_steer_needs_a_later_request_of_its_turn_and_a_queued_one_the_next_turn() {
         let forwarded = [call(1, 0, false), call(1, 900, true)];
-        assert_eq!(reached(&forwarded, 1, 500, SteerAck::Delivered, false), SteerReach::Reached);
+        assert_eq!(reached(&forwarded, 1, 500, SteerAck::Delivered, false), Outcome::Passed);
         // Carried only by a request made before the steer was sent: impossible, and no proof.
-        assert!(matches!(reached(&[call(1, 100, true)], 1, 500, SteerAck::Delivered, true), SteerReach::Missed(_)));
+        assert!(matches!(reached(&[call(1, 100, true)], 1, 500, SteerAck::Delivered, true), Outcome::Failed(_)));
         // A delivered steer that shows up only in the next turn was queued, not delivered.
-        assert!(matches!(reached(&[call(1, 0, false), call(2, 900, true)], 1, 500, SteerAck::Delivered, true), SteerReach::Missed(_)));
-        assert_eq!(reached(&[call(1, 0, false), call(2, 900, true)], 1, 500, SteerAck::Queued, true), SteerReach::Reached);
-        assert!(matches!(reached(&[call(1, 0, false), call(2, 900, false)], 1, 500, SteerAck::Queued, true), SteerReach::Missed(_)));
-        assert!(matches!(reached(&[call(1, 0, false)], 1, 500, SteerAck::Queued, false), SteerReach::Unprovable(_)));
-        assert_eq!(reached(&[], 1, 500, SteerAck::Refused, true), SteerReach::Reached);
+        assert!(matches!(reached(&[call(1, 0, false), call(2, 900, true)], 1, 500, SteerAck::Delivered, true), Outcome::Failed(_)));
+        assert_eq!(reached(&[call(1, 0, false), call(2, 900, true)], 1, 500, SteerAck::Queued, true), Outcome::Passed);
+        assert!(matches!(reached(&[call(1, 0, false), call(2, 900, false)], 1, 500, SteerAck::Queued, true), Outcome::Failed(_)));
+        assert!(matches!(reached(&[call(1, 0, false)], 1, 500, SteerAck::Queued, false), Outcome::Skipped(_)));
+        assert_eq!(reached(&[], 1, 500, SteerAck::Refused, true), Outcome::Passed);
     }
 }
