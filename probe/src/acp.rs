@@ -188,10 +188,10 @@ pub(crate) fn check<'a>(options: &'a AcpOptions, run: &RunOptions, entry: Option
         return Err(ProbeError::Usage(String::from("the recipe's home_files write into the fresh home, which --inherit-home turns off")));
     }
     for (key, value) in &options.recipe_env {
-        launch::check(value).map_err(|e| ProbeError::Usage(format!("env {key}: {e}")))?;
+        launch::check(value).map_err(|e| ProbeError::invalid(format!("env {key}"), e))?;
     }
     for (path, template) in &options.recipe_home_files {
-        launch::check(template).map_err(|e| ProbeError::Usage(format!("home_files {path}: {e}")))?;
+        launch::check(template).map_err(|e| ProbeError::invalid(format!("home_files {path}"), e))?;
     }
     Ok(Checked { options, driver, envelope, meta })
 }
@@ -235,7 +235,7 @@ pub(crate) fn expand_command(
 ) -> Result<Vec<OsString>, ProbeError> {
     let mut command = command
         .iter()
-        .map(|a| placeholders.expand_os(a).map_err(|e| ProbeError::Usage(format!("the harness command: {e}"))))
+        .map(|a| placeholders.expand_os(a).map_err(|e| ProbeError::invalid("the harness command", e)))
         .collect::<Result<Vec<OsString>, ProbeError>>()?;
     if let (Some(first), false) = (command.first_mut(), in_image) {
         *first = launch::program(first, &std::env::current_dir().unwrap_or_default());
@@ -289,7 +289,7 @@ fn start(options: &AcpOptions, command: &[OsString], stage: &mut Stage<'_, '_>) 
     };
     let mut argv = command.to_vec();
     let mut started = None;
-    let mut workspace = plane.workspace.take().ok_or_else(|| ProbeError::CannotStart(String::from("the workspace is gone")))?;
+    let mut workspace = plane.workspace.take().ok_or(ProbeError::NoWorkspace)?;
     if let Some(image) = stage.image.as_mut() {
         let image_env = image.env(&launch.env);
         launch.env.extend(image_env);
@@ -312,7 +312,7 @@ fn start(options: &AcpOptions, command: &[OsString], stage: &mut Stage<'_, '_>) 
         Ok(session) => Ok(Started { session, container: started, argv }),
         Err(e) => {
             let program = command.first().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
-            Err(ProbeError::CannotStart(format!("cannot start `{program}`: {e}")))
+            Err(ProbeError::cannot_start(format!("cannot start `{program}`"), e))
         }
     }
 }

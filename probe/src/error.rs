@@ -5,7 +5,12 @@
 //! run that could not begin (its options, a program that cannot start, a tool that is not
 //! installed) or an image that could not be made ready.
 
+use crate::image::run::PullError;
 use crate::report::Report;
+
+/// What another part of the probe (or the system) said when it refused: kept whole, as the
+/// error's source.
+pub type Cause = Box<dyn std::error::Error + Send + Sync>;
 
 /// A run that ended without a report.
 #[derive(Debug, thiserror::Error)]
@@ -13,15 +18,33 @@ pub enum ProbeError {
     /// The options do not make a run: a bad flag, template, schema, recipe or declaration.
     #[error("{0}")]
     Usage(String),
-    /// A program or a directory the run needs cannot be started or made.
-    #[error("{0}")]
-    CannotStart(String),
+    /// An option (`what`, when it needs naming) that another part refused, and why.
+    #[error("{}{source}", named(what))]
+    Invalid {
+        what: String,
+        #[source]
+        source: Cause,
+    },
+    /// A program or a directory the run needs (`what`) cannot be started or made, and why.
+    #[error("{}{source}", named(what))]
+    CannotStart {
+        what: String,
+        #[source]
+        source: Cause,
+    },
+    /// The workspace was handed to a session that did not give it back.
+    #[error("the workspace is gone")]
+    NoWorkspace,
     /// A tool the image lane needs is not installed.
     #[error("{0}")]
-    MissingTool(String),
-    /// The image could not be made ready: its build, push, pull, check or unpack failed.
-    #[error("{what}: {reason}")]
-    Image { what: String, reason: String },
+    MissingTool(#[source] PullError),
+    /// The image (`what`) could not be made ready: its build, push, pull, check or unpack failed.
+    #[error("{what}: {source}")]
+    Image {
+        what: String,
+        #[source]
+        source: PullError,
+    },
     /// An output file cannot be written (`--trace`, `--record`, `--record-model`).
     #[error("cannot write {}: {source}", path.display())]
     Output { path: std::path::PathBuf, source: std::io::Error },
@@ -39,13 +62,38 @@ pub mod status {
 }
 
 impl ProbeError {
+    /// An option, `what` (`""` when the cause names it), that `cause` refused.
+    pub fn invalid(what: impl Into<String>, cause: impl Into<Cause>) -> ProbeError {
+        ProbeError::Invalid { what: what.into(), source: cause.into() }
+    }
+
+    /// Something the run needs, `what` (`""` when the cause names it), that could not be
+    /// started or made, for `cause`.
+    pub fn cannot_start(what: impl Into<String>, cause: impl Into<Cause>) -> ProbeError {
+        ProbeError::CannotStart { what: what.into(), source: cause.into() }
+    }
+
     /// Its exit status: the image's failure is the run's (1); anything else is the user's
     /// to fix before a run can happen (2).
     pub fn exit_code(&self) -> i32 {
         match self {
             ProbeError::Image { .. } => status::FAILED,
-            ProbeError::Usage(_) | ProbeError::CannotStart(_) | ProbeError::MissingTool(_) | ProbeError::Output { .. } => status::USAGE,
+            ProbeError::Usage(_)
+            | ProbeError::Invalid { .. }
+            | ProbeError::CannotStart { .. }
+            | ProbeError::NoWorkspace
+            | ProbeError::MissingTool(_)
+            | ProbeError::Output { .. } => status::USAGE,
         }
+    }
+}
+
+/// `what` as the head of a message about it: `what: `, or nothing when the cause says it all.
+fn named(what: &str) -> String {
+    if what.is_empty() {
+        String::new()
+    } else {
+        format!("{what}: ")
     }
 }
 

@@ -105,14 +105,14 @@ pub fn check_options(options: &crate::options::RunOptions, command: &[OsString])
     }
     for (i, arg) in command.iter().enumerate() {
         if let Some(text) = arg.to_str() {
-            check(text).map_err(|e| ProbeError::Usage(format!("the harness command's argument {i} `{text}`: {e}")))?;
+            check(text).map_err(|e| ProbeError::invalid(format!("the harness command's argument {i} `{text}`"), e))?;
         }
     }
     for (key, value) in &options.env {
-        check(value).map_err(|e| ProbeError::Usage(format!("--env {key}: {e}")))?;
+        check(value).map_err(|e| ProbeError::invalid(format!("--env {key}"), e))?;
     }
     for (path, template) in &options.home_files {
-        check(template).map_err(|e| ProbeError::Usage(format!("--home-file {path}: {e}")))?;
+        check(template).map_err(|e| ProbeError::invalid(format!("--home-file {path}"), e))?;
     }
     Ok(())
 }

@@ -112,10 +112,10 @@ impl ImagePlan {
             Some(kind) => Runtime::find(kind),
             None => Runtime::detect(),
         }
-        .map_err(|e| ProbeError::Usage(format!("--runtime: {e}")))?;
+        .map_err(|e| ProbeError::invalid("--runtime", e))?;
         let failed = |what: String, e: PullError| match e {
-            PullError::Missing(m) => ProbeError::MissingTool(m),
-            PullError::Failed(reason) => ProbeError::Image { what, reason },
+            PullError::Missing(_) => ProbeError::MissingTool(e),
+            source => ProbeError::Image { what, source },
         };
         match &self.source {
             ImageSource::Pull { reference, from } => {

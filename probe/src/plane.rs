@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::error::ProbeError;
+use crate::error::{Cause, ProbeError};
 use crate::model_plane::Fence;
 use crate::options::{fresh_nonce, RunOptions, TOKEN_FILE};
 use crate::relay::{self, Relay};
@@ -59,7 +59,7 @@ pub(crate) fn binding_notes(
             entry.name, entry.supply, entry.adoption
         )));
     }
-    let cell = catalog::reachable(entry.name, provider).map_err(|e| ProbeError::Usage(e.to_string()))?;
+    let cell = catalog::reachable(entry.name, provider).map_err(|e| ProbeError::invalid("", e))?;
     if cell == Some(false) {
         progress(Progress::Note(&format!(
             "the reachability matrix marks `{}` unreachable through `{}`: the relay serves only that provider's paths",
@@ -123,12 +123,12 @@ impl Plane {
     /// Makes the plane. Every template was checked before ([`launch::check_options`]), so
     /// nothing is started for a bad one.
     pub fn prepare(options: &RunOptions, declared: Declared<'_>) -> Result<Plane, ProbeError> {
-        let cannot_start = |what: &str, e: String| ProbeError::CannotStart(format!("cannot prepare the session ({what}): {e}"));
-        let workspace = session::workspace::Workspace::create().map_err(|e| cannot_start("workspace", e.to_string()))?;
+        let cannot_start = |what: &str, e: Cause| ProbeError::cannot_start(format!("cannot prepare the session ({what})"), e);
+        let workspace = session::workspace::Workspace::create().map_err(|e| cannot_start("workspace", e.into()))?;
         let nonce = fresh_nonce();
         let token = relay::token::mint(relay::token::FILE_TOKEN_PREFIX);
         let token_file = workspace.root().join(TOKEN_FILE);
-        std::fs::write(&token_file, relay::token::file_text(&token)).map_err(|e| cannot_start("token file", e.to_string()))?;
+        std::fs::write(&token_file, relay::token::file_text(&token)).map_err(|e| cannot_start("token file", e.into()))?;
         let (namespace, listener, fence, fence_note) = Plane::fence(options.netns);
         // The lease key and the token are drawn apart from the nonce: knowing one tells
         // nothing of the others.
@@ -145,10 +145,10 @@ impl Plane {
             record_bodies: options.record_bodies,
             context_window: options.context_window,
         })
-        .map_err(|e| cannot_start("relay", e.to_string()))?;
+        .map_err(|e| cannot_start("relay", e.into()))?;
         let home = match options.inherit_home {
             true => None,
-            false => Some(session::home::Home::create().map_err(|e| cannot_start("home", e.to_string()))?),
+            false => Some(session::home::Home::create().map_err(|e| cannot_start("home", e.into()))?),
         };
         let placeholders = launch::Placeholders {
             relay_url: relay.url(),
@@ -164,14 +164,14 @@ impl Plane {
         let mut warnings = Vec::new();
         if let Some(home) = &home {
             for (label, path, template) in files {
-                let text = placeholders.expand(template).map_err(|e| ProbeError::Usage(format!("{label}: {e}")))?;
+                let text = placeholders.expand(template).map_err(|e| ProbeError::invalid(label.clone(), e))?;
                 warnings.extend(crate::config_file::check(path, &text).map(|w| w.to_string()));
-                home.write(path, &text).map_err(|e| ProbeError::Usage(format!("{label}: {e}")))?;
+                home.write(path, &text).map_err(|e| ProbeError::invalid(label.clone(), e))?;
             }
         }
         let vars = declared.env.into_iter().flatten().map(|(k, v)| (format!("env {k}"), k, v));
         for (label, key, value) in vars.chain(options.env.iter().map(|(k, v)| (format!("--env {k}"), k, v))) {
-            let value = placeholders.expand(value).map_err(|e| ProbeError::Usage(format!("{label}: {e}")))?;
+            let value = placeholders.expand(value).map_err(|e| ProbeError::invalid(label.clone(), e))?;
             env.push((OsString::from(key), OsString::from(value)));
         }
         let workspace_root = workspace.root().to_path_buf();

@@ -29,7 +29,7 @@ use checkfu_wire::catalog::{self, StepName};
 pub fn run(plan: &Plan, progress: &mut dyn FnMut(Progress)) -> Result<Report, ProbeError> {
     let options = &plan.run;
     let entry = catalog_entry(options.harness.as_deref())?;
-    crate::relay::routes::for_provider(options.provider.as_deref()).map_err(|e| ProbeError::Usage(e.to_string()))?;
+    crate::relay::routes::for_provider(options.provider.as_deref()).map_err(|e| ProbeError::invalid("", e))?;
     // The lane's options are checked before an image is built or pulled, so a bad flag
     // costs nothing; the command or declaration, which the image's may be, after.
     let checked = plan.lane.lane().check(options, entry)?;

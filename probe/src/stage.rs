@@ -47,7 +47,7 @@ pub(crate) struct ImageStage {
 impl ImageStage {
     /// `given` is the working directory asked for (else the image's).
     pub fn new(container: Arc<PreparedImage>, given: Option<&str>) -> Result<ImageStage, ProbeError> {
-        let working_directory = container.working_directory(given).map_err(|e| ProbeError::CannotStart(e.to_string()))?;
+        let working_directory = container.working_directory(given).map_err(|e| ProbeError::cannot_start("", e))?;
         let report = container.run_report(&working_directory, None);
         Ok(ImageStage { container, working_directory, report })
     }
@@ -72,7 +72,7 @@ impl ImageStage {
         let started = self
             .container
             .start(command, &plane.workspace_root, &self.working_directory, &shared, env, plane.relay.addr(), plane.join())
-            .map_err(|e| ProbeError::CannotStart(format!("cannot start the image: {e}")))?;
+            .map_err(|e| ProbeError::cannot_start("cannot start the image", e))?;
         self.report.fence = Some(started.fence);
         self.report.container = started.container.clone();
         Ok(started)

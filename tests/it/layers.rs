@@ -73,16 +73,25 @@ fn long_functions(text: &str) -> Vec<(usize, String, usize)> {
     long
 }
 
+/// The probe's and its command line's sources: each one's path from the workspace's root,
+/// and its text.
+fn probe_and_cli_sources() -> Vec<(String, String)> {
+    let root = workspace();
+    let paths = ["probe/src", "cli/src"].into_iter().flat_map(|dir| sources(&root.join(dir)));
+    paths
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).expect("a source file");
+            (path.strip_prefix(&root).unwrap_or(&path).to_string_lossy().into_owned(), text)
+        })
+        .collect()
+}
+
 #[test]
 fn no_function_of_the_probe_or_its_command_line_runs_over_80_lines() {
-    let root = workspace();
     let mut long = Vec::new();
-    for dir in ["probe/src", "cli/src"] {
-        for path in sources(&root.join(dir)) {
-            let text = std::fs::read_to_string(&path).expect("a source file");
-            for (line, name, length) in long_functions(&text) {
-                long.push(format!("{}:{line}: `{name}` is {length} lines", path.strip_prefix(&root).unwrap_or(&path).display()));
-            }
+    for (relative, text) in probe_and_cli_sources() {
+        for (line, name, length) in long_functions(&text) {
+            long.push(format!("{relative}:{line}: `{name}` is {length} lines"));
         }
     }
     assert!(long.is_empty(), "functions over {MAX_FUNCTION_LINES} lines:\n{}", long.join("\n"));
@@ -196,23 +205,17 @@ fn the_string_check_finds_a_result_with_a_string_error_at_any_depth_of_its_ok() 
 
 #[test]
 fn the_probe_and_its_command_line_have_typed_errors() {
-    let root = workspace();
     let mut found = Vec::new();
-    for dir in ["probe/src", "cli/src"] {
-        for path in sources(&root.join(dir)) {
-            let relative = path.strip_prefix(&root).unwrap_or(&path).to_string_lossy().into_owned();
-            if UNTYPED_ERRORS_YET.iter().any(|skip| relative.starts_with(skip)) {
-                continue;
-            }
-            let text = std::fs::read_to_string(&path).expect("a source file");
-            for line in string_results(&text) {
-                found.push(format!(
-                    "{relative}:{line}: a `Result<_, String>`: give the failure a type (an error enum, or an outcome's reason)"
-                ));
-            }
-            for (i, line) in text.lines().enumerate().filter(|(_, l)| l.contains("impl From<String> for")) {
-                found.push(format!("{relative}:{}: `{}`: an error made from any string is no type", i + 1, line.trim()));
-            }
+    for (relative, text) in probe_and_cli_sources() {
+        if UNTYPED_ERRORS_YET.iter().any(|skip| relative.starts_with(skip)) {
+            continue;
+        }
+        for line in string_results(&text) {
+            found
+                .push(format!("{relative}:{line}: a `Result<_, String>`: give the failure a type (an error enum, or an outcome's reason)"));
+        }
+        for (i, line) in text.lines().enumerate().filter(|(_, l)| l.contains("impl From<String> for")) {
+            found.push(format!("{relative}:{}: `{}`: an error made from any string is no type", i + 1, line.trim()));
         }
     }
     assert!(found.is_empty(), "untyped errors in the probe and its command line:\n{}", found.join("\n"));

@@ -107,9 +107,9 @@ pub(super) fn options(args: &super::Args, recipe: Option<&Recipe>, run: &mut Run
         run.harness = args.shared.harness.clone().or_else(|| recipe.harness.clone());
     }
     let runtime_config = match (&flags.runtime_config, flags.context_window) {
-        (Some(text), _) => Some(
-            serde_json::from_str::<serde_json::Value>(text).map_err(|e| ProbeError::Usage(format!("--runtime-config is not JSON: {e}")))?,
-        ),
+        (Some(text), _) => {
+            Some(serde_json::from_str::<serde_json::Value>(text).map_err(|e| ProbeError::invalid("--runtime-config is not JSON", e))?)
+        }
         (None, Some(window)) => Some(runtime_config(window, flags)),
         (None, None) => None,
     };

@@ -145,7 +145,7 @@ impl Flags {
     /// retest's words. `line` is the command line that ran ([`super::Given::line`]).
     pub fn registration(&self, line: &[Word]) -> Result<Registration, ProbeError> {
         let (defaults_sandbox, defaults_model) = match &self.connection_file {
-            Some(path) => connection_defaults(path).map_err(|e| ProbeError::Usage(e.to_string()))?,
+            Some(path) => connection_defaults(path).map_err(|e| ProbeError::invalid("", e))?,
             None => (None, None),
         };
         let selector = |flag: &Option<String>, default: Option<String>| match (flag, default) {

@@ -274,10 +274,10 @@ impl Invocation {
         let outputs = Outputs { trace: shared.trace.clone(), record: args.acp.record.clone(), record_model: shared.record_model.clone() };
         for (flag, path) in [("--record", &outputs.record), ("--trace", &outputs.trace), ("--record-model", &outputs.record_model)] {
             if let Some(path) = path {
-                writable(flag, path).map_err(|e| ProbeError::Usage(e.to_string()))?;
+                writable(flag, path).map_err(|e| ProbeError::invalid("", e))?;
             }
         }
-        let recipe = shared.recipe.as_deref().map(Recipe::load).transpose().map_err(|e| ProbeError::Usage(e.to_string()))?;
+        let recipe = shared.recipe.as_deref().map(Recipe::load).transpose().map_err(|e| ProbeError::invalid("", e))?;
         let protocol = match (shared.protocol, recipe.as_ref().and_then(|r| r.protocol)) {
             (Some(protocol), _) | (None, Some(protocol)) => protocol,
             (None, None) => Protocol::AcpV1,
@@ -411,12 +411,12 @@ impl Shared {
     /// The options both lanes take: the model plane, the harness's environment, the output
     /// schema and the times; `--deadline` counts from `started`, the run's start.
     fn run_options(&self, started: Instant) -> Result<RunOptions, ProbeError> {
-        let model_script = checkfu_wire_probe::relay::Script::parse(&self.model_script).map_err(|e| ProbeError::Usage(e.to_string()))?;
+        let model_script = checkfu_wire_probe::relay::Script::parse(&self.model_script).map_err(|e| ProbeError::invalid("", e))?;
         let output_schema = match &self.output_schema {
             Some(path) => {
-                let bytes = std::fs::read(path).map_err(|e| ProbeError::Usage(format!("cannot read {}: {e}", path.display())))?;
+                let bytes = std::fs::read(path).map_err(|e| ProbeError::invalid(format!("cannot read {}", path.display()), e))?;
                 let value = serde_json::from_slice(&bytes)
-                    .map_err(|e| ProbeError::Usage(format!("{}:{}:{}: not JSON: {e}", path.display(), e.line(), e.column())))?;
+                    .map_err(|e| ProbeError::invalid(format!("{}:{}:{}: not JSON", path.display(), e.line(), e.column()), e))?;
                 Some(value)
             }
             None => None,

@@ -72,7 +72,7 @@ pub(crate) fn check(run: &RunOptions) -> Result<Checked, ProbeError> {
         Some(schema) => {
             crate::plane::safe_output_schema(schema)?;
             let compiled = jsonschema::validator_for(schema);
-            Some(compiled.map_err(|e| ProbeError::Usage(format!("--output-schema cannot be compiled: {e}")))?)
+            Some(compiled.map_err(|e| ProbeError::invalid("--output-schema cannot be compiled", e))?)
         }
         None => None,
     };
@@ -116,14 +116,12 @@ pub(crate) fn run(
     declaration: Declaration,
     stage: &mut Stage<'_, '_>,
 ) -> Result<LaneEnd, ProbeError> {
-    let scratch = Scratch(
-        session::workspace::private_dir("checkfu-oneshot").map_err(|e| ProbeError::CannotStart(format!("cannot prepare the run: {e}")))?,
-    );
+    let scratch =
+        Scratch(session::workspace::private_dir("checkfu-oneshot").map_err(|e| ProbeError::cannot_start("cannot prepare the run", e))?);
     let schema_path = match &stage.options.output_schema {
         Some(schema) => {
             let path = scratch.0.join("output-schema.json");
-            std::fs::write(&path, schema.to_string())
-                .map_err(|e| ProbeError::CannotStart(format!("cannot write the output schema: {e}")))?;
+            std::fs::write(&path, schema.to_string()).map_err(|e| ProbeError::cannot_start("cannot write the output schema", e))?;
             Some(path.to_string_lossy().into_owned())
         }
         None => None,
@@ -260,7 +258,7 @@ impl Lane<'_, '_, '_> {
         let text = prompt(nonce, number > 1);
         let prompt_path = self.scratch.0.join(format!("prompt-{number}.txt"));
         if declaration.prompt_transport == PromptTransport::ArgvPath {
-            std::fs::write(&prompt_path, &text).map_err(|e| ProbeError::CannotStart(format!("cannot write the prompt file: {e}")))?;
+            std::fs::write(&prompt_path, &text).map_err(|e| ProbeError::cannot_start("cannot write the prompt file", e))?;
         }
         let prompt_path = prompt_path.to_string_lossy().into_owned();
         let mut argv = vec![self.entrypoint.clone()];
@@ -274,7 +272,7 @@ impl Lane<'_, '_, '_> {
                 .plane
                 .placeholders
                 .expand_with(arg, &[("prompt_path", &prompt_path)])
-                .map_err(|e| ProbeError::Usage(format!("argv {arg:?}: {e}")))?;
+                .map_err(|e| ProbeError::invalid(format!("argv {arg:?}"), e))?;
             argv.push(expanded);
         }
         if let (Some(flag), Some(path)) = (&declaration.output_schema_flag, self.schema_path) {
@@ -303,7 +301,7 @@ impl Lane<'_, '_, '_> {
             nonce,
         };
         let program = spec.argv[0].clone();
-        let mut finished = process::run(spec).map_err(|e| ProbeError::CannotStart(format!("cannot start `{program}`: {e}")))?;
+        let mut finished = process::run(spec).map_err(|e| ProbeError::cannot_start(format!("cannot start `{program}`"), e))?;
         // The runtime's client is gone; what it keeps (a container, an image) goes now.
         let image = self.stage.image.as_mut();
         if let Some(fault) = container_run.zip(image).and_then(|(started, image)| image.finish(started)) {
