@@ -33,6 +33,21 @@ pub struct Flags {
     pub output_schema_transport: Option<OutputSchemaTransport>,
 }
 
+impl Flags {
+    /// The first of these flags given (in the order declared), which an acp-v1 run refuses.
+    pub(super) fn given(&self) -> Option<&'static str> {
+        let given = [
+            ("--prompt-transport", self.prompt_transport.is_some()),
+            ("--output-mode", self.output_mode.is_some()),
+            ("--argv", !self.argv.is_empty()),
+            ("--resume-flag", self.resume_flag.is_some()),
+            ("--output-schema-flag", self.output_schema_flag.is_some()),
+            ("--output-schema-transport", self.output_schema_transport.is_some()),
+        ];
+        given.into_iter().find_map(|(flag, given)| given.then_some(flag))
+    }
+}
+
 /// Reads an enum flag by the declaration's own serde names, so the flag and the JSON
 /// declaration take exactly the same words.
 fn word<T: serde::de::DeserializeOwned>(value: &str) -> Result<T, serde_json::Error> {
