@@ -78,7 +78,13 @@ impl Flags {
     /// The first of these flags given (in the order declared), which a oneshot-v1 run
     /// refuses; every flag is optional, so given is `Some`, `true` or not empty.
     pub(super) fn given(&self) -> Option<&'static str> {
-        let given = [
+        self.each_given().into_iter().find_map(|(flag, given)| given.then_some(flag))
+    }
+
+    /// Each of these flags, in the order declared, and whether it was given (a test holds
+    /// the list to the lane's clap group).
+    pub(super) fn each_given(&self) -> [(&'static str, bool); 15] {
+        [
             ("--arg", !self.arg.is_empty()),
             ("--driver", self.driver.is_some()),
             ("--retention", self.retention.is_some()),
@@ -94,8 +100,7 @@ impl Flags {
             ("--permission", self.permission.is_some()),
             ("--allow-terminals", self.allow_terminals),
             ("--record", self.record.is_some()),
-        ];
-        given.into_iter().find_map(|(flag, given)| given.then_some(flag))
+        ]
     }
 }
 

@@ -208,96 +208,113 @@ mod tests {
         assert_eq!(given.image.registration(Vec::new()).expect("registration").context, vec![String::from("--api-url=https://x")]);
     }
 
+    /// A flag of every kind both lanes take, the image's and the build's: every value unlike
+    /// its default.
+    const SHARED: &[&str] = &[
+        "--output-schema=s.json",
+        "--step-timeout=1.5",
+        "--deadline=9",
+        "--settle=0",
+        "--kill-grace=1",
+        "--trace=t.jsonl",
+        "--provider=openai",
+        "--model-script=tool",
+        "--harness=h",
+        "--recipe=r.json",
+        "--inherit-home",
+        "--env=A=b",
+        "--no-netns",
+        "--record-model=m.jsonl",
+        "--format=json",
+        "--working-directory=/w",
+        "--runtime=podman",
+        "--image-cache=/c",
+        "--image-cache-max=1G",
+        "--entrypoint=/e",
+        "--name=n",
+        "--sandbox=s",
+        "--model=m",
+        "--connection-file=f.json",
+        "--api-url=https://x",
+        "--build-context=./c",
+        "--dockerfile=D",
+        "--builder=podman",
+        "--allow-registry-all-interfaces",
+    ];
+    const ACP: &[&str] = &[
+        "--protocol=acp-v1",
+        "--arg=-x",
+        "--driver=checkfu:acp-v1@1",
+        "--retention=durable",
+        "--builtin-tools=a,b",
+        "--authenticate=k",
+        "--continuity=c",
+        "--context-window=9",
+        "--compaction=summarize",
+        "--compaction-trigger=8",
+        "--interrupt",
+        "--no-cancellation",
+        "--permission=reject",
+        "--allow-terminals",
+        "--record=w.jsonl",
+    ];
+    const ONESHOT: &[&str] = &[
+        "--protocol=oneshot-v1",
+        "--prompt-transport=argv_path",
+        "--output-mode=stream_json",
+        "--argv=-p",
+        "--resume-flag=--r",
+        "--output-schema-flag=--s",
+        "--output-schema-transport=argv_path",
+    ];
+    /// `--runtime-config` excludes `--context-window`, and `--no-image-cache`
+    /// `--image-cache`: a run of their own.
+    const APART: &[&str] = &["--protocol=acp-v1", "--runtime-config={\"context_window\":9}", "--no-image-cache"];
+
     /// Every flag of the command is rendered (but the build's, which the retest's `--image`
     /// replaces), and the rendering reads back as the same flags.
     #[test]
     fn every_flag_is_rendered_and_reads_back_the_same() {
-        let dir = std::env::temp_dir();
-        let template = dir.join(format!("checkfu-retest-{}.txt", std::process::id()));
+        let template = std::env::temp_dir().join(format!("checkfu-retest-{}.txt", std::process::id()));
         std::fs::write(&template, "{}").expect("template");
         let from = format!("--home-file=cfg/x.json=@{}", template.display());
-        let shared = [
-            "--output-schema=s.json",
-            "--step-timeout=1.5",
-            "--deadline=9",
-            "--settle=0",
-            "--kill-grace=1",
-            "--trace=t.jsonl",
-            "--provider=openai",
-            "--model-script=tool",
-            "--harness=h",
-            "--recipe=r.json",
-            "--inherit-home",
-            "--env=A=b",
-            &from,
-            "--no-netns",
-            "--record-model=m.jsonl",
-            "--format=json",
-            "--working-directory=/w",
-            "--runtime=podman",
-            "--image-cache=/c",
-            "--image-cache-max=1G",
-            "--entrypoint=/e",
-            "--name=n",
-            "--sandbox=s",
-            "--model=m",
-            "--connection-file=f.json",
-            "--api-url=https://x",
-            "--build-context=./c",
-            "--dockerfile=D",
-            "--builder=podman",
-            "--allow-registry-all-interfaces",
-        ];
-        let acp = [
-            "--protocol=acp-v1",
-            "--arg=-x",
-            "--driver=checkfu:acp-v1@1",
-            "--retention=durable",
-            "--builtin-tools=a,b",
-            "--authenticate=k",
-            "--continuity=c",
-            "--context-window=9",
-            "--compaction=summarize",
-            "--compaction-trigger=8",
-            "--interrupt",
-            "--no-cancellation",
-            "--permission=reject",
-            "--allow-terminals",
-            "--record=w.jsonl",
-        ];
-        let oneshot = [
-            "--protocol=oneshot-v1",
-            "--prompt-transport=argv_path",
-            "--output-mode=stream_json",
-            "--argv=-p",
-            "--resume-flag=--r",
-            "--output-schema-flag=--s",
-            "--output-schema-transport=argv_path",
-        ];
-        let command = <Args as clap::Args>::augment_args(clap::Command::new("probe"));
-        let build = ["build_context", "dockerfile", "builder", "allow_registry_all_interfaces", "image", "image_source"];
-        // `--runtime-config` excludes `--context-window`, and `--no-image-cache`
-        // `--image-cache`: a run of their own.
-        let config = ["--protocol=acp-v1", "--runtime-config={\"context_window\":9}", "--no-image-cache"];
         let mut rendered_longs = Vec::new();
-        for lane in [&acp[..], &oneshot[..], &config[..]] {
-            let shared = if lane == &config[..] { &[][..] } else { &shared[..] };
+        for (shared, lane) in [(SHARED, ACP), (SHARED, ONESHOT), (&[][..], APART)] {
             let words: Vec<&str> = shared.iter().chain(lane).copied().chain(["--", "agent", "--flag"]).collect();
-            let given = args(&words);
-            let text = rendered(&given);
+            let text = rendered(&args(&words));
             let again: Vec<String> = text.split(' ').map(|w| w.replace("--image=IMAGE", "--build-context=./c")).collect();
             let again: Vec<&str> = again.iter().map(String::as_str).collect();
             assert_eq!(rendered(&args(&again)), text, "the retest reads back as itself");
             assert!(text.ends_with(" -- agent --flag"), "{text}");
-            rendered_longs
-                .extend(text.split(' ').filter_map(|w| w.strip_prefix("--")).map(|w| w.split('=').next().unwrap_or(w).to_owned()));
+            let longs = text.split(' ').filter_map(|w| w.strip_prefix("--"));
+            rendered_longs.extend(longs.map(|w| w.split('=').next().unwrap_or(w).to_owned()));
         }
-        assert!(rendered_longs.contains(&String::from("home-file")) && rendered(&args(&[&from])) == from, "a home file as given");
+        assert_eq!(rendered(&args(&[&from])), from, "a home file read from a file is said as given");
+        let _ = std::fs::remove_file(&template);
+        let command = <Args as clap::Args>::augment_args(clap::Command::new("probe"));
+        let build = ["build_context", "dockerfile", "builder", "allow_registry_all_interfaces", "image", "image_source"];
         for arg in command.get_arguments().filter(|a| !build.contains(&a.get_id().as_str())) {
-            if let Some(long) = arg.get_long().filter(|long| *long != "help") {
+            if let Some(long) = arg.get_long().filter(|long| !["help", "home-file"].contains(long)) {
                 assert!(rendered_longs.iter().any(|r| r == long), "--{long} is not rendered in the retest");
             }
         }
-        let _ = std::fs::remove_file(&template);
+    }
+
+    /// Each lane's `given` knows every flag of its clap group, in the order declared, so a
+    /// lane's flag given to the other lane's protocol is always refused.
+    #[test]
+    fn each_lanes_given_flags_are_its_groups() {
+        let command = <Args as clap::Args>::augment_args(clap::Command::new("probe"));
+        let group = |id: &str| -> Vec<String> {
+            let group = command.get_groups().find(|g| g.get_id() == id).expect("the group");
+            let members: Vec<&str> = group.get_args().map(|a| a.as_str()).collect();
+            let args = command.get_arguments().filter(|a| members.contains(&a.get_id().as_str()));
+            args.filter_map(|a| a.get_long()).map(|long| format!("--{long}")).collect()
+        };
+        let given = args(&[]);
+        let names = |flags: &[(&str, bool)]| -> Vec<String> { flags.iter().map(|(f, _)| (*f).to_owned()).collect() };
+        assert_eq!(names(&given.acp.each_given()), group("acp-flags"));
+        assert_eq!(names(&given.oneshot.each_given()), group("oneshot-flags"));
+        assert_eq!((given.acp.given(), given.oneshot.given()), (None, None));
     }
 }
