@@ -10,7 +10,7 @@ mod relay;
 
 use std::path::PathBuf;
 
-use clap::{CommandFactory, FromArgMatches, Subcommand};
+use clap::{Parser, Subcommand};
 
 #[derive(clap::Parser)]
 #[command(
@@ -87,18 +87,13 @@ enum Command {
 }
 
 pub fn run() -> i32 {
-    let command = Cli::command();
-    let matches = command.clone().get_matches();
-    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.format(&mut Cli::command()).exit());
-    match cli.command {
+    // The one read of the command line: every command takes its typed flags from here.
+    match Cli::parse().command {
         Command::Generate(project) => generate::generate(&project.root, project.verbose),
         Command::Check(project) => generate::check(&project.root, project.verbose),
         Command::Conform { trace, format } => conform::conform(&trace, format),
         Command::Decode { file, direction } => decode::decode(file, direction.map(Into::into)),
-        // The probe reads back which lane's flags were given.
-        Command::Probe(args) => {
-            probe::probe(*args, &probe::Given::read(command.find_subcommand("probe"), matches.subcommand_matches("probe")))
-        }
+        Command::Probe(args) => probe::probe(*args),
         Command::Relay(args) => relay::relay(args),
         Command::Image(args) => image::image(args),
         Command::Init(args) => init::init(&args),

@@ -307,7 +307,7 @@ fn start(options: &AcpOptions, command: &[OsString], stage: &mut Stage<'_, '_>) 
         started = Some(running);
     }
     let session_options =
-        session::Options { permission: options.permission, terminals: options.terminals, deadline: stage.options.deadline.remaining() };
+        session::Options { permission: options.permission, terminals: options.terminals, deadline: stage.options.deadline };
     match Session::start_in(workspace, &argv, session_options, &launch) {
         Ok(session) => Ok(Started { session, container: started, argv }),
         Err(e) => {
@@ -429,7 +429,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         let words = match fault {
             Fault::Timeout => format!("no answer within {:.1} s (--step-timeout)", self.stage.options.step_timeout.as_secs_f64()),
             Fault::Deadline => {
-                format!("the run's deadline of {:.1} s passed (--deadline)", self.stage.options.deadline.given.as_secs_f64())
+                format!("the run's deadline of {:.1} s passed (--deadline)", self.stage.options.deadline.given().as_secs_f64())
             }
             other => other.to_string(),
         };

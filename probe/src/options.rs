@@ -2,19 +2,24 @@
 //! and files, the output schema, and the times. Each lane's own options are the lane's
 //! ([`crate::acp::AcpOptions`], [`crate::oneshot::OneshotPlan`]).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
+pub use crate::deadline::Deadline;
+use crate::error::ProbeError;
+use crate::relay::routes::RouteError;
 use crate::relay::{self, Script};
+use checkfu_wire::catalog;
 
 /// The options of a run that both lanes read.
 #[derive(Clone, Debug)]
 pub struct RunOptions {
-    /// The catalog entry the run is bound to (`--harness`).
-    pub harness: Option<String>,
-    /// The provider whose gateway allow-list the relay serves; `None`: the unlisted route.
-    pub provider: Option<String>,
+    /// The catalog entry the run is bound to (`--harness`, else the recipe's).
+    pub harness: Option<&'static catalog::Harness>,
+    /// The reviewed provider whose gateway allow-list the relay serves (`--provider`);
+    /// `None`: the unlisted-provider route.
+    pub provider: Option<&'static catalog::GatewayRoutes>,
     pub model_script: Script,
     /// The author's output schema (`--output-schema`), checked by the safety profile.
     pub output_schema: Option<Value>,
@@ -39,25 +44,28 @@ pub struct RunOptions {
     pub kill_grace: Duration,
 }
 
-/// When the whole run must end (`--deadline`): an image's build, pull and unpack spend the
-/// same budget the harness then runs in.
-#[derive(Clone, Copy, Debug)]
-pub struct Deadline {
-    pub at: Instant,
-    /// The budget as given, for what a report says of it.
-    pub given: Duration,
+impl RunOptions {
+    /// The provider's catalog name; `None`: the unlisted-provider route.
+    pub fn provider_name(&self) -> Option<&'static str> {
+        self.provider.map(|p| p.provider)
+    }
 }
 
-impl Deadline {
-    /// `given` from `start`.
-    pub fn from(start: Instant, given: Duration) -> Deadline {
-        Deadline { at: start + given, given }
-    }
+/// The catalog entry named `name` (`--harness`, or a recipe's `harness`), or the usage
+/// error that lists the entries the catalog has.
+pub fn harness(name: &str) -> Result<&'static catalog::Harness, ProbeError> {
+    catalog::HARNESSES.iter().find(|h| h.name == name).ok_or_else(|| {
+        let known: Vec<&str> = catalog::HARNESSES.iter().map(|h| h.name).collect();
+        ProbeError::Usage(format!("no harness `{name}` in the catalog (it has: {})", known.join(", ")))
+    })
+}
 
-    /// What is left of it.
-    pub fn remaining(&self) -> Duration {
-        self.at.saturating_duration_since(Instant::now())
-    }
+/// The reviewed provider named `name` (`--provider`), refused as the relay refuses it.
+pub fn provider(name: &str) -> Result<&'static catalog::GatewayRoutes, ProbeError> {
+    catalog::GATEWAY_ROUTES
+        .iter()
+        .find(|p| p.provider == name)
+        .ok_or_else(|| ProbeError::Usage(RouteError(catalog::UnknownProvider(name.to_owned())).to_string()))
 }
 
 impl Default for RunOptions {
@@ -76,7 +84,7 @@ impl Default for RunOptions {
             record_bodies: false,
             context_window: None,
             step_timeout: Duration::from_secs(30),
-            deadline: Deadline::from(Instant::now(), Duration::from_secs(120)),
+            deadline: Deadline::after(Duration::from_secs(120)),
             kill_grace: Duration::from_secs(2),
         }
     }

@@ -33,18 +33,6 @@ pub(crate) fn safe_output_schema(schema: &Value) -> Result<(), ProbeError> {
     }
 }
 
-/// The catalog entry a run is bound to (`--harness`), if any.
-pub(crate) fn catalog_entry(name: Option<&str>) -> Result<Option<&'static catalog::Harness>, ProbeError> {
-    let Some(name) = name else { return Ok(None) };
-    match catalog::HARNESSES.iter().find(|h| h.name == name) {
-        Some(entry) => Ok(Some(entry)),
-        None => {
-            let known: Vec<&str> = catalog::HARNESSES.iter().map(|h| h.name).collect();
-            Err(ProbeError::Usage(format!("no harness `{name}` in the catalog (it has: {})", known.join(", "))))
-        }
-    }
-}
-
 /// What the catalog says of a bound run before it starts: a blocked entry, or a provider
 /// the reachability matrix marks unreachable. An unknown provider is refused as the relay
 /// refuses it (the catalog's one lookup, `catalog::reachable`).
@@ -134,7 +122,7 @@ impl Plane {
         // nothing of the others.
         let key = relay::token::mint(relay::token::KEY_PREFIX);
         let relay = Relay::start(relay::Config {
-            provider: options.provider.clone(),
+            provider: options.provider_name().map(str::to_owned),
             script: options.model_script.clone(),
             nonce: nonce.clone(),
             token,

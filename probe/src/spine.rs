@@ -18,7 +18,7 @@ use crate::model_plane::ModelPlane;
 use crate::options::RunOptions;
 use crate::outcome::{Kind, Outcome, Reason};
 use crate::plan::Plan;
-use crate::plane::{binding_notes, catalog_entry, Plane};
+use crate::plane::{binding_notes, Plane};
 use crate::report::{LaneReport, Report, Steps, NO_TURN, QUALIFICATION};
 use crate::stage::{ImageStage, LaneEnd, Stage};
 use crate::{launch, next, Progress};
@@ -28,8 +28,7 @@ use checkfu_wire::catalog::{self, StepName};
 /// begin, or its image cannot be made ready; every harness behaviour is a report.
 pub fn run(plan: &Plan, progress: &mut dyn FnMut(Progress)) -> Result<Report, ProbeError> {
     let options = &plan.run;
-    let entry = catalog_entry(options.harness.as_deref())?;
-    crate::relay::routes::for_provider(options.provider.as_deref()).map_err(|e| ProbeError::invalid("", e))?;
+    let entry = options.harness;
     // The lane's options are checked before an image is built or pulled, so a bad flag
     // costs nothing; the command or declaration, which the image's may be, after.
     let checked = plan.lane.lane().check(options, entry)?;
@@ -40,7 +39,7 @@ pub fn run(plan: &Plan, progress: &mut dyn FnMut(Progress)) -> Result<Report, Pr
     let ready = checked.prepare(options, container.as_deref())?;
     launch::check_options(options, ready.command())?;
     if let Some(entry) = entry {
-        binding_notes(entry, options.provider.as_deref(), progress)?;
+        binding_notes(entry, options.provider_name(), progress)?;
     }
     let image = container.map(|c| ImageStage::new(c, ready.working_directory())).transpose()?;
     let declared = ready.declared();
@@ -129,13 +128,13 @@ fn finish(
     let (lane_ms, lane_teardown) = end.teardown;
     let teardown = lane_teardown.and_also(removed);
     steps.ended(StepName::Teardown, lane_ms + started.elapsed().as_millis() as u64, teardown);
-    let provider = options.provider.as_deref().unwrap_or(catalog::UNLISTED_PROVIDER);
+    let provider = options.provider_name().unwrap_or(catalog::UNLISTED_PROVIDER);
     let mut model_plane = ModelPlane::new(provider, fence, fence_note, options.model_script.kind(), record);
     model_plane.nonce_in_output = end.nonce_in_output;
     model_plane.reply_in_output = end.reply_in_output;
     let mut lane = end.report;
     if let Some(entry) = entry {
-        model_plane.bind(entry, options.provider.as_deref(), end.declaration.as_ref());
+        model_plane.bind(entry, options.provider_name(), end.declaration.as_ref());
         lane.bind_ceiling(entry);
     }
     Report {

@@ -23,9 +23,9 @@ pub struct Flags {
     /// ACP driver).
     #[arg(long, value_parser = driver)]
     pub driver: Option<Driver>,
-    /// The retention mode of the envelope.
-    #[arg(long, value_parser = retention, default_value_t = Retention::Durable)]
-    pub retention: Retention,
+    /// The retention mode of the envelope (default: durable).
+    #[arg(long, value_parser = retention)]
+    pub retention: Option<Retention>,
     /// `checkfu.builtin_tools` for session/new: a comma-separated tool list.
     #[arg(long, value_delimiter = ',', num_args = 0..)]
     pub builtin_tools: Option<Vec<String>>,
@@ -62,9 +62,9 @@ pub struct Flags {
     /// the model's answer streams).
     #[arg(long)]
     pub no_cancellation: bool,
-    /// How permission requests are answered.
-    #[arg(long, value_enum, default_value = "allow")]
-    pub permission: Permission,
+    /// How permission requests are answered (default: allow).
+    #[arg(long, value_enum)]
+    pub permission: Option<Permission>,
     /// Serve the harness's `terminal/*` requests: commands run in the session's workspace as
     /// the user running the probe (not a sandbox). Without it they are answered -32601.
     #[arg(long)]
@@ -72,6 +72,36 @@ pub struct Flags {
     /// Write the wire, both directions, as the JSON Lines `decode` reads.
     #[arg(long)]
     pub record: Option<PathBuf>,
+}
+
+impl Flags {
+    /// The first of these flags given (in the order declared), which a oneshot-v1 run
+    /// refuses; every flag is optional, so given is `Some`, `true` or not empty.
+    pub(super) fn given(&self) -> Option<&'static str> {
+        self.each_given().into_iter().find_map(|(flag, given)| given.then_some(flag))
+    }
+
+    /// Each of these flags, in the order declared, and whether it was given (a test holds
+    /// the list to the lane's clap group).
+    pub(super) fn each_given(&self) -> [(&'static str, bool); 15] {
+        [
+            ("--arg", !self.arg.is_empty()),
+            ("--driver", self.driver.is_some()),
+            ("--retention", self.retention.is_some()),
+            ("--builtin-tools", self.builtin_tools.is_some()),
+            ("--authenticate", self.authenticate.is_some()),
+            ("--continuity", self.continuity.is_some()),
+            ("--runtime-config", self.runtime_config.is_some()),
+            ("--context-window", self.context_window.is_some()),
+            ("--compaction", self.compaction.is_some()),
+            ("--compaction-trigger", self.compaction_trigger.is_some()),
+            ("--interrupt", self.interrupt),
+            ("--no-cancellation", self.no_cancellation),
+            ("--permission", self.permission.is_some()),
+            ("--allow-terminals", self.allow_terminals),
+            ("--record", self.record.is_some()),
+        ]
+    }
 }
 
 /// `--driver`: a driver the catalog names.
@@ -103,9 +133,6 @@ fn names<'a>(names: impl Iterator<Item = &'a str>) -> String {
 /// and its harness, bound unless `--harness` names another.
 pub(super) fn options(args: &super::Args, recipe: Option<&Recipe>, run: &mut RunOptions) -> Result<AcpOptions, ProbeError> {
     let flags = &args.acp;
-    if let Some(recipe) = recipe {
-        run.harness = args.shared.harness.clone().or_else(|| recipe.harness.clone());
-    }
     let runtime_config = match (&flags.runtime_config, flags.context_window) {
         (Some(text), _) => {
             Some(serde_json::from_str::<serde_json::Value>(text).map_err(|e| ProbeError::invalid("--runtime-config is not JSON", e))?)
@@ -124,14 +151,14 @@ pub(super) fn options(args: &super::Args, recipe: Option<&Recipe>, run: &mut Run
         args: flags.arg.clone(),
         working_directory: args.shared.working_directory.clone(),
         driver: flags.driver,
-        retention: flags.retention,
+        retention: flags.retention.unwrap_or(Retention::Durable),
         builtin_tools: flags.builtin_tools.clone(),
         continuity: flags.continuity.clone(),
         authenticate: flags.authenticate.clone(),
         runtime_config,
         interrupt: flags.interrupt,
         cancellation: !flags.no_cancellation,
-        permission: flags.permission.into(),
+        permission: flags.permission.unwrap_or_default().into(),
         terminals: flags.allow_terminals,
         settle: Duration::from_secs_f64(args.shared.settle),
     })
@@ -150,7 +177,7 @@ fn runtime_config(window: u64, flags: &Flags) -> serde_json::Value {
 
 /// `--permission`: the probe's [`PermissionPolicy`] as the command line names it (the probe
 /// library does not depend on clap).
-#[derive(Clone, Copy, Default, clap::ValueEnum)]
+#[derive(Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub(super) enum Permission {
     /// Select the first option of kind `allow_once` or `allow_always`.
     #[default]

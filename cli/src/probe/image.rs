@@ -13,8 +13,6 @@ use checkfu_wire_probe::next::{RetestWord, Selector};
 use checkfu_wire_probe::plan::{BuildPlan, ImagePlan, ImageSource, Registration};
 use checkfu_wire_probe::ProbeError;
 
-use super::Word;
-
 /// The image a harness runs in, and the selectors of the platform commands a result hands
 /// back.
 #[derive(clap::Args)]
@@ -62,13 +60,13 @@ pub struct Flags {
     pub no_image_cache: bool,
     /// The image store's bound (bytes, or with K, M, G, T: powers of 1024); the least
     /// recently used entries go to keep it, and a larger image is run without being stored.
-    #[arg(long, value_name = "SIZE", value_parser = store::parse_size, default_value = "10G")]
+    #[arg(long, value_name = "SIZE", value_parser = store::parse_size, default_value = IMAGE_CACHE_MAX)]
     pub image_cache_max: u64,
     /// The harness's entrypoint inside the image (default: the image's Entrypoint and Cmd).
     #[arg(long, value_name = "PATH")]
     pub entrypoint: Option<String>,
     /// The harness's name: the built image's repository, and the profile's in the next steps.
-    #[arg(long, value_name = "NAME", default_value = "checkfu-probe")]
+    #[arg(long, value_name = "NAME", default_value = NAME)]
     pub name: String,
     /// The sandbox profile the `add` and `verify` commands name.
     #[arg(long, value_name = "PROFILE")]
@@ -84,6 +82,11 @@ pub struct Flags {
     #[arg(long, value_name = "URL")]
     pub api_url: Option<String>,
 }
+
+/// The defaults of the flags that have one, so the retest can leave out what was not
+/// changed.
+pub(super) const IMAGE_CACHE_MAX: &str = "10G";
+pub(super) const NAME: &str = "checkfu-probe";
 
 #[derive(Clone, Copy, clap::ValueEnum)]
 pub enum Builder {
@@ -130,6 +133,12 @@ impl Flags {
         Some(ImagePlan { source, runtime, store: self.store_plan() })
     }
 
+    /// The platform context both commands keep, as flags: `--connection-file`, `--api-url`.
+    pub(super) fn context(&self) -> Vec<String> {
+        let file = self.connection_file.iter().map(|f| format!("--connection-file={}", f.display()));
+        file.chain(self.api_url.iter().map(|url| format!("--api-url={url}"))).collect()
+    }
+
     /// The image store asked for; `None` with `--no-image-cache`, or when no directory is
     /// given and the user has no cache directory (no absolute `XDG_CACHE_HOME` or `HOME`).
     fn store_plan(&self) -> Option<StorePlan> {
@@ -142,8 +151,8 @@ impl Flags {
 
     /// Who registers the image: the name, the selectors (the connection file's defaults
     /// read now, so a bad file is a usage error before anything starts), the context and the
-    /// retest's words. `line` is the command line that ran ([`super::Given::line`]).
-    pub fn registration(&self, line: &[Word]) -> Result<Registration, ProbeError> {
+    /// retest's words ([`super::Args::retest`]).
+    pub fn registration(&self, retest: Vec<RetestWord>) -> Result<Registration, ProbeError> {
         let (defaults_sandbox, defaults_model) = match &self.connection_file {
             Some(path) => connection_defaults(path).map_err(|e| ProbeError::invalid("", e))?,
             None => (None, None),
@@ -157,31 +166,11 @@ impl Flags {
             name: self.name.clone(),
             sandbox: selector(&self.sandbox, defaults_sandbox),
             model: selector(&self.model, defaults_model),
-            context: kept(line, CONTEXT),
-            retest: retest_words(line),
+            context: self.context(),
+            retest,
             dockerfile: self.dockerfile.as_ref().map(|d| d.display().to_string()),
         })
     }
-}
-
-/// The platform context both commands keep (clap's ids).
-const CONTEXT: &[&str] = &["api_url", "connection_file"];
-
-/// The flags of a build context, which the retest replaces with `--image` (clap's ids).
-const BUILD: &[&str] = &["build_context", "dockerfile", "builder", "allow_registry_all_interfaces"];
-
-/// The words of `line` whose argument is one of `ids`, in the order given.
-fn kept(line: &[Word], ids: &[&str]) -> Vec<String> {
-    line.iter().filter(|w| ids.contains(&w.id.as_str())).map(|w| w.text.clone()).collect()
-}
-
-/// The probe's command for the retest: the build-context flags left out, and `--image`
-/// where `--build-context` was.
-fn retest_words(line: &[Word]) -> Vec<RetestWord> {
-    line.iter()
-        .filter(|w| w.id == "build_context" || !BUILD.contains(&w.id.as_str()))
-        .map(|w| if w.id == "build_context" { RetestWord::Image } else { RetestWord::Kept(w.text.clone()) })
-        .collect()
 }
 
 /// The `defaults` of a connection file: `sandbox` and `model`, each a string when present.
@@ -209,33 +198,4 @@ enum ConnectionFileError {
     NotJson { path: PathBuf, source: serde_json::Error },
     #[error("{}: /defaults/{name} must be a string", path.display())]
     NotAString { path: PathBuf, name: &'static str },
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn line(words: &[(&str, &str)]) -> Vec<Word> {
-        words.iter().map(|(id, text)| Word { id: (*id).to_owned(), text: (*text).to_owned() }).collect()
-    }
-
-    #[test]
-    fn the_retest_replaces_the_build_context_with_the_image() {
-        let given = line(&[
-            ("name", "--name=c"),
-            ("build_context", "--build-context=./c"),
-            ("dockerfile", "--dockerfile=./c/D"),
-            ("allow_registry_all_interfaces", "--allow-registry-all-interfaces"),
-            ("env", "--env=FOO=bar"),
-            ("argv", "--argv={prompt_path}"),
-        ]);
-        let kept = |t: &str| RetestWord::Kept(t.to_owned());
-        assert_eq!(retest_words(&given), vec![kept("--name=c"), RetestWord::Image, kept("--env=FOO=bar"), kept("--argv={prompt_path}")]);
-    }
-
-    #[test]
-    fn the_context_is_kept_as_given() {
-        let given = line(&[("format", "--format=json"), ("api_url", "--api-url=https://x"), ("deadline", "--deadline=3")]);
-        assert_eq!(kept(&given, CONTEXT), vec![String::from("--api-url=https://x")]);
-    }
 }

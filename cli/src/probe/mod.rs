@@ -8,26 +8,25 @@
 //! ([`acp::Flags`]), the one-shot lane's ([`oneshot::Flags`]) and the image's
 //! ([`image::Flags`]). Each lane's set is a clap group that conflicts with the other's, so
 //! the parser refuses a mix; a lane's flags given to the other lane's protocol (chosen by
-//! `--protocol` or the recipe, which the parser cannot see) are refused by reading the same
-//! groups back ([`Given`]).
+//! `--protocol` or the recipe, which the parser cannot see) are refused from the typed flags
+//! themselves (`given`), as are the retest's words ([`retest`]): clap reads the command line
+//! once, into [`Args`], and nothing reads it again.
 
 mod acp;
 mod image;
 mod oneshot;
+mod retest;
 
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
-
-use clap::parser::ValueSource;
-use clap::ArgMatches;
+use std::time::Duration;
 
 use checkfu_wire::catalog::Protocol;
 use checkfu_wire_probe::plan::{LanePlan, Plan};
 use checkfu_wire_probe::recipe::Recipe;
 use checkfu_wire_probe::report::{steps::line as step_line, QUALIFICATION};
-use checkfu_wire_probe::{Deadline, ProbeError, Progress, Report, RunOptions};
+use checkfu_wire_probe::{options, Deadline, ProbeError, Progress, Report, RunOptions};
 
 use super::conform::Format;
 
@@ -55,17 +54,17 @@ pub struct Shared {
     #[arg(long)]
     pub output_schema: Option<PathBuf>,
     /// Seconds each step may take.
-    #[arg(long, default_value_t = 30.0, value_parser = seconds)]
+    #[arg(long, default_value_t = STEP_TIMEOUT, value_parser = seconds)]
     pub step_timeout: f64,
     /// Seconds the whole run may take: the image's build, pull and unpack included, then
     /// the session in what remains.
-    #[arg(long, default_value_t = 120.0, value_parser = seconds)]
+    #[arg(long, default_value_t = DEADLINE, value_parser = seconds)]
     pub deadline: f64,
     /// Seconds the turn is still watched after its terminal, for late or duplicate emissions.
-    #[arg(long, default_value_t = 0.25, value_parser = seconds)]
+    #[arg(long, default_value_t = SETTLE, value_parser = seconds)]
     pub settle: f64,
     /// Seconds teardown waits after closing stdin, and again after SIGTERM.
-    #[arg(long, default_value_t = 2.0, value_parser = seconds)]
+    #[arg(long, default_value_t = KILL_GRACE, value_parser = seconds)]
     pub kill_grace: f64,
     /// Write the observation trace, as `conform` reads it.
     #[arg(long)]
@@ -75,7 +74,7 @@ pub struct Shared {
     #[arg(long, value_name = "NAME")]
     pub provider: Option<String>,
     /// The replay model's script: `nonce`, `tool`, `faults`, or a JSON file of replies (and faults).
-    #[arg(long, value_name = "nonce|tool|faults|FILE", default_value = "nonce")]
+    #[arg(long, value_name = "nonce|tool|faults|FILE", default_value = MODEL_SCRIPT)]
     pub model_script: String,
     /// Bind the run to this catalog entry: its driver, its declaration and its dialects are
     /// compared with what the harness does.
@@ -94,7 +93,7 @@ pub struct Shared {
     /// read from FILE; `@@` for a template that starts with `@`). Repeatable; placeholders
     /// expanded.
     #[arg(long = "home-file", value_name = "RELPATH=TEMPLATE|@FILE", value_parser = home_file)]
-    pub home_file: Vec<(String, String)>,
+    pub home_file: Vec<HomeFile>,
     /// Do not run the harness in a loopback-only network namespace (the proxy variables
     /// are then the only fence).
     #[arg(long)]
@@ -116,9 +115,24 @@ pub struct Shared {
     pub working_directory: Option<String>,
 }
 
-/// The ids of the lanes' flag groups (`#[group(id = …)]` on each lane's `Flags`).
-const ACP_FLAGS: &str = "acp-flags";
-const ONESHOT_FLAGS: &str = "oneshot-flags";
+/// The defaults of the flags that have one, so the retest can leave out what was not
+/// changed.
+const STEP_TIMEOUT: f64 = 30.0;
+const DEADLINE: f64 = 120.0;
+const SETTLE: f64 = 0.25;
+const KILL_GRACE: f64 = 2.0;
+const MODEL_SCRIPT: &str = "nonce";
+
+/// `--home-file`: a file for the fresh home, and where its template came from, so the
+/// retest says it as it was given.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HomeFile {
+    /// The path relative to the home.
+    pub path: String,
+    pub template: String,
+    /// The file the template was read from (`@FILE`); `None`: given inline.
+    pub from: Option<String>,
+}
 
 /// How the command line shows a run's progress: in the text format every event, as it
 /// happens, on stderr (so a slow harness is never met with silence, and `--format json`
@@ -141,97 +155,18 @@ pub(super) fn show(format: Format, event: Progress) {
     eprintln!("{line}");
 }
 
-/// The lanes' flags given on the command line (not defaulted), as the user wrote them
-/// (`--interrupt`), in the order the command declares them: read from clap's own groups, so
-/// a flag added to a lane's `Flags` is known here without a list to keep.
-pub struct Given {
-    acp: Vec<String>,
-    oneshot: Vec<String>,
-    /// The whole command line as clap read it, for the commands a result hands back.
-    pub line: Vec<Word>,
-}
-
-/// One word of the probe's command line as clap read it: the argument's id and the word
-/// written as `--long=value` (a switch as `--long`, a word after `--` as itself), so a
-/// command rebuilt from them says what the user said, whichever spelling they used.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Word {
-    pub id: String,
-    pub text: String,
-}
-
-impl Given {
-    /// `command` and `matches` are the `probe` subcommand's.
-    pub fn read(command: Option<&clap::Command>, matches: Option<&ArgMatches>) -> Given {
-        let group = |id: &str| match (command, matches) {
-            (Some(command), Some(matches)) => given(command, matches, id),
-            _ => Vec::new(),
-        };
-        let line = match (command, matches) {
-            (Some(command), Some(matches)) => line(command, matches),
-            _ => Vec::new(),
-        };
-        Given { acp: group(ACP_FLAGS), oneshot: group(ONESHOT_FLAGS), line }
-    }
-}
-
-/// Every argument given on the command line, one [`Word`] per value (per occurrence for a
-/// switch), in the order written; the words after `--` follow a `--` of their own.
-fn line(command: &clap::Command, matches: &ArgMatches) -> Vec<Word> {
-    let mut words: Vec<(usize, Word)> = Vec::new();
-    let mut trailing: Vec<(usize, Word)> = Vec::new();
-    for arg in command.get_arguments() {
-        let id = arg.get_id().as_str();
-        if matches.value_source(id) != Some(ValueSource::CommandLine) {
-            continue;
-        }
-        let indices: Vec<usize> = matches.indices_of(id).map(Iterator::collect).unwrap_or_default();
-        let word = |text: String| Word { id: id.to_owned(), text };
-        match (arg.get_long(), arg.get_action().takes_values()) {
-            (Some(long), true) => {
-                let values = matches.get_raw(id).into_iter().flatten();
-                words.extend(indices.into_iter().zip(values).map(|(i, v)| (i, word(format!("--{long}={}", v.to_string_lossy())))));
-            }
-            (Some(long), false) => words.extend(indices.into_iter().map(|i| (i, word(format!("--{long}"))))),
-            (None, _) => {
-                let values = matches.get_raw(id).into_iter().flatten();
-                trailing.extend(indices.into_iter().zip(values).map(|(i, v)| (i, word(v.to_string_lossy().into_owned()))));
-            }
-        }
-    }
-    words.sort_by_key(|(i, _)| *i);
-    trailing.sort_by_key(|(i, _)| *i);
-    let mut out: Vec<Word> = words.into_iter().map(|(_, w)| w).collect();
-    if !trailing.is_empty() {
-        out.push(Word { id: String::from("--"), text: String::from("--") });
-        out.extend(trailing.into_iter().map(|(_, w)| w));
-    }
-    out
-}
-
-fn given(command: &clap::Command, matches: &ArgMatches, group: &str) -> Vec<String> {
-    let Some(group) = command.get_groups().find(|g| g.get_id() == group) else { return Vec::new() };
-    let members: Vec<&str> = group.get_args().map(|id| id.as_str()).collect();
-    command
-        .get_arguments()
-        .filter(|arg| members.contains(&arg.get_id().as_str()))
-        .filter(|arg| matches.value_source(arg.get_id().as_str()) == Some(ValueSource::CommandLine))
-        .map(|arg| arg.get_long().map(|long| format!("--{long}")).unwrap_or_else(|| arg.get_id().to_string()))
-        .collect()
-}
-
 /// `probe`: the command line resolved into a plan, the run, its outputs, and the exit
 /// status.
-pub fn probe(args: Args, given: &Given) -> i32 {
+pub fn probe(args: Args) -> i32 {
     // `--deadline` counts from here, once: an image's pull and unpack spend the same budget
     // the session then runs in.
-    let started = Instant::now();
+    let deadline = Deadline::after(Duration::from_secs_f64(args.shared.deadline));
     // From here on SIGINT, SIGTERM and SIGHUP stop the run and its tools, which then tears
     // down and reports as at its deadline (`checkfu_wire_probe::interrupt`).
     if let Err(e) = checkfu_wire_probe::interrupt::install() {
         eprintln!("warning: cannot listen for signals ({e}): an interrupted run may leave its temporary files");
     }
-    let outcome = Invocation::read(&args, given, started).and_then(|invocation| invocation.run());
+    let outcome = Invocation::read(&args, deadline).and_then(|invocation| invocation.run());
     match &outcome {
         Ok(report) => {
             let rendered = match args.shared.format {
@@ -267,9 +202,10 @@ struct Outputs {
 }
 
 impl Invocation {
-    /// Reads the command line once: the outputs checked, the recipe read, the protocol
-    /// chosen, and each lane's flags turned into its options.
-    fn read(args: &Args, given: &Given, started: Instant) -> Result<Invocation, ProbeError> {
+    /// The one resolution of the command line, as clap read it, into the plan: the outputs
+    /// checked, the recipe read, the protocol chosen, the catalog entry and the provider
+    /// found, each lane's flags turned into its options, and the image's registration.
+    fn read(args: &Args, deadline: Deadline) -> Result<Invocation, ProbeError> {
         let shared = &args.shared;
         let outputs = Outputs { trace: shared.trace.clone(), record: args.acp.record.clone(), record_model: shared.record_model.clone() };
         for (flag, path) in [("--record", &outputs.record), ("--trace", &outputs.trace), ("--record-model", &outputs.record_model)] {
@@ -282,26 +218,28 @@ impl Invocation {
             (Some(protocol), _) | (None, Some(protocol)) => protocol,
             (None, None) => Protocol::AcpV1,
         };
-        let mut run = shared.run_options(started)?;
+        let mut run = shared.run_options(deadline)?;
+        // The recipe's entry is bound unless `--harness` names another.
+        let harness = shared.harness.as_deref().or_else(|| recipe.as_ref().and_then(|r| r.harness.as_deref()));
+        run.harness = harness.map(options::harness).transpose()?;
         // Exhaustive over the catalog's protocols: a protocol added there has no lane until
         // one is written here.
         let lane = match protocol {
             Protocol::AcpV1 => {
-                if let Some(flag) = given.oneshot.first() {
+                if let Some(flag) = args.oneshot.given() {
                     return Err(ProbeError::Usage(format!("{flag} is a oneshot-v1 flag; add --protocol oneshot-v1")));
                 }
                 LanePlan::Acp(acp::options(args, recipe.as_ref(), &mut run)?)
             }
             Protocol::OneshotV1 => {
-                if let Some(flag) = given.acp.first() {
+                if let Some(flag) = args.acp.given() {
                     return Err(ProbeError::Usage(format!("{flag} belongs to the acp-v1 lane; a oneshot-v1 run has no ACP session")));
                 }
-                run.harness = shared.harness.clone().or_else(|| recipe.as_ref().and_then(|r| r.harness.clone()));
                 LanePlan::Oneshot(oneshot::plan(args, recipe.as_ref()))
             }
         };
         let image = args.image.plan();
-        let registration = image.is_some().then(|| args.image.registration(&given.line)).transpose()?;
+        let registration = image.is_some().then(|| args.image.registration(args.retest())).transpose()?;
         Ok(Invocation { plan: Plan { run, lane, image, registration }, outputs, format: shared.format })
     }
 
@@ -368,17 +306,17 @@ pub(super) enum Unwritable {
 /// `RELPATH=TEMPLATE`, with curl's convention for the value: `@FILE` reads the template from
 /// FILE, `@@…` is a template that starts with `@`. So a config file's path is never
 /// written into the home as the file's content.
-pub(super) fn home_file(text: &str) -> Result<(String, String), FlagError> {
+pub(super) fn home_file(text: &str) -> Result<HomeFile, FlagError> {
     let (path, value) = pair(text)?;
     if let Some(literal) = value.strip_prefix("@@") {
-        return Ok((path, format!("@{literal}")));
+        return Ok(HomeFile { path, template: format!("@{literal}"), from: None });
     }
     match value.strip_prefix('@') {
         Some(file) => match std::fs::read_to_string(file) {
-            Ok(template) => Ok((path, template)),
+            Ok(template) => Ok(HomeFile { path, template, from: Some(file.to_owned()) }),
             Err(source) => Err(FlagError::Template { file: file.to_owned(), source }),
         },
-        None => Ok((path, value)),
+        None => Ok(HomeFile { path, template: value, from: None }),
     }
 }
 
@@ -409,8 +347,9 @@ pub(super) fn seconds(text: &str) -> Result<f64, FlagError> {
 
 impl Shared {
     /// The options both lanes take: the model plane, the harness's environment, the output
-    /// schema and the times; `--deadline` counts from `started`, the run's start.
-    fn run_options(&self, started: Instant) -> Result<RunOptions, ProbeError> {
+    /// schema and the times; `deadline` is `--deadline` from the run's start. The catalog
+    /// entry is the caller's to bind, since a recipe may name it.
+    fn run_options(&self, deadline: Deadline) -> Result<RunOptions, ProbeError> {
         let model_script = checkfu_wire_probe::relay::Script::parse(&self.model_script).map_err(|e| ProbeError::invalid("", e))?;
         let output_schema = match &self.output_schema {
             Some(path) => {
@@ -422,18 +361,18 @@ impl Shared {
             None => None,
         };
         Ok(RunOptions {
-            harness: self.harness.clone(),
-            provider: self.provider.clone(),
+            harness: None,
+            provider: self.provider.as_deref().map(options::provider).transpose()?,
             model_script,
             output_schema,
             inherit_home: self.inherit_home,
             env: self.env.clone(),
-            home_files: self.home_file.clone(),
+            home_files: self.home_file.iter().map(|f| (f.path.clone(), f.template.clone())).collect(),
             netns: !self.no_netns,
             record_bodies: self.record_model.is_some(),
             context_window: None,
             step_timeout: Duration::from_secs_f64(self.step_timeout),
-            deadline: Deadline::from(started, Duration::from_secs_f64(self.deadline)),
+            deadline,
             kill_grace: Duration::from_secs_f64(self.kill_grace),
         })
     }

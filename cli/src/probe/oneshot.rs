@@ -33,6 +33,26 @@ pub struct Flags {
     pub output_schema_transport: Option<OutputSchemaTransport>,
 }
 
+impl Flags {
+    /// The first of these flags given (in the order declared), which an acp-v1 run refuses.
+    pub(super) fn given(&self) -> Option<&'static str> {
+        self.each_given().into_iter().find_map(|(flag, given)| given.then_some(flag))
+    }
+
+    /// Each of these flags, in the order declared, and whether it was given (a test holds
+    /// the list to the lane's clap group).
+    pub(super) fn each_given(&self) -> [(&'static str, bool); 6] {
+        [
+            ("--prompt-transport", self.prompt_transport.is_some()),
+            ("--output-mode", self.output_mode.is_some()),
+            ("--argv", !self.argv.is_empty()),
+            ("--resume-flag", self.resume_flag.is_some()),
+            ("--output-schema-flag", self.output_schema_flag.is_some()),
+            ("--output-schema-transport", self.output_schema_transport.is_some()),
+        ]
+    }
+}
+
 /// Reads an enum flag by the declaration's own serde names, so the flag and the JSON
 /// declaration take exactly the same words.
 fn word<T: serde::de::DeserializeOwned>(value: &str) -> Result<T, serde_json::Error> {

@@ -289,7 +289,7 @@ impl Lane<'_, '_, '_> {
             container_run = Some(started);
         }
         let options = self.stage.options;
-        let until = (Instant::now() + options.step_timeout).min(options.deadline.at);
+        let until = options.deadline.min_with(options.step_timeout);
         let spec = process::Spec {
             argv,
             launch: &launch,

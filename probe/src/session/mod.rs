@@ -33,6 +33,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::deadline::Deadline;
 use checkfu_wire::decode::tables::Method;
 use checkfu_wire::decode::{DecodeError, Decoded, Decoder, Kind, Report, WireDirection};
 pub use client::{ClientRequest, PermissionPolicy};
@@ -117,8 +118,8 @@ pub struct Options {
     pub permission: PermissionPolicy,
     /// Serve `terminal/*` ([`terminals`]); otherwise they are answered -32601.
     pub terminals: bool,
-    /// The total deadline of the session, from its start.
-    pub deadline: Duration,
+    /// The run's deadline, which the session never outlasts.
+    pub deadline: Deadline,
 }
 
 /// A live session with one harness.
@@ -128,7 +129,7 @@ pub struct Session {
     /// Carries each runner request's id, handed back with the response that answers it.
     decoder: Decoder<i64>,
     options: Options,
-    deadline: Instant,
+    deadline: Deadline,
     next_id: i64,
     terminals: Terminals,
     /// `terminal/wait_for_exit` requests to answer when their terminal exits: (id, terminal).
@@ -165,7 +166,7 @@ impl Session {
             return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "no command"));
         };
         let harness = Harness::spawn(program, args, launch)?;
-        let deadline = Instant::now() + options.deadline;
+        let deadline = options.deadline;
         Ok(Session {
             harness,
             workspace,
@@ -201,8 +202,8 @@ impl Session {
         self.harness.pid()
     }
 
-    /// The session's total deadline.
-    pub fn deadline(&self) -> Instant {
+    /// The run's deadline, which the session never outlasts.
+    pub fn deadline(&self) -> Deadline {
         self.deadline
     }
 
@@ -263,10 +264,10 @@ impl Session {
     /// `wait_for_exit` requests meanwhile; `None` when there is nothing to read yet, or the
     /// line is blank.
     fn read_line(&mut self, until: Instant) -> Result<Option<Vec<u8>>, Fault> {
-        let limit = until.min(self.deadline);
+        let limit = self.deadline.bound(until);
         let deadline = self.deadline;
         let expired = || {
-            if until >= deadline {
+            if deadline.reached_by(until) {
                 Fault::Deadline
             } else {
                 Fault::Timeout
@@ -526,7 +527,7 @@ impl Session {
     pub fn teardown(&mut self, grace: Duration) -> Teardown {
         // Past the session's deadline there is no time for a clean exit on EOF: SIGTERM at
         // once, so the report follows the deadline by the grace at most.
-        let teardown = if Instant::now() >= self.deadline { self.harness.terminate(grace) } else { self.harness.teardown(grace) };
+        let teardown = if self.deadline.expired() { self.harness.terminate(grace) } else { self.harness.teardown(grace) };
         self.terminals.kill_all();
         teardown
     }
@@ -540,7 +541,7 @@ mod tests {
     fn session_writing(lines: &[&str]) -> Session {
         let script = format!("printf '%s\\n' {}; cat > /dev/null", lines.iter().map(|l| format!("'{l}'")).collect::<Vec<_>>().join(" "));
         let command = ["sh".into(), "-c".into(), script.into()];
-        let options = Options { permission: PermissionPolicy::Allow, terminals: false, deadline: Duration::from_secs(20) };
+        let options = Options { permission: PermissionPolicy::Allow, terminals: false, deadline: Deadline::after(Duration::from_secs(20)) };
         Session::start(&command, options).expect("the harness starts")
     }
 
