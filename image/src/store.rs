@@ -1253,7 +1253,7 @@ mod tests {
     fn stored(prefix: &str, name: &str) -> (TempDir, Store, Digest) {
         let dir = TempDir::new(prefix).unwrap();
         let store = Store::open(&plan(dir.path().join("images"))).unwrap();
-        let digest = crate::image::digest_of(name.as_bytes());
+        let digest = crate::digest_of(name.as_bytes());
         let pending = store.begin().unwrap();
         fs::create_dir(pending.root().join("bin")).unwrap();
         fs::write(pending.root().join("bin/cli"), b"#!/bin/sh\necho hi\n").unwrap();
@@ -1341,7 +1341,7 @@ mod tests {
     fn an_entry_without_its_description_or_of_another_digest_is_not_taken() {
         let (_dir, store, digest) = stored("checkfu-store-open", "image");
         assert!(matches!(store.lookup(&digest, None), Lookup::Hit(_)));
-        let other = crate::image::digest_of(b"other");
+        let other = crate::digest_of(b"other");
         fs::rename(entry_path(&store, &digest), entry_path(&store, &other)).unwrap();
         let why = missed(&store, &other);
         assert!(why.contains("another format or digest") && why.contains("removed"), "{why}");
@@ -1441,7 +1441,7 @@ mod tests {
     fn a_write_through_a_shared_mapping_made_before_the_commit_is_caught() {
         let dir = TempDir::new("checkfu-store-mapped").unwrap();
         let store = Store::open(&plan(dir.path().join("images"))).unwrap();
-        let digest = crate::image::digest_of(b"mapped");
+        let digest = crate::digest_of(b"mapped");
         let pending = store.begin().unwrap();
         let path = pending.root().join("lib.so");
         fs::write(&path, [b'a'; 4096]).unwrap();
@@ -1485,7 +1485,7 @@ mod tests {
         for changed_at in [0, (4 << 20) + 7, size - 1] {
             let dir = TempDir::new("checkfu-store-parts").unwrap();
             let store = Store::open(&plan(dir.path().join("images"))).unwrap();
-            let digest = crate::image::digest_of(b"parts");
+            let digest = crate::digest_of(b"parts");
             let pending = store.begin().unwrap();
             let path = pending.root().join("big");
             fs::write(&path, vec![b'a'; size as usize]).unwrap();
@@ -1560,7 +1560,7 @@ mod tests {
     #[test]
     fn a_fifo_as_the_description_blocks_no_lookup_ls_or_prune() {
         let (_dir, store, digest) = stored("checkfu-store-fifo", "fifo");
-        let second = crate::image::digest_of(b"fifo-2");
+        let second = crate::digest_of(b"fifo-2");
         let new = NewEntry { digest: &second, reference: String::from("r"), config: &Config::default(), unpacked_bytes: 1 };
         drop(store.commit(store.begin().unwrap(), &new, None).map_err(|(_, why)| why).unwrap());
         let fifos: Vec<PathBuf> = [&digest, &second].iter().map(|d| entry_path(&store, d).join(META)).collect();
@@ -1640,7 +1640,7 @@ mod tests {
     fn a_root_anyone_can_write_is_not_stored() {
         let dir = TempDir::new("checkfu-store-wide-root").unwrap();
         let store = Store::open(&plan(dir.path().join("images"))).unwrap();
-        let digest = crate::image::digest_of(b"wide");
+        let digest = crate::digest_of(b"wide");
         let pending = store.begin().unwrap();
         fs::set_permissions(pending.root(), fs::Permissions::from_mode(0o777)).unwrap();
         let new = NewEntry { digest: &digest, reference: String::from("r"), config: &Config::default(), unpacked_bytes: 0 };
@@ -1726,7 +1726,7 @@ mod tests {
         let refused = Store::open(&plan(base.parent().unwrap().join("roots"))).unwrap_err().to_string();
         assert!(refused.contains("owned by uid 0, not by uid 65534"), "{refused}");
         let store = Store::open(&plan(base.join("images"))).unwrap();
-        let digest = crate::image::digest_of(b"nobody");
+        let digest = crate::digest_of(b"nobody");
         let pending = store.begin().unwrap();
         fs::write(pending.root().join("cli"), b"#!/bin/sh\n").unwrap();
         let new = NewEntry { digest: &digest, reference: String::from("r"), config: &Config::default(), unpacked_bytes: 1 };
@@ -1747,7 +1747,7 @@ mod tests {
     fn an_entry_in_use_is_not_pruned() {
         let dir = TempDir::new("checkfu-store-held").unwrap();
         let store = Store::open(&plan(dir.path().join("images"))).unwrap();
-        let digest = crate::image::digest_of(b"held");
+        let digest = crate::digest_of(b"held");
         let new = NewEntry { digest: &digest, reference: String::from("r"), config: &Config::default(), unpacked_bytes: 0 };
         let held = store.commit(store.begin().unwrap(), &new, None).map_err(|(_, why)| why).unwrap();
         let pruned = store.prune(&[]).unwrap();
@@ -1776,7 +1776,7 @@ mod measure {
             .status()
             .unwrap();
         assert!(copied.success());
-        let digest = crate::image::digest_of(b"measure");
+        let digest = crate::digest_of(b"measure");
         let new = NewEntry { digest: &digest, reference: String::from("m"), config: &Config::default(), unpacked_bytes: 0 };
         let started = Instant::now();
         let entry = store.commit(pending, &new, None).map_err(|(_, why)| why).unwrap();
