@@ -1615,7 +1615,7 @@ mod tests {
         // The signal is recorded for the whole process: the test runs again in a child.
         if std::env::var_os("CHECKFU_STORE_SIGNAL").is_none() {
             let output = std::process::Command::new(std::env::current_exe().unwrap())
-                .args(["--exact", "image::store::tests::a_lookup_after_a_signal_stops_and_leaves_the_entry", "--nocapture"])
+                .args(["--exact", "store::tests::a_lookup_after_a_signal_stops_and_leaves_the_entry", "--nocapture"])
                 .env("CHECKFU_STORE_SIGNAL", "1")
                 .output()
                 .unwrap();
@@ -1720,7 +1720,7 @@ mod tests {
             // root's own store, next to nobody's, 0755: nobody may read it, not use it.
             fs::create_dir(dir.path().join("roots")).unwrap();
             fs::set_permissions(dir.path().join("roots"), fs::Permissions::from_mode(0o755)).unwrap();
-            return as_nobody("image::store::tests::as_another_user_its_own_store_is_used_and_roots_refused", &base);
+            return as_nobody("store::tests::as_another_user_its_own_store_is_used_and_roots_refused", &base);
         };
         assert_eq!(euid(), 65534);
         let refused = Store::open(&plan(base.parent().unwrap().join("roots"))).unwrap_err().to_string();
