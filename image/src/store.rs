@@ -179,6 +179,28 @@ pub enum StoreError {
     Stopped { dir: PathBuf, what: String },
 }
 
+/// Why an entry could not be given room under the store's bound.
+#[derive(Debug, thiserror::Error)]
+enum NoRoom {
+    /// The entries could not be listed.
+    #[error(transparent)]
+    Unlisted(#[from] StoreError),
+    /// The entries left after every one no run holds was removed are still too large.
+    #[error("the store's entries in use leave no room for {incoming} bytes under its bound of {max_bytes}")]
+    InUse { incoming: u64, max_bytes: u64 },
+}
+
+/// Why a directory beneath the store is not the user's own real directory.
+#[derive(Debug, thiserror::Error)]
+enum NotOwned {
+    #[error("{}: {source}", name.to_string_lossy())]
+    Open { name: OsString, source: io::Error },
+    #[error("{source}")]
+    Stat { source: io::Error },
+    #[error("{}: {source}", name.to_string_lossy())]
+    Untrusted { name: OsString, source: Untrusted },
+}
+
 /// What `entry.json` holds.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Meta {
@@ -598,8 +620,8 @@ impl Store {
 
     /// Removes the least recently used entries no run holds until `incoming` more bytes fit
     /// in the bound; `Err` says why they cannot.
-    fn make_room(&self, incoming: u64) -> Result<(), String> {
-        let listed = self.list().map_err(|e| e.to_string())?;
+    fn make_room(&self, incoming: u64) -> Result<(), NoRoom> {
+        let listed = self.list()?;
         let listed: Vec<Listed> = listed.into_iter().filter(|l| l.skipped.is_none()).collect();
         let mut total: u64 = listed.iter().map(|l| l.disk_bytes).sum();
         for entry in &listed {
@@ -611,7 +633,7 @@ impl Store {
             }
         }
         if total.saturating_add(incoming) > self.max_bytes {
-            return Err(format!("the store's entries in use leave no room for {incoming} bytes under its bound of {}", self.max_bytes));
+            return Err(NoRoom::InUse { incoming, max_bytes: self.max_bytes });
         }
         Ok(())
     }
@@ -774,10 +796,10 @@ fn owned_and_private(stat: &Stat, euid: u32, file: bool) -> Result<(), Untrusted
 }
 
 /// The directory `name` beneath `dir`, if it is the user's own real directory.
-fn open_owned_child(dir: &Dir, name: &OsStr, euid: u32) -> Result<Dir, String> {
-    let child = dir.open_child(name).map_err(|e| format!("{}: {e}", name.to_string_lossy()))?;
-    let stat = child.stat().map_err(|e| e.to_string())?;
-    owned_and_private(&stat, euid, false).map_err(|why| format!("{}: {why}", name.to_string_lossy()))?;
+fn open_owned_child(dir: &Dir, name: &OsStr, euid: u32) -> Result<Dir, NotOwned> {
+    let child = dir.open_child(name).map_err(|source| NotOwned::Open { name: name.to_owned(), source })?;
+    let stat = child.stat().map_err(|source| NotOwned::Stat { source })?;
+    owned_and_private(&stat, euid, false).map_err(|source| NotOwned::Untrusted { name: name.to_owned(), source })?;
     Ok(child)
 }
 

@@ -114,8 +114,8 @@ impl ImagePlan {
         }
         .map_err(|e| ProbeError::Usage(format!("--runtime: {e}")))?;
         let failed = |what: String, e: PullError| match e {
-            PullError::Missing(m) => ProbeError::MissingTool(m),
-            PullError::Failed(reason) => ProbeError::Image { what, reason },
+            PullError::Missing(m) => ProbeError::MissingTool(m.to_string()),
+            other => ProbeError::Image { what, reason: other.to_string() },
         };
         match &self.source {
             ImageSource::Pull { reference, from } => {

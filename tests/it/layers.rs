@@ -1,5 +1,6 @@
 //! The probe's shape, held by its source: the layers of the probe crate import only from
-//! below them, and no function of the probe or its command line runs over 80 lines.
+//! below them, no crate below the probe (the sandbox, the image's foundation, the relay)
+//! names one above it, and no function of the probe or its command line runs over 80 lines.
 //!
 //! Both are read from the source as rustfmt writes it (a function's closing brace is alone
 //! on a line at the indentation of its `fn`), so the checks need no parser of their own.
@@ -77,7 +78,8 @@ fn long_functions(text: &str) -> Vec<(usize, String, usize)> {
 fn no_function_of_the_probe_or_its_command_line_runs_over_80_lines() {
     let root = workspace();
     let mut long = Vec::new();
-    for dir in ["probe/src", "cli/src"] {
+    // The image's foundation was the probe's, and is held to the probe's limit.
+    for dir in ["probe/src", "image/src", "cli/src"] {
         for path in sources(&root.join(dir)) {
             let text = std::fs::read_to_string(&path).expect("a source file");
             for (line, name, length) in long_functions(&text) {
@@ -102,6 +104,22 @@ fn names(code: &str, name: &str) -> bool {
     code.match_indices(name).any(|(at, _)| !code[at + name.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_'))
 }
 
+/// The lines of code (comments skipped) of `text` that name one of `names`, each as
+/// `SHOWN:LINE: names `NAME`` (in a manifest, `#` comments are skipped too).
+fn lines_naming(text: &str, shown: &str, wanted: &[&str]) -> Vec<String> {
+    let mut found = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let code = line.trim_start();
+        if code.starts_with("//") || (code.starts_with('#') && shown.ends_with(".toml")) {
+            continue;
+        }
+        if let Some(name) = wanted.iter().find(|n| names(code, n)) {
+            found.push(format!("{shown}:{}: names `{name}`", i + 1));
+        }
+    }
+    found
+}
+
 #[test]
 fn the_probes_shared_modules_import_nothing_from_either_lane() {
     assert!(names("use crate::plan::Plan;", "crate::plan") && !names("use crate::plane::Plane;", "crate::plan"));
@@ -114,17 +132,36 @@ fn the_probes_shared_modules_import_nothing_from_either_lane() {
             continue;
         }
         let text = std::fs::read_to_string(&path).expect("a source file");
-        for (i, line) in text.lines().enumerate() {
-            let code = line.trim_start();
-            if code.starts_with("//") {
-                continue;
-            }
-            if let Some(name) = LANES_AND_RUN.iter().find(|n| names(code, n)) {
-                found.push(format!("probe/src/{}:{}: names `{name}`", relative.display(), i + 1));
-            }
-        }
+        found.extend(lines_naming(&text, &format!("probe/src/{}", relative.display()), LANES_AND_RUN));
     }
     assert!(found.is_empty(), "shared modules that reach up into a lane or the run:\n{}", found.join("\n"));
+}
+
+/// The crates below the probe, each with the crates above it (as Rust names them), which
+/// neither its sources nor its manifest may name: the sandbox is the lowest, the image's
+/// foundation and the relay stand on it (the image never on the relay), the probe on all.
+const BELOW_THE_PROBE: &[(&str, &[&str])] = &[
+    ("sandbox", &["checkfu_wire_image", "checkfu_wire_relay", "checkfu_wire_probe"]),
+    ("image", &["checkfu_wire_relay", "checkfu_wire_probe"]),
+    ("relay", &["checkfu_wire_image", "checkfu_wire_probe"]),
+];
+
+#[test]
+fn no_crate_below_the_probe_names_one_above_it() {
+    let root = workspace();
+    let mut found = Vec::new();
+    for (dir, above) in BELOW_THE_PROBE {
+        // The manifest names a crate by its package name: `checkfu-wire-probe`.
+        let packages: Vec<String> = above.iter().map(|name| name.replace('_', "-")).collect();
+        let packages: Vec<&str> = packages.iter().map(String::as_str).collect();
+        let manifest = std::fs::read_to_string(root.join(dir).join("Cargo.toml")).expect("a manifest");
+        found.extend(lines_naming(&manifest, &format!("{dir}/Cargo.toml"), &packages));
+        for path in sources(&root.join(dir).join("src")) {
+            let text = std::fs::read_to_string(&path).expect("a source file");
+            found.extend(lines_naming(&text, &path.strip_prefix(&root).unwrap_or(&path).display().to_string(), above));
+        }
+    }
+    assert!(found.is_empty(), "a crate that names one above it:\n{}", found.join("\n"));
 }
 
 /// What names a lane in the spine: a lane's module, the plan's or the report's variants.
