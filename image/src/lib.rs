@@ -1,6 +1,6 @@
 //! checkfu-wire-image: the image lane's foundation, images without a daemon.
 //!
-//! - [`reference`]: an image reference pinned by digest (`NAME@sha256:<64 hex>`);
+//! - [`reference`](mod@reference): an image reference pinned by digest (`NAME@sha256:<64 hex>`);
 //! - [`layout`]: an OCI image layout read and unpacked in the crate (every blob a regular
 //!   file checked against its digest and size, layers applied in order with whiteouts,
 //!   bounded), its layers' tar streams hashed and capped by `tarstream`, read by the `tar` crate
