@@ -1,10 +1,10 @@
 //! `checkfu-wire image ls` and `checkfu-wire image prune`: the image store the probe keeps
-//! of the images it ran by digest ([`checkfu_wire_probe::image::store`]).
+//! of the images it ran by digest ([`checkfu_wire_image::store`]).
 
 use std::path::PathBuf;
 
-use checkfu_wire_probe::image::store::{self, Store, StorePlan};
-use checkfu_wire_probe::image::{sha256_digest, Digest, ReferenceError};
+use checkfu_wire_image::store::{self, Store, StorePlan};
+use checkfu_wire_image::{sha256_digest, Digest, ReferenceError};
 
 #[derive(clap::Args)]
 pub struct Args {

@@ -11,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
-use checkfu_wire_probe::image::tools::BuilderKind;
+use checkfu_wire_image::tools::BuilderKind;
 use checkfu_wire_probe::next::{command_line, publish_commands};
 
 /// The one-shot wrapper the page's build-context example runs.
@@ -233,9 +233,8 @@ fn readme(kind: Kind, name: &str) -> String {
 /// image can run only that.
 fn static_busybox() -> Option<PathBuf> {
     // Debian's busybox-static is /bin/busybox, which PATH may not list.
-    let candidates = [PathBuf::from("/bin/busybox"), PathBuf::from("/usr/bin/busybox")]
-        .into_iter()
-        .chain(checkfu_wire_probe::image::tools::on_path("busybox"));
+    let candidates =
+        [PathBuf::from("/bin/busybox"), PathBuf::from("/usr/bin/busybox")].into_iter().chain(checkfu_wire_image::tools::on_path("busybox"));
     candidates.into_iter().find(|p| is_static_elf(p))
 }
 

@@ -9,7 +9,7 @@
 //! `CHECKFU_REQUIRE_IMAGE_TOOLS` and `CHECKFU_REQUIRE_PODMAN` so that there they cannot be
 //! ignored);
 //! otherwise the runner lists them as ignored. The hostile layouts no real tool makes are
-//! the unpacker's unit tests (`probe/src/image/layout.rs`).
+//! the unpacker's unit tests (`image/src/layout.rs`).
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;

@@ -23,12 +23,13 @@ use super::host_env;
 use super::in_root;
 use oci_spec::image::{Config, Os};
 
+use super::host_env::ConfigRefused;
 use super::in_root::InRootError;
-use super::layout::Limits;
+use super::layout::{LayoutError, Limits};
 use super::reference::ImageReference;
 use super::runtime::{ImageFence, RunSpec, RunningContainer, Runtime, RuntimeError, RuntimeKind};
 use super::source::{self, Source, SourceError};
-use super::store::{ImageCache, Lookup, NewEntry, Pending, Store};
+use super::store::{ImageCache, Lookup, NewEntry, Pending, Store, StoreError};
 use super::tools::{self, Tool};
 use super::TempDir;
 
@@ -36,10 +37,34 @@ use super::TempDir;
 /// the pull, a check or the unpack failed (the run's failure, with the tool's own answer).
 #[derive(Debug, thiserror::Error)]
 pub enum PullError {
-    #[error("{0}")]
-    Missing(String),
-    #[error("{0}")]
-    Failed(String),
+    /// A tool the lane needs is not installed ([`tools::ToolError::Missing`]).
+    #[error(transparent)]
+    Missing(tools::ToolError),
+    /// A tool failed, with its own words.
+    #[error(transparent)]
+    Tool(tools::ToolError),
+    /// The source refused the image, or was not one.
+    #[error(transparent)]
+    Source(SourceError),
+    #[error("{reference}: the image is for `{os}`, not linux")]
+    NotLinux { reference: String, os: Os },
+    #[error(transparent)]
+    Config(#[from] ConfigRefused),
+    #[error("cannot make the image's layout directory: {source}")]
+    LayoutDirectory { source: std::io::Error },
+    #[error("cannot make the image's root directory: {source}")]
+    RootDirectory { source: std::io::Error },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{reference}: the run's deadline (--deadline) passed before the image was unpacked")]
+    Deadline { reference: String },
+    #[error(transparent)]
+    Unpack(#[from] LayoutError),
+    #[error("cannot remove the image's layout: {source}")]
+    RemoveLayout { source: std::io::Error },
+    /// A directory the run needs could not be made inside the root.
+    #[error(transparent)]
+    InRoot(#[from] InRootError),
 }
 
 /// A tool that is not installed is the user's to install (a usage error); any other failure
@@ -47,8 +72,8 @@ pub enum PullError {
 impl From<tools::ToolError> for PullError {
     fn from(e: tools::ToolError) -> PullError {
         match e {
-            tools::ToolError::Missing { .. } => PullError::Missing(e.to_string()),
-            other => PullError::Failed(other.to_string()),
+            tools::ToolError::Missing { .. } => PullError::Missing(e),
+            other => PullError::Tool(other),
         }
     }
 }
@@ -58,15 +83,8 @@ impl From<SourceError> for PullError {
     fn from(e: SourceError) -> PullError {
         match e {
             SourceError::Tool(tool) => PullError::from(tool),
-            SourceError::Refused(message) => PullError::Failed(message),
-            other @ (SourceError::NoLayoutDirectory | SourceError::Unknown(_)) => PullError::Failed(other.to_string()),
+            other => PullError::Source(other),
         }
-    }
-}
-
-impl From<String> for PullError {
-    fn from(message: String) -> PullError {
-        PullError::Failed(message)
     }
 }
 
@@ -156,7 +174,7 @@ impl Unpacking<'_> {
         };
         // The mount points every run needs are made now: a run of the stored root makes none.
         for mount_point in ["/dev", "/proc", "/tmp"] {
-            in_root::make_mount_point(&root, Path::new(mount_point)).map_err(|e| PullError::Failed(e.to_string()))?;
+            in_root::make_mount_point(&root, Path::new(mount_point))?;
         }
         match store.commit(pending, new, Some(deadline)) {
             Ok(entry) => Ok((Root::Stored(entry), ImageCache::Miss, removed)),
@@ -244,39 +262,38 @@ impl PreparedImage {
         if !pulled_by_probe {
             Tool::Skopeo.find()?;
         }
-        let scratch = TempDir::new("checkfu-image-layout").map_err(|e| format!("cannot make the image's layout directory: {e}"))?;
+        let scratch = TempDir::new("checkfu-image-layout").map_err(|source| PullError::LayoutDirectory { source })?;
         let fetched = source::fetch(source, reference, &scratch.path().join("layout"), deadline)?;
         let image = fetched.image;
         if *image.config.os() != Os::Linux {
-            return Err(PullError::Failed(format!("{reference}: the image is for `{}`, not linux", image.config.os())));
+            return Err(PullError::NotLinux { reference: reference.to_string(), os: image.config.os().clone() });
         }
         let config = image.config.config().clone().unwrap_or_default();
         // Refused before anything is unpacked or started, naming the limit.
-        host_env::check_image_config(config.env().as_deref().unwrap_or_default(), &command_of(&config))
-            .map_err(|e| PullError::Failed(e.to_string()))?;
+        host_env::check_image_config(config.env().as_deref().unwrap_or_default(), &command_of(&config))?;
         let (unpacking, root) = match store {
             Some(store) => {
-                let pending = store.begin().map_err(|e| e.to_string())?;
+                let pending = store.begin()?;
                 let root = pending.root();
                 (Unpacking::Pending(store, pending), root)
             }
             None => {
-                let own = TempDir::new("checkfu-image-rootfs").map_err(|e| format!("cannot make the image's root directory: {e}"))?;
+                let own = TempDir::new("checkfu-image-rootfs").map_err(|source| PullError::RootDirectory { source })?;
                 let root = own.path().to_owned();
                 (Unpacking::Own(own), root)
             }
         };
         if Instant::now() >= deadline {
-            return Err(PullError::Failed(format!("{reference}: the run's deadline (--deadline) passed before the image was unpacked")));
+            return Err(PullError::Deadline { reference: reference.to_string() });
         }
         let limits = Limits { deadline: Some(deadline), ..Limits::default() };
-        let report = fetched.layout.unpack(&image, &root, limits).map_err(|e| e.to_string())?;
+        let report = fetched.layout.unpack(&image, &root, limits)?;
         drop(fetched.layout);
-        scratch.remove().map_err(|e| format!("cannot remove the image's layout: {e}"))?;
+        scratch.remove().map_err(|source| PullError::RemoveLayout { source })?;
         // The image's own working directory is made inside its root now, and an image
         // whose `WorkingDir` cannot be is refused before anything runs.
         if let Some(working_dir) = config.working_dir().as_deref().filter(|d| !d.is_empty()) {
-            in_root::make_dir(&root, working_dir).map_err(|e| PullError::Failed(e.to_string()))?;
+            in_root::make_dir(&root, working_dir)?;
         }
         let new = NewEntry { digest: reference.digest(), reference: reference.to_string(), config: &config, unpacked_bytes: report.bytes };
         let (root, cache, cache_detail) = unpacking.settle(root, &new, removed, deadline)?;
@@ -301,8 +318,7 @@ impl PreparedImage {
         entry: Box<super::store::Entry>,
     ) -> Result<PreparedImage, PullError> {
         let config = entry.meta.config.clone();
-        host_env::check_image_config(config.env().as_deref().unwrap_or_default(), &command_of(&config))
-            .map_err(|e| PullError::Failed(e.to_string()))?;
+        host_env::check_image_config(config.env().as_deref().unwrap_or_default(), &command_of(&config))?;
         Ok(PreparedImage {
             reference: reference.clone(),
             source: source.clone(),

@@ -179,6 +179,28 @@ pub enum StoreError {
     Stopped { dir: PathBuf, what: String },
 }
 
+/// Why an entry could not be given room under the store's bound.
+#[derive(Debug, thiserror::Error)]
+enum NoRoom {
+    /// The entries could not be listed.
+    #[error(transparent)]
+    Unlisted(#[from] StoreError),
+    /// The entries left after every one no run holds was removed are still too large.
+    #[error("the store's entries in use leave no room for {incoming} bytes under its bound of {max_bytes}")]
+    InUse { incoming: u64, max_bytes: u64 },
+}
+
+/// Why a directory beneath the store is not the user's own real directory.
+#[derive(Debug, thiserror::Error)]
+enum NotOwned {
+    #[error("{}: {source}", name.to_string_lossy())]
+    Open { name: OsString, source: io::Error },
+    #[error("{source}")]
+    Stat { source: io::Error },
+    #[error("{}: {source}", name.to_string_lossy())]
+    Untrusted { name: OsString, source: Untrusted },
+}
+
 /// What `entry.json` holds.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Meta {
@@ -598,8 +620,8 @@ impl Store {
 
     /// Removes the least recently used entries no run holds until `incoming` more bytes fit
     /// in the bound; `Err` says why they cannot.
-    fn make_room(&self, incoming: u64) -> Result<(), String> {
-        let listed = self.list().map_err(|e| e.to_string())?;
+    fn make_room(&self, incoming: u64) -> Result<(), NoRoom> {
+        let listed = self.list()?;
         let listed: Vec<Listed> = listed.into_iter().filter(|l| l.skipped.is_none()).collect();
         let mut total: u64 = listed.iter().map(|l| l.disk_bytes).sum();
         for entry in &listed {
@@ -611,7 +633,7 @@ impl Store {
             }
         }
         if total.saturating_add(incoming) > self.max_bytes {
-            return Err(format!("the store's entries in use leave no room for {incoming} bytes under its bound of {}", self.max_bytes));
+            return Err(NoRoom::InUse { incoming, max_bytes: self.max_bytes });
         }
         Ok(())
     }
@@ -774,10 +796,10 @@ fn owned_and_private(stat: &Stat, euid: u32, file: bool) -> Result<(), Untrusted
 }
 
 /// The directory `name` beneath `dir`, if it is the user's own real directory.
-fn open_owned_child(dir: &Dir, name: &OsStr, euid: u32) -> Result<Dir, String> {
-    let child = dir.open_child(name).map_err(|e| format!("{}: {e}", name.to_string_lossy()))?;
-    let stat = child.stat().map_err(|e| e.to_string())?;
-    owned_and_private(&stat, euid, false).map_err(|why| format!("{}: {why}", name.to_string_lossy()))?;
+fn open_owned_child(dir: &Dir, name: &OsStr, euid: u32) -> Result<Dir, NotOwned> {
+    let child = dir.open_child(name).map_err(|source| NotOwned::Open { name: name.to_owned(), source })?;
+    let stat = child.stat().map_err(|source| NotOwned::Stat { source })?;
+    owned_and_private(&stat, euid, false).map_err(|source| NotOwned::Untrusted { name: name.to_owned(), source })?;
     Ok(child)
 }
 
@@ -1214,22 +1236,33 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Why a size does not read, naming the text as given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SizeError {
+    #[error("`{0}` is not a size: a number of bytes, or with K, M, G or T")]
+    NotANumber(String),
+    #[error("`{0}`: the unit is one of K, M, G, T (powers of 1024)")]
+    Unit(String),
+    #[error("`{0}` is too large")]
+    TooLarge(String),
+}
+
 /// A size as `--image-cache-max` takes it: bytes, or a number with `K`, `M`, `G`, `T`
 /// (powers of 1024, optionally `KiB`, `MiB`, …).
-pub fn parse_size(text: &str) -> Result<u64, String> {
+pub fn parse_size(text: &str) -> Result<u64, SizeError> {
     let trimmed = text.trim();
     let split = trimmed.find(|c: char| !c.is_ascii_digit()).unwrap_or(trimmed.len());
     let (number, unit) = trimmed.split_at(split);
-    let number: u64 = number.parse().map_err(|_| format!("`{text}` is not a size: a number of bytes, or with K, M, G or T"))?;
+    let number: u64 = number.parse().map_err(|_| SizeError::NotANumber(text.to_owned()))?;
     let shift = match unit.trim().to_ascii_uppercase().as_str() {
         "" | "B" => 0,
         "K" | "KB" | "KIB" => 10,
         "M" | "MB" | "MIB" => 20,
         "G" | "GB" | "GIB" => 30,
         "T" | "TB" | "TIB" => 40,
-        _ => return Err(format!("`{text}`: the unit is one of K, M, G, T (powers of 1024)")),
+        _ => return Err(SizeError::Unit(text.to_owned())),
     };
-    number.checked_mul(1u64 << shift).ok_or_else(|| format!("`{text}` is too large"))
+    number.checked_mul(1u64 << shift).ok_or_else(|| SizeError::TooLarge(text.to_owned()))
 }
 
 /// How long ago `epoch_seconds` was, for `image ls`.
@@ -1253,7 +1286,7 @@ mod tests {
     fn stored(prefix: &str, name: &str) -> (TempDir, Store, Digest) {
         let dir = TempDir::new(prefix).unwrap();
         let store = Store::open(&plan(dir.path().join("images"))).unwrap();
-        let digest = crate::image::digest_of(name.as_bytes());
+        let digest = crate::digest_of(name.as_bytes());
         let pending = store.begin().unwrap();
         fs::create_dir(pending.root().join("bin")).unwrap();
         fs::write(pending.root().join("bin/cli"), b"#!/bin/sh\necho hi\n").unwrap();
@@ -1293,9 +1326,9 @@ mod tests {
         assert_eq!(parse_size("10G"), Ok(10 << 30));
         assert_eq!(parse_size("512MiB"), Ok(512 << 20));
         assert_eq!(parse_size("3k"), Ok(3 << 10));
-        assert!(parse_size("ten").unwrap_err().contains("not a size"));
-        assert!(parse_size("1P").unwrap_err().contains("unit"));
-        assert!(parse_size("99999999999T").unwrap_err().contains("too large"));
+        assert!(parse_size("ten").unwrap_err().to_string().contains("not a size"));
+        assert!(parse_size("1P").unwrap_err().to_string().contains("unit"));
+        assert!(parse_size("99999999999T").unwrap_err().to_string().contains("too large"));
     }
 
     #[test]
@@ -1341,7 +1374,7 @@ mod tests {
     fn an_entry_without_its_description_or_of_another_digest_is_not_taken() {
         let (_dir, store, digest) = stored("checkfu-store-open", "image");
         assert!(matches!(store.lookup(&digest, None), Lookup::Hit(_)));
-        let other = crate::image::digest_of(b"other");
+        let other = crate::digest_of(b"other");
         fs::rename(entry_path(&store, &digest), entry_path(&store, &other)).unwrap();
         let why = missed(&store, &other);
         assert!(why.contains("another format or digest") && why.contains("removed"), "{why}");
@@ -1441,7 +1474,7 @@ mod tests {
     fn a_write_through_a_shared_mapping_made_before_the_commit_is_caught() {
         let dir = TempDir::new("checkfu-store-mapped").unwrap();
         let store = Store::open(&plan(dir.path().join("images"))).unwrap();
-        let digest = crate::image::digest_of(b"mapped");
+        let digest = crate::digest_of(b"mapped");
         let pending = store.begin().unwrap();
         let path = pending.root().join("lib.so");
         fs::write(&path, [b'a'; 4096]).unwrap();
@@ -1485,7 +1518,7 @@ mod tests {
         for changed_at in [0, (4 << 20) + 7, size - 1] {
             let dir = TempDir::new("checkfu-store-parts").unwrap();
             let store = Store::open(&plan(dir.path().join("images"))).unwrap();
-            let digest = crate::image::digest_of(b"parts");
+            let digest = crate::digest_of(b"parts");
             let pending = store.begin().unwrap();
             let path = pending.root().join("big");
             fs::write(&path, vec![b'a'; size as usize]).unwrap();
@@ -1560,7 +1593,7 @@ mod tests {
     #[test]
     fn a_fifo_as_the_description_blocks_no_lookup_ls_or_prune() {
         let (_dir, store, digest) = stored("checkfu-store-fifo", "fifo");
-        let second = crate::image::digest_of(b"fifo-2");
+        let second = crate::digest_of(b"fifo-2");
         let new = NewEntry { digest: &second, reference: String::from("r"), config: &Config::default(), unpacked_bytes: 1 };
         drop(store.commit(store.begin().unwrap(), &new, None).map_err(|(_, why)| why).unwrap());
         let fifos: Vec<PathBuf> = [&digest, &second].iter().map(|d| entry_path(&store, d).join(META)).collect();
@@ -1615,7 +1648,7 @@ mod tests {
         // The signal is recorded for the whole process: the test runs again in a child.
         if std::env::var_os("CHECKFU_STORE_SIGNAL").is_none() {
             let output = std::process::Command::new(std::env::current_exe().unwrap())
-                .args(["--exact", "image::store::tests::a_lookup_after_a_signal_stops_and_leaves_the_entry", "--nocapture"])
+                .args(["--exact", "store::tests::a_lookup_after_a_signal_stops_and_leaves_the_entry", "--nocapture"])
                 .env("CHECKFU_STORE_SIGNAL", "1")
                 .output()
                 .unwrap();
@@ -1640,7 +1673,7 @@ mod tests {
     fn a_root_anyone_can_write_is_not_stored() {
         let dir = TempDir::new("checkfu-store-wide-root").unwrap();
         let store = Store::open(&plan(dir.path().join("images"))).unwrap();
-        let digest = crate::image::digest_of(b"wide");
+        let digest = crate::digest_of(b"wide");
         let pending = store.begin().unwrap();
         fs::set_permissions(pending.root(), fs::Permissions::from_mode(0o777)).unwrap();
         let new = NewEntry { digest: &digest, reference: String::from("r"), config: &Config::default(), unpacked_bytes: 0 };
@@ -1720,13 +1753,13 @@ mod tests {
             // root's own store, next to nobody's, 0755: nobody may read it, not use it.
             fs::create_dir(dir.path().join("roots")).unwrap();
             fs::set_permissions(dir.path().join("roots"), fs::Permissions::from_mode(0o755)).unwrap();
-            return as_nobody("image::store::tests::as_another_user_its_own_store_is_used_and_roots_refused", &base);
+            return as_nobody("store::tests::as_another_user_its_own_store_is_used_and_roots_refused", &base);
         };
         assert_eq!(euid(), 65534);
         let refused = Store::open(&plan(base.parent().unwrap().join("roots"))).unwrap_err().to_string();
         assert!(refused.contains("owned by uid 0, not by uid 65534"), "{refused}");
         let store = Store::open(&plan(base.join("images"))).unwrap();
-        let digest = crate::image::digest_of(b"nobody");
+        let digest = crate::digest_of(b"nobody");
         let pending = store.begin().unwrap();
         fs::write(pending.root().join("cli"), b"#!/bin/sh\n").unwrap();
         let new = NewEntry { digest: &digest, reference: String::from("r"), config: &Config::default(), unpacked_bytes: 1 };
@@ -1747,7 +1780,7 @@ mod tests {
     fn an_entry_in_use_is_not_pruned() {
         let dir = TempDir::new("checkfu-store-held").unwrap();
         let store = Store::open(&plan(dir.path().join("images"))).unwrap();
-        let digest = crate::image::digest_of(b"held");
+        let digest = crate::digest_of(b"held");
         let new = NewEntry { digest: &digest, reference: String::from("r"), config: &Config::default(), unpacked_bytes: 0 };
         let held = store.commit(store.begin().unwrap(), &new, None).map_err(|(_, why)| why).unwrap();
         let pruned = store.prune(&[]).unwrap();
@@ -1776,7 +1809,7 @@ mod measure {
             .status()
             .unwrap();
         assert!(copied.success());
-        let digest = crate::image::digest_of(b"measure");
+        let digest = crate::digest_of(b"measure");
         let new = NewEntry { digest: &digest, reference: String::from("m"), config: &Config::default(), unpacked_bytes: 0 };
         let started = Instant::now();
         let entry = store.commit(pending, &new, None).map_err(|(_, why)| why).unwrap();

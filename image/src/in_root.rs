@@ -143,8 +143,8 @@ mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
 
-    fn scratch(name: &str) -> (crate::image::TempDir, PathBuf, PathBuf) {
-        let dir = crate::image::TempDir::new(&format!("checkfu-in-root-{name}")).unwrap();
+    fn scratch(name: &str) -> (crate::TempDir, PathBuf, PathBuf) {
+        let dir = crate::TempDir::new(&format!("checkfu-in-root-{name}")).unwrap();
         let root = dir.path().join("root");
         let outside = dir.path().join("outside");
         std::fs::create_dir(&root).unwrap();

@@ -10,6 +10,7 @@ use std::process::Command;
 use proptest::prelude::*;
 
 use super::super::fixture::*;
+use super::super::layout::LayoutError;
 use super::super::Limits;
 use super::{canonical_number, parse_pax, TarError, MAX_METADATA_BYTES};
 
@@ -125,17 +126,17 @@ fn gnu_tar_tree(layer: &[u8]) -> Option<BTreeMap<String, String>> {
 }
 
 /// Our tree from `layer` (an uncompressed layer), or the refusal.
-fn our_tree(layer: &[u8]) -> Result<BTreeMap<String, String>, String> {
+fn our_tree(layer: &[u8]) -> Result<BTreeMap<String, String>, LayoutError> {
     let fixture = Fixture::new();
     fixture.image(&[(layer.to_vec(), TAR)]);
-    fixture.unpack(Limits::default()).map_err(|e| e.to_string())?;
+    fixture.unpack(Limits::default())?;
     Ok(tree(fixture.rootfs.path()))
 }
 
 /// Refused by us, or the same tree GNU tar makes; returns our refusal.
 fn refused_or_as_gnu_tar(layer: &[u8]) -> Option<String> {
     match our_tree(layer) {
-        Err(refusal) => Some(refusal),
+        Err(refusal) => Some(refusal.to_string()),
         Ok(ours) => {
             let theirs = gnu_tar_tree(layer);
             assert_eq!(Some(&ours), theirs.as_ref(), "unpacked to a tree GNU tar does not make");

@@ -2,8 +2,8 @@
 //! speaking just enough HTTP/1.1, and a small valid image built in code.
 
 use super::*;
-use crate::image::layout::{Limits, OciLayout, Selector};
-use crate::image::reference::loopback_address;
+use crate::layout::{Limits, OciLayout, Selector};
+use crate::reference::loopback_address;
 use std::io::Read;
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -263,7 +263,7 @@ pub struct Output {
 
 /// Runs `command` to completion within `timeout`, killing and reaping it (and its group)
 /// otherwise; a non-zero exit is [`ToolError::Failed`] with the stderr's tail.
-pub(super) fn run(tool: Tool, command: Command, action: &str, timeout: Duration) -> Result<Output, ToolError> {
+pub fn run(tool: Tool, command: Command, action: &str, timeout: Duration) -> Result<Output, ToolError> {
     run_until(tool, command, action, Instant::now() + timeout)
 }
 

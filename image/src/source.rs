@@ -1,7 +1,7 @@
 //! Where an `--image` comes from: its registry (the default), the containers storage that
 //! podman and buildah keep on this machine, the docker daemon's storage, or an OCI layout
 //! directory. Every source ends the same way: one image in an OCI layout, tied to the
-//! reference's digest, which [`super::run`] checks blob by blob and unpacks.
+//! reference's digest, which the probe's `image::run` checks blob by blob and unpacks.
 //!
 //! How each source is tied to the digest:
 //! - a loopback registry: the probe's own client ([`super::distribution`]) fetches the
