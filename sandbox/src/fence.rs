@@ -201,6 +201,17 @@ fn join(to: Join) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Moves the calling thread (only it: the process's other threads stay where they are)
+/// into the network namespace `net` names, as a thread that dials inside a fence does.
+pub fn enter_on_this_thread(net: RawFd) -> std::io::Result<()> {
+    // SAFETY: setns on a descriptor number changes only the calling thread's namespace and
+    // touches no memory; a descriptor that is not a namespace's is an error (EINVAL, EBADF).
+    if unsafe { libc::setns(net, libc::CLONE_NEWNET) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
