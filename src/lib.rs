@@ -9,6 +9,9 @@
 //! (`checkfu-wire-cli`) are crates of their own. This crate never imports
 //! from the generator; the few types both need live in `checkfu-wire-vocab`.
 
+// `unsafe` lives in `checkfu-wire-sandbox` alone (tests/it/layers.rs holds this).
+#![forbid(unsafe_code)]
+
 pub mod admission;
 pub mod catalog;
 #[cfg(feature = "conformance")]

@@ -1,5 +1,8 @@
 //! The `checkfu-wire` command line: its subcommands, each returning the process exit status.
 
+// `unsafe` lives in `checkfu-wire-sandbox` alone (tests/it/layers.rs holds this).
+#![forbid(unsafe_code)]
+
 mod conform;
 mod decode;
 mod generate;

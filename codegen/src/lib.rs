@@ -6,6 +6,8 @@
 //! Generation is all-or-nothing: every stage runs, every diagnostic is collected, and
 //! outputs exist only when there are none.
 
+// `unsafe` lives in `checkfu-wire-sandbox` alone (tests/it/layers.rs holds this).
+#![forbid(unsafe_code)]
 // A diagnostic is built once per problem and returned once per run; boxing it to shrink
 // `Result` would only add noise.
 #![allow(clippy::result_large_err)]

@@ -177,12 +177,6 @@ pub enum DistributionError {
     Reading { what: String, source: hyper::Error },
     #[error("{what} runs past its cap of {cap} bytes: cut off")]
     PastCap { what: String, cap: u64 },
-    #[error("{} holds a NUL byte", dir.display())]
-    NulInPath {
-        dir: PathBuf,
-        #[source]
-        source: std::ffi::NulError,
-    },
     #[error("cannot read the free space of {}: {source}", dir.display())]
     FreeSpace { dir: PathBuf, source: std::io::Error },
 }
@@ -656,17 +650,7 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), DistributionError> {
 
 /// The bytes an unprivileged writer may still use on `dir`'s file system.
 fn free_bytes(dir: &Path) -> Result<u64, DistributionError> {
-    use std::os::unix::ffi::OsStrExt;
-    let path = std::ffi::CString::new(dir.as_os_str().as_bytes())
-        .map_err(|source| DistributionError::NulInPath { dir: dir.to_owned(), source })?;
-    // SAFETY: statvfs is plain data; the path is a NUL-terminated string that outlives the
-    // call, and the result is read only when the call succeeded.
-    let mut stats: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(path.as_ptr(), &mut stats) } != 0 {
-        return Err(DistributionError::FreeSpace { dir: dir.to_owned(), source: std::io::Error::last_os_error() });
-    }
-    #[allow(clippy::unnecessary_cast)]
-    Ok((stats.f_bavail as u64).saturating_mul(stats.f_frsize as u64))
+    checkfu_wire_sandbox::file::free_bytes(dir).map_err(|source| DistributionError::FreeSpace { dir: dir.to_owned(), source })
 }
 
 #[cfg(test)]

@@ -676,9 +676,7 @@ mod tests {
         assert_eq!(error, format!("blob {digest}: a symbolic link, not a regular file: refused"));
         // A FIFO, which no one writes: once a hang, now refused without waiting for a writer.
         fs::remove_file(&path).unwrap();
-        let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: a NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o644) }, 0, "mkfifo");
+        checkfu_wire_sandbox::file::make_fifo(&path, 0o644).expect("mkfifo");
         let error = layout.unpack(&image, fixture.rootfs.path(), Limits::default()).unwrap_err().to_string();
         assert_eq!(error, format!("blob {digest}: a FIFO, not a regular file: refused"));
         // A directory in a blob's place.
@@ -693,9 +691,7 @@ mod tests {
         let manifest = fixture.image(&[(tar_of(|t| file(t, "f", 0o644, b"f")), TAR)]);
         let path = fixture.dir.path().join("blobs/sha256").join(manifest.digest());
         fs::remove_file(&path).unwrap();
-        let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: a NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o644) }, 0, "mkfifo");
+        checkfu_wire_sandbox::file::make_fifo(&path, 0o644).expect("mkfifo");
         let error = OciLayout::open(fixture.dir.path()).unwrap().image(Selector::Digest(&manifest)).unwrap_err().to_string();
         assert_eq!(error, format!("blob {manifest}: a FIFO, not a regular file: refused"));
     }

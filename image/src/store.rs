@@ -68,7 +68,7 @@
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::AsFd;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -83,6 +83,7 @@ use super::layout::Limits;
 use super::reference::Digest;
 use super::TempDir;
 use checkfu_wire_sandbox::dir::{self as dirfd, Dir, Stat, Visit};
+use checkfu_wire_sandbox::file::{try_lock, Lock};
 
 /// The store's bound when none is given (`--image-cache-max`): 10 GiB.
 pub const DEFAULT_MAX_BYTES: u64 = 10 << 30;
@@ -330,8 +331,7 @@ impl Until {
 
 /// The effective uid, which owns everything the store trusts.
 fn euid() -> u32 {
-    // SAFETY: geteuid cannot fail.
-    unsafe { libc::geteuid() }
+    checkfu_wire_sandbox::identity::euid()
 }
 
 /// Whether an entry name is the user's own, and why not.
@@ -437,7 +437,7 @@ impl Store {
             MetaError::Missing => Checked::Wrong(String::from("not whole (no entry.json)")),
             MetaError::Wrong(why) => Checked::Wrong(format!("not whole: {why}")),
         })?;
-        match try_lock(&lock, libc::LOCK_SH) {
+        match try_lock(&lock, Lock::Shared) {
             Ok(true) => {}
             Ok(false) => return Err(Checked::Busy),
             Err(e) => return Err(Checked::Wrong(format!("unreadable: {e}"))),
@@ -531,7 +531,7 @@ impl Store {
             return Err((pending, format!("not stored: {why}")));
         }
         let lock = match dir.open_file(OsStr::new(META), libc::O_RDONLY, 0) {
-            Ok(lock) if try_lock(&lock, libc::LOCK_SH).unwrap_or(false) => lock,
+            Ok(lock) if try_lock(&lock, Lock::Shared).unwrap_or(false) => lock,
             Ok(_) => return Err((pending, String::from("not stored: cannot lock its description"))),
             Err(e) => return Err((pending, format!("not stored: cannot lock its description: {e}"))),
         };
@@ -962,20 +962,6 @@ fn write_meta(dir: &Dir, meta: &Meta) -> io::Result<()> {
     dir.rename_at(OsStr::new(&part), OsStr::new(META))
 }
 
-/// Takes `file`'s lock (`LOCK_SH` or `LOCK_EX`) if no one holds it otherwise: `false` when
-/// someone does. Never waits.
-fn try_lock(file: &File, operation: libc::c_int) -> io::Result<bool> {
-    // SAFETY: flock on a descriptor we own; the result is checked.
-    if unsafe { libc::flock(file.as_raw_fd(), operation | libc::LOCK_NB) } == 0 {
-        return Ok(true);
-    }
-    let error = io::Error::last_os_error();
-    if error.raw_os_error() == Some(libc::EWOULDBLOCK) {
-        return Ok(false);
-    }
-    Err(error)
-}
-
 /// Times [`lock_exclusive_soon`] tries, and how long it waits between tries.
 const EXCLUSIVE_TRIES: u32 = 5;
 const EXCLUSIVE_PAUSE: Duration = Duration::from_millis(20);
@@ -987,7 +973,7 @@ const EXCLUSIVE_PAUSE: Duration = Duration::from_millis(20);
 /// moments ago may still seem to hold it for that long.
 fn lock_exclusive_soon(file: &File) -> io::Result<bool> {
     for attempt in 0..EXCLUSIVE_TRIES {
-        if try_lock(file, libc::LOCK_EX)? {
+        if try_lock(file, Lock::Exclusive)? {
             return Ok(true);
         }
         if attempt + 1 < EXCLUSIVE_TRIES {
@@ -1479,22 +1465,14 @@ mod tests {
         let path = pending.root().join("lib.so");
         fs::write(&path, [b'a'; 4096]).unwrap();
         let file = File::options().read(true).write(true).open(&path).unwrap();
-        // SAFETY: a fresh shared mapping of a file of 4096 bytes, unmapped below; nothing
-        // else maps it.
-        let mapped =
-            unsafe { libc::mmap(std::ptr::null_mut(), 4096, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, file.as_raw_fd(), 0) };
-        assert_ne!(mapped, libc::MAP_FAILED);
-        let bytes = mapped.cast::<u8>();
+        let mapped = checkfu_wire_sandbox::file::SharedMapping::new(&file, 4096).expect("mmap");
         // The first write dirties the page (and moves the file's times); the store seals.
-        // SAFETY: inside the 4096 bytes mapped.
-        unsafe { bytes.write_volatile(b'b') };
+        mapped.write(0, b'b');
         let new = NewEntry { digest: &digest, reference: String::from("r"), config: &Config::default(), unpacked_bytes: 1 };
         drop(store.commit(pending, &new, None).map_err(|(_, why)| why).unwrap());
         // A write to the dirty page moves no time: only the content tells.
-        // SAFETY: inside the 4096 bytes mapped.
-        unsafe { bytes.add(1).write_volatile(b'X') };
-        // SAFETY: the mapping made above, of its length.
-        unsafe { libc::munmap(mapped, 4096) };
+        mapped.write(1, b'X');
+        drop(mapped);
         let why = missed(&store, &digest);
         assert!(why.contains("changed since it was stored"), "{why}");
     }
@@ -1658,8 +1636,8 @@ mod tests {
         }
         let (_dir, store, digest) = stored("checkfu-store-signal", "signal");
         crate::interrupt::install().unwrap();
-        // SAFETY: raise(2) of a signal the handler just installed records.
-        assert_eq!(unsafe { libc::raise(libc::SIGINT) }, 0);
+        // A signal the handler just installed records.
+        checkfu_wire_sandbox::process::signal_process(std::process::id(), checkfu_wire_sandbox::process::Signal::INT).unwrap();
         while crate::interrupt::received().is_none() {
             std::thread::yield_now();
         }

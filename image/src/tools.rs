@@ -15,9 +15,11 @@ use std::fmt;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+use checkfu_wire_sandbox::process::{Group, Signal};
 
 use super::reference::{sha256_digest, ImageReference};
 use super::TempDir;
@@ -117,83 +119,34 @@ fn io_error(context: impl Into<String>) -> impl FnOnce(io::Error) -> ToolError {
     move |source| ToolError::Io { context, source }
 }
 
-/// A child in its own process group, killed (the whole group) and reaped when dropped.
-///
-/// The group's id is the leader's pid, which the kernel may give to another process once
-/// the leader is reaped and the group is empty (after pid wrap: `pid_max` is often 32768).
-/// So the group is only ever signalled while the leader is unreaped: its exit is observed
-/// with `waitid(WNOWAIT)`, which leaves it a zombie holding its pid, the group is killed,
-/// and only then is the leader reaped.
+/// A tool's child in its own process group ([`Group`], which never signals a group whose
+/// leader it has reaped), killed (the whole group) and reaped when dropped.
 struct Reaped {
-    child: Child,
-    reaped: bool,
+    group: Group,
 }
 
 impl Reaped {
     fn spawn(mut command: Command, tool: Tool) -> Result<Reaped, ToolError> {
-        use std::os::unix::process::CommandExt;
-        command.process_group(0);
-        let child = command.spawn().map_err(|e| match e.kind() {
+        // A signal to the probe stops the tool's whole group too (`crate::interrupt`).
+        let group = Group::spawn(&mut command).map_err(|e| match e.kind() {
             io::ErrorKind::NotFound => ToolError::Missing { tool },
             _ => ToolError::Io { context: format!("starting {}", tool.program()), source: e },
         })?;
-        // A signal to the probe stops the tool's whole group too (`crate::interrupt`).
-        crate::interrupt::register(child.id());
-        Ok(Reaped { child, reaped: false })
-    }
-
-    /// Signals the whole group, only while the leader is unreaped (see the type's doc).
-    fn signal_group(&self, signal: libc::c_int) {
-        if self.reaped {
-            return;
-        }
-        if let Ok(pgid) = libc::pid_t::try_from(self.child.id()) {
-            // SAFETY: kill(2) with a negative pid signals a process group; no memory involved.
-            unsafe { libc::kill(-pgid, signal) };
-        }
-    }
-
-    /// Whether the leader has exited, observed without reaping it.
-    fn has_exited(&self) -> io::Result<bool> {
-        if self.reaped {
-            return Ok(true);
-        }
-        let pid = libc::id_t::try_from(self.child.id()).map_err(|_| io::Error::other("a pid out of range"))?;
-        loop {
-            // SAFETY: siginfo_t is plain data, zeroed as waitid(2) asks for WNOHANG; the
-            // pointer is to a local that outlives the call.
-            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-            let status = unsafe { libc::waitid(libc::P_PID, pid, &mut info, libc::WEXITED | libc::WNOHANG | libc::WNOWAIT) };
-            if status == 0 {
-                // SAFETY: waitid filled `info` (si_pid is 0 when no child had exited).
-                return Ok(unsafe { info.si_pid() } != 0);
-            }
-            let error = io::Error::last_os_error();
-            if error.kind() != io::ErrorKind::Interrupted {
-                return Err(error);
-            }
-        }
+        Ok(Reaped { group })
     }
 
     /// Kills what is left of the group (stragglers of an exited leader included: nothing
     /// the tool started stays), then reaps the leader.
     fn reap(&mut self) -> io::Result<ExitStatus> {
-        self.signal_group(libc::SIGKILL);
-        let child = &mut self.child;
-        let status = crate::interrupt::reaping(child.id(), || {
-            let status = child.wait();
-            let reaped = status.is_ok();
-            (status, reaped)
-        })?;
-        self.reaped = true;
-        Ok(status)
+        self.group.signal(Signal::KILL);
+        self.group.reap()
     }
 
     /// Waits until `deadline`; `None` when it passed. An exited leader is reaped, its
     /// group killed first.
     fn wait_until(&mut self, deadline: Instant) -> io::Result<Option<ExitStatus>> {
         loop {
-            if self.has_exited()? {
+            if self.group.is_reaped() || self.group.exit_status()?.is_some() {
                 return self.reap().map(Some);
             }
             let now = Instant::now();
@@ -206,19 +159,11 @@ impl Reaped {
 
     /// SIGTERM, then SIGKILL after `grace`, to the whole group; then reaped.
     fn stop(&mut self, grace: Duration) {
-        if !self.reaped {
-            self.signal_group(libc::SIGTERM);
+        if !self.group.is_reaped() {
+            self.group.signal(Signal::TERM);
             let _ = self.wait_until(Instant::now() + grace);
         }
-        if !self.reaped {
-            let _ = self.reap();
-        }
-    }
-}
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        if !self.reaped {
+        if !self.group.is_reaped() {
             let _ = self.reap();
         }
     }
@@ -277,8 +222,9 @@ pub(super) fn run_until(tool: Tool, mut command: Command, action: &str, deadline
     }
     command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = Reaped::spawn(command, tool)?;
-    let stdout = capture(child.child.stdout.take().expect("piped"), false, MAX_STDOUT);
-    let stderr = capture(child.child.stderr.take().expect("piped"), true, MAX_STDERR);
+    let (_, stdout, stderr) = child.group.take_stdio();
+    let stdout = capture(stdout.expect("piped"), false, MAX_STDOUT);
+    let stderr = capture(stderr.expect("piped"), true, MAX_STDERR);
     let status = child.wait_until(deadline).map_err(io_error(format!("waiting for {}", tool.program())))?;
     if status.is_none() {
         child.stop(Duration::ZERO);
@@ -323,7 +269,7 @@ struct ReapedDebug(Reaped);
 
 impl fmt::Debug for ReapedDebug {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "registry pid {}", self.0.child.id())
+        write!(f, "registry pid {}", self.0.group.id())
     }
 }
 
@@ -352,7 +298,7 @@ impl Registry {
             command.arg("serve").arg(&config).current_dir(dir.path());
             command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
             let mut child = Reaped::spawn(command, Tool::Registry)?;
-            let stderr = capture(child.child.stderr.take().expect("piped"), true, MAX_STDERR);
+            let stderr = capture(child.group.take_stdio().2.expect("piped"), true, MAX_STDERR);
             let deadline = Instant::now() + REGISTRY_START_TIMEOUT;
             loop {
                 if answers_v2(port) {
@@ -396,7 +342,7 @@ impl Registry {
 
     /// The registry process's id (also its process group's), while it runs.
     pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(|c| c.0.child.id())
+        self.child.as_ref().map(|c| c.0.group.id())
     }
 
     /// Its store and config (removed when it stops).

@@ -22,6 +22,9 @@
 //!   (references pinned by digest, OCI layouts read and unpacked in the crate, and
 //!   buildah, skopeo, the registry, podman and docker driven as external tools).
 
+// `unsafe` lives in `checkfu-wire-sandbox` alone (tests/it/layers.rs holds this).
+#![forbid(unsafe_code)]
+
 pub mod acp;
 pub mod config_file;
 pub mod deadline;

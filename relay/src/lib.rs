@@ -46,6 +46,9 @@
 //! The runtime is a current-thread tokio runtime on one thread of the relay's own; dropping
 //! it at [`Relay::stop`] closes every connection, so nothing outlives the session.
 
+// `unsafe` lives in `checkfu-wire-sandbox` alone (tests/it/layers.rs holds this).
+#![forbid(unsafe_code)]
+
 pub mod bounds;
 pub mod dialect;
 pub mod estimate;

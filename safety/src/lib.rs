@@ -21,6 +21,9 @@
 //! subset), `refs` (the reference graph), `pointer` (RFC 6901), [`report`]
 //! (rules, violations, verdicts) and `cli` (`checkfu-wire lint-schema`).
 
+// `unsafe` lives in `checkfu-wire-sandbox` alone (tests/it/layers.rs holds this).
+#![forbid(unsafe_code)]
+
 pub mod limits;
 pub mod report;
 

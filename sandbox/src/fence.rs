@@ -27,7 +27,7 @@ mod user;
 pub use user::UserNamespaceError;
 
 use std::net::TcpListener;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 /// Which way the namespace was made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -141,25 +141,18 @@ fn enter_and_bind() -> Result<(OwnedFd, TcpListener), NetworkNamespaceError> {
     }
     raise_loopback()?;
     let listener = TcpListener::bind(("127.0.0.1", 0)).map_err(NetworkNamespaceError::Listen)?;
-    let path = c"/proc/thread-self/ns/net";
-    // SAFETY: a NUL-terminated path and plain flags; the result is checked.
-    let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return Err(errno("cannot open /proc/thread-self/ns/net"));
-    }
-    // SAFETY: `fd` was just opened and is owned by nothing else.
-    Ok((unsafe { OwnedFd::from_raw_fd(fd) }, listener))
+    let flags = rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC;
+    let fd = rustix::fs::open("/proc/thread-self/ns/net", flags, rustix::fs::Mode::empty())
+        .map_err(|e| NetworkNamespaceError::Call { what: "cannot open /proc/thread-self/ns/net", source: e.into() })?;
+    Ok((fd, listener))
 }
 
 /// Sets `IFF_UP` on `lo`: a new namespace's loopback starts down.
 fn raise_loopback() -> Result<(), NetworkNamespaceError> {
-    // SAFETY: a datagram socket for interface ioctls; closed below.
-    let socket = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-    if socket < 0 {
-        return Err(errno("cannot open a socket in the namespace"));
-    }
-    // SAFETY: `socket` is ours from here on.
-    let socket = unsafe { OwnedFd::from_raw_fd(socket) };
+    // A datagram socket for interface ioctls.
+    let (family, kind, flags) = (rustix::net::AddressFamily::INET, rustix::net::SocketType::DGRAM, rustix::net::SocketFlags::CLOEXEC);
+    let socket = rustix::net::socket_with(family, kind, flags, None)
+        .map_err(|e| NetworkNamespaceError::Call { what: "cannot open a socket in the namespace", source: e.into() })?;
     // SAFETY: ifreq is plain data; zeroed is a valid value.
     let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
     for (slot, byte) in request.ifr_name.iter_mut().zip(b"lo\0") {
@@ -197,6 +190,17 @@ fn join(to: Join) -> std::io::Result<()> {
         if unsafe { libc::setns(fd, kind) } != 0 {
             return Err(std::io::Error::last_os_error());
         }
+    }
+    Ok(())
+}
+
+/// Moves the calling thread (only it: the process's other threads stay where they are)
+/// into the network namespace `net` names, as a thread that dials inside a fence does.
+pub fn enter_on_this_thread(net: RawFd) -> std::io::Result<()> {
+    // SAFETY: setns on a descriptor number changes only the calling thread's namespace and
+    // touches no memory; a descriptor that is not a namespace's is an error (EINVAL, EBADF).
+    if unsafe { libc::setns(net, libc::CLONE_NEWNET) } != 0 {
+        return Err(std::io::Error::last_os_error());
     }
     Ok(())
 }

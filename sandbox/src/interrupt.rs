@@ -16,6 +16,8 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
+use rustix::process::{Pid, Signal};
+
 /// The signal received, 0 until one is.
 static RECEIVED: AtomicI32 = AtomicI32::new(0);
 
@@ -36,10 +38,10 @@ pub fn install() -> io::Result<()> {
     std::thread::Builder::new().name("interrupt".into()).spawn(move || {
         for signal in signals.forever() {
             let first = RECEIVED.compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst).is_ok();
-            signal_groups(libc::SIGTERM);
+            signal_groups(Signal::TERM);
             if first {
                 std::thread::sleep(GRACE);
-                signal_groups(libc::SIGKILL);
+                signal_groups(Signal::KILL);
             }
         }
     })?;
@@ -47,16 +49,23 @@ pub fn install() -> io::Result<()> {
     Ok(())
 }
 
-fn signal_groups(signal: libc::c_int) {
+fn signal_groups(signal: Signal) {
     let groups = GROUPS.lock().unwrap_or_else(|e| e.into_inner());
-    for &group in groups.iter() {
-        if group > 1 {
-            // SAFETY: kill(2) on a registered group, whose leader is not reaped (see above).
-            unsafe {
-                libc::kill(-group, signal);
-            }
-        }
+    // Only registered groups, whose leaders are not reaped (see above).
+    for group in groups.iter().filter(|&&group| group > 1).filter_map(|&group| Pid::from_raw(group)) {
+        let _ = rustix::process::kill_process_group(group, signal);
     }
+}
+
+/// Ignores `signal` for the rest of the process (and, through exec, its children): what a
+/// test's harness that must outlive SIGTERM does.
+pub fn ignore(signal: i32) -> io::Result<()> {
+    // SAFETY: setting a disposition to "ignore" installs no handler, so no code of ours
+    // runs in a signal's context; signal(2) reads nothing of our memory.
+    if unsafe { libc::signal(signal, libc::SIG_IGN) } == libc::SIG_ERR {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// The signal that interrupted the run, if one did.

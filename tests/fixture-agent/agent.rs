@@ -43,6 +43,9 @@
 //! turn's next request (after the model's answer, a request with the steer as the user's
 //! words); `--drop-steer` acknowledges it and never passes it on (a hostile twin).
 
+// `unsafe` lives in `checkfu-wire-sandbox` alone (tests/it/layers.rs holds this).
+#![forbid(unsafe_code)]
+
 #[path = "compaction.rs"]
 mod compaction;
 #[path = "model.rs"]
@@ -693,10 +696,7 @@ fn main() {
         let _ = std::fs::write(path, seen.to_string());
     }
     if s.hang {
-        // SAFETY: setting a signal disposition to "ignore" touches no memory of ours.
-        unsafe {
-            libc::signal(libc::SIGTERM, libc::SIG_IGN);
-        }
+        let _ = checkfu_wire_sandbox::interrupt::ignore(libc::SIGTERM);
     }
     let (to_agent, input) = mpsc::channel();
     std::thread::spawn(move || {

@@ -77,7 +77,7 @@ fn a_stored_digest_is_a_hit_and_an_entry_changed_or_cut_short_is_pulled_again() 
     let meta = std::fs::metadata(&store).expect("the store");
     assert_eq!(meta.mode() & 0o777, 0o700);
     // SAFETY: geteuid cannot fail.
-    assert_eq!(meta.uid(), unsafe { libc::geteuid() });
+    assert_eq!(meta.uid(), checkfu_wire_sandbox::identity::euid());
     let entry = entry_of(&store, &served);
     assert!(entry.join("entry.json").is_file() && entry.join("root/bin/busybox").is_file(), "{}", entry.display());
     // The second is a hit, and says so in text too.

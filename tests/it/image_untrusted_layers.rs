@@ -195,21 +195,11 @@ fn host_architecture() -> &'static str {
 /// Runs `test` (this module's test of that name) in a child process on `layout`, under an
 /// open-file limit of `nofile`; returns what the child printed.
 fn in_child(test: &str, layout: &Path, nofile: u64) -> String {
-    use std::os::unix::process::CommandExt;
     let mut command = Command::new(std::env::current_exe().expect("test binary"));
     command
         .args(["--exact", &format!("image_untrusted_layers::{test}"), "--nocapture", "--test-threads=1", "--include-ignored"])
         .env(CHILD, layout);
-    // SAFETY: setrlimit is async-signal-safe; the closure touches nothing else.
-    unsafe {
-        command.pre_exec(move || {
-            let limit = libc::rlimit { rlim_cur: nofile, rlim_max: nofile };
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    checkfu_wire_sandbox::process::limit_open_files_on_exec(&mut command, nofile);
     let output = command.output().expect("child");
     let text = String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success() && text.contains("1 passed"), "the child failed:\n{text}");

@@ -35,8 +35,9 @@ fn interrupted_run(signal: libc::c_int, protocol: &[&str]) -> (Option<i32>, Valu
 /// Sends `signal` to the probe `child`, waits for it, and says how long it took to end.
 fn signal_and_wait(child: std::process::Child, signal: libc::c_int) -> (std::process::Output, Duration) {
     let sent = Instant::now();
-    // SAFETY: kill(2) on the probe this test started, still unreaped.
-    unsafe { libc::kill(child.id() as i32, signal) };
+    // The probe this test started, still unreaped.
+    let signal = checkfu_wire_sandbox::process::Signal::from_named_raw(signal).expect("a named signal");
+    checkfu_wire_sandbox::process::signal_process(child.id(), signal).expect("kill");
     let output = child.wait_with_output().expect("probe ends");
     (output, sent.elapsed())
 }

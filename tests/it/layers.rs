@@ -256,3 +256,76 @@ fn the_probe_and_its_command_line_have_typed_errors() {
     }
     assert!(found.is_empty(), "untyped errors in the probe and its command line:\n{}", found.join("\n"));
 }
+
+/// The crates' directories whose sources the `unsafe` check reads: every member of the
+/// workspace but the sandbox, whose own lints hold its `unsafe` to account.
+const OUTSIDE_THE_SANDBOX: &[&str] =
+    &["src", "generated", "build.rs", "benches", "examples", "vocab", "codegen", "safety", "typed", "relay", "image", "probe", "cli", "tests"];
+
+/// The one `unsafe` allowed outside the sandbox: `GlobalAlloc` is an unsafe trait, and the
+/// counting allocator is how `exact_numbers` measures what decoding holds.
+const ALLOWED_UNSAFE: &[&str] = &["tests/it/exact_numbers.rs"];
+
+/// The lines of `text` (numbered from 1) whose code, outside comments and string literals,
+/// holds the word `unsafe`.
+fn unsafe_lines(text: &str) -> Vec<usize> {
+    let mut found = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let code = code_of(line);
+        let is_word = |at: usize| {
+            let before = code[..at].chars().next_back();
+            let after = code[at + "unsafe".len()..].chars().next();
+            ![before, after].into_iter().flatten().any(|c| c.is_alphanumeric() || c == '_')
+        };
+        if code.match_indices("unsafe").any(|(at, _)| is_word(at)) {
+            found.push(i + 1);
+        }
+    }
+    found
+}
+
+/// A line without its `//` comment and the contents of its string literals (a `"…"` on one
+/// line; escapes skipped), which may say `unsafe` without being it.
+fn code_of(line: &str) -> String {
+    let mut code = String::new();
+    let mut chars = line.chars().peekable();
+    let mut in_string = false;
+    while let Some(c) = chars.next() {
+        match (in_string, c) {
+            (true, '\\') => {
+                chars.next();
+            }
+            (true, '"') => in_string = false,
+            (true, _) => {}
+            (false, '"') => in_string = true,
+            (false, '/') if chars.peek() == Some(&'/') => break,
+            (false, c) => code.push(c),
+        }
+    }
+    code
+}
+
+#[test]
+fn no_crate_but_the_sandbox_holds_unsafe() {
+    let root = workspace();
+    let mut found = Vec::new();
+    for dir in OUTSIDE_THE_SANDBOX {
+        let path = root.join(dir);
+        let files = if path.is_dir() { sources(&path) } else { vec![path] };
+        for path in files.into_iter().filter(|p| p.is_file()) {
+            let relative = path.strip_prefix(&root).unwrap_or(&path).to_string_lossy().into_owned();
+            if ALLOWED_UNSAFE.contains(&relative.as_str()) {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).expect("a source file");
+            found.extend(unsafe_lines(&text).into_iter().map(|line| format!("{relative}:{line}")));
+        }
+    }
+    assert!(found.is_empty(), "`unsafe` outside the sandbox crate (sandbox/), which alone may hold it:\n{}", found.join("\n"));
+}
+
+#[test]
+fn the_unsafe_check_sees_code_and_not_comments_or_strings() {
+    let text = "// unsafe in a comment\nlet s = \"unsafe\";\nlet unsafe_schema = 1;\nunsafe { f() }\nlet x = 1; // unsafe\n    unsafe impl Send for X {}\n";
+    assert_eq!(unsafe_lines(text), vec![4, 6]);
+}

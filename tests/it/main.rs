@@ -7,6 +7,10 @@
 //! crate's `cli` feature) or need the probe compile only with those features, so the
 //! runtime's own tests also run with `--no-default-features` (`.ci/run`).
 
+// `unsafe` lives in `checkfu-wire-sandbox` alone, but for the counting allocator of
+// `exact_numbers`, which `GlobalAlloc` asks to be `unsafe` (tests/it/layers.rs holds this).
+#![deny(unsafe_code)]
+
 #[cfg(feature = "cli")]
 mod probe_support;
 mod support;

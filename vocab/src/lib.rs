@@ -10,6 +10,9 @@
 //! hold subschemas, read by the generator and by the safety profile (`checkfu-wire-safety`,
 //! which depends on this crate for it alone).
 
+// `unsafe` lives in `checkfu-wire-sandbox` alone (tests/it/layers.rs holds this).
+#![forbid(unsafe_code)]
+
 use serde::{Deserialize, Serialize};
 
 pub mod decimal;

@@ -40,7 +40,8 @@ pub enum ForwardError {
 /// A running forwarder; [`Forwarder::stop`] (or dropping it) ends it.
 #[derive(Debug)]
 pub struct Forwarder {
-    listener_fd: RawFd,
+    /// A duplicate of the acceptor's listening socket, to wake it with.
+    waker: TcpListener,
     stopping: Arc<AtomicBool>,
     open: Arc<Mutex<Vec<TcpStream>>>,
     acceptor: Option<JoinHandle<()>>,
@@ -65,7 +66,7 @@ impl Forwarder {
             .map_err(ForwardError::Thread)?
             .join()
             .map_err(|_| ForwardError::Panicked)??;
-        let listener_fd = listener.as_raw_fd();
+        let waker = listener.try_clone().map_err(|source| ForwardError::Listen { port, source })?;
         let stopping = Arc::new(AtomicBool::new(false));
         let open: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
         let pumps: Arc<Mutex<Vec<JoinHandle<()>>>> = Arc::default();
@@ -74,7 +75,7 @@ impl Forwarder {
             .name("forward-accept".into())
             .spawn(move || accept(listener, relay, fence, &stop, &kept, &threads))
             .map_err(ForwardError::Thread)?;
-        Ok(Forwarder { listener_fd, stopping, open, acceptor: Some(acceptor), pumps })
+        Ok(Forwarder { waker, stopping, open, acceptor: Some(acceptor), pumps })
     }
 
     /// Stops accepting, closes every connection and joins every thread.
@@ -86,9 +87,8 @@ impl Forwarder {
         let Some(acceptor) = self.acceptor.take() else { return };
         self.stopping.store(true, Ordering::SeqCst);
         // shutdown(2) on a listening socket wakes a blocked accept(2) on Linux (EINVAL);
-        // the descriptor stays the acceptor's to close.
-        // SAFETY: the listener is open until the acceptor returns, which is joined below.
-        unsafe { libc::shutdown(self.listener_fd, libc::SHUT_RDWR) };
+        // `waker` is a duplicate of the acceptor's descriptor, the same socket.
+        let _ = checkfu_wire_sandbox::file::shutdown(&self.waker);
         let _ = acceptor.join();
         // A connection still being dialled registers its streams after this only to find
         // `stopping` set under the same lock, and closes them itself.
@@ -120,11 +120,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// `setns` into a network namespace: this thread only.
 fn enter(fd: RawFd) -> io::Result<()> {
-    // SAFETY: setns on an open descriptor; it changes only the calling thread's namespace.
-    if unsafe { libc::setns(fd, libc::CLONE_NEWNET) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    checkfu_wire_sandbox::fence::enter_on_this_thread(fd)
 }
 
 fn accept(
@@ -231,8 +227,7 @@ mod tests {
             Ok(forwarder) => forwarder,
             Err(why) => {
                 let why = why.to_string();
-                // SAFETY: geteuid cannot fail.
-                assert_ne!(unsafe { libc::geteuid() }, 0, "root may enter: {why}");
+                assert!(!checkfu_wire_sandbox::identity::is_root(), "root may enter: {why}");
                 assert!(why.contains("setns") && why.contains("CAP_SYS_ADMIN"), "{why}");
                 return;
             }

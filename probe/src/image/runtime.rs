@@ -20,7 +20,7 @@
 use std::ffi::OsString;
 use std::io::Write;
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -581,19 +581,9 @@ fn bubblewrap_argv(bwrap: &Path, spec: &RunSpec<'_>) -> std::io::Result<(Vec<OsS
 }
 
 /// An anonymous file holding `bytes`, read from its start, closed on exec unless the spawn
-/// hands it on ([`crate::session::process::inherit_fd`]).
+/// hands it on ([`checkfu_wire_sandbox::process::inherit_on_exec`]).
 fn sealed_arguments(bytes: &[u8]) -> std::io::Result<OwnedFd> {
-    // SAFETY: memfd_create takes a NUL-terminated name and flags; the result is checked.
-    let raw = unsafe { libc::memfd_create(c"checkfu-bwrap-args".as_ptr(), libc::MFD_CLOEXEC) };
-    if raw < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: a fresh descriptor this function owns.
-    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-    let mut file = std::fs::File::from(fd);
-    file.write_all(bytes)?;
-    std::io::Seek::rewind(&mut file)?;
-    Ok(OwnedFd::from(file))
+    checkfu_wire_sandbox::file::sealed("checkfu-bwrap-args", bytes)
 }
 
 /// The `run` flags podman and docker share: stdin kept open, an init as PID 1 (a harness
@@ -665,14 +655,12 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 /// Whether the probe runs as uid 0 (its effective uid, which bubblewrap checks).
 fn running_as_root() -> bool {
-    // SAFETY: geteuid cannot fail.
-    unsafe { libc::geteuid() == 0 }
+    checkfu_wire_sandbox::identity::is_root()
 }
 
 /// The probe's uid and gid, as `UID:GID`.
 fn own_user() -> String {
-    // SAFETY: getuid and getgid cannot fail.
-    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    let (uid, gid) = (checkfu_wire_sandbox::identity::uid(), checkfu_wire_sandbox::identity::gid());
     format!("{uid}:{gid}")
 }
 
@@ -747,8 +735,7 @@ fn podman(program: &Path, spec: &RunSpec<'_>) -> Result<RunningContainer, StartE
         // for itself when it has done so. It then runs rootless in the fence, `--network
         // host` being the fence's network. Its runtime files and runc's temporary ones go
         // into the storage (the defaults, `/run/user` and `/tmp`, need not be the user's).
-        // SAFETY: getuid and getgid cannot fail.
-        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        let (uid, gid) = (checkfu_wire_sandbox::identity::uid(), checkfu_wire_sandbox::identity::gid());
         env.push(("_CONTAINERS_USERNS_CONFIGURED".into(), "done".into()));
         env.push(("_CONTAINERS_ROOTLESS_UID".into(), uid.to_string().into()));
         env.push(("_CONTAINERS_ROOTLESS_GID".into(), gid.to_string().into()));

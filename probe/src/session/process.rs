@@ -11,13 +11,14 @@
 //! not built to compare.
 
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
+use std::process::{ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
+
+use checkfu_wire_sandbox::process::{inherit_on_exec, Group, Signal};
 
 /// The longest line the runner reads from a harness (the same limit as `decode`); a longer
 /// line is a fault, reported without ever holding it in memory.
@@ -122,7 +123,7 @@ pub struct Teardown {
 
 /// A running harness.
 pub struct Harness {
-    child: Child,
+    group: Group,
     pid: u32,
     stdin: Option<Sender<Vec<u8>>>,
     events: Receiver<Event>,
@@ -141,21 +142,6 @@ pub type InImage =
 pub struct InImageCommand {
     pub argv: Vec<std::ffi::OsString>,
     pub inherit: Option<std::os::fd::OwnedFd>,
-}
-
-/// Keeps `fd` (opened close-on-exec, so no other child inherits it) open across the exec
-/// of the command being built.
-pub fn inherit_fd(command: &mut Command, fd: std::os::fd::RawFd) {
-    // SAFETY: fcntl is async-signal-safe, and the descriptor stays open in the parent (its
-    // owner outlives the spawn), so the child's copy is the same file.
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(command, move || {
-            if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
-                return Err(io::Error::last_os_error());
-            }
-            Ok(())
-        })
-    };
 }
 
 /// How a terminal's command runs when the harness runs in an image: in the same image, as
@@ -201,7 +187,7 @@ impl Harness {
     pub fn spawn(program: &std::ffi::OsStr, args: &[std::ffi::OsString], launch: &Launch) -> io::Result<Harness> {
         crate::interrupt::check("start the harness")?;
         let mut command = Command::new(program);
-        command.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+        command.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         if let Some(dir) = &launch.cwd {
             command.current_dir(dir);
         }
@@ -219,16 +205,15 @@ impl Harness {
         // Held until the spawn has happened, then closed: the child has its own copy.
         let inherited = launch.inherit.as_ref().and_then(|slot| slot.lock().ok()?.take());
         if let Some(fd) = &inherited {
-            inherit_fd(&mut command, std::os::fd::AsRawFd::as_raw_fd(fd));
+            inherit_on_exec(&mut command, std::os::fd::AsRawFd::as_raw_fd(fd));
         }
-        let mut child = command.spawn()?;
+        // In a process group of its own, registered with `crate::interrupt`.
+        let mut group = Group::spawn(&mut command)?;
         drop(inherited);
-        let pid = child.id();
-        crate::interrupt::register(pid);
-        let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take()) else {
-            // Piped stdio is always present after a successful spawn.
-            let _ = child.kill();
-            crate::interrupt::reaping(pid, || ((), child.wait().is_ok()));
+        let pid = group.id();
+        let (Some(stdin), Some(stdout), Some(stderr)) = group.take_stdio() else {
+            // Piped stdio is always present after a successful spawn; dropping the group
+            // kills and reaps it.
             return Err(io::Error::other("the harness's stdio was not piped"));
         };
         let (to_stdin, from_runner) = mpsc::channel::<Vec<u8>>();
@@ -246,7 +231,7 @@ impl Harness {
         let tail = Arc::new(Mutex::new(Tail::new(STDERR_TAIL)));
         let sink = Arc::clone(&tail);
         thread::Builder::new().name("harness-stderr".into()).spawn(move || drain(stderr, sink))?;
-        Ok(Harness { child, pid, stdin: Some(to_stdin), events, stderr: tail, exited: None })
+        Ok(Harness { group, pid, stdin: Some(to_stdin), events, stderr: tail, exited: None })
     }
 
     /// The harness's pid, which is also its process group id.
@@ -274,14 +259,11 @@ impl Harness {
         }
     }
 
-    /// Whether the harness has exited, without waiting.
+    /// Whether the harness has exited, without waiting. It is not reaped yet: its group's
+    /// id stays its own until teardown has emptied the group.
     pub fn exit_status(&mut self) -> Option<ExitStatus> {
         if self.exited.is_none() {
-            let child = &mut self.child;
-            self.exited = crate::interrupt::reaping(self.pid, || {
-                let status = child.try_wait().ok().flatten();
-                (status, status.is_some())
-            });
+            self.exited = self.group.exit_status().ok().flatten();
         }
         self.exited
     }
@@ -311,10 +293,10 @@ impl Harness {
         let mut ending = if early { Ending::ExitedEarly } else { Ending::ExitedOnEof };
         let exited_on_eof = !early && eof_first && self.wait_exit(grace);
         if !early && !exited_on_eof {
-            signal_group(self.pid, libc::SIGTERM);
+            self.group.signal(Signal::TERM);
             ending = Ending::Terminated;
             if !self.wait_exit(grace) {
-                signal_group(self.pid, libc::SIGKILL);
+                self.group.signal(Signal::KILL);
                 ending = Ending::Killed;
                 if !self.wait_exit(Duration::from_secs(5)) {
                     ending = Ending::Unreaped;
@@ -323,31 +305,28 @@ impl Harness {
         }
         // The harness is gone (or unreapable); now its group: children it spawned and left.
         let mut reaped_children = 0;
-        let members = group_members(self.pid);
+        let members = self.group.members();
         if !members.is_empty() {
             reaped_children = members.len();
-            signal_group(self.pid, libc::SIGTERM);
-            if !wait_until(grace, || group_members(self.pid).is_empty()) {
-                signal_group(self.pid, libc::SIGKILL);
-                wait_until(Duration::from_secs(5), || group_members(self.pid).is_empty());
+            self.group.signal(Signal::TERM);
+            if !wait_until(grace, || self.group.members().is_empty()) {
+                self.group.signal(Signal::KILL);
+                wait_until(Duration::from_secs(5), || self.group.members().is_empty());
             }
         }
-        Teardown { ending, status: self.exited, leftover: group_members(self.pid), reaped_children }
+        let leftover = self.group.members();
+        // Reaped only once nothing of its group is left: until then its zombie keeps the
+        // group's id, which drop may still have to signal.
+        if self.exited.is_some() && leftover.is_empty() {
+            if let Ok(status) = self.group.reap() {
+                self.exited = Some(status);
+            }
+        }
+        Teardown { ending, status: self.exited, leftover, reaped_children }
     }
 
     fn wait_exit(&mut self, within: Duration) -> bool {
         wait_until(within, || self.exit_status().is_some())
-    }
-}
-
-impl Drop for Harness {
-    /// A session dropped without teardown (a panic in the runner) still leaves no process.
-    fn drop(&mut self) {
-        if self.exit_status().is_none() || !group_members(self.pid).is_empty() {
-            signal_group(self.pid, libc::SIGKILL);
-            let child = &mut self.child;
-            crate::interrupt::reaping(self.pid, || ((), child.wait().is_ok()));
-        }
     }
 }
 
@@ -386,45 +365,6 @@ fn wait_until(within: Duration, mut done: impl FnMut() -> bool) -> bool {
         thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_millis(5));
     }
-}
-
-pub(super) fn signal_group(pgid: u32, signal: libc::c_int) {
-    let Ok(pgid) = libc::pid_t::try_from(pgid) else { return };
-    if pgid > 1 {
-        // SAFETY: kill(2) with a negative pid signals a process group; no memory is shared.
-        unsafe {
-            libc::kill(-pgid, signal);
-        }
-    }
-}
-
-/// Live (non-zombie) processes whose process group is `pgid`, read from `/proc`. Empty where
-/// there is no `/proc`.
-pub fn group_members(pgid: u32) -> Vec<u32> {
-    // kill(2) with signal 0 says at once whether the group has any process at all (zombies
-    // included); only then is /proc read to tell the live ones.
-    match libc::pid_t::try_from(pgid) {
-        // SAFETY: signal 0 delivers nothing; it only checks existence.
-        Ok(pgid) if pgid > 1 && unsafe { libc::kill(-pgid, 0) } != 0 => return Vec::new(),
-        Err(_) => return Vec::new(),
-        _ => {}
-    }
-    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
-    let mut members = Vec::new();
-    for entry in entries.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
-        // The command name may hold spaces and parentheses: fields start after the last ')'.
-        let Some(rest) = stat.rfind(')').map(|at| &stat[at + 1..]) else { continue };
-        let mut fields = rest.split_whitespace();
-        let state = fields.next();
-        let _ppid = fields.next();
-        let pgrp = fields.next().and_then(|f| f.parse::<u32>().ok());
-        if pgrp == Some(pgid) && state != Some("Z") && state != Some("X") {
-            members.push(pid);
-        }
-    }
-    members
 }
 
 fn read_lines(stdout: ChildStdout, to_runner: SyncSender<Event>) {

@@ -10,8 +10,8 @@
 
 use std::collections::HashMap;
 use std::ffi::OsString;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -19,16 +19,17 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use checkfu_wire::decode::tables::Method;
+use checkfu_wire_sandbox::process::{inherit_on_exec, Group, Signal};
 
 use super::client::{Answer, INVALID_PARAMS};
-use super::process::{drain, signal_group, working_directory, Inside, Tail};
+use super::process::{drain, working_directory, Inside, Tail};
 use super::workspace::Workspace;
 
 /// Output kept when the harness sets no limit.
 const DEFAULT_LIMIT: usize = 1024 * 1024;
 
 struct Terminal {
-    child: Child,
+    group: Group,
     output: Arc<Mutex<Tail>>,
     /// The threads reading stdout and stderr into `output`, each done at end of file.
     readers: Vec<JoinHandle<()>>,
@@ -46,7 +47,7 @@ impl Terminal {
     /// `terminal/output` after `wait_for_exit` must hold them.
     fn poll(&mut self) -> Option<ExitStatus> {
         if self.exit.is_none() {
-            self.exit = self.child.try_wait().ok().flatten().map(|status| (status, Instant::now()));
+            self.exit = self.group.exit_status().ok().flatten().map(|status| (status, Instant::now()));
         }
         let (status, seen) = self.exit?;
         (!self.output_open() || seen.elapsed() >= OUTPUT_GRACE).then_some(status)
@@ -57,16 +58,15 @@ impl Terminal {
         !self.readers.iter().all(JoinHandle::is_finished)
     }
 
-    /// Kills the command's process group: the command, or what it left holding its pipes.
+    /// Kills the command's process group (the command, or what it left holding its pipes),
+    /// then reaps the command, whose zombie kept the group's id its own until then.
     fn kill(&mut self) {
         self.poll();
-        // While a pipe is open, something of the group holds it, so the group id is still
-        // the group's and cannot name another process.
         if self.exit.is_none() || self.output_open() {
-            signal_group(self.child.id(), libc::SIGKILL);
+            self.group.signal(Signal::KILL);
         }
-        if self.exit.is_none() {
-            self.exit = self.child.wait().ok().map(|status| (status, Instant::now()));
+        if let Ok(status) = self.group.reap() {
+            self.exit.get_or_insert((status, Instant::now()));
         }
     }
 }
@@ -184,12 +184,12 @@ impl Terminals {
         };
         let mut spawn = Command::new(program);
         spawn.args(rest);
-        spawn.current_dir(&cwd).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+        spawn.current_dir(&cwd).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         if let Some(inside) = &self.inside {
             // The runtime's client runs on the host: its own variables only, from `/`.
             spawn.env_clear().envs(inside.env.iter().map(|(k, v)| (k, v))).current_dir("/");
             if let Some(fd) = &inherit {
-                super::process::inherit_fd(&mut spawn, std::os::fd::AsRawFd::as_raw_fd(fd));
+                inherit_on_exec(&mut spawn, std::os::fd::AsRawFd::as_raw_fd(fd));
             }
         } else {
             // The command's `PWD` is its `cwd`, not the runner's; the harness's `env` may still set it.
@@ -199,20 +199,22 @@ impl Terminals {
         if let Some(fd) = self.netns {
             checkfu_wire_sandbox::fence::join_on_exec(&mut spawn, fd);
         }
-        let mut child = spawn.spawn().map_err(|e| (-32603, format!("cannot run `{command}`: {e}")))?;
+        // In a process group of its own, registered with `crate::interrupt`.
+        let mut group = Group::spawn(&mut spawn).map_err(|e| (-32603, format!("cannot run `{command}`: {e}")))?;
         let output = Arc::new(Mutex::new(Tail::new(limit)));
         let mut readers = Vec::new();
-        if let Some(stdout) = child.stdout.take() {
+        let (_, stdout, stderr) = group.take_stdio();
+        if let Some(stdout) = stdout {
             let sink = Arc::clone(&output);
             readers.push(std::thread::spawn(move || drain(stdout, sink)));
         }
-        if let Some(stderr) = child.stderr.take() {
+        if let Some(stderr) = stderr {
             let sink = Arc::clone(&output);
             readers.push(std::thread::spawn(move || drain(stderr, sink)));
         }
         self.next += 1;
         let id = format!("term-{}", self.next);
-        self.open.insert(id.clone(), Terminal { child, output, readers, exit: None });
+        self.open.insert(id.clone(), Terminal { group, output, readers, exit: None });
         Ok(json!({"terminalId": id}))
     }
 

@@ -42,17 +42,11 @@ pub enum UserNamespaceError {
 /// Makes the namespaces; `Ok((user, net, listener))`.
 pub(super) fn create() -> Result<(OwnedFd, OwnedFd, TcpListener), UserNamespaceError> {
     // Everything the child writes is prepared here, before the fork.
-    // SAFETY: getuid and getgid cannot fail.
-    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    let (uid, gid) = (crate::identity::uid(), crate::identity::gid());
     let uid_map = format!("{uid} {uid} 1\n");
     let gid_map = format!("{gid} {gid} 1\n");
-    let mut pair = [0 as RawFd; 2];
-    // SAFETY: socketpair fills two descriptors into the array on success.
-    if unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0, pair.as_mut_ptr()) } != 0 {
-        return Err(UserNamespaceError::SocketPair(std::io::Error::last_os_error()));
-    }
-    // SAFETY: both descriptors were just made and are owned by nothing else.
-    let (parent, child) = unsafe { (OwnedFd::from_raw_fd(pair[0]), OwnedFd::from_raw_fd(pair[1])) };
+    let (family, kind, flags) = (rustix::net::AddressFamily::UNIX, rustix::net::SocketType::STREAM, rustix::net::SocketFlags::CLOEXEC);
+    let (parent, child) = rustix::net::socketpair(family, kind, flags, None).map_err(|e| UserNamespaceError::SocketPair(e.into()))?;
     // SAFETY: the child runs only `in_child`, which makes system calls on prepared data and
     // ends in `_exit`; it never returns into Rust code of the parent's.
     let pid = unsafe { libc::fork() };

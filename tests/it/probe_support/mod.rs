@@ -97,8 +97,7 @@ pub fn probe(options: &[&str], harness: &[&str]) -> Run {
 pub fn assert_no_process_in_group(pgid: i32) {
     let until = Instant::now() + Duration::from_secs(3);
     loop {
-        // SAFETY: signal 0 only asks whether the group exists.
-        if unsafe { libc::kill(-pgid, 0) } != 0 {
+        if !u32::try_from(pgid).is_ok_and(checkfu_wire_sandbox::process::group_exists) {
             return;
         }
         assert!(Instant::now() < until, "a process of the harness's group {pgid} is still alive");
@@ -194,8 +193,7 @@ pub fn unprivileged(program: &str) -> Command {
 }
 
 pub fn running_as_root() -> bool {
-    // SAFETY: geteuid cannot fail.
-    unsafe { libc::geteuid() == 0 }
+    checkfu_wire_sandbox::identity::is_root()
 }
 
 /// The uid an [`unprivileged`] command runs as.
@@ -203,7 +201,6 @@ pub fn unprivileged_uid() -> String {
     if running_as_root() {
         NOBODY.to_owned()
     } else {
-        // SAFETY: geteuid cannot fail.
-        unsafe { libc::geteuid() }.to_string()
+        checkfu_wire_sandbox::identity::euid().to_string()
     }
 }
