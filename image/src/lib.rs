@@ -24,6 +24,8 @@
 //! An image is untrusted input: nothing here panics on it, every read of it is bounded, and
 //! an error names the blob or the entry at fault.
 
+#![forbid(unsafe_code)]
+
 pub mod distribution;
 #[cfg(test)]
 mod fixture;
