@@ -259,8 +259,22 @@ fn the_probe_and_its_command_line_have_typed_errors() {
 
 /// The crates' directories whose sources the `unsafe` check reads: every member of the
 /// workspace but the sandbox, whose own lints hold its `unsafe` to account.
-const OUTSIDE_THE_SANDBOX: &[&str] =
-    &["src", "generated", "build.rs", "benches", "examples", "vocab", "codegen", "safety", "typed", "relay", "image", "probe", "cli", "tests"];
+const OUTSIDE_THE_SANDBOX: &[&str] = &[
+    "src",
+    "generated",
+    "build.rs",
+    "benches",
+    "examples",
+    "vocab",
+    "codegen",
+    "safety",
+    "typed",
+    "relay",
+    "image",
+    "probe",
+    "cli",
+    "tests",
+];
 
 /// The one `unsafe` allowed outside the sandbox: `GlobalAlloc` is an unsafe trait, and the
 /// counting allocator is how `exact_numbers` measures what decoding holds.
