@@ -162,7 +162,11 @@ fn identities<'c>(
     let event_kinds = stream.map(crate::oneshot::event_kinds).unwrap_or_default();
     vec![
         ("extension_vectors", &r.extension_vectors, json!({"schema": schemas.files.get(c.golden.schema.as_str()), "golden": golden})),
-        ("driver", &r.driver, json!({"drivers": c.drivers, "declaration": admitted_declaration(c), "slots": c.slots, "gated": c.gated_emissions})),
+        (
+            "driver",
+            &r.driver,
+            json!({"drivers": c.drivers, "declaration": admitted_declaration(c), "slots": c.slots, "gated": c.gated_emissions}),
+        ),
         (
             "protocol",
             &r.protocol,

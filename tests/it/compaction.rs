@@ -19,7 +19,7 @@ const WINDOW: &str = "400";
 /// The agent declares no steer, and the runs make no cancellation turn: a steer's request and
 /// the cancellation's prompt would be calls of their own, which these tests do not count.
 fn agent(switches: &[&'static str]) -> Vec<&'static str> {
-    let mut command = vec![AGENT, "--history", HISTORY, "--declare", "subagents"];
+    let mut command = vec![AGENT, "--history", HISTORY, "--declare", "none"];
     command.extend_from_slice(switches);
     command
 }
