@@ -67,7 +67,18 @@ fn an_honest_compaction_passes_in_every_dialect_and_agrees_with_the_record() {
     }
     let steps = probe(&windowed(true), &agent(&[]));
     let names: Vec<&String> = steps.json["steps"].as_object().expect("steps").keys().collect();
-    assert_eq!(names, ["initialize_handshake", "session_start", "prompt_exchange", "cancellation", "context_compaction", "teardown"]);
+    assert_eq!(
+        names,
+        [
+            "initialize_handshake",
+            "session_start",
+            "prompt_exchange",
+            "subagent_delegation",
+            "cancellation",
+            "context_compaction",
+            "teardown"
+        ]
+    );
 }
 
 #[test]

@@ -577,7 +577,16 @@ fn the_typescript_sdk_agents_hostile_twins_each_fail_on_the_record() {
 
     let liar = twin(&[], "--lie-turn");
     assert_eq!(liar.status, 1, "{}", liar.pretty());
-    assert_eq!(liar.json["turn_telemetry"]["mismatches"], serde_json::json!(["model_calls claimed 0, recorded 1"]));
+    // The prompt's call and its worker's own.
+    assert_eq!(liar.json["turn_telemetry"]["mismatches"], serde_json::json!(["model_calls claimed 0, recorded 2"]));
+    assert_eq!(liar.step("subagent_delegation").0, "passed", "{}", liar.pretty());
+
+    let narrator = twin(&[], "--narrate-subagent");
+    assert_eq!(narrator.status, 1, "{}", narrator.pretty());
+    let (status, reason) = narrator.step("subagent_delegation");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("\"worker\"") && reason.contains("narrated"), "{reason}");
+    assert_eq!(narrator.check("subagent_correlation"), "pass", "the lifecycle alone would pass it");
     assert_eq!(liar.step("cancellation").0, "passed", "the lie alone fails the run: {}", liar.pretty());
 
     let deaf = twin(&[], "--ignore-cancel");
