@@ -52,6 +52,8 @@ pub struct Upgrade {
     pub from: &'static str,
     pub to: &'static str,
     pub evidence: Option<&'static str>,
+    /// The ACP step or conformance check that proves the declared value in a probe run.
+    pub proof: &'static str,
 }
 
 /// A declaration member recorded without promoting anything.
@@ -59,6 +61,9 @@ pub struct Upgrade {
 pub struct Mechanism {
     pub member: &'static str,
     pub values: &'static [&'static str],
+    /// The ACP step that proves a declared value in a probe run; `None` while no step
+    /// exercises it (reported as not exercised, never realized).
+    pub proof: Option<&'static str>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -162,7 +162,11 @@ fn identities<'c>(
     let event_kinds = stream.map(crate::oneshot::event_kinds).unwrap_or_default();
     vec![
         ("extension_vectors", &r.extension_vectors, json!({"schema": schemas.files.get(c.golden.schema.as_str()), "golden": golden})),
-        ("driver", &r.driver, json!({"drivers": c.drivers, "declaration": c.declaration, "slots": c.slots, "gated": c.gated_emissions})),
+        (
+            "driver",
+            &r.driver,
+            json!({"drivers": c.drivers, "declaration": admitted_declaration(c), "slots": c.slots, "gated": c.gated_emissions}),
+        ),
         (
             "protocol",
             &r.protocol,
@@ -244,4 +248,19 @@ pub fn lock(
     .unwrap_or_default();
     contents.push('\n');
     Ok(Output { path: LOCK_FILE.into(), contents })
+}
+
+/// The declaration as the driver admits it. A member's `proof` says how the local probe
+/// exercises a declared value, not what the driver admits or promotes, so it stays outside
+/// the driver's identity: a new probe step never reinterprets `checkfu:acp-v1@1`.
+fn admitted_declaration(c: &crate::catalog::model::Catalog) -> Value {
+    let mut declaration = json!(c.declaration);
+    for list in ["upgrades", "mechanisms"] {
+        for member in declaration[list].as_array_mut().into_iter().flatten() {
+            if let Some(member) = member.as_object_mut() {
+                member.remove("proof");
+            }
+        }
+    }
+    declaration
 }

@@ -16,6 +16,7 @@
 //! verdicts.
 
 mod cancel;
+mod delegation;
 mod flight;
 mod lane;
 mod live;
@@ -35,6 +36,7 @@ use crate::plane::safe_output_schema;
 use crate::relay::{Relay, Script};
 use crate::report::acp::{AcpReport, Admission, Cancellation, Drain, HarnessInfo, Wire};
 use crate::report::process::{teardown_fault, ProcessEnd};
+use crate::report::steps::StepStatus;
 use crate::report::LaneReport;
 use crate::session::{self, Fault, Incoming, PermissionPolicy, Session};
 use crate::stage::{LaneEnd, Stage};
@@ -266,10 +268,12 @@ pub(crate) fn run(checked: Checked<'_>, command: Vec<OsString>, stage: &mut Stag
     match (&admitted, session_id) {
         (Some(admitted), Some(session_id)) => {
             run.prompt(admitted, &session_id);
+            run.delegation(admitted);
             run.cancellation(&session_id);
         }
         (_, _) => {
             run.stage.steps.skipped(StepName::PromptExchange, "no session was started");
+            run.stage.steps.skipped(StepName::SubagentDelegation, "no session was started");
             run.stage.steps.skipped(StepName::Cancellation, "no session was started");
         }
     }
@@ -572,13 +576,16 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
     fn prompt(&mut self, admitted: &AdmittedCapabilities, session_id: &str) {
         let started = Instant::now();
         let until = self.step_deadline();
-        let text = match self.stage.options.model_script {
+        let mut text = match self.stage.options.model_script {
             Script::Tool => format!(
                 "Checkfu local diagnostic. Read the file {TOKEN_FILE} in the working directory, then reply with the nonce {} and end the turn.",
                 self.nonce
             ),
             _ => format!("Checkfu local diagnostic. Reply with the nonce {} and end the turn.", self.nonce),
         };
+        if delegation::declared(admitted) {
+            text.push_str(delegation::DELEGATION_ASK);
+        }
         let params = json!({"sessionId": session_id, "prompt": [{"type": "text", "text": text}]});
         // A turn that failed names the relay's refusals after its fault when they may be why
         // (a path off the allow-list, a missing key): its reason's kind says when.
@@ -754,7 +761,13 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         self.judge_drain(&mut report);
         self.judge_steer(&mut report);
         if let Some(admitted) = admitted {
-            self.admission.realized = realized(admitted, &report);
+            let steps = &self.stage.steps.list;
+            let passed = |proof: &str| {
+                report.outcome(proof) == Some(&Check::Pass)
+                    || steps.iter().any(|(name, step)| name.name() == proof && step.status() == StepStatus::Passed)
+            };
+            self.admission.realized = realized(admitted, &passed);
+            self.admission.not_exercised = not_exercised(admitted);
         }
         self.trace = Some(trace);
         report
@@ -776,21 +789,27 @@ fn upgrade_admitted(admitted: &AdmittedCapabilities, check: &str) -> bool {
     catalog::UPGRADES.iter().filter(|u| u.evidence == Some(check)).any(|u| admitted.value(u.axis) == Some(u.to))
 }
 
-/// The admitted set with every evidence-gated promotion whose case did not pass in this run
-/// put back to the value it was promoted from.
-fn realized(admitted: &AdmittedCapabilities, report: &conformance::Report) -> Map<String, Value> {
+/// The admitted set with every promotion whose proof (its step, or its conformance check)
+/// did not pass in this run put back to the value it was promoted from: a declaration is
+/// exercised, never believed.
+fn realized(admitted: &AdmittedCapabilities, passed: &dyn Fn(&str) -> bool) -> Map<String, Value> {
     admitted
         .values()
         .iter()
         .map(|(axis, value)| {
-            let pending = admitted.promotions().iter().find(|u| u.axis == *axis && u.evidence.is_some());
+            let pending = admitted.promotions().iter().find(|u| u.axis == *axis);
             let value = match pending {
-                Some(u) if report.outcome(u.evidence.unwrap_or_default()) != Some(&Check::Pass) => u.from,
+                Some(u) if !passed(u.proof) => u.from,
                 _ => value,
             };
             ((*axis).to_owned(), json!(value))
         })
         .collect()
+}
+
+/// The declared mechanism values no step of the probe exercises yet, as `member: value`.
+fn not_exercised(admitted: &AdmittedCapabilities) -> Vec<String> {
+    admitted.mechanisms().iter().filter(|(m, _)| m.proof.is_none()).map(|(m, value)| format!("{}: {value}", m.member)).collect()
 }
 
 fn rpc_error(error: &Value) -> String {

@@ -110,6 +110,9 @@ pub enum Kind {
     Answer,
     /// Admission refused the harness's declaration.
     Declaration,
+    /// A value the harness declared was exercised, and the harness does not serve it (a
+    /// declared subagent that never delegated, or only narrated).
+    NotServed,
     /// The relay's record shows the prompt never reached the model.
     Unasked,
     /// The model was asked, but its answer (its reply token, its structured value) did not

@@ -13,6 +13,7 @@
 //! where they can be its cause (no call served, or none carrying the nonce).
 
 pub mod compaction;
+pub mod delegation;
 pub mod in_flight;
 pub mod steer;
 

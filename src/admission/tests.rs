@@ -325,7 +325,7 @@ fn a_lane_envelope_above_the_base_rejects_downgrade_and_mismatch() {
 #[test]
 fn intermediate_and_beyond_step_values_are_classified() {
     static AXIS: Axis = Axis { name: "ladder", values: &["a", "b", "c", "d"], absent: None, in_envelope: true };
-    static UPGRADE: Upgrade = Upgrade { member: "climb", value: "go", axis: "ladder", from: "a", to: "c", evidence: None };
+    static UPGRADE: Upgrade = Upgrade { member: "climb", value: "go", axis: "ladder", from: "a", to: "c", evidence: None, proof: "climb" };
     assert_eq!(judge_upgrade(&AXIS, &UPGRADE, Some("a"), "go"), Ok(()));
     assert_eq!(
         judge_upgrade(&AXIS, &UPGRADE, Some("a"), "b"),

@@ -48,6 +48,21 @@ pub struct Normalizer {
     full: bool,
 }
 
+/// One subagent as the trace holds it: its lifecycle and what its attributed updates said.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SubagentSeen {
+    /// The id the adapter minted (`subagent-1`, …), as the trace names it.
+    pub id: String,
+    /// The name its `started` member gave (its harness id when none).
+    pub name: String,
+    /// A `started` member was seen for it (attribution alone does not start one).
+    pub started: bool,
+    /// The disposition of its `completed` member, once seen.
+    pub settled: Option<String>,
+    /// The text of every `output` attributed to it, concatenated.
+    pub output: String,
+}
+
 /// The budget of what one normalizer keeps: each observation costs [`OBSERVATION_COST`]
 /// plus twice its text (kept in the observation and in the output). A harness that floods
 /// its output is stopped here, whatever the count of its messages, so the trace and its
@@ -228,6 +243,34 @@ impl Normalizer {
     /// Every `output` text so far, concatenated.
     pub fn output_text(&self) -> &str {
         &self.output
+    }
+
+    /// Every subagent the trace names, in the order it was first named: what a probe needs
+    /// to hold a narrated subagent against the model calls the relay served.
+    pub fn subagents(&self) -> Vec<SubagentSeen> {
+        let mut seen: Vec<SubagentSeen> = Vec::new();
+        for observation in &self.observations {
+            let Some(id) = observation.get("subagent").and_then(Value::as_str) else { continue };
+            let at = match seen.iter().position(|s| s.id == id) {
+                Some(at) => at,
+                None => {
+                    seen.push(SubagentSeen { id: id.to_owned(), name: id.to_owned(), ..SubagentSeen::default() });
+                    seen.len() - 1
+                }
+            };
+            let subagent = &mut seen[at];
+            let text = |key: &str| observation.get(key).and_then(Value::as_str);
+            match text("kind") {
+                Some("subagent_started") => {
+                    subagent.started = true;
+                    subagent.name = text("name").unwrap_or(id).to_owned();
+                }
+                Some("subagent_completed") => subagent.settled = Some(text("disposition").unwrap_or("completed").to_owned()),
+                Some("output") => subagent.output.push_str(text("text").unwrap_or_default()),
+                _ => {}
+            }
+        }
+        seen
     }
 
     pub fn len(&self) -> usize {

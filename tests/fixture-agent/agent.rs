@@ -7,6 +7,8 @@
 //! `CHECKFU_FIXTURE_SEEN=FILE` makes it write where it was started into FILE (`cwd`, `pwd`,
 //! `oldpwd`). `--declare LIST` (members of `checkfu.capabilities`, comma-separated; `none`),
 //! `--undeclared-emission` (subagent lifecycle without declaring `subagents`),
+//! `--narrate-subagent` (declares `subagents` and narrates a subagent that makes no model
+//! call of its own), `--no-subagent` (declares `subagents` and never starts one),
 //! `--no-ack` (never answer a steer), `--duplicate-terminal`, `--crash-mid-turn`,
 //! `--silent-after-initialize`, `--garbage-stdout`, `--oversize-line`, `--read-outside`,
 //! `--need-credentials` (session/new answers -32000 until `authenticate` with `fixture-key`), `--echo-requests`, `--flood-stderr`,
@@ -62,6 +64,8 @@ use serde_json::{json, Value};
 struct Switches {
     declare: Vec<String>,
     undeclared_emission: bool,
+    narrate_subagent: bool,
+    no_subagent: bool,
     no_ack: bool,
     duplicate_terminal: bool,
     crash_mid_turn: bool,
@@ -138,6 +142,8 @@ fn switches() -> Switches {
             "--turns" => s.turns = args.next().and_then(|n| n.parse().ok()).unwrap_or(1),
             "--mid-turn-wait-ms" => s.mid_turn_wait_ms = args.next().and_then(|n| n.parse().ok()).unwrap_or(150),
             "--undeclared-emission" => s.undeclared_emission = true,
+            "--narrate-subagent" => s.narrate_subagent = true,
+            "--no-subagent" => s.no_subagent = true,
             "--no-ack" => s.no_ack = true,
             "--duplicate-terminal" => s.duplicate_terminal = true,
             "--crash-mid-turn" => s.crash_mid_turn = true,
@@ -366,7 +372,7 @@ impl Agent {
         let began = std::time::Instant::now();
         self.usage = model::Usage::default();
         self.mid_call = MidCall::default();
-        let emits_subagents = self.s.declare.iter().any(|m| m == "subagents") || self.s.undeclared_emission;
+        let emits_subagents = (self.s.declare.iter().any(|m| m == "subagents") && !self.s.no_subagent) || self.s.undeclared_emission;
         if self.s.flood_stderr {
             let block = vec![b'e'; 64 * 1024];
             let mut err = std::io::stderr().lock();
@@ -406,6 +412,8 @@ impl Agent {
         if self.mid_call.draining && self.s.call_after_drain {
             self.ask_model(session, "And one more thing.");
         }
+        // A drained turn stops: it delegates nothing more.
+        let emits_subagents = emits_subagents && (!self.mid_call.draining || self.s.undeclared_emission);
         // The model was asked, and its answer thrown away: the prompt goes back instead.
         let answer = if self.s.echo_prompt { format!("You said: {prompt}") } else { answer };
         let echo = if self.s.no_nonce { String::from("I will not repeat that.") } else { answer };
@@ -517,6 +525,14 @@ impl Agent {
                 json!({"sessionUpdate": "tool_call", "toolCallId": tool, "title": "Write notes", "kind": "edit",
                 "status": "pending", "_meta": activity(emits_subagents)}),
             );
+            if emits_subagents && turn == 0 {
+                let report = self.subagent_report(session);
+                self.update(
+                    session,
+                    json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": report},
+                    "_meta": activity(true)}),
+                );
+            }
             if turn == 0 {
                 let permission = self.call(
                     "session/request_permission",
@@ -584,6 +600,23 @@ impl Agent {
 impl Agent {
     /// The turn's answer from the model behind the relay, running the tool calls it makes
     /// (`read_file`, through the client's `fs/read_text_file`, reported as ACP tool calls).
+    /// What the subagent reports: the answer of a model call of its own, counted in the
+    /// turn's usage, or (`--narrate-subagent`, or with no model) words it never asked for.
+    fn subagent_report(&mut self, session: &str) -> String {
+        if self.s.narrate_subagent || self.s.no_model || self.s.undeclared_emission {
+            return String::from(" (researcher: I read the notes.)");
+        }
+        let before = self.usage;
+        // A subagent starts its own conversation: none of the parent's earlier exchanges.
+        let history = std::mem::take(&mut self.s.history);
+        let answer = self.ask_model(session, "You are the researcher subagent of the fixture agent: read the notes and report.");
+        self.s.history = history;
+        self.usage.calls += before.calls;
+        self.usage.transient_retries += before.transient_retries;
+        self.usage.overflow_recoveries += before.overflow_recoveries;
+        format!(" (researcher: {answer})")
+    }
+
     fn ask_model(&mut self, session: &str, prompt: &str) -> String {
         let Some(addr) = model::relay_addr() else { return String::from("(no relay: ANTHROPIC_BASE_URL is not set)") };
         let Some(dialect) = model::Dialect::parse(&self.s.dialect) else { return format!("(unknown dialect {})", self.s.dialect) };

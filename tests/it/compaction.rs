@@ -19,7 +19,7 @@ const WINDOW: &str = "400";
 /// The agent declares no steer, and the runs make no cancellation turn: a steer's request and
 /// the cancellation's prompt would be calls of their own, which these tests do not count.
 fn agent(switches: &[&'static str]) -> Vec<&'static str> {
-    let mut command = vec![AGENT, "--history", HISTORY, "--declare", "subagents"];
+    let mut command = vec![AGENT, "--history", HISTORY, "--declare", "none"];
     command.extend_from_slice(switches);
     command
 }
@@ -67,7 +67,18 @@ fn an_honest_compaction_passes_in_every_dialect_and_agrees_with_the_record() {
     }
     let steps = probe(&windowed(true), &agent(&[]));
     let names: Vec<&String> = steps.json["steps"].as_object().expect("steps").keys().collect();
-    assert_eq!(names, ["initialize_handshake", "session_start", "prompt_exchange", "cancellation", "context_compaction", "teardown"]);
+    assert_eq!(
+        names,
+        [
+            "initialize_handshake",
+            "session_start",
+            "prompt_exchange",
+            "subagent_delegation",
+            "cancellation",
+            "context_compaction",
+            "teardown"
+        ]
+    );
 }
 
 #[test]

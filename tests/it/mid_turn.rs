@@ -131,7 +131,8 @@ fn a_drain_followed_by_another_model_call_fails_naming_it() {
 
 #[test]
 fn a_delivered_steer_passes_only_when_a_later_request_of_the_turn_carries_it() {
-    let run = probe(&["--no-cancellation"], &[]);
+    // Without `subagents`, whose own model call would follow the two this test reads.
+    let run = probe(&["--no-cancellation"], &["--declare", "steer,interrupt"]);
     assert_eq!(run.status, 0, "{}", run.pretty());
     assert_eq!(run.check("steering_delivered"), "pass");
     let first = calls_of(&run, 1);

@@ -8,9 +8,15 @@ use crate::probe_support;
 use probe_support::{probe, Scratch, AGENT};
 use serde_json::{json, Value};
 
+/// The fixture agent with `switches`. The model plane's tests count the calls of a turn, so
+/// unless a test says what to declare, the agent declares no `subagents` (whose exercise adds
+/// the subagent's own call; `probe.rs` tests it): steer and interrupt, as by default.
 fn agent(switches: &[&'static str]) -> Vec<&'static str> {
     let mut command = vec![AGENT];
     command.extend_from_slice(switches);
+    if !switches.contains(&"--declare") {
+        command.extend(["--declare", "steer,interrupt"]);
+    }
     command
 }
 
@@ -44,7 +50,7 @@ fn the_tool_script_reads_the_token_file_and_then_answers_with_the_nonce() {
     // would add calls of their own.
     let run = probe(
         &["--model-script", "tool", "--record-model", &model, "--no-cancellation"],
-        &agent(&["--dialect", "openai_responses", "--declare", "subagents"]),
+        &agent(&["--dialect", "openai_responses", "--declare", "none"]),
     );
     assert_eq!(run.status, 0, "{}", run.pretty());
     assert_eq!(run.plane()["tool"], json!({"called": true, "result_returned": true}));
@@ -128,11 +134,11 @@ fn a_nonce_answered_without_any_model_call_fails_the_exchange() {
 fn a_malformed_body_and_a_100_mb_body_are_refused_and_the_turn_goes_on() {
     // One turn each, and no steer: the cancellation step's second prompt would send its
     // bodies again, and a steer's request would be a call more.
-    let run = probe(&["--no-cancellation"], &agent(&["--malformed-body", "--declare", "subagents"]));
+    let run = probe(&["--no-cancellation"], &agent(&["--malformed-body", "--declare", "none"]));
     assert_eq!(run.status, 0, "{}", run.pretty());
     assert_eq!(refused_statuses(run.plane()), vec![400]);
     assert!(run.plane()["refused"][0]["reason"].as_str().unwrap_or_default().contains("not JSON"));
-    let run = probe(&["--no-cancellation"], &agent(&["--huge-body", "--declare", "subagents"]));
+    let run = probe(&["--no-cancellation"], &agent(&["--huge-body", "--declare", "none"]));
     assert_eq!(run.status, 0, "{}", run.pretty());
     assert_eq!(refused_statuses(run.plane()), vec![413]);
     assert_eq!(run.plane()["calls"].as_array().map(Vec::len), Some(1));
@@ -327,7 +333,7 @@ fn tmpdir_is_inside_the_fresh_home_unless_env_sets_it() {
 #[test]
 fn an_agent_that_asks_the_model_and_sends_the_prompt_back_fails_the_exchange() {
     // No steer: the agent shows the model's first answer before it passes a steer on.
-    let run = probe(&[], &agent(&["--echo-prompt", "--declare", "subagents"]));
+    let run = probe(&[], &agent(&["--echo-prompt", "--declare", "none"]));
     assert_eq!(run.status, 1, "{}", run.pretty());
     assert_eq!(run.plane()["nonce_at_relay"], true, "the model was asked");
     assert_eq!(run.plane()["nonce_in_output"], true, "and the prompt's nonce was sent back");
@@ -364,7 +370,18 @@ fn a_harness_that_retries_after_retry_after_recovers_from_the_faults_script() {
         assert!(waited >= 1000 && calls[1]["fault"].is_null(), "{dialect}: the retry waited {waited} ms: {calls:?}");
         // The step is the run's: before teardown, after the lane's own.
         let steps: Vec<&String> = run.json["steps"].as_object().expect("steps").keys().collect();
-        assert_eq!(steps, ["initialize_handshake", "session_start", "prompt_exchange", "cancellation", "model_recovery", "teardown"]);
+        assert_eq!(
+            steps,
+            [
+                "initialize_handshake",
+                "session_start",
+                "prompt_exchange",
+                "subagent_delegation",
+                "cancellation",
+                "model_recovery",
+                "teardown"
+            ]
+        );
     }
 }
 
@@ -392,7 +409,7 @@ fn a_harness_that_retries_before_retry_after_or_gives_up_fails_model_recovery_na
 #[test]
 fn the_turns_telemetry_is_held_to_the_relays_record() {
     // No steer: its request would be a third call (counted alike by both, but not this test's).
-    let honest = probe(&["--model-script", "faults"], &agent(&["--retry", "--declare", "subagents"]));
+    let honest = probe(&["--model-script", "faults"], &agent(&["--retry", "--declare", "none"]));
     assert_eq!(honest.status, 0, "{}", honest.pretty());
     let telemetry = &honest.json["turn_telemetry"];
     assert_eq!(telemetry["recorded"]["model_calls"], 2, "{telemetry}");
@@ -401,7 +418,7 @@ fn the_turns_telemetry_is_held_to_the_relays_record() {
     assert_eq!(telemetry["mismatches"], json!([]));
     assert!(telemetry["claimed"]["wall_time_ms"].as_u64() <= telemetry["recorded"]["turn_ms"].as_u64(), "{telemetry}");
 
-    let liar = probe(&[], &agent(&["--lie-turn", "--declare", "subagents"]));
+    let liar = probe(&[], &agent(&["--lie-turn", "--declare", "none"]));
     assert_eq!(liar.status, 1, "{}", liar.pretty());
     assert_eq!(liar.json["turn_telemetry"]["mismatches"], json!(["model_calls claimed 0, recorded 1"]));
     // Every step passed: the lie alone fails the run.
@@ -409,7 +426,7 @@ fn the_turns_telemetry_is_held_to_the_relays_record() {
         assert_eq!(liar.step(step).0, "passed", "{step}: {}", liar.pretty());
     }
     // The other way: more calls and a retry it never made, each counter named.
-    let inflated = probe(&[], &agent(&["--inflate-turn", "--declare", "subagents"]));
+    let inflated = probe(&[], &agent(&["--inflate-turn", "--declare", "none"]));
     assert_eq!(inflated.status, 1, "{}", inflated.pretty());
     assert_eq!(
         inflated.json["turn_telemetry"]["mismatches"],

@@ -132,6 +132,33 @@ fn an_undeclared_gated_emission_fails_subagent_correlation() {
     assert_eq!(run.json["admission"]["admitted_axes"], serde_json::json!(["mid_run_input", "interrupt"]));
 }
 
+/// A declared `subagents: observed` is exercised: the honest fixture's subagent asks the
+/// model on its own and reports its answer, and passes; its twins that narrate a subagent
+/// with no model call, or declare one and never start it, fail naming what the record lacks,
+/// and do not realize the axis. Undeclared, the step is skipped, saying so.
+#[test]
+fn a_declared_subagent_is_exercised_and_a_narrated_or_missing_one_fails() {
+    let honest = probe(&[], &agent(&[]));
+    assert_eq!(honest.status, 0, "{}", honest.pretty());
+    assert_eq!(honest.step("subagent_delegation").0, "passed", "{}", honest.pretty());
+    assert_eq!(honest.json["admission"]["realized"]["subagents"], "observed");
+    let narrated = probe(&[], &agent(&["--narrate-subagent"]));
+    assert_eq!(narrated.status, 1);
+    let (status, reason) = narrated.step("subagent_delegation");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("\"researcher\"") && reason.contains("narrated"), "{reason}");
+    // The lifecycle itself is well formed: only the record tells the two apart.
+    assert_eq!(narrated.check("subagent_correlation"), "pass");
+    assert_eq!(narrated.json["admission"]["realized"]["subagents"], "absent");
+    let missing = probe(&[], &agent(&["--no-subagent"]));
+    assert_eq!(missing.status, 1);
+    let (status, reason) = missing.step("subagent_delegation");
+    assert_eq!((status, reason.contains("no subagent started")), ("failed", true), "{reason}");
+    assert_eq!(missing.json["admission"]["realized"]["subagents"], "absent");
+    let undeclared = probe(&[], &agent(&["--declare", "steer,interrupt"]));
+    assert_eq!(undeclared.step("subagent_delegation"), ("skipped", "`subagents` is not declared"));
+}
+
 #[test]
 fn a_missing_steer_acknowledgement_fails_both_steering_checks() {
     let run = probe(&[], &agent(&["--no-ack"]));
@@ -550,7 +577,16 @@ fn the_typescript_sdk_agents_hostile_twins_each_fail_on_the_record() {
 
     let liar = twin(&[], "--lie-turn");
     assert_eq!(liar.status, 1, "{}", liar.pretty());
-    assert_eq!(liar.json["turn_telemetry"]["mismatches"], serde_json::json!(["model_calls claimed 0, recorded 1"]));
+    // The prompt's call and its worker's own.
+    assert_eq!(liar.json["turn_telemetry"]["mismatches"], serde_json::json!(["model_calls claimed 0, recorded 2"]));
+    assert_eq!(liar.step("subagent_delegation").0, "passed", "{}", liar.pretty());
+
+    let narrator = twin(&[], "--narrate-subagent");
+    assert_eq!(narrator.status, 1, "{}", narrator.pretty());
+    let (status, reason) = narrator.step("subagent_delegation");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("\"worker\"") && reason.contains("narrated"), "{reason}");
+    assert_eq!(narrator.check("subagent_correlation"), "pass", "the lifecycle alone would pass it");
     assert_eq!(liar.step("cancellation").0, "passed", "the lie alone fails the run: {}", liar.pretty());
 
     let deaf = twin(&[], "--ignore-cancel");

@@ -83,6 +83,9 @@ pub struct Catalog {
 #[serde(deny_unknown_fields)]
 pub struct AcpStep {
     pub name: Name,
+    /// The declaration member the step exercises; without it the step is skipped, saying so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub declared: Option<Name>,
     /// When the step passes.
     pub pass: String,
 }
@@ -201,6 +204,19 @@ pub struct Upgrade {
     /// The conformance case whose signed pass a catalog ceiling needs to show the upgrade.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence: Option<Name>,
+    /// What proves the declared value in a probe run: an ACP step or a conformance check.
+    /// The run's realized set holds the value only when it passed.
+    pub proof: Proof,
+}
+
+/// The step of a probe run that exercises a declared value, and what fails it.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Proof {
+    /// An `[[acp_steps]]` name or a `[[conformance]]` check.
+    pub step: Name,
+    /// What a harness that declares the value and does not serve it does, that fails it.
+    pub fails: String,
 }
 
 /// A declaration member that is recorded but promotes nothing.
@@ -209,6 +225,10 @@ pub struct Upgrade {
 pub struct Mechanism {
     pub member: Name,
     pub values: Vec<Name>,
+    /// What proves a declared value in a probe run; none while the probe has no step that
+    /// exercises it (the value is then reported as not exercised, and never realized).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proof: Option<Proof>,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]

@@ -218,6 +218,22 @@ impl<'c> Validator<'c> {
                 }
             }
         }
+        // A proof is a step of the ACP lane or a conformance check: what the run reports.
+        let proofs: Vec<&str> = c.acp_steps.iter().map(|s| s.name.as_str()).chain(checks.iter().copied()).collect();
+        let given = d.upgrades.iter().map(|u| Some(&u.proof)).chain(d.mechanisms.iter().map(|m| m.proof.as_ref()));
+        for proof in given.flatten() {
+            if !proofs.contains(&proof.step.as_str()) {
+                self.unknown("ACP step or conformance check", &proof.step, proofs.clone());
+            }
+        }
+        for step in &c.acp_steps {
+            if let Some(member) = &step.declared {
+                if self.member_values(member.as_str()).is_none() {
+                    let known = d.upgrades.iter().map(|u| u.member.as_str()).chain(d.mechanisms.iter().map(|m| m.member.as_str()));
+                    self.unknown("declaration member", member, known.collect());
+                }
+            }
+        }
         if !c.slots.iter().any(|s| s.key == d.slot && s.class.value == SlotClass::Declaration) {
             let known = c.slots.iter().filter(|s| s.class.value == SlotClass::Declaration);
             let known = known.map(|s| s.key.as_str()).collect();

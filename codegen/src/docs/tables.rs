@@ -281,6 +281,27 @@ pub fn oneshot_steps(c: &Catalog) -> Table {
     t
 }
 
+/// Every value a harness may declare, the step of a probe run that proves it, and what
+/// fails it: a run's realized set holds a declared value only when that step passed.
+pub fn declared_proofs(c: &Catalog) -> Table {
+    let mut t = Table::new(header(&["Declared", "Proved by", "Fails when"]));
+    let d = &c.declaration;
+    for u in &d.upgrades {
+        let declared = Cell::code(format!("{}: \"{}\"", u.member.as_str(), u.value.as_str()));
+        t.rows.push(vec![declared, Cell::code(u.proof.step.as_str()), Cell::plain(u.proof.fails.as_str())]);
+    }
+    for m in &d.mechanisms {
+        for value in &m.values {
+            let declared = Cell::code(format!("{}: \"{}\"", m.member.as_str(), value.as_str()));
+            t.rows.push(match &m.proof {
+                Some(p) => vec![declared, Cell::code(p.step.as_str()), Cell::plain(p.fails.as_str())],
+                None => vec![declared, Cell::plain("no step yet"), Cell::plain("reported as declared and not exercised; never realized")],
+            });
+        }
+    }
+    t
+}
+
 /// The ACP lane's probe steps and when each passes (every one is reported).
 pub fn acp_passes(c: &Catalog) -> Table {
     let mut t = Table::new(header(&["Step", "Passes when"]));

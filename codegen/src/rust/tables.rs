@@ -77,12 +77,14 @@ pub fn generate(compiled: &Compiled) -> TokenStream {
         let (member, value, axis) = (u.member.as_str(), u.value.as_str(), u.axis.as_str());
         let (from, to) = (u.from.as_str(), u.to.as_str());
         let evidence = opt(u.evidence.as_ref().map(|e| e.as_str()));
-        quote! { Upgrade { member: #member, value: #value, axis: #axis, from: #from, to: #to, evidence: #evidence } }
+        let proof = u.proof.step.as_str();
+        quote! { Upgrade { member: #member, value: #value, axis: #axis, from: #from, to: #to, evidence: #evidence, proof: #proof } }
     });
     let mechanisms = c.declaration.mechanisms.iter().map(|m| {
         let member = m.member.as_str();
         let values = strs(m.values.iter().map(|v| v.as_str()));
-        quote! { Mechanism { member: #member, values: #values } }
+        let proof = opt(m.proof.as_ref().map(|p| p.step.as_str()));
+        quote! { Mechanism { member: #member, values: #values, proof: #proof } }
     });
     let slots = c.slots.iter().map(|s| {
         let (key, carrier, schema) = (s.key.as_str(), s.carrier.as_str(), s.schema.as_str());

@@ -128,6 +128,10 @@ pub struct Admission {
     /// The set with each evidence-gated promotion kept only if its case passed in this run.
     /// Local and unsigned: indicative, never a qualification.
     pub realized: Map<String, Value>,
+    /// Declared mechanism values (`member: value`) that no step of the probe exercises yet:
+    /// recorded, never believed, never realized.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_exercised: Vec<String>,
     /// What the run was judged against: always `envelope`, the driver envelope raised by
     /// the declaration (`admitted`). The entry's ceiling is what the catalog says an
     /// integration realizes, and is reported beside it, not judged.

@@ -2,7 +2,7 @@
 // (@agentclientprotocol/sdk 2.4.0, installed by install.sh). It declares subagents, native
 // steering and a cooperative interrupt in checkfu.capabilities, answers the prompt with what the
 // model behind the probe's relay says (Node's own fetch, Chat Completions as plain JSON), runs
-// one subagent with a tool call that asks permission and writes and reads a file in the
+// one subagent that asks the model on its own and a tool call that asks permission and writes and reads a file in the
 // session's cwd, acknowledges a steer through the SDK's extension-request handler, and ends the
 // turn with checkfu.turn telemetry counted as it went.
 //
@@ -87,8 +87,8 @@ function wait(ms, signal) {
 // after its retry-after, a context overflow compacted past under a policy. `turn` counts the
 // calls the relay served (faults too), the retries and the overflows compacted past; `report`
 // says each compaction; `before` are queued steers, sent before the prompt.
-async function askModel(said, before, runtimeConfig, turn, report, signal) {
-  let messages = [...earlierExchanges(HISTORY), ...[...before, said].map((content) => ({ role: "user", content }))];
+async function askModel(said, before, runtimeConfig, turn, report, signal, history = HISTORY) {
+  let messages = [...earlierExchanges(history), ...[...before, said].map((content) => ({ role: "user", content }))];
   const window = runtimeConfig?.context_window;
   for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
     const response = await fetch(`${process.env.OPENAI_BASE_URL}/chat/completions`, {
@@ -173,6 +173,12 @@ const app = acp.agent({ name: "checkfu-probe-ts-agent" })
       sessionUpdate: "session_info_update", updatedAt: new Date().toISOString(),
       _meta: { "checkfu.subagent": { phase: "started", subagent: "worker-1", name: "worker" } },
     });
+    // The worker asks the model on its own and reports what it answered; the
+    // `--narrate-subagent` twin reports words no model call gave it.
+    const found = twin("--narrate-subagent")
+      ? "I read the notes."
+      : await askModel("You are the worker subagent: read the notes and report.", [], runtimeConfig, turn, report, undefined, 0);
+    await update(client, sessionId, { sessionUpdate: "agent_message_chunk", content: text(` (worker: ${found})`), _meta: sub });
     await update(client, sessionId, { sessionUpdate: "tool_call", toolCallId: "t-1", title: "Write notes", kind: "edit", status: "pending", _meta: sub });
     const permission = await client.request(M.client.session.requestPermission, {
       sessionId,
