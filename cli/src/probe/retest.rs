@@ -94,7 +94,7 @@ impl Shared {
         words.each("home-file", &self.home_file);
         words.switch("no-netns", self.no_netns);
         words.each("record-model", self.record_model.iter().map(|p| p.display()));
-        words.each("format", matches!(self.format, Format::Json).then(|| value_name(&self.format)));
+        words.each("format", (self.format != Format::Text).then(|| value_name(&self.format)));
         words.each("protocol", self.protocol);
         words.each("working-directory", &self.working_directory);
     }
