@@ -56,6 +56,8 @@ const STEER_METHOD: &str = Method::CheckfuSessionSteer.name();
 const INTERRUPT_METHOD: &str = Method::CheckfuSessionInterrupt.name();
 const OPT_IN_INTERRUPT: &str = catalog::Check::CooperativeInterruptDrained.name();
 const READY_CHECK: &str = catalog::Check::ReadyHandshake.name();
+/// The slot of the harness's own account of its turn (the prompt answer's `_meta`).
+const TURN_KEY: &str = "checkfu.turn";
 /// The reason of every turn check when no prompt was sent (the report's: the spine uses it too).
 pub use crate::report::NO_TURN;
 
@@ -92,6 +94,9 @@ pub struct AcpOptions {
     pub permission: PermissionPolicy,
     /// Serve the harness's `terminal/*` requests (in the workspace; not a sandbox).
     pub terminals: bool,
+    /// Advertise file system access (`fs/read_text_file`, `fs/write_text_file`, served in
+    /// the workspace); off: `fs/*` is refused and breaks ACP-CLIENTCAP-001.
+    pub client_fs: bool,
     /// How long the turn is still watched after its terminal (late or duplicate emissions).
     pub settle: Duration,
 }
@@ -117,6 +122,7 @@ impl AcpOptions {
             cancellation: true,
             permission: PermissionPolicy::Allow,
             terminals: false,
+            client_fs: true,
             settle: Duration::from_millis(250),
         }
     }
@@ -310,8 +316,12 @@ fn start(options: &AcpOptions, command: &[OsString], stage: &mut Stage<'_, '_>) 
         workspace.see_at(std::path::Path::new(&image.working_directory));
         started = Some(running);
     }
-    let session_options =
-        session::Options { permission: options.permission, terminals: options.terminals, deadline: stage.options.deadline };
+    let session_options = session::Options {
+        permission: options.permission,
+        terminals: options.terminals,
+        fs: options.client_fs,
+        deadline: stage.options.deadline,
+    };
     match Session::start_in(workspace, &argv, session_options, &launch) {
         Ok(session) => Ok(Started { session, container: started, argv }),
         Err(e) => {
@@ -435,6 +445,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             Fault::Deadline => {
                 format!("the run's deadline of {:.1} s passed (--deadline)", self.stage.options.deadline.given().as_secs_f64())
             }
+            Fault::Unrequested { .. } => return Reason::new(Kind::Answer, fault),
             other => other.to_string(),
         };
         Reason::new(Kind::Harness, words)
@@ -494,7 +505,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         let started = Instant::now();
         let params = json!({
             "protocolVersion": PROTOCOL_VERSION,
-            "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": self.options.terminals},
+            "clientCapabilities": {"fs": {"readTextFile": self.options.client_fs, "writeTextFile": self.options.client_fs}, "terminal": self.options.terminals},
             "clientInfo": {"name": "checkfu-wire probe", "version": env!("CARGO_PKG_VERSION")},
         });
         let until = self.step_deadline();
@@ -692,6 +703,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             diagnostics_dropped: self.session.diagnostics_dropped,
             ignored: self.session.ignored.clone(),
             grammar_violations: self.session.grammar_violations.clone(),
+            breaches: self.session.breaches.clone(),
         };
         // The record opens with the launch: the argv as run, which `decode` skips.
         let launch = json!({"launch": {"command": harness.command, "pid": harness.process.pid}});
@@ -699,12 +711,15 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         header.push(b'\n');
         let record = [header.as_slice(), record].concat();
         let client_requests = self.session.client_requests.clone();
+        // A claim the decoder dropped is one the platform never reads: said, not compared.
+        let dropped = self.session.dropped.iter().find(|(key, _)| key == TURN_KEY).map(|(_, why)| why.clone());
         // The workspace goes back to the plane, whose removal is part of teardown.
         self.stage.plane.workspace = Some(self.session.into_workspace());
         let declaration = Some(self.admission.declaration.clone());
         let trace = self.trace.take().unwrap_or_default();
         let calls = self.stage.plane.relay.calls(1);
-        let turn_telemetry = self.turn_claim.take().map(|(claim, turn_ms)| crate::verdict::telemetry(claim, turn_ms, &calls));
+        let turn_telemetry =
+            self.turn_claim.take().map(|(claim, turn_ms)| crate::verdict::telemetry(claim, turn_ms, &calls, dropped.as_deref()));
         let (cancellation, drain) = (self.cancellation.take(), self.drain.take());
         let lane = AcpReport {
             admission: self.admission,

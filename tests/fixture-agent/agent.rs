@@ -44,6 +44,16 @@
 //! while a model call is in flight is acknowledged `delivered` and goes to the model in the
 //! turn's next request (after the model's answer, a request with the steer as the user's
 //! words); `--drop-steer` acknowledges it and never passes it on (a hostile twin).
+//!
+//! It calls `fs/*` only when the client advertised file system access, and runs a tool only
+//! when its permission was granted. Hostile twins of the wire around the turn, one ACP
+//! fault each: `--ignore-fs-capability` (writes although the client advertised no file
+//! system), `--write-after-reject` (writes although the permission was rejected),
+//! `--elicit` (an `elicitation/create` the client never advertised), `--answer-cancel`
+//! (answers the `session/cancel` notification with an error), `--update-after-cancel` (a
+//! message chunk after answering `cancelled`), `--string-id` (answers `initialize` with its
+//! id as a string), `--float-id` (answers `session/new` with its id written `N.0`),
+//! `--string-turn` (its `checkfu.turn` claims `"model_calls": "0"`, a string).
 
 // `unsafe` lives in `checkfu-wire-sandbox` alone (tests/it/layers.rs holds this).
 #![forbid(unsafe_code)]
@@ -122,6 +132,14 @@ struct Switches {
     refuse_runtime_config: bool,
     turns: usize,
     mid_turn_wait_ms: u64,
+    ignore_fs_capability: bool,
+    write_after_reject: bool,
+    elicit: bool,
+    answer_cancel: bool,
+    update_after_cancel: bool,
+    string_id: bool,
+    float_id: bool,
+    string_turn: bool,
 }
 
 fn switches() -> Switches {
@@ -180,6 +198,14 @@ fn switches() -> Switches {
             "--retry" => s.retry = Some(model::Retry::AfterRetryAfter),
             "--retry-early" => s.retry = Some(model::Retry::AtOnce),
             "--lie-turn" => s.lie_turn = true,
+            "--ignore-fs-capability" => s.ignore_fs_capability = true,
+            "--write-after-reject" => s.write_after_reject = true,
+            "--elicit" => s.elicit = true,
+            "--answer-cancel" => s.answer_cancel = true,
+            "--update-after-cancel" => s.update_after_cancel = true,
+            "--string-id" => s.string_id = true,
+            "--float-id" => s.float_id = true,
+            "--string-turn" => s.string_turn = true,
             "--inflate-turn" => s.inflate_turn = true,
             "--ignore-cancel" => s.ignore_cancel = true,
             "--call-after-cancel" => s.call_after_cancel = true,
@@ -220,6 +246,8 @@ struct Agent {
     pending_steer: Option<String>,
     /// The session's `checkfu.runtime_config`, as `session/new` gave it.
     runtime_config: Option<Value>,
+    /// Whether the client advertised `fs` (both methods), as `initialize` said.
+    client_fs: bool,
 }
 
 /// A cancel or a drain that arrived while a model call was in flight.
@@ -237,6 +265,13 @@ impl Agent {
         let mut line = message.to_string();
         line.push('\n');
         if self.out.write_all(line.as_bytes()).and_then(|()| self.out.flush()).is_err() {
+            std::process::exit(0);
+        }
+    }
+
+    /// One line as given, for a message `json!` cannot write (an id of `2.0`).
+    fn write_raw(&mut self, line: &str) {
+        if self.out.write_all(line.as_bytes()).and_then(|()| self.out.write_all(b"\n")).and_then(|()| self.out.flush()).is_err() {
             std::process::exit(0);
         }
     }
@@ -301,7 +336,11 @@ impl Agent {
             }
             let id = message.get("id").cloned().unwrap_or(Value::Null);
             match message.get("method").and_then(Value::as_str) {
-                Some("initialize") => self.initialize(&id),
+                Some("initialize") => {
+                    self.client_fs = message.pointer("/params/clientCapabilities/fs/writeTextFile") == Some(&json!(true));
+                    let id = if self.s.string_id { json!(id.to_string()) } else { id };
+                    self.initialize(&id);
+                }
                 Some("authenticate") => {
                     if message.pointer("/params/methodId") == Some(&json!("fixture-key")) {
                         self.authenticated = true;
@@ -319,7 +358,12 @@ impl Agent {
                     } else {
                         self.cwd = message.pointer("/params/cwd").and_then(Value::as_str).unwrap_or("/").to_owned();
                         self.runtime_config = message.pointer("/params/_meta/checkfu.runtime_config").cloned();
-                        self.respond(&id, json!({"sessionId": "fixture-1"}));
+                        if self.s.float_id {
+                            // serde_json writes an integer id without a fraction: written by hand.
+                            self.write_raw(&format!("{{\"jsonrpc\":\"2.0\",\"id\":{id}.0,\"result\":{{\"sessionId\":\"fixture-1\"}}}}"));
+                        } else {
+                            self.respond(&id, json!({"sessionId": "fixture-1"}));
+                        }
                     }
                 }
                 Some("session/prompt") => {
@@ -407,6 +451,12 @@ impl Agent {
                 "filesystem_commands": 0, "mcp_calls": 0, "model_calls": calls, "wall_time_ms": began.elapsed().as_millis() as u64,
                 "model_transient_retries": self.usage.transient_retries, "model_overflow_recoveries": 0}}}),
             );
+            if self.s.update_after_cancel {
+                self.update(
+                    session,
+                    json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": " (one more thing)"}}),
+                );
+            }
             return;
         }
         if self.mid_call.draining && self.s.call_after_drain {
@@ -543,7 +593,15 @@ impl Agent {
                 );
                 let allowed = permission.pointer("/result/outcome/optionId") == Some(&json!("allow"));
                 let path = format!("{}/notes.txt", self.cwd);
-                if allowed {
+                let may_write = (allowed || self.s.write_after_reject) && (self.client_fs || self.s.ignore_fs_capability);
+                if self.s.elicit {
+                    self.call(
+                        "elicitation/create",
+                        json!({"sessionId": session, "mode": "form", "message": "Which file?",
+                        "requestedSchema": {"type": "object", "properties": {"file": {"type": "string"}}}}),
+                    );
+                }
+                if may_write {
                     self.call("fs/write_text_file", json!({"sessionId": session, "path": path, "content": "one\ntwo\n"}));
                     self.call("fs/read_text_file", json!({"sessionId": session, "path": path, "line": 2, "limit": 1}));
                 }
@@ -586,10 +644,14 @@ impl Agent {
         // `--inflate-turn` more than it made.
         let inflated = u64::from(self.s.inflate_turn);
         let calls = if self.s.lie_turn { 0 } else { self.usage.calls + 2 * inflated };
-        let result = json!({"stopReason": if interrupted { "cancelled" } else { "end_turn" },
+        let mut result = json!({"stopReason": if interrupted { "cancelled" } else { "end_turn" },
             "_meta": {"checkfu.turn": {"execution": "shell", "shell_commands": 1, "filesystem_commands": 2, "mcp_calls": 0,
                 "model_calls": calls, "wall_time_ms": began.elapsed().as_millis() as u64,
                 "model_transient_retries": self.usage.transient_retries + inflated, "model_overflow_recoveries": self.usage.overflow_recoveries}}});
+        if self.s.string_turn {
+            // A lie the fail-open rule would hide: the claim is dropped, so nothing compares it.
+            result["_meta"]["checkfu.turn"]["model_calls"] = json!("0");
+        }
         self.respond(id, result.clone());
         if self.s.duplicate_terminal {
             self.respond(id, result);
@@ -694,6 +756,10 @@ impl Agent {
                 };
                 match message.get("method").and_then(Value::as_str) {
                     Some("session/cancel") => {
+                        if self.s.answer_cancel {
+                            // A notification answered: there is no id to answer with.
+                            self.fail(&Value::Null, -32603, "cancel failed");
+                        }
                         self.mid_call.cancelled = true;
                         if !self.s.ignore_cancel {
                             in_flight.abort();
@@ -754,6 +820,7 @@ fn main() {
         mid_call: MidCall::default(),
         pending_steer: None,
         runtime_config: None,
+        client_fs: false,
     };
     agent.run();
 }

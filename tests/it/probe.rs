@@ -327,9 +327,12 @@ fn a_vendor_method_without_the_extension_prefix_is_answered_method_not_found_and
 
 #[test]
 fn terminals_are_refused_unless_allowed_and_then_run_in_the_workspace() {
+    // Unadvertised, a terminal is refused, and calling one anyway breaks ACP-CLIENTCAP-002.
     let refused = probe(&[], &agent(&["--use-terminal"]));
     assert_eq!(refused.json["client_requests"][0]["method"], "terminal/create");
     assert_eq!(refused.json["client_requests"][0]["outcome"], "refused");
+    assert_eq!(refused.status, 1);
+    assert_eq!(refused.json["wire"]["breaches"][0]["requirement"], "ACP-CLIENTCAP-002");
 
     let record = temp_file("terminal.record.jsonl");
     let run = probe(&["--allow-terminals", "--record", record.to_str().unwrap()], &agent(&["--use-terminal"]));
@@ -630,4 +633,47 @@ fn the_agent_starts_in_the_workspace_with_its_pwd_and_no_oldpwd() {
     assert!(cwd.contains("checkfu-probe-"), "the workspace, not the caller's directory: {seen}");
     assert_eq!(seen["pwd"], cwd, "PWD names where it started: {seen}");
     assert_eq!(seen["oldpwd"], Value::Null, "{seen}");
+}
+
+/// Each fixture twin carries one fault of the wire around the turn that the probe used to
+/// let pass; each fails naming the requirement it breaks, found as it happened (no step
+/// waits out its timeout for it), and the honest agent under the same flags passes.
+#[test]
+fn each_fault_of_the_wire_fails_naming_its_requirement() {
+    let cases: &[(&[&str], &[&str], &str)] = &[
+        (&[], &["--float-id"], "ACP-JSONRPC-001"),
+        (&[], &["--string-id"], "ACP-JSONRPC-001"),
+        (&[], &["--answer-cancel"], "ACP-JSONRPC-003"),
+        (&[], &["--update-after-cancel"], "ACP-CANCEL-002"),
+        (&["--no-client-fs"], &["--ignore-fs-capability"], "ACP-CLIENTCAP-001"),
+        (&[], &["--elicit"], "ACP-CLIENTCAP-003"),
+        (&["--permission", "reject"], &["--write-after-reject"], "CHECKFU-PERMISSION-001"),
+    ];
+    for (options, switches, requirement) in cases {
+        let mut harness = agent(&["--declare", "steer,interrupt"]);
+        harness.extend_from_slice(switches);
+        let started = Instant::now();
+        let run = probe(options, &harness);
+        let pretty = serde_json::to_string_pretty(&run.json).unwrap();
+        assert_eq!(run.status, 1, "{switches:?}: {pretty}");
+        assert_eq!(run.json["wire"]["breaches"][0]["requirement"], *requirement, "{switches:?}: {pretty}");
+        assert!(started.elapsed() < Duration::from_secs(5), "{switches:?} waited out a step: {pretty}");
+    }
+    // The honest agent keeps to what the client advertised and to a rejected permission.
+    for options in [&["--no-client-fs"][..], &["--permission", "reject"][..]] {
+        let run = probe(options, &agent(&["--declare", "steer,interrupt"]));
+        assert_eq!(run.status, 0, "{options:?}: {}", serde_json::to_string_pretty(&run.json).unwrap());
+        assert_eq!(run.json["wire"]["breaches"], serde_json::json!([]));
+    }
+}
+
+/// A `checkfu.turn` the decoder drops (`"model_calls": "0"`) is one the platform never
+/// reads: the turn telemetry fails saying so, rather than comparing nothing.
+#[test]
+fn a_malformed_turn_claim_fails_turn_telemetry_with_why_it_was_dropped() {
+    let run = probe(&[], &agent(&["--declare", "steer,interrupt", "--string-turn"]));
+    let pretty = serde_json::to_string_pretty(&run.json).unwrap();
+    assert_eq!(run.status, 1, "{pretty}");
+    let mismatch = run.json["turn_telemetry"]["mismatches"][0].as_str().unwrap_or_default();
+    assert!(mismatch.contains("fail-open") && mismatch.contains("/model_calls"), "{pretty}");
 }

@@ -119,6 +119,7 @@ impl acp::Flags {
         words.switch("no-cancellation", self.no_cancellation);
         words.each("permission", self.permission.as_ref().map(value_name));
         words.switch("allow-terminals", self.allow_terminals);
+        words.switch("no-client-fs", self.no_client_fs);
         words.each("record", self.record.iter().map(|p| p.display()));
     }
 }
@@ -256,6 +257,7 @@ mod tests {
         "--no-cancellation",
         "--permission=reject",
         "--allow-terminals",
+        "--no-client-fs",
         "--record=w.jsonl",
     ];
     const ONESHOT: &[&str] = &[

@@ -211,6 +211,9 @@ pub struct Wire {
     /// an extension, answered -32601): each fails the run, while the turn's steps are still
     /// judged.
     pub grammar_violations: Vec<crate::session::GrammarViolation>,
+    /// What the harness did that ACP forbids, each with the requirement it breaks, in the
+    /// order it happened: each fails the run.
+    pub breaches: Vec<crate::session::Breach>,
 }
 
 impl AcpReport {
@@ -223,6 +226,7 @@ impl AcpReport {
         });
         check
             .or_else(|| self.wire.grammar_violations.first().map(|v| format!("grammar violated: {}", v.reason)))
+            .or_else(|| self.wire.breaches.first().map(|b| format!("{}: {b}", b.requirement())))
             .or_else(|| self.turn_telemetry.as_ref().and_then(|t| t.mismatches.first()).map(|m| format!("checkfu.turn: {m}")))
     }
 }

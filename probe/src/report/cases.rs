@@ -1,7 +1,8 @@
 //! The report as test cases, for the formats a CI system reads ([`super::junit`],
 //! [`super::ctrf`]).
 //!
-//! A case per step, per conformance check (per run, in the one-shot lane), and one for the
+//! A case per step, per conformance check (per run, in the one-shot lane), per requirement the
+//! harness broke on the wire (`wire`, [`crate::session::Breach`]), and one for the
 //! run's verdict. The verdict's case is there because a run can fail on what no step or check
 //! names (the wire's grammar, the turn telemetry against the relay's record, the catalog
 //! binding, a signal): a CI that only counts failed cases must still see the run fail. A
@@ -28,6 +29,8 @@ const AROUND: usize = 2;
 pub const STEPS: &str = "steps";
 /// The suite of the ACP lane's checks.
 pub const CHECKS: &str = "checks";
+/// The suite of the ACP requirements a harness broke on the wire, a case per requirement.
+pub const WIRE: &str = "wire";
 /// The suite of the verdict's one case, and the case's name.
 pub const VERDICT: &str = "verdict";
 
@@ -94,7 +97,27 @@ pub fn cases(report: &Report) -> Vec<Case> {
         });
     }
     match &report.lane {
-        LaneReport::Acp(r) => checks(&mut cases, CHECKS, &r.report, &r.trace),
+        LaneReport::Acp(r) => {
+            checks(&mut cases, CHECKS, &r.report, &r.trace);
+            // Only what was broken: a requirement the run did not break may still not
+            // have been exercised, so no case passes for it here.
+            let mut named: Vec<&str> = Vec::new();
+            for breach in &r.wire.breaches {
+                if named.contains(&breach.requirement()) {
+                    continue;
+                }
+                named.push(breach.requirement());
+                cases.push(Case {
+                    suite: WIRE.to_owned(),
+                    name: breach.requirement(),
+                    status: StepStatus::Failed,
+                    ms: None,
+                    kind: Some("breach"),
+                    message: Some(breach.to_string()),
+                    excerpt: wire.clone(),
+                });
+            }
+        }
         LaneReport::Oneshot(r) => {
             for (i, run) in r.runs.iter().enumerate() {
                 if let Some(checks_made) = &run.checks {

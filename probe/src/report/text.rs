@@ -114,6 +114,9 @@ fn acp_tail(out: &mut String, r: &AcpReport, report: &Report) {
     for violation in &r.wire.grammar_violations {
         let _ = writeln!(out, "grammar  violated: {}", violation.reason);
     }
+    for breach in &r.wire.breaches {
+        let _ = writeln!(out, "breach   {}: {breach}", breach.requirement());
+    }
     for mismatch in r.turn_telemetry.iter().flat_map(|t| &t.mismatches) {
         let _ = writeln!(out, "turn     checkfu.turn {mismatch}");
     }
