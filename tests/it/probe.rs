@@ -159,6 +159,64 @@ fn a_declared_subagent_is_exercised_and_a_narrated_or_missing_one_fails() {
     assert_eq!(undeclared.step("subagent_delegation"), ("skipped", "`subagents` is not declared"));
 }
 
+/// A declared `builtin_tool_scoping: enforced` is exercised: the honest fixture is handed
+/// `checkfu.builtin_tools`, runs the model's `write` (inside the list) and refuses its `bash`
+/// (outside it) back to the model, and passes; its twin that runs `bash` anyway fails naming
+/// the value, and the value is not realized. Undeclared, the step is skipped, saying so.
+#[test]
+fn a_declared_builtin_tool_scoping_is_exercised_and_a_tool_run_outside_the_list_fails() {
+    let honest = probe(&["--no-cancellation"], &agent(&["--declare", "builtin_tool_scoping"]));
+    assert_eq!(honest.status, 0, "{}", honest.pretty());
+    assert_eq!(honest.step("builtin_tool_scoping").0, "passed", "{}", honest.pretty());
+    assert_eq!(honest.json["admission"]["realized"]["builtin_tool_scoping"], "enforced");
+    // The turn of its own, by the relay's record: `write`, then `bash`, then the answer, whose
+    // request carried one tool result more than the one that got `bash` (the refusal).
+    let calls = honest.plane()["calls"].as_array().cloned().unwrap_or_default();
+    let scoping: Vec<(String, u64)> = calls
+        .iter()
+        .filter_map(|c| c.get("scoping"))
+        .map(|s| (s["phase"].as_str().unwrap_or("?").to_owned(), s["tool_results"].as_u64().unwrap_or(99)))
+        .collect();
+    let phases: Vec<(&str, u64)> = scoping.iter().map(|(p, n)| (p.as_str(), *n)).collect();
+    assert_eq!(phases, [("inside", 0), ("outside", 1), ("answer", 2)], "{}", honest.pretty());
+
+    let escaped = probe(&["--no-cancellation"], &agent(&["--declare", "builtin_tool_scoping", "--run-outside-scope"]));
+    assert_eq!(escaped.status, 1, "{}", escaped.pretty());
+    let (status, reason) = escaped.step("builtin_tool_scoping");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("declared `builtin_tool_scoping: enforced` is not served") && reason.contains("`bash`"), "{reason}");
+    assert!(escaped.json["admission"]["realized"].get("builtin_tool_scoping").is_none(), "{}", escaped.pretty());
+    // The other steps and checks pass: only the exercise tells the two apart.
+    assert_eq!(escaped.step("prompt_exchange").0, "passed");
+
+    let undeclared = probe(&["--no-cancellation"], &agent(&["--declare", "none"]));
+    assert_eq!(undeclared.step("builtin_tool_scoping"), ("skipped", "`builtin_tool_scoping` is not declared"));
+}
+
+/// A declared `staged_files: resource_links` is exercised: the honest fixture reads the
+/// prompt's resource links in order and passes their text to the model, which the relay's
+/// record shows in link order; the files are as staged afterwards. Its twin that ignores the
+/// links fails naming the value. Undeclared, the step is skipped, saying so.
+#[test]
+fn declared_staged_files_are_exercised_and_ignored_links_fail() {
+    let honest = probe(&["--no-cancellation"], &agent(&["--declare", "staged_files"]));
+    assert_eq!(honest.status, 0, "{}", honest.pretty());
+    assert_eq!(honest.step("staged_files").0, "passed", "{}", honest.pretty());
+    assert_eq!(honest.json["admission"]["realized"]["staged_files"], "resource_links");
+    let calls = honest.plane()["calls"].as_array().cloned().unwrap_or_default();
+    assert!(calls.iter().any(|c| c["marks_in_request"] == serde_json::json!([0, 1, 2])), "{}", honest.pretty());
+
+    let ignoring = probe(&["--no-cancellation"], &agent(&["--declare", "staged_files", "--ignore-staged"]));
+    assert_eq!(ignoring.status, 1, "{}", ignoring.pretty());
+    let (status, reason) = ignoring.step("staged_files");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("declared `staged_files: resource_links` is not served") && reason.contains("no staged file"), "{reason}");
+    assert!(ignoring.json["admission"]["realized"].get("staged_files").is_none(), "{}", ignoring.pretty());
+
+    let undeclared = probe(&["--no-cancellation"], &agent(&["--declare", "none"]));
+    assert_eq!(undeclared.step("staged_files"), ("skipped", "`staged_files` is not declared"));
+}
+
 #[test]
 fn a_missing_steer_acknowledgement_fails_both_steering_checks() {
     let run = probe(&[], &agent(&["--no-ack"]));
