@@ -611,12 +611,17 @@ fn an_agent_written_with_the_official_typescript_sdk_passes() {
     // Its prompt handler aborts the model call on session/cancel and answers `cancelled`.
     assert_eq!(run.step("cancellation").0, "passed", "{}", run.pretty());
     assert_eq!(run.json["cancellation"]["stop_reason"], "cancelled");
-    // It acknowledges the steer `queued`, and the next turn's request (the cancellation
-    // step's prompt) carries it: what `steering_delivered` passed on.
+    // It acknowledges the steer `queued`, and the next turn's request (the built-in tool
+    // scoping step's prompt) carries it: what `steering_delivered` passed on.
     let calls = run.plane()["calls"].as_array().cloned().unwrap_or_default();
     let carried: Vec<(u64, bool)> = calls.iter().map(|c| (c["turn"].as_u64().unwrap_or(0), c["steer_in_request"] == true)).collect();
-    // The rate limit and its retry, then the second turn's call.
-    assert_eq!(carried, [(1, false), (1, false), (2, true)], "{}", run.pretty());
+    // The rate limit and its retry, then the second turn's first call.
+    assert_eq!(carried.get(..3), Some(&[(1, false), (1, false), (2, true)][..]), "{}", run.pretty());
+    // It declares built-in tool scoping and staged files, and serves both.
+    assert_eq!(run.step("builtin_tool_scoping").0, "passed", "{}", run.pretty());
+    assert_eq!(run.step("staged_files").0, "passed", "{}", run.pretty());
+    assert_eq!(run.json["admission"]["realized"]["builtin_tool_scoping"], "enforced");
+    assert_eq!(run.json["admission"]["realized"]["staged_files"], "resource_links");
     let decoded = Command::new(PROBE).arg("decode").arg(&record).output().expect("decode");
     assert!(decoded.status.success(), "{}", String::from_utf8_lossy(&decoded.stdout));
 }
@@ -646,6 +651,15 @@ fn the_typescript_sdk_agents_hostile_twins_each_fail_on_the_record() {
     assert!(reason.contains("\"worker\"") && reason.contains("narrated"), "{reason}");
     assert_eq!(narrator.check("subagent_correlation"), "pass", "the lifecycle alone would pass it");
     assert_eq!(liar.step("cancellation").0, "passed", "the lie alone fails the run: {}", liar.pretty());
+
+    for (flag, step) in [("--run-outside-scope", "builtin_tool_scoping"), ("--ignore-staged", "staged_files")] {
+        let over = twin(&["--no-cancellation"], flag);
+        assert_eq!(over.status, 1, "{}", over.pretty());
+        let (status, reason) = over.step(step);
+        assert_eq!(status, "failed", "{}", over.pretty());
+        assert!(reason.contains(&format!("declared `{step}: ")) && reason.contains("is not served"), "{reason}");
+        assert!(over.json["admission"]["realized"].get(step).is_none(), "{}", over.pretty());
+    }
 
     let deaf = twin(&[], "--ignore-cancel");
     assert_eq!(deaf.status, 1, "{}", deaf.pretty());
