@@ -42,7 +42,7 @@ pub fn judge(orders: &[Vec<usize>], files: &[AfterTurn]) -> Result<(), StagedMis
         return Err(StagedMiss::Unasked);
     }
     let linked: Vec<usize> = (0..files.len()).collect();
-    if orders.iter().any(|order| *order == linked) {
+    if orders.contains(&linked) {
         return Ok(());
     }
     // The most complete request names what is missing, or how it was ordered.
