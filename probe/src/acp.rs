@@ -17,9 +17,12 @@
 
 mod cancel;
 mod delegation;
+mod exercised;
 mod flight;
 mod lane;
 mod live;
+mod scoping;
+mod staged;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -265,7 +268,11 @@ pub(crate) fn run(checked: Checked<'_>, command: Vec<OsString>, stage: &mut Stag
     run.admission.envelope = checked.envelope.values.iter().map(|(a, v)| ((*a).to_owned(), json!(v))).collect();
     let admitted = run.initialize(checked.envelope);
     let session_id = match &admitted {
-        Some(_) => run.start_session(checked.meta),
+        Some(admitted) => {
+            let mut meta = checked.meta;
+            scoping::hand_list(&mut meta, options, admitted);
+            run.start_session(meta)
+        }
         None => {
             run.stage.steps.skipped(StepName::SessionStart, "the initialize handshake failed");
             None
@@ -275,11 +282,15 @@ pub(crate) fn run(checked: Checked<'_>, command: Vec<OsString>, stage: &mut Stag
         (Some(admitted), Some(session_id)) => {
             run.prompt(admitted, &session_id);
             run.delegation(admitted);
+            run.builtin_tool_scoping(admitted, &session_id);
+            run.staged_files(admitted, &session_id);
             run.cancellation(&session_id);
         }
         (_, _) => {
             run.stage.steps.skipped(StepName::PromptExchange, "no session was started");
             run.stage.steps.skipped(StepName::SubagentDelegation, "no session was started");
+            run.stage.steps.skipped(StepName::BuiltinToolScoping, "no session was started");
+            run.stage.steps.skipped(StepName::StagedFiles, "no session was started");
             run.stage.steps.skipped(StepName::Cancellation, "no session was started");
         }
     }
@@ -805,10 +816,10 @@ fn upgrade_admitted(admitted: &AdmittedCapabilities, check: &str) -> bool {
 }
 
 /// The admitted set with every promotion whose proof (its step, or its conformance check)
-/// did not pass in this run put back to the value it was promoted from: a declaration is
-/// exercised, never believed.
+/// did not pass in this run put back to the value it was promoted from, and beside it each
+/// declared mechanism value whose step passed: a declaration is exercised, never believed.
 fn realized(admitted: &AdmittedCapabilities, passed: &dyn Fn(&str) -> bool) -> Map<String, Value> {
-    admitted
+    let mut realized: Map<String, Value> = admitted
         .values()
         .iter()
         .map(|(axis, value)| {
@@ -819,7 +830,13 @@ fn realized(admitted: &AdmittedCapabilities, passed: &dyn Fn(&str) -> bool) -> M
             };
             ((*axis).to_owned(), json!(value))
         })
-        .collect()
+        .collect();
+    for (mechanism, value) in admitted.mechanisms() {
+        if mechanism.proof.is_some_and(passed) {
+            realized.insert(mechanism.member.to_owned(), json!(value));
+        }
+    }
+    realized
 }
 
 /// The declared mechanism values no step of the probe exercises yet, as `member: value`.

@@ -15,6 +15,8 @@
 pub mod compaction;
 pub mod delegation;
 pub mod in_flight;
+pub mod scoping;
+pub mod staged;
 pub mod steer;
 
 use serde_json::Value;
@@ -318,6 +320,8 @@ pub(crate) mod tests {
             bodies: None,
             estimated_tokens: 10,
             messages: 1,
+            scoping: None,
+            marks_in_request: Vec::new(),
         }
     }
 

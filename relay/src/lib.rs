@@ -52,6 +52,7 @@
 pub mod bounds;
 pub mod dialect;
 pub mod estimate;
+pub mod exercise;
 pub mod fault;
 pub mod pace;
 pub mod record;
@@ -169,6 +170,10 @@ struct TurnState {
     pace: Option<Pace>,
     /// Answer the turn as the `nonce` script does, whatever the script ([`Relay::answer_plainly`]).
     plain: bool,
+    /// The tool calls a scoping turn asks for ([`Relay::script_scoping`]).
+    scoping: Option<exercise::Scoping>,
+    /// The marks looked for, in order, in every request of the turn ([`Relay::watch_marks`]).
+    marks: Vec<String>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -218,7 +223,7 @@ impl Relay {
             epoch: Instant::now(),
             sequence: AtomicUsize::new(0),
             bodies: tokio::sync::Semaphore::new(MAX_BODIES_READ),
-            turn: Mutex::new(TurnState { nonce: config.nonce, earlier_replies: Vec::new(), pace: None, plain: false }),
+            turn: Mutex::new(TurnState { nonce: config.nonce, ..TurnState::default() }),
             record: Mutex::new(Record::new()),
             steer: Mutex::new(None),
         });
@@ -245,7 +250,7 @@ impl Relay {
     /// for; `earlier_replies` are the reply tokens of the turn before that reached its
     /// output, looked for as the model's earlier answer (`earlier_reply_in_request`).
     pub fn begin_turn(&self, nonce: String, earlier_replies: Vec<String>) {
-        *lock(&self.shared.turn) = TurnState { nonce, earlier_replies, pace: None, plain: false };
+        *lock(&self.shared.turn) = TurnState { nonce, earlier_replies, ..TurnState::default() };
         self.shared.record().turn += 1;
     }
 
@@ -265,6 +270,19 @@ impl Relay {
     /// replies to the turns they were written for.
     pub fn answer_plainly(&self) {
         lock(&self.shared.turn).plain = true;
+    }
+
+    /// In the current turn, a call whose latest user turn carries the nonce is answered with
+    /// the scoping turn's tool calls, in order, then as the script answers
+    /// ([`exercise::Scoping`]).
+    pub fn script_scoping(&self, scoping: exercise::Scoping) {
+        lock(&self.shared.turn).scoping = Some(scoping);
+    }
+
+    /// Looks for `marks` in every request of the current turn, recording which it carried in
+    /// the order it carried them (`marks_in_request`).
+    pub fn watch_marks(&self, marks: Vec<String>) {
+        lock(&self.shared.turn).marks = marks;
     }
 
     /// Looks for `token` (a steer's) in every request from now on.
@@ -729,9 +747,16 @@ fn serve(activity: &Activity, admitted: Admitted<'_>, started: Instant) -> Respo
     turn.input_tokens = size.tokens;
     drop(json);
     let reply_token = fresh_reply_token(&body);
-    let (played, decision) = match play(shared, size, &turn, &reply_token, state.plain) {
-        Ok(answer) => answer,
-        Err(unanswered) => return refuse(activity, &path, shape, unanswered.status, unanswered.kind, unanswered.reason),
+    let marks_in_request = exercise::marks_in_order(&body, &state.marks);
+    let scoping = state.scoping.as_ref().filter(|_| nonce_in_request).map(|s| (s, s.phase(&body)));
+    let scripted = scoping.and_then(|(s, phase)| s.reply(phase, &turn));
+    let scoping = scoping.map(|(_, phase)| exercise::ScopingSeen { phase, tool_results: turn.tool_results.len() });
+    let (played, decision) = match scripted {
+        Some(reply) => scoped(reply),
+        None => match play(shared, size, &turn, &reply_token, state.plain) {
+            Ok(answer) => answer,
+            Err(unanswered) => return refuse(activity, &path, shape, unanswered.status, unanswered.kind, unanswered.reason),
+        },
     };
     let (played, pace) = pace::apply(played, state.pace);
     let sequence = shared.sequence.fetch_add(1, Ordering::Relaxed) + 1;
@@ -760,6 +785,8 @@ fn serve(activity: &Activity, admitted: Admitted<'_>, started: Instant) -> Respo
         bodies: None,
         estimated_tokens: size.tokens,
         messages: size.messages,
+        scoping,
+        marks_in_request,
     };
     let pieces = pace.map_or(1, |p| p.pieces);
     let rendered = render(dialect, &played, &turn, &Ids::new(sequence), reply_token, pieces, &mut call);
@@ -781,6 +808,15 @@ fn serve(activity: &Activity, admitted: Admitted<'_>, started: Instant) -> Respo
         }
         None => rendered.into_response(),
     }
+}
+
+/// A scoping turn's tool call, played as the model's answer and recorded as its call.
+fn scoped(reply: Reply) -> (Played, script::Decision) {
+    let tool_called = match &reply {
+        Reply::ToolCall { name, .. } => Some(name.clone()),
+        Reply::Text(_) => None,
+    };
+    (Played::Reply(reply), script::Decision { tool_called, ..script::Decision::default() })
 }
 
 /// What a call gets: the enforced window's overflow when it is past the window (no scripted

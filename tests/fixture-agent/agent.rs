@@ -9,7 +9,9 @@
 //! `--undeclared-emission` (subagent lifecycle without declaring `subagents`),
 //! `--narrate-subagent` (declares `subagents` and narrates a subagent that makes no model
 //! call of its own), `--no-subagent` (declares `subagents` and never starts one),
-//! `--no-ack` (never answer a steer), `--duplicate-terminal`, `--crash-mid-turn`,
+//! `--run-outside-scope` (declares `builtin_tool_scoping` and runs a built-in tool outside
+//! the `checkfu.builtin_tools` list it was handed), `--ignore-staged` (declares `staged_files`
+//! and never reads the prompt's resource links), `--no-ack` (never answer a steer), `--duplicate-terminal`, `--crash-mid-turn`,
 //! `--silent-after-initialize`, `--garbage-stdout`, `--oversize-line`, `--read-outside`,
 //! `--need-credentials` (session/new answers -32000 until `authenticate` with `fixture-key`), `--echo-requests`, `--flood-stderr`,
 //! `--flood-stdout` (endless valid updates), `--flood-big-chunks` (endless 64 KiB message chunks), `--foreign-extension` (an `_acme/progress`
@@ -76,6 +78,10 @@ struct Switches {
     undeclared_emission: bool,
     narrate_subagent: bool,
     no_subagent: bool,
+    /// `--run-outside-scope`: built-in tools outside the handed list run anyway (a twin).
+    run_outside_scope: bool,
+    /// `--ignore-staged`: the prompt's resource links are never read (a twin).
+    ignore_staged: bool,
     no_ack: bool,
     duplicate_terminal: bool,
     crash_mid_turn: bool,
@@ -162,6 +168,8 @@ fn switches() -> Switches {
             "--undeclared-emission" => s.undeclared_emission = true,
             "--narrate-subagent" => s.narrate_subagent = true,
             "--no-subagent" => s.no_subagent = true,
+            "--run-outside-scope" => s.run_outside_scope = true,
+            "--ignore-staged" => s.ignore_staged = true,
             "--no-ack" => s.no_ack = true,
             "--duplicate-terminal" => s.duplicate_terminal = true,
             "--crash-mid-turn" => s.crash_mid_turn = true,
@@ -248,6 +256,8 @@ struct Agent {
     runtime_config: Option<Value>,
     /// Whether the client advertised `fs` (both methods), as `initialize` said.
     client_fs: bool,
+    /// The session's `checkfu.builtin_tools`, as `session/new` gave it (`None`: every tool).
+    builtin_tools: Option<Vec<String>>,
 }
 
 /// A cancel or a drain that arrived while a model call was in flight.
@@ -358,6 +368,10 @@ impl Agent {
                     } else {
                         self.cwd = message.pointer("/params/cwd").and_then(Value::as_str).unwrap_or("/").to_owned();
                         self.runtime_config = message.pointer("/params/_meta/checkfu.runtime_config").cloned();
+                        self.builtin_tools = message
+                            .pointer("/params/_meta/checkfu.builtin_tools")
+                            .and_then(Value::as_array)
+                            .map(|l| l.iter().filter_map(Value::as_str).map(str::to_owned).collect());
                         if self.s.float_id {
                             // serde_json writes an integer id without a fraction: written by hand.
                             self.write_raw(&format!("{{\"jsonrpc\":\"2.0\",\"id\":{id}.0,\"result\":{{\"sessionId\":\"fixture-1\"}}}}"));
@@ -367,7 +381,9 @@ impl Agent {
                     }
                 }
                 Some("session/prompt") => {
-                    let text = message.pointer("/params/prompt/0/text").and_then(Value::as_str).unwrap_or("").to_owned();
+                    let mut text = message.pointer("/params/prompt/0/text").and_then(Value::as_str).unwrap_or("").to_owned();
+                    let blocks = message.pointer("/params/prompt").cloned().unwrap_or(Value::Null);
+                    text.push_str(&self.staged(&blocks));
                     self.turn(&id, &text);
                 }
                 Some("_checkfu/session/steer") => self.steer(&id),
@@ -387,6 +403,7 @@ impl Agent {
                 "interrupt" => "cooperative",
                 "builtin_tool_scoping" => "enforced",
                 "structured_output" => "response_format",
+                "staged_files" => "resource_links",
                 other => other,
             };
             declaration.insert(member.clone(), json!(value));
@@ -688,6 +705,7 @@ impl Agent {
             notes.push_str(&format!(" (egress answered {:?})", model::try_egress("api.example.com")));
         }
         let mut conversation = model::Conversation::new(dialect, key, prompt);
+        conversation.tools = self.offered_tools();
         conversation.retry = self.s.retry;
         conversation.reload(compaction::earlier_exchanges(self.s.history));
         conversation.policy = compaction::Policy::of(self.runtime_config.as_ref());
@@ -721,10 +739,8 @@ impl Agent {
                 model::Answer::Tool { id, name, input } => {
                     let call = format!("model-call-{round}");
                     self.update(session, json!({"sessionUpdate": "tool_call", "toolCallId": call, "title": name, "kind": "read", "status": "pending", "rawInput": input}));
-                    let path = input.get("path").and_then(Value::as_str).unwrap_or_default().to_owned();
-                    let read = self.call("fs/read_text_file", json!({"sessionId": session, "path": path}));
-                    let output = read.pointer("/result/content").and_then(Value::as_str).unwrap_or("(unreadable)").to_owned();
-                    self.update(session, json!({"sessionUpdate": "tool_call_update", "toolCallId": call, "status": "completed"}));
+                    let (status, output) = self.builtin_tool(session, &name, &input);
+                    self.update(session, json!({"sessionUpdate": "tool_call_update", "toolCallId": call, "status": status}));
                     conversation.tool_result(&id, &output);
                 }
             }
@@ -821,6 +837,73 @@ fn main() {
         pending_steer: None,
         runtime_config: None,
         client_fs: false,
+        builtin_tools: None,
     };
     agent.run();
+}
+
+impl Agent {
+    /// The built-in tools offered to the model: `read_file`, and under a declared scoping
+    /// `write` and `bash` too, as the handed `checkfu.builtin_tools` admits them.
+    fn offered_tools(&self) -> Vec<&'static str> {
+        if !self.s.declare.iter().any(|m| m == "builtin_tool_scoping") {
+            return vec![model::READ_FILE];
+        }
+        let all = [model::READ_FILE, model::WRITE_FILE, model::SHELL];
+        all.into_iter().filter(|t| self.admits(t)).collect()
+    }
+
+    /// Whether the handed list admits tool `name` (by its name in the contract's vocabulary).
+    fn admits(&self, name: &str) -> bool {
+        let listed = if name == model::READ_FILE { "read" } else { name };
+        self.builtin_tools.as_ref().is_none_or(|l| l.iter().any(|n| n == listed))
+    }
+
+    /// Runs built-in tool `name` for the model, or refuses it before any effect when the handed
+    /// list leaves it out (`--run-outside-scope` runs it anyway); its status and result.
+    fn builtin_tool(&mut self, session: &str, name: &str, input: &Value) -> (&'static str, String) {
+        if !self.admits(name) && !self.s.run_outside_scope {
+            return ("failed", format!("refused: `{name}` is not in this session's checkfu.builtin_tools"));
+        }
+        let text = |key: &str| input.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
+        match name {
+            model::WRITE_FILE => {
+                let written =
+                    self.call("fs/write_text_file", json!({"sessionId": session, "path": text("path"), "content": text("content")}));
+                let output = if written.get("error").is_some() { "the write was refused" } else { "written" };
+                ("completed", output.to_owned())
+            }
+            model::SHELL => {
+                let ran = std::process::Command::new("sh").arg("-c").arg(text("command")).current_dir(&self.cwd).output();
+                ("completed", ran.map_or_else(|e| format!("cannot run: {e}"), |o| format!("exit {}", o.status)))
+            }
+            _ => {
+                let read = self.call("fs/read_text_file", json!({"sessionId": session, "path": text("path")}));
+                ("completed", read.pointer("/result/content").and_then(Value::as_str).unwrap_or("(unreadable)").to_owned())
+            }
+        }
+    }
+
+    /// The prompt's resource links read in order, as text the model gets after the prompt's
+    /// words: what a declared `staged_files` serves (`--ignore-staged` reads none).
+    fn staged(&mut self, blocks: &Value) -> String {
+        if self.s.ignore_staged || !self.s.declare.iter().any(|m| m == "staged_files") {
+            return String::new();
+        }
+        let links: Vec<String> = blocks
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|b| b.get("type") == Some(&json!("resource_link")))
+            .filter_map(|b| b.get("uri").and_then(Value::as_str).and_then(|u| u.strip_prefix("file://")).map(str::to_owned))
+            .take(16)
+            .collect();
+        let mut text = String::new();
+        for path in links {
+            let read = self.call("fs/read_text_file", json!({"sessionId": "fixture-1", "path": path}));
+            let content = read.pointer("/result/content").and_then(Value::as_str).unwrap_or("(unreadable)");
+            text.push_str(&format!("\n[{path}]\n{content}"));
+        }
+        text
+    }
 }

@@ -125,7 +125,8 @@ pub struct Admission {
     pub admitted: Map<String, Value>,
     /// Mechanism members recorded (they promote nothing).
     pub mechanisms: Map<String, Value>,
-    /// The set with each evidence-gated promotion kept only if its case passed in this run.
+    /// The set with each promotion kept only if its proof passed in this run, and each
+    /// declared mechanism value whose step passed (`builtin_tool_scoping`, `staged_files`).
     /// Local and unsigned: indicative, never a qualification.
     pub realized: Map<String, Value>,
     /// Declared mechanism values (`member: value`) that no step of the probe exercises yet:
