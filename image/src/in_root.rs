@@ -5,28 +5,22 @@
 //! roots, while the host's root is still reachable: an image whose `WorkingDir` climbs out
 //! (`../oldroot/tmp/x`), or whose `/workspace` is a symlink to `../oldroot/…`, had it create
 //! those directories on the host. So every path is resolved here beneath the root by the
-//! kernel (`openat2` with `RESOLVE_IN_ROOT`: `..` and absolute symlinks stop at the root, as
-//! they do inside the container), missing directories are made there, and the runtime is
-//! given the result with every symlink already resolved, which exists: it creates nothing.
+//! kernel under the one rule of [`Root::resolve`] (`..` and absolute symlinks stop at the
+//! root, as they do inside the container), missing directories are made there, and the
+//! runtime is given the result with every symlink already resolved, which exists: it creates
+//! nothing. The path itself may hold no `..` ([`names`]): it is refused, not folded.
 
 use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
-use checkfu_wire_sandbox::dir::{self as dirfd, Dir};
+use checkfu_wire_sandbox::dir::Dir;
+use checkfu_wire_sandbox::root::{names, ResolveError, Root, Rule};
 
 /// The most components a working directory may have (a bound on the walk, far above any
 /// real image's).
 const MAX_COMPONENTS: usize = 256;
-
-/// Opens `path` (relative, no `..`) beneath `root` as a directory, the root being `/` for
-/// every symlink on the way.
-fn open_in_root(root: &Dir, path: &Path) -> io::Result<Dir> {
-    let text = if path.as_os_str().is_empty() { b".".as_slice() } else { path.as_os_str().as_bytes() };
-    let resolve = libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_MAGICLINKS | libc::RESOLVE_NO_XDEV;
-    dirfd::openat2(root.as_fd(), text, libc::O_RDONLY | libc::O_DIRECTORY, resolve).map(Dir::from)
-}
 
 /// Where `fd` is, as a path inside `root` (both on the host).
 fn inside_path(fd: &Dir, root: &Path) -> io::Result<String> {
@@ -77,37 +71,29 @@ fn resolve_dir(root: &Path, path: &str, create: bool) -> Result<Option<String>, 
     if !given.is_absolute() {
         return Err(refuse("not an absolute path"));
     }
-    let mut components = Vec::new();
-    for component in given.components() {
-        match component {
-            Component::RootDir | Component::CurDir => {}
-            Component::Normal(name) => components.push(name.to_owned()),
-            Component::ParentDir => return Err(refuse("it has a `..` component")),
-            Component::Prefix(_) => return Err(refuse("not a Unix path")),
-        }
-    }
+    let components = names(given.as_os_str().as_bytes()).map_err(|_| refuse("it has a `..` component"))?;
     if components.len() > MAX_COMPONENTS {
         return Err(refuse(&format!("more than {MAX_COMPONENTS} components")));
     }
     let root = root.canonicalize().map_err(|source| InRootError::Root { root: root.to_owned(), source })?;
-    let root_fd = Dir::open(&root).map_err(|source| InRootError::Root { root: root.clone(), source })?;
+    let root_fd = Root::open(&root).map_err(|source| InRootError::Root { root: root.clone(), source })?;
     let mut prefix = PathBuf::new();
-    let mut dir = open_in_root(&root_fd, &prefix).map_err(|e| refuse(&e.to_string()))?;
-    for name in &components {
+    let mut dir = root_fd.resolve(&prefix, Rule::Follow).map_err(|e| refuse(&e.to_string()))?;
+    for name in components {
         prefix.push(name);
-        dir = match open_in_root(&root_fd, &prefix) {
+        dir = match root_fd.resolve(&prefix, Rule::Follow) {
             Ok(fd) => fd,
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) && !create => return Ok(None),
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+            Err(ResolveError::Missing) if !create => return Ok(None),
+            Err(ResolveError::Missing) => {
                 // The parent was resolved beneath the root; the name is made in it, not
                 // through any link (mkdirat never follows its last component).
                 dir.mkdir_at(name, 0o755).map_err(|e| match e.raw_os_error() {
                     Some(libc::EEXIST) => refuse(&format!("{} is a symlink to nothing", prefix.display())),
                     _ => refuse(&format!("cannot make {}: {e}", prefix.display())),
                 })?;
-                open_in_root(&root_fd, &prefix).map_err(|e| refuse(&e.to_string()))?
+                root_fd.resolve(&prefix, Rule::Follow).map_err(|e| refuse(&e.to_string()))?
             }
-            Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => return Err(refuse(&format!("{} is not a directory", prefix.display()))),
+            Err(ResolveError::NotADirectory) => return Err(refuse(&format!("{} is not a directory", prefix.display()))),
             Err(e) => return Err(refuse(&format!("{}: {e}", prefix.display()))),
         };
     }

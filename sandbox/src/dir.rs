@@ -90,8 +90,9 @@ fn owned(fd: libc::c_long) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// `openat2(2)`: `path` resolved from `dir` under `resolve`'s rules, by the kernel.
-pub fn openat2(dir: BorrowedFd<'_>, path: &[u8], flags: libc::c_int, resolve: u64) -> io::Result<OwnedFd> {
+/// `openat2(2)`: `path` resolved from `dir` under `resolve`'s rules, by the kernel. Paths
+/// of more than one name are resolved by [`crate::root::Root`] alone, under its one rule.
+pub(crate) fn openat2(dir: BorrowedFd<'_>, path: &[u8], flags: libc::c_int, resolve: u64) -> io::Result<OwnedFd> {
     let path = cstring(path)?;
     // SAFETY: `open_how` is plain old data; all zeroes is its "no options" value.
     let mut how: libc::open_how = unsafe { std::mem::zeroed() };

@@ -343,3 +343,30 @@ fn the_unsafe_check_sees_code_and_not_comments_or_strings() {
     let text = "// unsafe in a comment\nlet s = \"unsafe\";\nlet unsafe_schema = 1;\nunsafe { f() }\nlet x = 1; // unsafe\n    unsafe impl Send for X {}\n";
     assert_eq!(unsafe_lines(text), vec![4, 6]);
 }
+
+/// What only the sandbox's one path resolver (`sandbox/src/root.rs`, on `dir.rs`'s call)
+/// may name: a lookup under a rule of the kernel's, which is a resolver of its own.
+const RESOLVER_CALLS: &[&str] = &["RESOLVE_IN_ROOT", "RESOLVE_BENEATH", "openat2("];
+
+#[test]
+fn paths_are_resolved_only_in_the_sandbox() {
+    let root = workspace();
+    let sandbox_rest = sources(&root.join("sandbox")).into_iter().filter(|p| !p.starts_with(root.join("sandbox/src")));
+    let files = OUTSIDE_THE_SANDBOX
+        .iter()
+        .map(|dir| root.join(dir))
+        .flat_map(|path| if path.is_dir() { sources(&path) } else { vec![path] })
+        .chain(sandbox_rest)
+        .filter(|p| p.is_file());
+    let mut found = Vec::new();
+    for path in files {
+        let relative = path.strip_prefix(&root).unwrap_or(&path).to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(&path).expect("a source file");
+        for (i, line) in text.lines().enumerate() {
+            let code = code_of(line);
+            found.extend(RESOLVER_CALLS.iter().filter(|call| code.contains(*call)).map(|call| format!("{relative}:{}: {call}", i + 1)));
+        }
+    }
+    assert!(found.is_empty(), "a path resolved outside the sandbox's `root::Root` (sandbox/src), which alone may:\n{}", found.join("\n"));
+    assert_eq!(code_of("let fd = openat2(dir, b\"openat2(\", RESOLVE_BENEATH); // openat2("), "let fd = openat2(dir, , RESOLVE_BENEATH); ");
+}
