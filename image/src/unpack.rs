@@ -2,14 +2,14 @@
 //! directory descriptor, never by a path string joined onto the root.
 //!
 //! An entry's name, and a hard link's target, may hold no `..` ([`names`], checked before
-//! anything is resolved). Each entry's parent is then found one component at a time from
-//! the root's descriptor, each step a single name opened beneath the directory we hold with
-//! symlinks refused, so the kernel keeps every lookup inside the root. A symlink on the way
-//! is followed as the container would see it, under the one rule of
-//! [`checkfu_wire_sandbox::root`] (an absolute target from the root, `..` at the root
-//! staying there), by reading it and walking its target the same way. The entry is then
-//! made in that directory by name, with its mode applied through the new file's own
-//! descriptor.
+//! anything is resolved). Each entry's parent is then found by the sandbox's one path
+//! resolver, a name at a time ([`Root::walk`]): every step opens a single name beneath the
+//! directory held, refusing symlinks, so the kernel keeps every lookup inside the root, and
+//! a symlink on the way is followed as the container will see it, under the one `..` rule
+//! of [`checkfu_wire_sandbox::root`] (an absolute target from the root, `..` at the root
+//! staying there). The unpacker adds the directories it makes on the way and their ids.
+//! The entry is then made in that directory by name, with its mode applied through the
+//! new file's own descriptor.
 //!
 //! A directory whose image mode takes some of its owner's permission away (`0555`, `000`)
 //! keeps it until every layer is in, so no later entry is stopped; only then is its mode
@@ -20,7 +20,7 @@
 //! What the unpacker remembers is bounded by the entry cap, not by the paths' lengths:
 //! a directory or an entry is known by a 128-bit id, sha256 chained over its components.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Read};
 use std::os::unix::ffi::OsStrExt;
@@ -33,7 +33,7 @@ use super::layout::{LayoutError, Limits, UnpackReport};
 use super::reference::Digest;
 use super::tarentry::{Composed, Composer, EntryType, TarError};
 use checkfu_wire_sandbox::dir::{self as dirfd, Dir, Stat, Visit};
-use checkfu_wire_sandbox::root::{names, Root, Rule};
+use checkfu_wire_sandbox::root::{names, Bounds, Root, WalkError};
 
 /// Why an entry was refused: what [`LayoutError::Entry`] says of it.
 #[derive(Debug, thiserror::Error)]
@@ -389,48 +389,24 @@ impl Unpacker {
     }
 
     /// [`Unpacker::resolve_dir`], with the ids of the directories from the root's child
-    /// down to the one resolved (empty for the root).
+    /// down to the one resolved (empty for the root). The rule is the sandbox's
+    /// ([`Root::walk`]); what is done here is what the unpacker adds to it: each directory's
+    /// id, and the missing ones made.
     fn resolve_chain(&mut self, components: &[OsString], create: bool) -> Result<Option<(Dir, Vec<PathId>)>, EntryProblem> {
         let opening = failed("opening its parent directory");
-        let mut dir = self.root.dir().duplicate().map_err(opening)?;
-        // The directories walked into, beneath the root: what `..` goes back along.
-        let mut path: Vec<(OsString, PathId)> = Vec::new();
-        let mut pending: VecDeque<OsString> = components.iter().cloned().collect();
-        let mut hops = 0;
-        while let Some(component) = pending.pop_front() {
-            let bytes = component.as_bytes();
-            if bytes.is_empty() || bytes == b"." {
-                continue;
-            }
-            if bytes == b".." {
-                // The rule: `..` takes the last directory away, and at the root stays there.
-                path.pop();
-                let names: PathBuf = path.iter().map(|(name, _)| name.as_os_str()).collect();
-                dir = self.root.resolve(&names, Rule::NoSymlinks).map_err(|e| opening(io::Error::other(e)))?;
-                continue;
-            }
-            let id = child_id(path.last().map_or(&ROOT_ID, |(_, id)| id), bytes);
-            match dir.stat_at(&component) {
-                Ok(stat) if stat.is_symlink() => {
-                    hops += 1;
-                    if hops > MAX_SYMLINK_HOPS {
-                        return Err(EntryProblem::TooManySymlinks);
-                    }
-                    let target = dir.read_link_at(&component).map_err(failed("reading a symlink on its path"))?;
-                    if target.len() > self.limits.max_path_bytes {
-                        return Err(EntryProblem::LongSymlinkTarget);
-                    }
-                    if target.starts_with(b"/") {
-                        dir = self.root.dir().duplicate().map_err(opening)?;
-                        path.clear();
-                    }
-                    for part in target.split(|b| *b == b'/').rev() {
-                        pending.push_front(OsStr::from_bytes(part).to_owned());
-                    }
-                }
+        let path: PathBuf = components.iter().collect();
+        let bounds = Bounds { links: MAX_SYMLINK_HOPS, target_bytes: self.limits.max_path_bytes };
+        let mut walk = self.root.walk(&path, bounds).map_err(opening)?;
+        // The ids of the directories walked into, beneath the root, as deep as the walk is.
+        let mut chain: Vec<PathId> = Vec::new();
+        while let Some(component) = walk.next_name().map_err(walk_problem)? {
+            chain.truncate(walk.depth());
+            let id = child_id(chain.last().unwrap_or(&ROOT_ID), component.as_bytes());
+            match walk.dir().stat_at(&component) {
+                Ok(stat) if stat.is_symlink() => walk.follow(&component).map_err(walk_problem)?,
                 Ok(stat) if stat.is_dir() => {
-                    dir = dir.open_child(&component).map_err(opening)?;
-                    path.push((component, id));
+                    walk.enter(&component).map_err(opening)?;
+                    chain.push(id);
                 }
                 Ok(_) => return Err(EntryProblem::ParentNotDirectory(shown_name(&component))),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -441,17 +417,18 @@ impl Unpacker {
                     if self.made_parents > self.limits.max_entries {
                         return Err(EntryProblem::TooManyParents(self.limits.max_entries));
                     }
-                    dir.mkdir_at(&component, 0o755).map_err(failed("making its parent directory"))?;
+                    walk.dir().mkdir_at(&component, 0o755).map_err(failed("making its parent directory"))?;
                     // A directory removed and made again is no longer the one whose mode
                     // was recorded.
                     self.restricted.remove(&id);
-                    dir = dir.open_child(&component).map_err(opening)?;
-                    path.push((component, id));
+                    walk.enter(&component).map_err(opening)?;
+                    chain.push(id);
                 }
                 Err(e) => return Err(failed("reading its parent")(e)),
             }
         }
-        Ok(Some((dir, path.into_iter().map(|(_, id)| id).collect())))
+        chain.truncate(walk.depth());
+        Ok(Some((walk.into_dir(), chain)))
     }
 
     /// [`Unpacker::resolve_dir`], making what is missing.
@@ -469,6 +446,16 @@ impl Unpacker {
             dirfd::walk(root, ROOT_ID, &mut Restrict { modes: &self.restricted }).map_err(io_error)?;
         }
         Ok(self.report)
+    }
+}
+
+/// What a walk's refusal is, for an entry.
+fn walk_problem(error: WalkError) -> EntryProblem {
+    match error {
+        WalkError::TooManySymlinks(_) => EntryProblem::TooManySymlinks,
+        WalkError::LongTarget(_) => EntryProblem::LongSymlinkTarget,
+        WalkError::Moved => failed("walking to its parent")(io::Error::other(error)),
+        WalkError::Io(e) => failed("reading a symlink on its path")(e),
     }
 }
 
