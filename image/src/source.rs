@@ -19,7 +19,7 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use checkfu_wire_sandbox::budget::Budget;
 
 use super::layout::{Image, OciLayout, Selector};
 use super::reference::{sha256_digest, Digest, ImageReference};
@@ -98,12 +98,13 @@ pub struct Fetched {
 
 /// Reads `reference` from `source` into an OCI layout (a copy under `scratch` for the
 /// tools' sources; the given directory itself for a layout) and resolves its image. The
-/// copy ends by `deadline` (the run's), its tool killed then.
-pub fn fetch(source: &Source, reference: &ImageReference, scratch: &Path, deadline: Instant) -> Result<Fetched, SourceError> {
+/// copy ends by `budget` (the run's: its deadline, its cancellation), its tool killed then.
+pub fn fetch(source: &Source, reference: &ImageReference, scratch: &Path, budget: &Budget) -> Result<Fetched, SourceError> {
+    let deadline = budget.instant();
     let refused = |e: super::layout::LayoutError| SourceError::Refused(e.to_string());
     match source {
         Source::Registry => {
-            tools::pull_to_layout(reference, scratch, deadline)?;
+            tools::pull_to_layout(reference, scratch, budget)?;
             only(scratch)
         }
         Source::Podman => {
@@ -160,7 +161,7 @@ struct InspectedRoot {
     layers: Vec<String>,
 }
 
-fn docker(reference: &ImageReference, scratch: &Path, deadline: Instant) -> Result<Fetched, SourceError> {
+fn docker(reference: &ImageReference, scratch: &Path, deadline: std::time::Instant) -> Result<Fetched, SourceError> {
     let asked = reference.pull_name();
     let answer = tools::docker_inspect(&asked, deadline)?;
     let inspected: Vec<Inspected> = serde_json::from_slice(&answer)

@@ -19,6 +19,7 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use checkfu_wire_sandbox::budget::Budget;
 use checkfu_wire_sandbox::process::{Group, Signal};
 
 use super::reference::{sha256_digest, ImageReference};
@@ -601,17 +602,18 @@ pub fn push(builder: &Builder, tag: &str, registry: &Registry, deadline: Instant
 }
 
 /// Pulls `reference` by its digest into a new OCI layout at `dir` (which must not exist
-/// yet, or be empty) by `deadline`. A loopback registry is pulled by the probe itself over
+/// yet, or be empty) by `budget`. A loopback registry is pulled by the probe itself over
 /// plain HTTP ([`super::distribution`]: every blob capped and checked as it streams, never
 /// a byte to another host); any other registry by skopeo with TLS verified, which checks
 /// the manifest against the digest. A digest the registry does not have fails with the
 /// registry's answer.
-pub fn pull_to_layout(reference: &ImageReference, dir: &Path, deadline: Instant) -> Result<(), ToolError> {
+pub fn pull_to_layout(reference: &ImageReference, dir: &Path, budget: &Budget) -> Result<(), ToolError> {
     if reference.is_loopback_registry() {
-        return super::distribution::pull(reference, dir, deadline).map_err(|e| ToolError::Pull(e.to_string()));
+        return super::distribution::pull(reference, dir, budget).map_err(|e| ToolError::Pull(e.to_string()));
     }
+    // skopeo's group is stopped by the signal watcher; its wait ends at the deadline.
     let source = format!("docker://{}", reference.pull_name());
-    copy_to_layout(&source, dir, Copy::default(), deadline)
+    copy_to_layout(&source, dir, Copy::default(), budget.instant())
 }
 
 /// How skopeo reaches a copy's source. There is no plain-HTTP or unverified-TLS option:

@@ -331,7 +331,7 @@ fn start(options: &AcpOptions, command: &[OsString], stage: &mut Stage<'_, '_>) 
         permission: options.permission,
         terminals: options.terminals,
         fs: options.client_fs,
-        deadline: stage.options.deadline,
+        budget: stage.options.budget.clone(),
     };
     match Session::start_in(workspace, &argv, session_options, &launch) {
         Ok(session) => Ok(Started { session, container: started, argv }),
@@ -454,7 +454,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         let words = match fault {
             Fault::Timeout => format!("no answer within {:.1} s (--step-timeout)", self.stage.options.step_timeout.as_secs_f64()),
             Fault::Deadline => {
-                format!("the run's deadline of {:.1} s passed (--deadline)", self.stage.options.deadline.given().as_secs_f64())
+                format!("the run's deadline of {:.1} s passed (--deadline)", self.stage.options.budget.given().as_secs_f64())
             }
             Fault::Unrequested { .. } => return Reason::new(Kind::Answer, fault),
             other => other.to_string(),

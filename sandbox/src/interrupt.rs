@@ -8,28 +8,33 @@
 //! id may name another group after the pid counter wraps. So a group is registered when
 //! its leader is spawned, and forgotten under the same lock in the same step that reaps the
 //! leader ([`reaping`]), and the watcher signals only what is registered, under that lock.
-//! Spawning stops too: after a signal, [`check`] refuses to start anything new but the
-//! teardown's own commands, which are not refused.
+//! Spawning stops too: a signal cancels the run's [`Cancel`] token (the one [`install`] was
+//! given, which the run's [`crate::budget::Budget`] holds), whose `check` refuses to start
+//! anything new. The teardown runs under a grace budget ([`crate::budget::Budget::grace`])
+//! whose token no signal reaches: its commands, spawned under that token
+//! ([`crate::process::Group::spawn_under`]), are neither refused nor signalled.
 
 use std::io;
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use rustix::process::{Pid, Signal};
 
-/// The signal received, 0 until one is.
-static RECEIVED: AtomicI32 = AtomicI32::new(0);
+use crate::budget::Cancel;
 
-/// The process groups whose leaders are spawned and not yet reaped.
-static GROUPS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+/// The process groups whose leaders are spawned and not yet reaped, each with the token it
+/// was spawned under (`None`: any; a signal stops it). Not a cancellation flag: only the
+/// watcher reads it, to signal what a signal's token covers.
+static GROUPS: Mutex<Vec<(i32, Option<Cancel>)>> = Mutex::new(Vec::new());
 
 /// How long the groups have after SIGTERM before SIGKILL.
 const GRACE: Duration = Duration::from_secs(2);
 
-/// Listens for SIGINT, SIGTERM and SIGHUP for the rest of the process (once; later calls do
-/// nothing). Only the `probe` command calls it: a library user keeps their own handling.
-pub fn install() -> io::Result<()> {
+/// Listens for SIGINT, SIGTERM and SIGHUP for the rest of the process: a signal cancels
+/// `cancel` (the run's budget's token) and stops the groups spawned under it or under no
+/// token. Once: later calls do nothing (their token is not cancelled by a signal). Only the
+/// `probe` command calls it: a library user keeps their own handling.
+pub fn install(cancel: Cancel) -> io::Result<()> {
     static INSTALLED: OnceLock<()> = OnceLock::new();
     if INSTALLED.get().is_some() {
         return Ok(());
@@ -37,11 +42,11 @@ pub fn install() -> io::Result<()> {
     let mut signals = signal_hook::iterator::Signals::new([libc::SIGINT, libc::SIGTERM, libc::SIGHUP])?;
     std::thread::Builder::new().name("interrupt".into()).spawn(move || {
         for signal in signals.forever() {
-            let first = RECEIVED.compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst).is_ok();
-            signal_groups(Signal::TERM);
+            let first = cancel.cancel_by(signal);
+            signal_groups(Signal::TERM, &cancel);
             if first {
                 std::thread::sleep(GRACE);
-                signal_groups(Signal::KILL);
+                signal_groups(Signal::KILL, &cancel);
             }
         }
     })?;
@@ -49,10 +54,13 @@ pub fn install() -> io::Result<()> {
     Ok(())
 }
 
-fn signal_groups(signal: Signal) {
+/// Sends `signal` to the groups spawned under `cancel` or under no token: not a teardown's,
+/// whose token is a grace budget's own.
+fn signal_groups(signal: Signal, cancel: &Cancel) {
     let groups = GROUPS.lock().unwrap_or_else(|e| e.into_inner());
     // Only registered groups, whose leaders are not reaped (see above).
-    for group in groups.iter().filter(|&&group| group > 1).filter_map(|&group| Pid::from_raw(group)) {
+    let covered = groups.iter().filter(|(_, under)| under.as_ref().is_none_or(|under| under.same(cancel)));
+    for group in covered.map(|(group, _)| *group).filter(|&group| group > 1).filter_map(Pid::from_raw) {
         let _ = rustix::process::kill_process_group(group, signal);
     }
 }
@@ -66,14 +74,6 @@ pub fn ignore(signal: i32) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     Ok(())
-}
-
-/// The signal that interrupted the run, if one did.
-pub fn received() -> Option<i32> {
-    match RECEIVED.load(Ordering::SeqCst) {
-        0 => None,
-        signal => Some(signal),
-    }
 }
 
 /// The exit status of an interrupted run: 128 plus the signal's number.
@@ -91,21 +91,13 @@ pub fn name(signal: i32) -> &'static str {
     }
 }
 
-/// `Err` once the run was interrupted: nothing new is to start.
-pub fn check(what: &str) -> io::Result<()> {
-    match received() {
-        None => Ok(()),
-        Some(signal) => Err(io::Error::new(io::ErrorKind::Interrupted, format!("{what}: interrupted by {}", name(signal)))),
-    }
-}
-
-/// Registers the group `pgid` (a child just spawned in a group of its own) for the watcher.
-/// One registered after a signal is not signalled (the teardown's own commands run then);
-/// [`check`] is what keeps anything else from starting.
-pub fn register(pgid: u32) {
+/// Registers the group `pgid` (a child just spawned in a group of its own) for the watcher,
+/// under `cancel` (`None`: any signal stops it). One spawned under a grace budget's token is
+/// never signalled: the teardown's own commands run to their end.
+pub fn register(pgid: u32, cancel: Option<&Cancel>) {
     let Ok(group) = i32::try_from(pgid) else { return };
     let mut groups = GROUPS.lock().unwrap_or_else(|e| e.into_inner());
-    groups.push(group);
+    groups.push((group, cancel.cloned()));
 }
 
 /// Runs `reap`, which may reap the leader of `pgid` (it says whether it did), with the
@@ -115,7 +107,7 @@ pub fn reaping<T>(pgid: u32, reap: impl FnOnce() -> (T, bool)) -> T {
     let (value, reaped) = reap();
     if reaped {
         if let Ok(group) = i32::try_from(pgid) {
-            groups.retain(|g| *g != group);
+            groups.retain(|(g, _)| *g != group);
         }
     }
     value
@@ -127,13 +119,14 @@ mod tests {
 
     #[test]
     fn a_reaped_group_is_forgotten() {
-        register(999_999);
-        assert!(GROUPS.lock().unwrap().contains(&999_999));
+        let registered = || GROUPS.lock().unwrap().iter().any(|(g, _)| *g == 999_999);
+        register(999_999, None);
+        assert!(registered());
         let kept = reaping(999_999, || ("not yet", false));
         assert_eq!(kept, "not yet");
-        assert!(GROUPS.lock().unwrap().contains(&999_999));
+        assert!(registered());
         reaping(999_999, || ((), true));
-        assert!(!GROUPS.lock().unwrap().contains(&999_999));
+        assert!(!registered());
         assert_eq!(exit_code(libc::SIGINT), 130);
         assert_eq!(exit_code(libc::SIGTERM), 143);
     }

@@ -36,9 +36,19 @@ impl Group {
     /// Spawns `command` as the leader of a new process group (whose id is its pid), and
     /// registers the group so that a signal to the probe stops it too.
     pub fn spawn(command: &mut Command) -> io::Result<Group> {
+        Group::spawned(command, None)
+    }
+
+    /// [`Group::spawn`] under `cancel`: a signal stops the group only if it cancels that
+    /// token, so a teardown's command, spawned under a grace budget's, runs to its end.
+    pub fn spawn_under(command: &mut Command, cancel: &crate::budget::Cancel) -> io::Result<Group> {
+        Group::spawned(command, Some(cancel))
+    }
+
+    fn spawned(command: &mut Command, cancel: Option<&crate::budget::Cancel>) -> io::Result<Group> {
         command.process_group(0);
         let child = command.spawn()?;
-        crate::interrupt::register(child.id());
+        crate::interrupt::register(child.id(), cancel);
         Ok(Group { child, exit: None, reaped: false })
     }
 

@@ -289,7 +289,7 @@ impl Lane<'_, '_, '_> {
             container_run = Some(started);
         }
         let options = self.stage.options;
-        let until = options.deadline.min_with(options.step_timeout);
+        let until = options.budget.min_with(options.step_timeout);
         let spec = process::Spec {
             argv,
             launch: &launch,
@@ -297,6 +297,7 @@ impl Lane<'_, '_, '_> {
             prompt: &text,
             mode: declaration.output_mode,
             until,
+            cancel: &options.budget.cancel,
             kill_grace: options.kill_grace.min(Duration::from_secs(30)),
             nonce,
         };

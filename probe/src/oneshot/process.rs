@@ -11,6 +11,7 @@ use super::judge::{Exit, Output};
 use crate::outcome::Reason;
 use crate::report::oneshot::RunReport;
 use crate::report::process::{teardown_fault, ProcessEnd};
+use crate::budget::Cancel;
 use crate::session::process::{Event, Harness, Launch};
 use checkfu_wire::oneshot::{OutputMode, PromptTransport};
 
@@ -35,6 +36,8 @@ pub struct Spec<'a> {
     pub prompt: &'a str,
     pub mode: OutputMode,
     pub until: Instant,
+    /// The run's cancellation: a signal stops the harness, and nothing starts after it.
+    pub cancel: &'a Cancel,
     pub kill_grace: Duration,
     pub nonce: &'a str,
 }
@@ -46,7 +49,7 @@ pub fn run(spec: Spec<'_>) -> std::io::Result<Finished> {
         return Err(std::io::Error::other("no entrypoint"));
     };
     let args: Vec<OsString> = args.iter().map(OsString::from).collect();
-    let mut harness = Harness::spawn(program.as_ref(), &args, spec.launch)?;
+    let mut harness = Harness::spawn(program.as_ref(), &args, spec.launch, spec.cancel)?;
     let stdin = match spec.transport {
         PromptTransport::Stdin => {
             harness.write(spec.prompt.as_bytes().to_vec());

@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::deadline::Deadline;
+use crate::budget::{Budget, Deadline};
 pub use breach::Breach;
 use breach::Permission;
 use checkfu_wire::decode::tables::Method;
@@ -138,8 +138,9 @@ pub struct Options {
     /// Serve `fs/*` (in the workspace); otherwise they are answered -32601. What the
     /// client advertised in `initialize`, so a call past it is a [`Breach`].
     pub fs: bool,
-    /// The run's deadline, which the session never outlasts.
-    pub deadline: Deadline,
+    /// The run's budget: its deadline, which the session never outlasts, and its
+    /// cancellation, which stops the harness and starts nothing after it.
+    pub budget: Budget,
 }
 
 /// A live session with one harness.
@@ -192,8 +193,8 @@ impl Session {
         let Some((program, args)) = command.split_first() else {
             return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "no command"));
         };
-        let harness = Harness::spawn(program, args, launch)?;
-        let deadline = options.deadline;
+        let harness = Harness::spawn(program, args, launch, &options.budget.cancel)?;
+        let deadline = options.budget.deadline;
         Ok(Session {
             harness,
             workspace,
@@ -678,7 +679,7 @@ mod tests {
         let script = format!("printf '%s\\n' {}; cat > /dev/null", lines.iter().map(|l| format!("'{l}'")).collect::<Vec<_>>().join(" "));
         let command = ["sh".into(), "-c".into(), script.into()];
         let options =
-            Options { permission: PermissionPolicy::Allow, terminals: false, fs: true, deadline: Deadline::after(Duration::from_secs(20)) };
+            Options { permission: PermissionPolicy::Allow, terminals: false, fs: true, budget: Budget::after(Duration::from_secs(20)) };
         Session::start(&command, options).expect("the harness starts")
     }
 
