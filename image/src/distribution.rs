@@ -17,11 +17,11 @@
 //!
 //! Remote registries are pulled by skopeo with TLS verified ([`super::tools`]).
 
+use checkfu_wire_sandbox::budget::Budget;
 use std::fs::File;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use checkfu_wire_sandbox::budget::Budget;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};

@@ -25,8 +25,8 @@ pub use super::tarentry::MAX_METADATA_BYTES;
 use super::tarstream::Capped;
 pub use super::unpack::EntryProblem;
 use super::unpack::Unpacker;
-use checkfu_wire_sandbox::dir::Dir;
 use checkfu_wire_sandbox::budget::Budget;
+use checkfu_wire_sandbox::dir::Dir;
 
 /// The most bytes of file content an image may unpack to, over all its layers: larger
 /// than any harness image we expect (a 100 MB node image unpacks to about 300 MB), small

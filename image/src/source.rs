@@ -17,9 +17,9 @@
 //!   (`rootfs.diff_ids`) and the command the daemon reports for it, each layer then checked
 //!   against its diff ID as it is unpacked.
 
+use checkfu_wire_sandbox::budget::Budget;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use checkfu_wire_sandbox::budget::Budget;
 
 use super::layout::{Image, OciLayout, Selector};
 use super::reference::{sha256_digest, Digest, ImageReference};
@@ -100,7 +100,6 @@ pub struct Fetched {
 /// tools' sources; the given directory itself for a layout) and resolves its image. The
 /// copy ends by `budget` (the run's: its deadline, its cancellation), its tool killed then.
 pub fn fetch(source: &Source, reference: &ImageReference, scratch: &Path, budget: &Budget) -> Result<Fetched, SourceError> {
-    let deadline = budget.instant();
     let refused = |e: super::layout::LayoutError| SourceError::Refused(e.to_string());
     match source {
         Source::Registry => {
@@ -109,10 +108,10 @@ pub fn fetch(source: &Source, reference: &ImageReference, scratch: &Path, budget
         }
         Source::Podman => {
             let name = format!("containers-storage:{}", reference.pull_name());
-            tools::copy_to_layout(&name, scratch, tools::Copy { user_storage: true, ..tools::Copy::default() }, deadline)?;
+            tools::copy_to_layout(&name, scratch, tools::Copy { user_storage: true, ..tools::Copy::default() }, budget)?;
             only(scratch)
         }
-        Source::Docker => docker(reference, scratch, deadline),
+        Source::Docker => docker(reference, scratch, budget),
         Source::Layout(dir) => {
             let layout = OciLayout::open(dir).map_err(|e| SourceError::Refused(format!("oci:{}: {e}", dir.display())))?;
             let image = layout.image(Selector::Digest(reference.digest())).map_err(refused)?;
@@ -161,9 +160,9 @@ struct InspectedRoot {
     layers: Vec<String>,
 }
 
-fn docker(reference: &ImageReference, scratch: &Path, deadline: std::time::Instant) -> Result<Fetched, SourceError> {
+fn docker(reference: &ImageReference, scratch: &Path, budget: &Budget) -> Result<Fetched, SourceError> {
     let asked = reference.pull_name();
-    let answer = tools::docker_inspect(&asked, deadline)?;
+    let answer = tools::docker_inspect(&asked, budget)?;
     let inspected: Vec<Inspected> = serde_json::from_slice(&answer)
         .map_err(|e| SourceError::Refused(format!("docker image inspect {asked}: not the answer expected: {e}")))?;
     let [inspected] = <[Inspected; 1]>::try_from(inspected)
@@ -180,7 +179,7 @@ fn docker(reference: &ImageReference, scratch: &Path, deadline: std::time::Insta
     }
     let id = sha256_digest(&inspected.id).map_err(|e| SourceError::Refused(format!("docker's image ID `{}`: {e}", inspected.id)))?;
     let how = tools::Copy { daemon_host: std::env::var("DOCKER_HOST").ok(), ..tools::Copy::default() };
-    tools::copy_to_layout(&format!("docker-daemon:{id}"), scratch, how, deadline)?;
+    tools::copy_to_layout(&format!("docker-daemon:{id}"), scratch, how, budget)?;
     let fetched = only(scratch)?;
     // The export must be the image the daemon described: the same layers in order (each is
     // checked against its diff ID when unpacked) and the same command and environment.

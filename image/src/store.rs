@@ -57,9 +57,9 @@
 //! An entry in use holds a shared lock on its `entry.json`; eviction and `prune` pass over
 //! it.
 //!
-//! Every store operation ends by its deadline (a run's `--deadline`) and by a signal: no
-//! open can block, every read is bounded, and each walk checks the deadline and
-//! [`crate::interrupt::received`] at every name and every mebibyte read.
+//! Every store operation ends by the budget it is given (a run's `--deadline`, and its
+//! cancellation by a signal): no open can block, every read is bounded, and each walk
+//! checks the budget at every name and every mebibyte read.
 //!
 //! The store is bounded (`--image-cache-max`): before an entry is renamed in, the least
 //! recently used go until it fits, and an image larger than the bound is run without being

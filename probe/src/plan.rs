@@ -120,8 +120,8 @@ impl ImagePlan {
         match &self.source {
             ImageSource::Pull { reference, from } => {
                 let (store, off) = self.open_store(runtime.kind);
-                let mut prepared = PreparedImage::pull(reference, from, runtime, store.as_ref(), budget)
-                    .map_err(|e| failed(reference.to_string(), e))?;
+                let mut prepared =
+                    PreparedImage::pull(reference, from, runtime, store.as_ref(), budget).map_err(|e| failed(reference.to_string(), e))?;
                 if prepared.cache == ImageCache::Off {
                     prepared.cache_detail = off;
                 }
@@ -142,8 +142,7 @@ impl ImagePlan {
                     all_interfaces: build.all_interfaces,
                     name: &build.name,
                 };
-                let mut prepared =
-                    PreparedImage::build(&request, budget).map_err(|e| failed(build.context.display().to_string(), e))?;
+                let mut prepared = PreparedImage::build(&request, budget).map_err(|e| failed(build.context.display().to_string(), e))?;
                 prepared.cache_detail = Some(String::from("a build context's image is ephemeral"));
                 Ok(prepared)
             }

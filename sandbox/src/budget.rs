@@ -14,6 +14,12 @@ use std::time::{Duration, Instant};
 /// What [`Cancel::cancel`] records: a cancellation that is not a signal's.
 const REQUESTED: i32 = -1;
 
+/// How long a teardown may take under its grace budget ([`Budget::grace`]): the harness's
+/// end (its grace twice and a last wait), `podman rm`/`docker rm` and `rmi`, and the
+/// directories' removal, on a loaded machine. Bounded, so a runtime that hangs cannot
+/// hold the probe past it; each command keeps its own smaller limit inside it.
+pub const TEARDOWN_GRACE: Duration = Duration::from_secs(120);
+
 /// A cancellation token, cheap to clone: every clone sees the first cancellation of any.
 #[derive(Clone, Debug, Default)]
 pub struct Cancel(Arc<AtomicI32>);

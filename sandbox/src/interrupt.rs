@@ -8,11 +8,17 @@
 //! id may name another group after the pid counter wraps. So a group is registered when
 //! its leader is spawned, and forgotten under the same lock in the same step that reaps the
 //! leader ([`reaping`]), and the watcher signals only what is registered, under that lock.
-//! Spawning stops too: a signal cancels the run's [`Cancel`] token (the one [`install`] was
-//! given, which the run's [`crate::budget::Budget`] holds), whose `check` refuses to start
-//! anything new. The teardown runs under a grace budget ([`crate::budget::Budget::grace`])
-//! whose token no signal reaches: its commands, spawned under that token
-//! ([`crate::process::Group::spawn_under`]), are neither refused nor signalled.
+//! There is no process-global cancellation flag: a signal cancels the run's [`Cancel`]
+//! token (the one [`install`] was given, which the run's [`crate::budget::Budget`] holds),
+//! and every wait of the run reads that token from the budget it was handed; its `check`
+//! refuses to start anything new. Every group is spawned under a token
+//! ([`crate::process::Group::spawn`]), and the watcher signals only the groups of the token
+//! it cancelled. The teardown runs under a grace budget ([`crate::budget::Budget::grace`])
+//! whose token no signal reaches: its commands (`podman rm`, `docker rm`) are neither
+//! refused nor signalled, however many signals come.
+//!
+//! The handler itself is `signal-hook`'s: it writes to a pipe (async-signal-safe), and the
+//! watcher thread reads the pipe and does the rest (the token's atomic store, the kills).
 
 use std::io;
 use std::sync::{Mutex, OnceLock};
@@ -23,16 +29,16 @@ use rustix::process::{Pid, Signal};
 use crate::budget::Cancel;
 
 /// The process groups whose leaders are spawned and not yet reaped, each with the token it
-/// was spawned under (`None`: any; a signal stops it). Not a cancellation flag: only the
-/// watcher reads it, to signal what a signal's token covers.
-static GROUPS: Mutex<Vec<(i32, Option<Cancel>)>> = Mutex::new(Vec::new());
+/// was spawned under. Not a cancellation flag (no wait reads it): only the watcher does, to
+/// signal the groups of the token a signal cancelled, and only while their leaders are
+/// unreaped.
+static GROUPS: Mutex<Vec<(i32, Cancel)>> = Mutex::new(Vec::new());
 
 /// How long the groups have after SIGTERM before SIGKILL.
 const GRACE: Duration = Duration::from_secs(2);
 
 /// Listens for SIGINT, SIGTERM and SIGHUP for the rest of the process: a signal cancels
-/// `cancel` (the run's budget's token) and stops the groups spawned under it or under no
-/// token. Once: later calls do nothing (their token is not cancelled by a signal). Only the
+/// `cancel` (the run's budget's token) and stops the groups spawned under it. Once: later calls do nothing (their token is not cancelled by a signal). Only the
 /// `probe` command calls it: a library user keeps their own handling.
 pub fn install(cancel: Cancel) -> io::Result<()> {
     static INSTALLED: OnceLock<()> = OnceLock::new();
@@ -54,12 +60,12 @@ pub fn install(cancel: Cancel) -> io::Result<()> {
     Ok(())
 }
 
-/// Sends `signal` to the groups spawned under `cancel` or under no token: not a teardown's,
-/// whose token is a grace budget's own.
+/// Sends `signal` to the groups spawned under `cancel`: not a teardown's, whose token is a
+/// grace budget's own.
 fn signal_groups(signal: Signal, cancel: &Cancel) {
     let groups = GROUPS.lock().unwrap_or_else(|e| e.into_inner());
     // Only registered groups, whose leaders are not reaped (see above).
-    let covered = groups.iter().filter(|(_, under)| under.as_ref().is_none_or(|under| under.same(cancel)));
+    let covered = groups.iter().filter(|(_, under)| under.same(cancel));
     for group in covered.map(|(group, _)| *group).filter(|&group| group > 1).filter_map(Pid::from_raw) {
         let _ = rustix::process::kill_process_group(group, signal);
     }
@@ -92,17 +98,24 @@ pub fn name(signal: i32) -> &'static str {
 }
 
 /// Registers the group `pgid` (a child just spawned in a group of its own) for the watcher,
-/// under `cancel` (`None`: any signal stops it). One spawned under a grace budget's token is
-/// never signalled: the teardown's own commands run to their end.
-pub fn register(pgid: u32, cancel: Option<&Cancel>) {
+/// under `cancel`. One spawned under a grace budget's token is never signalled: the
+/// teardown's own commands run to their end.
+pub(crate) fn register(pgid: u32, cancel: &Cancel) {
     let Ok(group) = i32::try_from(pgid) else { return };
     let mut groups = GROUPS.lock().unwrap_or_else(|e| e.into_inner());
-    groups.push((group, cancel.cloned()));
+    groups.push((group, cancel.clone()));
+    // A signal that came between the spawner's check and this push found no group to stop:
+    // this one is stopped now, under the same lock the watcher takes.
+    if cancel.signal().is_some() {
+        if let Some(pid) = Pid::from_raw(group).filter(|_| group > 1) {
+            let _ = rustix::process::kill_process_group(pid, Signal::TERM);
+        }
+    }
 }
 
 /// Runs `reap`, which may reap the leader of `pgid` (it says whether it did), with the
 /// watcher held off: a reaped leader's group is forgotten before anyone could signal it.
-pub fn reaping<T>(pgid: u32, reap: impl FnOnce() -> (T, bool)) -> T {
+pub(crate) fn reaping<T>(pgid: u32, reap: impl FnOnce() -> (T, bool)) -> T {
     let mut groups = GROUPS.lock().unwrap_or_else(|e| e.into_inner());
     let (value, reaped) = reap();
     if reaped {
@@ -120,7 +133,7 @@ mod tests {
     #[test]
     fn a_reaped_group_is_forgotten() {
         let registered = || GROUPS.lock().unwrap().iter().any(|(g, _)| *g == 999_999);
-        register(999_999, None);
+        register(999_999, &Cancel::new());
         assert!(registered());
         let kept = reaping(999_999, || ("not yet", false));
         assert_eq!(kept, "not yet");

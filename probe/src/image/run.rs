@@ -15,9 +15,9 @@
 //! without it, the root is the run's own and removed when the [`PreparedImage`] drops. podman and docker keep the same promises
 //! (the fence, the mounts, the variables, the command); see [`super::runtime`].
 
+use crate::budget::{Budget, TEARDOWN_GRACE};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use crate::budget::Budget;
 
 use super::host_env;
 use super::in_root;
@@ -391,6 +391,7 @@ impl PreparedImage {
         env: &[(OsString, OsString)],
         relay: std::net::SocketAddr,
         fence: Option<checkfu_wire_sandbox::fence::Join>,
+        budget: &Budget,
     ) -> Result<RunningContainer, RuntimeError> {
         // Every mount point exists inside the root before the runtime starts, at exactly its
         // path: a runtime then makes none itself from the image's paths.
@@ -403,7 +404,7 @@ impl PreparedImage {
         let rootfs = self.root.path();
         let read_only_root = matches!(self.root, Root::Stored(_));
         let spec = RunSpec { command, rootfs: &rootfs, read_only_root, workspace, working_directory, shared, env, relay, fence };
-        self.runtime.start(&spec)
+        self.runtime.start(&spec, budget)
     }
 
     /// What the report says of it; `started` is the run's, for what the runtime said of the
@@ -460,7 +461,6 @@ impl PreparedImage {
     /// built (`built`). The build, the push, the pull and the unpack end by `budget` (the
     /// run's).
     pub fn build(request: &BuildRequest<'_>, budget: &Budget) -> Result<PreparedImage, PullError> {
-        let deadline = budget.instant();
         // Every tool is found before anything is built (the pull from the loopback
         // registry is the probe's own).
         Tool::Registry.find()?;
@@ -470,18 +470,19 @@ impl PreparedImage {
         }?;
         let builder_kind = builder.kind();
         let tag = format!("localhost/{}:checkfu-probe", request.name);
-        let built = tools::build(&builder, request.context, request.dockerfile, &tag, deadline).map_err(PullError::from);
+        let built = tools::build(&builder, request.context, request.dockerfile, &tag, budget).map_err(PullError::from);
         let pushed = built.and_then(|()| {
-            let registry = tools::Registry::start(tools::RegistryOptions { all_interfaces: request.all_interfaces })?;
-            let pushed = tools::push(&builder, &tag, &registry, deadline)?;
+            let registry = tools::Registry::start(tools::RegistryOptions { all_interfaces: request.all_interfaces }, budget)?;
+            let pushed = tools::push(&builder, &tag, &registry, budget)?;
             // Pulled while the registry lives, then the registry goes.
             // A build context's image is ephemeral: never stored.
             let container = PreparedImage::pull(&pushed, &Source::Registry, request.runtime.clone(), None, budget);
             registry.stop()?;
             Ok((container?, pushed))
         });
-        // The builder's image and storage go whether or not the build got that far.
-        let _ = tools::remove_image(&builder, &tag);
+        // The builder's image and storage go whether or not the build got that far, and
+        // after a signal too: under a grace budget no signal cancels.
+        let _ = tools::remove_image(&builder, &tag, &budget.grace(TEARDOWN_GRACE));
         let removed = builder.remove_storage();
         let (mut container, pushed): (PreparedImage, ImageReference) = pushed?;
         removed?;

@@ -18,8 +18,8 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use checkfu_wire_sandbox::process::{inherit_on_exec, Group, Signal};
 use crate::budget::Cancel;
+use checkfu_wire_sandbox::process::{inherit_on_exec, Group, Signal};
 
 /// The longest line the runner reads from a harness (the same limit as `decode`); a longer
 /// line is a fault, reported without ever holding it in memory.
@@ -211,7 +211,7 @@ impl Harness {
             inherit_on_exec(&mut command, std::os::fd::AsRawFd::as_raw_fd(fd));
         }
         // In a process group of its own, registered with `crate::interrupt`.
-        let mut group = Group::spawn_under(&mut command, cancel)?;
+        let mut group = Group::spawn(&mut command, cancel)?;
         drop(inherited);
         let pid = group.id();
         let (Some(stdin), Some(stdout), Some(stderr)) = group.take_stdio() else {
