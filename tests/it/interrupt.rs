@@ -217,7 +217,7 @@ fn sigint_in_a_container_leaves_nothing(runtime: &str, when: When) {
     command.args(["probe", "--format", "json", "--kill-grace", "0.5", "--deadline", "600", "--step-timeout", step_timeout]);
     command.args(["--image", &served.reference.to_string(), "--runtime", runtime, "--argv=stubborn"]);
     command.args(crate::support::image::BUSYBOX_CLI_FLAGS);
-    let child = command.env("TMPDIR", tmp.path()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("probe starts");
+    let mut child = command.env("TMPDIR", tmp.path()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("probe starts");
     let pid = child.id();
     let until = Instant::now() + Duration::from_secs(120);
     let ready = || match when {
@@ -226,9 +226,18 @@ fn sigint_in_a_container_leaves_nothing(runtime: &str, when: When) {
         When::MidTeardown => !processes_with_args(&["rm", "--force"]).is_empty(),
     };
     while Instant::now() < until && !ready() {
+        if child.try_wait().ok().flatten().is_some() {
+            let output = child.wait_with_output().expect("the probe's output");
+            panic!("the probe ended before {when:?}: {}", String::from_utf8_lossy(&output.stderr));
+        }
         std::thread::sleep(Duration::from_millis(1));
     }
-    assert!(ready(), "{runtime} never reached {when:?}");
+    if !ready() {
+        // Not left running past the test.
+        let _ = child.kill();
+        let output = child.wait_with_output().expect("the probe's output");
+        panic!("{runtime} never reached {when:?}: {}", String::from_utf8_lossy(&output.stderr));
+    }
     if let When::MidTurn = when {
         // Into the turn: the CLI has the prompt.
         std::thread::sleep(Duration::from_millis(500));
