@@ -221,18 +221,25 @@ fn sigint_in_a_container_leaves_nothing(runtime: &str, when: When) {
     let pid = child.id();
     let until = Instant::now() + Duration::from_secs(120);
     let ready = || match when {
-        // The runtime's client and the CLI inside the container, each with `stubborn` for argument.
-        When::MidTurn => processes_with_args(&["stubborn"]).len() >= 2,
+        // The CLI's shell inside the container (the runtime's client, which has `stubborn` for
+        // argument too, is no shell): the turn has begun.
+        When::MidTurn => !processes_with_args(&["/bin/sh", "stubborn"]).is_empty(),
         When::MidTeardown => !processes_with_args(&["rm", "--force"]).is_empty(),
     };
-    while Instant::now() < until && !ready() {
+    // Seen once is enough: what is looked for may be gone by a second look (a removal ends).
+    let mut reached = false;
+    while Instant::now() < until {
+        if ready() {
+            reached = true;
+            break;
+        }
         if child.try_wait().ok().flatten().is_some() {
             let output = child.wait_with_output().expect("the probe's output");
             panic!("the probe ended before {when:?}: {}", String::from_utf8_lossy(&output.stderr));
         }
         std::thread::sleep(Duration::from_millis(1));
     }
-    if !ready() {
+    if !reached {
         // Not left running past the test.
         let _ = child.kill();
         let output = child.wait_with_output().expect("the probe's output");
