@@ -240,9 +240,8 @@ fn sigint_in_a_container_leaves_nothing(runtime: &str, when: When) {
         std::thread::sleep(Duration::from_millis(1));
     }
     if !reached {
-        // Not left running past the test.
-        let _ = child.kill();
-        let output = child.wait_with_output().expect("the probe's output");
+        // Not left running past the test, nor killed: SIGTERM lets it remove its container.
+        let (output, _) = signal_and_wait(child, libc::SIGTERM);
         panic!("{runtime} never reached {when:?}: {}", String::from_utf8_lossy(&output.stderr));
     }
     if let When::MidTurn = when {
