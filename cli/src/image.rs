@@ -48,12 +48,11 @@ pub fn image(args: Args) -> i32 {
     };
     // The bound matters only when storing; listing and pruning never add.
     let deadline = match args.deadline.map(std::time::Duration::try_from_secs_f64).transpose() {
-        Ok(seconds) => seconds.map(checkfu_wire_probe::Deadline::after),
+        Ok(seconds) => seconds.map(checkfu_wire_probe::Budget::after),
         Err(_) => return crate::usage_error("--deadline takes a number of seconds, 0 or more"),
     };
     let store = match Store::open(&StorePlan { dir, max_bytes: store::DEFAULT_MAX_BYTES }) {
-        // The store is the image crate's, which waits on instants.
-        Ok(store) => store.with_deadline(deadline.map(|d| d.instant())),
+        Ok(store) => store.with_budget(deadline),
         Err(e) => return crate::usage_error(e),
     };
     match args.command {

@@ -17,11 +17,11 @@
 //!
 //! Remote registries are pulled by skopeo with TLS verified ([`super::tools`]).
 
+use checkfu_wire_sandbox::budget::Budget;
 use std::fs::File;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
@@ -218,8 +218,8 @@ enum Stopped {
 }
 
 /// Pulls `reference` (whose registry must be this machine's loopback) by its digest into a
-/// new OCI layout at `dir`, by `deadline`.
-pub fn pull(reference: &ImageReference, dir: &Path, deadline: Instant) -> Result<(), PullFailure> {
+/// new OCI layout at `dir`, by `budget` (its deadline, or its cancellation by a signal).
+pub fn pull(reference: &ImageReference, dir: &Path, budget: &Budget) -> Result<(), PullFailure> {
     let registry = reference.registry().unwrap_or_default().to_owned();
     let address = reference
         .loopback_registry_address()
@@ -231,14 +231,14 @@ pub fn pull(reference: &ImageReference, dir: &Path, deadline: Instant) -> Result
         .map_err(|source| PullFailure::new(DistributionError::ClientStart { registry: registry.clone(), source }))?;
     let mut client = Client { registry, address, repository: reference.repository().to_owned(), token: None, current: String::new() };
     let outcome = runtime.block_on(async {
-        let until = tokio::time::Instant::from_std(deadline);
+        let until = tokio::time::Instant::from_std(budget.instant());
         let mut pulling = std::pin::pin!(client.pull(reference.digest(), dir));
-        // Woken every tick to see whether a signal stopped the run (`crate::interrupt`).
+        // Woken every tick to see whether a signal cancelled the budget.
         loop {
             let tick = (tokio::time::Instant::now() + INTERRUPT_TICK).min(until);
             match tokio::time::timeout_at(tick, &mut pulling).await {
                 Ok(result) => return Ok(result),
-                Err(_) if crate::interrupt::received().is_some() => return Err(Stopped::Interrupted),
+                Err(_) if budget.cancelled().is_some() => return Err(Stopped::Interrupted),
                 Err(_) if tokio::time::Instant::now() >= until => return Err(Stopped::Deadline),
                 Err(_) => {}
             }
@@ -253,7 +253,7 @@ pub fn pull(reference: &ImageReference, dir: &Path, deadline: Instant) -> Result
         Ok(result) => result.map_err(PullFailure::new),
         Err(Stopped::Deadline) => Err(PullFailure::new(DistributionError::Deadline { registry, cut_off })),
         Err(Stopped::Interrupted) => Err(PullFailure::new(DistributionError::Interrupted {
-            signal: crate::interrupt::received().map_or("a signal", crate::interrupt::name),
+            signal: budget.cancelled().map_or("a signal", checkfu_wire_sandbox::budget::describe),
             registry,
             cut_off,
         })),

@@ -25,6 +25,7 @@ pub use super::tarentry::MAX_METADATA_BYTES;
 use super::tarstream::Capped;
 pub use super::unpack::EntryProblem;
 use super::unpack::Unpacker;
+use checkfu_wire_sandbox::budget::Budget;
 use checkfu_wire_sandbox::dir::Dir;
 
 /// The most bytes of file content an image may unpack to, over all its layers: larger
@@ -50,32 +51,33 @@ pub const MAX_ERROR_BYTES: usize = 1024;
 const SHOWN_PLATFORMS: usize = 8;
 
 /// Caps on what one unpack may do; exceeding one is an error, never a hang or an OOM.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct Limits {
     /// File content written, over all layers (the decompressed streams may add
     /// [`FRAMING_PER_ENTRY`] per entry allowed on top, for tar's own framing).
     pub max_unpacked_bytes: u64,
     pub max_entries: u64,
     pub max_path_bytes: usize,
-    /// The run's deadline (`--deadline`): checking and unpacking stop at it, or at a
-    /// signal ([`crate::interrupt`]), with an error naming the layer, so a large image
-    /// cannot hold a run past either.
-    pub deadline: Option<std::time::Instant>,
+    /// The run's budget (`--deadline`, and its cancellation by a signal): checking and
+    /// unpacking stop at either, with an error naming the layer, so a large image cannot
+    /// hold a run past them.
+    pub budget: Option<Budget>,
 }
 
 impl Limits {
     /// Why the work must stop now, if it must: the deadline passed or a signal came.
     pub(super) fn stop_reason(&self) -> Option<String> {
-        if let Some(signal) = crate::interrupt::received() {
-            return Some(format!("interrupted by {}", crate::interrupt::name(signal)));
+        let budget = self.budget.as_ref()?;
+        if let Some(why) = budget.cancelled() {
+            return Some(format!("interrupted by {}", checkfu_wire_sandbox::budget::describe(why)));
         }
-        self.deadline.filter(|d| std::time::Instant::now() >= *d).map(|_| String::from("the run's deadline (--deadline) passed"))
+        budget.expired().then(|| String::from("the run's deadline (--deadline) passed"))
     }
 }
 
 impl Default for Limits {
     fn default() -> Limits {
-        Limits { max_unpacked_bytes: MAX_UNPACKED_BYTES, max_entries: MAX_ENTRIES, max_path_bytes: MAX_PATH_BYTES, deadline: None }
+        Limits { max_unpacked_bytes: MAX_UNPACKED_BYTES, max_entries: MAX_ENTRIES, max_path_bytes: MAX_PATH_BYTES, budget: None }
     }
 }
 
@@ -761,7 +763,7 @@ mod tests {
         let fixture = Fixture::new();
         let bomb = vec![0u8; 8 << 20];
         fixture.image(&[(bomb, GZIP)]);
-        let limits = Limits { max_unpacked_bytes: 1024, max_entries: 16, max_path_bytes: 64, deadline: None };
+        let limits = Limits { max_unpacked_bytes: 1024, max_entries: 16, max_path_bytes: 64, budget: None };
         let error = fixture.unpack(limits).unwrap_err().to_string();
         assert!(error.ends_with("the decompressed layers exceed 33792 bytes (content cap plus tar framing)"), "{error}");
     }

@@ -46,6 +46,5 @@ pub use reference::{digest_from_sha256, digest_of, sha256_digest, Digest, ImageR
 pub use checkfu_wire_sandbox::dir::remove_tree;
 pub use checkfu_wire_sandbox::tempdir::TempDir;
 
-// Signals stop a pull, an unpack or a store walk as the run's deadline does
-// (`crate::interrupt::received`, `crate::interrupt::register`).
-use checkfu_wire_sandbox::interrupt;
+// A run's budget (its deadline and its cancellation) stops a pull, an unpack or a store
+// walk; the sandbox's signal watcher cancels it (`checkfu_wire_sandbox::interrupt`).

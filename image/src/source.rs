@@ -17,9 +17,9 @@
 //!   (`rootfs.diff_ids`) and the command the daemon reports for it, each layer then checked
 //!   against its diff ID as it is unpacked.
 
+use checkfu_wire_sandbox::budget::Budget;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use super::layout::{Image, OciLayout, Selector};
 use super::reference::{sha256_digest, Digest, ImageReference};
@@ -98,20 +98,20 @@ pub struct Fetched {
 
 /// Reads `reference` from `source` into an OCI layout (a copy under `scratch` for the
 /// tools' sources; the given directory itself for a layout) and resolves its image. The
-/// copy ends by `deadline` (the run's), its tool killed then.
-pub fn fetch(source: &Source, reference: &ImageReference, scratch: &Path, deadline: Instant) -> Result<Fetched, SourceError> {
+/// copy ends by `budget` (the run's: its deadline, its cancellation), its tool killed then.
+pub fn fetch(source: &Source, reference: &ImageReference, scratch: &Path, budget: &Budget) -> Result<Fetched, SourceError> {
     let refused = |e: super::layout::LayoutError| SourceError::Refused(e.to_string());
     match source {
         Source::Registry => {
-            tools::pull_to_layout(reference, scratch, deadline)?;
+            tools::pull_to_layout(reference, scratch, budget)?;
             only(scratch)
         }
         Source::Podman => {
             let name = format!("containers-storage:{}", reference.pull_name());
-            tools::copy_to_layout(&name, scratch, tools::Copy { user_storage: true, ..tools::Copy::default() }, deadline)?;
+            tools::copy_to_layout(&name, scratch, tools::Copy { user_storage: true, ..tools::Copy::default() }, budget)?;
             only(scratch)
         }
-        Source::Docker => docker(reference, scratch, deadline),
+        Source::Docker => docker(reference, scratch, budget),
         Source::Layout(dir) => {
             let layout = OciLayout::open(dir).map_err(|e| SourceError::Refused(format!("oci:{}: {e}", dir.display())))?;
             let image = layout.image(Selector::Digest(reference.digest())).map_err(refused)?;
@@ -160,9 +160,9 @@ struct InspectedRoot {
     layers: Vec<String>,
 }
 
-fn docker(reference: &ImageReference, scratch: &Path, deadline: Instant) -> Result<Fetched, SourceError> {
+fn docker(reference: &ImageReference, scratch: &Path, budget: &Budget) -> Result<Fetched, SourceError> {
     let asked = reference.pull_name();
-    let answer = tools::docker_inspect(&asked, deadline)?;
+    let answer = tools::docker_inspect(&asked, budget)?;
     let inspected: Vec<Inspected> = serde_json::from_slice(&answer)
         .map_err(|e| SourceError::Refused(format!("docker image inspect {asked}: not the answer expected: {e}")))?;
     let [inspected] = <[Inspected; 1]>::try_from(inspected)
@@ -179,7 +179,7 @@ fn docker(reference: &ImageReference, scratch: &Path, deadline: Instant) -> Resu
     }
     let id = sha256_digest(&inspected.id).map_err(|e| SourceError::Refused(format!("docker's image ID `{}`: {e}", inspected.id)))?;
     let how = tools::Copy { daemon_host: std::env::var("DOCKER_HOST").ok(), ..tools::Copy::default() };
-    tools::copy_to_layout(&format!("docker-daemon:{id}"), scratch, how, deadline)?;
+    tools::copy_to_layout(&format!("docker-daemon:{id}"), scratch, how, budget)?;
     let fetched = only(scratch)?;
     // The export must be the image the daemon described: the same layers in order (each is
     // checked against its diff ID when unpacked) and the same command and environment.

@@ -61,9 +61,9 @@
 //! An entry in use holds a shared lock on its `entry.json`; eviction and `prune` pass over
 //! it.
 //!
-//! Every store operation ends by its deadline (a run's `--deadline`) and by a signal: no
-//! open can block, every read is bounded, and each walk checks the deadline and
-//! [`crate::interrupt::received`] at every name and every mebibyte read.
+//! Every store operation ends by the budget it is given (a run's `--deadline`, and its
+//! cancellation by a signal): no open can block, every read is bounded, and each walk
+//! checks the budget at every name and every mebibyte read.
 //!
 //! The store is bounded (`--image-cache-max`): before an entry is renamed in, the least
 //! recently used go until it fits, and an image larger than the bound is run without being
@@ -77,7 +77,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
+
+use checkfu_wire_sandbox::budget::Budget;
 
 pub use oci_spec::image::Config;
 use sha2::Digest as _;
@@ -243,8 +245,8 @@ pub struct Store {
     fd: Dir,
     euid: u32,
     max_bytes: u64,
-    /// When `image ls` and `image prune` stop (`--deadline`), beside a signal.
-    deadline: Option<Instant>,
+    /// When `image ls` and `image prune` stop (`--deadline`, or a cancellation).
+    budget: Option<Budget>,
 }
 
 /// What a run found in the store for its digest.
@@ -329,18 +331,20 @@ pub struct Pruned {
     pub freed_bytes: u64,
 }
 
-/// When a store operation must stop: the run's deadline, if it has one, and a signal.
-#[derive(Clone, Copy, Debug)]
-struct Until(Option<Instant>);
+/// When a store operation must stop: the run's budget, if it has one (its deadline, and its
+/// cancellation by a signal).
+#[derive(Clone, Debug)]
+struct Until(Option<Budget>);
 
 impl Until {
-    fn check(self) -> io::Result<()> {
-        crate::interrupt::check("the image store")?;
-        match self.0 {
-            Some(deadline) if Instant::now() >= deadline => {
-                Err(io::Error::new(io::ErrorKind::TimedOut, "the image store: the run's deadline (--deadline) passed"))
-            }
-            _ => Ok(()),
+    fn of(budget: Option<&Budget>) -> Until {
+        Until(budget.cloned())
+    }
+
+    fn check(&self) -> io::Result<()> {
+        match &self.0 {
+            Some(budget) => Ok(budget.check("the image store")?),
+            None => Ok(()),
         }
     }
 }
@@ -367,7 +371,7 @@ impl Store {
             std::path::absolute(&plan.dir).map_err(|source| StoreError::Io { dir: plan.dir.clone(), path: plan.dir.clone(), source })?;
         let euid = euid();
         let fd = open_trusted(&dir, euid)?;
-        let store = Store { dir, fd, euid, max_bytes: plan.max_bytes, deadline: None };
+        let store = Store { dir, fd, euid, max_bytes: plan.max_bytes, budget: None };
         store.sweep_temporaries();
         Ok(store)
     }
@@ -376,9 +380,9 @@ impl Store {
         &self.dir
     }
 
-    /// The store, with listing and pruning stopped at `deadline` as at a signal.
-    pub fn with_deadline(mut self, deadline: Option<Instant>) -> Store {
-        self.deadline = deadline;
+    /// The store, with listing and pruning stopped by `budget` (its deadline, a signal).
+    pub fn with_budget(mut self, budget: Option<Budget>) -> Store {
+        self.budget = budget;
         self
     }
 
@@ -416,8 +420,8 @@ impl Store {
     /// The entry of `digest`, if it is whole and its seal holds, checked by `deadline`; an
     /// entry of the user's own that is not is removed (unless another run holds it), and
     /// the reason given. What is not the user's own is left where it is.
-    pub fn lookup(&self, digest: &Digest, deadline: Option<Instant>) -> Lookup {
-        let until = Until(deadline);
+    pub fn lookup(&self, digest: &Digest, budget: Option<&Budget>) -> Lookup {
+        let until = Until::of(budget);
         let name = Store::entry_name(digest.as_ref());
         let dir = match self.open_entry_dir(&name) {
             Ok(dir) => dir,
@@ -426,7 +430,7 @@ impl Store {
                 return Lookup::Miss(Some(format!("the stored entry is not the user's own ({why}); left in place, not used")))
             }
         };
-        match self.check_entry(&name, &dir, digest, until) {
+        match self.check_entry(&name, &dir, digest, until.clone()) {
             Ok((meta, lock, root)) => {
                 touch(&dir);
                 let path = self.dir.join(&name);
@@ -502,7 +506,7 @@ impl Store {
     /// it into place. `Err` hands the pending entry back (the run uses it and removes it)
     /// with why it was not stored: larger than the bound, no room (entries in use), stored
     /// meanwhile by another run, the deadline or a signal, or a failure of the filesystem.
-    pub fn commit(&self, pending: Pending, new: &NewEntry<'_>, deadline: Option<Instant>) -> Result<Box<Entry>, (Pending, String)> {
+    pub fn commit(&self, pending: Pending, new: &NewEntry<'_>, budget: Option<&Budget>) -> Result<Box<Entry>, (Pending, String)> {
         let temporary = match pending.dir.path().file_name() {
             Some(name) => name.to_owned(),
             None => return Err((pending, String::from("not stored: its directory has no name"))),
@@ -524,7 +528,7 @@ impl Store {
             Ok(held) => Root::from(held),
             Err(e) => return Err((pending, format!("not stored: cannot open its root: {e}"))),
         };
-        let sealed = match seal(root, new.digest.as_ref(), new.config, Until(deadline)) {
+        let sealed = match seal(root, new.digest.as_ref(), new.config, Until::of(budget)) {
             Ok(sealed) => sealed,
             Err(e) => return Err((pending, format!("not stored: its root could not be sealed: {e}"))),
         };
@@ -565,7 +569,7 @@ impl Store {
             return Err((pending, format!("not stored: {}: {e}", target.display())));
         }
         pending.dir.keep();
-        let until = Until(deadline);
+        let until = Until::of(budget);
         Ok(Box::new(Entry { dir: target, store: self.dir.clone(), meta, _lock: lock, root: held, copy: Mutex::default(), until }))
     }
 
@@ -574,7 +578,7 @@ impl Store {
     pub fn list(&self) -> Result<Vec<Listed>, StoreError> {
         let mut listed = Vec::new();
         for name in self.names()? {
-            Until(self.deadline).check().map_err(|e| self.io_error("", e))?;
+            Until::of(self.budget.as_ref()).check().map_err(|e| self.io_error("", e))?;
             let Some(hex) = name.to_str().and_then(|n| n.strip_prefix(ENTRY_PREFIX)) else { continue };
             let digest = format!("sha256:{hex}");
             let dir = match self.open_entry_dir(&name) {
@@ -620,7 +624,7 @@ impl Store {
         self.sweep_temporaries();
         let mut pruned = Pruned::default();
         for listed in self.list()? {
-            Until(self.deadline).check().map_err(|e| self.io_error("", e))?;
+            Until::of(self.budget.as_ref()).check().map_err(|e| self.io_error("", e))?;
             if !only.is_empty() && !only.iter().any(|d| d.to_string() == listed.digest) {
                 continue;
             }
@@ -693,7 +697,7 @@ impl Store {
             let pid = rest.split('-').next().and_then(|p| p.parse::<u32>().ok());
             let alive = pid.is_some_and(|pid| pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists());
             let own = self.fd.stat_at(&name).is_ok_and(|s| s.uid == self.euid);
-            if !alive && own && crate::interrupt::received().is_none() {
+            if !alive && own && self.budget.as_ref().is_none_or(|b| b.cancelled().is_none()) {
                 let _ = dirfd::remove_at(&self.fd, &name);
             }
         }
@@ -780,7 +784,7 @@ impl Entry {
         let top = holder.open_child(OsStr::new(ROOT)).map_err(failed)?;
         let root = Root::from(top.duplicate().map_err(failed)?);
         let level = (top, mode);
-        dirfd::walk(source, level, &mut Mirror(self.until)).map_err(failed)?;
+        dirfd::walk(source, level, &mut Mirror(self.until.clone())).map_err(failed)?;
         Ok(PrivateRoot { dir: made, root })
     }
 }
@@ -1020,8 +1024,8 @@ fn seal(root: Dir, digest: &str, config: &Config, until: Until) -> io::Result<Se
     let (jobs, queue) = std::sync::mpsc::sync_channel::<Job>(QUEUED_FILES);
     let queue = Mutex::new(queue);
     let (walked, hashed) = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..hashers()).map(|_| scope.spawn(|| hash_files(&queue, until))).collect();
-        let mut sealer = Sealer { lines: Vec::new(), files: Vec::new(), disk_bytes: 0, max_names, until, jobs };
+        let workers: Vec<_> = (0..hashers()).map(|_| scope.spawn(|| hash_files(&queue, &until))).collect();
+        let mut sealer = Sealer { lines: Vec::new(), files: Vec::new(), disk_bytes: 0, max_names, until: until.clone(), jobs };
         sealer.lines.push(line(Path::new(""), &top, None));
         let walked = dirfd::walk(root, PathBuf::new(), &mut sealer).map(|()| sealer.done());
         // The sender went with the sealer: the workers finish the queue and end.
@@ -1102,7 +1106,7 @@ struct Job {
 /// A hasher: reads and hashes each queued part, answering its file's slot, the part and
 /// its digest; the first failure (a read, a size other than listed, the deadline) ends the
 /// seal.
-fn hash_files(queue: &Mutex<std::sync::mpsc::Receiver<Job>>, until: Until) -> io::Result<Vec<(usize, usize, [u8; 32])>> {
+fn hash_files(queue: &Mutex<std::sync::mpsc::Receiver<Job>>, until: &Until) -> io::Result<Vec<(usize, usize, [u8; 32])>> {
     let mut buffer = vec![0; READ_CHUNK];
     let mut hashed = Vec::new();
     let mut failed = None;
@@ -1129,7 +1133,7 @@ fn hash_files(queue: &Mutex<std::sync::mpsc::Receiver<Job>>, until: Until) -> io
 
 /// The sha256 of one part of a file's content, read at its offset (`pread`, so that
 /// hashers share the descriptor); the part must be whole, and the last must end the file.
-fn content(job: &Job, buffer: &mut [u8], until: Until) -> io::Result<[u8; 32]> {
+fn content(job: &Job, buffer: &mut [u8], until: &Until) -> io::Result<[u8; 32]> {
     use std::os::unix::fs::FileExt;
     let start = (job.part as u64).saturating_mul(PART_BYTES);
     let end = start.saturating_add(PART_BYTES).min(job.size);
@@ -1498,13 +1502,13 @@ mod tests {
     #[test]
     fn listing_and_pruning_stop_at_the_deadline_and_leave_the_entries() {
         let (_dir, store, digest) = stored("checkfu-store-ls-deadline", "deadline");
-        let store = store.with_deadline(Some(Instant::now()));
+        let store = store.with_budget(Some(Budget::after(std::time::Duration::ZERO)));
         let why = store.list().unwrap_err().to_string();
         assert!(why.contains("deadline"), "{why}");
         let why = store.prune(&[]).unwrap_err().to_string();
         assert!(why.contains("deadline"), "{why}");
         assert!(entry_path(&store, &digest).join("root").is_dir(), "the entry stays");
-        assert_eq!(store.with_deadline(None).list().unwrap().len(), 1);
+        assert_eq!(store.with_budget(None).list().unwrap().len(), 1);
     }
 
     #[test]
@@ -1634,7 +1638,7 @@ mod tests {
     #[test]
     fn a_lookup_past_its_deadline_stops_and_leaves_the_entry() {
         let (_dir, store, digest) = stored("checkfu-store-deadline", "deadline");
-        let Lookup::Miss(Some(why)) = store.lookup(&digest, Some(Instant::now())) else { panic!("taken") };
+        let Lookup::Miss(Some(why)) = store.lookup(&digest, Some(&Budget::after(std::time::Duration::ZERO))) else { panic!("taken") };
         assert!(why.contains("deadline"), "{why}");
         assert!(matches!(store.lookup(&digest, None), Lookup::Hit(_)), "the entry stayed");
     }
@@ -1653,15 +1657,17 @@ mod tests {
             return;
         }
         let (_dir, store, digest) = stored("checkfu-store-signal", "signal");
-        crate::interrupt::install().unwrap();
-        // A signal the handler just installed records.
+        let budget = Budget::after(std::time::Duration::from_secs(600));
+        checkfu_wire_sandbox::interrupt::install(budget.cancel.clone()).unwrap();
+        // A signal the handler just installed cancels the budget's token.
         checkfu_wire_sandbox::process::signal_process(std::process::id(), checkfu_wire_sandbox::process::Signal::INT).unwrap();
-        while crate::interrupt::received().is_none() {
+        while budget.cancelled().is_none() {
             std::thread::yield_now();
         }
-        let why = missed(&store, &digest);
+        let Lookup::Miss(Some(why)) = store.lookup(&digest, Some(&budget)) else { panic!("taken") };
         assert!(why.contains("interrupted by SIGINT") && why.contains("not checked"), "{why}");
         assert!(entry_path(&store, &digest).join(META).is_file(), "the entry stayed");
+        let store = store.with_budget(Some(budget));
         assert!(store.list().unwrap_err().to_string().contains("interrupted by SIGINT"));
     }
 
@@ -1807,12 +1813,12 @@ mod measure {
         assert!(copied.success());
         let digest = crate::digest_of(b"measure");
         let new = NewEntry { digest: &digest, reference: String::from("m"), config: &Config::default(), unpacked_bytes: 0 };
-        let started = Instant::now();
+        let started = std::time::Instant::now();
         let entry = store.commit(pending, &new, None).map_err(|(_, why)| why).unwrap();
         println!("commit {:?} ({} names, {} disk bytes)", started.elapsed(), entry.meta.names, entry.meta.disk_bytes);
         drop(entry);
         let buffer = vec![7u8; 116_000_000];
-        let started = Instant::now();
+        let started = std::time::Instant::now();
         let mut hasher = sha2::Sha256::new();
         for chunk in buffer.chunks(READ_CHUNK) {
             hasher.update(chunk);
@@ -1820,7 +1826,7 @@ mod measure {
         let _ = hasher.finalize();
         println!("sha256 of 116 MB in memory {:?}", started.elapsed());
         for _ in 0..5 {
-            let started = Instant::now();
+            let started = std::time::Instant::now();
             assert!(matches!(store.lookup(&digest, None), Lookup::Hit(_)));
             println!("lookup {:?}", started.elapsed());
         }

@@ -19,6 +19,7 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use checkfu_wire_sandbox::budget::{Budget, Cancel, Stopped};
 use checkfu_wire_sandbox::process::{Group, Signal};
 
 use super::reference::{sha256_digest, ImageReference};
@@ -112,6 +113,9 @@ pub enum ToolError {
     /// the host or the deadline.
     #[error("{0}")]
     Pull(String),
+    /// The run's budget was cancelled (a signal) while it ran: its group was killed.
+    #[error(transparent)]
+    Stopped(#[from] Stopped),
 }
 
 fn io_error(context: impl Into<String>) -> impl FnOnce(io::Error) -> ToolError {
@@ -126,9 +130,11 @@ struct Reaped {
 }
 
 impl Reaped {
-    fn spawn(mut command: Command, tool: Tool) -> Result<Reaped, ToolError> {
-        // A signal to the probe stops the tool's whole group too (`crate::interrupt`).
-        let group = Group::spawn(&mut command).map_err(|e| match e.kind() {
+    /// Spawns `command` under `cancel` (its budget's token): a signal that cancels it stops
+    /// the tool's whole group too, and a cancelled token starts nothing.
+    fn spawn(mut command: Command, tool: Tool, cancel: &Cancel) -> Result<Reaped, ToolError> {
+        cancel.check(&format!("start {}", tool.program()))?;
+        let group = Group::spawn(&mut command, cancel).map_err(|e| match e.kind() {
             io::ErrorKind::NotFound => ToolError::Missing { tool },
             _ => ToolError::Io { context: format!("starting {}", tool.program()), source: e },
         })?;
@@ -142,15 +148,15 @@ impl Reaped {
         self.group.reap()
     }
 
-    /// Waits until `deadline`; `None` when it passed. An exited leader is reaped, its
-    /// group killed first.
-    fn wait_until(&mut self, deadline: Instant) -> io::Result<Option<ExitStatus>> {
+    /// Waits until `deadline`, or until `cancel` is cancelled; `None` when either came
+    /// first. An exited leader is reaped, its group killed first.
+    fn wait_until(&mut self, deadline: Instant, cancel: Option<&Cancel>) -> io::Result<Option<ExitStatus>> {
         loop {
             if self.group.is_reaped() || self.group.exit_status()?.is_some() {
                 return self.reap().map(Some);
             }
             let now = Instant::now();
-            if now >= deadline {
+            if now >= deadline || cancel.is_some_and(|c| c.cancelled().is_some()) {
                 return Ok(None);
             }
             std::thread::sleep((deadline - now).min(Duration::from_millis(10)));
@@ -161,7 +167,7 @@ impl Reaped {
     fn stop(&mut self, grace: Duration) {
         if !self.group.is_reaped() {
             self.group.signal(Signal::TERM);
-            let _ = self.wait_until(Instant::now() + grace);
+            let _ = self.wait_until(Instant::now() + grace, None);
         }
         if !self.group.is_reaped() {
             let _ = self.reap();
@@ -206,26 +212,25 @@ pub struct Output {
     pub stderr: String,
 }
 
-/// Runs `command` to completion within `timeout`, killing and reaping it (and its group)
-/// otherwise; a non-zero exit is [`ToolError::Failed`] with the stderr's tail.
-pub fn run(tool: Tool, command: Command, action: &str, timeout: Duration) -> Result<Output, ToolError> {
-    run_until(tool, command, action, Instant::now() + timeout)
-}
-
-/// [`run`] until `deadline` (the run's `--deadline`, or a tool's own limit): past it the
-/// tool's whole group is killed, and a deadline already passed starts nothing.
-pub(super) fn run_until(tool: Tool, mut command: Command, action: &str, deadline: Instant) -> Result<Output, ToolError> {
+/// Runs `command` to completion within `budget` (the run's, or a teardown's grace budget)
+/// and at most `limit` (the tool's own), killing and reaping it (and its group) otherwise:
+/// past the deadline it is [`ToolError::TimedOut`], on the budget's cancellation
+/// [`ToolError::Stopped`], and a budget already spent or cancelled starts nothing. A non-zero
+/// exit is [`ToolError::Failed`] with the stderr's tail.
+pub fn run(tool: Tool, mut command: Command, action: &str, budget: &Budget, limit: Duration) -> Result<Output, ToolError> {
+    let deadline = budget.min_with(limit);
     let started = Instant::now();
     let timeout = deadline.saturating_duration_since(started);
+    budget.cancel.check(&format!("{} ({action})", tool.program()))?;
     if timeout.is_zero() {
         return Err(ToolError::TimedOut { tool, action: action.to_owned(), after: timeout, stderr: String::from("(not started)") });
     }
     command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = Reaped::spawn(command, tool)?;
+    let mut child = Reaped::spawn(command, tool, &budget.cancel)?;
     let (_, stdout, stderr) = child.group.take_stdio();
     let stdout = capture(stdout.expect("piped"), false, MAX_STDOUT);
     let stderr = capture(stderr.expect("piped"), true, MAX_STDERR);
-    let status = child.wait_until(deadline).map_err(io_error(format!("waiting for {}", tool.program())))?;
+    let status = child.wait_until(deadline, Some(&budget.cancel)).map_err(io_error(format!("waiting for {}", tool.program())))?;
     if status.is_none() {
         child.stop(Duration::ZERO);
     }
@@ -234,16 +239,14 @@ pub(super) fn run_until(tool: Tool, mut command: Command, action: &str, deadline
     drop(child);
     let collect = |r: mpsc::Receiver<Vec<u8>>| r.recv_timeout(Duration::from_secs(5)).unwrap_or_default();
     let (stdout, stderr) = (collect(stdout), String::from_utf8_lossy(&collect(stderr)).into_owned());
+    if status.is_none() {
+        budget.cancel.check(&format!("{} ({action})", tool.program()))?;
+    }
     match status {
         None => Err(ToolError::TimedOut { tool, action: action.to_owned(), after: timeout, stderr }),
         Some(status) if !status.success() => Err(ToolError::Failed { tool, action: action.to_owned(), status: status.to_string(), stderr }),
         Some(_) => Ok(Output { stdout, stderr }),
     }
-}
-
-/// The sooner of the run's `deadline` and a tool's own `limit` from now.
-fn within(deadline: Instant, limit: Duration) -> Instant {
-    deadline.min(Instant::now() + limit)
 }
 
 /// Where a temporary registry listens.
@@ -274,8 +277,9 @@ impl fmt::Debug for ReapedDebug {
 }
 
 impl Registry {
-    /// Starts `docker-registry serve` on a free port and waits until `GET /v2/` answers.
-    pub fn start(options: RegistryOptions) -> Result<Registry, ToolError> {
+    /// Starts `docker-registry serve` on a free port and waits until `GET /v2/` answers,
+    /// within `budget` (the run's: a signal stops it, as it stops the wait).
+    pub fn start(options: RegistryOptions, budget: &Budget) -> Result<Registry, ToolError> {
         let program = Tool::Registry.find()?;
         let dir = TempDir::new("checkfu-registry").map_err(io_error("making the registry's directory"))?;
         let bind = if options.all_interfaces { IpAddr::V4(Ipv4Addr::UNSPECIFIED) } else { IpAddr::V4(Ipv4Addr::LOCALHOST) };
@@ -297,22 +301,23 @@ impl Registry {
             let mut command = super::host_env::tool(&program);
             command.arg("serve").arg(&config).current_dir(dir.path());
             command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
-            let mut child = Reaped::spawn(command, Tool::Registry)?;
+            let mut child = Reaped::spawn(command, Tool::Registry, &budget.cancel)?;
             let stderr = capture(child.group.take_stdio().2.expect("piped"), true, MAX_STDERR);
-            let deadline = Instant::now() + REGISTRY_START_TIMEOUT;
+            let deadline = budget.min_with(REGISTRY_START_TIMEOUT);
             loop {
                 if answers_v2(port) {
                     return Ok(Registry { child: Some(ReapedDebug(child)), port, dir: Some(dir) });
                 }
-                match child.wait_until((Instant::now() + Duration::from_millis(20)).min(deadline)) {
+                match child.wait_until((Instant::now() + Duration::from_millis(20)).min(deadline), Some(&budget.cancel)) {
                     Ok(Some(status)) => {
                         drop(child);
                         last = format!("it exited ({status}): {}", tail_text(&stderr));
                         break;
                     }
-                    Ok(None) if Instant::now() >= deadline => {
+                    Ok(None) if Instant::now() >= deadline || budget.cancelled().is_some() => {
                         child.stop(Duration::ZERO);
                         drop(child);
+                        budget.cancel.check("start the temporary registry")?;
                         return Err(ToolError::Registry(format!(
                             "it did not answer GET /v2/ within {} s: {}",
                             REGISTRY_START_TIMEOUT.as_secs(),
@@ -526,8 +531,9 @@ fn contained_env(command: &mut Command, dir: &Path) {
 
 /// Builds `context_dir` (with `dockerfile`, or the context's own `Dockerfile`) into the
 /// local image `tag`, reproducibly (`--timestamp 0`, one layer for the build's steps).
-/// A failure carries the builder's own error. It ends by `deadline` (the run's).
-pub fn build(builder: &Builder, context_dir: &Path, dockerfile: Option<&Path>, tag: &str, deadline: Instant) -> Result<(), ToolError> {
+/// A failure carries the builder's own error. It ends by `budget` (the run's: its deadline,
+/// or its cancellation by a signal).
+pub fn build(builder: &Builder, context_dir: &Path, dockerfile: Option<&Path>, tag: &str, budget: &Budget) -> Result<(), ToolError> {
     let mut command = builder.command();
     match builder.kind {
         BuilderKind::Buildah => command.args(["bud", "--isolation", "chroot", "--timestamp", "0", "--layers=false"]),
@@ -538,7 +544,7 @@ pub fn build(builder: &Builder, context_dir: &Path, dockerfile: Option<&Path>, t
         command.arg("-f").arg(dockerfile);
     }
     command.args(["-t", tag]).arg(context_dir);
-    run_until(builder.kind.tool(), command, &format!("build {}", context_dir.display()), within(deadline, TOOL_TIMEOUT)).map(|_| ())
+    run(builder.kind.tool(), command, &format!("build {}", context_dir.display()), budget, TOOL_TIMEOUT).map(|_| ())
 }
 
 /// The repository a local tag is pushed as: the tag without its registry (`localhost/`)
@@ -556,8 +562,8 @@ fn remote_repository(tag: &str) -> &str {
 }
 
 /// Pushes the local image `tag` to `registry` and returns the pushed image pinned by the
-/// digest the builder reports (`127.0.0.1:PORT/NAME@sha256:…`), by `deadline` (the run's).
-pub fn push(builder: &Builder, tag: &str, registry: &Registry, deadline: Instant) -> Result<ImageReference, ToolError> {
+/// digest the builder reports (`127.0.0.1:PORT/NAME@sha256:…`), by `budget` (the run's).
+pub fn push(builder: &Builder, tag: &str, registry: &Registry, budget: &Budget) -> Result<ImageReference, ToolError> {
     let repository = remote_repository(tag);
     let destination = format!("{}/{repository}:latest", registry.address());
     let action = format!("push {tag} to {destination}");
@@ -572,7 +578,7 @@ pub fn push(builder: &Builder, tag: &str, registry: &Registry, deadline: Instant
                 .arg(&digest_file)
                 .args(["--tls-verify=false", tag])
                 .arg(format!("docker://{destination}"));
-            run_until(builder.kind.tool(), command, &action, within(deadline, TOOL_TIMEOUT))?;
+            run(builder.kind.tool(), command, &action, budget, TOOL_TIMEOUT)?;
             let text = std::fs::read_to_string(&digest_file).map_err(io_error("reading the pushed digest"))?;
             let _ = std::fs::remove_file(&digest_file);
             sha256_digest(text.trim()).map_err(|e| ToolError::Registry(format!("the pushed digest `{}`: {e}", text.trim())))?
@@ -582,13 +588,14 @@ pub fn push(builder: &Builder, tag: &str, registry: &Registry, deadline: Instant
             // daemon treats 127.0.0.0/8 as an insecure registry by default.
             let mut tag_command = builder.command();
             tag_command.args(["tag", tag, &destination]);
-            run_until(Tool::Docker, tag_command, &action, within(deadline, QUICK_TIMEOUT))?;
+            run(Tool::Docker, tag_command, &action, budget, QUICK_TIMEOUT)?;
             let mut command = builder.command();
             command.args(["push", &destination]);
-            let pushed = run_until(Tool::Docker, command, &action, within(deadline, TOOL_TIMEOUT));
+            let pushed = run(Tool::Docker, command, &action, budget, TOOL_TIMEOUT);
             let mut untag = builder.command();
             untag.args(["rmi", &destination]);
-            let _ = run(Tool::Docker, untag, "untag", QUICK_TIMEOUT);
+            // The tag is removed after a signal too: under a grace budget of its own.
+            let _ = run(Tool::Docker, untag, "untag", &budget.grace(QUICK_TIMEOUT), QUICK_TIMEOUT);
             let pushed = pushed?;
             // docker push ends with `latest: digest: sha256:… size: N`.
             let stdout = String::from_utf8_lossy(&pushed.stdout);
@@ -601,17 +608,17 @@ pub fn push(builder: &Builder, tag: &str, registry: &Registry, deadline: Instant
 }
 
 /// Pulls `reference` by its digest into a new OCI layout at `dir` (which must not exist
-/// yet, or be empty) by `deadline`. A loopback registry is pulled by the probe itself over
+/// yet, or be empty) by `budget`. A loopback registry is pulled by the probe itself over
 /// plain HTTP ([`super::distribution`]: every blob capped and checked as it streams, never
 /// a byte to another host); any other registry by skopeo with TLS verified, which checks
 /// the manifest against the digest. A digest the registry does not have fails with the
 /// registry's answer.
-pub fn pull_to_layout(reference: &ImageReference, dir: &Path, deadline: Instant) -> Result<(), ToolError> {
+pub fn pull_to_layout(reference: &ImageReference, dir: &Path, budget: &Budget) -> Result<(), ToolError> {
     if reference.is_loopback_registry() {
-        return super::distribution::pull(reference, dir, deadline).map_err(|e| ToolError::Pull(e.to_string()));
+        return super::distribution::pull(reference, dir, budget).map_err(|e| ToolError::Pull(e.to_string()));
     }
     let source = format!("docker://{}", reference.pull_name());
-    copy_to_layout(&source, dir, Copy::default(), deadline)
+    copy_to_layout(&source, dir, Copy::default(), budget)
 }
 
 /// How skopeo reaches a copy's source. There is no plain-HTTP or unverified-TLS option:
@@ -627,8 +634,8 @@ pub struct Copy {
 }
 
 /// Copies `source` (a skopeo transport and reference) into a new OCI layout at `dir`, by
-/// `deadline` (skopeo's group is killed then).
-pub fn copy_to_layout(source: &str, dir: &Path, how: Copy, deadline: Instant) -> Result<(), ToolError> {
+/// `budget` (skopeo's group is killed at its deadline or its cancellation).
+pub fn copy_to_layout(source: &str, dir: &Path, how: Copy, budget: &Budget) -> Result<(), ToolError> {
     let program = Tool::Skopeo.find()?;
     let scratch = TempDir::new("checkfu-skopeo").map_err(io_error("making skopeo's home"))?;
     for sub in ["home", "run", "tmp", "config", "data"] {
@@ -650,14 +657,14 @@ pub fn copy_to_layout(source: &str, dir: &Path, how: Copy, deadline: Instant) ->
     if let Some(auth) = user_auth_file() {
         command.env("REGISTRY_AUTH_FILE", auth);
     }
-    run_until(Tool::Skopeo, command, &format!("copy {source}"), within(deadline, TOOL_TIMEOUT)).map(|_| ())
+    run(Tool::Skopeo, command, &format!("copy {source}"), budget, TOOL_TIMEOUT).map(|_| ())
 }
 
 /// What the docker daemon holds under a reference: `docker image inspect`'s answer, bounded.
-pub fn docker_inspect(reference: &str, deadline: Instant) -> Result<Vec<u8>, ToolError> {
+pub fn docker_inspect(reference: &str, budget: &Budget) -> Result<Vec<u8>, ToolError> {
     let mut command = super::host_env::tool(Tool::Docker.find()?);
     command.args(["image", "inspect", reference]);
-    run_until(Tool::Docker, command, &format!("inspect {reference}"), within(deadline, QUICK_TIMEOUT)).map(|o| o.stdout)
+    run(Tool::Docker, command, &format!("inspect {reference}"), budget, QUICK_TIMEOUT).map(|o| o.stdout)
 }
 
 /// The user's registry credentials, found where the containers tools look with the real
@@ -671,24 +678,26 @@ fn user_auth_file() -> Option<PathBuf> {
     [runtime, config].into_iter().flatten().find(|p| p.is_file())
 }
 
-/// Removes the local image `tag` from the builder's storage.
-pub fn remove_image(builder: &Builder, tag: &str) -> Result<(), ToolError> {
+/// Removes the local image `tag` from the builder's storage, within `grace` (a teardown's
+/// budget, which no signal cancels).
+pub fn remove_image(builder: &Builder, tag: &str, grace: &Budget) -> Result<(), ToolError> {
     let mut command = builder.command();
     match builder.kind {
         BuilderKind::Buildah => command.args(["rmi", "--force", tag]),
         BuilderKind::Podman | BuilderKind::Docker => command.args(["rmi", "--force", tag]),
     };
-    run(builder.kind.tool(), command, &format!("remove {tag}"), QUICK_TIMEOUT).map(|_| ())
+    run(builder.kind.tool(), command, &format!("remove {tag}"), grace, QUICK_TIMEOUT).map(|_| ())
 }
 
-/// The local images in a builder's storage, as the builder lists them (one per line).
-pub fn list_images(builder: &Builder) -> Result<Vec<String>, ToolError> {
+/// The local images in a builder's storage, as the builder lists them (one per line), within
+/// `budget`.
+pub fn list_images(builder: &Builder, budget: &Budget) -> Result<Vec<String>, ToolError> {
     let mut command = builder.command();
     match builder.kind {
         BuilderKind::Buildah => command.args(["images", "--quiet", "--all"]),
         BuilderKind::Podman | BuilderKind::Docker => command.args(["images", "--quiet", "--all"]),
     };
-    let output = run(builder.kind.tool(), command, "list images", QUICK_TIMEOUT)?;
+    let output = run(builder.kind.tool(), command, "list images", budget, QUICK_TIMEOUT)?;
     Ok(String::from_utf8_lossy(&output.stdout).lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_owned).collect())
 }
 

@@ -314,7 +314,7 @@ fn start(options: &AcpOptions, command: &[OsString], stage: &mut Stage<'_, '_>) 
     if let Some(image) = stage.image.as_mut() {
         let image_env = image.env(&launch.env);
         launch.env.extend(image_env);
-        let mut running = match image.start(&argv, plane, &[], &launch.env) {
+        let mut running = match image.start(&argv, plane, &[], &launch.env, &stage.options.budget) {
             Ok(running) => running,
             Err(e) => {
                 plane.workspace = Some(workspace);
@@ -331,7 +331,7 @@ fn start(options: &AcpOptions, command: &[OsString], stage: &mut Stage<'_, '_>) 
         permission: options.permission,
         terminals: options.terminals,
         fs: options.client_fs,
-        deadline: stage.options.deadline,
+        budget: stage.options.budget.clone(),
     };
     match Session::start_in(workspace, &argv, session_options, &launch) {
         Ok(session) => Ok(Started { session, container: started, argv }),
@@ -454,7 +454,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         let words = match fault {
             Fault::Timeout => format!("no answer within {:.1} s (--step-timeout)", self.stage.options.step_timeout.as_secs_f64()),
             Fault::Deadline => {
-                format!("the run's deadline of {:.1} s passed (--deadline)", self.stage.options.deadline.given().as_secs_f64())
+                format!("the run's deadline of {:.1} s passed (--deadline)", self.stage.options.budget.given().as_secs_f64())
             }
             Fault::Unrequested { .. } => return Reason::new(Kind::Answer, fault),
             other => other.to_string(),
@@ -654,7 +654,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
                     break;
                 }
                 Ok(incoming) => self.dispatch(incoming),
-                Err(Fault::Timeout | Fault::Deadline | Fault::Closed) => break,
+                Err(Fault::Timeout | Fault::Deadline | Fault::Closed | Fault::Interrupted(_)) => break,
                 Err(fault) => {
                     self.late_fault = Some(Reason::new(Kind::Harness, fault));
                     break;
@@ -692,8 +692,9 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         let mut outcome = teardown_fault(&teardown, "harness", "EOF on stdin and SIGTERM").map_or(Outcome::Passed, Outcome::Failed);
         // The runtime's client is gone; what it keeps (a container, an image) goes now. The
         // agent's own fault, when it left one, is the one the step names.
+        let grace = self.stage.grace();
         if let Some((container, image)) = self.container.take().zip(self.stage.image.as_mut()) {
-            if let Some(fault) = image.finish(container).filter(|_| outcome.passed()) {
+            if let Some(fault) = image.finish(container, &grace).filter(|_| outcome.passed()) {
                 outcome = Outcome::Failed(fault);
             }
         }

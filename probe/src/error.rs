@@ -99,9 +99,9 @@ fn named(what: &str) -> String {
 
 /// The exit status of a run: 128 plus the signal's number when a signal stopped it,
 /// whatever it came to (130 for SIGINT, 143 for SIGTERM); else the error's; else 0 when it
-/// passed and 1 when it failed.
-pub fn exit_code(outcome: Result<&Report, &ProbeError>) -> i32 {
-    if let Some(signal) = crate::interrupt::received() {
+/// passed and 1 when it failed. `budget` is the run's, whose token a signal cancels.
+pub fn exit_code(outcome: Result<&Report, &ProbeError>, budget: &crate::Budget) -> i32 {
+    if let Some(signal) = budget.signal() {
         return crate::interrupt::exit_code(signal);
     }
     match outcome {

@@ -16,7 +16,7 @@
 //!   ([`verdict`]), what a run says as it goes ([`progress`]), the report ([`report`]), the
 //!   next steps an image run hands back ([`next`]), and the warning for a home file that
 //!   does not parse as its format ([`config_file`]);
-//! - the foundations: [`deadline`] (the run's one deadline), [`session`] (the sandbox a harness runs in: process group, egress
+//! - the foundations: [`budget`] (the run's one budget: its deadline and its cancellation), [`session`] (the sandbox a harness runs in: process group, egress
 //!   fence, fresh home, workspace, and the ACP client that drives it over stdio), [`relay`]
 //!   (the governed model relay on 127.0.0.1 and its served-call record), and [`image`]
 //!   (references pinned by digest, OCI layouts read and unpacked in the crate, and
@@ -27,7 +27,7 @@
 
 pub mod acp;
 pub mod config_file;
-pub mod deadline;
+pub use checkfu_wire_sandbox::budget;
 pub mod error;
 pub mod image;
 pub use checkfu_wire_sandbox::interrupt;
@@ -50,7 +50,7 @@ mod stage;
 pub mod verdict;
 
 pub use error::{exit_code, ProbeError};
-pub use options::{fresh_nonce, Deadline, RunOptions, TOKEN_FILE};
+pub use options::{fresh_nonce, Budget, Cancel, Deadline, RunOptions, TOKEN_FILE};
 pub use plan::Plan;
 pub use progress::Progress;
 pub use report::Report;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-pub use crate::deadline::Deadline;
+pub use crate::budget::{Budget, Cancel, Deadline};
 use crate::error::ProbeError;
 use crate::relay::routes::RouteError;
 use crate::relay::{self, Script};
@@ -39,7 +39,8 @@ pub struct RunOptions {
     /// tells the harness the same window): `None`, no window.
     pub context_window: Option<u64>,
     pub step_timeout: Duration,
-    pub deadline: Deadline,
+    /// The run's one budget: its deadline (`--deadline`) and its cancellation (a signal).
+    pub budget: Budget,
     /// How long teardown waits for an exit after closing stdin, and again after SIGTERM.
     pub kill_grace: Duration,
 }
@@ -84,7 +85,7 @@ impl Default for RunOptions {
             record_bodies: false,
             context_window: None,
             step_timeout: Duration::from_secs(30),
-            deadline: Deadline::after(Duration::from_secs(120)),
+            budget: Budget::after(Duration::from_secs(120)),
             kill_grace: Duration::from_secs(2),
         }
     }

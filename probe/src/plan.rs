@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use crate::acp::AcpOptions;
-use crate::deadline::Deadline;
+use crate::budget::Budget;
 use crate::error::ProbeError;
 use crate::image::run::{BuildRequest, PreparedImage, PullError};
 use crate::image::runtime::{Runtime, RuntimeKind};
@@ -103,10 +103,10 @@ pub struct BuildPlan {
 }
 
 impl ImagePlan {
-    /// Builds or pulls the image and unpacks it, by `deadline` (the run's). A tool that is
+    /// Builds or pulls the image and unpacks it, by `budget` (the run's). A tool that is
     /// not installed is the user's to install; a build, push or pull that failed is the
     /// run's failure, with the tool's own words.
-    pub(crate) fn prepare(&self, deadline: Deadline, progress: &mut dyn FnMut(Progress)) -> Result<PreparedImage, ProbeError> {
+    pub(crate) fn prepare(&self, budget: &Budget, progress: &mut dyn FnMut(Progress)) -> Result<PreparedImage, ProbeError> {
         // The runtime is found before anything is pulled or built.
         let runtime = match self.runtime {
             Some(kind) => Runtime::find(kind),
@@ -120,8 +120,8 @@ impl ImagePlan {
         match &self.source {
             ImageSource::Pull { reference, from } => {
                 let (store, off) = self.open_store(runtime.kind);
-                let mut prepared = PreparedImage::pull(reference, from, runtime, store.as_ref(), deadline.instant())
-                    .map_err(|e| failed(reference.to_string(), e))?;
+                let mut prepared =
+                    PreparedImage::pull(reference, from, runtime, store.as_ref(), budget).map_err(|e| failed(reference.to_string(), e))?;
                 if prepared.cache == ImageCache::Off {
                     prepared.cache_detail = off;
                 }
@@ -142,8 +142,7 @@ impl ImagePlan {
                     all_interfaces: build.all_interfaces,
                     name: &build.name,
                 };
-                let mut prepared =
-                    PreparedImage::build(&request, deadline.instant()).map_err(|e| failed(build.context.display().to_string(), e))?;
+                let mut prepared = PreparedImage::build(&request, budget).map_err(|e| failed(build.context.display().to_string(), e))?;
                 prepared.cache_detail = Some(String::from("a build context's image is ephemeral"));
                 Ok(prepared)
             }
@@ -171,8 +170,8 @@ impl ImagePlan {
 }
 
 impl Plan {
-    /// When the run must end.
-    pub fn deadline(&self) -> Deadline {
-        self.run.deadline
+    /// When the run must end, and what stops it sooner (a signal).
+    pub fn budget(&self) -> &Budget {
+        &self.run.budget
     }
 }

@@ -33,7 +33,7 @@ pub fn run(plan: &Plan, progress: &mut dyn FnMut(Progress)) -> Result<Report, Pr
     // costs nothing; the command or declaration, which the image's may be, after.
     let checked = plan.lane.lane().check(options, entry)?;
     let container = match &plan.image {
-        Some(image) => Some(Arc::new(image.prepare(plan.deadline(), progress)?)),
+        Some(image) => Some(Arc::new(image.prepare(plan.budget(), progress)?)),
         None => None,
     };
     let ready = checked.prepare(options, container.as_deref())?;
@@ -145,7 +145,7 @@ fn finish(
         nonce,
         model_plane,
         image: image.map(|i| i.report),
-        interrupted: crate::interrupt::received().map(crate::interrupt::name),
+        interrupted: options.budget.signal().map(crate::interrupt::name),
         next: None,
         warnings,
         profile: end.profile,

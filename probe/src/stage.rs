@@ -5,6 +5,7 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::budget::{Budget, TEARDOWN_GRACE};
 use crate::error::ProbeError;
 use crate::image::run::{ImageRun, PreparedImage};
 use crate::image::runtime::RunningContainer;
@@ -44,6 +45,14 @@ pub(crate) struct ImageStage {
     pub report: ImageRun,
 }
 
+impl Stage<'_, '_> {
+    /// The teardown's budget: [`TEARDOWN_GRACE`] from now, with a token no signal reaches,
+    /// so what the run made is removed after Ctrl-C as after its deadline.
+    pub fn grace(&self) -> Budget {
+        self.options.budget.grace(TEARDOWN_GRACE)
+    }
+}
+
 impl ImageStage {
     /// `given` is the working directory asked for (else the image's).
     pub fn new(container: Arc<PreparedImage>, given: Option<&str>) -> Result<ImageStage, ProbeError> {
@@ -58,30 +67,33 @@ impl ImageStage {
     }
 
     /// Starts one run of `command` (as inside the image) with the plane's workspace at the
-    /// working directory, the home and `scratch` at their own paths, and `env`.
+    /// working directory, the home and `scratch` at their own paths, and `env`, within
+    /// `budget` (the run's).
     pub fn start(
         &mut self,
         command: &[OsString],
         plane: &Plane,
         scratch: &[&Path],
         env: &[(OsString, OsString)],
+        budget: &Budget,
     ) -> Result<RunningContainer, ProbeError> {
         let mut shared: Vec<&Path> = vec![plane.workspace_root.as_path()];
         shared.extend(scratch);
         shared.extend(plane.home.as_ref().map(|h| h.root()));
         let started = self
             .container
-            .start(command, &plane.workspace_root, &self.working_directory, &shared, env, plane.relay.addr(), plane.join())
+            .start(command, &plane.workspace_root, &self.working_directory, &shared, env, plane.relay.addr(), plane.join(), budget)
             .map_err(|e| ProbeError::cannot_start("cannot start the image", e))?;
         self.report.fence = Some(started.fence);
         self.report.container = started.container.clone();
         Ok(started)
     }
 
-    /// Removes what the runtime keeps of a run (a container, an image); what it could not
-    /// remove is a teardown fault, kept in the report.
-    pub fn finish(&mut self, started: RunningContainer) -> Option<Reason> {
-        let fault = started.finish().err()?;
+    /// Removes what the runtime keeps of a run (a container, an image) under `grace`, the
+    /// teardown's budget, which no signal cancels; what it could not remove is a teardown
+    /// fault, kept in the report.
+    pub fn finish(&mut self, started: RunningContainer, grace: &Budget) -> Option<Reason> {
+        let fault = started.finish(grace).err()?;
         self.report.teardown_fault.get_or_insert_with(|| fault.to_string());
         Some(Reason::new(Kind::Teardown, format!("the image's runtime left something behind: {fault}")))
     }

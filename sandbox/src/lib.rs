@@ -22,6 +22,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+pub mod budget;
 pub mod dir;
 pub mod fence;
 pub mod file;

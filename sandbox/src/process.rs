@@ -1,6 +1,7 @@
 //! One supervisor for every child the probe starts (a harness, an image tool, a terminal's
 //! command): [`Group`] spawns it as the leader of a process group of its own, registered
-//! with [`crate::interrupt`], and signals, observes and reaps it.
+//! with [`crate::interrupt`] under the token of the budget it runs in, and signals, observes
+//! and reaps it.
 //!
 //! A process group is named by its leader's pid, which the kernel may give to another
 //! process once the leader is reaped and the group is empty (after the pid counter wraps:
@@ -33,12 +34,15 @@ pub struct Group {
 }
 
 impl Group {
-    /// Spawns `command` as the leader of a new process group (whose id is its pid), and
-    /// registers the group so that a signal to the probe stops it too.
-    pub fn spawn(command: &mut Command) -> io::Result<Group> {
+    /// Spawns `command` as the leader of a new process group (whose id is its pid) under
+    /// `cancel`, the token of the budget it runs in: a signal that cancels that token stops
+    /// the group too; a teardown's command, spawned under a grace budget's token, no signal
+    /// stops. Refused, starting nothing, once `cancel` is cancelled.
+    pub fn spawn(command: &mut Command, cancel: &crate::budget::Cancel) -> io::Result<Group> {
+        cancel.check("start a process")?;
         command.process_group(0);
         let child = command.spawn()?;
-        crate::interrupt::register(child.id());
+        crate::interrupt::register(child.id(), cancel);
         Ok(Group { child, exit: None, reaped: false })
     }
 
@@ -218,7 +222,7 @@ mod tests {
         // The leader exits at once; the sleeper it left stays in the group.
         let mut command = Command::new("sh");
         command.args(["-c", "sleep 30 & exit 3"]);
-        let mut group = Group::spawn(&mut command).expect("sh starts");
+        let mut group = Group::spawn(&mut command, &crate::budget::Cancel::new()).expect("sh starts");
         let until = Instant::now() + Duration::from_secs(10);
         let status = loop {
             if let Some(status) = group.exit_status().expect("waitid") {
@@ -242,7 +246,7 @@ mod tests {
 
     #[test]
     fn a_signal_is_observed_as_the_status_wait_gives() {
-        let mut group = Group::spawn(Command::new("sleep").arg("30")).expect("sleep starts");
+        let mut group = Group::spawn(Command::new("sleep").arg("30"), &crate::budget::Cancel::new()).expect("sleep starts");
         group.signal(Signal::TERM);
         let until = Instant::now() + Duration::from_secs(10);
         while group.exit_status().expect("waitid").is_none() {

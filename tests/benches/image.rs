@@ -33,6 +33,7 @@ mod whole_runs;
 #[path = "../it/support/image.rs"]
 mod image_support;
 
+use checkfu_wire_probe::Budget;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -92,26 +93,26 @@ fn busybox_scaffold(parent: &Path) {
     let builder = Builder::new(BuilderKind::Buildah).expect("buildah");
     let build = timed(|| {
         let started = Instant::now();
-        tools::build(&builder, &scaffold, None, "localhost/checkfu-bench:1", Instant::now() + tools::TOOL_TIMEOUT).expect("build");
+        tools::build(&builder, &scaffold, None, "localhost/checkfu-bench:1", &Budget::after(tools::TOOL_TIMEOUT)).expect("build");
         started.elapsed()
     });
-    let registry = Registry::start(RegistryOptions::default()).expect("registry");
+    let registry = Registry::start(RegistryOptions::default(), &Budget::after(tools::TOOL_TIMEOUT)).expect("registry");
     let mut pushed = None;
     let push = timed(|| {
         let started = Instant::now();
-        pushed = Some(tools::push(&builder, "localhost/checkfu-bench:1", &registry, Instant::now() + tools::TOOL_TIMEOUT).expect("push"));
+        pushed = Some(tools::push(&builder, "localhost/checkfu-bench:1", &registry, &Budget::after(tools::TOOL_TIMEOUT)).expect("push"));
         started.elapsed()
     });
     let pushed = pushed.expect("pushed");
     let pull = timed(|| {
         let dir = TempDir::new("checkfu-bench-layout").expect("dir");
         let started = Instant::now();
-        tools::pull_to_layout(&pushed, &dir.path().join("layout"), Instant::now() + tools::TOOL_TIMEOUT).expect("pull");
+        tools::pull_to_layout(&pushed, &dir.path().join("layout"), &Budget::after(tools::TOOL_TIMEOUT)).expect("pull");
         started.elapsed()
     });
     let unpack = timed(|| {
         let dir = TempDir::new("checkfu-bench-unpack").expect("dir");
-        tools::pull_to_layout(&pushed, &dir.path().join("layout"), Instant::now() + tools::TOOL_TIMEOUT).expect("pull");
+        tools::pull_to_layout(&pushed, &dir.path().join("layout"), &Budget::after(tools::TOOL_TIMEOUT)).expect("pull");
         let layout = OciLayout::open(&dir.path().join("layout")).expect("layout");
         let image = layout.image(Selector::Only).expect("image");
         std::fs::create_dir(dir.path().join("rootfs")).expect("rootfs");
@@ -137,7 +138,7 @@ fn busybox_scaffold(parent: &Path) {
     let context = scaffold.to_str().expect("utf-8");
     let build_context = timed(|| probe(&["--build-context", context, "--entrypoint", "/opt/checkfu/bin/checkfu-oneshot"], &[]));
     drop(registry);
-    let _ = tools::remove_image(&builder, "localhost/checkfu-bench:1");
+    let _ = tools::remove_image(&builder, "localhost/checkfu-bench:1", &Budget::after(tools::QUICK_TIMEOUT));
     let _ = builder.remove_storage();
 
     println!("image lane over the process lane, {} (median of {RUNS}; one turn and its resume)", machine());

@@ -11,6 +11,7 @@
 //! otherwise the runner lists them as ignored. The hostile layouts no real tool makes are
 //! the unpacker's unit tests (`image/src/layout.rs`).
 
+use checkfu_wire_probe::Budget;
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -89,7 +90,7 @@ fn a_built_image_round_trips_through_the_registry_and_unpacks_with_its_whiteouts
         &[("etc/a", "a\n", 0o644), ("etc/keep", "k\n", 0o600), ("data/x/y", "y\n", 0o755), ("gone/dir/f", "f\n", 0o644)],
     );
     let started = Instant::now();
-    tools::build(&builder, base.path(), None, "localhost/checkfu-base:1", Instant::now() + tools::TOOL_TIMEOUT).expect("build the base");
+    tools::build(&builder, base.path(), None, "localhost/checkfu-base:1", &Budget::after(tools::TOOL_TIMEOUT)).expect("build the base");
     let base_build = started.elapsed();
     // Each RUN runs busybox (the image's only program) through buildah's chroot isolation.
     let image = context(
@@ -114,17 +115,17 @@ fn a_built_image_round_trips_through_the_registry_and_unpacks_with_its_whiteouts
         image.path(),
         Some(&image.path().join("Dockerfile")),
         "localhost/checkfu-image:1",
-        Instant::now() + tools::TOOL_TIMEOUT,
+        &Budget::after(tools::TOOL_TIMEOUT),
     )
     .expect("build the image");
     let build = started.elapsed();
 
     let started = Instant::now();
-    let registry = Registry::start(RegistryOptions::default()).expect("registry");
+    let registry = Registry::start(RegistryOptions::default(), &Budget::after(tools::TOOL_TIMEOUT)).expect("registry");
     let registry_start = started.elapsed();
     let (port, registry_dir, registry_pid) = (registry.port(), registry.directory().expect("dir").to_owned(), registry.pid().expect("pid"));
     let started = Instant::now();
-    let pushed = tools::push(&builder, "localhost/checkfu-image:1", &registry, Instant::now() + tools::TOOL_TIMEOUT).expect("push");
+    let pushed = tools::push(&builder, "localhost/checkfu-image:1", &registry, &Budget::after(tools::TOOL_TIMEOUT)).expect("push");
     let push = started.elapsed();
     assert_eq!(pushed.registry(), Some(format!("127.0.0.1:{port}").as_str()));
     assert_eq!(pushed.repository(), "checkfu-image");
@@ -133,7 +134,7 @@ fn a_built_image_round_trips_through_the_registry_and_unpacks_with_its_whiteouts
     let work = TempDir::new("checkfu-image-work").expect("work");
     let layout_dir = work.path().join("layout");
     let started = Instant::now();
-    tools::pull_to_layout(&pushed, &layout_dir, Instant::now() + tools::TOOL_TIMEOUT).expect("pull by digest");
+    tools::pull_to_layout(&pushed, &layout_dir, &Budget::after(tools::TOOL_TIMEOUT)).expect("pull by digest");
     let pull = started.elapsed();
 
     // A digest the registry does not have: the registry's own answer, quoted by the probe's
@@ -142,7 +143,7 @@ fn a_built_image_round_trips_through_the_registry_and_unpacks_with_its_whiteouts
     let flipped = if wrong.starts_with('0') { "1" } else { "0" };
     wrong.replace_range(0..1, flipped);
     let missing = ImageReference::parse(&format!("127.0.0.1:{port}/checkfu-image@sha256:{wrong}")).expect("reference");
-    let error = tools::pull_to_layout(&missing, &work.path().join("missing"), Instant::now() + tools::TOOL_TIMEOUT)
+    let error = tools::pull_to_layout(&missing, &work.path().join("missing"), &Budget::after(tools::TOOL_TIMEOUT))
         .expect_err("a digest the registry lacks");
     let ToolError::Pull(message) = &error else { panic!("{error}") };
     assert!(message.contains("404") && message.contains("MANIFEST_UNKNOWN"), "{error}");
@@ -225,9 +226,9 @@ fn a_built_image_round_trips_through_the_registry_and_unpacks_with_its_whiteouts
 
     // Teardown leaves nothing: no image in the builder's storage, then no storage; no
     // registry process, port or store; no layout or rootfs.
-    tools::remove_image(&builder, "localhost/checkfu-image:1").expect("rmi image");
-    tools::remove_image(&builder, "localhost/checkfu-base:1").expect("rmi base");
-    assert_eq!(tools::list_images(&builder).expect("images"), Vec::<String>::new());
+    tools::remove_image(&builder, "localhost/checkfu-image:1", &Budget::after(tools::QUICK_TIMEOUT)).expect("rmi image");
+    tools::remove_image(&builder, "localhost/checkfu-base:1", &Budget::after(tools::QUICK_TIMEOUT)).expect("rmi base");
+    assert_eq!(tools::list_images(&builder, &Budget::after(tools::QUICK_TIMEOUT)).expect("images"), Vec::<String>::new());
     builder.remove_storage().expect("remove storage");
     assert!(!storage.exists());
     drop(registry);
@@ -250,13 +251,13 @@ fn a_built_image_round_trips_through_the_registry_and_unpacks_with_its_whiteouts
 fn a_failing_build_carries_the_builders_error() {
     let builder = Builder::new(BuilderKind::Buildah).expect("buildah");
     let context = context("FROM scratch\nCOPY not-in-the-context /x\n", &[]);
-    let error = tools::build(&builder, context.path(), None, "localhost/checkfu-broken:1", Instant::now() + tools::TOOL_TIMEOUT)
+    let error = tools::build(&builder, context.path(), None, "localhost/checkfu-broken:1", &Budget::after(tools::TOOL_TIMEOUT))
         .expect_err("a failing build");
     let ToolError::Failed { tool, stderr, .. } = &error else { panic!("{error}") };
     assert_eq!(*tool, tools::Tool::Buildah);
     assert!(stderr.contains("not-in-the-context"), "{error}");
     assert!(error.to_string().starts_with("buildah failed to build "), "{error}");
-    assert_eq!(tools::list_images(&builder).expect("images"), Vec::<String>::new());
+    assert_eq!(tools::list_images(&builder, &Budget::after(tools::QUICK_TIMEOUT)).expect("images"), Vec::<String>::new());
 }
 
 #[test]
@@ -278,9 +279,9 @@ fn the_registry_binds_every_interface_only_when_asked() {
             .filter(|a| a.ends_with(&format!(":{port:04X}")))
             .collect::<Vec<_>>()
     };
-    let loopback = Registry::start(RegistryOptions::default()).expect("registry");
+    let loopback = Registry::start(RegistryOptions::default(), &Budget::after(tools::TOOL_TIMEOUT)).expect("registry");
     assert_eq!(listening(loopback.port()), ["0100007F:".to_owned() + &format!("{:04X}", loopback.port())]);
-    let everywhere = Registry::start(RegistryOptions { all_interfaces: true }).expect("registry");
+    let everywhere = Registry::start(RegistryOptions { all_interfaces: true }, &Budget::after(tools::TOOL_TIMEOUT)).expect("registry");
     let bound = listening(everywhere.port());
     // Go binds 0.0.0.0 as a dual-stack socket where IPv6 is on: it shows in tcp6.
     let tcp6 = std::fs::read_to_string("/proc/net/tcp6").unwrap_or_default();
@@ -304,19 +305,19 @@ fn podman_builds_and_pushes_through_the_same_functions() {
         "FROM scratch\nCOPY busybox /bin/busybox\nRUN [\"/bin/busybox\", \"mkdir\", \"/made\"]\nENTRYPOINT [\"/bin/busybox\"]\n",
         &[],
     );
-    tools::build(&builder, context.path(), None, "localhost/checkfu-podman:1", Instant::now() + tools::TOOL_TIMEOUT).expect("podman build");
-    let registry = Registry::start(RegistryOptions::default()).expect("registry");
-    let pushed = tools::push(&builder, "localhost/checkfu-podman:1", &registry, Instant::now() + tools::TOOL_TIMEOUT).expect("podman push");
+    tools::build(&builder, context.path(), None, "localhost/checkfu-podman:1", &Budget::after(tools::TOOL_TIMEOUT)).expect("podman build");
+    let registry = Registry::start(RegistryOptions::default(), &Budget::after(tools::TOOL_TIMEOUT)).expect("registry");
+    let pushed = tools::push(&builder, "localhost/checkfu-podman:1", &registry, &Budget::after(tools::TOOL_TIMEOUT)).expect("podman push");
     let work = TempDir::new("checkfu-image-work").expect("work");
-    tools::pull_to_layout(&pushed, &work.path().join("layout"), Instant::now() + tools::TOOL_TIMEOUT).expect("pull");
+    tools::pull_to_layout(&pushed, &work.path().join("layout"), &Budget::after(tools::TOOL_TIMEOUT)).expect("pull");
     let layout = OciLayout::open(&work.path().join("layout")).expect("layout");
     let image = layout.image(Selector::Digest(pushed.digest())).expect("image");
     assert_eq!(image.config.config().as_ref().and_then(|c| c.entrypoint().clone()).unwrap_or_default(), ["/bin/busybox"]);
     std::fs::create_dir(work.path().join("rootfs")).expect("rootfs");
     layout.unpack(&image, &work.path().join("rootfs"), Limits::default()).expect("unpack");
     assert!(work.path().join("rootfs/made").is_dir() && work.path().join("rootfs/bin/busybox").is_file());
-    tools::remove_image(&builder, "localhost/checkfu-podman:1").expect("rmi");
-    assert_eq!(tools::list_images(&builder).expect("images"), Vec::<String>::new());
+    tools::remove_image(&builder, "localhost/checkfu-podman:1", &Budget::after(tools::QUICK_TIMEOUT)).expect("rmi");
+    assert_eq!(tools::list_images(&builder, &Budget::after(tools::QUICK_TIMEOUT)).expect("images"), Vec::<String>::new());
     builder.remove_storage().expect("remove storage");
     assert!(!storage.exists());
     registry.stop().expect("stop");

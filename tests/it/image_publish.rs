@@ -7,10 +7,11 @@
 //! the retest keeps them; the published name is on this machine's loopback, so the `add` it
 //! hands back carries the warning.
 
+use checkfu_wire_probe::Budget;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use checkfu_wire_probe::image::tools::{Registry, RegistryOptions};
+use checkfu_wire_probe::image::tools::{self, Registry, RegistryOptions};
 use checkfu_wire_probe::image::TempDir;
 use serde_json::{json, Value};
 
@@ -115,7 +116,7 @@ fn publish_as_printed(builder: &str) {
     assert!(readme.contains(&here) && readme.contains(push), "{readme}");
 
     // Published as printed: the digest is the one the retest names.
-    let registry = Registry::start(RegistryOptions::default()).expect("registry");
+    let registry = Registry::start(RegistryOptions::default(), &Budget::after(tools::TOOL_TIMEOUT)).expect("registry");
     let name = format!("{}/team/custom-oneshot", registry.address());
     let storage = TempDir::new("checkfu-publish-storage").expect("dir");
     let env = builder_env(storage.path(), &registry.address());

@@ -70,13 +70,13 @@ impl HostListener {
 /// short: podman refuses a run root of 50 characters or more, and its storage is in here.
 /// With `unprivileged`, the probe runs as uid 65534 (`setpriv`, the tests running as root)
 /// with this directory, its own, as `TMPDIR` and `HOME`.
-struct RunTmp {
+pub(crate) struct RunTmp {
     path: std::path::PathBuf,
     unprivileged: bool,
 }
 
 impl RunTmp {
-    fn new(unprivileged: bool) -> RunTmp {
+    pub(crate) fn new(unprivileged: bool) -> RunTmp {
         let path = std::path::PathBuf::from(format!("/tmp/cf{:x}{}", std::process::id(), if unprivileged { "u" } else { "" }));
         std::fs::create_dir(&path).expect("tmp");
         if unprivileged {
@@ -110,6 +110,11 @@ impl RunTmp {
         Run { status: output.status.code().unwrap_or(-1), json, stderr: String::from_utf8_lossy(&output.stderr).into_owned() }
     }
 
+    /// The directory itself, for a caller that starts the probe on its own.
+    pub(crate) fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+
     fn left(&self) -> Vec<String> {
         std::fs::read_dir(&self.path).expect("tmp").flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect()
     }
@@ -141,7 +146,7 @@ fn docker(args: &[&str]) -> String {
 }
 
 /// What a run of `runtime` must leave: nothing of its container anywhere, no new directory.
-fn assert_nothing_of_the_run(run: &Run, runtime: &str, tmp: &RunTmp) {
+pub(crate) fn assert_nothing_of_the_run(run: &Run, runtime: &str, tmp: &RunTmp) {
     let container = run.json["image"]["container"].as_str().unwrap_or_else(|| panic!("no container named: {}", run.pretty()));
     assert!(container.starts_with("checkfu-probe-"), "{container}");
     assert_eq!(run.json["image"].get("teardown_fault"), None, "{}", run.pretty());

@@ -1,7 +1,9 @@
 //! A signal ends a run as its deadline does: SIGINT, SIGTERM and SIGHUP sent to the probe
 //! mid-turn stop the harness's process group, the probe tears down and reports (JSON with
 //! `interrupted`), exits with 128 plus the signal's number, and leaves no process and no
-//! directory behind.
+//! directory behind. Under podman and docker the container goes too, whether the signal
+//! comes mid-turn or mid-teardown (while `podman rm`/`docker rm` runs): the teardown runs
+//! under a grace budget of its own, which no signal cancels.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -187,4 +189,135 @@ fn unpacking(tmp: &std::path::Path) -> bool {
         entry.file_name().to_string_lossy().starts_with("checkfu-image-rootfs-")
             && std::fs::read_dir(entry.path()).is_ok_and(|mut d| d.next().is_some())
     })
+}
+
+/// Where a podman or docker run is when SIGINT comes.
+#[derive(Clone, Copy, Debug)]
+enum When {
+    /// The CLI runs in its container (and ignores SIGTERM: `stubborn`).
+    MidTurn,
+    /// The runtime is removing the container (`rm --force`), the CLI's time being up.
+    MidTeardown,
+}
+
+/// Runs the busybox CLI's `stubborn` mode in `runtime`, sends SIGINT (twice, as an impatient
+/// Ctrl-C does) `when` says, and holds the run to exit 130 reporting the signal, with no
+/// container, no process of it and no directory left.
+fn sigint_in_a_container_leaves_nothing(runtime: &str, when: When) {
+    let _serial = crate::support::image::serial();
+    let context = crate::support::image::busybox_cli_context();
+    let served = crate::support::image::Served::build(context.path(), "checkfu-oneshot");
+    let tmp = crate::image_runtime::RunTmp::new(false);
+    // Mid-turn, only the signal ends the turn in time; mid-teardown, the step's 3 s do.
+    let step_timeout = match when {
+        When::MidTurn => "300",
+        When::MidTeardown => "3",
+    };
+    let mut command = Command::new(PROBE);
+    command.args(["probe", "--format", "json", "--kill-grace", "0.5", "--deadline", "600", "--step-timeout", step_timeout]);
+    command.args(["--image", &served.reference.to_string(), "--runtime", runtime, "--argv=stubborn"]);
+    command.args(crate::support::image::BUSYBOX_CLI_FLAGS);
+    let mut child = command.env("TMPDIR", tmp.path()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("probe starts");
+    let pid = child.id();
+    let until = Instant::now() + Duration::from_secs(120);
+    let ready = || match when {
+        // The CLI's shell inside the container (the runtime's client, which has `stubborn` for
+        // argument too, is no shell): the turn has begun.
+        When::MidTurn => !processes_with_args(&["/bin/sh", "stubborn"]).is_empty(),
+        When::MidTeardown => !processes_with_args(&["rm", "--force"]).is_empty(),
+    };
+    // Seen once is enough: what is looked for may be gone by a second look (a removal ends).
+    let mut reached = false;
+    while Instant::now() < until {
+        if ready() {
+            reached = true;
+            break;
+        }
+        if child.try_wait().ok().flatten().is_some() {
+            let output = child.wait_with_output().expect("the probe's output");
+            panic!("the probe ended before {when:?}: {}", String::from_utf8_lossy(&output.stderr));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    if !reached {
+        // Not left running past the test, nor killed: SIGTERM lets it remove its container.
+        let (output, _) = signal_and_wait(child, libc::SIGTERM);
+        panic!("{runtime} never reached {when:?}: {}", String::from_utf8_lossy(&output.stderr));
+    }
+    if let When::MidTurn = when {
+        // Into the turn: the CLI has the prompt.
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let sent = Instant::now();
+    let signal = checkfu_wire_sandbox::process::Signal::from_named_raw(libc::SIGINT).expect("SIGINT");
+    checkfu_wire_sandbox::process::signal_process(pid, signal).expect("the first SIGINT");
+    std::thread::sleep(Duration::from_millis(200));
+    // The probe may have ended already: a second signal to it is then refused, not an error.
+    let _ = checkfu_wire_sandbox::process::signal_process(pid, signal);
+    let output = child.wait_with_output().expect("probe ends");
+    let took = sent.elapsed();
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let run = crate::probe_support::Run { status: output.status.code().unwrap_or(-1), json, stderr };
+    assert!(took < Duration::from_secs(60), "the run ended {took:?} after the signal: {}", run.pretty());
+    assert_eq!(run.status, 130, "{}\n{}", run.pretty(), run.stderr);
+    assert_eq!(run.json["interrupted"], "SIGINT", "{}", run.pretty());
+    for process in run.json["runs"].as_array().into_iter().flatten() {
+        assert_no_process_in_group(process["pid"].as_u64().expect("pid") as i32);
+    }
+    assert_nothing_left(pid);
+    crate::image_runtime::assert_nothing_of_the_run(&run, runtime, &tmp);
+    eprintln!("{runtime}, SIGINT {when:?}: ended {took:?} after the signal");
+    served.stop();
+}
+
+/// Processes (but this test's probe, whose argument is `--argv=stubborn`) whose arguments
+/// include every one of `args`, each whole.
+fn processes_with_args(args: &[&str]) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
+        let given: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+        if args.iter().all(|arg| given.contains(&arg.as_bytes())) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+#[test]
+#[cfg_attr(
+    not(all(checkfu_image_tools, checkfu_podman)),
+    ignore = "CHECKFU_IMAGE_TOOLS and CHECKFU_PODMAN are not both set: apt-get install podman and the image tools (see .ci/run)"
+)]
+fn sigint_mid_turn_under_podman_removes_the_container() {
+    sigint_in_a_container_leaves_nothing("podman", When::MidTurn);
+}
+
+#[test]
+#[cfg_attr(
+    not(all(checkfu_image_tools, checkfu_podman)),
+    ignore = "CHECKFU_IMAGE_TOOLS and CHECKFU_PODMAN are not both set: apt-get install podman and the image tools (see .ci/run)"
+)]
+fn sigint_mid_teardown_under_podman_removes_the_container() {
+    sigint_in_a_container_leaves_nothing("podman", When::MidTeardown);
+}
+
+#[test]
+#[cfg_attr(
+    not(all(checkfu_image_tools, checkfu_docker)),
+    ignore = "CHECKFU_IMAGE_TOOLS and CHECKFU_DOCKER are not both set: apt-get install docker.io, start a dockerd, export DOCKER_HOST (see .ci/run)"
+)]
+fn sigint_mid_turn_under_docker_removes_the_container() {
+    sigint_in_a_container_leaves_nothing("docker", When::MidTurn);
+}
+
+#[test]
+#[cfg_attr(
+    not(all(checkfu_image_tools, checkfu_docker)),
+    ignore = "CHECKFU_IMAGE_TOOLS and CHECKFU_DOCKER are not both set: apt-get install docker.io, start a dockerd, export DOCKER_HOST (see .ci/run)"
+)]
+fn sigint_mid_teardown_under_docker_removes_the_container() {
+    sigint_in_a_container_leaves_nothing("docker", When::MidTeardown);
 }

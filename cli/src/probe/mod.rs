@@ -26,7 +26,7 @@ use checkfu_wire::catalog::Protocol;
 use checkfu_wire_probe::plan::{LanePlan, Plan};
 use checkfu_wire_probe::recipe::Recipe;
 use checkfu_wire_probe::report::{steps::line as step_line, Window, QUALIFICATION};
-use checkfu_wire_probe::{options, Deadline, ProbeError, Progress, Report, RunOptions};
+use checkfu_wire_probe::{options, Budget, Cancel, Deadline, ProbeError, Progress, Report, RunOptions};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -169,14 +169,14 @@ pub(super) fn show(format: Format, event: Progress) {
 pub fn probe(args: Args) -> i32 {
     // `--deadline` counts from here, once: an image's pull and unpack spend the same budget
     // the session then runs in.
-    let deadline = Deadline::after(Duration::from_secs_f64(args.shared.deadline));
+    let budget = Budget::new(Deadline::after(Duration::from_secs_f64(args.shared.deadline)), Cancel::new());
     let started = SystemTime::now();
-    // From here on SIGINT, SIGTERM and SIGHUP stop the run and its tools, which then tears
-    // down and reports as at its deadline (`checkfu_wire_probe::interrupt`).
-    if let Err(e) = checkfu_wire_probe::interrupt::install() {
+    // From here on SIGINT, SIGTERM and SIGHUP cancel the budget and stop the run's tools; the
+    // run then tears down (under a grace budget of its own) and reports as at its deadline.
+    if let Err(e) = checkfu_wire_probe::interrupt::install(budget.cancel.clone()) {
         eprintln!("warning: cannot listen for signals ({e}): an interrupted run may leave its temporary files");
     }
-    let outcome = Invocation::read(&args, deadline).and_then(|invocation| invocation.run());
+    let outcome = Invocation::read(&args, &budget).and_then(|invocation| invocation.run());
     match &outcome {
         Ok(report) => {
             let window = Window { start: started, stop: SystemTime::now() };
@@ -197,12 +197,12 @@ pub fn probe(args: Args) -> i32 {
         Err(e) => {
             eprintln!("error: {e}");
             // A run a signal stopped says so last, whatever else it came to.
-            if let Some(signal) = checkfu_wire_probe::interrupt::received() {
+            if let Some(signal) = budget.signal() {
                 eprintln!("error: interrupted by {}", checkfu_wire_probe::interrupt::name(signal));
             }
         }
     }
-    checkfu_wire_probe::exit_code(outcome.as_ref())
+    checkfu_wire_probe::exit_code(outcome.as_ref(), &budget)
 }
 
 /// A probe run as the command line asks for it: the plan the spine runs (who registers an
@@ -224,7 +224,7 @@ impl Invocation {
     /// The one resolution of the command line, as clap read it, into the plan: the outputs
     /// checked, the recipe read, the protocol chosen, the catalog entry and the provider
     /// found, each lane's flags turned into its options, and the image's registration.
-    fn read(args: &Args, deadline: Deadline) -> Result<Invocation, ProbeError> {
+    fn read(args: &Args, budget: &Budget) -> Result<Invocation, ProbeError> {
         let shared = &args.shared;
         let outputs = Outputs { trace: shared.trace.clone(), record: args.acp.record.clone(), record_model: shared.record_model.clone() };
         for (flag, path) in [("--record", &outputs.record), ("--trace", &outputs.trace), ("--record-model", &outputs.record_model)] {
@@ -237,7 +237,7 @@ impl Invocation {
             (Some(protocol), _) | (None, Some(protocol)) => protocol,
             (None, None) => Protocol::AcpV1,
         };
-        let mut run = shared.run_options(deadline)?;
+        let mut run = shared.run_options(budget.clone())?;
         // The recipe's entry is bound unless `--harness` names another.
         let harness = shared.harness.as_deref().or_else(|| recipe.as_ref().and_then(|r| r.harness.as_deref()));
         run.harness = harness.map(options::harness).transpose()?;
@@ -368,7 +368,7 @@ impl Shared {
     /// The options both lanes take: the model plane, the harness's environment, the output
     /// schema and the times; `deadline` is `--deadline` from the run's start. The catalog
     /// entry is the caller's to bind, since a recipe may name it.
-    fn run_options(&self, deadline: Deadline) -> Result<RunOptions, ProbeError> {
+    fn run_options(&self, budget: Budget) -> Result<RunOptions, ProbeError> {
         let model_script = checkfu_wire_probe::relay::Script::parse(&self.model_script).map_err(|e| ProbeError::invalid("", e))?;
         let output_schema = match &self.output_schema {
             Some(path) => {
@@ -391,7 +391,7 @@ impl Shared {
             record_bodies: self.record_model.is_some(),
             context_window: None,
             step_timeout: Duration::from_secs_f64(self.step_timeout),
-            deadline,
+            budget,
             kill_grace: Duration::from_secs_f64(self.kill_grace),
         })
     }

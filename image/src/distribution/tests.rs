@@ -182,7 +182,7 @@ fn pull_within(reference: ImageReference, dir: &Path, deadline: Duration) -> Res
     let (sender, receiver) = std::sync::mpsc::channel();
     let dir = dir.to_owned();
     std::thread::spawn(move || {
-        let _ = sender.send(pull(&reference, &dir, Instant::now() + deadline));
+        let _ = sender.send(pull(&reference, &dir, &checkfu_wire_sandbox::budget::Budget::after(deadline)));
     });
     receiver.recv_timeout(deadline + Duration::from_secs(10)).expect("the pull returned")
 }

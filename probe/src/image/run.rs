@@ -15,9 +15,9 @@
 //! without it, the root is the run's own and removed when the [`PreparedImage`] drops. podman and docker keep the same promises
 //! (the fence, the mounts, the variables, the command); see [`super::runtime`].
 
+use crate::budget::{Budget, TEARDOWN_GRACE};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use super::host_env;
 use super::in_root;
@@ -166,7 +166,7 @@ impl Unpacking<'_> {
         root: PathBuf,
         new: &NewEntry<'_>,
         removed: Option<String>,
-        deadline: Instant,
+        budget: &Budget,
     ) -> Result<(Root, ImageCache, Option<String>), PullError> {
         let (store, pending) = match self {
             Unpacking::Own(dir) => return Ok((Root::Own { _dir: dir, path: root }, ImageCache::Off, None)),
@@ -177,7 +177,7 @@ impl Unpacking<'_> {
         for mount_point in ["/dev", "/proc", "/tmp"] {
             in_root::make_mount_point(&held, Path::new(mount_point))?;
         }
-        match store.commit(pending, new, Some(deadline)) {
+        match store.commit(pending, new, Some(budget)) {
             Ok(entry) => Ok((Root::Stored(entry), ImageCache::Miss, removed)),
             Err((pending, why)) => {
                 let detail = removed.map_or(why.clone(), |r| format!("{r}; {why}"));
@@ -238,7 +238,7 @@ fn fence_or_empty<S: serde::Serializer>(fence: &Option<ImageFence>, s: S) -> Res
 impl PreparedImage {
     /// Reads `reference` from `source` (by default its registry: a loopback one by the
     /// probe over plain HTTP, any other by skopeo with TLS verified), tied to its digest,
-    /// and checks and unpacks it, all by `deadline` (the run's `--deadline`). Every error
+    /// and checks and unpacks it, all by `budget` (the run's `--deadline`, and a signal). Every error
     /// names what failed: the tool and its own message, the blob or entry at fault, or what
     /// the deadline cut off.
     pub fn pull(
@@ -246,11 +246,11 @@ impl PreparedImage {
         source: &Source,
         runtime: Runtime,
         store: Option<&Store>,
-        deadline: Instant,
+        budget: &Budget,
     ) -> Result<PreparedImage, PullError> {
         let mut removed = None;
         if let Some(store) = store {
-            match store.lookup(reference.digest(), Some(deadline)) {
+            match store.lookup(reference.digest(), Some(budget)) {
                 Lookup::Hit(entry) => return PreparedImage::stored(reference, source, runtime, entry),
                 Lookup::Miss(why) => removed = why,
             }
@@ -264,7 +264,7 @@ impl PreparedImage {
             Tool::Skopeo.find()?;
         }
         let scratch = TempDir::new("checkfu-image-layout").map_err(|source| PullError::LayoutDirectory { source })?;
-        let fetched = source::fetch(source, reference, &scratch.path().join("layout"), deadline)?;
+        let fetched = source::fetch(source, reference, &scratch.path().join("layout"), budget)?;
         let image = fetched.image;
         if *image.config.os() != Os::Linux {
             return Err(PullError::NotLinux { reference: reference.to_string(), os: image.config.os().clone() });
@@ -284,10 +284,10 @@ impl PreparedImage {
                 (Unpacking::Own(own), root)
             }
         };
-        if Instant::now() >= deadline {
+        if budget.expired() {
             return Err(PullError::Deadline { reference: reference.to_string() });
         }
-        let limits = Limits { deadline: Some(deadline), ..Limits::default() };
+        let limits = Limits { budget: Some(budget.clone()), ..Limits::default() };
         let report = fetched.layout.unpack(&image, &root, limits)?;
         drop(fetched.layout);
         scratch.remove().map_err(|source| PullError::RemoveLayout { source })?;
@@ -297,7 +297,7 @@ impl PreparedImage {
             in_root::make_dir(&in_root::open(&root)?, working_dir)?;
         }
         let new = NewEntry { digest: reference.digest(), reference: reference.to_string(), config: &config, unpacked_bytes: report.bytes };
-        let (root, cache, cache_detail) = unpacking.settle(root, &new, removed, deadline)?;
+        let (root, cache, cache_detail) = unpacking.settle(root, &new, removed, budget)?;
         Ok(PreparedImage {
             reference: reference.clone(),
             source: source.clone(),
@@ -392,6 +392,7 @@ impl PreparedImage {
         env: &[(OsString, OsString)],
         relay: std::net::SocketAddr,
         fence: Option<checkfu_wire_sandbox::fence::Join>,
+        budget: &Budget,
     ) -> Result<RunningContainer, RuntimeError> {
         // Every mount point exists inside the root before the runtime starts, at exactly its
         // path: a runtime then makes none itself from the image's paths.
@@ -404,7 +405,7 @@ impl PreparedImage {
         let rootfs = self.root.path();
         let read_only_root = matches!(self.root, Root::Stored(_));
         let spec = RunSpec { command, rootfs: &rootfs, read_only_root, workspace, working_directory, shared, env, relay, fence };
-        self.runtime.start(&spec)
+        self.runtime.start(&spec, budget)
     }
 
     /// What the report says of it; `started` is the run's, for what the runtime said of the
@@ -458,9 +459,9 @@ impl PreparedImage {
     /// 127.0.0.1 (every interface only when asked), pulls back exactly the pushed digest and
     /// unpacks it. The registry, the builder's image and its storage are gone when this
     /// returns, whatever happened; the container keeps only its own root, and how it was
-    /// built (`built`). The build, the push, the pull and the unpack end by `deadline` (the
+    /// built (`built`). The build, the push, the pull and the unpack end by `budget` (the
     /// run's).
-    pub fn build(request: &BuildRequest<'_>, deadline: Instant) -> Result<PreparedImage, PullError> {
+    pub fn build(request: &BuildRequest<'_>, budget: &Budget) -> Result<PreparedImage, PullError> {
         // Every tool is found before anything is built (the pull from the loopback
         // registry is the probe's own).
         Tool::Registry.find()?;
@@ -470,18 +471,19 @@ impl PreparedImage {
         }?;
         let builder_kind = builder.kind();
         let tag = format!("localhost/{}:checkfu-probe", request.name);
-        let built = tools::build(&builder, request.context, request.dockerfile, &tag, deadline).map_err(PullError::from);
+        let built = tools::build(&builder, request.context, request.dockerfile, &tag, budget).map_err(PullError::from);
         let pushed = built.and_then(|()| {
-            let registry = tools::Registry::start(tools::RegistryOptions { all_interfaces: request.all_interfaces })?;
-            let pushed = tools::push(&builder, &tag, &registry, deadline)?;
+            let registry = tools::Registry::start(tools::RegistryOptions { all_interfaces: request.all_interfaces }, budget)?;
+            let pushed = tools::push(&builder, &tag, &registry, budget)?;
             // Pulled while the registry lives, then the registry goes.
             // A build context's image is ephemeral: never stored.
-            let container = PreparedImage::pull(&pushed, &Source::Registry, request.runtime.clone(), None, deadline);
+            let container = PreparedImage::pull(&pushed, &Source::Registry, request.runtime.clone(), None, budget);
             registry.stop()?;
             Ok((container?, pushed))
         });
-        // The builder's image and storage go whether or not the build got that far.
-        let _ = tools::remove_image(&builder, &tag);
+        // The builder's image and storage go whether or not the build got that far, and
+        // after a signal too: under a grace budget no signal cancels.
+        let _ = tools::remove_image(&builder, &tag, &budget.grace(TEARDOWN_GRACE));
         let removed = builder.remove_storage();
         let (mut container, pushed): (PreparedImage, ImageReference) = pushed?;
         removed?;

@@ -30,6 +30,7 @@ use super::forward::Forwarder;
 use super::host_env;
 use super::tools::{self, Tool, ToolError};
 use super::TempDir;
+use crate::budget::{Budget, TEARDOWN_GRACE};
 use crate::session::process::{InImageCommand, Inside, Launch};
 use checkfu_wire_sandbox::fence::Join;
 
@@ -163,9 +164,10 @@ impl Runtime {
         Err(ToolError::Missing { tool: Tool::Bubblewrap })
     }
 
-    /// Prepares one run of `spec` and returns its argv. `Err`: what failed, in the tool's
-    /// own words, with whatever was made removed.
-    pub fn start(&self, spec: &RunSpec<'_>) -> Result<RunningContainer, RuntimeError> {
+    /// Prepares one run of `spec` and returns its argv, within `budget` (the run's: docker's
+    /// import and pause container stop at its deadline or a signal). `Err`: what failed, in
+    /// the tool's own words, with whatever was made removed.
+    pub fn start(&self, spec: &RunSpec<'_>, budget: &Budget) -> Result<RunningContainer, RuntimeError> {
         match self.kind {
             RuntimeKind::Bubblewrap => {
                 let fence = if spec.fence.is_some() { ImageFence::Bubblewrap } else { ImageFence::None };
@@ -183,7 +185,7 @@ impl Runtime {
                 Ok(RunningContainer::plain(argv, inherit, fence, exec))
             }
             RuntimeKind::Podman => podman(&self.program, spec).map_err(RuntimeError::Start),
-            RuntimeKind::Docker => docker(&self.program, spec).map_err(RuntimeError::Start),
+            RuntimeKind::Docker => docker(&self.program, spec, budget).map_err(RuntimeError::Start),
         }
     }
 }
@@ -416,11 +418,13 @@ impl RunningContainer {
     /// Removes what the runtime keeps after its client ended: the container (forced: a
     /// killed client leaves it running), the pause container, the forwarder, the loaded
     /// image, the temporary storage. Every step is tried; the first failure is returned.
-    pub fn finish(mut self) -> Result<(), RuntimeError> {
-        self.clean().map_err(RuntimeError::Teardown)
+    /// `grace` is the teardown's budget ([`Budget::grace`]): a signal does not cut the
+    /// removals short, so a container goes after Ctrl-C as after a deadline.
+    pub fn finish(mut self, grace: &Budget) -> Result<(), RuntimeError> {
+        self.clean(grace).map_err(RuntimeError::Teardown)
     }
 
-    fn clean(&mut self) -> Result<(), TeardownError> {
+    fn clean(&mut self, grace: &Budget) -> Result<(), TeardownError> {
         let mut first: Option<TeardownError> = None;
         let mut keep = |r: Result<(), TeardownError>| {
             if let Err(e) = r {
@@ -432,23 +436,23 @@ impl RunningContainer {
             Cleanup::Podman { program, globals, env, join, name, dir } => {
                 let mut command = podman_command(&program, &globals, &env, join);
                 command.args(["rm", "--force", "--time", "0", &name]);
-                keep(forced_removal(Tool::Podman, command, &name));
-                keep(gone(&name));
+                keep(forced_removal(Tool::Podman, command, &name, grace));
+                keep(gone(&name, grace));
                 if let Some(dir) = dir {
                     keep(dir.remove().map_err(|source| TeardownError::Storage { what: "podman's storage", source }));
                 }
             }
             Cleanup::Docker { program, name, pause, image, forwarder, dir } => {
-                keep(forced_removal(Tool::Docker, docker_command(&program, &["rm", "--force", &name]), &name));
-                keep(gone(&name));
+                keep(forced_removal(Tool::Docker, docker_command(&program, &["rm", "--force", &name]), &name, grace));
+                keep(gone(&name, grace));
                 if let Some(forwarder) = forwarder {
                     forwarder.stop();
                 }
                 if let Some(pause) = pause {
-                    keep(forced_removal(Tool::Docker, docker_command(&program, &["rm", "--force", &pause]), &pause));
+                    keep(forced_removal(Tool::Docker, docker_command(&program, &["rm", "--force", &pause]), &pause, grace));
                 }
                 if let Some(image) = image {
-                    keep(forced_removal(Tool::Docker, docker_command(&program, &["rmi", "--force", &image]), &image));
+                    keep(forced_removal(Tool::Docker, docker_command(&program, &["rmi", "--force", &image]), &image, grace));
                 }
                 if let Some(dir) = dir {
                     keep(dir.remove().map_err(|source| TeardownError::Storage { what: "the docker run's directory", source }));
@@ -460,17 +464,18 @@ impl RunningContainer {
 }
 
 impl Drop for RunningContainer {
-    /// A run dropped without [`RunningContainer::finish`] (an error on the way) still leaves nothing.
+    /// A run dropped without [`RunningContainer::finish`] (an error on the way, a signal)
+    /// still leaves nothing: its removals run under a grace budget of their own.
     fn drop(&mut self) {
-        let _ = self.clean();
+        let _ = self.clean(&Budget::after(TEARDOWN_GRACE));
     }
 }
 
 /// Waits (a few seconds at most) until no process names the container `name` on its command
 /// line: podman's conmon, docker's shim and the init may outlive `rm` by a moment, and the
-/// run is over only when they are gone. `Err` names any still there.
-fn gone(name: &str) -> Result<(), TeardownError> {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+/// run is over only when they are gone. `Err` names any still there. Within `grace`.
+fn gone(name: &str, grace: &Budget) -> Result<(), TeardownError> {
+    let deadline = grace.min_with(std::time::Duration::from_secs(5));
     loop {
         let left = processes_naming(name);
         if left.is_empty() {
@@ -500,8 +505,8 @@ fn processes_naming(name: &str) -> Vec<String> {
 
 /// `rm --force`: an object already gone (`--rm` removed it when the harness exited) is not
 /// a failure; anything else is, in the tool's words.
-fn forced_removal(tool: Tool, command: Command, what: &str) -> Result<(), TeardownError> {
-    match tools::run(tool, command, &format!("remove {what}"), tools::QUICK_TIMEOUT) {
+fn forced_removal(tool: Tool, command: Command, what: &str, grace: &Budget) -> Result<(), TeardownError> {
+    match tools::run(tool, command, &format!("remove {what}"), grace, tools::QUICK_TIMEOUT) {
         Ok(_) => Ok(()),
         Err(ToolError::Failed { stderr, .. }) if stderr.contains("No such") || stderr.contains("no such") => Ok(()),
         Err(e) => Err(e.into()),
@@ -782,7 +787,7 @@ fn docker_command(program: &Path, args: &[&str]) -> Command {
     command
 }
 
-fn docker(program: &Path, spec: &RunSpec<'_>) -> Result<RunningContainer, StartError> {
+fn docker(program: &Path, spec: &RunSpec<'_>, budget: &Budget) -> Result<RunningContainer, StartError> {
     let name = crate::relay::token::mint("checkfu-probe-");
     let image = format!("{name}:run");
     let pause = format!("{name}-pause");
@@ -811,10 +816,10 @@ fn docker(program: &Path, spec: &RunSpec<'_>) -> Result<RunningContainer, StartE
     // needed: the entrypoint, the variables, the working directory and the user are given.
     let mut tar = host_env::command("tar");
     tar.arg("--create").arg("--numeric-owner").arg("--xattrs").arg("--file").arg(&archive).arg("--directory").arg(spec.rootfs).arg(".");
-    tools::run(Tool::Docker, tar, "archive the image's root (tar)", tools::TOOL_TIMEOUT)?;
+    tools::run(Tool::Docker, tar, "archive the image's root (tar)", budget, tools::TOOL_TIMEOUT)?;
     let mut import = host_env::command(program);
     import.arg("import").arg(&archive).arg(&image);
-    let imported = tools::run(Tool::Docker, import, &format!("import {image}"), tools::TOOL_TIMEOUT);
+    let imported = tools::run(Tool::Docker, import, &format!("import {image}"), budget, tools::TOOL_TIMEOUT);
     if let Cleanup::Docker { image: slot, .. } = &mut started.cleanup {
         *slot = Some(image.clone());
     }
@@ -828,7 +833,7 @@ fn docker(program: &Path, spec: &RunSpec<'_>) -> Result<RunningContainer, StartE
     run.args(["--cap-drop=all", "--security-opt=no-new-privileges"]);
     run.arg("--volume").arg(format!("{PAUSE_PROGRAM}:/checkfu-pause/busybox:ro"));
     run.args(["--entrypoint", "/checkfu-pause/busybox", &image, "sleep", "2147483647"]);
-    let made = tools::run(Tool::Docker, run, "start the pause container", tools::QUICK_TIMEOUT);
+    let made = tools::run(Tool::Docker, run, "start the pause container", budget, tools::QUICK_TIMEOUT);
     if let Cleanup::Docker { pause: slot, .. } = &mut started.cleanup {
         *slot = Some(pause.clone());
     }
@@ -837,6 +842,7 @@ fn docker(program: &Path, spec: &RunSpec<'_>) -> Result<RunningContainer, StartE
         Tool::Docker,
         docker_command(program, &["inspect", "--format", "{{.State.Pid}}", &pause]),
         "inspect the pause container",
+        budget,
         tools::QUICK_TIMEOUT,
     )?;
     let pid: u32 = String::from_utf8_lossy(&inspect.stdout)

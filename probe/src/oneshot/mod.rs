@@ -283,13 +283,14 @@ impl Lane<'_, '_, '_> {
         let mut container_run = None;
         if let Some(image) = self.stage.image.as_mut() {
             let inner: Vec<OsString> = argv.iter().map(OsString::from).collect();
-            let mut started = image.start(&inner, &self.stage.plane, &[self.scratch.0.as_path()], &self.launch_spec.env)?;
+            let budget = &self.stage.options.budget;
+            let mut started = image.start(&inner, &self.stage.plane, &[self.scratch.0.as_path()], &self.launch_spec.env, budget)?;
             argv = started.argv.iter().map(|a| a.to_string_lossy().into_owned()).collect();
             launch = std::borrow::Cow::Owned(started.client_launch(self.launch_spec));
             container_run = Some(started);
         }
         let options = self.stage.options;
-        let until = options.deadline.min_with(options.step_timeout);
+        let until = options.budget.min_with(options.step_timeout);
         let spec = process::Spec {
             argv,
             launch: &launch,
@@ -297,14 +298,17 @@ impl Lane<'_, '_, '_> {
             prompt: &text,
             mode: declaration.output_mode,
             until,
+            cancel: &options.budget.cancel,
             kill_grace: options.kill_grace.min(Duration::from_secs(30)),
             nonce,
         };
         let program = spec.argv[0].clone();
         let mut finished = process::run(spec).map_err(|e| ProbeError::cannot_start(format!("cannot start `{program}`"), e))?;
-        // The runtime's client is gone; what it keeps (a container, an image) goes now.
+        // The runtime's client is gone; what it keeps (a container, an image) goes now,
+        // under the teardown's budget.
+        let grace = self.stage.grace();
         let image = self.stage.image.as_mut();
-        if let Some(fault) = container_run.zip(image).and_then(|(started, image)| image.finish(started)) {
+        if let Some(fault) = container_run.zip(image).and_then(|(started, image)| image.finish(started, &grace)) {
             finished.teardown_fault = Some(match finished.teardown_fault.take() {
                 Some(own) => own.then(fault),
                 None => fault,

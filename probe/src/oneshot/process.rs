@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::judge::{Exit, Output};
+use crate::budget::Cancel;
 use crate::outcome::Reason;
 use crate::report::oneshot::RunReport;
 use crate::report::process::{teardown_fault, ProcessEnd};
@@ -35,6 +36,8 @@ pub struct Spec<'a> {
     pub prompt: &'a str,
     pub mode: OutputMode,
     pub until: Instant,
+    /// The run's cancellation: a signal stops the harness, and nothing starts after it.
+    pub cancel: &'a Cancel,
     pub kill_grace: Duration,
     pub nonce: &'a str,
 }
@@ -46,7 +49,7 @@ pub fn run(spec: Spec<'_>) -> std::io::Result<Finished> {
         return Err(std::io::Error::other("no entrypoint"));
     };
     let args: Vec<OsString> = args.iter().map(OsString::from).collect();
-    let mut harness = Harness::spawn(program.as_ref(), &args, spec.launch)?;
+    let mut harness = Harness::spawn(program.as_ref(), &args, spec.launch, spec.cancel)?;
     let stdin = match spec.transport {
         PromptTransport::Stdin => {
             harness.write(spec.prompt.as_bytes().to_vec());
@@ -57,10 +60,12 @@ pub fn run(spec: Spec<'_>) -> std::io::Result<Finished> {
     // Closed at once either way: a CLI given its prompt by file must not wait on stdin.
     harness.close_stdin();
     let mut output = Output::new(spec.mode);
-    let timed_out = read_until_exit(&mut harness, &mut output, spec.until);
-    // Its stdin was closed at the start: a CLI still running when its time is up gets SIGTERM
-    // at once, so the report follows the step's time (or the deadline) by the grace at most.
-    let teardown = if timed_out { harness.terminate(spec.kill_grace) } else { harness.teardown(spec.kill_grace) };
+    let ended = read_until_exit(&mut harness, &mut output, spec.until, spec.cancel);
+    let timed_out = ended == Ended::TimedOut;
+    // Its stdin was closed at the start: a CLI still running when its time is up, or when
+    // the run is cancelled, gets SIGTERM at once, so the report follows the step's time (or
+    // the deadline, or the signal) by the grace at most.
+    let teardown = if ended == Ended::Exited { harness.teardown(spec.kill_grace) } else { harness.terminate(spec.kill_grace) };
     let status = teardown.status;
     let exit = Exit {
         code: status.and_then(|s| s.code()),
@@ -96,9 +101,20 @@ pub fn run(spec: Spec<'_>) -> std::io::Result<Finished> {
     Ok(Finished { report, output, exit, teardown_fault })
 }
 
+/// How reading a CLI's output ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ended {
+    /// Its stdout closed and it exited.
+    Exited,
+    /// Its time (the step's, or the run's deadline) ran out first.
+    TimedOut,
+    /// The run's budget was cancelled (a signal) first.
+    Cancelled,
+}
+
 /// Reads the CLI's stdout into `output` until it closes, then waits for its exit, both by
-/// `until`; whether its time ran out first.
-fn read_until_exit(harness: &mut Harness, output: &mut Output, until: Instant) -> bool {
+/// `until` and until `cancel` is cancelled; which came first.
+fn read_until_exit(harness: &mut Harness, output: &mut Output, until: Instant, cancel: &Cancel) -> Ended {
     let mut timed_out = false;
     // A CLI that exits while something it started still holds stdout open has still ended
     // its run: its output counts as read 1 s after its exit (what it left is torn down with
@@ -114,6 +130,7 @@ fn read_until_exit(harness: &mut Harness, output: &mut Output, until: Instant) -
                 timed_out = true;
                 break;
             }
+            None if cancel.cancelled().is_some() => return Ended::Cancelled,
             None => {
                 if exited_at.is_none() && harness.exit_status().is_some() {
                     exited_at = Some(Instant::now());
@@ -130,7 +147,14 @@ fn read_until_exit(harness: &mut Harness, output: &mut Output, until: Instant) -
             timed_out = true;
             break;
         }
+        if cancel.cancelled().is_some() {
+            return Ended::Cancelled;
+        }
         std::thread::sleep(Duration::from_millis(2));
     }
-    timed_out
+    if timed_out {
+        Ended::TimedOut
+    } else {
+        Ended::Exited
+    }
 }

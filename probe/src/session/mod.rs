@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::deadline::Deadline;
+use crate::budget::{Budget, Deadline};
 pub use breach::Breach;
 use breach::Permission;
 use checkfu_wire::decode::tables::Method;
@@ -51,6 +51,10 @@ use terminals::{Handled, Terminals};
 use workspace::Workspace;
 
 /// The most wire the record keeps; past it, messages are still read but no longer recorded.
+/// How often a wait on the harness looks at the run's cancellation: short beside a person's
+/// Ctrl-C, long beside the cost of a wake-up.
+const CANCEL_TICK: Duration = Duration::from_millis(50);
+
 pub const MAX_RECORD: usize = 64 * 1024 * 1024;
 
 /// The most diagnostics a session keeps (a harness repeating a dropped member would
@@ -81,6 +85,8 @@ pub enum Fault {
     Timeout,
     /// The session's total deadline passed.
     Deadline,
+    /// The run's budget was cancelled (by the signal named): the session stops waiting.
+    Interrupted(&'static str),
     /// The harness closed stdout (it exited or crashed).
     Closed,
     /// The harness wrote a message the decoder rejects.
@@ -101,6 +107,7 @@ impl std::fmt::Display for Fault {
         match self {
             Fault::Timeout => f.write_str("no answer within the step's time"),
             Fault::Deadline => f.write_str("the session's deadline passed"),
+            Fault::Interrupted(by) => write!(f, "interrupted by {by}"),
             Fault::Closed => f.write_str("the harness closed its stdout (it exited)"),
             Fault::Rejected { error, line } => write!(f, "the harness wrote a message the decoder rejects: {error} (in `{line}`)"),
             Fault::Oversize { bytes } => {
@@ -138,8 +145,9 @@ pub struct Options {
     /// Serve `fs/*` (in the workspace); otherwise they are answered -32601. What the
     /// client advertised in `initialize`, so a call past it is a [`Breach`].
     pub fs: bool,
-    /// The run's deadline, which the session never outlasts.
-    pub deadline: Deadline,
+    /// The run's budget: its deadline, which the session never outlasts, and its
+    /// cancellation, which stops the harness and starts nothing after it.
+    pub budget: Budget,
 }
 
 /// A live session with one harness.
@@ -192,8 +200,9 @@ impl Session {
         let Some((program, args)) = command.split_first() else {
             return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "no command"));
         };
-        let harness = Harness::spawn(program, args, launch)?;
-        let deadline = options.deadline;
+        let harness = Harness::spawn(program, args, launch, &options.budget.cancel)?;
+        let deadline = options.budget.deadline;
+        let terminals = Terminals::fenced(launch.netns, launch.inside.clone(), options.budget.cancel.clone());
         Ok(Session {
             harness,
             workspace,
@@ -201,7 +210,7 @@ impl Session {
             options,
             deadline,
             next_id: 0,
-            terminals: Terminals::fenced(launch.netns, launch.inside.clone()),
+            terminals,
             exit_waits: Vec::new(),
             record: Vec::new(),
             record_truncated: false,
@@ -319,10 +328,14 @@ impl Session {
         if Instant::now() >= limit {
             return Err(expired());
         }
+        if let Some(why) = self.options.budget.cancelled() {
+            return Err(Fault::Interrupted(crate::budget::describe(why)));
+        }
         // With a `wait_for_exit` outstanding, wake every 10 ms to see whether its
-        // terminal has exited.
+        // terminal has exited; else every tick, to see whether the budget was cancelled.
         self.answer_exit_waits()?;
-        let wake = if self.exit_waits.is_empty() { limit } else { limit.min(Instant::now() + Duration::from_millis(10)) };
+        let tick = if self.exit_waits.is_empty() { CANCEL_TICK } else { Duration::from_millis(10) };
+        let wake = limit.min(Instant::now() + tick);
         let Some(event) = self.harness.next_event(wake) else {
             if wake < limit {
                 return Ok(None);
@@ -647,9 +660,11 @@ impl Session {
 
     /// Ends the harness (see [`Harness::teardown`]) and every terminal it left running.
     pub fn teardown(&mut self, grace: Duration) -> Teardown {
-        // Past the session's deadline there is no time for a clean exit on EOF: SIGTERM at
-        // once, so the report follows the deadline by the grace at most.
-        let teardown = if self.deadline.expired() { self.harness.terminate(grace) } else { self.harness.teardown(grace) };
+        // Past the session's deadline, or once the run is cancelled, there is no time for a
+        // clean exit on EOF: SIGTERM at once, so the report follows the deadline (or the
+        // signal) by the grace at most.
+        let stop_now = self.deadline.expired() || self.options.budget.cancelled().is_some();
+        let teardown = if stop_now { self.harness.terminate(grace) } else { self.harness.teardown(grace) };
         self.terminals.kill_all();
         teardown
     }
@@ -678,7 +693,7 @@ mod tests {
         let script = format!("printf '%s\\n' {}; cat > /dev/null", lines.iter().map(|l| format!("'{l}'")).collect::<Vec<_>>().join(" "));
         let command = ["sh".into(), "-c".into(), script.into()];
         let options =
-            Options { permission: PermissionPolicy::Allow, terminals: false, fs: true, deadline: Deadline::after(Duration::from_secs(20)) };
+            Options { permission: PermissionPolicy::Allow, terminals: false, fs: true, budget: Budget::after(Duration::from_secs(20)) };
         Session::start(&command, options).expect("the harness starts")
     }
 

@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::budget::Cancel;
 use checkfu_wire_sandbox::process::{inherit_on_exec, Group, Signal};
 
 /// The longest line the runner reads from a harness (the same limit as `decode`); a longer
@@ -184,8 +185,10 @@ impl Harness {
     /// Starts `program` with `args` in the launch's directory, by default the caller's (so
     /// relative paths in the command mean what they mean to the person typing it), with a
     /// `PWD` that names it ([`working_directory`]), in a new process group whose id is its pid.
-    pub fn spawn(program: &std::ffi::OsStr, args: &[std::ffi::OsString], launch: &Launch) -> io::Result<Harness> {
-        crate::interrupt::check("start the harness")?;
+    /// Refused once `cancel` (the run's) is; the harness's group is stopped when a signal
+    /// cancels it.
+    pub fn spawn(program: &std::ffi::OsStr, args: &[std::ffi::OsString], launch: &Launch, cancel: &Cancel) -> io::Result<Harness> {
+        cancel.check("start the harness")?;
         let mut command = Command::new(program);
         command.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         if let Some(dir) = &launch.cwd {
@@ -208,7 +211,7 @@ impl Harness {
             inherit_on_exec(&mut command, std::os::fd::AsRawFd::as_raw_fd(fd));
         }
         // In a process group of its own, registered with `crate::interrupt`.
-        let mut group = Group::spawn(&mut command)?;
+        let mut group = Group::spawn(&mut command, cancel)?;
         drop(inherited);
         let pid = group.id();
         let (Some(stdin), Some(stdout), Some(stderr)) = group.take_stdio() else {
@@ -439,7 +442,7 @@ mod tests {
     /// gets: (`PWD`, `OLDPWD`). Read with `env`, not a shell, which would mend a `PWD` that
     /// does not name its directory.
     fn seen(launch: &Launch) -> (Option<String>, Option<String>) {
-        let mut harness = Harness::spawn("env".as_ref(), &[], launch).expect("env starts");
+        let mut harness = Harness::spawn("env".as_ref(), &[], launch, &Cancel::new()).expect("env starts");
         let until = Instant::now() + Duration::from_secs(20);
         let (mut pwd, mut oldpwd) = (None, None);
         while let Some(Event::Line(line)) = harness.next_event(until) {

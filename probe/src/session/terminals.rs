@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::budget::Cancel;
 use checkfu_wire::decode::tables::Method;
 use checkfu_wire_sandbox::process::{inherit_on_exec, Group, Signal};
 
@@ -87,13 +88,15 @@ pub struct Terminals {
     netns: Option<checkfu_wire_sandbox::fence::Join>,
     /// The image the harness runs in, where its commands run too.
     inside: Option<Arc<Inside>>,
+    /// The run's cancellation: a signal stops every command's group, and none starts after.
+    cancel: Cancel,
 }
 
 impl Terminals {
     /// Terminals whose commands join `netns` (the harness's fence), if any, and run in the
-    /// harness's image, if it has one.
-    pub fn fenced(netns: Option<checkfu_wire_sandbox::fence::Join>, inside: Option<Arc<Inside>>) -> Terminals {
-        Terminals { netns, inside, ..Terminals::default() }
+    /// harness's image, if it has one, each spawned under `cancel` (the run's).
+    pub fn fenced(netns: Option<checkfu_wire_sandbox::fence::Join>, inside: Option<Arc<Inside>>, cancel: Cancel) -> Terminals {
+        Terminals { netns, inside, cancel, ..Terminals::default() }
     }
 }
 
@@ -199,8 +202,8 @@ impl Terminals {
         if let Some(fd) = self.netns {
             checkfu_wire_sandbox::fence::join_on_exec(&mut spawn, fd);
         }
-        // In a process group of its own, registered with `crate::interrupt`.
-        let mut group = Group::spawn(&mut spawn).map_err(|e| (-32603, format!("cannot run `{command}`: {e}")))?;
+        // In a process group of its own, registered with `crate::interrupt` under the run's token.
+        let mut group = Group::spawn(&mut spawn, &self.cancel).map_err(|e| (-32603, format!("cannot run `{command}`: {e}")))?;
         let output = Arc::new(Mutex::new(Tail::new(limit)));
         let mut readers = Vec::new();
         let (_, stdout, stderr) = group.take_stdio();

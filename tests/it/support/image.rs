@@ -6,9 +6,9 @@
 //! page's one-shot flags, which the benchmark shares (`tests/benches/image.rs` includes this
 //! file). Only `std` and the probe's image module: nothing of a test binary's own.
 
+use checkfu_wire_probe::Budget;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use checkfu_wire_probe::image::tools::{self, Builder, BuilderKind, Registry, RegistryOptions};
 use checkfu_wire_probe::image::{ImageReference, TempDir};
@@ -197,9 +197,9 @@ impl Served {
     pub fn build(context: &Path, name: &str) -> Served {
         let builder = Builder::new(BuilderKind::Buildah).expect("buildah");
         let tag = format!("localhost/{name}:1");
-        tools::build(&builder, context, None, &tag, Instant::now() + tools::TOOL_TIMEOUT).expect("build");
-        let registry = Registry::start(RegistryOptions::default()).expect("registry");
-        let reference = tools::push(&builder, &tag, &registry, Instant::now() + tools::TOOL_TIMEOUT).expect("push");
+        tools::build(&builder, context, None, &tag, &Budget::after(tools::TOOL_TIMEOUT)).expect("build");
+        let registry = Registry::start(RegistryOptions::default(), &Budget::after(tools::TOOL_TIMEOUT)).expect("registry");
+        let reference = tools::push(&builder, &tag, &registry, &Budget::after(tools::TOOL_TIMEOUT)).expect("push");
         Served { registry: Some(registry), reference, builder: Some(builder), tag }
     }
 
@@ -210,7 +210,7 @@ impl Served {
         let port = registry.port();
         registry.stop().expect("the registry stops");
         let builder = self.builder.take().expect("builder");
-        tools::remove_image(&builder, &self.tag).expect("rmi");
+        tools::remove_image(&builder, &self.tag, &Budget::after(tools::QUICK_TIMEOUT)).expect("rmi");
         builder.remove_storage().expect("storage");
         port
     }
@@ -220,7 +220,7 @@ impl Drop for Served {
     fn drop(&mut self) {
         drop(self.registry.take());
         if let Some(builder) = self.builder.take() {
-            let _ = tools::remove_image(&builder, &self.tag);
+            let _ = tools::remove_image(&builder, &self.tag, &Budget::after(tools::QUICK_TIMEOUT));
             let _ = builder.remove_storage();
         }
     }
