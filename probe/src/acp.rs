@@ -20,6 +20,7 @@ mod delegation;
 mod flight;
 mod lane;
 mod live;
+mod structured;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -32,7 +33,7 @@ use crate::error::ProbeError;
 use crate::image::run::PreparedImage;
 use crate::options::{RunOptions, TOKEN_FILE};
 use crate::outcome::{Kind, Outcome, Reason};
-use crate::plane::safe_output_schema;
+use crate::plane::{probe_output_schema, safe_output_schema};
 use crate::relay::{Relay, Script};
 use crate::report::acp::{AcpReport, Admission, Cancellation, Drain, HarnessInfo, Wire};
 use crate::report::process::{teardown_fault, ProcessEnd};
@@ -56,6 +57,8 @@ const STEER_METHOD: &str = Method::CheckfuSessionSteer.name();
 const INTERRUPT_METHOD: &str = Method::CheckfuSessionInterrupt.name();
 const OPT_IN_INTERRUPT: &str = catalog::Check::CooperativeInterruptDrained.name();
 const READY_CHECK: &str = catalog::Check::ReadyHandshake.name();
+/// The `session/new` member that carries the output schema.
+const OUTPUT_SCHEMA: &str = "checkfu.output_schema";
 /// The reason of every turn check when no prompt was sent (the report's: the spine uses it too).
 pub use crate::report::NO_TURN;
 
@@ -214,6 +217,9 @@ fn authority_meta(options: &AcpOptions, run: &RunOptions) -> Result<Map<String, 
     }
     if let Some(schema) = &run.output_schema {
         safe_output_schema(schema)?;
+        // The `structured_output` step validates final values against it: a schema that
+        // does not compile is a usage error now, as in the one-shot lane.
+        jsonschema::validator_for(schema).map_err(|e| ProbeError::invalid("--output-schema cannot be compiled", e))?;
         meta.insert("checkfu.output_schema".into(), schema.clone());
     }
     let probe = json!({"jsonrpc": "2.0", "id": 0, "method": NEW_SESSION,
@@ -258,8 +264,17 @@ pub(crate) fn run(checked: Checked<'_>, command: Vec<OsString>, stage: &mut Stag
     run.admission.judged_against = "envelope";
     run.admission.envelope = checked.envelope.values.iter().map(|(a, v)| ((*a).to_owned(), json!(v))).collect();
     let admitted = run.initialize(checked.envelope);
+    let mut meta = checked.meta;
+    if admitted.as_ref().and_then(structured::declared).is_some() {
+        // A declared structured output is exercised whether or not the author gave a schema.
+        meta.entry(OUTPUT_SCHEMA).or_insert_with(probe_output_schema);
+    }
+    run.output_schema = meta.get(OUTPUT_SCHEMA).cloned();
+    if let Some(schema) = &run.output_schema {
+        run.stage.plane.relay.expect_schema(schema.clone());
+    }
     let session_id = match &admitted {
-        Some(_) => run.start_session(checked.meta),
+        Some(_) => run.start_session(meta),
         None => {
             run.stage.steps.skipped(StepName::SessionStart, "the initialize handshake failed");
             None
@@ -269,11 +284,13 @@ pub(crate) fn run(checked: Checked<'_>, command: Vec<OsString>, stage: &mut Stag
         (Some(admitted), Some(session_id)) => {
             run.prompt(admitted, &session_id);
             run.delegation(admitted);
+            run.structured_output(admitted, &session_id);
             run.cancellation(&session_id);
         }
         (_, _) => {
             run.stage.steps.skipped(StepName::PromptExchange, "no session was started");
             run.stage.steps.skipped(StepName::SubagentDelegation, "no session was started");
+            run.stage.steps.skipped(StepName::StructuredOutput, "no session was started");
             run.stage.steps.skipped(StepName::Cancellation, "no session was started");
         }
     }
@@ -368,6 +385,8 @@ struct Run<'o, 's, 'a, 'p> {
     /// The `checkfu.compaction` members of the harness's updates, set against the record
     /// under an enforced window ([`verdict::compaction`]).
     compaction_claims: verdict::compaction::Claims,
+    /// The `checkfu.output_schema` `session/new` carried, when it carried one.
+    output_schema: Option<Value>,
 }
 
 impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
@@ -397,6 +416,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             steer_sent_ms: None,
             steer_ack: None,
             compaction_claims: verdict::compaction::Claims::default(),
+            output_schema: None,
         }
     }
 
@@ -767,6 +787,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
                     || steps.iter().any(|(name, step)| name.name() == proof && step.status() == StepStatus::Passed)
             };
             self.admission.realized = realized(admitted, &passed);
+            self.admission.realized_mechanisms = realized_mechanisms(admitted, &passed);
             self.admission.not_exercised = not_exercised(admitted);
         }
         self.trace = Some(trace);
@@ -805,6 +826,13 @@ fn realized(admitted: &AdmittedCapabilities, passed: &dyn Fn(&str) -> bool) -> M
             ((*axis).to_owned(), json!(value))
         })
         .collect()
+}
+
+/// The declared mechanism members whose proof passed in this run, member → value: a
+/// mechanism is recorded on declaration, and realized only when exercised.
+fn realized_mechanisms(admitted: &AdmittedCapabilities, passed: &dyn Fn(&str) -> bool) -> Map<String, Value> {
+    let proved = admitted.mechanisms().iter().filter(|(m, _)| m.proof.is_some_and(passed));
+    proved.map(|(m, value)| (m.member.to_owned(), json!(value))).collect()
 }
 
 /// The declared mechanism values no step of the probe exercises yet, as `member: value`.

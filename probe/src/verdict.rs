@@ -16,6 +16,7 @@ pub mod compaction;
 pub mod delegation;
 pub mod in_flight;
 pub mod steer;
+pub mod structured;
 
 use serde_json::Value;
 
@@ -307,6 +308,8 @@ pub(crate) mod tests {
             paced: None,
             structured_output: None,
             structured_digest: None,
+            schema_exact: None,
+            structured_broken: false,
             tool_called: None,
             token_returned: false,
             bodies: None,

@@ -89,6 +89,15 @@ pub struct Call {
     /// probe can tell that a final answer is that value and not one the harness made up.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub structured_digest: Option<String>,
+    /// Against the output schema the session carries ([`super::Relay::expect_schema`]):
+    /// whether the request asked for exactly it. `null` when the relay was told none, or
+    /// the request asked for no structured answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schema_exact: Option<bool>,
+    /// The call was answered with the turn's broken value ([`super::Relay::break_first`]).
+    /// Written only when true.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub structured_broken: bool,
     /// The tool the model called in its answer.
     #[serde(skip)]
     pub tool_called: Option<String>,

@@ -143,6 +143,8 @@ fn the_probe_binding_compares_dialects_as_variants_and_reports_names() {
         paced: None,
         structured_output: None,
         structured_digest: None,
+        schema_exact: None,
+        structured_broken: false,
         tool_called: None,
         token_returned: false,
         bodies: None,

@@ -85,4 +85,6 @@ mod reference_graphs;
 mod relay;
 mod sdk_traffic;
 #[cfg(feature = "cli")]
+mod structured;
+#[cfg(feature = "cli")]
 mod unprivileged_fence;

@@ -128,6 +128,9 @@ pub struct Admission {
     /// The set with each evidence-gated promotion kept only if its case passed in this run.
     /// Local and unsigned: indicative, never a qualification.
     pub realized: Map<String, Value>,
+    /// The declared mechanism members whose step passed in this run, member → value
+    /// (`mechanisms` records them all on declaration).
+    pub realized_mechanisms: Map<String, Value>,
     /// Declared mechanism values (`member: value`) that no step of the probe exercises yet:
     /// recorded, never believed, never realized.
     #[serde(skip_serializing_if = "Vec::is_empty")]

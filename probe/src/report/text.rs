@@ -94,6 +94,9 @@ fn acp_tail(out: &mut String, r: &AcpReport, report: &Report) {
         let _ = writeln!(out, "admission refused: {error}");
     }
     let _ = writeln!(out, "realized {}", Value::Object(admission.realized.clone()));
+    if !admission.mechanisms.is_empty() {
+        let _ = writeln!(out, "realized mechanisms {}", Value::Object(admission.realized_mechanisms.clone()));
+    }
     if !admission.not_exercised.is_empty() {
         let _ = writeln!(out, "declared, not exercised (no step yet; never realized): {}", admission.not_exercised.join(", "));
     }
