@@ -310,6 +310,7 @@ pub(crate) mod tests {
             structured_digest: None,
             schema_exact: None,
             structured_broken: false,
+            nonce_anywhere: true,
             tool_called: None,
             token_returned: false,
             bodies: None,

@@ -752,6 +752,7 @@ fn serve(activity: &Activity, admitted: Admitted<'_>, started: Instant) -> Respo
     let schema_exact = expected.as_ref().and_then(|schema| exact_structured(&json, &mut turn, schema, state.broken_served));
     let nonce_in_request = !state.nonce.is_empty() && turn.latest_user_text().is_some_and(|t| t.contains(&state.nonce));
     let earlier_reply_in_request = state.earlier_replies.iter().any(|t| bounds::strings_contain(&json, t));
+    let nonce_anywhere = !state.nonce.is_empty() && bounds::strings_contain(&json, &state.nonce);
     let steer_in_request = lock(&shared.steer).as_ref().is_some_and(|t| bounds::strings_contain(&json, t));
     let size = json.as_object().map(|body| estimate::of(dialect, body)).unwrap_or_default();
     turn.input_tokens = size.tokens;
@@ -763,7 +764,8 @@ fn serve(activity: &Activity, admitted: Admitted<'_>, started: Instant) -> Respo
         Ok(answer) => answer,
         Err(unanswered) => return refuse(activity, &path, shape, unanswered.status, unanswered.kind, unanswered.reason),
     };
-    let (played, pace) = pace::apply(played, state.pace);
+    let structured_text = structured_broken || decision.structured_digest.is_some();
+    let (played, pace) = pace::apply(played, state.pace, structured_text);
     let sequence = shared.sequence.fetch_add(1, Ordering::Relaxed) + 1;
     let mut call = Call {
         dialect: dialect.dialect(),
@@ -787,6 +789,7 @@ fn serve(activity: &Activity, admitted: Admitted<'_>, started: Instant) -> Respo
         structured_digest: decision.structured_digest,
         schema_exact,
         structured_broken,
+        nonce_anywhere,
         tool_called: decision.tool_called.map(|t| record::capped(&t, record::MAX_NAME)),
         token_returned: decision.token_returned,
         bodies: None,

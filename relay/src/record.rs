@@ -98,6 +98,11 @@ pub struct Call {
     /// Written only when true.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub structured_broken: bool,
+    /// The turn's nonce is in the request anywhere (any string: an earlier user turn, a
+    /// system message): the call belongs to the conversation the prompt started, not to a
+    /// fresh one of its own such as a subagent's.
+    #[serde(skip)]
+    pub nonce_anywhere: bool,
     /// The tool the model called in its answer.
     #[serde(skip)]
     pub tool_called: Option<String>,

@@ -405,7 +405,7 @@ impl Agent {
         }
         let answer = match (self.s.no_model, self.structured()) {
             (true, _) => format!("You said: {prompt}"),
-            (false, Some(submit)) => self.structured_answer(prompt, submit),
+            (false, Some(submit)) => self.structured_answer(session, prompt, submit),
             (false, None) => self.ask_model(session, prompt),
         };
         if self.mid_call.cancelled && !self.s.ignore_cancel {
@@ -672,9 +672,7 @@ impl Agent {
             }
             match answer {
                 model::Answer::Text(text) => {
-                    let steer =
-                        self.pending_steer.take().filter(|_| !self.s.drop_steer && !self.mid_call.draining && !self.mid_call.cancelled);
-                    let Some(steer) = steer else { return text + &notes };
+                    let Some(steer) = self.steer_to_pass_on() else { return text + &notes };
                     // The model's answer is shown, then the steer goes to it as the user's words.
                     self.update(session, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}));
                     conversation.follow_up(&text, &steer);
@@ -711,7 +709,7 @@ impl Agent {
     /// twins: `--schema-unsent` asks without the schema and wraps the answer in a value of its
     /// own; `--accept-invalid` emits whatever came first. Tools other than the submit tool are
     /// not run here.
-    fn structured_answer(&mut self, prompt: &str, submit: bool) -> String {
+    fn structured_answer(&mut self, session: &str, prompt: &str, submit: bool) -> String {
         let Some(addr) = model::relay_addr() else { return String::from("(no relay: ANTHROPIC_BASE_URL is not set)") };
         let Some(dialect) = model::Dialect::parse(&self.s.dialect) else { return format!("(unknown dialect {})", self.s.dialect) };
         let schema = self.output_schema.clone().unwrap_or(Value::Null);
@@ -732,23 +730,38 @@ impl Agent {
                         Ok(value) => errors(&value),
                         Err(e) => format!("not JSON: {e}"),
                     };
-                    if broken.is_empty() || self.s.accept_invalid {
-                        return text;
+                    if !(broken.is_empty() || self.s.accept_invalid) {
+                        let correction = format!("That answer breaks the output schema ({broken}). Answer again, following it.");
+                        conversation.follow_up(&text, &correction);
+                        continue;
                     }
-                    conversation.follow_up(&text, &format!("That answer breaks the output schema ({broken}). Answer again, following it."));
+                    let Some(steer) = self.steer_to_pass_on() else { return text };
+                    // The value is shown, then the steer goes to the model as the user's words.
+                    self.update(session, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}));
+                    conversation.follow_up(&text, &steer);
                 }
                 model::Answer::Tool { id, name, input } if name == model::SUBMIT_TOOL => {
                     let broken = errors(&input);
-                    if broken.is_empty() || self.s.accept_invalid {
-                        return input.to_string();
+                    if !(broken.is_empty() || self.s.accept_invalid) {
+                        conversation.tool_result(&id, &format!("Rejected: the submission breaks the output schema ({broken}). Submit again."));
+                        continue;
                     }
-                    conversation.tool_result(&id, &format!("Rejected: the submission breaks the output schema ({broken}). Submit again."));
+                    let Some(steer) = self.steer_to_pass_on() else { return input.to_string() };
+                    self.update(session, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": input.to_string()}}));
+                    conversation.tool_result(&id, "Accepted.");
+                    conversation.user(&steer);
                 }
                 model::Answer::Tool { id, .. } => conversation.tool_result(&id, "(this tool is not run while a final value is due)"),
                 model::Answer::Refused(status, body) => return format!("(the model call was refused: {status} {body})"),
             }
         }
         String::from("(the model gave no value that follows the output schema)")
+    }
+
+    /// The steer acknowledged `delivered` and not yet passed on, unless `--drop-steer`, or a
+    /// drain or a cancel stopped the turn.
+    fn steer_to_pass_on(&mut self) -> Option<String> {
+        self.pending_steer.take().filter(|_| !self.s.drop_steer && !self.mid_call.draining && !self.mid_call.cancelled)
     }
 
     /// One model call, reading the client meanwhile: a cancel closes the call (unless

@@ -353,6 +353,14 @@ impl Conversation {
         }
     }
 
+    /// Goes on with the user's `words` (after a tool's result).
+    pub fn user(&mut self, words: &str) {
+        self.history.push(match self.dialect {
+            Dialect::Anthropic | Dialect::Chat => json!({"role": "user", "content": words}),
+            Dialect::Responses => json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": words}]}),
+        });
+    }
+
     /// Sends a tool's result back in the dialect's way.
     pub fn tool_result(&mut self, id: &str, output: &str) {
         self.history.push(match self.dialect {

@@ -145,6 +145,7 @@ fn the_probe_binding_compares_dialects_as_variants_and_reports_names() {
         structured_digest: None,
         schema_exact: None,
         structured_broken: false,
+        nonce_anywhere: true,
         tool_called: None,
         token_returned: false,
         bodies: None,

@@ -27,7 +27,9 @@ fn structured_calls(run: &Run) -> Vec<Value> {
 
 #[test]
 fn response_format_served_honestly_passes_on_the_probes_own_schema() {
-    let run = probe(&[], "subagents,structured_output", &[]);
+    // Beside a steer and a subagent: the steer reaches the model after the value, and the
+    // subagent asks without the schema.
+    let run = probe(&[], "subagents,steer,interrupt,structured_output", &[]);
     assert_eq!(run.status, 0, "{}", run.pretty());
     assert_eq!(run.step("structured_output").0, "passed", "{}", run.pretty());
     assert_eq!(run.json["admission"]["realized_mechanisms"], json!({"structured_output": "response_format"}));
@@ -59,7 +61,7 @@ fn submit_tool_served_honestly_passes_with_the_authors_schema() {
     let authored = json!({"type": "object", "properties": {"verdict": {"enum": ["ok", "not ok"]}, "note": {"type": "string"}},
         "required": ["verdict", "note"], "additionalProperties": false});
     std::fs::write(&schema, authored.to_string()).expect("schema");
-    let run = probe(&["--output-schema", &schema], "structured_output=submit_tool", &[]);
+    let run = probe(&["--output-schema", &schema], "subagents,steer,structured_output=submit_tool", &["--dialect", "anthropic_messages"]);
     assert_eq!(run.status, 0, "{}", run.pretty());
     assert_eq!(run.step("structured_output").0, "passed", "{}", run.pretty());
     assert_eq!(run.json["admission"]["realized_mechanisms"], json!({"structured_output": "submit_tool"}));

@@ -71,7 +71,7 @@ pub enum StructuredMiss {
     )]
     NoSubmitTool { way: String },
     #[error(
-        "declared `structured_output: submit_tool`, and the submit tool was offered to {calls} call(s) that do not carry their turn's prompt (a subagent's or a side call's): it is not the parent's alone"
+        "declared `structured_output: submit_tool`, and the submit tool was offered to {calls} call(s) outside the conversation the turn's prompt started (a subagent's or a side call's: its nonce is nowhere in them): it is not the parent's alone"
     )]
     NotParentOnly { calls: usize },
     #[error("the relay never served the broken first answer it held for the turn: no request asked for the schema while one was due")]
@@ -126,7 +126,9 @@ pub fn judge(mechanism: Mechanism, turn: &Turn<'_>) -> Result<(), StructuredMiss
             if !asked.iter().any(|c| c.structured_output == Some(tool) && exact(c)) {
                 return Err(StructuredMiss::NoSubmitTool { way: way(first) });
             }
-            let elsewhere = turn.calls.iter().chain(turn.earlier).filter(|c| c.structured_output == Some(tool) && exact(c) && !c.nonce_in_request);
+            // A call whose request holds the turn's nonce nowhere is not of the conversation the
+            // prompt started: a subagent's, or a side call's.
+            let elsewhere = turn.calls.iter().chain(turn.earlier).filter(|c| c.structured_output == Some(tool) && exact(c) && !c.nonce_anywhere);
             let count = elsewhere.count();
             if count > 0 {
                 return Err(StructuredMiss::NotParentOnly { calls: count });
@@ -239,6 +241,7 @@ mod tests {
         call.structured_broken = broken;
         call.structured_digest = served.map(crate::relay::digest);
         call.nonce_in_request = true;
+        call.nonce_anywhere = true;
         call
     }
 
@@ -265,6 +268,7 @@ mod tests {
             structured_digest: None,
             schema_exact: None,
             structured_broken: false,
+            nonce_anywhere: false,
             tool_called: None,
             token_returned: false,
             bodies: None,
@@ -320,6 +324,11 @@ mod tests {
         assert!(matches!(judged(Mechanism::SubmitTool, &native, ""), Err(StructuredMiss::NoSubmitTool { .. })));
         let mut subagent = call(Some("tool"), true, false, None);
         subagent.nonce_in_request = false;
+        subagent.nonce_anywhere = false;
+        let mut steered = call(Some("tool"), true, false, Some(&good));
+        steered.nonce_in_request = false;
+        let followed = [call(Some("tool"), true, true, None), steered];
+        assert_eq!(judged(Mechanism::SubmitTool, &followed, r#"{"answer":"cfr-1"}"#), Ok(()), "a steered parent call is the parent's");
         let offered = [call(Some("tool"), true, true, None), subagent];
         assert_eq!(judged(Mechanism::SubmitTool, &offered, ""), Err(StructuredMiss::NotParentOnly { calls: 1 }));
     }
