@@ -79,7 +79,13 @@ fn json_schema(format: Option<&Value>) -> Option<&Value> {
 /// The schema a request body asks the answer to follow, if any.
 pub fn detect(body: &Value) -> Option<Structured> {
     let text_way = |way: Way, schema: Option<&Value>| {
-        schema.filter(|s| s.is_object() || s.is_boolean()).map(|s| Structured { way, schema: s.clone(), tool: None, answered: false, submissions: 0 })
+        schema.filter(|s| s.is_object() || s.is_boolean()).map(|s| Structured {
+            way,
+            schema: s.clone(),
+            tool: None,
+            answered: false,
+            submissions: 0,
+        })
     };
     if let Some(format) = json_schema(body.pointer("/text/format")) {
         if let Some(found) = text_way(TEXT_FORMAT, format.get("schema")) {
@@ -690,9 +696,12 @@ mod tests {
         assert_eq!(detect(&first), None, "no name nor tool_choice says which tool submits");
         let found = exact_tool(&first, &schema).expect("the submit tool");
         assert_eq!((found.way, found.tool.as_deref(), found.submissions, found.answered), (TOOL, Some("submit_result"), 0, false));
-        let submit = |id: &str| json!({"role": "assistant", "content": [{"type": "tool_use", "id": id, "name": "submit_result", "input": {}}]});
-        let rejected = |id: &str| json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "is_error": true, "content": "no"}]});
-        let again = json!({"tools": tools, "messages": [{"role": "user", "content": "q"}, submit("a"), rejected("a"), submit("b"), rejected("b")]});
+        let submit =
+            |id: &str| json!({"role": "assistant", "content": [{"type": "tool_use", "id": id, "name": "submit_result", "input": {}}]});
+        let rejected =
+            |id: &str| json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "is_error": true, "content": "no"}]});
+        let again =
+            json!({"tools": tools, "messages": [{"role": "user", "content": "q"}, submit("a"), rejected("a"), submit("b"), rejected("b")]});
         assert_eq!(exact_tool(&again, &schema).map(|s| s.submissions), Some(2));
         assert_eq!(exact_tool(&first, &json!({"type": "string"})), None, "no tool takes another schema");
     }

@@ -743,11 +743,15 @@ impl Agent {
                 model::Answer::Tool { id, name, input } if name == model::SUBMIT_TOOL => {
                     let broken = errors(&input);
                     if !(broken.is_empty() || self.s.accept_invalid) {
-                        conversation.tool_result(&id, &format!("Rejected: the submission breaks the output schema ({broken}). Submit again."));
+                        conversation
+                            .tool_result(&id, &format!("Rejected: the submission breaks the output schema ({broken}). Submit again."));
                         continue;
                     }
                     let Some(steer) = self.steer_to_pass_on() else { return input.to_string() };
-                    self.update(session, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": input.to_string()}}));
+                    self.update(
+                        session,
+                        json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": input.to_string()}}),
+                    );
                     conversation.tool_result(&id, "Accepted.");
                     conversation.user(&steer);
                 }

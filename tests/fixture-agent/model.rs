@@ -229,8 +229,12 @@ impl Conversation {
                 let description = "Submits the final answer";
                 let tool = match dialect {
                     Dialect::Anthropic => json!({"name": SUBMIT_TOOL, "description": description, "input_schema": schema}),
-                    Dialect::Chat => json!({"type": "function", "function": {"name": SUBMIT_TOOL, "description": description, "parameters": schema}}),
-                    Dialect::Responses => json!({"type": "function", "name": SUBMIT_TOOL, "description": description, "parameters": schema}),
+                    Dialect::Chat => {
+                        json!({"type": "function", "function": {"name": SUBMIT_TOOL, "description": description, "parameters": schema}})
+                    }
+                    Dialect::Responses => {
+                        json!({"type": "function", "name": SUBMIT_TOOL, "description": description, "parameters": schema})
+                    }
                 };
                 if let Some(tools) = body.get_mut("tools").and_then(Value::as_array_mut) {
                     tools.push(tool);

@@ -25,6 +25,16 @@ fn structured_calls(run: &Run) -> Vec<Value> {
     calls.into_iter().filter(|c| c["turn"] == 2).collect()
 }
 
+/// `run` failed on `structured_output`, naming the declared `value` and saying `fact`, and
+/// realized no mechanism.
+fn fails_naming(run: &Run, value: &str, fact: &str) {
+    assert_eq!(run.status, 1, "{}", run.pretty());
+    let (status, reason) = run.step("structured_output");
+    assert_eq!(status, "failed", "{}", run.pretty());
+    assert!(reason.contains(&format!("`structured_output: {value}`")) && reason.contains(fact), "{reason}");
+    assert_eq!(run.json["admission"]["realized_mechanisms"], json!({}));
+}
+
 #[test]
 fn response_format_served_honestly_passes_on_the_probes_own_schema() {
     // Beside a steer and a subagent: the steer reaches the model after the value, and the
@@ -35,7 +45,10 @@ fn response_format_served_honestly_passes_on_the_probes_own_schema() {
     assert_eq!(run.json["admission"]["realized_mechanisms"], json!({"structured_output": "response_format"}));
     let calls = structured_calls(&run);
     let first = calls.iter().find(|c| c["structured_output"].is_string()).expect("a structured call");
-    assert_eq!((&first["structured_output"], &first["schema_exact"], &first["structured_broken"]), (&json!("response_format"), &json!(true), &json!(true)));
+    assert_eq!(
+        (&first["structured_output"], &first["schema_exact"], &first["structured_broken"]),
+        (&json!("response_format"), &json!(true), &json!(true))
+    );
     assert!(calls.iter().any(|c| c["structured_digest"].is_string()), "a repaired answer was served: {calls:?}");
     // The prompt exchange and the subagents are judged on the first turn, which the relay
     // answered truly, under the same schema.
@@ -46,11 +59,7 @@ fn response_format_served_honestly_passes_on_the_probes_own_schema() {
 #[test]
 fn a_harness_that_never_passes_the_schema_fails_naming_the_value() {
     let run = probe(&[], "structured_output", &["--schema-unsent"]);
-    assert_eq!(run.status, 1, "{}", run.pretty());
-    let (status, reason) = run.step("structured_output");
-    assert_eq!(status, "failed");
-    assert!(reason.contains("`structured_output: response_format`") && reason.contains("never passed `checkfu.output_schema`"), "{reason}");
-    assert_eq!(run.json["admission"]["realized_mechanisms"], json!({}));
+    fails_naming(&run, "response_format", "never passed `checkfu.output_schema`");
     assert!(structured_calls(&run).iter().all(|c| c.get("structured_output").is_none()));
 }
 
@@ -74,16 +83,10 @@ fn submit_tool_served_honestly_passes_with_the_authors_schema() {
 #[test]
 fn a_harness_that_accepts_an_invalid_submission_fails_naming_the_value() {
     let run = probe(&[], "structured_output=submit_tool", &["--accept-invalid"]);
-    assert_eq!(run.status, 1, "{}", run.pretty());
-    let (status, reason) = run.step("structured_output");
-    assert_eq!(status, "failed");
-    assert!(reason.contains("`structured_output: submit_tool`") && reason.contains("broken submission reached the output"), "{reason}");
-    assert_eq!(run.json["admission"]["realized_mechanisms"], json!({}));
+    fails_naming(&run, "submit_tool", "broken submission reached the output");
     // The same twin under `response_format` emits the broken answer as final.
     let run = probe(&[], "structured_output", &["--accept-invalid"]);
-    assert_eq!(run.status, 1, "{}", run.pretty());
-    let reason = run.step("structured_output").1.to_owned();
-    assert!(reason.contains("the final value is the model's broken first answer, emitted unvalidated"), "{reason}");
+    fails_naming(&run, "response_format", "the final value is the model's broken first answer, emitted unvalidated");
 }
 
 #[test]
@@ -93,4 +96,24 @@ fn undeclared_the_step_is_skipped_and_no_schema_is_sent() {
     assert_eq!(run.step("structured_output"), ("skipped", "`structured_output` is not declared"));
     let calls = run.plane()["calls"].as_array().cloned().unwrap_or_default();
     assert!(calls.iter().all(|c| c.get("structured_output").is_none()), "{calls:?}");
+}
+
+/// The TypeScript SDK agent (`tests/fixture-agent/ts/agent.mjs`) with `--structured
+/// response_format`: honest, it passes and realizes the value; with `--accept-invalid` it shows
+/// the broken first answer as its final value, and fails naming the value. Run when
+/// `CHECKFU_TS_AGENT` names an installed copy.
+#[test]
+#[cfg_attr(
+    not(checkfu_ts_agent),
+    ignore = "CHECKFU_TS_AGENT is not set: run tests/fixture-agent/ts/install.sh DIR and set it to DIR/agent.mjs"
+)]
+fn the_typescript_sdk_agent_serves_response_format_and_its_twin_fails() {
+    let agent = std::env::var("CHECKFU_TS_AGENT").expect("CHECKFU_TS_AGENT was set when the tests were built, and is not now");
+    let options = ["--step-timeout", "5", "--no-cancellation"];
+    let honest = probe_support::probe(&options, &["node", &agent, "--structured", "response_format"]);
+    assert_eq!(honest.status, 0, "{}", honest.pretty());
+    assert_eq!(honest.step("structured_output").0, "passed", "{}", honest.pretty());
+    assert_eq!(honest.json["admission"]["realized_mechanisms"], json!({"structured_output": "response_format"}));
+    let twin = probe_support::probe(&options, &["node", &agent, "--structured", "response_format", "--accept-invalid"]);
+    fails_naming(&twin, "response_format", "broken first answer");
 }

@@ -62,7 +62,8 @@ impl Run<'_, '_, '_, '_> {
             Ok((turn, output)) => {
                 let calls = self.stage.plane.relay.calls(turn);
                 let judged = Turn { calls: &calls, earlier: &earlier, output: &output, validator: &validator, broken: &broken };
-                verdict::structured::judge(mechanism, &judged).map_or_else(|miss| Outcome::failed(Kind::NotServed, miss), |()| Outcome::Passed)
+                verdict::structured::judge(mechanism, &judged)
+                    .map_or_else(|miss| Outcome::failed(Kind::NotServed, miss), |()| Outcome::Passed)
             }
         };
         self.step(StepName::StructuredOutput, started, outcome);

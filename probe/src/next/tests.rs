@@ -77,7 +77,11 @@ fn a_declared_path_the_run_did_not_prove_makes_add_inexact() {
     let next = next_steps(&facts);
     assert_eq!(next.add_is_exact, Some(false));
     assert!(next.not_carried.is_empty());
-    assert!(next.advice.contains("the declaration says output_schema_flag: --output-schema and the run did not prove it"), "{}", next.advice);
+    assert!(
+        next.advice.contains("the declaration says output_schema_flag: --output-schema and the run did not prove it"),
+        "{}",
+        next.advice
+    );
     assert!(next.to_text().contains("next     declared, not proven by the run: output_schema_flag: --output-schema"));
     let json = serde_json::to_value(&next).expect("json");
     assert_eq!(json["unproven"], serde_json::json!(["output_schema_flag: --output-schema"]));

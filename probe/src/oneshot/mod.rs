@@ -120,9 +120,15 @@ pub(crate) fn run(
         Scratch(session::workspace::private_dir("checkfu-oneshot").map_err(|e| ProbeError::cannot_start("cannot prepare the run", e))?);
     // A declared output-schema flag is exercised whether or not the author gave a schema:
     // without one, the probe's own goes to the CLI.
-    let own = declaration.output_schema_flag.as_ref().filter(|_| stage.options.output_schema.is_none()).map(|_| crate::plane::probe_output_schema());
+    let own = declaration
+        .output_schema_flag
+        .as_ref()
+        .filter(|_| stage.options.output_schema.is_none())
+        .map(|_| crate::plane::probe_output_schema());
     let own_validator = match &own {
-        Some(schema) => Some(jsonschema::validator_for(schema).map_err(|e| ProbeError::invalid("the probe's output schema cannot be compiled", e))?),
+        Some(schema) => {
+            Some(jsonschema::validator_for(schema).map_err(|e| ProbeError::invalid("the probe's output schema cannot be compiled", e))?)
+        }
         None => None,
     };
     let schema_path = match stage.options.output_schema.as_ref().or(own.as_ref()) {

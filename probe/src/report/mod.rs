@@ -95,7 +95,8 @@ impl LaneReport {
             LaneReport::Acp(r) => {
                 let a = &r.admission;
                 let axes = a.admitted_axes.iter().filter(|axis| a.realized.get(**axis) != a.admitted.get(**axis));
-                let axes = axes.map(|axis| format!("{axis}: {}", a.admitted.get(*axis).and_then(serde_json::Value::as_str).unwrap_or_default()));
+                let axes =
+                    axes.map(|axis| format!("{axis}: {}", a.admitted.get(*axis).and_then(serde_json::Value::as_str).unwrap_or_default()));
                 let mechanisms = a.mechanisms.iter().filter(|(m, _)| !a.realized_mechanisms.contains_key(*m));
                 axes.chain(mechanisms.map(|(m, v)| format!("{m}: {}", v.as_str().unwrap_or_default()))).collect()
             }

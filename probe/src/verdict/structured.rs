@@ -14,7 +14,8 @@ use serde_json::Value;
 use crate::relay::Call;
 
 /// The response-format ways of the relay's record: a dialect's own field for a schema.
-const NATIVE_WAYS: &[&str] = &[crate::relay::structured::TEXT_FORMAT, crate::relay::structured::RESPONSE_FORMAT, crate::relay::structured::OUTPUT_FORMAT];
+const NATIVE_WAYS: &[&str] =
+    &[crate::relay::structured::TEXT_FORMAT, crate::relay::structured::RESPONSE_FORMAT, crate::relay::structured::OUTPUT_FORMAT];
 
 /// The most bytes of a turn's output that are searched for JSON values.
 pub const MAX_OUTPUT: usize = 256 * 1024;
@@ -113,7 +114,8 @@ pub fn judge(mechanism: Mechanism, turn: &Turn<'_>) -> Result<(), StructuredMiss
     let exact = |c: &&Call| c.schema_exact == Some(true);
     match mechanism {
         Mechanism::ResponseFormat => {
-            let native: Vec<&Call> = asked.iter().copied().filter(|c| c.structured_output.is_some_and(|w| NATIVE_WAYS.contains(&w))).collect();
+            let native: Vec<&Call> =
+                asked.iter().copied().filter(|c| c.structured_output.is_some_and(|w| NATIVE_WAYS.contains(&w))).collect();
             if !native.iter().any(exact) {
                 return Err(match native.first() {
                     None => StructuredMiss::NotNative,
@@ -128,7 +130,8 @@ pub fn judge(mechanism: Mechanism, turn: &Turn<'_>) -> Result<(), StructuredMiss
             }
             // A call whose request holds the turn's nonce nowhere is not of the conversation the
             // prompt started: a subagent's, or a side call's.
-            let elsewhere = turn.calls.iter().chain(turn.earlier).filter(|c| c.structured_output == Some(tool) && exact(c) && !c.nonce_anywhere);
+            let elsewhere =
+                turn.calls.iter().chain(turn.earlier).filter(|c| c.structured_output == Some(tool) && exact(c) && !c.nonce_anywhere);
             let count = elsewhere.count();
             if count > 0 {
                 return Err(StructuredMiss::NotParentOnly { calls: count });
@@ -245,36 +248,11 @@ mod tests {
         call
     }
 
+    /// A served call of the structured turn, nothing structured about it yet.
     fn blank() -> Call {
-        Call {
-            dialect: checkfu_wire::catalog::Dialect::OpenaiChat,
-            path: String::new(),
-            model: String::new(),
-            stream: false,
-            status: Some(200),
-            closed: None,
-            started_ms: 0,
-            ms: 0,
-            nonce_in_request: false,
-            turn: 2,
-            earlier_reply_in_request: false,
-            steer_in_request: false,
-            reply_token: None,
-            fault: None,
-            retry_after: None,
-            events_sent: None,
-            paced: None,
-            structured_output: None,
-            structured_digest: None,
-            schema_exact: None,
-            structured_broken: false,
-            nonce_anywhere: false,
-            tool_called: None,
-            token_returned: false,
-            bodies: None,
-            estimated_tokens: 0,
-            messages: 0,
-        }
+        let mut call = crate::verdict::tests::served(2, 0, None, None);
+        (call.nonce_in_request, call.nonce_anywhere) = (false, false);
+        call
     }
 
     fn judged(mechanism: Mechanism, calls: &[Call], output: &str) -> Result<(), StructuredMiss> {
