@@ -31,6 +31,9 @@ fn optional_test_inputs() {
         // A docker daemon the tests may use (DOCKER_HOST, or the default socket): docker as
         // an image source and as a runtime (`.ci/run` starts one).
         ("CHECKFU_DOCKER", "checkfu_docker"),
+        // A JUnit reader from PyPI (pip install -r tests/report-formats/requirements.txt,
+        // then CHECKFU_REPORT_CONSUMERS=1).
+        ("CHECKFU_REPORT_CONSUMERS", "checkfu_report_consumers"),
     ];
     for (variable, cfg) in inputs {
         println!("cargo:rerun-if-env-changed={variable}");

@@ -4,36 +4,22 @@
 //! A runtime creates a missing mount point itself, and bubblewrap does so before it switches
 //! roots, while the host's root is still reachable: an image whose `WorkingDir` climbs out
 //! (`../oldroot/tmp/x`), or whose `/workspace` is a symlink to `../oldroot/…`, had it create
-//! those directories on the host. So every path is resolved here beneath the root by the
-//! kernel (`openat2` with `RESOLVE_IN_ROOT`: `..` and absolute symlinks stop at the root, as
-//! they do inside the container), missing directories are made there, and the runtime is
-//! given the result with every symlink already resolved, which exists: it creates nothing.
+//! those directories on the host. So the root is held by descriptor ([`open`], or a stored
+//! image's, the one its seal was checked through), every path is resolved beneath it under
+//! the sandbox's one rule ([`Root::resolve`]: `..` and absolute symlinks stop at the root,
+//! as they do inside the container), missing directories are made there, and the runtime is
+//! given the result with every symlink already resolved ([`Root::locate`]), which exists: it
+//! creates nothing. The path itself may hold no `..` ([`names`]): it is refused, not folded.
 
 use std::io;
-use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
-use checkfu_wire_sandbox::dir::{self as dirfd, Dir};
+use checkfu_wire_sandbox::root::{names, ResolveError, Root};
 
 /// The most components a working directory may have (a bound on the walk, far above any
 /// real image's).
 const MAX_COMPONENTS: usize = 256;
-
-/// Opens `path` (relative, no `..`) beneath `root` as a directory, the root being `/` for
-/// every symlink on the way.
-fn open_in_root(root: &Dir, path: &Path) -> io::Result<Dir> {
-    let text = if path.as_os_str().is_empty() { b".".as_slice() } else { path.as_os_str().as_bytes() };
-    let resolve = libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_MAGICLINKS | libc::RESOLVE_NO_XDEV;
-    dirfd::openat2(root.as_fd(), text, libc::O_RDONLY | libc::O_DIRECTORY, resolve).map(Dir::from)
-}
-
-/// Where `fd` is, as a path inside `root` (both on the host).
-fn inside_path(fd: &Dir, root: &Path) -> io::Result<String> {
-    let host = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_fd().as_raw_fd()))?;
-    let inside = host.strip_prefix(root).map_err(|_| io::Error::other(format!("{} is not inside the root", host.display())))?;
-    Ok(format!("/{}", inside.display()))
-}
 
 /// Why a directory could not be made inside the image: each names the path and what is
 /// wrong with it.
@@ -51,24 +37,29 @@ pub enum InRootError {
     SymlinkOnTheWay { path: String, resolved: String },
 }
 
+/// The image's root at `path`, held by descriptor: what every function here resolves in.
+pub fn open(path: &Path) -> Result<Root, InRootError> {
+    Root::open(path).map_err(|source| InRootError::Root { root: path.to_owned(), source })
+}
+
 /// Makes the directory `path` names inside the image at `root` (an absolute path as the
 /// container sees it), and returns it with every symlink resolved. `Err` names the path and
 /// what is wrong: not absolute, a `..` component, a component that is not a directory or a
 /// symlink to nothing.
-pub fn make_dir(root: &Path, path: &str) -> Result<String, InRootError> {
+pub fn make_dir(root: &Root, path: &str) -> Result<String, InRootError> {
     let refuse = |why: &str| InRootError::Refused { path: path.to_owned(), why: why.to_owned() };
     resolve_dir(root, path, true)?.ok_or_else(|| refuse("it could not be made"))
 }
 
 /// [`make_dir`] without making anything: `None` when a component is missing. A root the
 /// probe must not write (a stored image's, [`super::store`]) is asked this first.
-pub fn find_dir(root: &Path, path: &str) -> Result<Option<String>, InRootError> {
+pub fn find_dir(root: &Root, path: &str) -> Result<Option<String>, InRootError> {
     resolve_dir(root, path, false)
 }
 
-/// Resolves `path` beneath `root` as the container sees it, making each missing component
-/// when `create` (else answering `None` at the first one missing).
-fn resolve_dir(root: &Path, path: &str, create: bool) -> Result<Option<String>, InRootError> {
+/// Resolves `path` beneath `root` as the container sees it ([`Root::resolve`]), making
+/// each missing component when `create` (else answering `None` at the first one missing).
+fn resolve_dir(root: &Root, path: &str, create: bool) -> Result<Option<String>, InRootError> {
     let refuse = |why: &str| InRootError::Refused { path: path.to_owned(), why: why.to_owned() };
     if path.len() > 4096 {
         return Err(InRootError::TooLong(path.len()));
@@ -77,53 +68,44 @@ fn resolve_dir(root: &Path, path: &str, create: bool) -> Result<Option<String>, 
     if !given.is_absolute() {
         return Err(refuse("not an absolute path"));
     }
-    let mut components = Vec::new();
-    for component in given.components() {
-        match component {
-            Component::RootDir | Component::CurDir => {}
-            Component::Normal(name) => components.push(name.to_owned()),
-            Component::ParentDir => return Err(refuse("it has a `..` component")),
-            Component::Prefix(_) => return Err(refuse("not a Unix path")),
-        }
-    }
+    let components = names(given.as_os_str().as_bytes()).map_err(|_| refuse("it has a `..` component"))?;
     if components.len() > MAX_COMPONENTS {
         return Err(refuse(&format!("more than {MAX_COMPONENTS} components")));
     }
-    let root = root.canonicalize().map_err(|source| InRootError::Root { root: root.to_owned(), source })?;
-    let root_fd = Dir::open(&root).map_err(|source| InRootError::Root { root: root.clone(), source })?;
     let mut prefix = PathBuf::new();
-    let mut dir = open_in_root(&root_fd, &prefix).map_err(|e| refuse(&e.to_string()))?;
-    for name in &components {
+    let mut dir = root.resolve(&prefix).map_err(|e| refuse(&e.to_string()))?;
+    for name in components {
         prefix.push(name);
-        dir = match open_in_root(&root_fd, &prefix) {
+        dir = match root.resolve(&prefix) {
             Ok(fd) => fd,
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) && !create => return Ok(None),
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+            Err(ResolveError::Missing) if !create => return Ok(None),
+            Err(ResolveError::Missing) => {
                 // The parent was resolved beneath the root; the name is made in it, not
                 // through any link (mkdirat never follows its last component).
                 dir.mkdir_at(name, 0o755).map_err(|e| match e.raw_os_error() {
                     Some(libc::EEXIST) => refuse(&format!("{} is a symlink to nothing", prefix.display())),
                     _ => refuse(&format!("cannot make {}: {e}", prefix.display())),
                 })?;
-                open_in_root(&root_fd, &prefix).map_err(|e| refuse(&e.to_string()))?
+                root.resolve(&prefix).map_err(|e| refuse(&e.to_string()))?
             }
-            Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => return Err(refuse(&format!("{} is not a directory", prefix.display()))),
+            Err(ResolveError::NotADirectory) => return Err(refuse(&format!("{} is not a directory", prefix.display()))),
             Err(e) => return Err(refuse(&format!("{}: {e}", prefix.display()))),
         };
     }
-    inside_path(&dir, &root).map(Some).map_err(|e| refuse(&e.to_string()))
+    let inside = root.locate(&dir).map_err(|e| refuse(&e.to_string()))?;
+    Ok(Some(inside.display().to_string()))
 }
 
 /// [`make_dir`] for a mount point that must be exactly `path` (a host directory the
 /// runtime binds at its own path, `/tmp`, `/dev`, `/proc`): a symlink on the way is refused.
-pub fn make_mount_point(root: &Path, path: &Path) -> Result<(), InRootError> {
+pub fn make_mount_point(root: &Root, path: &Path) -> Result<(), InRootError> {
     let text = path.to_str().ok_or_else(|| InRootError::NotUtf8(path.to_owned()))?;
     let made = make_dir(root, text)?;
     exactly(text, made)
 }
 
 /// [`make_mount_point`] without making anything: `false` when a component is missing.
-pub fn find_mount_point(root: &Path, path: &Path) -> Result<bool, InRootError> {
+pub fn find_mount_point(root: &Root, path: &Path) -> Result<bool, InRootError> {
     let text = path.to_str().ok_or_else(|| InRootError::NotUtf8(path.to_owned()))?;
     match find_dir(root, text)? {
         Some(found) => exactly(text, found).map(|()| true),
@@ -143,42 +125,42 @@ mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
 
-    fn scratch(name: &str) -> (crate::TempDir, PathBuf, PathBuf) {
+    fn scratch(name: &str) -> (crate::TempDir, Root, PathBuf, PathBuf) {
         let dir = crate::TempDir::new(&format!("checkfu-in-root-{name}")).unwrap();
         let root = dir.path().join("root");
         let outside = dir.path().join("outside");
         std::fs::create_dir(&root).unwrap();
         std::fs::create_dir(&outside).unwrap();
-        (dir, root, outside)
+        (dir, open(&root).unwrap(), root, outside)
     }
 
     #[test]
     fn a_working_directory_is_made_inside_the_root() {
-        let (_dir, root, _) = scratch("plain");
+        let (_dir, root, path, _) = scratch("plain");
         assert_eq!(make_dir(&root, "/workspace/x/sub").unwrap(), "/workspace/x/sub");
-        assert!(root.join("workspace/x/sub").is_dir());
+        assert!(path.join("workspace/x/sub").is_dir());
         assert_eq!(make_dir(&root, "/").unwrap(), "/");
     }
 
     #[test]
     fn a_climbing_path_is_refused_and_a_climbing_symlink_stays_inside() {
-        let (_dir, root, outside) = scratch("climb");
+        let (_dir, root, path, outside) = scratch("climb");
         for path in ["../oldroot/tmp/x/sub", "/workspace/../../x", "relative"] {
             assert!(make_dir(&root, path).is_err(), "{path}");
         }
         // `/workspace` -> a path out of the root, relative and absolute: both resolve
         // inside it, as they do in the container; nothing is made outside.
         let up = format!("../../..{}", outside.display());
-        symlink(&up, root.join("workspace")).unwrap();
-        symlink(&outside, root.join("absolute")).unwrap();
+        symlink(&up, path.join("workspace")).unwrap();
+        symlink(&outside, path.join("absolute")).unwrap();
         // While the link's target does not exist inside the root, it is a link to nothing.
         assert!(make_dir(&root, "/workspace/x/sub").is_err());
         assert!(make_dir(&root, "/absolute/y").is_err());
         // Once it does, the path is made there.
-        std::fs::create_dir_all(root.join(outside.strip_prefix("/").unwrap())).unwrap();
+        std::fs::create_dir_all(path.join(outside.strip_prefix("/").unwrap())).unwrap();
         let made = make_dir(&root, "/workspace/x/sub").unwrap();
         assert_eq!(made, format!("{}/x/sub", outside.display()));
-        assert!(root.join(made.trim_start_matches('/')).is_dir());
+        assert!(path.join(made.trim_start_matches('/')).is_dir());
         make_dir(&root, "/absolute/y").unwrap();
         assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0, "nothing made outside the root");
         assert!(make_mount_point(&root, Path::new("/workspace/x")).is_err());
@@ -187,10 +169,10 @@ mod tests {
 
     #[test]
     fn a_file_or_a_dangling_link_on_the_way_is_refused() {
-        let (_dir, root, _) = scratch("file");
-        std::fs::write(root.join("file"), b"x").unwrap();
+        let (_dir, root, path, _) = scratch("file");
+        std::fs::write(path.join("file"), b"x").unwrap();
         assert!(make_dir(&root, "/file/sub").unwrap_err().to_string().contains("not a directory"));
-        symlink("/nowhere/at/all", root.join("dangling")).unwrap();
+        symlink("/nowhere/at/all", path.join("dangling")).unwrap();
         let error = make_dir(&root, "/dangling").unwrap_err().to_string();
         assert!(error.contains("nothing") || error.contains("No such"), "{error}");
     }

@@ -7,7 +7,9 @@
 //! root can have written, and it trusts that only after reading it through descriptors:
 //!
 //! - The store directory. Every component of its path is walked from `/` one name at a
-//!   time, by descriptor, never following a symlink it did not check: each directory on
+//!   time, by descriptor, by the sandbox's one resolver (`Root::walk`, the host's `/` as
+//!   its root: `..` at `/` stays there), never following a symlink it did not check: each
+//!   directory on
 //!   the way must be owned by the effective uid or by root, and not writable by group or
 //!   others unless it is sticky (`/tmp`, mode 1777: no one else can rename or remove what
 //!   is ours in it); a symlink on the way is followed only if it is owned by the
@@ -48,7 +50,9 @@
 //! run once the process that made it is gone.
 //!
 //! A run never writes the stored entry, and never reseals it: the seal is checked before a
-//! run and trusted only as written at commit. The root is bound read-only (bubblewrap's
+//! run and trusted only as written at commit. The entry keeps the root's descriptor its seal
+//! was read through, and every directory a run looks for in it is resolved beneath that
+//! descriptor ([`in_root`]), not through the entry's path again. The root is bound read-only (bubblewrap's
 //! `--ro-bind`), and what a run mounts at a path under `/tmp` lands on that run's own tmpfs.
 //! A directory a run needs elsewhere that the entry lacks (a `--working-directory`, a
 //! `TMPDIR` outside `/tmp`) is made in a private copy of the root's directories for that
@@ -69,7 +73,7 @@ use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::AsFd;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -84,6 +88,7 @@ use super::reference::Digest;
 use super::TempDir;
 use checkfu_wire_sandbox::dir::{self as dirfd, Dir, Stat, Visit};
 use checkfu_wire_sandbox::file::{try_lock, Lock};
+use checkfu_wire_sandbox::root::{Bounds, Root, WalkError};
 
 /// The store's bound when none is given (`--image-cache-max`): 10 GiB.
 pub const DEFAULT_MAX_BYTES: u64 = 10 << 30;
@@ -260,11 +265,22 @@ pub struct Entry {
     pub meta: Meta,
     /// `entry.json`, locked shared.
     _lock: File,
+    /// The stored root, held by the descriptor its seal was checked through: every path in
+    /// it is resolved beneath this ([`in_root`]), never through the entry's path again.
+    root: Root,
     /// The private copy of the root's directories this run uses instead of the stored root
     /// ([`Entry::make_dir`]), removed when the run is done.
-    copy: Mutex<Option<TempDir>>,
+    copy: Mutex<Option<PrivateRoot>>,
     /// When making that copy must stop: the deadline the entry was looked up or stored by.
     until: Until,
+}
+
+/// A run's private copy of a stored root: the `.tmp-` directory that holds it, removed
+/// when dropped, and the copied root, held by descriptor.
+#[derive(Debug)]
+struct PrivateRoot {
+    dir: TempDir,
+    root: Root,
 }
 
 /// An entry being written: `.tmp-…/root`, removed when dropped unless committed.
@@ -411,10 +427,10 @@ impl Store {
             }
         };
         match self.check_entry(&name, &dir, digest, until) {
-            Ok((meta, lock)) => {
+            Ok((meta, lock, root)) => {
                 touch(&dir);
                 let path = self.dir.join(&name);
-                Lookup::Hit(Box::new(Entry { dir: path, store: self.dir.clone(), meta, _lock: lock, copy: Mutex::default(), until }))
+                Lookup::Hit(Box::new(Entry { dir: path, store: self.dir.clone(), meta, _lock: lock, root, copy: Mutex::default(), until }))
             }
             Err(Checked::Busy) => Lookup::Miss(Some(String::from("the stored entry is being removed by another run; not used"))),
             Err(Checked::Stopped(e)) => Lookup::Miss(Some(format!("the stored entry was not checked: {e}"))),
@@ -432,7 +448,7 @@ impl Store {
 
     /// Reads and checks the entry `dir` (the store's `name`): its `entry.json`, locked
     /// shared, for `digest` and of this format, and its root against the seal.
-    fn check_entry(&self, name: &OsStr, dir: &Dir, digest: &Digest, until: Until) -> Result<(Meta, File), Checked> {
+    fn check_entry(&self, name: &OsStr, dir: &Dir, digest: &Digest, until: Until) -> Result<(Meta, File, Root), Checked> {
         let (meta, lock) = read_meta(dir, self.euid).map_err(|why| match why {
             MetaError::Missing => Checked::Wrong(String::from("not whole (no entry.json)")),
             MetaError::Wrong(why) => Checked::Wrong(format!("not whole: {why}")),
@@ -452,6 +468,7 @@ impl Store {
             return Err(Checked::Wrong(format!("of another format or digest ({}, format {})", meta.digest, meta.format)));
         }
         let root = open_owned_child(dir, OsStr::new(ROOT), self.euid).map_err(|why| Checked::Wrong(format!("not whole: {why}")))?;
+        let held = root.duplicate().map_err(|e| Checked::Wrong(format!("unreadable: {e}")))?;
         let sealed = match seal(root, &meta.digest, &meta.config, until) {
             Ok(sealed) => sealed,
             Err(e) if matches!(e.kind(), io::ErrorKind::Interrupted | io::ErrorKind::TimedOut) => return Err(Checked::Stopped(e)),
@@ -460,7 +477,7 @@ impl Store {
         if sealed.seal != meta.seal {
             return Err(Checked::Wrong(String::from("changed since it was stored (its seal does not match)")));
         }
-        Ok((meta, lock))
+        Ok((meta, lock, Root::from(held)))
     }
 
     /// A fresh `.tmp-` directory in the store with an empty `root`, for an image's layers.
@@ -503,6 +520,10 @@ impl Store {
             Ok(root) => root,
             Err(why) => return Err((pending, format!("not stored: its root is not an entry's: {why}"))),
         };
+        let held = match root.duplicate() {
+            Ok(held) => Root::from(held),
+            Err(e) => return Err((pending, format!("not stored: cannot open its root: {e}"))),
+        };
         let sealed = match seal(root, new.digest.as_ref(), new.config, Until(deadline)) {
             Ok(sealed) => sealed,
             Err(e) => return Err((pending, format!("not stored: its root could not be sealed: {e}"))),
@@ -544,7 +565,8 @@ impl Store {
             return Err((pending, format!("not stored: {}: {e}", target.display())));
         }
         pending.dir.keep();
-        Ok(Box::new(Entry { dir: target, store: self.dir.clone(), meta, _lock: lock, copy: Mutex::default(), until: Until(deadline) }))
+        let until = Until(deadline);
+        Ok(Box::new(Entry { dir: target, store: self.dir.clone(), meta, _lock: lock, root: held, copy: Mutex::default(), until }))
     }
 
     /// The entries, least recently used first; names that are not entries of the user's
@@ -692,7 +714,7 @@ impl Entry {
     /// The root a run binds read-only: the stored root, or this run's private copy of it
     /// once one was made ([`Entry::make_dir`]).
     pub fn root(&self) -> PathBuf {
-        match self.copy.lock().ok().as_ref().and_then(|copy| copy.as_ref().map(|c| c.path().join(ROOT))) {
+        match self.copy.lock().ok().as_ref().and_then(|copy| copy.as_ref().map(|c| c.dir.path().join(ROOT))) {
             Some(copy) => copy,
             None => self.dir.join(ROOT),
         }
@@ -707,29 +729,44 @@ impl Entry {
         if under_tmp(Path::new(path)) {
             return Ok(path.to_owned());
         }
-        if let Some(found) = in_root::find_dir(&self.root(), path)? {
-            return Ok(found);
-        }
-        in_root::make_dir(&self.private_root()?, path)
+        self.find_or_make(|root| in_root::find_dir(root, path), |copy| in_root::make_dir(copy, path))
     }
 
     /// [`in_root::make_mount_point`] without writing the stored root, as [`Entry::make_dir`].
     pub fn make_mount_point(&self, path: &Path) -> Result<(), InRootError> {
-        if under_tmp(path) || in_root::find_mount_point(&self.root(), path)? {
+        if under_tmp(path) {
             return Ok(());
         }
-        in_root::make_mount_point(&self.private_root()?, path)
+        let find = |root: &Root| in_root::find_mount_point(root, path).map(|found| found.then_some(()));
+        self.find_or_make(find, |copy| in_root::make_mount_point(copy, path))
     }
 
-    /// This run's private copy of the root, made on first use: a `.tmp-` directory of the
-    /// store (the same filesystem, so every file is a hard link to the stored one: the same
-    /// content, never copied), removed when the entry drops.
-    fn private_root(&self) -> Result<PathBuf, InRootError> {
+    /// What `find` finds in the root a run binds (the stored root, or the private copy once
+    /// made); else what `make` makes in the private copy, made now if it is not yet.
+    fn find_or_make<T>(
+        &self,
+        find: impl FnOnce(&Root) -> Result<Option<T>, InRootError>,
+        make: impl FnOnce(&Root) -> Result<T, InRootError>,
+    ) -> Result<T, InRootError> {
         let mut copy =
             self.copy.lock().map_err(|_| InRootError::Root { root: self.dir.join(ROOT), source: io::Error::other("poisoned") })?;
-        if let Some(made) = copy.as_ref() {
-            return Ok(made.path().join(ROOT));
+        if let Some(found) = find(copy.as_ref().map_or(&self.root, |made| &made.root))? {
+            return Ok(found);
         }
+        if copy.is_none() {
+            *copy = Some(self.private_root()?);
+        }
+        match copy.as_ref() {
+            Some(made) => make(&made.root),
+            None => Err(InRootError::Root { root: self.dir.join(ROOT), source: io::Error::other("no private copy") }),
+        }
+    }
+
+    /// This run's private copy of the root: a `.tmp-` directory of the store (the same
+    /// filesystem, so every file is a hard link to the stored one: the same content, never
+    /// copied), removed when the entry drops. Copied from the descriptor the seal was
+    /// checked through.
+    fn private_root(&self) -> Result<PrivateRoot, InRootError> {
         let failed = |source: io::Error| InRootError::Root { root: self.dir.join(ROOT), source };
         let store = Dir::open(&self.store).map_err(failed)?;
         let nanos = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
@@ -737,15 +774,14 @@ impl Entry {
         store.mkdir_at(OsStr::new(&name), 0o700).map_err(failed)?;
         let made = TempDir::adopt(self.store.join(&name));
         let holder = store.open_child(OsStr::new(&name)).map_err(failed)?;
-        let source = Dir::open(&self.dir.join(ROOT)).map_err(failed)?;
+        let source = self.root.dir().duplicate().map_err(failed)?;
         let mode = source.stat().map_err(failed)?.mode & 0o7777;
         holder.mkdir_at(OsStr::new(ROOT), 0o700).map_err(failed)?;
         let top = holder.open_child(OsStr::new(ROOT)).map_err(failed)?;
-        let level = (top.duplicate().map_err(failed)?, mode);
+        let root = Root::from(top.duplicate().map_err(failed)?);
+        let level = (top, mode);
         dirfd::walk(source, level, &mut Mirror(self.until)).map_err(failed)?;
-        let root = made.path().join(ROOT);
-        *copy = Some(made);
-        Ok(root)
+        Ok(PrivateRoot { dir: made, root })
     }
 }
 
@@ -804,29 +840,32 @@ fn open_owned_child(dir: &Dir, name: &OsStr, euid: u32) -> Result<Dir, NotOwned>
 }
 
 /// Opens the directory `path` (absolute) by descriptor, one component at a time from `/`,
-/// making what is missing (mode 0700), and checks each as the module's comment says.
+/// making what is missing (mode 0700), and checks each as the module's comment says. The
+/// walk is the sandbox's one resolver ([`Root::walk`], the host's `/` as its root), so `..`
+/// and symlinks follow its one rule; what is added here is the check of every directory
+/// and symlink on the way.
 fn open_trusted(path: &Path, euid: u32) -> Result<Dir, StoreError> {
     let refused = |at: &Path, why: Untrusted| StoreError::Untrusted { dir: path.to_owned(), path: at.to_owned(), why };
     let failed = |at: &Path, source: io::Error| StoreError::Io { dir: path.to_owned(), path: at.to_owned(), source };
-    let mut remaining: Vec<OsString> = Vec::new();
-    push_components(&mut remaining, path);
-    let root = Path::new("/");
-    let mut current = Dir::open(root).map_err(|e| failed(root, e))?;
-    let mut at = PathBuf::from("/");
-    check_ancestor(&current.stat().map_err(|e| failed(root, e))?, euid).map_err(|why| refused(root, why))?;
-    let mut links = 0;
-    // `remaining` holds the components left, last first.
-    while let Some(name) = remaining.pop() {
-        let last = remaining.is_empty();
-        if name == ".." {
-            current = current.open_parent().map_err(|e| failed(&at, e))?;
-            at.pop();
-            check_ancestor(&current.stat().map_err(|e| failed(&at, e))?, euid).map_err(|why| refused(&at, why))?;
-            continue;
-        }
-        let here = at.join(&name);
-        match current.stat_at(&name) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => match current.mkdir_at(&name, 0o700) {
+    let top = Path::new("/");
+    let root = Root::open(top).map_err(|e| failed(top, e))?;
+    check_ancestor(&root.dir().stat().map_err(|e| failed(top, e))?, euid).map_err(|why| refused(top, why))?;
+    let mut walk = root.walk(path, Bounds { links: MAX_SYMLINKS, ..Bounds::default() }).map_err(|e| failed(top, e))?;
+    let stopped = |at: &Path, error: WalkError| match error {
+        WalkError::TooManySymlinks(_) => refused(at, Untrusted::TooManySymlinks),
+        WalkError::Io(source) => failed(at, source),
+        error => failed(at, io::Error::other(error)),
+    };
+    loop {
+        let name = match walk.next_name() {
+            Ok(Some(name)) => name,
+            Ok(None) => break,
+            Err(e) => return Err(stopped(&walk.path(), e)),
+        };
+        let last = walk.is_last();
+        let here = walk.path().join(&name);
+        match walk.dir().stat_at(&name) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => match walk.dir().mkdir_at(&name, 0o700) {
                 Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(failed(&here, e)),
                 _ => {}
             },
@@ -838,45 +877,24 @@ fn open_trusted(path: &Path, euid: u32) -> Result<Dir, StoreError> {
                 if stat.uid != euid && stat.uid != 0 {
                     return Err(refused(&here, Untrusted::Owner { owner: stat.uid, euid, root_too: true }));
                 }
-                links += 1;
-                if links > MAX_SYMLINKS {
-                    return Err(refused(&here, Untrusted::TooManySymlinks));
-                }
-                let target = PathBuf::from(OsString::from_vec(current.read_link_at(&name).map_err(|e| failed(&here, e))?));
-                if target.is_absolute() {
-                    current = Dir::open(root).map_err(|e| failed(root, e))?;
-                    at = PathBuf::from("/");
-                }
-                push_components(&mut remaining, &target);
+                walk.follow(&name).map_err(|e| stopped(&here, e))?;
                 continue;
             }
             Ok(_) => {}
         }
-        let child = current.open_child(&name).map_err(|e| failed(&here, e))?;
-        let stat = child.stat().map_err(|e| failed(&here, e))?;
+        walk.enter(&name).map_err(|e| failed(&here, e))?;
+        let stat = walk.dir().stat().map_err(|e| failed(&here, e))?;
         if last {
             owned_and_private(&stat, euid, false).map_err(|why| refused(&here, why))?;
         } else {
             check_ancestor(&stat, euid).map_err(|why| refused(&here, why))?;
         }
-        current = child;
-        at = here;
     }
-    Ok(current)
-}
-
-/// Pushes `path`'s components onto `remaining` (a stack: the first component last), `..`
-/// kept, `.` and `/` dropped.
-fn push_components(remaining: &mut Vec<OsString>, path: &Path) {
-    let names: Vec<OsString> = path
-        .components()
-        .filter_map(|c| match c {
-            Component::Normal(name) => Some(name.to_owned()),
-            Component::ParentDir => Some(OsString::from("..")),
-            Component::RootDir | Component::CurDir | Component::Prefix(_) => None,
-        })
-        .collect();
-    remaining.extend(names.into_iter().rev());
+    // Where the path ends (after a last `..`, or `/` itself) is the store: it is checked
+    // as the store whatever name led there.
+    let at = walk.path();
+    owned_and_private(&walk.dir().stat().map_err(|e| failed(&at, e))?, euid, false).map_err(|why| refused(&at, why))?;
+    Ok(walk.into_dir())
 }
 
 /// A directory on the way to the store: owned by `euid` or root, and not writable by group

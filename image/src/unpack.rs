@@ -1,13 +1,15 @@
 //! The confined unpacker: a layer's tar entries placed into the root filesystem by
 //! directory descriptor, never by a path string joined onto the root.
 //!
-//! Each entry's parent is found one component at a time from the root's descriptor, each
-//! step a single name opened beneath the directory we hold with symlinks refused
-//! (`openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`), so the kernel keeps every lookup
-//! inside the root. A symlink on the way is followed as the container would see it (an
-//! absolute target from the root) by reading it and walking its target the same way; one
-//! that climbs above the root is refused. The entry is then made in that directory by
-//! name, with its mode applied through the new file's own descriptor.
+//! An entry's name, and a hard link's target, may hold no `..` ([`names`], checked before
+//! anything is resolved). Each entry's parent is then found by the sandbox's one path
+//! resolver, a name at a time ([`Root::walk`]): every step opens a single name beneath the
+//! directory held, refusing symlinks, so the kernel keeps every lookup inside the root, and
+//! a symlink on the way is followed as the container will see it, under the one `..` rule
+//! of [`checkfu_wire_sandbox::root`] (an absolute target from the root, `..` at the root
+//! staying there). The unpacker adds the directories it makes on the way and their ids.
+//! The entry is then made in that directory by name, with its mode applied through the
+//! new file's own descriptor.
 //!
 //! A directory whose image mode takes some of its owner's permission away (`0555`, `000`)
 //! keeps it until every layer is in, so no later entry is stopped; only then is its mode
@@ -18,11 +20,12 @@
 //! What the unpacker remembers is bounded by the entry cap, not by the paths' lengths:
 //! a directory or an entry is known by a 128-bit id, sha256 chained over its components.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Read};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
 
 use sha2::Digest as _;
 
@@ -30,6 +33,7 @@ use super::layout::{LayoutError, Limits, UnpackReport};
 use super::reference::Digest;
 use super::tarentry::{Composed, Composer, EntryType, TarError};
 use checkfu_wire_sandbox::dir::{self as dirfd, Dir, Stat, Visit};
+use checkfu_wire_sandbox::root::{names, Bounds, Root, WalkError};
 
 /// Why an entry was refused: what [`LayoutError::Entry`] says of it.
 #[derive(Debug, thiserror::Error)]
@@ -58,8 +62,6 @@ pub enum EntryProblem {
     HardLinkToDirectory,
     #[error("the hard link's target is not in the image")]
     HardLinkMissing,
-    #[error("its parent resolves through a symlink out of the root")]
-    ParentEscapes,
     #[error("its parent resolves through more than {MAX_SYMLINK_HOPS} symlinks")]
     TooManySymlinks,
     #[error("its parent is a symlink with an over-long target")]
@@ -109,7 +111,7 @@ fn child_id(parent: &PathId, name: &[u8]) -> PathId {
 }
 
 pub(super) struct Unpacker {
-    root: Dir,
+    root: Root,
     limits: Limits,
     pub(super) report: UnpackReport,
     /// Directories whose image mode lacks some of [`OWNER_ALL`], with that mode: they keep
@@ -145,7 +147,14 @@ enum Kind {
 
 impl Unpacker {
     pub(super) fn new(root: Dir, limits: Limits) -> Unpacker {
-        Unpacker { root, limits, report: UnpackReport::default(), restricted: HashMap::new(), made_parents: 0, streamed: 0 }
+        Unpacker {
+            root: Root::from(root),
+            limits,
+            report: UnpackReport::default(),
+            restricted: HashMap::new(),
+            made_parents: 0,
+            streamed: 0,
+        }
     }
 
     pub(super) fn apply_layer(&mut self, stream: &mut dyn Read, layer: &Digest) -> Result<(), LayoutError> {
@@ -369,8 +378,9 @@ impl Unpacker {
     }
 
     /// The directory `components` name, inside the root, and its id: symlinks on the way are
-    /// followed as the container would see them (an absolute target from the root), but one
-    /// that would climb above the root is refused. Missing directories are made when
+    /// followed as the container would see them, under the one rule of
+    /// [`checkfu_wire_sandbox::root`] (an absolute target from the root, `..` at the root
+    /// staying there). Missing directories are made when
     /// `create`, otherwise `None` is returned for them. Every step opens one name beneath a
     /// directory we hold, refusing symlinks, so nothing is resolved outside the root.
     fn resolve_dir(&mut self, components: &[OsString], create: bool) -> Result<Option<(Dir, PathId)>, EntryProblem> {
@@ -379,49 +389,24 @@ impl Unpacker {
     }
 
     /// [`Unpacker::resolve_dir`], with the ids of the directories from the root's child
-    /// down to the one resolved (empty for the root).
+    /// down to the one resolved (empty for the root). The rule is the sandbox's
+    /// ([`Root::walk`]); what is done here is what the unpacker adds to it: each directory's
+    /// id, and the missing ones made.
     fn resolve_chain(&mut self, components: &[OsString], create: bool) -> Result<Option<(Dir, Vec<PathId>)>, EntryProblem> {
         let opening = failed("opening its parent directory");
-        let mut dir = self.root.duplicate().map_err(opening)?;
-        // The directories walked into, beneath the root: what `..` goes back along.
-        let mut path: Vec<(OsString, PathId)> = Vec::new();
-        let mut pending: VecDeque<OsString> = components.iter().cloned().collect();
-        let mut hops = 0;
-        while let Some(component) = pending.pop_front() {
-            let bytes = component.as_bytes();
-            if bytes.is_empty() || bytes == b"." {
-                continue;
-            }
-            if bytes == b".." {
-                if path.pop().is_none() {
-                    return Err(EntryProblem::ParentEscapes);
-                }
-                let names: Vec<&OsStr> = path.iter().map(|(name, _)| name.as_os_str()).collect();
-                dir = open_beneath(&self.root, &names).map_err(opening)?;
-                continue;
-            }
-            let id = child_id(path.last().map_or(&ROOT_ID, |(_, id)| id), bytes);
-            match dir.stat_at(&component) {
-                Ok(stat) if stat.is_symlink() => {
-                    hops += 1;
-                    if hops > MAX_SYMLINK_HOPS {
-                        return Err(EntryProblem::TooManySymlinks);
-                    }
-                    let target = dir.read_link_at(&component).map_err(failed("reading a symlink on its path"))?;
-                    if target.len() > self.limits.max_path_bytes {
-                        return Err(EntryProblem::LongSymlinkTarget);
-                    }
-                    if target.starts_with(b"/") {
-                        dir = self.root.duplicate().map_err(opening)?;
-                        path.clear();
-                    }
-                    for part in target.split(|b| *b == b'/').rev() {
-                        pending.push_front(OsStr::from_bytes(part).to_owned());
-                    }
-                }
+        let path: PathBuf = components.iter().collect();
+        let bounds = Bounds { links: MAX_SYMLINK_HOPS, target_bytes: self.limits.max_path_bytes };
+        let mut walk = self.root.walk(&path, bounds).map_err(opening)?;
+        // The ids of the directories walked into, beneath the root, as deep as the walk is.
+        let mut chain: Vec<PathId> = Vec::new();
+        while let Some(component) = walk.next_name().map_err(walk_problem)? {
+            chain.truncate(walk.depth());
+            let id = child_id(chain.last().unwrap_or(&ROOT_ID), component.as_bytes());
+            match walk.dir().stat_at(&component) {
+                Ok(stat) if stat.is_symlink() => walk.follow(&component).map_err(walk_problem)?,
                 Ok(stat) if stat.is_dir() => {
-                    dir = dir.open_child(&component).map_err(opening)?;
-                    path.push((component, id));
+                    walk.enter(&component).map_err(opening)?;
+                    chain.push(id);
                 }
                 Ok(_) => return Err(EntryProblem::ParentNotDirectory(shown_name(&component))),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -432,17 +417,18 @@ impl Unpacker {
                     if self.made_parents > self.limits.max_entries {
                         return Err(EntryProblem::TooManyParents(self.limits.max_entries));
                     }
-                    dir.mkdir_at(&component, 0o755).map_err(failed("making its parent directory"))?;
+                    walk.dir().mkdir_at(&component, 0o755).map_err(failed("making its parent directory"))?;
                     // A directory removed and made again is no longer the one whose mode
                     // was recorded.
                     self.restricted.remove(&id);
-                    dir = dir.open_child(&component).map_err(opening)?;
-                    path.push((component, id));
+                    walk.enter(&component).map_err(opening)?;
+                    chain.push(id);
                 }
                 Err(e) => return Err(failed("reading its parent")(e)),
             }
         }
-        Ok(Some((dir, path.into_iter().map(|(_, id)| id).collect())))
+        chain.truncate(walk.depth());
+        Ok(Some((walk.into_dir(), chain)))
     }
 
     /// [`Unpacker::resolve_dir`], making what is missing.
@@ -456,10 +442,20 @@ impl Unpacker {
     /// entered: the walk never follows a symlink.
     pub(super) fn finish(self) -> Result<UnpackReport, LayoutError> {
         if !self.restricted.is_empty() {
-            let root = self.root.duplicate().map_err(io_error)?;
+            let root = self.root.dir().duplicate().map_err(io_error)?;
             dirfd::walk(root, ROOT_ID, &mut Restrict { modes: &self.restricted }).map_err(io_error)?;
         }
         Ok(self.report)
+    }
+}
+
+/// What a walk's refusal is, for an entry.
+fn walk_problem(error: WalkError) -> EntryProblem {
+    match error {
+        WalkError::TooManySymlinks(_) => EntryProblem::TooManySymlinks,
+        WalkError::LongTarget(_) => EntryProblem::LongSymlinkTarget,
+        WalkError::Moved => failed("walking to its parent")(io::Error::other(error)),
+        WalkError::Io(e) => failed("reading a symlink on its path")(e),
     }
 }
 
@@ -467,44 +463,16 @@ fn io_error(source: io::Error) -> LayoutError {
     LayoutError::Io { context: "setting directory modes in the root filesystem".to_owned(), source }
 }
 
-/// `path`'s directory beneath `root`: by `openat2(RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS)`
-/// in one call, or a step at a time where the kernel has no `openat2` or the path is longer
-/// than it takes.
-fn open_beneath(root: &Dir, names: &[&OsStr]) -> io::Result<Dir> {
-    if names.is_empty() {
-        return root.duplicate();
-    }
-    let joined = names.iter().map(|n| n.as_bytes()).collect::<Vec<_>>().join(&b'/');
-    let resolve = libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
-    match dirfd::openat2(root.as_fd(), &joined, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, resolve) {
-        Ok(fd) => Ok(Dir::from(fd)),
-        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOSYS) | Some(libc::EPERM) | Some(libc::ENAMETOOLONG)) => {
-            let mut dir = root.duplicate()?;
-            for name in names {
-                dir = dir.open_child(name)?;
-            }
-            Ok(dir)
-        }
-        Err(e) => Err(e),
-    }
-}
-
 fn shown_name(name: &OsStr) -> String {
     let bytes = name.as_bytes();
     String::from_utf8_lossy(&bytes[..bytes.len().min(SHOWN_PATH_BYTES)]).into_owned()
 }
 
-/// An entry path made relative: `/` and `.` components dropped, `..` refused.
+/// An entry path made relative: `/` and `.` components dropped, `..` refused ([`names`],
+/// for an entry's own path and for a hard link's target alike).
 fn normalize(raw: &[u8]) -> Result<Vec<OsString>, EntryProblem> {
-    let mut components = Vec::new();
-    for part in raw.split(|b| *b == b'/') {
-        match part {
-            b"" | b"." => {}
-            b".." => return Err(EntryProblem::DotDot),
-            part => components.push(OsStr::from_bytes(part).to_owned()),
-        }
-    }
-    Ok(components)
+    let names = names(raw).map_err(|_| EntryProblem::DotDot)?;
+    Ok(names.into_iter().map(OsStr::to_owned).collect())
 }
 
 /// Removes whatever `name` in `dir` is (a directory with its content), never following a
@@ -694,12 +662,13 @@ mod tests {
         assert_eq!(fs::read(inside).unwrap(), b"x");
         assert!(fs::symlink_metadata(fixture.root("file-link")).unwrap().is_file());
 
+        // A relative climb stops at the root, as in the container: the entry lands there.
         let fixture = Fixture::new();
         let upper = tar_of(|t| file(t, "up/pwned", 0o644, b"x"));
-        let upper_digest = digest_of(&upper);
         fixture.image(&[(lower, TAR), (upper, TAR)]);
-        let error = fixture.unpack(Limits::default()).unwrap_err().to_string();
-        assert_eq!(error, format!("layer {upper_digest}, entry `up/pwned`: its parent resolves through a symlink out of the root"));
+        fixture.unpack(Limits::default()).expect("unpack");
+        assert_eq!(fs::read(fixture.root("pwned")).unwrap(), b"x");
+        assert!(!fixture.rootfs.path().parent().unwrap().join("pwned").exists(), "nothing above the root");
         assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0, "nothing outside");
     }
 

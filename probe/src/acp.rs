@@ -17,9 +17,12 @@
 
 mod cancel;
 mod delegation;
+mod exercised;
 mod flight;
 mod lane;
 mod live;
+mod scoping;
+mod staged;
 mod structured;
 
 use std::collections::BTreeMap;
@@ -59,6 +62,8 @@ const OPT_IN_INTERRUPT: &str = catalog::Check::CooperativeInterruptDrained.name(
 const READY_CHECK: &str = catalog::Check::ReadyHandshake.name();
 /// The `session/new` member that carries the output schema.
 const OUTPUT_SCHEMA: &str = "checkfu.output_schema";
+/// The slot of the harness's own account of its turn (the prompt answer's `_meta`).
+const TURN_KEY: &str = "checkfu.turn";
 /// The reason of every turn check when no prompt was sent (the report's: the spine uses it too).
 pub use crate::report::NO_TURN;
 
@@ -95,6 +100,9 @@ pub struct AcpOptions {
     pub permission: PermissionPolicy,
     /// Serve the harness's `terminal/*` requests (in the workspace; not a sandbox).
     pub terminals: bool,
+    /// Advertise file system access (`fs/read_text_file`, `fs/write_text_file`, served in
+    /// the workspace); off: `fs/*` is refused and breaks ACP-CLIENTCAP-001.
+    pub client_fs: bool,
     /// How long the turn is still watched after its terminal (late or duplicate emissions).
     pub settle: Duration,
 }
@@ -120,6 +128,7 @@ impl AcpOptions {
             cancellation: true,
             permission: PermissionPolicy::Allow,
             terminals: false,
+            client_fs: true,
             settle: Duration::from_millis(250),
         }
     }
@@ -274,7 +283,10 @@ pub(crate) fn run(checked: Checked<'_>, command: Vec<OsString>, stage: &mut Stag
         run.stage.plane.relay.expect_schema(schema.clone());
     }
     let session_id = match &admitted {
-        Some(_) => run.start_session(meta),
+        Some(admitted) => {
+            scoping::hand_list(&mut meta, options, admitted);
+            run.start_session(meta)
+        }
         None => {
             run.stage.steps.skipped(StepName::SessionStart, "the initialize handshake failed");
             None
@@ -284,12 +296,16 @@ pub(crate) fn run(checked: Checked<'_>, command: Vec<OsString>, stage: &mut Stag
         (Some(admitted), Some(session_id)) => {
             run.prompt(admitted, &session_id);
             run.delegation(admitted);
+            run.builtin_tool_scoping(admitted, &session_id);
+            run.staged_files(admitted, &session_id);
             run.structured_output(admitted, &session_id);
             run.cancellation(&session_id);
         }
         (_, _) => {
             run.stage.steps.skipped(StepName::PromptExchange, "no session was started");
             run.stage.steps.skipped(StepName::SubagentDelegation, "no session was started");
+            run.stage.steps.skipped(StepName::BuiltinToolScoping, "no session was started");
+            run.stage.steps.skipped(StepName::StagedFiles, "no session was started");
             run.stage.steps.skipped(StepName::StructuredOutput, "no session was started");
             run.stage.steps.skipped(StepName::Cancellation, "no session was started");
         }
@@ -327,8 +343,12 @@ fn start(options: &AcpOptions, command: &[OsString], stage: &mut Stage<'_, '_>) 
         workspace.see_at(std::path::Path::new(&image.working_directory));
         started = Some(running);
     }
-    let session_options =
-        session::Options { permission: options.permission, terminals: options.terminals, deadline: stage.options.deadline };
+    let session_options = session::Options {
+        permission: options.permission,
+        terminals: options.terminals,
+        fs: options.client_fs,
+        deadline: stage.options.deadline,
+    };
     match Session::start_in(workspace, &argv, session_options, &launch) {
         Ok(session) => Ok(Started { session, container: started, argv }),
         Err(e) => {
@@ -455,6 +475,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             Fault::Deadline => {
                 format!("the run's deadline of {:.1} s passed (--deadline)", self.stage.options.deadline.given().as_secs_f64())
             }
+            Fault::Unrequested { .. } => return Reason::new(Kind::Answer, fault),
             other => other.to_string(),
         };
         Reason::new(Kind::Harness, words)
@@ -514,7 +535,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         let started = Instant::now();
         let params = json!({
             "protocolVersion": PROTOCOL_VERSION,
-            "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": self.options.terminals},
+            "clientCapabilities": {"fs": {"readTextFile": self.options.client_fs, "writeTextFile": self.options.client_fs}, "terminal": self.options.terminals},
             "clientInfo": {"name": "checkfu-wire probe", "version": env!("CARGO_PKG_VERSION")},
         });
         let until = self.step_deadline();
@@ -712,6 +733,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             diagnostics_dropped: self.session.diagnostics_dropped,
             ignored: self.session.ignored.clone(),
             grammar_violations: self.session.grammar_violations.clone(),
+            breaches: self.session.breaches.clone(),
         };
         // The record opens with the launch: the argv as run, which `decode` skips.
         let launch = json!({"launch": {"command": harness.command, "pid": harness.process.pid}});
@@ -719,12 +741,15 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         header.push(b'\n');
         let record = [header.as_slice(), record].concat();
         let client_requests = self.session.client_requests.clone();
+        // A claim the decoder dropped is one the platform never reads: said, not compared.
+        let dropped = self.session.dropped.iter().find(|(key, _)| key == TURN_KEY).map(|(_, why)| why.clone());
         // The workspace goes back to the plane, whose removal is part of teardown.
         self.stage.plane.workspace = Some(self.session.into_workspace());
         let declaration = Some(self.admission.declaration.clone());
         let trace = self.trace.take().unwrap_or_default();
         let calls = self.stage.plane.relay.calls(1);
-        let turn_telemetry = self.turn_claim.take().map(|(claim, turn_ms)| crate::verdict::telemetry(claim, turn_ms, &calls));
+        let turn_telemetry =
+            self.turn_claim.take().map(|(claim, turn_ms)| crate::verdict::telemetry(claim, turn_ms, &calls, dropped.as_deref()));
         let (cancellation, drain) = (self.cancellation.take(), self.drain.take());
         let lane = AcpReport {
             admission: self.admission,
@@ -787,7 +812,6 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
                     || steps.iter().any(|(name, step)| name.name() == proof && step.status() == StepStatus::Passed)
             };
             self.admission.realized = realized(admitted, &passed);
-            self.admission.realized_mechanisms = realized_mechanisms(admitted, &passed);
             self.admission.not_exercised = not_exercised(admitted);
         }
         self.trace = Some(trace);
@@ -811,10 +835,10 @@ fn upgrade_admitted(admitted: &AdmittedCapabilities, check: &str) -> bool {
 }
 
 /// The admitted set with every promotion whose proof (its step, or its conformance check)
-/// did not pass in this run put back to the value it was promoted from: a declaration is
-/// exercised, never believed.
+/// did not pass in this run put back to the value it was promoted from, and beside it each
+/// declared mechanism value whose step passed: a declaration is exercised, never believed.
 fn realized(admitted: &AdmittedCapabilities, passed: &dyn Fn(&str) -> bool) -> Map<String, Value> {
-    admitted
+    let mut realized: Map<String, Value> = admitted
         .values()
         .iter()
         .map(|(axis, value)| {
@@ -825,14 +849,13 @@ fn realized(admitted: &AdmittedCapabilities, passed: &dyn Fn(&str) -> bool) -> M
             };
             ((*axis).to_owned(), json!(value))
         })
-        .collect()
-}
-
-/// The declared mechanism members whose proof passed in this run, member → value: a
-/// mechanism is recorded on declaration, and realized only when exercised.
-fn realized_mechanisms(admitted: &AdmittedCapabilities, passed: &dyn Fn(&str) -> bool) -> Map<String, Value> {
-    let proved = admitted.mechanisms().iter().filter(|(m, _)| m.proof.is_some_and(passed));
-    proved.map(|(m, value)| (m.member.to_owned(), json!(value))).collect()
+        .collect();
+    for (mechanism, value) in admitted.mechanisms() {
+        if mechanism.proof.is_some_and(passed) {
+            realized.insert(mechanism.member.to_owned(), json!(value));
+        }
+    }
+    realized
 }
 
 /// The declared mechanism values no step of the probe exercises yet, as `member: value`.

@@ -131,6 +131,24 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// The kind as the formats CI reads name a failure's type (JUnit's `type`, CTRF's
+    /// `rawStatus`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Harness => "harness",
+            Kind::Answer => "answer",
+            Kind::Declaration => "declaration",
+            Kind::NotServed => "not_served",
+            Kind::Unasked => "unasked",
+            Kind::Unanswered => "unanswered",
+            Kind::Continuity => "continuity",
+            Kind::MidTurn => "mid_turn",
+            Kind::Recovery => "recovery",
+            Kind::Compaction => "compaction",
+            Kind::Teardown => "teardown",
+        }
+    }
+
     /// Whether a refusal of the relay can be the cause: the model was not asked, or the
     /// harness did not complete its turn (a path off the allow-list, a missing key). A turn
     /// the model did answer failed for another reason.

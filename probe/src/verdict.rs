@@ -15,6 +15,8 @@
 pub mod compaction;
 pub mod delegation;
 pub mod in_flight;
+pub mod scoping;
+pub mod staged;
 pub mod steer;
 pub mod structured;
 
@@ -233,7 +235,10 @@ fn unanswered(calls: &[Call]) -> NoRecovery {
 /// the calls the relay served in it) and the turn's `turn_ms` as the probe saw it: each
 /// counter the claim holds must be the record's (`model_calls`, `model_transient_retries`,
 /// `model_overflow_recoveries`), and its `wall_time_ms` must fit inside the turn.
-pub fn telemetry(claim: Value, turn_ms: u64, calls: &[Call]) -> TurnTelemetry {
+/// `dropped` is the decoder's reason when it dropped the claim under the fail-open rule: the
+/// platform then reads no telemetry for the turn, which the author must hear, and a lie in
+/// a malformed claim must not pass for want of a number to compare.
+pub fn telemetry(claim: Value, turn_ms: u64, calls: &[Call], dropped: Option<&str>) -> TurnTelemetry {
     let followed = |kind: fn(FaultKind) -> bool| {
         (0..calls.len()).filter(|&i| calls[i].fault.is_some_and(kind) && retried_by(calls, i).is_some()).count() as u64
     };
@@ -244,6 +249,9 @@ pub fn telemetry(claim: Value, turn_ms: u64, calls: &[Call]) -> TurnTelemetry {
         turn_ms,
     };
     let mut mismatches = Vec::new();
+    if let Some(why) = dropped {
+        mismatches.push(format!("dropped by the platform's fail-open rule ({why}): it reads no telemetry for this turn"));
+    }
     for (counter, value) in [
         ("model_calls", recorded.model_calls),
         ("model_transient_retries", recorded.model_transient_retries),
@@ -316,6 +324,8 @@ pub(crate) mod tests {
             bodies: None,
             estimated_tokens: 10,
             messages: 1,
+            scoping: None,
+            marks_in_request: Vec::new(),
         }
     }
 
@@ -349,11 +359,11 @@ pub(crate) mod tests {
                 && reason.contains("none of the 2 model call(s) after it in that turn carried the prompt again"),
             "{reason}"
         );
-        assert_eq!(telemetry(serde_json::json!({}), 5000, &continued).recorded.model_transient_retries, 0);
+        assert_eq!(telemetry(serde_json::json!({}), 5000, &continued, None).recorded.model_transient_retries, 0);
         // The same calls with the prompt asked again: a retry, counted as one.
         let retried = [served(1, 0, Some(StreamCut), None), without_prompt(900), served(1, 1200, None, None)];
         assert_eq!(recovery(&retried, true), Ok(()));
-        assert_eq!(telemetry(serde_json::json!({}), 5000, &retried).recorded.model_transient_retries, 1);
+        assert_eq!(telemetry(serde_json::json!({}), 5000, &retried, None).recorded.model_transient_retries, 1);
         // A side call's fault is retried by a side call, not by the turn's own call.
         let side = [Call { nonce_in_request: false, ..served(1, 0, Some(RateLimit), Some(1)) }, served(1, 2000, None, None)];
         assert!(recovery(&side, true)

@@ -52,6 +52,7 @@
 pub mod bounds;
 pub mod dialect;
 pub mod estimate;
+pub mod exercise;
 pub mod fault;
 pub mod pace;
 pub mod record;
@@ -176,6 +177,10 @@ struct TurnState {
     /// an instance of it ([`Relay::break_first`]), and whether it was served.
     broken: Option<Value>,
     broken_served: bool,
+    /// The tool calls a scoping turn asks for ([`Relay::script_scoping`]).
+    scoping: Option<exercise::Scoping>,
+    /// The marks looked for, in order, in every request of the turn ([`Relay::watch_marks`]).
+    marks: Vec<String>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -291,6 +296,19 @@ impl Relay {
         let mut turn = lock(&self.shared.turn);
         turn.broken = Some(broken);
         turn.broken_served = false;
+    }
+
+    /// In the current turn, a call whose latest user turn carries the nonce is answered with
+    /// the scoping turn's tool calls, in order, then as the script answers
+    /// ([`exercise::Scoping`]).
+    pub fn script_scoping(&self, scoping: exercise::Scoping) {
+        lock(&self.shared.turn).scoping = Some(scoping);
+    }
+
+    /// Looks for `marks` in every request of the current turn, recording which it carried in
+    /// the order it carried them (`marks_in_request`).
+    pub fn watch_marks(&self, marks: Vec<String>) {
+        lock(&self.shared.turn).marks = marks;
     }
 
     /// Looks for `token` (a steer's) in every request from now on.
@@ -758,11 +776,20 @@ fn serve(activity: &Activity, admitted: Admitted<'_>, started: Instant) -> Respo
     turn.input_tokens = size.tokens;
     drop(json);
     let reply_token = fresh_reply_token(&body);
-    let broken = broken_answer(shared, &state, &turn, schema_exact);
+    let marks_in_request = exercise::marks_in_order(&body, &state.marks);
+    let scoping = state.scoping.as_ref().filter(|_| nonce_in_request).map(|s| (s, s.phase(&body)));
+    let scripted = scoping.and_then(|(s, phase)| s.reply(phase, &turn));
+    let scoping = scoping.map(|(_, phase)| exercise::ScopingSeen { phase, tool_results: turn.tool_results.len() });
+    // A scoping turn's scripted call comes first; the structured turn's broken answer next.
+    let broken = scripted.is_none().then(|| broken_answer(shared, &state, &turn, schema_exact)).flatten();
     let structured_broken = broken.is_some();
-    let (played, decision) = match broken.map_or_else(|| play(shared, size, &turn, &reply_token, state.plain), Ok) {
-        Ok(answer) => answer,
-        Err(unanswered) => return refuse(activity, &path, shape, unanswered.status, unanswered.kind, unanswered.reason),
+    let (played, decision) = match (scripted, broken) {
+        (Some(reply), _) => scoped(reply),
+        (None, Some(answer)) => answer,
+        (None, None) => match play(shared, size, &turn, &reply_token, state.plain) {
+            Ok(answer) => answer,
+            Err(unanswered) => return refuse(activity, &path, shape, unanswered.status, unanswered.kind, unanswered.reason),
+        },
     };
     let structured_text = structured_broken || decision.structured_digest.is_some();
     let (played, pace) = pace::apply(played, state.pace, structured_text);
@@ -795,6 +822,8 @@ fn serve(activity: &Activity, admitted: Admitted<'_>, started: Instant) -> Respo
         bodies: None,
         estimated_tokens: size.tokens,
         messages: size.messages,
+        scoping,
+        marks_in_request,
     };
     let pieces = pace.map_or(1, |p| p.pieces);
     let rendered = render(dialect, &played, &turn, &Ids::new(sequence), reply_token, pieces, &mut call);
@@ -857,6 +886,15 @@ fn broken_answer(shared: &Shared, state: &TurnState, turn: &Turn, schema_exact: 
     let tool_called = wanted.tool.clone();
     let decision = script::Decision { tool_called, structured_output: Some(wanted.way), ..script::Decision::default() };
     Some((Played::Reply(reply), decision))
+}
+
+/// A scoping turn's tool call, played as the model's answer and recorded as its call.
+fn scoped(reply: Reply) -> (Played, script::Decision) {
+    let tool_called = match &reply {
+        Reply::ToolCall { name, .. } => Some(name.clone()),
+        Reply::Text(_) => None,
+    };
+    (Played::Reply(reply), script::Decision { tool_called, ..script::Decision::default() })
 }
 
 /// What a call gets: the enforced window's overflow when it is past the window (no scripted

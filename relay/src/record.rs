@@ -117,6 +117,15 @@ pub struct Call {
     pub estimated_tokens: u64,
     /// The entries of the request's message list (`relay::estimate`).
     pub messages: usize,
+    /// In a scoping turn ([`super::exercise::Scoping`]), a call whose latest user turn
+    /// carried the nonce: which of the turn's tool calls it got, and the tool results its
+    /// request carried.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scoping: Option<super::exercise::ScopingSeen>,
+    /// The indices of the watched marks ([`super::Relay::watch_marks`]) the request carried,
+    /// in the order they occur in it: a staged file's nonce that reached the model.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub marks_in_request: Vec<usize>,
 }
 
 /// A call's request and answer as `--record-model` keeps them: each cut at

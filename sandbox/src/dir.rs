@@ -17,6 +17,9 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
+use rustix::fs::{Mode, OFlags, ResolveFlags};
+use rustix::io::Errno;
+
 /// An open directory.
 #[derive(Debug)]
 pub struct Dir(OwnedFd);
@@ -90,27 +93,23 @@ fn owned(fd: libc::c_long) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// `openat2(2)`: `path` resolved from `dir` under `resolve`'s rules, by the kernel.
-pub fn openat2(dir: BorrowedFd<'_>, path: &[u8], flags: libc::c_int, resolve: u64) -> io::Result<OwnedFd> {
-    let path = cstring(path)?;
-    // SAFETY: `open_how` is plain old data; all zeroes is its "no options" value.
-    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
-    how.flags = u64::try_from(flags | libc::O_CLOEXEC).unwrap_or(0);
-    how.resolve = resolve;
-    let fd = retry(|| {
-        // SAFETY: `path` is NUL-terminated and `how` is a valid `open_how` of the size given.
-        unsafe {
-            libc::syscall(
-                libc::SYS_openat2,
-                dir.as_raw_fd(),
-                path.as_ptr(),
-                &how as *const libc::open_how,
-                std::mem::size_of::<libc::open_how>(),
-            )
+/// `openat2(2)`, through rustix's safe wrapper: `path` resolved from `dir` by the kernel
+/// under `resolve`'s rules. Paths of more than one name are resolved by
+/// [`crate::root::Root`] alone, under its one rule; here it opens one name beneath a
+/// directory we hold.
+pub(crate) fn openat2(dir: BorrowedFd<'_>, path: &[u8], flags: libc::c_int, resolve: ResolveFlags) -> io::Result<OwnedFd> {
+    // The `O_*` values are the kernel's own on Linux, which is what `OFlags` holds.
+    let flags = OFlags::from_bits_retain(libc::c_uint::from_ne_bytes(flags.to_ne_bytes())) | OFlags::CLOEXEC;
+    loop {
+        match rustix::fs::openat2(dir, path, flags, Mode::empty(), resolve) {
+            Err(Errno::INTR) => continue,
+            other => return other.map_err(io::Error::from),
         }
-    })?;
-    owned(fd)
+    }
 }
+
+/// One name beneath a directory, no symlink followed, no magic link, nothing above it.
+const ONE_NAME: ResolveFlags = ResolveFlags::BENEATH.union(ResolveFlags::NO_SYMLINKS).union(ResolveFlags::NO_MAGICLINKS);
 
 fn openat(dir: BorrowedFd<'_>, name: &CStr, flags: libc::c_int, mode: libc::mode_t) -> io::Result<OwnedFd> {
     // SAFETY: `name` is NUL-terminated; `openat` does not keep it.
@@ -158,7 +157,7 @@ impl Dir {
         if bytes.is_empty() || bytes == b"." || bytes == b".." || bytes.contains(&b'/') {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a single file name"));
         }
-        match openat2(self.as_fd(), bytes, DIR_FLAGS, libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS) {
+        match openat2(self.as_fd(), bytes, DIR_FLAGS, ONE_NAME) {
             Err(e) if no_openat2(&e) => openat(self.as_fd(), &cstring(bytes)?, DIR_FLAGS, 0).map(Dir),
             other => other.map(Dir),
         }
@@ -191,7 +190,7 @@ impl Dir {
             // openat2 takes no mode here: `openat` with O_NOFOLLOW refuses a symlink as well.
             return openat(self.as_fd(), &cstring(bytes)?, flags, mode).map(File::from);
         }
-        match openat2(self.as_fd(), bytes, flags, libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS) {
+        match openat2(self.as_fd(), bytes, flags, ONE_NAME) {
             Err(e) if no_openat2(&e) => openat(self.as_fd(), &cstring(bytes)?, flags, 0).map(File::from),
             other => other.map(File::from),
         }

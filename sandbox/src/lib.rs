@@ -3,6 +3,8 @@
 //!
 //! - [`dir`]: directories held by descriptor, lookups that never follow a symlink, and the
 //!   walks and removals over trees an untrusted party shaped;
+//! - [`root`]: the one path resolver, a directory held as a root and every path inside it
+//!   resolved by the kernel under one `..` rule (as in a chroot);
 //! - [`fence`]: the egress fence, a network namespace in which the relay's socket is the
 //!   one thing listening, and how a child joins it;
 //! - [`interrupt`]: SIGINT, SIGTERM and SIGHUP, and the process groups they stop;
@@ -26,4 +28,5 @@ pub mod file;
 pub mod identity;
 pub mod interrupt;
 pub mod process;
+pub mod root;
 pub mod tempdir;

@@ -9,7 +9,9 @@
 //! `--undeclared-emission` (subagent lifecycle without declaring `subagents`),
 //! `--narrate-subagent` (declares `subagents` and narrates a subagent that makes no model
 //! call of its own), `--no-subagent` (declares `subagents` and never starts one),
-//! `--no-ack` (never answer a steer), `--duplicate-terminal`, `--crash-mid-turn`,
+//! `--run-outside-scope` (declares `builtin_tool_scoping` and runs a built-in tool outside
+//! the `checkfu.builtin_tools` list it was handed), `--ignore-staged` (declares `staged_files`
+//! and never reads the prompt's resource links), `--no-ack` (never answer a steer), `--duplicate-terminal`, `--crash-mid-turn`,
 //! `--silent-after-initialize`, `--garbage-stdout`, `--oversize-line`, `--read-outside`,
 //! `--need-credentials` (session/new answers -32000 until `authenticate` with `fixture-key`), `--echo-requests`, `--flood-stderr`,
 //! `--flood-stdout` (endless valid updates), `--flood-big-chunks` (endless 64 KiB message chunks), `--foreign-extension` (an `_acme/progress`
@@ -49,6 +51,16 @@
 //! while a model call is in flight is acknowledged `delivered` and goes to the model in the
 //! turn's next request (after the model's answer, a request with the steer as the user's
 //! words); `--drop-steer` acknowledges it and never passes it on (a hostile twin).
+//!
+//! It calls `fs/*` only when the client advertised file system access, and runs a tool only
+//! when its permission was granted. Hostile twins of the wire around the turn, one ACP
+//! fault each: `--ignore-fs-capability` (writes although the client advertised no file
+//! system), `--write-after-reject` (writes although the permission was rejected),
+//! `--elicit` (an `elicitation/create` the client never advertised), `--answer-cancel`
+//! (answers the `session/cancel` notification with an error), `--update-after-cancel` (a
+//! message chunk after answering `cancelled`), `--string-id` (answers `initialize` with its
+//! id as a string), `--float-id` (answers `session/new` with its id written `N.0`),
+//! `--string-turn` (its `checkfu.turn` claims `"model_calls": "0"`, a string).
 
 // `unsafe` lives in `checkfu-wire-sandbox` alone (tests/it/layers.rs holds this).
 #![forbid(unsafe_code)]
@@ -71,6 +83,10 @@ struct Switches {
     undeclared_emission: bool,
     narrate_subagent: bool,
     no_subagent: bool,
+    /// `--run-outside-scope`: built-in tools outside the handed list run anyway (a twin).
+    run_outside_scope: bool,
+    /// `--ignore-staged`: the prompt's resource links are never read (a twin).
+    ignore_staged: bool,
     no_ack: bool,
     duplicate_terminal: bool,
     crash_mid_turn: bool,
@@ -132,6 +148,14 @@ struct Switches {
     accept_invalid: bool,
     turns: usize,
     mid_turn_wait_ms: u64,
+    ignore_fs_capability: bool,
+    write_after_reject: bool,
+    elicit: bool,
+    answer_cancel: bool,
+    update_after_cancel: bool,
+    string_id: bool,
+    float_id: bool,
+    string_turn: bool,
 }
 
 fn switches() -> Switches {
@@ -154,6 +178,8 @@ fn switches() -> Switches {
             "--undeclared-emission" => s.undeclared_emission = true,
             "--narrate-subagent" => s.narrate_subagent = true,
             "--no-subagent" => s.no_subagent = true,
+            "--run-outside-scope" => s.run_outside_scope = true,
+            "--ignore-staged" => s.ignore_staged = true,
             "--no-ack" => s.no_ack = true,
             "--duplicate-terminal" => s.duplicate_terminal = true,
             "--crash-mid-turn" => s.crash_mid_turn = true,
@@ -190,6 +216,14 @@ fn switches() -> Switches {
             "--retry" => s.retry = Some(model::Retry::AfterRetryAfter),
             "--retry-early" => s.retry = Some(model::Retry::AtOnce),
             "--lie-turn" => s.lie_turn = true,
+            "--ignore-fs-capability" => s.ignore_fs_capability = true,
+            "--write-after-reject" => s.write_after_reject = true,
+            "--elicit" => s.elicit = true,
+            "--answer-cancel" => s.answer_cancel = true,
+            "--update-after-cancel" => s.update_after_cancel = true,
+            "--string-id" => s.string_id = true,
+            "--float-id" => s.float_id = true,
+            "--string-turn" => s.string_turn = true,
             "--inflate-turn" => s.inflate_turn = true,
             "--ignore-cancel" => s.ignore_cancel = true,
             "--call-after-cancel" => s.call_after_cancel = true,
@@ -234,6 +268,10 @@ struct Agent {
     runtime_config: Option<Value>,
     /// The session's `checkfu.output_schema`, as `session/new` gave it.
     output_schema: Option<Value>,
+    /// Whether the client advertised `fs` (both methods), as `initialize` said.
+    client_fs: bool,
+    /// The session's `checkfu.builtin_tools`, as `session/new` gave it (`None`: every tool).
+    builtin_tools: Option<Vec<String>>,
 }
 
 /// A cancel or a drain that arrived while a model call was in flight.
@@ -251,6 +289,13 @@ impl Agent {
         let mut line = message.to_string();
         line.push('\n');
         if self.out.write_all(line.as_bytes()).and_then(|()| self.out.flush()).is_err() {
+            std::process::exit(0);
+        }
+    }
+
+    /// One line as given, for a message `json!` cannot write (an id of `2.0`).
+    fn write_raw(&mut self, line: &str) {
+        if self.out.write_all(line.as_bytes()).and_then(|()| self.out.write_all(b"\n")).and_then(|()| self.out.flush()).is_err() {
             std::process::exit(0);
         }
     }
@@ -315,7 +360,11 @@ impl Agent {
             }
             let id = message.get("id").cloned().unwrap_or(Value::Null);
             match message.get("method").and_then(Value::as_str) {
-                Some("initialize") => self.initialize(&id),
+                Some("initialize") => {
+                    self.client_fs = message.pointer("/params/clientCapabilities/fs/writeTextFile") == Some(&json!(true));
+                    let id = if self.s.string_id { json!(id.to_string()) } else { id };
+                    self.initialize(&id);
+                }
                 Some("authenticate") => {
                     if message.pointer("/params/methodId") == Some(&json!("fixture-key")) {
                         self.authenticated = true;
@@ -333,12 +382,23 @@ impl Agent {
                     } else {
                         self.cwd = message.pointer("/params/cwd").and_then(Value::as_str).unwrap_or("/").to_owned();
                         self.runtime_config = message.pointer("/params/_meta/checkfu.runtime_config").cloned();
+                        self.builtin_tools = message
+                            .pointer("/params/_meta/checkfu.builtin_tools")
+                            .and_then(Value::as_array)
+                            .map(|l| l.iter().filter_map(Value::as_str).map(str::to_owned).collect());
                         self.output_schema = message.pointer("/params/_meta/checkfu.output_schema").cloned();
-                        self.respond(&id, json!({"sessionId": "fixture-1"}));
+                        if self.s.float_id {
+                            // serde_json writes an integer id without a fraction: written by hand.
+                            self.write_raw(&format!("{{\"jsonrpc\":\"2.0\",\"id\":{id}.0,\"result\":{{\"sessionId\":\"fixture-1\"}}}}"));
+                        } else {
+                            self.respond(&id, json!({"sessionId": "fixture-1"}));
+                        }
                     }
                 }
                 Some("session/prompt") => {
-                    let text = message.pointer("/params/prompt/0/text").and_then(Value::as_str).unwrap_or("").to_owned();
+                    let mut text = message.pointer("/params/prompt/0/text").and_then(Value::as_str).unwrap_or("").to_owned();
+                    let blocks = message.pointer("/params/prompt").cloned().unwrap_or(Value::Null);
+                    text.push_str(&self.staged(&blocks));
                     self.turn(&id, &text);
                 }
                 Some("_checkfu/session/steer") => self.steer(&id),
@@ -363,6 +423,7 @@ impl Agent {
                 "interrupt" => "cooperative",
                 "builtin_tool_scoping" => "enforced",
                 "structured_output" => "response_format",
+                "staged_files" => "resource_links",
                 other => other,
             };
             declaration.insert(member.clone(), json!(value));
@@ -431,6 +492,12 @@ impl Agent {
                 "filesystem_commands": 0, "mcp_calls": 0, "model_calls": calls, "wall_time_ms": began.elapsed().as_millis() as u64,
                 "model_transient_retries": self.usage.transient_retries, "model_overflow_recoveries": 0}}}),
             );
+            if self.s.update_after_cancel {
+                self.update(
+                    session,
+                    json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": " (one more thing)"}}),
+                );
+            }
             return;
         }
         if self.mid_call.draining && self.s.call_after_drain {
@@ -567,7 +634,15 @@ impl Agent {
                 );
                 let allowed = permission.pointer("/result/outcome/optionId") == Some(&json!("allow"));
                 let path = format!("{}/notes.txt", self.cwd);
-                if allowed {
+                let may_write = (allowed || self.s.write_after_reject) && (self.client_fs || self.s.ignore_fs_capability);
+                if self.s.elicit {
+                    self.call(
+                        "elicitation/create",
+                        json!({"sessionId": session, "mode": "form", "message": "Which file?",
+                        "requestedSchema": {"type": "object", "properties": {"file": {"type": "string"}}}}),
+                    );
+                }
+                if may_write {
                     self.call("fs/write_text_file", json!({"sessionId": session, "path": path, "content": "one\ntwo\n"}));
                     self.call("fs/read_text_file", json!({"sessionId": session, "path": path, "line": 2, "limit": 1}));
                 }
@@ -610,10 +685,14 @@ impl Agent {
         // `--inflate-turn` more than it made.
         let inflated = u64::from(self.s.inflate_turn);
         let calls = if self.s.lie_turn { 0 } else { self.usage.calls + 2 * inflated };
-        let result = json!({"stopReason": if interrupted { "cancelled" } else { "end_turn" },
+        let mut result = json!({"stopReason": if interrupted { "cancelled" } else { "end_turn" },
             "_meta": {"checkfu.turn": {"execution": "shell", "shell_commands": 1, "filesystem_commands": 2, "mcp_calls": 0,
                 "model_calls": calls, "wall_time_ms": began.elapsed().as_millis() as u64,
                 "model_transient_retries": self.usage.transient_retries + inflated, "model_overflow_recoveries": self.usage.overflow_recoveries}}});
+        if self.s.string_turn {
+            // A lie the fail-open rule would hide: the claim is dropped, so nothing compares it.
+            result["_meta"]["checkfu.turn"]["model_calls"] = json!("0");
+        }
         self.respond(id, result.clone());
         if self.s.duplicate_terminal {
             self.respond(id, result);
@@ -650,6 +729,7 @@ impl Agent {
             notes.push_str(&format!(" (egress answered {:?})", model::try_egress("api.example.com")));
         }
         let mut conversation = model::Conversation::new(dialect, key, prompt);
+        conversation.tools = self.offered_tools();
         conversation.retry = self.s.retry;
         conversation.reload(compaction::earlier_exchanges(self.s.history));
         conversation.policy = compaction::Policy::of(self.runtime_config.as_ref());
@@ -681,10 +761,8 @@ impl Agent {
                 model::Answer::Tool { id, name, input } => {
                     let call = format!("model-call-{round}");
                     self.update(session, json!({"sessionUpdate": "tool_call", "toolCallId": call, "title": name, "kind": "read", "status": "pending", "rawInput": input}));
-                    let path = input.get("path").and_then(Value::as_str).unwrap_or_default().to_owned();
-                    let read = self.call("fs/read_text_file", json!({"sessionId": session, "path": path}));
-                    let output = read.pointer("/result/content").and_then(Value::as_str).unwrap_or("(unreadable)").to_owned();
-                    self.update(session, json!({"sessionUpdate": "tool_call_update", "toolCallId": call, "status": "completed"}));
+                    let (status, output) = self.builtin_tool(session, &name, &input);
+                    self.update(session, json!({"sessionUpdate": "tool_call_update", "toolCallId": call, "status": status}));
                     conversation.tool_result(&id, &output);
                 }
             }
@@ -790,6 +868,10 @@ impl Agent {
                 };
                 match message.get("method").and_then(Value::as_str) {
                     Some("session/cancel") => {
+                        if self.s.answer_cancel {
+                            // A notification answered: there is no id to answer with.
+                            self.fail(&Value::Null, -32603, "cancel failed");
+                        }
                         self.mid_call.cancelled = true;
                         if !self.s.ignore_cancel {
                             in_flight.abort();
@@ -851,6 +933,74 @@ fn main() {
         pending_steer: None,
         runtime_config: None,
         output_schema: None,
+        client_fs: false,
+        builtin_tools: None,
     };
     agent.run();
+}
+
+impl Agent {
+    /// The built-in tools offered to the model: `read_file`, and under a declared scoping
+    /// `write` and `bash` too, as the handed `checkfu.builtin_tools` admits them.
+    fn offered_tools(&self) -> Vec<&'static str> {
+        if !self.s.declare.iter().any(|m| m == "builtin_tool_scoping") {
+            return vec![model::READ_FILE];
+        }
+        let all = [model::READ_FILE, model::WRITE_FILE, model::SHELL];
+        all.into_iter().filter(|t| self.admits(t)).collect()
+    }
+
+    /// Whether the handed list admits tool `name` (by its name in the contract's vocabulary).
+    fn admits(&self, name: &str) -> bool {
+        let listed = if name == model::READ_FILE { "read" } else { name };
+        self.builtin_tools.as_ref().is_none_or(|l| l.iter().any(|n| n == listed))
+    }
+
+    /// Runs built-in tool `name` for the model, or refuses it before any effect when the handed
+    /// list leaves it out (`--run-outside-scope` runs it anyway); its status and result.
+    fn builtin_tool(&mut self, session: &str, name: &str, input: &Value) -> (&'static str, String) {
+        if !self.admits(name) && !self.s.run_outside_scope {
+            return ("failed", format!("refused: `{name}` is not in this session's checkfu.builtin_tools"));
+        }
+        let text = |key: &str| input.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
+        match name {
+            model::WRITE_FILE => {
+                let written =
+                    self.call("fs/write_text_file", json!({"sessionId": session, "path": text("path"), "content": text("content")}));
+                let output = if written.get("error").is_some() { "the write was refused" } else { "written" };
+                ("completed", output.to_owned())
+            }
+            model::SHELL => {
+                let ran = std::process::Command::new("sh").arg("-c").arg(text("command")).current_dir(&self.cwd).output();
+                ("completed", ran.map_or_else(|e| format!("cannot run: {e}"), |o| format!("exit {}", o.status)))
+            }
+            _ => {
+                let read = self.call("fs/read_text_file", json!({"sessionId": session, "path": text("path")}));
+                ("completed", read.pointer("/result/content").and_then(Value::as_str).unwrap_or("(unreadable)").to_owned())
+            }
+        }
+    }
+
+    /// The prompt's resource links read in order, as text the model gets after the prompt's
+    /// words: what a declared `staged_files` serves (`--ignore-staged` reads none).
+    fn staged(&mut self, blocks: &Value) -> String {
+        if self.s.ignore_staged || !self.s.declare.iter().any(|m| m == "staged_files") {
+            return String::new();
+        }
+        let links: Vec<String> = blocks
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|b| b.get("type") == Some(&json!("resource_link")))
+            .filter_map(|b| b.get("uri").and_then(Value::as_str).and_then(|u| u.strip_prefix("file://")).map(str::to_owned))
+            .take(16)
+            .collect();
+        let mut text = String::new();
+        for path in links {
+            let read = self.call("fs/read_text_file", json!({"sessionId": "fixture-1", "path": path}));
+            let content = read.pointer("/result/content").and_then(Value::as_str).unwrap_or("(unreadable)");
+            text.push_str(&format!("\n[{path}]\n{content}"));
+        }
+        text
+    }
 }

@@ -170,10 +170,17 @@ pub struct Conversation {
     pub compactions: Vec<compaction::Compacted>,
     /// How the session's output schema goes to the model, when it does.
     pub schema: Option<Schema>,
+    /// The built-in tools offered, by name ([`READ_FILE`] alone unless the agent says more).
+    pub tools: Vec<&'static str>,
     history: Vec<Value>,
 }
 
-const READ_FILE: &str = "read_file";
+/// The built-in tools the fixture may offer the model. The writer and the shell go by the
+/// names of the contract's vocabulary for `checkfu.builtin_tools`; the reader, older, is
+/// `read` in that vocabulary.
+pub const READ_FILE: &str = "read_file";
+pub const WRITE_FILE: &str = "write";
+pub const SHELL: &str = "bash";
 
 /// The submit tool of `structured_output: submit_tool`: its input schema is the session's
 /// output schema, exactly.
@@ -203,6 +210,7 @@ impl Conversation {
             policy: None,
             compactions: Vec::new(),
             schema: None,
+            tools: vec![READ_FILE],
             history: vec![first],
         }
     }
@@ -245,14 +253,29 @@ impl Conversation {
     }
 
     fn plain_body(&self) -> Value {
-        let schema = json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]});
+        let tools: Vec<Value> = self.tools.iter().map(|name| self.tool(name)).collect();
         match self.dialect {
-            Dialect::Anthropic => json!({"model": "fixture-model", "max_tokens": 512, "messages": self.history,
-                "tools": [{"name": READ_FILE, "description": "Reads a file", "input_schema": schema}]}),
-            Dialect::Chat => json!({"model": "fixture-model", "messages": self.history,
-                "tools": [{"type": "function", "function": {"name": READ_FILE, "description": "Reads a file", "parameters": schema}}]}),
-            Dialect::Responses => json!({"model": "fixture-model", "input": self.history,
-                "tools": [{"type": "function", "name": READ_FILE, "description": "Reads a file", "parameters": schema}]}),
+            Dialect::Anthropic => json!({"model": "fixture-model", "max_tokens": 512, "messages": self.history, "tools": tools}),
+            Dialect::Chat => json!({"model": "fixture-model", "messages": self.history, "tools": tools}),
+            Dialect::Responses => json!({"model": "fixture-model", "input": self.history, "tools": tools}),
+        }
+    }
+
+    /// One built-in tool as the dialect offers it.
+    fn tool(&self, name: &str) -> Value {
+        let string = json!({"type": "string"});
+        let (description, schema) = match name {
+            WRITE_FILE => (
+                "Writes a file",
+                json!({"type": "object", "properties": {"path": string, "content": string}, "required": ["path", "content"]}),
+            ),
+            SHELL => ("Runs a shell command", json!({"type": "object", "properties": {"command": string}, "required": ["command"]})),
+            _ => ("Reads a file", json!({"type": "object", "properties": {"path": string}, "required": ["path"]})),
+        };
+        match self.dialect {
+            Dialect::Anthropic => json!({"name": name, "description": description, "input_schema": schema}),
+            Dialect::Chat => json!({"type": "function", "function": {"name": name, "description": description, "parameters": schema}}),
+            Dialect::Responses => json!({"type": "function", "name": name, "description": description, "parameters": schema}),
         }
     }
 

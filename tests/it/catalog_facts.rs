@@ -151,6 +151,8 @@ fn the_probe_binding_compares_dialects_as_variants_and_reports_names() {
         bodies: None,
         estimated_tokens: 1,
         messages: 1,
+        scoping: None,
+        marks_in_request: Vec::new(),
     };
     // A dialect the entry does not declare, whichever the catalog's dialects are.
     let undeclared = *Dialect::ALL.iter().find(|d| !claude.dialects.contains(d)).expect("a dialect claude-code does not declare");

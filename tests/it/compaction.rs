@@ -74,6 +74,8 @@ fn an_honest_compaction_passes_in_every_dialect_and_agrees_with_the_record() {
             "session_start",
             "prompt_exchange",
             "subagent_delegation",
+            "builtin_tool_scoping",
+            "staged_files",
             "structured_output",
             "cancellation",
             "context_compaction",

@@ -39,6 +39,7 @@ const INPUTS: &[Input] = &[
     Input { cfg: "checkfu_image_tools", built: cfg!(checkfu_image_tools), required_by: "CHECKFU_REQUIRE_IMAGE_TOOLS" },
     Input { cfg: "checkfu_podman", built: cfg!(checkfu_podman), required_by: "CHECKFU_REQUIRE_PODMAN" },
     Input { cfg: "checkfu_docker", built: cfg!(checkfu_docker), required_by: "CHECKFU_REQUIRE_DOCKER" },
+    Input { cfg: "checkfu_report_consumers", built: cfg!(checkfu_report_consumers), required_by: "CHECKFU_REQUIRE_REPORT_CONSUMERS" },
 ];
 
 /// When a test is ignored.

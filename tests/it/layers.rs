@@ -343,3 +343,57 @@ fn the_unsafe_check_sees_code_and_not_comments_or_strings() {
     let text = "// unsafe in a comment\nlet s = \"unsafe\";\nlet unsafe_schema = 1;\nunsafe { f() }\nlet x = 1; // unsafe\n    unsafe impl Send for X {}\n";
     assert_eq!(unsafe_lines(text), vec![4, 6]);
 }
+
+/// The marks of a path resolved by hand, in code: a kernel resolution (`openat2`, raw or
+/// rustix's, and rustix's `ResolveFlags`), a `..` walked through a directory (`open_parent`), a `..` folded on
+/// a path's text (`Component::ParentDir`). Each was in `main` before the one resolver
+/// (`image/src/in_root.rs`, `image/src/unpack.rs`, `image/src/store.rs`,
+/// `probe/src/session/workspace.rs`); only the sandbox (`sandbox/src`), whose `root`
+/// module is the one resolver, may hold them now.
+const HAND_RESOLVED: &[&str] = &["openat2", "ResolveFlags", "open_parent(", "Component::ParentDir"];
+
+/// Each line of `text` whose code (outside comments and strings) holds a mark of
+/// [`HAND_RESOLVED`], as `file:line: mark`.
+fn hand_resolved(relative: &str, text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let code = code_of(line);
+        found.extend(HAND_RESOLVED.iter().filter(|mark| code.contains(*mark)).map(|mark| format!("{relative}:{}: {mark}", i + 1)));
+    }
+    found
+}
+
+#[test]
+fn paths_are_resolved_only_by_the_sandbox() {
+    let root = workspace();
+    let mut scanned = Vec::new();
+    let mut found = Vec::new();
+    for dir in OUTSIDE_THE_SANDBOX {
+        let path = root.join(dir);
+        let files = if path.is_dir() { sources(&path) } else { vec![path] };
+        for path in files.into_iter().filter(|p| p.is_file()) {
+            let relative = path.strip_prefix(&root).unwrap_or(&path).to_string_lossy().into_owned();
+            found.extend(hand_resolved(&relative, &std::fs::read_to_string(&path).expect("a source file")));
+            scanned.push(relative);
+        }
+    }
+    assert!(found.is_empty(), "a path resolved by hand outside the sandbox's one resolver (sandbox/src/root.rs):\n{}", found.join("\n"));
+    // Not vacuous: the files that resolved paths by hand are among those read, and every
+    // mark is seen where it is allowed, in the sandbox's code.
+    for former in ["image/src/in_root.rs", "image/src/unpack.rs", "image/src/store.rs", "probe/src/session/workspace.rs"] {
+        assert!(scanned.iter().any(|s| s == former), "{former} was not read");
+    }
+    let sandbox: Vec<String> = sources(&root.join("sandbox/src"))
+        .iter()
+        .flat_map(|path| hand_resolved("sandbox", &std::fs::read_to_string(path).expect("a source file")))
+        .collect();
+    for mark in HAND_RESOLVED {
+        assert!(sandbox.iter().any(|line| line.ends_with(&format!(": {mark}"))), "the mark `{mark}` is in no code of the sandbox's");
+    }
+}
+
+#[test]
+fn the_hand_resolution_check_sees_code_and_not_comments_or_strings() {
+    let text = "// open_parent( in a comment\nlet s = \"openat2\";\nlet d = dir.open_parent()?;\nComponent::ParentDir => {} // openat2\n";
+    assert_eq!(hand_resolved("f.rs", text), ["f.rs:3: open_parent(", "f.rs:4: Component::ParentDir"]);
+}

@@ -83,6 +83,8 @@ mod recipes;
 mod reference_graphs;
 #[cfg(feature = "cli")]
 mod relay;
+#[cfg(feature = "cli")]
+mod report_formats;
 mod sdk_traffic;
 #[cfg(feature = "cli")]
 mod structured;

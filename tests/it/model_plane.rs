@@ -377,6 +377,8 @@ fn a_harness_that_retries_after_retry_after_recovers_from_the_faults_script() {
                 "session_start",
                 "prompt_exchange",
                 "subagent_delegation",
+                "builtin_tool_scoping",
+                "staged_files",
                 "structured_output",
                 "cancellation",
                 "model_recovery",

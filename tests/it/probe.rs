@@ -159,6 +159,64 @@ fn a_declared_subagent_is_exercised_and_a_narrated_or_missing_one_fails() {
     assert_eq!(undeclared.step("subagent_delegation"), ("skipped", "`subagents` is not declared"));
 }
 
+/// A declared `builtin_tool_scoping: enforced` is exercised: the honest fixture is handed
+/// `checkfu.builtin_tools`, runs the model's `write` (inside the list) and refuses its `bash`
+/// (outside it) back to the model, and passes; its twin that runs `bash` anyway fails naming
+/// the value, and the value is not realized. Undeclared, the step is skipped, saying so.
+#[test]
+fn a_declared_builtin_tool_scoping_is_exercised_and_a_tool_run_outside_the_list_fails() {
+    let honest = probe(&["--no-cancellation"], &agent(&["--declare", "builtin_tool_scoping"]));
+    assert_eq!(honest.status, 0, "{}", honest.pretty());
+    assert_eq!(honest.step("builtin_tool_scoping").0, "passed", "{}", honest.pretty());
+    assert_eq!(honest.json["admission"]["realized"]["builtin_tool_scoping"], "enforced");
+    // The turn of its own, by the relay's record: `write`, then `bash`, then the answer, whose
+    // request carried one tool result more than the one that got `bash` (the refusal).
+    let calls = honest.plane()["calls"].as_array().cloned().unwrap_or_default();
+    let scoping: Vec<(String, u64)> = calls
+        .iter()
+        .filter_map(|c| c.get("scoping"))
+        .map(|s| (s["phase"].as_str().unwrap_or("?").to_owned(), s["tool_results"].as_u64().unwrap_or(99)))
+        .collect();
+    let phases: Vec<(&str, u64)> = scoping.iter().map(|(p, n)| (p.as_str(), *n)).collect();
+    assert_eq!(phases, [("inside", 0), ("outside", 1), ("answer", 2)], "{}", honest.pretty());
+
+    let escaped = probe(&["--no-cancellation"], &agent(&["--declare", "builtin_tool_scoping", "--run-outside-scope"]));
+    assert_eq!(escaped.status, 1, "{}", escaped.pretty());
+    let (status, reason) = escaped.step("builtin_tool_scoping");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("declared `builtin_tool_scoping: enforced` is not served") && reason.contains("`bash`"), "{reason}");
+    assert!(escaped.json["admission"]["realized"].get("builtin_tool_scoping").is_none(), "{}", escaped.pretty());
+    // The other steps and checks pass: only the exercise tells the two apart.
+    assert_eq!(escaped.step("prompt_exchange").0, "passed");
+
+    let undeclared = probe(&["--no-cancellation"], &agent(&["--declare", "none"]));
+    assert_eq!(undeclared.step("builtin_tool_scoping"), ("skipped", "`builtin_tool_scoping` is not declared"));
+}
+
+/// A declared `staged_files: resource_links` is exercised: the honest fixture reads the
+/// prompt's resource links in order and passes their text to the model, which the relay's
+/// record shows in link order; the files are as staged afterwards. Its twin that ignores the
+/// links fails naming the value. Undeclared, the step is skipped, saying so.
+#[test]
+fn declared_staged_files_are_exercised_and_ignored_links_fail() {
+    let honest = probe(&["--no-cancellation"], &agent(&["--declare", "staged_files"]));
+    assert_eq!(honest.status, 0, "{}", honest.pretty());
+    assert_eq!(honest.step("staged_files").0, "passed", "{}", honest.pretty());
+    assert_eq!(honest.json["admission"]["realized"]["staged_files"], "resource_links");
+    let calls = honest.plane()["calls"].as_array().cloned().unwrap_or_default();
+    assert!(calls.iter().any(|c| c["marks_in_request"] == serde_json::json!([0, 1, 2])), "{}", honest.pretty());
+
+    let ignoring = probe(&["--no-cancellation"], &agent(&["--declare", "staged_files", "--ignore-staged"]));
+    assert_eq!(ignoring.status, 1, "{}", ignoring.pretty());
+    let (status, reason) = ignoring.step("staged_files");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("declared `staged_files: resource_links` is not served") && reason.contains("no staged file"), "{reason}");
+    assert!(ignoring.json["admission"]["realized"].get("staged_files").is_none(), "{}", ignoring.pretty());
+
+    let undeclared = probe(&["--no-cancellation"], &agent(&["--declare", "none"]));
+    assert_eq!(undeclared.step("staged_files"), ("skipped", "`staged_files` is not declared"));
+}
+
 #[test]
 fn a_missing_steer_acknowledgement_fails_both_steering_checks() {
     let run = probe(&[], &agent(&["--no-ack"]));
@@ -327,9 +385,12 @@ fn a_vendor_method_without_the_extension_prefix_is_answered_method_not_found_and
 
 #[test]
 fn terminals_are_refused_unless_allowed_and_then_run_in_the_workspace() {
+    // Unadvertised, a terminal is refused, and calling one anyway breaks ACP-CLIENTCAP-002.
     let refused = probe(&[], &agent(&["--use-terminal"]));
     assert_eq!(refused.json["client_requests"][0]["method"], "terminal/create");
     assert_eq!(refused.json["client_requests"][0]["outcome"], "refused");
+    assert_eq!(refused.status, 1);
+    assert_eq!(refused.json["wire"]["breaches"][0]["requirement"], "ACP-CLIENTCAP-002");
 
     let record = temp_file("terminal.record.jsonl");
     let run = probe(&["--allow-terminals", "--record", record.to_str().unwrap()], &agent(&["--use-terminal"]));
@@ -553,12 +614,17 @@ fn an_agent_written_with_the_official_typescript_sdk_passes() {
     // Its prompt handler aborts the model call on session/cancel and answers `cancelled`.
     assert_eq!(run.step("cancellation").0, "passed", "{}", run.pretty());
     assert_eq!(run.json["cancellation"]["stop_reason"], "cancelled");
-    // It acknowledges the steer `queued`, and the next turn's request (the cancellation
-    // step's prompt) carries it: what `steering_delivered` passed on.
+    // It acknowledges the steer `queued`, and the next turn's request (the built-in tool
+    // scoping step's prompt) carries it: what `steering_delivered` passed on.
     let calls = run.plane()["calls"].as_array().cloned().unwrap_or_default();
     let carried: Vec<(u64, bool)> = calls.iter().map(|c| (c["turn"].as_u64().unwrap_or(0), c["steer_in_request"] == true)).collect();
-    // The rate limit and its retry, then the second turn's call.
-    assert_eq!(carried, [(1, false), (1, false), (2, true)], "{}", run.pretty());
+    // The rate limit and its retry, then the second turn's first call.
+    assert_eq!(carried.get(..3), Some(&[(1, false), (1, false), (2, true)][..]), "{}", run.pretty());
+    // It declares built-in tool scoping and staged files, and serves both.
+    assert_eq!(run.step("builtin_tool_scoping").0, "passed", "{}", run.pretty());
+    assert_eq!(run.step("staged_files").0, "passed", "{}", run.pretty());
+    assert_eq!(run.json["admission"]["realized"]["builtin_tool_scoping"], "enforced");
+    assert_eq!(run.json["admission"]["realized"]["staged_files"], "resource_links");
     let decoded = Command::new(PROBE).arg("decode").arg(&record).output().expect("decode");
     assert!(decoded.status.success(), "{}", String::from_utf8_lossy(&decoded.stdout));
 }
@@ -588,6 +654,15 @@ fn the_typescript_sdk_agents_hostile_twins_each_fail_on_the_record() {
     assert!(reason.contains("\"worker\"") && reason.contains("narrated"), "{reason}");
     assert_eq!(narrator.check("subagent_correlation"), "pass", "the lifecycle alone would pass it");
     assert_eq!(liar.step("cancellation").0, "passed", "the lie alone fails the run: {}", liar.pretty());
+
+    for (flag, step) in [("--run-outside-scope", "builtin_tool_scoping"), ("--ignore-staged", "staged_files")] {
+        let over = twin(&["--no-cancellation"], flag);
+        assert_eq!(over.status, 1, "{}", over.pretty());
+        let (status, reason) = over.step(step);
+        assert_eq!(status, "failed", "{}", over.pretty());
+        assert!(reason.contains(&format!("declared `{step}: ")) && reason.contains("is not served"), "{reason}");
+        assert!(over.json["admission"]["realized"].get(step).is_none(), "{}", over.pretty());
+    }
 
     let deaf = twin(&[], "--ignore-cancel");
     assert_eq!(deaf.status, 1, "{}", deaf.pretty());
@@ -630,4 +705,47 @@ fn the_agent_starts_in_the_workspace_with_its_pwd_and_no_oldpwd() {
     assert!(cwd.contains("checkfu-probe-"), "the workspace, not the caller's directory: {seen}");
     assert_eq!(seen["pwd"], cwd, "PWD names where it started: {seen}");
     assert_eq!(seen["oldpwd"], Value::Null, "{seen}");
+}
+
+/// Each fixture twin carries one fault of the wire around the turn that the probe used to
+/// let pass; each fails naming the requirement it breaks, found as it happened (no step
+/// waits out its timeout for it), and the honest agent under the same flags passes.
+#[test]
+fn each_fault_of_the_wire_fails_naming_its_requirement() {
+    let cases: &[(&[&str], &[&str], &str)] = &[
+        (&[], &["--float-id"], "ACP-JSONRPC-001"),
+        (&[], &["--string-id"], "ACP-JSONRPC-001"),
+        (&[], &["--answer-cancel"], "ACP-JSONRPC-003"),
+        (&[], &["--update-after-cancel"], "ACP-CANCEL-002"),
+        (&["--no-client-fs"], &["--ignore-fs-capability"], "ACP-CLIENTCAP-001"),
+        (&[], &["--elicit"], "ACP-CLIENTCAP-003"),
+        (&["--permission", "reject"], &["--write-after-reject"], "CHECKFU-PERMISSION-001"),
+    ];
+    for (options, switches, requirement) in cases {
+        let mut harness = agent(&["--declare", "steer,interrupt"]);
+        harness.extend_from_slice(switches);
+        let started = Instant::now();
+        let run = probe(options, &harness);
+        let pretty = serde_json::to_string_pretty(&run.json).unwrap();
+        assert_eq!(run.status, 1, "{switches:?}: {pretty}");
+        assert_eq!(run.json["wire"]["breaches"][0]["requirement"], *requirement, "{switches:?}: {pretty}");
+        assert!(started.elapsed() < Duration::from_secs(5), "{switches:?} waited out a step: {pretty}");
+    }
+    // The honest agent keeps to what the client advertised and to a rejected permission.
+    for options in [&["--no-client-fs"][..], &["--permission", "reject"][..]] {
+        let run = probe(options, &agent(&["--declare", "steer,interrupt"]));
+        assert_eq!(run.status, 0, "{options:?}: {}", serde_json::to_string_pretty(&run.json).unwrap());
+        assert_eq!(run.json["wire"]["breaches"], serde_json::json!([]));
+    }
+}
+
+/// A `checkfu.turn` the decoder drops (`"model_calls": "0"`) is one the platform never
+/// reads: the turn telemetry fails saying so, rather than comparing nothing.
+#[test]
+fn a_malformed_turn_claim_fails_turn_telemetry_with_why_it_was_dropped() {
+    let run = probe(&[], &agent(&["--declare", "steer,interrupt", "--string-turn"]));
+    let pretty = serde_json::to_string_pretty(&run.json).unwrap();
+    assert_eq!(run.status, 1, "{pretty}");
+    let mismatch = run.json["turn_telemetry"]["mismatches"][0].as_str().unwrap_or_default();
+    assert!(mismatch.contains("fail-open") && mismatch.contains("/model_calls"), "{pretty}");
 }

@@ -32,7 +32,7 @@ fn fails_naming(run: &Run, value: &str, fact: &str) {
     let (status, reason) = run.step("structured_output");
     assert_eq!(status, "failed", "{}", run.pretty());
     assert!(reason.contains(&format!("`structured_output: {value}`")) && reason.contains(fact), "{reason}");
-    assert_eq!(run.json["admission"]["realized_mechanisms"], json!({}));
+    assert_eq!(run.json["admission"]["realized"].get("structured_output"), None);
 }
 
 #[test]
@@ -42,7 +42,7 @@ fn response_format_served_honestly_passes_on_the_probes_own_schema() {
     let run = probe(&[], "subagents,steer,interrupt,structured_output", &[]);
     assert_eq!(run.status, 0, "{}", run.pretty());
     assert_eq!(run.step("structured_output").0, "passed", "{}", run.pretty());
-    assert_eq!(run.json["admission"]["realized_mechanisms"], json!({"structured_output": "response_format"}));
+    assert_eq!(run.json["admission"]["realized"]["structured_output"], "response_format");
     let calls = structured_calls(&run);
     let first = calls.iter().find(|c| c["structured_output"].is_string()).expect("a structured call");
     assert_eq!(
@@ -73,7 +73,7 @@ fn submit_tool_served_honestly_passes_with_the_authors_schema() {
     let run = probe(&["--output-schema", &schema], "subagents,steer,structured_output=submit_tool", &["--dialect", "anthropic_messages"]);
     assert_eq!(run.status, 0, "{}", run.pretty());
     assert_eq!(run.step("structured_output").0, "passed", "{}", run.pretty());
-    assert_eq!(run.json["admission"]["realized_mechanisms"], json!({"structured_output": "submit_tool"}));
+    assert_eq!(run.json["admission"]["realized"]["structured_output"], "submit_tool");
     let calls = structured_calls(&run);
     let broken = calls.iter().find(|c| c["structured_broken"] == true).expect("a broken submission");
     assert_eq!((&broken["structured_output"], &broken["schema_exact"]), (&json!("tool"), &json!(true)));
@@ -113,7 +113,7 @@ fn the_typescript_sdk_agent_serves_response_format_and_its_twin_fails() {
     let honest = probe_support::probe(&options, &["node", &agent, "--structured", "response_format"]);
     assert_eq!(honest.status, 0, "{}", honest.pretty());
     assert_eq!(honest.step("structured_output").0, "passed", "{}", honest.pretty());
-    assert_eq!(honest.json["admission"]["realized_mechanisms"], json!({"structured_output": "response_format"}));
+    assert_eq!(honest.json["admission"]["realized"]["structured_output"], "response_format");
     let twin = probe_support::probe(&options, &["node", &agent, "--structured", "response_format", "--accept-invalid"]);
     fails_naming(&twin, "response_format", "broken first answer");
 }

@@ -69,6 +69,10 @@ pub struct Flags {
     /// the user running the probe (not a sandbox). Without it they are answered -32601.
     #[arg(long)]
     pub allow_terminals: bool,
+    /// Advertise no file system access (`clientCapabilities.fs` false): a harness that
+    /// still calls `fs/*` is refused and fails ACP-CLIENTCAP-001.
+    #[arg(long)]
+    pub no_client_fs: bool,
     /// Write the wire, both directions, as the JSON Lines `decode` reads.
     #[arg(long)]
     pub record: Option<PathBuf>,
@@ -83,7 +87,7 @@ impl Flags {
 
     /// Each of these flags, in the order declared, and whether it was given (a test holds
     /// the list to the lane's clap group).
-    pub(super) fn each_given(&self) -> [(&'static str, bool); 15] {
+    pub(super) fn each_given(&self) -> [(&'static str, bool); 16] {
         [
             ("--arg", !self.arg.is_empty()),
             ("--driver", self.driver.is_some()),
@@ -99,6 +103,7 @@ impl Flags {
             ("--no-cancellation", self.no_cancellation),
             ("--permission", self.permission.is_some()),
             ("--allow-terminals", self.allow_terminals),
+            ("--no-client-fs", self.no_client_fs),
             ("--record", self.record.is_some()),
         ]
     }
@@ -160,6 +165,7 @@ pub(super) fn options(args: &super::Args, recipe: Option<&Recipe>, run: &mut Run
         cancellation: !flags.no_cancellation,
         permission: flags.permission.unwrap_or_default().into(),
         terminals: flags.allow_terminals,
+        client_fs: !flags.no_client_fs,
         settle: Duration::from_secs_f64(args.shared.settle),
     })
 }

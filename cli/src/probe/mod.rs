@@ -20,15 +20,13 @@ mod retest;
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use checkfu_wire::catalog::Protocol;
 use checkfu_wire_probe::plan::{LanePlan, Plan};
 use checkfu_wire_probe::recipe::Recipe;
-use checkfu_wire_probe::report::{steps::line as step_line, QUALIFICATION};
+use checkfu_wire_probe::report::{steps::line as step_line, Window, QUALIFICATION};
 use checkfu_wire_probe::{options, Deadline, ProbeError, Progress, Report, RunOptions};
-
-use super::conform::Format;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -101,7 +99,9 @@ pub struct Shared {
     /// Write the model calls the relay served, bodies included, as JSON Lines.
     #[arg(long, value_name = "FILE")]
     pub record_model: Option<PathBuf>,
-    /// Output format.
+    /// Output format: `text`, `json` (the report as one object), `junit` (JUnit XML as
+    /// cargo-nextest writes it) or `ctrf` (a Common Test Report Format document); the last
+    /// two carry a test case per step and check, for a CI to read.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
     /// The release protocol: `acp-v1` (a live ACP session) or `oneshot-v1` (a CLI run
@@ -134,6 +134,15 @@ pub struct HomeFile {
     pub from: Option<String>,
 }
 
+/// How a probe run's report is written on stdout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+    Junit,
+    Ctrf,
+}
+
 /// How the command line shows a run's progress: in the text format every event, as it
 /// happens, on stderr (so a slow harness is never met with silence, and `--format json`
 /// keeps stdout one object); in the JSON format only the notes, which say what the catalog
@@ -161,6 +170,7 @@ pub fn probe(args: Args) -> i32 {
     // `--deadline` counts from here, once: an image's pull and unpack spend the same budget
     // the session then runs in.
     let deadline = Deadline::after(Duration::from_secs_f64(args.shared.deadline));
+    let started = SystemTime::now();
     // From here on SIGINT, SIGTERM and SIGHUP stop the run and its tools, which then tears
     // down and reports as at its deadline (`checkfu_wire_probe::interrupt`).
     if let Err(e) = checkfu_wire_probe::interrupt::install() {
@@ -169,9 +179,18 @@ pub fn probe(args: Args) -> i32 {
     let outcome = Invocation::read(&args, deadline).and_then(|invocation| invocation.run());
     match &outcome {
         Ok(report) => {
+            let window = Window { start: started, stop: SystemTime::now() };
             let rendered = match args.shared.format {
                 Format::Text => report.to_text(),
                 Format::Json => report.to_json(),
+                Format::Junit => match report.to_junit(window) {
+                    Ok(xml) => xml,
+                    Err(e) => {
+                        eprintln!("error: cannot write the report as JUnit XML: {e}");
+                        return 2;
+                    }
+                },
+                Format::Ctrf => report.to_ctrf(window),
             };
             let _ = std::io::stdout().lock().write_all(rendered.as_bytes());
         }

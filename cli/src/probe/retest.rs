@@ -94,7 +94,7 @@ impl Shared {
         words.each("home-file", &self.home_file);
         words.switch("no-netns", self.no_netns);
         words.each("record-model", self.record_model.iter().map(|p| p.display()));
-        words.each("format", matches!(self.format, Format::Json).then(|| value_name(&self.format)));
+        words.each("format", (self.format != Format::Text).then(|| value_name(&self.format)));
         words.each("protocol", self.protocol);
         words.each("working-directory", &self.working_directory);
     }
@@ -119,6 +119,7 @@ impl acp::Flags {
         words.switch("no-cancellation", self.no_cancellation);
         words.each("permission", self.permission.as_ref().map(value_name));
         words.switch("allow-terminals", self.allow_terminals);
+        words.switch("no-client-fs", self.no_client_fs);
         words.each("record", self.record.iter().map(|p| p.display()));
     }
 }
@@ -256,6 +257,7 @@ mod tests {
         "--no-cancellation",
         "--permission=reject",
         "--allow-terminals",
+        "--no-client-fs",
         "--record=w.jsonl",
     ];
     const ONESHOT: &[&str] = &[

@@ -22,11 +22,11 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::flight::Flight;
-use super::{rpc_error, Run, CANCEL_METHOD};
+use super::{rpc_error, Run, CANCEL_METHOD, UPDATE_METHOD};
 use crate::outcome::{Kind, Outcome, Reason};
 use crate::relay::{Pace, PaceEnd};
 use crate::report::acp::Cancellation;
-use crate::session::{Fault, Incoming};
+use crate::session::{Breach, Fault, Incoming};
 use crate::verdict::in_flight::AfterStop;
 use checkfu_wire::catalog::StepName;
 use checkfu_wire::decode::tables::{Method, PROMPT_METHOD};
@@ -96,6 +96,10 @@ impl Run<'_, '_, '_, '_> {
         let requests_before = self.session.client_requests.len();
         let answer = self.answer_to(prompt, (cancelled + WINDOW).min(until));
         let settle_ms = answer.is_ok().then(|| cancelled.elapsed().as_millis() as u64);
+        let answered_cancelled = answer.as_ref().ok().and_then(|m| m.pointer("/result/stopReason")) == Some(&json!("cancelled"));
+        if answered_cancelled {
+            self.watch_after_cancelled(until);
+        }
         if answer.is_ok() {
             self.let_streams_close(turn);
         }
@@ -113,6 +117,26 @@ impl Run<'_, '_, '_, '_> {
             permissions_cancelled,
         });
         Ok(judge(answer, stop_reason.as_deref(), &after))
+    }
+
+    /// Reads the wire for `--settle` after the prompt was answered `cancelled` (never past
+    /// `until`): the answer ends the turn, so any `session/update` now breaks ACP-CANCEL-002.
+    /// A second answer or a stray response is the session's to name.
+    fn watch_after_cancelled(&mut self, until: Instant) {
+        let end = (Instant::now() + self.options.settle).min(until);
+        loop {
+            match self.session.next(end) {
+                Ok(Incoming::Notification { method, message, .. }) if method == UPDATE_METHOD => {
+                    let kind = message.pointer("/params/update/sessionUpdate").and_then(Value::as_str).unwrap_or("?");
+                    let update = checkfu_wire::text::head(kind, 100).to_owned();
+                    self.session.breach(Breach::UpdateAfterCancelled { update });
+                }
+                Ok(_) => {}
+                // The time is up, the harness left, or it broke the wire: what follows
+                // (teardown, the report) says which.
+                Err(_) => return,
+            }
+        }
     }
 
     /// The answer to `prompt` by `until`, reading past everything else (the session still

@@ -137,14 +137,14 @@ impl Root {
 
     fn make_dir(&self, path: &str) -> Result<String, InRootError> {
         match self {
-            Root::Own { path: root, .. } => in_root::make_dir(root, path),
+            Root::Own { path: root, .. } => in_root::make_dir(&in_root::open(root)?, path),
             Root::Stored(entry) => entry.make_dir(path),
         }
     }
 
     fn make_mount_point(&self, path: &Path) -> Result<(), InRootError> {
         match self {
-            Root::Own { path: root, .. } => in_root::make_mount_point(root, path),
+            Root::Own { path: root, .. } => in_root::make_mount_point(&in_root::open(root)?, path),
             Root::Stored(entry) => entry.make_mount_point(path),
         }
     }
@@ -173,8 +173,9 @@ impl Unpacking<'_> {
             Unpacking::Pending(store, pending) => (store, pending),
         };
         // The mount points every run needs are made now: a run of the stored root makes none.
+        let held = in_root::open(&root)?;
         for mount_point in ["/dev", "/proc", "/tmp"] {
-            in_root::make_mount_point(&root, Path::new(mount_point))?;
+            in_root::make_mount_point(&held, Path::new(mount_point))?;
         }
         match store.commit(pending, new, Some(deadline)) {
             Ok(entry) => Ok((Root::Stored(entry), ImageCache::Miss, removed)),
@@ -293,7 +294,7 @@ impl PreparedImage {
         // The image's own working directory is made inside its root now, and an image
         // whose `WorkingDir` cannot be is refused before anything runs.
         if let Some(working_dir) = config.working_dir().as_deref().filter(|d| !d.is_empty()) {
-            in_root::make_dir(&root, working_dir)?;
+            in_root::make_dir(&in_root::open(&root)?, working_dir)?;
         }
         let new = NewEntry { digest: reference.digest(), reference: reference.to_string(), config: &config, unpacked_bytes: report.bytes };
         let (root, cache, cache_detail) = unpacking.settle(root, &new, removed, deadline)?;

@@ -125,12 +125,10 @@ pub struct Admission {
     pub admitted: Map<String, Value>,
     /// Mechanism members recorded (they promote nothing).
     pub mechanisms: Map<String, Value>,
-    /// The set with each evidence-gated promotion kept only if its case passed in this run.
+    /// The set with each promotion kept only if its proof passed in this run, and each
+    /// declared mechanism value whose step passed (`builtin_tool_scoping`, `staged_files`).
     /// Local and unsigned: indicative, never a qualification.
     pub realized: Map<String, Value>,
-    /// The declared mechanism members whose step passed in this run, member → value
-    /// (`mechanisms` records them all on declaration).
-    pub realized_mechanisms: Map<String, Value>,
     /// Declared mechanism values (`member: value`) that no step of the probe exercises yet:
     /// recorded, never believed, never realized.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -214,6 +212,9 @@ pub struct Wire {
     /// an extension, answered -32601): each fails the run, while the turn's steps are still
     /// judged.
     pub grammar_violations: Vec<crate::session::GrammarViolation>,
+    /// What the harness did that ACP forbids, each with the requirement it breaks, in the
+    /// order it happened: each fails the run.
+    pub breaches: Vec<crate::session::Breach>,
 }
 
 impl AcpReport {
@@ -226,6 +227,7 @@ impl AcpReport {
         });
         check
             .or_else(|| self.wire.grammar_violations.first().map(|v| format!("grammar violated: {}", v.reason)))
+            .or_else(|| self.wire.breaches.first().map(|b| format!("{}: {b}", b.requirement())))
             .or_else(|| self.turn_telemetry.as_ref().and_then(|t| t.mismatches.first()).map(|m| format!("checkfu.turn: {m}")))
     }
 }

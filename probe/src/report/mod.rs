@@ -5,13 +5,19 @@
 //! ([`text`]).
 //!
 //! - [`steps`]: each step's record and the bookkeeping both lanes share;
-//! - [`process`]: how a harness process ended, as both lanes report it.
+//! - [`process`]: how a harness process ended, as both lanes report it;
+//! - [`cases`]: the report as test cases, which `--format junit` and `--format ctrf` write.
 
 pub mod acp;
+pub mod cases;
+mod ctrf;
+mod junit;
 pub mod oneshot;
 pub mod process;
 pub mod steps;
 mod text;
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Serialize, Serializer};
 
@@ -97,7 +103,7 @@ impl LaneReport {
                 let axes = a.admitted_axes.iter().filter(|axis| a.realized.get(**axis) != a.admitted.get(**axis));
                 let axes =
                     axes.map(|axis| format!("{axis}: {}", a.admitted.get(*axis).and_then(serde_json::Value::as_str).unwrap_or_default()));
-                let mechanisms = a.mechanisms.iter().filter(|(m, _)| !a.realized_mechanisms.contains_key(*m));
+                let mechanisms = a.mechanisms.iter().filter(|(m, _)| !a.realized.contains_key(*m));
                 axes.chain(mechanisms.map(|(m, v)| format!("{m}: {}", v.as_str().unwrap_or_default()))).collect()
             }
             LaneReport::Oneshot(r) => {
@@ -121,6 +127,32 @@ impl LaneReport {
             LaneReport::Oneshot(_) => {}
         }
     }
+}
+
+/// When a run started and stopped by the wall clock, which the formats a CI reads carry
+/// (the report itself times its steps on the monotonic clock).
+#[derive(Clone, Copy, Debug)]
+pub struct Window {
+    pub start: SystemTime,
+    pub stop: SystemTime,
+}
+
+impl Window {
+    pub fn duration(&self) -> Duration {
+        self.stop.duration_since(self.start).unwrap_or_default()
+    }
+
+    fn start_ms(&self) -> u64 {
+        epoch_ms(self.start)
+    }
+
+    fn stop_ms(&self) -> u64 {
+        epoch_ms(self.stop)
+    }
+}
+
+fn epoch_ms(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
 fn protocol_name<S: Serializer>(protocol: &Protocol, s: S) -> Result<S::Ok, S::Error> {
@@ -169,6 +201,16 @@ impl Report {
 
     pub fn to_text(&self) -> String {
         text::render(self)
+    }
+
+    /// The report as JUnit XML (`--format junit`), for a run that took `window`.
+    pub fn to_junit(&self, window: Window) -> Result<String, quick_junit::SerializeError> {
+        junit::render(self, window)
+    }
+
+    /// The report as a CTRF document (`--format ctrf`), for a run that took `window`.
+    pub fn to_ctrf(&self, window: Window) -> String {
+        ctrf::render(self, window)
     }
 
     /// The observation trace `--trace` writes (the one-shot lane's first run's).

@@ -94,9 +94,6 @@ fn acp_tail(out: &mut String, r: &AcpReport, report: &Report) {
         let _ = writeln!(out, "admission refused: {error}");
     }
     let _ = writeln!(out, "realized {}", Value::Object(admission.realized.clone()));
-    if !admission.mechanisms.is_empty() {
-        let _ = writeln!(out, "realized mechanisms {}", Value::Object(admission.realized_mechanisms.clone()));
-    }
     if !admission.not_exercised.is_empty() {
         let _ = writeln!(out, "declared, not exercised (no step yet; never realized): {}", admission.not_exercised.join(", "));
     }
@@ -116,6 +113,9 @@ fn acp_tail(out: &mut String, r: &AcpReport, report: &Report) {
     }
     for violation in &r.wire.grammar_violations {
         let _ = writeln!(out, "grammar  violated: {}", violation.reason);
+    }
+    for breach in &r.wire.breaches {
+        let _ = writeln!(out, "breach   {}: {breach}", breach.requirement());
     }
     for mismatch in r.turn_telemetry.iter().flat_map(|t| &t.mismatches) {
         let _ = writeln!(out, "turn     checkfu.turn {mismatch}");

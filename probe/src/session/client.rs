@@ -20,6 +20,9 @@ pub const METHOD_NOT_FOUND: i64 = -32601;
 pub const INVALID_PARAMS: i64 = -32602;
 /// ACP's "Resource not found".
 pub const RESOURCE_NOT_FOUND: i64 = -32002;
+/// A write or a terminal refused because the turn's permission was: a server error of
+/// JSON-RPC's implementation-defined range, which ACP leaves free.
+pub const PERMISSION_REFUSED: i64 = -32003;
 
 /// How permission requests are answered.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -94,6 +97,20 @@ pub fn answer(method: &str, params: &Value, extension: bool, policy: PermissionP
         }
         _ => refused(METHOD_NOT_FOUND, format!("`{method}` is not offered by this client")),
     }
+}
+
+/// What the answer to a `session/request_permission` refused, if it did: `cancelled`, or
+/// the kind of the option it selected when that is a rejection (`reject_once`,
+/// `reject_always`).
+pub fn refusal(answer: &Answer, params: &Value) -> Option<&'static str> {
+    let outcome = answer.as_ref().ok()?.get("outcome")?;
+    if outcome.get("outcome").and_then(Value::as_str) == Some("cancelled") {
+        return Some("cancelled");
+    }
+    let chosen = outcome.get("optionId")?;
+    let options = params.get("options").and_then(Value::as_array)?;
+    let kind = options.iter().find(|o| o.get("optionId") == Some(chosen))?.get("kind").and_then(Value::as_str)?;
+    ["reject_once", "reject_always"].into_iter().find(|k| *k == kind)
 }
 
 fn refusal_code(refusal: &Refusal) -> i64 {

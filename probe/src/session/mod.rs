@@ -20,7 +20,13 @@
 //! extension, is recorded as a grammar violation ([`Session::grammar_violations`]) and
 //! answered as a JSON-RPC peer answers a method it does not have (-32601, a notification
 //! not at all), so the turn goes on and the caller can still judge the rest of it.
+//!
+//! What ACP forbids but the decoder cannot see in one message is found here as it happens
+//! ([`breach`]): a response's id not as sent, a response to no pending request, a client
+//! capability called unadvertised, a tool's effect after its permission was refused. Each
+//! is kept in [`Session::breaches`] and fails the run.
 
+pub mod breach;
 pub mod client;
 pub use checkfu_wire_sandbox::fence;
 pub mod home;
@@ -34,8 +40,10 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::deadline::Deadline;
+pub use breach::Breach;
+use breach::Permission;
 use checkfu_wire::decode::tables::Method;
-use checkfu_wire::decode::{DecodeError, Decoded, Decoder, Kind, Report, WireDirection};
+use checkfu_wire::decode::{DecodeError, Decoded, Decoder, Kind, Report, SlotStatus, WireDirection};
 pub use client::{ClientRequest, PermissionPolicy};
 pub use process::{Ending, Launch, Teardown};
 use process::{Event, Harness};
@@ -83,6 +91,9 @@ pub enum Fault {
     ReadFailed(String),
     /// The runner could not write to the harness (its stdin closed).
     WriteFailed,
+    /// A response with an id no pending request has (not `null`): most likely the answer
+    /// waited for, its id changed, so the wait ends now rather than at its timeout.
+    Unrequested { id: String },
 }
 
 impl std::fmt::Display for Fault {
@@ -97,6 +108,12 @@ impl std::fmt::Display for Fault {
             }
             Fault::ReadFailed(e) => write!(f, "reading the harness's stdout failed: {e}"),
             Fault::WriteFailed => f.write_str("the harness's stdin is closed"),
+            Fault::Unrequested { id } => {
+                write!(
+                    f,
+                    "the harness answered with the id {id}, which no pending request has (ACP-JSONRPC-001: the id comes back as sent)"
+                )
+            }
         }
     }
 }
@@ -118,6 +135,9 @@ pub struct Options {
     pub permission: PermissionPolicy,
     /// Serve `terminal/*` ([`terminals`]); otherwise they are answered -32601.
     pub terminals: bool,
+    /// Serve `fs/*` (in the workspace); otherwise they are answered -32601. What the
+    /// client advertised in `initialize`, so a call past it is a [`Breach`].
+    pub fs: bool,
     /// The run's deadline, which the session never outlasts.
     pub deadline: Deadline,
 }
@@ -151,6 +171,13 @@ pub struct Session {
     /// Messages that broke the ACP grammar and were read past (the first
     /// [`MAX_DIAGNOSTICS`]); they are never handed to the caller, who decides what they cost.
     pub grammar_violations: Vec<GrammarViolation>,
+    /// What the harness did that ACP forbids (the first [`MAX_DIAGNOSTICS`]), in order.
+    pub breaches: Vec<Breach>,
+    /// `checkfu.*` members the decoder dropped under the fail-open rule, as (key, why), in
+    /// order (the first [`MAX_DIAGNOSTICS`]): what the platform would not read.
+    pub dropped: Vec<(String, String)>,
+    /// Whether the current turn's permission was refused, for the effects that follow.
+    permission: Permission,
 }
 
 impl Session {
@@ -185,6 +212,9 @@ impl Session {
             diagnostics_dropped: 0,
             ignored: Vec::new(),
             grammar_violations: Vec::new(),
+            breaches: Vec::new(),
+            dropped: Vec::new(),
+            permission: Permission::Open,
         })
     }
 
@@ -212,6 +242,10 @@ impl Session {
     pub fn request(&mut self, method: &'static str, params: Value) -> Result<i64, Fault> {
         let id = self.next_id;
         self.next_id += 1;
+        if Method::from_name(method) == Some(Method::SessionPrompt) {
+            // A new turn: a refusal of the last one's permission says nothing of this one.
+            self.permission = Permission::Open;
+        }
         let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         self.send(message, Some(id))?;
         Ok(id)
@@ -221,6 +255,13 @@ impl Session {
     /// once it has cancelled the turn, whatever the policy was.
     pub fn cancel_permissions(&mut self) {
         self.options.permission = PermissionPolicy::Cancel;
+    }
+
+    /// Keeps `breach` (up to [`MAX_DIAGNOSTICS`]).
+    pub fn breach(&mut self, breach: Breach) {
+        if self.breaches.len() < MAX_DIAGNOSTICS {
+            self.breaches.push(breach);
+        }
     }
 
     /// Sends a notification.
@@ -325,6 +366,7 @@ impl Session {
             return Err(Fault::Rejected { error: error.message.clone(), line });
         }
         self.note(&report.diagnostics);
+        self.note_dropped(&report);
         if let Some(ignored) = report.ignored {
             // Fail-open fidelity: the update is malformed and carries nothing the turn is
             // judged on, so it is kept for the report and read no further.
@@ -344,10 +386,33 @@ impl Session {
             }
             // The decoder matched it by direction and id (`2.0` is the id `2`) and
             // handed back the runner's id of the request it answers, if any.
-            Some(Kind::Response | Kind::ErrorResponse) => Ok(Some(match answered {
-                Some(id) => Incoming::Response { id, message, bytes, report },
-                None => Incoming::Stray { message, report },
-            })),
+            Some(Kind::Response | Kind::ErrorResponse) => {
+                let got = raw_id(&bytes);
+                match answered {
+                    Some(id) => {
+                        // The decoder matched it by value (`2.0` answers 2); JSON-RPC asks
+                        // for the id back as it was written.
+                        if got != id.to_string() {
+                            self.breach(Breach::IdChanged { sent: id, got });
+                        }
+                        Ok(Some(Incoming::Response { id, message, bytes, report }))
+                    }
+                    None => {
+                        // A second answer to a request the decoder knows (a prompt's) is
+                        // the caller's to judge; anything else answers nothing.
+                        // The probe's ids are integers: one written otherwise (a string, a
+                        // fraction) is no id of the probe's, whatever the decoder matched.
+                        let ours = got.parse::<i64>().is_ok();
+                        if report.method.is_none() || !ours {
+                            self.breach(Breach::Unrequested { id: got.clone() });
+                            if got != "null" {
+                                return Err(Fault::Unrequested { id: got });
+                            }
+                        }
+                        Ok(Some(Incoming::Stray { message, report }))
+                    }
+                }
+            }
             None => Err(Fault::Rejected { error: String::from("unclassified message"), line: String::new() }),
         }
     }
@@ -402,6 +467,19 @@ impl Session {
         Ok(true)
     }
 
+    /// Keeps the `checkfu.*` members the decoder dropped from an accepted message, each with
+    /// the diagnostic that says why.
+    fn note_dropped(&mut self, report: &Report) {
+        for slot in report.slots.iter().filter(|s| s.status == SlotStatus::Dropped) {
+            if self.dropped.len() >= MAX_DIAGNOSTICS {
+                return;
+            }
+            let key = format!("`{}`", slot.key);
+            let why = report.diagnostics.iter().find(|d| d.contains(&key)).cloned().unwrap_or_default();
+            self.dropped.push((slot.key.to_string(), why));
+        }
+    }
+
     /// Keeps fail-open diagnostics, up to [`MAX_DIAGNOSTICS`]; past it they are counted.
     fn note(&mut self, diagnostics: &[String]) {
         for diagnostic in diagnostics {
@@ -418,6 +496,21 @@ impl Session {
         let method = message.get("method").and_then(Value::as_str).unwrap_or_default();
         let params = message.get("params").unwrap_or(&Value::Null);
         let id = message.get("id").cloned().unwrap_or(Value::Null);
+        if let Some(breach) = self.beyond_advertised(method, report) {
+            let why = breach.to_string();
+            self.client_requests.push(ClientRequest { method: method.to_owned(), outcome: "refused", detail: why.clone() });
+            self.breach(breach);
+            return self.respond(id, Err((client::METHOD_NOT_FOUND, why)));
+        }
+        if let Permission::Refused(answer) = self.permission {
+            if matches!(Method::from_name(method), Some(Method::FsWriteTextFile | Method::TerminalCreate)) {
+                let breach = Breach::EffectAfterRefusal { method: method.to_owned(), answer };
+                let why = breach.to_string();
+                self.client_requests.push(ClientRequest { method: method.to_owned(), outcome: "refused", detail: why.clone() });
+                self.breach(breach);
+                return self.respond(id, Err((client::PERMISSION_REFUSED, why)));
+            }
+        }
         let terminal = match Method::from_name(method) {
             Some(
                 m @ (Method::TerminalCreate
@@ -448,9 +541,38 @@ impl Session {
         } else {
             let (answer, log) = client::answer(method, params, report.extension.is_some(), self.options.permission, &self.workspace);
             self.client_requests.push(log);
+            if Method::from_name(method) == Some(Method::SessionRequestPermission) {
+                if let Some(refused) = client::refusal(&answer, params) {
+                    self.permission = Permission::Refused(refused);
+                }
+            }
             answer
         };
         self.respond(id, answer)
+    }
+
+    /// The breach a request of the client is, when it calls a capability the client did not
+    /// advertise: `fs/*` without `fs`, `terminal/*` without terminals, an elicitation ever.
+    fn beyond_advertised(&self, method: &str, report: &Report) -> Option<Breach> {
+        if report.extension.is_some() {
+            return None;
+        }
+        match Method::from_name(method)? {
+            Method::FsReadTextFile | Method::FsWriteTextFile if !self.options.fs => {
+                Some(Breach::FsNotAdvertised { method: method.to_owned() })
+            }
+            Method::TerminalCreate
+            | Method::TerminalOutput
+            | Method::TerminalWaitForExit
+            | Method::TerminalKill
+            | Method::TerminalRelease
+                if !self.options.terminals =>
+            {
+                Some(Breach::TerminalNotAdvertised { method: method.to_owned() })
+            }
+            Method::ElicitationCreate => Some(Breach::ElicitationNotAdvertised),
+            _ => None,
+        }
     }
 
     /// Sends the answers of `wait_for_exit` requests whose terminal has exited.
@@ -533,6 +655,20 @@ impl Session {
     }
 }
 
+/// The id of a response as the harness wrote it (`2`, `2.0`, `"2"`, `null`), for what
+/// JSON-RPC asks of it: to come back exactly as sent. `null` when it has none.
+fn raw_id(bytes: &[u8]) -> String {
+    #[derive(serde::Deserialize)]
+    struct Envelope<'a> {
+        #[serde(borrow)]
+        id: Option<&'a serde_json::value::RawValue>,
+    }
+    match serde_json::from_slice::<Envelope>(bytes) {
+        Ok(Envelope { id: Some(id) }) => checkfu_wire::text::head(id.get(), MAX_METHOD_NAME).to_owned(),
+        _ => String::from("null"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -541,7 +677,8 @@ mod tests {
     fn session_writing(lines: &[&str]) -> Session {
         let script = format!("printf '%s\\n' {}; cat > /dev/null", lines.iter().map(|l| format!("'{l}'")).collect::<Vec<_>>().join(" "));
         let command = ["sh".into(), "-c".into(), script.into()];
-        let options = Options { permission: PermissionPolicy::Allow, terminals: false, deadline: Deadline::after(Duration::from_secs(20)) };
+        let options =
+            Options { permission: PermissionPolicy::Allow, terminals: false, fs: true, deadline: Deadline::after(Duration::from_secs(20)) };
         Session::start(&command, options).expect("the harness starts")
     }
 
@@ -592,6 +729,40 @@ mod tests {
             kept.len() <= MAX_METHOD_NAME + '…'.len_utf8() && kept.ends_with('…') && method.starts_with(kept.trim_end_matches('…')),
             "{kept}"
         );
+        session.teardown(Duration::from_secs(1));
+    }
+
+    /// The response to `session/new` as `answer` writes it, read after the request was sent.
+    fn answered_with(answer: &str) -> (Session, Result<Incoming, Fault>) {
+        let mut session = session_writing(&[answer]);
+        let id = session.request("session/new", json!({"cwd": "/", "mcpServers": []})).expect("sent");
+        assert_eq!(id, 0);
+        let next = session.next(Instant::now() + Duration::from_secs(20));
+        (session, next)
+    }
+
+    #[test]
+    fn a_response_whose_id_is_not_written_as_sent_is_a_breach() {
+        let (mut session, next) = answered_with(r#"{"jsonrpc":"2.0","id":0.0,"result":{"sessionId":"s"}}"#);
+        assert!(matches!(next, Ok(Incoming::Response { id: 0, .. })), "{next:?}");
+        assert_eq!(session.breaches, [Breach::IdChanged { sent: 0, got: String::from("0.0") }]);
+        assert_eq!(session.breaches[0].requirement(), "ACP-JSONRPC-001");
+        session.teardown(Duration::from_secs(1));
+
+        // A string id is no id of the probe's: the wait ends at once, naming it.
+        let (mut session, next) = answered_with(r#"{"jsonrpc":"2.0","id":"0","result":{"sessionId":"s"}}"#);
+        assert_eq!(next.err(), Some(Fault::Unrequested { id: String::from("\"0\"") }));
+        assert_eq!(session.breaches, [Breach::Unrequested { id: String::from("\"0\"") }]);
+        session.teardown(Duration::from_secs(1));
+    }
+
+    #[test]
+    fn a_response_to_a_notification_is_a_breach_and_read_past() {
+        let mut session = session_writing(&[r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"no"}}"#, CHUNK]);
+        let next = session.next(Instant::now() + Duration::from_secs(20));
+        assert!(matches!(next, Ok(Incoming::Stray { .. })), "{next:?}");
+        assert_eq!(session.breaches, [Breach::Unrequested { id: String::from("null") }]);
+        assert_eq!(session.breaches[0].requirement(), "ACP-JSONRPC-003");
         session.teardown(Duration::from_secs(1));
     }
 }

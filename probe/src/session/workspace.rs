@@ -166,19 +166,10 @@ impl Drop for Workspace {
     }
 }
 
-/// Whether `path`, with `.` and `..` folded lexically, lies under `root`.
+/// Whether `path`, with `.` and `..` folded lexically by the one rule of
+/// [`checkfu_wire_sandbox::root`] (`..` at `/` stays there), lies under `root`.
 fn lexically_inside(path: &Path, root: &Path) -> bool {
-    let mut folded = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::ParentDir => {
-                folded.pop();
-            }
-            Component::CurDir => {}
-            other => folded.push(other),
-        }
-    }
-    folded.starts_with(root)
+    checkfu_wire_sandbox::root::fold(path).starts_with(root)
 }
 
 #[cfg(test)]

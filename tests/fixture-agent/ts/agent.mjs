@@ -18,6 +18,11 @@
 // four bytes a token over every string of the message list), report that in
 // checkfu.compaction and ask again; without a policy it must not compact, and does not.
 //
+// It declares builtin_tool_scoping and staged_files too. Handed a checkfu.builtin_tools list in
+// session/new, it offers the model its built-in tools (`write`, `bash`, by the contract's
+// vocabulary) that the list admits, and refuses a call of any other back to the model before it
+// runs. The prompt's resource links are read in order (fs/read_text_file) and their text goes
+// to the model after the prompt's words.
 // `--structured response_format` also declares `structured_output: response_format`: under a
 // session's checkfu.output_schema, the turn's answer is asked for in Chat Completions'
 // `response_format` with that exact schema, validated before it is shown, and a broken one goes
@@ -30,7 +35,9 @@
 // refutes: `--lie-turn` claims no model call in checkfu.turn; `--ignore-cancel` lets a
 // session/cancel go unheeded; `--call-after-cancel` aborts the call in flight, then asks the
 // model once more; `--truncate-drain` acknowledges `draining`, then aborts the call and ends the
-// turn; `--drop-steer` acknowledges a steer `queued` and never sends it.
+// turn; `--drop-steer` acknowledges a steer `queued` and never sends it; `--run-outside-scope`
+// runs a built-in tool the handed list leaves out; `--ignore-staged` never reads the links.
+import { execFileSync } from "node:child_process";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 
@@ -141,21 +148,32 @@ function wait(ms, signal) {
 // after its retry-after, a context overflow compacted past under a policy. `turn` counts the
 // calls the relay served (faults too), the retries and the overflows compacted past; `report`
 // says each compaction; `before` are queued steers, sent before the prompt.
-async function askModel(said, before, runtimeConfig, turn, report, signal, history = HISTORY, structured = null) {
+async function askModel(said, before, runtimeConfig, turn, report, signal, history = HISTORY, builtins = null, structured = null) {
   let messages = [...earlierExchanges(history), ...[...before, said].map((content) => ({ role: "user", content })), ...(structured?.follow ?? [])];
   const window = runtimeConfig?.context_window;
+  const tools = builtins?.offered.map((name) => ({ type: "function", function: { name, ...BUILTINS[name] } }));
+  let rounds = 0;
   for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
     const response = await fetch(`${process.env.OPENAI_BASE_URL}/chat/completions`, {
       method: "POST",
       signal,
       headers: { "content-type": "application/json", authorization: `Bearer ${process.env.OPENAI_API_KEY}` },
-      body: JSON.stringify({ model: "ts-fixture", messages,
+      body: JSON.stringify({ model: "ts-fixture", messages, ...(tools ? { tools } : {}),
         ...(structured ? { response_format: { type: "json_schema", json_schema: { name: "output", schema: structured.schema } } } : {}) }),
     });
     turn.calls += 1;
     if (response.ok) {
       const answer = await response.json().catch(() => null);
-      if (answer !== null) return answer.choices?.[0]?.message?.content ?? "(no answer)";
+      const message = answer?.choices?.[0]?.message;
+      const call = message?.tool_calls?.[0];
+      // A built-in tool call runs (or is refused) and its result goes back; a few rounds at most.
+      if (call && builtins && rounds < 4) {
+        rounds += 1;
+        attempt = 0;
+        messages = [...messages, message, { role: "tool", tool_call_id: call.id, content: await builtins.run(call.function.name, call.function.arguments) }];
+        continue;
+      }
+      if (answer !== null) return message?.content ?? "(no answer)";
     }
     const body = response.ok ? "" : await response.text();
     if ([429, 500, 503, 529].includes(response.status) || response.ok) {
@@ -177,10 +195,10 @@ async function askModel(said, before, runtimeConfig, turn, report, signal, histo
 
 // The turn's final value under the session's output schema: asked for in `response_format`,
 // validated, and a broken one sent back with a correction, a few times at most.
-async function structuredAnswer(said, before, runtimeConfig, turn, report, signal, schema) {
+async function structuredAnswer(said, before, runtimeConfig, turn, report, signal, schema, builtins) {
   const follow = [];
   for (let round = 0; round < 4; round++) {
-    const answer = await askModel(said, before, runtimeConfig, turn, report, signal, HISTORY, { schema, follow });
+    const answer = await askModel(said, before, runtimeConfig, turn, report, signal, HISTORY, builtins, { schema, follow });
     let value;
     try {
       value = JSON.parse(answer);
@@ -194,22 +212,65 @@ async function structuredAnswer(said, before, runtimeConfig, turn, report, signa
   return "(the model gave no value that follows the output schema)";
 }
 
+// The built-in tools, by the names of the contract's vocabulary for checkfu.builtin_tools.
+const BUILTINS = {
+  write: { description: "Writes a file", parameters: { type: "object", properties: { path: { type: "string" }, content: { type: "string" } }, required: ["path", "content"] } },
+  bash: { description: "Runs a shell command", parameters: { type: "object", properties: { command: { type: "string" } }, required: ["command"] } },
+};
+
+// The session's built-in tools when it was handed a list (null otherwise: none are offered, as
+// before): the ones the list admits are offered, and a call of any other is refused before it runs.
+function builtinsOf(session, sessionId, client) {
+  if (session.builtinTools === undefined) return null;
+  const admitted = (name) => session.builtinTools.includes(name);
+  return {
+    offered: Object.keys(BUILTINS).filter(admitted),
+    run: async (name, json) => {
+      if (!admitted(name) && !twin("--run-outside-scope")) return `refused: \`${name}\` is not in this session's checkfu.builtin_tools`;
+      const args = (() => { try { return JSON.parse(json ?? "{}"); } catch { return {}; } })();
+      if (name === "write") {
+        await client.request(M.client.fs.writeTextFile, { sessionId, path: String(args.path), content: String(args.content) });
+        return "written";
+      }
+      try {
+        execFileSync("sh", ["-c", String(args.command)], { cwd: session.cwd, timeout: 5000 });
+        return "exit 0";
+      } catch (error) {
+        return `failed: ${error.status ?? error.message}`;
+      }
+    },
+  };
+}
+
+// The prompt's resource links, read in order, as text after the prompt's words.
+async function staged(prompt, sessionId, client) {
+  let text = "";
+  if (twin("--ignore-staged")) return text;
+  for (const block of prompt.filter((b) => b.type === "resource_link" && b.uri.startsWith("file://")).slice(0, 16)) {
+    const path = decodeURIComponent(block.uri.slice("file://".length));
+    const read = await client.request(M.client.fs.readTextFile, { sessionId, path }).catch(() => ({ content: "(unreadable)" }));
+    text += `\n[${path}]\n${read.content}`;
+  }
+  return text;
+}
+
 const app = acp.agent({ name: "checkfu-probe-ts-agent" })
   .onRequest(M.agent.initialize, () => ({
     protocolVersion: acp.PROTOCOL_VERSION,
     agentCapabilities: { loadSession: false },
     agentInfo: { name: "checkfu-probe-ts-agent", version: "1.0.0" },
     _meta: { "checkfu.capabilities": { subagents: "observed", steer: "native", interrupt: "cooperative",
-      ...(STRUCTURED ? { structured_output: STRUCTURED } : {}) } },
+      builtin_tool_scoping: "enforced", staged_files: "resource_links", ...(STRUCTURED ? { structured_output: STRUCTURED } : {}) } },
   }))
   .onRequest(M.agent.session.new, ({ params }) => {
     const sessionId = `ts-${sessions.size + 1}`;
+    const builtinTools = params._meta?.["checkfu.builtin_tools"];
     const outputSchema = params._meta?.["checkfu.output_schema"];
     // An output schema is authority: one this agent cannot hold to is refused, before any work.
     if (outputSchema !== undefined && (STRUCTURED !== "response_format" || !readable(outputSchema))) {
       throw acp.RequestError.invalidParams(undefined, "checkfu.output_schema is not supported here");
     }
-    sessions.set(sessionId, { cwd: params.cwd, runtimeConfig: params._meta?.["checkfu.runtime_config"], outputSchema });
+    sessions.set(sessionId, { cwd: params.cwd, runtimeConfig: params._meta?.["checkfu.runtime_config"], builtinTools, outputSchema });
     return { sessionId };
   })
   .onRequest(M.agent.session.prompt, async ({ params, client }) => {
@@ -218,7 +279,7 @@ const app = acp.agent({ name: "checkfu-probe-ts-agent" })
     if (session === undefined) throw acp.RequestError.sessionNotFound(sessionId);
     const { cwd, runtimeConfig, outputSchema } = session;
     const began = Date.now();
-    const said = params.prompt.filter((b) => b.type === "text").map((b) => b.text).join(" ");
+    const said = params.prompt.filter((b) => b.type === "text").map((b) => b.text).join(" ") + (await staged(params.prompt, sessionId, client));
     const turn = { calls: 0, retries: 0, overflowRecoveries: 0 };
     // The turn as it was: its model calls, retries and overflows compacted past, and the time it
     // took (the probe checks each against the relay's record).
@@ -234,9 +295,10 @@ const app = acp.agent({ name: "checkfu-probe-ts-agent" })
     try {
       const steers = queued.get(sessionId) ?? [];
       queued.delete(sessionId);
+      const builtins = builtinsOf(session, sessionId, client);
       answer = outputSchema === undefined
-        ? await askModel(said, steers, runtimeConfig, turn, report, abort.signal)
-        : await structuredAnswer(said, steers, runtimeConfig, turn, report, abort.signal, outputSchema);
+        ? await askModel(said, steers, runtimeConfig, turn, report, abort.signal, HISTORY, builtins)
+        : await structuredAnswer(said, steers, runtimeConfig, turn, report, abort.signal, outputSchema, builtins);
     } catch (error) {
       if (abort.signal.aborted && twin("--call-after-cancel")) {
         // The cancel is answered, but the model is asked once more behind it.

@@ -1,0 +1,60 @@
+//! What the steps that exercise a declared mechanism share: whether the harness declared it,
+//! and a prompt in a turn of its own (the relay's record keeps it apart from the turns the
+//! conformance checks judge), answered as the `nonce` script answers whatever the script.
+
+use serde_json::{json, Value};
+
+use super::{rpc_error, Run};
+use crate::outcome::{Kind, Reason};
+use crate::session::Incoming;
+use checkfu_wire::admission::AdmittedCapabilities;
+use checkfu_wire::catalog::StepName;
+use checkfu_wire::decode::tables::PROMPT_METHOD;
+
+/// Whether the admitted declaration holds `member: value`.
+pub(super) fn declared(admitted: &AdmittedCapabilities, member: &str, value: &str) -> bool {
+    admitted.mechanism(member) == Some(value)
+}
+
+impl Run<'_, '_, '_, '_> {
+    /// Why a step that exercises a declared mechanism is skipped, if it is: undeclared, or
+    /// after a prompt exchange that did not pass (the harness then reaches no model).
+    pub(super) fn exercise_skip(&self, admitted: &AdmittedCapabilities, step: StepName, declaration: (&str, &str)) -> Option<String> {
+        let (member, value) = declaration;
+        if !declared(admitted, member, value) {
+            return Some(format!("`{member}` is not declared"));
+        }
+        if !self.stage.steps.passed(StepName::PromptExchange) {
+            return Some(format!("prompt_exchange did not pass, so {} would judge nothing", step.name()));
+        }
+        None
+    }
+
+    /// Sends `prompt` (ACP content blocks) in a relay turn the caller has begun, and waits for
+    /// its answer by the step's deadline, reading past everything else (the session answers
+    /// the agent's own requests meanwhile). The turn's updates stay out of the trace: the
+    /// conformance checks judge the first turn.
+    pub(super) fn exercise_turn(&mut self, session_id: &str, prompt: Value) -> Result<(), Reason> {
+        let until = self.step_deadline();
+        let params = json!({"sessionId": session_id, "prompt": prompt});
+        let id = self.session.request(PROMPT_METHOD, params).map_err(|f| Reason::new(Kind::Harness, f).within(PROMPT_METHOD))?;
+        let message = loop {
+            match self.session.next(until) {
+                Ok(Incoming::Response { id: got, message, .. }) if got == id => break message,
+                Ok(_) => {}
+                Err(fault) => {
+                    // A runner that gives up on a turn cancels it, as ACP asks.
+                    let _ = self.session.notify(super::CANCEL_METHOD, json!({"sessionId": session_id}));
+                    return Err(self.explain(&fault).within(PROMPT_METHOD));
+                }
+            }
+        };
+        if let Some(error) = message.get("error") {
+            return Err(Reason::new(Kind::Answer, format!("session/prompt answered an error: {}", rpc_error(error))));
+        }
+        match message.pointer("/result/stopReason").and_then(Value::as_str) {
+            Some(_) => Ok(()),
+            None => Err(Reason::new(Kind::Answer, "session/prompt answered without a stop reason")),
+        }
+    }
+}

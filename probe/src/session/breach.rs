@@ -1,0 +1,104 @@
+//! What a harness did on the wire that ACP forbids a client to let pass, found as it
+//! happens rather than when a step times out: a response whose id is not the request's as
+//! sent, a response to no pending request (to a notification, say), an update after the
+//! turn was answered `cancelled`, a call of a client capability the client did not
+//! advertise, and a tool's effect after its permission was refused.
+//!
+//! Each breach names the requirement it breaks: the id ACP's own test kit (`acp-tck`) gives
+//! the same requirement where it has one, so that the two reports can be read side by side,
+//! else one of the probe's own (`CHECKFU-…`). A breach fails the run; the session keeps
+//! the first [`super::MAX_DIAGNOSTICS`] of them.
+
+use std::fmt;
+
+use serde::{Serialize, Serializer};
+
+/// A requirement of ACP a harness broke, and what it did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Breach {
+    /// A response carried another id than its request's, as written (`2.0` or `"2"` for 2):
+    /// JSON-RPC asks the id back unchanged.
+    IdChanged { sent: i64, got: String },
+    /// A response whose id no pending request of the probe's has: a reply to a
+    /// notification (`null` id) or to a request never made.
+    Unrequested { id: String },
+    /// A `session/update` after the prompt was answered `cancelled`.
+    UpdateAfterCancelled { update: String },
+    /// `fs/*` called although the client did not advertise file system access.
+    FsNotAdvertised { method: String },
+    /// `terminal/*` called although the client did not advertise terminals.
+    TerminalNotAdvertised { method: String },
+    /// `elicitation/create`, which the client never advertises.
+    ElicitationNotAdvertised,
+    /// A write or a terminal after the client refused the turn's permission request.
+    EffectAfterRefusal { method: String, answer: &'static str },
+}
+
+impl Breach {
+    /// The id of the requirement it breaks (acp-tck's where the kit has the same one).
+    pub fn requirement(&self) -> &'static str {
+        match self {
+            Breach::IdChanged { .. } => "ACP-JSONRPC-001",
+            // `null` answers a notification; any other id is one the client never sent
+            // as written.
+            Breach::Unrequested { id } if id == "null" => "ACP-JSONRPC-003",
+            Breach::Unrequested { .. } => "ACP-JSONRPC-001",
+            Breach::UpdateAfterCancelled { .. } => "ACP-CANCEL-002",
+            Breach::FsNotAdvertised { .. } => "ACP-CLIENTCAP-001",
+            Breach::TerminalNotAdvertised { .. } => "ACP-CLIENTCAP-002",
+            Breach::ElicitationNotAdvertised => "ACP-CLIENTCAP-003",
+            Breach::EffectAfterRefusal { .. } => "CHECKFU-PERMISSION-001",
+        }
+    }
+}
+
+impl fmt::Display for Breach {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Breach::IdChanged { sent, got } => {
+                write!(f, "a response carried the id {got} for the request sent with the id {sent}: the id must come back unchanged")
+            }
+            Breach::Unrequested { id } if id == "null" => {
+                f.write_str("a response with a null id, which answers no request: a notification is never answered")
+            }
+            Breach::Unrequested { id } => write!(f, "a response with the id {id}, which no pending request of the client's has"),
+            Breach::UpdateAfterCancelled { update } => {
+                write!(f, "a `{update}` update after the prompt was answered `cancelled`: the answer ends the turn's updates")
+            }
+            Breach::FsNotAdvertised { method } => {
+                write!(f, "`{method}` called although the client did not advertise file system access; refused")
+            }
+            Breach::TerminalNotAdvertised { method } => {
+                write!(f, "`{method}` called although the client did not advertise terminals; refused")
+            }
+            Breach::ElicitationNotAdvertised => {
+                f.write_str("`elicitation/create` called although the client advertised no elicitation; refused")
+            }
+            Breach::EffectAfterRefusal { method, answer } => {
+                write!(f, "`{method}` after the client answered the turn's permission request `{answer}`; the probe refused it")
+            }
+        }
+    }
+}
+
+/// A breach as the report writes it: the requirement and the sentence.
+impl Serialize for Breach {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut breach = s.serialize_struct("Breach", 2)?;
+        breach.serialize_field("requirement", self.requirement())?;
+        breach.serialize_field("what", &self.to_string())?;
+        breach.end()
+    }
+}
+
+/// Where a turn's permission stands, for the effects that follow it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Permission {
+    /// No permission request was refused in this turn.
+    #[default]
+    Open,
+    /// A permission request of this turn was answered `reject_once`/`reject_always` or
+    /// `cancelled`: the tool it asked for must not run.
+    Refused(&'static str),
+}
