@@ -758,16 +758,26 @@ impl Agent {
                     conversation.follow_up(&text, &steer);
                 }
                 model::Answer::Refused(status, body) => return format!("(the model call was refused: {status} {body}){notes}"),
-                model::Answer::Tool { id, name, input } => {
-                    let call = format!("model-call-{round}");
-                    self.update(session, json!({"sessionUpdate": "tool_call", "toolCallId": call, "title": name, "kind": "read", "status": "pending", "rawInput": input}));
-                    let (status, output) = self.builtin_tool(session, &name, &input);
-                    self.update(session, json!({"sessionUpdate": "tool_call_update", "toolCallId": call, "status": status}));
-                    conversation.tool_result(&id, &output);
-                }
+                model::Answer::Tool { id, name, input } => self.model_tool_call(session, round, (&id, &name, &input), &mut conversation),
             }
         }
         String::from("(the model kept calling tools)")
+    }
+
+    /// A built-in tool the model called in `round`: reported as an ACP tool call, run (or
+    /// refused) as `builtin_tool` says, and its result sent back.
+    fn model_tool_call(
+        &mut self,
+        session: &str,
+        round: usize,
+        (id, name, input): (&str, &str, &Value),
+        conversation: &mut model::Conversation,
+    ) {
+        let call = format!("model-call-{round}");
+        self.update(session, json!({"sessionUpdate": "tool_call", "toolCallId": call, "title": name, "kind": "read", "status": "pending", "rawInput": input}));
+        let (status, output) = self.builtin_tool(session, name, input);
+        self.update(session, json!({"sessionUpdate": "tool_call_update", "toolCallId": call, "status": status}));
+        conversation.tool_result(id, &output);
     }
 }
 
@@ -785,8 +795,8 @@ impl Agent {
     /// answer is validated before it is emitted; a broken one goes back to the model (an
     /// assistant answer and a correction, or the submission's result marked an error). The
     /// twins: `--schema-unsent` asks without the schema and wraps the answer in a value of its
-    /// own; `--accept-invalid` emits whatever came first. Tools other than the submit tool are
-    /// not run here.
+    /// own; `--accept-invalid` emits whatever came first. Its other tools run as in
+    /// [`Agent::ask_model`].
     fn structured_answer(&mut self, session: &str, prompt: &str, submit: bool) -> String {
         let Some(addr) = model::relay_addr() else { return String::from("(no relay: ANTHROPIC_BASE_URL is not set)") };
         let Some(dialect) = model::Dialect::parse(&self.s.dialect) else { return format!("(unknown dialect {})", self.s.dialect) };
@@ -794,11 +804,12 @@ impl Agent {
         let Ok(validator) = jsonschema::validator_for(&schema) else { return String::from("(the output schema does not compile)") };
         let key = std::env::var("ANTHROPIC_API_KEY").ok();
         let mut conversation = model::Conversation::new(dialect, key, prompt);
+        conversation.tools = self.offered_tools();
         if !self.s.schema_unsent {
             conversation.schema = Some(if submit { model::Schema::SubmitTool(schema) } else { model::Schema::ResponseFormat(schema) });
         }
         let errors = |value: &Value| validator.iter_errors(value).take(3).map(|e| e.to_string()).collect::<Vec<_>>().join("; ");
-        for _round in 0..4 {
+        for round in 0..6 {
             let answer = self.ask_watching(&mut conversation, &addr);
             self.usage = conversation.usage;
             match answer {
@@ -833,7 +844,7 @@ impl Agent {
                     conversation.tool_result(&id, "Accepted.");
                     conversation.user(&steer);
                 }
-                model::Answer::Tool { id, .. } => conversation.tool_result(&id, "(this tool is not run while a final value is due)"),
+                model::Answer::Tool { id, name, input } => self.model_tool_call(session, round, (&id, &name, &input), &mut conversation),
                 model::Answer::Refused(status, body) => return format!("(the model call was refused: {status} {body})"),
             }
         }

@@ -19,10 +19,12 @@ fn probe(options: &[&str], declare: &str, switches: &[&str]) -> Run {
     probe_support::probe(&all, &harness)
 }
 
-/// The calls of `run`'s structured turn (its second) in the relay's record.
+/// The calls of `run`'s structured turn in the relay's record: the turn of the broken answer,
+/// else the second (the one after the prompt's, when no other declared value adds a turn).
 fn structured_calls(run: &Run) -> Vec<Value> {
     let calls = run.plane()["calls"].as_array().cloned().unwrap_or_default();
-    calls.into_iter().filter(|c| c["turn"] == 2).collect()
+    let turn = calls.iter().find(|c| c["structured_broken"] == true).map_or(json!(2), |c| c["turn"].clone());
+    calls.into_iter().filter(|c| c["turn"] == turn).collect()
 }
 
 /// `run` failed on `structured_output`, naming the declared `value` and saying `fact`, and
@@ -37,9 +39,10 @@ fn fails_naming(run: &Run, value: &str, fact: &str) {
 
 #[test]
 fn response_format_served_honestly_passes_on_the_probes_own_schema() {
-    // Beside a steer and a subagent: the steer reaches the model after the value, and the
-    // subagent asks without the schema.
-    let run = probe(&[], "subagents,steer,interrupt,structured_output", &[]);
+    // Beside every other declared value: the steer reaches the model after the value, the
+    // subagent asks without the schema, and the scoping and staged-files turns run their tools
+    // and read their links under it.
+    let run = probe(&[], "subagents,steer,interrupt,builtin_tool_scoping,staged_files,structured_output", &[]);
     assert_eq!(run.status, 0, "{}", run.pretty());
     assert_eq!(run.step("structured_output").0, "passed", "{}", run.pretty());
     assert_eq!(run.json["admission"]["realized"]["structured_output"], "response_format");
@@ -54,6 +57,7 @@ fn response_format_served_honestly_passes_on_the_probes_own_schema() {
     // answered truly, under the same schema.
     assert_eq!(run.step("prompt_exchange").0, "passed");
     assert_eq!(run.step("subagent_delegation").0, "passed");
+    assert_eq!((run.step("builtin_tool_scoping").0, run.step("staged_files").0), ("passed", "passed"));
 }
 
 #[test]
