@@ -23,6 +23,7 @@ mod lane;
 mod live;
 mod scoping;
 mod staged;
+mod structured;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -35,7 +36,7 @@ use crate::error::ProbeError;
 use crate::image::run::PreparedImage;
 use crate::options::{RunOptions, TOKEN_FILE};
 use crate::outcome::{Kind, Outcome, Reason};
-use crate::plane::safe_output_schema;
+use crate::plane::{probe_output_schema, safe_output_schema};
 use crate::relay::{Relay, Script};
 use crate::report::acp::{AcpReport, Admission, Cancellation, Drain, HarnessInfo, Wire};
 use crate::report::process::{teardown_fault, ProcessEnd};
@@ -59,6 +60,8 @@ const STEER_METHOD: &str = Method::CheckfuSessionSteer.name();
 const INTERRUPT_METHOD: &str = Method::CheckfuSessionInterrupt.name();
 const OPT_IN_INTERRUPT: &str = catalog::Check::CooperativeInterruptDrained.name();
 const READY_CHECK: &str = catalog::Check::ReadyHandshake.name();
+/// The `session/new` member that carries the output schema.
+const OUTPUT_SCHEMA: &str = "checkfu.output_schema";
 /// The slot of the harness's own account of its turn (the prompt answer's `_meta`).
 const TURN_KEY: &str = "checkfu.turn";
 /// The reason of every turn check when no prompt was sent (the report's: the spine uses it too).
@@ -223,6 +226,9 @@ fn authority_meta(options: &AcpOptions, run: &RunOptions) -> Result<Map<String, 
     }
     if let Some(schema) = &run.output_schema {
         safe_output_schema(schema)?;
+        // The `structured_output` step validates final values against it: a schema that
+        // does not compile is a usage error now, as in the one-shot lane.
+        jsonschema::validator_for(schema).map_err(|e| ProbeError::invalid("--output-schema cannot be compiled", e))?;
         meta.insert("checkfu.output_schema".into(), schema.clone());
     }
     let probe = json!({"jsonrpc": "2.0", "id": 0, "method": NEW_SESSION,
@@ -267,9 +273,17 @@ pub(crate) fn run(checked: Checked<'_>, command: Vec<OsString>, stage: &mut Stag
     run.admission.judged_against = "envelope";
     run.admission.envelope = checked.envelope.values.iter().map(|(a, v)| ((*a).to_owned(), json!(v))).collect();
     let admitted = run.initialize(checked.envelope);
+    let mut meta = checked.meta;
+    if admitted.as_ref().and_then(structured::declared).is_some() {
+        // A declared structured output is exercised whether or not the author gave a schema.
+        meta.entry(OUTPUT_SCHEMA).or_insert_with(probe_output_schema);
+    }
+    run.output_schema = meta.get(OUTPUT_SCHEMA).cloned();
+    if let Some(schema) = &run.output_schema {
+        run.stage.plane.relay.expect_schema(schema.clone());
+    }
     let session_id = match &admitted {
         Some(admitted) => {
-            let mut meta = checked.meta;
             scoping::hand_list(&mut meta, options, admitted);
             run.start_session(meta)
         }
@@ -284,6 +298,7 @@ pub(crate) fn run(checked: Checked<'_>, command: Vec<OsString>, stage: &mut Stag
             run.delegation(admitted);
             run.builtin_tool_scoping(admitted, &session_id);
             run.staged_files(admitted, &session_id);
+            run.structured_output(admitted, &session_id);
             run.cancellation(&session_id);
         }
         (_, _) => {
@@ -291,6 +306,7 @@ pub(crate) fn run(checked: Checked<'_>, command: Vec<OsString>, stage: &mut Stag
             run.stage.steps.skipped(StepName::SubagentDelegation, "no session was started");
             run.stage.steps.skipped(StepName::BuiltinToolScoping, "no session was started");
             run.stage.steps.skipped(StepName::StagedFiles, "no session was started");
+            run.stage.steps.skipped(StepName::StructuredOutput, "no session was started");
             run.stage.steps.skipped(StepName::Cancellation, "no session was started");
         }
     }
@@ -389,6 +405,8 @@ struct Run<'o, 's, 'a, 'p> {
     /// The `checkfu.compaction` members of the harness's updates, set against the record
     /// under an enforced window ([`verdict::compaction`]).
     compaction_claims: verdict::compaction::Claims,
+    /// The `checkfu.output_schema` `session/new` carried, when it carried one.
+    output_schema: Option<Value>,
 }
 
 impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
@@ -418,6 +436,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             steer_sent_ms: None,
             steer_ack: None,
             compaction_claims: verdict::compaction::Claims::default(),
+            output_schema: None,
         }
     }
 

@@ -53,6 +53,9 @@ pub struct Facts {
     pub built: Option<Built>,
     /// Whether the run passed.
     pub passed: bool,
+    /// The declared paths and values whose step did not run and pass (`member: value`):
+    /// `add` registers them as declared, unproven.
+    pub unproven: Vec<String>,
     /// The harness as it ran, as the flags that register it: `--protocol`, `--entrypoint`,
     /// the lane's own (`--arg`, or the declaration's members) and `--working-directory`.
     pub profile: Vec<String>,
@@ -141,9 +144,13 @@ pub struct NextSteps {
     /// The flags the add and verify commands still need (`--sandbox`, `--model`).
     pub required_flags: Vec<&'static str>,
     /// After a passing run: whether `add` registers the harness exactly as it passed (false
-    /// when the run used something `add` cannot carry: `not_carried`).
+    /// when the run used something `add` cannot carry, `not_carried`, or a declared path or
+    /// value did not run and pass, `unproven`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub add_is_exact: Option<bool>,
+    /// After a passing run: what the declaration says and the run did not prove.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unproven: Vec<String>,
     /// What the run used that `add` cannot carry.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub not_carried: Vec<NotCarried>,
@@ -198,11 +205,19 @@ pub fn next_steps(facts: &Facts) -> NextSteps {
     };
     if facts.passed {
         let not_carried = not_carried(facts);
-        next.add_is_exact = Some(not_carried.is_empty());
+        next.add_is_exact = Some(not_carried.is_empty() && facts.unproven.is_empty());
         if !not_carried.is_empty() {
             next.advice = format!("{}; {}", next.advice, bake_advice(&not_carried));
         }
+        if !facts.unproven.is_empty() {
+            next.advice = format!(
+                "{}; the declaration says {} and the run did not prove it: exercise it, or leave it out of the declaration",
+                next.advice,
+                facts.unproven.join(", ")
+            );
+        }
         next.not_carried = not_carried;
+        next.unproven = facts.unproven.clone();
     }
     next
 }
@@ -434,6 +449,9 @@ impl NextSteps {
                 Origin::Recipe => " (the recipe's)",
             };
             let _ = writeln!(out, "next     not carried by add: {} {shown}{cut}{from}", item.flag);
+        }
+        if !self.unproven.is_empty() {
+            let _ = writeln!(out, "next     declared, not proven by the run: {}", self.unproven.join(", "));
         }
         if let Some(warning) = &self.warning {
             let _ = writeln!(out, "warning  {warning}");

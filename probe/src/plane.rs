@@ -33,6 +33,23 @@ pub(crate) fn safe_output_schema(schema: &Value) -> Result<(), ProbeError> {
     }
 }
 
+/// The output schema the probe sends when the author gave none and the harness declares a
+/// structured output (ACP), or a one-shot CLI an output-schema flag: a declared path is
+/// exercised, never taken on faith. Small and inside the safety profile, and easy to break
+/// (two required members of set types, nothing else allowed), so a harness that passes on
+/// an answer unvalidated is seen doing it.
+pub(crate) fn probe_output_schema() -> Value {
+    serde_json::json!({
+        "type": "object",
+        "properties": {
+            "answer": {"type": "string", "minLength": 1},
+            "confidence": {"type": "integer", "minimum": 0, "maximum": 100}
+        },
+        "required": ["answer", "confidence"],
+        "additionalProperties": false
+    })
+}
+
 /// What the catalog says of a bound run before it starts: a blocked entry, or a provider
 /// the reachability matrix marks unreachable. An unknown provider is refused as the relay
 /// refuses it (the catalog's one lookup, `catalog::reachable`).

@@ -70,6 +70,7 @@ impl Report {
             source: image.source.clone(),
             built,
             passed: self.passed(),
+            unproven: self.lane.unproven(&self.steps),
             profile: self.profile.clone(),
             sandbox: registration.sandbox.clone(),
             model: registration.model.clone(),

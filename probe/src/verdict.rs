@@ -18,6 +18,7 @@ pub mod in_flight;
 pub mod scoping;
 pub mod staged;
 pub mod steer;
+pub mod structured;
 
 use serde_json::Value;
 
@@ -315,6 +316,9 @@ pub(crate) mod tests {
             paced: None,
             structured_output: None,
             structured_digest: None,
+            schema_exact: None,
+            structured_broken: false,
+            nonce_anywhere: true,
             tool_called: None,
             token_returned: false,
             bodies: None,

@@ -157,6 +157,9 @@ struct Shared {
     /// The token of a steer the probe sent, looked for in every request from then on
     /// (`steer_in_request`), whichever turn it comes in.
     steer: Mutex<Option<String>>,
+    /// The output schema the session carries (`checkfu.output_schema`), set against every
+    /// structured request from then on ([`Relay::expect_schema`]).
+    expected: Mutex<Option<Value>>,
 }
 
 /// The probe's current turn, as the relay judges requests by it.
@@ -170,6 +173,10 @@ struct TurnState {
     pace: Option<Pace>,
     /// Answer the turn as the `nonce` script does, whatever the script ([`Relay::answer_plainly`]).
     plain: bool,
+    /// The value that answers the turn's first request for the expected schema in place of
+    /// an instance of it ([`Relay::break_first`]), and whether it was served.
+    broken: Option<Value>,
+    broken_served: bool,
     /// The tool calls a scoping turn asks for ([`Relay::script_scoping`]).
     scoping: Option<exercise::Scoping>,
     /// The marks looked for, in order, in every request of the turn ([`Relay::watch_marks`]).
@@ -226,6 +233,7 @@ impl Relay {
             turn: Mutex::new(TurnState { nonce: config.nonce, ..TurnState::default() }),
             record: Mutex::new(Record::new()),
             steer: Mutex::new(None),
+            expected: Mutex::new(None),
         });
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let runtime =
@@ -270,6 +278,24 @@ impl Relay {
     /// replies to the turns they were written for.
     pub fn answer_plainly(&self) {
         lock(&self.shared.turn).plain = true;
+    }
+
+    /// Holds every structured request from now on against `schema`, the output schema the
+    /// session carries: the record says whether a request asked for exactly it
+    /// (`schema_exact`), and a tool whose input schema is exactly it counts as the request's
+    /// submit tool whatever its name ([`structured::exact_tool`]).
+    pub fn expect_schema(&self, schema: Value) {
+        *lock(&self.shared.expected) = Some(schema);
+    }
+
+    /// Answers the current turn's first request for the expected schema with `broken` (a
+    /// value that breaks it) in place of an instance of it, as a model may: the JSON text, or
+    /// the submit tool's input. Later requests get instances; for the tool way, a request
+    /// counts the broken submission as not made (`structured_broken` in the record).
+    pub fn break_first(&self, broken: Value) {
+        let mut turn = lock(&self.shared.turn);
+        turn.broken = Some(broken);
+        turn.broken_served = false;
     }
 
     /// In the current turn, a call whose latest user turn carries the nonce is answered with
@@ -740,8 +766,11 @@ fn serve(activity: &Activity, admitted: Admitted<'_>, started: Instant) -> Respo
         }
     };
     let (state, turn_number) = (lock(&shared.turn).clone(), shared.record().turn);
+    let expected = lock(&shared.expected).clone();
+    let schema_exact = expected.as_ref().and_then(|schema| exact_structured(&json, &mut turn, schema, state.broken_served));
     let nonce_in_request = !state.nonce.is_empty() && turn.latest_user_text().is_some_and(|t| t.contains(&state.nonce));
     let earlier_reply_in_request = state.earlier_replies.iter().any(|t| bounds::strings_contain(&json, t));
+    let nonce_anywhere = !state.nonce.is_empty() && bounds::strings_contain(&json, &state.nonce);
     let steer_in_request = lock(&shared.steer).as_ref().is_some_and(|t| bounds::strings_contain(&json, t));
     let size = json.as_object().map(|body| estimate::of(dialect, body)).unwrap_or_default();
     turn.input_tokens = size.tokens;
@@ -751,14 +780,19 @@ fn serve(activity: &Activity, admitted: Admitted<'_>, started: Instant) -> Respo
     let scoping = state.scoping.as_ref().filter(|_| nonce_in_request).map(|s| (s, s.phase(&body)));
     let scripted = scoping.and_then(|(s, phase)| s.reply(phase, &turn));
     let scoping = scoping.map(|(_, phase)| exercise::ScopingSeen { phase, tool_results: turn.tool_results.len() });
-    let (played, decision) = match scripted {
-        Some(reply) => scoped(reply),
-        None => match play(shared, size, &turn, &reply_token, state.plain) {
+    // A scoping turn's scripted call comes first; the structured turn's broken answer next.
+    let broken = scripted.is_none().then(|| broken_answer(shared, &state, &turn, schema_exact)).flatten();
+    let structured_broken = broken.is_some();
+    let (played, decision) = match (scripted, broken) {
+        (Some(reply), _) => scoped(reply),
+        (None, Some(answer)) => answer,
+        (None, None) => match play(shared, size, &turn, &reply_token, state.plain) {
             Ok(answer) => answer,
             Err(unanswered) => return refuse(activity, &path, shape, unanswered.status, unanswered.kind, unanswered.reason),
         },
     };
-    let (played, pace) = pace::apply(played, state.pace);
+    let structured_text = structured_broken || decision.structured_digest.is_some();
+    let (played, pace) = pace::apply(played, state.pace, structured_text);
     let sequence = shared.sequence.fetch_add(1, Ordering::Relaxed) + 1;
     let mut call = Call {
         dialect: dialect.dialect(),
@@ -780,6 +814,9 @@ fn serve(activity: &Activity, admitted: Admitted<'_>, started: Instant) -> Respo
         paced: None,
         structured_output: decision.structured_output,
         structured_digest: decision.structured_digest,
+        schema_exact,
+        structured_broken,
+        nonce_anywhere,
         tool_called: decision.tool_called.map(|t| record::capped(&t, record::MAX_NAME)),
         token_returned: decision.token_returned,
         bodies: None,
@@ -808,6 +845,47 @@ fn serve(activity: &Activity, admitted: Admitted<'_>, started: Instant) -> Respo
         }
         None => rendered.into_response(),
     }
+}
+
+/// Against the session's `expected` schema: the request's structured ask, a tool whose input
+/// schema is exactly it counting as one when the request names no other way; whether the
+/// ask is for exactly that schema (`None`: the request asks for none). Once the turn's broken
+/// submission was served, one more call of the tool is needed before it counts as answered.
+fn exact_structured(json: &Value, turn: &mut Turn, expected: &Value, broken_served: bool) -> Option<bool> {
+    // A tool found by its name or a forced `tool_choice` gives way to one whose schema is
+    // exactly the session's; a response-format field stays what the request asked.
+    let look = match &turn.structured {
+        None => true,
+        Some(found) => found.way == structured::TOOL && found.schema != *expected,
+    };
+    if let Some(found) = structured::exact_tool(json, expected).filter(|_| look) {
+        turn.structured = Some(found);
+    }
+    let wanted = turn.structured.as_mut()?;
+    if broken_served && wanted.way == structured::TOOL {
+        wanted.answered = wanted.submissions > 1;
+    }
+    Some(wanted.schema == *expected)
+}
+
+/// The broken answer of the turn, when it is due: the turn has one, it was not served yet,
+/// and this request asks for exactly the expected schema (a tool not yet called). Marks it
+/// served.
+fn broken_answer(shared: &Shared, state: &TurnState, turn: &Turn, schema_exact: Option<bool>) -> Option<(Played, script::Decision)> {
+    let wanted = turn.structured.as_ref().filter(|w| !w.answered && schema_exact == Some(true))?;
+    let broken = state.broken.clone().filter(|_| !state.broken_served)?;
+    let mut current = lock(&shared.turn);
+    if current.broken_served {
+        return None;
+    }
+    current.broken_served = true;
+    let reply = match &wanted.tool {
+        Some(name) => Reply::ToolCall { name: name.clone(), input: broken },
+        None => Reply::Text(broken.to_string()),
+    };
+    let tool_called = wanted.tool.clone();
+    let decision = script::Decision { tool_called, structured_output: Some(wanted.way), ..script::Decision::default() };
+    Some((Played::Reply(reply), decision))
 }
 
 /// A scoping turn's tool call, played as the model's answer and recorded as its call.

@@ -72,9 +72,11 @@ impl Pace {
 }
 
 /// What a paced turn plays: a text answer with its lead, a tool call as it is (its round held
-/// as long), a fault never paced.
-pub(super) fn apply(played: Played, pace: Option<Pace>) -> (Played, Option<Pace>) {
+/// as long), a fault never paced. A structured answer (`structured`: a JSON document the
+/// request's output schema asked for) is paced without a lead, which would make it no JSON.
+pub(super) fn apply(played: Played, pace: Option<Pace>, structured: bool) -> (Played, Option<Pace>) {
     match (played, pace) {
+        (played @ Played::Reply(Reply::Text(_)), Some(pace)) if structured => (played, Some(pace)),
         (Played::Reply(Reply::Text(text)), Some(pace)) => (Played::Reply(Reply::Text(pace.text(&text))), Some(pace)),
         (played @ Played::Reply(Reply::ToolCall { .. }), Some(pace)) => (played, Some(pace)),
         (played, _) => (played, None),

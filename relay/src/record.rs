@@ -89,6 +89,20 @@ pub struct Call {
     /// probe can tell that a final answer is that value and not one the harness made up.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub structured_digest: Option<String>,
+    /// Against the output schema the session carries ([`super::Relay::expect_schema`]):
+    /// whether the request asked for exactly it. `null` when the relay was told none, or
+    /// the request asked for no structured answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schema_exact: Option<bool>,
+    /// The call was answered with the turn's broken value ([`super::Relay::break_first`]).
+    /// Written only when true.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub structured_broken: bool,
+    /// The turn's nonce is in the request anywhere (any string: an earlier user turn, a
+    /// system message): the call belongs to the conversation the prompt started, not to a
+    /// fresh one of its own such as a subagent's.
+    #[serde(skip)]
+    pub nonce_anywhere: bool,
     /// The tool the model called in its answer.
     #[serde(skip)]
     pub tool_called: Option<String>,

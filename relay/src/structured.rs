@@ -9,6 +9,7 @@
 //! | `response_format` | Chat `response_format` = `{type: "json_schema", json_schema: {schema}}` | OpenAI SDK clients |
 //! | `output_format` | Anthropic `output_format` or `output_config.format` = `{type: "json_schema", schema}` | Anthropic structured outputs |
 //! | `tool` | a tool the request forces with `tool_choice`, or else a tool named `StructuredOutput` (case, `_` and `-` ignored), whose input schema is the schema | `claude -p --json-schema` |
+//! | `tool` | once the probe names the session's schema (`Relay::expect_schema`): a tool whose input schema is exactly it, whatever its name ([`exact_tool`]) | an ACP harness's submit tool |
 //!
 //! For the tool way the answer is a call of that tool with the instance as its input, once
 //! per user turn: a request whose conversation already called the tool since the latest
@@ -65,6 +66,9 @@ pub struct Structured {
     pub tool: Option<String>,
     /// The tool way only: the conversation already called the tool since the latest user text.
     pub answered: bool,
+    /// The tool way only: how many times it did (a submission the harness rejected is
+    /// followed by another, so a relay that served a broken one counts past it).
+    pub submissions: usize,
 }
 
 /// A `format` member that is `{type: "json_schema", …}`.
@@ -75,7 +79,13 @@ fn json_schema(format: Option<&Value>) -> Option<&Value> {
 /// The schema a request body asks the answer to follow, if any.
 pub fn detect(body: &Value) -> Option<Structured> {
     let text_way = |way: Way, schema: Option<&Value>| {
-        schema.filter(|s| s.is_object() || s.is_boolean()).map(|s| Structured { way, schema: s.clone(), tool: None, answered: false })
+        schema.filter(|s| s.is_object() || s.is_boolean()).map(|s| Structured {
+            way,
+            schema: s.clone(),
+            tool: None,
+            answered: false,
+            submissions: 0,
+        })
     };
     if let Some(format) = json_schema(body.pointer("/text/format")) {
         if let Some(found) = text_way(TEXT_FORMAT, format.get("schema")) {
@@ -103,8 +113,23 @@ pub fn detect(body: &Value) -> Option<Structured> {
     }?;
     let name = named(chosen)?;
     let schema = tool_schema(chosen)?.clone();
-    let answered = already_called(body, &name);
-    Some(Structured { way: TOOL, schema, tool: Some(name), answered })
+    Some(submit_tool(body, name, schema))
+}
+
+/// The tool way for the tool `name` whose input schema is `schema`, with the calls the
+/// conversation already made of it.
+fn submit_tool(body: &Value, name: String, schema: Value) -> Structured {
+    let submissions = calls_since_user(body, &name);
+    Structured { way: TOOL, schema, tool: Some(name), answered: submissions > 0, submissions }
+}
+
+/// A tool offered in the request whose input schema is exactly `schema`: a harness's own
+/// submit tool, whatever it names it and whether or not it forces it. The relay looks for
+/// one when it was told the schema the session carries ([`super::Relay::expect_schema`]).
+pub fn exact_tool(body: &Value, schema: &Value) -> Option<Structured> {
+    let tools = body.get("tools").and_then(Value::as_array)?;
+    let tool = tools.iter().find(|t| tool_schema(t) == Some(schema))?;
+    Some(submit_tool(body, tool_name(tool)?.to_owned(), schema.clone()))
 }
 
 fn normalized(name: &str) -> String {
@@ -132,20 +157,20 @@ fn forced_tool(choice: Option<&Value>) -> Option<String> {
     }
 }
 
-/// Whether an assistant turn called `name` after the latest user message holding text.
-fn already_called(body: &Value, name: &str) -> bool {
-    let mut called = false;
+/// How many times assistant turns called `name` after the latest user message holding text.
+fn calls_since_user(body: &Value, name: &str) -> usize {
+    let mut called = 0usize;
     if let Some(messages) = body.get("messages").and_then(Value::as_array) {
         for message in messages {
             match message.get("role").and_then(Value::as_str) {
-                Some("user") if user_text(message.get("content")) => called = false,
+                Some("user") if user_text(message.get("content")) => called = 0,
                 Some("assistant") => {
                     let blocks = message.get("content").and_then(Value::as_array).into_iter().flatten();
                     let anthropic =
-                        blocks.filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_use")).any(|b| tool_name(b) == Some(name));
+                        blocks.filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_use")).filter(|b| tool_name(b) == Some(name));
                     let chat =
-                        message.get("tool_calls").and_then(Value::as_array).into_iter().flatten().any(|c| tool_name(c) == Some(name));
-                    called |= anthropic || chat;
+                        message.get("tool_calls").and_then(Value::as_array).into_iter().flatten().filter(|c| tool_name(c) == Some(name));
+                    called = called.saturating_add(anthropic.count() + chat.count());
                 }
                 _ => {}
             }
@@ -155,9 +180,9 @@ fn already_called(body: &Value, name: &str) -> bool {
         for item in items {
             let kind = item.get("type").and_then(Value::as_str);
             if matches!(kind, Some("message") | None) && item.get("role").and_then(Value::as_str) == Some("user") {
-                called = false;
+                called = 0;
             } else if kind == Some("function_call") && tool_name(item) == Some(name) {
-                called = true;
+                called = called.saturating_add(1);
             }
         }
     }
@@ -661,6 +686,24 @@ mod tests {
             {"type": "message", "role": "user", "content": "q"}, {"type": "function_call", "name": "StructuredOutput", "call_id": "c", "arguments": "{}"},
         ]});
         assert!(detect(&responses).expect("found").answered);
+    }
+
+    #[test]
+    fn a_tool_of_exactly_the_sessions_schema_is_its_submit_tool_and_counts_its_submissions() {
+        let schema = json!({"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]});
+        let tools = json!([{"name": "Read", "input_schema": {"type": "object"}}, {"name": "submit_result", "input_schema": schema}]);
+        let first = json!({"tools": tools, "messages": [{"role": "user", "content": "q"}]});
+        assert_eq!(detect(&first), None, "no name nor tool_choice says which tool submits");
+        let found = exact_tool(&first, &schema).expect("the submit tool");
+        assert_eq!((found.way, found.tool.as_deref(), found.submissions, found.answered), (TOOL, Some("submit_result"), 0, false));
+        let submit =
+            |id: &str| json!({"role": "assistant", "content": [{"type": "tool_use", "id": id, "name": "submit_result", "input": {}}]});
+        let rejected =
+            |id: &str| json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "is_error": true, "content": "no"}]});
+        let again =
+            json!({"tools": tools, "messages": [{"role": "user", "content": "q"}, submit("a"), rejected("a"), submit("b"), rejected("b")]});
+        assert_eq!(exact_tool(&again, &schema).map(|s| s.submissions), Some(2));
+        assert_eq!(exact_tool(&first, &json!({"type": "string"})), None, "no tool takes another schema");
     }
 
     #[test]

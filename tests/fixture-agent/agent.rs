@@ -26,7 +26,12 @@
 //! SIGTERM), `--no-nonce`. Under a `checkfu.runtime_config` that admits a compaction
 //! policy it compacts on a context-length error (`compaction.rs`); `--history N` opens the
 //! conversation with N earlier exchanges to compact, `--lie-compaction count|tokens`
-//! misreports the compaction, `--refuse-runtime-config` refuses a session that carries one. Its answer comes from the model behind the probe's relay
+//! misreports the compaction, `--refuse-runtime-config` refuses a session that carries one. Declaring `structured_output`
+//! (`--declare …,structured_output` for `response_format`, `structured_output=submit_tool` for
+//! the other; any `member=value` declares that value) makes a session's `checkfu.output_schema`
+//! go to the model and every final value validated before it is emitted; `--schema-unsent`
+//! never passes the schema and emits a value of its own, `--accept-invalid` emits a broken
+//! answer or submission unvalidated (hostile twins). Its answer comes from the model behind the probe's relay
 //! (`model.rs`), in `--dialect NAME` (`openai_chat` by default), with switches for a model
 //! plane that misbehaves: `--no-model` (answers the nonce without any model call),
 //! `--echo-prompt` (asks the model, then sends the prompt back as its message), `--no-key`
@@ -136,6 +141,11 @@ struct Switches {
     /// `--refuse-runtime-config`: a `session/new` carrying `checkfu.runtime_config` is refused,
     /// as a harness that does not take it must (authority is fail-closed).
     refuse_runtime_config: bool,
+    /// `--schema-unsent`: declares a structured output, never passes the output schema to its
+    /// model, and emits a value of its own making (a hostile twin); `--accept-invalid`:
+    /// emits the model's answer or submission unvalidated (a hostile twin).
+    schema_unsent: bool,
+    accept_invalid: bool,
     turns: usize,
     mid_turn_wait_ms: u64,
     ignore_fs_capability: bool,
@@ -222,6 +232,8 @@ fn switches() -> Switches {
             "--truncate-drain" => s.truncate_drain = true,
             "--call-after-drain" => s.call_after_drain = true,
             "--refuse-runtime-config" => s.refuse_runtime_config = true,
+            "--schema-unsent" => s.schema_unsent = true,
+            "--accept-invalid" => s.accept_invalid = true,
             "--history" => s.history = args.next().and_then(|n| n.parse().ok()).unwrap_or(0),
             "--lie-compaction" => s.lie_compaction = args.next().as_deref().and_then(compaction::Lie::parse),
             other => {
@@ -254,6 +266,8 @@ struct Agent {
     pending_steer: Option<String>,
     /// The session's `checkfu.runtime_config`, as `session/new` gave it.
     runtime_config: Option<Value>,
+    /// The session's `checkfu.output_schema`, as `session/new` gave it.
+    output_schema: Option<Value>,
     /// Whether the client advertised `fs` (both methods), as `initialize` said.
     client_fs: bool,
     /// The session's `checkfu.builtin_tools`, as `session/new` gave it (`None`: every tool).
@@ -372,6 +386,7 @@ impl Agent {
                             .pointer("/params/_meta/checkfu.builtin_tools")
                             .and_then(Value::as_array)
                             .map(|l| l.iter().filter_map(Value::as_str).map(str::to_owned).collect());
+                        self.output_schema = message.pointer("/params/_meta/checkfu.output_schema").cloned();
                         if self.s.float_id {
                             // serde_json writes an integer id without a fraction: written by hand.
                             self.write_raw(&format!("{{\"jsonrpc\":\"2.0\",\"id\":{id}.0,\"result\":{{\"sessionId\":\"fixture-1\"}}}}"));
@@ -397,6 +412,11 @@ impl Agent {
     fn initialize(&mut self, id: &Value) {
         let mut declaration = serde_json::Map::new();
         for member in &self.s.declare {
+            // `member=value` declares that value (`structured_output=submit_tool`).
+            if let Some((member, value)) = member.split_once('=') {
+                declaration.insert(member.to_owned(), json!(value));
+                continue;
+            }
             let value = match member.as_str() {
                 "subagents" => "observed",
                 "steer" => "native",
@@ -444,7 +464,11 @@ impl Agent {
         if self.s.spawn_child {
             let _ = std::process::Command::new("sleep").arg("600").spawn();
         }
-        let answer = if self.s.no_model { format!("You said: {prompt}") } else { self.ask_model(session, prompt) };
+        let answer = match (self.s.no_model, self.structured()) {
+            (true, _) => format!("You said: {prompt}"),
+            (false, Some(submit)) => self.structured_answer(session, prompt, submit),
+            (false, None) => self.ask_model(session, prompt),
+        };
         if self.mid_call.cancelled && !self.s.ignore_cancel {
             if self.s.ask_after_cancel {
                 // A tool that was about to run asks anyway: the client must answer `cancelled`.
@@ -728,28 +752,111 @@ impl Agent {
             }
             match answer {
                 model::Answer::Text(text) => {
-                    let steer =
-                        self.pending_steer.take().filter(|_| !self.s.drop_steer && !self.mid_call.draining && !self.mid_call.cancelled);
-                    let Some(steer) = steer else { return text + &notes };
+                    let Some(steer) = self.steer_to_pass_on() else { return text + &notes };
                     // The model's answer is shown, then the steer goes to it as the user's words.
                     self.update(session, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}));
                     conversation.follow_up(&text, &steer);
                 }
                 model::Answer::Refused(status, body) => return format!("(the model call was refused: {status} {body}){notes}"),
-                model::Answer::Tool { id, name, input } => {
-                    let call = format!("model-call-{round}");
-                    self.update(session, json!({"sessionUpdate": "tool_call", "toolCallId": call, "title": name, "kind": "read", "status": "pending", "rawInput": input}));
-                    let (status, output) = self.builtin_tool(session, &name, &input);
-                    self.update(session, json!({"sessionUpdate": "tool_call_update", "toolCallId": call, "status": status}));
-                    conversation.tool_result(&id, &output);
-                }
+                model::Answer::Tool { id, name, input } => self.model_tool_call(session, round, (&id, &name, &input), &mut conversation),
             }
         }
         String::from("(the model kept calling tools)")
     }
+
+    /// A built-in tool the model called in `round`: reported as an ACP tool call, run (or
+    /// refused) as `builtin_tool` says, and its result sent back.
+    fn model_tool_call(
+        &mut self,
+        session: &str,
+        round: usize,
+        (id, name, input): (&str, &str, &Value),
+        conversation: &mut model::Conversation,
+    ) {
+        let call = format!("model-call-{round}");
+        self.update(session, json!({"sessionUpdate": "tool_call", "toolCallId": call, "title": name, "kind": "read", "status": "pending", "rawInput": input}));
+        let (status, output) = self.builtin_tool(session, name, input);
+        self.update(session, json!({"sessionUpdate": "tool_call_update", "toolCallId": call, "status": status}));
+        conversation.tool_result(id, &output);
+    }
 }
 
 impl Agent {
+    /// The declared structured output of a session that carries an output schema: `true` for
+    /// `submit_tool`, `false` for `response_format`; `None` when either is missing.
+    fn structured(&self) -> Option<bool> {
+        let declared = self.s.declare.iter().find(|m| m.split('=').next() == Some("structured_output"))?;
+        self.output_schema.as_ref()?;
+        Some(declared.ends_with("=submit_tool"))
+    }
+
+    /// The turn's final value under the session's output schema: the model is asked with the
+    /// schema in the dialect's response-format field (or offered the submit tool), and its
+    /// answer is validated before it is emitted; a broken one goes back to the model (an
+    /// assistant answer and a correction, or the submission's result marked an error). The
+    /// twins: `--schema-unsent` asks without the schema and wraps the answer in a value of its
+    /// own; `--accept-invalid` emits whatever came first. Its other tools run as in
+    /// [`Agent::ask_model`].
+    fn structured_answer(&mut self, session: &str, prompt: &str, submit: bool) -> String {
+        let Some(addr) = model::relay_addr() else { return String::from("(no relay: ANTHROPIC_BASE_URL is not set)") };
+        let Some(dialect) = model::Dialect::parse(&self.s.dialect) else { return format!("(unknown dialect {})", self.s.dialect) };
+        let schema = self.output_schema.clone().unwrap_or(Value::Null);
+        let Ok(validator) = jsonschema::validator_for(&schema) else { return String::from("(the output schema does not compile)") };
+        let key = std::env::var("ANTHROPIC_API_KEY").ok();
+        let mut conversation = model::Conversation::new(dialect, key, prompt);
+        conversation.tools = self.offered_tools();
+        if !self.s.schema_unsent {
+            conversation.schema = Some(if submit { model::Schema::SubmitTool(schema) } else { model::Schema::ResponseFormat(schema) });
+        }
+        let errors = |value: &Value| validator.iter_errors(value).take(3).map(|e| e.to_string()).collect::<Vec<_>>().join("; ");
+        for round in 0..6 {
+            let answer = self.ask_watching(&mut conversation, &addr);
+            self.usage = conversation.usage;
+            match answer {
+                model::Answer::Text(text) if self.s.schema_unsent => return json!({"text": text}).to_string(),
+                model::Answer::Text(text) => {
+                    let broken = match serde_json::from_str::<Value>(&text) {
+                        Ok(value) => errors(&value),
+                        Err(e) => format!("not JSON: {e}"),
+                    };
+                    if !(broken.is_empty() || self.s.accept_invalid) {
+                        let correction = format!("That answer breaks the output schema ({broken}). Answer again, following it.");
+                        conversation.follow_up(&text, &correction);
+                        continue;
+                    }
+                    let Some(steer) = self.steer_to_pass_on() else { return text };
+                    // The value is shown, then the steer goes to the model as the user's words.
+                    self.update(session, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}));
+                    conversation.follow_up(&text, &steer);
+                }
+                model::Answer::Tool { id, name, input } if name == model::SUBMIT_TOOL => {
+                    let broken = errors(&input);
+                    if !(broken.is_empty() || self.s.accept_invalid) {
+                        conversation
+                            .tool_result(&id, &format!("Rejected: the submission breaks the output schema ({broken}). Submit again."));
+                        continue;
+                    }
+                    let Some(steer) = self.steer_to_pass_on() else { return input.to_string() };
+                    self.update(
+                        session,
+                        json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": input.to_string()}}),
+                    );
+                    conversation.tool_result(&id, "Accepted.");
+                    conversation.user(&steer);
+                }
+                model::Answer::Tool { id, name, input } => self.model_tool_call(session, round, (&id, &name, &input), &mut conversation),
+                model::Answer::Refused(status, body) => return format!("(the model call was refused: {status} {body})"),
+            }
+        }
+        String::from("(the model gave no value that follows the output schema)")
+    }
+
+    /// The steer acknowledged `delivered` and not yet passed on, unless `--drop-steer`, or a
+    /// drain or a cancel stopped the turn.
+    fn steer_to_pass_on(&mut self) -> Option<String> {
+        self.pending_steer.take().filter(|_| !self.s.drop_steer && !self.mid_call.draining && !self.mid_call.cancelled)
+    }
+
     /// One model call, reading the client meanwhile: a cancel closes the call (unless
     /// `--ignore-cancel`), a cooperative interrupt is acknowledged `draining` and the call
     /// runs on (unless `--truncate-drain`); anything else is set aside for later.
@@ -836,6 +943,7 @@ fn main() {
         mid_call: MidCall::default(),
         pending_steer: None,
         runtime_config: None,
+        output_schema: None,
         client_fs: false,
         builtin_tools: None,
     };

@@ -168,6 +168,8 @@ pub struct Conversation {
     /// compactions made, not yet reported.
     pub policy: Option<compaction::Policy>,
     pub compactions: Vec<compaction::Compacted>,
+    /// How the session's output schema goes to the model, when it does.
+    pub schema: Option<Schema>,
     /// The built-in tools offered, by name ([`READ_FILE`] alone unless the agent says more).
     pub tools: Vec<&'static str>,
     history: Vec<Value>,
@@ -179,6 +181,19 @@ pub struct Conversation {
 pub const READ_FILE: &str = "read_file";
 pub const WRITE_FILE: &str = "write";
 pub const SHELL: &str = "bash";
+
+/// The submit tool of `structured_output: submit_tool`: its input schema is the session's
+/// output schema, exactly.
+pub const SUBMIT_TOOL: &str = "submit_result";
+
+/// How a conversation asks for the session's output schema (`checkfu.output_schema`).
+#[derive(Clone, Debug)]
+pub enum Schema {
+    /// In the dialect's own response-format field.
+    ResponseFormat(Value),
+    /// As the input schema of [`SUBMIT_TOOL`], offered beside the agent's own tools.
+    SubmitTool(Value),
+}
 
 impl Conversation {
     pub fn new(dialect: Dialect, key: Option<String>, prompt: &str) -> Conversation {
@@ -194,6 +209,7 @@ impl Conversation {
             in_flight: InFlight::default(),
             policy: None,
             compactions: Vec::new(),
+            schema: None,
             tools: vec![READ_FILE],
             history: vec![first],
         }
@@ -205,6 +221,38 @@ impl Conversation {
     }
 
     fn body(&self) -> Value {
+        let mut body = self.plain_body();
+        match (&self.schema, self.dialect) {
+            (None, _) => {}
+            (Some(Schema::ResponseFormat(schema)), Dialect::Chat) => {
+                body["response_format"] = json!({"type": "json_schema", "json_schema": {"name": "output", "schema": schema}});
+            }
+            (Some(Schema::ResponseFormat(schema)), Dialect::Responses) => {
+                body["text"] = json!({"format": {"type": "json_schema", "name": "output", "schema": schema}});
+            }
+            (Some(Schema::ResponseFormat(schema)), Dialect::Anthropic) => {
+                body["output_format"] = json!({"type": "json_schema", "schema": schema});
+            }
+            (Some(Schema::SubmitTool(schema)), dialect) => {
+                let description = "Submits the final answer";
+                let tool = match dialect {
+                    Dialect::Anthropic => json!({"name": SUBMIT_TOOL, "description": description, "input_schema": schema}),
+                    Dialect::Chat => {
+                        json!({"type": "function", "function": {"name": SUBMIT_TOOL, "description": description, "parameters": schema}})
+                    }
+                    Dialect::Responses => {
+                        json!({"type": "function", "name": SUBMIT_TOOL, "description": description, "parameters": schema})
+                    }
+                };
+                if let Some(tools) = body.get_mut("tools").and_then(Value::as_array_mut) {
+                    tools.push(tool);
+                }
+            }
+        }
+        body
+    }
+
+    fn plain_body(&self) -> Value {
         let tools: Vec<Value> = self.tools.iter().map(|name| self.tool(name)).collect();
         match self.dialect {
             Dialect::Anthropic => json!({"model": "fixture-model", "max_tokens": 512, "messages": self.history, "tools": tools}),
@@ -330,6 +378,14 @@ impl Conversation {
                 self.history.push(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": words}]}));
             }
         }
+    }
+
+    /// Goes on with the user's `words` (after a tool's result).
+    pub fn user(&mut self, words: &str) {
+        self.history.push(match self.dialect {
+            Dialect::Anthropic | Dialect::Chat => json!({"role": "user", "content": words}),
+            Dialect::Responses => json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": words}]}),
+        });
     }
 
     /// Sends a tool's result back in the dialect's way.

@@ -76,6 +76,7 @@ fn an_honest_compaction_passes_in_every_dialect_and_agrees_with_the_record() {
             "subagent_delegation",
             "builtin_tool_scoping",
             "staged_files",
+            "structured_output",
             "cancellation",
             "context_compaction",
             "teardown"

@@ -264,7 +264,9 @@ fn both_scaffolds_pass_the_pages_commands() {
     options.extend_from_slice(&["--output-schema-flag=--output-schema", "--output-schema-transport", "argv_path"]);
     let run = probe(&options, &[]);
     assert_eq!(run.status, 0, "{}", run.pretty());
-    for step in ["prompt_exchange", "resume", "teardown"] {
+    // The page's command declares the output-schema path and gives no schema file: it is
+    // exercised with the probe's own schema, so every declared path ran and passed.
+    for step in ["prompt_exchange", "resume", "output_schema", "teardown"] {
         assert_eq!(run.json["steps"][step]["status"], "passed", "{step}: {}", run.pretty());
     }
     let retest = run.json["next"]["retest"].as_str().expect("retest").to_owned();
@@ -288,9 +290,10 @@ fn both_scaffolds_pass_the_pages_commands() {
     assert_eq!(output.status.code(), Some(0), "{command}: {again:#}");
     assert_eq!(again["image"]["reference"], format!("{name}@{built}"), "{again:#}");
     assert!(again["image"].get("built").is_none(), "not rebuilt: {again:#}");
-    for step in ["prompt_exchange", "resume", "teardown"] {
+    for step in ["prompt_exchange", "resume", "output_schema", "teardown"] {
         assert_eq!(again["steps"][step]["status"], "passed", "{step}: {again:#}");
     }
+    assert_eq!(again["next"]["add_is_exact"], true, "{again:#}");
     assert!(again["next"]["add"].as_str().is_some_and(|a| a.contains(&format!("--image={name}@{built}"))), "{again:#}");
 
     let acp = parent.path().join("custom-acp");

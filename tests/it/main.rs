@@ -87,4 +87,6 @@ mod relay;
 mod report_formats;
 mod sdk_traffic;
 #[cfg(feature = "cli")]
+mod structured;
+#[cfg(feature = "cli")]
 mod unprivileged_fence;

@@ -379,6 +379,7 @@ fn a_harness_that_retries_after_retry_after_recovers_from_the_faults_script() {
                 "subagent_delegation",
                 "builtin_tool_scoping",
                 "staged_files",
+                "structured_output",
                 "cancellation",
                 "model_recovery",
                 "teardown"

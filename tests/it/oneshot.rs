@@ -206,6 +206,29 @@ fn the_output_schema_is_sent_checked_and_judged() {
     assert!(unsafe_.json.is_null());
 }
 
+/// The page's own declaration names an output-schema flag and gives no schema file: the
+/// declared path is exercised with the probe's own schema, not left out, and judged as an
+/// author's would be.
+#[test]
+fn a_declared_output_schema_flag_is_exercised_without_a_schema_file() {
+    let flags = with(&STREAM, &["--output-schema-flag=--output-schema", "--output-schema-transport", "argv_path"]);
+    let good = run(&flags, "good");
+    assert_eq!(good.status, 0, "{}", good.pretty());
+    assert_eq!(steps(&good), ["prompt_exchange", "output_schema", "teardown"]);
+    let argv: Vec<&str> = good.json["runs"][0]["argv"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert_eq!(argv[argv.len() - 2], "--output-schema");
+    assert!(argv[argv.len() - 1].ends_with("/output-schema.json"), "{argv:?}");
+    assert_eq!(good.json["output_schema_delivery"], json!(["text.format"]));
+    let answer: Value = serde_json::from_str(good.json["runs"][0]["answer"].as_str().unwrap()).expect("a JSON answer");
+    assert!(answer["answer"].is_string() && answer["confidence"].is_u64(), "the probe's own schema's members: {answer}");
+
+    let broken = run(&flags, "schema-break");
+    assert_eq!(broken.status, 1, "{}", broken.pretty());
+    let (status, reason) = broken.step("output_schema");
+    assert_eq!(status, "failed");
+    assert!(reason.starts_with("the final answer is not JSON"), "{reason}");
+}
+
 #[test]
 fn declarations_the_decoder_refuses_start_nothing() {
     let cases: [(&[&str], &str); 6] = [

@@ -105,5 +105,5 @@ fn the_stream_schema_and_the_lane_are_pinned_by_their_literals() {
 
     let s = Scratch::new();
     s.edit_nth("every process the runs started has exited", "every process the run started has exited", 0);
-    reinterpreted(&s, "checkfu:oneshot-v1@1", "oneshot_driver");
+    reinterpreted(&s, "checkfu:oneshot-v1@2", "oneshot_driver");
 }

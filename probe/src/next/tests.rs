@@ -23,6 +23,7 @@ fn image_run() -> Facts {
         source: Source::Registry,
         built: None,
         passed: true,
+        unproven: Vec::new(),
         profile: words("--protocol=oneshot-v1 --entrypoint=/bin/cli --prompt-transport=stdin --output-mode=text"),
         sandbox: Selector::Given(String::from("s")),
         model: Selector::Given(String::from("m")),
@@ -68,6 +69,22 @@ fn a_run_that_needed_nothing_more_is_exact() {
     let json = serde_json::to_value(&next).expect("json");
     assert_eq!(json["add_is_exact"], true);
     assert!(json.get("not_carried").is_none() && json.get("publish").is_none(), "{json}");
+}
+
+#[test]
+fn a_declared_path_the_run_did_not_prove_makes_add_inexact() {
+    let facts = Facts { unproven: vec![String::from("output_schema_flag: --output-schema")], ..image_run() };
+    let next = next_steps(&facts);
+    assert_eq!(next.add_is_exact, Some(false));
+    assert!(next.not_carried.is_empty());
+    assert!(
+        next.advice.contains("the declaration says output_schema_flag: --output-schema and the run did not prove it"),
+        "{}",
+        next.advice
+    );
+    assert!(next.to_text().contains("next     declared, not proven by the run: output_schema_flag: --output-schema"));
+    let json = serde_json::to_value(&next).expect("json");
+    assert_eq!(json["unproven"], serde_json::json!(["output_schema_flag: --output-schema"]));
 }
 
 #[test]

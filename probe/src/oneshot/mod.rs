@@ -10,9 +10,9 @@
 //!   `{resume_flag}` expanded (with the first run's session id when it needs one),
 //!   completed its own turn, and a call it made carried the first run's reply token: the
 //!   model's earlier answer came back to it;
-//! - `output_schema` (an output-schema flag is declared and `--output-schema` given): every
-//!   run's final answer is a structured value the relay served in that run, and validates
-//!   against the schema;
+//! - `output_schema` (an output-schema flag is declared): every run's final answer is a
+//!   structured value the relay served in that run, and validates against the schema (the
+//!   author's `--output-schema`, else the probe's own, [`crate::plane::probe_output_schema`]);
 //! - `teardown`: every run ended and nothing of its process group survived (the spine adds
 //!   what the plane left).
 //!
@@ -109,7 +109,7 @@ fn entrypoint(declaration: &Declaration, base_dir: Option<&PathBuf>, in_image: b
 }
 
 /// Runs the lane's steps on `stage`: the first run and its prompt exchange, the resume when
-/// declared, the output schema when declared and given, and the runs' own teardown.
+/// declared, the output schema when declared, and the runs' own teardown.
 pub(crate) fn run(
     checked: Checked,
     plan: &OneshotPlan,
@@ -118,7 +118,20 @@ pub(crate) fn run(
 ) -> Result<LaneEnd, ProbeError> {
     let scratch =
         Scratch(session::workspace::private_dir("checkfu-oneshot").map_err(|e| ProbeError::cannot_start("cannot prepare the run", e))?);
-    let schema_path = match &stage.options.output_schema {
+    // A declared output-schema flag is exercised whether or not the author gave a schema:
+    // without one, the probe's own goes to the CLI.
+    let own = declaration
+        .output_schema_flag
+        .as_ref()
+        .filter(|_| stage.options.output_schema.is_none())
+        .map(|_| crate::plane::probe_output_schema());
+    let own_validator = match &own {
+        Some(schema) => {
+            Some(jsonschema::validator_for(schema).map_err(|e| ProbeError::invalid("the probe's output schema cannot be compiled", e))?)
+        }
+        None => None,
+    };
+    let schema_path = match stage.options.output_schema.as_ref().or(own.as_ref()) {
         Some(schema) => {
             let path = scratch.0.join("output-schema.json");
             std::fs::write(&path, schema.to_string()).map_err(|e| ProbeError::cannot_start("cannot write the output schema", e))?;
@@ -153,14 +166,14 @@ pub(crate) fn run(
     let nonce_in_output = first.output.carries(&nonce);
     let mut finished = vec![(first, served)];
     let resume_nonce = lane.resume(&mut finished, first_reply.as_deref())?;
-    if let Some(validator) = &checked.validator {
+    if let Some(validator) = checked.validator.as_ref().or(own_validator.as_ref()) {
         lane.output_schema(validator, &finished);
     }
     let started = Instant::now();
     // A run's teardown fault holds what removing its image's run failed on too.
     let teardown = finished.iter().enumerate().find_map(|(i, (r, _))| r.teardown_fault.clone().map(|f| f.within(format!("run {}", i + 1))));
     let teardown = teardown.map_or(Outcome::Passed, Outcome::Failed);
-    let delivered = lane.stage.options.output_schema.is_some().then(|| delivery(&lane.stage.plane.relay, finished.len()));
+    let delivered = lane.schema_path.is_some().then(|| delivery(&lane.stage.plane.relay, finished.len()));
     let report = OneshotReport {
         driver: checkfu_wire::catalog::ONESHOT_DRIVER,
         declaration: declaration.clone(),

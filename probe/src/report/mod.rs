@@ -91,6 +91,34 @@ impl LaneReport {
         }
     }
 
+    /// The declared paths and values whose step did not run and pass, as `member: value`
+    /// (one-shot: the declaration's members that name a step, `resume_flag` and
+    /// `output_schema_flag`; ACP: the promotions not realized and the mechanisms not
+    /// realized). `add` registers the declaration whole, so a run that left one of them
+    /// unproven did not pass as `add` would register it.
+    pub(crate) fn unproven(&self, steps: &[(StepName, Step)]) -> Vec<String> {
+        match self {
+            LaneReport::Acp(r) => {
+                let a = &r.admission;
+                let axes = a.admitted_axes.iter().filter(|axis| a.realized.get(**axis) != a.admitted.get(**axis));
+                let axes =
+                    axes.map(|axis| format!("{axis}: {}", a.admitted.get(*axis).and_then(serde_json::Value::as_str).unwrap_or_default()));
+                let mechanisms = a.mechanisms.iter().filter(|(m, _)| !a.realized.contains_key(*m));
+                axes.chain(mechanisms.map(|(m, v)| format!("{m}: {}", v.as_str().unwrap_or_default()))).collect()
+            }
+            LaneReport::Oneshot(r) => {
+                let declaration = serde_json::to_value(&r.declaration).unwrap_or(serde_json::Value::Null);
+                let passed = |name: StepName| steps.iter().any(|(n, step)| *n == name && step.outcome.passed());
+                let declared = catalog::ONESHOT_STEPS.iter().filter_map(|s| s.declared.map(|member| (member, s.step)));
+                declared
+                    .filter_map(|(member, step)| declaration.get(member).filter(|v| !v.is_null()).map(|v| (member, v, step)))
+                    .filter(|(_, _, step)| !passed(*step))
+                    .map(|(member, value, _)| format!("{member}: {}", value.as_str().map_or_else(|| value.to_string(), str::to_owned)))
+                    .collect()
+            }
+        }
+    }
+
     /// Sets the catalog entry's ceiling beside what the run realized (`--harness`). Only the
     /// ACP lane admits a declaration, so only its report has a realized set to hold to it.
     pub(crate) fn bind_ceiling(&mut self, entry: &catalog::Harness) {

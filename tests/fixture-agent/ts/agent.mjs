@@ -23,6 +23,13 @@
 // vocabulary) that the list admits, and refuses a call of any other back to the model before it
 // runs. The prompt's resource links are read in order (fs/read_text_file) and their text goes
 // to the model after the prompt's words.
+// `--structured response_format` also declares `structured_output: response_format`: under a
+// session's checkfu.output_schema, the turn's answer is asked for in Chat Completions'
+// `response_format` with that exact schema, validated before it is shown, and a broken one goes
+// back to the model with a correction (`--accept-invalid`, a hostile twin, shows it as it came).
+// The validator covers the keywords a small schema uses (type, properties, required,
+// additionalProperties: false, enum, const, minimum, maximum, minLength, maxLength, items); a
+// schema past them is refused at session/new, as authority is fail-closed.
 //
 // Hostile twins, each a flag, each a claim its own trace would carry but the relay's record
 // refutes: `--lie-turn` claims no model call in checkfu.turn; `--ignore-cancel` lets a
@@ -45,6 +52,52 @@ const historyAt = process.argv.indexOf("--history");
 const HISTORY = historyAt > 0 ? Number(process.argv[historyAt + 1]) || 0 : 0;
 const ATTEMPTS = 6;
 const twin = (flag) => process.argv.includes(flag);
+const structuredAt = process.argv.indexOf("--structured");
+const STRUCTURED = structuredAt > 0 ? process.argv[structuredAt + 1] : null;
+const KNOWN = new Set(["type", "properties", "required", "additionalProperties", "enum", "const", "minimum", "maximum",
+  "minLength", "maxLength", "items", "title", "description"]);
+
+// Whether this validator reads every keyword of `schema` (so a pass means what it says).
+function readable(schema) {
+  if (typeof schema === "boolean") return true;
+  if (schema === null || typeof schema !== "object") return false;
+  if (!Object.keys(schema).every((k) => KNOWN.has(k))) return false;
+  if (typeof schema.additionalProperties === "object") return false;
+  return Object.values(schema.properties ?? {}).every(readable) && (schema.items === undefined || readable(schema.items));
+}
+
+const typeOf = (v) => (v === null ? "null" : Array.isArray(v) ? "array" : Number.isInteger(v) ? "integer" : typeof v);
+
+// The ways `value` breaks `schema`, at most a few: empty when it validates.
+function breaks(schema, value, at = "") {
+  if (schema === true) return [];
+  if (schema === false) return [`${at || "/"}: nothing is allowed`];
+  const out = [];
+  const types = schema.type === undefined ? null : [schema.type].flat();
+  if (types && !types.some((t) => t === typeOf(value) || (t === "number" && typeof value === "number"))) {
+    return [`${at || "/"}: ${JSON.stringify(value)} is not of type ${types.join(" or ")}`];
+  }
+  if (schema.enum && !schema.enum.some((e) => JSON.stringify(e) === JSON.stringify(value))) out.push(`${at || "/"}: not one of the enum`);
+  if ("const" in schema && JSON.stringify(schema.const) !== JSON.stringify(value)) out.push(`${at || "/"}: not the const`);
+  if (typeof value === "number") {
+    if (schema.minimum !== undefined && value < schema.minimum) out.push(`${at || "/"}: below ${schema.minimum}`);
+    if (schema.maximum !== undefined && value > schema.maximum) out.push(`${at || "/"}: above ${schema.maximum}`);
+  }
+  if (typeof value === "string") {
+    if (schema.minLength !== undefined && [...value].length < schema.minLength) out.push(`${at || "/"}: too short`);
+    if (schema.maxLength !== undefined && [...value].length > schema.maxLength) out.push(`${at || "/"}: too long`);
+  }
+  if (typeOf(value) === "object") {
+    for (const name of schema.required ?? []) if (!(name in value)) out.push(`${at || "/"}: ${name} is required`);
+    for (const [name, member] of Object.entries(value)) {
+      const sub = schema.properties?.[name];
+      if (sub !== undefined) out.push(...breaks(sub, member, `${at}/${name}`));
+      else if (schema.additionalProperties === false) out.push(`${at || "/"}: ${name} is not allowed`);
+    }
+  }
+  if (Array.isArray(value) && schema.items !== undefined) value.forEach((item, i) => out.push(...breaks(schema.items, item, `${at}/${i}`)));
+  return out.slice(0, 5);
+}
 
 async function update(client, sessionId, u) {
   await client.notify(M.client.session.update, { sessionId, update: u });
@@ -95,8 +148,8 @@ function wait(ms, signal) {
 // after its retry-after, a context overflow compacted past under a policy. `turn` counts the
 // calls the relay served (faults too), the retries and the overflows compacted past; `report`
 // says each compaction; `before` are queued steers, sent before the prompt.
-async function askModel(said, before, runtimeConfig, turn, report, signal, history = HISTORY, builtins = null) {
-  let messages = [...earlierExchanges(history), ...[...before, said].map((content) => ({ role: "user", content }))];
+async function askModel(said, before, runtimeConfig, turn, report, signal, history = HISTORY, builtins = null, structured = null) {
+  let messages = [...earlierExchanges(history), ...[...before, said].map((content) => ({ role: "user", content })), ...(structured?.follow ?? [])];
   const window = runtimeConfig?.context_window;
   const tools = builtins?.offered.map((name) => ({ type: "function", function: { name, ...BUILTINS[name] } }));
   let rounds = 0;
@@ -105,7 +158,8 @@ async function askModel(said, before, runtimeConfig, turn, report, signal, histo
       method: "POST",
       signal,
       headers: { "content-type": "application/json", authorization: `Bearer ${process.env.OPENAI_API_KEY}` },
-      body: JSON.stringify(tools ? { model: "ts-fixture", messages, tools } : { model: "ts-fixture", messages }),
+      body: JSON.stringify({ model: "ts-fixture", messages, ...(tools ? { tools } : {}),
+        ...(structured ? { response_format: { type: "json_schema", json_schema: { name: "output", schema: structured.schema } } } : {}) }),
     });
     turn.calls += 1;
     if (response.ok) {
@@ -137,6 +191,25 @@ async function askModel(said, before, runtimeConfig, turn, report, signal, histo
     await report(compacted.claim);
   }
   return "(the model kept refusing)";
+}
+
+// The turn's final value under the session's output schema: asked for in `response_format`,
+// validated, and a broken one sent back with a correction, a few times at most.
+async function structuredAnswer(said, before, runtimeConfig, turn, report, signal, schema, builtins) {
+  const follow = [];
+  for (let round = 0; round < 4; round++) {
+    const answer = await askModel(said, before, runtimeConfig, turn, report, signal, HISTORY, builtins, { schema, follow });
+    let value;
+    try {
+      value = JSON.parse(answer);
+    } catch {
+      value = undefined;
+    }
+    const broken = value === undefined ? ["not JSON"] : breaks(schema, value);
+    if (broken.length === 0 || twin("--accept-invalid")) return answer;
+    follow.push({ role: "assistant", content: answer }, { role: "user", content: `That answer breaks the output schema (${broken.join("; ")}). Answer again, following it.` });
+  }
+  return "(the model gave no value that follows the output schema)";
 }
 
 // The built-in tools, by the names of the contract's vocabulary for checkfu.builtin_tools.
@@ -187,19 +260,24 @@ const app = acp.agent({ name: "checkfu-probe-ts-agent" })
     agentCapabilities: { loadSession: false },
     agentInfo: { name: "checkfu-probe-ts-agent", version: "1.0.0" },
     _meta: { "checkfu.capabilities": { subagents: "observed", steer: "native", interrupt: "cooperative",
-      builtin_tool_scoping: "enforced", staged_files: "resource_links" } },
+      builtin_tool_scoping: "enforced", staged_files: "resource_links", ...(STRUCTURED ? { structured_output: STRUCTURED } : {}) } },
   }))
   .onRequest(M.agent.session.new, ({ params }) => {
     const sessionId = `ts-${sessions.size + 1}`;
     const builtinTools = params._meta?.["checkfu.builtin_tools"];
-    sessions.set(sessionId, { cwd: params.cwd, runtimeConfig: params._meta?.["checkfu.runtime_config"], builtinTools });
+    const outputSchema = params._meta?.["checkfu.output_schema"];
+    // An output schema is authority: one this agent cannot hold to is refused, before any work.
+    if (outputSchema !== undefined && (STRUCTURED !== "response_format" || !readable(outputSchema))) {
+      throw acp.RequestError.invalidParams(undefined, "checkfu.output_schema is not supported here");
+    }
+    sessions.set(sessionId, { cwd: params.cwd, runtimeConfig: params._meta?.["checkfu.runtime_config"], builtinTools, outputSchema });
     return { sessionId };
   })
   .onRequest(M.agent.session.prompt, async ({ params, client }) => {
     const { sessionId } = params;
     const session = sessions.get(sessionId);
     if (session === undefined) throw acp.RequestError.sessionNotFound(sessionId);
-    const { cwd, runtimeConfig } = session;
+    const { cwd, runtimeConfig, outputSchema } = session;
     const began = Date.now();
     const said = params.prompt.filter((b) => b.type === "text").map((b) => b.text).join(" ") + (await staged(params.prompt, sessionId, client));
     const turn = { calls: 0, retries: 0, overflowRecoveries: 0 };
@@ -217,7 +295,10 @@ const app = acp.agent({ name: "checkfu-probe-ts-agent" })
     try {
       const steers = queued.get(sessionId) ?? [];
       queued.delete(sessionId);
-      answer = await askModel(said, steers, runtimeConfig, turn, report, abort.signal, HISTORY, builtinsOf(session, sessionId, client));
+      const builtins = builtinsOf(session, sessionId, client);
+      answer = outputSchema === undefined
+        ? await askModel(said, steers, runtimeConfig, turn, report, abort.signal, HISTORY, builtins)
+        : await structuredAnswer(said, steers, runtimeConfig, turn, report, abort.signal, outputSchema, builtins);
     } catch (error) {
       if (abort.signal.aborted && twin("--call-after-cancel")) {
         // The cancel is answered, but the model is asked once more behind it.
