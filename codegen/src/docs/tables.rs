@@ -344,3 +344,23 @@ pub fn oneshot_events(c: &Catalog) -> Table {
     }
     t
 }
+
+/// The requirement registry: each requirement's id, tier (with the capability that gates
+/// it), what judges it in a probe run, and what it asks with where ACP says it.
+pub fn requirements(c: &Catalog) -> Table {
+    let mut t = Table::new(header(&["Requirement", "Tier", "Judged by", "What it asks"]));
+    for r in &c.requirements {
+        let tier = match &r.capability {
+            Some(gate) => Cell::code(r.tier.as_str()).then(Cell::plain(", if ")).then(Cell::code(gate.as_str())),
+            None => Cell::code(r.tier.as_str()),
+        };
+        let judge = match (&r.step, &r.check) {
+            (Some(step), _) => Cell::plain("step ").then(Cell::code(step.as_str())),
+            (None, Some(check)) => Cell::plain("check ").then(Cell::code(check.as_str())),
+            (None, None) => Cell::plain("the wire"),
+        };
+        let asks = Cell::plain(format!("{} ({})", r.text, r.citation.as_str()));
+        t.rows.push(vec![Cell::code(r.id.as_str()), tier, judge, asks]);
+    }
+    t
+}

@@ -32,6 +32,15 @@ pub struct AcpReport {
     /// recorded them, and the harness's `checkfu.compaction` claims set against them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub context_compaction: Option<crate::verdict::compaction::CompactionCheck>,
+    /// Every requirement of the registry as the run judged it, once the run's steps have all
+    /// ended ([`super::requirements`]).
+    pub requirements: Vec<super::requirements::Judged>,
+    /// ACP's test kit's verdict over `requirements`: reported beside the run's own, it does
+    /// not change the exit status.
+    pub requirements_verdict: super::requirements::KitVerdict,
+    /// What the run put to the agent that the wire's requirements are judged on.
+    #[serde(skip)]
+    pub exercised: super::requirements::Exercised,
     /// The observation trace (`--trace`), and the recorded wire (`--record`).
     #[serde(skip)]
     pub trace: String,
@@ -218,6 +227,12 @@ pub struct Wire {
 }
 
 impl AcpReport {
+    /// Judges every requirement of the registry over this report and the run's `steps`.
+    pub(crate) fn judge_requirements(&mut self, steps: &[(checkfu_wire::catalog::StepName, super::Step)]) {
+        self.requirements = super::requirements::judge(self, steps);
+        self.requirements_verdict = super::requirements::KitVerdict::of(&self.requirements);
+    }
+
     /// The first thing besides a step that fails the run: a failed check, then a broken
     /// grammar, then a turn the harness misreported.
     pub fn first_failure(&self) -> Option<String> {
