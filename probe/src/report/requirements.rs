@@ -230,7 +230,7 @@ fn exercised(id: Requirement, report: &AcpReport) -> Option<(Status, String)> {
 fn initialize_version(result: Option<&Value>) -> Option<(Status, String)> {
     let Some(result) = result else { return Some((Status::NotTested, String::from("`initialize` was not answered with a result"))) };
     Some(match result.get("protocolVersion") {
-        Some(v) if v.as_u64() == Some(u64::from(PROTOCOL_VERSION)) => {
+        Some(v) if v.as_u64() == Some(PROTOCOL_VERSION) => {
             (Status::Passed, format!("asked for version {PROTOCOL_VERSION}, it answered {PROTOCOL_VERSION}"))
         }
         Some(v) => (Status::Failed, format!("asked for version {PROTOCOL_VERSION}, it answered {v}")),
@@ -263,4 +263,51 @@ fn telemetry(telemetry: Option<&TurnTelemetry>) -> Option<(Status, String)> {
         None => (Status::Passed, String::from("`checkfu.turn` agrees with the relay's record of the turn")),
         Some(first) => (Status::Failed, format!("checkfu.turn {first}")),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn judged(id: Requirement, status: Status) -> Judged {
+        Judged { id, tier: id.tier(), status, reason: String::new() }
+    }
+
+    /// One requirement of each tier, from the registry itself.
+    fn of_tier(tier: Tier) -> Requirement {
+        *Requirement::ALL.iter().find(|r| r.tier() == tier).expect("the registry has a requirement of each tier")
+    }
+
+    #[test]
+    fn the_kit_s_verdict_counts_mandatory_untested_and_failed_capabilities_only() {
+        let [mandatory, capability, advisory, informational] =
+            [Tier::Mandatory, Tier::Capability, Tier::Advisory, Tier::Informational].map(of_tier);
+        // A capability not offered, an advisory or informational failure: still conformant.
+        let all = [
+            judged(mandatory, Status::Passed),
+            judged(capability, Status::NotTested),
+            judged(advisory, Status::Failed),
+            judged(informational, Status::Failed),
+        ];
+        assert!(KitVerdict::of(&all).conformant);
+        assert!(KitVerdict::of(&all).line(&all).ends_with("acp-tck verdict: conformant"));
+        for (changed, status, blocked) in [
+            (0, Status::NotTested, "mandatory not tested"),
+            (0, Status::Failed, "mandatory failed"),
+            (1, Status::Failed, "capability failed"),
+        ] {
+            let mut run = all.clone();
+            run[changed].status = status;
+            let verdict = KitVerdict::of(&run);
+            assert!(!verdict.conformant, "{run:?}");
+            let line = verdict.line(&run);
+            assert!(line.contains(&format!("{blocked}: {}", run[changed].id)), "{line}");
+        }
+    }
+
+    #[test]
+    fn a_long_list_of_ids_is_cut_to_three_and_a_count() {
+        assert_eq!(few(&["A", "B", "C", "D", "E"]), "A, B, C and 2 more");
+        assert_eq!(few(&["A"]), "A");
+    }
 }
