@@ -31,16 +31,6 @@ pub enum Status {
     NotTested,
 }
 
-impl Status {
-    pub fn name(self) -> &'static str {
-        match self {
-            Status::Passed => "passed",
-            Status::Failed => "failed",
-            Status::NotTested => "not_tested",
-        }
-    }
-}
-
 /// One requirement as the run judged it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Judged {
