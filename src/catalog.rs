@@ -231,6 +231,18 @@ pub struct OneshotEvent {
     pub fails_turn: bool,
 }
 
+/// What decides a requirement in a probe run of the ACP lane.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Judge {
+    /// The outcome of this step of the report (a skipped or unreported step: not tested).
+    Step(StepName),
+    /// The outcome of this conformance check (a skip: not tested).
+    Check(Check),
+    /// The wire as the probe's session reads it: a breach of the requirement fails it, and it
+    /// passes only when the run exercised what it asks.
+    Wire,
+}
+
 include!(concat!(env!("OUT_DIR"), "/generated/catalog_tables.rs"));
 
 /// The axis of that name.

@@ -40,6 +40,7 @@ use crate::plane::{probe_output_schema, safe_output_schema};
 use crate::relay::{Relay, Script};
 use crate::report::acp::{AcpReport, Admission, Cancellation, Drain, HarnessInfo, Wire};
 use crate::report::process::{teardown_fault, ProcessEnd};
+use crate::report::requirements::{Exercised, KitVerdict};
 use crate::report::steps::StepStatus;
 use crate::report::LaneReport;
 use crate::session::{self, Fault, Incoming, PermissionPolicy, Session};
@@ -407,6 +408,8 @@ struct Run<'o, 's, 'a, 'p> {
     compaction_claims: verdict::compaction::Claims,
     /// The `checkfu.output_schema` `session/new` carried, when it carried one.
     output_schema: Option<Value>,
+    /// The `initialize` result, when it was answered with one (the registry's `ACP-INIT-…`).
+    initialize_result: Option<Value>,
 }
 
 impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
@@ -437,6 +440,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             steer_ack: None,
             compaction_claims: verdict::compaction::Claims::default(),
             output_schema: None,
+            initialize_result: None,
         }
     }
 
@@ -551,6 +555,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             self.step(StepName::InitializeHandshake, started, Outcome::failed(Kind::Answer, reason));
             return None;
         }
+        self.initialize_result = message.get("result").cloned();
         self.agent_info = message.pointer("/result/agentInfo").cloned().unwrap_or(Value::Null);
         self.admission.declaration = message.pointer("/result/_meta/checkfu.capabilities").cloned().unwrap_or(Value::Null);
         match admission::admit_wire(envelope, &bytes) {
@@ -742,6 +747,15 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         header.push(b'\n');
         let record = [header.as_slice(), record].concat();
         let client_requests = self.session.client_requests.clone();
+        let exercised = Exercised {
+            responses: self.session.responses,
+            notifications_sent: self.session.notifications_sent,
+            turn: self.prompt_id.is_some(),
+            client_fs: self.options.client_fs,
+            terminals: self.options.terminals,
+            permissions_refused: self.session.permissions_refused,
+            initialize: self.initialize_result.take(),
+        };
         // A claim the decoder dropped is one the platform never reads: said, not compared.
         let dropped = self.session.dropped.iter().find(|(key, _)| key == TURN_KEY).map(|(_, why)| why.clone());
         // The workspace goes back to the plane, whose removal is part of teardown.
@@ -762,6 +776,9 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             cancellation,
             drain,
             context_compaction,
+            requirements: Vec::new(),
+            requirements_verdict: KitVerdict::default(),
+            exercised,
             trace,
             record,
         };

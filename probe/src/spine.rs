@@ -134,6 +134,7 @@ fn finish(
     model_plane.nonce_in_output = end.nonce_in_output;
     model_plane.reply_in_output = end.reply_in_output;
     let mut lane = end.report;
+    lane.judge_requirements(&steps.list);
     if let Some(entry) = entry {
         model_plane.bind(entry, options.provider_name(), end.declaration.as_ref());
         lane.bind_ceiling(entry);

@@ -50,7 +50,7 @@ fn the_stdin_text_floor_passes_and_reports_each_run() {
     assert_eq!(steps(&run), ["prompt_exchange", "teardown"], "undeclared steps are omitted");
     assert_eq!(run.json["protocol"], "oneshot-v1");
     assert_eq!(run.json["driver"], checkfu_wire::catalog::ONESHOT_DRIVER);
-    for acp in ["admission", "checks", "client_requests", "wire"] {
+    for acp in ["admission", "checks", "client_requests", "wire", "requirements", "requirements_verdict"] {
         assert!(run.json.get(acp).is_none(), "no ACP member `{acp}` in a one-shot report");
     }
     let first = &run.json["runs"][0];

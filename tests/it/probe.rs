@@ -739,6 +739,72 @@ fn each_fault_of_the_wire_fails_naming_its_requirement() {
     }
 }
 
+/// Each requirement's status in a run's report, by id.
+fn requirement_statuses(run: &Run) -> std::collections::BTreeMap<String, String> {
+    let requirements = run.json["requirements"].as_array().expect("requirements");
+    requirements.iter().map(|r| (r["id"].as_str().expect("id").to_owned(), r["status"].as_str().expect("status").to_owned())).collect()
+}
+
+/// The registry over runs of the fixture: every requirement is reported, the honest agent
+/// fails none, and a requirement of the wire the run did not put to it is `not_tested`
+/// (never passed for want of a breach), which keeps the kit's verdict from conformant
+/// without failing the run. Put to it (`--no-client-fs`, a refused permission), the same
+/// requirements pass; the `--float-id` twin fails ACP-JSONRPC-001 with the breach's words.
+#[test]
+fn every_requirement_is_judged_and_one_the_run_did_not_exercise_is_not_tested() {
+    let honest = probe(&[], &agent(&["--declare", "steer,interrupt"]));
+    let pretty = honest.pretty();
+    assert_eq!(honest.status, 0, "{pretty}");
+    let ids: Vec<&str> = checkfu_wire::catalog::Requirement::ALL.iter().map(|r| r.id()).collect();
+    let reported: Vec<&str> =
+        honest.json["requirements"].as_array().expect("requirements").iter().filter_map(|r| r["id"].as_str()).collect();
+    assert_eq!(reported, ids, "one entry per requirement of the registry, in its order");
+    let statuses = requirement_statuses(&honest);
+    assert!(!statuses.values().any(|s| s == "failed"), "{pretty}");
+    for (id, status) in [
+        // Judged by a step, a check, and the wire the run exercised.
+        ("CHECKFU-TURN-001", "passed"),
+        ("ACP-SESSION-001", "passed"),
+        ("ACP-PROMPT-001", "passed"),
+        ("ACP-JSONRPC-001", "passed"),
+        ("ACP-JSONRPC-003", "passed"),
+        ("ACP-INIT-002", "passed"),
+        ("ACP-CANCEL-001", "passed"),
+        ("ACP-CANCEL-002", "passed"),
+        ("ACP-CLIENTCAP-002", "passed"),
+        // File system access was advertised, no permission was refused, no fault script
+        // ran: not put to the agent.
+        ("ACP-CLIENTCAP-001", "not_tested"),
+        ("CHECKFU-PERMISSION-001", "not_tested"),
+        ("CHECKFU-FAULTS-001", "not_tested"),
+        ("ACP-INIT-003", "not_tested"),
+    ] {
+        assert_eq!(statuses[id], status, "{id}: {pretty}");
+    }
+    let verdict = &honest.json["requirements_verdict"];
+    assert_eq!(verdict["conformant"], false, "{pretty}");
+    assert_eq!(verdict["mandatory_failed"], serde_json::json!([]));
+    let untested: Vec<&str> =
+        verdict["mandatory_not_tested"].as_array().expect("mandatory_not_tested").iter().filter_map(Value::as_str).collect();
+    assert!(untested.contains(&"ACP-CLIENTCAP-001") && untested.contains(&"ACP-INIT-003"), "{pretty}");
+
+    let put_to_it = probe(&["--no-client-fs", "--permission", "reject"], &agent(&["--declare", "steer,interrupt"]));
+    assert_eq!(put_to_it.status, 0, "{}", put_to_it.pretty());
+    let statuses = requirement_statuses(&put_to_it);
+    assert_eq!(statuses["ACP-CLIENTCAP-001"], "passed", "{}", put_to_it.pretty());
+    assert_eq!(statuses["CHECKFU-PERMISSION-001"], "passed", "{}", put_to_it.pretty());
+
+    let twin = probe(&[], &agent(&["--declare", "steer,interrupt", "--float-id"]));
+    let pretty = twin.pretty();
+    assert_eq!(twin.status, 1, "{pretty}");
+    let requirements = twin.json["requirements"].as_array().expect("requirements");
+    let jsonrpc = requirements.iter().find(|r| r["id"] == "ACP-JSONRPC-001").expect("ACP-JSONRPC-001");
+    assert_eq!(jsonrpc["status"], "failed", "{pretty}");
+    assert_eq!(jsonrpc["tier"], "mandatory");
+    assert!(jsonrpc["reason"].as_str().is_some_and(|r| r.contains("must come back unchanged")), "{pretty}");
+    assert!(twin.json["requirements_verdict"]["mandatory_failed"].as_array().expect("failed").contains(&Value::from("ACP-JSONRPC-001")));
+}
+
 /// A `checkfu.turn` the decoder drops (`"model_calls": "0"`) is one the platform never
 /// reads: the turn telemetry fails saying so, rather than comparing nothing.
 #[test]

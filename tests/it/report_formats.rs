@@ -2,7 +2,7 @@
 //! document validated against the format's own schema (checked in unmodified beside its
 //! provenance, `tests/report-formats/`), the JUnit XML parsed by `junitparser` from PyPI
 //! (`read_junit.py`). Each is held to the JSON report of a run of the same harness: a case
-//! per step and per check with the same status, and a `verdict` case that fails exactly
+//! per step, per check and per requirement with the same status, and a `verdict` case that fails exactly
 //! when the run does, carrying the reason, its kind and an excerpt of the wire.
 
 use std::collections::BTreeMap;
@@ -37,7 +37,7 @@ fn probe(format: &str, switches: &[&str]) -> (String, i32) {
 }
 
 /// (suite, name) → status, as the JSON report of the same harness has them: its steps,
-/// its checks, and the verdict.
+/// its checks, its requirements, and the verdict.
 fn expected(switches: &[&str]) -> BTreeMap<(String, String), String> {
     let (json, status) = probe("json", switches);
     let json: Value = serde_json::from_str(&json).expect("a JSON report");
@@ -53,6 +53,17 @@ fn expected(switches: &[&str]) -> BTreeMap<(String, String), String> {
             other => panic!("check {name}: status {other:?}"),
         };
         cases.insert(("checks".to_owned(), name.clone()), status.to_owned());
+    }
+    // Every requirement of the registry; one not tested is a skipped case.
+    for requirement in json["requirements"].as_array().expect("requirements") {
+        let status = match requirement["status"].as_str() {
+            Some("passed") => "passed",
+            Some("failed") => "failed",
+            Some("not_tested") => "skipped",
+            other => panic!("requirement {requirement}: status {other:?}"),
+        };
+        let id = requirement["id"].as_str().expect("id").to_owned();
+        cases.insert(("requirements".to_owned(), id), status.to_owned());
     }
     let verdict = if status == 0 { "passed" } else { "failed" };
     cases.insert(("verdict".to_owned(), "verdict".to_owned()), verdict.to_owned());
@@ -104,6 +115,11 @@ fn a_ctrf_report_is_valid_ctrf_and_holds_the_json_report_s_cases() {
     let validator = ctrf_validator();
     let honest = ctrf(&validator, &[]);
     assert_eq!(honest[&("verdict".to_owned(), "verdict".to_owned())]["status"], "passed");
+    // A requirement the run did not put to the agent is skipped, saying why.
+    let untested = &honest[&("requirements".to_owned(), "ACP-INIT-003".to_owned())];
+    assert_eq!(untested["status"], "skipped");
+    assert_eq!(untested["message"], "the probe does not exercise it yet");
+    assert_eq!(honest[&("requirements".to_owned(), "ACP-JSONRPC-001".to_owned())]["status"], "passed");
 
     // A harness that declares subagents and never delegates: the step fails with its kind
     // and an excerpt of the wire, and so does the verdict.

@@ -8,6 +8,7 @@ mod index;
 pub mod model;
 mod oneshot;
 mod realize;
+mod requirements;
 pub mod routes;
 pub mod spanned;
 mod validate;

@@ -76,6 +76,46 @@ pub struct Catalog {
     /// The `oneshot-v1` lane: its protocol, driver, what a declaration may declare, the
     /// steps its probe reports and the stream events' observations.
     pub oneshot: Oneshot,
+    /// The requirements of ACP a client can observe, and what judges each in a probe run.
+    #[serde(default)]
+    pub requirements: Vec<Requirement>,
+}
+
+/// The tiers of a requirement, as ACP's test kit (`acp-tck`) names them, in their order: a
+/// verdict is conformant only with no mandatory requirement failed or untested and no
+/// capability requirement failed.
+pub const TIERS: [&str; 4] = ["mandatory", "capability", "advisory", "informational"];
+
+/// The tier whose requirements a capability gates: only they name one.
+pub const CAPABILITY_TIER: &str = "capability";
+
+/// A behavioural requirement of ACP (or of Checkfu's extensions) that a client can observe.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Requirement {
+    /// `ACP-<AREA>-<NNN>` (the test kit's id where it is the same requirement) or
+    /// `CHECKFU-<AREA>-<NNN>` for one only a governed run can judge.
+    pub id: Name,
+    /// One of [`TIERS`].
+    pub tier: Name,
+    /// The `agentCapabilities` path that gates it (`inferred:<what>` when the agent offers it
+    /// elsewhere than in `agentCapabilities`); only a `capability` requirement has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capability: Option<Name>,
+    /// Where the ACP docs or schema (or this project's contract) say it: file and line or
+    /// anchor.
+    pub citation: Name,
+    /// What it asks, in this project's words.
+    pub text: String,
+    /// Judged by this step of the probe's report (an `[[acp_steps]]` or `[[run_steps]]` name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<Name>,
+    /// Judged by this conformance check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<Name>,
+    /// Judged on the wire as the probe's session reads it (a breach of this id fails it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wire: Option<Spanned<bool>>,
 }
 
 /// A step of the ACP lane's local diagnostic.

@@ -85,6 +85,7 @@ impl<'c> Validator<'c> {
         self.revisions();
         self.oneshot(schemas);
         self.acp();
+        self.requirements();
         let catalog = self.index.catalog;
         for file in [&catalog.golden.schema, &catalog.acp.schema] {
             if !schemas.files.contains_key(file.as_str()) {

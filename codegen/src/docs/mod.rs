@@ -108,6 +108,8 @@ pub fn render(compiled: &Compiled, templates: &Templates, acp_grammar: &serde_js
         oneshot_declares => tables::oneshot_declares(c),
         acp_passes => tables::acp_passes(c),
         declared_proofs => tables::declared_proofs(c),
+        requirements => tables::requirements(c),
+        requirement_gates => tables::requirement_gates(c),
         run_passes => tables::run_passes(c),
         oneshot_steps => tables::oneshot_steps(c),
         oneshot_passes => tables::oneshot_passes(c),

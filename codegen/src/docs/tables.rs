@@ -344,3 +344,34 @@ pub fn oneshot_events(c: &Catalog) -> Table {
     }
     t
 }
+
+/// The requirement registry: each requirement's id with what it asks and where ACP says it,
+/// its tier and what judges it in a probe run. The id leads its text in one cell: an id
+/// breaks at its hyphens, and in a column of its own beside the text it was squeezed until
+/// it did. The gates of the `capability` requirements are a table of their own
+/// ([`requirement_gates`]), for the same want of room.
+pub fn requirements(c: &Catalog) -> Table {
+    let mut t = Table::new(header(&["Requirement: what it asks (where ACP says it)", "Tier", "Judged by"]));
+    for r in &c.requirements {
+        let judge = match (&r.step, &r.check) {
+            (Some(step), _) => Cell::plain("step ").then(Cell::code(step.as_str())),
+            (None, Some(check)) => Cell::plain("check ").then(Cell::code(check.as_str())),
+            (None, None) => Cell::plain("the wire"),
+        };
+        let asks = Cell::code(r.id.as_str()).then(Cell::plain(format!(": {} ({})", r.text, r.citation.as_str())));
+        t.rows.push(vec![asks, Cell::code(r.tier.as_str()), judge]);
+    }
+    t
+}
+
+/// The `capability` requirements and the capability that gates each: untested while the
+/// agent does not offer it, failed only when it offers it and does not serve it.
+pub fn requirement_gates(c: &Catalog) -> Table {
+    let mut t = Table::new(header(&["Requirement", "Gated by"]));
+    for r in &c.requirements {
+        if let Some(gate) = &r.capability {
+            t.rows.push(vec![Cell::code(r.id.as_str()), Cell::code(gate.as_str())]);
+        }
+    }
+    t
+}

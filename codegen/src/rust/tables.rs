@@ -14,7 +14,7 @@ mod routes;
 use proc_macro2::TokenStream;
 use quote::quote;
 
-use crate::catalog::model::{AxisValues, Direction, Mode, SlotClass};
+use crate::catalog::model::{AxisValues, Catalog, Direction, Mode, SlotClass, TIERS};
 use crate::catalog::routes::Routes;
 use crate::catalog::Compiled;
 
@@ -220,6 +220,7 @@ pub fn generate(compiled: &Compiled) -> TokenStream {
         let fails_turn = e.fails_turn;
         quote! { OneshotEvent { kind: #kind, observation: #observation, fails_turn: #fails_turn } }
     });
+    let (tier_enum, requirement_enum) = requirements(c, &step_names, &check_names);
     let sha = compiled.sha256.as_str();
 
     quote! {
@@ -233,6 +234,8 @@ pub fn generate(compiled: &Compiled) -> TokenStream {
         #retention_enum
         #check_enum
         #step_enum
+        #tier_enum
+        #requirement_enum
         /// Capability axes, vocabularies weakest → strongest.
         pub const AXES: &[Axis] = &[#(#axes),*];
         /// Server-owned envelopes per driver and retention mode.
@@ -276,4 +279,70 @@ pub fn generate(compiled: &Compiled) -> TokenStream {
         /// Normalized stream event kind → the observation it becomes.
         pub const ONESHOT_EVENTS: &[OneshotEvent] = &[#(#oneshot_events),*];
     }
+}
+
+/// The `Tier` enum, and the `Requirement` enum with each requirement's facts: its id, tier,
+/// gate, citation, text and judge (a step and a check named by their enums, so a requirement
+/// whose judge the catalog renamed does not compile).
+fn requirements(c: &Catalog, step_names: &[&str], check_names: &[&str]) -> (TokenStream, TokenStream) {
+    let tier_enum = names::named_enum("Tier", " A requirement's tier, as ACP's test kit names them.", &TIERS, quote! {});
+    let ids: Vec<&str> = c.requirements.iter().map(|r| r.id.as_str()).collect();
+    let variants = names::variants(&ids);
+    let tiers = c.requirements.iter().map(|r| names::path("Tier", &TIERS, r.tier.as_str()));
+    let capabilities = c.requirements.iter().map(|r| opt(r.capability.as_ref().map(|g| g.as_str())));
+    let citations = c.requirements.iter().map(|r| r.citation.as_str());
+    let texts = c.requirements.iter().map(|r| r.text.as_str());
+    let judges = c.requirements.iter().map(|r| match (&r.step, &r.check) {
+        (Some(step), _) => {
+            let step = names::path("StepName", step_names, step.as_str());
+            quote! { Judge::Step(#step) }
+        }
+        (None, Some(check)) => {
+            let check = names::path("Check", check_names, check.as_str());
+            quote! { Judge::Check(#check) }
+        }
+        (None, None) => quote! { Judge::Wire },
+    });
+    let (v1, v2, v3, v4, v5) = (variants.iter(), variants.iter(), variants.iter(), variants.iter(), variants.iter());
+    let requirement_enum = names::named_enum(
+        "Requirement",
+        " A requirement of the registry, by its id (`ACP-…` as ACP's test kit gives it, `CHECKFU-…` the probe's own).",
+        &ids,
+        quote! {
+            /// The id, as both reports spell it.
+            pub const fn id(self) -> &'static str {
+                self.name()
+            }
+            pub const fn tier(self) -> Tier {
+                match self {
+                    #(Requirement::#v1 => #tiers,)*
+                }
+            }
+            /// The `agentCapabilities` path (or `inferred:…` gate) of a `capability` requirement.
+            pub const fn capability(self) -> Option<&'static str> {
+                match self {
+                    #(Requirement::#v2 => #capabilities,)*
+                }
+            }
+            /// Where the ACP docs or schema (or this project's docs) say it.
+            pub const fn citation(self) -> &'static str {
+                match self {
+                    #(Requirement::#v3 => #citations,)*
+                }
+            }
+            /// What it asks.
+            pub const fn text(self) -> &'static str {
+                match self {
+                    #(Requirement::#v4 => #texts,)*
+                }
+            }
+            /// What decides it in a probe run.
+            pub const fn judge(self) -> Judge {
+                match self {
+                    #(Requirement::#v5 => #judges,)*
+                }
+            }
+        },
+    );
+    (tier_enum, requirement_enum)
 }

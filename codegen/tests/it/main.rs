@@ -10,6 +10,7 @@ mod failure_classes;
 mod method_tables;
 mod oneshot_lane;
 mod reader_differential;
+mod requirements;
 mod revisions;
 mod runtime_checks;
 mod schema_compiler;

@@ -4,25 +4,7 @@
 
 use crate::common;
 
-use checkfu_wire_codegen::diagnostic::Class;
-use common::{of_class, Scratch};
-
-/// Generation fails with an E0001 whose message holds `message`, at the first `needle`
-/// after `anchor`.
-fn refused_at(s: &Scratch, message: &str, anchor: &str, needle: &str) {
-    let d = s.generate_err();
-    let rendered = d.render();
-    let item = of_class(&d, Class::UnknownOrDuplicate)
-        .into_iter()
-        .find(|i| i.message.contains(message))
-        .unwrap_or_else(|| panic!("no E0001 with {message:?}: {rendered}"));
-    let text = s.catalog();
-    let base = text.find(anchor).expect("anchor");
-    let offset = text[base..].find(needle).expect("needle") + base;
-    let line = text[..offset].matches('\n').count() + 1;
-    let column = offset - text[..offset].rfind('\n').map_or(0, |n| n + 1) + 1;
-    assert_eq!(item.position(&d.sources).expect("position"), format!("catalog/catalog.toml:{line}:{column}"), "{rendered}");
-}
+use common::{refused_at, Scratch};
 
 #[test]
 fn a_value_the_decoder_does_not_read_is_refused() {

@@ -32,6 +32,15 @@ pub struct AcpReport {
     /// recorded them, and the harness's `checkfu.compaction` claims set against them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub context_compaction: Option<crate::verdict::compaction::CompactionCheck>,
+    /// Every requirement of the registry as the run judged it, once the run's steps have all
+    /// ended ([`super::requirements`]).
+    pub requirements: Vec<super::requirements::Judged>,
+    /// ACP's test kit's verdict over `requirements`: reported beside the run's own, it does
+    /// not change the exit status.
+    pub requirements_verdict: super::requirements::KitVerdict,
+    /// What the run put to the agent that the wire's requirements are judged on.
+    #[serde(skip)]
+    pub exercised: super::requirements::Exercised,
     /// The observation trace (`--trace`), and the recorded wire (`--record`).
     #[serde(skip)]
     pub trace: String,
@@ -218,8 +227,15 @@ pub struct Wire {
 }
 
 impl AcpReport {
+    /// Judges every requirement of the registry over this report and the run's `steps`.
+    pub(crate) fn judge_requirements(&mut self, steps: &[(checkfu_wire::catalog::StepName, super::Step)]) {
+        self.requirements = super::requirements::judge(self, steps);
+        self.requirements_verdict = super::requirements::KitVerdict::of(&self.requirements);
+    }
+
     /// The first thing besides a step that fails the run: a failed check, then a broken
-    /// grammar, then a turn the harness misreported.
+    /// grammar, then a breach, then a turn the harness misreported, then a binding
+    /// requirement failed.
     pub fn first_failure(&self) -> Option<String> {
         let check = self.report.checks.iter().find_map(|(name, outcome)| match outcome {
             checkfu_wire::conformance::Outcome::Fail { reason, .. } => Some(format!("check {name}: {reason}")),
@@ -229,5 +245,18 @@ impl AcpReport {
             .or_else(|| self.wire.grammar_violations.first().map(|v| format!("grammar violated: {}", v.reason)))
             .or_else(|| self.wire.breaches.first().map(|b| format!("{}: {b}", b.requirement())))
             .or_else(|| self.turn_telemetry.as_ref().and_then(|t| t.mismatches.first()).map(|m| format!("checkfu.turn: {m}")))
+            .or_else(|| self.requirement_failure())
+    }
+
+    /// A failed requirement that binds (mandatory, or a capability the agent offers): most
+    /// fail a step, a check or the wire first, but what only the registry judges (the
+    /// version `initialize` answers) must fail the run too, so that a CI counting failed
+    /// cases and the exit status agree. An advisory or informational failure is reported and
+    /// fails nothing, as in the kit; a requirement not tested fails nothing either.
+    fn requirement_failure(&self) -> Option<String> {
+        use checkfu_wire::catalog::Tier;
+        let binds = |tier: Tier| matches!(tier, Tier::Mandatory | Tier::Capability);
+        let failed = self.requirements.iter().find(|j| binds(j.tier) && j.status == super::requirements::Status::Failed)?;
+        Some(format!("requirement {}: {}", failed.id, failed.reason))
     }
 }

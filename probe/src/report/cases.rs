@@ -1,9 +1,9 @@
 //! The report as test cases, for the formats a CI system reads ([`super::junit`],
 //! [`super::ctrf`]).
 //!
-//! A case per step, per conformance check (per run, in the one-shot lane), per requirement the
-//! harness broke on the wire (`wire`, [`crate::session::Breach`]), and one for the
-//! run's verdict. The verdict's case is there because a run can fail on what no step or check
+//! A case per step, per conformance check (per run, in the one-shot lane), per requirement of
+//! the registry (`requirements`, [`super::requirements`]: a breach on the wire fails the
+//! requirement it names), and one for the run's verdict. The verdict's case is there because a run can fail on what no step or check
 //! names (the wire's grammar, the turn telemetry against the relay's record, the catalog
 //! binding, a signal): a CI that only counts failed cases must still see the run fail. A
 //! failed case carries its reason, its kind and an excerpt of what the probe saw: the
@@ -15,6 +15,7 @@ use std::fmt::Write as _;
 use checkfu_wire::catalog::Revision;
 use checkfu_wire::conformance::{Outcome as CheckOutcome, Report as ConformanceReport};
 
+use super::requirements::Status;
 use super::{LaneReport, Report, StepStatus};
 use crate::outcome::Outcome;
 
@@ -29,8 +30,8 @@ const AROUND: usize = 2;
 pub const STEPS: &str = "steps";
 /// The suite of the ACP lane's checks.
 pub const CHECKS: &str = "checks";
-/// The suite of the ACP requirements a harness broke on the wire, a case per requirement.
-pub const WIRE: &str = "wire";
+/// The suite of the requirement registry, a case per requirement (not tested: skipped).
+pub const REQUIREMENTS: &str = "requirements";
 /// The suite of the verdict's one case, and the case's name.
 pub const VERDICT: &str = "verdict";
 
@@ -99,22 +100,23 @@ pub fn cases(report: &Report) -> Vec<Case> {
     match &report.lane {
         LaneReport::Acp(r) => {
             checks(&mut cases, CHECKS, &r.report, &r.trace);
-            // Only what was broken: a requirement the run did not break may still not
-            // have been exercised, so no case passes for it here.
-            let mut named: Vec<&str> = Vec::new();
-            for breach in &r.wire.breaches {
-                if named.contains(&breach.requirement()) {
-                    continue;
-                }
-                named.push(breach.requirement());
+            // Every requirement of the registry: one the run did not put to the agent is
+            // skipped with why, never passed.
+            for judged in &r.requirements {
+                let status = match judged.status {
+                    Status::Passed => StepStatus::Passed,
+                    Status::Failed => StepStatus::Failed,
+                    Status::NotTested => StepStatus::Skipped,
+                };
+                let failed = status == StepStatus::Failed;
                 cases.push(Case {
-                    suite: WIRE.to_owned(),
-                    name: breach.requirement(),
-                    status: StepStatus::Failed,
+                    suite: REQUIREMENTS.to_owned(),
+                    name: judged.id.id(),
+                    status,
                     ms: None,
-                    kind: Some("breach"),
-                    message: Some(breach.to_string()),
-                    excerpt: wire.clone(),
+                    kind: failed.then_some("requirement"),
+                    message: (status != StepStatus::Passed).then(|| judged.reason.clone()),
+                    excerpt: failed.then(|| wire.clone()).flatten(),
                 });
             }
         }

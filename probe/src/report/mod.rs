@@ -14,6 +14,7 @@ mod ctrf;
 mod junit;
 pub mod oneshot;
 pub mod process;
+pub mod requirements;
 pub mod steps;
 mod text;
 
@@ -116,6 +117,15 @@ impl LaneReport {
                     .map(|(member, value, _)| format!("{member}: {}", value.as_str().map_or_else(|| value.to_string(), str::to_owned)))
                     .collect()
             }
+        }
+    }
+
+    /// Judges the requirement registry once every step of the run has ended (teardown too):
+    /// only the ACP lane has the registry's wire.
+    pub(crate) fn judge_requirements(&mut self, steps: &[(StepName, Step)]) {
+        match self {
+            LaneReport::Acp(r) => r.judge_requirements(steps),
+            LaneReport::Oneshot(_) => {}
         }
     }
 

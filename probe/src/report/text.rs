@@ -117,6 +117,9 @@ fn acp_tail(out: &mut String, r: &AcpReport, report: &Report) {
     for breach in &r.wire.breaches {
         let _ = writeln!(out, "breach   {}: {breach}", breach.requirement());
     }
+    if !r.requirements.is_empty() {
+        let _ = writeln!(out, "{}", r.requirements_verdict.line(&r.requirements));
+    }
     for mismatch in r.turn_telemetry.iter().flat_map(|t| &t.mismatches) {
         let _ = writeln!(out, "turn     checkfu.turn {mismatch}");
     }

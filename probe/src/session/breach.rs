@@ -13,6 +13,8 @@ use std::fmt;
 
 use serde::{Serialize, Serializer};
 
+use checkfu_wire::catalog::Requirement;
+
 /// A requirement of ACP a harness broke, and what it did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Breach {
@@ -35,19 +37,20 @@ pub enum Breach {
 }
 
 impl Breach {
-    /// The id of the requirement it breaks (acp-tck's where the kit has the same one).
-    pub fn requirement(&self) -> &'static str {
+    /// The requirement of the registry it breaks (acp-tck's id where the kit has the same
+    /// one); each is judged by the wire (the unit test below holds it so).
+    pub fn requirement(&self) -> Requirement {
         match self {
-            Breach::IdChanged { .. } => "ACP-JSONRPC-001",
+            Breach::IdChanged { .. } => Requirement::ACPJSONRPC001,
             // `null` answers a notification; any other id is one the client never sent
             // as written.
-            Breach::Unrequested { id } if id == "null" => "ACP-JSONRPC-003",
-            Breach::Unrequested { .. } => "ACP-JSONRPC-001",
-            Breach::UpdateAfterCancelled { .. } => "ACP-CANCEL-002",
-            Breach::FsNotAdvertised { .. } => "ACP-CLIENTCAP-001",
-            Breach::TerminalNotAdvertised { .. } => "ACP-CLIENTCAP-002",
-            Breach::ElicitationNotAdvertised => "ACP-CLIENTCAP-003",
-            Breach::EffectAfterRefusal { .. } => "CHECKFU-PERMISSION-001",
+            Breach::Unrequested { id } if id == "null" => Requirement::ACPJSONRPC003,
+            Breach::Unrequested { .. } => Requirement::ACPJSONRPC001,
+            Breach::UpdateAfterCancelled { .. } => Requirement::ACPCANCEL002,
+            Breach::FsNotAdvertised { .. } => Requirement::ACPCLIENTCAP001,
+            Breach::TerminalNotAdvertised { .. } => Requirement::ACPCLIENTCAP002,
+            Breach::ElicitationNotAdvertised => Requirement::ACPCLIENTCAP003,
+            Breach::EffectAfterRefusal { .. } => Requirement::CHECKFUPERMISSION001,
         }
     }
 }
@@ -86,7 +89,7 @@ impl Serialize for Breach {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
         let mut breach = s.serialize_struct("Breach", 2)?;
-        breach.serialize_field("requirement", self.requirement())?;
+        breach.serialize_field("requirement", self.requirement().id())?;
         breach.serialize_field("what", &self.to_string())?;
         breach.end()
     }
@@ -101,4 +104,64 @@ pub enum Permission {
     /// A permission request of this turn was answered `reject_once`/`reject_always` or
     /// `cancelled`: the tool it asked for must not run.
     Refused(&'static str),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use checkfu_wire::catalog::Judge;
+
+    /// One breach of each kind (the match below is exhaustive, so a new kind must join it).
+    fn every_kind() -> Vec<Breach> {
+        let all = [
+            Breach::IdChanged { sent: 1, got: String::from("1.0") },
+            Breach::Unrequested { id: String::from("null") },
+            Breach::Unrequested { id: String::from("\"7\"") },
+            Breach::UpdateAfterCancelled { update: String::from("agent_message_chunk") },
+            Breach::FsNotAdvertised { method: String::from("fs/write_text_file") },
+            Breach::TerminalNotAdvertised { method: String::from("terminal/create") },
+            Breach::ElicitationNotAdvertised,
+            Breach::EffectAfterRefusal { method: String::from("fs/write_text_file"), answer: "reject_once" },
+        ];
+        for breach in &all {
+            match breach {
+                Breach::IdChanged { .. }
+                | Breach::Unrequested { .. }
+                | Breach::UpdateAfterCancelled { .. }
+                | Breach::FsNotAdvertised { .. }
+                | Breach::TerminalNotAdvertised { .. }
+                | Breach::ElicitationNotAdvertised
+                | Breach::EffectAfterRefusal { .. } => {}
+            }
+        }
+        all.to_vec()
+    }
+
+    #[test]
+    fn every_breach_names_a_requirement_of_the_registry_judged_by_the_wire() {
+        for breach in every_kind() {
+            let requirement = breach.requirement();
+            assert!(Requirement::ALL.contains(&requirement), "{breach:?}");
+            assert_eq!(requirement.judge(), Judge::Wire, "{breach:?} names {requirement}, which the wire does not judge");
+            // The report writes the registry's id, which reads back to the same requirement.
+            assert_eq!(Requirement::from_name(requirement.id()), Some(requirement));
+            let written = serde_json::to_value(&breach).expect("a breach serializes");
+            assert_eq!(written["requirement"], requirement.id());
+        }
+        // The ids the kit gives these requirements, as its reports spell them.
+        let ids: Vec<&str> = every_kind().iter().map(|b| b.requirement().id()).collect();
+        assert_eq!(
+            ids,
+            [
+                "ACP-JSONRPC-001",
+                "ACP-JSONRPC-003",
+                "ACP-JSONRPC-001",
+                "ACP-CANCEL-002",
+                "ACP-CLIENTCAP-001",
+                "ACP-CLIENTCAP-002",
+                "ACP-CLIENTCAP-003",
+                "CHECKFU-PERMISSION-001"
+            ]
+        );
+    }
 }

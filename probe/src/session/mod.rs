@@ -186,6 +186,11 @@ pub struct Session {
     pub dropped: Vec<(String, String)>,
     /// Whether the current turn's permission was refused, for the effects that follow.
     permission: Permission,
+    /// Responses that answered a pending request of the runner's, notifications the runner
+    /// sent, and permission requests it refused: what the wire's requirements were put to.
+    pub responses: usize,
+    pub notifications_sent: usize,
+    pub permissions_refused: usize,
 }
 
 impl Session {
@@ -224,6 +229,9 @@ impl Session {
             breaches: Vec::new(),
             dropped: Vec::new(),
             permission: Permission::Open,
+            responses: 0,
+            notifications_sent: 0,
+            permissions_refused: 0,
         })
     }
 
@@ -275,7 +283,9 @@ impl Session {
 
     /// Sends a notification.
     pub fn notify(&mut self, method: &'static str, params: Value) -> Result<(), Fault> {
-        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}), None)
+        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}), None)?;
+        self.notifications_sent += 1;
+        Ok(())
     }
 
     /// Decodes, records and writes one message of the runner's; `id` is the runner's id
@@ -408,6 +418,7 @@ impl Session {
                         if got != id.to_string() {
                             self.breach(Breach::IdChanged { sent: id, got });
                         }
+                        self.responses += 1;
                         Ok(Some(Incoming::Response { id, message, bytes, report }))
                     }
                     None => {
@@ -557,6 +568,7 @@ impl Session {
             if Method::from_name(method) == Some(Method::SessionRequestPermission) {
                 if let Some(refused) = client::refusal(&answer, params) {
                     self.permission = Permission::Refused(refused);
+                    self.permissions_refused += 1;
                 }
             }
             answer
@@ -761,7 +773,7 @@ mod tests {
         let (mut session, next) = answered_with(r#"{"jsonrpc":"2.0","id":0.0,"result":{"sessionId":"s"}}"#);
         assert!(matches!(next, Ok(Incoming::Response { id: 0, .. })), "{next:?}");
         assert_eq!(session.breaches, [Breach::IdChanged { sent: 0, got: String::from("0.0") }]);
-        assert_eq!(session.breaches[0].requirement(), "ACP-JSONRPC-001");
+        assert_eq!(session.breaches[0].requirement().id(), "ACP-JSONRPC-001");
         session.teardown(Duration::from_secs(1));
 
         // A string id is no id of the probe's: the wait ends at once, naming it.
@@ -777,7 +789,7 @@ mod tests {
         let next = session.next(Instant::now() + Duration::from_secs(20));
         assert!(matches!(next, Ok(Incoming::Stray { .. })), "{next:?}");
         assert_eq!(session.breaches, [Breach::Unrequested { id: String::from("null") }]);
-        assert_eq!(session.breaches[0].requirement(), "ACP-JSONRPC-003");
+        assert_eq!(session.breaches[0].requirement().id(), "ACP-JSONRPC-003");
         session.teardown(Duration::from_secs(1));
     }
 }

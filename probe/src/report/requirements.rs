@@ -1,0 +1,303 @@
+//! The requirement registry judged over one run of the ACP lane: every requirement of the
+//! catalog (`checkfu_wire::catalog::Requirement`), each `passed`, `failed` or `not_tested`
+//! with the reason, and the verdict ACP's test kit (`acp-tck`) would draw from them.
+//!
+//! A requirement's judge is the catalog's: a step of the report or a conformance check
+//! decides by its own outcome (skipped or not reported: not tested); the wire fails one on a
+//! breach of its id, or on what the run's own exchange answered, and passes it only when
+//! the run exercised what it asks. Nothing passes for want of a failure: a requirement the
+//! run never put to the agent is `not_tested`, which keeps a mandatory one from a
+//! conformant verdict.
+
+use serde::{Serialize, Serializer};
+use serde_json::Value;
+
+use super::acp::{AcpReport, Cancellation, TurnTelemetry};
+use super::steps::Step;
+use crate::outcome::Outcome;
+use checkfu_wire::catalog::{Judge, Requirement, StepName, Tier};
+use checkfu_wire::conformance::Outcome as CheckOutcome;
+use checkfu_wire::decode::tables::PROTOCOL_VERSION;
+
+/// The stop reason a cancelled prompt must end with.
+const CANCELLED: &str = "cancelled";
+
+/// A requirement's status in a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Passed,
+    Failed,
+    NotTested,
+}
+
+/// One requirement as the run judged it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Judged {
+    #[serde(serialize_with = "requirement_id")]
+    pub id: Requirement,
+    #[serde(serialize_with = "tier_name")]
+    pub tier: Tier,
+    pub status: Status,
+    /// Why it failed, what passed it, or why it was not tested.
+    pub reason: String,
+}
+
+fn requirement_id<S: Serializer>(r: &Requirement, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(r.id())
+}
+
+fn tier_name<S: Serializer>(t: &Tier, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(t.name())
+}
+
+/// The kit's verdict over the requirements: conformant only with no mandatory requirement
+/// failed or not tested and no capability requirement failed (a capability the agent did
+/// not offer stays untested without cost). Advisory and informational ones never count.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct KitVerdict {
+    pub conformant: bool,
+    pub mandatory_failed: Vec<&'static str>,
+    pub mandatory_not_tested: Vec<&'static str>,
+    pub capability_failed: Vec<&'static str>,
+}
+
+impl KitVerdict {
+    pub fn of(judged: &[Judged]) -> KitVerdict {
+        let ids = |tier: Tier, status: Status| -> Vec<&'static str> {
+            judged.iter().filter(|j| j.tier == tier && j.status == status).map(|j| j.id.id()).collect()
+        };
+        let mandatory_failed = ids(Tier::Mandatory, Status::Failed);
+        let mandatory_not_tested = ids(Tier::Mandatory, Status::NotTested);
+        let capability_failed = ids(Tier::Capability, Status::Failed);
+        let conformant = mandatory_failed.is_empty() && mandatory_not_tested.is_empty() && capability_failed.is_empty();
+        KitVerdict { conformant, mandatory_failed, mandatory_not_tested, capability_failed }
+    }
+
+    /// The verdict in one line: the counts by status, then what keeps it from conformant.
+    pub fn line(&self, judged: &[Judged]) -> String {
+        let count = |status: Status| judged.iter().filter(|j| j.status == status).count();
+        let mut line = format!(
+            "requirements {} passed, {} failed, {} not tested; acp-tck verdict: ",
+            count(Status::Passed),
+            count(Status::Failed),
+            count(Status::NotTested)
+        );
+        if self.conformant {
+            line.push_str("conformant");
+            return line;
+        }
+        line.push_str("not conformant (");
+        let mut causes = Vec::new();
+        for (what, ids) in [
+            ("mandatory failed", &self.mandatory_failed),
+            ("capability failed", &self.capability_failed),
+            ("mandatory not tested", &self.mandatory_not_tested),
+        ] {
+            if !ids.is_empty() {
+                causes.push(format!("{what}: {}", few(ids)));
+            }
+        }
+        line.push_str(&causes.join("; "));
+        line.push(')');
+        line
+    }
+}
+
+/// At most the first three ids, then how many more.
+fn few(ids: &[&str]) -> String {
+    const SHOWN: usize = 3;
+    let mut text = ids.iter().take(SHOWN).copied().collect::<Vec<_>>().join(", ");
+    if ids.len() > SHOWN {
+        text.push_str(&format!(" and {} more", ids.len() - SHOWN));
+    }
+    text
+}
+
+/// What the run put to the agent that no step or check reports, for the wire's requirements.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Exercised {
+    /// Responses that answered a pending request of the client's.
+    pub responses: usize,
+    /// Notifications the client sent.
+    pub notifications_sent: usize,
+    /// A prompt was sent: a turn ran.
+    pub turn: bool,
+    /// The client advertised file system access, and terminals.
+    pub client_fs: bool,
+    pub terminals: bool,
+    /// Permission requests the client refused in a turn.
+    pub permissions_refused: usize,
+    /// The `initialize` result, when `initialize` was answered with one.
+    pub initialize: Option<Value>,
+}
+
+/// Every requirement of the registry, judged over `report` and the run's `steps`.
+pub fn judge(report: &AcpReport, steps: &[(StepName, Step)]) -> Vec<Judged> {
+    Requirement::ALL
+        .iter()
+        .map(|&id| {
+            let (status, reason) = match id.judge() {
+                Judge::Step(step) => by_step(step, steps),
+                Judge::Check(check) => by_check(check.name(), report),
+                Judge::Wire => by_wire(id, report),
+            };
+            Judged { id, tier: id.tier(), status, reason }
+        })
+        .collect()
+}
+
+fn by_step(name: StepName, steps: &[(StepName, Step)]) -> (Status, String) {
+    let Some((_, step)) = steps.iter().find(|(n, _)| *n == name) else {
+        return (Status::NotTested, format!("step `{name}` was not reported in this run"));
+    };
+    match &step.outcome {
+        Outcome::Passed => (Status::Passed, format!("step `{name}` passed")),
+        Outcome::Failed(reason) => (Status::Failed, format!("step `{name}`: {reason}")),
+        Outcome::Skipped(why) => (Status::NotTested, format!("step `{name}` skipped: {why}")),
+    }
+}
+
+fn by_check(name: &str, report: &AcpReport) -> (Status, String) {
+    match report.report.outcome(name) {
+        Some(CheckOutcome::Pass) => (Status::Passed, format!("check `{name}` passed")),
+        Some(CheckOutcome::Fail { reason, .. }) => (Status::Failed, format!("check `{name}`: {reason}")),
+        Some(CheckOutcome::Skip { reason }) => (Status::NotTested, format!("check `{name}` skipped: {reason}")),
+        None => (Status::NotTested, format!("check `{name}` was not made in this run")),
+    }
+}
+
+/// A wire requirement: failed by a breach of it, else by the rule of what the run exercised.
+fn by_wire(id: Requirement, report: &AcpReport) -> (Status, String) {
+    let breaches: Vec<_> = report.wire.breaches.iter().filter(|b| b.requirement() == id).collect();
+    if let Some(first) = breaches.first() {
+        let more = if breaches.len() > 1 { format!(" ({} breaches in all)", breaches.len()) } else { String::new() };
+        return (Status::Failed, format!("{first}{more}"));
+    }
+    exercised(id, report).unwrap_or_else(|| (Status::NotTested, String::from("the probe does not exercise it yet")))
+}
+
+/// What the run shows of a wire requirement it exercises; `None` for one it does not.
+fn exercised(id: Requirement, report: &AcpReport) -> Option<(Status, String)> {
+    let e = &report.exercised;
+    let not_tested = |why: &str| Some((Status::NotTested, why.to_owned()));
+    let no_turn = || not_tested("no prompt turn ran");
+    use Requirement as R;
+    match id {
+        R::ACPJSONRPC001 if e.responses > 0 => {
+            Some((Status::Passed, format!("{} response(s) answered the client's requests, each with its id as sent", e.responses)))
+        }
+        R::ACPJSONRPC001 => not_tested("no response to a request of the client's arrived"),
+        R::ACPJSONRPC003 if e.notifications_sent > 0 => {
+            Some((Status::Passed, format!("{} notification(s) sent and none answered", e.notifications_sent)))
+        }
+        R::ACPJSONRPC003 => not_tested("the client sent no notification"),
+        R::ACPINIT002 => initialize_version(e.initialize.as_ref()),
+        R::ACPINIT004 => agent_info(e.initialize.as_ref()),
+        R::ACPCANCEL001 => cancelled(report.cancellation.as_ref()),
+        R::ACPCANCEL002 => match report.cancellation.as_ref().and_then(|c| c.stop_reason.as_deref()) {
+            Some(CANCELLED) => {
+                Some((Status::Passed, String::from("the cancelled prompt's answer was followed by no update of its session")))
+            }
+            _ => not_tested("no prompt was answered `cancelled`"),
+        },
+        R::ACPCLIENTCAP001 if e.client_fs => not_tested("the client advertised file system access (`--no-client-fs` does not)"),
+        R::ACPCLIENTCAP002 if e.terminals => not_tested("the client advertised terminals (`--allow-terminals`)"),
+        R::ACPCLIENTCAP001 | R::ACPCLIENTCAP002 | R::ACPCLIENTCAP003 if !e.turn => no_turn(),
+        R::ACPCLIENTCAP001 => Some((Status::Passed, String::from("no `fs/*` call in a turn without file system access advertised"))),
+        R::ACPCLIENTCAP002 => Some((Status::Passed, String::from("no `terminal/*` call in a turn without terminals advertised"))),
+        R::ACPCLIENTCAP003 => Some((Status::Passed, String::from("no `elicitation/create` in a turn; elicitation is never advertised"))),
+        R::CHECKFUPERMISSION001 if e.permissions_refused > 0 => Some((
+            Status::Passed,
+            format!("{} permission request(s) refused and no write or terminal followed in the turn", e.permissions_refused),
+        )),
+        R::CHECKFUPERMISSION001 => not_tested("no permission request was refused in a turn (`--permission reject` refuses them)"),
+        R::CHECKFUTELEMETRY001 => telemetry(report.turn_telemetry.as_ref()),
+        _ => None,
+    }
+}
+
+fn initialize_version(result: Option<&Value>) -> Option<(Status, String)> {
+    let Some(result) = result else { return Some((Status::NotTested, String::from("`initialize` was not answered with a result"))) };
+    Some(match result.get("protocolVersion") {
+        Some(v) if v.as_u64() == Some(PROTOCOL_VERSION) => {
+            (Status::Passed, format!("asked for version {PROTOCOL_VERSION}, it answered {PROTOCOL_VERSION}"))
+        }
+        Some(v) => (Status::Failed, format!("asked for version {PROTOCOL_VERSION}, it answered {v}")),
+        None => (Status::Failed, String::from("the `initialize` result has no `protocolVersion`")),
+    })
+}
+
+fn agent_info(result: Option<&Value>) -> Option<(Status, String)> {
+    let Some(result) = result else { return Some((Status::NotTested, String::from("`initialize` was not answered with a result"))) };
+    let info = &result["agentInfo"];
+    Some(match (info["name"].as_str(), info["version"].as_str()) {
+        (Some(name), Some(version)) => (Status::Passed, format!("`agentInfo` names {name} {version}")),
+        _ => (Status::Failed, String::from("the `initialize` result has no `agentInfo` with a `name` and a `version`")),
+    })
+}
+
+fn cancelled(cancellation: Option<&Cancellation>) -> Option<(Status, String)> {
+    let Some(c) = cancellation else { return Some((Status::NotTested, String::from("no prompt was cancelled in flight"))) };
+    Some(match (c.stop_reason.as_deref(), c.settle_ms) {
+        (Some(CANCELLED), Some(ms)) => (Status::Passed, format!("the cancelled prompt was answered `cancelled` {ms} ms after the cancel")),
+        (Some(other), _) => (Status::Failed, format!("the cancelled prompt was answered `{other}`, not `cancelled`")),
+        (None, Some(_)) => (Status::Failed, String::from("the cancelled prompt was answered without a stop reason (an error)")),
+        (None, None) => (Status::Failed, String::from("the cancelled prompt was not answered within the window")),
+    })
+}
+
+fn telemetry(telemetry: Option<&TurnTelemetry>) -> Option<(Status, String)> {
+    let Some(t) = telemetry else { return Some((Status::NotTested, String::from("the agent sent no `checkfu.turn`"))) };
+    Some(match t.mismatches.first() {
+        None => (Status::Passed, String::from("`checkfu.turn` agrees with the relay's record of the turn")),
+        Some(first) => (Status::Failed, format!("checkfu.turn {first}")),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn judged(id: Requirement, status: Status) -> Judged {
+        Judged { id, tier: id.tier(), status, reason: String::new() }
+    }
+
+    /// One requirement of each tier, from the registry itself.
+    fn of_tier(tier: Tier) -> Requirement {
+        *Requirement::ALL.iter().find(|r| r.tier() == tier).expect("the registry has a requirement of each tier")
+    }
+
+    #[test]
+    fn the_kit_s_verdict_counts_mandatory_untested_and_failed_capabilities_only() {
+        let [mandatory, capability, advisory, informational] =
+            [Tier::Mandatory, Tier::Capability, Tier::Advisory, Tier::Informational].map(of_tier);
+        // A capability not offered, an advisory or informational failure: still conformant.
+        let all = [
+            judged(mandatory, Status::Passed),
+            judged(capability, Status::NotTested),
+            judged(advisory, Status::Failed),
+            judged(informational, Status::Failed),
+        ];
+        assert!(KitVerdict::of(&all).conformant);
+        assert!(KitVerdict::of(&all).line(&all).ends_with("acp-tck verdict: conformant"));
+        for (changed, status, blocked) in [
+            (0, Status::NotTested, "mandatory not tested"),
+            (0, Status::Failed, "mandatory failed"),
+            (1, Status::Failed, "capability failed"),
+        ] {
+            let mut run = all.clone();
+            run[changed].status = status;
+            let verdict = KitVerdict::of(&run);
+            assert!(!verdict.conformant, "{run:?}");
+            let line = verdict.line(&run);
+            assert!(line.contains(&format!("{blocked}: {}", run[changed].id)), "{line}");
+        }
+    }
+
+    #[test]
+    fn a_long_list_of_ids_is_cut_to_three_and_a_count() {
+        assert_eq!(few(&["A", "B", "C", "D", "E"]), "A, B, C and 2 more");
+        assert_eq!(few(&["A"]), "A");
+    }
+}
