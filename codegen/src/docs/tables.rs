@@ -284,18 +284,26 @@ pub fn oneshot_steps(c: &Catalog) -> Table {
 /// Every value a harness may declare, the step of a probe run that proves it, and what
 /// fails it: a run's realized set holds a declared value only when that step passed.
 pub fn declared_proofs(c: &Catalog) -> Table {
-    let mut t = Table::new(header(&["Declared", "Proved by", "Fails when"]));
+    // The member and its value in columns of their own: as one code span (`member: "value"`)
+    // the page's narrow column broke it at the space, which a reader then copies wrong.
+    let mut t = Table::new(header(&["Declared", "Value", "Proved by", "Fails when"]));
     let d = &c.declaration;
     for u in &d.upgrades {
-        let declared = Cell::code(format!("{}: \"{}\"", u.member.as_str(), u.value.as_str()));
-        t.rows.push(vec![declared, Cell::code(u.proof.step.as_str()), Cell::plain(u.proof.fails.as_str())]);
+        t.rows.push(vec![
+            Cell::code(u.member.as_str()),
+            Cell::code(format!("\"{}\"", u.value.as_str())),
+            Cell::code(u.proof.step.as_str()),
+            Cell::plain(u.proof.fails.as_str()),
+        ]);
     }
     for m in &d.mechanisms {
         for value in &m.values {
-            let declared = Cell::code(format!("{}: \"{}\"", m.member.as_str(), value.as_str()));
+            let (member, value) = (Cell::code(m.member.as_str()), Cell::code(format!("\"{}\"", value.as_str())));
             t.rows.push(match &m.proof {
-                Some(p) => vec![declared, Cell::code(p.step.as_str()), Cell::plain(p.fails.as_str())],
-                None => vec![declared, Cell::plain("no step yet"), Cell::plain("reported as declared and not exercised; never realized")],
+                Some(p) => vec![member, value, Cell::code(p.step.as_str()), Cell::plain(p.fails.as_str())],
+                None => {
+                    vec![member, value, Cell::plain("no step yet"), Cell::plain("reported as declared and not exercised; never realized")]
+                }
             });
         }
     }
