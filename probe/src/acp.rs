@@ -43,7 +43,7 @@ use crate::report::process::{teardown_fault, ProcessEnd};
 use crate::report::requirements::{Exercised, KitVerdict};
 use crate::report::steps::StepStatus;
 use crate::report::LaneReport;
-use crate::session::{self, Fault, Incoming, PermissionPolicy, Session};
+use crate::session::{self, Ending, Fault, Incoming, PermissionPolicy, Session};
 use crate::stage::{LaneEnd, Stage};
 use crate::{launch, verdict};
 use checkfu_wire::admission::{self, AdmittedCapabilities};
@@ -708,12 +708,18 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         Ok(())
     }
 
-    /// Teardown (the agent's, then its image's), the checks over the trace, and the lane's
-    /// members of the report.
-    fn finish(mut self, admitted: Option<&AdmittedCapabilities>) -> LaneEnd {
-        let started = Instant::now();
+    /// Ends the agent, then what its image's runtime keeps: how it ended, and the step's
+    /// outcome.
+    fn tear_down(&mut self) -> (session::Teardown, Outcome) {
         let teardown = self.session.teardown(self.stage.options.kill_grace);
         let mut outcome = teardown_fault(&teardown, "harness", "EOF on stdin and SIGTERM").map_or(Outcome::Passed, Outcome::Failed);
+        // An ACP agent over stdio serves until its stdin closes; one that left before
+        // teardown (a crash, or quitting after a turn) is named here, whatever else failed.
+        if teardown.ending == Ending::ExitedEarly && outcome.passed() {
+            let exit = crate::report::process::exit_json(teardown.status);
+            let words = format!("the harness exited before teardown (exit {exit}): an ACP agent serves until its stdin closes");
+            outcome = Outcome::failed(Kind::Teardown, words);
+        }
         // The runtime's client is gone; what it keeps (a container, an image) goes now. The
         // agent's own fault, when it left one, is the one the step names.
         let grace = self.stage.grace();
@@ -722,6 +728,14 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
                 outcome = Outcome::Failed(fault);
             }
         }
+        (teardown, outcome)
+    }
+
+    /// Teardown (the agent's, then its image's), the checks over the trace, and the lane's
+    /// members of the report.
+    fn finish(mut self, admitted: Option<&AdmittedCapabilities>) -> LaneEnd {
+        let started = Instant::now();
+        let (teardown, outcome) = self.tear_down();
         let teardown_ms = started.elapsed().as_millis() as u64;
         let report = self.checks(admitted);
         let context_compaction = self.context_compaction();

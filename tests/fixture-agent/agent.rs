@@ -60,7 +60,8 @@
 //! (answers the `session/cancel` notification with an error), `--update-after-cancel` (a
 //! message chunk after answering `cancelled`), `--string-id` (answers `initialize` with its
 //! id as a string), `--float-id` (answers `session/new` with its id written `N.0`),
-//! `--string-turn` (its `checkfu.turn` claims `"model_calls": "0"`, a string).
+//! `--string-turn` (its `checkfu.turn` claims `"model_calls": "0"`, a string),
+//! `--exit-after-turn` (exits as soon as it has answered its first prompt).
 
 // `unsafe` lives in `checkfu-wire-sandbox` alone (tests/it/layers.rs holds this).
 #![forbid(unsafe_code)]
@@ -156,6 +157,7 @@ struct Switches {
     string_id: bool,
     float_id: bool,
     string_turn: bool,
+    exit_after_turn: bool,
 }
 
 fn switches() -> Switches {
@@ -224,6 +226,7 @@ fn switches() -> Switches {
             "--string-id" => s.string_id = true,
             "--float-id" => s.float_id = true,
             "--string-turn" => s.string_turn = true,
+            "--exit-after-turn" => s.exit_after_turn = true,
             "--inflate-turn" => s.inflate_turn = true,
             "--ignore-cancel" => s.ignore_cancel = true,
             "--call-after-cancel" => s.call_after_cancel = true,
@@ -696,6 +699,9 @@ impl Agent {
         self.respond(id, result.clone());
         if self.s.duplicate_terminal {
             self.respond(id, result);
+        }
+        if self.s.exit_after_turn {
+            std::process::exit(0);
         }
     }
 }

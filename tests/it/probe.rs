@@ -239,13 +239,19 @@ fn a_duplicate_terminal_fails_terminal_observation() {
 }
 
 #[test]
-fn a_crash_mid_turn_fails_the_prompt_exchange_and_tears_down_cleanly() {
+fn a_crash_mid_turn_fails_the_prompt_exchange_and_teardown_names_the_early_exit() {
     let run = probe(&[], &agent(&["--crash-mid-turn"]));
     assert_eq!(run.status, 1);
     let (status, reason) = run.step("prompt_exchange");
     assert_eq!(status, "failed");
     assert!(reason.contains("exited"), "{reason}");
-    assert_eq!(run.step("teardown").0, "passed");
+    // It left before teardown: the step says so, with the exit, and the ending is that.
+    let (status, reason) = run.step("teardown");
+    assert_eq!(
+        (status, reason),
+        ("failed", "the harness exited before teardown (exit {\"code\":3}): an ACP agent serves until its stdin closes")
+    );
+    assert_eq!(run.json["harness"]["ending"], "exited_before_teardown");
     assert_eq!(run.json["harness"]["exit"], serde_json::json!({"code": 3}));
     assert_eq!(run.check("terminal_observation"), "fail");
 }
@@ -814,4 +820,18 @@ fn a_malformed_turn_claim_fails_turn_telemetry_with_why_it_was_dropped() {
     assert_eq!(run.status, 1, "{pretty}");
     let mismatch = run.json["turn_telemetry"]["mismatches"][0].as_str().unwrap_or_default();
     assert!(mismatch.contains("fail-open") && mismatch.contains("/model_calls"), "{pretty}");
+}
+
+/// An agent that quits right after its first turn fails teardown, and the ending is the same
+/// on every run (its exit and the probe's look at it no longer race).
+#[test]
+fn an_agent_that_exits_after_its_turn_fails_teardown_with_one_ending() {
+    for _ in 0..5 {
+        let run = probe(&["--no-cancellation"], &agent(&["--declare", "steer,interrupt", "--exit-after-turn"]));
+        let pretty = serde_json::to_string_pretty(&run.json).unwrap();
+        assert_eq!(run.status, 1, "{pretty}");
+        assert_eq!(run.step("prompt_exchange").0, "passed", "{pretty}");
+        assert_eq!(run.step("teardown").0, "failed", "{pretty}");
+        assert_eq!(run.json["harness"]["ending"], "exited_before_teardown", "{pretty}");
+    }
 }

@@ -89,10 +89,13 @@ impl Run<'_, '_, '_, '_> {
             }
             Flight::Failed(reason) => return Err(reason.within("no model answer was in flight to cancel")),
         };
-        self.session.notify(CANCEL_METHOD, json!({"sessionId": session_id})).map_err(|f| harness(CANCEL_METHOD, f))?;
-        self.session.cancel_permissions();
+        // The moment of the cancel is taken before it is sent: an agent may start a call within
+        // a millisecond of reading it, and a probe descheduled between the two under load
+        // would otherwise count that call as before the cancel.
         let cancelled = Instant::now();
         let cancel_ms = self.stage.plane.relay.now_ms();
+        self.session.notify(CANCEL_METHOD, json!({"sessionId": session_id})).map_err(|f| harness(CANCEL_METHOD, f))?;
+        self.session.cancel_permissions();
         let requests_before = self.session.client_requests.len();
         let answer = self.answer_to(prompt, (cancelled + WINDOW).min(until));
         let settle_ms = answer.is_ok().then(|| cancelled.elapsed().as_millis() as u64);

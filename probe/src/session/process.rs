@@ -130,6 +130,8 @@ pub struct Harness {
     events: Receiver<Event>,
     stderr: Arc<Mutex<Tail>>,
     exited: Option<ExitStatus>,
+    /// Its stdout reached its end before teardown: it left (or closed it) on its own.
+    stdout_closed: std::sync::atomic::AtomicBool,
 }
 
 /// Turns a command, its directory (as the harness sees it) and its own variables (a
@@ -234,7 +236,7 @@ impl Harness {
         let tail = Arc::new(Mutex::new(Tail::new(STDERR_TAIL)));
         let sink = Arc::clone(&tail);
         thread::Builder::new().name("harness-stderr".into()).spawn(move || drain(stderr, sink))?;
-        Ok(Harness { group, pid, stdin: Some(to_stdin), events, stderr: tail, exited: None })
+        Ok(Harness { group, pid, stdin: Some(to_stdin), events, stderr: tail, exited: None, stdout_closed: Default::default() })
     }
 
     /// The harness's pid, which is also its process group id.
@@ -255,11 +257,15 @@ impl Harness {
     /// The next stdout event, waiting at most until `until`; `None` on timeout.
     pub fn next_event(&self, until: Instant) -> Option<Event> {
         let wait = until.saturating_duration_since(Instant::now());
-        match self.events.recv_timeout(wait) {
+        let event = match self.events.recv_timeout(wait) {
             Ok(event) => Some(event),
             Err(mpsc::RecvTimeoutError::Timeout) => None,
             Err(mpsc::RecvTimeoutError::Disconnected) => Some(Event::Closed),
+        };
+        if matches!(event, Some(Event::Closed)) {
+            self.stdout_closed.store(true, std::sync::atomic::Ordering::Relaxed);
         }
+        event
     }
 
     /// Whether the harness has exited, without waiting. It is not reaped yet: its group's
@@ -291,7 +297,11 @@ impl Harness {
     }
 
     fn end(&mut self, grace: Duration, eof_first: bool) -> Teardown {
-        let early = self.exit_status().is_some();
+        // A harness whose stdout ended before teardown left on its own, however soon its
+        // exit is seen: waiting for that exit (bounded by the grace) keeps the ending from
+        // turning on the race between its exit and this check.
+        let early =
+            self.exit_status().is_some() || (self.stdout_closed.load(std::sync::atomic::Ordering::Relaxed) && self.wait_exit(grace));
         self.stdin = None;
         let mut ending = if early { Ending::ExitedEarly } else { Ending::ExitedOnEof };
         let exited_on_eof = !early && eof_first && self.wait_exit(grace);
