@@ -20,6 +20,11 @@ pub const METHOD_NOT_FOUND: i64 = -32601;
 pub const INVALID_PARAMS: i64 = -32602;
 /// ACP's "Resource not found".
 pub const RESOURCE_NOT_FOUND: i64 = -32002;
+/// The option kinds that grant a permission, and those that reject it (ACP's
+/// `PermissionOptionKind`): what the policy selects, and what a refusal is.
+const ALLOW_KINDS: &[&str] = &["allow_once", "allow_always"];
+const REJECT_KINDS: &[&str] = &["reject_once", "reject_always"];
+
 /// A write or a terminal refused because the turn's permission was: a server error of
 /// JSON-RPC's implementation-defined range, which ACP leaves free.
 pub const PERMISSION_REFUSED: i64 = -32003;
@@ -65,8 +70,8 @@ pub fn answer(method: &str, params: &Value, extension: bool, policy: PermissionP
         Some(Method::SessionRequestPermission) => {
             let options = params.get("options").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
             let wanted: &[&str] = match policy {
-                PermissionPolicy::Allow => &["allow_once", "allow_always"],
-                PermissionPolicy::Reject => &["reject_once", "reject_always"],
+                PermissionPolicy::Allow => ALLOW_KINDS,
+                PermissionPolicy::Reject => REJECT_KINDS,
                 PermissionPolicy::Cancel => &[],
             };
             let chosen = options.iter().find(|o| o.get("kind").and_then(Value::as_str).is_some_and(|k| wanted.contains(&k)));
@@ -110,7 +115,7 @@ pub fn refusal(answer: &Answer, params: &Value) -> Option<&'static str> {
     let chosen = outcome.get("optionId")?;
     let options = params.get("options").and_then(Value::as_array)?;
     let kind = options.iter().find(|o| o.get("optionId") == Some(chosen))?.get("kind").and_then(Value::as_str)?;
-    ["reject_once", "reject_always"].into_iter().find(|k| *k == kind)
+    REJECT_KINDS.iter().copied().find(|k| *k == kind)
 }
 
 fn refusal_code(refusal: &Refusal) -> i64 {

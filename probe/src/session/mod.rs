@@ -118,7 +118,8 @@ impl std::fmt::Display for Fault {
             Fault::Unrequested { id } => {
                 write!(
                     f,
-                    "the harness answered with the id {id}, which no pending request has (ACP-JSONRPC-001: the id comes back as sent)"
+                    "the harness answered with the id {id}, which no pending request has ({}: the id comes back as sent)",
+                    checkfu_wire::catalog::Requirement::ACPJSONRPC001.id()
                 )
             }
         }
@@ -535,16 +536,7 @@ impl Session {
                 return self.respond(id, Err((client::PERMISSION_REFUSED, why)));
             }
         }
-        let terminal = match Method::from_name(method) {
-            Some(
-                m @ (Method::TerminalCreate
-                | Method::TerminalOutput
-                | Method::TerminalWaitForExit
-                | Method::TerminalKill
-                | Method::TerminalRelease),
-            ) if self.options.terminals && report.extension.is_none() => Some(m),
-            _ => None,
-        };
+        let terminal = Method::from_name(method).filter(|m| terminals::serves(*m) && self.options.terminals && report.extension.is_none());
         let answer = if let Some(terminal_method) = terminal {
             let log = |outcome, detail: String| ClientRequest { method: method.to_owned(), outcome, detail };
             match self.terminals.handle(terminal_method, params, &self.workspace) {
@@ -586,15 +578,7 @@ impl Session {
             Method::FsReadTextFile | Method::FsWriteTextFile if !self.options.fs => {
                 Some(Breach::FsNotAdvertised { method: method.to_owned() })
             }
-            Method::TerminalCreate
-            | Method::TerminalOutput
-            | Method::TerminalWaitForExit
-            | Method::TerminalKill
-            | Method::TerminalRelease
-                if !self.options.terminals =>
-            {
-                Some(Breach::TerminalNotAdvertised { method: method.to_owned() })
-            }
+            m if terminals::serves(m) && !self.options.terminals => Some(Breach::TerminalNotAdvertised { method: method.to_owned() }),
             Method::ElicitationCreate => Some(Breach::ElicitationNotAdvertised),
             _ => None,
         }

@@ -79,6 +79,15 @@ pub enum Handled {
     WhenExited(String),
 }
 
+/// Whether `method` is one of the `terminal/*` methods these terminals serve: the session
+/// serves them when terminals are advertised, and names a call of one a breach otherwise.
+pub fn serves(method: Method) -> bool {
+    matches!(
+        method,
+        Method::TerminalCreate | Method::TerminalOutput | Method::TerminalWaitForExit | Method::TerminalKill | Method::TerminalRelease
+    )
+}
+
 /// The session's terminals.
 #[derive(Default)]
 pub struct Terminals {
