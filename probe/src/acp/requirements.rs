@@ -12,9 +12,10 @@
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 
-use super::acp::{AcpReport, Cancellation, TurnTelemetry};
-use super::steps::Step;
+use super::report::{AcpReport, Cancellation};
 use crate::outcome::Outcome;
+use crate::report::steps::Step;
+use crate::verdict::TurnTelemetry;
 use checkfu_wire::catalog::{Judge, Requirement, StepName, Tier};
 use checkfu_wire::conformance::Outcome as CheckOutcome;
 use checkfu_wire::decode::tables::PROTOCOL_VERSION;
