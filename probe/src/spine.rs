@@ -115,7 +115,7 @@ fn finish(
     let warnings = plane.warnings.clone();
     let started = Instant::now();
     let (fence, fence_note, nonce) = (plane.fence, plane.fence_note.clone(), plane.nonce.clone());
-    let (record, removed) = plane.remove();
+    let (record, removed) = plane.remove(&options.budget.grace(crate::budget::TEARDOWN_GRACE));
     let removed = removed.map_or_else(|e| Outcome::failed(Kind::Teardown, e), |()| Outcome::Passed);
     // Under a script that fails calls, the record says whether the harness recovered: a
     // step of the run, judged before teardown like the lane's own.
