@@ -219,8 +219,8 @@ impl AcpReport {
     /// grammar, then a breach, then a turn the harness misreported, then a binding
     /// requirement failed.
     pub fn first_failure(&self) -> Option<String> {
-        let check = self.report.checks.iter().find_map(|(name, outcome)| match outcome {
-            checkfu_wire::conformance::Outcome::Fail { reason, .. } => Some(format!("check {name}: {reason}")),
+        let check = self.report.checks.iter().find_map(|(name, check)| match crate::outcome::Outcome::from(check) {
+            crate::outcome::Outcome::Failed(reason) => Some(format!("check {name}: {reason}")),
             _ => None,
         });
         check

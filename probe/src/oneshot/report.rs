@@ -8,11 +8,12 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::outcome::Outcome;
 use crate::report::cases::{self as report_cases, Case};
 use crate::report::process::{stderr_lines, ProcessEnd};
 use crate::report::{LaneReport, Report, Step};
 use checkfu_wire::catalog::{self, StepName};
-use checkfu_wire::conformance::{Outcome, Report as ConformanceReport};
+use checkfu_wire::conformance::Report as ConformanceReport;
 use checkfu_wire::oneshot::Declaration;
 
 /// The one-shot lane's members of the report.
@@ -91,8 +92,8 @@ impl OneshotReport {
             if let Some(refused) = &run.trace_refused {
                 return Some(format!("run {}: {refused}", i + 1));
             }
-            run.checks.iter().flat_map(|c| &c.checks).find_map(|(name, outcome)| match outcome {
-                Outcome::Fail { reason, .. } => Some(format!("run {}: check {name}: {reason}", i + 1)),
+            run.checks.iter().flat_map(|c| &c.checks).find_map(|(name, check)| match Outcome::from(check) {
+                Outcome::Failed(reason) => Some(format!("run {}: check {name}: {reason}", i + 1)),
                 _ => None,
             })
         })
@@ -188,8 +189,8 @@ fn oneshot_tail(out: &mut String, r: &OneshotReport) {
         if let Some(refused) = &run.trace_refused {
             let _ = writeln!(out, "check    run {}: FAILED: {refused}", i + 1);
         }
-        for (name, outcome) in run.checks.iter().flat_map(|c| &c.checks) {
-            if let Outcome::Fail { reason, .. } = outcome {
+        for (name, check) in run.checks.iter().flat_map(|c| &c.checks) {
+            if let Outcome::Failed(reason) = Outcome::from(check) {
                 let _ = writeln!(out, "check    run {}: {name} FAILED: {reason}", i + 1);
             }
         }

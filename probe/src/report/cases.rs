@@ -110,18 +110,23 @@ pub fn cases(report: &Report) -> Vec<Case> {
 /// A case per conformance check of `report`, in `suite`; a failed one shows the observation
 /// of `trace` it blames.
 pub(crate) fn checks(cases: &mut Vec<Case>, suite: &str, report: &ConformanceReport, trace: &str) {
-    for (name, outcome) in &report.checks {
-        let (status, message, excerpt) = match outcome {
-            CheckOutcome::Pass => (StepStatus::Passed, None, None),
-            CheckOutcome::Skip { reason } => (StepStatus::Skipped, Some(reason.clone()), None),
-            CheckOutcome::Fail { reason, at } => (StepStatus::Failed, Some(reason.clone()), at.map(|at| around(trace, at))),
+    for (name, check) in &report.checks {
+        let outcome = Outcome::from(check);
+        let status = StepStatus::of(&outcome);
+        let message = outcome.why().map(str::to_owned);
+        let excerpt = match check {
+            CheckOutcome::Fail { at: Some(at), .. } => Some(around(trace, *at)),
+            _ => None,
         };
         cases.push(Case {
             suite: suite.to_owned(),
             name,
             status,
             ms: None,
-            kind: (status == StepStatus::Failed).then_some("check"),
+            kind: match &outcome {
+                Outcome::Failed(reason) => Some(reason.kind.name()),
+                _ => None,
+            },
             message,
             excerpt,
         });
