@@ -266,6 +266,43 @@ fn is_static_elf(path: &Path) -> bool {
 mod tests {
     use super::*;
 
+    /// The ACP scaffold declares no Checkfu extension, so it must take none: run with `sh`, it
+    /// answers `initialize` without `checkfu.capabilities`, refuses a `session/new` that asks
+    /// for resume state (naming the member), and starts one that asks for nothing.
+    #[test]
+    fn the_acp_scaffold_declares_nothing_and_refuses_what_it_does_not_serve() {
+        use std::io::Write;
+        let tmp = std::env::temp_dir().join(format!("checkfu-init-acp-{}", std::process::id()));
+        std::fs::create_dir_all(&tmp).expect("tmp");
+        let mut agent = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(ACP_SCRIPT)
+            .env("TMPDIR", &tmp)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("sh");
+        let lines = [
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","mcpServers":[],"_meta":{"checkfu.continuity":"same_run_resume","checkfu.resume":{"version":1,"state":"x"}}}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}"#,
+        ];
+        let mut stdin = agent.stdin.take().expect("stdin");
+        for line in lines {
+            writeln!(stdin, "{line}").expect("write");
+        }
+        drop(stdin);
+        let output = agent.wait_with_output().expect("wait");
+        let _ = std::fs::remove_dir_all(&tmp);
+        let answers: Vec<serde_json::Value> =
+            String::from_utf8_lossy(&output.stdout).lines().map(|l| serde_json::from_str(l).expect("one JSON message a line")).collect();
+        assert_eq!(answers.len(), 3, "{answers:?}");
+        assert!(answers[0]["result"].get("_meta").is_none(), "it declares nothing: {}", answers[0]);
+        assert_eq!(answers[1]["error"]["code"], -32602, "{}", answers[1]);
+        assert!(answers[1]["error"]["message"].as_str().is_some_and(|m| m.contains("checkfu.resume")), "{}", answers[1]);
+        assert_eq!(answers[2]["result"]["sessionId"], "s-1", "{}", answers[2]);
+    }
+
     #[test]
     fn the_readme_carries_the_test_the_publish_commands_and_the_retest() {
         let readme = readme(Kind::Oneshot, "custom-oneshot");

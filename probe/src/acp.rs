@@ -16,6 +16,7 @@
 //! verdicts.
 
 mod cancel;
+mod checkpoint;
 mod delegation;
 mod exercised;
 mod flight;
@@ -44,6 +45,7 @@ use crate::plane::{probe_output_schema, safe_output_schema};
 use crate::relay::{Relay, Script};
 use crate::report::process::{teardown_fault, ProcessEnd};
 use crate::report::steps::StepStatus;
+use crate::report::Steps;
 use crate::session::{self, Ending, Fault, Incoming, PermissionPolicy, Session};
 use crate::stage::{LaneEnd, Stage};
 use crate::{launch, verdict};
@@ -264,11 +266,19 @@ pub(crate) fn expand_command(
 
 /// Runs the lane's steps on `stage`: the agent started (in the image, when there is one),
 /// the handshake, the session, the prompt, and its own teardown.
-pub(crate) fn run(checked: Checked<'_>, command: Vec<OsString>, stage: &mut Stage<'_, '_>) -> Result<LaneEnd, ProbeError> {
+/// `template` is the command before its placeholders were expanded (a resumed process
+/// expands it again, for its own paths).
+pub(crate) fn run(
+    checked: Checked<'_>,
+    template: Vec<OsString>,
+    command: Vec<OsString>,
+    stage: &mut Stage<'_, '_>,
+) -> Result<LaneEnd, ProbeError> {
     let options = checked.options;
     let Started { session, container, argv } = start(options, &command, stage)?;
     let mut run = Run::new(session, options, stage);
     run.command = argv;
+    run.template = template;
     run.container = container;
     run.admission.driver = checked.driver.name().to_owned();
     run.admission.retention = options.retention.name().to_owned();
@@ -368,6 +378,16 @@ struct Started {
     argv: Vec<OsString>,
 }
 
+/// What the report keeps of the first process ([`Run::first_process`]).
+struct FirstEnd {
+    harness: HarnessInfo,
+    wire: Wire,
+    record: Vec<u8>,
+    client_requests: Vec<session::ClientRequest>,
+    exercised: Exercised,
+    dropped: Option<String>,
+}
+
 /// One run's state.
 struct Run<'o, 's, 'a, 'p> {
     session: Session,
@@ -388,8 +408,9 @@ struct Run<'o, 's, 'a, 'p> {
     nonce_in_output: bool,
     /// The reply token that reached normalized output, when one did.
     reply_in_output: Option<String>,
-    /// The argv as run, placeholders expanded.
+    /// The argv as run, placeholders expanded, and the command as given.
     command: Vec<OsString>,
+    template: Vec<OsString>,
     /// The image's run, removed at teardown (its container, image, storage).
     container: Option<crate::image::runtime::RunningContainer>,
     /// The observation trace, once written.
@@ -432,6 +453,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             nonce_in_output: false,
             reply_in_output: None,
             command: Vec::new(),
+            template: Vec::new(),
             container: None,
             trace: None,
             turn_claim: None,
@@ -473,17 +495,9 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         }
     }
 
-    /// A fault in the words of the probe, which knows the step's time.
+    /// A fault in the words of the probe, which knows the step's time ([`explain`]).
     fn explain(&self, fault: &Fault) -> Reason {
-        let words = match fault {
-            Fault::Timeout => format!("no answer within {:.1} s (--step-timeout)", self.stage.options.step_timeout.as_secs_f64()),
-            Fault::Deadline => {
-                format!("the run's deadline of {:.1} s passed (--deadline)", self.stage.options.budget.given().as_secs_f64())
-            }
-            Fault::Unrequested { .. } => return Reason::new(Kind::Answer, fault),
-            other => other.to_string(),
-        };
-        Reason::new(Kind::Harness, words)
+        explain(self.stage.options, fault)
     }
 
     /// The harness sent more in one turn than the probe keeps.
@@ -538,11 +552,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
 
     fn initialize(&mut self, envelope: &'static catalog::Envelope) -> Option<AdmittedCapabilities> {
         let started = Instant::now();
-        let params = json!({
-            "protocolVersion": PROTOCOL_VERSION,
-            "clientCapabilities": {"fs": {"readTextFile": self.options.client_fs, "writeTextFile": self.options.client_fs}, "terminal": self.options.terminals},
-            "clientInfo": {"name": "checkfu-wire probe", "version": env!("CARGO_PKG_VERSION")},
-        });
+        let params = initialize_params(self.options);
         let until = self.step_deadline();
         let (message, bytes) = match self.ask(VERSION_METHOD, params, until) {
             Ok(answer) => answer,
@@ -732,18 +742,69 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         (teardown, outcome)
     }
 
-    /// Teardown (the agent's, then its image's), the checks over the trace, and the lane's
-    /// members of the report.
+    /// Teardown (the agent's, then its image's), the `native_checkpoint` step (a second
+    /// process, once the first is gone), the checks over the trace, and the lane's members of
+    /// the report.
     fn finish(mut self, admitted: Option<&AdmittedCapabilities>) -> LaneEnd {
         let started = Instant::now();
         let (teardown, outcome) = self.tear_down();
         let teardown_ms = started.elapsed().as_millis() as u64;
         let report = self.checks(admitted);
         let context_compaction = self.context_compaction();
+        let first = self.first_process(&teardown);
+        let held = self.session.checkpoint.take();
+        // The workspace goes back to the plane, whose removal is part of teardown (a resumed
+        // process has its own, made after this one is removed).
+        self.stage.plane.workspace = Some(self.session.into_workspace());
+        let given = checkpoint::FirstProcess { template: &self.template, held: held.as_ref(), nonce: &self.nonce };
+        let resumed = checkpoint::native_checkpoint(self.stage, self.options, admitted, &given);
+        let outcome = match resumed {
+            Some(fault) if outcome.passed() => Outcome::Failed(fault),
+            _ => outcome,
+        };
+        if let Some(admitted) = admitted {
+            realize(&mut self.admission, admitted, &report, &self.stage.steps);
+        }
+        let declaration = Some(self.admission.declaration.clone());
+        let trace = self.trace.take().unwrap_or_default();
+        let calls = self.stage.plane.relay.calls(1);
+        let turn_telemetry =
+            self.turn_claim.take().map(|(claim, turn_ms)| crate::verdict::telemetry(claim, turn_ms, &calls, first.dropped.as_deref()));
+        let lane = AcpReport {
+            admission: self.admission,
+            report,
+            harness: first.harness,
+            client_requests: first.client_requests,
+            wire: first.wire,
+            turn_telemetry,
+            cancellation: self.cancellation.take(),
+            drain: self.drain.take(),
+            context_compaction,
+            requirements: Vec::new(),
+            requirements_verdict: KitVerdict::default(),
+            exercised: first.exercised,
+            trace,
+            record: first.record,
+        };
+        LaneEnd {
+            report: Box::new(lane),
+            teardown: (teardown_ms, outcome),
+            nonce_in_output: self.nonce_in_output,
+            reply_in_output: self.reply_in_output,
+            declaration,
+            profile: Vec::new(),
+        }
+    }
+
+    /// What the report keeps of the first process once it is torn down: how it ran and
+    /// ended, its wire and its record (opened by the launch: the argv as run, which `decode`
+    /// skips), the requests it made, what the wire's requirements were put to, and the
+    /// turn claim the decoder dropped, if it dropped one.
+    fn first_process(&mut self, teardown: &session::Teardown) -> FirstEnd {
         let harness = HarnessInfo {
             command: self.command.iter().map(|c| c.to_string_lossy().into_owned()).collect(),
             agent_info: self.agent_info.clone(),
-            process: ProcessEnd::of(self.session.pid(), &teardown, self.session.stderr()),
+            process: ProcessEnd::of(self.session.pid(), teardown, self.session.stderr()),
         };
         let (record, record_truncated) = self.session.record();
         let wire = Wire {
@@ -756,12 +817,10 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             grammar_violations: self.session.grammar_violations.clone(),
             breaches: self.session.breaches.clone(),
         };
-        // The record opens with the launch: the argv as run, which `decode` skips.
         let launch = json!({"launch": {"command": harness.command, "pid": harness.process.pid}});
         let mut header = serde_json::to_vec(&launch).unwrap_or_default();
         header.push(b'\n');
         let record = [header.as_slice(), record].concat();
-        let client_requests = self.session.client_requests.clone();
         let exercised = Exercised {
             responses: self.session.responses,
             notifications_sent: self.session.notifications_sent,
@@ -773,38 +832,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         };
         // A claim the decoder dropped is one the platform never reads: said, not compared.
         let dropped = self.session.dropped.iter().find(|(key, _)| key == TURN_KEY).map(|(_, why)| why.clone());
-        // The workspace goes back to the plane, whose removal is part of teardown.
-        self.stage.plane.workspace = Some(self.session.into_workspace());
-        let declaration = Some(self.admission.declaration.clone());
-        let trace = self.trace.take().unwrap_or_default();
-        let calls = self.stage.plane.relay.calls(1);
-        let turn_telemetry =
-            self.turn_claim.take().map(|(claim, turn_ms)| crate::verdict::telemetry(claim, turn_ms, &calls, dropped.as_deref()));
-        let (cancellation, drain) = (self.cancellation.take(), self.drain.take());
-        let lane = AcpReport {
-            admission: self.admission,
-            report,
-            harness,
-            client_requests,
-            wire,
-            turn_telemetry,
-            cancellation,
-            drain,
-            context_compaction,
-            requirements: Vec::new(),
-            requirements_verdict: KitVerdict::default(),
-            exercised,
-            trace,
-            record,
-        };
-        LaneEnd {
-            report: Box::new(lane),
-            teardown: (teardown_ms, outcome),
-            nonce_in_output: self.nonce_in_output,
-            reply_in_output: self.reply_in_output,
-            declaration,
-            profile: Vec::new(),
-        }
+        FirstEnd { harness, wire, record, client_requests: self.session.client_requests.clone(), exercised, dropped }
     }
 
     /// Under an enforced window, once a prompt was sent: the turn's compaction against the
@@ -838,18 +866,29 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         }
         self.judge_drain(&mut report);
         self.judge_steer(&mut report);
-        if let Some(admitted) = admitted {
-            let steps = &self.stage.steps.list;
-            let passed = |proof: &str| {
-                report.outcome(proof) == Some(&Check::Pass)
-                    || steps.iter().any(|(name, step)| name.name() == proof && step.status() == StepStatus::Passed)
-            };
-            self.admission.realized = realized(admitted, &passed);
-            self.admission.not_exercised = not_exercised(admitted);
-        }
         self.trace = Some(trace);
         report
     }
+}
+
+/// A fault in the words of the probe, which knows the step's time and the run's deadline.
+fn explain(options: &RunOptions, fault: &Fault) -> Reason {
+    let words = match fault {
+        Fault::Timeout => format!("no answer within {:.1} s (--step-timeout)", options.step_timeout.as_secs_f64()),
+        Fault::Deadline => format!("the run's deadline of {:.1} s passed (--deadline)", options.budget.given().as_secs_f64()),
+        Fault::Unrequested { .. } => return Reason::new(Kind::Answer, fault),
+        other => other.to_string(),
+    };
+    Reason::new(Kind::Harness, words)
+}
+
+/// The `initialize` the probe sends: its client capabilities as the options advertise them.
+fn initialize_params(options: &AcpOptions) -> Value {
+    json!({
+        "protocolVersion": PROTOCOL_VERSION,
+        "clientCapabilities": {"fs": {"readTextFile": options.client_fs, "writeTextFile": options.client_fs}, "terminal": options.terminals},
+        "clientInfo": {"name": "checkfu-wire probe", "version": env!("CARGO_PKG_VERSION")},
+    })
 }
 
 /// What a refused `session/new` carried, for its reason: authority members are fail-closed, so
@@ -860,6 +899,17 @@ fn authority_note(meta: &Map<String, Value>) -> String {
     }
     let keys: Vec<&str> = meta.keys().map(String::as_str).collect();
     format!(" (it carried the authority members {}, which a harness that does not take them must refuse)", keys.join(", "))
+}
+
+/// What the run realized of the admitted set, once every step has ended: a promotion or a
+/// mechanism value stays only when its proof (its step, or its conformance check) passed.
+fn realize(admission: &mut Admission, admitted: &AdmittedCapabilities, report: &conformance::Report, steps: &Steps<'_>) {
+    let passed = |proof: &str| {
+        report.outcome(proof) == Some(&Check::Pass)
+            || steps.list.iter().any(|(name, step)| name.name() == proof && step.status() == StepStatus::Passed)
+    };
+    admission.realized = realized(admitted, &passed);
+    admission.not_exercised = not_exercised(admitted);
 }
 
 /// Whether the declaration admitted the upgrade whose evidence is `check`.

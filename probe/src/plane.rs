@@ -152,34 +152,7 @@ impl Plane {
             budget: options.budget.clone(),
         })
         .map_err(|e| cannot_start("relay", e.into()))?;
-        let home = match options.inherit_home {
-            true => None,
-            false => Some(session::home::Home::create().map_err(|e| cannot_start("home", e.into()))?),
-        };
-        let placeholders = launch::Placeholders {
-            relay_url: relay.url(),
-            api_key: relay.key().to_owned(),
-            workspace: workspace.root().to_string_lossy().into_owned(),
-            home: home.as_ref().map_or_else(|| std::env::var("HOME").unwrap_or_default(), |h| h.root().to_string_lossy().into_owned()),
-        };
-        let mut env: Vec<(OsString, OsString)> =
-            launch::conventional(&placeholders, home.as_ref()).into_iter().map(|(k, v)| (k.into(), v.into())).collect();
-        // The lane's own files and variables, then the command line's (which win).
-        let files = declared.home_files.into_iter().flatten().map(|(p, t)| (format!("home_files {p}"), p, t));
-        let files = files.chain(options.home_files.iter().map(|(p, t)| (format!("--home-file {p}"), p, t)));
-        let mut warnings = Vec::new();
-        if let Some(home) = &home {
-            for (label, path, template) in files {
-                let text = placeholders.expand(template).map_err(|e| ProbeError::invalid(label.clone(), e))?;
-                warnings.extend(crate::config_file::check(path, &text).map(|w| w.to_string()));
-                home.write(path, &text).map_err(|e| ProbeError::invalid(label.clone(), e))?;
-            }
-        }
-        let vars = declared.env.into_iter().flatten().map(|(k, v)| (format!("env {k}"), k, v));
-        for (label, key, value) in vars.chain(options.env.iter().map(|(k, v)| (format!("--env {k}"), k, v))) {
-            let value = placeholders.expand(value).map_err(|e| ProbeError::invalid(label.clone(), e))?;
-            env.push((OsString::from(key), OsString::from(value)));
-        }
+        let Rooms { home, placeholders, env, warnings } = Rooms::furnish(options, declared, &workspace, &relay)?;
         let workspace_root = workspace.root().to_path_buf();
         Ok(Plane {
             workspace: Some(workspace),
@@ -194,6 +167,31 @@ impl Plane {
             env,
             warnings,
         })
+    }
+
+    /// A fresh workspace and home for another process of the harness (a resumed one), the
+    /// first's removed before they are made, so nothing the first could read survives in
+    /// them; the placeholders and the environment follow the new paths. The relay, the fence
+    /// and the nonce stay. The workspace must be back in the plane.
+    pub fn renew(&mut self, options: &RunOptions, declared: Declared<'_>) -> Result<(), ProbeError> {
+        let old = self.workspace.take().ok_or(ProbeError::NoWorkspace)?;
+        let home = self.home.take().map(session::home::Home::remove).and_then(Result::err);
+        let workspace = session::workspace::Workspace::remove(old).err();
+        let removed = match (home, workspace) {
+            (None, None) => Ok(()),
+            (Some(home), None) => Err(LeftBehind::Home(home)),
+            (None, Some(workspace)) => Err(LeftBehind::Workspace(workspace)),
+            (Some(home), Some(workspace)) => Err(LeftBehind::Both { home, workspace }),
+        };
+        removed.map_err(|e| ProbeError::cannot_start("the first process's rooms", e))?;
+        let workspace =
+            session::workspace::Workspace::create().map_err(|e| ProbeError::cannot_start("cannot prepare the session (workspace)", e))?;
+        let rooms = Rooms::furnish(options, declared, &workspace, &self.relay)?;
+        self.workspace_root = workspace.root().to_path_buf();
+        self.workspace = Some(workspace);
+        (self.home, self.placeholders, self.env) = (rooms.home, rooms.placeholders, rooms.env);
+        self.warnings.extend(rooms.warnings);
+        Ok(())
     }
 
     /// Removes what the plane made (the namespace, the home, the workspace), saying what
@@ -228,4 +226,55 @@ pub enum LeftBehind {
         home: std::io::Error,
         workspace: std::io::Error,
     },
+}
+
+/// What one process of the harness is given around its workspace: the fresh home with its
+/// files, the placeholders, the environment, and what writing the files noticed.
+struct Rooms {
+    home: Option<session::home::Home>,
+    placeholders: launch::Placeholders,
+    env: Vec<(OsString, OsString)>,
+    warnings: Vec<String>,
+}
+
+impl Rooms {
+    /// The home (fresh unless `--inherit-home`), its files, the placeholders for `workspace`
+    /// and the relay, and the variables: the conventional ones, the lane's, then the command
+    /// line's (which win).
+    fn furnish(
+        options: &RunOptions,
+        declared: Declared<'_>,
+        workspace: &session::workspace::Workspace,
+        relay: &Relay,
+    ) -> Result<Rooms, ProbeError> {
+        let home = match options.inherit_home {
+            true => None,
+            false => Some(session::home::Home::create().map_err(|e| ProbeError::cannot_start("cannot prepare the session (home)", e))?),
+        };
+        let placeholders = launch::Placeholders {
+            relay_url: relay.url(),
+            api_key: relay.key().to_owned(),
+            workspace: workspace.root().to_string_lossy().into_owned(),
+            home: home.as_ref().map_or_else(|| std::env::var("HOME").unwrap_or_default(), |h| h.root().to_string_lossy().into_owned()),
+        };
+        let mut env: Vec<(OsString, OsString)> =
+            launch::conventional(&placeholders, home.as_ref()).into_iter().map(|(k, v)| (k.into(), v.into())).collect();
+        // The lane's own files and variables, then the command line's (which win).
+        let files = declared.home_files.into_iter().flatten().map(|(p, t)| (format!("home_files {p}"), p, t));
+        let files = files.chain(options.home_files.iter().map(|(p, t)| (format!("--home-file {p}"), p, t)));
+        let mut warnings = Vec::new();
+        if let Some(home) = &home {
+            for (label, path, template) in files {
+                let text = placeholders.expand(template).map_err(|e| ProbeError::invalid(label.clone(), e))?;
+                warnings.extend(crate::config_file::check(path, &text).map(|w| w.to_string()));
+                home.write(path, &text).map_err(|e| ProbeError::invalid(label.clone(), e))?;
+            }
+        }
+        let vars = declared.env.into_iter().flatten().map(|(k, v)| (format!("env {k}"), k, v));
+        for (label, key, value) in vars.chain(options.env.iter().map(|(k, v)| (format!("--env {k}"), k, v))) {
+            let value = placeholders.expand(value).map_err(|e| ProbeError::invalid(label.clone(), e))?;
+            env.push((OsString::from(key), OsString::from(value)));
+        }
+        Ok(Rooms { home, placeholders, env, warnings })
+    }
 }

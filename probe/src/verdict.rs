@@ -12,6 +12,7 @@
 //! A failure names its deciding fact first; the relay's refusals are added as context only
 //! where they can be its cause (no call served, or none carrying the nonce).
 
+pub mod checkpoint;
 pub mod compaction;
 pub mod delegation;
 pub mod in_flight;

@@ -11,7 +11,12 @@
 //! call of its own), `--no-subagent` (declares `subagents` and never starts one),
 //! `--run-outside-scope` (declares `builtin_tool_scoping` and runs a built-in tool outside
 //! the `checkfu.builtin_tools` list it was handed), `--ignore-staged` (declares `staged_files`
-//! and never reads the prompt's resource links), `--no-ack` (never answer a steer), `--duplicate-terminal`, `--crash-mid-turn`,
+//! and never reads the prompt's resource links). Its journal checkpoint carries its turns (the
+//! prompts and its answers, hex-encoded JSON); declaring `native_checkpoint` makes a session
+//! whose `session/new` carries `checkfu.resume` open every model conversation with the turns
+//! the state holds (undeclared, such a session is refused); `--no-checkpoint` (never emits a
+//! checkpoint), `--malformed-checkpoint` (version 0, which the schema refuses) and
+//! `--ignore-resume` (takes `checkfu.resume` and drops it) are its twins; `--no-ack` (never answer a steer), `--duplicate-terminal`, `--crash-mid-turn`,
 //! `--silent-after-initialize`, `--garbage-stdout`, `--oversize-line`, `--read-outside`,
 //! `--need-credentials` (session/new answers -32000 until `authenticate` with `fixture-key`), `--echo-requests`, `--flood-stderr`,
 //! `--flood-stdout` (endless valid updates), `--flood-big-chunks` (endless 64 KiB message chunks), `--foreign-extension` (an `_acme/progress`
@@ -88,6 +93,12 @@ struct Switches {
     run_outside_scope: bool,
     /// `--ignore-staged`: the prompt's resource links are never read (a twin).
     ignore_staged: bool,
+    /// `--no-checkpoint`: no `checkfu.journal_checkpoint` is ever emitted; `--ignore-resume`:
+    /// a session's `checkfu.resume` is taken and dropped (twins of a native checkpoint).
+    no_checkpoint: bool,
+    ignore_resume: bool,
+    /// `--malformed-checkpoint`: its checkpoints carry version 0, which the schema refuses (a twin).
+    malformed_checkpoint: bool,
     no_ack: bool,
     duplicate_terminal: bool,
     crash_mid_turn: bool,
@@ -182,6 +193,9 @@ fn switches() -> Switches {
             "--no-subagent" => s.no_subagent = true,
             "--run-outside-scope" => s.run_outside_scope = true,
             "--ignore-staged" => s.ignore_staged = true,
+            "--no-checkpoint" => s.no_checkpoint = true,
+            "--ignore-resume" => s.ignore_resume = true,
+            "--malformed-checkpoint" => s.malformed_checkpoint = true,
             "--no-ack" => s.no_ack = true,
             "--duplicate-terminal" => s.duplicate_terminal = true,
             "--crash-mid-turn" => s.crash_mid_turn = true,
@@ -275,7 +289,16 @@ struct Agent {
     client_fs: bool,
     /// The session's `checkfu.builtin_tools`, as `session/new` gave it (`None`: every tool).
     builtin_tools: Option<Vec<String>>,
+    /// The turns of this process (prompt, answer), the last [`JOURNAL_TURNS`], each cut at
+    /// [`JOURNAL_TEXT`] bytes: what its checkpoint carries.
+    journal: Vec<(String, String)>,
+    /// The turns a `checkfu.resume` handed back: every model conversation opens with them.
+    restored: Vec<(String, String)>,
 }
+
+/// The most turns the journal keeps, and the longest text of one.
+const JOURNAL_TURNS: usize = 16;
+const JOURNAL_TEXT: usize = 8 * 1024;
 
 /// A cancel or a drain that arrived while a model call was in flight.
 #[derive(Clone, Copy, Debug, Default)]
@@ -382,6 +405,8 @@ impl Agent {
                         self.fail(&id, -32000, "Authentication required");
                     } else if self.s.refuse_runtime_config && runtime_config {
                         self.fail(&id, -32602, "checkfu.runtime_config is not supported");
+                    } else if let Err(why) = self.resume(message.pointer("/params/_meta/checkfu.resume")) {
+                        self.fail(&id, -32602, &why);
                     } else {
                         self.cwd = message.pointer("/params/cwd").and_then(Value::as_str).unwrap_or("/").to_owned();
                         self.runtime_config = message.pointer("/params/_meta/checkfu.runtime_config").cloned();
@@ -427,6 +452,7 @@ impl Agent {
                 "builtin_tool_scoping" => "enforced",
                 "structured_output" => "response_format",
                 "staged_files" => "resource_links",
+                "native_checkpoint" => "external_custody",
                 other => other,
             };
             declaration.insert(member.clone(), json!(value));
@@ -511,6 +537,7 @@ impl Agent {
         // The model was asked, and its answer thrown away: the prompt goes back instead.
         let answer = if self.s.echo_prompt { format!("You said: {prompt}") } else { answer };
         let echo = if self.s.no_nonce { String::from("I will not repeat that.") } else { answer };
+        self.remember(prompt, &echo);
         self.update(session, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": echo}}));
         if self.s.malformed_usage {
             self.update(session, json!({"sessionUpdate": "usage_update", "used": null, "size": 200000}));
@@ -666,7 +693,7 @@ impl Agent {
         self.update(
             session,
             json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": " Done."},
-            "_meta": {"checkfu.journal_checkpoint": {"status": "checkpoint", "version": 1, "state": "c3RhdGU="}}}),
+            "_meta": self.checkpoint_meta()}),
         );
         // The turn stays live a little while for mid-turn input: a steer, an interrupt.
         let mut interrupted = self.mid_call.draining;
@@ -718,8 +745,10 @@ impl Agent {
         let before = self.usage;
         // A subagent starts its own conversation: none of the parent's earlier exchanges.
         let history = std::mem::take(&mut self.s.history);
+        let restored = std::mem::take(&mut self.restored);
         let answer = self.ask_model(session, "You are the researcher subagent of the fixture agent: read the notes and report.");
         self.s.history = history;
+        self.restored = restored;
         self.usage.calls += before.calls;
         self.usage.transient_retries += before.transient_retries;
         self.usage.overflow_recoveries += before.overflow_recoveries;
@@ -738,6 +767,7 @@ impl Agent {
         conversation.tools = self.offered_tools();
         conversation.retry = self.s.retry;
         conversation.reload(compaction::earlier_exchanges(self.s.history));
+        conversation.reload(self.restored_exchanges(dialect));
         conversation.policy = compaction::Policy::of(self.runtime_config.as_ref());
         if self.s.malformed_body {
             let answer = model::post(&addr, "/v1/chat/completions", &conversation.headers(), b"{\"model\": ");
@@ -811,6 +841,7 @@ impl Agent {
         let key = std::env::var("ANTHROPIC_API_KEY").ok();
         let mut conversation = model::Conversation::new(dialect, key, prompt);
         conversation.tools = self.offered_tools();
+        conversation.reload(self.restored_exchanges(dialect));
         if !self.s.schema_unsent {
             conversation.schema = Some(if submit { model::Schema::SubmitTool(schema) } else { model::Schema::ResponseFormat(schema) });
         }
@@ -952,6 +983,8 @@ fn main() {
         output_schema: None,
         client_fs: false,
         builtin_tools: None,
+        journal: Vec::new(),
+        restored: Vec::new(),
     };
     agent.run();
 }
@@ -1020,4 +1053,66 @@ impl Agent {
         }
         text
     }
+}
+
+impl Agent {
+    /// Takes a session's `checkfu.resume`: under a declared `native_checkpoint`, the turns its
+    /// state holds (`--ignore-resume` drops them); undeclared, a session carrying one is
+    /// refused, as authority is fail-closed.
+    fn resume(&mut self, resume: Option<&Value>) -> Result<(), String> {
+        let Some(resume) = resume else { return Ok(()) };
+        if !self.s.declare.iter().any(|m| m == "native_checkpoint") {
+            return Err(String::from("checkfu.resume is not supported"));
+        }
+        let state = resume.get("state").and_then(Value::as_str).unwrap_or_default();
+        let turns = unhex(state)
+            .and_then(|bytes| serde_json::from_slice::<Vec<(String, String)>>(&bytes).ok())
+            .ok_or_else(|| String::from("checkfu.resume: the state is not one of this agent's checkpoints"))?;
+        if !self.s.ignore_resume {
+            self.restored = turns.into_iter().take(JOURNAL_TURNS).collect();
+        }
+        Ok(())
+    }
+
+    /// Keeps a turn in the journal (bounded: the last turns, each text cut).
+    fn remember(&mut self, prompt: &str, answer: &str) {
+        let cut = |text: &str| {
+            let mut end = text.len().min(JOURNAL_TEXT);
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            text[..end].to_owned()
+        };
+        self.journal.push((cut(prompt), cut(answer)));
+        if self.journal.len() > JOURNAL_TURNS {
+            self.journal.remove(0);
+        }
+    }
+
+    /// The `_meta` carrying the checkpoint: the restored turns and this process's, as
+    /// hex-encoded JSON (`--no-checkpoint`: none).
+    fn checkpoint_meta(&self) -> Value {
+        if self.s.no_checkpoint {
+            return json!({});
+        }
+        let turns: Vec<&(String, String)> = self.restored.iter().chain(&self.journal).collect();
+        let skip = turns.len().saturating_sub(JOURNAL_TURNS);
+        let state = serde_json::to_vec(&turns[skip..]).unwrap_or_default();
+        let hex: String = state.iter().map(|b| format!("{b:02x}")).collect();
+        let version = u8::from(!self.s.malformed_checkpoint);
+        json!({"checkfu.journal_checkpoint": {"status": "checkpoint", "version": version, "state": hex}})
+    }
+
+    /// The restored turns as earlier exchanges of a conversation in `dialect`.
+    fn restored_exchanges(&self, dialect: model::Dialect) -> Vec<Value> {
+        self.restored.iter().flat_map(|(words, answer)| model::exchange(dialect, words, answer)).collect()
+    }
+}
+
+/// Hex text back to its bytes (`None`: not hex).
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len()).step_by(2).map(|at| text.get(at..at + 2).and_then(|pair| u8::from_str_radix(pair, 16).ok())).collect()
 }

@@ -20,6 +20,17 @@ pub enum Dialect {
     Responses,
 }
 
+/// An earlier exchange as the dialect writes it: the user's words, then the assistant's answer.
+pub fn exchange(dialect: Dialect, words: &str, answer: &str) -> [Value; 2] {
+    match dialect {
+        Dialect::Anthropic | Dialect::Chat => [json!({"role": "user", "content": words}), json!({"role": "assistant", "content": answer})],
+        Dialect::Responses => [
+            json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": words}]}),
+            json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": answer}]}),
+        ],
+    }
+}
+
 impl Dialect {
     pub fn parse(name: &str) -> Option<Dialect> {
         match name {

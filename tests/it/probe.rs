@@ -159,16 +159,23 @@ fn a_declared_subagent_is_exercised_and_a_narrated_or_missing_one_fails() {
     assert_eq!(undeclared.step("subagent_delegation"), ("skipped", "`subagents` is not declared"));
 }
 
+/// The fixture declaring `member` alone and serving it, without the cancellation: the run
+/// passes, the member's step passes, and `value` is realized.
+fn honest_declaring(member: &'static str, value: &str) -> Run {
+    let honest = probe(&["--no-cancellation"], &agent(&["--declare", member]));
+    assert_eq!(honest.status, 0, "{}", honest.pretty());
+    assert_eq!(honest.step(member).0, "passed", "{}", honest.pretty());
+    assert_eq!(honest.json["admission"]["realized"][member], value);
+    honest
+}
+
 /// A declared `builtin_tool_scoping: enforced` is exercised: the honest fixture is handed
 /// `checkfu.builtin_tools`, runs the model's `write` (inside the list) and refuses its `bash`
 /// (outside it) back to the model, and passes; its twin that runs `bash` anyway fails naming
 /// the value, and the value is not realized. Undeclared, the step is skipped, saying so.
 #[test]
 fn a_declared_builtin_tool_scoping_is_exercised_and_a_tool_run_outside_the_list_fails() {
-    let honest = probe(&["--no-cancellation"], &agent(&["--declare", "builtin_tool_scoping"]));
-    assert_eq!(honest.status, 0, "{}", honest.pretty());
-    assert_eq!(honest.step("builtin_tool_scoping").0, "passed", "{}", honest.pretty());
-    assert_eq!(honest.json["admission"]["realized"]["builtin_tool_scoping"], "enforced");
+    let honest = honest_declaring("builtin_tool_scoping", "enforced");
     // The turn of its own, by the relay's record: `write`, then `bash`, then the answer, whose
     // request carried one tool result more than the one that got `bash` (the refusal).
     let calls = honest.plane()["calls"].as_array().cloned().unwrap_or_default();
@@ -199,10 +206,7 @@ fn a_declared_builtin_tool_scoping_is_exercised_and_a_tool_run_outside_the_list_
 /// links fails naming the value. Undeclared, the step is skipped, saying so.
 #[test]
 fn declared_staged_files_are_exercised_and_ignored_links_fail() {
-    let honest = probe(&["--no-cancellation"], &agent(&["--declare", "staged_files"]));
-    assert_eq!(honest.status, 0, "{}", honest.pretty());
-    assert_eq!(honest.step("staged_files").0, "passed", "{}", honest.pretty());
-    assert_eq!(honest.json["admission"]["realized"]["staged_files"], "resource_links");
+    let honest = honest_declaring("staged_files", "resource_links");
     let calls = honest.plane()["calls"].as_array().cloned().unwrap_or_default();
     assert!(calls.iter().any(|c| c["marks_in_request"] == serde_json::json!([0, 1, 2])), "{}", honest.pretty());
 
@@ -215,6 +219,38 @@ fn declared_staged_files_are_exercised_and_ignored_links_fail() {
 
     let undeclared = probe(&["--no-cancellation"], &agent(&["--declare", "none"]));
     assert_eq!(undeclared.step("staged_files"), ("skipped", "`staged_files` is not declared"));
+}
+
+/// A declared `native_checkpoint: external_custody` is exercised: the honest fixture emits a
+/// checkpoint carrying its turns, and a fresh process of it (a fresh workspace and home),
+/// handed that checkpoint in `checkfu.resume`, opens its next model request with the first
+/// turn's nonce, as the relay's record shows. Its twins fail naming the value: one that
+/// emits no checkpoint, one whose checkpoint the decoder drops as malformed, and one that
+/// takes `checkfu.resume` and drops it. Undeclared, the step is skipped, saying so.
+#[test]
+fn a_declared_native_checkpoint_is_resumed_in_a_fresh_process_and_its_twins_fail() {
+    let honest = honest_declaring("native_checkpoint", "external_custody");
+    let calls = honest.plane()["calls"].as_array().cloned().unwrap_or_default();
+    let last = calls.iter().map(|c| c["turn"].as_u64().unwrap_or(0)).max().unwrap_or(0);
+    let resumed: Vec<&serde_json::Value> = calls.iter().filter(|c| c["turn"].as_u64() == Some(last)).collect();
+    assert_eq!(resumed.first().map(|c| c["marks_in_request"].clone()), Some(serde_json::json!([0])), "{}", honest.pretty());
+
+    let named = |run: &Run, fault: &str| {
+        assert_eq!(run.status, 1, "{}", run.pretty());
+        let (status, reason) = run.step("native_checkpoint");
+        assert_eq!(status, "failed", "{}", run.pretty());
+        assert!(reason.contains("declared `native_checkpoint: external_custody` is not served") && reason.contains(fault), "{reason}");
+        assert!(run.json["admission"]["realized"].get("native_checkpoint").is_none(), "{}", run.pretty());
+    };
+    let silent = probe(&["--no-cancellation"], &agent(&["--declare", "native_checkpoint", "--no-checkpoint"]));
+    named(&silent, "emitted no `checkfu.journal_checkpoint`");
+    let malformed = probe(&["--no-cancellation"], &agent(&["--declare", "native_checkpoint", "--malformed-checkpoint"]));
+    named(&malformed, "`checkfu.journal_checkpoint` is malformed");
+    let forgetful = probe(&["--no-cancellation"], &agent(&["--declare", "native_checkpoint", "--ignore-resume"]));
+    named(&forgetful, "does not carry the first turn's nonce");
+
+    let undeclared = probe(&["--no-cancellation"], &agent(&["--declare", "none"]));
+    assert_eq!(undeclared.step("native_checkpoint"), ("skipped", "`native_checkpoint` is not declared"));
 }
 
 #[test]

@@ -2,7 +2,8 @@
 # The smallest ACP agent over stdio: initialize, session/new, and each session/prompt answered
 # by asking the model through the endpoint it is given (OPENAI_BASE_URL and OPENAI_API_KEY,
 # as the probe and the platform set them), streamed back as one agent message. One JSON-RPC
-# message per line. A session/cancel stops the model call and answers the prompt `cancelled`,
+# message per line. It declares no Checkfu extension (no `checkfu.capabilities`), and refuses a
+# session/new that asks for one. A session/cancel stops the model call and answers the prompt `cancelled`,
 # as ACP asks. Replace the model call with your own agent.
 field() { sed -n "s/.*\"$1\":\"\\(\\([^\"\\\\]\\|\\\\.\\)*\\)\".*/\\1/p"; }
 reply() { printf '{"jsonrpc":"2.0","id":%s,"result":%s}\n' "$1" "$2"; }
@@ -28,7 +29,16 @@ while IFS= read -r line; do
   method=$(printf '%s' "$line" | field method)
   case "$method" in
     initialize) reply "$id" '{"protocolVersion":1,"agentCapabilities":{},"authMethods":[]}' ;;
-    session/new) reply "$id" '{"sessionId":"s-1"}' ;;
+    session/new)
+      # It serves none of Checkfu's session members (built-in tools, continuity, resume state,
+      # runtime config, output schema): a session that asks for one is refused, as authority
+      # is fail-closed. Declare and serve one before you take it.
+      member=$(printf '%s' "$line" | sed -n 's/.*"\(checkfu\.[a-z_]*\)".*/\1/p')
+      if [ -n "$member" ]; then
+        printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32602,"message":"%s is not served by this agent"}}\n' "$id" "$member"
+      else
+        reply "$id" '{"sessionId":"s-1"}'
+      fi ;;
     session/prompt)
       turn "$id" "$(printf '%s' "$line" | field text)" &
       turn_pid=$! turn_id=$id ;;

@@ -2,11 +2,14 @@
 //! and a prompt in a turn of its own (the relay's record keeps it apart from the turns the
 //! conformance checks judge), answered as the `nonce` script answers whatever the script.
 
+use std::time::Instant;
+
 use serde_json::{json, Value};
 
 use super::{rpc_error, Run};
 use crate::outcome::{Kind, Reason};
-use crate::session::Incoming;
+use crate::report::Steps;
+use crate::session::{Fault, Incoming, Session};
 use checkfu_wire::admission::AdmittedCapabilities;
 use checkfu_wire::catalog::StepName;
 use checkfu_wire::decode::tables::PROMPT_METHOD;
@@ -17,17 +20,9 @@ pub(super) fn declared(admitted: &AdmittedCapabilities, member: &str, value: &st
 }
 
 impl Run<'_, '_, '_, '_> {
-    /// Why a step that exercises a declared mechanism is skipped, if it is: undeclared, or
-    /// after a prompt exchange that did not pass (the harness then reaches no model).
+    /// Why a step that exercises a declared mechanism is skipped, if it is ([`skip_reason`]).
     pub(super) fn exercise_skip(&self, admitted: &AdmittedCapabilities, step: StepName, declaration: (&str, &str)) -> Option<String> {
-        let (member, value) = declaration;
-        if !declared(admitted, member, value) {
-            return Some(format!("`{member}` is not declared"));
-        }
-        if !self.stage.steps.passed(StepName::PromptExchange) {
-            return Some(format!("prompt_exchange did not pass, so {} would judge nothing", step.name()));
-        }
-        None
+        skip_reason(&self.stage.steps, admitted, step, declaration)
     }
 
     /// Sends `prompt` (ACP content blocks) in a relay turn the caller has begun, and waits for
@@ -38,23 +33,50 @@ impl Run<'_, '_, '_, '_> {
         let until = self.step_deadline();
         let params = json!({"sessionId": session_id, "prompt": prompt});
         let id = self.session.request(PROMPT_METHOD, params).map_err(|f| Reason::new(Kind::Harness, f).within(PROMPT_METHOD))?;
-        let message = loop {
-            match self.session.next(until) {
-                Ok(Incoming::Response { id: got, message, .. }) if got == id => break message,
-                Ok(_) => {}
-                Err(fault) => {
-                    // A runner that gives up on a turn cancels it, as ACP asks.
-                    let _ = self.session.notify(super::CANCEL_METHOD, json!({"sessionId": session_id}));
-                    return Err(self.explain(&fault).within(PROMPT_METHOD));
-                }
+        let message = match answer_to(&mut self.session, id, until) {
+            Ok(message) => message,
+            Err(fault) => {
+                // A runner that gives up on a turn cancels it, as ACP asks.
+                let _ = self.session.notify(super::CANCEL_METHOD, json!({"sessionId": session_id}));
+                return Err(self.explain(&fault).within(PROMPT_METHOD));
             }
         };
-        if let Some(error) = message.get("error") {
-            return Err(Reason::new(Kind::Answer, format!("session/prompt answered an error: {}", rpc_error(error))));
+        turn_answered(&message)
+    }
+}
+
+/// Why a step that exercises a declared mechanism is skipped, if it is: undeclared, or after
+/// a prompt exchange that did not pass (the harness then reaches no model).
+pub(super) fn skip_reason(steps: &Steps<'_>, admitted: &AdmittedCapabilities, step: StepName, declaration: (&str, &str)) -> Option<String> {
+    let (member, value) = declaration;
+    if !declared(admitted, member, value) {
+        return Some(format!("`{member}` is not declared"));
+    }
+    if !steps.passed(StepName::PromptExchange) {
+        return Some(format!("prompt_exchange did not pass, so {} would judge nothing", step.name()));
+    }
+    None
+}
+
+/// The answer to request `id`, read past everything else by `until` (the session answers
+/// the agent's own requests meanwhile).
+pub(super) fn answer_to(session: &mut Session, id: i64, until: Instant) -> Result<Value, Fault> {
+    loop {
+        if let Incoming::Response { id: got, message, .. } = session.next(until)? {
+            if got == id {
+                return Ok(message);
+            }
         }
-        match message.pointer("/result/stopReason").and_then(Value::as_str) {
-            Some(_) => Ok(()),
-            None => Err(Reason::new(Kind::Answer, "session/prompt answered without a stop reason")),
-        }
+    }
+}
+
+/// A prompt's answer as a turn's end: no error, and a stop reason.
+pub(super) fn turn_answered(message: &Value) -> Result<(), Reason> {
+    if let Some(error) = message.get("error") {
+        return Err(Reason::new(Kind::Answer, format!("session/prompt answered an error: {}", rpc_error(error))));
+    }
+    match message.pointer("/result/stopReason").and_then(Value::as_str) {
+        Some(_) => Ok(()),
+        None => Err(Reason::new(Kind::Answer, "session/prompt answered without a stop reason")),
     }
 }

@@ -61,9 +61,9 @@ impl ReadyLane for Ready<'_> {
 
     fn run(self: Box<Self>, stage: &mut Stage<'_, '_>) -> Result<LaneEnd, ProbeError> {
         let Ready { checked, command, profile } = *self;
-        let command = expand_command(&command, &stage.plane.placeholders, stage.image.is_some())?;
-        let shown: Vec<String> = command.iter().map(|c| c.to_string_lossy().into_owned()).collect();
+        let expanded = expand_command(&command, &stage.plane.placeholders, stage.image.is_some())?;
+        let shown: Vec<String> = expanded.iter().map(|c| c.to_string_lossy().into_owned()).collect();
         stage.steps.tell(Progress::Started { protocol: Protocol::AcpV1, command: &shown.join(" ") });
-        Ok(LaneEnd { profile, ..super::run(checked, command, stage)? })
+        Ok(LaneEnd { profile, ..super::run(checked, command, expanded, stage)? })
     }
 }

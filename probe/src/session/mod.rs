@@ -28,6 +28,7 @@
 
 pub mod breach;
 pub mod client;
+pub mod custody;
 pub use checkfu_wire_sandbox::fence;
 pub mod home;
 pub mod process;
@@ -185,6 +186,8 @@ pub struct Session {
     /// `checkfu.*` members the decoder dropped under the fail-open rule, as (key, why), in
     /// order (the first [`MAX_DIAGNOSTICS`]): what the platform would not read.
     pub dropped: Vec<(String, String)>,
+    /// The last `checkfu.journal_checkpoint` the harness sent (the one a client holds).
+    pub checkpoint: Option<custody::Custody>,
     /// Whether the current turn's permission was refused, for the effects that follow.
     permission: Permission,
     /// Responses that answered a pending request of the runner's, notifications the runner
@@ -229,6 +232,7 @@ impl Session {
             grammar_violations: Vec::new(),
             breaches: Vec::new(),
             dropped: Vec::new(),
+            checkpoint: None,
             permission: Permission::Open,
             responses: 0,
             notifications_sent: 0,
@@ -391,6 +395,7 @@ impl Session {
         }
         self.note(&report.diagnostics);
         self.note_dropped(&report);
+        self.note_custody(&report, message.as_ref());
         if let Some(ignored) = report.ignored {
             // Fail-open fidelity: the update is malformed and carries nothing the turn is
             // judged on, so it is kept for the report and read no further.
@@ -503,6 +508,29 @@ impl Session {
             let why = report.diagnostics.iter().find(|d| d.contains(&key)).cloned().unwrap_or_default();
             self.dropped.push((slot.key.to_string(), why));
         }
+    }
+
+    /// Holds the message's `checkfu.journal_checkpoint`, when it carried one in its carrier:
+    /// the state it holds, or why it was dropped (the last one sent is the one held).
+    fn note_custody(&mut self, report: &Report, message: Option<&Value>) {
+        let Some(slot) = report.slots.iter().find(|s| s.key == custody::CHECKPOINT_KEY) else { return };
+        let held = match slot.status {
+            SlotStatus::Dropped => {
+                let key = format!("`{}`", custody::CHECKPOINT_KEY);
+                let why = report.diagnostics.iter().find(|d| d.contains(&key)).cloned();
+                custody::Custody::Malformed(why.unwrap_or_else(|| String::from("the decoder dropped it")))
+            }
+            // Outside its carrier (a `session/update` member's `_meta`): not a checkpoint.
+            SlotStatus::Ignored => return,
+            SlotStatus::Decoded => {
+                let pointer = format!("/params/update/_meta/{}", custody::CHECKPOINT_KEY);
+                match message.and_then(|m| m.pointer(&pointer)) {
+                    Some(value) => custody::Custody::of(value),
+                    None => return,
+                }
+            }
+        };
+        self.checkpoint = Some(held);
     }
 
     /// Keeps fail-open diagnostics, up to [`MAX_DIAGNOSTICS`]; past it they are counted.
