@@ -19,6 +19,7 @@ mod cancel;
 mod delegation;
 mod exercised;
 mod flight;
+mod kit;
 mod lane;
 mod live;
 mod scoping;
@@ -311,7 +312,18 @@ pub(crate) fn run(checked: Checked<'_>, command: Vec<OsString>, stage: &mut Stag
             run.stage.steps.skipped(StepName::Cancellation, "no session was started");
         }
     }
-    Ok(run.finish(admitted.as_ref()))
+    let handshake = run.stage.steps.passed(StepName::InitializeHandshake);
+    let v1 = run.initialize_result.as_ref().and_then(|r| r.get("protocolVersion")).and_then(Value::as_u64);
+    let mut end = run.finish(admitted.as_ref());
+    // The requirements that need a fresh agent, on one more process ([`kit`]).
+    let fit = kit::fit(handshake, &end.teardown.1, stage.options.budget.cancelled().is_some());
+    if let LaneReport::Acp(report) = &mut end.report {
+        match fit.and_then(|()| kit::exercise(options, &command, stage, v1)) {
+            Ok(probe) => report.requirement_probe = Some(probe),
+            Err(why) => report.exercised.probe_skipped = Some(why),
+        }
+    }
+    Ok(end)
 }
 
 /// Starts the agent: in the image, its runtime's argv (bubblewrap or podman over its root,
@@ -410,6 +422,8 @@ struct Run<'o, 's, 'a, 'p> {
     output_schema: Option<Value>,
     /// The `initialize` result, when it was answered with one (the registry's `ACP-INIT-…`).
     initialize_result: Option<Value>,
+    /// The `session/new` result, when it was answered with one (modes, config options).
+    session_results: Vec<Value>,
 }
 
 impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
@@ -441,6 +455,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             compaction_claims: verdict::compaction::Claims::default(),
             output_schema: None,
             initialize_result: None,
+            session_results: Vec::new(),
         }
     }
 
@@ -602,7 +617,10 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
                 (Some(error), _) => {
                     Err(Reason::new(Kind::Answer, format!("session/new answered an error: {}{authority}", rpc_error(error))))
                 }
-                (None, Some(id)) => Ok(id.to_owned()),
+                (None, Some(id)) => {
+                    self.session_results.extend(message.get("result").cloned());
+                    Ok(id.to_owned())
+                }
                 (None, None) => Err(Reason::new(Kind::Answer, "session/new answered without a sessionId")),
             },
         };
@@ -769,6 +787,9 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             terminals: self.options.terminals,
             permissions_refused: self.session.permissions_refused,
             initialize: self.initialize_result.take(),
+            hygiene: self.session.hygiene.clone(),
+            sessions: self.session_results.clone(),
+            probe_skipped: None,
         };
         // A claim the decoder dropped is one the platform never reads: said, not compared.
         let dropped = self.session.dropped.iter().find(|(key, _)| key == TURN_KEY).map(|(_, why)| why.clone());
@@ -792,6 +813,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             context_compaction,
             requirements: Vec::new(),
             requirements_verdict: KitVerdict::default(),
+            requirement_probe: None,
             exercised,
             trace,
             record,

@@ -38,6 +38,9 @@ pub struct AcpReport {
     /// ACP's test kit's verdict over `requirements`: reported beside the run's own, it does
     /// not change the exit status.
     pub requirements_verdict: super::requirements::KitVerdict,
+    /// The fresh agent process the requirements that need one were put to, when it ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requirement_probe: Option<ProbeRun>,
     /// What the run put to the agent that the wire's requirements are judged on.
     #[serde(skip)]
     pub exercised: super::requirements::Exercised,
@@ -46,6 +49,37 @@ pub struct AcpReport {
     pub trace: String,
     #[serde(skip)]
     pub record: Vec<u8>,
+}
+
+/// The fresh agent process of the requirement probes (`crate::acp::kit`): how it ended,
+/// what it asked of the client, what it broke, and what each requirement it was put to
+/// showed.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ProbeRun {
+    pub pid: u32,
+    /// How it ended once its stdin closed (`exited_on_eof` is a prompt shutdown).
+    pub ending: &'static str,
+    /// From its stdin's closing to its exit, when it exited by itself.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_ms: Option<u64>,
+    /// Bytes it wrote on stderr.
+    pub stderr_bytes: u64,
+    pub messages_in: usize,
+    pub messages_out: usize,
+    /// From its start to its end.
+    pub wall_ms: u64,
+    pub client_requests: Vec<ClientRequest>,
+    pub grammar_violations: Vec<crate::session::GrammarViolation>,
+    /// What it did that ACP forbids: each fails the requirement it names.
+    pub breaches: Vec<crate::session::Breach>,
+    /// Each requirement it was put to, with what it showed.
+    #[serde(skip)]
+    pub judged: Vec<(checkfu_wire::catalog::Requirement, super::requirements::Status, String)>,
+    /// Its stdout beside well-formed messages, and its `session/new` results.
+    #[serde(skip)]
+    pub hygiene: crate::session::Hygiene,
+    #[serde(skip)]
+    pub sessions: Vec<Value>,
 }
 
 /// What the probe waited for before it stopped a turn mid-flight (a cancel, a drain).
