@@ -312,11 +312,11 @@ pub(crate) fn run(checked: Checked<'_>, command: Vec<OsString>, stage: &mut Stag
             run.stage.steps.skipped(StepName::Cancellation, "no session was started");
         }
     }
-    let handshake = run.stage.steps.passed(StepName::InitializeHandshake);
+    let exchanged = run.stage.steps.passed(StepName::PromptExchange);
     let v1 = run.initialize_result.as_ref().and_then(|r| r.get("protocolVersion")).and_then(Value::as_u64);
     let mut end = run.finish(admitted.as_ref());
     // The requirements that need a fresh agent, on one more process ([`kit`]).
-    let fit = kit::fit(handshake, &end.teardown.1, stage.options.budget.cancelled().is_some());
+    let fit = kit::fit(exchanged, &end.teardown.1, stage.options.budget.cancelled().is_some());
     if let LaneReport::Acp(report) = &mut end.report {
         match fit.and_then(|()| kit::exercise(options, &command, stage, v1)) {
             Ok(probe) => report.requirement_probe = Some(probe),

@@ -169,6 +169,9 @@ struct Switches {
     /// option), `--terminal-auth` (offers a terminal auth method), `--latin1-stdout` (a line
     /// of Latin-1 on stdout mid-turn).
     same_session_id: bool,
+    /// `--ignore-terminal-capability`: `--use-terminal` runs its terminal although the
+    /// client advertised none (a twin).
+    ignore_terminal_capability: bool,
     echo_version: bool,
     ignore_unknown: bool,
     result_and_error: bool,
@@ -247,6 +250,7 @@ fn switches() -> Switches {
             "--exit-after-turn" => s.exit_after_turn = true,
             "--sessions" => s.sessions = true,
             "--same-session-id" => s.same_session_id = true,
+            "--ignore-terminal-capability" => s.ignore_terminal_capability = true,
             "--echo-version" => s.echo_version = true,
             "--ignore-unknown" => s.ignore_unknown = true,
             "--result-and-error" => s.result_and_error = true,
@@ -298,8 +302,9 @@ struct Agent {
     runtime_config: Option<Value>,
     /// The session's `checkfu.output_schema`, as `session/new` gave it.
     output_schema: Option<Value>,
-    /// Whether the client advertised `fs` (both methods), as `initialize` said.
+    /// Whether the client advertised `fs` (both methods), and terminals, as `initialize` said.
     client_fs: bool,
+    client_terminal: bool,
     /// The session's `checkfu.builtin_tools`, as `session/new` gave it (`None`: every tool).
     builtin_tools: Option<Vec<String>>,
     /// The sessions made, as (id, cwd), in order; the one the prompt being served names.
@@ -395,6 +400,7 @@ impl Agent {
             match message.get("method").and_then(Value::as_str) {
                 Some("initialize") => {
                     self.client_fs = message.pointer("/params/clientCapabilities/fs/writeTextFile") == Some(&json!(true));
+                    self.client_terminal = message.pointer("/params/clientCapabilities/terminal") == Some(&json!(true));
                     let id = if self.s.string_id { json!(id.to_string()) } else { id };
                     let asked = message.pointer("/params/protocolVersion").and_then(Value::as_u64).unwrap_or(1);
                     self.initialize(&id, asked);
@@ -686,7 +692,7 @@ impl Agent {
                 "content": {"type": "text", "text": format!(" (craft/drainMidTurnQueue answered {code})")}}),
             );
         }
-        if self.s.use_terminal {
+        if self.s.use_terminal && (self.client_terminal || self.s.ignore_terminal_capability) {
             let line = self.s.terminal_line.clone().unwrap_or_else(|| String::from("echo hello from a terminal; sleep 0.2; exit 3"));
             let mut params = json!({"sessionId": session, "command": "sh", "args": ["-c", line], "outputByteLimit": 1000});
             if let Some(cwd) = &self.s.terminal_cwd {
@@ -704,7 +710,7 @@ impl Agent {
             };
             self.update(session, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": report}}));
         }
-        if self.s.read_outside {
+        if self.s.read_outside && self.client_fs {
             let answer = self.call("fs/read_text_file", json!({"sessionId": session, "path": "/etc/hostname"}));
             let stolen = answer.pointer("/result/content").is_some();
             self.update(
@@ -1060,6 +1066,7 @@ fn main() {
         runtime_config: None,
         output_schema: None,
         client_fs: false,
+        client_terminal: false,
         builtin_tools: None,
         sessions: Vec::new(),
         prompted: String::from("fixture-1"),

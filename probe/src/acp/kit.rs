@@ -45,6 +45,8 @@ const UNSUPPORTED_VERSION: u64 = 65535;
 const UNKNOWN_METHOD: &str = "_checkfu_probe/no_such_method";
 /// The longest an informational probe waits for its answer: they judge nothing.
 const INFORMATIONAL_WAIT: Duration = Duration::from_secs(3);
+/// The most messages the probes read from the fresh process (a flood is cut there).
+const MAX_MESSAGES: usize = 10_000;
 /// How much stderr over a whole exchange is still a quiet agent's (ACP-STDERR-001).
 const STDERR_BOUND: u64 = 1024 * 1024;
 
@@ -62,11 +64,14 @@ pub(super) fn exercise(options: &AcpOptions, command: &[OsString], stage: &mut S
     fresh.terminals = false;
     fresh.permission = PermissionPolicy::Allow;
     let Started { session, container, .. } = start(&fresh, command, stage).map_err(|e| format!("it could not start: {e}"))?;
+    let mark = stage.plane.relay.mark();
     let mut kit = Kit { session, stage, judged: Vec::new(), sessions: Vec::new() };
-    kit.run(v1);
+    kit.run(v1, options.authenticate.as_deref());
     let shutdown = Instant::now();
     let teardown = kit.session.teardown(kit.stage.options.kill_grace);
     let exit_ms = (teardown.ending == Ending::ExitedOnEof).then(|| shutdown.elapsed().as_millis() as u64);
+    // Its model calls have all ended with it.
+    let model = kit.stage.plane.relay.set_aside(mark);
     kit.judged.push(match (teardown.ending, exit_ms) {
         (Ending::ExitedOnEof, Some(ms)) => (R::ACPSHUTDOWN001, Status::Passed, format!("it exited {ms} ms after its stdin closed")),
         (ending, _) => (
@@ -94,6 +99,7 @@ pub(super) fn exercise(options: &AcpOptions, command: &[OsString], stage: &mut S
         messages_in: session.messages_in,
         messages_out: session.messages_out,
         wall_ms: began.elapsed().as_millis() as u64,
+        model,
         client_requests: session.client_requests.clone(),
         grammar_violations: session.grammar_violations.clone(),
         breaches: session.breaches.clone(),
@@ -136,6 +142,9 @@ impl Kit<'_, '_, '_> {
     fn ask(&mut self, method: &'static str, params: Value, until: Instant) -> Answer {
         let id = self.session.request(method, params).map_err(|f| f.to_string())?;
         loop {
+            if self.session.messages_in > MAX_MESSAGES {
+                return Err(format!("it sent more than {MAX_MESSAGES} messages; the probes stop reading"));
+            }
             match self.session.next(until) {
                 Ok(Incoming::Response { id: got, message, .. }) if got == id => return Ok(message),
                 Ok(_) => {}
@@ -145,8 +154,13 @@ impl Kit<'_, '_, '_> {
         }
     }
 
-    fn run(&mut self, v1: Option<u64>) {
+    fn run(&mut self, v1: Option<u64>, authenticate: Option<&str>) {
         let Some(agent) = self.initialize(v1) else { return };
+        if let Some(method) = authenticate {
+            // As the main process was (`--authenticate`): its sessions need it.
+            let until = self.until();
+            let _ = self.ask(super::AUTHENTICATE, json!({"methodId": method}), until);
+        }
         let Some((first, second)) = self.two_sessions() else { return };
         self.extension();
         self.advertised(&agent, &first);
@@ -485,15 +499,15 @@ fn shown(answer: &Answer) -> String {
     }
 }
 
-/// Whether the main run leaves the agent fit for the probes: its handshake passed and it
-/// was torn down cleanly (an agent that hangs or quits would only do so again); `Err` says
-/// why not.
-pub(super) fn fit(handshake: bool, teardown: &Outcome, cancelled: bool) -> Result<(), String> {
+/// Whether the main run leaves the agent fit for the probes: its prompt exchange passed
+/// and it was torn down cleanly (an agent that floods, hangs or quits would only do so
+/// again, at the run's cost); `Err` says why not.
+pub(super) fn fit(exchanged: bool, teardown: &Outcome, cancelled: bool) -> Result<(), String> {
     if cancelled {
         return Err(String::from("the run was cancelled"));
     }
-    if !handshake {
-        return Err(String::from("the main process's initialize handshake failed"));
+    if !exchanged {
+        return Err(String::from("the main process's prompt exchange did not pass"));
     }
     if !teardown.passed() {
         return Err(String::from("the main process's teardown failed"));

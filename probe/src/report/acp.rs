@@ -68,6 +68,9 @@ pub struct ProbeRun {
     pub messages_out: usize,
     /// From its start to its end.
     pub wall_ms: u64,
+    /// Its model traffic, counted and kept out of the model plane's record (which is the
+    /// run's turns').
+    pub model: crate::relay::Aside,
     pub client_requests: Vec<ClientRequest>,
     pub grammar_violations: Vec<crate::session::GrammarViolation>,
     /// What it did that ACP forbids: each fails the requirement it names.

@@ -187,9 +187,10 @@ fn by_wire(id: Requirement, report: &AcpReport) -> (Status, String) {
     if let Some((_, status, reason)) = probe.and_then(|p| p.judged.iter().find(|(r, ..)| *r == id)) {
         return (*status, format!("{reason} (the fresh agent process)"));
     }
-    let unprobed = || match &report.exercised.probe_skipped {
-        Some(why) => (Status::NotTested, format!("the fresh agent process of the requirement probes did not run: {why}")),
-        None => (Status::NotTested, String::from("the probe does not exercise it yet")),
+    let unprobed = || match (&report.exercised.probe_skipped, id.capability()) {
+        (Some(why), _) => (Status::NotTested, format!("the fresh agent process of the requirement probes did not run: {why}")),
+        (None, Some(gate)) if probe.is_some() => (Status::NotTested, format!("the agent does not offer `{gate}`")),
+        (None, _) => (Status::NotTested, String::from("the probe does not exercise it yet")),
     };
     exercised(id, report).unwrap_or_else(unprobed)
 }

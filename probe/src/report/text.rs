@@ -117,8 +117,21 @@ fn acp_tail(out: &mut String, r: &AcpReport, report: &Report) {
     for breach in &r.wire.breaches {
         let _ = writeln!(out, "breach   {}: {breach}", breach.requirement());
     }
+    if let Some(p) = &r.requirement_probe {
+        for breach in &p.breaches {
+            let _ = writeln!(out, "breach   {}: {breach} (the fresh agent process)", breach.requirement());
+        }
+        let _ = writeln!(
+            out,
+            "probes   a fresh agent, pid {}, {} {} ms; {} model call(s) set aside from the record",
+            p.pid, p.ending, p.wall_ms, p.model.calls
+        );
+    }
     if !r.requirements.is_empty() {
         let _ = writeln!(out, "{}", r.requirements_verdict.line(&r.requirements));
+    }
+    for failed in r.requirements.iter().filter(|j| j.status == super::requirements::Status::Failed) {
+        let _ = writeln!(out, "failed   {} ({}): {}", failed.id, failed.tier.name(), failed.reason);
     }
     for mismatch in r.turn_telemetry.iter().flat_map(|t| &t.mismatches) {
         let _ = writeln!(out, "turn     checkfu.turn {mismatch}");
