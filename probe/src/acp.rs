@@ -320,7 +320,7 @@ pub(crate) fn run(checked: Checked<'_>, command: Vec<OsString>, stage: &mut Stag
     if let LaneReport::Acp(report) = &mut end.report {
         match fit.and_then(|()| kit::exercise(options, &command, stage, v1)) {
             Ok(probe) => report.requirement_probe = Some(probe),
-            Err(why) => report.exercised.probe_skipped = Some(why),
+            Err(why) => report.exercised.probe_skipped = Some(why.to_string()),
         }
     }
     Ok(end)

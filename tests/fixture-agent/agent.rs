@@ -62,6 +62,16 @@
 //! id as a string), `--float-id` (answers `session/new` with its id written `N.0`),
 //! `--string-turn` (its `checkfu.turn` claims `"model_calls": "0"`, a string),
 //! `--exit-after-turn` (exits as soon as it has answered its first prompt).
+//!
+//! Each `session/new` gets an id of its own (`fixture-1`, `fixture-2`, …), a prompt for
+//! another is refused, and `initialize` answers version 1 whatever it was asked for.
+//! `--sessions` advertises and serves `session/list`, `session/load`, `session/resume`,
+//! `session/close` and image, audio and embedded-context prompts. Twins of the requirement
+//! probes, one fault each: `--same-session-id`, `--echo-version`, `--ignore-unknown` (an
+//! unknown `_` request goes unanswered), `--result-and-error` (answered with both),
+//! `--foreign-update` (an update naming another session), `--boolean-config`,
+//! `--terminal-auth`, `--latin1-stdout`, `--ignore-terminal-capability` (`--use-terminal`
+//! without terminals advertised).
 
 // `unsafe` lives in `checkfu-wire-sandbox` alone (tests/it/layers.rs holds this).
 #![forbid(unsafe_code)]

@@ -53,9 +53,26 @@ const STDERR_BOUND: u64 = 1024 * 1024;
 /// One requirement as the fresh process showed it.
 type Judged = (R, Status, String);
 
+/// Why the probes did not run, or why a request of theirs has no answer: the words of a
+/// requirement's reason.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Why(String);
+
+impl std::fmt::Display for Why {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&str> for Why {
+    fn from(words: &str) -> Why {
+        Why(words.to_owned())
+    }
+}
+
 /// The requirement probes over a fresh agent, or why they did not run. `v1` is the version
 /// the main process answered for version 1.
-pub(super) fn exercise(options: &AcpOptions, command: &[OsString], stage: &mut Stage<'_, '_>, v1: Option<u64>) -> Result<ProbeRun, String> {
+pub(super) fn exercise(options: &AcpOptions, command: &[OsString], stage: &mut Stage<'_, '_>, v1: Option<u64>) -> Result<ProbeRun, Why> {
     let began = Instant::now();
     // The negatives: nothing of the client's advertised, so any `fs/*` or `terminal/*`
     // call is one past what it was told.
@@ -63,7 +80,7 @@ pub(super) fn exercise(options: &AcpOptions, command: &[OsString], stage: &mut S
     fresh.client_fs = false;
     fresh.terminals = false;
     fresh.permission = PermissionPolicy::Allow;
-    let Started { session, container, .. } = start(&fresh, command, stage).map_err(|e| format!("it could not start: {e}"))?;
+    let Started { session, container, .. } = start(&fresh, command, stage).map_err(|e| Why(format!("it could not start: {e}")))?;
     let mark = stage.plane.relay.mark();
     let mut kit = Kit { session, stage, judged: Vec::new(), sessions: Vec::new() };
     kit.run(v1, options.authenticate.as_deref());
@@ -127,11 +144,11 @@ struct Kit<'s, 'a, 'p> {
 }
 
 /// An answer: the message, or why there was none.
-type Answer = Result<Value, String>;
+type Answer = Result<Value, Why>;
 
 impl Kit<'_, '_, '_> {
-    fn judge(&mut self, id: R, status: Status, reason: impl Into<String>) {
-        self.judged.push((id, status, reason.into()));
+    fn judge(&mut self, id: R, status: Status, reason: impl std::fmt::Display) {
+        self.judged.push((id, status, reason.to_string()));
     }
 
     fn until(&self) -> Instant {
@@ -140,16 +157,16 @@ impl Kit<'_, '_, '_> {
 
     /// Sends `method` and waits for its answer by `until`, reading past the rest.
     fn ask(&mut self, method: &'static str, params: Value, until: Instant) -> Answer {
-        let id = self.session.request(method, params).map_err(|f| f.to_string())?;
+        let id = self.session.request(method, params).map_err(|f| Why(f.to_string()))?;
         loop {
             if self.session.messages_in > MAX_MESSAGES {
-                return Err(format!("it sent more than {MAX_MESSAGES} messages; the probes stop reading"));
+                return Err(Why(format!("it sent more than {MAX_MESSAGES} messages; the probes stop reading")));
             }
             match self.session.next(until) {
                 Ok(Incoming::Response { id: got, message, .. }) if got == id => return Ok(message),
                 Ok(_) => {}
-                Err(Fault::Timeout) => return Err(format!("`{method}` was not answered in its time (--step-timeout)")),
-                Err(fault) => return Err(format!("`{method}`: {fault}")),
+                Err(Fault::Timeout) => return Err(Why(format!("`{method}` was not answered in its time (--step-timeout)"))),
+                Err(fault) => return Err(Why(format!("`{method}`: {fault}"))),
             }
         }
     }
@@ -401,7 +418,7 @@ impl Kit<'_, '_, '_> {
 
     /// One prompt on `session` (its text from a fresh nonce, then `block`), answered as the
     /// `nonce` script does; its stop reason.
-    fn turn(&mut self, session: &str, text: impl Fn(&str) -> Value, block: Option<Value>) -> Result<String, String> {
+    fn turn(&mut self, session: &str, text: impl Fn(&str) -> Value, block: Option<Value>) -> Result<String, Why> {
         let nonce = crate::options::fresh_nonce();
         let relay = &self.stage.plane.relay;
         relay.begin_turn(nonce.clone(), Vec::new());
@@ -414,11 +431,11 @@ impl Kit<'_, '_, '_> {
             let _ = self.session.notify(super::CANCEL_METHOD, json!({"sessionId": session}));
         })?;
         if let Some(error) = message.get("error") {
-            return Err(format!("`session/prompt` answered an error: {}", rpc_error(error)));
+            return Err(Why(format!("`session/prompt` answered an error: {}", rpc_error(error))));
         }
         match message.pointer("/result/stopReason").and_then(Value::as_str) {
             Some(stop) => Ok(stop.to_owned()),
-            None => Err(String::from("`session/prompt` answered without a stop reason")),
+            None => Err(Why::from("`session/prompt` answered without a stop reason")),
         }
     }
 
@@ -502,15 +519,15 @@ fn shown(answer: &Answer) -> String {
 /// Whether the main run leaves the agent fit for the probes: its prompt exchange passed
 /// and it was torn down cleanly (an agent that floods, hangs or quits would only do so
 /// again, at the run's cost); `Err` says why not.
-pub(super) fn fit(exchanged: bool, teardown: &Outcome, cancelled: bool) -> Result<(), String> {
+pub(super) fn fit(exchanged: bool, teardown: &Outcome, cancelled: bool) -> Result<(), Why> {
     if cancelled {
-        return Err(String::from("the run was cancelled"));
+        return Err(Why::from("the run was cancelled"));
     }
     if !exchanged {
-        return Err(String::from("the main process's prompt exchange did not pass"));
+        return Err(Why::from("the main process's prompt exchange did not pass"));
     }
     if !teardown.passed() {
-        return Err(String::from("the main process's teardown failed"));
+        return Err(Why::from("the main process's teardown failed"));
     }
     Ok(())
 }

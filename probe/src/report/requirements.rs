@@ -397,6 +397,26 @@ mod tests {
     }
 
     #[test]
+    fn a_boolean_config_option_or_a_terminal_auth_method_fails_its_requirement() {
+        use serde_json::json;
+        let select =
+            json!({"sessionId": "a", "configOptions": [{"id": "m", "name": "M", "type": "select", "currentValue": "x", "options": []}]});
+        let boolean = json!({"sessionId": "b", "configOptions": [{"id": "auto", "name": "A", "type": "boolean", "currentValue": true}]});
+        assert_eq!(boolean_options(&[&select]).0, Status::Passed);
+        let (status, reason) = boolean_options(&[&select, &boolean]);
+        assert_eq!(status, Status::Failed);
+        assert!(reason.contains("\"auto\""), "{reason}");
+        assert_eq!(boolean_options(&[]).0, Status::NotTested);
+        let agent = json!({"authMethods": [{"id": "k", "name": "Key"}]});
+        let terminal = json!({"authMethods": [{"id": "k", "name": "Key"}, {"type": "terminal", "id": "login", "name": "Log in"}]});
+        assert_eq!(terminal_auth(Some(&agent)).0, Status::Passed);
+        let (status, reason) = terminal_auth(Some(&terminal));
+        assert_eq!(status, Status::Failed);
+        assert!(reason.contains("\"login\""), "{reason}");
+        assert_eq!(terminal_auth(None).0, Status::NotTested);
+    }
+
+    #[test]
     fn a_long_list_of_ids_is_cut_to_three_and_a_count() {
         assert_eq!(few(&["A", "B", "C", "D", "E"]), "A, B, C and 2 more");
         assert_eq!(few(&["A"]), "A");

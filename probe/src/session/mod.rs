@@ -514,38 +514,41 @@ impl Session {
             }
             // The decoder matched it by direction and id (`2.0` is the id `2`) and
             // handed back the runner's id of the request it answers, if any.
-            Some(Kind::Response | Kind::ErrorResponse) => {
-                let got = raw_id(&bytes);
-                match answered {
-                    Some(id) => {
-                        // The decoder matched it by value (`2.0` answers 2); JSON-RPC asks
-                        // for the id back as it was written.
-                        if got != id.to_string() {
-                            self.breach(Breach::IdChanged { sent: id, got });
-                        }
-                        self.responses += 1;
-                        Ok(Some(Incoming::Response { id, message, bytes, report }))
-                    }
-                    None => {
-                        // A second answer to a request the decoder knows (a prompt's) is
-                        // the caller's to judge; anything else answers nothing.
-                        // The probe's ids are integers: one written otherwise (a string, a
-                        // fraction) is no id of the probe's, whatever the decoder matched.
-                        let ours = got.parse::<i64>().is_ok();
-                        if self.tolerate_strays {
-                            return Ok(Some(Incoming::Stray { message, report }));
-                        }
-                        if report.method.is_none() || !ours {
-                            self.breach(Breach::Unrequested { id: got.clone() });
-                            if got != "null" {
-                                return Err(Fault::Unrequested { id: got });
-                            }
-                        }
-                        Ok(Some(Incoming::Stray { message, report }))
+            Some(Kind::Response | Kind::ErrorResponse) => self.response(answered, message, bytes, report),
+            None => Err(Fault::Rejected { error: String::from("unclassified message"), line: String::new() }),
+        }
+    }
+
+    /// A response, matched by the decoder to the runner's request `answered` (by value:
+    /// `2.0` answers 2), or to none.
+    fn response(&mut self, answered: Option<i64>, message: Value, bytes: Vec<u8>, report: Report) -> Result<Option<Incoming>, Fault> {
+        let got = raw_id(&bytes);
+        match answered {
+            Some(id) => {
+                // JSON-RPC asks for the id back as it was written.
+                if got != id.to_string() {
+                    self.breach(Breach::IdChanged { sent: id, got });
+                }
+                self.responses += 1;
+                Ok(Some(Incoming::Response { id, message, bytes, report }))
+            }
+            None => {
+                // A second answer to a request the decoder knows (a prompt's) is the caller's
+                // to judge; anything else answers nothing. The probe's ids are integers: one
+                // written otherwise (a string, a fraction) is no id of the probe's, whatever
+                // the decoder matched.
+                let ours = got.parse::<i64>().is_ok();
+                if self.tolerate_strays {
+                    return Ok(Some(Incoming::Stray { message, report }));
+                }
+                if report.method.is_none() || !ours {
+                    self.breach(Breach::Unrequested { id: got.clone() });
+                    if got != "null" {
+                        return Err(Fault::Unrequested { id: got });
                     }
                 }
+                Ok(Some(Incoming::Stray { message, report }))
             }
-            None => Err(Fault::Rejected { error: String::from("unclassified message"), line: String::new() }),
         }
     }
 
@@ -838,6 +841,32 @@ mod tests {
             assert!(session.grammar_violations.is_empty());
             session.teardown(Duration::from_secs(1));
         }
+    }
+
+    #[test]
+    fn hygiene_tells_a_line_not_utf8_from_one_not_json_from_a_refused_message() {
+        let mut hygiene = Hygiene::default();
+        hygiene.rejected(b"caf\xe9", "caf?", "not UTF-8");
+        hygiene.rejected(b"[fixture] thinking about it...", "[fixture] thinking about it...", "not JSON");
+        let both = br#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":-32601,"message":"m"}}"#;
+        hygiene.rejected(both, "both", "result and error");
+        hygiene.rejected(br#"{"jsonrpc":"2.0","method":"session/update","params":7}"#, "update", "params");
+        hygiene.rejected(b"7", "7", "no object");
+        assert_eq!((hygiene.not_utf8_lines, hygiene.not_json_lines), (1, 1));
+        assert_eq!(hygiene.not_utf8.as_deref(), Some("caf?"));
+        let rejections: Vec<(&str, bool)> = hygiene.rejections.iter().map(|(why, response)| (why.as_str(), *response)).collect();
+        assert_eq!(rejections, [("result and error", true), ("params", false), ("no object", false)]);
+    }
+
+    #[test]
+    fn an_update_naming_another_session_than_the_prompted_one_is_kept() {
+        let mut hygiene = Hygiene::default();
+        hygiene.update("s1", &json!({"params": {"sessionId": "s1"}}));
+        assert_eq!(hygiene.foreign_update, None);
+        hygiene.update("s1", &json!({"params": {"sessionId": "s2"}}));
+        hygiene.update("s1", &json!({"params": {"sessionId": "s3"}}));
+        assert_eq!(hygiene.prompt_updates, 3);
+        assert!(hygiene.foreign_update.as_deref().is_some_and(|f| f.contains("`s2`") && f.contains("`s1`")), "{hygiene:?}");
     }
 
     #[test]
