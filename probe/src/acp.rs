@@ -20,6 +20,7 @@ mod checkpoint;
 mod delegation;
 mod exercised;
 mod flight;
+mod kit;
 mod lane;
 mod live;
 pub mod report;
@@ -322,7 +323,9 @@ pub(crate) fn run(
             run.stage.steps.skipped(StepName::Cancellation, "no session was started");
         }
     }
-    Ok(run.finish(admitted.as_ref()))
+    let v1 = run.initialize_result.as_ref().and_then(|r| r.get("protocolVersion")).and_then(Value::as_u64);
+    let end = run.finish(admitted.as_ref(), v1);
+    Ok(end)
 }
 
 /// Starts the agent: in the image, its runtime's argv (bubblewrap or podman over its root,
@@ -432,6 +435,8 @@ struct Run<'o, 's, 'a, 'p> {
     output_schema: Option<Value>,
     /// The `initialize` result, when it was answered with one (the registry's `ACP-INIT-…`).
     initialize_result: Option<Value>,
+    /// The `session/new` result, when it was answered with one (modes, config options).
+    session_results: Vec<Value>,
 }
 
 impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
@@ -464,6 +469,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             compaction_claims: verdict::compaction::Claims::default(),
             output_schema: None,
             initialize_result: None,
+            session_results: Vec::new(),
         }
     }
 
@@ -613,7 +619,10 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
                 (Some(error), _) => {
                     Err(Reason::new(Kind::Answer, format!("session/new answered an error: {}{authority}", rpc_error(error))))
                 }
-                (None, Some(id)) => Ok(id.to_owned()),
+                (None, Some(id)) => {
+                    self.session_results.extend(message.get("result").cloned());
+                    Ok(id.to_owned())
+                }
                 (None, None) => Err(Reason::new(Kind::Answer, "session/new answered without a sessionId")),
             },
         };
@@ -745,7 +754,8 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
     /// Teardown (the agent's, then its image's), the `native_checkpoint` step (a second
     /// process, once the first is gone), the checks over the trace, and the lane's members of
     /// the report.
-    fn finish(mut self, admitted: Option<&AdmittedCapabilities>) -> LaneEnd {
+    fn finish(mut self, admitted: Option<&AdmittedCapabilities>, v1: Option<u64>) -> LaneEnd {
+        let exchanged = self.stage.steps.passed(StepName::PromptExchange);
         let started = Instant::now();
         let (teardown, outcome) = self.tear_down();
         let teardown_ms = started.elapsed().as_millis() as u64;
@@ -770,7 +780,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         let calls = self.stage.plane.relay.calls(1);
         let turn_telemetry =
             self.turn_claim.take().map(|(claim, turn_ms)| crate::verdict::telemetry(claim, turn_ms, &calls, first.dropped.as_deref()));
-        let lane = AcpReport {
+        let mut lane = AcpReport {
             admission: self.admission,
             report,
             harness: first.harness,
@@ -782,10 +792,13 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             context_compaction,
             requirements: Vec::new(),
             requirements_verdict: KitVerdict::default(),
+            requirement_probe: None,
             exercised: first.exercised,
             trace,
             record: first.record,
         };
+        let fit = kit::fit(exchanged, &outcome, self.stage.options.budget.cancelled().is_some());
+        probe_requirements(self.options, self.stage, &self.template, fit, v1, &mut lane);
         LaneEnd {
             report: Box::new(lane),
             teardown: (teardown_ms, outcome),
@@ -829,6 +842,9 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             terminals: self.options.terminals,
             permissions_refused: self.session.permissions_refused,
             initialize: self.initialize_result.take(),
+            hygiene: self.session.hygiene.clone(),
+            sessions: self.session_results.clone(),
+            probe_skipped: None,
         };
         // A claim the decoder dropped is one the platform never reads: said, not compared.
         let dropped = self.session.dropped.iter().find(|(key, _)| key == TURN_KEY).map(|(_, why)| why.clone());
@@ -868,6 +884,27 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         self.judge_steer(&mut report);
         self.trace = Some(trace);
         report
+    }
+}
+
+/// The requirements that need a fresh agent, on one more process ([`kit`]), when `fit`:
+/// its command expanded afresh from `template`, since a resumed process
+/// ([`checkpoint`]) may have renewed the workspace and the home the first one was given.
+fn probe_requirements(
+    options: &AcpOptions,
+    stage: &mut Stage<'_, '_>,
+    template: &[OsString],
+    fit: Result<(), kit::Why>,
+    v1: Option<u64>,
+    lane: &mut AcpReport,
+) {
+    let command = |()| {
+        expand_command(template, &stage.plane.placeholders, stage.image.is_some())
+            .map_err(|e| kit::Why::from(format!("its command could not be made: {e}").as_str()))
+    };
+    match fit.and_then(command).and_then(|command| kit::exercise(options, &command, stage, v1)) {
+        Ok(probe) => lane.requirement_probe = Some(probe),
+        Err(why) => lane.exercised.probe_skipped = Some(why.to_string()),
     }
 }
 

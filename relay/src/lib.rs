@@ -202,6 +202,22 @@ impl Shared {
     }
 }
 
+/// Where the record stood ([`Relay::mark`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Mark {
+    calls: usize,
+    refused: usize,
+    egress: usize,
+}
+
+/// What [`Relay::set_aside`] took out of the record, counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Aside {
+    pub calls: usize,
+    pub refused: usize,
+    pub egress_attempts: usize,
+}
+
 /// Why the relay could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum RelayError {
@@ -349,6 +365,30 @@ impl Relay {
     }
 
     /// The calls served in `turn`.
+    /// How far the record has come, for [`Relay::set_aside`].
+    pub fn mark(&self) -> Mark {
+        let record = self.shared.record();
+        Mark { calls: record.calls.len(), refused: record.refused.len(), egress: record.egress_attempts.len() }
+    }
+
+    /// Takes out of the record what came after `mark`: the traffic of a check the probe makes
+    /// beside the run (its requirement probes), which the model plane does not report as
+    /// the run's. What was taken is counted.
+    pub fn set_aside(&self, mark: Mark) -> Aside {
+        let mut record = self.shared.record();
+        let record = &mut *record;
+        let after = |len: usize, at: usize| len.saturating_sub(at);
+        let aside = Aside {
+            calls: after(record.calls.len(), mark.calls),
+            refused: after(record.refused.len(), mark.refused),
+            egress_attempts: after(record.egress_attempts.len(), mark.egress),
+        };
+        record.calls.truncate(mark.calls);
+        record.refused.truncate(mark.refused);
+        record.egress_attempts.truncate(mark.egress);
+        aside
+    }
+
     pub fn calls(&self, turn: usize) -> Vec<Call> {
         self.shared.record().calls.iter().filter(|c| c.turn == turn).cloned().collect()
     }

@@ -67,6 +67,16 @@
 //! id as a string), `--float-id` (answers `session/new` with its id written `N.0`),
 //! `--string-turn` (its `checkfu.turn` claims `"model_calls": "0"`, a string),
 //! `--exit-after-turn` (exits as soon as it has answered its first prompt).
+//!
+//! Each `session/new` gets an id of its own (`fixture-1`, `fixture-2`, …), a prompt for
+//! another is refused, and `initialize` answers version 1 whatever it was asked for.
+//! `--sessions` advertises and serves `session/list`, `session/load`, `session/resume`,
+//! `session/close` and image, audio and embedded-context prompts. Twins of the requirement
+//! probes, one fault each: `--same-session-id`, `--echo-version`, `--ignore-unknown` (an
+//! unknown `_` request goes unanswered), `--result-and-error` (answered with both),
+//! `--foreign-update` (an update naming another session), `--boolean-config`,
+//! `--terminal-auth`, `--latin1-stdout`, `--ignore-terminal-capability` (`--use-terminal`
+//! without terminals advertised).
 
 // `unsafe` lives in `checkfu-wire-sandbox` alone (tests/it/layers.rs holds this).
 #![forbid(unsafe_code)]
@@ -169,6 +179,27 @@ struct Switches {
     float_id: bool,
     string_turn: bool,
     exit_after_turn: bool,
+    /// `--sessions`: advertises and serves `session/list`, `session/load`, `session/resume`,
+    /// `session/close`, and image, audio and embedded-context prompts.
+    sessions: bool,
+    /// Twins of the requirement probes, one fault each: `--same-session-id` (every
+    /// `session/new` answers one id), `--echo-version` (answers `initialize` with the version
+    /// asked for, whatever it is), `--ignore-unknown` (leaves an unknown `_` request
+    /// unanswered), `--result-and-error` (answers one with both), `--foreign-update` (a
+    /// turn's update names another session), `--boolean-config` (offers a boolean config
+    /// option), `--terminal-auth` (offers a terminal auth method), `--latin1-stdout` (a line
+    /// of Latin-1 on stdout mid-turn).
+    same_session_id: bool,
+    /// `--ignore-terminal-capability`: `--use-terminal` runs its terminal although the
+    /// client advertised none (a twin).
+    ignore_terminal_capability: bool,
+    echo_version: bool,
+    ignore_unknown: bool,
+    result_and_error: bool,
+    foreign_update: bool,
+    boolean_config: bool,
+    terminal_auth: bool,
+    latin1_stdout: bool,
 }
 
 fn switches() -> Switches {
@@ -241,6 +272,16 @@ fn switches() -> Switches {
             "--float-id" => s.float_id = true,
             "--string-turn" => s.string_turn = true,
             "--exit-after-turn" => s.exit_after_turn = true,
+            "--sessions" => s.sessions = true,
+            "--same-session-id" => s.same_session_id = true,
+            "--ignore-terminal-capability" => s.ignore_terminal_capability = true,
+            "--echo-version" => s.echo_version = true,
+            "--ignore-unknown" => s.ignore_unknown = true,
+            "--result-and-error" => s.result_and_error = true,
+            "--foreign-update" => s.foreign_update = true,
+            "--boolean-config" => s.boolean_config = true,
+            "--terminal-auth" => s.terminal_auth = true,
+            "--latin1-stdout" => s.latin1_stdout = true,
             "--inflate-turn" => s.inflate_turn = true,
             "--ignore-cancel" => s.ignore_cancel = true,
             "--call-after-cancel" => s.call_after_cancel = true,
@@ -285,8 +326,9 @@ struct Agent {
     runtime_config: Option<Value>,
     /// The session's `checkfu.output_schema`, as `session/new` gave it.
     output_schema: Option<Value>,
-    /// Whether the client advertised `fs` (both methods), as `initialize` said.
+    /// Whether the client advertised `fs` (both methods), and terminals, as `initialize` said.
     client_fs: bool,
+    client_terminal: bool,
     /// The session's `checkfu.builtin_tools`, as `session/new` gave it (`None`: every tool).
     builtin_tools: Option<Vec<String>>,
     /// The turns of this process (prompt, answer), the last [`JOURNAL_TURNS`], each cut at
@@ -294,6 +336,9 @@ struct Agent {
     journal: Vec<(String, String)>,
     /// The turns a `checkfu.resume` handed back: every model conversation opens with them.
     restored: Vec<(String, String)>,
+    /// The sessions made, as (id, cwd), in order; the one the prompt being served names.
+    sessions: Vec<(String, String)>,
+    prompted: String,
 }
 
 /// The most turns the journal keeps, and the longest text of one.
@@ -388,8 +433,10 @@ impl Agent {
             match message.get("method").and_then(Value::as_str) {
                 Some("initialize") => {
                     self.client_fs = message.pointer("/params/clientCapabilities/fs/writeTextFile") == Some(&json!(true));
+                    self.client_terminal = message.pointer("/params/clientCapabilities/terminal") == Some(&json!(true));
                     let id = if self.s.string_id { json!(id.to_string()) } else { id };
-                    self.initialize(&id);
+                    let asked = message.pointer("/params/protocolVersion").and_then(Value::as_u64).unwrap_or(1);
+                    self.initialize(&id, asked);
                 }
                 Some("authenticate") => {
                     if message.pointer("/params/methodId") == Some(&json!("fixture-key")) {
@@ -415,15 +462,28 @@ impl Agent {
                             .and_then(Value::as_array)
                             .map(|l| l.iter().filter_map(Value::as_str).map(str::to_owned).collect());
                         self.output_schema = message.pointer("/params/_meta/checkfu.output_schema").cloned();
+                        // Each session an id of its own (`--same-session-id`: one for all).
+                        let n = if self.s.same_session_id { 1 } else { self.sessions.len() + 1 };
+                        let session = format!("fixture-{n}");
+                        self.sessions.push((session.clone(), self.cwd.clone()));
                         if self.s.float_id {
                             // serde_json writes an integer id without a fraction: written by hand.
-                            self.write_raw(&format!("{{\"jsonrpc\":\"2.0\",\"id\":{id}.0,\"result\":{{\"sessionId\":\"fixture-1\"}}}}"));
+                            self.write_raw(&format!("{{\"jsonrpc\":\"2.0\",\"id\":{id}.0,\"result\":{{\"sessionId\":\"{session}\"}}}}"));
                         } else {
-                            self.respond(&id, json!({"sessionId": "fixture-1"}));
+                            let mut result = json!({"sessionId": session});
+                            if self.s.boolean_config {
+                                result["configOptions"] =
+                                    json!([{"id": "auto-approve", "name": "Approve edits", "type": "boolean", "currentValue": false}]);
+                            }
+                            self.respond(&id, result);
                         }
                     }
                 }
+                Some("session/prompt") if !self.known(message.pointer("/params/sessionId")) => {
+                    self.fail(&id, -32602, "Unknown session");
+                }
                 Some("session/prompt") => {
+                    self.prompted = message.pointer("/params/sessionId").and_then(Value::as_str).unwrap_or("fixture-1").to_owned();
                     let mut text = message.pointer("/params/prompt/0/text").and_then(Value::as_str).unwrap_or("").to_owned();
                     let blocks = message.pointer("/params/prompt").cloned().unwrap_or(Value::Null);
                     text.push_str(&self.staged(&blocks));
@@ -431,13 +491,57 @@ impl Agent {
                 }
                 Some("_checkfu/session/steer") => self.steer(&id),
                 Some("_checkfu/session/interrupt") => self.respond(&id, json!({"disposition": "refused"})),
-                Some(_) if message.get("id").is_some() => self.fail(&id, -32601, "Method not found"),
+                Some(method) if self.s.sessions && self.session_method(method, &id, &message) => {}
+                Some(_) if message.get("id").is_some() => self.unknown(&id),
                 _ => {}
             }
         }
     }
 
-    fn initialize(&mut self, id: &Value) {
+    /// Whether `id` names a session this agent made.
+    fn known(&self, id: Option<&Value>) -> bool {
+        id.and_then(Value::as_str).is_some_and(|id| self.sessions.iter().any(|(s, _)| s == id))
+    }
+
+    /// Answers a request of a method it does not have: -32601, or a twin's fault.
+    fn unknown(&mut self, id: &Value) {
+        if self.s.ignore_unknown {
+            return;
+        }
+        if self.s.result_and_error {
+            self.write(&json!({"jsonrpc": "2.0", "id": id, "result": {}, "error": {"code": -32601, "message": "Method not found"}}));
+            return;
+        }
+        self.fail(id, -32601, "Method not found");
+    }
+
+    /// Serves the session methods `--sessions` advertises; `false` for any other method.
+    fn session_method(&mut self, method: &str, id: &Value, message: &Value) -> bool {
+        let session = message.pointer("/params/sessionId");
+        match method {
+            "session/list" => {
+                let cwd = message.pointer("/params/cwd").and_then(Value::as_str);
+                let listed: Vec<Value> = self
+                    .sessions
+                    .iter()
+                    .filter(|(_, c)| cwd.is_none_or(|cwd| cwd == c))
+                    .map(|(s, c)| json!({"sessionId": s, "cwd": c}))
+                    .collect();
+                self.respond(id, json!({"sessions": listed}));
+            }
+            "session/load" | "session/resume" | "session/close" if !self.known(session) => self.fail(id, -32602, "Unknown session"),
+            "session/load" | "session/resume" => self.respond(id, json!({})),
+            "session/close" => {
+                let closed = session.and_then(Value::as_str).unwrap_or_default().to_owned();
+                self.sessions.retain(|(s, _)| *s != closed);
+                self.respond(id, json!({}));
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    fn initialize(&mut self, id: &Value, asked: u64) {
         let mut declaration = serde_json::Map::new();
         for member in &self.s.declare {
             // `member=value` declares that value (`structured_output=submit_tool`).
@@ -457,10 +561,19 @@ impl Agent {
             };
             declaration.insert(member.clone(), json!(value));
         }
-        let mut result = json!({"protocolVersion": 1, "agentCapabilities": {"loadSession": false},
+        // It speaks version 1 alone, and says so whatever it was asked for.
+        let version = if self.s.echo_version { asked } else { 1 };
+        let mut result = json!({"protocolVersion": version, "agentCapabilities": {"loadSession": self.s.sessions},
             "agentInfo": {"name": "checkfu-fixture-agent", "version": "1.0.0"}});
+        if self.s.sessions {
+            result["agentCapabilities"]["sessionCapabilities"] = json!({"list": {}, "resume": {}, "close": {}});
+            result["agentCapabilities"]["promptCapabilities"] = json!({"image": true, "audio": true, "embeddedContext": true});
+        }
         if self.s.need_credentials {
             result["authMethods"] = json!([{"id": "fixture-key", "name": "Fixture key", "description": "Any client may use it"}]);
+        }
+        if self.s.terminal_auth {
+            result["authMethods"] = json!([{"type": "terminal", "id": "fixture-login", "name": "Log in in a terminal"}]);
         }
         if !declaration.is_empty() {
             result["_meta"] = json!({"checkfu.capabilities": declaration});
@@ -478,7 +591,18 @@ impl Agent {
     }
 
     fn turn(&mut self, id: &Value, prompt: &str) {
-        let session = "fixture-1";
+        let prompted = self.prompted.clone();
+        let session = prompted.as_str();
+        if self.s.foreign_update {
+            self.update(
+                "fixture-elsewhere",
+                json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Elsewhere."}}),
+            );
+        }
+        if self.s.latin1_stdout {
+            let _ = self.out.write_all(b"caf\xe9\n");
+            let _ = self.out.flush();
+        }
         let began = std::time::Instant::now();
         self.usage = model::Usage::default();
         self.mid_call = MidCall::default();
@@ -605,7 +729,7 @@ impl Agent {
                 "content": {"type": "text", "text": format!(" (craft/drainMidTurnQueue answered {code})")}}),
             );
         }
-        if self.s.use_terminal {
+        if self.s.use_terminal && (self.client_terminal || self.s.ignore_terminal_capability) {
             let line = self.s.terminal_line.clone().unwrap_or_else(|| String::from("echo hello from a terminal; sleep 0.2; exit 3"));
             let mut params = json!({"sessionId": session, "command": "sh", "args": ["-c", line], "outputByteLimit": 1000});
             if let Some(cwd) = &self.s.terminal_cwd {
@@ -623,7 +747,7 @@ impl Agent {
             };
             self.update(session, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": report}}));
         }
-        if self.s.read_outside {
+        if self.s.read_outside && self.client_fs {
             let answer = self.call("fs/read_text_file", json!({"sessionId": session, "path": "/etc/hostname"}));
             let stolen = answer.pointer("/result/content").is_some();
             self.update(
@@ -664,7 +788,8 @@ impl Agent {
                 );
                 let allowed = permission.pointer("/result/outcome/optionId") == Some(&json!("allow"));
                 let path = format!("{}/notes.txt", self.cwd);
-                let may_write = (allowed || self.s.write_after_reject) && (self.client_fs || self.s.ignore_fs_capability);
+                // `--write-after-reject` writes once refused, whatever it was told of `fs`.
+                let may_write = (allowed && (self.client_fs || self.s.ignore_fs_capability)) || (!allowed && self.s.write_after_reject);
                 if self.s.elicit {
                     self.call(
                         "elicitation/create",
@@ -707,7 +832,7 @@ impl Agent {
                     interrupted = cooperative;
                     break;
                 }
-                Some(_) if message.get("id").is_some() => self.fail(&mid_id, -32601, "Method not found"),
+                Some(_) if message.get("id").is_some() => self.unknown(&mid_id),
                 _ => {}
             }
         }
@@ -982,9 +1107,12 @@ fn main() {
         runtime_config: None,
         output_schema: None,
         client_fs: false,
+        client_terminal: false,
         builtin_tools: None,
         journal: Vec::new(),
         restored: Vec::new(),
+        sessions: Vec::new(),
+        prompted: String::from("fixture-1"),
     };
     agent.run();
 }
@@ -1047,7 +1175,8 @@ impl Agent {
             .collect();
         let mut text = String::new();
         for path in links {
-            let read = self.call("fs/read_text_file", json!({"sessionId": "fixture-1", "path": path}));
+            let session = self.prompted.clone();
+            let read = self.call("fs/read_text_file", json!({"sessionId": session, "path": path}));
             let content = read.pointer("/result/content").and_then(Value::as_str).unwrap_or("(unreadable)");
             text.push_str(&format!("\n[{path}]\n{content}"));
         }

@@ -87,6 +87,8 @@ mod reference_graphs;
 mod relay;
 #[cfg(feature = "cli")]
 mod report_formats;
+#[cfg(feature = "cli")]
+mod requirement_probes;
 mod sdk_traffic;
 #[cfg(feature = "cli")]
 mod structured;

@@ -116,9 +116,9 @@ fn a_ctrf_report_is_valid_ctrf_and_holds_the_json_report_s_cases() {
     let honest = ctrf(&validator, &[]);
     assert_eq!(honest[&("verdict".to_owned(), "verdict".to_owned())]["status"], "passed");
     // A requirement the run did not put to the agent is skipped, saying why.
-    let untested = &honest[&("requirements".to_owned(), "ACP-INIT-003".to_owned())];
+    let untested = &honest[&("requirements".to_owned(), "ACP-LIST-001".to_owned())];
     assert_eq!(untested["status"], "skipped");
-    assert_eq!(untested["message"], "the probe does not exercise it yet");
+    assert_eq!(untested["message"], "the agent does not offer `agentCapabilities.sessionCapabilities.list`");
     assert_eq!(honest[&("requirements".to_owned(), "ACP-JSONRPC-001".to_owned())]["status"], "passed");
 
     // A harness that declares subagents and never delegates: the step fails with its kind

@@ -47,6 +47,9 @@ pub struct AcpReport {
     /// ACP's test kit's verdict over `requirements`: reported beside the run's own, it does
     /// not change the exit status.
     pub requirements_verdict: crate::acp::requirements::KitVerdict,
+    /// The fresh agent process the requirements that need one were put to, when it ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requirement_probe: Option<ProbeRun>,
     /// What the run put to the agent that the wire's requirements are judged on.
     #[serde(skip)]
     pub exercised: crate::acp::requirements::Exercised,
@@ -55,6 +58,40 @@ pub struct AcpReport {
     pub trace: String,
     #[serde(skip)]
     pub record: Vec<u8>,
+}
+
+/// The fresh agent process of the requirement probes (`crate::acp::kit`): how it ended,
+/// what it asked of the client, what it broke, and what each requirement it was put to
+/// showed.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ProbeRun {
+    pub pid: u32,
+    /// How it ended once its stdin closed (`exited_on_eof` is a prompt shutdown).
+    pub ending: &'static str,
+    /// From its stdin's closing to its exit, when it exited by itself.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_ms: Option<u64>,
+    /// Bytes it wrote on stderr.
+    pub stderr_bytes: u64,
+    pub messages_in: usize,
+    pub messages_out: usize,
+    /// From its start to its end.
+    pub wall_ms: u64,
+    /// Its model traffic, counted and kept out of the model plane's record (which is the
+    /// run's turns').
+    pub model: crate::relay::Aside,
+    pub client_requests: Vec<ClientRequest>,
+    pub grammar_violations: Vec<crate::session::GrammarViolation>,
+    /// What it did that ACP forbids: each fails the requirement it names.
+    pub breaches: Vec<crate::session::Breach>,
+    /// Each requirement it was put to, with what it showed.
+    #[serde(skip)]
+    pub judged: Vec<(checkfu_wire::catalog::Requirement, super::requirements::Status, String)>,
+    /// Its stdout beside well-formed messages, and its `session/new` results.
+    #[serde(skip)]
+    pub hygiene: crate::session::Hygiene,
+    #[serde(skip)]
+    pub sessions: Vec<Value>,
 }
 
 /// What the probe waited for before it stopped a turn mid-flight (a cancel, a drain).
@@ -369,8 +406,21 @@ fn acp_tail(out: &mut String, r: &AcpReport, report: &Report) {
     for breach in &r.wire.breaches {
         let _ = writeln!(out, "breach   {}: {breach}", breach.requirement());
     }
+    if let Some(p) = &r.requirement_probe {
+        for breach in &p.breaches {
+            let _ = writeln!(out, "breach   {}: {breach} (the fresh agent process)", breach.requirement());
+        }
+        let _ = writeln!(
+            out,
+            "probes   a fresh agent, pid {}, {} {} ms; {} model call(s) set aside from the record",
+            p.pid, p.ending, p.wall_ms, p.model.calls
+        );
+    }
     if !r.requirements.is_empty() {
         let _ = writeln!(out, "{}", r.requirements_verdict.line(&r.requirements));
+    }
+    for failed in r.requirements.iter().filter(|j| j.status == Status::Failed) {
+        let _ = writeln!(out, "failed   {} ({}): {}", failed.id, failed.tier.name(), failed.reason);
     }
     for mismatch in r.turn_telemetry.iter().flat_map(|t| &t.mismatches) {
         let _ = writeln!(out, "turn     checkfu.turn {mismatch}");

@@ -130,6 +130,11 @@ pub struct Exercised {
     pub permissions_refused: usize,
     /// The `initialize` result, when `initialize` was answered with one.
     pub initialize: Option<Value>,
+    /// The main session's stdout beside well-formed messages, and its `session/new` results.
+    pub hygiene: crate::session::Hygiene,
+    pub sessions: Vec<Value>,
+    /// Why the fresh agent process of the requirement probes did not run, when it did not.
+    pub probe_skipped: Option<String>,
 }
 
 /// Every requirement of the registry, judged over `report` and the run's `steps`.
@@ -169,12 +174,108 @@ fn by_check(name: &str, report: &AcpReport) -> (Status, String) {
 
 /// A wire requirement: failed by a breach of it, else by the rule of what the run exercised.
 fn by_wire(id: Requirement, report: &AcpReport) -> (Status, String) {
-    let breaches: Vec<_> = report.wire.breaches.iter().filter(|b| b.requirement() == id).collect();
+    let probe = report.requirement_probe.as_ref();
+    let probe_breaches = probe.into_iter().flat_map(|p| p.breaches.iter());
+    let breaches: Vec<_> = report.wire.breaches.iter().chain(probe_breaches).filter(|b| b.requirement() == id).collect();
     if let Some(first) = breaches.first() {
         let more = if breaches.len() > 1 { format!(" ({} breaches in all)", breaches.len()) } else { String::new() };
         return (Status::Failed, format!("{first}{more}"));
     }
-    exercised(id, report).unwrap_or_else(|| (Status::NotTested, String::from("the probe does not exercise it yet")))
+    if let Some(judged) = over_every_process(id, report) {
+        return judged;
+    }
+    if let Some((_, status, reason)) = probe.and_then(|p| p.judged.iter().find(|(r, ..)| *r == id)) {
+        return (*status, format!("{reason} (the fresh agent process)"));
+    }
+    let unprobed = || match (&report.exercised.probe_skipped, id.capability()) {
+        (Some(why), _) => (Status::NotTested, format!("the fresh agent process of the requirement probes did not run: {why}")),
+        (None, Some(gate)) if probe.is_some() => (Status::NotTested, format!("the agent does not offer `{gate}`")),
+        (None, _) => (Status::NotTested, String::from("the probe does not exercise it yet")),
+    };
+    exercised(id, report).unwrap_or_else(unprobed)
+}
+
+/// The requirements judged over the stdout and the sessions of every agent process of the
+/// run (the main one, and the fresh one when it ran); `None` for the others.
+fn over_every_process(id: Requirement, report: &AcpReport) -> Option<(Status, String)> {
+    let probe = report.requirement_probe.as_ref();
+    let hygiene: Vec<&crate::session::Hygiene> = std::iter::once(&report.exercised.hygiene).chain(probe.map(|p| &p.hygiene)).collect();
+    let lines: usize = hygiene.iter().map(|h| h.lines).sum();
+    let processes = hygiene.len();
+    let read = || (Status::Passed, format!("{lines} line(s) read from the stdout of {processes} agent process(es)"));
+    let none_read = || (Status::NotTested, String::from("the agent wrote nothing on stdout"));
+    let first = |pick: &dyn Fn(&crate::session::Hygiene) -> Option<String>| hygiene.iter().find_map(|h| pick(h));
+    use Requirement as R;
+    Some(match id {
+        R::ACPTRANSPORT001 => {
+            match first(&|h| h.not_json.clone().map(|l| format!("{} line(s) on stdout were no JSON, the first `{l}`", h.not_json_lines))) {
+                Some(reason) => (Status::Failed, reason),
+                None if lines > 0 => read(),
+                None => none_read(),
+            }
+        }
+        R::ACPTRANSPORT002 => {
+            match first(&|h| h.not_utf8.clone().map(|l| format!("{} line(s) on stdout were not UTF-8, the first `{l}`", h.not_utf8_lines)))
+            {
+                Some(reason) => (Status::Failed, reason),
+                None if lines > 0 => read(),
+                None => none_read(),
+            }
+        }
+        R::ACPSCHEMA001 => match first(&|h| h.rejections.first().map(|(why, _)| format!("a message the schema refuses: {why}"))) {
+            Some(reason) => (Status::Failed, reason),
+            None if lines > 0 => (Status::Passed, format!("every one of {lines} message(s) the schema accepts")),
+            None => none_read(),
+        },
+        R::ACPJSONRPC002 => {
+            match first(&|h| h.rejections.iter().find(|(_, response)| *response).map(|(why, _)| format!("a response refused: {why}"))) {
+                Some(reason) => (Status::Failed, reason),
+                None if report.exercised.responses > 0 => {
+                    (Status::Passed, String::from("every response held `result` or a well-formed `error`"))
+                }
+                None => (Status::NotTested, String::from("no response to a request of the client's arrived")),
+            }
+        }
+        R::ACPPROMPT002 => {
+            let updates: usize = hygiene.iter().map(|h| h.prompt_updates).sum();
+            match first(&|h| h.foreign_update.clone()) {
+                Some(reason) => (Status::Failed, reason),
+                None if updates > 0 => (Status::Passed, format!("{updates} update(s) of prompted sessions, each naming its session")),
+                None => (Status::NotTested, String::from("no `session/update` arrived while a prompt was out")),
+            }
+        }
+        R::ACPCONFIG003 => {
+            let sessions: Vec<&Value> = report.exercised.sessions.iter().chain(probe.into_iter().flat_map(|p| p.sessions.iter())).collect();
+            boolean_options(&sessions)
+        }
+        R::ACPAUTH002 => terminal_auth(report.exercised.initialize.as_ref()),
+        _ => return None,
+    })
+}
+
+/// ACP-CONFIG-003 over the `session/new` results: the client never advertises boolean
+/// config options.
+fn boolean_options(sessions: &[&Value]) -> (Status, String) {
+    if sessions.is_empty() {
+        return (Status::NotTested, String::from("no `session/new` was answered with a result"));
+    }
+    let options = sessions.iter().flat_map(|s| s.get("configOptions").and_then(Value::as_array).into_iter().flatten());
+    let boolean = options.filter(|o| o.get("type").and_then(Value::as_str) == Some("boolean")).find_map(|o| o.get("id"));
+    match boolean {
+        Some(id) => (Status::Failed, format!("`session/new` offered the boolean config option {id}, which the client did not advertise")),
+        None => (Status::Passed, format!("{} `session/new` result(s) offered no boolean config option", sessions.len())),
+    }
+}
+
+/// ACP-AUTH-002 over the `initialize` result: the client never advertises terminal
+/// authentication.
+fn terminal_auth(result: Option<&Value>) -> (Status, String) {
+    let Some(result) = result else { return (Status::NotTested, String::from("`initialize` was not answered with a result")) };
+    let methods = result.get("authMethods").and_then(Value::as_array).into_iter().flatten();
+    match methods.filter(|m| m.get("type").and_then(Value::as_str) == Some("terminal")).find_map(|m| m.get("id")) {
+        Some(id) => (Status::Failed, format!("`initialize` offered the terminal auth method {id}, which the client did not advertise")),
+        None => (Status::Passed, String::from("`initialize` offered no terminal auth method")),
+    }
 }
 
 /// What the run shows of a wire requirement it exercises; `None` for one it does not.
@@ -293,6 +394,26 @@ mod tests {
             let line = verdict.line(&run);
             assert!(line.contains(&format!("{blocked}: {}", run[changed].id)), "{line}");
         }
+    }
+
+    #[test]
+    fn a_boolean_config_option_or_a_terminal_auth_method_fails_its_requirement() {
+        use serde_json::json;
+        let select =
+            json!({"sessionId": "a", "configOptions": [{"id": "m", "name": "M", "type": "select", "currentValue": "x", "options": []}]});
+        let boolean = json!({"sessionId": "b", "configOptions": [{"id": "auto", "name": "A", "type": "boolean", "currentValue": true}]});
+        assert_eq!(boolean_options(&[&select]).0, Status::Passed);
+        let (status, reason) = boolean_options(&[&select, &boolean]);
+        assert_eq!(status, Status::Failed);
+        assert!(reason.contains("\"auto\""), "{reason}");
+        assert_eq!(boolean_options(&[]).0, Status::NotTested);
+        let agent = json!({"authMethods": [{"id": "k", "name": "Key"}]});
+        let terminal = json!({"authMethods": [{"id": "k", "name": "Key"}, {"type": "terminal", "id": "login", "name": "Log in"}]});
+        assert_eq!(terminal_auth(Some(&agent)).0, Status::Passed);
+        let (status, reason) = terminal_auth(Some(&terminal));
+        assert_eq!(status, Status::Failed);
+        assert!(reason.contains("\"login\""), "{reason}");
+        assert_eq!(terminal_auth(None).0, Status::NotTested);
     }
 
     #[test]

@@ -195,6 +195,82 @@ pub struct Session {
     pub responses: usize,
     pub notifications_sent: usize,
     pub permissions_refused: usize,
+    /// What the harness's stdout held beside well-formed messages ([`Hygiene`]).
+    pub hygiene: Hygiene,
+    /// The session a `session/prompt` was last sent for, whose updates must name it.
+    prompted: Option<String>,
+    /// Read past, unrecorded as breaches, responses to no pending request: the probes that
+    /// send a line that is no request (malformed JSON, an invalid request) may be answered
+    /// with an error of id `null`, or of the id the line carried, as JSON-RPC asks.
+    pub tolerate_strays: bool,
+}
+
+/// What a harness's stdout held beside well-formed messages, over a whole session: the
+/// registry's transport, schema and prompt requirements are judged on it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Hygiene {
+    /// Lines read from stdout (blank ones aside).
+    pub lines: usize,
+    /// The first line that was not UTF-8, and the first that was not one JSON value
+    /// (cut at 200 bytes), with how many of each.
+    pub not_utf8: Option<String>,
+    pub not_utf8_lines: usize,
+    pub not_json: Option<String>,
+    pub not_json_lines: usize,
+    /// The decoder's rejections of lines that were JSON (the first [`MAX_DIAGNOSTICS`]):
+    /// the reason, and whether the line was a response (an `id` and no `method`).
+    pub rejections: Vec<(String, bool)>,
+    /// `session/update`s read while a prompt was out, and the first that named another
+    /// session than the one prompted.
+    pub prompt_updates: usize,
+    pub foreign_update: Option<String>,
+}
+
+impl Hygiene {
+    /// A line the decoder rejected (`line`, its head): not UTF-8, not one JSON value, or a
+    /// JSON message the decoder refused for `why`.
+    fn rejected(&mut self, bytes: &[u8], line: &str, why: &str) {
+        if std::str::from_utf8(bytes).is_err() {
+            self.not_utf8_lines += 1;
+            self.not_utf8.get_or_insert_with(|| line.to_owned());
+            return;
+        }
+        /// The members that tell a response from the rest; the others are skipped unread.
+        #[derive(serde::Deserialize)]
+        struct Envelope<'a> {
+            #[serde(borrow)]
+            id: Option<&'a serde_json::value::RawValue>,
+            #[serde(borrow)]
+            method: Option<&'a serde_json::value::RawValue>,
+        }
+        match serde_json::from_slice::<Envelope>(bytes) {
+            Ok(envelope) => {
+                if self.rejections.len() < MAX_DIAGNOSTICS {
+                    self.rejections.push((why.to_owned(), envelope.id.is_some() && envelope.method.is_none()));
+                }
+            }
+            Err(_) if serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok() => {
+                // One JSON value, but no object: no message of JSON-RPC's.
+                if self.rejections.len() < MAX_DIAGNOSTICS {
+                    self.rejections.push((why.to_owned(), false));
+                }
+            }
+            Err(_) => {
+                self.not_json_lines += 1;
+                self.not_json.get_or_insert_with(|| line.to_owned());
+            }
+        }
+    }
+
+    /// A `session/update` read while a prompt for session `prompted` was out.
+    fn update(&mut self, prompted: &str, message: &Value) {
+        self.prompt_updates += 1;
+        let named = message.pointer("/params/sessionId").and_then(Value::as_str).unwrap_or_default();
+        if named != prompted && self.foreign_update.is_none() {
+            let named = checkfu_wire::text::head(named, MAX_METHOD_NAME);
+            self.foreign_update = Some(format!("an update named the session `{named}` while `{prompted}` was prompted"));
+        }
+    }
 }
 
 impl Session {
@@ -237,6 +313,9 @@ impl Session {
             responses: 0,
             notifications_sent: 0,
             permissions_refused: 0,
+            hygiene: Hygiene::default(),
+            prompted: None,
+            tolerate_strays: false,
         })
     }
 
@@ -267,6 +346,7 @@ impl Session {
         if Method::from_name(method) == Some(Method::SessionPrompt) {
             // A new turn: a refusal of the last one's permission says nothing of this one.
             self.permission = Permission::Open;
+            self.prompted = params.get("sessionId").and_then(Value::as_str).map(str::to_owned);
         }
         let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         self.send(message, Some(id))?;
@@ -277,6 +357,25 @@ impl Session {
     /// once it has cancelled the turn, whatever the policy was.
     pub fn cancel_permissions(&mut self) {
         self.options.permission = PermissionPolicy::Cancel;
+    }
+
+    /// Answers permission requests by `policy` from now on.
+    pub fn set_permission(&mut self, policy: PermissionPolicy) {
+        self.options.permission = policy;
+    }
+
+    /// Writes `line` as it is, no message of the protocol (malformed JSON, an invalid
+    /// request): recorded verbatim, never through the decoder, which would refuse it.
+    pub fn send_raw(&mut self, line: &[u8]) -> Result<(), Fault> {
+        self.append_record(WireDirection::RunnerToAgent, line, false);
+        let mut bytes = line.to_vec();
+        bytes.push(b'\n');
+        self.messages_out += 1;
+        if self.harness.write(bytes) {
+            Ok(())
+        } else {
+            Err(Fault::WriteFailed)
+        }
     }
 
     /// Keeps `breach` (up to [`MAX_DIAGNOSTICS`]).
@@ -370,6 +469,7 @@ impl Session {
     /// `None` when it was the harness's own request (answered) or an ignored update.
     fn receive(&mut self, bytes: Vec<u8>) -> Result<Option<Incoming>, Fault> {
         self.messages_in += 1;
+        self.hygiene.lines += 1;
         // A line's values are counted before it is decoded: a line of up to MAX_LINE
         // bytes could otherwise hold millions of values, each a tree node and then a
         // `Value`, gigabytes from one line.
@@ -391,6 +491,7 @@ impl Session {
                 }
             }
             let line = String::from_utf8_lossy(&bytes[..bytes.len().min(200)]).into_owned();
+            self.hygiene.rejected(&bytes, &line, &error.message);
             return Err(Fault::Rejected { error: error.message.clone(), line });
         }
         self.note(&report.diagnostics);
@@ -411,39 +512,48 @@ impl Session {
             Some(Kind::Request) => self.answer(&message, &report).map(|()| None),
             Some(Kind::Notification) => {
                 let method = message.get("method").and_then(Value::as_str).unwrap_or_default().to_owned();
+                if let Some(prompted) = self.prompted.as_deref().filter(|_| method == checkfu_wire::decode::tables::UPDATE_METHOD) {
+                    self.hygiene.update(prompted, &message);
+                }
                 Ok(Some(Incoming::Notification { method, message, report }))
             }
             // The decoder matched it by direction and id (`2.0` is the id `2`) and
             // handed back the runner's id of the request it answers, if any.
-            Some(Kind::Response | Kind::ErrorResponse) => {
-                let got = raw_id(&bytes);
-                match answered {
-                    Some(id) => {
-                        // The decoder matched it by value (`2.0` answers 2); JSON-RPC asks
-                        // for the id back as it was written.
-                        if got != id.to_string() {
-                            self.breach(Breach::IdChanged { sent: id, got });
-                        }
-                        self.responses += 1;
-                        Ok(Some(Incoming::Response { id, message, bytes, report }))
-                    }
-                    None => {
-                        // A second answer to a request the decoder knows (a prompt's) is
-                        // the caller's to judge; anything else answers nothing.
-                        // The probe's ids are integers: one written otherwise (a string, a
-                        // fraction) is no id of the probe's, whatever the decoder matched.
-                        let ours = got.parse::<i64>().is_ok();
-                        if report.method.is_none() || !ours {
-                            self.breach(Breach::Unrequested { id: got.clone() });
-                            if got != "null" {
-                                return Err(Fault::Unrequested { id: got });
-                            }
-                        }
-                        Ok(Some(Incoming::Stray { message, report }))
+            Some(Kind::Response | Kind::ErrorResponse) => self.response(answered, message, bytes, report),
+            None => Err(Fault::Rejected { error: String::from("unclassified message"), line: String::new() }),
+        }
+    }
+
+    /// A response, matched by the decoder to the runner's request `answered` (by value:
+    /// `2.0` answers 2), or to none.
+    fn response(&mut self, answered: Option<i64>, message: Value, bytes: Vec<u8>, report: Report) -> Result<Option<Incoming>, Fault> {
+        let got = raw_id(&bytes);
+        match answered {
+            Some(id) => {
+                // JSON-RPC asks for the id back as it was written.
+                if got != id.to_string() {
+                    self.breach(Breach::IdChanged { sent: id, got });
+                }
+                self.responses += 1;
+                Ok(Some(Incoming::Response { id, message, bytes, report }))
+            }
+            None => {
+                // A second answer to a request the decoder knows (a prompt's) is the caller's
+                // to judge; anything else answers nothing. The probe's ids are integers: one
+                // written otherwise (a string, a fraction) is no id of the probe's, whatever
+                // the decoder matched.
+                let ours = got.parse::<i64>().is_ok();
+                if self.tolerate_strays {
+                    return Ok(Some(Incoming::Stray { message, report }));
+                }
+                if report.method.is_none() || !ours {
+                    self.breach(Breach::Unrequested { id: got.clone() });
+                    if got != "null" {
+                        return Err(Fault::Unrequested { id: got });
                     }
                 }
+                Ok(Some(Incoming::Stray { message, report }))
             }
-            None => Err(Fault::Rejected { error: String::from("unclassified message"), line: String::new() }),
         }
     }
 
@@ -549,20 +659,24 @@ impl Session {
         let method = message.get("method").and_then(Value::as_str).unwrap_or_default();
         let params = message.get("params").unwrap_or(&Value::Null);
         let id = message.get("id").cloned().unwrap_or(Value::Null);
-        if let Some(breach) = self.beyond_advertised(method, report) {
-            let why = breach.to_string();
-            self.client_requests.push(ClientRequest { method: method.to_owned(), outcome: "refused", detail: why.clone() });
-            self.breach(breach);
-            return self.respond(id, Err((client::METHOD_NOT_FOUND, why)));
-        }
-        if let Permission::Refused(answer) = self.permission {
-            if matches!(Method::from_name(method), Some(Method::FsWriteTextFile | Method::TerminalCreate)) {
-                let breach = Breach::EffectAfterRefusal { method: method.to_owned(), answer };
-                let why = breach.to_string();
-                self.client_requests.push(ClientRequest { method: method.to_owned(), outcome: "refused", detail: why.clone() });
-                self.breach(breach);
-                return self.respond(id, Err((client::PERMISSION_REFUSED, why)));
+        // An effect asked for after a refusal breaks the refusal whether or not its
+        // capability was advertised: both are kept, the refusal's first.
+        let refused = match self.permission {
+            Permission::Refused(answer) if matches!(Method::from_name(method), Some(Method::FsWriteTextFile | Method::TerminalCreate)) => {
+                Some(Breach::EffectAfterRefusal { method: method.to_owned(), answer })
             }
+            _ => None,
+        };
+        let beyond = self.beyond_advertised(method, report);
+        if refused.is_some() || beyond.is_some() {
+            let code = if refused.is_some() { client::PERMISSION_REFUSED } else { client::METHOD_NOT_FOUND };
+            let why: Vec<String> = refused.iter().chain(beyond.iter()).map(Breach::to_string).collect();
+            let why = why.join("; ");
+            self.client_requests.push(ClientRequest { method: method.to_owned(), outcome: "refused", detail: why.clone() });
+            for breach in refused.into_iter().chain(beyond) {
+                self.breach(breach);
+            }
+            return self.respond(id, Err((code, why)));
         }
         let terminal = Method::from_name(method).filter(|m| terminals::serves(*m) && self.options.terminals && report.extension.is_none());
         let answer = if let Some(terminal_method) = terminal {
@@ -755,6 +869,32 @@ mod tests {
             assert!(session.grammar_violations.is_empty());
             session.teardown(Duration::from_secs(1));
         }
+    }
+
+    #[test]
+    fn hygiene_tells_a_line_not_utf8_from_one_not_json_from_a_refused_message() {
+        let mut hygiene = Hygiene::default();
+        hygiene.rejected(b"caf\xe9", "caf?", "not UTF-8");
+        hygiene.rejected(b"[fixture] thinking about it...", "[fixture] thinking about it...", "not JSON");
+        let both = br#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":-32601,"message":"m"}}"#;
+        hygiene.rejected(both, "both", "result and error");
+        hygiene.rejected(br#"{"jsonrpc":"2.0","method":"session/update","params":7}"#, "update", "params");
+        hygiene.rejected(b"7", "7", "no object");
+        assert_eq!((hygiene.not_utf8_lines, hygiene.not_json_lines), (1, 1));
+        assert_eq!(hygiene.not_utf8.as_deref(), Some("caf?"));
+        let rejections: Vec<(&str, bool)> = hygiene.rejections.iter().map(|(why, response)| (why.as_str(), *response)).collect();
+        assert_eq!(rejections, [("result and error", true), ("params", false), ("no object", false)]);
+    }
+
+    #[test]
+    fn an_update_naming_another_session_than_the_prompted_one_is_kept() {
+        let mut hygiene = Hygiene::default();
+        hygiene.update("s1", &json!({"params": {"sessionId": "s1"}}));
+        assert_eq!(hygiene.foreign_update, None);
+        hygiene.update("s1", &json!({"params": {"sessionId": "s2"}}));
+        hygiene.update("s1", &json!({"params": {"sessionId": "s3"}}));
+        assert_eq!(hygiene.prompt_updates, 3);
+        assert!(hygiene.foreign_update.as_deref().is_some_and(|f| f.contains("`s2`") && f.contains("`s1`")), "{hygiene:?}");
     }
 
     #[test]
