@@ -21,6 +21,7 @@ mod exercised;
 mod flight;
 mod lane;
 mod live;
+mod platform;
 mod scoping;
 mod staged;
 mod structured;
@@ -286,6 +287,7 @@ pub(crate) fn run(checked: Checked<'_>, command: Vec<OsString>, stage: &mut Stag
     let session_id = match &admitted {
         Some(admitted) => {
             scoping::hand_list(&mut meta, options, admitted);
+            run.grant_platform_tool();
             run.start_session(meta)
         }
         None => {
@@ -300,6 +302,7 @@ pub(crate) fn run(checked: Checked<'_>, command: Vec<OsString>, stage: &mut Stag
             run.builtin_tool_scoping(admitted, &session_id);
             run.staged_files(admitted, &session_id);
             run.structured_output(admitted, &session_id);
+            run.platform_tool(&session_id);
             run.cancellation(&session_id);
         }
         (_, _) => {
@@ -308,6 +311,7 @@ pub(crate) fn run(checked: Checked<'_>, command: Vec<OsString>, stage: &mut Stag
             run.stage.steps.skipped(StepName::BuiltinToolScoping, "no session was started");
             run.stage.steps.skipped(StepName::StagedFiles, "no session was started");
             run.stage.steps.skipped(StepName::StructuredOutput, "no session was started");
+            run.stage.steps.skipped(StepName::PlatformTool, "no session was started");
             run.stage.steps.skipped(StepName::Cancellation, "no session was started");
         }
     }
@@ -410,6 +414,8 @@ struct Run<'o, 's, 'a, 'p> {
     output_schema: Option<Value>,
     /// The `initialize` result, when it was answered with one (the registry's `ACP-INIT-…`).
     initialize_result: Option<Value>,
+    /// The MCP server `session/new` grants ([`platform`]), when the probe grants one.
+    platform: Option<platform::Grant>,
 }
 
 impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
@@ -441,6 +447,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             compaction_claims: verdict::compaction::Claims::default(),
             output_schema: None,
             initialize_result: None,
+            platform: None,
         }
     }
 
@@ -579,7 +586,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         let started = Instant::now();
         let authority = authority_note(&meta);
         let cwd = self.session.workspace().harness_root().to_string_lossy().into_owned();
-        let mut params = json!({"cwd": cwd, "mcpServers": []});
+        let mut params = json!({"cwd": cwd, "mcpServers": self.mcp_servers()});
         if !meta.is_empty() {
             params["_meta"] = Value::Object(meta);
         }

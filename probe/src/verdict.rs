@@ -15,6 +15,7 @@
 pub mod compaction;
 pub mod delegation;
 pub mod in_flight;
+pub mod platform;
 pub mod scoping;
 pub mod staged;
 pub mod steer;
@@ -326,6 +327,7 @@ pub(crate) mod tests {
             messages: 1,
             scoping: None,
             marks_in_request: Vec::new(),
+            platform: None,
         }
     }
 

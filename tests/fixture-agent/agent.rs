@@ -11,7 +11,10 @@
 //! call of its own), `--no-subagent` (declares `subagents` and never starts one),
 //! `--run-outside-scope` (declares `builtin_tool_scoping` and runs a built-in tool outside
 //! the `checkfu.builtin_tools` list it was handed), `--ignore-staged` (declares `staged_files`
-//! and never reads the prompt's resource links), `--no-ack` (never answer a steer), `--duplicate-terminal`, `--crash-mid-turn`,
+//! and never reads the prompt's resource links), `--ignore-mcp` (never starts the MCP servers
+//! `session/new` grants, so the model is offered none of their tools), `--narrate-mcp-call`
+//! (starts them and offers their tools, and answers the model's call of one with words of its
+//! own, never calling the server), `--no-ack` (never answer a steer), `--duplicate-terminal`, `--crash-mid-turn`,
 //! `--silent-after-initialize`, `--garbage-stdout`, `--oversize-line`, `--read-outside`,
 //! `--need-credentials` (session/new answers -32000 until `authenticate` with `fixture-key`), `--echo-requests`, `--flood-stderr`,
 //! `--flood-stdout` (endless valid updates), `--flood-big-chunks` (endless 64 KiB message chunks), `--foreign-extension` (an `_acme/progress`
@@ -68,6 +71,8 @@
 
 #[path = "compaction.rs"]
 mod compaction;
+#[path = "mcp.rs"]
+mod mcp;
 #[path = "model.rs"]
 mod model;
 
@@ -88,6 +93,10 @@ struct Switches {
     run_outside_scope: bool,
     /// `--ignore-staged`: the prompt's resource links are never read (a twin).
     ignore_staged: bool,
+    /// `--ignore-mcp`: the granted MCP servers are never started; `--narrate-mcp-call`: a
+    /// call of their tool is reported and answered without reaching the server (twins).
+    ignore_mcp: bool,
+    narrate_mcp_call: bool,
     no_ack: bool,
     duplicate_terminal: bool,
     crash_mid_turn: bool,
@@ -182,6 +191,8 @@ fn switches() -> Switches {
             "--no-subagent" => s.no_subagent = true,
             "--run-outside-scope" => s.run_outside_scope = true,
             "--ignore-staged" => s.ignore_staged = true,
+            "--ignore-mcp" => s.ignore_mcp = true,
+            "--narrate-mcp-call" => s.narrate_mcp_call = true,
             "--no-ack" => s.no_ack = true,
             "--duplicate-terminal" => s.duplicate_terminal = true,
             "--crash-mid-turn" => s.crash_mid_turn = true,
@@ -275,6 +286,9 @@ struct Agent {
     client_fs: bool,
     /// The session's `checkfu.builtin_tools`, as `session/new` gave it (`None`: every tool).
     builtin_tools: Option<Vec<String>>,
+    /// The MCP servers the session granted, started; the turn's calls of their tools.
+    mcp: Vec<mcp::Server>,
+    mcp_calls: u64,
 }
 
 /// A cancel or a drain that arrived while a model call was in flight.
@@ -321,7 +335,10 @@ impl Agent {
             return Some(message);
         }
         match wait {
-            None => self.input.recv().ok().or_else(|| self.eof()),
+            None => match self.input.recv() {
+                Ok(message) => Some(message),
+                Err(_) => self.eof(),
+            },
             Some(wait) => match self.input.recv_timeout(wait) {
                 Ok(message) => Some(message),
                 Err(RecvTimeoutError::Timeout) => None,
@@ -330,7 +347,10 @@ impl Agent {
         }
     }
 
-    fn eof(&self) -> Option<Value> {
+    fn eof(&mut self) -> Option<Value> {
+        for server in &mut self.mcp {
+            server.stop();
+        }
         if self.s.hang {
             loop {
                 std::thread::sleep(Duration::from_secs(3600));
@@ -390,6 +410,7 @@ impl Agent {
                             .and_then(Value::as_array)
                             .map(|l| l.iter().filter_map(Value::as_str).map(str::to_owned).collect());
                         self.output_schema = message.pointer("/params/_meta/checkfu.output_schema").cloned();
+                        self.start_mcp(message.pointer("/params/mcpServers"));
                         if self.s.float_id {
                             // serde_json writes an integer id without a fraction: written by hand.
                             self.write_raw(&format!("{{\"jsonrpc\":\"2.0\",\"id\":{id}.0,\"result\":{{\"sessionId\":\"fixture-1\"}}}}"));
@@ -455,6 +476,7 @@ impl Agent {
         let session = "fixture-1";
         let began = std::time::Instant::now();
         self.usage = model::Usage::default();
+        self.mcp_calls = 0;
         self.mid_call = MidCall::default();
         let emits_subagents = (self.s.declare.iter().any(|m| m == "subagents") && !self.s.no_subagent) || self.s.undeclared_emission;
         if self.s.flood_stderr {
@@ -492,7 +514,7 @@ impl Agent {
             self.respond(
                 id,
                 json!({"stopReason": "cancelled", "_meta": {"checkfu.turn": {"execution": "shell", "shell_commands": 0,
-                "filesystem_commands": 0, "mcp_calls": 0, "model_calls": calls, "wall_time_ms": began.elapsed().as_millis() as u64,
+                "filesystem_commands": 0, "mcp_calls": self.mcp_calls, "model_calls": calls, "wall_time_ms": began.elapsed().as_millis() as u64,
                 "model_transient_retries": self.usage.transient_retries, "model_overflow_recoveries": 0}}}),
             );
             if self.s.update_after_cancel {
@@ -689,7 +711,7 @@ impl Agent {
         let inflated = u64::from(self.s.inflate_turn);
         let calls = if self.s.lie_turn { 0 } else { self.usage.calls + 2 * inflated };
         let mut result = json!({"stopReason": if interrupted { "cancelled" } else { "end_turn" },
-            "_meta": {"checkfu.turn": {"execution": "shell", "shell_commands": 1, "filesystem_commands": 2, "mcp_calls": 0,
+            "_meta": {"checkfu.turn": {"execution": "shell", "shell_commands": 1, "filesystem_commands": 2, "mcp_calls": self.mcp_calls,
                 "model_calls": calls, "wall_time_ms": began.elapsed().as_millis() as u64,
                 "model_transient_retries": self.usage.transient_retries + inflated, "model_overflow_recoveries": self.usage.overflow_recoveries}}});
         if self.s.string_turn {
@@ -736,6 +758,7 @@ impl Agent {
         }
         let mut conversation = model::Conversation::new(dialect, key, prompt);
         conversation.tools = self.offered_tools();
+        conversation.mcp_tools = self.mcp_offered();
         conversation.retry = self.s.retry;
         conversation.reload(compaction::earlier_exchanges(self.s.history));
         conversation.policy = compaction::Policy::of(self.runtime_config.as_ref());
@@ -781,7 +804,10 @@ impl Agent {
     ) {
         let call = format!("model-call-{round}");
         self.update(session, json!({"sessionUpdate": "tool_call", "toolCallId": call, "title": name, "kind": "read", "status": "pending", "rawInput": input}));
-        let (status, output) = self.builtin_tool(session, name, input);
+        let (status, output) = match self.mcp_tool(name, input) {
+            Some(output) => ("completed", output),
+            None => self.builtin_tool(session, name, input),
+        };
         self.update(session, json!({"sessionUpdate": "tool_call_update", "toolCallId": call, "status": status}));
         conversation.tool_result(id, &output);
     }
@@ -811,6 +837,7 @@ impl Agent {
         let key = std::env::var("ANTHROPIC_API_KEY").ok();
         let mut conversation = model::Conversation::new(dialect, key, prompt);
         conversation.tools = self.offered_tools();
+        conversation.mcp_tools = self.mcp_offered();
         if !self.s.schema_unsent {
             conversation.schema = Some(if submit { model::Schema::SubmitTool(schema) } else { model::Schema::ResponseFormat(schema) });
         }
@@ -952,6 +979,8 @@ fn main() {
         output_schema: None,
         client_fs: false,
         builtin_tools: None,
+        mcp: Vec::new(),
+        mcp_calls: 0,
     };
     agent.run();
 }
@@ -1019,5 +1048,39 @@ impl Agent {
             text.push_str(&format!("\n[{path}]\n{content}"));
         }
         text
+    }
+}
+
+impl Agent {
+    /// Starts the stdio servers of `session/new`'s `mcpServers` (`--ignore-mcp`: none); one
+    /// that cannot be started or does not answer is left out, as a harness logs and goes on.
+    fn start_mcp(&mut self, servers: Option<&Value>) {
+        if self.s.ignore_mcp {
+            return;
+        }
+        for entry in servers.and_then(Value::as_array).into_iter().flatten().take(8) {
+            match mcp::Server::start(entry, &self.cwd) {
+                Ok(server) => self.mcp.push(server),
+                Err(e) => eprintln!("fixture agent: MCP server left out: {e}"),
+            }
+        }
+    }
+
+    /// The MCP servers' tools the model is offered: the name it gets, the input schema.
+    fn mcp_offered(&self) -> Vec<(String, Value)> {
+        self.mcp.iter().flat_map(|s| s.tools.iter().map(|(name, _, schema)| (name.clone(), schema.clone()))).collect()
+    }
+
+    /// The model's call of an MCP server's tool, by the name it was offered under: the
+    /// server's answer (`--narrate-mcp-call`: words of the agent's own); `None` for a tool of
+    /// no server.
+    fn mcp_tool(&mut self, name: &str, input: &Value) -> Option<String> {
+        let server = self.mcp.iter_mut().find(|s| s.tools.iter().any(|(offered, _, _)| offered == name))?;
+        let own = server.tools.iter().find(|(offered, _, _)| offered == name).map(|(_, own, _)| own.clone())?;
+        if self.s.narrate_mcp_call {
+            return Some(String::from("The tool ran and found nothing to report."));
+        }
+        self.mcp_calls += 1;
+        Some(server.call(&own, input))
     }
 }
