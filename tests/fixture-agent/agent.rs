@@ -2,7 +2,10 @@
 //! every Checkfu extension (the declaration, subagent lifecycle, steer and interrupt
 //! acknowledgements, turn telemetry, a journal checkpoint, a compaction when it makes one), uses the client's
 //! permission and `fs/*` methods inside its workspace, and echoes the prompt (so the probe's
-//! nonce reaches its output). Switches make it misbehave in one way each:
+//! nonce reaches its output). It starts the stdio MCP servers `session/new` grants
+//! (`mcp.rs`) and offers their tools to its model. The wire's exercises and misbehaviours
+//! below happen in the session's first prompt; the probe's later turns of its own are asked
+//! of the model and answered. Switches make it misbehave in one way each:
 //!
 //! `CHECKFU_FIXTURE_SEEN=FILE` makes it write where it was started into FILE (`cwd`, `pwd`,
 //! `oldpwd`). `--declare LIST` (members of `checkfu.capabilities`, comma-separated; `none`),
@@ -289,6 +292,8 @@ struct Agent {
     /// The MCP servers the session granted, started; the turn's calls of their tools.
     mcp: Vec<mcp::Server>,
     mcp_calls: u64,
+    /// The prompts answered so far.
+    prompts: u64,
 }
 
 /// A cancel or a drain that arrived while a model call was in flight.
@@ -478,15 +483,20 @@ impl Agent {
         self.usage = model::Usage::default();
         self.mcp_calls = 0;
         self.mid_call = MidCall::default();
+        // The wire's exercises (the permission and `fs/*`, a terminal, the misbehaviours of
+        // the wire) are the session's first prompt's; later prompts (the probe's turns of
+        // its own) ask the model and answer.
+        let first = self.prompts == 0;
+        self.prompts += 1;
         let emits_subagents = (self.s.declare.iter().any(|m| m == "subagents") && !self.s.no_subagent) || self.s.undeclared_emission;
-        if self.s.flood_stderr {
+        if first && self.s.flood_stderr {
             let block = vec![b'e'; 64 * 1024];
             let mut err = std::io::stderr().lock();
             for _ in 0..128 {
                 let _ = err.write_all(&block);
             }
         }
-        if self.s.spawn_child {
+        if first && self.s.spawn_child {
             let _ = std::process::Command::new("sleep").arg("600").spawn();
         }
         let answer = match (self.s.no_model, self.structured()) {
@@ -534,10 +544,10 @@ impl Agent {
         let answer = if self.s.echo_prompt { format!("You said: {prompt}") } else { answer };
         let echo = if self.s.no_nonce { String::from("I will not repeat that.") } else { answer };
         self.update(session, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": echo}}));
-        if self.s.malformed_usage {
+        if first && self.s.malformed_usage {
             self.update(session, json!({"sessionUpdate": "usage_update", "used": null, "size": 200000}));
         }
-        if self.s.malformed_chunk {
+        if first && self.s.malformed_chunk {
             self.update(session, json!({"sessionUpdate": "agent_message_chunk", "content": 7}));
         }
         if self.s.flood_stdout {
@@ -566,17 +576,17 @@ impl Agent {
         if self.s.crash_mid_turn {
             std::process::exit(3);
         }
-        if self.s.garbage_stdout {
+        if first && self.s.garbage_stdout {
             let _ = self.out.write_all(b"[fixture] thinking about it...\n");
             let _ = self.out.flush();
         }
-        if self.s.oversize_line {
+        if first && self.s.oversize_line {
             let line = vec![b' '; 17 * 1024 * 1024];
             let _ = self.out.write_all(&line);
             let _ = self.out.write_all(b"\n");
             let _ = self.out.flush();
         }
-        if self.s.foreign_extension {
+        if first && self.s.foreign_extension {
             // Another vendor's extension, as the ACP docs show one: a notification the client
             // ignores, and a request it answers -32601.
             self.write(&json!({"jsonrpc": "2.0", "method": "_acme/progress", "params": {"sessionId": session, "percent": 10}}));
@@ -588,7 +598,7 @@ impl Agent {
                 "content": {"type": "text", "text": format!(" (extension answered {code})")}}),
             );
         }
-        if self.s.unprefixed_method {
+        if first && self.s.unprefixed_method {
             // Not ACP and not an extension: a client that answers it as a JSON-RPC peer
             // (-32601) lets the turn go on; one that waits for more would stall it here.
             self.write(&json!({"jsonrpc": "2.0", "method": "craft/drainMidTurnQueue", "params": {"sessionId": session}}));
@@ -600,7 +610,7 @@ impl Agent {
                 "content": {"type": "text", "text": format!(" (craft/drainMidTurnQueue answered {code})")}}),
             );
         }
-        if self.s.use_terminal {
+        if first && self.s.use_terminal {
             let line = self.s.terminal_line.clone().unwrap_or_else(|| String::from("echo hello from a terminal; sleep 0.2; exit 3"));
             let mut params = json!({"sessionId": session, "command": "sh", "args": ["-c", line], "outputByteLimit": 1000});
             if let Some(cwd) = &self.s.terminal_cwd {
@@ -618,7 +628,7 @@ impl Agent {
             };
             self.update(session, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": report}}));
         }
-        if self.s.read_outside {
+        if first && self.s.read_outside {
             let answer = self.call("fs/read_text_file", json!({"sessionId": session, "path": "/etc/hostname"}));
             let stolen = answer.pointer("/result/content").is_some();
             self.update(
@@ -649,7 +659,7 @@ impl Agent {
                     "_meta": activity(true)}),
                 );
             }
-            if turn == 0 {
+            if turn == 0 && first {
                 let permission = self.call(
                     "session/request_permission",
                     json!({"sessionId": session,
@@ -981,6 +991,7 @@ fn main() {
         builtin_tools: None,
         mcp: Vec::new(),
         mcp_calls: 0,
+        prompts: 0,
     };
     agent.run();
 }
