@@ -664,6 +664,8 @@ fn an_agent_written_with_the_official_typescript_sdk_passes() {
     assert_eq!(run.step("staged_files").0, "passed", "{}", run.pretty());
     assert_eq!(run.json["admission"]["realized"]["builtin_tool_scoping"], "enforced");
     assert_eq!(run.json["admission"]["realized"]["staged_files"], "resource_links");
+    // It starts the MCP server session/new granted and relays the model's call to it.
+    assert_eq!(run.step("platform_tool").0, "passed", "{}", run.pretty());
     let decoded = Command::new(PROBE).arg("decode").arg(&record).output().expect("decode");
     assert!(decoded.status.success(), "{}", String::from_utf8_lossy(&decoded.stdout));
 }
@@ -701,6 +703,14 @@ fn the_typescript_sdk_agents_hostile_twins_each_fail_on_the_record() {
         assert_eq!(status, "failed", "{}", over.pretty());
         assert!(reason.contains(&format!("declared `{step}: ")) && reason.contains("is not served"), "{reason}");
         assert!(over.json["admission"]["realized"].get(step).is_none(), "{}", over.pretty());
+    }
+
+    for (flag, words) in [("--ignore-mcp", "ignored `mcpServers`"), ("--narrate-mcp-call", "narrated a call it never made")] {
+        let run = twin(&["--no-cancellation"], flag);
+        assert_eq!(run.status, 1, "{}", run.pretty());
+        let (status, reason) = run.step("platform_tool");
+        assert_eq!(status, "failed", "{}", run.pretty());
+        assert!(reason.contains(words), "{reason}");
     }
 
     let deaf = twin(&[], "--ignore-cancel");
