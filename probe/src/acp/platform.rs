@@ -42,12 +42,12 @@ pub(super) struct Grant {
 
 impl Run<'_, '_, '_, '_> {
     /// The server the session grants, when the probe can grant one: outside an image (in one,
-    /// the probe's binary is not inside the image's root), its own binary found.
+    /// the probe's binary is not inside the image's root), with a program to serve it.
     pub(super) fn grant_platform_tool(&mut self) {
         if self.stage.image.is_some() {
             return;
         }
-        let Ok(program) = std::env::current_exe() else { return };
+        let Some(program) = self.stage.options.mcp_server.clone() else { return };
         let log = self.session.workspace().root().join(LOG_FILE);
         let result = crate::relay::token::mint(RESULT_PREFIX);
         let seen = self.session.workspace().harness_path(&log).to_string_lossy().into_owned();
@@ -65,7 +65,7 @@ impl Run<'_, '_, '_, '_> {
     pub(super) fn platform_tool(&mut self, session_id: &str) {
         let skip = match &self.platform {
             None if self.stage.image.is_some() => Some("the probe's MCP server is not inside the image: it is granted outside one"),
-            None => Some("the probe cannot find its own binary to grant as an MCP server"),
+            None => Some("no program serves the probe's MCP server (the probe's library was run without `mcp_server`)"),
             Some(_) if !self.stage.steps.passed(StepName::PromptExchange) => {
                 Some("prompt_exchange did not pass, so platform_tool would judge nothing")
             }
