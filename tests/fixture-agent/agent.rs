@@ -763,7 +763,9 @@ impl Agent {
         let Some(dialect) = model::Dialect::parse(&self.s.dialect) else { return format!("(unknown dialect {})", self.s.dialect) };
         let key = if self.s.no_key { None } else { std::env::var("ANTHROPIC_API_KEY").ok() };
         let mut notes = String::new();
-        if self.s.egress {
+        // The model plane's misbehaviours, as the wire's, are the first prompt's.
+        let first = self.prompts <= 1;
+        if first && self.s.egress {
             notes.push_str(&format!(" (egress answered {:?})", model::try_egress("api.example.com")));
         }
         let mut conversation = model::Conversation::new(dialect, key, prompt);
@@ -772,11 +774,11 @@ impl Agent {
         conversation.retry = self.s.retry;
         conversation.reload(compaction::earlier_exchanges(self.s.history));
         conversation.policy = compaction::Policy::of(self.runtime_config.as_ref());
-        if self.s.malformed_body {
+        if first && self.s.malformed_body {
             let answer = model::post(&addr, "/v1/chat/completions", &conversation.headers(), b"{\"model\": ");
             notes.push_str(&format!(" (malformed body answered {:?})", answer.map(|a| a.0)));
         }
-        if self.s.huge_body {
+        if first && self.s.huge_body {
             let body = vec![b' '; 100 * 1024 * 1024];
             let answer = model::post(&addr, "/v1/chat/completions", &conversation.headers(), &body);
             notes.push_str(&format!(" (100 MB body answered {:?})", answer.map(|a| a.0)));

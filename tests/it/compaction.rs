@@ -80,6 +80,7 @@ fn an_honest_compaction_passes_in_every_dialect_and_agrees_with_the_record() {
             "builtin_tool_scoping",
             "staged_files",
             "structured_output",
+            "platform_tool",
             "cancellation",
             "context_compaction",
             "teardown"
