@@ -98,9 +98,12 @@ fn answer(message: &Value, result: &str) -> (Option<Value>, Option<Value>) {
         "tools/call" if params.get("name").and_then(Value::as_str) == Some(TOOL) => {
             let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
             let answered = json!({"content": [{"type": "text", "text": result}], "isError": false});
-            (reply(answered), Some(json!({"method": method, "arguments": arguments})))
+            (reply(answered), Some(json!({"method": method, "name": TOOL, "arguments": arguments})))
         }
-        "tools/call" => (error(-32602, format!("unknown tool {}", params.get("name").unwrap_or(&Value::Null))), logged),
+        "tools/call" => {
+            let name = params.get("name").cloned().unwrap_or(Value::Null);
+            (error(-32602, format!("unknown tool {name}")), Some(json!({"method": method, "name": name})))
+        }
         "ping" => (reply(json!({})), None),
         other => (error(-32601, format!("method not found: {other}")), None),
     }
@@ -117,7 +120,8 @@ fn tool() -> Value {
 }
 
 /// What reached the server, as its log says: whether it was started (`initialize`), listed
-/// its tool, and the arguments of each call of it, in order.
+/// its tool, and the arguments of each call of it, in order (a call of a tool it does not
+/// have is not one).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ServerLog {
     pub initialized: bool,
@@ -137,7 +141,9 @@ pub fn read_log(path: &Path) -> ServerLog {
         match entry.get("method").and_then(Value::as_str) {
             Some("initialize") => log.initialized = true,
             Some("tools/list") => log.listed = true,
-            Some("tools/call") => log.calls.push(entry.get("arguments").cloned().unwrap_or(Value::Null)),
+            Some("tools/call") if entry.get("name").and_then(Value::as_str) == Some(TOOL) => {
+                log.calls.push(entry.get("arguments").cloned().unwrap_or(Value::Null));
+            }
             _ => {}
         }
     }
