@@ -444,7 +444,6 @@ impl core::fmt::Display for Method {
 /// Every method the decoder knows, with its typed decoders.
 pub const METHODS: &[MethodDecoder] = &[
     MethodDecoder {
-        method: Method::CancelRequest,
         name: "$/cancel_request",
         source: "acp",
         side: Side::Protocol,
@@ -456,7 +455,6 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
-        method: Method::Authenticate,
         name: "authenticate",
         source: "acp",
         side: Side::Agent,
@@ -466,7 +464,6 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
-        method: Method::ElicitationComplete,
         name: "elicitation/complete",
         source: "acp",
         side: Side::Client,
@@ -478,7 +475,6 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
-        method: Method::ElicitationCreate,
         name: "elicitation/create",
         source: "acp",
         side: Side::Client,
@@ -492,7 +488,6 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
-        method: Method::FsReadTextFile,
         name: "fs/read_text_file",
         source: "acp",
         side: Side::Client,
@@ -502,7 +497,6 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
-        method: Method::FsWriteTextFile,
         name: "fs/write_text_file",
         source: "acp",
         side: Side::Client,
@@ -512,7 +506,6 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
-        method: Method::Initialize,
         name: "initialize",
         source: "acp",
         side: Side::Agent,
@@ -522,7 +515,6 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
-        method: Method::Logout,
         name: "logout",
         source: "acp",
         side: Side::Agent,
@@ -532,7 +524,6 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
-        method: Method::SessionCancel,
         name: "session/cancel",
         source: "acp",
         side: Side::Agent,
@@ -542,7 +533,6 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
-        method: Method::SessionClose,
         name: "session/close",
         source: "acp",
         side: Side::Agent,
@@ -552,7 +542,6 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
-        method: Method::SessionDelete,
         name: "session/delete",
         source: "acp",
         side: Side::Agent,
@@ -562,7 +551,6 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
-        method: Method::SessionList,
         name: "session/list",
         source: "acp",
         side: Side::Agent,
@@ -572,7 +560,6 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
-        method: Method::SessionLoad,
         name: "session/load",
         source: "acp",
         side: Side::Agent,
@@ -582,7 +569,6 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
-        method: Method::SessionNew,
         name: "session/new",
         source: "acp",
         side: Side::Agent,
@@ -592,7 +578,6 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
-        method: Method::SessionPrompt,
         name: "session/prompt",
         source: "acp",
         side: Side::Agent,
@@ -602,7 +587,6 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
-        method: Method::SessionRequestPermission,
         name: "session/request_permission",
         source: "acp",
         side: Side::Client,
@@ -616,7 +600,6 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
-        method: Method::SessionResume,
         name: "session/resume",
         source: "acp",
         side: Side::Agent,
@@ -626,7 +609,6 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
-        method: Method::SessionSetConfigOption,
         name: "session/set_config_option",
         source: "acp",
         side: Side::Agent,
@@ -640,7 +622,6 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
-        method: Method::SessionSetMode,
         name: "session/set_mode",
         source: "acp",
         side: Side::Agent,
@@ -650,7 +631,6 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
-        method: Method::SessionUpdate,
         name: "session/update",
         source: "acp",
         side: Side::Client,
@@ -660,7 +640,6 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
-        method: Method::TerminalCreate,
         name: "terminal/create",
         source: "acp",
         side: Side::Client,
@@ -670,7 +649,6 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
-        method: Method::TerminalKill,
         name: "terminal/kill",
         source: "acp",
         side: Side::Client,
@@ -680,7 +658,6 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
-        method: Method::TerminalOutput,
         name: "terminal/output",
         source: "acp",
         side: Side::Client,
@@ -690,7 +667,6 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
-        method: Method::TerminalRelease,
         name: "terminal/release",
         source: "acp",
         side: Side::Client,
@@ -702,7 +678,6 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
-        method: Method::TerminalWaitForExit,
         name: "terminal/wait_for_exit",
         source: "acp",
         side: Side::Client,
@@ -716,7 +691,6 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
-        method: Method::CheckfuSessionSteer,
         name: "_checkfu/session/steer",
         source: "checkfu",
         side: Side::Agent,
@@ -730,7 +704,6 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
-        method: Method::CheckfuSessionInterrupt,
         name: "_checkfu/session/interrupt",
         source: "checkfu",
         side: Side::Agent,
@@ -744,7 +717,6 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
-        method: Method::GooseConfigExtensions,
         name: "_goose/config/extensions",
         source: "goose",
         side: Side::Agent,
@@ -756,7 +728,6 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
-        method: Method::GooseExtensionsAdd,
         name: "_goose/extensions/add",
         source: "goose",
         side: Side::Agent,
@@ -768,7 +739,6 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
-        method: Method::GooseExtensionsRemove,
         name: "_goose/extensions/remove",
         source: "goose",
         side: Side::Agent,
@@ -780,7 +750,6 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
-        method: Method::GooseResourceRead,
         name: "_goose/resource/read",
         source: "goose",
         side: Side::Agent,
@@ -794,7 +763,6 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
-        method: Method::GooseSessionDelete,
         name: "_goose/session/delete",
         source: "goose",
         side: Side::Agent,
@@ -806,7 +774,6 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
-        method: Method::GooseSessionExport,
         name: "_goose/session/export",
         source: "goose",
         side: Side::Agent,
@@ -820,7 +787,6 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
-        method: Method::GooseSessionGet,
         name: "_goose/session/get",
         source: "goose",
         side: Side::Agent,
@@ -834,7 +800,6 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
-        method: Method::GooseSessionImport,
         name: "_goose/session/import",
         source: "goose",
         side: Side::Agent,
@@ -848,7 +813,6 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
-        method: Method::GooseSessionList,
         name: "_goose/session/list",
         source: "goose",
         side: Side::Agent,
@@ -860,7 +824,6 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
-        method: Method::GooseTools,
         name: "_goose/tools",
         source: "goose",
         side: Side::Agent,
@@ -874,7 +837,6 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
-        method: Method::GooseWorkingDirUpdate,
         name: "_goose/working_dir/update",
         source: "goose",
         side: Side::Agent,
@@ -886,7 +848,6 @@ pub const METHODS: &[MethodDecoder] = &[
         envelope_check: None,
     },
     MethodDecoder {
-        method: Method::AgentSpawn,
         name: "agent.spawn",
         source: "khy-os",
         side: Side::Agent,
@@ -900,7 +861,6 @@ pub const METHODS: &[MethodDecoder] = &[
         ),
     },
     MethodDecoder {
-        method: Method::AgentKill,
         name: "agent.kill",
         source: "khy-os",
         side: Side::Agent,
@@ -914,7 +874,6 @@ pub const METHODS: &[MethodDecoder] = &[
         ),
     },
     MethodDecoder {
-        method: Method::AgentStatus,
         name: "agent.status",
         source: "khy-os",
         side: Side::Agent,
@@ -928,7 +887,6 @@ pub const METHODS: &[MethodDecoder] = &[
         ),
     },
     MethodDecoder {
-        method: Method::TaskSubmit,
         name: "task.submit",
         source: "khy-os",
         side: Side::Agent,
@@ -942,7 +900,6 @@ pub const METHODS: &[MethodDecoder] = &[
         ),
     },
     MethodDecoder {
-        method: Method::TaskResult,
         name: "task.result",
         source: "khy-os",
         side: Side::Agent,
@@ -956,7 +913,6 @@ pub const METHODS: &[MethodDecoder] = &[
         ),
     },
     MethodDecoder {
-        method: Method::TaskProgress,
         name: "task.progress",
         source: "khy-os",
         side: Side::Agent,
@@ -970,7 +926,6 @@ pub const METHODS: &[MethodDecoder] = &[
         ),
     },
     MethodDecoder {
-        method: Method::ContextShare,
         name: "context.share",
         source: "khy-os",
         side: Side::Agent,
@@ -984,7 +939,6 @@ pub const METHODS: &[MethodDecoder] = &[
         ),
     },
     MethodDecoder {
-        method: Method::ToolInvoke,
         name: "tool.invoke",
         source: "khy-os",
         side: Side::Agent,
@@ -998,7 +952,6 @@ pub const METHODS: &[MethodDecoder] = &[
         ),
     },
     MethodDecoder {
-        method: Method::ToolResult,
         name: "tool.result",
         source: "khy-os",
         side: Side::Agent,
@@ -1012,7 +965,6 @@ pub const METHODS: &[MethodDecoder] = &[
         ),
     },
     MethodDecoder {
-        method: Method::MessageSend,
         name: "message.send",
         source: "khy-os",
         side: Side::Agent,
@@ -1026,7 +978,6 @@ pub const METHODS: &[MethodDecoder] = &[
         ),
     },
     MethodDecoder {
-        method: Method::MessageBroadcast,
         name: "message.broadcast",
         source: "khy-os",
         side: Side::Agent,
@@ -1040,7 +991,6 @@ pub const METHODS: &[MethodDecoder] = &[
         ),
     },
     MethodDecoder {
-        method: Method::Heartbeat,
         name: "heartbeat",
         source: "khy-os",
         side: Side::Agent,

@@ -30,6 +30,22 @@ pub mod acp_v1_extension_vectors {
 pub mod acp_v1 {
     include!(concat!(env!("OUT_DIR"), "/generated/schemas/acp_v1.rs"));
 }
+#[cfg(feature = "acp-v2")]
+/// The checks the runtime reaches, generated from `schemas/acp-v2.schema.json`.
+#[allow(
+    clippy::all,
+    clippy::pedantic,
+    dead_code,
+    unused_imports,
+    unused_variables,
+    unused_mut,
+    non_snake_case,
+    non_camel_case_types,
+    irrefutable_let_patterns
+)]
+pub mod acp_v2 {
+    include!(concat!(env!("OUT_DIR"), "/generated/schemas/acp_v2.rs"));
+}
 /// The checks the runtime reaches, generated from `schemas/checkfu-slots.schema.json`.
 #[allow(
     clippy::all,

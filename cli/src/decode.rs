@@ -1,4 +1,5 @@
-//! `decode [FILE]`: reads JSON Lines of wire messages and prints how the platform reads
+//! `decode [FILE] [--protocol acp-v1|acp-v2]`: reads JSON Lines of wire messages, in the
+//! grammar of the ACP version asked for (v1 unless told), and prints how the platform reads
 //! each one, as one JSON object per line, then on stderr how many of how many were
 //! accepted. Exit 0 when every message was accepted, 1 otherwise, 2 when the input cannot
 //! be read or holds no message.
@@ -7,7 +8,7 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 
-use checkfu_wire::decode::{Decoder, WireDirection};
+use checkfu_wire::decode::{Decoder, Protocol, WireDirection};
 use serde_json::json;
 
 /// The longest line `decode` reads; a longer one is rejected as a whole.
@@ -50,6 +51,24 @@ impl From<Direction> for WireDirection {
     }
 }
 
+/// `--protocol`: the runtime's [`Protocol`], as the catalog names it.
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum ProtocolName {
+    #[value(name = "acp-v1")]
+    AcpV1,
+    #[value(name = "acp-v2")]
+    AcpV2,
+}
+
+impl From<ProtocolName> for Protocol {
+    fn from(name: ProtocolName) -> Protocol {
+        match name {
+            ProtocolName::AcpV1 => Protocol::AcpV1,
+            ProtocolName::AcpV2 => Protocol::AcpV2,
+        }
+    }
+}
+
 /// A line of a capture (`{"direction": …, "message": …}`), as the SDK traffic
 /// recordings write: the message with the direction it flowed. A JSON-RPC message always
 /// has `jsonrpc`, so the two forms cannot be confused.
@@ -83,7 +102,7 @@ fn captured(bytes: &[u8]) -> Option<Captured<'_>> {
 /// Exit status when the input cannot be read, or holds no message.
 const UNREADABLE: i32 = 2;
 
-pub fn decode(file: Option<PathBuf>, direction: Option<WireDirection>) -> i32 {
+pub fn decode(file: Option<PathBuf>, direction: Option<WireDirection>, protocol: Protocol) -> i32 {
     // Every I/O error names what was being read.
     let source = file.as_ref().map_or_else(|| "standard input".to_string(), |path| path.display().to_string());
     let unreadable = |e: io::Error| {
@@ -100,7 +119,7 @@ pub fn decode(file: Option<PathBuf>, direction: Option<WireDirection>) -> i32 {
     let mut reader = BufReader::new(input);
     let stdout = io::stdout();
     let mut out = stdout.lock();
-    let mut decoder = Decoder::new();
+    let mut decoder = Decoder::new().reading(protocol);
     let mut line = Vec::new();
     let (mut number, mut messages, mut rejected) = (0usize, 0usize, 0usize);
     loop {

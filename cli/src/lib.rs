@@ -63,6 +63,9 @@ enum Command {
         /// The direction of every message, when the messages alone do not tell.
         #[arg(long, value_enum)]
         direction: Option<decode::Direction>,
+        /// The ACP version whose pinned schema the messages are read against.
+        #[arg(long, value_enum, default_value = "acp-v1")]
+        protocol: decode::ProtocolName,
     },
     /// Drive a live ACP harness over stdio and report what the contract says about it
     /// (unsigned_local_only; exit 0 passed, 1 a step or check failed, 2 usage error or the
@@ -106,7 +109,7 @@ pub fn run() -> i32 {
         Command::Generate(project) => generate::generate(&project.root, project.verbose),
         Command::Check(project) => generate::check(&project.root, project.verbose),
         Command::Conform { trace, format } => conform::conform(&trace, format),
-        Command::Decode { file, direction } => decode::decode(file, direction.map(Into::into)),
+        Command::Decode { file, direction, protocol } => decode::decode(file, direction.map(Into::into), protocol.into()),
         Command::Probe(args) => probe::probe(*args),
         Command::Relay(args) => relay::relay(args),
         Command::Image(args) => image::image(args),

@@ -28,6 +28,10 @@ pub struct Args {
     /// answered with the dialect's context-length error.
     #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
     context_window: Option<u64>,
+    /// Seconds the relay serves calls for: a call after them is refused (503), as a probe
+    /// run's relay refuses calls past the run's deadline. Stdin's end still stops it.
+    #[arg(long, value_name = "SECONDS", default_value_t = 86_400, value_parser = clap::value_parser!(u64).range(1..=31_536_000))]
+    deadline: u64,
 }
 
 pub fn relay(args: Args) -> i32 {
@@ -58,6 +62,7 @@ pub fn relay(args: Args) -> i32 {
         listener: None,
         record_bodies: false,
         context_window: args.context_window,
+        budget: relay::Budget::after(Duration::from_secs(args.deadline)),
     };
     let relay = match Relay::start(config) {
         Ok(relay) => relay,
@@ -73,7 +78,7 @@ pub fn relay(args: Args) -> i32 {
     let _ = out.flush();
     // Serve until stdin closes: the caller's way of saying it is done.
     let _ = std::io::stdin().lock().read_to_end(&mut Vec::new());
-    let record = relay.stop();
+    let record = relay.stop(&relay::Budget::after(Duration::from_secs(5)));
     // The token file is this run's: it goes with the relay.
     let _ = std::fs::remove_file(&token_file);
     let _ = writeln!(out, "{}", serde_json::to_string(&record).unwrap_or_default());

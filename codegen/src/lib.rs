@@ -45,6 +45,8 @@ pub const SCHEMA_TYPES_OUT: &str = "generated/schema_types.rs";
 /// One file per input schema, included by `SCHEMA_TYPES_OUT`.
 pub const SCHEMA_MODULES_DIR: &str = "generated/schemas";
 pub const DECODER_TABLES_OUT: &str = "generated/decoder_tables.rs";
+/// The ACP v2 decoder tables, compiled with the runtime's `acp-v2` feature.
+pub const DECODER_TABLES_V2_OUT: &str = "generated/decoder_tables_acp_v2.rs";
 /// `checkfu-wire-typed`'s generated Rust (its `build.rs` puts `typed/generated/…` into its
 /// `OUT_DIR/generated/…`): every schema's whole module, and the typed tables.
 pub const TYPED_SCHEMA_TYPES_OUT: &str = "typed/generated/schema_types.rs";
@@ -146,14 +148,18 @@ pub fn generate(root: &Path) -> Result<Generation, Diagnostics> {
     let pins = plan.as_ref().map(|p| p.pins.clone()).unwrap_or_default();
     // What the runtime serves is the catalog's: its tables' definitions and the one-shot
     // stream schema are the roots of what it compiles.
-    let (roots, oneshot_only) = match (&plan, &loaded) {
+    let (roots, gates) = match (&plan, &loaded) {
         (Some(plan), Some((compiled, _))) => {
             let stream = compiled.catalog.oneshot.stream_schema.as_str();
-            (rust::plan::reach::roots(plan, stream), rust::plan::reach::oneshot_only(plan, stream))
+            let gates = Gates {
+                oneshot_only: rust::plan::reach::oneshot_only(plan, stream),
+                acp_v2_only: rust::plan::reach::acp_v2_only(plan, compiled.catalog.acp_v2.schema.as_str()),
+            };
+            (rust::plan::reach::roots(plan, stream), gates)
         }
         _ => Default::default(),
     };
-    let types = schema_types(&schemas, &pins, &roots, oneshot_only.as_deref(), &mut warnings, &mut diagnostics.sources);
+    let types = schema_types(&schemas, &pins, &roots, &gates, &mut warnings, &mut diagnostics.sources);
     collect(&mut diagnostics, &mut outputs, types);
     let (Some((compiled, file)), Some(plan)) = (loaded, plan) else {
         return Err(diagnostics);
@@ -164,6 +170,10 @@ pub fn generate(root: &Path) -> Result<Generation, Diagnostics> {
         .map(|contents| vec![Output { path: DECODER_TABLES_OUT.into(), contents }])
         .map_err(|e| vec![Diagnostic::new(Class::Generation, e)]);
     collect(&mut diagnostics, &mut outputs, tables);
+    let tables_v2 = rust::format_file(&format!("// {banner}"), rust::decoder::generate_v2(&plan))
+        .map(|contents| vec![Output { path: DECODER_TABLES_V2_OUT.into(), contents }])
+        .map_err(|e| vec![Diagnostic::new(Class::Generation, e)]);
+    collect(&mut diagnostics, &mut outputs, tables_v2);
     let typed_tables = rust::format_file(&format!("// {banner}"), rust::decoder::typed(&plan))
         .map(|contents| vec![Output { path: TYPED_TABLES_OUT.into(), contents }])
         .map_err(|e| vec![Diagnostic::new(Class::Generation, e)]);
@@ -171,15 +181,19 @@ pub fn generate(root: &Path) -> Result<Generation, Diagnostics> {
     let snapshot = projection::support_snapshot(&compiled, &banner);
     collect(&mut diagnostics, &mut outputs, render(&compiled, &snapshot).map_err(|d| vec![d]));
     // The pinned ACP schema is upstream's: the page states its release from its record.
-    let pinned = compiled.catalog.acp.schema.as_str();
-    if !provenance.named.contains(pinned) {
-        diagnostics.push(
-            Diagnostic::new(Class::Input, format!("the pinned ACP schema `schemas/{pinned}` has no provenance record"))
-                .at(file, compiled.catalog.acp.schema.span.clone(), "the pinned schema")
-                .note(format!("record its source, version, license and sha256 in schemas/NAME{}", schema::provenance::SUFFIX)),
-        );
+    // Both pinned ACP schemas (v1's and v2's) are upstream's, each with its record.
+    for schema in [&compiled.catalog.acp.schema, &compiled.catalog.acp_v2.schema] {
+        if !provenance.named.contains(schema.as_str()) {
+            diagnostics.push(
+                Diagnostic::new(Class::Input, format!("the pinned ACP schema `schemas/{}` has no provenance record", schema.as_str()))
+                    .at(file, schema.span.clone(), "the pinned schema")
+                    .note(format!("record its source, version, license and sha256 in schemas/NAME{}", schema::provenance::SUFFIX)),
+            );
+        }
     }
-    let mut grammar = rust::acp::projection(&plan, &compiled.catalog, provenance.held.get(pinned));
+    let pinned = compiled.catalog.acp.schema.as_str();
+    let v2 = provenance.held.get(compiled.catalog.acp_v2.schema.as_str());
+    let mut grammar = rust::acp::projection(&plan, &compiled.catalog, provenance.held.get(pinned), v2);
     let page = docs::render(&compiled, &templates, &grammar).map(|page| vec![Output { path: DOCS_PAGE_OUT.into(), contents: page }]);
     if let Some(object) = grammar.as_object_mut() {
         object.insert("$comment".into(), banner.clone().into());
@@ -248,6 +262,28 @@ fn load_catalog(
     }
 }
 
+/// The runtime's schema modules compiled only with a feature of its own.
+#[derive(Default)]
+struct Gates {
+    /// The module only the one-shot stream reader reaches, compiled with the reader.
+    oneshot_only: Option<String>,
+    /// The ACP v2 schema's module, which only the v2 decoder tables reach.
+    acp_v2_only: Option<String>,
+}
+
+impl Gates {
+    /// The runtime feature `module` is compiled with, if it is gated.
+    fn feature(&self, module: &str) -> Option<&'static str> {
+        if self.oneshot_only.as_deref() == Some(module) {
+            Some("oneshot")
+        } else if self.acp_v2_only.as_deref() == Some(module) {
+            Some("acp-v2")
+        } else {
+            None
+        }
+    }
+}
+
 /// The checks the runtime compiles and, for `checkfu-wire-typed`, every schema's whole
 /// module (types, checks, decoders, `DEFINITIONS`): a file per schema under
 /// `SCHEMA_MODULES_DIR` and `TYPED_SCHEMA_MODULES_DIR`, and an index including them
@@ -258,7 +294,7 @@ fn schema_types(
     schemas: &schema::SchemaSet,
     pins: &rust::plan::Pins,
     roots: &rust::plan::reach::Roots,
-    oneshot_only: Option<&str>,
+    gates: &Gates,
     warnings: &mut Vec<String>,
     sources: &mut diagnostic::Sources,
 ) -> Result<Vec<Output>, Vec<Diagnostic>> {
@@ -297,8 +333,7 @@ fn schema_types(
         warnings.extend(generated.warnings);
         let ident = quote::format_ident!("{}", generated.module);
         let include = format!("/{}/{}.rs", SCHEMA_MODULES_DIR, generated.module);
-        // A module only the one-shot stream reader reaches is compiled with the reader.
-        let gate = (oneshot_only == Some(generated.module.as_str())).then(|| quote::quote! { #[cfg(feature = "oneshot")] });
+        let gate = gates.feature(&generated.module).map(|feature| quote::quote! { #[cfg(feature = #feature)] });
         let modules = [
             (Some(generated.tokens), TYPED_SCHEMA_MODULES_DIR, &mut typed, " Types and checks generated from", None),
             (generated.runtime, SCHEMA_MODULES_DIR, &mut runtime, " The checks the runtime reaches, generated from", gate),

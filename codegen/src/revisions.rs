@@ -12,6 +12,8 @@
 //!   when the literal is new; a schema pinned later must keep it (`rust::acp`);
 //! - `acp_schema`: the official ACP JSON Schema that `[acp] schema` names, byte for
 //!   byte as parsed (replacing it with a new release means bumping this literal);
+//! - `acp_v2_schema`: the official ACP v2 JSON Schema that `[acp_v2] schema` names, as
+//!   `acp_schema` pins v1's;
 //! - `support`: the JSON Schema of the support snapshot (its shape, not its data);
 //! - `conformance`: the checks with their requirements, the observation vocabulary and
 //!   the gating; `conformance_case_set`: the check names and which are opt-in;
@@ -173,6 +175,7 @@ fn identities<'c>(
             json!({"wire_protocol_version": r.wire_protocol_version, "acp": floor, "method_sources": c.method_sources, "slots": slots_surface}),
         ),
         ("acp_schema", &r.acp_schema, json!({"file": c.acp.schema, "schema": schemas.files.get(c.acp.schema.as_str())})),
+        ("acp_v2_schema", &r.acp_v2_schema, json!({"file": c.acp_v2.schema, "schema": schemas.files.get(c.acp_v2.schema.as_str())})),
         ("support", &r.support, crate::projection::support_schema()),
         ("conformance", &r.conformance, json!({"checks": c.conformance, "observations": c.observations, "gated": c.gated_emissions})),
         ("conformance_case_set", &r.conformance_case_set, Value::Array(case_set)),

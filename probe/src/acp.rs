@@ -22,6 +22,8 @@ mod flight;
 mod lane;
 mod live;
 mod platform;
+pub mod report;
+pub mod requirements;
 mod scoping;
 mod staged;
 mod structured;
@@ -33,17 +35,16 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 
+use crate::acp::report::{AcpReport, Admission, Cancellation, Drain, HarnessInfo, Wire};
+use crate::acp::requirements::{Exercised, KitVerdict};
 use crate::error::ProbeError;
 use crate::image::run::PreparedImage;
 use crate::options::{RunOptions, TOKEN_FILE};
 use crate::outcome::{Kind, Outcome, Reason};
 use crate::plane::{probe_output_schema, safe_output_schema};
 use crate::relay::{Relay, Script};
-use crate::report::acp::{AcpReport, Admission, Cancellation, Drain, HarnessInfo, Wire};
 use crate::report::process::{teardown_fault, ProcessEnd};
-use crate::report::requirements::{Exercised, KitVerdict};
 use crate::report::steps::StepStatus;
-use crate::report::LaneReport;
 use crate::session::{self, Ending, Fault, Incoming, PermissionPolicy, Session};
 use crate::stage::{LaneEnd, Stage};
 use crate::{launch, verdict};
@@ -804,7 +805,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             record,
         };
         LaneEnd {
-            report: LaneReport::Acp(Box::new(lane)),
+            report: Box::new(lane),
             teardown: (teardown_ms, outcome),
             nonce_in_output: self.nonce_in_output,
             reply_in_output: self.reply_in_output,

@@ -1,5 +1,6 @@
-//! How a step, a check of the relay's record or a verdict ended: one [`Outcome`] for all of
-//! them, so the lanes, the verdicts and the report speak of a failure in one way.
+//! How a step, a check (of the relay's record, or the conformance checker's, read through
+//! one conversion) or a verdict ended: one [`Outcome`] for all of them, so the lanes, the
+//! verdicts and the report speak of a failure in one way.
 //!
 //! A failure is a [`Reason`]: what kind of fact decided it ([`Kind`]) and that fact in words.
 //! The kind is what the run reasons with (whether the relay's refusals may be the cause); the
@@ -60,6 +61,20 @@ impl Outcome {
             Outcome::Passed => Check::Pass,
             Outcome::Failed(reason) => Check::Fail { reason: reason.to_string(), at: None },
             Outcome::Skipped(why) => Check::Skip { reason: why.clone() },
+        }
+    }
+}
+
+/// A conformance check's outcome, as the checker below the probe states it (its JSON is
+/// `conform --format json`'s), read as the probe's one outcome: a failure is of
+/// [`Kind::Check`].
+impl From<&checkfu_wire::conformance::Outcome> for Outcome {
+    fn from(check: &checkfu_wire::conformance::Outcome) -> Outcome {
+        use checkfu_wire::conformance::Outcome as Check;
+        match check {
+            Check::Pass => Outcome::Passed,
+            Check::Fail { reason, .. } => Outcome::failed(Kind::Check, reason),
+            Check::Skip { reason } => Outcome::skipped(reason.clone()),
         }
     }
 }
@@ -128,6 +143,8 @@ pub enum Kind {
     Compaction,
     /// Something the run started outlived its teardown.
     Teardown,
+    /// A conformance check of the trace failed (the checker's own reason).
+    Check,
 }
 
 impl Kind {
@@ -146,6 +163,7 @@ impl Kind {
             Kind::Recovery => "recovery",
             Kind::Compaction => "compaction",
             Kind::Teardown => "teardown",
+            Kind::Check => "check",
         }
     }
 
@@ -176,5 +194,8 @@ mod tests {
         assert_eq!(Outcome::Passed.and_also(a.clone()), a);
         assert_eq!(a.clone().and_also(Outcome::Passed), a);
         assert_eq!(Outcome::from(Ok(())), Outcome::Passed);
+        let check = checkfu_wire::conformance::Outcome::Fail { reason: String::from("c"), at: Some(3) };
+        assert_eq!(Outcome::from(&check), Outcome::failed(Kind::Check, "c"));
+        assert_eq!(Outcome::from(&Outcome::Passed.to_check()), Outcome::Passed);
     }
 }

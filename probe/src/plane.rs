@@ -149,6 +149,7 @@ impl Plane {
             listener,
             record_bodies: options.record_bodies,
             context_window: options.context_window,
+            budget: options.budget.clone(),
         })
         .map_err(|e| cannot_start("relay", e.into()))?;
         let home = match options.inherit_home {
@@ -197,8 +198,9 @@ impl Plane {
 
     /// Removes what the plane made (the namespace, the home, the workspace), saying what
     /// could not be removed: a run that leaves a directory behind has not torn down.
-    pub fn remove(self) -> (crate::relay::Record, Result<(), LeftBehind>) {
-        let record = self.relay.stop();
+    /// `grace` is the teardown's budget, which bounds the wait for the relay's thread.
+    pub fn remove(self, grace: &crate::budget::Budget) -> (crate::relay::Record, Result<(), LeftBehind>) {
+        let record = self.relay.stop(grace);
         drop(self.namespace);
         let home = self.home.map(session::home::Home::remove).and_then(Result::err);
         let workspace = self.workspace.map(session::workspace::Workspace::remove).and_then(Result::err);

@@ -97,7 +97,7 @@ fn steps(
 
 /// `context_compaction`, under an enforced window: the lane's check of the turn, else a
 /// skip saying why.
-fn context_compaction(steps: &mut Steps<'_>, lane: &LaneReport) {
+fn context_compaction(steps: &mut Steps<'_>, lane: &dyn LaneReport) {
     let outcome = lane.context_compaction().map_or_else(|| Outcome::skipped(NO_TURN), |c| c.verdict.clone());
     steps.ended(StepName::ContextCompaction, 0, outcome);
 }
@@ -115,7 +115,7 @@ fn finish(
     let warnings = plane.warnings.clone();
     let started = Instant::now();
     let (fence, fence_note, nonce) = (plane.fence, plane.fence_note.clone(), plane.nonce.clone());
-    let (record, removed) = plane.remove();
+    let (record, removed) = plane.remove(&options.budget.grace(crate::budget::TEARDOWN_GRACE));
     let removed = removed.map_or_else(|e| Outcome::failed(Kind::Teardown, e), |()| Outcome::Passed);
     // Under a script that fails calls, the record says whether the harness recovered: a
     // step of the run, judged before teardown like the lane's own.
@@ -124,7 +124,7 @@ fn finish(
         steps.ended(StepName::ModelRecovery, 0, recovered);
     }
     if options.context_window.is_some() {
-        context_compaction(&mut steps, &end.report);
+        context_compaction(&mut steps, end.report.as_ref());
     }
     let (lane_ms, lane_teardown) = end.teardown;
     let teardown = lane_teardown.and_also(removed);

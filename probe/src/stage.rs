@@ -25,7 +25,7 @@ pub(crate) struct Stage<'a, 'p> {
 /// What a lane hands back: its report members, its own part of teardown, and what the
 /// model plane's verdict reads of its output.
 pub(crate) struct LaneEnd {
-    pub report: LaneReport,
+    pub report: Box<dyn LaneReport>,
     /// How long the lane's teardown took, and how it ended.
     pub teardown: (u64, Outcome),
     pub nonce_in_output: bool,

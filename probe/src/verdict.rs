@@ -21,11 +21,11 @@ pub mod staged;
 pub mod steer;
 pub mod structured;
 
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::outcome::{Kind, Reason};
 use crate::relay::{Call, FaultKind, Refusal, Relay};
-use crate::report::acp::{RecordedTurn, TurnTelemetry};
 
 /// One served call as the verdicts read it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -266,6 +266,33 @@ pub fn telemetry(claim: Value, turn_ms: u64, calls: &[Call], dropped: Option<&st
         mismatches.push(format!("wall_time_ms claimed {wall}, longer than the turn's {turn_ms} ms from the prompt to its answer"));
     }
     TurnTelemetry { claimed: claim, recorded, mismatches }
+}
+
+/// What a harness said of its turn (`checkfu.turn`) and what the relay's record shows.
+#[derive(Clone, Debug, Serialize)]
+pub struct TurnTelemetry {
+    /// The `checkfu.turn` member as the harness sent it.
+    pub claimed: Value,
+    /// The same counters from the record of the turn.
+    pub recorded: RecordedTurn,
+    /// Each counter the claim gets wrong: its name, the claimed and the recorded value. Each
+    /// fails the run.
+    pub mismatches: Vec<String>,
+}
+
+/// A turn's counters as the relay's record shows them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct RecordedTurn {
+    /// The calls the relay served in the turn, faults included.
+    pub model_calls: u64,
+    /// The transient faults a later call of the turn retried (asking again what the failed call
+    /// asked: `verdict::retried_by`).
+    pub model_transient_retries: u64,
+    /// The context overflows a later call of the turn followed, by the same rule.
+    pub model_overflow_recoveries: u64,
+    /// The milliseconds from the prompt's sending to its answer: the most `wall_time_ms`
+    /// can be.
+    pub turn_ms: u64,
 }
 
 #[cfg(test)]

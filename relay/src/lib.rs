@@ -11,6 +11,7 @@
 //! | request | status |
 //! |---|---|
 //! | `CONNECT`, or an absolute-form target (a client using the relay as its proxy) | 403, host and port recorded as an egress attempt |
+//! | any call once the run's budget ([`Config::budget`]) is cancelled or past its deadline | 503 |
 //! | a path not on the provider's allow-list (the query string is ignored) | 404 |
 //! | a method other than POST | 405 |
 //! | a `fal_queue` path | 501: a queue protocol, not served here |
@@ -77,6 +78,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use serde_json::Value;
 
 use checkfu_wire::catalog::Route;
+pub use checkfu_wire_sandbox::budget::Budget;
 use dialect::{ErrorShape, Ids, Reply, Served, Turn};
 pub use fault::FaultKind;
 use fault::{AnswerBody, Fault};
@@ -98,7 +100,8 @@ pub const MAX_CONNECTIONS: usize = 64;
 pub const MAX_BODIES_READ: usize = 1;
 
 /// How long [`Relay::stop`] waits for the relay's thread before leaving it behind (it holds
-/// no lock and no process; it ends with the probe).
+/// no lock and no process; it ends with the probe), at most: the budget it is given may
+/// leave less.
 const STOP_WAIT: Duration = Duration::from_secs(5);
 
 /// Why a connection's pending answers never reached the client.
@@ -127,6 +130,10 @@ pub struct Config {
     /// ([`estimate`]): a request past it is answered with the dialect's context-length
     /// error, recorded as a `context_overflow` fault, and the script is not asked.
     pub context_window: Option<u64>,
+    /// The run's budget: once its token is cancelled (a signal) or its deadline has passed,
+    /// every call is refused (503, recorded) before its body is read, so a harness that
+    /// goes on calling after Ctrl-C or the deadline is served nothing.
+    pub budget: Budget,
 }
 
 /// A running relay.
@@ -148,6 +155,7 @@ struct Shared {
     record_bodies: bool,
     stall: Duration,
     context_window: Option<u64>,
+    budget: Budget,
     /// When the relay started: each call's `started_ms` counts from here.
     epoch: Instant,
     sequence: AtomicUsize,
@@ -229,6 +237,7 @@ impl Relay {
             record_bodies: config.record_bodies,
             stall: config.stall,
             context_window: config.context_window,
+            budget: config.budget,
             epoch: Instant::now(),
             sequence: AtomicUsize::new(0),
             bodies: tokio::sync::Semaphore::new(MAX_BODIES_READ),
@@ -361,13 +370,14 @@ impl Relay {
         (first.as_ref().map_or(0, |_| 1 + of_turn.count()), first)
     }
 
-    /// Stops serving (closing every connection) and returns the record.
-    pub fn stop(mut self) -> Record {
-        self.shutdown();
+    /// Stops serving (closing every connection) and returns the record, waiting for the
+    /// relay's thread no longer than `within` leaves (a teardown's grace budget).
+    pub fn stop(mut self, within: &Budget) -> Record {
+        self.shutdown(STOP_WAIT.min(within.remaining()));
         std::mem::take(&mut *self.shared.record())
     }
 
-    fn shutdown(&mut self) {
+    fn shutdown(&mut self, wait: Duration) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
@@ -376,7 +386,7 @@ impl Relay {
             // budgets bound; should it not, it is left behind rather than holding up the
             // probe's deadline (it holds no lock the caller needs).
             let waited = Instant::now();
-            while !thread.is_finished() && waited.elapsed() < STOP_WAIT {
+            while !thread.is_finished() && waited.elapsed() < wait {
                 std::thread::sleep(Duration::from_millis(5));
             }
             if thread.is_finished() {
@@ -388,7 +398,7 @@ impl Relay {
 
 impl Drop for Relay {
     fn drop(&mut self) {
-        self.shutdown();
+        self.shutdown(STOP_WAIT);
     }
 }
 
@@ -690,6 +700,10 @@ async fn admit<'a>(activity: &'a Activity, request: Request<Incoming>) -> Result
         return Err(refuse(activity, &target, shape, 403, "permission_error", reason));
     }
     let path = uri.path().to_owned();
+    if let Err(stopped) = shared.budget.check("serve a model call") {
+        let reason = format!("the run's budget is spent: {stopped}");
+        return Err(refuse(activity, &path, shape, 503, "overloaded_error", reason));
+    }
     let Some(route) = routes::matching(shared.routes, &path).copied() else {
         let reason = format!("`{}` is not on the gateway allow-list of this provider", record::capped(&path, record::MAX_NAME));
         return Err(refuse(activity, &path, shape, 404, "not_found_error", reason));
@@ -1015,5 +1029,58 @@ fn failed(dialect: Served, fault: Fault, turn: &Turn, ids: &Ids, call: &mut Call
             let text = ErrorShape::from(dialect).body("api_error", "the model script failed this call").to_string();
             Rendered { status: 500, content_type: "application/json", headers: Vec::new(), text, cut: false }
         }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    /// Sends `body` to the Messages path with the session key `k`; the open connection.
+    pub(crate) fn send(relay: &Relay, body: &str) -> std::net::TcpStream {
+        let mut stream = std::net::TcpStream::connect(relay.addr()).expect("connect");
+        stream.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
+        let head = format!(
+            "POST /v1/messages HTTP/1.1\r\nHost: x\r\nConnection: close\r\nx-api-key: k\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(head.as_bytes()).expect("write");
+        stream
+    }
+
+    /// Posts a Messages request; the answer's status line and body.
+    fn post(relay: &Relay) -> String {
+        let body = r#"{"model": "m", "max_tokens": 9, "messages": [{"role": "user", "content": "Say cf-0123456789abcdef"}]}"#;
+        let mut answer = String::new();
+        let _ = send(relay, body).read_to_string(&mut answer);
+        answer
+    }
+
+    #[test]
+    fn no_call_is_served_once_the_run_s_budget_is_cancelled() {
+        let budget = Budget::after(Duration::from_secs(60));
+        let relay = Relay::start(Config {
+            provider: Some(String::from("anthropic")),
+            script: Script::Nonce,
+            nonce: String::from("cf-0123456789abcdef"),
+            token: String::from("T"),
+            token_file: PathBuf::from("/nonexistent"),
+            key: String::from("k"),
+            stall: Duration::from_secs(5),
+            listener: None,
+            record_bodies: false,
+            context_window: None,
+            budget: budget.clone(),
+        })
+        .expect("relay");
+        assert!(post(&relay).starts_with("HTTP/1.1 200"));
+        budget.cancel.cancel();
+        let refused = post(&relay);
+        assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
+        assert!(refused.contains("the run's budget is spent"), "{refused}");
+        let record = relay.stop(&Budget::after(Duration::from_secs(5)));
+        assert_eq!(record.calls.len(), 1, "the cancelled call was not served");
+        assert!(record.refused.iter().any(|r| r.reason.contains("budget is spent")), "{:?}", record.refused);
     }
 }

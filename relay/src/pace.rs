@@ -244,7 +244,7 @@ impl Drop for PacedBody {
 mod tests {
     use super::*;
     use crate::{Config, Relay, Script};
-    use std::io::{Read, Write};
+    use std::io::Read;
 
     fn relay() -> Relay {
         Relay::start(Config {
@@ -258,6 +258,7 @@ mod tests {
             listener: None,
             record_bodies: false,
             context_window: None,
+            budget: crate::Budget::after(Duration::from_secs(60)),
         })
         .expect("relay")
     }
@@ -267,13 +268,7 @@ mod tests {
     fn read_stream(relay: &Relay, events: Option<usize>) -> String {
         let body =
             r#"{"model": "m", "stream": true, "max_tokens": 9, "messages": [{"role": "user", "content": "Say cf-0123456789abcdef"}]}"#;
-        let mut stream = std::net::TcpStream::connect(relay.addr()).expect("connect");
-        stream.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
-        let head = format!(
-            "POST /v1/messages HTTP/1.1\r\nHost: x\r\nConnection: close\r\nx-api-key: k\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        );
-        stream.write_all(head.as_bytes()).expect("write");
+        let mut stream = crate::tests::send(relay, body);
         let mut seen = String::new();
         let mut buffer = [0u8; 4096];
         while events.is_none_or(|n| seen.matches("event: ").count() < n) {

@@ -2,13 +2,17 @@
 //! cancellation ([`Cancel`]), made once by the plan and handed to every blocking call (a
 //! pull, an unpack, a build, the session, a relay's wait). No process-global flag: a signal
 //! cancels the token [`crate::interrupt::install`] was given, and whoever holds a clone of
-//! it sees that. Teardown runs under [`Budget::grace`], a deadline of its own and a token no
+//! it sees that. The token also knows the process groups spawned under it
+//! ([`crate::process::Group::spawn`]), so what a cancellation stops is the token's own, not
+//! a registry of the whole process. Teardown runs under [`Budget::grace`], a deadline of its own and a token no
 //! signal reaches, so a container, a home and a workspace are removed after Ctrl-C as after
 //! a deadline.
 
 use std::io;
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use rustix::process::{Pid, Signal};
 use std::time::{Duration, Instant};
 
 /// What [`Cancel::cancel`] records: a cancellation that is not a signal's.
@@ -22,7 +26,20 @@ pub const TEARDOWN_GRACE: Duration = Duration::from_secs(120);
 
 /// A cancellation token, cheap to clone: every clone sees the first cancellation of any.
 #[derive(Clone, Debug, Default)]
-pub struct Cancel(Arc<AtomicI32>);
+pub struct Cancel(Arc<Token>);
+
+/// What the clones of a [`Cancel`] share.
+#[derive(Debug, Default)]
+struct Token {
+    /// 0 while not cancelled, then [`REQUESTED`] or the signal's number.
+    why: AtomicI32,
+    /// The process groups spawned under the token whose leaders are not yet reaped. A group
+    /// is named by its leader's pid, which the kernel may hand on once the leader is reaped
+    /// (after the pid counter wraps), so a group is added when its leader is spawned and
+    /// removed under this lock in the step that reaps it ([`Cancel::reaping`]); whoever
+    /// signals the token's groups ([`Cancel::signal_groups`]) takes the same lock.
+    groups: Mutex<Vec<i32>>,
+}
 
 /// Why a token was cancelled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,17 +58,17 @@ impl Cancel {
 
     /// Cancels it (the first cancellation is the one kept).
     pub fn cancel(&self) {
-        let _ = self.0.compare_exchange(0, REQUESTED, Ordering::SeqCst, Ordering::SeqCst);
+        let _ = self.0.why.compare_exchange(0, REQUESTED, Ordering::SeqCst, Ordering::SeqCst);
     }
 
     /// Cancels it by `signal`; whether this was the first cancellation.
     pub fn cancel_by(&self, signal: i32) -> bool {
-        self.0.compare_exchange(0, signal.max(1), Ordering::SeqCst, Ordering::SeqCst).is_ok()
+        self.0.why.compare_exchange(0, signal.max(1), Ordering::SeqCst, Ordering::SeqCst).is_ok()
     }
 
     /// Why it was cancelled, once it is.
     pub fn cancelled(&self) -> Option<Cancelled> {
-        match self.0.load(Ordering::SeqCst) {
+        match self.0.why.load(Ordering::SeqCst) {
             0 => None,
             REQUESTED => Some(Cancelled::Requested),
             signal => Some(Cancelled::Signal(signal)),
@@ -77,6 +94,52 @@ impl Cancel {
             None => Ok(()),
             Some(why) => Err(Stopped::Cancelled { what: what.to_owned(), why }),
         }
+    }
+
+    fn groups(&self) -> MutexGuard<'_, Vec<i32>> {
+        // A panic elsewhere while holding the lock leaves the list as it was: keep using it.
+        self.0.groups.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds the group `pgid` (a child just spawned in a group of its own) to the token's.
+    /// A signal that cancelled the token between the spawner's check and this call found
+    /// no group to stop: this one is stopped now, under the lock the signaller takes.
+    pub(crate) fn adopt(&self, pgid: u32) {
+        let Ok(group) = i32::try_from(pgid) else { return };
+        let mut groups = self.groups();
+        groups.push(group);
+        if self.signal().is_some() {
+            if let Some(pid) = Pid::from_raw(group).filter(|_| group > 1) {
+                let _ = rustix::process::kill_process_group(pid, Signal::TERM);
+            }
+        }
+    }
+
+    /// Runs `reap`, which may reap the leader of `pgid` (it says whether it did), with the
+    /// token's signaller held off: a reaped leader's group is forgotten before anyone could
+    /// signal it. `reap` must not block: the caller waits for the exit before.
+    pub(crate) fn reaping<T>(&self, pgid: u32, reap: impl FnOnce() -> (T, bool)) -> T {
+        let mut groups = self.groups();
+        let (value, reaped) = reap();
+        if reaped {
+            if let Ok(group) = i32::try_from(pgid) {
+                groups.retain(|g| *g != group);
+            }
+        }
+        value
+    }
+
+    /// Sends `signal` to every group spawned under the token whose leader is not reaped.
+    pub fn signal_groups(&self, signal: Signal) {
+        let groups = self.groups();
+        for group in groups.iter().copied().filter(|&group| group > 1).filter_map(Pid::from_raw) {
+            let _ = rustix::process::kill_process_group(group, signal);
+        }
+    }
+
+    /// How many groups spawned under the token are not reaped yet.
+    pub fn live_groups(&self) -> usize {
+        self.groups().len()
     }
 }
 

@@ -5,15 +5,14 @@
 //! with 128 plus the signal's number (130 for SIGINT, 143 for SIGTERM).
 //!
 //! A process group is signalled only while its leader is not yet reaped: once reaped, its
-//! id may name another group after the pid counter wraps. So a group is registered when
-//! its leader is spawned, and forgotten under the same lock in the same step that reaps the
-//! leader ([`reaping`]), and the watcher signals only what is registered, under that lock.
-//! There is no process-global cancellation flag: a signal cancels the run's [`Cancel`]
+//! id may name another group after the pid counter wraps. So the token a group is spawned
+//! under keeps it from its leader's spawn to the step that reaps the leader, under the
+//! token's lock ([`Cancel::signal_groups`]), and the watcher signals only what the token it
+//! cancelled keeps. There is no process-global cancellation flag and no global registry: a signal cancels the run's [`Cancel`]
 //! token (the one [`install`] was given, which the run's [`crate::budget::Budget`] holds),
 //! and every wait of the run reads that token from the budget it was handed; its `check`
 //! refuses to start anything new. Every group is spawned under a token
-//! ([`crate::process::Group::spawn`]), and the watcher signals only the groups of the token
-//! it cancelled. The teardown runs under a grace budget ([`crate::budget::Budget::grace`])
+//! ([`crate::process::Group::spawn`]). The teardown runs under a grace budget ([`crate::budget::Budget::grace`])
 //! whose token no signal reaches: its commands (`podman rm`, `docker rm`) are neither
 //! refused nor signalled, however many signals come.
 //!
@@ -21,18 +20,12 @@
 //! watcher thread reads the pipe and does the rest (the token's atomic store, the kills).
 
 use std::io;
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
-use rustix::process::{Pid, Signal};
+use rustix::process::Signal;
 
 use crate::budget::Cancel;
-
-/// The process groups whose leaders are spawned and not yet reaped, each with the token it
-/// was spawned under. Not a cancellation flag (no wait reads it): only the watcher does, to
-/// signal the groups of the token a signal cancelled, and only while their leaders are
-/// unreaped.
-static GROUPS: Mutex<Vec<(i32, Cancel)>> = Mutex::new(Vec::new());
 
 /// How long the groups have after SIGTERM before SIGKILL.
 const GRACE: Duration = Duration::from_secs(2);
@@ -49,26 +42,15 @@ pub fn install(cancel: Cancel) -> io::Result<()> {
     std::thread::Builder::new().name("interrupt".into()).spawn(move || {
         for signal in signals.forever() {
             let first = cancel.cancel_by(signal);
-            signal_groups(Signal::TERM, &cancel);
+            cancel.signal_groups(Signal::TERM);
             if first {
                 std::thread::sleep(GRACE);
-                signal_groups(Signal::KILL, &cancel);
+                cancel.signal_groups(Signal::KILL);
             }
         }
     })?;
     let _ = INSTALLED.set(());
     Ok(())
-}
-
-/// Sends `signal` to the groups spawned under `cancel`: not a teardown's, whose token is a
-/// grace budget's own.
-fn signal_groups(signal: Signal, cancel: &Cancel) {
-    let groups = GROUPS.lock().unwrap_or_else(|e| e.into_inner());
-    // Only registered groups, whose leaders are not reaped (see above).
-    let covered = groups.iter().filter(|(_, under)| under.same(cancel));
-    for group in covered.map(|(group, _)| *group).filter(|&group| group > 1).filter_map(Pid::from_raw) {
-        let _ = rustix::process::kill_process_group(group, signal);
-    }
 }
 
 /// Ignores `signal` for the rest of the process (and, through exec, its children): what a
@@ -97,49 +79,20 @@ pub fn name(signal: i32) -> &'static str {
     }
 }
 
-/// Registers the group `pgid` (a child just spawned in a group of its own) for the watcher,
-/// under `cancel`. One spawned under a grace budget's token is never signalled: the
-/// teardown's own commands run to their end.
-pub(crate) fn register(pgid: u32, cancel: &Cancel) {
-    let Ok(group) = i32::try_from(pgid) else { return };
-    let mut groups = GROUPS.lock().unwrap_or_else(|e| e.into_inner());
-    groups.push((group, cancel.clone()));
-    // A signal that came between the spawner's check and this push found no group to stop:
-    // this one is stopped now, under the same lock the watcher takes.
-    if cancel.signal().is_some() {
-        if let Some(pid) = Pid::from_raw(group).filter(|_| group > 1) {
-            let _ = rustix::process::kill_process_group(pid, Signal::TERM);
-        }
-    }
-}
-
-/// Runs `reap`, which may reap the leader of `pgid` (it says whether it did), with the
-/// watcher held off: a reaped leader's group is forgotten before anyone could signal it.
-pub(crate) fn reaping<T>(pgid: u32, reap: impl FnOnce() -> (T, bool)) -> T {
-    let mut groups = GROUPS.lock().unwrap_or_else(|e| e.into_inner());
-    let (value, reaped) = reap();
-    if reaped {
-        if let Ok(group) = i32::try_from(pgid) {
-            groups.retain(|(g, _)| *g != group);
-        }
-    }
-    value
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn a_reaped_group_is_forgotten() {
-        let registered = || GROUPS.lock().unwrap().iter().any(|(g, _)| *g == 999_999);
-        register(999_999, &Cancel::new());
-        assert!(registered());
-        let kept = reaping(999_999, || ("not yet", false));
+    fn a_reaped_group_is_forgotten_by_its_token_alone() {
+        let (token, other) = (Cancel::new(), Cancel::new());
+        token.adopt(999_999);
+        assert_eq!((token.live_groups(), other.live_groups()), (1, 0));
+        let kept = token.reaping(999_999, || ("not yet", false));
         assert_eq!(kept, "not yet");
-        assert!(registered());
-        reaping(999_999, || ((), true));
-        assert!(!registered());
+        assert_eq!(token.live_groups(), 1);
+        token.reaping(999_999, || ((), true));
+        assert_eq!(token.live_groups(), 0);
         assert_eq!(exit_code(libc::SIGINT), 130);
         assert_eq!(exit_code(libc::SIGTERM), 143);
     }

@@ -1,15 +1,15 @@
 //! One supervisor for every child the probe starts (a harness, an image tool, a terminal's
-//! command): [`Group`] spawns it as the leader of a process group of its own, registered
-//! with [`crate::interrupt`] under the token of the budget it runs in, and signals, observes
-//! and reaps it.
+//! command): [`Group`] spawns it as the leader of a process group of its own, kept by the
+//! token of the budget it runs in ([`crate::budget::Cancel`], which a signal cancels), and
+//! signals, observes and reaps it.
 //!
 //! A process group is named by its leader's pid, which the kernel may give to another
 //! process once the leader is reaped and the group is empty (after the pid counter wraps:
 //! `pid_max` is often 32768). So a [`Group`] never signals once it has reaped: it observes
 //! the leader's exit without reaping it (`waitid` with `WNOWAIT`, which leaves a zombie
 //! holding the pid, and with it the group's id), signals the group as long as its caller
-//! needs (the stragglers an exited leader left), and reaps only when told to, forgetting
-//! the group in the interrupt registry in the same step ([`crate::interrupt::reaping`]).
+//! needs (the stragglers an exited leader left), and reaps only when told to, the token
+//! forgetting the group in the same step ([`crate::budget::Cancel`]).
 //!
 //! Not a pidfd: `pidfd_send_signal` reaches one process, not its group (the flag that
 //! reaches a group needs Linux 6.9), and the unreaped leader already pins the group's id.
@@ -28,6 +28,8 @@ use rustix::process::{Pid, WaitId, WaitIdOptions, WaitIdStatus};
 #[derive(Debug)]
 pub struct Group {
     child: Child,
+    /// The token it was spawned under, which keeps the group until it is reaped.
+    cancel: crate::budget::Cancel,
     /// The leader's status, once observed (its exit) or reaped.
     exit: Option<ExitStatus>,
     reaped: bool,
@@ -42,8 +44,8 @@ impl Group {
         cancel.check("start a process")?;
         command.process_group(0);
         let child = command.spawn()?;
-        crate::interrupt::register(child.id(), cancel);
-        Ok(Group { child, exit: None, reaped: false })
+        cancel.adopt(child.id());
+        Ok(Group { child, cancel: cancel.clone(), exit: None, reaped: false })
     }
 
     /// The leader's pid, which is also the group's id.
@@ -92,13 +94,35 @@ impl Group {
         if self.reaped {
             return self.exit.ok_or_else(|| io::Error::other("reaped without a status"));
         }
+        // Wait for the exit without reaping, outside the token's lock, so that a leader
+        // slow to exit never holds off the signal that would stop its siblings; the reap
+        // under the lock is then immediate.
+        self.wait_exit()?;
         let child = &mut self.child;
-        let status = crate::interrupt::reaping(child.id(), || {
+        let status = self.cancel.reaping(child.id(), || {
             let status = child.wait();
             let reaped = status.is_ok();
             (status, reaped)
         })?;
         self.reaped = true;
+        self.exit = Some(status);
+        Ok(status)
+    }
+
+    /// Waits for the leader to exit, observing it without reaping it.
+    fn wait_exit(&mut self) -> io::Result<ExitStatus> {
+        if let Some(status) = self.exit {
+            return Ok(status);
+        }
+        let Some(leader) = pid(self.id()) else { return Err(io::Error::other("a pid out of range")) };
+        let options = WaitIdOptions::EXITED | WaitIdOptions::NOWAIT;
+        let observed = loop {
+            match rustix::process::waitid(WaitId::Pid(leader), options) {
+                Err(rustix::io::Errno::INTR) => continue,
+                other => break other?,
+            }
+        };
+        let status = observed.as_ref().map(status_of).ok_or_else(|| io::Error::other("waitid observed no exit"))?;
         self.exit = Some(status);
         Ok(status)
     }

@@ -25,6 +25,7 @@ use crate::exact::Json;
 pub use correlation::MAX_PENDING;
 use correlation::{Carried, Correlation, Moves};
 pub use report::{DecodeError, ForeignExtension, IgnoredFidelity, Kind, Report, SlotReport, SlotStatus, WireDirection};
+pub use tables::Protocol;
 use tables::{MethodDecoder, Part, Side};
 
 /// An arena that grew past this while decoding one message is replaced, not reset, when
@@ -67,6 +68,8 @@ struct Stream {
     keep: bool,
     /// What the message being decoded did to the pending requests.
     moves: Moves,
+    /// The ACP version whose grammar the stream is read in.
+    protocol: tables::Protocol,
 }
 
 /// The prefix ACP reserves for extension methods.
@@ -106,7 +109,7 @@ fn apply_meta(meta: Option<&envelope::Meta>, method: &str, at: Part, report: &mu
 impl envelope::Trees for Stream {
     type Method = &'static MethodDecoder;
     fn method(&self, name: &str) -> Option<&'static MethodDecoder> {
-        tables::method(name)
+        (self.protocol.grammar().method)(name)
     }
     fn params(&self, method: &'static MethodDecoder) -> bool {
         method.params_check.is_some() && method.envelope_check.is_none()
@@ -143,6 +146,22 @@ impl<T> Decoder<T> {
     pub fn carrying() -> Self {
         // Room for the trees of a typical message, so a short stream allocates once.
         Decoder { stream: Stream::default(), carried: Carried::default(), arena: Bump::with_capacity(4096) }
+    }
+
+    /// The same decoder reading `protocol`'s grammar (ACP v1 unless told).
+    ///
+    /// ```
+    /// # #[cfg(feature = "acp-v2")] {
+    /// use checkfu_wire::decode::{Decoder, Protocol, WireDirection};
+    ///
+    /// let mut decoder = Decoder::new().reading(Protocol::AcpV2);
+    /// let answer = br#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":2,"info":{"name":"a","version":"1"},"capabilities":{}}}"#;
+    /// assert!(decoder.decode(answer, Some(WireDirection::AgentToRunner)).accepted);
+    /// # }
+    /// ```
+    pub fn reading(mut self, protocol: Protocol) -> Self {
+        self.stream.protocol = protocol;
+        self
     }
 
     /// Decodes one message. `hint` is the direction when the caller knows it.
@@ -291,7 +310,8 @@ impl Stream {
         // Only the parts the policy reads: the update member of a `session/update`'s
         // params and a response's stop reason. Completing both bodies of every message
         // searched members nothing reads, with a mispredicted branch for most of them.
-        if parts.known.is_some_and(|m| m.name == tables::UPDATE_METHOD) {
+        let grammar = self.protocol.grammar();
+        if parts.known.is_some_and(|m| m.name == grammar.update_method) {
             parts.params.complete_from_tree(arena);
         }
         if parts.method.is_none() {
@@ -346,19 +366,20 @@ impl Stream {
         }
         report.direction = direction.or(hint);
         let mut fidelity = None;
+        let grammar = self.protocol.grammar();
         // The closed vocabulary first, so an unknown kind is reported as such rather than
         // as params that match none of the update shapes.
-        if name == tables::UPDATE_METHOD {
+        if name == grammar.update_method {
             let member = Some(&parts.params.update).filter(|u| u.is_object).ok_or_else(|| DecodeError::InvalidParams {
                 method: name.into(),
                 pointer: "/update".into(),
                 message: "expected an object (the session update)".into(),
             })?;
             let kind = member.session_update.unwrap_or_default();
-            if !tables::SESSION_UPDATE_KINDS.contains(&kind) {
+            if grammar.closed_update_kinds && !grammar.session_update_kinds.contains(&kind) {
                 return Err(DecodeError::UnknownUpdateKind { kind: kind.to_string() });
             }
-            fidelity = tables::FIDELITY_UPDATE_KINDS.iter().find(|k| **k == kind).copied();
+            fidelity = grammar.fidelity_update_kinds.iter().find(|k| **k == kind).copied();
         }
         if let Some(check) = method.params_check {
             let checked = check(&body_tree(&mut parts.params, text, arena, "params")?).map_err(|e| DecodeError::InvalidParams {
@@ -390,7 +411,7 @@ impl Stream {
         }
         let params = &parts.params;
         apply_meta(params.meta.as_ref(), name, Part::Request, report)?;
-        if name == tables::UPDATE_METHOD {
+        if name == grammar.update_method {
             apply_meta(params.update.meta.as_ref(), name, Part::Member, report)?;
         }
         if let (Some(id), false) = (parts.id.take(), method.notification) {
@@ -486,13 +507,14 @@ impl Stream {
         }
         report.kind = Some(Kind::Response);
         let body = &mut parts.result;
+        let grammar = self.protocol.grammar();
         // Without the request, the closed fields of the two results that have them say
         // what was answered.
         let method = answered.map(|(m, _)| m).or_else(|| {
             if body.protocol_version_text().is_some() {
-                tables::method(tables::VERSION_METHOD)
+                (grammar.method)(grammar.version_method)
             } else if body.stop_reason.is_some() {
-                tables::method(tables::PROMPT_METHOD)
+                grammar.prompt_method.and_then(grammar.method)
             } else {
                 None
             }
@@ -507,15 +529,15 @@ impl Stream {
             report.direction = expected_direction(method.side).map(WireDirection::reverse).or(hint);
         }
         // The closed fields first, so their errors keep their own codes.
-        if method.name == tables::VERSION_METHOD {
+        if method.name == grammar.version_method {
             let found = body.protocol_version_text().unwrap_or_else(|| "(missing)".into());
-            if found.parse::<u64>().ok() != Some(tables::PROTOCOL_VERSION) {
+            if found.parse::<u64>().ok() != Some(grammar.protocol_version) {
                 return Err(DecodeError::ProtocolVersion { found });
             }
         }
-        if method.name == tables::PROMPT_METHOD {
+        if Some(method.name) == grammar.prompt_method {
             let reason = body.stop_reason.unwrap_or("(missing)");
-            if !tables::STOP_REASONS.contains(&reason) {
+            if !grammar.stop_reasons.contains(&reason) {
                 return Err(DecodeError::UnknownStopReason { reason: reason.to_string() });
             }
         }

@@ -24,9 +24,9 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use checkfu_wire_probe::acp::report::AcpReport;
 use checkfu_wire_probe::acp::AcpOptions;
 use checkfu_wire_probe::plan::{LanePlan, Plan};
-use checkfu_wire_probe::report::LaneReport;
 use checkfu_wire_probe::{self as probe, RunOptions};
 
 const AGENT: &str = env!("CARGO_BIN_EXE_checkfu-fixture-agent");
@@ -103,10 +103,7 @@ fn probe_run(bencher: divan::Bencher, turns: usize) {
     bencher.bench(|| {
         let result = run(turns);
         assert!(result.passed());
-        match result.lane {
-            LaneReport::Acp(acp) => acp.wire.messages_in,
-            LaneReport::Oneshot(_) => 0,
-        }
+        result.lane.as_any().downcast_ref::<AcpReport>().map_or(0, |acp| acp.wire.messages_in)
     });
 }
 

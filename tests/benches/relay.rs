@@ -18,7 +18,7 @@ use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use checkfu_wire_probe::relay::{Config, Relay, Script};
+use checkfu_wire_probe::relay::{Budget, Config, Relay, Script};
 
 fn main() {
     divan::main();
@@ -39,6 +39,7 @@ fn config() -> Config {
         listener: None,
         record_bodies: false,
         context_window: None,
+        budget: Budget::after(Duration::from_secs(3600)),
     }
 }
 
@@ -144,7 +145,7 @@ fn loopback_floor(bencher: divan::Bencher, label: &str) {
 fn relay_start_stop() {
     let relay = Relay::start(config()).expect("relay");
     divan::black_box(relay.addr());
-    relay.stop();
+    relay.stop(&Budget::after(Duration::from_secs(5)));
 }
 
 #[divan::bench(sample_count = 50)]

@@ -140,3 +140,33 @@ fn a_direction_is_spelled_the_wire_s_way_everywhere() {
     assert_eq!(lines[0]["error"]["direction"], "agent_to_runner");
     assert_eq!(lines[0]["error"]["message"], "`session/cancel` does not flow agent_to_runner");
 }
+
+/// `--protocol acp-v2` reads the stream in v2's grammar; the default is v1, which refuses
+/// the same lines where v2 differs.
+#[test]
+fn the_protocol_option_chooses_the_grammar() {
+    let lines = [
+        r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":2,"info":{"name":"a","version":"1"},"capabilities":{"session":{}}}}"#,
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"state_update","state":"idle","stopReason":"end_turn"}}}"#,
+    ];
+    let run = |protocol: Option<&str>| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_checkfu-wire-dup"))
+            .args(["decode", "--direction", "agent_to_runner"])
+            .args(protocol.map(|p| ["--protocol", p]).into_iter().flatten())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        child.stdin.take().expect("stdin").write_all(lines.join("\n").as_bytes()).expect("write");
+        child.wait_with_output().expect("wait")
+    };
+    let v2 = run(Some("acp-v2"));
+    assert_eq!(v2.status.code(), Some(0), "{}", String::from_utf8_lossy(&v2.stdout));
+    let v1 = run(None);
+    assert_eq!(v1.status.code(), Some(1));
+    let codes: Vec<String> = reports(&v1.stdout).iter().map(|l| l["error"]["code"].as_str().unwrap_or("").to_string()).collect();
+    assert_eq!(codes, ["protocol_version", "unknown_update_kind"]);
+    let unknown = run(Some("acp-v3"));
+    assert_eq!(unknown.status.code(), Some(2), "an unknown protocol is a usage error");
+}

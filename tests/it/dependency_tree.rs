@@ -124,16 +124,19 @@ fn features_of(manifest: &Path, package: &str, args: &[&str]) -> BTreeSet<String
 }
 
 /// A crate that only decodes compiles neither the conformance checker, the one-shot stream
-/// reader (with the one-shot declaration) nor the `lint-schema` command: what took its build
-/// under three times a serde crate's (docs/measurements/build-cost.md). The probe's and the
-/// command's builds have them, so the reading finds them when they are there.
+/// reader (with the one-shot declaration), ACP v2's tables and schema checks (`acp-v2`) nor
+/// the `lint-schema` command: what took its build under three times a serde crate's
+/// (docs/measurements/build-cost.md). The command's build has them, so the reading finds
+/// them when they are there.
 #[test]
 fn downstream_example_compiles_no_conformance_checker_one_shot_reader_or_lint_command() {
     let downstream = root().join("examples/downstream/Cargo.toml");
     let workspace = root().join("Cargo.toml");
-    for (package, features) in
-        [("checkfu-wire", &["conformance", "oneshot"][..]), ("checkfu-wire-vocab", &["oneshot"]), ("checkfu-wire-safety", &["cli"])]
-    {
+    for (package, features) in [
+        ("checkfu-wire", &["conformance", "oneshot", "acp-v2"][..]),
+        ("checkfu-wire-vocab", &["oneshot"]),
+        ("checkfu-wire-safety", &["cli"]),
+    ] {
         let decode_only = features_of(&downstream, package, &[]);
         let with_them = features_of(&workspace, package, &["-p", "checkfu-wire-cli"]);
         for feature in features {
@@ -141,6 +144,12 @@ fn downstream_example_compiles_no_conformance_checker_one_shot_reader_or_lint_co
             assert!(with_them.contains(*feature), "{package} lacks {feature} in the command's build: {with_them:?}");
         }
     }
+    // The v2 schema's checks are compiled only with `acp-v2`, as its tables are.
+    let index = std::fs::read_to_string(root().join("generated/schema_types.rs")).expect("the runtime's schema index");
+    let at = index.find("pub mod acp_v2 ").expect("the runtime compiles the v2 checks its tables reach");
+    // The attributes of that module: what follows the item before it.
+    let attributes = &index[index[..at].rfind('}').map_or(0, |i| i + 1)..at];
+    assert!(attributes.contains("#[cfg(feature = \"acp-v2\")]"), "the runtime's acp_v2 module is not behind `acp-v2`: {attributes}");
 }
 
 /// Without `regenerate` the build script only copies the checked-in Rust and has no

@@ -49,6 +49,14 @@ fn official_acp_schema_agrees_with_jsonschema() {
     assert!(t.accepted >= 1000, "{t:?}");
 }
 
+/// The official ACP v2 schema (SDK 2.4.0), compiled beside v1's.
+#[test]
+fn official_acp_v2_schema_agrees_with_jsonschema() {
+    let t = differential("acp-v2.schema.json", schemas::acp_v2::checks::DEFINITIONS, 400);
+    assert!(schemas::acp_v2::checks::DEFINITIONS.len() >= 197, "every $defs entry of the ACP v2 schema is a definition");
+    assert!(t.accepted > 197 && t.rejected > 197, "{t:?}");
+}
+
 #[test]
 fn vectors_schema_agrees_with_jsonschema() {
     let t = differential("acp-v1-extension-vectors.schema.json", schemas::acp_v1_extension_vectors::checks::DEFINITIONS, 4000);

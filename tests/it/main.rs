@@ -28,6 +28,8 @@ mod conform_cli;
 mod decode_cli;
 mod decode_fuzz;
 mod decode_policy;
+#[cfg(feature = "acp-v2")]
+mod decode_v2;
 mod dependency_tree;
 mod differential;
 mod docs_tables;

@@ -87,7 +87,7 @@ fn every_recorded_message_decodes_in_every_reading() {
 }
 
 /// The ACP definition of a message's params or result, by `x-method` and its suffix.
-fn definition<'s>(schema: &'s Value, method: &str, suffix: &str) -> Option<&'s str> {
+pub(crate) fn definition<'s>(schema: &'s Value, method: &str, suffix: &str) -> Option<&'s str> {
     schema["$defs"]
         .as_object()?
         .iter()
@@ -96,7 +96,7 @@ fn definition<'s>(schema: &'s Value, method: &str, suffix: &str) -> Option<&'s s
 }
 
 /// Copies of a params or result object with one thing broken.
-fn broken(body: &Value, required: &[String]) -> Vec<Value> {
+pub(crate) fn broken(body: &Value, required: &[String]) -> Vec<Value> {
     let mut out = vec![json!([]), json!("text")];
     if let Value::Object(object) = body {
         for name in required {

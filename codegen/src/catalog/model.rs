@@ -51,6 +51,8 @@ pub struct Catalog {
     pub conformance: Vec<ConformanceCheck>,
     /// The ACP v1 base grammar the decoder keeps closed.
     pub acp: Acp,
+    /// The official ACP v2 schema, compiled and decoded beside v1.
+    pub acp_v2: AcpV2,
     /// Extension method families read from input schemas.
     #[serde(default)]
     pub method_sources: Vec<MethodSource>,
@@ -159,6 +161,8 @@ pub struct Revisions {
     /// Pins the official ACP schema `[acp] schema` names: replacing that file means
     /// bumping this literal.
     pub acp_schema: Name,
+    /// Pins the official ACP v2 schema `[acp_v2] schema` names, as `acp_schema` pins v1's.
+    pub acp_v2_schema: Name,
     pub wire_protocol_version: Spanned<u32>,
     pub driver: Name,
     pub extension_vectors: Name,
@@ -414,6 +418,20 @@ pub struct Acp {
     /// is ignored with a diagnostic instead of rejected. Each must be a kind of the pinned
     /// schema; every other kind (content: message and thought chunks, tool calls, plan)
     /// stays fail-closed.
+    #[serde(default)]
+    pub optional_fidelity_updates: Vec<Name>,
+}
+
+/// ACP v2 beside v1: the official v2 JSON Schema, read whole as `[acp]` reads v1's.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AcpV2 {
+    /// The official ACP v2 JSON Schema under `schemas/`, checked in unmodified.
+    pub schema: Name,
+    /// The protocol version a v2 stream's `initialize` answer must carry; the schema bounds it.
+    pub protocol_version: Spanned<u32>,
+    /// As `[acp] optional_fidelity_updates`, for v2's `sessionUpdate` kinds: each must be a
+    /// kind the pinned v2 schema names.
     #[serde(default)]
     pub optional_fidelity_updates: Vec<Name>,
 }

@@ -87,7 +87,7 @@ impl<'c> Validator<'c> {
         self.acp();
         self.requirements();
         let catalog = self.index.catalog;
-        for file in [&catalog.golden.schema, &catalog.acp.schema] {
+        for file in [&catalog.golden.schema, &catalog.acp.schema, &catalog.acp_v2.schema] {
             if !schemas.files.contains_key(file.as_str()) {
                 let known = schemas.files.keys().map(String::as_str).collect();
                 self.unknown("schema file", file, known);

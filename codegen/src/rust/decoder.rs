@@ -7,6 +7,7 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
 use super::names::{decode_fn, def_fn};
+use super::plan::model::MethodPlan;
 use super::plan::{Def, Part, Plan};
 use crate::catalog::model::{Direction, Side, SlotClass};
 
@@ -74,28 +75,7 @@ pub fn generate(plan: &Plan) -> TokenStream {
         &method_names,
         quote! {},
     );
-    let methods: Vec<TokenStream> = plan
-        .methods
-        .iter()
-        .map(|m| {
-            let (name, source, notification) = (&m.name, &m.source, m.notification);
-            let method = super::tables::names::path("Method", &method_names, name);
-            let side = match m.side {
-                Side::Agent => quote! { Side::Agent },
-                Side::Client => quote! { Side::Client },
-                Side::Protocol => quote! { Side::Protocol },
-            };
-            let (params_check, result_check, envelope_check) = (opt_checker(&m.params), opt_checker(&m.result), opt_checker(&m.envelope));
-            quote! {
-                MethodDecoder { method: #method, name: #name, source: #source, side: #side, notification: #notification,
-                    params_check: #params_check, result_check: #result_check, envelope_check: #envelope_check }
-            }
-        })
-        .collect();
-    let arms = plan.methods.iter().enumerate().map(|(i, m)| {
-        let name = &m.name;
-        quote! { #name => Some(&METHODS[#i]), }
-    });
+    let (methods, arms) = method_rows(plan.methods.iter());
     let slot_arms = plan.slots.iter().enumerate().map(|(i, s)| {
         let key = &s.key;
         quote! { #key => Some(#i), }
@@ -139,6 +119,61 @@ pub fn generate(plan: &Plan) -> TokenStream {
         pub fn slot(key: &str) -> Option<usize> {
             match key {
                 #(#slot_arms)*
+                _ => None,
+            }
+        }
+    }
+}
+
+/// The rows of `METHODS` and the arms of `method()` that find them, for `methods` in order.
+fn method_rows<'p>(methods: impl Iterator<Item = &'p MethodPlan>) -> (Vec<TokenStream>, Vec<TokenStream>) {
+    let (mut rows, mut arms) = (Vec::new(), Vec::new());
+    for (i, m) in methods.enumerate() {
+        let (name, source, notification) = (&m.name, &m.source, m.notification);
+        let side = match m.side {
+            Side::Agent => quote! { Side::Agent },
+            Side::Client => quote! { Side::Client },
+            Side::Protocol => quote! { Side::Protocol },
+        };
+        let (params_check, result_check, envelope_check) = (opt_checker(&m.params), opt_checker(&m.result), opt_checker(&m.envelope));
+        rows.push(quote! {
+            MethodDecoder { name: #name, source: #source, side: #side, notification: #notification,
+                params_check: #params_check, result_check: #result_check, envelope_check: #envelope_check }
+        });
+        arms.push(quote! { #name => Some(&METHODS[#i]), });
+    }
+    (rows, arms)
+}
+
+/// The ACP v2 decoder tables (`generated/decoder_tables_acp_v2.rs`, included by
+/// `src/decode/tables.rs` with the runtime's `acp-v2` feature): v2's grammar, its methods
+/// with the v2 schema's checks, and the extension methods, which ride both versions. The
+/// slots are v1's table, shared.
+pub fn generate_v2(plan: &Plan) -> TokenStream {
+    let v2 = &plan.v2;
+    let extensions = plan.methods.iter().filter(|m| m.source != "acp");
+    let (methods, arms) = method_rows(v2.methods.iter().chain(extensions));
+    let g = &v2.grammar;
+    let (version, version_method, update_method) = (g.protocol_version, g.version_method.as_str(), g.update_method.as_str());
+    let (kinds, fidelity) = (&g.session_update_kinds, &v2.fidelity_updates);
+    quote! {
+        /// The method whose response carries `protocolVersion`.
+        pub const VERSION_METHOD: &str = #version_method;
+        /// The notification whose `params.update` is a session update member.
+        pub const UPDATE_METHOD: &str = #update_method;
+        /// ACP protocol version the decoder accepts in `initialize`.
+        pub const PROTOCOL_VERSION: u64 = #version as u64;
+        /// `sessionUpdate` kinds the pinned ACP v2 schema names (its enumeration is open).
+        pub const SESSION_UPDATE_KINDS: &[&str] = &[#(#kinds),*];
+        /// `sessionUpdate` kinds that carry only optional fidelity (the catalog's
+        /// `[acp_v2] optional_fidelity_updates`): one that fails its schema is ignored, not rejected.
+        pub const FIDELITY_UPDATE_KINDS: &[&str] = &[#(#fidelity),*];
+        /// Every method a v2 stream may carry, with its checks.
+        pub const METHODS: &[MethodDecoder] = &[#(#methods),*];
+        /// The method of that wire name.
+        pub fn method(name: &str) -> Option<&'static MethodDecoder> {
+            match name {
+                #(#arms)*
                 _ => None,
             }
         }

@@ -23,14 +23,15 @@ fn position(d: &Diagnostics, item: &Diagnostic) -> String {
 fn the_checked_in_catalog_generates() {
     let scratch = Scratch::new();
     let outputs = checkfu_wire_codegen::generate(scratch.root()).unwrap_or_else(|d| panic!("{}", d.render())).outputs;
-    // The eleven catalog outputs and checkfu-wire-typed's index and tables, one whole module
-    // per input schema (typed), and one runtime module per schema the catalog's roots reach.
+    // The twelve catalog outputs (the v2 decoder tables among them) and checkfu-wire-typed's
+    // index and tables, one whole module per input schema (typed), and one runtime module per
+    // schema the catalog's roots reach.
     let schemas = std::fs::read_dir(scratch.root().join("schemas"))
         .expect("schemas")
         .filter(|e| e.as_ref().is_ok_and(|e| e.path().extension().is_some_and(|x| x == "json")));
     let schemas = schemas.count();
     let runtime = outputs.iter().filter(|o| o.path.starts_with(checkfu_wire_codegen::SCHEMA_MODULES_DIR)).count();
-    assert_eq!(outputs.len(), 13 + schemas + runtime);
+    assert_eq!(outputs.len(), 14 + schemas + runtime);
     assert!(runtime < schemas, "a schema no runtime path reaches (MCP) has no runtime module");
 }
 

@@ -247,3 +247,39 @@ fn the_catalog_acp_section_only_names_the_schema() {
     let all = grammar["session_update_kinds"].as_array().expect("kinds").len();
     assert!(chosen > 0 && chosen < all, "{chosen} of {all} kinds");
 }
+
+/// ACP v2's tables are read from the pinned v2 schema as v1's are from v1's: its own methods
+/// with the v2 schema's checks, none of v1's removed ones, and the extension methods of both.
+#[test]
+fn the_v2_tables_are_the_v2_schemas() {
+    let s = Scratch::new();
+    let generation = checkfu_wire_codegen::generate(s.root()).unwrap_or_else(|d| panic!("{}", d.render()));
+    let v2 = generation.outputs.iter().find(|o| o.path.ends_with("decoder_tables_acp_v2.rs")).expect("the v2 tables");
+    for present in ["\"auth/login\" =>", "\"session/resume\" =>", "\"_checkfu/session/steer\" =>", "acp_v2::checks::check_PromptResponse"] {
+        assert!(v2.contents.contains(present), "{present} not in the v2 tables");
+    }
+    for absent in ["\"authenticate\" =>", "\"session/set_mode\" =>", "\"fs/read_text_file\" =>", "acp_v1::"] {
+        assert!(!v2.contents.contains(absent), "{absent} in the v2 tables");
+    }
+    assert!(v2.contents.contains("PROTOCOL_VERSION: u64 = 2u32"), "v2's version");
+    // And a v2 method added to the v2 schema is dispatched, with no change to v1's tables.
+    let (v1_before, _) = tables(&s);
+    edit_json(&s, "acp-v2.schema.json", |schema| {
+        schema["$defs"]["PingRequest"] = json!({"type": "object", "x-method": "session/ping", "x-side": "agent"});
+        schema["$defs"]["PingResponse"] = json!({"type": "object", "x-method": "session/ping", "x-side": "agent"});
+    });
+    s.edit_nth("acp:schema-v2@1", "acp:schema-v2@2", 0);
+    let generation = checkfu_wire_codegen::generate(s.root()).unwrap_or_else(|d| panic!("{}", d.render()));
+    let v2 = generation.outputs.iter().find(|o| o.path.ends_with("decoder_tables_acp_v2.rs")).expect("the v2 tables");
+    assert!(v2.contents.contains("\"session/ping\" =>") && v2.contents.contains("check_PingResponse"), "the new method dispatches");
+    assert_eq!(tables(&s).0, v1_before, "v1's tables do not move");
+}
+
+/// v2 has no `current_mode_update`: naming it optional fidelity of v2 is refused where it
+/// is written.
+#[test]
+fn a_v2_fidelity_kind_must_be_a_v2_kind() {
+    let s = Scratch::new();
+    s.edit_after("\n[acp_v2]\n", "\"usage_update\"", "\"current_mode_update\"");
+    common::refused_at(&s, "[acp_v2] optional_fidelity_updates names `current_mode_update`", "\n[acp_v2]\n", "\"current_mode_update\"");
+}

@@ -107,3 +107,59 @@ fn the_stream_schema_and_the_lane_are_pinned_by_their_literals() {
     s.edit_nth("every process the runs started has exited", "every process the run started has exited", 0);
     reinterpreted(&s, "checkfu:oneshot-v1@2", "oneshot_driver");
 }
+
+/// Replaces the pinned ACP v2 schema's `ProtocolVersion` maximum, with its provenance record
+/// updated as a maintainer replacing the file would: only the revision literal is stale.
+fn replace_the_v2_schema(s: &Scratch) {
+    let path = s.root().join("schemas/acp-v2.schema.json");
+    let text = std::fs::read_to_string(&path).expect("read");
+    let from = "\"format\": \"uint16\",\n      \"minimum\": 0,\n      \"maximum\": 65535";
+    assert_eq!(text.matches(from).count(), 1, "one ProtocolVersion range in the v2 schema");
+    std::fs::write(&path, text.replacen(from, "\"format\": \"uint16\",\n      \"minimum\": 0,\n      \"maximum\": 255", 1)).expect("write");
+    let record = s.root().join("schemas/acp-v2.provenance.toml");
+    let sha = checkfu_wire_codegen::catalog::sha256_hex(&std::fs::read(&path).expect("read"));
+    let updated: String = std::fs::read_to_string(&record)
+        .expect("the v2 schema has a provenance record")
+        .lines()
+        .map(|l| if l.starts_with("sha256 = ") { format!("sha256 = \"{sha}\"\n") } else { format!("{l}\n") })
+        .collect();
+    std::fs::write(&record, updated).expect("write record");
+}
+
+#[test]
+fn replacing_the_acp_v2_schema_without_a_new_literal_fails() {
+    let s = Scratch::new();
+    replace_the_v2_schema(&s);
+    let d = s.generate_err();
+    let rendered = d.render();
+    let items = of_class(&d, Class::Reinterpretation);
+    assert_eq!(items.len(), 1, "{rendered}");
+    assert!(rendered.contains("the content behind `acp:schema-v2@1` changed"), "{rendered}");
+    assert!(rendered.contains("acp:schema-v2@2"), "suggests the bump: {rendered}");
+    // v1's literal pins v1's file only: it is not the one named.
+    assert!(!rendered.contains("acp:schema-v1@1"), "{rendered}");
+    let line = s.line_of("[revisions]", "acp_v2_schema =");
+    assert_eq!(items[0].position(&d.sources).expect("position"), format!("catalog/catalog.toml:{line}:17"));
+}
+
+#[test]
+fn bumping_the_acp_v2_literal_records_the_new_schema() {
+    let s = Scratch::new();
+    replace_the_v2_schema(&s);
+    s.edit_nth("acp_v2_schema = \"acp:schema-v2@1\"", "acp_v2_schema = \"acp:schema-v2@2\"", 0);
+    let outputs = checkfu_wire_codegen::generate(s.root()).unwrap_or_else(|d| panic!("{}", d.render())).outputs;
+    let lock = outputs.iter().find(|o| o.path.ends_with("revisions.lock.json")).expect("lock");
+    assert!(lock.contents.contains("acp:schema-v2@2"), "{}", lock.contents);
+}
+
+/// A v2 schema replaced without its provenance record is refused before any literal is
+/// judged: the record is what the docs page states.
+#[test]
+fn an_acp_v2_schema_unlike_its_provenance_fails() {
+    let s = Scratch::new();
+    let path = s.root().join("schemas/acp-v2.schema.json");
+    let text = std::fs::read_to_string(&path).expect("read");
+    std::fs::write(&path, text.replacen("\"maximum\": 65535", "\"maximum\": 255", 1)).expect("write");
+    let rendered = s.generate_err().render();
+    assert!(rendered.contains("`schemas/acp-v2.schema.json` is not the file its provenance records"), "{rendered}");
+}

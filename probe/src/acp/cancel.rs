@@ -23,9 +23,9 @@ use serde_json::{json, Value};
 
 use super::flight::Flight;
 use super::{rpc_error, Run, CANCEL_METHOD, UPDATE_METHOD};
+use crate::acp::report::Cancellation;
 use crate::outcome::{Kind, Outcome, Reason};
 use crate::relay::{Pace, PaceEnd};
-use crate::report::acp::Cancellation;
 use crate::session::{Breach, Fault, Incoming};
 use crate::verdict::in_flight::AfterStop;
 use checkfu_wire::catalog::StepName;

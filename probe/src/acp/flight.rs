@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::Run;
+use crate::acp::report::MidTurn;
 use crate::outcome::Reason;
 use crate::relay::PaceEnd;
-use crate::report::acp::MidTurn;
 use crate::session::{Fault, Incoming};
 use checkfu_wire::conformance::normalize;
 use checkfu_wire::decode::tables::UPDATE_METHOD;

@@ -17,10 +17,10 @@ use serde_json::{json, Value};
 
 use super::flight::Flight;
 use super::{Run, INTERRUPT_METHOD, OPT_IN_INTERRUPT, STEER_METHOD};
+use crate::acp::report::Drain;
 use crate::outcome::{Kind, Reason};
 use crate::relay::token::{self, STEER_PREFIX};
 use crate::relay::Pace;
-use crate::report::acp::Drain;
 use crate::session::{Fault, Incoming};
 use checkfu_wire::catalog;
 use checkfu_wire::conformance::observation::SteerAck;

@@ -23,16 +23,16 @@ pub mod judge;
 mod lane;
 mod plan;
 pub mod process;
+pub mod report;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::error::ProbeError;
+use crate::oneshot::report::OneshotReport;
 use crate::options::{fresh_nonce, RunOptions};
 use crate::outcome::{Kind, Outcome};
-use crate::report::oneshot::OneshotReport;
-use crate::report::LaneReport;
 use crate::session::{self, Launch};
 use crate::stage::{LaneEnd, Stage};
 use crate::verdict;
@@ -182,7 +182,7 @@ pub(crate) fn run(
         output_schema_delivery: delivered,
     };
     Ok(LaneEnd {
-        report: LaneReport::Oneshot(Box::new(report)),
+        report: Box::new(report),
         teardown: (started.elapsed().as_millis() as u64, teardown),
         nonce_in_output,
         reply_in_output: first_reply,

@@ -9,8 +9,8 @@ use serde_json::json;
 
 use super::judge::{Exit, Output};
 use crate::budget::Cancel;
+use crate::oneshot::report::RunReport;
 use crate::outcome::Reason;
-use crate::report::oneshot::RunReport;
 use crate::report::process::{teardown_fault, ProcessEnd};
 use crate::session::process::{Event, Harness, Launch};
 use checkfu_wire::oneshot::{OutputMode, PromptTransport};

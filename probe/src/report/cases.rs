@@ -15,8 +15,7 @@ use std::fmt::Write as _;
 use checkfu_wire::catalog::Revision;
 use checkfu_wire::conformance::{Outcome as CheckOutcome, Report as ConformanceReport};
 
-use super::requirements::Status;
-use super::{LaneReport, Report, StepStatus};
+use super::{Report, StepStatus};
 use crate::outcome::Outcome;
 
 /// How many lines an excerpt holds at most, and how much of each line: a CI page shows the
@@ -59,10 +58,7 @@ pub fn properties(report: &Report) -> Vec<(String, String)> {
         ("qualification".to_owned(), report.qualification.to_owned()),
         ("nonce".to_owned(), report.nonce.clone()),
     ];
-    match &report.lane {
-        LaneReport::Acp(r) => properties.push(("driver".to_owned(), r.admission.driver.clone())),
-        LaneReport::Oneshot(r) => properties.push(("driver".to_owned(), r.driver.to_owned())),
-    }
+    properties.push(("driver".to_owned(), report.lane.driver().to_owned()));
     if let Some(image) = &report.image {
         properties.push(("image.reference".to_owned(), image.reference.clone()));
         properties.push(("image.digest".to_owned(), image.digest.clone()));
@@ -97,37 +93,7 @@ pub fn cases(report: &Report) -> Vec<Case> {
             excerpt: failed.and(wire.clone()),
         });
     }
-    match &report.lane {
-        LaneReport::Acp(r) => {
-            checks(&mut cases, CHECKS, &r.report, &r.trace);
-            // Every requirement of the registry: one the run did not put to the agent is
-            // skipped with why, never passed.
-            for judged in &r.requirements {
-                let status = match judged.status {
-                    Status::Passed => StepStatus::Passed,
-                    Status::Failed => StepStatus::Failed,
-                    Status::NotTested => StepStatus::Skipped,
-                };
-                let failed = status == StepStatus::Failed;
-                cases.push(Case {
-                    suite: REQUIREMENTS.to_owned(),
-                    name: judged.id.id(),
-                    status,
-                    ms: None,
-                    kind: failed.then_some("requirement"),
-                    message: (status != StepStatus::Passed).then(|| judged.reason.clone()),
-                    excerpt: failed.then(|| wire.clone()).flatten(),
-                });
-            }
-        }
-        LaneReport::Oneshot(r) => {
-            for (i, run) in r.runs.iter().enumerate() {
-                if let Some(checks_made) = &run.checks {
-                    checks(&mut cases, &format!("run {} {CHECKS}", i + 1), checks_made, &run.trace);
-                }
-            }
-        }
-    }
+    report.lane.cases(&mut cases, wire.as_deref());
     let failure = report.first_failure();
     cases.push(Case {
         suite: VERDICT.to_owned(),
@@ -141,19 +107,26 @@ pub fn cases(report: &Report) -> Vec<Case> {
     cases
 }
 
-fn checks(cases: &mut Vec<Case>, suite: &str, report: &ConformanceReport, trace: &str) {
-    for (name, outcome) in &report.checks {
-        let (status, message, excerpt) = match outcome {
-            CheckOutcome::Pass => (StepStatus::Passed, None, None),
-            CheckOutcome::Skip { reason } => (StepStatus::Skipped, Some(reason.clone()), None),
-            CheckOutcome::Fail { reason, at } => (StepStatus::Failed, Some(reason.clone()), at.map(|at| around(trace, at))),
+/// A case per conformance check of `report`, in `suite`; a failed one shows the observation
+/// of `trace` it blames.
+pub(crate) fn checks(cases: &mut Vec<Case>, suite: &str, report: &ConformanceReport, trace: &str) {
+    for (name, check) in &report.checks {
+        let outcome = Outcome::from(check);
+        let status = StepStatus::of(&outcome);
+        let message = outcome.why().map(str::to_owned);
+        let excerpt = match check {
+            CheckOutcome::Fail { at: Some(at), .. } => Some(around(trace, *at)),
+            _ => None,
         };
         cases.push(Case {
             suite: suite.to_owned(),
             name,
             status,
             ms: None,
-            kind: (status == StepStatus::Failed).then_some("check"),
+            kind: match &outcome {
+                Outcome::Failed(reason) => Some(reason.kind.name()),
+                _ => None,
+            },
             message,
             excerpt,
         });

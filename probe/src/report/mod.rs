@@ -1,6 +1,6 @@
-//! The report of a probe run, whichever lane ran: one [`Report`] with the members both lanes
-//! have (the steps, the nonce, the model plane, the image and what to do next), then the
-//! lane's own ([`acp::AcpReport`], [`oneshot::OneshotReport`]). It is the one type every
+//! The report of a probe run, whichever lane ran: one [`Report`] with the members every lane
+//! has (the steps, the nonce, the model plane, the image and what to do next), then the
+//! lane's own, a [`LaneReport`] the lane's module implements. It is the one type every
 //! run ends with, written as one JSON object (`--format json`) or a few lines
 //! ([`text`]).
 //!
@@ -8,16 +8,14 @@
 //! - [`process`]: how a harness process ended, as both lanes report it;
 //! - [`cases`]: the report as test cases, which `--format junit` and `--format ctrf` write.
 
-pub mod acp;
 pub mod cases;
 mod ctrf;
 mod junit;
-pub mod oneshot;
 pub mod process;
-pub mod requirements;
 pub mod steps;
 mod text;
 
+use std::any::Any;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Serialize, Serializer};
@@ -27,6 +25,7 @@ use crate::model_plane::ModelPlane;
 use crate::next::NextSteps;
 use crate::outcome::Outcome;
 use crate::verdict::compaction::CompactionCheck;
+pub use cases::Case;
 use checkfu_wire::catalog::{self, Protocol, StepName};
 pub(crate) use steps::Steps;
 pub use steps::{Step, StepStatus};
@@ -49,7 +48,7 @@ pub struct Report {
     #[serde(rename = "steps", serialize_with = "steps_map")]
     pub steps: Vec<(StepName, Step)>,
     #[serde(flatten)]
-    pub lane: LaneReport,
+    pub lane: Box<dyn LaneReport>,
     pub nonce: String,
     /// What the relay served and refused, and the catalog binding (`--harness`).
     pub model_plane: ModelPlane,
@@ -73,69 +72,66 @@ pub struct Report {
     pub profile: Vec<String>,
 }
 
-/// The lane's own members, written beside the shared ones. An enum for serialization and for
-/// the report's own readers; the spine asks it only through its methods.
-#[derive(Debug, Serialize)]
-#[serde(untagged)]
-pub enum LaneReport {
-    Acp(Box<acp::AcpReport>),
-    Oneshot(Box<oneshot::OneshotReport>),
+/// The lane's own part of the report, written beside the shared members. The spine, the
+/// text and the CI formats ask it only through these methods, so a new lane is a new
+/// implementation (in its own module), never a new arm here. Its readers outside the probe
+/// (a bench, a test) reach the lane's own type through [`LaneReport::as_any`].
+pub trait LaneReport: std::fmt::Debug + Send + Sync + Any {
+    /// The lane's members as JSON, flattened into the report's object.
+    fn members(&self) -> serde_json::Value;
+
+    /// What drove the harness (the ACP driver, the one-shot's), a property of the CI formats.
+    fn driver(&self) -> &str;
+
+    /// What besides a step fails the run, first: a check, the grammar, a breach, ….
+    fn first_failure(&self) -> Option<String>;
+
+    /// The observation trace `--trace` writes.
+    fn trace(&self) -> &str;
+
+    /// The recorded wire `--record` writes; `None` for a lane without one.
+    fn wire_record(&self) -> Option<&[u8]> {
+        None
+    }
+
+    /// The lane's check of the turn's compaction under an enforced window, when it made one.
+    fn context_compaction(&self) -> Option<&CompactionCheck> {
+        None
+    }
+
+    /// The declared paths and values whose step did not run and pass, as `member: value`.
+    /// `add` registers the declaration whole, so a run that left one of them unproven did
+    /// not pass as `add` would register it.
+    fn unproven(&self, steps: &[(StepName, Step)]) -> Vec<String>;
+
+    /// Judges the lane's requirements once every step of the run has ended (teardown too).
+    fn judge_requirements(&mut self, _steps: &[(StepName, Step)]) {}
+
+    /// Sets the catalog entry's ceiling beside what the run realized (`--harness`), for a
+    /// lane that admits a declaration.
+    fn bind_ceiling(&mut self, _entry: &catalog::Harness) {}
+
+    /// The text report's lines before the steps (what ran).
+    fn text_head(&self, out: &mut String);
+
+    /// The text report's lines after the steps: the harness's own words when a step
+    /// `failed`, then anything the lane says before the model plane's summary.
+    fn text_after_steps(&self, out: &mut String, failed: bool);
+
+    /// The text report's lines after the model plane's summary (`report` is the whole).
+    fn text_tail(&self, out: &mut String, report: &Report);
+
+    /// The lane's test cases after the steps' (its checks, its requirements); `wire` is the
+    /// excerpt a failed case without an observation of its own carries.
+    fn cases(&self, cases: &mut Vec<Case>, wire: Option<&str>);
+
+    /// The lane's own report type, for a reader that knows the lane.
+    fn as_any(&self) -> &dyn Any;
 }
 
-impl LaneReport {
-    /// The lane's check of the turn's compaction under an enforced window, when it made one
-    /// (the ACP lane, once a prompt was sent).
-    pub(crate) fn context_compaction(&self) -> Option<&CompactionCheck> {
-        match self {
-            LaneReport::Acp(r) => r.context_compaction.as_ref(),
-            LaneReport::Oneshot(_) => None,
-        }
-    }
-
-    /// The declared paths and values whose step did not run and pass, as `member: value`
-    /// (one-shot: the declaration's members that name a step, `resume_flag` and
-    /// `output_schema_flag`; ACP: the promotions not realized and the mechanisms not
-    /// realized). `add` registers the declaration whole, so a run that left one of them
-    /// unproven did not pass as `add` would register it.
-    pub(crate) fn unproven(&self, steps: &[(StepName, Step)]) -> Vec<String> {
-        match self {
-            LaneReport::Acp(r) => {
-                let a = &r.admission;
-                let axes = a.admitted_axes.iter().filter(|axis| a.realized.get(**axis) != a.admitted.get(**axis));
-                let axes =
-                    axes.map(|axis| format!("{axis}: {}", a.admitted.get(*axis).and_then(serde_json::Value::as_str).unwrap_or_default()));
-                let mechanisms = a.mechanisms.iter().filter(|(m, _)| !a.realized.contains_key(*m));
-                axes.chain(mechanisms.map(|(m, v)| format!("{m}: {}", v.as_str().unwrap_or_default()))).collect()
-            }
-            LaneReport::Oneshot(r) => {
-                let declaration = serde_json::to_value(&r.declaration).unwrap_or(serde_json::Value::Null);
-                let passed = |name: StepName| steps.iter().any(|(n, step)| *n == name && step.outcome.passed());
-                let declared = catalog::ONESHOT_STEPS.iter().filter_map(|s| s.declared.map(|member| (member, s.step)));
-                declared
-                    .filter_map(|(member, step)| declaration.get(member).filter(|v| !v.is_null()).map(|v| (member, v, step)))
-                    .filter(|(_, _, step)| !passed(*step))
-                    .map(|(member, value, _)| format!("{member}: {}", value.as_str().map_or_else(|| value.to_string(), str::to_owned)))
-                    .collect()
-            }
-        }
-    }
-
-    /// Judges the requirement registry once every step of the run has ended (teardown too):
-    /// only the ACP lane has the registry's wire.
-    pub(crate) fn judge_requirements(&mut self, steps: &[(StepName, Step)]) {
-        match self {
-            LaneReport::Acp(r) => r.judge_requirements(steps),
-            LaneReport::Oneshot(_) => {}
-        }
-    }
-
-    /// Sets the catalog entry's ceiling beside what the run realized (`--harness`). Only the
-    /// ACP lane admits a declaration, so only its report has a realized set to hold to it.
-    pub(crate) fn bind_ceiling(&mut self, entry: &catalog::Harness) {
-        match self {
-            LaneReport::Acp(r) => r.admission.bind_ceiling(entry),
-            LaneReport::Oneshot(_) => {}
-        }
+impl Serialize for dyn LaneReport {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.members().serialize(s)
     }
 }
 
@@ -195,11 +191,9 @@ impl Report {
         if let Some((name, reason)) = step {
             return Some(format!("step {name}: {reason}"));
         }
-        let lane = match &self.lane {
-            LaneReport::Acp(r) => r.first_failure(),
-            LaneReport::Oneshot(r) => r.first_failure(),
-        };
-        lane.or_else(|| self.model_plane.mismatches().first().map(|m| format!("catalog: {m}")))
+        self.lane
+            .first_failure()
+            .or_else(|| self.model_plane.mismatches().first().map(|m| format!("catalog: {m}")))
             .or_else(|| self.interrupted.map(|signal| format!("interrupted by {signal}")))
     }
 
@@ -225,18 +219,12 @@ impl Report {
 
     /// The observation trace `--trace` writes (the one-shot lane's first run's).
     pub fn trace(&self) -> &str {
-        match &self.lane {
-            LaneReport::Acp(r) => &r.trace,
-            LaneReport::Oneshot(r) => r.trace(),
-        }
+        self.lane.trace()
     }
 
     /// The recorded wire `--record` writes; `None` for a lane without an ACP wire.
     pub fn wire_record(&self) -> Option<&[u8]> {
-        match &self.lane {
-            LaneReport::Acp(r) => Some(&r.record),
-            LaneReport::Oneshot(_) => None,
-        }
+        self.lane.wire_record()
     }
 
     /// The model calls the relay served, as `--record-model` writes them (JSON Lines).

@@ -58,18 +58,20 @@ pub fn plan(
             );
         }
     }
-    for (i, kind) in catalog.acp.optional_fidelity_updates.iter().enumerate() {
-        let at = |message: String| Diagnostic::new(Class::UnknownOrDuplicate, message).at(file, kind.span.clone(), "this kind");
-        if catalog.acp.optional_fidelity_updates[..i].iter().any(|k| k.as_str() == kind.as_str()) {
-            errors.push(at(format!("[acp] optional_fidelity_updates names `{}` twice", kind.as_str())));
-        } else if grammar_read && !plan.grammar.session_update_kinds.iter().any(|k| k == kind.as_str()) {
-            errors.push(at(format!(
-                "[acp] optional_fidelity_updates names `{}`, which is not a sessionUpdate kind of the pinned schema (it has: {})",
-                kind.as_str(),
-                plan.grammar.session_update_kinds.join(", ")
-            )));
-        } else {
-            plan.fidelity_updates.push(kind.as_str().to_owned());
+    let kinds = grammar_read.then_some(plan.grammar.session_update_kinds.as_slice());
+    plan.fidelity_updates = fidelity_updates("[acp]", &catalog.acp.optional_fidelity_updates, kinds, file, &mut errors);
+    match super::grammar::grammar_v2(&mut plan, schemas, catalog) {
+        Ok(()) => {
+            let kinds = Some(plan.v2.grammar.session_update_kinds.as_slice());
+            plan.v2.fidelity_updates = fidelity_updates("[acp_v2]", &catalog.acp_v2.optional_fidelity_updates, kinds, file, &mut errors);
+        }
+        Err(problems) => {
+            let span = catalog.acp_v2.schema.span.clone();
+            errors.extend(
+                problems
+                    .into_iter()
+                    .map(|p| Diagnostic::new(Class::UnknownOrDuplicate, p).at(file, span.clone(), "the pinned ACP v2 schema")),
+            );
         }
     }
     let acp_methods: Vec<String> = plan.methods.iter().map(|m| m.name.clone()).collect();
@@ -180,6 +182,33 @@ pub fn plan(
     } else {
         Err(errors)
     }
+}
+
+/// The optional-fidelity kinds `section` lists, each once and each a kind of `kinds` (the
+/// pinned schema's; `None` when it could not be read, and the kinds are not judged).
+fn fidelity_updates(
+    section: &str,
+    listed: &[crate::catalog::model::Name],
+    kinds: Option<&[String]>,
+    file: crate::diagnostic::FileId,
+    errors: &mut Vec<Diagnostic>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, kind) in listed.iter().enumerate() {
+        let at = |message: String| Diagnostic::new(Class::UnknownOrDuplicate, message).at(file, kind.span.clone(), "this kind");
+        if listed[..i].iter().any(|k| k.as_str() == kind.as_str()) {
+            errors.push(at(format!("{section} optional_fidelity_updates names `{}` twice", kind.as_str())));
+        } else if let Some(kinds) = kinds.filter(|kinds| !kinds.iter().any(|k| k == kind.as_str())) {
+            errors.push(at(format!(
+                "{section} optional_fidelity_updates names `{}`, which is not a sessionUpdate kind of the pinned schema (it has: {})",
+                kind.as_str(),
+                kinds.join(", ")
+            )));
+        } else {
+            out.push(kind.as_str().to_owned());
+        }
+    }
+    out
 }
 
 fn method_source(plan: &mut Plan, schemas: &SchemaSet, source: &crate::catalog::model::MethodSource) -> Result<(), String> {

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::annotated::{annotated_methods, AnnotatedMethod};
-use super::model::{kind, side, Grammar, GrammarMethod, Plan};
+use super::model::{kind, side, Grammar, GrammarMethod, GrammarV2, Plan};
 use crate::catalog::model::Catalog;
 use crate::schema::normalize::ref_target;
 use crate::schema::SchemaSet;
@@ -49,16 +49,24 @@ pub fn grammar(
     }
 }
 
-/// The schema's grammar: its methods, the vocabularies and the methods that carry them.
-fn read(document: &Value, file: &str, methods: &BTreeMap<String, AnnotatedMethod>, catalog: &Catalog) -> Result<Grammar, Vec<String>> {
-    // The member `property` of a method's params or result definition, resolved.
-    let member = |m: &AnnotatedMethod, result: bool, property: &str| -> Option<&Value> {
+/// A pinned ACP schema's methods, as the grammar readers look into them.
+struct Lookup<'d> {
+    document: &'d Value,
+    file: &'d str,
+    methods: &'d BTreeMap<String, AnnotatedMethod>,
+}
+
+impl<'d> Lookup<'d> {
+    /// The member `property` of a method's params or result definition, resolved.
+    fn member(&self, m: &AnnotatedMethod, result: bool, property: &str) -> Option<&'d Value> {
         let key = if result { m.result_def.as_ref() } else { m.params_def.as_ref() }?;
-        document["$defs"][key.as_str()]["properties"].get(property).map(|v| resolve(document, v))
-    };
-    // The one method that `what` describes: none or several is an error, since the decoder
-    // must know where each closed vocabulary rides.
-    let only = |what: &str, found: Vec<&AnnotatedMethod>| -> Result<String, String> {
+        self.document["$defs"][key.as_str()]["properties"].get(property).map(|v| resolve(self.document, v))
+    }
+
+    /// The one method that `what` describes: none or several is an error, since the decoder
+    /// must know where each closed vocabulary rides.
+    fn only(&self, what: &str, found: Vec<&AnnotatedMethod>) -> Result<String, String> {
+        let file = self.file;
         match found.as_slice() {
             [one] => Ok(one.plan.name.clone()),
             [] => Err(format!("no method of the pinned schema `{file}` {what}")),
@@ -67,54 +75,102 @@ fn read(document: &Value, file: &str, methods: &BTreeMap<String, AnnotatedMethod
                 many.iter().map(|m| format!("`{}`", m.plan.name)).collect::<Vec<_>>().join(", ")
             )),
         }
-    };
-    let requests = || methods.values().filter(|m| !m.plan.notification);
-    let version =
-        only("has a result carrying `protocolVersion`", requests().filter(|m| member(m, true, "protocolVersion").is_some()).collect());
-    let prompt = only("has a result carrying `stopReason`", requests().filter(|m| member(m, true, "stopReason").is_some()).collect());
-    let update_kinds =
-        |m: &AnnotatedMethod| member(m, false, "update").map(|u| alternatives(document, u, Some("sessionUpdate"))).unwrap_or_default();
-    let update = only(
-        "is a notification whose `update` member is tagged by `sessionUpdate`",
-        methods.values().filter(|m| m.plan.notification && !update_kinds(m).is_empty()).collect(),
-    );
+    }
+
+    /// The request whose result carries `property`.
+    fn result_carrying(&self, property: &str) -> Result<String, String> {
+        let found = self.methods.values().filter(|m| !m.plan.notification && self.member(m, true, property).is_some()).collect();
+        self.only(&format!("has a result carrying `{property}`"), found)
+    }
+
+    /// The `sessionUpdate` kinds a method's `update` member names.
+    fn update_kinds(&self, m: &AnnotatedMethod) -> Vec<String> {
+        self.member(m, false, "update").map(|u| alternatives(self.document, u, Some("sessionUpdate"))).unwrap_or_default()
+    }
+
+    /// The notification whose `update` member is tagged by `sessionUpdate`.
+    fn update_method(&self) -> Result<String, String> {
+        let found = self.methods.values().filter(|m| m.plan.notification && !self.update_kinds(m).is_empty()).collect();
+        self.only("is a notification whose `update` member is tagged by `sessionUpdate`", found)
+    }
+
+    /// `Err` when `version` (Checkfu's pin, named `what`) is outside the range the schema
+    /// allows for `version_method`'s `protocolVersion`.
+    fn version_in_range(&self, version_method: &str, version: u32, what: &str) -> Result<(), String> {
+        let Some(range) = self.member(&self.methods[version_method], true, "protocolVersion") else { return Ok(()) };
+        let bound = |key: &str| range.get(key).and_then(Value::as_f64);
+        let v = f64::from(version);
+        if bound("minimum").is_some_and(|min| v < min) || bound("maximum").is_some_and(|max| v > max) {
+            return Err(format!("{what} {version} is outside the range `{}` allows for `protocolVersion`", self.file));
+        }
+        Ok(())
+    }
+
+    fn grammar_methods(&self) -> Vec<GrammarMethod> {
+        self.methods
+            .values()
+            .map(|m| GrammarMethod { name: m.plan.name.clone(), side: m.plan.side, notification: m.plan.notification })
+            .collect()
+    }
+}
+
+/// The schema's grammar: its methods, the vocabularies and the methods that carry them.
+fn read(document: &Value, file: &str, methods: &BTreeMap<String, AnnotatedMethod>, catalog: &Catalog) -> Result<Grammar, Vec<String>> {
+    let lookup = Lookup { document, file, methods };
+    let (version, prompt, update) =
+        (lookup.result_carrying("protocolVersion"), lookup.result_carrying("stopReason"), lookup.update_method());
     let mut errors = Vec::new();
     let (Ok(version_method), Ok(prompt_method), Ok(update_method)) = (&version, &prompt, &update) else {
         errors.extend([version.err(), prompt.err(), update.err()].into_iter().flatten());
         return Err(errors);
     };
-    let stop_reasons = alternatives(document, member(&methods[prompt_method], true, "stopReason").unwrap_or(&Value::Null), None);
+    let stop_reasons = alternatives(document, lookup.member(&methods[prompt_method], true, "stopReason").unwrap_or(&Value::Null), None);
     if stop_reasons.is_empty() {
         errors.push(format!("`{prompt_method}`'s `stopReason` in `{file}` names no stop reasons"));
     }
     // The version is Checkfu's pin; the schema bounds it.
     let protocol_version = catalog.revisions.wire_protocol_version.value;
-    if let Some(range) = member(&methods[version_method], true, "protocolVersion") {
-        let bound = |key: &str| range.get(key).and_then(Value::as_f64);
-        let v = f64::from(protocol_version);
-        if bound("minimum").is_some_and(|min| v < min) || bound("maximum").is_some_and(|max| v > max) {
-            errors.push(format!(
-                "revisions.wire_protocol_version {protocol_version} is outside the range `{file}` allows for `protocolVersion`"
-            ));
-        }
-    }
+    errors.extend(lookup.version_in_range(version_method, protocol_version, "revisions.wire_protocol_version").err());
     let grammar = Grammar {
         protocol_version,
         version_method: version_method.clone(),
         update_method: update_method.clone(),
         prompt_method: prompt_method.clone(),
-        session_update_kinds: update_kinds(&methods[update_method]),
+        session_update_kinds: lookup.update_kinds(&methods[update_method]),
         stop_reasons,
-        methods: methods
-            .values()
-            .map(|m| GrammarMethod { name: m.plan.name.clone(), side: m.plan.side, notification: m.plan.notification })
-            .collect(),
+        methods: lookup.grammar_methods(),
     };
     if errors.is_empty() {
         Ok(grammar)
     } else {
         Err(errors)
     }
+}
+
+/// ACP v2's grammar, from the schema `[acp_v2]` pins, with its methods added to `plan.v2`.
+/// v2 carries no stop reason on the prompt's answer (a turn ends with an idle
+/// `state_update`), and its enumerations are open, so only the version method, the update
+/// method and the kinds the schema names are read.
+pub fn grammar_v2(plan: &mut Plan, schemas: &SchemaSet, catalog: &Catalog) -> Result<(), Vec<String>> {
+    let file = catalog.acp_v2.schema.as_str();
+    let document = schemas.files.get(file).ok_or_else(|| vec![format!("[acp_v2] schema `{file}` is not a file under schemas/")])?;
+    let methods = annotated_methods(plan, schemas, file, "", "acp")?;
+    let lookup = Lookup { document, file, methods: &methods };
+    let (version, update) = (lookup.result_carrying("protocolVersion"), lookup.update_method());
+    let (Ok(version_method), Ok(update_method)) = (&version, &update) else {
+        return Err([version.err(), update.err()].into_iter().flatten().collect());
+    };
+    let protocol_version = catalog.acp_v2.protocol_version.value;
+    lookup.version_in_range(version_method, protocol_version, "[acp_v2] protocol_version").map_err(|e| vec![e])?;
+    plan.v2.grammar = GrammarV2 {
+        protocol_version,
+        version_method: version_method.clone(),
+        update_method: update_method.clone(),
+        session_update_kinds: lookup.update_kinds(&methods[update_method]),
+        methods: lookup.grammar_methods(),
+    };
+    plan.v2.methods = methods.into_values().map(|m| m.plan).collect();
+    Ok(())
 }
 
 /// What the schema's grammar (and the wire version) no longer keeps of the floor.

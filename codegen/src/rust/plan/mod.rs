@@ -19,4 +19,4 @@ pub mod model;
 pub mod reach;
 
 pub use decoder::plan;
-pub use model::{side, Def, Grammar, Part, Pins, Plan};
+pub use model::{side, Def, Grammar, GrammarV2, Part, Pins, Plan, PlanV2};

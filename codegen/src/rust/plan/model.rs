@@ -72,6 +72,18 @@ pub struct Plan {
     pub fidelity_updates: Vec<String>,
     pub vectors: Vec<VectorPlan>,
     pub warnings: Vec<String>,
+    /// ACP v2, decoded beside v1 (`[acp_v2]`).
+    pub v2: PlanV2,
+}
+
+/// ACP v2's share of the plan: its grammar, its methods (v2's own `initialize`,
+/// `session/prompt`, …, with the v2 schema's definitions) and its optional-fidelity kinds.
+/// The slots and the extension methods are v1's: they ride both.
+#[derive(Default)]
+pub struct PlanV2 {
+    pub grammar: GrammarV2,
+    pub methods: Vec<MethodPlan>,
+    pub fidelity_updates: Vec<String>,
 }
 
 impl Plan {
@@ -131,6 +143,18 @@ pub struct Grammar {
     pub prompt_method: String,
     pub session_update_kinds: Vec<String>,
     pub stop_reasons: Vec<String>,
+    pub methods: Vec<GrammarMethod>,
+}
+
+/// ACP v2's grammar, read from its pinned schema: the version method and version, the
+/// update method and the `sessionUpdate` kinds the schema names (it admits others: its
+/// enumerations are open), and every method with its side.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct GrammarV2 {
+    pub protocol_version: u32,
+    pub version_method: String,
+    pub update_method: String,
+    pub session_update_kinds: Vec<String>,
     pub methods: Vec<GrammarMethod>,
 }
 

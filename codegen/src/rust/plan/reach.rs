@@ -34,12 +34,30 @@ pub fn oneshot_only(plan: &Plan, oneshot_stream: &str) -> Option<String> {
     (!named_by_tables).then_some(module)
 }
 
+/// The module of the ACP v2 schema `acp_v2` when only the v2 decoder tables name its
+/// definitions: the runtime compiles it only with its `acp-v2` feature, as it does those
+/// tables, so a dependent that reads v1 alone compiles none of it.
+pub fn acp_v2_only(plan: &Plan, acp_v2: &str) -> Option<String> {
+    let (module, _) = crate::rust::names::names(acp_v2);
+    let named_by_v1 = v1_table_defs(plan).any(|def| def.module == module);
+    (!named_by_v1).then_some(module)
+}
+
 /// The definitions the decoder tables name: every slot's payload and result, every method's
-/// params, result and envelope.
+/// params, result and envelope, v2's methods' included.
 fn table_defs(plan: &Plan) -> impl Iterator<Item = &Def> {
+    v1_table_defs(plan).chain(plan.v2.methods.iter().flat_map(method_defs).flatten())
+}
+
+/// The definitions the v1 decoder tables name (the slots are shared by both versions).
+fn v1_table_defs(plan: &Plan) -> impl Iterator<Item = &Def> {
     let slots = plan.slots.iter().flat_map(|s| [Some(&s.payload), s.result.as_ref()]);
-    let methods = plan.methods.iter().flat_map(|m| [m.params.as_ref(), m.result.as_ref(), m.envelope.as_ref()]);
+    let methods = plan.methods.iter().flat_map(method_defs);
     slots.chain(methods).flatten()
+}
+
+fn method_defs(m: &super::model::MethodPlan) -> [Option<&Def>; 3] {
+    [m.params.as_ref(), m.result.as_ref(), m.envelope.as_ref()]
 }
 
 /// The definitions `roots` lead to in a schema's call graph (`calls::call_graph`),

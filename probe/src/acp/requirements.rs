@@ -12,11 +12,11 @@
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 
-use super::acp::{AcpReport, Cancellation, TurnTelemetry};
-use super::steps::Step;
+use super::report::{AcpReport, Cancellation};
 use crate::outcome::Outcome;
+use crate::report::steps::Step;
+use crate::verdict::TurnTelemetry;
 use checkfu_wire::catalog::{Judge, Requirement, StepName, Tier};
-use checkfu_wire::conformance::Outcome as CheckOutcome;
 use checkfu_wire::decode::tables::PROTOCOL_VERSION;
 
 /// The stop reason a cancelled prompt must end with.
@@ -159,10 +159,10 @@ fn by_step(name: StepName, steps: &[(StepName, Step)]) -> (Status, String) {
 }
 
 fn by_check(name: &str, report: &AcpReport) -> (Status, String) {
-    match report.report.outcome(name) {
-        Some(CheckOutcome::Pass) => (Status::Passed, format!("check `{name}` passed")),
-        Some(CheckOutcome::Fail { reason, .. }) => (Status::Failed, format!("check `{name}`: {reason}")),
-        Some(CheckOutcome::Skip { reason }) => (Status::NotTested, format!("check `{name}` skipped: {reason}")),
+    match report.report.outcome(name).map(Outcome::from) {
+        Some(Outcome::Passed) => (Status::Passed, format!("check `{name}` passed")),
+        Some(Outcome::Failed(reason)) => (Status::Failed, format!("check `{name}`: {reason}")),
+        Some(Outcome::Skipped(why)) => (Status::NotTested, format!("check `{name}` skipped: {why}")),
         None => (Status::NotTested, format!("check `{name}` was not made in this run")),
     }
 }

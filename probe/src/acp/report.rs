@@ -1,12 +1,21 @@
 //! What the ACP lane adds to a report: the admission of the harness's declaration, the seven
 //! conformance checks, the harness as the run saw it, the client requests it made, and the
-//! wire's counts.
+//! wire's counts; and how it renders itself ([`LaneReport`]).
+
+use std::any::Any;
+use std::fmt::Write as _;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::process::ProcessEnd;
+use super::requirements::Status;
+use crate::report::cases::{self as report_cases, Case};
+use crate::report::process::{stderr_lines, ProcessEnd};
+use crate::report::{LaneReport, Report, Step, StepStatus};
 use crate::session::ClientRequest;
+use crate::verdict::compaction::CompactionCheck;
+use crate::verdict::TurnTelemetry;
+use checkfu_wire::catalog::{self, StepName};
 use checkfu_wire::conformance::Report as ConformanceReport;
 
 /// The ACP lane's members of the report.
@@ -14,7 +23,7 @@ use checkfu_wire::conformance::Report as ConformanceReport;
 pub struct AcpReport {
     pub admission: Admission,
     /// The seven checks, written as `conform --format json` prints them.
-    #[serde(rename = "checks", serialize_with = "super::process::serialize_checks")]
+    #[serde(rename = "checks", serialize_with = "crate::report::process::serialize_checks")]
     pub report: ConformanceReport,
     pub harness: HarnessInfo,
     pub client_requests: Vec<ClientRequest>,
@@ -34,13 +43,13 @@ pub struct AcpReport {
     pub context_compaction: Option<crate::verdict::compaction::CompactionCheck>,
     /// Every requirement of the registry as the run judged it, once the run's steps have all
     /// ended ([`super::requirements`]).
-    pub requirements: Vec<super::requirements::Judged>,
+    pub requirements: Vec<crate::acp::requirements::Judged>,
     /// ACP's test kit's verdict over `requirements`: reported beside the run's own, it does
     /// not change the exit status.
-    pub requirements_verdict: super::requirements::KitVerdict,
+    pub requirements_verdict: crate::acp::requirements::KitVerdict,
     /// What the run put to the agent that the wire's requirements are judged on.
     #[serde(skip)]
-    pub exercised: super::requirements::Exercised,
+    pub exercised: crate::acp::requirements::Exercised,
     /// The observation trace (`--trace`), and the recorded wire (`--record`).
     #[serde(skip)]
     pub trace: String,
@@ -92,33 +101,6 @@ pub struct Drain {
     /// When the harness acknowledged it, in the relay's clock (`null`: it did not).
     #[serde(skip)]
     pub ack_ms: Option<u64>,
-}
-
-/// What a harness said of its turn (`checkfu.turn`) and what the relay's record shows.
-#[derive(Clone, Debug, Serialize)]
-pub struct TurnTelemetry {
-    /// The `checkfu.turn` member as the harness sent it.
-    pub claimed: Value,
-    /// The same counters from the record of the turn.
-    pub recorded: RecordedTurn,
-    /// Each counter the claim gets wrong: its name, the claimed and the recorded value. Each
-    /// fails the run.
-    pub mismatches: Vec<String>,
-}
-
-/// A turn's counters as the relay's record shows them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct RecordedTurn {
-    /// The calls the relay served in the turn, faults included.
-    pub model_calls: u64,
-    /// The transient faults a later call of the turn retried (asking again what the failed call
-    /// asked: `verdict::retried_by`).
-    pub model_transient_retries: u64,
-    /// The context overflows a later call of the turn followed, by the same rule.
-    pub model_overflow_recoveries: u64,
-    /// The milliseconds from the prompt's sending to its answer: the most `wall_time_ms`
-    /// can be.
-    pub turn_ms: u64,
 }
 
 /// The handshake's admission: what the harness declared, what was admitted, what is realized.
@@ -228,17 +210,17 @@ pub struct Wire {
 
 impl AcpReport {
     /// Judges every requirement of the registry over this report and the run's `steps`.
-    pub(crate) fn judge_requirements(&mut self, steps: &[(checkfu_wire::catalog::StepName, super::Step)]) {
-        self.requirements = super::requirements::judge(self, steps);
-        self.requirements_verdict = super::requirements::KitVerdict::of(&self.requirements);
+    pub(crate) fn judge_requirements(&mut self, steps: &[(checkfu_wire::catalog::StepName, crate::report::Step)]) {
+        self.requirements = crate::acp::requirements::judge(self, steps);
+        self.requirements_verdict = crate::acp::requirements::KitVerdict::of(&self.requirements);
     }
 
     /// The first thing besides a step that fails the run: a failed check, then a broken
     /// grammar, then a breach, then a turn the harness misreported, then a binding
     /// requirement failed.
     pub fn first_failure(&self) -> Option<String> {
-        let check = self.report.checks.iter().find_map(|(name, outcome)| match outcome {
-            checkfu_wire::conformance::Outcome::Fail { reason, .. } => Some(format!("check {name}: {reason}")),
+        let check = self.report.checks.iter().find_map(|(name, check)| match crate::outcome::Outcome::from(check) {
+            crate::outcome::Outcome::Failed(reason) => Some(format!("check {name}: {reason}")),
             _ => None,
         });
         check
@@ -256,7 +238,165 @@ impl AcpReport {
     fn requirement_failure(&self) -> Option<String> {
         use checkfu_wire::catalog::Tier;
         let binds = |tier: Tier| matches!(tier, Tier::Mandatory | Tier::Capability);
-        let failed = self.requirements.iter().find(|j| binds(j.tier) && j.status == super::requirements::Status::Failed)?;
+        let failed = self.requirements.iter().find(|j| binds(j.tier) && j.status == crate::acp::requirements::Status::Failed)?;
         Some(format!("requirement {}: {}", failed.id, failed.reason))
     }
+}
+
+impl LaneReport for AcpReport {
+    fn members(&self) -> Value {
+        serde_json::to_value(self).unwrap_or_else(|e| serde_json::json!({ "error": e.to_string() }))
+    }
+
+    fn driver(&self) -> &str {
+        &self.admission.driver
+    }
+
+    fn first_failure(&self) -> Option<String> {
+        AcpReport::first_failure(self)
+    }
+
+    fn trace(&self) -> &str {
+        &self.trace
+    }
+
+    fn wire_record(&self) -> Option<&[u8]> {
+        Some(&self.record)
+    }
+
+    fn context_compaction(&self) -> Option<&CompactionCheck> {
+        self.context_compaction.as_ref()
+    }
+
+    /// The promotions not realized and the mechanisms not realized.
+    fn unproven(&self, _steps: &[(StepName, Step)]) -> Vec<String> {
+        let a = &self.admission;
+        let axes = a.admitted_axes.iter().filter(|axis| a.realized.get(**axis) != a.admitted.get(**axis));
+        let axes = axes.map(|axis| format!("{axis}: {}", a.admitted.get(*axis).and_then(Value::as_str).unwrap_or_default()));
+        let mechanisms = a.mechanisms.iter().filter(|(m, _)| !a.realized.contains_key(*m));
+        axes.chain(mechanisms.map(|(m, v)| format!("{m}: {}", v.as_str().unwrap_or_default()))).collect()
+    }
+
+    fn judge_requirements(&mut self, steps: &[(StepName, Step)]) {
+        AcpReport::judge_requirements(self, steps);
+    }
+
+    fn bind_ceiling(&mut self, entry: &catalog::Harness) {
+        self.admission.bind_ceiling(entry);
+    }
+
+    fn text_head(&self, out: &mut String) {
+        acp_head(out, self);
+    }
+
+    fn text_after_steps(&self, out: &mut String, failed: bool) {
+        if failed {
+            out.push_str(&stderr_lines("", &self.harness.process.stderr_tail));
+        }
+    }
+
+    fn text_tail(&self, out: &mut String, report: &Report) {
+        acp_tail(out, self, report);
+    }
+
+    fn cases(&self, cases: &mut Vec<Case>, wire: Option<&str>) {
+        report_cases::checks(cases, report_cases::CHECKS, &self.report, &self.trace);
+        // Every requirement of the registry: one the run did not put to the agent is
+        // skipped with why, never passed.
+        for judged in &self.requirements {
+            let status = match judged.status {
+                Status::Passed => StepStatus::Passed,
+                Status::Failed => StepStatus::Failed,
+                Status::NotTested => StepStatus::Skipped,
+            };
+            let failed = status == StepStatus::Failed;
+            cases.push(Case {
+                suite: report_cases::REQUIREMENTS.to_owned(),
+                name: judged.id.id(),
+                status,
+                ms: None,
+                kind: failed.then_some("requirement"),
+                message: (status != StepStatus::Passed).then(|| judged.reason.clone()),
+                excerpt: wire.filter(|_| failed).map(str::to_owned),
+            });
+        }
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+fn acp_head(out: &mut String, r: &AcpReport) {
+    let agent = match (&r.harness.agent_info["name"], &r.harness.agent_info["version"]) {
+        (Value::String(n), Value::String(v)) => format!("{n} {v}"),
+        (Value::String(n), _) => n.clone(),
+        _ => String::from("(no agentInfo)"),
+    };
+    let process = &r.harness.process;
+    let _ = writeln!(out, "harness  {agent}, pid {}, {}, exit {}", process.pid, process.ending.name(), process.exit);
+}
+
+fn acp_tail(out: &mut String, r: &AcpReport, report: &Report) {
+    let admission = &r.admission;
+    let declaration = if admission.declaration.is_null() { String::from("nothing") } else { admission.declaration.to_string() };
+    let raised = if admission.admitted_axes.is_empty() { String::from("none") } else { admission.admitted_axes.join(", ") };
+    let _ = writeln!(out, "declared {declaration}; raised: {raised}");
+    if let Some(error) = &admission.error {
+        let _ = writeln!(out, "admission refused: {error}");
+    }
+    let _ = writeln!(out, "realized {}", Value::Object(admission.realized.clone()));
+    if !admission.not_exercised.is_empty() {
+        let _ = writeln!(out, "declared, not exercised (no step yet; never realized): {}", admission.not_exercised.join(", "));
+    }
+    if let Some(ceiling) = &admission.ceiling {
+        let harness = report.model_plane.catalog.as_ref().map_or("", |c| c.harness.as_str());
+        let _ = writeln!(
+            out,
+            "ceiling  {} (`{harness}` in the catalog; the run was judged against the envelope, as realized)",
+            Value::Object(ceiling.clone())
+        );
+        for above in &admission.above_ceiling {
+            let _ = writeln!(out, "ceiling  realized {}: {} is above the entry's ceiling {}", above.axis, above.realized, above.ceiling);
+        }
+    }
+    for ignored in &r.wire.ignored {
+        let _ = writeln!(out, "warning  ignored a malformed `{}` update (optional fidelity, not judged): {}", ignored.kind, ignored.reason);
+    }
+    for violation in &r.wire.grammar_violations {
+        let _ = writeln!(out, "grammar  violated: {}", violation.reason);
+    }
+    for breach in &r.wire.breaches {
+        let _ = writeln!(out, "breach   {}: {breach}", breach.requirement());
+    }
+    if !r.requirements.is_empty() {
+        let _ = writeln!(out, "{}", r.requirements_verdict.line(&r.requirements));
+    }
+    for mismatch in r.turn_telemetry.iter().flat_map(|t| &t.mismatches) {
+        let _ = writeln!(out, "turn     checkfu.turn {mismatch}");
+    }
+    if let Some(c) = &r.cancellation {
+        let answered = match (&c.stop_reason, c.settle_ms) {
+            (Some(stop), Some(ms)) => format!("answered `{stop}` {ms} ms later"),
+            (None, Some(ms)) => format!("answered without a stop reason {ms} ms later"),
+            (_, None) => String::from("no answer in the window"),
+        };
+        let trigger = match c.trigger {
+            MidTurn::FirstChunk => "on the first streamed words",
+            MidTurn::CallInFlight => "while the model call was held",
+        };
+        let _ = writeln!(
+            out,
+            "cancel   sent {trigger}, {} ms into the second prompt; {answered}; {} model call(s) after it, {} answer(s) still in flight",
+            c.cancel_after_ms, c.calls_after_cancel, c.streams_open
+        );
+    }
+    // Every way a compaction claim differs from the record (the step names the first).
+    for mismatch in r.context_compaction.iter().flat_map(|c| &c.mismatches) {
+        let _ = writeln!(out, "turn     {mismatch}");
+    }
+    for request in &r.client_requests {
+        let _ = writeln!(out, "client   {} {}: {}", request.method, request.outcome, request.detail);
+    }
+    out.push_str(&r.report.to_text());
 }
