@@ -80,6 +80,17 @@ enum Command {
     /// Serve the probe's model relay alone until stdin closes (for checking a model client
     /// against it; prints where it listens, then its record).
     Relay(relay::Args),
+    /// The probe's own MCP server over stdio, which a harness under `probe` starts from
+    /// `session/new`'s `mcpServers` (not for use by hand).
+    #[command(name = "mcp-tool", hide = true)]
+    McpTool {
+        /// What every call of its tool answers.
+        #[arg(long)]
+        result: String,
+        /// The file each request it serves is appended to.
+        #[arg(long)]
+        log: PathBuf,
+    },
     /// Check author-supplied JSON Schemas against the bounded safety profile (exit 0 all pass,
     /// 1 any fails, 2 usage error or unreadable file).
     LintSchema {
@@ -103,6 +114,15 @@ pub fn run() -> i32 {
         Command::Relay(args) => relay::relay(args),
         Command::Image(args) => image::image(args),
         Command::Init(args) => init::init(&args),
+        Command::McpTool { result, log } => {
+            match checkfu_wire_probe::mcp_tool::serve(std::io::stdin().lock(), std::io::stdout().lock(), &result, &log) {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("checkfu-wire mcp-tool: {e}");
+                    1
+                }
+            }
+        }
         Command::LintSchema { files, format } => {
             let json = matches!(format, conform::Format::Json);
             checkfu_wire_safety::run_cli(&files, json, &mut std::io::stdout().lock())

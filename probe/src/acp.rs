@@ -23,6 +23,7 @@ mod flight;
 mod kit;
 mod lane;
 mod live;
+mod platform;
 pub mod report;
 pub mod requirements;
 mod scoping;
@@ -298,6 +299,7 @@ pub(crate) fn run(
     let session_id = match &admitted {
         Some(admitted) => {
             scoping::hand_list(&mut meta, options, admitted);
+            run.grant_platform_tool();
             run.start_session(meta)
         }
         None => {
@@ -312,6 +314,7 @@ pub(crate) fn run(
             run.builtin_tool_scoping(admitted, &session_id);
             run.staged_files(admitted, &session_id);
             run.structured_output(admitted, &session_id);
+            run.platform_tool(&session_id);
             run.cancellation(&session_id);
         }
         (_, _) => {
@@ -320,6 +323,7 @@ pub(crate) fn run(
             run.stage.steps.skipped(StepName::BuiltinToolScoping, "no session was started");
             run.stage.steps.skipped(StepName::StagedFiles, "no session was started");
             run.stage.steps.skipped(StepName::StructuredOutput, "no session was started");
+            run.stage.steps.skipped(StepName::PlatformTool, "no session was started");
             run.stage.steps.skipped(StepName::Cancellation, "no session was started");
         }
     }
@@ -437,6 +441,8 @@ struct Run<'o, 's, 'a, 'p> {
     initialize_result: Option<Value>,
     /// The `session/new` result, when it was answered with one (modes, config options).
     session_results: Vec<Value>,
+    /// The MCP server `session/new` grants ([`platform`]), when the probe grants one.
+    platform: Option<platform::Grant>,
 }
 
 impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
@@ -470,6 +476,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             output_schema: None,
             initialize_result: None,
             session_results: Vec::new(),
+            platform: None,
         }
     }
 
@@ -596,7 +603,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         let started = Instant::now();
         let authority = authority_note(&meta);
         let cwd = self.session.workspace().harness_root().to_string_lossy().into_owned();
-        let mut params = json!({"cwd": cwd, "mcpServers": []});
+        let mut params = json!({"cwd": cwd, "mcpServers": self.mcp_servers()});
         if !meta.is_empty() {
             params["_meta"] = Value::Object(meta);
         }

@@ -14,8 +14,9 @@
 //!   ([`error`]), the plane a run stands on (`plane`, [`launch`], [`model_plane`]) and the
 //!   stage a lane runs on (`stage`), the recipe, the verdict on the relay's record
 //!   ([`verdict`]), what a run says as it goes ([`progress`]), the report ([`report`]), the
-//!   next steps an image run hands back ([`next`]), and the warning for a home file that
-//!   does not parse as its format ([`config_file`]);
+//!   next steps an image run hands back ([`next`]), the warning for a home file that
+//!   does not parse as its format ([`config_file`]), and the MCP server the probe grants a
+//!   harness ([`mcp_tool`]);
 //! - the foundations: [`budget`] (the run's one budget: its deadline and its cancellation), [`session`] (the sandbox a harness runs in: process group, egress
 //!   fence, fresh home, workspace, and the ACP client that drives it over stdio), [`relay`]
 //!   (the governed model relay on 127.0.0.1 and its served-call record), and [`image`]
@@ -33,6 +34,7 @@ pub mod image;
 pub use checkfu_wire_sandbox::interrupt;
 mod lane;
 pub mod launch;
+pub mod mcp_tool;
 pub mod model_plane;
 pub mod next;
 pub mod oneshot;

@@ -94,7 +94,8 @@ impl ModelPlane {
             }
         }
         let tool = ToolRound {
-            called: record.calls.iter().any(|c| c.tool_called.is_some()),
+            // The platform tool turn's call is the probe's own, not the script's.
+            called: record.calls.iter().any(|c| c.tool_called.is_some() && !c.platform.as_ref().is_some_and(|p| p.called)),
             result_returned: record.calls.iter().any(|c| c.token_returned),
         };
         ModelPlane {

@@ -43,6 +43,10 @@ pub struct RunOptions {
     pub budget: Budget,
     /// How long teardown waits for an exit after closing stdin, and again after SIGTERM.
     pub kill_grace: Duration,
+    /// The program that serves the probe's MCP server as `mcp-tool` (the `checkfu-wire`
+    /// binary: [`crate::mcp_tool`]); `None`: no server is granted and `platform_tool` is
+    /// skipped, saying so.
+    pub mcp_server: Option<std::path::PathBuf>,
 }
 
 impl RunOptions {
@@ -87,6 +91,7 @@ impl Default for RunOptions {
             step_timeout: Duration::from_secs(30),
             budget: Budget::after(Duration::from_secs(120)),
             kill_grace: Duration::from_secs(2),
+            mcp_server: None,
         }
     }
 }

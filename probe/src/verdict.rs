@@ -16,6 +16,7 @@ pub mod checkpoint;
 pub mod compaction;
 pub mod delegation;
 pub mod in_flight;
+pub mod platform;
 pub mod scoping;
 pub mod staged;
 pub mod steer;
@@ -354,6 +355,7 @@ pub(crate) mod tests {
             messages: 1,
             scoping: None,
             marks_in_request: Vec::new(),
+            platform: None,
         }
     }
 

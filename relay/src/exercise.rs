@@ -1,6 +1,7 @@
 //! What the probe exercises in a turn of its own, beside the model script: the replies a
-//! declared `builtin_tool_scoping` needs ([`Scoping`]), and the marks a declared
-//! `staged_files` must carry to the model ([`marks_in_order`]).
+//! declared `builtin_tool_scoping` needs ([`Scoping`]), the marks a declared
+//! `staged_files` must carry to the model ([`marks_in_order`]), and the call of the probe's
+//! own MCP tool ([`PlatformTool`]).
 //!
 //! Both are judged on the raw request body, not on a dialect's reading of it: a mark is a
 //! prefix and hex digits, never escaped in JSON, so where it sits in the bytes is where the
@@ -48,6 +49,46 @@ pub enum ScopingPhase {
 pub struct ScopingSeen {
     pub phase: ScopingPhase,
     pub tool_results: usize,
+}
+
+/// The platform tool turn: the model calls the tool of the MCP server the probe granted in
+/// `session/new`, found in the request's tool list by the end of its name (a harness names
+/// it as it likes: `mcp__checkfu__NAME`, `checkfu_NAME`, `NAME`), with `argument` as its
+/// input's `text`; once the request carries the argument (the call, as history) or `result`
+/// (what the tool answered), the script answers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlatformTool {
+    pub tool: String,
+    pub argument: String,
+    pub result: String,
+}
+
+/// A platform tool turn's call as the record keeps it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct PlatformSeen {
+    /// The name the request offered the tool under (`None`: not in its tool list).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offered: Option<String>,
+    /// The model's answer to this call was the tool's call.
+    pub called: bool,
+    /// The request carried the call's argument, and the tool's result.
+    pub argument_in_request: bool,
+    pub result_in_request: bool,
+}
+
+impl PlatformTool {
+    /// What a request whose raw body is `body` shows of the tool, and the call to answer it
+    /// with (the tool offered, and neither its call nor its result yet in the request).
+    pub fn see(&self, body: &[u8], turn: &Turn) -> (PlatformSeen, Option<Reply>) {
+        let offered = turn.tools.iter().find(|t| !self.tool.is_empty() && t.name.ends_with(&self.tool)).map(|t| t.name.clone());
+        let argument_in_request = find(body, self.argument.as_bytes()).is_some();
+        let result_in_request = find(body, self.result.as_bytes()).is_some();
+        let reply = offered
+            .clone()
+            .filter(|_| !argument_in_request && !result_in_request)
+            .map(|name| Reply::ToolCall { name, input: json!({"text": self.argument}) });
+        (PlatformSeen { offered, called: reply.is_some(), argument_in_request, result_in_request }, reply)
+    }
 }
 
 /// Properties a writer tool's input names its path and its content by, in order of preference.
@@ -172,6 +213,21 @@ mod tests {
             Reply::ToolCall { name: "write_file".into(), input: json!({"file_path": "/w/write_file.txt", "contents": "cfb-in"}) }
         );
         assert_eq!(s.reply(ScopingPhase::Answer, &turn(vec![])), None);
+    }
+
+    #[test]
+    fn the_platform_tool_is_called_by_whatever_name_it_is_offered_under_once() {
+        let tool = PlatformTool { tool: "checkfu_platform_probe".into(), argument: "cfc-arg".into(), result: "cfc-res".into() };
+        let offered = Tool { name: "mcp__checkfu__checkfu_platform_probe".into(), schema: json!({}) };
+        let (seen, reply) = tool.see(b"{}", &turn(vec![offered.clone()]));
+        assert_eq!(seen.offered.as_deref(), Some("mcp__checkfu__checkfu_platform_probe"));
+        assert!(seen.called);
+        assert_eq!(reply, Some(Reply::ToolCall { name: offered.name.clone(), input: json!({"text": "cfc-arg"}) }));
+        let (seen, reply) = tool.see(b"cfc-arg ... cfc-res", &turn(vec![offered]));
+        assert!(!seen.called && seen.argument_in_request && seen.result_in_request);
+        assert_eq!(reply, None);
+        let (seen, reply) = tool.see(b"{}", &turn(vec![]));
+        assert_eq!((seen.offered, seen.called, reply), (None, false, None));
     }
 
     #[test]

@@ -189,6 +189,8 @@ struct TurnState {
     scoping: Option<exercise::Scoping>,
     /// The marks looked for, in order, in every request of the turn ([`Relay::watch_marks`]).
     marks: Vec<String>,
+    /// The platform tool the turn's model calls ([`Relay::script_platform_tool`]).
+    platform: Option<exercise::PlatformTool>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -328,6 +330,13 @@ impl Relay {
     /// ([`exercise::Scoping`]).
     pub fn script_scoping(&self, scoping: exercise::Scoping) {
         lock(&self.shared.turn).scoping = Some(scoping);
+    }
+
+    /// In the current turn, a call whose latest user turn carries the nonce is answered with
+    /// the call of the probe's MCP tool while the request offers it and holds neither the
+    /// call nor its result, then as the script answers ([`exercise::PlatformTool`]).
+    pub fn script_platform_tool(&self, tool: exercise::PlatformTool) {
+        lock(&self.shared.turn).platform = Some(tool);
     }
 
     /// Looks for `marks` in every request of the current turn, recording which it carried in
@@ -834,6 +843,14 @@ fn serve(activity: &Activity, admitted: Admitted<'_>, started: Instant) -> Respo
     let scoping = state.scoping.as_ref().filter(|_| nonce_in_request).map(|s| (s, s.phase(&body)));
     let scripted = scoping.and_then(|(s, phase)| s.reply(phase, &turn));
     let scoping = scoping.map(|(_, phase)| exercise::ScopingSeen { phase, tool_results: turn.tool_results.len() });
+    let (platform, platform_call) = match state.platform.as_ref().filter(|_| nonce_in_request) {
+        Some(tool) => {
+            let (seen, reply) = tool.see(&body, &turn);
+            (Some(seen), reply)
+        }
+        None => (None, None),
+    };
+    let scripted = scripted.or(platform_call);
     // A scoping turn's scripted call comes first; the structured turn's broken answer next.
     let broken = scripted.is_none().then(|| broken_answer(shared, &state, &turn, schema_exact)).flatten();
     let structured_broken = broken.is_some();
@@ -878,6 +895,7 @@ fn serve(activity: &Activity, admitted: Admitted<'_>, started: Instant) -> Respo
         messages: size.messages,
         scoping,
         marks_in_request,
+        platform,
     };
     let pieces = pace.map_or(1, |p| p.pieces);
     let rendered = render(dialect, &played, &turn, &Ids::new(sequence), reply_token, pieces, &mut call);

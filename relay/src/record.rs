@@ -126,6 +126,10 @@ pub struct Call {
     /// in the order they occur in it: a staged file's nonce that reached the model.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub marks_in_request: Vec<usize>,
+    /// In a platform tool turn ([`super::exercise::PlatformTool`]), a call whose latest user
+    /// turn carried the nonce: the tool as offered, called, and answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub platform: Option<super::exercise::PlatformSeen>,
 }
 
 /// A call's request and answer as `--record-model` keeps them: each cut at

@@ -2,7 +2,10 @@
 //! every Checkfu extension (the declaration, subagent lifecycle, steer and interrupt
 //! acknowledgements, turn telemetry, a journal checkpoint, a compaction when it makes one), uses the client's
 //! permission and `fs/*` methods inside its workspace, and echoes the prompt (so the probe's
-//! nonce reaches its output). Switches make it misbehave in one way each:
+//! nonce reaches its output). It starts the stdio MCP servers `session/new` grants
+//! (`mcp.rs`) and offers their tools to its model. The wire's exercises and misbehaviours
+//! below happen in the session's first prompt; the probe's later turns of its own are asked
+//! of the model and answered. Switches make it misbehave in one way each:
 //!
 //! `CHECKFU_FIXTURE_SEEN=FILE` makes it write where it was started into FILE (`cwd`, `pwd`,
 //! `oldpwd`). `--declare LIST` (members of `checkfu.capabilities`, comma-separated; `none`),
@@ -11,7 +14,10 @@
 //! call of its own), `--no-subagent` (declares `subagents` and never starts one),
 //! `--run-outside-scope` (declares `builtin_tool_scoping` and runs a built-in tool outside
 //! the `checkfu.builtin_tools` list it was handed), `--ignore-staged` (declares `staged_files`
-//! and never reads the prompt's resource links). Its journal checkpoint carries its turns (the
+//! and never reads the prompt's resource links), `--ignore-mcp` (never starts the MCP servers
+//! `session/new` grants, so the model is offered none of their tools), `--narrate-mcp-call`
+//! (starts them and offers their tools, and answers the model's call of one with words of its
+//! own, never calling the server). Its journal checkpoint carries its turns (the
 //! prompts and its answers, hex-encoded JSON); declaring `native_checkpoint` makes a session
 //! whose `session/new` carries `checkfu.resume` open every model conversation with the turns
 //! the state holds (undeclared, such a session is refused); `--no-checkpoint` (never emits a
@@ -83,6 +89,8 @@
 
 #[path = "compaction.rs"]
 mod compaction;
+#[path = "mcp.rs"]
+mod mcp;
 #[path = "model.rs"]
 mod model;
 
@@ -109,6 +117,10 @@ struct Switches {
     ignore_resume: bool,
     /// `--malformed-checkpoint`: its checkpoints carry version 0, which the schema refuses (a twin).
     malformed_checkpoint: bool,
+    /// `--ignore-mcp`: the granted MCP servers are never started; `--narrate-mcp-call`: a
+    /// call of their tool is reported and answered without reaching the server (twins).
+    ignore_mcp: bool,
+    narrate_mcp_call: bool,
     no_ack: bool,
     duplicate_terminal: bool,
     crash_mid_turn: bool,
@@ -227,6 +239,8 @@ fn switches() -> Switches {
             "--no-checkpoint" => s.no_checkpoint = true,
             "--ignore-resume" => s.ignore_resume = true,
             "--malformed-checkpoint" => s.malformed_checkpoint = true,
+            "--ignore-mcp" => s.ignore_mcp = true,
+            "--narrate-mcp-call" => s.narrate_mcp_call = true,
             "--no-ack" => s.no_ack = true,
             "--duplicate-terminal" => s.duplicate_terminal = true,
             "--crash-mid-turn" => s.crash_mid_turn = true,
@@ -339,6 +353,11 @@ struct Agent {
     /// The sessions made, as (id, cwd), in order; the one the prompt being served names.
     sessions: Vec<(String, String)>,
     prompted: String,
+    /// The MCP servers the session granted, started; the turn's calls of their tools.
+    mcp: Vec<mcp::Server>,
+    mcp_calls: u64,
+    /// The prompts answered so far.
+    prompts: u64,
 }
 
 /// The most turns the journal keeps, and the longest text of one.
@@ -389,7 +408,10 @@ impl Agent {
             return Some(message);
         }
         match wait {
-            None => self.input.recv().ok().or_else(|| self.eof()),
+            None => match self.input.recv() {
+                Ok(message) => Some(message),
+                Err(_) => self.eof(),
+            },
             Some(wait) => match self.input.recv_timeout(wait) {
                 Ok(message) => Some(message),
                 Err(RecvTimeoutError::Timeout) => None,
@@ -398,7 +420,10 @@ impl Agent {
         }
     }
 
-    fn eof(&self) -> Option<Value> {
+    fn eof(&mut self) -> Option<Value> {
+        for server in &mut self.mcp {
+            server.stop();
+        }
         if self.s.hang {
             loop {
                 std::thread::sleep(Duration::from_secs(3600));
@@ -466,6 +491,7 @@ impl Agent {
                         let n = if self.s.same_session_id { 1 } else { self.sessions.len() + 1 };
                         let session = format!("fixture-{n}");
                         self.sessions.push((session.clone(), self.cwd.clone()));
+                        self.start_mcp(message.pointer("/params/mcpServers"));
                         if self.s.float_id {
                             // serde_json writes an integer id without a fraction: written by hand.
                             self.write_raw(&format!("{{\"jsonrpc\":\"2.0\",\"id\":{id}.0,\"result\":{{\"sessionId\":\"{session}\"}}}}"));
@@ -605,16 +631,22 @@ impl Agent {
         }
         let began = std::time::Instant::now();
         self.usage = model::Usage::default();
+        self.mcp_calls = 0;
         self.mid_call = MidCall::default();
+        // The wire's exercises (the permission and `fs/*`, a terminal, the misbehaviours of
+        // the wire) are the session's first prompt's; later prompts (the probe's turns of
+        // its own) ask the model and answer.
+        let first = self.prompts == 0;
+        self.prompts += 1;
         let emits_subagents = (self.s.declare.iter().any(|m| m == "subagents") && !self.s.no_subagent) || self.s.undeclared_emission;
-        if self.s.flood_stderr {
+        if first && self.s.flood_stderr {
             let block = vec![b'e'; 64 * 1024];
             let mut err = std::io::stderr().lock();
             for _ in 0..128 {
                 let _ = err.write_all(&block);
             }
         }
-        if self.s.spawn_child {
+        if first && self.s.spawn_child {
             let _ = std::process::Command::new("sleep").arg("600").spawn();
         }
         let answer = match (self.s.no_model, self.structured()) {
@@ -642,7 +674,7 @@ impl Agent {
             self.respond(
                 id,
                 json!({"stopReason": "cancelled", "_meta": {"checkfu.turn": {"execution": "shell", "shell_commands": 0,
-                "filesystem_commands": 0, "mcp_calls": 0, "model_calls": calls, "wall_time_ms": began.elapsed().as_millis() as u64,
+                "filesystem_commands": 0, "mcp_calls": self.mcp_calls, "model_calls": calls, "wall_time_ms": began.elapsed().as_millis() as u64,
                 "model_transient_retries": self.usage.transient_retries, "model_overflow_recoveries": 0}}}),
             );
             if self.s.update_after_cancel {
@@ -663,10 +695,10 @@ impl Agent {
         let echo = if self.s.no_nonce { String::from("I will not repeat that.") } else { answer };
         self.remember(prompt, &echo);
         self.update(session, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": echo}}));
-        if self.s.malformed_usage {
+        if first && self.s.malformed_usage {
             self.update(session, json!({"sessionUpdate": "usage_update", "used": null, "size": 200000}));
         }
-        if self.s.malformed_chunk {
+        if first && self.s.malformed_chunk {
             self.update(session, json!({"sessionUpdate": "agent_message_chunk", "content": 7}));
         }
         if self.s.flood_stdout {
@@ -695,17 +727,17 @@ impl Agent {
         if self.s.crash_mid_turn {
             std::process::exit(3);
         }
-        if self.s.garbage_stdout {
+        if first && self.s.garbage_stdout {
             let _ = self.out.write_all(b"[fixture] thinking about it...\n");
             let _ = self.out.flush();
         }
-        if self.s.oversize_line {
+        if first && self.s.oversize_line {
             let line = vec![b' '; 17 * 1024 * 1024];
             let _ = self.out.write_all(&line);
             let _ = self.out.write_all(b"\n");
             let _ = self.out.flush();
         }
-        if self.s.foreign_extension {
+        if first && self.s.foreign_extension {
             // Another vendor's extension, as the ACP docs show one: a notification the client
             // ignores, and a request it answers -32601.
             self.write(&json!({"jsonrpc": "2.0", "method": "_acme/progress", "params": {"sessionId": session, "percent": 10}}));
@@ -717,7 +749,7 @@ impl Agent {
                 "content": {"type": "text", "text": format!(" (extension answered {code})")}}),
             );
         }
-        if self.s.unprefixed_method {
+        if first && self.s.unprefixed_method {
             // Not ACP and not an extension: a client that answers it as a JSON-RPC peer
             // (-32601) lets the turn go on; one that waits for more would stall it here.
             self.write(&json!({"jsonrpc": "2.0", "method": "craft/drainMidTurnQueue", "params": {"sessionId": session}}));
@@ -729,7 +761,7 @@ impl Agent {
                 "content": {"type": "text", "text": format!(" (craft/drainMidTurnQueue answered {code})")}}),
             );
         }
-        if self.s.use_terminal && (self.client_terminal || self.s.ignore_terminal_capability) {
+        if first && self.s.use_terminal && (self.client_terminal || self.s.ignore_terminal_capability) {
             let line = self.s.terminal_line.clone().unwrap_or_else(|| String::from("echo hello from a terminal; sleep 0.2; exit 3"));
             let mut params = json!({"sessionId": session, "command": "sh", "args": ["-c", line], "outputByteLimit": 1000});
             if let Some(cwd) = &self.s.terminal_cwd {
@@ -747,7 +779,7 @@ impl Agent {
             };
             self.update(session, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": report}}));
         }
-        if self.s.read_outside && self.client_fs {
+        if first && self.s.read_outside && self.client_fs {
             let answer = self.call("fs/read_text_file", json!({"sessionId": session, "path": "/etc/hostname"}));
             let stolen = answer.pointer("/result/content").is_some();
             self.update(
@@ -778,7 +810,7 @@ impl Agent {
                     "_meta": activity(true)}),
                 );
             }
-            if turn == 0 {
+            if turn == 0 && first {
                 let permission = self.call(
                     "session/request_permission",
                     json!({"sessionId": session,
@@ -841,7 +873,7 @@ impl Agent {
         let inflated = u64::from(self.s.inflate_turn);
         let calls = if self.s.lie_turn { 0 } else { self.usage.calls + 2 * inflated };
         let mut result = json!({"stopReason": if interrupted { "cancelled" } else { "end_turn" },
-            "_meta": {"checkfu.turn": {"execution": "shell", "shell_commands": 1, "filesystem_commands": 2, "mcp_calls": 0,
+            "_meta": {"checkfu.turn": {"execution": "shell", "shell_commands": 1, "filesystem_commands": 2, "mcp_calls": self.mcp_calls,
                 "model_calls": calls, "wall_time_ms": began.elapsed().as_millis() as u64,
                 "model_transient_retries": self.usage.transient_retries + inflated, "model_overflow_recoveries": self.usage.overflow_recoveries}}});
         if self.s.string_turn {
@@ -885,20 +917,23 @@ impl Agent {
         let Some(dialect) = model::Dialect::parse(&self.s.dialect) else { return format!("(unknown dialect {})", self.s.dialect) };
         let key = if self.s.no_key { None } else { std::env::var("ANTHROPIC_API_KEY").ok() };
         let mut notes = String::new();
-        if self.s.egress {
+        // The model plane's misbehaviours, as the wire's, are the first prompt's.
+        let first = self.prompts <= 1;
+        if first && self.s.egress {
             notes.push_str(&format!(" (egress answered {:?})", model::try_egress("api.example.com")));
         }
         let mut conversation = model::Conversation::new(dialect, key, prompt);
         conversation.tools = self.offered_tools();
+        conversation.mcp_tools = self.mcp_offered();
         conversation.retry = self.s.retry;
         conversation.reload(compaction::earlier_exchanges(self.s.history));
         conversation.reload(self.restored_exchanges(dialect));
         conversation.policy = compaction::Policy::of(self.runtime_config.as_ref());
-        if self.s.malformed_body {
+        if first && self.s.malformed_body {
             let answer = model::post(&addr, "/v1/chat/completions", &conversation.headers(), b"{\"model\": ");
             notes.push_str(&format!(" (malformed body answered {:?})", answer.map(|a| a.0)));
         }
-        if self.s.huge_body {
+        if first && self.s.huge_body {
             let body = vec![b' '; 100 * 1024 * 1024];
             let answer = model::post(&addr, "/v1/chat/completions", &conversation.headers(), &body);
             notes.push_str(&format!(" (100 MB body answered {:?})", answer.map(|a| a.0)));
@@ -936,7 +971,10 @@ impl Agent {
     ) {
         let call = format!("model-call-{round}");
         self.update(session, json!({"sessionUpdate": "tool_call", "toolCallId": call, "title": name, "kind": "read", "status": "pending", "rawInput": input}));
-        let (status, output) = self.builtin_tool(session, name, input);
+        let (status, output) = match self.mcp_tool(name, input) {
+            Some(output) => ("completed", output),
+            None => self.builtin_tool(session, name, input),
+        };
         self.update(session, json!({"sessionUpdate": "tool_call_update", "toolCallId": call, "status": status}));
         conversation.tool_result(id, &output);
     }
@@ -967,6 +1005,7 @@ impl Agent {
         let mut conversation = model::Conversation::new(dialect, key, prompt);
         conversation.tools = self.offered_tools();
         conversation.reload(self.restored_exchanges(dialect));
+        conversation.mcp_tools = self.mcp_offered();
         if !self.s.schema_unsent {
             conversation.schema = Some(if submit { model::Schema::SubmitTool(schema) } else { model::Schema::ResponseFormat(schema) });
         }
@@ -1113,6 +1152,9 @@ fn main() {
         restored: Vec::new(),
         sessions: Vec::new(),
         prompted: String::from("fixture-1"),
+        mcp: Vec::new(),
+        mcp_calls: 0,
+        prompts: 0,
     };
     agent.run();
 }
@@ -1235,6 +1277,38 @@ impl Agent {
     /// The restored turns as earlier exchanges of a conversation in `dialect`.
     fn restored_exchanges(&self, dialect: model::Dialect) -> Vec<Value> {
         self.restored.iter().flat_map(|(words, answer)| model::exchange(dialect, words, answer)).collect()
+    }
+
+    /// Starts the stdio servers of `session/new`'s `mcpServers` (`--ignore-mcp`: none); one
+    /// that cannot be started or does not answer is left out, as a harness logs and goes on.
+    fn start_mcp(&mut self, servers: Option<&Value>) {
+        if self.s.ignore_mcp {
+            return;
+        }
+        for entry in servers.and_then(Value::as_array).into_iter().flatten().take(8) {
+            match mcp::Server::start(entry, &self.cwd) {
+                Ok(server) => self.mcp.push(server),
+                Err(e) => eprintln!("fixture agent: MCP server left out: {e}"),
+            }
+        }
+    }
+
+    /// The MCP servers' tools the model is offered: the name it gets, the input schema.
+    fn mcp_offered(&self) -> Vec<(String, Value)> {
+        self.mcp.iter().flat_map(|s| s.tools.iter().map(|(name, _, schema)| (name.clone(), schema.clone()))).collect()
+    }
+
+    /// The model's call of an MCP server's tool, by the name it was offered under: the
+    /// server's answer (`--narrate-mcp-call`: words of the agent's own); `None` for a tool of
+    /// no server.
+    fn mcp_tool(&mut self, name: &str, input: &Value) -> Option<String> {
+        let server = self.mcp.iter_mut().find(|s| s.tools.iter().any(|(offered, _, _)| offered == name))?;
+        let own = server.tools.iter().find(|(offered, _, _)| offered == name).map(|(_, own, _)| own.clone())?;
+        if self.s.narrate_mcp_call {
+            return Some(String::from("The tool ran and found nothing to report."));
+        }
+        self.mcp_calls += 1;
+        Some(server.call(&own, input))
     }
 }
 

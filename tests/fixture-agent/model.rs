@@ -183,6 +183,9 @@ pub struct Conversation {
     pub schema: Option<Schema>,
     /// The built-in tools offered, by name ([`READ_FILE`] alone unless the agent says more).
     pub tools: Vec<&'static str>,
+    /// The tools of the MCP servers the session was granted, by the name the model gets and
+    /// their input schema.
+    pub mcp_tools: Vec<(String, Value)>,
     history: Vec<Value>,
 }
 
@@ -222,6 +225,7 @@ impl Conversation {
             compactions: Vec::new(),
             schema: None,
             tools: vec![READ_FILE],
+            mcp_tools: Vec::new(),
             history: vec![first],
         }
     }
@@ -264,7 +268,8 @@ impl Conversation {
     }
 
     fn plain_body(&self) -> Value {
-        let tools: Vec<Value> = self.tools.iter().map(|name| self.tool(name)).collect();
+        let mut tools: Vec<Value> = self.tools.iter().map(|name| self.tool(name)).collect();
+        tools.extend(self.mcp_tools.iter().map(|(name, schema)| self.offered(name, "A tool of an MCP server", schema.clone())));
         match self.dialect {
             Dialect::Anthropic => json!({"model": "fixture-model", "max_tokens": 512, "messages": self.history, "tools": tools}),
             Dialect::Chat => json!({"model": "fixture-model", "messages": self.history, "tools": tools}),
@@ -283,6 +288,11 @@ impl Conversation {
             SHELL => ("Runs a shell command", json!({"type": "object", "properties": {"command": string}, "required": ["command"]})),
             _ => ("Reads a file", json!({"type": "object", "properties": {"path": string}, "required": ["path"]})),
         };
+        self.offered(name, description, schema)
+    }
+
+    /// A tool as the dialect offers it.
+    fn offered(&self, name: &str, description: &str, schema: Value) -> Value {
         match self.dialect {
             Dialect::Anthropic => json!({"name": name, "description": description, "input_schema": schema}),
             Dialect::Chat => json!({"type": "function", "function": {"name": name, "description": description, "parameters": schema}}),

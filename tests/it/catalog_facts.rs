@@ -153,6 +153,7 @@ fn the_probe_binding_compares_dialects_as_variants_and_reports_names() {
         messages: 1,
         scoping: None,
         marks_in_request: Vec::new(),
+        platform: None,
     };
     // A dialect the entry does not declare, whichever the catalog's dialects are.
     let undeclared = *Dialect::ALL.iter().find(|d| !claude.dialects.contains(d)).expect("a dialect claude-code does not declare");

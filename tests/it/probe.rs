@@ -253,6 +253,39 @@ fn a_declared_native_checkpoint_is_resumed_in_a_fresh_process_and_its_twins_fail
     assert_eq!(undeclared.step("native_checkpoint"), ("skipped", "`native_checkpoint` is not declared"));
 }
 
+/// The platform tool is exercised in every run, declared or not (ACP asks every agent to
+/// accept stdio MCP servers): the honest fixture starts the server `session/new` granted,
+/// inside the fence, offers its tool, and relays the model's call to it, and passes; the
+/// relay's record shows the tool offered under the fixture's name for it and its result in a
+/// later request. Its twins that ignore `mcpServers`, or narrate a call they never made,
+/// fail naming it, as an agent that declares nothing does.
+#[test]
+fn the_granted_mcp_servers_tool_is_called_inside_the_sandbox_and_an_ignored_or_narrated_one_fails() {
+    const OFFERED: &str = "mcp__checkfu__checkfu_platform_probe";
+    let honest = probe(&["--no-cancellation"], &agent(&["--declare", "none"]));
+    assert_eq!(honest.status, 0, "{}", honest.pretty());
+    assert_eq!(honest.step("platform_tool").0, "passed", "{}", honest.pretty());
+    let calls = honest.plane()["calls"].as_array().cloned().unwrap_or_default();
+    let platform: Vec<&Value> = calls.iter().map(|c| &c["platform"]).filter(|p| p.is_object()).collect();
+    assert!(platform.iter().any(|p| p["offered"] == OFFERED && p["called"] == true), "{}", honest.pretty());
+    assert!(platform.iter().any(|p| p["result_in_request"] == true && p["called"] == false), "{}", honest.pretty());
+
+    let ignoring = probe(&["--no-cancellation"], &agent(&["--ignore-mcp"]));
+    assert_eq!(ignoring.status, 1, "{}", ignoring.pretty());
+    let (status, reason) = ignoring.step("platform_tool");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("the harness ignored `mcpServers`") && reason.contains("the server was never started"), "{reason}");
+
+    let narrating = probe(&["--no-cancellation"], &agent(&["--narrate-mcp-call"]));
+    assert_eq!(narrating.status, 1, "{}", narrating.pretty());
+    let (status, reason) = narrating.step("platform_tool");
+    assert_eq!(status, "failed");
+    assert!(reason.contains(&format!("the model called `{OFFERED}` and no call reached the probe's MCP server")), "{reason}");
+    assert!(reason.contains("narrated a call it never made"), "{reason}");
+    // The prompt exchange itself is not what failed.
+    assert_eq!(narrating.step("prompt_exchange").0, "passed", "{}", narrating.pretty());
+}
+
 #[test]
 fn a_missing_steer_acknowledgement_fails_both_steering_checks() {
     let run = probe(&[], &agent(&["--no-ack"]));
@@ -667,6 +700,8 @@ fn an_agent_written_with_the_official_typescript_sdk_passes() {
     assert_eq!(run.step("staged_files").0, "passed", "{}", run.pretty());
     assert_eq!(run.json["admission"]["realized"]["builtin_tool_scoping"], "enforced");
     assert_eq!(run.json["admission"]["realized"]["staged_files"], "resource_links");
+    // It starts the MCP server session/new granted and relays the model's call to it.
+    assert_eq!(run.step("platform_tool").0, "passed", "{}", run.pretty());
     let decoded = Command::new(PROBE).arg("decode").arg(&record).output().expect("decode");
     assert!(decoded.status.success(), "{}", String::from_utf8_lossy(&decoded.stdout));
 }
@@ -704,6 +739,14 @@ fn the_typescript_sdk_agents_hostile_twins_each_fail_on_the_record() {
         assert_eq!(status, "failed", "{}", over.pretty());
         assert!(reason.contains(&format!("declared `{step}: ")) && reason.contains("is not served"), "{reason}");
         assert!(over.json["admission"]["realized"].get(step).is_none(), "{}", over.pretty());
+    }
+
+    for (flag, words) in [("--ignore-mcp", "ignored `mcpServers`"), ("--narrate-mcp-call", "narrated a call it never made")] {
+        let run = twin(&["--no-cancellation"], flag);
+        assert_eq!(run.status, 1, "{}", run.pretty());
+        let (status, reason) = run.step("platform_tool");
+        assert_eq!(status, "failed", "{}", run.pretty());
+        assert!(reason.contains(words), "{reason}");
     }
 
     let deaf = twin(&[], "--ignore-cancel");

@@ -393,6 +393,8 @@ impl Shared {
             step_timeout: Duration::from_secs_f64(self.step_timeout),
             budget,
             kill_grace: Duration::from_secs_f64(self.kill_grace),
+            // This very binary serves the MCP server the ACP lane grants (`mcp-tool`).
+            mcp_server: std::env::current_exe().ok(),
         })
     }
 }

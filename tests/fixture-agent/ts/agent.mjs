@@ -37,7 +37,13 @@
 // model once more; `--truncate-drain` acknowledges `draining`, then aborts the call and ends the
 // turn; `--drop-steer` acknowledges a steer `queued` and never sends it; `--run-outside-scope`
 // runs a built-in tool the handed list leaves out; `--ignore-staged` never reads the links.
-import { execFileSync } from "node:child_process";
+//
+// The stdio MCP servers session/new grants in `mcpServers` are started in the session's cwd,
+// initialized and asked for their tools, which the model is offered as `mcp__SERVER__TOOL`; a
+// call of one goes to its server as `tools/call`. `--ignore-mcp` starts none; `--narrate-mcp-call`
+// answers the model's call with words of its own and never calls the server (hostile twins).
+import { execFileSync, spawn } from "node:child_process";
+import { createInterface } from "node:readline";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 
@@ -46,6 +52,7 @@ const sessions = new Map(); // sessionId -> { cwd, runtimeConfig }
 const inFlight = new Map(); // sessionId -> the AbortController of its turn
 const queued = new Map(); // sessionId -> the steers' contents, for its next prompt
 const draining = new Set(); // sessionIds whose turn drains
+const servers = []; // the MCP servers started, stopped when the client goes
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const text = (t) => ({ type: "text", text: t });
 const historyAt = process.argv.indexOf("--history");
@@ -151,7 +158,7 @@ function wait(ms, signal) {
 async function askModel(said, before, runtimeConfig, turn, report, signal, history = HISTORY, builtins = null, structured = null) {
   let messages = [...earlierExchanges(history), ...[...before, said].map((content) => ({ role: "user", content })), ...(structured?.follow ?? [])];
   const window = runtimeConfig?.context_window;
-  const tools = builtins?.offered.map((name) => ({ type: "function", function: { name, ...BUILTINS[name] } }));
+  const tools = builtins?.defs;
   let rounds = 0;
   for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
     const response = await fetch(`${process.env.OPENAI_BASE_URL}/chat/completions`, {
@@ -220,12 +227,19 @@ const BUILTINS = {
 
 // The session's built-in tools when it was handed a list (null otherwise: none are offered, as
 // before): the ones the list admits are offered, and a call of any other is refused before it runs.
+// The granted MCP servers' tools are offered beside them, list or not.
 function builtinsOf(session, sessionId, client) {
-  if (session.builtinTools === undefined) return null;
-  const admitted = (name) => session.builtinTools.includes(name);
+  if (session.builtinTools === undefined && session.mcp.size === 0) return null;
+  const admitted = (name) => session.builtinTools?.includes(name) ?? false;
+  const defs = [
+    ...Object.keys(BUILTINS).filter(admitted).map((name) => ({ type: "function", function: { name, ...BUILTINS[name] } })),
+    ...[...session.mcp].map(([name, tool]) => ({ type: "function", function: { name, description: "A tool of an MCP server", parameters: tool.inputSchema ?? { type: "object" } } })),
+  ];
   return {
-    offered: Object.keys(BUILTINS).filter(admitted),
+    defs,
     run: async (name, json) => {
+      const mcp = session.mcp.get(name);
+      if (mcp !== undefined) return callMcp(mcp, json);
       if (!admitted(name) && !twin("--run-outside-scope")) return `refused: \`${name}\` is not in this session's checkfu.builtin_tools`;
       const args = (() => { try { return JSON.parse(json ?? "{}"); } catch { return {}; } })();
       if (name === "write") {
@@ -240,6 +254,57 @@ function builtinsOf(session, sessionId, client) {
       }
     },
   };
+}
+
+// The stdio servers of `entries` (session/new's mcpServers), started in `cwd`, initialized and
+// listed: their tools by the name the model is offered, each with its server's `request`.
+async function startMcp(entries, cwd) {
+  const tools = new Map();
+  if (twin("--ignore-mcp")) return tools;
+  for (const entry of (entries ?? []).filter((e) => typeof e.command === "string").slice(0, 8)) {
+    const env = { ...process.env, ...Object.fromEntries((entry.env ?? []).map((v) => [v.name, v.value])) };
+    const child = spawn(entry.command, entry.args ?? [], { cwd, env, stdio: ["pipe", "pipe", "ignore"] });
+    child.on("error", () => {});
+    const pending = new Map();
+    createInterface({ input: child.stdout }).on("line", (line) => {
+      let message;
+      try { message = JSON.parse(line); } catch { return; }
+      pending.get(message.id)?.(message);
+      pending.delete(message.id);
+    });
+    let next = 0;
+    const send = (message) => child.stdin.write(JSON.stringify({ jsonrpc: "2.0", ...message }) + "\n");
+    const request = (method, params) => new Promise((resolve, reject) => {
+      const id = next++;
+      const timer = setTimeout(() => { pending.delete(id); reject(new Error(`${method}: no answer`)); }, 10000);
+      pending.set(id, (m) => { clearTimeout(timer); if (m.error) reject(new Error(JSON.stringify(m.error))); else resolve(m.result); });
+      send({ id, method, params });
+    });
+    servers.push(child);
+    try {
+      await request("initialize", { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "checkfu-probe-ts-agent", version: "1.0.0" } });
+      send({ method: "notifications/initialized" });
+      const listed = await request("tools/list", {});
+      for (const tool of (listed?.tools ?? []).slice(0, 64)) {
+        tools.set(`mcp__${entry.name}__${tool.name}`, { name: tool.name, inputSchema: tool.inputSchema, request });
+      }
+    } catch {
+      child.kill();
+    }
+  }
+  return tools;
+}
+
+// A call of an MCP server's tool: the text of its result (the twin's own words instead).
+async function callMcp(tool, json) {
+  if (twin("--narrate-mcp-call")) return "The tool ran and found nothing to report.";
+  const args = (() => { try { return JSON.parse(json ?? "{}"); } catch { return {}; } })();
+  try {
+    const result = await tool.request("tools/call", { name: tool.name, arguments: args });
+    return (result?.content ?? []).filter((c) => typeof c.text === "string").map((c) => c.text).join("\n");
+  } catch (error) {
+    return `the tool failed: ${error.message}`;
+  }
 }
 
 // The prompt's resource links, read in order, as text after the prompt's words.
@@ -262,7 +327,7 @@ const app = acp.agent({ name: "checkfu-probe-ts-agent" })
     _meta: { "checkfu.capabilities": { subagents: "observed", steer: "native", interrupt: "cooperative",
       builtin_tool_scoping: "enforced", staged_files: "resource_links", ...(STRUCTURED ? { structured_output: STRUCTURED } : {}) } },
   }))
-  .onRequest(M.agent.session.new, ({ params }) => {
+  .onRequest(M.agent.session.new, async ({ params }) => {
     const sessionId = `ts-${sessions.size + 1}`;
     const builtinTools = params._meta?.["checkfu.builtin_tools"];
     const outputSchema = params._meta?.["checkfu.output_schema"];
@@ -270,7 +335,8 @@ const app = acp.agent({ name: "checkfu-probe-ts-agent" })
     if (outputSchema !== undefined && (STRUCTURED !== "response_format" || !readable(outputSchema))) {
       throw acp.RequestError.invalidParams(undefined, "checkfu.output_schema is not supported here");
     }
-    sessions.set(sessionId, { cwd: params.cwd, runtimeConfig: params._meta?.["checkfu.runtime_config"], builtinTools, outputSchema });
+    const mcp = await startMcp(params.mcpServers, params.cwd);
+    sessions.set(sessionId, { cwd: params.cwd, runtimeConfig: params._meta?.["checkfu.runtime_config"], builtinTools, outputSchema, mcp });
     return { sessionId };
   })
   .onRequest(M.agent.session.prompt, async ({ params, client }) => {
@@ -364,3 +430,4 @@ const app = acp.agent({ name: "checkfu-probe-ts-agent" })
 const stream = acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin));
 const conn = app.connect(stream);
 await conn.closed;
+for (const child of servers) child.kill();
