@@ -88,6 +88,7 @@ mod relay;
 #[cfg(feature = "cli")]
 mod report_formats;
 mod sdk_traffic;
+mod sdk_traffic_v2;
 #[cfg(feature = "cli")]
 mod structured;
 #[cfg(feature = "cli")]
