@@ -168,11 +168,29 @@ fn a_boolean_capability_is_dropped_as_the_official_sdk_drops_it() {
 /// fidelity update.
 #[test]
 fn broken_variants_agree_with_the_official_v2_schema() {
+    let tally = agreement(&session(), broken);
+    assert!(tally.disagreements.is_empty(), "{} disagreement(s):\n{}", tally.disagreements.len(), tally.disagreements.join("\n"));
+    assert!(tally.rejected > 40 && tally.lenient > 0, "{tally:?}");
+    eprintln!("broken v2 variants: {tally:?}");
+}
+
+/// How the broken variants of a v2 stream were judged.
+#[derive(Debug, Default)]
+pub(crate) struct Tally {
+    pub agreed: usize,
+    pub rejected: usize,
+    pub lenient: usize,
+    pub ignored: usize,
+    pub disagreements: Vec<String>,
+}
+
+/// Each message of `s` (in order, each answer after its request) must be valid v2; each
+/// variant `variants` makes of its params or result is decoded after the messages before
+/// it and judged against `jsonschema` on the official v2 schema.
+pub(crate) fn agreement(s: &[(WireDirection, Value)], variants: impl Fn(&Value, &[String]) -> Vec<Value>) -> Tally {
     let schema = schema();
     let registry = jsonschema::Registry::new().add("urn:acp", schema.clone()).and_then(|r| r.prepare()).expect("registry");
-    let (mut agreed, mut rejected, mut lenient, mut ignored) = (0, 0, 0, 0);
-    let mut disagreements = Vec::new();
-    let s = session();
+    let mut tally = Tally::default();
     for (i, (way, message)) in s.iter().enumerate() {
         let (part, method, suffix) = match message.get("method").and_then(Value::as_str) {
             Some(method) => ("params", method.to_string(), if message.get("id").is_some() { "Request" } else { "Notification" }),
@@ -185,36 +203,38 @@ fn broken_variants_agree_with_the_official_v2_schema() {
         let def = definition(&schema, &method, suffix).unwrap_or_else(|| panic!("{method} {suffix}"));
         let oracle =
             jsonschema::options().with_registry(&registry).build(&json!({"$ref": format!("urn:acp#/$defs/{def}")})).expect("oracle");
-        assert!(oracle.is_valid(&message[part]), "message {i} is valid v2");
+        assert!(oracle.is_valid(&message[part]), "message {i} is valid v2: {message}");
         let required: Vec<String> =
             schema["$defs"][def]["required"].as_array().into_iter().flatten().filter_map(|r| r.as_str().map(String::from)).collect();
-        for mutated in broken(&message[part], &required) {
+        for mutated in variants(&message[part], &required) {
             let mut copy = s[..=i].to_vec();
             copy[i].1[part] = mutated.clone();
             let report = read(Protocol::AcpV2, &copy).remove(i);
             let pointers: Vec<String> = oracle.iter_errors(&mutated).map(|e| e.instance_path().to_string()).collect();
-            let valid = pointers.is_empty();
-            let dropped = report.diagnostics.iter().any(|d| d.starts_with("lenient ACP member dropped"));
-            let pointer = match report.error.as_ref().map(|e| &e.error) {
-                Some(DecodeError::InvalidParams { pointer, .. } | DecodeError::InvalidResult { pointer, .. }) => Some(pointer.clone()),
-                _ => None,
-            };
-            let by_policy = matches!(report.error.as_ref().map(|e| &e.error), Some(DecodeError::ProtocolVersion { .. }));
-            if report.accepted && !valid && dropped {
-                lenient += 1;
-            } else if report.accepted && !valid && report.ignored.is_some() {
-                ignored += 1;
-            } else if report.accepted == valid && !dropped
-                || !report.accepted && !valid && (by_policy || pointer.as_ref().is_some_and(|p| pointers.contains(p)))
-            {
-                agreed += 1;
-                rejected += usize::from(!report.accepted);
-            } else {
-                disagreements.push(format!("{method} {part}: schema {pointers:?}, decoder {:?}\n  {mutated}", report.error));
-            }
+            judge(&mut tally, &report, &pointers, &format!("{method} {part}: {mutated}"));
         }
     }
-    assert!(disagreements.is_empty(), "{} disagreement(s):\n{}", disagreements.len(), disagreements.join("\n"));
-    assert!(rejected > 40 && lenient > 0, "{agreed} agreed ({rejected} rejected), {lenient} lenient");
-    eprintln!("{agreed} broken v2 variants agree ({rejected} rejected), {lenient} dropped leniently, {ignored} fidelity updates ignored");
+    tally
+}
+
+fn judge(tally: &mut Tally, report: &Report, pointers: &[String], what: &str) {
+    let valid = pointers.is_empty();
+    let dropped = report.diagnostics.iter().any(|d| d.starts_with("lenient ACP member dropped"));
+    let pointer = match report.error.as_ref().map(|e| &e.error) {
+        Some(DecodeError::InvalidParams { pointer, .. } | DecodeError::InvalidResult { pointer, .. }) => Some(pointer.clone()),
+        _ => None,
+    };
+    let by_policy = matches!(report.error.as_ref().map(|e| &e.error), Some(DecodeError::ProtocolVersion { .. }));
+    if report.accepted && !valid && dropped {
+        tally.lenient += 1;
+    } else if report.accepted && !valid && report.ignored.is_some() {
+        tally.ignored += 1;
+    } else if report.accepted == valid && !dropped
+        || !report.accepted && !valid && (by_policy || pointer.as_ref().is_some_and(|p| pointers.contains(p)))
+    {
+        tally.agreed += 1;
+        tally.rejected += usize::from(!report.accepted);
+    } else {
+        tally.disagreements.push(format!("schema {pointers:?}, decoder {:?}\n  {what}", report.error));
+    }
 }

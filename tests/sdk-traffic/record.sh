@@ -3,7 +3,8 @@
 # Needs node >= 20 with npm, and a CPython 3.11 (set PYTHON to override).
 # Installs the pinned SDKs into a temporary directory (nothing lands in the repo),
 # runs every scenario for both SDKs, then validates the result against
-# schemas/acp-v1.schema.json and refreshes the summary table in README.md.
+# schemas/acp-v1.schema.json and refreshes the summary table in README.md. The ACP v2 pair
+# (ts-v2/) writes tests/data/sdk-traffic/v2/, which tests/it/sdk_traffic_v2.rs validates.
 set -euo pipefail
 
 TS_SDK="@agentclientprotocol/sdk@2.4.0"
@@ -30,8 +31,14 @@ echo "== installing $PY_SDK into $work/venv"
 "$work/venv/bin/pip" install --quiet --disable-pip-version-check "$PY_SDK" "${PY_PINS[@]}"
 cp "$here/py/agent.py" "$here/py/client.py" "$here/tee.py" "$work/py/"
 
-mkdir -p "$out"
-rm -f "$out"/ts-*.jsonl "$out"/py-*.jsonl
+mkdir -p "$out" "$out/v2"
+rm -f "$out"/ts-*.jsonl "$out"/py-*.jsonl "$out"/v2/ts-v2-*.jsonl
+# The ACP v2 pair (the same package's experimental v2 API) beside the v1 files; node finds
+# the package from the subdirectory.
+mkdir -p "$work/ts/v2"
+cp "$here/ts-v2/agent.mjs" "$here/ts-v2/client.mjs" "$here/tee.py" "$work/ts/v2/"
+echo "== ts v2 turn"
+(cd "$work/ts/v2" && timeout 120 node client.mjs "$out/v2")
 for s in "${SCENARIOS[@]}"; do
   echo "== ts $s"
   (cd "$work/ts" && timeout 120 node client.mjs "$s" "$out")
