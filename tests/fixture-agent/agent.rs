@@ -358,6 +358,8 @@ struct Agent {
     mcp_calls: u64,
     /// The prompts answered so far.
     prompts: u64,
+    /// The sessions prompted so far (at most 64 kept).
+    prompted_sessions: Vec<String>,
 }
 
 /// The most turns the journal keeps, and the longest text of one.
@@ -634,9 +636,13 @@ impl Agent {
         self.mcp_calls = 0;
         self.mid_call = MidCall::default();
         // The wire's exercises (the permission and `fs/*`, a terminal, the misbehaviours of
-        // the wire) are the session's first prompt's; later prompts (the probe's turns of
-        // its own) ask the model and answer.
-        let first = self.prompts == 0;
+        // the wire) are each session's first prompt's; later prompts (the probe's turns of
+        // its own) ask the model and answer. Per session, not per process: the requirement
+        // probes' turn with permissions refused is a second session's first.
+        let first = !self.prompted_sessions.contains(&self.prompted);
+        if first && self.prompted_sessions.len() < 64 {
+            self.prompted_sessions.push(self.prompted.clone());
+        }
         self.prompts += 1;
         let emits_subagents = (self.s.declare.iter().any(|m| m == "subagents") && !self.s.no_subagent) || self.s.undeclared_emission;
         if first && self.s.flood_stderr {
@@ -1152,6 +1158,7 @@ fn main() {
         restored: Vec::new(),
         sessions: Vec::new(),
         prompted: String::from("fixture-1"),
+        prompted_sessions: Vec::new(),
         mcp: Vec::new(),
         mcp_calls: 0,
         prompts: 0,
