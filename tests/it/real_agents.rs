@@ -113,7 +113,8 @@ pub(crate) fn turn_with(
     let mismatches = plane["catalog"]["mismatches"].as_array().expect("list");
     assert_eq!(mismatches.len(), declaration_mismatches, "{context}");
     assert!(mismatches.iter().all(|m| m.as_str().unwrap_or_default().contains("declares")), "only declaration differences: {context}");
-    assert_eq!(run.status, if declaration_mismatches == 0 { 0 } else { 1 }, "{context}");
+    let missed = measured_misses(entry, &run);
+    assert_eq!(run.status, if declaration_mismatches == 0 && missed.is_empty() { 0 } else { 1 }, "{context}");
     if script == "tool" {
         assert_eq!(plane["tool"], json!({"called": true, "result_returned": true}), "{context}");
         assert_eq!(run.check("tool_correlation"), "pass", "{context}");
@@ -128,6 +129,46 @@ pub(crate) fn turn_with(
     let verdicts: Value = serde_json::from_slice(&conform.stdout).expect("conform JSON");
     assert_eq!(verdicts["checks"], run.json["checks"], "{context}");
     run
+}
+
+/// What each real agent was measured not to meet (2026-12-07, the pinned versions of
+/// `tests/real-agents/install.sh`): the steps it may fail and the binding requirements
+/// (mandatory, or of a capability it offers) it may fail. A run may miss fewer (some misses
+/// depend on timing: codex-acp's update for its other session), never another: a new miss is
+/// a regression or a probe bug to look at. `docs/guide/probing-acp.md` lists them.
+const MEASURED_MISSES: &[(&str, &[&str], &[&str])] = &[
+    // codex-acp starts the granted MCP server and lists its tool, but never offers it to the
+    // model; it answers an unknown `_` notification with an error (with no id), sends an
+    // update for another session while one is prompted, and fails `session/load`,
+    // `session/resume` (-32002) and `session/list` (the same id-less error) that it
+    // advertises.
+    ("codex", &["platform_tool"], &["ACP-SCHEMA-001", "ACP-PROMPT-002", "ACP-LOAD-001", "ACP-RESUME-001", "ACP-LIST-001"]),
+    // Copilot never starts the granted MCP server, and its advertised `session/load` refuses
+    // a session it has loaded already.
+    ("Copilot", &["platform_tool"], &["ACP-LOAD-001"]),
+];
+
+/// The misses of `run` by the agent `name` (a catalog entry, or the test's name for it),
+/// each held to [`MEASURED_MISSES`]: a failed step or a failed binding requirement the
+/// table does not list for it fails the test.
+fn measured_misses(name: &str, run: &Run) -> Vec<String> {
+    let (steps, requirements) =
+        MEASURED_MISSES.iter().find(|(agent, _, _)| *agent == name).map_or((&[][..], &[][..]), |(_, s, r)| (*s, *r));
+    let mut missed = Vec::new();
+    for (step, value) in run.json["steps"].as_object().into_iter().flatten() {
+        if value["status"] == "failed" {
+            assert!(steps.contains(&step.as_str()), "{name} failed step `{step}`, not a measured miss: {}", run.pretty());
+            missed.push(step.clone());
+        }
+    }
+    let verdict = &run.json["requirements_verdict"];
+    let failed = ["mandatory_failed", "capability_failed"].iter().flat_map(|k| verdict[*k].as_array().cloned().unwrap_or_default());
+    for id in failed {
+        let id = id.as_str().unwrap_or_default().to_owned();
+        assert!(requirements.contains(&id.as_str()), "{name} failed requirement {id}, not a measured miss: {}", run.pretty());
+        missed.push(id);
+    }
+    missed
 }
 
 #[test]
@@ -376,7 +417,8 @@ fn opencode_kilo_and_copilot_take_a_turn_and_stop_on_the_cancel() {
         options.extend(["--deadline", "180", "--step-timeout", "90"]);
         let run = probe_env(&options, &command, &[]);
         let context = format!("{name}: {}", run.pretty());
-        assert_eq!(run.status, 0, "{context}");
+        let missed = measured_misses(name, &run);
+        assert_eq!(run.status, if missed.is_empty() { 0 } else { 1 }, "{context}");
         for step in ["initialize_handshake", "session_start", "prompt_exchange", "cancellation", "teardown"] {
             assert_eq!(run.step(step).0, "passed", "{step}: {context}");
         }
