@@ -43,6 +43,7 @@
 // call of one goes to its server as `tools/call`. `--ignore-mcp` starts none; `--narrate-mcp-call`
 // answers the model's call with words of its own and never calls the server (hostile twins).
 import { execFileSync, spawn } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
@@ -243,7 +244,11 @@ function builtinsOf(session, sessionId, client) {
       if (!admitted(name) && !twin("--run-outside-scope")) return `refused: \`${name}\` is not in this session's checkfu.builtin_tools`;
       const args = (() => { try { return JSON.parse(json ?? "{}"); } catch { return {}; } })();
       if (name === "write") {
-        await client.request(M.client.fs.writeTextFile, { sessionId, path: String(args.path), content: String(args.content) });
+        if (clientFs.writeTextFile) {
+          await client.request(M.client.fs.writeTextFile, { sessionId, path: String(args.path), content: String(args.content) });
+        } else {
+          writeFileSync(String(args.path), String(args.content));
+        }
         return "written";
       }
       try {
@@ -313,20 +318,29 @@ async function staged(prompt, sessionId, client) {
   if (twin("--ignore-staged")) return text;
   for (const block of prompt.filter((b) => b.type === "resource_link" && b.uri.startsWith("file://")).slice(0, 16)) {
     const path = decodeURIComponent(block.uri.slice("file://".length));
-    const read = await client.request(M.client.fs.readTextFile, { sessionId, path }).catch(() => ({ content: "(unreadable)" }));
+    const read = clientFs.readTextFile
+      ? await client.request(M.client.fs.readTextFile, { sessionId, path }).catch(() => ({ content: "(unreadable)" }))
+      : (() => { try { return { content: readFileSync(path, "utf8") }; } catch { return { content: "(unreadable)" }; } })();
     text += `\n[${path}]\n${read.content}`;
   }
   return text;
 }
 
+// What the client said it serves (`initialize`'s `clientCapabilities.fs`): the agent calls
+// `fs/*` only when advertised, and works on its own files otherwise.
+let clientFs = {};
+
 const app = acp.agent({ name: "checkfu-probe-ts-agent" })
-  .onRequest(M.agent.initialize, () => ({
-    protocolVersion: acp.PROTOCOL_VERSION,
-    agentCapabilities: { loadSession: false },
-    agentInfo: { name: "checkfu-probe-ts-agent", version: "1.0.0" },
-    _meta: { "checkfu.capabilities": { subagents: "observed", steer: "native", interrupt: "cooperative",
-      builtin_tool_scoping: "enforced", staged_files: "resource_links", ...(STRUCTURED ? { structured_output: STRUCTURED } : {}) } },
-  }))
+  .onRequest(M.agent.initialize, ({ params }) => {
+    clientFs = params?.clientCapabilities?.fs ?? {};
+    return {
+      protocolVersion: acp.PROTOCOL_VERSION,
+      agentCapabilities: { loadSession: false },
+      agentInfo: { name: "checkfu-probe-ts-agent", version: "1.0.0" },
+      _meta: { "checkfu.capabilities": { subagents: "observed", steer: "native", interrupt: "cooperative",
+        builtin_tool_scoping: "enforced", staged_files: "resource_links", ...(STRUCTURED ? { structured_output: STRUCTURED } : {}) } },
+    };
+  })
   .onRequest(M.agent.session.new, async ({ params }) => {
     const sessionId = `ts-${sessions.size + 1}`;
     const builtinTools = params._meta?.["checkfu.builtin_tools"];
@@ -398,7 +412,7 @@ const app = acp.agent({ name: "checkfu-probe-ts-agent" })
         { optionId: "no", name: "Reject", kind: "reject_once" },
       ],
     });
-    if (permission.outcome.outcome === "selected" && permission.outcome.optionId === "yes") {
+    if (permission.outcome.outcome === "selected" && permission.outcome.optionId === "yes" && clientFs.writeTextFile && clientFs.readTextFile) {
       await client.request(M.client.fs.writeTextFile, { sessionId, path: `${cwd}/notes.txt`, content: "from the TypeScript SDK\n" });
       await client.request(M.client.fs.readTextFile, { sessionId, path: `${cwd}/notes.txt` });
     }
