@@ -20,15 +20,16 @@ turn() {
   echo $! > "$state/call"
   wait $! || : > "$state/answer"
   answer=$(field content < "$state/answer")
-  printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s-1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"%s"}}}}\n' "$answer"
+  printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"%s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"%s"}}}}\n' "$3" "$answer"
   reply "$1" '{"stopReason":"end_turn"}'
   : > "$state/answered.$1"
 }
+sessions=0
 while IFS= read -r line; do
   id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p')
   method=$(printf '%s' "$line" | field method)
   case "$method" in
-    initialize) reply "$id" '{"protocolVersion":1,"agentCapabilities":{},"authMethods":[]}' ;;
+    initialize) reply "$id" '{"protocolVersion":1,"agentCapabilities":{},"authMethods":[],"agentInfo":{"name":"acp-agent","version":"0.1.0"}}' ;;
     session/new)
       # It serves none of Checkfu's session members (built-in tools, continuity, resume state,
       # runtime config, output schema): a session that asks for one is refused, as authority
@@ -37,10 +38,12 @@ while IFS= read -r line; do
       if [ -n "$member" ]; then
         printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32602,"message":"%s is not served by this agent"}}\n' "$id" "$member"
       else
-        reply "$id" '{"sessionId":"s-1"}'
+        # Each session an id of its own.
+        sessions=$((sessions + 1))
+        reply "$id" "{\"sessionId\":\"s-$sessions\"}"
       fi ;;
     session/prompt)
-      turn "$id" "$(printf '%s' "$line" | field text)" &
+      turn "$id" "$(printf '%s' "$line" | field text)" "$(printf '%s' "$line" | field sessionId)" &
       turn_pid=$! turn_id=$id ;;
     session/cancel)
       # Stop the turn, then its model call; answer `cancelled` unless the turn had answered.
