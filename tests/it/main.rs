@@ -90,6 +90,7 @@ mod report_formats;
 #[cfg(feature = "cli")]
 mod requirement_probes;
 mod sdk_traffic;
+#[cfg(feature = "acp-v2")]
 mod sdk_traffic_v2;
 #[cfg(feature = "cli")]
 mod structured;
