@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use serde_json::{json, Map, Value};
 
-use super::exercised::{answer_to, skip_reason, turn_answered};
+use super::exercised::{answer_to, declaration, not_served as step_not_served, skip_reason, turn_answered};
 use super::{expand_command, explain, initialize_params, rpc_error, start, AcpOptions, Started, NEW_SESSION};
 use crate::outcome::{Kind, Outcome, Reason};
 use crate::plane::Declared;
@@ -28,8 +28,6 @@ use checkfu_wire::admission::AdmittedCapabilities;
 use checkfu_wire::catalog::StepName;
 use checkfu_wire::decode::tables::{PROMPT_METHOD, VERSION_METHOD};
 
-/// The declaration the step exercises.
-const DECLARED: (&str, &str) = ("native_checkpoint", "external_custody");
 /// The `session/new` members that hand the state back.
 const CONTINUITY: &str = "checkfu.continuity";
 const RESUME: &str = "checkfu.resume";
@@ -51,7 +49,7 @@ pub(super) fn native_checkpoint(
     first: &FirstProcess<'_>,
 ) -> Option<Reason> {
     let skip = match admitted {
-        Some(admitted) => skip_reason(&stage.steps, admitted, StepName::NativeCheckpoint, DECLARED),
+        Some(admitted) => skip_reason(&stage.steps, admitted, StepName::NativeCheckpoint),
         None => Some(String::from("no session was started")),
     };
     if let Some(reason) = skip {
@@ -71,13 +69,14 @@ pub(super) fn native_checkpoint(
 fn not_served(miss: &CheckpointMiss) -> Outcome {
     match miss {
         CheckpointMiss::Unasked => Outcome::failed(Kind::Unasked, miss),
-        _ => Outcome::failed(Kind::NotServed, format!("declared `{}: {}` is not served: {miss}", DECLARED.0, DECLARED.1)),
+        _ => step_not_served(StepName::NativeCheckpoint, miss),
     }
 }
 
 /// What a failure of the second process is said within: the value exercised.
 fn within() -> String {
-    format!("declared `{}: {}`, the resumed process", DECLARED.0, DECLARED.1)
+    let (member, value) = declaration(StepName::NativeCheckpoint);
+    format!("declared `{member}: {value}`, the resumed process")
 }
 
 /// The second process: fresh rooms, started as the first was, resumed, prompted, judged and

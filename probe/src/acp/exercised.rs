@@ -7,12 +7,29 @@ use std::time::Instant;
 use serde_json::{json, Value};
 
 use super::{rpc_error, Run};
-use crate::outcome::{Kind, Reason};
+use crate::outcome::{Kind, Outcome, Reason};
 use crate::report::Steps;
 use crate::session::{Fault, Incoming, Session};
 use checkfu_wire::admission::AdmittedCapabilities;
-use checkfu_wire::catalog::StepName;
+use checkfu_wire::catalog::{self, StepName};
 use checkfu_wire::decode::tables::PROMPT_METHOD;
+
+/// The declaration `step` proves, as the catalog's mechanisms say (`proof = { step, … }`): the
+/// member and its one value. The catalog is the one source; a step no single-valued mechanism
+/// names gets its own name and no value, which no declaration holds.
+pub(super) fn declaration(step: StepName) -> (&'static str, &'static str) {
+    let proved = catalog::MECHANISMS.iter().find(|m| m.proof == Some(step.name()));
+    match proved.map(|m| (m.member, m.values)) {
+        Some((member, [value])) => (member, value),
+        _ => (step.name(), ""),
+    }
+}
+
+/// The failure of `step` for `miss`: the value it proves is declared and not served.
+pub(super) fn not_served(step: StepName, miss: impl std::fmt::Display) -> Outcome {
+    let (member, value) = declaration(step);
+    Outcome::failed(Kind::NotServed, format!("declared `{member}: {value}` is not served: {miss}"))
+}
 
 /// Whether the admitted declaration holds `member: value`.
 pub(super) fn declared(admitted: &AdmittedCapabilities, member: &str, value: &str) -> bool {
@@ -21,8 +38,8 @@ pub(super) fn declared(admitted: &AdmittedCapabilities, member: &str, value: &st
 
 impl Run<'_, '_, '_, '_> {
     /// Why a step that exercises a declared mechanism is skipped, if it is ([`skip_reason`]).
-    pub(super) fn exercise_skip(&self, admitted: &AdmittedCapabilities, step: StepName, declaration: (&str, &str)) -> Option<String> {
-        skip_reason(&self.stage.steps, admitted, step, declaration)
+    pub(super) fn exercise_skip(&self, admitted: &AdmittedCapabilities, step: StepName) -> Option<String> {
+        skip_reason(&self.stage.steps, admitted, step)
     }
 
     /// Sends `prompt` (ACP content blocks) in a relay turn the caller has begun, and waits for
@@ -47,8 +64,8 @@ impl Run<'_, '_, '_, '_> {
 
 /// Why a step that exercises a declared mechanism is skipped, if it is: undeclared, or after
 /// a prompt exchange that did not pass (the harness then reaches no model).
-pub(super) fn skip_reason(steps: &Steps<'_>, admitted: &AdmittedCapabilities, step: StepName, declaration: (&str, &str)) -> Option<String> {
-    let (member, value) = declaration;
+pub(super) fn skip_reason(steps: &Steps<'_>, admitted: &AdmittedCapabilities, step: StepName) -> Option<String> {
+    let (member, value) = declaration(step);
     if !declared(admitted, member, value) {
         return Some(format!("`{member}` is not declared"));
     }
@@ -72,11 +89,28 @@ pub(super) fn answer_to(session: &mut Session, id: i64, until: Instant) -> Resul
 
 /// A prompt's answer as a turn's end: no error, and a stop reason.
 pub(super) fn turn_answered(message: &Value) -> Result<(), Reason> {
+    stop_reason(message).map(|_| ())
+}
+
+/// A prompt's stop reason, or why its answer ends no turn (an error, no reason).
+pub(super) fn stop_reason(message: &Value) -> Result<&str, Reason> {
     if let Some(error) = message.get("error") {
         return Err(Reason::new(Kind::Answer, format!("session/prompt answered an error: {}", rpc_error(error))));
     }
-    match message.pointer("/result/stopReason").and_then(Value::as_str) {
-        Some(_) => Ok(()),
-        None => Err(Reason::new(Kind::Answer, "session/prompt answered without a stop reason")),
+    let stop = message.pointer("/result/stopReason").and_then(Value::as_str);
+    stop.ok_or_else(|| Reason::new(Kind::Answer, "session/prompt answered without a stop reason"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_mechanism_step_finds_its_declaration_in_the_catalog() {
+        assert_eq!(declaration(StepName::BuiltinToolScoping), ("builtin_tool_scoping", "enforced"));
+        assert_eq!(declaration(StepName::StagedFiles), ("staged_files", "resource_links"));
+        assert_eq!(declaration(StepName::NativeCheckpoint), ("native_checkpoint", "external_custody"));
+        // Two values: no one declaration to name.
+        assert_eq!(declaration(StepName::StructuredOutput), ("structured_output", ""));
     }
 }

@@ -37,7 +37,7 @@ use crate::outcome::Outcome;
 use crate::session::{Ending, Fault, Incoming, PermissionPolicy, Session};
 use crate::stage::Stage;
 use checkfu_wire::catalog::Requirement as R;
-use checkfu_wire::decode::tables::{PROMPT_METHOD, VERSION_METHOD};
+use checkfu_wire::decode::tables::{Method, PROMPT_METHOD, VERSION_METHOD};
 
 /// The version asked for that no agent speaks.
 const UNSUPPORTED_VERSION: u64 = 65535;
@@ -314,11 +314,11 @@ impl Kit<'_, '_, '_> {
         let cwd = self.session.workspace().harness_root().to_string_lossy().into_owned();
         if agent.pointer("/sessionCapabilities/list").is_some_and(|c| !c.is_null()) {
             let until = self.until();
-            let listed = self.ask("session/list", json!({}), until);
+            let listed = self.ask(Method::SessionList.name(), json!({}), until);
             let (status, reason) = object_with(&listed, "sessions", "`session/list`");
             self.judge(R::ACPLIST001, status, reason);
             let until = self.until();
-            let none = self.ask("session/list", json!({"cwd": "/checkfu-probe/no-session-here"}), until);
+            let none = self.ask(Method::SessionList.name(), json!({"cwd": "/checkfu-probe/no-session-here"}), until);
             let empty = none.as_ref().ok().and_then(|m| m.pointer("/result/sessions")).and_then(Value::as_array).is_some_and(Vec::is_empty);
             let (status, reason) = if empty {
                 (Status::Passed, String::from("an empty `sessions` array"))
@@ -329,13 +329,13 @@ impl Kit<'_, '_, '_> {
         }
         if agent.get("loadSession") == Some(&json!(true)) {
             let until = self.until();
-            let loaded = self.ask("session/load", json!({"sessionId": first, "cwd": cwd, "mcpServers": []}), until);
+            let loaded = self.ask(Method::SessionLoad.name(), json!({"sessionId": first, "cwd": cwd, "mcpServers": []}), until);
             let (status, reason) = answered_object(&loaded, "`session/load`");
             self.judge(R::ACPLOAD001, status, reason);
         }
         if agent.pointer("/sessionCapabilities/resume").is_some_and(|c| !c.is_null()) {
             let until = self.until();
-            let resumed = self.ask("session/resume", json!({"sessionId": first, "cwd": cwd}), until);
+            let resumed = self.ask(Method::SessionResume.name(), json!({"sessionId": first, "cwd": cwd}), until);
             let (status, reason) = answered_object(&resumed, "`session/resume`");
             self.judge(R::ACPRESUME001, status, reason);
         }
@@ -351,8 +351,7 @@ impl Kit<'_, '_, '_> {
             }
             return;
         }
-        let text = |nonce: &str| json!({"type": "text", "text": format!("Checkfu requirement probe. Reply with the nonce {nonce} and end the turn.")});
-        match self.turn(first, text, None) {
+        match self.turn(first, None) {
             Ok(stop) => {
                 let reason = format!(
                     "a turn ended `{stop}` with neither file system access nor terminals nor elicitation advertised, and called none"
@@ -369,7 +368,7 @@ impl Kit<'_, '_, '_> {
         }
         self.session.set_permission(PermissionPolicy::Reject);
         let refused_before = self.session.permissions_refused;
-        let turn = self.turn(second, text, None);
+        let turn = self.turn(second, None);
         self.session.set_permission(PermissionPolicy::Allow);
         let refused = self.session.permissions_refused - refused_before;
         let (status, reason) = match turn {
@@ -383,7 +382,7 @@ impl Kit<'_, '_, '_> {
         self.content_types(agent, first);
         if agent.pointer("/sessionCapabilities/close").is_some_and(|c| !c.is_null()) {
             let until = self.until();
-            let closed = self.ask("session/close", json!({"sessionId": second}), until);
+            let closed = self.ask(Method::SessionClose.name(), json!({"sessionId": second}), until);
             let empty = closed.as_ref().ok().and_then(|m| m.get("result")).is_some_and(|r| r == &json!({}));
             let status = if empty { Status::Passed } else { Status::Failed };
             self.judge(R::ACPCLOSE001, status, format!("`session/close` of an idle session: {}", shown(&closed)));
@@ -407,8 +406,7 @@ impl Kit<'_, '_, '_> {
             if agent.pointer(&format!("/promptCapabilities/{capability}")) != Some(&json!(true)) {
                 continue;
             }
-            let text = |nonce: &str| json!({"type": "text", "text": format!("Checkfu requirement probe. Reply with the nonce {nonce} and end the turn.")});
-            let (status, reason) = match self.turn(session, text, Some(block)) {
+            let (status, reason) = match self.turn(session, Some(block)) {
                 Ok(stop) => (Status::Passed, format!("a prompt with a {capability} block ended `{stop}`")),
                 Err(why) => (Status::Failed, format!("a prompt with a {capability} block: {why}")),
             };
@@ -416,27 +414,22 @@ impl Kit<'_, '_, '_> {
         }
     }
 
-    /// One prompt on `session` (its text from a fresh nonce, then `block`), answered as the
-    /// `nonce` script does; its stop reason.
-    fn turn(&mut self, session: &str, text: impl Fn(&str) -> Value, block: Option<Value>) -> Result<String, Why> {
+    /// One prompt on `session` (a text asking for a fresh nonce, then `block`), answered as
+    /// the `nonce` script does; its stop reason.
+    fn turn(&mut self, session: &str, block: Option<Value>) -> Result<String, Why> {
         let nonce = crate::options::fresh_nonce();
         let relay = &self.stage.plane.relay;
         relay.begin_turn(nonce.clone(), Vec::new());
         relay.answer_plainly();
-        let prompt: Vec<Value> = std::iter::once(text(&nonce)).chain(block).collect();
+        let text = json!({"type": "text", "text": format!("Checkfu requirement probe. Reply with the nonce {nonce} and end the turn.")});
+        let prompt: Vec<Value> = std::iter::once(text).chain(block).collect();
         let until = self.until();
         let answer = self.ask(PROMPT_METHOD, json!({"sessionId": session, "prompt": prompt}), until);
         let message = answer.inspect_err(|_| {
             // A turn given up on is cancelled, as ACP asks of a client.
             let _ = self.session.notify(super::CANCEL_METHOD, json!({"sessionId": session}));
         })?;
-        if let Some(error) = message.get("error") {
-            return Err(Why(format!("`session/prompt` answered an error: {}", rpc_error(error))));
-        }
-        match message.pointer("/result/stopReason").and_then(Value::as_str) {
-            Some(stop) => Ok(stop.to_owned()),
-            None => Err(Why::from("`session/prompt` answered without a stop reason")),
-        }
+        super::exercised::stop_reason(&message).map(str::to_owned).map_err(|reason| Why(reason.to_string()))
     }
 
     /// The informational probes: a prompt for a session never made, a line that is no

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use serde_json::{json, Map, Value};
 
-use super::exercised::declared;
+use super::exercised::{declaration, declared, not_served};
 use super::{AcpOptions, Run};
 use crate::outcome::{Kind, Outcome};
 use crate::relay::exercise::{ScopedCall, Scoping};
@@ -20,8 +20,6 @@ use crate::verdict;
 use checkfu_wire::admission::AdmittedCapabilities;
 use checkfu_wire::catalog::StepName;
 
-/// The declaration the step exercises.
-const DECLARED: (&str, &str) = ("builtin_tool_scoping", "enforced");
 /// The built-in tool the handed list admits: the writer of the contract's closed vocabulary
 /// of built-in tool names (`bash`, `read`, `write`, `edit`, `web_search`, `web_fetch`).
 pub(super) const INSIDE: &str = "write";
@@ -40,7 +38,8 @@ const MARK_PREFIX: &str = "cfb-";
 /// author's `--builtin-tools` with [`INSIDE`] added, else [`DEFAULT_LIST`]. Undeclared, the
 /// author's list alone goes, as before.
 pub(super) fn hand_list(meta: &mut Map<String, Value>, options: &AcpOptions, admitted: &AdmittedCapabilities) {
-    if !declared(admitted, DECLARED.0, DECLARED.1) {
+    let (member, value) = declaration(StepName::BuiltinToolScoping);
+    if !declared(admitted, member, value) {
         return;
     }
     let mut list: Vec<String> = match &options.builtin_tools {
@@ -56,7 +55,7 @@ pub(super) fn hand_list(meta: &mut Map<String, Value>, options: &AcpOptions, adm
 impl Run<'_, '_, '_, '_> {
     /// Reports `builtin_tool_scoping`, after the prompt exchange.
     pub(super) fn builtin_tool_scoping(&mut self, admitted: &AdmittedCapabilities, session_id: &str) {
-        let mut skip = self.exercise_skip(admitted, StepName::BuiltinToolScoping, DECLARED);
+        let mut skip = self.exercise_skip(admitted, StepName::BuiltinToolScoping);
         if skip.is_none() && self.options.builtin_tools.as_ref().is_some_and(|l| l.iter().any(|t| t == OUTSIDE)) {
             skip = Some(format!("--builtin-tools admits `{OUTSIDE}`, the tool the step calls outside the list"));
         }
@@ -98,7 +97,7 @@ impl Run<'_, '_, '_, '_> {
         let seen: Vec<_> = self.stage.plane.relay.calls(turn).into_iter().filter_map(|c| c.scoping).collect();
         match verdict::scoping::judge(&seen, (INSIDE, OUTSIDE), &mark, &effects) {
             Err(miss @ verdict::scoping::ScopingMiss::Unasked) => Outcome::failed(Kind::Unasked, miss),
-            Err(miss) => Outcome::failed(Kind::NotServed, format!("declared `{}: {}` is not served: {miss}", DECLARED.0, DECLARED.1)),
+            Err(miss) => not_served(StepName::BuiltinToolScoping, miss),
             Ok(()) => answered.map_or_else(Outcome::Failed, |()| Outcome::Passed),
         }
     }

@@ -18,8 +18,6 @@ use crate::verdict::staged::{AfterTurn, StagedMiss};
 use checkfu_wire::admission::AdmittedCapabilities;
 use checkfu_wire::catalog::StepName;
 
-/// The declaration the step exercises.
-const DECLARED: (&str, &str) = ("staged_files", "resource_links");
 /// How many files are staged: enough that an order can be wrong.
 const COUNT: usize = 3;
 /// The prefix of a staged file's nonce: neither the prompt's nonce nor a reply token.
@@ -35,7 +33,7 @@ struct Staged {
 impl Run<'_, '_, '_, '_> {
     /// Reports `staged_files`, after the prompt exchange.
     pub(super) fn staged_files(&mut self, admitted: &AdmittedCapabilities, session_id: &str) {
-        if let Some(reason) = self.exercise_skip(admitted, StepName::StagedFiles, DECLARED) {
+        if let Some(reason) = self.exercise_skip(admitted, StepName::StagedFiles) {
             self.stage.steps.skipped(StepName::StagedFiles, &reason);
             return;
         }
@@ -72,7 +70,7 @@ impl Run<'_, '_, '_, '_> {
         let orders: Vec<Vec<usize>> = self.stage.plane.relay.calls(turn).into_iter().map(|c| c.marks_in_request).collect();
         match verdict::staged::judge(&orders, &after) {
             Err(miss @ StagedMiss::Unasked) => Outcome::failed(Kind::Unasked, miss),
-            Err(miss) => Outcome::failed(Kind::NotServed, format!("declared `{}: {}` is not served: {miss}", DECLARED.0, DECLARED.1)),
+            Err(miss) => super::exercised::not_served(StepName::StagedFiles, miss),
             Ok(()) => answered.map_or_else(Outcome::Failed, |()| Outcome::Passed),
         }
     }
