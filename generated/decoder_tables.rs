@@ -166,6 +166,81 @@ pub const SLOTS: &[SlotDecoder] = &[
         requires: None,
     },
 ];
+/// A `checkfu.*` `_meta` slot the decoder knows, by its key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Slot {
+    /// `checkfu.capabilities`.
+    CheckfuCapabilities,
+    /// `checkfu.subagent`.
+    CheckfuSubagent,
+    /// `checkfu.turn`.
+    CheckfuTurn,
+    /// `checkfu.builtin_tools`.
+    CheckfuBuiltinTools,
+    /// `checkfu.continuity`.
+    CheckfuContinuity,
+    /// `checkfu.runtime_config`.
+    CheckfuRuntimeConfig,
+    /// `checkfu.output_schema`.
+    CheckfuOutputSchema,
+    /// `checkfu.resume`.
+    CheckfuResume,
+    /// `checkfu.journal_checkpoint`.
+    CheckfuJournalCheckpoint,
+    /// `checkfu.compaction`.
+    CheckfuCompaction,
+}
+impl Slot {
+    /// Every variant, in the catalog's order.
+    pub const ALL: &'static [Slot] = &[
+        Slot::CheckfuCapabilities,
+        Slot::CheckfuSubagent,
+        Slot::CheckfuTurn,
+        Slot::CheckfuBuiltinTools,
+        Slot::CheckfuContinuity,
+        Slot::CheckfuRuntimeConfig,
+        Slot::CheckfuOutputSchema,
+        Slot::CheckfuResume,
+        Slot::CheckfuJournalCheckpoint,
+        Slot::CheckfuCompaction,
+    ];
+    /// The name the catalog (and the wire) spells.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Slot::CheckfuCapabilities => "checkfu.capabilities",
+            Slot::CheckfuSubagent => "checkfu.subagent",
+            Slot::CheckfuTurn => "checkfu.turn",
+            Slot::CheckfuBuiltinTools => "checkfu.builtin_tools",
+            Slot::CheckfuContinuity => "checkfu.continuity",
+            Slot::CheckfuRuntimeConfig => "checkfu.runtime_config",
+            Slot::CheckfuOutputSchema => "checkfu.output_schema",
+            Slot::CheckfuResume => "checkfu.resume",
+            Slot::CheckfuJournalCheckpoint => "checkfu.journal_checkpoint",
+            Slot::CheckfuCompaction => "checkfu.compaction",
+        }
+    }
+    /// The variant of a name; `None` for a name the catalog does not have.
+    pub fn from_name(name: &str) -> Option<Slot> {
+        match name {
+            "checkfu.capabilities" => Some(Slot::CheckfuCapabilities),
+            "checkfu.subagent" => Some(Slot::CheckfuSubagent),
+            "checkfu.turn" => Some(Slot::CheckfuTurn),
+            "checkfu.builtin_tools" => Some(Slot::CheckfuBuiltinTools),
+            "checkfu.continuity" => Some(Slot::CheckfuContinuity),
+            "checkfu.runtime_config" => Some(Slot::CheckfuRuntimeConfig),
+            "checkfu.output_schema" => Some(Slot::CheckfuOutputSchema),
+            "checkfu.resume" => Some(Slot::CheckfuResume),
+            "checkfu.journal_checkpoint" => Some(Slot::CheckfuJournalCheckpoint),
+            "checkfu.compaction" => Some(Slot::CheckfuCompaction),
+            _ => None,
+        }
+    }
+}
+impl core::fmt::Display for Slot {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
 /// A method the decoder knows (ACP's and the catalog's extension methods), by its wire name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Method {

@@ -55,7 +55,7 @@ use checkfu_wire::admission::{self, AdmittedCapabilities};
 use checkfu_wire::catalog::{self, StepName};
 use checkfu_wire::conformance::observation::{InterruptAck, SteerAck};
 use checkfu_wire::conformance::{self, normalize::Normalizer, Outcome as Check};
-use checkfu_wire::decode::tables::{Method, PROMPT_METHOD, PROTOCOL_VERSION, UPDATE_METHOD, VERSION_METHOD};
+use checkfu_wire::decode::tables::{Method, Slot, PROMPT_METHOD, PROTOCOL_VERSION, UPDATE_METHOD, VERSION_METHOD};
 
 // The methods and checks this lane sends and reads, named by the generated enums (a
 // catalog that renamed one would not compile here).
@@ -67,9 +67,9 @@ const INTERRUPT_METHOD: &str = Method::CheckfuSessionInterrupt.name();
 const OPT_IN_INTERRUPT: &str = catalog::Check::CooperativeInterruptDrained.name();
 const READY_CHECK: &str = catalog::Check::ReadyHandshake.name();
 /// The `session/new` member that carries the output schema.
-const OUTPUT_SCHEMA: &str = "checkfu.output_schema";
+const OUTPUT_SCHEMA: &str = Slot::CheckfuOutputSchema.name();
 /// The slot of the harness's own account of its turn (the prompt answer's `_meta`).
-const TURN_KEY: &str = "checkfu.turn";
+const TURN_KEY: &str = Slot::CheckfuTurn.name();
 /// The reason of every turn check when no prompt was sent (the report's: the spine uses it too).
 pub use crate::report::NO_TURN;
 
@@ -222,20 +222,20 @@ pub(crate) fn check<'a>(options: &'a AcpOptions, run: &RunOptions, entry: Option
 fn authority_meta(options: &AcpOptions, run: &RunOptions) -> Result<Map<String, Value>, ProbeError> {
     let mut meta = Map::new();
     if let Some(tools) = &options.builtin_tools {
-        meta.insert("checkfu.builtin_tools".into(), json!(tools));
+        meta.insert(Slot::CheckfuBuiltinTools.name().into(), json!(tools));
     }
     if let Some(continuity) = &options.continuity {
-        meta.insert("checkfu.continuity".into(), json!(continuity));
+        meta.insert(Slot::CheckfuContinuity.name().into(), json!(continuity));
     }
     if let Some(config) = &options.runtime_config {
-        meta.insert("checkfu.runtime_config".into(), config.clone());
+        meta.insert(Slot::CheckfuRuntimeConfig.name().into(), config.clone());
     }
     if let Some(schema) = &run.output_schema {
         safe_output_schema(schema)?;
         // The `structured_output` step validates final values against it: a schema that
         // does not compile is a usage error now, as in the one-shot lane.
         jsonschema::validator_for(schema).map_err(|e| ProbeError::invalid("--output-schema cannot be compiled", e))?;
-        meta.insert("checkfu.output_schema".into(), schema.clone());
+        meta.insert(OUTPUT_SCHEMA.into(), schema.clone());
     }
     let probe = json!({"jsonrpc": "2.0", "id": 0, "method": NEW_SESSION,
         "params": {"cwd": "/", "mcpServers": [], "_meta": meta}});
@@ -874,11 +874,14 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         let declared: Vec<(&str, &str)> = admitted.map(|a| a.values().to_vec()).unwrap_or_default();
         let opt_in: &[&str] = if self.options.interrupt { &[OPT_IN_INTERRUPT] } else { &[] };
         let trace = self.normalizer.trace(&declared, opt_in);
-        // The trace is ours; a checker refusal of it would be a bug in the normalizer.
-        let mut report = match conformance::check_str(&trace) {
-            Ok(report) => report,
-            Err(e) => panic!("the probe wrote a trace the checker refuses: {e}\n{trace}"),
-        };
+        // The trace is ours, so a refusal is a bug in the normalizer, not the harness's
+        // fault; but the harness's messages shaped it, so the run must not panic on it. No
+        // check can be judged then, and a run that judged nothing must not pass.
+        let mut report = conformance::check_str(&trace).unwrap_or_else(|e| {
+            let reason = format!("not judged: the conformance checker refused the probe's own trace ({e}); this is a probe bug");
+            let checks = catalog::Check::ALL.iter().map(|c| (c.name(), Check::Fail { reason: reason.clone(), at: None })).collect();
+            conformance::Report { checks, observations: 0 }
+        });
         if self.prompt_id.is_none() {
             // The handshake's check stays: the handshake did happen, or failed to.
             for (name, outcome) in &mut report.checks {

@@ -75,6 +75,11 @@ pub fn generate(plan: &Plan) -> TokenStream {
         &method_names,
         quote! {},
     );
+    // The `_meta` slot keys get an enum of their own (the extension methods are `Method`'s),
+    // so a consumer names a slot by a variant: a catalog that renamed one would not compile.
+    let slot_names: Vec<&str> = plan.slots.iter().map(|s| s.key.as_str()).filter(|k| k.starts_with(plan.namespace.as_str())).collect();
+    let slot_enum =
+        super::tables::names::named_enum("Slot", " A `checkfu.*` `_meta` slot the decoder knows, by its key.", &slot_names, quote! {});
     let (methods, arms) = method_rows(plan.methods.iter());
     let slot_arms = plan.slots.iter().enumerate().map(|(i, s)| {
         let key = &s.key;
@@ -105,6 +110,7 @@ pub fn generate(plan: &Plan) -> TokenStream {
         pub const FIDELITY_UPDATE_KINDS: &[&str] = &[#(#fidelity),*];
         /// Every `checkfu.*` slot and extension method, with its decode policy.
         pub const SLOTS: &[SlotDecoder] = &[#(#slots),*];
+        #slot_enum
         #method_enum
         /// Every method the decoder knows, with its typed decoders.
         pub const METHODS: &[MethodDecoder] = &[#(#methods),*];

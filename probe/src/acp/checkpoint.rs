@@ -26,11 +26,11 @@ use crate::stage::Stage;
 use crate::verdict::checkpoint::{self, CheckpointMiss};
 use checkfu_wire::admission::AdmittedCapabilities;
 use checkfu_wire::catalog::StepName;
-use checkfu_wire::decode::tables::{PROMPT_METHOD, VERSION_METHOD};
+use checkfu_wire::decode::tables::{Slot, PROMPT_METHOD, VERSION_METHOD};
 
 /// The `session/new` members that hand the state back.
-const CONTINUITY: &str = "checkfu.continuity";
-const RESUME: &str = "checkfu.resume";
+const CONTINUITY: &str = Slot::CheckfuContinuity.name();
+const RESUME: &str = Slot::CheckfuResume.name();
 
 /// What the step is given of the first process: the harness's command as given (its
 /// placeholders are expanded again, for the new paths), the checkpoint the client holds, and

@@ -19,6 +19,7 @@ use crate::relay::exercise::{ScopedCall, Scoping};
 use crate::verdict;
 use checkfu_wire::admission::AdmittedCapabilities;
 use checkfu_wire::catalog::StepName;
+use checkfu_wire::decode::tables::Slot;
 
 /// The built-in tool the handed list admits: the writer of the contract's closed vocabulary
 /// of built-in tool names (`bash`, `read`, `write`, `edit`, `web_search`, `web_fetch`).
@@ -49,7 +50,7 @@ pub(super) fn hand_list(meta: &mut Map<String, Value>, options: &AcpOptions, adm
     if !list.iter().any(|t| t == INSIDE) {
         list.push(INSIDE.to_owned());
     }
-    meta.insert("checkfu.builtin_tools".into(), json!(list));
+    meta.insert(Slot::CheckfuBuiltinTools.name().into(), json!(list));
 }
 
 impl Run<'_, '_, '_, '_> {

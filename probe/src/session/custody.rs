@@ -3,8 +3,10 @@
 
 use serde_json::{json, Value};
 
+use checkfu_wire::decode::tables::Slot;
+
 /// The member's key, as the catalog's slot names it.
-pub const CHECKPOINT_KEY: &str = "checkfu.journal_checkpoint";
+pub const CHECKPOINT_KEY: &str = Slot::CheckfuJournalCheckpoint.name();
 
 /// The last checkpoint a harness sent, as the client holds it.
 #[derive(Clone, Debug, PartialEq, Eq)]
