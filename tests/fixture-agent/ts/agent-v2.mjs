@@ -16,7 +16,8 @@
 // carrying the stop reason and `checkfu.turn` (counted as it went) in its `_meta`. A transient
 // fault (429, 500, 503, 529, an answer cut short) is retried after its retry-after. A
 // session/cancel aborts the model call in flight (fetch's AbortSignal) and the turn ends with an
-// idle whose stop reason is `cancelled`.
+// idle whose stop reason is `cancelled`; a model that cannot be reached at all, with one whose
+// stop reason is `error`.
 //
 // Hostile twins, each a flag (the Rust fixture agent's v2 twins take the same names):
 //   --no-receipt-id         the prompt's receipt has no `messageId`
@@ -25,8 +26,8 @@
 //   --idle-without-running  the turn's idle `state_update` with no `running` before it
 //   --v1-answer             the turn answered in the prompt's result as in v1
 //                           (`{ stopReason }`: no receipt, no idle)
-//   --never-cancelled       a session/cancel aborts the model call, but the turn never ends
-//                           with an idle whose stop reason is `cancelled` (it says `end_turn`)
+//   --never-cancelled       a session/cancel is ignored: the model's answer is shown and the
+//                           turn ends `end_turn`, never with an idle saying `cancelled`
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk/experimental/v2";
 
@@ -36,6 +37,7 @@ const ATTEMPTS = 6;
 // Bounds on what a client can make this agent hold: sessions, and messages kept per session.
 const MAX_SESSIONS = 64;
 const MAX_MESSAGES = 256;
+const MAX_RETRY_AFTER_S = 10;
 const twin = (flag) => process.argv.includes(flag);
 const text = (t) => ({ type: "text", text: t });
 // sessionId -> { cwd, messages: [{ sessionUpdate, messageId, content }], turn: AbortController | null }
@@ -69,7 +71,8 @@ async function askModel(said, turn, signal) {
     turn.calls += 1;
     if (response.ok) {
       const answer = await response.json().catch(() => null);
-      if (answer !== null) return answer?.choices?.[0]?.message?.content ?? "(no answer)";
+      const content = answer?.choices?.[0]?.message?.content;
+      if (answer !== null) return typeof content === "string" ? content : "(no answer)";
     } else {
       await response.text();
     }
@@ -77,7 +80,9 @@ async function askModel(said, turn, signal) {
     // A transient fault, or an answer cut short: the same request again, after the wait.
     if (attempt === ATTEMPTS) break;
     turn.retries += 1;
-    await wait(Number(response.headers.get("retry-after") ?? "0.1") * 1000, signal);
+    // The relay's retry-after, bounded: a wait longer than that is not waited out.
+    const after = Number(response.headers.get("retry-after") ?? "0.1");
+    await wait(Math.min(Number.isFinite(after) && after > 0 ? after : 0.1, MAX_RETRY_AFTER_S) * 1000, signal);
   }
   return "(the model kept refusing)";
 }
@@ -106,6 +111,7 @@ async function runTurn(client, sessionId, session, prompt) {
   const telemetry = () => ({ "checkfu.turn": { execution: "shell", shell_commands: 0, filesystem_commands: 0, mcp_calls: 0,
     model_calls: turn.calls, model_transient_retries: turn.retries, model_overflow_recoveries: 0, wall_time_ms: Date.now() - began } });
   let stopReason = "end_turn";
+  let failure = null;
   try {
     const answer = await askModel(said(prompt), turn, abort.signal);
     const messageId = fresh("agent");
@@ -121,13 +127,19 @@ async function runTurn(client, sessionId, session, prompt) {
       await update(client, sessionId, { sessionUpdate: "scratchpad", messageId: fresh("scratch"), note: "thinking aloud" });
     }
   } catch (error) {
-    if (!abort.signal.aborted) throw error;
-    stopReason = twin("--never-cancelled") ? "end_turn" : "cancelled";
+    if (abort.signal.aborted) {
+      stopReason = "cancelled";
+    } else {
+      // The model could not be reached at all (or the client went): the turn still ends, idle
+      // with v2's `error` stop reason and the failure as a JSON-RPC error object.
+      stopReason = "error";
+      failure = { code: -32603, message: String(error?.message ?? error).slice(0, 500) };
+    }
   } finally {
     session.turn = null;
   }
   // A cancelled turn's call was cut off wherever it was, so it claims no counts (as agent.mjs).
-  const idle = { sessionUpdate: "state_update", state: "idle", stopReason };
+  const idle = { sessionUpdate: "state_update", state: "idle", stopReason, ...(failure ? { error: failure } : {}) };
   await update(client, sessionId, stopReason === "cancelled" ? idle : { ...idle, _meta: telemetry() });
 }
 
@@ -202,7 +214,8 @@ const app = acp.agent({ name: NAME })
     return twin("--no-receipt-id") ? {} : { messageId };
   })
   .onNotification(M.agent.session.cancel, ({ params }) => {
-    sessions.get(params.sessionId)?.turn?.abort();
+    // The `--never-cancelled` twin lets the turn run on to its answer and end `end_turn`.
+    if (!twin("--never-cancelled")) sessions.get(params.sessionId)?.turn?.abort();
   });
 
 const stream = acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin));

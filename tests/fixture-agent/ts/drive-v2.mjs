@@ -6,7 +6,8 @@
 // Usage: node drive-v2.mjs AGENT_V2_MJS OUT_CAPTURE [AGENT_FLAG...]
 //
 // It serves a stand-in model on 127.0.0.1 (Chat Completions as plain JSON: the answer names
-// a reply token; a prompt that says "hold" is held until the client goes), starts the agent
+// a reply token; a prompt that says "hold" is answered only after HOLD_MS, long after the cancel
+// the client sends once it is held), starts the agent
 // with OPENAI_BASE_URL pointing at it, and runs: initialize (v2), session/new, one turn run to
 // its end, one turn cancelled while its model call is held, session/list, session/resume,
 // session/close. OUT_CAPTURE gets one `{"direction", "message"}` line per message, in the order
@@ -24,6 +25,7 @@ if (!agentPath || !out) {
   process.exit(2);
 }
 const WAIT_MS = 5000;
+const HOLD_MS = 1500;
 const REPLY_TOKEN = "reply-token-7f3a";
 const served = [];
 const held = [];
@@ -34,10 +36,15 @@ const model = createServer((req, res) => {
   req.on("data", (chunk) => { if (body.length < 1 << 20) body += chunk; });
   req.on("end", () => {
     served.push(body);
-    if (body.includes("hold")) return held.push(res);
-    res.writeHead(200, { "content-type": "application/json" });
-    res.end(JSON.stringify({ id: "c", object: "chat.completion", choices: [{ index: 0, finish_reason: "stop",
-      message: { role: "assistant", content: `The answer is ${REPLY_TOKEN}.` } }] }));
+    const answer = () => {
+      if (res.destroyed) return;
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ id: "c", object: "chat.completion", choices: [{ index: 0, finish_reason: "stop",
+        message: { role: "assistant", content: `The answer is ${REPLY_TOKEN}.` } }] }));
+    };
+    if (!body.includes("hold")) return answer();
+    held.push(res);
+    setTimeout(answer, HOLD_MS);
   });
 });
 await new Promise((r) => model.listen(0, "127.0.0.1", r));
