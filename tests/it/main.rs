@@ -95,4 +95,6 @@ mod sdk_traffic_v2;
 #[cfg(feature = "cli")]
 mod structured;
 #[cfg(feature = "cli")]
+mod ts_agent_v2;
+#[cfg(feature = "cli")]
 mod unprivileged_fence;
