@@ -64,7 +64,7 @@ impl Server {
                 }
             }
         });
-        let result_arg = args.iter().skip_while(|a| *a != &"--result").nth(1).map(|r| (*r).to_owned());
+        let result_arg = args.iter().skip_while(|a| **a != "--result").nth(1).map(|r| (*r).to_owned());
         Server { name, link: Link::Stdio { child, stdin, answers }, next_id: 0, result_arg, tools: Vec::new() }.initialize()
     }
 
