@@ -214,7 +214,8 @@ async fn handle(served: &Served, request: Request<Incoming>) -> Response<Full<By
         return plain(StatusCode::FORBIDDEN, String::from("an Origin other than the loopback's"));
     }
     if request.method() != Method::POST {
-        let mut refused = plain(StatusCode::METHOD_NOT_ALLOWED, String::from("this server opens no stream and keeps no session: POST only"));
+        let mut refused =
+            plain(StatusCode::METHOD_NOT_ALLOWED, String::from("this server opens no stream and keeps no session: POST only"));
         refused.headers_mut().insert(hyper::header::ALLOW, hyper::header::HeaderValue::from_static("POST"));
         return refused;
     }
@@ -298,7 +299,8 @@ mod tests {
     fn a_session_over_http_lists_the_tool_answers_its_call_and_keeps_the_arguments_in_memory() {
         let server = started(Budget::after(Duration::from_secs(60)));
         assert!(server.url().starts_with("http://127.0.0.1:") && server.url().ends_with(PATH), "{}", server.url());
-        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}}});
+        let init =
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}}});
         let (status, body) = send(&server, "POST", PATH, "", &init.to_string());
         assert!(status.contains("200"), "{status}");
         assert_eq!(serde_json::from_str::<Value>(&body).expect("json")["result"]["protocolVersion"], "2025-06-18");

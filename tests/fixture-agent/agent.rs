@@ -1339,8 +1339,11 @@ impl Agent {
             return Some(String::from("The tool ran and found nothing to report."));
         }
         if self.s.forge_mcp_log {
-            let entries = [json!({"method": "initialize"}), json!({"method": "tools/list"}),
-                json!({"method": "tools/call", "name": own, "arguments": input})];
+            let entries = [
+                json!({"method": "initialize"}),
+                json!({"method": "tools/list"}),
+                json!({"method": "tools/call", "name": own, "arguments": input}),
+            ];
             let forged: String = entries.iter().map(|e| format!("{e}\n")).collect();
             let log = std::path::Path::new(&self.cwd).join(".checkfu-platform-tool.jsonl");
             let _ = std::fs::OpenOptions::new().create(true).append(true).open(log).and_then(|mut f| f.write_all(forged.as_bytes()));

@@ -99,7 +99,8 @@ impl Run<'_, '_, '_, '_> {
         let seen = self.session.workspace().harness_path(&log).to_string_lossy().into_owned();
         let entry = json!({"name": mcp_tool::SERVER_NAME, "command": program.to_string_lossy(),
             "args": [SUBCOMMAND, "--result", result, "--log", seen], "env": []});
-        self.platform.stdio = Some(Grant { entry, evidence: Evidence::Log(log), result, server: mcp_tool::SERVER_NAME, tool: mcp_tool::TOOL });
+        self.platform.stdio =
+            Some(Grant { entry, evidence: Evidence::Log(log), result, server: mcp_tool::SERVER_NAME, tool: mcp_tool::TOOL });
     }
 
     /// The server over HTTP, started on the fence's loopback, when the agent advertises it
