@@ -754,6 +754,10 @@ fn an_agent_written_with_the_official_typescript_sdk_passes() {
     assert_eq!(run.json["admission"]["realized"]["staged_files"], "resource_links");
     // It starts the MCP server session/new granted and relays the model's call to it.
     assert_eq!(run.step("platform_tool").0, "passed", "{}", run.pretty());
+    // It declares a native checkpoint: a fresh process handed its checkpoint goes on with the
+    // first turn's context.
+    assert_eq!(run.step("native_checkpoint").0, "passed", "{}", run.pretty());
+    assert_eq!(run.json["admission"]["realized"]["native_checkpoint"], "external_custody");
     let decoded = Command::new(PROBE).arg("decode").arg(&record).output().expect("decode");
     assert!(decoded.status.success(), "{}", String::from_utf8_lossy(&decoded.stdout));
 }
@@ -784,7 +788,12 @@ fn the_typescript_sdk_agents_hostile_twins_each_fail_on_the_record() {
     assert_eq!(narrator.check("subagent_correlation"), "pass", "the lifecycle alone would pass it");
     assert_eq!(liar.step("cancellation").0, "passed", "the lie alone fails the run: {}", liar.pretty());
 
-    for (flag, step) in [("--run-outside-scope", "builtin_tool_scoping"), ("--ignore-staged", "staged_files")] {
+    for (flag, step) in [
+        ("--run-outside-scope", "builtin_tool_scoping"),
+        ("--ignore-staged", "staged_files"),
+        ("--no-checkpoint", "native_checkpoint"),
+        ("--ignore-resume", "native_checkpoint"),
+    ] {
         let over = twin(&["--no-cancellation"], flag);
         assert_eq!(over.status, 1, "{}", over.pretty());
         let (status, reason) = over.step(step);
