@@ -142,7 +142,11 @@ const MEASURED_MISSES: &[(&str, &[&str], &[&str])] = &[
     // update for another session while one is prompted, and fails `session/load`,
     // `session/resume` (-32002) and `session/list` (the same id-less error) that it
     // advertises.
-    ("codex", &["platform_tool", "platform_tool_http"], &["ACP-SCHEMA-001", "ACP-PROMPT-002", "ACP-LOAD-001", "ACP-RESUME-001", "ACP-LIST-001"]),
+    (
+        "codex",
+        &["platform_tool", "platform_tool_http"],
+        &["ACP-SCHEMA-001", "ACP-PROMPT-002", "ACP-LOAD-001", "ACP-RESUME-001", "ACP-LIST-001"],
+    ),
     // claude-code-acp meets every requirement put to it on the host; in an image
     // (`image_real`), its fresh process answered `session/load`, `session/resume` and the
     // image and embedded-context prompts it advertises with -32603 ("Session not found",
