@@ -1,9 +1,10 @@
 //! What exercising a full declaration costs (issue 51): `checkfu-wire probe`'s run of the
 //! fixture agent declaring every value of `checkfu.capabilities` and advertising HTTP MCP
-//! servers (`full`: every declared step, a resumed process for `native_checkpoint`, and both
-//! platform tool steps, the stdio server being the `checkfu-wire` binary as the command line
+//! servers (`full`: the steer held in the prompt's turn, every declared step, a resumed process
+//! for `native_checkpoint`, and both platform tool steps, the stdio server being the `checkfu-wire` binary as the command line
 //! grants it), against the same agent declaring nothing and granted no MCP server
-//! (`minimal`: the prompt and the cancellation alone), in the same run. Both run the
+//! (`minimal`: the prompt and the cancellation alone), in the same run. Every step of both
+//! passes (the bench asserts it). Both run the
 //! cancellation step and settle for no time; the ratio is what the declared surface adds.
 
 use std::time::Duration;
@@ -15,6 +16,8 @@ use checkfu_wire_probe::{self as probe, RunOptions};
 const AGENT: &str = env!("CARGO_BIN_EXE_checkfu-fixture-agent");
 /// The probe's own binary, which serves the stdio MCP server (`checkfu-wire mcp-tool`).
 const PROBE: &str = env!("CARGO_BIN_EXE_checkfu-wire-dup");
+/// Every member of `checkfu.capabilities` (the fixture's default declares the three axes alone).
+const FULL: &str = "subagents,steer,interrupt,builtin_tool_scoping,structured_output,staged_files,native_checkpoint";
 
 fn main() {
     divan::main();
@@ -22,7 +25,7 @@ fn main() {
 
 /// The plan of one run; made per run, since its deadline counts from when it is made.
 fn plan(full: bool) -> Plan {
-    let switches: &[&str] = if full { &["--mcp-http"] } else { &["--declare", "none"] };
+    let switches: &[&str] = if full { &["--mcp-http", "--declare", FULL] } else { &["--declare", "none"] };
     let command = std::iter::once(AGENT).chain(switches.iter().copied()).map(Into::into).collect();
     let mut options = AcpOptions::new(command);
     options.settle = Duration::ZERO;
