@@ -299,7 +299,7 @@ pub(crate) fn run(
     let session_id = match &admitted {
         Some(admitted) => {
             scoping::hand_list(&mut meta, options, admitted);
-            run.grant_platform_tool();
+            run.grant_platform_tools();
             run.start_session(meta)
         }
         None => {
@@ -324,6 +324,7 @@ pub(crate) fn run(
             run.stage.steps.skipped(StepName::StagedFiles, "no session was started");
             run.stage.steps.skipped(StepName::StructuredOutput, "no session was started");
             run.stage.steps.skipped(StepName::PlatformTool, "no session was started");
+            run.stage.steps.skipped(StepName::PlatformToolHttp, "no session was started");
             run.stage.steps.skipped(StepName::Cancellation, "no session was started");
         }
     }
@@ -441,8 +442,8 @@ struct Run<'o, 's, 'a, 'p> {
     initialize_result: Option<Value>,
     /// The `session/new` result, when it was answered with one (modes, config options).
     session_results: Vec<Value>,
-    /// The MCP server `session/new` grants ([`platform`]), when the probe grants one.
-    platform: Option<platform::Grant>,
+    /// The MCP servers `session/new` grants ([`platform`]), those the probe grants.
+    platform: platform::Grants,
 }
 
 impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
@@ -476,7 +477,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             output_schema: None,
             initialize_result: None,
             session_results: Vec::new(),
-            platform: None,
+            platform: platform::Grants::default(),
         }
     }
 

@@ -34,6 +34,7 @@ pub mod image;
 pub use checkfu_wire_sandbox::interrupt;
 mod lane;
 pub mod launch;
+pub mod mcp_http;
 pub mod mcp_tool;
 pub mod model_plane;
 pub mod next;

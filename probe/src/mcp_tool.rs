@@ -8,7 +8,9 @@
 //! serves is appended as one JSON line to its log (`--log`, a file in the probe's
 //! workspace), which the probe reads after the turn ([`read_log`]): what reached the server,
 //! from inside the sandbox, and with which arguments. Reads are bounded (a line, the messages
-//! of one session, the lines logged).
+//! of one session, the lines logged). The same answers ([`answer`]) and the same log
+//! ([`ServerLog`]) serve the server over HTTP ([`crate::mcp_http`]), which keeps its log in
+//! the probe's memory.
 
 use std::io::{BufRead, Read, Write};
 use std::path::Path;
@@ -65,7 +67,7 @@ pub fn serve(mut input: impl BufRead, mut output: impl Write, result: &str, log:
             continue;
         }
         let (answer, entry) = match serde_json::from_slice::<Value>(&line) {
-            Ok(message) => answer(&message, result),
+            Ok(message) => answer(&message, TOOL, result),
             Err(e) => (Some(json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": e.to_string()}})), None),
         };
         if let Some(entry) = entry.filter(|_| logged < MAX_LOGGED) {
@@ -80,8 +82,9 @@ pub fn serve(mut input: impl BufRead, mut output: impl Write, result: &str, log:
     Err(ServeError::TooManyMessages)
 }
 
-/// The answer to one message (`None` for a notification), and what the log keeps of it.
-fn answer(message: &Value, result: &str) -> (Option<Value>, Option<Value>) {
+/// The answer to one message (`None` for a notification or a response), and what the log
+/// keeps of it: the server's one tool is `tool`, whose calls are answered `result`.
+pub(crate) fn answer(message: &Value, tool: &str, result: &str) -> (Option<Value>, Option<Value>) {
     let Some(method) = message.get("method").and_then(Value::as_str) else { return (None, None) };
     let Some(id) = message.get("id").cloned() else { return (None, None) };
     let params = message.get("params").cloned().unwrap_or(Value::Null);
@@ -94,11 +97,11 @@ fn answer(message: &Value, result: &str) -> (Option<Value>, Option<Value>) {
             let info = json!({"name": "checkfu-wire probe", "version": env!("CARGO_PKG_VERSION")});
             (reply(json!({"protocolVersion": asked, "capabilities": {"tools": {"listChanged": false}}, "serverInfo": info})), logged)
         }
-        "tools/list" => (reply(json!({"tools": [tool()]})), logged),
-        "tools/call" if params.get("name").and_then(Value::as_str) == Some(TOOL) => {
+        "tools/list" => (reply(json!({"tools": [described(tool)]})), logged),
+        "tools/call" if params.get("name").and_then(Value::as_str) == Some(tool) => {
             let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
             let answered = json!({"content": [{"type": "text", "text": result}], "isError": false});
-            (reply(answered), Some(json!({"method": method, "name": TOOL, "arguments": arguments})))
+            (reply(answered), Some(json!({"method": method, "name": tool, "arguments": arguments})))
         }
         "tools/call" => {
             let name = params.get("name").cloned().unwrap_or(Value::Null);
@@ -109,10 +112,10 @@ fn answer(message: &Value, result: &str) -> (Option<Value>, Option<Value>) {
     }
 }
 
-/// The tool as `tools/list` describes it.
-fn tool() -> Value {
+/// The tool named `name` as `tools/list` describes it.
+fn described(name: &str) -> Value {
     json!({
-        "name": TOOL,
+        "name": name,
         "title": "Checkfu platform probe",
         "description": "The Checkfu probe's platform tool: call it with the text the model was given; it answers a nonce.",
         "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
@@ -129,6 +132,21 @@ pub struct ServerLog {
     pub calls: Vec<Value>,
 }
 
+impl ServerLog {
+    /// Takes in one entry [`answer`] logged, for the server whose one tool is `tool` (the
+    /// calls kept are bounded).
+    pub(crate) fn note(&mut self, entry: &Value, tool: &str) {
+        match entry.get("method").and_then(Value::as_str) {
+            Some("initialize") => self.initialized = true,
+            Some("tools/list") => self.listed = true,
+            Some("tools/call") if entry.get("name").and_then(Value::as_str) == Some(tool) && self.calls.len() < MAX_LOGGED => {
+                self.calls.push(entry.get("arguments").cloned().unwrap_or(Value::Null));
+            }
+            _ => {}
+        }
+    }
+}
+
 /// Reads the server's log at `path` (bounded; a missing log is a server never started, a
 /// line that is not JSON is skipped).
 pub fn read_log(path: &Path) -> ServerLog {
@@ -138,14 +156,7 @@ pub fn read_log(path: &Path) -> ServerLog {
     }
     let mut log = ServerLog::default();
     for entry in text.split(|b| *b == b'\n').filter_map(|line| serde_json::from_slice::<Value>(line).ok()) {
-        match entry.get("method").and_then(Value::as_str) {
-            Some("initialize") => log.initialized = true,
-            Some("tools/list") => log.listed = true,
-            Some("tools/call") if entry.get("name").and_then(Value::as_str) == Some(TOOL) => {
-                log.calls.push(entry.get("arguments").cloned().unwrap_or(Value::Null));
-            }
-            _ => {}
-        }
+        log.note(&entry, TOOL);
     }
     log
 }

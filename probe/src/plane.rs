@@ -16,6 +16,7 @@ use crate::options::{fresh_nonce, RunOptions, TOKEN_FILE};
 use crate::relay::{self, Relay};
 use crate::{launch, session, Progress};
 use checkfu_wire::catalog;
+use checkfu_wire_sandbox::fence::Listeners;
 
 /// An author's `--output-schema` must pass the safety profile before it reaches a harness,
 /// in either lane; the first violation is the usage error.
@@ -85,6 +86,10 @@ pub(crate) struct Plane {
     pub fence: Fence,
     pub fence_note: Option<String>,
     pub relay: Relay,
+    /// The listener the probe's MCP server over HTTP serves on ([`crate::mcp_http`]), bound
+    /// inside the fence; `None` without one (the server then binds the probe's 127.0.0.1).
+    /// Taken by the one server a run starts.
+    pub tool_listener: Option<std::net::TcpListener>,
     pub home: Option<session::home::Home>,
     pub placeholders: launch::Placeholders,
     pub env: Vec<(OsString, OsString)>,
@@ -107,19 +112,19 @@ impl Plane {
         self.namespace.as_ref().map(checkfu_wire_sandbox::fence::Namespace::join)
     }
 
-    /// The fence's parts, made first: the namespace (and the relay's listener inside it),
-    /// or the proxy variables alone, and why.
-    fn fence(netns: bool) -> (Option<checkfu_wire_sandbox::fence::Namespace>, Option<std::net::TcpListener>, Fence, Option<String>) {
+    /// The fence's parts, made first: the namespace (and the listeners inside it), or the
+    /// proxy variables alone, and why.
+    fn fence(netns: bool) -> (Option<checkfu_wire_sandbox::fence::Namespace>, Option<Listeners>, Fence, Option<String>) {
         if !netns {
             return (None, None, Fence::ProxyVariables, Some(String::from("not asked for (--no-netns)")));
         }
         match checkfu_wire_sandbox::fence::Namespace::create() {
-            Ok((namespace, listener)) => {
+            Ok((namespace, listeners)) => {
                 let fence = match namespace.kind() {
                     checkfu_wire_sandbox::fence::Kind::Network => Fence::NetworkNamespace,
                     checkfu_wire_sandbox::fence::Kind::User => Fence::UserNamespace,
                 };
-                (Some(namespace), Some(listener), fence, None)
+                (Some(namespace), Some(listeners), fence, None)
             }
             Err(why) => (None, None, Fence::ProxyVariables, Some(why.to_string())),
         }
@@ -134,7 +139,8 @@ impl Plane {
         let token = relay::token::mint(relay::token::FILE_TOKEN_PREFIX);
         let token_file = workspace.root().join(TOKEN_FILE);
         std::fs::write(&token_file, relay::token::file_text(&token)).map_err(|e| cannot_start("token file", e.into()))?;
-        let (namespace, listener, fence, fence_note) = Plane::fence(options.netns);
+        let (namespace, listeners, fence, fence_note) = Plane::fence(options.netns);
+        let (listener, tool_listener) = listeners.map_or((None, None), |l| (Some(l.relay), Some(l.tool_server)));
         // The lease key and the token are drawn apart from the nonce: knowing one tells
         // nothing of the others.
         let key = relay::token::mint(relay::token::KEY_PREFIX);
@@ -162,6 +168,7 @@ impl Plane {
             fence,
             fence_note,
             relay,
+            tool_listener,
             home,
             placeholders,
             env,

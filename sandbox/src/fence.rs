@@ -1,13 +1,14 @@
 //! The egress fence around a harness: a network namespace that holds only a loopback
-//! interface, in which the relay's socket is the one thing listening.
+//! interface, in which the relay's socket and the probe's own tool server's (an MCP server
+//! over HTTP granted to the harness) are the only things listening.
 //!
 //! A new network namespace has its own loopback, so a relay listening on the probe's
 //! 127.0.0.1 would be out of the harness's reach. Instead the namespace is made first, the
 //! relay's listener is bound on *its* 127.0.0.1, and descriptors of the namespace are kept.
 //! The relay accepts on that listener from the probe's own namespace (a socket stays in the
 //! namespace it was made in), and the harness joins the namespace between fork and exec
-//! (`setns`). Inside, 127.0.0.1 is the relay and nothing else exists: a harness that
-//! ignores the proxy variables has nowhere to go.
+//! (`setns`). Inside, 127.0.0.1 is the relay and the probe's tool server, and nothing else
+//! exists: a harness that ignores the proxy variables has nowhere to go.
 //!
 //! Two ways to make it, tried in order:
 //! - with `CAP_SYS_ADMIN` (root, as in CI), one short-lived thread of the probe enters a
@@ -15,7 +16,7 @@
 //! - without it (an ordinary user on a laptop), a forked child makes a user namespace
 //!   holding a network namespace (`unshare(CLONE_NEWUSER | CLONE_NEWNET)`, which the kernel
 //!   refuses to a multithreaded process, hence the child), mapping only the user's own uid
-//!   and gid, binds the listener there and passes it back with both namespaces' descriptors
+//!   and gid, binds the listeners there and passes them back with both namespaces' descriptors
 //!   over a socket pair (`SCM_RIGHTS`), then exits. The harness joins the user namespace,
 //!   then the network namespace; it runs as the same uid, with no capability outside.
 //!
@@ -67,7 +68,19 @@ pub enum NetworkNamespaceError {
     Listen(#[source] std::io::Error),
 }
 
-/// A loopback-only network namespace and the relay's listener inside it.
+/// The listeners bound on the namespace's 127.0.0.1, each on a port the kernel picked: the
+/// relay's, and one for a tool server of the probe's own that the harness is granted (an
+/// MCP server over HTTP). Both are made with the namespace because a process without
+/// privileges cannot enter it later to bind another (`setns` into a network namespace asks
+/// `CAP_SYS_ADMIN` in the caller's own user namespace too). A listener no one accepts on
+/// only queues connections, which end with the namespace.
+#[derive(Debug)]
+pub struct Listeners {
+    pub relay: TcpListener,
+    pub tool_server: TcpListener,
+}
+
+/// A loopback-only network namespace.
 #[derive(Debug)]
 pub struct Namespace {
     net: OwnedFd,
@@ -98,7 +111,7 @@ impl Join {
 impl Namespace {
     /// Makes the namespace, with privileges if the probe has them, else in a user
     /// namespace; `Err` says why neither could be made here.
-    pub fn create() -> Result<(Namespace, TcpListener), NoNamespace> {
+    pub fn create() -> Result<(Namespace, Listeners), NoNamespace> {
         let made = std::thread::Builder::new()
             .name("fence".into())
             .spawn(enter_and_bind)
@@ -106,9 +119,9 @@ impl Namespace {
             .join()
             .map_err(|_| NoNamespace::ThreadPanicked)?;
         match made {
-            Ok((net, listener)) => Ok((Namespace { net, user: None }, listener)),
+            Ok((net, listeners)) => Ok((Namespace { net, user: None }, listeners)),
             Err(privileged) => match user::create() {
-                Ok((user, net, listener)) => Ok((Namespace { net, user: Some(user) }, listener)),
+                Ok((user, net, listeners)) => Ok((Namespace { net, user: Some(user) }, listeners)),
                 Err(unprivileged) => Err(NoNamespace::Refused { privileged, unprivileged }),
             },
         }
@@ -134,17 +147,18 @@ fn errno(what: &'static str) -> NetworkNamespaceError {
 }
 
 /// Runs on a thread of its own, which ends in the new namespace and is then dropped.
-fn enter_and_bind() -> Result<(OwnedFd, TcpListener), NetworkNamespaceError> {
+fn enter_and_bind() -> Result<(OwnedFd, Listeners), NetworkNamespaceError> {
     // SAFETY: unshare takes a flag word and touches only this thread's namespaces.
     if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
         return Err(errno("unshare(CLONE_NEWNET) failed"));
     }
     raise_loopback()?;
-    let listener = TcpListener::bind(("127.0.0.1", 0)).map_err(NetworkNamespaceError::Listen)?;
+    let bind = || TcpListener::bind(("127.0.0.1", 0)).map_err(NetworkNamespaceError::Listen);
+    let listeners = Listeners { relay: bind()?, tool_server: bind()? };
     let flags = rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC;
     let fd = rustix::fs::open("/proc/thread-self/ns/net", flags, rustix::fs::Mode::empty())
         .map_err(|e| NetworkNamespaceError::Call { what: "cannot open /proc/thread-self/ns/net", source: e.into() })?;
-    Ok((fd, listener))
+    Ok((fd, listeners))
 }
 
 /// Sets `IFF_UP` on `lo`: a new namespace's loopback starts down.
@@ -219,7 +233,8 @@ mod tests {
             Err(why) if why.to_string().contains("Operation not permitted") => return,
             Err(why) => panic!("{why}"),
         };
-        let inside_port = inside.local_addr().expect("addr").port();
+        let inside_port = inside.relay.local_addr().expect("addr").port();
+        let tool_port = inside.tool_server.local_addr().expect("addr").port();
         let fd = namespace.join();
         let probe = |port: u16| {
             let script = format!("exec 3<>/dev/tcp/127.0.0.1/{port}");
@@ -230,6 +245,7 @@ mod tests {
             command.status().expect("bash runs").success()
         };
         assert!(probe(inside_port), "the relay's listener is reachable inside");
+        assert!(probe(tool_port), "so is the tool server's");
         assert!(!probe(host_port), "the host's loopback is not");
     }
 
@@ -246,7 +262,8 @@ mod tests {
         };
         let namespace = Namespace { net, user: Some(userns) };
         assert_eq!(namespace.kind(), Kind::User);
-        let inside_port = inside.local_addr().expect("addr").port();
+        let inside_port = inside.relay.local_addr().expect("addr").port();
+        let tool_port = inside.tool_server.local_addr().expect("addr").port();
         let to = namespace.join();
         let probe = |port: u16| {
             let script = format!("exec 3<>/dev/tcp/127.0.0.1/{port}");
@@ -257,6 +274,7 @@ mod tests {
             command.status().expect("bash runs").success()
         };
         assert!(probe(inside_port), "the listener is reachable inside");
+        assert!(probe(tool_port), "so is the tool server's");
         assert!(!probe(host_port), "the host's loopback is not");
     }
 }

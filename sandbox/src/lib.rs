@@ -5,8 +5,8 @@
 //!   walks and removals over trees an untrusted party shaped;
 //! - [`root`]: the one path resolver, a directory held as a root and every path inside it
 //!   resolved by the kernel under one `..` rule (as in a chroot);
-//! - [`fence`]: the egress fence, a network namespace in which the relay's socket is the
-//!   one thing listening, and how a child joins it;
+//! - [`fence`]: the egress fence, a network namespace in which the relay's socket and the
+//!   probe's own tool server's are the only things listening, and how a child joins it;
 //! - [`interrupt`]: SIGINT, SIGTERM and SIGHUP, and the process groups they stop;
 //! - [`process`]: the one supervisor of a child and its process group (spawn, signal,
 //!   observe, reap), and what a child is given across its exec;

@@ -17,7 +17,11 @@
 //! and never reads the prompt's resource links), `--ignore-mcp` (never starts the MCP servers
 //! `session/new` grants, so the model is offered none of their tools), `--narrate-mcp-call`
 //! (starts them and offers their tools, and answers the model's call of one with words of its
-//! own, never calling the server). Its journal checkpoint carries its turns (the
+//! own, never calling the server), `--mcp-http` (advertises `mcpCapabilities.http` and reaches
+//! the `http` servers granted over streamable HTTP), `--ignore-mcp-http` (advertises it and
+//! never reaches them), `--forge-mcp-log` (never calls a granted tool: writes the stdio
+//! server's log lines into the workspace itself and answers the result the server's
+//! arguments name). Its journal checkpoint carries its turns (the
 //! prompts and its answers, hex-encoded JSON); declaring `native_checkpoint` makes a session
 //! whose `session/new` carries `checkfu.resume` open every model conversation with the turns
 //! the state holds (undeclared, such a session is refused); `--no-checkpoint` (never emits a
@@ -121,6 +125,14 @@ struct Switches {
     /// call of their tool is reported and answered without reaching the server (twins).
     ignore_mcp: bool,
     narrate_mcp_call: bool,
+    /// `--mcp-http`: advertises `mcpCapabilities.http` and reaches the `http` servers granted
+    /// over streamable HTTP; `--ignore-mcp-http`: advertises it and never reaches them (a twin).
+    mcp_http: bool,
+    ignore_mcp_http: bool,
+    /// `--forge-mcp-log`: a call of a granted tool is never made; the agent writes what the
+    /// stdio server would have logged into the workspace and answers what the server's
+    /// arguments say it would (a twin that forges the evidence).
+    forge_mcp_log: bool,
     no_ack: bool,
     duplicate_terminal: bool,
     crash_mid_turn: bool,
@@ -241,6 +253,9 @@ fn switches() -> Switches {
             "--malformed-checkpoint" => s.malformed_checkpoint = true,
             "--ignore-mcp" => s.ignore_mcp = true,
             "--narrate-mcp-call" => s.narrate_mcp_call = true,
+            "--mcp-http" => s.mcp_http = true,
+            "--ignore-mcp-http" => s.ignore_mcp_http = true,
+            "--forge-mcp-log" => s.forge_mcp_log = true,
             "--no-ack" => s.no_ack = true,
             "--duplicate-terminal" => s.duplicate_terminal = true,
             "--crash-mid-turn" => s.crash_mid_turn = true,
@@ -593,6 +608,9 @@ impl Agent {
         let version = if self.s.echo_version { asked } else { 1 };
         let mut result = json!({"protocolVersion": version, "agentCapabilities": {"loadSession": self.s.sessions},
             "agentInfo": {"name": "checkfu-fixture-agent", "version": "1.0.0"}});
+        if self.s.mcp_http || self.s.ignore_mcp_http {
+            result["agentCapabilities"]["mcpCapabilities"] = json!({"http": true});
+        }
         if self.s.sessions {
             result["agentCapabilities"]["sessionCapabilities"] = json!({"list": {}, "resume": {}, "close": {}});
             result["agentCapabilities"]["promptCapabilities"] = json!({"image": true, "audio": true, "embeddedContext": true});
@@ -1286,14 +1304,20 @@ impl Agent {
         self.restored.iter().flat_map(|(words, answer)| model::exchange(dialect, words, answer)).collect()
     }
 
-    /// Starts the stdio servers of `session/new`'s `mcpServers` (`--ignore-mcp`: none); one
+    /// Starts the stdio servers of `session/new`'s `mcpServers` and reaches the `http` ones
+    /// when it advertised them (`--ignore-mcp`: none; `--ignore-mcp-http`: no `http` one); one
     /// that cannot be started or does not answer is left out, as a harness logs and goes on.
     fn start_mcp(&mut self, servers: Option<&Value>) {
         if self.s.ignore_mcp {
             return;
         }
         for entry in servers.and_then(Value::as_array).into_iter().flatten().take(8) {
-            match mcp::Server::start(entry, &self.cwd) {
+            let started = match entry.get("type").and_then(Value::as_str) {
+                Some("http") if self.s.mcp_http && !self.s.ignore_mcp_http => mcp::Server::connect(entry),
+                Some(other) => Err(format!("a `{other}` server, not reached")),
+                None => mcp::Server::start(entry, &self.cwd),
+            };
+            match started {
                 Ok(server) => self.mcp.push(server),
                 Err(e) => eprintln!("fixture agent: MCP server left out: {e}"),
             }
@@ -1313,6 +1337,17 @@ impl Agent {
         let own = server.tools.iter().find(|(offered, _, _)| offered == name).map(|(_, own, _)| own.clone())?;
         if self.s.narrate_mcp_call {
             return Some(String::from("The tool ran and found nothing to report."));
+        }
+        if self.s.forge_mcp_log {
+            let entries = [
+                json!({"method": "initialize"}),
+                json!({"method": "tools/list"}),
+                json!({"method": "tools/call", "name": own, "arguments": input}),
+            ];
+            let forged: String = entries.iter().map(|e| format!("{e}\n")).collect();
+            let log = std::path::Path::new(&self.cwd).join(".checkfu-platform-tool.jsonl");
+            let _ = std::fs::OpenOptions::new().create(true).append(true).open(log).and_then(|mut f| f.write_all(forged.as_bytes()));
+            return Some(server.result_arg.clone().unwrap_or_else(|| String::from("cfm-forged")));
         }
         self.mcp_calls += 1;
         Some(server.call(&own, input))

@@ -81,6 +81,7 @@ fn an_honest_compaction_passes_in_every_dialect_and_agrees_with_the_record() {
             "staged_files",
             "structured_output",
             "platform_tool",
+            "platform_tool_http",
             "cancellation",
             "native_checkpoint",
             "context_compaction",

@@ -507,6 +507,40 @@ fn an_acp_agents_terminals_run_in_its_image() {
     }
 }
 
+/// The platform tool over HTTP in an image (issue 51): the probe's MCP server over HTTP runs
+/// on the host side of the fence and needs nothing inside the image, so under each runtime
+/// that runs the harness in the fence's network (bubblewrap, podman) an agent advertising
+/// `mcpCapabilities.http` reaches it from inside the image and `platform_tool_http` passes,
+/// while the stdio server, the probe's own binary, which is not in the image, is skipped.
+#[test]
+#[cfg_attr(
+    not(checkfu_image_tools),
+    ignore = "CHECKFU_IMAGE_TOOLS is not set: apt-get install buildah skopeo docker-registry busybox-static bubblewrap (see .ci/run)"
+)]
+fn an_image_agent_reaches_the_probes_mcp_server_over_http_from_inside_the_fence() {
+    let _serial = serial();
+    let context = RootContext::new("checkfu-image-mcp-http");
+    context
+        .program(std::path::Path::new(crate::probe_support::AGENT), "/opt/custom/bin/acp-agent")
+        .busybox()
+        .dockerfile("WORKDIR /workspace\nENTRYPOINT [\"/opt/custom/bin/acp-agent\"]\n");
+    let served = Served::build(context.path(), "checkfu-mcp-http");
+    let reference = served.reference.to_string();
+    let mut runtimes = vec!["bubblewrap"];
+    if cfg!(checkfu_podman) {
+        runtimes.push("podman");
+    }
+    for runtime in runtimes {
+        let args = ["--image", &reference, "--runtime", runtime, "--no-cancellation", "--arg=--declare", "--arg=none", "--arg=--mcp-http"];
+        let run = crate::probe_support::probe(&args, &[]);
+        assert_eq!(run.status, 0, "{runtime}: {}", run.pretty());
+        assert_eq!(run.json["steps"]["platform_tool_http"]["status"], "passed", "{runtime}: {}", run.pretty());
+        let stdio = &run.json["steps"]["platform_tool"];
+        assert_eq!(stdio["status"], "skipped", "{runtime}: {}", run.pretty());
+        assert!(stdio["reason"].as_str().unwrap_or_default().contains("not inside the image"), "{runtime}: {}", run.pretty());
+    }
+}
+
 /// `--builder docker`: the daemon builds the context, pushes it to the probe's loopback
 /// registry (docker treats 127.0.0.0/8 as insecure), and the pushed digest runs; the daemon
 /// keeps neither the built image nor its registry tag afterwards.

@@ -384,6 +384,7 @@ fn a_harness_that_retries_after_retry_after_recovers_from_the_faults_script() {
                 "staged_files",
                 "structured_output",
                 "platform_tool",
+                "platform_tool_http",
                 "cancellation",
                 "native_checkpoint",
                 "model_recovery",

@@ -286,6 +286,58 @@ fn the_granted_mcp_servers_tool_is_called_inside_the_sandbox_and_an_ignored_or_n
     assert_eq!(narrating.step("prompt_exchange").0, "passed", "{}", narrating.pretty());
 }
 
+/// Where the agent advertises `mcpCapabilities.http`, `session/new` grants beside the stdio
+/// server one of the probe's own over streamable HTTP on the fence's loopback, and
+/// `platform_tool_http` judges it as `platform_tool` judges the stdio one: the honest fixture
+/// (`--mcp-http`) reaches it, offers its tool and relays the model's call, and passes both;
+/// the twin that advertises HTTP and never reaches the server, and the one that narrates the
+/// call, fail it naming what they did. An agent that does not advertise HTTP is granted no
+/// such server and the step says why it is skipped.
+#[test]
+fn the_granted_http_mcp_servers_tool_is_called_from_inside_the_fence_and_an_ignored_or_narrated_one_fails() {
+    const OFFERED: &str = "mcp__checkfu_http__checkfu_platform_probe_http";
+    let honest = probe(&["--no-cancellation"], &agent(&["--declare", "none", "--mcp-http"]));
+    assert_eq!(honest.status, 0, "{}", honest.pretty());
+    assert_eq!(honest.step("platform_tool").0, "passed", "{}", honest.pretty());
+    assert_eq!(honest.step("platform_tool_http").0, "passed", "{}", honest.pretty());
+    let calls = honest.plane()["calls"].as_array().cloned().unwrap_or_default();
+    let platform: Vec<&Value> = calls.iter().map(|c| &c["platform"]).filter(|p| p.is_object()).collect();
+    assert!(platform.iter().any(|p| p["offered"] == OFFERED && p["called"] == true), "{}", honest.pretty());
+
+    let ignoring = probe(&["--no-cancellation"], &agent(&["--declare", "none", "--ignore-mcp-http"]));
+    assert_eq!(ignoring.status, 1, "{}", ignoring.pretty());
+    assert_eq!(ignoring.step("platform_tool").0, "passed", "{}", ignoring.pretty());
+    let (status, reason) = ignoring.step("platform_tool_http");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("the harness ignored `mcpServers`") && reason.contains("the server was never started"), "{reason}");
+    assert!(reason.contains("checkfu_platform_probe_http"), "{reason}");
+
+    let narrating = probe(&["--no-cancellation"], &agent(&["--declare", "none", "--mcp-http", "--narrate-mcp-call"]));
+    assert_eq!(narrating.status, 1, "{}", narrating.pretty());
+    let (status, reason) = narrating.step("platform_tool_http");
+    assert_eq!(status, "failed");
+    assert!(reason.contains(&format!("the model called `{OFFERED}` and no call reached the probe's MCP server")), "{reason}");
+
+    let silent = probe(&["--no-cancellation"], &agent(&["--declare", "none"]));
+    assert_eq!(silent.step("platform_tool_http"), ("skipped", "the agent does not advertise `mcpCapabilities.http` at initialize"));
+}
+
+/// The evidence of the HTTP server is out of the harness's reach: a twin that never calls a
+/// granted tool, writes the stdio server's log lines into the workspace itself and answers
+/// the result the stdio server's arguments name fails `platform_tool_http` (the server's
+/// memory holds no call, and the result it would have answered is in no entry). The stdio
+/// server's log lies in the workspace, so the same forgery passes `platform_tool`: a known
+/// gap, asserted here so that closing it shows.
+#[test]
+fn a_harness_that_forges_the_mcp_servers_log_fails_the_http_step_and_still_fools_the_stdio_one() {
+    let forger = probe(&["--no-cancellation"], &agent(&["--declare", "none", "--mcp-http", "--forge-mcp-log"]));
+    assert_eq!(forger.status, 1, "{}", forger.pretty());
+    let (status, reason) = forger.step("platform_tool_http");
+    assert_eq!(status, "failed", "{}", forger.pretty());
+    assert!(reason.contains("no call reached the probe's MCP server"), "{reason}");
+    assert_eq!(forger.step("platform_tool").0, "passed", "the stdio log is forgeable: {}", forger.pretty());
+}
+
 #[test]
 fn a_missing_steer_acknowledgement_fails_both_steering_checks() {
     let run = probe(&[], &agent(&["--no-ack"]));
@@ -702,6 +754,10 @@ fn an_agent_written_with_the_official_typescript_sdk_passes() {
     assert_eq!(run.json["admission"]["realized"]["staged_files"], "resource_links");
     // It starts the MCP server session/new granted and relays the model's call to it.
     assert_eq!(run.step("platform_tool").0, "passed", "{}", run.pretty());
+    // It declares a native checkpoint: a fresh process handed its checkpoint goes on with the
+    // first turn's context.
+    assert_eq!(run.step("native_checkpoint").0, "passed", "{}", run.pretty());
+    assert_eq!(run.json["admission"]["realized"]["native_checkpoint"], "external_custody");
     let decoded = Command::new(PROBE).arg("decode").arg(&record).output().expect("decode");
     assert!(decoded.status.success(), "{}", String::from_utf8_lossy(&decoded.stdout));
 }
@@ -732,7 +788,12 @@ fn the_typescript_sdk_agents_hostile_twins_each_fail_on_the_record() {
     assert_eq!(narrator.check("subagent_correlation"), "pass", "the lifecycle alone would pass it");
     assert_eq!(liar.step("cancellation").0, "passed", "the lie alone fails the run: {}", liar.pretty());
 
-    for (flag, step) in [("--run-outside-scope", "builtin_tool_scoping"), ("--ignore-staged", "staged_files")] {
+    for (flag, step) in [
+        ("--run-outside-scope", "builtin_tool_scoping"),
+        ("--ignore-staged", "staged_files"),
+        ("--no-checkpoint", "native_checkpoint"),
+        ("--ignore-resume", "native_checkpoint"),
+    ] {
         let over = twin(&["--no-cancellation"], flag);
         assert_eq!(over.status, 1, "{}", over.pretty());
         let (status, reason) = over.step(step);

@@ -389,6 +389,13 @@ impl RunningContainer {
         client
     }
 
+    /// Whether the harness runs in the fence's own network (bubblewrap, podman), so every
+    /// port the probe listens on there is its 127.0.0.1's, not only the relay's, which alone
+    /// is forwarded into docker's pause container.
+    pub fn joins_fence(&self) -> bool {
+        self.joins_fence
+    }
+
     fn client_variables(&self) -> Vec<(OsString, OsString)> {
         let mut env = host_env::from_caller();
         env.extend(self.client_env.iter().cloned());

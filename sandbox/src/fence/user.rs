@@ -1,6 +1,6 @@
 //! The fence without privileges: a forked child makes a user namespace holding a network
-//! namespace, binds the relay's listener in it, and passes the listener and both
-//! namespaces' descriptors back over a socket pair (`SCM_RIGHTS`), then exits.
+//! namespace, binds the two listeners of the fence in it ([`super::Listeners`]), and passes
+//! them and both namespaces' descriptors back over a socket pair (`SCM_RIGHTS`), then exits.
 //!
 //! A child, because the kernel refuses `unshare(CLONE_NEWUSER)` to a multithreaded
 //! process, and the probe has threads. Between fork and `_exit` the child makes only
@@ -39,8 +39,8 @@ pub enum UserNamespaceError {
     NoAnswer,
 }
 
-/// Makes the namespaces; `Ok((user, net, listener))`.
-pub(super) fn create() -> Result<(OwnedFd, OwnedFd, TcpListener), UserNamespaceError> {
+/// Makes the namespaces; `Ok((user, net, listeners))`.
+pub(super) fn create() -> Result<(OwnedFd, OwnedFd, super::Listeners), UserNamespaceError> {
     // Everything the child writes is prepared here, before the fork.
     let (uid, gid) = (crate::identity::uid(), crate::identity::gid());
     let uid_map = format!("{uid} {uid} 1\n");
@@ -109,7 +109,8 @@ fn in_child(socket: RawFd, uid_map: &[u8], gid_map: &[u8]) -> Result<(), (u8, i3
         return Err((3, errno()));
     }
     raise_loopback().map_err(|e| (4, e))?;
-    let listener = bind_loopback().map_err(|e| (5, e))?;
+    let relay = bind_loopback().map_err(|e| (5, e))?;
+    let tool_server = bind_loopback().map_err(|e| (5, e))?;
     let open = |path: &std::ffi::CStr| {
         // SAFETY: a NUL-terminated path and plain flags.
         let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
@@ -121,7 +122,7 @@ fn in_child(socket: RawFd, uid_map: &[u8], gid_map: &[u8]) -> Result<(), (u8, i3
     };
     let user = open(c"/proc/self/ns/user").map_err(|e| (6, e))?;
     let net = open(c"/proc/self/ns/net").map_err(|e| (7, e))?;
-    send(socket, [listener, user, net]).map_err(|e| (8, e))
+    send(socket, [relay, tool_server, user, net]).map_err(|e| (8, e))
 }
 
 /// `lo` up, with a datagram socket's interface ioctls (as the privileged path does).
@@ -173,12 +174,12 @@ fn bind_loopback() -> Result<RawFd, i32> {
     }
 }
 
-/// The room for three descriptors' control message, as `CMSG_SPACE` computes it (a
+/// The room for four descriptors' control message, as `CMSG_SPACE` computes it (a
 /// constant, so the child allocates nothing).
 const CONTROL: usize = 64;
 
-/// Sends three descriptors and one byte over the socket.
-fn send(socket: RawFd, fds: [RawFd; 3]) -> Result<(), i32> {
+/// Sends four descriptors and one byte over the socket.
+fn send(socket: RawFd, fds: [RawFd; 4]) -> Result<(), i32> {
     let mut byte = [0u8; 1];
     let mut control = [0u64; CONTROL / 8];
     // SAFETY: msghdr and its control buffer live on this stack frame; the CMSG macros
@@ -206,8 +207,8 @@ fn send(socket: RawFd, fds: [RawFd; 3]) -> Result<(), i32> {
     Ok(())
 }
 
-/// Reads the child's answer: three descriptors, or the step that failed and its errno.
-fn receive(socket: RawFd) -> Result<(OwnedFd, OwnedFd, TcpListener), UserNamespaceError> {
+/// Reads the child's answer: four descriptors, or the step that failed and its errno.
+fn receive(socket: RawFd) -> Result<(OwnedFd, OwnedFd, super::Listeners), UserNamespaceError> {
     let mut data = [0u8; 5];
     let mut control = [0u64; CONTROL / 8];
     // SAFETY: as in `send`; the descriptors received are taken into OwnedFd at once, and
@@ -228,14 +229,16 @@ fn receive(socket: RawFd) -> Result<(OwnedFd, OwnedFd, TcpListener), UserNamespa
         if !header.is_null() && (*header).cmsg_level == libc::SOL_SOCKET && (*header).cmsg_type == libc::SCM_RIGHTS {
             let count = ((*header).cmsg_len as usize - libc::CMSG_LEN(0) as usize) / std::mem::size_of::<RawFd>();
             let data = libc::CMSG_DATA(header).cast::<RawFd>();
-            for i in 0..count.min(3) {
+            for i in 0..count.min(4) {
                 fds.push(OwnedFd::from_raw_fd(data.add(i).read_unaligned()));
             }
         }
         (read, fds)
     };
-    match (read, <[OwnedFd; 3]>::try_from(fds)) {
-        (1, Ok([listener, user, net])) => Ok((user, net, TcpListener::from(listener))),
+    match (read, <[OwnedFd; 4]>::try_from(fds)) {
+        (1, Ok([relay, tool_server, user, net])) => {
+            Ok((user, net, super::Listeners { relay: TcpListener::from(relay), tool_server: TcpListener::from(tool_server) }))
+        }
         (5, _) => {
             let step = STEPS.get(usize::from(data[0])).copied().unwrap_or("an unknown step");
             let errno = i32::from_ne_bytes([data[1], data[2], data[3], data[4]]);

@@ -38,6 +38,13 @@
 // turn; `--drop-steer` acknowledges a steer `queued` and never sends it; `--run-outside-scope`
 // runs a built-in tool the handed list leaves out; `--ignore-staged` never reads the links.
 //
+// It declares native_checkpoint: external_custody. Every answer's message chunk carries a
+// checkfu.journal_checkpoint whose state is its turns (each prompt and answer, hex-encoded JSON,
+// the last 8, each cut to 4096 characters); a session/new carrying checkfu.resume with such a
+// state opens every model conversation with those turns, so a fresh process, with nothing of the
+// first one's on disk, goes on where it stopped. A resume state it did not write is refused.
+// `--no-checkpoint` never emits one; `--ignore-resume` takes checkfu.resume and drops it (twins).
+//
 // The stdio MCP servers session/new grants in `mcpServers` are started in the session's cwd,
 // initialized and asked for their tools, which the model is offered as `mcp__SERVER__TOOL`; a
 // call of one goes to its server as `tools/call`. `--ignore-mcp` starts none; `--narrate-mcp-call`
@@ -62,6 +69,27 @@ const ATTEMPTS = 6;
 const twin = (flag) => process.argv.includes(flag);
 const structuredAt = process.argv.indexOf("--structured");
 const STRUCTURED = structuredAt > 0 ? process.argv[structuredAt + 1] : null;
+// The turns of this process's sessions, and the ones a checkfu.resume handed back.
+const JOURNAL_TURNS = 8;
+const JOURNAL_TEXT = 4096;
+const journal = [];
+let restored = [];
+// The checkpoint's _meta: the restored turns and this process's, the last few, hex-encoded JSON.
+function checkpointMeta() {
+  if (twin("--no-checkpoint")) return {};
+  const state = Buffer.from(JSON.stringify([...restored, ...journal].slice(-JOURNAL_TURNS)), "utf8").toString("hex");
+  return { "checkfu.journal_checkpoint": { status: "checkpoint", version: 1, state } };
+}
+// The turns a checkfu.resume's state holds, or null when it is not one of this agent's.
+function resumedTurns(resume) {
+  try {
+    const turns = JSON.parse(Buffer.from(String(resume?.state ?? ""), "hex").toString("utf8"));
+    const pair = (t) => Array.isArray(t) && t.length === 2 && t.every((x) => typeof x === "string");
+    return Array.isArray(turns) && turns.every(pair) ? turns.slice(-JOURNAL_TURNS) : null;
+  } catch {
+    return null;
+  }
+}
 const KNOWN = new Set(["type", "properties", "required", "additionalProperties", "enum", "const", "minimum", "maximum",
   "minLength", "maxLength", "items", "title", "description"]);
 
@@ -157,7 +185,8 @@ function wait(ms, signal) {
 // calls the relay served (faults too), the retries and the overflows compacted past; `report`
 // says each compaction; `before` are queued steers, sent before the prompt.
 async function askModel(said, before, runtimeConfig, turn, report, signal, history = HISTORY, builtins = null, structured = null) {
-  let messages = [...earlierExchanges(history), ...[...before, said].map((content) => ({ role: "user", content })), ...(structured?.follow ?? [])];
+  const resumed = restored.flatMap(([words, said]) => [{ role: "user", content: words }, { role: "assistant", content: said }]);
+  let messages = [...resumed, ...earlierExchanges(history), ...[...before, said].map((content) => ({ role: "user", content })), ...(structured?.follow ?? [])];
   const window = runtimeConfig?.context_window;
   const tools = builtins?.defs;
   let rounds = 0;
@@ -338,7 +367,7 @@ const app = acp.agent({ name: "checkfu-probe-ts-agent" })
       agentCapabilities: { loadSession: false },
       agentInfo: { name: "checkfu-probe-ts-agent", version: "1.0.0" },
       _meta: { "checkfu.capabilities": { subagents: "observed", steer: "native", interrupt: "cooperative",
-        builtin_tool_scoping: "enforced", staged_files: "resource_links", ...(STRUCTURED ? { structured_output: STRUCTURED } : {}) } },
+        builtin_tool_scoping: "enforced", staged_files: "resource_links", native_checkpoint: "external_custody", ...(STRUCTURED ? { structured_output: STRUCTURED } : {}) } },
     };
   })
   .onRequest(M.agent.session.new, async ({ params }) => {
@@ -348,6 +377,12 @@ const app = acp.agent({ name: "checkfu-probe-ts-agent" })
     // An output schema is authority: one this agent cannot hold to is refused, before any work.
     if (outputSchema !== undefined && (STRUCTURED !== "response_format" || !readable(outputSchema))) {
       throw acp.RequestError.invalidParams(undefined, "checkfu.output_schema is not supported here");
+    }
+    const resume = params._meta?.["checkfu.resume"];
+    if (resume !== undefined) {
+      const turns = resumedTurns(resume);
+      if (turns === null) throw acp.RequestError.invalidParams(undefined, "checkfu.resume: the state is not one of this agent's checkpoints");
+      if (!twin("--ignore-resume")) restored = turns;
     }
     const mcp = await startMcp(params.mcpServers, params.cwd);
     sessions.set(sessionId, { cwd: params.cwd, runtimeConfig: params._meta?.["checkfu.runtime_config"], builtinTools, outputSchema, mcp });
@@ -389,7 +424,9 @@ const app = acp.agent({ name: "checkfu-probe-ts-agent" })
     } finally {
       inFlight.delete(sessionId);
     }
-    await update(client, sessionId, { sessionUpdate: "agent_message_chunk", content: text(answer) });
+    journal.push([said.slice(0, JOURNAL_TEXT), String(answer).slice(0, JOURNAL_TEXT)]);
+    if (journal.length > JOURNAL_TURNS) journal.shift();
+    await update(client, sessionId, { sessionUpdate: "agent_message_chunk", content: text(answer), _meta: checkpointMeta() });
     // Drained: the answer in flight is out whole; no new work.
     if (draining.delete(sessionId)) return { stopReason: "cancelled", _meta: telemetry() };
     const sub = { "checkfu.subagent": { phase: "activity", subagent: "worker-1" } };
