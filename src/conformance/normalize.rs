@@ -403,6 +403,26 @@ mod tests {
         normalizer.trace(&[], &[]).lines().skip(1).map(|l| serde_json::from_str(l).unwrap()).collect()
     }
 
+    /// v2's upserts: an `agent_message` that repeats what its chunks said adds nothing, one
+    /// that extends them adds its tail; a tool call upserted twice is one use and one result.
+    #[test]
+    fn v2_upserts_read_into_the_same_floor() {
+        let n = &mut Normalizer::new();
+        let report = Report::default();
+        let mut v2 = |update: Value| {
+            n.update_v2(&report, &json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": update}}));
+        };
+        v2(json!({"sessionUpdate": "agent_message_chunk", "messageId": "a", "content": {"type": "text", "text": "Hello "}}));
+        v2(json!({"sessionUpdate": "agent_message", "messageId": "a", "content": [{"type": "text", "text": "Hello "}]}));
+        v2(json!({"sessionUpdate": "agent_message", "messageId": "a", "content": [{"type": "text", "text": "Hello world"}]}));
+        v2(json!({"sessionUpdate": "tool_call_update", "toolCallId": "c", "title": "Read", "status": "in_progress"}));
+        v2(json!({"sessionUpdate": "tool_call_update", "toolCallId": "c", "status": "completed"}));
+        v2(json!({"sessionUpdate": "tool_call_update", "toolCallId": "c", "status": "completed"}));
+        assert_eq!(n.output_text(), "Hello world");
+        let kinds: Vec<String> = lines(n).iter().map(|o| o["kind"].as_str().unwrap_or("?").to_owned()).collect();
+        assert_eq!(kinds, ["output", "output", "tool_use", "tool_result"]);
+    }
+
     #[test]
     fn harness_subagent_ids_are_replaced_and_attribution_follows_the_member() {
         let (mut n, mut d) = (Normalizer::new(), Decoder::new());
