@@ -23,12 +23,14 @@ mod flight;
 mod kit;
 mod lane;
 mod live;
+pub mod negotiate;
 mod platform;
 pub mod report;
 pub mod requirements;
 mod scoping;
 mod staged;
 mod structured;
+mod v2;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -55,7 +57,7 @@ use checkfu_wire::admission::{self, AdmittedCapabilities};
 use checkfu_wire::catalog::{self, StepName};
 use checkfu_wire::conformance::observation::{InterruptAck, SteerAck};
 use checkfu_wire::conformance::{self, normalize::Normalizer, Outcome as Check};
-use checkfu_wire::decode::tables::{Method, Slot, PROMPT_METHOD, PROTOCOL_VERSION, UPDATE_METHOD, VERSION_METHOD};
+use checkfu_wire::decode::tables::{Method, Slot, PROMPT_METHOD, UPDATE_METHOD, VERSION_METHOD};
 
 // The methods and checks this lane sends and reads, named by the generated enums (a
 // catalog that renamed one would not compile here).
@@ -111,6 +113,8 @@ pub struct AcpOptions {
     pub client_fs: bool,
     /// How long the turn is still watched after its terminal (late or duplicate emissions).
     pub settle: Duration,
+    /// `--acp-version`: the ACP version `initialize` asks for ([`negotiate`]).
+    pub acp_version: u64,
 }
 
 impl AcpOptions {
@@ -136,6 +140,7 @@ impl AcpOptions {
             terminals: false,
             client_fs: true,
             settle: Duration::from_millis(250),
+            acp_version: negotiate::V1,
         }
     }
 
@@ -299,7 +304,10 @@ pub(crate) fn run(
     let session_id = match &admitted {
         Some(admitted) => {
             scoping::hand_list(&mut meta, options, admitted);
-            run.grant_platform_tools();
+            // The platform tools' steps are v1's only ([`v2`]): a v2 session is granted no server.
+            if run.acp_version != negotiate::V2 {
+                run.grant_platform_tools();
+            }
             run.start_session(meta)
         }
         None => {
@@ -308,6 +316,8 @@ pub(crate) fn run(
         }
     };
     match (&admitted, session_id) {
+        // ACP v2's turn is its own ([`v2`]); the session before it is shared.
+        (Some(admitted), Some(session_id)) if run.acp_version == negotiate::V2 => run.v2_steps(admitted, &session_id),
         (Some(admitted), Some(session_id)) => {
             run.prompt(admitted, &session_id);
             run.delegation(admitted);
@@ -444,6 +454,11 @@ struct Run<'o, 's, 'a, 'p> {
     session_results: Vec<Value>,
     /// The MCP servers `session/new` grants ([`platform`]), those the probe grants.
     platform: platform::Grants,
+    /// The ACP version the run speaks, once `initialize` agreed one ([`negotiate`]), and how.
+    acp_version: u64,
+    negotiation: negotiate::Negotiation,
+    /// ACP v2: the prompt's receipt's `messageId` (the turn's user message).
+    receipt: Option<String>,
 }
 
 impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
@@ -478,6 +493,9 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             initialize_result: None,
             session_results: Vec::new(),
             platform: platform::Grants::default(),
+            acp_version: options.acp_version,
+            negotiation: negotiate::Negotiation::default(),
+            receipt: None,
         }
     }
 
@@ -523,7 +541,10 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
     fn dispatch(&mut self, incoming: Incoming) {
         match incoming {
             Incoming::Notification { method, message, report } => {
-                if method == UPDATE_METHOD {
+                if method == UPDATE_METHOD && self.acp_version == negotiate::V2 {
+                    self.normalizer.update_v2(&report, &message);
+                    self.compaction_claims.note(&message);
+                } else if method == UPDATE_METHOD {
                     self.normalizer.update(&report, &message);
                     self.compaction_claims.note(&message);
                 }
@@ -560,15 +581,35 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
     }
 
     fn terminal(&mut self, message: &Value) {
+        // In v2 the prompt's answer is a receipt: the turn's terminal is its idle ([`v2`]).
+        if self.acp_version == negotiate::V2 {
+            return;
+        }
         let stop_reason = message.pointer("/result/stopReason").and_then(Value::as_str);
         self.normalizer.terminal(stop_reason);
     }
 
+    /// `initialize`, in the version asked and, after a `-32022` naming another the probe
+    /// speaks, once more in that one ([`negotiate`]): the answer, and its bytes.
+    fn handshake(&mut self, until: Instant) -> Result<(Value, Vec<u8>), Reason> {
+        let asked = self.options.acp_version;
+        self.negotiation.asked = asked;
+        self.session.read_as(negotiate::protocol(asked));
+        let answer = self.ask(VERSION_METHOD, negotiate::params(self.options, asked), until)?;
+        let Some((supported, Some(again))) = negotiate::retry(&answer.0, asked) else { return Ok(answer) };
+        self.negotiation.supported = Some(supported);
+        self.session.read_as(negotiate::protocol(again));
+        self.ask(VERSION_METHOD, negotiate::params(self.options, again), until)
+    }
+
     fn initialize(&mut self, envelope: &'static catalog::Envelope) -> Option<AdmittedCapabilities> {
         let started = Instant::now();
-        let params = initialize_params(self.options);
         let until = self.step_deadline();
-        let (message, bytes) = match self.ask(VERSION_METHOD, params, until) {
+        let answer = self.handshake(until);
+        // The version the session reads now is the one agreed: asked, asked again, or
+        // the older one the agent answered with.
+        self.acp_version = negotiate::version(self.session.protocol());
+        let (message, bytes) = match answer {
             Ok(answer) => answer,
             Err(reason) => {
                 self.step(StepName::InitializeHandshake, started, Outcome::Failed(reason.within("initialize")));
@@ -580,10 +621,15 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             self.step(StepName::InitializeHandshake, started, Outcome::failed(Kind::Answer, reason));
             return None;
         }
+        if let Some(why) = message.get("result").filter(|_| self.acp_version == negotiate::V2).and_then(negotiate::boolean_capability) {
+            self.step(StepName::InitializeHandshake, started, Outcome::failed(Kind::Answer, why));
+            return None;
+        }
         self.initialize_result = message.get("result").cloned();
-        self.agent_info = message.pointer("/result/agentInfo").cloned().unwrap_or(Value::Null);
+        let info = if self.acp_version == negotiate::V2 { "/result/info" } else { "/result/agentInfo" };
+        self.agent_info = message.pointer(info).cloned().unwrap_or(Value::Null);
         self.admission.declaration = message.pointer("/result/_meta/checkfu.capabilities").cloned().unwrap_or(Value::Null);
-        match admission::admit_wire(envelope, &bytes) {
+        match admission::admit_wire_as(envelope, &bytes, self.session.protocol()) {
             Ok(admitted) => {
                 self.admission.admitted_axes = admitted.promotions().iter().map(|u| u.axis).collect();
                 self.admission.admitted = admitted.values().iter().map(|(a, v)| ((*a).to_owned(), json!(v))).collect();
@@ -609,6 +655,11 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             params["_meta"] = Value::Object(meta);
         }
         let until = self.step_deadline();
+        if self.options.authenticate.is_some() && self.acp_version == negotiate::V2 {
+            let words = "--authenticate sends ACP v1's `authenticate`, which v2 replaced with `auth/login` (not sent by this probe yet)";
+            self.step(StepName::SessionStart, started, Outcome::failed(Kind::Answer, words));
+            return None;
+        }
         if let Some(method_id) = self.options.authenticate.clone() {
             let refused = match self.ask(AUTHENTICATE, json!({"methodId": method_id}), until) {
                 Err(reason) => Some(reason.within("authenticate")),
@@ -647,9 +698,8 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         }
     }
 
-    fn prompt(&mut self, admitted: &AdmittedCapabilities, session_id: &str) {
-        let started = Instant::now();
-        let until = self.step_deadline();
+    /// The diagnostic prompt's words: the nonce, and what the script and the declaration ask.
+    fn prompt_text(&self, admitted: &AdmittedCapabilities) -> String {
         let mut text = match self.stage.options.model_script {
             Script::Tool => format!(
                 "Checkfu local diagnostic. Read the file {TOKEN_FILE} in the working directory, then reply with the nonce {} and end the turn.",
@@ -660,6 +710,13 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         if delegation::declared(admitted) {
             text.push_str(delegation::DELEGATION_ASK);
         }
+        text
+    }
+
+    fn prompt(&mut self, admitted: &AdmittedCapabilities, session_id: &str) {
+        let started = Instant::now();
+        let until = self.step_deadline();
+        let text = self.prompt_text(admitted);
         let params = json!({"sessionId": session_id, "prompt": [{"type": "text", "text": text}]});
         // A turn that failed names the relay's refusals after its fault when they may be why
         // (a path off the allow-list, a missing key): its reason's kind says when.
@@ -697,7 +754,21 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         // it: both are set against the relay's record at the end.
         self.turn_claim = message.pointer("/result/_meta/checkfu.turn").cloned().map(|claim| (claim, sent.elapsed().as_millis() as u64));
         self.terminal(&message);
-        // The turn is over; watch it a little longer for late or duplicate emissions.
+        self.settle();
+        if let Some(error) = message.get("error") {
+            return Err(Reason::new(Kind::Answer, format!("session/prompt answered an error: {}", rpc_error(error))));
+        }
+        if let Some(fault) = self.late_fault.clone() {
+            return Err(fault.within("after the turn"));
+        }
+        if message.pointer("/result/stopReason").and_then(Value::as_str).is_none() {
+            return Err(Reason::new(Kind::Answer, "session/prompt answered without a stop reason"));
+        }
+        Ok(())
+    }
+
+    /// The turn is over; watch it a little longer for late or duplicate emissions.
+    fn settle(&mut self) {
         let settle_until = Instant::now() + self.options.settle;
         loop {
             match self.session.next(settle_until) {
@@ -713,16 +784,6 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
                 }
             }
         }
-        if let Some(error) = message.get("error") {
-            return Err(Reason::new(Kind::Answer, format!("session/prompt answered an error: {}", rpc_error(error))));
-        }
-        if let Some(fault) = self.late_fault.clone() {
-            return Err(fault.within("after the turn"));
-        }
-        if message.pointer("/result/stopReason").and_then(Value::as_str).is_none() {
-            return Err(Reason::new(Kind::Answer, "session/prompt answered without a stop reason"));
-        }
-        Ok(())
     }
 
     /// The governed half of `prompt_exchange` ([`verdict`]): a served call carried the nonce
@@ -789,6 +850,8 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         let turn_telemetry =
             self.turn_claim.take().map(|(claim, turn_ms)| crate::verdict::telemetry(claim, turn_ms, &calls, first.dropped.as_deref()));
         let mut lane = AcpReport {
+            acp_version: self.acp_version,
+            negotiation: self.negotiation.clone(),
             admission: self.admission,
             report,
             harness: first.harness,
@@ -805,7 +868,11 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             trace,
             record: first.record,
         };
-        let fit = kit::fit(exchanged, &outcome, self.stage.options.budget.cancelled().is_some());
+        let fit = if self.acp_version == negotiate::V2 {
+            Err(kit::Why::from("the test kit's requirement probes speak ACP v1, and this run spoke v2"))
+        } else {
+            kit::fit(exchanged, &outcome, self.stage.options.budget.cancelled().is_some())
+        };
         probe_requirements(self.options, self.stage, &self.template, fit, v1, &mut lane);
         LaneEnd {
             report: Box::new(lane),
@@ -928,15 +995,6 @@ fn explain(options: &RunOptions, fault: &Fault) -> Reason {
         other => other.to_string(),
     };
     Reason::new(Kind::Harness, words)
-}
-
-/// The `initialize` the probe sends: its client capabilities as the options advertise them.
-fn initialize_params(options: &AcpOptions) -> Value {
-    json!({
-        "protocolVersion": PROTOCOL_VERSION,
-        "clientCapabilities": {"fs": {"readTextFile": options.client_fs, "writeTextFile": options.client_fs}, "terminal": options.terminals},
-        "clientInfo": {"name": "checkfu-wire probe", "version": env!("CARGO_PKG_VERSION")},
-    })
 }
 
 /// What a refused `session/new` carried, for its reason: authority members are fail-closed, so

@@ -43,7 +43,7 @@
 pub mod declaration;
 mod wire;
 
-pub use wire::{admit_wire, WireAdmissionError};
+pub use wire::{admit_wire, admit_wire_as, WireAdmissionError};
 #[cfg(test)]
 mod tests;
 

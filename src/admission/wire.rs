@@ -55,7 +55,17 @@ impl std::error::Error for WireAdmissionError {}
 /// assert!(refused.to_string().contains("model_control"), "{refused}");
 /// ```
 pub fn admit_wire(envelope: &'static Envelope, bytes: &[u8]) -> Result<AdmittedCapabilities, WireAdmissionError> {
-    let report = Decoder::new().decode(bytes, Some(WireDirection::AgentToRunner));
+    admit_wire_as(envelope, bytes, crate::decode::Protocol::AcpV1)
+}
+
+/// [`admit_wire`] for an answer of the ACP version `protocol` (the `checkfu.capabilities`
+/// slot rides every version's `initialize` answer the same way).
+pub fn admit_wire_as(
+    envelope: &'static Envelope,
+    bytes: &[u8],
+    protocol: crate::decode::Protocol,
+) -> Result<AdmittedCapabilities, WireAdmissionError> {
+    let report = Decoder::new().reading(protocol).decode(bytes, Some(WireDirection::AgentToRunner));
     if let Some(error) = report.error {
         return Err(WireAdmissionError::Decode(error.error));
     }

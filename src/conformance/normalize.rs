@@ -18,6 +18,14 @@
 //! | `_checkfu/session/interrupt` sent / answered | `interrupt_request` / `interrupt_ack` |
 //! | `session/prompt` answered | `terminal`: `end_turn` is a success; ACP's `cancelled` is the drained stop reason `interrupted` (a success); any other stop reason, or an error answer (`error`), a failure |
 //!
+//! ACP v2 ([`Normalizer::update_v2`]) reads into the same floor, its updates being keyed
+//! upserts: an `agent_message_chunk` is `output` as in v1; an `agent_message` replaces its
+//! message's text, so only what it adds to the text its `messageId` already had is `output`;
+//! `tool_call_update` creates a call the first time its `toolCallId` is seen (`tool_use`) and
+//! settles it once (`tool_result`). The terminal is the idle `state_update` that ends the
+//! turn, with its stop reason read as the prompt answer's is in v1 (the lane passes it to
+//! [`Normalizer::terminal`]); the prompt's receipt is no terminal.
+//!
 //! A `checkfu.subagent` member the decoder dropped (fail-open) produces nothing. Subagent ids
 //! are harness-local: the adapter mints its own (`subagent-1`, …) so raw harness thread ids
 //! never cross the observation boundary. Other update kinds (plans, thoughts, commands,
@@ -42,6 +50,11 @@ pub struct Normalizer {
     /// `tool_call` whose id is already open, and claude-code-acp relies on it (it sends
     /// `tool_call` again once the input is complete), so a repeat is read as an update.
     open_tools: std::collections::HashSet<String>,
+    /// ACP v2: each agent message's text so far, by `messageId` (an `agent_message` upsert
+    /// replaces it), and every tool call created, settled or not (a later upsert of a
+    /// settled call creates nothing).
+    messages: HashMap<String, String>,
+    tools_seen: std::collections::HashSet<String>,
     /// What the observations kept so far cost ([`MAX_COST`]).
     cost: usize,
     /// An observation was dropped because the budget was spent.
@@ -137,6 +150,15 @@ impl Normalizer {
 
     /// A `session/update` notification the decoder accepted.
     pub fn update(&mut self, report: &Report, message: &Value) {
+        self.read_update(report, message, false);
+    }
+
+    /// A `session/update` notification of ACP v2 the decoder accepted (see the module).
+    pub fn update_v2(&mut self, report: &Report, message: &Value) {
+        self.read_update(report, message, true);
+    }
+
+    fn read_update(&mut self, report: &Report, message: &Value, v2: bool) {
         let Some(update) = message.pointer("/params/update") else { return };
         let lifecycle = report
             .slots
@@ -164,7 +186,11 @@ impl Normalizer {
             }
             attributed = Some(minted);
         }
-        self.content(update, attributed.as_deref());
+        if v2 {
+            self.content_v2(update, attributed.as_deref());
+        } else {
+            self.content(update, attributed.as_deref());
+        }
         if let (Some("completed"), Some(harness_id)) = (phase, harness_id) {
             let minted = self.mint(harness_id);
             let disposition = lifecycle.and_then(|l| l.get("disposition")).and_then(Value::as_str).unwrap_or("completed");
@@ -206,6 +232,53 @@ impl Normalizer {
                 let id = update.get("toolCallId").and_then(Value::as_str).unwrap_or_default();
                 self.open_tools.remove(id);
                 self.push(with(json!({"kind": "tool_result", "id": id})));
+            }
+            _ => {}
+        }
+    }
+
+    /// A v2 update's own observation: messages and tool calls as keyed upserts.
+    fn content_v2(&mut self, update: &Value, subagent: Option<&str>) {
+        let with = |mut object: Value| {
+            if let (Some(subagent), Value::Object(map)) = (subagent, &mut object) {
+                map.insert("subagent".into(), json!(subagent));
+            }
+            object
+        };
+        let text_of = |key: &str| update.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
+        match update.get("sessionUpdate").and_then(Value::as_str) {
+            Some("agent_message_chunk") => {
+                let text = message_chunk_text(update).unwrap_or_default();
+                if self.push(with(json!({"kind": "output", "text": text}))) {
+                    self.output.push_str(text);
+                    self.messages.entry(text_of("messageId")).or_default().push_str(text);
+                }
+            }
+            Some("agent_message") => {
+                let Some(blocks) = update.get("content").and_then(Value::as_array) else { return };
+                let whole: String = blocks.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).collect();
+                let had = self.messages.get(&text_of("messageId")).cloned().unwrap_or_default();
+                // A replacement that extends the streamed text adds its tail; any other
+                // replaces it, and all of it is what the message now says.
+                let added = whole.strip_prefix(had.as_str()).unwrap_or(&whole).to_owned();
+                if !added.is_empty() && self.push(with(json!({"kind": "output", "text": added}))) {
+                    self.output.push_str(&added);
+                    self.messages.insert(text_of("messageId"), whole);
+                }
+            }
+            Some("tool_call" | "tool_call_update") => {
+                let id = text_of("toolCallId");
+                if self.tools_seen.insert(id.clone()) {
+                    let mut use_ = json!({"kind": "tool_use", "id": id});
+                    if let Some(title) = update.get("title").and_then(Value::as_str) {
+                        use_["name"] = json!(title);
+                    }
+                    self.push(with(use_));
+                    self.open_tools.insert(id.clone());
+                }
+                if settled(update) && self.open_tools.remove(&id) {
+                    self.push(with(json!({"kind": "tool_result", "id": id})));
+                }
             }
             _ => {}
         }
@@ -328,6 +401,26 @@ mod tests {
 
     fn lines(normalizer: &Normalizer) -> Vec<Value> {
         normalizer.trace(&[], &[]).lines().skip(1).map(|l| serde_json::from_str(l).unwrap()).collect()
+    }
+
+    /// v2's upserts: an `agent_message` that repeats what its chunks said adds nothing, one
+    /// that extends them adds its tail; a tool call upserted twice is one use and one result.
+    #[test]
+    fn v2_upserts_read_into_the_same_floor() {
+        let n = &mut Normalizer::new();
+        let report = Report::default();
+        let mut v2 = |update: Value| {
+            n.update_v2(&report, &json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": update}}));
+        };
+        v2(json!({"sessionUpdate": "agent_message_chunk", "messageId": "a", "content": {"type": "text", "text": "Hello "}}));
+        v2(json!({"sessionUpdate": "agent_message", "messageId": "a", "content": [{"type": "text", "text": "Hello "}]}));
+        v2(json!({"sessionUpdate": "agent_message", "messageId": "a", "content": [{"type": "text", "text": "Hello world"}]}));
+        v2(json!({"sessionUpdate": "tool_call_update", "toolCallId": "c", "title": "Read", "status": "in_progress"}));
+        v2(json!({"sessionUpdate": "tool_call_update", "toolCallId": "c", "status": "completed"}));
+        v2(json!({"sessionUpdate": "tool_call_update", "toolCallId": "c", "status": "completed"}));
+        assert_eq!(n.output_text(), "Hello world");
+        let kinds: Vec<String> = lines(n).iter().map(|o| o["kind"].as_str().unwrap_or("?").to_owned()).collect();
+        assert_eq!(kinds, ["output", "output", "tool_use", "tool_result"]);
     }
 
     #[test]

@@ -70,6 +70,9 @@ struct Stream {
     moves: Moves,
     /// The ACP version whose grammar the stream is read in.
     protocol: tables::Protocol,
+    /// Whether an `initialize` answer naming an older version this build reads switches the
+    /// stream to that version ([`Decoder::negotiating`]).
+    negotiating: bool,
 }
 
 /// The prefix ACP reserves for extension methods.
@@ -162,6 +165,26 @@ impl<T> Decoder<T> {
     pub fn reading(mut self, protocol: Protocol) -> Self {
         self.stream.protocol = protocol;
         self
+    }
+
+    /// The same decoder as a client that negotiates reads: an `initialize` answer naming an
+    /// older ACP version this build reads is the agent's choice of that version (ACP lets an
+    /// agent answer with a version below the one asked), read in its grammar, and the rest
+    /// of the stream with it. Without it (a capture reader), the version is the stream's.
+    pub fn negotiating(mut self) -> Self {
+        self.stream.negotiating = true;
+        self
+    }
+
+    /// Reads the rest of the stream in `protocol`'s grammar (a client that asks again in
+    /// another version after the agent named the ones it speaks).
+    pub fn switch_to(&mut self, protocol: Protocol) {
+        self.stream.protocol = protocol;
+    }
+
+    /// The ACP version the stream is read in now.
+    pub fn protocol(&self) -> Protocol {
+        self.stream.protocol
     }
 
     /// Decodes one message. `hint` is the direction when the caller knows it.
@@ -529,10 +552,18 @@ impl Stream {
             report.direction = expected_direction(method.side).map(WireDirection::reverse).or(hint);
         }
         // The closed fields first, so their errors keep their own codes.
+        let mut method = method;
         if method.name == grammar.version_method {
             let found = body.protocol_version_text().unwrap_or_else(|| "(missing)".into());
-            if found.parse::<u64>().ok() != Some(grammar.protocol_version) {
-                return Err(DecodeError::ProtocolVersion { found });
+            let version = found.parse::<u64>().ok();
+            if version != Some(grammar.protocol_version) {
+                let older = version.and_then(|v| self.protocol.older(v)).filter(|_| self.negotiating);
+                let Some(older) = older else { return Err(DecodeError::ProtocolVersion { found }) };
+                // The agent chose an older version: its answer is that version's, and so is
+                // the rest of the stream.
+                self.protocol = older;
+                let grammar = older.grammar();
+                method = (grammar.method)(grammar.version_method).unwrap_or(method);
             }
         }
         if Some(method.name) == grammar.prompt_method {

@@ -69,6 +69,13 @@ impl Protocol {
         }
     }
 
+    /// The version below this one that this build reads and whose number is `version`, if
+    /// any: an agent may answer `initialize` with it (ACP v1 is the oldest).
+    pub fn older(self, version: u64) -> Option<Protocol> {
+        let v1 = Protocol::AcpV1;
+        (version < self.grammar().protocol_version && version == v1.grammar().protocol_version).then_some(v1)
+    }
+
     /// The generated grammar of this version's pinned schema.
     pub const fn grammar(self) -> &'static Grammar {
         match self {

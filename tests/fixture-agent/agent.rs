@@ -86,7 +86,8 @@
 //! unknown `_` request goes unanswered), `--result-and-error` (answered with both),
 //! `--foreign-update` (an update naming another session), `--boolean-config`,
 //! `--terminal-auth`, `--latin1-stdout`, `--ignore-terminal-capability` (`--use-terminal`
-//! without terminals advertised).
+//! without terminals advertised). `--acp-version 2` speaks ACP v2 instead (`v2.rs`, with
+//! its own hostile twins).
 
 // `unsafe` lives in `checkfu-wire-sandbox` alone (tests/it/layers.rs holds this).
 #![forbid(unsafe_code)]
@@ -97,6 +98,8 @@ mod compaction;
 mod mcp;
 #[path = "model.rs"]
 mod model;
+#[path = "v2.rs"]
+mod v2;
 
 use std::collections::VecDeque;
 use std::io::{BufRead, Write};
@@ -1135,6 +1138,11 @@ impl Agent {
 }
 
 fn main() {
+    // `--acp-version 2`: the v2 wire, in a file of its own.
+    if v2::wanted() {
+        v2::run();
+        return;
+    }
     let s = switches();
     // `CHECKFU_FIXTURE_SEEN=FILE`: where it was started, as JSON, before anything else.
     if let Some(path) = std::env::var_os("CHECKFU_FIXTURE_SEEN") {

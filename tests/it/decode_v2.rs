@@ -238,3 +238,29 @@ fn judge(tally: &mut Tally, report: &Report, pointers: &[String], what: &str) {
         tally.disagreements.push(format!("schema {pointers:?}, decoder {:?}\n  {what}", report.error));
     }
 }
+
+/// A client that negotiates (`Decoder::negotiating`, as the probe's session reads) takes a
+/// v1 answer to its v2 `initialize` as the agent's choice of v1: that answer is read in v1's
+/// grammar, and so is the rest of the stream. A capture reader keeps refusing it (above).
+#[test]
+fn a_negotiating_decoder_reads_a_v1_answer_to_a_v2_initialize_as_v1() {
+    let mut decoder = Decoder::new().reading(Protocol::AcpV2).negotiating();
+    let ask = session()[0].1.clone();
+    assert!(decoder.decode(ask.to_string().as_bytes(), Some(TO_AGENT)).accepted);
+    let v1_answer = json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1, "agentCapabilities": {"loadSession": false}}});
+    let report = decoder.decode(v1_answer.to_string().as_bytes(), Some(TO_RUNNER));
+    assert!(report.accepted, "{:?}", report.error);
+    assert_eq!(decoder.protocol(), Protocol::AcpV1);
+    // v1's prompt answer now decodes, v2's removed methods are v1's again.
+    let prompt = json!({"jsonrpc": "2.0", "id": 1, "method": "session/prompt", "params": {"sessionId": "s", "prompt": []}});
+    assert!(decoder.decode(prompt.to_string().as_bytes(), Some(TO_AGENT)).accepted);
+    let answer = json!({"jsonrpc": "2.0", "id": 1, "result": {"stopReason": "end_turn"}});
+    assert!(decoder.decode(answer.to_string().as_bytes(), Some(TO_RUNNER)).accepted);
+    // A version neither grammar reads is refused, negotiating or not.
+    let mut decoder = Decoder::new().reading(Protocol::AcpV2).negotiating();
+    decoder.decode(ask.to_string().as_bytes(), Some(TO_AGENT));
+    let v7 = json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 7, "info": {"name": "a", "version": "1"}}});
+    let report = decoder.decode(v7.to_string().as_bytes(), Some(TO_RUNNER));
+    assert_eq!(report.error.map(|e| e.error), Some(DecodeError::ProtocolVersion { found: "7".into() }));
+    assert_eq!(decoder.protocol(), Protocol::AcpV2);
+}

@@ -73,6 +73,8 @@ mod oneshot;
 mod pattern_feature;
 #[cfg(feature = "cli")]
 mod probe;
+#[cfg(feature = "cli")]
+mod probe_v2;
 mod public_schemas;
 #[cfg(feature = "cli")]
 mod readme;

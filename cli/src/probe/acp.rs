@@ -76,6 +76,10 @@ pub struct Flags {
     /// Write the wire, both directions, as the JSON Lines `decode` reads.
     #[arg(long)]
     pub record: Option<PathBuf>,
+    /// The ACP version `initialize` asks for (default 1). An agent may answer with an older
+    /// one, which the run then speaks; one that refuses 1 with -32022 naming 2 is asked again.
+    #[arg(long, value_name = "VERSION", value_parser = clap::value_parser!(u64).range(1..=2))]
+    pub acp_version: Option<u64>,
 }
 
 impl Flags {
@@ -87,7 +91,7 @@ impl Flags {
 
     /// Each of these flags, in the order declared, and whether it was given (a test holds
     /// the list to the lane's clap group).
-    pub(super) fn each_given(&self) -> [(&'static str, bool); 16] {
+    pub(super) fn each_given(&self) -> [(&'static str, bool); 17] {
         [
             ("--arg", !self.arg.is_empty()),
             ("--driver", self.driver.is_some()),
@@ -105,6 +109,7 @@ impl Flags {
             ("--allow-terminals", self.allow_terminals),
             ("--no-client-fs", self.no_client_fs),
             ("--record", self.record.is_some()),
+            ("--acp-version", self.acp_version.is_some()),
         ]
     }
 }
@@ -167,6 +172,7 @@ pub(super) fn options(args: &super::Args, recipe: Option<&Recipe>, run: &mut Run
         terminals: flags.allow_terminals,
         client_fs: !flags.no_client_fs,
         settle: Duration::from_secs_f64(args.shared.settle),
+        acp_version: flags.acp_version.unwrap_or(1),
     })
 }
 

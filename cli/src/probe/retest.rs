@@ -121,6 +121,7 @@ impl acp::Flags {
         words.switch("allow-terminals", self.allow_terminals);
         words.switch("no-client-fs", self.no_client_fs);
         words.each("record", self.record.iter().map(|p| p.display()));
+        words.each("acp-version", self.acp_version);
     }
 }
 
@@ -259,6 +260,7 @@ mod tests {
         "--allow-terminals",
         "--no-client-fs",
         "--record=w.jsonl",
+        "--acp-version=2",
     ];
     const ONESHOT: &[&str] = &[
         "--protocol=oneshot-v1",

@@ -44,7 +44,7 @@ pub(super) const WINDOW: Duration = Duration::from_secs(5);
 /// the client left at its next write (one pace interval), so a few intervals suffice.
 const CLOSE_GRACE: Duration = Duration::from_millis(1000);
 
-const PERMISSION_METHOD: &str = Method::SessionRequestPermission.name();
+pub(super) const PERMISSION_METHOD: &str = Method::SessionRequestPermission.name();
 
 impl Run<'_, '_, '_, '_> {
     /// Runs the step, or says why it is skipped.
@@ -62,20 +62,28 @@ impl Run<'_, '_, '_, '_> {
             return;
         }
         let started = Instant::now();
-        let outcome = self.cancel_turn(session_id).unwrap_or_else(Outcome::Failed);
+        // ACP v2 ends the cancelled turn with an idle, not the prompt's answer ([`super::v2`]).
+        let outcome = if self.acp_version == super::negotiate::V2 { self.cancel_turn_v2(session_id) } else { self.cancel_turn(session_id) };
+        let outcome = outcome.unwrap_or_else(Outcome::Failed);
         self.stage.plane.relay.pace(None);
         self.step(StepName::Cancellation, started, outcome);
     }
 
     /// The cancelled turn's outcome; `Err` when it could not be cancelled at all.
-    fn cancel_turn(&mut self, session_id: &str) -> Result<Outcome, Reason> {
+    /// The cancelled turn's start in the relay (a turn of its own, its answer paced): the
+    /// turn's index in the record, and the prompt's words.
+    pub(super) fn begin_cancelled_turn(&mut self) -> (usize, String) {
         let nonce = crate::options::fresh_nonce();
         let relay = &self.stage.plane.relay;
         relay.begin_turn(nonce.clone(), Vec::new());
         let turn = relay.turn();
         relay.answer_plainly();
         relay.pace(Some(PACE));
-        let text = format!("Checkfu local diagnostic, cancellation. Reply with the nonce {nonce} and end the turn.");
+        (turn, format!("Checkfu local diagnostic, cancellation. Reply with the nonce {nonce} and end the turn."))
+    }
+
+    fn cancel_turn(&mut self, session_id: &str) -> Result<Outcome, Reason> {
+        let (turn, text) = self.begin_cancelled_turn();
         let until = self.step_deadline();
         let sent = Instant::now();
         let params = json!({"sessionId": session_id, "prompt": [{"type": "text", "text": text}]});
@@ -159,7 +167,7 @@ impl Run<'_, '_, '_, '_> {
 
     /// Reads past what arrives until no paced answer of `turn` is streaming, or
     /// [`CLOSE_GRACE`] has passed.
-    fn let_streams_close(&mut self, turn: usize) {
+    pub(super) fn let_streams_close(&mut self, turn: usize) {
         let until = Instant::now() + CLOSE_GRACE;
         let open =
             |run: &Self| run.stage.plane.relay.calls(turn).iter().any(|c| c.paced.as_ref().is_some_and(|p| p.ended == PaceEnd::Open));

@@ -16,7 +16,7 @@ use std::time::Instant;
 use serde_json::{json, Map, Value};
 
 use super::exercised::{answer_to, declaration, not_served as step_not_served, skip_reason, turn_answered};
-use super::{expand_command, explain, initialize_params, rpc_error, start, AcpOptions, Started, NEW_SESSION};
+use super::{expand_command, explain, negotiate, rpc_error, start, AcpOptions, Started, NEW_SESSION};
 use crate::outcome::{Kind, Outcome, Reason};
 use crate::plane::Declared;
 use crate::report::process::teardown_fault;
@@ -135,7 +135,7 @@ fn resumed_turn(
             _ => Ok(message),
         }
     };
-    ask(session, VERSION_METHOD, initialize_params(options))?;
+    ask(session, VERSION_METHOD, negotiate::params(options, negotiate::V1))?;
     let mut meta = Map::new();
     meta.insert(CONTINUITY.into(), json!("same_run_resume"));
     meta.insert(RESUME.into(), resume);

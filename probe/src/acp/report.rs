@@ -21,6 +21,10 @@ use checkfu_wire::conformance::Report as ConformanceReport;
 /// The ACP lane's members of the report.
 #[derive(Clone, Debug, Serialize)]
 pub struct AcpReport {
+    /// The ACP version the run spoke, as `initialize` agreed it ([`super::negotiate`]).
+    pub acp_version: u64,
+    /// How it was agreed: the version asked, and a `-32022`'s list when one came.
+    pub negotiation: super::negotiate::Negotiation,
     pub admission: Admission,
     /// The seven checks, written as `conform --format json` prints them.
     #[serde(rename = "checks", serialize_with = "crate::report::process::serialize_checks")]
@@ -289,6 +293,10 @@ impl LaneReport for AcpReport {
         &self.admission.driver
     }
 
+    fn properties(&self) -> Vec<(String, String)> {
+        vec![(String::from("acp_version"), self.acp_version.to_string())]
+    }
+
     fn first_failure(&self) -> Option<String> {
         AcpReport::first_failure(self)
     }
@@ -372,6 +380,17 @@ fn acp_head(out: &mut String, r: &AcpReport) {
     };
     let process = &r.harness.process;
     let _ = writeln!(out, "harness  {agent}, pid {}, {}, exit {}", process.pid, process.ending.name(), process.exit);
+    let _ = writeln!(out, "acp      version {} ({})", r.acp_version, negotiation_words(r));
+}
+
+/// How the run's ACP version was agreed, in a few words.
+fn negotiation_words(r: &AcpReport) -> String {
+    let n = &r.negotiation;
+    match &n.supported {
+        Some(supported) => format!("asked {}; the agent answered -32022 naming {supported:?}, and was asked again", n.asked),
+        None if n.asked != r.acp_version => format!("asked {}; the agent answered {}", n.asked, r.acp_version),
+        None => format!("asked {}", n.asked),
+    }
 }
 
 fn acp_tail(out: &mut String, r: &AcpReport, report: &Report) {

@@ -59,6 +59,7 @@ pub fn properties(report: &Report) -> Vec<(String, String)> {
         ("nonce".to_owned(), report.nonce.clone()),
     ];
     properties.push(("driver".to_owned(), report.lane.driver().to_owned()));
+    properties.extend(report.lane.properties());
     if let Some(image) = &report.image {
         properties.push(("image.reference".to_owned(), image.reference.clone()));
         properties.push(("image.digest".to_owned(), image.digest.clone()));

@@ -83,6 +83,11 @@ pub trait LaneReport: std::fmt::Debug + Send + Sync + Any {
     /// What drove the harness (the ACP driver, the one-shot's), a property of the CI formats.
     fn driver(&self) -> &str;
 
+    /// The lane's own run properties of the CI formats (the ACP lane's: the version that ran).
+    fn properties(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
     /// What besides a step fails the run, first: a check, the grammar, a breach, ….
     fn first_failure(&self) -> Option<String>;
 

@@ -291,7 +291,7 @@ impl Session {
         Ok(Session {
             harness,
             workspace,
-            decoder: Decoder::carrying(),
+            decoder: Decoder::carrying().negotiating(),
             options,
             deadline,
             next_id: 0,
@@ -317,6 +317,18 @@ impl Session {
             prompted: None,
             tolerate_strays: false,
         })
+    }
+
+    /// The ACP version the session's decoder reads now: the one asked, or the older one the
+    /// agent's `initialize` answer chose.
+    pub fn protocol(&self) -> checkfu_wire::decode::Protocol {
+        self.decoder.protocol()
+    }
+
+    /// Reads (and writes) the rest of the session in `protocol`: the handshake asked again
+    /// in the version the agent named.
+    pub fn read_as(&mut self, protocol: checkfu_wire::decode::Protocol) {
+        self.decoder.switch_to(protocol);
     }
 
     pub fn workspace(&self) -> &Workspace {
