@@ -204,10 +204,6 @@ fn failures(run: &Run) -> Vec<String> {
 /// was retried after its retry-after, and the turn's counters agree with the record. Under the
 /// default (`--acp-version 1`) the SDK answers -32022 naming 2, and the probe runs 2.
 #[test]
-// Until the lane lands, a build without the TypeScript agent ignores this test twice over;
-// the `ignore` and this `allow` go together when it lands.
-#[allow(unused_attributes)]
-#[ignore = "needs the probe's v2 lane (branch v2-lane)"]
 #[cfg_attr(
     not(checkfu_ts_agent),
     ignore = "CHECKFU_TS_AGENT is not set: run tests/fixture-agent/ts/install.sh DIR and set it to DIR/agent.mjs"
@@ -238,10 +234,6 @@ fn the_v2_reference_agent_passes_the_probes_v2_run() {
 
 /// Each hostile twin fails the v2 run, a reason naming what it broke.
 #[test]
-// Until the lane lands, a build without the TypeScript agent ignores this test twice over;
-// the `ignore` and this `allow` go together when it lands.
-#[allow(unused_attributes)]
-#[ignore = "needs the probe's v2 lane (branch v2-lane)"]
 #[cfg_attr(
     not(checkfu_ts_agent),
     ignore = "CHECKFU_TS_AGENT is not set: run tests/fixture-agent/ts/install.sh DIR and set it to DIR/agent.mjs"
