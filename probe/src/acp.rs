@@ -20,6 +20,7 @@ mod checkpoint;
 mod delegation;
 mod exercised;
 mod flight;
+mod fresh;
 mod kit;
 mod lane;
 mod live;
@@ -111,6 +112,10 @@ pub struct AcpOptions {
     pub client_fs: bool,
     /// How long the turn is still watched after its terminal (late or duplicate emissions).
     pub settle: Duration,
+    /// Put the requirements that need a fresh agent process to one ([`kit`]; on by
+    /// default). Off, they stay `not_tested`, saying so: what the bench of the fresh
+    /// process measures its cost against.
+    pub requirement_probes: bool,
 }
 
 impl AcpOptions {
@@ -136,6 +141,7 @@ impl AcpOptions {
             terminals: false,
             client_fs: true,
             settle: Duration::from_millis(250),
+            requirement_probes: true,
         }
     }
 
@@ -804,8 +810,13 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             trace,
             record: first.record,
         };
-        let fit = kit::fit(exchanged, &outcome, self.stage.options.budget.cancelled().is_some());
-        probe_requirements(self.options, self.stage, &self.template, fit, v1, &mut lane);
+        let wanted = if self.options.requirement_probes { Ok(()) } else { Err(kit::Why::from("they were turned off")) };
+        let fit = wanted.and_then(|()| kit::fit(exchanged, &outcome, self.stage.options.budget.cancelled().is_some()));
+        let outcome = match probe_requirements(self.options, self.stage, &self.template, fit, v1, &mut lane) {
+            // The fresh process's teardown is the run's as the resumed one's is.
+            Some(fault) if outcome.passed() => Outcome::Failed(fault),
+            _ => outcome,
+        };
         LaneEnd {
             report: Box::new(lane),
             teardown: (teardown_ms, outcome),
@@ -897,6 +908,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
 /// The requirements that need a fresh agent, on one more process ([`kit`]), when `fit`:
 /// its command expanded afresh from `template`, since a resumed process
 /// ([`checkpoint`]) may have renewed the workspace and the home the first one was given.
+/// Hands back that process's teardown fault, if it left one.
 fn probe_requirements(
     options: &AcpOptions,
     stage: &mut Stage<'_, '_>,
@@ -904,14 +916,20 @@ fn probe_requirements(
     fit: Result<(), kit::Why>,
     v1: Option<u64>,
     lane: &mut AcpReport,
-) {
+) -> Option<Reason> {
     let command = |()| {
         expand_command(template, &stage.plane.placeholders, stage.image.is_some())
             .map_err(|e| kit::Why::from(format!("its command could not be made: {e}").as_str()))
     };
     match fit.and_then(command).and_then(|command| kit::exercise(options, &command, stage, v1)) {
-        Ok(probe) => lane.requirement_probe = Some(probe),
-        Err(why) => lane.exercised.probe_skipped = Some(why.to_string()),
+        Ok((probe, fault)) => {
+            lane.requirement_probe = Some(probe);
+            fault
+        }
+        Err(why) => {
+            lane.exercised.probe_skipped = Some(why.to_string());
+            None
+        }
     }
 }
 

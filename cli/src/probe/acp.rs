@@ -167,6 +167,7 @@ pub(super) fn options(args: &super::Args, recipe: Option<&Recipe>, run: &mut Run
         terminals: flags.allow_terminals,
         client_fs: !flags.no_client_fs,
         settle: Duration::from_secs_f64(args.shared.settle),
+        requirement_probes: true,
     })
 }
 
