@@ -25,6 +25,17 @@ fn requirements(run: &Run) -> BTreeMap<String, (String, String, String)> {
     listed.iter().map(|r| (text(r, "id"), (text(r, "tier"), text(r, "status"), text(r, "reason")))).collect()
 }
 
+/// The probe on the fixture agent with `switches`: the report fails requirement `id`, in
+/// `tier`, with a reason holding `words`; the run, for what else a test holds it to.
+fn failing(switches: &[&str], id: &str, tier: &str, words: &str) -> Run {
+    let run = probe(&[], switches);
+    let pretty = run.pretty();
+    let (got_tier, status, reason) = &requirements(&run)[id];
+    assert_eq!((got_tier.as_str(), status.as_str()), (tier, "failed"), "{switches:?}: {pretty}");
+    assert!(reason.contains(words), "{switches:?}: {id}: {reason}");
+    run
+}
+
 #[test]
 fn the_honest_agent_meets_every_mandatory_requirement_a_default_run_puts_to_it() {
     let run = probe(&[], &[]);
@@ -98,12 +109,8 @@ fn each_fault_of_an_advertised_session_method_fails_its_requirement() {
         ("--partial-config", "ACP-CONFIG-002", "capability", "left out the config option \"effort\""),
     ];
     for (switch, id, tier, words) in cases {
-        let run = probe(&[], &["--sessions", switch]);
+        let run = failing(&["--sessions", switch], id, tier, words);
         let pretty = run.pretty();
-        let judged = requirements(&run);
-        let (got_tier, status, reason) = &judged[*id];
-        assert_eq!((got_tier.as_str(), status.as_str()), (*tier, "failed"), "{switch}: {pretty}");
-        assert!(reason.contains(words), "{switch}: {id}: {reason}");
         // A capability the agent offers binds: the run fails.
         assert_eq!(run.status, 1, "{switch}: {pretty}");
         let failed = &run.json["requirements_verdict"]["capability_failed"];
@@ -131,12 +138,9 @@ fn each_fault_the_requirement_probes_look_for_fails_naming_its_requirement() {
         ("--write-before-answer", "CHECKFU-PERMISSION-002", "while the turn's permission request was still unanswered"),
     ];
     for (switch, id, words) in cases {
-        let run = probe(&[], &[switch]);
+        let run = failing(&[switch], id, "mandatory", words);
         let pretty = run.pretty();
         assert_eq!(run.status, 1, "{switch}: {pretty}");
-        let (tier, status, reason) = &requirements(&run)[*id];
-        assert_eq!((tier.as_str(), status.as_str()), ("mandatory", "failed"), "{switch}: {pretty}");
-        assert!(reason.contains(words), "{switch}: {id}: {reason}");
         let failed = &run.json["requirements_verdict"]["mandatory_failed"];
         assert!(failed.as_array().is_some_and(|f| f.contains(&Value::from(*id))), "{switch}: {pretty}");
     }
@@ -169,11 +173,8 @@ fn each_advisory_fault_of_the_fresh_process_fails_its_requirement() {
         ("--multiline-error", "ACP-ERROR-001", "a short sentence on one line"),
     ];
     for (switch, id, words) in cases {
-        let run = probe(&[], &[switch]);
+        let run = failing(&[switch], id, "advisory", words);
         let pretty = run.pretty();
-        let (tier, status, reason) = &requirements(&run)[*id];
-        assert_eq!((tier.as_str(), status.as_str()), ("advisory", "failed"), "{switch}: {pretty}");
-        assert!(reason.contains(words), "{switch}: {id}: {reason}");
         let failed = &run.json["requirements_verdict"]["mandatory_failed"];
         assert_eq!(failed, &serde_json::json!([]), "{switch}: {pretty}");
     }
