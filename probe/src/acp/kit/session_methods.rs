@@ -34,7 +34,8 @@ impl Kit<'_, '_, '_> {
             let resumed = self.ask(Method::SessionResume.name(), json!({"sessionId": first, "cwd": cwd}), until);
             let (status, reason) = answered_object(&resumed, "`session/resume`");
             self.judge(R::ACPRESUME001, status, reason);
-            if resumed.is_ok() {
+            // Only a resume that succeeded has a replay to judge.
+            if status == Status::Passed {
                 let replayed = self.updates_of(first).find(|kind| HISTORY.contains(&kind.as_str()));
                 let (status, reason) = match replayed {
                     Some(kind) => (
