@@ -20,6 +20,7 @@ mod checkpoint;
 mod delegation;
 mod exercised;
 mod flight;
+mod fresh;
 mod kit;
 mod lane;
 mod live;
@@ -115,6 +116,10 @@ pub struct AcpOptions {
     pub settle: Duration,
     /// `--acp-version`: the ACP version `initialize` asks for ([`negotiate`]).
     pub acp_version: u64,
+    /// Put the requirements that need a fresh agent process to one ([`kit`]; on by
+    /// default). Off, they stay `not_tested`, saying so: what the bench of the fresh
+    /// process measures its cost against.
+    pub requirement_probes: bool,
 }
 
 impl AcpOptions {
@@ -141,6 +146,7 @@ impl AcpOptions {
             client_fs: true,
             settle: Duration::from_millis(250),
             acp_version: negotiate::V1,
+            requirement_probes: true,
         }
     }
 
@@ -870,10 +876,16 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         };
         let fit = if self.acp_version == negotiate::V2 {
             Err(kit::Why::from("the test kit's requirement probes speak ACP v1, and this run spoke v2"))
+        } else if !self.options.requirement_probes {
+            Err(kit::Why::from("they were turned off"))
         } else {
             kit::fit(exchanged, &outcome, self.stage.options.budget.cancelled().is_some())
         };
-        probe_requirements(self.options, self.stage, &self.template, fit, v1, &mut lane);
+        let outcome = match probe_requirements(self.options, self.stage, &self.template, fit, v1, &mut lane) {
+            // The fresh process's teardown is the run's as the resumed one's is.
+            Some(fault) if outcome.passed() => Outcome::Failed(fault),
+            _ => outcome,
+        };
         LaneEnd {
             report: Box::new(lane),
             teardown: (teardown_ms, outcome),
@@ -968,6 +980,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
 /// The requirements that need a fresh agent, on one more process ([`kit`]), when `fit`:
 /// its command expanded afresh from `template`, since a resumed process
 /// ([`checkpoint`]) may have renewed the workspace and the home the first one was given.
+/// Hands back that process's teardown fault, if it left one.
 fn probe_requirements(
     options: &AcpOptions,
     stage: &mut Stage<'_, '_>,
@@ -975,14 +988,20 @@ fn probe_requirements(
     fit: Result<(), kit::Why>,
     v1: Option<u64>,
     lane: &mut AcpReport,
-) {
+) -> Option<Reason> {
     let command = |()| {
         expand_command(template, &stage.plane.placeholders, stage.image.is_some())
             .map_err(|e| kit::Why::from(format!("its command could not be made: {e}").as_str()))
     };
     match fit.and_then(command).and_then(|command| kit::exercise(options, &command, stage, v1)) {
-        Ok(probe) => lane.requirement_probe = Some(probe),
-        Err(why) => lane.exercised.probe_skipped = Some(why.to_string()),
+        Ok((probe, fault)) => {
+            lane.requirement_probe = Some(probe);
+            fault
+        }
+        Err(why) => {
+            lane.exercised.probe_skipped = Some(why.to_string());
+            None
+        }
     }
 }
 

@@ -19,6 +19,13 @@
 //! - `drain`: what `--interrupt` adds to a run of the fixture agent (`drained`: the first
 //!   turn's answer paced, the interrupt sent while it streams, the drain judged against the
 //!   record), against the same run without it (`undrained`). Both run the cancellation step.
+//! - `fresh_process`: the full requirement run (`with`: the default run, whose requirement
+//!   probes put the registry's fresh-process requirements to one more agent process: its
+//!   `initialize`, two sessions, the extension requests, the two turns with their permission
+//!   answers held back, the prompts of each content type, the informational probes, its
+//!   shutdown) against the same run with them turned off (`without`), on the fixture agent
+//!   with and without `--sessions` (which advertises the session methods, their modes and
+//!   config options, and the image, audio and embedded-context prompts).
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -149,5 +156,33 @@ fn drain(bencher: divan::Bencher, case: &str) {
         let result = probe::run(&drain_plan(drained), &mut |_| {}).expect("probe runs");
         assert!(result.passed(), "{}", result.to_text());
         result.model_plane.calls.len()
+    });
+}
+
+/// One default run of the fixture agent (`--sessions` when `sessions`), with the
+/// requirement probes' fresh process or without it.
+fn fresh_plan(probes: bool, sessions: bool) -> Plan {
+    let mut command: Vec<std::ffi::OsString> = [AGENT, "--mid-turn-wait-ms", "0"].iter().map(Into::into).collect();
+    if sessions {
+        command.push("--sessions".into());
+    }
+    let mut options = AcpOptions::new(command);
+    options.settle = Duration::ZERO;
+    options.requirement_probes = probes;
+    let run = RunOptions { kill_grace: Duration::from_secs(2), ..RunOptions::default() };
+    Plan { run, lane: LanePlan::Acp(options), image: None, registration: None }
+}
+
+#[divan::bench(sample_count = 10, args = ["without", "with", "without --sessions", "with --sessions"])]
+fn fresh_process(bencher: divan::Bencher, case: &str) {
+    let probes = case.starts_with("with ") || case == "with";
+    let sessions = case.ends_with("--sessions");
+    bencher.bench(|| {
+        let result = probe::run(&fresh_plan(probes, sessions), &mut |_| {}).expect("probe runs");
+        assert!(result.passed(), "{}", result.to_text());
+        let acp = result.lane.as_any().downcast_ref::<AcpReport>().expect("the ACP lane's report");
+        // The fresh process ran exactly when asked for.
+        assert_eq!(acp.requirement_probe.is_some(), probes);
+        acp.requirement_probe.as_ref().map_or(0, |p| p.messages_in)
     });
 }

@@ -80,8 +80,16 @@
 //!
 //! Each `session/new` gets an id of its own (`fixture-1`, `fixture-2`, …), a prompt for
 //! another is refused, and `initialize` answers version 1 whatever it was asked for.
-//! `--sessions` advertises and serves `session/list`, `session/load`, `session/resume`,
-//! `session/close` and image, audio and embedded-context prompts. Twins of the requirement
+//! `--sessions` advertises and serves `session/list`, `session/load` (its history replayed
+//! before the answer), `session/resume`, `session/close` and image, audio and
+//! embedded-context prompts, and offers two modes and two select config options, which it
+//! changes when asked. Twins of those: `--null-load`, `--replay-after-load`,
+//! `--replay-on-resume`, `--refuse-set-mode`, `--partial-config`; of the permission:
+//! `--write-before-answer` (writes right behind its permission request); of authentication:
+//! `--forget-auth-when-probed`; of the prompt and errors: `--refuse-meta`,
+//! `--refuse-resource-link`, `--multiline-error`; of the fresh
+//! process's end: `--hang-when-probed` (ignores EOF and SIGTERM once an `initialize` asks
+//! for a version above 1). Twins of the requirement
 //! probes, one fault each: `--same-session-id`, `--echo-version`, `--ignore-unknown` (an
 //! unknown `_` request goes unanswered), `--result-and-error` (answered with both),
 //! `--foreign-update` (an update naming another session), `--boolean-config`,
@@ -199,6 +207,27 @@ struct Switches {
     mid_turn_wait_ms: u64,
     ignore_fs_capability: bool,
     write_after_reject: bool,
+    /// Twins of `--sessions`: `session/load` answered `null`, its replay after the answer,
+    /// a resume that replays a message, a mode change refused, a config change answered
+    /// with the changed option alone.
+    null_load: bool,
+    replay_after_load: bool,
+    replay_on_resume: bool,
+    refuse_set_mode: bool,
+    partial_config: bool,
+    /// Answers `authenticate` in the requirement probes' process and still refuses its
+    /// sessions as unauthenticated.
+    forget_auth_when_probed: bool,
+    /// A prompt carrying `_meta` refused, one holding a `resource_link` refused, an error
+    /// message over two lines.
+    refuse_meta: bool,
+    refuse_resource_link: bool,
+    multiline_error: bool,
+    /// Writes right behind its permission request, before the answer came.
+    write_before_answer: bool,
+    /// Ignores EOF and SIGTERM once an `initialize` asks for a version it cannot speak (the
+    /// requirement probes' process), as its main process does not.
+    hang_when_probed: bool,
     elicit: bool,
     answer_cancel: bool,
     update_after_cancel: bool,
@@ -297,6 +326,17 @@ fn switches() -> Switches {
             "--lie-turn" => s.lie_turn = true,
             "--ignore-fs-capability" => s.ignore_fs_capability = true,
             "--write-after-reject" => s.write_after_reject = true,
+            "--write-before-answer" => s.write_before_answer = true,
+            "--refuse-meta" => s.refuse_meta = true,
+            "--refuse-resource-link" => s.refuse_resource_link = true,
+            "--multiline-error" => s.multiline_error = true,
+            "--forget-auth-when-probed" => s.forget_auth_when_probed = true,
+            "--null-load" => s.null_load = true,
+            "--replay-after-load" => s.replay_after_load = true,
+            "--replay-on-resume" => s.replay_on_resume = true,
+            "--refuse-set-mode" => s.refuse_set_mode = true,
+            "--partial-config" => s.partial_config = true,
+            "--hang-when-probed" => s.hang_when_probed = true,
             "--elicit" => s.elicit = true,
             "--answer-cancel" => s.answer_cancel = true,
             "--update-after-cancel" => s.update_after_cancel = true,
@@ -347,6 +387,8 @@ struct Agent {
     cwd: String,
     silent: bool,
     authenticated: bool,
+    /// This process was asked for a version above 1: the requirement probes' one.
+    probed: bool,
     /// The turn's model calls as this agent made them, for its `checkfu.turn`: every POST,
     /// the transient faults it retried, and when the turn began.
     usage: model::Usage,
@@ -454,9 +496,20 @@ impl Agent {
 
     /// A request of the client's; other messages arriving meanwhile are set aside.
     fn call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.send_request(method, params);
+        self.answer_to(id)
+    }
+
+    /// Sends a request of the client's without waiting for its answer; its id.
+    fn send_request(&mut self, method: &str, params: Value) -> i64 {
         let id = self.next_id;
         self.next_id += 1;
         self.write(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    /// The answer to the request `id`; other messages arriving meanwhile are set aside.
+    fn answer_to(&mut self, id: i64) -> Value {
         let mut set_aside = Vec::new();
         let answer = loop {
             let Some(message) = self.receive(Some(Duration::from_secs(30))) else { break Value::Null };
@@ -481,11 +534,18 @@ impl Agent {
                     self.client_terminal = message.pointer("/params/clientCapabilities/terminal") == Some(&json!(true));
                     let id = if self.s.string_id { json!(id.to_string()) } else { id };
                     let asked = message.pointer("/params/protocolVersion").and_then(Value::as_u64).unwrap_or(1);
+                    self.probed = asked > 1;
+                    if asked > 1 && self.s.hang_when_probed {
+                        self.s.hang = true;
+                        let _ = checkfu_wire_sandbox::interrupt::ignore(libc::SIGTERM);
+                    }
                     self.initialize(&id, asked);
                 }
                 Some("authenticate") => {
                     if message.pointer("/params/methodId") == Some(&json!("fixture-key")) {
-                        self.authenticated = true;
+                        // `--forget-auth-when-probed`: answered, and forgotten, in the
+                        // requirement probes' process.
+                        self.authenticated = !(self.s.forget_auth_when_probed && self.probed);
                         self.respond(&id, json!({}));
                     } else {
                         self.fail(&id, -32602, "unknown auth method");
@@ -517,9 +577,13 @@ impl Agent {
                             self.write_raw(&format!("{{\"jsonrpc\":\"2.0\",\"id\":{id}.0,\"result\":{{\"sessionId\":\"{session}\"}}}}"));
                         } else {
                             let mut result = json!({"sessionId": session});
-                            if self.s.boolean_config {
-                                result["configOptions"] =
-                                    json!([{"id": "auto-approve", "name": "Approve edits", "type": "boolean", "currentValue": false}]);
+                            if self.s.sessions {
+                                result["modes"] = json!({"currentModeId": "ask",
+                                    "availableModes": [{"id": "ask", "name": "Ask"}, {"id": "code", "name": "Code"}]});
+                            }
+                            let options = self.config_options();
+                            if !options.is_empty() {
+                                result["configOptions"] = json!(options);
                             }
                             self.respond(&id, result);
                         }
@@ -527,6 +591,12 @@ impl Agent {
                 }
                 Some("session/prompt") if !self.known(message.pointer("/params/sessionId")) => {
                     self.fail(&id, -32602, "Unknown session");
+                }
+                Some("session/prompt") if self.s.refuse_meta && message.pointer("/params/_meta").is_some() => {
+                    self.fail(&id, -32602, "Unexpected _meta");
+                }
+                Some("session/prompt") if self.s.refuse_resource_link && Self::has_link(&message) => {
+                    self.fail(&id, -32602, "Unsupported content block");
                 }
                 Some("session/prompt") => {
                     self.prompted = message.pointer("/params/sessionId").and_then(Value::as_str).unwrap_or("fixture-1").to_owned();
@@ -544,6 +614,12 @@ impl Agent {
         }
     }
 
+    /// Whether a prompt holds a `resource_link` block.
+    fn has_link(message: &Value) -> bool {
+        let blocks = message.pointer("/params/prompt").and_then(Value::as_array);
+        blocks.into_iter().flatten().any(|b| b.get("type") == Some(&json!("resource_link")))
+    }
+
     /// Whether `id` names a session this agent made.
     fn known(&self, id: Option<&Value>) -> bool {
         id.and_then(Value::as_str).is_some_and(|id| self.sessions.iter().any(|(s, _)| s == id))
@@ -558,7 +634,25 @@ impl Agent {
             self.write(&json!({"jsonrpc": "2.0", "id": id, "result": {}, "error": {"code": -32601, "message": "Method not found"}}));
             return;
         }
-        self.fail(id, -32601, "Method not found");
+        // `--multiline-error`: a message over two lines, which ACP wants as one sentence.
+        let words = if self.s.multiline_error { "Method not found.\nNo such method here." } else { "Method not found" };
+        self.fail(id, -32601, words);
+    }
+
+    /// The config options a new session offers: two selects with `--sessions`, a boolean
+    /// one (which the client never advertises) with `--boolean-config`.
+    fn config_options(&self) -> Vec<Value> {
+        let mut options = Vec::new();
+        if self.s.sessions {
+            options.push(json!({"id": "model", "name": "Model", "type": "select", "currentValue": "small",
+                "options": [{"value": "small", "name": "Small"}, {"value": "large", "name": "Large"}]}));
+            options.push(json!({"id": "effort", "name": "Effort", "type": "select", "currentValue": "low",
+                "options": [{"value": "low", "name": "Low"}, {"value": "high", "name": "High"}]}));
+        }
+        if self.s.boolean_config {
+            options.push(json!({"id": "auto-approve", "name": "Approve edits", "type": "boolean", "currentValue": false}));
+        }
+        options
     }
 
     /// Serves the session methods `--sessions` advertises; `false` for any other method.
@@ -576,7 +670,46 @@ impl Agent {
                 self.respond(id, json!({"sessions": listed}));
             }
             "session/load" | "session/resume" | "session/close" if !self.known(session) => self.fail(id, -32602, "Unknown session"),
-            "session/load" | "session/resume" => self.respond(id, json!({})),
+            "session/load" => {
+                // Its history replayed before the answer (`--replay-after-load`: after it).
+                let replay = json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "An earlier prompt."}});
+                let loaded = session.and_then(Value::as_str).unwrap_or_default().to_owned();
+                if !self.s.replay_after_load {
+                    self.update(&loaded, replay.clone());
+                }
+                self.respond(id, if self.s.null_load { Value::Null } else { json!({}) });
+                if self.s.replay_after_load {
+                    self.update(&loaded, replay);
+                }
+            }
+            "session/resume" => {
+                if self.s.replay_on_resume {
+                    let resumed = session.and_then(Value::as_str).unwrap_or_default().to_owned();
+                    self.update(
+                        &resumed,
+                        json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "An earlier answer."}}),
+                    );
+                }
+                self.respond(id, json!({}));
+            }
+            "session/set_mode" if self.s.refuse_set_mode => self.fail(id, -32602, "Unknown mode"),
+            "session/set_mode" => {
+                let mode = message.pointer("/params/modeId").cloned().unwrap_or(Value::Null);
+                let named = session.and_then(Value::as_str).unwrap_or_default().to_owned();
+                self.respond(id, json!({}));
+                self.update(&named, json!({"sessionUpdate": "current_mode_update", "currentModeId": mode}));
+            }
+            "session/set_config_option" => {
+                let config = message.pointer("/params/configId").cloned().unwrap_or(Value::Null);
+                let value = message.pointer("/params/value").cloned().unwrap_or(Value::Null);
+                let mut options = self.config_options();
+                for option in options.iter_mut().filter(|o| o.get("id") == Some(&config)) {
+                    option["currentValue"] = value.clone();
+                }
+                // `--partial-config` answers the changed option alone.
+                options.retain(|o| !self.s.partial_config || o.get("id") == Some(&config));
+                self.respond(id, json!({"configOptions": options}));
+            }
             "session/close" => {
                 let closed = session.and_then(Value::as_str).unwrap_or_default().to_owned();
                 self.sessions.retain(|(s, _)| *s != closed);
@@ -838,13 +971,19 @@ impl Agent {
                 );
             }
             if turn == 0 && first {
-                let permission = self.call(
-                    "session/request_permission",
-                    json!({"sessionId": session,
+                let asked = json!({"sessionId": session,
                     "toolCall": {"toolCallId": tool, "title": "Write notes", "kind": "edit", "status": "pending"},
                     "options": [{"optionId": "allow", "name": "Allow", "kind": "allow_once"},
-                                {"optionId": "reject", "name": "Reject", "kind": "reject_once"}]}),
-                );
+                                {"optionId": "reject", "name": "Reject", "kind": "reject_once"}]});
+                let permission = if self.s.write_before_answer {
+                    // The hostile twin does not wait for the user: it writes at once.
+                    let pending = self.send_request("session/request_permission", asked);
+                    let path = format!("{}/early.txt", self.cwd);
+                    self.call("fs/write_text_file", json!({"sessionId": session, "path": path, "content": "early\n"}));
+                    self.answer_to(pending)
+                } else {
+                    self.call("session/request_permission", asked)
+                };
                 let allowed = permission.pointer("/result/outcome/optionId") == Some(&json!("allow"));
                 let path = format!("{}/notes.txt", self.cwd);
                 // `--write-after-reject` writes once refused, whatever it was told of `fs`.
@@ -1172,6 +1311,7 @@ fn main() {
         cwd: String::from("/"),
         silent: false,
         authenticated: false,
+        probed: false,
         usage: model::Usage::default(),
         mid_call: MidCall::default(),
         pending_steer: None,
@@ -1237,7 +1377,8 @@ impl Agent {
     /// The prompt's resource links read in order, as text the model gets after the prompt's
     /// words: what a declared `staged_files` serves (`--ignore-staged` reads none).
     fn staged(&mut self, blocks: &Value) -> String {
-        if self.s.ignore_staged || !self.s.declare.iter().any(|m| m == "staged_files") {
+        // Read through the client only when it advertised file system access.
+        if self.s.ignore_staged || !self.client_fs || !self.s.declare.iter().any(|m| m == "staged_files") {
             return String::new();
         }
         let links: Vec<String> = blocks

@@ -25,6 +25,17 @@ fn requirements(run: &Run) -> BTreeMap<String, (String, String, String)> {
     listed.iter().map(|r| (text(r, "id"), (text(r, "tier"), text(r, "status"), text(r, "reason")))).collect()
 }
 
+/// The probe on the fixture agent with `switches`: the report fails requirement `id`, in
+/// `tier`, with a reason holding `words`; the run, for what else a test holds it to.
+fn failing(switches: &[&str], id: &str, tier: &str, words: &str) -> Run {
+    let run = probe(&[], switches);
+    let pretty = run.pretty();
+    let (got_tier, status, reason) = &requirements(&run)[id];
+    assert_eq!((got_tier.as_str(), status.as_str()), (tier, "failed"), "{switches:?}: {pretty}");
+    assert!(reason.contains(words), "{switches:?}: {id}: {reason}");
+    run
+}
+
 #[test]
 fn the_honest_agent_meets_every_mandatory_requirement_a_default_run_puts_to_it() {
     let run = probe(&[], &[]);
@@ -37,11 +48,20 @@ fn the_honest_agent_meets_every_mandatory_requirement_a_default_run_puts_to_it()
     let not_passed: Vec<_> = mandatory.iter().filter(|(_, status)| *status != "passed").collect();
     assert_eq!(not_passed.len(), 1, "{not_passed:?}: {pretty}");
     assert_eq!(not_passed[0].0, "CHECKFU-FAULTS-001", "{pretty}");
-    for id in ["ACP-INIT-003", "ACP-SESSION-002", "ACP-EXT-001", "ACP-CLIENTCAP-001", "CHECKFU-PERMISSION-001"] {
+    for id in ["ACP-INIT-003", "ACP-SESSION-002", "ACP-EXT-001", "ACP-CLIENTCAP-001", "CHECKFU-PERMISSION-001", "CHECKFU-PERMISSION-002"] {
         assert!(judged[id].2.contains("the fresh agent process"), "{id}: {pretty}");
     }
+    // The advisory ones the fresh process adds: a traced prompt, a linked resource, its
+    // errors' messages.
+    for id in ["ACP-META-001", "ACP-PROMPT-003", "ACP-ERROR-001"] {
+        assert_eq!(judged[id].1, "passed", "{id}: {pretty}");
+    }
+    // It waited for the held permission answers.
+    assert_eq!(judged["CHECKFU-PERMISSION-002"].1, "passed", "{pretty}");
+    assert!(judged["CHECKFU-PERMISSION-002"].2.contains("held back"), "{pretty}");
     let fresh = &run.json["requirement_probe"];
     assert_eq!(fresh["ending"], "exited_on_eof", "{pretty}");
+    assert!(fresh.get("teardown_fault").is_none(), "{pretty}");
     assert_eq!(fresh["breaches"], serde_json::json!([]), "{pretty}");
     // The informational and advisory ones it was put to, recorded.
     for id in ["ACP-SHUTDOWN-001", "ACP-STDERR-001", "ACP-INFO-PARSE-001", "ACP-INFO-INVALIDREQ-001", "ACP-JSONRPC-004"] {
@@ -63,8 +83,38 @@ fn the_honest_agent_meets_every_mandatory_requirement_a_default_run_puts_to_it()
         "ACP-PROMPTCAP-001",
         "ACP-PROMPTCAP-002",
         "ACP-PROMPTCAP-003",
+        "ACP-LOAD-002",
+        "ACP-LOAD-003",
+        "ACP-RESUME-002",
+        "ACP-MODES-001",
+        "ACP-MODES-002",
+        "ACP-CONFIG-001",
+        "ACP-CONFIG-002",
     ] {
         assert_eq!(judged[id].1, "passed", "{id}: {pretty}");
+    }
+    assert!(judged["ACP-LOAD-002"].2.contains("1 replayed update(s) before the `session/load` answer"), "{pretty}");
+}
+
+/// Each twin of `--sessions` breaks one requirement of an advertised session method or of
+/// what `session/new` offered: that requirement fails with its reason, in its tier.
+#[test]
+fn each_fault_of_an_advertised_session_method_fails_its_requirement() {
+    let cases: &[(&str, &str, &str, &str)] = &[
+        // The decoder holds the schema, which refuses a `null` result outright.
+        ("--null-load", "ACP-LOAD-001", "capability", "result of `session/load` at ``: expected object"),
+        ("--replay-after-load", "ACP-LOAD-002", "capability", "came after the `session/load` answer"),
+        ("--replay-on-resume", "ACP-RESUME-002", "capability", "`agent_message_chunk` update of the resumed session came before"),
+        ("--refuse-set-mode", "ACP-MODES-002", "capability", "Unknown mode"),
+        ("--partial-config", "ACP-CONFIG-002", "capability", "left out the config option \"effort\""),
+    ];
+    for (switch, id, tier, words) in cases {
+        let run = failing(&["--sessions", switch], id, tier, words);
+        let pretty = run.pretty();
+        // A capability the agent offers binds: the run fails.
+        assert_eq!(run.status, 1, "{switch}: {pretty}");
+        let failed = &run.json["requirements_verdict"]["capability_failed"];
+        assert!(failed.as_array().is_some_and(|f| f.contains(&Value::from(*id))), "{switch}: {pretty}");
     }
 }
 
@@ -85,15 +135,64 @@ fn each_fault_the_requirement_probes_look_for_fails_naming_its_requirement() {
         ("--garbage-stdout", "ACP-TRANSPORT-001", "no JSON"),
         ("--ignore-fs-capability", "ACP-CLIENTCAP-001", "did not advertise file system access"),
         ("--write-after-reject", "CHECKFU-PERMISSION-001", "answered the turn's permission request"),
+        ("--write-before-answer", "CHECKFU-PERMISSION-002", "while the turn's permission request was still unanswered"),
     ];
     for (switch, id, words) in cases {
-        let run = probe(&[], &[switch]);
+        let run = failing(&[switch], id, "mandatory", words);
         let pretty = run.pretty();
         assert_eq!(run.status, 1, "{switch}: {pretty}");
-        let (tier, status, reason) = &requirements(&run)[*id];
-        assert_eq!((tier.as_str(), status.as_str()), ("mandatory", "failed"), "{switch}: {pretty}");
-        assert!(reason.contains(words), "{switch}: {id}: {reason}");
         let failed = &run.json["requirements_verdict"]["mandatory_failed"];
         assert!(failed.as_array().is_some_and(|f| f.contains(&Value::from(*id))), "{switch}: {pretty}");
     }
+}
+
+/// The fresh process's teardown is the run's: one that ignores EOF and SIGTERM (its main
+/// process did not) is killed, and the run's teardown fails naming it, as the report says.
+#[test]
+fn the_fresh_process_left_killed_fails_the_runs_teardown() {
+    let run = probe(&[], &["--hang-when-probed"]);
+    let pretty = run.pretty();
+    assert_eq!(run.status, 1, "{pretty}");
+    let (status, reason) = run.step("teardown");
+    assert_eq!(status, "failed", "{pretty}");
+    assert!(reason.contains("the requirement probes' harness ignored EOF on stdin and SIGTERM; it was killed"), "{reason}");
+    let fresh = &run.json["requirement_probe"];
+    assert_eq!(fresh["ending"], "killed", "{pretty}");
+    assert!(fresh["teardown_fault"].as_str().is_some_and(|f| f.contains("killed")), "{pretty}");
+    // Its main process ended as asked.
+    assert_eq!(run.json["harness"]["ending"], "exited_on_eof", "{pretty}");
+}
+
+/// The advisory requirements of the prompt and of errors: each twin fails its own, in its
+/// tier, with its reason, and fails nothing else of the kit's mandatory ones.
+#[test]
+fn each_advisory_fault_of_the_fresh_process_fails_its_requirement() {
+    let cases: &[(&str, &str, &str)] = &[
+        ("--refuse-meta", "ACP-META-001", "Unexpected _meta"),
+        ("--refuse-resource-link", "ACP-PROMPT-003", "Unsupported content block"),
+        ("--multiline-error", "ACP-ERROR-001", "a short sentence on one line"),
+    ];
+    for (switch, id, words) in cases {
+        let run = failing(&[switch], id, "advisory", words);
+        let pretty = run.pretty();
+        let failed = &run.json["requirements_verdict"]["mandatory_failed"];
+        assert_eq!(failed, &serde_json::json!([]), "{switch}: {pretty}");
+    }
+}
+
+/// ACP-AUTH-003 under `--authenticate`: the honest agent's sessions follow its
+/// `authenticate`; the twin that forgets it in the fresh process refuses them -32000.
+#[test]
+fn a_session_refused_after_authenticate_fails_auth_003() {
+    let run = probe(&["--authenticate", "fixture-key"], &["--need-credentials"]);
+    let pretty = run.pretty();
+    assert_eq!(run.status, 0, "{pretty}");
+    assert_eq!(requirements(&run)["ACP-AUTH-003"].1, "passed", "{pretty}");
+
+    let run = probe(&["--authenticate", "fixture-key"], &["--need-credentials", "--forget-auth-when-probed"]);
+    let pretty = run.pretty();
+    assert_eq!(run.status, 1, "{pretty}");
+    let (tier, status, reason) = &requirements(&run)["ACP-AUTH-003"];
+    assert_eq!((tier.as_str(), status.as_str()), ("capability", "failed"), "{pretty}");
+    assert!(reason.contains("refused -32000"), "{reason}");
 }

@@ -173,6 +173,7 @@ pub(super) fn options(args: &super::Args, recipe: Option<&Recipe>, run: &mut Run
         client_fs: !flags.no_client_fs,
         settle: Duration::from_secs_f64(args.shared.settle),
         acp_version: flags.acp_version.unwrap_or(1),
+        requirement_probes: true,
     })
 }
 

@@ -19,7 +19,6 @@ use super::exercised::{answer_to, declaration, not_served as step_not_served, sk
 use super::{expand_command, explain, negotiate, rpc_error, start, AcpOptions, Started, NEW_SESSION};
 use crate::outcome::{Kind, Outcome, Reason};
 use crate::plane::Declared;
-use crate::report::process::teardown_fault;
 use crate::session::custody::Custody;
 use crate::session::Session;
 use crate::stage::Stage;
@@ -104,15 +103,8 @@ fn resume_in_fresh_process(
         Ok(marks) => checkpoint::resumed(&marks).map_or_else(|miss| not_served(&miss), |()| Outcome::Passed),
         Err(reason) => Outcome::Failed(reason.within(within())),
     };
-    let teardown = session.teardown(stage.options.kill_grace);
-    let mut fault = teardown_fault(&teardown, "resumed harness", "EOF on stdin and SIGTERM");
-    let grace = stage.grace();
-    if let Some((container, image)) = container.zip(stage.image.as_mut()) {
-        fault = fault.or(image.finish(container, &grace));
-    }
-    // The workspace goes back to the plane, whose removal is part of teardown.
-    stage.plane.workspace = Some(session.into_workspace());
-    (outcome, fault)
+    let ((), ended) = super::fresh::end(stage, session, container, "resumed harness", |_, _| ());
+    (outcome, ended.fault)
 }
 
 /// The handshake, the resumed session and its turn; the watched marks each of the turn's

@@ -25,6 +25,8 @@
 //! (a capability called unadvertised, an effect after a refusal) fail theirs as the main
 //! session's do.
 
+mod session_methods;
+
 use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
@@ -33,7 +35,7 @@ use serde_json::{json, Value};
 use super::{rpc_error, start, AcpOptions, Started};
 use crate::acp::report::ProbeRun;
 use crate::acp::requirements::Status;
-use crate::outcome::Outcome;
+use crate::outcome::{Outcome, Reason};
 use crate::session::{Ending, Fault, Incoming, PermissionPolicy, Session};
 use crate::stage::Stage;
 use checkfu_wire::catalog::Requirement as R;
@@ -47,6 +49,18 @@ const UNKNOWN_METHOD: &str = "_checkfu_probe/no_such_method";
 const INFORMATIONAL_WAIT: Duration = Duration::from_secs(3);
 /// The most messages the probes read from the fresh process (a flood is cut there).
 const MAX_MESSAGES: usize = 10_000;
+/// How long the turns' permission answers are held back (CHECKFU-PERMISSION-002): long
+/// enough for a write sent right behind its request to arrive first, short beside a turn.
+const PERMISSION_HOLD: Duration = Duration::from_millis(250);
+/// ACP's "Authentication required".
+const AUTH_REQUIRED: i64 = -32000;
+/// The trace context the first turn's prompt carries in its `_meta` (W3C's example).
+const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+/// The most notifications kept of those read while one request was out.
+const MAX_SEEN: usize = 256;
+/// How long the probes read on after an answer for what must not follow it (a loaded
+/// session's replay): what the kit calls a quiet period.
+const QUIET: Duration = Duration::from_millis(300);
 /// How much stderr over a whole exchange is still a quiet agent's (ACP-STDERR-001).
 const STDERR_BOUND: u64 = 1024 * 1024;
 
@@ -70,9 +84,15 @@ impl From<&str> for Why {
     }
 }
 
-/// The requirement probes over a fresh agent, or why they did not run. `v1` is the version
-/// the main process answered for version 1.
-pub(super) fn exercise(options: &AcpOptions, command: &[OsString], stage: &mut Stage<'_, '_>, v1: Option<u64>) -> Result<ProbeRun, Why> {
+/// The requirement probes over a fresh agent, with the fault its teardown left (also in the
+/// run's words), or why they did not run. `v1` is the version the main process answered for
+/// version 1.
+pub(super) fn exercise(
+    options: &AcpOptions,
+    command: &[OsString],
+    stage: &mut Stage<'_, '_>,
+    v1: Option<u64>,
+) -> Result<(ProbeRun, Option<Reason>), Why> {
     let began = Instant::now();
     // The negatives: nothing of the client's advertised, so any `fs/*` or `terminal/*`
     // call is one past what it was told.
@@ -82,51 +102,60 @@ pub(super) fn exercise(options: &AcpOptions, command: &[OsString], stage: &mut S
     fresh.permission = PermissionPolicy::Allow;
     let Started { session, container, .. } = start(&fresh, command, stage).map_err(|e| Why(format!("it could not start: {e}")))?;
     let mark = stage.plane.relay.mark();
-    let mut kit = Kit { session, stage, judged: Vec::new(), sessions: Vec::new() };
+    let mut kit =
+        Kit { session, stage, judged: Vec::new(), sessions: Vec::new(), seen: Vec::new(), errors: Vec::new(), unauthenticated: false };
     kit.run(v1, options.authenticate.as_deref());
-    let shutdown = Instant::now();
-    let teardown = kit.session.teardown(kit.stage.options.kill_grace);
-    let exit_ms = (teardown.ending == Ending::ExitedOnEof).then(|| shutdown.elapsed().as_millis() as u64);
-    // Its model calls have all ended with it.
-    let model = kit.stage.plane.relay.set_aside(mark);
-    kit.judged.push(match (teardown.ending, exit_ms) {
-        (Ending::ExitedOnEof, Some(ms)) => (R::ACPSHUTDOWN001, Status::Passed, format!("it exited {ms} ms after its stdin closed")),
-        (ending, _) => (
-            R::ACPSHUTDOWN001,
-            Status::Failed,
-            format!(
-                "its stdin closed, it did not exit within {:.1} s by itself ({})",
-                kit.stage.options.kill_grace.as_secs_f64(),
-                ending.name()
-            ),
-        ),
-    });
-    let grace = kit.stage.grace();
-    if let Some((container, image)) = container.zip(kit.stage.image.as_mut()) {
-        let _ = image.finish(container, &grace);
-    }
-    let (stderr_bytes, _) = kit.session.stderr();
-    kit.judged.push(stderr_volume(stderr_bytes));
-    let Kit { session, judged, sessions, .. } = kit;
-    let run = ProbeRun {
+    let errors = error_messages(&kit.errors);
+    kit.judged.push(errors);
+    let Kit { session, mut judged, sessions, .. } = kit;
+    let (mut run, ended) = super::fresh::end(stage, session, container, "requirement probes' harness", |session, teardown| ProbeRun {
         pid: session.pid(),
         ending: teardown.ending.name(),
-        exit_ms,
-        stderr_bytes,
+        exit_ms: None,
+        stderr_bytes: session.stderr().0,
         messages_in: session.messages_in,
         messages_out: session.messages_out,
-        wall_ms: began.elapsed().as_millis() as u64,
-        model,
+        wall_ms: 0,
+        model: crate::relay::Aside::default(),
         client_requests: session.client_requests.clone(),
         grammar_violations: session.grammar_violations.clone(),
         breaches: session.breaches.clone(),
-        judged,
+        judged: Vec::new(),
         hygiene: session.hygiene.clone(),
         sessions,
-    };
-    // The workspace goes back to the plane, whose removal is part of teardown.
-    stage.plane.workspace = Some(session.into_workspace());
-    Ok(run)
+        teardown_fault: None,
+    });
+    // Its model calls have all ended with it.
+    run.model = stage.plane.relay.set_aside(mark);
+    run.exit_ms = (ended.teardown.ending == Ending::ExitedOnEof).then_some(ended.shutdown_ms);
+    judged.push(shutdown(&ended, stage.options.kill_grace));
+    judged.push(stderr_volume(run.stderr_bytes));
+    run.judged = judged;
+    run.teardown_fault = ended.fault.as_ref().map(Reason::to_string);
+    run.wall_ms = began.elapsed().as_millis() as u64;
+    Ok((run, ended.fault))
+}
+
+/// ACP-SHUTDOWN-001: it exited by itself once its stdin closed, within the kill grace.
+fn shutdown(ended: &super::fresh::Ended, grace: Duration) -> Judged {
+    match ended.teardown.ending {
+        Ending::ExitedOnEof => (R::ACPSHUTDOWN001, Status::Passed, format!("it exited {} ms after its stdin closed", ended.shutdown_ms)),
+        ending => (
+            R::ACPSHUTDOWN001,
+            Status::Failed,
+            format!("its stdin closed, it did not exit within {:.1} s by itself ({})", grace.as_secs_f64(), ending.name()),
+        ),
+    }
+}
+
+/// ACP-ERROR-001 over the errors its answers carried: each `message` a non-empty line.
+fn error_messages(errors: &[Value]) -> Judged {
+    let bad = errors.iter().find(|m| m.as_str().is_none_or(|words| words.trim().is_empty() || words.contains('\n')));
+    match (bad, errors.len()) {
+        (Some(message), _) => (R::ACPERROR001, Status::Failed, format!("an error's `message` was {message}: a short sentence on one line")),
+        (None, 0) => (R::ACPERROR001, Status::NotTested, String::from("none of its answers was an error")),
+        (None, n) => (R::ACPERROR001, Status::Passed, format!("{n} error(s) answered, each `message` a non-empty line")),
+    }
 }
 
 fn stderr_volume(bytes: u64) -> Judged {
@@ -141,6 +170,12 @@ struct Kit<'s, 'a, 'p> {
     judged: Vec<Judged>,
     /// Its `session/new` results.
     sessions: Vec<Value>,
+    /// The notifications read while the last request was out (the first [`MAX_SEEN`]).
+    seen: Vec<Value>,
+    /// The `message` of each error its answers carried (the first [`MAX_SEEN`]).
+    errors: Vec<Value>,
+    /// A `session/new` was refused -32000 (Authentication required).
+    unauthenticated: bool,
 }
 
 /// An answer: the message, or why there was none.
@@ -156,14 +191,25 @@ impl Kit<'_, '_, '_> {
     }
 
     /// Sends `method` and waits for its answer by `until`, reading past the rest.
+    /// Sends `method` and waits for its answer by `until`, reading past the rest; the
+    /// notifications read meanwhile are kept in `seen`.
     fn ask(&mut self, method: &'static str, params: Value, until: Instant) -> Answer {
         let id = self.session.request(method, params).map_err(|f| Why(f.to_string()))?;
+        self.seen.clear();
         loop {
             if self.session.messages_in > MAX_MESSAGES {
                 return Err(Why(format!("it sent more than {MAX_MESSAGES} messages; the probes stop reading")));
             }
             match self.session.next(until) {
-                Ok(Incoming::Response { id: got, message, .. }) if got == id => return Ok(message),
+                Ok(Incoming::Response { id: got, message, .. }) if got == id => {
+                    if let Some(words) = message.pointer("/error/message") {
+                        if self.errors.len() < MAX_SEEN {
+                            self.errors.push(words.clone());
+                        }
+                    }
+                    return Ok(message);
+                }
+                Ok(Incoming::Notification { message, .. }) if self.seen.len() < MAX_SEEN => self.seen.push(message),
                 Ok(_) => {}
                 Err(Fault::Timeout) => return Err(Why(format!("`{method}` was not answered in its time (--step-timeout)"))),
                 Err(fault) => return Err(Why(format!("`{method}`: {fault}"))),
@@ -173,16 +219,34 @@ impl Kit<'_, '_, '_> {
 
     fn run(&mut self, v1: Option<u64>, authenticate: Option<&str>) {
         let Some(agent) = self.initialize(v1) else { return };
-        if let Some(method) = authenticate {
-            // As the main process was (`--authenticate`): its sessions need it.
+        // As the main process was (`--authenticate`): its sessions need it.
+        let authenticated = authenticate.map(|method| {
             let until = self.until();
-            let _ = self.ask(super::AUTHENTICATE, json!({"methodId": method}), until);
-        }
-        let Some((first, second)) = self.two_sessions() else { return };
+            let answer = self.ask(super::AUTHENTICATE, json!({"methodId": method}), until);
+            answer.as_ref().ok().and_then(|m| m.get("result")).is_some_and(Value::is_object)
+        });
+        let sessions = self.two_sessions();
+        self.authenticated(authenticated);
+        let Some((first, second)) = sessions else { return };
         self.extension();
         self.advertised(&agent, &first);
         self.turns(&agent, &first, &second);
         self.informational();
+    }
+
+    /// ACP-AUTH-003 when `--authenticate` named a method (`Some(true)` when it was answered
+    /// with an object): the `session/new` after it was not refused as unauthenticated.
+    fn authenticated(&mut self, authenticated: Option<bool>) {
+        let (status, reason) = match authenticated {
+            None => return,
+            Some(false) => (Status::NotTested, String::from("`authenticate` was not answered with an object")),
+            Some(true) if self.unauthenticated => (
+                Status::Failed,
+                String::from("after an `authenticate` answered with an object, `session/new` was refused -32000 (Authentication required)"),
+            ),
+            Some(true) => (Status::Passed, String::from("after `authenticate`, `session/new` was not refused as unauthenticated")),
+        };
+        self.judge(R::ACPAUTH003, status, reason);
     }
 
     /// ACP-INIT-003; the agent's capabilities when it answered with a result.
@@ -229,6 +293,7 @@ impl Kit<'_, '_, '_> {
                         self.sessions.extend(message.get("result").cloned());
                     }
                     (Some(error), _) => {
+                        self.unauthenticated = error.get("code").and_then(Value::as_i64) == Some(AUTH_REQUIRED);
                         self.judge(R::ACPSESSION002, Status::Failed, format!("`session/new` answered an error: {}", rpc_error(error)));
                         return None;
                     }
@@ -309,49 +374,55 @@ impl Kit<'_, '_, '_> {
         let _ = self.session.notify(UNKNOWN_METHOD, json!({}));
     }
 
-    /// What the agent advertised of the session methods, each asked once.
-    fn advertised(&mut self, agent: &Value, first: &str) {
-        let cwd = self.session.workspace().harness_root().to_string_lossy().into_owned();
-        if agent.pointer("/sessionCapabilities/list").is_some_and(|c| !c.is_null()) {
-            let until = self.until();
-            let listed = self.ask(Method::SessionList.name(), json!({}), until);
-            let (status, reason) = object_with(&listed, "sessions", "`session/list`");
-            self.judge(R::ACPLIST001, status, reason);
-            let until = self.until();
-            let none = self.ask(Method::SessionList.name(), json!({"cwd": "/checkfu-probe/no-session-here"}), until);
-            let empty = none.as_ref().ok().and_then(|m| m.pointer("/result/sessions")).and_then(Value::as_array).is_some_and(Vec::is_empty);
-            let (status, reason) = if empty {
-                (Status::Passed, String::from("an empty `sessions` array"))
-            } else {
-                (Status::Failed, format!("not an empty `sessions` array: {}", shown(&none)))
-            };
-            self.judge(R::ACPLIST002, status, format!("`session/list` for a `cwd` no session has: {reason}"));
-        }
-        if agent.get("loadSession") == Some(&json!(true)) {
-            let until = self.until();
-            let loaded = self.ask(Method::SessionLoad.name(), json!({"sessionId": first, "cwd": cwd, "mcpServers": []}), until);
-            let (status, reason) = answered_object(&loaded, "`session/load`");
-            self.judge(R::ACPLOAD001, status, reason);
-        }
-        if agent.pointer("/sessionCapabilities/resume").is_some_and(|c| !c.is_null()) {
-            let until = self.until();
-            let resumed = self.ask(Method::SessionResume.name(), json!({"sessionId": first, "cwd": cwd}), until);
-            let (status, reason) = answered_object(&resumed, "`session/resume`");
-            self.judge(R::ACPRESUME001, status, reason);
-        }
-    }
-
     /// The two turns of the client capabilities' negatives and the refused permission, the
     /// advertised content types, and `session/close` when advertised.
     fn turns(&mut self, agent: &Value, first: &str, second: &str) {
         if self.stage.options.model_script.fails_calls() {
             let why = "a fault script runs: the relay's record is its turn's alone";
-            for id in [R::ACPCLIENTCAP001, R::ACPCLIENTCAP002, R::ACPCLIENTCAP003, R::CHECKFUPERMISSION001] {
+            for id in [R::ACPCLIENTCAP001, R::ACPCLIENTCAP002, R::ACPCLIENTCAP003, R::CHECKFUPERMISSION001, R::CHECKFUPERMISSION002] {
                 self.judge(id, Status::NotTested, why);
             }
             return;
         }
-        match self.turn(first, None) {
+        // Both turns' permission answers are held back a while: a write or a terminal asked
+        // for meanwhile did not wait for the user (CHECKFU-PERMISSION-002).
+        let held = self.session.hold_permissions(Some(PERMISSION_HOLD)).and_then(|()| {
+            self.two_turns(first, second);
+            self.session.hold_permissions(None)
+        });
+        let (status, reason) = match (held, self.session.permissions_held) {
+            (Err(fault), _) => (Status::NotTested, format!("a held permission answer could not be sent: {fault}")),
+            (Ok(()), 0) => (Status::NotTested, String::from("no permission request came in its two turns")),
+            (Ok(()), n) => (
+                Status::Passed,
+                format!(
+                    "{n} permission answer(s) held back {} ms each, and no write or terminal was asked for meanwhile",
+                    PERMISSION_HOLD.as_millis()
+                ),
+            ),
+        };
+        self.judge(R::CHECKFUPERMISSION002, status, reason);
+        self.content_types(agent, first);
+        if agent.pointer("/sessionCapabilities/close").is_some_and(|c| !c.is_null()) {
+            let until = self.until();
+            let closed = self.ask(Method::SessionClose.name(), json!({"sessionId": second}), until);
+            let empty = closed.as_ref().ok().and_then(|m| m.get("result")).is_some_and(|r| r == &json!({}));
+            let status = if empty { Status::Passed } else { Status::Failed };
+            self.judge(R::ACPCLOSE001, status, format!("`session/close` of an idle session: {}", shown(&closed)));
+        }
+    }
+
+    /// The turn with nothing of the client's advertised and permissions allowed, and the
+    /// turn on the other session with permissions refused.
+    fn two_turns(&mut self, first: &str, second: &str) {
+        // The first turn's prompt carries a trace context in its `_meta` (ACP-META-001).
+        let traced = self.turn(first, None, Some(json!({"traceparent": TRACEPARENT})));
+        let (status, reason) = match &traced {
+            Ok(stop) => (Status::Passed, format!("a prompt carrying `_meta.traceparent` ended `{stop}`")),
+            Err(why) => (Status::Failed, format!("a prompt carrying `_meta.traceparent`: {why}")),
+        };
+        self.judge(R::ACPMETA001, status, reason);
+        match traced {
             Ok(stop) => {
                 let reason = format!(
                     "a turn ended `{stop}` with neither file system access nor terminals nor elicitation advertised, and called none"
@@ -368,7 +439,7 @@ impl Kit<'_, '_, '_> {
         }
         self.session.set_permission(PermissionPolicy::Reject);
         let refused_before = self.session.permissions_refused;
-        let turn = self.turn(second, None);
+        let turn = self.turn(second, None, None);
         self.session.set_permission(PermissionPolicy::Allow);
         let refused = self.session.permissions_refused - refused_before;
         let (status, reason) = match turn {
@@ -379,14 +450,6 @@ impl Kit<'_, '_, '_> {
             Err(why) => (Status::NotTested, format!("its turn with permissions refused did not end: {why}")),
         };
         self.judge(R::CHECKFUPERMISSION001, status, reason);
-        self.content_types(agent, first);
-        if agent.pointer("/sessionCapabilities/close").is_some_and(|c| !c.is_null()) {
-            let until = self.until();
-            let closed = self.ask(Method::SessionClose.name(), json!({"sessionId": second}), until);
-            let empty = closed.as_ref().ok().and_then(|m| m.get("result")).is_some_and(|r| r == &json!({}));
-            let status = if empty { Status::Passed } else { Status::Failed };
-            self.judge(R::ACPCLOSE001, status, format!("`session/close` of an idle session: {}", shown(&closed)));
-        }
     }
 
     /// A prompt of each content type the agent advertised, beside a text block.
@@ -402,11 +465,18 @@ impl Kit<'_, '_, '_> {
                 json!({"type": "resource", "resource": {"uri": "file:///checkfu-probe/notes.txt", "mimeType": "text/plain", "text": "one\ntwo\n"}}),
             ),
         ];
-        for (capability, id, block) in kinds {
-            if agent.pointer(&format!("/promptCapabilities/{capability}")) != Some(&json!(true)) {
+        // A link beside the text every agent takes, advertised or not (ACP-PROMPT-003).
+        let link = (
+            "resource_link",
+            R::ACPPROMPT003,
+            json!({"type": "resource_link", "uri": "file:///checkfu-probe/notes.txt", "name": "notes.txt"}),
+        );
+        for (capability, id, block) in kinds.into_iter().chain(std::iter::once(link)) {
+            let baseline = id == R::ACPPROMPT003;
+            if !baseline && agent.pointer(&format!("/promptCapabilities/{capability}")) != Some(&json!(true)) {
                 continue;
             }
-            let (status, reason) = match self.turn(session, Some(block)) {
+            let (status, reason) = match self.turn(session, Some(block), None) {
                 Ok(stop) => (Status::Passed, format!("a prompt with a {capability} block ended `{stop}`")),
                 Err(why) => (Status::Failed, format!("a prompt with a {capability} block: {why}")),
             };
@@ -416,15 +486,20 @@ impl Kit<'_, '_, '_> {
 
     /// One prompt on `session` (a text asking for a fresh nonce, then `block`), answered as
     /// the `nonce` script does; its stop reason.
-    fn turn(&mut self, session: &str, block: Option<Value>) -> Result<String, Why> {
+    /// `meta`, when given, rides the prompt as its `_meta`.
+    fn turn(&mut self, session: &str, block: Option<Value>, meta: Option<Value>) -> Result<String, Why> {
         let nonce = crate::options::fresh_nonce();
         let relay = &self.stage.plane.relay;
         relay.begin_turn(nonce.clone(), Vec::new());
         relay.answer_plainly();
         let text = json!({"type": "text", "text": format!("Checkfu requirement probe. Reply with the nonce {nonce} and end the turn.")});
         let prompt: Vec<Value> = std::iter::once(text).chain(block).collect();
+        let mut params = json!({"sessionId": session, "prompt": prompt});
+        if let Some(meta) = meta {
+            params["_meta"] = meta;
+        }
         let until = self.until();
-        let answer = self.ask(PROMPT_METHOD, json!({"sessionId": session, "prompt": prompt}), until);
+        let answer = self.ask(PROMPT_METHOD, params, until);
         let message = answer.inspect_err(|_| {
             // A turn given up on is cancelled, as ACP asks of a client.
             let _ = self.session.notify(super::CANCEL_METHOD, json!({"sessionId": session}));
@@ -478,22 +553,6 @@ fn config_value_fits(option: &Value) -> bool {
             flat.iter().any(|v| v.get("value") == current)
         }
         _ => current.is_some(),
-    }
-}
-
-/// A requirement that the answer be a result object holding the array `member`.
-fn object_with(answer: &Answer, member: &str, what: &str) -> (Status, String) {
-    match answer.as_ref().ok().and_then(|m| m.pointer(&format!("/result/{member}"))) {
-        Some(Value::Array(items)) => (Status::Passed, format!("{what} answered `{member}` with {} item(s)", items.len())),
-        _ => (Status::Failed, format!("{what} answered without a `{member}` array: {}", shown(answer))),
-    }
-}
-
-/// A requirement that the answer be a result (an object).
-fn answered_object(answer: &Answer, what: &str) -> (Status, String) {
-    match answer.as_ref().ok().and_then(|m| m.get("result")) {
-        Some(Value::Object(_)) => (Status::Passed, format!("{what} answered with a result")),
-        _ => (Status::Failed, format!("{what}: {}", shown(answer))),
     }
 }
 

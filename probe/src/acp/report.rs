@@ -96,6 +96,10 @@ pub struct ProbeRun {
     pub hygiene: crate::session::Hygiene,
     #[serde(skip)]
     pub sessions: Vec<Value>,
+    /// What its teardown left wrong (it ignored EOF and SIGTERM, a child outlived it, the
+    /// image's runtime kept something): the run's teardown fails with it too.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub teardown_fault: Option<String>,
 }
 
 /// What the probe waited for before it stopped a turn mid-flight (a cancel, a drain).

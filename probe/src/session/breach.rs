@@ -2,7 +2,7 @@
 //! happens rather than when a step times out: a response whose id is not the request's as
 //! sent, a response to no pending request (to a notification, say), an update after the
 //! turn was answered `cancelled`, a call of a client capability the client did not
-//! advertise, and a tool's effect after its permission was refused.
+//! advertise, and a tool's effect before its permission was answered or after it was refused.
 //!
 //! Each breach names the requirement it breaks: the id ACP's own test kit (`acp-tck`) gives
 //! the same requirement where it has one, so that the two reports can be read side by side,
@@ -34,6 +34,8 @@ pub enum Breach {
     ElicitationNotAdvertised,
     /// A write or a terminal after the client refused the turn's permission request.
     EffectAfterRefusal { method: String, answer: &'static str },
+    /// A write or a terminal while the turn's permission request was still unanswered.
+    EffectBeforeAnswer { method: String },
 }
 
 impl Breach {
@@ -51,6 +53,7 @@ impl Breach {
             Breach::TerminalNotAdvertised { .. } => Requirement::ACPCLIENTCAP002,
             Breach::ElicitationNotAdvertised => Requirement::ACPCLIENTCAP003,
             Breach::EffectAfterRefusal { .. } => Requirement::CHECKFUPERMISSION001,
+            Breach::EffectBeforeAnswer { .. } => Requirement::CHECKFUPERMISSION002,
         }
     }
 }
@@ -79,6 +82,9 @@ impl fmt::Display for Breach {
             }
             Breach::EffectAfterRefusal { method, answer } => {
                 write!(f, "`{method}` after the client answered the turn's permission request `{answer}`; the probe refused it")
+            }
+            Breach::EffectBeforeAnswer { method } => {
+                write!(f, "`{method}` while the turn's permission request was still unanswered; the probe refused it")
             }
         }
     }
@@ -122,6 +128,7 @@ mod tests {
             Breach::TerminalNotAdvertised { method: String::from("terminal/create") },
             Breach::ElicitationNotAdvertised,
             Breach::EffectAfterRefusal { method: String::from("fs/write_text_file"), answer: "reject_once" },
+            Breach::EffectBeforeAnswer { method: String::from("terminal/create") },
         ];
         for breach in &all {
             match breach {
@@ -131,7 +138,8 @@ mod tests {
                 | Breach::FsNotAdvertised { .. }
                 | Breach::TerminalNotAdvertised { .. }
                 | Breach::ElicitationNotAdvertised
-                | Breach::EffectAfterRefusal { .. } => {}
+                | Breach::EffectAfterRefusal { .. }
+                | Breach::EffectBeforeAnswer { .. } => {}
             }
         }
         all.to_vec()
@@ -160,7 +168,8 @@ mod tests {
                 "ACP-CLIENTCAP-001",
                 "ACP-CLIENTCAP-002",
                 "ACP-CLIENTCAP-003",
-                "CHECKFU-PERMISSION-001"
+                "CHECKFU-PERMISSION-001",
+                "CHECKFU-PERMISSION-002"
             ]
         );
     }

@@ -29,6 +29,7 @@
 pub mod breach;
 pub mod client;
 pub mod custody;
+pub mod hold;
 pub use checkfu_wire_sandbox::fence;
 pub mod home;
 pub mod process;
@@ -190,6 +191,12 @@ pub struct Session {
     pub checkpoint: Option<custody::Custody>,
     /// Whether the current turn's permission was refused, for the effects that follow.
     permission: Permission,
+    /// How long permission answers are held back ([`hold`]); none, they go at once.
+    hold: Option<Duration>,
+    /// The permission answer held back now, if one is.
+    held: Option<hold::Held>,
+    /// Permission requests whose answers were held back.
+    pub permissions_held: usize,
     /// Responses that answered a pending request of the runner's, notifications the runner
     /// sent, and permission requests it refused: what the wire's requirements were put to.
     pub responses: usize,
@@ -310,6 +317,9 @@ impl Session {
             dropped: Vec::new(),
             checkpoint: None,
             permission: Permission::Open,
+            hold: None,
+            held: None,
+            permissions_held: 0,
             responses: 0,
             notifications_sent: 0,
             permissions_refused: 0,
@@ -374,6 +384,26 @@ impl Session {
     /// Answers permission requests by `policy` from now on.
     pub fn set_permission(&mut self, policy: PermissionPolicy) {
         self.options.permission = policy;
+    }
+
+    /// Holds each permission answer back for `hold` (at most [`hold::MAX_HOLD`]) from now
+    /// on, or sends them at once (`None`); an answer held now goes out first.
+    pub fn hold_permissions(&mut self, hold: Option<Duration>) -> Result<(), Fault> {
+        self.hold = hold;
+        self.release_held(true)
+    }
+
+    /// Sends the held permission answer when it is due, or at once when `now`.
+    fn release_held(&mut self, now: bool) -> Result<(), Fault> {
+        if !self.held.as_ref().is_some_and(|held| now || held.due()) {
+            return Ok(());
+        }
+        let Some(held) = self.held.take() else { return Ok(()) };
+        if let Some(refused) = held.refused {
+            self.permission = Permission::Refused(refused);
+            self.permissions_refused += 1;
+        }
+        self.respond(held.id, held.answer)
     }
 
     /// Writes `line` as it is, no message of the protocol (malformed JSON, an invalid
@@ -460,8 +490,10 @@ impl Session {
         // With a `wait_for_exit` outstanding, wake every 10 ms to see whether its
         // terminal has exited; else every tick, to see whether the budget was cancelled.
         self.answer_exit_waits()?;
+        self.release_held(false)?;
         let tick = if self.exit_waits.is_empty() { CANCEL_TICK } else { Duration::from_millis(10) };
-        let wake = limit.min(Instant::now() + tick);
+        let release = self.held.as_ref().map_or(limit, |held| held.release);
+        let wake = limit.min(Instant::now() + tick).min(release);
         let Some(event) = self.harness.next_event(wake) else {
             if wake < limit {
                 return Ok(None);
@@ -673,10 +705,10 @@ impl Session {
         let id = message.get("id").cloned().unwrap_or(Value::Null);
         // An effect asked for after a refusal breaks the refusal whether or not its
         // capability was advertised: both are kept, the refusal's first.
+        let effect = matches!(Method::from_name(method), Some(Method::FsWriteTextFile | Method::TerminalCreate));
         let refused = match self.permission {
-            Permission::Refused(answer) if matches!(Method::from_name(method), Some(Method::FsWriteTextFile | Method::TerminalCreate)) => {
-                Some(Breach::EffectAfterRefusal { method: method.to_owned(), answer })
-            }
+            _ if effect && self.held.is_some() => Some(Breach::EffectBeforeAnswer { method: method.to_owned() }),
+            Permission::Refused(answer) if effect => Some(Breach::EffectAfterRefusal { method: method.to_owned(), answer }),
             _ => None,
         };
         let beyond = self.beyond_advertised(method, report);
@@ -712,7 +744,15 @@ impl Session {
             let (answer, log) = client::answer(method, params, report.extension.is_some(), self.options.permission, &self.workspace);
             self.client_requests.push(log);
             if Method::from_name(method) == Some(Method::SessionRequestPermission) {
-                if let Some(refused) = client::refusal(&answer, params) {
+                let refused = client::refusal(&answer, params);
+                if let Some(hold) = self.hold {
+                    // One held at a time: an earlier one goes out first, as it would have.
+                    self.release_held(true)?;
+                    self.held = Some(hold::Held::new(id, answer, refused, hold));
+                    self.permissions_held += 1;
+                    return Ok(());
+                }
+                if let Some(refused) = refused {
                     self.permission = Permission::Refused(refused);
                     self.permissions_refused += 1;
                 }
