@@ -139,15 +139,17 @@ pub(crate) fn turn_with(
 const MEASURED_MISSES: &[(&str, &[&str], &[&str])] = &[
     // codex-acp starts the granted MCP servers (stdio, and HTTP, which it advertises) and
     // lists their tools, but never offers them to the model; it answers an unknown `_` notification with an error (with no id), sends an
-    // update for another session while one is prompted, and fails `session/load`,
-    // `session/resume` (-32002) and `session/list` (the same id-less error) that it
-    // advertises.
+    // update for another session while one is prompted, and fails `session/load` and
+    // `session/resume` (-32002) that it advertises. The id-less error lands on whichever
+    // request the fresh process asks next, which fails it: `session/set_mode` since the mode
+    // is asked before the session methods (`session/list` before that).
     (
         "codex",
         &["platform_tool", "platform_tool_http"],
-        &["ACP-SCHEMA-001", "ACP-PROMPT-002", "ACP-LOAD-001", "ACP-RESUME-001", "ACP-LIST-001"],
+        &["ACP-SCHEMA-001", "ACP-PROMPT-002", "ACP-LOAD-001", "ACP-RESUME-001", "ACP-LIST-001", "ACP-MODES-002"],
     ),
-    // claude-code-acp meets every requirement put to it on the host; in an image
+    // claude-code-acp meets every requirement put to it on the host in most runs (in one of
+    // three, its `session/load` failed there too, as it does in an image); in an image
     // (`image_real`), its fresh process answered `session/load`, `session/resume` and the
     // image and embedded-context prompts it advertises with -32603 ("Session not found",
     // "Query closed", "Claude Code process exited with code 1"): not examined yet.

@@ -18,11 +18,20 @@ use checkfu_wire::decode::tables::{Method, UPDATE_METHOD};
 /// must not replay.
 const HISTORY: &[&str] = &["user_message_chunk", "agent_message_chunk", "agent_thought_chunk"];
 
+/// The updates a `session/load` replays (its history, with the tool calls and plans in it):
+/// one of these after the answer is replay that came late. Session state (the commands
+/// available, the mode, the session's title, usage) may change at any time, so it is not.
+const REPLAY: &[&str] = &["user_message_chunk", "agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan"];
+
 impl Kit<'_, '_, '_> {
     /// What the agent advertised of the session methods and offered in `session/new`,
     /// each asked once on the session `first`.
     pub(super) fn advertised(&mut self, agent: &Value, first: &str) {
         let cwd = self.session.workspace().harness_root().to_string_lossy().into_owned();
+        // The mode and the config options first: a `session/load` that fails can take an
+        // agent's process with it (claude-code-acp's, measured), which would fail them too.
+        self.set_mode(first);
+        self.set_config_option(first);
         if agent.pointer("/sessionCapabilities/list").is_some_and(|c| !c.is_null()) {
             self.list();
         }
@@ -52,8 +61,6 @@ impl Kit<'_, '_, '_> {
                 self.judge(R::ACPRESUME002, status, reason);
             }
         }
-        self.set_mode(first);
-        self.set_config_option(first);
     }
 
     /// ACP-LIST-001 and -002.
@@ -106,8 +113,8 @@ impl Kit<'_, '_, '_> {
         self.seen.iter().filter_map(move |message| update_kind(message, session))
     }
 
-    /// Reads for [`QUIET`]: the kind of the first `session/update` naming `session`, if one
-    /// came.
+    /// Reads for [`QUIET`]: the kind of the first replayed ([`REPLAY`]) `session/update`
+    /// naming `session`, if one came.
     fn quiet(&mut self, session: &str) -> Option<String> {
         let until = Instant::now() + QUIET.min(self.stage.options.step_timeout);
         loop {
@@ -116,7 +123,7 @@ impl Kit<'_, '_, '_> {
             }
             match self.session.next(until) {
                 Ok(Incoming::Notification { message, .. }) => {
-                    if let Some(kind) = update_kind(&message, session) {
+                    if let Some(kind) = update_kind(&message, session).filter(|k| REPLAY.contains(&k.as_str())) {
                         return Some(kind);
                     }
                 }
