@@ -35,8 +35,7 @@ use std::convert::Infallible;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
@@ -46,6 +45,7 @@ use serde_json::{json, Value};
 
 use crate::budget::Budget;
 use crate::mcp_tool::{self, ServerLog};
+use crate::relay::serve::{Background, ServeError};
 
 /// The name the probe gives the server in `mcpServers`.
 pub const SERVER_NAME: &str = "checkfu_http";
@@ -74,10 +74,8 @@ pub enum McpHttpError {
 
 /// A running server.
 pub struct McpHttp {
-    addr: SocketAddr,
     served: Arc<Served>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<JoinHandle<()>>,
+    server: Background,
 }
 
 /// What every connection reads; only the log changes, under its lock, taken only to write
@@ -100,40 +98,19 @@ impl McpHttp {
     /// fence), or on 127.0.0.1 with a port the OS picks; every call of [`TOOL`] is answered
     /// `result`, and nothing is served once `budget` is spent.
     pub fn start(listener: Option<TcpListener>, result: String, budget: Budget) -> Result<McpHttp, McpHttpError> {
-        let io = |what: &'static str| move |source| McpHttpError::Io { what, source };
-        let listener = match listener {
-            Some(listener) => listener,
-            None => TcpListener::bind(("127.0.0.1", 0)).map_err(io("cannot listen on 127.0.0.1"))?,
-        };
-        let addr = listener.local_addr().map_err(io("has no socket address"))?;
-        if !addr.ip().is_loopback() {
-            return Err(McpHttpError::NotLoopback(addr));
-        }
-        listener.set_nonblocking(true).map_err(io("cannot make its socket non-blocking"))?;
         let served = Arc::new(Served { result, budget, log: Mutex::new(ServerLog::default()) });
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let runtime =
-            tokio::runtime::Builder::new_current_thread().enable_io().enable_time().build().map_err(io("cannot make its runtime"))?;
         let serving = Arc::clone(&served);
-        let thread = std::thread::Builder::new()
-            .name("mcp-http".into())
-            .spawn(move || {
-                runtime.block_on(async move {
-                    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else { return };
-                    tokio::spawn(accept(listener, serving));
-                    let _ = stopped.await;
-                });
-                // Dropping the runtime here cancels every connection still open.
-                drop(runtime);
-            })
-            .map_err(io("cannot start its thread"))?;
-        Ok(McpHttp { addr, served, stop: Some(stop), thread: Some(thread) })
+        let server = Background::start("mcp-http", listener, move |listener| accept(listener, serving)).map_err(|e| match e {
+            ServeError::NotLoopback(addr) => McpHttpError::NotLoopback(addr),
+            ServeError::Io { what, source } => McpHttpError::Io { what, source },
+        })?;
+        Ok(McpHttp { served, server })
     }
 
     /// The URL `mcpServers` grants: `http://127.0.0.1:PORT/mcp` (the fence's loopback when
     /// there is a fence, where the harness runs).
     pub fn url(&self) -> String {
-        format!("http://{}{PATH}", self.addr)
+        format!("http://{}{PATH}", self.server.addr())
     }
 
     /// What reached the server so far.
@@ -143,30 +120,13 @@ impl McpHttp {
 
     /// Stops serving, closing every connection.
     pub fn stop(mut self) {
-        self.shutdown();
-    }
-
-    fn shutdown(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            // The thread ends as soon as the request it may be answering is done (which
-            // `STALL` bounds); should it not, it is left behind rather than holding up the run.
-            let waited = Instant::now();
-            while !thread.is_finished() && waited.elapsed() < STOP_WAIT {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            if thread.is_finished() {
-                let _ = thread.join();
-            }
-        }
+        self.server.shutdown(STOP_WAIT);
     }
 }
 
 impl Drop for McpHttp {
     fn drop(&mut self) {
-        self.shutdown();
+        self.server.shutdown(STOP_WAIT);
     }
 }
 
@@ -277,11 +237,11 @@ mod tests {
 
     /// One request over a fresh connection (`Connection: close`): the status line and the body.
     fn send(server: &McpHttp, method: &str, path: &str, extra: &str, body: &str) -> (String, String) {
-        let mut stream = std::net::TcpStream::connect(server.addr).expect("connect");
+        let mut stream = std::net::TcpStream::connect(server.server.addr()).expect("connect");
         stream.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
         let head = format!(
             "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n",
-            server.addr,
+            server.server.addr(),
             body.len()
         );
         stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(body.as_bytes())).expect("write");

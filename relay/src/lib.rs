@@ -59,6 +59,7 @@ pub mod pace;
 pub mod record;
 pub mod routes;
 pub mod script;
+pub mod serve;
 pub mod structured;
 pub mod token;
 
@@ -68,7 +69,6 @@ use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -142,8 +142,7 @@ pub struct Relay {
     key: String,
     provider: Option<String>,
     shared: Arc<Shared>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<JoinHandle<()>>,
+    server: serve::Background,
 }
 
 /// What every connection reads. Only `turn` and `record` change, each under its own lock,
@@ -236,16 +235,6 @@ impl Relay {
     /// a socket or thread that cannot be made.
     pub fn start(config: Config) -> Result<Relay, RelayError> {
         let routes = routes::for_provider(config.provider.as_deref())?;
-        let socket = |what: &'static str| move |source| RelayError::Io { what, source };
-        let listener = match config.listener {
-            Some(listener) => listener,
-            None => TcpListener::bind(("127.0.0.1", 0)).map_err(socket("cannot listen on 127.0.0.1"))?,
-        };
-        let addr = listener.local_addr().map_err(socket("has no socket address"))?;
-        if !addr.ip().is_loopback() {
-            return Err(RelayError::NotLoopback(addr));
-        }
-        listener.set_nonblocking(true).map_err(socket("cannot make its socket non-blocking"))?;
         let shared = Arc::new(Shared {
             routes,
             key: config.key.clone(),
@@ -262,23 +251,13 @@ impl Relay {
             steer: Mutex::new(None),
             expected: Mutex::new(None),
         });
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let runtime =
-            tokio::runtime::Builder::new_current_thread().enable_io().enable_time().build().map_err(socket("cannot make its runtime"))?;
         let serving = Arc::clone(&shared);
-        let thread = std::thread::Builder::new()
-            .name("model-relay".into())
-            .spawn(move || {
-                runtime.block_on(async move {
-                    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else { return };
-                    tokio::spawn(accept(listener, serving));
-                    let _ = stopped.await;
-                });
-                // Dropping the runtime here cancels every connection still open.
-                drop(runtime);
-            })
-            .map_err(socket("cannot start its thread"))?;
-        Ok(Relay { addr, key: config.key, provider: config.provider, shared, stop: Some(stop), thread: Some(thread) })
+        let server =
+            serve::Background::start("model-relay", config.listener, move |listener| accept(listener, serving)).map_err(|e| match e {
+                serve::ServeError::NotLoopback(addr) => RelayError::NotLoopback(addr),
+                serve::ServeError::Io { what, source } => RelayError::Io { what, source },
+            })?;
+        Ok(Relay { addr: server.addr(), key: config.key, provider: config.provider, shared, server })
     }
 
     /// Starts the next turn: calls from now on belong to it and `nonce` is the one looked
@@ -413,32 +392,14 @@ impl Relay {
     /// Stops serving (closing every connection) and returns the record, waiting for the
     /// relay's thread no longer than `within` leaves (a teardown's grace budget).
     pub fn stop(mut self, within: &Budget) -> Record {
-        self.shutdown(STOP_WAIT.min(within.remaining()));
+        self.server.shutdown(STOP_WAIT.min(within.remaining()));
         std::mem::take(&mut *self.shared.record())
-    }
-
-    fn shutdown(&mut self, wait: Duration) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            // The thread ends as soon as the request it may be answering is done, which the
-            // budgets bound; should it not, it is left behind rather than holding up the
-            // probe's deadline (it holds no lock the caller needs).
-            let waited = Instant::now();
-            while !thread.is_finished() && waited.elapsed() < wait {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            if thread.is_finished() {
-                let _ = thread.join();
-            }
-        }
     }
 }
 
 impl Drop for Relay {
     fn drop(&mut self) {
-        self.shutdown(STOP_WAIT);
+        self.server.shutdown(STOP_WAIT);
     }
 }
 

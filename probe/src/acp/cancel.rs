@@ -69,26 +69,40 @@ impl Run<'_, '_, '_, '_> {
         self.step(StepName::Cancellation, started, outcome);
     }
 
-    /// The cancelled turn's outcome; `Err` when it could not be cancelled at all.
-    /// The cancelled turn's start in the relay (a turn of its own, its answer paced): the
-    /// turn's index in the record, and the prompt's words.
-    pub(super) fn begin_cancelled_turn(&mut self) -> (usize, String) {
+    /// The prompt to cancel, sent on `session_id` as a turn of its own in the relay (its
+    /// answer paced, so that it is still in flight when the cancel goes out).
+    pub(super) fn send_prompt_to_cancel(&mut self, session_id: &str) -> Result<PromptToCancel, Reason> {
         let nonce = crate::options::fresh_nonce();
         let relay = &self.stage.plane.relay;
         relay.begin_turn(nonce.clone(), Vec::new());
         let turn = relay.turn();
         relay.answer_plainly();
         relay.pace(Some(PACE));
-        (turn, format!("Checkfu local diagnostic, cancellation. Reply with the nonce {nonce} and end the turn."))
-    }
-
-    fn cancel_turn(&mut self, session_id: &str) -> Result<Outcome, Reason> {
-        let (turn, text) = self.begin_cancelled_turn();
+        let text = format!("Checkfu local diagnostic, cancellation. Reply with the nonce {nonce} and end the turn.");
         let until = self.step_deadline();
         let sent = Instant::now();
         let params = json!({"sessionId": session_id, "prompt": [{"type": "text", "text": text}]});
-        let harness = |what: &str, fault: Fault| Reason::new(Kind::Harness, fault).within(what);
-        let prompt = self.session.request(PROMPT_METHOD, params).map_err(|f| harness(PROMPT_METHOD, f))?;
+        let id = self.session.request(PROMPT_METHOD, params).map_err(|f| Reason::new(Kind::Harness, f).within(PROMPT_METHOD))?;
+        Ok(PromptToCancel { turn, until, sent, id })
+    }
+
+    /// `session/cancel` for `session_id`, and the permission requests still open answered
+    /// `cancelled`, as ACP asks of a client (both versions do this the same way).
+    pub(super) fn send_cancel(&mut self, session_id: &str) -> Result<SentCancel, Reason> {
+        // The moment of the cancel is taken before it is sent: an agent may start a call within
+        // a millisecond of reading it, and a probe descheduled between the two under load
+        // would otherwise count that call as before the cancel.
+        let at = Instant::now();
+        let at_ms = self.stage.plane.relay.now_ms();
+        self.session
+            .notify(CANCEL_METHOD, json!({"sessionId": session_id}))
+            .map_err(|f| Reason::new(Kind::Harness, f).within(CANCEL_METHOD))?;
+        self.session.cancel_permissions();
+        Ok(SentCancel { at, at_ms, requests_before: self.session.client_requests.len() })
+    }
+
+    fn cancel_turn(&mut self, session_id: &str) -> Result<Outcome, Reason> {
+        let PromptToCancel { turn, until, sent, id: prompt } = self.send_prompt_to_cancel(session_id)?;
         let trigger = match self.wait_for_flight(prompt, turn, 0, false, until) {
             Flight::Act(trigger) => trigger,
             Flight::Answered(message) => {
@@ -97,14 +111,7 @@ impl Run<'_, '_, '_, '_> {
             }
             Flight::Failed(reason) => return Err(reason.within("no model answer was in flight to cancel")),
         };
-        // The moment of the cancel is taken before it is sent: an agent may start a call within
-        // a millisecond of reading it, and a probe descheduled between the two under load
-        // would otherwise count that call as before the cancel.
-        let cancelled = Instant::now();
-        let cancel_ms = self.stage.plane.relay.now_ms();
-        self.session.notify(CANCEL_METHOD, json!({"sessionId": session_id})).map_err(|f| harness(CANCEL_METHOD, f))?;
-        self.session.cancel_permissions();
-        let requests_before = self.session.client_requests.len();
+        let SentCancel { at: cancelled, at_ms: cancel_ms, requests_before } = self.send_cancel(session_id)?;
         let answer = self.answer_to(prompt, (cancelled + WINDOW).min(until));
         let settle_ms = answer.is_ok().then(|| cancelled.elapsed().as_millis() as u64);
         let answered_cancelled = answer.as_ref().ok().and_then(|m| m.pointer("/result/stopReason")) == Some(&json!("cancelled"));
@@ -217,4 +224,25 @@ fn answer_words(message: &Value) -> String {
         (None, Some(error)) => format!("error {}", rpc_error(error)),
         (None, None) => String::from("without a stop reason"),
     }
+}
+
+/// A `session/cancel` as sent ([`Run::send_cancel`]).
+pub(super) struct SentCancel {
+    /// When it was sent, by the probe's clock and by the relay's (the record's times).
+    pub at: Instant,
+    pub at_ms: u64,
+    /// How many client requests the harness had sent by then (the permission requests after
+    /// it are those the cancel answered).
+    pub requests_before: usize,
+}
+
+/// The prompt the `cancellation` step cancels, as sent ([`Run::send_prompt_to_cancel`]).
+pub(super) struct PromptToCancel {
+    /// Its turn's index in the relay's record.
+    pub turn: usize,
+    /// The step's deadline.
+    pub until: Instant,
+    pub sent: Instant,
+    /// The request's id.
+    pub id: i64,
 }

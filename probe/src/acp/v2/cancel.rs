@@ -7,14 +7,14 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use super::super::cancel::WINDOW;
+use super::super::cancel::{PromptToCancel, SentCancel, WINDOW};
 use super::super::flight::Flight;
-use super::super::{Run, CANCEL_METHOD};
+use super::super::Run;
 use crate::acp::report::Cancellation;
 use crate::outcome::{Kind, Outcome, Reason};
 use crate::session::{Fault, Incoming};
 use crate::verdict::in_flight::AfterStop;
-use checkfu_wire::decode::tables::{PROMPT_METHOD, UPDATE_METHOD};
+use checkfu_wire::decode::tables::UPDATE_METHOD;
 
 /// How the wait for the idle after the cancel ended: the idle's stop reason (`None`: it
 /// had none), or why none came.
@@ -23,12 +23,7 @@ type Settled = Result<Option<String>, Reason>;
 impl Run<'_, '_, '_, '_> {
     /// The cancelled turn's outcome; `Err` when it could not be cancelled at all.
     pub(in crate::acp) fn cancel_turn_v2(&mut self, session_id: &str) -> Result<Outcome, Reason> {
-        let (turn, text) = self.begin_cancelled_turn();
-        let until = self.step_deadline();
-        let sent = Instant::now();
-        let params = json!({"sessionId": session_id, "prompt": [{"type": "text", "text": text}]});
-        let harness = |what: &str, fault: Fault| Reason::new(Kind::Harness, fault).within(what);
-        let prompt = self.session.request(PROMPT_METHOD, params).map_err(|f| harness(PROMPT_METHOD, f))?;
+        let PromptToCancel { turn, until, sent, id: prompt } = self.send_prompt_to_cancel(session_id)?;
         // The receipt first (read past: this turn is outside the checks' trace), then the
         // model's answer in flight.
         let receipt = loop {
@@ -47,11 +42,7 @@ impl Run<'_, '_, '_, '_> {
             Flight::Answered(_) => return Err(Reason::new(Kind::Answer, "the prompt to cancel was answered twice")),
             Flight::Failed(reason) => return Err(reason.within("no model answer was in flight to cancel")),
         };
-        let cancelled = Instant::now();
-        let cancel_ms = self.stage.plane.relay.now_ms();
-        self.session.notify(CANCEL_METHOD, json!({"sessionId": session_id})).map_err(|f| harness(CANCEL_METHOD, f))?;
-        self.session.cancel_permissions();
-        let requests_before = self.session.client_requests.len();
+        let SentCancel { at: cancelled, at_ms: cancel_ms, requests_before } = self.send_cancel(session_id)?;
         let settled = self.idle_after_cancel((cancelled + WINDOW).min(until));
         let settle_ms = settled.is_ok().then(|| cancelled.elapsed().as_millis() as u64);
         if settled.is_ok() {
