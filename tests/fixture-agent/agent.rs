@@ -94,8 +94,8 @@
 //! unknown `_` request goes unanswered), `--result-and-error` (answered with both),
 //! `--foreign-update` (an update naming another session), `--boolean-config`,
 //! `--terminal-auth`, `--latin1-stdout`, `--ignore-terminal-capability` (`--use-terminal`
-//! without terminals advertised). `--acp-version 2` speaks ACP v2 instead (`v2.rs`, with
-//! its own hostile twins).
+//! without terminals advertised). `--acp-version 2` speaks ACP v2 instead: the same agent and
+//! switches, its wire translated (`v2.rs`, with its own hostile twins).
 
 // `unsafe` lives in `checkfu-wire-sandbox` alone (tests/it/layers.rs holds this).
 #![forbid(unsafe_code)]
@@ -366,6 +366,10 @@ fn switches() -> Switches {
             "--accept-invalid" => s.accept_invalid = true,
             "--history" => s.history = args.next().and_then(|n| n.parse().ok()).unwrap_or(0),
             "--lie-compaction" => s.lie_compaction = args.next().as_deref().and_then(compaction::Lie::parse),
+            "--acp-version" => {
+                args.next();
+            }
+            other if v2::SWITCHES.contains(&other) => {}
             other => {
                 eprintln!("fixture agent: unknown switch {other}");
                 std::process::exit(2);
@@ -420,6 +424,8 @@ struct Agent {
     prompts: u64,
     /// The sessions prompted so far (at most 64 kept).
     prompted_sessions: Vec<String>,
+    /// `--acp-version 2`: the v2 wire everything written goes through.
+    v2: Option<v2::Wire>,
 }
 
 /// The most turns the journal keeps, and the longest text of one.
@@ -438,6 +444,17 @@ impl Agent {
         if self.silent {
             return;
         }
+        // `--acp-version 2`: what the v1 agent says, as v2 says it (`v2.rs`).
+        if let Some(wire) = self.v2.as_mut() {
+            for message in wire.translate(message.clone()) {
+                self.write_line(&message);
+            }
+            return;
+        }
+        self.write_line(message);
+    }
+
+    fn write_line(&mut self, message: &Value) {
         let mut line = message.to_string();
         line.push('\n');
         if self.out.write_all(line.as_bytes()).and_then(|()| self.out.flush()).is_err() {
@@ -539,7 +556,11 @@ impl Agent {
                         self.s.hang = true;
                         let _ = checkfu_wire_sandbox::interrupt::ignore(libc::SIGTERM);
                     }
-                    self.initialize(&id, asked);
+                    if self.v2.is_some() {
+                        self.initialize_v2(&id, asked);
+                    } else {
+                        self.initialize(&id, asked);
+                    }
                 }
                 Some("authenticate") => {
                     if message.pointer("/params/methodId") == Some(&json!("fixture-key")) {
@@ -603,6 +624,7 @@ impl Agent {
                     let mut text = message.pointer("/params/prompt/0/text").and_then(Value::as_str).unwrap_or("").to_owned();
                     let blocks = message.pointer("/params/prompt").cloned().unwrap_or(Value::Null);
                     text.push_str(&self.staged(&blocks));
+                    self.open_turn_v2(&id, &message);
                     self.turn(&id, &text);
                 }
                 Some("_checkfu/session/steer") => self.steer(&id),
@@ -720,7 +742,8 @@ impl Agent {
         true
     }
 
-    fn initialize(&mut self, id: &Value, asked: u64) {
+    /// The `checkfu.capabilities` of `--declare`.
+    fn declaration(&self) -> serde_json::Map<String, Value> {
         let mut declaration = serde_json::Map::new();
         for member in &self.s.declare {
             // `member=value` declares that value (`structured_output=submit_tool`).
@@ -740,6 +763,11 @@ impl Agent {
             };
             declaration.insert(member.clone(), json!(value));
         }
+        declaration
+    }
+
+    fn initialize(&mut self, id: &Value, asked: u64) {
+        let declaration = self.declaration();
         // It speaks version 1 alone, and says so whatever it was asked for.
         let version = if self.s.echo_version { asked } else { 1 };
         let mut result = json!({"protocolVersion": version, "agentCapabilities": {"loadSession": self.s.sessions},
@@ -1277,12 +1305,11 @@ impl Agent {
 }
 
 fn main() {
-    // `--acp-version 2`: the v2 wire, in a file of its own.
-    if v2::wanted() {
-        v2::run();
-        return;
-    }
-    let s = switches();
+    let mut s = switches();
+    // `--acp-version 2`: the same agent on the v2 wire (`v2.rs`); its `--never-cancelled` is
+    // v1's `--ignore-cancel`.
+    let v2 = v2::wanted().then(v2::Wire::new);
+    s.ignore_cancel |= v2::never_cancelled();
     // `CHECKFU_FIXTURE_SEEN=FILE`: where it was started, as JSON, before anything else.
     if let Some(path) = std::env::var_os("CHECKFU_FIXTURE_SEEN") {
         let cwd = std::env::current_dir().map(|d| d.to_string_lossy().into_owned()).unwrap_or_default();
@@ -1328,6 +1355,7 @@ fn main() {
         mcp: Vec::new(),
         mcp_calls: 0,
         prompts: 0,
+        v2,
     };
     agent.run();
 }
@@ -1358,27 +1386,42 @@ impl Agent {
         let text = |key: &str| input.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
         match name {
             model::WRITE_FILE => {
-                let written =
-                    self.call("fs/write_text_file", json!({"sessionId": session, "path": text("path"), "content": text("content")}));
-                let output = if written.get("error").is_some() { "the write was refused" } else { "written" };
+                let output = if self.write_text(session, &text("path"), &text("content")) { "written" } else { "the write was refused" };
                 ("completed", output.to_owned())
             }
             model::SHELL => {
                 let ran = std::process::Command::new("sh").arg("-c").arg(text("command")).current_dir(&self.cwd).output();
                 ("completed", ran.map_or_else(|e| format!("cannot run: {e}"), |o| format!("exit {}", o.status)))
             }
-            _ => {
-                let read = self.call("fs/read_text_file", json!({"sessionId": session, "path": text("path")}));
-                ("completed", read.pointer("/result/content").and_then(Value::as_str).unwrap_or("(unreadable)").to_owned())
-            }
+            _ => ("completed", self.read_text(session, &text("path")).unwrap_or_else(|| String::from("(unreadable)"))),
         }
+    }
+
+    /// Reads `path` for `session`: through the client's `fs/read_text_file` in v1, by itself
+    /// in v2, which has no client file system methods.
+    fn read_text(&mut self, session: &str, path: &str) -> Option<String> {
+        if self.v2.is_some() {
+            return std::fs::read_to_string(path).ok();
+        }
+        let read = self.call("fs/read_text_file", json!({"sessionId": session, "path": path}));
+        read.pointer("/result/content").and_then(Value::as_str).map(str::to_owned)
+    }
+
+    /// Writes `path` for `session`, as [`Agent::read_text`] reads; whether it was written.
+    fn write_text(&mut self, session: &str, path: &str, content: &str) -> bool {
+        if self.v2.is_some() {
+            return std::fs::write(path, content).is_ok();
+        }
+        let written = self.call("fs/write_text_file", json!({"sessionId": session, "path": path, "content": content}));
+        written.get("error").is_none()
     }
 
     /// The prompt's resource links read in order, as text the model gets after the prompt's
     /// words: what a declared `staged_files` serves (`--ignore-staged` reads none).
     fn staged(&mut self, blocks: &Value) -> String {
-        // Read through the client only when it advertised file system access.
-        if self.s.ignore_staged || !self.client_fs || !self.s.declare.iter().any(|m| m == "staged_files") {
+        // Read through the client only when it advertised file system access (v2 reads by itself).
+        let readable = self.client_fs || self.v2.is_some();
+        if self.s.ignore_staged || !readable || !self.s.declare.iter().any(|m| m == "staged_files") {
             return String::new();
         }
         let links: Vec<String> = blocks
@@ -1392,8 +1435,7 @@ impl Agent {
         let mut text = String::new();
         for path in links {
             let session = self.prompted.clone();
-            let read = self.call("fs/read_text_file", json!({"sessionId": session, "path": path}));
-            let content = read.pointer("/result/content").and_then(Value::as_str).unwrap_or("(unreadable)");
+            let content = self.read_text(&session, &path).unwrap_or_else(|| String::from("(unreadable)"));
             text.push_str(&format!("\n[{path}]\n{content}"));
         }
         text
@@ -1463,8 +1505,9 @@ impl Agent {
         for entry in servers.and_then(Value::as_array).into_iter().flatten().take(8) {
             let started = match entry.get("type").and_then(Value::as_str) {
                 Some("http") if self.s.mcp_http && !self.s.ignore_mcp_http => mcp::Server::connect(entry),
+                // v1's stdio entry names no `type`; v2's names `stdio`.
+                Some("stdio") | None => mcp::Server::start(entry, &self.cwd),
                 Some(other) => Err(format!("a `{other}` server, not reached")),
-                None => mcp::Server::start(entry, &self.cwd),
             };
             match started {
                 Ok(server) => self.mcp.push(server),
