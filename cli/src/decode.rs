@@ -81,7 +81,9 @@ struct Captured<'a> {
 }
 
 /// The line the probe's `--record` opens with: how the harness was launched (the argv as
-/// run). Not a message, so it is skipped.
+/// run). Not a message, so it is skipped. A record holds one such line per agent process (the
+/// requirement probes' fresh process follows the main one's): each opens a connection of its
+/// own, so the decoder starts afresh there (its pending requests were the last process's).
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)] // read only to recognize the line
@@ -91,6 +93,20 @@ struct Launched {
 
 fn launched(bytes: &[u8]) -> bool {
     memchr::memmem::find(bytes, b"\"launch\"").is_some() && serde_json::from_slice::<Launched>(bytes).is_ok()
+}
+
+/// A line the probe wrote on purpose although it is no message (its informational probes'
+/// malformed JSON and invalid request), marked so in the record: shown, not decoded.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Invalid {
+    direction: WireDirection,
+    invalid: String,
+}
+
+fn invalid(bytes: &[u8]) -> Option<Invalid> {
+    memchr::memmem::find(bytes, b"\"invalid\"")?;
+    serde_json::from_slice(bytes).ok()
 }
 
 fn captured(bytes: &[u8]) -> Option<Captured<'_>> {
@@ -150,6 +166,15 @@ pub fn decode(file: Option<PathBuf>, direction: Option<WireDirection>, protocol:
             continue;
         }
         if launched(bytes) {
+            decoder = Decoder::new().reading(protocol);
+            continue;
+        }
+        if let Some(sent) = invalid(bytes) {
+            let note = json!({"line": number, "direction": sent.direction, "invalid": sent.invalid,
+                "note": "written on purpose as no message of the protocol; not decoded"});
+            if writeln!(out, "{note}").is_err() {
+                return 2;
+            }
             continue;
         }
         // A capture record carries its own direction; a bare message takes `--direction`.
