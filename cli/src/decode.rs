@@ -109,6 +109,20 @@ fn invalid(bytes: &[u8]) -> Option<Invalid> {
     serde_json::from_slice(bytes).ok()
 }
 
+/// A line of a probe's record that is no message, handled: a launch line (a new connection
+/// starts: `decoder` is made afresh in `protocol`) or a line the probe wrote on purpose as no
+/// message (its note written to `out`); `None` for any other line.
+fn no_message(bytes: &[u8], number: usize, out: &mut impl Write, (decoder, protocol): (&mut Decoder, Protocol)) -> Option<io::Result<()>> {
+    if launched(bytes) {
+        *decoder = Decoder::new().reading(protocol);
+        return Some(Ok(()));
+    }
+    let sent = invalid(bytes)?;
+    let note = json!({"line": number, "direction": sent.direction, "invalid": sent.invalid,
+        "note": "written on purpose as no message of the protocol; not decoded"});
+    Some(writeln!(out, "{note}"))
+}
+
 fn captured(bytes: &[u8]) -> Option<Captured<'_>> {
     // Cheap refusal first: a bare message has no `"direction"` member at all.
     memchr::memmem::find(bytes, b"\"direction\"")?;
@@ -165,17 +179,10 @@ pub fn decode(file: Option<PathBuf>, direction: Option<WireDirection>, protocol:
         if bytes.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        if launched(bytes) {
-            decoder = Decoder::new().reading(protocol);
-            continue;
-        }
-        if let Some(sent) = invalid(bytes) {
-            let note = json!({"line": number, "direction": sent.direction, "invalid": sent.invalid,
-                "note": "written on purpose as no message of the protocol; not decoded"});
-            if writeln!(out, "{note}").is_err() {
-                return 2;
-            }
-            continue;
+        match no_message(bytes, number, &mut out, (&mut decoder, protocol)) {
+            Some(Ok(())) => continue,
+            Some(Err(_)) => return 2,
+            None => {}
         }
         // A capture record carries its own direction; a bare message takes `--direction`.
         let record = captured(bytes);
