@@ -1027,6 +1027,33 @@ mod tests {
         session.teardown(Duration::from_secs(1));
     }
 
+    #[test]
+    fn a_rejected_line_that_answers_no_request_is_read_past_only_when_asked() {
+        const IDLESS: &str = r#"{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found"}}"#;
+        let soon = || Instant::now() + Duration::from_secs(20);
+        // Fail-closed by default: the wait ends on it.
+        let mut session = session_writing(&[IDLESS, CHUNK]);
+        assert!(matches!(session.next(soon()), Err(Fault::Rejected { .. })));
+        session.teardown(Duration::from_secs(1));
+        // Read past and listed when asked: the notification behind it is handed on.
+        let mut session = session_writing(&[IDLESS, CHUNK]);
+        session.skip_rejected = true;
+        assert!(matches!(session.next(soon()), Ok(Incoming::Notification { .. })));
+        assert_eq!((session.skipped_lines, session.skipped.len()), (1, 1));
+        assert_eq!(session.skipped[0].stdout_line, 1);
+        assert!(session.skipped[0].line.contains("-32601"), "{:?}", session.skipped);
+        assert_eq!(session.hygiene.rejections.len(), 1, "still judged by the schema's requirement");
+        session.teardown(Duration::from_secs(1));
+        // A rejected response carrying one of the runner's ids answers that request, badly.
+        let both = r#"{"jsonrpc":"2.0","id":0,"result":{},"error":{"code":-32601,"message":"m"}}"#;
+        let mut session = session_writing(&[both, CHUNK]);
+        session.skip_rejected = true;
+        session.request("session/new", json!({"cwd": "/", "mcpServers": []})).expect("sent");
+        assert!(matches!(session.next(soon()), Err(Fault::Rejected { .. })));
+        assert!(session.skipped.is_empty());
+        session.teardown(Duration::from_secs(1));
+    }
+
     /// The response to `session/new` as `answer` writes it, read after the request was sent.
     fn answered_with(answer: &str) -> (Session, Result<Incoming, Fault>) {
         let mut session = session_writing(&[answer]);
