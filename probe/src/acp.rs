@@ -991,7 +991,9 @@ fn probe_requirements(
             .map_err(|e| kit::Why::from(format!("its command could not be made: {e}").as_str()))
     };
     match fit.and_then(command).and_then(|command| kit::exercise(options, &command, stage, v1)) {
-        Ok((probe, fault)) => {
+        Ok((mut probe, fault)) => {
+            // The record holds every agent process's wire, each opened by its launch line.
+            lane.record.append(&mut probe.record);
             lane.requirement_probe = Some(probe);
             fault
         }

@@ -83,8 +83,13 @@
 //! `--sessions` advertises and serves `session/list`, `session/load` (its history replayed
 //! before the answer), `session/resume`, `session/close` and image, audio and
 //! embedded-context prompts, and offers two modes and two select config options, which it
-//! changes when asked. Twins of those: `--null-load`, `--replay-after-load`,
-//! `--replay-on-resume`, `--refuse-set-mode`, `--partial-config`; of the permission:
+//! changes when asked; it also advertises and serves `session/delete` (quiet for a session
+//! that is gone), `additionalDirectories` in `session/new`, and `logout`, and a
+//! `session/close` of the session whose model call is in flight cancels that turn. Twins of
+//! those: `--null-load`, `--replay-after-load`, `--replay-on-resume`, `--refuse-set-mode`,
+//! `--partial-config`, `--close-leaves-turn`, `--refuse-extra-directory`, `--null-delete`,
+//! `--delete-gone-fails`, `--logout-null`; `--idless-error` answers an unknown `_`
+//! notification with an error that has no id; of the permission:
 //! `--write-before-answer` (writes right behind its permission request); of authentication:
 //! `--forget-auth-when-probed`; of the prompt and errors: `--refuse-meta`,
 //! `--refuse-resource-link`, `--multiline-error`; of the fresh
@@ -215,6 +220,18 @@ struct Switches {
     replay_on_resume: bool,
     refuse_set_mode: bool,
     partial_config: bool,
+    /// Twins of the session's and the login's ends under `--sessions`: a close that leaves
+    /// the prompt in flight running, a `session/new` naming an extra directory refused, a
+    /// delete answered `null`, a second delete of a session answered with an error, a
+    /// `logout` answered `null`.
+    close_leaves_turn: bool,
+    /// Answers an unknown `_` notification with an error that has no id, a line no
+    /// JSON-RPC reader accepts (as codex-acp does).
+    idless_error: bool,
+    refuse_extra_directory: bool,
+    null_delete: bool,
+    delete_gone_fails: bool,
+    logout_null: bool,
     /// Answers `authenticate` in the requirement probes' process and still refuses its
     /// sessions as unauthenticated.
     forget_auth_when_probed: bool,
@@ -336,6 +353,12 @@ fn switches() -> Switches {
             "--replay-on-resume" => s.replay_on_resume = true,
             "--refuse-set-mode" => s.refuse_set_mode = true,
             "--partial-config" => s.partial_config = true,
+            "--close-leaves-turn" => s.close_leaves_turn = true,
+            "--idless-error" => s.idless_error = true,
+            "--refuse-extra-directory" => s.refuse_extra_directory = true,
+            "--null-delete" => s.null_delete = true,
+            "--delete-gone-fails" => s.delete_gone_fails = true,
+            "--logout-null" => s.logout_null = true,
             "--hang-when-probed" => s.hang_when_probed = true,
             "--elicit" => s.elicit = true,
             "--answer-cancel" => s.answer_cancel = true,
@@ -576,6 +599,8 @@ impl Agent {
                     let runtime_config = message.pointer("/params/_meta/checkfu.runtime_config").is_some();
                     if self.s.need_credentials && !self.authenticated {
                         self.fail(&id, -32000, "Authentication required");
+                    } else if self.s.refuse_extra_directory && message.pointer("/params/additionalDirectories").is_some() {
+                        self.fail(&id, -32602, "additionalDirectories is not supported");
                     } else if self.s.refuse_runtime_config && runtime_config {
                         self.fail(&id, -32602, "checkfu.runtime_config is not supported");
                     } else if let Err(why) = self.resume(message.pointer("/params/_meta/checkfu.resume")) {
@@ -631,6 +656,9 @@ impl Agent {
                 Some("_checkfu/session/interrupt") => self.respond(&id, json!({"disposition": "refused"})),
                 Some(method) if self.s.sessions && self.session_method(method, &id, &message) => {}
                 Some(_) if message.get("id").is_some() => self.unknown(&id),
+                Some(method) if self.s.idless_error && method.starts_with('_') => {
+                    self.write(&json!({"jsonrpc": "2.0", "error": {"code": -32601, "message": "Method not found"}}));
+                }
                 _ => {}
             }
         }
@@ -737,6 +765,17 @@ impl Agent {
                 self.sessions.retain(|(s, _)| *s != closed);
                 self.respond(id, json!({}));
             }
+            // A session gone or never made is deleted quietly (`--delete-gone-fails`: an error).
+            "session/delete" if self.s.delete_gone_fails && !self.known(session) => self.fail(id, -32602, "Unknown session"),
+            "session/delete" => {
+                let deleted = session.and_then(Value::as_str).unwrap_or_default().to_owned();
+                self.sessions.retain(|(s, _)| *s != deleted);
+                self.respond(id, if self.s.null_delete { Value::Null } else { json!({}) });
+            }
+            "logout" => {
+                self.authenticated = false;
+                self.respond(id, if self.s.logout_null { Value::Null } else { json!({}) });
+            }
             _ => return false,
         }
         true
@@ -776,7 +815,9 @@ impl Agent {
             result["agentCapabilities"]["mcpCapabilities"] = json!({"http": true});
         }
         if self.s.sessions {
-            result["agentCapabilities"]["sessionCapabilities"] = json!({"list": {}, "resume": {}, "close": {}});
+            result["agentCapabilities"]["sessionCapabilities"] =
+                json!({"list": {}, "resume": {}, "close": {}, "delete": {}, "additionalDirectories": {}});
+            result["agentCapabilities"]["auth"] = json!({"logout": {}});
             result["agentCapabilities"]["promptCapabilities"] = json!({"image": true, "audio": true, "embeddedContext": true});
         }
         if self.s.need_credentials {
@@ -1280,6 +1321,18 @@ impl Agent {
                         }
                         self.mid_call.cancelled = true;
                         if !self.s.ignore_cancel {
+                            in_flight.abort();
+                        }
+                    }
+                    // Closing the session being prompted cancels its turn, as ACP asks
+                    // (`--close-leaves-turn`: the turn runs on).
+                    Some("session/close") if self.s.sessions && message.pointer("/params/sessionId") == Some(&json!(self.prompted)) => {
+                        let id = message.get("id").cloned().unwrap_or(Value::Null);
+                        let closed = self.prompted.clone();
+                        self.sessions.retain(|(s, _)| *s != closed);
+                        self.respond(&id, json!({}));
+                        if !self.s.close_leaves_turn {
+                            self.mid_call.cancelled = true;
                             in_flight.abort();
                         }
                     }
