@@ -81,15 +81,12 @@ enum Command {
     /// against it; prints where it listens, then its record).
     Relay(relay::Args),
     /// The probe's own MCP server over stdio, which a harness under `probe` starts from
-    /// `session/new`'s `mcpServers` (not for use by hand).
+    /// `session/new`'s `mcpServers` (not for use by hand): a pipe to the probe's server.
     #[command(name = "mcp-tool", hide = true)]
     McpTool {
-        /// What every call of its tool answers.
+        /// The probe's endpoint every message is relayed to (`http://LOOPBACK:PORT/PATH`).
         #[arg(long)]
-        result: String,
-        /// The file each request it serves is appended to.
-        #[arg(long)]
-        log: PathBuf,
+        endpoint: String,
     },
     /// Check author-supplied JSON Schemas against the bounded safety profile (exit 0 all pass,
     /// 1 any fails, 2 usage error or unreadable file).
@@ -114,8 +111,11 @@ pub fn run() -> i32 {
         Command::Relay(args) => relay::relay(args),
         Command::Image(args) => image::image(args),
         Command::Init(args) => init::init(&args),
-        Command::McpTool { result, log } => {
-            match checkfu_wire_probe::mcp_tool::serve(std::io::stdin().lock(), std::io::stdout().lock(), &result, &log) {
+        Command::McpTool { endpoint } => {
+            let piped = endpoint
+                .parse()
+                .and_then(|endpoint| checkfu_wire_probe::mcp_tool::pipe(std::io::stdin().lock(), std::io::stdout().lock(), &endpoint));
+            match piped {
                 Ok(()) => 0,
                 Err(e) => {
                     eprintln!("checkfu-wire mcp-tool: {e}");

@@ -1,11 +1,12 @@
-//! The probe's own MCP server over streamable HTTP (MCP 2025-06-18): what `session/new`'s
+//! The probe's own MCP server, over streamable HTTP (MCP 2025-06-18): what `session/new`'s
 //! `mcpServers` grants, as an `http` entry, a harness that advertises
-//! `mcpCapabilities.http` at `initialize`.
+//! `mcpCapabilities.http` at `initialize`; and what the stdio entry's process pipes to
+//! ([`crate::mcp_tool`]), at a path of its own. Each [`Transport`] granted is an endpoint of
+//! one server, with a tool of its own name and a result of its own.
 //!
-//! It answers exactly what the stdio server answers ([`mcp_tool::answer`]), with a tool of
-//! its own name ([`TOOL`]), and keeps what reached it in the probe's memory
-//! ([`McpHttp::log`]): unlike the stdio server's log, which lies in the workspace, nothing a
-//! harness can write holds this evidence, so a harness cannot forge the call it never made.
+//! Every endpoint answers the same way ([`mcp_tool::answer`]) and keeps what reached it in
+//! the probe's memory ([`McpHttp::log`]): nothing a harness can write holds this evidence, so
+//! a harness cannot forge the call it never made, over either transport.
 //!
 //! It listens on the fence's loopback (a listener bound inside the network namespace, which
 //! the probe accepts on from its own, as it does the relay's), or on the probe's 127.0.0.1
@@ -15,11 +16,11 @@
 //!
 //! | request | answer |
 //! |---|---|
-//! | POST [`PATH`], a JSON-RPC request | 200, its response as `application/json` (no SSE stream: the revision lets a server answer with one JSON object) |
-//! | POST [`PATH`], a notification or a response | 202, no body |
-//! | POST [`PATH`], a batch (an array) | 400: the 2025-06-18 revision has no batches |
-//! | POST [`PATH`], not JSON | 400, a JSON-RPC parse error |
-//! | GET or DELETE [`PATH`] | 405: no server-initiated stream, no session to end |
+//! | POST an endpoint's path, a JSON-RPC request | 200, its response as `application/json` (no SSE stream: the revision lets a server answer with one JSON object) |
+//! | POST an endpoint's path, a notification or a response | 202, no body |
+//! | POST an endpoint's path, a batch (an array) | 400: the 2025-06-18 revision has no batches |
+//! | POST an endpoint's path, not JSON | 400, a JSON-RPC parse error |
+//! | GET or DELETE an endpoint's path | 405: no server-initiated stream, no session to end |
 //! | another path | 404 |
 //! | an `Origin` not of the loopback | 403 (the revision asks a server to check it) |
 //! | a body over [`MAX_BODY`] | 413 |
@@ -49,11 +50,12 @@ use crate::relay::serve::{Background, ServeError};
 
 /// The name the probe gives the server in `mcpServers`.
 pub const SERVER_NAME: &str = "checkfu_http";
-/// The server's one tool: a name of its own, so the relay tells a call of it from a call of
-/// the stdio server's tool (neither name ends with the other).
+/// The HTTP endpoint's one tool ([`Transport::tool`]).
 pub const TOOL: &str = "checkfu_platform_probe_http";
-/// The one path served: the MCP endpoint.
+/// The HTTP grant's endpoint.
 pub const PATH: &str = "/mcp";
+/// The endpoint the stdio grant's process pipes to.
+pub const STDIO_PATH: &str = "/stdio";
 /// The largest body read: an MCP message of this server's is a few hundred bytes.
 pub const MAX_BODY: usize = 1 << 20;
 /// The most connections served at once; one past it is closed unread.
@@ -62,6 +64,43 @@ pub const MAX_CONNECTIONS: usize = 16;
 pub const STALL: Duration = Duration::from_secs(10);
 /// How long [`McpHttp::stop`] waits for the server's thread, at most.
 const STOP_WAIT: Duration = Duration::from_secs(5);
+
+/// How a grant reaches the server: each is an endpoint of its own, with its own tool, result
+/// and record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// Streamable HTTP, the `http` entry's URL.
+    Http,
+    /// Stdio, through the process the harness starts ([`mcp_tool::pipe`]).
+    Stdio,
+}
+
+impl Transport {
+    /// The endpoint's path.
+    pub fn path(self) -> &'static str {
+        match self {
+            Transport::Http => PATH,
+            Transport::Stdio => STDIO_PATH,
+        }
+    }
+
+    /// The endpoint's one tool: a name of each transport's own, so the relay tells a call of
+    /// one from a call of the other (neither name ends with the other).
+    pub fn tool(self) -> &'static str {
+        match self {
+            Transport::Http => TOOL,
+            Transport::Stdio => mcp_tool::TOOL,
+        }
+    }
+
+    /// The name `mcpServers` gives the grant.
+    pub fn server_name(self) -> &'static str {
+        match self {
+            Transport::Http => SERVER_NAME,
+            Transport::Stdio => mcp_tool::SERVER_NAME,
+        }
+    }
+}
 
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -78,27 +117,44 @@ pub struct McpHttp {
     server: Background,
 }
 
-/// What every connection reads; only the log changes, under its lock, taken only to write
-/// an entry.
+/// What every connection reads: the budget and the endpoints.
 struct Served {
-    result: String,
     budget: Budget,
+    endpoints: Vec<Endpoint>,
+}
+
+/// One transport's endpoint; only its log changes, under its lock, taken only to write an
+/// entry.
+struct Endpoint {
+    transport: Transport,
+    result: String,
     log: Mutex<ServerLog>,
 }
 
-impl Served {
+impl Endpoint {
     fn log(&self) -> MutexGuard<'_, ServerLog> {
         // A panic elsewhere while holding the lock leaves the log as it was; keep serving.
         self.log.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
+impl Served {
+    fn endpoint(&self, transport: Transport) -> Option<&Endpoint> {
+        self.endpoints.iter().find(|e| e.transport == transport)
+    }
+}
+
 impl McpHttp {
     /// Starts serving on `listener` (bound on a loopback address by the caller: inside the
-    /// fence), or on 127.0.0.1 with a port the OS picks; every call of [`TOOL`] is answered
-    /// `result`, and nothing is served once `budget` is spent.
-    pub fn start(listener: Option<TcpListener>, result: String, budget: Budget) -> Result<McpHttp, McpHttpError> {
-        let served = Arc::new(Served { result, budget, log: Mutex::new(ServerLog::default()) });
+    /// fence), or on 127.0.0.1 with a port the OS picks, an endpoint for each transport of
+    /// `endpoints`, whose tool's calls are answered with its result; nothing is served once
+    /// `budget` is spent.
+    pub fn start(listener: Option<TcpListener>, endpoints: Vec<(Transport, String)>, budget: Budget) -> Result<McpHttp, McpHttpError> {
+        let endpoints = endpoints
+            .into_iter()
+            .map(|(transport, result)| Endpoint { transport, result, log: Mutex::new(ServerLog::default()) })
+            .collect();
+        let served = Arc::new(Served { budget, endpoints });
         let serving = Arc::clone(&served);
         let server = Background::start("mcp-http", listener, move |listener| accept(listener, serving)).map_err(|e| match e {
             ServeError::NotLoopback(addr) => McpHttpError::NotLoopback(addr),
@@ -107,15 +163,15 @@ impl McpHttp {
         Ok(McpHttp { served, server })
     }
 
-    /// The URL `mcpServers` grants: `http://127.0.0.1:PORT/mcp` (the fence's loopback when
-    /// there is a fence, where the harness runs).
-    pub fn url(&self) -> String {
-        format!("http://{}{PATH}", self.server.addr())
+    /// The URL of `transport`'s endpoint: `http://127.0.0.1:PORT/PATH` (the fence's loopback
+    /// when there is a fence, where the harness runs).
+    pub fn url(&self, transport: Transport) -> String {
+        format!("http://{}{}", self.server.addr(), transport.path())
     }
 
-    /// What reached the server so far.
-    pub fn log(&self) -> ServerLog {
-        self.served.log().clone()
+    /// What reached `transport`'s endpoint so far (nothing, for one not served).
+    pub fn log(&self, transport: Transport) -> ServerLog {
+        self.served.endpoint(transport).map(|e| e.log().clone()).unwrap_or_default()
     }
 
     /// Stops serving, closing every connection.
@@ -167,9 +223,10 @@ async fn handle(served: &Served, request: Request<Incoming>) -> Response<Full<By
     if let Err(stopped) = served.budget.check("serve an MCP request") {
         return plain(StatusCode::SERVICE_UNAVAILABLE, format!("the run's budget is spent: {stopped}"));
     }
-    if request.uri().path() != PATH {
-        return plain(StatusCode::NOT_FOUND, format!("the MCP endpoint is {PATH}"));
-    }
+    let Some(endpoint) = served.endpoints.iter().find(|e| e.transport.path() == request.uri().path()) else {
+        let paths: Vec<&str> = served.endpoints.iter().map(|e| e.transport.path()).collect();
+        return plain(StatusCode::NOT_FOUND, format!("the MCP endpoints are {}", paths.join(", ")));
+    };
     if !origin_allowed(&request) {
         return plain(StatusCode::FORBIDDEN, String::from("an Origin other than the loopback's"));
     }
@@ -192,9 +249,10 @@ async fn handle(served: &Served, request: Request<Incoming>) -> Response<Full<By
         Ok(message) => message,
         Err(e) => return rpc_error(StatusCode::BAD_REQUEST, -32700, &e.to_string()),
     };
-    let (answer, entry) = mcp_tool::answer(&message, TOOL, &served.result);
+    let tool = endpoint.transport.tool();
+    let (answer, entry) = mcp_tool::answer(&message, tool, &endpoint.result);
     if let Some(entry) = entry {
-        served.log().note(&entry, TOOL);
+        endpoint.log().note(&entry, tool);
     }
     match answer {
         Some(answer) => with_type(StatusCode::OK, "application/json", answer.to_string()),
@@ -252,13 +310,14 @@ mod tests {
     }
 
     fn started(budget: Budget) -> McpHttp {
-        McpHttp::start(None, String::from("cfm-result"), budget).expect("starts")
+        McpHttp::start(None, vec![(Transport::Http, String::from("cfm-result"))], budget).expect("starts")
     }
 
     #[test]
     fn a_session_over_http_lists_the_tool_answers_its_call_and_keeps_the_arguments_in_memory() {
         let server = started(Budget::after(Duration::from_secs(60)));
-        assert!(server.url().starts_with("http://127.0.0.1:") && server.url().ends_with(PATH), "{}", server.url());
+        let url = server.url(Transport::Http);
+        assert!(url.starts_with("http://127.0.0.1:") && url.ends_with(PATH), "{url}");
         let init =
             json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}}});
         let (status, body) = send(&server, "POST", PATH, "", &init.to_string());
@@ -275,7 +334,7 @@ mod tests {
         let other = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": mcp_tool::TOOL, "arguments": {}}});
         let (_, refused) = send(&server, "POST", PATH, "", &other.to_string());
         assert_eq!(serde_json::from_str::<Value>(&refused).expect("json")["error"]["code"], -32602);
-        assert_eq!(server.log(), ServerLog { initialized: true, listed: true, calls: vec![json!({"text": "cfn-arg"})] });
+        assert_eq!(server.log(Transport::Http), ServerLog { initialized: true, listed: true, calls: vec![json!({"text": "cfn-arg"})] });
         server.stop();
     }
 
@@ -292,7 +351,27 @@ mod tests {
         assert!(status.contains("400") && body.contains("-32700"), "{status} {body}");
         let huge = format!("\"{}\"", "x".repeat(MAX_BODY + 1));
         assert!(send(&server, "POST", PATH, "", &huge).0.contains("413"));
-        assert_eq!(server.log(), ServerLog::default());
+        assert_eq!(server.log(Transport::Http), ServerLog::default());
+    }
+
+    /// Each transport's endpoint has its own tool, result and record; a transport not granted
+    /// has no endpoint.
+    #[test]
+    fn each_endpoint_answers_its_own_tool_and_keeps_its_own_record() {
+        let endpoints = vec![(Transport::Http, String::from("cfm-http")), (Transport::Stdio, String::from("cfm-stdio"))];
+        let server = McpHttp::start(None, endpoints, Budget::after(Duration::from_secs(60))).expect("starts");
+        let call = |tool: &str| json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": {"text": "cfn-s"}}});
+        let (_, called) = send(&server, "POST", STDIO_PATH, "", &call(mcp_tool::TOOL).to_string());
+        assert_eq!(serde_json::from_str::<Value>(&called).expect("json")["result"]["content"][0]["text"], "cfm-stdio");
+        let (_, refused) = send(&server, "POST", STDIO_PATH, "", &call(TOOL).to_string());
+        assert_eq!(serde_json::from_str::<Value>(&refused).expect("json")["error"]["code"], -32602);
+        assert_eq!(server.log(Transport::Stdio).calls, vec![json!({"text": "cfn-s"})]);
+        assert_eq!(server.log(Transport::Http), ServerLog::default());
+
+        let http_only = started(Budget::after(Duration::from_secs(60)));
+        let (status, body) = send(&http_only, "POST", STDIO_PATH, "", &call(mcp_tool::TOOL).to_string());
+        assert!(status.contains("404") && body.contains(PATH), "{status} {body}");
+        assert_eq!(http_only.log(Transport::Stdio), ServerLog::default());
     }
 
     #[test]
@@ -302,6 +381,6 @@ mod tests {
         budget.cancel.cancel();
         let (status, body) = send(&server, "POST", PATH, "", r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
         assert!(status.contains("503") && body.contains("budget is spent"), "{status} {body}");
-        assert_eq!(server.log(), ServerLog::default());
+        assert_eq!(server.log(Transport::Http), ServerLog::default());
     }
 }

@@ -16,8 +16,8 @@ use checkfu_wire::catalog::{self, Dialect};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Fence {
-    /// A network namespace in which the relay is the only thing reachable; the proxy
-    /// variables are set as well.
+    /// A network namespace whose loopback is all there is, holding the relay's port and the
+    /// probe's MCP server's; the proxy variables are set as well.
     NetworkNamespace,
     /// The same, made without privileges: a network namespace inside a user namespace of
     /// the probe's user's own (the harness keeps its uid and gains nothing outside).
@@ -58,6 +58,11 @@ pub struct ModelPlane {
     /// (`null` when it held). Every key is present on every run, so a reader needs no
     /// per-run shape.
     pub fence_note: Option<String>,
+    /// In an image, the fence its runtime kept, as the image's report says it: the harness
+    /// ran there, not in [`ModelPlane::fence`] as a process does (under docker, not in the
+    /// namespace at all). Only the text report reads it; the JSON has it in `image.fence`.
+    #[serde(skip)]
+    pub image_fence: Option<&'static str>,
     pub script: relay::ScriptKind,
     pub calls: Vec<Call>,
     pub refused: Vec<Refusal>,
@@ -102,6 +107,7 @@ impl ModelPlane {
             provider: provider.to_owned(),
             fence,
             fence_note,
+            image_fence: None,
             script,
             nonce_at_relay: record.calls.iter().any(|c| c.nonce_in_request),
             calls: record.calls,
@@ -172,10 +178,13 @@ impl ModelPlane {
     /// A few lines for the text report.
     pub fn summary(&self) -> String {
         let mut out = String::new();
-        let fence = match self.fence {
-            Fence::NetworkNamespace => "network namespace (only the relay reachable)",
-            Fence::UserNamespace => "user namespace (only the relay reachable)",
-            Fence::ProxyVariables => "proxy variables only",
+        let fence = match (self.image_fence, self.fence) {
+            (Some(image), _) => image,
+            (None, Fence::NetworkNamespace) => "network namespace (loopback only: the relay's port and the probe's MCP server's)",
+            (None, Fence::UserNamespace) => {
+                "user namespace holding a network namespace (loopback only: the relay's port and the probe's MCP server's)"
+            }
+            (None, Fence::ProxyVariables) => "proxy variables only",
         };
         out.push_str(&format!("model    provider {}, script {}, fence: {fence}\n", self.provider, self.script.name()));
         if let Some(note) = &self.fence_note {

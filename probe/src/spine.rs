@@ -131,6 +131,7 @@ fn finish(
     steps.ended(StepName::Teardown, lane_ms + started.elapsed().as_millis() as u64, teardown);
     let provider = options.provider_name().unwrap_or(catalog::UNLISTED_PROVIDER);
     let mut model_plane = ModelPlane::new(provider, fence, fence_note, options.model_script.kind(), record);
+    model_plane.image_fence = image.as_ref().and_then(|i| i.report.fence).map(crate::image::runtime::ImageFence::describe);
     model_plane.nonce_in_output = end.nonce_in_output;
     model_plane.reply_in_output = end.reply_in_output;
     let mut lane = end.report;

@@ -19,9 +19,10 @@
 //! (starts them and offers their tools, and answers the model's call of one with words of its
 //! own, never calling the server), `--mcp-http` (advertises `mcpCapabilities.http` and reaches
 //! the `http` servers granted over streamable HTTP), `--ignore-mcp-http` (advertises it and
-//! never reaches them), `--forge-mcp-log` (never calls a granted tool: writes the stdio
-//! server's log lines into the workspace itself and answers the result the server's
-//! arguments name). Its journal checkpoint carries its turns (the
+//! never reaches them), `--forge-mcp-log` (never calls a granted tool: writes the lines a
+//! server's log would hold into the workspace itself, where the stdio server once kept its
+//! log, and answers the result the server's arguments name, or one of its own when they name
+//! none). Its journal checkpoint carries its turns (the
 //! prompts and its answers, hex-encoded JSON); declaring `native_checkpoint` makes a session
 //! whose `session/new` carries `checkfu.resume` open every model conversation with the turns
 //! the state holds (undeclared, such a session is refused); `--no-checkpoint` (never emits a
@@ -145,9 +146,9 @@ struct Switches {
     /// over streamable HTTP; `--ignore-mcp-http`: advertises it and never reaches them (a twin).
     mcp_http: bool,
     ignore_mcp_http: bool,
-    /// `--forge-mcp-log`: a call of a granted tool is never made; the agent writes what the
-    /// stdio server would have logged into the workspace and answers what the server's
-    /// arguments say it would (a twin that forges the evidence).
+    /// `--forge-mcp-log`: a call of a granted tool is never made; the agent writes what a
+    /// server would have logged into the workspace and answers what the server's arguments
+    /// say it would, or a result of its own (a twin that forges the evidence).
     forge_mcp_log: bool,
     no_ack: bool,
     duplicate_terminal: bool,

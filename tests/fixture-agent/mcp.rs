@@ -31,8 +31,8 @@ pub struct Server {
     name: String,
     link: Link,
     next_id: i64,
-    /// The value after `--result` in a stdio server's arguments (what `--forge-mcp-log`
-    /// answers in the server's stead; an HTTP server's result is not in its entry).
+    /// The value after `--result` in a stdio server's arguments, if they have one (what
+    /// `--forge-mcp-log` answers in the server's stead; the probe's servers name none).
     pub result_arg: Option<String>,
     /// Its tools: the name the model gets, the server's own, the input schema.
     pub tools: Vec<(String, String, Value)>,

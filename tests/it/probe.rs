@@ -324,20 +324,28 @@ fn the_granted_http_mcp_servers_tool_is_called_from_inside_the_fence_and_an_igno
     assert_eq!(silent.step("platform_tool_http"), ("skipped", "the agent does not advertise `mcpCapabilities.http` at initialize"));
 }
 
-/// The evidence of the HTTP server is out of the harness's reach: a twin that never calls a
-/// granted tool, writes the stdio server's log lines into the workspace itself and answers
-/// the result the stdio server's arguments name fails `platform_tool_http` (the server's
-/// memory holds no call, and the result it would have answered is in no entry). The stdio
-/// server's log lies in the workspace, so the same forgery passes `platform_tool`: a known
-/// gap, asserted here so that closing it shows.
+/// The evidence of both servers is out of the harness's reach: a twin that never calls a
+/// granted tool, writes log lines of a call into the workspace itself (where the stdio server
+/// once kept its log) and answers a result of its own fails `platform_tool` and
+/// `platform_tool_http` alike: the probe's memory holds no call, and the result it would have
+/// answered is in no request. The stdio server's process was started and reached the probe's
+/// server (its record shows `initialize` and `tools/list`): only the call is missing.
 #[test]
-fn a_harness_that_forges_the_mcp_servers_log_fails_the_http_step_and_still_fools_the_stdio_one() {
+fn a_harness_that_forges_the_mcp_servers_log_fails_both_platform_steps() {
     let forger = probe(&["--no-cancellation"], &agent(&["--declare", "none", "--mcp-http", "--forge-mcp-log"]));
     assert_eq!(forger.status, 1, "{}", forger.pretty());
-    let (status, reason) = forger.step("platform_tool_http");
-    assert_eq!(status, "failed", "{}", forger.pretty());
-    assert!(reason.contains("no call reached the probe's MCP server"), "{reason}");
-    assert_eq!(forger.step("platform_tool").0, "passed", "the stdio log is forgeable: {}", forger.pretty());
+    for step in ["platform_tool", "platform_tool_http"] {
+        let (status, reason) = forger.step(step);
+        assert_eq!(status, "failed", "{step}: {}", forger.pretty());
+        assert!(
+            reason.contains("no call reached the probe's MCP server") && reason.contains("narrated a call it never made"),
+            "{step}: {reason}"
+        );
+    }
+    let calls = forger.plane()["calls"].as_array().cloned().unwrap_or_default();
+    let platform: Vec<&Value> = calls.iter().map(|c| &c["platform"]).filter(|p| p.is_object()).collect();
+    assert!(platform.iter().any(|p| p["offered"] == "mcp__checkfu__checkfu_platform_probe" && p["called"] == true), "{}", forger.pretty());
+    assert!(platform.iter().all(|p| p["result_in_request"] == false), "the probe's result never reached the model: {}", forger.pretty());
 }
 
 #[test]

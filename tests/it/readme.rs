@@ -99,11 +99,14 @@ fn the_probe_example_is_what_probe_prints_on_the_fixture_agent() {
     // Without CAP_SYS_ADMIN the fence is a user namespace, or where that is refused too the
     // proxy variables; the chapter shows the privileged namespace.
     if printed.contains("fence: user namespace") {
-        shown = shown.replace("fence: network namespace", "fence: user namespace");
+        shown = shown.replace("fence: network namespace", "fence: user namespace holding a network namespace");
     }
     if printed.contains("fence: proxy variables only") {
         printed = printed.lines().filter(|l| !l.starts_with("model    no namespace")).map(|l| format!("{l}\n")).collect();
-        shown = shown.replace("fence: network namespace (only the relay reachable)", "fence: proxy variables only");
+        shown = shown.replace(
+            "fence: network namespace (loopback only: the relay's port and the probe's MCP server's)",
+            "fence: proxy variables only",
+        );
     }
     assert_eq!(printed, shown);
 }
