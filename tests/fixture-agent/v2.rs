@@ -12,7 +12,10 @@
 //! update kind `scratchpad`, without the `_` v2 asks of custom values), `--idle-without-running`
 //! (no `running` before the idle), `--v1-answer` (the turn answered in the prompt's result,
 //! as in v1: no receipt, no idle), `--never-cancelled` (the cancel is ignored: the turn ends
-//! `end_turn`). `--dialect NAME` as in v1.
+//! `end_turn`), `--string-turn` (the idle's `checkfu.turn` says `"model_calls": "0"`, which
+//! the decoder drops under the fail-open rule, as v1's twin of that name). Not hostile:
+//! `--need-credentials` (`session/new` answers -32000 until v2's `auth/login` with
+//! `fixture-key`, and v1's `authenticate` is unknown, as in v2). `--dialect NAME` as in v1.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, Write};
@@ -41,6 +44,8 @@ struct Twins {
     idle_without_running: bool,
     v1_answer: bool,
     never_cancelled: bool,
+    string_turn: bool,
+    need_credentials: bool,
     dialect: String,
 }
 
@@ -55,6 +60,8 @@ fn twins() -> Twins {
             "--idle-without-running" => t.idle_without_running = true,
             "--v1-answer" => t.v1_answer = true,
             "--never-cancelled" => t.never_cancelled = true,
+            "--string-turn" => t.string_turn = true,
+            "--need-credentials" => t.need_credentials = true,
             "--dialect" => t.dialect = args.next().unwrap_or_default(),
             _ => {}
         }
@@ -70,6 +77,8 @@ struct Agent {
     out: std::io::StdoutLock<'static>,
     sessions: u64,
     messages: u64,
+    /// `auth/login` answered for `fixture-key` (`--need-credentials`).
+    authenticated: bool,
 }
 
 /// Runs the v2 mode until stdin closes.
@@ -84,7 +93,15 @@ pub fn run() {
             }
         }
     });
-    let mut agent = Agent { t: twins(), input, deferred: VecDeque::new(), out: std::io::stdout().lock(), sessions: 0, messages: 0 };
+    let mut agent = Agent {
+        t: twins(),
+        input,
+        deferred: VecDeque::new(),
+        out: std::io::stdout().lock(),
+        sessions: 0,
+        messages: 0,
+        authenticated: false,
+    };
     while let Some(message) = agent.deferred.pop_front().or_else(|| agent.input.recv().ok()) {
         agent.handle(&message);
     }
@@ -115,6 +132,14 @@ impl Agent {
         let Some(id) = id else { return };
         match method {
             "initialize" => self.initialize(&id, message),
+            "auth/login" if message.pointer("/params/methodId").and_then(Value::as_str) == Some("fixture-key") => {
+                self.authenticated = true;
+                self.respond(&id, json!({}));
+            }
+            "auth/login" => self.write(&json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32602, "message": "unknown auth method"}})),
+            "session/new" if self.t.need_credentials && !self.authenticated => {
+                self.write(&json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000, "message": "Authentication required"}}));
+            }
             "session/new" => {
                 self.sessions += 1;
                 let session = format!("fixture-v2-{}", self.sessions);
@@ -134,10 +159,12 @@ impl Agent {
             return;
         }
         let image = if self.t.boolean_capability { json!(true) } else { json!({}) };
+        let auth_methods =
+            if self.t.need_credentials { json!([{"type": "agent", "methodId": "fixture-key", "name": "Fixture key"}]) } else { json!([]) };
         let result = json!({"protocolVersion": VERSION,
             "info": {"name": "checkfu-fixture-agent", "title": "Checkfu fixture agent (ACP v2)", "version": env!("CARGO_PKG_VERSION")},
             "capabilities": {"session": {"prompt": {"image": image, "embeddedContext": {}}}},
-            "authMethods": []});
+            "authMethods": auth_methods});
         self.respond(id, result);
     }
 
@@ -167,7 +194,9 @@ impl Agent {
         if self.t.unprefixed_update {
             self.update(&session, json!({"sessionUpdate": "scratchpad", "messageId": reply, "notes": "thinking"}));
         }
-        let claim = json!({"execution": "shell", "shell_commands": 0, "filesystem_commands": 0, "mcp_calls": 0, "model_calls": calls,
+        // `--string-turn`: a claim the decoder drops, so its lie is compared with nothing.
+        let model_calls = if self.t.string_turn { json!("0") } else { json!(calls) };
+        let claim = json!({"execution": "shell", "shell_commands": 0, "filesystem_commands": 0, "mcp_calls": 0, "model_calls": model_calls,
             "wall_time_ms": began.elapsed().as_millis() as u64, "model_transient_retries": 0, "model_overflow_recoveries": 0});
         if self.t.v1_answer {
             self.respond(id, json!({"stopReason": "end_turn", "_meta": {"checkfu.turn": claim}}));
