@@ -2,6 +2,7 @@
 # What the runtime costs to build, as ratios measured side by side on this machine.
 #
 #   benches/build-cost.sh [pair|rebuild|all]   (default: all; ROUNDS=2 pairs)
+#   benches/build-cost.sh versus REV           (ROUNDS=2 pairs)
 #
 # pair:    clean release builds, back to back in one run, of three crates that decode the
 #          same line of recorded SDK traffic (a `session/update` tool call):
@@ -21,6 +22,11 @@
 #          multiagent_shared_environment, false -> true) and `cargo build` is timed;
 #          then the catalog is restored and that rebuild is timed too. The catalog is
 #          restored on any exit.
+#
+# versus:  clean release builds, alternating in one run, of examples/downstream as this
+#          checkout has it and as git revision REV had it (a worktree of REV in a scratch
+#          directory), ROUNDS times, with this checkout's ratio to REV: what a change cost a
+#          dependent (issue 54: a dependent reading v1 alone pays nothing for v2).
 #
 # Not run by CI (it is a measurement, not a check). The dependent and the serde crate use
 # the versions pinned in examples/downstream/Cargo.lock, so the crates they share (serde,
@@ -198,9 +204,30 @@ rebuild() {
   echo "  and changed back:            $(timed_build) s"
 }
 
+# versus REV: the dependent here against the dependent at REV, alternating.
+versus() {
+  local rev="$1"
+  # Global: the exit trap removes the worktree after this function has returned.
+  old="$work/versus"
+  git worktree add --quiet --detach "$old" "$rev"
+  trap 'git worktree remove --force "$old"; cleanup' EXIT
+  echo "# the dependent, clean release builds, here ($(git rev-parse --short HEAD)) and at $(git -C "$old" rev-parse --short HEAD)"
+  echo "# $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg) at start; $(cargo --version)"
+  echo "# round  checkout  wall_s  cpu_s  crates"
+  for round in $(seq 1 "$rounds"); do
+    read -r _ new_wall new_cpu new_crates < <(clean_build checkfu-wire-downstream examples/downstream/Cargo.toml)
+    read -r _ old_wall old_cpu old_crates < <(clean_build checkfu-wire-downstream "$old/examples/downstream/Cargo.toml")
+    printf '  %-5s  %-8s  %6s  %5s  %s\n' "$round" here "$new_wall" "$new_cpu" "$new_crates"
+    printf '  %-5s  %-8s  %6s  %5s  %s\n' "$round" "$rev" "$old_wall" "$old_cpu" "$old_crates"
+    awk -v r="$round" -v nw="$new_wall" -v nc="$new_cpu" -v ow="$old_wall" -v oc="$old_cpu" \
+      'BEGIN { printf "  %-5s  ratio here/then: wall %.2fx, cpu %.2fx\n", r, nw / ow, nc / oc }'
+  done
+}
+
 case "$mode" in
   pair) pair ;;
+  versus) [ -n "${2:-}" ] || { echo "usage: $0 versus REV" >&2; exit 2; }; versus "$2" ;;
   rebuild) rebuild ;;
   all) pair; rebuild ;;
-  *) echo "usage: $0 [pair|rebuild|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [pair|rebuild|all] | versus REV" >&2; exit 2 ;;
 esac

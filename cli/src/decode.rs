@@ -83,7 +83,9 @@ struct Captured<'a> {
 }
 
 /// The line the probe's `--record` opens with: how the harness was launched (the argv as
-/// run). Not a message, so it is skipped.
+/// run). Not a message, so it is skipped. A record holds one such line per agent process (the
+/// requirement probes' fresh process follows the main one's): each opens a connection of its
+/// own, so the decoder starts afresh there (its pending requests were the last process's).
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)] // read only to recognize the line
@@ -127,6 +129,34 @@ fn follow(decoder: &mut Decoder, marker: &Switched<'_>, number: usize) -> Option
 
 fn launched(bytes: &[u8]) -> bool {
     memchr::memmem::find(bytes, b"\"launch\"").is_some() && serde_json::from_slice::<Launched>(bytes).is_ok()
+}
+
+/// A line the probe wrote on purpose although it is no message (its informational probes'
+/// malformed JSON and invalid request), marked so in the record: shown, not decoded.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Invalid {
+    direction: WireDirection,
+    invalid: String,
+}
+
+fn invalid(bytes: &[u8]) -> Option<Invalid> {
+    memchr::memmem::find(bytes, b"\"invalid\"")?;
+    serde_json::from_slice(bytes).ok()
+}
+
+/// A line of a probe's record that is no message, handled: a launch line (a new connection
+/// starts: `decoder` is made afresh in `protocol`) or a line the probe wrote on purpose as no
+/// message (its note written to `out`); `None` for any other line.
+fn no_message(bytes: &[u8], number: usize, out: &mut impl Write, (decoder, protocol): (&mut Decoder, Protocol)) -> Option<io::Result<()>> {
+    if launched(bytes) {
+        *decoder = Decoder::new().reading(protocol);
+        return Some(Ok(()));
+    }
+    let sent = invalid(bytes)?;
+    let note = json!({"line": number, "direction": sent.direction, "invalid": sent.invalid,
+        "note": "written on purpose as no message of the protocol; not decoded"});
+    Some(writeln!(out, "{note}"))
 }
 
 fn captured(bytes: &[u8]) -> Option<Captured<'_>> {
@@ -185,8 +215,10 @@ pub fn decode(file: Option<PathBuf>, direction: Option<WireDirection>, protocol:
         if bytes.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        if launched(bytes) {
-            continue;
+        match no_message(bytes, number, &mut out, (&mut decoder, protocol)) {
+            Some(Ok(())) => continue,
+            Some(Err(_)) => return 2,
+            None => {}
         }
         if let Some(marker) = switched(bytes) {
             let Some(refused) = follow(&mut decoder, &marker, number) else { continue };

@@ -313,10 +313,7 @@ pub(crate) fn run(
     let session_id = match &admitted {
         Some(admitted) => {
             scoping::hand_list(&mut meta, options, admitted);
-            // The platform tools' steps are v1's only ([`v2`]): a v2 session is granted no server.
-            if run.acp_version != negotiate::V2 {
-                run.grant_platform_tools();
-            }
+            run.grant_platform_tools();
             run.start_session(meta)
         }
         None => {
@@ -325,8 +322,7 @@ pub(crate) fn run(
         }
     };
     match (&admitted, session_id) {
-        // ACP v2's turn is its own ([`v2`]); the session before it is shared.
-        (Some(admitted), Some(session_id)) if run.acp_version == negotiate::V2 => run.v2_steps(admitted, &session_id),
+        // Both ACP versions run every step; where a turn ends is the version's ([`v2`]).
         (Some(admitted), Some(session_id)) => {
             run.prompt(admitted, &session_id);
             run.delegation(admitted);
@@ -468,6 +464,8 @@ struct Run<'o, 's, 'a, 'p> {
     negotiation: negotiate::Negotiation,
     /// ACP v2: the prompt's receipt's `messageId` (the turn's user message).
     receipt: Option<String>,
+    /// ACP v2: the first turn while it is open, as read so far ([`v2`]).
+    turn_v2: Option<v2::Turn>,
 }
 
 impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
@@ -505,6 +503,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             acp_version: options.acp_version,
             negotiation: negotiate::Negotiation::default(),
             receipt: None,
+            turn_v2: None,
         }
     }
 
@@ -726,8 +725,12 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         let params = json!({"sessionId": session_id, "prompt": [{"type": "text", "text": text}]});
         // A turn that failed names the relay's refusals after its fault when they may be why
         // (a path off the allow-list, a missing key): its reason's kind says when.
-        let outcome =
-            self.run_turn(admitted, session_id, params, until).and_then(|()| self.governed().map_err(|miss| miss.reason(&self.nonce)));
+        let turn = match self.acp_version {
+            // ACP v2 ends the turn with an idle `state_update`, not the prompt's answer ([`v2`]).
+            negotiate::V2 => self.run_turn_v2(admitted, session_id, params, until),
+            _ => self.run_turn(admitted, session_id, params, until),
+        };
+        let outcome = turn.and_then(|()| self.governed().map_err(|miss| miss.reason(&self.nonce)));
         let relay: &Relay = &self.stage.plane.relay;
         let outcome = outcome.map_err(|reason| verdict::with_refusals(reason, relay, 1));
         if outcome.is_err() && self.turn_open {
@@ -741,14 +744,7 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         // The turn's time starts before the prompt is written: the harness may begin (and
         // measure its own `wall_time_ms`) while the probe still records what it sent.
         let sent = Instant::now();
-        let inputs = live::Inputs {
-            steer: upgrade_admitted(admitted, catalog::Check::SteeringDelivered.name()),
-            interrupt: self.options.interrupt && upgrade_admitted(admitted, OPT_IN_INTERRUPT),
-        };
-        if inputs.steer || inputs.interrupt {
-            // The scripted inputs go out while a model answer is in flight ([`live`]).
-            self.stage.plane.relay.pace(Some(live::TURN_PACE));
-        }
+        let inputs = self.live_inputs(admitted);
         let prompt = self.session.request(PROMPT_METHOD, params).map_err(|f| Reason::new(Kind::Harness, f).within(PROMPT_METHOD))?;
         self.prompt_id = Some(prompt);
         self.turn_open = true;
@@ -841,7 +837,8 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
         // The workspace goes back to the plane, whose removal is part of teardown (a resumed
         // process has its own, made after this one is removed).
         self.stage.plane.workspace = Some(self.session.into_workspace());
-        let given = checkpoint::FirstProcess { template: &self.template, held: held.as_ref(), nonce: &self.nonce };
+        let given =
+            checkpoint::FirstProcess { template: &self.template, held: held.as_ref(), nonce: &self.nonce, version: self.acp_version };
         let resumed = checkpoint::native_checkpoint(self.stage, self.options, admitted, &given);
         let outcome = match resumed {
             Some(fault) if outcome.passed() => Outcome::Failed(fault),
@@ -995,7 +992,9 @@ fn probe_requirements(
             .map_err(|e| kit::Why::from(format!("its command could not be made: {e}").as_str()))
     };
     match fit.and_then(command).and_then(|command| kit::exercise(options, &command, stage, v1)) {
-        Ok((probe, fault)) => {
+        Ok((mut probe, fault)) => {
+            // The record holds every agent process's wire, each opened by its launch line.
+            lane.record.append(&mut probe.record);
             lane.requirement_probe = Some(probe);
             fault
         }

@@ -26,6 +26,11 @@
 //!   shutdown) against the same run with them turned off (`without`), on the fixture agent
 //!   with and without `--sessions` (which advertises the session methods, their modes and
 //!   config options, and the image, audio and embedded-context prompts).
+//! - `fresh_process_claude_code`: the same pair of runs on `claude-code-acp` (its recipe, the
+//!   `nonce` script, offline against the relay, as `tests/it/real_agents.rs` runs it), built
+//!   only with `CHECKFU_REAL_AGENTS=DIR` set (`tests/real-agents/install.sh DIR`). The run
+//!   is not required to pass: the adapter declares nothing the catalog records for its
+//!   entry (a mismatch, exit 1), and its measured misses stand.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -67,8 +72,15 @@ fn script(turns: usize) -> Vec<u8> {
     let result = run(turns);
     assert!(result.passed(), "{}", result.to_text());
     let mut script = Vec::new();
+    let mut launches = 0;
     for line in result.wire_record().unwrap_or_default().split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
         let record: serde_json::Value = serde_json::from_slice(line).expect("record line");
+        // The main process's wire alone: the requirement probes' process opens with a
+        // launch line of its own.
+        launches += usize::from(record.get("launch").is_some());
+        if launches > 1 {
+            break;
+        }
         if record["direction"] == "runner_to_agent" {
             script.extend_from_slice(record["message"].to_string().as_bytes());
             script.push(b'\n');
@@ -183,6 +195,43 @@ fn fresh_process(bencher: divan::Bencher, case: &str) {
         let acp = result.lane.as_any().downcast_ref::<AcpReport>().expect("the ACP lane's report");
         // The fresh process ran exactly when asked for.
         assert_eq!(acp.requirement_probe.is_some(), probes);
+        acp.requirement_probe.as_ref().map_or(0, |p| p.messages_in)
+    });
+}
+
+/// One run of the installed `claude-code-acp` as its recipe launches it, the requirement
+/// probes' fresh process with it or not; the step's time and the deadline are the real-agent
+/// tests'.
+#[cfg(checkfu_real_agents)]
+fn claude_code_plan(probes: bool) -> Plan {
+    let dir = std::path::PathBuf::from(std::env::var_os("CHECKFU_REAL_AGENTS").expect("CHECKFU_REAL_AGENTS names the agents' directory"));
+    let recipe = concat!(env!("CARGO_MANIFEST_DIR"), "/../recipes/claude-code.json");
+    let recipe = checkfu_wire_probe::recipe::Recipe::load(std::path::Path::new(recipe)).expect("the recipe loads");
+    let mut options = AcpOptions::new(vec![dir.join("node_modules/.bin/claude-code-acp").into()]);
+    options.recipe_env = recipe.env.clone();
+    options.recipe_home_files = recipe.home_files.clone();
+    options.settle = Duration::ZERO;
+    options.requirement_probes = probes;
+    let run = RunOptions {
+        kill_grace: Duration::from_secs(2),
+        step_timeout: Duration::from_secs(90),
+        harness: Some(checkfu_wire_probe::options::harness("claude-code").expect("the catalog's entry")),
+        budget: probe::Budget::after(Duration::from_secs(180)),
+        ..RunOptions::default()
+    };
+    Plan { run, lane: LanePlan::Acp(options), image: None, registration: None }
+}
+
+#[cfg(checkfu_real_agents)]
+#[divan::bench(sample_count = 3, args = ["without", "with"])]
+fn fresh_process_claude_code(bencher: divan::Bencher, case: &str) {
+    let probes = case == "with";
+    bencher.bench(|| {
+        let result = probe::run(&claude_code_plan(probes), &mut |_| {}).expect("probe runs");
+        let acp = result.lane.as_any().downcast_ref::<AcpReport>().expect("the ACP lane's report");
+        // The main turn went through, and the fresh process ran exactly when asked for.
+        assert!(acp.exercised.turn, "{}", result.to_text());
+        assert_eq!(acp.requirement_probe.is_some(), probes, "{}", result.to_text());
         acp.requirement_probe.as_ref().map_or(0, |p| p.messages_in)
     });
 }

@@ -83,8 +83,13 @@
 //! `--sessions` advertises and serves `session/list`, `session/load` (its history replayed
 //! before the answer), `session/resume`, `session/close` and image, audio and
 //! embedded-context prompts, and offers two modes and two select config options, which it
-//! changes when asked. Twins of those: `--null-load`, `--replay-after-load`,
-//! `--replay-on-resume`, `--refuse-set-mode`, `--partial-config`; of the permission:
+//! changes when asked; it also advertises and serves `session/delete` (quiet for a session
+//! that is gone), `additionalDirectories` in `session/new`, and `logout`, and a
+//! `session/close` of the session whose model call is in flight cancels that turn. Twins of
+//! those: `--null-load`, `--replay-after-load`, `--replay-on-resume`, `--refuse-set-mode`,
+//! `--partial-config`, `--close-leaves-turn`, `--refuse-extra-directory`, `--null-delete`,
+//! `--delete-gone-fails`, `--logout-null`; `--idless-error` answers an unknown `_`
+//! notification with an error that has no id; of the permission:
 //! `--write-before-answer` (writes right behind its permission request); of authentication:
 //! `--forget-auth-when-probed`; of the prompt and errors: `--refuse-meta`,
 //! `--refuse-resource-link`, `--multiline-error`; of the fresh
@@ -94,8 +99,8 @@
 //! unknown `_` request goes unanswered), `--result-and-error` (answered with both),
 //! `--foreign-update` (an update naming another session), `--boolean-config`,
 //! `--terminal-auth`, `--latin1-stdout`, `--ignore-terminal-capability` (`--use-terminal`
-//! without terminals advertised). `--acp-version 2` speaks ACP v2 instead (`v2.rs`, with
-//! its own hostile twins).
+//! without terminals advertised). `--acp-version 2` speaks ACP v2 instead: the same agent and
+//! switches, its wire translated (`v2.rs`, with its own hostile twins).
 
 // `unsafe` lives in `checkfu-wire-sandbox` alone (tests/it/layers.rs holds this).
 #![forbid(unsafe_code)]
@@ -215,6 +220,18 @@ struct Switches {
     replay_on_resume: bool,
     refuse_set_mode: bool,
     partial_config: bool,
+    /// Twins of the session's and the login's ends under `--sessions`: a close that leaves
+    /// the prompt in flight running, a `session/new` naming an extra directory refused, a
+    /// delete answered `null`, a second delete of a session answered with an error, a
+    /// `logout` answered `null`.
+    close_leaves_turn: bool,
+    /// Answers an unknown `_` notification with an error that has no id, a line no
+    /// JSON-RPC reader accepts (as codex-acp does).
+    idless_error: bool,
+    refuse_extra_directory: bool,
+    null_delete: bool,
+    delete_gone_fails: bool,
+    logout_null: bool,
     /// Answers `authenticate` in the requirement probes' process and still refuses its
     /// sessions as unauthenticated.
     forget_auth_when_probed: bool,
@@ -336,6 +353,12 @@ fn switches() -> Switches {
             "--replay-on-resume" => s.replay_on_resume = true,
             "--refuse-set-mode" => s.refuse_set_mode = true,
             "--partial-config" => s.partial_config = true,
+            "--close-leaves-turn" => s.close_leaves_turn = true,
+            "--idless-error" => s.idless_error = true,
+            "--refuse-extra-directory" => s.refuse_extra_directory = true,
+            "--null-delete" => s.null_delete = true,
+            "--delete-gone-fails" => s.delete_gone_fails = true,
+            "--logout-null" => s.logout_null = true,
             "--hang-when-probed" => s.hang_when_probed = true,
             "--elicit" => s.elicit = true,
             "--answer-cancel" => s.answer_cancel = true,
@@ -366,6 +389,10 @@ fn switches() -> Switches {
             "--accept-invalid" => s.accept_invalid = true,
             "--history" => s.history = args.next().and_then(|n| n.parse().ok()).unwrap_or(0),
             "--lie-compaction" => s.lie_compaction = args.next().as_deref().and_then(compaction::Lie::parse),
+            "--acp-version" => {
+                args.next();
+            }
+            other if v2::SWITCHES.contains(&other) => {}
             other => {
                 eprintln!("fixture agent: unknown switch {other}");
                 std::process::exit(2);
@@ -420,6 +447,8 @@ struct Agent {
     prompts: u64,
     /// The sessions prompted so far (at most 64 kept).
     prompted_sessions: Vec<String>,
+    /// `--acp-version 2`: the v2 wire everything written goes through.
+    v2: Option<v2::Wire>,
 }
 
 /// The most turns the journal keeps, and the longest text of one.
@@ -438,6 +467,17 @@ impl Agent {
         if self.silent {
             return;
         }
+        // `--acp-version 2`: what the v1 agent says, as v2 says it (`v2.rs`).
+        if let Some(wire) = self.v2.as_mut() {
+            for message in wire.translate(message.clone()) {
+                self.write_line(&message);
+            }
+            return;
+        }
+        self.write_line(message);
+    }
+
+    fn write_line(&mut self, message: &Value) {
         let mut line = message.to_string();
         line.push('\n');
         if self.out.write_all(line.as_bytes()).and_then(|()| self.out.flush()).is_err() {
@@ -539,9 +579,14 @@ impl Agent {
                         self.s.hang = true;
                         let _ = checkfu_wire_sandbox::interrupt::ignore(libc::SIGTERM);
                     }
-                    self.initialize(&id, asked);
+                    if self.v2.is_some() {
+                        self.initialize_v2(&id, asked);
+                    } else {
+                        self.initialize(&id, asked);
+                    }
                 }
-                Some("authenticate") => {
+                // v2 renamed `authenticate` to `auth/login`: each version knows only its own.
+                Some(login @ ("authenticate" | "auth/login")) if (login == "auth/login") == self.v2.is_some() => {
                     if message.pointer("/params/methodId") == Some(&json!("fixture-key")) {
                         // `--forget-auth-when-probed`: answered, and forgotten, in the
                         // requirement probes' process.
@@ -555,6 +600,8 @@ impl Agent {
                     let runtime_config = message.pointer("/params/_meta/checkfu.runtime_config").is_some();
                     if self.s.need_credentials && !self.authenticated {
                         self.fail(&id, -32000, "Authentication required");
+                    } else if self.s.refuse_extra_directory && message.pointer("/params/additionalDirectories").is_some() {
+                        self.fail(&id, -32602, "additionalDirectories is not supported");
                     } else if self.s.refuse_runtime_config && runtime_config {
                         self.fail(&id, -32602, "checkfu.runtime_config is not supported");
                     } else if let Err(why) = self.resume(message.pointer("/params/_meta/checkfu.resume")) {
@@ -603,12 +650,16 @@ impl Agent {
                     let mut text = message.pointer("/params/prompt/0/text").and_then(Value::as_str).unwrap_or("").to_owned();
                     let blocks = message.pointer("/params/prompt").cloned().unwrap_or(Value::Null);
                     text.push_str(&self.staged(&blocks));
+                    self.open_turn_v2(&id, &message);
                     self.turn(&id, &text);
                 }
                 Some("_checkfu/session/steer") => self.steer(&id),
                 Some("_checkfu/session/interrupt") => self.respond(&id, json!({"disposition": "refused"})),
                 Some(method) if self.s.sessions && self.session_method(method, &id, &message) => {}
                 Some(_) if message.get("id").is_some() => self.unknown(&id),
+                Some(method) if self.s.idless_error && method.starts_with('_') => {
+                    self.write(&json!({"jsonrpc": "2.0", "error": {"code": -32601, "message": "Method not found"}}));
+                }
                 _ => {}
             }
         }
@@ -715,12 +766,24 @@ impl Agent {
                 self.sessions.retain(|(s, _)| *s != closed);
                 self.respond(id, json!({}));
             }
+            // A session gone or never made is deleted quietly (`--delete-gone-fails`: an error).
+            "session/delete" if self.s.delete_gone_fails && !self.known(session) => self.fail(id, -32602, "Unknown session"),
+            "session/delete" => {
+                let deleted = session.and_then(Value::as_str).unwrap_or_default().to_owned();
+                self.sessions.retain(|(s, _)| *s != deleted);
+                self.respond(id, if self.s.null_delete { Value::Null } else { json!({}) });
+            }
+            "logout" => {
+                self.authenticated = false;
+                self.respond(id, if self.s.logout_null { Value::Null } else { json!({}) });
+            }
             _ => return false,
         }
         true
     }
 
-    fn initialize(&mut self, id: &Value, asked: u64) {
+    /// The `checkfu.capabilities` of `--declare`.
+    fn declaration(&self) -> serde_json::Map<String, Value> {
         let mut declaration = serde_json::Map::new();
         for member in &self.s.declare {
             // `member=value` declares that value (`structured_output=submit_tool`).
@@ -740,6 +803,11 @@ impl Agent {
             };
             declaration.insert(member.clone(), json!(value));
         }
+        declaration
+    }
+
+    fn initialize(&mut self, id: &Value, asked: u64) {
+        let declaration = self.declaration();
         // It speaks version 1 alone, and says so whatever it was asked for.
         let version = if self.s.echo_version { asked } else { 1 };
         let mut result = json!({"protocolVersion": version, "agentCapabilities": {"loadSession": self.s.sessions},
@@ -748,7 +816,9 @@ impl Agent {
             result["agentCapabilities"]["mcpCapabilities"] = json!({"http": true});
         }
         if self.s.sessions {
-            result["agentCapabilities"]["sessionCapabilities"] = json!({"list": {}, "resume": {}, "close": {}});
+            result["agentCapabilities"]["sessionCapabilities"] =
+                json!({"list": {}, "resume": {}, "close": {}, "delete": {}, "additionalDirectories": {}});
+            result["agentCapabilities"]["auth"] = json!({"logout": {}});
             result["agentCapabilities"]["promptCapabilities"] = json!({"image": true, "audio": true, "embeddedContext": true});
         }
         if self.s.need_credentials {
@@ -1255,6 +1325,18 @@ impl Agent {
                             in_flight.abort();
                         }
                     }
+                    // Closing the session being prompted cancels its turn, as ACP asks
+                    // (`--close-leaves-turn`: the turn runs on).
+                    Some("session/close") if self.s.sessions && message.pointer("/params/sessionId") == Some(&json!(self.prompted)) => {
+                        let id = message.get("id").cloned().unwrap_or(Value::Null);
+                        let closed = self.prompted.clone();
+                        self.sessions.retain(|(s, _)| *s != closed);
+                        self.respond(&id, json!({}));
+                        if !self.s.close_leaves_turn {
+                            self.mid_call.cancelled = true;
+                            in_flight.abort();
+                        }
+                    }
                     Some("_checkfu/session/steer") => {
                         let id = message.get("id").cloned().unwrap_or(Value::Null);
                         self.steer(&id);
@@ -1277,12 +1359,11 @@ impl Agent {
 }
 
 fn main() {
-    // `--acp-version 2`: the v2 wire, in a file of its own.
-    if v2::wanted() {
-        v2::run();
-        return;
-    }
-    let s = switches();
+    let mut s = switches();
+    // `--acp-version 2`: the same agent on the v2 wire (`v2.rs`); its `--never-cancelled` is
+    // v1's `--ignore-cancel`.
+    let v2 = v2::wanted().then(v2::Wire::new);
+    s.ignore_cancel |= v2::never_cancelled();
     // `CHECKFU_FIXTURE_SEEN=FILE`: where it was started, as JSON, before anything else.
     if let Some(path) = std::env::var_os("CHECKFU_FIXTURE_SEEN") {
         let cwd = std::env::current_dir().map(|d| d.to_string_lossy().into_owned()).unwrap_or_default();
@@ -1328,6 +1409,7 @@ fn main() {
         mcp: Vec::new(),
         mcp_calls: 0,
         prompts: 0,
+        v2,
     };
     agent.run();
 }
@@ -1358,27 +1440,42 @@ impl Agent {
         let text = |key: &str| input.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
         match name {
             model::WRITE_FILE => {
-                let written =
-                    self.call("fs/write_text_file", json!({"sessionId": session, "path": text("path"), "content": text("content")}));
-                let output = if written.get("error").is_some() { "the write was refused" } else { "written" };
+                let output = if self.write_text(session, &text("path"), &text("content")) { "written" } else { "the write was refused" };
                 ("completed", output.to_owned())
             }
             model::SHELL => {
                 let ran = std::process::Command::new("sh").arg("-c").arg(text("command")).current_dir(&self.cwd).output();
                 ("completed", ran.map_or_else(|e| format!("cannot run: {e}"), |o| format!("exit {}", o.status)))
             }
-            _ => {
-                let read = self.call("fs/read_text_file", json!({"sessionId": session, "path": text("path")}));
-                ("completed", read.pointer("/result/content").and_then(Value::as_str).unwrap_or("(unreadable)").to_owned())
-            }
+            _ => ("completed", self.read_text(session, &text("path")).unwrap_or_else(|| String::from("(unreadable)"))),
         }
+    }
+
+    /// Reads `path` for `session`: through the client's `fs/read_text_file` in v1, by itself
+    /// in v2, which has no client file system methods.
+    fn read_text(&mut self, session: &str, path: &str) -> Option<String> {
+        if self.v2.is_some() {
+            return std::fs::read_to_string(path).ok();
+        }
+        let read = self.call("fs/read_text_file", json!({"sessionId": session, "path": path}));
+        read.pointer("/result/content").and_then(Value::as_str).map(str::to_owned)
+    }
+
+    /// Writes `path` for `session`, as [`Agent::read_text`] reads; whether it was written.
+    fn write_text(&mut self, session: &str, path: &str, content: &str) -> bool {
+        if self.v2.is_some() {
+            return std::fs::write(path, content).is_ok();
+        }
+        let written = self.call("fs/write_text_file", json!({"sessionId": session, "path": path, "content": content}));
+        written.get("error").is_none()
     }
 
     /// The prompt's resource links read in order, as text the model gets after the prompt's
     /// words: what a declared `staged_files` serves (`--ignore-staged` reads none).
     fn staged(&mut self, blocks: &Value) -> String {
-        // Read through the client only when it advertised file system access.
-        if self.s.ignore_staged || !self.client_fs || !self.s.declare.iter().any(|m| m == "staged_files") {
+        // Read through the client only when it advertised file system access (v2 reads by itself).
+        let readable = self.client_fs || self.v2.is_some();
+        if self.s.ignore_staged || !readable || !self.s.declare.iter().any(|m| m == "staged_files") {
             return String::new();
         }
         let links: Vec<String> = blocks
@@ -1392,8 +1489,7 @@ impl Agent {
         let mut text = String::new();
         for path in links {
             let session = self.prompted.clone();
-            let read = self.call("fs/read_text_file", json!({"sessionId": session, "path": path}));
-            let content = read.pointer("/result/content").and_then(Value::as_str).unwrap_or("(unreadable)");
+            let content = self.read_text(&session, &path).unwrap_or_else(|| String::from("(unreadable)"));
             text.push_str(&format!("\n[{path}]\n{content}"));
         }
         text
@@ -1463,8 +1559,9 @@ impl Agent {
         for entry in servers.and_then(Value::as_array).into_iter().flatten().take(8) {
             let started = match entry.get("type").and_then(Value::as_str) {
                 Some("http") if self.s.mcp_http && !self.s.ignore_mcp_http => mcp::Server::connect(entry),
+                // v1's stdio entry names no `type`; v2's names `stdio`.
+                Some("stdio") | None => mcp::Server::start(entry, &self.cwd),
                 Some(other) => Err(format!("a `{other}` server, not reached")),
-                None => mcp::Server::start(entry, &self.cwd),
             };
             match started {
                 Ok(server) => self.mcp.push(server),

@@ -1,7 +1,9 @@
 //! `checkfu-wire probe` and ACP v2 (issue 54): the fixture agent's v2 mode
 //! (`tests/fixture-agent/v2.rs`) passes the v2 run, proven by the relay's record; each of its
 //! hostile twins fails naming what it broke; the v1 fixture asked for 2 negotiates down and is
-//! judged as v1; the v2 fixture asked for 1 answers `-32022` and is asked again in 2.
+//! judged as v1; the v2 fixture asked for 1 answers `-32022` and is asked again in 2. Under
+//! v2 every declared-mechanism step, the platform tools and the scripted steer and drain run
+//! as in v1, and the v1 fixture's over-declaring twins fail them in v2 mode, naming the value.
 
 use serde_json::Value;
 
@@ -176,4 +178,94 @@ fn a_recorded_v2_run_decodes_whole() {
             assert!(text.lines().any(|l| l == r#"{"protocol":"acp-v2"}"#), "{text}");
         }
     }
+}
+
+/// Every mechanism the v1 fixture serves, declared and served under v2.
+const FULL: &str = "subagents,steer,interrupt,builtin_tool_scoping,staged_files,structured_output,native_checkpoint";
+
+/// Under v2 the fully declared fixture runs every step it declares, as in v1, and passes
+/// each: the turns of the mechanism steps end with v2's receipt and idle, the platform tools
+/// are granted over stdio and HTTP (each with v2's `type`) and called from inside the fence,
+/// and the scripted steer reaches the model mid-turn (the relay's record decides). Each
+/// declared value is realized only because its step passed.
+#[test]
+fn under_v2_every_declared_mechanism_step_runs_and_the_honest_agent_passes_it() {
+    let run = probe(&["--acp-version", "2"], &v2(&["--declare", FULL, "--mcp-http"]));
+    assert_eq!(run.status, 0, "{}", run.pretty());
+    assert_eq!(run.json["acp_version"], 2);
+    // Every step ran and passed: none of them was skipped under v2.
+    let steps = run.json["steps"].as_object().cloned().unwrap_or_default();
+    assert!(steps.contains_key("native_checkpoint") && steps.contains_key("platform_tool_http"), "{}", run.pretty());
+    for (step, outcome) in &steps {
+        assert_eq!(outcome["status"], "passed", "{step}: {}", run.pretty());
+    }
+    for check in ["steering_correlation", "steering_delivered", "subagent_correlation", "tool_correlation"] {
+        assert_eq!(run.check(check), "pass", "{check}: {}", run.pretty());
+    }
+    let realized = &run.json["admission"]["realized"];
+    for (member, value) in [
+        ("subagents", "observed"),
+        ("mid_run_input", "native"),
+        ("builtin_tool_scoping", "enforced"),
+        ("staged_files", "resource_links"),
+        ("structured_output", "response_format"),
+        ("native_checkpoint", "external_custody"),
+    ] {
+        assert_eq!(realized[member], value, "{member}: {}", run.pretty());
+    }
+    // The first turn was governed: a served call's reply token reached normalized output
+    // (the steer asks for the nonce alone, which the model's follow-up answer words its way).
+    let reply = run.plane()["reply_in_output"].as_str().unwrap_or_default();
+    let calls = run.plane()["calls"].as_array().cloned().unwrap_or_default();
+    assert!(!reply.is_empty() && calls.iter().any(|c| c["turn"] == 1 && c["reply_token"] == reply), "{}", run.pretty());
+    // The steer sent mid-turn reached the model in the first turn, by the relay's record.
+    assert!(calls.iter().any(|c| c["turn"] == 1 && c["steer_in_request"] == true), "{}", run.pretty());
+    // v2 has no client file system: the agent read and wrote the workspace itself, and
+    // nothing it sent broke v2's grammar.
+    assert_eq!(run.json["wire"]["grammar_violations"], serde_json::json!([]), "{}", run.pretty());
+}
+
+/// `--interrupt` under v2: the scripted drain goes out mid-turn, is acknowledged `draining`,
+/// and the turn ends idle with nothing the model streamed cut off.
+#[test]
+fn under_v2_a_declared_cooperative_interrupt_drains_the_first_turn() {
+    let run = probe(&["--acp-version", "2", "--interrupt"], &v2(&["--declare", "steer,interrupt"]));
+    assert_eq!(run.status, 0, "{}", run.pretty());
+    assert_eq!(run.check("cooperative_interrupt_drained"), "pass", "{}", run.pretty());
+    assert_eq!(run.json["admission"]["realized"]["interrupt"], "cooperative", "{}", run.pretty());
+    assert!(run.json["drain"]["trigger"].is_string(), "{}", run.pretty());
+    // The drained call, by the relay's record, streamed to its end: nothing was cut off.
+    let calls = run.plane()["calls"].as_array().cloned().unwrap_or_default();
+    let paced: Vec<&Value> = calls.iter().filter(|c| c["turn"] == 1).map(|c| &c["paced"]).filter(|p| p.is_object()).collect();
+    let last = paced.last().expect("a paced call in the first turn");
+    assert_eq!((last["ended"].as_str(), &last["events_sent"]), (Some("finished"), &last["events"]), "{}", run.pretty());
+}
+
+/// The v1 fixture's over-declaring twins, in v2 mode: each fails the step of the value it
+/// does not serve, naming it, and the value is not realized.
+#[test]
+fn under_v2_each_over_declaring_twin_fails_naming_the_value() {
+    let cases: [(&str, &str, &str, &str); 6] = [
+        ("subagents", "--no-subagent", "subagent_delegation", "no subagent started"),
+        ("builtin_tool_scoping", "--run-outside-scope", "builtin_tool_scoping", "declared `builtin_tool_scoping: enforced` is not served"),
+        ("staged_files", "--ignore-staged", "staged_files", "declared `staged_files: resource_links` is not served"),
+        ("structured_output", "--schema-unsent", "structured_output", "response_format"),
+        ("native_checkpoint", "--no-checkpoint", "native_checkpoint", "declared `native_checkpoint: external_custody` is not served"),
+        ("none", "--ignore-mcp", "platform_tool", "the harness ignored `mcpServers`"),
+    ];
+    for (member, twin, step, words) in cases {
+        let run = probe(&["--acp-version", "2", "--no-cancellation"], &v2(&["--declare", member, twin]));
+        assert_eq!(run.status, 1, "{twin}: {}", run.pretty());
+        assert_eq!(run.json["acp_version"], 2);
+        assert_eq!(run.step("prompt_exchange").0, "passed", "{twin}: {}", run.pretty());
+        let (status, reason) = run.step(step);
+        assert_eq!(status, "failed", "{twin}: {}", run.pretty());
+        assert!(reason.contains(words), "{twin}: `{reason}` does not say `{words}`");
+        assert!(run.json["admission"]["realized"].get(member).is_none_or(|v| v == "absent"), "{twin}: {}", run.pretty());
+    }
+    // The steer acknowledged and dropped: the relay's record fails the steer's check.
+    let dropped = probe(&["--acp-version", "2", "--no-cancellation"], &v2(&["--declare", "steer", "--drop-steer"]));
+    assert_eq!(dropped.status, 1, "{}", dropped.pretty());
+    assert_eq!(dropped.check("steering_delivered"), "fail", "{}", dropped.pretty());
+    assert_eq!(dropped.json["admission"]["realized"]["mid_run_input"], "unsupported", "{}", dropped.pretty());
 }

@@ -121,9 +121,14 @@ pub(crate) fn turn_with(
         let settled = std::fs::read_to_string(&trace).expect("trace").lines().any(|l| l.contains("\"tool_result\""));
         assert!(settled, "a tool use and its result: {context}");
     }
-    // --record decodes with zero rejections.
+    // --record decodes with zero rejections, unless the run failed the schema's requirement
+    // (the record then holds what it refused: codex-acp's fresh process answers a
+    // notification with an error that has no id).
     let decoded = Command::new(PROBE).args(["decode", &record]).output().expect("decode runs");
-    assert!(decoded.status.success(), "decode rejected part of the record: {}", String::from_utf8_lossy(&decoded.stdout));
+    let refused = run.json["requirements"].as_array().into_iter().flatten().any(|r| r["id"] == "ACP-SCHEMA-001" && r["status"] == "failed");
+    if !refused {
+        assert!(decoded.status.success(), "decode rejected part of the record: {}", String::from_utf8_lossy(&decoded.stdout));
+    }
     // conform on --trace gives the probe's verdicts.
     let conform = Command::new(PROBE).args(["conform", "--format", "json", &trace]).output().expect("conform runs");
     let verdicts: Value = serde_json::from_slice(&conform.stdout).expect("conform JSON");
@@ -138,25 +143,22 @@ pub(crate) fn turn_with(
 /// a regression or a probe bug to look at. `docs/guide/probing-acp.md` lists them.
 const MEASURED_MISSES: &[(&str, &[&str], &[&str])] = &[
     // codex-acp starts the granted MCP servers (stdio, and HTTP, which it advertises) and
-    // lists their tools, but never offers them to the model; it answers an unknown `_` notification with an error (with no id), sends an
-    // update for another session while one is prompted, and fails `session/load` and
-    // `session/resume` (-32002) that it advertises. The id-less error lands on whichever
-    // request the fresh process asks next, which fails it: `session/set_mode` since the mode
-    // is asked before the session methods (`session/list` before that).
-    (
-        "codex",
-        &["platform_tool", "platform_tool_http"],
-        &["ACP-SCHEMA-001", "ACP-PROMPT-002", "ACP-LOAD-001", "ACP-RESUME-001", "ACP-LIST-001", "ACP-MODES-002"],
-    ),
+    // lists their tools, but never offers them to the model; it answers an unknown `_`
+    // notification with an error (with no id), sends an update for another session while one
+    // is prompted, and fails `session/load` and `session/resume` (-32002) that it advertises.
+    // The id-less error is read past by the fresh process (it used to fail whichever request
+    // was out: `session/set_mode`, in some runs `session/list`).
+    ("codex", &["platform_tool", "platform_tool_http"], &["ACP-SCHEMA-001", "ACP-PROMPT-002", "ACP-LOAD-001", "ACP-RESUME-001"]),
     // claude-code-acp meets every requirement put to it on the host in most runs (in one of
     // three, its `session/load` failed there too, as it does in an image); in an image
     // (`image_real`), its fresh process answered `session/load`, `session/resume` and the
     // image and embedded-context prompts it advertises with -32603 ("Session not found",
     // "Query closed", "Claude Code process exited with code 1"): not examined yet.
     ("claude-code", &[], &["ACP-LOAD-001", "ACP-RESUME-001", "ACP-PROMPTCAP-001", "ACP-PROMPTCAP-003"]),
-    // Copilot never starts the granted MCP server, and its advertised `session/load` refuses
-    // a session it has loaded already.
-    ("Copilot", &["platform_tool"], &["ACP-LOAD-001"]),
+    // Copilot never starts the granted MCP server, its advertised `session/load` refuses
+    // a session it has loaded already, and its `session/close` of a session whose prompt is
+    // in flight is answered `{}` while the prompt is not answered within 5 s.
+    ("Copilot", &["platform_tool"], &["ACP-LOAD-001", "ACP-CLOSE-002"]),
 ];
 
 /// The misses of `run` by the agent `name` (a catalog entry, or the test's name for it),

@@ -90,9 +90,15 @@ fn the_honest_agent_meets_every_mandatory_requirement_a_default_run_puts_to_it()
         "ACP-MODES-002",
         "ACP-CONFIG-001",
         "ACP-CONFIG-002",
+        "ACP-CLOSE-002",
+        "ACP-ADDDIRS-001",
+        "ACP-DELETE-001",
+        "ACP-DELETE-002",
+        "ACP-AUTH-004",
     ] {
         assert_eq!(judged[id].1, "passed", "{id}: {pretty}");
     }
+    assert!(judged["ACP-CLOSE-002"].2.contains("the prompt ended `cancelled`"), "{pretty}");
     assert!(judged["ACP-LOAD-002"].2.contains("1 replayed update(s) before the `session/load` answer"), "{pretty}");
 }
 
@@ -107,6 +113,10 @@ fn each_fault_of_an_advertised_session_method_fails_its_requirement() {
         ("--replay-on-resume", "ACP-RESUME-002", "capability", "`agent_message_chunk` update of the resumed session came before"),
         ("--refuse-set-mode", "ACP-MODES-002", "capability", "Unknown mode"),
         ("--partial-config", "ACP-CONFIG-002", "capability", "left out the config option \"effort\""),
+        ("--close-leaves-turn", "ACP-CLOSE-002", "capability", "the prompt was not answered (no answer within 5.0 s of the close)"),
+        ("--refuse-extra-directory", "ACP-ADDDIRS-001", "capability", "additionalDirectories is not supported"),
+        ("--null-delete", "ACP-DELETE-001", "capability", "result of `session/delete` at ``: expected object"),
+        ("--logout-null", "ACP-AUTH-004", "capability", "result of `logout` at ``: expected object"),
     ];
     for (switch, id, tier, words) in cases {
         let run = failing(&["--sessions", switch], id, tier, words);
@@ -172,8 +182,12 @@ fn each_advisory_fault_of_the_fresh_process_fails_its_requirement() {
         ("--refuse-resource-link", "ACP-PROMPT-003", "Unsupported content block"),
         ("--multiline-error", "ACP-ERROR-001", "a short sentence on one line"),
     ];
-    for (switch, id, words) in cases {
-        let run = failing(&[switch], id, "advisory", words);
+    let sessions: &[(&str, &str, &str)] = &[("--delete-gone-fails", "ACP-DELETE-002", "session deleted already: with the error -32602")];
+    let all = cases.iter().map(|c| (&[][..], c)).chain(sessions.iter().map(|c| (&["--sessions"][..], c)));
+    for (more, (switch, id, words)) in all {
+        let mut switches = more.to_vec();
+        switches.push(*switch);
+        let run = failing(&switches, id, "advisory", words);
         let pretty = run.pretty();
         let failed = &run.json["requirements_verdict"]["mandatory_failed"];
         assert_eq!(failed, &serde_json::json!([]), "{switch}: {pretty}");
@@ -195,4 +209,43 @@ fn a_session_refused_after_authenticate_fails_auth_003() {
     let (tier, status, reason) = &requirements(&run)["ACP-AUTH-003"];
     assert_eq!((tier.as_str(), status.as_str()), ("capability", "failed"), "{pretty}");
     assert!(reason.contains("refused -32000"), "{reason}");
+}
+
+/// A line the decoder rejects that answers no request of the probes' (an error with no id,
+/// sent for an unknown `_` notification, as codex-acp does) is read past and listed: the
+/// request that is out when it comes (here the mode change) is not charged with it, and the
+/// schema's requirement still fails on it.
+#[test]
+fn a_stray_bad_line_is_skipped_and_listed_not_charged_to_the_next_request() {
+    let run = probe(&[], &["--sessions", "--idless-error"]);
+    let pretty = run.pretty();
+    let judged = requirements(&run);
+    assert_eq!(judged["ACP-MODES-002"].1, "passed", "{pretty}");
+    assert_eq!(judged["ACP-SCHEMA-001"].1, "failed", "{pretty}");
+    let skipped = &run.json["requirement_probe"]["skipped"];
+    assert_eq!(run.json["requirement_probe"]["skipped_lines"], 1, "{pretty}");
+    assert!(skipped[0]["line"].as_str().is_some_and(|l| l.contains(r#""error":{"code":-32601"#)), "{pretty}");
+    assert!(skipped[0]["stdout_line"].as_u64().is_some_and(|n| n > 1), "{pretty}");
+    // Nothing else of the capabilities it offers fails for it.
+    assert_eq!(run.json["requirements_verdict"]["capability_failed"], serde_json::json!([]), "{pretty}");
+}
+
+/// `--record` holds the fresh process's wire after the main one's, opened by its own launch
+/// line, and decodes back: no rejection, the probes' deliberately invalid lines shown as such.
+#[test]
+fn the_record_holds_the_fresh_process_and_decodes_back() {
+    let scratch = probe_support::Scratch::new("requirement-probes-record");
+    let record = scratch.path("record.jsonl");
+    let run = probe(&["--record", &record], &["--sessions"]);
+    assert_eq!(run.status, 0, "{}", run.pretty());
+    let text = std::fs::read_to_string(&record).expect("the record");
+    let launches: Vec<&str> = text.lines().filter(|l| l.starts_with(r#"{"launch""#)).collect();
+    assert_eq!(launches.len(), 2, "{text}");
+    assert!(launches[1].contains(r#""process":"requirement_probes""#), "{}", launches[1]);
+    let fresh = &text[text.find(launches[1]).expect("the second launch")..];
+    assert!(fresh.contains(r#""protocolVersion":65535"#), "the fresh process's initialize: {fresh}");
+    let decoded = std::process::Command::new(probe_support::PROBE).args(["decode", &record]).output().expect("decode runs");
+    let out = String::from_utf8_lossy(&decoded.stdout);
+    assert!(decoded.status.success(), "{out}\n{}", String::from_utf8_lossy(&decoded.stderr));
+    assert_eq!(out.lines().filter(|l| l.contains(r#""invalid":"#)).count(), 2, "{out}");
 }

@@ -7,8 +7,9 @@
 //! wire, which `checkfu-wire decode --protocol acp-v2` reads; the honest wire decodes cleanly,
 //! and each twin's wire shows its fault where a decoder can see one (two faults are of order
 //! only, and are read from the recorded wire here). With the probe (`--acp-version 2`, and the
-//! default's retry after the SDK's -32022): the honest agent passes on the relay's record and
-//! each twin fails naming what it broke.
+//! default's retry after the SDK's -32022): the honest agent passes on the relay's record, every
+//! mechanism step it declares included, and each twin (v2's own, and agent.mjs's over-declaring
+//! ones) fails naming what it broke.
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -76,7 +77,8 @@ impl Drive {
 
 /// The honest agent's session decodes as v2 with no refusal and no diagnostic, and is the v2
 /// turn: receipt and echo under one `messageId`, `running` before the echo, the model's answer
-/// as keyed agent-message upserts, an idle with `end_turn`, a cancel confirmed by an idle with
+/// as keyed agent-message upserts, the worker subagent's updates attributed by
+/// `checkfu.subagent`, an idle with `end_turn`, a cancel confirmed by an idle with
 /// `cancelled`, the baseline's list / resume (replayed under the same ids) / close, and a v1
 /// `initialize` refused with -32022 naming version 2.
 #[test]
@@ -88,33 +90,35 @@ fn the_v2_reference_agents_wire_decodes_cleanly_as_acp_v2() {
     let honest = Drive::run(None);
     assert_eq!(honest.decode.status.code(), Some(0), "{}", honest.explain());
     assert_eq!(honest.decoded.len(), honest.wire.len(), "{}", honest.explain());
-    // One diagnostic only, on each idle that ends a turn with `checkfu.turn` in its `_meta`: the
-    // catalog still names v1's carrier for that slot (the prompt's answer, which in v2 is the
-    // receipt, sent before the turn ran), so the decoder ignores it there, and says so.
-    let noted: Vec<(&Value, &Value)> = honest
-        .decoded
-        .iter()
-        .flat_map(|r| r["diagnostics"].as_array().into_iter().flatten().map(move |d| (&r["line"], d)))
-        .filter(|(_, d)| !d.as_str().is_some_and(|d| d.starts_with("`checkfu.turn` is not carried by this message")))
-        .collect();
+    // No diagnostic: the idle that ends a turn carries `checkfu.turn` in its `_meta`, v2's
+    // carrier for that slot (`carrier_v2`), where the decoder decodes it.
+    let noted: Vec<(&Value, &Value)> =
+        honest.decoded.iter().flat_map(|r| r["diagnostics"].as_array().into_iter().flatten().map(move |d| (&r["line"], d))).collect();
     assert!(noted.is_empty(), "{noted:?}");
+    let turns = honest.decoded.iter().flat_map(|r| r["slots"].as_array().into_iter().flatten()).filter(|s| s["key"] == "checkfu.turn");
+    assert!(turns.clone().count() > 0 && turns.clone().all(|s| s["status"] == "decoded"), "{}", honest.explain());
 
     let s = &honest.summary;
     assert_eq!(s["initialize"]["protocolVersion"], 2);
     assert_eq!(s["initialize"]["info"]["name"], "checkfu-probe-ts-agent-v2");
-    assert_eq!(s["initialize"]["capabilities"], json!({"session": {"prompt": {"embeddedContext": {}}}}));
+    assert_eq!(s["initialize"]["capabilities"], json!({"session": {"prompt": {"embeddedContext": {}}, "mcp": {"stdio": {}}}}));
     let receipt = s["turn"]["result"]["messageId"].as_str().expect("a receipt with a messageId");
     assert_eq!(s["turn"]["idle"]["stopReason"], "end_turn", "{}", honest.explain());
-    assert_eq!(s["turn"]["idle"]["_meta"]["checkfu.turn"]["model_calls"], 1);
+    // The parent's call and its worker subagent's own.
+    assert_eq!(s["turn"]["idle"]["_meta"]["checkfu.turn"]["model_calls"], 2);
     assert_eq!(s["cancelled"]["idle"]["stopReason"], "cancelled", "{}", honest.explain());
     assert_eq!(s["v1Initialize"]["code"], -32022);
     assert_eq!(s["v1Initialize"]["data"]["supported"], json!([2]));
-    assert_eq!(s["modelCalls"], 2, "one call a turn, the cancelled one held at the model");
+    assert_eq!(s["modelCalls"], 3, "two in the first turn (the worker's own too), the cancelled one held at the model");
 
-    // The first turn on the wire: running, the echo under the receipt's id, the answer, idle.
+    // The first turn on the wire: running, the echo under the receipt's id, the answer (its
+    // chunk carrying the checkpoint), the worker subagent's attributed updates, idle.
     let updates = honest.updates();
-    let kinds: Vec<&str> = updates.iter().take(5).map(|u| u["sessionUpdate"].as_str().unwrap_or("?")).collect();
-    assert_eq!(kinds, ["state_update", "user_message", "agent_message_chunk", "agent_message", "state_update"]);
+    let kinds: Vec<&str> = updates.iter().take(10).map(|u| u["sessionUpdate"].as_str().unwrap_or("?")).collect();
+    let worker = ["session_info_update", "tool_call_update", "agent_message_chunk", "tool_call_update", "session_info_update"];
+    assert_eq!(kinds, [&["state_update", "user_message", "agent_message_chunk", "agent_message"][..], &worker, &["state_update"]].concat());
+    assert!(updates[2]["_meta"]["checkfu.journal_checkpoint"].is_object(), "{}", honest.explain());
+    assert!(updates[4..9].iter().all(|u| u["_meta"]["checkfu.subagent"].is_object()), "{}", honest.explain());
     assert_eq!(updates[0]["state"], "running");
     assert_eq!(updates[1]["messageId"], receipt);
     assert_eq!(updates[2]["messageId"], updates[3]["messageId"], "the chunk and the whole message are one keyed message");
@@ -252,5 +256,69 @@ fn the_v2_reference_agents_hostile_twins_each_fail_naming_what_they_broke() {
         assert_eq!(run.status, 1, "{flag}: {}", run.pretty());
         let reasons = failures(&run);
         assert!(reasons.iter().any(|r| r.contains(named)), "{flag}: no failure names `{named}`: {reasons:#?}");
+    }
+}
+
+/// Under v2 the reference agent runs every step it declares, as agent.mjs does in v1, and
+/// passes each: the mechanism steps' turns end with v2's receipt and idle, the granted stdio
+/// MCP server's tool is called, the queued steer reaches the next turn's model request, and
+/// with `--interrupt` the drain is acknowledged and the turn ends idle with nothing cut off.
+#[test]
+#[cfg_attr(
+    not(checkfu_ts_agent),
+    ignore = "CHECKFU_TS_AGENT is not set: run tests/fixture-agent/ts/install.sh DIR and set it to DIR/agent.mjs"
+)]
+fn the_v2_reference_agent_passes_every_step_it_declares_under_v2() {
+    let agent = agent_v2();
+    let run = probe(&["--acp-version", "2"], &["node", &agent, "--structured", "response_format"]);
+    assert_eq!(failures(&run), Vec::<String>::new(), "{}", run.pretty());
+    assert_eq!(run.status, 0, "{}", run.pretty());
+    for step in [
+        "subagent_delegation",
+        "builtin_tool_scoping",
+        "staged_files",
+        "structured_output",
+        "platform_tool",
+        "native_checkpoint",
+        "cancellation",
+    ] {
+        assert_eq!(run.step(step).0, "passed", "{step}: {}", run.pretty());
+    }
+    assert_eq!(run.check("steering_delivered"), "pass", "{}", run.pretty());
+    // It advertises no MCP over HTTP, and the step says so, citing v2's capability.
+    let (status, reason) = run.step("platform_tool_http");
+    assert_eq!((status, reason.contains("capabilities.session.mcp.http")), ("skipped", true), "{reason}");
+    for (member, value) in [("subagents", "observed"), ("mid_run_input", "native"), ("structured_output", "response_format")] {
+        assert_eq!(run.json["admission"]["realized"][member], value, "{member}: {}", run.pretty());
+    }
+
+    let drained = probe(&["--acp-version", "2", "--interrupt"], &["node", &agent]);
+    assert_eq!(failures(&drained), Vec::<String>::new(), "{}", drained.pretty());
+    assert_eq!(drained.check("cooperative_interrupt_drained"), "pass", "{}", drained.pretty());
+    assert_eq!(drained.json["admission"]["realized"]["interrupt"], "cooperative", "{}", drained.pretty());
+}
+
+/// agent.mjs's over-declaring twins, on the v2 agent: each fails what it does not serve under
+/// v2, naming it.
+#[test]
+#[cfg_attr(
+    not(checkfu_ts_agent),
+    ignore = "CHECKFU_TS_AGENT is not set: run tests/fixture-agent/ts/install.sh DIR and set it to DIR/agent.mjs"
+)]
+fn the_v2_reference_agents_over_declaring_twins_fail_naming_the_value() {
+    let agent = agent_v2();
+    for (flag, named) in [
+        ("--narrate-subagent", "subagent_delegation: subagent \"worker\""),
+        ("--run-outside-scope", "builtin_tool_scoping: declared `builtin_tool_scoping: enforced` is not served"),
+        ("--ignore-staged", "staged_files: declared `staged_files: resource_links` is not served"),
+        ("--no-checkpoint", "native_checkpoint: declared `native_checkpoint: external_custody` is not served"),
+        ("--ignore-mcp", "platform_tool: the platform tool is not delivered: the harness ignored `mcpServers`"),
+        ("--drop-steer", "steering_delivered: the steer was acknowledged `queued`"),
+    ] {
+        let run = probe(&["--acp-version", "2", "--no-cancellation"], &["node", &agent, flag]);
+        assert_eq!(run.status, 1, "{flag}: {}", run.pretty());
+        assert_eq!(run.json["acp_version"], 2, "{flag}: {}", run.pretty());
+        let reasons = failures(&run);
+        assert!(reasons.iter().any(|r| r.starts_with(named)), "{flag}: no failure starts `{named}`: {reasons:#?}");
     }
 }

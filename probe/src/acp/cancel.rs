@@ -72,12 +72,7 @@ impl Run<'_, '_, '_, '_> {
     /// The prompt to cancel, sent on `session_id` as a turn of its own in the relay (its
     /// answer paced, so that it is still in flight when the cancel goes out).
     pub(super) fn send_prompt_to_cancel(&mut self, session_id: &str) -> Result<PromptToCancel, Reason> {
-        let nonce = crate::options::fresh_nonce();
-        let relay = &self.stage.plane.relay;
-        relay.begin_turn(nonce.clone(), Vec::new());
-        let turn = relay.turn();
-        relay.answer_plainly();
-        relay.pace(Some(PACE));
+        let (nonce, turn) = paced_turn(&self.stage.plane.relay);
         let text = format!("Checkfu local diagnostic, cancellation. Reply with the nonce {nonce} and end the turn.");
         let until = self.step_deadline();
         let sent = Instant::now();
@@ -185,6 +180,17 @@ impl Run<'_, '_, '_, '_> {
             break;
         }
     }
+}
+
+/// A turn of its own in the relay, for a prompt to stop in flight: a fresh nonce, answered as
+/// the `nonce` script does, the answer paced ([`PACE`]); the nonce and the turn's index.
+pub(super) fn paced_turn(relay: &crate::relay::Relay) -> (String, usize) {
+    let nonce = crate::options::fresh_nonce();
+    relay.begin_turn(nonce.clone(), Vec::new());
+    let turn = relay.turn();
+    relay.answer_plainly();
+    relay.pace(Some(PACE));
+    (nonce, turn)
 }
 
 /// The step's verdict, the deciding fact first: a model call after the cancel (the agent

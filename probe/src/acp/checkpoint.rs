@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use serde_json::{json, Map, Value};
 
-use super::exercised::{answer_to, declaration, not_served as step_not_served, skip_reason, turn_answered};
+use super::exercised::{answer_to, await_turn, declaration, not_served as step_not_served, skip_reason, TurnEnd};
 use super::{expand_command, explain, negotiate, rpc_error, start, AcpOptions, Started, NEW_SESSION};
 use crate::outcome::{Kind, Outcome, Reason};
 use crate::plane::Declared;
@@ -38,6 +38,8 @@ pub(super) struct FirstProcess<'f> {
     pub template: &'f [OsString],
     pub held: Option<&'f Custody>,
     pub nonce: &'f str,
+    /// The ACP version the first process agreed: the second is asked for the same one.
+    pub version: u64,
 }
 
 /// Reports `native_checkpoint`; hands back the second process's teardown fault, if it left one.
@@ -99,7 +101,7 @@ fn resume_in_fresh_process(
         Ok(started) => started,
         Err(e) => return (cannot(e), None),
     };
-    let outcome = match resumed_turn(stage, options, &mut session, resume, first.nonce) {
+    let outcome = match resumed_turn(stage, options, &mut session, resume, first) {
         Ok(marks) => checkpoint::resumed(&marks).map_or_else(|miss| not_served(&miss), |()| Outcome::Passed),
         Err(reason) => Outcome::Failed(reason.within(within())),
     };
@@ -114,7 +116,7 @@ fn resumed_turn(
     options: &AcpOptions,
     session: &mut Session,
     resume: Value,
-    first_nonce: &str,
+    first: &FirstProcess<'_>,
 ) -> Result<Vec<Vec<usize>>, Reason> {
     let until = Instant::now() + stage.options.step_timeout;
     let ask = |session: &mut Session, method: &'static str, params: Value| -> Result<Value, Reason> {
@@ -127,7 +129,8 @@ fn resumed_turn(
             _ => Ok(message),
         }
     };
-    ask(session, VERSION_METHOD, negotiate::params(options, negotiate::V1))?;
+    session.read_as(negotiate::protocol(first.version));
+    ask(session, VERSION_METHOD, negotiate::params(options, first.version))?;
     let mut meta = Map::new();
     meta.insert(CONTINUITY.into(), json!("same_run_resume"));
     meta.insert(RESUME.into(), resume);
@@ -140,13 +143,17 @@ fn resumed_turn(
     let nonce = crate::options::fresh_nonce();
     relay.begin_turn(nonce.clone(), Vec::new());
     relay.answer_plainly();
-    relay.watch_marks(vec![first_nonce.to_owned()]);
+    relay.watch_marks(vec![first.nonce.to_owned()]);
     let turn = relay.turn();
     let text = format!(
         "Checkfu local diagnostic, resumed. Go on from the conversation you were handed back: reply with the nonce {nonce} \
          and end the turn."
     );
     let params = json!({"sessionId": session_id, "prompt": [{"type": "text", "text": text}]});
-    turn_answered(&ask(session, PROMPT_METHOD, params)?)?;
+    let id = session.request(PROMPT_METHOD, params).map_err(|f| Reason::new(Kind::Harness, f).within(PROMPT_METHOD))?;
+    await_turn(session, first.version, id, until, &mut |_| {}).map_err(|end| match end {
+        TurnEnd::Fault(fault) => explain(stage.options, &fault).within(PROMPT_METHOD),
+        TurnEnd::Judged(reason) => reason,
+    })?;
     Ok(stage.plane.relay.calls(turn).into_iter().map(|c| c.marks_in_request).collect())
 }

@@ -1,18 +1,19 @@
 //! What the steps that exercise a declared mechanism share: whether the harness declared it,
 //! and a prompt in a turn of its own (the relay's record keeps it apart from the turns the
-//! conformance checks judge), answered as the `nonce` script answers whatever the script.
+//! conformance checks judge), answered as the `nonce` script answers whatever the script, and
+//! waited for as the ACP version the run speaks ends a turn ([`await_turn`]).
 
 use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use super::{rpc_error, Run};
+use super::{negotiate, rpc_error, Run};
 use crate::outcome::{Kind, Outcome, Reason};
 use crate::report::Steps;
 use crate::session::{Fault, Incoming, Session};
 use checkfu_wire::admission::AdmittedCapabilities;
 use checkfu_wire::catalog::{self, StepName};
-use checkfu_wire::decode::tables::PROMPT_METHOD;
+use checkfu_wire::decode::tables::{PROMPT_METHOD, UPDATE_METHOD};
 
 /// The declaration `step` proves, as the catalog's mechanisms say (`proof = { step, … }`): the
 /// member and its one value. The catalog is the one source; a step no single-valued mechanism
@@ -43,23 +44,59 @@ impl Run<'_, '_, '_, '_> {
     }
 
     /// Sends `prompt` (ACP content blocks) in a relay turn the caller has begun, and waits for
-    /// its answer by the step's deadline, reading past everything else (the session answers
-    /// the agent's own requests meanwhile). The turn's updates stay out of the trace: the
-    /// conformance checks judge the first turn.
+    /// the turn's end by the step's deadline ([`await_turn`]), reading past everything
+    /// else (the session answers the agent's own requests meanwhile). The turn's updates stay
+    /// out of the trace: the conformance checks judge the first turn.
     pub(super) fn exercise_turn(&mut self, session_id: &str, prompt: Value) -> Result<(), Reason> {
+        self.exercise_turn_seen(session_id, prompt, &mut |_| {})
+    }
+
+    /// [`Run::exercise_turn`], each `session/update` of the turn shown to `seen` as it comes.
+    pub(super) fn exercise_turn_seen(&mut self, session_id: &str, prompt: Value, seen: &mut dyn FnMut(&Value)) -> Result<(), Reason> {
         let until = self.step_deadline();
         let params = json!({"sessionId": session_id, "prompt": prompt});
         let id = self.session.request(PROMPT_METHOD, params).map_err(|f| Reason::new(Kind::Harness, f).within(PROMPT_METHOD))?;
-        let message = match answer_to(&mut self.session, id, until) {
-            Ok(message) => message,
-            Err(fault) => {
-                // A runner that gives up on a turn cancels it, as ACP asks.
-                let _ = self.session.notify(super::CANCEL_METHOD, json!({"sessionId": session_id}));
-                return Err(self.explain(&fault).within(PROMPT_METHOD));
-            }
-        };
-        turn_answered(&message)
+        let ended = await_turn(&mut self.session, self.acp_version, id, until, seen);
+        if let Err(TurnEnd::Fault(_)) = &ended {
+            // A runner that gives up on a turn cancels it, as ACP asks.
+            let _ = self.session.notify(super::CANCEL_METHOD, json!({"sessionId": session_id}));
+        }
+        ended.map_err(|end| match end {
+            TurnEnd::Fault(fault) => self.explain(&fault).within(PROMPT_METHOD),
+            TurnEnd::Judged(reason) => reason,
+        })
     }
+}
+
+/// Waits on `session` for the end of the turn prompt `id` opened, by `until`: the one place
+/// that knows how each ACP `version` ends a turn. In v1 the prompt's answer ends it, with a
+/// stop reason; in v2 the answer is a receipt and an idle `state_update` ends the turn, judged
+/// on v2's terms ([`super::v2::await_turn`]). Each `session/update` is shown to `seen`.
+pub(super) fn await_turn(
+    session: &mut Session,
+    version: u64,
+    id: i64,
+    until: Instant,
+    seen: &mut dyn FnMut(&Value),
+) -> Result<(), TurnEnd> {
+    if version == negotiate::V2 {
+        return super::v2::await_turn(session, id, until, seen);
+    }
+    loop {
+        match session.next(until).map_err(TurnEnd::Fault)? {
+            Incoming::Response { id: got, message, .. } if got == id => return turn_answered(&message).map_err(TurnEnd::Judged),
+            Incoming::Notification { method, message, .. } if method == UPDATE_METHOD => seen(&message),
+            _ => {}
+        }
+    }
+}
+
+/// Why a turn the probe waited for did not end well: the session failed (or the time ran
+/// out), or the turn ended in a way that fails the step.
+#[derive(Debug)]
+pub(super) enum TurnEnd {
+    Fault(Fault),
+    Judged(Reason),
 }
 
 /// Why a step that exercises a declared mechanism is skipped, if it is: undeclared, or after

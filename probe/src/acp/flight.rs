@@ -43,8 +43,9 @@ pub(super) enum Flight {
 impl Run<'_, '_, '_, '_> {
     /// Waits until a paced model call of `turn` that started at `not_before_ms` or later (the
     /// relay's clock) is in flight (see the module), the prompt `prompt` is answered, or
-    /// `until`. With `observe`, what arrives meanwhile goes to the observations as usual;
-    /// without, it is read past (a turn outside the checks' trace).
+    /// `until`. With `observe` (the first turn), what arrives meanwhile goes to the
+    /// observations as usual and the turn's end is the version's; without, it is read past (a
+    /// turn outside the checks' trace) and the prompt's answer ends the wait.
     pub(super) fn wait_for_flight(&mut self, prompt: i64, turn: usize, not_before_ms: u64, observe: bool, until: Instant) -> Flight {
         // The latest chunk of the agent's message: the relay's clock when it arrived, its text.
         let mut chunk: Option<(u64, String)> = None;
@@ -69,18 +70,20 @@ impl Run<'_, '_, '_, '_> {
             }
             let poll = (Instant::now() + POLL).min(until);
             match self.session.next(poll) {
-                Ok(Incoming::Response { id, message, .. }) if id == prompt => return Flight::Answered(message),
+                Ok(Incoming::Response { id, message, .. }) if id == prompt && !observe => return Flight::Answered(message),
                 Ok(incoming) => {
                     if let Incoming::Notification { method, message, .. } = &incoming {
                         if let Some(text) = chunk_text(message).filter(|_| method == UPDATE_METHOD) {
                             chunk = Some((self.stage.plane.relay.now_ms(), checkfu_wire::text::head(text, MAX_CHUNK).to_owned()));
                         }
                     }
-                    if observe {
-                        self.dispatch(incoming);
+                    // The first turn, observed: its end is the version's ([`Run::first_turn_message`]).
+                    if let Some(answer) = observe.then(|| self.first_turn_message(prompt, incoming)).flatten() {
+                        return Flight::Answered(answer);
                     }
                 }
                 Err(Fault::Timeout) if Instant::now() < until => {}
+                Err(fault) if observe => return Flight::Failed(self.explain_turn(&fault)),
                 Err(fault) => return Flight::Failed(self.explain(&fault)),
             }
             if observe && self.normalizer.full() {

@@ -16,15 +16,24 @@
 //!    refused (CHECKFU-PERMISSION-001), each answered as the `nonce` script does; then a
 //!    prompt of each content type the agent advertised (ACP-PROMPTCAP-…), and
 //!    `session/close` of the second session when advertised;
-//! 6. the informational ones: a prompt for a session never made, a line that is no JSON,
+//! 6. what it advertised of a session's and a login's ends ([`lifecycle`]): the first
+//!    session closed while a prompt's model answer streams (ACP-CLOSE-002), a session
+//!    naming an extra directory (ACP-ADDDIRS-001), one deleted twice (ACP-DELETE-001, -002);
+//! 7. the informational ones: a prompt for a session never made, a line that is no JSON,
 //!    a JSON value that is no request, each followed by a request that shows whether the
-//!    connection still works;
-//! 7. its stdin closed: it must exit by itself within the kill grace (ACP-SHUTDOWN-001).
+//!    connection still works; then `logout` when advertised (ACP-AUTH-004);
+//! 8. its stdin closed: it must exit by itself within the kill grace (ACP-SHUTDOWN-001).
+//!
+//! A line of its stdout that the decoder rejects and that answers none of the probes'
+//! requests (an error with no id, say) is read past and listed in the report's
+//! `requirement_probe.skipped`: the transport and schema requirements judge it, and the
+//! request that was out when it came is not charged with it.
 //!
 //! Each requirement it was put to is judged here with its reason; the breaches it commits
 //! (a capability called unadvertised, an effect after a refusal) fail theirs as the main
 //! session's do.
 
+mod lifecycle;
 mod session_methods;
 
 use std::ffi::OsString;
@@ -100,7 +109,9 @@ pub(super) fn exercise(
     fresh.client_fs = false;
     fresh.terminals = false;
     fresh.permission = PermissionPolicy::Allow;
-    let Started { session, container, .. } = start(&fresh, command, stage).map_err(|e| Why(format!("it could not start: {e}")))?;
+    let Started { mut session, container, .. } = start(&fresh, command, stage).map_err(|e| Why(format!("it could not start: {e}")))?;
+    // One bad line is read past and reported, not charged to the request that is out.
+    session.skip_rejected = true;
     let mark = stage.plane.relay.mark();
     let mut kit =
         Kit { session, stage, judged: Vec::new(), sessions: Vec::new(), seen: Vec::new(), errors: Vec::new(), unauthenticated: false };
@@ -120,6 +131,9 @@ pub(super) fn exercise(
         client_requests: session.client_requests.clone(),
         grammar_violations: session.grammar_violations.clone(),
         breaches: session.breaches.clone(),
+        skipped: session.skipped.clone(),
+        skipped_lines: session.skipped_lines,
+        record: launched(command, session),
         judged: Vec::new(),
         hygiene: session.hygiene.clone(),
         sessions,
@@ -134,6 +148,17 @@ pub(super) fn exercise(
     run.teardown_fault = ended.fault.as_ref().map(Reason::to_string);
     run.wall_ms = began.elapsed().as_millis() as u64;
     Ok((run, ended.fault))
+}
+
+/// The fresh process's record, opened by the line that says how it was launched (which
+/// `decode` takes as the start of a connection of its own).
+fn launched(command: &[OsString], session: &Session) -> Vec<u8> {
+    let argv: Vec<String> = command.iter().map(|c| c.to_string_lossy().into_owned()).collect();
+    let launch = json!({"launch": {"command": argv, "pid": session.pid(), "process": "requirement_probes"}});
+    let mut record = launch.to_string().into_bytes();
+    record.push(b'\n');
+    record.extend_from_slice(session.record().0);
+    record
 }
 
 /// ACP-SHUTDOWN-001: it exited by itself once its stdin closed, within the kill grace.
@@ -231,7 +256,10 @@ impl Kit<'_, '_, '_> {
         self.extension();
         self.advertised(&agent, &first);
         self.turns(&agent, &first, &second);
+        self.close_in_flight(&agent, &first);
+        self.extra_sessions(&agent);
         self.informational();
+        self.logout(&agent);
     }
 
     /// ACP-AUTH-003 when `--authenticate` named a method (`Some(true)` when it was answered

@@ -10,18 +10,23 @@
 //! out at once, on the round in flight. Without a drain, pacing stops once the steer is out.
 //! Whether the steer reached the model and the drain kept every byte is judged at the end,
 //! from the relay's record ([`crate::verdict::steer`], [`crate::verdict::in_flight`]).
+//!
+//! Both ACP versions send the same methods here; only the turn's end differs, and one method
+//! knows it ([`Run::first_turn_message`]): v1's prompt answer, or v2's receipt and idle
+//! `state_update` ([`super::v2`]).
 
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
 use super::flight::Flight;
-use super::{Run, INTERRUPT_METHOD, OPT_IN_INTERRUPT, STEER_METHOD};
+use super::{negotiate, upgrade_admitted, Run, INTERRUPT_METHOD, OPT_IN_INTERRUPT, STEER_METHOD};
 use crate::acp::report::Drain;
 use crate::outcome::{Kind, Reason};
 use crate::relay::token::{self, STEER_PREFIX};
 use crate::relay::Pace;
 use crate::session::{Fault, Incoming};
+use checkfu_wire::admission::AdmittedCapabilities;
 use checkfu_wire::catalog;
 use checkfu_wire::conformance::observation::SteerAck;
 use checkfu_wire::conformance::{self, Outcome};
@@ -43,7 +48,54 @@ pub(super) struct Inputs {
 }
 
 impl Run<'_, '_, '_, '_> {
-    /// The first turn from its prompt (sent at `sent`) to its answer, the scripted inputs
+    /// Which scripted inputs the first turn carries, as the admitted set allows and the
+    /// options ask; a turn that carries one is paced ([`TURN_PACE`]).
+    pub(super) fn live_inputs(&mut self, admitted: &AdmittedCapabilities) -> Inputs {
+        let inputs = Inputs {
+            steer: upgrade_admitted(admitted, catalog::Check::SteeringDelivered.name()),
+            interrupt: self.options.interrupt && upgrade_admitted(admitted, OPT_IN_INTERRUPT),
+        };
+        if inputs.steer || inputs.interrupt {
+            // The scripted inputs go out while a model answer is in flight.
+            self.stage.plane.relay.pace(Some(TURN_PACE));
+        }
+        inputs
+    }
+
+    /// One message of the open first turn, observed: the message that ended the turn when
+    /// it did (v1: the prompt's answer; v2: its error answer, or `Value::Null` once the
+    /// receipt and the idle came), else `None`. The one place that picks the version.
+    pub(super) fn first_turn_message(&mut self, prompt: i64, incoming: Incoming) -> Option<Value> {
+        if self.acp_version == negotiate::V2 {
+            return self.first_turn_message_v2(prompt, incoming);
+        }
+        match incoming {
+            Incoming::Response { id, message, .. } if id == prompt => Some(message),
+            other => {
+                self.dispatch(other);
+                None
+            }
+        }
+    }
+
+    /// Reads the open first turn until it ends ([`Run::first_turn_message`]) or `until`.
+    fn wait_turn_end(&mut self, prompt: i64, until: Instant) -> Result<Value, Reason> {
+        loop {
+            match self.session.next(until) {
+                Ok(incoming) => {
+                    if let Some(answer) = self.first_turn_message(prompt, incoming) {
+                        return Ok(answer);
+                    }
+                }
+                Err(fault) => return Err(self.explain_turn(&fault)),
+            }
+            if self.normalizer.full() {
+                return Err(self.over_budget());
+            }
+        }
+    }
+
+    /// The first turn from its prompt (sent at `sent`) to its end, the scripted inputs
     /// sent as the module says.
     pub(super) fn live_turn(
         &mut self,
@@ -63,7 +115,7 @@ impl Run<'_, '_, '_, '_> {
             self.send_steer(session_id)?;
             if !inputs.interrupt {
                 self.stage.plane.relay.pace(None);
-                return self.wait_for(prompt, until).map(|(message, _)| message);
+                return self.wait_turn_end(prompt, until);
             }
             match self.wait_for_steer_ack(prompt, (Instant::now() + ACK_WAIT).min(until))? {
                 SteerWait::Answered(message) => return Ok(message),
@@ -86,7 +138,7 @@ impl Run<'_, '_, '_, '_> {
             let sent_ms = self.stage.plane.relay.now_ms();
             self.drain = Some(Drain { trigger, interrupt_after_ms: sent.elapsed().as_millis() as u64, sent_ms, ack_ms: None });
         }
-        self.wait_for(prompt, until).map(|(message, _)| message)
+        self.wait_turn_end(prompt, until)
     }
 
     /// Sends the steer, its content carrying a token the relay then looks for in every
@@ -112,10 +164,13 @@ impl Run<'_, '_, '_, '_> {
                 return Ok(SteerWait::Acknowledged { delivered: ack == SteerAck::Delivered, at_ms });
             }
             match self.session.next(until) {
-                Ok(Incoming::Response { id, message, .. }) if id == prompt => return Ok(SteerWait::Answered(message)),
-                Ok(incoming) => self.dispatch(incoming),
+                Ok(incoming) => {
+                    if let Some(answer) = self.first_turn_message(prompt, incoming) {
+                        return Ok(SteerWait::Answered(answer));
+                    }
+                }
                 Err(Fault::Timeout) => return Ok(SteerWait::Unanswered),
-                Err(fault) => return Err(self.explain(&fault)),
+                Err(fault) => return Err(self.explain_turn(&fault)),
             }
             if self.normalizer.full() {
                 return Err(self.over_budget());

@@ -77,11 +77,20 @@ pub(super) struct Grants {
     stdio: Option<Grant>,
     http: Option<Grant>,
     http_withheld: Option<String>,
+    /// ACP v2: why the stdio server is not granted, when the agent does not advertise it.
+    stdio_withheld: Option<String>,
 }
 
-/// Whether the `initialize` result advertises HTTP MCP servers (`mcpCapabilities.http`).
-fn advertises_http(initialize_result: Option<&Value>) -> bool {
-    initialize_result.and_then(|r| r.pointer("/agentCapabilities/mcpCapabilities/http")) == Some(&Value::Bool(true))
+/// Whether the `initialize` result advertises MCP servers over `transport` (`stdio`,
+/// `http`): v1's `mcpCapabilities.http` is a boolean (and stdio always admitted); v2's
+/// `capabilities.session.mcp.<transport>` is an object marker (its `McpServer` grants
+/// either transport "only when the agent capabilities include" it).
+fn advertises(initialize_result: Option<&Value>, v2: bool, transport: &str) -> bool {
+    let Some(result) = initialize_result else { return false };
+    match v2 {
+        true => result.pointer(&format!("/capabilities/session/mcp/{transport}")).is_some_and(Value::is_object),
+        false => transport == "stdio" || result.pointer("/agentCapabilities/mcpCapabilities/http") == Some(&Value::Bool(true)),
+    }
 }
 
 impl Run<'_, '_, '_, '_> {
@@ -93,12 +102,22 @@ impl Run<'_, '_, '_, '_> {
         if self.stage.image.is_some() {
             return;
         }
+        let v2 = self.acp_version == super::negotiate::V2;
+        if !advertises(self.initialize_result.as_ref(), v2, "stdio") {
+            let why = "the agent does not advertise `capabilities.session.mcp.stdio` at initialize (ACP v2's `McpServer` grants a stdio server only then)";
+            self.platform.stdio_withheld = Some(why.to_owned());
+            return;
+        }
         let Some(program) = self.stage.options.mcp_server.clone() else { return };
         let log = self.session.workspace().root().join(LOG_FILE);
         let result = crate::relay::token::mint(RESULT_PREFIX);
         let seen = self.session.workspace().harness_path(&log).to_string_lossy().into_owned();
-        let entry = json!({"name": mcp_tool::SERVER_NAME, "command": program.to_string_lossy(),
+        let mut entry = json!({"name": mcp_tool::SERVER_NAME, "command": program.to_string_lossy(),
             "args": [SUBCOMMAND, "--result", result, "--log", seen], "env": []});
+        if v2 {
+            // v2's `McpServer` names every transport, stdio too (v1's stdio entry has no `type`).
+            entry["type"] = json!("stdio");
+        }
         self.platform.stdio =
             Some(Grant { entry, evidence: Evidence::Log(log), result, server: mcp_tool::SERVER_NAME, tool: mcp_tool::TOOL });
     }
@@ -108,8 +127,10 @@ impl Run<'_, '_, '_, '_> {
     /// runtime joins the fence (bubblewrap, podman), where the server needs nothing inside
     /// the image; else `None`, with why.
     fn grant_http(&mut self) -> Option<Grant> {
-        let withheld = if !advertises_http(self.initialize_result.as_ref()) {
-            Some(String::from("the agent does not advertise `mcpCapabilities.http` at initialize"))
+        let v2 = self.acp_version == super::negotiate::V2;
+        let withheld = if !advertises(self.initialize_result.as_ref(), v2, "http") {
+            let member = if v2 { "capabilities.session.mcp.http" } else { "mcpCapabilities.http" };
+            Some(format!("the agent does not advertise `{member}` at initialize"))
         } else if self.container.as_ref().is_some_and(|c| !c.joins_fence()) {
             Some(String::from(
                 "the image runs in docker's pause container, into which the probe forwards the relay's port alone: no MCP server over HTTP is granted",
@@ -142,9 +163,10 @@ impl Run<'_, '_, '_, '_> {
 
     /// Reports `platform_tool` and `platform_tool_http`, after the prompt exchange.
     pub(super) fn platform_tool(&mut self, session_id: &str) {
-        let stdio_unserved = match self.stage.image.is_some() {
-            true => "the probe's MCP server over stdio is not inside the image: it is granted outside one",
-            false => "no program serves the probe's MCP server (the probe's library was run without `mcp_server`)",
+        let stdio_unserved = match (self.stage.image.is_some(), &self.platform.stdio_withheld) {
+            (true, _) => "the probe's MCP server over stdio is not inside the image: it is granted outside one",
+            (false, Some(why)) => why.as_str(),
+            (false, None) => "no program serves the probe's MCP server (the probe's library was run without `mcp_server`)",
         };
         let http_unserved = self.platform.http_withheld.clone().unwrap_or_default();
         for (step, granted, unserved) in [

@@ -88,6 +88,17 @@ pub struct ProbeRun {
     pub grammar_violations: Vec<crate::session::GrammarViolation>,
     /// What it did that ACP forbids: each fails the requirement it names.
     pub breaches: Vec<crate::session::Breach>,
+    /// The lines of its stdout the decoder rejected and the probes read past (informational:
+    /// the transport and schema requirements judge them), the first
+    /// [`crate::session::MAX_SKIPPED`], and how many in all.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<crate::session::Skipped>,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub skipped_lines: usize,
+    /// Its wire as recorded, opened by its launch line: the run's `--record` holds it after
+    /// the main process's.
+    #[serde(skip)]
+    pub record: Vec<u8>,
     /// Each requirement it was put to, with what it showed.
     #[serde(skip)]
     pub judged: Vec<(checkfu_wire::catalog::Requirement, super::requirements::Status, String)>,
@@ -100,6 +111,10 @@ pub struct ProbeRun {
     /// image's runtime kept something): the run's teardown fails with it too.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub teardown_fault: Option<String>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// What the probe waited for before it stopped a turn mid-flight (a cancel, a drain).

@@ -12,12 +12,10 @@ use serde_json::{json, Value};
 
 use super::Run;
 use crate::outcome::{Kind, Outcome, Reason};
-use crate::session::{Fault, Incoming};
 use crate::verdict;
 use crate::verdict::structured::{Mechanism, Turn, MAX_OUTPUT};
 use checkfu_wire::admission::AdmittedCapabilities;
 use checkfu_wire::catalog::StepName;
-use checkfu_wire::decode::tables::{PROMPT_METHOD, UPDATE_METHOD};
 
 /// The declaration member the step exercises.
 const MEMBER: &str = "structured_output";
@@ -83,32 +81,16 @@ impl Run<'_, '_, '_, '_> {
         let text = format!(
             "Checkfu local diagnostic, structured output. Reply with the nonce {nonce} and end the turn, giving the final answer as the session's output schema asks."
         );
-        let params = json!({"sessionId": session_id, "prompt": [{"type": "text", "text": text}]});
-        let until = self.step_deadline();
-        let prompt = self.session.request(PROMPT_METHOD, params).map_err(|f| Reason::new(Kind::Harness, f).within(PROMPT_METHOD))?;
         let mut output = String::new();
-        let answer = loop {
-            match self.session.next(until) {
-                Ok(Incoming::Response { id, message, .. }) if id == prompt => break message,
-                Ok(Incoming::Notification { method, message, .. }) if method == UPDATE_METHOD => {
-                    let update = message.pointer("/params/update").unwrap_or(&Value::Null);
-                    let parent = update.pointer("/_meta/checkfu.subagent").is_none();
-                    let words = checkfu_wire::conformance::normalize::message_chunk_text(update).filter(|_| parent);
-                    if let Some(words) = words.filter(|w| output.len() + w.len() <= MAX_OUTPUT) {
-                        output.push_str(words);
-                    }
-                }
-                Ok(_) => {}
-                Err(fault @ (Fault::Timeout | Fault::Deadline)) => {
-                    let _ = self.session.notify(super::CANCEL_METHOD, json!({"sessionId": session_id}));
-                    return Err(self.explain(&fault).within(PROMPT_METHOD));
-                }
-                Err(fault) => return Err(self.explain(&fault).within(PROMPT_METHOD)),
+        let mut seen = |message: &Value| {
+            let update = message.pointer("/params/update").unwrap_or(&Value::Null);
+            let parent = update.pointer("/_meta/checkfu.subagent").is_none();
+            let words = checkfu_wire::conformance::normalize::message_chunk_text(update).filter(|_| parent);
+            if let Some(words) = words.filter(|w| output.len() + w.len() <= MAX_OUTPUT) {
+                output.push_str(words);
             }
         };
-        if let Some(error) = answer.get("error") {
-            return Err(Reason::new(Kind::Answer, format!("session/prompt answered an error: {}", super::rpc_error(error))));
-        }
+        self.exercise_turn_seen(session_id, json!([{"type": "text", "text": text}]), &mut seen)?;
         Ok((turn, output))
     }
 }

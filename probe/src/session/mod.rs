@@ -212,6 +212,31 @@ pub struct Session {
     /// send a line that is no request (malformed JSON, an invalid request) may be answered
     /// with an error of id `null`, or of the id the line carried, as JSON-RPC asks.
     pub tolerate_strays: bool,
+    /// Read past, as [`Skipped`] lines, what the decoder rejects, instead of ending the wait
+    /// with [`Fault::Rejected`]: the requirement probes put one requirement after another to
+    /// one process, and a stray bad line (an error with no id after a notification) must
+    /// not fail whichever request happens to be out. The line still counts against the
+    /// transport and schema requirements ([`Hygiene`]); the main session stays fail-closed.
+    pub skip_rejected: bool,
+    /// The lines read past under [`Session::skip_rejected`] (the first [`MAX_SKIPPED`]),
+    /// and how many there were in all.
+    pub skipped: Vec<Skipped>,
+    pub skipped_lines: usize,
+}
+
+/// The most skipped lines a session keeps; past it they are counted only.
+pub const MAX_SKIPPED: usize = 100;
+
+/// A line of the harness's that the decoder rejected and the session read past
+/// ([`Session::skip_rejected`]): an informational fault, never a verdict of its own.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Skipped {
+    /// Which line of the harness's stdout it was (1 for the first).
+    pub stdout_line: usize,
+    /// Why the decoder rejected it.
+    pub error: String,
+    /// Its first 200 bytes, as text.
+    pub line: String,
 }
 
 /// What a harness's stdout held beside well-formed messages, over a whole session: the
@@ -329,6 +354,9 @@ impl Session {
             hygiene: Hygiene::default(),
             prompted: None,
             tolerate_strays: false,
+            skip_rejected: false,
+            skipped: Vec::new(),
+            skipped_lines: 0,
         })
     }
 
@@ -420,7 +448,7 @@ impl Session {
     /// Writes `line` as it is, no message of the protocol (malformed JSON, an invalid
     /// request): recorded verbatim, never through the decoder, which would refuse it.
     pub fn send_raw(&mut self, line: &[u8]) -> Result<(), Fault> {
-        self.append_record(WireDirection::RunnerToAgent, line, false);
+        self.record_invalid(line);
         let mut bytes = line.to_vec();
         bytes.push(b'\n');
         self.messages_out += 1;
@@ -471,10 +499,32 @@ impl Session {
     pub fn next(&mut self, until: Instant) -> Result<Incoming, Fault> {
         loop {
             let Some(bytes) = self.read_line(until)? else { continue };
-            if let Some(incoming) = self.receive(bytes)? {
-                return Ok(incoming);
+            // A rejected response naming one of the runner's ids answers that request,
+            // badly: it ends the wait even when bad lines are read past.
+            let skippable = self.skip_rejected && !self.answers_runner(&bytes);
+            match self.receive(bytes) {
+                Ok(Some(incoming)) => return Ok(incoming),
+                Ok(None) => {}
+                Err(Fault::Rejected { error, line }) if skippable => {
+                    self.skipped_lines += 1;
+                    if self.skipped.len() < MAX_SKIPPED {
+                        self.skipped.push(Skipped { stdout_line: self.hygiene.lines, error, line });
+                    }
+                }
+                Err(fault) => return Err(fault),
             }
         }
+    }
+
+    /// Whether `bytes` is a response (no `method`) whose id is one the runner has sent.
+    fn answers_runner(&self, bytes: &[u8]) -> bool {
+        #[derive(serde::Deserialize)]
+        struct Envelope<'a> {
+            #[serde(borrow)]
+            method: Option<&'a serde_json::value::RawValue>,
+        }
+        let response = serde_json::from_slice::<Envelope>(bytes).is_ok_and(|e| e.method.is_none());
+        response && raw_id(bytes).parse::<f64>().is_ok_and(|id| id >= 0.0 && id < self.next_id as f64)
     }
 
     /// The harness's next line by `until` (never past the session's deadline), answering
@@ -844,6 +894,20 @@ impl Session {
         }
     }
 
+    /// Records a line the runner writes on purpose although it is no message of the protocol
+    /// (the informational probes' malformed JSON and invalid request): marked as such
+    /// (`{"direction": …, "invalid": TEXT}`), so that `decode` tells it from a message and
+    /// the record still decodes back.
+    fn record_invalid(&mut self, line: &[u8]) {
+        let marked = json!({"direction": WireDirection::RunnerToAgent.to_string(), "invalid": String::from_utf8_lossy(line)}).to_string();
+        if self.record_truncated || self.record.len() + marked.len() > MAX_RECORD {
+            self.record_truncated = true;
+            return;
+        }
+        self.record.extend_from_slice(marked.as_bytes());
+        self.record.push(b'\n');
+    }
+
     /// The recorded wire, and whether it was cut at [`MAX_RECORD`].
     pub fn record(&self) -> (&[u8], bool) {
         (&self.record, self.record_truncated)
@@ -971,6 +1035,33 @@ mod tests {
             kept.len() <= MAX_METHOD_NAME + '…'.len_utf8() && kept.ends_with('…') && method.starts_with(kept.trim_end_matches('…')),
             "{kept}"
         );
+        session.teardown(Duration::from_secs(1));
+    }
+
+    #[test]
+    fn a_rejected_line_that_answers_no_request_is_read_past_only_when_asked() {
+        const IDLESS: &str = r#"{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found"}}"#;
+        let soon = || Instant::now() + Duration::from_secs(20);
+        // Fail-closed by default: the wait ends on it.
+        let mut session = session_writing(&[IDLESS, CHUNK]);
+        assert!(matches!(session.next(soon()), Err(Fault::Rejected { .. })));
+        session.teardown(Duration::from_secs(1));
+        // Read past and listed when asked: the notification behind it is handed on.
+        let mut session = session_writing(&[IDLESS, CHUNK]);
+        session.skip_rejected = true;
+        assert!(matches!(session.next(soon()), Ok(Incoming::Notification { .. })));
+        assert_eq!((session.skipped_lines, session.skipped.len()), (1, 1));
+        assert_eq!(session.skipped[0].stdout_line, 1);
+        assert!(session.skipped[0].line.contains("-32601"), "{:?}", session.skipped);
+        assert_eq!(session.hygiene.rejections.len(), 1, "still judged by the schema's requirement");
+        session.teardown(Duration::from_secs(1));
+        // A rejected response carrying one of the runner's ids answers that request, badly.
+        let both = r#"{"jsonrpc":"2.0","id":0,"result":{},"error":{"code":-32601,"message":"m"}}"#;
+        let mut session = session_writing(&[both, CHUNK]);
+        session.skip_rejected = true;
+        session.request("session/new", json!({"cwd": "/", "mcpServers": []})).expect("sent");
+        assert!(matches!(session.next(soon()), Err(Fault::Rejected { .. })));
+        assert!(session.skipped.is_empty());
         session.teardown(Duration::from_secs(1));
     }
 
