@@ -47,8 +47,6 @@ pub const FIDELITY_UPDATE_KINDS: &[&str] = &[
 pub const SLOTS: &[SlotDecoder] = &[
     SlotDecoder {
         key: "checkfu.capabilities",
-        method: Some("initialize"),
-        part: Part::Response,
         direction: Direction::HarnessToClient,
         class: SlotClass::Declaration,
         check: crate::schemas::acp_v1_extension_vectors::checks::check_CheckfuCapabilities,
@@ -57,8 +55,6 @@ pub const SLOTS: &[SlotDecoder] = &[
     },
     SlotDecoder {
         key: "checkfu.subagent",
-        method: Some("session/update"),
-        part: Part::Member,
         direction: Direction::HarnessToClient,
         class: SlotClass::Fidelity,
         check: crate::schemas::acp_v1_extension_vectors::checks::check_CheckfuSubagent,
@@ -67,8 +63,6 @@ pub const SLOTS: &[SlotDecoder] = &[
     },
     SlotDecoder {
         key: "checkfu.turn",
-        method: Some("session/prompt"),
-        part: Part::Response,
         direction: Direction::HarnessToClient,
         class: SlotClass::Fidelity,
         check: crate::schemas::acp_v1_extension_vectors::checks::check_CheckfuTurn,
@@ -77,8 +71,6 @@ pub const SLOTS: &[SlotDecoder] = &[
     },
     SlotDecoder {
         key: "_checkfu/session/steer",
-        method: None,
-        part: Part::Method,
         direction: Direction::ClientToHarness,
         class: SlotClass::Method,
         check: crate::schemas::acp_v1_extension_vectors::checks::check_CheckfuSessionSteerParams,
@@ -87,8 +79,6 @@ pub const SLOTS: &[SlotDecoder] = &[
     },
     SlotDecoder {
         key: "_checkfu/session/interrupt",
-        method: None,
-        part: Part::Method,
         direction: Direction::ClientToHarness,
         class: SlotClass::Method,
         check: crate::schemas::acp_v1_extension_vectors::checks::check_CheckfuSessionInterruptParams,
@@ -97,8 +87,6 @@ pub const SLOTS: &[SlotDecoder] = &[
     },
     SlotDecoder {
         key: "checkfu.builtin_tools",
-        method: Some("session/new"),
-        part: Part::Request,
         direction: Direction::ClientToHarness,
         class: SlotClass::Authority,
         check: crate::schemas::acp_v1_extension_vectors::checks::check_CheckfuBuiltinTools,
@@ -107,8 +95,6 @@ pub const SLOTS: &[SlotDecoder] = &[
     },
     SlotDecoder {
         key: "checkfu.continuity",
-        method: Some("session/new"),
-        part: Part::Request,
         direction: Direction::ClientToHarness,
         class: SlotClass::Authority,
         check: crate::schemas::checkfu_slots::checks::check_Continuity,
@@ -117,8 +103,6 @@ pub const SLOTS: &[SlotDecoder] = &[
     },
     SlotDecoder {
         key: "checkfu.runtime_config",
-        method: Some("session/new"),
-        part: Part::Request,
         direction: Direction::ClientToHarness,
         class: SlotClass::Authority,
         check: crate::schemas::checkfu_slots::checks::check_RuntimeConfig,
@@ -127,8 +111,6 @@ pub const SLOTS: &[SlotDecoder] = &[
     },
     SlotDecoder {
         key: "checkfu.output_schema",
-        method: Some("session/new"),
-        part: Part::Request,
         direction: Direction::ClientToHarness,
         class: SlotClass::Authority,
         check: crate::schemas::acp_v1_extension_vectors::checks::check_CheckfuOutputSchema,
@@ -137,8 +119,6 @@ pub const SLOTS: &[SlotDecoder] = &[
     },
     SlotDecoder {
         key: "checkfu.resume",
-        method: Some("session/new"),
-        part: Part::Request,
         direction: Direction::ClientToHarness,
         class: SlotClass::Authority,
         check: crate::schemas::checkfu_slots::checks::check_Resume,
@@ -147,8 +127,6 @@ pub const SLOTS: &[SlotDecoder] = &[
     },
     SlotDecoder {
         key: "checkfu.journal_checkpoint",
-        method: Some("session/update"),
-        part: Part::Member,
         direction: Direction::HarnessToClient,
         class: SlotClass::Fidelity,
         check: crate::schemas::checkfu_slots::checks::check_JournalCheckpoint,
@@ -157,13 +135,62 @@ pub const SLOTS: &[SlotDecoder] = &[
     },
     SlotDecoder {
         key: "checkfu.compaction",
-        method: Some("session/update"),
-        part: Part::Member,
         direction: Direction::HarnessToClient,
         class: SlotClass::Fidelity,
         check: crate::schemas::checkfu_slots::checks::check_Compaction,
         safety_profile: false,
         requires: None,
+    },
+];
+/// Where ACP v1 carries each slot of `SLOTS`, in its order.
+pub const SLOT_CARRIERS: &[SlotCarrier] = &[
+    SlotCarrier {
+        method: Some("initialize"),
+        part: Part::Response,
+    },
+    SlotCarrier {
+        method: Some("session/update"),
+        part: Part::Member,
+    },
+    SlotCarrier {
+        method: Some("session/prompt"),
+        part: Part::Response,
+    },
+    SlotCarrier {
+        method: None,
+        part: Part::Method,
+    },
+    SlotCarrier {
+        method: None,
+        part: Part::Method,
+    },
+    SlotCarrier {
+        method: Some("session/new"),
+        part: Part::Request,
+    },
+    SlotCarrier {
+        method: Some("session/new"),
+        part: Part::Request,
+    },
+    SlotCarrier {
+        method: Some("session/new"),
+        part: Part::Request,
+    },
+    SlotCarrier {
+        method: Some("session/new"),
+        part: Part::Request,
+    },
+    SlotCarrier {
+        method: Some("session/new"),
+        part: Part::Request,
+    },
+    SlotCarrier {
+        method: Some("session/update"),
+        part: Part::Member,
+    },
+    SlotCarrier {
+        method: Some("session/update"),
+        part: Part::Member,
     },
 ];
 /// A `checkfu.*` `_meta` slot the decoder knows, by its key.

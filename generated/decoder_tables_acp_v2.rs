@@ -35,6 +35,298 @@ pub const FIDELITY_UPDATE_KINDS: &[&str] = &[
     "available_commands_update",
     "session_info_update",
 ];
+/// Where ACP v2 carries each slot of the shared `SLOTS`, in its order (the catalog's
+/// `carrier_v2`, else the slot's v1 carrier).
+pub const SLOT_CARRIERS: &[SlotCarrier] = &[
+    SlotCarrier {
+        method: Some("initialize"),
+        part: Part::Response,
+    },
+    SlotCarrier {
+        method: Some("session/update"),
+        part: Part::Member,
+    },
+    SlotCarrier {
+        method: Some("session/update"),
+        part: Part::Member,
+    },
+    SlotCarrier {
+        method: None,
+        part: Part::Method,
+    },
+    SlotCarrier {
+        method: None,
+        part: Part::Method,
+    },
+    SlotCarrier {
+        method: Some("session/new"),
+        part: Part::Request,
+    },
+    SlotCarrier {
+        method: Some("session/new"),
+        part: Part::Request,
+    },
+    SlotCarrier {
+        method: Some("session/new"),
+        part: Part::Request,
+    },
+    SlotCarrier {
+        method: Some("session/new"),
+        part: Part::Request,
+    },
+    SlotCarrier {
+        method: Some("session/new"),
+        part: Part::Request,
+    },
+    SlotCarrier {
+        method: Some("session/update"),
+        part: Part::Member,
+    },
+    SlotCarrier {
+        method: Some("session/update"),
+        part: Part::Member,
+    },
+];
+/// A method an ACP v2 stream may carry (v2's and the catalog's extension methods), by its wire name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Method {
+    /// `$/cancel_request`.
+    CancelRequest,
+    /// `auth/login`.
+    AuthLogin,
+    /// `auth/logout`.
+    AuthLogout,
+    /// `elicitation/complete`.
+    ElicitationComplete,
+    /// `elicitation/create`.
+    ElicitationCreate,
+    /// `initialize`.
+    Initialize,
+    /// `session/cancel`.
+    SessionCancel,
+    /// `session/close`.
+    SessionClose,
+    /// `session/delete`.
+    SessionDelete,
+    /// `session/list`.
+    SessionList,
+    /// `session/new`.
+    SessionNew,
+    /// `session/prompt`.
+    SessionPrompt,
+    /// `session/request_permission`.
+    SessionRequestPermission,
+    /// `session/resume`.
+    SessionResume,
+    /// `session/set_config_option`.
+    SessionSetConfigOption,
+    /// `session/update`.
+    SessionUpdate,
+    /// `terminal/cancel`.
+    TerminalCancel,
+    /// `tool_call/cancel`.
+    ToolCallCancel,
+    /// `_checkfu/session/steer`.
+    CheckfuSessionSteer,
+    /// `_checkfu/session/interrupt`.
+    CheckfuSessionInterrupt,
+    /// `_goose/config/extensions`.
+    GooseConfigExtensions,
+    /// `_goose/extensions/add`.
+    GooseExtensionsAdd,
+    /// `_goose/extensions/remove`.
+    GooseExtensionsRemove,
+    /// `_goose/resource/read`.
+    GooseResourceRead,
+    /// `_goose/session/delete`.
+    GooseSessionDelete,
+    /// `_goose/session/export`.
+    GooseSessionExport,
+    /// `_goose/session/get`.
+    GooseSessionGet,
+    /// `_goose/session/import`.
+    GooseSessionImport,
+    /// `_goose/session/list`.
+    GooseSessionList,
+    /// `_goose/tools`.
+    GooseTools,
+    /// `_goose/working_dir/update`.
+    GooseWorkingDirUpdate,
+    /// `agent.spawn`.
+    AgentSpawn,
+    /// `agent.kill`.
+    AgentKill,
+    /// `agent.status`.
+    AgentStatus,
+    /// `task.submit`.
+    TaskSubmit,
+    /// `task.result`.
+    TaskResult,
+    /// `task.progress`.
+    TaskProgress,
+    /// `context.share`.
+    ContextShare,
+    /// `tool.invoke`.
+    ToolInvoke,
+    /// `tool.result`.
+    ToolResult,
+    /// `message.send`.
+    MessageSend,
+    /// `message.broadcast`.
+    MessageBroadcast,
+    /// `heartbeat`.
+    Heartbeat,
+}
+impl Method {
+    /// Every variant, in the catalog's order.
+    pub const ALL: &'static [Method] = &[
+        Method::CancelRequest,
+        Method::AuthLogin,
+        Method::AuthLogout,
+        Method::ElicitationComplete,
+        Method::ElicitationCreate,
+        Method::Initialize,
+        Method::SessionCancel,
+        Method::SessionClose,
+        Method::SessionDelete,
+        Method::SessionList,
+        Method::SessionNew,
+        Method::SessionPrompt,
+        Method::SessionRequestPermission,
+        Method::SessionResume,
+        Method::SessionSetConfigOption,
+        Method::SessionUpdate,
+        Method::TerminalCancel,
+        Method::ToolCallCancel,
+        Method::CheckfuSessionSteer,
+        Method::CheckfuSessionInterrupt,
+        Method::GooseConfigExtensions,
+        Method::GooseExtensionsAdd,
+        Method::GooseExtensionsRemove,
+        Method::GooseResourceRead,
+        Method::GooseSessionDelete,
+        Method::GooseSessionExport,
+        Method::GooseSessionGet,
+        Method::GooseSessionImport,
+        Method::GooseSessionList,
+        Method::GooseTools,
+        Method::GooseWorkingDirUpdate,
+        Method::AgentSpawn,
+        Method::AgentKill,
+        Method::AgentStatus,
+        Method::TaskSubmit,
+        Method::TaskResult,
+        Method::TaskProgress,
+        Method::ContextShare,
+        Method::ToolInvoke,
+        Method::ToolResult,
+        Method::MessageSend,
+        Method::MessageBroadcast,
+        Method::Heartbeat,
+    ];
+    /// The name the catalog (and the wire) spells.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Method::CancelRequest => "$/cancel_request",
+            Method::AuthLogin => "auth/login",
+            Method::AuthLogout => "auth/logout",
+            Method::ElicitationComplete => "elicitation/complete",
+            Method::ElicitationCreate => "elicitation/create",
+            Method::Initialize => "initialize",
+            Method::SessionCancel => "session/cancel",
+            Method::SessionClose => "session/close",
+            Method::SessionDelete => "session/delete",
+            Method::SessionList => "session/list",
+            Method::SessionNew => "session/new",
+            Method::SessionPrompt => "session/prompt",
+            Method::SessionRequestPermission => "session/request_permission",
+            Method::SessionResume => "session/resume",
+            Method::SessionSetConfigOption => "session/set_config_option",
+            Method::SessionUpdate => "session/update",
+            Method::TerminalCancel => "terminal/cancel",
+            Method::ToolCallCancel => "tool_call/cancel",
+            Method::CheckfuSessionSteer => "_checkfu/session/steer",
+            Method::CheckfuSessionInterrupt => "_checkfu/session/interrupt",
+            Method::GooseConfigExtensions => "_goose/config/extensions",
+            Method::GooseExtensionsAdd => "_goose/extensions/add",
+            Method::GooseExtensionsRemove => "_goose/extensions/remove",
+            Method::GooseResourceRead => "_goose/resource/read",
+            Method::GooseSessionDelete => "_goose/session/delete",
+            Method::GooseSessionExport => "_goose/session/export",
+            Method::GooseSessionGet => "_goose/session/get",
+            Method::GooseSessionImport => "_goose/session/import",
+            Method::GooseSessionList => "_goose/session/list",
+            Method::GooseTools => "_goose/tools",
+            Method::GooseWorkingDirUpdate => "_goose/working_dir/update",
+            Method::AgentSpawn => "agent.spawn",
+            Method::AgentKill => "agent.kill",
+            Method::AgentStatus => "agent.status",
+            Method::TaskSubmit => "task.submit",
+            Method::TaskResult => "task.result",
+            Method::TaskProgress => "task.progress",
+            Method::ContextShare => "context.share",
+            Method::ToolInvoke => "tool.invoke",
+            Method::ToolResult => "tool.result",
+            Method::MessageSend => "message.send",
+            Method::MessageBroadcast => "message.broadcast",
+            Method::Heartbeat => "heartbeat",
+        }
+    }
+    /// The variant of a name; `None` for a name the catalog does not have.
+    pub fn from_name(name: &str) -> Option<Method> {
+        match name {
+            "$/cancel_request" => Some(Method::CancelRequest),
+            "auth/login" => Some(Method::AuthLogin),
+            "auth/logout" => Some(Method::AuthLogout),
+            "elicitation/complete" => Some(Method::ElicitationComplete),
+            "elicitation/create" => Some(Method::ElicitationCreate),
+            "initialize" => Some(Method::Initialize),
+            "session/cancel" => Some(Method::SessionCancel),
+            "session/close" => Some(Method::SessionClose),
+            "session/delete" => Some(Method::SessionDelete),
+            "session/list" => Some(Method::SessionList),
+            "session/new" => Some(Method::SessionNew),
+            "session/prompt" => Some(Method::SessionPrompt),
+            "session/request_permission" => Some(Method::SessionRequestPermission),
+            "session/resume" => Some(Method::SessionResume),
+            "session/set_config_option" => Some(Method::SessionSetConfigOption),
+            "session/update" => Some(Method::SessionUpdate),
+            "terminal/cancel" => Some(Method::TerminalCancel),
+            "tool_call/cancel" => Some(Method::ToolCallCancel),
+            "_checkfu/session/steer" => Some(Method::CheckfuSessionSteer),
+            "_checkfu/session/interrupt" => Some(Method::CheckfuSessionInterrupt),
+            "_goose/config/extensions" => Some(Method::GooseConfigExtensions),
+            "_goose/extensions/add" => Some(Method::GooseExtensionsAdd),
+            "_goose/extensions/remove" => Some(Method::GooseExtensionsRemove),
+            "_goose/resource/read" => Some(Method::GooseResourceRead),
+            "_goose/session/delete" => Some(Method::GooseSessionDelete),
+            "_goose/session/export" => Some(Method::GooseSessionExport),
+            "_goose/session/get" => Some(Method::GooseSessionGet),
+            "_goose/session/import" => Some(Method::GooseSessionImport),
+            "_goose/session/list" => Some(Method::GooseSessionList),
+            "_goose/tools" => Some(Method::GooseTools),
+            "_goose/working_dir/update" => Some(Method::GooseWorkingDirUpdate),
+            "agent.spawn" => Some(Method::AgentSpawn),
+            "agent.kill" => Some(Method::AgentKill),
+            "agent.status" => Some(Method::AgentStatus),
+            "task.submit" => Some(Method::TaskSubmit),
+            "task.result" => Some(Method::TaskResult),
+            "task.progress" => Some(Method::TaskProgress),
+            "context.share" => Some(Method::ContextShare),
+            "tool.invoke" => Some(Method::ToolInvoke),
+            "tool.result" => Some(Method::ToolResult),
+            "message.send" => Some(Method::MessageSend),
+            "message.broadcast" => Some(Method::MessageBroadcast),
+            "heartbeat" => Some(Method::Heartbeat),
+            _ => None,
+        }
+    }
+}
+impl core::fmt::Display for Method {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
 /// Every method a v2 stream may carry, with its checks.
 pub const METHODS: &[MethodDecoder] = &[
     MethodDecoder {

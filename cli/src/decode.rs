@@ -2,7 +2,9 @@
 //! grammar of the ACP version asked for (v1 unless told), and prints how the platform reads
 //! each one, as one JSON object per line, then on stderr how many of how many were
 //! accepted. Exit 0 when every message was accepted, 1 otherwise, 2 when the input cannot
-//! be read or holds no message.
+//! be read or holds no message. A probe `--record` names the ACP version its client read
+//! (`{"protocol": …}` lines): the decoder follows them, so a record whose handshake was
+//! asked again in v2 after a `-32022` reads back whole, its v1 part as v1.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -89,6 +91,40 @@ struct Captured<'a> {
 #[allow(dead_code)] // read only to recognize the line
 struct Launched {
     launch: serde_json::Value,
+}
+
+/// The line the probe's `--record` writes when its client reads the rest of the session in
+/// another ACP version (the handshake asked again after a `-32022`): `{"protocol": NAME}`.
+/// Not a message: the decoder reads what follows in that version, as the client did.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Switched<'a> {
+    protocol: &'a str,
+}
+
+fn switched(bytes: &[u8]) -> Option<Switched<'_>> {
+    // Cheap refusal first: only a marker has `"protocol"` before any `"jsonrpc"`.
+    memchr::memmem::find(bytes, b"\"protocol\"")?;
+    serde_json::from_slice(bytes).ok()
+}
+
+/// The ACP version a marker names, of those this build reads.
+fn named(name: &str) -> Option<Protocol> {
+    [Protocol::AcpV1, Protocol::AcpV2].into_iter().find(|p| p.name() == name)
+}
+
+/// Reads the rest of the record in the version `marker` names; the rejection to print, for a
+/// version this build does not read.
+fn follow(decoder: &mut Decoder, marker: &Switched<'_>, number: usize) -> Option<serde_json::Value> {
+    let Some(protocol) = named(marker.protocol) else {
+        return Some(json!({"line": number, "accepted": false, "error": {"code": "unknown_protocol",
+            "message": format!("the record switches to `{}`, which this build does not read", marker.protocol)}}));
+    };
+    // A record that names its version is a negotiating client's: an agent's answer in an
+    // older version than asked is read as that version, as the client read it.
+    *decoder = std::mem::take(decoder).negotiating();
+    decoder.switch_to(protocol);
+    None
 }
 
 fn launched(bytes: &[u8]) -> bool {
@@ -184,6 +220,15 @@ pub fn decode(file: Option<PathBuf>, direction: Option<WireDirection>, protocol:
             Some(Err(_)) => return 2,
             None => {}
         }
+        if let Some(marker) = switched(bytes) {
+            let Some(refused) = follow(&mut decoder, &marker, number) else { continue };
+            messages += 1;
+            rejected += 1;
+            if writeln!(out, "{refused}").is_err() {
+                return 2;
+            }
+            continue;
+        }
         // A capture record carries its own direction; a bare message takes `--direction`.
         let record = captured(bytes);
         let (bytes, direction) = match &record {
@@ -195,20 +240,24 @@ pub fn decode(file: Option<PathBuf>, direction: Option<WireDirection>, protocol:
         if !report.accepted {
             rejected += 1;
         }
-        let mut value = serde_json::Map::new();
-        value.insert("line".into(), json!(number));
-        match serde_json::to_value(&report) {
-            Ok(serde_json::Value::Object(fields)) => value.extend(fields),
-            _ => {
-                value.insert("accepted".into(), json!(report.accepted));
-            }
-        }
-        let value = serde_json::Value::Object(value);
-        if writeln!(out, "{value}").is_err() {
+        if writeln!(out, "{}", numbered(number, &report)).is_err() {
             return 2;
         }
     }
     summary(&source, messages, rejected)
+}
+
+/// `report` as `decode` prints it: its line number first, then its members.
+fn numbered(number: usize, report: &checkfu_wire::decode::Report) -> serde_json::Value {
+    let mut value = serde_json::Map::new();
+    value.insert("line".into(), json!(number));
+    match serde_json::to_value(report) {
+        Ok(serde_json::Value::Object(fields)) => value.extend(fields),
+        _ => {
+            value.insert("accepted".into(), json!(report.accepted));
+        }
+    }
+    serde_json::Value::Object(value)
 }
 
 /// The closing line on stderr, always: how many of how many messages were accepted.

@@ -167,7 +167,7 @@ fn identities<'c>(
         (
             "driver",
             &r.driver,
-            json!({"drivers": c.drivers, "declaration": admitted_declaration(c), "slots": c.slots, "gated": c.gated_emissions}),
+            json!({"drivers": c.drivers, "declaration": admitted_declaration(c), "slots": v1_slots(c), "gated": c.gated_emissions}),
         ),
         (
             "protocol",
@@ -184,6 +184,16 @@ fn identities<'c>(
         ("oneshot_stream", &r.oneshot_stream, json!({"file": c.oneshot.stream_schema, "schema": stream})),
         ("oneshot_exchanges", &r.oneshot_exchanges, json!({"directory": c.oneshot.exchanges, "files": exchanges})),
     ]
+}
+
+/// The slots as the v1 driver reads them: a slot's ACP v2 carrier (`carrier_v2`) is no
+/// part of the v1 driver's surface, so naming one does not reinterpret `driver`.
+fn v1_slots(c: &Catalog) -> Value {
+    let mut slots = json!(c.slots);
+    for slot in slots.as_array_mut().into_iter().flatten().filter_map(Value::as_object_mut) {
+        slot.remove("carrier_v2");
+    }
+    slots
 }
 
 /// The literal with its trailing `@N` incremented, as a suggestion.

@@ -64,6 +64,8 @@ use checkfu_wire::decode::tables::{Method, Slot, PROMPT_METHOD, UPDATE_METHOD, V
 // catalog that renamed one would not compile here).
 const NEW_SESSION: &str = Method::SessionNew.name();
 const AUTHENTICATE: &str = Method::Authenticate.name();
+/// ACP v2's name for `authenticate`.
+const AUTH_LOGIN: &str = checkfu_wire::decode::tables::acp_v2::Method::AuthLogin.name();
 const CANCEL_METHOD: &str = Method::SessionCancel.name();
 const STEER_METHOD: &str = Method::CheckfuSessionSteer.name();
 const INTERRUPT_METHOD: &str = Method::CheckfuSessionInterrupt.name();
@@ -181,9 +183,10 @@ impl AcpOptions {
         Ok(command)
     }
 
-    /// The agent as the flags that register it, inside its image.
-    pub(crate) fn profile(&self, command: &[OsString]) -> Vec<String> {
-        let mut profile = vec![format!("--protocol={}", catalog::Protocol::AcpV1)];
+    /// The agent as the flags that register it, inside its image, speaking `protocol` (the
+    /// ACP version the run agreed on: a v2 agent registered as `acp-v1` would be asked for v1).
+    pub(crate) fn profile(&self, command: &[OsString], protocol: checkfu_wire::decode::Protocol) -> Vec<String> {
+        let mut profile = vec![format!("--protocol={}", protocol.name())];
         if let Some((program, args)) = command.split_first() {
             profile.push(format!("--entrypoint={}", program.to_string_lossy()));
             profile.extend(args.iter().map(|a| format!("--arg={}", a.to_string_lossy())));
@@ -660,17 +663,14 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             params["_meta"] = Value::Object(meta);
         }
         let until = self.step_deadline();
-        if self.options.authenticate.is_some() && self.acp_version == negotiate::V2 {
-            let words = "--authenticate sends ACP v1's `authenticate`, which v2 replaced with `auth/login` (not sent by this probe yet)";
-            self.step(StepName::SessionStart, started, Outcome::failed(Kind::Answer, words));
-            return None;
-        }
         if let Some(method_id) = self.options.authenticate.clone() {
-            let refused = match self.ask(AUTHENTICATE, json!({"methodId": method_id}), until) {
-                Err(reason) => Some(reason.within("authenticate")),
+            // v2 renamed v1's `authenticate` to `auth/login`, with the same `methodId`.
+            let login = if self.acp_version == negotiate::V2 { AUTH_LOGIN } else { AUTHENTICATE };
+            let refused = match self.ask(login, json!({"methodId": method_id}), until) {
+                Err(reason) => Some(reason.within(login)),
                 Ok((message, _)) => message
                     .get("error")
-                    .map(|e| Reason::new(Kind::Answer, format!("authenticate ({method_id}) answered an error: {}", rpc_error(e)))),
+                    .map(|e| Reason::new(Kind::Answer, format!("{login} ({method_id}) answered an error: {}", rpc_error(e)))),
             };
             if let Some(reason) = refused {
                 self.step(StepName::SessionStart, started, Outcome::Failed(reason));
@@ -889,7 +889,8 @@ impl<'o, 's, 'a, 'p> Run<'o, 's, 'a, 'p> {
             nonce_in_output: self.nonce_in_output,
             reply_in_output: self.reply_in_output,
             declaration,
-            profile: Vec::new(),
+            // The version that ran, known only once `initialize` agreed on one (else the one asked).
+            profile: self.options.profile(&self.template, negotiate::protocol(self.acp_version)),
         }
     }
 

@@ -10,12 +10,13 @@
 
 use super::envelope::Meta;
 use super::report::{DecodeError, Report, SlotReport, SlotStatus};
-use super::tables::{self, Part, SlotClass, META_NAMESPACE, SLOTS};
+use super::tables::{self, Part, SlotCarrier, SlotClass, META_NAMESPACE, SLOTS};
 use crate::exact::Json;
 
 /// Applies the policy to the `_meta` members of `method`'s `part`; `Err` rejects the
-/// message.
-pub fn apply(meta: &Meta, method: &str, part: Part, report: &mut Report) -> Result<(), DecodeError> {
+/// message. `carriers` are the slots' carriers under the version being read (its grammar's
+/// `slot_carriers`): a slot outside its carrier is ignored with a diagnostic.
+pub fn apply(meta: &Meta, method: &str, part: Part, carriers: &[SlotCarrier], report: &mut Report) -> Result<(), DecodeError> {
     // Decoded members by slot index: `Meta` rejects a repeated key, so a slot has at most
     // one, and the common message pays for no allocation here.
     let mut decoded: [Option<&Json>; SLOTS.len()] = [const { None }; SLOTS.len()];
@@ -28,7 +29,7 @@ pub fn apply(meta: &Meta, method: &str, part: Part, report: &mut Report) -> Resu
             report.slots.push(SlotReport { key: key.to_string().into(), class: None, status: SlotStatus::Ignored });
             continue;
         };
-        if slot.method != Some(method) || slot.part != part {
+        if !carriers.get(index).is_some_and(|c| c.method == Some(method) && c.part == part) {
             report.diagnostics.push(format!("`{key}` is not carried by this message ({method} {}); ignored", part_name(part)));
             report.slots.push(SlotReport { key: slot.key.into(), class: Some(slot.class), status: SlotStatus::Ignored });
             continue;

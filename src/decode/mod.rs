@@ -100,9 +100,10 @@ fn body_tree<'a>(body: &mut envelope::Body<'a>, text: &'a str, arena: &'a Bump, 
     Ok(message_json(text, arena)?.get(name).cloned().unwrap_or(Json::Null))
 }
 
-fn apply_meta(meta: Option<&envelope::Meta>, method: &str, at: Part, report: &mut Report) -> Result<(), DecodeError> {
+/// The `_meta` policy on `meta`, with `protocol`'s slot carriers.
+fn apply_meta(meta: Option<&envelope::Meta>, protocol: Protocol, method: &str, at: Part, report: &mut Report) -> Result<(), DecodeError> {
     match meta {
-        Some(members) => meta::apply(members, method, at, report),
+        Some(members) => meta::apply(members, method, at, protocol.grammar().slot_carriers, report),
         None => Ok(()),
     }
 }
@@ -433,9 +434,9 @@ impl Stream {
             }
         }
         let params = &parts.params;
-        apply_meta(params.meta.as_ref(), name, Part::Request, report)?;
+        apply_meta(params.meta.as_ref(), self.protocol, name, Part::Request, report)?;
         if name == grammar.update_method {
-            apply_meta(params.update.meta.as_ref(), name, Part::Member, report)?;
+            apply_meta(params.update.meta.as_ref(), self.protocol, name, Part::Member, report)?;
         }
         if let (Some(id), false) = (parts.id.take(), method.notification) {
             self.remember(id, Some(method), report);
@@ -544,7 +545,7 @@ impl Stream {
         });
         let Some(method) = method else {
             report.diagnostics.push("response to a request this stream did not show; read as untyped".into());
-            return apply_meta(body.meta.as_ref(), "", Part::Response, report);
+            return apply_meta(body.meta.as_ref(), self.protocol, "", Part::Response, report);
         };
         report.method = Some(method.name);
         report.source = Some(method.source);
@@ -579,7 +580,7 @@ impl Stream {
                 message: e.message.to_string(),
             })?;
         }
-        apply_meta(body.meta.as_ref(), method.name, Part::Response, report)
+        apply_meta(body.meta.as_ref(), self.protocol, method.name, Part::Response, report)
     }
 }
 

@@ -17,9 +17,6 @@ pub use checkfu_wire_vocab::{Part, Side};
 #[derive(Clone, Copy)]
 pub struct SlotDecoder {
     pub key: &'static str,
-    /// The ACP method whose message carries the slot (`None` for extension methods).
-    pub method: Option<&'static str>,
-    pub part: Part,
     pub direction: Direction,
     pub class: SlotClass,
     /// The payload's generated check (for an extension method, its params'): exactly the
@@ -30,6 +27,16 @@ pub struct SlotDecoder {
     pub safety_profile: bool,
     /// (slot, value) this slot requires in the same message.
     pub requires: Option<(&'static str, &'static str)>,
+}
+
+/// Where one ACP version carries a slot. Each version has its own row per slot (its
+/// grammar's `slot_carriers`, in `SLOTS` order): v2 moved `checkfu.turn` from the prompt's
+/// answer to the idle `state_update` that ends the turn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlotCarrier {
+    /// The ACP method whose message carries the slot (`None` for extension methods).
+    pub method: Option<&'static str>,
+    pub part: Part,
 }
 
 #[derive(Clone, Copy)]
@@ -104,6 +111,8 @@ pub struct Grammar {
     pub stop_reasons: &'static [&'static str],
     /// The method of a wire name.
     pub method: fn(&str) -> Option<&'static MethodDecoder>,
+    /// Where this version carries each slot of `SLOTS`, in its order.
+    pub slot_carriers: &'static [SlotCarrier],
 }
 
 /// ACP v1's grammar, from the generated tables above.
@@ -117,6 +126,7 @@ pub static ACP_V1: Grammar = Grammar {
     prompt_method: Some(PROMPT_METHOD),
     stop_reasons: STOP_REASONS,
     method,
+    slot_carriers: SLOT_CARRIERS,
 };
 
 /// ACP v2's decoder tables (checked-in copy: `generated/decoder_tables_acp_v2.rs`) and its
@@ -124,7 +134,7 @@ pub static ACP_V1: Grammar = Grammar {
 /// of it, nor the v2 schema's checks.
 #[cfg(feature = "acp-v2")]
 pub mod acp_v2 {
-    use super::{Grammar, MethodDecoder, Side};
+    use super::{Grammar, MethodDecoder, Part, Side, SlotCarrier};
 
     include!(concat!(env!("OUT_DIR"), "/generated/decoder_tables_acp_v2.rs"));
 
@@ -139,5 +149,6 @@ pub mod acp_v2 {
         prompt_method: None,
         stop_reasons: &[],
         method,
+        slot_carriers: SLOT_CARRIERS,
     };
 }

@@ -586,7 +586,8 @@ impl Agent {
                         self.initialize(&id, asked);
                     }
                 }
-                Some("authenticate") => {
+                // v2 renamed `authenticate` to `auth/login`: each version knows only its own.
+                Some(login @ ("authenticate" | "auth/login")) if (login == "auth/login") == self.v2.is_some() => {
                     if message.pointer("/params/methodId") == Some(&json!("fixture-key")) {
                         // `--forget-auth-when-probed`: answered, and forgotten, in the
                         // requirement probes' process.

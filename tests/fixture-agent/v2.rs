@@ -21,7 +21,10 @@
 //! as in v1: no receipt, no idle), `--never-cancelled` (the cancel is ignored: the turn ends
 //! `end_turn`, as v1's `--ignore-cancel`). The v1 twins of a mechanism (`--no-subagent`,
 //! `--run-outside-scope`, `--ignore-staged`, `--schema-unsent`, `--ignore-mcp`, …) are twins
-//! in v2 too.
+//! in v2 too; so are `--string-turn` (the idle's `checkfu.turn` says `"model_calls": "0"`,
+//! which the decoder drops under the fail-open rule) and `--need-credentials` (`session/new`
+//! refused until a login with `fixture-key`, which v2 names `auth/login`; v1's
+//! `authenticate` is no v2 method).
 
 use serde_json::{json, Value};
 
@@ -167,6 +170,9 @@ impl Agent {
             "info": {"name": "checkfu-fixture-agent", "title": "Checkfu fixture agent (ACP v2)", "version": env!("CARGO_PKG_VERSION")},
             "capabilities": {"session": {"prompt": {"image": image, "embeddedContext": {}}, "mcp": mcp}},
             "authMethods": []});
+        if self.s.need_credentials {
+            result["authMethods"] = json!([{"type": "agent", "methodId": "fixture-key", "name": "Fixture key"}]);
+        }
         let declaration = self.declaration();
         if !declaration.is_empty() {
             result["_meta"] = json!({"checkfu.capabilities": declaration});

@@ -170,3 +170,21 @@ fn the_protocol_option_chooses_the_grammar() {
     let unknown = run(Some("acp-v3"));
     assert_eq!(unknown.status.code(), Some(2), "an unknown protocol is a usage error");
 }
+
+/// A record's `{"protocol": …}` line switches the grammar for what follows (the default v1
+/// reads a v2 answer after `{"protocol":"acp-v2"}`); one naming a version this build does
+/// not read is rejected, pointing at its line, and the stream goes on.
+#[test]
+fn a_protocol_line_switches_the_grammar_and_an_unknown_one_is_rejected() {
+    let answer = r#"{"direction":"agent_to_runner","message":{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":2,"info":{"name":"a","version":"1"},"capabilities":{}}}}"#;
+    let (status, lines, _) = decode_stdin(&[], format!("{{\"protocol\":\"acp-v2\"}}\n{answer}\n").as_bytes());
+    assert_eq!(status, Some(0), "{lines:?}");
+    assert_eq!(lines.len(), 1, "the marker is no message: {lines:?}");
+    let (status, lines, _) = decode_stdin(&[], format!("{answer}\n").as_bytes());
+    assert_eq!((status, lines[0]["error"]["code"].as_str()), (Some(1), Some("protocol_version")));
+    let (status, lines, _) = decode_stdin(&[], format!("{{\"protocol\":\"acp-v9\"}}\n{answer}\n").as_bytes());
+    assert_eq!(status, Some(1), "{lines:?}");
+    assert_eq!((lines[0]["line"].as_u64(), lines[0]["error"]["code"].as_str()), (Some(1), Some("unknown_protocol")));
+    assert!(lines[0]["error"]["message"].as_str().is_some_and(|m| m.contains("acp-v9")));
+    assert_eq!(lines.len(), 2, "the stream goes on: {lines:?}");
+}

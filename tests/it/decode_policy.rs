@@ -106,6 +106,22 @@ fn a_known_key_outside_its_carrier_is_ignored() {
     assert_eq!(slot_status(&report, "checkfu.turn"), SlotStatus::Ignored);
 }
 
+/// v1 is read with v1's carriers: `checkfu.turn` rides the prompt's answer, where a
+/// malformed one is dropped at its JSON Pointer, and a session update member (where ACP v2
+/// carries it) is outside its carrier.
+#[test]
+fn under_v1_checkfu_turn_keeps_the_prompt_answer_as_its_carrier() {
+    let mut lying = turn();
+    lying["model_calls"] = json!("0");
+    let report = decode(&prompt_response(json!({"checkfu.turn": lying})));
+    assert!(report.accepted, "{report:?}");
+    assert_eq!(slot_status(&report, "checkfu.turn"), SlotStatus::Dropped);
+    assert!(report.diagnostics.iter().any(|d| d.contains("at `/model_calls`")), "{:?}", report.diagnostics);
+    let report = decode(&update(json!({"checkfu.turn": turn()})));
+    assert!(report.accepted, "{report:?}");
+    assert_eq!(slot_status(&report, "checkfu.turn"), SlotStatus::Ignored);
+}
+
 // ---- fail-closed -------------------------------------------------------------------------
 
 #[test]

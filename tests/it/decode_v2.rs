@@ -264,3 +264,63 @@ fn a_negotiating_decoder_reads_a_v1_answer_to_a_v2_initialize_as_v1() {
     assert_eq!(report.error.map(|e| e.error), Some(DecodeError::ProtocolVersion { found: "7".into() }));
     assert_eq!(decoder.protocol(), Protocol::AcpV2);
 }
+
+fn turn() -> Value {
+    json!({"execution": "shell", "shell_commands": 1, "filesystem_commands": 0, "mcp_calls": 0, "model_calls": 2, "wall_time_ms": 900})
+}
+
+fn idle(meta: Value) -> Value {
+    update(json!({"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn", "_meta": meta}))
+}
+
+fn slot(report: &Report, key: &str) -> Option<checkfu_wire::decode::SlotStatus> {
+    report.slots.iter().find(|s| s.key == key).map(|s| s.status)
+}
+
+/// v2 answers the prompt with a receipt and ends the turn with an idle `state_update`, so
+/// `checkfu.turn` rides that member's `_meta` (the catalog's `carrier_v2`): a valid one
+/// decodes, a malformed one is dropped (fail-open) with a diagnostic at its JSON Pointer,
+/// and one on the receipt is outside its carrier.
+#[test]
+fn checkfu_turn_rides_the_idle_state_update_under_v2() {
+    use checkfu_wire::decode::SlotStatus;
+    let report = read(Protocol::AcpV2, &[(TO_RUNNER, idle(json!({"checkfu.turn": turn()})))]).remove(0);
+    assert!(report.accepted && report.diagnostics.is_empty(), "{report:?}");
+    assert_eq!(slot(&report, "checkfu.turn"), Some(SlotStatus::Decoded));
+
+    let mut lying = turn();
+    lying["model_calls"] = json!("0");
+    let report = read(Protocol::AcpV2, &[(TO_RUNNER, idle(json!({"checkfu.turn": lying})))]).remove(0);
+    assert!(report.accepted, "fidelity is fail-open: {report:?}");
+    assert_eq!(slot(&report, "checkfu.turn"), Some(SlotStatus::Dropped));
+    assert!(
+        report.diagnostics.iter().any(|d| d.contains("`checkfu.turn` dropped") && d.contains("at `/model_calls`")),
+        "{:?}",
+        report.diagnostics
+    );
+
+    // On the receipt, `checkfu.turn` is not where v2 carries it.
+    let mut receipt = session()[4..8].to_vec();
+    receipt[3].1["result"]["_meta"] = json!({"checkfu.turn": turn()});
+    let report = read(Protocol::AcpV2, &receipt).remove(3);
+    assert!(report.accepted, "{report:?}");
+    assert_eq!(slot(&report, "checkfu.turn"), Some(SlotStatus::Ignored));
+    assert!(report.diagnostics.iter().any(|d| d.contains("not carried by this message")), "{:?}", report.diagnostics);
+}
+
+/// The authority slots ride v2's `session/new` request as v1's: fail-closed, before any
+/// model work, and the cross-field rule holds.
+#[test]
+fn authority_slots_on_v2_session_new_are_fail_closed() {
+    let new =
+        |meta: Value| json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/w", "mcpServers": [], "_meta": meta}});
+    let report = read(Protocol::AcpV2, &[(TO_AGENT, new(json!({"checkfu.builtin_tools": "bash"})))]).remove(0);
+    match report.error.map(|e| e.error) {
+        Some(DecodeError::AuthorityRejected { slot, .. }) => assert_eq!(slot, "checkfu.builtin_tools"),
+        other => panic!("expected an authority rejection, got {other:?}"),
+    }
+    let report = read(Protocol::AcpV2, &[(TO_AGENT, new(json!({"checkfu.resume": {"version": 1, "state": "b64"}})))]).remove(0);
+    assert!(matches!(report.error.map(|e| e.error), Some(DecodeError::MissingRequirement { .. })));
+    let report = read(Protocol::AcpV2, &[(TO_AGENT, new(json!({"checkfu.continuity": "fresh"})))]).remove(0);
+    assert!(report.accepted, "{report:?}");
+}

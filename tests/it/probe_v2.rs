@@ -94,6 +94,92 @@ fn each_hostile_v2_twin_fails_naming_what_it_broke() {
     }
 }
 
+/// Under v2 `checkfu.turn` rides the idle `state_update`, and the decoder judges it there as
+/// it judges v1's on the prompt's answer: a malformed claim (`"model_calls": "0"`) is dropped
+/// under the fail-open rule, and turn telemetry fails saying why, rather than comparing the
+/// raw claim (v1's twin of the same name: `probe.rs`).
+#[test]
+fn a_malformed_v2_turn_claim_fails_turn_telemetry_with_why_it_was_dropped() {
+    let run = probe(&["--acp-version", "2"], &v2(&["--string-turn"]));
+    assert_eq!(run.json["acp_version"], 2, "{}", run.pretty());
+    assert_eq!(run.status, 1, "{}", run.pretty());
+    let mismatch = run.json["turn_telemetry"]["mismatches"][0].as_str().unwrap_or_default();
+    assert!(mismatch.contains("fail-open") && mismatch.contains("/model_calls"), "{}", run.pretty());
+    // The honest agent's claim on its idle is decoded, compared and agrees with the record.
+    let honest = probe(&["--acp-version", "2"], &v2(&[]));
+    assert_eq!(honest.json["turn_telemetry"]["mismatches"], serde_json::json!([]), "{}", honest.pretty());
+    assert_eq!(honest.json["turn_telemetry"]["claimed"]["model_calls"], honest.json["turn_telemetry"]["recorded"]["model_calls"]);
+}
+
+/// `--authenticate` under v2 sends v2's `auth/login` (v1's `authenticate` is no v2 method):
+/// the v2 agent that needs credentials starts its session after it, and a method it does
+/// not know is refused naming `auth/login`.
+#[test]
+fn authenticate_under_v2_logs_in_with_auth_login() {
+    let run = probe(&["--acp-version", "2", "--authenticate", "fixture-key"], &v2(&["--need-credentials"]));
+    assert_eq!(run.json["acp_version"], 2, "{}", run.pretty());
+    assert_eq!(run.step("session_start").0, "passed", "{}", run.pretty());
+    assert_eq!(run.step("prompt_exchange").0, "passed", "{}", run.pretty());
+    let wrong = probe(&["--acp-version", "2", "--authenticate", "nope"], &v2(&["--need-credentials"]));
+    let (status, reason) = wrong.step("session_start");
+    assert_eq!(status, "failed", "{}", wrong.pretty());
+    assert!(reason.contains("auth/login (nope) answered an error: -32602"), "{reason}");
+    // Without it, the session is refused: the agent does need the login.
+    let without = probe(&["--acp-version", "2"], &v2(&["--need-credentials"]));
+    assert_eq!(without.step("session_start").0, "failed", "{}", without.pretty());
+}
+
+/// The test kit's requirements are ACP v1's, and a v2 run puts none of them to the agent:
+/// its verdict is "not judged", saying why, never "not conformant" for requirements it did
+/// not run, and each requirement says it was not run under v2.
+#[test]
+fn a_v2_run_has_no_kit_verdict_rather_than_a_misleading_one() {
+    let run = probe(&["--acp-version", "2"], &v2(&[]));
+    assert_eq!(run.status, 0, "{}", run.pretty());
+    let verdict = &run.json["requirements_verdict"];
+    assert!(verdict["not_judged"].as_str().is_some_and(|w| w.contains("not run under ACP v2")), "{}", run.pretty());
+    assert_eq!(verdict["mandatory_not_tested"], serde_json::json!([]), "{}", run.pretty());
+    let requirements = run.json["requirements"].as_array().cloned().unwrap_or_default();
+    assert!(!requirements.is_empty());
+    for r in &requirements {
+        assert_eq!(r["status"], "not_tested", "{r}");
+        assert!(r["reason"].as_str().is_some_and(|w| w.starts_with("not run under ACP v2")), "{r}");
+    }
+    // A v1 run keeps its verdict, with no `not_judged`.
+    let v1 = probe(&[], &[]);
+    assert_eq!(v1.json["requirements_verdict"].get("not_judged"), None, "{}", v1.pretty());
+}
+
+/// A `--record` of a v2 run reads back through `decode` with no rejection, without being
+/// told the version: the record names the version its client read, including the v1
+/// `initialize` that the v2 agent refused with `-32022` before the handshake was asked
+/// again in v2, and the v2 `initialize` a v1 agent answered in v1.
+#[test]
+fn a_recorded_v2_run_decodes_whole() {
+    let scratch = crate::probe_support::Scratch::new("v2-record");
+    for (name, options, switches) in [
+        ("retried", vec![], v2(&[])),
+        ("asked-2", vec!["--acp-version", "2"], v2(&[])),
+        ("negotiated-down", vec!["--acp-version", "2"], vec![]),
+    ] {
+        let record = scratch.path(&format!("{name}.jsonl"));
+        let mut options = options.clone();
+        options.extend(["--record", &record]);
+        let run = probe(&options, &switches);
+        assert_eq!(run.status, 0, "{name}: {}", run.pretty());
+        let text = std::fs::read_to_string(&record).expect("the record");
+        let decoded = std::process::Command::new(crate::probe_support::PROBE).arg("decode").arg(&record).output().expect("decode");
+        let stdout = String::from_utf8_lossy(&decoded.stdout);
+        assert_eq!(decoded.status.code(), Some(0), "{name}: {stdout}\n{}\n{text}", String::from_utf8_lossy(&decoded.stderr));
+        let wanted = if name == "retried" { r#"{"protocol":"acp-v1"}"# } else { r#"{"protocol":"acp-v2"}"# };
+        assert!(text.lines().nth(1) == Some(wanted), "{name}: {text}");
+        if name == "retried" {
+            // The refused v1 exchange is recorded as v1, then the record says v2.
+            assert!(text.lines().any(|l| l == r#"{"protocol":"acp-v2"}"#), "{text}");
+        }
+    }
+}
+
 /// Every mechanism the v1 fixture serves, declared and served under v2.
 const FULL: &str = "subagents,steer,interrupt,builtin_tool_scoping,staged_files,structured_output,native_checkpoint";
 

@@ -90,16 +90,13 @@ fn the_v2_reference_agents_wire_decodes_cleanly_as_acp_v2() {
     let honest = Drive::run(None);
     assert_eq!(honest.decode.status.code(), Some(0), "{}", honest.explain());
     assert_eq!(honest.decoded.len(), honest.wire.len(), "{}", honest.explain());
-    // One diagnostic only, on each idle that ends a turn with `checkfu.turn` in its `_meta`: the
-    // catalog still names v1's carrier for that slot (the prompt's answer, which in v2 is the
-    // receipt, sent before the turn ran), so the decoder ignores it there, and says so.
-    let noted: Vec<(&Value, &Value)> = honest
-        .decoded
-        .iter()
-        .flat_map(|r| r["diagnostics"].as_array().into_iter().flatten().map(move |d| (&r["line"], d)))
-        .filter(|(_, d)| !d.as_str().is_some_and(|d| d.starts_with("`checkfu.turn` is not carried by this message")))
-        .collect();
+    // No diagnostic: the idle that ends a turn carries `checkfu.turn` in its `_meta`, v2's
+    // carrier for that slot (`carrier_v2`), where the decoder decodes it.
+    let noted: Vec<(&Value, &Value)> =
+        honest.decoded.iter().flat_map(|r| r["diagnostics"].as_array().into_iter().flatten().map(move |d| (&r["line"], d))).collect();
     assert!(noted.is_empty(), "{noted:?}");
+    let turns = honest.decoded.iter().flat_map(|r| r["slots"].as_array().into_iter().flatten()).filter(|s| s["key"] == "checkfu.turn");
+    assert!(turns.clone().count() > 0 && turns.clone().all(|s| s["status"] == "decoded"), "{}", honest.explain());
 
     let s = &honest.summary;
     assert_eq!(s["initialize"]["protocolVersion"], 2);

@@ -377,6 +377,11 @@ pub struct Gateway {
 pub struct Slot {
     pub key: Name,
     pub carrier: Name,
+    /// Where ACP v2 carries the slot, when it is not `carrier`: v2 moved some carriers
+    /// (its prompt is answered with a receipt, and the turn ends with an idle
+    /// `state_update`, a `session/update` member). Absent, v2 carries it as v1 does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carrier_v2: Option<Name>,
     pub direction: Spanned<Direction>,
     pub class: Spanned<SlotClass>,
     pub payload: String,

@@ -69,11 +69,13 @@ pub fn acp_methods(grammar: &serde_json::Value) -> Vec<MethodGroup> {
 }
 
 pub fn slots(c: &Catalog) -> Table {
-    let mut t = Table::new(header(&["Slot", "Carrier", "Direction", "Payload", "Status"]));
+    let mut t = Table::new(header(&["Slot", "Carrier", "ACP v2 carrier", "Direction", "Payload", "Status"]));
     for s in &c.slots {
         t.rows.push(vec![
             Cell::code(s.key.as_str()),
             Cell::words(s.carrier.as_str()),
+            // v2 keeps a slot's carrier unless the catalog names another.
+            Cell::words(s.carrier_v2.as_ref().map_or("same", |c| c.as_str())),
             Cell::plain(s.direction.value.arrow()),
             Cell::plain(s.payload.as_str()),
             Cell::code(s.status.as_str()),

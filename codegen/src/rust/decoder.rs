@@ -7,7 +7,7 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
 use super::names::{decode_fn, def_fn};
-use super::plan::model::MethodPlan;
+use super::plan::model::{Carrier, MethodPlan};
 use super::plan::{Def, Part, Plan};
 use crate::catalog::model::{Direction, Side, SlotClass};
 
@@ -37,16 +37,6 @@ fn opt_checker(def: &Option<Def>) -> TokenStream {
 pub fn generate(plan: &Plan) -> TokenStream {
     let slots = plan.slots.iter().map(|s| {
         let key = &s.key;
-        let method = match &s.method {
-            Some(m) => quote! { Some(#m) },
-            None => quote! { None },
-        };
-        let part = match s.part {
-            Part::Request => quote! { Part::Request },
-            Part::Response => quote! { Part::Response },
-            Part::Member => quote! { Part::Member },
-            Part::Method => quote! { Part::Method },
-        };
         let direction = match s.direction {
             Direction::HarnessToClient => quote! { Direction::HarnessToClient },
             Direction::ClientToHarness => quote! { Direction::ClientToHarness },
@@ -64,10 +54,11 @@ pub fn generate(plan: &Plan) -> TokenStream {
             None => quote! { None },
         };
         quote! {
-            SlotDecoder { key: #key, method: #method, part: #part, direction: #direction, class: #class,
+            SlotDecoder { key: #key, direction: #direction, class: #class,
                 check: #check, safety_profile: #safety, requires: #requires }
         }
     });
+    let carriers = plan.slots.iter().map(|s| slot_carrier(&Carrier { method: s.method.clone(), part: s.part }));
     let method_names: Vec<&str> = plan.methods.iter().map(|m| m.name.as_str()).collect();
     let method_enum = super::tables::names::named_enum(
         "Method",
@@ -110,6 +101,8 @@ pub fn generate(plan: &Plan) -> TokenStream {
         pub const FIDELITY_UPDATE_KINDS: &[&str] = &[#(#fidelity),*];
         /// Every `checkfu.*` slot and extension method, with its decode policy.
         pub const SLOTS: &[SlotDecoder] = &[#(#slots),*];
+        /// Where ACP v1 carries each slot of `SLOTS`, in its order.
+        pub const SLOT_CARRIERS: &[SlotCarrier] = &[#(#carriers),*];
         #slot_enum
         #method_enum
         /// Every method the decoder knows, with its typed decoders.
@@ -129,6 +122,21 @@ pub fn generate(plan: &Plan) -> TokenStream {
             }
         }
     }
+}
+
+/// A row of `SLOT_CARRIERS`.
+fn slot_carrier(c: &Carrier) -> TokenStream {
+    let method = match &c.method {
+        Some(m) => quote! { Some(#m) },
+        None => quote! { None },
+    };
+    let part = match c.part {
+        Part::Request => quote! { Part::Request },
+        Part::Response => quote! { Part::Response },
+        Part::Member => quote! { Part::Member },
+        Part::Method => quote! { Part::Method },
+    };
+    quote! { SlotCarrier { method: #method, part: #part } }
 }
 
 /// The rows of `METHODS` and the arms of `method()` that find them, for `methods` in order.
@@ -154,10 +162,20 @@ fn method_rows<'p>(methods: impl Iterator<Item = &'p MethodPlan>) -> (Vec<TokenS
 /// The ACP v2 decoder tables (`generated/decoder_tables_acp_v2.rs`, included by
 /// `src/decode/tables.rs` with the runtime's `acp-v2` feature): v2's grammar, its methods
 /// with the v2 schema's checks, and the extension methods, which ride both versions. The
-/// slots are v1's table, shared.
+/// slots are v1's table, shared; where v2 carries each is v2's own (`SLOT_CARRIERS`).
 pub fn generate_v2(plan: &Plan) -> TokenStream {
     let v2 = &plan.v2;
+    let carriers = plan.slots.iter().map(|s| slot_carrier(&s.v2));
     let extensions = plan.methods.iter().filter(|m| m.source != "acp");
+    let names: Vec<&str> = v2.methods.iter().chain(extensions.clone()).map(|m| m.name.as_str()).collect();
+    // v2's own method names (`auth/login`, …) as an enum, as v1's `Method`: the probe names
+    // the method it sends by a variant.
+    let method_enum = super::tables::names::named_enum(
+        "Method",
+        " A method an ACP v2 stream may carry (v2's and the catalog's extension methods), by its wire name.",
+        &names,
+        quote! {},
+    );
     let (methods, arms) = method_rows(v2.methods.iter().chain(extensions));
     let g = &v2.grammar;
     let (version, version_method, update_method) = (g.protocol_version, g.version_method.as_str(), g.update_method.as_str());
@@ -174,6 +192,10 @@ pub fn generate_v2(plan: &Plan) -> TokenStream {
         /// `sessionUpdate` kinds that carry only optional fidelity (the catalog's
         /// `[acp_v2] optional_fidelity_updates`): one that fails its schema is ignored, not rejected.
         pub const FIDELITY_UPDATE_KINDS: &[&str] = &[#(#fidelity),*];
+        /// Where ACP v2 carries each slot of the shared `SLOTS`, in its order (the catalog's
+        /// `carrier_v2`, else the slot's v1 carrier).
+        pub const SLOT_CARRIERS: &[SlotCarrier] = &[#(#carriers),*];
+        #method_enum
         /// Every method a v2 stream may carry, with its checks.
         pub const METHODS: &[MethodDecoder] = &[#(#methods),*];
         /// The method of that wire name.

@@ -241,3 +241,39 @@ fn toml_syntax_error_points_at_the_line() {
     let line = s.line_of("name = \"cursor", "name = \"cursor");
     assert!(position(&d, &item).starts_with(&format!("catalog/catalog.toml:{line}:")), "{}", d.render());
 }
+
+/// A slot's ACP v2 carrier is judged against v2's grammar as its v1 carrier is against v1's:
+/// one on a method v2 removed fails generation at the line that names it.
+#[test]
+fn class8_v2_carrier_on_a_method_v2_does_not_have() {
+    let s = Scratch::new();
+    s.edit_nth("carrier_v2 = \"session/update member _meta\"", "carrier_v2 = \"session/load response _meta\"", 0);
+    let d = s.generate_err();
+    let item = only(&d, Class::DeadVocabulary);
+    assert_eq!(item.entry.as_deref(), Some("checkfu.turn"));
+    assert!(item.message.contains("`session/load` under ACP v2"), "{}", d.render());
+    let line = s.line_of("key = \"checkfu.turn\"", "carrier_v2 =");
+    assert!(position(&d, &item).contains(&format!(":{line}:")), "{} at line {line}", d.render());
+}
+
+/// A slot without `carrier_v2` keeps its v1 carrier under v2, so that carrier must be v2's
+/// too: `session/load` is v1's (the v1 check passes) but v2 removed it.
+#[test]
+fn class8_a_v1_carrier_that_v2_lacks_needs_a_v2_carrier() {
+    let s = Scratch::new();
+    s.edit_after("key = \"checkfu.builtin_tools\"", "carrier = \"session/new request _meta\"", "carrier = \"session/load request _meta\"");
+    let d = s.generate_err();
+    let found: Vec<_> =
+        of_class(&d, Class::DeadVocabulary).into_iter().filter(|i| i.entry.as_deref() == Some("checkfu.builtin_tools")).collect();
+    assert!(found.iter().any(|i| i.message.contains("under ACP v2") && i.message.contains("carrier_v2")), "{}", d.render());
+}
+
+/// An extension method stays one under v2: a `_meta` carrier for it is refused.
+#[test]
+fn class8_v2_carrier_cannot_turn_a_member_into_a_method() {
+    let s = Scratch::new();
+    s.edit_nth("carrier_v2 = \"session/update member _meta\"", "carrier_v2 = \"ACP extension request\"", 0);
+    let d = s.generate_err();
+    let item = only(&d, Class::DeadVocabulary);
+    assert!(item.message.contains("`session/prompt response _meta` under v1"), "{}", d.render());
+}

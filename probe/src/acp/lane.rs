@@ -31,18 +31,16 @@ impl Lane for AcpOptions {
 impl<'a> CheckedLane<'a> for Checked<'a> {
     fn prepare(self: Box<Self>, _run: &RunOptions, image: Option<&PreparedImage>) -> Result<Box<dyn ReadyLane + 'a>, ProbeError> {
         let command = self.options.resolve_command(image)?;
-        let profile = self.options.profile(&command);
-        Ok(Box::new(Ready { checked: *self, command, profile }))
+        Ok(Box::new(Ready { checked: *self, command }))
     }
 }
 
 /// The ACP lane made ready: the agent's command (placeholders not yet expanded, since the
-/// plane that gives them their values is made after) and, for the next steps, the flags
-/// that register it.
+/// plane that gives them their values is made after). The flags that register it are the
+/// run's ([`super::run`]): they name the ACP version it agreed on.
 struct Ready<'a> {
     checked: Checked<'a>,
     command: Vec<OsString>,
-    profile: Vec<String>,
 }
 
 impl ReadyLane for Ready<'_> {
@@ -60,10 +58,10 @@ impl ReadyLane for Ready<'_> {
     }
 
     fn run(self: Box<Self>, stage: &mut Stage<'_, '_>) -> Result<LaneEnd, ProbeError> {
-        let Ready { checked, command, profile } = *self;
+        let Ready { checked, command } = *self;
         let expanded = expand_command(&command, &stage.plane.placeholders, stage.image.is_some())?;
         let shown: Vec<String> = expanded.iter().map(|c| c.to_string_lossy().into_owned()).collect();
         stage.steps.tell(Progress::Started { protocol: Protocol::AcpV1, command: &shown.join(" ") });
-        Ok(LaneEnd { profile, ..super::run(checked, command, expanded, stage)? })
+        super::run(checked, command, expanded, stage)
     }
 }

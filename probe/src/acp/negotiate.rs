@@ -114,6 +114,17 @@ mod tests {
         assert_eq!(retry(&json!({"result": {"protocolVersion": 1}}), V1), None);
     }
 
+    /// The registration profile names the version that ran (`protocol(version)` of the
+    /// agreed version, as the lane's end builds it), not v1 always.
+    #[test]
+    fn the_registration_profile_names_the_version_that_ran() {
+        let command = [std::ffi::OsString::from("/agent"), std::ffi::OsString::from("--acp")];
+        let options = AcpOptions::new(command.to_vec());
+        let v2 = options.profile(&command, protocol(V2));
+        assert_eq!(v2, ["--protocol=acp-v2", "--entrypoint=/agent", "--arg=--acp"]);
+        assert_eq!(options.profile(&command, protocol(V1))[0], "--protocol=acp-v1");
+    }
+
     #[test]
     fn a_boolean_capability_is_named_with_its_path() {
         let result = json!({"capabilities": {"session": {"prompt": {"image": true}}, "auth": {}}});

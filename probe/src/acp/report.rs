@@ -272,7 +272,14 @@ impl AcpReport {
     /// Judges every requirement of the registry over this report and the run's `steps`.
     pub(crate) fn judge_requirements(&mut self, steps: &[(checkfu_wire::catalog::StepName, crate::report::Step)]) {
         self.requirements = crate::acp::requirements::judge(self, steps);
-        self.requirements_verdict = crate::acp::requirements::KitVerdict::of(&self.requirements);
+        use crate::acp::requirements::{KitVerdict, NOT_RUN_UNDER_V2};
+        // A v2 run puts none of the kit's (v1) requirements to the agent: no verdict, rather
+        // than "not conformant" for requirements that were never run.
+        self.requirements_verdict = if self.acp_version == crate::acp::negotiate::V2 {
+            KitVerdict::not_judged(NOT_RUN_UNDER_V2)
+        } else {
+            KitVerdict::of(&self.requirements)
+        };
     }
 
     /// The first thing besides a step that fails the run: a failed check, then a broken

@@ -54,13 +54,21 @@ fn tier_name<S: Serializer>(t: &Tier, s: S) -> Result<S::Ok, S::Error> {
 /// The kit's verdict over the requirements: conformant only with no mandatory requirement
 /// failed or not tested and no capability requirement failed (a capability the agent did
 /// not offer stays untested without cost). Advisory and informational ones never count.
+/// `not_judged` says why the kit gave no verdict at all (a run in a protocol version whose
+/// requirements the registry does not hold): `conformant` is then false, for want of a
+/// verdict, and the report prints neither "conformant" nor "not conformant".
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct KitVerdict {
     pub conformant: bool,
     pub mandatory_failed: Vec<&'static str>,
     pub mandatory_not_tested: Vec<&'static str>,
     pub capability_failed: Vec<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_judged: Option<&'static str>,
 }
+
+/// Why an ACP v2 run has no kit verdict: the registry's requirements are ACP v1's.
+pub const NOT_RUN_UNDER_V2: &str = "not run under ACP v2: the test kit's requirements are ACP v1's; the v2 run is judged by its own steps";
 
 impl KitVerdict {
     pub fn of(judged: &[Judged]) -> KitVerdict {
@@ -71,11 +79,19 @@ impl KitVerdict {
         let mandatory_not_tested = ids(Tier::Mandatory, Status::NotTested);
         let capability_failed = ids(Tier::Capability, Status::Failed);
         let conformant = mandatory_failed.is_empty() && mandatory_not_tested.is_empty() && capability_failed.is_empty();
-        KitVerdict { conformant, mandatory_failed, mandatory_not_tested, capability_failed }
+        KitVerdict { conformant, mandatory_failed, mandatory_not_tested, capability_failed, not_judged: None }
+    }
+
+    /// No verdict, saying why (`NOT_RUN_UNDER_V2`).
+    pub fn not_judged(why: &'static str) -> KitVerdict {
+        KitVerdict { not_judged: Some(why), ..KitVerdict::default() }
     }
 
     /// The verdict in one line: the counts by status, then what keeps it from conformant.
     pub fn line(&self, judged: &[Judged]) -> String {
+        if let Some(why) = self.not_judged {
+            return format!("requirements: none of {} judged; acp-tck verdict: not judged ({why})", judged.len());
+        }
         let count = |status: Status| judged.iter().filter(|j| j.status == status).count();
         let mut line = format!(
             "requirements {} passed, {} failed, {} not tested; acp-tck verdict: ",
@@ -146,7 +162,7 @@ pub fn judge(report: &AcpReport, steps: &[(StepName, Step)]) -> Vec<Judged> {
         .iter()
         .map(|&id| {
             let (status, reason) = match id.judge() {
-                _ if v2 => (Status::NotTested, String::from("the registry's requirements are ACP v1's, and this run spoke v2")),
+                _ if v2 => (Status::NotTested, String::from(NOT_RUN_UNDER_V2)),
                 Judge::Step(step) => by_step(step, steps),
                 Judge::Check(check) => by_check(check.name(), report),
                 Judge::Wire => by_wire(id, report),
@@ -398,6 +414,19 @@ mod tests {
             let line = verdict.line(&run);
             assert!(line.contains(&format!("{blocked}: {}", run[changed].id)), "{line}");
         }
+    }
+
+    /// A run with no kit verdict (ACP v2) says so, and never "not conformant" for
+    /// requirements it did not run.
+    #[test]
+    fn a_run_the_kit_does_not_judge_prints_no_verdict() {
+        let all: Vec<Judged> = Requirement::ALL.iter().map(|&id| judged(id, Status::NotTested)).collect();
+        let verdict = KitVerdict::not_judged(NOT_RUN_UNDER_V2);
+        let line = verdict.line(&all);
+        assert!(line.contains("acp-tck verdict: not judged (not run under ACP v2"), "{line}");
+        assert!(!line.contains("conformant ("), "{line}");
+        assert_eq!(serde_json::to_value(&verdict).expect("json")["not_judged"], NOT_RUN_UNDER_V2);
+        assert_eq!(serde_json::to_value(KitVerdict::of(&all)).expect("json").get("not_judged"), None);
     }
 
     #[test]

@@ -167,6 +167,8 @@ pub struct Session {
     exit_waits: Vec<(Value, String)>,
     record: Vec<u8>,
     record_truncated: bool,
+    /// The ACP version the record last named ([`Session::read_as`]).
+    recorded_protocol: Option<checkfu_wire::decode::Protocol>,
     /// Requests the harness made of the client, in order.
     pub client_requests: Vec<ClientRequest>,
     /// Messages read from and written to the harness.
@@ -331,6 +333,7 @@ impl Session {
             exit_waits: Vec::new(),
             record: Vec::new(),
             record_truncated: false,
+            recorded_protocol: None,
             client_requests: Vec::new(),
             messages_in: 0,
             messages_out: 0,
@@ -365,8 +368,16 @@ impl Session {
 
     /// Reads (and writes) the rest of the session in `protocol`: the handshake asked again
     /// in the version the agent named.
+    /// The record says so (`{"protocol": NAME}`, a line `decode` follows), whenever it is
+    /// not the version the record last named: a record whose handshake was asked again in v2
+    /// after a `-32022` holds a v1 `initialize` before the v2 one, and reads back only if
+    /// each part is read in its own version.
     pub fn read_as(&mut self, protocol: checkfu_wire::decode::Protocol) {
         self.decoder.switch_to(protocol);
+        if self.recorded_protocol != Some(protocol) && !self.record_truncated {
+            self.recorded_protocol = Some(protocol);
+            let _ = writeln!(self.record, "{}", json!({"protocol": protocol.name()}));
+        }
     }
 
     pub fn workspace(&self) -> &Workspace {

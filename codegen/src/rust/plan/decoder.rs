@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::annotated::annotated_methods;
-use super::model::{Grammar, MethodPlan, Part, Plan, SlotPlan, VectorPlan};
+use super::model::{Carrier, Grammar, MethodPlan, Part, Plan, SlotPlan, VectorPlan};
 use crate::catalog::model::{Catalog, Direction, Side, SourceStyle};
 use crate::diagnostic::{Class, Diagnostic};
 use crate::schema::normalize::pascal;
@@ -20,9 +20,9 @@ use crate::schema::SchemaSet;
 
 /// Parses a carrier as the docs write it: `initialize response _meta`, `session/new
 /// request _meta`, `session/update member _meta`, `ACP extension request`.
-fn carrier(text: &str) -> Option<(Option<String>, Part)> {
+fn carrier(text: &str) -> Option<Carrier> {
     if text == "ACP extension request" {
-        return Some((None, Part::Method));
+        return Some(Carrier { method: None, part: Part::Method });
     }
     let rest = text.strip_suffix(" _meta")?;
     let (method, part) = rest.rsplit_once(' ')?;
@@ -32,7 +32,49 @@ fn carrier(text: &str) -> Option<(Option<String>, Part)> {
         "member" => Part::Member,
         _ => return None,
     };
-    Some((Some(method.to_string()), part))
+    Some(Carrier { method: Some(method.to_string()), part })
+}
+
+/// A slot's carrier under ACP v2: its `carrier_v2`, else its v1 carrier (`v1`), judged
+/// against v2's grammar (`v2_methods`; `None` when it could not be read) as v1's carrier is
+/// against v1's. The diagnostic points at the line that names the carrier.
+fn carrier_v2(
+    slot: &crate::catalog::model::Slot,
+    v1: &Carrier,
+    v2_methods: Option<&[String]>,
+    file: crate::diagnostic::FileId,
+) -> Result<Carrier, Diagnostic> {
+    let key = slot.key.as_str();
+    let (named, span, what) = match &slot.carrier_v2 {
+        Some(c) => (c.as_str(), c.span.clone(), "this ACP v2 carrier"),
+        None => (slot.carrier.as_str(), slot.key.span.clone(), "this slot (its v1 carrier, which v2 keeps)"),
+    };
+    let at = |message: String| Diagnostic::new(Class::DeadVocabulary, message).at(file, span.clone(), what).entry(key);
+    let Some(v2) = carrier(named) else {
+        return Err(at(format!("slot `{key}` has an ACP v2 carrier no decoder reads: `{named}`")));
+    };
+    // An extension method stays one, and a `_meta` member stays a member: the slot's
+    // class and payload were judged for what it is.
+    if (v2.part == Part::Method) != (v1.part == Part::Method) {
+        return Err(at(format!("slot `{key}` is {} under v1 but `{named}` under ACP v2", carrier_words(v1))));
+    }
+    if let (Some(m), Some(methods)) = (&v2.method, v2_methods) {
+        if !methods.contains(m) {
+            return Err(at(format!(
+                "slot `{key}` rides `{m}` under ACP v2, which is not a method of the pinned v2 schema (name its v2 carrier with `carrier_v2`)"
+            )));
+        }
+    }
+    Ok(v2)
+}
+
+fn carrier_words(c: &Carrier) -> String {
+    match (&c.method, c.part) {
+        (None, _) | (_, Part::Method) => "an extension request".into(),
+        (Some(m), Part::Request) => format!("`{m} request _meta`"),
+        (Some(m), Part::Response) => format!("`{m} response _meta`"),
+        (Some(m), Part::Member) => format!("`{m} member _meta`"),
+    }
 }
 
 /// Plans every decoder table from the catalog and the schemas.
@@ -60,7 +102,9 @@ pub fn plan(
     }
     let kinds = grammar_read.then_some(plan.grammar.session_update_kinds.as_slice());
     plan.fidelity_updates = fidelity_updates("[acp]", &catalog.acp.optional_fidelity_updates, kinds, file, &mut errors);
-    match super::grammar::grammar_v2(&mut plan, schemas, catalog) {
+    let v2_read = super::grammar::grammar_v2(&mut plan, schemas, catalog);
+    let v2_methods: Option<Vec<String>> = v2_read.is_ok().then(|| plan.v2.grammar.methods.iter().map(|m| m.name.clone()).collect());
+    match v2_read {
         Ok(()) => {
             let kinds = Some(plan.v2.grammar.session_update_kinds.as_slice());
             plan.v2.fidelity_updates = fidelity_updates("[acp_v2]", &catalog.acp_v2.optional_fidelity_updates, kinds, file, &mut errors);
@@ -78,9 +122,16 @@ pub fn plan(
     for slot in &catalog.slots {
         let key = slot.key.as_str();
         let at = |message: String| Diagnostic::new(Class::DeadVocabulary, message).at(file, slot.key.span.clone(), "this slot").entry(key);
-        let Some((method, part)) = carrier(slot.carrier.as_str()) else {
+        let Some(Carrier { method, part }) = carrier(slot.carrier.as_str()) else {
             errors.push(at(format!("slot `{key}` has a carrier no decoder reads: `{}`", slot.carrier.as_str())));
             continue;
+        };
+        let v2 = match carrier_v2(slot, &Carrier { method: method.clone(), part }, v2_methods.as_deref(), file) {
+            Ok(v2) => v2,
+            Err(e) => {
+                errors.push(e);
+                continue;
+            }
         };
         if let Some(m) = &method {
             if grammar_read && !acp_methods.contains(m) {
@@ -141,6 +192,7 @@ pub fn plan(
             result,
             safety_profile: slot.safety_profile,
             requires: slot.requires.as_ref().map(|r| (r.slot.value.clone(), r.value.value.clone())),
+            v2,
         });
     }
     for source in &catalog.method_sources {

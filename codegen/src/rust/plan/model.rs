@@ -36,6 +36,17 @@ pub struct SlotPlan {
     pub result: Option<Def>,
     pub safety_profile: bool,
     pub requires: Option<(String, String)>,
+    /// Where ACP v2 carries the slot: the catalog's `carrier_v2`, else v1's carrier, in
+    /// either case a method of v2's grammar.
+    pub v2: Carrier,
+}
+
+/// A slot's carrier: the ACP method whose message carries it (`None` for an extension
+/// method) and the part of that message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Carrier {
+    pub method: Option<String>,
+    pub part: Part,
 }
 
 pub struct MethodPlan {
@@ -78,7 +89,8 @@ pub struct Plan {
 
 /// ACP v2's share of the plan: its grammar, its methods (v2's own `initialize`,
 /// `session/prompt`, …, with the v2 schema's definitions) and its optional-fidelity kinds.
-/// The slots and the extension methods are v1's: they ride both.
+/// The slots are v1's rows (each with its v2 carrier, `SlotPlan::v2`) and the extension
+/// methods are v1's: they ride both.
 #[derive(Default)]
 pub struct PlanV2 {
     pub grammar: GrammarV2,
