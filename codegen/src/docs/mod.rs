@@ -100,6 +100,7 @@ pub fn render(compiled: &Compiled, templates: &Templates, acp_grammar: &serde_js
         mechanisms => mechanisms,
         unlisted_accepts => Cell::codes(unlisted, ", ").markdown(),
         slots => tables::slots(c),
+        slots_v2 => tables::slots_v2(c),
         handshake => tables::handshake(c),
         conformance => tables::conformance(c),
         support => tables::support(c),

@@ -69,17 +69,27 @@ pub fn acp_methods(grammar: &serde_json::Value) -> Vec<MethodGroup> {
 }
 
 pub fn slots(c: &Catalog) -> Table {
-    let mut t = Table::new(header(&["Slot", "Carrier", "ACP v2 carrier", "Direction", "Payload", "Status"]));
+    let mut t = Table::new(header(&["Slot", "Carrier", "Direction", "Payload", "Status"]));
     for s in &c.slots {
         t.rows.push(vec![
             Cell::code(s.key.as_str()),
             Cell::words(s.carrier.as_str()),
-            // v2 keeps a slot's carrier unless the catalog names another.
-            Cell::words(s.carrier_v2.as_ref().map_or("same", |c| c.as_str())),
             Cell::plain(s.direction.value.arrow()),
             Cell::plain(s.payload.as_str()),
             Cell::code(s.status.as_str()),
         ]);
+    }
+    t
+}
+
+/// The slots whose carrier ACP v2 moves (`carrier_v2`); every other slot rides the same
+/// carrier in v2. A table of its own: the slot table above is the reference page's, cell for
+/// cell.
+pub fn slots_v2(c: &Catalog) -> Table {
+    let mut t = Table::new(header(&["Slot", "Carrier under ACP v1", "Carrier under ACP v2"]));
+    for s in &c.slots {
+        let Some(v2) = &s.carrier_v2 else { continue };
+        t.rows.push(vec![Cell::code(s.key.as_str()), Cell::words(s.carrier.as_str()), Cell::words(v2.as_str())]);
     }
     t
 }
