@@ -23,7 +23,7 @@
 //! server's own bounds ([`crate::mcp_http`]).
 
 use std::io::{BufRead, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -132,31 +132,32 @@ fn relay(line: &[u8], endpoint: &Endpoint) -> Option<Value> {
 }
 
 /// One POST of `body` on a connection of its own: the status and the body of the answer.
+/// hyper reads the answer (its framing, chunked or not), bounded to [`MAX_ANSWER`] and
+/// [`WAIT`]; the pipe writes no HTTP of its own.
 fn post(endpoint: &Endpoint, body: &[u8]) -> std::io::Result<(u16, Vec<u8>)> {
-    let mut stream = TcpStream::connect_timeout(&endpoint.addr, WAIT)?;
-    stream.set_read_timeout(Some(WAIT))?;
-    stream.set_write_timeout(Some(WAIT))?;
-    let head = format!(
-        "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        endpoint.path,
-        endpoint.addr,
-        body.len()
-    );
-    stream.write_all(head.as_bytes())?;
-    stream.write_all(body)?;
-    let mut answer = Vec::new();
-    stream.take(MAX_ANSWER + 1).read_to_end(&mut answer)?;
-    let invalid = |why: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, why.to_owned());
-    if answer.len() as u64 > MAX_ANSWER {
-        return Err(invalid("an answer of more than 1 MiB"));
-    }
-    let split = answer.windows(4).position(|w| w == b"\r\n\r\n").ok_or_else(|| invalid("an answer with no end of headers"))?;
-    let status = std::str::from_utf8(&answer[..split])
-        .ok()
-        .and_then(|head| head.split(' ').nth(1))
-        .and_then(|code| code.parse().ok())
-        .ok_or_else(|| invalid("an answer with no status"))?;
-    Ok((status, answer.split_off(split + 4)))
+    use http_body_util::{BodyExt, Full, Limited};
+    use hyper::header::{ACCEPT, CONTENT_TYPE, HOST};
+    let invalid = |why: String| std::io::Error::new(std::io::ErrorKind::InvalidData, why);
+    let late = |_| std::io::Error::new(std::io::ErrorKind::TimedOut, "the probe's MCP server did not answer in time");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_io().enable_time().build()?;
+    runtime.block_on(async {
+        let stream = tokio::time::timeout(WAIT, tokio::net::TcpStream::connect(endpoint.addr)).await.map_err(late)??;
+        let (mut sender, connection) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await.map_err(|e| invalid(e.to_string()))?;
+        tokio::spawn(connection);
+        let request = hyper::Request::post(endpoint.path.as_str())
+            .header(HOST, endpoint.addr.to_string())
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, "application/json, text/event-stream")
+            .body(Full::new(hyper::body::Bytes::copy_from_slice(body)))
+            .map_err(|e| invalid(e.to_string()))?;
+        let response = tokio::time::timeout(WAIT, sender.send_request(request)).await.map_err(late)?.map_err(|e| invalid(e.to_string()))?;
+        let status = response.status().as_u16();
+        let limited = Limited::new(response.into_body(), MAX_ANSWER as usize);
+        let collected = tokio::time::timeout(WAIT, limited.collect()).await.map_err(late)?;
+        let collected = collected.map_err(|_| invalid(String::from("an answer of more than 1 MiB")))?;
+        Ok((status, collected.to_bytes().to_vec()))
+    })
 }
 
 /// The answer to one message (`None` for a notification or a response), and what the log
